@@ -1,0 +1,244 @@
+"""Privacy loss values and how they compose (DESIGN 2.4).
+
+A `Spend` is the privacy loss on one subset of variables, kept *per notion*:
+pure epsilon, approximate (epsilon, delta), and rho-zCDP are summed separately
+(basic composition, Tan Prop 3.4; zCDP composition, Bun and Steinke 2016
+Lemma 2.3) and are only combined when an epsilon at a stated delta is asked
+for. Nothing adds rho and epsilon by plain addition.
+
+Invariants:
+- components are exact Fractions; `Spend.epsilon()` is exact for pure and
+  approximate totals, and a float rounded up when a zCDP conversion is used;
+- `UNBOUNDED` absorbs everything: a subset any release reads without a
+  certified bound is "not protected", shown as ∞, never as a number.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+from scipy.optimize import minimize_scalar
+
+from .numbers import INF, Number
+from .records import Guarantee, Notion, Relation
+
+ZERO_FRACTION = Fraction(0)
+
+CONVERSION_NAME = "Canonne-Kamath-Steinke (2020) zCDP-to-(epsilon, delta) conversion"
+CONVERSION_SHORT = "CKS 2020"
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """Privacy loss on one subset, per notion."""
+
+    pure: Fraction = ZERO_FRACTION  # pure epsilon, adds (Tan Prop 3.4)
+    approx_epsilon: Fraction = ZERO_FRACTION  # (epsilon, delta): both add (basic composition,
+    approx_delta: Fraction = ZERO_FRACTION  # Dwork and Roth 2014, Theorem 3.16)
+    rho: Fraction = ZERO_FRACTION  # zCDP: rho adds (Bun and Steinke 2016, Lemma 2.3)
+    unbounded: bool = False
+
+    def __add__(self, other: Spend) -> Spend:
+        if self.unbounded or other.unbounded:
+            return UNBOUNDED
+        return Spend(
+            self.pure + other.pure,
+            self.approx_epsilon + other.approx_epsilon,
+            self.approx_delta + other.approx_delta,
+            self.rho + other.rho,
+        )
+
+    def times(self, count: int) -> Spend:
+        """The composition of `count` releases each costing this."""
+        if count == 0:
+            return ZERO
+        if self.unbounded:
+            return UNBOUNDED
+        return Spend(self.pure * count, self.approx_epsilon * count, self.approx_delta * count, self.rho * count)
+
+    @property
+    def is_zero(self) -> bool:
+        return self == ZERO
+
+    @property
+    def is_pure(self) -> bool:
+        """True when the total is a pure epsilon (no delta, no rho)."""
+        return not self.unbounded and self.approx_delta == 0 and self.approx_epsilon == 0 and self.rho == 0
+
+    @property
+    def notion(self) -> str:
+        """The label shown beside a total: pure, approx, zcdp, mixed or unbounded."""
+        if self.unbounded:
+            return "unbounded"
+        has_approx = self.approx_epsilon != 0 or self.approx_delta != 0
+        if self.rho and has_approx:
+            return "mixed"
+        if self.rho:
+            return "zcdp" if self.pure == 0 else "mixed"
+        if has_approx:
+            return "approx"
+        return "pure"
+
+    def epsilon(self, delta: Number) -> Number:
+        """An epsilon such that the total is (epsilon, delta)-private; ∞ when none is certified.
+
+        - pure only: the exact sum (delta does not matter);
+        - with approximate parts: their deltas are taken out of `delta` first
+          (basic composition); if they already exceed it, no bound holds at
+          this delta and the answer is ∞;
+        - with rho: the CKS conversion at the remaining delta, taking the
+          smaller of (pure added after conversion) and (pure converted to
+          rho = epsilon^2 / 2 first, Bun and Steinke 2016 Prop 3.3); both
+          are valid bounds.
+        """
+        if self.unbounded:
+            return INF
+        if self.is_pure:
+            return self.pure
+        remaining = Fraction(delta) - self.approx_delta
+        if self.rho == 0:
+            if remaining < 0:
+                return INF
+            return self.pure + self.approx_epsilon
+        if remaining <= 0:
+            return INF
+        separate = float(self.pure) + cks_epsilon(self.rho, float(remaining))
+        merged = cks_epsilon(self.rho + self.pure * self.pure / 2, float(remaining))
+        return _up(float(self.approx_epsilon) + min(separate, merged))
+
+    def zcdp_rho(self) -> Fraction | None:
+        """The total as rho-zCDP, or None when it has an approximate (delta) part."""
+        if self.unbounded or self.approx_delta or self.approx_epsilon:
+            return None
+        return self.rho + self.pure * self.pure / 2  # Bun and Steinke 2016, Prop 3.3
+
+    def preference_key(self) -> float:
+        """Orders alternative guarantees for the same release: the smaller epsilon at
+        delta = 1e-9 is charged. Any covering guarantee is a valid bound (DESIGN 2.3)."""
+        value = self.epsilon(Fraction(1, 10**9))
+        return float(value)
+
+
+ZERO = Spend()
+UNBOUNDED = Spend(unbounded=True)
+
+
+def guarantee_spend(guarantee: Guarantee, relation: Relation = Relation.REPLACE) -> Spend:
+    """The loss a guarantee certifies for neighbours under `relation`.
+
+    A guarantee for add/remove neighbours also bounds replacement, since a
+    replacement is a removal plus an addition (DESIGN 2.1): group privacy of
+    size 2 gives 2 epsilon (pure), (2 epsilon, (1 + e^epsilon) delta) for
+    approximate DP (Dwork and Roth 2014, Theorem 2.2 and its (epsilon,
+    delta) form), and 4 rho for zCDP (Bun and Steinke 2016, Prop 1.9, k^2 rho).
+    A guarantee for replacement only says nothing about adding or removing a
+    record (n is public under bounded neighbours): unbounded.
+    """
+    if guarantee.relation == relation:
+        return _native_spend(guarantee)
+    if guarantee.relation == Relation.REPLACE:  # asked for add/remove
+        return UNBOUNDED
+    native = _native_spend(guarantee)
+    if guarantee.notion == Notion.PURE:
+        return Spend(pure=2 * native.pure)
+    if guarantee.notion == Notion.APPROX:
+        e_eps = Fraction(math.nextafter(math.exp(float(native.approx_epsilon)), math.inf))
+        return Spend(approx_epsilon=2 * native.approx_epsilon, approx_delta=native.approx_delta * (1 + e_eps))
+    return Spend(rho=4 * native.rho)
+
+
+def _native_spend(guarantee: Guarantee) -> Spend:
+    if guarantee.notion == Notion.PURE:
+        return Spend(pure=guarantee.epsilon)
+    if guarantee.notion == Notion.APPROX:
+        return Spend(approx_epsilon=guarantee.epsilon, approx_delta=guarantee.delta)
+    if guarantee.notion == Notion.ZCDP:
+        return Spend(rho=guarantee.rho)
+    raise ValueError(f"unsupported notion {guarantee.notion!r}")
+
+
+def compose(spends) -> Spend:
+    """Sequential composition of independent releases (Tan Prop 3.4, per notion)."""
+    total = ZERO
+    for spend in spends:
+        total = total + spend
+        if total.unbounded:
+            return UNBOUNDED
+    return total
+
+
+def spend_max(spends) -> Spend:
+    """A bound that holds for whichever one of `spends` applies: the componentwise max."""
+    result = ZERO
+    for spend in spends:
+        if spend.unbounded:
+            return UNBOUNDED
+        result = Spend(
+            max(result.pure, spend.pure),
+            max(result.approx_epsilon, spend.approx_epsilon),
+            max(result.approx_delta, spend.approx_delta),
+            max(result.rho, spend.rho),
+        )
+    return result
+
+
+def sum_of_two_largest(spends) -> Spend:
+    """Upper bound on the sum of any two of `spends`: per component, the two largest.
+
+    Used when a changed record leaves one part of a family and joins another
+    (DESIGN 2.6): a removal from one part and an addition to another.
+    """
+    spends = list(spends)
+    if any(spend.unbounded for spend in spends):
+        return UNBOUNDED
+
+    def top_two(values):
+        return sum(sorted(values, reverse=True)[:2], ZERO_FRACTION)
+
+    return Spend(
+        top_two(s.pure for s in spends),
+        top_two(s.approx_epsilon for s in spends),
+        top_two(s.approx_delta for s in spends),
+        top_two(s.rho for s in spends),
+    )
+
+
+@lru_cache(maxsize=65536)
+def cks_epsilon(rho: Fraction | float, delta: float) -> float:
+    """Smallest epsilon such that rho-zCDP implies (epsilon, delta)-DP, by
+    Canonne, Kamath and Steinke (2020), Proposition 12 / Corollary 13:
+
+        epsilon = inf over alpha > 1 of
+                  alpha rho + (ln(1/delta) + (alpha - 1) ln(1 - 1/alpha) - ln(alpha)) / (alpha - 1)
+
+    Every alpha gives a valid bound, so the numerical minimiser can only make
+    the answer looser, never invalid; the value is evaluated at the alpha found
+    and rounded up. It is never larger than the simple bound
+    rho + 2 sqrt(rho ln(1/delta)) (Bun and Steinke 2016, Prop 1.3), which is
+    evaluated too as a guard.
+    """
+    rho = float(rho)
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1). Found {delta}.")
+    if rho < 0:
+        raise ValueError(f"rho must be non-negative. Found {rho}.")
+    if rho == 0:
+        return 0.0
+    log_inv_delta = math.log(1 / delta)
+
+    def bound(alpha: float) -> float:
+        return alpha * rho + (log_inv_delta + (alpha - 1) * math.log1p(-1 / alpha) - math.log(alpha)) / (alpha - 1)
+
+    start = 1 + math.sqrt(log_inv_delta / rho)  # optimum of the simple bound
+    result = minimize_scalar(bound, bounds=(1 + 1e-9, max(4 * start, 2.0)), method="bounded",
+                             options={"xatol": 1e-10})
+    best = min(bound(result.x), bound(start), rho + 2 * math.sqrt(rho * log_inv_delta))
+    return _up(max(best, 0.0))
+
+
+def _up(value: float) -> float:
+    """Nudge a float bound up past any rounding error in its evaluation."""
+    return math.nextafter(value * (1 + 1e-12), math.inf)

@@ -1,0 +1,125 @@
+"""The mechanisms the ledger knows, and the guarantee each one's parameters imply.
+
+A release file may state its guarantees; when it does not, they are derived
+here from the mechanism's parameters (DESIGN 2.2). A mechanism name not in
+`CATALOGUE` is refused, never guessed (STYLE 5). Every derivation cites its
+source. Explicit guarantees in the file replace the derived ones: they are the
+steward's certified claim, and may protect only part of what is read.
+
+Sensitivities belong to a neighbour relation (DESIGN 2.1): the `sensitivity`
+parameter is the sensitivity under the mechanism's `relation` (replace by
+default), and the derived guarantee is stated for that relation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .records import Guarantee, Mechanism, Notion, Relation
+
+NUMERIC_PARAMS = ("epsilon", "delta", "rho", "scale", "sigma", "sensitivity")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    field: str  # parameter name under `mechanism`
+    message: str
+
+
+Derivation = Callable[[Mechanism, frozenset[str]], tuple[tuple[Guarantee, ...], list[Problem]]]
+
+
+def _relation(mechanism: Mechanism) -> Relation:
+    return Relation(mechanism.param("relation", Relation.REPLACE.value))
+
+
+def _scale_mechanism(mechanism: Mechanism, reads: frozenset[str]):
+    """Geometric (Ghosh, Roughgarden and Sundararajan 2009) and Laplace (Dwork et al.
+    2006) noise: epsilon = sensitivity / scale, pure, on everything read."""
+    epsilon = mechanism.param("epsilon")
+    scale, sensitivity = mechanism.param("scale"), mechanism.param("sensitivity")
+    problems: list[Problem] = []
+    if epsilon is None:
+        if scale is None or sensitivity is None:
+            return (), [Problem("epsilon", f"{mechanism.name} needs epsilon, or scale and sensitivity")]
+        if scale <= 0:
+            return (), [Problem("scale", f"must be positive. Found {scale}.")]
+        epsilon = sensitivity / scale
+    elif scale is not None and sensitivity is not None and sensitivity / scale != epsilon:
+        problems.append(Problem("epsilon", f"is {epsilon} but sensitivity / scale is {sensitivity / scale}"))
+    guarantee = Guarantee(reads, Notion.PURE, epsilon=epsilon, relation=_relation(mechanism))
+    return (guarantee,), problems
+
+
+def _gaussian(mechanism: Mechanism, reads: frozenset[str]):
+    """Gaussian noise: rho = sensitivity^2 / (2 sigma^2), zCDP (Bun and Steinke 2016,
+    Prop 1.6); or (epsilon, delta) when those are given instead."""
+    rho, sigma, sensitivity = mechanism.param("rho"), mechanism.param("sigma"), mechanism.param("sensitivity")
+    epsilon, delta = mechanism.param("epsilon"), mechanism.param("delta")
+    relation = _relation(mechanism)
+    if rho is None and sigma is not None and sensitivity is not None:
+        if sigma <= 0:
+            return (), [Problem("sigma", f"must be positive. Found {sigma}.")]
+        rho = sensitivity * sensitivity / (2 * sigma * sigma)
+    if rho is not None:
+        return (Guarantee(reads, Notion.ZCDP, rho=rho, relation=relation),), []
+    if epsilon is not None and delta is not None:
+        return (Guarantee(reads, Notion.APPROX, epsilon=epsilon, delta=delta, relation=relation),), []
+    return (), [Problem("sigma", "gaussian needs sigma and sensitivity, rho, or epsilon and delta")]
+
+
+def _exact(mechanism: Mechanism, reads: frozenset[str]):
+    """No noise: no bound on anything read (DESIGN 2.3, ∞)."""
+    for name in ("epsilon", "rho"):
+        if mechanism.param(name) is not None:
+            return (), [Problem(name, "an exact release has no privacy parameter")]
+    return (), []
+
+
+def _post_processing(mechanism: Mechanism, reads: frozenset[str]):
+    """Computed only from other releases' outputs (DESIGN 2.5): reads nothing, costs 0."""
+    if reads:
+        return (), [Problem("name", f"post-processing reads no data, but reads lists {sorted(reads)}")]
+    return (), []
+
+
+def _tan_consistent_counts(mechanism: Mechanism, reads: frozenset[str]):
+    """Tan, Algorithm 1: epsilon on the protected variable(s) (Prop 5.1, with the
+    n_i >= 2 correction of DESIGN 2.9); the margin variables are released exactly."""
+    epsilon, protects = mechanism.param("epsilon"), mechanism.param("protects")
+    if epsilon is None:
+        return (), [Problem("epsilon", "tan-consistent-counts needs epsilon")]
+    if not protects:
+        return (), [Problem("protects", "tan-consistent-counts needs the protected variable(s), "
+                                        "in `protects` or as an explicit guarantee")]
+    return (Guarantee(frozenset(protects), Notion.PURE, epsilon=epsilon),), []
+
+
+def _declared(mechanism: Mechanism, reads: frozenset[str]):
+    """A mechanism described only by its explicit guarantees."""
+    return (), [Problem("name", "a declared mechanism needs explicit guarantees")]
+
+
+CATALOGUE: dict[str, Derivation] = {
+    "geometric": _scale_mechanism,
+    "laplace": _scale_mechanism,
+    "gaussian": _gaussian,
+    "exact": _exact,
+    "post-processing": _post_processing,
+    "tan-consistent-counts": _tan_consistent_counts,
+    "declared": _declared,
+}
+
+
+def derive_guarantees(mechanism: Mechanism, reads: frozenset[str]) -> tuple[tuple[Guarantee, ...], list[Problem]]:
+    derivation = CATALOGUE.get(mechanism.name)
+    if derivation is None:
+        known = ", ".join(sorted(CATALOGUE))
+        return (), [Problem("name", f"unknown mechanism {mechanism.name!r}; known: {known}")]
+    return derivation(mechanism, reads)
+
+
+def needs_explicit_guarantees(mechanism: Mechanism) -> bool:
+    return mechanism.name == "declared"
+

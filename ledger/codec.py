@@ -1,0 +1,166 @@
+"""Records <-> plain JSON-able dicts, and canonical JSON for the audit chain.
+
+Exact numbers are written as strings ("104/4099", "1/10"), so a record read
+back is equal to the one written. `canonical_json` is the byte form hashed
+by the audit chain: sorted keys, no whitespace, UTF-8.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+from .records import Dataset, Family, Guarantee, Mechanism, Notion, Relation, Release, Status, Variable
+
+GENESIS_HASH = "0" * 64
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def chain_hash(previous: str, body: dict) -> str:
+    """SHA-256 over the previous event's hash and this event's canonical JSON."""
+    return hashlib.sha256((previous + canonical_json(body)).encode("utf-8")).hexdigest()
+
+
+def _number(value: Fraction | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _fraction(text: str | None) -> Fraction | None:
+    return None if text is None else Fraction(text)
+
+
+def _time(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def _param(value: Any) -> Any:
+    if isinstance(value, Fraction):
+        return {"fraction": str(value)}
+    if isinstance(value, tuple):
+        return [_param(item) for item in value]
+    return value
+
+
+def _unparam(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {"fraction"}:
+        return Fraction(value["fraction"])
+    if isinstance(value, list):
+        return tuple(_unparam(item) for item in value)
+    return value
+
+
+def guarantee_to_dict(guarantee: Guarantee) -> dict:
+    return {
+        "protects": sorted(guarantee.protects),
+        "notion": guarantee.notion.value,
+        "epsilon": _number(guarantee.epsilon),
+        "delta": _number(guarantee.delta),
+        "rho": _number(guarantee.rho),
+        "relation": guarantee.relation.value,
+    }
+
+
+def guarantee_from_dict(data: dict) -> Guarantee:
+    return Guarantee(
+        protects=frozenset(data["protects"]),
+        notion=Notion(data["notion"]),
+        epsilon=_fraction(data["epsilon"]),
+        delta=_fraction(data["delta"]),
+        rho=_fraction(data["rho"]),
+        relation=Relation(data["relation"]),
+    )
+
+
+def mechanism_to_dict(mechanism: Mechanism) -> dict:
+    return {"name": mechanism.name, "params": {key: _param(value) for key, value in mechanism.params}}
+
+
+def mechanism_from_dict(data: dict) -> Mechanism:
+    return Mechanism(data["name"], tuple(sorted((key, _unparam(value)) for key, value in data["params"].items())))
+
+
+def release_to_dict(release: Release) -> dict:
+    """Everything the ledger knows of a release, lifecycle fields included."""
+    return {
+        "id": release.id,
+        "dataset": release.dataset,
+        "title": release.title,
+        "reads": sorted(release.reads),
+        "mechanism": mechanism_to_dict(release.mechanism),
+        "guarantees": [guarantee_to_dict(g) for g in release.guarantees],
+        "derived_from": list(release.derived_from),
+        "family": release.family,
+        "status": release.status.value,
+        "recorded_by": release.recorded_by,
+        "recorded_at": _time(release.recorded_at),
+        "approved_by": release.approved_by,
+        "approved_at": _time(release.approved_at),
+        "published_at": _time(release.published_at),
+    }
+
+
+def release_from_dict(data: dict) -> Release:
+    return Release(
+        id=data["id"],
+        dataset=data["dataset"],
+        title=data["title"],
+        reads=frozenset(data["reads"]),
+        mechanism=mechanism_from_dict(data["mechanism"]),
+        guarantees=tuple(guarantee_from_dict(g) for g in data["guarantees"]),
+        derived_from=tuple(data["derived_from"]),
+        family=data["family"],
+        status=Status(data["status"]),
+        recorded_by=data["recorded_by"],
+        recorded_at=_parse_time(data["recorded_at"]),
+        approved_by=data["approved_by"],
+        approved_at=_parse_time(data["approved_at"]),
+        published_at=_parse_time(data["published_at"]),
+        source=f"release {data['id']}",
+    )
+
+
+def dataset_to_dict(dataset: Dataset) -> dict:
+    return {
+        "name": dataset.name,
+        "description": dataset.description,
+        "delta": _number(dataset.delta),
+        "variables": [
+            {"name": v.name, "classification": v.classification, "description": v.description}
+            for v in dataset.variables
+        ],
+        "groups": {name: sorted(members) for name, members in dataset.groups},
+    }
+
+
+def dataset_from_dict(data: dict) -> Dataset:
+    return Dataset(
+        name=data["name"],
+        variables=tuple(Variable(v["name"], v["classification"], v["description"]) for v in data["variables"]),
+        description=data["description"],
+        delta=_fraction(data["delta"]),
+        groups=tuple((name, frozenset(members)) for name, members in data["groups"].items()),
+    )
+
+
+def family_to_dict(family: Family) -> dict:
+    return {
+        "id": family.id,
+        "dataset": family.dataset,
+        "partition": None if family.partition is None else sorted(family.partition),
+        "description": family.description,
+    }
+
+
+def family_from_dict(data: dict) -> Family:
+    partition = data["partition"]
+    return Family(data["id"], data["dataset"], None if partition is None else frozenset(partition), data["description"])

@@ -1,0 +1,309 @@
+"""The accounting engine: the privacy loss of every subset of variables.
+
+Pure functions over frozen records (no I/O). Two implementations of the same
+rules live here:
+
+- `release_cost`, `family_cost`, `ledger_cost`: the rules written out release
+  by release, as DESIGN 2.3-2.6 states them. They are the reference the tests
+  check the fast path against, and the baseline the benchmark times.
+- `LedgerIndex`: the same rules over numpy arrays (reads and guarantees as
+  boolean matrices), used for the release-by-variable table and subset
+  queries on large ledgers. Totals stay exact: distinct guarantee values are
+  scaled to integers over a common denominator and summed as integers.
+
+The cost rule (DESIGN 2.3), for release r and subset U:
+    c_r(U) = 0                        if U ∩ reads(r) is empty         (Tan Prop 3.3)
+           = min value(g) over guarantees g with U ∩ reads(r) ⊆ P_g   (Tan Props 3.2, 3.5)
+           = ∞ (not protected)         otherwise
+and the loss on U is the composition of c_r(U) over releases (Tan Prop 3.4),
+with a family of releases on disjoint parts charged once (DESIGN 2.6).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from itertools import combinations
+
+import numpy as np
+
+from .accounting import (
+    UNBOUNDED,
+    ZERO,
+    Spend,
+    compose,
+    guarantee_spend,
+    spend_max,
+    sum_of_two_largest,
+)
+from .records import Family, Relation, Release
+
+# --------------------------------------------------------------------------
+# Reference rules, release by release
+# --------------------------------------------------------------------------
+
+
+def release_cost(release: Release, subset: frozenset[str], relation: Relation = Relation.REPLACE) -> Spend:
+    """c_r(U), DESIGN 2.3."""
+    touched = subset & release.reads
+    if not touched:
+        return ZERO  # Tan Prop 3.3: independent of the values of U
+    best: Spend | None = None
+    for guarantee in release.guarantees:
+        if touched <= guarantee.protects:  # Tan Props 3.2 and 3.5: private on every subset of P
+            spend = guarantee_spend(guarantee, relation)
+            if best is None or spend.preference_key() < best.preference_key():
+                best = spend
+    return UNBOUNDED if best is None else best
+
+
+def family_cost(family: Family, members: Sequence[Release], subset: frozenset[str]) -> Spend:
+    """c_F(U) for releases on disjoint parts of the records (Clifton et al.; DESIGN 2.6).
+
+    - random split, or no key variable in U: a U-neighbour change stays in one
+      part, so the family costs the largest member cost;
+    - a key variable in U: the changed record may stay in its part (a
+      replacement there) or move to another (a removal from one part and an
+      addition to another): max(largest replacement cost, sum of the two
+      largest add/remove costs). Parts certified only for replacement give ∞.
+    """
+    if family.partition is None or not (family.partition & subset):
+        return spend_max(release_cost(member, subset) for member in members)
+    touched = [member for member in members if subset & member.reads]
+    if not touched:
+        return ZERO
+    stays = spend_max(release_cost(member, subset, Relation.REPLACE) for member in members)
+    moves = sum_of_two_largest(release_cost(member, subset, Relation.ADD_REMOVE) for member in members)
+    return spend_max([stays, moves])
+
+
+def ledger_cost(releases: Iterable[Release], families: Iterable[Family], subset: Iterable[str]) -> Spend:
+    """The loss on `subset` of every release together (Tan Prop 3.4), families charged once."""
+    subset = frozenset(subset)
+    by_family: dict[str, list[Release]] = {}
+    standalone: list[Release] = []
+    family_map = {family.id: family for family in families}
+    for release in releases:
+        if release.family is not None and release.family in family_map:
+            by_family.setdefault(release.family, []).append(release)
+        else:
+            standalone.append(release)
+    return compose(
+        [release_cost(release, subset) for release in standalone]
+        + [family_cost(family_map[fid], members, subset) for fid, members in by_family.items()]
+    )
+
+
+# --------------------------------------------------------------------------
+# The same rules over arrays
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SubsetCost:
+    """The loss on one subset and the releases that contribute to it."""
+
+    subset: tuple[str, ...]
+    spend: Spend
+    releases: tuple[str, ...]  # ids of releases (or family members) charging a non-zero cost
+
+
+@dataclass(frozen=True)
+class RiskTable:
+    """Tan's Table 1: the cost of each release on each single variable, with the
+    whole-dataset column (U = V) and the composed total row.
+
+    `cells[i, j]` and `dataset_wide[i]` index into `values`.
+    """
+
+    dataset: str
+    variables: tuple[str, ...]
+    releases: tuple[Release, ...]
+    values: tuple[Spend, ...]
+    cells: np.ndarray
+    dataset_wide: np.ndarray
+    total: tuple[Spend, ...]
+    total_dataset_wide: Spend
+
+    def cell(self, row: int, column: int) -> Spend:
+        return self.values[self.cells[row, column]]
+
+    def row_dataset_wide(self, row: int) -> Spend:
+        return self.values[self.dataset_wide[row]]
+
+
+class LedgerIndex:
+    """Reads and guarantees of a set of releases as arrays, for fast exact queries."""
+
+    def __init__(self, variables: Sequence[str], releases: Sequence[Release], families: Iterable[Family] = ()):
+        self.variables = tuple(variables)
+        self.column = {name: j for j, name in enumerate(self.variables)}
+        self.releases = tuple(releases)
+        self.families = {family.id: family for family in families}
+        n_rel, n_var = len(self.releases), len(self.variables)
+
+        self.reads = np.zeros((n_rel, n_var), dtype=bool)
+        g_release: list[int] = []
+        g_protects_rows: list[int] = []
+        g_protects_cols: list[int] = []
+        g_spends: list[Spend] = []
+        self.members: dict[str, list[int]] = {}
+        read_rows: list[int] = []
+        read_cols: list[int] = []
+        for i, release in enumerate(self.releases):
+            for name in release.reads:
+                read_rows.append(i)
+                read_cols.append(self.column[name])
+            if release.family is not None and release.family in self.families:
+                self.members.setdefault(release.family, []).append(i)
+            for guarantee in release.guarantees:
+                k = len(g_release)
+                g_release.append(i)
+                g_spends.append(guarantee_spend(guarantee, Relation.REPLACE))
+                for name in guarantee.protects:
+                    if name in self.column:
+                        g_protects_rows.append(k)
+                        g_protects_cols.append(self.column[name])
+        self.reads[read_rows, read_cols] = True
+        self.g_release = np.asarray(g_release, dtype=np.int64)
+        self.g_protects = np.zeros((len(g_release), n_var), dtype=bool)
+        self.g_protects[g_protects_rows, g_protects_cols] = True
+
+        # Distinct guarantee values, ordered so that a smaller id is the preferred
+        # (smaller) guarantee; then the unbounded and zero sentinels.
+        distinct = sorted(set(g_spends), key=lambda s: (s.preference_key(), s.rho, s.approx_delta, s.pure))
+        value_id = {spend: k for k, spend in enumerate(distinct)}
+        self.NONE = len(distinct)  # no covering guarantee: unbounded
+        self.ZERO_ID = len(distinct) + 1
+        self.values: tuple[Spend, ...] = tuple(distinct) + (UNBOUNDED, ZERO)
+        self.g_value = np.asarray([value_id[s] for s in g_spends], dtype=np.int64)
+
+        self.has_guarantee = np.zeros(n_rel, dtype=bool)
+        self.has_guarantee[self.g_release] = True
+        self.g_start = np.flatnonzero(np.r_[True, self.g_release[1:] != self.g_release[:-1]]) if len(g_release) else np.zeros(0, dtype=np.int64)
+        self.standalone = np.ones(n_rel, dtype=bool)
+        for rows in self.members.values():
+            self.standalone[rows] = False
+        self._components = _ExactComponents(self.values, n_rel)
+
+    # -- the cost rule over arrays ------------------------------------------
+
+    def _best(self, candidates: np.ndarray) -> np.ndarray:
+        """Per release, the smallest candidate id over its guarantees (NONE if it has none)."""
+        shape = (len(self.releases),) + candidates.shape[1:]
+        best = np.full(shape, self.NONE, dtype=np.int64)
+        if len(self.g_release):
+            best[self.has_guarantee] = np.minimum.reduceat(candidates, self.g_start, axis=0)
+        return best
+
+    def cost_ids(self, columns: Sequence[int]) -> np.ndarray:
+        """Per release, the id of c_r(U) for U = the given columns."""
+        columns = np.asarray(columns, dtype=np.int64)
+        reads_u = self.reads[:, columns]
+        touched = reads_u.any(axis=1)
+        if len(self.g_release):
+            uncovered = (reads_u[self.g_release] & ~self.g_protects[:, columns]).any(axis=1)
+            candidates = np.where(uncovered, self.NONE, self.g_value)
+        else:
+            candidates = np.zeros(0, dtype=np.int64)
+        return np.where(touched, self._best(candidates), self.ZERO_ID)
+
+    def _family_spends(self, subset: frozenset[str]) -> list[Spend]:
+        return [
+            family_cost(self.families[fid], [self.releases[i] for i in rows], subset)
+            for fid, rows in self.members.items()
+        ]
+
+    def subset_cost(self, subset: Iterable[str]) -> SubsetCost:
+        subset = frozenset(subset)
+        ids = self.cost_ids([self.column[name] for name in sorted(subset)])
+        spend = self._components.total(ids[self.standalone])
+        spend = compose([spend, *self._family_spends(subset)])
+        charged = np.flatnonzero(ids != self.ZERO_ID)
+        return SubsetCost(
+            subset=tuple(sorted(subset, key=self.column.__getitem__)),
+            spend=spend,
+            releases=tuple(self.releases[i].id for i in charged if not self.values[ids[i]].is_zero),
+        )
+
+    def table(self, dataset: str) -> RiskTable:
+        """The release-by-variable matrix (Tan, Table 1) with totals and the whole-dataset column."""
+        n_var = len(self.variables)
+        if len(self.g_release):
+            candidates = np.where(self.g_protects, self.g_value[:, None], self.NONE)
+        else:
+            candidates = np.zeros((0, n_var), dtype=np.int64)
+        # for a single variable v read by r, U ∩ reads(r) = {v}: covered iff v ∈ P_g
+        cells = np.where(self.reads, self._best(candidates), self.ZERO_ID)
+        dataset_wide = self.cost_ids(range(n_var))
+        totals = self._components.column_totals(cells[self.standalone])
+        if self.members:
+            totals = [
+                compose([total, *self._family_spends(frozenset({name}))])
+                for total, name in zip(totals, self.variables)
+            ]
+        total_wide = compose(
+            [self._components.total(dataset_wide[self.standalone]), *self._family_spends(frozenset(self.variables))]
+        )
+        return RiskTable(
+            dataset=dataset,
+            variables=self.variables,
+            releases=self.releases,
+            values=self.values,
+            cells=cells,
+            dataset_wide=dataset_wide,
+            total=tuple(totals),
+            total_dataset_wide=total_wide,
+        )
+
+    def pairs(self) -> dict[tuple[str, str], Spend]:
+        """The loss on every pair of variables."""
+        return {
+            (a, b): self.subset_cost((a, b)).spend for a, b in combinations(self.variables, 2)
+        }
+
+
+class _ExactComponents:
+    """Sums Spend values by id, exactly, with integer arithmetic.
+
+    Each notion component (pure, approx epsilon, approx delta, rho) of every
+    distinct value is scaled by the lcm of that component's denominators. When
+    the scaled numerators could overflow int64 over `n_rows` releases, Python
+    integers are used instead (slower, still exact).
+    """
+
+    FIELDS = ("pure", "approx_epsilon", "approx_delta", "rho")
+
+    def __init__(self, values: Sequence[Spend], n_rows: int):
+        self.unbounded_id = next(k for k, v in enumerate(values) if v.unbounded)
+        self.components: list[tuple[str, int, np.ndarray]] = []
+        for field in self.FIELDS:
+            fractions = [Fraction(0) if v.unbounded else getattr(v, field) for v in values]
+            if not any(fractions):
+                continue
+            denominator = math.lcm(*(f.denominator for f in fractions))
+            numerators = [int(f * denominator) for f in fractions]
+            limit = max(abs(n) for n in numerators) * max(n_rows, 1)
+            dtype = np.int64 if limit < 2**62 else object
+            self.components.append((field, denominator, np.asarray(numerators, dtype=dtype)))
+
+    def total(self, ids: np.ndarray) -> Spend:
+        if np.any(ids == self.unbounded_id):
+            return UNBOUNDED
+        parts = {field: Fraction(int(numerators[ids].sum()), denominator)
+                 for field, denominator, numerators in self.components}
+        return Spend(**parts)
+
+    def column_totals(self, ids: np.ndarray) -> list[Spend]:
+        unbounded = (ids == self.unbounded_id).any(axis=0)
+        sums = {field: (denominator, numerators[ids].sum(axis=0)) for field, denominator, numerators in self.components}
+        totals = []
+        for j in range(ids.shape[1]):
+            if unbounded[j]:
+                totals.append(UNBOUNDED)
+                continue
+            totals.append(Spend(**{field: Fraction(int(column[j]), denominator)
+                                   for field, (denominator, column) in sums.items()}))
+        return totals

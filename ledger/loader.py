@@ -1,0 +1,441 @@
+"""From files to frozen records: parse -> validate -> build -> check.
+
+Like beancount's loader, one pipeline of functions that take and return
+values. The only I/O is `read_document`. Every problem becomes a
+`LedgerError` naming the file, line and field; the caller decides what to do
+with the list (the CLI prints it and exits 2 without writing anything).
+
+Invariant: when the returned error list is empty, the records satisfy every
+invariant stated in records.py, against the ledger snapshot given.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from fractions import Fraction
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import networkx as nx
+import yaml
+
+from .catalogue import NUMERIC_PARAMS, derive_guarantees
+from .errors import LedgerError
+from .numbers import NumberError, to_fraction
+from .records import Dataset, Family, Guarantee, Mechanism, Notion, Relation, Release, Status, Variable
+
+Path_ = tuple[Any, ...]
+
+
+# --------------------------------------------------------------------------
+# Parse
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Document:
+    """A parsed input file and the line of every value in it (YAML only)."""
+
+    path: str
+    data: Any
+    lines: dict[Path_, int] = field(default_factory=dict)
+
+    def source(self, at: Path_ = ()) -> str:
+        """`file:line` for the value at `at` (or its nearest located parent)."""
+        for cut in range(len(at), -1, -1):
+            line = self.lines.get(tuple(at[:cut]))
+            if line is not None:
+                return f"{self.path}:{line}"
+        return self.path
+
+
+def field_name(at: Path_) -> str:
+    """("releases", 1, "mechanism", "epsilon") -> "releases[1].mechanism.epsilon"."""
+    text = ""
+    for part in at:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def read_document(path: str | Path) -> tuple[Document | None, list[LedgerError]]:
+    path = Path(path)
+    name = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, [LedgerError(name, "", "no such file")]
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [LedgerError(name, "", f"cannot read: {exc}")]
+    return parse_document(name, text)
+
+
+def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerError]]:
+    if name.endswith(".json"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return None, [LedgerError(f"{name}:{exc.lineno}", "", f"malformed JSON: {exc.msg} (column {exc.colno})")]
+        return Document(name, data), []
+    try:
+        data = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{name}:{mark.line + 1}" if mark is not None else name
+        problem = getattr(exc, "problem", None) or str(exc)
+        return None, [LedgerError(where, "", f"malformed YAML: {problem}")]
+    lines: dict[Path_, int] = {}
+    if node is not None:
+        _collect_lines(node, (), lines)
+    return Document(name, data, lines), []
+
+
+def _collect_lines(node: yaml.Node, at: Path_, lines: dict[Path_, int]) -> None:
+    lines[at] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            _collect_lines(value, at + (key.value,), lines)
+            lines[at + (key.value,)] = key.start_mark.line + 1  # point at the key, not the value
+    elif isinstance(node, yaml.SequenceNode):
+        for index, value in enumerate(node.value):
+            _collect_lines(value, at + (index,), lines)
+
+
+# --------------------------------------------------------------------------
+# Validate against the JSON Schemas in schemas/
+# --------------------------------------------------------------------------
+
+
+@cache
+def schema(name: str) -> dict:
+    text = resources.files("ledger.schemas").joinpath(name).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def validate(document: Document, schema_name: str) -> list[LedgerError]:
+    validator = jsonschema.Draft202012Validator(schema(schema_name))
+    errors = []
+    for error in sorted(validator.iter_errors(document.data), key=lambda e: list(map(str, e.absolute_path))):
+        at = tuple(error.absolute_path)
+        errors.append(LedgerError(document.source(at), field_name(at) or "(top level)", _schema_message(error)))
+    return errors
+
+
+def _schema_message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        return error.message.replace("Additional properties are not allowed", "unknown field")
+    if error.validator == "oneOf" and error.context:
+        best = min(error.context, key=lambda e: len(e.absolute_path))
+        return f"{error.instance!r} is not valid: {best.message}"
+    return error.message
+
+
+# --------------------------------------------------------------------------
+# Build and check
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LedgerSnapshot:
+    """What the ledger already holds, as the loader needs it for its checks."""
+
+    datasets: dict[str, Dataset] = field(default_factory=dict)
+    releases: dict[str, Release] = field(default_factory=dict)
+    families: dict[str, Family] = field(default_factory=dict)
+
+
+class _Collector:
+    """Errors of one document, each located by its path in the document."""
+
+    def __init__(self, document: Document):
+        self.document = document
+        self.errors: list[LedgerError] = []
+
+    def add(self, at: Path_, message: str) -> None:
+        self.errors.append(LedgerError(self.document.source(at), field_name(at), message))
+
+    def number(self, value: Any, at: Path_, *, below_one: bool = False, positive: bool = False) -> Fraction | None:
+        try:
+            result = to_fraction(value)
+        except NumberError as exc:
+            self.add(at, str(exc))
+            return None
+        if result < 0 or (positive and result == 0):
+            self.add(at, f"must be {'positive' if positive else 'non-negative'}. Found {value}.")
+            return None
+        if below_one and result >= 1:
+            self.add(at, f"must be in [0, 1). Found {value}.")
+            return None
+        return result
+
+
+def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]]:
+    """A validated dataset document -> Dataset."""
+    errors = validate(document, "dataset.v1.schema.json")
+    if errors:
+        return None, errors
+    out = _Collector(document)
+    data = document.data
+    names: set[str] = set()
+    variables = []
+    for index, entry in enumerate(data["variables"]):
+        if entry["name"] in names:
+            out.add(("variables", index, "name"), f"duplicate variable {entry['name']!r}")
+        names.add(entry["name"])
+        variables.append(Variable(entry["name"], entry.get("classification", "unclassified"), entry.get("description", "")))
+    delta = None
+    if "delta" in data:
+        delta = out.number(data["delta"], ("delta",), below_one=True)
+    groups = []
+    for group, members in data.get("groups", {}).items():
+        for index, member in enumerate(members):
+            if member not in names:
+                out.add(("groups", group, index), f"unknown variable {member!r} in group {group!r}")
+        if group in names:
+            out.add(("groups", group), f"group {group!r} has the name of a variable")
+        groups.append((group, frozenset(members)))
+    if out.errors:
+        return None, out.errors
+    return Dataset(data["dataset"], tuple(variables), data.get("description", ""), delta, tuple(groups)), []
+
+
+def build_releases(
+    document: Document,
+    snapshot: LedgerSnapshot,
+    *,
+    recorded_by: str,
+    recorded_at: datetime,
+) -> tuple[list[Release], list[Family], list[LedgerError]]:
+    """A release document -> releases and families, checked against the snapshot.
+
+    Cross-document checks (duplicate ids, derived-from cycles) are in
+    `check_batch`, which sees every file of one `record` together.
+    """
+    errors = validate(document, "release.v1.schema.json")
+    if errors:
+        return [], [], errors
+    out = _Collector(document)
+    data = document.data
+    dataset = snapshot.datasets.get(data["dataset"])
+    if dataset is None:
+        known = ", ".join(sorted(snapshot.datasets)) or "none recorded yet"
+        out.add(("dataset",), f"unknown dataset {data['dataset']!r} (known: {known})")
+        return [], [], out.errors
+    known_variables = frozenset(dataset.variable_names)
+
+    def check_variables(names: Iterable[str], at: Path_) -> frozenset[str]:
+        names = list(names)
+        for index, name in enumerate(names):
+            if name not in known_variables:
+                out.add(at + (index,), f"unknown variable {name!r} in dataset {dataset.name!r}")
+        return frozenset(names)
+
+    families: list[Family] = []
+    for index, entry in enumerate(data.get("families", [])):
+        partition = entry["partition"]
+        keys = None if partition == "random" else check_variables(partition, ("families", index, "partition"))
+        family = Family(entry["id"], dataset.name, keys, entry.get("description", ""))
+        existing = snapshot.families.get(family.id)
+        if existing is not None and existing != family:
+            out.add(("families", index, "id"), f"family {family.id!r} is already recorded with a different "
+                                               f"dataset or partition ({existing.dataset}, {_partition_text(existing)})")
+        families.append(family)
+    family_by_id = {**snapshot.families, **{family.id: family for family in families}}
+
+    releases = []
+    for index, entry in enumerate(data["releases"]):
+        at: Path_ = ("releases", index)
+        before = len(out.errors)
+        reads = check_variables(entry["reads"], at + ("reads",))
+        mechanism = _build_mechanism(entry, reads, out, at)
+        guarantees = _build_guarantees(entry, mechanism, reads, out, at, check_variables)
+        family = entry.get("family")
+        if family is not None:
+            found = family_by_id.get(family)
+            if found is None:
+                out.add(at + ("family",), f"unknown family {family!r}; declare it under `families`")
+            elif found.dataset != dataset.name:
+                out.add(at + ("family",), f"family {family!r} belongs to dataset {found.dataset!r}, "
+                                          f"but this release reads dataset {dataset.name!r}")
+        published_at = None
+        if "published_at" in entry:
+            try:
+                published_at = datetime.fromisoformat(entry["published_at"])
+            except ValueError:
+                out.add(at + ("published_at",), f"not an ISO date-time: {entry['published_at']!r}")
+        if len(out.errors) > before or mechanism is None:
+            continue
+        releases.append(
+            Release(
+                id=entry["id"],
+                dataset=dataset.name,
+                reads=reads,
+                mechanism=mechanism,
+                guarantees=guarantees,
+                title=entry.get("title", ""),
+                derived_from=tuple(entry.get("derived_from", ())),
+                family=family,
+                status=Status(entry.get("status", Status.PUBLISHED.value)),
+                recorded_by=recorded_by,
+                recorded_at=recorded_at,
+                published_at=published_at,
+                source=document.source(at),
+            )
+        )
+    return releases, families, out.errors
+
+
+def _partition_text(family: Family) -> str:
+    return "random split" if family.partition is None else "partition " + ", ".join(sorted(family.partition))
+
+
+def _build_mechanism(entry: dict, reads: frozenset[str], out: _Collector, at: Path_) -> Mechanism | None:
+    spec = entry.get("mechanism")
+    if spec is None:
+        if reads:
+            out.add(at + ("mechanism",), "a release that reads data needs a mechanism "
+                                         "(use {name: exact} for a release without noise)")
+            return None
+        spec = {"name": "post-processing"}
+    params: dict[str, Any] = {}
+    for key, value in spec.items():
+        if key == "name":
+            continue
+        if key in NUMERIC_PARAMS:
+            number = out.number(value, at + ("mechanism", key), below_one=key == "delta",
+                                positive=key in ("scale", "sigma"))
+            if number is None:
+                return None
+            params[key] = number
+        elif isinstance(value, list):
+            params[key] = tuple(value)
+        else:
+            params[key] = value
+    return Mechanism(spec["name"], tuple(sorted(params.items())))
+
+
+def _build_guarantees(entry, mechanism, reads, out: _Collector, at: Path_, check_variables) -> tuple[Guarantee, ...]:
+    if mechanism is None:
+        return ()
+    if "protects" in dict(mechanism.params):
+        check_variables(mechanism.param("protects"), at + ("mechanism", "protects"))
+    derived, problems = derive_guarantees(mechanism, reads)
+    explicit_specs = entry.get("guarantees")
+    if explicit_specs is None:
+        for problem in problems:
+            out.add(at + ("mechanism", problem.field), problem.message)
+        return derived
+    # explicit guarantees replace derived ones; the mechanism must still be known
+    for problem in problems:
+        if problem.field == "name" and problem.message.startswith("unknown mechanism"):
+            out.add(at + ("mechanism", "name"), problem.message)
+    if mechanism.name in ("exact", "post-processing") and explicit_specs:
+        out.add(at + ("guarantees",), f"a {mechanism.name} release cannot carry guarantees")
+    guarantees = []
+    for index, spec in enumerate(explicit_specs):
+        g_at = at + ("guarantees", index)
+        protects = check_variables(spec["protects"], g_at + ("protects",)) if "protects" in spec else reads
+        relation = Relation(spec.get("relation", Relation.REPLACE.value))
+        if "rho" in spec:
+            if "epsilon" in spec or "delta" in spec:
+                out.add(g_at, "a guarantee is either rho (zCDP) or epsilon (with optional delta), not both")
+                continue
+            rho = out.number(spec["rho"], g_at + ("rho",))
+            if rho is not None:
+                guarantees.append(Guarantee(protects, Notion.ZCDP, rho=rho, relation=relation))
+            continue
+        epsilon = out.number(spec["epsilon"], g_at + ("epsilon",))
+        delta = out.number(spec["delta"], g_at + ("delta",), below_one=True) if "delta" in spec else Fraction(0)
+        if epsilon is None or delta is None:
+            continue
+        if delta:
+            guarantees.append(Guarantee(protects, Notion.APPROX, epsilon=epsilon, delta=delta, relation=relation))
+        else:
+            guarantees.append(Guarantee(protects, Notion.PURE, epsilon=epsilon, relation=relation))
+    return tuple(guarantees)
+
+
+def check_batch(releases: Sequence[Release], families: Sequence[Family], snapshot: LedgerSnapshot) -> list[LedgerError]:
+    """Checks across every file of one `record`: ids, lineage, families."""
+    errors: list[LedgerError] = []
+    seen: dict[str, Release] = {}
+    for release in releases:
+        if release.id in snapshot.releases:
+            errors.append(LedgerError(release.source, "id", f"duplicate release id {release.id!r}: already recorded"))
+        elif release.id in seen:
+            errors.append(LedgerError(release.source, "id", f"duplicate release id {release.id!r}: "
+                                                            f"also at {seen[release.id].source}"))
+        seen[release.id] = release
+    declared: dict[str, Family] = {}
+    for family in families:
+        other = declared.get(family.id)
+        if other is not None and other != family:
+            errors.append(LedgerError(family.id, "families", f"family {family.id!r} declared twice, differently"))
+        declared[family.id] = family
+
+    lineage = lineage_graph([*snapshot.releases.values(), *seen.values()])
+    for release in seen.values():
+        for parent in release.derived_from:
+            if parent not in snapshot.releases and parent not in seen:
+                errors.append(LedgerError(release.source, "derived_from", f"unknown parent release {parent!r}"))
+    try:
+        cycle = nx.find_cycle(lineage)
+    except nx.NetworkXNoCycle:
+        cycle = None
+    if cycle:
+        ids = [edge[0] for edge in cycle] + [cycle[0][0]]
+        first = seen.get(cycle[0][0]) or seen.get(cycle[0][1])
+        source = first.source if first else "derived_from"
+        errors.append(LedgerError(source, "derived_from", "derived_from forms a cycle: " + " -> ".join(ids)))
+    return errors
+
+
+def lineage_graph(releases: Iterable[Release]) -> nx.DiGraph:
+    """derived-from edges, parent -> child."""
+    graph = nx.DiGraph()
+    for release in releases:
+        graph.add_node(release.id)
+        for parent in release.derived_from:
+            graph.add_edge(parent, release.id)
+    return graph
+
+
+def load_releases(
+    paths: Sequence[str | Path],
+    snapshot: LedgerSnapshot,
+    *,
+    recorded_by: str,
+    recorded_at: datetime,
+) -> tuple[list[Release], list[Family], list[LedgerError]]:
+    """Every release file of one `record`: all or nothing."""
+    releases: list[Release] = []
+    families: list[Family] = []
+    errors: list[LedgerError] = []
+    for path in paths:
+        document, read_errors = read_document(path)
+        errors.extend(read_errors)
+        if document is None:
+            continue
+        more_releases, more_families, more_errors = build_releases(
+            document, snapshot, recorded_by=recorded_by, recorded_at=recorded_at
+        )
+        releases.extend(more_releases)
+        families.extend(more_families)
+        errors.extend(more_errors)
+    errors.extend(check_batch(releases, families, snapshot))
+    new_families = list({family.id: family for family in families if family.id not in snapshot.families}.values())
+    return releases, new_families, errors
+
+
+def load_dataset(path: str | Path) -> tuple[Dataset | None, list[LedgerError]]:
+    document, errors = read_document(path)
+    if document is None:
+        return None, errors
+    return build_dataset(document)
+

@@ -1,0 +1,157 @@
+"""Exact numbers for privacy parameters, and how they are shown.
+
+Invariant: a value the user writes exactly stays exact. Every epsilon, delta
+and rho read from a file becomes a `fractions.Fraction`: integers and decimal
+strings exactly ("0.1" is 1/10), YAML/JSON floats through their shortest
+decimal form (0.1 is 1/10, not 0.1000000000000000055...), and fractions
+written as strings ("104/4099") as they are. So ten releases of 0.1 total
+exactly 1.
+
+Only conversions that are irrational by nature (the zCDP-to-epsilon
+conversion, e^epsilon in group privacy) produce floats, and those are rounded
+*up*. Display rounding is also upward: a printed bound is never below the
+true one.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import ROUND_CEILING, Decimal, localcontext
+from fractions import Fraction
+from typing import Union
+
+Number = Union[Fraction, float]
+
+INF = math.inf
+"""Unbounded loss: no certified bound. Shown as ∞ / "inf", never as a number."""
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+class NumberError(ValueError):
+    """A value that is not a finite number (the loader turns it into a sourced error)."""
+
+
+def to_fraction(value: object) -> Fraction:
+    """Parse an int, float or string ("0.1", "1e-9", "104/4099") exactly.
+
+    Raises NumberError for booleans, NaN, infinities and anything unparsable.
+    """
+    if isinstance(value, bool):
+        raise NumberError(f"expected a number, found {value!r}")
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise NumberError(f"expected a finite number, found {value!r}")
+        return Fraction(repr(value))
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            result = Fraction(text)
+        except (ValueError, ZeroDivisionError):
+            raise NumberError(f"expected a number or a fraction such as \"104/4099\", found {value!r}") from None
+        return result
+    raise NumberError(f"expected a number, found {value!r}")
+
+
+def round_up(value: Number, places: int) -> Decimal:
+    """Round upward to `places` decimals, so a displayed bound is never too small."""
+    return _as_decimal(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_CEILING)
+
+
+def _as_decimal(value: Number) -> Decimal:
+    if isinstance(value, Fraction):
+        # enough digits, rounded up, that the ceiling below is never too small
+        with localcontext() as ctx:
+            ctx.prec = 60
+            ctx.rounding = ROUND_CEILING
+            return Decimal(value.numerator) / Decimal(value.denominator)
+    return Decimal(value)
+
+
+def is_infinite(value: Number) -> bool:
+    return isinstance(value, float) and math.isinf(value)
+
+
+def format_number(value: Number, places: int = 4) -> str:
+    """Plain-text display: exact integers and short fractions as they are, others rounded up.
+
+    >>> format_number(Fraction(2)), format_number(Fraction(1, 10)), format_number(INF)
+    ('2', '0.1', '∞')
+    """
+    if is_infinite(value):
+        return "∞"
+    if isinstance(value, Fraction):
+        if value.denominator == 1:
+            return str(value.numerator)
+        decimal = _terminating_decimal(value)
+        if decimal is not None and len(decimal) <= places + 4:
+            return decimal
+        return f"{value.numerator}/{value.denominator} (≈ {_trim(round_up(value, places))})"
+    return _trim(round_up(value, places))
+
+
+def format_exact(value: Number, places: int = 2) -> str:
+    """Report display: exact fractions keep their exact form, `293764/114921 (≈ 2.56)`."""
+    if is_infinite(value):
+        return "∞"
+    if isinstance(value, Fraction):
+        if value.denominator == 1:
+            return str(value.numerator)
+        decimal = _terminating_decimal(value)
+        if decimal is not None and len(decimal.split(".")[1]) <= places:
+            return decimal
+        return f"{value.numerator}/{value.denominator} (≈ {round_up(value, places)})"
+    return str(round_up(value, places))
+
+
+def format_delta(value: Number) -> str:
+    """Delta in scientific form for reports: 1e-10 is `1 × 10⁻¹⁰`."""
+    if value == 0:
+        return "0"
+    mantissa, exponent = f"{float(value):.3e}".split("e")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+def to_json(value: Number | None) -> object:
+    """JSON form: integers as integers, other finite values as floats, unbounded as "inf"."""
+    if value is None:
+        return None
+    if is_infinite(value):
+        return "inf"
+    if isinstance(value, Fraction) and value.denominator == 1:
+        return value.numerator
+    return float(value)
+
+
+def exact_text(value: Number | None) -> str | None:
+    """The exact form for JSON consumers: "104/4099", "1", "inf"; floats as repr."""
+    if value is None:
+        return None
+    if is_infinite(value):
+        return "inf"
+    if isinstance(value, Fraction):
+        return str(value)
+    return repr(value)
+
+
+def _terminating_decimal(value: Fraction) -> str | None:
+    denominator = value.denominator
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    if denominator != 1:
+        return None
+    text = format(Decimal(value.numerator) / Decimal(value.denominator), "f")
+    return text
+
+
+def _trim(decimal: Decimal) -> str:
+    text = format(decimal, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text

@@ -1,0 +1,161 @@
+"""Frozen domain records: datasets, variables, guarantees, releases, families.
+
+A release is plain data describing what was published, like dp_accounting's
+DpEvent: the variables it reads, the mechanism and its parameters, and the
+guarantees it carries. Nothing here touches a file or a database; the loader
+builds these records, the store persists them, the engine reads them.
+
+Invariants (checked by the loader, assumed by the engine):
+- every name in `reads`, `protects`, a family's `partition` is a variable of
+  the release's dataset;
+- epsilon, delta and rho are exact `Fraction`s, epsilon >= 0, 0 <= delta < 1,
+  rho >= 0;
+- `derived_from` names recorded releases and never forms a cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from fractions import Fraction
+from typing import Any
+
+
+class Notion(StrEnum):
+    """The privacy notion a guarantee is stated in (DESIGN 2.4)."""
+
+    PURE = "pure"  # epsilon-DP on the protected set (Tan, Definition 2.2)
+    APPROX = "approx"  # (epsilon, delta)-DP on the protected set
+    ZCDP = "zcdp"  # rho-zCDP on the protected set (Bun and Steinke 2016)
+
+
+class Relation(StrEnum):
+    """Which neighbouring datasets a guarantee is stated for (DESIGN 2.1)."""
+
+    REPLACE = "replace"  # one record replaced: bounded DP, Tan's U-neighbours
+    ADD_REMOVE = "add-remove"  # one record added or removed: unbounded DP
+
+
+class Status(StrEnum):
+    """Where a release is in its lifecycle. Every status but cancelled is charged."""
+
+    PLANNED = "planned"
+    APPROVED = "approved"
+    PUBLISHED = "published"
+    RETRACTED = "retracted"  # still counts: what was published cannot be unpublished
+    CANCELLED = "cancelled"  # never published: frees its reservation
+
+
+CHARGED_STATUSES = frozenset({Status.PLANNED, Status.APPROVED, Status.PUBLISHED, Status.RETRACTED})
+
+
+@dataclass(frozen=True, slots=True)
+class Variable:
+    """A dataset variable (Tan, Definition 2.1). `classification` is the steward's label
+    (public / identifying / sensitive / ...); the accounting does not depend on it."""
+
+    name: str
+    classification: str = "unclassified"
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    """A confidential dataset: its variables, named groups of them, and the delta at
+    which approximate totals are reported when a release file does not say."""
+
+    name: str
+    variables: tuple[Variable, ...]
+    description: str = ""
+    delta: Fraction | None = None
+    groups: tuple[tuple[str, frozenset[str]], ...] = ()
+
+    @property
+    def variable_names(self) -> tuple[str, ...]:
+        return tuple(variable.name for variable in self.variables)
+
+    def group(self, name: str) -> frozenset[str] | None:
+        return dict(self.groups).get(name)
+
+
+@dataclass(frozen=True, slots=True)
+class Guarantee:
+    """A certified bound: the release is `notion`-private on every subset of `protects`
+    (Tan, Prop 3.2), for neighbours under `relation`.
+
+    Exactly the parameters of its notion are set: pure -> epsilon;
+    approx -> epsilon and delta; zcdp -> rho.
+    """
+
+    protects: frozenset[str]
+    notion: Notion
+    epsilon: Fraction | None = None
+    delta: Fraction | None = None
+    rho: Fraction | None = None
+    relation: Relation = Relation.REPLACE
+
+
+@dataclass(frozen=True, slots=True)
+class Mechanism:
+    """How a release was produced, as data: a name and its parameters (exact numbers
+    stay Fractions). `params` is a sorted tuple of pairs so the record stays hashable."""
+
+    name: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def param(self, key: str, default: Any = None) -> Any:
+        return dict(self.params).get(key, default)
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """One published (or planned) output of a dataset.
+
+    reads: variables whose record values the output depends on (DESIGN 2.2).
+    guarantees: what the mechanism certifies; variables read but covered by no
+        guarantee are released exactly and cost ∞ (DESIGN 2.3).
+    derived_from: releases whose outputs this one was computed from (lineage;
+        a release reading nothing costs nothing, DESIGN 2.5).
+    family: the parallel-composition family it belongs to (DESIGN 2.6).
+    """
+
+    id: str
+    dataset: str
+    reads: frozenset[str]
+    mechanism: Mechanism
+    guarantees: tuple[Guarantee, ...] = ()
+    title: str = ""
+    derived_from: tuple[str, ...] = ()
+    family: str | None = None
+    status: Status = Status.PUBLISHED
+    recorded_by: str = ""
+    recorded_at: datetime | None = None
+    approved_by: str | None = None
+    approved_at: datetime | None = None
+    published_at: datetime | None = None
+    source: str = field(default="", compare=False)  # file:line it was read from, for messages
+
+    @property
+    def exact_variables(self) -> frozenset[str]:
+        """Variables read but covered by no guarantee: released without protection."""
+        covered = frozenset().union(*(g.protects for g in self.guarantees)) if self.guarantees else frozenset()
+        return self.reads - covered
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """Releases computed on disjoint parts of the records (Clifton et al.; DESIGN 2.6).
+
+    partition: the key variables that split the records, or None for a
+    data-independent random split.
+    """
+
+    id: str
+    dataset: str
+    partition: frozenset[str] | None
+    description: str = ""
+
+    @property
+    def is_random(self) -> bool:
+        return self.partition is None

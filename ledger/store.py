@@ -1,0 +1,366 @@
+"""The database: SQLModel tables, sessions, and the append-only audit chain.
+
+SQLite file `./ledger.db` by default; any SQLAlchemy URL by `--db` or
+LEDGER_DATABASE_URL (PostgreSQL for teams: `postgresql+psycopg://...`).
+The engine never sees these rows: `snapshot()` turns them into frozen records.
+
+Invariants:
+- every change appends an `AuditEventRow` whose hash is SHA-256 over the
+  previous hash and the event's canonical JSON (codec.chain_hash); rows are
+  never updated or deleted by the ledger;
+- every event that creates or changes a release or dataset carries its full
+  state after the change, so `verify()` can detect a row edited behind the
+  ledger's back;
+- writes run in one transaction that holds the ledger's write lock (SQLite:
+  BEGIN IMMEDIATE; PostgreSQL: a transaction-level advisory lock), so checks
+  made inside it see every committed release and no two writers interleave.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from sqlalchemy import JSON, Column, Engine, Text, UniqueConstraint, event, text
+from sqlmodel import Field, Session, SQLModel, create_engine, select
+
+from .codec import (
+    GENESIS_HASH,
+    canonical_json,
+    chain_hash,
+    dataset_from_dict,
+    dataset_to_dict,
+    family_from_dict,
+    family_to_dict,
+    release_from_dict,
+    release_to_dict,
+)
+from .loader import LedgerSnapshot
+from .records import Dataset, Family, Release
+
+DEFAULT_URL = "sqlite:///ledger.db"
+SCHEMA_VERSION = 1
+WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
+
+
+# --------------------------------------------------------------------------
+# Tables
+# --------------------------------------------------------------------------
+
+
+class MetaRow(SQLModel, table=True):
+    __tablename__ = "ledger_meta"
+    key: str = Field(primary_key=True)
+    value: str
+
+
+class DatasetRow(SQLModel, table=True):
+    __tablename__ = "datasets"
+    name: str = Field(primary_key=True)
+    description: str = ""
+    delta: str | None = None  # exact fraction text
+    groups: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime
+
+
+class VariableRow(SQLModel, table=True):
+    __tablename__ = "variables"
+    __table_args__ = (UniqueConstraint("dataset", "name"),)
+    id: int | None = Field(default=None, primary_key=True)
+    dataset: str = Field(foreign_key="datasets.name", index=True)
+    name: str
+    classification: str
+    description: str = ""
+    position: int
+
+
+class FamilyRow(SQLModel, table=True):
+    __tablename__ = "families"
+    id: str = Field(primary_key=True)
+    dataset: str = Field(foreign_key="datasets.name")
+    partition: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))  # None: random split
+    description: str = ""
+
+
+class ReleaseRow(SQLModel, table=True):
+    __tablename__ = "releases"
+    id: str = Field(primary_key=True)
+    seq: int = Field(index=True)
+    dataset: str = Field(foreign_key="datasets.name", index=True)
+    title: str = ""
+    reads: list = Field(sa_column=Column(JSON, nullable=False))
+    mechanism_name: str
+    mechanism_params: dict = Field(sa_column=Column(JSON, nullable=False))
+    guarantees: list = Field(sa_column=Column(JSON, nullable=False))
+    derived_from: list = Field(sa_column=Column(JSON, nullable=False))
+    family: str | None = Field(default=None, foreign_key="families.id")
+    status: str
+    recorded_by: str
+    recorded_at: str | None = None
+    approved_by: str | None = None
+    approved_at: str | None = None
+    published_at: str | None = None
+
+
+class AuditEventRow(SQLModel, table=True):
+    __tablename__ = "audit_events"
+    seq: int = Field(primary_key=True)
+    at: str
+    actor: str
+    kind: str  # dataset.added, family.added, release.recorded, ...
+    subject: str  # the dataset or release it is about
+    payload: str = Field(sa_column=Column(Text, nullable=False))  # canonical JSON
+    prev_hash: str
+    hash: str = Field(index=True)
+
+
+# --------------------------------------------------------------------------
+# Engine and transactions
+# --------------------------------------------------------------------------
+
+
+def database_url(option: str | None = None) -> str:
+    return option or os.environ.get("LEDGER_DATABASE_URL") or DEFAULT_URL
+
+
+def make_engine(url: str) -> Engine:
+    """An engine whose transactions take the ledger's write lock when they write."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 60})
+
+        @event.listens_for(engine, "connect")
+        def _disable_pysqlite_transactions(dbapi_connection, _record):
+            dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+
+        @event.listens_for(engine, "begin")
+        def _begin_immediate(connection):
+            # IMMEDIATE takes SQLite's write lock at the start, so a budget check and
+            # the record it guards cannot interleave with another writer.
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def ensure_schema(engine: Engine) -> None:
+    """Create the tables on first use and stamp the schema version."""
+    SQLModel.metadata.create_all(engine)
+    with Session(engine) as session:
+        if session.get(MetaRow, "schema_version") is None:
+            session.add(MetaRow(key="schema_version", value=str(SCHEMA_VERSION)))
+            session.commit()
+
+
+@contextmanager
+def write_session(engine: Engine) -> Iterator[Session]:
+    """One atomic write: everything inside commits together or not at all."""
+    with Session(engine) as session:
+        if engine.dialect.name == "postgresql":
+            session.exec(text("SELECT pg_advisory_xact_lock(:key)").bindparams(key=WRITE_LOCK_KEY))
+        else:
+            session.exec(text("SELECT 1"))  # opens the transaction: BEGIN IMMEDIATE
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+def now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+# --------------------------------------------------------------------------
+# Reading: rows -> frozen records
+# --------------------------------------------------------------------------
+
+
+def snapshot(session: Session, dataset: str | None = None) -> LedgerSnapshot:
+    """Everything recorded (or one dataset's part of it), as frozen records."""
+    datasets = {d.name: d for d in _datasets(session)}
+    family_query = select(FamilyRow)
+    release_query = select(ReleaseRow).order_by(ReleaseRow.seq)
+    if dataset is not None:
+        family_query = family_query.where(FamilyRow.dataset == dataset)
+        release_query = release_query.where(ReleaseRow.dataset == dataset)
+    families = {row.id: family_from_dict(_family_dict(row)) for row in session.exec(family_query)}
+    releases = {row.id: release_from_dict(release_row_dict(row)) for row in session.exec(release_query)}
+    return LedgerSnapshot(datasets=datasets, releases=releases, families=families)
+
+
+def _datasets(session: Session) -> list[Dataset]:
+    variables: dict[str, list[dict]] = {}
+    for row in session.exec(select(VariableRow).order_by(VariableRow.dataset, VariableRow.position)):
+        variables.setdefault(row.dataset, []).append(
+            {"name": row.name, "classification": row.classification, "description": row.description}
+        )
+    return [dataset_from_dict(_dataset_dict(row, variables.get(row.name, []))) for row in session.exec(select(DatasetRow))]
+
+
+def _dataset_dict(row: DatasetRow, variables: list[dict]) -> dict:
+    return {"name": row.name, "description": row.description, "delta": row.delta,
+            "variables": variables, "groups": row.groups}
+
+
+def _family_dict(row: FamilyRow) -> dict:
+    return {"id": row.id, "dataset": row.dataset, "partition": row.partition, "description": row.description}
+
+
+def release_row_dict(row: ReleaseRow) -> dict:
+    return {
+        "id": row.id,
+        "dataset": row.dataset,
+        "title": row.title,
+        "reads": row.reads,
+        "mechanism": {"name": row.mechanism_name, "params": row.mechanism_params},
+        "guarantees": row.guarantees,
+        "derived_from": row.derived_from,
+        "family": row.family,
+        "status": row.status,
+        "recorded_by": row.recorded_by,
+        "recorded_at": row.recorded_at,
+        "approved_by": row.approved_by,
+        "approved_at": row.approved_at,
+        "published_at": row.published_at,
+    }
+
+
+def is_empty(session: Session) -> bool:
+    return session.exec(select(AuditEventRow.seq).limit(1)).first() is None
+
+
+# --------------------------------------------------------------------------
+# Writing: always inside write_session, always with an audit event
+# --------------------------------------------------------------------------
+
+
+def append_event(session: Session, *, kind: str, subject: str, actor: str, payload: dict,
+                 at: datetime | None = None) -> AuditEventRow:
+    last = session.exec(select(AuditEventRow).order_by(AuditEventRow.seq.desc()).limit(1)).first()
+    seq = 1 if last is None else last.seq + 1
+    previous = GENESIS_HASH if last is None else last.hash
+    body = {"seq": seq, "at": (at or now()).isoformat(), "actor": actor, "kind": kind,
+            "subject": subject, "payload": payload}
+    row = AuditEventRow(seq=seq, at=body["at"], actor=actor, kind=kind, subject=subject,
+                        payload=canonical_json(payload), prev_hash=previous, hash=chain_hash(previous, body))
+    session.add(row)
+    session.flush()
+    return row
+
+
+def add_dataset(session: Session, dataset: Dataset, actor: str) -> None:
+    body = dataset_to_dict(dataset)
+    session.add(DatasetRow(name=dataset.name, description=dataset.description, delta=body["delta"],
+                           groups=body["groups"], created_at=now()))
+    session.flush()
+    for position, variable in enumerate(dataset.variables):
+        session.add(VariableRow(dataset=dataset.name, name=variable.name, classification=variable.classification,
+                                description=variable.description, position=position))
+    append_event(session, kind="dataset.added", subject=dataset.name, actor=actor, payload={"dataset": body})
+
+
+def add_releases(session: Session, releases: Sequence[Release], families: Sequence[Family], actor: str) -> None:
+    for family in families:
+        session.add(FamilyRow(**family_to_dict(family)))
+        append_event(session, kind="family.added", subject=family.id, actor=actor,
+                     payload={"family": family_to_dict(family)})
+    session.flush()
+    last = session.exec(select(ReleaseRow.seq).order_by(ReleaseRow.seq.desc()).limit(1)).first()
+    seq = 0 if last is None else last
+    for release in releases:
+        seq += 1
+        body = release_to_dict(release)
+        session.add(_release_row(body, seq))
+        append_event(session, kind="release.recorded", subject=release.id, actor=actor, payload={"release": body})
+    session.flush()
+
+
+def _release_row(body: dict, seq: int) -> ReleaseRow:
+    return ReleaseRow(
+        id=body["id"], seq=seq, dataset=body["dataset"], title=body["title"], reads=body["reads"],
+        mechanism_name=body["mechanism"]["name"], mechanism_params=body["mechanism"]["params"],
+        guarantees=body["guarantees"], derived_from=body["derived_from"], family=body["family"],
+        status=body["status"], recorded_by=body["recorded_by"], recorded_at=body["recorded_at"],
+        approved_by=body["approved_by"], approved_at=body["approved_at"], published_at=body["published_at"],
+    )
+
+
+# --------------------------------------------------------------------------
+# Verification
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verification:
+    ok: bool
+    events: int
+    head: str
+    problems: tuple[str, ...]  # the first names the first bad event
+
+
+def verify(session: Session) -> Verification:
+    """Recompute the hash chain, and compare every release, dataset and family row
+    with the state its latest audit event recorded."""
+    problems: list[str] = []
+    previous = GENESIS_HASH
+    expected_releases: dict[str, tuple[int, dict]] = {}
+    expected_datasets: dict[str, tuple[int, dict]] = {}
+    expected_families: dict[str, tuple[int, dict]] = {}
+    count = 0
+    for row in session.exec(select(AuditEventRow).order_by(AuditEventRow.seq)):
+        count += 1
+        if row.seq != count:
+            problems.append(f"event {row.seq}: sequence gap (expected event {count})")
+            count = row.seq
+        try:
+            payload = json.loads(row.payload)
+        except ValueError:
+            problems.append(f"event {row.seq} ({row.kind} {row.subject}): payload is not valid JSON")
+            payload = {}
+        body = {"seq": row.seq, "at": row.at, "actor": row.actor, "kind": row.kind,
+                "subject": row.subject, "payload": payload}
+        if row.prev_hash != previous:
+            problems.append(f"event {row.seq} ({row.kind} {row.subject}): previous-hash link broken")
+        if chain_hash(row.prev_hash, body) != row.hash:
+            problems.append(f"event {row.seq} ({row.kind} {row.subject}): content does not match its hash")
+        previous = row.hash
+        if "release" in payload:
+            expected_releases[row.subject] = (row.seq, payload["release"])
+        if "dataset" in payload:
+            expected_datasets[row.subject] = (row.seq, payload["dataset"])
+        if "family" in payload:
+            expected_families[row.subject] = (row.seq, payload["family"])
+
+    problems.extend(_compare(
+        "release", expected_releases, {r.id: release_row_dict(r) for r in session.exec(select(ReleaseRow))}))
+    problems.extend(_compare(
+        "dataset", expected_datasets, {d.name: dataset_to_dict(d) for d in _datasets(session)}))
+    problems.extend(_compare(
+        "family", expected_families, {f.id: _family_dict(f) for f in session.exec(select(FamilyRow))}))
+    problems.sort(key=_event_number)
+    return Verification(ok=not problems, events=count, head=previous, problems=tuple(problems))
+
+
+def _compare(kind: str, expected: dict[str, tuple[int, dict]], actual: dict[str, dict]) -> list[str]:
+    problems = []
+    for key, (seq, body) in expected.items():
+        row = actual.get(key)
+        if row is None:
+            problems.append(f"event {seq} ({kind} {key}): the {kind} row is missing")
+        elif canonical_json(row) != canonical_json(body):
+            fields = sorted(k for k in body if canonical_json(body.get(k)) != canonical_json(row.get(k)))
+            problems.append(f"event {seq} ({kind} {key}): the {kind} row was changed outside the ledger "
+                            f"(fields: {', '.join(fields)})")
+    for key in actual.keys() - expected.keys():
+        problems.append(f"event ? ({kind} {key}): a {kind} row has no audit event")
+    return problems
+
+
+def _event_number(problem: str) -> float:
+    token = problem.split()[1]
+    return float(token.rstrip(":")) if token.rstrip(":").isdigit() else float("inf")
+

@@ -1,0 +1,175 @@
+"""What the CLI and the templates show: documented contexts computed from engine results.
+
+Templates only loop and format (STYLE 7); every figure they print is computed
+here, as an epsilon at a stated delta, with the conversion named. Unbounded
+loss is shown as `∞` in text and `"inf"` in JSON, never as a number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from importlib import resources
+
+import jinja2
+
+from .accounting import CONVERSION_NAME, Spend
+from .engine import RiskTable, SubsetCost
+from .numbers import Number, exact_text, format_delta, format_number, is_infinite, to_json
+
+DEFAULT_DELTA = Fraction(1, 10**9)
+
+
+@dataclass(frozen=True)
+class Basis:
+    """How a figure is stated: pure epsilon, or epsilon at `delta` by `conversion`."""
+
+    pure: bool
+    delta: Fraction
+
+    @property
+    def label(self) -> str:
+        if self.pure:
+            return "pure epsilon (every charged guarantee is pure; Tan Prop 3.4 composition)"
+        return (f"epsilon at delta = {format_delta(self.delta)}: approximate deltas are taken from it "
+                f"(basic composition) and rho-zCDP totals converted by the {CONVERSION_NAME}")
+
+    def json_delta(self) -> object:
+        return None if self.pure else to_json(self.delta)
+
+
+def basis_for(spends, delta: Fraction) -> Basis:
+    return Basis(pure=all(s.is_pure or s.unbounded for s in spends), delta=delta)
+
+
+def epsilon(spend: Spend, delta: Fraction) -> Number:
+    return spend.epsilon(delta)
+
+
+@dataclass(frozen=True)
+class TableRow:
+    release: str
+    title: str
+    status: str
+    values: tuple[Number, ...]  # one per variable
+    dataset_wide: Number
+
+
+@dataclass(frozen=True)
+class TableView:
+    """Tan's Table 1 with the whole-dataset column, as epsilons on one basis."""
+
+    dataset: str
+    variables: tuple[str, ...]
+    rows: tuple[TableRow, ...]
+    total: tuple[Number, ...]
+    total_dataset_wide: Number
+    basis: Basis
+
+    def to_json(self) -> dict:
+        def values(numbers):
+            return {name: to_json(value) for name, value in zip(self.variables, numbers)}
+
+        def exact(numbers):
+            return {name: exact_text(value) for name, value in zip(self.variables, numbers)}
+
+        return {
+            "dataset": self.dataset,
+            "notion": "pure epsilon" if self.basis.pure else "epsilon at delta",
+            "delta": self.basis.json_delta(),
+            "conversion": None if self.basis.pure else CONVERSION_NAME,
+            "variables": list(self.variables),
+            "rows": [
+                {"release": row.release, "title": row.title, "status": row.status, "values": values(row.values),
+                 "dataset_wide": to_json(row.dataset_wide), "exact": exact(row.values)}
+                for row in self.rows
+            ],
+            "total": {"values": values(self.total), "dataset_wide": to_json(self.total_dataset_wide),
+                      "exact": exact(self.total), "dataset_wide_exact": exact_text(self.total_dataset_wide)},
+        }
+
+
+def table_view(table: RiskTable, delta: Fraction) -> TableView:
+    spends = [*table.values, *table.total, table.total_dataset_wide]
+    used = {int(i) for i in table.cells.ravel()} | {int(i) for i in table.dataset_wide}
+    basis = basis_for([table.values[i] for i in used] + spends[len(table.values):], delta)
+    value_epsilon = [v.epsilon(delta) for v in table.values]
+    rows = tuple(
+        TableRow(
+            release=release.id,
+            title=release.title,
+            status=release.status.value,
+            values=tuple(value_epsilon[i] for i in table.cells[r]),
+            dataset_wide=value_epsilon[table.dataset_wide[r]],
+        )
+        for r, release in enumerate(table.releases)
+    )
+    return TableView(
+        dataset=table.dataset,
+        variables=table.variables,
+        rows=rows,
+        total=tuple(s.epsilon(delta) for s in table.total),
+        total_dataset_wide=table.total_dataset_wide.epsilon(delta),
+        basis=basis,
+    )
+
+
+def subset_json(cost: SubsetCost, delta: Fraction) -> dict:
+    spend = cost.spend
+    pure = spend.is_pure
+    return {
+        "subset": list(cost.subset),
+        "epsilon": to_json(spend.epsilon(delta)),
+        "epsilon_exact": exact_text(spend.epsilon(delta)),
+        "rho": None if pure else to_json(spend.zcdp_rho()),
+        "delta": None if pure or spend.unbounded else to_json(delta),
+        "notion": spend.notion,
+        "conversion": CONVERSION_NAME if spend.rho else None,
+        "releases": list(cost.releases),
+    }
+
+
+def cell_text(value: Number) -> str:
+    return format_number(value)
+
+
+def text_table(view: TableView, total_label: str = "All releases") -> str:
+    """Plain-text Table 1, the layout of Tan's paper plus the whole-dataset column."""
+    header = ["Release", *[f"{{{name}}}" for name in view.variables], "whole dataset"]
+    body = [[row.release, *map(cell_text, row.values), cell_text(row.dataset_wide)] for row in view.rows]
+    body.append([total_label, *map(cell_text, view.total), cell_text(view.total_dataset_wide)])
+    widths = [max(len(line[k]) for line in [header, *body]) for k in range(len(header))]
+
+    def fmt(line):
+        return "| " + " | ".join(cell.ljust(width) for cell, width in zip(line, widths)) + " |"
+
+    rule = "|" + "|".join("-" * (width + 2) for width in widths) + "|"
+    lines = [fmt(header), rule, *map(fmt, body[:-1]), fmt(body[-1])]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Jinja environment: templates ship with the package (reports/)
+# --------------------------------------------------------------------------
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(_load_template),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default_for_string=True),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["epsilon"] = format_number
+    env.filters["delta"] = format_delta
+    env.tests["infinite"] = is_infinite
+    return env
+
+
+def _load_template(name: str) -> str:
+    return resources.files("ledger.reports").joinpath(name).read_text(encoding="utf-8")
+
+
+def render(template: str, **context) -> str:
+    return environment().get_template(template).render(**context)

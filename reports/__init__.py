@@ -1,0 +1,1 @@
+"""Jinja templates for reports (package data: ledger.reports)."""

@@ -1,0 +1,1 @@
+"""JSON Schemas for input files (package data: ledger.schemas)."""

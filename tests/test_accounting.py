@@ -1,0 +1,221 @@
+"""Spend, composition per notion, conversions between notions and relations (DESIGN 2.1, 2.4).
+
+Expected values come from hand computation, from an independent evaluation of
+the Canonne-Kamath-Steinke bound (`reference_cks` in conftest), or from a peer
+library (dp_accounting's Renyi DP accountant).
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, localcontext
+from fractions import Fraction
+
+import pytest
+from dp_accounting import dp_event
+from dp_accounting.rdp import rdp_privacy_accountant
+
+from ledger.accounting import (
+    UNBOUNDED,
+    ZERO,
+    Spend,
+    cks_epsilon,
+    compose,
+    guarantee_spend,
+    spend_max,
+    sum_of_two_largest,
+)
+from ledger.engine import LedgerIndex, ledger_cost
+from ledger.numbers import INF
+from ledger.records import Guarantee, Mechanism, Notion, Relation, Release
+
+F = Fraction
+
+
+def pure(epsilon, relation=Relation.REPLACE, protects=("a",)):
+    return Guarantee(frozenset(protects), Notion.PURE, epsilon=F(epsilon), relation=relation)
+
+
+def approx(epsilon, delta, relation=Relation.REPLACE, protects=("a",)):
+    return Guarantee(frozenset(protects), Notion.APPROX, epsilon=F(epsilon), delta=F(delta), relation=relation)
+
+
+def zcdp(rho, relation=Relation.REPLACE, protects=("a",)):
+    return Guarantee(frozenset(protects), Notion.ZCDP, rho=F(rho), relation=relation)
+
+
+# --------------------------------------------------------------------------
+# Spend.epsilon: an epsilon at a stated delta
+# --------------------------------------------------------------------------
+
+
+def test_pure_total_is_exact_whatever_the_delta():
+    total = Spend(pure=F(104, 4099) + F(1, 10))
+    for delta in (F(1, 10**9), 1e-6, F(0)):
+        value = total.epsilon(delta)
+        assert isinstance(value, Fraction)
+        assert value == F(104 * 10 + 4099, 40990)
+
+
+def test_approximate_deltas_are_taken_out_of_the_target_delta():
+    # basic composition: (1/4, 0) + (1/2, 10^-7) is (3/4, 10^-7)
+    total = Spend(pure=F(1, 4), approx_epsilon=F(1, 2), approx_delta=F(1, 10**7))
+    assert total.epsilon(F(1, 10**6)) == F(3, 4)
+    assert total.epsilon(F(1, 10**7)) == F(3, 4)  # exactly used up: still (3/4, 10^-7)
+    assert total.epsilon(F(1, 10**8)) == INF  # the parts' delta alone exceeds the target
+    assert math.isinf(Spend(approx_epsilon=F(1, 10), approx_delta=F(2, 10**6)).epsilon(1e-6))
+
+
+def test_approximate_and_zcdp_parts_convert_at_the_remaining_delta(reference_cks):
+    total = Spend(approx_epsilon=F(1, 2), approx_delta=F(5, 10**7), rho=F(1))
+    expected = 0.5 + reference_cks(1.0, 5e-7)  # 10^-6 - 5 * 10^-7 left for the zCDP part
+    assert total.epsilon(F(1, 10**6)) == pytest.approx(expected, rel=1e-9)
+    assert total.epsilon(F(1, 10**6)) >= expected * (1 - 1e-12)
+    # nothing left for the zCDP part: no bound at this delta
+    assert Spend(approx_epsilon=F(1, 2), approx_delta=F(1, 10**6), rho=F(1)).epsilon(F(1, 10**6)) == INF
+
+
+@pytest.mark.parametrize(
+    ("pure_eps", "rho", "winner"),
+    [
+        (F(10), F(1, 100), "separate"),  # 10 + 1.3 beats converting 10 to rho = 50
+        (F(1, 10), F(5), "merged"),  # 0.1^2 / 2 added to rho = 5 costs less than 0.1
+    ],
+)
+def test_mixed_pure_and_rho_takes_the_smaller_of_two_valid_bounds(reference_cks, pure_eps, rho, winner):
+    delta = 1e-6
+    separate = float(pure_eps) + reference_cks(float(rho), delta)
+    merged = reference_cks(float(rho + pure_eps**2 / 2), delta)  # Bun and Steinke 2016, Prop 3.3
+    assert (separate < merged) == (winner == "separate")
+    value = Spend(pure=pure_eps, rho=rho).epsilon(delta)
+    assert value == pytest.approx(min(separate, merged), rel=1e-9)
+    assert value >= min(separate, merged) * (1 - 1e-12)  # never below the true bound
+
+
+def test_unbounded_total_has_no_epsilon_at_any_delta():
+    assert UNBOUNDED.epsilon(F(1, 2)) == INF
+    assert math.isinf(UNBOUNDED.epsilon(1e-9))
+
+
+def test_zero_total_is_zero():
+    assert ZERO.epsilon(F(1, 10**9)) == 0
+
+
+def test_zcdp_rho_converts_pure_epsilon_to_half_its_square():
+    assert Spend(pure=F(3)).zcdp_rho() == F(9, 2)
+    assert Spend(pure=F(1, 2), rho=F(1, 10)).zcdp_rho() == F(1, 10) + F(1, 8)
+    assert Spend(rho=F(1, 200)).zcdp_rho() == F(1, 200)
+    assert Spend(approx_epsilon=F(1), approx_delta=F(1, 10**6)).zcdp_rho() is None
+    assert UNBOUNDED.zcdp_rho() is None
+
+
+# --------------------------------------------------------------------------
+# guarantee_spend: what a guarantee certifies for each neighbour relation
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("relation", list(Relation))
+def test_a_guarantee_for_the_asked_relation_is_charged_as_stated(relation):
+    assert guarantee_spend(pure(F(3, 10), relation), relation) == Spend(pure=F(3, 10))
+    assert guarantee_spend(approx(F(1, 2), F(1, 10**6), relation), relation) == Spend(
+        approx_epsilon=F(1, 2), approx_delta=F(1, 10**6)
+    )
+    assert guarantee_spend(zcdp(F(1, 8), relation), relation) == Spend(rho=F(1, 8))
+
+
+def test_add_remove_guarantees_bound_replacement_by_group_privacy_of_two():
+    ask = Relation.REPLACE
+    assert guarantee_spend(pure(F(3, 10), Relation.ADD_REMOVE), ask) == Spend(pure=F(3, 5))  # 2 eps
+    assert guarantee_spend(zcdp(F(1, 8), Relation.ADD_REMOVE), ask) == Spend(rho=F(1, 2))  # 2^2 rho
+
+
+def test_add_remove_approximate_guarantee_bounds_replacement_by_2eps_and_one_plus_e_eps_delta():
+    spend = guarantee_spend(approx(F(1, 2), F(1, 10**6), Relation.ADD_REMOVE), Relation.REPLACE)
+    assert spend.approx_epsilon == 1
+    assert spend.pure == 0 and spend.rho == 0
+    with localcontext() as ctx:
+        ctx.prec = 50
+        true_delta = (1 + Decimal("0.5").exp()) * Decimal("1e-6")  # (1 + e^0.5) 10^-6
+    measured = Decimal(spend.approx_delta.numerator) / Decimal(spend.approx_delta.denominator)
+    assert measured >= true_delta  # rounded up, never down
+    assert measured <= true_delta * (1 + Decimal("1e-14"))
+
+
+@pytest.mark.parametrize("guarantee", [pure(1), approx(1, F(1, 10**9)), zcdp(F(1, 2))], ids=["pure", "approx", "zcdp"])
+def test_replacement_guarantees_say_nothing_about_adding_or_removing(guarantee):
+    assert guarantee_spend(guarantee, Relation.ADD_REMOVE) == UNBOUNDED
+
+
+# --------------------------------------------------------------------------
+# compose, spend_max, sum_of_two_largest
+# --------------------------------------------------------------------------
+
+
+def test_compose_adds_each_notion_separately_and_never_mixes_rho_and_epsilon():
+    total = compose([Spend(pure=F(1, 3)), Spend(rho=F(1, 8)), Spend(approx_epsilon=F(1, 2), approx_delta=F(1, 10**7)),
+                     Spend(pure=F(1, 6), rho=F(1, 8))])
+    assert total == Spend(pure=F(1, 2), approx_epsilon=F(1, 2), approx_delta=F(1, 10**7), rho=F(1, 4))
+    assert compose([]) == ZERO
+    assert compose([Spend(pure=F(1)), UNBOUNDED, Spend(pure=F(2))]) == UNBOUNDED
+
+
+def test_spend_max_is_componentwise_and_unbounded_absorbs():
+    assert spend_max([Spend(pure=F(1, 2), rho=F(1)), Spend(pure=F(1), rho=F(1, 4))]) == Spend(pure=F(1), rho=F(1))
+    assert spend_max([]) == ZERO
+    assert spend_max([Spend(pure=F(1)), UNBOUNDED]) == UNBOUNDED
+
+
+def test_sum_of_two_largest_takes_the_top_two_of_each_component():
+    spends = [Spend(pure=F(1, 2)), Spend(pure=F(1, 3), rho=F(1)), Spend(pure=F(1, 5), rho=F(2)), Spend(rho=F(1, 2))]
+    assert sum_of_two_largest(spends) == Spend(pure=F(1, 2) + F(1, 3), rho=F(3))
+    assert sum_of_two_largest([Spend(pure=F(1, 4))]) == Spend(pure=F(1, 4))
+    assert sum_of_two_largest([Spend(pure=F(1)), UNBOUNDED]) == UNBOUNDED
+
+
+# --------------------------------------------------------------------------
+# The zCDP conversion against an independent evaluation and a peer library
+# --------------------------------------------------------------------------
+
+
+def test_cks_conversion_matches_an_independent_evaluation_and_the_simple_bound(reference_cks):
+    for rho, delta in [(F(1, 200), 1e-9), (F(1, 2), 1e-6), (F(5), 1e-6), (F(50), 1e-10)]:
+        value = cks_epsilon(rho, delta)
+        expected = reference_cks(float(rho), delta)
+        assert value == pytest.approx(expected, rel=1e-9)
+        assert value >= expected * (1 - 1e-12)
+        simple = float(rho) + 2 * math.sqrt(float(rho) * math.log(1 / delta))  # Bun and Steinke 2016, Prop 1.3
+        assert value <= simple
+    assert cks_epsilon(F(0), 1e-9) == 0
+    with pytest.raises(ValueError):
+        cks_epsilon(F(1), 0.0)
+
+
+def gaussian_release(i: int, sigma: Fraction, sensitivity: Fraction) -> Release:
+    """A Gaussian count on variable a: rho = sensitivity^2 / (2 sigma^2) (Bun and Steinke 2016, Prop 1.6)."""
+    return Release(
+        id=f"g{i}",
+        dataset="survey",
+        reads=frozenset({"a"}),
+        mechanism=Mechanism("gaussian", (("sensitivity", sensitivity), ("sigma", sigma))),
+        guarantees=(zcdp(sensitivity**2 / (2 * sigma**2)),),
+    )
+
+
+def test_thousand_gaussian_releases_give_epsilon_20_5519_at_delta_1e_6():
+    releases = [gaussian_release(i, sigma=F(10), sensitivity=F(1)) for i in range(1000)]
+    total = ledger_cost(releases, [], {"a"})
+    assert total == Spend(rho=F(5))  # 1000 * 1/200, exactly
+    assert LedgerIndex(["a", "b"], releases).subset_cost({"a"}).spend == Spend(rho=F(5))
+
+    epsilon = total.epsilon(1e-6)
+    assert round(epsilon, 4) == 20.5519
+
+    # peer library: Renyi DP of the Gaussian mechanism, composed 1000 times, over a grid of orders
+    accountant = rdp_privacy_accountant.RdpAccountant()
+    accountant.compose(dp_event.GaussianDpEvent(noise_multiplier=10), 1000)
+    peer = accountant.get_epsilon(1e-6)
+    assert peer >= epsilon * (1 - 1e-12)
+    assert peer <= epsilon * 1.01
+
+    rho, delta = 5.0, 1e-6
+    assert epsilon <= rho + 2 * math.sqrt(rho * math.log(1 / delta))  # the looser simple bound, 21.62
