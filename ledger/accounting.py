@@ -40,6 +40,9 @@ class Spend:
     approx_delta: Fraction = ZERO_FRACTION  # Dwork and Roth 2014, Theorem 3.16)
     rho: Fraction = ZERO_FRACTION  # zCDP: rho adds (Bun and Steinke 2016, Lemma 2.3)
     unbounded: bool = False
+    # The pure part as zCDP, converted release by release: sum of epsilon_i^2 / 2
+    # (Bun and Steinke 2016, Prop 3.3), never more than (sum of epsilon_i)^2 / 2.
+    pure_rho: Fraction = ZERO_FRACTION
 
     def __add__(self, other: Spend) -> Spend:
         if self.unbounded or other.unbounded:
@@ -49,6 +52,7 @@ class Spend:
             self.approx_epsilon + other.approx_epsilon,
             self.approx_delta + other.approx_delta,
             self.rho + other.rho,
+            pure_rho=self.pure_rho + other.pure_rho,
         )
 
     def times(self, count: int) -> Spend:
@@ -57,7 +61,8 @@ class Spend:
             return ZERO
         if self.unbounded:
             return UNBOUNDED
-        return Spend(self.pure * count, self.approx_epsilon * count, self.approx_delta * count, self.rho * count)
+        return Spend(self.pure * count, self.approx_epsilon * count, self.approx_delta * count, self.rho * count,
+                     pure_rho=self.pure_rho * count)
 
     @property
     def is_zero(self) -> bool:
@@ -90,9 +95,9 @@ class Spend:
           (basic composition); if they already exceed it, no bound holds at
           this delta and the answer is ∞;
         - with rho: the CKS conversion at the remaining delta, taking the
-          smaller of (pure added after conversion) and (pure converted to
-          rho = epsilon^2 / 2 first, Bun and Steinke 2016 Prop 3.3); both
-          are valid bounds.
+          smaller of (pure added after conversion) and (each pure release
+          converted to rho = epsilon^2 / 2 first, Bun and Steinke 2016
+          Prop 3.3); both are valid bounds.
         """
         if self.unbounded:
             return INF
@@ -106,14 +111,14 @@ class Spend:
         if remaining <= 0:
             return INF
         separate = float(self.pure) + cks_epsilon(self.rho, float(remaining))
-        merged = cks_epsilon(self.rho + self.pure * self.pure / 2, float(remaining))
+        merged = cks_epsilon(self.rho + self.pure_rho, float(remaining))
         return _up(float(self.approx_epsilon) + min(separate, merged))
 
     def zcdp_rho(self) -> Fraction | None:
         """The total as rho-zCDP, or None when it has an approximate (delta) part."""
         if self.unbounded or self.approx_delta or self.approx_epsilon:
             return None
-        return self.rho + self.pure * self.pure / 2  # Bun and Steinke 2016, Prop 3.3
+        return self.rho + self.pure_rho  # each pure release as epsilon^2 / 2 (Bun and Steinke 2016, Prop 3.3)
 
     def preference_key(self) -> float:
         """Orders alternative guarantees for the same release: the smaller epsilon at
@@ -124,6 +129,11 @@ class Spend:
 
 ZERO = Spend()
 UNBOUNDED = Spend(unbounded=True)
+
+
+def pure_spend(epsilon: Fraction) -> Spend:
+    """One epsilon-DP release: pure epsilon, and epsilon^2 / 2 should it be counted in zCDP."""
+    return Spend(pure=epsilon, pure_rho=epsilon * epsilon / 2)
 
 
 def guarantee_spend(guarantee: Guarantee, relation: Relation = Relation.REPLACE) -> Spend:
@@ -143,7 +153,7 @@ def guarantee_spend(guarantee: Guarantee, relation: Relation = Relation.REPLACE)
         return UNBOUNDED
     native = _native_spend(guarantee)
     if guarantee.notion == Notion.PURE:
-        return Spend(pure=2 * native.pure)
+        return pure_spend(2 * native.pure)
     if guarantee.notion == Notion.APPROX:
         e_eps = Fraction(math.nextafter(math.exp(float(native.approx_epsilon)), math.inf))
         return Spend(approx_epsilon=2 * native.approx_epsilon, approx_delta=native.approx_delta * (1 + e_eps))
@@ -152,7 +162,7 @@ def guarantee_spend(guarantee: Guarantee, relation: Relation = Relation.REPLACE)
 
 def _native_spend(guarantee: Guarantee) -> Spend:
     if guarantee.notion == Notion.PURE:
-        return Spend(pure=guarantee.epsilon)
+        return pure_spend(guarantee.epsilon)
     if guarantee.notion == Notion.APPROX:
         return Spend(approx_epsilon=guarantee.epsilon, approx_delta=guarantee.delta)
     if guarantee.notion == Notion.ZCDP:
@@ -181,6 +191,7 @@ def spend_max(spends) -> Spend:
             max(result.approx_epsilon, spend.approx_epsilon),
             max(result.approx_delta, spend.approx_delta),
             max(result.rho, spend.rho),
+            pure_rho=max(result.pure_rho, spend.pure_rho),
         )
     return result
 
@@ -203,6 +214,7 @@ def sum_of_two_largest(spends) -> Spend:
         top_two(s.approx_epsilon for s in spends),
         top_two(s.approx_delta for s in spends),
         top_two(s.rho for s in spends),
+        pure_rho=top_two(s.pure_rho for s in spends),
     )
 
 

@@ -47,7 +47,7 @@ def _scale_mechanism(mechanism: Mechanism, reads: frozenset[str]):
             return (), [Problem("scale", f"must be positive. Found {scale}.")]
         epsilon = sensitivity / scale
     elif scale is not None and sensitivity is not None and sensitivity / scale != epsilon:
-        problems.append(Problem("epsilon", f"is {epsilon} but sensitivity / scale is {sensitivity / scale}"))
+        return (), [Problem("epsilon", f"is {epsilon} but sensitivity / scale is {sensitivity / scale}")]
     guarantee = Guarantee(reads, Notion.PURE, epsilon=epsilon, relation=_relation(mechanism))
     return (guarantee,), problems
 
@@ -58,10 +58,13 @@ def _gaussian(mechanism: Mechanism, reads: frozenset[str]):
     rho, sigma, sensitivity = mechanism.param("rho"), mechanism.param("sigma"), mechanism.param("sensitivity")
     epsilon, delta = mechanism.param("epsilon"), mechanism.param("delta")
     relation = _relation(mechanism)
-    if rho is None and sigma is not None and sensitivity is not None:
+    if sigma is not None and sensitivity is not None:
         if sigma <= 0:
             return (), [Problem("sigma", f"must be positive. Found {sigma}.")]
-        rho = sensitivity * sensitivity / (2 * sigma * sigma)
+        implied = sensitivity * sensitivity / (2 * sigma * sigma)
+        if rho is not None and rho != implied:
+            return (), [Problem("rho", f"is {rho} but sensitivity^2 / (2 sigma^2) is {implied}")]
+        rho = implied
     if rho is not None:
         return (Guarantee(reads, Notion.ZCDP, rho=rho, relation=relation),), []
     if epsilon is not None and delta is not None:
@@ -93,7 +96,7 @@ def _tan_consistent_counts(mechanism: Mechanism, reads: frozenset[str]):
     if not protects:
         return (), [Problem("protects", "tan-consistent-counts needs the protected variable(s), "
                                         "in `protects` or as an explicit guarantee")]
-    return (Guarantee(frozenset(protects), Notion.PURE, epsilon=epsilon),), []
+    return (Guarantee(frozenset(protects), Notion.PURE, epsilon=epsilon, relation=_relation(mechanism)),), []
 
 
 def _declared(mechanism: Mechanism, reads: frozenset[str]):

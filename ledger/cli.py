@@ -17,10 +17,10 @@ from typing import Annotated, Optional
 import typer
 from sqlmodel import Session
 
-from . import store
+from . import budget, operations, store
 from .engine import LedgerIndex
 from .errors import InputErrors, LedgerError, fail
-from .loader import LedgerSnapshot, load_dataset, load_releases
+from .loader import LedgerSnapshot, build_caps, build_dataset, read_document
 from .numbers import NumberError, format_delta, format_number, to_fraction, to_json
 from .records import CHARGED_STATUSES, Dataset
 from .views import DEFAULT_DELTA, subset_json, table_view, text_table
@@ -28,8 +28,10 @@ from .views import DEFAULT_DELTA, subset_json, table_view, text_table
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0])
 dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.")
 audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.")
+cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.")
 app.add_typer(dataset_app, name="dataset")
 app.add_typer(audit_app, name="audit")
+app.add_typer(cap_app, name="cap")
 
 
 class State:
@@ -58,6 +60,10 @@ def main() -> None:
     except InputErrors as exc:
         report_errors(exc.errors)
         sys.exit(2)
+    except operations.BudgetRefused as exc:
+        typer.echo(str(exc), err=True)
+        typer.echo("nothing was written.", err=True)
+        sys.exit(1)
 
 
 def report_errors(errors: list[LedgerError]) -> None:
@@ -66,7 +72,14 @@ def report_errors(errors: list[LedgerError]) -> None:
     typer.echo(f"{len(errors)} problem{'s' if len(errors) != 1 else ''}; nothing was written.", err=True)
 
 
-def _engine():
+def _engine(create: bool = False):
+    """The ledger's engine. Only `init`, `dataset add` and `demo` create a new SQLite file:
+    any other command on a missing file is bad input and writes nothing."""
+    if not create and state.url.startswith("sqlite:///") and state.url not in ("sqlite:///:memory:",):
+        path = Path(state.url.removeprefix("sqlite:///"))
+        if not path.exists():
+            raise fail("--db", "url", f"no ledger at {path}; create one with `privacy-ledger init` "
+                                      "or `privacy-ledger dataset add FILE`")
     try:
         engine = store.make_engine(state.url)
         store.ensure_schema(engine)
@@ -111,6 +124,12 @@ def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
     return LedgerIndex(dataset.variable_names, releases, families)
 
 
+def _read_light() -> LedgerSnapshot:
+    """Datasets and families, without loading every release."""
+    with Session(_engine()) as session:
+        return store.write_context(session)
+
+
 def _read(dataset: str | None = None) -> LedgerSnapshot:
     with Session(_engine()) as session:
         return store.snapshot(session, dataset)
@@ -124,7 +143,7 @@ def _read(dataset: str | None = None) -> LedgerSnapshot:
 @app.command()
 def init() -> None:
     """Create an empty ledger (the schema is also created on first use)."""
-    _engine()
+    _engine(create=True)
     typer.echo(f"ledger ready at {state.url}")
 
 
@@ -133,21 +152,32 @@ def dataset_add(
     file: Annotated[Path, typer.Argument(help="Dataset file (YAML or JSON).")],
     by: Annotated[Optional[str], typer.Option(help="Who records it (default: $LEDGER_USER or login).")] = None,
 ) -> None:
-    """Add a dataset and its variables."""
-    dataset, errors = load_dataset(file)
+    """Add a dataset, its variables, groups and caps."""
+    document, errors = read_document(file)
+    dataset = None
+    if document is not None:
+        dataset, errors = build_dataset(document)
     if errors:
         raise InputErrors(errors)
-    engine = _engine()
+    caps, errors = build_caps(document, dataset)
+    if errors:
+        raise InputErrors(errors)
+    engine = _engine(create=True)
+    actor = _actor(by)
     with store.write_session(engine) as session:
-        existing = store.snapshot(session).datasets.get(dataset.name)
+        existing = store.write_context(session).datasets.get(dataset.name)
         if existing is not None:
-            if existing == dataset:
+            if existing == dataset and set(store.caps(session, dataset.name)) == set(caps):
                 typer.echo(f"dataset {dataset.name} is already recorded, unchanged")
                 return
             raise fail(str(file), "dataset", f"dataset {dataset.name!r} is already recorded with other variables "
-                                             "or groups; a recorded dataset is never rewritten")
-        store.add_dataset(session, dataset, _actor(by))
-    typer.echo(f"added dataset {dataset.name} with {len(dataset.variables)} variables")
+                                             "or groups; a recorded dataset is never rewritten "
+                                             "(change caps with `cap set`)")
+        store.add_dataset(session, dataset, actor)
+        for cap in caps:
+            store.set_cap(session, cap, actor)
+    typer.echo(f"added dataset {dataset.name} with {len(dataset.variables)} variables"
+               + (f" and {len(caps)} cap{'s' if len(caps) != 1 else ''}" if caps else ""))
 
 
 @app.command()
@@ -155,17 +185,177 @@ def record(
     files: Annotated[list[Path], typer.Argument(help="Release files (YAML or JSON).")],
     by: Annotated[Optional[str], typer.Option(help="Who records them (default: $LEDGER_USER or login).")] = None,
 ) -> None:
-    """Record releases: every file is checked first, and all are recorded or none."""
-    engine = _engine()
+    """Record releases: every file and every cap is checked first; all are recorded or none."""
     actor = _actor(by)
-    with store.write_session(engine) as session:
-        snapshot = store.snapshot(session)
-        releases, families, errors = load_releases(files, snapshot, recorded_by=actor, recorded_at=store.now())
-        if errors:
-            raise InputErrors(errors)
-        store.add_releases(session, releases, families, actor)
-    typer.echo(f"recorded {len(releases)} release{'s' if len(releases) != 1 else ''}"
-               + (f" and {len(families)} famil{'ies' if len(families) != 1 else 'y'}" if families else ""))
+    result = operations.record(_engine(), operations.release_builder(files, actor), actor)
+    count = len(result.releases)
+    typer.echo(f"recorded {count} release{'s' if count != 1 else ''}"
+               + (f" and {len(result.families)} famil{'ies' if len(result.families) != 1 else 'y'}"
+                  if result.families else ""))
+    for line in check_lines(result.checks):
+        typer.echo(line)
+
+
+@app.command("check")
+def check_command(
+    plans: Annotated[list[Path], typer.Argument(help="Planned releases, in the release file format.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Does a planned release keep every budget cap, and by how much? Exit 1 when any cap would break."""
+    checks = operations.check(_engine(), operations.release_builder(plans, _actor(None)))
+    if as_json:
+        typer.echo(json.dumps({"ok": all(c.ok for c in checks), "caps": [check_json(c) for c in checks]},
+                              indent=2, ensure_ascii=False))
+    else:
+        if not checks:
+            typer.echo("no cap covers what this plan reads")
+        for line in check_lines(checks):
+            typer.echo(line)
+        typer.echo("every cap holds" if all(c.ok for c in checks) else "REFUSED: a cap would break")
+    if not all(c.ok for c in checks):
+        raise typer.Exit(1)
+
+
+@app.command("headroom")
+def headroom_command(
+    variables: Annotated[list[str], typer.Argument(help="The variables a new release would read.")],
+    dataset: DatasetOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The largest epsilon (and rho) a new release reading exactly these variables could take."""
+    snapshot = _read_light()
+    chosen = _pick_dataset(snapshot, dataset)
+    names = _resolve_variables(chosen, variables)
+    room = operations.headroom(_engine(), chosen.name, names)
+    if as_json:
+        typer.echo(json.dumps({
+            "variables": list(room.variables),
+            "epsilon": to_json(room.epsilon), "epsilon_binding": room.epsilon_binding and room.epsilon_binding.name,
+            "rho": to_json(room.rho), "rho_binding": room.rho_binding and room.rho_binding.name,
+        }, indent=2, ensure_ascii=False))
+        return
+    label = "{" + ", ".join(room.variables) + "}"
+    typer.echo(f"{label}: largest epsilon {format_number(room.epsilon, down=True)}"
+               + (f" (binding cap: {room.epsilon_binding.name})" if room.epsilon_binding else " (no cap applies)"))
+    typer.echo(f"{label}: largest rho {format_number(room.rho, down=True)}"
+               + (f" (binding cap: {room.rho_binding.name})" if room.rho_binding else " (no cap applies)"))
+
+
+def _lifecycle(action: str):
+    def command(
+        release: Annotated[str, typer.Argument(help="Release id.")],
+        by: Annotated[Optional[str], typer.Option(help="Who does it (default: $LEDGER_USER or login).")] = None,
+    ) -> None:
+        changed = operations.change_status(_engine(), release, action, _actor(by))
+        typer.echo(f"{changed.id}: {changed.status.value}")
+
+    command.__doc__ = {
+        "approve": "Approve a planned release (re-checks its caps).",
+        "publish": "Publish an approved release (re-checks its caps).",
+        "retract": "Retract a published release; it still counts (what was published cannot be unpublished).",
+        "cancel": "Cancel a planned or approved release; frees its reservation.",
+    }[action]
+    return command
+
+
+for _action in ("approve", "publish", "retract", "cancel"):
+    app.command(_action)(_lifecycle(_action))
+
+
+@cap_app.command("set")
+def cap_set(
+    subset: Annotated[list[str], typer.Argument(help="Variables, a group name, or `all`.")],
+    epsilon: Annotated[Optional[str], typer.Option(help="Cap in epsilon.")] = None,
+    delta: Annotated[Optional[str], typer.Option(help="With --epsilon: epsilon at this delta.")] = None,
+    rho: Annotated[Optional[str], typer.Option(help="Cap in rho (zCDP).")] = None,
+    name: Annotated[Optional[str], typer.Option(help="The cap's name.")] = None,
+    dataset: DatasetOption = None,
+    by: Annotated[Optional[str], typer.Option(help="Who sets it.")] = None,
+) -> None:
+    """Add or replace a cap on a variable, a group, or the whole dataset."""
+    snapshot = _read_light()
+    chosen = _pick_dataset(snapshot, dataset)
+    entry: dict = {}
+    if subset == ["all"]:
+        entry["subset"] = "all"
+    elif len(subset) == 1 and chosen.group(subset[0]) is not None:
+        entry["name"] = subset[0]
+    else:
+        entry["subset"] = subset
+    if name:
+        entry["name"] = name
+    for key, value in (("epsilon", epsilon), ("delta", delta), ("rho", rho)):
+        if value is not None:
+            entry[key] = value
+    caps = operations.add_caps(_engine(), chosen.name, [entry], _actor(by), "command line")
+    for cap in caps:
+        typer.echo(f"cap {cap.name} on {{{', '.join(sorted(cap.subset))}}}: {cap.unit} {format_number(cap.limit)}"
+                   + (f" at delta {format_delta(cap.delta)}" if cap.delta is not None else ""))
+
+
+@cap_app.command("list")
+def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False) -> None:
+    """Every cap, its spend (reservations included), headroom and status."""
+    snapshot = _read_light()
+    chosen = _pick_dataset(snapshot, dataset)
+    engine = _engine()
+    with Session(engine) as session:
+        caps = store.caps(session, chosen.name)
+        checks = budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
+    if as_json:
+        typer.echo(json.dumps([check_json(c) for c in checks], indent=2, ensure_ascii=False))
+        return
+    if not checks:
+        typer.echo(f"dataset {chosen.name} has no caps")
+    for line in check_lines(checks, planned=False):
+        typer.echo(line)
+
+
+def check_lines(checks, planned: bool = True) -> list[str]:
+    lines = []
+    for c in checks:
+        unit = c.cap.unit + (f" {format_delta(c.cap.delta)}" if c.cap.delta is not None else "")
+        figures = [f"spent {format_number(c.current)}"]
+        if planned:
+            figures += [f"this plan +{format_number(c.charge)}", f"after {format_number(c.after)}"]
+        figures += [f"cap {format_number(c.cap.limit)}", f"headroom {format_number(c.headroom, down=True)}"]
+        lines.append(f"[{c.status}] cap {c.cap.name} ({unit}) on {{{', '.join(sorted(c.cap.subset))}}}: "
+                     + ", ".join(figures))
+        if c.drivers:
+            lines.append("      driven by: " + ", ".join(f"{rid} ({format_number(v)})" for rid, v in c.drivers))
+    return lines
+
+
+def check_json(c) -> dict:
+    return {
+        "cap": c.cap.name,
+        "dataset": c.cap.dataset,
+        "subset": sorted(c.cap.subset),
+        "unit": c.cap.unit,
+        "delta": to_json(c.cap.delta),
+        "limit": to_json(c.cap.limit),
+        "current": to_json(c.current),
+        "charge": to_json(c.charge),
+        "after": to_json(c.after),
+        "headroom": to_json(c.headroom),
+        "status": c.status,
+        "drivers": [{"release": rid, "value": to_json(v)} for rid, v in c.drivers],
+    }
+
+
+def _resolve_variables(chosen: Dataset, names: list[str]) -> set[str]:
+    resolved: set[str] = set()
+    errors = []
+    for name in names:
+        if name in chosen.variable_names:
+            resolved.add(name)
+        elif chosen.group(name) is not None:
+            resolved |= chosen.group(name)
+        else:
+            errors.append(LedgerError("command line", "VAR", f"unknown variable or group {name!r} in {chosen.name!r}"))
+    if errors:
+        raise InputErrors(errors)
+    return resolved
 
 
 @app.command()
@@ -206,17 +396,7 @@ def subset(
     """The privacy loss on one subset of variables."""
     snapshot = _read(dataset)
     chosen = _pick_dataset(snapshot, dataset)
-    names: set[str] = set()
-    errors = []
-    for name in variables:
-        if name in chosen.variable_names:
-            names.add(name)
-        elif chosen.group(name) is not None:
-            names |= chosen.group(name)
-        else:
-            errors.append(LedgerError("command line", "VAR", f"unknown variable or group {name!r} in {chosen.name!r}"))
-    if errors:
-        raise InputErrors(errors)
+    names = _resolve_variables(chosen, variables)
     cost = _index(snapshot, chosen).subset_cost(names)
     chosen_delta = _delta(delta, chosen)
     result = subset_json(cost, chosen_delta)
@@ -258,7 +438,7 @@ def demo(
     """Tan's Example 3.6 in the selected ledger: Table 1, printed and written as HTML."""
     from .demo import run_demo
 
-    typer.echo(run_demo(_engine(), out, actor=_actor(None)))
+    typer.echo(run_demo(_engine(create=True), out, actor=_actor(None)))
 
 
 @audit_app.command("verify")

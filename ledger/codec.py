@@ -13,7 +13,9 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
-from .records import Dataset, Family, Guarantee, Mechanism, Notion, Relation, Release, Status, Variable
+from .accounting import UNBOUNDED, Spend
+from .budget import CapTotal
+from .records import Cap, Dataset, Family, Guarantee, Mechanism, Notion, Relation, Release, Status, Variable
 
 GENESIS_HASH = "0" * 64
 
@@ -164,3 +166,58 @@ def family_to_dict(family: Family) -> dict:
 def family_from_dict(data: dict) -> Family:
     partition = data["partition"]
     return Family(data["id"], data["dataset"], None if partition is None else frozenset(partition), data["description"])
+
+
+def cap_to_dict(cap: Cap) -> dict:
+    return {
+        "dataset": cap.dataset,
+        "name": cap.name,
+        "subset": sorted(cap.subset),
+        "whole_dataset": cap.whole_dataset,
+        "epsilon": _number(cap.epsilon),
+        "delta": _number(cap.delta),
+        "rho": _number(cap.rho),
+    }
+
+
+def cap_from_dict(data: dict) -> Cap:
+    return Cap(
+        dataset=data["dataset"],
+        name=data["name"],
+        subset=frozenset(data["subset"]),
+        epsilon=_fraction(data["epsilon"]),
+        delta=_fraction(data["delta"]),
+        rho=_fraction(data["rho"]),
+        whole_dataset=data["whole_dataset"],
+    )
+
+
+_SPEND_FIELDS = ("pure", "approx_epsilon", "approx_delta", "rho", "pure_rho")
+
+
+def spend_to_dict(spend: Spend) -> dict:
+    if spend.unbounded:
+        return {"unbounded": True}
+    return {name: str(getattr(spend, name)) for name in _SPEND_FIELDS if getattr(spend, name)}
+
+
+def spend_from_dict(data: dict) -> Spend:
+    if data.get("unbounded"):
+        return UNBOUNDED
+    return Spend(**{name: Fraction(value) for name, value in data.items()})
+
+
+def cap_total_to_dict(total: CapTotal) -> dict:
+    return {
+        "standalone": spend_to_dict(total.standalone),
+        "families": {fid: spend_to_dict(spend) for fid, spend in sorted(total.families.items())},
+        "drivers": [[rid, spend_to_dict(spend)] for rid, spend in total.drivers],
+    }
+
+
+def cap_total_from_dict(data: dict) -> CapTotal:
+    return CapTotal(
+        standalone=spend_from_dict(data["standalone"]),
+        families={fid: spend_from_dict(spend) for fid, spend in data["families"].items()},
+        drivers=tuple((rid, spend_from_dict(spend)) for rid, spend in data["drivers"]),
+    )

@@ -274,7 +274,7 @@ class _ExactComponents:
     integers are used instead (slower, still exact).
     """
 
-    FIELDS = ("pure", "approx_epsilon", "approx_delta", "rho")
+    FIELDS = ("pure", "approx_epsilon", "approx_delta", "rho", "pure_rho")
 
     def __init__(self, values: Sequence[Spend], n_rows: int):
         self.unbounded_id = next(k for k, v in enumerate(values) if v.unbounded)

@@ -12,7 +12,7 @@ invariant stated in records.py, against the ledger snapshot given.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
@@ -28,7 +28,7 @@ import yaml
 from .catalogue import NUMERIC_PARAMS, derive_guarantees
 from .errors import LedgerError
 from .numbers import NumberError, to_fraction
-from .records import Dataset, Family, Guarantee, Mechanism, Notion, Relation, Release, Status, Variable
+from .records import Cap, Dataset, Family, Guarantee, Mechanism, Notion, Relation, Release, Status, Variable
 
 Path_ = tuple[Any, ...]
 
@@ -83,8 +83,12 @@ def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerEr
             return None, [LedgerError(f"{name}:{exc.lineno}", "", f"malformed JSON: {exc.msg} (column {exc.colno})")]
         return Document(name, data), []
     try:
-        data = yaml.safe_load(text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        loader = _YamlLoader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{name}:{mark.line + 1}" if mark is not None else name
@@ -94,6 +98,9 @@ def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerEr
     if node is not None:
         _collect_lines(node, (), lines)
     return Document(name, data, lines), []
+
+
+_YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: same results, faster
 
 
 def _collect_lines(node: yaml.Node, at: Path_, lines: dict[Path_, int]) -> None:
@@ -118,8 +125,13 @@ def schema(name: str) -> dict:
     return json.loads(text)
 
 
+@cache
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema(name))
+
+
 def validate(document: Document, schema_name: str) -> list[LedgerError]:
-    validator = jsonschema.Draft202012Validator(schema(schema_name))
+    validator = _validator(schema_name)
     errors = []
     for error in sorted(validator.iter_errors(document.data), key=lambda e: list(map(str, e.absolute_path))):
         at = tuple(error.absolute_path)
@@ -145,9 +157,9 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
 class LedgerSnapshot:
     """What the ledger already holds, as the loader needs it for its checks."""
 
-    datasets: dict[str, Dataset] = field(default_factory=dict)
-    releases: dict[str, Release] = field(default_factory=dict)
-    families: dict[str, Family] = field(default_factory=dict)
+    datasets: Mapping[str, Dataset] = field(default_factory=dict)
+    releases: Mapping[str, Release] = field(default_factory=dict)  # may be a lazy lookup (store.ReleaseLookup)
+    families: Mapping[str, Family] = field(default_factory=dict)
 
 
 class _Collector:
@@ -240,7 +252,8 @@ def build_releases(
     for index, entry in enumerate(data.get("families", [])):
         partition = entry["partition"]
         keys = None if partition == "random" else check_variables(partition, ("families", index, "partition"))
-        family = Family(entry["id"], dataset.name, keys, entry.get("description", ""))
+        family = Family(entry["id"], dataset.name, keys, entry.get("description", ""),
+                        source=document.source(("families", index)))
         existing = snapshot.families.get(family.id)
         if existing is not None and existing != family:
             out.add(("families", index, "id"), f"family {family.id!r} is already recorded with a different "
@@ -286,6 +299,7 @@ def build_releases(
                 recorded_at=recorded_at,
                 published_at=published_at,
                 source=document.source(at),
+                source_field=field_name(at),
             )
         )
     return releases, families, out.errors
@@ -367,33 +381,41 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
     seen: dict[str, Release] = {}
     for release in releases:
         if release.id in snapshot.releases:
-            errors.append(LedgerError(release.source, "id", f"duplicate release id {release.id!r}: already recorded"))
+            errors.append(LedgerError(release.source, _at(release, "id"),
+                                      f"duplicate release id {release.id!r}: already recorded"))
         elif release.id in seen:
-            errors.append(LedgerError(release.source, "id", f"duplicate release id {release.id!r}: "
-                                                            f"also at {seen[release.id].source}"))
+            errors.append(LedgerError(release.source, _at(release, "id"), f"duplicate release id {release.id!r}: "
+                                                                          f"also at {seen[release.id].source}"))
         seen[release.id] = release
     declared: dict[str, Family] = {}
     for family in families:
         other = declared.get(family.id)
         if other is not None and other != family:
-            errors.append(LedgerError(family.id, "families", f"family {family.id!r} declared twice, differently"))
+            errors.append(LedgerError(family.source, "families", f"family {family.id!r} declared twice, differently "
+                                                                 f"(also at {other.source})"))
         declared[family.id] = family
 
-    lineage = lineage_graph([*snapshot.releases.values(), *seen.values()])
+    # Recorded releases only name parents recorded before them, so a cycle can only
+    # run through the new releases: the graph of the batch is enough.
     for release in seen.values():
         for parent in release.derived_from:
             if parent not in snapshot.releases and parent not in seen:
-                errors.append(LedgerError(release.source, "derived_from", f"unknown parent release {parent!r}"))
+                errors.append(LedgerError(release.source, _at(release, "derived_from"),
+                                          f"unknown parent release {parent!r}"))
     try:
-        cycle = nx.find_cycle(lineage)
+        cycle = nx.find_cycle(lineage_graph(seen.values()))
     except nx.NetworkXNoCycle:
         cycle = None
     if cycle:
         ids = [edge[0] for edge in cycle] + [cycle[0][0]]
-        first = seen.get(cycle[0][0]) or seen.get(cycle[0][1])
-        source = first.source if first else "derived_from"
-        errors.append(LedgerError(source, "derived_from", "derived_from forms a cycle: " + " -> ".join(ids)))
+        first = seen[cycle[0][0]]
+        errors.append(LedgerError(first.source, _at(first, "derived_from"),
+                                  "derived_from forms a cycle: " + " -> ".join(ids)))
     return errors
+
+
+def _at(release: Release, name: str) -> str:
+    return f"{release.source_field}.{name}" if release.source_field else name
 
 
 def lineage_graph(releases: Iterable[Release]) -> nx.DiGraph:
@@ -439,3 +461,72 @@ def load_dataset(path: str | Path) -> tuple[Dataset | None, list[LedgerError]]:
         return None, errors
     return build_dataset(document)
 
+
+
+def build_caps(document: Document, dataset: Dataset, key: str = "caps") -> tuple[list[Cap], list[LedgerError]]:
+    """The `caps` of a dataset document (or of a cap file) -> Cap records."""
+    out = _Collector(document)
+    caps: list[Cap] = []
+    for index, entry in enumerate(document.data.get(key, []) or []):
+        cap = cap_from_entry(entry, dataset, lambda at, message, i=index: out.add((key, i) + at, message))
+        if cap is not None:
+            if any(existing.name == cap.name for existing in caps):
+                out.add((key, index, "name"), f"two caps named {cap.name!r}; give one a `name`")
+            caps.append(cap)
+    return caps, out.errors
+
+
+def cap_from_entry(entry: dict, dataset: Dataset, report) -> Cap | None:
+    """One cap entry ({subset | name, epsilon [, delta] | rho}) -> Cap; problems go to `report(at, message)`."""
+    before = []
+
+    def problem(at, message):
+        before.append(message)
+        report(at, message)
+
+    subset_spec = entry.get("subset")
+    name = entry.get("name")
+    whole = subset_spec == "all"
+    if whole:
+        subset = frozenset(dataset.variable_names)
+        name = name or "all"
+    elif subset_spec is not None:
+        for index, variable in enumerate(subset_spec):
+            if variable not in dataset.variable_names:
+                problem(("subset", index), f"unknown variable {variable!r} in dataset {dataset.name!r}")
+        subset = frozenset(subset_spec)
+        name = name or ",".join(sorted(subset))
+    else:
+        group = dataset.group(name)
+        if group is None:
+            known = ", ".join(name for name, _ in dataset.groups) or "none declared"
+            problem(("name",), f"unknown group {name!r} in dataset {dataset.name!r} (groups: {known})")
+            return None
+        subset = group
+
+    def number(key, **kwargs):
+        try:
+            value = to_fraction(entry[key])
+        except NumberError as exc:
+            problem((key,), str(exc))
+            return None
+        if value < 0:
+            problem((key,), f"must be non-negative. Found {entry[key]}.")
+            return None
+        if kwargs.get("below_one") and not 0 < value < 1:
+            problem((key,), f"must be in (0, 1). Found {entry[key]}.")
+            return None
+        return value
+
+    epsilon = number("epsilon") if "epsilon" in entry else None
+    rho = number("rho") if "rho" in entry else None
+    delta = number("delta", below_one=True) if "delta" in entry else None
+    if "rho" in entry and "epsilon" in entry:
+        problem(("rho",), "a cap is in epsilon or in rho, not both")
+    if "delta" in entry and "epsilon" not in entry:
+        problem(("delta",), "delta goes with an epsilon cap")
+    if "rho" not in entry and "epsilon" not in entry:
+        problem(("epsilon",), "a cap needs epsilon or rho")
+    if before:
+        return None
+    return Cap(dataset.name, name, subset, epsilon=epsilon, delta=delta, rho=rho, whole_dataset=whole)

@@ -16,7 +16,7 @@ true one.
 from __future__ import annotations
 
 import math
-from decimal import ROUND_CEILING, Decimal, localcontext
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 from typing import Union
 
@@ -57,9 +57,10 @@ def to_fraction(value: object) -> Fraction:
     raise NumberError(f"expected a number, found {value!r}")
 
 
-def round_up(value: Number, places: int) -> Decimal:
-    """Round upward to `places` decimals, so a displayed bound is never too small."""
-    return _as_decimal(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_CEILING)
+def round_up(value: Number, places: int, rounding: str = ROUND_CEILING) -> Decimal:
+    """Round upward to `places` decimals, so a displayed bound is never too small
+    (`rounding=ROUND_FLOOR` for headroom, which must never look larger than it is)."""
+    return _as_decimal(value).quantize(Decimal(1).scaleb(-places), rounding=rounding)
 
 
 def _as_decimal(value: Number) -> Decimal:
@@ -76,22 +77,24 @@ def is_infinite(value: Number) -> bool:
     return isinstance(value, float) and math.isinf(value)
 
 
-def format_number(value: Number, places: int = 4) -> str:
-    """Plain-text display: exact integers and short fractions as they are, others rounded up.
+def format_number(value: Number, places: int = 4, *, down: bool = False) -> str:
+    """Plain-text display: exact integers and short fractions as they are, others rounded
+    up (a bound), or down with `down=True` (a headroom).
 
     >>> format_number(Fraction(2)), format_number(Fraction(1, 10)), format_number(INF)
     ('2', '0.1', '∞')
     """
     if is_infinite(value):
-        return "∞"
+        return "∞" if value > 0 else "-∞"
+    rounding = ROUND_FLOOR if down else ROUND_CEILING
     if isinstance(value, Fraction):
         if value.denominator == 1:
             return str(value.numerator)
         decimal = _terminating_decimal(value)
         if decimal is not None and len(decimal) <= places + 4:
             return decimal
-        return f"{value.numerator}/{value.denominator} (≈ {_trim(round_up(value, places))})"
-    return _trim(round_up(value, places))
+        return f"{value.numerator}/{value.denominator} (≈ {_trim(round_up(value, places, rounding))})"
+    return _trim(round_up(value, places, rounding))
 
 
 def format_exact(value: Number, places: int = 2) -> str:

@@ -135,6 +135,7 @@ class Release:
     approved_at: datetime | None = None
     published_at: datetime | None = None
     source: str = field(default="", compare=False)  # file:line it was read from, for messages
+    source_field: str = field(default="", compare=False)  # its path in that file: "releases[1]"
 
     @property
     def exact_variables(self) -> frozenset[str]:
@@ -155,7 +156,38 @@ class Family:
     dataset: str
     partition: frozenset[str] | None
     description: str = ""
+    source: str = field(default="", compare=False)  # file:line it was declared at
 
     @property
     def is_random(self) -> bool:
         return self.partition is None
+
+
+@dataclass(frozen=True, slots=True)
+class Cap:
+    """A budget cap: the loss on `subset` (DESIGN 2.3-2.6) must stay within one bound.
+
+    Exactly one form is set:
+    - epsilon, delta None: pure epsilon; a total with any delta or rho part exceeds it;
+    - epsilon and delta: epsilon at that delta (zCDP parts converted, DESIGN 2.4);
+    - rho: rho-zCDP; pure epsilon enters as epsilon^2 / 2, approximate parts exceed it.
+    `name` identifies the cap in its dataset: a group name, "all", or the variables.
+    """
+
+    dataset: str
+    name: str
+    subset: frozenset[str]
+    epsilon: Fraction | None = None
+    delta: Fraction | None = None
+    rho: Fraction | None = None
+    whole_dataset: bool = False
+
+    @property
+    def unit(self) -> str:
+        if self.rho is not None:
+            return "rho"
+        return "epsilon" if self.delta is None else "epsilon at delta"
+
+    @property
+    def limit(self) -> Fraction:
+        return self.rho if self.rho is not None else self.epsilon

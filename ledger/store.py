@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from sqlalchemy import JSON, Column, Engine, Text, UniqueConstraint, event, text
+from sqlalchemy import JSON, Column, Engine, Text, UniqueConstraint, event, inspect, text
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from .codec import (
@@ -33,16 +33,22 @@ from .codec import (
     chain_hash,
     dataset_from_dict,
     dataset_to_dict,
+    cap_from_dict,
+    cap_to_dict,
+    cap_total_from_dict,
+    cap_total_to_dict,
+    spend_to_dict,
     family_from_dict,
     family_to_dict,
     release_from_dict,
     release_to_dict,
 )
+from .budget import CapTotal, total_from_history
 from .loader import LedgerSnapshot
-from .records import Dataset, Family, Release
+from .records import Cap, Dataset, Family, Release
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 1: issue 2 (no caps); 2: caps and their running totals
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 
 
@@ -105,6 +111,26 @@ class ReleaseRow(SQLModel, table=True):
     published_at: str | None = None
 
 
+class CapRow(SQLModel, table=True):
+    __tablename__ = "caps"
+    dataset: str = Field(foreign_key="datasets.name", primary_key=True)
+    name: str = Field(primary_key=True)
+    subset: list = Field(sa_column=Column(JSON, nullable=False))
+    whole_dataset: bool = False
+    epsilon: str | None = None  # exact fraction text
+    delta: str | None = None
+    rho: str | None = None
+
+
+class CapTotalRow(SQLModel, table=True):
+    """The running total of a cap (budget.CapTotal), updated with every record."""
+
+    __tablename__ = "cap_totals"
+    dataset: str = Field(primary_key=True)
+    cap: str = Field(primary_key=True)
+    total: dict = Field(sa_column=Column(JSON, nullable=False))
+
+
 class AuditEventRow(SQLModel, table=True):
     __tablename__ = "audit_events"
     seq: int = Field(primary_key=True)
@@ -134,6 +160,13 @@ def make_engine(url: str) -> Engine:
         @event.listens_for(engine, "connect")
         def _disable_pysqlite_transactions(dbapi_connection, _record):
             dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+            if url not in ("sqlite://", "sqlite:///:memory:"):
+                # Write-ahead log: readers never block the writer. synchronous=NORMAL keeps
+                # every commit atomic and consistent; after a power cut (not a crash) the
+                # last commits may be lost, never corrupted.
+                dbapi_connection.execute("PRAGMA journal_mode=WAL")
+                dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+            dbapi_connection.execute("PRAGMA foreign_keys=ON")
 
         @event.listens_for(engine, "begin")
         def _begin_immediate(connection):
@@ -146,12 +179,38 @@ def make_engine(url: str) -> Engine:
 
 
 def ensure_schema(engine: Engine) -> None:
-    """Create the tables on first use and stamp the schema version."""
-    SQLModel.metadata.create_all(engine)
-    with Session(engine) as session:
-        if session.get(MetaRow, "schema_version") is None:
-            session.add(MetaRow(key="schema_version", value=str(SCHEMA_VERSION)))
-            session.commit()
+    """Create the tables on first use, or upgrade a ledger made by an earlier version.
+
+    Runs under the write lock, so concurrent first uses do not race. New tables
+    of a version are created by `create_all`; a version's other changes are a
+    function in MIGRATIONS, run in order, each recorded in the audit chain.
+    """
+    with write_session(engine) as session:
+        connection = session.connection()
+        fresh = not inspect(connection).has_table(AuditEventRow.__tablename__)
+        SQLModel.metadata.create_all(connection)
+        stamp = session.get(MetaRow, "schema_version")
+        if fresh or stamp is None:
+            version = SCHEMA_VERSION if fresh else 1  # version 1 ledgers carry no stamp of their own
+            session.merge(MetaRow(key="schema_version", value=str(version)))
+            if fresh:
+                return
+        else:
+            version = int(stamp.value)
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(f"this ledger has schema version {version}; this privacy-ledger knows up to "
+                               f"{SCHEMA_VERSION}. Upgrade privacy-ledger.")
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            MIGRATIONS.get(target, lambda _session: None)(session)
+            session.merge(MetaRow(key="schema_version", value=str(target)))
+            if not is_empty(session):
+                append_event(session, kind="ledger.migrated", subject=f"schema {target}", actor="privacy-ledger",
+                             payload={"from": target - 1, "to": target})
+
+
+MIGRATIONS: dict[int, Callable[[Session], None]] = {
+    # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
+}
 
 
 @contextmanager
@@ -168,6 +227,8 @@ def write_session(engine: Engine) -> Iterator[Session]:
         except BaseException:
             session.rollback()
             raise
+        finally:
+            session.info.pop("audit_head", None)
 
 
 def now() -> datetime:
@@ -192,13 +253,33 @@ def snapshot(session: Session, dataset: str | None = None) -> LedgerSnapshot:
     return LedgerSnapshot(datasets=datasets, releases=releases, families=families)
 
 
-def _datasets(session: Session) -> list[Dataset]:
+_DATASET_CACHE: dict[tuple[str, str], Dataset] = {}
+
+
+def _datasets_cached(session: Session) -> dict[str, Dataset]:
+    """Datasets are never rewritten once recorded, so each is read from the database once
+    per process; only the list of names is read every time."""
+    url = str(session.get_bind().url)
+    names = session.exec(select(DatasetRow.name)).all()
+    missing = [name for name in names if (url, name) not in _DATASET_CACHE]
+    if missing:
+        for dataset in _datasets(session, missing):
+            _DATASET_CACHE[(url, dataset.name)] = dataset
+    return {name: _DATASET_CACHE[(url, name)] for name in names}
+
+
+def _datasets(session: Session, names: Sequence[str] | None = None) -> list[Dataset]:
     variables: dict[str, list[dict]] = {}
-    for row in session.exec(select(VariableRow).order_by(VariableRow.dataset, VariableRow.position)):
+    query = select(VariableRow).order_by(VariableRow.dataset, VariableRow.position)
+    datasets = select(DatasetRow)
+    if names is not None:
+        query = query.where(VariableRow.dataset.in_(names))
+        datasets = datasets.where(DatasetRow.name.in_(names))
+    for row in session.exec(query):
         variables.setdefault(row.dataset, []).append(
             {"name": row.name, "classification": row.classification, "description": row.description}
         )
-    return [dataset_from_dict(_dataset_dict(row, variables.get(row.name, []))) for row in session.exec(select(DatasetRow))]
+    return [dataset_from_dict(_dataset_dict(row, variables.get(row.name, []))) for row in session.exec(datasets)]
 
 
 def _dataset_dict(row: DatasetRow, variables: list[dict]) -> dict:
@@ -240,15 +321,17 @@ def is_empty(session: Session) -> bool:
 
 def append_event(session: Session, *, kind: str, subject: str, actor: str, payload: dict,
                  at: datetime | None = None) -> AuditEventRow:
-    last = session.exec(select(AuditEventRow).order_by(AuditEventRow.seq.desc()).limit(1)).first()
-    seq = 1 if last is None else last.seq + 1
-    previous = GENESIS_HASH if last is None else last.hash
+    head = session.info.get("audit_head")  # (seq, hash) of the last event this transaction wrote
+    if head is None:
+        last = session.exec(select(AuditEventRow).order_by(AuditEventRow.seq.desc()).limit(1)).first()
+        head = (0, GENESIS_HASH) if last is None else (last.seq, last.hash)
+    seq, previous = head[0] + 1, head[1]
     body = {"seq": seq, "at": (at or now()).isoformat(), "actor": actor, "kind": kind,
             "subject": subject, "payload": payload}
     row = AuditEventRow(seq=seq, at=body["at"], actor=actor, kind=kind, subject=subject,
                         payload=canonical_json(payload), prev_hash=previous, hash=chain_hash(previous, body))
     session.add(row)
-    session.flush()
+    session.info["audit_head"] = (seq, row.hash)
     return row
 
 
@@ -290,6 +373,100 @@ def _release_row(body: dict, seq: int) -> ReleaseRow:
 
 
 # --------------------------------------------------------------------------
+# Fast lookups for writes: a check must not load the whole history
+# --------------------------------------------------------------------------
+
+
+class ReleaseLookup(Mapping):
+    """Recorded releases by id, fetched on demand (for the loader's checks)."""
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    def __getitem__(self, release_id: str) -> Release:
+        row = self.session.get(ReleaseRow, release_id)
+        if row is None:
+            raise KeyError(release_id)
+        return release_from_dict(release_row_dict(row))
+
+    def __contains__(self, release_id: object) -> bool:
+        return self.session.exec(select(ReleaseRow.id).where(ReleaseRow.id == release_id)).first() is not None
+
+    def __iter__(self):
+        return iter(self.session.exec(select(ReleaseRow.id)).all())
+
+    def __len__(self) -> int:
+        return len(self.session.exec(select(ReleaseRow.id)).all())
+
+
+def write_context(session: Session) -> LedgerSnapshot:
+    """Datasets and families in full (small), releases by lookup."""
+    families = {row.id: family_from_dict(_family_dict(row)) for row in session.exec(select(FamilyRow))}
+    return LedgerSnapshot(datasets=_datasets_cached(session), releases=ReleaseLookup(session),
+                          families=families)
+
+
+def family_members(session: Session, family_ids: Iterable[str]) -> dict[str, list[Release]]:
+    family_ids = list(family_ids)
+    if not family_ids:
+        return {}
+    members: dict[str, list[Release]] = {fid: [] for fid in family_ids}
+    for row in session.exec(select(ReleaseRow).where(ReleaseRow.family.in_(family_ids)).order_by(ReleaseRow.seq)):
+        members[row.family].append(release_from_dict(release_row_dict(row)))
+    return members
+
+
+def caps(session: Session, dataset: str) -> list[Cap]:
+    rows = session.exec(select(CapRow).where(CapRow.dataset == dataset).order_by(CapRow.name))
+    return [cap_from_dict(_cap_dict(row)) for row in rows]
+
+
+def _cap_dict(row: CapRow) -> dict:
+    return {"dataset": row.dataset, "name": row.name, "subset": row.subset, "whole_dataset": row.whole_dataset,
+            "epsilon": row.epsilon, "delta": row.delta, "rho": row.rho}
+
+
+def cap_totals(session: Session, dataset: str, names: Iterable[str] | None = None) -> dict[str, CapTotal]:
+    query = select(CapTotalRow).where(CapTotalRow.dataset == dataset)
+    if names is not None:
+        query = query.where(CapTotalRow.cap.in_(list(names)))
+    rows = session.exec(query)
+    return {row.cap: cap_total_from_dict(row.total) for row in rows}
+
+
+def save_totals(session: Session, dataset: str, totals: Mapping[str, CapTotal]) -> None:
+    for name, total in totals.items():
+        row = session.get(CapTotalRow, (dataset, name))
+        body = cap_total_to_dict(total)
+        if row is None:
+            session.add(CapTotalRow(dataset=dataset, cap=name, total=body))
+        elif row.total != body:
+            row.total = body
+            session.add(row)
+
+
+def set_cap(session: Session, cap: Cap, actor: str) -> None:
+    """Add or replace a cap; its running total is computed once from the history."""
+    body = cap_to_dict(cap)
+    session.merge(CapRow(**body))
+    history = snapshot(session, cap.dataset)
+    save_totals(session, cap.dataset, {cap.name: total_from_history(cap, history.releases.values(),
+                                                                    history.families)})
+    append_event(session, kind="cap.set", subject=f"{cap.dataset}/{cap.name}", actor=actor, payload={"cap": body})
+
+
+def set_status(session: Session, release: Release, actor: str, kind: str) -> None:
+    """Write a lifecycle change (the release already carries its new status)."""
+    row = session.get(ReleaseRow, release.id)
+    body = release_to_dict(release)
+    fresh = _release_row(body, row.seq)
+    for name in ("status", "approved_by", "approved_at", "published_at"):
+        setattr(row, name, getattr(fresh, name))
+    session.add(row)
+    append_event(session, kind=kind, subject=release.id, actor=actor, payload={"release": body})
+
+
+# --------------------------------------------------------------------------
 # Verification
 # --------------------------------------------------------------------------
 
@@ -310,6 +487,7 @@ def verify(session: Session) -> Verification:
     expected_releases: dict[str, tuple[int, dict]] = {}
     expected_datasets: dict[str, tuple[int, dict]] = {}
     expected_families: dict[str, tuple[int, dict]] = {}
+    expected_caps: dict[str, tuple[int, dict]] = {}
     count = 0
     for row in session.exec(select(AuditEventRow).order_by(AuditEventRow.seq)):
         count += 1
@@ -334,6 +512,8 @@ def verify(session: Session) -> Verification:
             expected_datasets[row.subject] = (row.seq, payload["dataset"])
         if "family" in payload:
             expected_families[row.subject] = (row.seq, payload["family"])
+        if "cap" in payload:
+            expected_caps[row.subject] = (row.seq, payload["cap"])
 
     problems.extend(_compare(
         "release", expected_releases, {r.id: release_row_dict(r) for r in session.exec(select(ReleaseRow))}))
@@ -341,8 +521,34 @@ def verify(session: Session) -> Verification:
         "dataset", expected_datasets, {d.name: dataset_to_dict(d) for d in _datasets(session)}))
     problems.extend(_compare(
         "family", expected_families, {f.id: _family_dict(f) for f in session.exec(select(FamilyRow))}))
+    problems.extend(_compare(
+        "cap", expected_caps, {f"{c.dataset}/{c.name}": _cap_dict(c) for c in session.exec(select(CapRow))}))
     problems.sort(key=_event_number)
+    problems.extend(_check_totals(session))
     return Verification(ok=not problems, events=count, head=previous, problems=tuple(problems))
+
+
+def _check_totals(session: Session) -> list[str]:
+    """Recompute every cap's running total from the releases and compare."""
+    problems = []
+    for dataset in session.exec(select(DatasetRow.name)).all():
+        dataset_caps = caps(session, dataset)
+        if not dataset_caps:
+            continue
+        history = snapshot(session, dataset)
+        stored = cap_totals(session, dataset)
+        for cap in dataset_caps:
+            expected = total_from_history(cap, history.releases.values(), history.families)
+            found = stored.get(cap.name)
+            if found is None or found.spend != expected.spend or dict(found.families) != dict(expected.families):
+                problems.append(f"cap {dataset}/{cap.name}: the running total "
+                                f"{'is missing' if found is None else spend_text(found.spend)} differs from the "
+                                f"total recomputed from the releases, {spend_text(expected.spend)}")
+    return problems
+
+
+def spend_text(spend) -> str:
+    return canonical_json(spend_to_dict(spend))
 
 
 def _compare(kind: str, expected: dict[str, tuple[int, dict]], actual: dict[str, dict]) -> list[str]:

@@ -48,8 +48,13 @@ def subsets(variables):
     return [frozenset(c) for c in chain.from_iterable(combinations(variables, k) for k in range(len(variables) + 1))]
 
 
-def eps(value):
-    return Spend(pure=F(value))
+def eps(*epsilons):
+    """Pure releases composed (Tan Prop 3.4): epsilons add; each counts epsilon^2 / 2 in zCDP."""
+    return Spend(pure=sum(map(F, epsilons), F(0)), pure_rho=sum((F(e) ** 2 / 2 for e in epsilons), F(0)))
+
+
+def n_times(n, epsilon):
+    return eps(*[epsilon] * n)
 
 
 # --------------------------------------------------------------------------
@@ -87,21 +92,23 @@ def test_tan_table_1_cell_by_cell():
     assert [r.id for r in table.releases] == list(TAN_TABLE_1)
     for i, (release_id, row) in enumerate(TAN_TABLE_1.items()):
         for j, variable in enumerate(TAN_VARIABLES):
-            assert table.cell(i, j) == eps(row[variable]), (release_id, variable)
-        assert table.row_dataset_wide(i) == eps(TAN_WHOLE_DATASET[release_id]), release_id
-    assert table.total == tuple(eps(TAN_TOTAL_ROW[v]) for v in TAN_VARIABLES)
-    assert table.total_dataset_wide == eps(TAN_WHOLE_DATASET_TOTAL)
+            assert table.cell(i, j) == n_times(row[variable], 1), (release_id, variable)
+        assert table.row_dataset_wide(i) == n_times(TAN_WHOLE_DATASET[release_id], 1), release_id
+    # each eps = 1 table counted once per unit of the paper's total: 2 = 1 + 1
+    assert table.total == tuple(n_times(TAN_TOTAL_ROW[v], 1) for v in TAN_VARIABLES)
+    assert table.total_dataset_wide == n_times(TAN_WHOLE_DATASET_TOTAL, 1)
+    assert [spend.pure for spend in table.total] == [2, 1, 2, 1, 0]  # as printed
 
 
 def test_tan_table_1_by_the_reference_rules():
     releases = {r.id: r for r in tan_example_3_6()}
     for release_id, row in TAN_TABLE_1.items():
         for variable, value in row.items():
-            assert release_cost(releases[release_id], frozenset({variable})) == eps(value)
-        assert release_cost(releases[release_id], frozenset(TAN_VARIABLES)) == eps(TAN_WHOLE_DATASET[release_id])
+            assert release_cost(releases[release_id], frozenset({variable})) == n_times(value, 1)
+        assert release_cost(releases[release_id], frozenset(TAN_VARIABLES)) == n_times(TAN_WHOLE_DATASET[release_id], 1)
     for variable, value in TAN_TOTAL_ROW.items():
-        assert ledger_cost(releases.values(), [], {variable}) == eps(value)
-    assert ledger_cost(releases.values(), [], TAN_VARIABLES) == eps(TAN_WHOLE_DATASET_TOTAL)
+        assert ledger_cost(releases.values(), [], {variable}) == n_times(value, 1)
+    assert ledger_cost(releases.values(), [], TAN_VARIABLES) == n_times(TAN_WHOLE_DATASET_TOTAL, 1)
 
 
 def test_tan_subsets_beyond_the_table():
@@ -109,10 +116,10 @@ def test_tan_subsets_beyond_the_table():
     releases = tan_example_3_6()
     index = LedgerIndex(TAN_VARIABLES, releases)
     for subset, value in [({AGE, SEX}, 2), ({REGION, RACE}, 2), ({SEX, RACE}, 2), ({SEX, OTHER}, 1), ({OTHER}, 0)]:
-        assert ledger_cost(releases, [], subset) == eps(value)
-        assert index.subset_cost(subset).spend == eps(value)
+        assert ledger_cost(releases, [], subset) == n_times(value, 1)
+        assert index.subset_cost(subset).spend == n_times(value, 1)
     assert index.subset_cost({SEX, OTHER}).releases == ("Table A",)
-    assert index.pairs()[(AGE, SEX)] == eps(2)
+    assert index.pairs()[(AGE, SEX)] == n_times(2, 1)
 
 
 # --------------------------------------------------------------------------
@@ -174,7 +181,7 @@ def test_ten_releases_of_a_tenth_total_exactly_one(written):
     releases = [release(f"r{i}", {"a"}, pure(to_fraction(written), {"a"})) for i in range(10)]
     assert sum([0.1] * 10) != 1  # what float addition would have reported
     total = ledger_cost(releases, [], {"a"})
-    assert total == Spend(pure=F(1))
+    assert total == Spend(pure=F(1), pure_rho=10 * F(1, 200))
     assert isinstance(total.pure, Fraction) and total.pure == 1
     index = LedgerIndex(("a", "b"), releases)
     assert index.subset_cost({"a"}).spend.pure == F(1)
@@ -206,7 +213,7 @@ def test_random_split_family_costs_its_largest_member():
         assert family_cost(family, members, frozenset(subset)) == eps(value), subset
         assert ledger_cost(members, [family], subset) == eps(value), subset
         assert index.subset_cost(subset).spend == eps(value), subset
-    assert ledger_cost(members, [], {"a", "b"}) == eps(F(13, 12))  # not a family: sequential composition
+    assert ledger_cost(members, [], {"a", "b"}) == eps(F(1, 4), F(1, 2), F(1, 3))  # not a family: 13/12
     table = index.table("census")
     assert table.total == (eps(F(1, 2)), eps(F(1, 3)), ZERO)
     assert table.total_dataset_wide == eps(F(1, 2))
@@ -236,7 +243,8 @@ def test_key_family_with_add_remove_guarantees_on_a_subset_with_the_key():
     family, members = regional_family(
         [pure(F(1, 2), BOTH, ADD_REMOVE)], [pure(F(1, 3), BOTH, ADD_REMOVE)], [pure(F(1, 5), BOTH, ADD_REMOVE)]
     )
-    # stays in its part: largest replacement cost 2 * 1/2 = 1; moves: 1/2 + 1/3 = 5/6; max = 1
+    # stays in its part: largest replacement cost 2 * 1/2 = 1 (zCDP 1/2); moves: 1/2 + 1/3 = 5/6
+    # (zCDP 1/8 + 1/18 = 13/72); the larger of each: 1 and 1/2
     for subset in ({"region"}, BOTH):
         assert ledger_cost(members, [family], subset) == eps(1)
         assert LedgerIndex(("region", "income"), members, [family]).subset_cost(subset).spend == eps(1)
@@ -250,12 +258,14 @@ def test_key_family_where_moving_costs_more_than_staying():
         [pure(F(1, 3), BOTH, ADD_REMOVE)],
         [pure(F(1, 5), BOTH, ADD_REMOVE)],
     )
-    # stays: max(1/10, 2/3, 2/5) = 2/3; moves: 1/2 + 1/3 = 5/6; max = 5/6
-    assert ledger_cost(members, [family], {"region"}) == eps(F(5, 6))
-    assert LedgerIndex(("region", "income"), members, [family]).subset_cost({"region"}).spend == eps(F(5, 6))
+    # stays: max(1/10, 2/3, 2/5) = 2/3, zCDP (2/3)^2 / 2 = 2/9;
+    # moves: 1/2 + 1/3 = 5/6, zCDP 1/8 + 1/18 = 13/72; the larger of each: 5/6 and 2/9
+    expected = Spend(pure=F(5, 6), pure_rho=F(2, 9))
+    assert ledger_cost(members, [family], {"region"}) == expected
+    assert LedgerIndex(("region", "income"), members, [family]).subset_cost({"region"}).spend == expected
     table = LedgerIndex(("region", "income"), members, [family]).table("census")
-    assert table.total == (eps(F(5, 6)), eps(F(2, 3)))  # {income}: max(1/10, 2/3, 2/5)
-    assert table.total_dataset_wide == eps(F(5, 6))
+    assert table.total == (expected, eps(F(2, 3)))  # {income}: max(1/10, 2/3, 2/5)
+    assert table.total_dataset_wide == expected
 
 
 def test_key_family_certified_only_for_replacement_is_unbounded_on_the_key():
@@ -270,10 +280,11 @@ def test_key_family_certified_only_for_replacement_is_unbounded_on_the_key():
 def test_a_family_composes_with_other_releases():
     family, members = random_split_family()
     other = release("census-total", {"a"}, pure(F(1, 10), {"a"}))
-    assert ledger_cost([*members, other], [family], {"a"}) == eps(F(1, 2) + F(1, 10))
+    # the family's 1/2 on {a}, then 1/10
+    assert ledger_cost([*members, other], [family], {"a"}) == eps(F(1, 2), F(1, 10))
     index = LedgerIndex(("a", "b"), [other, *members], [family])
-    assert index.subset_cost({"a"}).spend == eps(F(3, 5))
-    assert index.table("census").total == (eps(F(3, 5)), eps(F(1, 3)))
+    assert index.subset_cost({"a"}).spend == eps(F(1, 2), F(1, 10))
+    assert index.table("census").total == (eps(F(1, 2), F(1, 10)), eps(F(1, 3)))
 
 
 # --------------------------------------------------------------------------
@@ -294,11 +305,15 @@ def test_a_dominated_approximate_guarantee_is_not_charged():
     "guarantees",
     [
         (approx(1, F(1, 10**6), {"a"}), approx(2, F(1, 10**6), {"a"})),
+        (approx(2, F(1, 10**6), {"a"}), approx(1, F(1, 10**6), {"a"})),
         (pure(1, {"a"}), approx(1, 0, {"a"})),
+        (approx(1, 0, {"a"}), pure(1, {"a"})),
     ],
-    ids=["approx-tie", "pure-vs-approx-delta-0"],
+    ids=["approx-tie-1-first", "approx-tie-2-first", "pure-first", "approx-delta-0-first"],
 )
 def test_index_and_reference_charge_the_same_guarantee_on_ties(guarantees):
+    # release_cost keeps the first of equally ranked guarantees; LedgerIndex orders distinct values
+    # by (rank, rho, delta, pure) and then by set order, whatever the release lists first.
     r = release("r", {"a"}, *guarantees)
     gaussian = release("g", {"a"}, zcdp(F(1, 2), {"a"}))
     reference = ledger_cost([r, gaussian], [], {"a"})
@@ -325,3 +340,15 @@ def test_loss_is_monotone_in_the_subset_at_the_reporting_delta():
     r1 = release("r1", {"a", "b"}, pure(F(1, 2), {"a"}), approx(F(1, 10), F(1, 10**7), {"a", "b"}))
     delta = F(1, 10**6)
     assert ledger_cost([r1], [], {"a"}).epsilon(delta) <= ledger_cost([r1], [], {"a", "b"}).epsilon(delta)
+
+
+def test_an_add_remove_guarantee_is_used_whatever_its_place_in_the_list():
+    # Each part: pure 1/2 for replacement, and (1/4, 10^-6) for add/remove. Keyed on region, on {region}:
+    # stays = max(1/2, 1/2) (pure); moves = (1/4 + 1/4, 10^-6 + 10^-6) (approx); the max keeps both.
+    # release_cost(..., ADD_REMOVE) ranks the replacement-only guarantee (∞ for add/remove) and the
+    # approximate one (∞ at delta 1e-9) equal and keeps the first: the family comes out unbounded.
+    replace_first = (pure(F(1, 2), BOTH), approx(F(1, 4), F(1, 10**6), BOTH, ADD_REMOVE))
+    expected = Spend(pure=F(1, 2), pure_rho=F(1, 8), approx_epsilon=F(1, 2), approx_delta=F(2, 10**6))
+    for guarantees in (replace_first, replace_first[::-1]):
+        family, members = regional_family(guarantees, guarantees)
+        assert ledger_cost(members, [family], {"region"}) == expected, guarantees[0].relation

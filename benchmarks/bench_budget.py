@@ -1,0 +1,176 @@
+"""Benchmark: budget-checked recording and the pre-release check (issue 3, section 7).
+
+Prints, each beside a baseline measured in the same run:
+  (a) recording 10,000 releases one by one into a SQLite file, each checked
+      against 20 caps (running totals) -- total time and median per record;
+      baseline: the same checks re-summing the full history for every record;
+  (b) the median latency of `check` for one planned release against a ledger
+      holding 100,000 releases; baseline: re-summing the full history.
+Targets (2-core machine): 10,000 checked records < 10 s; one check < 20 ms.
+
+Run: .venv/bin/python benchmarks/bench_budget.py [--records 10000] [--history 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import tempfile
+import time
+from fractions import Fraction
+from pathlib import Path
+
+from sqlmodel import Session
+
+from ledger import budget, operations, store
+from ledger.engine import ledger_cost
+from ledger.loader import build_caps, build_dataset, build_releases, parse_document
+
+VARIABLES = [f"v{k:02d}" for k in range(100)]
+EPSILONS = ["0.001", "0.002", "0.0005"]
+
+
+def dataset_yaml(rng: random.Random) -> str:
+    lines = ["dataset: bench", "variables:"] + [f"  - {{name: {v}}}" for v in VARIABLES] + ["caps:"]
+    lines.append("  - {subset: all, epsilon: 100000, delta: 1e-9}")
+    for k in range(19):
+        members = rng.sample(VARIABLES, rng.randint(1, 4))
+        lines.append(f"  - {{name: cap{k:02d}, subset: [{', '.join(members)}], epsilon: 100000, delta: 1e-9}}")
+    return "\n".join(lines) + "\n"
+
+
+def release_yaml(rng: random.Random, release_id: str) -> str:
+    reads = rng.sample(VARIABLES, rng.randint(1, 6))
+    mechanism = rng.choice([
+        f"{{name: geometric, epsilon: {rng.choice(EPSILONS)}}}",
+        f"{{name: laplace, epsilon: {rng.choice(EPSILONS)}}}",
+        "{name: gaussian, sigma: 40, sensitivity: 1}",
+    ])
+    return f"dataset: bench\nreleases:\n  - {{id: {release_id}, reads: [{', '.join(reads)}], mechanism: {mechanism}}}\n"
+
+
+def builder(text: str):
+    document, errors = parse_document("bench.yaml", text)
+    assert not errors, errors
+
+    def build(snapshot):
+        return build_releases(document, snapshot, recorded_by="bench", recorded_at=store.now())
+
+    return build
+
+
+def fresh_ledger(path: Path, rng: random.Random):
+    engine = store.make_engine(f"sqlite:///{path}")
+    store.ensure_schema(engine)
+    document, _ = parse_document("bench-dataset.yaml", dataset_yaml(rng))
+    dataset, errors = build_dataset(document)
+    caps, cap_errors = build_caps(document, dataset)
+    assert not errors and not cap_errors
+    with store.write_session(engine) as session:
+        store.add_dataset(session, dataset, "bench")
+        for cap in caps:
+            store.set_cap(session, cap, "bench")
+    return engine, caps
+
+
+def resum_check(engine, caps, plan_text: str) -> list:
+    """Baseline: what a peer tool does, re-summing the whole history for every check."""
+    with Session(engine) as session:
+        history = store.snapshot(session, "bench")
+        snapshot = store.write_context(session)
+        plan, _, errors = builder(plan_text)(snapshot)
+        assert not errors
+        everything = [*history.releases.values(), *plan]
+        return [budget.measure(cap, ledger_cost(everything, history.families.values(), cap.subset)) for cap in caps]
+
+
+def bench_recording(records: int, baseline_records: int, workdir: Path) -> None:
+    rng = random.Random(7)
+    engine, caps = fresh_ledger(workdir / "record.db", rng)
+    texts = [release_yaml(rng, f"r{k}") for k in range(records)]
+    times = []
+    start = time.perf_counter()
+    for text in texts:
+        t0 = time.perf_counter()
+        operations.record(engine, builder(text), "bench")
+        times.append(time.perf_counter() - t0)
+    total = time.perf_counter() - start
+
+    # Baseline: the same records, each preceded by a check that re-sums the history.
+    rng = random.Random(7)
+    base_engine, base_caps = fresh_ledger(workdir / "baseline.db", rng)
+    base_texts = [release_yaml(rng, f"r{k}") for k in range(baseline_records)]
+    base_times = []
+    start = time.perf_counter()
+    for text in base_texts:
+        t0 = time.perf_counter()
+        resum_check(base_engine, base_caps, text)
+        with store.write_session(base_engine) as session:
+            releases, families, errors = builder(text)(store.write_context(session))
+            store.add_releases(session, releases, families, "bench")
+        base_times.append(time.perf_counter() - t0)
+    base_total = time.perf_counter() - start
+    # history grows linearly, so the per-record cost grows linearly: the total is quadratic
+    scaled = base_total * (records / baseline_records) ** 2
+
+    with Session(engine) as session:
+        verification = store.verify(session)
+    assert verification.ok, verification.problems[:3]
+
+    print(f"(a) record {records:,} releases one by one, 20 caps each, SQLite file:")
+    print(f"    running totals : total {total:7.2f} s, median {statistics.median(times) * 1000:6.2f} ms per record"
+          f"   [target < 10 s]")
+    print(f"    baseline re-sum: {baseline_records:,} records took {base_total:7.2f} s (median "
+          f"{statistics.median(base_times) * 1000:.2f} ms); scaled (quadratic) to {records:,}: ~{scaled:,.0f} s")
+    print(f"    audit verify of that ledger (recomputes every running total): ok, {verification.events} events")
+
+
+def bench_check(history: int, workdir: Path) -> None:
+    rng = random.Random(11)
+    engine, caps = fresh_ledger(workdir / "check.db", rng)
+    chunk = 10_000
+    for start in range(0, history, chunk):
+        text = "dataset: bench\nreleases:\n" + "".join(
+            release_yaml(rng, f"h{k}").split("releases:\n", 1)[1] for k in range(start, min(start + chunk, history))
+        )
+        operations.record(engine, builder(text), "bench")
+    plans = [release_yaml(rng, f"plan{k}") for k in range(50)]
+    fast = []
+    for text in plans:
+        t0 = time.perf_counter()
+        checks = operations.check(engine, builder(text))
+        fast.append(time.perf_counter() - t0)
+    slow = []
+    for text in plans[:5]:
+        t0 = time.perf_counter()
+        resum_check(engine, caps, text)
+        slow.append(time.perf_counter() - t0)
+    # the two agree on the figures they both compute
+    text = plans[0]
+    by_name = {c.cap.name: c.after for c in operations.check(engine, builder(text))}
+    resummed = dict(zip((cap.name for cap in caps), resum_check(engine, caps, text)))
+    for name, after in by_name.items():
+        assert abs(float(after) - float(resummed[name])) < 1e-9, (name, after, resummed[name])
+    del checks
+    print(f"(b) check one planned release against {history:,} recorded releases:")
+    print(f"    running totals : median {statistics.median(fast) * 1000:7.2f} ms over {len(fast)} plans"
+          f"   [target < 20 ms]")
+    print(f"    baseline re-sum: median {statistics.median(slow) * 1000:7.2f} ms over {len(slow)} plans")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--baseline-records", type=int, default=1_000)
+    parser.add_argument("--history", type=int, default=100_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        workdir = Path(directory)
+        bench_recording(args.records, args.baseline_records, workdir)
+        bench_check(args.history, workdir)
+
+
+if __name__ == "__main__":
+    assert Fraction("0.001") * 3 == Fraction(3, 1000)
+    main()

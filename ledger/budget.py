@@ -1,0 +1,267 @@
+"""Budget caps: running totals, the pre-release check, and headroom.
+
+Pure functions. A cap bounds the loss on one subset S (DESIGN 2.3-2.6). The
+store keeps, per cap, a running total (`CapTotal`): the composed cost of
+standalone releases plus the current cost of each family on S. Recording a
+release *applies* it to the totals; the pre-release check applies a plan to
+copies of the totals and compares: the same composition, run as a dry run
+(STYLE 5). So a check costs the same whatever the length of the history.
+
+Invariants:
+- `apply(total, ...)` equals the total recomputed from the whole history
+  (`total_from_history`); `audit verify` checks it against the store;
+- a figure in a cap's unit is never below the true one: ∞ when the spend
+  cannot be stated in that unit (a rho or delta part under a pure cap, an
+  approximate part under a rho cap, an exact read of S);
+- headroom is a largest *safe* value: it is rounded down, never up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from .accounting import ZERO, Spend, compose, pure_spend
+from .engine import family_cost, release_cost
+from .numbers import INF, Number
+from .records import CHARGED_STATUSES, Cap, Family, Release
+
+WARN_AT = Fraction(4, 5)  # status "warn" at or above 80% of a cap
+DRIVERS_KEPT = 5
+
+
+@dataclass(frozen=True)
+class CapTotal:
+    """The running loss on a cap's subset: standalone releases composed, plus each
+    family's current cost (families compose by max / top-two, not by sum)."""
+
+    standalone: Spend = ZERO
+    families: Mapping[str, Spend] = field(default_factory=dict)
+    drivers: tuple[tuple[str, Spend], ...] = ()  # largest single contributions, for "what drives it"
+
+    @property
+    def spend(self) -> Spend:
+        return compose([self.standalone, *self.families.values()])
+
+
+def measure(cap: Cap, spend: Spend) -> Number:
+    """The spend in the cap's unit (see records.Cap)."""
+    if spend.unbounded:
+        return INF
+    if cap.rho is not None:
+        rho = spend.zcdp_rho()  # pure epsilon enters as epsilon^2 / 2 (Bun and Steinke 2016, Prop 3.3)
+        return INF if rho is None else rho
+    if cap.delta is None:
+        return spend.pure if spend.is_pure else INF
+    return spend.epsilon(cap.delta)
+
+
+def why_unbounded(cap: Cap, spend: Spend) -> str:
+    """Why a spend has no finite figure in a cap's unit."""
+    if spend.unbounded:
+        return "a release reads the subset without a certified bound (not protected)"
+    if cap.rho is not None:
+        return "it includes (epsilon, delta) releases, which a rho cap cannot hold"
+    if cap.delta is None:
+        return "it includes (epsilon, delta) or zCDP releases, which a pure epsilon cap cannot hold"
+    return "the releases' deltas add up to more than the cap's delta"
+
+
+def status(cap: Cap, value: Number) -> str:
+    if value > cap.limit:
+        return "over"
+    if value >= WARN_AT * cap.limit:
+        return "warn"
+    return "ok"
+
+
+def touches(cap: Cap, release: Release) -> bool:
+    return bool(cap.subset & release.reads)
+
+
+def apply(
+    total: CapTotal,
+    cap: Cap,
+    releases: Sequence[Release],
+    families: Mapping[str, Family],
+    members: Mapping[str, Sequence[Release]],
+) -> CapTotal:
+    """The total after adding `releases`. `members` holds the already-counted members
+    of every family a new release joins."""
+    standalone = total.standalone
+    joined: dict[str, list[Release]] = {}
+    drivers = list(total.drivers)
+    for release in releases:
+        if release.status not in CHARGED_STATUSES:
+            continue
+        cost = release_cost(release, cap.subset)
+        if release.family is not None:
+            joined.setdefault(release.family, []).append(release)
+        else:
+            standalone = standalone + cost
+        if not cost.is_zero:
+            drivers.append((release.id, cost))
+    new_families = dict(total.families)
+    for family_id, new_members in joined.items():
+        everyone = [*members.get(family_id, ()), *new_members]
+        new_families[family_id] = family_cost(families[family_id], everyone, cap.subset)
+    return CapTotal(standalone, new_families, _top(cap, drivers))
+
+
+def total_from_history(cap: Cap, releases: Iterable[Release], families: Mapping[str, Family]) -> CapTotal:
+    """The total recomputed from every recorded release (for new caps, and for audit)."""
+    counted = [r for r in releases if r.status in CHARGED_STATUSES]
+    members: dict[str, list[Release]] = {}
+    standalone = []
+    drivers = []
+    for release in counted:
+        cost = release_cost(release, cap.subset)
+        if release.family is not None:
+            members.setdefault(release.family, []).append(release)
+        else:
+            standalone.append(cost)
+        if not cost.is_zero:
+            drivers.append((release.id, cost))
+    family_spends = {fid: family_cost(families[fid], group, cap.subset) for fid, group in members.items()}
+    return CapTotal(compose(standalone), family_spends, _top(cap, drivers))
+
+
+def _top(cap: Cap, drivers: list[tuple[str, Spend]]) -> tuple[tuple[str, Spend], ...]:
+    ranked = sorted(drivers, key=lambda item: (-_as_float(measure(cap, item[1])), item[0]))
+    return tuple(ranked[:DRIVERS_KEPT])
+
+
+def _as_float(value: Number) -> float:
+    return float(value)
+
+
+# --------------------------------------------------------------------------
+# The pre-release check
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CapCheck:
+    """One cap as a plan would leave it. Figures are in the cap's unit."""
+
+    cap: Cap
+    current: Number  # spent (and reserved) already
+    charge: Number  # what the plan adds: after - current
+    after: Number
+    headroom: Number  # cap - after; negative when over
+    status: str  # ok / warn / over
+    drivers: tuple[tuple[str, Number], ...]  # recorded releases driving the current spend
+    after_total: CapTotal = field(default_factory=CapTotal, compare=False, repr=False)  # what recording stores
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "over"
+
+
+def check(
+    caps: Sequence[Cap],
+    totals: Mapping[str, CapTotal],
+    plan: Sequence[Release],
+    families: Mapping[str, Family],
+    members: Mapping[str, Sequence[Release]],
+    *,
+    only_touched: bool = True,
+) -> list[CapCheck]:
+    """Every cap the plan touches (or every cap), before and after the plan."""
+    results = []
+    for cap in caps:
+        if only_touched and not any(touches(cap, release) for release in plan):
+            continue
+        total = totals.get(cap.name, CapTotal())
+        after_total = apply(total, cap, plan, families, members)
+        current = measure(cap, total.spend)
+        after = measure(cap, after_total.spend)
+        results.append(
+            CapCheck(
+                cap=cap,
+                current=current,
+                charge=_difference(after, current),
+                after=after,
+                headroom=_difference(cap.limit, after),
+                status=status(cap, after),
+                drivers=tuple((rid, measure(cap, spend)) for rid, spend in total.drivers),
+                after_total=after_total,
+            )
+        )
+    return results
+
+
+def _difference(a: Number, b: Number) -> Number:
+    if math.isinf(a) and math.isinf(b):
+        return 0 if a == b else INF
+    if math.isinf(a) or math.isinf(b):
+        return a - b
+    if isinstance(a, Fraction) and isinstance(b, Fraction):
+        return a - b
+    return float(a) - float(b)
+
+
+# --------------------------------------------------------------------------
+# Headroom: the largest new release that fits
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """The largest pure epsilon, and the largest rho, a new release reading exactly
+    `variables` (and protecting them) could take without breaking any cap."""
+
+    variables: tuple[str, ...]
+    epsilon: Number
+    epsilon_binding: Cap | None
+    rho: Number
+    rho_binding: Cap | None
+
+
+def headroom(variables: Iterable[str], caps: Sequence[Cap], totals: Mapping[str, CapTotal]) -> Headroom:
+    variables = frozenset(variables)
+    best_epsilon: tuple[Number, Cap | None] = (INF, None)
+    best_rho: tuple[Number, Cap | None] = (INF, None)
+    for cap in caps:
+        if not cap.subset & variables:
+            continue
+        current = totals.get(cap.name, CapTotal()).spend
+        epsilon = _largest(cap, current, pure_spend)
+        rho = _largest(cap, current, lambda x: Spend(rho=x))
+        if epsilon < best_epsilon[0]:
+            best_epsilon = (epsilon, cap)
+        if rho < best_rho[0]:
+            best_rho = (rho, cap)
+    return Headroom(tuple(sorted(variables)), best_epsilon[0], best_epsilon[1], best_rho[0], best_rho[1])
+
+
+def _largest(cap: Cap, current: Spend, added) -> Number:
+    """Largest x >= 0 with measure(current + added(x)) <= cap (0 when even x = 0 is over)."""
+    if measure(cap, current + added(Fraction(0))) > cap.limit:
+        return Fraction(0)
+    probe = added(Fraction(1))
+    if cap.rho is None and cap.delta is None:  # pure cap: linear in a pure epsilon, impossible for rho
+        return cap.limit - current.pure if probe.is_pure else Fraction(0)
+    if cap.rho is not None and probe.rho:  # rho cap, rho release: linear
+        return cap.limit - current.zcdp_rho()
+    # monotone in x: bisect, and keep the feasible end so the answer is never too large
+    low, high = Fraction(0), Fraction(1)
+    while measure(cap, current + added(high)) <= cap.limit:
+        low, high = high, high * 2
+        if high > 10**6:
+            return INF
+    for _ in range(60):
+        middle = (low + high) / 2
+        if measure(cap, current + added(middle)) <= cap.limit:
+            low = middle
+        else:
+            high = middle
+    return _round_down(low)
+
+
+def _round_down(value: Fraction) -> Fraction:
+    """A short fraction no larger than value (10^-9 resolution)."""
+    return Fraction(math.floor(value * 10**9), 10**9)
+

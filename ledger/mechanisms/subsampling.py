@@ -1,0 +1,86 @@
+"""Privacy amplification by subsampling without replacement (Clifton et al. 2020, Theorem 2).
+
+Concept: run an epsilon-DP mechanism on n' of the n records, drawn uniformly
+without replacement (beta = n'/n). Under replacement neighbours (bounded DP,
+n and n' fixed) the result is epsilon'-DP with
+
+    epsilon' = ln((e^epsilon * beta + 1 - beta) / (1 - beta))    (Clifton et al., Theorem 2)
+
+and, since the mechanism is also epsilon-DP on its input, the recorded
+guarantee is min(epsilon, epsilon') (DESIGN 2.7). epsilon' <= epsilon exactly
+when beta <= (e^epsilon - 1)/(2 e^epsilon - 1); as beta -> 1, epsilon' grows without
+bound, and beta = 1 is no subsampling at all (epsilon).
+
+Invariants: the draw uses the caller's rng and nothing about the data; the
+record states n, n', beta and both epsilons. epsilon' is irrational and is
+rounded up (ledger/numbers.py), so the record is never below the bound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from numbers import Real
+
+import numpy as np
+import pandas as pd
+
+from . import _validate as check
+from ._validate import REPLACE, Number
+from .errors import MechanismInputError
+from .noise import _rng
+
+
+@dataclass(frozen=True, slots=True)
+class Subsample:
+    """n_sample of n_total records drawn uniformly without replacement.
+
+    epsilon_mechanism: the guarantee of the mechanism run on the subsample.
+    epsilon: min(epsilon_mechanism, Theorem 2's epsilon') (Clifton et al.).
+    """
+
+    n_total: int
+    n_sample: int
+    beta: float
+    epsilon_mechanism: Number
+    epsilon: float
+    relation: str = REPLACE
+    notion: str = "pure"
+
+
+def theorem2_epsilon(epsilon: Number, beta: float) -> float:
+    """epsilon' = ln((e^eps beta + 1 - beta)/(1 - beta)) (Clifton et al., Theorem 2), rounded up.
+
+    beta must be in (0, 1); beta == 1 (the whole dataset) returns epsilon.
+    """
+    epsilon = check.positive_number("epsilon", epsilon)
+    if isinstance(beta, bool) or not isinstance(beta, Real) or not math.isfinite(float(beta)):
+        raise MechanismInputError("beta", f"must be a number in (0, 1], found {beta!r}")
+    if beta == 1:
+        return float(epsilon)
+    beta = float(check.open_unit_interval("beta", beta))
+    eps = float(epsilon)
+    # ln(e^eps beta + 1 - beta) - ln(1 - beta) = ln1p(beta expm1(eps)) - log1p(-beta), stable for small beta
+    value = math.log1p(beta * math.expm1(eps)) - math.log1p(-beta)
+    return math.nextafter(value, math.inf)
+
+
+def subsampled_epsilon(epsilon: Number, beta: float) -> float:
+    """The guarantee to record: min(epsilon, epsilon') (DESIGN 2.7)."""
+    return min(float(epsilon), theorem2_epsilon(epsilon, beta))
+
+
+def draw_subsample(
+    data: pd.DataFrame, n_sample: int, epsilon: Number, rng: np.random.Generator | None = None
+) -> tuple[pd.DataFrame, Subsample]:
+    """n_sample records of `data` drawn uniformly without replacement, and the record of
+    the amplified guarantee for an epsilon-DP mechanism run on them."""
+    data = check.dataframe("data", data)
+    n_sample = check.positive_int("n_sample", n_sample)
+    if n_sample > len(data):
+        raise MechanismInputError("n_sample", f"must be at most the {len(data)} records, found {n_sample}")
+    epsilon = check.positive_number("epsilon", epsilon)
+    rows = _rng(rng).choice(len(data), size=n_sample, replace=False)
+    beta = n_sample / len(data)
+    record = Subsample(len(data), n_sample, beta, epsilon, subsampled_epsilon(epsilon, beta))
+    return data.iloc[np.sort(rows)], record

@@ -1,0 +1,152 @@
+"""What the ledger does, as functions over a database engine: record, check,
+change status, set caps. The CLI and the mechanisms are thin adapters over these.
+
+Every write runs in one `store.write_session`: the budget check and the write
+it guards see the same committed state and cannot interleave with another
+steward's (DESIGN 3). Problems raise `InputErrors` (exit 2) or `BudgetRefused`
+(exit 1) before anything is committed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from . import budget, store
+from .errors import InputErrors, LedgerError, fail
+from .lifecycle import ENFORCING, transition
+from .numbers import format_number
+from .loader import LedgerSnapshot, cap_from_entry, load_releases
+from .records import Cap, Family, Release
+
+Builder = Callable[[LedgerSnapshot], tuple[list[Release], list[Family], list[LedgerError]]]
+
+
+class BudgetRefused(Exception):
+    """A step would break a cap: exit 1, nothing written."""
+
+    def __init__(self, checks: Sequence[budget.CapCheck], what: str):
+        self.checks = list(checks)
+        over = [c for c in self.checks if not c.ok]
+        lines = [f"{what} refused: it would break {len(over)} cap{'s' if len(over) != 1 else ''}"]
+        for c in over:
+            if math.isinf(c.after):
+                lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit} would have no bound: "
+                             f"{budget.why_unbounded(c.cap, c.after_total.spend)}")
+            else:
+                lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit} would be {format_number(c.after)} "
+                             f"against a cap of {format_number(c.cap.limit)}, over by {format_number(-c.headroom)}")
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    releases: tuple[Release, ...]
+    families: tuple[Family, ...]
+    checks: tuple[budget.CapCheck, ...]
+
+
+def release_builder(paths: Sequence[str | Path], actor: str) -> Builder:
+    def build(snapshot: LedgerSnapshot):
+        return load_releases(paths, snapshot, recorded_by=actor, recorded_at=store.now())
+
+    return build
+
+
+def record(engine: Engine, build: Builder, actor: str) -> Recorded:
+    """Build releases against the current ledger, enforce every cap, and write them, atomically."""
+    with store.write_session(engine) as session:
+        snapshot = store.write_context(session)
+        releases, families, errors = build(snapshot)
+        if errors:
+            raise InputErrors(errors)
+        checks = _checks(session, snapshot, releases, families)
+        if any(not c.ok for c in checks):
+            raise BudgetRefused(checks, "recording")
+        store.add_releases(session, releases, families, actor)
+        for dataset in {c.cap.dataset for c in checks}:
+            store.save_totals(session, dataset, {c.cap.name: c.after_total for c in checks if c.cap.dataset == dataset})
+        return Recorded(tuple(releases), tuple(families), tuple(checks))
+
+
+def check(engine: Engine, build: Builder) -> list[budget.CapCheck]:
+    """The pre-release check: the same composition as `record`, as a dry run."""
+    with Session(engine) as session:
+        snapshot = store.write_context(session)
+        releases, families, errors = build(snapshot)
+        if errors:
+            raise InputErrors(errors)
+        return _checks(session, snapshot, releases, families)
+
+
+def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Release],
+            families: Sequence[Family]) -> list[budget.CapCheck]:
+    family_map = {**snapshot.families, **{f.id: f for f in families}}
+    results: list[budget.CapCheck] = []
+    for dataset in sorted({r.dataset for r in releases}):
+        plan = [r for r in releases if r.dataset == dataset]
+        caps = [cap for cap in store.caps(session, dataset) if any(budget.touches(cap, r) for r in plan)]
+        if not caps:
+            continue
+        joined = {r.family for r in plan if r.family is not None}
+        members = store.family_members(session, joined & set(snapshot.families))
+        totals = store.cap_totals(session, dataset, [cap.name for cap in caps])
+        results.extend(budget.check(caps, totals, plan, family_map, members))
+    return results
+
+
+def change_status(engine: Engine, release_id: str, action: str, actor: str) -> Release:
+    """approve / publish / retract / cancel one release; approve and publish re-check its caps."""
+    with store.write_session(engine) as session:
+        lookup = store.ReleaseLookup(session)
+        if release_id not in lookup:
+            raise fail(f"release {release_id}", "id", "no such release in this ledger")
+        release = lookup[release_id]
+        changed = transition(release, action, actor, store.now())
+        if isinstance(changed, str):
+            raise fail(f"release {release_id}", "status", changed)
+        caps = [cap for cap in store.caps(session, release.dataset) if budget.touches(cap, release)]
+        totals = store.cap_totals(session, release.dataset)
+        if action in ENFORCING:
+            checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
+            if any(not c.ok for c in checks):
+                raise BudgetRefused(checks, f"{action} {release_id}")
+        store.set_status(session, changed, actor, kind=f"release.{changed.status.value}")
+        if action == "cancel" and caps:  # frees the reservation: recompute the totals it was in
+            history = store.snapshot(session, release.dataset)
+            store.save_totals(session, release.dataset, {
+                cap.name: budget.total_from_history(cap, history.releases.values(), history.families) for cap in caps
+            })
+        return changed
+
+
+def add_caps(engine: Engine, dataset: str, entries: Iterable[dict], actor: str, source: str) -> list[Cap]:
+    """Add or replace caps ({subset | name, epsilon [, delta] | rho} entries)."""
+    with store.write_session(engine) as session:
+        snapshot = store.write_context(session)
+        if dataset not in snapshot.datasets:
+            raise fail(source, "dataset", f"unknown dataset {dataset!r}")
+        errors: list[LedgerError] = []
+        caps = []
+        for index, entry in enumerate(entries):
+            def report(at, message, index=index):
+                errors.append(LedgerError(source, ".".join(map(str, (f"caps[{index}]",) + at)), message))
+
+            cap = cap_from_entry(entry, snapshot.datasets[dataset], report)
+            if cap is not None:
+                caps.append(cap)
+        if errors:
+            raise InputErrors(errors)
+        for cap in caps:
+            store.set_cap(session, cap, actor)
+        return caps
+
+
+def headroom(engine: Engine, dataset: str, variables: Iterable[str]) -> budget.Headroom:
+    with Session(engine) as session:
+        return budget.headroom(variables, store.caps(session, dataset), store.cap_totals(session, dataset))

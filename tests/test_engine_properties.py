@@ -1,0 +1,419 @@
+"""Tan's propositions as properties of random small ledgers, and the engine against an oracle.
+
+- Prop 3.2: the loss is monotone in the subset U;
+- Prop 3.3: the loss is zero on subsets no release reads;
+- Prop 3.4: the loss of two ledgers together is the sum of their losses;
+- the cost rule (DESIGN 2.3) and parallel composition (DESIGN 2.6) against an
+  oracle written here from the design text, not from `release_cost`;
+- `LedgerIndex` (arrays) agrees exactly with the reference functions on every
+  subset of the variables.
+
+The oracle keeps a loss as a tuple (pure epsilon, approx epsilon, approx delta,
+rho, zCDP of the pure releases = sum of epsilon_i^2 / 2) of Fractions, or None
+for "no certified bound".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from fractions import Fraction
+from itertools import chain, combinations, product
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from ledger.accounting import ZERO, Spend
+from ledger.engine import LedgerIndex, ledger_cost, release_cost
+from ledger.records import Family, Guarantee, Mechanism, Notion, Relation, Release
+
+F = Fraction
+VARIABLES = ("a", "b", "c", "d")
+ALL_SUBSETS = [frozenset(c) for c in chain.from_iterable(combinations(VARIABLES, k) for k in range(len(VARIABLES) + 1))]
+NESTED_PAIRS = [(small, large) for small in ALL_SUBSETS for large in ALL_SUBSETS if small <= large]
+
+EPSILONS = (F(0), F(1, 10), F(1, 4), F(1, 2), F(1), F(2), F(104, 4099))
+DELTAS = (F(0), F(1, 10**10), F(1, 10**7), F(1, 10**6))
+RHOS = (F(1, 200), F(1, 8), F(1, 2), F(2))
+ALL_NOTIONS = tuple(Notion)
+REPORTING_DELTAS = (F(1, 10**9), F(1, 10**6))
+
+
+# --------------------------------------------------------------------------
+# Random ledgers
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ledger:
+    releases: tuple[Release, ...]
+    families: tuple[Family, ...] = ()
+
+    def __repr__(self) -> str:  # compact, so a falsifying example can be read
+        def names(s):
+            return "{" + ",".join(sorted(s)) + "}"
+
+        def guarantee(g):
+            value = {Notion.PURE: f"eps={g.epsilon}", Notion.APPROX: f"eps={g.epsilon},delta={g.delta}",
+                     Notion.ZCDP: f"rho={g.rho}"}[g.notion]
+            return f"{g.notion}({value}) on {names(g.protects)} [{g.relation}]"
+
+        lines = [f"family {f.id}: {'random' if f.partition is None else 'key ' + names(f.partition)}"
+                 for f in self.families]
+        lines += [f"{r.id} reads {names(r.reads)}" + (f" in {r.family}" if r.family else "") + ": "
+                  + ("; ".join(map(guarantee, r.guarantees)) or "no guarantee") for r in self.releases]
+        return "Ledger(\n  " + "\n  ".join(lines) + "\n)"
+
+
+subsets_of_variables = st.frozensets(st.sampled_from(VARIABLES))
+
+
+@st.composite
+def guarantees(draw, reads: frozenset[str], notions=ALL_NOTIONS) -> Guarantee:
+    shape = draw(st.sampled_from(["what it reads", "part of what it reads", "any"]))
+    if shape == "what it reads":
+        protects = reads
+    elif shape == "part of what it reads" and reads:
+        protects = draw(st.frozensets(st.sampled_from(sorted(reads))))
+    else:
+        protects = draw(subsets_of_variables)
+    notion = draw(st.sampled_from(notions))
+    relation = draw(st.sampled_from(list(Relation)))
+    if notion == Notion.PURE:
+        return Guarantee(protects, notion, epsilon=draw(st.sampled_from(EPSILONS)), relation=relation)
+    if notion == Notion.APPROX:
+        return Guarantee(protects, notion, epsilon=draw(st.sampled_from(EPSILONS)),
+                         delta=draw(st.sampled_from(DELTAS)), relation=relation)
+    return Guarantee(protects, notion, rho=draw(st.sampled_from(RHOS)), relation=relation)
+
+
+@st.composite
+def ledgers(draw, notions=ALL_NOTIONS, with_families=True, prefix="r", max_releases=5) -> Ledger:
+    families = []
+    if with_families:
+        for k in range(draw(st.integers(0, 2))):
+            key = draw(st.one_of(st.none(), st.frozensets(st.sampled_from(VARIABLES), min_size=1, max_size=2)))
+            families.append(Family(f"F{k}", "survey", partition=key))
+    family_ids = [None] + [f.id for f in families]
+    releases = []
+    for i in range(draw(st.integers(0, max_releases))):
+        family_id = draw(st.sampled_from(family_ids))
+        reads = draw(subsets_of_variables)
+        family = next((f for f in families if f.id == family_id), None)
+        if family is not None and family.partition and draw(st.booleans()):
+            reads |= family.partition  # the part's records are chosen by the key
+        n_guarantees = draw(st.integers(0, 2))
+        releases.append(Release(
+            id=f"{prefix}{i}",
+            dataset="survey",
+            reads=reads,
+            mechanism=Mechanism("random"),
+            guarantees=tuple(draw(guarantees(reads, notions)) for _ in range(n_guarantees)),
+            derived_from=() if reads or i == 0 else (f"{prefix}0",),  # reads nothing: computed from outputs
+            family=family_id,
+        ))
+    return Ledger(tuple(releases), tuple(families))
+
+
+# --------------------------------------------------------------------------
+# The oracle, from DESIGN 2.1, 2.3 and 2.6
+# --------------------------------------------------------------------------
+
+ZERO_VALUE = (F(0), F(0), F(0), F(0), F(0))
+RANKING_DELTA = F(1, 10**9)
+
+
+def native_value(g: Guarantee):
+    if g.notion == Notion.PURE:
+        return pure_value(g.epsilon)
+    if g.notion == Notion.APPROX:
+        return (F(0), g.epsilon, g.delta, F(0), F(0))
+    return (F(0), F(0), F(0), g.rho, F(0))
+
+
+def pure_value(epsilon):
+    return (epsilon, F(0), F(0), F(0), epsilon * epsilon / 2)  # eps-DP is eps^2/2-zCDP (Bun and Steinke, Prop 3.3)
+
+
+def certified_value(g: Guarantee, relation: Relation):
+    """What g certifies for `relation` neighbours; None when nothing."""
+    if g.relation == relation:
+        return native_value(g)
+    if g.relation == Relation.REPLACE:  # a replacement guarantee says nothing about adding a record
+        return None
+    # a replacement is a removal plus an addition: group privacy of size 2
+    if g.notion == Notion.PURE:
+        return pure_value(2 * g.epsilon)
+    if g.notion == Notion.ZCDP:
+        return (F(0), F(0), F(0), 4 * g.rho, F(0))
+    with localcontext() as ctx:
+        ctx.prec = 40
+        e_eps = Decimal(g.epsilon.numerator) / Decimal(g.epsilon.denominator)
+        e_eps = e_eps.exp()
+    return (F(0), 2 * g.epsilon, g.delta * (1 + F(e_eps)), F(0), F(0))
+
+
+def notion_of(value) -> str:
+    return "zcdp" if value[3] else "approx" if (value[1] or value[2]) else "pure"
+
+
+def ranking_epsilon(value, cks) -> float:
+    """Epsilon of one guarantee's value at delta = 1e-9, how the engine orders alternatives."""
+    kind = notion_of(value)
+    if kind == "zcdp":
+        return cks(float(value[3]), float(RANKING_DELTA))
+    if kind == "approx":
+        return float(value[1]) if value[2] <= RANKING_DELTA else math.inf
+    return float(value[0])
+
+
+def dominates(better, worse) -> bool:
+    return notion_of(better) == notion_of(worse) and better != worse and all(b <= w for b, w in zip(better, worse))
+
+
+def charged_choices(candidates, cks) -> set:
+    """Guarantees the rule may charge: the minimum value (at the ranking delta, ties within 1e-6
+    allowed), and never one that another covering guarantee beats in every parameter."""
+    candidates = set(candidates)
+    undominated = [c for c in candidates if not any(dominates(d, c) for d in candidates)]
+    rank = {c: ranking_epsilon(c, cks) for c in undominated}
+    best = min(rank.values())
+    return {c for c in undominated if rank[c] <= best * (1 + 1e-6) or rank[c] == best}
+
+
+def oracle_release(release: Release, subset: frozenset[str], relation: Relation, cks) -> set:
+    """DESIGN 2.3: the set of costs c_r(U) the rule allows (one element unless guarantees tie)."""
+    if not subset & release.reads:
+        return {ZERO_VALUE}  # Tan Prop 3.3
+    covering = [certified_value(g, relation) for g in release.guarantees if subset & release.reads <= g.protects]
+    covering = [value for value in covering if value is not None]
+    if not covering:
+        return {None}  # exact variables: not protected
+    return charged_choices(covering, cks)
+
+
+def add(x, y):
+    return None if x is None or y is None else tuple(a + b for a, b in zip(x, y))
+
+
+def largest(values):
+    values = list(values)
+    if any(v is None for v in values):
+        return None
+    return tuple(max(column, default=F(0)) for column in zip(ZERO_VALUE, *values))
+
+
+def oracle_family(family: Family, members, subset: frozenset[str], cks) -> set:
+    """DESIGN 2.6, over every allowed choice of the members' costs."""
+    replace = [oracle_release(m, subset, Relation.REPLACE, cks) for m in members]
+    if family.partition is None or not family.partition & subset:
+        return {largest(choice) for choice in product(*replace)}  # the change stays in one part
+    if not any(subset & m.reads for m in members):
+        return {ZERO_VALUE}
+    add_remove = [oracle_release(m, subset, Relation.ADD_REMOVE, cks) for m in members]
+    results = set()
+    for stays_choice, moves_choice in product(product(*replace), product(*add_remove)):
+        stays = largest(stays_choice)  # replaced within its part
+        if len(moves_choice) == 1:
+            moves = moves_choice[0]  # removed from the only part
+        else:  # removed from one part, added to another: the worst pair
+            moves = largest(add(x, y) for x, y in combinations(moves_choice, 2))
+        results.add(largest([stays, moves]))
+    return results
+
+
+def oracle_ledger(ledger: Ledger, subset: frozenset[str], cks) -> set:
+    """Tan Prop 3.4: every release (and every family, once) composed."""
+    family_ids = {f.id for f in ledger.families}
+    units = [oracle_release(r, subset, Relation.REPLACE, cks) for r in ledger.releases if r.family not in family_ids]
+    for family in ledger.families:
+        members = [r for r in ledger.releases if r.family == family.id]
+        if members:
+            units.append(oracle_family(family, members, subset, cks))
+    totals = {ZERO_VALUE}
+    for choices in units:
+        totals = {add(total, choice) for total in totals for choice in choices}
+    return totals
+
+
+def matches(spend: Spend, value) -> bool:
+    if value is None:
+        return spend.unbounded
+    if spend.unbounded:
+        return False
+    pure, approx_epsilon, approx_delta, rho, pure_rho = value
+    close_delta = abs(spend.approx_delta - approx_delta) <= approx_delta * F(1, 10**12)  # e^eps is irrational
+    exact = (spend.pure, spend.approx_epsilon, spend.rho, spend.pure_rho) == (pure, approx_epsilon, rho, pure_rho)
+    return exact and close_delta
+
+
+def loss(spend: Spend, delta) -> float:
+    return math.inf if spend.unbounded else float(spend.epsilon(delta))
+
+
+# --------------------------------------------------------------------------
+# Pinned counterexamples (known defects; see tests/test_engine.py)
+# --------------------------------------------------------------------------
+
+
+def _release(id, reads, *guarantees, family=None):
+    return Release(id, "survey", frozenset(reads), Mechanism("pinned"), tuple(guarantees), family=family)
+
+
+def _g(protects, notion, relation=Relation.REPLACE, **values):
+    return Guarantee(frozenset(protects), Notion(notion), relation=relation, **{k: F(v) for k, v in values.items()})
+
+
+MIXED_NOTIONS_NOT_MONOTONE = Ledger((
+    _release("r1", "ab", _g("a", "pure", epsilon=F(4, 5)), _g("ab", "zcdp", rho=F(1, 100))),
+    _release("r2", "a", _g("a", "zcdp", rho=1)),
+))
+APPROX_NOT_MONOTONE = Ledger((
+    _release("r1", "ab", _g("a", "pure", epsilon=F(1, 2)), _g("ab", "approx", epsilon=F(1, 10), delta=F(1, 10**7))),
+))
+DOMINATED_APPROX_CHARGED = Ledger((
+    _release("r1", "a", _g("a", "approx", epsilon=2, delta=F(1, 10**6)), _g("a", "approx", epsilon=1, delta=F(1, 10**6))),
+))
+TIE_BROKEN_DIFFERENTLY = Ledger((
+    _release("r1", "a", _g("a", "pure", epsilon=1), _g("a", "approx", epsilon=1, delta=0)),
+    _release("r2", "a", _g("a", "zcdp", rho=F(1, 2))),
+))
+ADD_REMOVE_GUARANTEE_IGNORED = Ledger(
+    tuple(
+        _release(f"p{i}", "ab", _g("ab", "pure", epsilon=F(1, 2)),
+                 _g("ab", "approx", Relation.ADD_REMOVE, epsilon=F(1, 4), delta=F(1, 10**6)), family="K")
+        for i in range(2)
+    ),
+    (Family("K", "survey", frozenset("a")),),
+)
+
+
+# --------------------------------------------------------------------------
+# Tan Prop 3.2: monotone in U
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("notion", [Notion.PURE, Notion.ZCDP])
+@given(data=st.data())
+def test_loss_is_monotone_in_the_subset_with_families_in_one_notion(notion, data):
+    ledger = data.draw(ledgers(notions=(notion,)), label="ledger")
+    cost = {u: ledger_cost(ledger.releases, ledger.families, u) for u in ALL_SUBSETS}
+    for delta in REPORTING_DELTAS:
+        for small, large in NESTED_PAIRS:
+            assert loss(cost[small], delta) <= loss(cost[large], delta) * (1 + 1e-9), (sorted(small), sorted(large))
+
+
+@given(ledgers())
+@example(MIXED_NOTIONS_NOT_MONOTONE)
+@example(APPROX_NOT_MONOTONE)
+def test_loss_is_monotone_in_the_subset(ledger):
+    cost = {u: ledger_cost(ledger.releases, ledger.families, u) for u in ALL_SUBSETS}
+    for delta in REPORTING_DELTAS:
+        for small, large in NESTED_PAIRS:
+            assert loss(cost[small], delta) <= loss(cost[large], delta) * (1 + 1e-9), (
+                f"delta={delta}", sorted(small), sorted(large), cost[small], cost[large])
+
+
+# --------------------------------------------------------------------------
+# Tan Prop 3.3: zero on subsets no release reads
+# --------------------------------------------------------------------------
+
+
+@given(ledgers())
+def test_loss_is_zero_on_subsets_no_release_reads(ledger):
+    read = frozenset().union(*(r.reads for r in ledger.releases))
+    index = LedgerIndex(VARIABLES, ledger.releases, ledger.families)
+    for subset in ALL_SUBSETS:
+        for r in ledger.releases:
+            if not subset & r.reads:
+                assert release_cost(r, subset) == ZERO
+        if not subset & read:
+            assert ledger_cost(ledger.releases, ledger.families, subset) == ZERO, sorted(subset)
+            assert index.subset_cost(subset).spend == ZERO, sorted(subset)
+
+
+# --------------------------------------------------------------------------
+# Tan Prop 3.4: additive over ledgers
+# --------------------------------------------------------------------------
+
+
+@given(ledgers(with_families=False, prefix="A"), ledgers(with_families=False, prefix="B"))
+def test_loss_of_two_ledgers_together_is_the_sum_of_their_losses(first, second):
+    together = first.releases + second.releases
+    indexes = [LedgerIndex(VARIABLES, releases) for releases in (first.releases, second.releases, together)]
+    for subset in ALL_SUBSETS:
+        reference = [ledger_cost(first.releases, [], subset), ledger_cost(second.releases, [], subset)]
+        fast = [index.subset_cost(subset).spend for index in indexes[:2]]
+        assert ledger_cost(together, [], subset) == sum_by_hand(*reference), sorted(subset)
+        assert indexes[2].subset_cost(subset).spend == sum_by_hand(*fast), sorted(subset)
+
+
+def sum_by_hand(a: Spend, b: Spend) -> Spend:
+    if a.unbounded or b.unbounded:
+        return Spend(unbounded=True)
+    return Spend(a.pure + b.pure, a.approx_epsilon + b.approx_epsilon, a.approx_delta + b.approx_delta,
+                 a.rho + b.rho, pure_rho=a.pure_rho + b.pure_rho)
+
+
+# --------------------------------------------------------------------------
+# The cost rule and families against the oracle
+# --------------------------------------------------------------------------
+
+
+@given(ledger=ledgers(with_families=False))
+@example(ledger=DOMINATED_APPROX_CHARGED)
+@example(ledger=Ledger(ADD_REMOVE_GUARANTEE_IGNORED.releases))
+def test_release_cost_follows_the_rule(ledger, reference_cks):
+    for r in ledger.releases:
+        for subset in ALL_SUBSETS:
+            for relation in Relation:
+                allowed = oracle_release(r, subset, relation, reference_cks)
+                got = release_cost(r, subset, relation)
+                assert any(matches(got, value) for value in allowed), (r.id, sorted(subset), relation, got, allowed)
+
+
+@given(ledger=ledgers())
+@example(ledger=ADD_REMOVE_GUARANTEE_IGNORED)
+def test_ledger_cost_follows_the_rules_with_families(ledger, reference_cks):
+    for subset in ALL_SUBSETS:
+        allowed = oracle_ledger(ledger, subset, reference_cks)
+        got = ledger_cost(ledger.releases, ledger.families, subset)
+        assert any(matches(got, value) for value in allowed), (sorted(subset), got, allowed)
+
+
+# --------------------------------------------------------------------------
+# LedgerIndex against the reference functions, on every subset
+# --------------------------------------------------------------------------
+
+
+def assert_index_agrees(ledger: Ledger):
+    releases, families = ledger.releases, ledger.families
+    index = LedgerIndex(VARIABLES, releases, families)
+    for subset in ALL_SUBSETS:
+        fast = index.subset_cost(subset)
+        assert fast.spend == ledger_cost(releases, families, subset), sorted(subset)
+        charged = tuple(r.id for r in releases if not release_cost(r, subset).is_zero)
+        assert fast.releases == charged, sorted(subset)
+    table = index.table("survey")
+    everything = frozenset(VARIABLES)
+    for i, r in enumerate(releases):
+        for j, variable in enumerate(VARIABLES):
+            assert table.cell(i, j) == release_cost(r, frozenset({variable})), (r.id, variable)
+        assert table.row_dataset_wide(i) == release_cost(r, everything), r.id
+    assert table.total == tuple(ledger_cost(releases, families, {v}) for v in VARIABLES)
+    assert table.total_dataset_wide == ledger_cost(releases, families, everything)
+    assert index.pairs() == {(a, b): ledger_cost(releases, families, {a, b}) for a, b in combinations(VARIABLES, 2)}
+
+
+@pytest.mark.parametrize("notion", [Notion.PURE, Notion.ZCDP])
+@given(data=st.data())
+def test_index_agrees_with_the_reference_in_one_notion_with_families(notion, data):
+    assert_index_agrees(data.draw(ledgers(notions=(notion,), max_releases=6), label="ledger"))
+
+
+@given(ledgers(max_releases=6))
+@example(TIE_BROKEN_DIFFERENTLY)
+def test_index_agrees_with_the_reference(ledger):
+    assert_index_agrees(ledger)
