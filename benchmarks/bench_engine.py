@@ -78,7 +78,7 @@ def fast_table(variables, releases):
 
 
 def line(label: str, value: str, note: str = "") -> None:
-    print(f"{label:<58} {value:>12}   {note}")
+    print(f"{label:<70} {value:>10}   {note}")
 
 
 def main() -> None:

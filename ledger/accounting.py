@@ -26,6 +26,7 @@ from .numbers import INF, Number
 from .records import Guarantee, Notion, Relation
 
 ZERO_FRACTION = Fraction(0)
+DEFAULT_DELTA = Fraction(1, 10**9)  # delta for epsilon figures when neither the dataset nor the user gives one
 
 CONVERSION_NAME = "Canonne-Kamath-Steinke (2020) zCDP-to-(epsilon, delta) conversion"
 CONVERSION_SHORT = "CKS 2020"
@@ -43,6 +44,11 @@ class Spend:
     # The pure part as zCDP, converted release by release: sum of epsilon_i^2 / 2
     # (Bun and Steinke 2016, Prop 3.3), never more than (sum of epsilon_i)^2 / 2.
     pure_rho: Fraction = ZERO_FRACTION
+
+    def __post_init__(self) -> None:
+        # A pure epsilon given without its zCDP form is one release: epsilon^2 / 2.
+        if self.pure and not self.pure_rho:
+            object.__setattr__(self, "pure_rho", self.pure * self.pure / 2)
 
     def __add__(self, other: Spend) -> Spend:
         if self.unbounded or other.unbounded:
@@ -120,11 +126,25 @@ class Spend:
             return None
         return self.rho + self.pure_rho  # each pure release as epsilon^2 / 2 (Bun and Steinke 2016, Prop 3.3)
 
-    def preference_key(self) -> float:
-        """Orders alternative guarantees for the same release: the smaller epsilon at
-        delta = 1e-9 is charged. Any covering guarantee is a valid bound (DESIGN 2.3)."""
-        value = self.epsilon(Fraction(1, 10**9))
-        return float(value)
+    def rank(self) -> tuple[float, float]:
+        """Orders alternative guarantees of one release: epsilon at the default delta, then
+        the sum of the components. A linear extension of componentwise dominance: a
+        guarantee that is no worse in every component never ranks after one that is.
+        Any covering guarantee is a valid bound (DESIGN 2.3); this only picks one."""
+        if self.unbounded:
+            return (math.inf, math.inf)
+        components = self.pure + self.approx_epsilon + self.approx_delta + self.rho + self.pure_rho
+        return (float(self.epsilon(DEFAULT_DELTA)), float(components))
+
+    def dominates(self, other: Spend) -> bool:
+        """No worse in any component: then no composition can prefer `other`."""
+        if other.unbounded:
+            return True
+        if self.unbounded:
+            return False
+        return (self.pure <= other.pure and self.approx_epsilon <= other.approx_epsilon
+                and self.approx_delta <= other.approx_delta and self.rho <= other.rho
+                and self.pure_rho <= other.pure_rho)
 
 
 ZERO = Spend()
@@ -133,7 +153,7 @@ UNBOUNDED = Spend(unbounded=True)
 
 def pure_spend(epsilon: Fraction) -> Spend:
     """One epsilon-DP release: pure epsilon, and epsilon^2 / 2 should it be counted in zCDP."""
-    return Spend(pure=epsilon, pure_rho=epsilon * epsilon / 2)
+    return Spend(pure=epsilon, pure_rho=epsilon * epsilon / 2)  # (the default, stated)
 
 
 def guarantee_spend(guarantee: Guarantee, relation: Relation = Relation.REPLACE) -> Spend:
@@ -168,6 +188,16 @@ def _native_spend(guarantee: Guarantee) -> Spend:
     if guarantee.notion == Notion.ZCDP:
         return Spend(rho=guarantee.rho)
     raise ValueError(f"unsupported notion {guarantee.notion!r}")
+
+
+def pareto(spends) -> tuple[Spend, ...]:
+    """The alternatives no other alternative dominates, in rank order (duplicates dropped)."""
+    ranked = sorted(set(spends), key=Spend.rank)
+    kept: list[Spend] = []
+    for spend in ranked:
+        if not any(other.dominates(spend) for other in kept):
+            kept.append(spend)
+    return tuple(kept)
 
 
 def compose(spends) -> Spend:

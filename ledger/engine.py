@@ -22,19 +22,21 @@ with a family of releases on disjoint parts charged once (DESIGN 2.6).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from itertools import combinations
+from itertools import combinations, product
 
 import numpy as np
 
 from .accounting import (
+    DEFAULT_DELTA,
     UNBOUNDED,
     ZERO,
     Spend,
     compose,
     guarantee_spend,
+    pareto,
     spend_max,
     sum_of_two_largest,
 )
@@ -45,18 +47,76 @@ from .records import Family, Relation, Release
 # --------------------------------------------------------------------------
 
 
-def release_cost(release: Release, subset: frozenset[str], relation: Relation = Relation.REPLACE) -> Spend:
-    """c_r(U), DESIGN 2.3."""
+def candidates(release: Release, subset: frozenset[str], relation: Relation = Relation.REPLACE) -> tuple[Spend, ...]:
+    """Every cost c_r(U) may be charged at (DESIGN 2.3), without dominated ones, in rank order.
+
+    (ZERO,) when the release reads nothing of U (Tan Prop 3.3); () when no guarantee
+    covers what it reads of U: not protected.
+    """
     touched = subset & release.reads
     if not touched:
-        return ZERO  # Tan Prop 3.3: independent of the values of U
+        return (ZERO,)  # Tan Prop 3.3: independent of the values of U
+    covering = [guarantee_spend(g, relation) for g in release.guarantees
+                if touched <= g.protects]  # Tan Props 3.2 and 3.5: private on every subset of P
+    return tuple(s for s in pareto(covering) if not s.unbounded)
+
+
+def release_cost(release: Release, subset: frozenset[str], relation: Relation = Relation.REPLACE) -> Spend:
+    """c_r(U), DESIGN 2.3: the first-ranked covering guarantee, ∞ when none covers."""
+    options = candidates(release, subset, relation)
+    return options[0] if options else UNBOUNDED
+
+
+Objective = Callable[[Spend], object]
+CHOICE_LIMIT = 20_000  # combinations tried when several releases offer incomparable guarantees
+
+
+def at_delta(delta) -> Objective:
+    """Prefer the smaller epsilon at `delta`, then the smaller rank."""
+    return lambda spend: (float(spend.epsilon(delta)), spend.rank())
+
+
+def choose(base: Spend, choices: Sequence[tuple[Spend, ...]], objective: Objective | None = None) -> Spend:
+    """The composition base + one alternative per release that minimises `objective`.
+
+    Releases whose guarantees do not dominate one another (a pure epsilon on part of
+    what they read and a rho on all of it, say) leave a choice; every choice is a valid
+    bound (DESIGN 2.3), and the smallest is also monotone in the subset (Tan Prop 3.2),
+    since a smaller subset only adds alternatives. Identical releases are grouped, and
+    every split of each group between its alternatives is tried, up to CHOICE_LIMIT
+    combinations; past that each release takes its first-ranked alternative.
+    """
+    if base.unbounded:
+        return UNBOUNDED
+    if not choices:
+        return base
+    objective = objective or at_delta(DEFAULT_DELTA)
+    groups: dict[tuple[Spend, ...], int] = {}
+    for options in choices:
+        groups[options] = groups.get(options, 0) + 1
+    splits_per_group = [list(_splits(options, count)) for options, count in groups.items()]
+    combinations_count = math.prod(len(splits) for splits in splits_per_group)
+    if combinations_count > CHOICE_LIMIT:
+        return compose([base, *(options[0].times(count) for options, count in groups.items())])
     best: Spend | None = None
-    for guarantee in release.guarantees:
-        if touched <= guarantee.protects:  # Tan Props 3.2 and 3.5: private on every subset of P
-            spend = guarantee_spend(guarantee, relation)
-            if best is None or spend.preference_key() < best.preference_key():
-                best = spend
-    return UNBOUNDED if best is None else best
+    best_key = None
+    for combination in product(*splits_per_group):
+        total = compose([base, *combination])
+        key = objective(total)
+        if best is None or key < best_key:
+            best, best_key = total, key
+    return best
+
+
+def _splits(options: tuple[Spend, ...], count: int):
+    """Every way `count` identical releases can be charged among `options`, composed."""
+    if len(options) == 1:
+        yield options[0].times(count)
+        return
+    first, rest = options[0], options[1:]
+    for k in range(count, -1, -1):
+        for remainder in _splits(rest, count - k):
+            yield first.times(k) + remainder
 
 
 def family_cost(family: Family, members: Sequence[Release], subset: frozenset[str]) -> Spend:
@@ -79,21 +139,28 @@ def family_cost(family: Family, members: Sequence[Release], subset: frozenset[st
     return spend_max([stays, moves])
 
 
-def ledger_cost(releases: Iterable[Release], families: Iterable[Family], subset: Iterable[str]) -> Spend:
-    """The loss on `subset` of every release together (Tan Prop 3.4), families charged once."""
+def ledger_cost(releases: Iterable[Release], families: Iterable[Family], subset: Iterable[str],
+                objective: Objective | None = None) -> Spend:
+    """The loss on `subset` of every release together (Tan Prop 3.4), families charged once,
+    each release's alternatives chosen to minimise `objective` (default: epsilon at 1e-9)."""
     subset = frozenset(subset)
     by_family: dict[str, list[Release]] = {}
-    standalone: list[Release] = []
     family_map = {family.id: family for family in families}
+    fixed: list[Spend] = []
+    choices: list[tuple[Spend, ...]] = []
     for release in releases:
         if release.family is not None and release.family in family_map:
             by_family.setdefault(release.family, []).append(release)
+            continue
+        options = candidates(release, subset)
+        if not options:
+            return UNBOUNDED
+        if len(options) == 1:
+            fixed.append(options[0])
         else:
-            standalone.append(release)
-    return compose(
-        [release_cost(release, subset) for release in standalone]
-        + [family_cost(family_map[fid], members, subset) for fid, members in by_family.items()]
-    )
+            choices.append(options)
+    fixed.extend(family_cost(family_map[fid], members, subset) for fid, members in by_family.items())
+    return choose(compose(fixed), choices, objective)
 
 
 # --------------------------------------------------------------------------
@@ -135,7 +202,14 @@ class RiskTable:
 
 
 class LedgerIndex:
-    """Reads and guarantees of a set of releases as arrays, for fast exact queries."""
+    """Reads and guarantees of a set of releases as arrays, for fast exact queries.
+
+    Releases are split three ways: *simple* standalone releases (their guarantees are
+    ordered by dominance, so the first-ranked covering one is always the one to
+    charge) are summed over arrays; family members go through `family_cost`; the rare
+    standalone releases with incomparable guarantees go through `choose`, exactly as
+    in `ledger_cost`.
+    """
 
     def __init__(self, variables: Sequence[str], releases: Sequence[Release], families: Iterable[Family] = ()):
         self.variables = tuple(variables)
@@ -144,48 +218,66 @@ class LedgerIndex:
         self.families = {family.id: family for family in families}
         n_rel, n_var = len(self.releases), len(self.variables)
 
-        self.reads = np.zeros((n_rel, n_var), dtype=bool)
+        spend_of: dict[tuple, Spend] = {}  # one guarantee_spend per distinct guarantee value
         g_release: list[int] = []
-        g_protects_rows: list[int] = []
-        g_protects_cols: list[int] = []
         g_spends: list[Spend] = []
-        self.members: dict[str, list[int]] = {}
+        g_rows: list[int] = []
+        g_cols: list[int] = []
         read_rows: list[int] = []
         read_cols: list[int] = []
+        self.members: dict[str, list[int]] = {}
+        self.ambiguous: list[int] = []
+        column = self.column
         for i, release in enumerate(self.releases):
             for name in release.reads:
                 read_rows.append(i)
-                read_cols.append(self.column[name])
+                read_cols.append(column[name])
             if release.family is not None and release.family in self.families:
                 self.members.setdefault(release.family, []).append(i)
+            values = []
             for guarantee in release.guarantees:
+                key = (guarantee.notion, guarantee.epsilon, guarantee.delta, guarantee.rho, guarantee.relation)
+                spend = spend_of.get(key)
+                if spend is None:
+                    spend = spend_of[key] = guarantee_spend(guarantee, Relation.REPLACE)
                 k = len(g_release)
                 g_release.append(i)
-                g_spends.append(guarantee_spend(guarantee, Relation.REPLACE))
+                g_spends.append(spend)
+                values.append(spend)
                 for name in guarantee.protects:
-                    if name in self.column:
-                        g_protects_rows.append(k)
-                        g_protects_cols.append(self.column[name])
+                    if name in column:
+                        g_rows.append(k)
+                        g_cols.append(column[name])
+            if len(values) > 1 and not _is_chain(values):
+                self.ambiguous.append(i)
+        self.reads = np.zeros((n_rel, n_var), dtype=bool)
         self.reads[read_rows, read_cols] = True
         self.g_release = np.asarray(g_release, dtype=np.int64)
         self.g_protects = np.zeros((len(g_release), n_var), dtype=bool)
-        self.g_protects[g_protects_rows, g_protects_cols] = True
+        self.g_protects[g_rows, g_cols] = True
 
-        # Distinct guarantee values, ordered so that a smaller id is the preferred
-        # (smaller) guarantee; then the unbounded and zero sentinels.
-        distinct = sorted(set(g_spends), key=lambda s: (s.preference_key(), s.rho, s.approx_delta, s.pure))
+        # Distinct guarantee values in rank order, so the smallest id is the first-ranked
+        # (and, among comparable values, the dominant) one; then the ∞ and zero sentinels.
+        distinct = sorted(set(spend_of.values()), key=Spend.rank)
         value_id = {spend: k for k, spend in enumerate(distinct)}
         self.NONE = len(distinct)  # no covering guarantee: unbounded
         self.ZERO_ID = len(distinct) + 1
         self.values: tuple[Spend, ...] = tuple(distinct) + (UNBOUNDED, ZERO)
+        self.value_is_zero = np.asarray([v.is_zero for v in self.values], dtype=bool)
         self.g_value = np.asarray([value_id[s] for s in g_spends], dtype=np.int64)
+        self.release_ids = np.asarray([r.id for r in self.releases], dtype=object)
 
         self.has_guarantee = np.zeros(n_rel, dtype=bool)
         self.has_guarantee[self.g_release] = True
-        self.g_start = np.flatnonzero(np.r_[True, self.g_release[1:] != self.g_release[:-1]]) if len(g_release) else np.zeros(0, dtype=np.int64)
-        self.standalone = np.ones(n_rel, dtype=bool)
+        if len(g_release):
+            self.g_start = np.flatnonzero(np.r_[True, self.g_release[1:] != self.g_release[:-1]])
+        else:
+            self.g_start = np.zeros(0, dtype=np.int64)
+        self.simple = np.ones(n_rel, dtype=bool)  # summed over arrays
         for rows in self.members.values():
-            self.standalone[rows] = False
+            self.simple[rows] = False
+        self.ambiguous = [i for i in self.ambiguous if self.simple[i]]
+        self.simple[self.ambiguous] = False
         self._components = _ExactComponents(self.values, n_rel)
 
     # -- the cost rule over arrays ------------------------------------------
@@ -210,43 +302,48 @@ class LedgerIndex:
             candidates = np.zeros(0, dtype=np.int64)
         return np.where(touched, self._best(candidates), self.ZERO_ID)
 
-    def _family_spends(self, subset: frozenset[str]) -> list[Spend]:
-        return [
-            family_cost(self.families[fid], [self.releases[i] for i in rows], subset)
-            for fid, rows in self.members.items()
-        ]
+    def _others(self, subset: frozenset[str], base: Spend, objective: Objective | None) -> Spend:
+        """base composed with the families and the releases with a choice, on `subset`."""
+        fixed = [base]
+        fixed.extend(family_cost(self.families[fid], [self.releases[i] for i in rows], subset)
+                     for fid, rows in self.members.items())
+        choices = []
+        for i in self.ambiguous:
+            options = candidates(self.releases[i], subset)
+            if not options:
+                return UNBOUNDED
+            if len(options) == 1:
+                fixed.append(options[0])
+            else:
+                choices.append(options)
+        return choose(compose(fixed), choices, objective)
 
-    def subset_cost(self, subset: Iterable[str]) -> SubsetCost:
+    def subset_cost(self, subset: Iterable[str], objective: Objective | None = None) -> SubsetCost:
         subset = frozenset(subset)
         ids = self.cost_ids([self.column[name] for name in sorted(subset)])
-        spend = self._components.total(ids[self.standalone])
-        spend = compose([spend, *self._family_spends(subset)])
-        charged = np.flatnonzero(ids != self.ZERO_ID)
+        spend = self._others(subset, self._components.total(ids[self.simple]), objective)
+        charged = ~self.value_is_zero[ids]
         return SubsetCost(
             subset=tuple(sorted(subset, key=self.column.__getitem__)),
             spend=spend,
-            releases=tuple(self.releases[i].id for i in charged if not self.values[ids[i]].is_zero),
+            releases=tuple(self.release_ids[charged]),
         )
 
-    def table(self, dataset: str) -> RiskTable:
+    def table(self, dataset: str, objective: Objective | None = None) -> RiskTable:
         """The release-by-variable matrix (Tan, Table 1) with totals and the whole-dataset column."""
         n_var = len(self.variables)
         if len(self.g_release):
-            candidates = np.where(self.g_protects, self.g_value[:, None], self.NONE)
+            candidates_ = np.where(self.g_protects, self.g_value[:, None], self.NONE)
         else:
-            candidates = np.zeros((0, n_var), dtype=np.int64)
+            candidates_ = np.zeros((0, n_var), dtype=np.int64)
         # for a single variable v read by r, U ∩ reads(r) = {v}: covered iff v ∈ P_g
-        cells = np.where(self.reads, self._best(candidates), self.ZERO_ID)
+        cells = np.where(self.reads, self._best(candidates_), self.ZERO_ID)
         dataset_wide = self.cost_ids(range(n_var))
-        totals = self._components.column_totals(cells[self.standalone])
-        if self.members:
-            totals = [
-                compose([total, *self._family_spends(frozenset({name}))])
-                for total, name in zip(totals, self.variables)
-            ]
-        total_wide = compose(
-            [self._components.total(dataset_wide[self.standalone]), *self._family_spends(frozenset(self.variables))]
-        )
+        totals = self._components.column_totals(cells[self.simple])
+        if self.members or self.ambiguous:
+            totals = [self._others(frozenset({name}), total, objective) for total, name in zip(totals, self.variables)]
+        total_wide = self._others(frozenset(self.variables), self._components.total(dataset_wide[self.simple]),
+                                  objective)
         return RiskTable(
             dataset=dataset,
             variables=self.variables,
@@ -258,11 +355,16 @@ class LedgerIndex:
             total_dataset_wide=total_wide,
         )
 
-    def pairs(self) -> dict[tuple[str, str], Spend]:
+    def pairs(self, objective: Objective | None = None) -> dict[tuple[str, str], Spend]:
         """The loss on every pair of variables."""
         return {
-            (a, b): self.subset_cost((a, b)).spend for a, b in combinations(self.variables, 2)
+            (a, b): self.subset_cost((a, b), objective).spend for a, b in combinations(self.variables, 2)
         }
+
+
+def _is_chain(values: Sequence[Spend]) -> bool:
+    """Every two values comparable by dominance (so the first-ranked is always the one to charge)."""
+    return all(a.dominates(b) or b.dominates(a) for a, b in combinations(set(values), 2))
 
 
 class _ExactComponents:

@@ -253,21 +253,6 @@ def snapshot(session: Session, dataset: str | None = None) -> LedgerSnapshot:
     return LedgerSnapshot(datasets=datasets, releases=releases, families=families)
 
 
-_DATASET_CACHE: dict[tuple[str, str], Dataset] = {}
-
-
-def _datasets_cached(session: Session) -> dict[str, Dataset]:
-    """Datasets are never rewritten once recorded, so each is read from the database once
-    per process; only the list of names is read every time."""
-    url = str(session.get_bind().url)
-    names = session.exec(select(DatasetRow.name)).all()
-    missing = [name for name in names if (url, name) not in _DATASET_CACHE]
-    if missing:
-        for dataset in _datasets(session, missing):
-            _DATASET_CACHE[(url, dataset.name)] = dataset
-    return {name: _DATASET_CACHE[(url, name)] for name in names}
-
-
 def _datasets(session: Session, names: Sequence[str] | None = None) -> list[Dataset]:
     variables: dict[str, list[dict]] = {}
     query = select(VariableRow).order_by(VariableRow.dataset, VariableRow.position)
@@ -337,6 +322,7 @@ def append_event(session: Session, *, kind: str, subject: str, actor: str, paylo
 
 def add_dataset(session: Session, dataset: Dataset, actor: str) -> None:
     body = dataset_to_dict(dataset)
+    bump_config(session)
     session.add(DatasetRow(name=dataset.name, description=dataset.description, delta=body["delta"],
                            groups=body["groups"], created_at=now()))
     session.flush()
@@ -351,14 +337,14 @@ def add_releases(session: Session, releases: Sequence[Release], families: Sequen
         session.add(FamilyRow(**family_to_dict(family)))
         append_event(session, kind="family.added", subject=family.id, actor=actor,
                      payload={"family": family_to_dict(family)})
-    session.flush()
-    last = session.exec(select(ReleaseRow.seq).order_by(ReleaseRow.seq.desc()).limit(1)).first()
-    seq = 0 if last is None else last
+    if families:
+        bump_config(session)
+        session.flush()  # families before the releases that name them
     for release in releases:
-        seq += 1
         body = release_to_dict(release)
-        session.add(_release_row(body, seq))
-        append_event(session, kind="release.recorded", subject=release.id, actor=actor, payload={"release": body})
+        event_row = append_event(session, kind="release.recorded", subject=release.id, actor=actor,
+                                 payload={"release": body})
+        session.add(_release_row(body, event_row.seq))  # a release's seq is that of its recording event
     session.flush()
 
 
@@ -399,11 +385,45 @@ class ReleaseLookup(Mapping):
         return len(self.session.exec(select(ReleaseRow.id)).all())
 
 
+@dataclass(frozen=True)
+class Configuration:
+    """What changes rarely: datasets, families, caps. Cached per process and reloaded
+    whenever the ledger's configuration stamp (bumped by every such change) moves."""
+
+    datasets: Mapping[str, Dataset]
+    families: Mapping[str, Family]
+    caps: Mapping[str, tuple[Cap, ...]]
+
+
+_CONFIGURATION_CACHE: dict[str, tuple[str, Configuration]] = {}
+
+
+def bump_config(session: Session) -> None:
+    row = session.get(MetaRow, "config_seq")
+    session.merge(MetaRow(key="config_seq", value=str(int(row.value) + 1 if row else 1)))
+
+
+def configuration(session: Session) -> Configuration:
+    url = str(session.get_bind().url)
+    row = session.get(MetaRow, "config_seq")
+    stamp = row.value if row else "0"
+    cached = _CONFIGURATION_CACHE.get(url)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    datasets = {d.name: d for d in _datasets(session)}
+    families = {r.id: family_from_dict(_family_dict(r)) for r in session.exec(select(FamilyRow))}
+    caps_by_dataset: dict[str, list[Cap]] = {}
+    for cap_row in session.exec(select(CapRow).order_by(CapRow.dataset, CapRow.name)):
+        caps_by_dataset.setdefault(cap_row.dataset, []).append(cap_from_dict(_cap_dict(cap_row)))
+    result = Configuration(datasets, families, {k: tuple(v) for k, v in caps_by_dataset.items()})
+    _CONFIGURATION_CACHE[url] = (stamp, result)
+    return result
+
+
 def write_context(session: Session) -> LedgerSnapshot:
-    """Datasets and families in full (small), releases by lookup."""
-    families = {row.id: family_from_dict(_family_dict(row)) for row in session.exec(select(FamilyRow))}
-    return LedgerSnapshot(datasets=_datasets_cached(session), releases=ReleaseLookup(session),
-                          families=families)
+    """Datasets and families in full (small, cached), releases by lookup."""
+    config = configuration(session)
+    return LedgerSnapshot(datasets=config.datasets, releases=ReleaseLookup(session), families=config.families)
 
 
 def family_members(session: Session, family_ids: Iterable[str]) -> dict[str, list[Release]]:
@@ -417,8 +437,7 @@ def family_members(session: Session, family_ids: Iterable[str]) -> dict[str, lis
 
 
 def caps(session: Session, dataset: str) -> list[Cap]:
-    rows = session.exec(select(CapRow).where(CapRow.dataset == dataset).order_by(CapRow.name))
-    return [cap_from_dict(_cap_dict(row)) for row in rows]
+    return list(configuration(session).caps.get(dataset, ()))
 
 
 def _cap_dict(row: CapRow) -> dict:
@@ -435,8 +454,12 @@ def cap_totals(session: Session, dataset: str, names: Iterable[str] | None = Non
 
 
 def save_totals(session: Session, dataset: str, totals: Mapping[str, CapTotal]) -> None:
+    if not totals:
+        return
+    rows = {row.cap: row for row in session.exec(
+        select(CapTotalRow).where(CapTotalRow.dataset == dataset, CapTotalRow.cap.in_(list(totals))))}
     for name, total in totals.items():
-        row = session.get(CapTotalRow, (dataset, name))
+        row = rows.get(name)
         body = cap_total_to_dict(total)
         if row is None:
             session.add(CapTotalRow(dataset=dataset, cap=name, total=body))
@@ -449,6 +472,7 @@ def set_cap(session: Session, cap: Cap, actor: str) -> None:
     """Add or replace a cap; its running total is computed once from the history."""
     body = cap_to_dict(cap)
     session.merge(CapRow(**body))
+    bump_config(session)
     history = snapshot(session, cap.dataset)
     save_totals(session, cap.dataset, {cap.name: total_from_history(cap, history.releases.values(),
                                                                     history.families)})

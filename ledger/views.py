@@ -13,11 +13,10 @@ from importlib import resources
 
 import jinja2
 
-from .accounting import CONVERSION_NAME, Spend
+from .accounting import CONVERSION_NAME, DEFAULT_DELTA, Spend
 from .engine import RiskTable, SubsetCost
 from .numbers import Number, exact_text, format_delta, format_number, is_infinite, to_json
 
-DEFAULT_DELTA = Fraction(1, 10**9)
 
 
 @dataclass(frozen=True)

@@ -115,8 +115,8 @@ def test_zcdp_rho_converts_each_pure_release_to_half_its_square():
 
 
 def test_a_spend_written_with_only_a_pure_epsilon_is_not_free_in_zcdp():
-    # Known defect (see the report): `pure_rho` defaults to 0, so Spend(pure=3) says "0-zCDP"
-    # and a zCDP total next to it ignores the 3 entirely.
+    # A pure epsilon given alone is one release: epsilon^2 / 2 in zCDP. (With `pure_rho` defaulting
+    # to 0, Spend(pure=3) said "0-zCDP" and a zCDP total next to it ignored the 3 entirely.)
     assert Spend(pure=F(3)).zcdp_rho() == F(9, 2)
     assert Spend(pure=F(10), rho=F(1, 100)).epsilon(1e-6) >= 10
 
