@@ -192,6 +192,9 @@ def _native_spend(guarantee: Guarantee) -> Spend:
 
 def pareto(spends) -> tuple[Spend, ...]:
     """The alternatives no other alternative dominates, in rank order (duplicates dropped)."""
+    spends = list(spends)
+    if len(spends) <= 1:
+        return tuple(spends)
     ranked = sorted(set(spends), key=Spend.rank)
     kept: list[Spend] = []
     for spend in ranked:

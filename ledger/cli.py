@@ -18,7 +18,7 @@ import typer
 from sqlmodel import Session
 
 from . import budget, operations, store
-from .engine import LedgerIndex
+from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
 from .loader import LedgerSnapshot, build_caps, build_dataset, read_document
 from .numbers import NumberError, format_delta, format_number, to_fraction, to_json
@@ -378,7 +378,8 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
     snapshot = _read(dataset)
     chosen = _pick_dataset(snapshot, dataset)
-    view = table_view(_index(snapshot, chosen).table(chosen.name), _delta(delta, chosen))
+    chosen_delta = _delta(delta, chosen)
+    view = table_view(_index(snapshot, chosen).table(chosen.name, at_delta(chosen_delta)), chosen_delta)
     if as_json:
         typer.echo(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
         return
@@ -397,8 +398,8 @@ def subset(
     snapshot = _read(dataset)
     chosen = _pick_dataset(snapshot, dataset)
     names = _resolve_variables(chosen, variables)
-    cost = _index(snapshot, chosen).subset_cost(names)
     chosen_delta = _delta(delta, chosen)
+    cost = _index(snapshot, chosen).subset_cost(names, at_delta(chosen_delta))
     result = subset_json(cost, chosen_delta)
     if as_json:
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
@@ -422,7 +423,7 @@ def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
     snapshot = _read(dataset)
     chosen = _pick_dataset(snapshot, dataset)
     chosen_delta = _delta(delta, chosen)
-    result = _index(snapshot, chosen).pairs()
+    result = _index(snapshot, chosen).pairs(at_delta(chosen_delta))
     if as_json:
         typer.echo(json.dumps([{"subset": list(pair), "epsilon": to_json(spend.epsilon(chosen_delta))}
                                for pair, spend in result.items()], indent=2, ensure_ascii=False))

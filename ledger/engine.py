@@ -119,8 +119,9 @@ def _splits(options: tuple[Spend, ...], count: int):
             yield first.times(k) + remainder
 
 
-def family_cost(family: Family, members: Sequence[Release], subset: frozenset[str]) -> Spend:
-    """c_F(U) for releases on disjoint parts of the records (Clifton et al.; DESIGN 2.6).
+def family_options(family: Family, members: Sequence[Release], subset: frozenset[str]) -> tuple[Spend, ...]:
+    """Every cost c_F(U) may be charged at, for releases on disjoint parts of the records
+    (Clifton et al.; DESIGN 2.6), without dominated ones, in rank order; () is ∞.
 
     - random split, or no key variable in U: a U-neighbour change stays in one
       part, so the family costs the largest member cost;
@@ -128,15 +129,32 @@ def family_cost(family: Family, members: Sequence[Release], subset: frozenset[st
       replacement there) or move to another (a removal from one part and an
       addition to another): max(largest replacement cost, sum of the two
       largest add/remove costs). Parts certified only for replacement give ∞.
+    Members with incomparable guarantees leave a choice: every combination is
+    tried (up to CHOICE_LIMIT; past that, each member's first-ranked one).
     """
-    if family.partition is None or not (family.partition & subset):
-        return spend_max(release_cost(member, subset) for member in members)
-    touched = [member for member in members if subset & member.reads]
-    if not touched:
-        return ZERO
-    stays = spend_max(release_cost(member, subset, Relation.REPLACE) for member in members)
-    moves = sum_of_two_largest(release_cost(member, subset, Relation.ADD_REMOVE) for member in members)
-    return spend_max([stays, moves])
+    keyed = family.partition is not None and bool(family.partition & subset)
+    if keyed and not any(subset & member.reads for member in members):
+        return (ZERO,)
+    relations = (Relation.REPLACE, Relation.ADD_REMOVE) if keyed else (Relation.REPLACE,)
+    per_member = [[candidates(member, subset, relation) or (UNBOUNDED,) for relation in relations]
+                  for member in members]
+    if math.prod(len(options) for member in per_member for options in member) > CHOICE_LIMIT:
+        per_member = [[options[:1] for options in member] for member in per_member]
+    results = []
+    for chosen in product(*(product(*member) for member in per_member)):
+        stays = spend_max(choice[0] for choice in chosen)
+        if keyed:
+            moves = sum_of_two_largest(choice[1] for choice in chosen)
+            results.append(spend_max([stays, moves]))
+        else:
+            results.append(stays)
+    return tuple(s for s in pareto(results) if not s.unbounded)
+
+
+def family_cost(family: Family, members: Sequence[Release], subset: frozenset[str]) -> Spend:
+    """c_F(U), DESIGN 2.6: the family's first-ranked cost, ∞ when none is certified."""
+    options = family_options(family, members, subset)
+    return options[0] if options else UNBOUNDED
 
 
 def ledger_cost(releases: Iterable[Release], families: Iterable[Family], subset: Iterable[str],
@@ -159,7 +177,14 @@ def ledger_cost(releases: Iterable[Release], families: Iterable[Family], subset:
             fixed.append(options[0])
         else:
             choices.append(options)
-    fixed.extend(family_cost(family_map[fid], members, subset) for fid, members in by_family.items())
+    for fid, members in by_family.items():
+        options = family_options(family_map[fid], members, subset)
+        if not options:
+            return UNBOUNDED
+        if len(options) == 1:
+            fixed.append(options[0])
+        else:
+            choices.append(options)
     return choose(compose(fixed), choices, objective)
 
 
@@ -305,11 +330,11 @@ class LedgerIndex:
     def _others(self, subset: frozenset[str], base: Spend, objective: Objective | None) -> Spend:
         """base composed with the families and the releases with a choice, on `subset`."""
         fixed = [base]
-        fixed.extend(family_cost(self.families[fid], [self.releases[i] for i in rows], subset)
-                     for fid, rows in self.members.items())
         choices = []
-        for i in self.ambiguous:
-            options = candidates(self.releases[i], subset)
+        units = [family_options(self.families[fid], [self.releases[i] for i in rows], subset)
+                 for fid, rows in self.members.items()]
+        units += [candidates(self.releases[i], subset) for i in self.ambiguous]
+        for options in units:
             if not options:
                 return UNBOUNDED
             if len(options) == 1:

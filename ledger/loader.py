@@ -276,6 +276,11 @@ def build_releases(
             elif found.dataset != dataset.name:
                 out.add(at + ("family",), f"family {family!r} belongs to dataset {found.dataset!r}, "
                                           f"but this release reads dataset {dataset.name!r}")
+            elif found.partition is not None and not found.partition <= reads:
+                # which records a part holds depends on the key: its output depends on them (DESIGN 2.6)
+                missing = ", ".join(sorted(found.partition - reads))
+                out.add(at + ("reads",), f"release is in family {family!r}, partitioned by "
+                                         f"{', '.join(sorted(found.partition))}; it must list {missing} in reads")
         published_at = None
         if "published_at" in entry:
             try:

@@ -162,7 +162,7 @@ dataset: graduates
 families:
   - {id: by-degree, partition: [degree]}
 releases:
-  - {id: recorded-one, reads: [income], family: by-degree, mechanism: {name: laplace, epsilon: 1}}
+  - {id: recorded-one, reads: [degree, income], family: by-degree, mechanism: {name: laplace, epsilon: 1}}
 """
 
 

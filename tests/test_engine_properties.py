@@ -26,7 +26,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ledger.accounting import ZERO, Spend
-from ledger.engine import at_delta, LedgerIndex, ledger_cost, release_cost
+from ledger.engine import LedgerIndex, at_delta, candidates, ledger_cost, release_cost
 from ledger.records import Family, Guarantee, Mechanism, Notion, Relation, Release
 
 F = Fraction
@@ -205,14 +205,25 @@ def largest(values):
     return tuple(max(column, default=F(0)) for column in zip(ZERO_VALUE, *values))
 
 
+def oracle_release_any(release: Release, subset: frozenset[str], cks, relation=Relation.REPLACE) -> set:
+    """DESIGN 2.3 read as "any covering guarantee is a valid cost": every undominated one."""
+    if not subset & release.reads:
+        return {ZERO_VALUE}
+    covering = {certified_value(g, relation) for g in release.guarantees
+                if subset & release.reads <= g.protects} - {None}
+    if not covering:
+        return {None}
+    return {c for c in covering if not any(dominates(d, c) for d in covering)}
+
+
 def oracle_family(family: Family, members, subset: frozenset[str], cks) -> set:
     """DESIGN 2.6, over every allowed choice of the members' costs."""
-    replace = [oracle_release(m, subset, Relation.REPLACE, cks) for m in members]
+    replace = [oracle_release_any(m, subset, cks, Relation.REPLACE) for m in members]
     if family.partition is None or not family.partition & subset:
         return {largest(choice) for choice in product(*replace)}  # the change stays in one part
     if not any(subset & m.reads for m in members):
         return {ZERO_VALUE}
-    add_remove = [oracle_release(m, subset, Relation.ADD_REMOVE, cks) for m in members]
+    add_remove = [oracle_release_any(m, subset, cks, Relation.ADD_REMOVE) for m in members]
     results = set()
     for stays_choice, moves_choice in product(product(*replace), product(*add_remove)):
         stays = largest(stays_choice)  # replaced within its part
@@ -222,17 +233,6 @@ def oracle_family(family: Family, members, subset: frozenset[str], cks) -> set:
             moves = largest(add(x, y) for x, y in combinations(moves_choice, 2))
         results.add(largest([stays, moves]))
     return results
-
-
-def oracle_release_any(release: Release, subset: frozenset[str], cks) -> set:
-    """DESIGN 2.3 read as "any covering guarantee is a valid cost": every undominated one."""
-    if not subset & release.reads:
-        return {ZERO_VALUE}
-    covering = {certified_value(g, Relation.REPLACE) for g in release.guarantees
-                if subset & release.reads <= g.protects} - {None}
-    if not covering:
-        return {None}
-    return {c for c in covering if not any(dominates(d, c) for d in covering)}
 
 
 def oracle_epsilon(value, delta, cks) -> float:
@@ -370,13 +370,22 @@ def test_loss_is_zero_on_subsets_no_release_reads(ledger):
 
 @given(ledgers(with_families=False, prefix="A"), ledgers(with_families=False, prefix="B"))
 def test_loss_of_two_ledgers_together_is_the_sum_of_their_losses(first, second):
+    # Tan Prop 3.4: the loss of both together is at most the sum of their losses, and exactly
+    # the sum when no release has incomparable guarantees to choose between. (With a choice,
+    # the engine may charge together what it would not charge apart, and only does so when
+    # the composed epsilon is smaller.)
     together = first.releases + second.releases
     indexes = [LedgerIndex(VARIABLES, releases) for releases in (first.releases, second.releases, together)]
     for subset in ALL_SUBSETS:
         reference = [ledger_cost(first.releases, [], subset), ledger_cost(second.releases, [], subset)]
         fast = [index.subset_cost(subset).spend for index in indexes[:2]]
-        assert ledger_cost(together, [], subset) == sum_by_hand(*reference), sorted(subset)
-        assert indexes[2].subset_cost(subset).spend == sum_by_hand(*fast), sorted(subset)
+        combined = ledger_cost(together, [], subset)
+        assert indexes[2].subset_cost(subset).spend == combined, sorted(subset)
+        if all(len(candidates(r, subset)) <= 1 for r in together):
+            assert combined == sum_by_hand(*reference), sorted(subset)
+            assert combined == sum_by_hand(*fast), sorted(subset)
+        else:
+            assert loss(combined, RANKING_DELTA) <= loss(sum_by_hand(*reference), RANKING_DELTA) * (1 + 1e-9)
 
 
 def sum_by_hand(a: Spend, b: Spend) -> Spend:

@@ -450,3 +450,19 @@ def test_dataset_file_problems_are_located(tmp_path):
         (f"{path}:5", "variables[1].name"),
         (f"{path}:7", "groups.g[1]"),
     ]
+
+
+def test_a_member_of_a_keyed_family_must_read_the_key(tmp_path):
+    # Which records a part holds depends on the key variable, so its output does too (DESIGN 2.6):
+    # a member that leaves the key out of `reads` would cost 0 on the key, which is false.
+    _, _, errors = load(tmp_path, ("r.yaml", """\
+        dataset: graduates
+        families:
+          - {id: by-degree, partition: [degree]}
+        releases:
+          - {id: part-1, reads: [income], family: by-degree, mechanism: {name: laplace, epsilon: 1}}
+          - {id: part-2, reads: [degree, income], family: by-degree, mechanism: {name: laplace, epsilon: 1}}
+        """))
+    error = only_error(errors)
+    assert (error.source, error.field) == (f"{tmp_path / 'r.yaml'}:5", "releases[0].reads")
+    assert "degree" in error.message and "by-degree" in error.message
