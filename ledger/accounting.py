@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from scipy.optimize import minimize_scalar
-
 from .numbers import INF, Number
 from .records import Guarantee, Notion, Relation
 
@@ -259,9 +257,9 @@ def cks_epsilon(rho: Fraction | float, delta: float) -> float:
         epsilon = inf over alpha > 1 of
                   alpha rho + (ln(1/delta) + (alpha - 1) ln(1 - 1/alpha) - ln(alpha)) / (alpha - 1)
 
-    Every alpha gives a valid bound, so the numerical minimiser can only make
-    the answer looser, never invalid; the value is evaluated at the alpha found
-    and rounded up. It is never larger than the simple bound
+    Every alpha gives a valid bound, so the numerical minimiser (a golden-section
+    search) can only make the answer looser, never invalid; the value is
+    evaluated at the alpha found and rounded up. It is never larger than the simple bound
     rho + 2 sqrt(rho ln(1/delta)) (Bun and Steinke 2016, Prop 1.3), which is
     evaluated too as a guard.
     """
@@ -278,9 +276,23 @@ def cks_epsilon(rho: Fraction | float, delta: float) -> float:
         return alpha * rho + (log_inv_delta + (alpha - 1) * math.log1p(-1 / alpha) - math.log(alpha)) / (alpha - 1)
 
     start = 1 + math.sqrt(log_inv_delta / rho)  # optimum of the simple bound
-    result = minimize_scalar(bound, bounds=(1 + 1e-9, max(4 * start, 2.0)), method="bounded",
-                             options={"xatol": 1e-10})
-    best = min(bound(result.x), bound(start), rho + 2 * math.sqrt(rho * log_inv_delta))
+    # Golden-section search on log(alpha - 1) around it; the bound is unimodal in alpha.
+    low, high = math.log(1e-9), math.log(max(4 * start, 2.0))
+    ratio = (math.sqrt(5) - 1) / 2
+    x1, x2 = high - ratio * (high - low), low + ratio * (high - low)
+    f1, f2 = bound(1 + math.exp(x1)), bound(1 + math.exp(x2))
+    for _ in range(80):
+        if f1 <= f2:
+            high, x2, f2 = x2, x1, f1
+            x1 = high - ratio * (high - low)
+            f1 = bound(1 + math.exp(x1))
+        else:
+            low, x1, f1 = x1, x2, f2
+            x2 = low + ratio * (high - low)
+            f2 = bound(1 + math.exp(x2))
+        if high - low < 1e-12:
+            break
+    best = min(f1, f2, bound(start), rho + 2 * math.sqrt(rho * log_inv_delta))
     return _up(max(best, 0.0))
 
 

@@ -39,7 +39,10 @@ class CapTotal:
 
     standalone: Spend = ZERO
     families: Mapping[str, Spend] = field(default_factory=dict)
-    drivers: tuple[tuple[str, Spend], ...] = ()  # largest single contributions, for "what drives it"
+    # the largest single contributions, in the cap's unit, for "what drives it"
+    drivers: tuple[tuple[str, Number], ...] = ()
+    # the total in the cap's unit, kept so a check need not convert it again (None: not yet known)
+    value: Number | None = None
 
     @property
     def spend(self) -> Spend:
@@ -102,12 +105,13 @@ def apply(
         else:
             standalone = standalone + cost
         if not cost.is_zero:
-            drivers.append((release.id, cost))
+            drivers.append((release.id, measure(cap, cost)))
     new_families = dict(total.families)
     for family_id, new_members in joined.items():
         everyone = [*members.get(family_id, ()), *new_members]
         new_families[family_id] = family_cost(families[family_id], everyone, cap.subset)
-    return CapTotal(standalone, new_families, _top(cap, drivers))
+    result = CapTotal(standalone, new_families, _top(cap, drivers))
+    return CapTotal(standalone, new_families, result.drivers, measure(cap, result.spend))
 
 
 def total_from_history(cap: Cap, releases: Iterable[Release], families: Mapping[str, Family]) -> CapTotal:
@@ -123,18 +127,15 @@ def total_from_history(cap: Cap, releases: Iterable[Release], families: Mapping[
         else:
             standalone.append(cost)
         if not cost.is_zero:
-            drivers.append((release.id, cost))
+            drivers.append((release.id, measure(cap, cost)))
     family_spends = {fid: family_cost(families[fid], group, cap.subset) for fid, group in members.items()}
-    return CapTotal(compose(standalone), family_spends, _top(cap, drivers))
+    result = CapTotal(compose(standalone), family_spends, _top(cap, drivers))
+    return CapTotal(result.standalone, family_spends, result.drivers, measure(cap, result.spend))
 
 
-def _top(cap: Cap, drivers: list[tuple[str, Spend]]) -> tuple[tuple[str, Spend], ...]:
-    ranked = sorted(drivers, key=lambda item: (-_as_float(measure(cap, item[1])), item[0]))
+def _top(cap: Cap, drivers: list[tuple[str, Number]]) -> tuple[tuple[str, Number], ...]:
+    ranked = sorted(drivers, key=lambda item: (-float(item[1]), item[0]))
     return tuple(ranked[:DRIVERS_KEPT])
-
-
-def _as_float(value: Number) -> float:
-    return float(value)
 
 
 # --------------------------------------------------------------------------
@@ -176,8 +177,8 @@ def check(
             continue
         total = totals.get(cap.name, CapTotal())
         after_total = apply(total, cap, plan, families, members)
-        current = measure(cap, total.spend)
-        after = measure(cap, after_total.spend)
+        current = total.value if total.value is not None else measure(cap, total.spend)
+        after = after_total.value
         results.append(
             CapCheck(
                 cap=cap,
@@ -186,7 +187,7 @@ def check(
                 after=after,
                 headroom=_difference(cap.limit, after),
                 status=status(cap, after),
-                drivers=tuple((rid, measure(cap, spend)) for rid, spend in total.drivers),
+                drivers=total.drivers,
                 after_total=after_total,
             )
         )

@@ -8,12 +8,14 @@ by the audit chain: sorted keys, no whitespace, UTF-8.
 from __future__ import annotations
 
 import hashlib
+import math
 import json
 from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
 from .accounting import UNBOUNDED, Spend
+from .numbers import exact_text
 from .budget import CapTotal
 from .records import Cap, Dataset, Family, Guarantee, Mechanism, Notion, Relation, Release, Status, Variable
 
@@ -211,7 +213,8 @@ def cap_total_to_dict(total: CapTotal) -> dict:
     return {
         "standalone": spend_to_dict(total.standalone),
         "families": {fid: spend_to_dict(spend) for fid, spend in sorted(total.families.items())},
-        "drivers": [[rid, spend_to_dict(spend)] for rid, spend in total.drivers],
+        "drivers": [[rid, exact_text(value)] for rid, value in total.drivers],
+        "value": exact_text(total.value),
     }
 
 
@@ -219,5 +222,12 @@ def cap_total_from_dict(data: dict) -> CapTotal:
     return CapTotal(
         standalone=spend_from_dict(data["standalone"]),
         families={fid: spend_from_dict(spend) for fid, spend in data["families"].items()},
-        drivers=tuple((rid, spend_from_dict(spend)) for rid, spend in data["drivers"]),
+        drivers=tuple((rid, _driver_value(value)) for rid, value in data["drivers"]),
+        value=None if data.get("value") is None else _driver_value(data["value"]),
     )
+
+
+def _driver_value(text: str):
+    if text == "inf":
+        return math.inf
+    return Fraction(text) if "/" in text or "." not in text and "e" not in text else float(text)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from sqlalchemy import JSON, Column, Engine, Text, UniqueConstraint, event, inspect, text
+from sqlalchemy import JSON, Column, Engine, Text, UniqueConstraint, bindparam, event, insert, inspect, text, update
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from .codec import (
@@ -143,6 +143,21 @@ class AuditEventRow(SQLModel, table=True):
     hash: str = Field(index=True)
 
 
+# Statements on the recording path, built once so SQLAlchemy's compiled cache serves them.
+_EVENTS = AuditEventRow.__table__
+_RELEASES = ReleaseRow.__table__
+_TOTALS = CapTotalRow.__table__
+_LAST_EVENT = select(_EVENTS.c.seq, _EVENTS.c.hash).order_by(_EVENTS.c.seq.desc()).limit(1)
+_INSERT_EVENT = insert(_EVENTS)
+_INSERT_RELEASE = insert(_RELEASES)
+_RELEASE_EXISTS = select(_RELEASES.c.id).where(_RELEASES.c.id == bindparam("id"))
+_CONFIG_STAMP = select(MetaRow.__table__.c.value).where(MetaRow.__table__.c.key == "config_seq")
+_READ_TOTALS = select(_TOTALS.c.cap, _TOTALS.c.total).where(
+    _TOTALS.c.dataset == bindparam("dataset"), _TOTALS.c.cap.in_(bindparam("names", expanding=True)))
+_UPDATE_TOTAL = update(_TOTALS).where(
+    _TOTALS.c.dataset == bindparam("d"), _TOTALS.c.cap == bindparam("c")).values(total=bindparam("t"))
+
+
 # --------------------------------------------------------------------------
 # Engine and transactions
 # --------------------------------------------------------------------------
@@ -219,8 +234,7 @@ def write_session(engine: Engine) -> Iterator[Session]:
     with Session(engine) as session:
         if engine.dialect.name == "postgresql":
             session.exec(text("SELECT pg_advisory_xact_lock(:key)").bindparams(key=WRITE_LOCK_KEY))
-        else:
-            session.exec(text("SELECT 1"))  # opens the transaction: BEGIN IMMEDIATE
+        # (SQLite: the first statement opens the transaction with BEGIN IMMEDIATE)
         try:
             yield session
             session.commit()
@@ -305,19 +319,23 @@ def is_empty(session: Session) -> bool:
 
 
 def append_event(session: Session, *, kind: str, subject: str, actor: str, payload: dict,
-                 at: datetime | None = None) -> AuditEventRow:
+                 at: datetime | None = None) -> tuple[int, str]:
+    """Append one event to the chain; returns its (seq, hash)."""
+    session.flush()  # anything the ORM holds goes first, in order
+    connection = session.connection()
     head = session.info.get("audit_head")  # (seq, hash) of the last event this transaction wrote
     if head is None:
-        last = session.exec(select(AuditEventRow).order_by(AuditEventRow.seq.desc()).limit(1)).first()
-        head = (0, GENESIS_HASH) if last is None else (last.seq, last.hash)
+        last = connection.execute(_LAST_EVENT).first()
+        head = (0, GENESIS_HASH) if last is None else (last[0], last[1])
     seq, previous = head[0] + 1, head[1]
     body = {"seq": seq, "at": (at or now()).isoformat(), "actor": actor, "kind": kind,
             "subject": subject, "payload": payload}
-    row = AuditEventRow(seq=seq, at=body["at"], actor=actor, kind=kind, subject=subject,
-                        payload=canonical_json(payload), prev_hash=previous, hash=chain_hash(previous, body))
-    session.add(row)
-    session.info["audit_head"] = (seq, row.hash)
-    return row
+    digest = chain_hash(previous, body)
+    connection.execute(_INSERT_EVENT, {"seq": seq, "at": body["at"], "actor": actor, "kind": kind,
+                                       "subject": subject, "payload": canonical_json(payload),
+                                       "prev_hash": previous, "hash": digest})
+    session.info["audit_head"] = (seq, digest)
+    return seq, digest
 
 
 def add_dataset(session: Session, dataset: Dataset, actor: str) -> None:
@@ -340,22 +358,25 @@ def add_releases(session: Session, releases: Sequence[Release], families: Sequen
     if families:
         bump_config(session)
         session.flush()  # families before the releases that name them
+    rows = []
     for release in releases:
         body = release_to_dict(release)
-        event_row = append_event(session, kind="release.recorded", subject=release.id, actor=actor,
-                                 payload={"release": body})
-        session.add(_release_row(body, event_row.seq))  # a release's seq is that of its recording event
-    session.flush()
+        seq, _ = append_event(session, kind="release.recorded", subject=release.id, actor=actor,
+                              payload={"release": body})
+        rows.append(_release_values(body, seq))  # a release's seq is that of its recording event
+    if rows:
+        session.connection().execute(_INSERT_RELEASE, rows)
 
 
-def _release_row(body: dict, seq: int) -> ReleaseRow:
-    return ReleaseRow(
-        id=body["id"], seq=seq, dataset=body["dataset"], title=body["title"], reads=body["reads"],
-        mechanism_name=body["mechanism"]["name"], mechanism_params=body["mechanism"]["params"],
-        guarantees=body["guarantees"], derived_from=body["derived_from"], family=body["family"],
-        status=body["status"], recorded_by=body["recorded_by"], recorded_at=body["recorded_at"],
-        approved_by=body["approved_by"], approved_at=body["approved_at"], published_at=body["published_at"],
-    )
+def _release_values(body: dict, seq: int) -> dict:
+    return {
+        "id": body["id"], "seq": seq, "dataset": body["dataset"], "title": body["title"], "reads": body["reads"],
+        "mechanism_name": body["mechanism"]["name"], "mechanism_params": body["mechanism"]["params"],
+        "guarantees": body["guarantees"], "derived_from": body["derived_from"], "family": body["family"],
+        "status": body["status"], "recorded_by": body["recorded_by"], "recorded_at": body["recorded_at"],
+        "approved_by": body["approved_by"], "approved_at": body["approved_at"],
+        "published_at": body["published_at"],
+    }
 
 
 # --------------------------------------------------------------------------
@@ -376,7 +397,7 @@ class ReleaseLookup(Mapping):
         return release_from_dict(release_row_dict(row))
 
     def __contains__(self, release_id: object) -> bool:
-        return self.session.exec(select(ReleaseRow.id).where(ReleaseRow.id == release_id)).first() is not None
+        return self.session.connection().execute(_RELEASE_EXISTS, {"id": release_id}).first() is not None
 
     def __iter__(self):
         return iter(self.session.exec(select(ReleaseRow.id)).all())
@@ -405,8 +426,7 @@ def bump_config(session: Session) -> None:
 
 def configuration(session: Session) -> Configuration:
     url = str(session.get_bind().url)
-    row = session.get(MetaRow, "config_seq")
-    stamp = row.value if row else "0"
+    stamp = session.connection().execute(_CONFIG_STAMP).scalar() or "0"
     cached = _CONFIGURATION_CACHE.get(url)
     if cached is not None and cached[0] == stamp:
         return cached[1]
@@ -446,26 +466,28 @@ def _cap_dict(row: CapRow) -> dict:
 
 
 def cap_totals(session: Session, dataset: str, names: Iterable[str] | None = None) -> dict[str, CapTotal]:
-    query = select(CapTotalRow).where(CapTotalRow.dataset == dataset)
     if names is not None:
-        query = query.where(CapTotalRow.cap.in_(list(names)))
-    rows = session.exec(query)
+        rows = session.connection().execute(_READ_TOTALS, {"dataset": dataset, "names": list(names)})
+        return {cap: cap_total_from_dict(total) for cap, total in rows}
+    rows = session.exec(select(CapTotalRow).where(CapTotalRow.dataset == dataset))
     return {row.cap: cap_total_from_dict(row.total) for row in rows}
 
 
 def save_totals(session: Session, dataset: str, totals: Mapping[str, CapTotal]) -> None:
     if not totals:
         return
-    rows = {row.cap: row for row in session.exec(
-        select(CapTotalRow).where(CapTotalRow.dataset == dataset, CapTotalRow.cap.in_(list(totals))))}
-    for name, total in totals.items():
-        row = rows.get(name)
-        body = cap_total_to_dict(total)
-        if row is None:
-            session.add(CapTotalRow(dataset=dataset, cap=name, total=body))
-        elif row.total != body:
-            row.total = body
-            session.add(row)
+    session.flush()
+    connection = session.connection()
+    rows = [{"d": dataset, "c": name, "t": cap_total_to_dict(total)} for name, total in totals.items()]
+    if not connection.dialect.supports_sane_multi_rowcount:
+        counts = sum(connection.execute(_UPDATE_TOTAL, row).rowcount for row in rows)
+    else:
+        counts = connection.execute(_UPDATE_TOTAL, rows).rowcount
+    if counts != len(rows):  # some cap had no row yet
+        existing = set(connection.execute(_READ_TOTALS, {"dataset": dataset, "names": list(totals)}).scalars())
+        for row in rows:
+            if row["c"] not in existing:
+                connection.execute(insert(_TOTALS), {"dataset": dataset, "cap": row["c"], "total": row["t"]})
 
 
 def set_cap(session: Session, cap: Cap, actor: str) -> None:
@@ -483,9 +505,8 @@ def set_status(session: Session, release: Release, actor: str, kind: str) -> Non
     """Write a lifecycle change (the release already carries its new status)."""
     row = session.get(ReleaseRow, release.id)
     body = release_to_dict(release)
-    fresh = _release_row(body, row.seq)
     for name in ("status", "approved_by", "approved_at", "published_at"):
-        setattr(row, name, getattr(fresh, name))
+        setattr(row, name, body[name])
     session.add(row)
     append_event(session, kind=kind, subject=release.id, actor=actor, payload={"release": body})
 

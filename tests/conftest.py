@@ -41,3 +41,43 @@ def _reference_cks(rho: float, delta: float) -> float:
 @pytest.fixture(scope="session")
 def reference_cks():
     return _reference_cks
+
+
+# --------------------------------------------------------------------------
+# A ledger database on each backend (issue 3, section 6)
+# --------------------------------------------------------------------------
+
+POSTGRES_ENV = "LEDGER_TEST_POSTGRES_URL"
+
+
+def _psycopg_url(url) -> str:
+    """psycopg wants postgresql://...; SQLAlchemy's form is postgresql+psycopg://..."""
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ledger_url(request, tmp_path):
+    """The SQLAlchemy URL of a new, empty ledger database: a SQLite file under tmp_path, or
+    a fresh PostgreSQL database `ledger_test_<hex>` on the server of $LEDGER_TEST_POSTGRES_URL,
+    dropped afterwards (WITH (FORCE): connections a test left open do not keep it alive).
+    The PostgreSQL case is skipped, visibly, when the variable is not set."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'ledger.db'}"
+        return
+    server = os.environ.get(POSTGRES_ENV)
+    if not server:
+        pytest.skip(f"{POSTGRES_ENV} is not set")
+    import secrets
+
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    base = make_url(server)
+    name = f"ledger_test_{secrets.token_hex(6)}"
+    with psycopg.connect(_psycopg_url(base), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(_psycopg_url(base), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
