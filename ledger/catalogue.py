@@ -99,6 +99,14 @@ def _tan_consistent_counts(mechanism: Mechanism, reads: frozenset[str]):
     return (Guarantee(frozenset(protects), Notion.PURE, epsilon=epsilon, relation=_relation(mechanism)),), []
 
 
+def _pufferfish_only(mechanism: Mechanism, reads: frozenset[str]):
+    """A Pufferfish-family mechanism (Bailie's p%, Zhang et al.'s attribute-private
+    Gaussian, a perfectly sample-private mapping): no DP guarantee, so ∞ on what it
+    reads in every DP total; its own guarantee is recorded under `pufferfish` and
+    reported apart (DESIGN 2.8)."""
+    return (), []
+
+
 def _declared(mechanism: Mechanism, reads: frozenset[str]):
     """A mechanism described only by its explicit guarantees."""
     return (), [Problem("name", "a declared mechanism needs explicit guarantees")]
@@ -112,6 +120,9 @@ CATALOGUE: dict[str, Derivation] = {
     "post-processing": _post_processing,
     "tan-consistent-counts": _tan_consistent_counts,
     "declared": _declared,
+    "p-percent": _pufferfish_only,
+    "attribute-gaussian": _pufferfish_only,
+    "modular-sum": _pufferfish_only,
 }
 
 

@@ -435,10 +435,18 @@ def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option(help="Where to write the HTML table.")] = Path("ledger-demo.html"),
+    example: Annotated[str, typer.Option(help="census: Tan's Example 3.6 (Table 1); graduates: Tan's "
+                                              "Algorithm 1 on Table 2.")] = "census",
+    seed: Annotated[Optional[int], typer.Option(help="graduates: seed the noise (default: a secure seed).")] = None,
 ) -> None:
     """Tan's Example 3.6 in the selected ledger: Table 1, printed and written as HTML."""
-    from .demo import run_demo
+    from .demo import run_demo, run_graduates_demo
 
+    if example == "graduates":
+        typer.echo(run_graduates_demo(_engine(create=True), actor=_actor(None), seed=seed))
+        return
+    if example != "census":
+        raise fail("command line", "--example", f"must be census or graduates, found {example!r}")
     typer.echo(run_demo(_engine(create=True), out, actor=_actor(None)))
 
 
@@ -454,3 +462,10 @@ def audit_verify() -> None:
     for problem in result.problems[1:]:
         typer.echo(f"  also: {problem}", err=True)
     raise typer.Exit(1)
+
+
+from .cli_run import assess, run, sample_privacy  # noqa: E402  (issue 5)
+
+app.command("run")(run)
+app.command("assess")(assess)
+app.command("sample-privacy")(sample_privacy)

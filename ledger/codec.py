@@ -17,7 +17,19 @@ from typing import Any
 from .accounting import UNBOUNDED, Spend
 from .numbers import exact_text
 from .budget import CapTotal
-from .records import Cap, Dataset, Family, Guarantee, Mechanism, Notion, Relation, Release, Status, Variable
+from .records import (
+    Cap,
+    Dataset,
+    Family,
+    Guarantee,
+    Mechanism,
+    Notion,
+    PufferfishGuarantee,
+    Relation,
+    Release,
+    Status,
+    Variable,
+)
 
 GENESIS_HASH = "0" * 64
 
@@ -110,6 +122,9 @@ def release_to_dict(release: Release) -> dict:
         "approved_by": release.approved_by,
         "approved_at": _time(release.approved_at),
         "published_at": _time(release.published_at),
+        "pufferfish": [pufferfish_to_dict(g) for g in release.pufferfish],
+        "output_digest": release.output_digest,
+        "output": release.output,
     }
 
 
@@ -129,7 +144,34 @@ def release_from_dict(data: dict) -> Release:
         approved_by=data["approved_by"],
         approved_at=_parse_time(data["approved_at"]),
         published_at=_parse_time(data["published_at"]),
+        pufferfish=tuple(pufferfish_from_dict(g) for g in data.get("pufferfish") or ()),
+        output_digest=data.get("output_digest"),
+        output=data.get("output"),
         source=f"release {data['id']}",
+    )
+
+
+def pufferfish_to_dict(guarantee: PufferfishGuarantee) -> dict:
+    return {
+        "kind": guarantee.kind,
+        "protects": sorted(guarantee.protects),
+        "secrets": guarantee.secrets,
+        "assumptions": guarantee.assumptions,
+        "epsilon": _number(guarantee.epsilon),
+        "delta": _number(guarantee.delta),
+        "parameters": {key: _param(value) for key, value in guarantee.parameters},
+    }
+
+
+def pufferfish_from_dict(data: dict) -> PufferfishGuarantee:
+    return PufferfishGuarantee(
+        kind=data["kind"],
+        protects=frozenset(data["protects"]),
+        secrets=data["secrets"],
+        assumptions=data["assumptions"],
+        epsilon=_fraction(data.get("epsilon")),
+        delta=_fraction(data.get("delta")),
+        parameters=tuple(sorted((key, _unparam(value)) for key, value in (data.get("parameters") or {}).items())),
     )
 
 

@@ -97,6 +97,25 @@ class Guarantee:
 
 
 @dataclass(frozen=True, slots=True)
+class PufferfishGuarantee:
+    """A Pufferfish-family guarantee (DESIGN 2.8): p% protection (Bailie), dataset
+    attribute privacy (Zhang, Ohrimenko and Cummings), perfect sample privacy.
+
+    Stated under a data model, so it does not compose like DP: the engine never
+    adds it into a DP total; reports show it in its own section with its secrets
+    and assumptions.
+    """
+
+    kind: str  # "p-percent", "dataset-attribute-privacy", "perfect-sample-privacy"
+    protects: frozenset[str]
+    secrets: str
+    assumptions: str
+    epsilon: Fraction | None = None
+    delta: Fraction | None = None
+    parameters: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Mechanism:
     """How a release was produced, as data: a name and its parameters (exact numbers
     stay Fractions). `params` is a sorted tuple of pairs so the record stays hashable."""
@@ -134,6 +153,9 @@ class Release:
     approved_by: str | None = None
     approved_at: datetime | None = None
     published_at: datetime | None = None
+    pufferfish: tuple[PufferfishGuarantee, ...] = ()  # never added into DP totals (DESIGN 2.8)
+    output_digest: str | None = None  # SHA-256 of the published output (mechanisms run by the ledger)
+    output: str | None = None  # the published output itself, as CSV; never the input data
     source: str = field(default="", compare=False)  # file:line it was read from, for messages
     source_field: str = field(default="", compare=False)  # its path in that file: "releases[1]"
 

@@ -48,7 +48,7 @@ from .loader import LedgerSnapshot
 from .records import Cap, Dataset, Family, Release
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 2  # 1: issue 2 (no caps); 2: caps and their running totals
+SCHEMA_VERSION = 3  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 
 
@@ -109,6 +109,10 @@ class ReleaseRow(SQLModel, table=True):
     approved_by: str | None = None
     approved_at: str | None = None
     published_at: str | None = None
+    # schema version 3
+    pufferfish: list = Field(default_factory=list, sa_column=Column(JSON, nullable=False, server_default="[]"))
+    output_digest: str | None = None
+    output: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class CapRow(SQLModel, table=True):
@@ -223,8 +227,22 @@ def ensure_schema(engine: Engine) -> None:
                              payload={"from": target - 1, "to": target})
 
 
+def _v3_release_outputs(session: Session) -> None:
+    """Releases gain their Pufferfish guarantees, output digest and output."""
+    connection = session.connection()
+    columns = {column["name"] for column in inspect(connection).get_columns("releases")}
+    json_type = "JSON" if connection.dialect.name == "postgresql" else "JSON"
+    if "pufferfish" not in columns:
+        connection.exec_driver_sql(f"ALTER TABLE releases ADD COLUMN pufferfish {json_type} NOT NULL DEFAULT '[]'")
+    if "output_digest" not in columns:
+        connection.exec_driver_sql("ALTER TABLE releases ADD COLUMN output_digest VARCHAR")
+    if "output" not in columns:
+        connection.exec_driver_sql("ALTER TABLE releases ADD COLUMN output TEXT")
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
+    3: _v3_release_outputs,
 }
 
 
@@ -306,6 +324,9 @@ def release_row_dict(row: ReleaseRow) -> dict:
         "approved_by": row.approved_by,
         "approved_at": row.approved_at,
         "published_at": row.published_at,
+        "pufferfish": row.pufferfish,
+        "output_digest": row.output_digest,
+        "output": row.output,
     }
 
 
@@ -375,7 +396,8 @@ def _release_values(body: dict, seq: int) -> dict:
         "guarantees": body["guarantees"], "derived_from": body["derived_from"], "family": body["family"],
         "status": body["status"], "recorded_by": body["recorded_by"], "recorded_at": body["recorded_at"],
         "approved_by": body["approved_by"], "approved_at": body["approved_at"],
-        "published_at": body["published_at"],
+        "published_at": body["published_at"], "pufferfish": body["pufferfish"],
+        "output_digest": body["output_digest"], "output": body["output"],
     }
 
 
@@ -552,7 +574,7 @@ def verify(session: Session) -> Verification:
             problems.append(f"event {row.seq} ({row.kind} {row.subject}): content does not match its hash")
         previous = row.hash
         if "release" in payload:
-            expected_releases[row.subject] = (row.seq, payload["release"])
+            expected_releases[row.subject] = (row.seq, _normal_release(payload["release"]))
         if "dataset" in payload:
             expected_datasets[row.subject] = (row.seq, payload["dataset"])
         if "family" in payload:
@@ -561,7 +583,8 @@ def verify(session: Session) -> Verification:
             expected_caps[row.subject] = (row.seq, payload["cap"])
 
     problems.extend(_compare(
-        "release", expected_releases, {r.id: release_row_dict(r) for r in session.exec(select(ReleaseRow))}))
+        "release", expected_releases,
+        {r.id: _normal_release(release_row_dict(r)) for r in session.exec(select(ReleaseRow))}))
     problems.extend(_compare(
         "dataset", expected_datasets, {d.name: dataset_to_dict(d) for d in _datasets(session)}))
     problems.extend(_compare(
@@ -571,6 +594,14 @@ def verify(session: Session) -> Verification:
     problems.sort(key=_event_number)
     problems.extend(_check_totals(session))
     return Verification(ok=not problems, events=count, head=previous, problems=tuple(problems))
+
+
+def _normal_release(body: dict) -> dict:
+    """A release as the current format writes it (fields added since are given their defaults)."""
+    try:
+        return release_to_dict(release_from_dict(body))
+    except (KeyError, TypeError, ValueError):
+        return body  # unreadable: compared as it is, and reported
 
 
 def _check_totals(session: Session) -> list[str]:

@@ -296,9 +296,10 @@ def test_a_deleted_event_is_detected(engine, db):
 
 def test_a_row_added_behind_the_ledgers_back_is_detected(engine, db):
     record_examples(engine)
-    execute(db, "INSERT INTO releases SELECT 'ghost', 99, dataset, title, reads, mechanism_name, mechanism_params, "
-                "guarantees, derived_from, family, status, recorded_by, recorded_at, approved_by, approved_at, "
-                "published_at FROM releases WHERE id = 'mean-income'")
+    columns = ("dataset, title, reads, mechanism_name, mechanism_params, guarantees, derived_from, family, status, "
+               "recorded_by, recorded_at, approved_by, approved_at, published_at")
+    execute(db, f"INSERT INTO releases (id, seq, {columns}) SELECT 'ghost', 99, {columns} "
+                "FROM releases WHERE id = 'mean-income'")
     result = verify(engine)
     assert not result.ok
     assert any("ghost" in problem for problem in result.problems)

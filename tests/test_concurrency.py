@@ -1,0 +1,82 @@
+"""Atomic enforcement under concurrent stewards (issue 3, section 5; DESIGN 3).
+
+Twenty processes each record a release of epsilon 0.1 reading `income`, capped at
+epsilon 1: exactly ten fit, whatever the interleaving, so exactly ten must succeed
+(exit 0) and ten be refused (exit 1), on a SQLite file and on PostgreSQL. Each process
+is the real command, `python -m ledger --db URL record FILE`, started at once with
+Popen. Afterwards the spend is exactly 1 (an exact fraction, not 0.9999...) and the
+audit chain verifies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+STEWARDS = 20
+
+DATASET = """\
+dataset: payroll
+variables:
+  - {name: income}
+  - {name: region}
+caps:
+  - {subset: [income], epsilon: 1}
+"""
+
+
+def ledger(url: str, cwd: Path, *args: str, user: str = "tester") -> subprocess.CompletedProcess:
+    env = {**os.environ, "LEDGER_USER": user}
+    return subprocess.run([sys.executable, "-m", "ledger", "--db", url, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_twenty_stewards_recording_at_once_never_exceed_a_cap(ledger_url, tmp_path):
+    (tmp_path / "payroll.yaml").write_text(DATASET, encoding="utf-8")
+    added = ledger(ledger_url, tmp_path, "dataset", "add", "payroll.yaml")
+    assert added.returncode == 0, added.stderr
+    files = []
+    for k in range(STEWARDS):
+        path = tmp_path / f"file_{k}.yaml"
+        path.write_text(textwrap.dedent(f"""\
+            dataset: payroll
+            releases:
+              - {{id: steward-{k}, reads: [income], mechanism: {{name: laplace, epsilon: 0.1}}}}
+            """), encoding="utf-8")
+        files.append(path)
+
+    processes = [
+        subprocess.Popen([sys.executable, "-m", "ledger", "--db", ledger_url, "record", str(path)], cwd=tmp_path,
+                         env={**os.environ, "LEDGER_USER": f"steward-{k}"},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for k, path in enumerate(files)
+    ]
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=180)
+        results.append((process.returncode, out, err))
+
+    codes = sorted(code for code, _, _ in results)
+    assert codes == [0] * 10 + [1] * 10, [(code, err) for code, _, err in results if code not in (0, 1)]
+    for code, out, err in results:
+        if code == 1:
+            assert "cap payroll/income: epsilon would be 1.1 against a cap of 1, over by 0.1" in err, err
+            assert "nothing was written" in err
+        else:
+            assert "recorded 1 release" in out
+
+    spend = json.loads(ledger(ledger_url, tmp_path, "subset", "income", "--json").stdout)
+    assert spend["epsilon"] == 1 and type(spend["epsilon"]) is int  # exactly, not 0.9999999999999999
+    assert len(spend["releases"]) == 10
+    recorded = json.loads(ledger(ledger_url, tmp_path, "releases", "--json").stdout)
+    winners = {f"steward-{k}" for k, (code, _, _) in enumerate(results) if code == 0}
+    assert {r["id"] for r in recorded} == winners
+    caps = json.loads(ledger(ledger_url, tmp_path, "cap", "list", "--json").stdout)
+    assert [(c["cap"], c["current"], c["status"]) for c in caps] == [("income", 1, "warn")]
+    verified = ledger(ledger_url, tmp_path, "audit", "verify")
+    assert verified.returncode == 0, verified.stderr
+    assert "12 events" in verified.stdout  # the dataset, its cap, and the ten releases that fit
