@@ -182,7 +182,7 @@ def bench_check(history: int, workdir: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000)
-    parser.add_argument("--baseline-records", type=int, default=1_000)
+    parser.add_argument("--baseline-records", type=int, default=300)
     parser.add_argument("--history", type=int, default=100_000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:

@@ -108,8 +108,11 @@ def apply(
             drivers.append((release.id, measure(cap, cost)))
     new_families = dict(total.families)
     for family_id, new_members in joined.items():
-        everyone = [*members.get(family_id, ()), *new_members]
+        counted = [m for m in members.get(family_id, ()) if m.status in CHARGED_STATUSES]  # not cancelled ones
+        everyone = [*counted, *new_members]
         new_families[family_id] = family_cost(families[family_id], everyone, cap.subset)
+        if new_families[family_id].is_zero:
+            del new_families[family_id]  # a family that reads nothing of the subset: no entry
     result = CapTotal(standalone, new_families, _top(cap, drivers))
     return CapTotal(standalone, new_families, result.drivers, measure(cap, result.spend))
 
@@ -128,7 +131,8 @@ def total_from_history(cap: Cap, releases: Iterable[Release], families: Mapping[
             standalone.append(cost)
         if not cost.is_zero:
             drivers.append((release.id, measure(cap, cost)))
-    family_spends = {fid: family_cost(families[fid], group, cap.subset) for fid, group in members.items()}
+    family_spends = {fid: spend for fid, group in members.items()
+                     if not (spend := family_cost(families[fid], group, cap.subset)).is_zero}
     result = CapTotal(compose(standalone), family_spends, _top(cap, drivers))
     return CapTotal(result.standalone, family_spends, result.drivers, measure(cap, result.spend))
 

@@ -280,6 +280,8 @@ def cap_set(
         entry["subset"] = "all"
     elif len(subset) == 1 and chosen.group(subset[0]) is not None:
         entry["name"] = subset[0]
+        if name:  # the group's variables, under another name
+            entry["subset"] = sorted(chosen.group(subset[0]))
     else:
         entry["subset"] = subset
     if name:
@@ -287,10 +289,15 @@ def cap_set(
     for key, value in (("epsilon", epsilon), ("delta", delta), ("rho", rho)):
         if value is not None:
             entry[key] = value
-    caps = operations.add_caps(_engine(), chosen.name, [entry], _actor(by), "command line")
+    engine = _engine()
+    caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
+    with Session(engine) as session:
+        checks = budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
     for cap in caps:
         typer.echo(f"cap {cap.name} on {{{', '.join(sorted(cap.subset))}}}: {cap.unit} {format_number(cap.limit)}"
                    + (f" at delta {format_delta(cap.delta)}" if cap.delta is not None else ""))
+    for line in check_lines(checks, planned=False):  # a cap below what is spent is over at once
+        typer.echo(line)
 
 
 @cap_app.command("list")
@@ -469,3 +476,6 @@ from .cli_run import assess, run, sample_privacy  # noqa: E402  (issue 5)
 app.command("run")(run)
 app.command("assess")(assess)
 app.command("sample-privacy")(sample_privacy)
+
+from .cli_report import report  # noqa: E402  (issue 4)
+app.command("report")(report)

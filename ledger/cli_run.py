@@ -17,7 +17,7 @@ from sqlmodel import Session
 
 from . import store
 from .errors import InputErrors, LedgerError, fail
-from .records import Status
+from .records import CHARGED_STATUSES, Status
 
 
 def _read_csv(path: Path, option: str) -> pd.DataFrame:
@@ -89,8 +89,9 @@ def run(
         typer.echo(text, nl=False)
     else:
         out.write_text(text, encoding="utf-8")
+    published = result.derived or result.release
     recorded = [result.release.id] + ([result.derived.id] if result.derived else [])
-    typer.echo(f"recorded {', '.join(recorded)} (output digest {result.release.output_digest[:16]}…)", err=True)
+    typer.echo(f"recorded {', '.join(recorded)} (output digest {published.output_digest[:16]}…)", err=True)
 
 
 def assess(
@@ -140,7 +141,7 @@ def sample_privacy(
 
     chosen = _pick_dataset(_read_light(), dataset)
     with Session(_engine()) as session:
-        releases = list(store.snapshot(session, chosen.name).releases.values())
+        releases = [r for r in store.snapshot(session, chosen.name).releases.values() if r.status in CHARGED_STATUSES]
     results = joint_sample_leakage(releases)
     if as_json:
         typer.echo(json.dumps(results, indent=2))

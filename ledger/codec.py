@@ -181,7 +181,8 @@ def dataset_to_dict(dataset: Dataset) -> dict:
         "description": dataset.description,
         "delta": _number(dataset.delta),
         "variables": [
-            {"name": v.name, "classification": v.classification, "description": v.description}
+            {"name": v.name, "classification": v.classification, "description": v.description,
+             "categories": None if v.categories is None else list(v.categories)}
             for v in dataset.variables
         ],
         "groups": {name: sorted(members) for name, members in dataset.groups},
@@ -191,7 +192,9 @@ def dataset_to_dict(dataset: Dataset) -> dict:
 def dataset_from_dict(data: dict) -> Dataset:
     return Dataset(
         name=data["name"],
-        variables=tuple(Variable(v["name"], v["classification"], v["description"]) for v in data["variables"]),
+        variables=tuple(Variable(v["name"], v["classification"], v["description"],
+                                 None if v.get("categories") is None else tuple(v["categories"]))
+                        for v in data["variables"]),
         description=data["description"],
         delta=_fraction(data["delta"]),
         groups=tuple((name, frozenset(members)) for name, members in data["groups"].items()),

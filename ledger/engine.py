@@ -386,6 +386,353 @@ class LedgerIndex:
             (a, b): self.subset_cost((a, b), objective).spend for a, b in combinations(self.variables, 2)
         }
 
+    # -- every pair, and running totals, over arrays (reports, issue 4) -------
+
+    def pair_matrix(self, objective: Objective | None = None) -> SpendGrid:
+        """The loss on every pair {a, b} (and on {a} on the diagonal), as a symmetric grid.
+
+        Equal to `pairs()` (and to `ledger_cost` on each pair), without a subset query
+        per pair. For a simple release with at most one guarantee, value v, protected
+        set P: c_r({a, b}) is v when r reads a or b and neither of them is in
+        reads - P, ∞ when one of them is, 0 otherwise (DESIGN 2.3). So the finite
+        part is, per distinct value v, v times the number of its releases reading a or
+        b: n_v(a) + n_v(b) - n_v(a and b), with n_v(a and b) = (R_v^T R_v)[a, b] for
+        the 0/1 reads matrix R_v -- a matrix product, exact in float32 below 2^24
+        releases. Releases with several guarantees are evaluated pair by pair over
+        arrays. A family whose members have at most one guarantee each costs the
+        componentwise largest member cost (DESIGN 2.6), also over arrays, except on
+        pairs holding a key variable of its partition; those, other families and
+        releases with a choice go through the exact path (`family_options`,
+        `candidates`, `choose`) on the pairs they read, as `_others` does.
+        """
+        n_var = len(self.variables)
+        grid = _GridBuilder(self._components, (n_var, n_var))
+        n_guarantees, first = self._guarantee_spans()
+
+        single = np.flatnonzero(self.simple & (n_guarantees <= 1))
+        protects = self._single_protects(single, first)
+        exact = (self.reads[single] & ~protects).any(axis=0)  # read without protection: ∞ (DESIGN 2.3)
+        grid.unbounded |= exact[:, None] | exact[None, :]
+        guaranteed = first[single] >= 0
+        rows = single[guaranteed]
+        values = self.g_value[first[rows]]
+        for value in np.unique(values):
+            reads = self.reads[rows[values == value]].astype(np.float32)
+            alone = reads.sum(axis=0)
+            both = reads.T @ reads
+            grid.add_count(int(value), np.rint(alone[:, None] + alone[None, :] - both).astype(np.int64))
+
+        for r in np.flatnonzero(self.simple & (n_guarantees > 1)):
+            grid.add_ids(self._pair_ids(r, first, n_guarantees))
+
+        # families: the largest member cost, over arrays, where no key variable is in the pair
+        exact_units: list[tuple[np.ndarray, str | None, int | None]] = []  # (pairs it must see, family, release)
+        for fid, rows_ in self.members.items():
+            family = self.families[fid]
+            if any(n_guarantees[r] > 1 for r in rows_):
+                read = self.reads[rows_].any(axis=0)
+                exact_units.append((read[:, None] | read[None, :], fid, None))
+                continue
+            largest = _GridBuilder(self._components, (n_var, n_var))
+            for r in rows_:
+                largest.max_ids(self._pair_ids(r, first, n_guarantees))
+            keyed = np.zeros(n_var, dtype=bool)
+            if family.partition is not None:
+                keyed[[self.column[name] for name in family.partition if name in self.column]] = True
+            with_key = keyed[:, None] | keyed[None, :]
+            grid.add_grid(largest, where=~with_key)
+            if with_key.any():
+                exact_units.append((with_key, fid, None))
+        for i in self.ambiguous:
+            read = self.reads[i]
+            exact_units.append((read[:, None] | read[None, :], None, i))
+        if exact_units:
+            needed = np.triu(np.logical_or.reduce([pairs_ for pairs_, _, _ in exact_units]))
+            memo: dict = {}
+            for i, j in zip(*np.nonzero(needed)):
+                subset = frozenset({self.variables[i], self.variables[j]})
+                families = {fid: self.members[fid] for pairs_, fid, _ in exact_units if fid and pairs_[i, j]}
+                releases = [r for pairs_, fid, r in exact_units if r is not None and pairs_[i, j]]
+                spend = self._units_cost(subset, grid.spend(i, j), families, releases, objective, memo)
+                grid.set(i, j, spend)
+                grid.set(j, i, spend)
+        return grid.done()
+
+    def running_totals(self, order: Sequence[int], checkpoints: Sequence[int],
+                       objective: Objective | None = None) -> SpendGrid:
+        """The loss on each single variable of the releases order[:c], for each c in `checkpoints`.
+
+        Row k, column j of the result is the loss on {variables[j]} of the first
+        checkpoints[k] releases of `order` (indices into `releases`): the total row of
+        Table 1 as it stood after them (Tan Prop 3.4), for charts of the loss over time.
+        Simple releases are summed between checkpoints, then cumulated; a family of
+        members with at most one guarantee each costs the running componentwise maximum
+        of its members' cells (DESIGN 2.6) except on its key variables, which go, with
+        other families and releases with a choice, through the exact path.
+        """
+        order = np.asarray(order, dtype=np.int64)
+        checkpoints = np.asarray(checkpoints, dtype=np.int64)
+        n_var = len(self.variables)
+        grid = _GridBuilder(self._components, (len(checkpoints), n_var))
+        if len(order) == 0 or len(checkpoints) == 0:
+            return grid.done()
+        cells = self._single_cells()
+        ordered = cells[order].copy()
+        ordered[~self.simple[order]] = self.ZERO_ID  # families and choices: below
+        bounds = np.concatenate([[0], checkpoints])
+        for k in range(len(checkpoints)):
+            grid.add_row_ids(k, ordered[bounds[k]:max(bounds[k], bounds[k + 1])])
+        grid.accumulate_rows()
+
+        position = np.full(len(self.releases), len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        n_guarantees, _ = self._guarantee_spans()
+        exact_families: dict[str, np.ndarray] = {}  # family -> the variables it must see exactly
+        for fid, rows_ in self.members.items():
+            family = self.families[fid]
+            if any(n_guarantees[r] > 1 for r in rows_):
+                exact_families[fid] = self.reads[rows_].any(axis=0)
+                continue
+            keyed = np.zeros(n_var, dtype=bool)
+            if family.partition is not None:
+                keyed[[self.column[name] for name in family.partition if name in self.column]] = True
+            members = sorted((position[r], r) for r in rows_ if position[r] < len(order))
+            if members:
+                at = np.asarray([m for m, _ in members])
+                ids = cells[[r for _, r in members]]
+                count = np.searchsorted(at, checkpoints, side="left")  # members before each checkpoint
+                grid.add_running_max(ids, count, where=~keyed)
+            if keyed.any():
+                exact_families[fid] = keyed
+        if exact_families or self.ambiguous:
+            memo: dict = {}
+            for k, count in enumerate(checkpoints):
+                families = {fid: [r for r in self.members[fid] if position[r] < count] for fid in exact_families}
+                families = {fid: rows_ for fid, rows_ in families.items() if rows_}
+                ambiguous = [i for i in self.ambiguous if position[i] < count]
+                needed = np.zeros(n_var, dtype=bool)
+                for fid in families:
+                    needed |= exact_families[fid]
+                for i in ambiguous:
+                    needed |= self.reads[i]
+                for j in np.flatnonzero(needed):
+                    touching = {fid: rows_ for fid, rows_ in families.items() if exact_families[fid][j]}
+                    releases = [i for i in ambiguous if self.reads[i, j]]
+                    grid.set(k, j, self._units_cost(frozenset({self.variables[j]}), grid.spend(k, j), touching,
+                                                    releases, objective, memo))
+        return grid.done()
+
+    def table_by_arrays(self, dataset: str, objective: Objective | None = None) -> RiskTable:
+        """The same RiskTable as `table()`, with the total row from `running_totals` (families
+        over arrays): what reports use on large ledgers with families."""
+        n_rel, n_var = len(self.releases), len(self.variables)
+        dataset_wide = self.cost_ids(range(n_var))
+        totals = self.running_totals(range(n_rel), [n_rel], objective)
+        total_wide = self._others(frozenset(self.variables), self._components.total(dataset_wide[self.simple]),
+                                  objective)
+        return RiskTable(
+            dataset=dataset,
+            variables=self.variables,
+            releases=self.releases,
+            values=self.values,
+            cells=self._single_cells(),
+            dataset_wide=dataset_wide,
+            total=tuple(totals.spend(0, j) for j in range(n_var)),
+            total_dataset_wide=total_wide,
+        )
+
+    def _guarantee_spans(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per release: how many guarantees it has, and the index of its first (-1: none)."""
+        n_rel = len(self.releases)
+        counts = np.bincount(self.g_release, minlength=n_rel) if len(self.g_release) else np.zeros(n_rel, int)
+        first = np.full(n_rel, -1, dtype=np.int64)
+        first[self.has_guarantee] = self.g_start
+        return counts, first
+
+    def _single_protects(self, rows: np.ndarray, first: np.ndarray) -> np.ndarray:
+        protects = np.zeros((len(rows), len(self.variables)), dtype=bool)
+        guaranteed = first[rows] >= 0
+        protects[guaranteed] = self.g_protects[first[rows][guaranteed]]
+        return protects
+
+    def _single_cells(self) -> np.ndarray:
+        """Per release and variable, the id of c_r({v}) (the cells of Table 1)."""
+        if len(self.g_release):
+            candidates_ = np.where(self.g_protects, self.g_value[:, None], self.NONE)
+        else:
+            candidates_ = np.zeros((0, len(self.variables)), dtype=np.int64)
+        return np.where(self.reads, self._best(candidates_), self.ZERO_ID)
+
+    def _pair_ids(self, r: int, first: np.ndarray, n_guarantees: np.ndarray) -> np.ndarray:
+        """The id of c_r({a, b}) for every pair: the first-ranked guarantee covering what r
+        reads of the pair (the smallest id), ∞ when none does, 0 when r reads neither."""
+        n_var = len(self.variables)
+        read = self.reads[r]
+        best = np.full((n_var, n_var), self.NONE, dtype=np.int64)
+        for g in range(first[r], first[r] + n_guarantees[r]):
+            covered = ~read | self.g_protects[g]
+            ok = covered[:, None] & covered[None, :]
+            best = np.where(ok, np.minimum(best, self.g_value[g]), best)
+        return np.where(read[:, None] | read[None, :], best, self.ZERO_ID)
+
+    def _units_cost(self, subset: frozenset[str], base: Spend, families: dict[str, list[int]],
+                    releases: Sequence[int], objective: Objective | None, memo: dict | None = None) -> Spend:
+        """base composed with the given families and releases with a choice, on `subset`
+        (`_others` restricted to the units that read the subset: the others cost 0).
+
+        `memo` keeps each unit's options by what they depend on: a family's on the subset's
+        part in its members' reads and its partition (and on its members), a release's on
+        the subset's part in its reads."""
+        memo = {} if memo is None else memo
+        units = []
+        for fid, rows_ in families.items():
+            family = self.families[fid]
+            relevant = self.family_reads(fid) | (family.partition or frozenset())
+            key = (fid, len(rows_), rows_[-1], subset & relevant)
+            if key not in memo:
+                memo[key] = self._family_options(family, rows_, subset)
+            units.append(memo[key])
+        for i in releases:
+            key = (i, subset & self.releases[i].reads)
+            if key not in memo:
+                memo[key] = candidates(self.releases[i], subset)
+            units.append(memo[key])
+        if any(not options for options in units):  # some unit has no certified bound
+            return UNBOUNDED
+        fixed = [base] + [options[0] for options in units if len(options) == 1]
+        return choose(compose(fixed), [options for options in units if len(options) > 1], objective)
+
+    def family_reads(self, fid: str) -> frozenset[str]:
+        cache = self.__dict__.setdefault("_family_reads", {})
+        if fid not in cache:
+            cache[fid] = frozenset().union(*(self.releases[i].reads for i in self.members[fid]))
+        return cache[fid]
+
+    def _family_options(self, family: Family, rows_: Sequence[int], subset: frozenset[str]) -> tuple[Spend, ...]:
+        """family_options, with its ∞ case found first: with a key variable in the subset,
+        a member that reads the subset and holds no add/remove guarantee covering what it
+        reads of it costs ∞ when a record moves between parts (DESIGN 2.6), and then so
+        does the family, whatever the other members cost."""
+        members = [self.releases[i] for i in rows_]
+        if family.partition is not None and family.partition & subset:
+            for member in members:
+                touched = subset & member.reads
+                if touched and not any(g.relation == Relation.ADD_REMOVE and touched <= g.protects
+                                       for g in member.guarantees):
+                    return ()
+        return family_options(family, members, subset)
+
+
+@dataclass(frozen=True)
+class SpendGrid:
+    """A 2-d array of losses, kept exact: per notion component, integer numerators over
+    one denominator (as in `_ExactComponents`), a mask of unbounded cells, and the cells
+    computed on the exact path (families, releases with a choice) as Spend values."""
+
+    shape: tuple[int, int]
+    unbounded: np.ndarray  # bool, shape
+    components: tuple[tuple[str, int, np.ndarray], ...]  # (Spend field, denominator, numerators)
+    exceptions: dict[tuple[int, int], Spend]
+
+    def spend(self, i: int, j: int) -> Spend:
+        found = self.exceptions.get((i, j))
+        if found is not None:
+            return found
+        if self.unbounded[i, j]:
+            return UNBOUNDED
+        return Spend(**{field: Fraction(int(numerators[i, j]), denominator)
+                        for field, denominator, numerators in self.components})
+
+    def floats(self) -> dict[str, np.ndarray]:
+        """Each Spend field as float64 arrays (for charts; printed figures use `spend`)."""
+        result = {field: np.zeros(self.shape) for field in _ExactComponents.FIELDS}
+        for field, denominator, numerators in self.components:
+            result[field] = numerators.astype(np.float64) / denominator
+        for (i, j), spend in self.exceptions.items():
+            for field in _ExactComponents.FIELDS:
+                result[field][i, j] = 0.0 if spend.unbounded else float(getattr(spend, field))
+        return result
+
+
+class _GridBuilder:
+    """Accumulates value ids into a SpendGrid, exactly (int64, or Python ints past 2^62)."""
+
+    def __init__(self, components: _ExactComponents, shape: tuple[int, int]):
+        self.source = components
+        self.shape = shape
+        self.unbounded = np.zeros(shape, dtype=bool)
+        self.sums = {field: np.zeros(shape, dtype=numerators.dtype) for field, _, numerators in components.components}
+        self.exceptions: dict[tuple[int, int], Spend] = {}
+
+    def add_count(self, value: int, count: np.ndarray) -> None:
+        """`count` releases of value id `value` in each cell."""
+        if value == self.source.unbounded_id:
+            self.unbounded |= count > 0
+            return
+        for field, _, numerators in self.source.components:
+            if numerators[value]:
+                self.sums[field] = self.sums[field] + numerators[value] * count.astype(numerators.dtype)
+
+    def add_ids(self, ids: np.ndarray) -> None:
+        """One release: its value id in each cell."""
+        self.unbounded |= ids == self.source.unbounded_id
+        for field, _, numerators in self.source.components:
+            self.sums[field] = self.sums[field] + numerators[ids]
+
+    def max_ids(self, ids: np.ndarray) -> None:
+        """The componentwise maximum with one release's value ids (a family: DESIGN 2.6)."""
+        self.unbounded |= ids == self.source.unbounded_id
+        for field, _, numerators in self.source.components:
+            self.sums[field] = np.maximum(self.sums[field], numerators[ids])
+
+    def add_grid(self, other: _GridBuilder, where: np.ndarray) -> None:
+        """Compose another grid of losses into this one, in the cells `where` is true."""
+        self.unbounded |= other.unbounded & where
+        for field in self.sums:
+            self.sums[field] = self.sums[field] + np.where(where, other.sums[field], 0)
+
+    def add_running_max(self, ids: np.ndarray, counts: np.ndarray, where: np.ndarray) -> None:
+        """Row k gets, in the columns `where` is true, the componentwise maximum of the
+        first counts[k] rows of `ids` (a family's members in recording order)."""
+        rows = np.flatnonzero(counts > 0)
+        last = counts[rows] - 1
+        unbounded = np.logical_or.accumulate(ids == self.source.unbounded_id, axis=0)
+        self.unbounded[rows] |= unbounded[last] & where
+        for field, _, numerators in self.source.components:
+            running = np.maximum.accumulate(numerators[ids], axis=0)
+            self.sums[field][rows] += np.where(where, running[last], 0)
+
+    def add_row_ids(self, row: int, ids: np.ndarray) -> None:
+        """Releases (rows of `ids`, one column per grid column) added to one grid row."""
+        self.unbounded[row] |= (ids == self.source.unbounded_id).any(axis=0)
+        for field, _, numerators in self.source.components:
+            self.sums[field][row] += numerators[ids].sum(axis=0)
+
+    def accumulate_rows(self) -> None:
+        self.unbounded = np.logical_or.accumulate(self.unbounded, axis=0)
+        for field in self.sums:
+            self.sums[field] = np.cumsum(self.sums[field], axis=0)
+
+    def spend(self, i: int, j: int) -> Spend:
+        found = self.exceptions.get((int(i), int(j)))
+        if found is not None:
+            return found
+        if self.unbounded[i, j]:
+            return UNBOUNDED
+        return Spend(**{field: Fraction(int(self.sums[field][i, j]), denominator)
+                        for field, denominator, _ in self.source.components})
+
+    def set(self, i: int, j: int, spend: Spend) -> None:
+        self.exceptions[(int(i), int(j))] = spend
+
+    def done(self) -> SpendGrid:
+        unbounded = self.unbounded.copy()
+        for (i, j), spend in self.exceptions.items():
+            unbounded[i, j] = spend.unbounded
+        components = tuple((field, denominator, self.sums[field])
+                           for field, denominator, _ in self.source.components)
+        return SpendGrid(self.shape, unbounded, components, dict(self.exceptions))
+
 
 def _is_chain(values: Sequence[Spend]) -> bool:
     """Every two values comparable by dominance (so the first-ranked is always the one to charge)."""

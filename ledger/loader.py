@@ -200,7 +200,9 @@ def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]
         if entry["name"] in names:
             out.add(("variables", index, "name"), f"duplicate variable {entry['name']!r}")
         names.add(entry["name"])
-        variables.append(Variable(entry["name"], entry.get("classification", "unclassified"), entry.get("description", "")))
+        categories = tuple(entry["categories"]) if "categories" in entry else None
+        variables.append(Variable(entry["name"], entry.get("classification", "unclassified"),
+                                  entry.get("description", ""), categories))
     delta = None
     if "delta" in data:
         delta = out.number(data["delta"], ("delta",), below_one=True)
@@ -407,10 +409,12 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
             if parent not in snapshot.releases and parent not in seen:
                 errors.append(LedgerError(release.source, _at(release, "derived_from"),
                                           f"unknown parent release {parent!r}"))
-    try:
-        cycle = nx.find_cycle(lineage_graph(seen.values()))
-    except nx.NetworkXNoCycle:
-        cycle = None
+    cycle = None
+    if any(parent in seen for release in seen.values() for parent in release.derived_from):
+        try:
+            cycle = nx.find_cycle(lineage_graph(seen.values()))
+        except nx.NetworkXNoCycle:
+            pass
     if cycle:
         ids = [edge[0] for edge in cycle] + [cycle[0][0]]
         first = seen[cycle[0][0]]

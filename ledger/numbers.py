@@ -97,18 +97,28 @@ def format_number(value: Number, places: int = 4, *, down: bool = False) -> str:
     return _trim(round_up(value, places, rounding))
 
 
-def format_exact(value: Number, places: int = 2) -> str:
-    """Report display: exact fractions keep their exact form, `293764/114921 (≈ 2.56)`."""
+def format_exact(value: Number, places: int = 2, *, down: bool = False) -> str:
+    """Report display: exact fractions keep their exact form, `293764/114921 (≈ 2.56)`;
+    the approximation is rounded up (a bound), or down with `down=True` (a headroom)."""
     if is_infinite(value):
         return "∞"
+    rounding = ROUND_FLOOR if down else ROUND_CEILING
     if isinstance(value, Fraction):
         if value.denominator == 1:
             return str(value.numerator)
         decimal = _terminating_decimal(value)
         if decimal is not None and len(decimal.split(".")[1]) <= places:
             return decimal
-        return f"{value.numerator}/{value.denominator} (≈ {round_up(value, places)})"
-    return str(round_up(value, places))
+        return f"{value.numerator}/{value.denominator} (≈ {round_up(value, places, rounding)})"
+    return str(round_up(value, places, rounding))
+
+
+def format_headroom(value: Number, places: int = 2) -> str:
+    """A headroom, rounded down so it never looks larger than it is; -∞ when the spend has
+    no bound at all."""
+    if is_infinite(value):
+        return "∞" if value > 0 else "-∞"
+    return format_exact(value, places, down=True)
 
 
 def format_delta(value: Number) -> str:
@@ -125,7 +135,7 @@ def to_json(value: Number | None) -> object:
     if value is None:
         return None
     if is_infinite(value):
-        return "inf"
+        return "inf" if value > 0 else "-inf"
     if isinstance(value, Fraction) and value.denominator == 1:
         return value.numerator
     return float(value)

@@ -21,7 +21,7 @@ from . import budget, store
 from .errors import InputErrors, LedgerError, fail
 from .lifecycle import ENFORCING, transition
 from .numbers import format_number
-from .loader import LedgerSnapshot, cap_from_entry, load_releases
+from .loader import LedgerSnapshot, cap_from_entry, field_name, load_releases
 from .records import Cap, Family, Release
 
 Builder = Callable[[LedgerSnapshot], tuple[list[Release], list[Family], list[LedgerError]]]
@@ -135,7 +135,7 @@ def add_caps(engine: Engine, dataset: str, entries: Iterable[dict], actor: str, 
         caps = []
         for index, entry in enumerate(entries):
             def report(at, message, index=index):
-                errors.append(LedgerError(source, ".".join(map(str, (f"caps[{index}]",) + at)), message))
+                errors.append(LedgerError(source, field_name(("caps", index) + tuple(at)), message))
 
             cap = cap_from_entry(entry, snapshot.datasets[dataset], report)
             if cap is not None:

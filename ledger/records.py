@@ -58,6 +58,7 @@ class Variable:
     name: str
     classification: str = "unclassified"
     description: str = ""
+    categories: tuple | None = None  # the public list of values, when the variable is categorical
 
 
 @dataclass(frozen=True, slots=True)

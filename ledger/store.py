@@ -81,6 +81,7 @@ class VariableRow(SQLModel, table=True):
     classification: str
     description: str = ""
     position: int
+    categories: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))  # schema version 3
 
 
 class FamilyRow(SQLModel, table=True):
@@ -228,16 +229,18 @@ def ensure_schema(engine: Engine) -> None:
 
 
 def _v3_release_outputs(session: Session) -> None:
-    """Releases gain their Pufferfish guarantees, output digest and output."""
+    """Releases gain their Pufferfish guarantees, output digest and output; variables
+    their public categories."""
     connection = session.connection()
     columns = {column["name"] for column in inspect(connection).get_columns("releases")}
-    json_type = "JSON" if connection.dialect.name == "postgresql" else "JSON"
     if "pufferfish" not in columns:
-        connection.exec_driver_sql(f"ALTER TABLE releases ADD COLUMN pufferfish {json_type} NOT NULL DEFAULT '[]'")
+        connection.exec_driver_sql("ALTER TABLE releases ADD COLUMN pufferfish JSON NOT NULL DEFAULT '[]'")
     if "output_digest" not in columns:
         connection.exec_driver_sql("ALTER TABLE releases ADD COLUMN output_digest VARCHAR")
     if "output" not in columns:
         connection.exec_driver_sql("ALTER TABLE releases ADD COLUMN output TEXT")
+    if "categories" not in {column["name"] for column in inspect(connection).get_columns("variables")}:
+        connection.exec_driver_sql("ALTER TABLE variables ADD COLUMN categories JSON")
 
 
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
@@ -294,7 +297,8 @@ def _datasets(session: Session, names: Sequence[str] | None = None) -> list[Data
         datasets = datasets.where(DatasetRow.name.in_(names))
     for row in session.exec(query):
         variables.setdefault(row.dataset, []).append(
-            {"name": row.name, "classification": row.classification, "description": row.description}
+            {"name": row.name, "classification": row.classification, "description": row.description,
+             "categories": row.categories}
         )
     return [dataset_from_dict(_dataset_dict(row, variables.get(row.name, []))) for row in session.exec(datasets)]
 
@@ -367,7 +371,8 @@ def add_dataset(session: Session, dataset: Dataset, actor: str) -> None:
     session.flush()
     for position, variable in enumerate(dataset.variables):
         session.add(VariableRow(dataset=dataset.name, name=variable.name, classification=variable.classification,
-                                description=variable.description, position=position))
+                                description=variable.description, position=position,
+                                categories=None if variable.categories is None else list(variable.categories)))
     append_event(session, kind="dataset.added", subject=dataset.name, actor=actor, payload={"dataset": body})
 
 
@@ -490,9 +495,23 @@ def _cap_dict(row: CapRow) -> dict:
 def cap_totals(session: Session, dataset: str, names: Iterable[str] | None = None) -> dict[str, CapTotal]:
     if names is not None:
         rows = session.connection().execute(_READ_TOTALS, {"dataset": dataset, "names": list(names)})
-        return {cap: cap_total_from_dict(total) for cap, total in rows}
+        return {cap: _decoded_total(total) for cap, total in rows}
     rows = session.exec(select(CapTotalRow).where(CapTotalRow.dataset == dataset))
     return {row.cap: cap_total_from_dict(row.total) for row in rows}
+
+
+_DECODED_TOTALS: dict[str, CapTotal] = {}  # canonical JSON of a stored total -> the total (exact parsing is slow)
+
+
+def _decoded_total(body: dict) -> CapTotal:
+    key = canonical_json(body)
+    total = _DECODED_TOTALS.get(key)
+    if total is None:
+        total = cap_total_from_dict(body)
+        if len(_DECODED_TOTALS) > 4096:
+            _DECODED_TOTALS.clear()
+        _DECODED_TOTALS[key] = total
+    return total
 
 
 def save_totals(session: Session, dataset: str, totals: Mapping[str, CapTotal]) -> None:
@@ -501,6 +520,10 @@ def save_totals(session: Session, dataset: str, totals: Mapping[str, CapTotal]) 
     session.flush()
     connection = session.connection()
     rows = [{"d": dataset, "c": name, "t": cap_total_to_dict(total)} for name, total in totals.items()]
+    for row, total in zip(rows, totals.values()):
+        if len(_DECODED_TOTALS) > 4096:
+            _DECODED_TOTALS.clear()
+        _DECODED_TOTALS[canonical_json(row["t"])] = total
     if not connection.dialect.supports_sane_multi_rowcount:
         counts = sum(connection.execute(_UPDATE_TOTAL, row).rowcount for row in rows)
     else:
@@ -576,7 +599,7 @@ def verify(session: Session) -> Verification:
         if "release" in payload:
             expected_releases[row.subject] = (row.seq, _normal_release(payload["release"]))
         if "dataset" in payload:
-            expected_datasets[row.subject] = (row.seq, payload["dataset"])
+            expected_datasets[row.subject] = (row.seq, _normal(payload["dataset"], dataset_from_dict, dataset_to_dict))
         if "family" in payload:
             expected_families[row.subject] = (row.seq, payload["family"])
         if "cap" in payload:
@@ -597,9 +620,13 @@ def verify(session: Session) -> Verification:
 
 
 def _normal_release(body: dict) -> dict:
-    """A release as the current format writes it (fields added since are given their defaults)."""
+    return _normal(body, release_from_dict, release_to_dict)
+
+
+def _normal(body: dict, read, write) -> dict:
+    """A record as the current format writes it (fields added since are given their defaults)."""
     try:
-        return release_to_dict(release_from_dict(body))
+        return write(read(body))
     except (KeyError, TypeError, ValueError):
         return body  # unreadable: compared as it is, and reported
 
@@ -616,15 +643,11 @@ def _check_totals(session: Session) -> list[str]:
         for cap in dataset_caps:
             expected = total_from_history(cap, history.releases.values(), history.families)
             found = stored.get(cap.name)
-            if found is None or found.spend != expected.spend or dict(found.families) != dict(expected.families):
-                problems.append(f"cap {dataset}/{cap.name}: the running total "
-                                f"{'is missing' if found is None else spend_text(found.spend)} differs from the "
-                                f"total recomputed from the releases, {spend_text(expected.spend)}")
+            if found is None or cap_total_to_dict(found) != cap_total_to_dict(expected):
+                stored_text = "is missing" if found is None else canonical_json(cap_total_to_dict(found))
+                problems.append(f"cap {dataset}/{cap.name}: the running total {stored_text} differs from the "
+                                f"total recomputed from the releases, {canonical_json(cap_total_to_dict(expected))}")
     return problems
-
-
-def spend_text(spend) -> str:
-    return canonical_json(spend_to_dict(spend))
 
 
 def _compare(kind: str, expected: dict[str, tuple[int, dict]], actual: dict[str, dict]) -> list[str]:

@@ -7,7 +7,11 @@ loss is shown as `∞` in text and `"inf"` in JSON, never as a number.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
 from fractions import Fraction
 from importlib import resources
 
@@ -15,7 +19,8 @@ import jinja2
 
 from .accounting import CONVERSION_NAME, DEFAULT_DELTA, Spend
 from .engine import RiskTable, SubsetCost
-from .numbers import Number, exact_text, format_delta, format_number, is_infinite, to_json
+from .numbers import (Number, exact_text, format_delta, format_exact, format_headroom, format_number, is_infinite,
+                      to_json)
 
 
 
@@ -163,6 +168,104 @@ def environment() -> jinja2.Environment:
     env.filters["epsilon"] = format_number
     env.filters["delta"] = format_delta
     env.tests["infinite"] = is_infinite
+    return env
+
+
+# --------------------------------------------------------------------------
+# Report filters and environments (issue 4): plain functions, one per kind of figure
+# --------------------------------------------------------------------------
+
+
+def when_text(moment: datetime | None) -> str:
+    """A time as `2024-05-01 10:00:00 UTC` (times are stored in UTC); — when unknown."""
+    if moment is None:
+        return "—"
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S") + " UTC"
+
+
+def param_text(value: object) -> str:
+    """A mechanism or guarantee parameter: exact numbers as they are (`1/3 (≈ 0.3334)`)."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (Fraction, int)):
+        return format_number(Fraction(value))
+    if isinstance(value, float):
+        return format_number(value) if math.isinf(value) else f"{value:.6g}"
+    if isinstance(value, (tuple, list)):
+        return ", ".join(param_text(item) for item in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {param_text(item)}" for key, item in value.items())
+    return str(value)
+
+
+def names_text(names) -> str:
+    """A set of variables as `{age, sex}`."""
+    return "{" + ", ".join(names) + "}"
+
+
+@lru_cache(maxsize=65536, typed=True)
+def bound_text(value: Number) -> str:
+    """An epsilon as reports print it: `∞ (not protected)`, or 2 decimals rounded up with
+    exact fractions kept (`293764/114921 (≈ 2.56)`). Cached: a report prints few distinct values
+    many times."""
+    return "∞ (not protected)" if is_infinite(value) else format_exact(value, 2)
+
+
+def report_filters() -> dict:
+    return {
+        "exact": lru_cache(maxsize=65536, typed=True)(format_exact),  # 2 decimals up, exact fractions kept
+        "figure": bound_text,  # the same, with ∞ as "∞ (not protected)"
+        "headroom": format_headroom,  # rounded down
+        "delta": format_delta,
+        "when": when_text,
+        "param": param_text,
+        "names": names_text,
+        "short_hash": lambda digest: digest[:16],
+    }
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
+_TEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
+                "^": r"\^{}", "_": r"\_", "%": r"\%", "~": r"\~{}"}
+_TEX_SYMBOLS = {"∞": r"$\infty$", "≈": r"$\approx$", "×": r"$\times$", "—": "---", "–": "--", "ε": r"$\varepsilon$",
+                "δ": r"$\delta$", "ρ": r"$\rho$", "≥": r"$\geq$", "≤": r"$\leq$", "✓": r"$\checkmark$",
+                "−": "-", "·": r"$\cdot$"}
+_SUPERSCRIPTS = "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"
+_SUPERSCRIPT_RUN = re.compile(f"[{_SUPERSCRIPTS}]+")
+
+
+def markdown_escape(value: object) -> str:
+    """Markdown's autoescape: table pipes and emphasis characters are taken literally."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(value)).replace("\n", " ")
+
+
+def tex_escape(value: object) -> str:
+    """LaTeX's autoescape: special characters escaped, the report's symbols as math
+    (`1 × 10⁻¹⁰` becomes `1 $\\times$ 10$^{-10}$`)."""
+    text = "".join(_TEX_SPECIAL.get(ch, ch) for ch in str(value))
+    text = _SUPERSCRIPT_RUN.sub(lambda m: "$^{" + m.group(0).translate(str.maketrans(_SUPERSCRIPTS, "-0123456789"))
+                                + "}$", text)
+    return "".join(_TEX_SYMBOLS.get(ch, ch) for ch in text)
+
+
+def report_environment(kind: str = "html") -> jinja2.Environment:
+    """The environment reports render in: HTML autoescaped by Jinja; Markdown and LaTeX
+    escaped by `finalize` (their own autoescape); StrictUndefined throughout, so a
+    missing value fails loudly (STYLE 7)."""
+    if kind == "html":
+        env = environment()
+    else:
+        escape = {"md": markdown_escape, "tex": tex_escape}[kind]
+        env = jinja2.Environment(loader=jinja2.FunctionLoader(_load_template), autoescape=False,
+                                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                                 finalize=escape, keep_trailing_newline=True)
+        env.filters["epsilon"] = format_number
+        env.tests["infinite"] = is_infinite
+    env.filters.update(report_filters())
     return env
 
 

@@ -144,7 +144,8 @@ def releases(*entries: str) -> str:
 
 
 def laplace(release_id: str, reads: str, epsilon, status: str = "published") -> str:
-    return f"{{id: {release_id}, reads: [{reads}], status: {status}, mechanism: {{name: laplace, epsilon: \"{epsilon}\"}}}}"
+    return (f"{{id: {release_id}, reads: [{reads}], status: {status}, "
+            f"mechanism: {{name: laplace, epsilon: \"{epsilon}\"}}}}")
 
 
 def gaussian(release_id: str, reads: str, rho, status: str = "published") -> str:
@@ -487,6 +488,8 @@ def test_planned_approved_published_retracted(clinic):
 
     assert reserved() == (0.4, ["p"], "warn")  # a planned release reserves its budget
     assert clinic.release("p")["status"] == "planned"
+    assert income_spent(clinic) == 0.4
+    assert clinic("headroom", "income", "--json").json()["epsilon"] == 0.6
 
     t0 = datetime.now(UTC) - timedelta(seconds=2)
     result = clinic("approve", "p", "--by", "carol")
@@ -536,6 +539,7 @@ def test_cancelling_frees_the_reservation(clinic):
     assert clinic.verified()
 
 
+@SQLITE_ONLY
 @pytest.mark.parametrize("steps, action", [
     (["cancel"], "publish"),  # publishing a cancelled release
     (["approve", "publish"], "approve"),  # approving a published one

@@ -67,6 +67,7 @@ class Definition:
     run: Callable[[pd.DataFrame, dict, np.random.Generator], Outcome]
     subsamplable: bool = False  # a pure-epsilon mechanism: Clifton et al. Theorem 2 applies
     help: str = ""
+    tabulates: tuple[str, ...] = ()  # parameters naming variables whose categories are the cells
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,8 @@ def _crosstab_plan(params, n):
 def _crosstab_run(data, params, rng):
     columns = _names(params, "columns")
     counts, record = noise.noisy_crosstab(data, list(columns), _number(params, "epsilon"),
-                                          relation=_relation(params).value, rng=rng)
+                                          relation=_relation(params).value, categories=params.get("categories"),
+                                          rng=rng)
     output = counts.reset_index()
     return Outcome(output, {"query": "crosstab", "columns": columns, "sensitivity": record.sensitivity,
                             "scale": record.scale, "epsilon": Fraction(record.epsilon), "relation": record.relation},
@@ -176,7 +178,8 @@ def _tan_plan(params, n):
 
 def _tan_run(data, params, rng):
     margin, protected = _names(params, "margin")[0], _names(params, "protected")[0]
-    table, record = tan.consistent_count_table(data, margin, protected, _number(params, "epsilon"), rng=rng)
+    table, record = tan.consistent_count_table(data, margin, protected, _number(params, "epsilon"),
+                                               categories=params.get("categories"), rng=rng)
     long = _long_table(table, margin, protected)
     described = {"margin": margin, "protected": protected, "epsilon": Fraction(record.epsilon),
                  "pair_noise_exponent": record.pair_noise_exponent, "noised_rows": record.noised_rows,
@@ -201,14 +204,14 @@ def _ppercent_plan(params, n):
 def _ppercent_guarantee(params, linked, contributor, record) -> PufferfishGuarantee:
     p, epsilon = _number(params, "p"), _number(params, "epsilon")
     if record is None:
-        scale = ppercent.bailie_scale(float(p), float(epsilon))
-        secrets = ppercent.PPercentGuarantee.secrets
-        assumption = ppercent.PPercentGuarantee.assumption
+        scale = ppercent.bailie_scale(p, epsilon)
+        secrets = _default(ppercent.PPercentGuarantee, "secrets")
+        assumption = _default(ppercent.PPercentGuarantee, "assumption")
     else:
         scale, secrets, assumption = record.laplace_scale, record.secrets, record.assumption
     return PufferfishGuarantee(
         kind="p-percent", protects=frozenset(linked), epsilon=epsilon,
-        secrets=f"{secrets} (Bailie 2020); pairs " + ppercent.PPercentGuarantee.pairs,
+        secrets=f"{secrets} (Bailie 2020); pairs " + _default(ppercent.PPercentGuarantee, "pairs"),
         assumptions=assumption,
         parameters=(("contributor", contributor), ("laplace_scale", scale), ("p", p)),
     )
@@ -238,7 +241,7 @@ def _attribute_guarantee(params, protected, record) -> PufferfishGuarantee:
         kind="dataset-attribute-privacy", protects=frozenset(protected),
         epsilon=_number(params, "epsilon"), delta=_number(params, "delta"),
         secrets="the mean of each protected attribute (Zhang, Ohrimenko and Cummings, Definition 3)",
-        assumptions=attribute.AttributePrivacyGuarantee.assumption,
+        assumptions=_default(attribute.AttributePrivacyGuarantee, "assumption"),
         parameters=parameters,
     )
 
@@ -316,13 +319,18 @@ def modular_leakage(row_sets: Sequence[Sequence[int]], n: int, modulus: int) -> 
     return sample_privacy.sample_leakage(joint, combined.reshape(*sizes, -1))
 
 
+def _default(record_class, name: str) -> str:
+    """A field's default on a slotted dataclass (the class attribute is a slot descriptor)."""
+    return record_class.__dataclass_fields__[name].default
+
+
 def _flag(value: Any) -> bool:
     return value is True or str(value).lower() in ("1", "true", "yes")
 
 
 MECHANISMS: dict[str, Definition] = {
     "crosstab": Definition(("columns", "epsilon"), _crosstab_plan, _crosstab_run, True,
-                           "counts by one or more variables, two-sided geometric noise"),
+                           "counts by one or more variables, two-sided geometric noise", ("columns",)),
     "laplace-sum": Definition(("column", "lower", "upper", "epsilon"), _clipped_plan(Notion.PURE),
                               _clipped_run(noise.laplace_sum, "sum"), True, "clipped sum, Laplace noise"),
     "laplace-mean": Definition(("column", "lower", "upper", "epsilon"), _clipped_plan(Notion.PURE),
@@ -332,7 +340,7 @@ MECHANISMS: dict[str, Definition] = {
     "gaussian-mean": Definition(("column", "lower", "upper", "rho"), _clipped_plan(Notion.ZCDP),
                                 _clipped_run(noise.gaussian_mean, "mean"), False, "clipped mean, Gaussian noise"),
     "tan-consistent-counts": Definition(("margin", "protected", "epsilon"), _tan_plan, _tan_run, True,
-                                        "Tan's Algorithm 1: counts with exact margins"),
+                                        "Tan's Algorithm 1: counts with exact margins", ("margin", "protected")),
     "p-percent": Definition(("contributor", "linked", "cells", "p", "epsilon"), _ppercent_plan, _ppercent_run, False,
                             "Bailie's p% mechanism: cell totals of multiplicatively noised contributions"),
     "attribute-gaussian": Definition(("query", "protected", "covariance", "diameters", "epsilon", "delta"),
@@ -389,6 +397,7 @@ def run_and_record(
         raise _input_error("data", "the data is empty: no records to run a mechanism on")
     rng = noise.make_rng(seed)
     try:
+        data = _with_public_categories(engine, dataset, definition, params, data)
         planned = definition.plan(params, len(data))
         absent = sorted(planned.reads - set(map(str, data.columns)))
         if absent:
@@ -405,7 +414,8 @@ def run_and_record(
 
     release = Release(
         id=release_id, dataset=dataset, reads=planned.reads, title=title, status=status,
-        mechanism=Mechanism(CATALOGUE_NAME[name], _params({k: v for k, v in params.items() if k != "covariance"})),
+        mechanism=Mechanism(CATALOGUE_NAME[name], _params(
+            {k: v for k, v in params.items() if k not in ("covariance", "categories")})),
         guarantees=planned.guarantees, pufferfish=planned.pufferfish, recorded_by=actor,
         source=f"run {name}", source_field="release",
     )
@@ -451,14 +461,51 @@ def run_and_record(
     return Result(outcome.post_processed if derived is not None else outcome.output, final, derived)
 
 
+def _with_public_categories(engine: Engine, dataset: str, definition: Definition, params: dict,
+                            data: pd.DataFrame) -> pd.DataFrame:
+    """The cells of a table must not depend on the data: a value seen only in the data
+    would add a cell, and reveal the record (an unbounded loss). Every tabulated variable
+    takes its categories from the `categories` parameter, else from the dataset file
+    (variables[].categories), else from a categorical column; otherwise the run is refused."""
+    if not definition.tabulates:
+        return data
+    from sqlmodel import Session
+
+    with Session(engine) as session:
+        known = store.write_context(session).datasets.get(dataset)
+    declared = {v.name: v.categories for v in known.variables if v.categories} if known else {}
+    categories = dict(params.get("categories") or {})
+    data = data.copy()
+    for key in definition.tabulates:
+        for name in _names(params, key):
+            if name in categories or name not in data.columns:
+                continue
+            if name in declared:
+                levels = list(declared[name])
+                if all(isinstance(level, str) for level in levels) and data[name].dtype != object:
+                    data[name] = data[name].astype(str)  # CSV numbers read as ints; the categories are text
+                categories[name] = levels
+            elif not isinstance(data[name].dtype, pd.CategoricalDtype):
+                raise MechanismInputError(
+                    "categories", f"variable {name!r} has no public list of categories: the cells released would "
+                                  "depend on the data. Declare them in the dataset file (variables[].categories)")
+    params["categories"] = categories
+    return data
+
+
 def _amplified(guarantee: Guarantee, sample: int, population: int) -> Guarantee:
     """Clifton et al., Theorem 2: eps' = ln((e^eps beta + 1 - beta) / (1 - beta)), beta = n'/n;
     the plain mechanism is also eps-DP on the subsample, so min(eps, eps') (DESIGN 2.7)."""
     if guarantee.notion != Notion.PURE:
         return guarantee
+    if guarantee.relation != Relation.REPLACE:
+        # the amplification bound is for replacement neighbours; with add/remove a record
+        # added to the population can land in the sample and shift a sum further
+        raise MechanismInputError("sample", "subsampling is only certified for replacement neighbours "
+                                            f"(relation replace); this guarantee is for {guarantee.relation.value}")
     if not 0 < sample <= population:
         raise MechanismInputError("sample", f"must be between 1 and the {population} records, found {sample}")
-    amplified = subsampling.subsampled_epsilon(guarantee.epsilon, sample / population)  # rounded up
+    amplified = subsampling.subsampled_epsilon(guarantee.epsilon, Fraction(sample, population))  # rounded up
     epsilon = min(guarantee.epsilon, _exact_fraction(amplified))
     return replace(guarantee, epsilon=epsilon)
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from fractions import Fraction
 from numbers import Real
 
 import numpy as np
@@ -58,11 +60,21 @@ def theorem2_epsilon(epsilon: Number, beta: float) -> float:
         raise MechanismInputError("beta", f"must be a number in (0, 1], found {beta!r}")
     if beta == 1:
         return float(epsilon)
-    beta = float(check.open_unit_interval("beta", beta))
-    eps = float(epsilon)
-    # ln(e^eps beta + 1 - beta) - ln(1 - beta) = ln1p(beta expm1(eps)) - log1p(-beta), stable for small beta
-    value = math.log1p(beta * math.expm1(eps)) - math.log1p(-beta)
-    return math.nextafter(value, math.inf)
+    beta = check.open_unit_interval("beta", beta)
+    # Evaluated in 50-digit decimal arithmetic, then rounded up to the next float: a float
+    # evaluation rounded by one ulp can still land below the true value.
+    with localcontext() as ctx:
+        ctx.prec = 50
+        eps, b = _decimal(epsilon), _decimal(beta)
+        value = ((eps.exp() * b + 1 - b) / (1 - b)).ln()
+        value += value.scaleb(-40)  # past the error of the 50-digit evaluation
+    return math.nextafter(float(value), math.inf)
+
+
+def _decimal(value: Number) -> Decimal:
+    if isinstance(value, Fraction):
+        return Decimal(value.numerator) / Decimal(value.denominator)
+    return Decimal(value)  # a float converts exactly
 
 
 def subsampled_epsilon(epsilon: Number, beta: float) -> float:
@@ -81,6 +93,6 @@ def draw_subsample(
         raise MechanismInputError("n_sample", f"must be at most the {len(data)} records, found {n_sample}")
     epsilon = check.positive_number("epsilon", epsilon)
     rows = _rng(rng).choice(len(data), size=n_sample, replace=False)
-    beta = n_sample / len(data)
-    record = Subsample(len(data), n_sample, beta, epsilon, subsampled_epsilon(epsilon, beta))
+    beta = Fraction(n_sample, len(data))  # exact: a rounded beta could understate epsilon'
+    record = Subsample(len(data), n_sample, float(beta), epsilon, subsampled_epsilon(epsilon, beta))
     return data.iloc[np.sort(rows)], record

@@ -1,0 +1,240 @@
+"""Benchmark: rendering the compliance report (issue 4, section 7).
+
+    .venv/bin/python benchmarks/bench_report.py [--variables 200] [--releases 10000]
+
+Builds a seeded ledger in a SQLite file through the real pipeline (loader,
+store, lifecycle, caps), spread over two years of recording: 200 variables,
+10,000 releases reading 1 to 5 variables each -- pure epsilon (geometric,
+Laplace), zCDP (Gaussian), Tan's consistent counts with an exact margin,
+members of ten families (random and keyed splits), post-processed releases --
+with planned, approved, published, retracted and cancelled ones, and 20 caps.
+Then prints, each beside its target (2-core machine):
+
+(a) `privacy-ledger report --format html`, end to end in a fresh process, and
+    in this process by phase (read the ledger and verify the chain, build the
+    context with its charts, render the template): target < 5 s;
+(b) `privacy-ledger report --format pdf`, end to end, and the Chromium print
+    alone: target < 20 s;
+(c) the loss on every pair of variables (19,900 pairs) with
+    `LedgerIndex.pair_matrix`, beside the baseline measured in the same run: the
+    subset query per pair (`LedgerIndex.pairs`) on the first 1,000 pairs, scaled.
+Both ways of computing the pairs are checked to agree on the pairs timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+from itertools import combinations, islice
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sqlmodel import Session  # noqa: E402
+
+from ledger import operations, store  # noqa: E402
+from ledger.cli_report import build_report, find_chromium, gather, pdf_from_html, render_text  # noqa: E402
+from ledger.engine import LedgerIndex, at_delta  # noqa: E402
+from ledger.loader import build_dataset, build_releases, parse_document  # noqa: E402
+from ledger.records import CHARGED_STATUSES  # noqa: E402
+
+HTML_TARGET_S = 5.0
+PDF_TARGET_S = 20.0
+EPSILONS = ("1/100", "1/50", "0.005", "1/30", "0.002")
+BATCH = 25  # releases recorded together (one recording time)
+START = datetime(2024, 1, 8, 9, 0, tzinfo=UTC)
+
+
+@contextmanager
+def clock(start: datetime, step: timedelta):
+    """The store's clock, moved on by `step` at every reading: a ledger recorded over time."""
+    moment = [start]
+    original = store.now
+
+    def now():
+        moment[0] += step
+        return moment[0]
+
+    store.now = now
+    try:
+        yield
+    finally:
+        store.now = original
+
+
+def dataset_yaml(variables: list[str]) -> str:
+    lines = ["dataset: survey", "description: A synthetic survey for the report benchmark", "delta: 1e-9",
+             "variables:"]
+    lines += [f"  - {{name: {v}, classification: {'public' if k % 10 == 0 else 'sensitive'}}}"
+              for k, v in enumerate(variables)]
+    return "\n".join(lines) + "\n"
+
+
+def release_entries(rng: random.Random, variables: list[str], start: int, count: int, families: dict) -> list[str]:
+    entries = []
+    confidential = variables[:-1]  # the last variable is only ever read exactly (a margin)
+    for k in range(start, start + count):
+        rid = f"r{k:05d}"
+        draw = rng.random()
+        status = rng.choices(["published", "planned", "approved"], [0.94, 0.03, 0.03])[0]
+        reads = rng.sample(confidential, rng.randint(1, 5))
+        if draw < 0.80:
+            mechanism = f"{{name: {rng.choice(['geometric', 'laplace'])}, epsilon: \"{rng.choice(EPSILONS)}\"}}"
+            entries.append(f"  - {{id: {rid}, title: Table {k}, reads: [{', '.join(reads)}], "
+                           f"mechanism: {mechanism}, status: {status}}}")
+        elif draw < 0.90:
+            entries.append(f"  - {{id: {rid}, title: Mean {k}, reads: [{', '.join(reads)}], "
+                           f"mechanism: {{name: gaussian, sigma: 40, sensitivity: 1}}, status: {status}}}")
+        elif draw < 0.92:
+            margin = variables[-1]
+            entries.append(f"  - {{id: {rid}, title: Consistent counts {k}, reads: [{', '.join(reads)}, {margin}], "
+                           f"mechanism: {{name: tan-consistent-counts, epsilon: 1/20}}, "
+                           f"guarantees: [{{protects: [{', '.join(reads)}], epsilon: 1/20}}]}}")
+        elif draw < 0.98:
+            fid = rng.choice(sorted(families))
+            key = families[fid]
+            member_reads = sorted(set(reads[:2]) | ({key} if key else set()))
+            entries.append(f"  - {{id: {rid}, title: Part {k} of {fid}, reads: [{', '.join(member_reads)}], "
+                           f"family: {fid}, mechanism: {{name: laplace, epsilon: \"{rng.choice(EPSILONS)}\"}}}}")
+        else:
+            source = f"r{rng.randrange(max(start, 1)):05d}"
+            entries.append(f"  - {{id: {rid}, title: Rounded {source}, reads: [], derived_from: [{source}]}}")
+    return entries
+
+
+def build_ledger(path: Path, n_variables: int, n_releases: int, seed: int = 7) -> str:
+    """A ledger of `n_releases` releases on `n_variables` variables; returns its URL."""
+    rng = random.Random(seed)
+    variables = [f"v{k:03d}" for k in range(n_variables)]
+    url = f"sqlite:///{path}"
+    engine = store.make_engine(url)
+    store.ensure_schema(engine)
+    batches = max(1, n_releases // BATCH)
+    step = timedelta(days=730) / (batches + 200)
+    with clock(START, step / 10):
+        document, _ = parse_document("bench-dataset.yaml", dataset_yaml(variables))
+        dataset, errors = build_dataset(document)
+        assert not errors, errors
+        with store.write_session(engine) as session:
+            store.add_dataset(session, dataset, "ada")
+        families = {f"fam{k}": (variables[k] if k % 2 else None) for k in range(10)}
+        family_lines = [f"  - {{id: {fid}, partition: {'[' + key + ']' if key else 'random'}}}"
+                        for fid, key in families.items()]
+        actors = ["ada", "grace", "edsger"]
+        for batch, start in enumerate(range(0, n_releases, BATCH)):
+            entries = release_entries(rng, variables, start, min(BATCH, n_releases - start), families)
+            text = "dataset: survey\n" + ("families:\n" + "\n".join(family_lines) + "\n" if batch == 0 else "")
+            text += "releases:\n" + "\n".join(entries) + "\n"
+            document, errors = parse_document(f"batch{batch}.yaml", text)
+            assert not errors, errors
+            actor = actors[batch % 3]
+
+            def build(snapshot, document=document, actor=actor):
+                return build_releases(document, snapshot, recorded_by=actor, recorded_at=store.now())
+
+            with clock(START + step * batch, step / (3 * BATCH)):
+                operations.record(engine, build, actor)
+        with clock(START + step * (batches + 50), step / 10):
+            with Session(engine) as session:
+                history = store.snapshot(session, "survey")
+            for release in history.releases.values():
+                action = {"planned": "approve", "approved": "publish"}.get(release.status.value)
+                if action and rng.random() < 0.5:
+                    operations.change_status(engine, release.id, action, "grace")
+                elif release.status.value == "planned" and rng.random() < 0.5:
+                    operations.change_status(engine, release.id, "cancel", "grace")
+                elif release.status.value == "published" and rng.random() < 0.002:
+                    operations.change_status(engine, release.id, "retract", "edsger")
+            caps = [{"subset": "all", "epsilon": "1000", "delta": "1e-9", "name": "all"}]
+            for k in range(19):
+                members = rng.sample(variables[:-1], rng.randint(1, 4))
+                limit = rng.choice(["0.5", "1", "2", "50"])
+                caps.append({"name": f"cap{k:02d}", "subset": members,
+                             **({"rho": limit} if k % 3 == 0 else {"epsilon": limit, "delta": "1e-9"})})
+            operations.add_caps(engine, "survey", caps, "ada", "benchmark")
+    return url
+
+
+def timed(function, *args, **kwargs):
+    start = time.perf_counter()
+    result = function(*args, **kwargs)
+    return result, time.perf_counter() - start
+
+
+def cli(url: str, directory: Path, *args: str) -> float:
+    env = {**os.environ, "LEDGER_DATABASE_URL": url}
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "ledger", "report", *args], cwd=directory, env=env, check=True,
+                   capture_output=True, text=True)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variables", type=int, default=200)
+    parser.add_argument("--releases", type=int, default=10_000)
+    parser.add_argument("--baseline-pairs", type=int, default=1_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as name:
+        directory = Path(name)
+        print(f"building a ledger of {args.releases:,} releases on {args.variables} variables ...", flush=True)
+        url, seconds = timed(build_ledger, directory / "ledger.db", args.variables, args.releases)
+        print(f"    built in {seconds:.1f} s (not part of the figures)")
+
+        # (a) HTML
+        html_cli = cli(url, directory, "--format", "html", "--out", "report.html")
+        engine = store.make_engine(url)
+        with Session(engine) as session:
+            snapshot = store.snapshot(session, "survey")
+            dataset = snapshot.datasets["survey"]
+            delta = dataset.delta
+            inputs, read_s = timed(gather, session, dataset, delta, None)
+        context, build_s = timed(build_report, inputs)
+        html, render_s = timed(render_text, context, "html")
+        size = len(html.encode("utf-8"))
+        print(f"(a) HTML compliance report, {args.variables} variables x {args.releases:,} releases "
+              f"({size / 1e6:.1f} MB, {context.risk.layout} risk table):")
+        print(f"    end to end (`privacy-ledger report --format html`, fresh process): {html_cli:6.2f} s   "
+              f"[target < {HTML_TARGET_S:.0f} s]")
+        print(f"    in process: read + verify {read_s:5.2f} s, context + charts {build_s:5.2f} s, "
+              f"template {render_s:5.2f} s = {read_s + build_s + render_s:5.2f} s")
+
+        # (b) PDF
+        pdf_cli = cli(url, directory, "--format", "pdf", "--out", "report.pdf")
+        pdf, print_s = timed(pdf_from_html, html, find_chromium())
+        from pypdf import PdfReader
+
+        pages = len(PdfReader(directory / "report.pdf").pages)
+        print(f"(b) PDF compliance report ({pages} pages, {len(pdf) / 1e6:.1f} MB):")
+        print(f"    end to end (`privacy-ledger report --format pdf`, fresh process): {pdf_cli:6.2f} s   "
+              f"[target < {PDF_TARGET_S:.0f} s]")
+        print(f"    Chromium print alone: {print_s:5.2f} s")
+
+        # (c) pairs: vectorised against the subset query per pair
+        charged = [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES]
+        index = LedgerIndex(dataset.variable_names, charged, snapshot.families.values())
+        objective = at_delta(delta)
+        grid, fast_s = timed(index.pair_matrix, objective)
+        pairs = list(islice(combinations(range(len(index.variables)), 2), args.baseline_pairs))
+        start = time.perf_counter()
+        slow = [index.subset_cost((index.variables[i], index.variables[j]), objective).spend for i, j in pairs]
+        slow_s = time.perf_counter() - start
+        assert all(grid.spend(i, j) == spend for (i, j), spend in zip(pairs, slow)), "pair figures disagree"
+        total = len(index.variables) * (len(index.variables) - 1) // 2
+        print(f"(c) every pair of variables ({total:,} pairs):")
+        print(f"    LedgerIndex.pair_matrix: {fast_s:6.2f} s")
+        print(f"    baseline, a subset query per pair: {slow_s:6.2f} s for the first {len(pairs):,} pairs, "
+              f"scaled to {total:,}: ~{slow_s * total / len(pairs):,.0f} s (figures agree)")
+
+
+if __name__ == "__main__":
+    assert Fraction("0.005") == Fraction(1, 200)
+    main()

@@ -1,0 +1,158 @@
+"""Charts for reports, as inline SVG drawn by matplotlib (issue 4).
+
+Two pictures, each from a context `report.py` computed (STYLE 7: the numbers
+come from the engine; this module only draws them):
+- `heat_map_svg(Pairs)`: the loss on every pair of variables, one cell per
+  pair (the diagonal: the single variable), ∞ (not protected) in red;
+- `timeline_svg(Timeline)`: cumulative epsilon per variable over time, the
+  most exposed variables in colour and named, the rest in grey; ∞ drawn on a
+  band above the finite values.
+
+The SVG keeps its text as text (svg.fonttype "none"), so a browser can find
+it and a PDF made from the page carries it; ids are salted with a constant and
+the date is left out, so the same context draws the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.dates as mdates  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from markupsafe import Markup  # noqa: E402
+from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from .numbers import round_up  # noqa: E402
+from .report import Pairs, Timeline  # noqa: E402
+
+UNPROTECTED = "#c0392b"  # ∞: not protected
+SCALE = LinearSegmentedColormap.from_list("loss", ["#f7fbff", "#9ecae1", "#3182bd", "#08306b"])
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+STYLE = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "privacy-ledger",
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def heat_map_svg(pairs: Pairs) -> Markup:
+    """Every pair of variables, coloured by epsilon; each cell labelled when the dataset is small."""
+    n = len(pairs.variables)
+    if n < 2:
+        return Markup("")
+    colour = pairs.colour
+    finite = np.isfinite(colour)
+    top = float(colour[finite].max()) if finite.any() else 0.0
+    labels = ["{" + name + "}" for name in pairs.variables]
+    with plt.rc_context(STYLE):
+        side = min(2.6 + 0.5 * n, 9.0)
+        fig, ax = plt.subplots(figsize=(side + 1.6, side))
+        scale = SCALE.with_extremes(bad=UNPROTECTED)
+        image = ax.imshow(np.ma.masked_invalid(np.where(finite, colour, np.nan)), cmap=scale, vmin=0,
+                          vmax=top if top > 0 else 1, interpolation="none", aspect="equal")
+        step = max(1, int(np.ceil(n / 40)))
+        ticks = np.arange(0, n, step)
+        fontsize = 9 if n <= 12 else (7 if n <= 40 else 5)
+        ax.set_xticks(ticks, [labels[k] for k in ticks], rotation=90, fontsize=fontsize)
+        ax.set_yticks(ticks, [labels[k] for k in ticks], fontsize=fontsize)
+        ax.spines[:].set_visible(False)
+        if pairs.matrix is not None:
+            for i, row in enumerate(pairs.matrix):
+                for j, value in enumerate(row):
+                    dark = not finite[i, j] or (top > 0 and colour[i, j] > 0.55 * top)
+                    ax.text(j, i, _short(value), ha="center", va="center", fontsize=8 if n <= 12 else 6,
+                            color="white" if dark else "#1b1b1b")
+        bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+        bar.set_label("epsilon on the pair (diagonal: on the variable alone)")
+        if (~finite).any():
+            ax.legend(handles=[Patch(color=UNPROTECTED, label="∞: not protected")], loc="upper left",
+                      bbox_to_anchor=(0, -0.02 - 0.012 * max(len(max(labels, key=len)), 4)), frameon=False,
+                      fontsize=8)
+        return _svg(fig, "heat-map", f"Heat map of epsilon on every pair of {n} variables")
+
+
+def timeline_svg(timeline: Timeline) -> Markup:
+    """Cumulative epsilon on each variable after each recording time."""
+    y = timeline.y
+    finite = np.isfinite(y)
+    top = float(y[finite].max()) if finite.any() else 0.0
+    ceiling = top * 1.15 if top > 0 else 1.0  # where ∞ is drawn
+    drawn = np.where(finite, y, ceiling)
+    if timeline.axis == "time":
+        x = mdates.date2num(list(timeline.x))
+        end = mdates.date2num(timeline.end)
+    else:
+        x = np.asarray(timeline.x, dtype=float)
+        end = x[-1] + 0.6
+    # from zero before the first release, and the last level carried on to the end
+    steps = "steps-pre" if timeline.envelope else "steps-post"
+    x_drawn = np.concatenate([[x[0]], x, [max(end, x[-1])]])
+    drawn = np.vstack([np.zeros((1, drawn.shape[1])) if not timeline.envelope else drawn[:1], drawn, drawn[-1:]])
+    highlighted = set(timeline.highlighted)
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(10.5, 4.4))
+        for j, name in enumerate(timeline.variables):
+            if name not in highlighted:
+                ax.plot(x_drawn, drawn[:, j], drawstyle=steps, color="#c3c8cf", linewidth=0.7, zorder=1)
+        count = len(timeline.highlighted)
+        for k, name in enumerate(timeline.highlighted):
+            j = timeline.variables.index(name)
+            # widest first, each drawn over the one before: lines that coincide stay visible
+            ax.plot(x_drawn, drawn[:, j], drawstyle=steps, color=PALETTE[k % len(PALETTE)],
+                    linewidth=1.4 + 0.7 * (count - 1 - k), label="{" + name + "}", zorder=3 + k)
+        if (~finite).any():
+            ax.axhline(ceiling, color=UNPROTECTED, linestyle="--", linewidth=0.8, zorder=2)
+            ax.text(1.0, ceiling, " ∞ not protected", transform=ax.get_yaxis_transform(), va="center",
+                    color=UNPROTECTED, fontsize=8)
+        ax.set_ylim(0, ceiling * 1.05)
+        ax.set_ylabel("cumulative epsilon on the variable")
+        if timeline.axis == "time":
+            locator = mdates.AutoDateLocator()
+            ax.xaxis.set_major_locator(locator)
+            ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+            ax.set_xlabel("recorded (UTC)")
+        else:
+            ax.set_xlabel("releases in recording order")
+            if len(timeline.labels) <= 24:
+                ax.set_xticks(x, timeline.labels, rotation=30, ha="right")
+        if timeline.axis == "order":
+            ax.set_xlim(x[0] - 0.4, end)
+        others = len(timeline.variables) - len(timeline.highlighted)
+        handles, names = ax.get_legend_handles_labels()
+        if others:
+            handles.append(plt.Line2D([], [], color="#c3c8cf", linewidth=0.7))
+            names.append(f"{others} other variable{'s' if others != 1 else ''}")
+        if handles:
+            ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=8)
+        ax.grid(axis="y", color="#e6e8eb", linewidth=0.6)
+        fig.tight_layout()
+        return _svg(fig, "timeline-chart", "Cumulative epsilon per variable over time")
+
+
+def _short(value) -> str:
+    """A heat-map label: the figure rounded up to 2 decimals (a bound), ∞ as ∞."""
+    if isinstance(value, float) and np.isinf(value):
+        return "∞"
+    text = format(round_up(value, 2), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _svg(fig, chart_id: str, label: str) -> Markup:
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    text = buffer.getvalue()
+    text = text[text.index("<svg"):]  # drop the XML declaration and doctype: the SVG is inline
+    text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, count=1, flags=re.S)
+    text = text.replace("<svg ", f'<svg id="{chart_id}" class="chart" role="img" aria-label="{label}" ', 1)
+    return Markup(text)

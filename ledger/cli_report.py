@@ -1,0 +1,237 @@
+"""`privacy-ledger report`: reports for review meetings and compliance files (issue 4).
+
+A thin adapter (STYLE 8) and the report renderer: read the ledger (store),
+build the context (`report.build_report`, pure), render it (the Jinja
+templates of `reports/`, pandas for CSV, headless Chromium for PDF) and write
+one file. Bad input -- an unknown dataset or format, a --since that is not a
+date, an --out that cannot be written -- exits 2 with a message and writes
+nothing; the file itself is written whole or not at all (a temporary file in
+the same directory, renamed into place).
+
+The PDF is the HTML report printed by Chromium (through Playwright's Python
+package), so the two are the same document: styles and SVG charts inline, no
+network (every request that is not the page itself is refused).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from sqlalchemy import select
+from sqlmodel import Session
+
+from . import store
+from .errors import fail
+from .records import Dataset
+from .report import AuditEvent, ChainStatus, ReportContext, ReportInputs, build_report, risk_frame
+from .views import report_environment
+
+FORMATS = ("html", "md", "tex", "csv", "pdf")
+TEMPLATES = {"html": "report.html.j2", "pdf": "report.html.j2", "md": "report.md.j2", "tex": "report.tex.j2"}
+CHROMIUM_ENV = "LEDGER_CHROMIUM"  # path of the Chromium used for PDF (default: the system's chromium)
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def report(
+    format: Annotated[str, typer.Option("--format", "-f", help="html, md, tex, csv or pdf.")],
+    out: Annotated[str, typer.Option("--out", "-o", help="The file to write.")],
+    dataset: Annotated[Optional[str], typer.Option("--dataset", "-d",
+                                                   help="Dataset (default: the only one).")] = None,
+    delta: Annotated[Optional[str], typer.Option("--delta", help="Delta for epsilon figures "
+                                                 "(default: the dataset's, else 1e-9).")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Meeting pack: what changed since this date "
+                                                 "(ISO 8601, e.g. 2024-05-01 or 2024-05-01T09:30; UTC "
+                                                 "unless it says otherwise).")] = None,
+) -> None:
+    """A report: the compliance report (html, pdf), the same as Markdown or LaTeX, or the
+    release-by-variable table as CSV. --since adds what changed since the last meeting."""
+    from . import cli  # the app's shared options and ledger access (cli imports this module)
+
+    chosen_format = format.strip().lower()
+    if chosen_format not in FORMATS:
+        raise fail("command line", "--format", f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+    since_at = parse_since(since)
+    if since_at is not None and chosen_format == "csv":
+        raise fail("command line", "--since", "the CSV export is the release-by-variable table only; "
+                                              "--since applies to html, pdf, md and tex")
+    target = writable_target(out)
+    chromium = None
+    if chosen_format == "pdf":
+        chromium = find_chromium()
+    snapshot = cli._read_light()
+    chosen = cli._pick_dataset(snapshot, dataset)
+    chosen_delta = cli._delta(delta, chosen)
+    with Session(cli._engine()) as session:
+        inputs = gather(session, chosen, chosen_delta, since_at)
+    context = build_report(inputs, charts=chosen_format in ("html", "pdf"))
+    data = render(context, chosen_format, chromium=chromium)
+    write_atomically(target, data)
+    typer.echo(f"wrote the {chosen_format} report of dataset {chosen.name} to {target}")
+
+
+# --------------------------------------------------------------------------
+# Input checks
+# --------------------------------------------------------------------------
+
+
+def parse_since(text: str | None) -> datetime | None:
+    """An ISO 8601 date or date-time; a date means its midnight, and no zone means UTC."""
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise fail("command line", "--since", f"not a date: {text!r} (write it as 2024-05-01 or "
+                                              "2024-05-01T09:30)") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def writable_target(out: str) -> Path:
+    """The --out path, refused before any work when it cannot be written."""
+    if not out.strip():
+        raise fail("command line", "--out", "no file given")
+    path = Path(out).expanduser()
+    if path.is_dir():
+        raise fail("command line", "--out", f"{path} is a directory; give a file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise fail("command line", "--out", f"cannot write {path}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise fail("command line", "--out", f"cannot write {path}: permission denied")
+    return path
+
+
+def find_chromium() -> str:
+    """The Chromium that prints PDFs: $LEDGER_CHROMIUM, else the system's."""
+    configured = os.environ.get(CHROMIUM_ENV)
+    candidates = (configured,) if configured else CHROMIUM_CANDIDATES
+    for candidate in candidates:
+        found = candidate if os.path.isabs(candidate) and os.access(candidate, os.X_OK) else shutil.which(candidate)
+        if found:
+            return found
+    raise fail("command line", "--format", "PDF needs Chromium: install the system's chromium package "
+                                           f"(apt-get install chromium) or set {CHROMIUM_ENV} to its path")
+
+
+# --------------------------------------------------------------------------
+# Reading the ledger
+# --------------------------------------------------------------------------
+
+
+def gather(session: Session, dataset: Dataset, delta: Fraction, since: datetime | None,
+           generated_at: datetime | None = None) -> ReportInputs:
+    """Everything the report is computed from, read in one session."""
+    history = store.snapshot(session, dataset.name)
+    verification = store.verify(session)
+    table = store.AuditEventRow.__table__
+    rows = session.connection().execute(
+        select(table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload)
+        .order_by(table.c.seq))
+    events = tuple(AuditEvent(seq, _time(at), actor, kind, subject, payload)
+                   for seq, at, actor, kind, subject, payload in rows)
+    return ReportInputs(
+        dataset=dataset,
+        releases=tuple(history.releases.values()),
+        families=tuple(f for f in history.families.values() if f.dataset == dataset.name),
+        caps=tuple(store.caps(session, dataset.name)),
+        cap_totals=store.cap_totals(session, dataset.name),
+        chain=ChainStatus(verification.ok, verification.events, verification.head, verification.problems),
+        events=events,
+        generated_at=generated_at or store.now(),
+        delta=delta,
+        since=since,
+    )
+
+
+def _time(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+# --------------------------------------------------------------------------
+# Rendering and writing
+# --------------------------------------------------------------------------
+
+
+def render(context: ReportContext, fmt: str, *, chromium: str | None = None) -> bytes:
+    """The report file's bytes in one format."""
+    if fmt == "csv":
+        return risk_frame(context.risk).to_csv(lineterminator="\n").encode("utf-8")
+    if fmt == "pdf":
+        return pdf_from_html(render_text(context, "html"), chromium or find_chromium())
+    return render_text(context, fmt).encode("utf-8")
+
+
+def render_text(context: ReportContext, fmt: str) -> str:
+    kind = {"html": "html", "pdf": "html", "md": "md", "tex": "tex"}[fmt]
+    return report_environment(kind).get_template(TEMPLATES[fmt]).render(report=context)
+
+
+def pdf_from_html(html: str, chromium: str) -> bytes:
+    """Print the HTML report with headless Chromium (A4 landscape, from the report's CSS).
+
+    Runs in a thread of its own: Playwright's synchronous API refuses to run where an
+    event loop already runs (a notebook, or another Playwright session)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdf") as pool:
+        return pool.submit(_print, html, chromium).result()
+
+
+def _print(html: str, chromium: str) -> bytes:
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory(prefix="privacy-ledger-") as directory:
+        page_file = Path(directory) / "report.html"
+        page_file.write_text(html, encoding="utf-8")
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+                try:
+                    page = browser.new_page()
+                    page.route("**/*", _local_only)
+                    page.goto(page_file.as_uri(), wait_until="load")
+                    return page.pdf(prefer_css_page_size=True, print_background=True, outline=True)
+                finally:
+                    browser.close()
+        except PlaywrightError as exc:
+            raise fail("pdf", "chromium", f"Chromium ({chromium}) could not print the report: "
+                                          f"{str(exc).splitlines()[0]}") from None
+
+
+def _local_only(route) -> None:
+    """The report is self-contained: refuse any request but the page's own file."""
+    if route.request.url.startswith(("file:", "data:", "about:")):
+        route.continue_()
+    else:
+        route.abort()
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write the whole file or nothing: a temporary file beside it, renamed into place."""
+    temporary = None
+    try:
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(temporary, 0o666 & ~_umask())  # as an ordinary new file (mkstemp makes it private)
+        os.replace(temporary, path)
+    except OSError as exc:
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
+        raise fail("command line", "--out", f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,237 @@
+"""The reports as a board member gets them: the HTML opened in real headless Chromium
+(Playwright's Python package driving the system's /usr/bin/chromium, installed by
+.ci/run), and the PDF's pages read back with pdfplumber.
+
+Ledgers: the demo (Tan's Example 3.6), an empty one, one with only exact releases
+(nothing protected), and a dataset with 200 variables.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pdfplumber
+import pytest
+from PIL import Image, ImageStat
+from playwright.sync_api import sync_playwright
+
+from ledger.cli_report import CHROMIUM_ARGS
+from test_report_helpers import CHROMIUM, TAN_HEADER, TAN_TABLE_1, context_of, demo_ledger, record, rendered
+
+if not Path(CHROMIUM).exists():  # .ci/run installs it; a missing browser is a failure, not a skip
+    raise RuntimeError(f"{CHROMIUM} is missing: install the system's chromium package (see .ci/run)")
+
+T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    return demo_ledger(tmp_path_factory.mktemp("demo"))
+
+
+def open_report(browser, html: bytes, directory: Path):
+    """The report as a file in a new page; returns the page and every URL it requested."""
+    path = directory / "report.html"
+    path.write_bytes(html)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(path.as_uri(), wait_until="load")
+    return page, requests
+
+
+def table_rows(page, selector: str) -> list[list[str]]:
+    return page.eval_on_selector_all(
+        f"{selector} tr", "rows => rows.map(r => [...r.cells].map(c => c.innerText.replace(/\\s+/g, ' ').trim()))")
+
+
+def pdf_pages(data: bytes) -> list[dict]:
+    """Each page's size, text, and the right-most and lowest edge of any character on it."""
+    pages = []
+    with pdfplumber.open(io.BytesIO(data)) as pdf:
+        for page in pdf.pages:
+            chars = page.chars
+            pages.append({
+                "width": float(page.width), "height": float(page.height),
+                "text": " ".join((page.extract_text() or "").split()),
+                "right": max((float(c["x1"]) for c in chars), default=0.0),
+                "left": min((float(c["x0"]) for c in chars), default=0.0),
+                "bottom": max((float(c["bottom"]) for c in chars), default=0.0),
+            })
+    return pages
+
+
+def assert_within_pages(pages: list[dict]) -> None:
+    for number, page in enumerate(pages, 1):
+        assert 0 <= page["left"] and page["right"] <= page["width"], f"page {number}: text runs off the side"
+        assert page["bottom"] <= page["height"], f"page {number}: text runs off the bottom"
+
+
+# --------------------------------------------------------------------------
+# The demo in the browser and as a PDF
+# --------------------------------------------------------------------------
+
+
+def test_the_demo_report_in_chromium_shows_tans_table_1_and_the_charts(browser, demo, tmp_path):
+    page, requests = open_report(browser, rendered(demo, "census", "html"), tmp_path)
+    try:
+        rows = table_rows(page, "#risk-table-1")
+        assert rows[0][1:] == TAN_HEADER
+        assert {row[0]: row[1:] for row in rows[1:]} == TAN_TABLE_1
+        for chart in ("#heat-map", "#timeline-chart"):
+            box = page.locator(chart).bounding_box()
+            assert box is not None and box["width"] > 300 and box["height"] > 200, (chart, box)
+        assert page.locator("#heat-map image").count() >= 1  # the cells, one per pair (and the colour scale)
+        assert page.locator("#timeline-chart path").count() > 10  # a step line per variable, axes, ticks
+        # the heat map carries each pair's figure: {age, region} is charged by all three tables
+        assert page.locator("#heat-map text", has_text=re.compile(r"^3$")).count() >= 4
+        assert page.locator("#certificate").inner_text().count("Audit chain verified") == 1
+        assert all(url.startswith("file:") for url in requests), requests  # self-contained: no network
+        shot = Image.open(io.BytesIO(page.screenshot(full_page=True))).convert("RGB")
+    finally:
+        page.close()
+    assert shot.height > 2000
+    colours = shot.getcolors(maxcolors=1 << 20)
+    assert colours is not None and len(colours) > 200  # text, table rules, the heat map's scale
+    assert max(ImageStat.Stat(shot).stddev) > 30  # not a blank page
+
+
+def test_the_demo_pdf_has_its_pages_and_the_risk_table(demo):
+    pages = pdf_pages(rendered(demo, "census", "pdf"))
+    assert len(pages) >= 3
+    assert all(abs(p["width"] - 841.92) < 1 and abs(p["height"] - 595) < 1 for p in pages)  # A4 landscape
+    text = " ".join(p["text"] for p in pages)
+    assert "Release {age} {sex} {residential region} {race} {other variable} whole dataset" in text
+    for release, cells in TAN_TABLE_1.items():
+        assert f"{release} {' '.join(cells)}" in text
+    assert "Audit chain verified" in text and "page 1 of" in text
+    assert_within_pages(pages)
+
+
+# --------------------------------------------------------------------------
+# An empty ledger, only exact releases, 200 variables
+# --------------------------------------------------------------------------
+
+SMALL = """\
+dataset: survey
+variables:
+  - {name: age}
+  - {name: income}
+  - {name: region}
+"""
+
+EXACT = """\
+dataset: survey
+releases:
+  - {id: microdata, title: Public-use file, reads: [age, income], mechanism: {name: exact}}
+  - {id: regions, title: Counts by region, reads: [region], mechanism: {name: exact}}
+"""
+
+
+@pytest.fixture(scope="module")
+def empty(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("empty")
+    url = f"sqlite:///{directory / 'ledger.db'}"
+    record(url, directory, "survey.yaml", SMALL, T0, command="dataset")
+    return url
+
+
+@pytest.fixture(scope="module")
+def exact(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("exact")
+    url = f"sqlite:///{directory / 'ledger.db'}"
+    record(url, directory, "survey.yaml", SMALL, T0, command="dataset")
+    record(url, directory, "exact.yaml", EXACT, T0)
+    return url
+
+
+def test_an_empty_ledger_renders_in_every_format(browser, empty, tmp_path):
+    for fmt in ("md", "tex", "csv"):
+        assert rendered(empty, "survey", fmt)
+    page, _ = open_report(browser, rendered(empty, "survey", "html"), tmp_path)
+    try:
+        assert table_rows(page, "#risk-table-1") == [
+            ["Release", "{age}", "{income}", "{region}", "whole dataset"],
+            ["All releases (composed)", "0", "0", "0", "0"]]
+        assert "No release is charged yet." in page.locator("#timeline").inner_text()
+        assert "No release is recorded" in page.locator("#register").inner_text()
+    finally:
+        page.close()
+    pages = pdf_pages(rendered(empty, "survey", "pdf"))
+    assert pages and "All releases (composed) 0 0 0 0" in " ".join(p["text"] for p in pages)
+    assert_within_pages(pages)
+
+
+def test_only_exact_releases_are_not_protected_and_styled_apart(browser, exact, tmp_path):
+    context = context_of(exact, "survey")
+    assert context.risk.unprotected == ("age", "income", "region") and context.pairs.unprotected == 3
+    page, _ = open_report(browser, rendered(exact, "survey", "html"), tmp_path)
+    try:
+        rows = {row[0]: row[1:] for row in table_rows(page, "#risk-table-1")[1:]}
+        unprotected = "∞ (not protected)"
+        assert rows["microdata"] == [unprotected, unprotected, "0", unprotected]
+        assert rows["All releases (composed)"] == [unprotected] * 4
+        background = page.eval_on_selector_all(
+            "#risk-table-1 td", "cells => cells.map(c => [c.innerText, getComputedStyle(c).backgroundColor])")
+        colours = {text: colour for text, colour in background}
+        assert colours[unprotected] != colours["0"]  # unprotected cells are styled apart
+    finally:
+        page.close()
+    pages = pdf_pages(rendered(exact, "survey", "pdf"))
+    assert "microdata ∞ (not protected) ∞ (not protected) 0 ∞ (not protected)" in " ".join(p["text"] for p in pages)
+    assert_within_pages(pages)
+    for fmt in ("md", "tex", "csv"):
+        assert "∞" in rendered(exact, "survey", fmt).decode("utf-8") or "infty" in rendered(exact, "survey", fmt).decode()
+
+
+def wide_dataset(count: int) -> str:
+    return "dataset: wide\nvariables:\n" + "".join(f"  - {{name: variable_{k:03d}}}\n" for k in range(count))
+
+
+def wide_releases(count: int, variables: int, seed: int = 3) -> str:
+    rng = random.Random(seed)
+    lines = ["dataset: wide", "releases:"]
+    for k in range(count):
+        reads = rng.sample([f"variable_{j:03d}" for j in range(variables)], rng.randint(1, 6))
+        epsilon = rng.choice(["1/3", "0.25", "293764/114921", "1"])
+        lines.append(f"  - {{id: table-{k:02d}, title: Table {k}, reads: [{', '.join(reads)}], "
+                     f"mechanism: {{name: laplace, epsilon: \"{epsilon}\"}}}}")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_dataset_with_200_variables_splits_its_table_and_stays_on_the_page(browser, tmp_path):
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    record(url, tmp_path, "wide.yaml", wide_dataset(200), T0, command="dataset")
+    record(url, tmp_path, "releases.yaml", wide_releases(40, 200), T0)
+    context = context_of(url, "wide")
+    assert context.risk.layout == "matrix" and len(context.risk.blocks) == 20
+    assert [len(block.rows) for block in context.risk.blocks] == [40] * 20
+    for fmt in ("md", "tex", "csv"):
+        assert "variable_199" in rendered(url, "wide", fmt).decode("utf-8").replace("\\_", "_")
+
+    page, _ = open_report(browser, rendered(url, "wide", "html"), tmp_path)
+    try:
+        # nothing wider than the page: the blocks fit the window
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0
+        assert page.locator("table.risk").count() == 20
+    finally:
+        page.close()
+
+    pages = pdf_pages(rendered(url, "wide", "pdf"))
+    text = " ".join(p["text"] for p in pages)
+    assert "Variables 1–10 of 200" in text and "Variables 191–200 of 200" in text
+    assert "293764/114921" in text
+    assert_within_pages(pages)

@@ -1,0 +1,434 @@
+"""The store on both backends (issue 3, sections 6 and 7): a SQLite file and a real
+PostgreSQL server. Every test takes `ledger_url` (conftest.py): a fresh SQLite file, or
+a fresh PostgreSQL database made for the test and dropped after it; the PostgreSQL runs
+are skipped, with the reason shown, when LEDGER_TEST_POSTGRES_URL is not set.
+
+Covered here: records read back unchanged; the audit chain catching rows edited with
+raw SQL behind the ledger's back (as in test_store.py, which runs on SQLite only);
+running totals of caps kept right through records, cancellations and retractions, and
+a tampered total reported by `audit verify`; and a ledger made by version 1 (no caps,
+no running totals) upgraded on first use.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import textwrap
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from sqlalchemy import create_engine, inspect, text
+from sqlmodel import Session
+
+from ledger import cli, store
+from ledger.loader import LedgerSnapshot, build_dataset, load_releases, parse_document
+
+F = Fraction
+WHEN = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+GRADUATES = """\
+dataset: graduates
+delta: "1/1000000000"
+variables:
+  - {name: degree, classification: public}
+  - {name: income, classification: sensitive}
+  - {name: sex}
+groups:
+  personal: [income, sex]
+"""
+
+CAPS = """\
+caps:
+  - {subset: [income], epsilon: 10, delta: 1e-9}
+  - {name: personal, epsilon: 20, delta: 1e-9}
+  - {subset: [sex], epsilon: 5, delta: 1e-9}
+"""
+
+RICH = """\
+dataset: graduates
+families:
+  - {id: by-degree, partition: [degree]}
+  - {id: halves, partition: random}
+releases:
+  - id: arts
+    reads: [degree, income]
+    family: by-degree
+    mechanism: {name: laplace, scale: 4, sensitivity: 1, relation: add-remove}
+  - id: science
+    reads: [degree, income]
+    family: by-degree
+    mechanism: {name: gaussian, rho: "104/4099", relation: add-remove}
+    status: planned
+  - id: half-1
+    reads: [sex]
+    family: halves
+    mechanism: {name: gaussian, sigma: 3, sensitivity: 2}
+  - id: consistent
+    title: Consistent counts
+    reads: [degree, income]
+    mechanism: {name: tan-consistent-counts, epsilon: 0.1, protects: [income]}
+  - id: approximate
+    reads: [sex]
+    mechanism: {name: gaussian, epsilon: "0.25", delta: 1e-11}
+  - id: sums
+    reads: []
+    derived_from: [arts, science]
+    status: approved
+"""
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    def json(self):
+        return json.loads(self.out)
+
+
+def run(url: str, *args) -> Run:
+    """`privacy-ledger --db URL ARGS` in this process, through the console entry point."""
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.object(sys, "argv", ["privacy-ledger", "--db", url, *map(str, args)]), \
+            redirect_stdout(out), redirect_stderr(err):
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+def write(directory: Path, name: str, content: str) -> Path:
+    path = directory / name
+    path.write_text(textwrap.dedent(content), encoding="utf-8")
+    return path
+
+
+def execute(url: str, *statements: str) -> None:
+    """Raw SQL behind the ledger's back, in one transaction."""
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            for statement in statements:
+                connection.execute(text(statement))
+    finally:
+        engine.dispose()
+
+
+def query(url: str, sql: str) -> list[tuple]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return [tuple(row) for row in connection.execute(text(sql))]
+    finally:
+        engine.dispose()
+
+
+def tables(url: str) -> set[str]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return set(inspect(connection).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def as_json(value):
+    """A JSON column read with raw SQL: text on SQLite, already decoded on PostgreSQL."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def ok(result: Run) -> Run:
+    assert result.code == 0, result.err
+    return result
+
+
+@pytest.fixture
+def graduates(ledger_url, tmp_path) -> str:
+    """The graduates dataset with three caps, and RICH recorded."""
+    ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", GRADUATES + CAPS), "--by", "ana"))
+    ok(run(ledger_url, "record", write(tmp_path, "rich.yaml", RICH), "--by", "ana"))
+    return ledger_url
+
+
+# --------------------------------------------------------------------------
+# Records read back unchanged; the schema of a new ledger
+# --------------------------------------------------------------------------
+
+
+def test_a_new_ledger_has_every_table_and_the_current_schema_version(ledger_url, tmp_path):
+    engine = store.make_engine(ledger_url)
+    try:
+        store.ensure_schema(engine)
+        store.ensure_schema(engine)  # a second first use changes nothing
+    finally:
+        engine.dispose()
+    assert {"ledger_meta", "datasets", "variables", "families", "releases", "caps", "cap_totals",
+            "audit_events"} <= tables(ledger_url)
+    assert query(ledger_url, "SELECT value FROM ledger_meta WHERE key = 'schema_version'") == [
+        (str(store.SCHEMA_VERSION),)]
+    assert query(ledger_url, "SELECT count(*) FROM audit_events") == [(0,)]
+
+
+def test_records_read_back_equal_the_records_loaded(ledger_url, tmp_path):
+    dataset, errors = build_dataset(parse_document("graduates.yaml", GRADUATES)[0])
+    assert errors == []
+    releases, families, errors = load_releases([write(tmp_path, "rich.yaml", RICH)],
+                                               LedgerSnapshot(datasets={dataset.name: dataset}),
+                                               recorded_by="ana", recorded_at=WHEN)
+    assert errors == [], [str(e) for e in errors]
+    engine = store.make_engine(ledger_url)
+    try:
+        store.ensure_schema(engine)
+        with store.write_session(engine) as session:
+            store.add_dataset(session, dataset, "ana")
+            store.add_releases(session, releases, families, "ana")
+        with Session(engine) as session:
+            back = store.snapshot(session)
+            verification = store.verify(session)
+    finally:
+        engine.dispose()
+    assert back.datasets == {"graduates": dataset}
+    assert back.families == {f.id: f for f in families}
+    assert back.releases == {r.id: r for r in releases}
+    assert list(back.releases) == [r.id for r in releases]
+    assert back.releases["science"].guarantees[0].rho == F(104, 4099)
+    assert back.releases["half-1"].guarantees[0].rho == F(2, 9)  # 2^2 / (2 * 3^2)
+    assert back.releases["approximate"].guarantees[0].delta == F(1, 10**11)
+    assert back.datasets["graduates"].delta == F(1, 10**9)
+    assert verification.ok and verification.events == 1 + 2 + 6
+
+
+# --------------------------------------------------------------------------
+# The audit chain catches raw-SQL edits, on both backends
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sql, subject", [
+    ("UPDATE releases SET title = 'Something else' WHERE id = 'consistent'", "consistent"),
+    ("UPDATE releases SET guarantees = '[]' WHERE id = 'approximate'", "approximate"),
+    ("UPDATE caps SET epsilon = '50' WHERE name = 'income'", "graduates/income"),
+    ("UPDATE audit_events SET actor = 'mallory' WHERE subject = 'half-1'", "half-1"),
+    ("DELETE FROM releases WHERE id = 'sums'", "sums"),
+    ("UPDATE audit_events SET payload = replace(payload, '104/4099', '1/4099') WHERE subject = 'science'",
+     "science"),
+])
+def test_audit_verify_names_the_event_of_a_row_edited_with_raw_sql(graduates, sql, subject):
+    assert ok(run(graduates, "audit", "verify"))
+    (seq,) = query(graduates, f"SELECT max(seq) FROM audit_events WHERE subject = '{subject}'")[0]
+    execute(graduates, sql)
+    result = run(graduates, "audit", "verify")
+    assert result.code == 1
+    first = result.err.splitlines()[0]
+    assert "first bad event" in first and f"event {seq} " in first and subject in first, result.err
+
+
+# --------------------------------------------------------------------------
+# Running totals: kept in the same transaction as every change, checked by audit verify
+# --------------------------------------------------------------------------
+
+CLINIC = """\
+dataset: clinic
+variables:
+  - {name: income}
+  - {name: diagnosis}
+  - {name: region}
+caps:
+  - {subset: [income], epsilon: 1}
+  - {name: health, subset: [diagnosis], rho: "1/2"}
+"""
+
+
+def laplace(release_id, reads, epsilon, status="published", family=None):
+    member = f", family: {family}" if family else ""
+    return (f"  - {{id: {release_id}, reads: [{reads}], status: {status}{member}, "
+            f"mechanism: {{name: laplace, epsilon: \"{epsilon}\"}}}}\n")
+
+
+def releases(*entries, families=()):
+    declared = "".join(f"  - {{id: {f}, partition: random}}\n" for f in families)
+    return "dataset: clinic\n" + (f"families:\n{declared}" if declared else "") + "releases:\n" + "".join(entries)
+
+
+@pytest.fixture
+def clinic(ledger_url, tmp_path) -> str:
+    ok(run(ledger_url, "dataset", "add", write(tmp_path, "clinic.yaml", CLINIC)))
+    return ledger_url
+
+
+def caps(url: str) -> dict[str, dict]:
+    return {cap["cap"]: cap for cap in ok(run(url, "cap", "list", "--json")).json()}
+
+
+def test_running_totals_follow_records_cancellations_and_retractions(clinic, tmp_path):
+    ok(run(clinic, "record", write(tmp_path, "one.yaml", releases(
+        laplace("a", "income", "0.2"),
+        laplace("b", "income", "0.3", status="planned"),
+        laplace("c", "income", "0.1", status="approved"),
+        laplace("h1", "income", "0.25", family="halves"),
+        laplace("h2", "income, diagnosis", "0.15", family="halves"),
+        "  - {id: g, reads: [diagnosis], status: planned, mechanism: {name: gaussian, rho: \"1/10\"}}\n",
+        families=["halves"]))))
+    # income: 0.2 + 0.3 + 0.1 + max(0.25, 0.15); health: 0.15^2/2 + 1/10
+    assert caps(clinic)["income"]["current"] == 0.85
+    assert caps(clinic)["health"]["current"] == pytest.approx(0.01125 + 0.1)
+    assert ok(run(clinic, "audit", "verify"))
+
+    for action, release in [("approve", "b"), ("publish", "b"), ("retract", "b"), ("cancel", "c"), ("cancel", "g"),
+                            ("retract", "a")]:
+        ok(run(clinic, action, release))
+        assert ok(run(clinic, "audit", "verify")), (action, release)
+    assert caps(clinic)["income"]["current"] == 0.75  # b and a retracted still count; c cancelled
+    assert caps(clinic)["health"]["current"] == pytest.approx(0.01125)
+
+    ok(run(clinic, "record", write(tmp_path, "two.yaml", releases(
+        laplace("d", "income", "0.05"), laplace("h3", "income", "0.2", family="halves"), families=["halves"]))))
+    assert caps(clinic)["income"]["current"] == 0.8
+    assert run(clinic, "subset", "income", "--json").json()["epsilon"] == 0.8
+    result = ok(run(clinic, "audit", "verify"))
+    assert "audit chain intact" in result.out
+
+
+def test_a_cancelled_family_member_is_not_charged_when_another_member_joins(clinic, tmp_path):
+    """A family is charged over its counted members (DESIGN 2.6): once m1 is cancelled,
+    the family costs what m2 costs, however m2 was recorded."""
+    ok(run(clinic, "record", write(tmp_path, "one.yaml", releases(
+        laplace("m1", "income", "0.5", status="planned", family="halves"), families=["halves"]))))
+    ok(run(clinic, "cancel", "m1"))
+    assert caps(clinic)["income"]["current"] == 0
+    ok(run(clinic, "record", write(tmp_path, "two.yaml", releases(
+        laplace("m2", "income", "0.2", family="halves"), families=["halves"]))))
+    assert run(clinic, "subset", "income", "--json").json()["epsilon"] == 0.2
+    assert caps(clinic)["income"]["current"] == 0.2, "the cancelled member still counts in the running total"
+    verified = run(clinic, "audit", "verify")
+    assert verified.code == 0, verified.err
+
+
+@pytest.mark.parametrize("edit", ["spend", "value", "drivers"])
+def test_an_edited_running_total_is_reported_by_audit_verify(clinic, tmp_path, edit):
+    ok(run(clinic, "record", write(tmp_path, "one.yaml", releases(
+        laplace("a", "income", "0.2"), laplace("b", "income", "0.3")))))
+    ok(run(clinic, "audit", "verify"))
+    ((stored,),) = query(clinic, "SELECT total FROM cap_totals WHERE dataset = 'clinic' AND cap = 'income'")
+    total = as_json(stored)
+    assert total["standalone"]["pure"] == "1/2"
+    if edit == "spend":
+        total["standalone"] = {"pure": "1/4", "pure_rho": "1/32"}
+    elif edit == "value":
+        if "value" not in total:
+            pytest.skip("running totals carry no stored figure in this version")
+        total["value"] = "1/10"
+    else:
+        total["drivers"] = []
+    execute(clinic, f"UPDATE cap_totals SET total = '{json.dumps(total)}' "
+                    "WHERE dataset = 'clinic' AND cap = 'income'")
+    result = run(clinic, "audit", "verify")
+    assert result.code == 1, f"a running total edited ({edit}) behind the ledger's back was not reported"
+    assert "cap clinic/income" in result.err
+    if edit == "spend":
+        assert "1/4" in result.err and "1/2" in result.err  # the stored figure and the recomputed one
+
+
+# --------------------------------------------------------------------------
+# A ledger made by version 1 (no caps, no running totals) is upgraded on first use
+# --------------------------------------------------------------------------
+
+# The tables and columns of schema version 1 (commit ea4508c, ledger/store.py).
+V1_COLUMNS = {
+    "ledger_meta": {"key", "value"},
+    "datasets": {"name", "description", "delta", "groups", "created_at"},
+    "variables": {"id", "dataset", "name", "classification", "description", "position"},
+    "families": {"id", "dataset", "partition", "description"},
+    "releases": {"id", "seq", "dataset", "title", "reads", "mechanism_name", "mechanism_params", "guarantees",
+                 "derived_from", "family", "status", "recorded_by", "recorded_at", "approved_by", "approved_at",
+                 "published_at"},
+    "audit_events": {"seq", "at", "actor", "kind", "subject", "payload", "prev_hash", "hash"},
+}
+
+
+def make_version_1(url: str) -> None:
+    """Turn a ledger without caps into the layout version 1 wrote: only its tables and
+    columns, stamped schema_version '1', and no configuration stamp (added later)."""
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            inspector = inspect(connection)
+            statements = []
+            for table in inspector.get_table_names():
+                if table not in V1_COLUMNS:
+                    statements.append(f'DROP TABLE "{table}"')
+                    continue
+                for column in inspector.get_columns(table):
+                    if column["name"] not in V1_COLUMNS[table]:
+                        statements.append(f'ALTER TABLE "{table}" DROP COLUMN "{column["name"]}"')
+            # caps references datasets: drop it first
+            statements.sort(key=lambda s: (not s.startswith('DROP TABLE "cap'), s))
+            for statement in statements:
+                connection.execute(text(statement))
+            connection.execute(text("UPDATE ledger_meta SET value = '1' WHERE key = 'schema_version'"))
+            connection.execute(text("DELETE FROM ledger_meta WHERE key <> 'schema_version'"))
+    finally:
+        engine.dispose()
+
+
+def test_a_version_1_ledger_is_upgraded_on_first_use(ledger_url, tmp_path):
+    ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", GRADUATES), "--by", "ana"))
+    ok(run(ledger_url, "record", write(tmp_path, "rich.yaml", RICH), "--by", "ana"))
+    recorded = ok(run(ledger_url, "releases", "--json")).json()
+    events_before = query(ledger_url, "SELECT seq, kind, subject, hash FROM audit_events ORDER BY seq")
+    make_version_1(ledger_url)
+    assert {"caps", "cap_totals"}.isdisjoint(tables(ledger_url))
+    assert query(ledger_url, "SELECT key, value FROM ledger_meta") == [("schema_version", "1")]
+
+    # first use by this version: any command
+    assert ok(run(ledger_url, "releases", "--json")).json() == recorded
+
+    assert {"caps", "cap_totals"} <= tables(ledger_url)
+    assert query(ledger_url, "SELECT value FROM ledger_meta WHERE key = 'schema_version'") == [
+        (str(store.SCHEMA_VERSION),)]
+    events = query(ledger_url, "SELECT seq, kind, subject, hash, actor, payload FROM audit_events ORDER BY seq")
+    assert [e[:4] for e in events[:len(events_before)]] == events_before  # the chain is only appended to
+    migrated = events[len(events_before):]
+    assert [(kind, subject, json.loads(payload)) for _, kind, subject, _, _, payload in migrated] == [
+        ("ledger.migrated", f"schema {version}", {"from": version - 1, "to": version})
+        for version in range(2, store.SCHEMA_VERSION + 1)]
+    verified = ok(run(ledger_url, "audit", "verify"))
+    assert f"{len(events)} events" in verified.out
+
+    # caps work on the upgraded ledger, their totals computed from the releases already there
+    ok(run(ledger_url, "cap", "set", "income", "--epsilon", "1/100", "--delta", "1e-9"))
+    income = caps(ledger_url)["income"]
+    assert income["status"] == "over"
+    assert income["current"] == pytest.approx(run(ledger_url, "subset", "income", "--json").json()["epsilon"],
+                                              rel=1e-6)
+    refused = run(ledger_url, "record", write(tmp_path, "more.yaml", """\
+        dataset: graduates
+        releases:
+          - {id: more, reads: [income], mechanism: {name: laplace, epsilon: 0.1}}
+        """))
+    assert refused.code == 1
+    ok(run(ledger_url, "audit", "verify"))
+
+    # and a second use migrates nothing more
+    ok(run(ledger_url, "releases"))
+    assert len(query(ledger_url, "SELECT seq FROM audit_events")) == len(events) + 1  # + cap.set
+
+
+def test_a_ledger_from_a_newer_version_is_refused_and_left_alone(graduates):
+    execute(graduates, f"UPDATE ledger_meta SET value = '{store.SCHEMA_VERSION + 1}' WHERE key = 'schema_version'")
+    before = query(graduates, "SELECT seq, hash FROM audit_events ORDER BY seq")
+    result = run(graduates, "releases")
+    assert result.code == 2
+    assert f"schema version {store.SCHEMA_VERSION + 1}" in result.err
+    assert query(graduates, "SELECT seq, hash FROM audit_events ORDER BY seq") == before
+    assert query(graduates, "SELECT value FROM ledger_meta WHERE key = 'schema_version'") == [
+        (str(store.SCHEMA_VERSION + 1),)]

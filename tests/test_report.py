@@ -1,0 +1,293 @@
+"""`privacy-ledger report`: what the report says, and what it refuses (issue 4).
+
+Ledgers are written here in the file formats and recorded through the command line
+at times the test sets. Expected figures are worked out by hand beside each assertion
+from the releases' parameters (DESIGN 2.3-2.6).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import replace
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from ledger.mechanisms.ppercent import PPercentGuarantee
+from ledger.report import (
+    MATRIX_CELL_LIMIT,
+    from_p_percent,
+    pufferfish_entries,
+)
+from ledger.cli_report import render
+from test_report_helpers import GENERATED, context_of, record, run_main, step
+
+F = Fraction
+T = lambda month, day, hour=9: datetime(2024, month, day, hour, 0, tzinfo=UTC)  # noqa: E731
+
+GRADUATES = """\
+dataset: graduates
+description: Graduate survey (Tan, section 5.1)
+delta: 1e-9
+variables:
+  - {name: degree, classification: public}
+  - {name: income, classification: sensitive}
+  - {name: sex, classification: identifying}
+groups:
+  personal: [income, sex]
+caps:
+  - {subset: [income], epsilon: 2}
+  - {name: personal, epsilon: 3}
+  - {subset: [sex], epsilon: 1/4}
+"""
+
+BEFORE_MEETING = """\
+dataset: graduates
+releases:
+  - id: income-by-degree
+    title: Graduates by degree and income band
+    reads: [degree, income]
+    mechanism: {name: geometric, epsilon: 1}
+  - id: mean-income
+    title: Mean income band
+    reads: [income]
+    mechanism: {name: laplace, epsilon: 1/2}
+    status: planned
+"""
+
+AFTER_MEETING = """\
+dataset: graduates
+releases:
+  - id: sex-ratio
+    title: Graduates by sex
+    reads: [sex]
+    mechanism: {name: geometric, epsilon: 1/4}
+  - id: income-deciles
+    title: Income deciles
+    reads: [income]
+    mechanism: {name: laplace, epsilon: 1/4}
+    status: planned
+"""
+
+MEETING = T(4, 1)
+
+
+@pytest.fixture(scope="module")
+def meeting_ledger(tmp_path_factory):
+    """Two releases before the meeting (one approved then), and after it: two recorded,
+    one published, one cancelled, one retracted, and a cap set."""
+    directory = tmp_path_factory.mktemp("meeting")
+    url = f"sqlite:///{directory / 'ledger.db'}"
+    record(url, directory, "graduates.yaml", GRADUATES, T(1, 10), "--by", "ada", command="dataset")
+    record(url, directory, "before.yaml", BEFORE_MEETING, T(2, 1), "--by", "ada")
+    step(url, T(3, 1), "approve", "mean-income", "--by", "grace")
+    record(url, directory, "after.yaml", AFTER_MEETING, T(4, 10), "--by", "ada")
+    step(url, T(4, 12), "publish", "mean-income", "--by", "grace")
+    step(url, T(4, 15), "cancel", "income-deciles", "--by", "grace")
+    step(url, T(4, 20), "retract", "income-by-degree", "--by", "edsger")
+    step(url, T(4, 21), "cap", "set", "degree", "--epsilon", "5", "--by", "ada")
+    return url, directory
+
+
+def test_the_meeting_pack_lists_what_changed_since_the_date(meeting_ledger):
+    url, _ = meeting_ledger
+    pack = context_of(url, "graduates", since=MEETING, charts=False).meeting
+    by_release = lambda changes: [(c.release, c.actor, c.status) for c in changes]  # noqa: E731
+    assert by_release(pack.recorded) == [("sex-ratio", "ada", "published"), ("income-deciles", "ada", "planned")]
+    assert by_release(pack.approved) == []  # approved before the meeting
+    assert by_release(pack.published) == [("mean-income", "grace", "published")]
+    assert by_release(pack.cancelled) == [("income-deciles", "grace", "cancelled")]
+    assert by_release(pack.retracted) == [("income-by-degree", "edsger", "retracted")]
+
+
+def test_the_meeting_pack_shows_how_each_cap_moved(meeting_ledger):
+    url, _ = meeting_ledger
+    moves = {m.name: m for m in context_of(url, "graduates", since=MEETING, charts=False).meeting.caps}
+    # {income}: then income-by-degree 1 + mean-income (approved, reserving) 1/2; now the same:
+    # the retracted release still counts and the cancelled one frees its reservation
+    assert (moves["income"].before, moves["income"].now, moves["income"].change) == (F(3, 2), F(3, 2), 0)
+    # personal = {income, sex}: sex-ratio's 1/4 was recorded since
+    assert (moves["personal"].before, moves["personal"].now, moves["personal"].change) == (F(3, 2), F(7, 4), F(1, 4))
+    # {sex}: 0 -> 1/4, the whole cap: ok -> warn (80% or more)
+    assert (moves["sex"].before, moves["sex"].now) == (0, F(1, 4))
+    assert (moves["sex"].status_before, moves["sex"].status_now) == ("ok", "warn")
+    assert moves["degree"].set_after and not moves["income"].set_after
+
+
+def test_the_meeting_pack_in_every_format(meeting_ledger, tmp_path):
+    url, _ = meeting_ledger
+    for fmt in ("md", "html", "tex"):
+        out = tmp_path / f"pack.{fmt}"
+        result = run_main(url, "report", "--format", fmt, "--out", out, "--since", "2024-04-01")
+        assert result.code == 0, result.err
+        text = out.read_text(encoding="utf-8")
+        assert "Changes since 2024-04-01 00:00:00 UTC" in text
+        assert "income-deciles" in text and "sex-ratio" in text
+    md = (tmp_path / "pack.md").read_text(encoding="utf-8")
+    assert "| personal | {income, sex} | epsilon | 3 | 1.5 | 1.75 | +0.25 | ok → ok |" in md
+
+
+def test_caps_show_spend_headroom_status_and_drivers(meeting_ledger):
+    url, _ = meeting_ledger
+    caps = {c.name: c for c in context_of(url, "graduates", charts=False).caps}
+    assert (caps["sex"].current, caps["sex"].headroom, caps["sex"].status) == (F(1, 4), 0, "warn")
+    assert (caps["personal"].current, caps["personal"].headroom) == (F(7, 4), F(5, 4))
+    assert [rid for rid, _ in caps["personal"].drivers] == ["income-by-degree", "mean-income", "sex-ratio"]
+
+
+def test_the_register_holds_every_release_with_its_lifecycle(meeting_ledger):
+    url, _ = meeting_ledger
+    register = {r.id: r for r in context_of(url, "graduates", charts=False).register}
+    assert list(register) == ["income-by-degree", "mean-income", "sex-ratio", "income-deciles"]
+    mean = register["mean-income"]
+    assert (mean.status, mean.recorded_by, mean.approved_by) == ("published", "ada", "grace")
+    assert (mean.recorded_at, mean.approved_at, mean.published_at) == (T(2, 1), T(3, 1), T(4, 12))
+    assert mean.parameters == (("epsilon", F(1, 2)),) and mean.guarantees[0].epsilon == F(1, 2)
+    assert not register["income-deciles"].charged and register["income-by-degree"].status == "retracted"
+
+
+def test_the_audit_trail_lists_every_event_of_the_dataset(meeting_ledger):
+    url, _ = meeting_ledger
+    audit = context_of(url, "graduates", charts=False).audit
+    assert audit.ok
+    kinds = [e.kind for e in audit.listed]
+    assert kinds[0] == "dataset.added" and kinds[-1] == "cap.set"
+    assert dict(audit.by_kind)["release.recorded"] == 4
+    # ada: the dataset, its three caps, four releases, one more cap; grace: approve, publish, cancel
+    assert dict(audit.by_actor) == {"ada": 9, "edsger": 1, "grace": 3}
+
+
+EXACT_INPUTS = """\
+dataset: census
+delta: 1e-10
+variables:
+  - {name: age}
+  - {name: income}
+caps:
+  - {subset: [income], epsilon: 3}
+"""
+
+EXACT_RELEASE = """\
+dataset: census
+releases:
+  - id: mean-income
+    title: Mean income
+    reads: [income]
+    mechanism: {name: laplace, epsilon: "293764/114921"}
+"""
+
+
+def test_exact_inputs_stay_exact_bounds_round_up_and_headroom_down(tmp_path):
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    record(url, tmp_path, "census.yaml", EXACT_INPUTS, T(1, 1), command="dataset")
+    record(url, tmp_path, "release.yaml", EXACT_RELEASE, T(1, 2))
+    out = tmp_path / "report.md"
+    assert run_main(url, "report", "--format", "md", "--out", out).code == 0
+    md = out.read_text(encoding="utf-8")
+    assert "| mean-income | 0 | 293764/114921 (≈ 2.56) | 293764/114921 (≈ 2.56) |" in md  # 2.5562... up
+    # headroom 3 - 293764/114921 = 50999/114921 = 0.44377..., rounded down
+    assert ("| income | {income} | epsilon | 3 | 293764/114921 (≈ 2.56) | 50999/114921 (≈ 0.44) | warn | "
+            "mean-income (293764/114921 (≈ 2.56)) |") in md  # 2.556 >= 80% of 3: warn
+    assert "at delta = 1 × 10⁻¹⁰" in md
+    frame = list(csv.reader(io.StringIO(render(context_of(url, "census", charts=False), "csv").decode())))
+    assert frame[1] == ["mean-income", "0", "293764/114921 (≈ 2.56)", "293764/114921 (≈ 2.56)"]
+
+
+def test_pufferfish_guarantees_have_their_own_section_and_stay_out_of_the_totals(meeting_ledger):
+    url, _ = meeting_ledger
+    context = context_of(url, "graduates")
+    guarantee = PPercentGuarantee(p=0.1, epsilon=1, laplace_scale=0.421, contributor="farm",
+                                  linked_variables=("income",), protected_contributors=12)
+    with_pufferfish = replace(context, pufferfish=(from_p_percent("mean-income", guarantee),))
+    html = render(with_pufferfish, "html").decode("utf-8")
+    section = html[html.index('id="pufferfish"'):html.index('id="audit"')]
+    assert "p% protection (Bailie 2020)" in section and "x^S in [(1-p)x, (1+p)x] for every x" in section
+    assert "linear relation" in section and "laplace_scale 0.421" in section
+    # the DP figures are those of the context without it
+    assert with_pufferfish.certificate == context.certificate and with_pufferfish.risk.total == context.risk.total
+    for fmt in ("md", "tex"):
+        assert "Bailie" in render(with_pufferfish, fmt).decode("utf-8")
+
+
+def test_pufferfish_entries_come_from_what_releases_record():
+    class Recorded:  # the shape issue 5 records with a release (records.PufferfishGuarantee)
+        kind, protects, secrets, assumptions = "perfect-sample-privacy", frozenset({"x"}), "each sample", "i.i.d."
+        epsilon, delta, parameters = None, None, (("alphabet", 2),)
+
+    class WithPufferfish:
+        id, pufferfish = "xor", (Recorded(),)
+
+    class Without:
+        id = "plain"
+
+    entries = pufferfish_entries([WithPufferfish(), Without()])
+    assert [(e.release, e.kind, e.protects, e.parameters) for e in entries] == [
+        ("xor", "perfect-sample-privacy", ("x",), (("alphabet", 2),))]
+    assert entries[0].label == "perfect sample privacy (Rassouli, Rosas and Gündüz)"
+
+
+# --------------------------------------------------------------------------
+# Bad input: exit 2, a clear message, nothing written
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--dataset", "nope", "--format", "html"], "unknown dataset 'nope'"),
+    (["--format", "docx"], "unknown format 'docx'; choose one of html, md, tex, csv, pdf"),
+    (["--format", "html", "--since", "last tuesday"], "not a date: 'last tuesday'"),
+    (["--format", "html", "--delta", "2"], "must be in (0, 1)"),
+    (["--format", "csv", "--since", "2024-04-01"], "the CSV export is the release-by-variable table only"),
+])
+def test_bad_input_exits_2_and_writes_nothing(meeting_ledger, tmp_path, args, message):
+    url, _ = meeting_ledger
+    out = tmp_path / "report.out"
+    result = run_main(url, "report", *args, "--out", out)
+    assert result.code == 2, result.out
+    assert message in result.err and "nothing was written" in result.err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unwritable_out_exits_2_and_writes_nothing(meeting_ledger, tmp_path):
+    url, _ = meeting_ledger
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for out, message in [(tmp_path / "missing" / "r.html", "does not exist"),
+                         (tmp_path, "is a directory"),
+                         (a_file / "r.html", "does not exist")]:
+        result = run_main(url, "report", "--format", "html", "--out", out)
+        assert result.code == 2 and message in result.err, (out, result.err)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a-file"]
+
+
+def test_a_missing_ledger_exits_2(tmp_path):
+    result = run_main(f"sqlite:///{tmp_path / 'none.db'}", "report", "--format", "md", "--out", tmp_path / "r.md")
+    assert result.code == 2 and "no ledger at" in result.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_the_report_is_written_whole(meeting_ledger, tmp_path):
+    """A temporary file beside it, renamed into place: no partial file, no leftovers."""
+    url, _ = meeting_ledger
+    out = tmp_path / "report.csv"
+    out.write_text("old")
+    result = run_main(url, "report", "--format", "csv", "--out", out)
+    assert result.code == 0 and "wrote the csv report of dataset graduates" in result.out
+    assert out.read_text().startswith("release,{degree},{income},{sex},whole dataset\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["report.csv"]
+
+
+def test_the_html_is_self_contained(meeting_ledger):
+    url, _ = meeting_ledger
+    html = render(context_of(url, "graduates"), "html").decode("utf-8")
+    assert "<script" not in html and "<link" not in html
+    assert not re.search(r"""(src|href)=["'](?!#|data:)""", html)  # nothing outside the file is referenced
+    assert html.count('<svg id="heat-map"') == 1 and html.count('<svg id="timeline-chart"') == 1
+    assert "<style>" in html and "@page" in html
+
+
+def test_large_ledgers_give_the_risk_table_sparsely():
+    assert MATRIX_CELL_LIMIT >= 200 * 50  # a 200-variable dataset with 50 releases is still a matrix

@@ -1,0 +1,163 @@
+"""The array paths the reports use, against the engine's reference rules (DESIGN 2.3-2.6).
+
+`LedgerIndex.pair_matrix` must equal `pairs()` and `ledger_cost` on every pair,
+`running_totals` must equal `ledger_cost` of every prefix, and `table_by_arrays`
+must equal `table()`, on ledgers with every kind of release: pure, approximate and
+zCDP guarantees, partial guarantees (exact variables), several guarantees,
+incomparable guarantees (a choice), random and keyed families with replace and
+add/remove members. `cks_floats` must agree with `accounting.cks_epsilon`.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger.accounting import Spend, cks_epsilon
+from ledger.engine import LedgerIndex, at_delta, ledger_cost
+from ledger.records import Family, Guarantee, Mechanism, Notion, Relation, Release
+from ledger.report import cks_floats, epsilon_floats
+
+F = Fraction
+VARIABLES = ("age", "sex", "region", "race", "income", "degree")
+DELTA = F(1, 10**9)
+FAMILIES = (Family("by-chance", "census", None), Family("by-region", "census", frozenset({"region"})))
+
+
+def pure(epsilon, *protects, relation=Relation.REPLACE):
+    return Guarantee(frozenset(protects), Notion.PURE, epsilon=F(epsilon), relation=relation)
+
+
+def release(id, reads, *guarantees, family=None):
+    return Release(id=id, dataset="census", reads=frozenset(reads), mechanism=Mechanism("test"),
+                   guarantees=tuple(guarantees), family=family)
+
+
+guarantees = st.builds(
+    lambda notion, protects, a, b, relation: Guarantee(
+        frozenset(protects), notion,
+        epsilon=F(a, 4) if notion != Notion.ZCDP else None,
+        delta=F(1, 10 ** (6 + b)) if notion == Notion.APPROX else None,
+        rho=F(a, 50) if notion == Notion.ZCDP else None,
+        relation=relation),
+    st.sampled_from(list(Notion)), st.sets(st.sampled_from(VARIABLES), min_size=1, max_size=4),
+    st.integers(1, 6), st.integers(0, 4), st.sampled_from(list(Relation)))
+
+
+@st.composite
+def ledgers(draw):
+    releases = []
+    for k in range(draw(st.integers(0, 10))):
+        reads = draw(st.sets(st.sampled_from(VARIABLES), max_size=4))
+        kind = draw(st.sampled_from(["full", "full", "partial", "several", "none", "family", "keyed"]))
+        family = None
+        if kind in ("full", "family") or (kind == "partial" and not reads):
+            gs = (pure(F(draw(st.integers(1, 8)), 4), *(reads or {"age"})),)
+        elif kind == "partial":
+            gs = (Guarantee(frozenset(sorted(reads)[:1]), Notion.PURE, epsilon=F(1, 2)),)
+        elif kind == "several":
+            gs = tuple(draw(st.lists(guarantees, min_size=2, max_size=3)))
+        elif kind == "keyed":
+            reads = reads | {"region"}
+            relation = draw(st.sampled_from(list(Relation)))
+            gs = (pure(F(draw(st.integers(1, 8)), 4), *reads, relation=relation),)
+            family = "by-region"
+        else:
+            gs = ()
+        if kind == "family":
+            family = "by-chance"
+        releases.append(release(f"r{k}", reads, *gs, family=family))
+    return releases
+
+
+@settings(max_examples=120)
+@given(ledgers())
+def test_pair_matrix_equals_the_subset_query_on_every_pair(releases):
+    index = LedgerIndex(VARIABLES, releases, FAMILIES)
+    objective = at_delta(DELTA)
+    grid = index.pair_matrix(objective)
+    for (a, b), spend in index.pairs(objective).items():
+        i, j = VARIABLES.index(a), VARIABLES.index(b)
+        assert grid.spend(i, j) == spend == grid.spend(j, i)
+    table = index.table("census", objective)
+    for j in range(len(VARIABLES)):  # the diagonal is the loss on the variable alone
+        assert grid.spend(j, j) == table.total[j]
+
+
+@settings(max_examples=120)
+@given(ledgers(), st.randoms(use_true_random=False))
+def test_running_totals_equal_the_loss_of_every_prefix(releases, rng):
+    index = LedgerIndex(VARIABLES, releases, FAMILIES)
+    objective = at_delta(DELTA)
+    order = list(range(len(releases)))
+    rng.shuffle(order)
+    checkpoints = sorted(set(rng.sample(range(len(releases) + 1), min(4, len(releases) + 1))))
+    grid = index.running_totals(order, checkpoints, objective)
+    for k, count in enumerate(checkpoints):
+        prefix = [releases[i] for i in order[:count]]
+        for j, name in enumerate(VARIABLES):
+            assert grid.spend(k, j) == ledger_cost(prefix, FAMILIES, {name}, objective)
+
+
+@settings(max_examples=80)
+@given(ledgers())
+def test_table_by_arrays_equals_table(releases):
+    index = LedgerIndex(VARIABLES, releases, FAMILIES)
+    objective = at_delta(DELTA)
+    expected, actual = index.table("census", objective), index.table_by_arrays("census", objective)
+    assert actual.total == expected.total
+    assert actual.total_dataset_wide == expected.total_dataset_wide
+    assert (actual.cells == expected.cells).all() and (actual.dataset_wide == expected.dataset_wide).all()
+
+
+def test_tan_example_pairs():
+    """Tan, Example 3.6: three eps = 1 tables; a pair costs every table reading either variable."""
+    index = LedgerIndex(("age", "sex", "region", "race"), [
+        release("Table A", {"age", "sex"}, pure(1, "age", "sex")),
+        release("Table B", {"region", "race"}, pure(1, "region", "race")),
+        release("Table C", {"region", "age"}, pure(1, "region", "age")),
+    ])
+    grid = index.pair_matrix()
+    figures = {(a, b): grid.spend(i, j).pure for i, a in enumerate(index.variables)
+               for j, b in enumerate(index.variables) if i < j}
+    assert figures == {("age", "sex"): 2, ("age", "region"): 3, ("age", "race"): 3,
+                       ("sex", "region"): 3, ("sex", "race"): 2, ("region", "race"): 2}
+
+
+def test_a_pair_with_an_exact_variable_is_not_protected():
+    # Tan's Algorithm 1: income noised (eps 1/2), degree released exactly
+    index = LedgerIndex(("degree", "income", "sex"), [release("t", {"degree", "income"}, pure(F(1, 2), "income"))])
+    grid = index.pair_matrix()
+    assert grid.spend(0, 1).unbounded and grid.spend(0, 2).unbounded and grid.spend(0, 0).unbounded
+    assert grid.spend(1, 2) == Spend(pure=F(1, 2))
+
+
+def test_cks_floats_agree_with_the_engine_conversion():
+    rng = np.random.default_rng(4)
+    rho = rng.uniform(1e-4, 8, 300)
+    delta = np.where(np.arange(300) % 2, 1e-9, 1e-5)
+    expected = np.array([cks_epsilon(float(r), float(d)) for r, d in zip(rho, delta)])
+    assert np.allclose(cks_floats(rho, delta), expected, rtol=1e-12, atol=0)
+    assert cks_floats(np.zeros(3), np.full(3, 1e-9)).tolist() == [0, 0, 0]
+
+
+def test_epsilon_floats_agree_with_spend_epsilon():
+    index = LedgerIndex(("a", "b", "c"), [
+        release("pure", {"a"}, pure(F(1, 3), "a")),
+        release("gauss", {"a", "b"}, Guarantee(frozenset({"a", "b"}), Notion.ZCDP, rho=F(1, 20))),
+        release("approx", {"c"}, Guarantee(frozenset({"c"}), Notion.APPROX, epsilon=F(1, 2), delta=F(1, 10**10))),
+        release("greedy", {"b"}, Guarantee(frozenset({"b"}), Notion.APPROX, epsilon=F(1), delta=F(1, 10**8))),
+    ])
+    grid = index.pair_matrix()
+    floats = epsilon_floats(grid, DELTA)
+    for i in range(3):
+        for j in range(3):
+            exact = grid.spend(i, j).epsilon(DELTA)
+            if math.isinf(exact):
+                assert math.isinf(floats[i, j])  # the delta of "greedy" is past 1e-9: no bound
+            else:
+                assert math.isclose(floats[i, j], float(exact), rel_tol=1e-12)

@@ -1,0 +1,130 @@
+"""Ledgers for the report tests (issue 4), written here in the release-file format and
+recorded through the real command line, with the store's clock set by the test so that
+recording times (and so the audit chain) are the same on every run.
+
+No tests here: the report test modules import these helpers.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from unittest import mock
+
+from sqlmodel import Session
+
+from ledger import cli, store
+from ledger.cli_report import build_report, gather, render
+from ledger.demo import run_demo
+
+GENERATED = datetime(2024, 6, 3, 14, 30, tzinfo=UTC)  # "generated at" of every rendered report
+DEMO_TIME = datetime(2024, 5, 2, 9, 15, tzinfo=UTC)  # when the demo ledger is recorded
+CHROMIUM = "/usr/bin/chromium"
+
+# Tan (2023), Table 1, with the whole-dataset column (Prop 3.1): release -> cells by variable.
+TAN_HEADER = ["{age}", "{sex}", "{residential region}", "{race}", "{other variable}", "whole dataset"]
+TAN_TABLE_1 = {
+    "Table A": ["1", "1", "0", "0", "0", "1"],
+    "Table B": ["0", "0", "1", "1", "0", "1"],
+    "Table C": ["1", "0", "1", "0", "0", "1"],
+    "All releases (composed)": ["2", "1", "2", "1", "0", "3"],
+}
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+def run_main(url: str, *args: str) -> Run:
+    """`privacy-ledger --db URL ARGS` in this process, through the console entry point."""
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.object(sys, "argv", ["privacy-ledger", "--db", url, *map(str, args)]), \
+            redirect_stdout(out), redirect_stderr(err):
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+@contextmanager
+def clock(at: datetime, step: timedelta = timedelta(0)):
+    """The store's clock reads `at` (moving on by `step` at every reading)."""
+    moment = [at - step]
+
+    def now():
+        moment[0] += step
+        return moment[0]
+
+    with mock.patch.object(store, "now", now):
+        yield
+
+
+def demo_ledger(directory: Path) -> str:
+    """Tan's Example 3.6 recorded by `ledger.demo.run_demo` in a new SQLite file."""
+    url = f"sqlite:///{directory / 'demo.db'}"
+    engine = store.make_engine(url)
+    store.ensure_schema(engine)
+    with clock(DEMO_TIME):
+        run_demo(engine, directory / "ledger-demo.html", actor="steward")
+    engine.dispose()
+    return url
+
+
+def record(url: str, directory: Path, name: str, text: str, at: datetime, *args: str, command: str = "record") -> None:
+    """Write `text` to a file and record it (or add it as a dataset) at time `at`."""
+    path = directory / name
+    path.write_text(text, encoding="utf-8")
+    with clock(at):
+        result = run_main(url, *(["dataset", "add"] if command == "dataset" else [command]), str(path), *args)
+    assert result.code == 0, result.err
+
+
+def step(url: str, at: datetime, *args: str) -> None:
+    """A lifecycle step (approve / publish / retract / cancel ...) at time `at`."""
+    with clock(at):
+        result = run_main(url, *args)
+    assert result.code == 0, result.err
+
+
+def context_of(url: str, dataset: str, *, since: datetime | None = None, charts: bool = True, delta=None):
+    """The report context of a ledger, generated at GENERATED."""
+    engine = store.make_engine(url)
+    try:
+        with Session(engine) as session:
+            chosen = store.snapshot(session, dataset).datasets[dataset]
+            chosen_delta = delta if delta is not None else (chosen.delta or cli.DEFAULT_DELTA)
+            inputs = gather(session, chosen, chosen_delta, since, generated_at=GENERATED)
+    finally:
+        engine.dispose()
+    return build_report(inputs, charts=charts)
+
+
+def rendered(url: str, dataset: str, fmt: str, **options) -> bytes:
+    context = context_of(url, dataset, charts=fmt in ("html", "pdf"), **options)
+    return render(context, fmt, chromium=CHROMIUM)
+
+
+HASH = re.compile(r"\b[0-9a-f]{64}\b")
+
+
+def normalise(text: str) -> str:
+    """Stable text for snapshots: SHA-256 hashes (the audit chain, which changes whenever the
+    record format does) become <sha256>; inline SVG charts keep only their text (the figures
+    and labels), not matplotlib's drawing commands."""
+    text = HASH.sub("<sha256>", text)
+
+    def chart(match: re.Match) -> str:
+        texts = [" ".join(t.split()) for t in re.findall(r"<text[^>]*>(.*?)</text>", match.group(0), flags=re.S)]
+        return f'<svg id="{match.group(1)}">{" | ".join(t for t in texts if t)}</svg>'
+
+    return re.sub(r'<svg id="([\w-]+)".*?</svg>', chart, text, flags=re.S)
