@@ -41,7 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sqlmodel import Session  # noqa: E402
 
 from ledger import operations, store  # noqa: E402
-from ledger.cli_report import build_report, find_chromium, gather, pdf_from_html, render_text  # noqa: E402
+from ledger.cli_report import (build_report, chain_status, find_chromium, gather, pdf_from_html,  # noqa: E402
+                                render_text)
 from ledger.engine import LedgerIndex, at_delta  # noqa: E402
 from ledger.loader import build_dataset, build_releases, parse_document  # noqa: E402
 from ledger.records import CHARGED_STATUSES  # noqa: E402
@@ -196,7 +197,9 @@ def main() -> None:
             snapshot = store.snapshot(session, "survey")
             dataset = snapshot.datasets["survey"]
             delta = dataset.delta
-            inputs, read_s = timed(gather, session, dataset, delta, None)
+            verification, verify_s = timed(store.verify, session)
+            chain = chain_status(verification)
+            inputs, read_s = timed(gather, session, dataset, delta, None, chain=lambda: chain)
         context, build_s = timed(build_report, inputs)
         html, render_s = timed(render_text, context, "html")
         size = len(html.encode("utf-8"))
@@ -204,19 +207,22 @@ def main() -> None:
               f"({size / 1e6:.1f} MB, {context.risk.layout} risk table):")
         print(f"    end to end (`privacy-ledger report --format html`, fresh process): {html_cli:6.2f} s   "
               f"[target < {HTML_TARGET_S:.0f} s]")
-        print(f"    in process: read + verify {read_s:5.2f} s, context + charts {build_s:5.2f} s, "
-              f"template {render_s:5.2f} s = {read_s + build_s + render_s:5.2f} s")
+        print(f"    in process, one after another: store.verify {verify_s:5.2f} s, read the ledger {read_s:5.2f} s, "
+              f"context + charts {build_s:5.2f} s, template {render_s:5.2f} s")
+        print(f"    the report's own work (context + charts + template): {build_s + render_s:5.2f} s; the command "
+              f"runs store.verify alongside it in a second process")
 
         # (b) PDF
         pdf_cli = cli(url, directory, "--format", "pdf", "--out", "report.pdf")
-        pdf, print_s = timed(pdf_from_html, html, find_chromium())
-        from pypdf import PdfReader
+        pdf, print_s = timed(pdf_from_html, render_text(context, "pdf"), find_chromium())
+        import pdfplumber
 
-        pages = len(PdfReader(directory / "report.pdf").pages)
+        with pdfplumber.open(directory / "report.pdf") as document:
+            pages = len(document.pages)
         print(f"(b) PDF compliance report ({pages} pages, {len(pdf) / 1e6:.1f} MB):")
         print(f"    end to end (`privacy-ledger report --format pdf`, fresh process): {pdf_cli:6.2f} s   "
               f"[target < {PDF_TARGET_S:.0f} s]")
-        print(f"    Chromium print alone: {print_s:5.2f} s")
+        print(f"    Chromium alone (start, load, print): {print_s:5.2f} s")
 
         # (c) pairs: vectorised against the subset query per pair
         charged = [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES]

@@ -15,9 +15,12 @@ network (every request that is not the page itself is refused).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
+import sys
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -71,9 +74,13 @@ def report(
     snapshot = cli._read_light()
     chosen = cli._pick_dataset(snapshot, dataset)
     chosen_delta = cli._delta(delta, chosen)
-    with Session(cli._engine()) as session:
-        inputs = gather(session, chosen, chosen_delta, since_at)
-    context = build_report(inputs, charts=chosen_format in ("html", "pdf"))
+    chain = VerifyAlongside(cli.state.url)
+    try:
+        with Session(cli._engine()) as session:
+            inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
+        context = build_report(inputs, charts=chosen_format in ("html", "pdf"))
+    finally:
+        chain.close()
     data = render(context, chosen_format, chromium=chromium)
     write_atomically(target, data)
     typer.echo(f"wrote the {chosen_format} report of dataset {chosen.name} to {target}")
@@ -129,10 +136,12 @@ def find_chromium() -> str:
 
 
 def gather(session: Session, dataset: Dataset, delta: Fraction, since: datetime | None,
-           generated_at: datetime | None = None) -> ReportInputs:
-    """Everything the report is computed from, read in one session."""
+           generated_at: datetime | None = None, chain: Callable[[], ChainStatus] | None = None) -> ReportInputs:
+    """Everything the report is computed from, read in one session; the audit chain is
+    verified here unless `chain` gives its verification (see VerifyAlongside)."""
     history = store.snapshot(session, dataset.name)
-    verification = store.verify(session)
+    if chain is None:
+        chain = chain_status(store.verify(session))
     table = store.AuditEventRow.__table__
     rows = session.connection().execute(
         select(table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload)
@@ -145,12 +154,76 @@ def gather(session: Session, dataset: Dataset, delta: Fraction, since: datetime 
         families=tuple(f for f in history.families.values() if f.dataset == dataset.name),
         caps=tuple(store.caps(session, dataset.name)),
         cap_totals=store.cap_totals(session, dataset.name),
-        chain=ChainStatus(verification.ok, verification.events, verification.head, verification.problems),
+        chain=chain,
         events=events,
         generated_at=generated_at or store.now(),
         delta=delta,
         since=since,
     )
+
+
+def chain_status(verification: store.Verification) -> ChainStatus:
+    return ChainStatus(verification.ok, verification.events, verification.head, tuple(verification.problems))
+
+
+class VerifyAlongside:
+    """`store.verify` run in a forked process while this one reads the ledger and builds
+    the report: on a large ledger the verification (every hash, every row, every cap's
+    total recomputed) takes as long as all the rest, and a machine has more than one core.
+
+    Calling it gives the ChainStatus. Where fork is not available, or the child fails,
+    the verification runs here, in this process, when it is asked for.
+    """
+
+    def __init__(self, url: str):
+        self.url = url
+        self.process = None
+        self.receiver = None
+        self.result: ChainStatus | None = None
+        if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
+            context = multiprocessing.get_context("fork")
+            self.receiver, sender = context.Pipe(duplex=False)
+            self.process = context.Process(target=_verify_child, args=(url, sender), daemon=True)
+            self.process.start()
+            sender.close()
+
+    def __call__(self) -> ChainStatus:
+        if self.result is None and self.process is not None:
+            try:
+                outcome = self.receiver.recv()
+                if isinstance(outcome, ChainStatus):
+                    self.result = outcome
+            except (EOFError, OSError):
+                pass
+            self.close()
+        if self.result is None:  # no child, or it failed: verify here
+            engine = store.make_engine(self.url)
+            try:
+                with Session(engine) as session:
+                    self.result = chain_status(store.verify(session))
+            finally:
+                engine.dispose()
+        return self.result
+
+    def close(self) -> None:
+        if self.process is not None:
+            if self.process.is_alive() and self.result is None:
+                self.process.terminate()
+            self.process.join()
+            self.receiver.close()
+            self.process = None
+
+
+def _verify_child(url: str, sender) -> None:
+    """In the forked process: a new engine (never the parent's connections), verify, send."""
+    try:
+        engine = store.make_engine(url)
+        with Session(engine) as session:
+            sender.send(chain_status(store.verify(session)))
+    except BaseException as exc:  # the parent verifies again, in its own process
+        sender.send(repr(exc))
+    finally:
+        sender.close()
 
 
 def _time(text: str) -> datetime:
@@ -168,13 +241,15 @@ def render(context: ReportContext, fmt: str, *, chromium: str | None = None) -> 
     if fmt == "csv":
         return risk_frame(context.risk).to_csv(lineterminator="\n").encode("utf-8")
     if fmt == "pdf":
-        return pdf_from_html(render_text(context, "html"), chromium or find_chromium())
+        return pdf_from_html(render_text(context, "pdf"), chromium or find_chromium())
     return render_text(context, fmt).encode("utf-8")
 
 
 def render_text(context: ReportContext, fmt: str) -> str:
+    """The report as text; "pdf" gives the HTML the PDF is printed from (`medium` "print")."""
     kind = {"html": "html", "pdf": "html", "md": "md", "tex": "tex"}[fmt]
-    return report_environment(kind).get_template(TEMPLATES[fmt]).render(report=context)
+    medium = "print" if fmt == "pdf" else "screen"
+    return report_environment(kind).get_template(TEMPLATES[fmt]).render(report=context, medium=medium)
 
 
 def pdf_from_html(html: str, chromium: str) -> bytes:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -41,9 +41,10 @@ from typing import Any
 
 import numpy as np
 
-from .accounting import CONVERSION_NAME, Spend
-from .budget import CapCheck, CapTotal, check, status as cap_status, total_from_history
-from .engine import LedgerIndex, SpendGrid, at_delta
+from .accounting import CONVERSION_NAME
+from .budget import CapCheck, CapTotal, check, total_from_history
+from .budget import status as cap_status
+from .engine import LedgerIndex, RiskTable, SpendGrid, at_delta
 from .numbers import INF, Number, is_infinite
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status
 from .views import Basis, basis_for, bound_text
@@ -51,6 +52,7 @@ from .views import Basis, basis_for, bound_text
 MATRIX_CELL_LIMIT = 20_000  # release rows x variables shown as Tan's matrix; past it, sparse rows
 BLOCK_VARIABLES = 10  # variables per column block of the risk table: fits a landscape page
 AUDIT_EVENTS_LISTED = 300  # the most recent events listed in full; the rest are counted by kind
+COMPACT_REGISTER_FROM = 1_000  # in print, larger registers are one line per release (fast, ~65 a page)
 PAIRS_ANNOTATED = 24  # up to this many variables, every heat-map cell carries its figure
 HIGHEST_PAIRS = 15  # pairs listed with exact figures under the heat map
 TIMELINE_POINTS = 200  # at most this many points per variable in the chart over time
@@ -113,6 +115,8 @@ class ReportInputs:
 
     releases: every release of the dataset in recording order, cancelled ones too.
     cap_totals: the stored running totals (budget.CapTotal) by cap name.
+    chain: the chain's verification, or a function giving it (verification may run
+        alongside the rest, see cli_report.VerifyAlongside); `chain_status()` reads it.
     events: the whole audit chain in order (the chain is ledger-wide).
     delta: the delta epsilon figures are stated at. since: the meeting-pack date.
     """
@@ -122,11 +126,14 @@ class ReportInputs:
     families: tuple[Family, ...]
     caps: tuple[Cap, ...]
     cap_totals: Mapping[str, CapTotal]
-    chain: ChainStatus
+    chain: ChainStatus | Callable[[], ChainStatus]
     events: tuple[AuditEvent, ...]
     generated_at: datetime
     delta: Fraction
     since: datetime | None = None
+
+    def chain_status(self) -> ChainStatus:
+        return self.chain() if callable(self.chain) else self.chain
 
 
 # --------------------------------------------------------------------------
@@ -192,13 +199,13 @@ class SparseRow:
 
 
 @dataclass(frozen=True)
-class RiskTable:
+class RiskTableView:
     """Tan's Table 1 with the whole-dataset column, as epsilons at `delta`.
 
     layout "matrix": every block has every release row. layout "sparse" (more than
     MATRIX_CELL_LIMIT cells): blocks carry the total row only, and `sparse` the
-    non-zero cells of each release. `columns` and `matrix` always hold the full table
-    (for CSV): matrix[i][j] is release i on variable j, then the whole-dataset column.
+    non-zero cells of each release. `matrix` always holds the full table (for CSV):
+    row i is release i's epsilon on each variable, then on the whole dataset.
     """
 
     variables: tuple[str, ...]
@@ -209,12 +216,8 @@ class RiskTable:
     total: tuple[Number, ...]
     total_dataset_wide: Number
     releases: tuple[str, ...]
-    matrix: Any  # lazily materialised rows, see `matrix_rows`
+    matrix: _Matrix  # the full table as value ids; `matrix.mapped(f)` formats it
     unprotected: tuple[str, ...]  # variables whose composed total is ∞
-
-    @property
-    def cells(self) -> int:
-        return len(self.releases) * len(self.variables)
 
 
 @dataclass(frozen=True)
@@ -314,6 +317,7 @@ class RegisterEntry:
     family_split: str  # "random split" / "partition by ..." / ""
     derived_from: tuple[str, ...]
     output_digest: str | None
+    pufferfish: tuple[str, ...]  # labels of its Pufferfish-family guarantees (their own section)
     cells: tuple[tuple[str, Number], ...]
     dataset_wide: Number | None
 
@@ -402,7 +406,7 @@ class CapMove:
     limit: Fraction
     before: Number
     now: Number
-    change: Number
+    change: Number | None  # now - before; None when both are ∞
     status_before: str
     status_now: str
     set_after: bool  # the cap was set after the date (its figure then is shown all the same)
@@ -432,7 +436,7 @@ class ReportContext:
     title: str
     certificate: Certificate
     meeting: MeetingPack | None
-    risk: RiskTable
+    risk: RiskTableView
     caps: tuple[CapEntry, ...]
     pairs: Pairs
     timeline: Timeline | None
@@ -440,6 +444,7 @@ class ReportContext:
     pufferfish: tuple[PufferfishEntry, ...]
     audit: AuditTrail
     sparse: bool  # the register carries each release's cells (large ledgers)
+    compact_register: bool  # in print, one line per release (more than COMPACT_REGISTER_FROM)
 
     @property
     def cap_counts(self) -> dict[str, int]:
@@ -470,22 +475,28 @@ def build_report(inputs: ReportInputs, *, charts: bool = True) -> ReportContext:
         timeline = replace(timeline, svg=charts_.timeline_svg(timeline)) if timeline else None
     sparse = risk.layout == "sparse"
     cells = {row.release: (row.cells, row.dataset_wide) for row in risk.sparse}
+    register = tuple(register_entry(r, inputs.families, *cells.get(r.id, ((), None))) for r in inputs.releases)
+    meeting = meeting_pack(inputs) if inputs.since is not None else None
+    caps = cap_entries(inputs.caps, inputs.cap_totals)
+    chain = inputs.chain_status()  # last: the verification may still be running alongside
     return ReportContext(
         title=f"Privacy-loss report: {dataset.name}",
-        certificate=certificate(inputs, table, risk, charged),
-        meeting=meeting_pack(inputs) if inputs.since is not None else None,
+        certificate=certificate(inputs, chain, table, charged),
+        meeting=meeting,
         risk=risk,
-        caps=cap_entries(inputs.caps, inputs.cap_totals),
+        caps=caps,
         pairs=pairs,
         timeline=timeline,
-        register=tuple(register_entry(r, inputs.families, *cells.get(r.id, ((), None))) for r in inputs.releases),
+        register=register,
         pufferfish=pufferfish_entries(inputs.releases),
-        audit=audit_trail(inputs),
+        audit=audit_trail(inputs, chain),
         sparse=sparse,
+        compact_register=len(inputs.releases) > COMPACT_REGISTER_FROM,
     )
 
 
-def certificate(inputs: ReportInputs, table, risk: RiskTable, charged: Sequence[Release]) -> Certificate:
+def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
+                charged: Sequence[Release]) -> Certificate:
     wide = table.total_dataset_wide
     used = {int(i) for i in np.unique(table.cells)} | {int(i) for i in np.unique(table.dataset_wide)}
     basis = basis_for([table.values[i] for i in used] + [*table.total, wide], inputs.delta)
@@ -496,10 +507,10 @@ def certificate(inputs: ReportInputs, table, risk: RiskTable, charged: Sequence[
         releases=len(inputs.releases),
         charged=len(charged),
         generated_at=inputs.generated_at,
-        head=inputs.chain.head,
-        chain_ok=inputs.chain.ok,
-        events=inputs.chain.events,
-        problems=inputs.chain.problems,
+        head=chain.head,
+        chain_ok=chain.ok,
+        events=chain.events,
+        problems=chain.problems,
         basis=basis,
         conversion=CONVERSION_NAME,
         delta=inputs.delta,
@@ -509,7 +520,7 @@ def certificate(inputs: ReportInputs, table, risk: RiskTable, charged: Sequence[
     )
 
 
-def risk_table(table, delta: Fraction) -> RiskTable:
+def risk_table(table: RiskTable, delta: Fraction) -> RiskTableView:
     """Tan's Table 1 (engine.RiskTable) as epsilons at `delta`, in column blocks."""
     variables = table.variables
     epsilon_of = [value.epsilon(delta) for value in table.values]  # one conversion per distinct value
@@ -541,7 +552,7 @@ def risk_table(table, delta: Fraction) -> RiskTable:
                       dataset_wide=wide[k])
             for k, r in enumerate(releases)
         )
-    return RiskTable(
+    return RiskTableView(
         variables=variables,
         layout=layout,
         blocks=tuple(blocks),
@@ -573,7 +584,7 @@ class _Matrix:
         return iter(self.mapped(lambda value: value).tolist())
 
 
-def risk_frame(risk: RiskTable):
+def risk_frame(risk: RiskTableView):
     """Tan's Table 1 as a pandas DataFrame (the CSV export): a row per charged release and
     the composed total row; a column per variable and the whole-dataset column."""
     import pandas as pd
@@ -681,6 +692,7 @@ def register_entry(release: Release, families: Sequence[Family], cells=(), datas
         family_split=split,
         derived_from=tuple(release.derived_from),
         output_digest=getattr(release, "output_digest", None),
+        pufferfish=tuple(PUFFERFISH_KINDS.get(g.kind, g.kind) for g in getattr(release, "pufferfish", ()) or ()),
         cells=tuple(cells),
         dataset_wide=dataset_wide,
     )
@@ -730,14 +742,14 @@ def from_attribute_privacy(release: str, guarantee) -> PufferfishEntry:
     )
 
 
-def audit_trail(inputs: ReportInputs) -> AuditTrail:
+def audit_trail(inputs: ReportInputs, chain: ChainStatus) -> AuditTrail:
     events = dataset_events(inputs)
     listed = events[-AUDIT_EVENTS_LISTED:]
     return AuditTrail(
-        ok=inputs.chain.ok,
-        head=inputs.chain.head,
-        chain_events=inputs.chain.events,
-        problems=inputs.chain.problems,
+        ok=chain.ok,
+        head=chain.head,
+        chain_events=chain.events,
+        problems=chain.problems,
         events=len(events),
         first_at=events[0].at if events else None,
         last_at=events[-1].at if events else None,
@@ -825,9 +837,9 @@ def releases_as_of(releases: Sequence[Release], events: Sequence[AuditEvent], wh
     return [replace(r, status=status[r.id]) for r in releases if r.id in status]
 
 
-def _difference(a: Number, b: Number) -> Number:
+def _difference(a: Number, b: Number) -> Number | None:
     if is_infinite(a) or is_infinite(b):
-        return 0 if a == b else a - b
+        return None if a == b else a - b
     if isinstance(a, Fraction) and isinstance(b, Fraction):
         return a - b
     return float(a) - float(b)

@@ -157,6 +157,12 @@ _INSERT_EVENT = insert(_EVENTS)
 _INSERT_RELEASE = insert(_RELEASES)
 _RELEASE_EXISTS = select(_RELEASES.c.id).where(_RELEASES.c.id == bindparam("id"))
 _CONFIG_STAMP = select(MetaRow.__table__.c.value).where(MetaRow.__table__.c.key == "config_seq")
+# the configuration stamp and the head of the audit chain, in one round trip
+_STAMP_AND_HEAD = select(
+    _CONFIG_STAMP.scalar_subquery(),
+    select(_EVENTS.c.seq).order_by(_EVENTS.c.seq.desc()).limit(1).scalar_subquery(),
+    select(_EVENTS.c.hash).order_by(_EVENTS.c.seq.desc()).limit(1).scalar_subquery(),
+)
 _READ_TOTALS = select(_TOTALS.c.cap, _TOTALS.c.total).where(
     _TOTALS.c.dataset == bindparam("dataset"), _TOTALS.c.cap.in_(bindparam("names", expanding=True)))
 _UPDATE_TOTAL = update(_TOTALS).where(
@@ -264,6 +270,7 @@ def write_session(engine: Engine) -> Iterator[Session]:
             raise
         finally:
             session.info.pop("audit_head", None)
+            session.info.pop("configuration", None)
 
 
 def now() -> datetime:
@@ -447,13 +454,26 @@ _CONFIGURATION_CACHE: dict[str, tuple[str, Configuration]] = {}
 
 
 def bump_config(session: Session) -> None:
+    session.info.pop("configuration", None)
     row = session.get(MetaRow, "config_seq")
     session.merge(MetaRow(key="config_seq", value=str(int(row.value) + 1 if row else 1)))
 
 
 def configuration(session: Session) -> Configuration:
+    cached = session.info.get("configuration")  # once per transaction
+    if cached is not None:
+        return cached
+    result = _configuration(session)
+    session.info["configuration"] = result
+    return result
+
+
+def _configuration(session: Session) -> Configuration:
     url = str(session.get_bind().url)
-    stamp = session.connection().execute(_CONFIG_STAMP).scalar() or "0"
+    stamp, seq, digest = session.connection().execute(_STAMP_AND_HEAD).one()
+    stamp = stamp or "0"
+    if "audit_head" not in session.info:  # read under the write lock: it cannot move before commit
+        session.info["audit_head"] = (0, GENESIS_HASH) if seq is None else (seq, digest)
     cached = _CONFIGURATION_CACHE.get(url)
     if cached is not None and cached[0] == stamp:
         return cached[1]

@@ -215,6 +215,58 @@ def bound_text(value: Number) -> str:
     return "∞ (not protected)" if is_infinite(value) else format_exact(value, 2)
 
 
+def guarantee_text(guarantee) -> str:
+    """A guarantee as `ε 1 on {age, sex}, replace` (report.GuaranteeText)."""
+    if guarantee.notion == "pure":
+        value = f"ε {param_text(guarantee.epsilon)}"
+    elif guarantee.notion == "approx":
+        value = f"(ε {param_text(guarantee.epsilon)}, δ {format_delta(guarantee.delta)})"
+    else:
+        value = f"ρ {param_text(guarantee.rho)}"
+    return f"{value} on {names_text(guarantee.protects)}, {guarantee.relation}"
+
+
+def register_line(entry) -> str:
+    """A release of the register (report.RegisterEntry) as one line of text: the compact
+    register of large ledgers in print. Cells of equal epsilon are listed together."""
+    parts = [f"{entry.id} ({entry.status})"]
+    if entry.title:
+        parts.append(entry.title)
+    parts.append("reads " + names_text(entry.reads))
+    for g in entry.guarantees:  # short: the protected set when it is not all that is read; add-remove if so
+        text = guarantee_text(g).rsplit(", ", 1)[0]
+        if g.protects == entry.reads:
+            text = text.rsplit(" on ", 1)[0] + " on all it reads"
+        parts.append(text + (", add-remove" if g.relation == "add-remove" else ""))
+    if entry.exact:
+        parts.append("exact: " + names_text(entry.exact))
+    if entry.pufferfish:
+        parts.append("Pufferfish: " + ", ".join(entry.pufferfish))
+    parts.append(entry.mechanism + "".join(f", {key} {param_text(value)}" for key, value in entry.parameters))
+    if entry.family:
+        parts.append(f"family {entry.family} ({entry.family_split})")
+    if entry.derived_from:
+        parts.append("from " + ", ".join(entry.derived_from))
+    parts.append(f"recorded {when_text(entry.recorded_at)} by {entry.recorded_by}")
+    if entry.approved_by:
+        parts.append(f"approved {when_text(entry.approved_at)} by {entry.approved_by}")
+    if entry.published_at:
+        parts.append(f"published {when_text(entry.published_at)}")
+    if entry.output_digest:
+        parts.append(f"output SHA-256 {entry.output_digest}")
+    if entry.dataset_wide is not None:
+        groups: dict = {}
+        for name, value in entry.cells:
+            groups.setdefault(value, []).append(name)
+        if len(groups) == 1 and tuple(next(iter(groups.values()))) == entry.reads \
+                and next(iter(groups)) == entry.dataset_wide:
+            parts.append(f"epsilon {bound_text(entry.dataset_wide)} on each variable it reads and on the whole dataset")
+        else:
+            cells = [f"{bound_text(value)} on {names_text(names)}" for value, names in groups.items()]
+            parts.append("epsilon " + "; ".join([*cells, f"{bound_text(entry.dataset_wide)} on the whole dataset"]))
+    return " · ".join(parts)
+
+
 def report_filters() -> dict:
     return {
         "exact": lru_cache(maxsize=65536, typed=True)(format_exact),  # 2 decimals up, exact fractions kept
@@ -225,6 +277,8 @@ def report_filters() -> dict:
         "param": param_text,
         "names": names_text,
         "short_hash": lambda digest: digest[:16],
+        "guarantee": guarantee_text,
+        "register_line": register_line,
     }
 
 

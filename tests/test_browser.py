@@ -18,9 +18,9 @@ import pdfplumber
 import pytest
 from PIL import Image, ImageStat
 from playwright.sync_api import sync_playwright
-
-from ledger.cli_report import CHROMIUM_ARGS
 from test_report_helpers import CHROMIUM, TAN_HEADER, TAN_TABLE_1, context_of, demo_ledger, record, rendered
+
+from ledger.cli_report import CHROMIUM_ARGS, render
 
 if not Path(CHROMIUM).exists():  # .ci/run installs it; a missing browser is a failure, not a skip
     raise RuntimeError(f"{CHROMIUM} is missing: install the system's chromium package (see .ci/run)")
@@ -158,9 +158,10 @@ def exact(tmp_path_factory):
 
 
 def test_an_empty_ledger_renders_in_every_format(browser, empty, tmp_path):
+    context = context_of(empty, "survey")
     for fmt in ("md", "tex", "csv"):
-        assert rendered(empty, "survey", fmt)
-    page, _ = open_report(browser, rendered(empty, "survey", "html"), tmp_path)
+        assert render(context, fmt)
+    page, _ = open_report(browser, render(context, "html"), tmp_path)
     try:
         assert table_rows(page, "#risk-table-1") == [
             ["Release", "{age}", "{income}", "{region}", "whole dataset"],
@@ -169,7 +170,7 @@ def test_an_empty_ledger_renders_in_every_format(browser, empty, tmp_path):
         assert "No release is recorded" in page.locator("#register").inner_text()
     finally:
         page.close()
-    pages = pdf_pages(rendered(empty, "survey", "pdf"))
+    pages = pdf_pages(render(context, "pdf", chromium=CHROMIUM))
     assert pages and "All releases (composed) 0 0 0 0" in " ".join(p["text"] for p in pages)
     assert_within_pages(pages)
 
@@ -177,7 +178,7 @@ def test_an_empty_ledger_renders_in_every_format(browser, empty, tmp_path):
 def test_only_exact_releases_are_not_protected_and_styled_apart(browser, exact, tmp_path):
     context = context_of(exact, "survey")
     assert context.risk.unprotected == ("age", "income", "region") and context.pairs.unprotected == 3
-    page, _ = open_report(browser, rendered(exact, "survey", "html"), tmp_path)
+    page, _ = open_report(browser, render(context, "html"), tmp_path)
     try:
         rows = {row[0]: row[1:] for row in table_rows(page, "#risk-table-1")[1:]}
         unprotected = "∞ (not protected)"
@@ -189,11 +190,12 @@ def test_only_exact_releases_are_not_protected_and_styled_apart(browser, exact, 
         assert colours[unprotected] != colours["0"]  # unprotected cells are styled apart
     finally:
         page.close()
-    pages = pdf_pages(rendered(exact, "survey", "pdf"))
+    pages = pdf_pages(render(context, "pdf", chromium=CHROMIUM))
     assert "microdata ∞ (not protected) ∞ (not protected) 0 ∞ (not protected)" in " ".join(p["text"] for p in pages)
     assert_within_pages(pages)
-    for fmt in ("md", "tex", "csv"):
-        assert "∞" in rendered(exact, "survey", fmt).decode("utf-8") or "infty" in rendered(exact, "survey", fmt).decode()
+    assert "| microdata | ∞ (not protected) | ∞ (not protected) | 0 | ∞ (not protected) |" in render(context, "md").decode()
+    assert r"\cellcolor{unprotected}$\infty$ (not protected)" in render(context, "tex").decode()
+    assert "microdata,∞ (not protected),∞ (not protected),0,∞ (not protected)" in render(context, "csv").decode()
 
 
 def wide_dataset(count: int) -> str:
@@ -214,14 +216,14 @@ def wide_releases(count: int, variables: int, seed: int = 3) -> str:
 def test_a_dataset_with_200_variables_splits_its_table_and_stays_on_the_page(browser, tmp_path):
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     record(url, tmp_path, "wide.yaml", wide_dataset(200), T0, command="dataset")
-    record(url, tmp_path, "releases.yaml", wide_releases(40, 200), T0)
+    record(url, tmp_path, "releases.yaml", wide_releases(16, 200), T0)
     context = context_of(url, "wide")
     assert context.risk.layout == "matrix" and len(context.risk.blocks) == 20
-    assert [len(block.rows) for block in context.risk.blocks] == [40] * 20
+    assert [len(block.rows) for block in context.risk.blocks] == [16] * 20
     for fmt in ("md", "tex", "csv"):
-        assert "variable_199" in rendered(url, "wide", fmt).decode("utf-8").replace("\\_", "_")
+        assert "variable_199" in render(context, fmt).decode("utf-8").replace("\\_", "_")
 
-    page, _ = open_report(browser, rendered(url, "wide", "html"), tmp_path)
+    page, _ = open_report(browser, render(context, "html"), tmp_path)
     try:
         # nothing wider than the page: the blocks fit the window
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
@@ -230,7 +232,7 @@ def test_a_dataset_with_200_variables_splits_its_table_and_stays_on_the_page(bro
     finally:
         page.close()
 
-    pages = pdf_pages(rendered(url, "wide", "pdf"))
+    pages = pdf_pages(render(context, "pdf", chromium=CHROMIUM))
     text = " ".join(p["text"] for p in pages)
     assert "Variables 1–10 of 200" in text and "Variables 191–200 of 200" in text
     assert "293764/114921" in text

@@ -13,18 +13,17 @@ import re
 from dataclasses import replace
 from datetime import UTC, datetime
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
+from test_report_helpers import context_of, record, run_main, step
 
+from ledger.cli_report import render
 from ledger.mechanisms.ppercent import PPercentGuarantee
 from ledger.report import (
     MATRIX_CELL_LIMIT,
     from_p_percent,
     pufferfish_entries,
 )
-from ledger.cli_report import render
-from test_report_helpers import GENERATED, context_of, record, run_main, step
 
 F = Fraction
 T = lambda month, day, hour=9: datetime(2024, month, day, hour, 0, tzinfo=UTC)  # noqa: E731
@@ -263,6 +262,14 @@ def test_an_unwritable_out_exits_2_and_writes_nothing(meeting_ledger, tmp_path):
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["a-file"]
 
 
+def test_a_pdf_without_chromium_exits_2(meeting_ledger, tmp_path, monkeypatch):
+    url, _ = meeting_ledger
+    monkeypatch.setenv("LEDGER_CHROMIUM", str(tmp_path / "no-such-browser"))
+    result = run_main(url, "report", "--format", "pdf", "--out", tmp_path / "r.pdf")
+    assert result.code == 2 and "PDF needs Chromium" in result.err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_missing_ledger_exits_2(tmp_path):
     result = run_main(f"sqlite:///{tmp_path / 'none.db'}", "report", "--format", "md", "--out", tmp_path / "r.md")
     assert result.code == 2 and "no ledger at" in result.err
@@ -291,3 +298,80 @@ def test_the_html_is_self_contained(meeting_ledger):
 
 def test_large_ledgers_give_the_risk_table_sparsely():
     assert MATRIX_CELL_LIMIT >= 200 * 50  # a 200-variable dataset with 50 releases is still a matrix
+
+
+def test_a_tampered_ledger_is_reported_broken(tmp_path):
+    """A release row edited behind the ledger's back: the report says the chain is broken, and where."""
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    record(url, tmp_path, "census.yaml", EXACT_INPUTS, T(1, 1), command="dataset")
+    record(url, tmp_path, "release.yaml", EXACT_RELEASE, T(1, 2))
+    connection = sqlite3.connect(tmp_path / "ledger.db")
+    connection.execute("UPDATE releases SET title = 'Nothing to see' WHERE id = 'mean-income'")
+    connection.commit()
+    connection.close()
+    context = context_of(url, "census", charts=False)
+    assert not context.certificate.chain_ok and not context.audit.ok
+    md = render(context, "md").decode("utf-8")
+    assert "| Audit chain | BROKEN: 1 problem; first: event 3 (release mean-income): the release row was changed" in md
+
+
+FIRMS = """\
+dataset: firms
+variables:
+  - {name: region, classification: public, categories: [N, S]}
+  - {name: firm}
+  - {name: turnover, classification: sensitive}
+  - {name: wages, classification: sensitive}
+  - {name: bit}
+  - {name: staff}
+"""
+
+FIRMS_RELEASE = """\
+dataset: firms
+releases:
+  - {id: staff-by-region, reads: [region, staff], mechanism: {name: laplace, epsilon: 1/2},
+     guarantees: [{protects: [staff], epsilon: 1/2}]}
+"""
+
+
+def test_pufferfish_guarantees_recorded_by_mechanisms_are_reported_apart(tmp_path):
+    """Bailie's p% mechanism and a modular sum record Pufferfish guarantees (issue 5): the report
+    lists them with their secrets and assumptions, and the DP figures stay the engine's: the p%
+    release has no DP guarantee, so it is ∞ (not protected) on what it reads, never its epsilon."""
+    import pandas as pd
+
+    from ledger import store
+    from ledger.mechanisms.recording import run_and_record
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    record(url, tmp_path, "firms.yaml", FIRMS, T(1, 1), command="dataset")
+    record(url, tmp_path, "staff.yaml", FIRMS_RELEASE, T(1, 2))
+    data = pd.DataFrame({"region": ["N", "N", "S", "S"], "firm": ["a", "b", "c", "d"],
+                         "turnover": [100.0, 5.0, 3.0, 7.0], "wages": [10.0, 0.5, 0.3, 0.7],
+                         "bit": [1, 1, 0, 1], "staff": [3, 4, 5, 6]})
+    engine = store.make_engine(url)
+    run_and_record(engine, "p-percent", data, dataset="firms", release_id="pp", actor="ada", seed=1,
+                   params={"contributor": "firm", "linked": "turnover,wages", "cells": "region", "p": "0.1",
+                           "epsilon": "1"})
+    run_and_record(engine, "modular-sum", data, dataset="firms", release_id="parity", actor="ada", seed=1,
+                   params={"variable": "bit", "modulus": "2"})
+    engine.dispose()
+
+    context = context_of(url, "firms")
+    entries = {e.release: e for e in context.pufferfish}
+    assert set(entries) == {"pp", "parity"}
+    assert (entries["pp"].kind, entries["pp"].protects, entries["pp"].epsilon) == ("p-percent", ("turnover", "wages"),
+                                                                                   1)
+    assert entries["parity"].label == "perfect sample privacy (Rassouli, Rosas and Gündüz)"
+    totals = dict(zip(context.risk.variables, context.risk.total))
+    assert totals["turnover"] == totals["wages"] == float("inf")  # Pufferfish epsilon 1 is never a DP figure
+    assert totals["staff"] == F(1, 2)
+
+    html = render(context, "html").decode("utf-8")
+    section = html[html.index('<section id="pufferfish">'):html.index('<section id="audit"')]
+    assert section.count("<tr>") == 3  # the header and two guarantees
+    assert "p% protection (Bailie 2020)" in section and "(1-p)x" in section and "linear" in section
+    md = render(context, "md").decode("utf-8")
+    assert "| pp | p% protection (Bailie 2020) | {turnover, wages} |" in md

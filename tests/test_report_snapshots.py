@@ -15,12 +15,12 @@ from __future__ import annotations
 import difflib
 import io
 import os
+import textwrap
 from fractions import Fraction
 from pathlib import Path
 
 import pdfplumber
 import pytest
-
 from test_report_helpers import TAN_TABLE_1, demo_ledger, normalise, rendered
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
@@ -57,8 +57,11 @@ def demo(tmp_path_factory):
 
 
 def pdf_text(data: bytes) -> tuple[int, str]:
+    """The page count and the words of each page, re-wrapped at 100 characters: line breaks
+    made by the page layout (which fonts and Chromium versions move) do not count."""
     with pdfplumber.open(io.BytesIO(data)) as pdf:
-        return len(pdf.pages), "\n".join(page.extract_text() or "" for page in pdf.pages)
+        pages = [" ".join((page.extract_text() or "").split()) for page in pdf.pages]
+    return len(pages), "\n".join(f"--- page {k}\n" + textwrap.fill(text, 100) for k, text in enumerate(pages, 1))
 
 
 @pytest.mark.parametrize("fmt,name", [("html", "demo.html"), ("md", "demo.md"), ("tex", "demo.tex"),
