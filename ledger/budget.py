@@ -23,8 +23,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import numpy as np
+
 from .accounting import ZERO, Spend, compose, pure_spend
-from .engine import family_cost, release_cost
+from .engine import LedgerIndex, family_cost, release_cost
 from .numbers import INF, Number
 from .records import CHARGED_STATUSES, Cap, Family, Release
 
@@ -135,6 +137,32 @@ def total_from_history(cap: Cap, releases: Iterable[Release], families: Mapping[
                      if not (spend := family_cost(families[fid], group, cap.subset)).is_zero}
     result = CapTotal(compose(standalone), family_spends, _top(cap, drivers))
     return CapTotal(result.standalone, family_spends, result.drivers, measure(cap, result.spend))
+
+
+def total_from_index(cap: Cap, index: LedgerIndex) -> CapTotal:
+    """`total_from_history` over the arrays of a LedgerIndex of the counted releases:
+    the same first-ranked charge per release (the smallest value id is the first-ranked
+    covering guarantee), summed exactly; families through `family_cost`."""
+    columns = [index.column[name] for name in sorted(cap.subset) if name in index.column]
+    ids = index.cost_ids(columns)
+    standalone_rows = np.ones(len(index.releases), dtype=bool)
+    for rows in index.members.values():
+        standalone_rows[rows] = False
+    standalone = index.exact_total(ids[standalone_rows])
+    family_spends = {}
+    for fid, rows in index.members.items():
+        spend = family_cost(index.families[fid], [index.releases[i] for i in rows], cap.subset)
+        if not spend.is_zero:
+            family_spends[fid] = spend
+    value_measure: dict[int, Number] = {}
+    drivers = []
+    for row in np.flatnonzero(~index.value_is_zero[ids]):
+        value_id = int(ids[row])
+        if value_id not in value_measure:
+            value_measure[value_id] = measure(cap, index.values[value_id])
+        drivers.append((index.releases[row].id, value_measure[value_id]))
+    result = CapTotal(standalone, family_spends, _top(cap, drivers))
+    return CapTotal(standalone, family_spends, result.drivers, measure(cap, result.spend))
 
 
 def _top(cap: Cap, drivers: list[tuple[str, Number]]) -> tuple[tuple[str, Number], ...]:

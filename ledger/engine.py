@@ -305,6 +305,10 @@ class LedgerIndex:
         self.simple[self.ambiguous] = False
         self._components = _ExactComponents(self.values, n_rel)
 
+    def exact_total(self, ids: np.ndarray) -> Spend:
+        """The exact composition of the values with these ids (Tan Prop 3.4)."""
+        return self._components.total(ids)
+
     # -- the cost rule over arrays ------------------------------------------
 
     def _best(self, candidates: np.ndarray) -> np.ndarray:
