@@ -287,12 +287,13 @@ def snapshot(session: Session, dataset: str | None = None) -> LedgerSnapshot:
     """Everything recorded (or one dataset's part of it), as frozen records."""
     datasets = {d.name: d for d in _datasets(session)}
     family_query = select(FamilyRow)
-    release_query = select(ReleaseRow).order_by(ReleaseRow.seq)
+    release_query = select(_RELEASES).order_by(_RELEASES.c.seq)  # Core rows: no ORM objects to build
     if dataset is not None:
         family_query = family_query.where(FamilyRow.dataset == dataset)
-        release_query = release_query.where(ReleaseRow.dataset == dataset)
+        release_query = release_query.where(_RELEASES.c.dataset == dataset)
     families = {row.id: family_from_dict(_family_dict(row)) for row in session.exec(family_query)}
-    releases = {row.id: release_from_dict(release_row_dict(row)) for row in session.exec(release_query)}
+    releases = {row.id: release_from_dict(release_row_dict(row))
+                for row in session.connection().execute(release_query)}
     return LedgerSnapshot(datasets=datasets, releases=releases, families=families)
 
 
@@ -320,7 +321,8 @@ def _family_dict(row: FamilyRow) -> dict:
     return {"id": row.id, "dataset": row.dataset, "partition": row.partition, "description": row.description}
 
 
-def release_row_dict(row: ReleaseRow) -> dict:
+def release_row_dict(row) -> dict:
+    """A release row (ORM or Core: the columns as attributes) as the codec's dict."""
     return {
         "id": row.id,
         "dataset": row.dataset,
@@ -626,7 +628,7 @@ def verify(session: Session) -> Verification:
         if "cap" in payload:
             expected_caps[row.subject] = (row.seq, payload["cap"])
 
-    release_rows = {r.id: release_row_dict(r) for r in session.exec(select(ReleaseRow))}
+    release_rows = {r.id: release_row_dict(r) for r in session.connection().execute(select(_RELEASES))}
     problems.extend(_compare("release", expected_releases, release_rows, _normal_release))
     problems.extend(_compare(
         "dataset", expected_datasets, {d.name: dataset_to_dict(d) for d in _datasets(session)}))

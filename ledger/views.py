@@ -192,7 +192,7 @@ def param_text(value: object) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, (Fraction, int)):
-        return format_number(Fraction(value))
+        return _exact_text(Fraction(value))
     if isinstance(value, float):
         return format_number(value) if math.isinf(value) else f"{value:.6g}"
     if isinstance(value, (tuple, list)):
@@ -200,6 +200,11 @@ def param_text(value: object) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{key} {param_text(item)}" for key, item in value.items())
     return str(value)
+
+
+@lru_cache(maxsize=65536)
+def _exact_text(value: Fraction) -> str:
+    return format_number(value)
 
 
 def names_text(names) -> str:
