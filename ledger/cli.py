@@ -23,7 +23,8 @@ from .errors import InputErrors, LedgerError, fail
 from .loader import LedgerSnapshot, build_caps, build_dataset, read_document
 from .numbers import NumberError, format_delta, format_number, to_fraction, to_json
 from .records import CHARGED_STATUSES, Dataset
-from .views import DEFAULT_DELTA, subset_json, table_view, text_table
+from .accounting import DEFAULT_DELTA
+from .views import subset_json, table_view, text_table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0])
 dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.")

@@ -164,21 +164,22 @@ def ledger_cost(releases: Iterable[Release], families: Iterable[Family], subset:
     subset = frozenset(subset)
     by_family: dict[str, list[Release]] = {}
     family_map = {family.id: family for family in families}
-    fixed: list[Spend] = []
-    choices: list[tuple[Spend, ...]] = []
+    units: list[tuple[Spend, ...]] = []
     for release in releases:
         if release.family is not None and release.family in family_map:
             by_family.setdefault(release.family, []).append(release)
-            continue
-        options = candidates(release, subset)
-        if not options:
-            return UNBOUNDED
-        if len(options) == 1:
-            fixed.append(options[0])
         else:
-            choices.append(options)
-    for fid, members in by_family.items():
-        options = family_options(family_map[fid], members, subset)
+            units.append(candidates(release, subset))
+    units += [family_options(family_map[fid], members, subset) for fid, members in by_family.items()]
+    return compose_units(ZERO, units, objective)
+
+
+def compose_units(base: Spend, units: Iterable[tuple[Spend, ...]], objective: Objective | None = None) -> Spend:
+    """base composed with one alternative of each unit (a release or a family): ∞ when a
+    unit has none, the only one when it has one, the best choice (`choose`) otherwise."""
+    fixed = [base]
+    choices = []
+    for options in units:
         if not options:
             return UNBOUNDED
         if len(options) == 1:
@@ -333,19 +334,10 @@ class LedgerIndex:
 
     def _others(self, subset: frozenset[str], base: Spend, objective: Objective | None) -> Spend:
         """base composed with the families and the releases with a choice, on `subset`."""
-        fixed = [base]
-        choices = []
         units = [family_options(self.families[fid], [self.releases[i] for i in rows], subset)
                  for fid, rows in self.members.items()]
         units += [candidates(self.releases[i], subset) for i in self.ambiguous]
-        for options in units:
-            if not options:
-                return UNBOUNDED
-            if len(options) == 1:
-                fixed.append(options[0])
-            else:
-                choices.append(options)
-        return choose(compose(fixed), choices, objective)
+        return compose_units(base, units, objective)
 
     def subset_cost(self, subset: Iterable[str], objective: Objective | None = None) -> SubsetCost:
         subset = frozenset(subset)

@@ -17,7 +17,7 @@ from importlib import resources
 
 import jinja2
 
-from .accounting import CONVERSION_NAME, DEFAULT_DELTA, Spend
+from .accounting import CONVERSION_NAME, Spend
 from .engine import RiskTable, SubsetCost
 from .numbers import (Number, exact_text, format_delta, format_exact, format_headroom, format_number, is_infinite,
                       to_json)
@@ -44,10 +44,6 @@ class Basis:
 
 def basis_for(spends, delta: Fraction) -> Basis:
     return Basis(pure=all(s.is_pure or s.unbounded for s in spends), delta=delta)
-
-
-def epsilon(spend: Spend, delta: Fraction) -> Number:
-    return spend.epsilon(delta)
 
 
 @dataclass(frozen=True)
