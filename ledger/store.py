@@ -37,7 +37,6 @@ from .codec import (
     cap_to_dict,
     cap_total_from_dict,
     cap_total_to_dict,
-    spend_to_dict,
     family_from_dict,
     family_to_dict,
     release_from_dict,

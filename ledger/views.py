@@ -17,7 +17,7 @@ from importlib import resources
 
 import jinja2
 
-from .accounting import CONVERSION_NAME, Spend
+from .accounting import CONVERSION_NAME
 from .engine import RiskTable, SubsetCost
 from .numbers import (Number, exact_text, format_delta, format_exact, format_headroom, format_number, is_infinite,
                       to_json)
