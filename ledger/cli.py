@@ -18,12 +18,12 @@ import typer
 from sqlmodel import Session
 
 from . import budget, operations, store
+from .accounting import DEFAULT_DELTA
 from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
 from .loader import LedgerSnapshot, build_caps, build_dataset, read_document
 from .numbers import NumberError, format_delta, format_number, to_fraction, to_json
 from .records import CHARGED_STATUSES, Dataset
-from .accounting import DEFAULT_DELTA
 from .views import subset_json, table_view, text_table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0])
@@ -479,4 +479,5 @@ app.command("assess")(assess)
 app.command("sample-privacy")(sample_privacy)
 
 from .cli_report import report  # noqa: E402  (issue 4)
+
 app.command("report")(report)

@@ -34,7 +34,14 @@ from sqlmodel import Session
 from . import store
 from .errors import fail
 from .records import Dataset
-from .report import AuditEvent, ChainStatus, ReportContext, ReportInputs, build_report, risk_frame
+from .report import (
+    AuditEvent,
+    ChainStatus,
+    ReportContext,
+    ReportInputs,
+    build_report,
+    risk_frame,
+)
 from .views import report_environment
 
 FORMATS = ("html", "md", "tex", "csv", "pdf")
@@ -58,7 +65,9 @@ def report(
 ) -> None:
     """A report: the compliance report (html, pdf), the same as Markdown or LaTeX, or the
     release-by-variable table as CSV. --since adds what changed since the last meeting."""
-    from . import cli  # the app's shared options and ledger access (cli imports this module)
+    from . import (
+        cli,  # the app's shared options and ledger access (cli imports this module)
+    )
 
     chosen_format = format.strip().lower()
     if chosen_format not in FORMATS:

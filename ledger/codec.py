@@ -8,15 +8,15 @@ by the audit chain: sorted keys, no whitespace, UTF-8.
 from __future__ import annotations
 
 import hashlib
-import math
 import json
+import math
 from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
 from .accounting import UNBOUNDED, Spend
-from .numbers import exact_text
 from .budget import CapTotal
+from .numbers import exact_text
 from .records import (
     Cap,
     Dataset,

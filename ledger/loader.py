@@ -28,7 +28,18 @@ import yaml
 from .catalogue import NUMERIC_PARAMS, derive_guarantees
 from .errors import LedgerError
 from .numbers import NumberError, to_fraction
-from .records import Cap, Dataset, Family, Guarantee, Mechanism, Notion, Relation, Release, Status, Variable
+from .records import (
+    Cap,
+    Dataset,
+    Family,
+    Guarantee,
+    Mechanism,
+    Notion,
+    Relation,
+    Release,
+    Status,
+    Variable,
+)
 
 Path_ = tuple[Any, ...]
 

@@ -20,8 +20,8 @@ from sqlmodel import Session
 from . import budget, store
 from .errors import InputErrors, LedgerError, fail
 from .lifecycle import ENFORCING, transition
-from .numbers import format_number
 from .loader import LedgerSnapshot, cap_from_entry, field_name, load_releases
+from .numbers import format_number
 from .records import Cap, Family, Release
 
 Builder = Callable[[LedgerSnapshot], tuple[list[Release], list[Family], list[LedgerError]]]

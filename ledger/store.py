@@ -24,25 +24,38 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from sqlalchemy import JSON, Column, Engine, Text, UniqueConstraint, bindparam, event, insert, inspect, text, update
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    Engine,
+    Text,
+    UniqueConstraint,
+    bindparam,
+    event,
+    insert,
+    inspect,
+    text,
+    update,
+)
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
+from .budget import CapTotal, total_from_history, total_from_index
 from .codec import (
     GENESIS_HASH,
     canonical_json,
-    chain_hash,
-    dataset_from_dict,
-    dataset_to_dict,
     cap_from_dict,
     cap_to_dict,
     cap_total_from_dict,
     cap_total_to_dict,
+    chain_hash,
+    dataset_from_dict,
+    dataset_to_dict,
     family_from_dict,
     family_to_dict,
     release_from_dict,
     release_to_dict,
 )
-from .budget import CapTotal, total_from_history, total_from_index
 from .engine import LedgerIndex
 from .loader import LedgerSnapshot
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Release

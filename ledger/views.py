@@ -11,17 +11,24 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from fractions import Fraction
+from functools import lru_cache
 from importlib import resources
 
 import jinja2
 
 from .accounting import CONVERSION_NAME
 from .engine import RiskTable, SubsetCost
-from .numbers import (Number, exact_text, format_delta, format_exact, format_headroom, format_number, is_infinite,
-                      to_json)
-
+from .numbers import (
+    Number,
+    exact_text,
+    format_delta,
+    format_exact,
+    format_headroom,
+    format_number,
+    is_infinite,
+    to_json,
+)
 
 
 @dataclass(frozen=True)

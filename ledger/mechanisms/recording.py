@@ -34,7 +34,15 @@ from .. import operations, store
 from ..errors import InputErrors, LedgerError
 from ..loader import LedgerSnapshot, check_batch
 from ..numbers import NumberError, to_fraction
-from ..records import Guarantee, Mechanism, Notion, PufferfishGuarantee, Relation, Release, Status
+from ..records import (
+    Guarantee,
+    Mechanism,
+    Notion,
+    PufferfishGuarantee,
+    Relation,
+    Release,
+    Status,
+)
 from . import attribute, noise, ppercent, sample_privacy, subsampling, tan
 from .errors import MechanismInputError
 
