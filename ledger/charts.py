@@ -19,18 +19,24 @@ import io
 import re
 
 import matplotlib
+import matplotlib.dates as mdates
+import numpy as np
+from markupsafe import Markup
+from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-matplotlib.use("Agg")
+from .numbers import round_up
+from .report import Pairs, Timeline
 
-import matplotlib.dates as mdates  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from markupsafe import Markup  # noqa: E402
-from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
 
-from .numbers import round_up  # noqa: E402
-from .report import Pairs, Timeline  # noqa: E402
+def _subplots(figsize):
+    """A figure and its axes without pyplot (no global state, and a faster import)."""
+    fig = Figure(figsize=figsize)
+    FigureCanvasSVG(fig)
+    return fig, fig.add_subplot()
 
 UNPROTECTED = "#c0392b"  # ∞: not protected
 SCALE = LinearSegmentedColormap.from_list("loss", ["#f7fbff", "#9ecae1", "#3182bd", "#08306b"])
@@ -54,9 +60,9 @@ def heat_map_svg(pairs: Pairs) -> Markup:
     finite = np.isfinite(colour)
     top = float(colour[finite].max()) if finite.any() else 0.0
     labels = ["{" + name + "}" for name in pairs.variables]
-    with plt.rc_context(STYLE):
+    with matplotlib.rc_context(STYLE):
         side = min(2.6 + 0.5 * n, 9.0)
-        fig, ax = plt.subplots(figsize=(side + 1.6, side))
+        fig, ax = _subplots((side + 1.6, side))
         scale = SCALE.with_extremes(bad=UNPROTECTED)
         image = ax.imshow(np.ma.masked_invalid(np.where(finite, colour, np.nan)), cmap=scale, vmin=0,
                           vmax=top if top > 0 else 1, interpolation="none", aspect="equal")
@@ -99,8 +105,8 @@ def timeline_svg(timeline: Timeline) -> Markup:
     x_drawn = np.concatenate([[x[0]], x, [max(end, x[-1])]])
     drawn = np.vstack([np.zeros((1, drawn.shape[1])) if not timeline.envelope else drawn[:1], drawn, drawn[-1:]])
     highlighted = set(timeline.highlighted)
-    with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(10.5, 4.4))
+    with matplotlib.rc_context(STYLE):
+        fig, ax = _subplots((10.5, 4.4))
         for j, name in enumerate(timeline.variables):
             if name not in highlighted:
                 ax.plot(x_drawn, drawn[:, j], drawstyle=steps, color="#c3c8cf", linewidth=0.7, zorder=1)
@@ -130,7 +136,7 @@ def timeline_svg(timeline: Timeline) -> Markup:
         others = len(timeline.variables) - len(timeline.highlighted)
         handles, names = ax.get_legend_handles_labels()
         if others:
-            handles.append(plt.Line2D([], [], color="#c3c8cf", linewidth=0.7))
+            handles.append(Line2D([], [], color="#c3c8cf", linewidth=0.7))
             names.append(f"{others} other variable{'s' if others != 1 else ''}")
         if handles:
             ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=8)
@@ -150,7 +156,6 @@ def _short(value) -> str:
 def _svg(fig, chart_id: str, label: str) -> Markup:
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
-    plt.close(fig)
     text = buffer.getvalue()
     text = text[text.index("<svg"):]  # drop the XML declaration and doctype: the SVG is inline
     text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, count=1, flags=re.S)

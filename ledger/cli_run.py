@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
-import pandas as pd
 import typer
 from sqlmodel import Session
 
@@ -19,8 +18,13 @@ from . import store
 from .errors import InputErrors, LedgerError, fail
 from .records import CHARGED_STATUSES, Status
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-def _read_csv(path: Path, option: str) -> pd.DataFrame:
+
+def _read_csv(path: Path, option: str) -> "pd.DataFrame":
+    import pandas as pd  # imported when a command needs it: every command starts faster
+
     try:
         return pd.read_csv(path)
     except FileNotFoundError:

@@ -194,7 +194,9 @@ def param_text(value: object) -> str:
         return "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, (Fraction, int)):
+    if isinstance(value, Fraction):
+        return _exact_text(value)
+    if isinstance(value, int):
         return _exact_text(Fraction(value))
     if isinstance(value, float):
         return format_number(value) if math.isinf(value) else f"{value:.6g}"
@@ -223,8 +225,10 @@ def bound_text(value: Number) -> str:
     return "∞ (not protected)" if is_infinite(value) else format_exact(value, 2)
 
 
+@lru_cache(maxsize=65536)
 def guarantee_text(guarantee) -> str:
-    """A guarantee as `ε 1 on {age, sex}, replace` (report.GuaranteeText)."""
+    """A guarantee as `ε 1 on {age, sex}, replace` (report.GuaranteeText). Cached: a
+    register repeats the same few guarantees many times."""
     if guarantee.notion == "pure":
         value = f"ε {param_text(guarantee.epsilon)}"
     elif guarantee.notion == "approx":
