@@ -365,10 +365,16 @@ def is_empty(session: Session) -> bool:
 # --------------------------------------------------------------------------
 
 
+def _flush(session: Session) -> None:
+    """Write pending ORM objects before a Core statement (and skip the call when none are)."""
+    if session.new or session.dirty or session.deleted:
+        session.flush()
+
+
 def append_event(session: Session, *, kind: str, subject: str, actor: str, payload: dict,
                  at: datetime | None = None) -> tuple[int, str]:
     """Append one event to the chain; returns its (seq, hash)."""
-    session.flush()  # anything the ORM holds goes first, in order
+    _flush(session)  # anything the ORM holds goes first, in order
     connection = session.connection()
     head = session.info.get("audit_head")  # (seq, hash) of the last event this transaction wrote
     if head is None:
@@ -552,7 +558,7 @@ def _decoded_total(body: dict) -> CapTotal:
 def save_totals(session: Session, dataset: str, totals: Mapping[str, CapTotal]) -> None:
     if not totals:
         return
-    session.flush()
+    _flush(session)
     connection = session.connection()
     rows = [{"d": dataset, "c": name, "t": cap_total_to_dict(total)} for name, total in totals.items()]
     for row, total in zip(rows, totals.values()):
