@@ -18,7 +18,15 @@ import pdfplumber
 import pytest
 from PIL import Image, ImageStat
 from playwright.sync_api import sync_playwright
-from test_report_helpers import CHROMIUM, TAN_HEADER, TAN_TABLE_1, context_of, demo_ledger, record, rendered
+from test_report_helpers import (
+    CHROMIUM,
+    TAN_HEADER,
+    TAN_TABLE_1,
+    context_of,
+    demo_ledger,
+    record,
+    rendered,
+)
 
 from ledger.cli_report import CHROMIUM_ARGS, render
 

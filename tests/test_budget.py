@@ -34,7 +34,16 @@ from ledger.budget import (
     total_from_index,
 )
 from ledger.engine import LedgerIndex
-from ledger.records import Cap, Family, Guarantee, Mechanism, Notion, Relation, Release, Status
+from ledger.records import (
+    Cap,
+    Family,
+    Guarantee,
+    Mechanism,
+    Notion,
+    Relation,
+    Release,
+    Status,
+)
 
 F = Fraction
 INF = math.inf

@@ -16,22 +16,16 @@ comparing every table, row by row, before and after.
 
 from __future__ import annotations
 
-import io
-import json
 import math
-import sys
 import textwrap
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from sqlalchemy import create_engine, inspect, text
-
-from ledger import cli
+from support import Run, cli_main
 
 F = Fraction
 
@@ -66,16 +60,6 @@ releases:
 
 
 @dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-    def json(self):
-        return json.loads(self.out)
-
-
-@dataclass
 class Ledger:
     """One ledger database and a directory for the files written in a test."""
 
@@ -84,15 +68,7 @@ class Ledger:
 
     def __call__(self, *args) -> Run:
         """`privacy-ledger --db URL ARGS`, through the console entry point."""
-        out, err = io.StringIO(), io.StringIO()
-        argv = ["privacy-ledger", "--db", self.url, *map(str, args)]
-        with mock.patch.object(sys, "argv", argv), redirect_stdout(out), redirect_stderr(err):
-            try:
-                cli.main()
-                code = 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        return Run(code, out.getvalue(), err.getvalue())
+        return cli_main(self.url, *args)
 
     def file(self, name: str, content: str) -> Path:
         path = self.directory / name

@@ -11,24 +11,20 @@ process (same code path, no interpreter start-up); a representative few run
 
 from __future__ import annotations
 
-import io
-import json
 import math
 import os
 import sqlite3
 import subprocess
 import sys
 import textwrap
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 from sqlmodel import Session
+from support import Run, cli_main
 from typer.testing import CliRunner
 
 from ledger import cli, store
@@ -71,16 +67,6 @@ def test_the_reference_conversion_is_below_the_simple_bound():
 # --------------------------------------------------------------------------
 
 
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-    def json(self):
-        return json.loads(self.out)
-
-
 def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
 
@@ -88,15 +74,7 @@ def sqlite_url(path: Path) -> str:
 def run_main(db: Path, *args: str) -> Run:
     """`privacy-ledger --db URL ARGS` in this process, through the console entry point
     (`main()` maps InputErrors to exit 2)."""
-    out, err = io.StringIO(), io.StringIO()
-    with mock.patch.object(sys, "argv", ["privacy-ledger", "--db", sqlite_url(db), *map(str, args)]), \
-            redirect_stdout(out), redirect_stderr(err):
-        try:
-            cli.main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return Run(code, out.getvalue(), err.getvalue())
+    return cli_main(sqlite_url(db), *args)
 
 
 def run_process(db: Path, *args: str) -> subprocess.CompletedProcess:

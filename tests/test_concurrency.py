@@ -11,16 +11,13 @@ console entry point, to keep the test quick.)
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
 import sys
 import textwrap
-from contextlib import redirect_stderr, redirect_stdout
-from unittest import mock
 
-from ledger import cli
+from support import cli_main
 
 STEWARDS = 20
 
@@ -36,15 +33,8 @@ caps:
 
 def ledger(url: str, *args: str) -> tuple[int, str, str]:
     """`privacy-ledger --db URL ARGS` in this process: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with mock.patch.object(sys, "argv", ["privacy-ledger", "--db", url, *map(str, args)]), \
-            redirect_stdout(out), redirect_stderr(err):
-        try:
-            cli.main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return code, out.getvalue(), err.getvalue()
+    run = cli_main(url, *args)
+    return run.code, run.out, run.err
 
 
 def test_twenty_stewards_recording_at_once_never_exceed_a_cap(ledger_url, tmp_path):

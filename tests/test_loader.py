@@ -26,7 +26,16 @@ from ledger.loader import (
     load_releases,
     parse_document,
 )
-from ledger.records import Dataset, Family, Guarantee, Mechanism, Notion, Relation, Release, Status
+from ledger.records import (
+    Dataset,
+    Family,
+    Guarantee,
+    Mechanism,
+    Notion,
+    Relation,
+    Release,
+    Status,
+)
 
 F = Fraction
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -12,22 +12,18 @@ no running totals) upgraded on first use.
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 import textwrap
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from sqlalchemy import create_engine, inspect, text
 from sqlmodel import Session
+from support import Run, cli_main
 
-from ledger import cli, store
+from ledger import store
 from ledger.loader import LedgerSnapshot, build_dataset, load_releases, parse_document
 
 F = Fraction
@@ -84,27 +80,9 @@ releases:
 """
 
 
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-    def json(self):
-        return json.loads(self.out)
-
-
 def run(url: str, *args) -> Run:
     """`privacy-ledger --db URL ARGS` in this process, through the console entry point."""
-    out, err = io.StringIO(), io.StringIO()
-    with mock.patch.object(sys, "argv", ["privacy-ledger", "--db", url, *map(str, args)]), \
-            redirect_stdout(out), redirect_stderr(err):
-        try:
-            cli.main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return Run(code, out.getvalue(), err.getvalue())
+    return cli_main(url, *args)
 
 
 def write(directory: Path, name: str, content: str) -> Path:

@@ -7,16 +7,14 @@ No tests here: the report test modules import these helpers.
 
 from __future__ import annotations
 
-import io
 import re
-import sys
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
-from dataclasses import dataclass
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from unittest import mock
 
 from sqlmodel import Session
+from support import Run, cli_main
 
 from ledger import cli, store
 from ledger.cli_report import build_report, gather, render
@@ -36,24 +34,9 @@ TAN_TABLE_1 = {
 }
 
 
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-
 def run_main(url: str, *args: str) -> Run:
     """`privacy-ledger --db URL ARGS` in this process, through the console entry point."""
-    out, err = io.StringIO(), io.StringIO()
-    with mock.patch.object(sys, "argv", ["privacy-ledger", "--db", url, *map(str, args)]), \
-            redirect_stdout(out), redirect_stderr(err):
-        try:
-            cli.main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return Run(code, out.getvalue(), err.getvalue())
+    return cli_main(url, *args)
 
 
 @contextmanager

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import io
 import itertools
-import json
 import math
 import os
 import re
@@ -23,16 +22,13 @@ import subprocess
 import sys
 import textwrap
 from collections import Counter
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from unittest import mock
 
 import pandas as pd
 import pytest
-
-from ledger import cli
+from support import Run, cli_main
 
 F = Fraction
 
@@ -69,20 +65,6 @@ Ivy,S,m,45,firm-10,6,0.6,1,170,68
 
 
 @dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-    def json(self):
-        return json.loads(self.out)
-
-    @property
-    def errors(self) -> list[str]:
-        return [line for line in self.err.splitlines() if line.startswith("error: ")]
-
-
-@dataclass
 class Ledger:
     """A SQLite ledger holding the survey dataset, and a folder for the files of a test."""
 
@@ -95,15 +77,7 @@ class Ledger:
 
     def __call__(self, *args) -> Run:
         """`privacy-ledger --db URL ARGS` in this process."""
-        out, err = io.StringIO(), io.StringIO()
-        argv = ["privacy-ledger", "--db", self.url, *map(str, args)]
-        with mock.patch.object(sys, "argv", argv), redirect_stdout(out), redirect_stderr(err):
-            try:
-                cli.main()
-                code = 0
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        return Run(code, out.getvalue(), err.getvalue())
+        return cli_main(self.url, *args)
 
     def process(self, *args) -> Run:
         """`python -m ledger --db URL ARGS` as its own process."""

@@ -9,23 +9,20 @@ would, with raw SQL on the SQLite file behind the ledger's back.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import sqlite3
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from sqlmodel import Session
+from support import Run, cli_main
 
-from ledger import cli, store
+from ledger import store
 from ledger.loader import LedgerSnapshot, build_dataset, load_releases, parse_document
 
 F = Fraction
@@ -323,24 +320,9 @@ def test_family_rows_are_covered_by_the_chain(engine, db, tmp_path):
 # --------------------------------------------------------------------------
 
 
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-
 def run_main(db: Path, *args: str) -> Run:
     """`privacy-ledger --db URL ARGS` in this process, through the console entry point."""
-    out, err = io.StringIO(), io.StringIO()
-    with mock.patch.object(sys, "argv", ["privacy-ledger", "--db", sqlite_url(db), *args]), \
-            redirect_stdout(out), redirect_stderr(err):
-        try:
-            cli.main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return Run(code, out.getvalue(), err.getvalue())
+    return cli_main(sqlite_url(db), *args)
 
 
 def run_process(db: Path, *args: str) -> subprocess.CompletedProcess:

@@ -87,8 +87,9 @@ def test_laplace_sum_loss_within_epsilon():
     second = pd.DataFrame({"v": [1.0, 5.0, 9.0, 10.0]})  # one record replaced, across [0, 10]
     _, record = noise.laplace_sum(first, "v", 0.0, 10.0, epsilon, rng=make_rng(0))
     rng = make_rng(3)
-    on_first = 15.0 + noise.laplace(rng, record.scale, size=RUNS)
-    on_second = 25.0 + noise.laplace(rng, record.scale, size=RUNS)
+    # the mechanism's output on each neighbour: the clipped sum plus its Laplace noise
+    on_first = first["v"].clip(0, 10).sum() + noise.laplace(rng, record.scale, size=RUNS)
+    on_second = second["v"].clip(0, 10).sum() + noise.laplace(rng, record.scale, size=RUNS)
     edges = np.arange(-40.0, 80.0, 2.0)
     lower, point = loss_lower_bound(on_first, on_second, edges)
     assert lower <= record.epsilon

@@ -6,7 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ledger.mechanisms import attribute, noise, ppercent, sample_privacy, subsampling, tan
+from ledger.mechanisms import (
+    attribute,
+    noise,
+    ppercent,
+    sample_privacy,
+    subsampling,
+    tan,
+)
 from ledger.mechanisms.errors import MechanismInputError
 
 MICRODATA = pd.DataFrame({"cell": ["a", "a", "b"], "firm": [1, 2, 3], "value": [10.0, 5.0, 7.0]})
