@@ -51,12 +51,16 @@ class Spend:
     def __add__(self, other: Spend) -> Spend:
         if self.unbounded or other.unbounded:
             return UNBOUNDED
+        if other == ZERO:
+            return self
+        if self == ZERO:
+            return other
         return Spend(
-            self.pure + other.pure,
-            self.approx_epsilon + other.approx_epsilon,
-            self.approx_delta + other.approx_delta,
-            self.rho + other.rho,
-            pure_rho=self.pure_rho + other.pure_rho,
+            _plus(self.pure, other.pure),
+            _plus(self.approx_epsilon, other.approx_epsilon),
+            _plus(self.approx_delta, other.approx_delta),
+            _plus(self.rho, other.rho),
+            pure_rho=_plus(self.pure_rho, other.pure_rho),
         )
 
     def times(self, count: int) -> Spend:
@@ -257,11 +261,10 @@ def cks_epsilon(rho: Fraction | float, delta: float) -> float:
         epsilon = inf over alpha > 1 of
                   alpha rho + (ln(1/delta) + (alpha - 1) ln(1 - 1/alpha) - ln(alpha)) / (alpha - 1)
 
-    Every alpha gives a valid bound, so the numerical minimiser (a golden-section
-    search) can only make the answer looser, never invalid; the value is
-    evaluated at the alpha found and rounded up. It is never larger than the simple bound
-    rho + 2 sqrt(rho ln(1/delta)) (Bun and Steinke 2016, Prop 1.3), which is
-    evaluated too as a guard.
+    Every alpha gives a valid bound, so the minimiser can only make the answer looser,
+    never invalid; the bound is evaluated at the alpha found and rounded up. It is never
+    larger than the simple bound rho + 2 sqrt(rho ln(1/delta)) (Bun and Steinke 2016,
+    Prop 1.3), which is evaluated too as a guard.
     """
     rho = float(rho)
     if not 0 < delta < 1:
@@ -271,30 +274,51 @@ def cks_epsilon(rho: Fraction | float, delta: float) -> float:
     if rho == 0:
         return 0.0
     log_inv_delta = math.log(1 / delta)
-
-    def bound(alpha: float) -> float:
-        return alpha * rho + (log_inv_delta + (alpha - 1) * math.log1p(-1 / alpha) - math.log(alpha)) / (alpha - 1)
-
-    start = 1 + math.sqrt(log_inv_delta / rho)  # optimum of the simple bound
-    # Golden-section search on log(alpha - 1) around it; the bound is unimodal in alpha.
-    # Width e^3 either side of the simple bound's optimum holds the minimum; 36 steps
-    # narrow it to 1e-7 in log(alpha - 1), well past any digit a report shows.
-    centre = math.log(start - 1)
-    low, high = max(centre - 3, math.log(1e-9)), centre + 3
-    ratio = (math.sqrt(5) - 1) / 2
-    x1, x2 = high - ratio * (high - low), low + ratio * (high - low)
-    f1, f2 = bound(1 + math.exp(x1)), bound(1 + math.exp(x2))
-    for _ in range(36):
-        if f1 <= f2:
-            high, x2, f2 = x2, x1, f1
-            x1 = high - ratio * (high - low)
-            f1 = bound(1 + math.exp(x1))
-        else:
-            low, x1, f1 = x1, x2, f2
-            x2 = low + ratio * (high - low)
-            f2 = bound(1 + math.exp(x2))
-    best = min(f1, f2, bound(start), rho + 2 * math.sqrt(rho * log_inv_delta))
+    order = cks_order(rho, log_inv_delta)
+    best = min(cks_bound(order, rho, log_inv_delta), rho + 2 * math.sqrt(rho * log_inv_delta))
     return _up(max(best, 0.0))
+
+
+def cks_bound(alpha: float, rho: float, log_inv_delta: float) -> float:
+    """The CKS (2020) Corollary 13 bound at Renyi order alpha > 1, with
+    (alpha - 1) ln(1 - 1/alpha) / (alpha - 1) simplified to ln(1 - 1/alpha)."""
+    return alpha * rho + (log_inv_delta - math.log(alpha)) / (alpha - 1) + math.log1p(-1 / alpha)
+
+
+def cks_order(rho: float, log_inv_delta: float) -> float:
+    """The Renyi order that minimises `cks_bound`.
+
+    The bound's derivative in alpha is rho - (ln(1/delta) - ln alpha) / (alpha - 1)^2,
+    so with x = alpha - 1 the minimum is the one root of the increasing function
+    h(x) = rho x^2 + ln(1 + x) - ln(1/delta): negative at 0, positive at
+    x0 = sqrt(ln(1/delta) / rho). Newton's method inside that bracket, bisecting when
+    a step would leave it, finds it to the last bits in a few steps."""
+    low, high = 0.0, math.sqrt(log_inv_delta / rho)
+    x = high
+    for _ in range(200):
+        value = rho * x * x + math.log1p(x) - log_inv_delta
+        if value > 0:
+            high = x
+        else:
+            low = x
+        step = value / (2 * rho * x + 1 / (1 + x))
+        following = x - step
+        if not low < following < high:
+            following = (low + high) / 2
+        if abs(following - x) <= 1e-15 * x or high - low <= 1e-15 * high:
+            x = following
+            break
+        x = following
+    return 1 + x
+
+
+def _plus(a: Fraction, b: Fraction) -> Fraction:
+    """a + b, skipping Fraction arithmetic when either is zero (most components are)."""
+    if not b:
+        return a
+    if not a:
+        return b
+    return a + b
 
 
 def _up(value: float) -> float:

@@ -887,8 +887,8 @@ def epsilon_floats(grid: SpendGrid, delta: Fraction) -> np.ndarray:
 
 def cks_floats(rho: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """accounting.cks_epsilon over arrays: the Canonne, Kamath and Steinke (2020) bound
-    (Proposition 12 / Corollary 13), minimised over the Renyi order alpha by the same
-    golden-section search on log(alpha - 1), guarded by the simple bound
+    (Proposition 12 / Corollary 13) at the Renyi order found by the same safeguarded
+    Newton iteration (accounting.cks_order), guarded by the simple bound
     rho + 2 sqrt(rho ln(1/delta)) (Bun and Steinke 2016, Prop 1.3), rounded up."""
     rho = np.asarray(rho, dtype=np.float64)
     delta = np.broadcast_to(np.asarray(delta, dtype=np.float64), rho.shape)
@@ -904,25 +904,22 @@ def cks_floats(rho: np.ndarray, delta: np.ndarray) -> np.ndarray:
 
 def _cks_distinct(r: np.ndarray, delta: np.ndarray) -> np.ndarray:
     log_inv = np.log(1 / delta)
-
-    def bound(alpha):
-        return alpha * r + (log_inv + (alpha - 1) * np.log1p(-1 / alpha) - np.log(alpha)) / (alpha - 1)
-
-    start = 1 + np.sqrt(log_inv / r)
-    low = np.full(r.shape, math.log(1e-9))
-    high = np.log(np.maximum(4 * start, 2.0))
-    ratio = (math.sqrt(5) - 1) / 2
-    x1, x2 = high - ratio * (high - low), low + ratio * (high - low)
-    f1, f2 = bound(1 + np.exp(x1)), bound(1 + np.exp(x2))
-    for _ in range(80):
-        left = f1 <= f2  # the minimum is left of x2: [low, x2]; else right of x1: [x1, high]
-        high = np.where(left, x2, high)
-        low = np.where(left, low, x1)
-        probe = np.where(left, high - ratio * (high - low), low + ratio * (high - low))
-        value = bound(1 + np.exp(probe))
-        x1, x2 = np.where(left, probe, x2), np.where(left, x1, probe)
-        f1, f2 = np.where(left, value, f2), np.where(left, f1, value)
-    best = np.minimum.reduce([f1, f2, bound(start), r + 2 * np.sqrt(r * log_inv)])
+    # the root of h(x) = r x^2 + ln(1 + x) - ln(1/delta) in (0, sqrt(ln(1/delta) / r)), x = alpha - 1
+    low, high = np.zeros(r.shape), np.sqrt(log_inv / r)
+    x = high.copy()
+    for _ in range(200):
+        value = r * x * x + np.log1p(x) - log_inv
+        high = np.where(value > 0, x, high)
+        low = np.where(value > 0, low, x)
+        following = x - value / (2 * r * x + 1 / (1 + x))
+        following = np.where((low < following) & (following < high), following, (low + high) / 2)
+        done = (np.abs(following - x) <= 1e-15 * x) | (high - low <= 1e-15 * high)
+        x = following
+        if done.all():
+            break
+    alpha = 1 + x
+    bound = alpha * r + (log_inv - np.log(alpha)) / (alpha - 1) + np.log1p(-1 / alpha)
+    best = np.minimum(bound, r + 2 * np.sqrt(r * log_inv))
     return _up(np.maximum(best, 0.0))
 
 

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from sqlalchemy import (
     JSON,
     Column,
+    Connection,
     Engine,
     Text,
     UniqueConstraint,
@@ -270,20 +271,23 @@ MIGRATIONS: dict[int, Callable[[Session], None]] = {
 
 @contextmanager
 def write_session(engine: Engine) -> Iterator[Session]:
-    """One atomic write: everything inside commits together or not at all."""
-    with Session(engine) as session:
-        if engine.dialect.name == "postgresql":
-            session.exec(text("SELECT pg_advisory_xact_lock(:key)").bindparams(key=WRITE_LOCK_KEY))
-        # (SQLite: the first statement opens the transaction with BEGIN IMMEDIATE)
-        try:
-            yield session
-            session.commit()
-        except BaseException:
-            session.rollback()
-            raise
-        finally:
-            session.info.pop("audit_head", None)
-            session.info.pop("configuration", None)
+    """One atomic write: everything inside commits together or not at all.
+
+    The transaction belongs to one connection, opened here with the ledger's write lock
+    (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory transaction lock); the Session
+    joins it, so ORM writes and the recording path's Core statements share it."""
+    with engine.connect() as connection:
+        with connection.begin():
+            if engine.dialect.name == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITE_LOCK_KEY})
+            session = Session(bind=connection, join_transaction_mode="rollback_only")
+            session.info["connection"] = connection
+            try:
+                yield session
+                _flush(session)
+            finally:
+                session.close()
+        _remember_totals(session)  # committed: only now may the cache move
 
 
 def now() -> datetime:
@@ -365,6 +369,15 @@ def is_empty(session: Session) -> bool:
 # --------------------------------------------------------------------------
 
 
+def _connection(session: Session) -> Connection:
+    """The session's connection, kept for the transaction: the recording path runs
+    several statements, and asking the Session each time costs more than the SQL."""
+    connection = session.info.get("connection")
+    if connection is None:
+        connection = session.info["connection"] = session.connection()
+    return connection
+
+
 def _flush(session: Session) -> None:
     """Write pending ORM objects before a Core statement (and skip the call when none are)."""
     if session.new or session.dirty or session.deleted:
@@ -375,7 +388,7 @@ def append_event(session: Session, *, kind: str, subject: str, actor: str, paylo
                  at: datetime | None = None) -> tuple[int, str]:
     """Append one event to the chain; returns its (seq, hash)."""
     _flush(session)  # anything the ORM holds goes first, in order
-    connection = session.connection()
+    connection = _connection(session)
     head = session.info.get("audit_head")  # (seq, hash) of the last event this transaction wrote
     if head is None:
         last = connection.execute(_LAST_EVENT).first()
@@ -419,7 +432,7 @@ def add_releases(session: Session, releases: Sequence[Release], families: Sequen
                               payload={"release": body})
         rows.append(_release_values(body, seq))  # a release's seq is that of its recording event
     if rows:
-        session.connection().execute(_INSERT_RELEASE, rows)
+        _connection(session).execute(_INSERT_RELEASE, rows)
 
 
 def _release_values(body: dict, seq: int) -> dict:
@@ -452,7 +465,7 @@ class ReleaseLookup(Mapping):
         return release_from_dict(release_row_dict(row))
 
     def __contains__(self, release_id: object) -> bool:
-        return self.session.connection().execute(_RELEASE_EXISTS, {"id": release_id}).first() is not None
+        return _connection(self.session).execute(_RELEASE_EXISTS, {"id": release_id}).first() is not None
 
     def __iter__(self):
         return iter(self.session.exec(select(ReleaseRow.id)).all())
@@ -490,11 +503,13 @@ def configuration(session: Session) -> Configuration:
 
 
 def _configuration(session: Session) -> Configuration:
-    url = str(session.get_bind().url)
-    stamp, seq, digest = session.connection().execute(_STAMP_AND_HEAD).one()
+    url = str(session.get_bind().engine.url)
+    stamp, seq, digest = _connection(session).execute(_STAMP_AND_HEAD).one()
     stamp = stamp or "0"
+    head = (0, GENESIS_HASH) if seq is None else (seq, digest)
+    session.info.setdefault("head_at_start", head[1])
     if "audit_head" not in session.info:  # read under the write lock: it cannot move before commit
-        session.info["audit_head"] = (0, GENESIS_HASH) if seq is None else (seq, digest)
+        session.info["audit_head"] = head
     cached = _CONFIGURATION_CACHE.get(url)
     if cached is not None and cached[0] == stamp:
         return cached[1]
@@ -534,37 +549,66 @@ def _cap_dict(row: CapRow) -> dict:
 
 
 def cap_totals(session: Session, dataset: str, names: Iterable[str] | None = None) -> dict[str, CapTotal]:
-    if names is not None:
-        rows = session.connection().execute(_READ_TOTALS, {"dataset": dataset, "names": list(names)})
-        return {cap: _decoded_total(total) for cap, total in rows}
-    rows = session.exec(select(CapTotalRow).where(CapTotalRow.dataset == dataset))
-    return {row.cap: cap_total_from_dict(row.total) for row in rows}
+    """The stored running totals of `names` (every cap of the dataset when None, always read
+    from the database). Named totals come from the process's cache when it is current."""
+    if names is None:
+        rows = session.exec(select(CapTotalRow).where(CapTotalRow.dataset == dataset))
+        return {row.cap: cap_total_from_dict(row.total) for row in rows}
+    names = list(names)
+    saved = session.info.get("saved_totals", {})  # written earlier in this transaction
+    cached = _current_cache(session)
+    found: dict[str, CapTotal] = {}
+    missing = []
+    for name in names:
+        total = saved.get((dataset, name)) or cached.get((dataset, name))
+        if total is None:
+            missing.append(name)
+        else:
+            found[name] = total
+    if missing:
+        for cap, body in _connection(session).execute(_READ_TOTALS, {"dataset": dataset, "names": missing}):
+            found[cap] = cached[(dataset, cap)] = cap_total_from_dict(body)
+    return found
 
 
-_DECODED_TOTALS: dict[str, CapTotal] = {}  # canonical JSON of a stored total -> the total (exact parsing is slow)
+# Running totals as this process last read or wrote them, per ledger URL, valid while the
+# ledger's audit head is the one stored beside them. Every write to the ledger appends an
+# audit event, so a head that has not moved means no total has changed.
+_TOTALS_CACHE: dict[str, tuple[str, dict[tuple[str, str], CapTotal]]] = {}
 
 
-def _decoded_total(body: dict) -> CapTotal:
-    key = canonical_json(body)
-    total = _DECODED_TOTALS.get(key)
-    if total is None:
-        total = cap_total_from_dict(body)
-        if len(_DECODED_TOTALS) > 4096:
-            _DECODED_TOTALS.clear()
-        _DECODED_TOTALS[key] = total
-    return total
+def _current_cache(session: Session) -> dict[tuple[str, str], CapTotal]:
+    head = session.info.get("head_at_start")
+    if head is None:  # no head read in this transaction: no way to tell whether the cache is current
+        return {}
+    url = str(session.get_bind().engine.url)
+    cached = _TOTALS_CACHE.get(url)
+    if cached is None or cached[0] != head:
+        cached = _TOTALS_CACHE[url] = (head, {})
+    return cached[1]
+
+
+def _remember_totals(session: Session) -> None:
+    """After a commit: the totals this transaction wrote become the cache, as of the new head."""
+    saved = session.info.get("saved_totals")
+    head = session.info.get("audit_head")
+    if not saved or head is None:
+        return
+    url = str(session.get_bind().engine.url)
+    cached = _TOTALS_CACHE.get(url)
+    entries = cached[1] if cached is not None and cached[0] == session.info.get("head_at_start") else {}
+    entries.update(saved)
+    if len(entries) > 4096:
+        entries = dict(saved)
+    _TOTALS_CACHE[url] = (head[1], entries)
 
 
 def save_totals(session: Session, dataset: str, totals: Mapping[str, CapTotal]) -> None:
     if not totals:
         return
     _flush(session)
-    connection = session.connection()
+    connection = _connection(session)
     rows = [{"d": dataset, "c": name, "t": cap_total_to_dict(total)} for name, total in totals.items()]
-    for row, total in zip(rows, totals.values()):
-        if len(_DECODED_TOTALS) > 4096:
-            _DECODED_TOTALS.clear()
-        _DECODED_TOTALS[canonical_json(row["t"])] = total
     if not connection.dialect.supports_sane_multi_rowcount:
         counts = sum(connection.execute(_UPDATE_TOTAL, row).rowcount for row in rows)
     else:
@@ -574,6 +618,7 @@ def save_totals(session: Session, dataset: str, totals: Mapping[str, CapTotal]) 
         for row in rows:
             if row["c"] not in existing:
                 connection.execute(insert(_TOTALS), {"dataset": dataset, "cap": row["c"], "total": row["t"]})
+    session.info.setdefault("saved_totals", {}).update({(dataset, name): t for name, t in totals.items()})
 
 
 def set_cap(session: Session, cap: Cap, actor: str) -> None:

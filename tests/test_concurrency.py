@@ -82,3 +82,38 @@ def test_twenty_stewards_recording_at_once_never_exceed_a_cap(ledger_url, tmp_pa
     code, out, err = ledger(ledger_url, "audit", "verify")
     assert code == 0, err
     assert "12 events" in out  # the dataset, its cap, and the ten releases that fit
+
+
+def _another_spelling(url: str) -> str:
+    """The same database under a URL spelled differently: a process of its own, as far as
+    the per-URL caches of `ledger.store` can tell."""
+    if url.startswith("sqlite:///"):
+        path = url.removeprefix("sqlite:///")
+        parent, name = path.rsplit("/", 1)
+        return f"sqlite:///{parent}/./{name}"
+    return url + ("&" if "?" in url else "?") + "application_name=second-steward"
+
+
+def test_two_stewards_taking_turns_see_each_others_spend(ledger_url, tmp_path):
+    """Each writer keeps running totals cached between its own writes; a write by another
+    must make it read them again, or it would check against a stale total and overspend."""
+    (tmp_path / "payroll.yaml").write_text(DATASET, encoding="utf-8")
+    assert ledger(ledger_url, "dataset", "add", tmp_path / "payroll.yaml")[0] == 0
+    urls = [ledger_url, _another_spelling(ledger_url)]
+    codes = []
+    for k in range(14):
+        path = tmp_path / f"turn_{k}.yaml"
+        status = ", status: planned" if k == 0 else ""  # planned: it reserves budget, and can be cancelled
+        path.write_text(f"dataset: payroll\nreleases:\n  - {{id: turn-{k}, reads: [income]{status}, "
+                        f"mechanism: {{name: laplace, epsilon: 0.1}}}}\n", encoding="utf-8")
+        code, _, err = ledger(urls[k % 2], "record", path)
+        codes.append(code)
+    assert codes == [0] * 10 + [1] * 4
+    # a cancellation by one frees room for the other
+    assert ledger(urls[1], "cancel", "turn-0")[0] == 0
+    code, _, err = ledger(urls[0], "record", tmp_path / "turn_11.yaml")
+    assert code == 0, err
+    for url in urls:
+        caps = json.loads(ledger(url, "cap", "list", "--json")[1])
+        assert [(c["cap"], c["current"]) for c in caps] == [("income", 1)]
+    assert ledger(ledger_url, "audit", "verify")[0] == 0
