@@ -154,13 +154,16 @@ def total_from_index(cap: Cap, index: LedgerIndex) -> CapTotal:
         spend = family_cost(index.families[fid], [index.releases[i] for i in rows], cap.subset)
         if not spend.is_zero:
             family_spends[fid] = spend
-    value_measure: dict[int, Number] = {}
-    drivers = []
-    for row in np.flatnonzero(~index.value_is_zero[ids]):
-        value_id = int(ids[row])
-        if value_id not in value_measure:
-            value_measure[value_id] = measure(cap, index.values[value_id])
-        drivers.append((index.releases[row].id, value_measure[value_id]))
+    # drivers: each distinct charge measured once; only rows that can be among the top ones ranked
+    rows = np.flatnonzero(~index.value_is_zero[ids])
+    value_measure = {int(v): measure(cap, index.values[int(v)]) for v in np.unique(ids[rows])}
+    as_float = np.zeros(len(index.values))
+    for value_id, value in value_measure.items():
+        as_float[value_id] = float(value)
+    row_float = as_float[ids[rows]]
+    if len(rows) > DRIVERS_KEPT:
+        rows = rows[row_float >= np.partition(row_float, -DRIVERS_KEPT)[-DRIVERS_KEPT]]  # ties kept
+    drivers = [(index.releases[row].id, value_measure[int(ids[row])]) for row in rows]
     result = CapTotal(standalone, family_spends, _top(cap, drivers))
     return CapTotal(standalone, family_spends, result.drivers, measure(cap, result.spend))
 

@@ -37,9 +37,12 @@ from .records import Dataset
 from .report import (
     AuditEvent,
     ChainStatus,
+    Pairs,
     ReportContext,
     ReportInputs,
+    Timeline,
     build_report,
+    draw_here,
     risk_frame,
 )
 from .views import report_environment
@@ -83,13 +86,17 @@ def report(
     snapshot = cli._read_light()
     chosen = cli._pick_dataset(snapshot, dataset)
     chosen_delta = cli._delta(delta, chosen)
+    charts = chosen_format in ("html", "pdf")
     chain = VerifyAlongside(cli.state.url)
+    draw = ChartsAlongside() if charts else draw_here
     try:
         with Session(cli._engine()) as session:
             inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
-        context = build_report(inputs, charts=chosen_format in ("html", "pdf"))
+        context = build_report(inputs, charts=charts, draw=draw)
     finally:
         chain.close()
+        if isinstance(draw, ChartsAlongside):
+            draw.close()
     data = render(context, chosen_format, chromium=chromium)
     write_atomically(target, data)
     typer.echo(f"wrote the {chosen_format} report of dataset {chosen.name} to {target}")
@@ -233,6 +240,76 @@ def _verify_child(url: str, sender) -> None:
         sender.send(repr(exc))
     finally:
         sender.close()
+
+
+class ChartsAlongside:
+    """The charts drawn in a forked process (a `report.Draw`): it imports matplotlib
+    while this one reads the ledger, then draws while this one builds the rest of the
+    report. Where fork is not available, or the child fails, they are drawn here."""
+
+    def __init__(self):
+        self.process = None
+        self.channel = None
+        if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
+            context = multiprocessing.get_context("fork")
+            self.channel, child_end = context.Pipe(duplex=True)
+            self.process = context.Process(target=_draw_child, args=(child_end,), daemon=True)
+            self.process.start()
+            child_end.close()
+
+    def __call__(self, pairs: Pairs, timeline: Timeline | None) -> Callable[[], tuple[str, str]]:
+        if self.process is not None:
+            try:
+                self.channel.send((pairs, timeline))
+            except (OSError, ValueError):
+                self.close()
+        if self.process is None:
+            return draw_here(pairs, timeline)
+
+        def drawn() -> tuple[str, str]:
+            outcome = None
+            try:
+                outcome = self.channel.recv()
+            except (EOFError, OSError):
+                pass
+            self.close()
+            if isinstance(outcome, tuple):
+                return outcome
+            return draw_here(pairs, timeline)()  # the child failed: draw here
+
+        return drawn
+
+    def close(self) -> None:
+        if self.process is not None:
+            if self.process.is_alive():
+                try:
+                    self.channel.send(None)  # nothing (more) to draw
+                except OSError:
+                    pass
+            self.process.join(timeout=5)
+            if self.process.is_alive():
+                self.process.terminate()
+                self.process.join()
+            self.channel.close()
+            self.process = None
+
+
+def _draw_child(channel) -> None:
+    """In the forked process: import the charts (matplotlib), wait for the contexts, draw."""
+    try:
+        from . import charts
+
+        request = channel.recv()
+        if request is not None:
+            pairs, timeline = request
+            channel.send((str(charts.heat_map_svg(pairs)), str(charts.timeline_svg(timeline)) if timeline else ""))
+    except BaseException as exc:  # the parent draws again, in its own process
+        try:
+            channel.send(repr(exc))
+        except OSError:
+            pass
+    finally:
+        channel.close()
 
 
 def _time(text: str) -> datetime:

@@ -12,6 +12,7 @@ import json
 import math
 from datetime import datetime
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from .accounting import UNBOUNDED, Spend
@@ -43,12 +44,27 @@ def chain_hash(previous: str, body: dict) -> str:
     return hashlib.sha256((previous + canonical_json(body)).encode("utf-8")).hexdigest()
 
 
+def event_hash(previous: str, seq: int, at: str, actor: str, kind: str, subject: str, payload_json: str) -> str:
+    """`chain_hash` of the event {seq, at, actor, kind, subject, payload} whose payload is
+    already canonical JSON (as stored): the body's canonical JSON is written around it,
+    keys in sorted order, instead of parsing the payload and writing it again."""
+    dump = canonical_json
+    text = (f'{{"actor":{dump(actor)},"at":{dump(at)},"kind":{dump(kind)},"payload":{payload_json},'
+            f'"seq":{dump(seq)},"subject":{dump(subject)}}}')
+    return hashlib.sha256((previous + text).encode("utf-8")).hexdigest()
+
+
 def _number(value: Fraction | None) -> str | None:
     return None if value is None else str(value)
 
 
+@lru_cache(maxsize=4096)
+def _parsed_fraction(text: str) -> Fraction:
+    return Fraction(text)  # Fractions are immutable: one parse serves every record with this value
+
+
 def _fraction(text: str | None) -> Fraction | None:
-    return None if text is None else Fraction(text)
+    return None if text is None else _parsed_fraction(text)
 
 
 def _time(value: datetime | None) -> str | None:
@@ -69,7 +85,7 @@ def _param(value: Any) -> Any:
 
 def _unparam(value: Any) -> Any:
     if isinstance(value, dict) and set(value) == {"fraction"}:
-        return Fraction(value["fraction"])
+        return _parsed_fraction(value["fraction"])
     if isinstance(value, list):
         return tuple(_unparam(item) for item in value)
     return value
@@ -87,13 +103,21 @@ def guarantee_to_dict(guarantee: Guarantee) -> dict:
 
 
 def guarantee_from_dict(data: dict) -> Guarantee:
+    return _guarantee(tuple(data["protects"]), data["notion"], data["epsilon"], data["delta"], data["rho"],
+                      data["relation"])
+
+
+@lru_cache(maxsize=4096)
+def _guarantee(protects: tuple[str, ...], notion: str, epsilon: str | None, delta: str | None, rho: str | None,
+               relation: str) -> Guarantee:
+    # Guarantees are frozen records and repeat across a ledger's releases: one object each.
     return Guarantee(
-        protects=frozenset(data["protects"]),
-        notion=Notion(data["notion"]),
-        epsilon=_fraction(data["epsilon"]),
-        delta=_fraction(data["delta"]),
-        rho=_fraction(data["rho"]),
-        relation=Relation(data["relation"]),
+        protects=frozenset(protects),
+        notion=Notion(notion),
+        epsilon=_fraction(epsilon),
+        delta=_fraction(delta),
+        rho=_fraction(rho),
+        relation=Relation(relation),
     )
 
 
@@ -128,6 +152,9 @@ def release_to_dict(release: Release) -> dict:
     }
 
 
+_STATUSES = {status.value: status for status in Status}  # (a dict: Status(value) is slow)
+
+
 def release_from_dict(data: dict) -> Release:
     return Release(
         id=data["id"],
@@ -138,7 +165,7 @@ def release_from_dict(data: dict) -> Release:
         guarantees=tuple(guarantee_from_dict(g) for g in data["guarantees"]),
         derived_from=tuple(data["derived_from"]),
         family=data["family"],
-        status=Status(data["status"]),
+        status=_STATUSES[data["status"]],
         recorded_by=data["recorded_by"],
         recorded_at=_parse_time(data["recorded_at"]),
         approved_by=data["approved_by"],

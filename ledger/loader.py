@@ -19,10 +19,9 @@ from fractions import Fraction
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
-import networkx as nx
 import yaml
 
 from .catalogue import NUMERIC_PARAMS, derive_guarantees
@@ -40,6 +39,9 @@ from .records import (
     Status,
     Variable,
 )
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 Path_ = tuple[Any, ...]
 
@@ -440,6 +442,8 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
                                           f"unknown parent release {parent!r}"))
     cycle = None
     if any(parent in seen for release in seen.values() for parent in release.derived_from):
+        import networkx as nx  # only for a batch whose releases derive from each other
+
         try:
             cycle = nx.find_cycle(lineage_graph(seen.values()))
         except nx.NetworkXNoCycle:
@@ -458,6 +462,8 @@ def _at(release: Release, name: str) -> str:
 
 def lineage_graph(releases: Iterable[Release]) -> nx.DiGraph:
     """derived-from edges, parent -> child."""
+    import networkx as nx
+
     graph = nx.DiGraph()
     for release in releases:
         graph.add_node(release.id)

@@ -37,16 +37,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from markupsafe import Markup
 
 from .accounting import CONVERSION_NAME
 from .budget import CapCheck, CapTotal, check, total_from_history
 from .budget import status as cap_status
 from .engine import LedgerIndex, RiskTable, SpendGrid, at_delta
 from .numbers import INF, Number, is_infinite
-from .records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status
+from .records import CHARGED_STATUSES, Cap, Dataset, Family, Guarantee, Release, Status
 from .views import Basis, basis_for, bound_text
 
 MATRIX_CELL_LIMIT = 20_000  # release rows x variables shown as Tan's matrix; past it, sparse rows
@@ -458,26 +460,40 @@ class ReportContext:
 # --------------------------------------------------------------------------
 
 
-def build_report(inputs: ReportInputs, *, charts: bool = True) -> ReportContext:
-    """The whole report context; `charts=False` skips drawing (Markdown, LaTeX, CSV)."""
+# Draws the two charts: given the contexts, starts drawing and returns a function that
+# gives (heat map SVG, timeline SVG or ""). See `draw_here`, and cli_report.ChartsAlongside.
+Draw = Callable[["Pairs", "Timeline | None"], Callable[[], tuple[str, str]]]
+
+
+def draw_here(pairs: Pairs, timeline: Timeline | None) -> Callable[[], tuple[str, str]]:
+    """Draw the charts in this process, now (matplotlib is imported only when drawing)."""
+    from . import charts
+
+    drawn = (charts.heat_map_svg(pairs), charts.timeline_svg(timeline) if timeline else "")
+    return lambda: drawn
+
+
+def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw_here) -> ReportContext:
+    """The whole report context; `charts=False` skips drawing (Markdown, LaTeX, CSV).
+    `draw` may draw elsewhere while the rest of the context is built."""
     dataset = inputs.dataset
     charged = tuple(r for r in inputs.releases if r.status in CHARGED_STATUSES)
     objective = at_delta(inputs.delta)
     index = LedgerIndex(dataset.variable_names, charged, inputs.families)
-    table = index.table_by_arrays(dataset.name, objective)
-    risk = risk_table(table, inputs.delta)
     pairs = pair_figures(index, inputs.delta, objective)
     timeline = timeline_of(index, inputs.delta, objective, inputs.generated_at)
-    if charts:
-        from . import charts as charts_  # matplotlib: only when drawing
-
-        pairs = replace(pairs, svg=charts_.heat_map_svg(pairs))
-        timeline = replace(timeline, svg=charts_.timeline_svg(timeline)) if timeline else None
+    drawn = draw(pairs, timeline) if charts else None
+    table = index.table_by_arrays(dataset.name, objective)
+    risk = risk_table(table, inputs.delta)
     sparse = risk.layout == "sparse"
     cells = {row.release: (row.cells, row.dataset_wide) for row in risk.sparse}
     register = tuple(register_entry(r, inputs.families, *cells.get(r.id, ((), None))) for r in inputs.releases)
     meeting = meeting_pack(inputs) if inputs.since is not None else None
     caps = cap_entries(inputs.caps, inputs.cap_totals)
+    if drawn is not None:
+        heat_map, timeline_chart = drawn()
+        pairs = replace(pairs, svg=Markup(heat_map))
+        timeline = replace(timeline, svg=Markup(timeline_chart)) if timeline else None
     chain = inputs.chain_status()  # last: the verification may still be running alongside
     return ReportContext(
         title=f"Privacy-loss report: {dataset.name}",
@@ -683,11 +699,7 @@ def register_entry(release: Release, families: Sequence[Family], cells=(), datas
         exact=tuple(sorted(release.exact_variables)),
         mechanism=release.mechanism.name,
         parameters=tuple(release.mechanism.params),
-        guarantees=tuple(
-            GuaranteeText(protects=tuple(sorted(g.protects)), notion=g.notion.value, epsilon=g.epsilon,
-                          delta=g.delta, rho=g.rho, relation=g.relation.value)
-            for g in release.guarantees
-        ),
+        guarantees=tuple(_guarantee_text(g) for g in release.guarantees),
         family=release.family,
         family_split=split,
         derived_from=tuple(release.derived_from),
@@ -696,6 +708,13 @@ def register_entry(release: Release, families: Sequence[Family], cells=(), datas
         cells=tuple(cells),
         dataset_wide=dataset_wide,
     )
+
+
+@lru_cache(maxsize=4096)
+def _guarantee_text(g: Guarantee) -> GuaranteeText:
+    # a register repeats the same few guarantees: each is written out once
+    return GuaranteeText(protects=tuple(sorted(g.protects)), notion=g.notion.value, epsilon=g.epsilon,
+                         delta=g.delta, rho=g.rho, relation=g.relation.value)
 
 
 def pufferfish_entries(releases: Sequence[Release]) -> tuple[PufferfishEntry, ...]:

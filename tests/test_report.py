@@ -375,3 +375,60 @@ def test_pufferfish_guarantees_recorded_by_mechanisms_are_reported_apart(tmp_pat
     assert "p% protection (Bailie 2020)" in section and "(1-p)x" in section and "linear" in section
     md = render(context, "md").decode("utf-8")
     assert "| pp | p% protection (Bailie 2020) | {turnover, wages} |" in md
+
+
+def _inputs_of(url: str):
+    from sqlmodel import Session
+    from test_report_helpers import GENERATED
+
+    from ledger import store
+    from ledger.cli_report import gather
+
+    engine = store.make_engine(url)
+    try:
+        with Session(engine) as session:
+            chosen = store.snapshot(session, "graduates").datasets["graduates"]
+            return gather(session, chosen, chosen.delta, None, generated_at=GENERATED)
+    finally:
+        engine.dispose()
+
+
+def test_charts_drawn_alongside_are_the_charts_drawn_here(meeting_ledger):
+    from ledger.cli_report import ChartsAlongside
+    from ledger.report import build_report
+
+    inputs = _inputs_of(meeting_ledger[0])
+    here = build_report(inputs)
+    alongside = ChartsAlongside()
+    try:
+        assert alongside.process is not None  # Linux: a forked process draws
+        elsewhere = build_report(inputs, draw=alongside)
+    finally:
+        alongside.close()
+    assert here.pairs.svg and here.timeline.svg
+    assert (elsewhere.pairs.svg, elsewhere.timeline.svg) == (here.pairs.svg, here.timeline.svg)
+
+
+def test_charts_are_drawn_here_when_the_drawing_process_fails(meeting_ledger, monkeypatch):
+    import os
+
+    from ledger import charts
+    from ledger.cli_report import ChartsAlongside
+    from ledger.report import build_report
+
+    parent = os.getpid()
+    drawn_here = charts.heat_map_svg
+
+    def fails_in_the_child(pairs):
+        if os.getpid() != parent:
+            raise MemoryError("the child ran out of memory")
+        return drawn_here(pairs)
+
+    monkeypatch.setattr(charts, "heat_map_svg", fails_in_the_child)
+    inputs = _inputs_of(meeting_ledger[0])
+    alongside = ChartsAlongside()
+    try:
+        context = build_report(inputs, draw=alongside)
+    finally:
+        alongside.close()
+    assert context.pairs.svg == drawn_here(context.pairs) and context.timeline.svg
