@@ -10,9 +10,10 @@ members of ten families (random and keyed splits), post-processed releases --
 with planned, approved, published, retracted and cancelled ones, and 20 caps.
 Then prints, each beside its target (2-core machine):
 
-(a) `privacy-ledger report --format html`, end to end in a fresh process, and
-    in this process by phase (read the ledger and verify the chain, build the
-    context with its charts, render the template): target < 5 s;
+(a) `privacy-ledger report --format html`, end to end in a fresh process (the
+    median of three runs), beside the baseline: the same steps one after another
+    in one process (verify the chain, read the ledger, build the context with its
+    charts, render the template): target < 5 s;
 (b) `privacy-ledger report --format pdf`, end to end, and the Chromium print
     alone: target < 20 s;
 (c) the loss on every pair of variables (19,900 pairs) with
@@ -190,8 +191,9 @@ def main() -> None:
         url, seconds = timed(build_ledger, directory / "ledger.db", args.variables, args.releases)
         print(f"    built in {seconds:.1f} s (not part of the figures)")
 
-        # (a) HTML
-        html_cli = cli(url, directory, "--format", "html", "--out", "report.html")
+        # (a) HTML: the command three times (a shared machine's load moves single runs)
+        html_runs = sorted(cli(url, directory, "--format", "html", "--out", "report.html") for _ in range(3))
+        html_cli = html_runs[1]
         engine = store.make_engine(url)
         with Session(engine) as session:
             snapshot = store.snapshot(session, "survey")
@@ -205,12 +207,13 @@ def main() -> None:
         size = len(html.encode("utf-8"))
         print(f"(a) HTML compliance report, {args.variables} variables x {args.releases:,} releases "
               f"({size / 1e6:.1f} MB, {context.risk.layout} risk table):")
-        print(f"    end to end (`privacy-ledger report --format html`, fresh process): {html_cli:6.2f} s   "
-              f"[target < {HTML_TARGET_S:.0f} s]")
-        print(f"    in process, one after another: store.verify {verify_s:5.2f} s, read the ledger {read_s:5.2f} s, "
-              f"context + charts {build_s:5.2f} s, template {render_s:5.2f} s")
-        print(f"    the report's own work (context + charts + template): {build_s + render_s:5.2f} s; the command "
-              f"runs store.verify alongside it in a second process")
+        print(f"    end to end (`privacy-ledger report --format html`, fresh process): {html_cli:6.2f} s median of "
+              f"3 ({', '.join(f'{t:.2f}' for t in html_runs)})   [target < {HTML_TARGET_S:.0f} s]")
+        print(f"    baseline, the same steps one after another in one process (imports not counted): "
+              f"{verify_s + read_s + build_s + render_s:5.2f} s = store.verify {verify_s:5.2f} s + read the ledger "
+              f"{read_s:5.2f} s + context and charts {build_s:5.2f} s + template {render_s:5.2f} s")
+        print("    (the command verifies the audit chain in a second process and draws the charts in a third, "
+              "which imports matplotlib while the ledger is read)")
 
         # (b) PDF
         pdf_cli = cli(url, directory, "--format", "pdf", "--out", "report.pdf")

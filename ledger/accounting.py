@@ -51,9 +51,9 @@ class Spend:
     def __add__(self, other: Spend) -> Spend:
         if self.unbounded or other.unbounded:
             return UNBOUNDED
-        if other == ZERO:
+        if other.is_zero:
             return self
-        if self == ZERO:
+        if self.is_zero:
             return other
         return Spend(
             _plus(self.pure, other.pure),
@@ -74,12 +74,14 @@ class Spend:
 
     @property
     def is_zero(self) -> bool:
-        return self == ZERO
+        # (truth tests: comparing Fractions with == costs several times more)
+        return not (self.unbounded or self.pure or self.approx_epsilon or self.approx_delta or self.rho
+                    or self.pure_rho)
 
     @property
     def is_pure(self) -> bool:
         """True when the total is a pure epsilon (no delta, no rho)."""
-        return not self.unbounded and self.approx_delta == 0 and self.approx_epsilon == 0 and self.rho == 0
+        return not (self.unbounded or self.approx_delta or self.approx_epsilon or self.rho)
 
     @property
     def notion(self) -> str:
@@ -111,8 +113,8 @@ class Spend:
             return INF
         if self.is_pure:
             return self.pure
-        remaining = Fraction(delta) - self.approx_delta
-        if self.rho == 0:
+        remaining = (delta if isinstance(delta, Fraction) else Fraction(delta)) - self.approx_delta
+        if not self.rho:
             if remaining < 0:
                 return INF
             return self.pure + self.approx_epsilon

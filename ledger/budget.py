@@ -75,9 +75,12 @@ def why_unbounded(cap: Cap, spend: Spend) -> str:
 
 
 def status(cap: Cap, value: Number) -> str:
-    if value > cap.limit:
+    limit = cap.limit
+    if isinstance(value, float) and not math.isinf(value) and value < 0.75 * float(limit):
+        return "ok"  # clearly below 80%, whatever the floats' rounding: no exact comparison needed
+    if value > limit:
         return "over"
-    if value >= WARN_AT * cap.limit:
+    if value >= WARN_AT * limit:
         return "warn"
     return "ok"
 

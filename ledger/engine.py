@@ -25,6 +25,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from itertools import combinations, product
 
 import numpy as np
@@ -56,7 +57,13 @@ def candidates(release: Release, subset: frozenset[str], relation: Relation = Re
     touched = subset & release.reads
     if not touched:
         return (ZERO,)  # Tan Prop 3.3: independent of the values of U
-    covering = [guarantee_spend(g, relation) for g in release.guarantees
+    return _covering(release.guarantees, touched, relation)
+
+
+@lru_cache(maxsize=65536)
+def _covering(guarantees: tuple, touched: frozenset[str], relation: Relation) -> tuple[Spend, ...]:
+    # cached: a ledger's releases repeat the same guarantees, and totals ask for them again and again
+    covering = [guarantee_spend(g, relation) for g in guarantees
                 if touched <= g.protects]  # Tan Props 3.2 and 3.5: private on every subset of P
     return tuple(s for s in pareto(covering) if not s.unbounded)
 

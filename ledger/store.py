@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import (
+    URL,
     JSON,
     Column,
     Connection,
@@ -486,7 +487,7 @@ class Configuration:
     caps: Mapping[str, tuple[Cap, ...]]
 
 
-_CONFIGURATION_CACHE: dict[str, tuple[str, Configuration]] = {}
+_CONFIGURATION_CACHE: dict[URL, tuple[str, Configuration]] = {}  # by ledger URL
 
 
 def bump_config(session: Session) -> None:
@@ -505,7 +506,7 @@ def configuration(session: Session) -> Configuration:
 
 
 def _configuration(session: Session) -> Configuration:
-    url = str(session.get_bind().engine.url)
+    url = session.get_bind().engine.url
     stamp, seq, digest = _connection(session).execute(_STAMP_AND_HEAD).one()
     stamp = stamp or "0"
     head = (0, GENESIS_HASH) if seq is None else (seq, digest)
@@ -576,14 +577,14 @@ def cap_totals(session: Session, dataset: str, names: Iterable[str] | None = Non
 # Running totals as this process last read or wrote them, per ledger URL, valid while the
 # ledger's audit head is the one stored beside them. Every write to the ledger appends an
 # audit event, so a head that has not moved means no total has changed.
-_TOTALS_CACHE: dict[str, tuple[str, dict[tuple[str, str], CapTotal]]] = {}
+_TOTALS_CACHE: dict[URL, tuple[str, dict[tuple[str, str], CapTotal]]] = {}
 
 
 def _current_cache(session: Session) -> dict[tuple[str, str], CapTotal]:
     head = session.info.get("head_at_start")
     if head is None:  # no head read in this transaction: no way to tell whether the cache is current
         return {}
-    url = str(session.get_bind().engine.url)
+    url = session.get_bind().engine.url
     cached = _TOTALS_CACHE.get(url)
     if cached is None or cached[0] != head:
         cached = _TOTALS_CACHE[url] = (head, {})
@@ -596,7 +597,7 @@ def _remember_totals(session: Session) -> None:
     head = session.info.get("audit_head")
     if not saved or head is None:
         return
-    url = str(session.get_bind().engine.url)
+    url = session.get_bind().engine.url
     cached = _TOTALS_CACHE.get(url)
     entries = cached[1] if cached is not None and cached[0] == session.info.get("head_at_start") else {}
     entries.update(saved)

@@ -18,6 +18,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger.loader import (
     LedgerSnapshot,
@@ -475,3 +477,68 @@ def test_a_member_of_a_keyed_family_must_read_the_key(tmp_path):
     error = only_error(errors)
     assert (error.source, error.field) == (f"{tmp_path / 'r.yaml'}:5", "releases[0].reads")
     assert "degree" in error.message and "by-degree" in error.message
+
+
+# --------------------------------------------------------------------------
+# The schema check: jsonschema-rs recognises valid documents, jsonschema refuses
+# --------------------------------------------------------------------------
+
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=6)
+    | st.sampled_from(["laplace", "gaussian", "pure", "zcdp", "replace", "add-remove", "random", "1/3", "x"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["id", "reads", "mechanism", "name", "epsilon", "delta", "rho", "sigma", "scale",
+                         "sensitivity", "protects", "notion", "relation", "guarantees", "family", "status",
+                         "partition", "title", "derived_from", "variables", "caps", "subset", "extra"]),
+        inner, max_size=4),
+    max_leaves=8,
+)
+_VALID_RELEASES = {
+    "dataset": "graduates",
+    "families": [{"id": "halves", "partition": "random"}],
+    "releases": [
+        {"id": "a", "reads": ["income"], "mechanism": {"name": "laplace", "epsilon": "1/2"}, "family": "halves"},
+        {"id": "b", "title": "t", "reads": ["income", "sex"], "derived_from": ["a"], "status": "planned",
+         "mechanism": {"name": "gaussian", "sigma": 2, "sensitivity": 1},
+         "guarantees": [{"protects": ["income"], "rho": "1/8"}]},
+    ],
+}
+
+
+def _paths(value, at=()):
+    yield at
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, at + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, at + (index,))
+
+
+def _replaced(document, at, new):
+    if not at:
+        return new
+    copy = dict(document) if isinstance(document, dict) else list(document)
+    copy[at[0]] = _replaced(document[at[0]], at[1:], new)
+    return copy
+
+
+@settings(max_examples=400)
+@given(st.data())
+def test_the_fast_schema_check_accepts_only_what_jsonschema_accepts(data):
+    import jsonschema
+
+    from ledger.loader import _fast_validator, schema
+
+    document = _VALID_RELEASES
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.sampled_from(list(_paths(document))))
+        document = _replaced(document, at, data.draw(_JSONISH))
+    name = "release.v1.schema.json"
+    slow = jsonschema.Draft202012Validator(schema(name)).is_valid(document)
+    try:
+        fast = _fast_validator(name).is_valid(document)
+    except ValueError:  # a value JSON has no type for: the loader asks jsonschema
+        return
+    assert fast == slow, document
