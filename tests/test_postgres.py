@@ -410,3 +410,13 @@ def test_a_ledger_from_a_newer_version_is_refused_and_left_alone(graduates):
     assert query(graduates, "SELECT seq, hash FROM audit_events ORDER BY seq") == before
     assert query(graduates, "SELECT value FROM ledger_meta WHERE key = 'schema_version'") == [
         (str(store.SCHEMA_VERSION + 1),)]
+
+
+def test_the_html_report_of_a_ledger_on_either_backend(graduates, tmp_path):
+    """The report verifies the chain and draws the charts in processes of their own: each
+    opens its own connection to the server (or file), never the parent's."""
+    out = tmp_path / "report.html"
+    ok(run(graduates, "report", "--format", "html", "--out", out))
+    html = out.read_text(encoding="utf-8")
+    assert "Audit chain verified" in html and 'id="heat-map"' in html and 'id="timeline-chart"' in html
+    assert ok(run(graduates, "audit", "verify"))  # the parent's connections still work
