@@ -231,8 +231,8 @@ def headroom_command(
     if as_json:
         typer.echo(json.dumps({
             "variables": list(room.variables),
-            "epsilon": to_json(room.epsilon), "epsilon_binding": room.epsilon_binding and room.epsilon_binding.name,
-            "rho": to_json(room.rho), "rho_binding": room.rho_binding and room.rho_binding.name,
+            "epsilon": to_json(room.epsilon, down=True), "epsilon_binding": room.epsilon_binding and room.epsilon_binding.name,
+            "rho": to_json(room.rho, down=True), "rho_binding": room.rho_binding and room.rho_binding.name,
         }, indent=2, ensure_ascii=False))
         return
     label = "{" + ", ".join(room.variables) + "}"
@@ -341,11 +341,11 @@ def check_json(c) -> dict:
         "subset": sorted(c.cap.subset),
         "unit": c.cap.unit,
         "delta": to_json(c.cap.delta),
-        "limit": to_json(c.cap.limit),
+        "limit": to_json(c.cap.limit, down=True),
         "current": to_json(c.current),
         "charge": to_json(c.charge),
         "after": to_json(c.after),
-        "headroom": to_json(c.headroom),
+        "headroom": to_json(c.headroom, down=True),
         "status": c.status,
         "drivers": [{"release": rid, "value": to_json(v)} for rid, v in c.drivers],
     }

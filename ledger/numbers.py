@@ -130,15 +130,25 @@ def format_delta(value: Number) -> str:
     return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
-def to_json(value: Number | None) -> object:
-    """JSON form: integers as integers, other finite values as floats, unbounded as "inf"."""
+def to_json(value: Number | None, *, down: bool = False) -> object:
+    """JSON form: integers as integers, other finite values as floats, unbounded as "inf".
+
+    The float is chosen so that its JSON text (Python's shortest repr) is a safe bound
+    on the exact value: at or above it (a loss), or at or below it with `down=True` (a
+    headroom, a cap). A value the text states exactly stays as it is (3/10 is written
+    0.3); 1/3 is written 0.33333333333333337, never 0.3333333333333333 < 1/3."""
     if value is None:
         return None
     if is_infinite(value):
         return "inf" if value > 0 else "-inf"
     if isinstance(value, Fraction) and value.denominator == 1:
         return value.numerator
-    return float(value)
+    number = float(value)
+    if isinstance(value, Fraction):
+        written = Fraction(repr(number))  # the decimal the JSON text states
+        if (written < value) if not down else (written > value):
+            number = math.nextafter(number, -math.inf if down else math.inf)
+    return number
 
 
 def exact_text(value: Number | None) -> str | None:
