@@ -13,7 +13,11 @@ Invariants:
   ledger's back;
 - writes run in one transaction that holds the ledger's write lock (SQLite:
   BEGIN IMMEDIATE; PostgreSQL: a transaction-level advisory lock), so checks
-  made inside it see every committed release and no two writers interleave.
+  made inside it see every committed release and no two writers interleave;
+- what this process caches (datasets, families and caps, by the configuration
+  stamp; running totals, by the audit head) serves a transaction only when the
+  stamp or head it read at its start is the one the cache was made at: a write
+  by any other process moves the head.
 """
 
 from __future__ import annotations
