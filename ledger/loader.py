@@ -21,7 +21,6 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import jsonschema_rs
 import yaml
 
@@ -42,6 +41,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:
+    import jsonschema
     import networkx as nx
 
 Path_ = tuple[Any, ...]
@@ -141,6 +141,8 @@ def schema(name: str) -> dict:
 
 @cache
 def _validator(name: str) -> jsonschema.Draft202012Validator:
+    import jsonschema  # only for a document the fast check refuses: it gives the messages
+
     return jsonschema.Draft202012Validator(schema(name))
 
 

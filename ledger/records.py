@@ -163,8 +163,12 @@ class Release:
     @property
     def exact_variables(self) -> frozenset[str]:
         """Variables read but covered by no guarantee: released without protection."""
-        covered = frozenset().union(*(g.protects for g in self.guarantees)) if self.guarantees else frozenset()
-        return self.reads - covered
+        exact = self.reads
+        for guarantee in self.guarantees:  # (set differences: protected sets can be large)
+            if not exact:
+                break
+            exact = exact - guarantee.protects
+        return exact
 
 
 @dataclass(frozen=True, slots=True)

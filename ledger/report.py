@@ -561,11 +561,13 @@ def risk_table(table: RiskTable, delta: Fraction) -> RiskTableView:
                                 total=total[start:stop], wide=last))
     sparse = ()
     if layout == "sparse":
-        charged = ~zero_ids[table.cells]
+        rows, columns = np.nonzero(~zero_ids[table.cells])  # row by row, each row's columns in order
+        cells = list(zip([variables[j] for j in columns.tolist()],
+                         [epsilon_of[i] for i in table.cells[rows, columns].tolist()]))
+        starts = np.searchsorted(rows, np.arange(n_rows + 1)).tolist()  # row k: cells[starts[k]:starts[k + 1]]
         sparse = tuple(
             SparseRow(release=r.id, title=r.title, status=r.status.value,
-                      cells=tuple((variables[j], epsilon_of[table.cells[k, j]]) for j in np.flatnonzero(charged[k])),
-                      dataset_wide=wide[k])
+                      cells=tuple(cells[starts[k]:starts[k + 1]]), dataset_wide=wide[k])
             for k, r in enumerate(releases)
         )
     return RiskTableView(

@@ -238,6 +238,11 @@ def guarantee_text(guarantee) -> str:
     return f"{value} on {names_text(guarantee.protects)}, {guarantee.relation}"
 
 
+def cells_text(cells) -> str:
+    """A release's charged cells, (variable, epsilon) pairs, as `{age} 0.5; {sex} 0.5`."""
+    return "; ".join(f"{{{name}}} {bound_text(value)}" for name, value in cells)
+
+
 def register_line(entry) -> str:
     """A release of the register (report.RegisterEntry) as one line of text: the compact
     register of large ledgers in print. Cells of equal epsilon are listed together."""
@@ -291,6 +296,7 @@ def report_filters() -> dict:
         "short_hash": lambda digest: digest[:16],
         "guarantee": guarantee_text,
         "register_line": register_line,
+        "cells": cells_text,
     }
 
 
