@@ -8,6 +8,11 @@ date, an --out that cannot be written -- exits 2 with a message and writes
 nothing; the file itself is written whole or not at all (a temporary file in
 the same directory, renamed into place).
 
+On Linux two forked helpers share the work of a large report: one verifies the
+audit chain (`VerifyAlongside`), one imports matplotlib and draws the charts
+(`ChartsAlongside`) while this process reads the ledger and builds the rest.
+If a helper is missing or fails, its work is done here; the report is the same.
+
 The PDF is the HTML report printed by Chromium (through Playwright's Python
 package), so the two are the same document: styles and SVG charts inline, no
 network (every request that is not the page itself is refused).
@@ -49,6 +54,7 @@ from .views import report_environment
 
 FORMATS = ("html", "md", "tex", "csv", "pdf")
 TEMPLATES = {"html": "report.html.j2", "pdf": "report.html.j2", "md": "report.md.j2", "tex": "report.tex.j2"}
+HELPER_TIMEOUT_S = 300  # a helper process silent this long is given up, and its work done here
 CHROMIUM_ENV = "LEDGER_CHROMIUM"  # path of the Chromium used for PDF (default: the system's chromium)
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -206,7 +212,7 @@ class VerifyAlongside:
     def __call__(self) -> ChainStatus:
         if self.result is None and self.process is not None:
             try:
-                outcome = self.receiver.recv()
+                outcome = self.receiver.recv() if self.receiver.poll(HELPER_TIMEOUT_S) else None
                 if isinstance(outcome, ChainStatus):
                     self.result = outcome
             except (EOFError, OSError):
@@ -269,7 +275,8 @@ class ChartsAlongside:
         def drawn() -> tuple[str, str]:
             outcome = None
             try:
-                outcome = self.channel.recv()
+                if self.channel.poll(HELPER_TIMEOUT_S):
+                    outcome = self.channel.recv()
             except (EOFError, OSError):
                 pass
             self.close()
