@@ -219,7 +219,7 @@ def make_engine(url: str) -> Engine:
         def _begin_immediate(connection):
             # IMMEDIATE takes SQLite's write lock at the start, so a budget check and
             # the record it guards cannot interleave with another writer.
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            connection.connection.dbapi_connection.execute("BEGIN IMMEDIATE")  # (on the DBAPI: once a write)
 
         return engine
     return create_engine(url, pool_pre_ping=True)
