@@ -199,6 +199,9 @@ def database_url(option: str | None = None) -> str:
     return option or os.environ.get("LEDGER_DATABASE_URL") or DEFAULT_URL
 
 
+WRITE_OPTION = "ledger_write"  # execution option of write_session's connection: SQLite begins IMMEDIATE
+
+
 def make_engine(url: str) -> Engine:
     """An engine whose transactions take the ledger's write lock when they write."""
     if url.startswith("sqlite"):
@@ -216,10 +219,14 @@ def make_engine(url: str) -> Engine:
             dbapi_connection.execute("PRAGMA foreign_keys=ON")
 
         @event.listens_for(engine, "begin")
-        def _begin_immediate(connection):
-            # IMMEDIATE takes SQLite's write lock at the start, so a budget check and
-            # the record it guards cannot interleave with another writer.
-            connection.connection.dbapi_connection.execute("BEGIN IMMEDIATE")  # (on the DBAPI: once a write)
+        def _begin(connection):
+            # A write (write_session) begins IMMEDIATE: it takes SQLite's write lock at the
+            # start, so a budget check and the record it guards cannot interleave with
+            # another writer. A read begins DEFERRED: in WAL mode it reads a snapshot and
+            # neither waits for the writer nor makes it wait (a report verifying the chain
+            # in one process while it reads in another).
+            immediate = connection.get_execution_options().get(WRITE_OPTION, False)
+            connection.connection.dbapi_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
         return engine
     return create_engine(url, pool_pre_ping=True)
@@ -284,6 +291,7 @@ def write_session(engine: Engine) -> Iterator[Session]:
     (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory transaction lock); the Session
     joins it, so ORM writes and the recording path's Core statements share it."""
     with engine.connect() as connection:
+        connection.execution_options(**{WRITE_OPTION: True})
         with connection.begin():
             if engine.dialect.name == "postgresql":
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITE_LOCK_KEY})

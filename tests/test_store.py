@@ -382,3 +382,33 @@ def test_a_fresh_ledger_is_empty_and_verifies(tmp_path):
         assert store.snapshot(session) == LedgerSnapshot()
         assert store.verify(session).ok
     engine.dispose()
+
+
+def test_reading_neither_waits_for_a_writer_nor_makes_it_wait(engine, db):
+    """A write holds SQLite's write lock from its start (BEGIN IMMEDIATE); a read is a WAL
+    snapshot (BEGIN DEFERRED): a report or a check reads while a steward records."""
+    import threading
+    from dataclasses import replace
+
+    graduates, _ = build_dataset(parse_document("graduates.yaml", GRADUATES)[0])
+    with store.write_session(engine) as session:
+        store.add_dataset(session, graduates, "ana")
+    reader = store.make_engine(sqlite_url(db))
+    seen = []
+
+    def read():
+        with Session(reader) as session:
+            seen.append(sorted(store.snapshot(session).datasets))
+
+    try:
+        with store.write_session(engine) as session:  # holds the write lock until the block ends
+            store.add_dataset(session, replace(graduates, name="graduates-2"), "ana")
+            thread = threading.Thread(target=read, daemon=True)
+            thread.start()
+            thread.join(timeout=10)
+            assert not thread.is_alive(), "a read waited for the writer's lock"
+            assert seen == [["graduates"]]  # the snapshot before the write commits
+        with Session(reader) as session:
+            assert sorted(store.snapshot(session).datasets) == ["graduates", "graduates-2"]
+    finally:
+        reader.dispose()
