@@ -14,6 +14,7 @@ Invariants:
 - writes run in one transaction that holds the ledger's write lock (SQLite:
   BEGIN IMMEDIATE; PostgreSQL: a transaction-level advisory lock), so checks
   made inside it see every committed release and no two writers interleave;
+  reads take no lock (SQLite: a WAL snapshot, BEGIN DEFERRED);
 - what this process caches (datasets, families and caps, by the configuration
   stamp; running totals, by the audit head) serves a transaction only when the
   stamp or head it read at its start is the one the cache was made at: a write
