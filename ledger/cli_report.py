@@ -188,6 +188,49 @@ def chain_status(verification: store.Verification) -> ChainStatus:
     return ChainStatus(verification.ok, verification.events, verification.head, tuple(verification.problems))
 
 
+class _Helper:
+    """A forked helper process and this process's end of a pipe to it; no process where
+    fork is not available. The helper's target is called with its own end of the pipe last."""
+
+    def __init__(self, target: Callable, *args):
+        self.process = None
+        self.channel = None
+        if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
+            context = multiprocessing.get_context("fork")
+            self.channel, child_end = context.Pipe()
+            self.process = context.Process(target=target, args=(*args, child_end), daemon=True)
+            self.process.start()
+            child_end.close()
+
+    def send(self, message) -> bool:
+        """False (and the helper stopped) when it cannot be told."""
+        try:
+            self.channel.send(message)
+            return True
+        except (OSError, ValueError):
+            self.stop()
+            return False
+
+    def reply(self):
+        """The helper's answer; None when it failed or stayed silent HELPER_TIMEOUT_S. Stops it."""
+        outcome = None
+        try:
+            if self.channel.poll(HELPER_TIMEOUT_S):
+                outcome = self.channel.recv()
+        except (EOFError, OSError):
+            pass
+        self.stop()
+        return outcome
+
+    def stop(self) -> None:
+        if self.process is not None:
+            if self.process.is_alive():
+                self.process.terminate()  # done with it: it has answered, or its answer is not wanted
+            self.process.join()
+            self.channel.close()
+            self.process = None
+
+
 class VerifyAlongside:
     """`store.verify` run in a forked process while this one reads the ledger and builds
     the report: on a large ledger the verification (every hash, every row, every cap's
@@ -199,25 +242,14 @@ class VerifyAlongside:
 
     def __init__(self, url: str):
         self.url = url
-        self.process = None
-        self.receiver = None
         self.result: ChainStatus | None = None
-        if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
-            context = multiprocessing.get_context("fork")
-            self.receiver, sender = context.Pipe(duplex=False)
-            self.process = context.Process(target=_verify_child, args=(url, sender), daemon=True)
-            self.process.start()
-            sender.close()
+        self.helper = _Helper(_verify_child, url)
 
     def __call__(self) -> ChainStatus:
-        if self.result is None and self.process is not None:
-            try:
-                outcome = self.receiver.recv() if self.receiver.poll(HELPER_TIMEOUT_S) else None
-                if isinstance(outcome, ChainStatus):
-                    self.result = outcome
-            except (EOFError, OSError):
-                pass
-            self.close()
+        if self.result is None and self.helper.process is not None:
+            outcome = self.helper.reply()
+            if isinstance(outcome, ChainStatus):
+                self.result = outcome
         if self.result is None:  # no child, or it failed: verify here
             engine = store.make_engine(self.url)
             try:
@@ -228,24 +260,19 @@ class VerifyAlongside:
         return self.result
 
     def close(self) -> None:
-        if self.process is not None:
-            if self.process.is_alive() and self.result is None:
-                self.process.terminate()
-            self.process.join()
-            self.receiver.close()
-            self.process = None
+        self.helper.stop()
 
 
-def _verify_child(url: str, sender) -> None:
+def _verify_child(url: str, channel) -> None:
     """In the forked process: a new engine (never the parent's connections), verify, send."""
     try:
         engine = store.make_engine(url)
         with Session(engine) as session:
-            sender.send(chain_status(store.verify(session)))
+            channel.send(chain_status(store.verify(session)))
     except BaseException as exc:  # the parent verifies again, in its own process
-        sender.send(repr(exc))
+        channel.send(repr(exc))
     finally:
-        sender.close()
+        channel.close()
 
 
 class ChartsAlongside:
@@ -254,51 +281,20 @@ class ChartsAlongside:
     report. Where fork is not available, or the child fails, they are drawn here."""
 
     def __init__(self):
-        self.process = None
-        self.channel = None
-        if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
-            context = multiprocessing.get_context("fork")
-            self.channel, child_end = context.Pipe(duplex=True)
-            self.process = context.Process(target=_draw_child, args=(child_end,), daemon=True)
-            self.process.start()
-            child_end.close()
+        self.helper = _Helper(_draw_child)
 
     def __call__(self, pairs: Pairs, timeline: Timeline | None) -> Callable[[], tuple[str, str]]:
-        if self.process is not None:
-            try:
-                self.channel.send((pairs, timeline))
-            except (OSError, ValueError):
-                self.close()
-        if self.process is None:
+        if self.helper.process is None or not self.helper.send((pairs, timeline)):
             return draw_here(pairs, timeline)
 
         def drawn() -> tuple[str, str]:
-            outcome = None
-            try:
-                if self.channel.poll(HELPER_TIMEOUT_S):
-                    outcome = self.channel.recv()
-            except (EOFError, OSError):
-                pass
-            self.close()
-            if isinstance(outcome, tuple):
-                return outcome
-            return draw_here(pairs, timeline)()  # the child failed: draw here
+            outcome = self.helper.reply()
+            return outcome if isinstance(outcome, tuple) else draw_here(pairs, timeline)()  # failed: draw here
 
         return drawn
 
     def close(self) -> None:
-        if self.process is not None:
-            if self.process.is_alive():
-                try:
-                    self.channel.send(None)  # nothing (more) to draw
-                except OSError:
-                    pass
-            self.process.join(timeout=5)
-            if self.process.is_alive():
-                self.process.terminate()
-                self.process.join()
-            self.channel.close()
-            self.process = None
+        self.helper.stop()
 
 
 def _draw_child(channel) -> None:
@@ -306,10 +302,8 @@ def _draw_child(channel) -> None:
     try:
         from . import charts
 
-        request = channel.recv()
-        if request is not None:
-            pairs, timeline = request
-            channel.send((str(charts.heat_map_svg(pairs)), str(charts.timeline_svg(timeline)) if timeline else ""))
+        pairs, timeline = channel.recv()
+        channel.send((str(charts.heat_map_svg(pairs)), str(charts.timeline_svg(timeline)) if timeline else ""))
     except BaseException as exc:  # the parent draws again, in its own process
         try:
             channel.send(repr(exc))
