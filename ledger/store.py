@@ -676,10 +676,11 @@ def verify(session: Session) -> Verification:
     with the state its latest audit event recorded."""
     problems: list[str] = []
     previous = GENESIS_HASH
-    expected_releases: dict[str, tuple[int, dict, str | None]] = {}
-    expected_datasets: dict[str, tuple[int, dict]] = {}
-    expected_families: dict[str, tuple[int, dict]] = {}
-    expected_caps: dict[str, tuple[int, dict]] = {}
+    # key -> (seq of its latest event, the state it recorded, that state's canonical JSON if known)
+    expected_releases: dict[str, tuple[int, dict | None, str | None]] = {}
+    expected_datasets: dict[str, tuple[int, dict | None, str | None]] = {}
+    expected_families: dict[str, tuple[int, dict | None, str | None]] = {}
+    expected_caps: dict[str, tuple[int, dict | None, str | None]] = {}
     count = 0
     for row in _connection(session).execute(select(_EVENTS).order_by(_EVENTS.c.seq)):
         count += 1
@@ -709,11 +710,12 @@ def verify(session: Session) -> Verification:
         if "release" in payload:
             expected_releases[row.subject] = (row.seq, payload["release"], None)
         if "dataset" in payload:
-            expected_datasets[row.subject] = (row.seq, _normal(payload["dataset"], dataset_from_dict, dataset_to_dict))
+            expected_datasets[row.subject] = (row.seq, _normal(payload["dataset"], dataset_from_dict, dataset_to_dict),
+                                              None)
         if "family" in payload:
-            expected_families[row.subject] = (row.seq, payload["family"])
+            expected_families[row.subject] = (row.seq, payload["family"], None)
         if "cap" in payload:
-            expected_caps[row.subject] = (row.seq, payload["cap"])
+            expected_caps[row.subject] = (row.seq, payload["cap"], None)
 
     release_rows = {r.id: release_row_dict(r) for r in session.connection().execute(select(_RELEASES))}
     problems.extend(_compare("release", expected_releases, release_rows, _normal_release))
@@ -761,17 +763,20 @@ def _check_totals(session: Session, release_rows: Mapping[str, dict]) -> list[st
     return problems
 
 
-def _compare(kind: str, expected: Mapping[str, tuple], actual: dict[str, dict], normal=None) -> list[str]:
+def _compare(kind: str, expected: Mapping[str, tuple[int, dict | None, str | None]], actual: dict[str, dict],
+             normal=None) -> list[str]:
     """Every row equal to the state its latest event recorded (`normal` brings a record
     written by an earlier version of the format to the current one before comparing).
-    `expected` maps a key to (event seq, body[, the body's canonical JSON when known])."""
+    `expected` maps a key to (event seq, body, body's canonical JSON): either may be None,
+    and the body is then parsed from the JSON only when the row differs from it."""
     problems = []
-    for key, (seq, body, *known) in expected.items():
+    for key, (seq, body, body_json) in expected.items():
         row = actual.get(key)
         if row is None:
             problems.append(f"event {seq} ({kind} {key}): the {kind} row is missing")
             continue
-        body_json = known[0] if known and known[0] is not None else canonical_json(body)
+        if body_json is None:
+            body_json = canonical_json(body)
         if canonical_json(row) == body_json:
             continue
         if body is None:  # a release event's payload, as stored: parse it whole
