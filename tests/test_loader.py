@@ -486,11 +486,13 @@ def test_a_member_of_a_keyed_family_must_read_the_key(tmp_path):
 _JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=6)
-    | st.sampled_from(["laplace", "gaussian", "pure", "zcdp", "replace", "add-remove", "random", "1/3", "x"]),
+    | st.sampled_from(["laplace", "gaussian", "pure", "zcdp", "replace", "add-remove", "random", "1/3", "x",
+                       "income", "sex", "all", "public", "sensitive"]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
         st.sampled_from(["id", "reads", "mechanism", "name", "epsilon", "delta", "rho", "sigma", "scale",
                          "sensitivity", "protects", "notion", "relation", "guarantees", "family", "status",
-                         "partition", "title", "derived_from", "variables", "caps", "subset", "extra"]),
+                         "partition", "title", "derived_from", "variables", "caps", "subset", "extra",
+                         "classification", "categories", "groups", "description"]),
         inner, max_size=4),
     max_leaves=8,
 )
@@ -503,6 +505,16 @@ _VALID_RELEASES = {
          "mechanism": {"name": "gaussian", "sigma": 2, "sensitivity": 1},
          "guarantees": [{"protects": ["income"], "rho": "1/8"}]},
     ],
+}
+
+_VALID_DATASET = {
+    "dataset": "graduates",
+    "delta": "1e-9",
+    "variables": [{"name": "income", "classification": "sensitive"},
+                  {"name": "sex", "categories": ["f", "m"]}, {"name": "degree", "description": "programme"}],
+    "groups": {"personal": ["income", "sex"]},
+    "caps": [{"subset": ["income"], "epsilon": 1}, {"name": "health", "subset": ["sex"], "rho": "1/2"},
+             {"subset": "all", "epsilon": 10, "delta": "1e-9"}],
 }
 
 
@@ -524,18 +536,20 @@ def _replaced(document, at, new):
     return copy
 
 
+@pytest.mark.parametrize("name, valid", [("release.v1.schema.json", _VALID_RELEASES),
+                                         ("dataset.v1.schema.json", _VALID_DATASET)])
 @settings(max_examples=400)
-@given(st.data())
-def test_the_fast_schema_check_accepts_only_what_jsonschema_accepts(data):
+@given(data=st.data())
+def test_the_fast_schema_check_accepts_only_what_jsonschema_accepts(name, valid, data):
     import jsonschema
 
     from ledger.loader import _fast_validator, schema
 
-    document = _VALID_RELEASES
+    assert jsonschema.Draft202012Validator(schema(name)).is_valid(valid)
+    document = valid
     for _ in range(data.draw(st.integers(1, 3))):
         at = data.draw(st.sampled_from(list(_paths(document))))
         document = _replaced(document, at, data.draw(_JSONISH))
-    name = "release.v1.schema.json"
     slow = jsonschema.Draft202012Validator(schema(name)).is_valid(document)
     try:
         fast = _fast_validator(name).is_valid(document)
