@@ -279,6 +279,8 @@ def cap_set(
     entry: dict = {}
     if subset == ["all"]:
         entry["subset"] = "all"
+    elif subset == ["protected"] and chosen.group("protected") is None and "protected" not in chosen.variable_names:
+        entry["subset"] = "protected"
     elif len(subset) == 1 and chosen.group(subset[0]) is not None:
         entry["name"] = subset[0]
         if name:  # the group's variables, under another name
@@ -359,8 +361,13 @@ def _resolve_variables(chosen: Dataset, names: list[str]) -> set[str]:
             resolved.add(name)
         elif chosen.group(name) is not None:
             resolved |= chosen.group(name)
+        elif name == "all":  # the whole dataset
+            resolved |= set(chosen.variable_names)
+        elif name == "protected":  # every variable not classified public (DESIGN 2.11)
+            resolved |= set(chosen.protected_names)
         else:
-            errors.append(LedgerError("command line", "VAR", f"unknown variable or group {name!r} in {chosen.name!r}"))
+            errors.append(LedgerError("command line", "VAR", f"unknown variable or group {name!r} in {chosen.name!r} "
+                                      "(or `all`, `protected`)"))
     if errors:
         raise InputErrors(errors)
     return resolved
@@ -459,10 +466,27 @@ def demo(
 
 
 @audit_app.command("verify")
-def audit_verify() -> None:
-    """Recompute the hash chain and compare every row with its audit event."""
+def audit_verify(
+    checkpoint: Annotated[Optional[Path], typer.Option(help="A signed checkpoint (`audit checkpoint`): also "
+                                                       "prove the ledger still holds its head.")] = None,
+    public_key: Annotated[Optional[Path], typer.Option(help="The checkpoint signer's public key (PEM).")] = None,
+) -> None:
+    """Recompute the hash chain and compare every row with its audit event; with --checkpoint,
+    prove the chain still holds the signed head at its position (no truncation, no rewrite)."""
+    from .cli_stewardship import check_checkpoint, read_checkpoint
+
+    if (checkpoint is None) != (public_key is None):
+        raise fail("command line", "--public-key" if checkpoint else "--checkpoint",
+                   "--checkpoint and --public-key go together")
+    head = read_checkpoint(checkpoint, public_key) if checkpoint is not None else None
     with Session(_engine()) as session:
         result = store.verify(session)
+        lost = check_checkpoint(session, head) if head is not None else None
+    if lost is not None:
+        typer.echo(f"checkpoint NOT held: {lost}", err=True)
+        raise typer.Exit(1)
+    if head is not None:
+        typer.echo(f"checkpoint held: event {head.seq} has hash {head.hash} (signed {head.at or 'empty ledger'})")
     if result.ok:
         typer.echo(f"audit chain intact: {result.events} events, head {result.head}")
         return
@@ -481,3 +505,16 @@ app.command("sample-privacy")(sample_privacy)
 from .cli_report import report  # noqa: E402  (issue 4)
 
 app.command("report")(report)
+
+from . import cli_stewardship  # noqa: E402  (issue 12: datasets that evolve, signed checkpoints)
+
+dataset_app.command("amend")(cli_stewardship.dataset_amend)
+dataset_app.command("add-variable")(cli_stewardship.dataset_add_variable)
+dataset_app.command("add-categories")(cli_stewardship.dataset_add_categories)
+dataset_app.command("describe")(cli_stewardship.dataset_describe)
+dataset_app.command("reclassify")(cli_stewardship.dataset_reclassify)
+app.add_typer(cli_stewardship.group_app, name="group")
+cap_app.command("remove")(cli_stewardship.cap_remove)
+audit_app.command("keygen")(cli_stewardship.audit_keygen)
+audit_app.command("checkpoint")(cli_stewardship.audit_checkpoint)
+audit_app.command("retotal")(cli_stewardship.audit_retotal)
