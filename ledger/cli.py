@@ -21,6 +21,8 @@ from . import budget, operations, store
 from .accounting import DEFAULT_DELTA
 from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
+from .headline import headline
+from .headline import text_lines as headline_lines
 from .loader import LedgerSnapshot, build_caps, build_dataset, read_document
 from .numbers import NumberError, format_delta, format_number, to_fraction, to_json
 from .records import CHARGED_STATUSES, Dataset
@@ -394,11 +396,17 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
     snapshot = _read(dataset)
     chosen = _pick_dataset(snapshot, dataset)
     chosen_delta = _delta(delta, chosen)
-    view = table_view(_index(snapshot, chosen).table(chosen.name, at_delta(chosen_delta)), chosen_delta)
+    index = _index(snapshot, chosen)
+    risk = index.table(chosen.name, at_delta(chosen_delta))
+    view = table_view(risk, chosen_delta)
+    head = headline(index, chosen, chosen_delta, at_delta(chosen_delta), risk.total, risk.total_dataset_wide)
     if as_json:
-        typer.echo(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
+        typer.echo(json.dumps({**view.to_json(), "headline": head.to_json()}, indent=2, ensure_ascii=False))
         return
     typer.echo(f"dataset {chosen.name}: {view.basis.label}\n")
+    for line in headline_lines(head):
+        typer.echo(line)
+    typer.echo("")
     typer.echo(text_table(view))
 
 
