@@ -54,7 +54,10 @@ from .views import Basis, basis_for, bound_text
 
 MATRIX_CELL_LIMIT = 20_000  # release rows x variables shown as Tan's matrix; past it, sparse rows
 BLOCK_VARIABLES = 10  # variables per column block of the risk table: fits a landscape page
-ROTATE_NAMES_FROM = 9  # variable names longer than this are printed vertically in the risk table's header
+# a risk table with more columns than ROTATE_COLUMNS_FROM and a name longer than ROTATE_NAMES_FROM
+# prints its variable names vertically: a header never breaks inside a word (A4, a 1024-pixel screen)
+ROTATE_COLUMNS_FROM = 6
+ROTATE_NAMES_FROM = 12
 AUDIT_EVENTS_LISTED = 300  # the most recent events listed in full; the rest are counted by kind
 COMPACT_REGISTER_FROM = 1_000  # in print, larger registers are one line per release (fast, ~65 a page)
 PAIRS_ANNOTATED = 24  # up to this many variables, every heat-map cell carries its figure
@@ -631,7 +634,7 @@ def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = ()) ->
         unprotected=tuple(v for v, t in zip(variables, total) if is_infinite(t)),
         public=tuple(public),
         total_wide_public=bool(public) and not any(is_infinite(t) for v, t in zip(variables, total) if v not in public),
-        rotate=max((len(v) for v in variables), default=0) > ROTATE_NAMES_FROM,
+        rotate=min(n_var, BLOCK_VARIABLES) > ROTATE_COLUMNS_FROM and max(map(len, variables)) > ROTATE_NAMES_FROM,
     )
 
 
