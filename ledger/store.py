@@ -864,6 +864,7 @@ def _event_number(problem: str) -> float:
 TOTALS_STAMP = "totals_head"
 _META = MetaRow.__table__
 _READ_STAMP = select(_META.c.value).where(_META.c.key == TOTALS_STAMP)
+_WRITE_STAMP = update(_META).where(_META.c.key == TOTALS_STAMP).values(value=bindparam("stamp"))
 
 
 def stamp_totals(session: Session) -> None:
@@ -874,7 +875,7 @@ def stamp_totals(session: Session) -> None:
     _flush(session)
     connection = _connection(session)
     value = f"{head[0]}:{head[1]}"
-    if connection.execute(update(_META).where(_META.c.key == TOTALS_STAMP).values(value=value)).rowcount == 0:
+    if connection.execute(_WRITE_STAMP, {"stamp": value}).rowcount == 0:
         connection.execute(insert(_META), {"key": TOTALS_STAMP, "value": value})
 
 
