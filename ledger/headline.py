@@ -99,6 +99,13 @@ def headline(index: LedgerIndex, dataset: Dataset, delta: Fraction, objective, t
         worst_variable = (worst, loss[worst])
     else:
         epsilon, rho, worst_variable = Fraction(0), None, None
+    infinite = [name for name in protected if is_infinite(loss[name])]
+    if len(protected) >= 2 and worst_pair is None and infinite and pair_grid is None:
+        # a pair holding a variable with ∞ loss is ∞ (the loss is monotone in the subset, Tan
+        # Prop 3.2): the first such pair in dataset order, without the O(V²) pair grid
+        first = next(k for k, name in enumerate(protected) if name in infinite)
+        a, b = (protected[0], protected[1]) if first <= 1 else (protected[0], protected[first])
+        worst_pair = (a, b, loss[protected[first]])
     if len(protected) >= 2 and worst_pair is None:
         if pair_grid is None:
             pair_grid = index.pair_matrix(objective)

@@ -469,3 +469,27 @@ def test_status_badges_differ_by_status(ledger):
     css = html[html.index("<style>"):html.index("</style>")]
     rule = {name: css[css.index(f".status.release-{name} {{"):].split("}")[0] for name in ("published", "retracted")}
     assert rule["published"] != rule["retracted"] and "--ok" not in rule["retracted"]
+
+
+def test_the_worst_pair_shortcut_for_an_infinite_variable_agrees_with_the_pair_grid():
+    """With a protected variable at ∞ the headline names the first pair holding it without
+    the O(V²) grid; the grid itself gives the same pair and figure."""
+    from ledger.engine import LedgerIndex, at_delta
+    from ledger.headline import headline
+    from ledger.records import Dataset, Guarantee, Mechanism, Notion, Release, Variable
+
+    names = ("p", "a", "b", "c", "d")
+    dataset = Dataset("d", tuple(Variable(n, "public" if n == "p" else "sensitive") for n in names))
+    releases = [
+        Release("r1", "d", frozenset({"a", "b"}), Mechanism("laplace"),
+                (Guarantee(frozenset({"a", "b"}), Notion.PURE, epsilon=Fraction(3)),)),
+        Release("r2", "d", frozenset({"c", "p"}), Mechanism("exact")),  # c read exactly: ∞
+    ]
+    index = LedgerIndex(names, releases)
+    objective = at_delta(Fraction(1, 10**9))
+    table = index.table("d", objective)
+    quick = headline(index, dataset, Fraction(1, 10**9), objective, table.total, table.total_dataset_wide)
+    full = headline(index, dataset, Fraction(1, 10**9), objective, table.total, table.total_dataset_wide,
+                    pair_grid=index.pair_matrix(objective))
+    assert quick.worst_pair == full.worst_pair == ("a", "c", float("inf"))
+    assert quick.alarm and quick.unprotected == ("c",)
