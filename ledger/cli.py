@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 import typer
 from sqlmodel import Session
 
-from . import budget, operations, store
+from . import budget, choices, operations, store
 from .accounting import DEFAULT_DELTA
 from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
@@ -52,7 +52,7 @@ def main_options(
     db: Annotated[Optional[str], typer.Option("--db", help="SQLAlchemy URL (default: LEDGER_DATABASE_URL, "
                                               "else sqlite:///ledger.db).")] = None,
 ) -> None:
-    state.url = store.database_url(db)
+    state.url = choices.ledger_url(db)
 
 
 def main() -> None:
@@ -94,35 +94,15 @@ def _actor(by: str | None) -> str:
 
 
 def _pick_dataset(snapshot: LedgerSnapshot, name: str | None) -> Dataset:
-    if name is not None:
-        if name not in snapshot.datasets:
-            known = ", ".join(sorted(snapshot.datasets)) or "none"
-            raise fail("command line", "--dataset", f"unknown dataset {name!r} (known: {known})")
-        return snapshot.datasets[name]
-    if not snapshot.datasets:
-        raise fail("command line", "--dataset", "the ledger holds no dataset yet; add one with `dataset add FILE`")
-    if len(snapshot.datasets) > 1:
-        raise fail("command line", "--dataset", "the ledger holds several datasets; choose one: "
-                   + ", ".join(sorted(snapshot.datasets)))
-    return next(iter(snapshot.datasets.values()))
+    return choices.pick_dataset(snapshot, name)
 
 
 def _delta(option: str | None, dataset: Dataset) -> Fraction:
-    if option is None:
-        return dataset.delta or DEFAULT_DELTA
-    try:
-        delta = to_fraction(option)
-    except NumberError as exc:
-        raise fail("command line", "--delta", str(exc)) from None
-    if not 0 < delta < 1:
-        raise fail("command line", "--delta", f"must be in (0, 1). Found {option}.")
-    return delta
+    return choices.parse_delta(option, dataset)
 
 
 def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
-    releases = [r for r in snapshot.releases.values() if r.dataset == dataset.name and r.status in CHARGED_STATUSES]
-    families = [f for f in snapshot.families.values() if f.dataset == dataset.name]
-    return LedgerIndex(dataset.variable_names, releases, families)
+    return choices.charged_index(snapshot, dataset)
 
 
 def _read_light() -> LedgerSnapshot:
@@ -163,20 +143,9 @@ def dataset_add(
     caps, errors = build_caps(document, dataset)
     if errors:
         raise InputErrors(errors)
-    engine = _engine(create=True)
-    actor = _actor(by)
-    with store.write_session(engine) as session:
-        existing = store.write_context(session).datasets.get(dataset.name)
-        if existing is not None:
-            if existing == dataset and set(store.caps(session, dataset.name)) == set(caps):
-                typer.echo(f"dataset {dataset.name} is already recorded, unchanged")
-                return
-            raise fail(str(file), "dataset", f"dataset {dataset.name!r} is already recorded with other variables "
-                                             "or groups; a recorded dataset is never rewritten "
-                                             "(change caps with `cap set`)")
-        store.add_dataset(session, dataset, actor)
-        for cap in caps:
-            store.set_cap(session, cap, actor)
+    if not operations.add_dataset(_engine(create=True), dataset, caps, _actor(by), str(file)):
+        typer.echo(f"dataset {dataset.name} is already recorded, unchanged")
+        return
     typer.echo(f"added dataset {dataset.name} with {len(dataset.variables)} variables"
                + (f" and {len(caps)} cap{'s' if len(caps) != 1 else ''}" if caps else ""))
 
@@ -352,18 +321,8 @@ def check_json(c) -> dict:
 
 
 def _resolve_variables(chosen: Dataset, names: list[str]) -> set[str]:
-    resolved: set[str] = set()
-    errors = []
-    for name in names:
-        if name in chosen.variable_names:
-            resolved.add(name)
-        elif chosen.group(name) is not None:
-            resolved |= chosen.group(name)
-        else:
-            errors.append(LedgerError("command line", "VAR", f"unknown variable or group {name!r} in {chosen.name!r}"))
-    if errors:
-        raise InputErrors(errors)
-    return resolved
+    return choices.resolve_variables(chosen, names)
+
 
 
 @app.command()
