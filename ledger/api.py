@@ -155,7 +155,8 @@ class Ledger:
         caps, errors = build_caps(document, dataset)
         if errors:
             raise InputErrors(errors)
-        return operations.add_dataset(self.engine, dataset, caps, self._by(by), document.path)
+        return operations.add_dataset(self.engine, dataset, caps, self._by(by), document.path,
+                                      operations.declared_privacy_unit(document))
 
     def record(self, *sources: operations.ReleaseSource, by: str | None = None) -> operations.Recorded:
         """Record releases from files, release documents (dicts in the file format) or
@@ -299,7 +300,8 @@ class Ledger:
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
         with Session(self.engine) as session:
             caps = store.caps(session, chosen.name)
-        return registry_record(snapshot, chosen, caps, tier=tier)
+            unit = store.privacy_unit(session, chosen.name)
+        return registry_record(snapshot, chosen, caps, tier=tier, privacy_unit=unit)
 
 
 def _names(variables: Iterable[str]) -> list[str]:

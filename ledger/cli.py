@@ -143,7 +143,8 @@ def dataset_add(
     caps, errors = build_caps(document, dataset)
     if errors:
         raise InputErrors(errors)
-    if not operations.add_dataset(_engine(create=True), dataset, caps, _actor(by), str(file)):
+    if not operations.add_dataset(_engine(create=True), dataset, caps, _actor(by), str(file),
+                                  operations.declared_privacy_unit(document)):
         typer.echo(f"dataset {dataset.name} is already recorded, unchanged")
         return
     typer.echo(f"added dataset {dataset.name} with {len(dataset.variables)} variables"
@@ -440,3 +441,7 @@ app.command("sample-privacy")(sample_privacy)
 from .cli_report import report  # noqa: E402  (issue 4)
 
 app.command("report")(report)
+
+from .cli_export import export_app  # noqa: E402  (issue 14)
+
+app.add_typer(export_app, name="export")

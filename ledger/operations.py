@@ -175,13 +175,27 @@ def headroom(engine: Engine, dataset: str, variables: Iterable[str]) -> budget.H
 # --------------------------------------------------------------------------
 
 
-def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: str, source: str) -> bool:
-    """Record a dataset and its caps; False when it is already recorded exactly so.
-    A recorded dataset is never rewritten: other variables or caps are bad input."""
+PRIVACY_UNIT_KEYS = ("privacy_unit", "privacy_unit_details")
+
+
+def declared_privacy_unit(document: Document) -> dict[str, str]:
+    """The optional privacy_unit and privacy_unit_details of a dataset document."""
+    data = document.data if isinstance(document.data, Mapping) else {}
+    return {key: data[key] for key in PRIVACY_UNIT_KEYS if key in data}
+
+
+def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: str, source: str,
+                privacy_unit: Mapping[str, str] | None = None) -> bool:
+    """Record a dataset, its caps and its declared privacy unit; False when it is already
+    recorded exactly so. A recorded dataset is never rewritten: other variables or caps are
+    bad input; a new privacy-unit declaration is recorded (the latest one holds)."""
     with store.write_session(engine) as session:
         existing = store.write_context(session).datasets.get(dataset.name)
         if existing is not None:
             if existing == dataset and set(store.caps(session, dataset.name)) == set(caps):
+                if privacy_unit and dict(privacy_unit) != store.privacy_unit(session, dataset.name):
+                    store.set_privacy_unit(session, dataset.name, privacy_unit, actor)
+                    return True
                 return False
             raise fail(source, "dataset", f"dataset {dataset.name!r} is already recorded with other variables "
                                           "or groups; a recorded dataset is never rewritten "
@@ -189,6 +203,8 @@ def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: st
         store.add_dataset(session, dataset, actor)
         for cap in caps:
             store.set_cap(session, cap, actor)
+        if privacy_unit:
+            store.set_privacy_unit(session, dataset.name, privacy_unit, actor)
         return True
 
 
