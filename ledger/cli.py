@@ -1,4 +1,6 @@
-"""The `privacy-ledger` command line: thin adapters over the loader, store and engine.
+"""privacy-ledger: record every release of a confidential dataset and see its privacy loss per variable.
+
+The command line over the same operations as the Python API (ledger.api).
 
 Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input
 (every problem printed with its file and field; nothing written).
@@ -17,7 +19,7 @@ from typing import Annotated, Optional
 import typer
 from sqlmodel import Session
 
-from . import budget, choices, operations, store
+from . import budget, choices, cli_json, cli_style, operations, store  # noqa: F401 (cli_style: help as people read it)
 from .accounting import DEFAULT_DELTA
 from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
@@ -26,10 +28,13 @@ from .numbers import NumberError, format_delta, format_number, to_fraction, to_j
 from .records import CHARGED_STATUSES, Dataset
 from .views import subset_json, table_view, text_table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0])
-dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.")
-audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.")
-cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.")
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # -h as well as --help, on every command
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0],
+                  context_settings=HELP_OPTIONS)
+dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.", context_settings=HELP_OPTIONS)
+audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.", context_settings=HELP_OPTIONS)
+cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.",
+                      context_settings=HELP_OPTIONS)
 app.add_typer(dataset_app, name="dataset")
 app.add_typer(audit_app, name="audit")
 app.add_typer(cap_app, name="cap")
@@ -49,21 +54,38 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 @app.callback()
 def main_options(
-    db: Annotated[Optional[str], typer.Option("--db", help="SQLAlchemy URL (default: LEDGER_DATABASE_URL, "
-                                              "else sqlite:///ledger.db).")] = None,
+    db: Annotated[Optional[str], typer.Option("--db", metavar="URL", help="The ledger: a database URL "
+                                              "(default: $LEDGER_DATABASE_URL, else sqlite:///ledger.db; "
+                                              "postgres://user@host/db for a team).")] = None,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=lambda value: _print_version(value),
+                                          help="Print the version and exit.")] = False,
 ) -> None:
     state.url = choices.ledger_url(db)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"privacy-ledger {__version__}")
+        raise typer.Exit()
 
 
 def main() -> None:
     try:
         app()
     except InputErrors as exc:
-        report_errors(exc.errors)
+        if cli_json.wants_json():
+            cli_json.print_errors(exc.errors)
+        else:
+            report_errors(exc.errors)
         sys.exit(2)
     except operations.BudgetRefused as exc:
-        typer.echo(str(exc), err=True)
-        typer.echo("nothing was written.", err=True)
+        if cli_json.wants_json():
+            cli_json.print_refusal(exc)
+        else:
+            typer.echo(str(exc), err=True)
+            typer.echo("nothing was written.", err=True)
         sys.exit(1)
 
 
@@ -155,10 +177,16 @@ def dataset_add(
 def record(
     files: Annotated[list[Path], typer.Argument(help="Release files (YAML or JSON).")],
     by: Annotated[Optional[str], typer.Option(help="Who records them (default: $LEDGER_USER or login).")] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Record releases: every file and every cap is checked first; all are recorded or none."""
     actor = _actor(by)
     result = operations.record(_engine(), operations.release_builder(files, actor), actor)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "recorded": [r.id for r in result.releases],
+                                   "families": [f.id for f in result.families],
+                                   "caps": [check_json(c) for c in result.checks]}))
+        return
     count = len(result.releases)
     typer.echo(f"recorded {count} release{'s' if count != 1 else ''}"
                + (f" and {len(result.families)} famil{'ies' if len(result.families) != 1 else 'y'}"
@@ -216,8 +244,12 @@ def _lifecycle(action: str):
     def command(
         release: Annotated[str, typer.Argument(help="Release id.")],
         by: Annotated[Optional[str], typer.Option(help="Who does it (default: $LEDGER_USER or login).")] = None,
+        as_json: JsonOption = False,
     ) -> None:
         changed = operations.change_status(_engine(), release, action, _actor(by))
+        if as_json:
+            typer.echo(cli_json.dumps({"ok": True, "release": changed.id, "status": changed.status.value}))
+            return
         typer.echo(f"{changed.id}: {changed.status.value}")
 
     command.__doc__ = {
@@ -336,9 +368,12 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
 
         typer.echo(json.dumps([release_to_dict(r) for r in rows], indent=2, ensure_ascii=False))
         return
-    for release in rows:
-        typer.echo(f"{release.id}\t{release.dataset}\t{release.status.value}\t{release.mechanism.name}\t"
-                   f"reads {', '.join(sorted(release.reads)) or '-'}\t{release.title}")
+    if not rows:
+        typer.echo("no releases" + (f" in dataset {dataset}" if dataset else ""))
+        return
+    from .views import releases_text
+
+    typer.echo(releases_text(rows, snapshot.datasets))
 
 
 @app.command()

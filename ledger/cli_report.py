@@ -62,8 +62,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 
 
 def report(
-    format: Annotated[str, typer.Option("--format", "-f", help="html, md, tex, csv or pdf.")],
-    out: Annotated[str, typer.Option("--out", "-o", help="The file to write.")],
+    out: Annotated[str, typer.Option("--out", "-o", help="The file to write; its extension gives the format "
+                                     "(.html, .pdf, .md, .tex, .csv); `-` for standard output (text formats).")],
+    format: Annotated[Optional[str], typer.Option("--format", "-f", help="html, md, tex, csv or pdf (default: "
+                                                  "from --out's extension).")] = None,
     dataset: Annotated[Optional[str], typer.Option("--dataset", "-d",
                                                    help="Dataset (default: the only one).")] = None,
     delta: Annotated[Optional[str], typer.Option("--delta", help="Delta for epsilon figures "
@@ -78,14 +80,14 @@ def report(
         cli,  # the app's shared options and ledger access (cli imports this module)
     )
 
-    chosen_format = format.strip().lower()
-    if chosen_format not in FORMATS:
-        raise fail("command line", "--format", f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+    from .choices import report_format
+
+    chosen_format = report_format(format, out)
     since_at = parse_since(since)
     if since_at is not None and chosen_format == "csv":
         raise fail("command line", "--since", "the CSV export is the release-by-variable table only; "
                                               "--since applies to html, pdf, md and tex")
-    target = writable_target(out)
+    target = None if out.strip() == "-" else writable_target(out)
     chromium = None
     if chosen_format == "pdf":
         chromium = find_chromium()
@@ -104,6 +106,9 @@ def report(
         if isinstance(draw, ChartsAlongside):
             draw.close()
     data = render(context, chosen_format, chromium=chromium)
+    if target is None:  # --out -: standard output (text formats only, see choices.report_format)
+        typer.echo(data.decode("utf-8"), nl=False)
+        return
     write_atomically(target, data)
     typer.echo(f"wrote the {chosen_format} report of dataset {chosen.name} to {target}")
 
