@@ -379,10 +379,13 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
 @app.command()
 def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
-    snapshot = _read(dataset)
-    chosen = _pick_dataset(snapshot, dataset)
-    chosen_delta = _delta(delta, chosen)
-    view = table_view(_index(snapshot, chosen).table(chosen.name, at_delta(chosen_delta)), chosen_delta)
+    from .progress import progress
+
+    with progress("computing the release-by-variable table"):
+        snapshot = _read(dataset)
+        chosen = _pick_dataset(snapshot, dataset)
+        chosen_delta = _delta(delta, chosen)
+        view = table_view(_index(snapshot, chosen).table(chosen.name, at_delta(chosen_delta)), chosen_delta)
     if as_json:
         typer.echo(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
         return
@@ -456,7 +459,9 @@ def demo(
 @audit_app.command("verify")
 def audit_verify() -> None:
     """Recompute the hash chain and compare every row with its audit event."""
-    with Session(_engine()) as session:
+    from .progress import progress
+
+    with Session(_engine()) as session, progress("verifying the audit chain"):
         result = store.verify(session)
     if result.ok:
         typer.echo(f"audit chain intact: {result.events} events, head {result.head}")

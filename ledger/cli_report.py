@@ -97,15 +97,18 @@ def report(
     charts = chosen_format in ("html", "pdf")
     chain = VerifyAlongside(cli.state.url)
     draw = ChartsAlongside() if charts else draw_here
-    try:
-        with Session(cli._engine()) as session:
-            inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
-        context = build_report(inputs, charts=charts, draw=draw)
-    finally:
-        chain.close()
-        if isinstance(draw, ChartsAlongside):
-            draw.close()
-    data = render(context, chosen_format, chromium=chromium)
+    from .progress import progress
+
+    with progress(f"writing the {chosen_format} report"):
+        try:
+            with Session(cli._engine()) as session:
+                inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
+            context = build_report(inputs, charts=charts, draw=draw)
+        finally:
+            chain.close()
+            if isinstance(draw, ChartsAlongside):
+                draw.close()
+        data = render(context, chosen_format, chromium=chromium)
     if target is None:  # --out -: standard output (text formats only, see choices.report_format)
         typer.echo(data.decode("utf-8"), nl=False)
         return
