@@ -144,9 +144,12 @@ def _read(dataset: str | None = None) -> LedgerSnapshot:
 
 
 @app.command()
-def init() -> None:
+def init(as_json: JsonOption = False) -> None:
     """Create an empty ledger (the schema is also created on first use)."""
     _engine(create=True)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "ledger": state.url}))
+        return
     typer.echo(f"ledger ready at {state.url}")
 
 
@@ -154,6 +157,7 @@ def init() -> None:
 def dataset_add(
     file: Annotated[Path, typer.Argument(help="Dataset file (YAML or JSON).")],
     by: Annotated[Optional[str], typer.Option(help="Who records it (default: $LEDGER_USER or login).")] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Add a dataset, its variables, groups and caps."""
     document, errors = read_document(file)
@@ -167,7 +171,14 @@ def dataset_add(
         raise InputErrors(errors)
     if not operations.add_dataset(_engine(create=True), dataset, caps, _actor(by), str(file),
                                   operations.declared_privacy_unit(document)):
+        if as_json:
+            typer.echo(cli_json.dumps({"ok": True, "dataset": dataset.name, "added": False}))
+            return
         typer.echo(f"dataset {dataset.name} is already recorded, unchanged")
+        return
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "dataset": dataset.name, "added": True,
+                                   "variables": list(dataset.variable_names), "caps": [c.name for c in caps]}))
         return
     typer.echo(f"added dataset {dataset.name} with {len(dataset.variables)} variables"
                + (f" and {len(caps)} cap{'s' if len(caps) != 1 else ''}" if caps else ""))
@@ -274,6 +285,7 @@ def cap_set(
     name: Annotated[Optional[str], typer.Option(help="The cap's name.")] = None,
     dataset: DatasetOption = None,
     by: Annotated[Optional[str], typer.Option(help="Who sets it.")] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Add or replace a cap on a variable, a group, or the whole dataset."""
     snapshot = _read_light()
@@ -296,6 +308,9 @@ def cap_set(
     caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
     with Session(engine) as session:
         checks = budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "caps": [check_json(c) for c in checks]}))
+        return
     for cap in caps:
         typer.echo(f"cap {cap.name} on {{{', '.join(sorted(cap.subset))}}}: {cap.unit} {format_number(cap.limit)}"
                    + (f" at delta {format_delta(cap.delta)}" if cap.delta is not None else ""))
@@ -457,12 +472,18 @@ def demo(
 
 
 @audit_app.command("verify")
-def audit_verify() -> None:
+def audit_verify(as_json: JsonOption = False) -> None:
     """Recompute the hash chain and compare every row with its audit event."""
     from .progress import progress
 
     with Session(_engine()) as session, progress("verifying the audit chain"):
         result = store.verify(session)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": result.ok, "events": result.events, "head": result.head,
+                                   "problems": list(result.problems)}))
+        if not result.ok:
+            raise typer.Exit(1)
+        return
     if result.ok:
         typer.echo(f"audit chain intact: {result.events} events, head {result.head}")
         return

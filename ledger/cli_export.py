@@ -7,6 +7,7 @@ quantities and accounting the ledger knows; placeholders for the rest.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Optional
 
 import typer
@@ -28,6 +29,8 @@ def registry(
     tier: Annotated[int, typer.Option("--tier", metavar="1|2|3", help="How complete the record is: 1 basic, "
                                       "2 adds the variant, privacy unit and parameters, 3 adds accounting "
                                       "and implementation.")] = 2,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON on standard output, "
+                                                         "or what was written with --out FILE.")] = False,
 ) -> None:
     """A DP Deployments Registry record of a dataset's releases, as YAML.
 
@@ -45,9 +48,16 @@ def registry(
         chosen = choices.pick_dataset(snapshot, dataset)
         caps = store.caps(session, chosen.name)
         unit = store.privacy_unit(session, chosen.name)
-    text = to_yaml(registry_record(snapshot, chosen, caps, tier=tier, privacy_unit=unit))
+    record = registry_record(snapshot, chosen, caps, tier=tier, privacy_unit=unit)
+    text = to_yaml(record)
+    if as_json and target is None:
+        typer.echo(json.dumps(record, indent=2, ensure_ascii=False))
+        return
     if target is None:
         typer.echo(text, nl=False)
         return
     write_atomically(target, text.encode("utf-8"))
+    if as_json:
+        typer.echo(json.dumps({"ok": True, "dataset": chosen.name, "tier": tier, "out": str(target)}))
+        return
     typer.echo(f"wrote the tier {tier} registry record of dataset {chosen.name} to {target}")

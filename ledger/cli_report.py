@@ -73,6 +73,7 @@ def report(
     since: Annotated[Optional[str], typer.Option("--since", help="Meeting pack: what changed since this date "
                                                  "(ISO 8601, e.g. 2024-05-01 or 2024-05-01T09:30; UTC "
                                                  "unless it says otherwise).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: what was written.")] = False,
 ) -> None:
     """A report: the compliance report (html, pdf), the same as Markdown or LaTeX, or the
     release-by-variable table as CSV. --since adds what changed since the last meeting."""
@@ -113,6 +114,11 @@ def report(
         typer.echo(data.decode("utf-8"), nl=False)
         return
     write_atomically(target, data)
+    if as_json:
+        import json
+
+        typer.echo(json.dumps({"ok": True, "format": chosen_format, "dataset": chosen.name, "out": str(target)}))
+        return
     typer.echo(f"wrote the {chosen_format} report of dataset {chosen.name} to {target}")
 
 
