@@ -36,7 +36,7 @@ import typer
 from sqlalchemy import select
 from sqlmodel import Session
 
-from . import store
+from . import choices, store
 from .errors import fail
 from .records import Dataset
 from .report import (
@@ -81,9 +81,7 @@ def report(
         cli,  # the app's shared options and ledger access (cli imports this module)
     )
 
-    from .choices import report_format
-
-    chosen_format = report_format(format, out)
+    chosen_format = choices.report_format(format, out)
     since_at = parse_since(since)
     if since_at is not None and chosen_format == "csv":
         raise fail("command line", "--since", "the CSV export is the release-by-variable table only; "
@@ -93,8 +91,8 @@ def report(
     if chosen_format == "pdf":
         chromium = find_chromium()
     snapshot = cli._read_light()
-    chosen = cli._pick_dataset(snapshot, dataset)
-    chosen_delta = cli._delta(delta, chosen)
+    chosen = choices.pick_dataset(snapshot, dataset)
+    chosen_delta = choices.parse_delta(delta, chosen)
     charts = chosen_format in ("html", "pdf")
     chain = VerifyAlongside(cli.state.url)
     draw = ChartsAlongside() if charts else draw_here

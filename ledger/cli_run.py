@@ -74,7 +74,9 @@ def run(
                                                          "unless --out is given.")] = False,
 ) -> None:
     """Run a mechanism on data and record its release in the same step."""
-    from .cli import _actor, _engine, _pick_dataset, _read_light
+    from .choices import actor as _actor
+    from .choices import pick_dataset as _pick_dataset
+    from .cli import _engine, _read_light
     from .mechanisms.recording import run_and_record
 
     _check_out(out)
@@ -151,7 +153,8 @@ def sample_privacy(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Perfect sample privacy of the recorded disclosure mappings, alone and together."""
-    from .cli import _engine, _pick_dataset, _read_light
+    from .choices import pick_dataset as _pick_dataset
+    from .cli import _engine, _read_light
     from .mechanisms.recording import joint_sample_leakage
 
     chosen = _pick_dataset(_read_light(), dataset)
