@@ -302,7 +302,8 @@ def build_releases(
     dataset = snapshot.datasets.get(data["dataset"])
     if dataset is None:
         known = ", ".join(sorted(snapshot.datasets)) or "none recorded yet"
-        out.add(("dataset",), f"unknown dataset {data['dataset']!r} (known: {known})")
+        out.add(("dataset",), f"unknown dataset {data['dataset']!r}{_did_you_mean(data['dataset'], snapshot.datasets)} "
+                              f"(known: {known})")
         return [], [], out.errors
     known_variables = frozenset(dataset.variable_names)
 
@@ -310,7 +311,8 @@ def build_releases(
         names = list(names)
         for index, name in enumerate(names):
             if name not in known_variables:
-                out.add(at + (index,), f"unknown variable {name!r} in dataset {dataset.name!r}")
+                out.add(at + (index,), f"unknown variable {name!r} in dataset {dataset.name!r}"
+                                       + _did_you_mean(name, known_variables))
         return frozenset(names)
 
     families: list[Family] = []
@@ -373,6 +375,12 @@ def build_releases(
             )
         )
     return releases, families, out.errors
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str:
+    from .choices import did_you_mean  # (choices imports this module)
+
+    return did_you_mean(name, known)
 
 
 def _partition_text(family: Family) -> str:

@@ -132,3 +132,14 @@ def test_progress_only_on_a_terminal():
     with progress("working", total=3, stream=terminal) as advance:
         advance()
     assert terminal.getvalue()  # rich drew on it
+
+
+def test_did_you_mean_in_release_files(url, tmp_path):
+    plan = tmp_path / "typo.yaml"
+    plan.write_text("dataset: graduates\nreleases:\n  - {id: t, reads: [incom], mechanism: {name: laplace, "
+                    "epsilon: 1}}\n", encoding="utf-8")
+    run = cli_main(url, "record", plan)
+    assert run.code == 2 and "did you mean 'income'" in run.err
+    plan.write_text("dataset: graduate\nreleases:\n  - {id: t, reads: [income], mechanism: {name: laplace, "
+                    "epsilon: 1}}\n", encoding="utf-8")
+    assert "did you mean 'graduates'" in cli_main(url, "record", plan).err
