@@ -459,16 +459,24 @@ def demo(
     example: Annotated[str, typer.Option(help="census: Tan's Example 3.6 (Table 1); graduates: Tan's "
                                               "Algorithm 1 on Table 2.")] = "census",
     seed: Annotated[Optional[int], typer.Option(help="graduates: seed the noise (default: a secure seed).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: the example's text, and where the "
+                                                         "HTML table was written.")] = False,
 ) -> None:
     """Tan's Example 3.6 in the selected ledger: Table 1, printed and written as HTML."""
     from .demo import run_demo, run_graduates_demo
 
     if example == "graduates":
-        typer.echo(run_graduates_demo(_engine(create=True), actor=_actor(None), seed=seed))
+        text = run_graduates_demo(_engine(create=True), actor=_actor(None), seed=seed)
+    elif example != "census":
+        raise fail("command line", "--example", f"must be census or graduates{choices.did_you_mean(example, ['census', 'graduates'])}, "
+                                                f"found {example!r}")
+    else:
+        text = run_demo(_engine(create=True), out, actor=_actor(None))
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "example": example, "text": text,
+                                   "html": str(out) if example == "census" else None}))
         return
-    if example != "census":
-        raise fail("command line", "--example", f"must be census or graduates, found {example!r}")
-    typer.echo(run_demo(_engine(create=True), out, actor=_actor(None)))
+    typer.echo(text)
 
 
 @audit_app.command("verify")
