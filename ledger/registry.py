@@ -97,6 +97,7 @@ def registry_record(snapshot: LedgerSnapshot, dataset: Dataset, caps: Sequence[C
             "privacy_unit": unit.get("privacy_unit") or _todo("the privacy unit (declare `privacy_unit` in the "
                                                               "dataset file): e.g. person, household"),
             "privacy_parameters": parameters,
+            "privacy_parameters_details": details + _per_variable(index, dataset, delta),  # names the conversion
         }
         deployment["deployment_model"] = {
             "model_name": "Central",
@@ -110,7 +111,6 @@ def registry_record(snapshot: LedgerSnapshot, dataset: Dataset, caps: Sequence[C
             deployment["dp_variant"]["unprotected_quantities"] = _unprotected_text(public, exact_variables, releases)
             deployment["privacy_loss"]["privacy_unit_details"] = unit.get("privacy_unit_details") or _todo(
                 "what adjacent datasets are (declare `privacy_unit_details` in the dataset file)")
-            deployment["privacy_loss"]["privacy_parameters_details"] = details + _per_variable(index, dataset, delta)
             deployment["deployment_model"]["actors"] = _todo("the actors, their trust assumptions and why")
             deployment["deployment_model"]["release_type_details"] = _caps_text(caps)
             deployment["accounting"] = {"composition": _composition_text(index), "post_processing":

@@ -104,3 +104,11 @@ def test_export_to_stdout_and_bad_tier(url):
     run = cli_main(url, "export", "registry", "--out", "-")
     assert run.code == 0 and "url_slug:" in run.out
     assert cli_main(url, "export", "registry", "--tier", "4", "--out", "-").code == 2
+
+
+def test_tier_2_names_the_conversion(url, tmp_path):
+    out = tmp_path / "record.yaml"
+    assert cli_main(url, "export", "registry", "--tier", "2", "--out", out).code == 0
+    loss = yaml.safe_load(out.read_text(encoding="utf-8"))["deployment"]["privacy_loss"]
+    assert set(loss["privacy_parameters"]) == {"rho", "epsilon", "delta"}
+    assert "Canonne-Kamath-Steinke" in loss["privacy_parameters_details"]
