@@ -104,8 +104,7 @@ def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VAR")
             resolved |= set(chosen.protected_names)
         else:
             errors.append(LedgerError("command line", field, f"unknown variable or group {name!r} in "
-                                                             f"{chosen.name!r}{did_you_mean(name, known)} "
-                                                             "(or `all`, `protected`)"))
+                                                             f"{chosen.name!r}{did_you_mean(name, known)}"))
     if errors:
         raise InputErrors(errors)
     return resolved

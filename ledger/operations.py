@@ -209,7 +209,7 @@ def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: st
                 return False
             raise fail(source, "dataset", f"dataset {dataset.name!r} is already recorded with other variables "
                                           "or groups; a recorded dataset is never rewritten "
-                                          "(change caps with `cap set`)")
+                                          "(apply a changed dataset file with `dataset amend FILE`, caps with `cap set`)")
         store.add_dataset(session, dataset, actor)
         for cap in caps:
             store.set_cap(session, cap, actor)
