@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from . import budget, store
+from . import budget, lineage, store
 from .errors import InputErrors, LedgerError, fail
 from .lifecycle import ENFORCING, transition
 from .loader import LedgerSnapshot, cap_from_entry, field_name, load_releases
@@ -110,6 +110,20 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str) -> R
         changed = transition(release, action, actor, store.now())
         if isinstance(changed, str):
             raise fail(f"release {release_id}", "status", changed)
+        history = None
+        if action == "cancel":  # the lineage rule (DESIGN 2.5)
+            history = store.snapshot(session, release.dataset)
+            blockers = lineage.cancel_blockers(release_id, history.releases.values())
+            if blockers:
+                raise fail(f"release {release_id}", "status",
+                           f"cannot cancel release {release_id!r}: charged release(s) derive from it: "
+                           f"{lineage.describe(blockers, history.releases)}; cancel them first")
+        if action == "publish":
+            blockers = lineage.publish_blockers(release, lookup)
+            if blockers:
+                raise fail(f"release {release_id}", "status",
+                           f"cannot publish release {release_id!r} before what it derives from is published: "
+                           f"{lineage.describe(blockers, lookup)}")
         caps = [cap for cap in store.caps(session, release.dataset) if budget.touches(cap, release)]
         totals = store.cap_totals(session, release.dataset)
         if action in ENFORCING:

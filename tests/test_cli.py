@@ -343,7 +343,7 @@ def test_costs_derived_from_mechanism_parameters(graduates, tmp_path):
             mechanism: {name: exact}
           - id: partial
             reads: [degree, sex]
-            mechanism: {name: laplace, epsilon: 1}
+            mechanism: {name: laplace, epsilon: "1/3"}
             guarantees: [{protects: [sex], epsilon: "1/3"}]
           - id: unbounded-dp
             reads: [degree]
