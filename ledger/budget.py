@@ -36,7 +36,7 @@ import numpy as np
 
 from .accounting import UNBOUNDED, ZERO, Spend, pure_spend
 from .engine import LedgerIndex, Objective, Option, alternatives_of, candidates, compose_units, family_options
-from .numbers import INF, Number
+from .numbers import INF, Number, float_down, float_up, is_infinite
 from .records import CHARGED_STATUSES, Cap, Family, Notion, Relation, Release
 
 WARN_AT = Fraction(4, 5)  # status "warn" at or above 80% of a cap
@@ -76,7 +76,7 @@ class CapTotal:
 def objective(cap: Cap) -> Objective:
     """Prefer the smaller figure in the cap's unit, then the smaller rank (`engine.at_delta`
     for a cap at a delta: the choice `subset --delta` makes)."""
-    return lambda spend: (float(measure(cap, spend)), spend.rank())
+    return lambda spend: (float_up(measure(cap, spend)), spend.rank())
 
 
 def composed(cap: Cap, total: CapTotal, extra: Spend = ZERO) -> Spend:
@@ -103,14 +103,14 @@ def measure(cap: Cap, spend: Spend) -> Number:
 
 def option_measure(cap: Cap, option: Option) -> Number:
     """One unit's own figure in the cap's unit: the worst of a family's alternatives."""
-    return max((measure(cap, a) for a in alternatives_of(option)), key=float)
+    return max((measure(cap, a) for a in alternatives_of(option)), key=float_up)
 
 
 def options_measure(cap: Cap, options: tuple[Option, ...]) -> Number:
     """A release's (or family's) own charge: its cheapest option, ∞ when it has none."""
     if not options:
         return INF
-    return min((option_measure(cap, o) for o in options), key=float)
+    return min((option_measure(cap, o) for o in options), key=float_up)
 
 
 def why_unbounded(cap: Cap, spend: Spend) -> str:
@@ -144,7 +144,7 @@ def why_release_unbounded(cap: Cap, release: Release) -> str | None:
             return f"{release.id} reads {', '.join(uncovered)} exactly (no guarantee covers it)"
         return (f"{release.id}: no one guarantee covers all of {', '.join(sorted(touched))} "
                 "that it reads of this cap's subset")
-    if not math.isinf(options_measure(cap, options)):
+    if not is_infinite(options_measure(cap, options)):
         return None
     covering = [g for g in release.guarantees if touched <= g.protects]
     kind = release.mechanism.name
@@ -164,7 +164,7 @@ def why_release_unbounded(cap: Cap, release: Release) -> str | None:
 def why_family_unbounded(cap: Cap, family: Family, members: Sequence[Release]) -> str | None:
     """In words, why a family's charge on a cap is ∞ (None when it is finite)."""
     options = family_options(family, members, cap.subset)
-    if options and not math.isinf(options_measure(cap, options)):
+    if options and not is_infinite(options_measure(cap, options)):
         return None
     if family.partition is not None and family.partition & cap.subset:
         for member in members:
@@ -182,7 +182,7 @@ def why_family_unbounded(cap: Cap, family: Family, members: Sequence[Release]) -
 
 def status(cap: Cap, value: Number) -> str:
     limit = cap.limit
-    if isinstance(value, float) and not math.isinf(value) and value < 0.75 * float(limit):
+    if isinstance(value, float) and not is_infinite(value) and value < 0.75 * float_down(limit):
         return "ok"  # clearly below 80%, whatever the floats' rounding: no exact comparison needed
     if value > limit:
         return "over"
@@ -301,7 +301,7 @@ def total_from_index(cap: Cap, index: LedgerIndex) -> CapTotal:
     value_measure = {int(v): measure(cap, index.values[int(v)]) for v in np.unique(ids[rows])}
     as_float = np.zeros(len(index.values))
     for value_id, value in value_measure.items():
-        as_float[value_id] = float(value)
+        as_float[value_id] = float_up(value)
     row_float = as_float[ids[rows]]
     if len(rows) > DRIVERS_KEPT:
         rows = rows[row_float >= np.partition(row_float, -DRIVERS_KEPT)[-DRIVERS_KEPT]]  # ties kept
@@ -310,7 +310,7 @@ def total_from_index(cap: Cap, index: LedgerIndex) -> CapTotal:
 
 
 def _top(cap: Cap, drivers: list[tuple[str, Number]]) -> tuple[tuple[str, Number], ...]:
-    ranked = sorted(drivers, key=lambda item: (-float(item[1]), item[0]))
+    ranked = sorted(drivers, key=lambda item: (-float_up(item[1]), item[0]))
     return tuple(ranked[:DRIVERS_KEPT])
 
 
@@ -367,7 +367,7 @@ def plan_charges(cap: Cap, plan: Sequence[Release], families: Mapping[str, Famil
         everyone = [m for m in members.get(fid, ()) if m.status in CHARGED_STATUSES] + new_members
         value = options_measure(cap, family_options(families[fid], everyone, cap.subset))
         charges.append(Charge(None, fid, value, why_family_unbounded(cap, families[fid], everyone)
-                              if math.isinf(value) else None))
+                              if is_infinite(value) else None))
     return tuple(charges)
 
 
@@ -391,7 +391,7 @@ def check(
         after = after_total.value
         charges = plan_charges(cap, plan, families, members)
         reason = None
-        if math.isinf(after):
+        if is_infinite(after):
             reason = next((c.reason for c in charges if c.reason), None)
             if reason is None:
                 reason = why_unbounded(cap, composed(cap, after_total))
@@ -401,7 +401,7 @@ def check(
                 current=current,
                 charge=_difference(after, current),
                 after=after,
-                headroom=_difference(cap.limit, after),
+                headroom=_difference(cap.limit, after, down=True),
                 status=status(cap, after),
                 drivers=total.drivers,
                 after_total=after_total,
@@ -412,14 +412,17 @@ def check(
     return results
 
 
-def _difference(a: Number, b: Number) -> Number:
-    if math.isinf(a) and math.isinf(b):
+def _difference(a: Number, b: Number, *, down: bool = False) -> Number:
+    """a - b, exact for Fractions; as floats, rounded up (a charge) or down (a headroom)."""
+    if is_infinite(a) and is_infinite(b):
         return 0 if a == b else INF
-    if math.isinf(a) or math.isinf(b):
-        return a - b
+    if is_infinite(a) or is_infinite(b):
+        return (math.inf if a > 0 else -math.inf) if is_infinite(a) else (-math.inf if b > 0 else math.inf)
     if isinstance(a, Fraction) and isinstance(b, Fraction):
         return a - b
-    return float(a) - float(b)
+    if down:
+        return math.nextafter(float_down(a) - float_up(b), -math.inf)
+    return math.nextafter(float_up(a) - float_down(b), math.inf)
 
 
 # --------------------------------------------------------------------------

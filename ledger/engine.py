@@ -41,6 +41,7 @@ from .accounting import (
     spend_max,
     sum_of_two_largest,
 )
+from .numbers import float_up
 from .records import Family, Relation, Release
 
 # --------------------------------------------------------------------------
@@ -159,7 +160,7 @@ def _option_le(a: Option, b: Option) -> bool:
 
 def at_delta(delta) -> Objective:
     """Prefer the smaller epsilon at `delta`, then the smaller rank."""
-    return lambda spend: (float(spend.epsilon(delta)), spend.rank())
+    return lambda spend: (float_up(spend.epsilon(delta)), spend.rank())
 
 
 def _worst_total(base: Spend, options: Sequence[Option], objective: Objective) -> tuple[Spend, object]:

@@ -21,7 +21,7 @@ from . import budget, lineage, store
 from .errors import InputErrors, LedgerError, fail
 from .lifecycle import ENFORCING, transition
 from .loader import LedgerSnapshot, cap_from_entry, field_name, load_releases
-from .numbers import format_number
+from .numbers import format_number, is_infinite
 from .records import Cap, Family, Release
 
 Builder = Callable[[LedgerSnapshot], tuple[list[Release], list[Family], list[LedgerError]]]
@@ -35,7 +35,7 @@ class BudgetRefused(Exception):
         over = [c for c in self.checks if not c.ok]
         lines = [f"{what} refused: it would break {len(over)} cap{'s' if len(over) != 1 else ''}"]
         for c in over:
-            if math.isinf(c.after):
+            if is_infinite(c.after):
                 lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit} would have no bound: "
                              f"{budget.why_unbounded(c.cap, c.after_total.spend)}")
             else:
