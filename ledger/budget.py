@@ -420,6 +420,8 @@ def _difference(a: Number, b: Number, *, down: bool = False) -> Number:
         return (math.inf if a > 0 else -math.inf) if is_infinite(a) else (-math.inf if b > 0 else math.inf)
     if isinstance(a, Fraction) and isinstance(b, Fraction):
         return a - b
+    if a == b:
+        return 0.0
     if down:
         return math.nextafter(float_down(a) - float_up(b), -math.inf)
     return math.nextafter(float_up(a) - float_down(b), math.inf)
