@@ -227,14 +227,48 @@ def to_json(value: Number | None, *, down: bool = False) -> object:
         return None
     if is_infinite(value):
         return "inf" if value > 0 else "-inf"
-    if isinstance(value, Fraction) and value.denominator == 1:
+    if isinstance(value, Fraction) and value.denominator == 1 and abs(value.numerator) < 2**53:
         return value.numerator
-    number = float(value)
+    try:
+        number = float(value)  # nearest; the text it is written as is checked below
+    except OverflowError:
+        number = math.inf if value > 0 else -math.inf
+    if is_infinite(number):  # a finite value past the largest float: the largest, or "inf" for a loss
+        if (number > 0) != down:
+            return "inf" if number > 0 else -sys.float_info.max
+        return sys.float_info.max if number > 0 else "-inf"
     if isinstance(value, Fraction):
         written = Fraction(repr(number))  # the decimal the JSON text states
         if (written < value) if not down else (written > value):
             number = math.nextafter(number, -math.inf if down else math.inf)
     return number
+
+
+def figure_fields(name: str, value: Number | None, *, down: bool = False) -> dict:
+    """One figure as every `--json` output states it (README, "JSON figures"):
+
+        {name: a JSON number rounded the safe way (up for a loss; down, with `down=True`,
+               for a headroom or a cap), or "inf" / "-inf" when unbounded, or null,
+         name + "_exact": the exact value as a fraction string ("1/4", "3") where one
+               exists, null for an irrational figure (a zCDP conversion) or no figure}
+
+    The one place that shape is made: `table`, `subset`, `check`, `cap list`,
+    `headroom` and `releases` all call it."""
+    return {name: to_json(value, down=down), name + "_exact": fraction_text(value)}
+
+
+def fraction_text(value: Number | None) -> str | None:
+    """The exact value as a fraction string where one exists: "104/4099", "1", "inf";
+    None for a float (an irrational figure, already rounded) and for no value."""
+    if value is None:
+        return None
+    if is_infinite(value):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, Fraction):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    return None
 
 
 def exact_text(value: Number | None) -> str | None:
