@@ -174,6 +174,7 @@ class RiskRow:
     status: str
     values: tuple[Number, ...]
     dataset_wide: Number
+    family: str | None = None  # a member of a family: the family is charged once in the total (DESIGN 2.6)
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,7 @@ class RiskTableView:
     releases: tuple[str, ...]
     matrix: _Matrix  # the full table as value ids; `matrix.mapped(f)` formats it
     unprotected: tuple[str, ...]  # variables whose composed total is ∞
+    family_note: str = ""  # said under the table when some rows are members of a family
 
 
 @dataclass(frozen=True)
@@ -554,7 +556,8 @@ def risk_table(table: RiskTable, delta: Fraction) -> RiskTableView:
         if layout == "matrix":
             rows = tuple(
                 RiskRow(release=r.id, title=r.title, status=r.status.value,
-                        values=tuple(epsilon_of[i] for i in table.cells[k, start:stop]), dataset_wide=wide[k])
+                        values=tuple(epsilon_of[i] for i in table.cells[k, start:stop]), dataset_wide=wide[k],
+                        family=r.family)
                 for k, r in enumerate(releases)
             )
         blocks.append(RiskBlock(first=start + 1, last=stop, variables=variables[start:stop], rows=rows,
@@ -581,7 +584,18 @@ def risk_table(table: RiskTable, delta: Fraction) -> RiskTableView:
         releases=tuple(r.id for r in releases),
         matrix=_Matrix(table.cells, table.dataset_wide, epsilon_of),
         unprotected=tuple(v for v, t in zip(variables, total) if is_infinite(t)),
+        family_note=_family_note(releases),
     )
+
+
+def _family_note(releases) -> str:
+    """Under the risk table: the families whose members are rows, each charged once."""
+    families = sorted({r.family for r in releases if r.family})
+    if not families:
+        return ""
+    return (f"Rows marked \"family\" are members of {', '.join(families)}: releases on disjoint parts of "
+            "the records, charged once in the total (the worst member, or a record moving between parts; "
+            "DESIGN 2.6), not added row by row.")
 
 
 class _Matrix:
