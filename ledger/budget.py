@@ -36,7 +36,7 @@ import numpy as np
 
 from .accounting import UNBOUNDED, ZERO, Spend, pure_spend
 from .engine import LedgerIndex, Objective, Option, alternatives_of, candidates, compose_units, family_options
-from .numbers import INF, Number, float_down, float_up, is_infinite
+from .numbers import INF, Number, float_down, float_up, format_number, is_infinite
 from .records import CHARGED_STATUSES, Cap, Family, Notion, Relation, Release
 
 WARN_AT = Fraction(4, 5)  # status "warn" at or above 80% of a cap
@@ -307,6 +307,42 @@ def total_from_index(cap: Cap, index: LedgerIndex) -> CapTotal:
         rows = rows[row_float >= np.partition(row_float, -DRIVERS_KEPT)[-DRIVERS_KEPT]]  # ties kept
     drivers += [(index.releases[row].id, value_measure[int(ids[row])]) for row in rows]
     return _finish(cap, standalone, choices, family_options_, drivers)
+
+
+def spend_text(spend: Spend) -> str:
+    """A Spend for people: `pure 1/2 + (epsilon 1, delta 1/1000000) + rho 1/8`, `∞`, `0`."""
+    if spend.unbounded:
+        return "∞"
+    parts = []
+    if spend.pure:
+        parts.append(f"pure {format_number(spend.pure)}")
+    if spend.approx_epsilon or spend.approx_delta:
+        parts.append(f"(epsilon {format_number(spend.approx_epsilon)}, delta {format_number(spend.approx_delta)})")
+    if spend.rho:
+        parts.append(f"rho {format_number(spend.rho)}")
+    return " + ".join(parts) or "0"
+
+
+def total_differences(stored: CapTotal, expected: CapTotal) -> list[str]:
+    """What differs between two running totals, field by field, in words (audit verify)."""
+    def option_text(option) -> str:
+        if isinstance(option, Spend):
+            return spend_text(option)
+        return "worst of " + " | ".join(spend_text(a) for a in alternatives_of(option))
+
+    def fields(total: CapTotal) -> dict[str, str]:
+        shown = {"figure": format_number(total.value) if total.value is not None else "not computed",
+                 "standalone releases": spend_text(total.standalone)}
+        for options, count in total.choices:
+            shown[f"{count} release(s) with a choice of " + " or ".join(map(spend_text, options))] = "present"
+        for fid, options in total.families.items():
+            shown[f"family {fid}"] = " or ".join(map(option_text, options))
+        shown["drivers"] = ", ".join(f"{rid} {format_number(v)}" for rid, v in total.drivers) or "none"
+        return shown
+
+    before, after = fields(stored), fields(expected)
+    return [f"{key}: stored {before.get(key, 'absent')}, recomputed {after.get(key, 'absent')}"
+            for key in dict.fromkeys([*before, *after]) if before.get(key) != after.get(key)]
 
 
 def _top(cap: Cap, drivers: list[tuple[str, Number]]) -> tuple[tuple[str, Number], ...]:

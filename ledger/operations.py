@@ -37,10 +37,15 @@ class BudgetRefused(Exception):
         for c in over:
             if is_infinite(c.after):
                 lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit} would have no bound: "
-                             f"{budget.why_unbounded(c.cap, c.after_total.spend)}")
+                             f"{c.reason or budget.why_unbounded(c.cap, c.after_total.spend)}")
             else:
                 lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit} would be {format_number(c.after)} "
-                             f"against a cap of {format_number(c.cap.limit)}, over by {format_number(-c.headroom)}")
+                             f"against a cap of {format_number(c.cap.limit, down=True)}, over by "
+                             f"{format_number(-c.headroom)}")
+            for charge in c.charges:  # the releases that break it, by name
+                who = f"family {charge.family}" if charge.family else f"release {charge.release}"
+                lines.append(f"    {who} charges {format_number(charge.value)}"
+                             + (f": {charge.reason}" if charge.reason else ""))
         super().__init__("\n".join(lines))
 
 
