@@ -790,10 +790,14 @@ class SpendGrid:
         """Each Spend field as float64 arrays (for charts; printed figures use `spend`)."""
         result = {field: np.zeros(self.shape) for field in _ExactComponents.FIELDS}
         for field, denominator, numerators in self.components:
-            result[field] = numerators.astype(np.float64) / denominator
+            if numerators.dtype == object or denominator > 2**60:  # past floats' range: each exactly, rounded up
+                result[field] = np.vectorize(lambda n, d=denominator: float_up(Fraction(int(n), d)),
+                                             otypes=[np.float64])(numerators)
+            else:
+                result[field] = numerators.astype(np.float64) / denominator
         for (i, j), spend in self.exceptions.items():
             for field in _ExactComponents.FIELDS:
-                result[field][i, j] = 0.0 if spend.unbounded else float(getattr(spend, field))
+                result[field][i, j] = 0.0 if spend.unbounded else float_up(getattr(spend, field))
         return result
 
 

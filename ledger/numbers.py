@@ -289,7 +289,9 @@ def _terminating_decimal(value: Fraction) -> str | None:
             denominator //= prime
     if denominator != 1:
         return None
-    text = format(Decimal(value.numerator) / Decimal(value.denominator), "f")
+    with localcontext() as ctx:  # exact: enough digits for every digit of a terminating decimal
+        ctx.prec = len(str(value.numerator)) + 2 * len(str(value.denominator)) + 10
+        text = format(Decimal(value.numerator) / Decimal(value.denominator), "f")
     return text
 
 

@@ -47,7 +47,7 @@ from .accounting import CONVERSION_NAME
 from .budget import CapCheck, CapTotal, check, total_from_history
 from .budget import status as cap_status
 from .engine import LedgerIndex, RiskTable, SpendGrid, at_delta
-from .numbers import INF, Number, is_infinite
+from .numbers import INF, Number, float_down, float_up, is_infinite
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Guarantee, Release, Status
 from .views import Basis, basis_for, bound_text
 
@@ -877,7 +877,7 @@ def _difference(a: Number, b: Number) -> Number | None:
         return None if a == b else a - b
     if isinstance(a, Fraction) and isinstance(b, Fraction):
         return a - b
-    return float(a) - float(b)
+    return math.nextafter(float_up(a) - float_down(b), math.inf)  # a change in a loss: rounded up
 
 
 def _aware(moment: datetime | None) -> datetime | None:
@@ -933,7 +933,11 @@ def cks_floats(rho: np.ndarray, delta: np.ndarray) -> np.ndarray:
         return result
     # each distinct (rho, delta) once: totals repeat across checkpoints and pairs
     distinct, back = np.unique(np.stack([rho[live], delta[live]]), axis=1, return_inverse=True)
-    result[live] = _cks_distinct(distinct[0], distinct[1])[back.ravel()]
+    with np.errstate(all="ignore"):  # extreme rho: the simple bound below, never a warning or a NaN
+        values = _cks_distinct(distinct[0], distinct[1])
+        simple = distinct[0] + 2 * np.sqrt(distinct[0] * np.log(1 / distinct[1]))
+        values = np.where(np.isfinite(values) & (distinct[0] <= 1e12), np.minimum(values, simple), simple)
+    result[live] = values[back.ravel()]
     return result
 
 
