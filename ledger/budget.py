@@ -314,12 +314,12 @@ def spend_text(spend: Spend) -> str:
     if spend.unbounded:
         return "∞"
     parts = []
-    if spend.pure:
-        parts.append(f"pure {format_number(spend.pure)}")
+    if spend.pure:  # exact: a difference in the last digit must show
+        parts.append(f"pure {spend.pure}")
     if spend.approx_epsilon or spend.approx_delta:
-        parts.append(f"(epsilon {format_number(spend.approx_epsilon)}, delta {format_number(spend.approx_delta)})")
+        parts.append(f"(epsilon {spend.approx_epsilon}, delta {spend.approx_delta})")
     if spend.rho:
-        parts.append(f"rho {format_number(spend.rho)}")
+        parts.append(f"rho {spend.rho}")
     return " + ".join(parts) or "0"
 
 
