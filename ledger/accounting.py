@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from .numbers import INF, Number
+from .numbers import INF, Number, float_down, float_up
 from .records import Guarantee, Notion, Relation
 
 ZERO_FRACTION = Fraction(0)
@@ -120,9 +120,12 @@ class Spend:
             return self.pure + self.approx_epsilon
         if remaining <= 0:
             return INF
-        separate = float(self.pure) + cks_epsilon(self.rho, float(remaining))
-        merged = cks_epsilon(self.rho + self.pure_rho, float(remaining))
-        return _up(float(self.approx_epsilon) + min(separate, merged))
+        remaining = float_down(remaining)  # a smaller delta only makes epsilon larger
+        if remaining <= 0:
+            return INF
+        separate = float_up(self.pure) + cks_epsilon(self.rho, remaining)
+        merged = cks_epsilon(self.rho + self.pure_rho, remaining)
+        return _up(float_up(self.approx_epsilon) + min(separate, merged))
 
     def zcdp_rho(self) -> Fraction | None:
         """The total as rho-zCDP, or None when it has an approximate (delta) part."""
@@ -138,7 +141,7 @@ class Spend:
         if self.unbounded:
             return (math.inf, math.inf)
         components = self.pure + self.approx_epsilon + self.approx_delta + self.rho + self.pure_rho
-        return (float(self.epsilon(DEFAULT_DELTA)), float(components))
+        return (float_up(self.epsilon(DEFAULT_DELTA)), float_up(components))
 
     def dominates(self, other: Spend) -> bool:
         """No worse in any component: then no composition can prefer `other`."""
@@ -179,8 +182,12 @@ def guarantee_spend(guarantee: Guarantee, relation: Relation = Relation.REPLACE)
     if guarantee.notion == Notion.PURE:
         return pure_spend(2 * native.pure)
     if guarantee.notion == Notion.APPROX:
-        e_eps = Fraction(math.nextafter(math.exp(float(native.approx_epsilon)), math.inf))
-        return Spend(approx_epsilon=2 * native.approx_epsilon, approx_delta=native.approx_delta * (1 + e_eps))
+        exponent = float_up(native.approx_epsilon)
+        if exponent > 700:  # e^epsilon past any float: (1 + e^epsilon) delta >= 1, which bounds nothing
+            return Spend(approx_epsilon=2 * native.approx_epsilon, approx_delta=Fraction(1))
+        e_eps = Fraction(math.nextafter(math.exp(exponent), math.inf))
+        return Spend(approx_epsilon=2 * native.approx_epsilon,
+                     approx_delta=min(native.approx_delta * (1 + e_eps), Fraction(1)))
     return Spend(rho=4 * native.rho)
 
 
@@ -268,14 +275,18 @@ def cks_epsilon(rho: Fraction | float, delta: float) -> float:
     larger than the simple bound rho + 2 sqrt(rho ln(1/delta)) (Bun and Steinke 2016,
     Prop 1.3), which is evaluated too as a guard.
     """
-    rho = float(rho)
+    rho = float_up(rho)
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1). Found {delta}.")
     if rho < 0:
         raise ValueError(f"rho must be non-negative. Found {rho}.")
     if rho == 0:
         return 0.0
+    if math.isinf(rho):
+        return math.inf
     log_inv_delta = math.log(1 / delta)
+    if rho > 1e12:  # the optimal order is within a few ulps of 1: the simple bound (Bun and Steinke 2016, Prop 1.3)
+        return _up(rho + 2 * math.sqrt(rho * log_inv_delta))
     order = cks_order(rho, log_inv_delta)
     best = min(cks_bound(order, rho, log_inv_delta), rho + 2 * math.sqrt(rho * log_inv_delta))
     return _up(max(best, 0.0))

@@ -13,8 +13,10 @@ default), and the derived guarantee is stated for that relation.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 from .records import Guarantee, Mechanism, Notion, Relation
 
@@ -137,3 +139,161 @@ def derive_guarantees(mechanism: Mechanism, reads: frozenset[str]) -> tuple[tupl
 def needs_explicit_guarantees(mechanism: Mechanism) -> bool:
     return mechanism.name == "declared"
 
+
+
+# --------------------------------------------------------------------------
+# Explicit guarantees may not claim more than the parameters imply (DESIGN 2.4)
+# --------------------------------------------------------------------------
+
+
+def exactly_released(mechanism: Mechanism, reads: frozenset[str]) -> tuple[frozenset[str], bool]:
+    """The variables the mechanism releases exactly, and whether that set is known in full.
+
+    Tan's Algorithm 1 releases its margin variable(s) exactly (Tan Section 5): the
+    `margin` parameter, or what is read but not in `protects` / `protected`. When the
+    file names neither, at least one variable it reads is a margin: (empty, False).
+    A noise mechanism (laplace, geometric, gaussian) perturbs everything it reads."""
+    if mechanism.name != "tan-consistent-counts":
+        return frozenset(), True
+    margin = mechanism.param("margin")
+    if margin:
+        return frozenset([margin] if isinstance(margin, str) else margin) & reads, True
+    protected = mechanism.param("protects") or mechanism.param("protected")
+    if protected:
+        protected = frozenset([protected] if isinstance(protected, str) else protected)
+        return reads - protected, True
+    return frozenset(), False
+
+
+def gaussian_delta(rho: float, epsilon: float) -> float:
+    """The exact delta(epsilon) of a Gaussian mechanism with Delta / sigma = sqrt(2 rho)
+    (Balle and Wang 2018, Theorem 8, the analytic Gaussian mechanism):
+
+        delta(epsilon) = Phi(mu / 2 - epsilon / mu) - e^epsilon Phi(-mu / 2 - epsilon / mu),  mu = Delta / sigma
+
+    evaluated in log space (e^epsilon Phi(.) as exp(epsilon + log Phi(.))) so no
+    epsilon overflows, and nudged up by a relative 1e-9 against rounding error."""
+    from scipy.special import log_ndtr, ndtr
+
+    if rho <= 0:
+        return 0.0
+    mu = math.sqrt(2 * rho)
+    first = ndtr(mu / 2 - epsilon / mu)
+    second = math.exp(min(epsilon + log_ndtr(-mu / 2 - epsilon / mu), 0.0))
+    value = max(first - second, 0.0)
+    return min(1.0, value * (1 + 1e-9) + 1e-300) if value > 0 else 0.0
+
+
+def _in_relation(derived: Guarantee, relation: Relation) -> Guarantee | None:
+    """What a derived guarantee implies for neighbours under `relation`: itself, its
+    group-privacy form for replacement when it is stated for add/remove (DESIGN 2.1;
+    Dwork and Roth 2014 Theorem 2.2; Bun and Steinke 2016 Prop 1.9), or None (a
+    replacement guarantee implies nothing for add/remove)."""
+    if derived.relation == relation:
+        return derived
+    if derived.relation == Relation.REPLACE:
+        return None
+    if derived.notion == Notion.PURE:
+        return Guarantee(derived.protects, Notion.PURE, epsilon=2 * derived.epsilon, relation=relation)
+    if derived.notion == Notion.ZCDP:
+        return Guarantee(derived.protects, Notion.ZCDP, rho=4 * derived.rho, relation=relation)
+    e_eps = Fraction(math.nextafter(math.exp(min(float(derived.epsilon), 700.0)), math.inf)) \
+        if derived.epsilon < 700 else None
+    if e_eps is None:
+        return None
+    return Guarantee(derived.protects, Notion.APPROX, epsilon=2 * derived.epsilon,
+                     delta=min(derived.delta * (1 + e_eps), Fraction(1)), relation=relation)
+
+
+def _figure(guarantee: Guarantee) -> str:
+    if guarantee.notion == Notion.PURE:
+        return f"epsilon {guarantee.epsilon}"
+    if guarantee.notion == Notion.APPROX:
+        return f"(epsilon {guarantee.epsilon}, delta {guarantee.delta})"
+    return f"rho {guarantee.rho}"
+
+
+def _implied_by(claim: Guarantee, derived: Guarantee, mechanism: Mechanism) -> str | None:
+    """None when `derived` (in the claim's relation) implies `claim`'s figure; else why not."""
+    own = f"{mechanism.name}'s parameters give {_figure(derived)} ({derived.relation})"
+    if derived.notion == Notion.PURE:
+        if claim.notion == Notion.PURE:
+            return None if claim.epsilon >= derived.epsilon else own
+        if claim.notion == Notion.APPROX:
+            if claim.epsilon >= derived.epsilon:
+                return None
+            if mechanism.name == "laplace":
+                # Laplace's exact privacy profile: delta(eps') = 1 - e^((eps' - eps) / 2)
+                # (Balle, Barthe, Gaboardi, Hsu, Sato 2020, Lemma 1)
+                needed = -math.expm1((float(claim.epsilon) - float(derived.epsilon)) / 2)
+                if float(claim.delta) >= needed * (1 + 1e-9):
+                    return None
+                return own + f", which at epsilon {claim.epsilon} needs delta >= {needed:.6g}"
+            return own
+        # pure epsilon implies epsilon^2 / 2 zCDP (Bun and Steinke 2016, Prop 1.4)
+        implied = derived.epsilon * derived.epsilon / 2
+        return None if claim.rho >= implied else own + f", that is rho {implied}"
+    if derived.notion == Notion.ZCDP:
+        if claim.notion == Notion.PURE:
+            return own + ": a Gaussian has no pure-epsilon bound"
+        if claim.notion == Notion.ZCDP:
+            return None if claim.rho >= derived.rho else own
+        if mechanism.name != "gaussian":
+            return own + ": no (epsilon, delta) figure is implied"
+        needed = gaussian_delta(float(derived.rho), float(claim.epsilon))
+        if claim.delta >= Fraction(needed):
+            return None
+        return own + (f", whose exact delta at epsilon {claim.epsilon} is {needed:.6g} "
+                      "(Balle and Wang 2018)")
+    # derived (epsilon, delta): only weaker points of the same notion are implied
+    if claim.notion == Notion.APPROX and claim.epsilon >= derived.epsilon and claim.delta >= derived.delta:
+        return None
+    return own + ("" if claim.notion == Notion.APPROX else ": an (epsilon, delta) guarantee implies "
+                  f"no {'pure epsilon' if claim.notion == Notion.PURE else 'zCDP'} bound")
+
+
+def overclaims(mechanism: Mechanism, reads: frozenset[str],
+               explicit: tuple[Guarantee, ...]) -> list[tuple[int, str, str]]:
+    """Explicit guarantees stronger than what the mechanism's parameters imply (DESIGN 2.4):
+    (index of the guarantee, field, message) for each. A derived guarantee is the most
+    a steward may claim: an explicit one may protect less, or state a larger figure,
+    never protect a variable the mechanism releases exactly nor state a smaller figure
+    in the same notion and relation; a figure in another notion must be implied by
+    the mechanism (a Gaussian has no pure-epsilon bound; its (epsilon, delta) must be at
+    least the exact Balle-Wang delta). Without derivable parameters nothing is compared."""
+    problems: list[tuple[int, str, str]] = []
+    exact, known = exactly_released(mechanism, reads)
+    derived, derivation_problems = derive_guarantees(mechanism, reads)
+    for index, claim in enumerate(explicit):
+        covered = claim.protects & reads
+        shown = exact & covered
+        if shown:
+            problems.append((index, "protects", f"claims protection of {', '.join(sorted(shown))}, which "
+                                                f"{mechanism.name} releases exactly (no guarantee covers it)"))
+            continue
+        if not known and reads and reads <= claim.protects:
+            problems.append((index, "protects", f"claims protection of everything read "
+                                                f"({', '.join(sorted(reads))}), but {mechanism.name} releases "
+                                                "its margin variable(s) exactly; name them with `margin`"))
+            continue
+        if not derived or derivation_problems:
+            continue
+        reasons = []
+        for guarantee in derived:
+            if not covered <= guarantee.protects:
+                continue
+            in_relation = _in_relation(guarantee, claim.relation)
+            if in_relation is None:
+                reasons = []  # nothing implied for this relation: nothing to compare against
+                break
+            reason = _implied_by(claim, in_relation, mechanism)
+            if reason is None:
+                reasons = []
+                break
+            reasons.append(reason)
+        if reasons:
+            field = {Notion.PURE: "epsilon", Notion.APPROX: "epsilon", Notion.ZCDP: "rho"}[claim.notion]
+            problems.append((index, field, f"claims {_figure(claim)} ({claim.relation}), stronger than "
+                                           f"{reasons[0]}; a guarantee derived from the parameters is the most "
+                                           "that may be claimed"))
+    return problems

@@ -26,9 +26,9 @@ from .errors import InputErrors, LedgerError, fail
 from .headline import headline
 from .headline import text_lines as headline_lines
 from .loader import LedgerSnapshot, build_caps, build_dataset, read_document
-from .numbers import NumberError, format_delta, format_number, to_fraction, to_json
+from .numbers import NumberError, figure_fields, format_delta, format_number, to_fraction
 from .records import CHARGED_STATUSES, Dataset
-from .views import subset_json, table_view, text_table
+from .views import release_json, subset_json, table_view, text_table
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # -h as well as --help, on every command
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0],
@@ -242,8 +242,10 @@ def headroom_command(
     if as_json:
         typer.echo(json.dumps({
             "variables": list(room.variables),
-            "epsilon": to_json(room.epsilon, down=True), "epsilon_binding": room.epsilon_binding and room.epsilon_binding.name,
-            "rho": to_json(room.rho, down=True), "rho_binding": room.rho_binding and room.rho_binding.name,
+            **figure_fields("epsilon", room.epsilon, down=True),
+            "epsilon_binding": room.epsilon_binding and room.epsilon_binding.name,
+            **figure_fields("rho", room.rho, down=True),
+            "rho_binding": room.rho_binding and room.rho_binding.name,
         }, indent=2, ensure_ascii=False))
         return
     label = "{" + ", ".join(room.variables) + "}"
@@ -341,35 +343,58 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
 
 
 def check_lines(checks, planned: bool = True) -> list[str]:
+    """The text of `check`, `cap list`, `cap set` and `record`: the figures `check_json` states."""
     lines = []
     for c in checks:
         unit = c.cap.unit + (f" {format_delta(c.cap.delta)}" if c.cap.delta is not None else "")
         figures = [f"spent {format_number(c.current)}"]
         if planned:
             figures += [f"this plan +{format_number(c.charge)}", f"after {format_number(c.after)}"]
-        figures += [f"cap {format_number(c.cap.limit)}", f"headroom {format_number(c.headroom, down=True)}"]
+        figures += [f"cap {format_number(c.cap.limit, down=True)}", f"headroom {format_number(c.headroom, down=True)}"]
         lines.append(f"[{c.status}] cap {c.cap.name} ({unit}) on {{{', '.join(sorted(c.cap.subset))}}}: "
                      + ", ".join(figures))
+        if planned:
+            for charge in c.charges:
+                who = f"family {charge.family} (its members charged once)" if charge.family else charge.release
+                lines.append(f"      this plan: {who} +{format_number(charge.value)}"
+                             + (f": {charge.reason}" if charge.reason else ""))
         if c.drivers:
-            lines.append("      driven by: " + ", ".join(f"{rid} ({format_number(v)})" for rid, v in c.drivers))
+            lines.append("      driven by: " + ", ".join(_driver_text(rid, v) for rid, v in c.drivers))
+        if c.reason:
+            lines.append(f"      no bound: {c.reason}")
     return lines
 
 
+def _driver_text(rid: str, value) -> str:
+    if rid.startswith(budget.FAMILY_DRIVER):
+        return f"{rid} ({format_number(value)}, charged once)"
+    return f"{rid} ({format_number(value)})"
+
+
 def check_json(c) -> dict:
+    """One cap in `check --json` and `cap list --json`; every figure through `figure_fields`."""
     return {
         "cap": c.cap.name,
         "dataset": c.cap.dataset,
         "subset": sorted(c.cap.subset),
         "unit": c.cap.unit,
-        "delta": to_json(c.cap.delta),
-        "limit": to_json(c.cap.limit, down=True),
-        "current": to_json(c.current),
-        "charge": to_json(c.charge),
-        "after": to_json(c.after),
-        "headroom": to_json(c.headroom, down=True),
+        **figure_fields("delta", c.cap.delta),
+        **figure_fields("limit", c.cap.limit, down=True),
+        **figure_fields("current", c.current),
+        **figure_fields("charge", c.charge),
+        **figure_fields("after", c.after),
+        **figure_fields("headroom", c.headroom, down=True),
         "status": c.status,
-        "drivers": [{"release": rid, "value": to_json(v)} for rid, v in c.drivers],
+        "reason": c.reason,
+        "charges": [{"release": charge.release, "family": charge.family, **figure_fields("value", charge.value),
+                     "reason": charge.reason} for charge in c.charges],
+        "drivers": [_driver_json(rid, v) for rid, v in c.drivers],
     }
+
+
+def _driver_json(rid: str, value) -> dict:
+    family = rid[len(budget.FAMILY_DRIVER):] if rid.startswith(budget.FAMILY_DRIVER) else None
+    return {"release": None if family else rid, "family": family, **figure_fields("value", value)}
 
 
 def _resolve_variables(chosen: Dataset, names: list[str]) -> set[str]:
@@ -385,7 +410,7 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
     if as_json:
         from .codec import release_to_dict
 
-        typer.echo(json.dumps([release_to_dict(r) for r in rows], indent=2, ensure_ascii=False))
+        typer.echo(json.dumps([release_json(release_to_dict(r)) for r in rows], indent=2, ensure_ascii=False))
         return
     if not rows:
         typer.echo("no releases" + (f" in dataset {dataset}" if dataset else ""))
@@ -456,7 +481,7 @@ def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
     chosen_delta = _delta(delta, chosen)
     result = _index(snapshot, chosen).pairs(at_delta(chosen_delta))
     if as_json:
-        typer.echo(json.dumps([{"subset": list(pair), "epsilon": to_json(spend.epsilon(chosen_delta))}
+        typer.echo(json.dumps([{"subset": list(pair), **figure_fields("epsilon", spend.epsilon(chosen_delta))}
                                for pair, spend in result.items()], indent=2, ensure_ascii=False))
         return
     for (a, b), spend in result.items():

@@ -282,20 +282,47 @@ def spend_from_dict(data: dict) -> Spend:
 
 
 def cap_total_to_dict(total: CapTotal) -> dict:
-    return {
+    body = {
         "standalone": spend_to_dict(total.standalone),
-        "families": {fid: spend_to_dict(spend) for fid, spend in sorted(total.families.items())},
+        "families": {fid: [_option_to_dict(o) for o in options] for fid, options in sorted(total.families.items())},
         "drivers": [[rid, exact_text(value)] for rid, value in total.drivers],
         "value": exact_text(total.value),
     }
+    if total.choices:  # releases with a choice of charges (issue 9); absent in older rows
+        body["choices"] = [[[spend_to_dict(o) for o in options], count] for options, count in total.choices]
+    return body
+
+
+def _option_to_dict(option) -> dict:
+    from .engine import Worst
+
+    if isinstance(option, Worst):
+        return {"worst": [spend_to_dict(a) for a in option.alternatives]}
+    return spend_to_dict(option)
+
+
+def _option_from_dict(data: dict):
+    from .engine import Worst
+
+    if "worst" in data:
+        return Worst(tuple(spend_from_dict(a) for a in data["worst"]))
+    return spend_from_dict(data)
+
+
+def _family_options_from(data) -> tuple:
+    if isinstance(data, dict):  # written before issue 9: one Spend per family
+        return (spend_from_dict(data),)
+    return tuple(_option_from_dict(o) for o in data)
 
 
 def cap_total_from_dict(data: dict) -> CapTotal:
     return CapTotal(
         standalone=spend_from_dict(data["standalone"]),
-        families={fid: spend_from_dict(spend) for fid, spend in data["families"].items()},
+        families={fid: _family_options_from(options) for fid, options in data["families"].items()},
         drivers=tuple((rid, _driver_value(value)) for rid, value in data["drivers"]),
         value=None if data.get("value") is None else _driver_value(data["value"]),
+        choices=tuple((tuple(spend_from_dict(o) for o in options), count)
+                      for options, count in data.get("choices", ())),
     )
 
 

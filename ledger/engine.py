@@ -41,6 +41,7 @@ from .accounting import (
     spend_max,
     sum_of_two_largest,
 )
+from .numbers import float_up
 from .records import Family, Relation, Release
 
 # --------------------------------------------------------------------------
@@ -76,14 +77,112 @@ def release_cost(release: Release, subset: frozenset[str], relation: Relation = 
 
 Objective = Callable[[Spend], object]
 CHOICE_LIMIT = 20_000  # combinations tried when several releases offer incomparable guarantees
+WORST_LIMIT = 4_096  # adversarial combinations tried before a Worst is bounded componentwise
+
+
+@dataclass(frozen=True)
+class Worst:
+    """A cost the steward does not choose: whichever of `alternatives` applies, the worst.
+
+    A family of releases on disjoint parts (DESIGN 2.6) costs the cost of the one part
+    the changed record is in (or, for a move between parts, of the two it leaves and
+    joins); the adversary picks the part. When the alternatives are in different
+    notions no one of them dominates, and their componentwise maximum would charge
+    pieces of several members at once: the loss is the largest composition with any
+    one alternative (DESIGN 2.6, the worst member as a whole).
+    """
+
+    alternatives: tuple[Spend, ...]
+
+    @property
+    def unbounded(self) -> bool:
+        return any(a.unbounded for a in self.alternatives)
+
+    @property
+    def is_zero(self) -> bool:
+        return all(a.is_zero for a in self.alternatives)
+
+    def bound(self) -> Spend:
+        """One Spend no smaller than any alternative: the componentwise maximum (valid, looser)."""
+        return spend_max(self.alternatives)
+
+    def rank(self) -> tuple[float, float]:
+        return max(a.rank() for a in self.alternatives)
+
+
+Option = Spend | Worst
+
+
+def alternatives_of(option: Option) -> tuple[Spend, ...]:
+    return option.alternatives if isinstance(option, Worst) else (option,)
+
+
+def _le(a: Spend, b: Spend) -> bool:
+    """a is no worse than b in any component."""
+    return a.dominates(b)
+
+
+def worst_of(spends) -> Option:
+    """The adversary's choice among `spends`: the one that dominates all, if any; else a
+    Worst of those no other dominates (UNBOUNDED when any is)."""
+    spends = list(spends)
+    if any(s.unbounded for s in spends):
+        return UNBOUNDED
+    maximal: list[Spend] = []
+    for spend in sorted(set(spends), key=Spend.rank, reverse=True):  # a dominating one ranks first
+        if not any(_le(spend, other) for other in maximal):
+            maximal.append(spend)
+    if not maximal:
+        return ZERO
+    if len(maximal) == 1:
+        return maximal[0]
+    return Worst(tuple(maximal))
+
+
+def option_pareto(options) -> tuple[Option, ...]:
+    """`pareto` over options that may be Worst: drop an option when another is no worse
+    against every alternative the adversary could pick; rank order; ∞ dropped."""
+    options = [o for o in options if not o.unbounded]
+    if all(isinstance(o, Spend) for o in options):
+        return pareto(options)
+    ranked = sorted(set(options), key=lambda o: o.rank())
+    kept: list[Option] = []
+    for option in ranked:
+        if not any(_option_le(other, option) for other in kept):
+            kept.append(option)
+    return tuple(kept)
+
+
+def _option_le(a: Option, b: Option) -> bool:
+    """Every alternative of a is no worse than some alternative of b: a is never worse."""
+    return all(any(_le(x, y) for y in alternatives_of(b)) for x in alternatives_of(a))
 
 
 def at_delta(delta) -> Objective:
     """Prefer the smaller epsilon at `delta`, then the smaller rank."""
-    return lambda spend: (float(spend.epsilon(delta)), spend.rank())
+    return lambda spend: (float_up(spend.epsilon(delta)), spend.rank())
 
 
-def choose(base: Spend, choices: Sequence[tuple[Spend, ...]], objective: Objective | None = None) -> Spend:
+def _worst_total(base: Spend, options: Sequence[Option], objective: Objective) -> tuple[Spend, object]:
+    """base composed with one alternative of each option, the adversary picking the
+    alternatives that maximise `objective`: (that total, its key)."""
+    fixed = compose([base, *(o for o in options if isinstance(o, Spend))])
+    adversarial = [o.alternatives for o in options if isinstance(o, Worst)]
+    if not adversarial or fixed.unbounded:
+        return fixed, objective(fixed)
+    if math.prod(len(a) for a in adversarial) > WORST_LIMIT:
+        total = compose([fixed, *(spend_max(a) for a in adversarial)])
+        return total, objective(total)
+    worst, worst_key = None, None
+    for picked in product(*adversarial):
+        total = compose([fixed, *picked])
+        key = objective(total)
+        if worst is None or key > worst_key:
+            worst, worst_key = total, key
+    return worst, worst_key
+
+
+def choose(base: Spend, choices: Sequence[tuple[Option, ...]], objective: Objective | None = None) -> Spend:
     """The composition base + one alternative per release that minimises `objective`.
 
     Releases whose guarantees do not dominate one another (a pure epsilon on part of
@@ -92,24 +191,33 @@ def choose(base: Spend, choices: Sequence[tuple[Spend, ...]], objective: Objecti
     since a smaller subset only adds alternatives. Identical releases are grouped, and
     every split of each group between its alternatives is tried, up to CHOICE_LIMIT
     combinations; past that each release takes its first-ranked alternative.
+    An option that is a `Worst` (a family) is not chosen among but suffered: each
+    combination is charged its worst alternative (`_worst_total`).
+    The result is the composed total of the chosen combination (for a Worst, at the
+    alternative the adversary picks): its figure under `objective` is the loss.
     """
     if base.unbounded:
         return UNBOUNDED
     if not choices:
         return base
     objective = objective or at_delta(DEFAULT_DELTA)
-    groups: dict[tuple[Spend, ...], int] = {}
+    groups: dict[tuple[Option, ...], int] = {}
+    singles: list[tuple[Option, ...]] = []
     for options in choices:
-        groups[options] = groups.get(options, 0) + 1
+        if any(isinstance(o, Worst) for o in options):
+            singles.append(options)
+        else:
+            groups[options] = groups.get(options, 0) + 1
     splits_per_group = [list(_splits(options, count)) for options, count in groups.items()]
+    splits_per_group += [list(options) for options in singles]
     combinations_count = math.prod(len(splits) for splits in splits_per_group)
     if combinations_count > CHOICE_LIMIT:
-        return compose([base, *(options[0].times(count) for options, count in groups.items())])
+        firsts = [options[0].times(count) for options, count in groups.items()] + [o[0] for o in singles]
+        return _worst_total(base, firsts, objective)[0]
     best: Spend | None = None
     best_key = None
     for combination in product(*splits_per_group):
-        total = compose([base, *combination])
-        key = objective(total)
+        total, key = _worst_total(base, combination, objective)
         if best is None or key < best_key:
             best, best_key = total, key
     return best
@@ -126,40 +234,68 @@ def _splits(options: tuple[Spend, ...], count: int):
             yield first.times(k) + remainder
 
 
-def family_options(family: Family, members: Sequence[Release], subset: frozenset[str]) -> tuple[Spend, ...]:
+def family_options(family: Family, members: Sequence[Release], subset: frozenset[str]) -> tuple[Option, ...]:
     """Every cost c_F(U) may be charged at, for releases on disjoint parts of the records
     (Clifton et al.; DESIGN 2.6), without dominated ones, in rank order; () is ∞.
 
     - random split, or no key variable in U: a U-neighbour change stays in one
-      part, so the family costs the largest member cost;
+      part, so the family costs the cost of one member, whichever the changed
+      record is in: the worst member as a whole (`worst_of`);
     - a key variable in U: the changed record may stay in its part (a
-      replacement there) or move to another (a removal from one part and an
-      addition to another): max(largest replacement cost, sum of the two
-      largest add/remove costs). Parts certified only for replacement give ∞.
+      replacement there, charged on U ∩ reads) or move to another (a removal of
+      the whole record from one part and an addition to another, or to a part no
+      member releases): the worst of every member's replacement cost and every
+      sum of one or two members' add/remove costs, where an add/remove cost must
+      come from a guarantee protecting *everything the member reads* (the record
+      takes its unprotected values with it). Parts without one give ∞.
     Members with incomparable guarantees leave a choice: every combination is
     tried (up to CHOICE_LIMIT; past that, each member's first-ranked one).
     """
-    keyed = family.partition is not None and bool(family.partition & subset)
-    if keyed and not any(subset & member.reads for member in members):
+    if not any(subset & member.reads for member in members):
         return (ZERO,)
-    relations = (Relation.REPLACE, Relation.ADD_REMOVE) if keyed else (Relation.REPLACE,)
-    per_member = [[candidates(member, subset, relation) or (UNBOUNDED,) for relation in relations]
-                  for member in members]
+    keyed = family.partition is not None and bool(family.partition & subset)
+    per_member = []
+    for member in members:
+        stays = candidates(member, subset, Relation.REPLACE) or (UNBOUNDED,)
+        if keyed:
+            moves = (_covering(member.guarantees, member.reads, Relation.ADD_REMOVE) if member.reads
+                     else (ZERO,)) or (UNBOUNDED,)
+            per_member.append((stays, moves))
+        else:
+            per_member.append((stays,))
     if math.prod(len(options) for member in per_member for options in member) > CHOICE_LIMIT:
-        per_member = [[options[:1] for options in member] for member in per_member]
+        per_member = [tuple(options[:1] for options in member) for member in per_member]
     results = []
     for chosen in product(*(product(*member) for member in per_member)):
-        stays = spend_max(choice[0] for choice in chosen)
+        alternatives = [choice[0] for choice in chosen]
         if keyed:
-            moves = sum_of_two_largest(choice[1] for choice in chosen)
-            results.append(spend_max([stays, moves]))
-        else:
-            results.append(stays)
-    return tuple(s for s in pareto(results) if not s.unbounded)
+            alternatives += _moves([choice[1] for choice in chosen])
+        results.append(worst_of(alternatives))
+    return option_pareto(results)
 
 
-def family_cost(family: Family, members: Sequence[Release], subset: frozenset[str]) -> Spend:
-    """c_F(U), DESIGN 2.6: the family's first-ranked cost, ∞ when none is certified."""
+def _moves(costs: Sequence[Spend]) -> list[Spend]:
+    """A record leaving one part and joining another: every member's add/remove cost
+    alone (the other part is not released) and every sum of two members' costs
+    (DESIGN 2.6), over distinct values (a value with itself only when two members have it)."""
+    counts: dict[Spend, int] = {}
+    for cost in costs:
+        counts[cost] = counts.get(cost, 0) + 1
+    distinct = list(counts)
+    if any(c.unbounded for c in distinct):
+        return [UNBOUNDED]
+    result = list(distinct)
+    for i, a in enumerate(distinct):
+        if counts[a] > 1:
+            result.append(a + a)
+        for b in distinct[i + 1:]:
+            result.append(a + b)
+    return result
+
+
+def family_cost(family: Family, members: Sequence[Release], subset: frozenset[str]) -> Option:
+    """c_F(U), DESIGN 2.6: the family's first-ranked cost, ∞ when none is certified
+    (a `Worst` when its members' costs are in different notions)."""
     options = family_options(family, members, subset)
     return options[0] if options else UNBOUNDED
 
@@ -189,7 +325,7 @@ def compose_units(base: Spend, units: Iterable[tuple[Spend, ...]], objective: Ob
     for options in units:
         if not options:
             return UNBOUNDED
-        if len(options) == 1:
+        if len(options) == 1 and isinstance(options[0], Spend):
             fixed.append(options[0])
         else:
             choices.append(options)
@@ -312,6 +448,14 @@ class LedgerIndex:
         self.ambiguous = [i for i in self.ambiguous if self.simple[i]]
         self.simple[self.ambiguous] = False
         self._components = _ExactComponents(self.values, n_rel)
+        # families whose members' guarantees are not all comparable (mixed notions, say):
+        # the worst member as a whole, through the exact path (DESIGN 2.6), never a componentwise max
+        self.mixed_families = set()
+        counts, first = self._guarantee_spans()
+        for fid, rows_ in self.members.items():
+            member_values = {int(v) for r in rows_ for v in self.g_value[first[r]:first[r] + counts[r]]}
+            if len(member_values) > 1 and not _is_chain([self.values[v] for v in member_values]):
+                self.mixed_families.add(fid)
 
     def exact_total(self, ids: np.ndarray) -> Spend:
         """The exact composition of the values with these ids (Tan Prop 3.4)."""
@@ -432,7 +576,7 @@ class LedgerIndex:
         exact_units: list[tuple[np.ndarray, str | None, int | None]] = []  # (pairs it must see, family, release)
         for fid, rows_ in self.members.items():
             family = self.families[fid]
-            if any(n_guarantees[r] > 1 for r in rows_):
+            if fid in self.mixed_families or any(n_guarantees[r] > 1 for r in rows_):
                 read = self.reads[rows_].any(axis=0)
                 exact_units.append((read[:, None] | read[None, :], fid, None))
                 continue
@@ -493,7 +637,7 @@ class LedgerIndex:
         exact_families: dict[str, np.ndarray] = {}  # family -> the variables it must see exactly
         for fid, rows_ in self.members.items():
             family = self.families[fid]
-            if any(n_guarantees[r] > 1 for r in rows_):
+            if fid in self.mixed_families or any(n_guarantees[r] > 1 for r in rows_):
                 exact_families[fid] = self.reads[rows_].any(axis=0)
                 continue
             keyed = np.zeros(n_var, dtype=bool)
@@ -600,10 +744,7 @@ class LedgerIndex:
             if key not in memo:
                 memo[key] = candidates(self.releases[i], subset)
             units.append(memo[key])
-        if any(not options for options in units):  # some unit has no certified bound
-            return UNBOUNDED
-        fixed = [base] + [options[0] for options in units if len(options) == 1]
-        return choose(compose(fixed), [options for options in units if len(options) > 1], objective)
+        return compose_units(base, units, objective)
 
     def family_reads(self, fid: str) -> frozenset[str]:
         cache = self.__dict__.setdefault("_family_reads", {})
@@ -613,15 +754,14 @@ class LedgerIndex:
 
     def _family_options(self, family: Family, rows_: Sequence[int], subset: frozenset[str]) -> tuple[Spend, ...]:
         """family_options, with its ∞ case found first: with a key variable in the subset,
-        a member that reads the subset and holds no add/remove guarantee covering what it
-        reads of it costs ∞ when a record moves between parts (DESIGN 2.6), and then so
+        a member that reads the subset and holds no add/remove guarantee covering all it
+        reads costs ∞ when a record moves between parts (DESIGN 2.6), and then so
         does the family, whatever the other members cost."""
         members = [self.releases[i] for i in rows_]
         if family.partition is not None and family.partition & subset:
-            for member in members:
-                touched = subset & member.reads
-                if touched and not any(g.relation == Relation.ADD_REMOVE and touched <= g.protects
-                                       for g in member.guarantees):
+            for member in members:  # a move takes the whole record: add/remove on all it reads
+                if subset & member.reads and not any(g.relation == Relation.ADD_REMOVE and member.reads <= g.protects
+                                                     for g in member.guarantees):
                     return ()
         return family_options(family, members, subset)
 
@@ -650,10 +790,14 @@ class SpendGrid:
         """Each Spend field as float64 arrays (for charts; printed figures use `spend`)."""
         result = {field: np.zeros(self.shape) for field in _ExactComponents.FIELDS}
         for field, denominator, numerators in self.components:
-            result[field] = numerators.astype(np.float64) / denominator
+            if numerators.dtype == object or denominator > 2**60:  # past floats' range: each exactly, rounded up
+                result[field] = np.vectorize(lambda n, d=denominator: float_up(Fraction(int(n), d)),
+                                             otypes=[np.float64])(numerators)
+            else:
+                result[field] = numerators.astype(np.float64) / denominator
         for (i, j), spend in self.exceptions.items():
             for field in _ExactComponents.FIELDS:
-                result[field][i, j] = 0.0 if spend.unbounded else float(getattr(spend, field))
+                result[field][i, j] = 0.0 if spend.unbounded else float_up(getattr(spend, field))
         return result
 
 

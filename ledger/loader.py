@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 import jsonschema_rs
 import yaml
 
-from .catalogue import NUMERIC_PARAMS, derive_guarantees
+from .catalogue import NUMERIC_PARAMS, derive_guarantees, overclaims
+from .lineage import PUBLISHED_STATUSES, describe, publish_blockers
 from .errors import LedgerError
 from .numbers import NumberError, to_fraction
 from .records import (
@@ -450,6 +451,9 @@ def _build_guarantees(entry, mechanism, reads, out: _Collector, at: Path_, check
             guarantees.append(Guarantee(protects, Notion.APPROX, epsilon=epsilon, delta=delta, relation=relation))
         else:
             guarantees.append(Guarantee(protects, Notion.PURE, epsilon=epsilon, relation=relation))
+    if len(guarantees) == len(explicit_specs):  # no claim stronger than the parameters imply (DESIGN 2.4)
+        for index, field_, message in overclaims(mechanism, reads, tuple(guarantees)):
+            out.add(at + ("guarantees", index, field_), message)
     return tuple(guarantees)
 
 
@@ -480,6 +484,15 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
             if parent not in snapshot.releases and parent not in seen:
                 errors.append(LedgerError(release.source, _at(release, "derived_from"),
                                           f"unknown parent release {parent!r}"))
+    for release in seen.values():  # the lineage rule (DESIGN 2.5): published only after its parents
+        if release.status in PUBLISHED_STATUSES and release.derived_from:
+            known = _BatchAndLedger(seen, snapshot.releases)
+            blockers = [p for p in publish_blockers(release, known) if p in known]
+            if blockers:
+                errors.append(LedgerError(release.source, _at(release, "status"),
+                                          f"release {release.id!r} is {release.status.value} but it derives from "
+                                          f"releases not published yet: {describe(blockers, known)}; publish them "
+                                          "first, or record this one as planned"))
     cycle = None
     if any(parent in seen for release in seen.values() for parent in release.derived_from):
         import networkx as nx  # only for a batch whose releases derive from each other
@@ -494,6 +507,25 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
         errors.append(LedgerError(first.source, _at(first, "derived_from"),
                                   "derived_from forms a cycle: " + " -> ".join(ids)))
     return errors
+
+
+class _BatchAndLedger(Mapping):
+    """The releases of a batch, then the recorded ones, by id."""
+
+    def __init__(self, batch: Mapping[str, Release], recorded: Mapping[str, Release]):
+        self.batch, self.recorded = batch, recorded
+
+    def __getitem__(self, key: str) -> Release:
+        return self.batch[key] if key in self.batch else self.recorded[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.batch or key in self.recorded
+
+    def __iter__(self):
+        return iter(self.batch)
+
+    def __len__(self) -> int:
+        return len(self.batch)
 
 
 def _at(release: Release, name: str) -> str:

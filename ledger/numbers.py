@@ -16,6 +16,7 @@ true one.
 from __future__ import annotations
 
 import math
+import sys
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 from typing import Union
@@ -57,20 +58,70 @@ def to_fraction(value: object) -> Fraction:
     raise NumberError(f"expected a number, found {value!r}")
 
 
+def float_up(value: Number) -> float:
+    """The smallest float at or above `value` (a loss): never an OverflowError, ∞ past the
+    largest float; a positive value never becomes 0."""
+    if isinstance(value, float):
+        return value
+    try:
+        number = float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -sys.float_info.max
+    if isinstance(value, Fraction) and Fraction(number) < value:
+        number = math.nextafter(number, math.inf)
+    return number
+
+
+def float_down(value: Number) -> float:
+    """The largest float at or below `value` (a headroom, a cap, a delta budget)."""
+    if isinstance(value, float):
+        return value
+    try:
+        number = float(value)
+    except OverflowError:
+        return sys.float_info.max if value > 0 else -math.inf
+    if isinstance(value, Fraction) and Fraction(number) > value:
+        number = math.nextafter(number, -math.inf)
+    return number
+
+
 def round_up(value: Number, places: int, rounding: str = ROUND_CEILING) -> Decimal:
     """Round upward to `places` decimals, so a displayed bound is never too small
     (`rounding=ROUND_FLOOR` for headroom, which must never look larger than it is)."""
-    return _as_decimal(value).quantize(Decimal(1).scaleb(-places), rounding=rounding)
+    decimal = _as_decimal(value, rounding)
+    with localcontext() as ctx:
+        ctx.prec = max(28, abs(decimal.adjusted()) + places + 10)
+        return decimal.quantize(Decimal(1).scaleb(-places), rounding=rounding)
 
 
-def _as_decimal(value: Number) -> Decimal:
+def _as_decimal(value: Number, rounding: str = ROUND_CEILING) -> Decimal:
     if isinstance(value, Fraction):
-        # enough digits, rounded up, that the ceiling below is never too small
+        # enough digits, rounded the same way, that the rounding below is never on the wrong side
         with localcontext() as ctx:
-            ctx.prec = 60
-            ctx.rounding = ROUND_CEILING
+            ctx.prec = max(60, len(str(value.numerator)) + 30, len(str(value.denominator)) + 30)
+            ctx.rounding = rounding
             return Decimal(value.numerator) / Decimal(value.denominator)
     return Decimal(value)
+
+
+def approximate(value: Number, places: int, rounding: str = ROUND_CEILING) -> str:
+    """`value` rounded in the given direction, with `places` decimals, or `places`
+    significant digits when it is smaller than 10^-places (so 1e-10 reads `1e-10`,
+    never `0.0001`). The text's value is on the safe side of `value`."""
+    decimal = _as_decimal(value, rounding)
+    if decimal == 0:
+        return "0"
+    exponent = decimal.adjusted()
+    with localcontext() as ctx:
+        ctx.prec = abs(exponent) + places + 10
+        if abs(decimal) >= Decimal(1).scaleb(-places):
+            return format(decimal.quantize(Decimal(1).scaleb(-places), rounding=rounding), "f")
+        digits = decimal.quantize(Decimal(1).scaleb(exponent - places + 1), rounding=rounding)
+    mantissa = digits.scaleb(-digits.adjusted())
+    text = format(mantissa, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return f"{text}e{digits.adjusted()}"
 
 
 def is_infinite(value: Number) -> bool:
@@ -93,8 +144,10 @@ def format_number(value: Number, places: int = 4, *, down: bool = False) -> str:
         decimal = _terminating_decimal(value)
         if decimal is not None and len(decimal) <= places + 4:
             return decimal
-        return f"{value.numerator}/{value.denominator} (≈ {_trim(round_up(value, places, rounding))})"
-    return _trim(round_up(value, places, rounding))
+        if decimal is not None and _short_scientific(value) is not None:
+            return _short_scientific(value)  # 1e-10: exact, and short
+        return f"{value.numerator}/{value.denominator} (≈ {_trim_text(approximate(value, places, rounding))})"
+    return _trim_text(approximate(value, places, rounding))
 
 
 def format_exact(value: Number, places: int = 2, *, down: bool = False) -> str:
@@ -109,8 +162,32 @@ def format_exact(value: Number, places: int = 2, *, down: bool = False) -> str:
         decimal = _terminating_decimal(value)
         if decimal is not None and len(decimal.split(".")[1]) <= places:
             return decimal
-        return f"{value.numerator}/{value.denominator} (≈ {round_up(value, places, rounding)})"
-    return str(round_up(value, places, rounding))
+        if decimal is not None and _short_scientific(value) is not None:
+            return _short_scientific(value)
+        return f"{value.numerator}/{value.denominator} (≈ {approximate(value, places, rounding)})"
+    return approximate(value, places, rounding)
+
+
+def _short_scientific(value: Fraction) -> str | None:
+    """A terminating decimal with few significant digits, written exactly: `1e-10`, `2.5e-7`."""
+    if not value:
+        return None
+    with localcontext() as ctx:  # exact: `value` is a terminating decimal
+        ctx.prec = len(str(value.numerator)) + len(str(value.denominator)) + 10
+        normal = (Decimal(value.numerator) / Decimal(value.denominator)).normalize()
+    if len(normal.as_tuple().digits) > 4 or abs(normal) >= 1:
+        return None
+    mantissa = normal.scaleb(-normal.adjusted())
+    text = format(mantissa, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return f"{text}e{normal.adjusted()}"
+
+
+def _trim_text(text: str) -> str:
+    if "e" in text or "." not in text:
+        return text
+    return text.rstrip("0").rstrip(".")
 
 
 def format_headroom(value: Number, places: int = 2) -> str:
@@ -125,8 +202,17 @@ def format_delta(value: Number) -> str:
     """Delta in scientific form for reports: 1e-10 is `1 × 10⁻¹⁰`."""
     if value == 0:
         return "0"
-    mantissa, exponent = f"{float(value):.3e}".split("e")
-    mantissa = mantissa.rstrip("0").rstrip(".")
+    if is_infinite(value):
+        return "∞"
+    # a fraction rounded up; a float as its shortest repr (the value it was written as)
+    decimal = _as_decimal(value) if isinstance(value, Fraction) else Decimal(repr(float(value)))
+    with localcontext() as ctx:
+        ctx.prec = abs(decimal.adjusted()) + 20
+        digits = decimal.quantize(Decimal(1).scaleb(decimal.adjusted() - 3), rounding=ROUND_CEILING)
+    exponent = digits.adjusted()
+    mantissa = format(digits.scaleb(-exponent), "f")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
     return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
@@ -141,14 +227,48 @@ def to_json(value: Number | None, *, down: bool = False) -> object:
         return None
     if is_infinite(value):
         return "inf" if value > 0 else "-inf"
-    if isinstance(value, Fraction) and value.denominator == 1:
+    if isinstance(value, Fraction) and value.denominator == 1 and abs(value.numerator) < 2**53:
         return value.numerator
-    number = float(value)
+    try:
+        number = float(value)  # nearest; the text it is written as is checked below
+    except OverflowError:
+        number = math.inf if value > 0 else -math.inf
+    if is_infinite(number):  # a finite value past the largest float: the largest, or "inf" for a loss
+        if (number > 0) != down:
+            return "inf" if number > 0 else -sys.float_info.max
+        return sys.float_info.max if number > 0 else "-inf"
     if isinstance(value, Fraction):
         written = Fraction(repr(number))  # the decimal the JSON text states
         if (written < value) if not down else (written > value):
             number = math.nextafter(number, -math.inf if down else math.inf)
     return number
+
+
+def figure_fields(name: str, value: Number | None, *, down: bool = False) -> dict:
+    """One figure as every `--json` output states it (README, "JSON figures"):
+
+        {name: a JSON number rounded the safe way (up for a loss; down, with `down=True`,
+               for a headroom or a cap), or "inf" / "-inf" when unbounded, or null,
+         name + "_exact": the exact value as a fraction string ("1/4", "3") where one
+               exists, null for an irrational figure (a zCDP conversion) or no figure}
+
+    The one place that shape is made: `table`, `subset`, `check`, `cap list`,
+    `headroom` and `releases` all call it."""
+    return {name: to_json(value, down=down), name + "_exact": fraction_text(value)}
+
+
+def fraction_text(value: Number | None) -> str | None:
+    """The exact value as a fraction string where one exists: "104/4099", "1", "inf";
+    None for a float (an irrational figure, already rounded) and for no value."""
+    if value is None:
+        return None
+    if is_infinite(value):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, Fraction):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    return None
 
 
 def exact_text(value: Number | None) -> str | None:
@@ -169,7 +289,9 @@ def _terminating_decimal(value: Fraction) -> str | None:
             denominator //= prime
     if denominator != 1:
         return None
-    text = format(Decimal(value.numerator) / Decimal(value.denominator), "f")
+    with localcontext() as ctx:  # exact: enough digits for every digit of a terminating decimal
+        ctx.prec = len(str(value.numerator)) + 2 * len(str(value.denominator)) + 10
+        text = format(Decimal(value.numerator) / Decimal(value.denominator), "f")
     return text
 
 

@@ -18,7 +18,7 @@ from typing import Any, Union
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from . import budget, store
+from . import budget, lineage, store
 from .errors import InputErrors, LedgerError, fail
 from .lifecycle import ENFORCING, transition
 from .loader import (
@@ -31,7 +31,7 @@ from .loader import (
     load_releases,
     read_document,
 )
-from .numbers import format_number
+from .numbers import format_number, is_infinite
 from .records import Cap, Dataset, Family, Release
 
 Builder = Callable[[LedgerSnapshot], tuple[list[Release], list[Family], list[LedgerError]]]
@@ -45,12 +45,17 @@ class BudgetRefused(Exception):
         over = [c for c in self.checks if not c.ok]
         lines = [f"{what} refused: it would break {len(over)} cap{'s' if len(over) != 1 else ''}"]
         for c in over:
-            if math.isinf(c.after):
+            if is_infinite(c.after):
                 lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit} would have no bound: "
-                             f"{budget.why_unbounded(c.cap, c.after_total.spend)}")
+                             f"{c.reason or budget.why_unbounded(c.cap, c.after_total.spend)}")
             else:
                 lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit} would be {format_number(c.after)} "
-                             f"against a cap of {format_number(c.cap.limit)}, over by {format_number(-c.headroom)}")
+                             f"against a cap of {format_number(c.cap.limit, down=True)}, over by "
+                             f"{format_number(-c.headroom)}")
+            for charge in c.charges:  # the releases that break it, by name
+                who = f"family {charge.family}" if charge.family else f"release {charge.release}"
+                lines.append(f"    {who} charges {format_number(charge.value)}"
+                             + (f": {charge.reason}" if charge.reason else ""))
         super().__init__("\n".join(lines))
 
 
@@ -137,6 +142,20 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str) -> R
         changed = transition(release, action, actor, store.now())
         if isinstance(changed, str):
             raise fail(f"release {release_id}", "status", changed)
+        history = None
+        if action == "cancel":  # the lineage rule (DESIGN 2.5)
+            history = store.snapshot(session, release.dataset)
+            blockers = lineage.cancel_blockers(release_id, history.releases.values())
+            if blockers:
+                raise fail(f"release {release_id}", "status",
+                           f"cannot cancel release {release_id!r}: charged release(s) derive from it: "
+                           f"{lineage.describe(blockers, history.releases)}; cancel them first")
+        if action == "publish":
+            blockers = lineage.publish_blockers(release, lookup)
+            if blockers:
+                raise fail(f"release {release_id}", "status",
+                           f"cannot publish release {release_id!r} before what it derives from is published: "
+                           f"{lineage.describe(blockers, lookup)}")
         caps = [cap for cap in store.caps(session, release.dataset) if budget.touches(cap, release)]
         totals = store.cap_totals(session, release.dataset)
         if action in ENFORCING:

@@ -47,7 +47,7 @@ from .accounting import CONVERSION_NAME
 from .budget import CapCheck, CapTotal, check, total_from_history
 from .budget import status as cap_status
 from .engine import LedgerIndex, RiskTable, SpendGrid, at_delta
-from .numbers import INF, Number, is_infinite
+from .numbers import INF, Number, float_down, float_up, is_infinite
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Guarantee, Release, Status
 from .headline import Headline, headline
 from .chart_data import PairFigure, Pairs, Timeline  # noqa: F401 (defined there: charts.py reads them too)
@@ -187,6 +187,7 @@ class RiskRow:
     values: tuple[Number, ...]
     dataset_wide: Number
     wide_public: bool = False  # its whole-dataset ∞ comes from public variables only: neutral
+    family: str | None = None  # a member of a family: the family is charged once in the total (DESIGN 2.6)
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,7 @@ class RiskTableView:
     public: tuple[str, ...] = ()  # variables classified public: their ∞ is expected (DESIGN 2.11)
     total_wide_public: bool = False  # the total's whole-dataset ∞ comes from public variables only
     rotate: bool = False  # variable names too long for a column: headers printed vertically
+    family_note: str = ""  # said under the table when some rows are members of a family
 
 
 @dataclass(frozen=True)
@@ -555,7 +557,8 @@ def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = ()) ->
             rows = tuple(
                 RiskRow(release=r.id, title=r.title, status=r.status.value,
                         values=tuple(epsilon_of[i] for i in table.cells[k, start:stop]), dataset_wide=wide[k],
-                        wide_public=bool(public_column.any() and is_infinite(wide[k]) and not protected_inf[k]))
+                        wide_public=bool(public_column.any() and is_infinite(wide[k]) and not protected_inf[k]),
+                        family=r.family)
                 for k, r in enumerate(releases)
             )
         blocks.append(RiskBlock(first=start + 1, last=stop, variables=variables[start:stop], rows=rows,
@@ -585,7 +588,18 @@ def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = ()) ->
         public=tuple(public),
         total_wide_public=bool(public) and not any(is_infinite(t) for v, t in zip(variables, total) if v not in public),
         rotate=min(n_var, BLOCK_VARIABLES) > ROTATE_COLUMNS_FROM and max(map(len, variables)) > ROTATE_NAMES_FROM,
+        family_note=_family_note(releases),
     )
+
+
+def _family_note(releases) -> str:
+    """Under the risk table: the families whose members are rows, each charged once."""
+    families = sorted({r.family for r in releases if r.family})
+    if not families:
+        return ""
+    return (f"Rows marked \"family\" are members of {', '.join(families)}: releases on disjoint parts of "
+            "the records, charged once in the total (the worst member, or a record moving between parts; "
+            "DESIGN 2.6), not added row by row.")
 
 
 class _Matrix:
@@ -918,7 +932,7 @@ def _difference(a: Number, b: Number) -> Number | None:
         return None if a == b else a - b
     if isinstance(a, Fraction) and isinstance(b, Fraction):
         return a - b
-    return float(a) - float(b)
+    return math.nextafter(float_up(a) - float_down(b), math.inf)  # a change in a loss: rounded up
 
 
 def _aware(moment: datetime | None) -> datetime | None:
@@ -974,7 +988,11 @@ def cks_floats(rho: np.ndarray, delta: np.ndarray) -> np.ndarray:
         return result
     # each distinct (rho, delta) once: totals repeat across checkpoints and pairs
     distinct, back = np.unique(np.stack([rho[live], delta[live]]), axis=1, return_inverse=True)
-    result[live] = _cks_distinct(distinct[0], distinct[1])[back.ravel()]
+    with np.errstate(all="ignore"):  # extreme rho: the simple bound below, never a warning or a NaN
+        values = _cks_distinct(distinct[0], distinct[1])
+        simple = distinct[0] + 2 * np.sqrt(distinct[0] * np.log(1 / distinct[1]))
+        values = np.where(np.isfinite(values) & (distinct[0] <= 1e12), np.minimum(values, simple), simple)
+    result[live] = values[back.ravel()]
     return result
 
 

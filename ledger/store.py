@@ -47,7 +47,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
-from .budget import CapTotal, total_from_history, total_from_index
+from .budget import CapTotal, total_differences, total_from_history, total_from_index
 from .codec import (
     GENESIS_HASH,
     canonical_json,
@@ -803,10 +803,12 @@ def _check_totals(session: Session, release_rows: Mapping[str, dict]) -> list[st
         for cap in dataset_caps:
             expected = total_from_index(cap, index)
             found = stored.get(cap.name)
-            if found is None or cap_total_to_dict(found) != cap_total_to_dict(expected):
-                stored_text = "is missing" if found is None else canonical_json(cap_total_to_dict(found))
-                problems.append(f"cap {dataset}/{cap.name}: the running total {stored_text} differs from the "
-                                f"total recomputed from the releases, {canonical_json(cap_total_to_dict(expected))}")
+            if found is None:
+                problems.append(f"cap {dataset}/{cap.name}: the running total is missing")
+            elif cap_total_to_dict(found) != cap_total_to_dict(expected):
+                differences = total_differences(found, expected) or ["its stored form"]
+                problems.append(f"cap {dataset}/{cap.name}: the running total differs from the total recomputed "
+                                f"from the releases: {'; '.join(differences)}")
     return problems
 
 

@@ -21,11 +21,12 @@ from .accounting import CONVERSION_NAME
 from .engine import RiskTable, SubsetCost
 from .numbers import (
     Number,
-    exact_text,
+    figure_fields,
     format_delta,
     format_exact,
     format_headroom,
     format_number,
+    fraction_text,
     is_infinite,
     to_json,
 )
@@ -78,21 +79,21 @@ class TableView:
             return {name: to_json(value) for name, value in zip(self.variables, numbers)}
 
         def exact(numbers):
-            return {name: exact_text(value) for name, value in zip(self.variables, numbers)}
+            return {name: fraction_text(value) for name, value in zip(self.variables, numbers)}
 
         return {
             "dataset": self.dataset,
             "notion": "pure epsilon" if self.basis.pure else "epsilon at delta",
-            "delta": self.basis.json_delta(),
+            **figure_fields("delta", None if self.basis.pure else self.basis.delta),
             "conversion": None if self.basis.pure else CONVERSION_NAME,
             "variables": list(self.variables),
             "rows": [
                 {"release": row.release, "title": row.title, "status": row.status, "values": values(row.values),
-                 "dataset_wide": to_json(row.dataset_wide), "exact": exact(row.values)}
+                 "exact": exact(row.values), **figure_fields("dataset_wide", row.dataset_wide)}
                 for row in self.rows
             ],
-            "total": {"values": values(self.total), "dataset_wide": to_json(self.total_dataset_wide),
-                      "exact": exact(self.total), "dataset_wide_exact": exact_text(self.total_dataset_wide)},
+            "total": {"values": values(self.total), "exact": exact(self.total),
+                      **figure_fields("dataset_wide", self.total_dataset_wide)},
         }
 
 
@@ -126,14 +127,28 @@ def subset_json(cost: SubsetCost, delta: Fraction) -> dict:
     pure = spend.is_pure
     return {
         "subset": list(cost.subset),
-        "epsilon": to_json(spend.epsilon(delta)),
-        "epsilon_exact": exact_text(spend.epsilon(delta)),
-        "rho": None if pure else to_json(spend.zcdp_rho()),
-        "delta": None if pure or spend.unbounded else to_json(delta),
+        **figure_fields("epsilon", spend.epsilon(delta)),
+        **figure_fields("rho", None if pure else spend.zcdp_rho()),
+        **figure_fields("delta", None if pure or spend.unbounded else delta),
         "notion": spend.notion,
         "conversion": CONVERSION_NAME if spend.rho else None,
+        "reason": "a release reads the subset without a certified bound (not protected)" if spend.unbounded
+        else None,
         "releases": list(cost.releases),
     }
+
+
+def release_json(body: dict) -> dict:
+    """A release as `releases --json` prints it: the stored form (codec.release_to_dict),
+    with each guarantee's epsilon, delta and rho in the figure shape (`figure_fields`)."""
+    guarantees = []
+    for g in body.get("guarantees", ()):
+        shown = dict(g)
+        for key in ("epsilon", "delta", "rho"):
+            if shown.get(key) is not None:
+                shown.update(figure_fields(key, Fraction(shown[key])))
+        guarantees.append(shown)
+    return {**body, "guarantees": guarantees}
 
 
 def cell_text(value: Number) -> str:

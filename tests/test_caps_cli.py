@@ -236,7 +236,7 @@ def test_a_cap_below_the_spend_is_accepted_and_over_at_once(spent):
     income = spent.caps()["income"]
     assert (income["limit"], income["current"], income["status"]) == (0.4, 0.5, "over")
     assert income["headroom"] == pytest.approx(-0.1)
-    assert income["drivers"] == [{"release": "a", "value": 0.5}]
+    assert income["drivers"] == [{"release": "a", "family": None, "value": 0.5, "value_exact": "1/2"}]
     assert "[over] cap income (epsilon) on {income}: spent 0.5, cap 0.4" in spent("cap", "list").out
     # and every plan touching it is refused
     assert spent("check", spent.file("p.yaml", releases(laplace("p", "income", "0.01")))).code == 1
@@ -271,7 +271,7 @@ def test_check_reports_every_touched_cap_by_hand(spent, reference_cks):
     assert (income["current"], income["charge"], income["after"], income["limit"]) == (0.5, 0.3, 0.8, 1)
     assert income["headroom"] == pytest.approx(0.2)
     assert income["status"] == "warn"  # exactly 80% of the cap
-    assert income["drivers"] == [{"release": "a", "value": 0.5}]
+    assert income["drivers"] == [{"release": "a", "family": None, "value": 0.5, "value_exact": "1/2"}]
 
     health = caps["health"]  # rho: 1/8 + 1/2^2/2 = 1/4; the plan adds 0.3^2/2 = 0.045
     assert health["current"] == 0.25
@@ -279,7 +279,8 @@ def test_check_reports_every_touched_cap_by_hand(spent, reference_cks):
     assert health["after"] == pytest.approx(0.295)
     assert health["headroom"] == pytest.approx(0.205)
     assert (health["limit"], health["status"]) == (0.5, "ok")
-    assert health["drivers"] == [{"release": "b", "value": 0.125}, {"release": "c", "value": 0.125}]
+    assert health["drivers"] == [{"release": "b", "family": None, "value": 0.125, "value_exact": "1/8"},
+                                 {"release": "c", "family": None, "value": 0.125, "value_exact": "1/8"}]
 
     every = caps["all"]  # pure 1 (zCDP 1/8 + 1/8) and rho 1/8; the plan: pure +0.3, zCDP +0.045
     before = min(1 + reference_cks(1 / 8, 1e-9), reference_cks(3 / 8, 1e-9))
@@ -396,8 +397,8 @@ def test_check_bad_input_exits_2_names_file_and_field_and_writes_nothing(spent, 
 
 def test_headroom_under_a_pure_cap_is_exact_and_recording_it_fits(spent):
     room = spent("headroom", "income", "--json").json()
-    assert room == {"variables": ["income"], "epsilon": 0.5, "epsilon_binding": "income",
-                    "rho": 0, "rho_binding": "income"}  # a rho release cannot fit under a pure cap
+    assert room == {"variables": ["income"], "epsilon": 0.5, "epsilon_exact": "1/2", "epsilon_binding": "income",
+                    "rho": 0, "rho_exact": "0", "rho_binding": "income"}  # a rho release cannot fit under a pure cap
     text_room = spent("headroom", "income").out
     assert "{income}: largest epsilon 0.5 (binding cap: income)" in text_room
 
@@ -438,8 +439,8 @@ def test_headroom_under_a_rho_cap_is_rounded_down_and_recording_it_fits(spent, k
 @SQLITE_ONLY
 def test_headroom_of_a_group_and_of_unknown_names(spent):
     room = spent("headroom", "demographics", "--json").json()
-    assert room == {"variables": ["age", "sex"], "epsilon": 2, "epsilon_binding": "demographics",
-                    "rho": 0, "rho_binding": "demographics"}
+    assert room == {"variables": ["age", "sex"], "epsilon": 2, "epsilon_exact": "2",
+                    "epsilon_binding": "demographics", "rho": 0, "rho_exact": "0", "rho_binding": "demographics"}
     bad = spent("headroom", "income", "salary")
     assert bad.code == 2
     assert "salary" in errors(bad, spent.directory)
@@ -503,7 +504,7 @@ def test_cancelling_frees_the_reservation(clinic):
 
     assert clinic("cancel", "p", "--by", "carol").out.strip() == "p: cancelled"
     assert income_spent(clinic) == 0.3
-    assert clinic.caps()["income"]["drivers"] == [{"release": "q", "value": 0.3}]
+    assert clinic.caps()["income"]["drivers"] == [{"release": "q", "family": None, "value": 0.3, "value_exact": "3/10"}]
     assert clinic("subset", "income", "--json").json()["epsilon"] == 0.3
     assert clinic("check", clinic.file("r.yaml", releases(laplace("r", "income", "0.5")))).code == 0
 

@@ -315,7 +315,8 @@ def test_a_fraction_rho_is_kept_exactly(graduates, tmp_path):
     engine.dispose()
     assert guarantee.rho == Fraction(104, 4099)
     listed = invoke(graduates, "releases", "--json").json()
-    assert listed[0]["guarantees"][0]["rho"] == "104/4099"
+    assert listed[0]["guarantees"][0]["rho_exact"] == "104/4099"  # the figure shape (issue 9)
+    assert F(repr(listed[0]["guarantees"][0]["rho"])) >= F(104, 4099)  # a float at or above it
 
 
 # --------------------------------------------------------------------------
@@ -343,7 +344,7 @@ def test_costs_derived_from_mechanism_parameters(graduates, tmp_path):
             mechanism: {name: exact}
           - id: partial
             reads: [degree, sex]
-            mechanism: {name: laplace, epsilon: 1}
+            mechanism: {name: laplace, epsilon: "1/3"}
             guarantees: [{protects: [sex], epsilon: "1/3"}]
           - id: unbounded-dp
             reads: [degree]

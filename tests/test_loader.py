@@ -235,7 +235,7 @@ def test_explicit_guarantee_replaces_the_derived_one_and_leaves_the_rest_exact(t
         releases:
           - id: partial
             reads: [degree, income, sex]
-            mechanism: {name: laplace, epsilon: 3}
+            mechanism: {name: laplace, epsilon: 1}
             guarantees:
               - {protects: [income], epsilon: 1}
               - {protects: [income, sex], rho: "1/8", relation: add-remove}

@@ -140,8 +140,8 @@ def test_run_writes_the_output_records_it_and_its_digest(ledger):
     assert stored["output"] == written
     assert stored["output_digest"] == hashlib.sha256(out.read_bytes()).hexdigest()
     assert stored["reads"] == ["income"]
-    assert stored["guarantees"] == [{"protects": ["income"], "notion": "pure", "epsilon": "1/2", "delta": None,
-                                     "rho": None, "relation": "replace"}]
+    assert stored["guarantees"] == [{"protects": ["income"], "notion": "pure", "epsilon": 0.5, "epsilon_exact": "1/2",
+                                     "delta": None, "rho": None, "relation": "replace"}]  # the figure shape (issue 9)
     # mean over the public n = 10, clipped to [0, 100]: sensitivity 10, scale 10 / (1/2) = 20
     mechanism = stored["mechanism"]["params"]
     assert (mechanism["n"], mechanism["sensitivity"], mechanism["scale"], mechanism["lower"], mechanism["upper"]) == \

@@ -69,7 +69,7 @@ releases:
     mechanism: {name: tan-consistent-counts, epsilon: 0.1, protects: [income], rounding: fives, seeded: true}
   - id: approximate
     reads: [income, sex]
-    mechanism: {name: gaussian, epsilon: "0.25", delta: 1e-10}
+    mechanism: {name: gaussian, rho: 0.02}
     guarantees:
       - {protects: [income], epsilon: 0.5, delta: "1/100000", relation: add-remove}
       - {protects: [income, sex], rho: 0.02}

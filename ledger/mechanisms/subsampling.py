@@ -29,6 +29,7 @@ import pandas as pd
 
 from . import _validate as check
 from ._validate import REPLACE, Number
+from ..numbers import float_up
 from .errors import MechanismInputError
 from .noise import _rng
 
@@ -59,7 +60,7 @@ def theorem2_epsilon(epsilon: Number, beta: float) -> float:
     if isinstance(beta, bool) or not isinstance(beta, Real) or not math.isfinite(float(beta)):
         raise MechanismInputError("beta", f"must be a number in (0, 1], found {beta!r}")
     if beta == 1:
-        return float(epsilon)
+        return float_up(epsilon)
     beta = check.open_unit_interval("beta", beta)
     # Evaluated in 50-digit decimal arithmetic, then rounded up to the next float: a float
     # evaluation rounded by one ulp can still land below the true value.
@@ -79,7 +80,7 @@ def _decimal(value: Number) -> Decimal:
 
 def subsampled_epsilon(epsilon: Number, beta: float) -> float:
     """The guarantee to record: min(epsilon, epsilon') (DESIGN 2.7)."""
-    return min(float(epsilon), theorem2_epsilon(epsilon, beta))
+    return min(float_up(epsilon), theorem2_epsilon(epsilon, beta))  # never a float below epsilon
 
 
 def draw_subsample(

@@ -1,0 +1,142 @@
+"""One accounting everywhere (issue 9, DESIGN 2.4): for the same subset and delta, every
+command charges the same composition.
+
+Random ledgers (the strategy of test_engine_properties) and random caps: the figure a
+cap shows (its running total built release by release, as `record` builds it; rebuilt
+from the history, as a new cap or `cancel` builds it; rebuilt over arrays, as `audit
+verify` builds it; `check`'s current figure; the report's cap table) equals the figure
+`subset --delta` prints for the cap's subset, and for a single variable the total row
+of `table`. Then a few random ledgers through the command line itself.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from fractions import Fraction
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support import cli_main
+from test_engine_properties import ALL_SUBSETS, VARIABLES, ledgers
+
+from ledger import budget
+from ledger.engine import LedgerIndex, at_delta
+from ledger.records import Cap
+
+F = Fraction
+DELTAS = (F(1, 10**9), F(1, 10**6), F(1, 10**4))
+
+
+@st.composite
+def caps(draw):
+    subset = draw(st.sampled_from([s for s in ALL_SUBSETS if s]))
+    kind = draw(st.sampled_from(["pure", "delta", "rho"]))
+    if kind == "pure":
+        return Cap("survey", "c", subset, epsilon=F(100))
+    if kind == "rho":
+        return Cap("survey", "c", subset, rho=F(100))
+    return Cap("survey", "c", subset, epsilon=F(100), delta=draw(st.sampled_from(DELTAS)))
+
+
+def same(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return float(a) == float(b) or math.isclose(float(a), float(b), rel_tol=1e-12)
+    return a == b
+
+
+@settings(max_examples=150)
+@given(ledger=ledgers(), cap=caps())
+def test_every_path_to_a_cap_figure_agrees_with_subset(ledger, cap):
+    families = {f.id: f for f in ledger.families}
+    running = budget.total_from_history(cap, [], families)  # a new cap, as `cap set` stores it
+    counted: dict[str, list] = {}
+    for release in ledger.releases:  # as `record` applies them, one file at a time
+        running = budget.apply(running, cap, [release], families, counted)
+        if release.family is not None:
+            counted.setdefault(release.family, []).append(release)
+    history = budget.total_from_history(cap, ledger.releases, families)
+    index = LedgerIndex(VARIABLES, ledger.releases, ledger.families)
+    arrays = budget.total_from_index(cap, index)
+    (checked,) = budget.check([cap], {"c": running}, [], families, {}, only_touched=False)
+    figures = [running.value, history.value, arrays.value, checked.current]
+    assert all(same(f, figures[0]) for f in figures), figures
+    spend = index.subset_cost(cap.subset, budget.objective(cap)).spend
+    assert same(budget.measure(cap, spend), figures[0])
+    if cap.delta is not None:  # what `subset --delta` prints
+        printed = index.subset_cost(cap.subset, at_delta(cap.delta)).spend.epsilon(cap.delta)
+        assert same(printed, figures[0]), (printed, figures[0])
+        if len(cap.subset) == 1:  # the total row of `table --delta`
+            (name,) = cap.subset
+            table = index.table("survey", at_delta(cap.delta))
+            assert same(table.total[VARIABLES.index(name)].epsilon(cap.delta), figures[0])
+    # headroom: a pure release of the headroom still fits, by the same figure
+    room = budget.headroom(cap.subset, [cap], {"c": running})
+    if not math.isinf(room.epsilon) and room.epsilon > 0:
+        after = budget.cap_value(cap, running, budget.pure_spend(F(room.epsilon)))
+        assert after <= cap.limit
+
+
+SURVEY = """\
+dataset: survey
+delta: 1e-9
+variables: [{name: a}, {name: b}, {name: c}, {name: d}]
+"""
+
+
+def release_yaml(release) -> str:
+    def guarantee(g):
+        value = {"pure": f'epsilon: "{g.epsilon}"', "approx": f'epsilon: "{g.epsilon}", delta: "{g.delta}"',
+                 "zcdp": f'rho: "{g.rho}"'}[g.notion.value]
+        return f"{{protects: [{', '.join(sorted(g.protects))}], {value}, relation: {g.relation.value}}}"
+
+    lines = [f"  - id: {release.id}", "    status: published", '    published_at: "2026-01-05T10:00:00+00:00"',
+             f"    reads: [{', '.join(sorted(release.reads))}]"]
+    if release.reads:
+        lines.append("    mechanism: {name: declared}" if release.guarantees else "    mechanism: {name: exact}")
+    if release.guarantees:
+        lines.append("    guarantees: [" + ", ".join(map(guarantee, release.guarantees)) + "]")
+    if release.family:
+        lines.append(f"    family: {release.family}")
+    return "\n".join(lines)
+
+
+@settings(max_examples=6)
+@given(ledger=ledgers(max_releases=4))
+def test_every_command_prints_the_same_figure_for_every_capped_subset(ledger, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("same")
+    url = f"sqlite:///{directory / 'ledger.db'}"
+    (directory / "survey.yaml").write_text(SURVEY)
+    assert cli_main(url, "dataset", "add", directory / "survey.yaml").code == 0
+    usable = [r for r in ledger.releases if r.reads and not (r.family and not r.guarantees)]
+    usable = [r for r in usable if not any(f.id == r.family and f.partition and not f.partition <= r.reads
+                                           for f in ledger.families)]
+    families = "".join(f"  - {{id: {f.id}, partition: {'random' if f.partition is None else '[' + ', '.join(sorted(f.partition)) + ']'}}}\n"
+                       for f in ledger.families)
+    text = "dataset: survey\n" + (f"families:\n{families}" if families else "") + "releases:\n" \
+        + "\n".join(map(release_yaml, usable)) + "\n"
+    if usable:
+        (directory / "r.yaml").write_text(text)
+        recorded = cli_main(url, "record", directory / "r.yaml")
+        assert recorded.code == 0, (text, recorded.err)
+    for args in (("a", "b", "--name", "ab", "--delta", "1e-9"), ("c", "--delta", "1e-6"), ("d", "--name", "pure-d")):
+        assert cli_main(url, "cap", "set", *args, "--epsilon", "100").code == 0  # a new cap, from the history
+    listed = {c["cap"]: c for c in cli_main(url, "cap", "list", "--json").json()}
+    plan = directory / "plan.yaml"
+    plan.write_text(textwrap.dedent("""\
+        dataset: survey
+        releases:
+          - {id: p, status: planned, reads: [a, b, c, d], mechanism: {name: laplace, epsilon: "1/1000"}}
+        """))
+    checked = {c["cap"]: c for c in cli_main(url, "check", plan, "--json").json()["caps"]}
+    for name, delta in (("ab", "1e-9"), ("c", "1e-6")):
+        subset = cli_main(url, "subset", *listed[name]["subset"], "--delta", delta, "--json").json()
+        assert listed[name]["current"] == subset["epsilon"] == checked[name]["current"], (name, text)
+        assert listed[name]["current_exact"] == subset["epsilon_exact"]
+    table = cli_main(url, "table", "--delta", "1e-6", "--json").json()
+    assert table["total"]["values"]["c"] == listed["c"]["current"]
+    subset_d = cli_main(url, "subset", "d", "--json").json()
+    if subset_d["notion"] in ("pure", "unbounded"):
+        assert listed["pure-d"]["current"] == subset_d["epsilon"]
+    assert cli_main(url, "audit", "verify").code == 0
