@@ -193,6 +193,7 @@ class CapCheck:
     status: str  # ok / warn / over
     drivers: tuple[tuple[str, Number], ...]  # recorded releases driving the current spend
     after_total: CapTotal = field(default_factory=CapTotal, compare=False, repr=False)  # what recording stores
+    decision: object = field(default=None, compare=False, repr=False)  # accountants.Decision (issue 11)
 
     @property
     def ok(self) -> bool:

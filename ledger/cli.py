@@ -45,6 +45,8 @@ DatasetOption = Annotated[Optional[str], typer.Option("--dataset", "-d", help="D
 DeltaOption = Annotated[Optional[str], typer.Option("--delta", help="Delta for epsilon figures "
                                                     "(default: the dataset's, else 1e-9).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+AccountantOption = Annotated[Optional[str], typer.Option(
+    "--accountant", help="basic, rdp or pld: show this accountant's figure (default: the smallest valid one).")]
 
 
 @app.callback()
@@ -382,17 +384,34 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
 
 
 @app.command()
-def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False) -> None:
+def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False,
+          accountant: AccountantOption = None) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
+    from .accountant_views import table_accountants, table_totals_line
+
     snapshot = _read(dataset)
     chosen = _pick_dataset(snapshot, dataset)
     chosen_delta = _delta(delta, chosen)
-    view = table_view(_index(snapshot, chosen).table(chosen.name, at_delta(chosen_delta)), chosen_delta)
+    _check_accountant(accountant)
+    index = _index(snapshot, chosen)
+    risk = index.table(chosen.name, at_delta(chosen_delta))
+    view = table_view(risk, chosen_delta)
+    accounts = table_accountants(index, risk, chosen_delta, accountant, every=as_json)
     if as_json:
-        typer.echo(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
+        body = view.to_json()
+        body.update(accounts.to_json())
+        typer.echo(json.dumps(body, indent=2, ensure_ascii=False))
         return
     typer.echo(f"dataset {chosen.name}: {view.basis.label}\n")
-    typer.echo(text_table(view))
+    typer.echo(text_table(accounts.apply(view)))
+    typer.echo("\n" + table_totals_line(accounts))
+
+
+def _check_accountant(accountant: str | None) -> None:
+    from .accountants import ACCOUNTANTS
+
+    if accountant is not None and accountant not in ACCOUNTANTS:
+        raise fail("command line", "--accountant", f"must be one of {', '.join(ACCOUNTANTS)}, found {accountant!r}")
 
 
 @app.command()
@@ -401,27 +420,49 @@ def subset(
     dataset: DatasetOption = None,
     delta: DeltaOption = None,
     as_json: JsonOption = False,
+    accountant: AccountantOption = None,
 ) -> None:
-    """The privacy loss on one subset of variables."""
+    """The privacy loss on one subset of variables: the smallest valid figure of the basic,
+    Rényi and privacy-loss-distribution accountants, with its theorem and case."""
+    from .accountant_views import figure_line, subset_accountants
+
     snapshot = _read(dataset)
     chosen = _pick_dataset(snapshot, dataset)
     names = _resolve_variables(chosen, variables)
     chosen_delta = _delta(delta, chosen)
-    cost = _index(snapshot, chosen).subset_cost(names, at_delta(chosen_delta))
+    _check_accountant(accountant)
+    index = _index(snapshot, chosen)
+    cost = index.subset_cost(names, at_delta(chosen_delta))
     result = subset_json(cost, chosen_delta)
+    found, shown = subset_accountants(index, cost, chosen_delta, accountant)
     if as_json:
+        result.update({"epsilon": to_json(shown.epsilon), "delta": None if shown.delta is None else to_json(shown.delta),
+                       "accountant": shown.accountant, "case": shown.case, "theorem": shown.theorem,
+                       "accountants": {name: figure.to_json() for name, figure in found.items()}})
+        if shown.accountant != "basic":
+            result["conversion"] = shown.conversion
+            result["epsilon_exact"] = None
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
         return
     label = "{" + ", ".join(cost.subset) + "}"
     if cost.spend.unbounded:
         typer.echo(f"{label}: ∞ (not protected)")
-    elif cost.spend.is_pure:
+    elif shown.accountant == "basic" and cost.spend.is_pure:
         typer.echo(f"{label}: epsilon {format_number(cost.spend.pure)} (pure)")
-    else:
+    elif shown.accountant == "basic":
         typer.echo(f"{label}: epsilon {format_number(cost.spend.epsilon(chosen_delta))} at delta "
                    f"{format_delta(chosen_delta)} ({result['conversion'] or 'basic composition'})")
-        if result["rho"] is not None:
-            typer.echo(f"  rho (zCDP): {format_number(cost.spend.zcdp_rho())}")
+    else:
+        typer.echo(f"{label}: {figure_line(shown)}")
+    if not cost.spend.unbounded:
+        typer.echo(f"  accountant: {shown.accountant} ({shown.case}); {shown.theorem}")
+        if accountant is None:
+            others = ", ".join(f"{name} {format_number(f.epsilon)}" + ("" if f.valid else " (not valid: adaptive)")
+                               for name, f in found.items() if name != shown.accountant and f.available)
+            if others:
+                typer.echo(f"  other accountants: {others}")
+    if result["rho"] is not None and not cost.spend.unbounded:
+        typer.echo(f"  rho (zCDP): {format_number(cost.spend.zcdp_rho())}")
     typer.echo(f"  charged by: {', '.join(cost.releases) or 'no release'}")
 
 

@@ -157,6 +157,17 @@ class CapTotalRow(SQLModel, table=True):
     total: dict = Field(sa_column=Column(JSON, nullable=False))
 
 
+class CapAccountantRow(SQLModel, table=True):
+    """A cap's running accountant state (accountants.state_*): event counts and lifecycle
+    times on its subset, for the Rényi filter and the declared-in-advance case (issue 11).
+    A cache of the releases: missing or stale rows are recomputed from the history."""
+
+    __tablename__ = "cap_accountant_state"
+    dataset: str = Field(primary_key=True)
+    cap: str = Field(primary_key=True)
+    state: dict = Field(sa_column=Column(JSON, nullable=False))
+
+
 class AuditEventRow(SQLModel, table=True):
     __tablename__ = "audit_events"
     seq: int = Field(primary_key=True)
@@ -433,7 +444,8 @@ def add_dataset(session: Session, dataset: Dataset, actor: str) -> None:
     append_event(session, kind="dataset.added", subject=dataset.name, actor=actor, payload={"dataset": body})
 
 
-def add_releases(session: Session, releases: Sequence[Release], families: Sequence[Family], actor: str) -> None:
+def add_releases(session: Session, releases: Sequence[Release], families: Sequence[Family], actor: str,
+                 decisions: Sequence[dict] = ()) -> None:
     for family in families:
         session.add(FamilyRow(**family_to_dict(family)))
         append_event(session, kind="family.added", subject=family.id, actor=actor,
@@ -444,8 +456,11 @@ def add_releases(session: Session, releases: Sequence[Release], families: Sequen
     rows = []
     for release in releases:
         body = release_to_dict(release)
+        payload = {"release": body}
+        if decisions:  # which accountant admitted it, under which case and theorem (issue 11)
+            payload["budget_decisions"] = list(decisions)
         seq, _ = append_event(session, kind="release.recorded", subject=release.id, actor=actor,
-                              payload={"release": body})
+                              payload=payload)
         rows.append(_release_values(body, seq))  # a release's seq is that of its recording event
     if rows:
         _connection(session).execute(_INSERT_RELEASE, rows)
@@ -648,14 +663,47 @@ def set_cap(session: Session, cap: Cap, actor: str) -> None:
     append_event(session, kind="cap.set", subject=f"{cap.dataset}/{cap.name}", actor=actor, payload={"cap": body})
 
 
-def set_status(session: Session, release: Release, actor: str, kind: str) -> None:
+def set_status(session: Session, release: Release, actor: str, kind: str, decisions: Sequence[dict] = ()) -> None:
     """Write a lifecycle change (the release already carries its new status)."""
     row = session.get(ReleaseRow, release.id)
     body = release_to_dict(release)
     for name in ("status", "approved_by", "approved_at", "published_at"):
         setattr(row, name, body[name])
     session.add(row)
-    append_event(session, kind=kind, subject=release.id, actor=actor, payload={"release": body})
+    payload = {"release": body}
+    if decisions:
+        payload["budget_decisions"] = list(decisions)
+    append_event(session, kind=kind, subject=release.id, actor=actor, payload=payload)
+
+
+def accountant_states(session: Session, dataset: str, names: Iterable[str]) -> dict[str, dict]:
+    """The stored running accountant states of these caps (issue 11)."""
+    names = list(names)
+    if not names:
+        return {}
+    table = CapAccountantRow.__table__
+    rows = _connection(session).execute(select(table.c.cap, table.c.state).where(
+        table.c.dataset == dataset, table.c.cap.in_(names)))
+    return {cap: state for cap, state in rows}
+
+
+def save_accountant_states(session: Session, dataset: str, states: Mapping[str, dict]) -> None:
+    if not states:
+        return
+    _flush(session)
+    table = CapAccountantRow.__table__
+    connection = _connection(session)
+    connection.execute(table.delete().where(table.c.dataset == dataset, table.c.cap.in_(list(states))))
+    connection.execute(insert(table), [{"dataset": dataset, "cap": name, "state": state}
+                                       for name, state in states.items()])
+
+
+def drop_accountant_states(session: Session, dataset: str, names: Iterable[str]) -> None:
+    """Forget running states (a cancellation): they are recomputed from the history when next needed."""
+    names = list(names)
+    if names:
+        table = CapAccountantRow.__table__
+        _connection(session).execute(table.delete().where(table.c.dataset == dataset, table.c.cap.in_(names)))
 
 
 # --------------------------------------------------------------------------
