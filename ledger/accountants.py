@@ -136,18 +136,21 @@ class Event:
         return None
 
 
-def spend_event(spend: Spend) -> Event | None:
-    """The event of one unit's guarantee (a release's or a family's cost): pure, zcdp or approx.
-    None when the spend is zero; callers handle unbounded spends before."""
-    if spend.is_zero:
-        return None
+def spend_events(spend: Spend) -> list[Event]:
+    """The events of one unit's guarantee (a release's or a family's cost), one per notion
+    part: pure, zcdp, approx. A family charged with parts in several notions (DESIGN 2.6,
+    a componentwise bound) is charged every part: their composition bounds it. Callers
+    handle unbounded spends before; a zero spend has no event."""
+    if spend.is_zero or spend.unbounded:
+        return []
+    events = []
+    if spend.pure:
+        events.append(Event("pure", spend.pure))
+    if spend.rho:
+        events.append(Event("zcdp", spend.rho))
     if spend.approx_delta or spend.approx_epsilon:
-        return Event("approx", spend.approx_epsilon, spend.approx_delta)
-    if spend.rho and not spend.pure:
-        return Event("zcdp", spend.rho)
-    if spend.pure and not spend.rho:
-        return Event("pure", spend.pure)
-    return None  # a mixed unit: not expected from one guarantee; leaves the unit to basic
+        events.append(Event("approx", spend.approx_epsilon, spend.approx_delta))
+    return events
 
 
 @lru_cache(maxsize=65536)
@@ -186,11 +189,12 @@ def mechanism_event(release: Release) -> Event | None:
     return None
 
 
-def unit_event(release: Release, spend: Spend) -> Event | None:
-    """The event charged for a standalone release whose basic cost on the subset is `spend`."""
+def unit_events(release: Release, spend: Spend) -> list[Event]:
+    """The events charged for a standalone release whose basic cost on the subset is `spend`."""
     if spend.is_zero:
-        return None
-    return mechanism_event(release) or spend_event(spend)
+        return []
+    event = mechanism_event(release)
+    return [event] if event is not None else spend_events(spend)
 
 
 # --------------------------------------------------------------------------
@@ -367,15 +371,13 @@ def composition(releases: Iterable[Release], families: Iterable[Family], subset:
         if spend.unbounded:
             comp.unbounded = True
             continue
-        event = unit_event(release, spend)
-        if event is not None:
-            comp.events[event] += 1
+        comp.events.update(unit_events(release, spend))
     for fid, group in members.items():
         spend = family_cost(family_map[fid], group, subset)
         if spend.unbounded:
             comp.unbounded = True
-        elif (event := spend_event(spend)) is not None:
-            comp.events[event] += 1
+        else:
+            comp.events.update(spend_events(spend))
     if comp.basic.unbounded:
         comp.unbounded = True
     return comp
@@ -510,11 +512,21 @@ def figures(comp: Composition, delta: Fraction) -> dict[str, Figure]:
             "pld": pld_figure(comp, delta, case)}
 
 
+PURE_PREFERENCE = 1e-3  # a figure at delta replaces a pure one only when smaller by more than this share
+
+
 def best(found: Mapping[str, Figure]) -> Figure:
-    """The smallest valid figure (basic on ties: the simplest statement). A pure basic
-    figure is exact and wins ties; approximate figures are never below the true bound."""
+    """The smallest valid figure. Ties go to the earlier accountant (basic, rdp, pld); a pure
+    basic figure (which holds at delta 0, a stronger statement) is kept unless a figure at
+    the delta is smaller by more than PURE_PREFERENCE of it (one pure release of 0.4 stays
+    0.4, not 0.3999999984 at 1e-9)."""
     candidates = [f for f in found.values() if f.valid and f.available]
-    return min(candidates, key=lambda f: (float(f.epsilon), ACCOUNTANTS.index(f.accountant)))
+    chosen = min(candidates, key=lambda f: (float(f.epsilon), ACCOUNTANTS.index(f.accountant)))
+    basic = found.get("basic")
+    if (basic is not None and basic.delta is None and chosen is not basic
+            and float(chosen.epsilon) >= float(basic.epsilon) * (1 - PURE_PREFERENCE)):
+        return basic
+    return chosen
 
 
 def _up(value: float) -> float:
@@ -546,8 +558,8 @@ class IndexEvents:
             return ids[event]
 
         self.mech = np.asarray([event_id(mechanism_event(r)) for r in index.releases], dtype=np.int64)
-        self.value_event = np.asarray([-1 if v.unbounded else event_id(spend_event(v)) for v in index.values],
-                                      dtype=np.int64)
+        # a guarantee value has one notion, so one event (several parts: -2, handled one by one)
+        self.value_event = np.asarray([_single(event_id, spend_events(v)) for v in index.values], dtype=np.int64)
         self.events = events
         self.event_id = event_id
         n = len(index.releases)
@@ -576,6 +588,10 @@ class IndexEvents:
             comp.unbounded = True
         simple = index.simple & touched & ~index.value_is_zero[ids]
         ev = np.where(self.mech >= 0, self.mech, self.value_event[ids])[simple]
+        for value in np.unique(ids[simple][ev == -2]) if np.any(ev == -2) else ():
+            count = int(np.sum((ids[simple] == value) & (ev == -2)))
+            for event in spend_events(index.values[int(value)]):
+                comp.events[event] += count
         ev = ev[ev >= 0]
         if len(ev):
             counts = np.bincount(ev)
@@ -587,15 +603,15 @@ class IndexEvents:
             spend = family_cost(index.families[fid], [index.releases[i] for i in rows], subset)
             if spend.unbounded:
                 comp.unbounded = True
-            elif (event := spend_event(spend)) is not None:
-                comp.events[event] += 1
+            else:
+                comp.events.update(spend_events(spend))
         for i in index.ambiguous:
             if touched[i]:
                 spend = release_cost(index.releases[i], subset)
                 if spend.unbounded:
                     comp.unbounded = True
-                elif (event := unit_event(index.releases[i], spend)) is not None:
-                    comp.events[event] += 1
+                else:
+                    comp.events.update(unit_events(index.releases[i], spend))
         if touched.any():
             comp.unknown_times = bool(self.unknown[touched].any())
             last = float(self.recorded[touched].max())
@@ -604,6 +620,12 @@ class IndexEvents:
             comp.first_published = (None if first == np.inf else datetime.min if first == -np.inf
                                     else _from_stamp(first))
         return comp
+
+
+def _single(event_id, events: list[Event]) -> int:
+    if not events:
+        return -1
+    return event_id(events[0]) if len(events) == 1 else -2
 
 
 def index_events(index) -> IndexEvents:
@@ -656,7 +678,7 @@ def _from_stamp(value: float) -> datetime:
 # Caps: running state per cap, and which valid filter decides (DESIGN 2.10)
 # --------------------------------------------------------------------------
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 def cap_key(cap) -> str:
@@ -664,10 +686,11 @@ def cap_key(cap) -> str:
     return "|".join([",".join(sorted(cap.subset)), str(cap.epsilon), str(cap.delta), str(cap.rho)])
 
 
-def state_from_composition(cap, comp: Composition, family_events: Mapping[str, str] | None = None) -> dict:
+def state_from_composition(cap, comp: Composition, family_events: Mapping[str, list[str]] | None = None) -> dict:
     events = Counter(comp.events)
-    for key in (family_events or {}).values():
-        events[Event.from_key(key)] -= 1  # kept apart: a family's event changes as members join
+    for keys in (family_events or {}).values():
+        for key in keys:
+            events[Event.from_key(key)] -= 1  # kept apart: a family's events change as members join
     return {
         "v": STATE_VERSION, "cap": cap_key(cap), "orders": [float(a) for a in FILTER_ORDERS],
         "events": {e.key: c for e, c in sorted(events.items(), key=lambda item: item[0].key) if c > 0},
@@ -683,15 +706,15 @@ def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, 
 
     releases = [r for r in releases if r.status in CHARGED_STATUSES]
     comp = composition(releases, families.values(), cap.subset, basic=Spend())
-    family_events: dict[str, str] = {}
+    family_events: dict[str, list[str]] = {}
     members: dict[str, list[Release]] = {}
     for release in releases:
         if release.family is not None and release.family in families and cap.subset & release.reads:
             members.setdefault(release.family, []).append(release)
     for fid, group in members.items():
         spend = family_cost(families[fid], group, cap.subset)
-        if not spend.unbounded and (event := spend_event(spend)) is not None:
-            family_events[fid] = event.key
+        if not spend.unbounded and spend_events(spend):
+            family_events[fid] = [e.key for e in spend_events(spend)]
     return state_from_composition(cap, comp, family_events)
 
 
@@ -719,16 +742,19 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
         spend = release_cost(release, cap.subset)
         if spend.unbounded:
             comp.unbounded = True
-        elif (event := unit_event(release, spend)) is not None:
-            events[event.key] += 1
+        else:
+            for event in unit_events(release, spend):
+                events[event.key] += 1
     for fid, new in joined.items():
         everyone = [m for m in members.get(fid, ()) if m.status in CHARGED_STATUSES] + new
         spend = family_cost(families[fid], everyone, cap.subset)
         if spend.unbounded:
             comp.unbounded = True
             family_events.pop(fid, None)
-        elif (event := spend_event(spend)) is not None:
-            family_events[fid] = event.key
+        elif spend_events(spend):
+            family_events[fid] = [e.key for e in spend_events(spend)]
+        else:
+            family_events.pop(fid, None)
     for moment in (published or {}).values():
         if comp.first_published is None or _naive(moment) < _naive(comp.first_published):
             comp.first_published = moment
@@ -740,8 +766,9 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
 
 def state_composition(state: dict, basic: Spend) -> Composition:
     events = Counter({Event.from_key(k): int(c) for k, c in state["events"].items()})
-    for key in state["families"].values():
-        events[Event.from_key(key)] += 1
+    for keys in state["families"].values():
+        for key in keys:
+            events[Event.from_key(key)] += 1
     return Composition(basic, events, state["unbounded"] or basic.unbounded, _parse(state["last_recorded"]),
                        _parse(state["first_published"]), state["unknown"])
 
@@ -813,7 +840,7 @@ def cap_decision(cap, basic_value: Number, spend: Spend, state: dict | None) -> 
     if spend.is_pure:  # the pure-sum filter spends no delta, so the Rényi filter may have all of it
         approx_eps, approx_delta = comp.approx()
         value = rdp_filter_epsilon(comp.curve(), float(cap.delta))
-        if value < float(basic_value):
+        if value < float(basic_value) * (1 - PURE_PREFERENCE):
             return Decision("rdp", value, case, FILTER_THEOREMS["rdp"])
         return Decision("basic", basic_value, case, FILTER_THEOREMS["basic-pure"])
     return Decision("basic", basic_value, case, FILTER_THEOREMS["basic"])

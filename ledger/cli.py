@@ -295,7 +295,7 @@ def cap_set(
     engine = _engine()
     caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
     with Session(engine) as session:
-        checks = budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
+        checks = operations.cap_checks(session, chosen.name, caps)
     for cap in caps:
         typer.echo(f"cap {cap.name} on {{{', '.join(sorted(cap.subset))}}}: {cap.unit} {format_number(cap.limit)}"
                    + (f" at delta {format_delta(cap.delta)}" if cap.delta is not None else ""))
@@ -311,7 +311,7 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
     engine = _engine()
     with Session(engine) as session:
         caps = store.caps(session, chosen.name)
-        checks = budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
+        checks = operations.cap_checks(session, chosen.name, caps)
     if as_json:
         typer.echo(json.dumps([check_json(c) for c in checks], indent=2, ensure_ascii=False))
         return
@@ -333,6 +333,8 @@ def check_lines(checks, planned: bool = True) -> list[str]:
                      + ", ".join(figures))
         if c.drivers:
             lines.append("      driven by: " + ", ".join(f"{rid} ({format_number(v)})" for rid, v in c.drivers))
+        if getattr(c, "decision", None) is not None and c.decision.accountant != "basic":
+            lines.append(f"      figure by the {c.decision.accountant} accountant ({c.decision.case})")
     return lines
 
 
@@ -350,6 +352,8 @@ def check_json(c) -> dict:
         "headroom": to_json(c.headroom, down=True),
         "status": c.status,
         "drivers": [{"release": rid, "value": to_json(v)} for rid, v in c.drivers],
+        **({"accountant": c.decision.accountant, "case": c.decision.case, "theorem": c.decision.theorem}
+           if getattr(c, "decision", None) is not None else {}),
     }
 
 

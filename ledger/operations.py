@@ -162,6 +162,14 @@ def add_caps(engine: Engine, dataset: str, entries: Iterable[dict], actor: str, 
         return caps
 
 
+def cap_checks(session: Session, dataset: str, caps: Sequence[Cap]) -> list[budget.CapCheck]:
+    """Every cap as it stands, each with its best valid figure (issue 11; `cap list`, `cap set`)."""
+    totals = store.cap_totals(session, dataset)
+    checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
+    checks, _ = cap_accounting.refine(session, dataset, checks, totals, [], {}, {})
+    return checks
+
+
 def headroom(engine: Engine, dataset: str, variables: Iterable[str]) -> budget.Headroom:
     with Session(engine) as session:
         return budget.headroom(variables, store.caps(session, dataset), store.cap_totals(session, dataset))
