@@ -59,7 +59,7 @@ import numpy as np
 from .accounting import CONVERSION_NAME, Spend, cks_epsilon
 from .catalogue import derive_guarantees
 from .numbers import INF, Number
-from .records import CHARGED_STATUSES, Family, Relation, Release, Status
+from .records import CHARGED_STATUSES, Family, Mechanism, Relation, Release, Status
 
 ACCOUNTANTS = ("basic", "rdp", "pld")
 
@@ -153,40 +153,64 @@ def spend_events(spend: Spend) -> list[Event]:
     return events
 
 
-@lru_cache(maxsize=65536)
+_EVENT_MECHANISMS = ("gaussian", "laplace", "geometric")
+
+
 def mechanism_event(release: Release) -> Event | None:
     """The event the release's frozen mechanism parameters describe, or None.
 
     Only when the release's guarantees are exactly the ones its parameters imply
-    (catalogue.derive_guarantees), for replacement neighbours: then the event covers
-    everything the release reads. A subsampled release (sample_size of population
-    recorded) is charged through its amplified pure guarantee (Balle, Barthe and
-    Gaboardi 2018, rounded up; DESIGN 2.7), whose randomized-response curve is valid
-    for any mechanism with that pure guarantee."""
+    (catalogue.derive_guarantees: for these mechanisms, one guarantee on everything
+    read), for replacement neighbours: then the event covers everything the release
+    reads. A subsampled release (sample_size of population recorded) is charged
+    through its amplified pure guarantee (Balle, Barthe and Gaboardi 2018, rounded up;
+    DESIGN 2.7), whose randomized-response curve is valid for any mechanism with that
+    pure guarantee."""
     mechanism = release.mechanism
+    if mechanism.name not in _EVENT_MECHANISMS:
+        return None
+    event, derived = _mechanism_event(mechanism)
+    if event is None or len(release.guarantees) != len(derived):
+        return None
+    for guarantee in release.guarantees:
+        if guarantee.protects != release.reads or _value(guarantee) not in derived:
+            return None
+    return event
+
+
+def _plain(value):
+    """A parameter as a cheaply hashed key (a Fraction's hash costs a modular power)."""
+    return (value.numerator, value.denominator) if type(value) is Fraction else value
+
+
+def _value(guarantee) -> tuple:
+    return (guarantee.notion, guarantee.epsilon, guarantee.delta, guarantee.rho, guarantee.relation)
+
+
+@lru_cache(maxsize=4096)
+def _mechanism_event(mechanism: Mechanism) -> tuple[Event | None, frozenset]:
+    """(event, the values of the guarantees the parameters imply), per distinct mechanism."""
     if mechanism.param("sample_size") is not None:
-        return None
-    derived, problems = derive_guarantees(mechanism, release.reads)
-    if problems or not derived or set(derived) != set(release.guarantees):
-        return None
-    if any(g.relation != Relation.REPLACE for g in derived):
-        return None
+        return None, frozenset()
+    derived, problems = derive_guarantees(mechanism, frozenset())
+    if problems or not derived or any(g.relation != Relation.REPLACE for g in derived):
+        return None, frozenset()
+    values = frozenset(_value(g) for g in derived)
     if mechanism.name == "gaussian":
         sigma, sensitivity = mechanism.param("sigma"), mechanism.param("sensitivity")
         if sigma is not None and sensitivity:
-            return Event("gaussian", Fraction(sigma) / Fraction(sensitivity))
-        return None
+            return Event("gaussian", Fraction(sigma) / Fraction(sensitivity)), values
+        return None, frozenset()
     if mechanism.name == "laplace":
         # dp_accounting's LaplaceDpEvent: noise multiplier scale / L1 sensitivity = 1 / epsilon
         epsilon = derived[0].epsilon
-        return Event("laplace", 1 / Fraction(epsilon)) if epsilon else None
+        return (Event("laplace", 1 / Fraction(epsilon)), values) if epsilon else (None, frozenset())
     if mechanism.name == "geometric":
         scale, sensitivity = mechanism.param("scale"), mechanism.param("sensitivity")
         if scale and sensitivity and Fraction(sensitivity).denominator == 1:
             # two-sided geometric P(z) ∝ e^(-|z| / scale): discrete Laplace with a = 1 / scale
-            return Event("dlaplace", 1 / Fraction(scale), int(sensitivity))
-        return None
-    return None
+            return Event("dlaplace", 1 / Fraction(scale), int(sensitivity)), values
+    return None, frozenset()
 
 
 def unit_events(release: Release, spend: Spend) -> list[Event]:
@@ -294,7 +318,11 @@ class Composition:
     def declared(self) -> bool:
         return declared(self.last_recorded, self.first_published, self.unknown_times)
 
+    known_curve: np.ndarray | None = None  # the summed curve, when computed over arrays
+
     def curve(self) -> np.ndarray:
+        if self.known_curve is not None:
+            return self.known_curve
         total = np.zeros_like(ORDERS)
         for event, count in self.events.items():
             if event.kind != "approx":
@@ -451,7 +479,8 @@ def pld_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
     remaining = float(delta - approx_delta)
     if remaining <= 0:
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"])
-    eps = pld_epsilon({e: c for e, c in comp.events.items() if e.kind != "approx"}, remaining)
+    eps = pld_epsilon({e: c for e, c in comp.events.items() if e.kind != "approx"}, remaining,
+                      pld_interval(comp, remaining))
     eps = _up(eps + float(approx_eps)) if approx_eps else eps
     return Figure("pld", eps, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"],
                   note="" if valid else "not valid here: " + CASES["adaptive"])
@@ -460,9 +489,6 @@ def pld_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
 def pld_epsilon(events: Mapping[Event, int], delta: float, interval: float = PLD_INTERVAL) -> float:
     """dp_accounting's PLD composition of the events (pessimistic), identical events by
     self-composition; the epsilon at `delta`, rounded up."""
-    from dp_accounting.pld import common
-    from dp_accounting.pld import privacy_loss_distribution as PLD
-
     total = None
     for event, count in sorted(events.items(), key=lambda item: item[0].key):
         if count <= 0:
@@ -471,7 +497,6 @@ def pld_epsilon(events: Mapping[Event, int], delta: float, interval: float = PLD
         total = pld if total is None else total.compose(pld)
     if total is None:
         return 0.0
-    del common
     return _up(max(float(total.get_epsilon_for_delta(delta)), 0.0))
 
 
@@ -491,8 +516,7 @@ def _event_pld(event: Event, count: int, interval: float):
                                                    value_discretization_interval=interval,
                                                    pessimistic_estimate=True)
     elif event.kind == "pure":  # the worst case for (eps, 0)-DP: randomized response (Kairouz et al. 2015)
-        base = PLD.from_privacy_parameters(common.DifferentialPrivacyParameters(float(event.a), 0.0),
-                                           value_discretization_interval=interval)
+        return _randomized_response_pld(float(event.a), count, interval)
     else:
         raise ValueError(f"no privacy loss distribution for event {event.key!r}")
     return base.self_compose(count) if count > 1 else base
@@ -503,6 +527,39 @@ def case_of(comp: Composition) -> str:
     if comp.declared or sum(comp.events.values()) <= 1:
         return "declared"
     return "adaptive"
+
+
+def _randomized_response_pld(epsilon: float, count: int, interval: float):
+    """`count` randomized responses at `epsilon`, composed exactly before discretising once: the
+    privacy loss is (2k - count) epsilon with k ~ Binomial(count, e^eps / (1 + e^eps)). Each
+    value is rounded up to the grid (pessimistic), so the error is one interval, not `count`
+    of them as in self-composing a discretised PLD; atoms below 1e-300 go to the infinite
+    loss (pessimistic too)."""
+    from dp_accounting.pld import privacy_loss_distribution as PLD
+    from scipy import stats
+
+    k = np.arange(count + 1)
+    log_p = -np.logaddexp(0.0, -epsilon)  # log(e^eps / (1 + e^eps))
+    probabilities = stats.binom.pmf(k, count, math.exp(log_p))
+    keep = probabilities > 1e-300
+    losses = np.ceil(((2 * k - count) * epsilon) * (1 + 1e-12) / interval).astype(np.int64)
+    mass: dict[int, float] = {}
+    for value, probability in zip(losses[keep], probabilities[keep]):
+        mass[int(value)] = mass.get(int(value), 0.0) + float(probability)
+    infinity = max(0.0, 1.0 - math.fsum(mass.values()))
+    return PLD.PrivacyLossDistribution.create_from_rounded_probability(mass, infinity, interval,
+                                                                       pessimistic_estimate=True)
+
+
+def pld_interval(comp: Composition, delta: float) -> float:
+    """The discretisation: about 1/5000 of the Rényi figure (the PLD figure is a little below
+    it), between 1e-4 and 0.05. Pessimistic at any interval; finer only costs time."""
+    if comp.unbounded:
+        return PLD_INTERVAL
+    rough, _ = rdp_epsilon(comp.curve(), delta)
+    if math.isinf(rough) or rough <= 0:
+        return PLD_INTERVAL
+    return float(min(max(rough / 5000, 1e-4), 0.05))
 
 
 def figures(comp: Composition, delta: Fraction) -> dict[str, Figure]:
@@ -557,24 +614,46 @@ class IndexEvents:
                 events.append(event)
             return ids[event]
 
-        self.mech = np.asarray([event_id(mechanism_event(r)) for r in index.releases], dtype=np.int64)
+        # per distinct mechanism and guarantee value, keyed by integers, so that 100,000
+        # releases cost dictionary lookups, not Fraction hashing
+        by_mechanism: dict = {}
+        by_guarantee: dict = {}
+        mech = np.full(len(index.releases), -1, dtype=np.int64)
+        for i, release in enumerate(index.releases):
+            mechanism = release.mechanism
+            if mechanism.name not in _EVENT_MECHANISMS:
+                continue
+            key = (mechanism.name, tuple((k, _plain(v)) for k, v in mechanism.params))
+            found = by_mechanism.get(key)
+            if found is None:
+                event, derived = _mechanism_event(mechanism)
+                found = by_mechanism[key] = (event_id(event), derived, mechanism)  # (kept alive: ids stay unique)
+            if found[0] < 0 or len(release.guarantees) != len(found[1]):
+                continue
+            ok = True
+            for guarantee in release.guarantees:
+                gkey = (key, guarantee.notion, _plain(guarantee.epsilon), _plain(guarantee.delta),
+                        _plain(guarantee.rho), guarantee.relation)
+                matches = by_guarantee.get(gkey)
+                if matches is None:
+                    matches = by_guarantee[gkey] = (_value(guarantee) in found[1], guarantee)
+                if not matches[0] or guarantee.protects != release.reads:
+                    ok = False
+                    break
+            if ok:
+                mech[i] = found[0]
+        self.mech = mech
         # a guarantee value has one notion, so one event (several parts: -2, handled one by one)
         self.value_event = np.asarray([_single(event_id, spend_events(v)) for v in index.values], dtype=np.int64)
         self.events = events
         self.event_id = event_id
         n = len(index.releases)
-        self.recorded = np.full(n, -np.inf)
-        self.published = np.full(n, np.inf)
-        self.unknown = np.zeros(n, dtype=bool)
-        self._times: list[datetime] = []
-        for i, release in enumerate(index.releases):
-            if release.recorded_at is None:
-                self.unknown[i] = True
-            else:
-                self.recorded[i] = _stamp(release.recorded_at)
-            moment = published_moment(release)
-            if moment is not None:
-                self.published[i] = _stamp(moment) if moment != datetime.min else -np.inf
+        self.unknown = np.asarray([r.recorded_at is None for r in index.releases], dtype=bool)
+        self.recorded = np.asarray([-np.inf if r.recorded_at is None else _stamp(r.recorded_at)
+                                    for r in index.releases], dtype=np.float64).reshape(n)
+        published = [published_moment(r) for r in index.releases]
+        self.published = np.asarray([np.inf if m is None else -np.inf if m == datetime.min else _stamp(m)
+                                     for m in published], dtype=np.float64).reshape(n)
 
     def composition(self, ids: np.ndarray, subset: frozenset[str], basic: Spend) -> Composition:
         """The subset's Composition from per-release value ids (LedgerIndex.cost_ids or a
@@ -645,14 +724,62 @@ def subset_figures(index, subset: Iterable[str], delta: Fraction, basic: Spend) 
 def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("basic", "rdp")
                   ) -> tuple[list[dict[str, Figure]], dict[str, Figure]]:
     """Per variable (the total row of Tan's Table 1) and for the whole dataset, the figures
-    of the named accountants (PLD only when asked: it is the slow one)."""
+    of the named accountants (PLD only when asked: it is the slow one). The single-variable
+    columns are composed together over arrays: event counts by one bincount, curves by one
+    matrix product, lifecycle times by column-wise max and min."""
     events = index_events(index)
-    per_variable = []
-    for j, name in enumerate(index.variables):
-        comp = events.composition(table.cells[:, j], frozenset({name}), table.total[j])
-        per_variable.append(_some(comp, delta, accountants))
+    n_rel, n_var = table.cells.shape
+    cells = table.cells
+    simple = index.simple
+    per_value = events.value_event[cells]
+    if np.any(per_value[simple] == -2):  # a guarantee value with several parts: column by column
+        per_variable = [_some(events.composition(cells[:, j], frozenset({name}), table.total[j]), delta, accountants)
+                        for j, name in enumerate(index.variables)]
+    else:
+        rows, cols = np.nonzero(simple[:, None] & (cells != index.ZERO_ID))
+        ids = cells[rows, cols]
+        event_ids = np.where(events.mech[rows] >= 0, events.mech[rows], events.value_event[ids])
+        keep = ~index.value_is_zero[ids] & (event_ids >= 0)
+        n_events = max(len(events.events), 1)
+        counts = np.bincount(cols[keep] * n_events + event_ids[keep],
+                             minlength=n_var * n_events).reshape(n_var, n_events)
+        curves = np.asarray([event_curve(e) for e in events.events]) if events.events else np.zeros((1, len(ORDERS)))
+        summed = counts @ curves
+        touched = index.reads  # a single variable's column is touched exactly by the releases reading it
+        unbounded = (cells[simple] == index.NONE).any(axis=0)
+        last, first = _column_extreme(touched, events.recorded, -1), _column_extreme(touched, events.published, 1)
+        unknown = touched[events.unknown].any(axis=0)
+        others = bool(index.members) or bool(index.ambiguous)
+        per_variable = []
+        for j, name in enumerate(index.variables):
+            comp = Composition(table.total[j], Counter({events.events[k]: int(counts[j, k])
+                                                        for k in np.flatnonzero(counts[j])}),
+                               bool(unbounded[j]) or table.total[j].unbounded,
+                               None if math.isinf(last[j]) else _from_stamp(float(last[j])),
+                               None if first[j] == np.inf else datetime.min if first[j] == -np.inf
+                               else _from_stamp(float(first[j])), bool(unknown[j]))
+            if others:  # families and releases with a choice, one by one
+                extra = events.composition(np.where(simple, index.ZERO_ID, cells[:, j]), frozenset({name}), Spend())
+                comp.events.update(extra.events)
+                comp.unbounded |= extra.unbounded
+            else:
+                comp.known_curve = summed[j]
+            per_variable.append(_some(comp, delta, accountants))
     comp = events.composition(table.dataset_wide, frozenset(index.variables), table.total_dataset_wide)
     return per_variable, _some(comp, delta, accountants)
+
+
+def _column_extreme(touched: np.ndarray, values: np.ndarray, sign: int) -> np.ndarray:
+    """Per column, the largest (sign -1) or smallest (sign 1) of `values` over the touched rows
+    (±inf when none): the rows in that order, and the first touched one in each column."""
+    empty = -np.inf if sign < 0 else np.inf
+    if len(values) == 0:
+        return np.full(touched.shape[1], empty)
+    order = np.argsort(sign * values, kind="stable")
+    ordered = touched[order]
+    first = ordered.argmax(axis=0)
+    found = ordered[first, np.arange(touched.shape[1])]
+    return np.where(found, values[order][first], empty)
 
 
 def _some(comp: Composition, delta: Fraction, accountants: Sequence[str]) -> dict[str, Figure]:
@@ -665,13 +792,16 @@ _EPOCH = datetime(1970, 1, 1)
 
 
 def _stamp(moment: datetime) -> float:
-    return (_naive(moment) - _EPOCH).total_seconds()
+    """Seconds since the epoch, a naive time read as UTC."""
+    from datetime import UTC
+
+    return (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def _from_stamp(value: float) -> datetime:
-    from datetime import timedelta
+    from datetime import UTC
 
-    return _EPOCH + timedelta(seconds=value)
+    return datetime.fromtimestamp(value, UTC)
 
 
 # --------------------------------------------------------------------------

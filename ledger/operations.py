@@ -132,8 +132,10 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str) -> R
             decisions = cap_accounting.decisions_json(checks)
         store.set_status(session, changed, actor, kind=f"release.{changed.status.value}", decisions=decisions)
         if action == "cancel" and caps:  # frees the reservation: recompute the totals it was in
-            store.drop_accountant_states(session, release.dataset, [cap.name for cap in caps])
             history = store.snapshot(session, release.dataset)
+            store.drop_accountant_states(session, release.dataset, [cap.name for cap in caps])
+            store.save_accountant_states(session, release.dataset, cap_accounting.current_states(
+                session, release.dataset, caps))
             store.save_totals(session, release.dataset, {
                 cap.name: budget.total_from_history(cap, history.releases.values(), history.families) for cap in caps
             })

@@ -660,6 +660,12 @@ def set_cap(session: Session, cap: Cap, actor: str) -> None:
     history = snapshot(session, cap.dataset)
     save_totals(session, cap.dataset, {cap.name: total_from_history(cap, history.releases.values(),
                                                                     history.families)})
+    if cap.delta is not None and cap.rho is None:  # the accountants' running state (issue 11)
+        from .accountants import state_from_history
+
+        families = {f.id: f for f in history.families.values() if f.dataset == cap.dataset}
+        save_accountant_states(session, cap.dataset, {cap.name: state_from_history(
+            cap, [r for r in history.releases.values() if r.dataset == cap.dataset], families)})
     append_event(session, kind="cap.set", subject=f"{cap.dataset}/{cap.name}", actor=actor, payload={"cap": body})
 
 
