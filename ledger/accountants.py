@@ -120,9 +120,7 @@ class Event:
 
     @staticmethod
     def from_key(key: str) -> Event:
-        parts = key.split(":")
-        b = None if len(parts) < 3 else (int(parts[2]) if parts[0] == "dlaplace" else Fraction(parts[2]))
-        return Event(parts[0], Fraction(parts[1]), b)
+        return _event_from_key(key)
 
     @property
     def pure_epsilon(self) -> float | None:
@@ -134,6 +132,14 @@ class Event:
         if self.kind == "dlaplace":
             return float(self.a) * int(self.b)
         return None
+
+
+@lru_cache(maxsize=65536)
+def _event_from_key(key: str) -> Event:
+    """Event.from_key, cached: a cap's running state names its events by key."""
+    parts = key.split(":")
+    b = None if len(parts) < 3 else (int(parts[2]) if parts[0] == "dlaplace" else Fraction(parts[2]))
+    return Event(parts[0], Fraction(parts[1]), b)
 
 
 def spend_events(spend: Spend) -> list[Event]:
@@ -954,10 +960,14 @@ def cap_decision(cap, basic_value: Number, spend: Spend, state: dict | None) -> 
         return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic-pure"])
     if state is None or spend.unbounded or math.isinf(float(basic_value)) and spend.unbounded:
         return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic"])
-    comp = state_composition(state, spend)
-    if comp.unbounded:
+    if state["unbounded"]:
         return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic"])
-    case = case_of(comp)
+    units = sum(state["events"].values()) + sum(len(keys) for keys in state["families"].values())
+    case = "declared" if units <= 1 or declared(_parse(state["last_recorded"]), _parse(state["first_published"]),
+                                                state["unknown"]) else "adaptive"
+    if case == "adaptive" and not spend.is_pure:  # only the basic filter (module docstring)
+        return Decision("basic", basic_value, case, FILTER_THEOREMS["basic"])
+    comp = state_composition(state, spend)
     if case == "declared":
         found = [("basic", basic_value), ("rdp", rdp_figure(comp, cap.delta, case).epsilon)]
         best_value = min(float(v) for _, v in found)
@@ -976,6 +986,7 @@ def cap_decision(cap, basic_value: Number, spend: Spend, state: dict | None) -> 
     return Decision("basic", basic_value, case, FILTER_THEOREMS["basic"])
 
 
+@lru_cache(maxsize=4096)
 def _parse(text: str | None) -> datetime | None:
     if text is None:
         return None
