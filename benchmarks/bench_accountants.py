@@ -180,7 +180,7 @@ def bench_table(n_variables: int, n_releases: int) -> None:
 
 
 def bench_pld_subset(index) -> None:
-    subset = frozenset(index.variables[:3])
+    subset = frozenset(index.variables)  # the whole dataset: every release charges it
     cost = index.subset_cost(subset)
     accountants._event_pld.cache_clear()
     t0 = time.perf_counter()
@@ -206,7 +206,8 @@ def bench_pld_subset(index) -> None:
     peer_s = time.perf_counter() - t1
     n = sum(comp.events.values())
     print(f"(c) one subset with pld: {n:,} charged releases, {len(comp.events)} distinct settings, delta 1e-6:")
-    print(f"    ledger pld (discretisation {accountants.PLD_INTERVAL}) : {ledger_s:6.2f} s, epsilon "
+    interval = accountants.pld_interval(comp, 1e-6)
+    print(f"    ledger pld (discretisation {interval:.4f}): {ledger_s:6.2f} s, epsilon "
           f"{found['pld'].epsilon:.4f}   [target < {PLD_TARGET_S} s]")
     print(f"    dp_accounting at 1e-4 (same events)  : {peer_s:6.2f} s, epsilon {peer:.4f}; basic "
           f"{float(found['basic'].epsilon):.4f}, rdp {found['rdp'].epsilon:.4f}")
@@ -260,18 +261,25 @@ def bench_check(history: int, workdir: Path) -> None:
         checks = operations.check(engine, plan_builder(k))
         full.append(time.perf_counter() - t1)
     assert checks and all(c.decision is not None for c in checks)
-    # the basic layer alone (the baseline): budget.check on the stored running totals
+    # the basic layer alone (the baseline) and the accountants' layer over it, on the stored state
+    from ledger import cap_accounting
+
+    layer = []
     with Session(engine) as session:
         snapshot = store.write_context(session)
         plan, _, _ = plan_builder(0)(snapshot)
         for k in range(30):
             t1 = time.perf_counter()
             totals = store.cap_totals(session, "bench", [c.name for c in caps])
-            budget.check(caps, totals, plan, {}, {})
+            checks = budget.check(caps, totals, plan, {}, {}, only_touched=False)
             basic_only.append(time.perf_counter() - t1)
-    print(f"    history {history:>7,}: check vs 20 caps, median {statistics.median(full) * 1000:6.2f} ms "
-          f"(basic layer alone {statistics.median(basic_only) * 1000:5.2f} ms)   [target < {CHECK_TARGET_MS} ms]"
-          f"   (setup {setup_s:.1f} s)")
+            t2 = time.perf_counter()
+            cap_accounting.refine(session, "bench", checks, totals, plan, {}, {})
+            layer.append(time.perf_counter() - t2)
+    print(f"    history {history:>7,}: 20 caps: basic check {statistics.median(basic_only) * 1000:5.2f} ms + "
+          f"accountants {statistics.median(layer) * 1000:5.2f} ms = "
+          f"{(statistics.median(basic_only) + statistics.median(layer)) * 1000:5.2f} ms   [target < {CHECK_TARGET_MS} ms]; "
+          f"whole `check` with the plan read and built: {statistics.median(full) * 1000:6.2f} ms (setup {setup_s:.1f} s)")
 
 
 def main() -> None:
@@ -283,8 +291,7 @@ def main() -> None:
     bench_looseness()
     index, _ = bench_table(args.variables, args.releases)
     bench_pld_subset(index)
-    print("(d) check one planned release (a Gaussian on 20 variables) against 20 caps at delta 1e-9, "
-          "SQLite file; includes reading the plan:")
+    print("(d) check one planned release (a Gaussian on 20 variables) against 20 caps at delta 1e-9, SQLite file:")
     with tempfile.TemporaryDirectory() as workdir:
         for history in (1_000, args.history):
             bench_check(history, Path(workdir))
