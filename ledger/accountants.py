@@ -976,6 +976,8 @@ def cap_decision(cap, basic_value: Number, spend: Spend, state: dict | None) -> 
             if pld.available:
                 found.append(("pld", pld.epsilon))
         name, value = min(found, key=lambda item: (float(item[1]), ACCOUNTANTS.index(item[0])))
+        if spend.is_pure and float(value) >= float(basic_value) * (1 - PURE_PREFERENCE):
+            name, value = "basic", basic_value  # the pure sum holds at delta 0 (as `best` prefers it)
         return Decision(name, value, case, FILTER_THEOREMS["declared"] + f"; decided by {name}: {THEOREMS[name]}")
     if spend.is_pure:  # the pure-sum filter spends no delta, so the Rényi filter may have all of it
         approx_eps, approx_delta = comp.approx()
