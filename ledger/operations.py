@@ -105,6 +105,7 @@ def check(engine: Engine, build: Builder) -> list[budget.CapCheck]:
 
 def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Release],
             families: Sequence[Family], states: dict | None = None) -> list[budget.CapCheck]:
+    _require_current_totals(session)
     family_map = {**snapshot.families, **{f.id: f for f in families}}
     results: list[budget.CapCheck] = []
     for dataset in sorted({r.dataset for r in releases}):
@@ -124,6 +125,14 @@ def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Relea
     return results
 
 
+def _require_current_totals(session: Session) -> None:
+    """A decision reads running totals: refuse when they are not stamped with the chain head
+    (store.stale_totals: two key lookups, whatever the history's length)."""
+    problem = store.stale_totals(session)
+    if problem is not None:
+        raise fail("ledger", "cap totals", problem)
+
+
 def change_status(engine: Engine, release_id: str, action: str, actor: str) -> Release:
     """approve / publish / retract / cancel one release; approve and publish re-check its caps."""
     with store.write_session(engine) as session:
@@ -141,6 +150,7 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str) -> R
         totals = store.cap_totals(session, release.dataset)
         decisions: list[dict] = []
         if action in ENFORCING:
+            _require_current_totals(session)
             checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
             published = {changed.id: changed.published_at} if action == "publish" else None
             checks, states = cap_accounting.refine(session, release.dataset, checks, totals, [], {}, {}, published)
@@ -224,7 +234,7 @@ def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: st
                 return False
             raise fail(source, "dataset", f"dataset {dataset.name!r} is already recorded with other variables "
                                           "or groups; a recorded dataset is never rewritten "
-                                          "(change caps with `cap set`)")
+                                          "(apply a changed dataset file with `dataset amend FILE`, caps with `cap set`)")
         store.add_dataset(session, dataset, actor)
         for cap in caps:
             store.set_cap(session, cap, actor)
