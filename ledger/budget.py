@@ -380,6 +380,7 @@ class CapCheck:
     after_total: CapTotal = field(default_factory=CapTotal, compare=False, repr=False)  # what recording stores
     charges: tuple[Charge, ...] = ()  # each planned release's own charge (families once)
     reason: str | None = None  # why `after` is ∞, in words
+    decision: object = field(default=None, compare=False, repr=False)  # accountants.Decision (issue 11)
 
     @property
     def ok(self) -> bool:

@@ -133,7 +133,53 @@ def derive_guarantees(mechanism: Mechanism, reads: frozenset[str]) -> tuple[tupl
     if derivation is None:
         known = ", ".join(sorted(CATALOGUE))
         return (), [Problem("name", f"unknown mechanism {mechanism.name!r}; known: {known}")]
-    return derivation(mechanism, reads)
+    sampling = sampling_problems(mechanism)
+    if sampling:
+        return (), sampling
+    guarantees, problems = derivation(mechanism, reads)
+    if problems or mechanism.param("sample_size") is None or mechanism.param("epsilon_before_subsampling") is not None:
+        return guarantees, problems  # (a mechanism run by the ledger records its amplified guarantee itself)
+    return _amplified(mechanism, guarantees)
+
+
+SAMPLING_PARAMS = ("sample_size", "population")
+
+
+def sampling_problems(mechanism: Mechanism) -> list[Problem]:
+    """The sampling event (sample_size of population, without replacement; DESIGN 2.7): both
+    positive integers, the sample no larger than the population."""
+    values = {name: mechanism.param(name) for name in SAMPLING_PARAMS}
+    if all(value is None for value in values.values()):
+        return []
+    for name, value in values.items():
+        if value is None:
+            return [Problem(name, "a subsampled release needs both sample_size and population")]
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            return [Problem(name, f"must be a positive integer. Found {value!r}.")]
+    if values["sample_size"] > values["population"]:
+        return [Problem("sample_size", f"must be at most the population ({values['population']}). "
+                                       f"Found {values['sample_size']}.")]
+    return []
+
+
+def _amplified(mechanism: Mechanism, guarantees):
+    """A pure guarantee of a mechanism run on a sample drawn without replacement, amplified by
+    Balle, Barthe and Gaboardi (2018): ln(1 + beta (e^eps - 1)), rounded up (DESIGN 2.7)."""
+    from fractions import Fraction
+
+    from .mechanisms.subsampling import subsampled_epsilon
+
+    beta = Fraction(mechanism.param("sample_size"), mechanism.param("population"))
+    result = []
+    for guarantee in guarantees:
+        if guarantee.notion != Notion.PURE or guarantee.relation != Relation.REPLACE:
+            return (), [Problem("sample_size", "amplification by subsampling is certified here for pure "
+                                               "guarantees under replacement neighbours only")]
+        if guarantee.epsilon:
+            epsilon = min(guarantee.epsilon, Fraction(subsampled_epsilon(guarantee.epsilon, beta)))
+            guarantee = Guarantee(guarantee.protects, guarantee.notion, epsilon=epsilon, relation=guarantee.relation)
+        result.append(guarantee)
+    return tuple(result), []
 
 
 def needs_explicit_guarantees(mechanism: Mechanism) -> bool:

@@ -52,6 +52,8 @@ DatasetOption = Annotated[Optional[str], typer.Option("--dataset", "-d", help="D
 DeltaOption = Annotated[Optional[str], typer.Option("--delta", help="Delta for epsilon figures "
                                                     "(default: the dataset's, else 1e-9).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+AccountantOption = Annotated[Optional[str], typer.Option(
+    "--accountant", help="basic, rdp or pld: show this accountant's figure (default: the smallest valid one).")]
 
 
 @app.callback()
@@ -313,7 +315,7 @@ def cap_set(
     engine = _engine()
     caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
     with Session(engine) as session:
-        checks = budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
+        checks = operations.cap_checks(session, chosen.name, caps)
     if as_json:
         typer.echo(cli_json.dumps({"ok": True, "caps": [check_json(c) for c in checks]}))
         return
@@ -332,7 +334,7 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
     engine = _engine()
     with Session(engine) as session:
         caps = store.caps(session, chosen.name)
-        checks = budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
+        checks = operations.cap_checks(session, chosen.name, caps)
     if as_json:
         typer.echo(json.dumps([check_json(c) for c in checks], indent=2, ensure_ascii=False))
         return
@@ -362,6 +364,8 @@ def check_lines(checks, planned: bool = True) -> list[str]:
             lines.append("      driven by: " + ", ".join(_driver_text(rid, v) for rid, v in c.drivers))
         if c.reason:
             lines.append(f"      no bound: {c.reason}")
+        if c.decision is not None and c.decision.accountant != "basic":
+            lines.append(f"      figure by the {c.decision.accountant} accountant ({c.decision.case})")
     return lines
 
 
@@ -389,6 +393,8 @@ def check_json(c) -> dict:
         "charges": [{"release": charge.release, "family": charge.family, **figure_fields("value", charge.value),
                      "reason": charge.reason} for charge in c.charges],
         "drivers": [_driver_json(rid, v) for rid, v in c.drivers],
+        **({"accountant": c.decision.accountant, "case": c.decision.case, "theorem": c.decision.theorem}
+           if c.decision is not None else {}),
     }
 
 
@@ -421,10 +427,13 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
 
 
 @app.command()
-def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False) -> None:
+def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False,
+          accountant: AccountantOption = None) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
+    from .accountant_views import table_accountants, table_totals_line
     from .progress import progress
 
+    _check_accountant(accountant)
     with progress("computing the release-by-variable table"):
         snapshot = _read(dataset)
         chosen = _pick_dataset(snapshot, dataset)
@@ -432,15 +441,25 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
         index = _index(snapshot, chosen)
         risk = index.table(chosen.name, at_delta(chosen_delta))
         view = table_view(risk, chosen_delta)
+        accounts = table_accountants(index, risk, chosen_delta, accountant, every=as_json)
         head = headline(index, chosen, chosen_delta, at_delta(chosen_delta), risk.total, risk.total_dataset_wide)
     if as_json:
-        typer.echo(json.dumps({**view.to_json(), "headline": head.to_json()}, indent=2, ensure_ascii=False))
+        typer.echo(json.dumps({**view.to_json(), "headline": head.to_json(), **accounts.to_json()}, indent=2,
+                              ensure_ascii=False))
         return
     typer.echo(f"dataset {chosen.name}: {view.basis.label}\n")
     for line in headline_lines(head):
         typer.echo(line)
     typer.echo("")
-    typer.echo(text_table(view))
+    typer.echo(text_table(accounts.apply(view)))
+    typer.echo("\n" + table_totals_line(accounts))
+
+
+def _check_accountant(accountant: str | None) -> None:
+    from .accountants import ACCOUNTANTS
+
+    if accountant is not None and accountant not in ACCOUNTANTS:
+        raise fail("command line", "--accountant", f"must be one of {', '.join(ACCOUNTANTS)}, found {accountant!r}")
 
 
 @app.command()
@@ -449,27 +468,49 @@ def subset(
     dataset: DatasetOption = None,
     delta: DeltaOption = None,
     as_json: JsonOption = False,
+    accountant: AccountantOption = None,
 ) -> None:
-    """The privacy loss on one subset of variables."""
+    """The privacy loss on one subset of variables: the smallest valid figure of the basic,
+    Rényi and privacy-loss-distribution accountants, with its theorem and case."""
+    from .accountant_views import figure_line, subset_accountants
+
     snapshot = _read(dataset)
     chosen = _pick_dataset(snapshot, dataset)
     names = _resolve_variables(chosen, variables)
     chosen_delta = _delta(delta, chosen)
-    cost = _index(snapshot, chosen).subset_cost(names, at_delta(chosen_delta))
+    _check_accountant(accountant)
+    index = _index(snapshot, chosen)
+    cost = index.subset_cost(names, at_delta(chosen_delta))
     result = subset_json(cost, chosen_delta)
+    found, shown = subset_accountants(index, cost, chosen_delta, accountant)
     if as_json:
+        result.update({"epsilon": to_json(shown.epsilon), "delta": None if shown.delta is None else to_json(shown.delta),
+                       "accountant": shown.accountant, "case": shown.case, "theorem": shown.theorem,
+                       "accountants": {name: figure.to_json() for name, figure in found.items()}})
+        if shown.accountant != "basic":
+            result["conversion"] = shown.conversion
+            result["epsilon_exact"] = None
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
         return
     label = "{" + ", ".join(cost.subset) + "}"
     if cost.spend.unbounded:
         typer.echo(f"{label}: ∞ (not protected)")
-    elif cost.spend.is_pure:
+    elif shown.accountant == "basic" and cost.spend.is_pure:
         typer.echo(f"{label}: epsilon {format_number(cost.spend.pure)} (pure)")
-    else:
+    elif shown.accountant == "basic":
         typer.echo(f"{label}: epsilon {format_number(cost.spend.epsilon(chosen_delta))} at delta "
                    f"{format_delta(chosen_delta)} ({result['conversion'] or 'basic composition'})")
-        if result["rho"] is not None:
-            typer.echo(f"  rho (zCDP): {format_number(cost.spend.zcdp_rho())}")
+    else:
+        typer.echo(f"{label}: {figure_line(shown)}")
+    if not cost.spend.unbounded:
+        typer.echo(f"  accountant: {shown.accountant} ({shown.case}); {shown.theorem}")
+        if accountant is None:
+            others = ", ".join(f"{name} {format_number(f.epsilon)}" + ("" if f.valid else " (not valid: adaptive)")
+                               for name, f in found.items() if name != shown.accountant and f.available)
+            if others:
+                typer.echo(f"  other accountants: {others}")
+    if result["rho"] is not None and not cost.spend.unbounded:
+        typer.echo(f"  rho (zCDP): {format_number(cost.spend.zcdp_rho())}")
     typer.echo(f"  charged by: {', '.join(cost.releases) or 'no release'}")
 
 

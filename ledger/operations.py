@@ -18,7 +18,7 @@ from typing import Any, Union
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from . import budget, lineage, store
+from . import budget, cap_accounting, lineage, store
 from .errors import InputErrors, LedgerError, fail
 from .lifecycle import ENFORCING, transition
 from .loader import (
@@ -56,6 +56,7 @@ class BudgetRefused(Exception):
                 who = f"family {charge.family}" if charge.family else f"release {charge.release}"
                 lines.append(f"    {who} charges {format_number(charge.value)}"
                              + (f": {charge.reason}" if charge.reason else ""))
+            lines.append(f"    {cap_accounting.decision_text(c)}")
         super().__init__("\n".join(lines))
 
 
@@ -85,12 +86,15 @@ def record(engine: Engine, build: Builder, actor: str) -> Recorded:
         releases, families, errors = build(snapshot)
         if errors:
             raise InputErrors(errors)
-        checks = _checks(session, snapshot, releases, families)
+        states: dict[str, dict[str, dict]] = {}
+        checks = _checks(session, snapshot, releases, families, states)
         if any(not c.ok for c in checks):
             raise BudgetRefused(checks, "recording")
-        store.add_releases(session, releases, families, actor)
+        store.add_releases(session, releases, families, actor, cap_accounting.decisions_json(checks))
         for dataset in {c.cap.dataset for c in checks}:
             store.save_totals(session, dataset, {c.cap.name: c.after_total for c in checks if c.cap.dataset == dataset})
+        for dataset, dataset_states in states.items():
+            store.save_accountant_states(session, dataset, dataset_states)
         return Recorded(tuple(releases), tuple(families), tuple(checks))
 
 
@@ -105,7 +109,7 @@ def check(engine: Engine, build: Builder) -> list[budget.CapCheck]:
 
 
 def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Release],
-            families: Sequence[Family]) -> list[budget.CapCheck]:
+            families: Sequence[Family], states: dict | None = None) -> list[budget.CapCheck]:
     _require_current_totals(session)
     family_map = {**snapshot.families, **{f.id: f for f in families}}
     results: list[budget.CapCheck] = []
@@ -117,7 +121,12 @@ def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Relea
         joined = {r.family for r in plan if r.family is not None}
         members = store.family_members(session, joined & set(snapshot.families))
         totals = store.cap_totals(session, dataset, [cap.name for cap in caps])
-        results.extend(budget.check(caps, totals, plan, family_map, members))
+        checks = budget.check(caps, totals, plan, family_map, members)
+        # the best valid figure per cap (issue 11): a layer over the basic check
+        checks, after_states = cap_accounting.refine(session, dataset, checks, totals, plan, family_map, members)
+        if states is not None:
+            states[dataset] = after_states
+        results.extend(checks)
     return results
 
 
@@ -158,14 +167,22 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str) -> R
                            f"{lineage.describe(blockers, lookup)}")
         caps = [cap for cap in store.caps(session, release.dataset) if budget.touches(cap, release)]
         totals = store.cap_totals(session, release.dataset)
+        decisions: list[dict] = []
         if action in ENFORCING:
             _require_current_totals(session)
             checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
+            published = {changed.id: changed.published_at} if action == "publish" else None
+            checks, states = cap_accounting.refine(session, release.dataset, checks, totals, [], {}, {}, published)
             if any(not c.ok for c in checks):
                 raise BudgetRefused(checks, f"{action} {release_id}")
-        store.set_status(session, changed, actor, kind=f"release.{changed.status.value}")
+            store.save_accountant_states(session, release.dataset, states)
+            decisions = cap_accounting.decisions_json(checks)
+        store.set_status(session, changed, actor, kind=f"release.{changed.status.value}", decisions=decisions)
         if action == "cancel" and caps:  # frees the reservation: recompute the totals it was in
             history = store.snapshot(session, release.dataset)
+            store.drop_accountant_states(session, release.dataset, [cap.name for cap in caps])
+            store.save_accountant_states(session, release.dataset, cap_accounting.current_states(
+                session, release.dataset, caps))
             store.save_totals(session, release.dataset, {
                 cap.name: budget.total_from_history(cap, history.releases.values(), history.families) for cap in caps
             })
@@ -192,6 +209,14 @@ def add_caps(engine: Engine, dataset: str, entries: Iterable[dict], actor: str, 
         for cap in caps:
             store.set_cap(session, cap, actor)
         return caps
+
+
+def cap_checks(session: Session, dataset: str, caps: Sequence[Cap]) -> list[budget.CapCheck]:
+    """Every cap as it stands, each with its best valid figure (issue 11; `cap list`, `cap set`)."""
+    totals = store.cap_totals(session, dataset)
+    checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
+    checks, _ = cap_accounting.refine(session, dataset, checks, totals, [], {}, {})
+    return checks
 
 
 def headroom(engine: Engine, dataset: str, variables: Iterable[str]) -> budget.Headroom:

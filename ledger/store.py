@@ -157,6 +157,17 @@ class CapTotalRow(SQLModel, table=True):
     total: dict = Field(sa_column=Column(JSON, nullable=False))
 
 
+class CapAccountantRow(SQLModel, table=True):
+    """A cap's running accountant state (accountants.state_*): event counts and lifecycle
+    times on its subset, for the Rényi filter and the declared-in-advance case (issue 11).
+    A cache of the releases: missing or stale rows are recomputed from the history."""
+
+    __tablename__ = "cap_accountant_state"
+    dataset: str = Field(primary_key=True)
+    cap: str = Field(primary_key=True)
+    state: dict = Field(sa_column=Column(JSON, nullable=False))
+
+
 class AuditEventRow(SQLModel, table=True):
     __tablename__ = "audit_events"
     seq: int = Field(primary_key=True)
@@ -436,7 +447,8 @@ def add_dataset(session: Session, dataset: Dataset, actor: str) -> None:
     append_event(session, kind="dataset.added", subject=dataset.name, actor=actor, payload={"dataset": body})
 
 
-def add_releases(session: Session, releases: Sequence[Release], families: Sequence[Family], actor: str) -> None:
+def add_releases(session: Session, releases: Sequence[Release], families: Sequence[Family], actor: str,
+                 decisions: Sequence[dict] = ()) -> None:
     for family in families:
         session.add(FamilyRow(**family_to_dict(family)))
         append_event(session, kind="family.added", subject=family.id, actor=actor,
@@ -447,8 +459,11 @@ def add_releases(session: Session, releases: Sequence[Release], families: Sequen
     rows = []
     for release in releases:
         body = release_to_dict(release)
+        payload = {"release": body}
+        if decisions:  # which accountant admitted it, under which case and theorem (issue 11)
+            payload["budget_decisions"] = list(decisions)
         seq, _ = append_event(session, kind="release.recorded", subject=release.id, actor=actor,
-                              payload={"release": body})
+                              payload=payload)
         rows.append(_release_values(body, seq))  # a release's seq is that of its recording event
     if rows:
         _connection(session).execute(_INSERT_RELEASE, rows)
@@ -648,6 +663,12 @@ def set_cap(session: Session, cap: Cap, actor: str) -> None:
     history = snapshot(session, cap.dataset)
     save_totals(session, cap.dataset, {cap.name: total_from_history(cap, history.releases.values(),
                                                                     history.families)})
+    if cap.delta is not None and cap.rho is None:  # the accountants' running state (issue 11)
+        from .accountants import state_from_history
+
+        families = {f.id: f for f in history.families.values() if f.dataset == cap.dataset}
+        save_accountant_states(session, cap.dataset, {cap.name: state_from_history(
+            cap, [r for r in history.releases.values() if r.dataset == cap.dataset], families)})
     append_event(session, kind="cap.set", subject=f"{cap.dataset}/{cap.name}", actor=actor, payload={"cap": body})
 
 
@@ -688,18 +709,52 @@ def remove_cap(session: Session, dataset: str, name: str, actor: str, reason: st
         session.delete(total)
     bump_config(session)
     session.info.get("saved_totals", {}).pop((dataset, name), None)
+    drop_accountant_states(session, dataset, [name])  # (issue 11) a cap set again starts afresh
     append_event(session, kind="cap.removed", subject=f"{dataset}/{name}", actor=actor,
                  payload={"cap": None, "was": was, "reason": reason})
 
 
-def set_status(session: Session, release: Release, actor: str, kind: str) -> None:
+def set_status(session: Session, release: Release, actor: str, kind: str, decisions: Sequence[dict] = ()) -> None:
     """Write a lifecycle change (the release already carries its new status)."""
     row = session.get(ReleaseRow, release.id)
     body = release_to_dict(release)
     for name in ("status", "approved_by", "approved_at", "published_at"):
         setattr(row, name, body[name])
     session.add(row)
-    append_event(session, kind=kind, subject=release.id, actor=actor, payload={"release": body})
+    payload = {"release": body}
+    if decisions:
+        payload["budget_decisions"] = list(decisions)
+    append_event(session, kind=kind, subject=release.id, actor=actor, payload=payload)
+
+
+def accountant_states(session: Session, dataset: str, names: Iterable[str]) -> dict[str, dict]:
+    """The stored running accountant states of these caps (issue 11)."""
+    names = list(names)
+    if not names:
+        return {}
+    table = CapAccountantRow.__table__
+    rows = _connection(session).execute(select(table.c.cap, table.c.state).where(
+        table.c.dataset == dataset, table.c.cap.in_(names)))
+    return {cap: state for cap, state in rows}
+
+
+def save_accountant_states(session: Session, dataset: str, states: Mapping[str, dict]) -> None:
+    if not states:
+        return
+    _flush(session)
+    table = CapAccountantRow.__table__
+    connection = _connection(session)
+    connection.execute(table.delete().where(table.c.dataset == dataset, table.c.cap.in_(list(states))))
+    connection.execute(insert(table), [{"dataset": dataset, "cap": name, "state": state}
+                                       for name, state in states.items()])
+
+
+def drop_accountant_states(session: Session, dataset: str, names: Iterable[str]) -> None:
+    """Forget running states (a cancellation): they are recomputed from the history when next needed."""
+    names = list(names)
+    if names:
+        table = CapAccountantRow.__table__
+        _connection(session).execute(table.delete().where(table.c.dataset == dataset, table.c.cap.in_(names)))
 
 
 # --------------------------------------------------------------------------

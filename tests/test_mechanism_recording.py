@@ -524,6 +524,13 @@ def theorem2(epsilon, n_sample: int, n_total: int) -> mpmath.mpf:
     return mpmath.log((mpmath.e**eps * beta + 1 - beta) / (1 - beta))
 
 
+def tight(epsilon, n_sample: int, n_total: int) -> mpmath.mpf:
+    """ln(1 + beta (e^eps - 1)) (Balle, Barthe and Gaboardi 2018), what the ledger records (issue 11)."""
+    beta = mpmath.mpf(n_sample) / n_total
+    eps = mpmath.mpf(epsilon.numerator) / epsilon.denominator
+    return mpmath.log(1 + beta * (mpmath.e**eps - 1))
+
+
 def mp(value: Fraction) -> mpmath.mpf:
     return mpmath.mpf(value.numerator) / value.denominator
 
@@ -535,9 +542,9 @@ def records(n: int) -> pd.DataFrame:
 def test_subsampling_records_theorem_2_where_it_helps(ledger):
     result = ledger.run("laplace-sum", records(10), "sampled", LAPLACE_SUM, sample=1)
     (guarantee,) = result.release.guarantees
-    true = theorem2(F(1), 1, 10)
-    # by hand: ln((0.1 e + 0.9)/0.9) = ln(1.30203...) = 0.26392559439825...
-    assert float(true) == pytest.approx(0.2639255943982554, abs=1e-15)
+    assert float(theorem2(F(1), 1, 10)) == pytest.approx(0.2639255943982554, abs=1e-15)  # Clifton et al.
+    true = tight(F(1), 1, 10)  # by hand: ln(1 + 0.1 (e - 1)) = ln(1.17182818...) = 0.158565...
+    assert float(true) == pytest.approx(math.log(1.1718281828459045), abs=1e-15)
     assert mp(guarantee.epsilon) >= true
     assert mp(guarantee.epsilon) - true <= 1e-12
     assert guarantee.notion == Notion.PURE and guarantee.relation == Relation.REPLACE
@@ -546,11 +553,12 @@ def test_subsampling_records_theorem_2_where_it_helps(ledger):
     assert result.release == ledger.releases()["sampled"]
 
 
-def test_subsampling_records_epsilon_where_theorem_2_is_worse(ledger):
-    # beta = 1/2: ln((e/2 + 1/2)/(1/2)) = ln(e + 1) = 1.31 > 1, so min(eps, eps') = 1 exactly
+def test_subsampling_records_the_tight_bound_where_theorem_2_is_worse(ledger):
+    # beta = 1/2: Clifton's ln(e + 1) = 1.31 > 1 gains nothing; the tight ln((e + 1)/2) = 0.620 does
     assert theorem2(F(1), 5, 10) > 1
     result = ledger.run("crosstab", records(10), "half", {"columns": "region", "epsilon": "1"}, sample=5)
-    assert result.release.guarantees[0].epsilon == F(1)
+    recorded = mp(result.release.guarantees[0].epsilon)
+    assert tight(F(1), 5, 10) <= recorded <= tight(F(1), 5, 10) + 1e-12
     assert (params(result.release)["sample_size"], params(result.release)["population"]) == (5, 10)
 
 
@@ -561,7 +569,7 @@ def test_the_amplified_epsilon_is_never_below_theorem_2(ledger, n_sample, n_tota
     lands below ln((e beta + 1 - beta)/(1 - beta)), by 1e-17 to 7e-17."""
     result = ledger.run("crosstab", records(n_total), "s", {"columns": "region", "epsilon": "1"}, sample=n_sample)
     recorded = result.release.guarantees[0].epsilon
-    true = theorem2(F(1), n_sample, n_total)
+    true = tight(F(1), n_sample, n_total)
     assert mp(recorded) >= true, f"recorded {recorded} = {mpmath.nstr(mp(recorded), 25)} < {mpmath.nstr(true, 25)}"
 
 

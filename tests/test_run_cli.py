@@ -245,12 +245,13 @@ def test_the_same_seed_gives_the_same_output_in_two_ledgers(ledger, tmp_path):
 
 
 def test_sample_records_the_amplified_epsilon(ledger):
-    """1 of 10 records: beta = 0.1, eps' = ln((0.1 e + 0.9)/0.9) = 0.26392559439825... (Clifton et al., Thm 2)."""
+    """1 of 10 records: beta = 0.1, eps' = ln(1 + 0.1 (e - 1)) = 0.1586 (Balle, Barthe and Gaboardi 2018;
+    Clifton et al.'s Theorem 2 gives 0.2639)."""
     result = ledger.run("laplace-sum", "--sample", "1", *params("column=income", "lower=0", "upper=10", "epsilon=1"))
     assert result.code == 0, result.err
     stored = ledger.releases()["r"]
     epsilon = F(stored["guarantees"][0]["epsilon"])
-    assert 0 <= float(epsilon) - math.log((0.1 * math.e + 0.9) / 0.9) <= 1e-12
+    assert 0 <= float(epsilon) - math.log(1 + 0.1 * (math.e - 1)) <= 1e-12
     mechanism = stored["mechanism"]["params"]
     assert (mechanism["sample_size"], mechanism["population"]) == (1, 10)
     assert mechanism["epsilon_before_subsampling"] == {"fraction": "1"}  # exact numbers are kept as fractions

@@ -414,8 +414,8 @@ def run_and_record(
         subsample_record = None
         if sample is not None:
             if not definition.subsamplable:
-                raise MechanismInputError("sample", f"{name} is not a pure-epsilon mechanism; Clifton et al.'s "
-                                                    "Theorem 2 does not apply to it")
+                raise MechanismInputError("sample", f"{name} is not a pure-epsilon mechanism; the subsampling "
+                                                    "amplification bound (DESIGN 2.7) does not apply to it")
             planned = replace(planned, guarantees=tuple(_amplified(g, sample, len(data)) for g in planned.guarantees))
     except MechanismInputError as exc:
         raise _input_error(exc.field, str(exc)) from None
@@ -502,8 +502,8 @@ def _with_public_categories(engine: Engine, dataset: str, definition: Definition
 
 
 def _amplified(guarantee: Guarantee, sample: int, population: int) -> Guarantee:
-    """Clifton et al., Theorem 2: eps' = ln((e^eps beta + 1 - beta) / (1 - beta)), beta = n'/n;
-    the plain mechanism is also eps-DP on the subsample, so min(eps, eps') (DESIGN 2.7)."""
+    """Balle, Barthe and Gaboardi (2018): eps' = ln(1 + beta (e^eps - 1)), beta = n'/n, rounded
+    up (DESIGN 2.7; Clifton et al.'s Theorem 2 is the looser published bound)."""
     if guarantee.notion != Notion.PURE:
         return guarantee
     if guarantee.relation != Relation.REPLACE:

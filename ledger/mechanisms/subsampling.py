@@ -1,19 +1,25 @@
-"""Privacy amplification by subsampling without replacement (Clifton et al. 2020, Theorem 2).
+"""Privacy amplification by subsampling without replacement (DESIGN 2.7).
 
 Concept: run an epsilon-DP mechanism on n' of the n records, drawn uniformly
 without replacement (beta = n'/n). Under replacement neighbours (bounded DP,
-n and n' fixed) the result is epsilon'-DP with
+n and n' fixed) the result is epsilon'-DP with the tight bound
 
-    epsilon' = ln((e^epsilon * beta + 1 - beta) / (1 - beta))    (Clifton et al., Theorem 2)
+    epsilon' = ln(1 + beta (e^epsilon - 1))      (Balle, Barthe and Gaboardi 2018, Thm 9 / Table 1,
+                                                  sampling without replacement, substitution relation)
 
-and, since the mechanism is also epsilon-DP on its input, the recorded
-guarantee is min(epsilon, epsilon') (DESIGN 2.7). epsilon' <= epsilon exactly
-when beta <= (e^epsilon - 1)/(2 e^epsilon - 1); as beta -> 1, epsilon' grows without
-bound, and beta = 1 is no subsampling at all (epsilon).
+attained by randomized response, which is what the ledger records (rounded up). Clifton
+et al.'s published bound (Theorem 2),
+
+    epsilon' = ln((e^epsilon * beta + 1 - beta) / (1 - beta)),
+
+is valid but larger by exactly -ln(1 - beta); it stays here (`theorem2_epsilon`) as the
+looser reference. The tight bound is never above epsilon, and beta = 1 gives epsilon.
 
 Invariants: the draw uses the caller's rng and nothing about the data; the
-record states n, n', beta and both epsilons. epsilon' is irrational and is
-rounded up (ledger/numbers.py), so the record is never below the bound.
+record states n, n', beta and both epsilons, and keeps the sampling event
+(sample_size of population) so the Rényi and PLD accountants see it. epsilon'
+is irrational and is rounded up (ledger/numbers.py), so the record is never
+below the bound.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from numbers import Real
 import numpy as np
 import pandas as pd
 
+from ..numbers import float_up
 from . import _validate as check
 from ._validate import REPLACE, Number
 from ..numbers import float_up
@@ -39,7 +46,7 @@ class Subsample:
     """n_sample of n_total records drawn uniformly without replacement.
 
     epsilon_mechanism: the guarantee of the mechanism run on the subsample.
-    epsilon: min(epsilon_mechanism, Theorem 2's epsilon') (Clifton et al.).
+    epsilon: Balle, Barthe and Gaboardi's epsilon' (never above epsilon_mechanism).
     """
 
     n_total: int
@@ -78,9 +85,27 @@ def _decimal(value: Number) -> Decimal:
     return Decimal(value)  # a float converts exactly
 
 
-def subsampled_epsilon(epsilon: Number, beta: float) -> float:
-    """The guarantee to record: min(epsilon, epsilon') (DESIGN 2.7)."""
-    return min(float_up(epsilon), theorem2_epsilon(epsilon, beta))  # never a float below epsilon
+def tight_epsilon(epsilon: Number, beta: Number) -> float:
+    """epsilon' = ln(1 + beta (e^eps - 1)) (Balle, Barthe and Gaboardi 2018), rounded up.
+
+    beta must be in (0, 1]; beta == 1 returns epsilon."""
+    epsilon = check.positive_number("epsilon", epsilon)
+    if isinstance(beta, bool) or not isinstance(beta, Real) or not math.isfinite(float(beta)):
+        raise MechanismInputError("beta", f"must be a number in (0, 1], found {beta!r}")
+    if beta == 1:
+        return float(epsilon)
+    beta = check.open_unit_interval("beta", beta)
+    with localcontext() as ctx:  # 50 digits, then up past the evaluation's error, then to a float above
+        ctx.prec = 50
+        eps, b = _decimal(epsilon), _decimal(beta)
+        value = (1 + b * (eps.exp() - 1)).ln()
+        value += value.scaleb(-40)
+    return math.nextafter(float(value), math.inf)
+
+
+def subsampled_epsilon(epsilon: Number, beta: Number) -> float:
+    """The guarantee to record (DESIGN 2.7): the tight bound, never above epsilon."""
+    return min(float_up(epsilon), tight_epsilon(epsilon, beta)) if epsilon > 0 else 0.0  # never a float below epsilon
 
 
 def draw_subsample(

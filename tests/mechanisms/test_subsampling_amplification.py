@@ -1,4 +1,5 @@
-"""Subsampling without replacement (Clifton et al. 2020, Theorem 2), checked by brute force."""
+"""Subsampling without replacement: the tight bound ln(1 + beta (e^eps - 1)) (Balle, Barthe and
+Gaboardi 2018) that the ledger records, and Clifton et al.'s Theorem 2, checked by brute force."""
 
 from __future__ import annotations
 
@@ -21,10 +22,19 @@ def test_formula_by_hand():
     assert subsampling.theorem2_epsilon(1.0, 1.0) == 1.0
 
 
-def test_record_the_smaller_of_the_two():
-    # beta = 0.5, eps = 1: eps' = ln((e/2 + 1/2)/(1/2)) = ln(e + 1) > 1, so eps stays
-    assert subsampling.subsampled_epsilon(1.0, 0.5) == 1.0
-    assert subsampling.subsampled_epsilon(1.0, 0.1) == pytest.approx(0.2639255944, rel=1e-9)
+def test_record_the_tight_bound():
+    # Balle, Barthe and Gaboardi 2018: ln(1 + beta (e - 1)); beta = 0.5: ln((e + 1)/2) = 0.62011450695827...
+    assert subsampling.subsampled_epsilon(1.0, 0.5) == pytest.approx(0.6201145069582775, rel=1e-12)
+    assert subsampling.subsampled_epsilon(1.0, 0.5) >= math.log((math.e + 1) / 2)
+    # the issue's figures: eps 1 on a 10% sample 0.1586 (Clifton: 0.2639); eps 0.1 on 2%: 0.00210 (0.02230)
+    assert subsampling.subsampled_epsilon(1.0, 0.1) == pytest.approx(math.log1p(0.1 * math.expm1(1.0)), rel=1e-12)
+    assert round(subsampling.subsampled_epsilon(1.0, 0.1), 4) == 0.1586
+    assert round(subsampling.subsampled_epsilon(0.1, 0.02), 5) == 0.00210
+    assert round(subsampling.theorem2_epsilon(0.1, 0.02), 5) == 0.02230
+    # smaller than Clifton et al.'s by exactly -ln(1 - beta) (DESIGN 2.7)
+    for beta in (0.01, 0.1, 0.5, 0.9):
+        gap = subsampling.theorem2_epsilon(1.0, beta) - subsampling.subsampled_epsilon(1.0, beta)
+        assert gap == pytest.approx(-math.log1p(-beta), rel=1e-9)
 
 
 @settings(max_examples=80, deadline=None)
@@ -65,6 +75,7 @@ def test_brute_force_loss_is_within_theorem2(n, n_sample, epsilon):
             other = _randomized_response_counts(neighbour, n_sample, epsilon)
             worst = max(worst, float(np.abs(np.log(law / other)).max()))
     beta = n_sample / n
+    assert worst <= subsampling.subsampled_epsilon(epsilon, beta) + 1e-12  # the tight bound holds
     assert worst <= subsampling.theorem2_epsilon(epsilon, beta) + 1e-12
     assert worst <= epsilon + 1e-12
     if subsampling.theorem2_epsilon(epsilon, beta) < epsilon:
@@ -76,7 +87,7 @@ def test_draw_subsample_is_uniform_without_replacement():
     sample, record = subsampling.draw_subsample(data, 3, 1.0, make_rng(0))
     assert len(sample) == 3 and sample["id"].is_unique and set(sample["id"]) <= set(range(10))
     assert (record.n_total, record.n_sample, record.beta) == (10, 3, 0.3)
-    assert record.epsilon == pytest.approx(math.log((math.e * 0.3 + 0.7) / 0.7))
+    assert record.epsilon == pytest.approx(math.log1p(0.3 * math.expm1(1.0)))
     assert record.relation == "replace"
     rng = make_rng(1)
     hits = np.zeros(10)

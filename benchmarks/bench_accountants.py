@@ -1,0 +1,302 @@
+"""Benchmark of the three accountants (issue 11; a script, not a test).
+
+    .venv/bin/python benchmarks/bench_accountants.py [--releases 100000] [--variables 100] [--history 20000]
+
+Prints, each beside dp_accounting or the basic path measured in the same run:
+(a) looseness: the ledger's figure divided by the tight PLD figure at the same delta
+    (dp_accounting's PLD accountant at its default, finer discretisation 1e-4) for the
+    issue's workloads, when the plan was declared in advance and when it was not
+    (adaptive: recorded one by one after publications), with basic and rdp beside;
+(b) the release-by-variable table with the `rdp` accountant for 100 variables and
+    100,000 releases (<= 50 distinct mechanism settings), beside the basic table alone;
+(c) one subset with `pld` on 100,000 releases with 50 distinct settings, beside
+    dp_accounting's PLD accountant composing the same grouped events itself;
+(d) a check of one planned release against 20 caps stated at a delta, on histories of
+    two lengths: the whole check (basic running totals + the accountants' running
+    states), beside the basic check alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+import sys
+import tempfile
+import time
+from fractions import Fraction
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dp_accounting import dp_event, privacy_accountant  # noqa: E402
+from dp_accounting.pld import common, pld_privacy_accountant  # noqa: E402
+from dp_accounting.pld import privacy_loss_distribution as PLD  # noqa: E402
+from sqlmodel import Session  # noqa: E402
+
+from ledger import accountants, budget, operations, store  # noqa: E402
+from ledger.accounting import Spend  # noqa: E402
+from ledger.catalogue import derive_guarantees  # noqa: E402
+from ledger.engine import LedgerIndex  # noqa: E402
+from ledger.loader import build_releases, parse_document  # noqa: E402
+from ledger.records import Cap, Dataset, Guarantee, Mechanism, Notion, Release, Status, Variable  # noqa: E402
+
+ADD_REMOVE = privacy_accountant.NeighboringRelation.ADD_OR_REMOVE_ONE
+TABLE_TARGET_S, PLD_TARGET_S, CHECK_TARGET_MS = 2.0, 1.0, 5.0
+
+
+# --------------------------------------------------------------------------
+# (a) looseness
+# --------------------------------------------------------------------------
+
+
+def release(i, kind, value, reads=("a",), adaptive=False) -> Release:
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    if kind == "gaussian":
+        mechanism = Mechanism("gaussian", (("sensitivity", Fraction(1)), ("sigma", Fraction(value))))
+    elif kind == "laplace":
+        mechanism = Mechanism("laplace", (("epsilon", Fraction(value)),))
+    elif kind == "sampled":  # (epsilon, beta): a pure mechanism on a sample without replacement
+        epsilon, sample, population = value
+        mechanism = Mechanism("laplace", (("epsilon", Fraction(epsilon)), ("population", population),
+                                          ("sample_size", sample)))
+    else:  # declared
+        mechanism = Mechanism("declared")
+    if kind == "declared-pure":
+        guarantees = (Guarantee(frozenset(reads), Notion.PURE, epsilon=Fraction(value)),)
+    elif kind == "declared-rho":
+        guarantees = (Guarantee(frozenset(reads), Notion.ZCDP, rho=Fraction(value)),)
+    else:
+        guarantees, problems = derive_guarantees(mechanism, frozenset(reads))
+        assert not problems, problems
+    times = {"recorded_at": t0 + timedelta(seconds=2 * i)}
+    if adaptive:
+        times.update(status=Status.PUBLISHED, published_at=t0 + timedelta(seconds=2 * i + 1))
+    else:
+        times.update(status=Status.PLANNED)
+    return Release(f"r{i}", "bench", frozenset(reads), mechanism, guarantees, **times)
+
+
+def tight_pld(parts, delta) -> float:
+    """dp_accounting's PLD accountant at its default discretisation (the tight reference);
+    pure parts by the worst case for (eps, 0)-DP, randomized response."""
+    accountant = pld_privacy_accountant.PLDAccountant(ADD_REMOVE)
+    extra = None
+    for kind, value, count in parts:
+        if kind == "gaussian":
+            accountant.compose(dp_event.GaussianDpEvent(float(value)), count)
+        elif kind == "laplace":
+            accountant.compose(dp_event.LaplaceDpEvent(1 / float(value)), count)
+        elif kind == "declared-rho":  # no PLD for a bare rho: the Gaussian with that rho (a lower bound)
+            accountant.compose(dp_event.GaussianDpEvent(1 / math.sqrt(2 * float(value))), count)
+        else:
+            from ledger.mechanisms.subsampling import tight_epsilon
+
+            epsilon = (float(value) if kind == "declared-pure"
+                       else tight_epsilon(value[0], Fraction(value[1], value[2])))  # the sampled mechanism's
+            pure = PLD.from_privacy_parameters(common.DifferentialPrivacyParameters(epsilon, 0)).self_compose(count)
+            extra = pure if extra is None else extra.compose(pure)
+    pld = accountant._pld if extra is None else accountant._pld.compose(extra)
+    return float(pld.get_epsilon_for_delta(delta))
+
+
+WORKLOADS = [
+    ("1,000 Gaussians, sigma/sensitivity 10", [("gaussian", 10, 1000)], 1e-6),
+    ("one Gaussian, sigma = sensitivity", [("gaussian", 1, 1)], 1e-9),
+    ("10 pure of 1 plus a declared rho 1/2", [("declared-pure", 1, 10), ("declared-rho", Fraction(1, 2), 1)], 1e-9),
+    ("epsilon 1 on a 10% sample", [("sampled", (1, 100, 1000), 1)], 1e-9),
+    ("epsilon 0.1 on a 2% sample", [("sampled", (Fraction(1, 10), 20, 1000), 1)], 1e-9),
+    ("100 Laplace of epsilon 0.1", [("laplace", Fraction(1, 10), 100)], 1e-6),
+    ("50 Laplace of 0.1 and 50 Gaussians of 10", [("laplace", Fraction(1, 10), 50), ("gaussian", 10, 50)], 1e-6),
+]
+
+
+def bench_looseness() -> None:
+    print("(a) looseness: ledger figure / tight PLD (dp_accounting, discretisation 1e-4) at the same delta")
+    print(f"    {'workload':44s} {'delta':>6s} {'tight':>8s} {'basic':>8s} {'rdp':>8s} {'declared':>14s} "
+          f"{'adaptive':>14s}")
+    for name, parts, delta in WORKLOADS:
+        row = []
+        for adaptive in (False, True):
+            releases, i = [], 0
+            for kind, value, count in parts:
+                for _ in range(count):
+                    releases.append(release(i, kind, value, adaptive=adaptive))
+                    i += 1
+            found = accountants.figures(accountants.composition(releases, [], {"a"}), Fraction(delta))
+            row.append((found, accountants.best(found)))
+        tight = tight_pld(parts, delta)
+        (found, declared), (_, adaptive) = row
+        if tight == 0 or parts[0][0] == "sampled":
+            tight = float(found["basic"].epsilon)  # one pure release (amplified, attained by randomized response)
+        print(f"    {name:44s} {delta:6.0e} {tight:8.4f} {float(found['basic'].epsilon):8.4f} "
+              f"{found['rdp'].epsilon:8.4f} {float(declared.epsilon) / tight:7.4f} ({declared.accountant:5s}) "
+              f"{float(adaptive.epsilon) / tight:7.4f} ({adaptive.accountant:5s})")
+    print("    [target: declared <= 1.01; adaptive never above the rdp figure]")
+
+
+# --------------------------------------------------------------------------
+# (b), (c): large ledgers
+# --------------------------------------------------------------------------
+
+
+SETTINGS = ([("laplace", Fraction(k, 100)) for k in range(1, 21)]           # 20 Laplace epsilons
+            + [("gaussian", Fraction(s)) for s in range(5, 25)]             # 20 Gaussians
+            + [("declared-pure", Fraction(k, 20)) for k in range(1, 11)])   # 10 declared pure: 50 settings
+
+
+def make_ledger(n_variables: int, n_releases: int, seed: int = 5):
+    rng = random.Random(seed)
+    variables = [f"v{k:03d}" for k in range(n_variables)]
+    releases = []
+    for i in range(n_releases):
+        reads = rng.sample(variables, rng.randint(1, 5))
+        kind, value = rng.choice(SETTINGS)
+        releases.append(release(i, kind, value, reads=reads))
+    return variables, releases
+
+
+def bench_table(n_variables: int, n_releases: int) -> None:
+    variables, releases = make_ledger(n_variables, n_releases)
+    t0 = time.perf_counter()
+    index = LedgerIndex(variables, releases)
+    table = index.table("bench")
+    basic_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    per_variable, wide = accountants.table_figures(index, table, Fraction(1, 10**9), ("basic", "rdp"))
+    rdp_s = time.perf_counter() - t1
+    assert all(f["rdp"].epsilon <= float(f["basic"].epsilon) * (1 + 1e-9) for f in per_variable)
+    gain = statistics.median(float(f["basic"].epsilon) / f["rdp"].epsilon for f in per_variable)
+    print(f"(b) release-by-variable table, {n_variables} variables x {n_releases:,} releases, "
+          f"{len(SETTINGS)} settings, delta 1e-9:")
+    print(f"    basic table (index + table)        : {basic_s:6.2f} s   (baseline, same run)")
+    print(f"    + rdp total row and whole dataset  : {rdp_s:6.2f} s")
+    print(f"    table with rdp, total              : {basic_s + rdp_s:6.2f} s   [target < {TABLE_TARGET_S} s]")
+    print(f"    median basic / rdp on the total row: {gain:.3f}")
+    return index, table
+
+
+def bench_pld_subset(index) -> None:
+    subset = frozenset(index.variables)  # the whole dataset: every release charges it
+    cost = index.subset_cost(subset)
+    accountants._event_pld.cache_clear()
+    t0 = time.perf_counter()
+    found = accountants.subset_figures(index, subset, Fraction(1, 10**6), cost.spend)
+    ledger_s = time.perf_counter() - t0
+    comp = accountants.index_events(index).composition(
+        index.cost_ids([index.column[name] for name in sorted(subset)]), subset, cost.spend)
+    # the peer: dp_accounting composing the same grouped events at its default discretisation
+    t1 = time.perf_counter()
+    accountant = pld_privacy_accountant.PLDAccountant(ADD_REMOVE)
+    extra = None
+    for event, count in comp.events.items():
+        if event.kind == "gaussian":
+            accountant.compose(dp_event.GaussianDpEvent(float(event.a)), count)
+        elif event.kind == "laplace":
+            accountant.compose(dp_event.LaplaceDpEvent(float(event.a)), count)
+        else:
+            pure = PLD.from_privacy_parameters(common.DifferentialPrivacyParameters(float(event.a), 0))
+            pure = pure.self_compose(count)
+            extra = pure if extra is None else extra.compose(pure)
+    pld = accountant._pld if extra is None else accountant._pld.compose(extra)
+    peer = float(pld.get_epsilon_for_delta(1e-6))
+    peer_s = time.perf_counter() - t1
+    n = sum(comp.events.values())
+    print(f"(c) one subset with pld: {n:,} charged releases, {len(comp.events)} distinct settings, delta 1e-6:")
+    interval = accountants.pld_interval(comp, 1e-6)
+    print(f"    ledger pld (discretisation {interval:.4f}): {ledger_s:6.2f} s, epsilon "
+          f"{found['pld'].epsilon:.4f}   [target < {PLD_TARGET_S} s]")
+    print(f"    dp_accounting at 1e-4 (same events)  : {peer_s:6.2f} s, epsilon {peer:.4f}; basic "
+          f"{float(found['basic'].epsilon):.4f}, rdp {found['rdp'].epsilon:.4f}")
+
+
+# --------------------------------------------------------------------------
+# (d) checks against 20 caps
+# --------------------------------------------------------------------------
+
+
+def bench_check(history: int, workdir: Path) -> None:
+    rng = random.Random(3)
+    variables = [f"v{k:02d}" for k in range(40)]
+    engine = store.make_engine(f"sqlite:///{workdir / f'check-{history}.db'}")
+    store.ensure_schema(engine)
+    dataset = Dataset("bench", tuple(Variable(v, "sensitive") for v in variables), delta=Fraction(1, 10**9))
+    t0 = time.perf_counter()
+    with store.write_session(engine) as session:
+        store.add_dataset(session, dataset, "bench")
+    chunk = 5000
+    for start in range(0, history, chunk):
+        batch = []
+        for i in range(start, min(start + chunk, history)):
+            kind, value = rng.choice(SETTINGS)
+            r = release(i, kind, value, reads=rng.sample(variables, rng.randint(1, 3)), adaptive=True)
+            batch.append(r.__class__(**{**{k: getattr(r, k) for k in r.__dataclass_fields__}, "dataset": "bench",
+                                        "id": f"h{i}"}))
+        with store.write_session(engine) as session:
+            store.add_releases(session, batch, [], "bench")
+    caps = [Cap("bench", f"c{k}", frozenset(rng.sample(variables, 3)), epsilon=Fraction(10**6), delta=Fraction(1, 10**9))
+            for k in range(20)]
+    with store.write_session(engine) as session:
+        for cap in caps:
+            store.set_cap(session, cap, "bench")
+    setup_s = time.perf_counter() - t0
+
+    def plan_builder(k):
+        text = (f"dataset: bench\nreleases:\n  - {{id: p{k}, reads: [{', '.join(sorted(variables[:40:2]))}], "
+                f"mechanism: {{name: gaussian, sigma: 10, sensitivity: 1}}}}\n")
+        document, errors = parse_document("plan.yaml", text)
+        assert not errors
+
+        def build(snapshot):
+            return build_releases(document, snapshot, recorded_by="bench", recorded_at=store.now())
+        return build
+
+    operations.check(engine, plan_builder(-1))  # warm the process caches
+    full, basic_only = [], []
+    for k in range(30):
+        t1 = time.perf_counter()
+        checks = operations.check(engine, plan_builder(k))
+        full.append(time.perf_counter() - t1)
+    assert checks and all(c.decision is not None for c in checks)
+    # the basic layer alone (the baseline) and the accountants' layer over it, on the stored state
+    from ledger import cap_accounting
+
+    layer = []
+    with Session(engine) as session:
+        snapshot = store.write_context(session)
+        plan, _, _ = plan_builder(0)(snapshot)
+        for k in range(30):
+            t1 = time.perf_counter()
+            totals = store.cap_totals(session, "bench", [c.name for c in caps])
+            checks = budget.check(caps, totals, plan, {}, {}, only_touched=False)
+            basic_only.append(time.perf_counter() - t1)
+            t2 = time.perf_counter()
+            cap_accounting.refine(session, "bench", checks, totals, plan, {}, {})
+            layer.append(time.perf_counter() - t2)
+    print(f"    history {history:>7,}: 20 caps: basic check {statistics.median(basic_only) * 1000:5.2f} ms + "
+          f"accountants {statistics.median(layer) * 1000:5.2f} ms = "
+          f"{(statistics.median(basic_only) + statistics.median(layer)) * 1000:5.2f} ms   [target < {CHECK_TARGET_MS} ms]; "
+          f"whole `check` with the plan read and built: {statistics.median(full) * 1000:6.2f} ms (setup {setup_s:.1f} s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--releases", type=int, default=100_000)
+    parser.add_argument("--variables", type=int, default=100)
+    parser.add_argument("--history", type=int, default=20_000)
+    args = parser.parse_args()
+    bench_looseness()
+    index, _ = bench_table(args.variables, args.releases)
+    bench_pld_subset(index)
+    print("(d) check one planned release (a Gaussian on 20 variables) against 20 caps at delta 1e-9, SQLite file:")
+    with tempfile.TemporaryDirectory() as workdir:
+        for history in (1_000, args.history):
+            bench_check(history, Path(workdir))
+
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""What the CLI shows of the three accountants (ledger/accountants.py): the figure chosen for
+a subset or a total row, with its accountant, case, theorem, conversion and delta.
+
+Only formatting and choosing; every number is computed by `accountants`. The figure shown
+by default is the smallest *valid* one (DESIGN 2.10); `--accountant NAME` shows one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from . import accountants
+from .accountants import Figure
+from .numbers import format_delta, format_number, to_json
+
+
+def choose(found: dict[str, Figure], accountant: str | None) -> Figure:
+    """The accountant asked for, else the smallest valid figure."""
+    if accountant is not None:
+        return found[accountant]
+    return accountants.best(found)
+
+
+def figure_line(figure: Figure) -> str:
+    """`epsilon 4.9842 at delta 1 × 10⁻⁶ (rdp: ...conversion...)`."""
+    if figure.delta is None:
+        return f"epsilon {format_number(figure.epsilon)} (pure)"
+    text = f"epsilon {format_number(figure.epsilon)} at delta {format_delta(figure.delta)}"
+    if figure.conversion:
+        text += f" ({figure.accountant}: {figure.conversion})"
+    if not figure.available:
+        text += f" [not available: {figure.note}]"
+    elif not figure.valid:
+        text += " [not valid: the releases may have been chosen adaptively]"
+    return text
+
+
+def subset_accountants(index, cost, delta: Fraction, accountant: str | None):
+    """Every accountant's figure for a subset and the one to show."""
+    found = accountants.subset_figures(index, cost.subset, delta, cost.spend)
+    return found, choose(found, accountant)
+
+
+@dataclass(frozen=True)
+class TableAccounts:
+    variables: tuple[str, ...]
+    per_variable: list[dict[str, Figure]]
+    dataset_wide: dict[str, Figure]
+    accountant: str | None
+
+    def shown(self) -> tuple[list[Figure], Figure]:
+        return ([choose(found, self.accountant) for found in self.per_variable],
+                choose(self.dataset_wide, self.accountant))
+
+    def apply(self, view):
+        """The table view with its total row from the chosen figures."""
+        per_variable, wide = self.shown()
+        return replace(view, total=tuple(f.epsilon for f in per_variable), total_dataset_wide=wide.epsilon)
+
+    def to_json(self) -> dict:
+        per_variable, wide = self.shown()
+        names = list(self.per_variable[0]) if self.per_variable else list(self.dataset_wide)
+        return {
+            "total_shown": {
+                "values": {name: to_json(f.epsilon) for name, f in zip(self.variables, per_variable)},
+                "accountants": {name: f.accountant for name, f in zip(self.variables, per_variable)},
+                "dataset_wide": to_json(wide.epsilon), "dataset_wide_accountant": wide.accountant,
+            },
+            "accountants": {
+                accountant: {
+                    "values": {name: found[accountant].to_json() for name, found in zip(self.variables,
+                                                                                         self.per_variable)},
+                    "dataset_wide": self.dataset_wide[accountant].to_json(),
+                }
+                for accountant in names
+            },
+        }
+
+
+def table_accountants(index, table, delta: Fraction, accountant: str | None, every: bool = False) -> TableAccounts:
+    """The total row by accountant: basic and rdp always, pld when asked (or for JSON)."""
+    wanted = ["basic", "rdp"]
+    if every or accountant == "pld" or accountant is None:
+        wanted.append("pld")
+    if accountant is None and not every and len(table.releases) > 20_000:
+        wanted.remove("pld")  # the default on a very large table: basic and rdp (pld: --accountant pld)
+    per_variable, wide = accountants.table_figures(index, table, delta, wanted)
+    return TableAccounts(table.variables, per_variable, wide, accountant)
+
+
+def table_totals_line(accounts: TableAccounts) -> str:
+    per_variable, wide = accounts.shown()
+    used = sorted({f.accountant for f in [*per_variable, wide]})
+    cases = sorted({f.case for f in [*per_variable, wide]})
+    return ("All releases row: " + ("accountant " + accounts.accountant if accounts.accountant else
+                                    "the smallest valid figure per column")
+            + f" ({', '.join(used)}; {', '.join(cases)})")

@@ -1,0 +1,995 @@
+"""Three accountants per subset: basic, Rényi DP and privacy-loss distributions (DESIGN 2.4, 2.10).
+
+Concept. A release's cost on a subset U (DESIGN 2.3) is a guarantee; where the
+ledger also knows the mechanism that produced it, a tighter *accounting event*
+describes the same cost (like dp_accounting's `DpEvent`):
+
+    event        from                                   Rényi curve (order a)                 PLD
+    gaussian     gaussian sigma, sensitivity            a / (2 m^2), m = sigma / sensitivity   dp_accounting Gaussian
+    laplace      laplace scale, sensitivity (or eps)    Mironov 2017, Prop 6                   dp_accounting Laplace
+    dlaplace     geometric scale, integer sensitivity   the pure curve at eps = sens / scale   dp_accounting discrete Laplace
+    pure         any pure guarantee (declared, Tan's    randomized response's curve            dp_accounting's worst case for
+                 pair noise, subsampled)                                                        (eps, 0)-DP, i.e. randomized response
+    zcdp         a rho guarantee without sigma          a * rho                                 none: the subset gets no PLD figure
+    approx       an (eps, delta) guarantee              basic: deltas taken out of the target   basic, likewise
+
+An event is never invented (STYLE 5): a release whose guarantees are not the
+ones its mechanism's parameters imply (explicit claims, old ledgers without
+the parameters, families) is charged through its guarantee only, and a
+release with no certified bound makes every accountant ∞.
+
+Accountants, all pure functions of the releases:
+- `basic`: the engine's composition (Tan Prop 3.4; CKS 2020 for rho), unchanged;
+- `rdp`: the curves summed on a fixed grid of orders and converted by Canonne,
+  Kamath and Steinke (2020), Proposition 12 (= Asoodeh et al. 2021 / the
+  conversion dp_accounting uses), taking the best order; also the zCDP bound
+  of the summed rho upper curves at the continuous best order (CKS 2020);
+- `pld`: dp_accounting's PLD accountant, pessimistic discretisation (never
+  below the true curve), identical events composed by self-composition.
+
+Validity (DESIGN 2.10). Every figure carries its accountant, case, theorem,
+conversion and delta. The PLD figure is valid only when the plan was
+*declared in advance*: every release charged on the subset was recorded
+before any of them was published (`declared_in_advance`). The figure a
+command prints is the smallest valid one; none is ever below the true bound.
+
+Caps (a privacy filter must decide when releases may be adaptive):
+- a pure-epsilon cap keeps the pure sum, a rho cap the sum of rho (basic);
+- a cap at a delta is checked with `cap_figure`: the basic figure, or, when
+  the basic spend is pure (so the pure-sum filter spends no delta), the
+  Rényi filter at the fixed orders FILTER_ORDERS with the delta split evenly
+  over them (Feldman and Zrnic 2021, Theorem 4.3, at each order; the union of
+  the orders by the hockey-stick decomposition of Lécuyer 2021, §3); and
+  when the plan was declared in advance, the non-adaptive minimum of the
+  three accountants (PLD included). Each decision says which one decided.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from fractions import Fraction
+from functools import lru_cache
+
+import numpy as np
+
+from .accounting import CONVERSION_NAME, Spend, cks_epsilon
+from .catalogue import derive_guarantees
+from .numbers import INF, Number
+from .records import CHARGED_STATUSES, Family, Mechanism, Relation, Release, Status
+
+ACCOUNTANTS = ("basic", "rdp", "pld")
+
+# The fixed grid of Rényi orders (dp_accounting's default grid, which is dense where
+# the Gaussian and Laplace optima lie, plus very large orders for tiny deltas).
+ORDERS = np.asarray([1 + x / 10.0 for x in range(1, 100)] + list(range(11, 64))
+                    + [64, 80, 96, 128, 192, 256, 384, 512, 1024], dtype=np.float64)
+# The orders a Rényi filter uses, fixed in this code (so fixed before any cap is set):
+# few, since the delta is split over them.
+FILTER_ORDERS = np.asarray([1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256],
+                           dtype=np.float64)
+_FILTER_INDEX = np.asarray([int(np.flatnonzero(np.isclose(ORDERS, a))[0]) for a in FILTER_ORDERS])
+
+PLD_INTERVAL = 1e-3  # dp_accounting's value discretisation interval; pessimistic, so only looser
+_MARGIN = 1e-9  # relative allowance for float error in summed curves and conversions (rounded up)
+
+THEOREMS = {
+    "basic": "basic composition (Tan Prop 3.4; Dwork and Roth 2014, Thm 3.16) with zCDP summed "
+             "(Bun and Steinke 2016, Lemma 2.3)",
+    "rdp": "Rényi DP composition (Mironov 2017, Prop 1): randomized response's curve for pure guarantees, "
+           "a*rho for zCDP, the Laplace (Mironov 2017, Prop 6) and Gaussian curves",
+    "pld": "privacy-loss-distribution composition (Meiser and Mohammadi 2018; Koskela et al. 2020), "
+           "dp_accounting's pessimistic PLD accountant",
+}
+CONVERSIONS = {
+    "basic": CONVERSION_NAME,
+    "rdp": "Canonne-Kamath-Steinke (2020) Prop 12 RDP-to-(epsilon, delta) conversion at the best order",
+    "pld": "exact hockey-stick divergence of the discretised PLD (pessimistic)",
+}
+CASES = {
+    "declared": "declared in advance: every release charged on the subset was recorded before any was "
+                "published (non-adaptive composition)",
+    "adaptive": "adaptive: some release was recorded after another was published",
+}
+
+
+# --------------------------------------------------------------------------
+# Events
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One release's cost on a subset, as an accounting event (module docstring).
+
+    kind: gaussian (a = noise multiplier sigma / sensitivity), laplace (a = scale /
+    sensitivity), dlaplace (a = 1 / scale, b = integer sensitivity), pure (a = epsilon),
+    zcdp (a = rho), approx (a = epsilon, b = delta). Numbers are exact where recorded so.
+    """
+
+    kind: str
+    a: Fraction
+    b: Fraction | int | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.a}" + ("" if self.b is None else f":{self.b}")
+
+    @staticmethod
+    def from_key(key: str) -> Event:
+        return _event_from_key(key)
+
+    @property
+    def pure_epsilon(self) -> float | None:
+        """The pure epsilon the event is certified at, if it is pure (its D_infinity)."""
+        if self.kind == "pure":
+            return float(self.a)
+        if self.kind == "laplace":
+            return 1 / float(self.a)
+        if self.kind == "dlaplace":
+            return float(self.a) * int(self.b)
+        return None
+
+
+@lru_cache(maxsize=65536)
+def _event_from_key(key: str) -> Event:
+    """Event.from_key, cached: a cap's running state names its events by key."""
+    parts = key.split(":")
+    b = None if len(parts) < 3 else (int(parts[2]) if parts[0] == "dlaplace" else Fraction(parts[2]))
+    return Event(parts[0], Fraction(parts[1]), b)
+
+
+def spend_events(spend: Spend) -> list[Event]:
+    """The events of one unit's guarantee (a release's or a family's cost), one per notion
+    part: pure, zcdp, approx. A family charged with parts in several notions (DESIGN 2.6,
+    a componentwise bound) is charged every part: their composition bounds it. Callers
+    handle unbounded spends before; a zero spend has no event."""
+    if spend.is_zero or spend.unbounded:
+        return []
+    events = []
+    if spend.pure:
+        events.append(Event("pure", spend.pure))
+    if spend.rho:
+        events.append(Event("zcdp", spend.rho))
+    if spend.approx_delta or spend.approx_epsilon:
+        events.append(Event("approx", spend.approx_epsilon, spend.approx_delta))
+    return events
+
+
+_EVENT_MECHANISMS = ("gaussian", "laplace", "geometric")
+
+
+def mechanism_event(release: Release) -> Event | None:
+    """The event the release's frozen mechanism parameters describe, or None.
+
+    Only when the release's guarantees are exactly the ones its parameters imply
+    (catalogue.derive_guarantees: for these mechanisms, one guarantee on everything
+    read), for replacement neighbours: then the event covers everything the release
+    reads. A subsampled release (sample_size of population recorded) is charged
+    through its amplified pure guarantee (Balle, Barthe and Gaboardi 2018, rounded up;
+    DESIGN 2.7), whose randomized-response curve is valid for any mechanism with that
+    pure guarantee."""
+    mechanism = release.mechanism
+    if mechanism.name not in _EVENT_MECHANISMS:
+        return None
+    event, derived = _mechanism_event(mechanism)
+    if event is None or len(release.guarantees) != len(derived):
+        return None
+    for guarantee in release.guarantees:
+        if guarantee.protects != release.reads or _value(guarantee) not in derived:
+            return None
+    return event
+
+
+def _plain(value):
+    """A parameter as a cheaply hashed key (a Fraction's hash costs a modular power)."""
+    return (value.numerator, value.denominator) if type(value) is Fraction else value
+
+
+def _value(guarantee) -> tuple:
+    return (guarantee.notion, guarantee.epsilon, guarantee.delta, guarantee.rho, guarantee.relation)
+
+
+@lru_cache(maxsize=4096)
+def _mechanism_event(mechanism: Mechanism) -> tuple[Event | None, frozenset]:
+    """(event, the values of the guarantees the parameters imply), per distinct mechanism."""
+    if mechanism.param("sample_size") is not None:
+        return None, frozenset()
+    derived, problems = derive_guarantees(mechanism, frozenset())
+    if problems or not derived or any(g.relation != Relation.REPLACE for g in derived):
+        return None, frozenset()
+    values = frozenset(_value(g) for g in derived)
+    if mechanism.name == "gaussian":
+        sigma, sensitivity = mechanism.param("sigma"), mechanism.param("sensitivity")
+        if sigma is not None and sensitivity:
+            return Event("gaussian", Fraction(sigma) / Fraction(sensitivity)), values
+        return None, frozenset()
+    if mechanism.name == "laplace":
+        # dp_accounting's LaplaceDpEvent: noise multiplier scale / L1 sensitivity = 1 / epsilon
+        epsilon = derived[0].epsilon
+        return (Event("laplace", 1 / Fraction(epsilon)), values) if epsilon else (None, frozenset())
+    if mechanism.name == "geometric":
+        scale, sensitivity = mechanism.param("scale"), mechanism.param("sensitivity")
+        if scale and sensitivity and Fraction(sensitivity).denominator == 1:
+            # two-sided geometric P(z) ∝ e^(-|z| / scale): discrete Laplace with a = 1 / scale
+            return Event("dlaplace", 1 / Fraction(scale), int(sensitivity)), values
+    return None, frozenset()
+
+
+def unit_events(release: Release, spend: Spend) -> list[Event]:
+    """The events charged for a standalone release whose basic cost on the subset is `spend`."""
+    if spend.is_zero:
+        return []
+    event = mechanism_event(release)
+    return [event] if event is not None else spend_events(spend)
+
+
+# --------------------------------------------------------------------------
+# Curves
+# --------------------------------------------------------------------------
+
+
+def pure_curve(epsilon: float, orders: np.ndarray = ORDERS) -> np.ndarray:
+    """Randomized response's Rényi curve: the largest of any epsilon-DP mechanism.
+
+    D_a = log((e^(a eps) + e^((1 - a) eps)) / (1 + e^eps)) / (a - 1) (Mironov 2017,
+    Prop 5 / Table II, randomized response); every epsilon-DP mechanism is a
+    post-processing of randomized response (Kairouz, Oh and Viswanath 2015, §3), so
+    by data processing its curve is below. Also bounded by eps (D_infinity) and by
+    a eps^2 / 2 (Bun and Steinke 2016, Prop 3.3); the smallest of the three is kept."""
+    eps = float(epsilon)
+    if eps == 0:
+        return np.zeros_like(orders)
+    a = orders
+    value = (np.logaddexp(a * eps, (1 - a) * eps) - np.logaddexp(0.0, eps)) / (a - 1)
+    value = value * (1 + _MARGIN) + 1e-15 / (a - 1)
+    return np.minimum(np.minimum(value, eps), a * eps * eps / 2)
+
+
+def laplace_curve(multiplier: float, orders: np.ndarray = ORDERS) -> np.ndarray:
+    """The Laplace mechanism's exact Rényi curve, eps = 1 / multiplier (Mironov 2017, Prop 6):
+    D_a = eps + log(1 + (a - 1)(e^((1 - 2a) eps) - 1) / (2a - 1)) / (a - 1)."""
+    eps = 1 / float(multiplier)
+    a = orders
+    value = eps + np.log1p((a - 1) * np.expm1((1 - 2 * a) * eps) / (2 * a - 1)) / (a - 1)
+    value = value * (1 + _MARGIN) + 1e-15 / (a - 1)
+    return np.minimum(value, pure_curve(eps, orders))
+
+
+@lru_cache(maxsize=4096)
+def event_curve(event: Event) -> np.ndarray:
+    """The event's Rényi curve on ORDERS (read-only); approx events have none (zeros:
+    they are charged by basic composition beside the curve)."""
+    if event.kind == "pure":
+        curve = pure_curve(float(event.a))
+    elif event.kind == "zcdp":
+        curve = ORDERS * float(event.a) * (1 + _MARGIN)
+    elif event.kind == "gaussian":  # rho = 1 / (2 m^2): the Gaussian's curve is exactly a * rho
+        curve = ORDERS * (1 / (2 * float(event.a) ** 2)) * (1 + _MARGIN)
+    elif event.kind == "laplace":
+        curve = laplace_curve(float(event.a))
+    elif event.kind == "dlaplace":
+        curve = pure_curve(float(event.a) * int(event.b))
+    else:
+        curve = np.zeros_like(ORDERS)
+    curve.setflags(write=False)
+    return curve
+
+
+def event_rho(event: Event) -> float:
+    """A rho with curve <= a * rho at every order (for the continuous-order zCDP bound)."""
+    if event.kind in ("zcdp",):
+        return float(event.a)
+    if event.kind == "gaussian":
+        return 1 / (2 * float(event.a) ** 2)
+    eps = event.pure_epsilon
+    return 0.0 if eps is None else eps * eps / 2  # Bun and Steinke 2016, Prop 3.3
+
+
+def rdp_epsilon(curve: np.ndarray, delta: float, orders: np.ndarray = ORDERS) -> tuple[float, float]:
+    """(epsilon, order): the CKS 2020 Prop 12 conversion at every order, the smallest, rounded up.
+
+    epsilon = D_a + log(1 - 1/a) - (log delta + log a) / (a - 1)."""
+    if delta <= 0:
+        return INF, math.nan
+    if not np.any(curve):
+        return 0.0, math.nan
+    a = orders
+    eps = curve + np.log1p(-1 / a) - (math.log(delta) + np.log(a)) / (a - 1)
+    k = int(np.argmin(eps))
+    return _up(max(float(eps[k]), 0.0)), float(a[k])
+
+
+# --------------------------------------------------------------------------
+# A subset's composition, as data
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Composition:
+    """What the accountants need about one subset: event counts, the exact basic spend,
+    and the lifecycle times that decide the case. Built by `composition`."""
+
+    basic: Spend
+    events: Counter = field(default_factory=Counter)  # Event -> count (approx events included)
+    unbounded: bool = False
+    last_recorded: datetime | None = None
+    first_published: datetime | None = None
+    unknown_times: bool = False  # a charged release without a recording time (old ledgers)
+
+    @property
+    def declared(self) -> bool:
+        return declared(self.last_recorded, self.first_published, self.unknown_times)
+
+    known_curve: np.ndarray | None = None  # the summed curve, when computed over arrays
+
+    def curve(self) -> np.ndarray:
+        if self.known_curve is not None:
+            return self.known_curve
+        total = np.zeros_like(ORDERS)
+        for event, count in self.events.items():
+            if event.kind != "approx":
+                total = total + count * event_curve(event)
+        return total
+
+    def approx(self) -> tuple[Fraction, Fraction]:
+        eps, delta = Fraction(0), Fraction(0)
+        for event, count in self.events.items():
+            if event.kind == "approx":
+                eps += count * event.a
+                delta += count * event.b
+        return eps, delta
+
+    def rho_bound(self) -> float:
+        return math.fsum(count * event_rho(e) for e, count in self.events.items() if e.kind != "approx")
+
+
+def declared(last_recorded: datetime | None, first_published: datetime | None, unknown: bool) -> bool:
+    """DESIGN 2.10: declared in advance when every charged release was recorded strictly
+    before the first of them was published (nothing published yet counts too)."""
+    if unknown:
+        return False
+    if first_published is None:
+        return True
+    return last_recorded is not None and _naive(last_recorded) < _naive(first_published)
+
+
+def _naive(moment: datetime) -> datetime:
+    from datetime import UTC
+
+    return moment if moment.tzinfo is None else moment.astimezone(UTC).replace(tzinfo=None)  # naive: UTC
+
+
+def published_moment(release: Release) -> datetime | None:
+    """When a charged release's output became public: its publication time; a release
+    recorded as already published without one was published when recorded (at the latest)."""
+    if release.published_at is not None:
+        return release.published_at
+    if release.status in (Status.PUBLISHED, Status.RETRACTED):
+        return release.recorded_at or datetime.min
+    return None
+
+
+def note_times(comp: Composition, release: Release) -> None:
+    if release.recorded_at is None:
+        comp.unknown_times = True
+    elif comp.last_recorded is None or _naive(release.recorded_at) > _naive(comp.last_recorded):
+        comp.last_recorded = release.recorded_at
+    moment = published_moment(release)
+    if moment is not None and (comp.first_published is None or _naive(moment) < _naive(comp.first_published)):
+        comp.first_published = moment
+
+
+def composition(releases: Iterable[Release], families: Iterable[Family], subset: Iterable[str],
+                basic: Spend | None = None) -> Composition:
+    """The reference path: every release's event on `subset`, families charged by their
+    guarantee (DESIGN 2.6), release by release (`index_composition` is the fast path)."""
+    from .engine import family_cost, ledger_cost, release_cost
+
+    subset = frozenset(subset)
+    releases = [r for r in releases if r.status in CHARGED_STATUSES]
+    family_map = {f.id: f for f in families}
+    comp = Composition(basic if basic is not None else ledger_cost(releases, family_map.values(), subset))
+    members: dict[str, list[Release]] = {}
+    for release in releases:
+        if not subset & release.reads:
+            continue
+        note_times(comp, release)
+        if release.family is not None and release.family in family_map:
+            members.setdefault(release.family, []).append(release)
+            continue
+        spend = release_cost(release, subset)
+        if spend.unbounded:
+            comp.unbounded = True
+            continue
+        comp.events.update(unit_events(release, spend))
+    for fid, group in members.items():
+        spend = family_cost(family_map[fid], group, subset)
+        if spend.unbounded:
+            comp.unbounded = True
+        else:
+            comp.events.update(spend_events(spend))
+    if comp.basic.unbounded:
+        comp.unbounded = True
+    return comp
+
+
+# --------------------------------------------------------------------------
+# Figures
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One accountant's epsilon for one subset at one delta, with what makes it valid."""
+
+    accountant: str
+    epsilon: Number  # INF when not protected or not available at this delta
+    delta: Fraction | None  # None: a pure epsilon (no delta)
+    valid: bool
+    case: str  # "declared" or "adaptive"
+    theorem: str
+    conversion: str | None
+    available: bool = True  # False: the accountant cannot represent some release here
+    note: str = ""
+    order: float | None = None  # the Rényi order that gave the rdp figure
+
+    def to_json(self) -> dict:
+        from .numbers import to_json
+
+        return {"accountant": self.accountant, "epsilon": to_json(self.epsilon),
+                "delta": None if self.delta is None else to_json(self.delta), "valid": self.valid,
+                "available": self.available, "case": self.case, "theorem": self.theorem,
+                "conversion": self.conversion, "note": self.note}
+
+
+def basic_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
+    spend = comp.basic
+    pure = spend.is_pure and not spend.unbounded
+    return Figure("basic", spend.epsilon(delta), None if pure else delta, True, case, THEOREMS["basic"],
+                  None if pure or not spend.rho else CONVERSIONS["basic"])
+
+
+def rdp_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
+    if comp.unbounded:
+        return Figure("rdp", INF, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"])
+    approx_eps, approx_delta = comp.approx()
+    remaining = float(delta - approx_delta)
+    if remaining <= 0:
+        return Figure("rdp", INF, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"],
+                      note="the approximate releases' deltas exceed this delta")
+    curve = comp.curve()
+    eps, order = rdp_epsilon(curve, remaining)
+    rho = comp.rho_bound()
+    if rho > 0:
+        zcdp = cks_epsilon(rho, remaining)
+        if zcdp < eps:
+            eps, order = zcdp, None
+    eps = _up(eps + float(approx_eps)) if approx_eps else eps
+    return Figure("rdp", eps, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"], order=order,
+                  note="approximate guarantees by basic composition" if approx_delta else "")
+
+
+def pld_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
+    valid = case == "declared"
+    if comp.unbounded:
+        return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"])
+    unsupported = sorted({e.kind for e in comp.events if e.kind == "zcdp"})
+    if unsupported:
+        return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], available=False,
+                      note="a rho guarantee without its Gaussian parameters has no privacy loss distribution")
+    approx_eps, approx_delta = comp.approx()
+    remaining = float(delta - approx_delta)
+    if remaining <= 0:
+        return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"])
+    eps = pld_epsilon({e: c for e, c in comp.events.items() if e.kind != "approx"}, remaining,
+                      pld_interval(comp, remaining))
+    eps = _up(eps + float(approx_eps)) if approx_eps else eps
+    return Figure("pld", eps, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"],
+                  note="" if valid else "not valid here: " + CASES["adaptive"])
+
+
+def pld_epsilon(events: Mapping[Event, int], delta: float, interval: float = PLD_INTERVAL) -> float:
+    """dp_accounting's PLD composition of the events (pessimistic), identical events by
+    self-composition; the epsilon at `delta`, rounded up."""
+    total = None
+    for event, count in sorted(events.items(), key=lambda item: item[0].key):
+        if count <= 0:
+            continue
+        pld = _event_pld(event, count, interval)
+        total = pld if total is None else total.compose(pld)
+    if total is None:
+        return 0.0
+    return _up(max(float(total.get_epsilon_for_delta(delta)), 0.0))
+
+
+@lru_cache(maxsize=1024)
+def _event_pld(event: Event, count: int, interval: float):
+    from dp_accounting.pld import common
+    from dp_accounting.pld import privacy_loss_distribution as PLD
+
+    if event.kind == "gaussian":  # count Gaussians compose to one with sigma / sqrt(count) (exactly)
+        return PLD.from_gaussian_mechanism(standard_deviation=float(event.a) / math.sqrt(count),
+                                           value_discretization_interval=interval, pessimistic_estimate=True)
+    if event.kind == "laplace":
+        base = PLD.from_laplace_mechanism(parameter=float(event.a), value_discretization_interval=interval,
+                                          pessimistic_estimate=True)
+    elif event.kind == "dlaplace":
+        base = PLD.from_discrete_laplace_mechanism(parameter=float(event.a), sensitivity=int(event.b),
+                                                   value_discretization_interval=interval,
+                                                   pessimistic_estimate=True)
+    elif event.kind == "pure":  # the worst case for (eps, 0)-DP: randomized response (Kairouz et al. 2015)
+        return _randomized_response_pld(float(event.a), count, interval)
+    else:
+        raise ValueError(f"no privacy loss distribution for event {event.key!r}")
+    return base.self_compose(count) if count > 1 else base
+
+
+def case_of(comp: Composition) -> str:
+    """declared / adaptive (DESIGN 2.10); one charged release alone is not a composition."""
+    if comp.declared or sum(comp.events.values()) <= 1:
+        return "declared"
+    return "adaptive"
+
+
+def _randomized_response_pld(epsilon: float, count: int, interval: float):
+    """`count` randomized responses at `epsilon`, composed exactly before discretising once: the
+    privacy loss is (2k - count) epsilon with k ~ Binomial(count, e^eps / (1 + e^eps)). Each
+    value is rounded up to the grid (pessimistic), so the error is one interval, not `count`
+    of them as in self-composing a discretised PLD; atoms below 1e-300 go to the infinite
+    loss (pessimistic too)."""
+    from dp_accounting.pld import privacy_loss_distribution as PLD
+    from scipy import stats
+
+    k = np.arange(count + 1)
+    log_p = -np.logaddexp(0.0, -epsilon)  # log(e^eps / (1 + e^eps))
+    probabilities = stats.binom.pmf(k, count, math.exp(log_p))
+    keep = probabilities > 1e-300
+    losses = np.ceil(((2 * k - count) * epsilon) * (1 + 1e-12) / interval).astype(np.int64)
+    mass: dict[int, float] = {}
+    for value, probability in zip(losses[keep], probabilities[keep]):
+        mass[int(value)] = mass.get(int(value), 0.0) + float(probability)
+    infinity = max(0.0, 1.0 - math.fsum(mass.values()))
+    return PLD.PrivacyLossDistribution.create_from_rounded_probability(mass, infinity, interval,
+                                                                       pessimistic_estimate=True)
+
+
+def pld_interval(comp: Composition, delta: float) -> float:
+    """The discretisation: about 1/5000 of the Rényi figure (the PLD figure is a little below
+    it), between 1e-4 and 0.05. Pessimistic at any interval; finer only costs time."""
+    if comp.unbounded:
+        return PLD_INTERVAL
+    rough, _ = rdp_epsilon(comp.curve(), delta)
+    if math.isinf(rough) or rough <= 0:
+        return PLD_INTERVAL
+    return float(min(max(rough / 5000, 1e-4), 0.05))
+
+
+def figures(comp: Composition, delta: Fraction) -> dict[str, Figure]:
+    """The three accountants' figures for one subset at `delta`."""
+    case = case_of(comp)
+    return {"basic": basic_figure(comp, delta, case), "rdp": rdp_figure(comp, delta, case),
+            "pld": pld_figure(comp, delta, case)}
+
+
+PURE_PREFERENCE = 1e-3  # a figure at delta replaces a pure one only when smaller by more than this share
+
+
+def best(found: Mapping[str, Figure]) -> Figure:
+    """The smallest valid figure. Ties go to the earlier accountant (basic, rdp, pld); a pure
+    basic figure (which holds at delta 0, a stronger statement) is kept unless a figure at
+    the delta is smaller by more than PURE_PREFERENCE of it (one pure release of 0.4 stays
+    0.4, not 0.3999999984 at 1e-9)."""
+    candidates = [f for f in found.values() if f.valid and f.available]
+    chosen = min(candidates, key=lambda f: (float(f.epsilon), ACCOUNTANTS.index(f.accountant)))
+    basic = found.get("basic")
+    if (basic is not None and basic.delta is None and chosen is not basic
+            and float(chosen.epsilon) >= float(basic.epsilon) * (1 - PURE_PREFERENCE)):
+        return basic
+    return chosen
+
+
+def _up(value: float) -> float:
+    if math.isinf(value):
+        return value
+    return math.nextafter(value * (1 + _MARGIN), math.inf)
+
+
+# --------------------------------------------------------------------------
+# The fast path: a LedgerIndex's arrays (the table, subset queries on large ledgers)
+# --------------------------------------------------------------------------
+
+
+class IndexEvents:
+    """Per release of a LedgerIndex: its mechanism event (id, -1 none), lifecycle times as
+    numbers, and per guarantee value id its event id; built once per index."""
+
+    def __init__(self, index):
+        self.index = index
+        events: list[Event] = []
+        ids: dict[Event, int] = {}
+
+        def event_id(event: Event | None) -> int:
+            if event is None:
+                return -1
+            if event not in ids:
+                ids[event] = len(events)
+                events.append(event)
+            return ids[event]
+
+        # per distinct mechanism and guarantee value, keyed by integers, so that 100,000
+        # releases cost dictionary lookups, not Fraction hashing
+        by_mechanism: dict = {}
+        by_guarantee: dict = {}
+        mech = np.full(len(index.releases), -1, dtype=np.int64)
+        for i, release in enumerate(index.releases):
+            mechanism = release.mechanism
+            if mechanism.name not in _EVENT_MECHANISMS:
+                continue
+            key = (mechanism.name, tuple((k, _plain(v)) for k, v in mechanism.params))
+            found = by_mechanism.get(key)
+            if found is None:
+                event, derived = _mechanism_event(mechanism)
+                found = by_mechanism[key] = (event_id(event), derived, mechanism)  # (kept alive: ids stay unique)
+            if found[0] < 0 or len(release.guarantees) != len(found[1]):
+                continue
+            ok = True
+            for guarantee in release.guarantees:
+                gkey = (key, guarantee.notion, _plain(guarantee.epsilon), _plain(guarantee.delta),
+                        _plain(guarantee.rho), guarantee.relation)
+                matches = by_guarantee.get(gkey)
+                if matches is None:
+                    matches = by_guarantee[gkey] = (_value(guarantee) in found[1], guarantee)
+                if not matches[0] or guarantee.protects != release.reads:
+                    ok = False
+                    break
+            if ok:
+                mech[i] = found[0]
+        self.mech = mech
+        # a guarantee value has one notion, so one event (several parts: -2, handled one by one)
+        self.value_event = np.asarray([_single(event_id, spend_events(v)) for v in index.values], dtype=np.int64)
+        self.events = events
+        self.event_id = event_id
+        n = len(index.releases)
+        self.unknown = np.asarray([r.recorded_at is None for r in index.releases], dtype=bool)
+        self.recorded = np.asarray([-np.inf if r.recorded_at is None else _stamp(r.recorded_at)
+                                    for r in index.releases], dtype=np.float64).reshape(n)
+        published = [published_moment(r) for r in index.releases]
+        self.published = np.asarray([np.inf if m is None else -np.inf if m == datetime.min else _stamp(m)
+                                     for m in published], dtype=np.float64).reshape(n)
+
+    def composition(self, ids: np.ndarray, subset: frozenset[str], basic: Spend) -> Composition:
+        """The subset's Composition from per-release value ids (LedgerIndex.cost_ids or a
+        column of the table's cells), simple releases over arrays, the rest one by one."""
+        from .engine import family_cost, release_cost
+
+        index = self.index
+        comp = Composition(basic)
+        touched = ids != index.ZERO_ID
+        if basic.unbounded or np.any(ids[index.simple] == index.NONE):
+            comp.unbounded = True
+        simple = index.simple & touched & ~index.value_is_zero[ids]
+        ev = np.where(self.mech >= 0, self.mech, self.value_event[ids])[simple]
+        for value in np.unique(ids[simple][ev == -2]) if np.any(ev == -2) else ():
+            count = int(np.sum((ids[simple] == value) & (ev == -2)))
+            for event in spend_events(index.values[int(value)]):
+                comp.events[event] += count
+        ev = ev[ev >= 0]
+        if len(ev):
+            counts = np.bincount(ev)
+            for k in np.flatnonzero(counts):
+                comp.events[self.events[k]] += int(counts[k])
+        for fid, rows in index.members.items():
+            if not touched[rows].any():
+                continue
+            spend = family_cost(index.families[fid], [index.releases[i] for i in rows], subset)
+            if spend.unbounded:
+                comp.unbounded = True
+            else:
+                comp.events.update(spend_events(spend))
+        for i in index.ambiguous:
+            if touched[i]:
+                spend = release_cost(index.releases[i], subset)
+                if spend.unbounded:
+                    comp.unbounded = True
+                else:
+                    comp.events.update(unit_events(index.releases[i], spend))
+        if touched.any():
+            comp.unknown_times = bool(self.unknown[touched].any())
+            last = float(self.recorded[touched].max())
+            first = float(self.published[touched].min())
+            comp.last_recorded = None if math.isinf(last) else _from_stamp(last)
+            comp.first_published = (None if first == np.inf else datetime.min if first == -np.inf
+                                    else _from_stamp(first))
+        return comp
+
+
+def _single(event_id, events: list[Event]) -> int:
+    if not events:
+        return -1
+    return event_id(events[0]) if len(events) == 1 else -2
+
+
+def index_events(index) -> IndexEvents:
+    cached = index.__dict__.get("_accountant_events")
+    if cached is None:
+        cached = index.__dict__["_accountant_events"] = IndexEvents(index)
+    return cached
+
+
+def subset_figures(index, subset: Iterable[str], delta: Fraction, basic: Spend) -> dict[str, Figure]:
+    """The three figures for one subset of a LedgerIndex (`basic` from `subset_cost`)."""
+    subset = frozenset(subset)
+    ids = index.cost_ids([index.column[name] for name in sorted(subset)])
+    return figures(index_events(index).composition(ids, subset, basic), delta)
+
+
+def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("basic", "rdp")
+                  ) -> tuple[list[dict[str, Figure]], dict[str, Figure]]:
+    """Per variable (the total row of Tan's Table 1) and for the whole dataset, the figures
+    of the named accountants (PLD only when asked: it is the slow one). The single-variable
+    columns are composed together over arrays: event counts by one bincount, curves by one
+    matrix product, lifecycle times by column-wise max and min."""
+    events = index_events(index)
+    n_rel, n_var = table.cells.shape
+    cells = table.cells
+    simple = index.simple
+    per_value = events.value_event[cells]
+    if np.any(per_value[simple] == -2):  # a guarantee value with several parts: column by column
+        per_variable = [_some(events.composition(cells[:, j], frozenset({name}), table.total[j]), delta, accountants)
+                        for j, name in enumerate(index.variables)]
+    else:
+        rows, cols = np.nonzero(simple[:, None] & (cells != index.ZERO_ID))
+        ids = cells[rows, cols]
+        event_ids = np.where(events.mech[rows] >= 0, events.mech[rows], events.value_event[ids])
+        keep = ~index.value_is_zero[ids] & (event_ids >= 0)
+        n_events = max(len(events.events), 1)
+        counts = np.bincount(cols[keep] * n_events + event_ids[keep],
+                             minlength=n_var * n_events).reshape(n_var, n_events)
+        curves = np.asarray([event_curve(e) for e in events.events]) if events.events else np.zeros((1, len(ORDERS)))
+        summed = counts @ curves
+        touched = index.reads  # a single variable's column is touched exactly by the releases reading it
+        unbounded = (cells[simple] == index.NONE).any(axis=0)
+        last, first = _column_extreme(touched, events.recorded, -1), _column_extreme(touched, events.published, 1)
+        unknown = touched[events.unknown].any(axis=0)
+        others = bool(index.members) or bool(index.ambiguous)
+        per_variable = []
+        for j, name in enumerate(index.variables):
+            comp = Composition(table.total[j], Counter({events.events[k]: int(counts[j, k])
+                                                        for k in np.flatnonzero(counts[j])}),
+                               bool(unbounded[j]) or table.total[j].unbounded,
+                               None if math.isinf(last[j]) else _from_stamp(float(last[j])),
+                               None if first[j] == np.inf else datetime.min if first[j] == -np.inf
+                               else _from_stamp(float(first[j])), bool(unknown[j]))
+            if others:  # families and releases with a choice, one by one
+                extra = events.composition(np.where(simple, index.ZERO_ID, cells[:, j]), frozenset({name}), Spend())
+                comp.events.update(extra.events)
+                comp.unbounded |= extra.unbounded
+            else:
+                comp.known_curve = summed[j]
+            per_variable.append(_some(comp, delta, accountants))
+    comp = events.composition(table.dataset_wide, frozenset(index.variables), table.total_dataset_wide)
+    return per_variable, _some(comp, delta, accountants)
+
+
+def _column_extreme(touched: np.ndarray, values: np.ndarray, sign: int) -> np.ndarray:
+    """Per column, the largest (sign -1) or smallest (sign 1) of `values` over the touched rows
+    (±inf when none): the rows in that order, and the first touched one in each column."""
+    empty = -np.inf if sign < 0 else np.inf
+    if len(values) == 0:
+        return np.full(touched.shape[1], empty)
+    order = np.argsort(sign * values, kind="stable")
+    ordered = touched[order]
+    first = ordered.argmax(axis=0)
+    found = ordered[first, np.arange(touched.shape[1])]
+    return np.where(found, values[order][first], empty)
+
+
+def _some(comp: Composition, delta: Fraction, accountants: Sequence[str]) -> dict[str, Figure]:
+    case = case_of(comp)
+    makers = {"basic": basic_figure, "rdp": rdp_figure, "pld": pld_figure}
+    return {name: makers[name](comp, delta, case) for name in accountants}
+
+
+_EPOCH = datetime(1970, 1, 1)
+
+
+def _stamp(moment: datetime) -> float:
+    """Seconds since the epoch, a naive time read as UTC."""
+    from datetime import UTC
+
+    return (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _from_stamp(value: float) -> datetime:
+    from datetime import UTC
+
+    return datetime.fromtimestamp(value, UTC)
+
+
+# --------------------------------------------------------------------------
+# Caps: running state per cap, and which valid filter decides (DESIGN 2.10)
+# --------------------------------------------------------------------------
+
+STATE_VERSION = 2
+
+
+def cap_key(cap) -> str:
+    """What a cap's running state belongs to: a replaced cap starts a new state."""
+    return "|".join([",".join(sorted(cap.subset)), str(cap.epsilon), str(cap.delta), str(cap.rho)])
+
+
+def state_from_composition(cap, comp: Composition, family_events: Mapping[str, list[str]] | None = None) -> dict:
+    events = Counter(comp.events)
+    for keys in (family_events or {}).values():
+        for key in keys:
+            events[Event.from_key(key)] -= 1  # kept apart: a family's events change as members join
+    return {
+        "v": STATE_VERSION, "cap": cap_key(cap), "orders": [float(a) for a in FILTER_ORDERS],
+        "events": {e.key: c for e, c in sorted(events.items(), key=lambda item: item[0].key) if c > 0},
+        "families": dict(family_events or {}), "unbounded": comp.unbounded, "unknown": comp.unknown_times,
+        "last_recorded": None if comp.last_recorded is None else _naive(comp.last_recorded).isoformat(),
+        "first_published": None if comp.first_published is None else _naive(comp.first_published).isoformat(),
+    }
+
+
+def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, Family]) -> dict:
+    """A cap's running state recomputed from every recorded release."""
+    from .engine import family_cost
+
+    releases = [r for r in releases if r.status in CHARGED_STATUSES]
+    comp = composition(releases, families.values(), cap.subset, basic=Spend())
+    family_events: dict[str, list[str]] = {}
+    members: dict[str, list[Release]] = {}
+    for release in releases:
+        if release.family is not None and release.family in families and cap.subset & release.reads:
+            members.setdefault(release.family, []).append(release)
+    for fid, group in members.items():
+        spend = family_cost(families[fid], group, cap.subset)
+        if not spend.unbounded and spend_events(spend):
+            family_events[fid] = [e.key for e in spend_events(spend)]
+    return state_from_composition(cap, comp, family_events)
+
+
+def state_is_current(cap, state: dict | None) -> bool:
+    return bool(state) and state.get("v") == STATE_VERSION and state.get("cap") == cap_key(cap)
+
+
+def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping[str, Family],
+                members: Mapping[str, Sequence[Release]], published: Mapping[str, datetime] | None = None) -> dict:
+    """The state after recording `releases` (and publishing the releases in `published`, id -> time)."""
+    from .engine import family_cost, release_cost
+
+    events = Counter({k: int(c) for k, c in state["events"].items()})
+    family_events = dict(state["families"])
+    comp = Composition(Spend(), unbounded=state["unbounded"], unknown_times=state["unknown"],
+                       last_recorded=_parse(state["last_recorded"]), first_published=_parse(state["first_published"]))
+    joined: dict[str, list[Release]] = {}
+    for release in releases:
+        if release.status not in CHARGED_STATUSES or not cap.subset & release.reads:
+            continue
+        note_times(comp, release)
+        if release.family is not None and release.family in families:
+            joined.setdefault(release.family, []).append(release)
+            continue
+        spend = release_cost(release, cap.subset)
+        if spend.unbounded:
+            comp.unbounded = True
+        else:
+            for event in unit_events(release, spend):
+                events[event.key] += 1
+    for fid, new in joined.items():
+        everyone = [m for m in members.get(fid, ()) if m.status in CHARGED_STATUSES] + new
+        spend = family_cost(families[fid], everyone, cap.subset)
+        if spend.unbounded:
+            comp.unbounded = True
+            family_events.pop(fid, None)
+        elif spend_events(spend):
+            family_events[fid] = [e.key for e in spend_events(spend)]
+        else:
+            family_events.pop(fid, None)
+    for moment in (published or {}).values():
+        if comp.first_published is None or _naive(moment) < _naive(comp.first_published):
+            comp.first_published = moment
+    result = state_from_composition(cap, comp)
+    result["events"] = {k: c for k, c in sorted(events.items()) if c > 0}
+    result["families"] = family_events
+    return result
+
+
+def state_composition(state: dict, basic: Spend) -> Composition:
+    events = Counter({Event.from_key(k): int(c) for k, c in state["events"].items()})
+    for keys in state["families"].values():
+        for key in keys:
+            events[Event.from_key(key)] += 1
+    return Composition(basic, events, state["unbounded"] or basic.unbounded, _parse(state["last_recorded"]),
+                       _parse(state["first_published"]), state["unknown"])
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Which accountant's valid figure a cap is checked with, under which case and theorem."""
+
+    accountant: str
+    value: Number  # in the cap's unit
+    case: str
+    theorem: str
+
+    def to_json(self, cap, admitted: bool) -> dict:
+        from .numbers import to_json
+
+        return {"cap": f"{cap.dataset}/{cap.name}", "accountant": self.accountant, "case": self.case,
+                "theorem": self.theorem, "figure": to_json(self.value), "limit": to_json(cap.limit, down=True),
+                "admitted": admitted}
+
+
+FILTER_THEOREMS = {
+    "basic-pure": "pure-epsilon filter: the sum of epsilons (Rogers, Roth, Ullman and Vadhan 2016)",
+    "basic": "basic filter: sums of epsilon and delta (Rogers, Roth, Ullman and Vadhan 2016) and of rho "
+             "(Feldman and Zrnic 2021, Remark 4.4), as the basic accountant composes them",
+    "rho": "zCDP filter: the sum of rho (Feldman and Zrnic 2021, Remark 4.4)",
+    "rdp": "Rényi filter at the orders fixed in advance (Feldman and Zrnic 2021, Theorem 4.3 at each order; "
+           "the delta split evenly over the orders, a union bound as in Lécuyer 2021), converted by "
+           "Canonne, Kamath and Steinke 2020, Prop 12",
+    "declared": "non-adaptive composition of a plan declared in advance (DESIGN 2.10): the smallest of the "
+                "basic, Rényi and PLD figures",
+}
+
+
+def rdp_filter_epsilon(curve: np.ndarray, delta: float) -> float:
+    """The Rényi filter's epsilon: at each of the K fixed orders the CKS conversion at delta / K,
+    the smallest (module docstring)."""
+    if delta <= 0:
+        return INF
+    sub = curve[_FILTER_INDEX]
+    if not np.any(sub):
+        return 0.0
+    a = FILTER_ORDERS
+    eps = sub + np.log1p(-1 / a) - (math.log(delta / len(a)) + np.log(a)) / (a - 1)
+    return _up(max(float(eps.min()), 0.0))
+
+
+def cap_decision(cap, basic_value: Number, spend: Spend, state: dict | None) -> Decision:
+    """The figure a cap is checked with: the smallest *valid filter* figure (module docstring)."""
+    if cap.rho is not None:
+        return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["rho"])
+    if cap.delta is None:
+        return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic-pure"])
+    if state is None or spend.unbounded or math.isinf(float(basic_value)) and spend.unbounded:
+        return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic"])
+    if state["unbounded"]:
+        return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic"])
+    units = sum(state["events"].values()) + sum(len(keys) for keys in state["families"].values())
+    case = "declared" if units <= 1 or declared(_parse(state["last_recorded"]), _parse(state["first_published"]),
+                                                state["unknown"]) else "adaptive"
+    if case == "adaptive" and not spend.is_pure:  # only the basic filter (module docstring)
+        return Decision("basic", basic_value, case, FILTER_THEOREMS["basic"])
+    comp = state_composition(state, spend)
+    if case == "declared":
+        found = [("basic", basic_value), ("rdp", rdp_figure(comp, cap.delta, case).epsilon)]
+        best_value = min(float(v) for _, v in found)
+        if best_value > cap.limit:  # only then is the slower PLD worth computing
+            pld = pld_figure(comp, cap.delta, case)
+            if pld.available:
+                found.append(("pld", pld.epsilon))
+        name, value = min(found, key=lambda item: (float(item[1]), ACCOUNTANTS.index(item[0])))
+        if spend.is_pure and float(value) >= float(basic_value) * (1 - PURE_PREFERENCE):
+            name, value = "basic", basic_value  # the pure sum holds at delta 0 (as `best` prefers it)
+        return Decision(name, value, case, FILTER_THEOREMS["declared"] + f"; decided by {name}: {THEOREMS[name]}")
+    if spend.is_pure:  # the pure-sum filter spends no delta, so the Rényi filter may have all of it
+        approx_eps, approx_delta = comp.approx()
+        value = rdp_filter_epsilon(comp.curve(), float(cap.delta))
+        if value < float(basic_value) * (1 - PURE_PREFERENCE):
+            return Decision("rdp", value, case, FILTER_THEOREMS["rdp"])
+        return Decision("basic", basic_value, case, FILTER_THEOREMS["basic-pure"])
+    return Decision("basic", basic_value, case, FILTER_THEOREMS["basic"])
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    return datetime.fromisoformat(text)

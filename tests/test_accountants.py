@@ -1,0 +1,391 @@
+"""The basic, Rényi and PLD accountants per subset (issue 11; DESIGN 2.4, 2.10).
+
+Every expected number is computed independently of the ledger: closed forms (the exact
+Gaussian privacy profile of Balle and Wang 2018, randomized response's privacy loss,
+Mironov's Laplace curve), dp_accounting's own accountants as a peer, and the figures of the
+issue's table. Enforcement: an adaptive ledger is never admitted past a cap on the
+strength of the PLD figure; a plan recorded in full before its first publication is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import textwrap
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction as F
+from unittest import mock
+
+import pytest
+from dp_accounting import dp_event, privacy_accountant
+from dp_accounting.pld import pld_privacy_accountant
+from dp_accounting.rdp import rdp_privacy_accountant
+from exact_profiles import epsilon_at, rr_atoms, rr_binomial_atoms
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support import cli_main
+
+from ledger import accountants
+from ledger.accounting import cks_epsilon
+from ledger.records import Guarantee, Mechanism, Notion, Release, Status
+
+ADD_REMOVE = privacy_accountant.NeighboringRelation.ADD_OR_REMOVE_ONE
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+# --------------------------------------------------------------------------
+# Releases as the loader builds them (pure functions: no database)
+# --------------------------------------------------------------------------
+
+
+def gaussian(i: int, multiplier, *, reads=("a",), recorded=0, published=None) -> Release:
+    rho = F(1, 2) / F(multiplier) ** 2
+    return Release(f"g{i}", "d", frozenset(reads), Mechanism("gaussian", (("sensitivity", F(1)), ("sigma", F(multiplier)))),
+                   (Guarantee(frozenset(reads), Notion.ZCDP, rho=rho),), **_times(recorded, published))
+
+
+def laplace(i: int, epsilon, **kwargs) -> Release:
+    reads = frozenset(kwargs.pop("reads", ("a",)))
+    return Release(f"l{i}", "d", reads, Mechanism("laplace", (("epsilon", F(epsilon)),)),
+                   (Guarantee(reads, Notion.PURE, epsilon=F(epsilon)),), **_times(**kwargs))
+
+
+def declared(i: int, *, epsilon=None, rho=None, delta=None, **kwargs) -> Release:
+    reads = frozenset(kwargs.pop("reads", ("a",)))
+    if rho is not None:
+        guarantee = Guarantee(reads, Notion.ZCDP, rho=F(rho))
+    elif delta is not None:
+        guarantee = Guarantee(reads, Notion.APPROX, epsilon=F(epsilon), delta=F(delta))
+    else:
+        guarantee = Guarantee(reads, Notion.PURE, epsilon=F(epsilon))
+    return Release(f"d{i}", "d", reads, Mechanism("declared"), (guarantee,), **_times(**kwargs))
+
+
+def _times(recorded=0, published=None) -> dict:
+    """Planned when `published` is None, else published that many seconds after T0."""
+    times = {"recorded_at": T0 + timedelta(seconds=recorded)}
+    if published is None:
+        times["status"] = Status.PLANNED
+    else:
+        times.update(status=Status.PUBLISHED, published_at=T0 + timedelta(seconds=published))
+    return times
+
+
+def figures(releases, delta, subset=("a",)):
+    return accountants.figures(accountants.composition(releases, [], subset), F(delta))
+
+
+def pld_peer(event, count, delta) -> float:
+    accountant = pld_privacy_accountant.PLDAccountant(ADD_REMOVE)
+    accountant.compose(event, count)
+    return accountant.get_epsilon(delta)
+
+
+def rdp_peer(event, count, delta) -> float:
+    accountant = rdp_privacy_accountant.RdpAccountant(neighboring_relation=ADD_REMOVE)
+    accountant.compose(event, count)
+    return accountant.get_epsilon(delta)
+
+
+# --------------------------------------------------------------------------
+# 1. The issue's table, against closed forms and dp_accounting
+# --------------------------------------------------------------------------
+
+
+def test_a_thousand_gaussians_at_the_exact_profile():
+    """1,000 Gaussians, sigma/sensitivity 10, delta 1e-6: basic 20.552; exact 19.424 (their
+    composition is one Gaussian with sensitivity/sigma sqrt(1000)/10, Balle and Wang 2018)."""
+    found = figures([gaussian(i, 10) for i in range(1000)], F(1, 10**6))
+    exact = epsilon_at(1e-6, s=math.sqrt(1000) / 10)
+    assert round(exact, 3) == 19.424
+    assert round(float(found["basic"].epsilon), 3) == 20.552
+    assert exact <= found["pld"].epsilon <= exact + 5e-3  # never below; within the discretisation
+    assert found["pld"].valid and found["pld"].case == "declared"  # all planned: declared in advance
+    assert accountants.best(found).accountant == "pld"
+    assert found["pld"].epsilon >= pld_peer(dp_event.GaussianDpEvent(10.0), 1000, 1e-6) - 1e-3
+
+
+def test_one_gaussian_with_rho_one_half():
+    """sigma = sensitivity (rho 1/2), delta 1e-9: CKS 6.474; the exact profile 6.174."""
+    found = figures([gaussian(0, 1)], F(1, 10**9))
+    exact = epsilon_at(1e-9, s=1.0)
+    assert round(exact, 3) == 6.174
+    assert round(float(found["basic"].epsilon), 3) == 6.474
+    assert exact <= found["pld"].epsilon <= exact + 5e-3
+    assert found["rdp"].epsilon >= exact
+
+
+def test_ten_pure_releases_and_a_declared_rho():
+    """10 pure of epsilon 1 plus rho 1/2, delta 1e-9: basic 16.474; Rényi with randomized
+    response's curve for the pure part 15.940. A rho without its Gaussian has no PLD."""
+    releases = [declared(i, epsilon=1) for i in range(10)] + [declared(10, rho=F(1, 2))]
+    found = figures(releases, F(1, 10**9))
+    assert round(float(found["basic"].epsilon), 3) == 16.474
+    assert round(found["rdp"].epsilon, 3) == 15.940
+    assert not found["pld"].available
+    assert accountants.best(found).accountant == "rdp"
+    # never below the truth's lower bound: the exact profile of the worst case with a Gaussian of rho 1/2
+    assert found["rdp"].epsilon >= epsilon_at(1e-9, rr_binomial_atoms(1.0, 10), s=1.0)
+
+
+def test_a_hundred_laplace_releases():
+    """100 Laplace releases of epsilon 0.1, delta 1e-6: PLD 4.693, Rényi 4.984 (the issue), as
+    dp_accounting computes them; basic keeps the pure sum 10."""
+    found = figures([laplace(i, F(1, 10)) for i in range(100)], F(1, 10**6))
+    assert found["basic"].epsilon == 10 and found["basic"].delta is None
+    assert round(found["rdp"].epsilon, 3) == 4.984
+    assert round(found["pld"].epsilon, 3) == 4.693
+    assert found["rdp"].epsilon >= rdp_peer(dp_event.LaplaceDpEvent(10.0), 100, 1e-6)
+    assert found["pld"].epsilon >= pld_peer(dp_event.LaplaceDpEvent(10.0), 100, 1e-6) - 1e-3
+
+
+def test_the_laplace_curve_is_mironovs():
+    """Mironov 2017, Prop 6, as dp_accounting evaluates it, at every order of the grid."""
+    for epsilon in (0.05, 0.5, 2.0):
+        curve = accountants.laplace_curve(1 / epsilon)
+        peer = [rdp_privacy_accountant._laplace_rdp(epsilon, a) for a in accountants.ORDERS]
+        assert all(c >= p - 1e-15 and c <= p * (1 + 1e-8) + 1e-14 for c, p in zip(curve, peer))
+
+
+def test_pure_releases_by_randomized_response():
+    """20 pure releases of 0.5 (declared, no mechanism): the worst case is randomized response,
+    whose composed privacy loss is a binomial; the ledger is never below its exact profile."""
+    found = figures([declared(i, epsilon=F(1, 2)) for i in range(20)], F(1, 10**6))
+    exact = epsilon_at(1e-6, rr_binomial_atoms(0.5, 20))
+    assert exact <= found["pld"].epsilon <= exact + 1e-2
+    assert exact <= found["rdp"].epsilon
+    # randomized response's Rényi curve, by its closed form
+    p = math.e**0.5 / (1 + math.e**0.5)
+    for a, value in zip(accountants.ORDERS[:5], accountants.pure_curve(0.5)[:5]):
+        closed = math.log(p**a * (1 - p) ** (1 - a) + (1 - p) ** a * p ** (1 - a)) / (a - 1)
+        assert closed <= value <= closed * (1 + 1e-8) + 1e-14
+
+
+def test_adding_a_gaussian_never_lowers_the_figure():
+    """The issue's consistency defect: 100 Laplace releases printed 10 and, with one Gaussian
+    more, 5.2511. Now the printed figure only rises."""
+    base = [laplace(i, F(1, 10), recorded=i, published=i) for i in range(100)]  # adaptive
+    before = accountants.best(figures(base, F(1, 10**6)))
+    after = accountants.best(figures(base + [gaussian(0, 10, recorded=200, published=200)], F(1, 10**6)))
+    assert before.epsilon < 10
+    assert after.epsilon >= before.epsilon
+
+
+def test_approximate_guarantees_keep_their_basic_treatment():
+    releases = [declared(0, epsilon=F(1, 2), delta=F(1, 10**7)), gaussian(1, 2)]
+    found = figures(releases, F(1, 10**6))
+    # their deltas come out of the target first; their epsilons add
+    assert found["rdp"].epsilon >= F(1, 2) + epsilon_at(1e-6 - 1e-7, s=0.5) - 1e-12
+    assert figures(releases, F(1, 10**7))["rdp"].epsilon == math.inf  # nothing left of the delta
+
+
+def test_an_unprotected_read_is_infinite_for_every_accountant():
+    exact = Release("x", "d", frozenset({"a"}), Mechanism("exact"), ())
+    found = figures([exact, gaussian(0, 10)], F(1, 10**6))
+    assert all(math.isinf(f.epsilon) for f in found.values())
+
+
+def test_a_release_without_its_mechanisms_parameters_stays_with_its_guarantee():
+    """Old ledgers: a laplace release whose guarantee differs from what its parameters imply is
+    charged by its guarantee (randomized response's curve), never by an invented Laplace curve."""
+    claimed = Release("old", "d", frozenset({"a"}), Mechanism("laplace", (("scale", F(10)), ("sensitivity", F(1)))),
+                      (Guarantee(frozenset({"a"}), Notion.PURE, epsilon=F(1, 5)),))
+    assert accountants.mechanism_event(claimed) is None
+    assert accountants.unit_events(claimed, accountants.Spend(pure=F(1, 5))) == [accountants.Event("pure", F(1, 5))]
+
+
+# --------------------------------------------------------------------------
+# 2. Properties: never above basic, never below the exact figure, monotone
+# --------------------------------------------------------------------------
+
+settings.register_profile("accountants", max_examples=25, deadline=None)
+
+
+@st.composite
+def ledgers(draw):
+    pure = draw(st.lists(st.sampled_from([F(1, 10), F(1, 4), F(1, 2), F(1)]), max_size=6))
+    noise = draw(st.lists(st.sampled_from([F(1), F(2), F(5), F(10)]), max_size=4))
+    releases = [declared(i, epsilon=e) for i, e in enumerate(pure)]
+    releases += [gaussian(100 + i, m) for i, m in enumerate(noise)]
+    return releases, pure, noise
+
+
+@settings(max_examples=25, deadline=None)
+@given(ledgers(), st.sampled_from([F(1, 10**6), F(1, 10**9)]))
+def test_the_printed_figure_is_between_the_exact_one_and_basic(ledger, delta):
+    releases, pure, noise = ledger
+    if not releases:
+        return
+    found = figures(releases, delta)
+    shown = accountants.best(found)
+    assert float(shown.epsilon) <= float(found["basic"].epsilon) + 1e-12
+    s = math.sqrt(sum(1 / float(m) ** 2 for m in noise)) if noise else None
+    exact = epsilon_at(float(delta), rr_atoms([float(e) for e in pure]) if pure else None, s=s)
+    assert float(shown.epsilon) >= exact - 1e-12
+
+
+@settings(max_examples=20, deadline=None)
+@given(ledgers(), ledgers())
+def test_adding_releases_never_lowers_the_printed_figure(first, more):
+    releases = first[0]
+    extra = [r.__class__(**{**{k: getattr(r, k) for k in r.__dataclass_fields__}, "id": "x" + r.id})
+             for r in more[0]]
+    if not releases or not extra:
+        return
+    before = accountants.best(figures(releases, F(1, 10**6)))
+    after = accountants.best(figures(releases + extra, F(1, 10**6)))
+    assert float(after.epsilon) >= float(before.epsilon) - 1e-9
+
+
+# --------------------------------------------------------------------------
+# 3. Lifecycle: which case holds, and enforcement through the command line
+# --------------------------------------------------------------------------
+
+
+def test_the_case_comes_from_the_recorded_times():
+    planned = [gaussian(i, 3, recorded=i) for i in range(3)]
+    assert accountants.composition(planned, [], {"a"}).declared
+    published_after = [gaussian(i, 3, recorded=i, published=10 + i) for i in range(3)]
+    assert accountants.composition(published_after, [], {"a"}).declared  # all recorded before the first publication
+    one_by_one = [gaussian(i, 3, recorded=2 * i, published=2 * i + 1) for i in range(3)]
+    assert not accountants.composition(one_by_one, [], {"a"}).declared
+    assert not figures(one_by_one, F(1, 10**6))["pld"].valid
+
+
+DATASET = """\
+dataset: d
+delta: 1e-6
+variables:
+  - {name: a, classification: sensitive}
+caps:
+  - {subset: [a], epsilon: 5.4, delta: 1e-6}
+"""
+
+
+class Clock:
+    """store.now, one second later at every call: publication follows recording in time."""
+
+    def __init__(self):
+        self.at = datetime(2026, 3, 1, tzinfo=UTC)
+
+    def __call__(self):
+        self.at += timedelta(seconds=1)
+        return self.at
+
+
+@pytest.fixture
+def capped(tmp_path):
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    (tmp_path / "d.yaml").write_text(DATASET)
+    with mock.patch("ledger.store.now", Clock()):
+        assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+        yield url, tmp_path
+
+
+def gaussians(path, ids, status="published"):
+    body = "dataset: d\nreleases:\n" + "".join(
+        f"  - {{id: {i}, reads: [a], status: {status}, mechanism: {{name: gaussian, sigma: 3, sensitivity: 1}}}}\n"
+        for i in ids)
+    path.write_text(body)
+    return path
+
+
+def test_an_adaptive_ledger_is_never_admitted_past_a_cap_on_the_pld_figure(capped):
+    """Ten Gaussians of sigma/sensitivity 3 at delta 1e-6: basic (zCDP) 5.54 > the cap 5.4 >
+    PLD 5.19. Recorded and published one at a time, the tenth is refused."""
+    url, tmp = capped
+    assert cks_epsilon(F(10, 18), 1e-6) > 5.4 > cks_epsilon(F(9, 18), 1e-6)
+    for k in range(9):
+        assert cli_main(url, "record", gaussians(tmp / f"g{k}.yaml", [f"g{k}"])).code == 0
+    refused = cli_main(url, "record", gaussians(tmp / "g9.yaml", ["g9"]))
+    assert refused.code == 1, refused.out
+    assert "decided by basic (adaptive)" in refused.err
+    assert len(json.loads(cli_main(url, "releases", "--json").out)) == 9
+    shown = cli_main(url, "subset", "a", "--json").json()
+    assert shown["accountants"]["pld"]["valid"] is False
+
+
+def test_a_plan_recorded_in_full_before_publication_is_admitted_by_pld(capped):
+    url, tmp = capped
+    plan = gaussians(tmp / "plan.yaml", [f"g{k}" for k in range(10)], status="planned")
+    check = cli_main(url, "check", plan, "--json")
+    assert check.code == 0, check.out
+    (cap,) = check.json()["caps"]
+    assert cap["accountant"] == "pld" and cap["case"] == "declared"
+    exact = epsilon_at(1e-6, s=math.sqrt(10) / 3)
+    assert exact <= cap["after"] <= exact + 5e-3
+    assert cli_main(url, "record", plan).code == 0
+    payload = sqlite3.connect(url.removeprefix("sqlite:///")).execute(
+        "SELECT payload FROM audit_events WHERE kind = 'release.recorded' ORDER BY seq DESC LIMIT 1").fetchone()[0]
+    (decision,) = json.loads(payload)["budget_decisions"]
+    assert (decision["accountant"], decision["case"], decision["admitted"]) == ("pld", "declared", True)
+    assert "declared in advance" in decision["theorem"]
+    for k in range(10):  # publishing the plan keeps it declared: every release was recorded before
+        assert cli_main(url, "approve", f"g{k}").code == 0
+        assert cli_main(url, "publish", f"g{k}").code == 0, k
+    assert cli_main(url, "subset", "a", "--json").json()["accountant"] == "pld"
+    # a release recorded after a publication makes the subset adaptive: it is refused
+    late = cli_main(url, "record", gaussians(tmp / "late.yaml", ["late"]))
+    assert late.code == 1
+    assert cli_main(url, "audit", "verify").code == 0
+
+
+def test_a_pure_history_is_held_by_the_renyi_filter(tmp_path):
+    """100 Laplace releases of 0.1 published one by one, cap epsilon 9 at delta 1e-6: the pure
+    sum 10 is over, the Rényi filter at fixed orders (delta split over them) admits them."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    (tmp_path / "d.yaml").write_text(DATASET.replace("5.4", "9"))
+    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+    body = "dataset: d\nreleases:\n" + "".join(
+        f"  - {{id: l{i}, reads: [a], mechanism: {{name: laplace, epsilon: 0.1}}}}\n" for i in range(100))
+    (tmp_path / "l.yaml").write_text(body)
+    result = cli_main(url, "record", tmp_path / "l.yaml")
+    assert result.code == 0, result.err
+    (cap,) = cli_main(url, "cap", "list", "--json").json()
+    assert cap["accountant"] == "rdp" and cap["case"] == "adaptive"
+    # the filter's figure: the Rényi curve at the fixed orders, each converted at delta / K
+    curve = 100 * accountants.laplace_curve(10.0)[accountants._FILTER_INDEX]
+    a = accountants.FILTER_ORDERS
+    expected = min(c + math.log1p(-1 / o) - (math.log(1e-6 / len(a)) + math.log(o)) / (o - 1) for c, o in zip(curve, a))
+    assert expected <= cap["current"] <= expected * (1 + 1e-8)
+    assert cap["current"] > figures([laplace(i, F(1, 10)) for i in range(100)], F(1, 10**6))["rdp"].epsilon
+
+
+# --------------------------------------------------------------------------
+# 4. Bad input is refused at recording, naming the field
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("mechanism", "field"), [
+    ("{name: laplace, scale: 0, sensitivity: 1}", "releases[0].mechanism.scale"),
+    ("{name: gaussian, sigma: 0, sensitivity: 1}", "releases[0].mechanism.sigma"),
+    ("{name: laplace, epsilon: 1, sample_size: 11, population: 10}", "releases[0].mechanism.sample_size"),
+    ("{name: laplace, epsilon: 1, sample_size: 5}", "releases[0].mechanism.population"),
+    ("{name: gaussian, rho: 1, sample_size: 5, population: 10}", "releases[0].mechanism.sample_size"),
+])
+def test_unsupported_parameters_exit_2(tmp_path, mechanism, field):
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    (tmp_path / "d.yaml").write_text(DATASET)
+    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+    (tmp_path / "r.yaml").write_text(f"dataset: d\nreleases:\n  - {{id: r, reads: [a], mechanism: {mechanism}}}\n")
+    result = cli_main(url, "record", tmp_path / "r.yaml")
+    assert result.code == 2
+    assert any(field in line for line in result.errors), result.err
+    assert cli_main(url, "releases", "--json").json() == []
+
+
+def test_a_subsampled_release_file_records_the_tight_bound(tmp_path):
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    (tmp_path / "d.yaml").write_text(DATASET)
+    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+    (tmp_path / "r.yaml").write_text(textwrap.dedent("""\
+        dataset: d
+        releases:
+          - {id: s, reads: [a], mechanism: {name: laplace, epsilon: 1, sample_size: 100, population: 1000}}
+        """))
+    assert cli_main(url, "record", tmp_path / "r.yaml").code == 0
+    (release,) = cli_main(url, "releases", "--json").json()
+    epsilon = F(release["guarantees"][0]["epsilon"])
+    assert 0 <= float(epsilon) - math.log1p(0.1 * math.expm1(1)) <= 1e-12  # 0.1586, not Clifton's 0.2639
+    assert release["mechanism"]["params"]["sample_size"] == 100  # the sampling event is kept
