@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 import typer
 from sqlmodel import Session
 
-from . import budget, operations, store
+from . import budget, operations, people, store
 from .accounting import DEFAULT_DELTA
 from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
@@ -30,7 +30,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split
 dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.")
 audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.")
 cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.")
+role_app = typer.Typer(no_args_is_help=True, help="People's roles: admin, steward, approver, auditor.")
 app.add_typer(dataset_app, name="dataset")
+app.add_typer(role_app, name="role")
 app.add_typer(audit_app, name="audit")
 app.add_typer(cap_app, name="cap")
 
@@ -45,6 +47,12 @@ DatasetOption = Annotated[Optional[str], typer.Option("--dataset", "-d", help="D
 DeltaOption = Annotated[Optional[str], typer.Option("--delta", help="Delta for epsilon figures "
                                                     "(default: the dataset's, else 1e-9).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+# every step is done as a named person (DESIGN 2.12); --by is the earlier spelling
+AsOption = Annotated[Optional[str], typer.Option("--as", "--by", help="Who does it (default: $LEDGER_USER, "
+                                                 "else the operating-system user).")]
+AsOfOption = Annotated[Optional[str], typer.Option("--as-of", help="The ledger as it stood on this date (ISO "
+                                                   "8601; UTC unless it says otherwise): published by then, "
+                                                   "planned or approved at that time.")]
 
 
 @app.callback()
@@ -90,7 +98,7 @@ def _engine(create: bool = False):
 
 
 def _actor(by: str | None) -> str:
-    return by or os.environ.get("LEDGER_USER") or getpass.getuser()
+    return people.actor_name(by)
 
 
 def _pick_dataset(snapshot: LedgerSnapshot, name: str | None) -> Dataset:
@@ -119,6 +127,40 @@ def _delta(option: str | None, dataset: Dataset) -> Fraction:
     return delta
 
 
+def parse_date(text: str | None, option: str):
+    """An ISO 8601 date or date-time from the command line, as an aware UTC moment; never in the future."""
+    from .loader import parse_moment
+
+    if text is None:
+        return None
+    moment = parse_moment(text)
+    if moment is None:
+        raise fail("command line", option, f"not a date: {text!r} (write it as 2024-05-01 or 2024-05-01T09:30)")
+    if moment > store.now():
+        raise fail("command line", option, f"{moment.isoformat()} is in the future")
+    return moment
+
+
+def _ended(engine) -> dict:
+    """Release id -> when it was retracted or cancelled (history.ended), from the audit events."""
+    from .history import ENDING_KINDS, ended
+    from .loader import parse_moment
+
+    with Session(engine) as session:
+        rows = store.lifecycle_events(session, list(ENDING_KINDS))
+    return ended((kind, subject, parse_moment(at)) for _seq, kind, subject, at, _actor, _payload in rows)
+
+
+def _as_of(snapshot: LedgerSnapshot, when) -> LedgerSnapshot:
+    """The snapshot as the ledger stood at `when` (ledger.history), or itself when None."""
+    if when is None:
+        return snapshot
+    from .history import releases_as_of
+
+    then = releases_as_of(list(snapshot.releases.values()), when, _ended(_engine()))
+    return LedgerSnapshot(datasets=snapshot.datasets, releases={r.id: r for r in then}, families=snapshot.families)
+
+
 def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
     releases = [r for r in snapshot.releases.values() if r.dataset == dataset.name and r.status in CHARGED_STATUSES]
     families = [f for f in snapshot.families.values() if f.dataset == dataset.name]
@@ -142,16 +184,20 @@ def _read(dataset: str | None = None) -> LedgerSnapshot:
 
 
 @app.command()
-def init() -> None:
-    """Create an empty ledger (the schema is also created on first use)."""
-    _engine(create=True)
-    typer.echo(f"ledger ready at {state.url}")
+def init(by: AsOption = None) -> None:
+    """Create an empty ledger; its first user becomes its admin, holding every role."""
+    actor = _actor(by)
+    engine = _engine(create=True)
+    with store.write_session(engine) as session:
+        made = people.bootstrap(session, actor)
+    typer.echo(f"ledger ready at {state.url}"
+               + (f"; {actor} is its admin (roles: {', '.join(people.ROLES)})" if made else ""))
 
 
 @dataset_app.command("add")
 def dataset_add(
     file: Annotated[Path, typer.Argument(help="Dataset file (YAML or JSON).")],
-    by: Annotated[Optional[str], typer.Option(help="Who records it (default: $LEDGER_USER or login).")] = None,
+    by: AsOption = None,
 ) -> None:
     """Add a dataset, its variables, groups and caps."""
     document, errors = read_document(file)
@@ -163,9 +209,10 @@ def dataset_add(
     caps, errors = build_caps(document, dataset)
     if errors:
         raise InputErrors(errors)
-    engine = _engine(create=True)
     actor = _actor(by)
+    engine = _engine(create=True)
     with store.write_session(engine) as session:
+        people.require(session, actor, "add a dataset")
         existing = store.write_context(session).datasets.get(dataset.name)
         if existing is not None:
             if existing == dataset and set(store.caps(session, dataset.name)) == set(caps):
@@ -184,11 +231,19 @@ def dataset_add(
 @app.command()
 def record(
     files: Annotated[list[Path], typer.Argument(help="Release files (YAML or JSON).")],
-    by: Annotated[Optional[str], typer.Option(help="Who records them (default: $LEDGER_USER or login).")] = None,
+    by: AsOption = None,
 ) -> None:
-    """Record releases: every file and every cap is checked first; all are recorded or none."""
+    """Record releases: every file and every cap is checked first; all are recorded or none.
+    A release without status is planned. A release already recorded with identical content
+    is left as it is (a safe retry); one recorded with other content is refused."""
     actor = _actor(by)
     result = operations.record(_engine(), operations.release_builder(files, actor), actor)
+    if result.unchanged:
+        ids = ", ".join(r.id for r in result.unchanged)
+        typer.echo(f"already recorded, identical: {ids} (nothing written for "
+                   f"{'it' if len(result.unchanged) == 1 else 'them'})")
+        if not result.releases and not result.families:
+            return
     count = len(result.releases)
     typer.echo(f"recorded {count} release{'s' if count != 1 else ''}"
                + (f" and {len(result.families)} famil{'ies' if len(result.families) != 1 else 'y'}"
@@ -242,13 +297,24 @@ def headroom_command(
                + (f" (binding cap: {room.rho_binding.name})" if room.rho_binding else " (no cap applies)"))
 
 
+ReasonOption = Annotated[Optional[str], typer.Option(
+    "--reason", help="retract, cancel: why (required; kept in the audit trail and the register).")]
+AtOption = Annotated[Optional[str], typer.Option(
+    "--at", help="publish: when it was published, for a publication that happened elsewhere "
+                 "(ISO 8601, UTC unless it says otherwise; never in the future, never before it was planned).")]
+
+
 def _lifecycle(action: str):
     def command(
         release: Annotated[str, typer.Argument(help="Release id.")],
-        by: Annotated[Optional[str], typer.Option(help="Who does it (default: $LEDGER_USER or login).")] = None,
+        by: AsOption = None,
+        reason: ReasonOption = None,
+        at: AtOption = None,
     ) -> None:
-        changed = operations.change_status(_engine(), release, action, _actor(by))
-        typer.echo(f"{changed.id}: {changed.status.value}")
+        moment = parse_date(at, "--at") if at is not None else None
+        changed = operations.change_status(_engine(), release, action, _actor(by), reason=reason, at=moment)
+        typer.echo(f"{changed.id}: {changed.status.value}"
+                   + (f" (published at {changed.published_at.isoformat()})" if action == "publish" else ""))
 
     command.__doc__ = {
         "approve": "Approve a planned release (re-checks its caps).",
@@ -271,7 +337,7 @@ def cap_set(
     rho: Annotated[Optional[str], typer.Option(help="Cap in rho (zCDP).")] = None,
     name: Annotated[Optional[str], typer.Option(help="The cap's name.")] = None,
     dataset: DatasetOption = None,
-    by: Annotated[Optional[str], typer.Option(help="Who sets it.")] = None,
+    by: AsOption = None,
 ) -> None:
     """Add or replace a cap on a variable, a group, or the whole dataset."""
     snapshot = _read_light()
@@ -302,14 +368,20 @@ def cap_set(
 
 
 @cap_app.command("list")
-def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False) -> None:
-    """Every cap, its spend (reservations included), headroom and status."""
+def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: AsOfOption = None) -> None:
+    """Every cap, its spend (reservations included), headroom and status; --as-of: as it stood then."""
+    when = parse_date(as_of, "--as-of")
     snapshot = _read_light()
     chosen = _pick_dataset(snapshot, dataset)
     engine = _engine()
     with Session(engine) as session:
         caps = store.caps(session, chosen.name)
-        checks = budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
+        if when is None:
+            totals = store.cap_totals(session, chosen.name)
+        else:
+            then = _as_of(store.snapshot(session, chosen.name), when)
+            totals = {cap.name: budget.total_from_history(cap, then.releases.values(), then.families) for cap in caps}
+        checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
     if as_json:
         typer.echo(json.dumps([check_json(c) for c in checks], indent=2, ensure_ascii=False))
         return
@@ -371,20 +443,40 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
     """List recorded releases."""
     snapshot = _read(dataset)
     rows = [r for r in snapshot.releases.values() if dataset is None or r.dataset == dataset]
+    steps = _steps(_engine())
     if as_json:
         from .codec import release_to_dict
 
-        typer.echo(json.dumps([release_to_dict(r) for r in rows], indent=2, ensure_ascii=False))
+        typer.echo(json.dumps([{**release_to_dict(r), "steps": steps.get(r.id, [])} for r in rows],
+                              indent=2, ensure_ascii=False))
         return
     for release in rows:
+        ended = next((s for s in reversed(steps.get(release.id, [])) if s.get("reason") is not None), None)
+        why = f"\t{ended['step']} by {ended['by']} at {ended['at']}: {ended['reason']}" if ended else ""
         typer.echo(f"{release.id}\t{release.dataset}\t{release.status.value}\t{release.mechanism.name}\t"
-                   f"reads {', '.join(sorted(release.reads)) or '-'}\t{release.title}")
+                   f"reads {', '.join(sorted(release.reads)) or '-'}\t{release.title}"
+                   f"\trecorded by {release.recorded_by}{why}")
+
+
+def _steps(engine) -> dict[str, list[dict]]:
+    """Release id -> its lifecycle steps after recording: who, when, and why (DESIGN 2.12)."""
+    kinds = ["release.approved", "release.published", "release.retracted", "release.cancelled"]
+    found: dict[str, list[dict]] = {}
+    with Session(engine) as session:
+        for seq, kind, subject, at, actor, payload in store.lifecycle_events(session, kinds):
+            step = {"step": kind.removeprefix("release."), "by": actor, "at": at, "event": seq}
+            if kind in ("release.retracted", "release.cancelled"):
+                step["reason"] = json.loads(payload).get("reason")
+            found.setdefault(subject, []).append(step)
+    return found
 
 
 @app.command()
-def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False) -> None:
+def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False,
+          as_of: AsOfOption = None) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
-    snapshot = _read(dataset)
+    when = parse_date(as_of, "--as-of")
+    snapshot = _as_of(_read(dataset), when)
     chosen = _pick_dataset(snapshot, dataset)
     chosen_delta = _delta(delta, chosen)
     view = table_view(_index(snapshot, chosen).table(chosen.name, at_delta(chosen_delta)), chosen_delta)
@@ -401,9 +493,11 @@ def subset(
     dataset: DatasetOption = None,
     delta: DeltaOption = None,
     as_json: JsonOption = False,
+    as_of: AsOfOption = None,
 ) -> None:
-    """The privacy loss on one subset of variables."""
-    snapshot = _read(dataset)
+    """The privacy loss on one subset of variables; --as-of: as the ledger stood then."""
+    when = parse_date(as_of, "--as-of")
+    snapshot = _as_of(_read(dataset), when)
     chosen = _pick_dataset(snapshot, dataset)
     names = _resolve_variables(chosen, variables)
     chosen_delta = _delta(delta, chosen)
@@ -470,6 +564,59 @@ def audit_verify() -> None:
     for problem in result.problems[1:]:
         typer.echo(f"  also: {problem}", err=True)
     raise typer.Exit(1)
+
+
+@role_app.command("grant")
+def role_grant(person: Annotated[str, typer.Argument(help="The person.")],
+               role: Annotated[str, typer.Argument(help="admin, steward, approver or auditor.")],
+               by: AsOption = None) -> None:
+    """Grant a role (admins only; an audit event)."""
+    _change_role(person, role, True, by)
+
+
+@role_app.command("revoke")
+def role_revoke(person: Annotated[str, typer.Argument(help="The person.")],
+                role: Annotated[str, typer.Argument(help="admin, steward, approver or auditor.")],
+                by: AsOption = None) -> None:
+    """Revoke a role (admins only; an audit event). The last admin stays admin."""
+    _change_role(person, role, False, by)
+
+
+def _change_role(person: str, role: str, granted: bool, by: str | None) -> None:
+    person = people.check_person(person, "PERSON")
+    role = people.check_role(role)
+    actor = _actor(by)
+    with store.write_session(_engine()) as session:
+        people.require(session, actor, "change roles")
+        held = store.roles(session)
+        if granted and role in held.get(person, frozenset()):
+            typer.echo(f"{person} already holds the {role} role; nothing written")
+            return
+        if not granted:
+            if person not in held:
+                raise fail("command line", "PERSON", f"unknown person {person!r}: holds no role in this ledger")
+            if role not in held[person]:
+                raise fail("command line", "ROLE", f"{person!r} does not hold the {role} role")
+            if role == "admin" and [p for p, r in held.items() if "admin" in r] == [person]:
+                raise fail("command line", "ROLE", f"{person!r} is the ledger's only admin; grant admin to "
+                                                   "another person first")
+        store.set_role(session, person, role, granted, actor)
+    typer.echo(f"{'granted' if granted else 'revoked'}: {person} {role}")
+
+
+@role_app.command("list")
+def role_list(as_json: JsonOption = False) -> None:
+    """Every person and the roles they hold."""
+    with Session(_engine()) as session:
+        held = store.roles(session)
+    if as_json:
+        typer.echo(json.dumps({person: sorted(roles) for person, roles in sorted(held.items())}, indent=2,
+                              ensure_ascii=False))
+        return
+    if not held:
+        typer.echo("no roles yet: the first person to write to this ledger becomes its admin")
+    for person, roles in sorted(held.items()):
+        typer.echo(f"{person}\t{', '.join(r for r in people.ROLES if r in roles)}")
 
 
 from .cli_run import assess, run, sample_privacy  # noqa: E402  (issue 5)

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from . import budget, store
+from datetime import datetime
+
+from . import budget, people, store
 from .errors import InputErrors, LedgerError, fail
 from .lifecycle import ENFORCING, transition
-from .loader import LedgerSnapshot, cap_from_entry, field_name, load_releases
+from .loader import LedgerSnapshot, already_recorded, cap_from_entry, field_name, load_releases
 from .numbers import format_number
 from .records import Cap, Family, Release
 
@@ -49,6 +51,7 @@ class Recorded:
     releases: tuple[Release, ...]
     families: tuple[Family, ...]
     checks: tuple[budget.CapCheck, ...]
+    unchanged: tuple[Release, ...] = ()  # already recorded, identical: a retry, not written again
 
 
 def release_builder(paths: Sequence[str | Path], actor: str) -> Builder:
@@ -65,13 +68,18 @@ def record(engine: Engine, build: Builder, actor: str) -> Recorded:
         releases, families, errors = build(snapshot)
         if errors:
             raise InputErrors(errors)
+        unchanged = already_recorded(releases, snapshot)  # identical retries: charged once, when first recorded
+        releases = [r for r in releases if r.id not in {u.id for u in unchanged}]
+        if not releases and not families:
+            return Recorded((), (), (), tuple(unchanged))
+        people.check_recorded(session, actor, releases, snapshot.datasets)
         checks = _checks(session, snapshot, releases, families)
         if any(not c.ok for c in checks):
             raise BudgetRefused(checks, "recording")
         store.add_releases(session, releases, families, actor)
         for dataset in {c.cap.dataset for c in checks}:
             store.save_totals(session, dataset, {c.cap.name: c.after_total for c in checks if c.cap.dataset == dataset})
-        return Recorded(tuple(releases), tuple(families), tuple(checks))
+        return Recorded(tuple(releases), tuple(families), tuple(checks), tuple(unchanged))
 
 
 def check(engine: Engine, build: Builder) -> list[budget.CapCheck]:
@@ -100,23 +108,52 @@ def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Relea
     return results
 
 
-def change_status(engine: Engine, release_id: str, action: str, actor: str) -> Release:
-    """approve / publish / retract / cancel one release; approve and publish re-check its caps."""
+REASONED = frozenset({"retract", "cancel"})  # steps that carry a reason (DESIGN 2.12)
+
+
+def change_status(engine: Engine, release_id: str, action: str, actor: str, *, reason: str | None = None,
+                  at: datetime | None = None) -> Release:
+    """approve / publish / retract / cancel one release; approve and publish re-check its caps.
+
+    `reason` is required by retract and cancel. `at` dates a publication that happened
+    elsewhere (publish only): never in the future, never before the release was planned."""
+    if action in REASONED:
+        reason = people.check_reason(reason, action, release_id)
+    elif reason is not None:
+        raise fail("command line", "--reason", f"{action} takes no reason")
+    if at is not None and action != "publish":
+        raise fail("command line", "--at", f"{action} takes no date; --at dates a publication")
     with store.write_session(engine) as session:
         lookup = store.ReleaseLookup(session)
         if release_id not in lookup:
             raise fail(f"release {release_id}", "id", "no such release in this ledger")
+        people.require(session, actor, action)
         release = lookup[release_id]
-        changed = transition(release, action, actor, store.now())
+        moment = store.now()
+        if at is not None:
+            planned = release.recorded_at
+            if planned is not None and planned.tzinfo is None:
+                planned = planned.replace(tzinfo=moment.tzinfo)
+            if at > moment:
+                raise fail("command line", "--at", f"{at.isoformat()} is in the future (now: {moment.isoformat()})")
+            if planned is not None and at < planned:
+                raise fail("command line", "--at", f"{at.isoformat()} is before release {release_id!r} was "
+                                                   f"planned ({planned.isoformat()})")
+        changed = transition(release, action, actor, moment)
         if isinstance(changed, str):
             raise fail(f"release {release_id}", "status", changed)
+        if action == "approve":
+            dataset = store.configuration(session).datasets.get(release.dataset)
+            people.check_approver(release, actor, dataset)
+        if at is not None:
+            changed = replace(changed, published_at=at)
         caps = [cap for cap in store.caps(session, release.dataset) if budget.touches(cap, release)]
         totals = store.cap_totals(session, release.dataset)
         if action in ENFORCING:
             checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
             if any(not c.ok for c in checks):
                 raise BudgetRefused(checks, f"{action} {release_id}")
-        store.set_status(session, changed, actor, kind=f"release.{changed.status.value}")
+        store.set_status(session, changed, actor, kind=f"release.{changed.status.value}", reason=reason)
         if action == "cancel" and caps:  # frees the reservation: recompute the totals it was in
             history = store.snapshot(session, release.dataset)
             store.save_totals(session, release.dataset, {
@@ -128,6 +165,7 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str) -> R
 def add_caps(engine: Engine, dataset: str, entries: Iterable[dict], actor: str, source: str) -> list[Cap]:
     """Add or replace caps ({subset | name, epsilon [, delta] | rho} entries)."""
     with store.write_session(engine) as session:
+        people.require(session, actor, "set a cap")
         snapshot = store.write_context(session)
         if dataset not in snapshot.datasets:
             raise fail(source, "dataset", f"unknown dataset {dataset!r}")
