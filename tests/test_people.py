@@ -225,7 +225,7 @@ def test_retract_and_cancel_need_a_reason(ledger):
     ledger.ok("report", "--format", "md", "--out", out)
     md = out.read_text(encoding="utf-8")
     register = next(line for line in md.splitlines() if line.startswith("| r1 | retracted |"))
-    assert "published" in register and "by carol; retracted" in register and "a wrong region code" in register
+    assert "UTC by carol; retracted " in register and "by carol: a wrong region code" in register
     assert "| carol | release.retracted: a wrong region code | r1 |" in md
     assert "| bob | release.cancelled: no longer needed | r2 |" in md
 
