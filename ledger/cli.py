@@ -136,7 +136,7 @@ def parse_date(text: str | None, option: str):
     moment = parse_moment(text)
     if moment is None:
         raise fail("command line", option, f"not a date: {text!r} (write it as 2024-05-01 or 2024-05-01T09:30)")
-    if moment > store.now():
+    if moment.replace(microsecond=0) > store.now():  # (the store's clock keeps whole seconds)
         raise fail("command line", option, f"{moment.isoformat()} is in the future")
     return moment
 
