@@ -6,9 +6,7 @@ Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input
 
 from __future__ import annotations
 
-import getpass
 import json
-import os
 import sys
 from fractions import Fraction
 from pathlib import Path
