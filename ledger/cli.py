@@ -1,4 +1,6 @@
-"""The `privacy-ledger` command line: thin adapters over the loader, store and engine.
+"""privacy-ledger: record every release of a confidential dataset and see its privacy loss per variable.
+
+The command line over the same operations as the Python API (ledger.api).
 
 Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input
 (every problem printed with its file and field; nothing written).
@@ -15,7 +17,7 @@ from typing import Annotated, Optional
 import typer
 from sqlmodel import Session
 
-from . import budget, operations, people, store
+from . import budget, choices, cli_json, cli_style, operations, people, store  # noqa: F401 (cli_style: help as people read it)
 from .accounting import DEFAULT_DELTA
 from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
@@ -24,11 +26,15 @@ from .numbers import NumberError, format_delta, format_number, to_fraction, to_j
 from .records import CHARGED_STATUSES, Dataset
 from .views import subset_json, table_view, text_table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0])
-dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.")
-audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.")
-cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.")
-role_app = typer.Typer(no_args_is_help=True, help="People's roles: admin, steward, approver, auditor.")
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # -h as well as --help, on every command
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0],
+                  context_settings=HELP_OPTIONS)
+dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.", context_settings=HELP_OPTIONS)
+audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.", context_settings=HELP_OPTIONS)
+cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.",
+                      context_settings=HELP_OPTIONS)
+role_app = typer.Typer(no_args_is_help=True, help="People's roles: admin, steward, approver, auditor.",
+                     context_settings=HELP_OPTIONS)
 app.add_typer(dataset_app, name="dataset")
 app.add_typer(role_app, name="role")
 app.add_typer(audit_app, name="audit")
@@ -55,21 +61,38 @@ AsOfOption = Annotated[Optional[str], typer.Option("--as-of", help="The ledger a
 
 @app.callback()
 def main_options(
-    db: Annotated[Optional[str], typer.Option("--db", help="SQLAlchemy URL (default: LEDGER_DATABASE_URL, "
-                                              "else sqlite:///ledger.db).")] = None,
+    db: Annotated[Optional[str], typer.Option("--db", metavar="URL", help="The ledger: a database URL "
+                                              "(default: $LEDGER_DATABASE_URL, else sqlite:///ledger.db; "
+                                              "postgres://user@host/db for a team).")] = None,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=lambda value: _print_version(value),
+                                          help="Print the version and exit.")] = False,
 ) -> None:
-    state.url = store.database_url(db)
+    state.url = choices.ledger_url(db)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"privacy-ledger {__version__}")
+        raise typer.Exit()
 
 
 def main() -> None:
     try:
         app()
     except InputErrors as exc:
-        report_errors(exc.errors)
+        if cli_json.wants_json():
+            cli_json.print_errors(exc.errors)
+        else:
+            report_errors(exc.errors)
         sys.exit(2)
     except operations.BudgetRefused as exc:
-        typer.echo(str(exc), err=True)
-        typer.echo("nothing was written.", err=True)
+        if cli_json.wants_json():
+            cli_json.print_refusal(exc)
+        else:
+            typer.echo(str(exc), err=True)
+            typer.echo("nothing was written.", err=True)
         sys.exit(1)
 
 
@@ -100,29 +123,11 @@ def _actor(by: str | None) -> str:
 
 
 def _pick_dataset(snapshot: LedgerSnapshot, name: str | None) -> Dataset:
-    if name is not None:
-        if name not in snapshot.datasets:
-            known = ", ".join(sorted(snapshot.datasets)) or "none"
-            raise fail("command line", "--dataset", f"unknown dataset {name!r} (known: {known})")
-        return snapshot.datasets[name]
-    if not snapshot.datasets:
-        raise fail("command line", "--dataset", "the ledger holds no dataset yet; add one with `dataset add FILE`")
-    if len(snapshot.datasets) > 1:
-        raise fail("command line", "--dataset", "the ledger holds several datasets; choose one: "
-                   + ", ".join(sorted(snapshot.datasets)))
-    return next(iter(snapshot.datasets.values()))
+    return choices.pick_dataset(snapshot, name)
 
 
 def _delta(option: str | None, dataset: Dataset) -> Fraction:
-    if option is None:
-        return dataset.delta or DEFAULT_DELTA
-    try:
-        delta = to_fraction(option)
-    except NumberError as exc:
-        raise fail("command line", "--delta", str(exc)) from None
-    if not 0 < delta < 1:
-        raise fail("command line", "--delta", f"must be in (0, 1). Found {option}.")
-    return delta
+    return choices.parse_delta(option, dataset)
 
 
 def parse_date(text: str | None, option: str):
@@ -160,9 +165,7 @@ def _as_of(snapshot: LedgerSnapshot, when) -> LedgerSnapshot:
 
 
 def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
-    releases = [r for r in snapshot.releases.values() if r.dataset == dataset.name and r.status in CHARGED_STATUSES]
-    families = [f for f in snapshot.families.values() if f.dataset == dataset.name]
-    return LedgerIndex(dataset.variable_names, releases, families)
+    return choices.charged_index(snapshot, dataset)
 
 
 def _read_light() -> LedgerSnapshot:
@@ -182,12 +185,15 @@ def _read(dataset: str | None = None) -> LedgerSnapshot:
 
 
 @app.command()
-def init(by: AsOption = None) -> None:
+def init(by: AsOption = None, as_json: JsonOption = False) -> None:
     """Create an empty ledger; its first user becomes its admin, holding every role."""
     actor = _actor(by)
     engine = _engine(create=True)
     with store.write_session(engine) as session:
         made = people.bootstrap(session, actor)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "ledger": state.url, "admin": actor if made else None}))
+        return
     typer.echo(f"ledger ready at {state.url}"
                + (f"; {actor} is its admin (roles: {', '.join(people.ROLES)})" if made else ""))
 
@@ -196,6 +202,7 @@ def init(by: AsOption = None) -> None:
 def dataset_add(
     file: Annotated[Path, typer.Argument(help="Dataset file (YAML or JSON).")],
     by: AsOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Add a dataset, its variables, groups and caps."""
     document, errors = read_document(file)
@@ -207,21 +214,17 @@ def dataset_add(
     caps, errors = build_caps(document, dataset)
     if errors:
         raise InputErrors(errors)
-    actor = _actor(by)
-    engine = _engine(create=True)
-    with store.write_session(engine) as session:
-        people.require(session, actor, "add a dataset")
-        existing = store.write_context(session).datasets.get(dataset.name)
-        if existing is not None:
-            if existing == dataset and set(store.caps(session, dataset.name)) == set(caps):
-                typer.echo(f"dataset {dataset.name} is already recorded, unchanged")
-                return
-            raise fail(str(file), "dataset", f"dataset {dataset.name!r} is already recorded with other variables "
-                                             "or groups; a recorded dataset is never rewritten "
-                                             "(change caps with `cap set`)")
-        store.add_dataset(session, dataset, actor)
-        for cap in caps:
-            store.set_cap(session, cap, actor)
+    if not operations.add_dataset(_engine(create=True), dataset, caps, _actor(by), str(file),
+                                  operations.declared_privacy_unit(document)):
+        if as_json:
+            typer.echo(cli_json.dumps({"ok": True, "dataset": dataset.name, "added": False}))
+            return
+        typer.echo(f"dataset {dataset.name} is already recorded, unchanged")
+        return
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "dataset": dataset.name, "added": True,
+                                   "variables": list(dataset.variable_names), "caps": [c.name for c in caps]}))
+        return
     typer.echo(f"added dataset {dataset.name} with {len(dataset.variables)} variables"
                + (f" and {len(caps)} cap{'s' if len(caps) != 1 else ''}" if caps else ""))
 
@@ -230,12 +233,19 @@ def dataset_add(
 def record(
     files: Annotated[list[Path], typer.Argument(help="Release files (YAML or JSON).")],
     by: AsOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Record releases: every file and every cap is checked first; all are recorded or none.
     A release without status is planned. A release already recorded with identical content
     is left as it is (a safe retry); one recorded with other content is refused."""
     actor = _actor(by)
     result = operations.record(_engine(), operations.release_builder(files, actor), actor)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "recorded": [r.id for r in result.releases],
+                                   "families": [f.id for f in result.families],
+                                   "unchanged": [r.id for r in result.unchanged],  # identical retries
+                                   "caps": [check_json(c) for c in result.checks]}))
+        return
     if result.unchanged:
         ids = ", ".join(r.id for r in result.unchanged)
         typer.echo(f"already recorded, identical: {ids} (nothing written for "
@@ -308,9 +318,14 @@ def _lifecycle(action: str):
         by: AsOption = None,
         reason: ReasonOption = None,
         at: AtOption = None,
+        as_json: JsonOption = False,
     ) -> None:
         moment = parse_date(at, "--at") if at is not None else None
         changed = operations.change_status(_engine(), release, action, _actor(by), reason=reason, at=moment)
+        if as_json:
+            typer.echo(cli_json.dumps({"ok": True, "release": changed.id, "status": changed.status.value,
+                                       "published_at": changed.published_at and changed.published_at.isoformat()}))
+            return
         typer.echo(f"{changed.id}: {changed.status.value}"
                    + (f" (published at {changed.published_at.isoformat()})" if action == "publish" else ""))
 
@@ -336,6 +351,7 @@ def cap_set(
     name: Annotated[Optional[str], typer.Option(help="The cap's name.")] = None,
     dataset: DatasetOption = None,
     by: AsOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Add or replace a cap on a variable, a group, or the whole dataset."""
     snapshot = _read_light()
@@ -358,6 +374,9 @@ def cap_set(
     caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
     with Session(engine) as session:
         checks = budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "caps": [check_json(c) for c in checks]}))
+        return
     for cap in caps:
         typer.echo(f"cap {cap.name} on {{{', '.join(sorted(cap.subset))}}}: {cap.unit} {format_number(cap.limit)}"
                    + (f" at delta {format_delta(cap.delta)}" if cap.delta is not None else ""))
@@ -422,18 +441,8 @@ def check_json(c) -> dict:
 
 
 def _resolve_variables(chosen: Dataset, names: list[str]) -> set[str]:
-    resolved: set[str] = set()
-    errors = []
-    for name in names:
-        if name in chosen.variable_names:
-            resolved.add(name)
-        elif chosen.group(name) is not None:
-            resolved |= chosen.group(name)
-        else:
-            errors.append(LedgerError("command line", "VAR", f"unknown variable or group {name!r} in {chosen.name!r}"))
-    if errors:
-        raise InputErrors(errors)
-    return resolved
+    return choices.resolve_variables(chosen, names)
+
 
 
 @app.command()
@@ -448,12 +457,16 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
         typer.echo(json.dumps([{**release_to_dict(r), "steps": steps.get(r.id, [])} for r in rows],
                               indent=2, ensure_ascii=False))
         return
-    for release in rows:
+    if not rows:
+        typer.echo("no releases" + (f" in dataset {dataset}" if dataset else ""))
+        return
+    from .views import releases_text
+
+    typer.echo(releases_text(rows, snapshot.datasets))
+    for release in rows:  # who retracted or cancelled, when, and why (DESIGN 2.12)
         ended = next((s for s in reversed(steps.get(release.id, [])) if s.get("reason") is not None), None)
-        why = f"\t{ended['step']} by {ended['by']} at {ended['at']}: {ended['reason']}" if ended else ""
-        typer.echo(f"{release.id}\t{release.dataset}\t{release.status.value}\t{release.mechanism.name}\t"
-                   f"reads {', '.join(sorted(release.reads)) or '-'}\t{release.title}"
-                   f"\trecorded by {release.recorded_by}{why}")
+        if ended:
+            typer.echo(f"{release.id}: {ended['step']} by {ended['by']} at {ended['at']}: {ended['reason']}")
 
 
 def _steps(engine) -> dict[str, list[dict]]:
@@ -474,10 +487,13 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
           as_of: AsOfOption = None) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
     when = parse_date(as_of, "--as-of")
-    snapshot = _as_of(_read(dataset), when)
-    chosen = _pick_dataset(snapshot, dataset)
-    chosen_delta = _delta(delta, chosen)
-    view = table_view(_index(snapshot, chosen).table(chosen.name, at_delta(chosen_delta)), chosen_delta)
+    from .progress import progress
+
+    with progress("computing the release-by-variable table"):
+        snapshot = _as_of(_read(dataset), when)
+        chosen = _pick_dataset(snapshot, dataset)
+        chosen_delta = _delta(delta, chosen)
+        view = table_view(_index(snapshot, chosen).table(chosen.name, at_delta(chosen_delta)), chosen_delta)
     if as_json:
         typer.echo(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
         return
@@ -538,23 +554,39 @@ def demo(
     example: Annotated[str, typer.Option(help="census: Tan's Example 3.6 (Table 1); graduates: Tan's "
                                               "Algorithm 1 on Table 2.")] = "census",
     seed: Annotated[Optional[int], typer.Option(help="graduates: seed the noise (default: a secure seed).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: the example's text, and where the "
+                                                         "HTML table was written.")] = False,
 ) -> None:
     """Tan's Example 3.6 in the selected ledger: Table 1, printed and written as HTML."""
     from .demo import run_demo, run_graduates_demo
 
     if example == "graduates":
-        typer.echo(run_graduates_demo(_engine(create=True), actor=_actor(None), seed=seed))
+        text = run_graduates_demo(_engine(create=True), actor=_actor(None), seed=seed)
+    elif example != "census":
+        raise fail("command line", "--example", f"must be census or graduates{choices.did_you_mean(example, ['census', 'graduates'])}, "
+                                                f"found {example!r}")
+    else:
+        text = run_demo(_engine(create=True), out, actor=_actor(None))
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "example": example, "text": text,
+                                   "html": str(out) if example == "census" else None}))
         return
-    if example != "census":
-        raise fail("command line", "--example", f"must be census or graduates, found {example!r}")
-    typer.echo(run_demo(_engine(create=True), out, actor=_actor(None)))
+    typer.echo(text)
 
 
 @audit_app.command("verify")
-def audit_verify() -> None:
+def audit_verify(as_json: JsonOption = False) -> None:
     """Recompute the hash chain and compare every row with its audit event."""
-    with Session(_engine()) as session:
+    from .progress import progress
+
+    with Session(_engine()) as session, progress("verifying the audit chain"):
         result = store.verify(session)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": result.ok, "events": result.events, "head": result.head,
+                                   "problems": list(result.problems)}))
+        if not result.ok:
+            raise typer.Exit(1)
+        return
     if result.ok:
         typer.echo(f"audit chain intact: {result.events} events, head {result.head}")
         return
@@ -626,3 +658,7 @@ app.command("sample-privacy")(sample_privacy)
 from .cli_report import report  # noqa: E402  (issue 4)
 
 app.command("report")(report)
+
+from .cli_export import export_app  # noqa: E402  (issue 14)
+
+app.add_typer(export_app, name="export")
