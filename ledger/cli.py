@@ -323,8 +323,10 @@ def _lifecycle(action: str):
         moment = parse_date(at, "--at") if at is not None else None
         changed = operations.change_status(_engine(), release, action, _actor(by), reason=reason, at=moment)
         if as_json:
-            typer.echo(cli_json.dumps({"ok": True, "release": changed.id, "status": changed.status.value,
-                                       "published_at": changed.published_at and changed.published_at.isoformat()}))
+            body = {"ok": True, "release": changed.id, "status": changed.status.value}
+            if action == "publish":
+                body["published_at"] = changed.published_at.isoformat()
+            typer.echo(cli_json.dumps(body))
             return
         typer.echo(f"{changed.id}: {changed.status.value}"
                    + (f" (published at {changed.published_at.isoformat()})" if action == "publish" else ""))
