@@ -40,6 +40,8 @@ class Pairs:
     matrix: tuple[tuple[Number, ...], ...] | None
     colour: np.ndarray
     svg: str
+    protected_only: bool = False  # `highest` ranks pairs of protected variables only (DESIGN 2.11)
+    public: tuple[str, ...] = ()  # variables classified public (their ∞ is expected)
 
 
 @dataclass(frozen=True)
@@ -63,3 +65,4 @@ class Timeline:
     end: datetime  # the report's time: the last level is drawn on to it
     svg: str
     caps: tuple[tuple[str, float], ...] = ()  # (cap name, its epsilon limit, rounded down): drawn as lines
+    public: tuple[str, ...] = ()  # variables classified public: their ∞ is drawn neutrally

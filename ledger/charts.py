@@ -23,7 +23,7 @@ import matplotlib.dates as mdates
 import numpy as np
 from markupsafe import Markup
 from matplotlib.backends.backend_svg import FigureCanvasSVG
-from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.colors import LinearSegmentedColormap, ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -39,6 +39,7 @@ def _subplots(figsize):
     return fig, fig.add_subplot()
 
 UNPROTECTED = "#c0392b"  # ∞: not protected
+PUBLIC_EXACT = "#9aa3ad"  # ∞ from a public variable, released exactly by design: neutral
 SCALE = LinearSegmentedColormap.from_list("loss", ["#f7fbff", "#9ecae1", "#3182bd", "#08306b"])
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 STYLE = {
@@ -66,6 +67,15 @@ def heat_map_svg(pairs: Pairs) -> Markup:
         scale = SCALE.with_extremes(bad=UNPROTECTED)
         image = ax.imshow(np.ma.masked_invalid(np.where(finite, colour, np.nan)), cmap=scale, vmin=0,
                           vmax=top if top > 0 else 1, interpolation="none", aspect="equal")
+        # ∞ caused by a public variable (released exactly by design, DESIGN 2.11) is neutral:
+        # a cell is an alarm only when a protected variable of the pair is itself finite-less
+        public = np.asarray([name in pairs.public for name in pairs.variables], dtype=bool)
+        alone = np.diag(colour)
+        protected_inf = ~public & ~np.isfinite(alone)
+        neutral = ~finite & ~(protected_inf[:, None] | protected_inf[None, :]) & (public[:, None] | public[None, :])
+        if neutral.any():
+            ax.imshow(np.ma.masked_where(~neutral, np.ones_like(colour)), cmap=ListedColormap([PUBLIC_EXACT]),
+                      vmin=0, vmax=1, interpolation="none", aspect="equal")
         step = max(1, int(np.ceil(n / 40)))
         ticks = np.arange(0, n, step)
         fontsize = 9 if n <= 12 else (7 if n <= 40 else 5)
@@ -75,13 +85,18 @@ def heat_map_svg(pairs: Pairs) -> Markup:
         if pairs.matrix is not None:
             for i, row in enumerate(pairs.matrix):
                 for j, value in enumerate(row):
-                    dark = not finite[i, j] or (top > 0 and colour[i, j] > 0.55 * top)
+                    dark = (not finite[i, j] and not neutral[i, j]) or (top > 0 and colour[i, j] > 0.55 * top)
                     ax.text(j, i, _short(value), ha="center", va="center", fontsize=8 if n <= 12 else 6,
                             color="white" if dark else "#1b1b1b")
         bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
         bar.set_label("epsilon on the pair (diagonal: on the variable alone)")
-        if (~finite).any():
-            ax.legend(handles=[Patch(color=UNPROTECTED, label="∞: not protected")], loc="upper left",
+        legend = []
+        if (~finite & ~neutral).any():
+            legend.append(Patch(color=UNPROTECTED, label="∞: not protected"))
+        if neutral.any():
+            legend.append(Patch(color=PUBLIC_EXACT, label="∞: a public variable, released exactly"))
+        if legend:
+            ax.legend(handles=legend, loc="upper left",
                       bbox_to_anchor=(0, -0.02 - 0.012 * max(len(max(labels, key=len)), 4)), frameon=False,
                       fontsize=8)
         return _svg(fig, "heat-map", f"Heat map of epsilon on every pair of {n} variables")
@@ -125,10 +140,16 @@ def timeline_svg(timeline: Timeline) -> Markup:
             ax.text(0.0, limit, f" cap {name} ", transform=ax.get_yaxis_transform(), va="bottom", ha="left",
                     color="#5b6470", fontsize=7, usetex=False, parse_math=False)
         if (~finite).any():
-            ax.axhline(ceiling, color=UNPROTECTED, linestyle="--", linewidth=0.8, zorder=2)
-            ax.text(1.0, ceiling, " ∞ not protected", transform=ax.get_yaxis_transform(), va="center",
-                    color=UNPROTECTED, fontsize=8)
-        ax.set_ylim(0, ceiling * 1.05)
+            public = np.asarray([name in timeline.public for name in timeline.variables], dtype=bool)
+            alarm = bool((~finite[:, ~public]).any())
+            line_colour = UNPROTECTED if alarm else PUBLIC_EXACT
+            ax.axhline(ceiling, color=line_colour, linestyle="--", linewidth=0.8, zorder=2)
+            # inside the axes, above the line, on the left: the legend (right of the axes) never covers it
+            ax.text(0.005, ceiling, "∞ not protected" if alarm else "∞ public variables, released exactly",
+                    transform=ax.get_yaxis_transform(), va="bottom",
+                    ha="left", color=line_colour, fontsize=8, zorder=10,
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
+        ax.set_ylim(0, ceiling * 1.12)
         ax.set_ylabel("cumulative epsilon on the variable")
         if timeline.axis == "time":
             locator = mdates.AutoDateLocator()

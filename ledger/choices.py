@@ -100,6 +100,10 @@ def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VAR")
             resolved.add(name)
         elif chosen.group(name) is not None:
             resolved |= chosen.group(name)
+        elif name == "all":  # the whole dataset
+            resolved |= set(chosen.variable_names)
+        elif name == "protected":  # every variable not classified public (DESIGN 2.11)
+            resolved |= set(chosen.protected_names)
         else:
             errors.append(LedgerError("command line", field, f"unknown variable or group {name!r} in "
                                                              f"{chosen.name!r}{did_you_mean(name, known)}"))

@@ -21,6 +21,8 @@ from . import budget, choices, cli_json, cli_style, operations, people, store  #
 from .accounting import DEFAULT_DELTA
 from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
+from .headline import headline
+from .headline import text_lines as headline_lines
 from .loader import LedgerSnapshot, build_caps, build_dataset, read_document
 from .numbers import NumberError, format_delta, format_number, to_fraction, to_json
 from .records import CHARGED_STATUSES, Dataset
@@ -361,6 +363,8 @@ def cap_set(
     entry: dict = {}
     if subset == ["all"]:
         entry["subset"] = "all"
+    elif subset == ["protected"] and chosen.group("protected") is None and "protected" not in chosen.variable_names:
+        entry["subset"] = "protected"
     elif len(subset) == 1 and chosen.group(subset[0]) is not None:
         entry["name"] = subset[0]
         if name:  # the group's variables, under another name
@@ -495,11 +499,17 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
         snapshot = _as_of(_read(dataset), when)
         chosen = _pick_dataset(snapshot, dataset)
         chosen_delta = _delta(delta, chosen)
-        view = table_view(_index(snapshot, chosen).table(chosen.name, at_delta(chosen_delta)), chosen_delta)
+        index = _index(snapshot, chosen)
+        risk = index.table(chosen.name, at_delta(chosen_delta))
+        view = table_view(risk, chosen_delta)
+        head = headline(index, chosen, chosen_delta, at_delta(chosen_delta), risk.total, risk.total_dataset_wide)
     if as_json:
-        typer.echo(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
+        typer.echo(json.dumps({**view.to_json(), "headline": head.to_json()}, indent=2, ensure_ascii=False))
         return
     typer.echo(f"dataset {chosen.name}: {view.basis.label}\n")
+    for line in headline_lines(head):
+        typer.echo(line)
+    typer.echo("")
     typer.echo(text_table(view))
 
 
@@ -577,18 +587,37 @@ def demo(
 
 
 @audit_app.command("verify")
-def audit_verify(as_json: JsonOption = False) -> None:
-    """Recompute the hash chain and compare every row with its audit event."""
+def audit_verify(
+    as_json: JsonOption = False,
+    checkpoint: Annotated[Optional[Path], typer.Option(help="A signed checkpoint (`audit checkpoint`): also "
+                                                       "prove the ledger still holds its head.")] = None,
+    public_key: Annotated[Optional[Path], typer.Option(help="The checkpoint signer's public key (PEM).")] = None,
+) -> None:
+    """Recompute the hash chain and compare every row with its audit event; with --checkpoint,
+    prove the chain still holds the signed head at its position (no truncation, no rewrite)."""
+    from .cli_stewardship import check_checkpoint, read_checkpoint
     from .progress import progress
 
+    if (checkpoint is None) != (public_key is None):
+        raise fail("command line", "--public-key" if checkpoint else "--checkpoint",
+                   "--checkpoint and --public-key go together")
+    head = read_checkpoint(checkpoint, public_key) if checkpoint is not None else None
     with Session(_engine()) as session, progress("verifying the audit chain"):
         result = store.verify(session)
+        lost = check_checkpoint(session, head) if head is not None else None
     if as_json:
-        typer.echo(cli_json.dumps({"ok": result.ok, "events": result.events, "head": result.head,
-                                   "problems": list(result.problems)}))
-        if not result.ok:
+        typer.echo(cli_json.dumps({"ok": result.ok and lost is None, "events": result.events, "head": result.head,
+                                   "problems": list(result.problems),
+                                   "checkpoint": None if head is None else
+                                   {"seq": head.seq, "hash": head.hash, "held": lost is None, "why": lost}}))
+        if not result.ok or lost is not None:
             raise typer.Exit(1)
         return
+    if lost is not None:
+        typer.echo(f"checkpoint NOT held: {lost}", err=True)
+        raise typer.Exit(1)
+    if head is not None:
+        typer.echo(f"checkpoint held: event {head.seq} has hash {head.hash} (signed {head.at or 'empty ledger'})")
     if result.ok:
         typer.echo(f"audit chain intact: {result.events} events, head {result.head}")
         return
@@ -664,3 +693,16 @@ app.command("report")(report)
 from .cli_export import export_app  # noqa: E402  (issue 14)
 
 app.add_typer(export_app, name="export")
+
+from . import cli_stewardship  # noqa: E402  (issue 12: datasets that evolve, signed checkpoints)
+
+dataset_app.command("amend")(cli_stewardship.dataset_amend)
+dataset_app.command("add-variable")(cli_stewardship.dataset_add_variable)
+dataset_app.command("add-categories")(cli_stewardship.dataset_add_categories)
+dataset_app.command("describe")(cli_stewardship.dataset_describe)
+dataset_app.command("reclassify")(cli_stewardship.dataset_reclassify)
+app.add_typer(cli_stewardship.group_app, name="group")
+cap_app.command("remove")(cli_stewardship.cap_remove)
+audit_app.command("keygen")(cli_stewardship.audit_keygen)
+audit_app.command("checkpoint")(cli_stewardship.audit_checkpoint)
+audit_app.command("retotal")(cli_stewardship.audit_retotal)

@@ -187,10 +187,11 @@ def gather(session: Session, dataset: Dataset, delta: Fraction, since: datetime 
         chain = chain_status(store.verify(session))
     table = store.AuditEventRow.__table__
     rows = session.connection().execute(
-        select(table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload)
+        select(table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload,
+               table.c.hash)
         .order_by(table.c.seq))
-    events = tuple(AuditEvent(seq, _time(at), actor, kind, subject, payload)
-                   for seq, at, actor, kind, subject, payload in rows)
+    events = tuple(AuditEvent(seq, _time(at), actor, kind, subject, payload, digest)
+                   for seq, at, actor, kind, subject, payload, digest in rows)
     return ReportInputs(
         dataset=dataset,
         releases=tuple(history.releases.values()),

@@ -188,7 +188,7 @@ def run_graduates_demo(engine: Engine, actor: str, seed: int | None = None) -> s
         tan.format_table(exact),
         "",
         f"Released (like Tan's Table 3): epsilon = {released.guarantees[0].epsilon} on income_band, "
-        "degree programme totals exact; every row with two or more cells is noised (DESIGN 2.9)",
+        "degree programme totals exact; every row with two or more cells is noised (Tan, Algorithm 1)",
         tan.format_table(table),
         "",
         text_table(view),

@@ -668,6 +668,12 @@ def cap_from_entry(entry: dict, dataset: Dataset, report) -> Cap | None:
     if whole:
         subset = frozenset(dataset.variable_names)
         name = name or "all"
+    elif subset_spec == "protected":  # every variable not classified public (DESIGN 2.11)
+        subset = frozenset(dataset.protected_names)
+        name = name or "protected"
+        if not subset:
+            problem(("subset",), f"dataset {dataset.name!r} has no protected variable: every one is public")
+            return None
     elif subset_spec is not None:
         for index, variable in enumerate(subset_spec):
             if variable not in dataset.variable_names:

@@ -110,6 +110,7 @@ def check(engine: Engine, build: Builder) -> list[budget.CapCheck]:
 
 def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Release],
             families: Sequence[Family]) -> list[budget.CapCheck]:
+    _require_current_totals(session)
     family_map = {**snapshot.families, **{f.id: f for f in families}}
     results: list[budget.CapCheck] = []
     for dataset in sorted({r.dataset for r in releases}):
@@ -122,6 +123,14 @@ def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Relea
         totals = store.cap_totals(session, dataset, [cap.name for cap in caps])
         results.extend(budget.check(caps, totals, plan, family_map, members))
     return results
+
+
+def _require_current_totals(session: Session) -> None:
+    """A decision reads running totals: refuse when they are not stamped with the chain head
+    (store.stale_totals: two key lookups, whatever the history's length)."""
+    problem = store.stale_totals(session)
+    if problem is not None:
+        raise fail("ledger", "cap totals", problem)
 
 
 REASONED = frozenset({"retract", "cancel"})  # steps that carry a reason (DESIGN 2.12)
@@ -169,6 +178,7 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
         caps = [cap for cap in store.caps(session, release.dataset) if budget.touches(cap, release)]
         totals = store.cap_totals(session, release.dataset)
         if action in ENFORCING:
+            _require_current_totals(session)
             checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
             if any(not c.ok for c in checks):
                 raise BudgetRefused(checks, f"{action} {release_id}")
@@ -239,7 +249,7 @@ def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: st
                 return False
             raise fail(source, "dataset", f"dataset {dataset.name!r} is already recorded with other variables "
                                           "or groups; a recorded dataset is never rewritten "
-                                          "(change caps with `cap set`)")
+                                          "(apply a changed dataset file with `dataset amend FILE`, caps with `cap set`)")
         store.add_dataset(session, dataset, actor)
         for cap in caps:
             store.set_cap(session, cap, actor)

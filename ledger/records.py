@@ -50,6 +50,9 @@ class Status(StrEnum):
 CHARGED_STATUSES = frozenset({Status.PLANNED, Status.APPROVED, Status.PUBLISHED, Status.RETRACTED})
 
 
+PUBLIC = "public"  # the classification of a variable released exactly by design (DESIGN 2.11)
+
+
 @dataclass(frozen=True, slots=True)
 class Variable:
     """A dataset variable (Tan, Definition 2.1). `classification` is the steward's label
@@ -81,6 +84,16 @@ class Dataset:
 
     def group(self, name: str) -> frozenset[str] | None:
         return dict(self.groups).get(name)
+
+    @property
+    def public_names(self) -> tuple[str, ...]:
+        """Variables classified public: released exactly by design (DESIGN 2.11)."""
+        return tuple(v.name for v in self.variables if v.classification == PUBLIC)
+
+    @property
+    def protected_names(self) -> tuple[str, ...]:
+        """The protected subset: every variable not classified public (DESIGN 2.11)."""
+        return tuple(v.name for v in self.variables if v.classification != PUBLIC)
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,11 +51,16 @@ from .history import charged_from, ended
 from .history import releases_as_of as _releases_then
 from .numbers import INF, Number, is_infinite
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Guarantee, Release, Status
+from .headline import Headline, headline
 from .chart_data import PairFigure, Pairs, Timeline  # noqa: F401 (defined there: charts.py reads them too)
 from .views import Basis, basis_for, bound_text
 
 MATRIX_CELL_LIMIT = 20_000  # release rows x variables shown as Tan's matrix; past it, sparse rows
 BLOCK_VARIABLES = 10  # variables per column block of the risk table: fits a landscape page
+# a risk table with more columns than ROTATE_COLUMNS_FROM and a name longer than ROTATE_NAMES_FROM
+# prints its variable names vertically: a header never breaks inside a word (A4, a 1024-pixel screen)
+ROTATE_COLUMNS_FROM = 6
+ROTATE_NAMES_FROM = 12
 AUDIT_EVENTS_LISTED = 300  # the most recent events listed in full; the rest are counted by kind
 COMPACT_REGISTER_FROM = 1_000  # in print, larger registers are one line per release (fast, ~65 a page)
 PAIRS_ANNOTATED = 24  # up to this many variables, every heat-map cell carries its figure
@@ -99,6 +104,7 @@ class AuditEvent:
     kind: str
     subject: str
     payload: str
+    hash: str = ""  # its link in the chain (store.AuditEventRow.hash)
 
     def data(self) -> dict:
         return json.loads(self.payload)
@@ -169,6 +175,11 @@ class Certificate:
     notion: str  # Spend.notion of the whole-dataset total: pure / approx / zcdp / mixed / unbounded
     self_approval: bool = False  # the dataset waives separation of duties (DESIGN 2.12): said in every report
     as_of: datetime | None = None  # the ledger as it stood then, by publication date (--as-of)
+    # the headline (DESIGN 2.11): the loss on the protected subset, its worst variable and pair,
+    # the public variables apart (headline.Headline)
+    headline: Headline | None = None
+    computed_seq: int = 0  # the audit event the report was computed from (its head), and its hash:
+    computed_head: str = ""  # a printed report is itself a checkpoint a board can keep
 
 
 @dataclass(frozen=True)
@@ -180,6 +191,7 @@ class RiskRow:
     status: str
     values: tuple[Number, ...]
     dataset_wide: Number
+    wide_public: bool = False  # its whole-dataset ∞ comes from public variables only: neutral
 
 
 @dataclass(frozen=True)
@@ -226,6 +238,9 @@ class RiskTableView:
     releases: tuple[str, ...]
     matrix: _Matrix  # the full table as value ids; `matrix.mapped(f)` formats it
     unprotected: tuple[str, ...]  # variables whose composed total is ∞
+    public: tuple[str, ...] = ()  # variables classified public: their ∞ is expected (DESIGN 2.11)
+    total_wide_public: bool = False  # the total's whole-dataset ∞ comes from public variables only
+    rotate: bool = False  # variable names too long for a column: headers printed vertically
 
 
 @dataclass(frozen=True)
@@ -403,6 +418,18 @@ class MeetingPack:
 
 
 @dataclass(frozen=True)
+class CapHistoryEntry:
+    """One value a cap had (a `cap.set` event) or its removal (`cap.removed`), from the audit chain."""
+
+    cap: str
+    at: datetime
+    actor: str
+    action: str  # set / changed / removed
+    value: str  # the cap as set (amend.cap_text), or what it was when removed
+    reason: str | None
+
+
+@dataclass(frozen=True)
 class ReportContext:
     """What every report template renders (`report` in the template)."""
 
@@ -418,6 +445,8 @@ class ReportContext:
     audit: AuditTrail
     sparse: bool  # the register carries each release's cells (large ledgers)
     compact_register: bool  # in print, one line per release (more than COMPACT_REGISTER_FROM)
+    # every value a cap has had, for caps changed or removed since they were set (cap_history)
+    cap_history: tuple[CapHistoryEntry, ...] = ()
 
     @property
     def cap_counts(self) -> dict[str, int]:
@@ -453,12 +482,12 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     charged = tuple(r for r in inputs.releases if r.status in CHARGED_STATUSES)
     objective = at_delta(inputs.delta)
     index = LedgerIndex(dataset.variable_names, charged, inputs.families)
-    pairs = pair_figures(index, inputs.delta, objective)
+    pairs = pair_figures(index, inputs.delta, objective, protected=dataset.protected_names)
     timeline = timeline_of(index, inputs.delta, objective, inputs.as_of or inputs.generated_at,
-                           caps=inputs.caps)
+                           public=dataset.public_names, caps=inputs.caps)
     drawn = draw(pairs, timeline) if charts else None
     table = index.table_by_arrays(dataset.name, objective)
-    risk = risk_table(table, inputs.delta)
+    risk = risk_table(table, inputs.delta, public=dataset.public_names)
     sparse = risk.layout == "sparse"
     cells = {row.release: (row.cells, row.dataset_wide) for row in risk.sparse}
     steps = lifecycle_steps(inputs.events)
@@ -473,7 +502,8 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     chain = inputs.chain_status()  # last: the verification may still be running alongside
     return ReportContext(
         title=f"Privacy-loss report: {dataset.name}",
-        certificate=certificate(inputs, chain, table, charged),
+        certificate=replace(certificate(inputs, chain, table, charged),
+                            headline=_headline(inputs, index, objective, table, pairs)),
         meeting=meeting,
         risk=risk,
         caps=caps,
@@ -484,6 +514,7 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
         audit=audit_trail(inputs, chain),
         sparse=sparse,
         compact_register=len(inputs.releases) > COMPACT_REGISTER_FROM,
+        cap_history=cap_history(inputs),
     )
 
 
@@ -511,6 +542,8 @@ def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
         notion=wide.notion,
         self_approval=inputs.dataset.self_approval,
         as_of=inputs.as_of,
+        computed_seq=inputs.events[-1].seq if inputs.events else 0,
+        computed_head=inputs.events[-1].hash if inputs.events and inputs.events[-1].hash else chain.head,
     )
 
 
@@ -540,9 +573,23 @@ def lifecycle_steps(events: Sequence[AuditEvent]) -> dict[str, dict]:
     return found
 
 
-def risk_table(table: RiskTable, delta: Fraction) -> RiskTableView:
-    """Tan's Table 1 (engine.RiskTable) as epsilons at `delta`, in column blocks."""
+def _headline(inputs: ReportInputs, index: LedgerIndex, objective, table: RiskTable, pairs: Pairs) -> Headline:
+    worst = None
+    if pairs.protected_only and pairs.highest:
+        best = pairs.highest[0]
+        worst = (best.a, best.b, best.epsilon)
+    return headline(index, inputs.dataset, inputs.delta, objective, table.total, table.total_dataset_wide,
+                    worst_pair=worst)
+
+
+def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = ()) -> RiskTableView:
+    """Tan's Table 1 (engine.RiskTable) as epsilons at `delta`, in column blocks. `public`:
+    the variables classified public; a whole-dataset ∞ that comes from them only is neutral."""
     variables = table.variables
+    public_column = np.asarray([name in public for name in variables], dtype=bool)
+    infinite_ids = np.asarray([value.unbounded for value in table.values], dtype=bool)
+    protected_inf = (infinite_ids[table.cells] & ~public_column).any(axis=1) if len(table.cells) else \
+        np.zeros(0, dtype=bool)
     epsilon_of = [value.epsilon(delta) for value in table.values]  # one conversion per distinct value
     total = tuple(spend.epsilon(delta) for spend in table.total)
     n_rows, n_var = table.cells.shape
@@ -558,7 +605,8 @@ def risk_table(table: RiskTable, delta: Fraction) -> RiskTableView:
         if layout == "matrix":
             rows = tuple(
                 RiskRow(release=r.id, title=r.title, status=r.status.value,
-                        values=tuple(epsilon_of[i] for i in table.cells[k, start:stop]), dataset_wide=wide[k])
+                        values=tuple(epsilon_of[i] for i in table.cells[k, start:stop]), dataset_wide=wide[k],
+                        wide_public=bool(public_column.any() and is_infinite(wide[k]) and not protected_inf[k]))
                 for k, r in enumerate(releases)
             )
         blocks.append(RiskBlock(first=start + 1, last=stop, variables=variables[start:stop], rows=rows,
@@ -585,6 +633,9 @@ def risk_table(table: RiskTable, delta: Fraction) -> RiskTableView:
         releases=tuple(r.id for r in releases),
         matrix=_Matrix(table.cells, table.dataset_wide, epsilon_of),
         unprotected=tuple(v for v, t in zip(variables, total) if is_infinite(t)),
+        public=tuple(public),
+        total_wide_public=bool(public) and not any(is_infinite(t) for v, t in zip(variables, total) if v not in public),
+        rotate=min(n_var, BLOCK_VARIABLES) > ROTATE_COLUMNS_FROM and max(map(len, variables)) > ROTATE_NAMES_FROM,
     )
 
 
@@ -608,14 +659,28 @@ class _Matrix:
 
 def risk_frame(risk: RiskTableView):
     """Tan's Table 1 as a pandas DataFrame (the CSV export): a row per charged release and
-    the composed total row; a column per variable and the whole-dataset column."""
+    the composed total row. Numeric cells: first a float column per variable and the
+    whole-dataset column (ordinary DP), each float at or above the exact loss
+    (numbers.to_json), ∞ as inf; then the same columns exact ("293764/114921", "inf")."""
     import pandas as pd
 
-    columns = ["{" + name + "}" for name in risk.variables] + ["whole dataset"]
-    body = risk.matrix.mapped(bound_text)
-    total = np.asarray([[bound_text(v) for v in (*risk.total, risk.total_dataset_wide)]], dtype=object)
-    frame = pd.DataFrame(np.vstack([body, total]) if len(body) else total, columns=columns,
-                         index=pd.Index([*risk.releases, risk.total_label], name="release"))
+    from .numbers import exact_text, to_json
+
+    def upper_float(value: Number) -> float:
+        number = to_json(value)
+        return math.inf if number == "inf" else float(number)
+
+    names = ["{" + name + "}" for name in risk.variables] + ["whole dataset (ordinary DP)"]
+    floats = risk.matrix.mapped(upper_float)
+    exact = risk.matrix.mapped(exact_text)
+    total = (*risk.total, risk.total_dataset_wide)
+    float_rows = np.vstack([floats, [[upper_float(v) for v in total]]]) if len(floats) else \
+        np.asarray([[upper_float(v) for v in total]], dtype=object)
+    exact_rows = np.vstack([exact, [[exact_text(v) for v in total]]]) if len(exact) else \
+        np.asarray([[exact_text(v) for v in total]], dtype=object)
+    index = pd.Index([*risk.releases, risk.total_label], name="release")
+    frame = pd.concat([pd.DataFrame(float_rows.astype(float), columns=names, index=index),
+                       pd.DataFrame(exact_rows, columns=[f"{name} exact" for name in names], index=index)], axis=1)
     return frame
 
 
@@ -630,14 +695,48 @@ def _cap_entry(c: CapCheck) -> CapEntry:
                     headroom=c.headroom, status=c.status, drivers=c.drivers)
 
 
-def pair_figures(index: LedgerIndex, delta: Fraction, objective) -> Pairs:
+def cap_history(inputs: ReportInputs) -> tuple[CapHistoryEntry, ...]:
+    """The history of every cap of the dataset that was changed or removed: a changed cap
+    keeps every value it had, each an audit event (cap.set, cap.removed)."""
+    from .amend import cap_text
+    from .codec import cap_from_dict
+
+    prefix = inputs.dataset.name + "/"
+    by_cap: dict[str, list[CapHistoryEntry]] = {}
+    for event in inputs.events:
+        if event.kind not in ("cap.set", "cap.removed") or not event.subject.startswith(prefix):
+            continue
+        name = event.subject[len(prefix):]
+        data = event.data()
+        earlier = by_cap.setdefault(name, [])
+        if event.kind == "cap.removed":
+            was = data.get("was")
+            entry = CapHistoryEntry(name, event.at, event.actor, "removed",
+                                    cap_text(cap_from_dict(was)) if was else "", data.get("reason"))
+        else:
+            action = "changed" if earlier and earlier[-1].action != "removed" else "set"
+            entry = CapHistoryEntry(name, event.at, event.actor, action, cap_text(cap_from_dict(data["cap"])), None)
+        earlier.append(entry)
+    return tuple(entry for entries in by_cap.values() if len(entries) > 1 or entries[-1].action == "removed"
+                 for entry in entries)
+
+
+def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequence[str] | None = None) -> Pairs:
     """Every pair of variables: exact figures for the highest pairs (and for every pair of
-    a small dataset), float epsilons for the heat map's colours."""
+    a small dataset), float epsilons for the heat map's colours. With `protected` (the
+    variables not classified public, DESIGN 2.11), the highest pairs are pairs of protected
+    variables, and `unprotected` counts those only: a public variable's ∞ is expected."""
     variables = index.variables
     n = len(variables)
     grid = index.pair_matrix(objective)
     colour = epsilon_floats(grid, delta)
     upper = np.triu_indices(n, k=1)
+    public: tuple[str, ...] = ()
+    if protected is not None and len(protected) < n:
+        keep = np.isin(np.asarray(variables, dtype=object), np.asarray(list(protected), dtype=object))
+        both = keep[upper[0]] & keep[upper[1]]
+        upper = (upper[0][both], upper[1][both])
+        public = tuple(v for v, k in zip(variables, keep) if not k)
     values = colour[upper]
     order = np.lexsort((upper[1], upper[0], -values))[:HIGHEST_PAIRS]  # largest first, ∞ first of all
     highest = tuple(PairFigure(variables[upper[0][k]], variables[upper[1][k]],
@@ -650,11 +749,11 @@ def pair_figures(index: LedgerIndex, delta: Fraction, objective) -> Pairs:
                 figures[i, j] = figures[j, i] = grid.spend(i, j).epsilon(delta)
         matrix = tuple(tuple(figures[i, j] for j in range(n)) for i in range(n))
     return Pairs(variables=variables, count=n * (n - 1) // 2, unprotected=int(np.isinf(values).sum()),
-                 highest=highest, matrix=matrix, colour=colour, svg="")
+                 highest=highest, matrix=matrix, colour=colour, svg="", protected_only=bool(public), public=public)
 
 
 def timeline_of(index: LedgerIndex, delta: Fraction, objective, now: datetime,
-                caps: Sequence[Cap] = ()) -> Timeline | None:
+                public: Sequence[str] = (), caps: Sequence[Cap] = ()) -> Timeline | None:
     """The loss on each variable over time, by publication date (None with no charged release).
 
     A release enters when it started to count (history.charged_from): its publication
@@ -685,12 +784,15 @@ def timeline_of(index: LedgerIndex, delta: Fraction, objective, now: datetime,
         x = tuple(ends)
         labels = tuple(releases[order[e - 1]].id for e in ends)
     final = y[-1]
-    ranked = sorted(range(len(index.variables)), key=lambda j: (-final[j], j))
-    highlighted = tuple(index.variables[j] for j in ranked[:TIMELINE_LABELLED] if final[j] > 0)
+    # protected variables first: a public variable's ∞ is expected (DESIGN 2.11), drawn in grey
+    ranked = sorted(range(len(index.variables)), key=lambda j: (index.variables[j] in public, -final[j], j))
+    highlighted = tuple(index.variables[j] for j in ranked[:TIMELINE_LABELLED]
+                        if final[j] > 0 and index.variables[j] not in public)
     lines = tuple((cap.name, float(round_down_float(cap.limit))) for cap in caps
                   if cap.rho is None and cap.limit is not None)
     return Timeline(axis="time" if distinct else "order", x=x, labels=labels, variables=index.variables, y=y,
-                    envelope=envelope, highlighted=highlighted, end=_aware(now), svg="", caps=lines)
+                    envelope=envelope, highlighted=highlighted, end=_aware(now), svg="", public=tuple(public),
+                    caps=lines)
 
 
 def round_down_float(value: Fraction) -> float:

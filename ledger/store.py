@@ -370,6 +370,8 @@ def write_session(engine: Engine) -> Iterator[Session]:
             session.info["connection"] = connection
             try:
                 yield session
+                if session.info.get("appended"):
+                    stamp_totals(session)
                 _flush(session)
             finally:
                 session.close()
@@ -487,6 +489,7 @@ def append_event(session: Session, *, kind: str, subject: str, actor: str, paylo
                                        "subject": subject, "payload": payload_json,
                                        "prev_hash": previous, "hash": digest})
     session.info["audit_head"] = (seq, digest)
+    session.info["appended"] = True
     return seq, digest
 
 
@@ -718,6 +721,47 @@ def set_cap(session: Session, cap: Cap, actor: str) -> None:
     append_event(session, kind="cap.set", subject=f"{cap.dataset}/{cap.name}", actor=actor, payload={"cap": body})
 
 
+def amend_dataset(session: Session, dataset: Dataset, actor: str, kind: str, change: dict) -> None:
+    """Write a recorded dataset's new state (amend.Amendment) and its audit event, which
+    carries that whole state, as `dataset.added` does, and what changed."""
+    body = dataset_to_dict(dataset)
+    bump_config(session)
+    row = session.get(DatasetRow, dataset.name)
+    row.description = dataset.description
+    row.groups = body["groups"]
+    session.add(row)
+    rows = {r.name: r for r in session.exec(select(VariableRow).where(VariableRow.dataset == dataset.name))}
+    for name in rows.keys() - set(dataset.variable_names):
+        session.delete(rows[name])
+    session.flush()
+    for position, variable in enumerate(dataset.variables):
+        categories = None if variable.categories is None else list(variable.categories)
+        row = rows.get(variable.name)
+        if row is None:
+            row = VariableRow(dataset=dataset.name, name=variable.name, position=position,
+                              classification=variable.classification)
+        row.classification, row.description, row.position = variable.classification, variable.description, position
+        row.categories = categories
+        session.add(row)
+    append_event(session, kind=kind, subject=dataset.name, actor=actor, payload={"dataset": body, "change": change})
+
+
+def remove_cap(session: Session, dataset: str, name: str, actor: str, reason: str | None = None) -> None:
+    """Remove a cap and its running total; the audit chain keeps every value it had."""
+    row = session.get(CapRow, (dataset, name))
+    if row is None:
+        raise KeyError(name)
+    was = _cap_dict(row)
+    session.delete(row)
+    total = session.get(CapTotalRow, (dataset, name))
+    if total is not None:
+        session.delete(total)
+    bump_config(session)
+    session.info.get("saved_totals", {}).pop((dataset, name), None)
+    append_event(session, kind="cap.removed", subject=f"{dataset}/{name}", actor=actor,
+                 payload={"cap": None, "was": was, "reason": reason})
+
+
 def set_status(session: Session, release: Release, actor: str, kind: str, reason: str | None = None) -> None:
     """Write a lifecycle change (the release already carries its new status); a retraction
     or cancellation carries its reason in the event."""
@@ -815,7 +859,10 @@ def verify(session: Session) -> Verification:
         if "family" in payload:
             expected_families[row.subject] = (row.seq, payload["family"], None)
         if "cap" in payload:
-            expected_caps[row.subject] = (row.seq, payload["cap"], None)
+            if payload["cap"] is None:  # cap.removed: no row is expected any more
+                expected_caps.pop(row.subject, None)
+            else:
+                expected_caps[row.subject] = (row.seq, payload["cap"], None)
         if row.kind.startswith("role.") and isinstance(payload.get("role"), dict):
             grant = payload["role"]
             expected_roles[(str(grant.get("person")), str(grant.get("role")))] = (row.seq, bool(grant.get("granted")))
@@ -910,6 +957,80 @@ def _event_number(problem: str) -> float:
     token = problem.split()[1]
     return float(token.rstrip(":")) if token.rstrip(":").isdigit() else float("inf")
 
+
+
+# --------------------------------------------------------------------------
+# The running totals' stamp, and the chain head (issue 12, section 6)
+# --------------------------------------------------------------------------
+
+# Every write through the ledger keeps the running totals equal to the totals recomputed
+# from the releases (budget.apply, or total_from_history for a new or changed cap) and, in
+# the same transaction, stamps them with the audit head it leaves ("seq:hash", a MetaRow).
+# A command that decides (check, record, approve, publish) compares that stamp with the
+# head it reads: two primary-key reads, whatever the length of the history. A stamp
+# behind the head means events were appended by something that did not keep the totals
+# (raw SQL, a restored backup of one table): the totals may disagree with the releases,
+# and the command refuses. A change that appends nothing (a row edited in place) leaves
+# the head where it was: that is what `audit verify` (which recomputes every total) finds.
+TOTALS_STAMP = "totals_head"
+_META = MetaRow.__table__
+_READ_STAMP = select(_META.c.value).where(_META.c.key == TOTALS_STAMP)
+_WRITE_STAMP = update(_META).where(_META.c.key == TOTALS_STAMP).values(value=bindparam("stamp"))
+
+
+def stamp_totals(session: Session) -> None:
+    """Stamp the running totals with the head this transaction leaves (called by write_session)."""
+    head = session.info.get("audit_head")
+    if head is None:
+        return
+    _flush(session)
+    connection = _connection(session)
+    value = f"{head[0]}:{head[1]}"
+    if connection.execute(_WRITE_STAMP, {"stamp": value}).rowcount == 0:
+        connection.execute(insert(_META), {"key": TOTALS_STAMP, "value": value})
+
+
+def stale_totals(session: Session) -> str | None:
+    """Why the running totals cannot be trusted by a decision, or None when their stamp is
+    the chain head read at the start of this transaction."""
+    configuration(session)  # reads the head (once per transaction)
+    head = session.info.get("audit_head")
+    stamp = _connection(session).execute(_READ_STAMP).scalar()
+    if stamp is None or head is None:
+        return None  # a ledger written before stamps existed: `audit verify` recomputes its totals
+    seq, _, digest = stamp.partition(":")
+    if (seq, digest) == (str(head[0]), head[1]):
+        return None
+    return (f"the running cap totals were computed at audit event {seq} but the chain head is event "
+            f"{head[0]}: the ledger was changed by something other than privacy-ledger, so the totals "
+            "may disagree with the releases they came from. Nothing was decided; run "
+            "`privacy-ledger audit verify` to find the change")
+
+
+@dataclass(frozen=True)
+class HeadRow:
+    seq: int
+    hash: str
+    at: str
+    events: int
+
+
+def chain_head(session: Session) -> HeadRow:
+    """The last event of the chain and how many events there are."""
+    connection = _connection(session)
+    last = connection.execute(select(_EVENTS.c.seq, _EVENTS.c.hash, _EVENTS.c.at)
+                              .order_by(_EVENTS.c.seq.desc()).limit(1)).first()
+    if last is None:
+        return HeadRow(0, GENESIS_HASH, "", 0)
+    from sqlalchemy import func
+
+    count = connection.execute(select(func.count()).select_from(_EVENTS)).scalar_one()
+    return HeadRow(last.seq, last.hash, last.at, count)
+
+
+def event_at(session: Session, seq: int) -> tuple[int, str] | None:
+    row = _connection(session).execute(select(_EVENTS.c.seq, _EVENTS.c.hash).where(_EVENTS.c.seq == seq)).first()
+    return None if row is None else (row.seq, row.hash)
 
 
 # --------------------------------------------------------------------------

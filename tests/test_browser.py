@@ -121,7 +121,7 @@ def test_the_demo_pdf_has_its_pages_and_the_risk_table(demo):
     assert len(pages) >= 3
     assert all(abs(p["width"] - 841.92) < 1 and abs(p["height"] - 595) < 1 for p in pages)  # A4 landscape
     text = " ".join(p["text"] for p in pages)
-    assert "Release {age} {sex} {residential region} {race} {other variable} whole dataset" in text
+    assert "Release {age} {sex} {residential region} {race} {other variable} whole dataset ordinary DP" in text
     for release, cells in TAN_TABLE_1.items():
         assert f"{release} {' '.join(cells)}" in text
     assert "Audit chain verified" in text and "page 1 of" in text
@@ -172,7 +172,7 @@ def test_an_empty_ledger_renders_in_every_format(browser, empty, tmp_path):
     page, _ = open_report(browser, render(context, "html"), tmp_path)
     try:
         assert table_rows(page, "#risk-table-1") == [
-            ["Release", "{age}", "{income}", "{region}", "whole dataset"],
+            ["Release", "{age}", "{income}", "{region}", "whole dataset ordinary DP"],
             ["All releases (composed)", "0", "0", "0", "0"]]
         assert "No release is charged yet." in page.locator("#timeline").inner_text()
         assert "No release is recorded" in page.locator("#register").inner_text()
@@ -203,7 +203,8 @@ def test_only_exact_releases_are_not_protected_and_styled_apart(browser, exact, 
     assert_within_pages(pages)
     assert "| microdata | ∞ (not protected) | ∞ (not protected) | 0 | ∞ (not protected) |" in render(context, "md").decode()
     assert r"\cellcolor{unprotected}$\infty$ (not protected)" in render(context, "tex").decode()
-    assert "microdata,∞ (not protected),∞ (not protected),0,∞ (not protected)" in render(context, "csv").decode()
+    # the CSV is numeric: floats (∞ as inf), then the exact columns (issue 12)
+    assert "microdata,inf,inf,0.0,inf,inf,inf,0,inf" in render(context, "csv").decode()
 
 
 def wide_dataset(count: int) -> str:

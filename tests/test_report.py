@@ -208,7 +208,14 @@ def test_exact_inputs_stay_exact_bounds_round_up_and_headroom_down(tmp_path):
             "mean-income (293764/114921 (≈ 2.56)) |") in md  # 2.556 >= 80% of 3: warn
     assert "at delta = 1 × 10⁻¹⁰" in md
     frame = list(csv.reader(io.StringIO(render(context_of(url, "census", charts=False), "csv").decode())))
-    assert frame[1] == ["mean-income", "0", "293764/114921 (≈ 2.56)", "293764/114921 (≈ 2.56)"]
+    # numeric cells (issue 12): a float column per variable and the whole dataset, each at or above
+    # the exact loss, then the exact columns
+    assert frame[0] == ["release", "{age}", "{income}", "whole dataset (ordinary DP)",
+                        "{age} exact", "{income} exact", "whole dataset (ordinary DP) exact"]
+    assert frame[1][0] == "mean-income" and float(frame[1][1]) == 0
+    for text in frame[1][2:4]:
+        assert Fraction(293764, 114921) <= Fraction(text) < Fraction(293764, 114921) + Fraction(1, 10**12)
+    assert frame[1][4:] == ["0", "293764/114921", "293764/114921"]
 
 
 def test_pufferfish_guarantees_have_their_own_section_and_stay_out_of_the_totals(meeting_ledger):
@@ -298,7 +305,7 @@ def test_the_report_is_written_whole(meeting_ledger, tmp_path):
     out.write_text("old")
     result = run_main(url, "report", "--format", "csv", "--out", out)
     assert result.code == 0 and "wrote the csv report of dataset graduates" in result.out
-    assert out.read_text().startswith("release,{degree},{income},{sex},whole dataset\n")
+    assert out.read_text().startswith("release,{degree},{income},{sex},whole dataset (ordinary DP),{degree} exact,")
     assert [p.name for p in tmp_path.iterdir()] == ["report.csv"]
 
 

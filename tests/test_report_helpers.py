@@ -26,7 +26,8 @@ DEMO_TIME = datetime(2024, 5, 2, 9, 15, tzinfo=UTC)  # when the demo ledger is r
 CHROMIUM = "/usr/bin/chromium"
 
 # Tan (2023), Table 1, with the whole-dataset column (Prop 3.1): release -> cells by variable.
-TAN_HEADER = ["{age}", "{sex}", "{residential region}", "{race}", "{other variable}", "whole dataset"]
+# the whole-dataset column is labelled as ordinary DP (issue 12)
+TAN_HEADER = ["{age}", "{sex}", "{residential region}", "{race}", "{other variable}", "whole dataset ordinary DP"]
 TAN_TABLE_1 = {
     "Table A": ["1", "1", "0", "0", "0", "1"],
     "Table B": ["0", "0", "1", "1", "0", "1"],
