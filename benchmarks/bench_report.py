@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlmodel import Session  # noqa: E402
 
-from ledger import operations, store  # noqa: E402
+from ledger import operations, people, store  # noqa: E402
 from ledger.cli_report import (build_report, chain_status, find_chromium, gather, pdf_from_html,  # noqa: E402
                                 render_text)
 from ledger.engine import LedgerIndex, at_delta  # noqa: E402
@@ -80,6 +80,10 @@ def dataset_yaml(variables: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+STATED = {"planned": "", "published": f", published_at: \"{START.isoformat()}\"",
+          "approved": f", approved_by: board, approved_at: \"{START.isoformat()}\""}
+
+
 def release_entries(rng: random.Random, variables: list[str], start: int, count: int, families: dict) -> list[str]:
     entries = []
     confidential = variables[:-1]  # the last variable is only ever read exactly (a margin)
@@ -87,6 +91,7 @@ def release_entries(rng: random.Random, variables: list[str], start: int, count:
         rid = f"r{k:05d}"
         draw = rng.random()
         status = rng.choices(["published", "planned", "approved"], [0.94, 0.03, 0.03])[0]
+        status += STATED[status]  # a status other than planned says who and when (issue 10)
         reads = rng.sample(confidential, rng.randint(1, 5))
         if draw < 0.80:
             mechanism = f"{{name: {rng.choice(['geometric', 'laplace'])}, epsilon: \"{rng.choice(EPSILONS)}\"}}"
@@ -126,6 +131,11 @@ def build_ledger(path: Path, n_variables: int, n_releases: int, seed: int = 7) -
         dataset, errors = build_dataset(document)
         assert not errors, errors
         with store.write_session(engine) as session:
+            people.bootstrap(session, "ada")  # the first user: admin, every role
+            for person, roles in (("grace", ("steward", "approver")), ("edsger", ("steward", "approver")),
+                                  ("board", ("approver",))):
+                for role in roles:
+                    store.set_role(session, person, role, True, "ada")
             store.add_dataset(session, dataset, "ada")
         families = {f"fam{k}": (variables[k] if k % 2 else None) for k in range(10)}
         family_lines = [f"  - {{id: {fid}, partition: {'[' + key + ']' if key else 'random'}}}"
@@ -149,12 +159,12 @@ def build_ledger(path: Path, n_variables: int, n_releases: int, seed: int = 7) -
                 history = store.snapshot(session, "survey")
             for release in history.releases.values():
                 action = {"planned": "approve", "approved": "publish"}.get(release.status.value)
-                if action and rng.random() < 0.5:
-                    operations.change_status(engine, release.id, action, "grace")
+                if action and rng.random() < 0.5:  # the board approves: it recorded none of them
+                    operations.change_status(engine, release.id, action, "board")
                 elif release.status.value == "planned" and rng.random() < 0.5:
-                    operations.change_status(engine, release.id, "cancel", "grace")
+                    operations.change_status(engine, release.id, "cancel", "grace", reason="not needed")
                 elif release.status.value == "published" and rng.random() < 0.002:
-                    operations.change_status(engine, release.id, "retract", "edsger")
+                    operations.change_status(engine, release.id, "retract", "edsger", reason="an error found")
             caps = [{"subset": "all", "epsilon": "1000", "delta": "1e-9", "name": "all"}]
             for k in range(19):
                 members = rng.sample(variables[:-1], rng.randint(1, 4))

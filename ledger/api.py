@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -177,17 +177,20 @@ class Ledger:
         """Approve a planned release (its caps are re-checked)."""
         return operations.change_status(self.engine, release_id, "approve", self._by(by))
 
-    def publish(self, release_id: str, *, by: str | None = None) -> Release:
-        """Publish an approved release (its caps are re-checked)."""
-        return operations.change_status(self.engine, release_id, "publish", self._by(by))
+    def publish(self, release_id: str, *, by: str | None = None, at: datetime | None = None) -> Release:
+        """Publish an approved release (its caps are re-checked); `at` dates a publication that
+        happened elsewhere (never in the future, never before the release was planned)."""
+        if at is not None and at.tzinfo is None:
+            at = at.replace(tzinfo=UTC)
+        return operations.change_status(self.engine, release_id, "publish", self._by(by), at=at)
 
-    def retract(self, release_id: str, *, by: str | None = None) -> Release:
-        """Retract a published release; it still counts."""
-        return operations.change_status(self.engine, release_id, "retract", self._by(by))
+    def retract(self, release_id: str, *, reason: str | None = None, by: str | None = None) -> Release:
+        """Retract a published release, saying why; it still counts."""
+        return operations.change_status(self.engine, release_id, "retract", self._by(by), reason=reason)
 
-    def cancel(self, release_id: str, *, by: str | None = None) -> Release:
-        """Cancel a planned or approved release; it frees its reservation."""
-        return operations.change_status(self.engine, release_id, "cancel", self._by(by))
+    def cancel(self, release_id: str, *, reason: str | None = None, by: str | None = None) -> Release:
+        """Cancel a planned or approved release, saying why; it frees its reservation."""
+        return operations.change_status(self.engine, release_id, "cancel", self._by(by), reason=reason)
 
     def set_cap(self, subset: Sequence[str] | str, *, epsilon: object = None, delta: object = None,
                 rho: object = None, name: str | None = None, dataset: str | None = None,

@@ -48,8 +48,8 @@ class Pairs:
 class Timeline:
     """Cumulative epsilon per variable over time (LedgerIndex.running_totals).
 
-    x: the checkpoints' recording times, or release ordinals when every release was
-    recorded at one instant (`axis` "time" or "order"). y[k, j]: epsilon on variable
+    x: the checkpoints' times by publication date (history.charged_from), or release
+    ordinals when every release counts from one instant (`axis` "time" or "order"). y[k, j]: epsilon on variable
     j after checkpoint k, floats for drawing (∞ as inf). `envelope`: the checkpoints
     are a sample of the recording times, so each value is drawn from the previous
     checkpoint on (an upper envelope, never below the loss it stands for).
@@ -64,4 +64,5 @@ class Timeline:
     highlighted: tuple[str, ...]
     end: datetime  # the report's time: the last level is drawn on to it
     svg: str
+    caps: tuple[tuple[str, float], ...] = ()  # (cap name, its epsilon limit, rounded down): drawn as lines
     public: tuple[str, ...] = ()  # variables classified public: their ∞ is drawn neutrally

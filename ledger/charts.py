@@ -103,10 +103,14 @@ def heat_map_svg(pairs: Pairs) -> Markup:
 
 
 def timeline_svg(timeline: Timeline) -> Markup:
-    """Cumulative epsilon on each variable after each recording time."""
+    """Cumulative epsilon on each variable over time, by publication date; caps in epsilon
+    drawn as dashed lines."""
     y = timeline.y
     finite = np.isfinite(y)
     top = float(y[finite].max()) if finite.any() else 0.0
+    cap_lines = getattr(timeline, "caps", ())
+    if cap_lines:
+        top = max(top, max(limit for _, limit in cap_lines))
     ceiling = top * 1.15 if top > 0 else 1.0  # where ∞ is drawn
     drawn = np.where(finite, y, ceiling)
     if timeline.axis == "time":
@@ -131,6 +135,10 @@ def timeline_svg(timeline: Timeline) -> Markup:
             # widest first, each drawn over the one before: lines that coincide stay visible
             ax.plot(x_drawn, drawn[:, j], drawstyle=steps, color=PALETTE[k % len(PALETTE)],
                     linewidth=1.4 + 0.7 * (count - 1 - k), label="{" + name + "}", zorder=3 + k)
+        for name, limit in cap_lines:  # a cap bounds the loss on its subset: each variable's curve stays below it
+            ax.axhline(limit, color="#5b6470", linestyle=(0, (4, 3)), linewidth=0.9, zorder=2)
+            ax.text(0.0, limit, f" cap {name} ", transform=ax.get_yaxis_transform(), va="bottom", ha="left",
+                    color="#5b6470", fontsize=7, usetex=False, parse_math=False)
         if (~finite).any():
             public = np.asarray([name in timeline.public for name in timeline.variables], dtype=bool)
             alarm = bool((~finite[:, ~public]).any())
@@ -147,9 +155,9 @@ def timeline_svg(timeline: Timeline) -> Markup:
             locator = mdates.AutoDateLocator()
             ax.xaxis.set_major_locator(locator)
             ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
-            ax.set_xlabel("recorded (UTC)")
+            ax.set_xlabel("published, or planned if not yet published (UTC)")
         else:
-            ax.set_xlabel("releases in recording order")
+            ax.set_xlabel("releases in order")
             if len(timeline.labels) <= 24:
                 ax.set_xticks(x, timeline.labels, rotation=30, ha="right")
         if timeline.axis == "order":

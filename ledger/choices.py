@@ -11,7 +11,6 @@ a cancelled release never counts (records.CHARGED_STATUSES).
 from __future__ import annotations
 
 import difflib
-import getpass
 import os
 from collections.abc import Iterable
 from fractions import Fraction
@@ -48,8 +47,11 @@ def ledger_url(url: str | None = None) -> str:
 
 
 def actor(by: str | None = None) -> str:
-    """Who does it: `by`, else $LEDGER_USER, else the login name."""
-    return by or os.environ.get("LEDGER_USER") or getpass.getuser()
+    """Who does it: `by` (--as), else $LEDGER_USER, else the login name; a checked name
+    (people.actor_name, DESIGN 2.12)."""
+    from .people import actor_name
+
+    return actor_name(by)
 
 
 def pick_dataset(snapshot: LedgerSnapshot, name: str | None, field: str = "--dataset") -> Dataset:

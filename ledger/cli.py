@@ -8,9 +8,7 @@ Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input
 
 from __future__ import annotations
 
-import getpass
 import json
-import os
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -19,7 +17,7 @@ from typing import Annotated, Optional
 import typer
 from sqlmodel import Session
 
-from . import budget, choices, cli_json, cli_style, operations, store  # noqa: F401 (cli_style: help as people read it)
+from . import budget, choices, cli_json, cli_style, operations, people, store  # noqa: F401 (cli_style: help as people read it)
 from .accounting import DEFAULT_DELTA
 from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
@@ -37,7 +35,10 @@ dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variabl
 audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.", context_settings=HELP_OPTIONS)
 cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.",
                       context_settings=HELP_OPTIONS)
+role_app = typer.Typer(no_args_is_help=True, help="People's roles: admin, steward, approver, auditor.",
+                     context_settings=HELP_OPTIONS)
 app.add_typer(dataset_app, name="dataset")
+app.add_typer(role_app, name="role")
 app.add_typer(audit_app, name="audit")
 app.add_typer(cap_app, name="cap")
 
@@ -54,6 +55,12 @@ DeltaOption = Annotated[Optional[str], typer.Option("--delta", help="Delta for e
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 AccountantOption = Annotated[Optional[str], typer.Option(
     "--accountant", help="basic, rdp or pld: show this accountant's figure (default: the smallest valid one).")]
+# every step is done as a named person (DESIGN 2.12); --by is the earlier spelling
+AsOption = Annotated[Optional[str], typer.Option("--as", "--by", help="Who does it (default: $LEDGER_USER, "
+                                                 "else the operating-system user).")]
+AsOfOption = Annotated[Optional[str], typer.Option("--as-of", help="The ledger as it stood on this date (ISO "
+                                                   "8601; UTC unless it says otherwise): published by then, "
+                                                   "planned or approved at that time.")]
 
 
 @app.callback()
@@ -116,7 +123,7 @@ def _engine(create: bool = False):
 
 
 def _actor(by: str | None) -> str:
-    return by or os.environ.get("LEDGER_USER") or getpass.getuser()
+    return people.actor_name(by)
 
 
 def _pick_dataset(snapshot: LedgerSnapshot, name: str | None) -> Dataset:
@@ -125,6 +132,40 @@ def _pick_dataset(snapshot: LedgerSnapshot, name: str | None) -> Dataset:
 
 def _delta(option: str | None, dataset: Dataset) -> Fraction:
     return choices.parse_delta(option, dataset)
+
+
+def parse_date(text: str | None, option: str):
+    """An ISO 8601 date or date-time from the command line, as an aware UTC moment; never in the future."""
+    from .loader import parse_moment
+
+    if text is None:
+        return None
+    moment = parse_moment(text)
+    if moment is None:
+        raise fail("command line", option, f"not a date: {text!r} (write it as 2024-05-01 or 2024-05-01T09:30)")
+    if moment.replace(microsecond=0) > store.now():  # (the store's clock keeps whole seconds)
+        raise fail("command line", option, f"{moment.isoformat()} is in the future")
+    return moment
+
+
+def _ended(engine) -> dict:
+    """Release id -> when it was retracted or cancelled (history.ended), from the audit events."""
+    from .history import ENDING_KINDS, ended
+    from .loader import parse_moment
+
+    with Session(engine) as session:
+        rows = store.lifecycle_events(session, list(ENDING_KINDS))
+    return ended((kind, subject, parse_moment(at)) for _seq, kind, subject, at, _actor, _payload in rows)
+
+
+def _as_of(snapshot: LedgerSnapshot, when) -> LedgerSnapshot:
+    """The snapshot as the ledger stood at `when` (ledger.history), or itself when None."""
+    if when is None:
+        return snapshot
+    from .history import releases_as_of
+
+    then = releases_as_of(list(snapshot.releases.values()), when, _ended(_engine()))
+    return LedgerSnapshot(datasets=snapshot.datasets, releases={r.id: r for r in then}, families=snapshot.families)
 
 
 def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
@@ -148,19 +189,23 @@ def _read(dataset: str | None = None) -> LedgerSnapshot:
 
 
 @app.command()
-def init(as_json: JsonOption = False) -> None:
-    """Create an empty ledger (the schema is also created on first use)."""
-    _engine(create=True)
+def init(by: AsOption = None, as_json: JsonOption = False) -> None:
+    """Create an empty ledger; its first user becomes its admin, holding every role."""
+    actor = _actor(by)
+    engine = _engine(create=True)
+    with store.write_session(engine) as session:
+        made = people.bootstrap(session, actor)
     if as_json:
-        typer.echo(cli_json.dumps({"ok": True, "ledger": state.url}))
+        typer.echo(cli_json.dumps({"ok": True, "ledger": state.url, "admin": actor if made else None}))
         return
-    typer.echo(f"ledger ready at {state.url}")
+    typer.echo(f"ledger ready at {state.url}"
+               + (f"; {actor} is its admin (roles: {', '.join(people.ROLES)})" if made else ""))
 
 
 @dataset_app.command("add")
 def dataset_add(
     file: Annotated[Path, typer.Argument(help="Dataset file (YAML or JSON).")],
-    by: Annotated[Optional[str], typer.Option(help="Who records it (default: $LEDGER_USER or login).")] = None,
+    by: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Add a dataset, its variables, groups and caps."""
@@ -191,17 +236,26 @@ def dataset_add(
 @app.command()
 def record(
     files: Annotated[list[Path], typer.Argument(help="Release files (YAML or JSON).")],
-    by: Annotated[Optional[str], typer.Option(help="Who records them (default: $LEDGER_USER or login).")] = None,
+    by: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Record releases: every file and every cap is checked first; all are recorded or none."""
+    """Record releases: every file and every cap is checked first; all are recorded or none.
+    A release without status is planned. A release already recorded with identical content
+    is left as it is (a safe retry); one recorded with other content is refused."""
     actor = _actor(by)
     result = operations.record(_engine(), operations.release_builder(files, actor), actor)
     if as_json:
         typer.echo(cli_json.dumps({"ok": True, "recorded": [r.id for r in result.releases],
                                    "families": [f.id for f in result.families],
+                                   "unchanged": [r.id for r in result.unchanged],  # identical retries
                                    "caps": [check_json(c) for c in result.checks]}))
         return
+    if result.unchanged:
+        ids = ", ".join(r.id for r in result.unchanged)
+        typer.echo(f"already recorded, identical: {ids} (nothing written for "
+                   f"{'it' if len(result.unchanged) == 1 else 'them'})")
+        if not result.releases and not result.families:
+            return
     count = len(result.releases)
     typer.echo(f"recorded {count} release{'s' if count != 1 else ''}"
                + (f" and {len(result.families)} famil{'ies' if len(result.families) != 1 else 'y'}"
@@ -257,17 +311,31 @@ def headroom_command(
                + (f" (binding cap: {room.rho_binding.name})" if room.rho_binding else " (no cap applies)"))
 
 
+ReasonOption = Annotated[Optional[str], typer.Option(
+    "--reason", help="retract, cancel: why (required; kept in the audit trail and the register).")]
+AtOption = Annotated[Optional[str], typer.Option(
+    "--at", help="publish: when it was published, for a publication that happened elsewhere "
+                 "(ISO 8601, UTC unless it says otherwise; never in the future, never before it was planned).")]
+
+
 def _lifecycle(action: str):
     def command(
         release: Annotated[str, typer.Argument(help="Release id.")],
-        by: Annotated[Optional[str], typer.Option(help="Who does it (default: $LEDGER_USER or login).")] = None,
+        by: AsOption = None,
+        reason: ReasonOption = None,
+        at: AtOption = None,
         as_json: JsonOption = False,
     ) -> None:
-        changed = operations.change_status(_engine(), release, action, _actor(by))
+        moment = parse_date(at, "--at") if at is not None else None
+        changed = operations.change_status(_engine(), release, action, _actor(by), reason=reason, at=moment)
         if as_json:
-            typer.echo(cli_json.dumps({"ok": True, "release": changed.id, "status": changed.status.value}))
+            body = {"ok": True, "release": changed.id, "status": changed.status.value}
+            if action == "publish":
+                body["published_at"] = changed.published_at.isoformat()
+            typer.echo(cli_json.dumps(body))
             return
-        typer.echo(f"{changed.id}: {changed.status.value}")
+        typer.echo(f"{changed.id}: {changed.status.value}"
+                   + (f" (published at {changed.published_at.isoformat()})" if action == "publish" else ""))
 
     command.__doc__ = {
         "approve": "Approve a planned release (re-checks its caps).",
@@ -290,7 +358,7 @@ def cap_set(
     rho: Annotated[Optional[str], typer.Option(help="Cap in rho (zCDP).")] = None,
     name: Annotated[Optional[str], typer.Option(help="The cap's name.")] = None,
     dataset: DatasetOption = None,
-    by: Annotated[Optional[str], typer.Option(help="Who sets it.")] = None,
+    by: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Add or replace a cap on a variable, a group, or the whole dataset."""
@@ -327,14 +395,20 @@ def cap_set(
 
 
 @cap_app.command("list")
-def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False) -> None:
-    """Every cap, its spend (reservations included), headroom and status."""
+def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: AsOfOption = None) -> None:
+    """Every cap, its spend (reservations included), headroom and status; --as-of: as it stood then."""
+    when = parse_date(as_of, "--as-of")
     snapshot = _read_light()
     chosen = _pick_dataset(snapshot, dataset)
     engine = _engine()
     with Session(engine) as session:
         caps = store.caps(session, chosen.name)
-        checks = operations.cap_checks(session, chosen.name, caps)
+        if when is None:
+            checks = operations.cap_checks(session, chosen.name, caps)
+        else:
+            then = _as_of(store.snapshot(session, chosen.name), when)
+            totals = {cap.name: budget.total_from_history(cap, then.releases.values(), then.families) for cap in caps}
+            checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
     if as_json:
         typer.echo(json.dumps([check_json(c) for c in checks], indent=2, ensure_ascii=False))
         return
@@ -413,10 +487,12 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
     """List recorded releases."""
     snapshot = _read(dataset)
     rows = [r for r in snapshot.releases.values() if dataset is None or r.dataset == dataset]
+    steps = _steps(_engine())
     if as_json:
         from .codec import release_to_dict
 
-        typer.echo(json.dumps([release_json(release_to_dict(r)) for r in rows], indent=2, ensure_ascii=False))
+        typer.echo(json.dumps([{**release_json(release_to_dict(r)), "steps": steps.get(r.id, [])} for r in rows],
+                              indent=2, ensure_ascii=False))
         return
     if not rows:
         typer.echo("no releases" + (f" in dataset {dataset}" if dataset else ""))
@@ -424,18 +500,37 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
     from .views import releases_text
 
     typer.echo(releases_text(rows, snapshot.datasets))
+    for release in rows:  # who retracted or cancelled, when, and why (DESIGN 2.12)
+        ended = next((s for s in reversed(steps.get(release.id, [])) if s.get("reason") is not None), None)
+        if ended:
+            typer.echo(f"{release.id}: {ended['step']} by {ended['by']} at {ended['at']}: {ended['reason']}")
+
+
+def _steps(engine) -> dict[str, list[dict]]:
+    """Release id -> its lifecycle steps after recording: who, when, and why (DESIGN 2.12)."""
+    kinds = ["release.approved", "release.published", "release.retracted", "release.cancelled"]
+    found: dict[str, list[dict]] = {}
+    with Session(engine) as session:
+        for seq, kind, subject, at, actor, payload in store.lifecycle_events(session, kinds):
+            step = {"step": kind.removeprefix("release."), "by": actor, "at": at, "event": seq}
+            if kind in ("release.retracted", "release.cancelled"):
+                step["reason"] = json.loads(payload).get("reason")
+            found.setdefault(subject, []).append(step)
+    return found
 
 
 @app.command()
 def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False,
-          accountant: AccountantOption = None) -> None:
+          accountant: AccountantOption = None, as_of: AsOfOption = None) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
     from .accountant_views import table_accountants, table_totals_line
+
+    when = parse_date(as_of, "--as-of")
     from .progress import progress
 
     _check_accountant(accountant)
     with progress("computing the release-by-variable table"):
-        snapshot = _read(dataset)
+        snapshot = _as_of(_read(dataset), when)
         chosen = _pick_dataset(snapshot, dataset)
         chosen_delta = _delta(delta, chosen)
         index = _index(snapshot, chosen)
@@ -469,12 +564,15 @@ def subset(
     delta: DeltaOption = None,
     as_json: JsonOption = False,
     accountant: AccountantOption = None,
+    as_of: AsOfOption = None,
 ) -> None:
     """The privacy loss on one subset of variables: the smallest valid figure of the basic,
-    Rényi and privacy-loss-distribution accountants, with its theorem and case."""
+    Rényi and privacy-loss-distribution accountants, with its theorem and case; --as-of: as the
+    ledger stood then."""
     from .accountant_views import figure_line, subset_accountants
 
-    snapshot = _read(dataset)
+    when = parse_date(as_of, "--as-of")
+    snapshot = _as_of(_read(dataset), when)
     chosen = _pick_dataset(snapshot, dataset)
     names = _resolve_variables(chosen, variables)
     chosen_delta = _delta(delta, chosen)
@@ -594,6 +692,59 @@ def audit_verify(
     for problem in result.problems[1:]:
         typer.echo(f"  also: {problem}", err=True)
     raise typer.Exit(1)
+
+
+@role_app.command("grant")
+def role_grant(person: Annotated[str, typer.Argument(help="The person.")],
+               role: Annotated[str, typer.Argument(help="admin, steward, approver or auditor.")],
+               by: AsOption = None) -> None:
+    """Grant a role (admins only; an audit event)."""
+    _change_role(person, role, True, by)
+
+
+@role_app.command("revoke")
+def role_revoke(person: Annotated[str, typer.Argument(help="The person.")],
+                role: Annotated[str, typer.Argument(help="admin, steward, approver or auditor.")],
+                by: AsOption = None) -> None:
+    """Revoke a role (admins only; an audit event). The last admin stays admin."""
+    _change_role(person, role, False, by)
+
+
+def _change_role(person: str, role: str, granted: bool, by: str | None) -> None:
+    person = people.check_person(person, "PERSON")
+    role = people.check_role(role)
+    actor = _actor(by)
+    with store.write_session(_engine()) as session:
+        people.require(session, actor, "change roles")
+        held = store.roles(session)
+        if granted and role in held.get(person, frozenset()):
+            typer.echo(f"{person} already holds the {role} role; nothing written")
+            return
+        if not granted:
+            if person not in held:
+                raise fail("command line", "PERSON", f"unknown person {person!r}: holds no role in this ledger")
+            if role not in held[person]:
+                raise fail("command line", "ROLE", f"{person!r} does not hold the {role} role")
+            if role == "admin" and [p for p, r in held.items() if "admin" in r] == [person]:
+                raise fail("command line", "ROLE", f"{person!r} is the ledger's only admin; grant admin to "
+                                                   "another person first")
+        store.set_role(session, person, role, granted, actor)
+    typer.echo(f"{'granted' if granted else 'revoked'}: {person} {role}")
+
+
+@role_app.command("list")
+def role_list(as_json: JsonOption = False) -> None:
+    """Every person and the roles they hold."""
+    with Session(_engine()) as session:
+        held = store.roles(session)
+    if as_json:
+        typer.echo(json.dumps({person: sorted(roles) for person, roles in sorted(held.items())}, indent=2,
+                              ensure_ascii=False))
+        return
+    if not held:
+        typer.echo("no roles yet: the first person to write to this ledger becomes its admin")
+    for person, roles in sorted(held.items()):
+        typer.echo(f"{person}\t{', '.join(r for r in people.ROLES if r in roles)}")
 
 
 from .cli_run import assess, run, sample_privacy  # noqa: E402  (issue 5)

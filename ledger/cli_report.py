@@ -26,6 +26,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -73,6 +74,9 @@ def report(
     since: Annotated[Optional[str], typer.Option("--since", help="Meeting pack: what changed since this date "
                                                  "(ISO 8601, e.g. 2024-05-01 or 2024-05-01T09:30; UTC "
                                                  "unless it says otherwise).")] = None,
+    as_of: Annotated[Optional[str], typer.Option("--as-of", help="The ledger as it stood on this date (ISO "
+                                                 "8601): published by then, planned or approved at that "
+                                                 "time.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: what was written.")] = False,
 ) -> None:
     """A report: the compliance report (html, pdf), the same as Markdown or LaTeX, or the
@@ -83,6 +87,9 @@ def report(
 
     chosen_format = choices.report_format(format, out)
     since_at = parse_since(since)
+    as_of_at = cli.parse_date(as_of, "--as-of")
+    if since_at is not None and as_of_at is not None and since_at > as_of_at:
+        raise fail("command line", "--since", f"{since} is after --as-of {as_of}")
     if since_at is not None and chosen_format == "csv":
         raise fail("command line", "--since", "the CSV export is the release-by-variable table only; "
                                               "--since applies to html, pdf, md and tex")
@@ -102,6 +109,8 @@ def report(
         try:
             with Session(cli._engine()) as session:
                 inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
+            if as_of_at is not None:
+                inputs = replace(inputs, as_of=as_of_at)
             context = build_report(inputs, charts=charts, draw=draw)
         finally:
             chain.close()

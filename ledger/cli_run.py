@@ -67,9 +67,11 @@ def run(
                                                        "replacement (Clifton et al., Theorem 2).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Seed the noise (reproducible tests only; default: "
                                                      "a cryptographically sound seed).")] = None,
-    status: Annotated[str, typer.Option(help="planned, approved or published.")] = "published",
+    status: Annotated[str, typer.Option(help="planned (the output exists but is not out), or published "
+                                             "(it goes straight out: needs the approver role too).")] = "planned",
     out: Annotated[Optional[Path], typer.Option(help="Write the output here as CSV (default: standard output).")] = None,
-    by: Annotated[Optional[str], typer.Option(help="Who runs it (default: $LEDGER_USER or login).")] = None,
+    by: Annotated[Optional[str], typer.Option("--as", "--by", help="Who runs it (default: $LEDGER_USER, "
+                                                                   "else the operating-system user).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: what was recorded, and the output "
                                                          "unless --out is given.")] = False,
 ) -> None:
@@ -84,10 +86,11 @@ def run(
     if covariance is not None:
         matrix = _read_csv(covariance, "--covariance")
         params["covariance"] = matrix.set_index(matrix.columns[0])
-    try:
-        chosen_status = Status(status)
-    except ValueError:
-        raise fail("command line", "--status", f"must be planned, approved or published, found {status!r}") from None
+    if status not in (Status.PLANNED.value, Status.PUBLISHED.value):
+        # approved would be approved by the person who ran it: separation of duties (DESIGN 2.12)
+        raise fail("command line", "--status", f"must be planned or published, found {status!r} (a release "
+                                               "is approved by another person, with `approve`)")
+    chosen_status = Status(status)
     frame = _read_csv(data, "--data")
     chosen = _pick_dataset(_read_light(), dataset)
     result = run_and_record(_engine(), mechanism, frame, dataset=chosen.name, release_id=release_id, params=params,

@@ -203,7 +203,7 @@ def pufferfish_from_dict(data: dict) -> PufferfishGuarantee:
 
 
 def dataset_to_dict(dataset: Dataset) -> dict:
-    return {
+    body = {
         "name": dataset.name,
         "description": dataset.description,
         "delta": _number(dataset.delta),
@@ -214,6 +214,9 @@ def dataset_to_dict(dataset: Dataset) -> dict:
         ],
         "groups": {name: sorted(members) for name, members in dataset.groups},
     }
+    if dataset.self_approval:  # written only when waived: earlier datasets keep their form
+        body["self_approval"] = True
+    return body
 
 
 def dataset_from_dict(data: dict) -> Dataset:
@@ -225,6 +228,7 @@ def dataset_from_dict(data: dict) -> Dataset:
         description=data["description"],
         delta=_fraction(data["delta"]),
         groups=tuple((name, frozenset(members)) for name, members in data["groups"].items()),
+        self_approval=bool(data.get("self_approval", False)),
     )
 
 

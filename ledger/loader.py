@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from fractions import Fraction
 from functools import cache
 from importlib import resources
@@ -280,7 +280,8 @@ def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]
         groups.append((group, frozenset(members)))
     if out.errors:
         return None, out.errors
-    return Dataset(data["dataset"], tuple(variables), data.get("description", ""), delta, tuple(groups)), []
+    return Dataset(data["dataset"], tuple(variables), data.get("description", ""), delta, tuple(groups),
+                   self_approval=bool(data.get("self_approval", False))), []
 
 
 def build_releases(
@@ -349,12 +350,7 @@ def build_releases(
                 missing = ", ".join(sorted(found.partition - reads))
                 out.add(at + ("reads",), f"release is in family {family!r}, partitioned by "
                                          f"{', '.join(sorted(found.partition))}; it must list {missing} in reads")
-        published_at = None
-        if "published_at" in entry:
-            try:
-                published_at = datetime.fromisoformat(entry["published_at"])
-            except ValueError:
-                out.add(at + ("published_at",), f"not an ISO date-time: {entry['published_at']!r}")
+        status, approved_by, approved_at, published_at = _lifecycle_fields(entry, out, at, recorded_at)
         if len(out.errors) > before or mechanism is None:
             continue
         releases.append(
@@ -367,15 +363,74 @@ def build_releases(
                 title=entry.get("title", ""),
                 derived_from=tuple(entry.get("derived_from", ())),
                 family=family,
-                status=Status(entry.get("status", Status.PUBLISHED.value)),
+                status=status,
                 recorded_by=recorded_by,
                 recorded_at=recorded_at,
+                approved_by=approved_by,
+                approved_at=approved_at,
                 published_at=published_at,
                 source=document.source(at),
                 source_field=field_name(at),
             )
         )
     return releases, families, out.errors
+
+
+def parse_moment(text: str) -> datetime | None:
+    """An ISO 8601 date or date-time as an aware UTC moment (a date is its midnight; no
+    zone means UTC); None when it is not one."""
+    try:
+        moment = datetime.fromisoformat(str(text).strip())
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: datetime | None):
+    """A release file's status and who and when (issue 10 section 4, issue 12 section 1):
+    no status is planned; approved carries approved_by and approved_at; published carries
+    published_at (approved_by and approved_at when it says who approved it). No moment lies
+    in the future, and an approval is never after the publication it led to."""
+    status = Status(entry.get("status", Status.PLANNED.value))
+    moments = {}
+    for key in ("approved_at", "published_at"):
+        if key in entry:
+            moment = parse_moment(entry[key])
+            if moment is None:
+                out.add(at + (key,), f"not an ISO date-time: {entry[key]!r}")
+            elif recorded_at is not None and moment > _utc(recorded_at):
+                out.add(at + (key,), f"{entry[key]!r} is in the future (now: {_utc(recorded_at).isoformat()})")
+            else:
+                moments[key] = moment
+    approved_by = entry.get("approved_by")
+    if status is Status.PLANNED:
+        for key in ("approved_by", "approved_at", "published_at"):
+            if key in entry:
+                out.add(at + (key,), f"a planned release has no {key}; give status: "
+                                     f"{'approved' if key.startswith('approved') else 'published'}")
+    if status is Status.APPROVED:
+        for key in ("approved_by", "approved_at"):
+            if key not in entry:
+                out.add(at + (key,), "a release recorded as approved needs approved_by and approved_at "
+                                     "(who approved it, and when)")
+        if "published_at" in entry:
+            out.add(at + ("published_at",), "an approved release is not published yet; give status: published")
+    if status is Status.PUBLISHED:
+        if "published_at" not in entry:
+            out.add(at + ("published_at",), "a release recorded as published needs published_at "
+                                            "(when it was published)")
+        if ("approved_by" in entry) != ("approved_at" in entry):
+            missing = "approved_at" if "approved_by" in entry else "approved_by"
+            out.add(at + (missing,), "approved_by and approved_at go together (who approved it, and when)")
+    approved_at, published_at = moments.get("approved_at"), moments.get("published_at")
+    if approved_at is not None and published_at is not None and approved_at > published_at:
+        out.add(at + ("approved_at",), f"approved at {approved_at.isoformat()}, after its publication "
+                                       f"at {published_at.isoformat()}")
+    return status, approved_by, approved_at, published_at
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 def _did_you_mean(name: str, known: Iterable[str]) -> str:
@@ -463,8 +518,13 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
     seen: dict[str, Release] = {}
     for release in releases:
         if release.id in snapshot.releases:
-            errors.append(LedgerError(release.source, _at(release, "id"),
-                                      f"duplicate release id {release.id!r}: already recorded"))
+            # a retry (issue 12 section 5): the same release again is a no-op (the caller drops
+            # it, see `already_recorded`); another release under a recorded id is refused
+            differing = differences(snapshot.releases[release.id], release)
+            if differing:
+                errors.append(LedgerError(release.source, _at(release, "id"),
+                                          f"release id {release.id!r} is already recorded with different content "
+                                          f"(fields that differ: {', '.join(differing)})"))
         elif release.id in seen:
             errors.append(LedgerError(release.source, _at(release, "id"), f"duplicate release id {release.id!r}: "
                                                                           f"also at {seen[release.id].source}"))
@@ -526,6 +586,40 @@ class _BatchAndLedger(Mapping):
 
     def __len__(self) -> int:
         return len(self.batch)
+
+
+# what a release file states about a release, compared when its id is already recorded
+CONTENT_FIELDS = ("dataset", "title", "reads", "mechanism", "guarantees", "derived_from", "family", "pufferfish",
+                  "output_digest", "output")
+STATED_LIFECYCLE = ("approved_by", "approved_at", "published_at")
+
+
+def differences(recorded: Release, given: Release) -> list[str]:
+    """The fields in which `given` differs from the recorded release of the same id.
+
+    A release given as planned (a file without status) matches whatever lifecycle the
+    recorded one has reached since; one given as approved or published must state the
+    same status and the same who and when (a retracted release was published)."""
+    fields = [name for name in CONTENT_FIELDS if getattr(recorded, name) != getattr(given, name)]
+    if given.status is not Status.PLANNED:
+        status = Status.PUBLISHED if recorded.status is Status.RETRACTED else recorded.status
+        if status is not given.status:
+            fields.append("status")
+        fields += [name for name in STATED_LIFECYCLE
+                   if getattr(given, name) is not None and _same_time(getattr(recorded, name), getattr(given, name))
+                   is False]
+    return fields
+
+
+def _same_time(a, b) -> bool:
+    if isinstance(a, datetime) and isinstance(b, datetime):
+        return _utc(a) == _utc(b)
+    return a == b
+
+
+def already_recorded(releases: Sequence[Release], snapshot: LedgerSnapshot) -> list[Release]:
+    """The releases of a batch recorded before (identical, once `check_batch` passed)."""
+    return [release for release in releases if release.id in snapshot.releases]
 
 
 def _at(release: Release, name: str) -> str:

@@ -18,12 +18,15 @@ from typing import Any, Union
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from . import budget, cap_accounting, lineage, store
+from datetime import datetime
+
+from . import budget, cap_accounting, lineage, people, store
 from .errors import InputErrors, LedgerError, fail
 from .lifecycle import ENFORCING, transition
 from .loader import (
     Document,
     LedgerSnapshot,
+    already_recorded,
     build_releases,
     cap_from_entry,
     check_batch,
@@ -65,6 +68,7 @@ class Recorded:
     releases: tuple[Release, ...]
     families: tuple[Family, ...]
     checks: tuple[budget.CapCheck, ...]
+    unchanged: tuple[Release, ...] = ()  # already recorded, identical: a retry, not written again
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -86,6 +90,11 @@ def record(engine: Engine, build: Builder, actor: str) -> Recorded:
         releases, families, errors = build(snapshot)
         if errors:
             raise InputErrors(errors)
+        unchanged = already_recorded(releases, snapshot)  # identical retries: charged once, when first recorded
+        releases = [r for r in releases if r.id not in {u.id for u in unchanged}]
+        if not releases and not families:
+            return Recorded((), (), (), tuple(unchanged))
+        people.check_recorded(session, actor, releases, snapshot.datasets)
         states: dict[str, dict[str, dict]] = {}
         checks = _checks(session, snapshot, releases, families, states)
         if any(not c.ok for c in checks):
@@ -95,7 +104,7 @@ def record(engine: Engine, build: Builder, actor: str) -> Recorded:
             store.save_totals(session, dataset, {c.cap.name: c.after_total for c in checks if c.cap.dataset == dataset})
         for dataset, dataset_states in states.items():
             store.save_accountant_states(session, dataset, dataset_states)
-        return Recorded(tuple(releases), tuple(families), tuple(checks))
+        return Recorded(tuple(releases), tuple(families), tuple(checks), tuple(unchanged))
 
 
 def check(engine: Engine, build: Builder) -> list[budget.CapCheck]:
@@ -138,8 +147,21 @@ def _require_current_totals(session: Session) -> None:
         raise fail("ledger", "cap totals", problem)
 
 
-def change_status(engine: Engine, release_id: str, action: str, actor: str) -> Release:
-    """approve / publish / retract / cancel one release; approve and publish re-check its caps."""
+REASONED = frozenset({"retract", "cancel"})  # steps that carry a reason (DESIGN 2.12)
+
+
+def change_status(engine: Engine, release_id: str, action: str, actor: str, *, reason: str | None = None,
+                  at: datetime | None = None) -> Release:
+    """approve / publish / retract / cancel one release; approve and publish re-check its caps.
+
+    `reason` is required by retract and cancel. `at` dates a publication that happened
+    elsewhere (publish only): never in the future, never before the release was planned."""
+    if action in REASONED:
+        reason = people.check_reason(reason, action, release_id)
+    elif reason is not None:
+        raise fail("command line", "--reason", f"{action} takes no reason")
+    if at is not None and action != "publish":
+        raise fail("command line", "--at", f"{action} takes no date; --at dates a publication")
     with store.write_session(engine) as session:
         lookup = store.ReleaseLookup(session)
         if release_id not in lookup:
@@ -147,8 +169,19 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str) -> R
 
             raise fail(f"release {release_id}", "id", "no such release in this ledger"
                        + did_you_mean(release_id, list(lookup)))
+        people.require(session, actor, action)
         release = lookup[release_id]
-        changed = transition(release, action, actor, store.now())
+        moment = store.now()
+        if at is not None:
+            planned = release.recorded_at
+            if planned is not None and planned.tzinfo is None:
+                planned = planned.replace(tzinfo=moment.tzinfo)
+            if at > moment:
+                raise fail("command line", "--at", f"{at.isoformat()} is in the future (now: {moment.isoformat()})")
+            if planned is not None and at < planned:
+                raise fail("command line", "--at", f"{at.isoformat()} is before release {release_id!r} was "
+                                                   f"planned ({planned.isoformat()})")
+        changed = transition(release, action, actor, moment)
         if isinstance(changed, str):
             raise fail(f"release {release_id}", "status", changed)
         history = None
@@ -165,6 +198,11 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str) -> R
                 raise fail(f"release {release_id}", "status",
                            f"cannot publish release {release_id!r} before what it derives from is published: "
                            f"{lineage.describe(blockers, lookup)}")
+        if action == "approve":
+            dataset = store.configuration(session).datasets.get(release.dataset)
+            people.check_approver(release, actor, dataset)
+        if at is not None:
+            changed = replace(changed, published_at=at)
         caps = [cap for cap in store.caps(session, release.dataset) if budget.touches(cap, release)]
         totals = store.cap_totals(session, release.dataset)
         decisions: list[dict] = []
@@ -177,7 +215,8 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str) -> R
                 raise BudgetRefused(checks, f"{action} {release_id}")
             store.save_accountant_states(session, release.dataset, states)
             decisions = cap_accounting.decisions_json(checks)
-        store.set_status(session, changed, actor, kind=f"release.{changed.status.value}", decisions=decisions)
+        store.set_status(session, changed, actor, kind=f"release.{changed.status.value}", decisions=decisions,
+                         reason=reason)
         if action == "cancel" and caps:  # frees the reservation: recompute the totals it was in
             history = store.snapshot(session, release.dataset)
             store.drop_accountant_states(session, release.dataset, [cap.name for cap in caps])
@@ -192,6 +231,7 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str) -> R
 def add_caps(engine: Engine, dataset: str, entries: Iterable[dict], actor: str, source: str) -> list[Cap]:
     """Add or replace caps ({subset | name, epsilon [, delta] | rho} entries)."""
     with store.write_session(engine) as session:
+        people.require(session, actor, "set a cap")
         snapshot = store.write_context(session)
         if dataset not in snapshot.datasets:
             raise fail(source, "dataset", f"unknown dataset {dataset!r}")
@@ -244,6 +284,7 @@ def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: st
     recorded exactly so. A recorded dataset is never rewritten: other variables or caps are
     bad input; a new privacy-unit declaration is recorded (the latest one holds)."""
     with store.write_session(engine) as session:
+        people.require(session, actor, "add a dataset")
         existing = store.write_context(session).datasets.get(dataset.name)
         if existing is not None:
             if existing == dataset and set(store.caps(session, dataset.name)) == set(caps):

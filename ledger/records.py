@@ -74,6 +74,9 @@ class Dataset:
     description: str = ""
     delta: Fraction | None = None
     groups: tuple[tuple[str, frozenset[str]], ...] = ()
+    # separation of duties (DESIGN 2.12): False, the default, means the approver of a
+    # release is never the person who recorded it; True is the dataset's explicit waiver
+    self_approval: bool = False
 
     @property
     def variable_names(self) -> tuple[str, ...]:
@@ -161,7 +164,7 @@ class Release:
     title: str = ""
     derived_from: tuple[str, ...] = ()
     family: str | None = None
-    status: Status = Status.PUBLISHED
+    status: Status = Status.PLANNED  # recorded without a status: planned (issue 12)
     recorded_by: str = ""
     recorded_at: datetime | None = None
     approved_by: str | None = None

@@ -35,7 +35,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -47,6 +47,8 @@ from .accounting import CONVERSION_NAME
 from .budget import CapCheck, CapTotal, check, total_from_history
 from .budget import status as cap_status
 from .engine import LedgerIndex, RiskTable, SpendGrid, at_delta
+from .history import charged_from, ended
+from .history import releases_as_of as _releases_then
 from .numbers import INF, Number, float_down, float_up, is_infinite
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Guarantee, Release, Status
 from .headline import Headline, headline
@@ -140,6 +142,7 @@ class ReportInputs:
     generated_at: datetime
     delta: Fraction
     since: datetime | None = None
+    as_of: datetime | None = None  # the report shows the ledger as it stood then (ledger.history)
 
     def chain_status(self) -> ChainStatus:
         return self.chain() if callable(self.chain) else self.chain
@@ -170,6 +173,8 @@ class Certificate:
     epsilon: Number  # the whole-dataset loss (U = V, Tan Prop 3.1) at delta
     rho: Number | None  # the same as rho-zCDP; None when it has (epsilon, delta) parts
     notion: str  # Spend.notion of the whole-dataset total: pure / approx / zcdp / mixed / unbounded
+    self_approval: bool = False  # the dataset waives separation of duties (DESIGN 2.12): said in every report
+    as_of: datetime | None = None  # the ledger as it stood then, by publication date (--as-of)
     # the headline (DESIGN 2.11): the loss on the protected subset, its worst variable and pair,
     # the public variables apart (headline.Headline)
     headline: Headline | None = None
@@ -257,6 +262,16 @@ class CapEntry:
 
 
 @dataclass(frozen=True)
+class Ending:
+    """A retraction or cancellation: who did it, when, and why (DESIGN 2.12)."""
+
+    action: str  # retracted / cancelled
+    by: str
+    at: datetime
+    reason: str
+
+
+@dataclass(frozen=True)
 class GuaranteeText:
     protects: tuple[str, ...]
     notion: str  # pure / approx / zcdp
@@ -292,6 +307,8 @@ class RegisterEntry:
     pufferfish: tuple[str, ...]  # labels of its Pufferfish-family guarantees (their own section)
     cells: tuple[tuple[str, Number], ...]
     dataset_wide: Number | None
+    published_by: str | None = None  # who published it (the publish step's person; DESIGN 2.12)
+    ended: Ending | None = None  # its retraction or cancellation: who, when, why
 
 
 @dataclass(frozen=True)
@@ -331,6 +348,7 @@ class AuditEntry:
     actor: str
     kind: str
     subject: str
+    note: str | None = None  # a retraction's or cancellation's reason; the role a role event grants or revokes
 
 
 @dataclass(frozen=True)
@@ -460,18 +478,23 @@ def draw_here(pairs: Pairs, timeline: Timeline | None) -> Callable[[], tuple[str
 def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw_here) -> ReportContext:
     """The whole report context; `charts=False` skips drawing (Markdown, LaTeX, CSV).
     `draw` may draw elsewhere while the rest of the context is built."""
+    if inputs.as_of is not None:
+        inputs = as_it_stood(inputs)
     dataset = inputs.dataset
     charged = tuple(r for r in inputs.releases if r.status in CHARGED_STATUSES)
     objective = at_delta(inputs.delta)
     index = LedgerIndex(dataset.variable_names, charged, inputs.families)
     pairs = pair_figures(index, inputs.delta, objective, protected=dataset.protected_names)
-    timeline = timeline_of(index, inputs.delta, objective, inputs.generated_at, public=dataset.public_names)
+    timeline = timeline_of(index, inputs.delta, objective, inputs.as_of or inputs.generated_at,
+                           public=dataset.public_names, caps=inputs.caps)
     drawn = draw(pairs, timeline) if charts else None
     table = index.table_by_arrays(dataset.name, objective)
     risk = risk_table(table, inputs.delta, public=dataset.public_names)
     sparse = risk.layout == "sparse"
     cells = {row.release: (row.cells, row.dataset_wide) for row in risk.sparse}
-    register = tuple(register_entry(r, inputs.families, *cells.get(r.id, ((), None))) for r in inputs.releases)
+    steps = lifecycle_steps(inputs.events)
+    register = tuple(replace(register_entry(r, inputs.families, *cells.get(r.id, ((), None))), **steps.get(r.id, {}))
+                     for r in inputs.releases)
     meeting = meeting_pack(inputs) if inputs.since is not None else None
     caps = cap_entries(inputs.caps, inputs.cap_totals)
     if drawn is not None:
@@ -519,9 +542,37 @@ def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
         epsilon=wide.epsilon(inputs.delta),
         rho=INF if wide.unbounded else wide.zcdp_rho(),
         notion=wide.notion,
+        self_approval=inputs.dataset.self_approval,
+        as_of=inputs.as_of,
         computed_seq=inputs.events[-1].seq if inputs.events else 0,
         computed_head=inputs.events[-1].hash if inputs.events and inputs.events[-1].hash else chain.head,
     )
+
+
+def as_it_stood(inputs: ReportInputs) -> ReportInputs:
+    """The inputs as the ledger stood at `inputs.as_of` (ledger.history): the releases in it
+    then, with the status each had, the events up to then, and the caps' totals recomputed."""
+    when = inputs.as_of
+    ended_at = ended((e.kind, e.subject, e.at) for e in inputs.events)
+    releases = tuple(_releases_then(inputs.releases, when, ended_at))
+    family_map = {f.id: f for f in inputs.families}
+    totals = {cap.name: total_from_history(cap, releases, family_map) for cap in inputs.caps}
+    events = tuple(e for e in inputs.events if e.at <= when)
+    return replace(inputs, releases=releases, cap_totals=totals, events=events)
+
+
+def lifecycle_steps(events: Sequence[AuditEvent]) -> dict[str, dict]:
+    """Release id -> the register's who/when/why of its later steps: who published it, and
+    its retraction or cancellation (from the audit events; DESIGN 2.12)."""
+    found: dict[str, dict] = {}
+    for event in events:
+        if event.kind == "release.published":
+            found.setdefault(event.subject, {})["published_by"] = event.actor
+        elif event.kind in ("release.retracted", "release.cancelled"):
+            reason = event.data().get("reason") or "(no reason recorded)"
+            found.setdefault(event.subject, {})["ended"] = Ending(
+                LIFECYCLE_KINDS[event.kind].value, event.actor, event.at, reason)
+    return found
 
 
 def _headline(inputs: ReportInputs, index: LedgerIndex, objective, table: RiskTable, pairs: Pairs) -> Headline:
@@ -716,12 +767,16 @@ def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequ
 
 
 def timeline_of(index: LedgerIndex, delta: Fraction, objective, now: datetime,
-                public: Sequence[str] = ()) -> Timeline | None:
-    """The loss on each variable after each recording time (None with no charged release)."""
+                public: Sequence[str] = (), caps: Sequence[Cap] = ()) -> Timeline | None:
+    """The loss on each variable over time, by publication date (None with no charged release).
+
+    A release enters when it started to count (history.charged_from): its publication
+    date, or the date it was planned when that came first (a reservation), so history
+    recorded late is drawn when it was published. Caps in epsilon are drawn as lines."""
     releases = index.releases
     if not releases or not index.variables:
         return None
-    times = [r.recorded_at for r in releases]
+    times = [charged_from(r) for r in releases]
     known = all(t is not None for t in times)
     order = sorted(range(len(releases)), key=lambda i: (times[i], i) if known else (0, i))
     distinct = known and len({times[i] for i in order}) > 1
@@ -747,8 +802,17 @@ def timeline_of(index: LedgerIndex, delta: Fraction, objective, now: datetime,
     ranked = sorted(range(len(index.variables)), key=lambda j: (index.variables[j] in public, -final[j], j))
     highlighted = tuple(index.variables[j] for j in ranked[:TIMELINE_LABELLED]
                         if final[j] > 0 and index.variables[j] not in public)
+    lines = tuple((cap.name, float(round_down_float(cap.limit))) for cap in caps
+                  if cap.rho is None and cap.limit is not None)
     return Timeline(axis="time" if distinct else "order", x=x, labels=labels, variables=index.variables, y=y,
-                    envelope=envelope, highlighted=highlighted, end=_aware(now), svg="", public=tuple(public))
+                    envelope=envelope, highlighted=highlighted, end=_aware(now), svg="", public=tuple(public),
+                    caps=lines)
+
+
+def round_down_float(value: Fraction) -> float:
+    """A cap's limit as a float not above it (a cap is rounded down)."""
+    result = float(value)
+    return result if Fraction(result) <= value else math.nextafter(result, -math.inf)
 
 
 def register_entry(release: Release, families: Sequence[Family], cells=(), dataset_wide=None) -> RegisterEntry:
@@ -845,14 +909,22 @@ def audit_trail(inputs: ReportInputs, chain: ChainStatus) -> AuditTrail:
         last_at=events[-1].at if events else None,
         by_kind=tuple(sorted(Counter(e.kind for e in events).items())),
         by_actor=tuple(sorted(Counter(e.actor for e in events).items())),
-        listed=tuple(AuditEntry(e.seq, e.at, e.actor, e.kind, e.subject) for e in listed),
+        listed=tuple(AuditEntry(e.seq, e.at, e.actor, e.kind, e.subject, _note(e)) for e in listed),
         omitted=len(events) - len(listed),
     )
 
 
+def _note(event: AuditEvent) -> str | None:
+    if event.kind in ("release.retracted", "release.cancelled"):
+        return event.data().get("reason")
+    if event.kind.startswith("role."):
+        return (event.data().get("role") or {}).get("role")
+    return None
+
+
 def dataset_events(inputs: ReportInputs) -> list[AuditEvent]:
     """The events about this dataset: the dataset, its families, caps and releases
-    (and ledger-wide migrations)."""
+    (and ledger-wide migrations and role changes)."""
     name = inputs.dataset.name
     releases = {r.id for r in inputs.releases}
     families = {f.id for f in inputs.families}
@@ -866,7 +938,7 @@ def dataset_events(inputs: ReportInputs) -> list[AuditEvent]:
             return event.subject.startswith(name + "/")
         if event.kind.startswith("dataset."):
             return event.subject == name
-        return event.kind.startswith("ledger.")
+        return event.kind.startswith(("ledger.", "role."))  # ledger-wide: migrations, and who holds which duty
 
     return [e for e in inputs.events if about(e)]
 
@@ -885,9 +957,22 @@ def meeting_pack(inputs: ReportInputs) -> MeetingPack:
             status = event.data()["release"]["status"]
             changes["recorded"].append(Change(event.subject, titles.get(event.subject, ""), event.at, event.actor,
                                               status))
-        elif event.kind in LIFECYCLE_KINDS:
+        elif event.kind in ("release.retracted", "release.cancelled"):
             changes[event.kind].append(Change(event.subject, titles.get(event.subject, ""), event.at, event.actor,
                                               LIFECYCLE_KINDS[event.kind].value))
+    # approved and published by the releases' own dates (a publication recorded late is dated
+    # by when it happened, not by when it was typed in)
+    publishers = {e.subject: e.actor for e in events if e.kind == "release.published"}
+    for release in inputs.releases:
+        approved, published = _aware(release.approved_at), _aware(release.published_at)
+        if approved is not None and approved >= since:
+            changes["release.approved"].append(Change(release.id, release.title, approved,
+                                                      release.approved_by or "", Status.APPROVED.value))
+        if published is not None and published >= since:
+            changes["release.published"].append(Change(release.id, release.title, published, publishers.get(
+                release.id, release.recorded_by), Status.PUBLISHED.value))
+    for kind in ("release.approved", "release.published"):
+        changes[kind].sort(key=lambda change: change.at)
     then = releases_as_of(inputs.releases, events, since)
     family_map = {f.id: f for f in inputs.families}
     now = {c.cap.name: c for c in check(list(inputs.caps), inputs.cap_totals, [], {}, {}, only_touched=False)}
@@ -915,16 +1000,11 @@ def meeting_pack(inputs: ReportInputs) -> MeetingPack:
 
 
 def releases_as_of(releases: Sequence[Release], events: Sequence[AuditEvent], when: datetime) -> list[Release]:
-    """The releases recorded before `when`, each with the status its events had given it then."""
-    status: dict[str, Status] = {}
-    for event in events:  # in chain order
-        if event.at >= when:
-            continue
-        if event.kind == "release.recorded":
-            status[event.subject] = Status(event.data()["release"]["status"])
-        elif event.kind in LIFECYCLE_KINDS and event.subject in status:
-            status[event.subject] = LIFECYCLE_KINDS[event.kind]
-    return [replace(r, status=status[r.id]) for r in releases if r.id in status]
+    """The releases in the ledger just before `when`, by publication date, each with the
+    status it had then (ledger.history; retractions and cancellations dated by their events)."""
+    ended_at = ended((e.kind, e.subject, e.at) for e in events)
+    just_before = when - timedelta(microseconds=1)
+    return _releases_then(releases, just_before, ended_at)
 
 
 def _difference(a: Number, b: Number) -> Number | None:

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from sqlalchemy import (
     URL,
     JSON,
+    Boolean,
     Column,
     Connection,
     Engine,
@@ -40,6 +41,7 @@ from sqlalchemy import (
     UniqueConstraint,
     bindparam,
     event,
+    false,
     insert,
     inspect,
     text,
@@ -69,7 +71,8 @@ from .loader import LedgerSnapshot
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Release
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 3  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs
+SCHEMA_VERSION = 4  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+# 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 
 
@@ -91,6 +94,8 @@ class DatasetRow(SQLModel, table=True):
     delta: str | None = None  # exact fraction text
     groups: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime
+    # schema version 4: separation of duties waived for this dataset (DESIGN 2.12)
+    self_approval: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, server_default=false()))
 
 
 class VariableRow(SQLModel, table=True):
@@ -135,6 +140,15 @@ class ReleaseRow(SQLModel, table=True):
     pufferfish: list = Field(default_factory=list, sa_column=Column(JSON, nullable=False, server_default="[]"))
     output_digest: str | None = None
     output: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+class RoleRow(SQLModel, table=True):
+    """Who holds which role (ledger.people.ROLES); every grant and revocation is an audit
+    event (role.granted / role.revoked), and `verify` compares this table with them."""
+
+    __tablename__ = "roles"
+    person: str = Field(primary_key=True)
+    role: str = Field(primary_key=True)
 
 
 class CapRow(SQLModel, table=True):
@@ -260,6 +274,7 @@ def ensure_schema(engine: Engine) -> None:
             version = SCHEMA_VERSION if fresh else 1  # version 1 ledgers carry no stamp of their own
             session.merge(MetaRow(key="schema_version", value=str(version)))
             if fresh:
+                _append_only(connection)
                 return
         else:
             version = int(stamp.value)
@@ -289,9 +304,64 @@ def _v3_release_outputs(session: Session) -> None:
         connection.exec_driver_sql("ALTER TABLE variables ADD COLUMN categories JSON")
 
 
+def _v4_people(session: Session) -> None:
+    """Datasets gain their self-approval waiver (the roles table is made by create_all);
+    on PostgreSQL the audit events and releases become append-only."""
+    connection = session.connection()
+    if "self_approval" not in {column["name"] for column in inspect(connection).get_columns("datasets")}:
+        connection.exec_driver_sql("ALTER TABLE datasets ADD COLUMN self_approval BOOLEAN NOT NULL DEFAULT FALSE")
+    _append_only(connection)
+
+
+# The lifecycle columns: the only columns of a release row that ever change (lifecycle.py).
+LIFECYCLE_COLUMNS = ("status", "approved_by", "approved_at", "published_at")
+
+# (statements run through the driver: a percent sign is written %%)
+# PostgreSQL enforces the book of record itself (DESIGN 2.12): whatever role the ledger runs
+# as, an audit event can be inserted and never updated, deleted or truncated; a release row
+# is never deleted, and an update may change its lifecycle columns only. (The table owner or
+# a superuser can still drop a trigger: that is what the hash chain, and a checkpoint kept
+# outside the database, detect.)
+_APPEND_ONLY_SQL = [
+    """CREATE OR REPLACE FUNCTION privacy_ledger_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      RAISE EXCEPTION 'privacy-ledger: %% on %% refused: the ledger is append-only', TG_OP, TG_TABLE_NAME
+        USING ERRCODE = 'insufficient_privilege';
+    END $$""",
+    """CREATE OR REPLACE FUNCTION privacy_ledger_release_update() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF (to_jsonb(OLD) - ARRAY['status', 'approved_by', 'approved_at', 'published_at'])
+         IS DISTINCT FROM (to_jsonb(NEW) - ARRAY['status', 'approved_by', 'approved_at', 'published_at']) THEN
+        RAISE EXCEPTION 'privacy-ledger: UPDATE of a recorded release refused: only its lifecycle changes'
+          USING ERRCODE = 'insufficient_privilege';
+      END IF;
+      RETURN NEW;
+    END $$""",
+    "CREATE OR REPLACE TRIGGER privacy_ledger_events_append_only BEFORE UPDATE OR DELETE ON audit_events "
+    "FOR EACH ROW EXECUTE FUNCTION privacy_ledger_refuse()",
+    "CREATE OR REPLACE TRIGGER privacy_ledger_events_no_truncate BEFORE TRUNCATE ON audit_events "
+    "FOR EACH STATEMENT EXECUTE FUNCTION privacy_ledger_refuse()",
+    "CREATE OR REPLACE TRIGGER privacy_ledger_releases_no_delete BEFORE DELETE ON releases "
+    "FOR EACH ROW EXECUTE FUNCTION privacy_ledger_refuse()",
+    "CREATE OR REPLACE TRIGGER privacy_ledger_releases_no_truncate BEFORE TRUNCATE ON releases "
+    "FOR EACH STATEMENT EXECUTE FUNCTION privacy_ledger_refuse()",
+    "CREATE OR REPLACE TRIGGER privacy_ledger_releases_lifecycle_only BEFORE UPDATE ON releases "
+    "FOR EACH ROW EXECUTE FUNCTION privacy_ledger_release_update()",
+]
+
+
+def _append_only(connection: Connection) -> None:
+    """Install the append-only triggers (PostgreSQL; on SQLite the tool alone keeps the rules)."""
+    if connection.dialect.name != "postgresql":
+        return
+    for statement in _APPEND_ONLY_SQL:
+        connection.exec_driver_sql(statement)
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
+    4: _v4_people,
 }
 
 
@@ -359,7 +429,7 @@ def _datasets(session: Session, names: Sequence[str] | None = None) -> list[Data
 
 def _dataset_dict(row: DatasetRow, variables: list[dict]) -> dict:
     return {"name": row.name, "description": row.description, "delta": row.delta,
-            "variables": variables, "groups": row.groups}
+            "variables": variables, "groups": row.groups, "self_approval": bool(row.self_approval)}
 
 
 def _family_dict(row: FamilyRow) -> dict:
@@ -438,7 +508,7 @@ def add_dataset(session: Session, dataset: Dataset, actor: str) -> None:
     body = dataset_to_dict(dataset)
     bump_config(session)
     session.add(DatasetRow(name=dataset.name, description=dataset.description, delta=body["delta"],
-                           groups=body["groups"], created_at=now()))
+                           groups=body["groups"], created_at=now(), self_approval=dataset.self_approval))
     session.flush()
     for position, variable in enumerate(dataset.variables):
         session.add(VariableRow(dataset=dataset.name, name=variable.name, classification=variable.classification,
@@ -714,14 +784,16 @@ def remove_cap(session: Session, dataset: str, name: str, actor: str, reason: st
                  payload={"cap": None, "was": was, "reason": reason})
 
 
-def set_status(session: Session, release: Release, actor: str, kind: str, decisions: Sequence[dict] = ()) -> None:
-    """Write a lifecycle change (the release already carries its new status)."""
+def set_status(session: Session, release: Release, actor: str, kind: str, decisions: Sequence[dict] = (),
+               reason: str | None = None) -> None:
+    """Write a lifecycle change (the release already carries its new status); a retraction
+    or cancellation carries its reason in the event, an enforcing step its budget decisions."""
     row = session.get(ReleaseRow, release.id)
     body = release_to_dict(release)
-    for name in ("status", "approved_by", "approved_at", "published_at"):
+    for name in LIFECYCLE_COLUMNS:
         setattr(row, name, body[name])
     session.add(row)
-    payload = {"release": body}
+    payload = {"release": body} if reason is None else {"release": body, "reason": reason}
     if decisions:
         payload["budget_decisions"] = list(decisions)
     append_event(session, kind=kind, subject=release.id, actor=actor, payload=payload)
@@ -757,6 +829,33 @@ def drop_accountant_states(session: Session, dataset: str, names: Iterable[str])
         _connection(session).execute(table.delete().where(table.c.dataset == dataset, table.c.cap.in_(names)))
 
 
+def lifecycle_events(session: Session, kinds: Sequence[str]) -> list[tuple[int, str, str, str, str, str]]:
+    """(seq, kind, subject, at, actor, payload) of the events of these kinds, in chain order."""
+    rows = _connection(session).execute(
+        select(_EVENTS.c.seq, _EVENTS.c.kind, _EVENTS.c.subject, _EVENTS.c.at, _EVENTS.c.actor, _EVENTS.c.payload)
+        .where(_EVENTS.c.kind.in_(list(kinds))).order_by(_EVENTS.c.seq))
+    return [tuple(row) for row in rows]
+
+
+def roles(session: Session) -> dict[str, frozenset[str]]:
+    """Every person holding a role, and their roles."""
+    held: dict[str, set[str]] = {}
+    for row in session.exec(select(RoleRow)):
+        held.setdefault(row.person, set()).add(row.role)
+    return {person: frozenset(names) for person, names in held.items()}
+
+
+def set_role(session: Session, person: str, role: str, granted: bool, actor: str) -> None:
+    """Grant or revoke one role, with its audit event."""
+    row = session.get(RoleRow, (person, role))
+    if granted and row is None:
+        session.add(RoleRow(person=person, role=role))
+    elif not granted and row is not None:
+        session.delete(row)
+    append_event(session, kind="role.granted" if granted else "role.revoked", subject=person, actor=actor,
+                 payload={"role": {"person": person, "role": role, "granted": granted}})
+
+
 # --------------------------------------------------------------------------
 # Verification
 # --------------------------------------------------------------------------
@@ -780,6 +879,7 @@ def verify(session: Session) -> Verification:
     expected_datasets: dict[str, tuple[int, dict | None, str | None]] = {}
     expected_families: dict[str, tuple[int, dict | None, str | None]] = {}
     expected_caps: dict[str, tuple[int, dict | None, str | None]] = {}
+    expected_roles: dict[tuple[str, str], tuple[int, bool]] = {}  # (person, role) -> (seq, held)
     count = 0
     for row in _connection(session).execute(select(_EVENTS).order_by(_EVENTS.c.seq)):
         count += 1
@@ -818,6 +918,9 @@ def verify(session: Session) -> Verification:
                 expected_caps.pop(row.subject, None)
             else:
                 expected_caps[row.subject] = (row.seq, payload["cap"], None)
+        if row.kind.startswith("role.") and isinstance(payload.get("role"), dict):
+            grant = payload["role"]
+            expected_roles[(str(grant.get("person")), str(grant.get("role")))] = (row.seq, bool(grant.get("granted")))
 
     release_rows = {r.id: release_row_dict(r) for r in session.connection().execute(select(_RELEASES))}
     problems.extend(_compare("release", expected_releases, release_rows, _normal_release))
@@ -827,6 +930,14 @@ def verify(session: Session) -> Verification:
         "family", expected_families, {f.id: _family_dict(f) for f in session.exec(select(FamilyRow))}))
     problems.extend(_compare(
         "cap", expected_caps, {f"{c.dataset}/{c.name}": _cap_dict(c) for c in session.exec(select(CapRow))}))
+    held = {(r.person, r.role) for r in session.exec(select(RoleRow))}
+    for (person, role), (seq, granted) in expected_roles.items():
+        if granted != ((person, role) in held):
+            problems.append(f"event {seq} (role {person}/{role}): the roles table was changed outside the ledger "
+                            f"({'granted' if granted else 'revoked'} by this event)")
+    for person, role in held - {key for key, (_, granted) in expected_roles.items() if granted}:
+        if (person, role) not in expected_roles:
+            problems.append(f"event ? (role {person}/{role}): a role row has no audit event")
     problems.sort(key=_event_number)
     problems.extend(_check_totals(session, release_rows))
     return Verification(ok=not problems, events=count, head=previous, problems=tuple(problems))

@@ -63,7 +63,7 @@ def test_cancelled_releases_never_count(book, tmp_path):
     book.record({"dataset": "census", "releases": [
         {"id": "D", "reads": ["age"], "mechanism": {"name": "laplace", "epsilon": "1/3"}, "status": "planned"}]})
     assert book.subset(["age"]).exact == Fraction(7, 3)
-    book.cancel("D")
+    book.cancel("D", reason="not needed")
     assert book.subset(["age"]).exact == 2
     assert book.table().loc["All releases", "age"] == 2
     assert "D" not in book.table().index
@@ -108,8 +108,10 @@ def test_budget_refused_and_nothing_written(book):
 def test_lifecycle_pairs_verify_and_report(book, tmp_path):
     book.record({"dataset": "census", "releases": [
         {"id": "P", "reads": ["sex"], "mechanism": {"name": "laplace", "epsilon": 1}, "status": "planned"}]})
-    assert book.approve("P").status == ledger.Status.APPROVED
-    assert book.publish("P").status == ledger.Status.PUBLISHED
+    # separation of duties (DESIGN 2.12): another person approves and publishes
+    assert cli_main(book.url, "role", "grant", "grace", "approver", "--as", book.releases()[0].recorded_by).code == 0
+    assert book.approve("P", by="grace").status == ledger.Status.APPROVED
+    assert book.publish("P", by="grace").status == ledger.Status.PUBLISHED
     pairs = book.pairs()
     row = pairs[(pairs.variable_1 == "age") & (pairs.variable_2 == "sex")]
     assert row.epsilon.tolist() == [3]  # A 1 + C 1 (reads age) + P 1 (reads sex)

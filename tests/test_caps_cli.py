@@ -16,6 +16,7 @@ comparing every table, row by row, before and after.
 
 from __future__ import annotations
 
+import getpass
 import math
 import textwrap
 from dataclasses import dataclass
@@ -29,9 +30,12 @@ from support import Run, cli_main
 
 F = Fraction
 
+# self_approval: these tests are about caps and the lifecycle, and often approve a release
+# as the person who recorded it; separation of duties is tested in test_people.py
 CLINIC = """\
 dataset: clinic
 delta: 1e-9
+self_approval: true
 variables:
   - {name: income}
   - {name: diagnosis}
@@ -119,13 +123,20 @@ def releases(*entries: str) -> str:
     return "dataset: clinic\nreleases:\n" + "".join(f"  - {entry}\n" for entry in entries)
 
 
+def _stated(status: str) -> str:
+    """A status and the who and when it needs (issue 10 section 4)."""
+    return status + {"published": ", published_at: \"2024-01-01T00:00:00Z\"",
+                     "approved": ", approved_by: carol, approved_at: \"2024-01-01T00:00:00Z\""}.get(status, "")
+
+
 def laplace(release_id: str, reads: str, epsilon, status: str = "published") -> str:
-    return (f"{{id: {release_id}, reads: [{reads}], status: {status}, "
+    return (f"{{id: {release_id}, reads: [{reads}], status: {_stated(status)}, "
             f"mechanism: {{name: laplace, epsilon: \"{epsilon}\"}}}}")
 
 
 def gaussian(release_id: str, reads: str, rho, status: str = "published") -> str:
-    return f"{{id: {release_id}, reads: [{reads}], status: {status}, mechanism: {{name: gaussian, rho: \"{rho}\"}}}}"
+    return (f"{{id: {release_id}, reads: [{reads}], status: {_stated(status)}, "
+            f"mechanism: {{name: gaussian, rho: \"{rho}\"}}}}")
 
 
 def errors(result: Run, directory: Path) -> str:
@@ -151,6 +162,12 @@ def clinic(ledger) -> Ledger:
     result = ledger("dataset", "add", ledger.file("clinic.dataset.yaml", CLINIC), "--by", "steward")
     assert result.code == 0, result.err
     assert "4 caps" in result.out
+    # the people of these tests (DESIGN 2.12): steward, the first user, is the admin
+    for person, roles in {"ana": ["steward"], "carol": ["steward", "approver"], "dan": ["approver"],
+                          "erin": ["approver"], "dora": ["admin"],
+                          getpass.getuser(): ["admin", "steward", "approver"]}.items():
+        for role in roles:
+            assert ledger("role", "grant", person, role, "--as", "steward").code == 0
     return ledger
 
 
@@ -179,7 +196,7 @@ def test_caps_from_the_dataset_file(clinic):
     for cap in caps.values():
         assert (cap["current"], cap["headroom"], cap["status"], cap["drivers"]) == (0, cap["limit"], "ok", [])
 
-    assert clinic.events() == [("dataset.added", "clinic", "steward")] + [
+    assert [e for e in clinic.events() if not e[0].startswith("role.")] == [("dataset.added", "clinic", "steward")] + [
         ("cap.set", f"clinic/{name}", "steward") for name in ("income", "health", "all", "demographics")]
     assert clinic.verified()
 
@@ -482,7 +499,7 @@ def test_planned_approved_published_retracted(clinic):
     assert t0 <= datetime.fromisoformat(published["published_at"]) <= datetime.now(UTC) + timedelta(seconds=2)
     assert reserved() == (0.4, ["p"], "warn")
 
-    assert clinic("retract", "p", "--by", "erin").code == 0
+    assert clinic("retract", "p", "--by", "erin", "--reason", "a wrong table").code == 0
     assert clinic.release("p")["status"] == "retracted"
     assert reserved() == (0.4, ["p"], "warn")  # what was published cannot be unpublished
     assert clinic("subset", "income", "--json").json()["epsilon"] == 0.4
@@ -502,14 +519,14 @@ def test_cancelling_frees_the_reservation(clinic):
     refused = clinic("check", clinic.file("r.yaml", releases(laplace("r", "income", "0.5"))))
     assert refused.code == 1
 
-    assert clinic("cancel", "p", "--by", "carol").out.strip() == "p: cancelled"
+    assert clinic("cancel", "p", "--by", "carol", "--reason", "not needed").out.strip() == "p: cancelled"
     assert income_spent(clinic) == 0.3
     assert clinic.caps()["income"]["drivers"] == [{"release": "q", "family": None, "value": 0.3, "value_exact": "3/10"}]
     assert clinic("subset", "income", "--json").json()["epsilon"] == 0.3
     assert clinic("check", clinic.file("r.yaml", releases(laplace("r", "income", "0.5")))).code == 0
 
-    assert clinic("cancel", "q").code == 0
-    assert clinic("cancel", "g").code == 0
+    assert clinic("cancel", "q", "--reason", "not needed").code == 0
+    assert clinic("cancel", "g", "--reason", "not needed").code == 0
     caps = clinic.caps()
     assert (caps["income"]["current"], caps["health"]["current"]) == (0, 0)
     assert ("release.cancelled", "p", "carol") in clinic.events()
@@ -528,10 +545,11 @@ def test_cancelling_frees_the_reservation(clinic):
 ])
 def test_unknown_transitions_exit_2_naming_the_release_and_write_nothing(clinic, steps, action):
     clinic.record(releases(laplace("p-7", "income", "0.1", status="planned")))
+    reason = {"cancel": ["--reason", "a test"], "retract": ["--reason", "a test"]}
     for step in steps:
-        assert clinic(step, "p-7").code == 0
+        assert clinic(step, "p-7", *reason.get(step, [])).code == 0
     before = clinic.dump()
-    result = clinic(action, "p-7")
+    result = clinic(action, "p-7", *reason.get(action, []))
     assert result.code == 2, (result.out, result.err)
     assert "release p-7" in errors(result, clinic.directory)
     assert "nothing was written" in result.err
@@ -595,7 +613,7 @@ def test_approve_and_publish_refuse_when_a_cap_would_break(clinic, action, steps
     assert "cap clinic/income: epsilon would be 0.5 against a cap of 0.4, over by 0.1" in result.err
     assert clinic.dump() == before
     # cancelling is always allowed, and frees the budget
-    assert clinic("cancel", "p").code == 0
+    assert clinic("cancel", "p", "--reason", "over the cap").code == 0
     assert clinic.caps()["income"]["status"] == "ok"
 
 

@@ -180,7 +180,7 @@ def record(db: Path, directory: Path, text: str) -> Run:
 def examples_ledger(tmp_path_factory):
     """The issue's dataset and release files, the releases recorded through `python -m ledger`."""
     db = tmp_path_factory.mktemp("examples") / "ledger.db"
-    added = run_main(db, "dataset", "add", EXAMPLES / "graduates.dataset.yaml")
+    added = run_main(db, "dataset", "add", EXAMPLES / "graduates.dataset.yaml", "--as", "tester")
     assert added.code == 0, added.err
     recorded = run_process(db, "record", EXAMPLES / "graduates.releases.yaml")
     assert recorded.returncode == 0, recorded.stderr

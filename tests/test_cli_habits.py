@@ -53,7 +53,10 @@ def test_json_on_record_lifecycle_and_refusal(url, tmp_path):
                     " mechanism: {name: laplace, epsilon: 1}}\n", encoding="utf-8")
     run = cli_main(url, "record", plan, "--json")
     assert run.code == 0 and run.json()["recorded"] == ["p"]
-    assert cli_main(url, "approve", "p", "--json").json() == {"ok": True, "release": "p", "status": "approved"}
+    # separation of duties (DESIGN 2.12): another person approves
+    assert cli_main(url, "role", "grant", "grace", "approver").code == 0
+    assert cli_main(url, "approve", "p", "--as", "grace", "--json").json() == {
+        "ok": True, "release": "p", "status": "approved"}
     assert cli_main(url, "cap", "set", "sex", "--epsilon", "1").code == 0
     more = tmp_path / "more.yaml"
     more.write_text("dataset: graduates\nreleases:\n  - {id: q, reads: [sex], mechanism: {name: laplace, "

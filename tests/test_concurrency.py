@@ -41,6 +41,8 @@ def test_twenty_stewards_recording_at_once_never_exceed_a_cap(ledger_url, tmp_pa
     (tmp_path / "payroll.yaml").write_text(DATASET, encoding="utf-8")
     code, _, err = ledger(ledger_url, "dataset", "add", tmp_path / "payroll.yaml")
     assert code == 0, err
+    for k in range(STEWARDS):  # the people who record (DESIGN 2.12)
+        assert ledger(ledger_url, "role", "grant", f"steward-{k}", "steward")[0] == 0
     files = []
     for k in range(STEWARDS):
         path = tmp_path / f"file_{k}.yaml"
@@ -81,7 +83,8 @@ def test_twenty_stewards_recording_at_once_never_exceed_a_cap(ledger_url, tmp_pa
     assert [(c["cap"], c["current"], c["status"]) for c in caps] == [("income", 1, "warn")]
     code, out, err = ledger(ledger_url, "audit", "verify")
     assert code == 0, err
-    assert "12 events" in out  # the dataset, its cap, and the ten releases that fit
+    # the first user's 4 roles, the 20 grants, the dataset, its cap, and the ten releases that fit
+    assert f"{4 + STEWARDS + 12} events" in out
 
 
 def _another_spelling(url: str) -> str:
@@ -110,7 +113,7 @@ def test_two_stewards_taking_turns_see_each_others_spend(ledger_url, tmp_path):
         codes.append(code)
     assert codes == [0] * 10 + [1] * 4
     # a cancellation by one frees room for the other
-    assert ledger(urls[1], "cancel", "turn-0")[0] == 0
+    assert ledger(urls[1], "cancel", "turn-0", "--reason", "made room")[0] == 0
     code, _, err = ledger(urls[0], "record", tmp_path / "turn_11.yaml")
     assert code == 0, err
     for url in urls:

@@ -136,7 +136,7 @@ def test_the_example_files_load_with_the_guarantees_they_state():
     assert rounded.reads == frozenset()
     assert rounded.guarantees == ()
     assert rounded.derived_from == ("income-by-degree",)
-    assert all(r.status is Status.PUBLISHED and r.recorded_by == "tester" for r in releases)
+    assert all(r.status is Status.PLANNED and r.recorded_by == "tester" for r in releases)
 
 
 # --------------------------------------------------------------------------

@@ -51,6 +51,8 @@ releases:
     title: Graduates by degree and income band
     reads: [degree, income]
     mechanism: {name: geometric, epsilon: 1}
+    status: published
+    published_at: "2024-02-01T09:00:00Z"
   - id: mean-income
     title: Mean income band
     reads: [income]
@@ -65,6 +67,8 @@ releases:
     title: Graduates by sex
     reads: [sex]
     mechanism: {name: geometric, epsilon: 1/4}
+    status: published
+    published_at: "2024-04-10T09:00:00Z"
   - id: income-deciles
     title: Income deciles
     reads: [income]
@@ -82,12 +86,15 @@ def meeting_ledger(tmp_path_factory):
     directory = tmp_path_factory.mktemp("meeting")
     url = f"sqlite:///{directory / 'ledger.db'}"
     record(url, directory, "graduates.yaml", GRADUATES, T(1, 10), "--by", "ada", command="dataset")
+    step(url, T(1, 10), "role", "grant", "grace", "approver", "--by", "ada")
+    step(url, T(1, 10), "role", "grant", "grace", "steward", "--by", "ada")
+    step(url, T(1, 10), "role", "grant", "edsger", "approver", "--by", "ada")
     record(url, directory, "before.yaml", BEFORE_MEETING, T(2, 1), "--by", "ada")
     step(url, T(3, 1), "approve", "mean-income", "--by", "grace")
     record(url, directory, "after.yaml", AFTER_MEETING, T(4, 10), "--by", "ada")
     step(url, T(4, 12), "publish", "mean-income", "--by", "grace")
-    step(url, T(4, 15), "cancel", "income-deciles", "--by", "grace")
-    step(url, T(4, 20), "retract", "income-by-degree", "--by", "edsger")
+    step(url, T(4, 15), "cancel", "income-deciles", "--by", "grace", "--reason", "superseded by the mean")
+    step(url, T(4, 20), "retract", "income-by-degree", "--by", "edsger", "--reason", "a coding error in degree")
     step(url, T(4, 21), "cap", "set", "degree", "--epsilon", "5", "--by", "ada")
     return url, directory
 
@@ -98,7 +105,8 @@ def test_the_meeting_pack_lists_what_changed_since_the_date(meeting_ledger):
     by_release = lambda changes: [(c.release, c.actor, c.status) for c in changes]  # noqa: E731
     assert by_release(pack.recorded) == [("sex-ratio", "ada", "published"), ("income-deciles", "ada", "planned")]
     assert by_release(pack.approved) == []  # approved before the meeting
-    assert by_release(pack.published) == [("mean-income", "grace", "published")]
+    # by publication date: sex-ratio was recorded as published on 10 April, mean-income published on 12 April
+    assert by_release(pack.published) == [("sex-ratio", "ada", "published"), ("mean-income", "grace", "published")]
     assert by_release(pack.cancelled) == [("income-deciles", "grace", "cancelled")]
     assert by_release(pack.retracted) == [("income-by-degree", "edsger", "retracted")]
 
@@ -154,10 +162,17 @@ def test_the_audit_trail_lists_every_event_of_the_dataset(meeting_ledger):
     audit = context_of(url, "graduates", charts=False).audit
     assert audit.ok
     kinds = [e.kind for e in audit.listed]
-    assert kinds[0] == "dataset.added" and kinds[-1] == "cap.set"
+    # ada, the first user, is granted every role (4 events) before the dataset is added
+    assert kinds[:5] == ["role.granted"] * 4 + ["dataset.added"] and kinds[-1] == "cap.set"
     assert dict(audit.by_kind)["release.recorded"] == 4
-    # ada: the dataset, its three caps, four releases, one more cap; grace: approve, publish, cancel
-    assert dict(audit.by_actor) == {"ada": 9, "edsger": 1, "grace": 3}
+    # ada: her 4 roles, 3 grants, the dataset, its three caps, four releases, one more cap;
+    # grace: approve, publish, cancel; edsger: retract
+    assert dict(audit.by_actor) == {"ada": 16, "edsger": 1, "grace": 3}
+    # the reasons of the retraction and the cancellation, and the roles granted, are in the trail
+    notes = {(e.kind, e.subject): e.note for e in audit.listed if e.note}
+    assert notes[("release.retracted", "income-by-degree")] == "a coding error in degree"
+    assert notes[("release.cancelled", "income-deciles")] == "superseded by the mean"
+    assert [e.note for e in audit.listed if e.subject == "grace"] == ["approver", "steward"]
 
 
 EXACT_INPUTS = """\
@@ -321,7 +336,8 @@ def test_a_tampered_ledger_is_reported_broken(tmp_path):
     context = context_of(url, "census", charts=False)
     assert not context.certificate.chain_ok and not context.audit.ok
     md = render(context, "md").decode("utf-8")
-    assert "| Audit chain | BROKEN: 1 problem; first: event 3 (release mean-income): the release row was changed" in md
+    # events 1-4: the first user's roles; then the dataset, its cap, and the release (7)
+    assert "| Audit chain | BROKEN: 1 problem; first: event 7 (release mean-income): the release row was changed" in md
 
 
 FIRMS = """\
@@ -353,8 +369,8 @@ def test_pufferfish_guarantees_recorded_by_mechanisms_are_reported_apart(tmp_pat
     from ledger.mechanisms.recording import run_and_record
 
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    record(url, tmp_path, "firms.yaml", FIRMS, T(1, 1), command="dataset")
-    record(url, tmp_path, "staff.yaml", FIRMS_RELEASE, T(1, 2))
+    record(url, tmp_path, "firms.yaml", FIRMS, T(1, 1), "--as", "ada", command="dataset")
+    record(url, tmp_path, "staff.yaml", FIRMS_RELEASE, T(1, 2), "--as", "ada")
     data = pd.DataFrame({"region": ["N", "N", "S", "S"], "firm": ["a", "b", "c", "d"],
                          "turnover": [100.0, 5.0, 3.0, 7.0], "wages": [10.0, 0.5, 0.3, 0.7],
                          "bit": [1, 1, 0, 1], "staff": [3, 4, 5, 6]})

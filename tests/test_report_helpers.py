@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from unittest import mock
@@ -80,8 +81,9 @@ def step(url: str, at: datetime, *args: str) -> None:
     assert result.code == 0, result.err
 
 
-def context_of(url: str, dataset: str, *, since: datetime | None = None, charts: bool = True, delta=None):
-    """The report context of a ledger, generated at GENERATED."""
+def context_of(url: str, dataset: str, *, since: datetime | None = None, charts: bool = True, delta=None,
+               as_of: datetime | None = None):
+    """The report context of a ledger, generated at GENERATED (as it stood at `as_of`, if given)."""
     engine = store.make_engine(url)
     try:
         with Session(engine) as session:
@@ -90,6 +92,8 @@ def context_of(url: str, dataset: str, *, since: datetime | None = None, charts:
             inputs = gather(session, chosen, chosen_delta, since, generated_at=GENERATED)
     finally:
         engine.dispose()
+    if as_of is not None:
+        inputs = replace(inputs, as_of=as_of)
     return build_report(inputs, charts=charts)
 
 

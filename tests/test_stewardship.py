@@ -36,9 +36,9 @@ caps:
 RELEASES = """\
 dataset: survey
 releases:
-  - {id: by-region, reads: [region], mechanism: {name: exact}}
+  - {id: by-region, reads: [region], mechanism: {name: exact}, status: published, published_at: "2024-01-01"}
   - {id: income-by-region, reads: [region, income], mechanism: {name: laplace, epsilon: 1, sensitivity: 1},
-     guarantees: [{protects: [income], epsilon: 1}]}
+     guarantees: [{protects: [income], epsilon: 1}], status: published, published_at: "2024-01-02"}
   - {id: income-age, reads: [income, age], mechanism: {name: laplace, epsilon: 0.5, sensitivity: 1}}
   - {id: sex-age, reads: [sex, age], mechanism: {name: laplace, epsilon: 0.25, sensitivity: 1}}
 """
@@ -401,6 +401,7 @@ def test_decisions_refuse_totals_that_are_behind_the_chain_head(ledger):
     url, tmp_path = ledger
     (tmp_path / "plan.yaml").write_text("dataset: survey\nreleases:\n  - {id: plan, status: planned, reads: [income], "
                                         "mechanism: {name: laplace, epsilon: 1, sensitivity: 1}}\n")
+    assert run(url, "role", "grant", "grace", "approver").code == 0  # separation of duties: another approves
     assert run(url, "record", tmp_path / "plan.yaml").code == 0
     # something other than privacy-ledger appends an event (it cancels a release without
     # recomputing the totals): the totals' stamp is now behind the head
@@ -411,14 +412,15 @@ def test_decisions_refuse_totals_that_are_behind_the_chain_head(ledger):
     before = events(url)
     (tmp_path / "next.yaml").write_text("dataset: survey\nreleases:\n  - {id: next, reads: [sex], "
                                         "mechanism: {name: laplace, epsilon: 1, sensitivity: 1}}\n")
-    for args in (("check", tmp_path / "next.yaml"), ("record", tmp_path / "next.yaml"), ("approve", "plan")):
+    for args in (("check", tmp_path / "next.yaml"), ("record", tmp_path / "next.yaml"),
+                 ("approve", "plan", "--as", "grace")):
         result = run(url, *args)
         assert result.code == 2, args
         assert f"computed at audit event {seq} but the chain head is event {seq + 1}" in result.err
     assert events(url) == before
     # recomputed from the releases, the totals are stamped again and decisions go on
     assert run(url, "audit", "retotal").code == 0
-    assert run(url, "approve", "plan").code == 0
+    assert run(url, "approve", "plan", "--as", "grace").code == 0
 
 
 def test_a_report_prints_the_head_it_was_computed_from(ledger):
@@ -461,7 +463,7 @@ def test_user_facing_text_cites_papers_not_internal_documents(ledger):
 
 def test_status_badges_differ_by_status(ledger):
     url, tmp_path = ledger
-    assert run(url, "retract", "by-region", "--by", "steward").code == 0
+    assert run(url, "retract", "by-region", "--reason", "a test").code == 0
     assert run(url, "report", "--format", "html", "--out", tmp_path / "r.html").code == 0
     html = (tmp_path / "r.html").read_text()
     assert '<span class="status release-retracted">retracted</span>' in html

@@ -54,6 +54,8 @@ releases:
     reads: [degree, income]
     family: by-degree
     mechanism: {name: laplace, scale: 3, sensitivity: 1, relation: add-remove}
+    status: published
+    published_at: "2024-02-01"
   - id: science
     reads: [degree, income]
     family: by-degree
@@ -63,6 +65,7 @@ releases:
     reads: [sex]
     family: random-halves
     mechanism: {name: gaussian, sigma: "0.3", sensitivity: 2}
+    status: published
     published_at: "2024-03-01T09:30:00+01:00"
   - id: consistent
     reads: [degree, income]
@@ -77,6 +80,8 @@ releases:
     reads: []
     derived_from: [arts, science]
     status: approved
+    approved_by: grace
+    approved_at: "2024-03-02T10:00:00Z"
 """
 
 
@@ -366,11 +371,12 @@ def test_recording_through_the_cli_keeps_the_chain_intact(db, tmp_path):
     (tmp_path / "d.yaml").write_text(GRADUATES)
     (tmp_path / "r.yaml").write_text(RICH_RELEASES)
     assert run_main(db, "dataset", "add", str(tmp_path / "d.yaml"), "--by", "ana").code == 0
+    assert run_main(db, "role", "grant", "grace", "approver", "--as", "ana").code == 0  # who approved `sums`
     assert run_main(db, "record", str(tmp_path / "r.yaml"), "--by", "ana").code == 0
     result = run_main(db, "audit", "verify")
     assert result.code == 0, result.err
-    # 1 dataset + 2 families + 6 releases
-    assert "9 events" in result.out
+    # 4 roles of the first user + 1 grant + 1 dataset + 2 families + 6 releases
+    assert "14 events" in result.out
     assert rows(db, "SELECT DISTINCT actor FROM audit_events") == [("ana",)]
 
 

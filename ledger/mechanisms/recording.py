@@ -391,7 +391,7 @@ def run_and_record(
     title: str = "",
     sample: int | None = None,
     seed: int | None = None,
-    status: Status = Status.PUBLISHED,
+    status: Status = Status.PLANNED,
 ) -> Result:
     """Check the budget, run mechanism `name` on `data`, record its release; see the module doc."""
     definition = MECHANISMS.get(name)
@@ -456,10 +456,13 @@ def run_and_record(
     final = replace(release, mechanism=Mechanism(release.mechanism.name, _params(described)),
                     pufferfish=outcome.pufferfish or planned.pufferfish, output=text, output_digest=sha,
                     recorded_at=store.now())
+    if final.status is Status.PUBLISHED:  # it goes out now: published when recorded
+        final = replace(final, published_at=final.recorded_at)
     final_batch = [final]
     if derived is not None:
         derived_text, derived_sha = digest(outcome.post_processed)
-        derived = replace(derived, output=derived_text, output_digest=derived_sha, recorded_at=final.recorded_at)
+        derived = replace(derived, output=derived_text, output_digest=derived_sha, recorded_at=final.recorded_at,
+                          published_at=final.published_at)
         final_batch.append(derived)
 
     def build_final(snapshot: LedgerSnapshot):
