@@ -23,12 +23,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-import numpy as np
-
 from .accounting import ZERO, Spend, compose, pure_spend
 from .engine import LedgerIndex, family_cost, release_cost
 from .numbers import INF, Number
 from .records import CHARGED_STATUSES, Cap, Family, Release
+from .lazy import lazy_module
+
+np = lazy_module("numpy")  # imported on first use: recording never needs it (issue 13)
 
 WARN_AT = Fraction(4, 5)  # status "warn" at or above 80% of a cap
 DRIVERS_KEPT = 5

@@ -15,28 +15,37 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from sqlmodel import Session
 
-from . import budget, operations, store
 from .accounting import DEFAULT_DELTA
 from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
 from .loader import LedgerSnapshot, build_caps, build_dataset, read_document
 from .numbers import NumberError, format_delta, format_number, to_fraction, to_json
 from .records import CHARGED_STATUSES, Dataset
+from .lazy import lazy_callable, lazy_module
 from .views import subset_json, table_view, text_table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0])
-dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.")
-audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.")
-cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.")
+# Imported on first use (issue 13): `--help` needs none of them, `record` not numpy.
+budget = lazy_module(f"{__package__}.budget")
+operations = lazy_module(f"{__package__}.operations")
+store = lazy_module(f"{__package__}.store")
+Session = lazy_callable("sqlmodel", "Session")
+DEFAULT_URL = "sqlite:///ledger.db"  # store.DEFAULT_URL, without importing the store
+
+# Plain help (rich_markup_mode=None): rich's help formatter costs more to import than a
+# whole `check` is allowed (issue 13, section 2).
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0], rich_markup_mode=None)
+dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.", rich_markup_mode=None)
+audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.", rich_markup_mode=None)
+cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.",
+                      rich_markup_mode=None)
 app.add_typer(dataset_app, name="dataset")
 app.add_typer(audit_app, name="audit")
 app.add_typer(cap_app, name="cap")
 
 
 class State:
-    url: str = store.DEFAULT_URL
+    url: str = DEFAULT_URL
 
 
 state = State()
@@ -47,10 +56,20 @@ DeltaOption = Annotated[Optional[str], typer.Option("--delta", help="Delta for e
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"privacy-ledger {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def main_options(
     db: Annotated[Optional[str], typer.Option("--db", help="SQLAlchemy URL (default: LEDGER_DATABASE_URL, "
                                               "else sqlite:///ledger.db).")] = None,
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
 ) -> None:
     state.url = store.database_url(db)
 
@@ -129,6 +148,17 @@ def _read_light() -> LedgerSnapshot:
     """Datasets and families, without loading every release."""
     with Session(_engine()) as session:
         return store.write_context(session)
+
+
+def _indexed(dataset: str | None) -> tuple[Dataset, LedgerIndex]:
+    """The chosen dataset and the index of its charged releases, from the accounting rows
+    (columns.py): no release is decoded but the few the exact path needs (issue 13)."""
+    from . import columns
+
+    with Session(_engine()) as session:
+        light = store.write_context(session)
+        chosen = _pick_dataset(light, dataset)
+        return chosen, columns.index_for(session, chosen.variable_names, chosen.name, light.families)
 
 
 def _read(dataset: str | None = None) -> LedgerSnapshot:
@@ -384,10 +414,9 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
 @app.command()
 def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
-    snapshot = _read(dataset)
-    chosen = _pick_dataset(snapshot, dataset)
+    chosen, index = _indexed(dataset)
     chosen_delta = _delta(delta, chosen)
-    view = table_view(_index(snapshot, chosen).table(chosen.name, at_delta(chosen_delta)), chosen_delta)
+    view = table_view(index.table(chosen.name, at_delta(chosen_delta)), chosen_delta)
     if as_json:
         typer.echo(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
         return
@@ -403,11 +432,10 @@ def subset(
     as_json: JsonOption = False,
 ) -> None:
     """The privacy loss on one subset of variables."""
-    snapshot = _read(dataset)
-    chosen = _pick_dataset(snapshot, dataset)
+    chosen, index = _indexed(dataset)
     names = _resolve_variables(chosen, variables)
     chosen_delta = _delta(delta, chosen)
-    cost = _index(snapshot, chosen).subset_cost(names, at_delta(chosen_delta))
+    cost = index.subset_cost(names, at_delta(chosen_delta))
     result = subset_json(cost, chosen_delta)
     if as_json:
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
@@ -428,16 +456,24 @@ def subset(
 @app.command()
 def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False) -> None:
     """The privacy loss on every pair of variables."""
-    snapshot = _read(dataset)
-    chosen = _pick_dataset(snapshot, dataset)
+    chosen, index = _indexed(dataset)
     chosen_delta = _delta(delta, chosen)
-    result = _index(snapshot, chosen).pairs(at_delta(chosen_delta))
+    result = pair_spends(index, at_delta(chosen_delta))
     if as_json:
         typer.echo(json.dumps([{"subset": list(pair), "epsilon": to_json(spend.epsilon(chosen_delta))}
                                for pair, spend in result.items()], indent=2, ensure_ascii=False))
         return
     for (a, b), spend in result.items():
         typer.echo(f"{{{a}, {b}}}\t{format_number(spend.epsilon(chosen_delta))}")
+
+
+def pair_spends(index: LedgerIndex, objective) -> dict[tuple[str, str], object]:
+    """The loss on every pair, in `LedgerIndex.pairs()` order, from one `pair_matrix`
+    (the report's array path: the same figures without a subset query per pair)."""
+    grid = index.pair_matrix(objective)
+    names = index.variables
+    return {(names[i], names[j]): grid.spend(i, j)
+            for i in range(len(names)) for j in range(i + 1, len(names))}
 
 
 @app.command()

@@ -13,16 +13,21 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine
-from sqlmodel import Session
-
-from . import budget, store
+from . import budget
 from .errors import InputErrors, LedgerError, fail
 from .lifecycle import ENFORCING, transition
 from .loader import LedgerSnapshot, cap_from_entry, field_name, load_releases
 from .numbers import format_number
+from .lazy import lazy_callable, lazy_module
 from .records import Cap, Family, Release
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+store = lazy_module(f"{__package__}.store")  # the ORM, imported on first use (issue 13)
+Session = lazy_callable("sqlmodel", "Session")
 
 Builder = Callable[[LedgerSnapshot], tuple[list[Release], list[Family], list[LedgerError]]]
 

@@ -69,7 +69,8 @@ from .loader import LedgerSnapshot
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Release
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 3  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs
+SCHEMA_VERSION = 4  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+# 4: accounting rows (columns.py)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 
 
@@ -168,6 +169,8 @@ class AuditEventRow(SQLModel, table=True):
     prev_hash: str
     hash: str = Field(index=True)
 
+
+from . import columns  # noqa: E402  (its tables: accounting rows, issue 13)
 
 # Statements on the recording path, built once so SQLAlchemy's compiled cache serves them.
 _EVENTS = AuditEventRow.__table__
@@ -278,9 +281,15 @@ def _v3_release_outputs(session: Session) -> None:
         connection.exec_driver_sql("ALTER TABLE variables ADD COLUMN categories JSON")
 
 
+def _v4_accounting_rows(session: Session) -> None:
+    """Every release gains its accounting row (columns.py), built once from the release rows."""
+    columns.build_all(session)
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
+    4: _v4_accounting_rows,
 }
 
 
@@ -449,6 +458,19 @@ def add_releases(session: Session, releases: Sequence[Release], families: Sequen
         rows.append(_release_values(body, seq))  # a release's seq is that of its recording event
     if rows:
         _connection(session).execute(_INSERT_RELEASE, rows)
+        columns.insert_rows(_connection(session), [(row["seq"], r) for row, r in zip(rows, releases)],
+                            dataset_variables(session, {r.dataset for r in releases}))
+
+
+def dataset_variables(session: Session, names: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Each named dataset's variables, in order (the positions of the accounting bitsets)."""
+    known = configuration(session).datasets
+    found = {name: known[name].variable_names for name in names if name in known}
+    missing = [name for name in names if name not in found]
+    if missing:  # added in this transaction, after the configuration was read
+        _flush(session)
+        found.update({d.name: d.variable_names for d in _datasets(session, missing)})
+    return found
 
 
 def _release_values(body: dict, seq: int) -> dict:
@@ -656,6 +678,7 @@ def set_status(session: Session, release: Release, actor: str, kind: str) -> Non
         setattr(row, name, body[name])
     session.add(row)
     append_event(session, kind=kind, subject=release.id, actor=actor, payload={"release": body})
+    columns.set_status(_connection(session), release.id, release.status)
 
 
 # --------------------------------------------------------------------------
@@ -727,6 +750,7 @@ def verify(session: Session) -> Verification:
         "cap", expected_caps, {f"{c.dataset}/{c.name}": _cap_dict(c) for c in session.exec(select(CapRow))}))
     problems.sort(key=_event_number)
     problems.extend(_check_totals(session, release_rows))
+    problems.extend(_check_accounting(session, release_rows))
     return Verification(ok=not problems, events=count, head=previous, problems=tuple(problems))
 
 
@@ -761,6 +785,21 @@ def _check_totals(session: Session, release_rows: Mapping[str, dict]) -> list[st
                 problems.append(f"cap {dataset}/{cap.name}: the running total {stored_text} differs from the "
                                 f"total recomputed from the releases, {canonical_json(cap_total_to_dict(expected))}")
     return problems
+
+
+def _check_accounting(session: Session, release_rows: Mapping[str, dict]) -> list[str]:
+    """Recompute every accounting row (columns.py) from its release and compare."""
+    seqs = dict(_connection(session).execute(select(_RELEASES.c.id, _RELEASES.c.seq)).all())
+    variables = {d.name: d.variable_names for d in configuration(session).datasets.values()}
+
+    def readable():
+        for rid, body in release_rows.items():
+            try:
+                yield seqs[rid], release_from_dict(body)
+            except (KeyError, TypeError, ValueError):
+                continue  # an unreadable release row is reported by the row comparison
+
+    return columns.check(session, readable(), variables)
 
 
 def _compare(kind: str, expected: Mapping[str, tuple[int, dict | None, str | None]], actual: dict[str, dict],

@@ -15,8 +15,6 @@ from fractions import Fraction
 from functools import lru_cache
 from importlib import resources
 
-import jinja2
-
 from .accounting import CONVERSION_NAME
 from .engine import RiskTable, SubsetCost
 from .numbers import (
@@ -29,6 +27,9 @@ from .numbers import (
     is_infinite,
     to_json,
 )
+from .lazy import lazy_module
+
+jinja2 = lazy_module("jinja2")  # imported when a template is rendered (issue 13)
 
 
 @dataclass(frozen=True)

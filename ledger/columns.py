@@ -1,0 +1,376 @@
+"""Accounting rows: what the read commands need of each release, readable without
+decoding the release (issue 13, section 1).
+
+A release row holds everything a steward recorded (JSON columns, the output, the
+lifecycle); `subset`, `table` and `pairs` need only, per charged release, what it
+reads and what its guarantees protect at which value. This module keeps that in
+two tables, written in the same transaction as every record and status change:
+
+- `guarantee_values`: each distinct guarantee value (notion, exact epsilon /
+  delta / rho as fraction text, relation) once, with a small integer id;
+- `release_accounting`: one row per release, keyed by its seq: id, dataset,
+  status, family, title, the variables it reads as a bitset over the dataset's
+  variable positions, its first guarantee as (value id, protects bitset) and any
+  further guarantees as compact text ("id:hex;id:hex").
+
+`index_for` turns the rows of one dataset into the engine's `LedgerIndex`
+without building a `Release` per row (bitsets are unpacked by numpy); the few
+releases the exact path needs whole (family members, releases whose guarantees
+leave a choice) are read from the release rows. Values stay exact: a value id
+names exact fractions.
+
+Invariants:
+- every release row has exactly one accounting row, equal to `rows_for(release)`;
+  `audit verify` recomputes them from the release rows and reports any difference;
+- a guarantee value id, once given, never changes meaning (the table is append-only);
+- a ledger made before these tables existed gets them built once, in place, by the
+  schema 4 migration (an audit event, like every migration).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from sqlalchemy import Column, Integer, LargeBinary, Text, bindparam, insert, select, update
+from sqlmodel import Field, Session, SQLModel
+
+from .codec import canonical_json
+from .lazy import lazy_module
+from .records import CHARGED_STATUSES, Family, Guarantee, Notion, Relation, Release, Status
+
+np = lazy_module("numpy")
+
+
+class GuaranteeValueRow(SQLModel, table=True):
+    """A distinct guarantee value, by id (append-only)."""
+
+    __tablename__ = "guarantee_values"
+    id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    body: str = Field(sa_column=Column(Text, nullable=False, unique=True))  # canonical JSON
+
+
+class AccountingRow(SQLModel, table=True):
+    """What the accounting needs of one release (see the module docstring)."""
+
+    __tablename__ = "release_accounting"
+    seq: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    release: str = Field(index=True, unique=True)
+    dataset: str = Field(index=True)
+    status: str
+    family: str | None = None
+    title: str = ""
+    reads: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    value: int | None = None  # the first guarantee's value id (None: no guarantee)
+    protects: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
+    more: str | None = None  # further guarantees, "id:hex;id:hex" (hex: the protects bitset)
+
+
+_VALUES = GuaranteeValueRow.__table__
+_ROWS = AccountingRow.__table__
+_VALUE_BY_BODY = select(_VALUES.c.id).where(_VALUES.c.body == bindparam("body"))
+_SET_STATUS = update(_ROWS).where(_ROWS.c.release == bindparam("r")).values(status=bindparam("s"))
+
+
+# --------------------------------------------------------------------------
+# Encoding
+# --------------------------------------------------------------------------
+
+
+def bitset(names: Iterable[str], position: Mapping[str, int], width: int) -> bytes:
+    """The names' positions as a little-endian bitset of `width` variables (unknown names ignored)."""
+    mask = 0
+    for name in names:
+        k = position.get(name)
+        if k is not None:
+            mask |= 1 << k
+    return mask.to_bytes((width + 7) // 8 or 1, "little")
+
+
+def value_body(guarantee: Guarantee) -> str:
+    """A guarantee's value (everything but what it protects), as canonical JSON."""
+    def exact(x: Fraction | None):
+        return None if x is None else f"{x.numerator}/{x.denominator}"
+
+    return canonical_json({"notion": guarantee.notion.value, "epsilon": exact(guarantee.epsilon),
+                           "delta": exact(guarantee.delta), "rho": exact(guarantee.rho),
+                           "relation": guarantee.relation.value})
+
+
+def guarantee_of(body: str) -> Guarantee:
+    """The guarantee a value body describes (protecting nothing: only its value counts here)."""
+    data = json.loads(body)
+
+    def exact(text: str | None) -> Fraction | None:
+        return None if text is None else Fraction(text)
+
+    return Guarantee(protects=frozenset(), notion=Notion(data["notion"]), epsilon=exact(data["epsilon"]),
+                     delta=exact(data["delta"]), rho=exact(data["rho"]), relation=Relation(data["relation"]))
+
+
+@dataclass(frozen=True)
+class Expected:
+    """An accounting row as recomputed from its release: value bodies, not ids."""
+
+    release: str
+    dataset: str
+    status: str
+    family: str | None
+    title: str
+    reads: bytes
+    guarantees: tuple[tuple[str, bytes], ...]  # (value body, protects bitset), in the release's order
+
+
+def expected_row(release: Release, variables: Sequence[str]) -> Expected:
+    position = {name: k for k, name in enumerate(variables)}
+    width = len(variables)
+    return Expected(release=release.id, dataset=release.dataset, status=release.status.value, family=release.family,
+                    title=release.title, reads=bitset(release.reads, position, width),
+                    guarantees=tuple((value_body(g), bitset(g.protects, position, width)) for g in release.guarantees))
+
+
+# --------------------------------------------------------------------------
+# Writing (inside store.write_session)
+# --------------------------------------------------------------------------
+
+
+def _value_ids(connection, bodies: Iterable[str], known: dict[str, int]) -> dict[str, int]:
+    """Ids of these value bodies, new ones inserted (under the ledger's write lock)."""
+    for body in bodies:
+        if body in known:
+            continue
+        found = connection.execute(_VALUE_BY_BODY, {"body": body}).scalar()
+        if found is None:
+            top = connection.execute(select(_VALUES.c.id).order_by(_VALUES.c.id.desc()).limit(1)).scalar()
+            found = 0 if top is None else top + 1
+            connection.execute(insert(_VALUES), {"id": found, "body": body})
+        known[body] = found
+    return known
+
+
+def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
+                known: dict[str, int] | None = None) -> None:
+    """Accounting rows for (seq, release) pairs; `variables` gives each dataset's variables in order."""
+    if not releases:
+        return
+    known = {} if known is None else known
+    expected = [(seq, expected_row(release, variables[release.dataset])) for seq, release in releases]
+    _value_ids(connection, {body for _, row in expected for body, _ in row.guarantees}, known)
+    values = []
+    for seq, row in expected:
+        first = row.guarantees[0] if row.guarantees else None
+        more = ";".join(f"{known[body]}:{bits.hex()}" for body, bits in row.guarantees[1:]) or None
+        values.append({"seq": seq, "release": row.release, "dataset": row.dataset, "status": row.status,
+                       "family": row.family, "title": row.title, "reads": row.reads,
+                       "value": None if first is None else known[first[0]],
+                       "protects": None if first is None else first[1], "more": more})
+    connection.execute(insert(_ROWS), values)
+
+
+def set_status(connection, release_id: str, status: Status) -> None:
+    connection.execute(_SET_STATUS, {"r": release_id, "s": status.value})
+
+
+def build_all(session: Session, batch: int = 20_000) -> int:
+    """Accounting rows for every release that has none (the schema 4 migration); returns how many."""
+    from . import store
+    from .codec import release_from_dict
+
+    connection = session.connection()
+    variables = {name: d.variable_names for name, d in store.configuration(session).datasets.items()}
+    have = select(_ROWS.c.seq)
+    query = (select(store.ReleaseRow.__table__).where(store.ReleaseRow.__table__.c.seq.not_in(have))
+             .order_by(store.ReleaseRow.__table__.c.seq))
+    known: dict[str, int] = {}
+    count = 0
+    pending: list[tuple[int, Release]] = []
+    for row in connection.execute(query.execution_options(yield_per=batch)).all():
+        pending.append((row.seq, release_from_dict(store.release_row_dict(row))))
+        if len(pending) >= batch:
+            insert_rows(connection, pending, variables, known)
+            count += len(pending)
+            pending = []
+    insert_rows(connection, pending, variables, known)
+    return count + len(pending)
+
+
+# --------------------------------------------------------------------------
+# Reading: rows -> LedgerIndex
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseHead:
+    """What a table row shows of a release (its id, title and status), without the release."""
+
+    id: str
+    title: str
+    status: Status
+
+
+class _Releases(Sequence):
+    """The index's releases: heads, and the whole release where the exact path needs it."""
+
+    def __init__(self, ids: list[str], titles: list[str], statuses: list[str], whole: Mapping[int, Release]):
+        self.ids, self.titles, self.statuses, self.whole = ids, titles, statuses, whole
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        found = self.whole.get(i)
+        if found is not None:
+            return found
+        return ReleaseHead(self.ids[i], self.titles[i], Status(self.statuses[i]))
+
+
+def _unpack(blobs: list[bytes], width: int):
+    """Bitsets (possibly shorter than `width`: written before a variable was added) -> bool matrix."""
+    size = (width + 7) // 8 or 1
+    joined = b"".join(blob.ljust(size, b"\0")[:size] for blob in blobs)
+    packed = np.frombuffer(joined, dtype=np.uint8).reshape(len(blobs), size)
+    return np.unpackbits(packed, axis=1, count=width, bitorder="little").astype(bool)
+
+
+def index_for(session: Session, variables: Sequence[str], dataset: str, families: Mapping[str, Family]):
+    """The `LedgerIndex` of a dataset's charged releases, from the accounting rows: equal to
+    `LedgerIndex(variables, releases, families)` over the same releases in recording order."""
+    from . import store
+    from .accounting import UNBOUNDED, ZERO, Spend, guarantee_spend
+    from .codec import release_from_dict
+    from .engine import LedgerIndex, _ExactComponents, _is_chain
+
+    connection = session.connection()
+    charged = sorted(s.value for s in CHARGED_STATUSES)
+    rows = connection.execute(
+        select(_ROWS.c.release, _ROWS.c.status, _ROWS.c.family, _ROWS.c.title, _ROWS.c.reads, _ROWS.c.value,
+               _ROWS.c.protects, _ROWS.c.more)
+        .where(_ROWS.c.dataset == dataset, _ROWS.c.status.in_(charged)).order_by(_ROWS.c.seq)).all()
+    bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
+    n_rel, n_var = len(rows), len(variables)
+    ids = [r[0] for r in rows]
+    families = {fid: f for fid, f in families.items() if f.dataset == dataset}
+
+    index = LedgerIndex.__new__(LedgerIndex)
+    index.variables = tuple(variables)
+    index.column = {name: j for j, name in enumerate(index.variables)}
+    index.families = dict(families)
+    index.reads = _unpack([r[4] for r in rows], n_var) if n_rel else np.zeros((0, n_var), dtype=bool)
+
+    # guarantees: the first of each release over arrays, further ones (rare) one by one
+    first = np.asarray([-1 if r[5] is None else r[5] for r in rows], dtype=np.int64)
+    with_first = np.flatnonzero(first >= 0)
+    g_release = [with_first]
+    g_order = [np.zeros(len(with_first), dtype=np.int64)]
+    g_raw = [first[with_first]]
+    g_protects = [_unpack([rows[i][6] for i in with_first], n_var) if len(with_first)
+                  else np.zeros((0, n_var), dtype=bool)]
+    extra_release, extra_order, extra_raw, extra_bits = [], [], [], []
+    several = []
+    for i, row in enumerate(rows):
+        if row[7]:
+            several.append(i)
+            for k, part in enumerate(row[7].split(";"), start=1):
+                value, bits = part.split(":")
+                extra_release.append(i)
+                extra_order.append(k)
+                extra_raw.append(int(value))
+                extra_bits.append(bytes.fromhex(bits))
+    if extra_release:
+        g_release.append(np.asarray(extra_release, dtype=np.int64))
+        g_order.append(np.asarray(extra_order, dtype=np.int64))
+        g_raw.append(np.asarray(extra_raw, dtype=np.int64))
+        g_protects.append(_unpack(extra_bits, n_var))
+    g_release_all = np.concatenate(g_release)
+    order = np.lexsort((np.concatenate(g_order), g_release_all))
+    index.g_release = g_release_all[order]
+    raw = np.concatenate(g_raw)[order]
+    index.g_protects = np.concatenate(g_protects)[order]
+
+    # distinct values in rank order, as LedgerIndex.__init__ numbers them
+    spend_of_raw = {int(v): guarantee_spend(guarantee_of(bodies[int(v)]), Relation.REPLACE) for v in np.unique(raw)}
+    distinct = sorted(set(spend_of_raw.values()), key=Spend.rank)
+    value_id = {spend: k for k, spend in enumerate(distinct)}
+    index.NONE = len(distinct)
+    index.ZERO_ID = len(distinct) + 1
+    index.values = tuple(distinct) + (UNBOUNDED, ZERO)
+    index.value_is_zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
+    remap = np.zeros(max(spend_of_raw, default=0) + 1, dtype=np.int64)
+    for v, spend in spend_of_raw.items():
+        remap[v] = value_id[spend]
+    index.g_value = remap[raw] if len(raw) else np.zeros(0, dtype=np.int64)
+    index.release_ids = np.asarray(ids, dtype=object)
+
+    # family members and releases whose guarantees leave a choice: the exact path needs them whole
+    index.members = {}
+    for i, row in enumerate(rows):
+        if row[2] is not None and row[2] in families:
+            index.members.setdefault(row[2], []).append(i)
+    ambiguous = [i for i in several if not _is_chain(
+        [spend_of_raw[int(v)] for v in raw[index.g_release == i]])]
+    needed = sorted({i for rows_ in index.members.values() for i in rows_} | set(several))
+    whole: dict[int, Release] = {}
+    release_table = store.ReleaseRow.__table__
+    for start in range(0, len(needed), 500):
+        chunk = {ids[i]: i for i in needed[start:start + 500]}
+        for row in connection.execute(select(release_table).where(release_table.c.id.in_(list(chunk)))):
+            whole[chunk[row.id]] = release_from_dict(store.release_row_dict(row))
+    index.releases = _Releases(ids, [r[3] for r in rows], [r[1] for r in rows], whole)
+
+    index.has_guarantee = np.zeros(n_rel, dtype=bool)
+    index.has_guarantee[index.g_release] = True
+    if len(index.g_release):
+        index.g_start = np.flatnonzero(np.r_[True, index.g_release[1:] != index.g_release[:-1]])
+    else:
+        index.g_start = np.zeros(0, dtype=np.int64)
+    index.simple = np.ones(n_rel, dtype=bool)
+    for rows_ in index.members.values():
+        index.simple[rows_] = False
+    index.ambiguous = [i for i in ambiguous if index.simple[i]]
+    index.simple[index.ambiguous] = False
+    index._components = _ExactComponents(index.values, n_rel)
+    return index
+
+
+# --------------------------------------------------------------------------
+# Verification
+# --------------------------------------------------------------------------
+
+
+def check(session: Session, releases: Iterable[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
+          limit: int = 20) -> list[str]:
+    """Every accounting row equal to the one recomputed from its release (and no row without
+    a release); at most `limit` differences are named."""
+    connection = session.connection()
+    bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
+    stored = {}
+    for row in connection.execute(select(_ROWS)):
+        guarantees = []
+        if row.value is not None:
+            guarantees.append((bodies.get(row.value, f"missing value {row.value}"), row.protects))
+        for part in (row.more or "").split(";") if row.more else ():
+            value, bits = part.split(":")
+            guarantees.append((bodies.get(int(value), f"missing value {value}"), bytes.fromhex(bits)))
+        stored[row.seq] = Expected(row.release, row.dataset, row.status, row.family, row.title, row.reads,
+                                   tuple(guarantees))
+    problems = []
+    seen = set()
+    for seq, release in releases:
+        seen.add(seq)
+        expected = expected_row(release, variables.get(release.dataset, ()))
+        found = stored.get(seq)
+        if found is None:
+            problems.append(f"event {seq} (release {release.id}): its accounting row is missing")
+        elif found != expected:
+            fields = [name for name in Expected.__dataclass_fields__ if getattr(found, name) != getattr(expected, name)]
+            problems.append(f"event {seq} (release {release.id}): the accounting row differs from the release "
+                            f"(fields: {', '.join(fields)})")
+        if len(problems) >= limit:
+            return problems
+    for seq in sorted(stored.keys() - seen)[:limit]:
+        problems.append(f"event {seq} (release {stored[seq].release}): an accounting row has no release")
+    return problems
