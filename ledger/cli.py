@@ -29,6 +29,7 @@ from .views import subset_json, table_view, text_table
 budget = lazy_module(f"{__package__}.budget")
 operations = lazy_module(f"{__package__}.operations")
 store = lazy_module(f"{__package__}.store")
+np = lazy_module("numpy")
 Session = lazy_callable("sqlmodel", "Session")
 DEFAULT_URL = "sqlite:///ledger.db"  # store.DEFAULT_URL, without importing the store
 
@@ -411,17 +412,34 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
                    f"reads {', '.join(sorted(release.reads)) or '-'}\t{release.title}")
 
 
+TABLE_CELL_LIMIT = 1_000_000  # release rows x variables printed as text; past it, the largest releases
+TABLE_LARGEST = 25
+
+
 @app.command()
-def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False) -> None:
+def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False,
+          all_rows: Annotated[bool, typer.Option("--all", help="Print every release row, however many.")] = False,
+          ) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
     chosen, index = _indexed(dataset)
     chosen_delta = _delta(delta, chosen)
-    view = table_view(index.table(chosen.name, at_delta(chosen_delta)), chosen_delta)
+    risk = index.table(chosen.name, at_delta(chosen_delta))
     if as_json:
-        typer.echo(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
+        typer.echo(json.dumps(table_view(risk, chosen_delta).to_json(), indent=2, ensure_ascii=False))
         return
+    n_rel = len(risk.releases)
+    rows = None
+    if not all_rows and n_rel * max(len(risk.variables), 1) > TABLE_CELL_LIMIT:
+        # a million rows is not a table anyone reads: the largest releases (by their whole-dataset
+        # cost) in recording order, and the total row over every release (issue 13)
+        wide = np.asarray([float(v.epsilon(chosen_delta)) if not v.unbounded else np.inf for v in risk.values])
+        rows = sorted(np.argsort(-wide[risk.dataset_wide], kind="stable")[:TABLE_LARGEST].tolist())
+    view = table_view(risk, chosen_delta, rows)
     typer.echo(f"dataset {chosen.name}: {view.basis.label}\n")
     typer.echo(text_table(view))
+    if rows is not None:
+        typer.echo(f"\n{len(rows)} of {n_rel:,} release rows shown (the largest on the whole dataset); the total "
+                   "row is over every release. --all prints every row; `report --format csv` writes the table.")
 
 
 @app.command()

@@ -186,7 +186,7 @@ def build_all(session: Session, batch: int = 20_000) -> int:
     known: dict[str, int] = {}
     count = 0
     pending: list[tuple[int, Release]] = []
-    for row in connection.execute(query.execution_options(yield_per=batch)).all():
+    for row in connection.execute(query.execution_options(yield_per=batch)):  # streamed, not held
         pending.append((row.seq, release_from_dict(store.release_row_dict(row))))
         if len(pending) >= batch:
             insert_rows(connection, pending, variables, known)

@@ -72,6 +72,11 @@ DEFAULT_URL = "sqlite:///ledger.db"
 SCHEMA_VERSION = 4  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: accounting rows (columns.py)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
+# SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
+# power cut; NORMAL only through a crash (README, "Durability").
+SQLITE_SYNCHRONOUS = os.environ.get("LEDGER_SQLITE_SYNCHRONOUS", "FULL").upper()
+if SQLITE_SYNCHRONOUS not in ("FULL", "EXTRA", "NORMAL"):
+    raise RuntimeError(f"LEDGER_SQLITE_SYNCHRONOUS must be FULL, EXTRA or NORMAL, not {SQLITE_SYNCHRONOUS!r}")
 
 
 # --------------------------------------------------------------------------
@@ -215,11 +220,11 @@ def make_engine(url: str) -> Engine:
         def _disable_pysqlite_transactions(dbapi_connection, _record):
             dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
             if url not in ("sqlite://", "sqlite:///:memory:"):
-                # Write-ahead log: readers never block the writer. synchronous=NORMAL keeps
-                # every commit atomic and consistent; after a power cut (not a crash) the
-                # last commits may be lost, never corrupted.
+                # Write-ahead log: readers never block the writer. synchronous=FULL syncs the
+                # log at every commit, so an acknowledged record survives a power cut, not only
+                # a crash (NORMAL may lose the last commits then): a book of record (issue 13).
                 dbapi_connection.execute("PRAGMA journal_mode=WAL")
-                dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+                dbapi_connection.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
             dbapi_connection.execute("PRAGMA foreign_keys=ON")
 
         @event.listens_for(engine, "begin")
@@ -233,7 +238,16 @@ def make_engine(url: str) -> Engine:
             connection.connection.dbapi_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    engine = create_engine(url, pool_pre_ping=True)
+    if engine.dialect.name == "postgresql":
+        @event.listens_for(engine, "connect")
+        def _durable_commits(dbapi_connection, _record):
+            # A commit returns once its WAL record is flushed to disk, whatever the server's
+            # default (an administrator may have turned synchronous_commit off): issue 13.
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute("SET synchronous_commit TO on")
+            dbapi_connection.commit()
+    return engine
 
 
 def ensure_schema(engine: Engine) -> None:
