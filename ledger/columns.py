@@ -33,6 +33,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 from sqlalchemy import Column, Integer, LargeBinary, Text, bindparam, insert, select, update
 from sqlmodel import Field, Session, SQLModel
@@ -89,6 +90,7 @@ def bitset(names: Iterable[str], position: Mapping[str, int], width: int) -> byt
     return mask.to_bytes((width + 7) // 8 or 1, "little")
 
 
+@lru_cache(maxsize=4096)
 def value_body(guarantee: Guarantee) -> str:
     """A guarantee's value (everything but what it protects), as canonical JSON."""
     def exact(x: Fraction | None):
