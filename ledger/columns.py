@@ -344,13 +344,19 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
 
 
 def check(session: Session, releases: Iterable[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
-          limit: int = 20) -> list[str]:
+          limit: int = 20, only: set[str] | None = None) -> list[str]:
     """Every accounting row equal to the one recomputed from its release (and no row without
-    a release); at most `limit` differences are named."""
+    a release); at most `limit` differences are named. `only`: just these releases' rows."""
     connection = session.connection()
     bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
     stored = {}
-    for row in connection.execute(select(_ROWS)):
+    if only is None:
+        stored_rows = connection.execute(select(_ROWS))
+    else:
+        names = sorted(only)
+        stored_rows = [row for at in range(0, len(names), 500)
+                       for row in connection.execute(select(_ROWS).where(_ROWS.c.release.in_(names[at:at + 500])))]
+    for row in stored_rows:
         guarantees = []
         if row.value is not None:
             guarantees.append((bodies.get(row.value, f"missing value {row.value}"), row.protects))

@@ -189,3 +189,33 @@ def test_check_imports_neither_numpy_nor_pandas(ledger, tmp_path):
             "print('HEAVY', [m for m in ('numpy', 'pandas', 'jinja2', 'matplotlib') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "every cap holds" in out and "HEAVY []" in out
+
+
+def test_verify_since_checkpoint_checks_only_what_was_appended_and_catches_a_change(ledger):
+    url, tmp_path = ledger
+    path = url.removeprefix("sqlite:///")
+    first = cli_main(url, "audit", "verify", "--since-checkpoint")  # no checkpoint yet: a full verification
+    assert first.code == 0 and "since the checkpoint" not in first.out
+    more = write(tmp_path, "more.yaml", "dataset: survey\nreleases:\n"
+                 "  - {id: m1, reads: [age], mechanism: {name: laplace, epsilon: 1}}\n"
+                 "  - {id: m2, reads: [sex], mechanism: {name: laplace, epsilon: 1}}\n")
+    assert cli_main(url, "record", more).code == 0
+    with sqlite3.connect(path) as connection:
+        events = connection.execute("SELECT count(*) FROM audit_events").fetchone()[0]
+    run = cli_main(url, "audit", "verify", "--since-checkpoint")
+    assert run.code == 0, run.err
+    assert f"events {events - 1}-{events} checked since the checkpoint" in run.out
+    with sqlite3.connect(path) as connection:  # a row named by an event after the checkpoint
+        assert cli_main(url, "record", write(tmp_path, "m3.yaml", "dataset: survey\nreleases:\n"
+                        "  - {id: m3, reads: [age], mechanism: {name: laplace, epsilon: 1}}\n")).code == 0
+        connection.execute("UPDATE releases SET title = 'edited' WHERE id = 'm3'")
+        connection.execute("UPDATE release_accounting SET status = 'cancelled' WHERE release = 'm3'")
+    run = cli_main(url, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1
+    assert "release m3): the release row was changed outside the ledger (fields: title)" in run.err
+    assert "release m3): the accounting row differs from the release (fields: status" in run.err
+    with sqlite3.connect(path) as connection:  # an event before the checkpoint, rewritten
+        connection.execute("UPDATE releases SET title = 'x' WHERE id = 'm3'")
+        connection.execute("UPDATE audit_events SET hash = 'f00' WHERE seq = ?", (events,))
+    run = cli_main(url, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1 and "the verified checkpoint's hash changed" in run.err
