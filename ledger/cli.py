@@ -151,7 +151,7 @@ def _read_light() -> LedgerSnapshot:
         return store.write_context(session)
 
 
-def _indexed(dataset: str | None) -> tuple[Dataset, LedgerIndex]:
+def _indexed(dataset: str | None, titles: bool = False) -> tuple[Dataset, LedgerIndex]:
     """The chosen dataset and the index of its charged releases, from the accounting rows
     (columns.py): no release is decoded but the few the exact path needs (issue 13)."""
     from . import columns
@@ -159,7 +159,7 @@ def _indexed(dataset: str | None) -> tuple[Dataset, LedgerIndex]:
     with Session(_engine()) as session:
         light = store.write_context(session)
         chosen = _pick_dataset(light, dataset)
-        return chosen, columns.index_for(session, chosen.variable_names, chosen.name, light.families)
+        return chosen, columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles)
 
 
 def _read(dataset: str | None = None) -> LedgerSnapshot:
@@ -421,7 +421,7 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
           all_rows: Annotated[bool, typer.Option("--all", help="Print every release row, however many.")] = False,
           ) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
-    chosen, index = _indexed(dataset)
+    chosen, index = _indexed(dataset, titles=True)
     chosen_delta = _delta(delta, chosen)
     risk = index.table(chosen.name, at_delta(chosen_delta))
     if as_json:

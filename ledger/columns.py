@@ -213,10 +213,12 @@ class ReleaseHead:
 
 
 class _Releases(Sequence):
-    """The index's releases: heads, and the whole release where the exact path needs it."""
+    """The index's releases: heads, and the whole release where the exact path needs it.
+    Titles (only a table shows them) are read, all at once, when one is first asked for."""
 
-    def __init__(self, ids: list[str], titles: list[str], statuses: list[str], whole: Mapping[int, Release]):
-        self.ids, self.titles, self.statuses, self.whole = ids, titles, statuses, whole
+    def __init__(self, ids: list[str], statuses: list[str], whole: Mapping[int, Release], titles):
+        self.ids, self.statuses, self.whole, self._titles = ids, statuses, whole, titles
+        self.titles: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -227,20 +229,41 @@ class _Releases(Sequence):
         found = self.whole.get(i)
         if found is not None:
             return found
+        if self.titles is None:
+            self.titles = self._titles()
         return ReleaseHead(self.ids[i], self.titles[i], Status(self.statuses[i]))
+
+
+def _raw_rows(connection, statement) -> list[tuple]:
+    """A SELECT's rows as the driver returns them (plain tuples): on a million rows, building
+    SQLAlchemy Row objects costs more than the query."""
+    compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
+    params = compiled.construct_params()
+    args = tuple(params[name] for name in compiled.positiontup) if compiled.positional else params
+    cursor = connection.connection.dbapi_connection.cursor()
+    try:
+        cursor.execute(str(compiled), args)
+        return cursor.fetchall()
+    finally:
+        cursor.close()
 
 
 def _unpack(blobs: list[bytes], width: int):
     """Bitsets (possibly shorter than `width`: written before a variable was added) -> bool matrix."""
     size = (width + 7) // 8 or 1
-    joined = b"".join(blob.ljust(size, b"\0")[:size] for blob in blobs)
+    joined = b"".join(blobs)
+    if len(joined) != size * len(blobs):  # some bitset of another width: pad or cut each
+        joined = b"".join(bytes(blob).ljust(size, b"\0")[:size] for blob in blobs)
     packed = np.frombuffer(joined, dtype=np.uint8).reshape(len(blobs), size)
     return np.unpackbits(packed, axis=1, count=width, bitorder="little").astype(bool)
 
 
-def index_for(session: Session, variables: Sequence[str], dataset: str, families: Mapping[str, Family]):
+def index_for(session: Session, variables: Sequence[str], dataset: str, families: Mapping[str, Family],
+              titles: bool = False):
     """The `LedgerIndex` of a dataset's charged releases, from the accounting rows: equal to
-    `LedgerIndex(variables, releases, families)` over the same releases in recording order."""
+    `LedgerIndex(variables, releases, families)` over the same releases in recording order.
+    Release titles (a table shows them) are read now when `titles`, else when first asked
+    for, while the session is open."""
     from . import store
     from .accounting import UNBOUNDED, ZERO, Spend, guarantee_spend
     from .codec import release_from_dict
@@ -248,10 +271,10 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
 
     connection = session.connection()
     charged = sorted(s.value for s in CHARGED_STATUSES)
-    rows = connection.execute(
-        select(_ROWS.c.release, _ROWS.c.status, _ROWS.c.family, _ROWS.c.title, _ROWS.c.reads, _ROWS.c.value,
-               _ROWS.c.protects, _ROWS.c.more)
-        .where(_ROWS.c.dataset == dataset, _ROWS.c.status.in_(charged)).order_by(_ROWS.c.seq)).all()
+    chosen = (_ROWS.c.dataset == dataset, _ROWS.c.status.in_(charged))
+    rows = _raw_rows(connection, select(
+        _ROWS.c.release, _ROWS.c.status, _ROWS.c.family, _ROWS.c.seq, _ROWS.c.reads, _ROWS.c.value,
+        _ROWS.c.protects, _ROWS.c.more).where(*chosen).order_by(_ROWS.c.seq))
     bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
     n_rel, n_var = len(rows), len(variables)
     ids = [r[0] for r in rows]
@@ -321,7 +344,10 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         chunk = {ids[i]: i for i in needed[start:start + 500]}
         for row in connection.execute(select(release_table).where(release_table.c.id.in_(list(chunk)))):
             whole[chunk[row.id]] = release_from_dict(store.release_row_dict(row))
-    index.releases = _Releases(ids, [r[3] for r in rows], [r[1] for r in rows], whole)
+    index.releases = _Releases(ids, [r[1] for r in rows], whole, lambda: [title for (title,) in _raw_rows(
+        connection, select(_ROWS.c.title).where(*chosen).order_by(_ROWS.c.seq))])
+    if titles:
+        index.releases.titles = index.releases._titles()
 
     index.has_guarantee = np.zeros(n_rel, dtype=bool)
     index.has_guarantee[index.g_release] = True
