@@ -763,8 +763,9 @@ def verify(session: Session) -> Verification:
     problems.extend(_compare(
         "cap", expected_caps, {f"{c.dataset}/{c.name}": _cap_dict(c) for c in session.exec(select(CapRow))}))
     problems.sort(key=_event_number)
-    problems.extend(_check_totals(session, release_rows))
-    problems.extend(_check_accounting(session, release_rows))
+    decoded = {rid: release_from_dict(body) for rid, body in release_rows.items()}  # once, for both
+    problems.extend(_check_totals(session, release_rows, list(decoded.values())))
+    problems.extend(_check_accounting(session, decoded))
     return Verification(ok=not problems, events=count, head=previous, problems=tuple(problems))
 
 
@@ -780,11 +781,12 @@ def _normal(body: dict, read, write) -> dict:
         return body  # unreadable: compared as it is, and reported
 
 
-def _check_totals(session: Session, release_rows: Mapping[str, dict]) -> list[str]:
+def _check_totals(session: Session, release_rows: Mapping[str, dict],
+                  decoded: Sequence[Release] | None = None) -> list[str]:
     """Recompute every cap's running total from the releases and compare."""
     problems = []
     config = configuration(session)
-    releases = [release_from_dict(body) for body in release_rows.values()]
+    releases = decoded if decoded is not None else [release_from_dict(body) for body in release_rows.values()]
     for dataset, dataset_caps in config.caps.items():
         counted = [r for r in releases if r.dataset == dataset and r.status in CHARGED_STATUSES]
         families = {f.id: f for f in config.families.values() if f.dataset == dataset}
@@ -801,19 +803,11 @@ def _check_totals(session: Session, release_rows: Mapping[str, dict]) -> list[st
     return problems
 
 
-def _check_accounting(session: Session, release_rows: Mapping[str, dict]) -> list[str]:
+def _check_accounting(session: Session, releases: Mapping[str, Release]) -> list[str]:
     """Recompute every accounting row (columns.py) from its release and compare."""
     seqs = dict(_connection(session).execute(select(_RELEASES.c.id, _RELEASES.c.seq)).all())
     variables = {d.name: d.variable_names for d in configuration(session).datasets.values()}
-
-    def readable():
-        for rid, body in release_rows.items():
-            try:
-                yield seqs[rid], release_from_dict(body)
-            except (KeyError, TypeError, ValueError):
-                continue  # an unreadable release row is reported by the row comparison
-
-    return columns.check(session, readable(), variables)
+    return columns.check(session, ((seqs[rid], release) for rid, release in releases.items()), variables)
 
 
 def _compare(kind: str, expected: Mapping[str, tuple[int, dict | None, str | None]], actual: dict[str, dict],
