@@ -3,6 +3,8 @@
 SQLite file `./ledger.db` by default; any SQLAlchemy URL by `--db` or
 LEDGER_DATABASE_URL (PostgreSQL for teams: `postgresql+psycopg://...`).
 The engine never sees these rows: `snapshot()` turns them into frozen records.
+Per-release accounting rows (columns.py) are written beside every release row,
+in the same transaction, so read commands need not decode the releases.
 
 Invariants:
 - every change appends an `AuditEventRow` whose hash is SHA-256 over the
