@@ -151,7 +151,8 @@ def _read_light() -> LedgerSnapshot:
         return store.write_context(session)
 
 
-def _indexed(dataset: str | None, titles: bool = False) -> tuple[Dataset, LedgerIndex]:
+def _indexed(dataset: str | None, titles: bool = False,
+             variables: list[str] | None = None) -> tuple[Dataset, LedgerIndex]:
     """The chosen dataset and the index of its charged releases, from the accounting rows
     (columns.py): no release is decoded but the few the exact path needs (issue 13)."""
     from . import columns
@@ -159,7 +160,9 @@ def _indexed(dataset: str | None, titles: bool = False) -> tuple[Dataset, Ledger
     with Session(_engine()) as session:
         light = store.write_context(session)
         chosen = _pick_dataset(light, dataset)
-        return chosen, columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles)
+        touching = None if variables is None else _resolve_variables(chosen, variables)
+        return chosen, columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
+                                         touching)
 
 
 def _read(dataset: str | None = None) -> LedgerSnapshot:
@@ -450,7 +453,7 @@ def subset(
     as_json: JsonOption = False,
 ) -> None:
     """The privacy loss on one subset of variables."""
-    chosen, index = _indexed(dataset)
+    chosen, index = _indexed(dataset, variables=variables)  # only the releases that read the subset
     names = _resolve_variables(chosen, variables)
     chosen_delta = _delta(delta, chosen)
     cost = index.subset_cost(names, at_delta(chosen_delta))

@@ -69,6 +69,18 @@ class AccountingRow(SQLModel, table=True):
     more: str | None = None  # further guarantees, "id:hex;id:hex" (hex: the protects bitset)
 
 
+class AccountingReadRow(SQLModel, table=True):
+    """One variable one release reads (an inverted index of the reads bitsets): a subset
+    query fetches only the releases that read some variable of the subset, since the
+    others cost 0 on it (Tan Prop 3.3), alone or in a family (DESIGN 2.6)."""
+
+    __tablename__ = "release_reads"
+    dataset: str = Field(primary_key=True)
+    position: int = Field(primary_key=True)
+    seq: int = Field(primary_key=True)
+
+
+_READS = AccountingReadRow.__table__
 _VALUES = GuaranteeValueRow.__table__
 _ROWS = AccountingRow.__table__
 _VALUE_BY_BODY = select(_VALUES.c.id).where(_VALUES.c.body == bindparam("body"))
@@ -169,6 +181,14 @@ def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: 
                        "value": None if first is None else known[first[0]],
                        "protects": None if first is None else first[1], "more": more})
     connection.execute(insert(_ROWS), values)
+    connection.execute(insert(_READS), [
+        {"dataset": row.dataset, "position": k, "seq": seq}
+        for seq, row in expected for k in _positions(row.reads)] or [])
+
+
+def _positions(bits: bytes) -> list[int]:
+    mask = int.from_bytes(bits, "little")
+    return [k for k in range(mask.bit_length()) if mask >> k & 1]
 
 
 def set_status(connection, release_id: str, status: Status) -> None:
@@ -259,11 +279,14 @@ def _unpack(blobs: list[bytes], width: int):
 
 
 def index_for(session: Session, variables: Sequence[str], dataset: str, families: Mapping[str, Family],
-              titles: bool = False):
+              titles: bool = False, touching: Iterable[str] | None = None):
     """The `LedgerIndex` of a dataset's charged releases, from the accounting rows: equal to
     `LedgerIndex(variables, releases, families)` over the same releases in recording order.
     Release titles (a table shows them) are read now when `titles`, else when first asked
-    for, while the session is open."""
+    for, while the session is open. With `touching` (a subset), only the releases that read
+    some variable of it: the index then answers `subset_cost` on that subset (or a part of
+    it) exactly, every other release costing 0 there (Tan Prop 3.3; a family of members that
+    read nothing of it costs 0, DESIGN 2.6)."""
     from . import store
     from .accounting import UNBOUNDED, ZERO, Spend, guarantee_spend
     from .codec import release_from_dict
@@ -272,6 +295,10 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     connection = session.connection()
     charged = sorted(s.value for s in CHARGED_STATUSES)
     chosen = (_ROWS.c.dataset == dataset, _ROWS.c.status.in_(charged))
+    if touching is not None:
+        wanted = sorted({k for k, name in enumerate(variables) if name in set(touching)})
+        chosen += (_ROWS.c.seq.in_(select(_READS.c.seq).where(_READS.c.dataset == dataset,
+                                                               _READS.c.position.in_(wanted))),)
     rows = _raw_rows(connection, select(
         _ROWS.c.release, _ROWS.c.status, _ROWS.c.family, _ROWS.c.seq, _ROWS.c.reads, _ROWS.c.value,
         _ROWS.c.protects, _ROWS.c.more).where(*chosen).order_by(_ROWS.c.seq))
@@ -369,6 +396,38 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
 # --------------------------------------------------------------------------
 
 
+def _check_reads(connection, stored: Mapping[int, Expected], some: bool) -> list[str]:
+    """The inverted index equal to the stored reads bitsets (streamed in seq order)."""
+    query = select(_READS.c.seq, _READS.c.position).order_by(_READS.c.seq, _READS.c.position)
+    if some:
+        query = query.where(_READS.c.seq.in_(sorted(stored)))
+    problems: list[str] = []
+    indexed: dict[int, list[int]] = {}
+
+    def compare(seq: int, positions: list[int]) -> None:
+        row = stored.get(seq)
+        if row is None:
+            problems.append(f"event {seq} (release ?): release_reads rows name no accounting row")
+        elif _positions(row.reads) != positions:
+            problems.append(f"event {seq} (release {row.release}): the release_reads rows differ from its reads")
+
+    current, positions = None, []
+    for seq, position in connection.execute(query):
+        if seq != current:
+            if current is not None:
+                compare(current, positions)
+                indexed[current] = []
+            current, positions = seq, []
+        positions.append(position)
+    if current is not None:
+        compare(current, positions)
+        indexed[current] = []
+    for seq, row in stored.items():
+        if seq not in indexed and _positions(row.reads):
+            problems.append(f"event {seq} (release {row.release}): its release_reads rows are missing")
+    return problems
+
+
 def check(session: Session, releases: Iterable[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
           limit: int = 20, only: set[str] | None = None) -> list[str]:
     """Every accounting row equal to the one recomputed from its release (and no row without
@@ -391,7 +450,7 @@ def check(session: Session, releases: Iterable[tuple[int, Release]], variables: 
             guarantees.append((bodies.get(int(value), f"missing value {value}"), bytes.fromhex(bits)))
         stored[row.seq] = Expected(row.release, row.dataset, row.status, row.family, row.title, row.reads,
                                    tuple(guarantees))
-    problems = []
+    problems = _check_reads(connection, stored, only is not None)
     seen = set()
     for seq, release in releases:
         seen.add(seq)

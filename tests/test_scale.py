@@ -157,6 +157,7 @@ def test_a_ledger_of_schema_3_is_upgraded_once_with_an_audit_event(ledger):
     with sqlite3.connect(path) as connection:  # as schema 3 left it: no accounting tables
         connection.execute("DROP TABLE release_accounting")
         connection.execute("DROP TABLE guarantee_values")
+        connection.execute("DROP TABLE release_reads")
         connection.execute("UPDATE ledger_meta SET value = '3' WHERE key = 'schema_version'")
         events = connection.execute("SELECT count(*) FROM audit_events").fetchone()[0]
     assert cli_main(url, "table", "--json").json() == before
@@ -219,3 +220,12 @@ def test_verify_since_checkpoint_checks_only_what_was_appended_and_catches_a_cha
         connection.execute("UPDATE audit_events SET hash = 'f00' WHERE seq = ?", (events,))
     run = cli_main(url, "audit", "verify", "--since-checkpoint")
     assert run.code == 1 and "the verified checkpoint's hash changed" in run.err
+
+
+def test_verify_names_a_changed_inverted_read(ledger):
+    url, _ = ledger
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
+        seq = connection.execute("SELECT seq FROM release_accounting WHERE release = 'b'").fetchone()[0]
+        connection.execute("DELETE FROM release_reads WHERE seq = ?", (seq,))
+    run = cli_main(url, "audit", "verify")
+    assert run.code == 1 and "release b): its release_reads rows are missing" in run.err
