@@ -160,6 +160,7 @@ def plan_file(directory: Path, name: str) -> Path:
 def commands(directory: Path, out: Path, label: str) -> dict[str, list[str]]:
     stamp = f"{label}-{os.getpid()}-{time.time_ns()}"
     return {
+        "first open (schema upgrade, if any)": ["cap", "list"],
         "--help": ["--help"],
         "check": ["check", str(plan_file(directory, f"plan-{stamp}"))],
         "record": ["record", str(plan_file(directory, f"rec-{stamp}"))],
@@ -243,7 +244,8 @@ def main() -> None:
                 continue
             wall, mb, code = run([PYTHON, "-m", "ledger", "--db", f"sqlite:///{path}", *argv], env=env, cwd=work)
             line = f"{size:>9,}  {name:<34} {wall:8.2f} {mb:7.0f}"
-            if old is not None and name in old and name != "audit verify --since-checkpoint":
+            if old is not None and name in old and name not in ("audit verify --since-checkpoint",
+                                                                "first open (schema upgrade, if any)"):
                 o_wall, o_mb, o_code = run([PYTHON, "-m", "ledger", "--db", f"sqlite:///{old_path}", *old[name]],
                                            env=old_env, cwd=work)
                 line += f"   {o_wall:11.2f} {o_mb:7.0f}"

@@ -680,10 +680,19 @@ def set_cap(session: Session, cap: Cap, actor: str) -> None:
     body = cap_to_dict(cap)
     session.merge(CapRow(**body))
     bump_config(session)
-    history = snapshot(session, cap.dataset)
-    save_totals(session, cap.dataset, {cap.name: total_from_history(cap, history.releases.values(),
-                                                                    history.families)})
+    # from the accounting rows of the releases that read the cap's subset (the others cost 0
+    # on it, Tan Prop 3.3), not by decoding the history (issue 13)
+    _flush(session)
+    families = {f.id: f for f in _families(session, cap.dataset)}
+    index = columns.index_for(session, dataset_variables(session, [cap.dataset])[cap.dataset], cap.dataset,
+                              families, touching=cap.subset)
+    save_totals(session, cap.dataset, {cap.name: total_from_index(cap, index)})
     append_event(session, kind="cap.set", subject=f"{cap.dataset}/{cap.name}", actor=actor, payload={"cap": body})
+
+
+def _families(session: Session, dataset: str) -> list[Family]:
+    return [family_from_dict(_family_dict(row)) for row in session.exec(select(FamilyRow).where(
+        FamilyRow.dataset == dataset))]
 
 
 def set_status(session: Session, release: Release, actor: str, kind: str) -> None:
