@@ -29,7 +29,6 @@ from .views import subset_json, table_view, text_table
 budget = lazy_module(f"{__package__}.budget")
 operations = lazy_module(f"{__package__}.operations")
 store = lazy_module(f"{__package__}.store")
-np = lazy_module("numpy")
 Session = lazy_callable("sqlmodel", "Session")
 DEFAULT_URL = "sqlite:///ledger.db"  # store.DEFAULT_URL, without importing the store
 
@@ -426,23 +425,25 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
     chosen, index = _indexed(dataset, titles=True)
     chosen_delta = _delta(delta, chosen)
-    risk = index.table(chosen.name, at_delta(chosen_delta))
-    if as_json:
-        typer.echo(json.dumps(table_view(risk, chosen_delta).to_json(), indent=2, ensure_ascii=False))
+    n_rel = len(index.releases)
+    if as_json or all_rows or n_rel * max(len(index.variables), 1) <= TABLE_CELL_LIMIT:
+        view = table_view(index.table(chosen.name, at_delta(chosen_delta)), chosen_delta)
+        if as_json:
+            typer.echo(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
+            return
+        typer.echo(f"dataset {chosen.name}: {view.basis.label}\n")
+        typer.echo(text_table(view))
         return
-    n_rel = len(risk.releases)
-    rows = None
-    if not all_rows and n_rel * max(len(risk.variables), 1) > TABLE_CELL_LIMIT:
-        # a million rows is not a table anyone reads: the largest releases (by their whole-dataset
-        # cost) in recording order, and the total row over every release (issue 13)
-        wide = np.asarray([float(v.epsilon(chosen_delta)) if not v.unbounded else np.inf for v in risk.values])
-        rows = sorted(np.argsort(-wide[risk.dataset_wide], kind="stable")[:TABLE_LARGEST].tolist())
-    view = table_view(risk, chosen_delta, rows)
+    # a million rows is not a table anyone reads: the largest releases (by their whole-dataset
+    # cost) in recording order, and the total row over every release, in bounded memory (issue 13)
+    from .columns import table_in_chunks
+
+    risk = table_in_chunks(index, chosen.name, at_delta(chosen_delta), chosen_delta, TABLE_LARGEST)
+    view = table_view(risk, chosen_delta)
     typer.echo(f"dataset {chosen.name}: {view.basis.label}\n")
     typer.echo(text_table(view))
-    if rows is not None:
-        typer.echo(f"\n{len(rows)} of {n_rel:,} release rows shown (the largest on the whole dataset); the total "
-                   "row is over every release. --all prints every row; `report --format csv` writes the table.")
+    typer.echo(f"\n{len(risk.releases)} of {n_rel:,} release rows shown (the largest on the whole dataset); the "
+               "total row is over every release. --all prints every row; `report --format csv` writes the table.")
 
 
 @app.command()

@@ -467,3 +467,68 @@ def check(session: Session, releases: Iterable[tuple[int, Release]], variables: 
     for seq in sorted(stored.keys() - seen)[:limit]:
         problems.append(f"event {seq} (release {stored[seq].release}): an accounting row has no release")
     return problems
+
+
+# --------------------------------------------------------------------------
+# Table 1 in bounded memory
+# --------------------------------------------------------------------------
+
+
+def table_in_chunks(index, dataset: str, objective, delta: Fraction, shown: int, chunk: int = 65_536):
+    """`index.table()` with the release rows limited to the `shown` largest on the whole
+    dataset (in recording order), computed `chunk` releases at a time, so memory does not
+    grow with the history: the total row is summed exactly chunk by chunk (integer
+    numerators over each component's common denominator, as `_ExactComponents` does), then
+    families and releases with a choice are composed in through the exact path (`_others`).
+    Equal, on the rows it keeps, to `index.table()` (tests/test_scale.py)."""
+    from .accounting import UNBOUNDED, Spend
+    from .engine import RiskTable
+
+    n_rel, n_var = len(index.releases), len(index.variables)
+    components = index._components
+    sums = {field: [0] * n_var for field, _, _ in components.components}
+    unbounded = np.zeros(n_var, dtype=bool)
+    wide_float = np.asarray([np.inf if v.unbounded else float(v.epsilon(delta)) for v in index.values])
+    dataset_wide = np.empty(n_rel, dtype=np.int64)
+    g_bounds = np.searchsorted(index.g_release, np.arange(0, n_rel + chunk, chunk).clip(max=n_rel))
+    for k, start in enumerate(range(0, n_rel, chunk)):
+        stop = min(start + chunk, n_rel)
+        part = _rows_view(index, start, stop, g_bounds[k], g_bounds[k + 1])
+        cells = part._single_cells()
+        dataset_wide[start:stop] = part.cost_ids(range(n_var))
+        simple = cells[index.simple[start:stop]]
+        unbounded |= (simple == components.unbounded_id).any(axis=0)
+        for field, _, numerators in components.components:
+            column = numerators[simple].sum(axis=0)
+            sums[field] = [a + int(b) for a, b in zip(sums[field], column)]
+    totals = [UNBOUNDED if unbounded[j] else Spend(**{field: Fraction(sums[field][j], denominator)
+                                                      for field, denominator, _ in components.components})
+              for j in range(n_var)]
+    if index.members or index.ambiguous:
+        totals = [index._others(frozenset({name}), total, objective) for total, name in zip(totals, index.variables)]
+    total_wide = index._others(frozenset(index.variables), index.exact_total(dataset_wide[index.simple]), objective)
+    rows = np.sort(np.argsort(-wide_float[dataset_wide], kind="stable")[:shown])
+    cells = np.concatenate([_rows_view(index, int(r), int(r) + 1,
+                                       *np.searchsorted(index.g_release, [r, r + 1]))._single_cells()
+                            for r in rows]) if len(rows) else np.zeros((0, n_var), dtype=np.int64)
+    return RiskTable(dataset=dataset, variables=index.variables, releases=tuple(index.releases[int(r)] for r in rows),
+                     values=index.values, cells=cells, dataset_wide=dataset_wide[rows], total=tuple(totals),
+                     total_dataset_wide=total_wide)
+
+
+def _rows_view(index, start: int, stop: int, g_start: int, g_stop: int):
+    """The index restricted to releases start..stop (and their guarantees), sharing its values."""
+    from .engine import LedgerIndex
+
+    part = LedgerIndex.__new__(LedgerIndex)
+    part.variables, part.column, part.values, part.NONE, part.ZERO_ID = (
+        index.variables, index.column, index.values, index.NONE, index.ZERO_ID)
+    part.releases = range(stop - start)  # only its length is used
+    part.reads = index.reads[start:stop]
+    part.g_release = index.g_release[g_start:g_stop] - start
+    part.g_value = index.g_value[g_start:g_stop]
+    part.g_protects = index.g_protects[g_start:g_stop]
+    part.has_guarantee = index.has_guarantee[start:stop]
+    part.g_start = (np.flatnonzero(np.r_[True, part.g_release[1:] != part.g_release[:-1]]) if len(part.g_release)
+                    else np.zeros(0, dtype=np.int64))
+    return part

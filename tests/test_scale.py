@@ -229,3 +229,20 @@ def test_verify_names_a_changed_inverted_read(ledger):
         connection.execute("DELETE FROM release_reads WHERE seq = ?", (seq,))
     run = cli_main(url, "audit", "verify")
     assert run.code == 1 and "release b): its release_reads rows are missing" in run.err
+
+
+def test_the_table_in_chunks_keeps_the_totals_and_the_largest_rows(ledger):
+    url, tmp_path = ledger
+    releases, families = reference(tmp_path)
+    delta = Fraction(1, 10**9)
+    expected = LedgerIndex(VARIABLES, releases, families).table("survey", at_delta(delta))
+    engine = store.make_engine(url)
+    with Session(engine) as session:
+        index = columns.index_for(session, VARIABLES, "survey", {f.id: f for f in families}, titles=True)
+    got = columns.table_in_chunks(index, "survey", at_delta(delta), delta, shown=3, chunk=2)
+    assert got.total == expected.total and got.total_dataset_wide == expected.total_dataset_wide
+    wide = [expected.row_dataset_wide(i).epsilon(delta) for i in range(len(releases))]
+    largest = sorted(sorted(range(len(releases)), key=lambda i: -wide[i])[:3])
+    assert [r.id for r in got.releases] == [releases[i].id for i in largest]
+    assert [[got.cell(k, j) for j in range(5)] for k in range(3)] == \
+        [[expected.cell(i, j) for j in range(5)] for i in largest]
