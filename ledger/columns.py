@@ -102,15 +102,19 @@ def bitset(names: Iterable[str], position: Mapping[str, int], width: int) -> byt
     return mask.to_bytes((width + 7) // 8 or 1, "little")
 
 
-@lru_cache(maxsize=4096)
 def value_body(guarantee: Guarantee) -> str:
     """A guarantee's value (everything but what it protects), as canonical JSON."""
+    return _value_body(guarantee.notion, guarantee.epsilon, guarantee.delta, guarantee.rho, guarantee.relation)
+
+
+@lru_cache(maxsize=4096)  # a ledger repeats a few values over and over
+def _value_body(notion: Notion, epsilon: Fraction | None, delta: Fraction | None, rho: Fraction | None,
+                relation: Relation) -> str:
     def exact(x: Fraction | None):
         return None if x is None else f"{x.numerator}/{x.denominator}"
 
-    return canonical_json({"notion": guarantee.notion.value, "epsilon": exact(guarantee.epsilon),
-                           "delta": exact(guarantee.delta), "rho": exact(guarantee.rho),
-                           "relation": guarantee.relation.value})
+    return canonical_json({"notion": notion.value, "epsilon": exact(epsilon), "delta": exact(delta),
+                           "rho": exact(rho), "relation": relation.value})
 
 
 def guarantee_of(body: str) -> Guarantee:
@@ -257,13 +261,19 @@ class _Releases(Sequence):
 def _raw_rows(connection, statement) -> list[tuple]:
     """A SELECT's rows as the driver returns them (plain tuples): on a million rows, building
     SQLAlchemy Row objects costs more than the query."""
+    return list(_raw_iter(connection, statement))
+
+
+def _raw_iter(connection, statement, batch: int = 10_000):
+    """The same, streamed a batch at a time."""
     compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
     params = compiled.construct_params()
     args = tuple(params[name] for name in compiled.positiontup) if compiled.positional else params
     cursor = connection.connection.dbapi_connection.cursor()
     try:
         cursor.execute(str(compiled), args)
-        return cursor.fetchall()
+        while rows := cursor.fetchmany(batch):
+            yield from rows
     finally:
         cursor.close()
 
@@ -412,7 +422,7 @@ def _check_reads(connection, stored: Mapping[int, Expected], some: bool) -> list
             problems.append(f"event {seq} (release {row.release}): the release_reads rows differ from its reads")
 
     current, positions = None, []
-    for seq, position in connection.execute(query):
+    for seq, position in _raw_iter(connection, query):
         if seq != current:
             if current is not None:
                 compare(current, positions)
@@ -435,21 +445,22 @@ def check(session: Session, releases: Iterable[tuple[int, Release]], variables: 
     connection = session.connection()
     bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
     stored = {}
+    fields = select(_ROWS.c.seq, _ROWS.c.release, _ROWS.c.dataset, _ROWS.c.status, _ROWS.c.family, _ROWS.c.title,
+                    _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects, _ROWS.c.more)
     if only is None:
-        stored_rows = connection.execute(select(_ROWS))
+        stored_rows = _raw_iter(connection, fields)
     else:
         names = sorted(only)
         stored_rows = [row for at in range(0, len(names), 500)
-                       for row in connection.execute(select(_ROWS).where(_ROWS.c.release.in_(names[at:at + 500])))]
-    for row in stored_rows:
+                       for row in _raw_rows(connection, fields.where(_ROWS.c.release.in_(names[at:at + 500])))]
+    for seq, release, dataset, status, family, title, reads, value, protects, more in stored_rows:
         guarantees = []
-        if row.value is not None:
-            guarantees.append((bodies.get(row.value, f"missing value {row.value}"), row.protects))
-        for part in (row.more or "").split(";") if row.more else ():
-            value, bits = part.split(":")
-            guarantees.append((bodies.get(int(value), f"missing value {value}"), bytes.fromhex(bits)))
-        stored[row.seq] = Expected(row.release, row.dataset, row.status, row.family, row.title, row.reads,
-                                   tuple(guarantees))
+        if value is not None:
+            guarantees.append((bodies.get(value, f"missing value {value}"), bytes(protects)))
+        for part in more.split(";") if more else ():
+            value_id, bits = part.split(":")
+            guarantees.append((bodies.get(int(value_id), f"missing value {value_id}"), bytes.fromhex(bits)))
+        stored[seq] = Expected(release, dataset, status, family, title, bytes(reads), tuple(guarantees))
     problems = _check_reads(connection, stored, only is not None)
     seen = set()
     for seq, release in releases:
