@@ -246,3 +246,25 @@ def test_the_table_in_chunks_keeps_the_totals_and_the_largest_rows(ledger):
     assert [r.id for r in got.releases] == [releases[i].id for i in largest]
     assert [[got.cell(k, j) for j in range(5)] for k in range(3)] == \
         [[expected.cell(i, j) for j in range(5)] for i in largest]
+
+
+def test_the_default_durability_keeps_every_acknowledged_record(tmp_path):
+    """SQLite syncs its log at every commit (synchronous=FULL is 2); PostgreSQL flushes at commit."""
+    import os
+
+    engine = store.make_engine(f"sqlite:///{tmp_path / 'ledger.db'}")
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 2
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    url = os.environ.get("LEDGER_TEST_POSTGRES_URL")
+    if url:
+        engine = store.make_engine(url)
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("SHOW synchronous_commit").scalar() == "on"
+
+
+def test_version():
+    from ledger import __version__
+
+    run = cli_main("sqlite:///unused.db", "--version")
+    assert run.code == 0 and run.out.strip() == f"privacy-ledger {__version__}"
