@@ -94,15 +94,14 @@ def build(sizes: list[int]) -> dict[int, Path]:
             previous = path
             continue
         work = path.with_suffix(".building")
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{work}{suffix}").unlink(missing_ok=True)
+        resume = work.exists()  # an interrupted build goes on from what it committed
         url = f"sqlite:///{work}"
-        if previous is not None:
+        if previous is not None and not resume:
             with sqlite3.connect(previous) as source, sqlite3.connect(work) as target:
                 source.backup(target)
         engine = store.make_engine(url)
         store.ensure_schema(engine)
-        if previous is None:
+        if previous is None and not resume:
             rng = random.Random(13)
             document = Document("bench.dataset.json", dataset_document(rng))
             dataset, errors = build_dataset(document)
