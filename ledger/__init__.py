@@ -24,7 +24,6 @@ Where a number comes from:
 
 __version__ = "0.1.0"
 
-from .api import Ledger, PlanCheck, Recorded, SubsetLoss, open, safe_float  # noqa: E402
 from .errors import InputErrors, LedgerError  # noqa: E402
 from .operations import BudgetRefused  # noqa: E402
 from .records import Cap, Dataset, Guarantee, Mechanism, Notion, Relation, Release, Status  # noqa: E402
@@ -33,3 +32,16 @@ __all__ = [
     "BudgetRefused", "Cap", "Dataset", "Guarantee", "InputErrors", "Ledger", "LedgerError", "Mechanism", "Notion",
     "PlanCheck", "Recorded", "Relation", "Release", "Status", "SubsetLoss", "__version__", "open", "safe_float",
 ]
+
+
+_API = ("Ledger", "PlanCheck", "Recorded", "SubsetLoss", "open", "safe_float")
+
+
+def __getattr__(name: str):
+    """The API (and with it the ORM) is imported on first use, so the command line's
+    `--help` does not pay for it (issue 13, section 2)."""
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

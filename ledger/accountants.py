@@ -54,7 +54,9 @@ from datetime import datetime
 from fractions import Fraction
 from functools import lru_cache
 
-import numpy as np
+from .lazy import lazy_module
+
+np = lazy_module("numpy")  # imported on first use (issue 13)
 
 from .accounting import CONVERSION_NAME, Spend, cks_epsilon
 from .catalogue import derive_guarantees
@@ -65,13 +67,26 @@ ACCOUNTANTS = ("basic", "rdp", "pld")
 
 # The fixed grid of Rényi orders (dp_accounting's default grid, which is dense where
 # the Gaussian and Laplace optima lie, plus very large orders for tiny deltas).
-ORDERS = np.asarray([1 + x / 10.0 for x in range(1, 100)] + list(range(11, 64))
-                    + [64, 80, 96, 128, 192, 256, 384, 512, 1024], dtype=np.float64)
-# The orders a Rényi filter uses, fixed in this code (so fixed before any cap is set):
-# few, since the delta is split over them.
-FILTER_ORDERS = np.asarray([1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256],
-                           dtype=np.float64)
-_FILTER_INDEX = np.asarray([int(np.flatnonzero(np.isclose(ORDERS, a))[0]) for a in FILTER_ORDERS])
+# (built on first use, with numpy: a `check` against a rho or pure cap never needs them, issue 13)
+def _grids():
+    if "_GRIDS" not in globals():
+        orders = np.asarray([1 + x / 10.0 for x in range(1, 100)] + list(range(11, 64))
+                            + [64, 80, 96, 128, 192, 256, 384, 512, 1024], dtype=np.float64)
+        # The orders a Rényi filter uses, fixed in this code (so fixed before any cap is set):
+        # few, since the delta is split over them.
+        filter_orders = np.asarray([1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128,
+                                    256], dtype=np.float64)
+        index = np.asarray([int(np.flatnonzero(np.isclose(orders, a))[0]) for a in filter_orders])
+        globals()["_GRIDS"] = {"ORDERS": orders, "FILTER_ORDERS": filter_orders, "_FILTER_INDEX": index}
+    return globals()["_GRIDS"]
+
+
+def __getattr__(name: str):
+    """ORDERS, FILTER_ORDERS and _FILTER_INDEX, built on first use."""
+    if name in ("ORDERS", "FILTER_ORDERS", "_FILTER_INDEX"):
+        return _grids()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 PLD_INTERVAL = 1e-3  # dp_accounting's value discretisation interval; pessimistic, so only looser
 _MARGIN = 1e-9  # relative allowance for float error in summed curves and conversions (rounded up)
@@ -232,7 +247,7 @@ def unit_events(release: Release, spend: Spend) -> list[Event]:
 # --------------------------------------------------------------------------
 
 
-def pure_curve(epsilon: float, orders: np.ndarray = ORDERS) -> np.ndarray:
+def pure_curve(epsilon: float, orders: np.ndarray | None = None) -> np.ndarray:
     """Randomized response's Rényi curve: the largest of any epsilon-DP mechanism.
 
     D_a = log((e^(a eps) + e^((1 - a) eps)) / (1 + e^eps)) / (a - 1) (Mironov 2017,
@@ -240,6 +255,8 @@ def pure_curve(epsilon: float, orders: np.ndarray = ORDERS) -> np.ndarray:
     post-processing of randomized response (Kairouz, Oh and Viswanath 2015, §3), so
     by data processing its curve is below. Also bounded by eps (D_infinity) and by
     a eps^2 / 2 (Bun and Steinke 2016, Prop 3.3); the smallest of the three is kept."""
+    if orders is None:
+        orders = _grids()["ORDERS"]
     eps = float(epsilon)
     if eps == 0:
         return np.zeros_like(orders)
@@ -249,9 +266,11 @@ def pure_curve(epsilon: float, orders: np.ndarray = ORDERS) -> np.ndarray:
     return np.minimum(np.minimum(value, eps), a * eps * eps / 2)
 
 
-def laplace_curve(multiplier: float, orders: np.ndarray = ORDERS) -> np.ndarray:
+def laplace_curve(multiplier: float, orders: np.ndarray | None = None) -> np.ndarray:
     """The Laplace mechanism's exact Rényi curve, eps = 1 / multiplier (Mironov 2017, Prop 6):
     D_a = eps + log(1 + (a - 1)(e^((1 - 2a) eps) - 1) / (2a - 1)) / (a - 1)."""
+    if orders is None:
+        orders = _grids()["ORDERS"]
     eps = 1 / float(multiplier)
     a = orders
     value = eps + np.log1p((a - 1) * np.expm1((1 - 2 * a) * eps) / (2 * a - 1)) / (a - 1)
@@ -266,15 +285,15 @@ def event_curve(event: Event) -> np.ndarray:
     if event.kind == "pure":
         curve = pure_curve(float(event.a))
     elif event.kind == "zcdp":
-        curve = ORDERS * float(event.a) * (1 + _MARGIN)
+        curve = _grids()["ORDERS"] * float(event.a) * (1 + _MARGIN)
     elif event.kind == "gaussian":  # rho = 1 / (2 m^2): the Gaussian's curve is exactly a * rho
-        curve = ORDERS * (1 / (2 * float(event.a) ** 2)) * (1 + _MARGIN)
+        curve = _grids()["ORDERS"] * (1 / (2 * float(event.a) ** 2)) * (1 + _MARGIN)
     elif event.kind == "laplace":
         curve = laplace_curve(float(event.a))
     elif event.kind == "dlaplace":
         curve = pure_curve(float(event.a) * int(event.b))
     else:
-        curve = np.zeros_like(ORDERS)
+        curve = np.zeros_like(_grids()["ORDERS"])
     curve.setflags(write=False)
     return curve
 
@@ -289,10 +308,12 @@ def event_rho(event: Event) -> float:
     return 0.0 if eps is None else eps * eps / 2  # Bun and Steinke 2016, Prop 3.3
 
 
-def rdp_epsilon(curve: np.ndarray, delta: float, orders: np.ndarray = ORDERS) -> tuple[float, float]:
+def rdp_epsilon(curve: np.ndarray, delta: float, orders: np.ndarray | None = None) -> tuple[float, float]:
     """(epsilon, order): the CKS 2020 Prop 12 conversion at every order, the smallest, rounded up.
 
     epsilon = D_a + log(1 - 1/a) - (log delta + log a) / (a - 1)."""
+    if orders is None:
+        orders = _grids()["ORDERS"]
     if delta <= 0:
         return INF, math.nan
     if not np.any(curve):
@@ -329,7 +350,7 @@ class Composition:
     def curve(self) -> np.ndarray:
         if self.known_curve is not None:
             return self.known_curve
-        total = np.zeros_like(ORDERS)
+        total = np.zeros_like(_grids()["ORDERS"])
         for event, count in self.events.items():
             if event.kind != "approx":
                 total = total + count * event_curve(event)
@@ -749,7 +770,7 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
         n_events = max(len(events.events), 1)
         counts = np.bincount(cols[keep] * n_events + event_ids[keep],
                              minlength=n_var * n_events).reshape(n_var, n_events)
-        curves = np.asarray([event_curve(e) for e in events.events]) if events.events else np.zeros((1, len(ORDERS)))
+        curves = np.asarray([event_curve(e) for e in events.events]) if events.events else np.zeros((1, len(_grids()["ORDERS"])))
         summed = counts @ curves
         touched = index.reads  # a single variable's column is touched exactly by the releases reading it
         unbounded = (cells[simple] == index.NONE).any(axis=0)
@@ -828,7 +849,7 @@ def state_from_composition(cap, comp: Composition, family_events: Mapping[str, l
         for key in keys:
             events[Event.from_key(key)] -= 1  # kept apart: a family's events change as members join
     return {
-        "v": STATE_VERSION, "cap": cap_key(cap), "orders": [float(a) for a in FILTER_ORDERS],
+        "v": STATE_VERSION, "cap": cap_key(cap), "orders": [float(a) for a in _grids()["FILTER_ORDERS"]],
         "events": {e.key: c for e, c in sorted(events.items(), key=lambda item: item[0].key) if c > 0},
         "families": dict(family_events or {}), "unbounded": comp.unbounded, "unknown": comp.unknown_times,
         "last_recorded": None if comp.last_recorded is None else _naive(comp.last_recorded).isoformat(),
@@ -944,10 +965,10 @@ def rdp_filter_epsilon(curve: np.ndarray, delta: float) -> float:
     the smallest (module docstring)."""
     if delta <= 0:
         return INF
-    sub = curve[_FILTER_INDEX]
+    sub = curve[_grids()["_FILTER_INDEX"]]
     if not np.any(sub):
         return 0.0
-    a = FILTER_ORDERS
+    a = _grids()["FILTER_ORDERS"]
     eps = sub + np.log1p(-1 / a) - (math.log(delta / len(a)) + np.log(a)) / (a - 1)
     return _up(max(float(eps.min()), 0.0))
 

@@ -32,12 +32,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-import numpy as np
-
 from .accounting import UNBOUNDED, ZERO, Spend, pure_spend
 from .engine import LedgerIndex, Objective, Option, alternatives_of, candidates, compose_units, family_options
+from .lazy import lazy_module
 from .numbers import INF, Number, float_down, float_up, format_number, is_infinite
 from .records import CHARGED_STATUSES, Cap, Family, Notion, Relation, Release
+
+np = lazy_module("numpy")  # imported on first use: recording never needs it (issue 13)
 
 WARN_AT = Fraction(4, 5)  # status "warn" at or above 80% of a cap
 DRIVERS_KEPT = 5

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 
 from .numbers import Number
+from .lazy import lazy_module
+
+np = lazy_module("numpy")  # imported on first use (issue 13)
 
 
 @dataclass(frozen=True)

@@ -15,28 +15,40 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from sqlmodel import Session
 
-from . import budget, choices, cli_json, cli_style, operations, people, store  # noqa: F401 (cli_style: help as people read it)
+from . import choices, cli_json, cli_style  # noqa: F401 (cli_style: help as people read it)
 from .accounting import DEFAULT_DELTA
 from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
 from .headline import headline
 from .headline import text_lines as headline_lines
 from .loader import LedgerSnapshot, build_caps, build_dataset, read_document
-from .numbers import NumberError, figure_fields, format_delta, format_number, to_fraction
+from .numbers import NumberError, figure_fields, format_delta, format_number, to_fraction, to_json
 from .records import CHARGED_STATUSES, Dataset
+from .lazy import lazy_callable, lazy_module
 from .views import release_json, subset_json, table_view, text_table
 
-HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # -h as well as --help, on every command
+# Imported on first use (issue 13): `--help` needs none of them, `record` not numpy.
+budget = lazy_module(f"{__package__}.budget")
+operations = lazy_module(f"{__package__}.operations")
+people = lazy_module(f"{__package__}.people")  # (issue 12) the ORM
+store = lazy_module(f"{__package__}.store")
+Session = lazy_callable("sqlmodel", "Session")
+DEFAULT_URL = "sqlite:///ledger.db"  # store.DEFAULT_URL, without importing the store
+
+# -h as well as --help, on every command; plain help (rich_markup_mode=None): rich's help
+# formatter costs more to import than a whole `check` is allowed (issue 13, section 2).
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0],
-                  context_settings=HELP_OPTIONS)
-dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.", context_settings=HELP_OPTIONS)
-audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.", context_settings=HELP_OPTIONS)
+                  context_settings=HELP_OPTIONS, rich_markup_mode=None)
+dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.", context_settings=HELP_OPTIONS,
+                          rich_markup_mode=None)
+audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.", context_settings=HELP_OPTIONS,
+                        rich_markup_mode=None)
 cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.",
-                      context_settings=HELP_OPTIONS)
+                      context_settings=HELP_OPTIONS, rich_markup_mode=None)
 role_app = typer.Typer(no_args_is_help=True, help="People's roles: admin, steward, approver, auditor.",
-                     context_settings=HELP_OPTIONS)
+                       context_settings=HELP_OPTIONS, rich_markup_mode=None)
 app.add_typer(dataset_app, name="dataset")
 app.add_typer(role_app, name="role")
 app.add_typer(audit_app, name="audit")
@@ -44,7 +56,7 @@ app.add_typer(cap_app, name="cap")
 
 
 class State:
-    url: str = store.DEFAULT_URL
+    url: str = DEFAULT_URL
 
 
 state = State()
@@ -176,6 +188,20 @@ def _read_light() -> LedgerSnapshot:
     """Datasets and families, without loading every release."""
     with Session(_engine()) as session:
         return store.write_context(session)
+
+
+def _indexed(dataset: str | None, titles: bool = False,
+             variables: list[str] | None = None) -> tuple[Dataset, LedgerIndex]:
+    """The chosen dataset and the index of its charged releases, from the accounting rows
+    (columns.py): no release is decoded but the few the exact path needs (issue 13)."""
+    from . import columns
+
+    with Session(_engine()) as session:
+        light = store.write_context(session)
+        chosen = _pick_dataset(light, dataset)
+        touching = None if variables is None else _resolve_variables(chosen, variables)
+        return chosen, columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
+                                         touching)
 
 
 def _read(dataset: str | None = None) -> LedgerSnapshot:
@@ -519,9 +545,15 @@ def _steps(engine) -> dict[str, list[dict]]:
     return found
 
 
+TABLE_CELL_LIMIT = 1_000_000  # release rows x variables printed as text; past it, the largest releases
+TABLE_LARGEST = 25
+
+
 @app.command()
 def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False,
-          accountant: AccountantOption = None, as_of: AsOfOption = None) -> None:
+          accountant: AccountantOption = None, as_of: AsOfOption = None,
+          all_rows: Annotated[bool, typer.Option("--all", help="Print every release row, however many.")] = False,
+          ) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
     from .accountant_views import table_accountants, table_totals_line
 
@@ -530,12 +562,24 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
 
     _check_accountant(accountant)
     with progress("computing the release-by-variable table"):
+        # the whole releases (issue 11's accountants read mechanisms and lifecycle times, issue 12's
+        # --as-of the lifecycle dates): the accounting rows (issue 13) carry neither
         snapshot = _as_of(_read(dataset), when)
         chosen = _pick_dataset(snapshot, dataset)
         chosen_delta = _delta(delta, chosen)
         index = _index(snapshot, chosen)
         risk = index.table(chosen.name, at_delta(chosen_delta))
-        view = table_view(risk, chosen_delta)
+        n_rel = len(index.releases)
+        small = as_json or all_rows or n_rel * max(len(index.variables), 1) <= TABLE_CELL_LIMIT
+        if small:
+            view = table_view(risk, chosen_delta)
+        else:
+            # a million rows is not a table anyone reads: the largest releases (by their whole-dataset
+            # cost) in recording order, and the total row over every release (issue 13)
+            from .columns import table_in_chunks
+
+            view = table_view(table_in_chunks(index, chosen.name, at_delta(chosen_delta), chosen_delta,
+                                              TABLE_LARGEST), chosen_delta)
         accounts = table_accountants(index, risk, chosen_delta, accountant, every=as_json)
         head = headline(index, chosen, chosen_delta, at_delta(chosen_delta), risk.total, risk.total_dataset_wide)
     if as_json:
@@ -548,6 +592,9 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
     typer.echo("")
     typer.echo(text_table(accounts.apply(view)))
     typer.echo("\n" + table_totals_line(accounts))
+    if not small:
+        typer.echo(f"\n{len(view.rows)} of {n_rel:,} release rows shown (the largest on the whole dataset); the "
+                   "total row is over every release. --all prints every row; `report --format csv` writes the table.")
 
 
 def _check_accountant(accountant: str | None) -> None:
@@ -615,16 +662,24 @@ def subset(
 @app.command()
 def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False) -> None:
     """The privacy loss on every pair of variables."""
-    snapshot = _read(dataset)
-    chosen = _pick_dataset(snapshot, dataset)
+    chosen, index = _indexed(dataset)
     chosen_delta = _delta(delta, chosen)
-    result = _index(snapshot, chosen).pairs(at_delta(chosen_delta))
+    result = pair_spends(index, at_delta(chosen_delta))
     if as_json:
         typer.echo(json.dumps([{"subset": list(pair), **figure_fields("epsilon", spend.epsilon(chosen_delta))}
                                for pair, spend in result.items()], indent=2, ensure_ascii=False))
         return
     for (a, b), spend in result.items():
         typer.echo(f"{{{a}, {b}}}\t{format_number(spend.epsilon(chosen_delta))}")
+
+
+def pair_spends(index: LedgerIndex, objective) -> dict[tuple[str, str], object]:
+    """The loss on every pair, in `LedgerIndex.pairs()` order, from one `pair_matrix`
+    (the report's array path: the same figures without a subset query per pair)."""
+    grid = index.pair_matrix(objective)
+    names = index.variables
+    return {(names[i], names[j]): grid.spend(i, j)
+            for i in range(len(names)) for j in range(i + 1, len(names))}
 
 
 @app.command()
@@ -656,12 +711,17 @@ def demo(
 @audit_app.command("verify")
 def audit_verify(
     as_json: JsonOption = False,
+    since_checkpoint: Annotated[bool, typer.Option(
+        "--since-checkpoint", help="Check only the events appended since the last verified head (and the "
+                                   "rows they name); a full verification when there is none yet.")] = False,
     checkpoint: Annotated[Optional[Path], typer.Option(help="A signed checkpoint (`audit checkpoint`): also "
                                                        "prove the ledger still holds its head.")] = None,
     public_key: Annotated[Optional[Path], typer.Option(help="The checkpoint signer's public key (PEM).")] = None,
 ) -> None:
     """Recompute the hash chain and compare every row with its audit event; with --checkpoint,
-    prove the chain still holds the signed head at its position (no truncation, no rewrite)."""
+    prove the chain still holds the signed head at its position (no truncation, no rewrite);
+    with --since-checkpoint, check only what was appended since the last verified head."""
+    from . import verified_head
     from .cli_stewardship import check_checkpoint, read_checkpoint
     from .progress import progress
 
@@ -669,9 +729,13 @@ def audit_verify(
         raise fail("command line", "--public-key" if checkpoint else "--checkpoint",
                    "--checkpoint and --public-key go together")
     head = read_checkpoint(checkpoint, public_key) if checkpoint is not None else None
-    with Session(_engine()) as session, progress("verifying the audit chain"):
-        result = store.verify(session)
+    engine = _engine()
+    with Session(engine) as session, progress("verifying the audit chain"):
+        mark = verified_head.read(session) if since_checkpoint else None
+        result = store.verify(session) if mark is None else verified_head.verify_since(session, mark)
         lost = check_checkpoint(session, head) if head is not None else None
+    if result.ok:
+        verified_head.remember(engine, result)  # the next --since-checkpoint starts here
     if as_json:
         typer.echo(cli_json.dumps({"ok": result.ok and lost is None, "events": result.events, "head": result.head,
                                    "problems": list(result.problems),
@@ -686,7 +750,8 @@ def audit_verify(
     if head is not None:
         typer.echo(f"checkpoint held: event {head.seq} has hash {head.hash} (signed {head.at or 'empty ledger'})")
     if result.ok:
-        typer.echo(f"audit chain intact: {result.events} events, head {result.head}")
+        scope = "" if mark is None else f" (events {mark[0] + 1}-{result.events} checked since the checkpoint)"
+        typer.echo(f"audit chain intact: {result.events} events, head {result.head}{scope}")
         return
     typer.echo(f"audit chain BROKEN: first bad event: {result.problems[0]}", err=True)
     for problem in result.problems[1:]:

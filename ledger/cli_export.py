@@ -11,10 +11,13 @@ import json
 from typing import Annotated, Optional
 
 import typer
-from sqlmodel import Session
 
-from . import choices, store
+from . import choices
 from .errors import fail
+from .lazy import lazy_callable, lazy_module
+
+store = lazy_module(f"{__package__}.store")  # the ORM, imported when the command runs (issue 13)
+Session = lazy_callable("sqlmodel", "Session")
 
 export_app = typer.Typer(no_args_is_help=True, help="Export the ledger for others: the DP Deployments Registry.",
                          context_settings={"help_option_names": ["-h", "--help"]})

@@ -34,11 +34,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from sqlalchemy import select
-from sqlmodel import Session
 
-from . import choices, store
+from . import choices
 from .errors import fail
+from .lazy import lazy_callable, lazy_module
 from .records import Dataset
 from .report import (
     AuditEvent,
@@ -52,6 +51,10 @@ from .report import (
     risk_frame,
 )
 from .views import report_environment
+
+store = lazy_module(f"{__package__}.store")  # the ORM, imported when a report is made (issue 13)
+select = lazy_callable("sqlalchemy", "select")
+Session = lazy_callable("sqlmodel", "Session")
 
 FORMATS = ("html", "md", "tex", "csv", "pdf")
 TEMPLATES = {"html": "report.html.j2", "pdf": "report.html.j2", "md": "report.md.j2", "tex": "report.tex.j2"}

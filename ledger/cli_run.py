@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from sqlmodel import Session
 
-from . import store
 from .errors import InputErrors, LedgerError, fail
+from .lazy import lazy_callable, lazy_module
 from .records import CHARGED_STATUSES, Status
+
+store = lazy_module(f"{__package__}.store")  # the ORM, imported when a command runs (issue 13)
+Session = lazy_callable("sqlmodel", "Session")
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -21,9 +21,14 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from sqlmodel import Session
+from . import amend
+from .lazy import lazy_callable, lazy_module
 
-from . import amend, budget, checkpoint, store
+# imported on first use, so `--help` imports neither the ORM nor numpy nor cryptography (issue 13)
+budget = lazy_module(f"{__package__}.budget")
+checkpoint = lazy_module(f"{__package__}.checkpoint")
+store = lazy_module(f"{__package__}.store")
+Session = lazy_callable("sqlmodel", "Session")
 from .codec import canonical_json
 from .errors import InputErrors, LedgerError, fail
 from .loader import build_caps, build_dataset, read_document

@@ -28,8 +28,6 @@ from fractions import Fraction
 from functools import lru_cache
 from itertools import combinations, product
 
-import numpy as np
-
 from .accounting import (
     DEFAULT_DELTA,
     UNBOUNDED,
@@ -43,6 +41,9 @@ from .accounting import (
 )
 from .numbers import float_up
 from .records import Family, Relation, Release
+from .lazy import lazy_module
+
+np = lazy_module("numpy")  # imported on first use: recording never needs it (issue 13)
 
 # --------------------------------------------------------------------------
 # Reference rules, release by release

@@ -21,12 +21,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-import numpy as np
-
 from .accounting import Spend
 from .engine import LedgerIndex, SpendGrid
+from .lazy import lazy_module
 from .numbers import Number, format_number, is_infinite
 from .records import Dataset
+
+np = lazy_module("numpy")  # imported on first use: `--help` never needs it (issue 13)
 
 PROTECTED_LABEL = "protected subset (every variable not classified public)"
 PUBLIC_LABEL = "public, released exactly"

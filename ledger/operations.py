@@ -13,14 +13,11 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Union
-
-from sqlalchemy import Engine
-from sqlmodel import Session
+from typing import TYPE_CHECKING, Any, Union
 
 from datetime import datetime
 
-from . import budget, cap_accounting, lineage, people, store
+from . import budget, lineage
 from .errors import InputErrors, LedgerError, fail
 from .lifecycle import ENFORCING, transition
 from .loader import (
@@ -34,8 +31,17 @@ from .loader import (
     load_releases,
     read_document,
 )
+from .lazy import lazy_callable, lazy_module
 from .numbers import format_number, is_infinite
 from .records import Cap, Dataset, Family, Release
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+store = lazy_module(f"{__package__}.store")  # the ORM, imported on first use (issue 13)
+cap_accounting = lazy_module(f"{__package__}.cap_accounting")  # (issue 11) the ORM and numpy, on first use
+people = lazy_module(f"{__package__}.people")  # (issue 12) the ORM, on first use
+Session = lazy_callable("sqlmodel", "Session")
 
 Builder = Callable[[LedgerSnapshot], tuple[list[Release], list[Family], list[LedgerError]]]
 

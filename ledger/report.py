@@ -40,7 +40,6 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-import numpy as np
 from markupsafe import Markup
 
 from .accounting import CONVERSION_NAME
@@ -54,6 +53,9 @@ from .records import CHARGED_STATUSES, Cap, Dataset, Family, Guarantee, Release,
 from .headline import Headline, headline
 from .chart_data import PairFigure, Pairs, Timeline  # noqa: F401 (defined there: charts.py reads them too)
 from .views import Basis, basis_for, bound_text
+from .lazy import lazy_module
+
+np = lazy_module("numpy")  # imported on first use: recording never needs it (issue 13)
 
 MATRIX_CELL_LIMIT = 20_000  # release rows x variables shown as Tan's matrix; past it, sparse rows
 BLOCK_VARIABLES = 10  # variables per column block of the risk table: fits a landscape page

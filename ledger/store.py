@@ -3,6 +3,8 @@
 SQLite file `./ledger.db` by default; any SQLAlchemy URL by `--db` or
 LEDGER_DATABASE_URL (PostgreSQL for teams: `postgresql+psycopg://...`).
 The engine never sees these rows: `snapshot()` turns them into frozen records.
+Per-release accounting rows (columns.py) are written beside every release row,
+in the same transaction, so read commands need not decode the releases.
 
 Invariants:
 - every change appends an `AuditEventRow` whose hash is SHA-256 over the
@@ -71,9 +73,15 @@ from .loader import LedgerSnapshot
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Release
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 4  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 5  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
+# 5: accounting rows (columns.py, issue 13)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
+# SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
+# power cut; NORMAL only through a crash (README, "Durability").
+SQLITE_SYNCHRONOUS = os.environ.get("LEDGER_SQLITE_SYNCHRONOUS", "FULL").upper()
+if SQLITE_SYNCHRONOUS not in ("FULL", "EXTRA", "NORMAL"):
+    raise RuntimeError(f"LEDGER_SQLITE_SYNCHRONOUS must be FULL, EXTRA or NORMAL, not {SQLITE_SYNCHRONOUS!r}")
 
 
 # --------------------------------------------------------------------------
@@ -194,6 +202,8 @@ class AuditEventRow(SQLModel, table=True):
     hash: str = Field(index=True)
 
 
+from . import columns  # noqa: E402  (its tables: accounting rows, issue 13)
+
 # Statements on the recording path, built once so SQLAlchemy's compiled cache serves them.
 _EVENTS = AuditEventRow.__table__
 _RELEASES = ReleaseRow.__table__
@@ -237,11 +247,11 @@ def make_engine(url: str) -> Engine:
         def _disable_pysqlite_transactions(dbapi_connection, _record):
             dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
             if url not in ("sqlite://", "sqlite:///:memory:"):
-                # Write-ahead log: readers never block the writer. synchronous=NORMAL keeps
-                # every commit atomic and consistent; after a power cut (not a crash) the
-                # last commits may be lost, never corrupted.
+                # Write-ahead log: readers never block the writer. synchronous=FULL syncs the
+                # log at every commit, so an acknowledged record survives a power cut, not only
+                # a crash (NORMAL may lose the last commits then): a book of record (issue 13).
                 dbapi_connection.execute("PRAGMA journal_mode=WAL")
-                dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+                dbapi_connection.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
             dbapi_connection.execute("PRAGMA foreign_keys=ON")
 
         @event.listens_for(engine, "begin")
@@ -255,7 +265,16 @@ def make_engine(url: str) -> Engine:
             connection.connection.dbapi_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    engine = create_engine(url, pool_pre_ping=True)
+    if engine.dialect.name == "postgresql":
+        @event.listens_for(engine, "connect")
+        def _durable_commits(dbapi_connection, _record):
+            # A commit returns once its WAL record is flushed to disk, whatever the server's
+            # default (an administrator may have turned synchronous_commit off): issue 13.
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute("SET synchronous_commit TO on")
+            dbapi_connection.commit()
+    return engine
 
 
 def ensure_schema(engine: Engine) -> None:
@@ -358,10 +377,16 @@ def _append_only(connection: Connection) -> None:
         connection.exec_driver_sql(statement)
 
 
+def _v5_accounting_rows(session: Session) -> None:
+    """Every release gains its accounting row (columns.py), built once from the release rows."""
+    columns.build_all(session)
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
     4: _v4_people,
+    5: _v5_accounting_rows,
 }
 
 
@@ -537,6 +562,19 @@ def add_releases(session: Session, releases: Sequence[Release], families: Sequen
         rows.append(_release_values(body, seq))  # a release's seq is that of its recording event
     if rows:
         _connection(session).execute(_INSERT_RELEASE, rows)
+        columns.insert_rows(_connection(session), [(row["seq"], r) for row, r in zip(rows, releases)],
+                            dataset_variables(session, {r.dataset for r in releases}))
+
+
+def dataset_variables(session: Session, names: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Each named dataset's variables, in order (the positions of the accounting bitsets)."""
+    known = configuration(session).datasets
+    found = {name: known[name].variable_names for name in names if name in known}
+    missing = [name for name in names if name not in found]
+    if missing:  # added in this transaction, after the configuration was read
+        _flush(session)
+        found.update({d.name: d.variable_names for d in _datasets(session, missing)})
+    return found
 
 
 def _release_values(body: dict, seq: int) -> dict:
@@ -730,16 +768,26 @@ def set_cap(session: Session, cap: Cap, actor: str) -> None:
     body = cap_to_dict(cap)
     session.merge(CapRow(**body))
     bump_config(session)
-    history = snapshot(session, cap.dataset)
-    save_totals(session, cap.dataset, {cap.name: total_from_history(cap, history.releases.values(),
-                                                                    history.families)})
+    # from the accounting rows of the releases that read the cap's subset (the others cost 0
+    # on it, Tan Prop 3.3), not by decoding the history (issue 13)
+    _flush(session)
+    families = {f.id: f for f in _families(session, cap.dataset)}
+    index = columns.index_for(session, dataset_variables(session, [cap.dataset])[cap.dataset], cap.dataset,
+                              families, touching=cap.subset)
+    save_totals(session, cap.dataset, {cap.name: total_from_index(cap, index)})
     if cap.delta is not None and cap.rho is None:  # the accountants' running state (issue 11)
         from .accountants import state_from_history
 
+        history = snapshot(session, cap.dataset)
         families = {f.id: f for f in history.families.values() if f.dataset == cap.dataset}
         save_accountant_states(session, cap.dataset, {cap.name: state_from_history(
             cap, [r for r in history.releases.values() if r.dataset == cap.dataset], families)})
     append_event(session, kind="cap.set", subject=f"{cap.dataset}/{cap.name}", actor=actor, payload={"cap": body})
+
+
+def _families(session: Session, dataset: str) -> list[Family]:
+    return [family_from_dict(_family_dict(row)) for row in session.exec(select(FamilyRow).where(
+        FamilyRow.dataset == dataset))]
 
 
 def amend_dataset(session: Session, dataset: Dataset, actor: str, kind: str, change: dict) -> None:
@@ -752,6 +800,7 @@ def amend_dataset(session: Session, dataset: Dataset, actor: str, kind: str, cha
     row.groups = body["groups"]
     session.add(row)
     rows = {r.name: r for r in session.exec(select(VariableRow).where(VariableRow.dataset == dataset.name))}
+    before = tuple(sorted(rows, key=lambda name: rows[name].position))
     for name in rows.keys() - set(dataset.variable_names):
         session.delete(rows[name])
     session.flush()
@@ -764,6 +813,9 @@ def amend_dataset(session: Session, dataset: Dataset, actor: str, kind: str, cha
         row.classification, row.description, row.position = variable.classification, variable.description, position
         row.categories = categories
         session.add(row)
+    if before != tuple(dataset.variable_names):  # the accounting bitsets are over variable positions (issue 13)
+        session.flush()
+        columns.rebuild_dataset(session, dataset.name, dataset.variable_names)
     append_event(session, kind=kind, subject=dataset.name, actor=actor, payload={"dataset": body, "change": change})
 
 
@@ -797,6 +849,7 @@ def set_status(session: Session, release: Release, actor: str, kind: str, decisi
     if decisions:
         payload["budget_decisions"] = list(decisions)
     append_event(session, kind=kind, subject=release.id, actor=actor, payload=payload)
+    columns.set_status(_connection(session), release.id, release.status)  # (issue 13)
 
 
 def accountant_states(session: Session, dataset: str, names: Iterable[str]) -> dict[str, dict]:
@@ -939,7 +992,10 @@ def verify(session: Session) -> Verification:
         if (person, role) not in expected_roles:
             problems.append(f"event ? (role {person}/{role}): a role row has no audit event")
     problems.sort(key=_event_number)
-    problems.extend(_check_totals(session, release_rows))
+    decoded = {rid: release_from_dict(body) for rid, body in release_rows.items()}  # once, for both
+    problems.extend(_check_totals(session, release_rows, list(decoded.values())))
+    problems.extend(_check_accounting(session, decoded, lambda rid: rid in expected_releases and canonical_json(
+        release_rows[rid]) == (expected_releases[rid][2] or canonical_json(expected_releases[rid][1]))))
     return Verification(ok=not problems, events=count, head=previous, problems=tuple(problems))
 
 
@@ -955,11 +1011,12 @@ def _normal(body: dict, read, write) -> dict:
         return body  # unreadable: compared as it is, and reported
 
 
-def _check_totals(session: Session, release_rows: Mapping[str, dict]) -> list[str]:
+def _check_totals(session: Session, release_rows: Mapping[str, dict],
+                  decoded: Sequence[Release] | None = None) -> list[str]:
     """Recompute every cap's running total from the releases and compare."""
     problems = []
     config = configuration(session)
-    releases = [release_from_dict(body) for body in release_rows.values()]
+    releases = decoded if decoded is not None else [release_from_dict(body) for body in release_rows.values()]
     for dataset, dataset_caps in config.caps.items():
         counted = [r for r in releases if r.dataset == dataset and r.status in CHARGED_STATUSES]
         families = {f.id: f for f in config.families.values() if f.dataset == dataset}
@@ -976,6 +1033,14 @@ def _check_totals(session: Session, release_rows: Mapping[str, dict]) -> list[st
                 problems.append(f"cap {dataset}/{cap.name}: the running total differs from the total recomputed "
                                 f"from the releases: {'; '.join(differences)}")
     return problems
+
+
+def _check_accounting(session: Session, releases: Mapping[str, Release], trusted=None) -> list[str]:
+    """Recompute every accounting row (columns.py) from its release and compare."""
+    seqs = dict(_connection(session).execute(select(_RELEASES.c.id, _RELEASES.c.seq)).all())
+    variables = {d.name: d.variable_names for d in configuration(session).datasets.values()}
+    return columns.check(session, ((seqs[rid], release) for rid, release in releases.items()), variables,
+                         trusted=trusted)
 
 
 def _compare(kind: str, expected: Mapping[str, tuple[int, dict | None, str | None]], actual: dict[str, dict],

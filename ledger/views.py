@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
 from functools import lru_cache
 from importlib import resources
-
-import jinja2
 
 from .accounting import CONVERSION_NAME
 from .engine import RiskTable, SubsetCost
@@ -30,6 +29,10 @@ from .numbers import (
     is_infinite,
     to_json,
 )
+from .lazy import lazy_module
+
+jinja2 = lazy_module("jinja2")  # imported when a template is rendered (issue 13)
+np = lazy_module("numpy")
 
 
 @dataclass(frozen=True)
@@ -97,10 +100,13 @@ class TableView:
         }
 
 
-def table_view(table: RiskTable, delta: Fraction) -> TableView:
+def table_view(table: RiskTable, delta: Fraction, rows: Sequence[int] | None = None) -> TableView:
+    """The view of a RiskTable; `rows` (indices into its releases) limits the release rows shown
+    (the total row is always over every release)."""
     spends = [*table.values, *table.total, table.total_dataset_wide]
-    used = {int(i) for i in table.cells.ravel()} | {int(i) for i in table.dataset_wide}
+    used = set(np.unique(table.cells).tolist()) | set(np.unique(table.dataset_wide).tolist())
     basis = basis_for([table.values[i] for i in used] + spends[len(table.values):], delta)
+    shown = range(len(table.releases)) if rows is None else rows
     value_epsilon = [v.epsilon(delta) for v in table.values]
     rows = tuple(
         TableRow(
@@ -110,7 +116,7 @@ def table_view(table: RiskTable, delta: Fraction) -> TableView:
             values=tuple(value_epsilon[i] for i in table.cells[r]),
             dataset_wide=value_epsilon[table.dataset_wide[r]],
         )
-        for r, release in enumerate(table.releases)
+        for r, release in ((r, table.releases[r]) for r in shown)
     )
     return TableView(
         dataset=table.dataset,

@@ -1,0 +1,162 @@
+"""Benchmark: durable recording against the disk's limit (issue 13, section 3).
+
+    .venv/bin/python benchmarks/bench_durability.py [--records 10000] [--postgres URL]
+
+For each backend (SQLite file; PostgreSQL when --postgres or LEDGER_TEST_POSTGRES_URL
+names a server), in the same run:
+
+(a) recording N releases one by one (one transaction each) against 20 caps
+    through `operations.record` (validation, the budget check, the audit chain,
+    running totals, accounting rows), with the ledger's default durability
+    (SQLite WAL + synchronous=FULL; PostgreSQL synchronous_commit=on);
+(b) the physical limit: a bare loop inserting one row of the same size and
+    committing, N times, with the same durability settings on the same backend;
+(c) the same N releases recorded from one file: one commit.
+
+Target: (a) within 1.5x of (b).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sqlite3
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_scale import dataset_document, release_entry  # noqa: E402
+
+from ledger import operations, store  # noqa: E402
+from ledger.loader import Document, build_caps, build_dataset, build_releases  # noqa: E402
+
+PAYLOAD = "x" * 700  # about one release event's canonical JSON
+
+
+def fresh_ledger(url: str) -> object:
+    engine = store.make_engine(url)
+    store.ensure_schema(engine)
+    document = Document("bench.dataset.json", dataset_document(random.Random(13)))
+    dataset, errors = build_dataset(document)
+    caps, errors = build_caps(document, dataset)
+    with store.write_session(engine) as session:
+        store.add_dataset(session, dataset, "bench")
+        for cap in caps:
+            store.set_cap(session, cap, "bench")
+    return engine
+
+
+def builder(entries):
+    def build(snapshot):
+        return build_releases(Document("bench.json", {"dataset": "bench", "releases": entries}), snapshot,
+                              recorded_by="bench", recorded_at=store.now())
+    return build
+
+
+def record_one_by_one(engine, n: int, prefix: str = "one") -> float:
+    rng = random.Random(5)
+    entries = [release_entry(rng, f"{prefix}{k:06d}") for k in range(n)]
+    start = time.perf_counter()
+    for entry in entries:
+        operations.record(engine, builder([entry]), "bench")
+    return time.perf_counter() - start
+
+
+def record_as_one_file(engine, n: int) -> float:
+    rng = random.Random(6)
+    entries = [release_entry(rng, f"file{k:06d}") for k in range(n)]
+    start = time.perf_counter()
+    operations.record(engine, builder(entries), "bench")
+    return time.perf_counter() - start
+
+
+def bare_sqlite(path: Path, n: int) -> float:
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute(f"PRAGMA synchronous={store.SQLITE_SYNCHRONOUS}")
+    connection.execute("CREATE TABLE t (seq INTEGER PRIMARY KEY, payload TEXT)")
+    start = time.perf_counter()
+    for k in range(n):
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute("INSERT INTO t VALUES (?, ?)", (k, PAYLOAD))
+        connection.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    connection.close()
+    return elapsed
+
+
+def bare_postgres(url: str, n: int) -> float:
+    import psycopg
+
+    dsn = url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn) as connection:
+        connection.execute("SET synchronous_commit TO on")
+        connection.execute("CREATE TABLE t (seq INTEGER PRIMARY KEY, payload TEXT)")
+        connection.commit()
+        start = time.perf_counter()
+        for k in range(n):
+            connection.execute("INSERT INTO t VALUES (%s, %s)", (k, PAYLOAD))
+            connection.commit()
+        return time.perf_counter() - start
+
+
+def postgres_database(base: str) -> tuple[str, callable]:
+    import psycopg
+
+    name = f"bench_{uuid.uuid4().hex[:10]}"
+    admin = base.replace("postgresql+psycopg://", "postgresql://").rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+
+    def drop():
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return base.rsplit("/", 1)[0] + "/" + name, drop
+
+
+def report(backend: str, n: int, one: float, bare: float, batch: float) -> None:
+    print(f"{backend}: {n:,} releases recorded one by one against 20 caps: {one:7.2f} s "
+          f"({one / n * 1000:.2f} ms each)")
+    print(f"{backend}: bare insert-and-commit loop, same durability:        {bare:7.2f} s "
+          f"({bare / n * 1000:.2f} ms each)   ratio {one / bare:.2f}x  [target <= 1.5x]")
+    print(f"{backend}: the same number from one file (one commit):           {batch:7.2f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--postgres", default=os.environ.get("LEDGER_TEST_POSTGRES_URL"))
+    parser.add_argument("--no-sqlite", action="store_true")
+    args = parser.parse_args()
+    n = args.records
+    if not args.no_sqlite:
+        with tempfile.TemporaryDirectory(dir=Path(__file__).resolve().parent) as directory:
+            engine = fresh_ledger(f"sqlite:///{directory}/ledger.db")
+            one = record_one_by_one(engine, n)
+            batch = record_as_one_file(engine, n)
+            bare = bare_sqlite(Path(directory) / "bare.db", n)
+            report(f"SQLite (synchronous={store.SQLITE_SYNCHRONOUS})", n, one, bare, batch)
+    if args.postgres:
+        url, drop = postgres_database(args.postgres)
+        bare_url, drop_bare = postgres_database(args.postgres)
+        try:
+            engine = fresh_ledger(url)
+            one = record_one_by_one(engine, n)
+            batch = record_as_one_file(engine, n)
+            engine.dispose()
+            bare = bare_postgres(bare_url, n)
+            report("PostgreSQL (synchronous_commit=on)", n, one, bare, batch)
+        finally:
+            drop()
+            drop_bare()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,284 @@
+"""Benchmark: every command on ledgers of 10k, 100k and 1M releases (issue 13, section 5).
+
+    .venv/bin/python benchmarks/bench_scale.py [--sizes 10000,100000,1000000] [--baseline REF]
+                                               [--only subset,table] [--build-only]
+
+Builds (once, cached under benchmarks/.cache/, git-ignored) SQLite ledgers of
+100 variables and 20 caps holding 10k, 100k and 1M releases, each made from
+the previous one by recording more: batches of 20,000 releases through the
+real recording path (`operations.record`: validation, the budget check against
+every cap, the audit chain, running totals), with documents built in code
+rather than parsed from YAML. Releases read 1 to 6 variables; pure epsilon
+(geometric, Laplace) and zCDP (Gaussian) mechanisms, every one published.
+
+Then runs each command as a fresh process (`privacy-ledger --db ...`) and
+prints its wall seconds and peak memory (the child's maximum resident set, by
+wait4), and, with --baseline REF (default: the branch's merge base with main),
+the same command on REF's code path (REF's `ledger` package extracted under
+the cache, run against a copy of the ledger stamped with REF's schema version)
+for the sizes up to --baseline-max (default 100,000: the old path needs about
+12 KB of memory per release).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+CACHE = ROOT / "benchmarks" / ".cache"
+PYTHON = sys.executable
+VARIABLES = [f"v{k:02d}" for k in range(100)]
+EPSILONS = ["0.001", "0.002", "0.0005"]
+BATCH = 20_000
+SUBSET = ["v03", "v17", "v42", "v58", "v91"]
+
+
+def dataset_document(rng: random.Random) -> dict:
+    caps = [{"subset": "all", "epsilon": 10**9, "delta": "1e-9"}]
+    for k in range(19):  # half in rho, half in epsilon at a delta; large enough never to refuse
+        cap = {"name": f"cap{k:02d}", "subset": rng.sample(VARIABLES, rng.randint(1, 4))}
+        cap.update({"rho": 10**9} if k % 2 else {"epsilon": 10**9, "delta": "1e-9"})
+        caps.append(cap)
+    return {"dataset": "bench", "variables": [{"name": v} for v in VARIABLES], "caps": caps}
+
+
+def release_entry(rng: random.Random, release_id: str) -> dict:
+    reads = rng.sample(VARIABLES, rng.randint(1, 6))
+    kind = rng.random()
+    if kind < 0.45:
+        mechanism = {"name": "geometric", "epsilon": rng.choice(EPSILONS)}
+    elif kind < 0.9:
+        mechanism = {"name": "laplace", "epsilon": rng.choice(EPSILONS)}
+    else:
+        mechanism = {"name": "gaussian", "sigma": 40, "sensitivity": 1}
+    return {"id": release_id, "title": f"Table {release_id}", "reads": reads, "mechanism": mechanism}
+
+
+def _record_batch(engine, entries: list[dict]) -> None:
+    from ledger import operations, store
+    from ledger.loader import Document, build_releases
+
+    def build(snapshot):
+        return build_releases(Document("bench.json", {"dataset": "bench", "releases": entries}), snapshot,
+                              recorded_by="bench", recorded_at=store.now())
+
+    operations.record(engine, build, "bench")
+
+
+def _count(path: Path) -> int:
+    with sqlite3.connect(path) as connection:
+        return connection.execute("SELECT count(*) FROM releases").fetchone()[0]
+
+
+def build(sizes: list[int]) -> dict[int, Path]:
+    """The cached ledger of each size, built from the next smaller one when missing."""
+    from ledger import store
+    from ledger.loader import Document, build_caps, build_dataset
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    previous: Path | None = None
+    for size in sorted(sizes):
+        path = CACHE / f"ledger-{size}.db"
+        paths[size] = path
+        if path.exists() and _count(path) >= size:
+            previous = path
+            continue
+        work = path.with_suffix(".building")
+        resume = work.exists()  # an interrupted build goes on from what it committed
+        url = f"sqlite:///{work}"
+        if previous is not None and not resume:
+            with sqlite3.connect(previous) as source, sqlite3.connect(work) as target:
+                source.backup(target)
+        engine = store.make_engine(url)
+        store.ensure_schema(engine)
+        if previous is None and not resume:
+            rng = random.Random(13)
+            document = Document("bench.dataset.json", dataset_document(rng))
+            dataset, errors = build_dataset(document)
+            assert not errors, errors
+            caps, errors = build_caps(document, dataset)
+            assert not errors, errors
+            with store.write_session(engine) as session:
+                store.add_dataset(session, dataset, "bench")
+                for cap in caps:
+                    store.set_cap(session, cap, "bench")
+        have = _count(work)
+        rng = random.Random(1000 + have)
+        start = time.perf_counter()
+        while have < size:
+            count = min(BATCH, size - have)
+            _record_batch(engine, [release_entry(rng, f"r{k:07d}") for k in range(have, have + count)])
+            have += count
+            rate = (have - (_count(previous) if previous else 0)) / (time.perf_counter() - start)
+            print(f"  building {size:,}: {have:,} releases ({rate:,.0f}/s)", file=sys.stderr, flush=True)
+        engine.dispose()
+        with sqlite3.connect(work) as connection:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        os.replace(work, path)
+        for suffix in ("-wal", "-shm"):
+            Path(f"{work}{suffix}").unlink(missing_ok=True)
+        previous = path
+    return paths
+
+
+# --------------------------------------------------------------------------
+# Running commands
+# --------------------------------------------------------------------------
+
+
+def run(argv: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, float, int]:
+    """(wall seconds, peak resident MB, exit code) of one fresh process."""
+    start = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
+    if process.returncode not in (0, 1):
+        print(f"    ! {' '.join(argv[-4:])}: exit {process.returncode}: {stderr.strip()[-300:]}", file=sys.stderr)
+    return wall, usage.ru_maxrss / 1024, process.returncode
+
+
+def plan_file(directory: Path, name: str) -> Path:
+    path = directory / f"{name}.yaml"
+    path.write_text("dataset: bench\nreleases:\n"
+                    f"  - {{id: {name}, reads: [v03, v17], mechanism: {{name: laplace, epsilon: 0.001}}}}\n")
+    return path
+
+
+def batch_file(directory: Path, name: str, count: int) -> Path:
+    rng = random.Random(name)
+    path = directory / f"{name}.yaml"
+    lines = ["dataset: bench", "releases:"]
+    for k in range(count):
+        entry = release_entry(rng, f"{name}-{k:04d}")
+        mechanism = ", ".join(f"{key}: {value}" for key, value in entry["mechanism"].items())
+        lines.append(f"  - {{id: {entry['id']}, reads: [{', '.join(entry['reads'])}], mechanism: {{{mechanism}}}}}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def set_checkpoint(path: Path) -> None:
+    """The head as the verified checkpoint, as the builder made it (see --help: the incremental
+    check is timed on the events appended after it)."""
+    with sqlite3.connect(path) as connection:
+        seq, digest = connection.execute("SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1").fetchone()
+        connection.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES ('verified_head', ?)",
+                           (f"{seq}:{digest}",))
+
+
+def commands(directory: Path, out: Path, label: str) -> dict[str, list[str]]:
+    stamp = f"{label}-{os.getpid()}-{time.time_ns()}"
+    return {
+        "first open (schema upgrade, if any)": ["cap", "list"],
+        "--help": ["--help"],
+        "check": ["check", str(plan_file(directory, f"plan-{stamp}"))],
+        "record": ["record", str(plan_file(directory, f"rec-{stamp}"))],
+        "subset": ["subset", *SUBSET],
+        "headroom": ["headroom", *SUBSET],
+        "table": ["table"],
+        "pairs": ["pairs"],
+        "audit verify": ["audit", "verify"],
+        "record a file of 1,000 releases (one commit)": ["record", str(batch_file(directory, f"batch-{stamp}", 1000))],
+        "audit verify --since-checkpoint (1,000 events)": ["audit", "verify", "--since-checkpoint"],
+        "report html": ["report", "--format", "html", "--out", str(out)],
+    }
+
+
+def baseline_package(ref: str) -> Path:
+    """REF's `ledger` package, extracted once under the cache."""
+    target = CACHE / f"baseline-{ref[:12]}"
+    if not (target / "ledger").exists():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "ledger", "reports", "schemas"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+        # the package's templates and schemas, where an installed copy finds them
+        shutil.copytree(target / "reports", target / "ledger" / "reports", dirs_exist_ok=True)
+        shutil.copytree(target / "schemas", target / "ledger" / "schemas", dirs_exist_ok=True)
+    return target
+
+
+def baseline_copy(path: Path, ref_root: Path) -> Path:
+    """A copy of the ledger as REF's code reads it (REF's schema version; tables it does not know dropped)."""
+    copy = path.with_name(path.stem + "-baseline.db")
+    if copy.exists() and _count(copy) >= _count(path) - 100:
+        return copy
+    with sqlite3.connect(path) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    text = (ref_root / "ledger" / "store.py").read_text()
+    version = int(text.split("SCHEMA_VERSION = ", 1)[1].split()[0])
+    with sqlite3.connect(copy) as connection:
+        connection.execute("UPDATE ledger_meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        known = {line.split('"')[1] for line in text.splitlines() if "__tablename__ =" in line}
+        for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            if name not in known:
+                connection.execute(f'DROP TABLE "{name}"')
+    return copy
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--baseline", default=None, help="git ref of the old code path (default: merge base with main)")
+    parser.add_argument("--baseline-max", type=int, default=100_000)
+    parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--only", default=None, help="comma-separated command names")
+    parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--light-above", type=int, default=100_000,
+                        help="above this size skip the full `audit verify` and the report (memory on a shared "
+                             "machine); the incremental verify is still timed")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    paths = build(sizes)
+    if args.build_only:
+        return
+    ref_root = None
+    if not args.no_baseline:
+        ref = args.baseline or subprocess.run(["git", "-C", str(ROOT), "merge-base", "HEAD", "main"],
+                                              check=True, capture_output=True, text=True).stdout.strip()
+        ref_root = baseline_package(ref)
+    only = set(args.only.split(",")) if args.only else None
+    work = CACHE / "runs"
+    work.mkdir(exist_ok=True)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="")
+    subprocess.run([PYTHON, "-m", "compileall", "-q", str(ROOT / "ledger")], check=False, capture_output=True)
+    print(f"{'size':>9}  {'command':<34} {'now: s':>8} {'MB':>7}   {'baseline: s':>11} {'MB':>7}")
+    for size in sorted(sizes):
+        path = paths[size]
+        new = commands(work, work / f"report-{size}.html", "new")
+        old = None
+        if ref_root is not None and size <= args.baseline_max:
+            old_path = baseline_copy(path, ref_root)
+            old = commands(work, work / f"report-{size}-old.html", "old")
+            old_env = dict(env, PYTHONPATH=str(ref_root))
+            subprocess.run([PYTHON, "-m", "compileall", "-q", str(ref_root / "ledger")], capture_output=True)
+        for name, argv in new.items():
+            if only and name not in only:
+                continue
+            if size > args.light_above and name in ("audit verify", "report html"):
+                continue
+            if name.startswith("record a file"):
+                set_checkpoint(path)  # the incremental verify below checks what this appends
+            wall, mb, code = run([PYTHON, "-m", "ledger", "--db", f"sqlite:///{path}", *argv], env=env, cwd=work)
+            line = f"{size:>9,}  {name:<34} {wall:8.2f} {mb:7.0f}"
+            if old is not None and name in old and not name.startswith(("audit verify --since", "first open",
+                                                                         "record a file")):
+                o_wall, o_mb, o_code = run([PYTHON, "-m", "ledger", "--db", f"sqlite:///{old_path}", *old[name]],
+                                           env=old_env, cwd=work)
+                line += f"   {o_wall:11.2f} {o_mb:7.0f}"
+            print(line + ("" if code == 0 else f"   (exit {code})"), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,574 @@
+"""Accounting rows: what the read commands need of each release, readable without
+decoding the release (issue 13, section 1).
+
+A release row holds everything a steward recorded (JSON columns, the output, the
+lifecycle); `subset`, `table` and `pairs` need only, per charged release, what it
+reads and what its guarantees protect at which value. This module keeps that in
+two tables, written in the same transaction as every record and status change:
+
+- `guarantee_values`: each distinct guarantee value (notion, exact epsilon /
+  delta / rho as fraction text, relation) once, with a small integer id;
+- `release_accounting`: one row per release, keyed by its seq: id, dataset,
+  status, family, title, the variables it reads as a bitset over the dataset's
+  variable positions, its first guarantee as (value id, protects bitset) and any
+  further guarantees as compact text ("id:hex;id:hex").
+
+`index_for` turns the rows of one dataset into the engine's `LedgerIndex`
+without building a `Release` per row (bitsets are unpacked by numpy); the few
+releases the exact path needs whole (family members, releases whose guarantees
+leave a choice) are read from the release rows. Values stay exact: a value id
+names exact fractions.
+
+Invariants:
+- every release row has exactly one accounting row, equal to `rows_for(release)`;
+  `audit verify` recomputes them from the release rows and reports any difference;
+- a guarantee value id, once given, never changes meaning (the table is append-only);
+- a ledger made before these tables existed gets them built once, in place, by the
+  schema 5 migration (an audit event, like every migration).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+from sqlalchemy import Column, Integer, LargeBinary, Text, bindparam, insert, select, update
+from sqlmodel import Field, Session, SQLModel
+
+from .codec import canonical_json
+from .lazy import lazy_module
+from .records import CHARGED_STATUSES, Family, Guarantee, Notion, Relation, Release, Status
+
+np = lazy_module("numpy")
+
+
+class GuaranteeValueRow(SQLModel, table=True):
+    """A distinct guarantee value, by id (append-only)."""
+
+    __tablename__ = "guarantee_values"
+    id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    body: str = Field(sa_column=Column(Text, nullable=False, unique=True))  # canonical JSON
+
+
+class AccountingRow(SQLModel, table=True):
+    """What the accounting needs of one release (see the module docstring)."""
+
+    __tablename__ = "release_accounting"
+    seq: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    release: str = Field(index=True, unique=True)
+    dataset: str = Field(index=True)
+    status: str
+    family: str | None = None
+    title: str = ""
+    reads: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    value: int | None = None  # the first guarantee's value id (None: no guarantee)
+    protects: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
+    more: str | None = None  # further guarantees, "id:hex;id:hex" (hex: the protects bitset)
+
+
+class AccountingReadRow(SQLModel, table=True):
+    """One variable one release reads (an inverted index of the reads bitsets): a subset
+    query fetches only the releases that read some variable of the subset, since the
+    others cost 0 on it (Tan Prop 3.3), alone or in a family (DESIGN 2.6)."""
+
+    __tablename__ = "release_reads"
+    dataset: str = Field(primary_key=True)
+    position: int = Field(primary_key=True)
+    seq: int = Field(primary_key=True)
+
+
+_READS = AccountingReadRow.__table__
+_VALUES = GuaranteeValueRow.__table__
+_ROWS = AccountingRow.__table__
+_VALUE_BY_BODY = select(_VALUES.c.id).where(_VALUES.c.body == bindparam("body"))
+_SET_STATUS = update(_ROWS).where(_ROWS.c.release == bindparam("r")).values(status=bindparam("s"))
+
+
+# --------------------------------------------------------------------------
+# Encoding
+# --------------------------------------------------------------------------
+
+
+def bitset(names: Iterable[str], position: Mapping[str, int], width: int) -> bytes:
+    """The names' positions as a little-endian bitset of `width` variables (unknown names ignored)."""
+    mask = 0
+    for name in names:
+        k = position.get(name)
+        if k is not None:
+            mask |= 1 << k
+    return mask.to_bytes((width + 7) // 8 or 1, "little")
+
+
+def value_body(guarantee: Guarantee) -> str:
+    """A guarantee's value (everything but what it protects), as canonical JSON."""
+    return _value_body(guarantee.notion, guarantee.epsilon, guarantee.delta, guarantee.rho, guarantee.relation)
+
+
+@lru_cache(maxsize=4096)  # a ledger repeats a few values over and over
+def _value_body(notion: Notion, epsilon: Fraction | None, delta: Fraction | None, rho: Fraction | None,
+                relation: Relation) -> str:
+    def exact(x: Fraction | None):
+        return None if x is None else f"{x.numerator}/{x.denominator}"
+
+    return canonical_json({"notion": notion.value, "epsilon": exact(epsilon), "delta": exact(delta),
+                           "rho": exact(rho), "relation": relation.value})
+
+
+def guarantee_of(body: str) -> Guarantee:
+    """The guarantee a value body describes (protecting nothing: only its value counts here)."""
+    data = json.loads(body)
+
+    def exact(text: str | None) -> Fraction | None:
+        return None if text is None else Fraction(text)
+
+    return Guarantee(protects=frozenset(), notion=Notion(data["notion"]), epsilon=exact(data["epsilon"]),
+                     delta=exact(data["delta"]), rho=exact(data["rho"]), relation=Relation(data["relation"]))
+
+
+@dataclass(frozen=True)
+class Expected:
+    """An accounting row as recomputed from its release: value bodies, not ids."""
+
+    release: str
+    dataset: str
+    status: str
+    family: str | None
+    title: str
+    reads: bytes
+    guarantees: tuple[tuple[str, bytes], ...]  # (value body, protects bitset), in the release's order
+
+
+def expected_row(release: Release, variables: Sequence[str]) -> Expected:
+    position = {name: k for k, name in enumerate(variables)}
+    width = len(variables)
+    return Expected(release=release.id, dataset=release.dataset, status=release.status.value, family=release.family,
+                    title=release.title, reads=bitset(release.reads, position, width),
+                    guarantees=tuple((value_body(g), bitset(g.protects, position, width)) for g in release.guarantees))
+
+
+# --------------------------------------------------------------------------
+# Writing (inside store.write_session)
+# --------------------------------------------------------------------------
+
+
+def _value_ids(connection, bodies: Iterable[str], known: dict[str, int]) -> dict[str, int]:
+    """Ids of these value bodies, new ones inserted (under the ledger's write lock)."""
+    for body in bodies:
+        if body in known:
+            continue
+        found = connection.execute(_VALUE_BY_BODY, {"body": body}).scalar()
+        if found is None:
+            top = connection.execute(select(_VALUES.c.id).order_by(_VALUES.c.id.desc()).limit(1)).scalar()
+            found = 0 if top is None else top + 1
+            connection.execute(insert(_VALUES), {"id": found, "body": body})
+        known[body] = found
+    return known
+
+
+def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
+                known: dict[str, int] | None = None) -> None:
+    """Accounting rows for (seq, release) pairs; `variables` gives each dataset's variables in order."""
+    if not releases:
+        return
+    known = {} if known is None else known
+    expected = [(seq, expected_row(release, variables[release.dataset])) for seq, release in releases]
+    _value_ids(connection, {body for _, row in expected for body, _ in row.guarantees}, known)
+    values = []
+    for seq, row in expected:
+        first = row.guarantees[0] if row.guarantees else None
+        more = ";".join(f"{known[body]}:{bits.hex()}" for body, bits in row.guarantees[1:]) or None
+        values.append({"seq": seq, "release": row.release, "dataset": row.dataset, "status": row.status,
+                       "family": row.family, "title": row.title, "reads": row.reads,
+                       "value": None if first is None else known[first[0]],
+                       "protects": None if first is None else first[1], "more": more})
+    connection.execute(insert(_ROWS), values)
+    connection.execute(insert(_READS), [
+        {"dataset": row.dataset, "position": k, "seq": seq}
+        for seq, row in expected for k in _positions(row.reads)] or [])
+
+
+def _positions(bits: bytes) -> list[int]:
+    mask = int.from_bytes(bits, "little")
+    return [k for k in range(mask.bit_length()) if mask >> k & 1]
+
+
+def set_status(connection, release_id: str, status: Status) -> None:
+    connection.execute(_SET_STATUS, {"r": release_id, "s": status.value})
+
+
+def build_all(session: Session, batch: int = 20_000) -> int:
+    """Accounting rows for every release that has none (the schema 5 migration); returns how many."""
+    from . import store
+    from .codec import release_from_dict
+
+    connection = session.connection()
+    variables = {name: d.variable_names for name, d in store.configuration(session).datasets.items()}
+    have = select(_ROWS.c.seq)
+    query = (select(store.ReleaseRow.__table__).where(store.ReleaseRow.__table__.c.seq.not_in(have))
+             .order_by(store.ReleaseRow.__table__.c.seq))
+    known: dict[str, int] = {}
+    count = 0
+    pending: list[tuple[int, Release]] = []
+    for row in connection.execute(query.execution_options(yield_per=batch)):  # streamed, not held
+        pending.append((row.seq, release_from_dict(store.release_row_dict(row))))
+        if len(pending) >= batch:
+            insert_rows(connection, pending, variables, known)
+            count += len(pending)
+            pending = []
+    insert_rows(connection, pending, variables, known)
+    return count + len(pending)
+
+
+def rebuild_dataset(session: Session, dataset: str, variables: Sequence[str]) -> int:
+    """The accounting rows of one dataset's releases, rebuilt for its variables as they now
+    are (an amended dataset, issue 12b: its bitsets are over variable positions, which a
+    variable added or removed changes). Only these derived tables change: the release rows
+    and the audit chain are untouched. Returns how many rows."""
+    from . import store
+    from .codec import release_from_dict
+
+    connection = session.connection()
+    connection.execute(_READS.delete().where(_READS.c.dataset == dataset))
+    connection.execute(_ROWS.delete().where(_ROWS.c.dataset == dataset))
+    table = store.ReleaseRow.__table__
+    pending = [(row.seq, release_from_dict(store.release_row_dict(row)))
+               for row in connection.execute(select(table).where(table.c.dataset == dataset).order_by(table.c.seq))]
+    insert_rows(connection, pending, {dataset: tuple(variables)})
+    return len(pending)
+
+
+# --------------------------------------------------------------------------
+# Reading: rows -> LedgerIndex
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseHead:
+    """What a table row shows of a release (its id, title and status), without the release."""
+
+    id: str
+    title: str
+    status: Status
+
+
+class _Releases(Sequence):
+    """The index's releases: heads, and the whole release where the exact path needs it.
+    Titles (only a table shows them) are read, all at once, when one is first asked for."""
+
+    def __init__(self, ids: list[str], statuses: list[str], whole: Mapping[int, Release], titles):
+        self.ids, self.statuses, self.whole, self._titles = ids, statuses, whole, titles
+        self.titles: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        found = self.whole.get(i)
+        if found is not None:
+            return found
+        if self.titles is None:
+            self.titles = self._titles()
+        return ReleaseHead(self.ids[i], self.titles[i], Status(self.statuses[i]))
+
+
+def _raw_rows(connection, statement) -> list[tuple]:
+    """A SELECT's rows as the driver returns them (plain tuples): on a million rows, building
+    SQLAlchemy Row objects costs more than the query."""
+    return list(_raw_iter(connection, statement))
+
+
+def _raw_iter(connection, statement, batch: int = 10_000):
+    """The same, streamed a batch at a time."""
+    compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
+    params = compiled.construct_params()
+    args = tuple(params[name] for name in compiled.positiontup) if compiled.positional else params
+    cursor = connection.connection.dbapi_connection.cursor()
+    try:
+        cursor.execute(str(compiled), args)
+        while rows := cursor.fetchmany(batch):
+            yield from rows
+    finally:
+        cursor.close()
+
+
+def _unpack(blobs: list[bytes], width: int):
+    """Bitsets (possibly shorter than `width`: written before a variable was added) -> bool matrix."""
+    size = (width + 7) // 8 or 1
+    joined = b"".join(blobs)
+    if len(joined) != size * len(blobs):  # some bitset of another width: pad or cut each
+        joined = b"".join(bytes(blob).ljust(size, b"\0")[:size] for blob in blobs)
+    packed = np.frombuffer(joined, dtype=np.uint8).reshape(len(blobs), size)
+    return np.unpackbits(packed, axis=1, count=width, bitorder="little").astype(bool)
+
+
+def index_for(session: Session, variables: Sequence[str], dataset: str, families: Mapping[str, Family],
+              titles: bool = False, touching: Iterable[str] | None = None):
+    """The `LedgerIndex` of a dataset's charged releases, from the accounting rows: equal to
+    `LedgerIndex(variables, releases, families)` over the same releases in recording order.
+    Release titles (a table shows them) are read now when `titles`, else when first asked
+    for, while the session is open. With `touching` (a subset), only the releases that read
+    some variable of it: the index then answers `subset_cost` on that subset (or a part of
+    it) exactly, every other release costing 0 there (Tan Prop 3.3; a family of members that
+    read nothing of it costs 0, DESIGN 2.6)."""
+    from . import store
+    from .accounting import UNBOUNDED, ZERO, Spend, guarantee_spend
+    from .codec import release_from_dict
+    from .engine import LedgerIndex, _ExactComponents, _is_chain
+
+    connection = session.connection()
+    charged = sorted(s.value for s in CHARGED_STATUSES)
+    chosen = (_ROWS.c.dataset == dataset, _ROWS.c.status.in_(charged))
+    if touching is not None:
+        wanted = sorted({k for k, name in enumerate(variables) if name in set(touching)})
+        chosen += (_ROWS.c.seq.in_(select(_READS.c.seq).where(_READS.c.dataset == dataset,
+                                                               _READS.c.position.in_(wanted))),)
+    rows = _raw_rows(connection, select(
+        _ROWS.c.release, _ROWS.c.status, _ROWS.c.family, _ROWS.c.seq, _ROWS.c.reads, _ROWS.c.value,
+        _ROWS.c.protects, _ROWS.c.more).where(*chosen).order_by(_ROWS.c.seq))
+    bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
+    n_rel, n_var = len(rows), len(variables)
+    ids = [r[0] for r in rows]
+    families = {fid: f for fid, f in families.items() if f.dataset == dataset}
+
+    index = LedgerIndex.__new__(LedgerIndex)
+    index.variables = tuple(variables)
+    index.column = {name: j for j, name in enumerate(index.variables)}
+    index.families = dict(families)
+    index.reads = _unpack([r[4] for r in rows], n_var) if n_rel else np.zeros((0, n_var), dtype=bool)
+
+    # guarantees: the first of each release over arrays, further ones (rare) one by one
+    first = np.asarray([-1 if r[5] is None else r[5] for r in rows], dtype=np.int64)
+    with_first = np.flatnonzero(first >= 0)
+    g_release = [with_first]
+    g_order = [np.zeros(len(with_first), dtype=np.int64)]
+    g_raw = [first[with_first]]
+    g_protects = [_unpack([rows[i][6] for i in with_first], n_var) if len(with_first)
+                  else np.zeros((0, n_var), dtype=bool)]
+    extra_release, extra_order, extra_raw, extra_bits = [], [], [], []
+    several = []
+    for i, row in enumerate(rows):
+        if row[7]:
+            several.append(i)
+            for k, part in enumerate(row[7].split(";"), start=1):
+                value, bits = part.split(":")
+                extra_release.append(i)
+                extra_order.append(k)
+                extra_raw.append(int(value))
+                extra_bits.append(bytes.fromhex(bits))
+    if extra_release:
+        g_release.append(np.asarray(extra_release, dtype=np.int64))
+        g_order.append(np.asarray(extra_order, dtype=np.int64))
+        g_raw.append(np.asarray(extra_raw, dtype=np.int64))
+        g_protects.append(_unpack(extra_bits, n_var))
+    g_release_all = np.concatenate(g_release)
+    order = np.lexsort((np.concatenate(g_order), g_release_all))
+    index.g_release = g_release_all[order]
+    raw = np.concatenate(g_raw)[order]
+    index.g_protects = np.concatenate(g_protects)[order]
+
+    # distinct values in rank order, as LedgerIndex.__init__ numbers them
+    spend_of_raw = {int(v): guarantee_spend(guarantee_of(bodies[int(v)]), Relation.REPLACE) for v in np.unique(raw)}
+    distinct = sorted(set(spend_of_raw.values()), key=Spend.rank)
+    value_id = {spend: k for k, spend in enumerate(distinct)}
+    index.NONE = len(distinct)
+    index.ZERO_ID = len(distinct) + 1
+    index.values = tuple(distinct) + (UNBOUNDED, ZERO)
+    index.value_is_zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
+    remap = np.zeros(max(spend_of_raw, default=0) + 1, dtype=np.int64)
+    for v, spend in spend_of_raw.items():
+        remap[v] = value_id[spend]
+    index.g_value = remap[raw] if len(raw) else np.zeros(0, dtype=np.int64)
+    index.release_ids = np.asarray(ids, dtype=object)
+
+    # family members and releases whose guarantees leave a choice: the exact path needs them whole
+    index.members = {}
+    for i, row in enumerate(rows):
+        if row[2] is not None and row[2] in families:
+            index.members.setdefault(row[2], []).append(i)
+    ambiguous = [i for i in several if not _is_chain(
+        [spend_of_raw[int(v)] for v in raw[index.g_release == i]])]
+    needed = sorted({i for rows_ in index.members.values() for i in rows_} | set(several))
+    whole: dict[int, Release] = {}
+    release_table = store.ReleaseRow.__table__
+    for start in range(0, len(needed), 500):
+        chunk = {ids[i]: i for i in needed[start:start + 500]}
+        for row in connection.execute(select(release_table).where(release_table.c.id.in_(list(chunk)))):
+            whole[chunk[row.id]] = release_from_dict(store.release_row_dict(row))
+    index.releases = _Releases(ids, [r[1] for r in rows], whole, lambda: [title for (title,) in _raw_rows(
+        connection, select(_ROWS.c.title).where(*chosen).order_by(_ROWS.c.seq))])
+    if titles:
+        index.releases.titles = index.releases._titles()
+
+    index.has_guarantee = np.zeros(n_rel, dtype=bool)
+    index.has_guarantee[index.g_release] = True
+    if len(index.g_release):
+        index.g_start = np.flatnonzero(np.r_[True, index.g_release[1:] != index.g_release[:-1]])
+    else:
+        index.g_start = np.zeros(0, dtype=np.int64)
+    index.simple = np.ones(n_rel, dtype=bool)
+    for rows_ in index.members.values():
+        index.simple[rows_] = False
+    index.ambiguous = [i for i in ambiguous if index.simple[i]]
+    index.simple[index.ambiguous] = False
+    index._components = _ExactComponents(index.values, n_rel)
+    # families whose members' guarantees are not all comparable: the worst member as a whole,
+    # through the exact path (issue 9, as LedgerIndex.__init__ sets it)
+    index.mixed_families = set()
+    counts, first = index._guarantee_spans()
+    for fid, rows_ in index.members.items():
+        member_values = {int(v) for r in rows_ for v in index.g_value[first[r]:first[r] + counts[r]]}
+        if len(member_values) > 1 and not _is_chain([index.values[v] for v in member_values]):
+            index.mixed_families.add(fid)
+    return index
+
+
+# --------------------------------------------------------------------------
+# Verification
+# --------------------------------------------------------------------------
+
+
+def _check_reads(connection, stored: Mapping[int, Expected], some: bool) -> list[str]:
+    """The inverted index equal to the stored reads bitsets (streamed in seq order)."""
+    query = select(_READS.c.seq, _READS.c.position).order_by(_READS.c.seq, _READS.c.position)
+    if some:
+        query = query.where(_READS.c.seq.in_(sorted(stored)))
+    problems: list[str] = []
+    indexed: dict[int, list[int]] = {}
+
+    def compare(seq: int, positions: list[int]) -> None:
+        row = stored.get(seq)
+        if row is None:
+            problems.append(f"event {seq} (release ?): release_reads rows name no accounting row")
+        elif _positions(row.reads) != positions:
+            problems.append(f"event {seq} (release {row.release}): the release_reads rows differ from its reads")
+
+    current, positions = None, []
+    for seq, position in _raw_iter(connection, query):
+        if seq != current:
+            if current is not None:
+                compare(current, positions)
+                indexed[current] = []
+            current, positions = seq, []
+        positions.append(position)
+    if current is not None:
+        compare(current, positions)
+        indexed[current] = []
+    for seq, row in stored.items():
+        if seq not in indexed and _positions(row.reads):
+            problems.append(f"event {seq} (release {row.release}): its release_reads rows are missing")
+    return problems
+
+
+def check(session: Session, releases: Iterable[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
+          limit: int = 20, only: set[str] | None = None, trusted=None) -> list[str]:
+    """Every accounting row equal to the one recomputed from its release (and no row without
+    a release); at most `limit` differences are named. `only`: just these releases' rows.
+    `trusted(release id)`: whether the release row is the state its audit event recorded; a
+    difference beside a release row changed behind the ledger's back is that change, already
+    reported, and is not named again."""
+    connection = session.connection()
+    bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
+    stored = {}
+    fields = select(_ROWS.c.seq, _ROWS.c.release, _ROWS.c.dataset, _ROWS.c.status, _ROWS.c.family, _ROWS.c.title,
+                    _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects, _ROWS.c.more)
+    if only is None:
+        stored_rows = _raw_iter(connection, fields)
+    else:
+        names = sorted(only)
+        stored_rows = [row for at in range(0, len(names), 500)
+                       for row in _raw_rows(connection, fields.where(_ROWS.c.release.in_(names[at:at + 500])))]
+    for seq, release, dataset, status, family, title, reads, value, protects, more in stored_rows:
+        guarantees = []
+        if value is not None:
+            guarantees.append((bodies.get(value, f"missing value {value}"), bytes(protects)))
+        for part in more.split(";") if more else ():
+            value_id, bits = part.split(":")
+            guarantees.append((bodies.get(int(value_id), f"missing value {value_id}"), bytes.fromhex(bits)))
+        stored[seq] = Expected(release, dataset, status, family, title, bytes(reads), tuple(guarantees))
+    problems = _check_reads(connection, stored, only is not None)
+    seen = set()
+    for seq, release in releases:
+        seen.add(seq)
+        expected = expected_row(release, variables.get(release.dataset, ()))
+        found = stored.get(seq)
+        if found is None:
+            problems.append(f"event {seq} (release {release.id}): its accounting row is missing")
+        elif found != expected and (trusted is None or trusted(release.id)):
+            fields = [name for name in Expected.__dataclass_fields__ if getattr(found, name) != getattr(expected, name)]
+            problems.append(f"event {seq} (release {release.id}): the accounting row differs from the release "
+                            f"(fields: {', '.join(fields)})")
+        if len(problems) >= limit:
+            return problems
+    for seq in sorted(stored.keys() - seen)[:limit]:
+        problems.append(f"event {seq} (release {stored[seq].release}): an accounting row has no release")
+    return problems
+
+
+# --------------------------------------------------------------------------
+# Table 1 in bounded memory
+# --------------------------------------------------------------------------
+
+
+def table_in_chunks(index, dataset: str, objective, delta: Fraction, shown: int, chunk: int = 65_536):
+    """`index.table()` with the release rows limited to the `shown` largest on the whole
+    dataset (in recording order), computed `chunk` releases at a time, so memory does not
+    grow with the history: the total row is summed exactly chunk by chunk (integer
+    numerators over each component's common denominator, as `_ExactComponents` does), then
+    families and releases with a choice are composed in through the exact path (`_others`).
+    Equal, on the rows it keeps, to `index.table()` (tests/test_scale.py)."""
+    from .accounting import UNBOUNDED, Spend
+    from .engine import RiskTable
+
+    n_rel, n_var = len(index.releases), len(index.variables)
+    components = index._components
+    sums = {field: [0] * n_var for field, _, _ in components.components}
+    unbounded = np.zeros(n_var, dtype=bool)
+    wide_float = np.asarray([np.inf if v.unbounded else float(v.epsilon(delta)) for v in index.values])
+    dataset_wide = np.empty(n_rel, dtype=np.int64)
+    g_bounds = np.searchsorted(index.g_release, np.arange(0, n_rel + chunk, chunk).clip(max=n_rel))
+    for k, start in enumerate(range(0, n_rel, chunk)):
+        stop = min(start + chunk, n_rel)
+        part = _rows_view(index, start, stop, g_bounds[k], g_bounds[k + 1])
+        cells = part._single_cells()
+        dataset_wide[start:stop] = part.cost_ids(range(n_var))
+        simple = cells[index.simple[start:stop]]
+        unbounded |= (simple == components.unbounded_id).any(axis=0)
+        for field, _, numerators in components.components:
+            column = numerators[simple].sum(axis=0)
+            sums[field] = [a + int(b) for a, b in zip(sums[field], column)]
+    totals = [UNBOUNDED if unbounded[j] else Spend(**{field: Fraction(sums[field][j], denominator)
+                                                      for field, denominator, _ in components.components})
+              for j in range(n_var)]
+    if index.members or index.ambiguous:
+        totals = [index._others(frozenset({name}), total, objective) for total, name in zip(totals, index.variables)]
+    total_wide = index._others(frozenset(index.variables), index.exact_total(dataset_wide[index.simple]), objective)
+    rows = np.sort(np.argsort(-wide_float[dataset_wide], kind="stable")[:shown])
+    cells = np.concatenate([_rows_view(index, int(r), int(r) + 1,
+                                       *np.searchsorted(index.g_release, [r, r + 1]))._single_cells()
+                            for r in rows]) if len(rows) else np.zeros((0, n_var), dtype=np.int64)
+    return RiskTable(dataset=dataset, variables=index.variables, releases=tuple(index.releases[int(r)] for r in rows),
+                     values=index.values, cells=cells, dataset_wide=dataset_wide[rows], total=tuple(totals),
+                     total_dataset_wide=total_wide)
+
+
+def _rows_view(index, start: int, stop: int, g_start: int, g_stop: int):
+    """The index restricted to releases start..stop (and their guarantees), sharing its values."""
+    from .engine import LedgerIndex
+
+    part = LedgerIndex.__new__(LedgerIndex)
+    part.variables, part.column, part.values, part.NONE, part.ZERO_ID = (
+        index.variables, index.column, index.values, index.NONE, index.ZERO_ID)
+    part.releases = range(stop - start)  # only its length is used
+    part.reads = index.reads[start:stop]
+    part.g_release = index.g_release[g_start:g_stop] - start
+    part.g_value = index.g_value[g_start:g_stop]
+    part.g_protects = index.g_protects[g_start:g_stop]
+    part.has_guarantee = index.has_guarantee[start:stop]
+    part.g_start = (np.flatnonzero(np.r_[True, part.g_release[1:] != part.g_release[:-1]]) if len(part.g_release)
+                    else np.zeros(0, dtype=np.int64))
+    return part

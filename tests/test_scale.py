@@ -1,0 +1,273 @@
+"""Issue 13: accounting rows, the commands that read them, start-up imports.
+
+The figures the CLI prints from the accounting rows are checked against the
+reference rules written out release by release (`engine.ledger_cost`, DESIGN
+2.3-2.6) over releases built independently of the store.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from fractions import Fraction
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session
+
+from ledger import columns, store
+from ledger.engine import LedgerIndex, at_delta, ledger_cost
+from ledger.loader import LedgerSnapshot, build_dataset, load_releases, read_document
+from ledger.numbers import exact_text, figure_fields  # noqa: F401
+from ledger.records import CHARGED_STATUSES
+from support import cli_main
+
+DATASET = """\
+dataset: survey
+variables:
+  - {name: age}
+  - {name: sex}
+  - {name: income}
+  - {name: region}
+  - {name: degree}
+caps:
+  - {subset: [income], rho: 100}
+"""
+
+RELEASES = """\
+dataset: survey
+families:
+  - {id: by-region, partition: [region]}
+  - {id: random-split, partition: random}
+releases:
+  - {id: a, reads: [age, sex], mechanism: {name: laplace, epsilon: "1/3"}}
+  - {id: b, reads: [income], mechanism: {name: gaussian, sigma: 4, sensitivity: 1}}
+  - {id: c, reads: [income, region], mechanism: {name: tan-consistent-counts, epsilon: "1/2"},
+     guarantees: [{protects: [income], epsilon: "1/2"}]}
+  - {id: d, reads: [age, income, degree], mechanism: {name: geometric, epsilon: 0.1}}
+  - {id: e, reads: [sex, income], mechanism: {name: declared},
+     guarantees: [{protects: [sex, income], epsilon: 1}, {protects: [sex, income], rho: "1/50"}]}
+  - {id: f, reads: [region, income], family: by-region,
+     mechanism: {name: laplace, epsilon: "1/4"},
+     guarantees: [{protects: [region, income], epsilon: "1/4", relation: add-remove}]}
+  - {id: g, reads: [region, age], family: by-region, mechanism: {name: laplace, epsilon: "1/5"}}
+  - {id: h, reads: [degree], family: random-split, mechanism: {name: laplace, epsilon: "1/7"}}
+  - {id: i, reads: [degree, sex], family: random-split, mechanism: {name: laplace, epsilon: "1/9"}}
+  - {id: j, reads: [age], mechanism: {name: laplace, epsilon: 2}, status: planned}
+  - {id: k, reads: [sex, degree], mechanism: {name: declared},
+     guarantees: [{protects: [sex, degree], epsilon: "1/11"}, {protects: [sex], epsilon: "1/20"}]}
+"""
+
+VARIABLES = ("age", "sex", "income", "region", "degree")
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    db = tmp_path / "ledger.db"
+    url = f"sqlite:///{db}"
+    assert cli_main(url, "dataset", "add", write(tmp_path, "survey.yaml", DATASET)).code == 0
+    run = cli_main(url, "record", write(tmp_path, "releases.yaml", RELEASES))
+    assert run.code == 0, run.err
+    assert cli_main(url, "cancel", "j", "--reason", "not run").code == 0
+    return url, tmp_path
+
+
+def reference(tmp_path: Path):
+    """The charged releases and families, built from the files alone (no store)."""
+    document, errors = read_document(write(tmp_path, "ref-survey.yaml", DATASET))
+    dataset, errors = build_dataset(document)
+    assert not errors
+    releases, families, errors = load_releases([tmp_path / "releases.yaml"],
+                                               LedgerSnapshot(datasets={"survey": dataset}),
+                                               recorded_by="t", recorded_at=store.now())
+    assert not errors, errors
+    charged = [r for r in releases if r.id != "j" and r.status in CHARGED_STATUSES]
+    return charged, families
+
+
+def test_subset_and_pairs_from_accounting_rows_equal_the_reference_rules(ledger):
+    url, tmp_path = ledger
+    releases, families = reference(tmp_path)
+    delta = Fraction(1, 10**9)
+    for size in (1, 2, 3, 5):
+        for subset in combinations(VARIABLES, size):
+            run = cli_main(url, "subset", *subset, "--json", "--accountant", "basic")  # the reference rule
+            assert run.code == 0, run.err
+            expected = ledger_cost(releases, families, subset, at_delta(delta)).epsilon(delta)
+            got = {k: run.json()[k] for k in ("epsilon", "epsilon_exact")}
+            # the JSON figure shape (issue 9): exact text where the figure is rational, else null
+            assert got == figure_fields("epsilon", expected), (subset, got, expected)
+    pairs = cli_main(url, "pairs", "--json").json()
+    assert len(pairs) == 10
+    for entry in pairs:
+        expected = ledger_cost(releases, families, entry["subset"], at_delta(delta)).epsilon(delta)
+        assert entry["epsilon"] == ("inf" if expected == float("inf") else pytest.approx(float(expected))), entry
+
+
+def test_the_index_from_accounting_rows_is_the_index_of_the_releases(ledger):
+    url, tmp_path = ledger
+    releases, families = reference(tmp_path)
+    expected = LedgerIndex(VARIABLES, releases, families)
+    engine = store.make_engine(url)
+    with Session(engine) as session:
+        got = columns.index_for(session, VARIABLES, "survey", {f.id: f for f in families})
+    assert list(got.release_ids) == [r.id for r in releases]
+    assert (got.reads == expected.reads).all()
+    assert (got.simple == expected.simple).all()
+    assert got.ambiguous == expected.ambiguous
+    assert got.members == expected.members
+    table, reference_table = got.table("survey"), expected.table("survey")
+    assert table.total == reference_table.total and table.total_dataset_wide == reference_table.total_dataset_wide
+    assert [[table.cell(i, j) for j in range(5)] for i in range(len(releases))] == \
+        [[reference_table.cell(i, j) for j in range(5)] for i in range(len(releases))]
+
+
+def test_verify_names_an_accounting_row_changed_behind_the_ledger(ledger):
+    url, tmp_path = ledger
+    assert cli_main(url, "audit", "verify").code == 0
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
+        connection.execute("UPDATE release_accounting SET reads = x'01' WHERE release = 'd'")
+    run = cli_main(url, "audit", "verify")
+    assert run.code == 1
+    assert "release d): the accounting row differs from the release (fields: reads)" in run.err
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
+        connection.execute("DELETE FROM release_accounting WHERE release = 'a'")
+    assert "release a): its accounting row is missing" in cli_main(url, "audit", "verify").err
+
+
+def test_a_status_change_updates_the_accounting_row(ledger):
+    url, _ = ledger
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
+        assert connection.execute("SELECT status FROM release_accounting WHERE release = 'j'").fetchone() == \
+            ("cancelled",)
+    assert "j" not in cli_main(url, "subset", "age", "--json").json()["releases"]
+
+
+def test_a_ledger_of_schema_3_is_upgraded_once_with_an_audit_event_per_version(ledger):
+    url, tmp_path = ledger
+    path = url.removeprefix("sqlite:///")
+    before = cli_main(url, "table", "--json").json()
+    with sqlite3.connect(path) as connection:  # as schema 3 left it: no accounting tables
+        connection.execute("DROP TABLE release_accounting")
+        connection.execute("DROP TABLE guarantee_values")
+        connection.execute("DROP TABLE release_reads")
+        connection.execute("UPDATE ledger_meta SET value = '3' WHERE key = 'schema_version'")
+        events = connection.execute("SELECT count(*) FROM audit_events").fetchone()[0]
+    assert cli_main(url, "table", "--json").json() == before
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("SELECT count(*) FROM release_accounting").fetchone()[0] == 11
+        migrated = connection.execute("SELECT kind, subject, payload FROM audit_events WHERE seq > ?",
+                                      (events,)).fetchall()
+    # schema 4 (issue 12: roles, self-approval waiver) then schema 5 (the accounting rows)
+    assert migrated == [("ledger.migrated", "schema 4", '{"from":3,"to":4}'),
+                        ("ledger.migrated", "schema 5", '{"from":4,"to":5}')]
+    assert cli_main(url, "audit", "verify").code == 0
+    cli_main(url, "table")
+    with sqlite3.connect(path) as connection:  # once
+        assert connection.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 2
+
+
+def test_help_and_version_import_neither_the_orm_nor_numpy():
+    code = ("import sys\nfrom ledger import cli\nsys.argv = ['privacy-ledger', '--help']\n"
+            "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('sqlalchemy', 'sqlmodel', 'numpy', 'pandas', 'jinja2', 'matplotlib', 'rich')"
+            " if m in sys.modules]\nprint('HEAVY', heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "HEAVY []" in out
+
+
+def test_check_imports_neither_numpy_nor_pandas(ledger, tmp_path):
+    url, _ = ledger
+    plan = write(tmp_path, "plan.yaml", "dataset: survey\nreleases:\n"
+                 "  - {id: p, reads: [income], mechanism: {name: laplace, epsilon: 1}}\n")
+    code = (f"import sys\nfrom ledger import cli\nsys.argv = ['privacy-ledger', '--db', {url!r}, 'check', {str(plan)!r}]\n"
+            "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+            "print('HEAVY', [m for m in ('numpy', 'pandas', 'jinja2', 'matplotlib') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "every cap holds" in out and "HEAVY []" in out
+
+
+def test_verify_since_checkpoint_checks_only_what_was_appended_and_catches_a_change(ledger):
+    url, tmp_path = ledger
+    path = url.removeprefix("sqlite:///")
+    first = cli_main(url, "audit", "verify", "--since-checkpoint")  # no checkpoint yet: a full verification
+    assert first.code == 0 and "since the checkpoint" not in first.out
+    more = write(tmp_path, "more.yaml", "dataset: survey\nreleases:\n"
+                 "  - {id: m1, reads: [age], mechanism: {name: laplace, epsilon: 1}}\n"
+                 "  - {id: m2, reads: [sex], mechanism: {name: laplace, epsilon: 1}}\n")
+    assert cli_main(url, "record", more).code == 0
+    with sqlite3.connect(path) as connection:
+        events = connection.execute("SELECT count(*) FROM audit_events").fetchone()[0]
+    run = cli_main(url, "audit", "verify", "--since-checkpoint")
+    assert run.code == 0, run.err
+    assert f"events {events - 1}-{events} checked since the checkpoint" in run.out
+    with sqlite3.connect(path) as connection:  # a row named by an event after the checkpoint
+        assert cli_main(url, "record", write(tmp_path, "m3.yaml", "dataset: survey\nreleases:\n"
+                        "  - {id: m3, reads: [age], mechanism: {name: laplace, epsilon: 1}}\n")).code == 0
+        connection.execute("UPDATE releases SET title = 'edited' WHERE id = 'm3'")
+        connection.execute("UPDATE release_accounting SET status = 'cancelled' WHERE release = 'm3'")
+    run = cli_main(url, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1
+    assert "release m3): the release row was changed outside the ledger (fields: title)" in run.err
+    assert "release m3): the accounting row differs from the release (fields: status" in run.err
+    with sqlite3.connect(path) as connection:  # an event before the checkpoint, rewritten
+        connection.execute("UPDATE releases SET title = 'x' WHERE id = 'm3'")
+        connection.execute("UPDATE audit_events SET hash = 'f00' WHERE seq = ?", (events,))
+    run = cli_main(url, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1 and "the verified checkpoint's hash changed" in run.err
+
+
+def test_verify_names_a_changed_inverted_read(ledger):
+    url, _ = ledger
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
+        seq = connection.execute("SELECT seq FROM release_accounting WHERE release = 'b'").fetchone()[0]
+        connection.execute("DELETE FROM release_reads WHERE seq = ?", (seq,))
+    run = cli_main(url, "audit", "verify")
+    assert run.code == 1 and "release b): its release_reads rows are missing" in run.err
+
+
+def test_the_table_in_chunks_keeps_the_totals_and_the_largest_rows(ledger):
+    url, tmp_path = ledger
+    releases, families = reference(tmp_path)
+    delta = Fraction(1, 10**9)
+    expected = LedgerIndex(VARIABLES, releases, families).table("survey", at_delta(delta))
+    engine = store.make_engine(url)
+    with Session(engine) as session:
+        index = columns.index_for(session, VARIABLES, "survey", {f.id: f for f in families}, titles=True)
+    got = columns.table_in_chunks(index, "survey", at_delta(delta), delta, shown=3, chunk=2)
+    assert got.total == expected.total and got.total_dataset_wide == expected.total_dataset_wide
+    wide = [expected.row_dataset_wide(i).epsilon(delta) for i in range(len(releases))]
+    largest = sorted(sorted(range(len(releases)), key=lambda i: -wide[i])[:3])
+    assert [r.id for r in got.releases] == [releases[i].id for i in largest]
+    assert [[got.cell(k, j) for j in range(5)] for k in range(3)] == \
+        [[expected.cell(i, j) for j in range(5)] for i in largest]
+
+
+def test_the_default_durability_keeps_every_acknowledged_record(tmp_path):
+    """SQLite syncs its log at every commit (synchronous=FULL is 2); PostgreSQL flushes at commit."""
+    import os
+
+    engine = store.make_engine(f"sqlite:///{tmp_path / 'ledger.db'}")
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 2
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    url = os.environ.get("LEDGER_TEST_POSTGRES_URL")
+    if url:
+        engine = store.make_engine(url)
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("SHOW synchronous_commit").scalar() == "on"
+
+
+def test_version():
+    from ledger import __version__
+
+    run = cli_main("sqlite:///unused.db", "--version")
+    assert run.code == 0 and run.out.strip() == f"privacy-ledger {__version__}"
