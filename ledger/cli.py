@@ -582,12 +582,11 @@ def subset(
     result = subset_json(cost, chosen_delta)
     found, shown = subset_accountants(index, cost, chosen_delta, accountant)
     if as_json:
-        result.update({"epsilon": to_json(shown.epsilon), "delta": None if shown.delta is None else to_json(shown.delta),
+        result.update({**figure_fields("epsilon", shown.epsilon), **figure_fields("delta", shown.delta),
                        "accountant": shown.accountant, "case": shown.case, "theorem": shown.theorem,
                        "accountants": {name: figure.to_json() for name, figure in found.items()}})
         if shown.accountant != "basic":
             result["conversion"] = shown.conversion
-            result["epsilon_exact"] = None
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
         return
     label = "{" + ", ".join(cost.subset) + "}"
