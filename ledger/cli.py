@@ -1,7 +1,9 @@
 """The `privacy-ledger` command line: thin adapters over the loader, store and engine.
 
 Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input
-(every problem printed with its file and field; nothing written).
+(every problem printed with its file and field; nothing written); 3 the ledger
+could not be reached, locked or written (nothing recorded; retry later); 4 an
+unexpected failure (one line, details in a log).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 from sqlmodel import Session
 
-from . import budget, operations, store
+from . import budget, failures, operations, store
 from .accounting import DEFAULT_DELTA
 from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
@@ -26,7 +29,11 @@ from .numbers import NumberError, format_delta, format_number, to_fraction, to_j
 from .records import CHARGED_STATUSES, Dataset
 from .views import subset_json, table_view, text_table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0])
+EXIT_CODES_HELP = ("Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input (nothing "
+                   "written); 3 the ledger could not be reached, locked or written (nothing recorded; retry "
+                   "later); 4 an unexpected failure (details in the log file named).")
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help=__doc__.splitlines()[0] + "\n\n" + EXIT_CODES_HELP)
 dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.")
 audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.")
 cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.")
@@ -56,41 +63,82 @@ def main_options(
 
 
 def main() -> None:
-    try:
-        app()
-    except InputErrors as exc:
-        report_errors(exc.errors)
-        sys.exit(2)
-    except operations.BudgetRefused as exc:
-        typer.echo(str(exc), err=True)
-        typer.echo("nothing was written.", err=True)
-        sys.exit(1)
+    """The console entry point: every failure ends in one exit code (ledger.failures)."""
+    from .terminal import neutral_streams
+
+    with neutral_streams():
+        try:
+            app()
+        except SystemExit:
+            raise
+        except BaseException as exc:  # noqa: BLE001 -- every failure gets its exit code, never a traceback
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            sys.exit(failures.handle(exc))
+
+
+def _input_errors(exc: InputErrors) -> int:
+    report_errors(exc.errors)
+    return failures.EXIT_BAD_INPUT
+
+
+def _budget_refused(exc: operations.BudgetRefused) -> int:
+    typer.echo(str(exc), err=True)
+    typer.echo("nothing was written.", err=True)
+    return failures.EXIT_REFUSED
+
+
+failures.register(InputErrors, _input_errors)
+failures.register(operations.BudgetRefused, _budget_refused)
 
 
 def report_errors(errors: list[LedgerError]) -> None:
     for error in errors:
-        typer.echo(f"error: {error}", err=True)
+        typer.echo(f"error: {failures.excerpt(str(error).replace(chr(10), ' '), 600)}", err=True)
     typer.echo(f"{len(errors)} problem{'s' if len(errors) != 1 else ''}; nothing was written.", err=True)
 
 
 def _engine(create: bool = False):
-    """The ledger's engine. Only `init`, `dataset add` and `demo` create a new SQLite file:
-    any other command on a missing file is bad input and writes nothing."""
-    if not create and state.url.startswith("sqlite:///") and state.url not in ("sqlite:///:memory:",):
-        path = Path(state.url.removeprefix("sqlite:///"))
-        if not path.exists():
+    """The ledger's engine. Only `init`, `dataset add` and `demo` create a new SQLite file
+    or a schema: any other command on a missing file, or on a database without the
+    ledger's tables, is bad input and writes nothing. A ledger whose schema is current is
+    opened without any lock (a reader never waits for a writer)."""
+    path = store.sqlite_path(state.url)
+    if path is not None:
+        if not create and not path.exists():
             raise fail("--db", "url", f"no ledger at {path}; create one with `privacy-ledger init` "
                                       "or `privacy-ledger dataset add FILE`")
+        store.check_sqlite_file(path)
     try:
         engine = store.make_engine(state.url)
+    except (ArgumentError, NoSuchModuleError, ValueError) as exc:
+        raise fail("--db", "url", f"cannot open ledger {failures.excerpt(state.url, 200)!r}: {exc}") from None
+    try:
+        found, version = store.schema_state(engine)
+    except DatabaseError as exc:
+        if failures.operational_reason(exc) is not None:
+            raise
+        raise fail("--db", "url", f"{failures.excerpt(state.url, 200)} is not a privacy-ledger ledger "
+                                  f"(not a database it can read: {str(exc.orig).splitlines()[0]})") from None
+    if found == "missing" and not create:
+        raise fail("--db", "url", f"{failures.excerpt(state.url, 200)} holds no ledger (no ledger tables); "
+                                  "create one with `privacy-ledger init`, or give the ledger's URL")
+    if found == "newer":
+        raise fail("--db", "url", f"this ledger has schema version {version}; this privacy-ledger knows up to "
+                                  f"{store.SCHEMA_VERSION}. Upgrade privacy-ledger.")
+    if found != "current":
         store.ensure_schema(engine)
-    except Exception as exc:  # a bad URL or an unreachable server is bad input
-        raise fail("--db", "url", f"cannot open ledger {state.url!r}: {exc}") from None
     return engine
 
 
 def _actor(by: str | None) -> str:
-    return by or os.environ.get("LEDGER_USER") or getpass.getuser()
+    from .limits import check_text
+
+    actor = by or os.environ.get("LEDGER_USER") or getpass.getuser()
+    errors = check_text(actor, "command line", "--by", "name")
+    if errors:
+        raise InputErrors(errors)
+    return actor
 
 
 def _pick_dataset(snapshot: LedgerSnapshot, name: str | None) -> Dataset:
@@ -127,12 +175,12 @@ def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
 
 def _read_light() -> LedgerSnapshot:
     """Datasets and families, without loading every release."""
-    with Session(_engine()) as session:
+    with store.read_session(_engine()) as session:
         return store.write_context(session)
 
 
 def _read(dataset: str | None = None) -> LedgerSnapshot:
-    with Session(_engine()) as session:
+    with store.read_session(_engine()) as session:
         return store.snapshot(session, dataset)
 
 
@@ -292,7 +340,7 @@ def cap_set(
             entry[key] = value
     engine = _engine()
     caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
-    with Session(engine) as session:
+    with store.read_session(engine) as session:
         checks = budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
     for cap in caps:
         typer.echo(f"cap {cap.name} on {{{', '.join(sorted(cap.subset))}}}: {cap.unit} {format_number(cap.limit)}"
@@ -307,7 +355,7 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
     snapshot = _read_light()
     chosen = _pick_dataset(snapshot, dataset)
     engine = _engine()
-    with Session(engine) as session:
+    with store.read_session(engine) as session:
         caps = store.caps(session, chosen.name)
         checks = budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
     if as_json:
@@ -455,13 +503,17 @@ def demo(
         return
     if example != "census":
         raise fail("command line", "--example", f"must be census or graduates, found {example!r}")
+    from .outputs import output_target
+
+    output_target(out, state.url)
     typer.echo(run_demo(_engine(create=True), out, actor=_actor(None)))
 
 
 @audit_app.command("verify")
 def audit_verify() -> None:
-    """Recompute the hash chain and compare every row with its audit event."""
-    with Session(_engine()) as session:
+    """Recompute the hash chain and compare every row with its audit event (one consistent
+    snapshot: writers may go on meanwhile). Exit 1 when anything is wrong, an empty chain included."""
+    with store.read_session(_engine()) as session:
         result = store.verify(session)
     if result.ok:
         typer.echo(f"audit chain intact: {result.events} events, head {result.head}")
