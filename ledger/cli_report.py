@@ -38,6 +38,7 @@ from sqlmodel import Session
 
 from . import outputs, store
 from .errors import fail
+from .failures import neutralise
 from .records import Dataset
 from .report import (
     AuditEvent,
@@ -317,10 +318,31 @@ def _time(text: str) -> datetime:
 def render(context: ReportContext, fmt: str, *, chromium: str | None = None) -> bytes:
     """The report file's bytes in one format."""
     if fmt == "csv":
-        return risk_frame(context.risk).to_csv(lineterminator="\n").encode("utf-8")
+        return csv_safe(risk_frame(context.risk)).to_csv(lineterminator="\n").encode("utf-8")
     if fmt == "pdf":
         return pdf_from_html(render_text(context, "pdf"), chromium or find_chromium())
     return render_text(context, fmt).encode("utf-8")
+
+
+_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell a spreadsheet takes as text: control characters made visible, and a
+    leading = + - @ (a formula) behind an apostrophe (OWASP, "CSV injection")."""
+    if not isinstance(value, str):
+        return value
+    text = neutralise(value.replace("\r\n", " ").replace("\r", " ").replace("\n", " "))
+    return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
+
+
+def csv_safe(frame):
+    """The frame with every label and text cell passed through `csv_cell`."""
+    frame = frame.map(csv_cell)
+    frame.index = frame.index.map(csv_cell)
+    frame.index.name = csv_cell(frame.index.name)
+    frame.columns = [csv_cell(column) for column in frame.columns]
+    return frame
 
 
 def render_text(context: ReportContext, fmt: str) -> str:
