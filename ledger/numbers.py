@@ -35,7 +35,7 @@ class NumberError(ValueError):
 
 MAX_NUMBER_TEXT = 400  # characters of a number written as text
 MAX_EXPONENT = 1000  # |exponent| of a number written as text (1e-1000 .. 1e1000)
-_MAX_BITS = 3322  # about 10**1000
+_MAX_MAGNITUDE = 10**300  # beyond, the figures could not be drawn or compared as floats
 _EXPONENT = re.compile(r"[eE]\s*([+-]?\d+)")
 
 
@@ -54,9 +54,9 @@ def to_fraction(value: object) -> Fraction:
     if isinstance(value, Fraction):
         return value
     if isinstance(value, int):
-        if value.bit_length() > _MAX_BITS:
-            raise NumberError(f"expected a number below 1e{MAX_EXPONENT}, found an integer of "
-                              f"{value.bit_length()} bits")
+        if abs(value) > _MAX_MAGNITUDE:
+            raise NumberError(f"expected a number of at most 1e300 (a float's range), found an integer of "
+                              f"{len(str(abs(value)))} digits")
         return Fraction(value)
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -72,6 +72,8 @@ def to_fraction(value: object) -> Fraction:
             result = Fraction(text)
         except (ValueError, ZeroDivisionError):
             raise NumberError(f"expected a number or a fraction such as \"104/4099\", found {value!r}") from None
+        if abs(result) > _MAX_MAGNITUDE:
+            raise NumberError(f"expected a number of at most 1e300 (a float's range), found {value[:40]!r}")
         return result
     raise NumberError(f"expected a number, found {value!r}")
 

@@ -263,6 +263,11 @@ def _sqlite_read_only(path: Path) -> tuple[bool, bool]:
     return True, not directory_writable and not shm.exists()
 
 
+def _new_or_ledger(dbapi_connection) -> bool:
+    tables = {row[0] for row in dbapi_connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return not tables or AuditEventRow.__tablename__ in tables
+
+
 def make_engine(url: str) -> Engine:
     """An engine whose transactions take the ledger's write lock when they write."""
     if url.startswith("sqlite"):
@@ -287,9 +292,10 @@ def make_engine(url: str) -> Engine:
             if url not in ("sqlite://", "sqlite:///:memory:") and not read_only:
                 # Write-ahead log: readers never block the writer. synchronous=NORMAL keeps
                 # every commit atomic and consistent; after a power cut (not a crash) the
-                # last commits may be lost, never corrupted. Switched once: asking again
-                # when the file is already in WAL mode takes no lock.
-                if dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                # last commits may be lost, never corrupted. Switched once, and only for
+                # a new file or a ledger: a database of another application is left as it is.
+                if dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal" and \
+                        _new_or_ledger(dbapi_connection):
                     dbapi_connection.execute("PRAGMA journal_mode=WAL")
                 dbapi_connection.execute("PRAGMA synchronous=NORMAL")
             dbapi_connection.execute("PRAGMA foreign_keys=ON")
