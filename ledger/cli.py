@@ -92,9 +92,15 @@ failures.register(InputErrors, _input_errors)
 failures.register(operations.BudgetRefused, _budget_refused)
 
 
+MAX_ERRORS_SHOWN = 50
+
+
 def report_errors(errors: list[LedgerError]) -> None:
-    for error in errors:
+    """Each error on one line, quoting at most a short excerpt; at most MAX_ERRORS_SHOWN."""
+    for error in errors[:MAX_ERRORS_SHOWN]:
         typer.echo(f"error: {failures.excerpt(str(error).replace(chr(10), ' '), 600)}", err=True)
+    if len(errors) > MAX_ERRORS_SHOWN:
+        typer.echo(f"... and {len(errors) - MAX_ERRORS_SHOWN} more", err=True)
     typer.echo(f"{len(errors)} problem{'s' if len(errors) != 1 else ''}; nothing was written.", err=True)
 
 

@@ -126,6 +126,10 @@ def operational_reason(exc: BaseException) -> str | None:
 
 def _reason(exc: BaseException) -> str | None:
     if isinstance(exc, OSError) and exc.errno in _OPERATIONAL_ERRNOS:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return "the disk is full"
+        if exc.errno == errno.EROFS:
+            return "the ledger cannot be written here (read-only file system)"
         return os.strerror(exc.errno).lower()
     name = type(exc).__name__
     module = type(exc).__module__ or ""

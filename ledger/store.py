@@ -272,6 +272,8 @@ def make_engine(url: str) -> Engine:
     """An engine whose transactions take the ledger's write lock when they write."""
     if url.startswith("sqlite"):
         path = sqlite_path(url)
+        if path is not None:
+            check_sqlite_file(path)
         read_only, immutable = _sqlite_read_only(path) if path is not None else (False, False)
         connect_args: dict = {"check_same_thread": False, "timeout": lock_timeout()}
         if read_only:

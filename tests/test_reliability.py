@@ -346,3 +346,46 @@ def test_input_files_are_parsed_before_the_write_lock_is_taken(payroll, tmp_path
     result = cli_main(payroll, "record", release_file(tmp_path, "r1"))
     assert result.code == 0, result.err
     assert seen_locked == [0]
+
+
+@pytest.mark.parametrize(("exc", "reason"), [
+    ("psycopg.OperationalError('connection failed: FATAL:  sorry, too many clients already')", "too many clients"),
+    ("psycopg.OperationalError('FATAL:  remaining connection slots are reserved')", "too many clients"),
+    ("psycopg.errors.LockNotAvailable('canceling statement due to lock timeout')", "lock was not granted"),
+    ("psycopg.errors.AdminShutdown('terminating connection due to administrator command')", "closed by the server"),
+    ("sqlite3.OperationalError('database or disk is full')", "the disk is full"),
+    ("sqlite3.OperationalError('attempt to write a readonly database')", "read-only"),
+    ("sqlite3.OperationalError('database is locked')", "lock was not granted"),
+    ("OSError(28, 'No space left on device')", "the disk is full"),
+    ("OSError(30, 'Read-only file system')", "read-only file system"),
+])
+def test_every_operational_failure_is_exit_3_with_its_reason(exc, reason, capsys):
+    import psycopg  # noqa: F401  (named in the parameters)
+    import psycopg.errors  # noqa: F401
+    from sqlalchemy.exc import OperationalError
+
+    error = eval(exc)
+    for raised in (error, OperationalError("INSERT ...", {}, error)):  # bare, and as SQLAlchemy wraps it
+        assert failures.handle(raised) == 3
+        line = one_clean_line(capsys.readouterr().err)
+        assert reason in line and "nothing was recorded" in line and "retry later" in line
+
+
+def test_too_many_clients_is_retried_until_the_lock_time_out(monkeypatch):
+    """PostgreSQL refusing connections (too many clients) is retried with growing sleeps;
+    when it lasts beyond the time-out the command ends with exit 3, naming it."""
+    import psycopg
+
+    attempts = []
+
+    def refuse(*args, **kwargs):
+        attempts.append(time.monotonic())
+        raise psycopg.OperationalError("connection failed: FATAL:  sorry, too many clients already")
+
+    monkeypatch.setattr(psycopg, "connect", refuse)
+    monkeypatch.setattr(psycopg.Connection, "connect", classmethod(lambda cls, *a, **k: refuse()))
+    monkeypatch.setenv(store.LOCK_TIMEOUT_ENV, "1.5")
+    started = time.monotonic()
+    result = cli_main("postgresql+psycopg://postgres@127.0.0.1:5432/none", "releases")
+    assert result.code == 3 and "too many clients" in one_clean_line(result.err)
+    assert 3 <= len(attempts) and time.monotonic() - started < 10
