@@ -15,6 +15,12 @@ Invariants:
   BEGIN IMMEDIATE; PostgreSQL: a transaction-level advisory lock), so checks
   made inside it see every committed release and no two writers interleave;
   reads take no lock (SQLite: a WAL snapshot, BEGIN DEFERRED);
+- a writer waits for the lock at most LEDGER_LOCK_TIMEOUT seconds; a verification or
+  report reads one snapshot (`read_session`: PostgreSQL REPEATABLE READ READ ONLY), so it
+  never mixes moments of a ledger others are writing; a read never creates or upgrades a
+  schema unless asked (`schema_state` first);
+- the last event's seq is kept in ledger_meta (`events_written`): a chain cut short or
+  emptied does not verify;
 - what this process caches (datasets, families and caps, by the configuration
   stamp; running totals, by the audit head) serves a transaction only when the
   stamp or head it read at its start is the one the cache was made at: a write
@@ -214,7 +220,7 @@ WRITE_OPTION = "ledger_write"  # execution option of write_session's connection:
 # a PostgreSQL connection is retried while the server has too many clients. After that the
 # command ends with exit 3 (failures.LedgerUnavailable): nothing written, retry later.
 LOCK_TIMEOUT_ENV = "LEDGER_LOCK_TIMEOUT"
-DEFAULT_LOCK_TIMEOUT_S = 180.0
+DEFAULT_LOCK_TIMEOUT_S = 300.0
 CONNECT_TIMEOUT_S = 10  # one PostgreSQL connection attempt
 
 
