@@ -31,7 +31,7 @@ def output_target(out: str | Path, ledger_url: str | None, option: str = "--out"
     path = Path(text).expanduser()
     try:
         found = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a new path (its directory is checked below)
         found = None
     except OSError as exc:
         raise fail("command line", option, f"cannot write {path}: {exc.strerror or exc}") from None
