@@ -29,7 +29,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from .numbers import round_up
-from .report import Pairs, Timeline
+from .chart_data import Pairs, Timeline
 
 
 def _subplots(figsize):

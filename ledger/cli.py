@@ -1,4 +1,6 @@
-"""The `privacy-ledger` command line: thin adapters over the loader, store and engine.
+"""privacy-ledger: record every release of a confidential dataset and see its privacy loss per variable.
+
+The command line over the same operations as the Python API (ledger.api).
 
 Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input
 (every problem printed with its file and field; nothing written); 3 the ledger
@@ -20,7 +22,7 @@ import typer
 from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 from sqlmodel import Session
 
-from . import budget, failures, operations, store
+from . import budget, choices, cli_json, cli_style, failures, operations, store  # noqa: F401 (cli_style: help as people read it)
 from .accounting import DEFAULT_DELTA
 from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
@@ -32,11 +34,13 @@ from .views import subset_json, table_view, text_table
 EXIT_CODES_HELP = ("Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input (nothing "
                    "written); 3 the ledger could not be reached, locked or written (nothing recorded; retry "
                    "later); 4 an unexpected failure (details in the log file named).")
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # -h as well as --help, on every command
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help=__doc__.splitlines()[0] + "\n\n" + EXIT_CODES_HELP)
-dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.")
-audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.")
-cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.")
+                  help=__doc__.splitlines()[0] + "\n\n" + EXIT_CODES_HELP, context_settings=HELP_OPTIONS)
+dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.", context_settings=HELP_OPTIONS)
+audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.", context_settings=HELP_OPTIONS)
+cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.",
+                      context_settings=HELP_OPTIONS)
 app.add_typer(dataset_app, name="dataset")
 app.add_typer(audit_app, name="audit")
 app.add_typer(cap_app, name="cap")
@@ -56,10 +60,21 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 @app.callback()
 def main_options(
-    db: Annotated[Optional[str], typer.Option("--db", help="SQLAlchemy URL (default: LEDGER_DATABASE_URL, "
-                                              "else sqlite:///ledger.db).")] = None,
+    db: Annotated[Optional[str], typer.Option("--db", metavar="URL", help="The ledger: a database URL "
+                                              "(default: $LEDGER_DATABASE_URL, else sqlite:///ledger.db; "
+                                              "postgres://user@host/db for a team).")] = None,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=lambda value: _print_version(value),
+                                          help="Print the version and exit.")] = False,
 ) -> None:
-    state.url = store.database_url(db)
+    state.url = choices.ledger_url(db)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"privacy-ledger {__version__}")
+        raise typer.Exit()
 
 
 def main() -> None:
@@ -74,17 +89,23 @@ def main() -> None:
         except BaseException as exc:  # noqa: BLE001 -- every failure gets its exit code, never a traceback
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            sys.exit(failures.handle(exc))
+            sys.exit(failures.handle(exc, ledger=state.url))
 
 
 def _input_errors(exc: InputErrors) -> int:
-    report_errors(exc.errors)
+    if cli_json.wants_json():
+        cli_json.print_errors(exc.errors)
+    else:
+        report_errors(exc.errors)
     return failures.EXIT_BAD_INPUT
 
 
 def _budget_refused(exc: operations.BudgetRefused) -> int:
-    typer.echo(str(exc), err=True)
-    typer.echo("nothing was written.", err=True)
+    if cli_json.wants_json():
+        cli_json.print_refusal(exc)
+    else:
+        typer.echo(str(exc), err=True)
+        typer.echo("nothing was written.", err=True)
     return failures.EXIT_REFUSED
 
 
@@ -148,35 +169,15 @@ def _actor(by: str | None) -> str:
 
 
 def _pick_dataset(snapshot: LedgerSnapshot, name: str | None) -> Dataset:
-    if name is not None:
-        if name not in snapshot.datasets:
-            known = ", ".join(sorted(snapshot.datasets)) or "none"
-            raise fail("command line", "--dataset", f"unknown dataset {name!r} (known: {known})")
-        return snapshot.datasets[name]
-    if not snapshot.datasets:
-        raise fail("command line", "--dataset", "the ledger holds no dataset yet; add one with `dataset add FILE`")
-    if len(snapshot.datasets) > 1:
-        raise fail("command line", "--dataset", "the ledger holds several datasets; choose one: "
-                   + ", ".join(sorted(snapshot.datasets)))
-    return next(iter(snapshot.datasets.values()))
+    return choices.pick_dataset(snapshot, name)
 
 
 def _delta(option: str | None, dataset: Dataset) -> Fraction:
-    if option is None:
-        return dataset.delta or DEFAULT_DELTA
-    try:
-        delta = to_fraction(option)
-    except NumberError as exc:
-        raise fail("command line", "--delta", str(exc)) from None
-    if not 0 < delta < 1:
-        raise fail("command line", "--delta", f"must be in (0, 1). Found {option}.")
-    return delta
+    return choices.parse_delta(option, dataset)
 
 
 def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
-    releases = [r for r in snapshot.releases.values() if r.dataset == dataset.name and r.status in CHARGED_STATUSES]
-    families = [f for f in snapshot.families.values() if f.dataset == dataset.name]
-    return LedgerIndex(dataset.variable_names, releases, families)
+    return choices.charged_index(snapshot, dataset)
 
 
 def _read_light() -> LedgerSnapshot:
@@ -196,9 +197,12 @@ def _read(dataset: str | None = None) -> LedgerSnapshot:
 
 
 @app.command()
-def init() -> None:
+def init(as_json: JsonOption = False) -> None:
     """Create an empty ledger (the schema is also created on first use)."""
     _engine(create=True)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "ledger": state.url}))
+        return
     typer.echo(f"ledger ready at {state.url}")
 
 
@@ -206,6 +210,7 @@ def init() -> None:
 def dataset_add(
     file: Annotated[Path, typer.Argument(help="Dataset file (YAML or JSON).")],
     by: Annotated[Optional[str], typer.Option(help="Who records it (default: $LEDGER_USER or login).")] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Add a dataset, its variables, groups and caps."""
     document, errors = read_document(file)
@@ -217,20 +222,17 @@ def dataset_add(
     caps, errors = build_caps(document, dataset)
     if errors:
         raise InputErrors(errors)
-    engine = _engine(create=True)
-    actor = _actor(by)
-    with store.write_session(engine) as session:
-        existing = store.write_context(session).datasets.get(dataset.name)
-        if existing is not None:
-            if existing == dataset and set(store.caps(session, dataset.name)) == set(caps):
-                typer.echo(f"dataset {dataset.name} is already recorded, unchanged")
-                return
-            raise fail(str(file), "dataset", f"dataset {dataset.name!r} is already recorded with other variables "
-                                             "or groups; a recorded dataset is never rewritten "
-                                             "(change caps with `cap set`)")
-        store.add_dataset(session, dataset, actor)
-        for cap in caps:
-            store.set_cap(session, cap, actor)
+    if not operations.add_dataset(_engine(create=True), dataset, caps, _actor(by), str(file),
+                                  operations.declared_privacy_unit(document)):
+        if as_json:
+            typer.echo(cli_json.dumps({"ok": True, "dataset": dataset.name, "added": False}))
+            return
+        typer.echo(f"dataset {dataset.name} is already recorded, unchanged")
+        return
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "dataset": dataset.name, "added": True,
+                                   "variables": list(dataset.variable_names), "caps": [c.name for c in caps]}))
+        return
     typer.echo(f"added dataset {dataset.name} with {len(dataset.variables)} variables"
                + (f" and {len(caps)} cap{'s' if len(caps) != 1 else ''}" if caps else ""))
 
@@ -239,10 +241,16 @@ def dataset_add(
 def record(
     files: Annotated[list[Path], typer.Argument(help="Release files (YAML or JSON).")],
     by: Annotated[Optional[str], typer.Option(help="Who records them (default: $LEDGER_USER or login).")] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Record releases: every file and every cap is checked first; all are recorded or none."""
     actor = _actor(by)
     result = operations.record(_engine(), operations.release_builder(files, actor), actor)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "recorded": [r.id for r in result.releases],
+                                   "families": [f.id for f in result.families],
+                                   "caps": [check_json(c) for c in result.checks]}))
+        return
     count = len(result.releases)
     typer.echo(f"recorded {count} release{'s' if count != 1 else ''}"
                + (f" and {len(result.families)} famil{'ies' if len(result.families) != 1 else 'y'}"
@@ -300,8 +308,12 @@ def _lifecycle(action: str):
     def command(
         release: Annotated[str, typer.Argument(help="Release id.")],
         by: Annotated[Optional[str], typer.Option(help="Who does it (default: $LEDGER_USER or login).")] = None,
+        as_json: JsonOption = False,
     ) -> None:
         changed = operations.change_status(_engine(), release, action, _actor(by))
+        if as_json:
+            typer.echo(cli_json.dumps({"ok": True, "release": changed.id, "status": changed.status.value}))
+            return
         typer.echo(f"{changed.id}: {changed.status.value}")
 
     command.__doc__ = {
@@ -326,6 +338,7 @@ def cap_set(
     name: Annotated[Optional[str], typer.Option(help="The cap's name.")] = None,
     dataset: DatasetOption = None,
     by: Annotated[Optional[str], typer.Option(help="Who sets it.")] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Add or replace a cap on a variable, a group, or the whole dataset."""
     snapshot = _read_light()
@@ -348,6 +361,9 @@ def cap_set(
     caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
     with store.read_session(engine) as session:
         checks = budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "caps": [check_json(c) for c in checks]}))
+        return
     for cap in caps:
         typer.echo(f"cap {cap.name} on {{{', '.join(sorted(cap.subset))}}}: {cap.unit} {format_number(cap.limit)}"
                    + (f" at delta {format_delta(cap.delta)}" if cap.delta is not None else ""))
@@ -406,18 +422,8 @@ def check_json(c) -> dict:
 
 
 def _resolve_variables(chosen: Dataset, names: list[str]) -> set[str]:
-    resolved: set[str] = set()
-    errors = []
-    for name in names:
-        if name in chosen.variable_names:
-            resolved.add(name)
-        elif chosen.group(name) is not None:
-            resolved |= chosen.group(name)
-        else:
-            errors.append(LedgerError("command line", "VAR", f"unknown variable or group {name!r} in {chosen.name!r}"))
-    if errors:
-        raise InputErrors(errors)
-    return resolved
+    return choices.resolve_variables(chosen, names)
+
 
 
 @app.command()
@@ -430,18 +436,24 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
 
         typer.echo(json.dumps([release_to_dict(r) for r in rows], indent=2, ensure_ascii=False))
         return
-    for release in rows:
-        typer.echo(f"{release.id}\t{release.dataset}\t{release.status.value}\t{release.mechanism.name}\t"
-                   f"reads {', '.join(sorted(release.reads)) or '-'}\t{release.title}")
+    if not rows:
+        typer.echo("no releases" + (f" in dataset {dataset}" if dataset else ""))
+        return
+    from .views import releases_text
+
+    typer.echo(releases_text(rows, snapshot.datasets))
 
 
 @app.command()
 def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
-    snapshot = _read(dataset)
-    chosen = _pick_dataset(snapshot, dataset)
-    chosen_delta = _delta(delta, chosen)
-    view = table_view(_index(snapshot, chosen).table(chosen.name, at_delta(chosen_delta)), chosen_delta)
+    from .progress import progress
+
+    with progress("computing the release-by-variable table"):
+        snapshot = _read(dataset)
+        chosen = _pick_dataset(snapshot, dataset)
+        chosen_delta = _delta(delta, chosen)
+        view = table_view(_index(snapshot, chosen).table(chosen.name, at_delta(chosen_delta)), chosen_delta)
     if as_json:
         typer.echo(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
         return
@@ -500,27 +512,43 @@ def demo(
     example: Annotated[str, typer.Option(help="census: Tan's Example 3.6 (Table 1); graduates: Tan's "
                                               "Algorithm 1 on Table 2.")] = "census",
     seed: Annotated[Optional[int], typer.Option(help="graduates: seed the noise (default: a secure seed).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: the example's text, and where the "
+                                                         "HTML table was written.")] = False,
 ) -> None:
     """Tan's Example 3.6 in the selected ledger: Table 1, printed and written as HTML."""
     from .demo import run_demo, run_graduates_demo
 
     if example == "graduates":
-        typer.echo(run_graduates_demo(_engine(create=True), actor=_actor(None), seed=seed))
-        return
-    if example != "census":
-        raise fail("command line", "--example", f"must be census or graduates, found {example!r}")
-    from .outputs import output_target
+        text = run_graduates_demo(_engine(create=True), actor=_actor(None), seed=seed)
+    elif example != "census":
+        raise fail("command line", "--example", f"must be census or graduates{choices.did_you_mean(example, ['census', 'graduates'])}, "
+                                                f"found {example!r}")
+    else:
+        from .outputs import output_target
 
-    output_target(out, state.url)
-    typer.echo(run_demo(_engine(create=True), out, actor=_actor(None)))
+        output_target(out, state.url)
+        text = run_demo(_engine(create=True), out, actor=_actor(None))
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "example": example, "text": text,
+                                   "html": str(out) if example == "census" else None}))
+        return
+    typer.echo(text)
 
 
 @audit_app.command("verify")
-def audit_verify() -> None:
+def audit_verify(as_json: JsonOption = False) -> None:
     """Recompute the hash chain and compare every row with its audit event (one consistent
     snapshot: writers may go on meanwhile). Exit 1 when anything is wrong, an empty chain included."""
-    with store.read_session(_engine()) as session:
+    from .progress import progress
+
+    with store.read_session(_engine()) as session, progress("verifying the audit chain"):
         result = store.verify(session)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": result.ok, "events": result.events, "head": result.head,
+                                   "problems": list(result.problems)}))
+        if not result.ok:
+            raise typer.Exit(1)
+        return
     if result.ok:
         typer.echo(f"audit chain intact: {result.events} events, head {result.head}")
         return
@@ -539,3 +567,7 @@ app.command("sample-privacy")(sample_privacy)
 from .cli_report import report  # noqa: E402  (issue 4)
 
 app.command("report")(report)
+
+from .cli_export import export_app  # noqa: E402  (issue 14)
+
+app.add_typer(export_app, name="export")

@@ -36,7 +36,7 @@ import typer
 from sqlalchemy import select
 from sqlmodel import Session
 
-from . import outputs, store
+from . import choices, outputs, store
 from .errors import fail
 from .failures import neutralise
 from .records import Dataset
@@ -63,8 +63,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 
 
 def report(
-    format: Annotated[str, typer.Option("--format", "-f", help="html, md, tex, csv or pdf.")],
-    out: Annotated[str, typer.Option("--out", "-o", help="The file to write.")],
+    out: Annotated[str, typer.Option("--out", "-o", help="The file to write; its extension gives the format "
+                                     "(.html, .pdf, .md, .tex, .csv); `-` for standard output (text formats).")],
+    format: Annotated[Optional[str], typer.Option("--format", "-f", help="html, md, tex, csv or pdf (default: "
+                                                  "from --out's extension).")] = None,
     dataset: Annotated[Optional[str], typer.Option("--dataset", "-d",
                                                    help="Dataset (default: the only one).")] = None,
     delta: Annotated[Optional[str], typer.Option("--delta", help="Delta for epsilon figures "
@@ -72,6 +74,7 @@ def report(
     since: Annotated[Optional[str], typer.Option("--since", help="Meeting pack: what changed since this date "
                                                  "(ISO 8601, e.g. 2024-05-01 or 2024-05-01T09:30; UTC "
                                                  "unless it says otherwise).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: what was written.")] = False,
 ) -> None:
     """A report: the compliance report (html, pdf), the same as Markdown or LaTeX, or the
     release-by-variable table as CSV. --since adds what changed since the last meeting."""
@@ -79,33 +82,42 @@ def report(
         cli,  # the app's shared options and ledger access (cli imports this module)
     )
 
-    chosen_format = format.strip().lower()
-    if chosen_format not in FORMATS:
-        raise fail("command line", "--format", f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+    chosen_format = choices.report_format(format, out)
     since_at = parse_since(since)
     if since_at is not None and chosen_format == "csv":
         raise fail("command line", "--since", "the CSV export is the release-by-variable table only; "
                                               "--since applies to html, pdf, md and tex")
-    target = writable_target(out, cli.state.url)
+    target = None if out.strip() == "-" else writable_target(out, cli.state.url)
     chromium = None
     if chosen_format == "pdf":
         chromium = find_chromium()
     snapshot = cli._read_light()
-    chosen = cli._pick_dataset(snapshot, dataset)
-    chosen_delta = cli._delta(delta, chosen)
+    chosen = choices.pick_dataset(snapshot, dataset)
+    chosen_delta = choices.parse_delta(delta, chosen)
     charts = chosen_format in ("html", "pdf")
     chain = VerifyAlongside(cli.state.url)
     draw = ChartsAlongside() if charts else draw_here
-    try:
-        with store.read_session(cli._engine()) as session:
-            inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
-        context = build_report(inputs, charts=charts, draw=draw)
-    finally:
-        chain.close()
-        if isinstance(draw, ChartsAlongside):
-            draw.close()
-    data = render(context, chosen_format, chromium=chromium)
+    from .progress import progress
+
+    with progress(f"writing the {chosen_format} report"):
+        try:
+            with store.read_session(cli._engine()) as session:
+                inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
+            context = build_report(inputs, charts=charts, draw=draw)
+        finally:
+            chain.close()
+            if isinstance(draw, ChartsAlongside):
+                draw.close()
+        data = render(context, chosen_format, chromium=chromium)
+    if target is None:  # --out -: standard output (text formats only, see choices.report_format)
+        typer.echo(data.decode("utf-8"), nl=False)
+        return
     write_atomically(target, data)
+    if as_json:
+        import json
+
+        typer.echo(json.dumps({"ok": True, "format": chosen_format, "dataset": chosen.name, "out": str(target)}))
+        return
     typer.echo(f"wrote the {chosen_format} report of dataset {chosen.name} to {target}")
 
 

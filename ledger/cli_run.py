@@ -74,9 +74,13 @@ def run(
     status: Annotated[str, typer.Option(help="planned, approved or published.")] = "published",
     out: Annotated[Optional[Path], typer.Option(help="Write the output here as CSV (default: standard output).")] = None,
     by: Annotated[Optional[str], typer.Option(help="Who runs it (default: $LEDGER_USER or login).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: what was recorded, and the output "
+                                                         "unless --out is given.")] = False,
 ) -> None:
     """Run a mechanism on data and record its release in the same step."""
-    from .cli import _actor, _engine, _pick_dataset, _read_light
+    from .choices import actor as _actor
+    from .choices import pick_dataset as _pick_dataset
+    from .cli import _engine, _read_light
     from .mechanisms.recording import run_and_record
 
     _check_out(out)
@@ -93,6 +97,15 @@ def run(
     result = run_and_record(_engine(), mechanism, frame, dataset=chosen.name, release_id=release_id, params=params,
                             actor=_actor(by), title=title, sample=sample, seed=seed, status=chosen_status)
     text = result.output.to_csv(index=False, lineterminator="\n")
+    if as_json:
+        if out is not None:
+            out.write_text(text, encoding="utf-8")
+        published = result.derived or result.release
+        typer.echo(json.dumps({"ok": True, "recorded": [result.release.id] + ([result.derived.id] if result.derived
+                                                                              else []),
+                               "output_digest": published.output_digest,
+                               "output": None if out is not None else text}, indent=2, ensure_ascii=False))
+        return
     if out is None:
         typer.echo(text, nl=False)
     else:
@@ -148,7 +161,8 @@ def sample_privacy(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Perfect sample privacy of the recorded disclosure mappings, alone and together."""
-    from .cli import _engine, _pick_dataset, _read_light
+    from .choices import pick_dataset as _pick_dataset
+    from .cli import _engine, _read_light
     from .mechanisms.recording import joint_sample_leakage
 
     chosen = _pick_dataset(_read_light(), dataset)

@@ -60,16 +60,26 @@ def register(kind: type[BaseException], handler: Handler, *, first: bool = False
         _HANDLERS.append((kind, handler))
 
 
-def handle(exc: BaseException) -> int:
-    """Print what the user needs to know about `exc`; return the exit code."""
+def handle(exc: BaseException, ledger: str | None = None) -> int:
+    """Print what the user needs to know about `exc`; return the exit code. `ledger`: the
+    ledger's URL, named in an operational failure's line (its password hidden)."""
     why = operational_reason(exc)
     if why is not None:
-        say(f"error: {UNAVAILABLE} ({why})")
+        say(f"error: {UNAVAILABLE} ({why}" + (f"; ledger {_safe_url(ledger)}" if ledger else "") + ")")
         return EXIT_UNAVAILABLE
     for kind, handler in _HANDLERS:
         if isinstance(exc, kind):
             return handler(exc)
     return unexpected(exc)
+
+
+def _safe_url(url: str) -> str:
+    try:
+        from sqlalchemy.engine import make_url
+
+        return excerpt(make_url(url).render_as_string(hide_password=True), 200)
+    except Exception:  # noqa: BLE001 -- not a URL: named as given, shortened
+        return excerpt(url, 200)
 
 
 # --------------------------------------------------------------------------

@@ -110,7 +110,32 @@ def read_document(path: str | Path) -> tuple[Document | None, list[LedgerError]]
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return None, [LedgerError(name, "", f"cannot read: {exc}")]
+    if looks_like_csv(name, text):  # confidential microdata, perhaps: never echoed beyond a short excerpt
+        return None, [LedgerError(f"{name}:1", "", "this looks like CSV data: did you mean `run --data "
+                                                   f"{name}`? (first line: {excerpt(text)})")]
     return parse_document(name, text)
+
+
+EXCERPT_CHARS = 80  # an error quotes at most this much of a line of a user's file
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The first line of `text`, cut to `limit` characters, quoted: what an error may show of a file."""
+    line = text.lstrip("\ufeff").splitlines()[0] if text.strip() else ""
+    return repr(line[:limit] + ("…" if len(line) > limit or "\n" in text.strip() else ""))
+
+
+def looks_like_csv(name: str, text: str) -> bool:
+    """A .csv/.tsv file, or text whose first two lines are comma-separated fields without a YAML key."""
+    if name.lower().endswith((".csv", ".tsv")):
+        return True
+    lines = [line for line in text.lstrip("\ufeff").splitlines() if line.strip()][:2]
+    if len(lines) < 2 or name.lower().endswith(".json"):
+        return False
+    first, second = lines
+    if first.lstrip()[:1] in "[{#-\"'" or ":" in first:
+        return False
+    return first.count(",") >= 1 and first.count(",") == second.count(",")
 
 
 def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerError]]:
@@ -262,7 +287,12 @@ def validate(document: Document, schema_name: str) -> list[LedgerError]:
     for error in sorted(_validator(schema_name).iter_errors(document.data),
                         key=lambda e: list(map(str, e.absolute_path))):
         at = tuple(error.absolute_path)
-        errors.append(LedgerError(document.source(at), field_name(at) or "(top level)", _schema_message(error)))
+        message = _schema_message(error)
+        shown = repr(error.instance)
+        if len(shown) > EXCERPT_CHARS and shown in message:  # never echo more than an excerpt of the file
+            message = message.replace(shown, excerpt(str(error.instance)) if isinstance(error.instance, str)
+                                      else shown[:EXCERPT_CHARS] + "…")
+        errors.append(LedgerError(document.source(at), field_name(at) or "(top level)", message))
     return errors
 
 
@@ -366,7 +396,8 @@ def build_releases(
     dataset = snapshot.datasets.get(data["dataset"])
     if dataset is None:
         known = ", ".join(sorted(snapshot.datasets)) or "none recorded yet"
-        out.add(("dataset",), f"unknown dataset {data['dataset']!r} (known: {known})")
+        out.add(("dataset",), f"unknown dataset {data['dataset']!r}{_did_you_mean(data['dataset'], snapshot.datasets)} "
+                              f"(known: {known})")
         return [], [], out.errors
     known_variables = frozenset(dataset.variable_names)
 
@@ -374,7 +405,8 @@ def build_releases(
         names = list(names)
         for index, name in enumerate(names):
             if name not in known_variables:
-                out.add(at + (index,), f"unknown variable {name!r} in dataset {dataset.name!r}")
+                out.add(at + (index,), f"unknown variable {name!r} in dataset {dataset.name!r}"
+                                       + _did_you_mean(name, known_variables))
         return frozenset(names)
 
     families: list[Family] = []
@@ -437,6 +469,12 @@ def build_releases(
             )
         )
     return releases, families, out.errors
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str:
+    from .choices import did_you_mean  # (choices imports this module)
+
+    return did_you_mean(name, known)
 
 
 def _partition_text(family: Family) -> str:

@@ -10,9 +10,10 @@ steward's (DESIGN 3). Problems raise `InputErrors` (exit 2) or `BudgetRefused`
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Union
 
 from sqlalchemy import Engine
 from sqlmodel import Session
@@ -20,9 +21,18 @@ from sqlmodel import Session
 from . import budget, store
 from .errors import InputErrors, LedgerError, fail
 from .lifecycle import ENFORCING, transition
-from .loader import LedgerSnapshot, cap_from_entry, field_name, load_releases, read_document
+from .loader import (
+    Document,
+    LedgerSnapshot,
+    build_releases,
+    cap_from_entry,
+    check_batch,
+    field_name,
+    load_releases,
+    read_document,
+)
 from .numbers import format_number
-from .records import Cap, Family, Release
+from .records import Cap, Dataset, Family, Release
 
 Builder = Callable[[LedgerSnapshot], tuple[list[Release], list[Family], list[LedgerError]]]
 
@@ -49,6 +59,11 @@ class Recorded:
     releases: tuple[Release, ...]
     families: tuple[Family, ...]
     checks: tuple[budget.CapCheck, ...]
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The recorded releases' ids, in order."""
+        return tuple(release.id for release in self.releases)
 
 
 def release_builder(paths: Sequence[str | Path], actor: str) -> Builder:
@@ -113,7 +128,10 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str) -> R
     with store.write_session(engine) as session:
         lookup = store.ReleaseLookup(session)
         if release_id not in lookup:
-            raise fail(f"release {release_id}", "id", "no such release in this ledger")
+            from .choices import did_you_mean
+
+            raise fail(f"release {release_id}", "id", "no such release in this ledger"
+                       + did_you_mean(release_id, list(lookup)))
         release = lookup[release_id]
         changed = transition(release, action, actor, store.now())
         if isinstance(changed, str):
@@ -158,3 +176,90 @@ def add_caps(engine: Engine, dataset: str, entries: Iterable[dict], actor: str, 
 def headroom(engine: Engine, dataset: str, variables: Iterable[str]) -> budget.Headroom:
     with Session(engine) as session:
         return budget.headroom(variables, store.caps(session, dataset), store.cap_totals(session, dataset))
+
+
+# --------------------------------------------------------------------------
+# Shared by the CLI and the Python API (issue 14)
+# --------------------------------------------------------------------------
+
+
+PRIVACY_UNIT_KEYS = ("privacy_unit", "privacy_unit_details")
+
+
+def declared_privacy_unit(document: Document) -> dict[str, str]:
+    """The optional privacy_unit and privacy_unit_details of a dataset document."""
+    data = document.data if isinstance(document.data, Mapping) else {}
+    return {key: data[key] for key in PRIVACY_UNIT_KEYS if key in data}
+
+
+def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: str, source: str,
+                privacy_unit: Mapping[str, str] | None = None) -> bool:
+    """Record a dataset, its caps and its declared privacy unit; False when it is already
+    recorded exactly so. A recorded dataset is never rewritten: other variables or caps are
+    bad input; a new privacy-unit declaration is recorded (the latest one holds)."""
+    with store.write_session(engine) as session:
+        existing = store.write_context(session).datasets.get(dataset.name)
+        if existing is not None:
+            if existing == dataset and set(store.caps(session, dataset.name)) == set(caps):
+                if privacy_unit and dict(privacy_unit) != store.privacy_unit(session, dataset.name):
+                    store.set_privacy_unit(session, dataset.name, privacy_unit, actor)
+                    return True
+                return False
+            raise fail(source, "dataset", f"dataset {dataset.name!r} is already recorded with other variables "
+                                          "or groups; a recorded dataset is never rewritten "
+                                          "(change caps with `cap set`)")
+        store.add_dataset(session, dataset, actor)
+        for cap in caps:
+            store.set_cap(session, cap, actor)
+        if privacy_unit:
+            store.set_privacy_unit(session, dataset.name, privacy_unit, actor)
+        return True
+
+
+ReleaseSource = Union[str, Path, Mapping[str, Any], Release]
+
+
+def source_builder(sources: Sequence[ReleaseSource], actor: str) -> Builder:
+    """Releases from files (YAML or JSON), release documents as dicts (the file format),
+    or `Release` records (from an adapter), checked together as one batch: all or nothing."""
+
+    def build(snapshot: LedgerSnapshot):
+        releases: list[Release] = []
+        families: list[Family] = []
+        errors: list[LedgerError] = []
+        recorded_at = store.now()
+        for index, source in enumerate(sources):
+            if isinstance(source, Release):
+                dataset = snapshot.datasets.get(source.dataset)
+                if dataset is None:
+                    errors.append(LedgerError(f"release {source.id}", "dataset",
+                                              f"unknown dataset {source.dataset!r}"))
+                    continue
+                unknown = sorted(set(source.reads).union(*(g.protects for g in source.guarantees))
+                                 - set(dataset.variable_names))
+                if unknown:
+                    errors.append(LedgerError(f"release {source.id}", "reads",
+                                              f"unknown variable(s) {', '.join(map(repr, unknown))} in dataset "
+                                              f"{dataset.name!r}"))
+                    continue
+                releases.append(replace(source, recorded_by=source.recorded_by or actor,
+                                        recorded_at=source.recorded_at or recorded_at,
+                                        source=source.source or f"release {source.id}"))
+                continue
+            if isinstance(source, Mapping):
+                document = Document(f"<release document {index + 1}>", dict(source))
+            else:
+                document, read_errors = read_document(source)
+                errors.extend(read_errors)
+                if document is None:
+                    continue
+            more_releases, more_families, more_errors = build_releases(
+                document, snapshot, recorded_by=actor, recorded_at=recorded_at)
+            releases.extend(more_releases)
+            families.extend(more_families)
+            errors.extend(more_errors)
+        errors.extend(check_batch(releases, families, snapshot))
+        new_families = list({f.id: f for f in families if f.id not in snapshot.families}.values())
+        return releases, new_families, errors
+
+    return build

@@ -978,3 +978,25 @@ def _event_number(problem: str) -> float:
     token = problem.split()[1]
     return float(token.rstrip(":")) if token.rstrip(":").isdigit() else float("inf")
 
+
+
+# --------------------------------------------------------------------------
+# A dataset's declared privacy unit (issue 14): kept in the audit chain itself
+# --------------------------------------------------------------------------
+
+PRIVACY_UNIT_EVENT = "dataset.privacy-unit"
+
+
+def set_privacy_unit(session: Session, dataset: str, unit: Mapping[str, str], actor: str) -> None:
+    """Declare whose data the dataset's guarantees protect ({privacy_unit, privacy_unit_details});
+    an event of the chain, so it is as tamper-evident as the rest and the latest one holds."""
+    append_event(session, kind=PRIVACY_UNIT_EVENT, subject=dataset, actor=actor,
+                 payload={"privacy_unit": dict(unit)})
+
+
+def privacy_unit(session: Session, dataset: str) -> dict[str, str]:
+    """The latest declared privacy unit of `dataset` ({} when none was declared)."""
+    row = _connection(session).execute(
+        select(_EVENTS.c.payload).where(_EVENTS.c.kind == PRIVACY_UNIT_EVENT, _EVENTS.c.subject == dataset)
+        .order_by(_EVENTS.c.seq.desc()).limit(1)).first()
+    return {} if row is None else dict(json.loads(row[0]).get("privacy_unit", {}))

@@ -362,3 +362,35 @@ def _load_template(name: str) -> str:
 
 def render(template: str, **context) -> str:
     return environment().get_template(template).render(**context)
+
+
+def release_charge_text(release, dataset=None) -> str:
+    """What a release charges the whole dataset (U = V, Tan Prop 3.1): its cost on what it
+    reads, as epsilon (pure) or epsilon at the dataset's delta; cancelled releases charge nothing."""
+    from .accounting import DEFAULT_DELTA
+    from .engine import release_cost
+    from .records import Status
+
+    if release.status == Status.CANCELLED:
+        return "none (cancelled)"
+    if not release.reads:
+        return "0"
+    spend = release_cost(release, frozenset(release.reads))
+    if spend.unbounded:
+        return "∞ (exact on " + ", ".join(sorted(release.exact_variables)) + ")"
+    if spend.is_pure:
+        return f"ε {format_number(spend.pure)}"
+    delta = (dataset.delta if dataset is not None else None) or DEFAULT_DELTA
+    return f"ε {format_number(spend.epsilon(delta))} at δ {format_delta(delta)}"
+
+
+def releases_text(releases, datasets) -> str:
+    """The `releases` table: id, dataset, status, reads, charge, dates, with a header."""
+    header = ["id", "dataset", "status", "reads", "charge", "recorded", "published"]
+    body = [[r.id, r.dataset, r.status.value, ", ".join(sorted(r.reads)) or "-",
+             release_charge_text(r, datasets.get(r.dataset)),
+             r.recorded_at.strftime("%Y-%m-%d") if r.recorded_at else "-",
+             r.published_at.strftime("%Y-%m-%d") if r.published_at else "-"] for r in releases]
+    widths = [max(len(line[k]) for line in [header, *body]) for k in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
+                     for line in [header, *body])

@@ -202,7 +202,7 @@ def test_input_refuses_control_characters_and_oversized_names(tmp_path):
     assert result.code == 2 and "U+001B" in result.err and "\x1b" not in result.err
     result = cli_main(url, "record", release.with_name("none.yaml"), "--by", "x\x1b[2J")
     assert result.code == 2 and "\x1b" not in result.err
-    assert cli_main(url, "releases").out == ""
+    assert cli_main(url, "releases").out.strip() in ("", "no releases")
 
 
 def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised():

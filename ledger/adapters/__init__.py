@@ -1,0 +1,78 @@
+"""Releases recorded where they are made: OpenDP, dp_accounting and diffprivlib.
+
+Each adapter turns another library's object into ledger `Release` records with
+the right guarantee; the user names the variables each release reads (and,
+optionally, the subset it protects); the adapter derives the rest. Record
+them like any other release -- `ledger.open().record(*releases)` -- and they
+are checked against the caps first (all or nothing, `BudgetRefused`).
+
+    ledger.adapters.opendp.release(measurement, id=..., dataset=..., reads=[...])
+    ledger.adapters.dp_accounting.releases(event, id=..., dataset=..., reads=[...])
+    ledger.adapters.diffprivlib.release(mechanism, id=..., dataset=..., reads=[...])
+    ledger.adapters.diffprivlib.from_accountant(accountant, id=..., dataset=..., reads=[...])
+
+Numbers from a library are floats. A loss parameter (epsilon, delta, rho) is
+recorded as the smaller of the float's exact value and its shortest decimal
+that is not below it, so the record never understates the loss
+(`0.3` is recorded as 3/10, which is above the float 0.3).
+The libraries are imported only by their adapter: each is an optional dependency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from fractions import Fraction
+from typing import Any
+
+from ..catalogue import derive_guarantees
+from ..errors import InputErrors, LedgerError
+from ..records import Guarantee, Mechanism, Notion, Relation, Release, Status
+
+
+def loss_fraction(value: float | int | Fraction) -> Fraction:
+    """A loss parameter from a library, exactly: the shortest decimal text of the float when
+    that is not below the float's value (3/10 for 0.3), else the float's exact value."""
+    if isinstance(value, Fraction):
+        return value
+    exact = Fraction(value)
+    written = Fraction(repr(float(value))) if not isinstance(value, int) else exact
+    return written if written >= exact else exact
+
+
+def refuse(source: str, field: str, message: str) -> InputErrors:
+    return InputErrors([LedgerError(source, field, message)])
+
+
+def relation_of(value: str | Relation, source: str) -> Relation:
+    try:
+        return Relation(value)
+    except ValueError:
+        raise refuse(source, "relation", f"must be 'replace' or 'add-remove', found {value!r}") from None
+
+
+def make_release(*, id: str, dataset: str, reads: Iterable[str], mechanism: str, params: dict[str, Any],
+                 guarantees: Iterable[Guarantee] | None = None, protects: Iterable[str] | None = None,
+                 title: str = "", status: Status | str = Status.PUBLISHED, source: str) -> Release:
+    """A Release whose guarantees are the catalogue's derivation from `mechanism` and `params`,
+    or the explicit `guarantees`; `protects` narrows what they protect (default: all read)."""
+    read = frozenset(reads)
+    if not id:
+        raise refuse(source, "id", "a release needs an id")
+    cleaned = {key: value for key, value in params.items() if value is not None}
+    recorded = Mechanism(mechanism, tuple(sorted(cleaned.items())))
+    if guarantees is None:
+        derived, problems = derive_guarantees(recorded, read)
+        if problems:
+            raise InputErrors([LedgerError(source, f"mechanism.{p.field}", p.message) for p in problems])
+        guarantees = derived
+    protected = read if protects is None else frozenset(protects)
+    if not protected <= read:
+        raise refuse(source, "protects", f"protects {sorted(protected - read)}, which the release does not read")
+    guarantees = tuple(Guarantee(protected, g.notion, g.epsilon, g.delta, g.rho, g.relation) for g in guarantees)
+    return Release(id=id, dataset=dataset, reads=read, mechanism=recorded, guarantees=guarantees, title=title,
+                   status=Status(status), source=source)
+
+
+def guarantee(notion: Notion, relation: Relation, *, epsilon=None, delta=None, rho=None) -> Guarantee:
+    """A guarantee on what is read (make_release sets the protected set)."""
+    return Guarantee(frozenset(), notion, epsilon=epsilon, delta=delta, rho=rho, relation=relation)

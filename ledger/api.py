@@ -1,0 +1,322 @@
+"""The Python API: the ledger as values, for notebooks and pipelines.
+
+    >>> import ledger
+    >>> book = ledger.open("sqlite://")          # in memory; default: $LEDGER_DATABASE_URL, else sqlite:///ledger.db
+    >>> book.add_dataset({"dataset": "survey", "variables": [{"name": "age"}, {"name": "income"}]})
+    True
+    >>> book.record({"dataset": "survey", "releases": [
+    ...     {"id": "t1", "reads": ["age", "income"], "mechanism": {"name": "laplace", "epsilon": "1/2"}}]}).ids
+    ('t1',)
+    >>> book.subset(["income"]).exact
+    Fraction(1, 2)
+
+Every method calls the same operations the command line does (operations.py,
+choices.py, engine.py), so a figure here is the figure the CLI prints: the same
+composition, and no cancelled release is ever counted. Bad input raises
+`InputErrors`, whose `.errors` is the list of `LedgerError` (source, field,
+message) the CLI prints before exit 2; a step that would break a cap raises
+`BudgetRefused` (exit 1 in the CLI). Nothing is written in either case.
+
+Figures: `.epsilon` is a float that is a safe bound (a loss rounded up, a
+headroom rounded down, `math.inf` when unbounded); `.exact` is the exact
+Fraction where one exists (pure and approximate totals), None where the figure
+comes from a floating-point conversion (zCDP to epsilon).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from . import budget, choices, operations, store
+from .engine import at_delta
+from .errors import InputErrors, LedgerError, fail
+from .loader import Document, LedgerSnapshot, build_caps, build_dataset, read_document
+from .numbers import Number, is_infinite, to_json
+from .records import Dataset, Release
+from .views import table_view
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Ledger", "SubsetLoss", "Recorded", "PlanCheck", "open", "safe_float"]
+
+Recorded = operations.Recorded
+
+
+def safe_float(value: Number | None, *, down: bool = False) -> float:
+    """A figure as a float that still bounds it: rounded up (a loss) or down (a headroom,
+    `down=True`); `math.inf` when unbounded (numbers.to_json's rule)."""
+    if value is None:
+        return math.nan
+    if is_infinite(value):
+        return math.inf if value > 0 else -math.inf
+    return float(to_json(value, down=down))
+
+
+def _exact(value: Number) -> Fraction | None:
+    return value if isinstance(value, Fraction) else None
+
+
+@dataclass(frozen=True)
+class SubsetLoss:
+    """The privacy loss on one subset of variables (Tan, Prop 3.4 composition)."""
+
+    dataset: str
+    variables: tuple[str, ...]
+    epsilon: float  # a safe upper bound; math.inf when not protected
+    exact: Fraction | None  # the exact epsilon where one exists
+    delta: Fraction | None  # the delta epsilon is stated at; None for a pure total
+    rho: Fraction | None  # the total as rho-zCDP, when it has no (epsilon, delta) part
+    notion: str  # pure, approx, zcdp, mixed or unbounded
+    releases: tuple[str, ...]  # the releases charging it
+
+
+@dataclass(frozen=True)
+class PlanCheck:
+    """The pre-release check of a plan: every cap it touches, as it would leave it."""
+
+    checks: tuple[budget.CapCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(check.ok for check in self.checks)
+
+
+class Ledger:
+    """A ledger opened by URL. Cheap to keep: each call opens its own transaction."""
+
+    def __init__(self, url: str, engine: Engine, *, actor: str | None = None):
+        self.url = url
+        self.engine = engine
+        self.actor = actor
+
+    def __repr__(self) -> str:
+        return f"Ledger({self.url!r})"
+
+    # -- reading ----------------------------------------------------------------
+
+    def _light(self) -> LedgerSnapshot:
+        with Session(self.engine) as session:
+            return store.write_context(session)
+
+    def _full(self, dataset: str | None) -> LedgerSnapshot:
+        with Session(self.engine) as session:
+            return store.snapshot(session, dataset)
+
+    def _by(self, by: str | None) -> str:
+        return choices.actor(by or self.actor)
+
+    @property
+    def datasets(self) -> dict[str, Dataset]:
+        """The recorded datasets, by name."""
+        return dict(self._light().datasets)
+
+    def dataset(self, name: str | None = None) -> Dataset:
+        """The named dataset, or the only one."""
+        return choices.pick_dataset(self._light(), name, field="dataset")
+
+    def releases(self, dataset: str | None = None) -> list[Release]:
+        """Every recorded release (cancelled ones too: they are part of the record)."""
+        if dataset is not None:
+            choices.pick_dataset(self._light(), dataset, field="dataset")
+        return [r for r in self._full(dataset).releases.values() if dataset is None or r.dataset == dataset]
+
+    def release(self, release_id: str) -> Release:
+        with Session(self.engine) as session:
+            lookup = store.ReleaseLookup(session)
+            if release_id not in lookup:
+                raise fail(f"release {release_id}", "id", "no such release in this ledger"
+                           + choices.did_you_mean(release_id, list(lookup)))
+            return lookup[release_id]
+
+    # -- writing ----------------------------------------------------------------
+
+    def add_dataset(self, source: str | Path | Mapping[str, Any], *, by: str | None = None) -> bool:
+        """Add a dataset (a dataset file, or its content as a dict) with its caps.
+        True when added; False when it is already recorded exactly so."""
+        if isinstance(source, Mapping):
+            document, errors = Document("<dataset document>", dict(source)), []
+        else:
+            document, errors = read_document(source)
+        dataset = None
+        if document is not None:
+            dataset, errors = build_dataset(document)
+        if errors:
+            raise InputErrors(errors)
+        caps, errors = build_caps(document, dataset)
+        if errors:
+            raise InputErrors(errors)
+        return operations.add_dataset(self.engine, dataset, caps, self._by(by), document.path,
+                                      operations.declared_privacy_unit(document))
+
+    def record(self, *sources: operations.ReleaseSource, by: str | None = None) -> operations.Recorded:
+        """Record releases from files, release documents (dicts in the file format) or
+        `Release` records (e.g. from `ledger.adapters`): every cap is checked first, and
+        all are recorded or none (`BudgetRefused`, `InputErrors`)."""
+        if not sources:
+            raise fail("record", "sources", "nothing to record")
+        return operations.record(self.engine, operations.source_builder(sources, self._by(by)), self._by(by))
+
+    def check(self, *plans: operations.ReleaseSource) -> PlanCheck:
+        """Would these planned releases keep every cap? A dry run of `record`."""
+        if not plans:
+            raise fail("check", "plans", "nothing to check")
+        builder = operations.source_builder(plans, self._by(None))
+        return PlanCheck(tuple(operations.check(self.engine, builder)))
+
+    def approve(self, release_id: str, *, by: str | None = None) -> Release:
+        """Approve a planned release (its caps are re-checked)."""
+        return operations.change_status(self.engine, release_id, "approve", self._by(by))
+
+    def publish(self, release_id: str, *, by: str | None = None) -> Release:
+        """Publish an approved release (its caps are re-checked)."""
+        return operations.change_status(self.engine, release_id, "publish", self._by(by))
+
+    def retract(self, release_id: str, *, by: str | None = None) -> Release:
+        """Retract a published release; it still counts."""
+        return operations.change_status(self.engine, release_id, "retract", self._by(by))
+
+    def cancel(self, release_id: str, *, by: str | None = None) -> Release:
+        """Cancel a planned or approved release; it frees its reservation."""
+        return operations.change_status(self.engine, release_id, "cancel", self._by(by))
+
+    def set_cap(self, subset: Sequence[str] | str, *, epsilon: object = None, delta: object = None,
+                rho: object = None, name: str | None = None, dataset: str | None = None,
+                by: str | None = None) -> list[budget.CapCheck]:
+        """Add or replace a cap on variables, a group name, or "all"; returns the caps' checks."""
+        chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
+        entry: dict[str, Any] = {"subset": "all"} if subset == "all" else (
+            {"name": subset} if isinstance(subset, str) else {"subset": list(subset)})
+        if name:
+            entry["name"] = name
+        for key, value in (("epsilon", epsilon), ("delta", delta), ("rho", rho)):
+            if value is not None:
+                entry[key] = value
+        caps = operations.add_caps(self.engine, chosen.name, [entry], self._by(by), "set_cap")
+        with Session(self.engine) as session:
+            return budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
+
+    # -- figures ----------------------------------------------------------------
+
+    def caps(self, dataset: str | None = None) -> list[budget.CapCheck]:
+        """Every cap of the dataset, its spend (reservations included), headroom and status."""
+        chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
+        with Session(self.engine) as session:
+            caps = store.caps(session, chosen.name)
+            return budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
+
+    def headroom(self, variables: Iterable[str], *, dataset: str | None = None) -> budget.Headroom:
+        """The largest epsilon (and rho) a new release reading exactly these variables could take."""
+        chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
+        names = choices.resolve_variables(chosen, _names(variables), field="variables")
+        return operations.headroom(self.engine, chosen.name, names)
+
+    def subset(self, variables: Iterable[str], *, dataset: str | None = None, delta: object = None) -> SubsetLoss:
+        """The privacy loss on one subset (variables or group names)."""
+        snapshot = self._full(dataset)
+        chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
+        names = choices.resolve_variables(chosen, _names(variables), field="variables")
+        chosen_delta = choices.parse_delta(delta, chosen, field="delta")
+        cost = choices.charged_index(snapshot, chosen).subset_cost(names, at_delta(chosen_delta))
+        spend = cost.spend
+        epsilon = spend.epsilon(chosen_delta)
+        return SubsetLoss(
+            dataset=chosen.name, variables=cost.subset, epsilon=safe_float(epsilon), exact=_exact(epsilon),
+            delta=None if spend.is_pure or spend.unbounded else chosen_delta, rho=spend.zcdp_rho(),
+            notion=spend.notion, releases=cost.releases)
+
+    def table(self, dataset: str | None = None, delta: object = None, *,
+              whole_dataset: bool = False) -> pd.DataFrame:
+        """Tan's Table 1: one row per charged release plus the total row ("All releases"),
+        one column per variable (epsilon at the dataset's delta, safe floats, inf when
+        unbounded); `whole_dataset=True` adds the whole-dataset column. `df.attrs` holds
+        the dataset, the delta and the basis the figures are stated on."""
+        import pandas as pd
+
+        snapshot = self._full(dataset)
+        chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
+        chosen_delta = choices.parse_delta(delta, chosen, field="delta")
+        view = table_view(choices.charged_index(snapshot, chosen).table(chosen.name, at_delta(chosen_delta)),
+                          chosen_delta)
+        rows = [[*row.values, row.dataset_wide] for row in view.rows] + [[*view.total, view.total_dataset_wide]]
+        columns = [*view.variables, "whole dataset"]
+        frame = pd.DataFrame([[safe_float(v) for v in row] for row in rows], columns=columns,
+                             index=pd.Index([row.release for row in view.rows] + ["All releases"], name="release"))
+        if not whole_dataset:
+            frame = frame.drop(columns="whole dataset")
+        frame.attrs.update(dataset=chosen.name, delta=None if view.basis.pure else chosen_delta,
+                           basis=view.basis.label)
+        return frame
+
+    def pairs(self, dataset: str | None = None, delta: object = None) -> pd.DataFrame:
+        """The loss on every pair of variables: columns variable_1, variable_2, epsilon."""
+        import pandas as pd
+
+        snapshot = self._full(dataset)
+        chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
+        chosen_delta = choices.parse_delta(delta, chosen, field="delta")
+        result = choices.charged_index(snapshot, chosen).pairs(at_delta(chosen_delta))
+        return pd.DataFrame([(a, b, safe_float(spend.epsilon(chosen_delta))) for (a, b), spend in result.items()],
+                            columns=["variable_1", "variable_2", "epsilon"])
+
+    # -- audit, reports, exports -------------------------------------------------
+
+    def verify(self) -> store.Verification:
+        """Recompute the audit hash chain; `.ok`, `.events`, `.head`, `.problems` (one
+        consistent snapshot, store.read_session)."""
+        with store.read_session(self.engine) as session:
+            return store.verify(session)
+
+    def report(self, out: str | Path, *, format: str | None = None, dataset: str | None = None,
+               delta: object = None, since: str | datetime | None = None) -> Path:
+        """Write a report (html, pdf, md, tex or csv; by default from `out`'s extension)."""
+        from . import cli_report
+        from .report import build_report, draw_here
+
+        chosen_format = choices.report_format(format, str(out))
+        since_at = since if isinstance(since, datetime) or since is None else cli_report.parse_since(since)
+        target = cli_report.writable_target(str(out))
+        chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
+        chosen_delta = choices.parse_delta(delta, chosen, field="delta")
+        with Session(self.engine) as session:
+            inputs = cli_report.gather(session, chosen, chosen_delta, since_at)
+        context = build_report(inputs, charts=chosen_format in ("html", "pdf"), draw=draw_here)
+        cli_report.write_atomically(target, cli_report.render(context, chosen_format))
+        return target
+
+    def export_registry(self, dataset: str | None = None, *, tier: int = 2) -> dict[str, Any]:
+        """A DP Deployments Registry record of the dataset (see ledger.registry)."""
+        from .registry import registry_record
+
+        snapshot = self._full(dataset)
+        chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
+        with Session(self.engine) as session:
+            caps = store.caps(session, chosen.name)
+            unit = store.privacy_unit(session, chosen.name)
+        return registry_record(snapshot, chosen, caps, tier=tier, privacy_unit=unit)
+
+
+def _names(variables: Iterable[str]) -> list[str]:
+    return [variables] if isinstance(variables, str) else list(variables)
+
+
+def open(url: str | None = None, *, actor: str | None = None) -> Ledger:  # noqa: A001 (ledger.open)
+    """Open (and, on first use, create) the ledger at `url`: any SQLAlchemy URL, default
+    $LEDGER_DATABASE_URL, else sqlite:///ledger.db -- as the CLI's --db. `actor` is who
+    records (default $LEDGER_USER, else the login name)."""
+    chosen = choices.ledger_url(url)
+    try:
+        engine = store.make_engine(chosen)
+        store.ensure_schema(engine)
+    except Exception as exc:  # a bad URL or an unreachable server is bad input
+        raise InputErrors([LedgerError("url", "url", f"cannot open ledger {chosen!r}: {exc}")]) from None
+    return Ledger(chosen, engine, actor=actor)

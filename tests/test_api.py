@@ -1,0 +1,133 @@
+"""The Python API (issue 14): `import ledger` gives the figures the CLI prints.
+
+Expected numbers are Tan's Table 1 (Example 3.6) and closed forms, never the
+code's own output.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+
+import ledger
+from support import cli_main
+
+CENSUS = {
+    "dataset": "census",
+    "variables": [{"name": n} for n in ("age", "sex", "region", "race", "other")],
+}
+TABLES = {"dataset": "census", "releases": [
+    {"id": "A", "reads": ["age", "sex"], "mechanism": {"name": "geometric", "epsilon": 1}},
+    {"id": "B", "reads": ["region", "race"], "mechanism": {"name": "geometric", "epsilon": 1}},
+    {"id": "C", "reads": ["region", "age"], "mechanism": {"name": "geometric", "epsilon": 1}},
+]}
+
+
+@pytest.fixture
+def book(tmp_path):
+    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", actor="tester")
+    book.add_dataset(CENSUS)
+    book.record(TABLES)
+    return book
+
+
+def test_top_level_surface_is_documented_and_typed():
+    import importlib.resources
+
+    for name in ("open", "Ledger", "InputErrors", "BudgetRefused", "LedgerError", "SubsetLoss"):
+        assert getattr(ledger, name).__doc__, name
+    assert importlib.resources.files("ledger").joinpath("py.typed").is_file()
+
+
+def test_table_is_tans_table_1(book):
+    frame = book.table()
+    assert list(frame.columns) == ["age", "sex", "region", "race", "other"]
+    assert list(frame.index) == ["A", "B", "C", "All releases"]
+    # Tan, Table 1: totals 2, 1, 2, 1, 0 on the singletons
+    assert frame.loc["All releases"].tolist() == [2, 1, 2, 1, 0]
+    assert frame.loc["B"].tolist() == [0, 0, 1, 1, 0]
+    assert book.table(whole_dataset=True).loc["All releases", "whole dataset"] == 3
+
+
+def test_subset_safe_float_and_exact(book):
+    loss = book.subset(["age", "sex"])
+    assert loss.exact == Fraction(2) and loss.epsilon == 2.0
+    assert loss.releases == ("A", "C")
+    assert book.subset("race").exact == 1
+
+
+def test_cancelled_releases_never_count(book, tmp_path):
+    """The obvious route through store.snapshot counted cancelled releases (3.476 vs 3.301)."""
+    book.record({"dataset": "census", "releases": [
+        {"id": "D", "reads": ["age"], "mechanism": {"name": "laplace", "epsilon": "1/3"}, "status": "planned"}]})
+    assert book.subset(["age"]).exact == Fraction(7, 3)
+    book.cancel("D")
+    assert book.subset(["age"]).exact == 2
+    assert book.table().loc["All releases", "age"] == 2
+    assert "D" not in book.table().index
+    run = cli_main(book.url, "subset", "age", "--json")
+    assert run.code == 0 and run.json()["epsilon"] == 2
+
+
+def test_subset_zcdp_is_a_safe_bound(tmp_path):
+    book = ledger.open(f"sqlite:///{tmp_path / 'z.db'}")
+    book.add_dataset({"dataset": "d", "delta": "1e-6", "variables": [{"name": "x"}]})
+    book.record({"dataset": "d", "releases": [
+        {"id": "g", "reads": ["x"], "mechanism": {"name": "gaussian", "sigma": 1, "sensitivity": 1}}]})
+    loss = book.subset(["x"])
+    assert loss.rho == Fraction(1, 2) and loss.exact is None
+    # rho-zCDP gives (rho + 2 sqrt(rho ln(1/delta)), delta) (Bun and Steinke 2016, Prop 1.3): CKS is tighter
+    assert 0.5 < loss.epsilon <= 0.5 + 2 * math.sqrt(0.5 * math.log(1e6))
+    assert loss.delta == Fraction(1, 10**6)
+
+
+def test_errors_are_the_collected_ledger_errors(book):
+    with pytest.raises(ledger.InputErrors) as caught:
+        book.subset(["agee"])
+    (error,) = caught.value.errors
+    assert isinstance(error, ledger.LedgerError)
+    assert "did you mean 'age'" in error.message
+    with pytest.raises(ledger.InputErrors) as caught:
+        book.approve("AA")
+    assert "did you mean 'A'" in caught.value.errors[0].message
+
+
+def test_budget_refused_and_nothing_written(book):
+    book.set_cap(["age"], epsilon=2)
+    plan = {"dataset": "census", "releases": [
+        {"id": "E", "reads": ["age"], "mechanism": {"name": "laplace", "epsilon": "1/10"}}]}
+    assert not book.check(plan).ok
+    with pytest.raises(ledger.BudgetRefused):
+        book.record(plan)
+    assert [r.id for r in book.releases()] == ["A", "B", "C"]
+    assert book.headroom(["age"]).epsilon == 0
+
+
+def test_lifecycle_pairs_verify_and_report(book, tmp_path):
+    book.record({"dataset": "census", "releases": [
+        {"id": "P", "reads": ["sex"], "mechanism": {"name": "laplace", "epsilon": 1}, "status": "planned"}]})
+    assert book.approve("P").status == ledger.Status.APPROVED
+    assert book.publish("P").status == ledger.Status.PUBLISHED
+    pairs = book.pairs()
+    row = pairs[(pairs.variable_1 == "age") & (pairs.variable_2 == "sex")]
+    assert row.epsilon.tolist() == [3]  # A 1 + C 1 (reads age) + P 1 (reads sex)
+    assert book.verify().ok
+    out = book.report(tmp_path / "table.csv")
+    assert out.read_text().splitlines()[0].startswith("release") or "age" in out.read_text().splitlines()[0]
+
+
+def test_open_defaults_to_the_cli_url(monkeypatch, tmp_path):
+    monkeypatch.setenv("LEDGER_DATABASE_URL", f"sqlite:///{tmp_path / 'env.db'}")
+    assert ledger.open().url == f"sqlite:///{tmp_path / 'env.db'}"
+    monkeypatch.delenv("LEDGER_DATABASE_URL")
+    monkeypatch.chdir(tmp_path)
+    assert ledger.open().url == "sqlite:///ledger.db"
+
+
+def test_postgres_scheme_is_read_as_psycopg():
+    from ledger.choices import ledger_url
+
+    assert ledger_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert ledger_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"

@@ -1,0 +1,114 @@
+"""`export registry` (issue 14): a DP Deployments Registry record, validated against the
+registry's own schema, read at test time from ../shared/registry (never copied here).
+
+The Census-holdout-style ledger: state totals held invariant (an exact release),
+person-level attributes released with Gaussian noise in rho-zCDP, as the 2020
+redistricting data (the registry's example record, rho = 2.63)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+import ledger
+from support import cli_main
+
+REGISTRY = Path(__file__).resolve().parents[1].parent / "shared" / "registry"
+SCHEMA = REGISTRY / "deployments-schema.yaml"
+
+pytestmark = pytest.mark.skipif(not SCHEMA.is_file(), reason=f"the registry schema is not at {SCHEMA} "
+                                                             "(the shared folder beside the repository)")
+
+HOLDOUT = {
+    "dataset": "holdout",
+    "description": "Census holdout test: redistricting-style tables",
+    "delta": "1e-10",
+    "privacy_unit": "Person-level",
+    "privacy_unit_details": "Two datasets are adjacent when one person's record is changed; the number "
+                            "of records is public (bounded neighbours).",
+    "variables": [{"name": "state", "classification": "public"}, {"name": "age"}, {"name": "sex"},
+                  {"name": "race"}, {"name": "hispanic"}],
+    "groups": {"person": ["age", "sex", "race", "hispanic"]},
+    "caps": [{"name": "person", "rho": "2.63"}],
+}
+# sigma and sensitivity give rho = sensitivity^2 / (2 sigma^2) (Bun and Steinke 2016, Prop 1.6)
+RELEASES = {"dataset": "holdout", "releases": [
+    {"id": "state-totals", "title": "State population (invariant)", "reads": ["state"],
+     "mechanism": {"name": "exact"}},
+    {"id": "p1", "reads": ["state", "race"], "mechanism": {"name": "gaussian", "rho": "1.2"},
+     "guarantees": [{"protects": ["race"], "rho": "1.2"}]},
+    {"id": "p2", "reads": ["state", "hispanic", "race"], "mechanism": {"name": "gaussian", "rho": "0.8"},
+     "guarantees": [{"protects": ["hispanic", "race"], "rho": "0.8"}]},
+    {"id": "p3", "reads": ["state", "age", "sex"], "mechanism": {"name": "gaussian", "sigma": 1, "sensitivity": 1},
+     "guarantees": [{"protects": ["age", "sex"], "rho": "0.5"}]},
+]}
+
+
+@pytest.fixture
+def schema():
+    return yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def url(tmp_path):
+    book = ledger.open(f"sqlite:///{tmp_path / 'holdout.db'}", actor="tester")
+    book.add_dataset(HOLDOUT)
+    book.record(RELEASES)
+    return book.url
+
+
+def test_the_example_record_validates(schema):
+    example = yaml.safe_load((REGISTRY / "example-census_redistricting_data.yaml").read_text(encoding="utf-8"))
+    jsonschema.validate(example, schema)
+
+
+@pytest.mark.parametrize("tier", [1, 2, 3])
+def test_export_validates_at_every_tier(url, schema, tmp_path, tier):
+    out = tmp_path / f"record-{tier}.yaml"
+    run = cli_main(url, "export", "registry", "--dataset", "holdout", "--tier", tier, "--out", out)
+    assert run.code == 0, run.err
+    record = yaml.safe_load(out.read_text(encoding="utf-8"))
+    jsonschema.validate(record, schema, format_checker=jsonschema.FormatChecker())
+    assert record["tier"] == tier
+    assert record["deployment"]["basic"]["intended_use"].startswith("PLACEHOLDER")
+    assert all(author.startswith("PLACEHOLDER") for author in record["deployment"]["administrative"]["registry_authors"])
+
+
+def test_holdout_export_carries_rho_and_per_attribute_figures(url, tmp_path):
+    out = tmp_path / "record.yaml"
+    assert cli_main(url, "export", "registry", "--tier", "3", "--out", out).code == 0
+    deployment = yaml.safe_load(out.read_text(encoding="utf-8"))["deployment"]
+    assert deployment["dp_variant"]["variant_name"] == "Zero-concentrated DP"
+    loss = deployment["privacy_loss"]
+    # protected: age, sex, race, hispanic (state is public and released exactly): 1.2 + 0.8 + 0.5
+    assert Fraction(repr(loss["privacy_parameters"]["rho"])) >= Fraction("2.5")
+    assert loss["privacy_parameters"]["rho"] == pytest.approx(2.5)
+    assert loss["privacy_parameters"]["delta"] == pytest.approx(1e-10)
+    assert loss["privacy_unit"] == "Person-level"
+    assert loss["privacy_unit_details"].startswith("Two datasets are adjacent")
+    details = loss["privacy_parameters_details"]
+    assert "rho 2" in details.split("- race:")[1].splitlines()[0]  # race: 1.2 + 0.8
+    assert "rho 0.8" in details.split("- hispanic:")[1].splitlines()[0]
+    assert "rho 0.5" in details.split("- age:")[1].splitlines()[0]
+    assert "Canonne" in details or "CKS" in details  # the conversion is named
+    unprotected = deployment["dp_variant"]["unprotected_quantities"]
+    assert "state" in unprotected and "state-totals" in unprotected
+    assert "rho 2.63" in deployment["deployment_model"]["release_type_details"]
+
+
+def test_export_to_stdout_and_bad_tier(url):
+    run = cli_main(url, "export", "registry", "--out", "-")
+    assert run.code == 0 and "url_slug:" in run.out
+    assert cli_main(url, "export", "registry", "--tier", "4", "--out", "-").code == 2
+
+
+def test_tier_2_names_the_conversion(url, tmp_path):
+    out = tmp_path / "record.yaml"
+    assert cli_main(url, "export", "registry", "--tier", "2", "--out", out).code == 0
+    loss = yaml.safe_load(out.read_text(encoding="utf-8"))["deployment"]["privacy_loss"]
+    assert set(loss["privacy_parameters"]) == {"rho", "epsilon", "delta"}
+    assert "Canonne-Kamath-Steinke" in loss["privacy_parameters_details"]
