@@ -3,7 +3,9 @@
 The command line over the same operations as the Python API (ledger.api).
 
 Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input
-(every problem printed with its file and field; nothing written).
+(every problem printed with its file and field; nothing written); 3 the ledger
+could not be reached, locked or written (nothing recorded; retry later); 4 an
+unexpected failure (one line, details in a log).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 from sqlmodel import Session
 
-from . import budget, choices, cli_json, cli_style, operations, people, store  # noqa: F401 (cli_style: help as people read it)
+from . import budget, choices, cli_json, cli_style, failures, operations, people, store  # noqa: F401 (cli_style: help as people read it)
 from .accounting import DEFAULT_DELTA
 from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
@@ -28,9 +31,12 @@ from .numbers import NumberError, figure_fields, format_delta, format_number, to
 from .records import CHARGED_STATUSES, Dataset
 from .views import release_json, subset_json, table_view, text_table
 
+EXIT_CODES_HELP = ("Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input (nothing "
+                   "written); 3 the ledger could not be reached, locked or written (nothing recorded; retry "
+                   "later); 4 an unexpected failure (details in the log file named).")
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # -h as well as --help, on every command
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0],
-                  context_settings=HELP_OPTIONS)
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help=__doc__.splitlines()[0] + "\n\n" + EXIT_CODES_HELP, context_settings=HELP_OPTIONS)
 dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.", context_settings=HELP_OPTIONS)
 audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.", context_settings=HELP_OPTIONS)
 cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.",
@@ -83,47 +89,94 @@ def _print_version(value: bool) -> None:
 
 
 def main() -> None:
-    try:
-        app()
-    except InputErrors as exc:
-        if cli_json.wants_json():
-            cli_json.print_errors(exc.errors)
-        else:
-            report_errors(exc.errors)
-        sys.exit(2)
-    except operations.BudgetRefused as exc:
-        if cli_json.wants_json():
-            cli_json.print_refusal(exc)
-        else:
-            typer.echo(str(exc), err=True)
-            typer.echo("nothing was written.", err=True)
-        sys.exit(1)
+    """The console entry point: every failure ends in one exit code (ledger.failures)."""
+    from .terminal import neutral_streams
+
+    with neutral_streams():
+        try:
+            app()
+        except SystemExit:
+            raise
+        except BaseException as exc:  # noqa: BLE001 -- every failure gets its exit code, never a traceback
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            sys.exit(failures.handle(exc, ledger=state.url))
+
+
+def _input_errors(exc: InputErrors) -> int:
+    if cli_json.wants_json():
+        cli_json.print_errors(exc.errors)
+    else:
+        report_errors(exc.errors)
+    return failures.EXIT_BAD_INPUT
+
+
+def _budget_refused(exc: operations.BudgetRefused) -> int:
+    if cli_json.wants_json():
+        cli_json.print_refusal(exc)
+    else:
+        typer.echo(str(exc), err=True)
+        typer.echo("nothing was written.", err=True)
+    return failures.EXIT_REFUSED
+
+
+failures.register(InputErrors, _input_errors)
+failures.register(operations.BudgetRefused, _budget_refused)
+
+
+MAX_ERRORS_SHOWN = 50
 
 
 def report_errors(errors: list[LedgerError]) -> None:
-    for error in errors:
-        typer.echo(f"error: {error}", err=True)
+    """Each error on one line, quoting at most a short excerpt; at most MAX_ERRORS_SHOWN."""
+    for error in errors[:MAX_ERRORS_SHOWN]:
+        typer.echo(f"error: {failures.excerpt(str(error).replace(chr(10), ' '), 600)}", err=True)
+    if len(errors) > MAX_ERRORS_SHOWN:
+        typer.echo(f"... and {len(errors) - MAX_ERRORS_SHOWN} more", err=True)
     typer.echo(f"{len(errors)} problem{'s' if len(errors) != 1 else ''}; nothing was written.", err=True)
 
 
 def _engine(create: bool = False):
-    """The ledger's engine. Only `init`, `dataset add` and `demo` create a new SQLite file:
-    any other command on a missing file is bad input and writes nothing."""
-    if not create and state.url.startswith("sqlite:///") and state.url not in ("sqlite:///:memory:",):
-        path = Path(state.url.removeprefix("sqlite:///"))
-        if not path.exists():
+    """The ledger's engine. Only `init`, `dataset add` and `demo` create a new SQLite file
+    or a schema: any other command on a missing file, or on a database without the
+    ledger's tables, is bad input and writes nothing. A ledger whose schema is current is
+    opened without any lock (a reader never waits for a writer)."""
+    path = store.sqlite_path(state.url)
+    if path is not None:
+        if not create and not path.exists():
             raise fail("--db", "url", f"no ledger at {path}; create one with `privacy-ledger init` "
                                       "or `privacy-ledger dataset add FILE`")
+        store.check_sqlite_file(path)
     try:
         engine = store.make_engine(state.url)
+    except (ArgumentError, NoSuchModuleError, ValueError) as exc:
+        raise fail("--db", "url", f"cannot open ledger {failures.excerpt(state.url, 200)!r}: {exc}") from None
+    try:
+        found, version = store.schema_state(engine)
+    except DatabaseError as exc:
+        if failures.operational_reason(exc) is not None:
+            raise
+        raise fail("--db", "url", f"{failures.excerpt(state.url, 200)} is not a privacy-ledger ledger "
+                                  f"(not a database it can read: {str(exc.orig).splitlines()[0]})") from None
+    if found == "missing" and not create:
+        raise fail("--db", "url", f"{failures.excerpt(state.url, 200)} holds no ledger (no ledger tables); "
+                                  "create one with `privacy-ledger init`, or give the ledger's URL")
+    if found == "newer":
+        raise fail("--db", "url", f"this ledger has schema version {version}; this privacy-ledger knows up to "
+                                  f"{store.SCHEMA_VERSION}. Upgrade privacy-ledger.")
+    if found != "current":
         store.ensure_schema(engine)
-    except Exception as exc:  # a bad URL or an unreachable server is bad input
-        raise fail("--db", "url", f"cannot open ledger {state.url!r}: {exc}") from None
     return engine
 
 
 def _actor(by: str | None) -> str:
-    return people.actor_name(by)
+    from .limits import check_text
+
+    actor = people.actor_name(by)
+    errors = check_text(actor, "command line", "--as", "name")
+    if errors:
+        raise InputErrors(errors)
+    return actor
 
 
 def _pick_dataset(snapshot: LedgerSnapshot, name: str | None) -> Dataset:
@@ -174,12 +227,12 @@ def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
 
 def _read_light() -> LedgerSnapshot:
     """Datasets and families, without loading every release."""
-    with Session(_engine()) as session:
+    with store.read_session(_engine()) as session:
         return store.write_context(session)
 
 
 def _read(dataset: str | None = None) -> LedgerSnapshot:
-    with Session(_engine()) as session:
+    with store.read_session(_engine()) as session:
         return store.snapshot(session, dataset)
 
 
@@ -382,7 +435,7 @@ def cap_set(
             entry[key] = value
     engine = _engine()
     caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
-    with Session(engine) as session:
+    with store.read_session(engine) as session:
         checks = operations.cap_checks(session, chosen.name, caps)
     if as_json:
         typer.echo(cli_json.dumps({"ok": True, "caps": [check_json(c) for c in checks]}))
@@ -401,7 +454,7 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: 
     snapshot = _read_light()
     chosen = _pick_dataset(snapshot, dataset)
     engine = _engine()
-    with Session(engine) as session:
+    with store.read_session(engine) as session:
         caps = store.caps(session, chosen.name)
         if when is None:
             checks = operations.cap_checks(session, chosen.name, caps)
@@ -644,6 +697,9 @@ def demo(
         raise fail("command line", "--example", f"must be census or graduates{choices.did_you_mean(example, ['census', 'graduates'])}, "
                                                 f"found {example!r}")
     else:
+        from .outputs import output_target
+
+        output_target(out, state.url)
         text = run_demo(_engine(create=True), out, actor=_actor(None))
     if as_json:
         typer.echo(cli_json.dumps({"ok": True, "example": example, "text": text,
@@ -659,8 +715,10 @@ def audit_verify(
                                                        "prove the ledger still holds its head.")] = None,
     public_key: Annotated[Optional[Path], typer.Option(help="The checkpoint signer's public key (PEM).")] = None,
 ) -> None:
-    """Recompute the hash chain and compare every row with its audit event; with --checkpoint,
-    prove the chain still holds the signed head at its position (no truncation, no rewrite)."""
+    """Recompute the hash chain and compare every row with its audit event (one consistent
+    snapshot: writers may go on meanwhile; exit 1 when anything is wrong, an empty chain included);
+    with --checkpoint, prove the chain still holds the signed head at its position (no truncation,
+    no rewrite)."""
     from .cli_stewardship import check_checkpoint, read_checkpoint
     from .progress import progress
 
@@ -668,7 +726,7 @@ def audit_verify(
         raise fail("command line", "--public-key" if checkpoint else "--checkpoint",
                    "--checkpoint and --public-key go together")
     head = read_checkpoint(checkpoint, public_key) if checkpoint is not None else None
-    with Session(_engine()) as session, progress("verifying the audit chain"):
+    with store.read_session(_engine()) as session, progress("verifying the audit chain"):
         result = store.verify(session)
         lost = check_checkpoint(session, head) if head is not None else None
     if as_json:
