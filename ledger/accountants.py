@@ -459,10 +459,10 @@ class Figure:
     order: float | None = None  # the Rényi order that gave the rdp figure
 
     def to_json(self) -> dict:
-        from .numbers import to_json
+        from .numbers import figure_fields
 
-        return {"accountant": self.accountant, "epsilon": to_json(self.epsilon),
-                "delta": None if self.delta is None else to_json(self.delta), "valid": self.valid,
+        return {"accountant": self.accountant, **figure_fields("epsilon", self.epsilon),
+                **figure_fields("delta", self.delta), "valid": self.valid,
                 "available": self.available, "case": self.case, "theorem": self.theorem,
                 "conversion": self.conversion, "note": self.note}
 

@@ -274,8 +274,9 @@ class Ledger:
     # -- audit, reports, exports -------------------------------------------------
 
     def verify(self) -> store.Verification:
-        """Recompute the audit hash chain; `.ok`, `.events`, `.head`, `.problems`."""
-        with Session(self.engine) as session:
+        """Recompute the audit hash chain; `.ok`, `.events`, `.head`, `.problems` (one
+        consistent snapshot, store.read_session)."""
+        with store.read_session(self.engine) as session:
             return store.verify(session)
 
     def report(self, out: str | Path, *, format: str | None = None, dataset: str | None = None,

@@ -43,6 +43,9 @@ PUBLIC_EXACT = "#9aa3ad"  # ∞ from a public variable, released exactly by desi
 SCALE = LinearSegmentedColormap.from_list("loss", ["#f7fbff", "#9ecae1", "#3182bd", "#08306b"])
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 STYLE = {
+    # names and titles are text, never math or TeX: `$\notacommand$` is drawn as written
+    "text.usetex": False,
+    "text.parse_math": False,
     "svg.fonttype": "none",
     "svg.hashsalt": "privacy-ledger",
     "font.family": "DejaVu Sans",

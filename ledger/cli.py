@@ -3,7 +3,9 @@
 The command line over the same operations as the Python API (ledger.api).
 
 Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input
-(every problem printed with its file and field; nothing written).
+(every problem printed with its file and field; nothing written); 3 the ledger
+could not be reached, locked or written (nothing recorded; retry later); 4 an
+unexpected failure (one line, details in a log).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import choices, cli_json, cli_style  # noqa: F401 (cli_style: help as people read it)
+from . import choices, cli_json, cli_style, failures  # noqa: F401 (cli_style: help as people read it)
 from .accounting import DEFAULT_DELTA
 from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
@@ -36,11 +38,15 @@ store = lazy_module(f"{__package__}.store")
 Session = lazy_callable("sqlmodel", "Session")
 DEFAULT_URL = "sqlite:///ledger.db"  # store.DEFAULT_URL, without importing the store
 
+EXIT_CODES_HELP = ("Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input (nothing "
+                   "written); 3 the ledger could not be reached, locked or written (nothing recorded; retry "
+                   "later); 4 an unexpected failure (details in the log file named).")
 # -h as well as --help, on every command; plain help (rich_markup_mode=None): rich's help
 # formatter costs more to import than a whole `check` is allowed (issue 13, section 2).
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.splitlines()[0],
-                  context_settings=HELP_OPTIONS, rich_markup_mode=None)
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help=__doc__.splitlines()[0] + "\n\n" + EXIT_CODES_HELP, context_settings=HELP_OPTIONS,
+                  rich_markup_mode=None)
 dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.", context_settings=HELP_OPTIONS,
                           rich_markup_mode=None)
 audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.", context_settings=HELP_OPTIONS,
@@ -95,47 +101,96 @@ def _print_version(value: bool) -> None:
 
 
 def main() -> None:
-    try:
-        app()
-    except InputErrors as exc:
-        if cli_json.wants_json():
-            cli_json.print_errors(exc.errors)
-        else:
-            report_errors(exc.errors)
-        sys.exit(2)
-    except operations.BudgetRefused as exc:
-        if cli_json.wants_json():
-            cli_json.print_refusal(exc)
-        else:
-            typer.echo(str(exc), err=True)
-            typer.echo("nothing was written.", err=True)
-        sys.exit(1)
+    """The console entry point: every failure ends in one exit code (ledger.failures)."""
+    from .terminal import neutral_streams
+
+    with neutral_streams():
+        try:
+            app()
+        except SystemExit:
+            raise
+        except BaseException as exc:  # noqa: BLE001 -- every failure gets its exit code, never a traceback
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            sys.exit(failures.handle(exc, ledger=state.url))
+
+
+def _input_errors(exc: InputErrors) -> int:
+    if cli_json.wants_json():
+        cli_json.print_errors(exc.errors)
+    else:
+        report_errors(exc.errors)
+    return failures.EXIT_BAD_INPUT
+
+
+def _budget_refused(exc: operations.BudgetRefused) -> int:
+    if cli_json.wants_json():
+        cli_json.print_refusal(exc)
+    else:
+        typer.echo(str(exc), err=True)
+        typer.echo("nothing was written.", err=True)
+    return failures.EXIT_REFUSED
+
+
+failures.register(InputErrors, _input_errors)
+failures.register(operations.BudgetRefused, _budget_refused)
+
+
+MAX_ERRORS_SHOWN = 50
 
 
 def report_errors(errors: list[LedgerError]) -> None:
-    for error in errors:
-        typer.echo(f"error: {error}", err=True)
+    """Each error on one line, quoting at most a short excerpt; at most MAX_ERRORS_SHOWN."""
+    for error in errors[:MAX_ERRORS_SHOWN]:
+        typer.echo(f"error: {failures.excerpt(str(error).replace(chr(10), ' '), 600)}", err=True)
+    if len(errors) > MAX_ERRORS_SHOWN:
+        typer.echo(f"... and {len(errors) - MAX_ERRORS_SHOWN} more", err=True)
     typer.echo(f"{len(errors)} problem{'s' if len(errors) != 1 else ''}; nothing was written.", err=True)
 
 
 def _engine(create: bool = False):
-    """The ledger's engine. Only `init`, `dataset add` and `demo` create a new SQLite file:
-    any other command on a missing file is bad input and writes nothing."""
-    if not create and state.url.startswith("sqlite:///") and state.url not in ("sqlite:///:memory:",):
-        path = Path(state.url.removeprefix("sqlite:///"))
-        if not path.exists():
+    """The ledger's engine. Only `init`, `dataset add` and `demo` create a new SQLite file
+    or a schema: any other command on a missing file, or on a database without the
+    ledger's tables, is bad input and writes nothing. A ledger whose schema is current is
+    opened without any lock (a reader never waits for a writer)."""
+    path = store.sqlite_path(state.url)
+    if path is not None:
+        if not create and not path.exists():
             raise fail("--db", "url", f"no ledger at {path}; create one with `privacy-ledger init` "
                                       "or `privacy-ledger dataset add FILE`")
+        store.check_sqlite_file(path)
+    from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError  # (issue 13: not for --help)
+
     try:
         engine = store.make_engine(state.url)
+    except (ArgumentError, NoSuchModuleError, ValueError) as exc:
+        raise fail("--db", "url", f"cannot open ledger {failures.excerpt(state.url, 200)!r}: {exc}") from None
+    try:
+        found, version = store.schema_state(engine)
+    except DatabaseError as exc:
+        if failures.operational_reason(exc) is not None:
+            raise
+        raise fail("--db", "url", f"{failures.excerpt(state.url, 200)} is not a privacy-ledger ledger "
+                                  f"(not a database it can read: {str(exc.orig).splitlines()[0]})") from None
+    if found == "missing" and not create:
+        raise fail("--db", "url", f"{failures.excerpt(state.url, 200)} holds no ledger (no ledger tables); "
+                                  "create one with `privacy-ledger init`, or give the ledger's URL")
+    if found == "newer":
+        raise fail("--db", "url", f"this ledger has schema version {version}; this privacy-ledger knows up to "
+                                  f"{store.SCHEMA_VERSION}. Upgrade privacy-ledger.")
+    if found != "current":
         store.ensure_schema(engine)
-    except Exception as exc:  # a bad URL or an unreachable server is bad input
-        raise fail("--db", "url", f"cannot open ledger {state.url!r}: {exc}") from None
     return engine
 
 
 def _actor(by: str | None) -> str:
-    return people.actor_name(by)
+    from .limits import check_text
+
+    actor = people.actor_name(by)
+    errors = check_text(actor, "command line", "--as", "name")
+    if errors:
+        raise InputErrors(errors)
+    return actor
 
 
 def _pick_dataset(snapshot: LedgerSnapshot, name: str | None) -> Dataset:
@@ -186,7 +241,7 @@ def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
 
 def _read_light() -> LedgerSnapshot:
     """Datasets and families, without loading every release."""
-    with Session(_engine()) as session:
+    with store.read_session(_engine()) as session:
         return store.write_context(session)
 
 
@@ -205,7 +260,7 @@ def _indexed(dataset: str | None, titles: bool = False,
 
 
 def _read(dataset: str | None = None) -> LedgerSnapshot:
-    with Session(_engine()) as session:
+    with store.read_session(_engine()) as session:
         return store.snapshot(session, dataset)
 
 
@@ -408,7 +463,7 @@ def cap_set(
             entry[key] = value
     engine = _engine()
     caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
-    with Session(engine) as session:
+    with store.read_session(engine) as session:
         checks = operations.cap_checks(session, chosen.name, caps)
     if as_json:
         typer.echo(cli_json.dumps({"ok": True, "caps": [check_json(c) for c in checks]}))
@@ -427,7 +482,7 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: 
     snapshot = _read_light()
     chosen = _pick_dataset(snapshot, dataset)
     engine = _engine()
-    with Session(engine) as session:
+    with store.read_session(engine) as session:
         caps = store.caps(session, chosen.name)
         if when is None:
             checks = operations.cap_checks(session, chosen.name, caps)
@@ -629,12 +684,11 @@ def subset(
     result = subset_json(cost, chosen_delta)
     found, shown = subset_accountants(index, cost, chosen_delta, accountant)
     if as_json:
-        result.update({"epsilon": to_json(shown.epsilon), "delta": None if shown.delta is None else to_json(shown.delta),
+        result.update({**figure_fields("epsilon", shown.epsilon), **figure_fields("delta", shown.delta),
                        "accountant": shown.accountant, "case": shown.case, "theorem": shown.theorem,
                        "accountants": {name: figure.to_json() for name, figure in found.items()}})
         if shown.accountant != "basic":
             result["conversion"] = shown.conversion
-            result["epsilon_exact"] = None
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
         return
     label = "{" + ", ".join(cost.subset) + "}"
@@ -700,6 +754,9 @@ def demo(
         raise fail("command line", "--example", f"must be census or graduates{choices.did_you_mean(example, ['census', 'graduates'])}, "
                                                 f"found {example!r}")
     else:
+        from .outputs import output_target
+
+        output_target(out, state.url)
         text = run_demo(_engine(create=True), out, actor=_actor(None))
     if as_json:
         typer.echo(cli_json.dumps({"ok": True, "example": example, "text": text,
@@ -718,9 +775,10 @@ def audit_verify(
                                                        "prove the ledger still holds its head.")] = None,
     public_key: Annotated[Optional[Path], typer.Option(help="The checkpoint signer's public key (PEM).")] = None,
 ) -> None:
-    """Recompute the hash chain and compare every row with its audit event; with --checkpoint,
-    prove the chain still holds the signed head at its position (no truncation, no rewrite);
-    with --since-checkpoint, check only what was appended since the last verified head."""
+    """Recompute the hash chain and compare every row with its audit event (one consistent
+    snapshot: writers may go on meanwhile; exit 1 when anything is wrong, an empty chain included);
+    with --checkpoint, prove the chain still holds the signed head at its position (no truncation,
+    no rewrite); with --since-checkpoint, check only what was appended since the last verified head."""
     from . import verified_head
     from .cli_stewardship import check_checkpoint, read_checkpoint
     from .progress import progress
@@ -730,12 +788,12 @@ def audit_verify(
                    "--checkpoint and --public-key go together")
     head = read_checkpoint(checkpoint, public_key) if checkpoint is not None else None
     engine = _engine()
-    with Session(engine) as session, progress("verifying the audit chain"):
+    with store.read_session(engine) as session, progress("verifying the audit chain"):
         mark = verified_head.read(session) if since_checkpoint else None
         result = store.verify(session) if mark is None else verified_head.verify_since(session, mark)
         lost = check_checkpoint(session, head) if head is not None else None
-    if result.ok:
-        verified_head.remember(engine, result)  # the next --since-checkpoint starts here
+    if result.ok:  # the next --since-checkpoint starts here (not kept when busy or read-only: no wait)
+        verified_head.remember(engine, result)
     if as_json:
         typer.echo(cli_json.dumps({"ok": result.ok and lost is None, "events": result.events, "head": result.head,
                                    "problems": list(result.problems),

@@ -45,7 +45,7 @@ def registry(
 
     if tier not in (1, 2, 3):
         raise fail("command line", "--tier", f"must be 1, 2 or 3, found {tier}")
-    target = None if out.strip() == "-" else writable_target(out)
+    target = None if out.strip() == "-" else writable_target(out, cli.state.url)
     with Session(cli._engine()) as session:
         snapshot = store.snapshot(session)
         chosen = choices.pick_dataset(snapshot, dataset)

@@ -35,8 +35,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import choices
+from . import choices, outputs
 from .errors import fail
+from .failures import neutralise
 from .lazy import lazy_callable, lazy_module
 from .records import Dataset
 from .report import (
@@ -96,7 +97,7 @@ def report(
     if since_at is not None and chosen_format == "csv":
         raise fail("command line", "--since", "the CSV export is the release-by-variable table only; "
                                               "--since applies to html, pdf, md and tex")
-    target = None if out.strip() == "-" else writable_target(out)
+    target = None if out.strip() == "-" else writable_target(out, cli.state.url)
     chromium = None
     if chosen_format == "pdf":
         chromium = find_chromium()
@@ -110,7 +111,7 @@ def report(
 
     with progress(f"writing the {chosen_format} report"):
         try:
-            with Session(cli._engine()) as session:
+            with store.read_session(cli._engine()) as session:
                 inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
             if as_of_at is not None:
                 inputs = replace(inputs, as_of=as_of_at)
@@ -149,19 +150,10 @@ def parse_since(text: str | None) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def writable_target(out: str) -> Path:
-    """The --out path, refused before any work when it cannot be written."""
-    if not out.strip():
-        raise fail("command line", "--out", "no file given")
-    path = Path(out).expanduser()
-    if path.is_dir():
-        raise fail("command line", "--out", f"{path} is a directory; give a file name")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise fail("command line", "--out", f"cannot write {path}: the directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise fail("command line", "--out", f"cannot write {path}: permission denied")
-    return path
+def writable_target(out: str, ledger_url: str | None = None) -> Path:
+    """The --out path, refused before any work when it cannot or must not be written
+    (outputs.output_target: never the ledger, never anything but a regular file or a new path)."""
+    return outputs.output_target(out, ledger_url)
 
 
 def find_chromium() -> str:
@@ -278,7 +270,7 @@ class VerifyAlongside:
         if self.result is None:  # no child, or it failed: verify here
             engine = store.make_engine(self.url)
             try:
-                with Session(engine) as session:
+                with store.read_session(engine) as session:
                     self.result = chain_status(store.verify(session))
             finally:
                 engine.dispose()
@@ -292,7 +284,7 @@ def _verify_child(url: str, channel) -> None:
     """In the forked process: a new engine (never the parent's connections), verify, send."""
     try:
         engine = store.make_engine(url)
-        with Session(engine) as session:
+        with store.read_session(engine) as session:
             channel.send(chain_status(store.verify(session)))
     except BaseException as exc:  # the parent verifies again, in its own process
         channel.send(repr(exc))
@@ -351,10 +343,31 @@ def _time(text: str) -> datetime:
 def render(context: ReportContext, fmt: str, *, chromium: str | None = None) -> bytes:
     """The report file's bytes in one format."""
     if fmt == "csv":
-        return risk_frame(context.risk).to_csv(lineterminator="\n").encode("utf-8")
+        return csv_safe(risk_frame(context.risk)).to_csv(lineterminator="\n").encode("utf-8")
     if fmt == "pdf":
         return pdf_from_html(render_text(context, "pdf"), chromium or find_chromium())
     return render_text(context, fmt).encode("utf-8")
+
+
+_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell a spreadsheet takes as text: control characters made visible, and a
+    leading = + - @ (a formula) behind an apostrophe (OWASP, "CSV injection")."""
+    if not isinstance(value, str):
+        return value
+    text = neutralise(value.replace("\r\n", " ").replace("\r", " ").replace("\n", " "))
+    return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
+
+
+def csv_safe(frame):
+    """The frame with every label and text cell passed through `csv_cell`."""
+    frame = frame.map(csv_cell)
+    frame.index = frame.index.map(csv_cell)
+    frame.index.name = csv_cell(frame.index.name)
+    frame.columns = [csv_cell(column) for column in frame.columns]
+    return frame
 
 
 def render_text(context: ReportContext, fmt: str) -> str:
@@ -404,21 +417,5 @@ def _local_only(route) -> None:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write the whole file or nothing: a temporary file beside it, renamed into place."""
-    temporary = None
-    try:
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.chmod(temporary, 0o666 & ~_umask())  # as an ordinary new file (mkstemp makes it private)
-        os.replace(temporary, path)
-    except OSError as exc:
-        if temporary is not None:
-            Path(temporary).unlink(missing_ok=True)
-        raise fail("command line", "--out", f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    """Write the whole file or nothing (outputs.write_atomically)."""
+    outputs.write_atomically(path, data)

@@ -36,8 +36,12 @@ def _read_csv(path: Path, option: str) -> "pd.DataFrame":
 
 
 def _check_out(out: Optional[Path]) -> None:
-    if out is not None and not out.parent.exists():
-        raise fail(str(out), "--out", f"folder {out.parent} does not exist")
+    """--out refused before any work when it must not be written (outputs.output_target)."""
+    if out is not None:
+        from . import outputs
+        from .cli import state
+
+        outputs.output_target(out, state.url)
 
 
 def _params(pairs: list[str]) -> dict[str, str]:
@@ -110,7 +114,9 @@ def run(
     if out is None:
         typer.echo(text, nl=False)
     else:
-        out.write_text(text, encoding="utf-8")
+        from . import outputs
+
+        outputs.write_atomically(out, text)
     published = result.derived or result.release
     recorded = [result.release.id] + ([result.derived.id] if result.derived else [])
     typer.echo(f"recorded {', '.join(recorded)} (output digest {published.output_digest[:16]}…)", err=True)
@@ -143,7 +149,9 @@ def assess(
     except MechanismInputError as exc:
         raise fail(str(data), exc.field, str(exc)) from None
     if out is not None:
-        result.cells.to_csv(out, index=False)
+        from . import outputs
+
+        outputs.write_atomically(out, result.cells.to_csv(index=False))
     if as_json:
         typer.echo(json.dumps({"cells": json.loads(result.cells.to_json(orient="records")),
                                "summary": json.loads(result.summary.reset_index().to_json(orient="records"))}, indent=2))
@@ -163,7 +171,7 @@ def sample_privacy(
     from .mechanisms.recording import joint_sample_leakage
 
     chosen = _pick_dataset(_read_light(), dataset)
-    with Session(_engine()) as session:
+    with store.read_session(_engine()) as session:
         releases = [r for r in store.snapshot(session, chosen.name).releases.values() if r.status in CHARGED_STATUSES]
     results = joint_sample_leakage(releases)
     if as_json:

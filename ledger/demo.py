@@ -97,7 +97,9 @@ def run_demo(engine: Engine, out: Path, actor: str) -> str:
     view = table_view(LedgerIndex(dataset.variable_names, recorded).table(dataset.name), dataset.delta or 0)
     html = render("risk_table.html.j2", view=view, generated_at=store.now().isoformat(),
                   total_label=TOTAL_LABEL)
-    out.write_text(html, encoding="utf-8")
+    from .outputs import write_atomically
+
+    write_atomically(out, html)
     return "\n".join([
         action,
         "",

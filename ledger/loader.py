@@ -12,6 +12,7 @@ invariant stated in records.py, against the ledger snapshot given.
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -78,13 +79,36 @@ def field_name(at: Path_) -> str:
     return text
 
 
+# Input limits (README, "Input limits"): a file larger, deeper, or with more aliases than
+# these is refused as bad input before anything else is done with it.
+MAX_FILE_BYTES = 16 * 1024 * 1024  # one release or dataset file
+MAX_DEPTH = 64  # nesting of mappings and lists
+MAX_ALIASES = 1000  # YAML aliases (*name) in one file
+MAX_NODES = 200_000  # values in one file, every alias counted as what it expands to
+
+
+_YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: same results, faster
+
+
 def read_document(path: str | Path) -> tuple[Document | None, list[LedgerError]]:
     path = Path(path)
     name = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        found = path.stat()
     except FileNotFoundError:
         return None, [LedgerError(name, "", "no such file")]
+    except OSError as exc:
+        return None, [LedgerError(name, "", f"cannot read: {exc.strerror or exc}")]
+    if not stat.S_ISREG(found.st_mode):  # a FIFO or a device could block for ever or never end
+        return None, [LedgerError(name, "", "not a regular file")]
+    if found.st_size > MAX_FILE_BYTES:
+        return None, [LedgerError(name, "", f"file of {found.st_size} bytes; the limit is {MAX_FILE_BYTES}")]
+    try:
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            return None, [LedgerError(name, "", f"file larger than the limit of {MAX_FILE_BYTES} bytes")]
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return None, [LedgerError(name, "", f"cannot read: {exc}")]
     if looks_like_csv(name, text):  # confidential microdata, perhaps: never echoed beyond a short excerpt
@@ -116,16 +140,29 @@ def looks_like_csv(name: str, text: str) -> bool:
 
 
 def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerError]]:
+    from .limits import check_values, refuse_duplicate_json_keys
+
     if name.endswith(".json"):
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=refuse_duplicate_json_keys)
         except json.JSONDecodeError as exc:
             return None, [LedgerError(f"{name}:{exc.lineno}", "", f"malformed JSON: {exc.msg} (column {exc.colno})")]
-        return Document(name, data), []
+        except ValueError as exc:  # a duplicate key
+            return None, [LedgerError(name, "", f"malformed JSON: {exc}")]
+        except RecursionError:
+            return None, [LedgerError(name, "", f"malformed JSON: nested deeper than {MAX_DEPTH} levels")]
+        errors = check_values(Document(name, data), MAX_DEPTH)
+        return (None, errors) if errors else (Document(name, data), [])
     try:
+        problem = _yaml_limits(text)
+        if problem is not None:
+            return None, [LedgerError(f"{name}:{problem[0]}", "", f"refused YAML: {problem[1]}")]
         loader = _YamlLoader(text)
         try:
             node = loader.get_single_node()
+            problem = _node_problem(node)
+            if problem is not None:
+                return None, [LedgerError(f"{name}:{problem[0]}", "", f"refused YAML: {problem[1]}")]
             data = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
@@ -134,13 +171,70 @@ def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerEr
         where = f"{name}:{mark.line + 1}" if mark is not None else name
         problem = getattr(exc, "problem", None) or str(exc)
         return None, [LedgerError(where, "", f"malformed YAML: {problem}")]
+    except (ValueError, TypeError, OverflowError, ArithmeticError, RecursionError) as exc:
+        # a tag or value YAML's constructors cannot build (`!!int abc`, an integer of
+        # thousands of digits): the message quotes at most a short excerpt
+        return None, [LedgerError(name, "", f"malformed YAML: a value that cannot be read "
+                                            f"({type(exc).__name__}: {str(exc)[:120]})")]
     lines: dict[Path_, int] = {}
     if node is not None:
         _collect_lines(node, (), lines)
-    return Document(name, data, lines), []
+    document = Document(name, data, lines)
+    errors = check_values(document, MAX_DEPTH)
+    return (None, errors) if errors else (document, [])
 
 
-_YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: same results, faster
+def _yaml_limits(text: str) -> tuple[int, str] | None:
+    """(line, problem) when the YAML nests deeper than MAX_DEPTH or has more than
+    MAX_ALIASES aliases: read as events, stopped at the first excess, so neither an
+    alias bomb nor a 100,000-deep nesting costs more than that."""
+    depth = aliases = 0
+    for event in yaml.parse(text, Loader=_YamlLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return event.start_mark.line + 1, f"nested deeper than {MAX_DEPTH} levels"
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+        elif isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                return event.start_mark.line + 1, f"more than {MAX_ALIASES} aliases"
+    return None
+
+
+def _node_problem(root: yaml.Node | None) -> tuple[int, str] | None:
+    """(line, problem): a duplicate key, a key that is not a string, or more than
+    MAX_NODES values once aliases are expanded (each shared node counted once per use)."""
+    if root is None:
+        return None
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:  # post-order, iterative: the size of a node is 1 + the sizes of its children
+        node, done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = [child for pair in node.value for child in pair] if isinstance(node, yaml.MappingNode) else \
+            list(node.value) if isinstance(node, yaml.SequenceNode) else []
+        if not done:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict = {}
+                for key, _ in node.value:
+                    if not isinstance(key, yaml.ScalarNode) or key.tag != "tag:yaml.org,2002:str":
+                        if key.tag == "tag:yaml.org,2002:merge":
+                            continue
+                        return key.start_mark.line + 1, "a key that is not text (write it in quotes)"
+                    if key.value in seen:
+                        return key.start_mark.line + 1, (f"duplicate key {key.value[:60]!r} (first at line "
+                                                         f"{seen[key.value]})")
+                    seen[key.value] = key.start_mark.line + 1
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+            continue
+        sizes[id(node)] = min(1 + sum(sizes[id(child)] for child in children), MAX_NODES + 1)
+        if sizes[id(node)] > MAX_NODES:
+            return node.start_mark.line + 1, f"more than {MAX_NODES} values once its aliases are expanded"
+    return None
 
 
 def _collect_lines(node: yaml.Node, at: Path_, lines: dict[Path_, int]) -> None:
@@ -639,18 +733,19 @@ def lineage_graph(releases: Iterable[Release]) -> nx.DiGraph:
 
 
 def load_releases(
-    paths: Sequence[str | Path],
+    paths: Sequence[str | Path | Document],
     snapshot: LedgerSnapshot,
     *,
     recorded_by: str,
     recorded_at: datetime,
 ) -> tuple[list[Release], list[Family], list[LedgerError]]:
-    """Every release file of one `record`: all or nothing."""
+    """Every release file of one `record`: all or nothing (a path is read here; a
+    Document, read earlier, is used as it is)."""
     releases: list[Release] = []
     families: list[Family] = []
     errors: list[LedgerError] = []
     for path in paths:
-        document, read_errors = read_document(path)
+        document, read_errors = (path, []) if isinstance(path, Document) else read_document(path)
         errors.extend(read_errors)
         if document is None:
             continue

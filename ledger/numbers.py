@@ -16,6 +16,7 @@ true one.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
@@ -33,6 +34,17 @@ class NumberError(ValueError):
     """A value that is not a finite number (the loader turns it into a sourced error)."""
 
 
+MAX_NUMBER_TEXT = 400  # characters of a number written as text
+MAX_EXPONENT = 1000  # |exponent| of a number written as text (1e-1000 .. 1e1000)
+_MAX_MAGNITUDE = 10**300  # beyond, the figures could not be drawn or compared as floats
+_EXPONENT = re.compile(r"[eE]\s*([+-]?\d+)")
+
+
+def _exponent_too_large(text: str) -> bool:
+    found = _EXPONENT.search(text)
+    return found is not None and (len(found.group(1).lstrip("+-")) > 5 or abs(int(found.group(1))) > MAX_EXPONENT)
+
+
 def to_fraction(value: object) -> Fraction:
     """Parse an int, float or string ("0.1", "1e-9", "104/4099") exactly.
 
@@ -43,6 +55,9 @@ def to_fraction(value: object) -> Fraction:
     if isinstance(value, Fraction):
         return value
     if isinstance(value, int):
+        if abs(value) > _MAX_MAGNITUDE:
+            raise NumberError(f"expected a number of at most 1e300 (a float's range), found an integer of "
+                              f"{len(str(abs(value)))} digits")
         return Fraction(value)
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -50,10 +65,16 @@ def to_fraction(value: object) -> Fraction:
         return Fraction(repr(value))
     if isinstance(value, str):
         text = value.strip()
+        if len(text) > MAX_NUMBER_TEXT or _exponent_too_large(text):
+            # "1e999999999" would build a billion-digit integer: refused, as input
+            raise NumberError(f"expected a number of at most {MAX_NUMBER_TEXT} characters and an exponent of "
+                              f"at most {MAX_EXPONENT}, found {value[:40]!r}{'…' if len(value) > 40 else ''}")
         try:
             result = Fraction(text)
         except (ValueError, ZeroDivisionError):
             raise NumberError(f"expected a number or a fraction such as \"104/4099\", found {value!r}") from None
+        if abs(result) > _MAX_MAGNITUDE:
+            raise NumberError(f"expected a number of at most 1e300 (a float's range), found {value[:40]!r}")
         return result
     raise NumberError(f"expected a number, found {value!r}")
 

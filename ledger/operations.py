@@ -83,8 +83,15 @@ class Recorded:
 
 
 def release_builder(paths: Sequence[str | Path], actor: str) -> Builder:
+    """The files are read and parsed here, before any transaction: a slow, huge or hostile
+    file never holds the ledger's write lock (only the checks against the ledger run inside)."""
+    parsed = [read_document(path) for path in paths]
+    documents = [document for document, _ in parsed if document is not None]
+    read_errors = [error for _, errors in parsed for error in errors]
+
     def build(snapshot: LedgerSnapshot):
-        return load_releases(paths, snapshot, recorded_by=actor, recorded_at=store.now())
+        releases, families, errors = load_releases(documents, snapshot, recorded_by=actor, recorded_at=store.now())
+        return releases, families, read_errors + errors
 
     return build
 
@@ -114,8 +121,9 @@ def record(engine: Engine, build: Builder, actor: str) -> Recorded:
 
 
 def check(engine: Engine, build: Builder) -> list[budget.CapCheck]:
-    """The pre-release check: the same composition as `record`, as a dry run."""
-    with Session(engine) as session:
+    """The pre-release check: the same composition as `record`, as a dry run (one
+    consistent read, no lock)."""
+    with store.read_session(engine) as session:
         snapshot = store.write_context(session)
         releases, families, errors = build(snapshot)
         if errors:

@@ -17,6 +17,12 @@ Invariants:
   BEGIN IMMEDIATE; PostgreSQL: a transaction-level advisory lock), so checks
   made inside it see every committed release and no two writers interleave;
   reads take no lock (SQLite: a WAL snapshot, BEGIN DEFERRED);
+- a writer waits for the lock at most LEDGER_LOCK_TIMEOUT seconds; a verification or
+  report reads one snapshot (`read_session`: PostgreSQL REPEATABLE READ READ ONLY), so it
+  never mixes moments of a ledger others are writing; a read never creates or upgrades a
+  schema unless asked (`schema_state` first);
+- the last event's seq is kept in ledger_meta (`events_written`): a chain cut short or
+  emptied does not verify;
 - what this process caches (datasets, families and caps, by the configuration
   stamp; running totals, by the audit head) serves a transaction only when the
   stamp or head it read at its start is the one the cache was made at: a write
@@ -27,10 +33,15 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import stat
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import quote
 
 from sqlalchemy import (
     URL,
@@ -49,6 +60,7 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.pool import NullPool
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from .budget import CapTotal, total_differences, total_from_history, total_from_index
@@ -69,6 +81,7 @@ from .codec import (
     release_to_dict,
 )
 from .engine import LedgerIndex
+from .errors import fail
 from .loader import LedgerSnapshot
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Release
 
@@ -237,20 +250,97 @@ def database_url(option: str | None = None) -> str:
 
 WRITE_OPTION = "ledger_write"  # execution option of write_session's connection: SQLite begins IMMEDIATE
 
+# How long a writer waits for the ledger's write lock (SQLite: its busy handler, which
+# retries with growing sleeps; PostgreSQL: lock_timeout on the advisory lock), and how long
+# a PostgreSQL connection is retried while the server has too many clients. After that the
+# command ends with exit 3 (failures.LedgerUnavailable): nothing written, retry later.
+LOCK_TIMEOUT_ENV = "LEDGER_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT_S = 300.0
+CONNECT_TIMEOUT_S = 10  # one PostgreSQL connection attempt
+
+
+def lock_timeout() -> float:
+    try:
+        value = float(os.environ.get(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT_S))
+    except ValueError:
+        value = DEFAULT_LOCK_TIMEOUT_S
+    return min(max(value, 0.0), 3600.0)
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite ledger URL; None for memory and for other databases."""
+    if not url.startswith("sqlite:///") or url in ("sqlite:///:memory:",):
+        return None
+    return Path(url.removeprefix("sqlite:///").split("?", 1)[0])
+
+
+def check_sqlite_file(path: Path) -> None:
+    """Refuse a ledger file SQLite cannot lock safely: one with several hard links (each
+    name gets its own lock, so two writers through two names lose writes), or one that
+    is not a regular file."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(found.st_mode):
+        raise fail("--db", "url", f"{path} is not a regular file; a ledger is a SQLite file")
+    if found.st_nlink > 1:
+        raise fail("--db", "url", f"{path} has {found.st_nlink} hard links: SQLite's locks do not hold across "
+                                  "hard links, so writes through two names could be lost; keep one name "
+                                  "(remove the other links) or copy the file")
+
+
+def _sqlite_read_only(path: Path) -> tuple[bool, bool]:
+    """(read only, immutable): a file this process cannot write (no permission, a read-only
+    file system) is opened read-only; when its directory cannot be written either and no
+    shared-memory index exists beside it, SQLite cannot coordinate with writers, so the
+    file is read as immutable (a copy handed to an auditor, a read-only mount)."""
+    if not path.exists():
+        return False, False
+    if os.access(path, os.W_OK) and os.access(path.parent if str(path.parent) else ".", os.W_OK):
+        return False, False
+    directory_writable = os.access(path.parent if str(path.parent) else ".", os.W_OK)
+    shm = Path(f"{path}-shm")
+    return True, not directory_writable and not shm.exists()
+
+
+def _new_or_ledger(dbapi_connection) -> bool:
+    tables = {row[0] for row in dbapi_connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return not tables or AuditEventRow.__tablename__ in tables
+
 
 def make_engine(url: str) -> Engine:
     """An engine whose transactions take the ledger's write lock when they write."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 60})
+        path = sqlite_path(url)
+        if path is not None:
+            check_sqlite_file(path)
+        read_only, immutable = _sqlite_read_only(path) if path is not None else (False, False)
+        connect_args: dict = {"check_same_thread": False, "timeout": lock_timeout()}
+        if read_only:
+            import sqlite3
+
+            uri = f"file:{quote(str(path.absolute()))}?mode=ro" + ("&immutable=1" if immutable else "")
+
+            def _connect_read_only():
+                return sqlite3.connect(uri, uri=True, **connect_args)
+
+            engine = create_engine(url, creator=_connect_read_only)
+        else:
+            engine = create_engine(url, connect_args=connect_args)
 
         @event.listens_for(engine, "connect")
         def _disable_pysqlite_transactions(dbapi_connection, _record):
             dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
-            if url not in ("sqlite://", "sqlite:///:memory:"):
-                # Write-ahead log: readers never block the writer. synchronous=FULL syncs the
-                # log at every commit, so an acknowledged record survives a power cut, not only
-                # a crash (NORMAL may lose the last commits then): a book of record (issue 13).
-                dbapi_connection.execute("PRAGMA journal_mode=WAL")
+            if url not in ("sqlite://", "sqlite:///:memory:") and not read_only:
+                # Write-ahead log: readers never block the writer. Switched once, and only for
+                # a new file or a ledger: a database of another application is left as it is.
+                # synchronous=FULL syncs the log at every commit, so an acknowledged record
+                # survives a power cut, not only a crash (NORMAL may lose the last commits
+                # then): a book of record (issue 13; LEDGER_SQLITE_SYNCHRONOUS).
+                if dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal" and \
+                        _new_or_ledger(dbapi_connection):
+                    dbapi_connection.execute("PRAGMA journal_mode=WAL")
                 dbapi_connection.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
             dbapi_connection.execute("PRAGMA foreign_keys=ON")
 
@@ -265,8 +355,29 @@ def make_engine(url: str) -> Engine:
             connection.connection.dbapi_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
         return engine
-    engine = create_engine(url, pool_pre_ping=True)
-    if engine.dialect.name == "postgresql":
+    if url.startswith("postgresql"):
+        # One connection at a time per process, closed after each transaction (NullPool):
+        # two hundred writers hold at most a few connections at once. A connection refused
+        # because the server has too many clients (or is starting up) is retried with
+        # growing sleeps until the lock time-out; then exit 3, saying so.
+        engine = create_engine(url, poolclass=NullPool, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+
+        @event.listens_for(engine, "do_connect")
+        def _connect_with_retries(dialect, _record, cargs, cparams):
+            deadline = time.monotonic() + lock_timeout()
+            pause = 0.05
+            while True:
+                try:
+                    return dialect.loaded_dbapi.connect(*cargs, **cparams)
+                except dialect.loaded_dbapi.OperationalError as exc:
+                    text_ = str(exc).lower()
+                    busy = any(s in text_ for s in ("too many clients", "remaining connection slots",
+                                                    "the database system is starting up"))
+                    if not busy or time.monotonic() + pause > deadline:
+                        raise
+                    time.sleep(pause * (0.5 + random.random()))
+                    pause = min(pause * 2, 2.0)
+
         @event.listens_for(engine, "connect")
         def _durable_commits(dbapi_connection, _record):
             # A commit returns once its WAL record is flushed to disk, whatever the server's
@@ -274,7 +385,9 @@ def make_engine(url: str) -> Engine:
             with dbapi_connection.cursor() as cursor:
                 cursor.execute("SET synchronous_commit TO on")
             dbapi_connection.commit()
-    return engine
+
+        return engine
+    return create_engine(url, pool_pre_ping=True)
 
 
 def ensure_schema(engine: Engine) -> None:
@@ -401,6 +514,8 @@ def write_session(engine: Engine) -> Iterator[Session]:
         connection.execution_options(**{WRITE_OPTION: True})
         with connection.begin():
             if engine.dialect.name == "postgresql":
+                # the wait for the lock is bounded: then exit 3 (failures), nothing written
+                connection.execute(text(f"SET LOCAL lock_timeout = {int(lock_timeout() * 1000)}"))
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITE_LOCK_KEY})
             session = Session(bind=connection, join_transaction_mode="rollback_only")
             session.info["connection"] = connection
@@ -408,10 +523,59 @@ def write_session(engine: Engine) -> Iterator[Session]:
                 yield session
                 if session.info.get("appended"):
                     stamp_totals(session)
+                _count_events(session)
                 _flush(session)
             finally:
                 session.close()
         _remember_totals(session)  # committed: only now may the cache move
+
+
+EVENTS_WRITTEN = "events_written"  # ledger_meta key: the seq of the last event the ledger wrote
+
+
+def _count_events(session: Session) -> None:
+    """Before a write commits: the number of events written so far, kept beside them in
+    ledger_meta, so `verify` can tell a chain cut short (its newest events deleted, or
+    every row) from one that is whole."""
+    written = session.info.get("appended_seq")
+    if written is not None:
+        _flush(session)
+        session.merge(MetaRow(key=EVENTS_WRITTEN, value=str(written)))
+
+
+@contextmanager
+def read_session(engine: Engine) -> Iterator[Session]:
+    """One consistent read: every statement sees the ledger as it was at one instant,
+    whatever writers commit meanwhile (SQLite: one deferred transaction, a WAL snapshot;
+    PostgreSQL: a REPEATABLE READ, READ ONLY transaction). Takes no lock and waits for
+    no writer. For `verify` and reports: a verification during writes is never a false
+    alarm."""
+    with engine.connect() as connection:
+        with connection.begin():
+            if engine.dialect.name == "postgresql":
+                connection.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
+            session = Session(bind=connection, join_transaction_mode="rollback_only")
+            session.info["connection"] = connection
+            try:
+                yield session
+            finally:
+                session.close()
+
+
+def schema_state(engine: Engine) -> tuple[str, int | None]:
+    """("missing", None) when there are no ledger tables (not a ledger), else ("current" |
+    "older" (needs an upgrade, which writes) | "newer", the schema version): read without
+    any lock and without writing."""
+    with read_session(engine) as session:
+        connection = session.connection()
+        if not inspect(connection).has_table(AuditEventRow.__tablename__) or \
+                not inspect(connection).has_table(MetaRow.__tablename__):
+            return "missing", None
+        stamp = session.get(MetaRow, "schema_version")
+    version = 1 if stamp is None else int(stamp.value)
+    if version == SCHEMA_VERSION:
+        return "current", version
+    return ("older" if version < SCHEMA_VERSION else "newer"), version
 
 
 def now() -> datetime:
@@ -526,6 +690,7 @@ def append_event(session: Session, *, kind: str, subject: str, actor: str, paylo
                                        "prev_hash": previous, "hash": digest})
     session.info["audit_head"] = (seq, digest)
     session.info["appended"] = True
+    session.info["appended_seq"] = seq
     return seq, digest
 
 
@@ -996,7 +1161,21 @@ def verify(session: Session) -> Verification:
     problems.extend(_check_totals(session, release_rows, list(decoded.values())))
     problems.extend(_check_accounting(session, decoded, lambda rid: rid in expected_releases and canonical_json(
         release_rows[rid]) == (expected_releases[rid][2] or canonical_json(expected_releases[rid][1]))))
+    problems.extend(_check_count(session, count))
     return Verification(ok=not problems, events=count, head=previous, problems=tuple(problems))
+
+
+def _check_count(session: Session, count: int) -> list[str]:
+    """A chain with no event, or with fewer than the ledger recorded writing, is not intact:
+    rows were deleted (a chain cut at its end still links)."""
+    row = session.get(MetaRow, EVENTS_WRITTEN)
+    written = int(row.value) if row is not None and row.value.isdigit() else None
+    if written is not None and count < written:
+        return [f"event {count + 1}: the ledger wrote {written} events, only {count} are left "
+                f"(events {count + 1} to {written} were deleted)"]
+    if count == 0:
+        return ["event 1: the ledger holds no audit event at all (an empty or emptied ledger)"]
+    return []
 
 
 def _normal_release(body: dict) -> dict:

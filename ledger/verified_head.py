@@ -38,12 +38,47 @@ def read(session: Session) -> tuple[int, str] | None:
     return int(seq), digest
 
 
-def remember(engine, verification: store.Verification) -> None:
-    """Keep a verified head as the checkpoint (only a verification that passed)."""
+def remember(engine, verification: store.Verification) -> bool:
+    """Keep a verified head as the checkpoint (only a verification that passed). Never waits
+    for the ledger's writers (a verification takes no lock, issue 10): when the database is
+    busy, or opened read-only (an auditor's copy), the head is not kept and False is returned;
+    the next --since-checkpoint then starts from the last head kept."""
     if not verification.ok or verification.events == 0:
-        return
-    with store.write_session(engine) as session:
-        session.merge(store.MetaRow(key=CHECKPOINT_KEY, value=f"{verification.events}:{verification.head}"))
+        return False
+    value = f"{verification.events}:{verification.head}"
+    try:
+        if engine.dialect.name == "sqlite":
+            import sqlite3
+
+            raw = engine.raw_connection()
+            try:
+                connection = raw.driver_connection  # autocommit: the store emits BEGIN itself
+                connection.execute("PRAGMA busy_timeout = 0")
+                try:
+                    connection.execute("BEGIN IMMEDIATE")
+                    connection.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
+                                       (CHECKPOINT_KEY, value))
+                    connection.execute("COMMIT")
+                except sqlite3.Error:
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+                    return False
+                finally:
+                    connection.execute(f"PRAGMA busy_timeout = {int(store.lock_timeout() * 1000)}")
+            finally:
+                raw.close()
+            return True
+        with Session(engine) as session, session.begin():
+            # one meta row, no event: the ledger's write lock is not needed, and not waited for
+            session.connection().exec_driver_sql("SET LOCAL lock_timeout = '1s'")
+            session.merge(store.MetaRow(key=CHECKPOINT_KEY, value=value))
+        return True
+    except Exception as exc:  # noqa: BLE001 -- only a database failure is expected here
+        from sqlalchemy.exc import DBAPIError
+
+        if isinstance(exc, DBAPIError):
+            return False
+        raise
 
 
 def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verification:
@@ -111,4 +146,5 @@ def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verific
         problems.extend(store._compare("cap", expected["cap"], {k: v for k, v in caps.items()
                                                                 if k in expected["cap"]}))
     problems.sort(key=store._event_number)
+    problems.extend(store._check_count(session, count))  # (issue 10) a chain cut at its end
     return store.Verification(ok=not problems, events=count, head=previous, problems=tuple(problems))

@@ -18,6 +18,7 @@ from importlib import resources
 
 from .accounting import CONVERSION_NAME
 from .engine import RiskTable, SubsetCost
+from .failures import neutralise
 from .numbers import (
     Number,
     figure_fields,
@@ -32,6 +33,7 @@ from .numbers import (
 from .lazy import lazy_module
 
 jinja2 = lazy_module("jinja2")  # imported when a template is rendered (issue 13)
+markupsafe = lazy_module("markupsafe")  # (issue 10: output escaping) with jinja2
 np = lazy_module("numpy")
 
 
@@ -331,15 +333,21 @@ _SUPERSCRIPTS = "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"
 _SUPERSCRIPT_RUN = re.compile(f"[{_SUPERSCRIPTS}]+")
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 def markdown_escape(value: object) -> str:
-    """Markdown's autoescape: table pipes and emphasis characters are taken literally."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", str(value)).replace("\n", " ")
+    """Markdown's autoescape: table pipes and emphasis characters are taken literally; a
+    line break (CR, LF, CRLF) becomes a space, so a value never ends a table row; other
+    control characters are made visible (failures.neutralise)."""
+    text = neutralise(_LINE_BREAK.sub(" ", str(value)))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def tex_escape(value: object) -> str:
     """LaTeX's autoescape: special characters escaped, the report's symbols as math
     (`1 × 10⁻¹⁰` becomes `1 $\\times$ 10$^{-10}$`)."""
-    text = "".join(_TEX_SPECIAL.get(ch, ch) for ch in str(value))
+    text = "".join(_TEX_SPECIAL.get(ch, ch) for ch in neutralise(_LINE_BREAK.sub(" ", str(value))))
     text = _SUPERSCRIPT_RUN.sub(lambda m: "$^{" + m.group(0).translate(str.maketrans(_SUPERSCRIPTS, "-0123456789"))
                                 + "}$", text)
     return "".join(_TEX_SYMBOLS.get(ch, ch) for ch in text)
@@ -351,6 +359,7 @@ def report_environment(kind: str = "html") -> jinja2.Environment:
     missing value fails loudly (STYLE 7)."""
     if kind == "html":
         env = environment()
+        env.finalize = _html_finalize  # control characters made visible, then autoescaped
     else:
         escape = {"md": markdown_escape, "tex": tex_escape}[kind]
         env = jinja2.Environment(loader=jinja2.FunctionLoader(_load_template), autoescape=False,
@@ -360,6 +369,12 @@ def report_environment(kind: str = "html") -> jinja2.Environment:
         env.tests["infinite"] = is_infinite
     env.filters.update(report_filters())
     return env
+
+
+def _html_finalize(value: object) -> object:
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return neutralise(value)
+    return value
 
 
 def _load_template(name: str) -> str:

@@ -118,7 +118,8 @@ def test_report_format_from_out(url, tmp_path):
 
 def test_postgres_url_spelling(url):
     run = cli_main("postgres://nobody@127.0.0.1:1/none", "table")
-    assert run.code == 2 and "postgresql+psycopg://nobody@127.0.0.1:1/none" in run.err
+    # issue 10: a refused connection is an operational failure (exit 3), naming the ledger
+    assert run.code == 3 and "postgresql+psycopg://nobody@127.0.0.1:1/none" in run.err
 
 
 class _Terminal(io.StringIO):

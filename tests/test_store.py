@@ -386,7 +386,8 @@ def test_a_fresh_ledger_is_empty_and_verifies(tmp_path):
     with Session(engine) as session:
         assert store.is_empty(session)
         assert store.snapshot(session) == LedgerSnapshot()
-        assert store.verify(session).ok
+        result = store.verify(session)  # issue 10: an empty chain is reported, not "intact"
+        assert not result.ok and result.events == 0 and "no audit event" in result.problems[0]
     engine.dispose()
 
 
