@@ -41,6 +41,10 @@ class NeutralStream:
     def flush(self) -> None:
         self._stream.flush()
 
+    def close(self) -> None:
+        """Nothing: the wrapped stream is not ours (a logging handler that kept this wrapper,
+        absl's from dp_accounting, closes it at exit)."""
+
     def isatty(self) -> bool:
         return False  # no colour codes either: they would be neutralised into visible text
 
