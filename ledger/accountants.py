@@ -161,7 +161,12 @@ def spend_events(spend: Spend) -> list[Event]:
     """The events of one unit's guarantee (a release's or a family's cost), one per notion
     part: pure, zcdp, approx. A family charged with parts in several notions (DESIGN 2.6,
     a componentwise bound) is charged every part: their composition bounds it. Callers
-    handle unbounded spends before; a zero spend has no event."""
+    handle unbounded spends before; a zero spend has no event. A family's worst-of-alternatives
+    cost (`engine.Worst`) enters as its componentwise maximum, which bounds every alternative."""
+    from .engine import Worst
+
+    if isinstance(spend, Worst):
+        spend = spend.bound()
     if spend.is_zero or spend.unbounded:
         return []
     events = []
@@ -502,6 +507,10 @@ def pld_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
     if unsupported:
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], available=False,
                       note="a rho guarantee without its Gaussian parameters has no privacy loss distribution")
+    if any(_event_epsilon(e) > PLD_EPSILON_LIMIT for e in comp.events):
+        return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], available=False,
+                      note=f"not computed: a release's epsilon is above {PLD_EPSILON_LIMIT}, where the "
+                           "discretised distribution is too large to build; basic and rdp apply")
     approx_eps, approx_delta = comp.approx()
     remaining = float(delta - approx_delta)
     if remaining <= 0:
@@ -511,6 +520,21 @@ def pld_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
     eps = _up(eps + float(approx_eps)) if approx_eps else eps
     return Figure("pld", eps, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"],
                   note="" if valid else "not valid here: " + CASES["adaptive"])
+
+
+PLD_EPSILON_LIMIT = 20  # per release; past it a PLD's grid is impractically large (and the figure no tighter)
+
+
+def _event_epsilon(event: Event) -> float:
+    """A release's own pure epsilon where its event has one (Laplace: sensitivity / scale;
+    discrete Laplace: parameter times sensitivity), or for a Gaussian sensitivity / sigma; 0 otherwise."""
+    if event.kind in ("laplace", "gaussian"):  # (a Gaussian: sensitivity / sigma, a scale of its loss)
+        return math.inf if not event.a else 1 / float(event.a)
+    if event.kind == "dlaplace":
+        return float(event.a) * float(event.b or 1)
+    if event.kind == "pure":
+        return float(event.a)
+    return 0.0
 
 
 def pld_epsilon(events: Mapping[Event, int], delta: float, interval: float = PLD_INTERVAL) -> float:

@@ -681,6 +681,7 @@ def append_event(session: Session, *, kind: str, subject: str, actor: str, paylo
     if head is None:
         last = connection.execute(_LAST_EVENT).first()
         head = (0, GENESIS_HASH) if last is None else (last[0], last[1])
+    session.info.setdefault("head_before_writes", head)  # what the running totals were stamped with
     seq, previous = head[0] + 1, head[1]
     moment = (at or now()).isoformat()
     payload_json = canonical_json(payload)
@@ -1295,7 +1296,8 @@ def stale_totals(session: Session) -> str | None:
     """Why the running totals cannot be trusted by a decision, or None when their stamp is
     the chain head read at the start of this transaction."""
     configuration(session)  # reads the head (once per transaction)
-    head = session.info.get("audit_head")
+    # events this transaction appended itself (a first writer's roles, say) come after the stamp
+    head = session.info.get("head_before_writes", session.info.get("audit_head"))
     stamp = _connection(session).execute(_READ_STAMP).scalar()
     if stamp is None or head is None:
         return None  # a ledger written before stamps existed: `audit verify` recomputes its totals
