@@ -55,7 +55,8 @@ releases:
     status: planned
 '''
 
-STEWARD = "eve|\r\n\x1b[2J<i>m</i>"
+STEWARD = "eve|`<i>m</i>"  # control characters in names are refused at input (issue 12)
+APPROVER = "ann|`<b>a</b>"  # separation of duties: another person approves
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +70,8 @@ def hostile(tmp_path_factory):
         patch.setattr(limits, "check_text", lambda *args, **kwargs: [])
         for args in (["dataset", "add", directory / "d.yaml", "--by", STEWARD],
                      ["record", directory / "r.yaml", "--by", STEWARD],
-                     ["approve", "b 2", "--by", STEWARD]):
+                     ["role", "grant", APPROVER, "approver", "--by", STEWARD],
+                     ["approve", "b 2", "--by", APPROVER]):
             result = cli_main(url, *args)
             assert result.code == 0, result.err
     return url, directory

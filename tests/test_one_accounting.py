@@ -66,6 +66,7 @@ class Ledger:
 def ledger(tmp_path) -> Ledger:
     ledger = Ledger(tmp_path / "ledger.db", tmp_path)
     ledger.ok("dataset", "add", ledger.write("survey.yaml", SURVEY))
+    ledger.ok("role", "grant", "approver", "approver")  # separation of duties: another person approves
     return ledger
 
 
@@ -93,15 +94,15 @@ releases:
 def test_a_release_cannot_be_cancelled_while_a_charged_release_derives_from_it(ledger):
     ledger.ok("record", ledger.write("r.yaml", RAW_AND_ROUNDED))
     before = ledger.dump()
-    refused = ledger("cancel", "raw")
+    refused = ledger("cancel", "raw", "--reason", "withdrawn")
     assert refused.code == 2
     assert "rounded" in refused.err and "raw" in refused.err
     assert ledger.dump() == before, "a refused cancel wrote something"
     # published after all, the loss on income would have dropped to 0 (the defect)
     assert ledger.ok("subset", "income", "--json").json()["epsilon"] == 1
     # once the derived release is cancelled, the parent may be
-    ledger.ok("cancel", "rounded")
-    ledger.ok("cancel", "raw")
+    ledger.ok("cancel", "rounded", "--reason", "withdrawn")
+    ledger.ok("cancel", "raw", "--reason", "withdrawn")
 
 
 def test_a_derived_release_cannot_be_published_before_what_it_derives_from(ledger):
@@ -116,7 +117,7 @@ def test_a_derived_release_cannot_be_published_before_what_it_derives_from(ledge
     ledger.ok("publish", "raw")
     ledger.ok("publish", "rounded")
     # and now raw is published: it can no longer be cancelled at all
-    assert ledger("cancel", "raw").code == 2
+    assert ledger("cancel", "raw", "--reason", "withdrawn").code == 2
 
 
 def test_a_derived_release_cannot_be_recorded_as_published_before_its_parent(ledger):
@@ -143,7 +144,7 @@ def test_run_tan_nonnegative_planned_cannot_free_the_raw_table(ledger):
     ledger.ok("run", "tan-consistent-counts", "--data", data, "--id", "t", "--seed", "3", "--status", "planned",
               "-p", "margin=region", "-p", "protected=sex", "-p", "epsilon=1", "-p", "nonnegative=true")
     before = ledger.dump()
-    refused = ledger("cancel", "t")
+    refused = ledger("cancel", "t", "--reason", "withdrawn")
     assert refused.code == 2 and "t-nonnegative" in refused.err
     assert ledger.dump() == before
     ledger.ok("approve", "t-nonnegative", "--by", "approver")
@@ -351,10 +352,17 @@ def test_headroom_next_to_a_tiny_spend_is_rounded_down_everywhere(ledger):
 def test_the_subsampled_epsilon_is_never_below_the_bound_it_came_from():
     from ledger.mechanisms import subsampling
 
-    # beta near 1: Theorem 2's epsilon' is above epsilon, so epsilon itself is recorded;
-    # float(1/3) is 1 ulp below 1/3
+    import mpmath
+
+    # float(1/3) is 1 ulp below 1/3: the float recorded must not be
     assert F(float(F(1, 3))) < F(1, 3)
-    assert F(subsampling.subsampled_epsilon(F(1, 3), F(999, 1000))) >= F(1, 3)
+    assert F(subsampling.subsampled_epsilon(F(1, 3), 1)) >= F(1, 3)  # no sampling: epsilon itself
+    # the tight bound ln(1 + beta (e^eps - 1)) (Balle, Barthe, Gaboardi 2018), at 50 digits
+    with mpmath.workdps(50):
+        for eps, beta in ((F(1, 3), F(999, 1000)), (F(1, 10), F(1, 50)), (F(2), F(1, 10))):
+            exact = mpmath.log(1 + mpmath.mpf(beta.numerator) / beta.denominator
+                               * (mpmath.exp(mpmath.mpf(eps.numerator) / eps.denominator) - 1))
+            assert mpmath.mpf(subsampling.subsampled_epsilon(eps, beta)) >= exact
 
 
 # --------------------------------------------------------------------------

@@ -93,7 +93,7 @@ def tight_epsilon(epsilon: Number, beta: Number) -> float:
     if isinstance(beta, bool) or not isinstance(beta, Real) or not math.isfinite(float(beta)):
         raise MechanismInputError("beta", f"must be a number in (0, 1], found {beta!r}")
     if beta == 1:
-        return float(epsilon)
+        return float_up(epsilon)  # never a float below epsilon
     beta = check.open_unit_interval("beta", beta)
     with localcontext() as ctx:  # 50 digits, then up past the evaluation's error, then to a float above
         ctx.prec = 50
