@@ -280,12 +280,14 @@ def capped(tmp_path):
     (tmp_path / "d.yaml").write_text(DATASET)
     with mock.patch("ledger.store.now", Clock()):
         assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+        assert cli_main(url, "role", "grant", "approver", "approver").code == 0  # another person approves
         yield url, tmp_path
 
 
 def gaussians(path, ids, status="published"):
     body = "dataset: d\nreleases:\n" + "".join(
-        f"  - {{id: {i}, reads: [a], status: {status}, mechanism: {{name: gaussian, sigma: 3, sensitivity: 1}}}}\n"
+        f"  - {{id: {i}, reads: [a], status: {status}, mechanism: {{name: gaussian, sigma: 3, sensitivity: 1}}"
+        + (', published_at: "2026-03-01T00:00:00Z"' if status == "published" else "") + "}\n"
         for i in ids)
     path.write_text(body)
     return path
@@ -322,7 +324,7 @@ def test_a_plan_recorded_in_full_before_publication_is_admitted_by_pld(capped):
     assert (decision["accountant"], decision["case"], decision["admitted"]) == ("pld", "declared", True)
     assert "declared in advance" in decision["theorem"]
     for k in range(10):  # publishing the plan keeps it declared: every release was recorded before
-        assert cli_main(url, "approve", f"g{k}").code == 0
+        assert cli_main(url, "approve", f"g{k}", "--as", "approver").code == 0
         assert cli_main(url, "publish", f"g{k}").code == 0, k
     assert cli_main(url, "subset", "a", "--json").json()["accountant"] == "pld"
     # a release recorded after a publication makes the subset adaptive: it is refused
@@ -338,7 +340,8 @@ def test_a_pure_history_is_held_by_the_renyi_filter(tmp_path):
     (tmp_path / "d.yaml").write_text(DATASET.replace("5.4", "9"))
     assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
     body = "dataset: d\nreleases:\n" + "".join(
-        f"  - {{id: l{i}, reads: [a], mechanism: {{name: laplace, epsilon: 0.1}}}}\n" for i in range(100))
+        f"  - {{id: l{i}, reads: [a], status: published, published_at: \"2026-03-01T00:00:00Z\", "
+        f"mechanism: {{name: laplace, epsilon: 0.1}}}}\n" for i in range(100))
     (tmp_path / "l.yaml").write_text(body)
     result = cli_main(url, "record", tmp_path / "l.yaml")
     assert result.code == 0, result.err
