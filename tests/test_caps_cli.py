@@ -302,10 +302,14 @@ def test_check_reports_every_touched_cap_by_hand(spent, reference_cks):
     every = caps["all"]  # pure 1 (zCDP 1/8 + 1/8) and rho 1/8; the plan: pure +0.3, zCDP +0.045
     before = min(1 + reference_cks(1 / 8, 1e-9), reference_cks(3 / 8, 1e-9))
     after = min(1.3 + reference_cks(1 / 8, 1e-9), reference_cks(3 / 8 + 0.045, 1e-9))
-    assert every["current"] == pytest.approx(before, rel=1e-7)
-    assert every["after"] == pytest.approx(after, rel=1e-7)
-    assert every["charge"] == pytest.approx(after - before, rel=1e-6)
-    assert every["headroom"] == pytest.approx(10 - after, rel=1e-7)
+    if every["accountant"] == "basic":  # the basic accountant's figures, by hand
+        assert every["current"] == pytest.approx(before, rel=1e-7)
+        assert every["after"] == pytest.approx(after, rel=1e-7)
+        assert every["charge"] == pytest.approx(after - before, rel=1e-6)
+    else:  # a tighter valid filter decided (issue 11): never above the basic figure
+        assert every["current"] <= before * (1 + 1e-9) and every["after"] <= after * (1 + 1e-9)
+        assert every["case"] in ("declared", "adaptive") and every["theorem"]
+    assert every["headroom"] == pytest.approx(10 - every["after"], rel=1e-7)
     assert (every["limit"], every["delta"], every["status"]) == (10, 1e-9, "ok")
     assert [d["release"] for d in every["drivers"]] == ["b", "a", "c"]
     assert every["drivers"][0]["value"] == pytest.approx(reference_cks(1 / 8, 1e-9), rel=1e-7)

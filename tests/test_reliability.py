@@ -217,11 +217,15 @@ def test_an_emptied_or_shortened_ledger_does_not_verify(payroll, tmp_path):
     assert cli_main(payroll, "audit", "verify").code == 0
     engine = create_engine(payroll)
     with engine.begin() as connection:  # the newest event and its release, deleted behind the ledger's back
+        if engine.dialect.name == "postgresql":  # by a superuser who switches the append-only triggers off
+            connection.execute(text("SET LOCAL session_replication_role = replica"))
         connection.execute(text("DELETE FROM releases WHERE id = 'r2'"))
         connection.execute(text("DELETE FROM audit_events WHERE seq = (SELECT max(seq) FROM audit_events)"))
     result = cli_main(payroll, "audit", "verify")
     assert result.code == 1 and "only" in result.err and "deleted" in result.err
     with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            connection.execute(text("SET LOCAL session_replication_role = replica"))
         for table in ("releases", "cap_totals", "caps", "families", "variables", "datasets", "audit_events",
                       "ledger_meta"):
             connection.execute(text(f"DELETE FROM {table}"))
