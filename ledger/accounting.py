@@ -285,11 +285,12 @@ def cks_epsilon(rho: Fraction | float, delta: float) -> float:
     if math.isinf(rho):
         return math.inf
     log_inv_delta = math.log(1 / delta)
-    if rho > 1e12:  # the optimal order is within a few ulps of 1: the simple bound (Bun and Steinke 2016, Prop 1.3)
-        return _up(rho + 2 * math.sqrt(rho * log_inv_delta))
+    simple = rho + 2 * math.sqrt(rho * log_inv_delta)  # valid at any rho (Bun and Steinke 2016, Prop 1.3)
+    if rho > 1e12 or rho < 1e-200:  # the optimal order is within ulps of 1, or past the float range: simple bound
+        return _up(simple)
     order = cks_order(rho, log_inv_delta)
-    best = min(cks_bound(order, rho, log_inv_delta), rho + 2 * math.sqrt(rho * log_inv_delta))
-    return _up(max(best, 0.0))
+    best = cks_bound(order, rho, log_inv_delta)
+    return _up(max(simple if math.isnan(best) else min(best, simple), 0.0))
 
 
 def cks_bound(alpha: float, rho: float, log_inv_delta: float) -> float:

@@ -12,11 +12,14 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import settings
+from hypothesis import Phase, settings
 from scipy.optimize import minimize_scalar
 
 # The engine runs a numerical minimiser for zCDP totals: no per-example deadline.
-settings.register_profile("ledger", deadline=None)
+# No "explain" phase: it traces every line of a failing example again (minutes on the CLI tests); the
+# failing example itself is still printed.
+settings.register_profile("ledger", deadline=None,
+                          phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ledger"))
 
 
