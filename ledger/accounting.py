@@ -123,6 +123,8 @@ class Spend:
         remaining = float_down(remaining)  # a smaller delta only makes epsilon larger
         if remaining <= 0:
             return INF
+        if not self.pure and not self.approx_epsilon:  # rho alone: the conversion, already rounded up
+            return cks_epsilon(self.rho, remaining)
         separate = float_up(self.pure) + cks_epsilon(self.rho, remaining)
         merged = cks_epsilon(self.rho + self.pure_rho, remaining)
         return _up(float_up(self.approx_epsilon) + min(separate, merged))

@@ -36,15 +36,15 @@ variables:
 RELEASES = """\
 dataset: household
 releases:
-  - {id: region-size, reads: [region, household_size], mechanism: {name: exact}}
-  - {id: income, reads: [region, income], mechanism: {name: laplace, epsilon: 1, sensitivity: 1},
+  - {id: region-size, status: published, published_at: "2026-01-05T10:00:00Z", reads: [region, household_size], mechanism: {name: exact}}
+  - {id: income, status: published, published_at: "2026-01-05T10:00:00Z", reads: [region, income], mechanism: {name: laplace, epsilon: 1, sensitivity: 1},
      guarantees: [{protects: [income], epsilon: 1}]}
-  - {id: employment, reads: [age_of_reference_person, sex, employment_status],
+  - {id: employment, status: published, published_at: "2026-01-05T10:00:00Z", reads: [age_of_reference_person, sex, employment_status],
      mechanism: {name: laplace, epsilon: 0.5, sensitivity: 1}}
-  - {id: health, reads: [health_status, disability], mechanism: {name: laplace, epsilon: 1.5, sensitivity: 1}}
-  - {id: benefits, reads: [benefits_received, income], mechanism: {name: laplace, epsilon: 1, sensitivity: 1}}
-  - {id: education, reads: [education_level, ethnicity], mechanism: {name: laplace, epsilon: 0.75, sensitivity: 1}}
-  - {id: tenure-exact, reads: [tenure], mechanism: {name: exact}}
+  - {id: health, status: published, published_at: "2026-01-05T10:00:00Z", reads: [health_status, disability], mechanism: {name: laplace, epsilon: 1.5, sensitivity: 1}}
+  - {id: benefits, status: published, published_at: "2026-01-05T10:00:00Z", reads: [benefits_received, income], mechanism: {name: laplace, epsilon: 1, sensitivity: 1}}
+  - {id: education, status: published, published_at: "2026-01-05T10:00:00Z", reads: [education_level, ethnicity], mechanism: {name: laplace, epsilon: 0.75, sensitivity: 1}}
+  - {id: tenure-exact, status: published, published_at: "2026-01-05T10:00:00Z", reads: [tenure], mechanism: {name: exact}}
   - {id: summary, status: planned, reads: [income, employment_status],
      mechanism: {name: laplace, epsilon: 0.25, sensitivity: 1}}
 """
@@ -58,8 +58,9 @@ def household(tmp_path_factory):
     (directory / "r.yaml").write_text(RELEASES)
     assert cli_main(url, "dataset", "add", directory / "d.yaml").code == 0
     assert cli_main(url, "record", directory / "r.yaml").code == 0
-    assert cli_main(url, "retract", "income").code == 0
-    assert cli_main(url, "approve", "summary").code == 0
+    assert cli_main(url, "retract", "income", "--reason", "a wrong income band").code == 0
+    assert cli_main(url, "role", "grant", "approver", "approver").code == 0  # another person approves
+    assert cli_main(url, "approve", "summary", "--as", "approver").code == 0
     return url
 
 
