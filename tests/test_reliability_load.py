@@ -49,14 +49,17 @@ BIG_CAP = DATASET.replace(f"epsilon: {CAP}", "epsilon: 1000000")
 
 
 def release_text(rid: str, epsilon: str = "1", status: str = "published") -> str:
+    dates = '    published_at: "2026-01-05T10:00:00Z"\n' if status == "published" else ""  # (issue 12)
     return (f"dataset: payroll\nreleases:\n  - id: {rid}\n    reads: [income]\n"
-            f"    mechanism: {{name: laplace, epsilon: {epsilon}}}\n    status: {status}\n")
+            f"    mechanism: {{name: laplace, epsilon: {epsilon}}}\n    status: {status}\n" + dates)
 
 
 def add_dataset(url: str, directory: Path, text_: str = DATASET) -> None:
     (directory / "payroll.yaml").write_text(text_, encoding="utf-8")
     result = cli_main(url, "dataset", "add", directory / "payroll.yaml")
     assert result.code == 0, result.err
+    for person, role in (("k", "steward"), ("j", "approver")):  # the people of the lifecycle trials (issue 12)
+        assert cli_main(url, "role", "grant", person, role).code == 0
 
 
 def verify(url: str) -> store.Verification:
@@ -91,7 +94,7 @@ def test_two_hundred_writers_end_recorded_or_refused_and_nothing_is_lost(ledger_
         files.append(path)
     started = time.monotonic()
     processes = [subprocess.Popen([sys.executable, "-m", "ledger", "--db", ledger_url, "record", str(path)],
-                                  cwd=tmp_path, env={**os.environ, "LEDGER_USER": f"w{k}"},
+                                  cwd=tmp_path, env={**os.environ},  # one steward, the dataset's admin
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for k, path in enumerate(files)]
     outcomes = []
@@ -183,8 +186,11 @@ LIFECYCLE = textwrap.dedent("""\
                         f"    mechanism: {{name: laplace, epsilon: 1/10}}\\n    status: planned\\n", encoding="utf-8")
         operations.record(engine, operations.release_builder([path], "k"), "k")
         steps = rng.choice([["approve", "publish"], ["cancel"], ["approve", "cancel"], ["approve"], []])
-        for action in steps:
-            operations.change_status(engine, rid, action, "k")
+        for action in steps:  # the recorder cancels; another person approves and publishes (issue 12)
+            if action == "cancel":
+                operations.change_status(engine, rid, action, "k", reason="trial")
+            else:
+                operations.change_status(engine, rid, action, "j")
     """)
 
 
