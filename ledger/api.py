@@ -39,7 +39,7 @@ from sqlmodel import Session
 from . import budget, choices, operations, store
 from .engine import at_delta
 from .errors import InputErrors, LedgerError, fail
-from .loader import Document, LedgerSnapshot, build_caps, build_dataset, read_document
+from .loader import Document, LedgerSnapshot, dataset_and_caps, read_document
 from .numbers import Number, is_infinite, to_json
 from .records import Dataset, Release
 from .views import table_view
@@ -147,14 +147,7 @@ class Ledger:
             document, errors = Document("<dataset document>", dict(source)), []
         else:
             document, errors = read_document(source)
-        dataset = None
-        if document is not None:
-            dataset, errors = build_dataset(document)
-        if errors:
-            raise InputErrors(errors)
-        caps, errors = build_caps(document, dataset)
-        if errors:
-            raise InputErrors(errors)
+        dataset, caps = dataset_and_caps(document, errors)
         return operations.add_dataset(self.engine, dataset, caps, self._by(by), document.path,
                                       operations.declared_privacy_unit(document))
 

@@ -24,7 +24,7 @@ from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
 from .headline import headline
 from .headline import text_lines as headline_lines
-from .loader import LedgerSnapshot, build_caps, build_dataset, read_document
+from .loader import LedgerSnapshot, dataset_and_caps, read_document
 from .numbers import NumberError, figure_fields, format_delta, format_number, to_fraction, to_json
 from .records import CHARGED_STATUSES, Dataset
 from .lazy import lazy_callable, lazy_module
@@ -291,14 +291,7 @@ def dataset_add(
 ) -> None:
     """Add a dataset, its variables, groups and caps."""
     document, errors = read_document(file)
-    dataset = None
-    if document is not None:
-        dataset, errors = build_dataset(document)
-    if errors:
-        raise InputErrors(errors)
-    caps, errors = build_caps(document, dataset)
-    if errors:
-        raise InputErrors(errors)
+    dataset, caps = dataset_and_caps(document, errors)
     if not operations.add_dataset(_engine(create=True), dataset, caps, _actor(by), str(file),
                                   operations.declared_privacy_unit(document)):
         if as_json:

@@ -27,7 +27,7 @@ import yaml
 
 from .catalogue import NUMERIC_PARAMS, derive_guarantees, overclaims
 from .lineage import PUBLISHED_STATUSES, describe, publish_blockers
-from .errors import LedgerError
+from .errors import InputErrors, LedgerError
 from .numbers import NumberError, to_fraction
 from .records import (
     Cap,
@@ -766,6 +766,20 @@ def load_dataset(path: str | Path) -> tuple[Dataset | None, list[LedgerError]]:
         return None, errors
     return build_dataset(document)
 
+
+
+def dataset_and_caps(document: Document | None, errors: list[LedgerError]) -> tuple[Dataset, list[Cap]]:
+    """A read dataset document's dataset and caps (the CLI's `dataset add` and the API's
+    `add_dataset`); every problem, reading included, raised together as InputErrors."""
+    dataset = None
+    if document is not None:
+        dataset, errors = build_dataset(document)
+    if errors:
+        raise InputErrors(errors)
+    caps, errors = build_caps(document, dataset)
+    if errors:
+        raise InputErrors(errors)
+    return dataset, caps
 
 
 def build_caps(document: Document, dataset: Dataset, key: str = "caps") -> tuple[list[Cap], list[LedgerError]]:
