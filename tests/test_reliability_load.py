@@ -135,7 +135,7 @@ WRITER = textwrap.dedent("""\
         path = directory / f"{name}-{i}.yaml"
         path.write_text(f"dataset: payroll\\nreleases:\\n  - id: {name}-{i}\\n    reads: [income]\\n"
                         f"    mechanism: {{name: laplace, epsilon: 1/100}}\\n", encoding="utf-8")
-        operations.record(engine, operations.release_builder([path], name), name)
+        operations.record(engine, operations.release_builder([path], "k"), "k")  # the steward (issue 12)
     """)
 
 
@@ -291,3 +291,93 @@ def test_a_ledger_on_a_read_only_file_system_is_read_reported_and_verified(small
                             capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 3, result.stderr
     assert "read-only" in result.stderr and "Traceback" not in result.stderr
+
+
+# --------------------------------------------------------------------------
+# 1, 7. A PostgreSQL server restarted while writers record (a private server the test starts)
+# --------------------------------------------------------------------------
+
+RETRYING_WRITER = textwrap.dedent("""\
+    import subprocess, sys, time
+    from pathlib import Path
+    url, name, count, directory = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+    codes = []
+    for i in range(count):
+        path = directory / f"{name}-{i}.yaml"
+        path.write_text(f"dataset: payroll\\nreleases:\\n  - id: {name}-{i}\\n    reads: [income]\\n"
+                        f"    mechanism: {{name: laplace, epsilon: 1/100}}\\n    status: planned\\n", encoding="utf-8")
+        for attempt in range(60):  # what a pipeline does with exit 3: retry later (a retry of the same id is a no-op)
+            done = subprocess.run([sys.executable, "-m", "ledger", "--db", url, "record", "--as", "k", str(path)],
+                                  capture_output=True, text=True)
+            codes.append(done.returncode)
+            if "Traceback" in done.stderr or done.returncode not in (0, 3):
+                print("UNCLEAN", done.returncode, done.stderr.strip()[-300:], flush=True)
+            if done.returncode != 3:
+                break
+            time.sleep(0.5)
+    print("CODES", " ".join(map(str, codes)), flush=True)
+    """)
+
+
+@pytest.fixture
+def private_postgres():
+    """A PostgreSQL server of our own (initdb in a scratch directory, port 5499), so that restarting it
+    disturbs nobody else's tests. Skipped where the server binaries or root (to run as `postgres`) are missing."""
+    import glob
+    import shutil
+    import tempfile
+
+    binaries = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not binaries or os.geteuid() != 0 or shutil.which("runuser") is None:
+        pytest.skip("needs the PostgreSQL server binaries and root")
+    bindir = Path(binaries[-1]).parent
+    data = Path(tempfile.mkdtemp(prefix="ledger-pg-"))
+    shutil.chown(data, "postgres", "postgres")
+    port = 5499
+
+    def as_postgres(*argv, check=True):
+        return subprocess.run(["runuser", "-u", "postgres", "--", *map(str, argv)], capture_output=True, text=True,
+                              check=check, timeout=120)
+
+    as_postgres(bindir / "initdb", "-D", data / "db", "-A", "trust", "-U", "postgres")
+    options = f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c max_connections=40"
+
+    def pg_ctl(action, *more, check=True):
+        return as_postgres(bindir / "pg_ctl", "-D", data / "db", "-o", options, "-l", data / "log", "-w", action,
+                           *more, check=check)
+
+    pg_ctl("start")
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres", pg_ctl
+    finally:
+        pg_ctl("stop", "-m", "immediate")
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def test_a_postgresql_restart_under_load_ends_in_exit_3_and_retries_lose_nothing(private_postgres, tmp_path):
+    url, pg_ctl = private_postgres
+    add_dataset(url, tmp_path, BIG_CAP)
+    writers, each = 4, 5
+    processes = [subprocess.Popen([sys.executable, "-c", RETRYING_WRITER, url, f"p{k}", str(each), str(tmp_path)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for k in range(writers)]
+    restarts = 0
+    while any(p.poll() is None for p in processes):  # restart again and again until the writers are done
+        time.sleep(1.5)
+        # every connection is dropped, mid-transaction or not: "fast" rolls back cleanly, "immediate" as a crash
+        done = pg_ctl("restart", "-m", ("fast", "immediate")[restarts % 2], check=False)
+        restarts += done.returncode == 0
+    outputs = [p.communicate(timeout=900) for p in processes]
+    codes = [int(c) for out, _ in outputs for line in out.splitlines() if line.startswith("CODES")
+             for c in line.split()[1:]]
+    unclean = [line for out, _ in outputs for line in out.splitlines() if line.startswith("UNCLEAN")]
+    released = {r for r in (scalar(url, "SELECT string_agg(id, ',') FROM releases") or "").split(",") if r}
+    expected = {f"p{k}-{i}" for k in range(writers) for i in range(each)}
+    print(f"\npostgresql restarted {restarts} times under {writers} writers: {len(codes)} record calls, "
+          f"{codes.count(0)} recorded, {codes.count(3)} exit 3 (retried), {len(unclean)} unclean; "
+          f"{len(released & expected)}/{len(expected)} in the ledger")
+    assert all(p.returncode == 0 for p in processes), [err for _, err in outputs][:2]
+    assert unclean == [], unclean[:3]
+    assert restarts >= 1
+    assert released == expected
+    assert verify(url).ok
