@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import stat
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from fractions import Fraction
 from functools import cache
@@ -61,6 +61,7 @@ class Document:
     path: str
     data: Any
     lines: dict[Path_, int] = field(default_factory=dict)
+    release_schema_checked: bool = False  # validated_release_documents passed it (before any lock)
 
     def source(self, at: Path_ = ()) -> str:
         """`file:line` for the value at `at` (or its nearest located parent)."""
@@ -378,6 +379,27 @@ def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]
                    self_approval=bool(data.get("self_approval", False))), []
 
 
+RELEASE_SCHEMA = "release.v1.schema.json"
+
+
+def validated_release_documents(parsed: Iterable[tuple[Document | None, list[LedgerError]]]
+                                ) -> tuple[list[Document], list[LedgerError]]:
+    """Read release documents checked against the schema, before any lock is taken (issue 10,
+    section 5: a slow or hostile file never holds the write lock); the documents that pass are
+    not checked again by `build_releases`, and the problems of those that fail are returned."""
+    documents: list[Document] = []
+    errors: list[LedgerError] = []
+    for document, read_errors in parsed:
+        errors.extend(read_errors)
+        if document is None:
+            continue
+        problems = validate(document, RELEASE_SCHEMA)
+        errors.extend(problems)
+        if not problems:
+            documents.append(replace(document, release_schema_checked=True))
+    return documents, errors
+
+
 def build_releases(
     document: Document,
     snapshot: LedgerSnapshot,
@@ -390,7 +412,7 @@ def build_releases(
     Cross-document checks (duplicate ids, derived-from cycles) are in
     `check_batch`, which sees every file of one `record` together.
     """
-    errors = validate(document, "release.v1.schema.json")
+    errors = [] if document.release_schema_checked else validate(document, RELEASE_SCHEMA)
     if errors:
         return [], [], errors
     out = _Collector(document)

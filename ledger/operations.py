@@ -30,6 +30,7 @@ from .loader import (
     field_name,
     load_releases,
     read_document,
+    validated_release_documents,
 )
 from .lazy import lazy_callable, lazy_module
 from .numbers import format_number, is_infinite
@@ -83,11 +84,12 @@ class Recorded:
 
 
 def release_builder(paths: Sequence[str | Path], actor: str) -> Builder:
-    """The files are read and parsed here, before any transaction: a slow, huge or hostile
-    file never holds the ledger's write lock (only the checks against the ledger run inside)."""
-    parsed = [read_document(path) for path in paths]
-    documents = [document for document, _ in parsed if document is not None]
-    read_errors = [error for _, errors in parsed for error in errors]
+    """The files are read, parsed and checked against the release schema here, before any
+    transaction: a slow, huge or hostile file never holds the ledger's write lock (only the
+    checks against the ledger run inside)."""
+    documents, read_errors = validated_release_documents(read_document(path) for path in paths)
+    if read_errors:  # refused before any transaction is opened (all or nothing: nothing would be written)
+        raise InputErrors(read_errors)
 
     def build(snapshot: LedgerSnapshot):
         releases, families, errors = load_releases(documents, snapshot, recorded_by=actor, recorded_at=store.now())

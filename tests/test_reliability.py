@@ -352,6 +352,35 @@ def test_input_files_are_parsed_before_the_write_lock_is_taken(payroll, tmp_path
     assert seen_locked == [0]
 
 
+def test_input_files_are_checked_against_the_schema_before_the_write_lock_is_taken(payroll, tmp_path, monkeypatch):
+    """Schema validation runs before the transaction too, once per file: while it runs another writer
+    can take the lock, and a file the schema refuses never opens a write transaction."""
+    from ledger import loader
+
+    seen_locked, validated = [], []
+    original = loader.validate
+
+    def validate(document, schema_name):
+        monkeypatch.setenv(store.LOCK_TIMEOUT_ENV, "0.5")
+        seen_locked.append(cli_main(payroll, "cap", "set", "region", "--epsilon", str(7 + len(seen_locked))).code)
+        validated.append(schema_name)
+        return original(document, schema_name)
+
+    monkeypatch.setattr(loader, "validate", validate)
+    result = cli_main(payroll, "record", release_file(tmp_path, "r1"))
+    assert result.code == 0, result.err
+    assert seen_locked == [0] and validated == [loader.RELEASE_SCHEMA]  # checked once, outside the lock
+
+    opened = []
+    monkeypatch.setattr(loader, "validate", original)
+    monkeypatch.setattr(store, "write_session", lambda *a, **k: opened.append(1) or (_ for _ in ()).throw(AssertionError))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("dataset: payroll\nreleases:\n  - id: r2\n    reads: [income]\n    colour: red\n", encoding="utf-8")
+    result = cli_main(payroll, "record", bad)
+    assert result.code == 2 and "colour" in result.err
+    assert opened == []
+
+
 @pytest.mark.parametrize(("exc", "reason"), [
     ("psycopg.OperationalError('connection failed: FATAL:  sorry, too many clients already')", "too many clients"),
     ("psycopg.OperationalError('FATAL:  remaining connection slots are reserved')", "too many clients"),
