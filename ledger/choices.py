@@ -37,9 +37,8 @@ def ledger_url(url: str | None = None) -> str:
     """The ledger's SQLAlchemy URL: `url`, else $LEDGER_DATABASE_URL, else sqlite:///ledger.db.
     `postgres://` and `postgresql://` (libpq's spellings) are read as `postgresql+psycopg://`:
     psycopg 3 is the driver the ledger installs."""
-    from . import store
-
-    chosen = store.database_url(url)
+    # store.database_url, without importing the store (and the ORM) for `--help` (issue 13)
+    chosen = url or os.environ.get("LEDGER_DATABASE_URL") or "sqlite:///ledger.db"
     for scheme in POSTGRES_SCHEMES:
         if chosen.startswith(scheme):
             return "postgresql+psycopg://" + chosen[len(scheme):]

@@ -253,6 +253,7 @@ _UPDATE_TOTAL = update(_TOTALS).where(
 
 
 def database_url(option: str | None = None) -> str:
+    # (choices.ledger_url says the same without importing this module)
     return option or os.environ.get("LEDGER_DATABASE_URL") or DEFAULT_URL
 
 
