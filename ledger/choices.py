@@ -15,12 +15,19 @@ import os
 from collections.abc import Iterable
 from fractions import Fraction
 
+from typing import TYPE_CHECKING
+
 from .accounting import DEFAULT_DELTA
-from .engine import LedgerIndex
 from .errors import InputErrors, LedgerError, fail
-from .loader import LedgerSnapshot
+from .lazy import lazy_module
 from .numbers import NumberError, to_fraction
 from .records import CHARGED_STATUSES, Dataset
+
+if TYPE_CHECKING:
+    from .engine import LedgerIndex
+    from .loader import LedgerSnapshot
+
+engine = lazy_module(f"{__package__}.engine")  # when an index is built, not for `--help` (issue 13)
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")  # libpq spellings: read with psycopg 3
 
@@ -86,7 +93,7 @@ def charged_index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
     """The dataset's charged releases (every status but cancelled) and its families."""
     releases = [r for r in snapshot.releases.values() if r.dataset == dataset.name and r.status in CHARGED_STATUSES]
     families = [f for f in snapshot.families.values() if f.dataset == dataset.name]
-    return LedgerIndex(dataset.variable_names, releases, families)
+    return engine.LedgerIndex(dataset.variable_names, releases, families)
 
 
 def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VAR") -> set[str]:

@@ -38,12 +38,12 @@ from .errors import fail
 from .failures import neutralise
 from .lazy import lazy_callable, lazy_module
 from .records import Dataset
-from .views import report_environment
 
 store = lazy_module(f"{__package__}.store")  # the ORM, imported when a report is made (issue 13)
 # the report's context builder (and markupsafe, the chart data): imported when a report is
 # made, not by `--help`, `check` or `record`, which only register this command (issue 13)
 _report = lazy_module(f"{__package__}.report")
+report_environment = lazy_callable(f"{__package__}.views", "report_environment")
 select = lazy_callable("sqlalchemy", "select")
 Session = lazy_callable("sqlmodel", "Session")
 
