@@ -11,9 +11,15 @@ names a server), in the same run:
     (SQLite WAL + synchronous=FULL; PostgreSQL synchronous_commit=on);
 (b) the physical limit: a bare loop inserting one row of the same size and
     committing, N times, with the same durability settings on the same backend;
-(c) the same N releases recorded from one file: one commit.
+(c) the same N releases recorded from one file: one commit;
+(d) the pipeline case: one `privacy-ledger record` process per release, for
+    --processes releases (default 50: a process costs its start-up, see
+    bench_startup.py), beside the bare loop's time for as many commits.
 
-Target: (a) within 1.5x of (b).
+Target: (a) within 1.5x of (b). Each figure is printed beside its baseline, with the
+ratio and the load average (the machine is shared).
+
+    .venv/bin/python benchmarks/bench_durability.py --records 10000 --processes 50
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import argparse
 import os
 import random
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -76,6 +83,24 @@ def record_as_one_file(engine, n: int) -> float:
     return time.perf_counter() - start
 
 
+def record_by_processes(url: str, n: int, directory: Path) -> float:
+    """n releases, each recorded by its own `privacy-ledger record` process (the pipeline case)."""
+    rng = random.Random(7)
+    paths = []
+    for k in range(n):
+        entry = release_entry(rng, f"proc{k:06d}")
+        mechanism = ", ".join(f"{key}: {value}" for key, value in entry["mechanism"].items())
+        path = directory / f"proc{k:06d}.yaml"
+        path.write_text(f"dataset: bench\nreleases:\n  - {{id: {entry['id']}, reads: [{', '.join(entry['reads'])}], "
+                        f"mechanism: {{{mechanism}}}}}\n")
+        paths.append(path)
+    start = time.perf_counter()
+    for path in paths:
+        subprocess.run([sys.executable, "-m", "ledger", "--db", url, "record", "--as", "bench", str(path)],
+                       check=True, stdout=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[1])
+    return time.perf_counter() - start
+
+
 def bare_sqlite(path: Path, n: int) -> float:
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
@@ -121,28 +146,46 @@ def postgres_database(base: str) -> tuple[str, callable]:
     return base.rsplit("/", 1)[0] + "/" + name, drop
 
 
-def report(backend: str, n: int, one: float, bare: float, batch: float) -> None:
-    print(f"{backend}: {n:,} releases recorded one by one against 20 caps: {one:7.2f} s "
-          f"({one / n * 1000:.2f} ms each)")
-    print(f"{backend}: bare insert-and-commit loop, same durability:        {bare:7.2f} s "
-          f"({bare / n * 1000:.2f} ms each)   ratio {one / bare:.2f}x  [target <= 1.5x]")
-    print(f"{backend}: the same number from one file (one commit):           {batch:7.2f} s")
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def report(backend: str, n: int, one: float, bare: float, batch: float, processes: int = 0,
+           by_process: float = 0.0) -> None:
+    each, bare_each = one / n * 1000, bare / n * 1000
+    print(f"{backend}  [{load()}]")
+    print(f"  in-process: {n:,} releases recorded one by one against 20 caps: {one:8.2f} s ({each:.2f} ms each)")
+    print(f"  baseline: bare insert-and-commit loop, same durability, {n:,} commits: {bare:8.2f} s "
+          f"({bare_each:.2f} ms each)")
+    print(f"  ratio {one / bare:.2f}x  [target <= 1.5x]")
+    print(f"  the same number of releases from one file (one commit): {batch:8.2f} s "
+          f"({batch / n * 1000:.3f} ms each; {batch / bare:.2f}x the bare loop)")
+    if processes:
+        per = by_process / processes * 1000
+        print(f"  pipeline: {processes} releases, one `record` process each: {by_process:8.2f} s ({per:.0f} ms each; "
+              f"{per / bare_each:.0f}x the bare loop's {bare_each:.2f} ms per commit: start-up, bench_startup.py)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--processes", type=int, default=50,
+                        help="releases recorded one process each (the pipeline case); 0: none")
     parser.add_argument("--postgres", default=os.environ.get("LEDGER_TEST_POSTGRES_URL"))
     parser.add_argument("--no-sqlite", action="store_true")
     args = parser.parse_args()
     n = args.records
     if not args.no_sqlite:
         with tempfile.TemporaryDirectory(dir=Path(__file__).resolve().parent) as directory:
-            engine = fresh_ledger(f"sqlite:///{directory}/ledger.db")
+            url = f"sqlite:///{directory}/ledger.db"
+            engine = fresh_ledger(url)
             one = record_one_by_one(engine, n)
             batch = record_as_one_file(engine, n)
+            engine.dispose()
+            by_process = record_by_processes(url, args.processes, Path(directory)) if args.processes else 0.0
             bare = bare_sqlite(Path(directory) / "bare.db", n)
-            report(f"SQLite (synchronous={store.SQLITE_SYNCHRONOUS})", n, one, bare, batch)
+            report(f"SQLite (WAL, synchronous={store.SQLITE_SYNCHRONOUS})", n, one, bare, batch, args.processes,
+                   by_process)
     if args.postgres:
         url, drop = postgres_database(args.postgres)
         bare_url, drop_bare = postgres_database(args.postgres)
@@ -151,8 +194,10 @@ def main() -> None:
             one = record_one_by_one(engine, n)
             batch = record_as_one_file(engine, n)
             engine.dispose()
+            with tempfile.TemporaryDirectory() as directory:
+                by_process = record_by_processes(url, args.processes, Path(directory)) if args.processes else 0.0
             bare = bare_postgres(bare_url, n)
-            report("PostgreSQL (synchronous_commit=on)", n, one, bare, batch)
+            report("PostgreSQL (synchronous_commit=on)", n, one, bare, batch, args.processes, by_process)
         finally:
             drop()
             drop_bare()

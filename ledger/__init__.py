@@ -25,7 +25,6 @@ Where a number comes from:
 __version__ = "0.1.0"
 
 from .errors import InputErrors, LedgerError  # noqa: E402
-from .operations import BudgetRefused  # noqa: E402
 from .records import Cap, Dataset, Guarantee, Mechanism, Notion, Relation, Release, Status  # noqa: E402
 
 __all__ = [
@@ -44,4 +43,8 @@ def __getattr__(name: str):
         from . import api
 
         return getattr(api, name)
+    if name == "BudgetRefused":  # with the operations it guards (not imported by `--version`)
+        from .operations import BudgetRefused
+
+        return BudgetRefused
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

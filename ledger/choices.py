@@ -15,12 +15,19 @@ import os
 from collections.abc import Iterable
 from fractions import Fraction
 
+from typing import TYPE_CHECKING
+
 from .accounting import DEFAULT_DELTA
-from .engine import LedgerIndex
 from .errors import InputErrors, LedgerError, fail
-from .loader import LedgerSnapshot
+from .lazy import lazy_module
 from .numbers import NumberError, to_fraction
 from .records import CHARGED_STATUSES, Dataset
+
+if TYPE_CHECKING:
+    from .engine import LedgerIndex
+    from .loader import LedgerSnapshot
+
+engine = lazy_module(f"{__package__}.engine")  # when an index is built, not for `--help` (issue 13)
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")  # libpq spellings: read with psycopg 3
 
@@ -37,9 +44,8 @@ def ledger_url(url: str | None = None) -> str:
     """The ledger's SQLAlchemy URL: `url`, else $LEDGER_DATABASE_URL, else sqlite:///ledger.db.
     `postgres://` and `postgresql://` (libpq's spellings) are read as `postgresql+psycopg://`:
     psycopg 3 is the driver the ledger installs."""
-    from . import store
-
-    chosen = store.database_url(url)
+    # store.database_url, without importing the store (and the ORM) for `--help` (issue 13)
+    chosen = url or os.environ.get("LEDGER_DATABASE_URL") or "sqlite:///ledger.db"
     for scheme in POSTGRES_SCHEMES:
         if chosen.startswith(scheme):
             return "postgresql+psycopg://" + chosen[len(scheme):]
@@ -87,7 +93,7 @@ def charged_index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
     """The dataset's charged releases (every status but cancelled) and its families."""
     releases = [r for r in snapshot.releases.values() if r.dataset == dataset.name and r.status in CHARGED_STATUSES]
     families = [f for f in snapshot.families.values() if f.dataset == dataset.name]
-    return LedgerIndex(dataset.variable_names, releases, families)
+    return engine.LedgerIndex(dataset.variable_names, releases, families)
 
 
 def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VAR") -> set[str]:

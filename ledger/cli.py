@@ -14,21 +14,33 @@ import json
 import sys
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from . import choices, cli_json, cli_style, failures  # noqa: F401 (cli_style: help as people read it)
 from .accounting import DEFAULT_DELTA
-from .engine import LedgerIndex, at_delta
 from .errors import InputErrors, LedgerError, fail
-from .headline import headline
-from .headline import text_lines as headline_lines
-from .loader import LedgerSnapshot, dataset_and_caps, read_document
 from .numbers import NumberError, figure_fields, format_delta, format_number, to_fraction, to_json
 from .records import CHARGED_STATUSES, Dataset
 from .lazy import lazy_callable, lazy_module
-from .views import release_json, subset_json, table_view, text_table
+
+if TYPE_CHECKING:
+    from .engine import LedgerIndex
+    from .loader import LedgerSnapshot
+
+# What the commands compute with, imported when a command runs, not for `--help` or
+# `--version` (issue 13, section 2).
+at_delta = lazy_callable(f"{__package__}.engine", "at_delta")
+headline = lazy_callable(f"{__package__}.headline", "headline")
+headline_lines = lazy_callable(f"{__package__}.headline", "text_lines")
+LedgerSnapshot = lazy_callable(f"{__package__}.loader", "LedgerSnapshot")  # noqa: F811
+dataset_and_caps = lazy_callable(f"{__package__}.loader", "dataset_and_caps")
+read_document = lazy_callable(f"{__package__}.loader", "read_document")
+release_json = lazy_callable(f"{__package__}.views", "release_json")
+subset_json = lazy_callable(f"{__package__}.views", "subset_json")
+table_view = lazy_callable(f"{__package__}.views", "table_view")
+text_table = lazy_callable(f"{__package__}.views", "text_table")
 
 # Imported on first use (issue 13): `--help` needs none of them, `record` not numpy.
 budget = lazy_module(f"{__package__}.budget")
@@ -133,7 +145,16 @@ def _budget_refused(exc: operations.BudgetRefused) -> int:
 
 
 failures.register(InputErrors, _input_errors)
-failures.register(operations.BudgetRefused, _budget_refused)
+class _Refused(type):
+    """isinstance(exc, BudgetRefused) without importing the operations for `--help`: no
+    refusal can exist before they are imported (issue 13)."""
+
+    def __instancecheck__(cls, exc) -> bool:
+        module = sys.modules.get(f"{__package__}.operations")
+        return module is not None and isinstance(exc, module.BudgetRefused)
+
+
+failures.register(_Refused("BudgetRefused", (Exception,), {}), _budget_refused)
 
 
 MAX_ERRORS_SHOWN = 50

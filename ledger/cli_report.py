@@ -20,14 +20,12 @@ network (every request that is not the page itself is refused).
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
@@ -40,22 +38,25 @@ from .errors import fail
 from .failures import neutralise
 from .lazy import lazy_callable, lazy_module
 from .records import Dataset
-from .report import (
-    AuditEvent,
-    ChainStatus,
-    Pairs,
-    ReportContext,
-    ReportInputs,
-    Timeline,
-    build_report,
-    draw_here,
-    risk_frame,
-)
-from .views import report_environment
 
 store = lazy_module(f"{__package__}.store")  # the ORM, imported when a report is made (issue 13)
+# the report's context builder (and markupsafe, the chart data): imported when a report is
+# made, not by `--help`, `check` or `record`, which only register this command (issue 13)
+_report = lazy_module(f"{__package__}.report")
+report_environment = lazy_callable(f"{__package__}.views", "report_environment")
 select = lazy_callable("sqlalchemy", "select")
 Session = lazy_callable("sqlmodel", "Session")
+
+_REPORT_NAMES = ("AuditEvent", "ChainStatus", "Pairs", "ReportContext", "ReportInputs", "Timeline", "build_report",
+                 "draw_here", "risk_frame")
+
+
+def __getattr__(name: str):
+    """The report module's names, as this module offered them before it imported it lazily."""
+    if name in _REPORT_NAMES:
+        return getattr(_report, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 FORMATS = ("html", "md", "tex", "csv", "pdf")
 TEMPLATES = {"html": "report.html.j2", "pdf": "report.html.j2", "md": "report.md.j2", "tex": "report.tex.j2"}
@@ -106,7 +107,7 @@ def report(
     chosen_delta = choices.parse_delta(delta, chosen)
     charts = chosen_format in ("html", "pdf")
     chain = VerifyAlongside(cli.state.url)
-    draw = ChartsAlongside() if charts else draw_here
+    draw = ChartsAlongside() if charts else _report.draw_here
     from .progress import progress
 
     with progress(f"writing the {chosen_format} report"):
@@ -115,7 +116,7 @@ def report(
                 inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
             if as_of_at is not None:
                 inputs = replace(inputs, as_of=as_of_at)
-            context = build_report(inputs, charts=charts, draw=draw)
+            context = _report.build_report(inputs, charts=charts, draw=draw)
         finally:
             chain.close()
             if isinstance(draw, ChartsAlongside):
@@ -185,9 +186,9 @@ def gather(session: Session, dataset: Dataset, delta: Fraction, since: datetime 
         select(table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload,
                table.c.hash)
         .order_by(table.c.seq))
-    events = tuple(AuditEvent(seq, _time(at), actor, kind, subject, payload, digest)
+    events = tuple(_report.AuditEvent(seq, _time(at), actor, kind, subject, payload, digest)
                    for seq, at, actor, kind, subject, payload, digest in rows)
-    return ReportInputs(
+    return _report.ReportInputs(
         dataset=dataset,
         releases=tuple(history.releases.values()),
         families=tuple(f for f in history.families.values() if f.dataset == dataset.name),
@@ -202,7 +203,7 @@ def gather(session: Session, dataset: Dataset, delta: Fraction, since: datetime 
 
 
 def chain_status(verification: store.Verification) -> ChainStatus:
-    return ChainStatus(verification.ok, verification.events, verification.head, tuple(verification.problems))
+    return _report.ChainStatus(verification.ok, verification.events, verification.head, tuple(verification.problems))
 
 
 class _Helper:
@@ -212,6 +213,8 @@ class _Helper:
     def __init__(self, target: Callable, *args):
         self.process = None
         self.channel = None
+        import multiprocessing
+
         if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
             context = multiprocessing.get_context("fork")
             self.channel, child_end = context.Pipe()
@@ -265,7 +268,7 @@ class VerifyAlongside:
     def __call__(self) -> ChainStatus:
         if self.result is None and self.helper.process is not None:
             outcome = self.helper.reply()
-            if isinstance(outcome, ChainStatus):
+            if isinstance(outcome, _report.ChainStatus):
                 self.result = outcome
         if self.result is None:  # no child, or it failed: verify here
             engine = store.make_engine(self.url)
@@ -302,11 +305,11 @@ class ChartsAlongside:
 
     def __call__(self, pairs: Pairs, timeline: Timeline | None) -> Callable[[], tuple[str, str]]:
         if self.helper.process is None or not self.helper.send((pairs, timeline)):
-            return draw_here(pairs, timeline)
+            return _report.draw_here(pairs, timeline)
 
         def drawn() -> tuple[str, str]:
             outcome = self.helper.reply()
-            return outcome if isinstance(outcome, tuple) else draw_here(pairs, timeline)()  # failed: draw here
+            return outcome if isinstance(outcome, tuple) else _report.draw_here(pairs, timeline)()  # failed: draw here
 
         return drawn
 
@@ -343,7 +346,7 @@ def _time(text: str) -> datetime:
 def render(context: ReportContext, fmt: str, *, chromium: str | None = None) -> bytes:
     """The report file's bytes in one format."""
     if fmt == "csv":
-        return csv_safe(risk_frame(context.risk)).to_csv(lineterminator="\n").encode("utf-8")
+        return csv_safe(_report.risk_frame(context.risk)).to_csv(lineterminator="\n").encode("utf-8")
     if fmt == "pdf":
         return pdf_from_html(render_text(context, "pdf"), chromium or find_chromium())
     return render_text(context, fmt).encode("utf-8")
@@ -382,6 +385,8 @@ def pdf_from_html(html: str, chromium: str) -> bytes:
 
     Runs in a thread of its own: Playwright's synchronous API refuses to run where an
     event loop already runs (a notebook, or another Playwright session)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdf") as pool:
         return pool.submit(_print, html, chromium).result()
 

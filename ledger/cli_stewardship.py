@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from . import amend
 from .lazy import lazy_callable, lazy_module
 
 # imported on first use, so `--help` imports neither the ORM nor numpy nor cryptography (issue 13)
@@ -29,9 +28,12 @@ budget = lazy_module(f"{__package__}.budget")
 checkpoint = lazy_module(f"{__package__}.checkpoint")
 store = lazy_module(f"{__package__}.store")
 Session = lazy_callable("sqlmodel", "Session")
-from .codec import canonical_json
-from .errors import InputErrors, LedgerError, fail
-from .loader import build_caps, build_dataset, read_document
+amend = lazy_module(f"{__package__}.amend")
+canonical_json = lazy_callable(f"{__package__}.codec", "canonical_json")
+build_caps = lazy_callable(f"{__package__}.loader", "build_caps")
+build_dataset = lazy_callable(f"{__package__}.loader", "build_dataset")
+read_document = lazy_callable(f"{__package__}.loader", "read_document")
+from .errors import InputErrors, LedgerError, fail  # noqa: E402
 from .records import Cap, Dataset, Variable
 
 group_app = typer.Typer(no_args_is_help=True, help="Named groups of variables.")

@@ -22,13 +22,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jsonschema_rs
-import yaml
-
 from .catalogue import NUMERIC_PARAMS, derive_guarantees, overclaims
 from .lineage import PUBLISHED_STATUSES, describe, publish_blockers
 from .errors import InputErrors, LedgerError
 from .numbers import NumberError, to_fraction
+from .lazy import lazy_module
 from .records import (
     Cap,
     Dataset,
@@ -41,6 +39,10 @@ from .records import (
     Status,
     Variable,
 )
+
+# read when a file is (not by `--help` or `--version`, issue 13)
+yaml = lazy_module("yaml")
+jsonschema_rs = lazy_module("jsonschema_rs")
 
 if TYPE_CHECKING:
     import jsonschema
@@ -88,7 +90,10 @@ MAX_ALIASES = 1000  # YAML aliases (*name) in one file
 MAX_NODES = 200_000  # values in one file, every alias counted as what it expands to
 
 
-_YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: same results, faster
+@cache
+def _yaml_loader():
+    """libyaml's loader when available: same results, faster."""
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def read_document(path: str | Path) -> tuple[Document | None, list[LedgerError]]:
@@ -158,7 +163,7 @@ def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerEr
         problem = _yaml_limits(text)
         if problem is not None:
             return None, [LedgerError(f"{name}:{problem[0]}", "", f"refused YAML: {problem[1]}")]
-        loader = _YamlLoader(text)
+        loader = _yaml_loader()(text)
         try:
             node = loader.get_single_node()
             problem = _node_problem(node)
@@ -190,7 +195,7 @@ def _yaml_limits(text: str) -> tuple[int, str] | None:
     MAX_ALIASES aliases: read as events, stopped at the first excess, so neither an
     alias bomb nor a 100,000-deep nesting costs more than that."""
     depth = aliases = 0
-    for event in yaml.parse(text, Loader=_YamlLoader):
+    for event in yaml.parse(text, Loader=_yaml_loader()):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:

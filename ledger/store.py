@@ -60,7 +60,6 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.pool import NullPool
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from .budget import CapTotal, total_differences, total_from_history, total_from_index
@@ -227,14 +226,23 @@ _INSERT_RELEASE = insert(_RELEASES)
 _RELEASE_PAYLOAD = '{"release":'  # how a release event's payload starts (canonical JSON)
 _RELEASE_EXISTS = select(_RELEASES.c.id).where(_RELEASES.c.id == bindparam("id"))
 _CONFIG_STAMP = select(MetaRow.__table__.c.value).where(MetaRow.__table__.c.key == "config_seq")
-# the configuration stamp and the head of the audit chain, in one round trip
+# the configuration stamp, the head of the audit chain and the running totals' stamp
+# (stale_totals), in one round trip
 _STAMP_AND_HEAD = select(
     _CONFIG_STAMP.scalar_subquery(),
     select(_EVENTS.c.seq).order_by(_EVENTS.c.seq.desc()).limit(1).scalar_subquery(),
     select(_EVENTS.c.hash).order_by(_EVENTS.c.seq.desc()).limit(1).scalar_subquery(),
+    select(MetaRow.__table__.c.value).where(MetaRow.__table__.c.key == "totals_head").scalar_subquery(),
 )
+# ledger_meta values a write sets at its end (the totals' stamp, the events written), in one statement
+_SET_META = update(MetaRow.__table__).where(MetaRow.__table__.c.key == bindparam("k")).values(
+    value=bindparam("v"))
+_READ_META = select(MetaRow.__table__.c.key).where(MetaRow.__table__.c.key.in_(bindparam("keys", expanding=True)))
 _READ_TOTALS = select(_TOTALS.c.cap, _TOTALS.c.total).where(
     _TOTALS.c.dataset == bindparam("dataset"), _TOTALS.c.cap.in_(bindparam("names", expanding=True)))
+_UPDATE_STATE = update(CapAccountantRow.__table__).where(
+    CapAccountantRow.__table__.c.dataset == bindparam("d"),
+    CapAccountantRow.__table__.c.cap == bindparam("c")).values(state=bindparam("s"))
 _UPDATE_TOTAL = update(_TOTALS).where(
     _TOTALS.c.dataset == bindparam("d"), _TOTALS.c.cap == bindparam("c")).values(total=bindparam("t"))
 
@@ -245,6 +253,7 @@ _UPDATE_TOTAL = update(_TOTALS).where(
 
 
 def database_url(option: str | None = None) -> str:
+    # (choices.ledger_url says the same without importing this module)
     return option or os.environ.get("LEDGER_DATABASE_URL") or DEFAULT_URL
 
 
@@ -356,11 +365,16 @@ def make_engine(url: str) -> Engine:
 
         return engine
     if url.startswith("postgresql"):
-        # One connection at a time per process, closed after each transaction (NullPool):
-        # two hundred writers hold at most a few connections at once. A connection refused
+        # At most one idle connection kept per engine (pool_size=1), so a process that writes
+        # release after release does not connect for each one; a connection beyond it (two
+        # threads at once) is closed when its transaction ends (unbounded overflow): two
+        # hundred writer processes hold at most one connection each. A connection refused
         # because the server has too many clients (or is starting up) is retried with
         # growing sleeps until the lock time-out; then exit 3, saying so.
-        engine = create_engine(url, poolclass=NullPool, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
+        # synchronous_commit is set as a connection option (libpq `options`): no round trip.
+        engine = create_engine(url, pool_size=1, max_overflow=-1, pool_recycle=300, pool_reset_on_return=None,
+                               connect_args={"connect_timeout": CONNECT_TIMEOUT_S,
+                                             "options": "-c synchronous_commit=on"})
 
         @event.listens_for(engine, "do_connect")
         def _connect_with_retries(dialect, _record, cargs, cparams):
@@ -377,14 +391,6 @@ def make_engine(url: str) -> Engine:
                         raise
                     time.sleep(pause * (0.5 + random.random()))
                     pause = min(pause * 2, 2.0)
-
-        @event.listens_for(engine, "connect")
-        def _durable_commits(dbapi_connection, _record):
-            # A commit returns once its WAL record is flushed to disk, whatever the server's
-            # default (an administrator may have turned synchronous_commit off): issue 13.
-            with dbapi_connection.cursor() as cursor:
-                cursor.execute("SET synchronous_commit TO on")
-            dbapi_connection.commit()
 
         return engine
     return create_engine(url, pool_pre_ping=True)
@@ -514,33 +520,38 @@ def write_session(engine: Engine) -> Iterator[Session]:
         connection.execution_options(**{WRITE_OPTION: True})
         with connection.begin():
             if engine.dialect.name == "postgresql":
-                # the wait for the lock is bounded: then exit 3 (failures), nothing written
-                connection.execute(text(f"SET LOCAL lock_timeout = {int(lock_timeout() * 1000)}"))
-                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITE_LOCK_KEY})
+                # the wait for the lock is bounded: then exit 3 (failures), nothing written.
+                # One round trip: two statements of constants in one simple query.
+                connection.exec_driver_sql(f"SET LOCAL lock_timeout = {int(lock_timeout() * 1000)}; "
+                                           f"SELECT pg_advisory_xact_lock({int(WRITE_LOCK_KEY)})")
             session = Session(bind=connection, join_transaction_mode="rollback_only")
             session.info["connection"] = connection
             try:
                 yield session
-                if session.info.get("appended"):
-                    stamp_totals(session)
-                _count_events(session)
-                _flush(session)
+                _finish_write(session)
             finally:
                 session.close()
-        _remember_totals(session)  # committed: only now may the cache move
+        _remember_totals(session)  # committed: only now may the caches move
+        _remember_roles(session)
 
 
 EVENTS_WRITTEN = "events_written"  # ledger_meta key: the seq of the last event the ledger wrote
 
 
-def _count_events(session: Session) -> None:
-    """Before a write commits: the number of events written so far, kept beside them in
-    ledger_meta, so `verify` can tell a chain cut short (its newest events deleted, or
-    every row) from one that is whole."""
+def _finish_write(session: Session) -> None:
+    """Before a write commits, in one statement: the running totals stamped with the head
+    this transaction leaves (stamp_totals), and the number of events written so far, kept
+    beside them in ledger_meta, so `verify` can tell a chain cut short (its newest events
+    deleted, or every row) from one that is whole."""
+    values = {}
+    head = session.info.get("audit_head")
+    if session.info.get("appended") and head is not None:
+        values[TOTALS_STAMP] = f"{head[0]}:{head[1]}"
     written = session.info.get("appended_seq")
     if written is not None:
-        _flush(session)
-        session.merge(MetaRow(key=EVENTS_WRITTEN, value=str(written)))
+        values[EVENTS_WRITTEN] = str(written)
+    set_meta(session, values)
+    _flush(session)
 
 
 @contextmanager
@@ -812,8 +823,9 @@ def configuration(session: Session) -> Configuration:
 
 def _configuration(session: Session) -> Configuration:
     url = session.get_bind().engine.url
-    stamp, seq, digest = _connection(session).execute(_STAMP_AND_HEAD).one()
+    stamp, seq, digest, totals_stamp = _connection(session).execute(_STAMP_AND_HEAD).one()
     stamp = stamp or "0"
+    session.info.setdefault("totals_stamp", totals_stamp)  # as it was when this transaction began
     head = (0, GENESIS_HASH) if seq is None else (seq, digest)
     session.info.setdefault("head_at_start", head[1])
     if "audit_head" not in session.info:  # read under the write lock: it cannot move before commit
@@ -885,30 +897,47 @@ def cap_totals(session: Session, dataset: str, names: Iterable[str] | None = Non
 _TOTALS_CACHE: dict[URL, tuple[str, dict[tuple[str, str], CapTotal]]] = {}
 
 
-def _current_cache(session: Session) -> dict[tuple[str, str], CapTotal]:
+# The caps' running accountant states (issue 11), cached the same way.
+_STATES_CACHE: dict[URL, tuple[str, dict[tuple[str, str], dict]]] = {}
+
+
+def _current_cache(session: Session, caches: dict | None = None) -> dict[tuple[str, str], CapTotal]:
+    caches = _TOTALS_CACHE if caches is None else caches
     head = session.info.get("head_at_start")
     if head is None:  # no head read in this transaction: no way to tell whether the cache is current
         return {}
     url = session.get_bind().engine.url
-    cached = _TOTALS_CACHE.get(url)
+    cached = caches.get(url)
     if cached is None or cached[0] != head:
-        cached = _TOTALS_CACHE[url] = (head, {})
+        cached = caches[url] = (head, {})
     return cached[1]
 
 
+def _remember_roles(session: Session) -> None:
+    """After a commit that changed no role: the roles it read are current at the new head."""
+    found, head = session.info.get("roles"), session.info.get("audit_head")
+    if found is not None and head is not None and "roles_changed" not in session.info:
+        _ROLES_CACHE[session.get_bind().engine.url] = (head[1], found)
+
+
 def _remember_totals(session: Session) -> None:
-    """After a commit: the totals this transaction wrote become the cache, as of the new head."""
-    saved = session.info.get("saved_totals")
+    """After a commit: the totals (and accountant states) this transaction wrote become the
+    cache, as of the new head."""
     head = session.info.get("audit_head")
-    if not saved or head is None:
+    if head is None:
         return
     url = session.get_bind().engine.url
-    cached = _TOTALS_CACHE.get(url)
-    entries = cached[1] if cached is not None and cached[0] == session.info.get("head_at_start") else {}
-    entries.update(saved)
-    if len(entries) > 4096:
-        entries = dict(saved)
-    _TOTALS_CACHE[url] = (head[1], entries)
+    for caches, key in ((_TOTALS_CACHE, "saved_totals"), (_STATES_CACHE, "saved_states")):
+        saved = session.info.get(key)
+        if not saved:
+            continue
+        cached = caches.get(url)
+        entries = cached[1] if cached is not None and cached[0] == session.info.get("head_at_start") else {}
+        entries.update(saved)
+        entries = {k: v for k, v in entries.items() if v is not None}  # (a dropped state is read again)
+        if len(entries) > 4096:
+            entries = {k: v for k, v in saved.items() if v is not None}
+        caches[url] = (head[1], entries)
 
 
 def save_totals(session: Session, dataset: str, totals: Mapping[str, CapTotal]) -> None:
@@ -1023,21 +1052,50 @@ def accountant_states(session: Session, dataset: str, names: Iterable[str]) -> d
     names = list(names)
     if not names:
         return {}
-    table = CapAccountantRow.__table__
-    rows = _connection(session).execute(select(table.c.cap, table.c.state).where(
-        table.c.dataset == dataset, table.c.cap.in_(names)))
-    return {cap: state for cap, state in rows}
+    # written earlier in this transaction (None: dropped), else this process's cache while the
+    # head is the one it was made at (as the running totals: cap_totals), else the table
+    saved = session.info.get("saved_states", {})
+    cached = _current_cache(session, _STATES_CACHE)
+    found: dict[str, dict] = {}
+    missing = []
+    for name in names:
+        key = (dataset, name)
+        if key in saved:
+            if saved[key] is not None:
+                found[name] = saved[key]
+        elif key in cached:
+            found[name] = cached[key]
+        else:
+            missing.append(name)
+    if missing:
+        table = CapAccountantRow.__table__
+        rows = _connection(session).execute(select(table.c.cap, table.c.state).where(
+            table.c.dataset == dataset, table.c.cap.in_(missing)))
+        for cap, state in rows:
+            found[cap] = cached[(dataset, cap)] = state
+    return found
 
 
 def save_accountant_states(session: Session, dataset: str, states: Mapping[str, dict]) -> None:
     if not states:
         return
     _flush(session)
-    table = CapAccountantRow.__table__
     connection = _connection(session)
-    connection.execute(table.delete().where(table.c.dataset == dataset, table.c.cap.in_(list(states))))
-    connection.execute(insert(table), [{"dataset": dataset, "cap": name, "state": state}
-                                       for name, state in states.items()])
+    rows = [{"d": dataset, "c": name, "s": state} for name, state in states.items()]
+    # one UPDATE for every cap (an executemany); an INSERT only for a cap with no state yet
+    if len(rows) == 1 or not connection.dialect.supports_sane_multi_rowcount:
+        counts = sum(connection.execute(_UPDATE_STATE, row).rowcount for row in rows)
+    else:
+        counts = connection.execute(_UPDATE_STATE, rows).rowcount
+    if counts != len(rows):
+        table = CapAccountantRow.__table__
+        existing = set(connection.execute(select(table.c.cap).where(
+            table.c.dataset == dataset, table.c.cap.in_(list(states)))).scalars())
+        missing = [{"dataset": dataset, "cap": name, "state": state}
+                   for name, state in states.items() if name not in existing]
+        if missing:
+            connection.execute(insert(table), missing)
+    session.info.setdefault("saved_states", {}).update({(dataset, name): state for name, state in states.items()})
 
 
 def drop_accountant_states(session: Session, dataset: str, names: Iterable[str]) -> None:
@@ -1046,6 +1104,7 @@ def drop_accountant_states(session: Session, dataset: str, names: Iterable[str])
     if names:
         table = CapAccountantRow.__table__
         _connection(session).execute(table.delete().where(table.c.dataset == dataset, table.c.cap.in_(names)))
+        session.info.setdefault("saved_states", {}).update({(dataset, name): None for name in names})
 
 
 def lifecycle_events(session: Session, kinds: Sequence[str]) -> list[tuple[int, str, str, str, str, str]]:
@@ -1056,16 +1115,38 @@ def lifecycle_events(session: Session, kinds: Sequence[str]) -> list[tuple[int, 
     return [tuple(row) for row in rows]
 
 
+# Roles as this process last read them, per ledger URL, valid while the audit head is the
+# one they were read at (every grant and revocation appends an event: set_role).
+_ROLES_CACHE: dict[URL, tuple[str, dict[str, frozenset[str]]]] = {}
+_READ_ROLES = select(RoleRow.__table__.c.person, RoleRow.__table__.c.role)
+
+
 def roles(session: Session) -> dict[str, frozenset[str]]:
-    """Every person holding a role, and their roles."""
-    held: dict[str, set[str]] = {}
-    for row in session.exec(select(RoleRow)):
-        held.setdefault(row.person, set()).add(row.role)
-    return {person: frozenset(names) for person, names in held.items()}
+    """Every person holding a role, and their roles (read once per transaction; a process
+    that wrote the previous transaction itself reuses what it read, while the head is unmoved)."""
+    found = session.info.get("roles")
+    if found is not None:
+        return found
+    url = session.get_bind().engine.url
+    head = session.info.get("head_at_start")
+    cached = _ROLES_CACHE.get(url)
+    if head is not None and "roles_changed" not in session.info and cached is not None and cached[0] == head:
+        found = cached[1]
+    else:
+        held: dict[str, set[str]] = {}
+        for person, role in _connection(session).execute(_READ_ROLES):
+            held.setdefault(person, set()).add(role)
+        found = {person: frozenset(names) for person, names in held.items()}
+        if head is not None and "roles_changed" not in session.info:
+            _ROLES_CACHE[url] = (head, found)
+    session.info["roles"] = found
+    return found
 
 
 def set_role(session: Session, person: str, role: str, granted: bool, actor: str) -> None:
     """Grant or revoke one role, with its audit event."""
+    session.info.pop("roles", None)
+    session.info["roles_changed"] = True  # read from the table until this transaction ends
     row = session.get(RoleRow, (person, role))
     if granted and row is None:
         session.add(RoleRow(person=person, role=role))
@@ -1285,11 +1366,26 @@ def stamp_totals(session: Session) -> None:
     head = session.info.get("audit_head")
     if head is None:
         return
+    set_meta(session, {TOTALS_STAMP: f"{head[0]}:{head[1]}"})
+
+
+def set_meta(session: Session, values: Mapping[str, str]) -> None:
+    """Set ledger_meta values: one UPDATE for them all (an executemany), and an INSERT only
+    for a key that has no row yet (a ledger's first writes)."""
+    if not values:
+        return
     _flush(session)
     connection = _connection(session)
-    value = f"{head[0]}:{head[1]}"
-    if connection.execute(_WRITE_STAMP, {"stamp": value}).rowcount == 0:
-        connection.execute(insert(_META), {"key": TOTALS_STAMP, "value": value})
+    rows = [{"k": key, "v": value} for key, value in values.items()]
+    if len(rows) == 1 or not connection.dialect.supports_sane_multi_rowcount:
+        counts = sum(connection.execute(_SET_META, row).rowcount for row in rows)
+    else:
+        counts = connection.execute(_SET_META, rows).rowcount
+    if counts != len(rows):
+        present = set(connection.execute(_READ_META, {"keys": list(values)}).scalars())
+        missing = [{"key": key, "value": value} for key, value in values.items() if key not in present]
+        if missing:
+            connection.execute(insert(_META), missing)
 
 
 def stale_totals(session: Session) -> str | None:
@@ -1298,7 +1394,9 @@ def stale_totals(session: Session) -> str | None:
     configuration(session)  # reads the head (once per transaction)
     # events this transaction appended itself (a first writer's roles, say) come after the stamp
     head = session.info.get("head_before_writes", session.info.get("audit_head"))
-    stamp = _connection(session).execute(_READ_STAMP).scalar()
+    # read with the head, in the same statement (a write stamps only when it commits)
+    stamp = session.info["totals_stamp"] if "totals_stamp" in session.info else \
+        _connection(session).execute(_READ_STAMP).scalar()
     if stamp is None or head is None:
         return None  # a ledger written before stamps existed: `audit verify` recomputes its totals
     seq, _, digest = stamp.partition(":")

@@ -1,0 +1,114 @@
+"""Benchmark: start-up of the command line (issue 13, section 2).
+
+    .venv/bin/python benchmarks/bench_startup.py [--runs 7] [--size 10000] [--importtime]
+
+Each command is a fresh process, run --runs times, interleaved with its baselines
+(`python -c pass`, `python -c "import sqlalchemy"`) so every figure is measured
+under the same load; prints the median and the minimum wall seconds, and the median
+CPU seconds (user + system, less sensitive to a loaded machine than wall time):
+
+- `--help`, `--version` (target < 0.2 s);
+- `check` of one plan and `record` of one release into a ledger of --size releases
+  with 20 caps (target < 0.4 s), the ledger built once by bench_scale and copied;
+  each `record` records a new release (the ledger grows by --runs).
+
+--importtime also prints, for `check`, the modules whose import took longest
+(`python -X importtime`, cumulative microseconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+PYTHON = sys.executable
+
+
+def timed(argv: list[str]) -> tuple[float, float, int]:
+    """(wall s, CPU s, exit code) of one fresh process."""
+    start = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        print(f"  ! {' '.join(argv[-3:])}: exit {code}: {process.stderr.read().decode()[-300:]}", file=sys.stderr)
+    return wall, usage.ru_utime + usage.ru_stime, code
+
+
+def plan(directory: Path, name: str) -> Path:
+    path = directory / f"{name}.yaml"
+    path.write_text("dataset: bench\nreleases:\n"
+                    f"  - {{id: {name}, reads: [v03, v17], mechanism: {{name: laplace, epsilon: 0.001}}}}\n")
+    return path
+
+
+def importtime(argv: list[str], top: int = 25) -> None:
+    run = subprocess.run([PYTHON, "-X", "importtime", *argv], capture_output=True, text=True, cwd=ROOT)
+    rows = []
+    for line in run.stderr.splitlines():
+        found = re.match(r"import time:\s+(\d+) \|\s+(\d+) \| ( *)(\S+)", line)
+        if found:
+            self_us, cumulative, indent, name = found.groups()
+            rows.append((int(cumulative), int(self_us), len(indent) // 2, name))
+    print(f"  -X importtime of {' '.join(argv[-2:])}: the {top} largest (cumulative ms / self ms)")
+    for cumulative, self_us, depth, name in sorted(rows, reverse=True)[:top]:
+        print(f"    {cumulative / 1000:7.1f} {self_us / 1000:6.1f}  {'  ' * depth}{name}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--importtime", action="store_true")
+    args = parser.parse_args()
+    import bench_scale
+
+    source = bench_scale.build([args.size])[args.size]
+    with tempfile.TemporaryDirectory() as directory:
+        work = Path(directory)
+        ledger = work / "ledger.db"
+        shutil.copyfile(source, ledger)
+        url = f"sqlite:///{ledger}"
+        cli = [PYTHON, "-m", "ledger"]
+        subprocess.run([*cli, "--db", url, "cap", "list"], capture_output=True, cwd=ROOT)  # upgrade, if any
+        check_plan = plan(work, "checked")
+        commands: dict[str, object] = {
+            "python -c pass (baseline)": [PYTHON, "-c", "pass"],
+            'python -c "import sqlalchemy" (baseline)': [PYTHON, "-c", "import sqlalchemy"],
+            "privacy-ledger --help": [*cli, "--help"],
+            "privacy-ledger --version": [*cli, "--version"],
+            f"check one plan ({args.size:,} releases, 20 caps)": [*cli, "--db", url, "check", str(check_plan)],
+            f"record one release ({args.size:,} releases, 20 caps)":
+                lambda k: [*cli, "--db", url, "record", "--as", "bench", str(plan(work, f"recorded{k}"))],
+        }
+        walls: dict[str, list[float]] = {name: [] for name in commands}
+        cpus: dict[str, list[float]] = {name: [] for name in commands}
+        for k in range(args.runs):
+            for name, argv in commands.items():
+                wall, cpu, _ = timed(argv(k) if callable(argv) else argv)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+        print(f"start-up, {args.runs} runs each, interleaved; load average {os.getloadavg()[0]:.2f} "
+              f"{os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1, 5, 15 min) on {os.cpu_count()} cores")
+        print(f"  {'command':52} {'median s':>9} {'min s':>7} {'CPU s':>7}")
+        for name in commands:
+            print(f"  {name:52} {statistics.median(walls[name]):9.3f} {min(walls[name]):7.3f} "
+                  f"{statistics.median(cpus[name]):7.3f}")
+        if args.importtime:
+            importtime(["-m", "ledger", "--db", url, "check", str(check_plan)])
+
+
+if __name__ == "__main__":
+    main()

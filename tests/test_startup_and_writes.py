@@ -1,0 +1,176 @@
+"""Issue 13, sections 2 and 3: what a command imports, and what one record writes.
+
+A pipeline runs the CLI once per release, so `check` and `record` import only what
+they use (not numpy, pandas, scipy, dp_accounting, jsonschema, jinja2, matplotlib,
+networkx, nor the report's modules), and `--help` / `--version` not even the ORM.
+A record is one transaction with one commit: the release row, its accounting rows,
+the running totals, the caps' accountant state, the audit event and the ledger's
+stamps all commit together (one fsync on SQLite's log, one WAL flush on PostgreSQL);
+a file of many releases is one commit too, and a refused one commits nothing.
+Commits are counted with SQLAlchemy's engine events; the figures are worked out
+here by hand (a Laplace release of epsilon e costs rho = e^2/2 on a rho cap, Bun and
+Steinke 2016 Prop 1.4; epsilons add on a pure cap, Tan Prop 3.4).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from sqlalchemy import event
+
+from ledger import operations, people, store
+from support import cli_main
+
+DATASET = """\
+dataset: survey
+variables:
+  - {name: age}
+  - {name: income}
+caps:
+  - {subset: [income], rho: 100}
+  - {subset: [age], epsilon: 50}
+"""
+
+# what check and record never import (numpy comes in only for the Rényi filter of a cap
+# stated at a delta, issue 11; these caps are a rho and a pure-epsilon cap)
+NOT_ON_THE_RECORDING_PATH = ("numpy", "pandas", "scipy", "dp_accounting", "jsonschema", "jinja2", "matplotlib",
+                             "networkx", "ledger.report", "ledger.charts", "ledger.chart_data", "multiprocessing")
+NOT_FOR_HELP = ("sqlalchemy", "sqlmodel", "yaml", "jsonschema_rs", "ledger.store", "ledger.people") + \
+    NOT_ON_THE_RECORDING_PATH
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(text)
+    return path
+
+
+def releases_file(directory: Path, name: str, count: int, epsilon: str = "1/10", start: int = 0) -> Path:
+    lines = ["dataset: survey", "releases:"]
+    for k in range(start, start + count):
+        reads = "[age, income]" if k % 2 else "[income]"
+        lines.append(f"  - {{id: {name}{k}, reads: {reads}, mechanism: {{name: laplace, epsilon: \"{epsilon}\"}}}}")
+    return write(directory, f"{name}.yaml", "\n".join(lines) + "\n")
+
+
+class Transactions:
+    """Begins, commits and rollbacks on an engine's connections."""
+
+    def __init__(self, engine):
+        self.seen: list[str] = []
+        for name in ("begin", "commit", "rollback"):
+            event.listen(engine, name, lambda _connection, name=name: self.seen.append(name))
+
+    def count(self, name: str) -> int:
+        return self.seen.count(name)
+
+
+@pytest.fixture
+def survey(ledger_url, tmp_path):
+    assert cli_main(ledger_url, "dataset", "add", write(tmp_path, "survey.yaml", DATASET)).code == 0
+    engine = store.make_engine(ledger_url)
+    yield engine, ledger_url, tmp_path
+    engine.dispose()
+
+
+def ledger_state(url: str) -> dict:
+    caps = {c["cap"]: c for c in cli_main(url, "cap", "list", "--json").json()}
+    verified = cli_main(url, "audit", "verify", "--json")
+    assert verified.code == 0, verified.err
+    return {"events": verified.json()["events"], "caps": caps}
+
+
+def spent(cap: dict) -> Fraction:
+    return Fraction(cap["current_exact"])
+
+
+def test_recording_one_release_is_one_transaction_with_one_commit(survey):
+    engine, url, tmp_path = survey
+    before = ledger_state(url)
+    path = releases_file(tmp_path, "one", 1, epsilon="1/2")  # reads income only
+    actor = people.actor_name(None)
+    seen = Transactions(engine)
+    recorded = operations.record(engine, operations.release_builder([path], actor), actor)
+    assert recorded.ids == ("one0",)
+    assert (seen.count("begin"), seen.count("commit"), seen.count("rollback")) == (1, 1, 0)
+    after = ledger_state(url)  # every row that commit wrote agrees with the chain and the totals
+    assert after["events"] == before["events"] + 1
+    assert spent(after["caps"]["income"]) - spent(before["caps"]["income"]) == Fraction(1, 8)  # (1/2)^2 / 2
+    assert spent(after["caps"]["age"]) == spent(before["caps"]["age"])  # reads no age: 0 (Tan Prop 3.3)
+
+
+def test_recording_a_file_of_many_releases_commits_once(survey):
+    engine, url, tmp_path = survey
+    before = ledger_state(url)
+    path = releases_file(tmp_path, "many", 40)
+    actor = people.actor_name(None)
+    seen = Transactions(engine)
+    recorded = operations.record(engine, operations.release_builder([path], actor), actor)
+    assert len(recorded.ids) == 40
+    assert (seen.count("begin"), seen.count("commit"), seen.count("rollback")) == (1, 1, 0)
+    after = ledger_state(url)
+    assert after["events"] == before["events"] + 40
+    assert spent(after["caps"]["income"]) == 40 * Fraction(1, 200)  # 40 x (1/10)^2 / 2
+    assert spent(after["caps"]["age"]) == 20 * Fraction(1, 10)  # the 20 that read age
+
+
+def test_a_refused_file_commits_nothing(survey):
+    engine, url, tmp_path = survey
+    before = ledger_state(url)
+    path = releases_file(tmp_path, "over", 12, epsilon="9")  # 6 read age: 54 > 50
+    actor = people.actor_name(None)
+    seen = Transactions(engine)
+    with pytest.raises(operations.BudgetRefused):
+        operations.record(engine, operations.release_builder([path], actor), actor)
+    assert seen.count("commit") == 0 and seen.count("rollback") == 1
+    assert ledger_state(url) == before
+
+
+def test_in_process_records_reuse_what_they_wrote_and_stay_right(survey):
+    """Records one after another in one process read the totals, accountant states and
+    roles they wrote themselves (cached by the audit head); a write by another process
+    moves the head and is read back."""
+    engine, url, tmp_path = survey
+    actor = people.actor_name(None)
+    for k in range(3):
+        operations.record(engine, operations.release_builder([releases_file(tmp_path, f"p{k}", 2, start=0)], actor),
+                          actor)
+    # another process (the CLI, its own engine) records in between
+    assert cli_main(url, "record", releases_file(tmp_path, "other", 2, epsilon="1")).code == 0
+    operations.record(engine, operations.release_builder([releases_file(tmp_path, "last", 2)], actor), actor)
+    caps = ledger_state(url)["caps"]
+    # income: 8 releases of 1/10 and 2 of 1: 8/200 + 2/2; age: p*1, last1 at 1/10 each, other1 at 1
+    assert spent(caps["income"]) == Fraction(8, 200) + 1
+    assert spent(caps["age"]) == 4 * Fraction(1, 10) + 1
+
+
+def imported_after(argv: list[str], cwd: Path, names: tuple[str, ...]) -> tuple[list[str], str]:
+    code = ("import sys\nfrom ledger import cli\n"
+            f"sys.argv = ['privacy-ledger'] + {argv!r}\n"
+            "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+            f"print('IMPORTED', [m for m in {names!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=cwd).stdout
+    line = next(line for line in out.splitlines() if line.startswith("IMPORTED"))
+    return json.loads(line.removeprefix("IMPORTED ").replace("'", '"')), out
+
+
+@pytest.mark.parametrize("command", ["check", "record"])
+def test_check_and_record_import_only_what_they_use(tmp_path, command):
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    assert cli_main(url, "dataset", "add", write(tmp_path, "survey.yaml", DATASET)).code == 0
+    plan = releases_file(tmp_path, "plan", 2)
+    imported, out = imported_after(["--db", url, command, str(plan)], tmp_path, NOT_ON_THE_RECORDING_PATH)
+    assert imported == []
+    assert ("every cap holds" if command == "check" else "recorded") in out
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["record", "--help"]])
+def test_help_and_version_import_no_database_library_and_no_report(tmp_path, argv):
+    imported, out = imported_after(argv, tmp_path, NOT_FOR_HELP)
+    assert imported == []
+    assert out.strip()
