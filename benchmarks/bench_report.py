@@ -157,11 +157,13 @@ def build_ledger(path: Path, n_variables: int, n_releases: int, seed: int = 7) -
         with clock(START + step * (batches + 50), step / 10):
             with Session(engine) as session:
                 history = store.snapshot(session, "survey")
+            sources = {source for release in history.releases.values() for source in release.derived_from}
             for release in history.releases.values():
                 action = {"planned": "approve", "approved": "publish"}.get(release.status.value)
                 if action and rng.random() < 0.5:  # the board approves: it recorded none of them
                     operations.change_status(engine, release.id, action, "board")
-                elif release.status.value == "planned" and rng.random() < 0.5:
+                elif release.status.value == "planned" and rng.random() < 0.5 and release.id not in sources:
+                    # (a release others derive from cannot be cancelled, DESIGN 2.5)
                     operations.change_status(engine, release.id, "cancel", "grace", reason="not needed")
                 elif release.status.value == "published" and rng.random() < 0.002:
                     operations.change_status(engine, release.id, "retract", "edsger", reason="an error found")
