@@ -142,11 +142,17 @@ class Expected:
 
 
 def expected_row(release: Release, variables: Sequence[str]) -> Expected:
-    position = {name: k for k, name in enumerate(variables)}
+    position = _position(tuple(variables))
     width = len(variables)
     return Expected(release=release.id, dataset=release.dataset, status=release.status.value, family=release.family,
                     title=release.title, reads=bitset(release.reads, position, width),
                     guarantees=tuple((value_body(g), bitset(g.protects, position, width)) for g in release.guarantees))
+
+
+@lru_cache(maxsize=64)
+def _position(variables: tuple[str, ...]) -> dict[str, int]:
+    """Each variable's position (a dataset's variables, once, not once per release)."""
+    return {name: k for k, name in enumerate(variables)}
 
 
 # --------------------------------------------------------------------------
@@ -192,7 +198,12 @@ def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: 
 
 def _positions(bits: bytes) -> list[int]:
     mask = int.from_bytes(bits, "little")
-    return [k for k in range(mask.bit_length()) if mask >> k & 1]
+    found = []
+    while mask:  # one step per variable read, not per variable of the dataset
+        low = mask & -mask
+        found.append(low.bit_length() - 1)
+        mask ^= low
+    return found
 
 
 def set_status(connection, release_id: str, status: Status) -> None:
