@@ -110,7 +110,9 @@ def report(
     draw = ChartsAlongside() if charts else draw_here
     from .progress import progress
 
-    with progress(f"writing the {chosen_format} report"):
+    from .memory import paused_gc
+
+    with progress(f"writing the {chosen_format} report"), paused_gc():
         try:
             with store.read_session(cli._engine()) as session:
                 inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)

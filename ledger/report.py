@@ -38,7 +38,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 from markupsafe import Markup
@@ -932,9 +931,10 @@ def register_entry(release: Release, families: Sequence[Family], cells=(), datas
     )
 
 
-@lru_cache(maxsize=4096)
 def _guarantee_text(g: Guarantee) -> GuaranteeText:
-    # a register repeats the same few guarantees: each is written out once
+    # no cache: a key holds what the guarantee protects, which differs from release to release
+    # (the cache missed on nearly every one), and hashing its exact Fractions cost more than
+    # this dataclass does (issue 13)
     return GuaranteeText(protects=tuple(sorted(g.protects)), notion=g.notion.value, epsilon=g.epsilon,
                          delta=g.delta, rho=g.rho, relation=g.relation.value)
 

@@ -31,7 +31,6 @@ Invariants:
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import random
@@ -87,6 +86,7 @@ from .codec import (
 from .engine import LedgerIndex, family_options
 from .errors import fail
 from .loader import LedgerSnapshot
+from .memory import paused_gc
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Release
 
 DEFAULT_URL = "sqlite:///ledger.db"
@@ -1198,8 +1198,8 @@ def verify(session: Session) -> Verification:
     expected_roles: dict[tuple[str, str], tuple[int, bool]] = {}  # (person, role) -> (seq, held)
     connection = _connection(session)
     latest = _LatestReleaseEvents()
-    collecting = gc.isenabled()
-    gc.disable()  # a chunk's rows are freed by reference counting; cycle searches would cost a third of the time
+    pause = paused_gc()  # a chunk's rows are freed by reference counting; cycle searches cost a third of the time
+    pause.__enter__()
     try:
         walk = ChainWalk(connection, problems)
         for row, canonical in walk:
@@ -1253,8 +1253,7 @@ def verify(session: Session) -> Verification:
             problems.append(f"event {seq} (release {rid}): the release row is missing")
     finally:
         latest.close()
-        if collecting:
-            gc.enable()
+        pause.__exit__(None, None, None)
     problems.extend(_compare(
         "dataset", expected_datasets, {d.name: dataset_to_dict(d) for d in _datasets(session)}))
     problems.extend(_compare(
