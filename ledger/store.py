@@ -1092,7 +1092,7 @@ class Verification:
     problems: tuple[str, ...]  # the first names the first bad event
 
 
-VERIFY_CHUNK = 20_000  # events, and release rows, read and checked at a time by `verify`
+VERIFY_CHUNK = 5_000  # events, and release rows, read and checked at a time by `verify`
 
 
 class ChainWalk:
