@@ -17,6 +17,7 @@ import pytest
 from sqlmodel import Session
 
 from ledger import store
+from ledger.codec import canonical_json
 from support import cli_main
 from verify_reference import verify_in_memory
 
@@ -138,3 +139,15 @@ def test_streaming_verify_finds_what_the_whole_verification_finds(pristine, tmp_
     assert sorted(streamed.problems) == sorted(reference.problems)
     assert streamed.problems[:1] == reference.problems[:1]  # the first bad event named first
     assert streamed.ok == (case == "intact")
+
+
+@pytest.mark.parametrize("text", ["release.recorded", "é ü 名前", 'quote " backslash \\ slash /', "\x00\x1f\x7f",
+                                  "\u2028\u2029", ""])
+def test_an_events_hash_written_directly_is_the_chain_hash_of_its_canonical_json(text):
+    # event_hash writes the event's fields without json.dumps (the verify walk hashes every event):
+    # it must hash the very text codec.chain_hash hashes, whatever the strings hold
+    from ledger.codec import chain_hash, event_hash
+
+    payload = {"release": {"title": text, "n": 3}}
+    body = {"seq": 12, "at": text, "actor": text, "kind": text, "subject": text, "payload": payload}
+    assert event_hash("ab" * 32, 12, text, text, text, text, canonical_json(payload)) == chain_hash("ab" * 32, body)
