@@ -206,7 +206,8 @@ def register_csv(summary, chunk: int = 5_000):
         ended = r.ended
         wide = r.dataset_wide
         return [csv_cell(value) if isinstance(value, str) else value for value in (
-            r.id, r.title, r.status, "yes" if r.charged else "no", names_text(r.reads), names_text(r.exact) if r.exact else "",
+            r.id, r.title, r.status, "yes" if r.charged else "no", names_text(r.reads),
+            names_text(r.exact) if r.exact else "",
             "; ".join(guarantee_text(g) for g in r.guarantees), r.mechanism,
             "; ".join(f"{key} {param_text(value)}" for key, value in r.parameters), r.family or "",
             r.family_split, ", ".join(r.derived_from), when(r.recorded_at), r.recorded_by, when(r.approved_at),
