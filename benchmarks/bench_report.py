@@ -20,6 +20,19 @@ Then prints, each beside its target (2-core machine):
     `LedgerIndex.pair_matrix`, beside the baseline measured in the same run: the
     subset query per pair (`LedgerIndex.pairs`) on the first 1,000 pairs, scaled.
 Both ways of computing the pairs are checked to agree on the pairs timed.
+
+Issue 13 (`--scale`): the ledger is kept under benchmarks/.cache/ (built once),
+and the commands are measured beside the old path, main's code (`--baseline`,
+default `main`: its `ledger` package extracted under the cache and run on the same
+ledger file), each a fresh process, interleaved, as wall seconds, CPU seconds
+(user + system, the forked helpers included) and peak memory (the largest
+resident set of the process tree, by wait4), with the load average beside them:
+(d) `report --format html` at 10k releases x 200 variables: target < 3 s;
+(e) `audit verify` at 10k, 100k and 1M releases (the ledgers of bench_scale.py,
+    copied read-only from `--scale-from`), and `report --format html` on them (a
+    summarised page and its register past 20,000 releases): verify < 2 GB at any
+    size, the report < 60 s and < 2 GB at 1M. The old path is skipped past
+    `--baseline-max` releases (it needs ~6 GB for verify at 1M).
 """
 
 from __future__ import annotations
@@ -157,11 +170,13 @@ def build_ledger(path: Path, n_variables: int, n_releases: int, seed: int = 7) -
         with clock(START + step * (batches + 50), step / 10):
             with Session(engine) as session:
                 history = store.snapshot(session, "survey")
+            sources = {source for release in history.releases.values() for source in release.derived_from}
             for release in history.releases.values():
                 action = {"planned": "approve", "approved": "publish"}.get(release.status.value)
                 if action and rng.random() < 0.5:  # the board approves: it recorded none of them
                     operations.change_status(engine, release.id, action, "board")
-                elif release.status.value == "planned" and rng.random() < 0.5:
+                elif release.status.value == "planned" and rng.random() < 0.5 and release.id not in sources:
+                    # (a release others derive from cannot be cancelled, DESIGN 2.5)
                     operations.change_status(engine, release.id, "cancel", "grace", reason="not needed")
                 elif release.status.value == "published" and rng.random() < 0.002:
                     operations.change_status(engine, release.id, "retract", "edsger", reason="an error found")
@@ -189,12 +204,149 @@ def cli(url: str, directory: Path, *args: str) -> float:
     return time.perf_counter() - start
 
 
+CACHE = Path(__file__).resolve().parent / ".cache"
+ROOT = Path(__file__).resolve().parents[1]
+REPORT_10K_TARGET_S = 3.0
+
+
+def measured(argv: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak MB) of one fresh process and the helpers it forks and waits for."""
+    start = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        message = process.stderr.read().decode(errors="replace").strip()[-400:] if process.stderr else ""
+        raise RuntimeError(f"{' '.join(argv[-5:])}: exit {code}: {message}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def baseline_package(ref: str) -> Path:
+    """REF's `ledger` package (and its templates and schemas), extracted once under the cache."""
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", ref], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    target = CACHE / f"baseline-{sha[:12]}"
+    if not (target / "ledger").exists():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", sha, "ledger", "reports", "schemas"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+        import shutil
+
+        shutil.copytree(target / "reports", target / "ledger" / "reports", dirs_exist_ok=True)
+        shutil.copytree(target / "schemas", target / "ledger" / "schemas", dirs_exist_ok=True)
+    return target
+
+
+def ledger_command(code: Path | None, db: Path, *args: str, out_dir: Path) -> tuple[list[str], dict, Path]:
+    """argv, environment and directory of `privacy-ledger --db DB ARGS` on this branch's code (code None)
+    or on the extracted package at `code` (python -m finds the package in its working directory)."""
+    env = {**os.environ, "LEDGER_USER": "bench"}
+    cwd = out_dir
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+        cwd = code
+    return [sys.executable, "-m", "ledger", "--db", f"sqlite:///{db}", *args], env, cwd
+
+
+def median_of(runs: list[tuple[float, float, float]]) -> tuple[float, float, float]:
+    ordered = sorted(runs)
+    return ordered[len(ordered) // 2]
+
+
+def load_average() -> str:
+    return "load average " + " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+def cached_report_ledger(variables: int, releases: int) -> Path:
+    """The report benchmark's ledger, built once under the cache."""
+    path = CACHE / f"report-{variables}x{releases}.db"
+    if not path.exists():
+        CACHE.mkdir(exist_ok=True)
+        print(f"building a ledger of {releases:,} releases on {variables} variables (once) ...", flush=True)
+        partial = path.with_suffix(".building")
+        partial.unlink(missing_ok=True)
+        _, seconds = timed(build_ledger, partial, variables, releases)
+        partial.rename(path)
+        print(f"    built in {seconds:.1f} s")
+    return path
+
+
+def scale_ledger(size: int, source: Path | None) -> Path | None:
+    """bench_scale.py's ledger of `size` releases: ours under the cache, or a read-only copy of one
+    from `source` (another checkout's cache: read, never written)."""
+    import sqlite3
+
+    path = CACHE / f"scale-{size}.db"
+    if path.exists():
+        return path
+    found = None if source is None else source / f"ledger-{size}.db"
+    if found is None or not found.exists():
+        return None
+    with sqlite3.connect(f"file:{found}?mode=ro", uri=True) as original, sqlite3.connect(path) as copy:
+        original.backup(copy)
+    return path
+
+
+def scale_main(args) -> None:
+    code_old = baseline_package(args.baseline)
+    print(f"old path: {args.baseline} ({code_old.name}); {load_average()}")
+    with tempfile.TemporaryDirectory() as name:
+        out = Path(name)
+        # (d) the report at 10k x 200
+        db = cached_report_ledger(args.variables, args.releases)
+        new_runs, old_runs = [], []
+        for _ in range(args.repeat):
+            for code, runs in ((None, new_runs), (code_old, old_runs)):
+                argv, env, cwd = ledger_command(code, db, "report", "--format", "html", "--out",
+                                                str(out / "report.html"), out_dir=out)
+                runs.append(measured(argv, env, cwd))
+        print(f"(d) `report --format html`, {args.releases:,} releases x {args.variables} variables, median of "
+              f"{args.repeat} (interleaved), {load_average()}:")
+        for label, runs in (("this branch", new_runs), (f"old path ({args.baseline})", old_runs)):
+            wall, cpu, peak = median_of(runs)
+            print(f"    {label:>22}: {wall:6.2f} s wall, {cpu:6.2f} s CPU, {peak:7.0f} MB peak   "
+                  f"(walls {', '.join(f'{r[0]:.2f}' for r in runs)})   [target < {REPORT_10K_TARGET_S:.0f} s]")
+
+        # (e) verify (and the report) by size
+        print(f"(e) `audit verify` and `report --format html` by size ({load_average()}):")
+        ledgers = [(args.releases, db)] + [(size, scale_ledger(size, args.scale_from)) for size in args.sizes]
+        for size, path in ledgers:
+            if path is None:
+                print(f"    {size:>9,} releases: no ledger (build it with bench_scale.py --build-only)")
+                continue
+            for command in (("audit", "verify"), ("report", "--format", "html", "--out", str(out / "big.html"))):
+                line = []
+                for code, label in ((None, "this branch"), (code_old, "old path")):
+                    if code is not None and size > args.baseline_max:
+                        line.append(f"{label}: skipped (> --baseline-max)")
+                        continue
+                    argv, env, cwd = ledger_command(code, path, *command, out_dir=out)
+                    wall, cpu, peak = measured(argv, env, cwd)
+                    line.append(f"{label}: {wall:6.1f} s wall, {cpu:6.1f} s CPU, {peak:6.0f} MB")
+                print(f"    {size:>9,} releases, {' '.join(command[:2]):>15}: {' | '.join(line)}   "
+                      f"[{load_average()}]", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variables", type=int, default=200)
     parser.add_argument("--releases", type=int, default=10_000)
     parser.add_argument("--baseline-pairs", type=int, default=1_000)
+    parser.add_argument("--scale", action="store_true", help="issue 13: (d) and (e) only, on cached ledgers, "
+                                                             "beside the old path")
+    parser.add_argument("--baseline", default="main", help="git ref of the old path (default: main)")
+    parser.add_argument("--baseline-max", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sizes", type=lambda text: [int(x) for x in text.split(",")],
+                        default=[100_000, 1_000_000])
+    parser.add_argument("--scale-from", type=Path, default=None,
+                        help="a directory holding bench_scale.py's ledger-N.db files, copied read-only")
     args = parser.parse_args()
+    if args.scale:
+        scale_main(args)
+        return
     with tempfile.TemporaryDirectory() as name:
         directory = Path(name)
         print(f"building a ledger of {args.releases:,} releases on {args.variables} variables ...", flush=True)

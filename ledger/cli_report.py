@@ -110,18 +110,26 @@ def report(
     draw = ChartsAlongside() if charts else _report.draw_here
     from .progress import progress
 
-    with progress(f"writing the {chosen_format} report"):
+    from .memory import paused_gc
+
+    with progress(f"writing the {chosen_format} report"), paused_gc():
         try:
             with store.read_session(cli._engine()) as session:
                 inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
             if as_of_at is not None:
                 inputs = replace(inputs, as_of=as_of_at)
-            context = _report.build_report(inputs, charts=charts, draw=draw)
+            register = None
+            if chosen_format != "csv" and len(inputs.releases) > _report.summary_from():
+                register = register_target(target, len(inputs.releases), cli.state.url)
+            context = _report.build_report(inputs, charts=charts, draw=draw,
+                                   register_file=None if register is None else register.name)
         finally:
             chain.close()
             if isinstance(draw, ChartsAlongside):
                 draw.close()
         data = render(context, chosen_format, chromium=chromium)
+        if register is not None:
+            outputs.write_streaming(register, register_csv(context.summary))
     if target is None:  # --out -: standard output (text formats only, see choices.report_format)
         typer.echo(data.decode("utf-8"), nl=False)
         return
@@ -129,9 +137,11 @@ def report(
     if as_json:
         import json
 
-        typer.echo(json.dumps({"ok": True, "format": chosen_format, "dataset": chosen.name, "out": str(target)}))
+        typer.echo(json.dumps({"ok": True, "format": chosen_format, "dataset": chosen.name, "out": str(target),
+                               "register": None if register is None else str(register)}))
         return
-    typer.echo(f"wrote the {chosen_format} report of dataset {chosen.name} to {target}")
+    also = "" if register is None else f", and its register of {context.summary.releases} releases to {register}"
+    typer.echo(f"wrote the {chosen_format} report of dataset {chosen.name} to {target}{also}")
 
 
 # --------------------------------------------------------------------------
@@ -155,6 +165,68 @@ def writable_target(out: str, ledger_url: str | None = None) -> Path:
     """The --out path, refused before any work when it cannot or must not be written
     (outputs.output_target: never the ledger, never anything but a regular file or a new path)."""
     return outputs.output_target(out, ledger_url)
+
+
+REGISTER_SUFFIX = ".register.csv"
+
+
+def register_target(target: Path | None, releases: int, ledger_url: str | None = None) -> Path:
+    """Where the complete register of a summarised report goes: `<out>.register.csv`, beside
+    it, under the same rules as --out (outputs.output_target: never the ledger, never a
+    directory, a link or a device). Refused (exit 2) when the report goes to standard output."""
+    if target is None:
+        raise fail("command line", "--out", f"the dataset has {releases} releases (more than {_report.summary_from()}): "
+                                            "the report summarises them and links a complete register written "
+                                            f"beside it ({REGISTER_SUFFIX}); give --out a file, not -")
+    return outputs.output_target(str(target) + REGISTER_SUFFIX, ledger_url)
+
+
+REGISTER_COLUMNS = (
+    "release", "title", "status", "charged", "reads", "read exactly (no guarantee)", "guarantees", "mechanism",
+    "parameters", "family", "family split", "derived from", "recorded at", "recorded by", "approved at",
+    "approved by", "published at", "published by", "retracted or cancelled", "at", "by", "reason",
+    "output SHA-256", "Pufferfish", "whole dataset (ordinary DP)", "whole dataset exact", "epsilon by variable")
+
+
+def register_csv(summary, chunk: int = 5_000):
+    """The complete register as CSV text, `chunk` releases at a time: a row per release, in
+    recording order, every text cell neutralised against formula injection (`csv_cell`).
+    Figures as the CSV export states them: a float at or above the exact loss, "inf" for ∞,
+    and the exact value beside it; cells by variable as "{name} exact" pairs."""
+    import csv
+    import io
+
+    from .numbers import exact_text, to_json
+    from .views import guarantee_text, names_text, param_text
+
+    def when(moment) -> str:
+        return "" if moment is None else moment.isoformat()
+
+    def row(r) -> list:
+        ended = r.ended
+        wide = r.dataset_wide
+        return [csv_cell(value) if isinstance(value, str) else value for value in (
+            r.id, r.title, r.status, "yes" if r.charged else "no", names_text(r.reads),
+            names_text(r.exact) if r.exact else "",
+            "; ".join(guarantee_text(g) for g in r.guarantees), r.mechanism,
+            "; ".join(f"{key} {param_text(value)}" for key, value in r.parameters), r.family or "",
+            r.family_split, ", ".join(r.derived_from), when(r.recorded_at), r.recorded_by, when(r.approved_at),
+            r.approved_by or "", when(r.published_at), r.published_by or "", ended.action if ended else "",
+            when(ended.at) if ended else "", ended.by if ended else "", ended.reason if ended else "",
+            r.output_digest or "", "; ".join(r.pufferfish), "" if wide is None else str(to_json(wide)),
+            "" if wide is None else exact_text(wide),
+            "; ".join(f"{{{name}}} {exact_text(value)}" for name, value in r.cells))]
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(REGISTER_COLUMNS)
+    for k, entry in enumerate(summary.entries(), start=1):
+        writer.writerow(row(entry))
+        if k % chunk == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
 
 
 def find_chromium() -> str:

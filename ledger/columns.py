@@ -142,11 +142,17 @@ class Expected:
 
 
 def expected_row(release: Release, variables: Sequence[str]) -> Expected:
-    position = {name: k for k, name in enumerate(variables)}
+    position = _position(tuple(variables))
     width = len(variables)
     return Expected(release=release.id, dataset=release.dataset, status=release.status.value, family=release.family,
                     title=release.title, reads=bitset(release.reads, position, width),
                     guarantees=tuple((value_body(g), bitset(g.protects, position, width)) for g in release.guarantees))
+
+
+@lru_cache(maxsize=64)
+def _position(variables: tuple[str, ...]) -> dict[str, int]:
+    """Each variable's position (a dataset's variables, once, not once per release)."""
+    return {name: k for k, name in enumerate(variables)}
 
 
 # --------------------------------------------------------------------------
@@ -192,7 +198,12 @@ def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: 
 
 def _positions(bits: bytes) -> list[int]:
     mask = int.from_bytes(bits, "little")
-    return [k for k in range(mask.bit_length()) if mask >> k & 1]
+    found = []
+    while mask:  # one step per variable read, not per variable of the dataset
+        low = mask & -mask
+        found.append(low.bit_length() - 1)
+        mask ^= low
+    return found
 
 
 def set_status(connection, release_id: str, status: Status) -> None:
@@ -464,25 +475,14 @@ def _check_reads(connection, stored: Mapping[int, Expected], some: bool) -> list
     return problems
 
 
-def check(session: Session, releases: Iterable[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
-          limit: int = 20, only: set[str] | None = None, trusted=None) -> list[str]:
-    """Every accounting row equal to the one recomputed from its release (and no row without
-    a release); at most `limit` differences are named. `only`: just these releases' rows.
-    `trusted(release id)`: whether the release row is the state its audit event recorded; a
-    difference beside a release row changed behind the ledger's back is that change, already
-    reported, and is not named again."""
-    connection = session.connection()
-    bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
+_STORED_FIELDS = select(_ROWS.c.seq, _ROWS.c.release, _ROWS.c.dataset, _ROWS.c.status, _ROWS.c.family, _ROWS.c.title,
+                        _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects, _ROWS.c.more)
+
+
+def _stored(rows, bodies: Mapping[int, str]) -> dict[int, Expected]:
+    """Stored accounting rows (as _STORED_FIELDS selects them) -> seq: Expected (value bodies, not ids)."""
     stored = {}
-    fields = select(_ROWS.c.seq, _ROWS.c.release, _ROWS.c.dataset, _ROWS.c.status, _ROWS.c.family, _ROWS.c.title,
-                    _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects, _ROWS.c.more)
-    if only is None:
-        stored_rows = _raw_iter(connection, fields)
-    else:
-        names = sorted(only)
-        stored_rows = [row for at in range(0, len(names), 500)
-                       for row in _raw_rows(connection, fields.where(_ROWS.c.release.in_(names[at:at + 500])))]
-    for seq, release, dataset, status, family, title, reads, value, protects, more in stored_rows:
+    for seq, release, dataset, status, family, title, reads, value, protects, more in rows:
         guarantees = []
         if value is not None:
             guarantees.append((bodies.get(value, f"missing value {value}"), bytes(protects)))
@@ -490,10 +490,16 @@ def check(session: Session, releases: Iterable[tuple[int, Release]], variables: 
             value_id, bits = part.split(":")
             guarantees.append((bodies.get(int(value_id), f"missing value {value_id}"), bytes.fromhex(bits)))
         stored[seq] = Expected(release, dataset, status, family, title, bytes(reads), tuple(guarantees))
-    problems = _check_reads(connection, stored, only is not None)
-    seen = set()
+    return stored
+
+
+def _compare_rows(stored: Mapping[int, Expected], releases: Iterable[tuple[int, Release]],
+                  variables: Mapping[str, Sequence[str]], problems: list[str], limit: int, trusted=None,
+                  seen: set[int] | None = None) -> None:
+    """Each release's accounting row equal to the one recomputed from it (see `check`)."""
     for seq, release in releases:
-        seen.add(seq)
+        if seen is not None:
+            seen.add(seq)
         expected = expected_row(release, variables.get(release.dataset, ()))
         found = stored.get(seq)
         if found is None:
@@ -503,10 +509,74 @@ def check(session: Session, releases: Iterable[tuple[int, Release]], variables: 
             problems.append(f"event {seq} (release {release.id}): the accounting row differs from the release "
                             f"(fields: {', '.join(fields)})")
         if len(problems) >= limit:
-            return problems
+            return
+
+
+def check(session: Session, releases: Iterable[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
+          limit: int = 20, only: set[str] | None = None, trusted=None) -> list[str]:
+    """Every accounting row equal to the one recomputed from its release (and no row without
+    a release); at most `limit` differences are named. `only`: just these releases' rows.
+    `trusted(release id)`: whether the release row is the state its audit event recorded; a
+    difference beside a release row changed behind the ledger's back is that change, already
+    reported, and is not named again. (`Check` does the same a chunk of releases at a time.)"""
+    connection = session.connection()
+    bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
+    if only is None:
+        stored_rows = _raw_iter(connection, _STORED_FIELDS)
+    else:
+        names = sorted(only)
+        stored_rows = [row for at in range(0, len(names), 500)
+                       for row in _raw_rows(connection, _STORED_FIELDS.where(_ROWS.c.release.in_(names[at:at + 500])))]
+    stored = _stored(stored_rows, bodies)
+    problems = _check_reads(connection, stored, only is not None)
+    seen: set[int] = set()
+    _compare_rows(stored, releases, variables, problems, limit, trusted, seen)
+    if len(problems) >= limit:
+        return problems
     for seq in sorted(stored.keys() - seen)[:limit]:
         problems.append(f"event {seq} (release {stored[seq].release}): an accounting row has no release")
     return problems
+
+
+class Check:
+    """`check` over the whole ledger, a chunk of releases at a time (the streaming `audit
+    verify`, issue 13): `add(chunk)` compares the chunk's accounting rows and their inverted
+    reads, read by seq; `problems()` adds the rows no release has (anti-joins in the
+    database). Memory holds one chunk, whatever the number of releases."""
+
+    def __init__(self, session: Session, variables: Mapping[str, Sequence[str]], limit: int = 20):
+        self.connection = session.connection()
+        self.variables, self.limit = variables, limit
+        self.bodies = dict(self.connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
+        # release_reads rows naming no accounting row (as `check` names them, first)
+        unnamed = _raw_rows(self.connection, select(_READS.c.seq).distinct().where(
+            _READS.c.seq.not_in(select(_ROWS.c.seq))).order_by(_READS.c.seq).limit(limit))
+        self.found: list[str] = [f"event {seq} (release ?): release_reads rows name no accounting row"
+                                 for (seq,) in unnamed]
+
+    def add(self, releases: Sequence[tuple[int, Release]], trusted=None) -> None:
+        if len(self.found) >= self.limit or not releases:
+            return
+        seqs = sorted({seq for seq, _ in releases})
+        rows = [row for at in range(0, len(seqs), 500)
+                for row in _raw_rows(self.connection, _STORED_FIELDS.where(_ROWS.c.seq.in_(seqs[at:at + 500])))]
+        stored = _stored(rows, self.bodies)
+        self.found.extend(_check_reads(self.connection, stored, True))
+        _compare_rows(stored, releases, self.variables, self.found, self.limit, trusted)
+
+    def problems(self) -> list[str]:
+        from . import store
+
+        problems = self.found[:]
+        if len(problems) >= self.limit:
+            return problems
+        releases = store.ReleaseRow.__table__
+        orphans = _stored(_raw_rows(self.connection, _STORED_FIELDS.where(
+            _ROWS.c.seq.not_in(select(releases.c.seq))).order_by(_ROWS.c.seq).limit(self.limit)), self.bodies)
+        problems.extend(_check_reads(self.connection, orphans, True))
+        for seq, row in orphans.items():
+            problems.append(f"event {seq} (release {row.release}): an accounting row has no release")
+        return problems
 
 
 # --------------------------------------------------------------------------

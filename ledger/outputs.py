@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from .errors import fail
@@ -77,21 +78,28 @@ def _is_ledger_file(path: Path, found: os.stat_result | None, ledger_url: str) -
 
 def write_atomically(path: Path, data: bytes | str, option: str = "--out") -> None:
     """Write the whole file or nothing: a temporary file beside it, renamed into place."""
-    if isinstance(data, str):
-        data = data.encode("utf-8")
+    write_streaming(path, (data,), option)
+
+
+def write_streaming(path: Path, chunks: Iterable[bytes | str], option: str = "--out") -> None:
+    """`write_atomically` of a file given in pieces (a register of a million releases is
+    written a chunk at a time, never held whole): the temporary file grows, then is renamed."""
     temporary = None
     try:
         handle, temporary = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".",
                                              prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
+            for data in chunks:
+                stream.write(data.encode("utf-8") if isinstance(data, str) else data)
             stream.flush()
             os.fsync(stream.fileno())
         os.chmod(temporary, 0o666 & ~_umask())  # as an ordinary new file (mkstemp makes it private)
         os.replace(temporary, path)
-    except OSError as exc:
+    except BaseException as exc:
         if temporary is not None:
             Path(temporary).unlink(missing_ok=True)
+        if not isinstance(exc, OSError):
+            raise
         raise fail("command line", option, f"cannot write {path}: {exc.strerror or exc}") from None
 
 

@@ -33,11 +33,11 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 from markupsafe import Markup
@@ -70,6 +70,14 @@ HIGHEST_PAIRS = 15  # pairs listed with exact figures under the heat map
 TIMELINE_POINTS = 200  # at most this many points per variable in the chart over time
 TIMELINE_LABELLED = 8  # variables drawn in colour and named; the others in grey
 TOTAL_LABEL = "All releases (composed)"
+# Past SUMMARY_FROM releases (LEDGER_REPORT_SUMMARY_FROM overrides it) a report to a file summarises
+# (issue 13): a register of a million rows is not a page anyone reads. The page keeps the headline,
+# the risk table's total row by variable, caps, pairs, the timeline, the audit trail, and lists the
+# LARGEST_LISTED largest releases; every release is in a complete register written beside it as CSV
+# (`<out>.register.csv`), which the page links.
+SUMMARY_FROM = 20_000
+SUMMARY_ENV = "LEDGER_REPORT_SUMMARY_FROM"
+LARGEST_LISTED = 50
 
 PUFFERFISH_KINDS = {
     "p-percent": "p% protection (Bailie 2020)",
@@ -434,6 +442,22 @@ class CapHistoryEntry:
 
 
 @dataclass(frozen=True)
+class RegisterSummary:
+    """The register of a ledger past `summary_from()` releases, summarised (issue 13).
+
+    releases: how many the complete register holds (every release, cancelled ones too);
+    file: the complete register's file name, beside the report (the page links it);
+    shown: how many of the largest releases (by the whole-dataset figure) the page lists;
+    entries(): every release's RegisterEntry, in recording order, one at a time (the CSV
+        is written from it in chunks; not for templates)."""
+
+    releases: int
+    file: str
+    shown: int
+    entries: Callable[[], Iterator[RegisterEntry]] = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class ReportContext:
     """What every report template renders (`report` in the template)."""
 
@@ -451,6 +475,9 @@ class ReportContext:
     compact_register: bool  # in print, one line per release (more than COMPACT_REGISTER_FROM)
     # every value a cap has had, for caps changed or removed since they were set (cap_history)
     cap_history: tuple[CapHistoryEntry, ...] = ()
+    # a large ledger: `register` lists the largest releases only, and the complete register is
+    # a file beside the report (RegisterSummary); None: `register` is every release
+    summary: RegisterSummary | None = None
 
     @property
     def cap_counts(self) -> dict[str, int]:
@@ -477,9 +504,19 @@ def draw_here(pairs: Pairs, timeline: Timeline | None) -> Callable[[], tuple[str
     return lambda: drawn
 
 
-def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw_here) -> ReportContext:
+def summary_from() -> int:
+    """How many releases a ledger has before a report summarises it (SUMMARY_FROM, or
+    $LEDGER_REPORT_SUMMARY_FROM)."""
+    text = os.environ.get(SUMMARY_ENV, "").strip()
+    return int(text) if text.isdigit() else SUMMARY_FROM
+
+
+def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw_here,
+                 register_file: str | None = None) -> ReportContext:
     """The whole report context; `charts=False` skips drawing (Markdown, LaTeX, CSV).
-    `draw` may draw elsewhere while the rest of the context is built."""
+    `draw` may draw elsewhere while the rest of the context is built. With `register_file`
+    (the name of the complete register beside the report), the register is summarised:
+    `summary` gives every release one at a time, and `register` the largest only."""
     if inputs.as_of is not None:
         inputs = as_it_stood(inputs)
     dataset = inputs.dataset
@@ -491,12 +528,33 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
                            public=dataset.public_names, caps=inputs.caps)
     drawn = draw(pairs, timeline) if charts else None
     table = index.table_by_arrays(dataset.name, objective)
-    risk = risk_table(table, inputs.delta, public=dataset.public_names)
+    summarised = register_file is not None
+    risk = risk_table(table, inputs.delta, public=dataset.public_names, per_release=not summarised)
     sparse = risk.layout == "sparse"
-    cells = {row.release: (row.cells, row.dataset_wide) for row in risk.sparse}
     steps = lifecycle_steps(inputs.events)
-    register = tuple(replace(register_entry(r, inputs.families, *cells.get(r.id, ((), None))), **steps.get(r.id, {}))
-                     for r in inputs.releases)
+    summary = None
+    if summarised:
+        cells_of = _cells_of(table, risk)
+        largest = _largest_rows(table, risk, LARGEST_LISTED)
+        by_id = {r.id: r for r in inputs.releases}
+        register = tuple(register_entry(by_id[table.releases[k].id], inputs.families, *cells_of(k),
+                                        **steps.get(table.releases[k].id, {})) for k in largest)
+        row_of = {r.id: k for k, r in enumerate(table.releases)}
+        releases, families = inputs.releases, inputs.families
+
+        def entries() -> Iterator[RegisterEntry]:
+            for r in releases:
+                k = row_of.get(r.id)
+                yield register_entry(r, families, *(cells_of(k) if k is not None else ((), None)),
+                                     **steps.get(r.id, {}))
+
+        summary = RegisterSummary(releases=len(inputs.releases), file=register_file, shown=len(register),
+                                  entries=entries)
+        sparse = True  # the releases listed carry their cells
+    else:
+        cells = {row.release: (row.cells, row.dataset_wide) for row in risk.sparse}
+        register = tuple(register_entry(r, inputs.families, *cells.get(r.id, ((), None)), **steps.get(r.id, {}))
+                         for r in inputs.releases)
     meeting = meeting_pack(inputs) if inputs.since is not None else None
     caps = cap_entries(inputs.caps, inputs.cap_totals)
     if drawn is not None:
@@ -517,9 +575,33 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
         pufferfish=pufferfish_entries(inputs.releases),
         audit=audit_trail(inputs, chain),
         sparse=sparse,
-        compact_register=len(inputs.releases) > COMPACT_REGISTER_FROM,
+        compact_register=len(register) > COMPACT_REGISTER_FROM,
         cap_history=cap_history(inputs),
+        summary=summary,
     )
+
+
+def _cells_of(table: RiskTable, risk: RiskTableView) -> Callable[[int], tuple[tuple, Number]]:
+    """Row k of Table 1 -> (its non-zero cells as (variable, epsilon), its whole-dataset epsilon)."""
+    zero = np.asarray([v.is_zero for v in table.values], dtype=bool)
+    epsilon_of = risk.matrix.epsilon_of
+    variables = table.variables
+
+    def cells(k: int) -> tuple[tuple, Number]:
+        ids = table.cells[k]
+        return (tuple((variables[j], epsilon_of[ids[j]]) for j in np.flatnonzero(~zero[ids]).tolist()),
+                epsilon_of[table.dataset_wide[k]])
+
+    return cells
+
+
+def _largest_rows(table: RiskTable, risk: RiskTableView, count: int) -> list[int]:
+    """The rows of the `count` largest releases on the whole dataset (∞ first), in recording order."""
+    if not len(table.dataset_wide):
+        return []
+    by_value = np.asarray([math.inf if is_infinite(v) else float(v) for v in risk.matrix.epsilon_of])
+    wide = by_value[table.dataset_wide]
+    return sorted(np.argsort(-wide, kind="stable")[:count].tolist())
 
 
 def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
@@ -586,9 +668,12 @@ def _headline(inputs: ReportInputs, index: LedgerIndex, objective, table: RiskTa
                     worst_pair=worst)
 
 
-def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = ()) -> RiskTableView:
+def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (),
+               per_release: bool = True) -> RiskTableView:
     """Tan's Table 1 (engine.RiskTable) as epsilons at `delta`, in column blocks. `public`:
-    the variables classified public; a whole-dataset ∞ that comes from them only is neutral."""
+    the variables classified public; a whole-dataset ∞ that comes from them only is neutral.
+    `per_release=False` (a summarised report): the total row only, in the sparse layout, with no
+    per-release rows (the complete register carries each release's cells)."""
     variables = table.variables
     public_column = np.asarray([name in public for name in variables], dtype=bool)
     infinite_ids = np.asarray([value.unbounded for value in table.values], dtype=bool)
@@ -597,7 +682,7 @@ def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = ()) ->
     epsilon_of = [value.epsilon(delta) for value in table.values]  # one conversion per distinct value
     total = tuple(spend.epsilon(delta) for spend in table.total)
     n_rows, n_var = table.cells.shape
-    layout = "matrix" if n_rows * n_var <= MATRIX_CELL_LIMIT else "sparse"
+    layout = "matrix" if n_rows * n_var <= MATRIX_CELL_LIMIT and per_release else "sparse"
     wide = [epsilon_of[i] for i in table.dataset_wide]
     zero_ids = np.asarray([v.is_zero for v in table.values], dtype=bool)
     releases = table.releases
@@ -617,7 +702,7 @@ def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = ()) ->
         blocks.append(RiskBlock(first=start + 1, last=stop, variables=variables[start:stop], rows=rows,
                                 total=total[start:stop], wide=last))
     sparse = ()
-    if layout == "sparse":
+    if layout == "sparse" and per_release:
         rows, columns = np.nonzero(~zero_ids[table.cells])  # row by row, each row's columns in order
         cells = list(zip([variables[j] for j in columns.tolist()],
                          [epsilon_of[i] for i in table.cells[rows, columns].tolist()]))
@@ -817,7 +902,10 @@ def round_down_float(value: Fraction) -> float:
     return result if Fraction(result) <= value else math.nextafter(result, -math.inf)
 
 
-def register_entry(release: Release, families: Sequence[Family], cells=(), dataset_wide=None) -> RegisterEntry:
+def register_entry(release: Release, families: Sequence[Family], cells=(), dataset_wide=None,
+                   **steps) -> RegisterEntry:
+    """One release of the register; `steps`: its later lifecycle (lifecycle_steps: published_by,
+    ended), given here rather than by `dataclasses.replace`, which cost a fifth of a large register."""
     family = next((f for f in families if f.id == release.family), None)
     split = ""
     if family is not None:
@@ -844,12 +932,14 @@ def register_entry(release: Release, families: Sequence[Family], cells=(), datas
         pufferfish=tuple(PUFFERFISH_KINDS.get(g.kind, g.kind) for g in getattr(release, "pufferfish", ()) or ()),
         cells=tuple(cells),
         dataset_wide=dataset_wide,
+        **steps,
     )
 
 
-@lru_cache(maxsize=4096)
 def _guarantee_text(g: Guarantee) -> GuaranteeText:
-    # a register repeats the same few guarantees: each is written out once
+    # no cache: a key holds what the guarantee protects, which differs from release to release
+    # (the cache missed on nearly every one), and hashing its exact Fractions cost more than
+    # this dataclass does (issue 13)
     return GuaranteeText(protects=tuple(sorted(g.protects)), notion=g.notion.value, epsilon=g.epsilon,
                          delta=g.delta, rho=g.rho, relation=g.relation.value)
 

@@ -62,7 +62,10 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
-from .budget import CapTotal, total_differences, total_from_history, total_from_index
+from .accounting import ZERO as ZERO_SPEND
+from .budget import FAMILY_DRIVER, CapTotal, options_measure, total_differences, total_from_history, total_from_index
+from .budget import _finish as budget_finish
+from .budget import _top
 from .codec import (
     GENESIS_HASH,
     canonical_json,
@@ -79,9 +82,10 @@ from .codec import (
     release_from_dict,
     release_to_dict,
 )
-from .engine import LedgerIndex
+from .engine import LedgerIndex, family_options
 from .errors import fail
 from .loader import LedgerSnapshot
+from .memory import paused_gc
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Release
 
 DEFAULT_URL = "sqlite:///ledger.db"
@@ -1169,61 +1173,168 @@ class Verification:
     problems: tuple[str, ...]  # the first names the first bad event
 
 
+VERIFY_CHUNK = 5_000  # events, and release rows, read and checked at a time by `verify`
+
+
+class ChainWalk:
+    """The audit chain walked in seq order from just after event `start` (whose hash is
+    `previous`), `batch` events at a time (a keyset query per batch: nothing holds the whole
+    chain, on SQLite or PostgreSQL). Iterating yields (row, canonical) after checking the
+    sequence and the previous-hash link; `canonical` says the row hashes to its stored hash
+    as stored. Problems found go to `problems`; `count` and `head` follow the walk.
+    Shared by `verify` and `verified_head.verify_since`."""
+
+    def __init__(self, connection: Connection, problems: list[str], start: int = 0,
+                 previous: str = GENESIS_HASH, batch: int | None = None):
+        self.connection, self.problems, self.batch = connection, problems, batch or VERIFY_CHUNK
+        self.start, self.count, self.head = start, start, previous
+
+    def __iter__(self):
+        after = self.start
+        while True:
+            rows = self.connection.execute(
+                select(_EVENTS).where(_EVENTS.c.seq > after).order_by(_EVENTS.c.seq).limit(self.batch)).all()
+            for row in rows:
+                self.count += 1
+                if row.seq != self.count:
+                    self.problems.append(f"event {row.seq}: sequence gap (expected event {self.count})")
+                    self.count = row.seq
+                if row.prev_hash != self.head:
+                    self.problems.append(f"event {row.seq} ({row.kind} {row.subject}): previous-hash link broken")
+                self.head = row.hash
+                # The stored payload is canonical JSON, so the hash is taken over it as it is.
+                canonical = event_hash(row.prev_hash, row.seq, row.at, row.actor, row.kind, row.subject,
+                                       row.payload) == row.hash
+                yield row, canonical
+            if len(rows) < self.batch:
+                return
+            after = rows[-1].seq
+
+
+class _LatestReleaseEvents:
+    """Release id -> the seq of its latest event that carries the release's state, and
+    whether that event's payload text may be compared as it is (canonical, `{"release":`
+    first). Kept in a temporary SQLite file, not in memory: a million releases are a
+    million keys, and `verify` must stay within bounded memory at any size."""
+
+    def __init__(self):
+        import sqlite3
+        import tempfile
+
+        self.directory = tempfile.TemporaryDirectory(prefix="ledger-verify-")
+        self.db = sqlite3.connect(Path(self.directory.name) / "latest.db")
+        self.db.execute("PRAGMA journal_mode = OFF")
+        self.db.execute("PRAGMA synchronous = OFF")
+        self.db.execute("CREATE TABLE latest (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, text INTEGER NOT NULL, "
+                        "seen INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID")
+        self.pending: list[tuple[str, int, int]] = []
+
+    def note(self, release_id: str, seq: int, as_text: bool) -> None:
+        self.pending.append((release_id, seq, int(as_text)))
+        if len(self.pending) >= VERIFY_CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        # events come in seq order: the last one written for an id is its latest
+        self.db.executemany("INSERT INTO latest (id, seq, text) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE "
+                            "SET seq = excluded.seq, text = excluded.text", self.pending)
+        self.pending = []
+
+    def lookup(self, ids: Sequence[str]) -> dict[str, tuple[int, bool]]:
+        """The latest events of these releases (marked seen: they have a row)."""
+        found = {}
+        for at in range(0, len(ids), 500):
+            part = list(ids[at:at + 500])
+            marks = ",".join("?" * len(part))
+            found.update((rid, (seq, bool(text))) for rid, seq, text in self.db.execute(
+                f"SELECT id, seq, text FROM latest WHERE id IN ({marks})", part))
+            self.db.execute(f"UPDATE latest SET seen = 1 WHERE id IN ({marks})", part)
+        return found
+
+    def unseen(self) -> Iterator[tuple[str, int]]:
+        """The releases with an event and no row."""
+        yield from self.db.execute("SELECT id, seq FROM latest WHERE seen = 0 ORDER BY seq")
+
+    def close(self) -> None:
+        self.db.close()
+        self.directory.cleanup()
+
+
 def verify(session: Session) -> Verification:
     """Recompute the hash chain, and compare every release, dataset and family row
-    with the state its latest audit event recorded."""
+    with the state its latest audit event recorded; recompute every accounting row and
+    every cap's running total from the releases.
+
+    Streams (issue 13): the chain is walked VERIFY_CHUNK events at a time, and the
+    release rows are read, compared, decoded and charged VERIFY_CHUNK at a time (in seq
+    order), the running totals summed chunk by chunk (`_TotalsCheck`); what must be
+    remembered across the whole chain for each release (its latest event) is kept in a
+    temporary SQLite file. Memory does not grow with the number of releases, except for
+    the members of families (a family is charged once, over all its members: DESIGN 2.6)."""
     problems: list[str] = []
-    previous = GENESIS_HASH
     # key -> (seq of its latest event, the state it recorded, that state's canonical JSON if known)
-    expected_releases: dict[str, tuple[int, dict | None, str | None]] = {}
     expected_datasets: dict[str, tuple[int, dict | None, str | None]] = {}
     expected_families: dict[str, tuple[int, dict | None, str | None]] = {}
     expected_caps: dict[str, tuple[int, dict | None, str | None]] = {}
     expected_roles: dict[tuple[str, str], tuple[int, bool]] = {}  # (person, role) -> (seq, held)
-    count = 0
-    for row in _connection(session).execute(select(_EVENTS).order_by(_EVENTS.c.seq)):
-        count += 1
-        if row.seq != count:
-            problems.append(f"event {row.seq}: sequence gap (expected event {count})")
-            count = row.seq
-        if row.prev_hash != previous:
-            problems.append(f"event {row.seq} ({row.kind} {row.subject}): previous-hash link broken")
-        previous = row.hash
-        # The stored payload is canonical JSON, so the hash is taken over it as it is.
-        canonical = event_hash(row.prev_hash, row.seq, row.at, row.actor, row.kind, row.subject,
-                               row.payload) == row.hash
-        if canonical and row.kind.startswith("release.") and row.payload.startswith(_RELEASE_PAYLOAD):
-            # {"release": body}: the text holds the body's canonical JSON; it is parsed only if
-            # the row differs from it (and a wrong cut can only cause that re-check)
-            expected_releases[row.subject] = (row.seq, None, row.payload[len(_RELEASE_PAYLOAD):-1])
-            continue
-        try:
-            payload = json.loads(row.payload)
-        except ValueError:
-            problems.append(f"event {row.seq} ({row.kind} {row.subject}): payload is not valid JSON")
-            payload = {}
-        if not canonical and chain_hash(row.prev_hash, {"seq": row.seq, "at": row.at, "actor": row.actor,
-                                                        "kind": row.kind, "subject": row.subject,
-                                                        "payload": payload}) != row.hash:
-            problems.append(f"event {row.seq} ({row.kind} {row.subject}): content does not match its hash")
-        if "release" in payload:
-            expected_releases[row.subject] = (row.seq, payload["release"], None)
-        if "dataset" in payload:
-            expected_datasets[row.subject] = (row.seq, _normal(payload["dataset"], dataset_from_dict, dataset_to_dict),
-                                              None)
-        if "family" in payload:
-            expected_families[row.subject] = (row.seq, payload["family"], None)
-        if "cap" in payload:
-            if payload["cap"] is None:  # cap.removed: no row is expected any more
-                expected_caps.pop(row.subject, None)
-            else:
-                expected_caps[row.subject] = (row.seq, payload["cap"], None)
-        if row.kind.startswith("role.") and isinstance(payload.get("role"), dict):
-            grant = payload["role"]
-            expected_roles[(str(grant.get("person")), str(grant.get("role")))] = (row.seq, bool(grant.get("granted")))
+    connection = _connection(session)
+    latest = _LatestReleaseEvents()
+    pause = paused_gc()  # a chunk's rows are freed by reference counting; cycle searches cost a third of the time
+    pause.__enter__()
+    try:
+        walk = ChainWalk(connection, problems)
+        for row, canonical in walk:
+            if canonical and row.kind.startswith("release.") and row.payload.startswith(_RELEASE_PAYLOAD):
+                # {"release": body}: the text holds the body's canonical JSON; it is parsed only if
+                # the row differs from it (and a wrong cut can only cause that re-check)
+                latest.note(row.subject, row.seq, True)
+                continue
+            try:
+                payload = json.loads(row.payload)
+            except ValueError:
+                problems.append(f"event {row.seq} ({row.kind} {row.subject}): payload is not valid JSON")
+                payload = {}
+            if not canonical and chain_hash(row.prev_hash, {"seq": row.seq, "at": row.at, "actor": row.actor,
+                                                            "kind": row.kind, "subject": row.subject,
+                                                            "payload": payload}) != row.hash:
+                problems.append(f"event {row.seq} ({row.kind} {row.subject}): content does not match its hash")
+            if "release" in payload:
+                latest.note(row.subject, row.seq, False)
+            if "dataset" in payload:
+                expected_datasets[row.subject] = (row.seq, _normal(payload["dataset"], dataset_from_dict,
+                                                                   dataset_to_dict), None)
+            if "family" in payload:
+                expected_families[row.subject] = (row.seq, payload["family"], None)
+            if "cap" in payload:
+                if payload["cap"] is None:  # cap.removed: no row is expected any more
+                    expected_caps.pop(row.subject, None)
+                else:
+                    expected_caps[row.subject] = (row.seq, payload["cap"], None)
+            if row.kind.startswith("role.") and isinstance(payload.get("role"), dict):
+                grant = payload["role"]
+                expected_roles[(str(grant.get("person")), str(grant.get("role")))] = (row.seq,
+                                                                                      bool(grant.get("granted")))
+        latest.flush()
+        count = walk.count
 
-    release_rows = {r.id: release_row_dict(r) for r in session.connection().execute(select(_RELEASES))}
-    problems.extend(_compare("release", expected_releases, release_rows, _normal_release))
+        config = configuration(session)
+        totals = _TotalsCheck(session, config)
+        accounting = columns.Check(session, {d.name: d.variable_names for d in config.datasets.values()})
+        for rows in _release_chunks(connection):
+            release_rows = {r.id: release_row_dict(r) for r in rows}
+            seqs = {r.id: r.seq for r in rows}
+            expected = _expected_releases(connection, latest.lookup(list(release_rows)))
+            problems.extend(_compare("release", expected, release_rows, _normal_release, ))
+            decoded = {rid: release_from_dict(body) for rid, body in release_rows.items()}  # once, for both
+            totals.add(decoded.values())
+            accounting.add([(seqs[rid], release) for rid, release in decoded.items()],
+                           trusted=lambda rid: rid in expected and canonical_json(release_rows[rid]) == (
+                               expected[rid][2] or canonical_json(expected[rid][1])))
+        for rid, seq in latest.unseen():
+            problems.append(f"event {seq} (release {rid}): the release row is missing")
+    finally:
+        latest.close()
+        pause.__exit__(None, None, None)
     problems.extend(_compare(
         "dataset", expected_datasets, {d.name: dataset_to_dict(d) for d in _datasets(session)}))
     problems.extend(_compare(
@@ -1239,12 +1350,105 @@ def verify(session: Session) -> Verification:
         if (person, role) not in expected_roles:
             problems.append(f"event ? (role {person}/{role}): a role row has no audit event")
     problems.sort(key=_event_number)
-    decoded = {rid: release_from_dict(body) for rid, body in release_rows.items()}  # once, for both
-    problems.extend(_check_totals(session, release_rows, list(decoded.values())))
-    problems.extend(_check_accounting(session, decoded, lambda rid: rid in expected_releases and canonical_json(
-        release_rows[rid]) == (expected_releases[rid][2] or canonical_json(expected_releases[rid][1]))))
+    problems.extend(totals.problems())
+    problems.extend(accounting.problems())
     problems.extend(_check_count(session, count))
-    return Verification(ok=not problems, events=count, head=previous, problems=tuple(problems))
+    return Verification(ok=not problems, events=count, head=walk.head, problems=tuple(problems))
+
+
+def _release_chunks(connection: Connection, batch: int | None = None) -> Iterator[list]:
+    """The release rows in (seq, id) order, `batch` at a time (keyset pagination: a seq
+    changed behind the ledger's back may repeat, the id never does)."""
+    from sqlalchemy import tuple_
+
+    batch = batch or VERIFY_CHUNK
+    after = None
+    while True:
+        query = select(_RELEASES).order_by(_RELEASES.c.seq, _RELEASES.c.id).limit(batch)
+        if after is not None:
+            query = query.where(tuple_(_RELEASES.c.seq, _RELEASES.c.id) > tuple_(*after))
+        rows = connection.execute(query).all()
+        if rows:
+            yield rows
+        if len(rows) < batch:
+            return
+        after = (rows[-1].seq, rows[-1].id)
+
+
+def _expected_releases(connection: Connection, latest: Mapping[str, tuple[int, bool]]
+                       ) -> dict[str, tuple[int, dict | None, str | None]]:
+    """Release id -> (seq, body, body JSON) of its latest event, read by seq (as `_compare` takes them)."""
+    by_seq = {seq: (rid, as_text) for rid, (seq, as_text) in latest.items()}
+    found: dict[str, tuple[int, dict | None, str | None]] = {}
+    seqs = sorted(by_seq)
+    for at in range(0, len(seqs), 500):
+        for seq, payload in connection.execute(
+                select(_EVENTS.c.seq, _EVENTS.c.payload).where(_EVENTS.c.seq.in_(seqs[at:at + 500]))):
+            rid, as_text = by_seq[seq]
+            if as_text:
+                found[rid] = (seq, None, payload[len(_RELEASE_PAYLOAD):-1])
+            else:
+                try:
+                    found[rid] = (seq, json.loads(payload)["release"], None)
+                except (ValueError, KeyError, TypeError):
+                    found[rid] = (seq, {}, None)
+    return found
+
+
+class _TotalsCheck:
+    """Every cap's running total recomputed from the releases, a chunk at a time, and
+    compared with the stored one (`budget.total_from_index` per chunk; the chunks' totals
+    composed exactly: standalone spends add, choices add their counts, the largest drivers
+    of each chunk compete again; a family is charged once over all its members, DESIGN 2.6)."""
+
+    def __init__(self, session: Session, config: "Configuration"):
+        self.session, self.config = session, config
+        self.parts: dict[str, dict[str, list]] = {
+            dataset: {cap.name: [ZERO_SPEND, {}, []] for cap in caps} for dataset, caps in config.caps.items()}
+        self.members: dict[str, dict[str, list[Release]]] = {dataset: {} for dataset in config.caps}
+
+    def add(self, releases: Iterable[Release]) -> None:
+        by_dataset: dict[str, list[Release]] = {}
+        for release in releases:
+            if release.dataset in self.parts and release.status in CHARGED_STATUSES:
+                if release.family is not None:
+                    self.members[release.dataset].setdefault(release.family, []).append(release)
+                else:
+                    by_dataset.setdefault(release.dataset, []).append(release)
+        for dataset, counted in by_dataset.items():
+            variables = self.config.datasets[dataset].variable_names
+            index = LedgerIndex(variables, counted, ())
+            for cap in self.config.caps[dataset]:
+                part = total_from_index(cap, index)
+                kept = self.parts[dataset][cap.name]
+                kept[0] = kept[0] + part.standalone
+                for options, number in part.choices:
+                    kept[1][options] = kept[1].get(options, 0) + number
+                kept[2] = list(_top(cap, kept[2] + list(part.drivers)))
+
+    def problems(self) -> list[str]:
+        problems = []
+        for dataset, dataset_caps in self.config.caps.items():
+            families = {f.id: f for f in self.config.families.values() if f.dataset == dataset}
+            stored = cap_totals(self.session, dataset)
+            for cap in dataset_caps:
+                standalone, choices, drivers = self.parts[dataset][cap.name]
+                found_families = {}
+                drivers = list(drivers)
+                for fid, group in self.members[dataset].items():
+                    options = family_options(families[fid], group, cap.subset)
+                    if options != (ZERO_SPEND,):
+                        found_families[fid] = options
+                        drivers.append((FAMILY_DRIVER + fid, options_measure(cap, options)))
+                expected = budget_finish(cap, standalone, choices, found_families, drivers)
+                found = stored.get(cap.name)
+                if found is None:
+                    problems.append(f"cap {dataset}/{cap.name}: the running total is missing")
+                elif cap_total_to_dict(found) != cap_total_to_dict(expected):
+                    differences = total_differences(found, expected) or ["its stored form"]
+                    problems.append(f"cap {dataset}/{cap.name}: the running total differs from the total "
+                                    f"recomputed from the releases: {'; '.join(differences)}")
+        return problems
 
 
 def _check_count(session: Session, count: int) -> list[str]:
@@ -1270,38 +1474,6 @@ def _normal(body: dict, read, write) -> dict:
         return write(read(body))
     except (KeyError, TypeError, ValueError):
         return body  # unreadable: compared as it is, and reported
-
-
-def _check_totals(session: Session, release_rows: Mapping[str, dict],
-                  decoded: Sequence[Release] | None = None) -> list[str]:
-    """Recompute every cap's running total from the releases and compare."""
-    problems = []
-    config = configuration(session)
-    releases = decoded if decoded is not None else [release_from_dict(body) for body in release_rows.values()]
-    for dataset, dataset_caps in config.caps.items():
-        counted = [r for r in releases if r.dataset == dataset and r.status in CHARGED_STATUSES]
-        families = {f.id: f for f in config.families.values() if f.dataset == dataset}
-        variables = config.datasets[dataset].variable_names
-        index = LedgerIndex(variables, counted, families.values())
-        stored = cap_totals(session, dataset)
-        for cap in dataset_caps:
-            expected = total_from_index(cap, index)
-            found = stored.get(cap.name)
-            if found is None:
-                problems.append(f"cap {dataset}/{cap.name}: the running total is missing")
-            elif cap_total_to_dict(found) != cap_total_to_dict(expected):
-                differences = total_differences(found, expected) or ["its stored form"]
-                problems.append(f"cap {dataset}/{cap.name}: the running total differs from the total recomputed "
-                                f"from the releases: {'; '.join(differences)}")
-    return problems
-
-
-def _check_accounting(session: Session, releases: Mapping[str, Release], trusted=None) -> list[str]:
-    """Recompute every accounting row (columns.py) from its release and compare."""
-    seqs = dict(_connection(session).execute(select(_RELEASES.c.id, _RELEASES.c.seq)).all())
-    variables = {d.name: d.variable_names for d in configuration(session).datasets.values()}
-    return columns.check(session, ((seqs[rid], release) for rid, release in releases.items()), variables,
-                         trusted=trusted)
 
 
 def _compare(kind: str, expected: Mapping[str, tuple[int, dict | None, str | None]], actual: dict[str, dict],

@@ -25,7 +25,7 @@ from sqlalchemy import select
 from sqlmodel import Session
 
 from . import columns, store
-from .codec import dataset_from_dict, dataset_to_dict, event_hash, release_from_dict
+from .codec import dataset_from_dict, dataset_to_dict, release_from_dict
 
 CHECKPOINT_KEY = "verified_head"
 
@@ -90,18 +90,11 @@ def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verific
     if found != digest:
         problems.append(f"event {start}: the verified checkpoint's hash changed (it was {digest[:12]}..., now "
                         f"{'missing' if found is None else found[:12] + '...'}); run a full `audit verify`")
-    previous, count = digest, start
     expected: dict[str, dict[str, tuple[int, dict | None, str | None]]] = {
         "release": {}, "dataset": {}, "family": {}, "cap": {}}
-    for row in connection.execute(select(events).where(events.c.seq > start).order_by(events.c.seq)):
-        count += 1
-        if row.seq != count:
-            problems.append(f"event {row.seq}: sequence gap (expected event {count})")
-            count = row.seq
-        if row.prev_hash != previous:
-            problems.append(f"event {row.seq} ({row.kind} {row.subject}): previous-hash link broken")
-        previous = row.hash
-        if event_hash(row.prev_hash, row.seq, row.at, row.actor, row.kind, row.subject, row.payload) != row.hash:
+    walk = store.ChainWalk(connection, problems, start=start, previous=digest)  # the chain walk verify makes
+    for row, canonical in walk:
+        if not canonical:
             problems.append(f"event {row.seq} ({row.kind} {row.subject}): content does not match its hash")
         try:
             payload = json.loads(row.payload)
@@ -146,5 +139,5 @@ def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verific
         problems.extend(store._compare("cap", expected["cap"], {k: v for k, v in caps.items()
                                                                 if k in expected["cap"]}))
     problems.sort(key=store._event_number)
-    problems.extend(store._check_count(session, count))  # (issue 10) a chain cut at its end
-    return store.Verification(ok=not problems, events=count, head=previous, problems=tuple(problems))
+    problems.extend(store._check_count(session, walk.count))  # (issue 10) a chain cut at its end
+    return store.Verification(ok=not problems, events=walk.count, head=walk.head, problems=tuple(problems))

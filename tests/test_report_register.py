@@ -1,0 +1,132 @@
+"""Issue 13: a report over a ledger past the summary threshold links a complete register.
+
+The threshold is made small here (LEDGER_REPORT_SUMMARY_FROM) so that a ledger
+of a few releases is "large": the page then lists the largest releases only and
+links `<out>.register.csv`, which must hold every release (cancelled ones too)
+with the figures computed independently here from Tan's rules (a release's
+whole-dataset epsilon is its guarantee's epsilon when the guarantee covers all
+it reads), text cells neutralised against formula injection, and the register
+written under the --out rules (never onto the ledger; nothing written when refused).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ledger.report import SUMMARY_ENV
+from support import cli_main
+
+DATASET = """\
+dataset: survey
+variables:
+  - {name: age}
+  - {name: sex}
+  - {name: income}
+  - {name: region}
+"""
+
+RELEASES = """\
+dataset: survey
+releases:
+  - {id: a, title: Ages, reads: [age, sex], mechanism: {name: laplace, epsilon: "1/3"}}
+  - {id: b, title: "=HYPERLINK(\\"http://x\\")", reads: [income], mechanism: {name: laplace, epsilon: "1/2"}}
+  - {id: c, title: Regions, reads: [region], mechanism: {name: geometric, epsilon: "1/10"}}
+  - {id: d, title: Everything, reads: [age, sex, income, region], mechanism: {name: laplace, epsilon: 2}}
+  - {id: e, title: Later, reads: [age], mechanism: {name: laplace, epsilon: "1/7"}}
+  - {id: f, title: Dropped, reads: [sex], mechanism: {name: laplace, epsilon: "1/9"}}
+"""
+
+# the whole-dataset epsilon of each charged release: one pure guarantee on all it reads (DESIGN 2.3)
+WIDE = {"a": "1/3", "b": "1/2", "c": "1/10", "d": "2", "e": "1/7"}
+
+
+@pytest.fixture
+def ledger(tmp_path, monkeypatch):
+    db = tmp_path / "ledger.db"
+    url = f"sqlite:///{db}"
+    (tmp_path / "survey.yaml").write_text(DATASET)
+    (tmp_path / "releases.yaml").write_text(RELEASES)
+    assert cli_main(url, "dataset", "add", tmp_path / "survey.yaml").code == 0
+    run = cli_main(url, "record", tmp_path / "releases.yaml")
+    assert run.code == 0, run.err
+    assert cli_main(url, "cancel", "f", "--reason", "not needed").code == 0
+    monkeypatch.setenv(SUMMARY_ENV, "3")
+    return url, tmp_path
+
+
+def read_register(path: Path) -> dict[str, dict]:
+    with path.open(newline="", encoding="utf-8") as stream:
+        return {row["release"]: row for row in csv.DictReader(stream)}
+
+
+def test_a_report_past_the_threshold_links_a_register_of_every_release(ledger, monkeypatch):
+    url, tmp_path = ledger
+    monkeypatch.setattr("ledger.report.LARGEST_LISTED", 2)
+    out = tmp_path / "report.html"
+    run = cli_main(url, "report", "--out", out)
+    assert run.code == 0, run.err
+    register = tmp_path / "report.html.register.csv"
+    html = out.read_text()
+    assert 'href="./report.html.register.csv"' in html
+    assert "This dataset has 6 releases" in html
+    rows = read_register(register)
+    assert set(rows) == {"a", "b", "c", "d", "e", "f"}  # every release, the cancelled one too
+    assert [rows[k]["status"] for k in "abcdef"] == ["planned"] * 5 + ["cancelled"]  # recorded as planned
+    assert rows["f"]["charged"] == "no" and rows["f"]["whole dataset exact"] == ""
+    assert (rows["f"]["retracted or cancelled"], rows["f"]["reason"]) == ("cancelled", "not needed")
+    assert {k: rows[k]["whole dataset exact"] for k in WIDE} == WIDE
+    assert rows["d"]["epsilon by variable"] == "{age} 2; {sex} 2; {income} 2; {region} 2"
+    assert rows["a"]["epsilon by variable"] == "{age} 1/3; {sex} 1/3"
+    assert float(rows["a"]["whole dataset (ordinary DP)"]) >= 1 / 3  # the float never below the loss
+    assert rows["b"]["title"] == "'=HYPERLINK(\"http://x\")"  # a formula is text
+    # the page lists the largest releases only: d (2) and b (1/2), in recording order
+    register_section = html[html.index('id="register"'):]
+    listed = re.findall(r'<span class="id">([^<]+)</span>', register_section)
+    assert listed == ["b", "d"]
+
+
+def test_below_the_threshold_the_page_lists_every_release_and_writes_no_register(ledger, monkeypatch):
+    url, tmp_path = ledger
+    monkeypatch.setenv(SUMMARY_ENV, "6")
+    out = tmp_path / "report.html"
+    assert cli_main(url, "report", "--out", out).code == 0
+    assert not (tmp_path / "report.html.register.csv").exists()
+    listed = re.findall(r'<span class="id">([^<]+)</span>', out.read_text())
+    assert listed == list("abcdef")
+
+
+def test_markdown_and_latex_link_the_register_too(ledger):
+    url, tmp_path = ledger
+    for name in ("report.md", "report.tex"):
+        assert cli_main(url, "report", "--out", tmp_path / name).code == 0
+        assert f"{name}.register.csv" in (tmp_path / name).read_text()
+        assert len(read_register(tmp_path / f"{name}.register.csv")) == 6
+
+
+def test_a_summarised_report_to_standard_output_is_refused(ledger):
+    url, _ = ledger
+    run = cli_main(url, "report", "--format", "md", "--out", "-")
+    assert run.code == 2
+    assert "register" in run.err
+
+
+def test_the_register_is_never_written_onto_the_ledger(tmp_path, monkeypatch):
+    db = tmp_path / "report.html.register.csv"  # the ledger bears the register's name
+    url = f"sqlite:///{db}"
+    (tmp_path / "survey.yaml").write_text(DATASET)
+    (tmp_path / "releases.yaml").write_text(RELEASES)
+    assert cli_main(url, "dataset", "add", tmp_path / "survey.yaml").code == 0
+    assert cli_main(url, "record", tmp_path / "releases.yaml").code == 0
+    monkeypatch.setenv(SUMMARY_ENV, "3")
+    before = db.read_bytes()
+    run = cli_main(url, "report", "--out", tmp_path / "report.html")
+    assert run.code == 2, run.err
+    assert not (tmp_path / "report.html").exists()  # nothing written
+    with sqlite3.connect(db) as connection:
+        assert connection.execute("SELECT count(*) FROM releases").fetchone() == (6,)
+    assert db.read_bytes()[:16] == before[:16] == b"SQLite format 3\x00"
