@@ -11,20 +11,43 @@ two tables, written in the same transaction as every record and status change:
 - `release_accounting`: one row per release, keyed by its seq: id, dataset,
   status, family, title, the variables it reads as a bitset over the dataset's
   variable positions, its first guarantee as (value id, protects bitset) and any
-  further guarantees as compact text ("id:hex;id:hex").
+  further guarantees as compact text ("id:hex;id:hex"); and what the accountants
+  of issue 11 need (schema 6): the accounting event its mechanism's parameters
+  describe (an id into `accounting_events`, with whether the release is charged
+  through it: `accountants.mechanism_event`), and its recording and publication
+  moments (`accountants.note_times`, `published_moment`) as whole microseconds
+  since 1970-01-01 UTC.
+- `accounting_events`: each distinct accounting event key (`accountants.Event.key`:
+  exact fractions as text) once, with a small integer id.
 
 `index_for` turns the rows of one dataset into the engine's `LedgerIndex`
-without building a `Release` per row (bitsets are unpacked by numpy); the few
-releases the exact path needs whole (family members, releases whose guarantees
-leave a choice) are read from the release rows. Values stay exact: a value id
-names exact fractions.
+without building a `Release` per row (bitsets are unpacked by numpy), with the
+accountants' per-release events and times attached (`accountants.index_events`
+then returns them: the same `IndexEvents` as from the whole releases, in the same
+event order, so every figure is the same to the last bit); the few releases the
+exact path needs whole (family members, releases whose guarantees leave a choice)
+are read from the release rows. Values stay exact: a value id names exact
+fractions, an event id an exact event key.
+
+Why no per-variable aggregates. The read commands' targets (issue 13: `subset`,
+`headroom` under 1 s, `table`, `pairs` under 5 s and 1 GB at a million releases
+over 100 variables) are met from these rows: `subset` reads only the rows of the
+releases that read the subset (the `release_reads` inverted index), `headroom`
+reads the caps' running totals, `table` and `pairs` read every charged row once
+as packed bitsets and integer ids (about 60 bytes of array per release) and
+compose them over arrays, chunk by chunk for Table 1 (`large_table`). An
+aggregate per variable would save `table` one pass over the rows but could not
+serve `pairs`, the whole-dataset column or the largest releases, which need the
+rows anyway, and it would be one more stored form for `audit verify` to recompute.
 
 Invariants:
 - every release row has exactly one accounting row, equal to `rows_for(release)`;
   `audit verify` recomputes them from the release rows and reports any difference;
 - a guarantee value id, once given, never changes meaning (the table is append-only);
+- an event id, likewise (`accounting_events` is append-only);
 - a ledger made before these tables existed gets them built once, in place, by the
-  schema 5 migration (an audit event, like every migration).
+  schema 5 migration, and a ledger of schema 5 its event and time columns by the
+  schema 6 migration (each an audit event, like every migration).
 """
 
 from __future__ import annotations
@@ -35,7 +58,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from sqlalchemy import Column, Integer, LargeBinary, Text, bindparam, insert, select, update
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import (BigInteger, Boolean, Column, Index, Integer, LargeBinary, Text, bindparam, insert, inspect,
+                        select, update)
 from sqlmodel import Field, Session, SQLModel
 
 from .codec import canonical_json
@@ -67,6 +93,23 @@ class AccountingRow(SQLModel, table=True):
     value: int | None = None  # the first guarantee's value id (None: no guarantee)
     protects: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
     more: str | None = None  # further guarantees, "id:hex;id:hex" (hex: the protects bitset)
+    # (schema 6) the event the mechanism's parameters describe (accounting_events id; None: none)
+    event: int | None = None
+    # whether the release is charged through that event (its guarantees are the ones the
+    # parameters imply: accountants.mechanism_event), else through its guarantees
+    charged_by_event: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, default=False))
+    recorded_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # recorded_at
+    published_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # published_at
+
+    __table_args__ = (Index("ix_release_accounting_event", "dataset", "event", "status", "seq"),)
+
+
+class AccountingEventRow(SQLModel, table=True):
+    """A distinct accounting event key (accountants.Event.key), by id (append-only)."""
+
+    __tablename__ = "accounting_events"
+    id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    key: str = Field(sa_column=Column(Text, nullable=False, unique=True))
 
 
 class AccountingReadRow(SQLModel, table=True):
@@ -83,8 +126,16 @@ class AccountingReadRow(SQLModel, table=True):
 _READS = AccountingReadRow.__table__
 _VALUES = GuaranteeValueRow.__table__
 _ROWS = AccountingRow.__table__
+_EVENTS = AccountingEventRow.__table__
 _VALUE_BY_BODY = select(_VALUES.c.id).where(_VALUES.c.body == bindparam("body"))
-_SET_STATUS = update(_ROWS).where(_ROWS.c.release == bindparam("r")).values(status=bindparam("s"))
+_EVENT_BY_KEY = select(_EVENTS.c.id).where(_EVENTS.c.key == bindparam("key"))
+_SET_STATUS = update(_ROWS).where(_ROWS.c.release == bindparam("r")).values(
+    status=bindparam("s"), published_us=bindparam("p"))
+EVENT_COLUMNS = ("event", "charged_by_event", "recorded_us", "published_us")  # added by schema 6
+# the first charged release of a dataset with a given event and status (an indexed look-up)
+_FIRST_WITH_EVENT = select(_ROWS.c.seq).where(
+    _ROWS.c.dataset == bindparam("d"), _ROWS.c.event == bindparam("e"), _ROWS.c.status == bindparam("s")
+).order_by(_ROWS.c.seq).limit(1)
 
 
 # --------------------------------------------------------------------------
@@ -139,14 +190,47 @@ class Expected:
     title: str
     reads: bytes
     guarantees: tuple[tuple[str, bytes], ...]  # (value body, protects bitset), in the release's order
+    event: str | None = None  # the mechanism's event key (accountants.Event.key)
+    charged_by_event: bool = False
+    recorded_us: int | None = None
+    published_us: int | None = None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def micros(moment: datetime | None) -> int | None:
+    """A moment as whole microseconds since 1970-01-01 UTC (a naive moment read as UTC, as
+    `accountants` reads it); exact: a datetime holds whole microseconds."""
+    if moment is None:
+        return None
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return (aware - _EPOCH) // _MICROSECOND
+
+
+def release_event(release: Release) -> tuple[str | None, bool]:
+    """(the key of the event the release's mechanism parameters describe, whether the release
+    is charged through it), as `accountants.IndexEvents` decides both from the whole release."""
+    from .accountants import _EVENT_MECHANISMS, _mechanism_event, mechanism_event
+
+    if release.mechanism.name not in _EVENT_MECHANISMS:
+        return None, False
+    event, _ = _mechanism_event(release.mechanism)
+    if event is None:
+        return None, False
+    return event.key, mechanism_event(release) is not None
 
 
 def expected_row(release: Release, variables: Sequence[str]) -> Expected:
     position = {name: k for k, name in enumerate(variables)}
     width = len(variables)
+    event, charged = release_event(release)
     return Expected(release=release.id, dataset=release.dataset, status=release.status.value, family=release.family,
                     title=release.title, reads=bitset(release.reads, position, width),
-                    guarantees=tuple((value_body(g), bitset(g.protects, position, width)) for g in release.guarantees))
+                    guarantees=tuple((value_body(g), bitset(g.protects, position, width)) for g in release.guarantees),
+                    event=event, charged_by_event=charged, recorded_us=micros(release.recorded_at),
+                    published_us=micros(release.published_at))
 
 
 # --------------------------------------------------------------------------
@@ -154,36 +238,55 @@ def expected_row(release: Release, variables: Sequence[str]) -> Expected:
 # --------------------------------------------------------------------------
 
 
-def _value_ids(connection, bodies: Iterable[str], known: dict[str, int]) -> dict[str, int]:
-    """Ids of these value bodies, new ones inserted (under the ledger's write lock)."""
+def _value_ids(connection, bodies: Iterable[str], known: dict[str, int], table=_VALUES, lookup=_VALUE_BY_BODY,
+               column: str = "body") -> dict[str, int]:
+    """Ids of these value bodies (or event keys), new ones inserted (under the ledger's write lock)."""
     for body in bodies:
         if body in known:
             continue
-        found = connection.execute(_VALUE_BY_BODY, {"body": body}).scalar()
+        found = connection.execute(lookup, {column: body}).scalar()
         if found is None:
-            top = connection.execute(select(_VALUES.c.id).order_by(_VALUES.c.id.desc()).limit(1)).scalar()
+            top = connection.execute(select(table.c.id).order_by(table.c.id.desc()).limit(1)).scalar()
             found = 0 if top is None else top + 1
-            connection.execute(insert(_VALUES), {"id": found, "body": body})
+            connection.execute(insert(table), {"id": found, column: body})
         known[body] = found
     return known
 
 
+def _event_ids(connection, keys: Iterable[str], known: dict[str, int]) -> dict[str, int]:
+    return _value_ids(connection, keys, known, _EVENTS, _EVENT_BY_KEY, "key")
+
+
+@dataclass
+class Known:
+    """The value and event ids met so far in one transaction (a cache of the id tables)."""
+
+    values: dict[str, int]
+    events: dict[str, int]
+
+
 def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
-                known: dict[str, int] | None = None) -> None:
+                known: Known | None = None) -> None:
     """Accounting rows for (seq, release) pairs; `variables` gives each dataset's variables in order."""
     if not releases:
         return
-    known = {} if known is None else known
+    known = Known({}, {}) if known is None else known
+    values_, events = known.values, known.events
     expected = [(seq, expected_row(release, variables[release.dataset])) for seq, release in releases]
-    _value_ids(connection, {body for _, row in expected for body, _ in row.guarantees}, known)
+    _value_ids(connection, sorted({body for _, row in expected for body, _ in row.guarantees} - values_.keys()),
+               values_)
+    _event_ids(connection, sorted({row.event for _, row in expected if row.event is not None} - events.keys()), events)
     values = []
     for seq, row in expected:
         first = row.guarantees[0] if row.guarantees else None
-        more = ";".join(f"{known[body]}:{bits.hex()}" for body, bits in row.guarantees[1:]) or None
+        more = ";".join(f"{values_[body]}:{bits.hex()}" for body, bits in row.guarantees[1:]) or None
         values.append({"seq": seq, "release": row.release, "dataset": row.dataset, "status": row.status,
                        "family": row.family, "title": row.title, "reads": row.reads,
-                       "value": None if first is None else known[first[0]],
-                       "protects": None if first is None else first[1], "more": more})
+                       "value": None if first is None else values_[first[0]],
+                       "protects": None if first is None else first[1], "more": more,
+                       "event": None if row.event is None else events[row.event],
+                       "charged_by_event": row.charged_by_event, "recorded_us": row.recorded_us,
+                       "published_us": row.published_us})
     connection.execute(insert(_ROWS), values)
     connection.execute(insert(_READS), [
         {"dataset": row.dataset, "position": k, "seq": seq}
@@ -195,8 +298,9 @@ def _positions(bits: bytes) -> list[int]:
     return [k for k in range(mask.bit_length()) if mask >> k & 1]
 
 
-def set_status(connection, release_id: str, status: Status) -> None:
-    connection.execute(_SET_STATUS, {"r": release_id, "s": status.value})
+def set_status(connection, release_id: str, status: Status, published_at: datetime | None) -> None:
+    """A lifecycle change: the status and the publication moment (schema 6) as the release now has them."""
+    connection.execute(_SET_STATUS, {"r": release_id, "s": status.value, "p": micros(published_at)})
 
 
 def build_all(session: Session, batch: int = 20_000) -> int:
@@ -209,7 +313,7 @@ def build_all(session: Session, batch: int = 20_000) -> int:
     have = select(_ROWS.c.seq)
     query = (select(store.ReleaseRow.__table__).where(store.ReleaseRow.__table__.c.seq.not_in(have))
              .order_by(store.ReleaseRow.__table__.c.seq))
-    known: dict[str, int] = {}
+    known = Known({}, {})
     count = 0
     pending: list[tuple[int, Release]] = []
     for row in connection.execute(query.execution_options(yield_per=batch)):  # streamed, not held
@@ -219,6 +323,57 @@ def build_all(session: Session, batch: int = 20_000) -> int:
             count += len(pending)
             pending = []
     insert_rows(connection, pending, variables, known)
+    return count + len(pending)
+
+
+_FILL_EVENT = update(_ROWS).where(_ROWS.c.seq == bindparam("s")).values(
+    event=bindparam("e"), charged_by_event=bindparam("c"), recorded_us=bindparam("r"), published_us=bindparam("p"))
+
+
+def add_event_columns(session: Session, batch: int = 20_000) -> int:
+    """The schema 6 migration: the accounting rows of a schema 5 ledger gain their event and
+    time columns (EVENT_COLUMNS), computed once from the release rows, streamed a batch at a
+    time; returns how many rows were filled. A ledger whose rows were written with these
+    columns (a new table, or rows built by the schema 5 migration just before) is left as
+    it is."""
+    from . import store
+    from .codec import release_from_dict
+
+    connection = session.connection()
+    have = {column["name"] for column in inspect(connection).get_columns(_ROWS.name)}
+    missing = [name for name in EVENT_COLUMNS if name not in have]
+    if not missing:
+        return 0
+    kinds = {"event": "INTEGER", "charged_by_event": "BOOLEAN NOT NULL DEFAULT FALSE", "recorded_us": "BIGINT",
+             "published_us": "BIGINT"}
+    for name in missing:
+        connection.exec_driver_sql(f"ALTER TABLE {_ROWS.name} ADD COLUMN {name} {kinds[name]}")
+    table = store.ReleaseRow.__table__
+    query = select(table).order_by(table.c.seq)  # (every release row has its accounting row)
+    events: dict[str, int] = {}
+    count = 0
+    pending: list[dict] = []
+
+    def flush() -> None:
+        _event_ids(connection, sorted({p["e"] for p in pending if p["e"] is not None} - events.keys()), events)
+        for p in pending:
+            p["e"] = None if p["e"] is None else events[p["e"]]
+        connection.execute(_FILL_EVENT, pending)
+
+    for row in connection.execute(query.execution_options(yield_per=batch)):  # streamed, not held
+        release = release_from_dict(store.release_row_dict(row))
+        key, charged = release_event(release)
+        pending.append({"s": row.seq, "e": key, "c": charged, "r": micros(release.recorded_at),
+                        "p": micros(release.published_at)})
+        if len(pending) >= batch:
+            flush()
+            count += len(pending)
+            pending = []
+    if pending:
+        flush()
+    for index in _ROWS.indexes:  # after the rows are filled (create_all makes none on an existing table)
+        if index.name == "ix_release_accounting_event":
+            index.create(connection, checkfirst=True)
     return count + len(pending)
 
 
@@ -329,7 +484,8 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
                                                                _READS.c.position.in_(wanted))),)
     rows = _raw_rows(connection, select(
         _ROWS.c.release, _ROWS.c.status, _ROWS.c.family, _ROWS.c.seq, _ROWS.c.reads, _ROWS.c.value,
-        _ROWS.c.protects, _ROWS.c.more).where(*chosen).order_by(_ROWS.c.seq))
+        _ROWS.c.protects, _ROWS.c.more, _ROWS.c.event, _ROWS.c.charged_by_event, _ROWS.c.recorded_us,
+        _ROWS.c.published_us).where(*chosen).order_by(_ROWS.c.seq))
     bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
     n_rel, n_var = len(rows), len(variables)
     ids = [r[0] for r in rows]
@@ -424,7 +580,64 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         member_values = {int(v) for r in rows_ for v in index.g_value[first[r]:first[r] + counts[r]]}
         if len(member_values) > 1 and not _is_chain([index.values[v] for v in member_values]):
             index.mixed_families.add(fid)
+    _attach_events(connection, index, rows, dataset, charged, partial=touching is not None)
     return index
+
+
+def _attach_events(connection, index, rows: list[tuple], dataset: str, charged: list[str], partial: bool) -> None:
+    """The accountants' per-release events and times (accountants.stored_index_events) from
+    the rows' schema 6 columns. Events are numbered in the order of their first charged
+    release of the dataset, as the index of the whole releases numbers them: from the rows
+    themselves, or for a `partial` index (the releases touching a subset) by a few indexed
+    look-ups, one per event and status."""
+    from .accountants import Event, stored_index_events
+
+    n_rel = len(rows)
+    stored = np.asarray([-1 if r[8] is None else r[8] for r in rows], dtype=np.int64).reshape(n_rel)
+    present = stored >= 0
+    used, first_row = np.unique(stored[present], return_index=True)
+    used = [int(k) for k in used]
+    if partial and len(used) > 1:
+        first = {k: min(seq for status in charged if (seq := connection.execute(
+            _FIRST_WITH_EVENT, {"d": dataset, "e": k, "s": status}).scalar()) is not None) for k in used}
+        order = sorted(used, key=first.__getitem__)
+    else:
+        order = [used[k] for k in np.argsort(first_row, kind="stable")]
+    keys = dict(_raw_rows(connection, select(_EVENTS.c.id, _EVENTS.c.key).where(_EVENTS.c.id.in_(used)))) \
+        if used else {}
+    rank = np.full(max(used, default=0) + 1, -1, dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    stored = np.where(present, rank[np.where(present, stored, 0)], -1)
+    charged_by_event = np.asarray([bool(r[9]) for r in rows], dtype=bool).reshape(n_rel)
+    recorded = _seconds([r[10] for r in rows], -np.inf)
+    published = _seconds([r[11] for r in rows], np.inf)
+    if n_rel:
+        # published_moment: a release recorded as published without a date was published when
+        # recorded (at datetime.min, -inf, when that is unknown too)
+        never = np.asarray([r[11] is None and r[1] in _PUBLISHED for r in rows], dtype=bool)
+        published = np.where(never, recorded, published)
+    stored_index_events(index, stored, [Event.from_key(keys[k]) for k in order], charged_by_event, recorded,
+                        published)
+
+
+_PUBLISHED = frozenset({Status.PUBLISHED.value, Status.RETRACTED.value})
+_EXACT_FLOAT = 2**53
+
+
+def _seconds(values: list[int | None], missing: float):
+    """Microseconds since the epoch -> seconds as `datetime.timestamp()` gives them (the
+    correctly rounded quotient: numpy's division is, for integers it holds exactly);
+    None -> `missing`."""
+    out = np.full(len(values), missing, dtype=np.float64)
+    known = np.asarray([v is not None for v in values], dtype=bool).reshape(len(values))
+    if not known.any():
+        return out
+    found = [v for v in values if v is not None]
+    if max(found) < _EXACT_FLOAT and min(found) > -_EXACT_FLOAT:
+        out[known] = np.asarray(found, dtype=np.int64) / 1e6
+    else:
+        out[known] = [v / 10**6 for v in found]
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -473,23 +686,28 @@ def check(session: Session, releases: Iterable[tuple[int, Release]], variables: 
     reported, and is not named again."""
     connection = session.connection()
     bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
+    event_keys = dict(connection.execute(select(_EVENTS.c.id, _EVENTS.c.key)).all())
     stored = {}
     fields = select(_ROWS.c.seq, _ROWS.c.release, _ROWS.c.dataset, _ROWS.c.status, _ROWS.c.family, _ROWS.c.title,
-                    _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects, _ROWS.c.more)
+                    _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects, _ROWS.c.more, _ROWS.c.event,
+                    _ROWS.c.charged_by_event, _ROWS.c.recorded_us, _ROWS.c.published_us)
     if only is None:
         stored_rows = _raw_iter(connection, fields)
     else:
         names = sorted(only)
         stored_rows = [row for at in range(0, len(names), 500)
                        for row in _raw_rows(connection, fields.where(_ROWS.c.release.in_(names[at:at + 500])))]
-    for seq, release, dataset, status, family, title, reads, value, protects, more in stored_rows:
+    for (seq, release, dataset, status, family, title, reads, value, protects, more, event, by_event, recorded,
+         published) in stored_rows:
         guarantees = []
         if value is not None:
             guarantees.append((bodies.get(value, f"missing value {value}"), bytes(protects)))
         for part in more.split(";") if more else ():
             value_id, bits = part.split(":")
             guarantees.append((bodies.get(int(value_id), f"missing value {value_id}"), bytes.fromhex(bits)))
-        stored[seq] = Expected(release, dataset, status, family, title, bytes(reads), tuple(guarantees))
+        stored[seq] = Expected(release, dataset, status, family, title, bytes(reads), tuple(guarantees),
+                               None if event is None else event_keys.get(event, f"missing event {event}"),
+                               bool(by_event), recorded, published)
     problems = _check_reads(connection, stored, only is not None)
     seen = set()
     for seq, release in releases:
