@@ -52,13 +52,14 @@ Invariants:
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from functools import lru_cache
-
-from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import (BigInteger, Boolean, Column, Index, Integer, LargeBinary, Text, bindparam, insert, inspect,
                         select, update)
@@ -413,7 +414,7 @@ class _Releases(Sequence):
     """The index's releases: heads, and the whole release where the exact path needs it.
     Titles (only a table shows them) are read, all at once, when one is first asked for."""
 
-    def __init__(self, ids: list[str], statuses: list[str], whole: Mapping[int, Release], titles):
+    def __init__(self, ids: list[str], statuses, whole: Mapping[int, Release], titles):
         self.ids, self.statuses, self.whole, self._titles = ids, statuses, whole, titles
         self.titles: list[str] | None = None
 
@@ -428,7 +429,7 @@ class _Releases(Sequence):
             return found
         if self.titles is None:
             self.titles = self._titles()
-        return ReleaseHead(self.ids[i], self.titles[i], Status(self.statuses[i]))
+        return ReleaseHead(self.ids[i], self.titles[i], _STATUSES[self.statuses[i]])
 
 
 def _raw_rows(connection, statement) -> list[tuple]:
@@ -482,40 +483,38 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         wanted = sorted({k for k, name in enumerate(variables) if name in set(touching)})
         chosen += (_ROWS.c.seq.in_(select(_READS.c.seq).where(_READS.c.dataset == dataset,
                                                                _READS.c.position.in_(wanted))),)
-    rows = _raw_rows(connection, select(
-        _ROWS.c.release, _ROWS.c.status, _ROWS.c.family, _ROWS.c.seq, _ROWS.c.reads, _ROWS.c.value,
-        _ROWS.c.protects, _ROWS.c.more, _ROWS.c.event, _ROWS.c.charged_by_event, _ROWS.c.recorded_us,
-        _ROWS.c.published_us).where(*chosen).order_by(_ROWS.c.seq))
+    statement = select(
+        _ROWS.c.release, _ROWS.c.status, _ROWS.c.family, _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects,
+        _ROWS.c.more, _ROWS.c.event, _ROWS.c.charged_by_event, _ROWS.c.recorded_us, _ROWS.c.published_us,
+    ).where(*chosen).order_by(_ROWS.c.seq)
+    rows = _read_rows(connection, statement, len(variables))
     bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
-    n_rel, n_var = len(rows), len(variables)
-    ids = [r[0] for r in rows]
+    n_rel, n_var = len(rows.ids), len(variables)
+    ids = rows.ids
     families = {fid: f for fid, f in families.items() if f.dataset == dataset}
 
     index = LedgerIndex.__new__(LedgerIndex)
     index.variables = tuple(variables)
     index.column = {name: j for j, name in enumerate(index.variables)}
     index.families = dict(families)
-    index.reads = _unpack([r[4] for r in rows], n_var) if n_rel else np.zeros((0, n_var), dtype=bool)
+    index.reads = _unpack_packed(rows.reads, n_var)
 
     # guarantees: the first of each release over arrays, further ones (rare) one by one
-    first = np.asarray([-1 if r[5] is None else r[5] for r in rows], dtype=np.int64)
+    first = rows.value
     with_first = np.flatnonzero(first >= 0)
     g_release = [with_first]
     g_order = [np.zeros(len(with_first), dtype=np.int64)]
     g_raw = [first[with_first]]
-    g_protects = [_unpack([rows[i][6] for i in with_first], n_var) if len(with_first)
-                  else np.zeros((0, n_var), dtype=bool)]
+    g_protects = [_unpack_packed(rows.protects, n_var)]
     extra_release, extra_order, extra_raw, extra_bits = [], [], [], []
-    several = []
-    for i, row in enumerate(rows):
-        if row[7]:
-            several.append(i)
-            for k, part in enumerate(row[7].split(";"), start=1):
-                value, bits = part.split(":")
-                extra_release.append(i)
-                extra_order.append(k)
-                extra_raw.append(int(value))
-                extra_bits.append(bytes.fromhex(bits))
+    several = sorted(rows.more)
+    for i in several:
+        for k, part in enumerate(rows.more[i].split(";"), start=1):
+            value, bits = part.split(":")
+            extra_release.append(i)
+            extra_order.append(k)
+            extra_raw.append(int(value))
+            extra_bits.append(bytes.fromhex(bits))
     if extra_release:
         g_release.append(np.asarray(extra_release, dtype=np.int64))
         g_order.append(np.asarray(extra_order, dtype=np.int64))
@@ -526,6 +525,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     index.g_release = g_release_all[order]
     raw = np.concatenate(g_raw)[order]
     index.g_protects = np.concatenate(g_protects)[order]
+    del g_protects
 
     # distinct values in rank order, as LedgerIndex.__init__ numbers them
     spend_of_raw = {int(v): guarantee_spend(guarantee_of(bodies[int(v)]), Relation.REPLACE) for v in np.unique(raw)}
@@ -543,9 +543,9 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
 
     # family members and releases whose guarantees leave a choice: the exact path needs them whole
     index.members = {}
-    for i, row in enumerate(rows):
-        if row[2] is not None and row[2] in families:
-            index.members.setdefault(row[2], []).append(i)
+    for i, family in sorted(rows.family.items()):
+        if family in families:
+            index.members.setdefault(family, []).append(i)
     ambiguous = [i for i in several if not _is_chain(
         [spend_of_raw[int(v)] for v in raw[index.g_release == i]])]
     needed = sorted({i for rows_ in index.members.values() for i in rows_} | set(several))
@@ -555,7 +555,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         chunk = {ids[i]: i for i in needed[start:start + 500]}
         for row in connection.execute(select(release_table).where(release_table.c.id.in_(list(chunk)))):
             whole[chunk[row.id]] = release_from_dict(store.release_row_dict(row))
-    index.releases = _Releases(ids, [r[1] for r in rows], whole, lambda: [title for (title,) in _raw_rows(
+    index.releases = _Releases(ids, rows.status, whole, lambda: [title for (title,) in _raw_rows(
         connection, select(_ROWS.c.title).where(*chosen).order_by(_ROWS.c.seq))])
     if titles:
         index.releases.titles = index.releases._titles()
@@ -584,7 +584,81 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     return index
 
 
-def _attach_events(connection, index, rows: list[tuple], dataset: str, charged: list[str], partial: bool) -> None:
+_STATUSES = tuple(Status)  # a status code (its position here) -> the status
+_STATUS_CODE = {status.value: k for k, status in enumerate(_STATUSES)}
+
+
+@dataclass
+class _Rows:
+    """Accounting rows read column by column into compact arrays (not a tuple per row: a
+    million rows as Python tuples would take half a gigabyte)."""
+
+    ids: list[str]
+    status: np.ndarray  # codes into _STATUSES
+    family: dict[int, str]  # row -> family, for the rows that have one
+    reads: np.ndarray  # packed bitsets, one row of bytes per release
+    value: np.ndarray  # the first guarantee's value id, -1: none
+    protects: np.ndarray  # packed bitsets of the first guarantees, for the rows with value >= 0
+    more: dict[int, str]  # row -> its further guarantees
+    event: np.ndarray  # stored event id, -1: none
+    charged_by_event: np.ndarray
+    recorded: np.ndarray  # seconds (datetime.timestamp), -inf: unknown
+    published: np.ndarray  # published_at in seconds, inf: none
+
+
+def _read_rows(connection, statement, n_var: int, batch: int = 20_000) -> _Rows:
+    size = (n_var + 7) // 8 or 1
+    ids: list[str] = []
+    status, value, event, charged, recorded, published = [], [], [], [], [], []
+    reads, protects = [], []
+    family: dict[int, str] = {}
+    more: dict[int, str] = {}
+    cursor = _raw_iter(connection, statement, batch)
+    at = 0
+    while True:
+        chunk = list(itertools.islice(cursor, batch))
+        if not chunk:
+            break
+        (c_id, c_status, c_family, c_reads, c_value, c_protects, c_more, c_event, c_charged, c_recorded,
+         c_published) = zip(*chunk)
+        del chunk
+        ids.extend(c_id)
+        status.append(np.asarray([_STATUS_CODE[x] for x in c_status], dtype=np.int8))
+        family.update((at + k, f) for k, f in enumerate(c_family) if f is not None)
+        more.update((at + k, m) for k, m in enumerate(c_more) if m)
+        reads.append(_packed(c_reads, size))
+        value.append(np.asarray([-1 if x is None else x for x in c_value], dtype=np.int64))
+        protects.append(_packed([x for x in c_protects if x is not None], size))
+        event.append(np.asarray([-1 if x is None else x for x in c_event], dtype=np.int64))
+        charged.append(np.asarray([bool(x) for x in c_charged], dtype=bool))
+        recorded.append(_seconds(c_recorded, -np.inf))
+        published.append(_seconds(c_published, np.inf))
+        at += len(c_id)
+
+    def joined(parts, dtype, width=None):
+        if parts:
+            return np.concatenate(parts)
+        return np.zeros((0,) if width is None else (0, width), dtype=dtype)
+
+    return _Rows(ids, joined(status, np.int8), family, joined(reads, np.uint8, size), joined(value, np.int64),
+                 joined(protects, np.uint8, size), more, joined(event, np.int64), joined(charged, bool),
+                 joined(recorded, np.float64), joined(published, np.float64))
+
+
+def _packed(blobs, size: int):
+    """Bitsets (possibly of another width: written before a variable was added or removed)
+    as a (n, size) array of bytes."""
+    joined = b"".join(blobs)
+    if len(joined) != size * len(blobs):
+        joined = b"".join(bytes(blob).ljust(size, b"\0")[:size] for blob in blobs)
+    return np.frombuffer(joined, dtype=np.uint8).reshape(len(blobs), size)
+
+
+def _unpack_packed(packed, width: int):
+    return np.unpackbits(packed, axis=1, count=width, bitorder="little").astype(bool)
+
+
+def _attach_events(connection, index, rows: _Rows, dataset: str, charged: list[str], partial: bool) -> None:
     """The accountants' per-release events and times (accountants.stored_index_events) from
     the rows' schema 6 columns. Events are numbered in the order of their first charged
     release of the dataset, as the index of the whole releases numbers them: from the rows
@@ -592,8 +666,7 @@ def _attach_events(connection, index, rows: list[tuple], dataset: str, charged: 
     look-ups, one per event and status."""
     from .accountants import Event, stored_index_events
 
-    n_rel = len(rows)
-    stored = np.asarray([-1 if r[8] is None else r[8] for r in rows], dtype=np.int64).reshape(n_rel)
+    stored = rows.event
     present = stored >= 0
     used, first_row = np.unique(stored[present], return_index=True)
     used = [int(k) for k in used]
@@ -608,23 +681,19 @@ def _attach_events(connection, index, rows: list[tuple], dataset: str, charged: 
     rank = np.full(max(used, default=0) + 1, -1, dtype=np.int64)
     rank[order] = np.arange(len(order))
     stored = np.where(present, rank[np.where(present, stored, 0)], -1)
-    charged_by_event = np.asarray([bool(r[9]) for r in rows], dtype=bool).reshape(n_rel)
-    recorded = _seconds([r[10] for r in rows], -np.inf)
-    published = _seconds([r[11] for r in rows], np.inf)
-    if n_rel:
-        # published_moment: a release recorded as published without a date was published when
-        # recorded (at datetime.min, -inf, when that is unknown too)
-        never = np.asarray([r[11] is None and r[1] in _PUBLISHED for r in rows], dtype=bool)
-        published = np.where(never, recorded, published)
-    stored_index_events(index, stored, [Event.from_key(keys[k]) for k in order], charged_by_event, recorded,
-                        published)
+    # published_moment: a release recorded as published without a date was published when
+    # recorded (at datetime.min, -inf, when that is unknown too)
+    out = np.isin(rows.status, [_STATUS_CODE[s] for s in _PUBLISHED])
+    published = np.where(out & (rows.published == np.inf), rows.recorded, rows.published)
+    stored_index_events(index, stored, [Event.from_key(keys[k]) for k in order], rows.charged_by_event,
+                        rows.recorded, published)
 
 
 _PUBLISHED = frozenset({Status.PUBLISHED.value, Status.RETRACTED.value})
 _EXACT_FLOAT = 2**53
 
 
-def _seconds(values: list[int | None], missing: float):
+def _seconds(values: Sequence[int | None], missing: float):
     """Microseconds since the epoch -> seconds as `datetime.timestamp()` gives them (the
     correctly rounded quotient: numpy's division is, for integers it holds exactly);
     None -> `missing`."""
@@ -734,11 +803,29 @@ def check(session: Session, releases: Iterable[tuple[int, Release]], variables: 
 
 def table_in_chunks(index, dataset: str, objective, delta: Fraction, shown: int, chunk: int = 65_536):
     """`index.table()` with the release rows limited to the `shown` largest on the whole
-    dataset (in recording order), computed `chunk` releases at a time, so memory does not
-    grow with the history: the total row is summed exactly chunk by chunk (integer
-    numerators over each component's common denominator, as `_ExactComponents` does), then
-    families and releases with a choice are composed in through the exact path (`_others`).
-    Equal, on the rows it keeps, to `index.table()` (tests/test_scale.py)."""
+    dataset (in recording order), computed `chunk` releases at a time (`large_table`)."""
+    return large_table(index, dataset, objective, delta, shown, (), chunk)[0]
+
+
+def large_table(index, dataset: str, objective, delta: Fraction, shown: int, accountants: Sequence[str],
+                chunk: int = 65_536):
+    """`index.table()` with the release rows limited to the `shown` largest on the whole
+    dataset (in recording order), and `accountants.table_figures` of the named accountants,
+    computed `chunk` releases at a time, so memory does not grow with the history (the cells
+    of Table 1 at a million releases over 100 variables would be 800 MB).
+
+    The total row is summed exactly chunk by chunk (integer numerators over each
+    component's common denominator, as `_ExactComponents` does), then families and
+    releases with a choice are composed in through the exact path (`_others`). The
+    accountants' inputs per variable are gathered the same way: event counts (integers),
+    whether a cell is ∞, the latest recording and earliest publication among the releases
+    reading it (a maximum and a minimum), then composed as `table_figures` composes them,
+    in the same order, so the figures are the same. Returns (RiskTable, per-variable
+    figures, whole-dataset figures); equal, on the rows it keeps, to `index.table()` and to
+    `table_figures` (tests/test_scale.py)."""
+    from collections import Counter
+
+    from . import accountants as acc
     from .accounting import UNBOUNDED, Spend
     from .engine import RiskTable
 
@@ -749,16 +836,46 @@ def table_in_chunks(index, dataset: str, objective, delta: Fraction, shown: int,
     wide_float = np.asarray([np.inf if v.unbounded else float(v.epsilon(delta)) for v in index.values])
     dataset_wide = np.empty(n_rel, dtype=np.int64)
     g_bounds = np.searchsorted(index.g_release, np.arange(0, n_rel + chunk, chunk).clip(max=n_rel))
+    events = acc.index_events(index) if accountants else None
+    if events is not None:
+        n_events = max(len(events.events), 1)
+        counts = np.zeros(n_var * n_events, dtype=np.int64)
+        several = {}  # (variable, value id) -> cells of a value with several parts (accountants._single: -2)
+        multi = False  # some simple cell's value has several parts: table_figures composes column by column
+        last = np.full(n_var, -np.inf)
+        first = np.full(n_var, np.inf)
+        unknown = np.zeros(n_var, dtype=bool)
+        others = {}  # row -> its cells, for the rows the exact path composes (families, choices)
     for k, start in enumerate(range(0, n_rel, chunk)):
         stop = min(start + chunk, n_rel)
         part = _rows_view(index, start, stop, g_bounds[k], g_bounds[k + 1])
         cells = part._single_cells()
         dataset_wide[start:stop] = part.cost_ids(range(n_var))
-        simple = cells[index.simple[start:stop]]
+        is_simple = index.simple[start:stop]
+        simple = cells[is_simple]
         unbounded |= (simple == components.unbounded_id).any(axis=0)
         for field, _, numerators in components.components:
             column = numerators[simple].sum(axis=0)
             sums[field] = [a + int(b) for a, b in zip(sums[field], column)]
+        if events is None:
+            continue
+        # as accountants.table_figures, on these rows
+        rows, cols = np.nonzero(is_simple[:, None] & (cells != index.ZERO_ID))
+        ids = cells[rows, cols]
+        mech = events.mech[start:stop][rows]
+        event_ids = np.where(mech >= 0, mech, events.value_event[ids])
+        keep = ~index.value_is_zero[ids] & (event_ids >= 0)
+        counts += np.bincount(cols[keep] * n_events + event_ids[keep], minlength=n_var * n_events)
+        multi = multi or bool((events.value_event[simple] == -2).any())
+        for j, value in zip(cols[event_ids == -2], ids[event_ids == -2]):
+            several[int(j), int(value)] = several.get((int(j), int(value)), 0) + 1
+        reads = index.reads[start:stop]
+        last = np.maximum(last, np.where(reads, events.recorded[start:stop, None], -np.inf).max(axis=0,
+                                                                                              initial=-np.inf))
+        first = np.minimum(first, np.where(reads, events.published[start:stop, None], np.inf).min(axis=0,
+                                                                                                initial=np.inf))
+        unknown |= reads[events.unknown[start:stop]].any(axis=0)
+        others.update((start + int(r), cells[r]) for r in np.flatnonzero(~is_simple))
     totals = [UNBOUNDED if unbounded[j] else Spend(**{field: Fraction(sums[field][j], denominator)
                                                       for field, denominator, _ in components.components})
               for j in range(n_var)]
@@ -769,9 +886,50 @@ def table_in_chunks(index, dataset: str, objective, delta: Fraction, shown: int,
     cells = np.concatenate([_rows_view(index, int(r), int(r) + 1,
                                        *np.searchsorted(index.g_release, [r, r + 1]))._single_cells()
                             for r in rows]) if len(rows) else np.zeros((0, n_var), dtype=np.int64)
-    return RiskTable(dataset=dataset, variables=index.variables, releases=tuple(index.releases[int(r)] for r in rows),
-                     values=index.values, cells=cells, dataset_wide=dataset_wide[rows], total=tuple(totals),
-                     total_dataset_wide=total_wide)
+    table = RiskTable(dataset=dataset, variables=index.variables, releases=tuple(index.releases[int(r)] for r in rows),
+                      values=index.values, cells=cells, dataset_wide=dataset_wide[rows], total=tuple(totals),
+                      total_dataset_wide=total_wide)
+    if events is None:
+        return table, [], {}
+
+    def figures(comp):
+        case = acc.case_of(comp)
+        makers = {"basic": acc.basic_figure, "rdp": acc.rdp_figure, "pld": acc.pld_figure}
+        return {name: makers[name](comp, delta, case) for name in accountants}
+
+    def moment(value: float, empty: float):
+        return None if value == empty else datetime.min if value == -empty else acc._from_stamp(float(value))
+
+    counts = counts.reshape(n_var, n_events)
+    if events.events:
+        curves = np.asarray([acc.event_curve(e) for e in events.events])
+    else:
+        curves = np.zeros((1, len(acc._grids()["ORDERS"])))
+    summed = counts @ curves
+    exact_rows = np.asarray(sorted(others), dtype=np.int64)
+    per_variable = []
+    for j, name in enumerate(index.variables):
+        found = Counter()
+        for (jj, value), count in sorted(several.items()):  # as IndexEvents.composition meets them
+            if jj == j:
+                for event in acc.spend_events(index.values[value]):
+                    found[event] += count
+        for k in np.flatnonzero(counts[j]):
+            found[events.events[k]] += int(counts[j, k])
+        comp = acc.Composition(totals[j], found, bool(unbounded[j]) or totals[j].unbounded,
+                               None if math.isinf(last[j]) else acc._from_stamp(float(last[j])),
+                               moment(first[j], np.inf), bool(unknown[j]))
+        if others:  # families and releases with a choice, one by one
+            column = np.full(n_rel, index.ZERO_ID, dtype=np.int64)
+            column[exact_rows] = [others[int(r)][j] for r in exact_rows]
+            extra = events.composition(column, frozenset({name}), Spend())
+            comp.events.update(extra.events)
+            comp.unbounded |= extra.unbounded
+        elif not multi:
+            comp.known_curve = summed[j]
+        per_variable.append(figures(comp))
+    wide = figures(events.composition(dataset_wide, frozenset(index.variables), total_wide))
+    return table, per_variable, wide
 
 
 def _rows_view(index, start: int, stop: int, g_start: int, g_stop: int):
