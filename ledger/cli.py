@@ -11,6 +11,7 @@ unexpected failure (one line, details in a log).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from contextlib import ExitStack, contextmanager
 from fractions import Fraction
@@ -104,6 +105,12 @@ def _print_version(value: bool) -> None:
 def main() -> None:
     """The console entry point: every failure ends in one exit code (ledger.failures)."""
     from .terminal import neutral_streams
+
+    # One BLAS thread unless the user says otherwise: the matrix products of `pairs` and the
+    # report (100 x n by n x 100) are small, and OpenBLAS threads waiting on a busy 2-core
+    # machine made `pairs` 10 times slower (issue 13). Read when numpy is first imported.
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
 
     with neutral_streams():
         try:

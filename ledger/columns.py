@@ -61,8 +61,8 @@ from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from functools import lru_cache
 
-from sqlalchemy import (BigInteger, Boolean, Column, Index, Integer, LargeBinary, Text, bindparam, insert, inspect,
-                        select, update)
+from sqlalchemy import (BigInteger, Boolean, Column, Index, Integer, LargeBinary, Text, and_, bindparam, case, func,
+                        insert, inspect, select, update)
 from sqlmodel import Field, Session, SQLModel
 
 from .codec import canonical_json
@@ -411,15 +411,21 @@ class ReleaseHead:
 
 
 class _Releases(Sequence):
-    """The index's releases: heads, and the whole release where the exact path needs it.
-    Titles (only a table shows them) are read, all at once, when one is first asked for."""
+    """The index's releases: heads (id, title, status), read all at once when one is first
+    asked for (only a table shows them), and the whole release where the exact path needs it."""
 
-    def __init__(self, ids: list[str], statuses, whole: Mapping[int, Release], titles):
-        self.ids, self.statuses, self.whole, self._titles = ids, statuses, whole, titles
-        self.titles: list[str] | None = None
+    def __init__(self, n: int, whole: Mapping[int, Release], heads):
+        self.n, self.whole, self._heads = n, whole, heads
+        self.heads: tuple[list[str], list[str], list[str]] | None = None
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return self.n
+
+    def load(self) -> tuple[list[str], list[str], list[str]]:
+        """(ids, titles, statuses) of every release, in index order."""
+        if self.heads is None:
+            self.heads = self._heads()
+        return self.heads
 
     def __getitem__(self, i):
         if isinstance(i, slice):
@@ -427,9 +433,28 @@ class _Releases(Sequence):
         found = self.whole.get(i)
         if found is not None:
             return found
-        if self.titles is None:
-            self.titles = self._titles()
-        return ReleaseHead(self.ids[i], self.titles[i], _STATUSES[self.statuses[i]])
+        ids, titles, statuses = self.load()
+        return ReleaseHead(ids[i], titles[i], Status(statuses[i]))
+
+
+class _LazyIds:
+    """`LedgerIndex.release_ids`, read when first indexed (a table's headline, a subset's
+    list of charged releases); `pairs` never reads them."""
+
+    def __init__(self, releases: _Releases):
+        self.releases = releases
+        self.ids = None
+
+    def __len__(self) -> int:
+        return len(self.releases)
+
+    def __getitem__(self, key):
+        if self.ids is None:
+            self.ids = np.asarray(self.releases.load()[0], dtype=object)
+        return self.ids[key]
+
+    def __iter__(self):
+        return iter(self[:])
 
 
 def _raw_rows(connection, statement) -> list[tuple]:
@@ -483,14 +508,26 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         wanted = sorted({k for k, name in enumerate(variables) if name in set(touching)})
         chosen += (_ROWS.c.seq.in_(select(_READS.c.seq).where(_READS.c.dataset == dataset,
                                                                _READS.c.position.in_(wanted))),)
+    # what the accounting needs, and no more (on a million releases every column read costs
+    # about 0.1 s): the event with whether it is charged as one number, the publication
+    # moment as `accountants.published_moment` takes it (a release recorded as published
+    # without a date was published when recorded; NEVER_PUBLISHED: not published)
+    published = case((and_(_ROWS.c.published_us.is_(None), _ROWS.c.status.in_(sorted(_PUBLISHED))),
+                      func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)), else_=_ROWS.c.published_us)
     statement = select(
-        _ROWS.c.release, _ROWS.c.status, _ROWS.c.family, _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects,
-        _ROWS.c.more, _ROWS.c.event, _ROWS.c.charged_by_event, _ROWS.c.recorded_us, _ROWS.c.published_us,
+        _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects, _ROWS.c.family, _ROWS.c.more,
+        _ROWS.c.event * 2 + case((_ROWS.c.charged_by_event, 1), else_=0), _ROWS.c.recorded_us, published,
     ).where(*chosen).order_by(_ROWS.c.seq)
     rows = _read_rows(connection, statement, len(variables))
     bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
-    n_rel, n_var = len(rows.ids), len(variables)
-    ids = rows.ids
+    n_rel, n_var = len(rows.value), len(variables)
+
+    def heads() -> tuple[list[str], list[str], list[str]]:
+        found = _raw_rows(connection, select(_ROWS.c.release, _ROWS.c.title, _ROWS.c.status).where(*chosen)
+                          .order_by(_ROWS.c.seq))
+        return [r[0] for r in found], [r[1] for r in found], [r[2] for r in found]
+
+    releases = _Releases(n_rel, {}, heads)
     families = {fid: f for fid, f in families.items() if f.dataset == dataset}
 
     index = LedgerIndex.__new__(LedgerIndex)
@@ -539,7 +576,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     for v, spend in spend_of_raw.items():
         remap[v] = value_id[spend]
     index.g_value = remap[raw] if len(raw) else np.zeros(0, dtype=np.int64)
-    index.release_ids = np.asarray(ids, dtype=object)
+    index.release_ids = _LazyIds(releases)
 
     # family members and releases whose guarantees leave a choice: the exact path needs them whole
     index.members = {}
@@ -549,16 +586,14 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     ambiguous = [i for i in several if not _is_chain(
         [spend_of_raw[int(v)] for v in raw[index.g_release == i]])]
     needed = sorted({i for rows_ in index.members.values() for i in rows_} | set(several))
-    whole: dict[int, Release] = {}
+    whole = releases.whole
     release_table = store.ReleaseRow.__table__
+    ids = releases.load()[0] if needed or titles or touching is not None else None
     for start in range(0, len(needed), 500):
         chunk = {ids[i]: i for i in needed[start:start + 500]}
         for row in connection.execute(select(release_table).where(release_table.c.id.in_(list(chunk)))):
             whole[chunk[row.id]] = release_from_dict(store.release_row_dict(row))
-    index.releases = _Releases(ids, rows.status, whole, lambda: [title for (title,) in _raw_rows(
-        connection, select(_ROWS.c.title).where(*chosen).order_by(_ROWS.c.seq))])
-    if titles:
-        index.releases.titles = index.releases._titles()
+    index.releases = releases
 
     index.has_guarantee = np.zeros(n_rel, dtype=bool)
     index.has_guarantee[index.g_release] = True
@@ -584,17 +619,11 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     return index
 
 
-_STATUSES = tuple(Status)  # a status code (its position here) -> the status
-_STATUS_CODE = {status.value: k for k, status in enumerate(_STATUSES)}
-
-
 @dataclass
 class _Rows:
     """Accounting rows read column by column into compact arrays (not a tuple per row: a
     million rows as Python tuples would take half a gigabyte)."""
 
-    ids: list[str]
-    status: np.ndarray  # codes into _STATUSES
     family: dict[int, str]  # row -> family, for the rows that have one
     reads: np.ndarray  # packed bitsets, one row of bytes per release
     value: np.ndarray  # the first guarantee's value id, -1: none
@@ -603,13 +632,15 @@ class _Rows:
     event: np.ndarray  # stored event id, -1: none
     charged_by_event: np.ndarray
     recorded: np.ndarray  # seconds (datetime.timestamp), -inf: unknown
-    published: np.ndarray  # published_at in seconds, inf: none
+    published: np.ndarray  # accountants.published_moment in seconds, inf: none, -inf: datetime.min
 
 
-def _read_rows(connection, statement, n_var: int, batch: int = 20_000) -> _Rows:
+_BEFORE_ANY = -(2**62)  # (in SQL) a release published when recorded, at an unknown moment: datetime.min
+
+
+def _read_rows(connection, statement, n_var: int, batch: int = 50_000) -> _Rows:
     size = (n_var + 7) // 8 or 1
-    ids: list[str] = []
-    status, value, event, charged, recorded, published = [], [], [], [], [], []
+    value, event, recorded, published = [], [], [], []
     reads, protects = [], []
     family: dict[int, str] = {}
     more: dict[int, str] = {}
@@ -619,30 +650,28 @@ def _read_rows(connection, statement, n_var: int, batch: int = 20_000) -> _Rows:
         chunk = list(itertools.islice(cursor, batch))
         if not chunk:
             break
-        (c_id, c_status, c_family, c_reads, c_value, c_protects, c_more, c_event, c_charged, c_recorded,
-         c_published) = zip(*chunk)
+        c_reads, c_value, c_protects, c_family, c_more, c_event, c_recorded, c_published = zip(*chunk)
         del chunk
-        ids.extend(c_id)
-        status.append(np.asarray([_STATUS_CODE[x] for x in c_status], dtype=np.int8))
         family.update((at + k, f) for k, f in enumerate(c_family) if f is not None)
         more.update((at + k, m) for k, m in enumerate(c_more) if m)
         reads.append(_packed(c_reads, size))
         value.append(np.asarray([-1 if x is None else x for x in c_value], dtype=np.int64))
         protects.append(_packed([x for x in c_protects if x is not None], size))
-        event.append(np.asarray([-1 if x is None else x for x in c_event], dtype=np.int64))
-        charged.append(np.asarray([bool(x) for x in c_charged], dtype=bool))
+        event.append(np.asarray([-2 if x is None else x for x in c_event], dtype=np.int64))
         recorded.append(_seconds(c_recorded, -np.inf))
         published.append(_seconds(c_published, np.inf))
-        at += len(c_id)
+        at += len(c_reads)
 
     def joined(parts, dtype, width=None):
         if parts:
             return np.concatenate(parts)
         return np.zeros((0,) if width is None else (0, width), dtype=dtype)
 
-    return _Rows(ids, joined(status, np.int8), family, joined(reads, np.uint8, size), joined(value, np.int64),
-                 joined(protects, np.uint8, size), more, joined(event, np.int64), joined(charged, bool),
-                 joined(recorded, np.float64), joined(published, np.float64))
+    combined = joined(event, np.int64)  # event * 2 + charged (-2: no event)
+    published = joined(published, np.float64)
+    published[published == _seconds([_BEFORE_ANY], 0.0)[0]] = -np.inf
+    return _Rows(family, joined(reads, np.uint8, size), joined(value, np.int64), joined(protects, np.uint8, size),
+                 more, combined // 2, combined % 2 == 1, joined(recorded, np.float64), published)
 
 
 def _packed(blobs, size: int):
@@ -681,12 +710,8 @@ def _attach_events(connection, index, rows: _Rows, dataset: str, charged: list[s
     rank = np.full(max(used, default=0) + 1, -1, dtype=np.int64)
     rank[order] = np.arange(len(order))
     stored = np.where(present, rank[np.where(present, stored, 0)], -1)
-    # published_moment: a release recorded as published without a date was published when
-    # recorded (at datetime.min, -inf, when that is unknown too)
-    out = np.isin(rows.status, [_STATUS_CODE[s] for s in _PUBLISHED])
-    published = np.where(out & (rows.published == np.inf), rows.recorded, rows.published)
     stored_index_events(index, stored, [Event.from_key(keys[k]) for k in order], rows.charged_by_event,
-                        rows.recorded, published)
+                        rows.recorded, rows.published)
 
 
 _PUBLISHED = frozenset({Status.PUBLISHED.value, Status.RETRACTED.value})
@@ -831,51 +856,91 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
 
     n_rel, n_var = len(index.releases), len(index.variables)
     components = index._components
-    sums = {field: [0] * n_var for field, _, _ in components.components}
+    n_values = len(index.values)
+    per_value = np.zeros((n_values, n_var), dtype=np.int64)  # simple cells of each value id, per variable
     unbounded = np.zeros(n_var, dtype=bool)
     wide_float = np.asarray([np.inf if v.unbounded else float(v.epsilon(delta)) for v in index.values])
     dataset_wide = np.empty(n_rel, dtype=np.int64)
+    n_guarantees, first_guarantee = index._guarantee_spans()
+    single = index.simple & (n_guarantees <= 1)  # a cell is this release's one value, ∞ or 0
+    single_value = np.where(first_guarantee >= 0, index.g_value[first_guarantee.clip(min=0)], index.NONE) \
+        if len(index.g_value) else np.full(n_rel, index.NONE, dtype=np.int64)
     g_bounds = np.searchsorted(index.g_release, np.arange(0, n_rel + chunk, chunk).clip(max=n_rel))
     events = acc.index_events(index) if accountants else None
     if events is not None:
         n_events = max(len(events.events), 1)
-        counts = np.zeros(n_var * n_events, dtype=np.int64)
+        counts = np.zeros((n_var, n_events), dtype=np.int64)
         several = {}  # (variable, value id) -> cells of a value with several parts (accountants._single: -2)
         multi = False  # some simple cell's value has several parts: table_figures composes column by column
         last = np.full(n_var, -np.inf)
         first = np.full(n_var, np.inf)
         unknown = np.zeros(n_var, dtype=bool)
         others = {}  # row -> its cells, for the rows the exact path composes (families, choices)
+        row_event = np.where(events.mech >= 0, events.mech, events.value_event[single_value])
+
+    def add_cells(j_cells, values, event_ids, weights):
+        """Accountant counts for simple cells: per variable j, value id, event id, how many."""
+        nonlocal multi
+        keep = ~index.value_is_zero[values] & (event_ids >= 0)
+        np.add.at(counts, (j_cells[keep], event_ids[keep]), weights[keep])
+        multi = multi or bool((events.value_event[values][weights > 0] == -2).any())
+        for j, value, weight in zip(j_cells[event_ids == -2], values[event_ids == -2], weights[event_ids == -2]):
+            if weight:
+                several[int(j), int(value)] = several.get((int(j), int(value)), 0) + int(weight)
+
     for k, start in enumerate(range(0, n_rel, chunk)):
         stop = min(start + chunk, n_rel)
-        part = _rows_view(index, start, stop, g_bounds[k], g_bounds[k + 1])
-        cells = part._single_cells()
-        dataset_wide[start:stop] = part.cost_ids(range(n_var))
-        is_simple = index.simple[start:stop]
-        simple = cells[is_simple]
-        unbounded |= (simple == components.unbounded_id).any(axis=0)
-        for field, _, numerators in components.components:
-            column = numerators[simple].sum(axis=0)
-            sums[field] = [a + int(b) for a, b in zip(sums[field], column)]
+        reads = index.reads[start:stop]
+        one = single[start:stop]
+        # releases with at most one guarantee (value v, protects P): the cell of a variable read
+        # is v when P protects it, ∞ when not; the whole-dataset cost is v when P covers every
+        # variable read, ∞ when not, 0 when nothing is read (DESIGN 2.3), without the cells
+        rows = np.flatnonzero(one)
+        values = single_value[start:stop][rows]
+        read = reads[rows]
+        protects = np.zeros_like(read)
+        has = first_guarantee[start:stop][rows] >= 0
+        protects[has] = index.g_protects[first_guarantee[start:stop][rows][has]]
+        covered, exposed = read & protects, read & ~protects
+        unbounded |= exposed.any(axis=0)
+        dataset_wide[start + rows] = np.where(~read.any(axis=1), index.ZERO_ID,
+                                              np.where(exposed.any(axis=1), index.NONE, values))
+        groups = values if events is None else values * (n_events + 2) + (row_event[start:stop][rows] + 2)
+        for key in np.unique(groups):
+            members = groups == key
+            column = covered[members].sum(axis=0)
+            value = int(values[members][0])
+            per_value[value] += column
+            if events is not None:
+                event = int(row_event[start + rows[members][0]])
+                add_cells(np.arange(n_var), np.full(n_var, value), np.full(n_var, event), column)
+        # other releases (several guarantees, families, choices): their cells, as index.table makes them
+        if not one.all():
+            part = _rows_view(index, start, stop, g_bounds[k], g_bounds[k + 1])
+            cells = part._single_cells()
+            rest = np.flatnonzero(~one)
+            dataset_wide[start + rest] = part.cost_ids(range(n_var))[rest]
+            simple_rest = rest[index.simple[start + rest]]
+            if len(simple_rest):
+                simple = cells[simple_rest]
+                unbounded |= (simple == components.unbounded_id).any(axis=0)
+                np.add.at(per_value, (simple, np.broadcast_to(np.arange(n_var), simple.shape)), 1)
+                if events is not None:
+                    r_, j_ = np.nonzero(simple != index.ZERO_ID)
+                    ids = simple[r_, j_]
+                    mech = events.mech[start + simple_rest[r_]]
+                    add_cells(j_, ids, np.where(mech >= 0, mech, events.value_event[ids]), np.ones(len(ids), np.int64))
+            if events is not None:
+                others.update((start + int(r), cells[r]) for r in rest if not index.simple[start + r])
         if events is None:
             continue
-        # as accountants.table_figures, on these rows
-        rows, cols = np.nonzero(is_simple[:, None] & (cells != index.ZERO_ID))
-        ids = cells[rows, cols]
-        mech = events.mech[start:stop][rows]
-        event_ids = np.where(mech >= 0, mech, events.value_event[ids])
-        keep = ~index.value_is_zero[ids] & (event_ids >= 0)
-        counts += np.bincount(cols[keep] * n_events + event_ids[keep], minlength=n_var * n_events)
-        multi = multi or bool((events.value_event[simple] == -2).any())
-        for j, value in zip(cols[event_ids == -2], ids[event_ids == -2]):
-            several[int(j), int(value)] = several.get((int(j), int(value)), 0) + 1
-        reads = index.reads[start:stop]
         last = np.maximum(last, np.where(reads, events.recorded[start:stop, None], -np.inf).max(axis=0,
                                                                                               initial=-np.inf))
         first = np.minimum(first, np.where(reads, events.published[start:stop, None], np.inf).min(axis=0,
                                                                                                 initial=np.inf))
         unknown |= reads[events.unknown[start:stop]].any(axis=0)
-        others.update((start + int(r), cells[r]) for r in np.flatnonzero(~is_simple))
+    sums = {field: [sum(int(numerators[v]) * int(per_value[v, j]) for v in range(n_values) if per_value[v, j])
+                    for j in range(n_var)] for field, _, numerators in components.components}
     totals = [UNBOUNDED if unbounded[j] else Spend(**{field: Fraction(sums[field][j], denominator)
                                                       for field, denominator, _ in components.components})
               for j in range(n_var)]
@@ -900,7 +965,6 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
     def moment(value: float, empty: float):
         return None if value == empty else datetime.min if value == -empty else acc._from_stamp(float(value))
 
-    counts = counts.reshape(n_var, n_events)
     if events.events:
         curves = np.asarray([acc.event_curve(e) for e in events.events])
     else:
