@@ -411,26 +411,39 @@ class ReleaseHead:
 
 
 class _Releases(Sequence):
-    """The index's releases: heads (id, title, status), read all at once when one is first
-    asked for (only a table shows them), and the whole release where the exact path needs it."""
+    """The index's releases: heads (id, title, status), read when first asked for (only a
+    table shows them: all of them for a small table, the rows it shows of a large one,
+    `prefetch`), and the whole release where the exact path needs it."""
 
-    def __init__(self, n: int, whole: Mapping[int, Release], heads):
-        self.n, self.whole, self._heads = n, whole, heads
+    def __init__(self, seqs, whole: Mapping[int, Release], heads):
+        self.seqs, self.whole, self._heads = seqs, whole, heads
         self.heads: tuple[list[str], list[str], list[str]] | None = None
+        self.found: dict[int, ReleaseHead] = {}
 
     def __len__(self) -> int:
-        return self.n
+        return len(self.seqs)
 
     def load(self) -> tuple[list[str], list[str], list[str]]:
         """(ids, titles, statuses) of every release, in index order."""
         if self.heads is None:
-            self.heads = self._heads()
+            self.heads = self._heads(None)
         return self.heads
+
+    def prefetch(self, rows: Sequence[int]) -> None:
+        """The heads of these rows only, read now."""
+        rows = [int(r) for r in rows if int(r) not in self.found and int(r) not in self.whole]
+        if self.heads is None and rows:
+            at = {int(self.seqs[r]): r for r in rows}
+            for start in range(0, len(rows), 500):
+                for seq, rid, title, status in self._heads(sorted(at)[start:start + 500]):
+                    self.found[at[seq]] = ReleaseHead(rid, title, Status(status))
 
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
         found = self.whole.get(i)
+        if found is None:
+            found = self.found.get(i)
         if found is not None:
             return found
         ids, titles, statuses = self.load()
@@ -491,8 +504,8 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
               titles: bool = False, touching: Iterable[str] | None = None):
     """The `LedgerIndex` of a dataset's charged releases, from the accounting rows: equal to
     `LedgerIndex(variables, releases, families)` over the same releases in recording order.
-    Release titles (a table shows them) are read now when `titles`, else when first asked
-    for, while the session is open. With `touching` (a subset), only the releases that read
+    Release ids, titles and statuses (a table shows them, a subset lists the ids) are read
+    now when `titles`, else when first asked for, while the session is open. With `touching` (a subset), only the releases that read
     some variable of it: the index then answers `subset_cost` on that subset (or a part of
     it) exactly, every other release costing 0 there (Tan Prop 3.3; a family of members that
     read nothing of it costs 0, DESIGN 2.6)."""
@@ -515,19 +528,30 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     published = case((and_(_ROWS.c.published_us.is_(None), _ROWS.c.status.in_(sorted(_PUBLISHED))),
                       func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)), else_=_ROWS.c.published_us)
     statement = select(
-        _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects, _ROWS.c.family, _ROWS.c.more,
+        _ROWS.c.seq, _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects,
         _ROWS.c.event * 2 + case((_ROWS.c.charged_by_event, 1), else_=0), _ROWS.c.recorded_us, published,
     ).where(*chosen).order_by(_ROWS.c.seq)
     rows = _read_rows(connection, statement, len(variables))
+    # families and further guarantees: few rows, read apart (two columns fewer per release)
+    for seq, family, more in _raw_rows(connection, select(_ROWS.c.seq, _ROWS.c.family, _ROWS.c.more).where(
+            *chosen, (_ROWS.c.family.is_not(None)) | (_ROWS.c.more.is_not(None)))):
+        at = int(np.searchsorted(rows.seq, seq))
+        if family is not None:
+            rows.family[at] = family
+        if more:
+            rows.more[at] = more
     bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
     n_rel, n_var = len(rows.value), len(variables)
 
-    def heads() -> tuple[list[str], list[str], list[str]]:
-        found = _raw_rows(connection, select(_ROWS.c.release, _ROWS.c.title, _ROWS.c.status).where(*chosen)
-                          .order_by(_ROWS.c.seq))
+    def heads(seqs: list[int] | None):
+        """(ids, titles, statuses) of every release; with `seqs`, (seq, id, title, status) rows of those."""
+        fields = (_ROWS.c.release, _ROWS.c.title, _ROWS.c.status)
+        if seqs is not None:
+            return _raw_rows(connection, select(_ROWS.c.seq, *fields).where(_ROWS.c.seq.in_(seqs)))
+        found = _raw_rows(connection, select(*fields).where(*chosen).order_by(_ROWS.c.seq))
         return [r[0] for r in found], [r[1] for r in found], [r[2] for r in found]
 
-    releases = _Releases(n_rel, {}, heads)
+    releases = _Releases(rows.seq, {}, heads)
     families = {fid: f for fid, f in families.items() if f.dataset == dataset}
 
     index = LedgerIndex.__new__(LedgerIndex)
@@ -588,9 +612,12 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     needed = sorted({i for rows_ in index.members.values() for i in rows_} | set(several))
     whole = releases.whole
     release_table = store.ReleaseRow.__table__
-    ids = releases.load()[0] if needed or titles or touching is not None else None
+    if titles or touching is not None:
+        releases.load()
+    else:
+        releases.prefetch(needed)
     for start in range(0, len(needed), 500):
-        chunk = {ids[i]: i for i in needed[start:start + 500]}
+        chunk = {releases[i].id: i for i in needed[start:start + 500]}
         for row in connection.execute(select(release_table).where(release_table.c.id.in_(list(chunk)))):
             whole[chunk[row.id]] = release_from_dict(store.release_row_dict(row))
     index.releases = releases
@@ -624,6 +651,7 @@ class _Rows:
     """Accounting rows read column by column into compact arrays (not a tuple per row: a
     million rows as Python tuples would take half a gigabyte)."""
 
+    seq: np.ndarray
     family: dict[int, str]  # row -> family, for the rows that have one
     reads: np.ndarray  # packed bitsets, one row of bytes per release
     value: np.ndarray  # the first guarantee's value id, -1: none
@@ -640,7 +668,7 @@ _BEFORE_ANY = -(2**62)  # (in SQL) a release published when recorded, at an unkn
 
 def _read_rows(connection, statement, n_var: int, batch: int = 50_000) -> _Rows:
     size = (n_var + 7) // 8 or 1
-    value, event, recorded, published = [], [], [], []
+    seq, value, event, recorded, published = [], [], [], [], []
     reads, protects = [], []
     family: dict[int, str] = {}
     more: dict[int, str] = {}
@@ -650,10 +678,9 @@ def _read_rows(connection, statement, n_var: int, batch: int = 50_000) -> _Rows:
         chunk = list(itertools.islice(cursor, batch))
         if not chunk:
             break
-        c_reads, c_value, c_protects, c_family, c_more, c_event, c_recorded, c_published = zip(*chunk)
+        c_seq, c_reads, c_value, c_protects, c_event, c_recorded, c_published = zip(*chunk)
         del chunk
-        family.update((at + k, f) for k, f in enumerate(c_family) if f is not None)
-        more.update((at + k, m) for k, m in enumerate(c_more) if m)
+        seq.append(np.asarray(c_seq, dtype=np.int64))
         reads.append(_packed(c_reads, size))
         value.append(np.asarray([-1 if x is None else x for x in c_value], dtype=np.int64))
         protects.append(_packed([x for x in c_protects if x is not None], size))
@@ -670,7 +697,7 @@ def _read_rows(connection, statement, n_var: int, batch: int = 50_000) -> _Rows:
     combined = joined(event, np.int64)  # event * 2 + charged (-2: no event)
     published = joined(published, np.float64)
     published[published == _seconds([_BEFORE_ANY], 0.0)[0]] = -np.inf
-    return _Rows(family, joined(reads, np.uint8, size), joined(value, np.int64), joined(protects, np.uint8, size),
+    return _Rows(joined(seq, np.int64), family, joined(reads, np.uint8, size), joined(value, np.int64), joined(protects, np.uint8, size),
                  more, combined // 2, combined % 2 == 1, joined(recorded, np.float64), published)
 
 
@@ -951,6 +978,8 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
     cells = np.concatenate([_rows_view(index, int(r), int(r) + 1,
                                        *np.searchsorted(index.g_release, [r, r + 1]))._single_cells()
                             for r in rows]) if len(rows) else np.zeros((0, n_var), dtype=np.int64)
+    if hasattr(index.releases, "prefetch"):
+        index.releases.prefetch(rows)  # the heads of the rows shown, not of every release
     table = RiskTable(dataset=dataset, variables=index.variables, releases=tuple(index.releases[int(r)] for r in rows),
                       values=index.values, cells=cells, dataset_wide=dataset_wide[rows], total=tuple(totals),
                       total_dataset_wide=total_wide)

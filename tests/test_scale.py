@@ -119,7 +119,7 @@ def test_the_index_from_accounting_rows_is_the_index_of_the_releases(ledger):
     engine = store.make_engine(url)
     with Session(engine) as session:
         got = columns.index_for(session, VARIABLES, "survey", {f.id: f for f in families})
-    assert list(got.release_ids) == [r.id for r in releases]
+        assert list(got.release_ids) == [r.id for r in releases]  # (read while the session is open)
     assert (got.reads == expected.reads).all()
     assert (got.simple == expected.simple).all()
     assert got.ambiguous == expected.ambiguous
