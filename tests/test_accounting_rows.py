@@ -264,31 +264,49 @@ def test_verify_names_a_tampered_event_or_moment(tmp_path):
         assert "the accounting row differs from the release (fields: " + field in run.err, (statement, run.err)
 
 
-def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(tmp_path):
-    url = ledger_file(tmp_path)
-    path = url.removeprefix("sqlite:///")
+def sql(url: str, *statements: str) -> list[list[tuple]]:
+    """Raw SQL behind the ledger's back, in one transaction (either backend)."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            found = []
+            for statement in statements:
+                result = connection.execute(text(statement))
+                found.append([tuple(row) for row in result] if result.returns_rows else [])
+            return found
+    finally:
+        engine.dispose()
+
+
+def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_url, tmp_path):
+    url = ledger_url
+    (tmp_path / "t.yaml").write_text("dataset: t\nvariables: [{name: a}, {name: b}, {name: c}, {name: d}]\n")
+    (tmp_path / "r.yaml").write_text(RELEASES)
+    assert cli_main(url, "dataset", "add", tmp_path / "t.yaml").code == 0
+    assert cli_main(url, "record", tmp_path / "r.yaml").code == 0
     before = cli_main(url, "table", "--json").json()
     subset = cli_main(url, "subset", "a", "b", "--json").json()
-    with sqlite3.connect(path) as connection:  # as schema 5 left it
-        connection.execute("DROP INDEX ix_release_accounting_event")
-        for column in ("event", "charged_by_event", "recorded_us", "published_us"):
-            connection.execute(f"ALTER TABLE release_accounting DROP COLUMN {column}")
-        connection.execute("DROP TABLE accounting_events")
-        connection.execute("UPDATE ledger_meta SET value = '5' WHERE key = 'schema_version'")
-        events = connection.execute("SELECT count(*) FROM audit_events").fetchone()[0]
+    (events,), = sql(url, "SELECT count(*) FROM audit_events")[0]
+    sql(url, "DROP INDEX ix_release_accounting_event",  # as schema 5 left it
+        *(f"ALTER TABLE release_accounting DROP COLUMN {column}"
+          for column in ("event", "charged_by_event", "recorded_us", "published_us")),
+        "DROP TABLE accounting_events", "UPDATE ledger_meta SET value = '5' WHERE key = 'schema_version'")
     assert cli_main(url, "table", "--json").json() == before
     assert cli_main(url, "subset", "a", "b", "--json").json() == subset
-    with sqlite3.connect(path) as connection:
-        migrated = connection.execute("SELECT kind, subject, payload FROM audit_events WHERE seq > ?",
-                                      (events,)).fetchall()
-        keys = connection.execute("SELECT release, e.key FROM release_accounting LEFT JOIN accounting_events e "
-                                  "ON e.id = event ORDER BY release").fetchall()
-        indexes = [name for (name,) in connection.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'release_accounting'")]
+    migrated, keys = sql(url, f"SELECT kind, subject, payload FROM audit_events WHERE seq > {events}",
+                         "SELECT release, e.key FROM release_accounting LEFT JOIN accounting_events e "
+                         "ON e.id = event ORDER BY release")
     assert migrated == [("ledger.migrated", "schema 6", '{"from":5,"to":6}')]
     assert keys == [("g", "gaussian:4"), ("l", "laplace:2"), ("p", None)]
-    assert "ix_release_accounting_event" in indexes
+    engine = store.make_engine(url)
+    with engine.connect() as connection:
+        from sqlalchemy import inspect
+
+        assert "ix_release_accounting_event" in {i["name"] for i in inspect(connection).get_indexes(
+            "release_accounting")}
+    engine.dispose()
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "subset", "a")
-    with sqlite3.connect(path) as connection:  # once
-        assert connection.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 1
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 1,)]  # once
