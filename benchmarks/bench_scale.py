@@ -17,18 +17,26 @@ wait4), and, with --baseline REF (default: the branch's merge base with main),
 the same command on REF's code path (REF's `ledger` package extracted under
 the cache, run against a copy of the ledger stamped with REF's schema version)
 for the sizes up to --baseline-max (default 100,000: the old path needs about
-12 KB of memory per release).
+12 KB of memory per release). A command is stopped after --timeout seconds.
+Last, the growth order observed per command: the exponent k of (wall - start-up)
+~ size^k between consecutive sizes (0: independent of the history; 1: linear).
+
+A ledger built by an earlier version is upgraded in place by its first command
+("first open"): at schema 6 the accounting rows gain their accounting events
+and lifecycle moments (columns.add_event_columns), which that line times.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import random
 import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -136,11 +144,19 @@ def build(sizes: list[int]) -> dict[int, Path]:
 # --------------------------------------------------------------------------
 
 
+TIMEOUT = 900.0  # seconds a command may take before it is stopped (and shown as a timeout)
+
+
 def run(argv: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, float, int]:
-    """(wall seconds, peak resident MB, exit code) of one fresh process."""
+    """(wall seconds, peak resident MB, exit code) of one fresh process; exit -9 past TIMEOUT."""
     start = time.perf_counter()
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
-    _, status, usage = os.wait4(process.pid, 0)
+    timer = threading.Timer(TIMEOUT, process.kill)
+    timer.start()
+    try:
+        _, status, usage = os.wait4(process.pid, 0)
+    finally:
+        timer.cancel()
     wall = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
     stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
@@ -182,6 +198,7 @@ def commands(directory: Path, out: Path, label: str) -> dict[str, list[str]]:
     return {
         "first open (schema upgrade, if any)": ["cap", "list"],
         "--help": ["--help"],
+        "--version": ["--version"],
         "check": ["check", str(plan_file(directory, f"plan-{stamp}"))],
         "record": ["record", str(plan_file(directory, f"rec-{stamp}"))],
         "subset": ["subset", *SUBSET],
@@ -235,11 +252,13 @@ def main() -> None:
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--only", default=None, help="comma-separated command names")
     parser.add_argument("--build-only", action="store_true")
-    parser.add_argument("--light-above", type=int, default=100_000,
+    parser.add_argument("--light-above", type=int, default=10**9,
                         help="above this size skip the full `audit verify` and the report (memory on a shared "
                              "machine); the incremental verify is still timed")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds before a command is stopped")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    globals()["TIMEOUT"] = args.timeout
     paths = build(sizes)
     if args.build_only:
         return
@@ -253,7 +272,9 @@ def main() -> None:
     work.mkdir(exist_ok=True)
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="")
     subprocess.run([PYTHON, "-m", "compileall", "-q", str(ROOT / "ledger")], check=False, capture_output=True)
+    print(f"load average before: {os.getloadavg()[0]:.1f}, {os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}")
     print(f"{'size':>9}  {'command':<34} {'now: s':>8} {'MB':>7}   {'baseline: s':>11} {'MB':>7}")
+    walls: dict[str, dict[int, float]] = {}
     for size in sorted(sizes):
         path = paths[size]
         new = commands(work, work / f"report-{size}.html", "new")
@@ -271,13 +292,35 @@ def main() -> None:
             if name.startswith("record a file"):
                 set_checkpoint(path)  # the incremental verify below checks what this appends
             wall, mb, code = run([PYTHON, "-m", "ledger", "--db", f"sqlite:///{path}", *argv], env=env, cwd=work)
+            if code in (0, 1):
+                walls.setdefault(name, {})[size] = wall
             line = f"{size:>9,}  {name:<34} {wall:8.2f} {mb:7.0f}"
             if old is not None and name in old and not name.startswith(("audit verify --since", "first open",
                                                                          "record a file")):
                 o_wall, o_mb, o_code = run([PYTHON, "-m", "ledger", "--db", f"sqlite:///{old_path}", *old[name]],
                                            env=old_env, cwd=work)
                 line += f"   {o_wall:11.2f} {o_mb:7.0f}"
-            print(line + ("" if code == 0 else f"   (exit {code})"), flush=True)
+            print(line + ("" if code == 0 else "   (timeout)" if code == -9 else f"   (exit {code})"), flush=True)
+    print(f"load average after: {os.getloadavg()[0]:.1f}, {os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}")
+    print(growth(walls))
+
+
+def growth(walls: dict[str, dict[int, float]]) -> str:
+    """Per command, the observed growth order between consecutive sizes: the exponent k of
+    wall ~ size^k, on the wall time above the start-up (`--help`) of the same size."""
+    start = walls.get("--help", {})
+    lines = ["growth order (exponent k in wall - start-up ~ size^k, between consecutive sizes):"]
+    for name, found in walls.items():
+        if name in ("--help", "--version"):
+            continue
+        sizes = sorted(found)
+        steps = []
+        for small, large in zip(sizes, sizes[1:]):
+            a = max(found[small] - start.get(small, 0.0), 0.05)
+            b = max(found[large] - start.get(large, 0.0), 0.05)
+            steps.append(f"{small:,}->{large:,}: {math.log(b / a) / math.log(large / small):+.2f}")
+        lines.append(f"  {name:<46} {'; '.join(steps)}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -758,6 +758,41 @@ def _single(event_id, events: list[Event]) -> int:
     return event_id(events[0]) if len(events) == 1 else -2
 
 
+def stored_index_events(index, stored: np.ndarray, events: Sequence[Event], charged: np.ndarray,
+                        recorded: np.ndarray, published: np.ndarray) -> IndexEvents:
+    """The `IndexEvents` of an index built from stored accounting rows (columns.index_for,
+    issue 13), without the whole releases. Per release of the index: `stored`, the event its
+    mechanism's parameters describe, as a position in `events` (-1: none); `charged`, whether
+    it is charged through that event (`mechanism_event`); its times as `IndexEvents` keeps
+    them (recorded: seconds since the epoch, -inf unknown; published: `published_moment` in
+    seconds, inf none, -inf datetime.min). `events` must be in the order `IndexEvents.__init__`
+    meets them (by their first charged release of the dataset); the guarantee values' events
+    follow, so every float sum runs in the same order and the figures are the same. Cached
+    on the index, where `index_events` finds it."""
+    found = IndexEvents.__new__(IndexEvents)
+    found.index = index
+    found.events = list(events)
+    ids = {event: k for k, event in enumerate(found.events)}
+
+    def event_id(event: Event | None) -> int:
+        if event is None:
+            return -1
+        if event not in ids:
+            ids[event] = len(found.events)
+            found.events.append(event)
+        return ids[event]
+
+    found.event_id = event_id
+    stored = np.asarray(stored, dtype=np.int64).reshape(len(index.releases))
+    found.mech = np.where(np.asarray(charged, dtype=bool), stored, -1)
+    found.value_event = np.asarray([_single(event_id, spend_events(v)) for v in index.values], dtype=np.int64)
+    found.recorded = np.asarray(recorded, dtype=np.float64)
+    found.unknown = found.recorded == -np.inf
+    found.published = np.asarray(published, dtype=np.float64)
+    index.__dict__["_accountant_events"] = found
+    return found
+
+
 def index_events(index) -> IndexEvents:
     cached = index.__dict__.get("_accountant_events")
     if cached is None:

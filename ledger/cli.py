@@ -11,7 +11,9 @@ unexpected failure (one line, details in a log).
 from __future__ import annotations
 
 import json
+import os
 import sys
+from contextlib import ExitStack, contextmanager
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -115,6 +117,12 @@ def _print_version(value: bool) -> None:
 def main() -> None:
     """The console entry point: every failure ends in one exit code (ledger.failures)."""
     from .terminal import neutral_streams
+
+    # One BLAS thread unless the user says otherwise: the matrix products of `pairs` and the
+    # report (100 x n by n x 100) are small, and OpenBLAS threads waiting on a busy 2-core
+    # machine made `pairs` 10 times slower (issue 13). Read when numpy is first imported.
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
 
     with neutral_streams():
         try:
@@ -270,14 +278,22 @@ def _indexed(dataset: str | None, titles: bool = False,
              variables: list[str] | None = None) -> tuple[Dataset, LedgerIndex]:
     """The chosen dataset and the index of its charged releases, from the accounting rows
     (columns.py): no release is decoded but the few the exact path needs (issue 13)."""
+    with _rows_index(dataset, titles, variables) as found:
+        return found
+
+
+@contextmanager
+def _rows_index(dataset: str | None, titles: bool = False, variables: list[str] | None = None):
+    """`_indexed`, with the session kept open inside the block: the index reads release titles
+    when first asked for them (only the rows a table shows, on a large ledger)."""
     from . import columns
 
     with Session(_engine()) as session:
         light = store.write_context(session)
         chosen = _pick_dataset(light, dataset)
         touching = None if variables is None else _resolve_variables(chosen, variables)
-        return chosen, columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
-                                         touching)
+        yield chosen, columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
+                                        touching)
 
 
 def _read(dataset: str | None = None) -> LedgerSnapshot:
@@ -630,26 +646,33 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
     from .progress import progress
 
     _check_accountant(accountant)
-    with progress("computing the release-by-variable table"):
-        # the whole releases (issue 11's accountants read mechanisms and lifecycle times, issue 12's
-        # --as-of the lifecycle dates): the accounting rows (issue 13) carry neither
-        snapshot = _as_of(_read(dataset), when)
-        chosen = _pick_dataset(snapshot, dataset)
+    with progress("computing the release-by-variable table"), ExitStack() as stack:
+        if when is None:  # the accounting rows, with the accountants' events and times (issue 13)
+            chosen, index = stack.enter_context(_rows_index(dataset))
+        else:  # --as-of: the whole releases, each with the status it had then (ledger.history)
+            snapshot = _as_of(_read(dataset), when)
+            chosen = _pick_dataset(snapshot, dataset)
+            index = _index(snapshot, chosen)
         chosen_delta = _delta(delta, chosen)
-        index = _index(snapshot, chosen)
-        risk = index.table(chosen.name, at_delta(chosen_delta))
         n_rel = len(index.releases)
         small = as_json or all_rows or n_rel * max(len(index.variables), 1) <= TABLE_CELL_LIMIT
         if small:
+            risk = index.table(chosen.name, at_delta(chosen_delta))
             view = table_view(risk, chosen_delta)
+            accounts = table_accountants(index, risk, chosen_delta, accountant, every=as_json)
         else:
             # a million rows is not a table anyone reads: the largest releases (by their whole-dataset
-            # cost) in recording order, and the total row over every release (issue 13)
-            from .columns import table_in_chunks
+            # cost) in recording order, and the total row over every release, computed a chunk of
+            # releases at a time (issue 13)
+            from .accountant_views import TableAccounts
+            from .columns import large_table
 
-            view = table_view(table_in_chunks(index, chosen.name, at_delta(chosen_delta), chosen_delta,
-                                              TABLE_LARGEST), chosen_delta)
-        accounts = table_accountants(index, risk, chosen_delta, accountant, every=as_json)
+            wanted = ["basic", "rdp"] + (["pld"] if accountant == "pld" or (accountant is None and n_rel <= 20_000)
+                                         else [])  # as accountant_views.table_accountants chooses
+            risk, per_variable, wide = large_table(index, chosen.name, at_delta(chosen_delta), chosen_delta,
+                                                   TABLE_LARGEST, wanted)
+            view = table_view(risk, chosen_delta)
+            accounts = TableAccounts(risk.variables, per_variable, wide, accountant)
         head = headline(index, chosen, chosen_delta, at_delta(chosen_delta), risk.total, risk.total_dataset_wide)
     if as_json:
         typer.echo(json.dumps({**view.to_json(), "headline": head.to_json(), **accounts.to_json()}, indent=2,
@@ -688,12 +711,15 @@ def subset(
     from .accountant_views import figure_line, subset_accountants
 
     when = parse_date(as_of, "--as-of")
-    snapshot = _as_of(_read(dataset), when)
-    chosen = _pick_dataset(snapshot, dataset)
+    if when is None:  # the accounting rows of the releases that read the subset (issue 13)
+        chosen, index = _indexed(dataset, variables=variables)
+    else:  # the whole releases, each with the status it had then (ledger.history)
+        snapshot = _as_of(_read(dataset), when)
+        chosen = _pick_dataset(snapshot, dataset)
+        index = _index(snapshot, chosen)
     names = _resolve_variables(chosen, variables)
     chosen_delta = _delta(delta, chosen)
     _check_accountant(accountant)
-    index = _index(snapshot, chosen)
     cost = index.subset_cost(names, at_delta(chosen_delta))
     result = subset_json(cost, chosen_delta)
     found, shown = subset_accountants(index, cost, chosen_delta, accountant)

@@ -11,31 +11,58 @@ two tables, written in the same transaction as every record and status change:
 - `release_accounting`: one row per release, keyed by its seq: id, dataset,
   status, family, title, the variables it reads as a bitset over the dataset's
   variable positions, its first guarantee as (value id, protects bitset) and any
-  further guarantees as compact text ("id:hex;id:hex").
+  further guarantees as compact text ("id:hex;id:hex"); and what the accountants
+  of issue 11 need (schema 6): the accounting event its mechanism's parameters
+  describe (an id into `accounting_events`, with whether the release is charged
+  through it: `accountants.mechanism_event`), and its recording and publication
+  moments (`accountants.note_times`, `published_moment`) as whole microseconds
+  since 1970-01-01 UTC.
+- `accounting_events`: each distinct accounting event key (`accountants.Event.key`:
+  exact fractions as text) once, with a small integer id.
 
 `index_for` turns the rows of one dataset into the engine's `LedgerIndex`
-without building a `Release` per row (bitsets are unpacked by numpy); the few
-releases the exact path needs whole (family members, releases whose guarantees
-leave a choice) are read from the release rows. Values stay exact: a value id
-names exact fractions.
+without building a `Release` per row (bitsets are unpacked by numpy), with the
+accountants' per-release events and times attached (`accountants.index_events`
+then returns them: the same `IndexEvents` as from the whole releases, in the same
+event order, so every figure is the same to the last bit); the few releases the
+exact path needs whole (family members, releases whose guarantees leave a choice)
+are read from the release rows. Values stay exact: a value id names exact
+fractions, an event id an exact event key.
+
+Why no per-variable aggregates. The read commands' targets (issue 13: `subset`,
+`headroom` under 1 s, `table`, `pairs` under 5 s and 1 GB at a million releases
+over 100 variables) are met from these rows: `subset` reads only the rows of the
+releases that read the subset (the `release_reads` inverted index), `headroom`
+reads the caps' running totals, `table` and `pairs` read every charged row once
+as packed bitsets and integer ids (about 60 bytes of array per release) and
+compose them over arrays, chunk by chunk for Table 1 (`large_table`). An
+aggregate per variable would save `table` one pass over the rows but could not
+serve `pairs`, the whole-dataset column or the largest releases, which need the
+rows anyway, and it would be one more stored form for `audit verify` to recompute.
 
 Invariants:
 - every release row has exactly one accounting row, equal to `rows_for(release)`;
   `audit verify` recomputes them from the release rows and reports any difference;
 - a guarantee value id, once given, never changes meaning (the table is append-only);
+- an event id, likewise (`accounting_events` is append-only);
 - a ledger made before these tables existed gets them built once, in place, by the
-  schema 5 migration (an audit event, like every migration).
+  schema 5 migration, and a ledger of schema 5 its event and time columns by the
+  schema 6 migration (each an audit event, like every migration).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from functools import lru_cache
 
-from sqlalchemy import Column, Integer, LargeBinary, Text, bindparam, insert, select, update
+from sqlalchemy import (BigInteger, Boolean, Column, Index, Integer, LargeBinary, Text, and_, bindparam, case, func,
+                        insert, inspect, select, update)
 from sqlmodel import Field, Session, SQLModel
 
 from .codec import canonical_json
@@ -67,6 +94,23 @@ class AccountingRow(SQLModel, table=True):
     value: int | None = None  # the first guarantee's value id (None: no guarantee)
     protects: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
     more: str | None = None  # further guarantees, "id:hex;id:hex" (hex: the protects bitset)
+    # (schema 6) the event the mechanism's parameters describe (accounting_events id; None: none)
+    event: int | None = None
+    # whether the release is charged through that event (its guarantees are the ones the
+    # parameters imply: accountants.mechanism_event), else through its guarantees
+    charged_by_event: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, default=False))
+    recorded_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # recorded_at
+    published_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # published_at
+
+    __table_args__ = (Index("ix_release_accounting_event", "dataset", "event", "status", "seq"),)
+
+
+class AccountingEventRow(SQLModel, table=True):
+    """A distinct accounting event key (accountants.Event.key), by id (append-only)."""
+
+    __tablename__ = "accounting_events"
+    id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    key: str = Field(sa_column=Column(Text, nullable=False, unique=True))
 
 
 class AccountingReadRow(SQLModel, table=True):
@@ -83,8 +127,16 @@ class AccountingReadRow(SQLModel, table=True):
 _READS = AccountingReadRow.__table__
 _VALUES = GuaranteeValueRow.__table__
 _ROWS = AccountingRow.__table__
+_EVENTS = AccountingEventRow.__table__
 _VALUE_BY_BODY = select(_VALUES.c.id).where(_VALUES.c.body == bindparam("body"))
-_SET_STATUS = update(_ROWS).where(_ROWS.c.release == bindparam("r")).values(status=bindparam("s"))
+_EVENT_BY_KEY = select(_EVENTS.c.id).where(_EVENTS.c.key == bindparam("key"))
+_SET_STATUS = update(_ROWS).where(_ROWS.c.release == bindparam("r")).values(
+    status=bindparam("s"), published_us=bindparam("p"))
+EVENT_COLUMNS = ("event", "charged_by_event", "recorded_us", "published_us")  # added by schema 6
+# the first charged release of a dataset with a given event and status (an indexed look-up)
+_FIRST_WITH_EVENT = select(_ROWS.c.seq).where(
+    _ROWS.c.dataset == bindparam("d"), _ROWS.c.event == bindparam("e"), _ROWS.c.status == bindparam("s")
+).order_by(_ROWS.c.seq).limit(1)
 
 
 # --------------------------------------------------------------------------
@@ -139,14 +191,47 @@ class Expected:
     title: str
     reads: bytes
     guarantees: tuple[tuple[str, bytes], ...]  # (value body, protects bitset), in the release's order
+    event: str | None = None  # the mechanism's event key (accountants.Event.key)
+    charged_by_event: bool = False
+    recorded_us: int | None = None
+    published_us: int | None = None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def micros(moment: datetime | None) -> int | None:
+    """A moment as whole microseconds since 1970-01-01 UTC (a naive moment read as UTC, as
+    `accountants` reads it); exact: a datetime holds whole microseconds."""
+    if moment is None:
+        return None
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return (aware - _EPOCH) // _MICROSECOND
+
+
+def release_event(release: Release) -> tuple[str | None, bool]:
+    """(the key of the event the release's mechanism parameters describe, whether the release
+    is charged through it), as `accountants.IndexEvents` decides both from the whole release."""
+    from .accountants import _EVENT_MECHANISMS, _mechanism_event, mechanism_event
+
+    if release.mechanism.name not in _EVENT_MECHANISMS:
+        return None, False
+    event, _ = _mechanism_event(release.mechanism)
+    if event is None:
+        return None, False
+    return event.key, mechanism_event(release) is not None
 
 
 def expected_row(release: Release, variables: Sequence[str]) -> Expected:
     position = _position(tuple(variables))
     width = len(variables)
+    event, charged = release_event(release)
     return Expected(release=release.id, dataset=release.dataset, status=release.status.value, family=release.family,
                     title=release.title, reads=bitset(release.reads, position, width),
-                    guarantees=tuple((value_body(g), bitset(g.protects, position, width)) for g in release.guarantees))
+                    guarantees=tuple((value_body(g), bitset(g.protects, position, width)) for g in release.guarantees),
+                    event=event, charged_by_event=charged, recorded_us=micros(release.recorded_at),
+                    published_us=micros(release.published_at))
 
 
 @lru_cache(maxsize=64)
@@ -160,36 +245,55 @@ def _position(variables: tuple[str, ...]) -> dict[str, int]:
 # --------------------------------------------------------------------------
 
 
-def _value_ids(connection, bodies: Iterable[str], known: dict[str, int]) -> dict[str, int]:
-    """Ids of these value bodies, new ones inserted (under the ledger's write lock)."""
+def _value_ids(connection, bodies: Iterable[str], known: dict[str, int], table=_VALUES, lookup=_VALUE_BY_BODY,
+               column: str = "body") -> dict[str, int]:
+    """Ids of these value bodies (or event keys), new ones inserted (under the ledger's write lock)."""
     for body in bodies:
         if body in known:
             continue
-        found = connection.execute(_VALUE_BY_BODY, {"body": body}).scalar()
+        found = connection.execute(lookup, {column: body}).scalar()
         if found is None:
-            top = connection.execute(select(_VALUES.c.id).order_by(_VALUES.c.id.desc()).limit(1)).scalar()
+            top = connection.execute(select(table.c.id).order_by(table.c.id.desc()).limit(1)).scalar()
             found = 0 if top is None else top + 1
-            connection.execute(insert(_VALUES), {"id": found, "body": body})
+            connection.execute(insert(table), {"id": found, column: body})
         known[body] = found
     return known
 
 
+def _event_ids(connection, keys: Iterable[str], known: dict[str, int]) -> dict[str, int]:
+    return _value_ids(connection, keys, known, _EVENTS, _EVENT_BY_KEY, "key")
+
+
+@dataclass
+class Known:
+    """The value and event ids met so far in one transaction (a cache of the id tables)."""
+
+    values: dict[str, int]
+    events: dict[str, int]
+
+
 def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
-                known: dict[str, int] | None = None) -> None:
+                known: Known | None = None) -> None:
     """Accounting rows for (seq, release) pairs; `variables` gives each dataset's variables in order."""
     if not releases:
         return
-    known = {} if known is None else known
+    known = Known({}, {}) if known is None else known
+    values_, events = known.values, known.events
     expected = [(seq, expected_row(release, variables[release.dataset])) for seq, release in releases]
-    _value_ids(connection, {body for _, row in expected for body, _ in row.guarantees}, known)
+    _value_ids(connection, sorted({body for _, row in expected for body, _ in row.guarantees} - values_.keys()),
+               values_)
+    _event_ids(connection, sorted({row.event for _, row in expected if row.event is not None} - events.keys()), events)
     values = []
     for seq, row in expected:
         first = row.guarantees[0] if row.guarantees else None
-        more = ";".join(f"{known[body]}:{bits.hex()}" for body, bits in row.guarantees[1:]) or None
+        more = ";".join(f"{values_[body]}:{bits.hex()}" for body, bits in row.guarantees[1:]) or None
         values.append({"seq": seq, "release": row.release, "dataset": row.dataset, "status": row.status,
                        "family": row.family, "title": row.title, "reads": row.reads,
-                       "value": None if first is None else known[first[0]],
-                       "protects": None if first is None else first[1], "more": more})
+                       "value": None if first is None else values_[first[0]],
+                       "protects": None if first is None else first[1], "more": more,
+                       "event": None if row.event is None else events[row.event],
+                       "charged_by_event": row.charged_by_event, "recorded_us": row.recorded_us,
+                       "published_us": row.published_us})
     connection.execute(insert(_ROWS), values)
     connection.execute(insert(_READS), [
         {"dataset": row.dataset, "position": k, "seq": seq}
@@ -206,8 +310,9 @@ def _positions(bits: bytes) -> list[int]:
     return found
 
 
-def set_status(connection, release_id: str, status: Status) -> None:
-    connection.execute(_SET_STATUS, {"r": release_id, "s": status.value})
+def set_status(connection, release_id: str, status: Status, published_at: datetime | None) -> None:
+    """A lifecycle change: the status and the publication moment (schema 6) as the release now has them."""
+    connection.execute(_SET_STATUS, {"r": release_id, "s": status.value, "p": micros(published_at)})
 
 
 def build_all(session: Session, batch: int = 20_000) -> int:
@@ -220,7 +325,7 @@ def build_all(session: Session, batch: int = 20_000) -> int:
     have = select(_ROWS.c.seq)
     query = (select(store.ReleaseRow.__table__).where(store.ReleaseRow.__table__.c.seq.not_in(have))
              .order_by(store.ReleaseRow.__table__.c.seq))
-    known: dict[str, int] = {}
+    known = Known({}, {})
     count = 0
     pending: list[tuple[int, Release]] = []
     for row in connection.execute(query.execution_options(yield_per=batch)):  # streamed, not held
@@ -230,6 +335,57 @@ def build_all(session: Session, batch: int = 20_000) -> int:
             count += len(pending)
             pending = []
     insert_rows(connection, pending, variables, known)
+    return count + len(pending)
+
+
+_FILL_EVENT = update(_ROWS).where(_ROWS.c.seq == bindparam("s")).values(
+    event=bindparam("e"), charged_by_event=bindparam("c"), recorded_us=bindparam("r"), published_us=bindparam("p"))
+
+
+def add_event_columns(session: Session, batch: int = 20_000) -> int:
+    """The schema 6 migration: the accounting rows of a schema 5 ledger gain their event and
+    time columns (EVENT_COLUMNS), computed once from the release rows, streamed a batch at a
+    time; returns how many rows were filled. A ledger whose rows were written with these
+    columns (a new table, or rows built by the schema 5 migration just before) is left as
+    it is."""
+    from . import store
+    from .codec import release_from_dict
+
+    connection = session.connection()
+    have = {column["name"] for column in inspect(connection).get_columns(_ROWS.name)}
+    missing = [name for name in EVENT_COLUMNS if name not in have]
+    if not missing:
+        return 0
+    kinds = {"event": "INTEGER", "charged_by_event": "BOOLEAN NOT NULL DEFAULT FALSE", "recorded_us": "BIGINT",
+             "published_us": "BIGINT"}
+    for name in missing:
+        connection.exec_driver_sql(f"ALTER TABLE {_ROWS.name} ADD COLUMN {name} {kinds[name]}")
+    table = store.ReleaseRow.__table__
+    query = select(table).order_by(table.c.seq)  # (every release row has its accounting row)
+    events: dict[str, int] = {}
+    count = 0
+    pending: list[dict] = []
+
+    def flush() -> None:
+        _event_ids(connection, sorted({p["e"] for p in pending if p["e"] is not None} - events.keys()), events)
+        for p in pending:
+            p["e"] = None if p["e"] is None else events[p["e"]]
+        connection.execute(_FILL_EVENT, pending)
+
+    for row in connection.execute(query.execution_options(yield_per=batch)):  # streamed, not held
+        release = release_from_dict(store.release_row_dict(row))
+        key, charged = release_event(release)
+        pending.append({"s": row.seq, "e": key, "c": charged, "r": micros(release.recorded_at),
+                        "p": micros(release.published_at)})
+        if len(pending) >= batch:
+            flush()
+            count += len(pending)
+            pending = []
+    if pending:
+        flush()
+    for index in _ROWS.indexes:  # after the rows are filled (create_all makes none on an existing table)
+        if index.name == "ix_release_accounting_event":
+            index.create(connection, checkfirst=True)
     return count + len(pending)
 
 
@@ -266,25 +422,63 @@ class ReleaseHead:
 
 
 class _Releases(Sequence):
-    """The index's releases: heads, and the whole release where the exact path needs it.
-    Titles (only a table shows them) are read, all at once, when one is first asked for."""
+    """The index's releases: heads (id, title, status), read when first asked for (only a
+    table shows them: all of them for a small table, the rows it shows of a large one,
+    `prefetch`), and the whole release where the exact path needs it."""
 
-    def __init__(self, ids: list[str], statuses: list[str], whole: Mapping[int, Release], titles):
-        self.ids, self.statuses, self.whole, self._titles = ids, statuses, whole, titles
-        self.titles: list[str] | None = None
+    def __init__(self, seqs, whole: Mapping[int, Release], heads):
+        self.seqs, self.whole, self._heads = seqs, whole, heads
+        self.heads: tuple[list[str], list[str], list[str]] | None = None
+        self.found: dict[int, ReleaseHead] = {}
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.seqs)
+
+    def load(self) -> tuple[list[str], list[str], list[str]]:
+        """(ids, titles, statuses) of every release, in index order."""
+        if self.heads is None:
+            self.heads = self._heads(None)
+        return self.heads
+
+    def prefetch(self, rows: Sequence[int]) -> None:
+        """The heads of these rows only, read now."""
+        rows = [int(r) for r in rows if int(r) not in self.found and int(r) not in self.whole]
+        if self.heads is None and rows:
+            at = {int(self.seqs[r]): r for r in rows}
+            for start in range(0, len(rows), 500):
+                for seq, rid, title, status in self._heads(sorted(at)[start:start + 500]):
+                    self.found[at[seq]] = ReleaseHead(rid, title, Status(status))
 
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
         found = self.whole.get(i)
+        if found is None:
+            found = self.found.get(i)
         if found is not None:
             return found
-        if self.titles is None:
-            self.titles = self._titles()
-        return ReleaseHead(self.ids[i], self.titles[i], Status(self.statuses[i]))
+        ids, titles, statuses = self.load()
+        return ReleaseHead(ids[i], titles[i], Status(statuses[i]))
+
+
+class _LazyIds:
+    """`LedgerIndex.release_ids`, read when first indexed (a table's headline, a subset's
+    list of charged releases); `pairs` never reads them."""
+
+    def __init__(self, releases: _Releases):
+        self.releases = releases
+        self.ids = None
+
+    def __len__(self) -> int:
+        return len(self.releases)
+
+    def __getitem__(self, key):
+        if self.ids is None:
+            self.ids = np.asarray(self.releases.load()[0], dtype=object)
+        return self.ids[key]
+
+    def __iter__(self):
+        return iter(self[:])
 
 
 def _raw_rows(connection, statement) -> list[tuple]:
@@ -321,8 +515,8 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
               titles: bool = False, touching: Iterable[str] | None = None):
     """The `LedgerIndex` of a dataset's charged releases, from the accounting rows: equal to
     `LedgerIndex(variables, releases, families)` over the same releases in recording order.
-    Release titles (a table shows them) are read now when `titles`, else when first asked
-    for, while the session is open. With `touching` (a subset), only the releases that read
+    Release ids, titles and statuses (a table shows them, a subset lists the ids) are read
+    now when `titles`, else when first asked for, while the session is open. With `touching` (a subset), only the releases that read
     some variable of it: the index then answers `subset_cost` on that subset (or a part of
     it) exactly, every other release costing 0 there (Tan Prop 3.3; a family of members that
     read nothing of it costs 0, DESIGN 2.6)."""
@@ -338,39 +532,61 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         wanted = sorted({k for k, name in enumerate(variables) if name in set(touching)})
         chosen += (_ROWS.c.seq.in_(select(_READS.c.seq).where(_READS.c.dataset == dataset,
                                                                _READS.c.position.in_(wanted))),)
-    rows = _raw_rows(connection, select(
-        _ROWS.c.release, _ROWS.c.status, _ROWS.c.family, _ROWS.c.seq, _ROWS.c.reads, _ROWS.c.value,
-        _ROWS.c.protects, _ROWS.c.more).where(*chosen).order_by(_ROWS.c.seq))
+    # what the accounting needs, and no more (on a million releases every column read costs
+    # about 0.1 s): the event with whether it is charged as one number, the publication
+    # moment as `accountants.published_moment` takes it (a release recorded as published
+    # without a date was published when recorded; NEVER_PUBLISHED: not published)
+    published = case((and_(_ROWS.c.published_us.is_(None), _ROWS.c.status.in_(sorted(_PUBLISHED))),
+                      func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)), else_=_ROWS.c.published_us)
+    statement = select(
+        _ROWS.c.seq, _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects,
+        _ROWS.c.event * 2 + case((_ROWS.c.charged_by_event, 1), else_=0), _ROWS.c.recorded_us, published,
+    ).where(*chosen).order_by(_ROWS.c.seq)
+    rows = _read_rows(connection, statement, len(variables))
+    # families and further guarantees: few rows, read apart (two columns fewer per release)
+    for seq, family, more in _raw_rows(connection, select(_ROWS.c.seq, _ROWS.c.family, _ROWS.c.more).where(
+            *chosen, (_ROWS.c.family.is_not(None)) | (_ROWS.c.more.is_not(None)))):
+        at = int(np.searchsorted(rows.seq, seq))
+        if family is not None:
+            rows.family[at] = family
+        if more:
+            rows.more[at] = more
     bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
-    n_rel, n_var = len(rows), len(variables)
-    ids = [r[0] for r in rows]
+    n_rel, n_var = len(rows.value), len(variables)
+
+    def heads(seqs: list[int] | None):
+        """(ids, titles, statuses) of every release; with `seqs`, (seq, id, title, status) rows of those."""
+        fields = (_ROWS.c.release, _ROWS.c.title, _ROWS.c.status)
+        if seqs is not None:
+            return _raw_rows(connection, select(_ROWS.c.seq, *fields).where(_ROWS.c.seq.in_(seqs)))
+        found = _raw_rows(connection, select(*fields).where(*chosen).order_by(_ROWS.c.seq))
+        return [r[0] for r in found], [r[1] for r in found], [r[2] for r in found]
+
+    releases = _Releases(rows.seq, {}, heads)
     families = {fid: f for fid, f in families.items() if f.dataset == dataset}
 
     index = LedgerIndex.__new__(LedgerIndex)
     index.variables = tuple(variables)
     index.column = {name: j for j, name in enumerate(index.variables)}
     index.families = dict(families)
-    index.reads = _unpack([r[4] for r in rows], n_var) if n_rel else np.zeros((0, n_var), dtype=bool)
+    index.reads = _unpack_packed(rows.reads, n_var)
 
     # guarantees: the first of each release over arrays, further ones (rare) one by one
-    first = np.asarray([-1 if r[5] is None else r[5] for r in rows], dtype=np.int64)
+    first = rows.value
     with_first = np.flatnonzero(first >= 0)
     g_release = [with_first]
     g_order = [np.zeros(len(with_first), dtype=np.int64)]
     g_raw = [first[with_first]]
-    g_protects = [_unpack([rows[i][6] for i in with_first], n_var) if len(with_first)
-                  else np.zeros((0, n_var), dtype=bool)]
+    g_protects = [_unpack_packed(rows.protects, n_var)]
     extra_release, extra_order, extra_raw, extra_bits = [], [], [], []
-    several = []
-    for i, row in enumerate(rows):
-        if row[7]:
-            several.append(i)
-            for k, part in enumerate(row[7].split(";"), start=1):
-                value, bits = part.split(":")
-                extra_release.append(i)
-                extra_order.append(k)
-                extra_raw.append(int(value))
-                extra_bits.append(bytes.fromhex(bits))
+    several = sorted(rows.more)
+    for i in several:
+        for k, part in enumerate(rows.more[i].split(";"), start=1):
+            value, bits = part.split(":")
+            extra_release.append(i)
+            extra_order.append(k)
+            extra_raw.append(int(value))
+            extra_bits.append(bytes.fromhex(bits))
     if extra_release:
         g_release.append(np.asarray(extra_release, dtype=np.int64))
         g_order.append(np.asarray(extra_order, dtype=np.int64))
@@ -381,6 +597,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     index.g_release = g_release_all[order]
     raw = np.concatenate(g_raw)[order]
     index.g_protects = np.concatenate(g_protects)[order]
+    del g_protects
 
     # distinct values in rank order, as LedgerIndex.__init__ numbers them
     spend_of_raw = {int(v): guarantee_spend(guarantee_of(bodies[int(v)]), Relation.REPLACE) for v in np.unique(raw)}
@@ -394,26 +611,27 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     for v, spend in spend_of_raw.items():
         remap[v] = value_id[spend]
     index.g_value = remap[raw] if len(raw) else np.zeros(0, dtype=np.int64)
-    index.release_ids = np.asarray(ids, dtype=object)
+    index.release_ids = _LazyIds(releases)
 
     # family members and releases whose guarantees leave a choice: the exact path needs them whole
     index.members = {}
-    for i, row in enumerate(rows):
-        if row[2] is not None and row[2] in families:
-            index.members.setdefault(row[2], []).append(i)
+    for i, family in sorted(rows.family.items()):
+        if family in families:
+            index.members.setdefault(family, []).append(i)
     ambiguous = [i for i in several if not _is_chain(
         [spend_of_raw[int(v)] for v in raw[index.g_release == i]])]
     needed = sorted({i for rows_ in index.members.values() for i in rows_} | set(several))
-    whole: dict[int, Release] = {}
+    whole = releases.whole
     release_table = store.ReleaseRow.__table__
+    if titles or touching is not None:
+        releases.load()
+    else:
+        releases.prefetch(needed)
     for start in range(0, len(needed), 500):
-        chunk = {ids[i]: i for i in needed[start:start + 500]}
+        chunk = {releases[i].id: i for i in needed[start:start + 500]}
         for row in connection.execute(select(release_table).where(release_table.c.id.in_(list(chunk)))):
             whole[chunk[row.id]] = release_from_dict(store.release_row_dict(row))
-    index.releases = _Releases(ids, [r[1] for r in rows], whole, lambda: [title for (title,) in _raw_rows(
-        connection, select(_ROWS.c.title).where(*chosen).order_by(_ROWS.c.seq))])
-    if titles:
-        index.releases.titles = index.releases._titles()
+    index.releases = releases
 
     index.has_guarantee = np.zeros(n_rel, dtype=bool)
     index.has_guarantee[index.g_release] = True
@@ -435,7 +653,123 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         member_values = {int(v) for r in rows_ for v in index.g_value[first[r]:first[r] + counts[r]]}
         if len(member_values) > 1 and not _is_chain([index.values[v] for v in member_values]):
             index.mixed_families.add(fid)
+    _attach_events(connection, index, rows, dataset, charged, partial=touching is not None)
     return index
+
+
+@dataclass
+class _Rows:
+    """Accounting rows read column by column into compact arrays (not a tuple per row: a
+    million rows as Python tuples would take half a gigabyte)."""
+
+    seq: np.ndarray
+    family: dict[int, str]  # row -> family, for the rows that have one
+    reads: np.ndarray  # packed bitsets, one row of bytes per release
+    value: np.ndarray  # the first guarantee's value id, -1: none
+    protects: np.ndarray  # packed bitsets of the first guarantees, for the rows with value >= 0
+    more: dict[int, str]  # row -> its further guarantees
+    event: np.ndarray  # stored event id, -1: none
+    charged_by_event: np.ndarray
+    recorded: np.ndarray  # seconds (datetime.timestamp), -inf: unknown
+    published: np.ndarray  # accountants.published_moment in seconds, inf: none, -inf: datetime.min
+
+
+_BEFORE_ANY = -(2**62)  # (in SQL) a release published when recorded, at an unknown moment: datetime.min
+
+
+def _read_rows(connection, statement, n_var: int, batch: int = 50_000) -> _Rows:
+    size = (n_var + 7) // 8 or 1
+    seq, value, event, recorded, published = [], [], [], [], []
+    reads, protects = [], []
+    family: dict[int, str] = {}
+    more: dict[int, str] = {}
+    cursor = _raw_iter(connection, statement, batch)
+    at = 0
+    while True:
+        chunk = list(itertools.islice(cursor, batch))
+        if not chunk:
+            break
+        c_seq, c_reads, c_value, c_protects, c_event, c_recorded, c_published = zip(*chunk)
+        del chunk
+        seq.append(np.asarray(c_seq, dtype=np.int64))
+        reads.append(_packed(c_reads, size))
+        value.append(np.asarray([-1 if x is None else x for x in c_value], dtype=np.int64))
+        protects.append(_packed([x for x in c_protects if x is not None], size))
+        event.append(np.asarray([-2 if x is None else x for x in c_event], dtype=np.int64))
+        recorded.append(_seconds(c_recorded, -np.inf))
+        published.append(_seconds(c_published, np.inf))
+        at += len(c_reads)
+
+    def joined(parts, dtype, width=None):
+        if parts:
+            return np.concatenate(parts)
+        return np.zeros((0,) if width is None else (0, width), dtype=dtype)
+
+    combined = joined(event, np.int64)  # event * 2 + charged (-2: no event)
+    published = joined(published, np.float64)
+    published[published == _seconds([_BEFORE_ANY], 0.0)[0]] = -np.inf
+    return _Rows(joined(seq, np.int64), family, joined(reads, np.uint8, size), joined(value, np.int64), joined(protects, np.uint8, size),
+                 more, combined // 2, combined % 2 == 1, joined(recorded, np.float64), published)
+
+
+def _packed(blobs, size: int):
+    """Bitsets (possibly of another width: written before a variable was added or removed)
+    as a (n, size) array of bytes."""
+    joined = b"".join(blobs)
+    if len(joined) != size * len(blobs):
+        joined = b"".join(bytes(blob).ljust(size, b"\0")[:size] for blob in blobs)
+    return np.frombuffer(joined, dtype=np.uint8).reshape(len(blobs), size)
+
+
+def _unpack_packed(packed, width: int):
+    return np.unpackbits(packed, axis=1, count=width, bitorder="little").astype(bool)
+
+
+def _attach_events(connection, index, rows: _Rows, dataset: str, charged: list[str], partial: bool) -> None:
+    """The accountants' per-release events and times (accountants.stored_index_events) from
+    the rows' schema 6 columns. Events are numbered in the order of their first charged
+    release of the dataset, as the index of the whole releases numbers them: from the rows
+    themselves, or for a `partial` index (the releases touching a subset) by a few indexed
+    look-ups, one per event and status."""
+    from .accountants import Event, stored_index_events
+
+    stored = rows.event
+    present = stored >= 0
+    used, first_row = np.unique(stored[present], return_index=True)
+    used = [int(k) for k in used]
+    if partial and len(used) > 1:
+        first = {k: min(seq for status in charged if (seq := connection.execute(
+            _FIRST_WITH_EVENT, {"d": dataset, "e": k, "s": status}).scalar()) is not None) for k in used}
+        order = sorted(used, key=first.__getitem__)
+    else:
+        order = [used[k] for k in np.argsort(first_row, kind="stable")]
+    keys = dict(_raw_rows(connection, select(_EVENTS.c.id, _EVENTS.c.key).where(_EVENTS.c.id.in_(used)))) \
+        if used else {}
+    rank = np.full(max(used, default=0) + 1, -1, dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    stored = np.where(present, rank[np.where(present, stored, 0)], -1)
+    stored_index_events(index, stored, [Event.from_key(keys[k]) for k in order], rows.charged_by_event,
+                        rows.recorded, rows.published)
+
+
+_PUBLISHED = frozenset({Status.PUBLISHED.value, Status.RETRACTED.value})
+_EXACT_FLOAT = 2**53
+
+
+def _seconds(values: Sequence[int | None], missing: float):
+    """Microseconds since the epoch -> seconds as `datetime.timestamp()` gives them (the
+    correctly rounded quotient: numpy's division is, for integers it holds exactly);
+    None -> `missing`."""
+    out = np.full(len(values), missing, dtype=np.float64)
+    known = np.asarray([v is not None for v in values], dtype=bool).reshape(len(values))
+    if not known.any():
+        return out
+    found = [v for v in values if v is not None]
+    if max(found) < _EXACT_FLOAT and min(found) > -_EXACT_FLOAT:
+        out[known] = np.asarray(found, dtype=np.int64) / 1e6
+    else:
+        out[known] = [v / 10**6 for v in found]
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -476,20 +810,25 @@ def _check_reads(connection, stored: Mapping[int, Expected], some: bool) -> list
 
 
 _STORED_FIELDS = select(_ROWS.c.seq, _ROWS.c.release, _ROWS.c.dataset, _ROWS.c.status, _ROWS.c.family, _ROWS.c.title,
-                        _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects, _ROWS.c.more)
+                        _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects, _ROWS.c.more, _ROWS.c.event,
+                        _ROWS.c.charged_by_event, _ROWS.c.recorded_us, _ROWS.c.published_us)
 
 
-def _stored(rows, bodies: Mapping[int, str]) -> dict[int, Expected]:
-    """Stored accounting rows (as _STORED_FIELDS selects them) -> seq: Expected (value bodies, not ids)."""
+def _stored(rows, bodies: Mapping[int, str], event_keys: Mapping[int, str]) -> dict[int, Expected]:
+    """Stored accounting rows (as _STORED_FIELDS selects them) -> seq: Expected (value bodies and
+    event keys, not ids)."""
     stored = {}
-    for seq, release, dataset, status, family, title, reads, value, protects, more in rows:
+    for (seq, release, dataset, status, family, title, reads, value, protects, more, event, by_event, recorded,
+         published) in rows:
         guarantees = []
         if value is not None:
             guarantees.append((bodies.get(value, f"missing value {value}"), bytes(protects)))
         for part in more.split(";") if more else ():
             value_id, bits = part.split(":")
             guarantees.append((bodies.get(int(value_id), f"missing value {value_id}"), bytes.fromhex(bits)))
-        stored[seq] = Expected(release, dataset, status, family, title, bytes(reads), tuple(guarantees))
+        stored[seq] = Expected(release, dataset, status, family, title, bytes(reads), tuple(guarantees),
+                               None if event is None else event_keys.get(event, f"missing event {event}"),
+                               bool(by_event), recorded, published)
     return stored
 
 
@@ -521,13 +860,14 @@ def check(session: Session, releases: Iterable[tuple[int, Release]], variables: 
     reported, and is not named again. (`Check` does the same a chunk of releases at a time.)"""
     connection = session.connection()
     bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
+    event_keys = dict(connection.execute(select(_EVENTS.c.id, _EVENTS.c.key)).all())
     if only is None:
         stored_rows = _raw_iter(connection, _STORED_FIELDS)
     else:
         names = sorted(only)
         stored_rows = [row for at in range(0, len(names), 500)
                        for row in _raw_rows(connection, _STORED_FIELDS.where(_ROWS.c.release.in_(names[at:at + 500])))]
-    stored = _stored(stored_rows, bodies)
+    stored = _stored(stored_rows, bodies, event_keys)
     problems = _check_reads(connection, stored, only is not None)
     seen: set[int] = set()
     _compare_rows(stored, releases, variables, problems, limit, trusted, seen)
@@ -548,6 +888,7 @@ class Check:
         self.connection = session.connection()
         self.variables, self.limit = variables, limit
         self.bodies = dict(self.connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
+        self.event_keys = dict(self.connection.execute(select(_EVENTS.c.id, _EVENTS.c.key)).all())
         # release_reads rows naming no accounting row (as `check` names them, first)
         unnamed = _raw_rows(self.connection, select(_READS.c.seq).distinct().where(
             _READS.c.seq.not_in(select(_ROWS.c.seq))).order_by(_READS.c.seq).limit(limit))
@@ -560,7 +901,7 @@ class Check:
         seqs = sorted({seq for seq, _ in releases})
         rows = [row for at in range(0, len(seqs), 500)
                 for row in _raw_rows(self.connection, _STORED_FIELDS.where(_ROWS.c.seq.in_(seqs[at:at + 500])))]
-        stored = _stored(rows, self.bodies)
+        stored = _stored(rows, self.bodies, self.event_keys)
         self.found.extend(_check_reads(self.connection, stored, True))
         _compare_rows(stored, releases, self.variables, self.found, self.limit, trusted)
 
@@ -572,7 +913,8 @@ class Check:
             return problems
         releases = store.ReleaseRow.__table__
         orphans = _stored(_raw_rows(self.connection, _STORED_FIELDS.where(
-            _ROWS.c.seq.not_in(select(releases.c.seq))).order_by(_ROWS.c.seq).limit(self.limit)), self.bodies)
+            _ROWS.c.seq.not_in(select(releases.c.seq))).order_by(_ROWS.c.seq).limit(self.limit)), self.bodies,
+            self.event_keys)
         problems.extend(_check_reads(self.connection, orphans, True))
         for seq, row in orphans.items():
             problems.append(f"event {seq} (release {row.release}): an accounting row has no release")
@@ -586,31 +928,119 @@ class Check:
 
 def table_in_chunks(index, dataset: str, objective, delta: Fraction, shown: int, chunk: int = 65_536):
     """`index.table()` with the release rows limited to the `shown` largest on the whole
-    dataset (in recording order), computed `chunk` releases at a time, so memory does not
-    grow with the history: the total row is summed exactly chunk by chunk (integer
-    numerators over each component's common denominator, as `_ExactComponents` does), then
-    families and releases with a choice are composed in through the exact path (`_others`).
-    Equal, on the rows it keeps, to `index.table()` (tests/test_scale.py)."""
+    dataset (in recording order), computed `chunk` releases at a time (`large_table`)."""
+    return large_table(index, dataset, objective, delta, shown, (), chunk)[0]
+
+
+def large_table(index, dataset: str, objective, delta: Fraction, shown: int, accountants: Sequence[str],
+                chunk: int = 65_536):
+    """`index.table()` with the release rows limited to the `shown` largest on the whole
+    dataset (in recording order), and `accountants.table_figures` of the named accountants,
+    computed `chunk` releases at a time, so memory does not grow with the history (the cells
+    of Table 1 at a million releases over 100 variables would be 800 MB).
+
+    The total row is summed exactly chunk by chunk (integer numerators over each
+    component's common denominator, as `_ExactComponents` does), then families and
+    releases with a choice are composed in through the exact path (`_others`). The
+    accountants' inputs per variable are gathered the same way: event counts (integers),
+    whether a cell is ∞, the latest recording and earliest publication among the releases
+    reading it (a maximum and a minimum), then composed as `table_figures` composes them,
+    in the same order, so the figures are the same. Returns (RiskTable, per-variable
+    figures, whole-dataset figures); equal, on the rows it keeps, to `index.table()` and to
+    `table_figures` (tests/test_scale.py)."""
+    from collections import Counter
+
+    from . import accountants as acc
     from .accounting import UNBOUNDED, Spend
     from .engine import RiskTable
 
     n_rel, n_var = len(index.releases), len(index.variables)
     components = index._components
-    sums = {field: [0] * n_var for field, _, _ in components.components}
+    n_values = len(index.values)
+    per_value = np.zeros((n_values, n_var), dtype=np.int64)  # simple cells of each value id, per variable
     unbounded = np.zeros(n_var, dtype=bool)
     wide_float = np.asarray([np.inf if v.unbounded else float(v.epsilon(delta)) for v in index.values])
     dataset_wide = np.empty(n_rel, dtype=np.int64)
+    n_guarantees, first_guarantee = index._guarantee_spans()
+    single = index.simple & (n_guarantees <= 1)  # a cell is this release's one value, ∞ or 0
+    single_value = np.where(first_guarantee >= 0, index.g_value[first_guarantee.clip(min=0)], index.NONE) \
+        if len(index.g_value) else np.full(n_rel, index.NONE, dtype=np.int64)
     g_bounds = np.searchsorted(index.g_release, np.arange(0, n_rel + chunk, chunk).clip(max=n_rel))
+    events = acc.index_events(index) if accountants else None
+    if events is not None:
+        n_events = max(len(events.events), 1)
+        counts = np.zeros((n_var, n_events), dtype=np.int64)
+        several = {}  # (variable, value id) -> cells of a value with several parts (accountants._single: -2)
+        multi = False  # some simple cell's value has several parts: table_figures composes column by column
+        last = np.full(n_var, -np.inf)
+        first = np.full(n_var, np.inf)
+        unknown = np.zeros(n_var, dtype=bool)
+        others = {}  # row -> its cells, for the rows the exact path composes (families, choices)
+        row_event = np.where(events.mech >= 0, events.mech, events.value_event[single_value])
+
+    def add_cells(j_cells, values, event_ids, weights):
+        """Accountant counts for simple cells: per variable j, value id, event id, how many."""
+        nonlocal multi
+        keep = ~index.value_is_zero[values] & (event_ids >= 0)
+        np.add.at(counts, (j_cells[keep], event_ids[keep]), weights[keep])
+        multi = multi or bool((events.value_event[values][weights > 0] == -2).any())
+        for j, value, weight in zip(j_cells[event_ids == -2], values[event_ids == -2], weights[event_ids == -2]):
+            if weight:
+                several[int(j), int(value)] = several.get((int(j), int(value)), 0) + int(weight)
+
     for k, start in enumerate(range(0, n_rel, chunk)):
         stop = min(start + chunk, n_rel)
-        part = _rows_view(index, start, stop, g_bounds[k], g_bounds[k + 1])
-        cells = part._single_cells()
-        dataset_wide[start:stop] = part.cost_ids(range(n_var))
-        simple = cells[index.simple[start:stop]]
-        unbounded |= (simple == components.unbounded_id).any(axis=0)
-        for field, _, numerators in components.components:
-            column = numerators[simple].sum(axis=0)
-            sums[field] = [a + int(b) for a, b in zip(sums[field], column)]
+        reads = index.reads[start:stop]
+        one = single[start:stop]
+        # releases with at most one guarantee (value v, protects P): the cell of a variable read
+        # is v when P protects it, ∞ when not; the whole-dataset cost is v when P covers every
+        # variable read, ∞ when not, 0 when nothing is read (DESIGN 2.3), without the cells
+        rows = np.flatnonzero(one)
+        values = single_value[start:stop][rows]
+        read = reads[rows]
+        protects = np.zeros_like(read)
+        has = first_guarantee[start:stop][rows] >= 0
+        protects[has] = index.g_protects[first_guarantee[start:stop][rows][has]]
+        covered, exposed = read & protects, read & ~protects
+        unbounded |= exposed.any(axis=0)
+        dataset_wide[start + rows] = np.where(~read.any(axis=1), index.ZERO_ID,
+                                              np.where(exposed.any(axis=1), index.NONE, values))
+        groups = values if events is None else values * (n_events + 2) + (row_event[start:stop][rows] + 2)
+        for key in np.unique(groups):
+            members = groups == key
+            column = covered[members].sum(axis=0)
+            value = int(values[members][0])
+            per_value[value] += column
+            if events is not None:
+                event = int(row_event[start + rows[members][0]])
+                add_cells(np.arange(n_var), np.full(n_var, value), np.full(n_var, event), column)
+        # other releases (several guarantees, families, choices): their cells, as index.table makes them
+        if not one.all():
+            part = _rows_view(index, start, stop, g_bounds[k], g_bounds[k + 1])
+            cells = part._single_cells()
+            rest = np.flatnonzero(~one)
+            dataset_wide[start + rest] = part.cost_ids(range(n_var))[rest]
+            simple_rest = rest[index.simple[start + rest]]
+            if len(simple_rest):
+                simple = cells[simple_rest]
+                unbounded |= (simple == components.unbounded_id).any(axis=0)
+                np.add.at(per_value, (simple, np.broadcast_to(np.arange(n_var), simple.shape)), 1)
+                if events is not None:
+                    r_, j_ = np.nonzero(simple != index.ZERO_ID)
+                    ids = simple[r_, j_]
+                    mech = events.mech[start + simple_rest[r_]]
+                    add_cells(j_, ids, np.where(mech >= 0, mech, events.value_event[ids]), np.ones(len(ids), np.int64))
+            if events is not None:
+                others.update((start + int(r), cells[r]) for r in rest if not index.simple[start + r])
+        if events is None:
+            continue
+        last = np.maximum(last, np.where(reads, events.recorded[start:stop, None], -np.inf).max(axis=0,
+                                                                                              initial=-np.inf))
+        first = np.minimum(first, np.where(reads, events.published[start:stop, None], np.inf).min(axis=0,
+                                                                                                initial=np.inf))
+        unknown |= reads[events.unknown[start:stop]].any(axis=0)
+    sums = {field: [sum(int(numerators[v]) * int(per_value[v, j]) for v in range(n_values) if per_value[v, j])
+                    for j in range(n_var)] for field, _, numerators in components.components}
     totals = [UNBOUNDED if unbounded[j] else Spend(**{field: Fraction(sums[field][j], denominator)
                                                       for field, denominator, _ in components.components})
               for j in range(n_var)]
@@ -621,9 +1051,51 @@ def table_in_chunks(index, dataset: str, objective, delta: Fraction, shown: int,
     cells = np.concatenate([_rows_view(index, int(r), int(r) + 1,
                                        *np.searchsorted(index.g_release, [r, r + 1]))._single_cells()
                             for r in rows]) if len(rows) else np.zeros((0, n_var), dtype=np.int64)
-    return RiskTable(dataset=dataset, variables=index.variables, releases=tuple(index.releases[int(r)] for r in rows),
-                     values=index.values, cells=cells, dataset_wide=dataset_wide[rows], total=tuple(totals),
-                     total_dataset_wide=total_wide)
+    if hasattr(index.releases, "prefetch"):
+        index.releases.prefetch(rows)  # the heads of the rows shown, not of every release
+    table = RiskTable(dataset=dataset, variables=index.variables, releases=tuple(index.releases[int(r)] for r in rows),
+                      values=index.values, cells=cells, dataset_wide=dataset_wide[rows], total=tuple(totals),
+                      total_dataset_wide=total_wide)
+    if events is None:
+        return table, [], {}
+
+    def figures(comp):
+        case = acc.case_of(comp)
+        makers = {"basic": acc.basic_figure, "rdp": acc.rdp_figure, "pld": acc.pld_figure}
+        return {name: makers[name](comp, delta, case) for name in accountants}
+
+    def moment(value: float, empty: float):
+        return None if value == empty else datetime.min if value == -empty else acc._from_stamp(float(value))
+
+    if events.events:
+        curves = np.asarray([acc.event_curve(e) for e in events.events])
+    else:
+        curves = np.zeros((1, len(acc._grids()["ORDERS"])))
+    summed = counts @ curves
+    exact_rows = np.asarray(sorted(others), dtype=np.int64)
+    per_variable = []
+    for j, name in enumerate(index.variables):
+        found = Counter()
+        for (jj, value), count in sorted(several.items()):  # as IndexEvents.composition meets them
+            if jj == j:
+                for event in acc.spend_events(index.values[value]):
+                    found[event] += count
+        for k in np.flatnonzero(counts[j]):
+            found[events.events[k]] += int(counts[j, k])
+        comp = acc.Composition(totals[j], found, bool(unbounded[j]) or totals[j].unbounded,
+                               None if math.isinf(last[j]) else acc._from_stamp(float(last[j])),
+                               moment(first[j], np.inf), bool(unknown[j]))
+        if others:  # families and releases with a choice, one by one
+            column = np.full(n_rel, index.ZERO_ID, dtype=np.int64)
+            column[exact_rows] = [others[int(r)][j] for r in exact_rows]
+            extra = events.composition(column, frozenset({name}), Spend())
+            comp.events.update(extra.events)
+            comp.unbounded |= extra.unbounded
+        elif not multi:
+            comp.known_curve = summed[j]
+        per_variable.append(figures(comp))
+    wide = figures(events.composition(dataset_wide, frozenset(index.variables), total_wide))
+    return table, per_variable, wide
 
 
 def _rows_view(index, start: int, stop: int, g_start: int, g_stop: int):

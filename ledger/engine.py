@@ -491,6 +491,13 @@ class LedgerIndex:
         units += [candidates(self.releases[i], subset) for i in self.ambiguous]
         return compose_units(base, units, objective)
 
+    def subset_spend(self, subset: Iterable[str], objective: Objective | None = None) -> Spend:
+        """`subset_cost(subset).spend`, without listing the releases charged (issue 13: a
+        headline over a million releases need not read their ids)."""
+        subset = frozenset(subset)
+        ids = self.cost_ids([self.column[name] for name in sorted(subset)])
+        return self._others(subset, self._components.total(ids[self.simple]), objective)
+
     def subset_cost(self, subset: Iterable[str], objective: Objective | None = None) -> SubsetCost:
         subset = frozenset(subset)
         ids = self.cost_ids([self.column[name] for name in sorted(subset)])

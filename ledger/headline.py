@@ -91,7 +91,7 @@ def headline(index: LedgerIndex, dataset: Dataset, delta: Fraction, objective, t
     column = {name: k for k, name in enumerate(variables)}
     loss = {name: totals[column[name]].epsilon(delta) for name in variables}
     if protected:
-        spend = index.subset_cost(frozenset(protected), objective).spend
+        spend = index.subset_spend(frozenset(protected), objective)
         epsilon = spend.epsilon(delta)
         rho = None if spend.is_pure or spend.unbounded else spend.zcdp_rho()
         if spend.unbounded:

@@ -89,9 +89,9 @@ from .memory import paused_gc
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Release
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 5  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 6  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
-# 5: accounting rows (columns.py, issue 13)
+# 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -505,11 +505,18 @@ def _v5_accounting_rows(session: Session) -> None:
     columns.build_all(session)
 
 
+def _v6_accounting_events(session: Session) -> None:
+    """The accounting rows gain what the accountants read (issue 11): each release's accounting
+    event and its recording and publication moments (columns.py), built once from the release rows."""
+    columns.add_event_columns(session)
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
     4: _v4_people,
     5: _v5_accounting_rows,
+    6: _v6_accounting_events,
 }
 
 
@@ -1048,7 +1055,7 @@ def set_status(session: Session, release: Release, actor: str, kind: str, decisi
     if decisions:
         payload["budget_decisions"] = list(decisions)
     append_event(session, kind=kind, subject=release.id, actor=actor, payload=payload)
-    columns.set_status(_connection(session), release.id, release.status)  # (issue 13)
+    columns.set_status(_connection(session), release.id, release.status, release.published_at)  # (issue 13)
 
 
 def accountant_states(session: Session, dataset: str, names: Iterable[str]) -> dict[str, dict]:

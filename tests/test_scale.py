@@ -119,7 +119,7 @@ def test_the_index_from_accounting_rows_is_the_index_of_the_releases(ledger):
     engine = store.make_engine(url)
     with Session(engine) as session:
         got = columns.index_for(session, VARIABLES, "survey", {f.id: f for f in families})
-    assert list(got.release_ids) == [r.id for r in releases]
+        assert list(got.release_ids) == [r.id for r in releases]  # (read while the session is open)
     assert (got.reads == expected.reads).all()
     assert (got.simple == expected.simple).all()
     assert got.ambiguous == expected.ambiguous
@@ -166,13 +166,15 @@ def test_a_ledger_of_schema_3_is_upgraded_once_with_an_audit_event_per_version(l
         assert connection.execute("SELECT count(*) FROM release_accounting").fetchone()[0] == 11
         migrated = connection.execute("SELECT kind, subject, payload FROM audit_events WHERE seq > ?",
                                       (events,)).fetchall()
-    # schema 4 (issue 12: roles, self-approval waiver) then schema 5 (the accounting rows)
+    # schema 4 (issue 12: roles, self-approval waiver), schema 5 (the accounting rows), schema 6
+    # (their events and moments: built with the rows by the schema 5 step, nothing left to add)
     assert migrated == [("ledger.migrated", "schema 4", '{"from":3,"to":4}'),
-                        ("ledger.migrated", "schema 5", '{"from":4,"to":5}')]
+                        ("ledger.migrated", "schema 5", '{"from":4,"to":5}'),
+                        ("ledger.migrated", "schema 6", '{"from":5,"to":6}')]
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "table")
     with sqlite3.connect(path) as connection:  # once
-        assert connection.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 2
+        assert connection.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 3
 
 
 def test_help_and_version_import_neither_the_orm_nor_numpy():
