@@ -76,8 +76,10 @@ TAMPERING = {
     "an accounting row edited": ["UPDATE release_accounting SET reads = x'01' WHERE release = 'd'"],
     "an accounting row deleted": ["DELETE FROM release_accounting WHERE release = 'a'"],
     "an orphan accounting row": ["INSERT INTO release_accounting (seq, release, dataset, status, family, title, "
-                                 "reads, value, protects, more) SELECT 999, 'nobody', dataset, status, family, title, "
-                                 "reads, value, protects, more FROM release_accounting WHERE release = 'a'"],
+                                 "reads, value, protects, more, event, charged_by_event, recorded_us, published_us) "
+                                 "SELECT 999, 'nobody', dataset, status, family, title, reads, value, protects, more, "
+                                 "event, charged_by_event, recorded_us, published_us FROM release_accounting "
+                                 "WHERE release = 'a'"],
     "an inverted read deleted": ["DELETE FROM release_reads WHERE seq = (SELECT seq FROM releases WHERE id = 'c')"],
     "an inverted read added": ["INSERT INTO release_reads (dataset, position, seq) VALUES ('survey', 4, 998)"],
     "a running total deleted": ["DELETE FROM cap_totals WHERE cap = 'pair'"],
