@@ -997,40 +997,56 @@ def rdp_filter_epsilon(curve: np.ndarray, delta: float) -> float:
     return _up(max(float(eps.min()), 0.0))
 
 
+def rdp_filter_figure(comp: Composition, delta: Fraction) -> float:
+    """The Rényi filter's epsilon for a cap at `delta` (valid when releases are adaptive):
+    every curve the ledger knows (randomized response's for pure guarantees, a * rho for
+    zCDP, the Laplace and Gaussian curves) summed at the orders FILTER_ORDERS fixed in this
+    code (Feldman and Zrnic 2021, Theorem 4.3 holds for any RDP curve at a fixed order); the
+    approximate (epsilon, delta) guarantees by the basic filter beside it, their deltas taken
+    out of the cap's delta first and their epsilons added (an (eps, delta) mechanism is, but
+    for probability delta, eps-pure, whose loss is at most eps at every order: Kairouz, Oh
+    and Viswanath 2015, Lemma 3.4)."""
+    approx_eps, approx_delta = comp.approx()
+    remaining = delta - approx_delta
+    if remaining <= 0:
+        return INF
+    value = rdp_filter_epsilon(comp.curve(), float(remaining))
+    return _up(value + float(approx_eps)) if approx_eps else value
+
+
 def cap_decision(cap, basic_value: Number, spend: Spend, state: dict | None) -> Decision:
-    """The figure a cap is checked with: the smallest *valid filter* figure (module docstring)."""
+    """The figure a cap is checked with: the smallest *valid filter* figure (module docstring).
+
+    A pure-epsilon cap keeps the pure sum, a rho cap the sum of rho. A cap at a delta takes
+    the smallest of the basic figure and the Rényi filter's (`rdp_filter_figure`), whatever
+    the releases' notions; when the plan was declared in advance also the Rényi and PLD
+    figures (non-adaptive composition, DESIGN 2.10). Each candidate is a valid upper bound
+    that can only rise when a release is added (the curves and sums only grow, the filter's
+    figure is above the Rényi figure, and a declared plan stays declared only when the
+    smaller set was declared too), so the minimum never falls when a release joins."""
     if cap.rho is not None:
         return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["rho"])
     if cap.delta is None:
         return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic-pure"])
-    if state is None or spend.unbounded or math.isinf(float(basic_value)) and spend.unbounded:
-        return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic"])
-    if state["unbounded"]:
+    if state is None or spend.unbounded or state["unbounded"]:
         return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic"])
     units = sum(state["events"].values()) + sum(len(keys) for keys in state["families"].values())
     case = "declared" if units <= 1 or declared(_parse(state["last_recorded"]), _parse(state["first_published"]),
                                                 state["unknown"]) else "adaptive"
-    if case == "adaptive" and not spend.is_pure:  # only the basic filter (module docstring)
-        return Decision("basic", basic_value, case, FILTER_THEOREMS["basic"])
     comp = state_composition(state, spend)
+    found = [("basic", basic_value, FILTER_THEOREMS["basic-pure" if spend.is_pure else "basic"]),
+             ("rdp", rdp_filter_figure(comp, cap.delta), FILTER_THEOREMS["rdp"])]
     if case == "declared":
-        found = [("basic", basic_value), ("rdp", rdp_figure(comp, cap.delta, case).epsilon)]
-        best_value = min(float(v) for _, v in found)
-        if best_value > cap.limit:  # only then is the slower PLD worth computing
-            pld = pld_figure(comp, cap.delta, case)
-            if pld.available:
-                found.append(("pld", pld.epsilon))
-        name, value = min(found, key=lambda item: (float(item[1]), ACCOUNTANTS.index(item[0])))
-        if spend.is_pure and float(value) >= float(basic_value) * (1 - PURE_PREFERENCE):
-            name, value = "basic", basic_value  # the pure sum holds at delta 0 (as `best` prefers it)
-        return Decision(name, value, case, FILTER_THEOREMS["declared"] + f"; decided by {name}: {THEOREMS[name]}")
-    if spend.is_pure:  # the pure-sum filter spends no delta, so the Rényi filter may have all of it
-        approx_eps, approx_delta = comp.approx()
-        value = rdp_filter_epsilon(comp.curve(), float(cap.delta))
-        if value < float(basic_value) * (1 - PURE_PREFERENCE):
-            return Decision("rdp", value, case, FILTER_THEOREMS["rdp"])
-        return Decision("basic", basic_value, case, FILTER_THEOREMS["basic-pure"])
-    return Decision("basic", basic_value, case, FILTER_THEOREMS["basic"])
+        declared_theorem = FILTER_THEOREMS["declared"] + "; decided by {}: {}"
+        found.append(("rdp", rdp_figure(comp, cap.delta, case).epsilon,
+                      declared_theorem.format("rdp", THEOREMS["rdp"])))
+        pld = pld_figure(comp, cap.delta, case)
+        if pld.available:
+            found.append(("pld", pld.epsilon, declared_theorem.format("pld", THEOREMS["pld"])))
+    name, value, theorem = min(found, key=lambda item: (float(item[1]), ACCOUNTANTS.index(item[0])))
+    if spend.is_pure and float(value) >= float(basic_value) * (1 - PURE_PREFERENCE):
+        name, value, theorem = found[0]  # the pure sum holds at delta 0 (as `best` prefers it)
+    return Decision(name, value, case, theorem)
 
 
 @lru_cache(maxsize=4096)

@@ -364,7 +364,9 @@ def headroom_command(
     dataset: DatasetOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """The largest epsilon (and rho) a new release reading exactly these variables could take."""
+    """The largest epsilon (and rho) a new release reading exactly these variables could take such
+    that every cap's enforcement (the decision `record` makes, with the smallest valid filter
+    figure) would still admit it."""
     snapshot = _read_light()
     chosen = _pick_dataset(snapshot, dataset)
     names = _resolve_variables(chosen, variables)
