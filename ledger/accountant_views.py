@@ -96,3 +96,87 @@ def table_totals_line(accounts: TableAccounts) -> str:
     return ("All releases row: " + ("accountant " + accounts.accountant if accounts.accountant else
                                     "the smallest valid figure per column")
             + f" ({', '.join(used)}; {', '.join(cases)})")
+
+
+def pair_accountants(index, delta: Fraction, accountant: str | None = None, grid=None
+                     ) -> dict[tuple[str, str], tuple[dict[str, Figure], Figure]]:
+    """Every pair (in `LedgerIndex.pairs()` order): its basic and rdp figures and the one to
+    show (the asked accountant, else the smaller valid one). No PLD per pair (module
+    accountants.pair_figures)."""
+    found = accountants.pair_figures(index, delta, grid)
+    names = index.variables
+    return {(names[i], names[j]): (figures, choose(figures, accountant)) for (i, j), figures in found.items()}
+
+
+class _Shown:
+    """A chosen figure where the report expects a Spend (`.epsilon(delta)`)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def epsilon(self, delta):
+        return self.value
+
+
+class ShownPairs:
+    """The report's pair grid with each cell the figure `pairs` prints (`spend(i, j).epsilon(delta)`)."""
+
+    def __init__(self, found: dict[tuple[int, int], dict[str, Figure]]):
+        self.found = found
+
+    def figure(self, i: int, j: int) -> Figure:
+        return accountants.best(self.found[min(i, j), max(i, j)])
+
+    def spend(self, i: int, j: int) -> _Shown:
+        return _Shown(self.figure(int(i), int(j)).epsilon)
+
+
+def best_pair_grid(index, delta: Fraction, grid, colour):
+    """The pair grid and its colours with every cell (diagonal included) the smallest valid
+    figure of basic and rdp, as `pairs` and `subset A B --accountant` print them."""
+    import numpy as np
+
+    found = accountants.pair_figures(index, delta, grid, diagonal=True)
+    shown = ShownPairs(found)
+    colour = np.array(colour, dtype=np.float64, copy=True)
+    for (i, j) in found:
+        colour[i, j] = colour[j, i] = float(shown.figure(i, j).epsilon)
+    return shown, colour
+
+
+def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=None):
+    """The headline with the figures `subset` and `table` print: the protected subset's smallest
+    valid figure, the worst variable by the total row shown, the worst protected pair by the
+    figures `pairs` prints (from the report's pairs panel when given), the whole dataset's."""
+    from .engine import at_delta
+    from .numbers import is_infinite
+
+    per_variable, wide = accounts.shown()
+    loss = {name: f.epsilon for name, f in zip(accounts.variables, per_variable)}
+    changes = {"dataset_wide": wide.epsilon,
+               "public_losses": tuple((name, loss[name]) for name, _ in head.public_losses)}
+    if head.protected:
+        cost = index.subset_cost(frozenset(head.protected), at_delta(delta))
+        if not cost.spend.unbounded:
+            changes["epsilon"] = accountants.best(accountants.subset_figures(index, cost.subset, delta,
+                                                                             cost.spend)).epsilon
+        column = {name: k for k, name in enumerate(accounts.variables)}
+        worst = max(head.protected, key=lambda name: (float(loss[name]), -column[name]))
+        changes["worst_variable"] = (worst, loss[worst])
+    if head.worst_pair is not None and not is_infinite(head.worst_pair[2]):
+        if pairs is not None and pairs.protected_only and pairs.highest:
+            top = pairs.highest[0]
+            changes["worst_pair"] = (top.a, top.b, top.epsilon)
+        elif pairs is not None and not pairs.protected_only and pairs.highest and len(head.protected) == len(
+                accounts.variables):
+            top = pairs.highest[0]
+            changes["worst_pair"] = (top.a, top.b, top.epsilon)
+        else:
+            found = accountants.pair_figures(index, delta)
+            protected = set(head.protected)
+            names = index.variables
+            ranked = [((names[i], names[j]), accountants.best(f)) for (i, j), f in found.items()
+                      if names[i] in protected and names[j] in protected]
+            (a, b), figure = max(ranked, key=lambda item: float(item[1].epsilon))  # first of the largest
+            changes["worst_pair"] = (a, b, figure.epsilon)
+    return replace(head, **changes)

@@ -1054,3 +1054,84 @@ def _parse(text: str | None) -> datetime | None:
     if text is None:
         return None
     return datetime.fromisoformat(text)
+
+
+# --------------------------------------------------------------------------
+# Every pair of variables over arrays: basic and rdp (pairs, the report's pairs panel)
+# --------------------------------------------------------------------------
+
+
+PAIR_ACCOUNTANTS = ("basic", "rdp")  # PLD per pair would cost a PLD composition per pair: not offered
+
+
+def pair_figures(index, delta: Fraction, grid=None, objective=None, diagonal: bool = False
+                 ) -> dict[tuple[int, int], dict[str, Figure]]:
+    """The basic and Rényi figures on every pair {i, j} (i < j, column indices), the same
+    figures `subset_figures` gives for that pair (the PLD figure is left out: one PLD
+    composition per pair is too slow for many variables; `subset` shows it for one pair).
+
+    Over arrays, as `LedgerIndex.pair_matrix`: a simple release with at most one guarantee
+    has one event on every subset it touches, so per event k the number of its releases
+    reading i or j is n_k(i) + n_k(j) - n_k(i and j), a matrix product of the reads; the
+    summed curve of a pair is those counts times the events' curves. Pairs read by a
+    release with several guarantees, a family member or a release with a choice are
+    composed pair by pair (`IndexEvents.composition`). `diagonal`: also {i} alone, as (i, i)."""
+    from .engine import at_delta
+
+    n = len(index.variables)
+    if grid is None:
+        grid = index.pair_matrix(objective if objective is not None else at_delta(delta))
+    result: dict[tuple[int, int], dict[str, Figure]] = {}
+    if n < (1 if diagonal else 2):
+        return result
+    events = index_events(index)
+    n_guarantees, first = index._guarantee_spans()
+    single = index.simple & (n_guarantees <= 1) & (first >= 0)
+    rows = np.flatnonzero(single)
+    value = index.g_value[first[rows]] if len(rows) else np.zeros(0, dtype=np.int64)
+    ev = np.where(events.mech[rows] >= 0, events.mech[rows], events.value_event[value]) if len(rows) else value
+    keep = (ev >= 0) & ~index.value_is_zero[value]
+    rows, ev = rows[keep], ev[keep]
+    kinds = sorted({int(k) for k in np.unique(ev)})
+    counts = np.zeros((len(kinds), n, n), dtype=np.float64)
+    for slot, k in enumerate(kinds):
+        reads = index.reads[rows[ev == k]].astype(np.float32)
+        alone = reads.sum(axis=0, dtype=np.float64)
+        counts[slot] = np.rint(alone[:, None] + alone[None, :] - (reads.T @ reads))
+    chosen = [events.events[k] for k in kinds]
+    curves = (np.asarray([event_curve(e) for e in chosen]) if chosen
+              else np.zeros((0, len(_grids()["ORDERS"]))))
+    approx = np.asarray([e.kind == "approx" for e in chosen], dtype=bool)
+    # pairs that need the exact path: read by a release outside the array path
+    others = ~single & index.reads.any(axis=1)
+    slow_vars = index.reads[others].any(axis=0) if others.any() else np.zeros(n, dtype=bool)
+    touched = index.reads
+    last = _column_extreme(touched, events.recorded, -1)
+    first_pub = _column_extreme(touched, events.published, 1)
+    unknown = touched[events.unknown].any(axis=0) if len(events.unknown) else np.zeros(n, dtype=bool)
+    for i in range(n if diagonal else n - 1):
+        start = i if diagonal else i + 1
+        js = np.arange(start, n)
+        row_counts = counts[:, i, start:]  # (events, pairs)
+        summed = row_counts[~approx].T @ curves[~approx] if len(chosen) else np.zeros((len(js), 0))
+        for offset, j in enumerate(js):
+            spend = grid.spend(i, int(j))
+            subset = frozenset({index.variables[i], index.variables[int(j)]})
+            if slow_vars[i] or slow_vars[j]:
+                ids = index.cost_ids(sorted({i, int(j)}))
+                comp = events.composition(ids, subset, spend)
+            else:
+                column = row_counts[:, offset]
+                comp = Composition(spend, Counter({chosen[s]: int(c) for s, c in enumerate(column) if c}),
+                                   spend.unbounded,
+                                   None if math.isinf(max(last[i], last[j])) else _from_stamp(float(max(last[i], last[j]))),
+                                   _first_moment(min(first_pub[i], first_pub[j])), bool(unknown[i] or unknown[j]))
+                if len(chosen):
+                    comp.known_curve = summed[offset]
+            case = case_of(comp)
+            result[i, int(j)] = {"basic": basic_figure(comp, delta, case), "rdp": rdp_figure(comp, delta, case)}
+    return result
+
+
+def _first_moment(value: float) -> datetime | None:
+    return None if value == np.inf else datetime.min if value == -np.inf else _from_stamp(float(value))

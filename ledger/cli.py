@@ -605,7 +605,7 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
           all_rows: Annotated[bool, typer.Option("--all", help="Print every release row, however many.")] = False,
           ) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
-    from .accountant_views import table_accountants, table_totals_line
+    from .accountant_views import best_headline, table_accountants, table_totals_line
 
     when = parse_date(as_of, "--as-of")
     from .progress import progress
@@ -632,6 +632,7 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
                                               TABLE_LARGEST), chosen_delta)
         accounts = table_accountants(index, risk, chosen_delta, accountant, every=as_json)
         head = headline(index, chosen, chosen_delta, at_delta(chosen_delta), risk.total, risk.total_dataset_wide)
+        head = best_headline(head, index, chosen_delta, accounts)  # the figures `subset` prints (issue 11)
     if as_json:
         typer.echo(json.dumps({**view.to_json(), "headline": head.to_json(), **accounts.to_json()}, indent=2,
                               ensure_ascii=False))
@@ -709,17 +710,35 @@ def subset(
 
 
 @app.command()
-def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False) -> None:
-    """The privacy loss on every pair of variables."""
-    chosen, index = _indexed(dataset)
+def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False,
+          accountant: Annotated[Optional[str], typer.Option(
+              "--accountant", help="basic or rdp: show this accountant's figure (default: the smaller valid "
+                                   "one; pairs offer no pld, one PLD per pair is too slow: `subset A B` shows it)."
+          )] = None) -> None:
+    """The privacy loss on every pair of variables: the smaller valid figure of the basic and
+    Rényi accountants (the PLD accountant is not run per pair; `subset A B` shows it)."""
+    from .accountant_views import pair_accountants
+
+    if accountant is not None and accountant not in ("basic", "rdp"):
+        raise fail("command line", "--accountant", "pairs offer basic or rdp (a PLD per pair is too slow; "
+                                                   f"`subset A B --accountant pld` shows one pair), found {accountant!r}")
+    # the whole releases: the accountants read mechanisms and lifecycle times (issue 11)
+    snapshot = _read(dataset)
+    chosen = _pick_dataset(snapshot, dataset)
+    index = _index(snapshot, chosen)
     chosen_delta = _delta(delta, chosen)
-    result = pair_spends(index, at_delta(chosen_delta))
+    result = pair_accountants(index, chosen_delta, accountant)
     if as_json:
-        typer.echo(json.dumps([{"subset": list(pair), **figure_fields("epsilon", spend.epsilon(chosen_delta))}
-                               for pair, spend in result.items()], indent=2, ensure_ascii=False))
+        typer.echo(json.dumps([{"subset": [a, b], **figure_fields("epsilon", shown.epsilon),
+                                **figure_fields("delta", shown.delta), "accountant": shown.accountant,
+                                "case": shown.case,
+                                "accountants": {name: f.to_json() for name, f in found.items()}}
+                               for (a, b), (found, shown) in result.items()], indent=2, ensure_ascii=False))
         return
-    for (a, b), spend in result.items():
-        typer.echo(f"{{{a}, {b}}}\t{format_number(spend.epsilon(chosen_delta))}")
+    for (a, b), (found, shown) in result.items():
+        typer.echo(f"{{{a}, {b}}}\t{format_number(shown.epsilon)}\t{shown.accountant}")
+    typer.echo(f"(each pair: {'the ' + accountant + ' accountant' if accountant else 'the smaller valid figure of basic and rdp'}"
+               f" at delta {format_delta(chosen_delta)}; no pld per pair: `subset A B` shows it)")
 
 
 def pair_spends(index: LedgerIndex, objective) -> dict[tuple[str, str], object]:

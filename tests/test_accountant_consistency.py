@@ -81,3 +81,36 @@ def test_headroom_of_a_pure_cap_is_the_pure_difference(tmp_path):
     assert cli_main(url, "record", laplace_history(tmp_path / "h.yaml", n=5, epsilon="1/3")).code == 0
     room = cli_main(url, "headroom", "a", "b", "--json").json()
     assert room["epsilon_exact"] == "4/3"
+
+
+MIXED = """\
+dataset: d
+releases:
+  - {id: g1, reads: [a, b], mechanism: {name: gaussian, sigma: 3, sensitivity: 1}}
+  - {id: g2, reads: [b], status: published, published_at: "2026-03-01T00:00:00Z", mechanism: {name: gaussian, sigma: 2, sensitivity: 1}}
+  - {id: l1, reads: [a, c], mechanism: {name: laplace, epsilon: 0.5}}
+  - {id: d1, reads: [c], mechanism: {name: declared}, guarantees: [{protects: [c], epsilon: 0.3}]}
+  - {id: r1, reads: [a], mechanism: {name: declared}, guarantees: [{protects: [a], rho: 0.1}]}
+  - {id: t1, reads: [a, b, c], mechanism: {name: declared}, guarantees: [{protects: [a, b, c], epsilon: 1, delta: 1e-8}]}
+"""
+
+
+def test_pairs_print_the_figures_subset_prints(ledger):
+    """Every pair: the basic and rdp figures `subset A B` gives, and the smaller valid of them."""
+    url, tmp = ledger
+    (tmp / "m.yaml").write_text(MIXED)
+    assert cli_main(url, "record", tmp / "m.yaml").code == 0
+    pairs = cli_main(url, "pairs", "--json").json()
+    assert len(pairs) == 3
+    for entry in pairs:
+        one = cli_main(url, "subset", *entry["subset"], "--json").json()
+        for name in ("basic", "rdp"):
+            assert entry["accountants"][name]["epsilon"] == pytest.approx(one["accountants"][name]["epsilon"],
+                                                                          rel=1e-12)
+        smaller = min(("basic", "rdp"), key=lambda n: float(one["accountants"][n]["epsilon"]))
+        assert entry["epsilon"] == pytest.approx(float(one["accountants"][smaller]["epsilon"]), rel=1e-3)
+        assert entry["epsilon"] <= float(one["accountants"]["basic"]["epsilon"])
+        assert entry["accountant"] in ("basic", "rdp")
+    assert cli_main(url, "pairs", "--accountant", "pld").code == 2
+    text = cli_main(url, "pairs").out
+    assert "no pld per pair" in text
