@@ -604,7 +604,12 @@ def _randomized_response_pld(epsilon: float, count: int, interval: float):
 
 def pld_interval(comp: Composition, delta: float) -> float:
     """The discretisation: about 1/5000 of the Rényi figure (the PLD figure is a little below
-    it), between 1e-4 and 0.05. Pessimistic at any interval; finer only costs time."""
+    it), between 1e-4 and 0.05. Pessimistic at any interval; finer only costs time.
+
+    Monotonicity: the PLD figure of a larger set is never below the *true* loss of the smaller
+    one, but it may be below the smaller set's PLD *figure* by up to that figure's
+    discretisation error (at most about one interval per discretised component, here about
+    1/5000 of the figure: every loss is rounded up once by less than the interval)."""
     if comp.unbounded:
         return PLD_INTERVAL
     rough, _ = rdp_epsilon(comp.curve(), delta)
@@ -978,7 +983,9 @@ FILTER_THEOREMS = {
     "rho": "zCDP filter: the sum of rho (Feldman and Zrnic 2021, Remark 4.4)",
     "rdp": "Rényi filter at the orders fixed in advance (Feldman and Zrnic 2021, Theorem 4.3 at each order; "
            "the delta split evenly over the orders, a union bound as in Lécuyer 2021), converted by "
-           "Canonne, Kamath and Steinke 2020, Prop 12",
+           "Canonne, Kamath and Steinke 2020, Prop 12; or the zCDP filter of the summed rho, pure epsilon "
+           "as epsilon^2/2 (Feldman and Zrnic 2021, Remark 4.4), converted by CKS 2020 at the whole delta; "
+           "approximate guarantees by the basic filter beside it",
     "declared": "non-adaptive composition of a plan declared in advance (DESIGN 2.10): the smallest of the "
                 "basic, Rényi and PLD figures",
 }
@@ -1011,6 +1018,14 @@ def rdp_filter_figure(comp: Composition, delta: Fraction) -> float:
     if remaining <= 0:
         return INF
     value = rdp_filter_epsilon(comp.curve(), float(remaining))
+    rho = comp.rho_bound()
+    if rho > 0:
+        # the zCDP filter: every release's rho (a pure epsilon as epsilon^2 / 2, Bun and Steinke
+        # 2016, Prop 3.3) summed; a bound on the sum holds at every order at once, so the
+        # composition is rho-zCDP (Feldman and Zrnic 2021, Remark 4.4; Whitehouse et al. 2023)
+        # and converts by CKS 2020 at the whole delta. It is what the basic accountant does
+        # once a rho joins a pure history, so a pure history is never held to more than it.
+        value = min(value, cks_epsilon(rho, float(remaining)))
     return _up(value + float(approx_eps)) if approx_eps else value
 
 
