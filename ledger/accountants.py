@@ -904,6 +904,27 @@ def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, 
     return state_from_composition(cap, comp, family_events)
 
 
+def state_differences(stored: dict, expected: dict) -> list[str]:
+    """What differs between a stored running state and the one recomputed from the releases,
+    field by field, in words (`audit verify`)."""
+    found = []
+    for key in dict.fromkeys([*expected, *stored]):
+        a, b = stored.get(key), expected.get(key)
+        if key == "events":
+            a, b = {k: int(v) for k, v in (a or {}).items()}, {k: int(v) for k, v in (b or {}).items()}
+        if key == "last_recorded" or key == "first_published":
+            a, b = _parse(a) if isinstance(a, str) else a, _parse(b) if isinstance(b, str) else b
+        if a != b:
+            found.append(f"{key}: stored {json_text(stored.get(key))}, recomputed {json_text(expected.get(key))}")
+    return found
+
+
+def json_text(value) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 def state_is_current(cap, state: dict | None) -> bool:
     return bool(state) and state.get("v") == STATE_VERSION and state.get("cap") == cap_key(cap)
 

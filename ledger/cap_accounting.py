@@ -94,6 +94,25 @@ def current_states(session: Session, dataset: str, caps) -> dict[str, dict]:
     return states
 
 
+def checks_from_history(caps, releases: Sequence[Release], families: Mapping[str, Family],
+                        totals: Mapping[str, budget.CapTotal] | None = None) -> list[budget.CapCheck]:
+    """Every cap as the given releases leave it, each with its best valid figure: the running
+    totals (unless given) and accountant states recomputed from the releases (for `cap list
+    --as-of` and the report: the same decision as `cap list`)."""
+    releases = list(releases)
+    if totals is None:
+        totals = {cap.name: budget.total_from_history(cap, releases, families) for cap in caps}
+    checks = budget.check(list(caps), totals, [], {}, {}, only_touched=False)
+    result = []
+    for check in checks:
+        cap = check.cap
+        state = (accountants.state_from_history(cap, releases, families)
+                 if cap.delta is not None and cap.rho is None else None)
+        refined, _ = decide(check, totals.get(cap.name, budget.CapTotal()), state, [], {}, {})
+        result.append(refined)
+    return result
+
+
 def decisions_json(checks: Sequence[budget.CapCheck]) -> list[dict]:
     """What the audit event of an admitted step records: per cap, who decided, how."""
     result = []

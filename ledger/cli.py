@@ -35,6 +35,7 @@ budget = lazy_module(f"{__package__}.budget")
 operations = lazy_module(f"{__package__}.operations")
 people = lazy_module(f"{__package__}.people")  # (issue 12) the ORM
 store = lazy_module(f"{__package__}.store")
+cap_accounting = lazy_module(f"{__package__}.cap_accounting")  # (issue 11) the caps' accountants, on first use
 Session = lazy_callable("sqlmodel", "Session")
 DEFAULT_URL = "sqlite:///ledger.db"  # store.DEFAULT_URL, without importing the store
 
@@ -483,8 +484,9 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: 
             checks = operations.cap_checks(session, chosen.name, caps)
         else:
             then = _as_of(store.snapshot(session, chosen.name), when)
-            totals = {cap.name: budget.total_from_history(cap, then.releases.values(), then.families) for cap in caps}
-            checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
+            # the same accountants as `cap list` (issue 11): totals and states as the ledger stood
+            checks = cap_accounting.checks_from_history(
+                caps, [r for r in then.releases.values() if r.dataset == chosen.name], then.families)
     if as_json:
         typer.echo(json.dumps([check_json(c) for c in checks], indent=2, ensure_ascii=False))
         return

@@ -501,7 +501,7 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     register = tuple(replace(register_entry(r, inputs.families, *cells.get(r.id, ((), None))), **steps.get(r.id, {}))
                      for r in inputs.releases)
     meeting = meeting_pack(inputs) if inputs.since is not None else None
-    caps = cap_entries(inputs.caps, inputs.cap_totals)
+    caps = cap_entries(inputs.caps, inputs.cap_totals, charged, family_map_of(inputs))
     if drawn is not None:
         heat_map, timeline_chart = drawn()
         pairs = replace(pairs, svg=Markup(heat_map))
@@ -709,9 +709,20 @@ def risk_frame(risk: RiskTableView):
     return frame
 
 
-def cap_entries(caps: Sequence[Cap], totals: Mapping[str, CapTotal]) -> tuple[CapEntry, ...]:
-    """Every cap against the stored running totals: the pre-release check of an empty plan."""
-    return tuple(_cap_entry(c) for c in check(list(caps), totals, [], {}, {}, only_touched=False))
+def cap_entries(caps: Sequence[Cap], totals: Mapping[str, CapTotal], releases: Sequence[Release] | None = None,
+                families: Mapping[str, Family] | None = None) -> tuple[CapEntry, ...]:
+    """Every cap against the stored running totals: the pre-release check of an empty plan.
+    With the charged releases, each cap's figure is the one `cap list` prints: the smallest
+    valid filter figure (cap_accounting.checks_from_history, issue 11)."""
+    if releases is None:
+        return tuple(_cap_entry(c) for c in check(list(caps), totals, [], {}, {}, only_touched=False))
+    from .cap_accounting import checks_from_history
+
+    return tuple(_cap_entry(c) for c in checks_from_history(list(caps), releases, families or {}, totals))
+
+
+def family_map_of(inputs: ReportInputs) -> dict[str, Family]:
+    return {f.id: f for f in inputs.families}
 
 
 def _cap_entry(c: CapCheck) -> CapEntry:

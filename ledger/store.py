@@ -1212,6 +1212,27 @@ def _check_totals(session: Session, release_rows: Mapping[str, dict],
                 differences = total_differences(found, expected) or ["its stored form"]
                 problems.append(f"cap {dataset}/{cap.name}: the running total differs from the total recomputed "
                                 f"from the releases: {'; '.join(differences)}")
+        problems.extend(_check_accountant_states(session, dataset, dataset_caps, counted, families))
+    return problems
+
+
+def _check_accountant_states(session: Session, dataset: str, caps, releases: Sequence[Release],
+                             families: Mapping[str, Family]) -> list[str]:
+    """Recompute every stored running accountant state (issue 11) from the releases and compare,
+    like the running totals. A state for another version of a cap (or of the state format) is
+    never read by a decision (it is recomputed), so only the states a decision would use count."""
+    from .accountants import state_differences, state_from_history, state_is_current
+
+    problems = []
+    stored = accountant_states(session, dataset, [cap.name for cap in caps])
+    for cap in caps:
+        state = stored.get(cap.name)
+        if state is None or not state_is_current(cap, state):
+            continue
+        differences = state_differences(state, state_from_history(cap, releases, families))
+        if differences:
+            problems.append(f"cap {dataset}/{cap.name}: the running accountant state differs from the state "
+                            f"recomputed from the releases: {'; '.join(differences)}")
     return problems
 
 
