@@ -931,44 +931,61 @@ def state_is_current(cap, state: dict | None) -> bool:
 
 def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping[str, Family],
                 members: Mapping[str, Sequence[Release]], published: Mapping[str, datetime] | None = None) -> dict:
-    """The state after recording `releases` (and publishing the releases in `published`, id -> time)."""
+    """The state after recording `releases` (and publishing the releases in `published`, id -> time).
+
+    Works on the state's own fields: only what the plan touches is decoded (a check costs the
+    same whatever the history's length, and little: no event of the history is rebuilt)."""
     from .engine import family_cost, release_cost
 
-    events = Counter({k: int(c) for k, c in state["events"].items()})
+    events = dict(state["events"])  # (counts only grow here: no zero is ever kept)
     family_events = dict(state["families"])
-    comp = Composition(Spend(), unbounded=state["unbounded"], unknown_times=state["unknown"],
-                       last_recorded=_parse(state["last_recorded"]), first_published=_parse(state["first_published"]))
+    unbounded, unknown = state["unbounded"], state["unknown"]
+    last, first = state["last_recorded"], state["first_published"]
+
+    def later(text, moment):  # the later of an ISO time (or None) and a datetime, as ISO text
+        iso = _naive(moment).isoformat()
+        return iso if text is None or _parse(iso) > _parse(text) else text
+
+    def earlier(text, moment):
+        iso = _naive(moment).isoformat()
+        return iso if text is None or _parse(iso) < _parse(text) else text
+
     joined: dict[str, list[Release]] = {}
     for release in releases:
         if release.status not in CHARGED_STATUSES or not cap.subset & release.reads:
             continue
-        note_times(comp, release)
+        if release.recorded_at is None:
+            unknown = True
+        else:
+            last = later(last, release.recorded_at)
+        moment = published_moment(release)
+        if moment is not None:
+            first = earlier(first, moment)
         if release.family is not None and release.family in families:
             joined.setdefault(release.family, []).append(release)
             continue
         spend = release_cost(release, cap.subset)
         if spend.unbounded:
-            comp.unbounded = True
+            unbounded = True
         else:
             for event in unit_events(release, spend):
-                events[event.key] += 1
+                events[event.key] = int(events.get(event.key, 0)) + 1
     for fid, new in joined.items():
         everyone = [m for m in members.get(fid, ()) if m.status in CHARGED_STATUSES] + new
         spend = family_cost(families[fid], everyone, cap.subset)
         if spend.unbounded:
-            comp.unbounded = True
+            unbounded = True
             family_events.pop(fid, None)
         elif spend_events(spend):
             family_events[fid] = [e.key for e in spend_events(spend)]
         else:
             family_events.pop(fid, None)
     for moment in (published or {}).values():
-        if comp.first_published is None or _naive(moment) < _naive(comp.first_published):
-            comp.first_published = moment
-    result = state_from_composition(cap, comp)
-    result["events"] = {k: c for k, c in sorted(events.items()) if c > 0}
-    result["families"] = family_events
-    return result
+        first = earlier(first, moment)
+    return {**state, "v": STATE_VERSION, "cap": cap_key(cap),
+            "events": events,
+            "families": family_events, "unbounded": unbounded, "unknown": unknown,
+            "last_recorded": last, "first_published": first}
 
 
 def state_composition(state: dict, basic: Spend) -> Composition:
@@ -1050,6 +1067,56 @@ def rdp_filter_figure(comp: Composition, delta: Fraction) -> float:
     return _up(value + float(approx_eps)) if approx_eps else value
 
 
+@lru_cache(maxsize=65536)
+def _key_summary(key: str) -> tuple:
+    """Per event key: (its curve or None for an approximate event, its rho bound, its
+    approximate epsilon and delta), so a cap's state is summed without building Events."""
+    event = Event.from_key(key)
+    if event.kind == "approx":
+        return None, 0.0, event.a, event.b
+    return event_curve(event), event_rho(event), 0, 0
+
+
+@lru_cache(maxsize=4096)
+def _state_sums(items: tuple) -> tuple:
+    """(summed curve, summed rho bound, approximate epsilon, approximate delta) of a state's
+    (event key, count) items: a decoded state, cached by its content."""
+    curves, weights = [], []
+    rho, approx_eps, approx_delta = 0.0, Fraction(0), Fraction(0)
+    for key, count in items:
+        curve, r, a, b = _key_summary(key)
+        if curve is None:
+            approx_eps += count * a
+            approx_delta += count * b
+        else:
+            curves.append(curve)
+            weights.append(count)
+            rho += count * r
+    total = (np.asarray(weights, dtype=np.float64) @ np.asarray(curves) if curves
+             else np.zeros_like(_grids()["ORDERS"]))
+    total.setflags(write=False)
+    return total, rho, approx_eps, approx_delta
+
+
+def _filter_from_state(state: dict, delta: Fraction) -> float:
+    """`rdp_filter_figure` of a running state, from its cached sums (the Rényi filter at the fixed
+    orders and the zCDP filter, approximate guarantees by basic beside them)."""
+    items = [*state["events"].items(), *((key, 1) for keys in state["families"].values() for key in keys)]
+    return _filter_value(tuple(sorted(items)), delta)
+
+
+@lru_cache(maxsize=4096)
+def _filter_value(items: tuple, delta: Fraction) -> float:
+    curve, rho, approx_eps, approx_delta = _state_sums(items)
+    remaining = delta - approx_delta
+    if remaining <= 0:
+        return INF
+    value = rdp_filter_epsilon(curve, float(remaining))
+    if rho > 0:
+        value = min(value, cks_epsilon(math.fsum([rho]) * (1 + _MARGIN), float(remaining)))
+    return _up(value + float(approx_eps)) if approx_eps else value
+
+
 def cap_decision(cap, basic_value: Number, spend: Spend, state: dict | None) -> Decision:
     """The figure a cap is checked with: the smallest *valid filter* figure (module docstring).
 
@@ -1069,10 +1136,10 @@ def cap_decision(cap, basic_value: Number, spend: Spend, state: dict | None) -> 
     units = sum(state["events"].values()) + sum(len(keys) for keys in state["families"].values())
     case = "declared" if units <= 1 or declared(_parse(state["last_recorded"]), _parse(state["first_published"]),
                                                 state["unknown"]) else "adaptive"
-    comp = state_composition(state, spend)
     found = [("basic", basic_value, FILTER_THEOREMS["basic-pure" if spend.is_pure else "basic"]),
-             ("rdp", rdp_filter_figure(comp, cap.delta), FILTER_THEOREMS["rdp"])]
+             ("rdp", _filter_from_state(state, cap.delta), FILTER_THEOREMS["rdp"])]
     if case == "declared":
+        comp = state_composition(state, spend)
         declared_theorem = FILTER_THEOREMS["declared"] + "; decided by {}: {}"
         found.append(("rdp", rdp_figure(comp, cap.delta, case).epsilon,
                       declared_theorem.format("rdp", THEOREMS["rdp"])))
