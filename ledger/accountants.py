@@ -541,14 +541,34 @@ def pld_epsilon(events: Mapping[Event, int], delta: float, interval: float = PLD
     """dp_accounting's PLD composition of the events (pessimistic), identical events by
     self-composition; the epsilon at `delta`, rounded up."""
     total = None
+    # every Gaussian together is one Gaussian: sensitivity / sigma adds in quadrature (the
+    # composed privacy loss of Gaussians is Gaussian), so one PLD stands for all of them
+    precision = math.fsum(count / float(event.a) ** 2 for event, count in events.items()
+                          if event.kind == "gaussian" and count > 0)
+    if precision > 0:
+        total = _gaussian_pld(_down_float(1 / math.sqrt(precision)), interval)
     for event, count in sorted(events.items(), key=lambda item: item[0].key):
-        if count <= 0:
+        if count <= 0 or event.kind == "gaussian":
             continue
         pld = _event_pld(event, count, interval)
         total = pld if total is None else total.compose(pld)
     if total is None:
         return 0.0
     return _up(max(float(total.get_epsilon_for_delta(delta)), 0.0))
+
+
+def _down_float(value: float) -> float:
+    """A noise multiplier a little smaller (so the PLD built from it only more pessimistic)."""
+    return math.nextafter(value * (1 - 4e-16), 0.0)
+
+
+@lru_cache(maxsize=1024)
+def _gaussian_pld(multiplier: float, interval: float):
+    """The PLD of a Gaussian with sensitivity 1 and standard deviation `multiplier`."""
+    from dp_accounting.pld import privacy_loss_distribution as PLD
+
+    return PLD.from_gaussian_mechanism(standard_deviation=multiplier, value_discretization_interval=interval,
+                                       pessimistic_estimate=True)
 
 
 @lru_cache(maxsize=1024)
@@ -675,11 +695,16 @@ class IndexEvents:
         by_mechanism: dict = {}
         by_guarantee: dict = {}
         mech = np.full(len(index.releases), -1, dtype=np.int64)
+        _, first_guarantee = index._guarantee_spans()
+        g_value = index.g_value.tolist()
+        first_guarantee = first_guarantee.tolist()
+        fraction = Fraction
         for i, release in enumerate(index.releases):
             mechanism = release.mechanism
             if mechanism.name not in _EVENT_MECHANISMS:
                 continue
-            key = (mechanism.name, tuple((k, _plain(v)) for k, v in mechanism.params))
+            key = (mechanism.name, tuple((k, v.numerator, v.denominator) if type(v) is fraction else (k, v)
+                                         for k, v in mechanism.params))
             found = by_mechanism.get(key)
             if found is None:
                 event, derived = _mechanism_event(mechanism)
@@ -687,9 +712,10 @@ class IndexEvents:
             if found[0] < 0 or len(release.guarantees) != len(found[1]):
                 continue
             ok = True
-            for guarantee in release.guarantees:
-                gkey = (key, guarantee.notion, _plain(guarantee.epsilon), _plain(guarantee.delta),
-                        _plain(guarantee.rho), guarantee.relation)
+            for offset, guarantee in enumerate(release.guarantees):
+                # the index's value id and the relation name the guarantee's value exactly (for one
+                # relation the value is a function of the charged spend, and back)
+                gkey = (key, g_value[first_guarantee[i] + offset], guarantee.relation)
                 matches = by_guarantee.get(gkey)
                 if matches is None:
                     matches = by_guarantee[gkey] = (_value(guarantee) in found[1], guarantee)
@@ -704,12 +730,13 @@ class IndexEvents:
         self.events = events
         self.event_id = event_id
         n = len(index.releases)
-        self.unknown = np.asarray([r.recorded_at is None for r in index.releases], dtype=bool)
-        self.recorded = np.asarray([-np.inf if r.recorded_at is None else _stamp(r.recorded_at)
-                                    for r in index.releases], dtype=np.float64).reshape(n)
+        recorded = [r.recorded_at for r in index.releases]
+        self.unknown = np.fromiter((m is None for m in recorded), dtype=bool, count=n)
+        self.recorded = _stamps(recorded)
         published = [published_moment(r) for r in index.releases]
-        self.published = np.asarray([np.inf if m is None else -np.inf if m == datetime.min else _stamp(m)
-                                     for m in published], dtype=np.float64).reshape(n)
+        self.published = _stamps([None if m == datetime.min else m for m in published])
+        self.published[[k for k, m in enumerate(published) if m is None]] = np.inf
+        self.published[[k for k, m in enumerate(published) if m == datetime.min]] = -np.inf
 
     def composition(self, ids: np.ndarray, subset: frozenset[str], basic: Spend) -> Composition:
         """The subset's Composition from per-release value ids (LedgerIndex.cost_ids or a
@@ -787,8 +814,8 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
     n_rel, n_var = table.cells.shape
     cells = table.cells
     simple = index.simple
-    per_value = events.value_event[cells]
-    if np.any(per_value[simple] == -2):  # a guarantee value with several parts: column by column
+    several = np.flatnonzero(events.value_event == -2)  # guarantee values with several parts
+    if len(several) and np.isin(cells[simple], several).any():  # then column by column
         per_variable = [_some(events.composition(cells[:, j], frozenset({name}), table.total[j]), delta, accountants)
                         for j, name in enumerate(index.variables)]
     else:
@@ -845,13 +872,26 @@ def _some(comp: Composition, delta: Fraction, accountants: Sequence[str]) -> dic
 
 
 _EPOCH = datetime(1970, 1, 1)
+from datetime import UTC as _UTC  # noqa: E402
 
 
 def _stamp(moment: datetime) -> float:
     """Seconds since the epoch, a naive time read as UTC."""
-    from datetime import UTC
+    return (moment if moment.tzinfo is not None else moment.replace(tzinfo=_UTC)).timestamp()
 
-    return (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).timestamp()
+
+def _stamps(moments) -> np.ndarray:
+    """`_stamp` of each moment (None: -inf); a run of the same object converted once (a file's
+    releases share their recording time)."""
+    out = np.empty(len(moments), dtype=np.float64)
+    last, value = None, -np.inf
+    for k, moment in enumerate(moments):
+        if moment is not last:  # the same object as the previous release's: converted once
+            last = moment
+            value = -np.inf if moment is None else (
+                moment.timestamp() if moment.tzinfo is not None else moment.replace(tzinfo=_UTC).timestamp())
+        out[k] = value
+    return out
 
 
 def _from_stamp(value: float) -> datetime:
