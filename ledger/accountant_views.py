@@ -118,36 +118,45 @@ class _Shown:
         return self.value
 
 
-class ShownPairs:
-    """The report's pair grid with each cell the figure `pairs` prints (`spend(i, j).epsilon(delta)`)."""
+def shown_pair_floats(grid, rdp, basic_floats):
+    """Per pair, the float of the figure `pairs` shows: the smaller of basic and rdp, a pure
+    basic figure kept unless rdp is smaller by more than PURE_PREFERENCE (as `accountants.best`)."""
+    import numpy as np
 
-    def __init__(self, found: dict[tuple[int, int], dict[str, Figure]]):
-        self.found = found
+    fields = grid.floats()
+    pure = (fields["approx_epsilon"] == 0) & (fields["approx_delta"] == 0) & (fields["rho"] == 0)
+    basic = np.asarray(basic_floats, dtype=np.float64)
+    keep_basic = pure & (rdp.epsilon >= basic * (1 - accountants.PURE_PREFERENCE))
+    return np.where(keep_basic, basic, np.minimum(basic, rdp.epsilon))
+
+
+class ShownPairs:
+    """The report's pair grid with each cell the figure `pairs` prints (`spend(i, j).epsilon(delta)`),
+    each exact figure made when asked (the highest pairs, the matrix of a small dataset)."""
+
+    def __init__(self, index, delta: Fraction, grid, rdp):
+        self.index, self.delta, self.grid, self.rdp = index, delta, grid, rdp
 
     def figure(self, i: int, j: int) -> Figure:
-        return accountants.best(self.found[min(i, j), max(i, j)])
+        return accountants.best(accountants.pair_figure(self.index, self.delta, self.grid, self.rdp, int(i), int(j)))
 
     def spend(self, i: int, j: int) -> _Shown:
-        return _Shown(self.figure(int(i), int(j)).epsilon)
+        return _Shown(self.figure(i, j).epsilon)
 
 
 def best_pair_grid(index, delta: Fraction, grid, colour):
     """The pair grid and its colours with every cell (diagonal included) the smallest valid
-    figure of basic and rdp, as `pairs` and `subset A B --accountant` print them."""
-    import numpy as np
-
-    found = accountants.pair_figures(index, delta, grid, diagonal=True)
-    shown = ShownPairs(found)
-    colour = np.array(colour, dtype=np.float64, copy=True)
-    for (i, j) in found:
-        colour[i, j] = colour[j, i] = float(shown.figure(i, j).epsilon)
-    return shown, colour
+    figure of basic and rdp, as `pairs` and `subset A B` print them (rdp over arrays)."""
+    rdp = accountants.pair_rdp(index, delta, grid)
+    return ShownPairs(index, delta, grid, rdp), shown_pair_floats(grid, rdp, colour)
 
 
-def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=None):
+def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=None, grid=None):
     """The headline with the figures `subset` and `table` print: the protected subset's smallest
     valid figure, the worst variable by the total row shown, the worst protected pair by the
     figures `pairs` prints (from the report's pairs panel when given), the whole dataset's."""
+    import numpy as np
+
     from .engine import at_delta
     from .numbers import is_infinite
 
@@ -167,16 +176,22 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
         if pairs is not None and pairs.protected_only and pairs.highest:
             top = pairs.highest[0]
             changes["worst_pair"] = (top.a, top.b, top.epsilon)
-        elif pairs is not None and not pairs.protected_only and pairs.highest and len(head.protected) == len(
-                accounts.variables):
+        elif pairs is not None and pairs.highest and len(head.protected) == len(accounts.variables):
             top = pairs.highest[0]
             changes["worst_pair"] = (top.a, top.b, top.epsilon)
         else:
-            found = accountants.pair_figures(index, delta)
-            protected = set(head.protected)
-            names = index.variables
-            ranked = [((names[i], names[j]), accountants.best(f)) for (i, j), f in found.items()
-                      if names[i] in protected and names[j] in protected]
-            (a, b), figure = max(ranked, key=lambda item: float(item[1].epsilon))  # first of the largest
-            changes["worst_pair"] = (a, b, figure.epsilon)
+            from .report import epsilon_floats
+
+            if grid is None:
+                grid = index.pair_matrix(at_delta(delta))
+            rdp = accountants.pair_rdp(index, delta, grid)
+            shown = shown_pair_floats(grid, rdp, epsilon_floats(grid, delta))
+            names = list(index.variables)
+            ids = np.asarray([names.index(name) for name in head.protected])
+            sub = shown[np.ix_(ids, ids)]
+            upper = np.triu_indices(len(ids), k=1)
+            best = int(np.argmax(sub[upper]))  # the first of the largest, in dataset order
+            i, j = int(ids[upper[0][best]]), int(ids[upper[1][best]])
+            figure = ShownPairs(index, delta, grid, rdp).figure(i, j)
+            changes["worst_pair"] = (names[i], names[j], figure.epsilon)
     return replace(head, **changes)

@@ -1207,26 +1207,22 @@ def _parse(text: str | None) -> datetime | None:
 PAIR_ACCOUNTANTS = ("basic", "rdp")  # PLD per pair would cost a PLD composition per pair: not offered
 
 
-def pair_figures(index, delta: Fraction, grid=None, objective=None, diagonal: bool = False
-                 ) -> dict[tuple[int, int], dict[str, Figure]]:
-    """The basic and Rényi figures on every pair {i, j} (i < j, column indices), the same
-    figures `subset_figures` gives for that pair (the PLD figure is left out: one PLD
-    composition per pair is too slow for many variables; `subset` shows it for one pair).
+@dataclass
+class PairRdp:
+    """The Rényi figure of every pair {i, j} (and of {i} on the diagonal) as floats, and what
+    makes a figure of one pair: its declared-in-advance case, and the pairs composed one by one."""
 
-    Over arrays, as `LedgerIndex.pair_matrix`: a simple release with at most one guarantee
-    has one event on every subset it touches, so per event k the number of its releases
-    reading i or j is n_k(i) + n_k(j) - n_k(i and j), a matrix product of the reads; the
-    summed curve of a pair is those counts times the events' curves. Pairs read by a
-    release with several guarantees, a family member or a release with a choice are
-    composed pair by pair (`IndexEvents.composition`). `diagonal`: also {i} alone, as (i, i)."""
-    from .engine import at_delta
+    epsilon: np.ndarray  # n x n, symmetric; inf where not protected or the deltas run out
+    declared: np.ndarray  # n x n bool
+    order: np.ndarray  # n x n: the order of the grid figure (nan: zCDP bound or none)
+    slow: dict  # (i, j) -> Composition, for pairs read by releases outside the array path
 
+
+def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
+    """`rdp_figure` for every pair over arrays (see `pair_figures`), one row of pairs at a time:
+    the summed curves by a matrix product, the CKS Prop 12 conversion at every order by
+    broadcasting, and the zCDP bound (CKS at the continuous best order) where a pair has rho."""
     n = len(index.variables)
-    if grid is None:
-        grid = index.pair_matrix(objective if objective is not None else at_delta(delta))
-    result: dict[tuple[int, int], dict[str, Figure]] = {}
-    if n < (1 if diagonal else 2):
-        return result
     events = index_events(index)
     n_guarantees, first = index._guarantee_spans()
     single = index.simple & (n_guarantees <= 1) & (first >= 0)
@@ -1236,44 +1232,116 @@ def pair_figures(index, delta: Fraction, grid=None, objective=None, diagonal: bo
     keep = (ev >= 0) & ~index.value_is_zero[value]
     rows, ev = rows[keep], ev[keep]
     kinds = sorted({int(k) for k in np.unique(ev)})
+    chosen = [events.events[k] for k in kinds]
     counts = np.zeros((len(kinds), n, n), dtype=np.float64)
     for slot, k in enumerate(kinds):
         reads = index.reads[rows[ev == k]].astype(np.float32)
         alone = reads.sum(axis=0, dtype=np.float64)
         counts[slot] = np.rint(alone[:, None] + alone[None, :] - (reads.T @ reads))
-    chosen = [events.events[k] for k in kinds]
-    curves = (np.asarray([event_curve(e) for e in chosen]) if chosen
-              else np.zeros((0, len(_grids()["ORDERS"]))))
     approx = np.asarray([e.kind == "approx" for e in chosen], dtype=bool)
-    # pairs that need the exact path: read by a release outside the array path
-    others = ~single & index.reads.any(axis=1)
-    slow_vars = index.reads[others].any(axis=0) if others.any() else np.zeros(n, dtype=bool)
+    orders = _grids()["ORDERS"]
+    curves = (np.asarray([event_curve(e) for e in chosen])[~approx] if len(chosen)
+              else np.zeros((0, len(orders))))
+    rhos = np.asarray([event_rho(e) for e in chosen], dtype=np.float64)[~approx] if len(chosen) else np.zeros(0)
+    a_eps = np.asarray([float(e.a) for e in chosen if e.kind == "approx"], dtype=np.float64)
+    a_delta = np.asarray([float(e.b) for e in chosen if e.kind == "approx"], dtype=np.float64)
+    log_term = np.log1p(-1 / orders)
+    log_a, a_1 = np.log(orders), orders - 1
+
+    epsilon = np.full((n, n), np.inf)
+    order = np.full((n, n), np.nan)
+    for i in range(n):
+        c = counts[:, i, i:]  # events x pairs (i, i..n-1)
+        plain = c[~approx] if len(chosen) else np.zeros((0, n - i))
+        summed = plain.T @ curves  # pairs x orders
+        rho = plain.T @ rhos
+        approx_eps = c[approx].T @ a_eps if approx.any() else np.zeros(n - i)
+        approx_delta = c[approx].T @ a_delta if approx.any() else np.zeros(n - i)
+        remaining = float(delta) - approx_delta * (1 + 1e-12)  # never more than the exact remainder
+        live = remaining > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            table = summed + log_term - (np.log(np.where(live, remaining, 1.0))[:, None] + log_a) / a_1
+        k = np.argmin(table, axis=1)
+        eps = np.maximum(table[np.arange(len(k)), k], 0.0)
+        ords = orders[k]
+        empty = ~summed.any(axis=1)
+        eps[empty], ords[empty] = 0.0, np.nan
+        for t in np.flatnonzero(live & (rho > 0)):
+            zcdp = cks_epsilon(float(rho[t]), float(remaining[t]))
+            if zcdp < eps[t]:
+                eps[t], ords[t] = zcdp, np.nan
+        eps = np.nextafter(eps * (1 + _MARGIN), np.inf)
+        eps = np.where(approx_eps > 0, np.nextafter((eps + approx_eps) * (1 + _MARGIN), np.inf), eps)
+        eps[~live] = np.inf
+        epsilon[i, i:] = eps
+        order[i, i:] = ords
+    # unprotected pairs: ∞ for every accountant (the basic grid knows them)
+    unbounded = grid.unbounded if hasattr(grid, "unbounded") else None
+    if unbounded is not None:
+        epsilon[np.asarray(unbounded, dtype=bool)] = np.inf
+    epsilon = np.triu(epsilon) + np.triu(epsilon, 1).T
+
     touched = index.reads
     last = _column_extreme(touched, events.recorded, -1)
     first_pub = _column_extreme(touched, events.published, 1)
     unknown = touched[events.unknown].any(axis=0) if len(events.unknown) else np.zeros(n, dtype=bool)
-    for i in range(n if diagonal else n - 1):
-        start = i if diagonal else i + 1
-        js = np.arange(start, n)
-        row_counts = counts[:, i, start:]  # (events, pairs)
-        summed = row_counts[~approx].T @ curves[~approx] if len(chosen) else np.zeros((len(js), 0))
-        for offset, j in enumerate(js):
-            spend = grid.spend(i, int(j))
-            subset = frozenset({index.variables[i], index.variables[int(j)]})
-            if slow_vars[i] or slow_vars[j]:
-                ids = index.cost_ids(sorted({i, int(j)}))
-                comp = events.composition(ids, subset, spend)
-            else:
-                column = row_counts[:, offset]
-                comp = Composition(spend, Counter({chosen[s]: int(c) for s, c in enumerate(column) if c}),
-                                   spend.unbounded,
-                                   None if math.isinf(max(last[i], last[j])) else _from_stamp(float(max(last[i], last[j]))),
-                                   _first_moment(min(first_pub[i], first_pub[j])), bool(unknown[i] or unknown[j]))
-                if len(chosen):
-                    comp.known_curve = summed[offset]
-            case = case_of(comp)
-            result[i, int(j)] = {"basic": basic_figure(comp, delta, case), "rdp": rdp_figure(comp, delta, case)}
-    return result
+    pair_last = np.maximum(last[:, None], last[None, :])
+    pair_first = np.minimum(first_pub[:, None], first_pub[None, :])
+    declared_ = ~(unknown[:, None] | unknown[None, :]) & ((pair_first == np.inf) | (pair_last < pair_first))
+    units = counts.sum(axis=0) if len(chosen) else np.zeros((n, n))
+    declared_ |= units <= 1
+
+    # pairs read by a release outside the array path: composed one by one, exactly as `subset`
+    others = ~single & index.reads.any(axis=1)
+    slow_vars = index.reads[others].any(axis=0) if others.any() else np.zeros(n, dtype=bool)
+    slow = {}
+    for i, j in zip(*np.nonzero(np.triu(slow_vars[:, None] | slow_vars[None, :]))):
+        i, j = int(i), int(j)
+        subset = frozenset({index.variables[i], index.variables[j]})
+        comp = events.composition(index.cost_ids(sorted({i, j})), subset, grid.spend(i, j))
+        slow[i, j] = comp
+        figure = rdp_figure(comp, delta, case_of(comp))
+        epsilon[i, j] = epsilon[j, i] = float(figure.epsilon)
+        order[i, j] = order[j, i] = np.nan if figure.order is None else figure.order
+        declared_[i, j] = declared_[j, i] = case_of(comp) == "declared"
+    return PairRdp(epsilon, declared_, order, slow)
+
+
+def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> dict[str, Figure]:
+    """The basic and rdp Figures of one pair (i <= j) from the arrays of `pair_rdp`."""
+    i, j = min(i, j), max(i, j)
+    case = "declared" if rdp.declared[i, j] else "adaptive"
+    spend = grid.spend(i, j)
+    comp = rdp.slow.get((i, j)) or Composition(spend, unbounded=spend.unbounded)
+    basic = basic_figure(comp, delta, case)
+    order = None if math.isnan(rdp.order[i, j]) else float(rdp.order[i, j])
+    value = INF if spend.unbounded else float(rdp.epsilon[i, j])
+    figure = Figure("rdp", value, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"], order=order)
+    return {"basic": basic, "rdp": figure}
+
+
+def pair_figures(index, delta: Fraction, grid=None, objective=None, diagonal: bool = False
+                 ) -> dict[tuple[int, int], dict[str, Figure]]:
+    """The basic and Rényi figures on every pair {i, j} (i < j, column indices), the same
+    figures `subset_figures` gives for that pair (the PLD figure is left out: one PLD
+    composition per pair is too slow for many variables; `subset` shows it for one pair).
+
+    Over arrays, as `LedgerIndex.pair_matrix`: a simple release with at most one guarantee
+    has one event on every subset it touches, so per event k the number of its releases
+    reading i or j is n_k(i) + n_k(j) - n_k(i and j), a matrix product of the reads; the
+    summed curve of a pair is those counts times the events' curves (`pair_rdp`). Pairs read
+    by a release with several guarantees, a family member or a release with a choice are
+    composed pair by pair (`IndexEvents.composition`). `diagonal`: also {i} alone, as (i, i)."""
+    from .engine import at_delta
+
+    n = len(index.variables)
+    if grid is None:
+        grid = index.pair_matrix(objective if objective is not None else at_delta(delta))
+    if n < (1 if diagonal else 2):
+        return {}
+    rdp = pair_rdp(index, delta, grid)
+    return {(i, j): pair_figure(index, delta, grid, rdp, i, j)
+            for i in range(n) for j in range(i if diagonal else i + 1, n)}
 
 
 def _first_moment(value: float) -> datetime | None:

@@ -634,7 +634,7 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
                                               TABLE_LARGEST), chosen_delta)
         accounts = table_accountants(index, risk, chosen_delta, accountant, every=as_json)
         head = headline(index, chosen, chosen_delta, at_delta(chosen_delta), risk.total, risk.total_dataset_wide)
-        head = best_headline(head, index, chosen_delta, accounts)  # the figures `subset` prints (issue 11)
+        head = best_headline(head, index, chosen_delta, accounts)  # the figures `subset` and `pairs` print (issue 11)
     if as_json:
         typer.echo(json.dumps({**view.to_json(), "headline": head.to_json(), **accounts.to_json()}, indent=2,
                               ensure_ascii=False))
