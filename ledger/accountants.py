@@ -1141,8 +1141,10 @@ def _state_sums(items: tuple) -> tuple:
 def _filter_from_state(state: dict, delta: Fraction) -> float:
     """`rdp_filter_figure` of a running state, from its cached sums (the Rényi filter at the fixed
     orders and the zCDP filter, approximate guarantees by basic beside them)."""
-    items = [*state["events"].items(), *((key, 1) for keys in state["families"].values() for key in keys)]
-    return _filter_value(tuple(sorted(items)), delta)
+    items = tuple(state["events"].items())  # (in the state's own order: a cache key, not a meaning)
+    if state["families"]:
+        items += tuple((key, 1) for keys in state["families"].values() for key in keys)
+    return _filter_value(items, delta)
 
 
 @lru_cache(maxsize=4096)
