@@ -156,7 +156,19 @@ def headroom(session: Session, dataset: str, variables, caps) -> budget.Headroom
             best_epsilon = (epsilon, cap)
         if rho < best_rho[0]:
             best_rho = (rho, cap)
-    return budget.Headroom(tuple(sorted(variables)), best_epsilon[0], best_epsilon[1], best_rho[0], best_rho[1])
+
+    def decided_by(found, kind):
+        value, cap = found
+        if cap is None or is_infinite(value):
+            return None
+        total = totals.get(cap.name, budget.CapTotal())
+        plan = [_probe(cap, variables, kind, Fraction(value), now)] if value else []
+        (check,) = budget.check([cap], {cap.name: total}, plan, {}, {}, only_touched=False)
+        result, _ = decide(check, total, states.get(cap.name), plan, {}, {})
+        return result.decision.accountant if result.decision is not None else "basic"
+
+    return budget.Headroom(tuple(sorted(variables)), best_epsilon[0], best_epsilon[1], best_rho[0], best_rho[1],
+                           decided_by(best_epsilon, "pure"), decided_by(best_rho, "rho"))
 
 
 def _probe(cap, variables: frozenset, kind: str, value: Fraction, now: datetime) -> Release:

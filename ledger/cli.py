@@ -377,15 +377,26 @@ def headroom_command(
             "variables": list(room.variables),
             **figure_fields("epsilon", room.epsilon, down=True),
             "epsilon_binding": room.epsilon_binding and room.epsilon_binding.name,
+            "epsilon_accountant": room.epsilon_accountant,
             **figure_fields("rho", room.rho, down=True),
             "rho_binding": room.rho_binding and room.rho_binding.name,
+            "rho_accountant": room.rho_accountant,
         }, indent=2, ensure_ascii=False))
         return
     label = "{" + ", ".join(room.variables) + "}"
+
+    def binding(cap, accountant) -> str:
+        if cap is None:
+            return " (no cap applies)"
+        return f" (binding cap: {cap.name}" + (f", decided by {accountant}" if accountant not in (None, "basic")
+                                                else "") + ")"
+
     typer.echo(f"{label}: largest epsilon {format_number(room.epsilon, down=True)}"
-               + (f" (binding cap: {room.epsilon_binding.name})" if room.epsilon_binding else " (no cap applies)"))
+               + binding(room.epsilon_binding, room.epsilon_accountant))
     typer.echo(f"{label}: largest rho {format_number(room.rho, down=True)}"
-               + (f" (binding cap: {room.rho_binding.name})" if room.rho_binding else " (no cap applies)"))
+               + binding(room.rho_binding, room.rho_accountant))
+    typer.echo("  (a new release of at most this much, reading exactly these variables, is admitted by every "
+               "cap's enforcement, as `record` decides)")
 
 
 ReasonOption = Annotated[Optional[str], typer.Option(

@@ -70,8 +70,9 @@ def test_a_release_at_the_printed_headroom_is_admitted_and_above_it_refused(ledg
     (cap,) = cli_main(url, "cap", "list", "--json").json()
     assert cap["accountant"] == "rdp" and cap["current"] <= 9
     # and the text names the binding cap and the accountant deciding it
+    assert room["epsilon_accountant"] == "rdp"  # the filter decides, not the pure sum
     text = cli_main(url, "headroom", "a").out
-    assert "binding cap: a-cap" in text
+    assert "binding cap: a-cap, decided by rdp" in text
 
 
 def test_headroom_of_a_pure_cap_is_the_pure_difference(tmp_path):
