@@ -515,8 +515,8 @@ def pld_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
     remaining = float(delta - approx_delta)
     if remaining <= 0:
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"])
-    eps = pld_epsilon({e: c for e, c in comp.events.items() if e.kind != "approx"}, remaining,
-                      pld_interval(comp, remaining))
+    eps = _pld_epsilon_of(tuple(sorted((e.key, c) for e, c in comp.events.items() if e.kind != "approx")),
+                          remaining, pld_interval(comp, remaining))
     eps = _up(eps + float(approx_eps)) if approx_eps else eps
     return Figure("pld", eps, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"],
                   note="" if valid else "not valid here: " + CASES["adaptive"])
@@ -535,6 +535,13 @@ def _event_epsilon(event: Event) -> float:
     if event.kind == "pure":
         return float(event.a)
     return 0.0
+
+
+@lru_cache(maxsize=256)
+def _pld_epsilon_of(items: tuple, delta: float, interval: float) -> float:
+    """`pld_epsilon` of (event key, count) items, cached: a check decides each cap before and
+    after the plan, and a declared plan's figure is asked again by every command."""
+    return pld_epsilon({Event.from_key(key): count for key, count in items}, delta, interval)
 
 
 def pld_epsilon(events: Mapping[Event, int], delta: float, interval: float = PLD_INTERVAL) -> float:
