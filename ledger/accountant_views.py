@@ -96,3 +96,102 @@ def table_totals_line(accounts: TableAccounts) -> str:
     return ("All releases row: " + ("accountant " + accounts.accountant if accounts.accountant else
                                     "the smallest valid figure per column")
             + f" ({', '.join(used)}; {', '.join(cases)})")
+
+
+def pair_accountants(index, delta: Fraction, accountant: str | None = None, grid=None
+                     ) -> dict[tuple[str, str], tuple[dict[str, Figure], Figure]]:
+    """Every pair (in `LedgerIndex.pairs()` order): its basic and rdp figures and the one to
+    show (the asked accountant, else the smaller valid one). No PLD per pair (module
+    accountants.pair_figures)."""
+    found = accountants.pair_figures(index, delta, grid)
+    names = index.variables
+    return {(names[i], names[j]): (figures, choose(figures, accountant)) for (i, j), figures in found.items()}
+
+
+class _Shown:
+    """A chosen figure where the report expects a Spend (`.epsilon(delta)`)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def epsilon(self, delta):
+        return self.value
+
+
+def shown_pair_floats(grid, rdp, basic_floats):
+    """Per pair, the float of the figure `pairs` shows: the smaller of basic and rdp, a pure
+    basic figure kept unless rdp is smaller by more than PURE_PREFERENCE (as `accountants.best`)."""
+    import numpy as np
+
+    fields = grid.floats()
+    pure = (fields["approx_epsilon"] == 0) & (fields["approx_delta"] == 0) & (fields["rho"] == 0)
+    basic = np.asarray(basic_floats, dtype=np.float64)
+    keep_basic = pure & (rdp.epsilon >= basic * (1 - accountants.PURE_PREFERENCE))
+    return np.where(keep_basic, basic, np.minimum(basic, rdp.epsilon))
+
+
+class ShownPairs:
+    """The report's pair grid with each cell the figure `pairs` prints (`spend(i, j).epsilon(delta)`),
+    each exact figure made when asked (the highest pairs, the matrix of a small dataset)."""
+
+    def __init__(self, index, delta: Fraction, grid, rdp):
+        self.index, self.delta, self.grid, self.rdp = index, delta, grid, rdp
+
+    def figure(self, i: int, j: int) -> Figure:
+        return accountants.best(accountants.pair_figure(self.index, self.delta, self.grid, self.rdp, int(i), int(j)))
+
+    def spend(self, i: int, j: int) -> _Shown:
+        return _Shown(self.figure(i, j).epsilon)
+
+
+def best_pair_grid(index, delta: Fraction, grid, colour):
+    """The pair grid and its colours with every cell (diagonal included) the smallest valid
+    figure of basic and rdp, as `pairs` and `subset A B` print them (rdp over arrays)."""
+    rdp = accountants.pair_rdp(index, delta, grid)
+    return ShownPairs(index, delta, grid, rdp), shown_pair_floats(grid, rdp, colour)
+
+
+def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=None, grid=None):
+    """The headline with the figures `subset` and `table` print: the protected subset's smallest
+    valid figure, the worst variable by the total row shown, the worst protected pair by the
+    figures `pairs` prints (from the report's pairs panel when given), the whole dataset's."""
+    import numpy as np
+
+    from .engine import at_delta
+    from .numbers import is_infinite
+
+    per_variable, wide = accounts.shown()
+    loss = {name: f.epsilon for name, f in zip(accounts.variables, per_variable)}
+    changes = {"dataset_wide": wide.epsilon,
+               "public_losses": tuple((name, loss[name]) for name, _ in head.public_losses)}
+    if head.protected:
+        cost = index.subset_cost(frozenset(head.protected), at_delta(delta))
+        if not cost.spend.unbounded:
+            changes["epsilon"] = accountants.best(accountants.subset_figures(index, cost.subset, delta,
+                                                                             cost.spend)).epsilon
+        column = {name: k for k, name in enumerate(accounts.variables)}
+        worst = max(head.protected, key=lambda name: (float(loss[name]), -column[name]))
+        changes["worst_variable"] = (worst, loss[worst])
+    if head.worst_pair is not None and not is_infinite(head.worst_pair[2]):
+        if pairs is not None and pairs.protected_only and pairs.highest:
+            top = pairs.highest[0]
+            changes["worst_pair"] = (top.a, top.b, top.epsilon)
+        elif pairs is not None and pairs.highest and len(head.protected) == len(accounts.variables):
+            top = pairs.highest[0]
+            changes["worst_pair"] = (top.a, top.b, top.epsilon)
+        else:
+            from .report import epsilon_floats
+
+            if grid is None:
+                grid = index.pair_matrix(at_delta(delta))
+            rdp = accountants.pair_rdp(index, delta, grid)
+            shown = shown_pair_floats(grid, rdp, epsilon_floats(grid, delta))
+            names = list(index.variables)
+            ids = np.asarray([names.index(name) for name in head.protected])
+            sub = shown[np.ix_(ids, ids)]
+            upper = np.triu_indices(len(ids), k=1)
+            best = int(np.argmax(sub[upper]))  # the first of the largest, in dataset order
+            i, j = int(ids[upper[0][best]]), int(ids[upper[1][best]])
+            figure = ShownPairs(index, delta, grid, rdp).figure(i, j)
+            changes["worst_pair"] = (names[i], names[j], figure.epsilon)
+    return replace(head, **changes)

@@ -515,8 +515,8 @@ def pld_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
     remaining = float(delta - approx_delta)
     if remaining <= 0:
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"])
-    eps = pld_epsilon({e: c for e, c in comp.events.items() if e.kind != "approx"}, remaining,
-                      pld_interval(comp, remaining))
+    eps = _pld_epsilon_of(tuple(sorted((e.key, c) for e, c in comp.events.items() if e.kind != "approx")),
+                          remaining, pld_interval(comp, remaining))
     eps = _up(eps + float(approx_eps)) if approx_eps else eps
     return Figure("pld", eps, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"],
                   note="" if valid else "not valid here: " + CASES["adaptive"])
@@ -537,18 +537,45 @@ def _event_epsilon(event: Event) -> float:
     return 0.0
 
 
+@lru_cache(maxsize=256)
+def _pld_epsilon_of(items: tuple, delta: float, interval: float) -> float:
+    """`pld_epsilon` of (event key, count) items, cached: a check decides each cap before and
+    after the plan, and a declared plan's figure is asked again by every command."""
+    return pld_epsilon({Event.from_key(key): count for key, count in items}, delta, interval)
+
+
 def pld_epsilon(events: Mapping[Event, int], delta: float, interval: float = PLD_INTERVAL) -> float:
     """dp_accounting's PLD composition of the events (pessimistic), identical events by
     self-composition; the epsilon at `delta`, rounded up."""
     total = None
+    # every Gaussian together is one Gaussian: sensitivity / sigma adds in quadrature (the
+    # composed privacy loss of Gaussians is Gaussian), so one PLD stands for all of them
+    precision = math.fsum(count / float(event.a) ** 2 for event, count in events.items()
+                          if event.kind == "gaussian" and count > 0)
+    if precision > 0:
+        total = _gaussian_pld(_down_float(1 / math.sqrt(precision)), interval)
     for event, count in sorted(events.items(), key=lambda item: item[0].key):
-        if count <= 0:
+        if count <= 0 or event.kind == "gaussian":
             continue
         pld = _event_pld(event, count, interval)
         total = pld if total is None else total.compose(pld)
     if total is None:
         return 0.0
     return _up(max(float(total.get_epsilon_for_delta(delta)), 0.0))
+
+
+def _down_float(value: float) -> float:
+    """A noise multiplier a little smaller (so the PLD built from it only more pessimistic)."""
+    return math.nextafter(value * (1 - 4e-16), 0.0)
+
+
+@lru_cache(maxsize=1024)
+def _gaussian_pld(multiplier: float, interval: float):
+    """The PLD of a Gaussian with sensitivity 1 and standard deviation `multiplier`."""
+    from dp_accounting.pld import privacy_loss_distribution as PLD
+
+    return PLD.from_gaussian_mechanism(standard_deviation=multiplier, value_discretization_interval=interval,
+                                       pessimistic_estimate=True)
 
 
 @lru_cache(maxsize=1024)
@@ -604,7 +631,12 @@ def _randomized_response_pld(epsilon: float, count: int, interval: float):
 
 def pld_interval(comp: Composition, delta: float) -> float:
     """The discretisation: about 1/5000 of the Rényi figure (the PLD figure is a little below
-    it), between 1e-4 and 0.05. Pessimistic at any interval; finer only costs time."""
+    it), between 1e-4 and 0.05. Pessimistic at any interval; finer only costs time.
+
+    Monotonicity: the PLD figure of a larger set is never below the *true* loss of the smaller
+    one, but it may be below the smaller set's PLD *figure* by up to that figure's
+    discretisation error (at most about one interval per discretised component, here about
+    1/5000 of the figure: every loss is rounded up once by less than the interval)."""
     if comp.unbounded:
         return PLD_INTERVAL
     rough, _ = rdp_epsilon(comp.curve(), delta)
@@ -670,11 +702,16 @@ class IndexEvents:
         by_mechanism: dict = {}
         by_guarantee: dict = {}
         mech = np.full(len(index.releases), -1, dtype=np.int64)
+        _, first_guarantee = index._guarantee_spans()
+        g_value = index.g_value.tolist()
+        first_guarantee = first_guarantee.tolist()
+        fraction = Fraction
         for i, release in enumerate(index.releases):
             mechanism = release.mechanism
             if mechanism.name not in _EVENT_MECHANISMS:
                 continue
-            key = (mechanism.name, tuple((k, _plain(v)) for k, v in mechanism.params))
+            key = (mechanism.name, tuple((k, v.numerator, v.denominator) if type(v) is fraction else (k, v)
+                                         for k, v in mechanism.params))
             found = by_mechanism.get(key)
             if found is None:
                 event, derived = _mechanism_event(mechanism)
@@ -682,9 +719,10 @@ class IndexEvents:
             if found[0] < 0 or len(release.guarantees) != len(found[1]):
                 continue
             ok = True
-            for guarantee in release.guarantees:
-                gkey = (key, guarantee.notion, _plain(guarantee.epsilon), _plain(guarantee.delta),
-                        _plain(guarantee.rho), guarantee.relation)
+            for offset, guarantee in enumerate(release.guarantees):
+                # the index's value id and the relation name the guarantee's value exactly (for one
+                # relation the value is a function of the charged spend, and back)
+                gkey = (key, g_value[first_guarantee[i] + offset], guarantee.relation)
                 matches = by_guarantee.get(gkey)
                 if matches is None:
                     matches = by_guarantee[gkey] = (_value(guarantee) in found[1], guarantee)
@@ -699,12 +737,13 @@ class IndexEvents:
         self.events = events
         self.event_id = event_id
         n = len(index.releases)
-        self.unknown = np.asarray([r.recorded_at is None for r in index.releases], dtype=bool)
-        self.recorded = np.asarray([-np.inf if r.recorded_at is None else _stamp(r.recorded_at)
-                                    for r in index.releases], dtype=np.float64).reshape(n)
+        recorded = [r.recorded_at for r in index.releases]
+        self.unknown = np.fromiter((m is None for m in recorded), dtype=bool, count=n)
+        self.recorded = _stamps(recorded)
         published = [published_moment(r) for r in index.releases]
-        self.published = np.asarray([np.inf if m is None else -np.inf if m == datetime.min else _stamp(m)
-                                     for m in published], dtype=np.float64).reshape(n)
+        self.published = _stamps([None if m == datetime.min else m for m in published])
+        self.published[[k for k, m in enumerate(published) if m is None]] = np.inf
+        self.published[[k for k, m in enumerate(published) if m == datetime.min]] = -np.inf
 
     def composition(self, ids: np.ndarray, subset: frozenset[str], basic: Spend) -> Composition:
         """The subset's Composition from per-release value ids (LedgerIndex.cost_ids or a
@@ -817,8 +856,8 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
     n_rel, n_var = table.cells.shape
     cells = table.cells
     simple = index.simple
-    per_value = events.value_event[cells]
-    if np.any(per_value[simple] == -2):  # a guarantee value with several parts: column by column
+    several = np.flatnonzero(events.value_event == -2)  # guarantee values with several parts
+    if len(several) and np.isin(cells[simple], several).any():  # then column by column
         per_variable = [_some(events.composition(cells[:, j], frozenset({name}), table.total[j]), delta, accountants)
                         for j, name in enumerate(index.variables)]
     else:
@@ -875,13 +914,26 @@ def _some(comp: Composition, delta: Fraction, accountants: Sequence[str]) -> dic
 
 
 _EPOCH = datetime(1970, 1, 1)
+from datetime import UTC as _UTC  # noqa: E402
 
 
 def _stamp(moment: datetime) -> float:
     """Seconds since the epoch, a naive time read as UTC."""
-    from datetime import UTC
+    return (moment if moment.tzinfo is not None else moment.replace(tzinfo=_UTC)).timestamp()
 
-    return (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).timestamp()
+
+def _stamps(moments) -> np.ndarray:
+    """`_stamp` of each moment (None: -inf); a run of the same object converted once (a file's
+    releases share their recording time)."""
+    out = np.empty(len(moments), dtype=np.float64)
+    last, value = None, -np.inf
+    for k, moment in enumerate(moments):
+        if moment is not last:  # the same object as the previous release's: converted once
+            last = moment
+            value = -np.inf if moment is None else (
+                moment.timestamp() if moment.tzinfo is not None else moment.replace(tzinfo=_UTC).timestamp())
+        out[k] = value
+    return out
 
 
 def _from_stamp(value: float) -> datetime:
@@ -934,50 +986,88 @@ def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, 
     return state_from_composition(cap, comp, family_events)
 
 
+def state_differences(stored: dict, expected: dict) -> list[str]:
+    """What differs between a stored running state and the one recomputed from the releases,
+    field by field, in words (`audit verify`)."""
+    found = []
+    for key in dict.fromkeys([*expected, *stored]):
+        a, b = stored.get(key), expected.get(key)
+        if key == "events":
+            a, b = {k: int(v) for k, v in (a or {}).items()}, {k: int(v) for k, v in (b or {}).items()}
+        if key == "last_recorded" or key == "first_published":
+            a, b = _parse(a) if isinstance(a, str) else a, _parse(b) if isinstance(b, str) else b
+        if a != b:
+            found.append(f"{key}: stored {json_text(stored.get(key))}, recomputed {json_text(expected.get(key))}")
+    return found
+
+
+def json_text(value) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 def state_is_current(cap, state: dict | None) -> bool:
     return bool(state) and state.get("v") == STATE_VERSION and state.get("cap") == cap_key(cap)
 
 
 def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping[str, Family],
                 members: Mapping[str, Sequence[Release]], published: Mapping[str, datetime] | None = None) -> dict:
-    """The state after recording `releases` (and publishing the releases in `published`, id -> time)."""
+    """The state after recording `releases` (and publishing the releases in `published`, id -> time).
+
+    Works on the state's own fields: only what the plan touches is decoded (a check costs the
+    same whatever the history's length, and little: no event of the history is rebuilt)."""
     from .engine import family_cost, release_cost
 
-    events = Counter({k: int(c) for k, c in state["events"].items()})
+    events = dict(state["events"])  # (counts only grow here: no zero is ever kept)
     family_events = dict(state["families"])
-    comp = Composition(Spend(), unbounded=state["unbounded"], unknown_times=state["unknown"],
-                       last_recorded=_parse(state["last_recorded"]), first_published=_parse(state["first_published"]))
+    unbounded, unknown = state["unbounded"], state["unknown"]
+    last, first = state["last_recorded"], state["first_published"]
+
+    def later(text, moment):  # the later of an ISO time (or None) and a datetime, as ISO text
+        iso = _naive(moment).isoformat()
+        return iso if text is None or _parse(iso) > _parse(text) else text
+
+    def earlier(text, moment):
+        iso = _naive(moment).isoformat()
+        return iso if text is None or _parse(iso) < _parse(text) else text
+
     joined: dict[str, list[Release]] = {}
     for release in releases:
         if release.status not in CHARGED_STATUSES or not cap.subset & release.reads:
             continue
-        note_times(comp, release)
+        if release.recorded_at is None:
+            unknown = True
+        else:
+            last = later(last, release.recorded_at)
+        moment = published_moment(release)
+        if moment is not None:
+            first = earlier(first, moment)
         if release.family is not None and release.family in families:
             joined.setdefault(release.family, []).append(release)
             continue
         spend = release_cost(release, cap.subset)
         if spend.unbounded:
-            comp.unbounded = True
+            unbounded = True
         else:
             for event in unit_events(release, spend):
-                events[event.key] += 1
+                events[event.key] = int(events.get(event.key, 0)) + 1
     for fid, new in joined.items():
         everyone = [m for m in members.get(fid, ()) if m.status in CHARGED_STATUSES] + new
         spend = family_cost(families[fid], everyone, cap.subset)
         if spend.unbounded:
-            comp.unbounded = True
+            unbounded = True
             family_events.pop(fid, None)
         elif spend_events(spend):
             family_events[fid] = [e.key for e in spend_events(spend)]
         else:
             family_events.pop(fid, None)
     for moment in (published or {}).values():
-        if comp.first_published is None or _naive(moment) < _naive(comp.first_published):
-            comp.first_published = moment
-    result = state_from_composition(cap, comp)
-    result["events"] = {k: c for k, c in sorted(events.items()) if c > 0}
-    result["families"] = family_events
-    return result
+        first = earlier(first, moment)
+    return {**state, "v": STATE_VERSION, "cap": cap_key(cap),
+            "events": events,
+            "families": family_events, "unbounded": unbounded, "unknown": unknown,
+            "last_recorded": last, "first_published": first}
 
 
 def state_composition(state: dict, basic: Spend) -> Composition:
@@ -1013,7 +1103,9 @@ FILTER_THEOREMS = {
     "rho": "zCDP filter: the sum of rho (Feldman and Zrnic 2021, Remark 4.4)",
     "rdp": "Rényi filter at the orders fixed in advance (Feldman and Zrnic 2021, Theorem 4.3 at each order; "
            "the delta split evenly over the orders, a union bound as in Lécuyer 2021), converted by "
-           "Canonne, Kamath and Steinke 2020, Prop 12",
+           "Canonne, Kamath and Steinke 2020, Prop 12; or the zCDP filter of the summed rho, pure epsilon "
+           "as epsilon^2/2 (Feldman and Zrnic 2021, Remark 4.4), converted by CKS 2020 at the whole delta; "
+           "approximate guarantees by the basic filter beside it",
     "declared": "non-adaptive composition of a plan declared in advance (DESIGN 2.10): the smallest of the "
                 "basic, Rényi and PLD figures",
 }
@@ -1032,40 +1124,116 @@ def rdp_filter_epsilon(curve: np.ndarray, delta: float) -> float:
     return _up(max(float(eps.min()), 0.0))
 
 
+def rdp_filter_figure(comp: Composition, delta: Fraction) -> float:
+    """The Rényi filter's epsilon for a cap at `delta` (valid when releases are adaptive):
+    every curve the ledger knows (randomized response's for pure guarantees, a * rho for
+    zCDP, the Laplace and Gaussian curves) summed at the orders FILTER_ORDERS fixed in this
+    code (Feldman and Zrnic 2021, Theorem 4.3 holds for any RDP curve at a fixed order); the
+    approximate (epsilon, delta) guarantees by the basic filter beside it, their deltas taken
+    out of the cap's delta first and their epsilons added (an (eps, delta) mechanism is, but
+    for probability delta, eps-pure, whose loss is at most eps at every order: Kairouz, Oh
+    and Viswanath 2015, Lemma 3.4)."""
+    approx_eps, approx_delta = comp.approx()
+    remaining = delta - approx_delta
+    if remaining <= 0:
+        return INF
+    value = rdp_filter_epsilon(comp.curve(), float(remaining))
+    rho = comp.rho_bound()
+    if rho > 0:
+        # the zCDP filter: every release's rho (a pure epsilon as epsilon^2 / 2, Bun and Steinke
+        # 2016, Prop 3.3) summed; a bound on the sum holds at every order at once, so the
+        # composition is rho-zCDP (Feldman and Zrnic 2021, Remark 4.4; Whitehouse et al. 2023)
+        # and converts by CKS 2020 at the whole delta. It is what the basic accountant does
+        # once a rho joins a pure history, so a pure history is never held to more than it.
+        value = min(value, cks_epsilon(rho, float(remaining)))
+    return _up(value + float(approx_eps)) if approx_eps else value
+
+
+@lru_cache(maxsize=65536)
+def _key_summary(key: str) -> tuple:
+    """Per event key: (its curve or None for an approximate event, its rho bound, its
+    approximate epsilon and delta), so a cap's state is summed without building Events."""
+    event = Event.from_key(key)
+    if event.kind == "approx":
+        return None, 0.0, event.a, event.b
+    return event_curve(event), event_rho(event), 0, 0
+
+
+@lru_cache(maxsize=4096)
+def _state_sums(items: tuple) -> tuple:
+    """(summed curve, summed rho bound, approximate epsilon, approximate delta) of a state's
+    (event key, count) items: a decoded state, cached by its content."""
+    curves, weights = [], []
+    rho, approx_eps, approx_delta = 0.0, Fraction(0), Fraction(0)
+    for key, count in items:
+        curve, r, a, b = _key_summary(key)
+        if curve is None:
+            approx_eps += count * a
+            approx_delta += count * b
+        else:
+            curves.append(curve)
+            weights.append(count)
+            rho += count * r
+    total = (np.asarray(weights, dtype=np.float64) @ np.asarray(curves) if curves
+             else np.zeros_like(_grids()["ORDERS"]))
+    total.setflags(write=False)
+    return total, rho, approx_eps, approx_delta
+
+
+def _filter_from_state(state: dict, delta: Fraction) -> float:
+    """`rdp_filter_figure` of a running state, from its cached sums (the Rényi filter at the fixed
+    orders and the zCDP filter, approximate guarantees by basic beside them)."""
+    items = tuple(state["events"].items())  # (in the state's own order: a cache key, not a meaning)
+    if state["families"]:
+        items += tuple((key, 1) for keys in state["families"].values() for key in keys)
+    return _filter_value(items, delta)
+
+
+@lru_cache(maxsize=4096)
+def _filter_value(items: tuple, delta: Fraction) -> float:
+    curve, rho, approx_eps, approx_delta = _state_sums(items)
+    remaining = delta - approx_delta
+    if remaining <= 0:
+        return INF
+    value = rdp_filter_epsilon(curve, float(remaining))
+    if rho > 0:
+        value = min(value, cks_epsilon(math.fsum([rho]) * (1 + _MARGIN), float(remaining)))
+    return _up(value + float(approx_eps)) if approx_eps else value
+
+
 def cap_decision(cap, basic_value: Number, spend: Spend, state: dict | None) -> Decision:
-    """The figure a cap is checked with: the smallest *valid filter* figure (module docstring)."""
+    """The figure a cap is checked with: the smallest *valid filter* figure (module docstring).
+
+    A pure-epsilon cap keeps the pure sum, a rho cap the sum of rho. A cap at a delta takes
+    the smallest of the basic figure and the Rényi filter's (`rdp_filter_figure`), whatever
+    the releases' notions; when the plan was declared in advance also the Rényi and PLD
+    figures (non-adaptive composition, DESIGN 2.10). Each candidate is a valid upper bound
+    that can only rise when a release is added (the curves and sums only grow, the filter's
+    figure is above the Rényi figure, and a declared plan stays declared only when the
+    smaller set was declared too), so the minimum never falls when a release joins."""
     if cap.rho is not None:
         return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["rho"])
     if cap.delta is None:
         return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic-pure"])
-    if state is None or spend.unbounded or math.isinf(float(basic_value)) and spend.unbounded:
-        return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic"])
-    if state["unbounded"]:
+    if state is None or spend.unbounded or state["unbounded"]:
         return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic"])
     units = sum(state["events"].values()) + sum(len(keys) for keys in state["families"].values())
     case = "declared" if units <= 1 or declared(_parse(state["last_recorded"]), _parse(state["first_published"]),
                                                 state["unknown"]) else "adaptive"
-    if case == "adaptive" and not spend.is_pure:  # only the basic filter (module docstring)
-        return Decision("basic", basic_value, case, FILTER_THEOREMS["basic"])
-    comp = state_composition(state, spend)
+    found = [("basic", basic_value, FILTER_THEOREMS["basic-pure" if spend.is_pure else "basic"]),
+             ("rdp", _filter_from_state(state, cap.delta), FILTER_THEOREMS["rdp"])]
     if case == "declared":
-        found = [("basic", basic_value), ("rdp", rdp_figure(comp, cap.delta, case).epsilon)]
-        best_value = min(float(v) for _, v in found)
-        if best_value > cap.limit:  # only then is the slower PLD worth computing
-            pld = pld_figure(comp, cap.delta, case)
-            if pld.available:
-                found.append(("pld", pld.epsilon))
-        name, value = min(found, key=lambda item: (float(item[1]), ACCOUNTANTS.index(item[0])))
-        if spend.is_pure and float(value) >= float(basic_value) * (1 - PURE_PREFERENCE):
-            name, value = "basic", basic_value  # the pure sum holds at delta 0 (as `best` prefers it)
-        return Decision(name, value, case, FILTER_THEOREMS["declared"] + f"; decided by {name}: {THEOREMS[name]}")
-    if spend.is_pure:  # the pure-sum filter spends no delta, so the Rényi filter may have all of it
-        approx_eps, approx_delta = comp.approx()
-        value = rdp_filter_epsilon(comp.curve(), float(cap.delta))
-        if value < float(basic_value) * (1 - PURE_PREFERENCE):
-            return Decision("rdp", value, case, FILTER_THEOREMS["rdp"])
-        return Decision("basic", basic_value, case, FILTER_THEOREMS["basic-pure"])
-    return Decision("basic", basic_value, case, FILTER_THEOREMS["basic"])
+        comp = state_composition(state, spend)
+        declared_theorem = FILTER_THEOREMS["declared"] + "; decided by {}: {}"
+        found.append(("rdp", rdp_figure(comp, cap.delta, case).epsilon,
+                      declared_theorem.format("rdp", THEOREMS["rdp"])))
+        pld = pld_figure(comp, cap.delta, case)
+        if pld.available:
+            found.append(("pld", pld.epsilon, declared_theorem.format("pld", THEOREMS["pld"])))
+    name, value, theorem = min(found, key=lambda item: (float(item[1]), ACCOUNTANTS.index(item[0])))
+    if spend.is_pure and float(value) >= float(basic_value) * (1 - PURE_PREFERENCE):
+        name, value, theorem = found[0]  # the pure sum holds at delta 0 (as `best` prefers it)
+    return Decision(name, value, case, theorem)
 
 
 @lru_cache(maxsize=4096)
@@ -1073,3 +1241,152 @@ def _parse(text: str | None) -> datetime | None:
     if text is None:
         return None
     return datetime.fromisoformat(text)
+
+
+# --------------------------------------------------------------------------
+# Every pair of variables over arrays: basic and rdp (pairs, the report's pairs panel)
+# --------------------------------------------------------------------------
+
+
+PAIR_ACCOUNTANTS = ("basic", "rdp")  # PLD per pair would cost a PLD composition per pair: not offered
+
+
+@dataclass
+class PairRdp:
+    """The Rényi figure of every pair {i, j} (and of {i} on the diagonal) as floats, and what
+    makes a figure of one pair: its declared-in-advance case, and the pairs composed one by one."""
+
+    epsilon: np.ndarray  # n x n, symmetric; inf where not protected or the deltas run out
+    declared: np.ndarray  # n x n bool
+    order: np.ndarray  # n x n: the order of the grid figure (nan: zCDP bound or none)
+    slow: dict  # (i, j) -> Composition, for pairs read by releases outside the array path
+
+
+def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
+    """`rdp_figure` for every pair over arrays (see `pair_figures`), one row of pairs at a time:
+    the summed curves by a matrix product, the CKS Prop 12 conversion at every order by
+    broadcasting, and the zCDP bound (CKS at the continuous best order) where a pair has rho."""
+    n = len(index.variables)
+    events = index_events(index)
+    n_guarantees, first = index._guarantee_spans()
+    single = index.simple & (n_guarantees <= 1) & (first >= 0)
+    rows = np.flatnonzero(single)
+    value = index.g_value[first[rows]] if len(rows) else np.zeros(0, dtype=np.int64)
+    ev = np.where(events.mech[rows] >= 0, events.mech[rows], events.value_event[value]) if len(rows) else value
+    keep = (ev >= 0) & ~index.value_is_zero[value]
+    rows, ev = rows[keep], ev[keep]
+    kinds = sorted({int(k) for k in np.unique(ev)})
+    chosen = [events.events[k] for k in kinds]
+    counts = np.zeros((len(kinds), n, n), dtype=np.float64)
+    for slot, k in enumerate(kinds):
+        reads = index.reads[rows[ev == k]].astype(np.float32)
+        alone = reads.sum(axis=0, dtype=np.float64)
+        counts[slot] = np.rint(alone[:, None] + alone[None, :] - (reads.T @ reads))
+    approx = np.asarray([e.kind == "approx" for e in chosen], dtype=bool)
+    orders = _grids()["ORDERS"]
+    curves = (np.asarray([event_curve(e) for e in chosen])[~approx] if len(chosen)
+              else np.zeros((0, len(orders))))
+    rhos = np.asarray([event_rho(e) for e in chosen], dtype=np.float64)[~approx] if len(chosen) else np.zeros(0)
+    a_eps = np.asarray([float(e.a) for e in chosen if e.kind == "approx"], dtype=np.float64)
+    a_delta = np.asarray([float(e.b) for e in chosen if e.kind == "approx"], dtype=np.float64)
+    log_term = np.log1p(-1 / orders)
+    log_a, a_1 = np.log(orders), orders - 1
+
+    epsilon = np.full((n, n), np.inf)
+    order = np.full((n, n), np.nan)
+    for i in range(n):
+        c = counts[:, i, i:]  # events x pairs (i, i..n-1)
+        plain = c[~approx] if len(chosen) else np.zeros((0, n - i))
+        summed = plain.T @ curves  # pairs x orders
+        rho = plain.T @ rhos
+        approx_eps = c[approx].T @ a_eps if approx.any() else np.zeros(n - i)
+        approx_delta = c[approx].T @ a_delta if approx.any() else np.zeros(n - i)
+        remaining = float(delta) - approx_delta * (1 + 1e-12)  # never more than the exact remainder
+        live = remaining > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            table = summed + log_term - (np.log(np.where(live, remaining, 1.0))[:, None] + log_a) / a_1
+        k = np.argmin(table, axis=1)
+        eps = np.maximum(table[np.arange(len(k)), k], 0.0)
+        ords = orders[k]
+        empty = ~summed.any(axis=1)
+        eps[empty], ords[empty] = 0.0, np.nan
+        for t in np.flatnonzero(live & (rho > 0)):
+            zcdp = cks_epsilon(float(rho[t]), float(remaining[t]))
+            if zcdp < eps[t]:
+                eps[t], ords[t] = zcdp, np.nan
+        eps = np.nextafter(eps * (1 + _MARGIN), np.inf)
+        eps = np.where(approx_eps > 0, np.nextafter((eps + approx_eps) * (1 + _MARGIN), np.inf), eps)
+        eps[~live] = np.inf
+        epsilon[i, i:] = eps
+        order[i, i:] = ords
+    # unprotected pairs: ∞ for every accountant (the basic grid knows them)
+    unbounded = grid.unbounded if hasattr(grid, "unbounded") else None
+    if unbounded is not None:
+        epsilon[np.asarray(unbounded, dtype=bool)] = np.inf
+    epsilon = np.triu(epsilon) + np.triu(epsilon, 1).T
+
+    touched = index.reads
+    last = _column_extreme(touched, events.recorded, -1)
+    first_pub = _column_extreme(touched, events.published, 1)
+    unknown = touched[events.unknown].any(axis=0) if len(events.unknown) else np.zeros(n, dtype=bool)
+    pair_last = np.maximum(last[:, None], last[None, :])
+    pair_first = np.minimum(first_pub[:, None], first_pub[None, :])
+    declared_ = ~(unknown[:, None] | unknown[None, :]) & ((pair_first == np.inf) | (pair_last < pair_first))
+    units = counts.sum(axis=0) if len(chosen) else np.zeros((n, n))
+    declared_ |= units <= 1
+
+    # pairs read by a release outside the array path: composed one by one, exactly as `subset`
+    others = ~single & index.reads.any(axis=1)
+    slow_vars = index.reads[others].any(axis=0) if others.any() else np.zeros(n, dtype=bool)
+    slow = {}
+    for i, j in zip(*np.nonzero(np.triu(slow_vars[:, None] | slow_vars[None, :]))):
+        i, j = int(i), int(j)
+        subset = frozenset({index.variables[i], index.variables[j]})
+        comp = events.composition(index.cost_ids(sorted({i, j})), subset, grid.spend(i, j))
+        slow[i, j] = comp
+        figure = rdp_figure(comp, delta, case_of(comp))
+        epsilon[i, j] = epsilon[j, i] = float(figure.epsilon)
+        order[i, j] = order[j, i] = np.nan if figure.order is None else figure.order
+        declared_[i, j] = declared_[j, i] = case_of(comp) == "declared"
+    return PairRdp(epsilon, declared_, order, slow)
+
+
+def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> dict[str, Figure]:
+    """The basic and rdp Figures of one pair (i <= j) from the arrays of `pair_rdp`."""
+    i, j = min(i, j), max(i, j)
+    case = "declared" if rdp.declared[i, j] else "adaptive"
+    spend = grid.spend(i, j)
+    comp = rdp.slow.get((i, j)) or Composition(spend, unbounded=spend.unbounded)
+    basic = basic_figure(comp, delta, case)
+    order = None if math.isnan(rdp.order[i, j]) else float(rdp.order[i, j])
+    value = INF if spend.unbounded else float(rdp.epsilon[i, j])
+    figure = Figure("rdp", value, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"], order=order)
+    return {"basic": basic, "rdp": figure}
+
+
+def pair_figures(index, delta: Fraction, grid=None, objective=None, diagonal: bool = False
+                 ) -> dict[tuple[int, int], dict[str, Figure]]:
+    """The basic and Rényi figures on every pair {i, j} (i < j, column indices), the same
+    figures `subset_figures` gives for that pair (the PLD figure is left out: one PLD
+    composition per pair is too slow for many variables; `subset` shows it for one pair).
+
+    Over arrays, as `LedgerIndex.pair_matrix`: a simple release with at most one guarantee
+    has one event on every subset it touches, so per event k the number of its releases
+    reading i or j is n_k(i) + n_k(j) - n_k(i and j), a matrix product of the reads; the
+    summed curve of a pair is those counts times the events' curves (`pair_rdp`). Pairs read
+    by a release with several guarantees, a family member or a release with a choice are
+    composed pair by pair (`IndexEvents.composition`). `diagonal`: also {i} alone, as (i, i)."""
+    from .engine import at_delta
+
+    n = len(index.variables)
+    if grid is None:
+        grid = index.pair_matrix(objective if objective is not None else at_delta(delta))
+    if n < (1 if diagonal else 2):
+        return {}
+    rdp = pair_rdp(index, delta, grid)
+    return {(i, j): pair_figure(index, delta, grid, rdp, i, j)
+            for i in range(n) for j in range(i if diagonal else i + 1, n)}
+
+
+def _first_moment(value: float) -> datetime | None:
+    return None if value == np.inf else datetime.min if value == -np.inf else _from_stamp(float(value))

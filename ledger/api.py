@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
@@ -78,6 +78,9 @@ class SubsetLoss:
     rho: Fraction | None  # the total as rho-zCDP, when it has no (epsilon, delta) part
     notion: str  # pure, approx, zcdp, mixed or unbounded
     releases: tuple[str, ...]  # the releases charging it
+    accountant: str = "basic"  # which accountant gave `epsilon`: the smallest valid one (issue 11)
+    case: str = "declared"  # declared in advance or adaptive (DESIGN 2.10)
+    accountants: Mapping[str, Any] = field(default_factory=dict)  # name -> accountants.Figure, all three
 
 
 @dataclass(frozen=True)
@@ -208,7 +211,7 @@ class Ledger:
         chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
         with Session(self.engine) as session:
             caps = store.caps(session, chosen.name)
-            return budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
+            return operations.cap_checks(session, chosen.name, caps)  # the figures `cap list` prints (issue 11)
 
     def headroom(self, variables: Iterable[str], *, dataset: str | None = None) -> budget.Headroom:
         """The largest epsilon (and rho) a new release reading exactly these variables could take."""
@@ -216,33 +219,49 @@ class Ledger:
         names = choices.resolve_variables(chosen, _names(variables), field="variables")
         return operations.headroom(self.engine, chosen.name, names)
 
-    def subset(self, variables: Iterable[str], *, dataset: str | None = None, delta: object = None) -> SubsetLoss:
-        """The privacy loss on one subset (variables or group names)."""
+    def subset(self, variables: Iterable[str], *, dataset: str | None = None, delta: object = None,
+               accountant: str | None = None) -> SubsetLoss:
+        """The privacy loss on one subset (variables or group names): the figure `subset` prints,
+        the smallest valid one of the basic, Rényi and PLD accountants (or `accountant`'s)."""
+        from .accountant_views import subset_accountants
+
         snapshot = self._full(dataset)
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
         names = choices.resolve_variables(chosen, _names(variables), field="variables")
         chosen_delta = choices.parse_delta(delta, chosen, field="delta")
-        cost = choices.charged_index(snapshot, chosen).subset_cost(names, at_delta(chosen_delta))
+        _check_accountant(accountant, ACCOUNTANTS)
+        index = choices.charged_index(snapshot, chosen)
+        cost = index.subset_cost(names, at_delta(chosen_delta))
         spend = cost.spend
-        epsilon = spend.epsilon(chosen_delta)
+        found, shown = subset_accountants(index, cost, chosen_delta, accountant)
+        epsilon = shown.epsilon
         return SubsetLoss(
             dataset=chosen.name, variables=cost.subset, epsilon=safe_float(epsilon), exact=_exact(epsilon),
-            delta=None if spend.is_pure or spend.unbounded else chosen_delta, rho=spend.zcdp_rho(),
-            notion=spend.notion, releases=cost.releases)
+            delta=None if spend.unbounded or shown.delta is None else chosen_delta, rho=spend.zcdp_rho(),
+            notion=spend.notion, releases=cost.releases, accountant=shown.accountant, case=shown.case,
+            accountants=found)
 
     def table(self, dataset: str | None = None, delta: object = None, *,
-              whole_dataset: bool = False) -> pd.DataFrame:
+              whole_dataset: bool = False, accountant: str | None = None) -> pd.DataFrame:
         """Tan's Table 1: one row per charged release plus the total row ("All releases"),
         one column per variable (epsilon at the dataset's delta, safe floats, inf when
-        unbounded); `whole_dataset=True` adds the whole-dataset column. `df.attrs` holds
-        the dataset, the delta and the basis the figures are stated on."""
+        unbounded); `whole_dataset=True` adds the whole-dataset column. The total row is the
+        one `table` prints: per column the smallest valid figure (or `accountant`'s).
+        `df.attrs` holds the dataset, the delta, the basis the figures are stated on and the
+        accountant of each total."""
         import pandas as pd
+
+        from .accountant_views import table_accountants
 
         snapshot = self._full(dataset)
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
         chosen_delta = choices.parse_delta(delta, chosen, field="delta")
-        view = table_view(choices.charged_index(snapshot, chosen).table(chosen.name, at_delta(chosen_delta)),
-                          chosen_delta)
+        _check_accountant(accountant, ACCOUNTANTS)
+        index = choices.charged_index(snapshot, chosen)
+        risk = index.table(chosen.name, at_delta(chosen_delta))
+        accounts = table_accountants(index, risk, chosen_delta, accountant)
+        view = accounts.apply(table_view(risk, chosen_delta))
+        per_variable, wide = accounts.shown()
         rows = [[*row.values, row.dataset_wide] for row in view.rows] + [[*view.total, view.total_dataset_wide]]
         columns = [*view.variables, "whole dataset"]
         frame = pd.DataFrame([[safe_float(v) for v in row] for row in rows], columns=columns,
@@ -250,19 +269,27 @@ class Ledger:
         if not whole_dataset:
             frame = frame.drop(columns="whole dataset")
         frame.attrs.update(dataset=chosen.name, delta=None if view.basis.pure else chosen_delta,
-                           basis=view.basis.label)
+                           basis=view.basis.label,
+                           accountants={**{name: f.accountant for name, f in zip(view.variables, per_variable)},
+                                        "whole dataset": wide.accountant})
         return frame
 
-    def pairs(self, dataset: str | None = None, delta: object = None) -> pd.DataFrame:
-        """The loss on every pair of variables: columns variable_1, variable_2, epsilon."""
+    def pairs(self, dataset: str | None = None, delta: object = None, *, accountant: str | None = None
+              ) -> pd.DataFrame:
+        """The loss on every pair of variables: columns variable_1, variable_2, epsilon, accountant;
+        the figure `pairs` prints: the smaller valid one of basic and rdp (no PLD per pair)."""
         import pandas as pd
+
+        from .accountant_views import pair_accountants
 
         snapshot = self._full(dataset)
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
         chosen_delta = choices.parse_delta(delta, chosen, field="delta")
-        result = choices.charged_index(snapshot, chosen).pairs(at_delta(chosen_delta))
-        return pd.DataFrame([(a, b, safe_float(spend.epsilon(chosen_delta))) for (a, b), spend in result.items()],
-                            columns=["variable_1", "variable_2", "epsilon"])
+        _check_accountant(accountant, ("basic", "rdp"))
+        result = pair_accountants(choices.charged_index(snapshot, chosen), chosen_delta, accountant)
+        return pd.DataFrame([(a, b, safe_float(shown.epsilon), shown.accountant)
+                             for (a, b), (_, shown) in result.items()],
+                            columns=["variable_1", "variable_2", "epsilon", "accountant"])
 
     # -- audit, reports, exports -------------------------------------------------
 
@@ -299,6 +326,14 @@ class Ledger:
             caps = store.caps(session, chosen.name)
             unit = store.privacy_unit(session, chosen.name)
         return registry_record(snapshot, chosen, caps, tier=tier, privacy_unit=unit)
+
+
+ACCOUNTANTS = ("basic", "rdp", "pld")
+
+
+def _check_accountant(accountant: str | None, allowed: Sequence[str]) -> None:
+    if accountant is not None and accountant not in allowed:
+        raise fail("argument", "accountant", f"must be one of {', '.join(allowed)}, found {accountant!r}")
 
 
 def _names(variables: Iterable[str]) -> list[str]:

@@ -480,6 +480,9 @@ class Headroom:
     epsilon_binding: Cap | None
     rho: Number
     rho_binding: Cap | None
+    # which accountant's valid filter decides the binding cap at the headroom (issue 11)
+    epsilon_accountant: str | None = None
+    rho_accountant: str | None = None
 
 
 def headroom(variables: Iterable[str], caps: Sequence[Cap], totals: Mapping[str, CapTotal]) -> Headroom:

@@ -22,10 +22,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from fractions import Fraction
 
 from sqlmodel import Session
 
 from . import accountants, budget, store
+from .numbers import INF, is_infinite
 from .records import Family, Release
 
 
@@ -39,17 +41,28 @@ def refine(session: Session, dataset: str, checks: Sequence[budget.CapCheck], to
     states = current_states(session, dataset, [c.cap for c in checks])
     refined, after_states = [], {}
     for check in checks:
-        cap = check.cap
-        state = states.get(cap.name)
-        after_state = None
-        if state is not None:
-            after_state = accountants.state_apply(state, cap, plan, families, members, published)
-            after_states[cap.name] = after_state
-        before_spend = totals.get(cap.name, budget.CapTotal()).spend
-        before = accountants.cap_decision(cap, check.current, before_spend, state)
-        after = accountants.cap_decision(cap, check.after, check.after_total.spend, after_state)
-        refined.append(_with(check, before, after))
+        state = states.get(check.cap.name)
+        result, after_state = decide(check, totals.get(check.cap.name, budget.CapTotal()), state, plan, families,
+                                     members, published)
+        if after_state is not None:
+            after_states[check.cap.name] = after_state
+        refined.append(result)
     return refined, after_states
+
+
+def decide(check: budget.CapCheck, total: budget.CapTotal, state: dict | None, plan: Sequence[Release],
+           families: Mapping[str, Family], members: Mapping[str, Sequence[Release]],
+           published: Mapping[str, datetime] | None = None) -> tuple[budget.CapCheck, dict | None]:
+    """One cap's basic check with its best valid figures before and after the plan (the one
+    decision function: `record`, `check`, `approve`, `publish`, `cap list` and `headroom`),
+    and the running state after the plan (None for caps decided by their basic sums)."""
+    cap = check.cap
+    after_state = None
+    if state is not None:
+        after_state = accountants.state_apply(state, cap, plan, families, members, published)
+    before = accountants.cap_decision(cap, check.current, total.spend, state)
+    after = accountants.cap_decision(cap, check.after, check.after_total.spend, after_state)
+    return _with(check, before, after), after_state
 
 
 def _with(check: budget.CapCheck, before: accountants.Decision, after: accountants.Decision) -> budget.CapCheck:
@@ -81,6 +94,25 @@ def current_states(session: Session, dataset: str, caps) -> dict[str, dict]:
     return states
 
 
+def checks_from_history(caps, releases: Sequence[Release], families: Mapping[str, Family],
+                        totals: Mapping[str, budget.CapTotal] | None = None) -> list[budget.CapCheck]:
+    """Every cap as the given releases leave it, each with its best valid figure: the running
+    totals (unless given) and accountant states recomputed from the releases (for `cap list
+    --as-of` and the report: the same decision as `cap list`)."""
+    releases = list(releases)
+    if totals is None:
+        totals = {cap.name: budget.total_from_history(cap, releases, families) for cap in caps}
+    checks = budget.check(list(caps), totals, [], {}, {}, only_touched=False)
+    result = []
+    for check in checks:
+        cap = check.cap
+        state = (accountants.state_from_history(cap, releases, families)
+                 if cap.delta is not None and cap.rho is None else None)
+        refined, _ = decide(check, totals.get(cap.name, budget.CapTotal()), state, [], {}, {})
+        result.append(refined)
+    return result
+
+
 def decisions_json(checks: Sequence[budget.CapCheck]) -> list[dict]:
     """What the audit event of an admitted step records: per cap, who decided, how."""
     result = []
@@ -96,6 +128,99 @@ def decision_text(check: budget.CapCheck) -> str:
     if decision is None:
         return "decided by basic"
     return f"decided by {decision.accountant} ({decision.case}): {decision.theorem}"
+
+
+def headroom(session: Session, dataset: str, variables, caps) -> budget.Headroom:
+    """The largest pure epsilon, and the largest rho, a new release reading exactly `variables`
+    (and protecting them) could take such that every cap's enforcement (`decide`, the function
+    `record` uses) still admits it.
+
+    Per cap, the release is probed as recording would see it: planned now, its cost a declared
+    pure guarantee (randomized response's curve, the worst case of any epsilon-DP mechanism,
+    Kairouz, Oh and Viswanath 2015) or a declared rho. A pure cap is linear in a pure epsilon
+    and a rho cap in rho (the basic sums); a cap at a delta is searched by bisection from the
+    basic headroom (a lower bound: every decision is at most the basic figure), keeping the
+    admitted end, so a release of the printed headroom is admitted (never larger)."""
+    variables = frozenset(variables)
+    caps = [cap for cap in caps if cap.subset & variables]
+    totals = store.cap_totals(session, dataset, [cap.name for cap in caps])
+    states = current_states(session, dataset, caps)
+    now = store.now()
+    best_epsilon: tuple = (INF, None)
+    best_rho: tuple = (INF, None)
+    for cap in caps:
+        total = totals.get(cap.name, budget.CapTotal())
+        epsilon = _largest(cap, total, states.get(cap.name), variables, "pure", now)
+        rho = _largest(cap, total, states.get(cap.name), variables, "rho", now)
+        if epsilon < best_epsilon[0]:
+            best_epsilon = (epsilon, cap)
+        if rho < best_rho[0]:
+            best_rho = (rho, cap)
+
+    def decided_by(found, kind):
+        value, cap = found
+        if cap is None or is_infinite(value):
+            return None
+        total = totals.get(cap.name, budget.CapTotal())
+        plan = [_probe(cap, variables, kind, Fraction(value), now)] if value else []
+        (check,) = budget.check([cap], {cap.name: total}, plan, {}, {}, only_touched=False)
+        result, _ = decide(check, total, states.get(cap.name), plan, {}, {})
+        return result.decision.accountant if result.decision is not None else "basic"
+
+    return budget.Headroom(tuple(sorted(variables)), best_epsilon[0], best_epsilon[1], best_rho[0], best_rho[1],
+                           decided_by(best_epsilon, "pure"), decided_by(best_rho, "rho"))
+
+
+def _probe(cap, variables: frozenset, kind: str, value: Fraction, now: datetime) -> Release:
+    from .records import Guarantee, Mechanism, Notion, Status
+
+    guarantee = (Guarantee(variables, Notion.PURE, epsilon=value) if kind == "pure"
+                 else Guarantee(variables, Notion.ZCDP, rho=value))
+    return Release("headroom-probe", cap.dataset, variables, Mechanism("declared"), (guarantee,),
+                   status=Status.PLANNED, recorded_at=now)
+
+
+def admits(cap, total: budget.CapTotal, state: dict | None, plan: Sequence[Release]) -> bool:
+    """Whether the cap's enforcement admits `plan` (standalone releases) on this total and state."""
+    (check,) = budget.check([cap], {cap.name: total}, plan, {}, {}, only_touched=False)
+    result, _ = decide(check, total, state, plan, {}, {})
+    return result.ok
+
+
+def _largest(cap, total: budget.CapTotal, state: dict | None, variables: frozenset, kind: str,
+             now: datetime):
+    basic = budget._largest(cap, total, budget.pure_spend if kind == "pure" else (lambda x: budget.Spend(rho=x)))
+    if cap.delta is None or cap.rho is not None:
+        return basic  # decided by the basic sums: `budget._largest` is that decision, exactly
+    if state is None:
+        return basic
+
+    def ok(x: Fraction) -> bool:
+        return x == 0 or admits(cap, total, state, [_probe(cap, variables, kind, x, now)])
+
+    if is_infinite(basic):
+        return basic
+    low = Fraction(basic)
+    if not ok(low):  # (cannot happen: the decision is never above the basic figure) keep it safe
+        return Fraction(0)
+    step = max(low, Fraction(1, 10**6))
+    high = low + step
+    while ok(high):
+        low, step = high, step * 2
+        high = low + step
+        if high > 10**6:
+            return INF
+    for _ in range(64):  # to 10^-9 relative, whichever is first
+        if high - low <= max(low, Fraction(1)) * Fraction(1, 10**10):
+            break
+        middle = budget._round_down((low + high) / 2)
+        if middle <= low:
+            break
+        if ok(middle):
+            low = middle
+        else:
+            high = middle
+    return budget._round_down(low)
 
 
 def is_finite(value) -> bool:

@@ -49,6 +49,7 @@ budget = lazy_module(f"{__package__}.budget")
 operations = lazy_module(f"{__package__}.operations")
 people = lazy_module(f"{__package__}.people")  # (issue 12) the ORM
 store = lazy_module(f"{__package__}.store")
+cap_accounting = lazy_module(f"{__package__}.cap_accounting")  # (issue 11) the caps' accountants, on first use
 Session = lazy_callable("sqlmodel", "Session")
 DEFAULT_URL = "sqlite:///ledger.db"  # store.DEFAULT_URL, without importing the store
 
@@ -401,7 +402,9 @@ def headroom_command(
     dataset: DatasetOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """The largest epsilon (and rho) a new release reading exactly these variables could take."""
+    """The largest epsilon (and rho) a new release reading exactly these variables could take such
+    that every cap's enforcement (the decision `record` makes, with the smallest valid filter
+    figure) would still admit it."""
     snapshot = _read_light()
     chosen = _pick_dataset(snapshot, dataset)
     names = _resolve_variables(chosen, variables)
@@ -411,15 +414,26 @@ def headroom_command(
             "variables": list(room.variables),
             **figure_fields("epsilon", room.epsilon, down=True),
             "epsilon_binding": room.epsilon_binding and room.epsilon_binding.name,
+            "epsilon_accountant": room.epsilon_accountant,
             **figure_fields("rho", room.rho, down=True),
             "rho_binding": room.rho_binding and room.rho_binding.name,
+            "rho_accountant": room.rho_accountant,
         }, indent=2, ensure_ascii=False))
         return
     label = "{" + ", ".join(room.variables) + "}"
+
+    def binding(cap, accountant) -> str:
+        if cap is None:
+            return " (no cap applies)"
+        return f" (binding cap: {cap.name}" + (f", decided by {accountant}" if accountant not in (None, "basic")
+                                                else "") + ")"
+
     typer.echo(f"{label}: largest epsilon {format_number(room.epsilon, down=True)}"
-               + (f" (binding cap: {room.epsilon_binding.name})" if room.epsilon_binding else " (no cap applies)"))
+               + binding(room.epsilon_binding, room.epsilon_accountant))
     typer.echo(f"{label}: largest rho {format_number(room.rho, down=True)}"
-               + (f" (binding cap: {room.rho_binding.name})" if room.rho_binding else " (no cap applies)"))
+               + binding(room.rho_binding, room.rho_accountant))
+    typer.echo("  (a new release of at most this much, reading exactly these variables, is admitted by every "
+               "cap's enforcement, as `record` decides)")
 
 
 ReasonOption = Annotated[Optional[str], typer.Option(
@@ -518,8 +532,9 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: 
             checks = operations.cap_checks(session, chosen.name, caps)
         else:
             then = _as_of(store.snapshot(session, chosen.name), when)
-            totals = {cap.name: budget.total_from_history(cap, then.releases.values(), then.families) for cap in caps}
-            checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
+            # the same accountants as `cap list` (issue 11): totals and states as the ledger stood
+            checks = cap_accounting.checks_from_history(
+                caps, [r for r in then.releases.values() if r.dataset == chosen.name], then.families)
     if as_json:
         typer.echo(json.dumps([check_json(c) for c in checks], indent=2, ensure_ascii=False))
         return
@@ -640,7 +655,7 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
           all_rows: Annotated[bool, typer.Option("--all", help="Print every release row, however many.")] = False,
           ) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
-    from .accountant_views import table_accountants, table_totals_line
+    from .accountant_views import best_headline, table_accountants, table_totals_line
 
     when = parse_date(as_of, "--as-of")
     from .progress import progress
@@ -674,6 +689,7 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
             view = table_view(risk, chosen_delta)
             accounts = TableAccounts(risk.variables, per_variable, wide, accountant)
         head = headline(index, chosen, chosen_delta, at_delta(chosen_delta), risk.total, risk.total_dataset_wide)
+        head = best_headline(head, index, chosen_delta, accounts)  # the figures `subset` and `pairs` print (issue 11)
     if as_json:
         typer.echo(json.dumps({**view.to_json(), "headline": head.to_json(), **accounts.to_json()}, indent=2,
                               ensure_ascii=False))
@@ -754,17 +770,35 @@ def subset(
 
 
 @app.command()
-def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False) -> None:
-    """The privacy loss on every pair of variables."""
-    chosen, index = _indexed(dataset)
+def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False,
+          accountant: Annotated[Optional[str], typer.Option(
+              "--accountant", help="basic or rdp: show this accountant's figure (default: the smaller valid "
+                                   "one; pairs offer no pld, one PLD per pair is too slow: `subset A B` shows it)."
+          )] = None) -> None:
+    """The privacy loss on every pair of variables: the smaller valid figure of the basic and
+    Rényi accountants (the PLD accountant is not run per pair; `subset A B` shows it)."""
+    from .accountant_views import pair_accountants
+
+    if accountant is not None and accountant not in ("basic", "rdp"):
+        raise fail("command line", "--accountant", "pairs offer basic or rdp (a PLD per pair is too slow; "
+                                                   f"`subset A B --accountant pld` shows one pair), found {accountant!r}")
+    # the whole releases: the accountants read mechanisms and lifecycle times (issue 11)
+    snapshot = _read(dataset)
+    chosen = _pick_dataset(snapshot, dataset)
+    index = _index(snapshot, chosen)
     chosen_delta = _delta(delta, chosen)
-    result = pair_spends(index, at_delta(chosen_delta))
+    result = pair_accountants(index, chosen_delta, accountant)
     if as_json:
-        typer.echo(json.dumps([{"subset": list(pair), **figure_fields("epsilon", spend.epsilon(chosen_delta))}
-                               for pair, spend in result.items()], indent=2, ensure_ascii=False))
+        typer.echo(json.dumps([{"subset": [a, b], **figure_fields("epsilon", shown.epsilon),
+                                **figure_fields("delta", shown.delta), "accountant": shown.accountant,
+                                "case": shown.case,
+                                "accountants": {name: f.to_json() for name, f in found.items()}}
+                               for (a, b), (found, shown) in result.items()], indent=2, ensure_ascii=False))
         return
-    for (a, b), spend in result.items():
-        typer.echo(f"{{{a}, {b}}}\t{format_number(spend.epsilon(chosen_delta))}")
+    for (a, b), (found, shown) in result.items():
+        typer.echo(f"{{{a}, {b}}}\t{format_number(shown.epsilon)}\t{shown.accountant}")
+    typer.echo(f"(each pair: {'the ' + accountant + ' accountant' if accountant else 'the smaller valid figure of basic and rdp'}"
+               f" at delta {format_delta(chosen_delta)}; no pld per pair: `subset A B` shows it)")
 
 
 def pair_spends(index: LedgerIndex, objective) -> dict[tuple[str, str], object]:

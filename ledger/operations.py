@@ -276,8 +276,11 @@ def cap_checks(session: Session, dataset: str, caps: Sequence[Cap]) -> list[budg
 
 
 def headroom(engine: Engine, dataset: str, variables: Iterable[str]) -> budget.Headroom:
-    with Session(engine) as session:
-        return budget.headroom(variables, store.caps(session, dataset), store.cap_totals(session, dataset))
+    """The largest epsilon (and rho) a new release reading these variables could take such that
+    every cap's enforcement would still admit it: derived from the decision `record` makes
+    (cap_accounting.headroom), so a release of the headroom is admitted, never more."""
+    with store.read_session(engine) as session:
+        return cap_accounting.headroom(session, dataset, frozenset(variables), store.caps(session, dataset))
 
 
 # --------------------------------------------------------------------------

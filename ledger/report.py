@@ -523,13 +523,17 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     charged = tuple(r for r in inputs.releases if r.status in CHARGED_STATUSES)
     objective = at_delta(inputs.delta)
     index = LedgerIndex(dataset.variable_names, charged, inputs.families)
-    pairs = pair_figures(index, inputs.delta, objective, protected=dataset.protected_names)
+    from .accountant_views import best_headline, table_accountants  # the smallest valid figures (issue 11)
+
+    pairs = pair_figures(index, inputs.delta, objective, protected=dataset.protected_names, best=True)
     timeline = timeline_of(index, inputs.delta, objective, inputs.as_of or inputs.generated_at,
                            public=dataset.public_names, caps=inputs.caps)
     drawn = draw(pairs, timeline) if charts else None
     table = index.table_by_arrays(dataset.name, objective)
     summarised = register_file is not None
-    risk = risk_table(table, inputs.delta, public=dataset.public_names, per_release=not summarised)
+    accounts = table_accountants(index, table, inputs.delta, None)
+    risk = risk_table(table, inputs.delta, public=dataset.public_names, shown=accounts.shown(),
+                      per_release=not summarised)
     sparse = risk.layout == "sparse"
     steps = lifecycle_steps(inputs.events)
     summary = None
@@ -556,7 +560,7 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
         register = tuple(register_entry(r, inputs.families, *cells.get(r.id, ((), None)), **steps.get(r.id, {}))
                          for r in inputs.releases)
     meeting = meeting_pack(inputs) if inputs.since is not None else None
-    caps = cap_entries(inputs.caps, inputs.cap_totals)
+    caps = cap_entries(inputs.caps, inputs.cap_totals, charged, family_map_of(inputs))
     if drawn is not None:
         heat_map, timeline_chart = drawn()
         pairs = replace(pairs, svg=Markup(heat_map))
@@ -565,7 +569,8 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     return ReportContext(
         title=f"Privacy-loss report: {dataset.name}",
         certificate=replace(certificate(inputs, chain, table, charged),
-                            headline=_headline(inputs, index, objective, table, pairs)),
+                            headline=best_headline(_headline(inputs, index, objective, table, pairs), index,
+                                                   inputs.delta, accounts, pairs)),
         meeting=meeting,
         risk=risk,
         caps=caps,
@@ -668,10 +673,12 @@ def _headline(inputs: ReportInputs, index: LedgerIndex, objective, table: RiskTa
                     worst_pair=worst)
 
 
-def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (),
+def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (), shown=None,
                per_release: bool = True) -> RiskTableView:
     """Tan's Table 1 (engine.RiskTable) as epsilons at `delta`, in column blocks. `public`:
     the variables classified public; a whole-dataset ∞ that comes from them only is neutral.
+    `shown`: the total row's figures as `table` prints them (accountant_views.TableAccounts.shown:
+    the smallest valid figure per column, issue 11); else the basic composition.
     `per_release=False` (a summarised report): the total row only, in the sparse layout, with no
     per-release rows (the complete register carries each release's cells)."""
     variables = table.variables
@@ -681,6 +688,9 @@ def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (),
         np.zeros(0, dtype=bool)
     epsilon_of = [value.epsilon(delta) for value in table.values]  # one conversion per distinct value
     total = tuple(spend.epsilon(delta) for spend in table.total)
+    total_wide = table.total_dataset_wide.epsilon(delta)
+    if shown is not None:
+        total, total_wide = tuple(f.epsilon for f in shown[0]), shown[1].epsilon
     n_rows, n_var = table.cells.shape
     layout = "matrix" if n_rows * n_var <= MATRIX_CELL_LIMIT and per_release else "sparse"
     wide = [epsilon_of[i] for i in table.dataset_wide]
@@ -719,7 +729,7 @@ def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (),
         sparse=sparse,
         total_label=TOTAL_LABEL,
         total=total,
-        total_dataset_wide=table.total_dataset_wide.epsilon(delta),
+        total_dataset_wide=total_wide,
         releases=tuple(r.id for r in releases),
         matrix=_Matrix(table.cells, table.dataset_wide, epsilon_of),
         unprotected=tuple(v for v, t in zip(variables, total) if is_infinite(t)),
@@ -785,9 +795,20 @@ def risk_frame(risk: RiskTableView):
     return frame
 
 
-def cap_entries(caps: Sequence[Cap], totals: Mapping[str, CapTotal]) -> tuple[CapEntry, ...]:
-    """Every cap against the stored running totals: the pre-release check of an empty plan."""
-    return tuple(_cap_entry(c) for c in check(list(caps), totals, [], {}, {}, only_touched=False))
+def cap_entries(caps: Sequence[Cap], totals: Mapping[str, CapTotal], releases: Sequence[Release] | None = None,
+                families: Mapping[str, Family] | None = None) -> tuple[CapEntry, ...]:
+    """Every cap against the stored running totals: the pre-release check of an empty plan.
+    With the charged releases, each cap's figure is the one `cap list` prints: the smallest
+    valid filter figure (cap_accounting.checks_from_history, issue 11)."""
+    if releases is None:
+        return tuple(_cap_entry(c) for c in check(list(caps), totals, [], {}, {}, only_touched=False))
+    from .cap_accounting import checks_from_history
+
+    return tuple(_cap_entry(c) for c in checks_from_history(list(caps), releases, families or {}, totals))
+
+
+def family_map_of(inputs: ReportInputs) -> dict[str, Family]:
+    return {f.id: f for f in inputs.families}
 
 
 def _cap_entry(c: CapCheck) -> CapEntry:
@@ -822,15 +843,22 @@ def cap_history(inputs: ReportInputs) -> tuple[CapHistoryEntry, ...]:
                  for entry in entries)
 
 
-def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequence[str] | None = None) -> Pairs:
+def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequence[str] | None = None,
+                 best: bool = False) -> Pairs:
     """Every pair of variables: exact figures for the highest pairs (and for every pair of
     a small dataset), float epsilons for the heat map's colours. With `protected` (the
     variables not classified public, DESIGN 2.11), the highest pairs are pairs of protected
-    variables, and `unprotected` counts those only: a public variable's ∞ is expected."""
+    variables, and `unprotected` counts those only: a public variable's ∞ is expected.
+    `best`: each pair's figure is the one `pairs` prints, the smaller valid one of the basic
+    and Rényi accountants (accountants.pair_figures, issue 11)."""
     variables = index.variables
     n = len(variables)
     grid = index.pair_matrix(objective)
     colour = epsilon_floats(grid, delta)
+    if best and n >= 2:
+        from .accountant_views import best_pair_grid
+
+        grid, colour = best_pair_grid(index, delta, grid, colour)
     upper = np.triu_indices(n, k=1)
     public: tuple[str, ...] = ()
     if protected is not None and len(protected) < n:

@@ -1409,10 +1409,25 @@ class _TotalsCheck:
     of each chunk compete again; a family is charged once over all its members, DESIGN 2.6)."""
 
     def __init__(self, session: Session, config: "Configuration"):
+        from .accountants import state_from_history, state_is_current
+
         self.session, self.config = session, config
         self.parts: dict[str, dict[str, list]] = {
             dataset: {cap.name: [ZERO_SPEND, {}, []] for cap in caps} for dataset, caps in config.caps.items()}
         self.members: dict[str, dict[str, list[Release]]] = {dataset: {} for dataset in config.caps}
+        # the running accountant states (issue 11) a decision would read, recomputed chunk by chunk
+        # (accountants.state_apply from the empty history; family members last, over all of them)
+        self.families = {dataset: {f.id: f for f in config.families.values() if f.dataset == dataset}
+                         for dataset in config.caps}
+        self.stored_states: dict[str, dict[str, dict]] = {}
+        self.states: dict[str, dict[str, dict]] = {}
+        for dataset, caps in config.caps.items():
+            stored = accountant_states(session, dataset, [cap.name for cap in caps])
+            self.stored_states[dataset] = {name: state for name, state in stored.items()
+                                           if state is not None and state_is_current(
+                                               next(c for c in caps if c.name == name), state)}
+            self.states[dataset] = {cap.name: state_from_history(cap, (), self.families[dataset])
+                                    for cap in caps if cap.name in self.stored_states[dataset]}
 
     def add(self, releases: Iterable[Release]) -> None:
         by_dataset: dict[str, list[Release]] = {}
@@ -1423,6 +1438,7 @@ class _TotalsCheck:
                 else:
                     by_dataset.setdefault(release.dataset, []).append(release)
         for dataset, counted in by_dataset.items():
+            self._apply_states(dataset, counted)
             variables = self.config.datasets[dataset].variable_names
             index = LedgerIndex(variables, counted, ())
             for cap in self.config.caps[dataset]:
@@ -1432,6 +1448,26 @@ class _TotalsCheck:
                 for options, number in part.choices:
                     kept[1][options] = kept[1].get(options, 0) + number
                 kept[2] = list(_top(cap, kept[2] + list(part.drivers)))
+
+    def _apply_states(self, dataset: str, releases: Sequence[Release]) -> None:
+        from .accountants import state_apply
+
+        for cap in self.config.caps[dataset]:
+            if cap.name in self.states[dataset]:
+                self.states[dataset][cap.name] = state_apply(self.states[dataset][cap.name], cap, releases,
+                                                             self.families[dataset], {})
+
+    def _state_problems(self, dataset: str) -> list[str]:
+        from .accountants import state_differences
+
+        self._apply_states(dataset, [m for group in self.members[dataset].values() for m in group])
+        problems = []
+        for name, expected in self.states[dataset].items():
+            differences = state_differences(self.stored_states[dataset][name], expected)
+            if differences:
+                problems.append(f"cap {dataset}/{name}: the running accountant state differs from the state "
+                                f"recomputed from the releases: {'; '.join(differences)}")
+        return problems
 
     def problems(self) -> list[str]:
         problems = []
@@ -1455,6 +1491,7 @@ class _TotalsCheck:
                     differences = total_differences(found, expected) or ["its stored form"]
                     problems.append(f"cap {dataset}/{cap.name}: the running total differs from the total "
                                     f"recomputed from the releases: {'; '.join(differences)}")
+            problems.extend(self._state_problems(dataset))
         return problems
 
 
@@ -1481,6 +1518,26 @@ def _normal(body: dict, read, write) -> dict:
         return write(read(body))
     except (KeyError, TypeError, ValueError):
         return body  # unreadable: compared as it is, and reported
+
+
+def _check_accountant_states(session: Session, dataset: str, caps, releases: Sequence[Release],
+                             families: Mapping[str, Family]) -> list[str]:
+    """Recompute every stored running accountant state (issue 11) from the releases and compare,
+    like the running totals. A state for another version of a cap (or of the state format) is
+    never read by a decision (it is recomputed), so only the states a decision would use count."""
+    from .accountants import state_differences, state_from_history, state_is_current
+
+    problems = []
+    stored = accountant_states(session, dataset, [cap.name for cap in caps])
+    for cap in caps:
+        state = stored.get(cap.name)
+        if state is None or not state_is_current(cap, state):
+            continue
+        differences = state_differences(state, state_from_history(cap, releases, families))
+        if differences:
+            problems.append(f"cap {dataset}/{cap.name}: the running accountant state differs from the state "
+                            f"recomputed from the releases: {'; '.join(differences)}")
+    return problems
 
 
 def _compare(kind: str, expected: Mapping[str, tuple[int, dict | None, str | None]], actual: dict[str, dict],

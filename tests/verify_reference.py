@@ -16,7 +16,7 @@ from ledger.codec import (GENESIS_HASH, canonical_json, cap_total_to_dict, chain
                           dataset_to_dict, event_hash, release_from_dict)
 from ledger.engine import LedgerIndex
 from ledger.records import CHARGED_STATUSES, Release
-from ledger.store import (_EVENTS, _RELEASE_PAYLOAD, _RELEASES, CapRow, FamilyRow, RoleRow, Verification,
+from ledger.store import (_check_accountant_states, _EVENTS, _RELEASE_PAYLOAD, _RELEASES, CapRow, FamilyRow, RoleRow, Verification,
                           _cap_dict, _check_count, _compare, _connection, _datasets, _event_number, _family_dict,
                           _normal, _normal_release, cap_totals, configuration, release_row_dict)
 
@@ -120,6 +120,7 @@ def _check_totals(session: Session, release_rows: Mapping[str, dict],
                 differences = total_differences(found, expected) or ["its stored form"]
                 problems.append(f"cap {dataset}/{cap.name}: the running total differs from the total recomputed "
                                 f"from the releases: {'; '.join(differences)}")
+        problems.extend(_check_accountant_states(session, dataset, dataset_caps, counted, families))
     return problems
 
 
