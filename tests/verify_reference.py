@@ -10,13 +10,15 @@ from collections.abc import Mapping, Sequence
 
 from sqlmodel import Session, select
 
+from sqlalchemy import select as sa_select
+
 from ledger import columns
 from ledger.budget import total_differences, total_from_index
 from ledger.codec import (GENESIS_HASH, canonical_json, cap_total_to_dict, chain_hash, dataset_from_dict,
                           dataset_to_dict, event_hash, release_from_dict)
 from ledger.engine import LedgerIndex
-from ledger.records import CHARGED_STATUSES, Release
-from ledger.store import (_check_accountant_states, _EVENTS, _RELEASE_PAYLOAD, _RELEASES, CapRow, FamilyRow, RoleRow, Verification,
+from ledger.records import CHARGED_STATUSES, Family, Release
+from ledger.store import (CapAccountantRow, _EVENTS, _RELEASE_PAYLOAD, _RELEASES, CapRow, FamilyRow, RoleRow, Verification,
                           _cap_dict, _check_count, _compare, _connection, _datasets, _event_number, _family_dict,
                           _normal, _normal_release, cap_totals, configuration, release_row_dict)
 
@@ -132,3 +134,23 @@ def _check_accounting(session: Session, releases: Mapping[str, Release], trusted
                          trusted=trusted)
 
 
+def _check_accountant_states(session: Session, dataset: str, caps, releases: Sequence[Release],
+                             families: Mapping[str, Family]) -> list[str]:
+    """Recompute every stored running accountant state (issue 11) from the releases and compare,
+    like the running totals. A state for another version of a cap (or of the state format) is
+    never read by a decision (it is recomputed), so only the states a decision would use count."""
+    from ledger.accountants import state_differences, state_from_history, state_is_current
+
+    problems = []
+    table = CapAccountantRow.__table__  # the table itself, never a process's cache
+    stored = dict(session.connection().execute(sa_select(table.c.cap, table.c.state).where(
+        table.c.dataset == dataset)).all())
+    for cap in caps:
+        state = stored.get(cap.name)
+        if state is None or not state_is_current(cap, state):
+            continue
+        differences = state_differences(state, state_from_history(cap, releases, families))
+        if differences:
+            problems.append(f"cap {dataset}/{cap.name}: the running accountant state differs from the state "
+                            f"recomputed from the releases: {'; '.join(differences)}")
+    return problems
