@@ -1201,7 +1201,7 @@ def _filter_value(items: tuple, delta: Fraction) -> float:
     return _up(value + float(approx_eps)) if approx_eps else value
 
 
-def cap_decision(cap, basic_value: Number, spend: Spend, state: dict | None) -> Decision:
+def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | None) -> Decision:
     """The figure a cap is checked with: the smallest *valid filter* figure (module docstring).
 
     A pure-epsilon cap keeps the pure sum, a rho cap the sum of rho. A cap at a delta takes
@@ -1215,15 +1215,19 @@ def cap_decision(cap, basic_value: Number, spend: Spend, state: dict | None) -> 
         return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["rho"])
     if cap.delta is None:
         return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic-pure"])
-    if state is None or spend.unbounded or state["unbounded"]:
+    if state is None or state["unbounded"] or math.isinf(float(basic_value)) or (spend is not None
+                                                                              and spend.unbounded):
         return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic"])
+    # the basic figure is the pure sum exactly when every event the state holds is pure (the
+    # state and the basic spend are the same releases); read from the state, no composition
+    pure = spend.is_pure if spend is not None else _state_is_pure(state)
     units = sum(state["events"].values()) + sum(len(keys) for keys in state["families"].values())
     case = "declared" if units <= 1 or declared(_parse(state["last_recorded"]), _parse(state["first_published"]),
                                                 state["unknown"]) else "adaptive"
-    found = [("basic", basic_value, FILTER_THEOREMS["basic-pure" if spend.is_pure else "basic"]),
+    found = [("basic", basic_value, FILTER_THEOREMS["basic-pure" if pure else "basic"]),
              ("rdp", _filter_from_state(state, cap.delta), FILTER_THEOREMS["rdp"])]
     if case == "declared":
-        comp = state_composition(state, spend)
+        comp = state_composition(state, spend if spend is not None else Spend())  # (its basic is not read)
         declared_theorem = FILTER_THEOREMS["declared"] + "; decided by {}: {}"
         found.append(("rdp", rdp_figure(comp, cap.delta, case).epsilon,
                       declared_theorem.format("rdp", THEOREMS["rdp"])))
@@ -1231,9 +1235,17 @@ def cap_decision(cap, basic_value: Number, spend: Spend, state: dict | None) -> 
         if pld.available:
             found.append(("pld", pld.epsilon, declared_theorem.format("pld", THEOREMS["pld"])))
     name, value, theorem = min(found, key=lambda item: (float(item[1]), ACCOUNTANTS.index(item[0])))
-    if spend.is_pure and float(value) >= float(basic_value) * (1 - PURE_PREFERENCE):
+    if pure and float(value) >= float(basic_value) * (1 - PURE_PREFERENCE):
         name, value, theorem = found[0]  # the pure sum holds at delta 0 (as `best` prefers it)
     return Decision(name, value, case, theorem)
+
+
+_PURE_KINDS = ("pure", "laplace", "dlaplace")
+
+
+def _state_is_pure(state: dict) -> bool:
+    keys = [*state["events"], *(key for keys in state["families"].values() for key in keys)]
+    return all(key.split(":", 1)[0] in _PURE_KINDS for key in keys)
 
 
 @lru_cache(maxsize=4096)

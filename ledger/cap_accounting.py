@@ -60,8 +60,10 @@ def decide(check: budget.CapCheck, total: budget.CapTotal, state: dict | None, p
     after_state = None
     if state is not None:
         after_state = accountants.state_apply(state, cap, plan, families, members, published)
-    before = accountants.cap_decision(cap, check.current, total.spend, state)
-    after = accountants.cap_decision(cap, check.after, check.after_total.spend, after_state)
+    # with a running state, the state says what the decision needs of the spend (no composition)
+    before = accountants.cap_decision(cap, check.current, None if state is not None else total.spend, state)
+    after = accountants.cap_decision(cap, check.after, None if after_state is not None else check.after_total.spend,
+                                     after_state)
     return _with(check, before, after), after_state
 
 

@@ -305,3 +305,50 @@ def test_audit_verify_recomputes_the_running_accountant_states(ledger):
     assert verified.code == 1
     assert "running accountant state differs" in verified.out + verified.err
     assert "laplace:10" in verified.out + verified.err
+
+
+# --------------------------------------------------------------------------
+# The same figure in the report, the table, the headline and the Python API
+# --------------------------------------------------------------------------
+
+
+def test_the_report_the_table_and_the_api_print_the_figures_subset_prints(ledger):
+    import csv
+    import io
+
+    import ledger as ledger_api
+
+    url, tmp = ledger
+    (tmp / "m.yaml").write_text(MIXED)
+    assert cli_main(url, "record", tmp / "m.yaml").code == 0
+    table = cli_main(url, "table", "--json").json()
+    shown = table["total_shown"]["values"]
+    for name in ("a", "b", "c"):
+        one = cli_main(url, "subset", name, "--json").json()
+        assert shown[name] == one["epsilon"], name
+        assert table["total_shown"]["accountants"][name] == one["accountant"]
+    whole = cli_main(url, "subset", "a", "b", "c", "--json").json()
+    assert table["total_shown"]["dataset_wide"] == whole["epsilon"]
+    assert table["headline"]["epsilon"] == whole["epsilon"]  # every variable is protected
+    worst = max(cli_main(url, "pairs", "--json").json(), key=lambda p: p["epsilon"])
+    assert table["headline"]["worst_pair"] == {"subset": worst["subset"], "epsilon": worst["epsilon"]}
+    # the report's CSV: its total row is the table's
+    assert cli_main(url, "report", "--format", "csv", "--out", tmp / "r.csv").code == 0
+    rows = {row["release"]: row for row in csv.DictReader(io.StringIO((tmp / "r.csv").read_text()))}
+    total = rows[next(k for k in rows if k not in {"g1", "g2", "l1", "d1", "r1", "t1"})]
+    for name in ("a", "b", "c"):
+        assert float(total["{" + name + "}"]) == pytest.approx(shown[name], rel=1e-12)
+    # the Python API
+    book = ledger_api.open(url)
+    loss = book.subset(["a"])
+    assert (loss.epsilon, loss.accountant) == (pytest.approx(shown["a"], rel=1e-15), shown and
+                                              table["total_shown"]["accountants"]["a"])
+    assert set(loss.accountants) == {"basic", "rdp", "pld"}
+    frame = book.table()
+    assert frame.loc["All releases", "b"] == pytest.approx(shown["b"], rel=1e-15)
+    api_pairs = book.pairs()
+    cli_pairs = {tuple(p["subset"]): p for p in cli_main(url, "pairs", "--json").json()}
+    for row in api_pairs.itertuples():
+        assert row.epsilon == pytest.approx(cli_pairs[(row.variable_1, row.variable_2)]["epsilon"], rel=1e-15)
+        assert row.accountant == cli_pairs[(row.variable_1, row.variable_2)]["accountant"]
+    assert book.caps()[0].current == pytest.approx(cli_main(url, "cap", "list", "--json").json()[0]["current"])
