@@ -51,7 +51,6 @@ people = lazy_module(f"{__package__}.people")  # (issue 12) the ORM
 store = lazy_module(f"{__package__}.store")
 cap_accounting = lazy_module(f"{__package__}.cap_accounting")  # (issue 11) the caps' accountants, on first use
 Session = lazy_callable("sqlmodel", "Session")
-DEFAULT_URL = "sqlite:///ledger.db"  # store.DEFAULT_URL, without importing the store
 
 EXIT_CODES_HELP = ("Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input (nothing "
                    "written); 3 the ledger could not be reached, locked or written (nothing recorded; retry "
@@ -76,11 +75,11 @@ app.add_typer(audit_app, name="audit")
 app.add_typer(cap_app, name="cap")
 
 
-class State:
-    url: str = DEFAULT_URL
-
-
-state = State()
+# which ledger (--db), how it is opened, the light read and the date options: shared by every cli_* module
+from .cli_context import DEFAULT_URL, State, parse_date, state  # noqa: E402,F401
+from .cli_context import open_engine as _engine  # noqa: E402
+from .cli_context import read_light as _read_light  # noqa: E402
+from .cli_context import actor as _actor  # noqa: E402
 
 DatasetOption = Annotated[Optional[str], typer.Option("--dataset", "-d", help="Dataset (default: the only one).")]
 DeltaOption = Annotated[Optional[str], typer.Option("--delta", help="Delta for epsilon figures "
@@ -178,71 +177,12 @@ def report_errors(errors: list[LedgerError]) -> None:
     typer.echo(f"{len(errors)} problem{'s' if len(errors) != 1 else ''}; nothing was written.", err=True)
 
 
-def _engine(create: bool = False):
-    """The ledger's engine. Only `init`, `dataset add` and `demo` create a new SQLite file
-    or a schema: any other command on a missing file, or on a database without the
-    ledger's tables, is bad input and writes nothing. A ledger whose schema is current is
-    opened without any lock (a reader never waits for a writer)."""
-    path = store.sqlite_path(state.url)
-    if path is not None:
-        if not create and not path.exists():
-            raise fail("--db", "url", f"no ledger at {path}; create one with `privacy-ledger init` "
-                                      "or `privacy-ledger dataset add FILE`")
-        store.check_sqlite_file(path)
-    from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError  # (issue 13: not for --help)
-
-    try:
-        engine = store.make_engine(state.url)
-    except (ArgumentError, NoSuchModuleError, ValueError) as exc:
-        raise fail("--db", "url", f"cannot open ledger {failures.excerpt(state.url, 200)!r}: {exc}") from None
-    try:
-        found, version = store.schema_state(engine)
-    except DatabaseError as exc:
-        if failures.operational_reason(exc) is not None:
-            raise
-        raise fail("--db", "url", f"{failures.excerpt(state.url, 200)} is not a privacy-ledger ledger "
-                                  f"(not a database it can read: {str(exc.orig).splitlines()[0]})") from None
-    if found == "missing" and not create:
-        raise fail("--db", "url", f"{failures.excerpt(state.url, 200)} holds no ledger (no ledger tables); "
-                                  "create one with `privacy-ledger init`, or give the ledger's URL")
-    if found == "newer":
-        raise fail("--db", "url", f"this ledger has schema version {version}; this privacy-ledger knows up to "
-                                  f"{store.SCHEMA_VERSION}. Upgrade privacy-ledger.")
-    if found != "current":
-        store.ensure_schema(engine)
-    return engine
-
-
-def _actor(by: str | None) -> str:
-    from .limits import check_text
-
-    actor = people.actor_name(by)
-    errors = check_text(actor, "command line", "--as", "name")
-    if errors:
-        raise InputErrors(errors)
-    return actor
-
-
 def _pick_dataset(snapshot: LedgerSnapshot, name: str | None) -> Dataset:
     return choices.pick_dataset(snapshot, name)
 
 
 def _delta(option: str | None, dataset: Dataset) -> Fraction:
     return choices.parse_delta(option, dataset)
-
-
-def parse_date(text: str | None, option: str):
-    """An ISO 8601 date or date-time from the command line, as an aware UTC moment; never in the future."""
-    from .loader import parse_moment
-
-    if text is None:
-        return None
-    moment = parse_moment(text)
-    if moment is None:
-        raise fail("command line", option, f"not a date: {text!r} (write it as 2024-05-01 or 2024-05-01T09:30)")
-    if moment.replace(microsecond=0) > store.now():  # (the store's clock keeps whole seconds)
-        raise fail("command line", option, f"{moment.isoformat()} is in the future")
-    return moment
 
 
 def _ended(engine) -> dict:
@@ -267,12 +207,6 @@ def _as_of(snapshot: LedgerSnapshot, when) -> LedgerSnapshot:
 
 def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
     return choices.charged_index(snapshot, dataset)
-
-
-def _read_light() -> LedgerSnapshot:
-    """Datasets and families, without loading every release."""
-    with store.read_session(_engine()) as session:
-        return store.write_context(session)
 
 
 def _indexed(dataset: str | None, titles: bool = False,

@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import choices
+from .cli_context import open_engine, state
 from .errors import fail
 from .lazy import lazy_callable, lazy_module
 
@@ -39,14 +40,13 @@ def registry(
 
     Fields only a person can fill in (curators, intended use, region, actors, rationale)
     start with PLACEHOLDER."""
-    from . import cli
     from .cli_report import write_atomically, writable_target
     from .registry import registry_record, to_yaml
 
     if tier not in (1, 2, 3):
         raise fail("command line", "--tier", f"must be 1, 2 or 3, found {tier}")
-    target = None if out.strip() == "-" else writable_target(out, cli.state.url)
-    with Session(cli._engine()) as session:
+    target = None if out.strip() == "-" else writable_target(out, state.url)
+    with Session(open_engine()) as session:
         snapshot = store.snapshot(session)
         chosen = choices.pick_dataset(snapshot, dataset)
         caps = store.caps(session, chosen.name)

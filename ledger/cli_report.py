@@ -34,6 +34,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import choices, outputs
+from .cli_context import open_engine, parse_date, read_light, state
 from .errors import fail
 from .failures import neutralise
 from .lazy import lazy_callable, lazy_module
@@ -86,27 +87,23 @@ def report(
 ) -> None:
     """A report: the compliance report (html, pdf), the same as Markdown or LaTeX, or the
     release-by-variable table as CSV. --since adds what changed since the last meeting."""
-    from . import (
-        cli,  # the app's shared options and ledger access (cli imports this module)
-    )
-
     chosen_format = choices.report_format(format, out)
     since_at = parse_since(since)
-    as_of_at = cli.parse_date(as_of, "--as-of")
+    as_of_at = parse_date(as_of, "--as-of")
     if since_at is not None and as_of_at is not None and since_at > as_of_at:
         raise fail("command line", "--since", f"{since} is after --as-of {as_of}")
     if since_at is not None and chosen_format == "csv":
         raise fail("command line", "--since", "the CSV export is the release-by-variable table only; "
                                               "--since applies to html, pdf, md and tex")
-    target = None if out.strip() == "-" else writable_target(out, cli.state.url)
+    target = None if out.strip() == "-" else writable_target(out, state.url)
     chromium = None
     if chosen_format == "pdf":
         chromium = find_chromium()
-    snapshot = cli._read_light()
+    snapshot = read_light()
     chosen = choices.pick_dataset(snapshot, dataset)
     chosen_delta = choices.parse_delta(delta, chosen)
     charts = chosen_format in ("html", "pdf")
-    chain = VerifyAlongside(cli.state.url)
+    chain = VerifyAlongside(state.url)
     draw = ChartsAlongside() if charts else _report.draw_here
     from .progress import progress
 
@@ -114,13 +111,13 @@ def report(
 
     with progress(f"writing the {chosen_format} report"), paused_gc():
         try:
-            with store.read_session(cli._engine()) as session:
+            with store.read_session(open_engine()) as session:
                 inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
             if as_of_at is not None:
                 inputs = replace(inputs, as_of=as_of_at)
             register = None
             if chosen_format != "csv" and len(inputs.releases) > _report.summary_from():
-                register = register_target(target, len(inputs.releases), cli.state.url)
+                register = register_target(target, len(inputs.releases), state.url)
             context = _report.build_report(inputs, charts=charts, draw=draw,
                                    register_file=None if register is None else register.name)
         finally:

@@ -39,7 +39,7 @@ def _check_out(out: Optional[Path]) -> None:
     """--out refused before any work when it must not be written (outputs.output_target)."""
     if out is not None:
         from . import outputs
-        from .cli import state
+        from .cli_context import state
 
         outputs.output_target(out, state.url)
 
@@ -84,7 +84,7 @@ def run(
     """Run a mechanism on data and record its release in the same step."""
     from .choices import actor as _actor
     from .choices import pick_dataset as _pick_dataset
-    from .cli import _engine, _read_light
+    from .cli_context import open_engine as _engine, read_light as _read_light
     from .mechanisms.recording import run_and_record
 
     _check_out(out)
@@ -167,7 +167,7 @@ def sample_privacy(
 ) -> None:
     """Perfect sample privacy of the recorded disclosure mappings, alone and together."""
     from .choices import pick_dataset as _pick_dataset
-    from .cli import _engine, _read_light
+    from .cli_context import open_engine as _engine, read_light as _read_light
     from .mechanisms.recording import joint_sample_leakage
 
     chosen = _pick_dataset(_read_light(), dataset)

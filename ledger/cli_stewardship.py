@@ -33,6 +33,8 @@ canonical_json = lazy_callable(f"{__package__}.codec", "canonical_json")
 build_caps = lazy_callable(f"{__package__}.loader", "build_caps")
 build_dataset = lazy_callable(f"{__package__}.loader", "build_dataset")
 read_document = lazy_callable(f"{__package__}.loader", "read_document")
+from . import choices  # noqa: E402
+from .cli_context import actor as acting_person, open_engine  # noqa: E402
 from .errors import InputErrors, LedgerError, fail  # noqa: E402
 from .records import Cap, Dataset, Variable
 
@@ -40,12 +42,6 @@ group_app = typer.Typer(no_args_is_help=True, help="Named groups of variables.")
 
 ByOption = Annotated[Optional[str], typer.Option("--by", help="Who does it (default: $LEDGER_USER or login).")]
 DatasetOption = Annotated[Optional[str], typer.Option("--dataset", "-d", help="Dataset (default: the only one).")]
-
-
-def _cli():
-    from . import cli  # the app's shared options and ledger access (cli imports this module)
-
-    return cli
 
 
 def _reason(reason: str | None, required: bool = False) -> str | None:
@@ -69,11 +65,10 @@ def apply_change(dataset: str | None, change: Change, *, source: str, actor: str
                  dry_run: bool = False) -> list[amend.Amendment]:
     """Plan the amendments a change implies, print them, and (unless dry_run) write them
     with their audit events in one transaction."""
-    cli = _cli()
-    engine = cli._engine()
+    engine = open_engine()
     with (Session(engine) if dry_run else store.write_session(engine)) as session:
         context = store.write_context(session)
-        chosen = cli._pick_dataset(context, dataset)
+        chosen = choices.pick_dataset(context, dataset)
         caps = store.caps(session, chosen.name)
         wanted, wanted_caps = change(chosen, caps)
         removed = set(chosen.variable_names) - set(wanted.variable_names)
@@ -127,7 +122,7 @@ def dataset_amend(
         if errors:
             raise InputErrors(errors)
     apply_change(wanted.name, lambda _old, _caps: (wanted, wanted_caps), source=str(file),
-                 actor=_cli()._actor(by), reason=_reason(reason), dry_run=dry_run)
+                 actor=acting_person(by), reason=_reason(reason), dry_run=dry_run)
 
 
 def _variable(chosen: Dataset, name: str, argument: str = "VARIABLE") -> Variable:
@@ -172,7 +167,7 @@ def dataset_add_variable(
         variable = Variable(name, classification.strip(), description, tuple(category) if category else None)
         return replace(chosen, variables=chosen.variables + (variable,)), None
 
-    apply_change(dataset, change, source="command line", actor=_cli()._actor(by), reason=None)
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None)
 
 
 def dataset_add_categories(
@@ -187,7 +182,7 @@ def dataset_add_categories(
         merged = tuple(old.categories or ()) + tuple(c for c in categories if c not in (old.categories or ()))
         return _changed_variable(variable, categories=merged)(chosen, caps)
 
-    apply_change(dataset, change, source="command line", actor=_cli()._actor(by), reason=None)
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None)
 
 
 def dataset_describe(
@@ -198,7 +193,7 @@ def dataset_describe(
 ) -> None:
     """Change a variable's description."""
     apply_change(dataset, _changed_variable(variable, description=description), source="command line",
-                 actor=_cli()._actor(by), reason=None)
+                 actor=acting_person(by), reason=None)
 
 
 def dataset_reclassify(
@@ -214,7 +209,7 @@ def dataset_reclassify(
     if not classification.strip():
         raise fail("command line", "CLASSIFICATION", "empty")
     apply_change(dataset, _changed_variable(variable, classification=classification.strip()),
-                 source="command line", actor=_cli()._actor(by), reason=why)
+                 source="command line", actor=acting_person(by), reason=why)
 
 
 @group_app.command("set")
@@ -235,7 +230,7 @@ def group_set(
         groups = tuple((g, m) for g, m in chosen.groups if g != name) + ((name, frozenset(variables)),)
         return replace(chosen, groups=groups), None
 
-    apply_change(dataset, change, source="command line", actor=_cli()._actor(by), reason=None)
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None)
 
 
 @group_app.command("remove")
@@ -252,7 +247,7 @@ def group_remove(
             raise fail("command line", "NAME", f"no group {name!r} in dataset {chosen.name!r}")
         return replace(chosen, groups=tuple((g, m) for g, m in chosen.groups if g != name)), None
 
-    apply_change(dataset, change, source="command line", actor=_cli()._actor(by), reason=None)
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None)
 
 
 def cap_remove(
@@ -270,7 +265,7 @@ def cap_remove(
                                                f"{', '.join(c.name for c in caps) or 'none'})")
         return chosen, [c for c in caps if c.name != name]
 
-    apply_change(dataset, change, source="command line", actor=_cli()._actor(by), reason=why)
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=why)
 
 
 # --------------------------------------------------------------------------
@@ -305,7 +300,7 @@ def audit_checkpoint(
 
     private = checkpoint.load_private_key(key)
     target = writable_target(str(out))
-    with Session(_cli()._engine()) as session:
+    with Session(open_engine()) as session:
         found = store.chain_head(session)
     head = checkpoint.Head(found.seq, found.hash, found.at, found.events)
     document = checkpoint.sign(head, private, store.now().isoformat())
@@ -330,9 +325,9 @@ def check_checkpoint(session: Session, head: checkpoint.Head) -> str | None:
 def audit_retotal(by: ByOption = None) -> None:
     """Recompute every cap's running total from the releases (after `audit verify` found
     them wrong, or a decision refused stale totals), as an audit event."""
-    actor = _cli()._actor(by)
+    actor = acting_person(by)
     changed = []
-    with store.write_session(_cli()._engine()) as session:
+    with store.write_session(open_engine()) as session:
         config = store.configuration(session)
         for dataset, caps in config.caps.items():
             history = store.snapshot(session, dataset)

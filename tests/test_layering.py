@@ -38,3 +38,13 @@ def test_cli_run_and_report_use_the_shared_choices():
         source = (LEDGER / f"{name}.py").read_text(encoding="utf-8")
         assert "_pick_dataset, " not in source.replace("as _pick_dataset", "")
         assert "cli._pick_dataset" not in source and "cli._delta" not in source
+
+
+def test_no_cli_module_reaches_into_another_cli_modules_private_helpers():
+    """The CLI modules take the ledger from cli_context (which ledger, how it is opened, the light read,
+    who acts), never from cli.py's private helpers; cli_context imports no CLI module."""
+    for path in sorted(LEDGER.glob("cli*.py")):
+        source = path.read_text(encoding="utf-8")
+        assert "cli._" not in source, path.name
+        assert "from .cli import _" not in source, path.name
+    assert not {m for m in imported_modules("cli_context") if m.startswith("cli")}
