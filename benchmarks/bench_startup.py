@@ -1,6 +1,6 @@
 """Benchmark: start-up of the command line (issue 13, section 2).
 
-    .venv/bin/python benchmarks/bench_startup.py [--runs 7] [--size 10000] [--importtime]
+    .venv/bin/python benchmarks/bench_startup.py [--runs 7] [--size 10000] [--importtime] [--baseline-code DIR]
 
 Each command is a fresh process, run --runs times, interleaved with its baselines
 (`python -c pass`, `python -c "import sqlalchemy"`) so every figure is measured
@@ -11,6 +11,10 @@ CPU seconds (user + system, less sensitive to a loaded machine than wall time):
 - `check` of one plan and `record` of one release into a ledger of --size releases
   with 20 caps (target < 0.4 s), the ledger built once by bench_scale and copied;
   each `record` records a new release (the ledger grows by --runs).
+
+--baseline-code DIR also runs each privacy-ledger command with the `ledger` package of
+another checkout (e.g. /work/main: `python -m ledger` run from DIR imports DIR's
+package), beside this one, on a copy of the same ledger.
 
 --importtime also prints, for `check`, the modules whose import took longest
 (`python -X importtime`, cumulative microseconds).
@@ -35,10 +39,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 PYTHON = sys.executable
 
 
-def timed(argv: list[str]) -> tuple[float, float, int]:
+def timed(argv: list[str], cwd: Path = ROOT) -> tuple[float, float, int]:
     """(wall s, CPU s, exit code) of one fresh process."""
     start = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
@@ -72,6 +76,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--importtime", action="store_true")
+    parser.add_argument("--baseline-code", type=Path, help="another checkout whose `ledger` package to time too")
     args = parser.parse_args()
     import bench_scale
 
@@ -93,17 +98,31 @@ def main() -> None:
             f"record one release ({args.size:,} releases, 20 caps)":
                 lambda k: [*cli, "--db", url, "record", "--as", "bench", str(plan(work, f"recorded{k}"))],
         }
-        walls: dict[str, list[float]] = {name: [] for name in commands}
-        cpus: dict[str, list[float]] = {name: [] for name in commands}
+        runs: dict[str, tuple[object, Path]] = {name: (argv, ROOT) for name, argv in commands.items()}
+        if args.baseline_code is not None:
+            other = work / "baseline.db"
+            shutil.copyfile(source, other)
+            other_url = f"sqlite:///{other}"
+            subprocess.run([*cli, "--db", other_url, "cap", "list"], capture_output=True, cwd=args.baseline_code)
+            code = args.baseline_code
+            runs.update({
+                f"  the same, {code}'s code: --help": ([*cli, "--help"], code),
+                f"  the same, {code}'s code: --version": ([*cli, "--version"], code),
+                f"  the same, {code}'s code: check": ([*cli, "--db", other_url, "check", str(check_plan)], code),
+                f"  the same, {code}'s code: record":
+                    (lambda k: [*cli, "--db", other_url, "record", "--as", "bench", str(plan(work, f"base{k}"))], code),
+            })
+        walls: dict[str, list[float]] = {name: [] for name in runs}
+        cpus: dict[str, list[float]] = {name: [] for name in runs}
         for k in range(args.runs):
-            for name, argv in commands.items():
-                wall, cpu, _ = timed(argv(k) if callable(argv) else argv)
+            for name, (argv, cwd) in runs.items():
+                wall, cpu, _ = timed(argv(k) if callable(argv) else argv, cwd)
                 walls[name].append(wall)
                 cpus[name].append(cpu)
         print(f"start-up, {args.runs} runs each, interleaved; load average {os.getloadavg()[0]:.2f} "
               f"{os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1, 5, 15 min) on {os.cpu_count()} cores")
         print(f"  {'command':52} {'median s':>9} {'min s':>7} {'CPU s':>7}")
-        for name in commands:
+        for name in runs:
             print(f"  {name:52} {statistics.median(walls[name]):9.3f} {min(walls[name]):7.3f} "
                   f"{statistics.median(cpus[name]):7.3f}")
         if args.importtime:
