@@ -132,10 +132,23 @@ def test_every_command_prints_the_same_figure_for_every_capped_subset(ledger, tm
     checked = {c["cap"]: c for c in cli_main(url, "check", plan, "--json").json()["caps"]}
     for name, delta in (("ab", "1e-9"), ("c", "1e-6")):
         subset = cli_main(url, "subset", *listed[name]["subset"], "--delta", delta, "--json").json()
-        assert listed[name]["current"] == subset["epsilon"] == checked[name]["current"], (name, text)
-        assert listed[name]["current_exact"] == subset["epsilon_exact"]
+        assert listed[name]["current"] == checked[name]["current"], (name, text)  # one enforcement
+        if subset["accountant"] == "basic" or subset["case"] == "declared":
+            # the same composition: the cap's figure is the one subset prints (issue 9)
+            assert listed[name]["current"] == subset["epsilon"], (name, text)
+            assert listed[name]["current_exact"] == subset["epsilon_exact"]
+        else:
+            # an adaptive history whose smallest figure is Rényi's at its best order: a cap is enforced
+            # by a valid *filter* only (DESIGN 2.10; the Rényi filter at fixed orders, the basic sums),
+            # which may sit above that figure, never above the basic one (issue 11)
+            assert float(subset["epsilon"]) <= float(listed[name]["current"]), (name, text)
+            assert float(listed[name]["current"]) <= float(subset["accountants"]["basic"]["epsilon"]), (name, text)
     table = cli_main(url, "table", "--delta", "1e-6", "--json").json()
-    assert table["total"]["values"]["c"] == listed["c"]["current"]
+    subset_c = cli_main(url, "subset", "c", "--delta", "1e-6", "--json").json()
+    assert table["total_shown"]["values"]["c"] == subset_c["epsilon"]  # table and subset: the same figure
+    assert table["total"]["values"]["c"] == subset_c["accountants"]["basic"]["epsilon"]  # (the basic row)
+    if subset_c["accountant"] == "basic" or subset_c["case"] == "declared":
+        assert table["total_shown"]["values"]["c"] == listed["c"]["current"]
     subset_d = cli_main(url, "subset", "d", "--json").json()
     if subset_d["notion"] in ("pure", "unbounded"):
         assert listed["pure-d"]["current"] == subset_d["epsilon"]
