@@ -253,16 +253,18 @@ def _read_light() -> LedgerSnapshot:
         return store.write_context(session)
 
 
-def _indexed(dataset: str | None, titles: bool = False,
-             variables: list[str] | None = None) -> tuple[Dataset, LedgerIndex]:
+def _indexed(dataset: str | None, titles: bool = False, variables: list[str] | None = None,
+             accounts: bool = True) -> tuple[Dataset, LedgerIndex]:
     """The chosen dataset and the index of its charged releases, from the accounting rows
-    (columns.py): no release is decoded but the few the exact path needs (issue 13)."""
-    with _rows_index(dataset, titles, variables) as found:
+    (columns.py): no release is decoded but the few the exact path needs (issue 13).
+    `accounts=False`: without what the Rényi and PLD accountants read (`pairs`)."""
+    with _rows_index(dataset, titles, variables, accounts) as found:
         return found
 
 
 @contextmanager
-def _rows_index(dataset: str | None, titles: bool = False, variables: list[str] | None = None):
+def _rows_index(dataset: str | None, titles: bool = False, variables: list[str] | None = None,
+                accounts: bool = True):
     """`_indexed`, with the session kept open inside the block: the index reads release titles
     when first asked for them (only the rows a table shows, on a large ledger)."""
     from . import columns
@@ -272,7 +274,7 @@ def _rows_index(dataset: str | None, titles: bool = False, variables: list[str] 
         chosen = _pick_dataset(light, dataset)
         touching = None if variables is None else _resolve_variables(chosen, variables)
         yield chosen, columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
-                                        touching)
+                                        touching, accounts)
 
 
 def _read(dataset: str | None = None) -> LedgerSnapshot:
@@ -735,7 +737,7 @@ def subset(
 @app.command()
 def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False) -> None:
     """The privacy loss on every pair of variables."""
-    chosen, index = _indexed(dataset)
+    chosen, index = _indexed(dataset, accounts=False)
     chosen_delta = _delta(delta, chosen)
     result = pair_spends(index, at_delta(chosen_delta))
     if as_json:
