@@ -505,10 +505,11 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     """The `LedgerIndex` of a dataset's charged releases, from the accounting rows: equal to
     `LedgerIndex(variables, releases, families)` over the same releases in recording order.
     Release ids, titles and statuses (a table shows them, a subset lists the ids) are read
-    now when `titles`, else when first asked for, while the session is open. With `touching` (a subset), only the releases that read
-    some variable of it: the index then answers `subset_cost` on that subset (or a part of
-    it) exactly, every other release costing 0 there (Tan Prop 3.3; a family of members that
-    read nothing of it costs 0, DESIGN 2.6). `accounts=False`: without the accountants'
+    now when `titles`, else when first asked for, while the session is open. With
+    `touching` (a subset), only the releases that read some variable of it: the index then
+    answers `subset_cost` on that subset (or a part of it) exactly, every other release
+    costing 0 there (Tan Prop 3.3; a family of members that read nothing of it costs 0,
+    DESIGN 2.6). `accounts=False`: without the accountants'
     events and times (`pairs` composes by the basic accountant only)."""
     from . import store
     from .accounting import UNBOUNDED, ZERO, Spend, guarantee_spend
