@@ -150,8 +150,18 @@ TIMEOUT = 900.0  # seconds a command may take before it is stopped (and shown as
 def run(argv: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, float, int]:
     """(wall seconds, peak resident MB, exit code) of one fresh process; exit -9 past TIMEOUT."""
     start = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
-    timer = threading.Timer(TIMEOUT, process.kill)
+    # a session of its own, so a timeout stops the command and every process it started (the
+    # report's workers would otherwise hold its stderr open)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd,
+                               start_new_session=True)
+
+    def stop() -> None:
+        try:
+            os.killpg(process.pid, 9)
+        except ProcessLookupError:
+            pass
+
+    timer = threading.Timer(TIMEOUT, stop)
     timer.start()
     try:
         _, status, usage = os.wait4(process.pid, 0)
