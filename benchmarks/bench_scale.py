@@ -150,8 +150,18 @@ TIMEOUT = 900.0  # seconds a command may take before it is stopped (and shown as
 def run(argv: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, float, int]:
     """(wall seconds, peak resident MB, exit code) of one fresh process; exit -9 past TIMEOUT."""
     start = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
-    timer = threading.Timer(TIMEOUT, process.kill)
+    # a session of its own, so a timeout stops the command and every process it started (the
+    # report's workers would otherwise hold its stderr open)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd,
+                               start_new_session=True)
+
+    def stop() -> None:
+        try:
+            os.killpg(process.pid, 9)
+        except ProcessLookupError:
+            pass
+
+    timer = threading.Timer(TIMEOUT, stop)
     timer.start()
     try:
         _, status, usage = os.wait4(process.pid, 0)
@@ -237,7 +247,8 @@ def baseline_copy(path: Path, ref_root: Path) -> Path:
     version = int(text.split("SCHEMA_VERSION = ", 1)[1].split()[0])
     with sqlite3.connect(copy) as connection:
         connection.execute("UPDATE ledger_meta SET value = ? WHERE key = 'schema_version'", (str(version),))
-        known = {line.split('"')[1] for line in text.splitlines() if "__tablename__ =" in line}
+        known = {line.split('"')[1] for module in (ref_root / "ledger").glob("*.py")
+                 for line in module.read_text().splitlines() if "__tablename__ =" in line}
         for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
             if name not in known:
                 connection.execute(f'DROP TABLE "{name}"')
@@ -270,7 +281,7 @@ def main() -> None:
     only = set(args.only.split(",")) if args.only else None
     work = CACHE / "runs"
     work.mkdir(exist_ok=True)
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="", LEDGER_USER="bench")  # the ledger's admin (its builder)
     subprocess.run([PYTHON, "-m", "compileall", "-q", str(ROOT / "ledger")], check=False, capture_output=True)
     print(f"load average before: {os.getloadavg()[0]:.1f}, {os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}")
     print(f"{'size':>9}  {'command':<34} {'now: s':>8} {'MB':>7}   {'baseline: s':>11} {'MB':>7}")

@@ -209,16 +209,18 @@ def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
     return choices.charged_index(snapshot, dataset)
 
 
-def _indexed(dataset: str | None, titles: bool = False,
-             variables: list[str] | None = None) -> tuple[Dataset, LedgerIndex]:
+def _indexed(dataset: str | None, titles: bool = False, variables: list[str] | None = None,
+             accounts: bool = True) -> tuple[Dataset, LedgerIndex]:
     """The chosen dataset and the index of its charged releases, from the accounting rows
-    (columns.py): no release is decoded but the few the exact path needs (issue 13)."""
-    with _rows_index(dataset, titles, variables) as found:
+    (columns.py): no release is decoded but the few the exact path needs (issue 13).
+    `accounts=False`: without what the Rényi and PLD accountants read (`pairs`)."""
+    with _rows_index(dataset, titles, variables, accounts) as found:
         return found
 
 
 @contextmanager
-def _rows_index(dataset: str | None, titles: bool = False, variables: list[str] | None = None):
+def _rows_index(dataset: str | None, titles: bool = False, variables: list[str] | None = None,
+                accounts: bool = True):
     """`_indexed`, with the session kept open inside the block: the index reads release titles
     when first asked for them (only the rows a table shows, on a large ledger)."""
     from . import columns
@@ -228,7 +230,7 @@ def _rows_index(dataset: str | None, titles: bool = False, variables: list[str] 
         chosen = _pick_dataset(light, dataset)
         touching = None if variables is None else _resolve_variables(chosen, variables)
         yield chosen, columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
-                                        touching)
+                                        touching, accounts)
 
 
 def _read(dataset: str | None = None) -> LedgerSnapshot:
@@ -716,10 +718,8 @@ def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
     if accountant is not None and accountant not in ("basic", "rdp"):
         raise fail("command line", "--accountant", "pairs offer basic or rdp (a PLD per pair is too slow; "
                                                    f"`subset A B --accountant pld` shows one pair), found {accountant!r}")
-    # the whole releases: the accountants read mechanisms and lifecycle times (issue 11)
-    snapshot = _read(dataset)
-    chosen = _pick_dataset(snapshot, dataset)
-    index = _index(snapshot, chosen)
+    # the accounting rows, with the accountants' events and lifecycle moments (issue 13, schema 6)
+    chosen, index = _indexed(dataset)
     chosen_delta = _delta(delta, chosen)
     result = pair_accountants(index, chosen_delta, accountant)
     if as_json:

@@ -512,14 +512,16 @@ def _unpack(blobs: list[bytes], width: int):
 
 
 def index_for(session: Session, variables: Sequence[str], dataset: str, families: Mapping[str, Family],
-              titles: bool = False, touching: Iterable[str] | None = None):
+              titles: bool = False, touching: Iterable[str] | None = None, accounts: bool = True):
     """The `LedgerIndex` of a dataset's charged releases, from the accounting rows: equal to
     `LedgerIndex(variables, releases, families)` over the same releases in recording order.
     Release ids, titles and statuses (a table shows them, a subset lists the ids) are read
-    now when `titles`, else when first asked for, while the session is open. With `touching` (a subset), only the releases that read
-    some variable of it: the index then answers `subset_cost` on that subset (or a part of
-    it) exactly, every other release costing 0 there (Tan Prop 3.3; a family of members that
-    read nothing of it costs 0, DESIGN 2.6)."""
+    now when `titles`, else when first asked for, while the session is open. With
+    `touching` (a subset), only the releases that read some variable of it: the index then
+    answers `subset_cost` on that subset (or a part of it) exactly, every other release
+    costing 0 there (Tan Prop 3.3; a family of members that read nothing of it costs 0,
+    DESIGN 2.6). `accounts=False`: without the accountants'
+    events and times (`pairs` composes by the basic accountant only)."""
     from . import store
     from .accounting import UNBOUNDED, ZERO, Spend, guarantee_spend
     from .codec import release_from_dict
@@ -529,28 +531,24 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     charged = sorted(s.value for s in CHARGED_STATUSES)
     chosen = (_ROWS.c.dataset == dataset, _ROWS.c.status.in_(charged))
     if touching is not None:
+        # the dataset is the inverted index's: the rows are then looked up by seq, not scanned
         wanted = sorted({k for k, name in enumerate(variables) if name in set(touching)})
-        chosen += (_ROWS.c.seq.in_(select(_READS.c.seq).where(_READS.c.dataset == dataset,
-                                                               _READS.c.position.in_(wanted))),)
-    # what the accounting needs, and no more (on a million releases every column read costs
-    # about 0.1 s): the event with whether it is charged as one number, the publication
-    # moment as `accountants.published_moment` takes it (a release recorded as published
-    # without a date was published when recorded; NEVER_PUBLISHED: not published)
+        chosen = (_ROWS.c.status.in_(charged), _ROWS.c.seq.in_(select(_READS.c.seq).where(
+            _READS.c.dataset == dataset, _READS.c.position.in_(wanted))))
+    # what the accounting needs, and no more (on a million releases every column, and every
+    # Python object, read costs about 0.1 s): a first guarantee protecting exactly what the
+    # release reads as NULL; the event with whether it is charged as one number; the
+    # publication moment as `accountants.published_moment` takes it (a release recorded as
+    # published without a date was published when recorded)
     published = case((and_(_ROWS.c.published_us.is_(None), _ROWS.c.status.in_(sorted(_PUBLISHED))),
                       func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)), else_=_ROWS.c.published_us)
-    statement = select(
-        _ROWS.c.seq, _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects,
-        _ROWS.c.event * 2 + case((_ROWS.c.charged_by_event, 1), else_=0), _ROWS.c.recorded_us, published,
-    ).where(*chosen).order_by(_ROWS.c.seq)
-    rows = _read_rows(connection, statement, len(variables))
-    # families and further guarantees: few rows, read apart (two columns fewer per release)
-    for seq, family, more in _raw_rows(connection, select(_ROWS.c.seq, _ROWS.c.family, _ROWS.c.more).where(
-            *chosen, (_ROWS.c.family.is_not(None)) | (_ROWS.c.more.is_not(None)))):
-        at = int(np.searchsorted(rows.seq, seq))
-        if family is not None:
-            rows.family[at] = family
-        if more:
-            rows.more[at] = more
+    fields = [_ROWS.c.seq, _ROWS.c.reads, func.coalesce(_ROWS.c.value, -1),
+              case((_ROWS.c.protects == _ROWS.c.reads, None), else_=_ROWS.c.protects), _ROWS.c.family, _ROWS.c.more]
+    if accounts:
+        fields += [func.coalesce(_ROWS.c.event * 2 + case((_ROWS.c.charged_by_event, 1), else_=0), -2),
+                   func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY), func.coalesce(published, _AFTER_ALL)]
+    statement = select(*fields).where(*chosen).order_by(_ROWS.c.seq)
+    rows = _read_rows(connection, statement, len(variables), accounts)
     bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
     n_rel, n_var = len(rows.value), len(variables)
 
@@ -653,7 +651,8 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         member_values = {int(v) for r in rows_ for v in index.g_value[first[r]:first[r] + counts[r]]}
         if len(member_values) > 1 and not _is_chain([index.values[v] for v in member_values]):
             index.mixed_families.add(fid)
-    _attach_events(connection, index, rows, dataset, charged, partial=touching is not None)
+    if accounts:
+        _attach_events(connection, index, rows, dataset, charged, partial=touching is not None)
     return index
 
 
@@ -677,7 +676,7 @@ class _Rows:
 _BEFORE_ANY = -(2**62)  # (in SQL) a release published when recorded, at an unknown moment: datetime.min
 
 
-def _read_rows(connection, statement, n_var: int, batch: int = 50_000) -> _Rows:
+def _read_rows(connection, statement, n_var: int, accounts: bool = True, batch: int = 50_000) -> _Rows:
     size = (n_var + 7) // 8 or 1
     seq, value, event, recorded, published = [], [], [], [], []
     reads, protects = [], []
@@ -689,16 +688,25 @@ def _read_rows(connection, statement, n_var: int, batch: int = 50_000) -> _Rows:
         chunk = list(itertools.islice(cursor, batch))
         if not chunk:
             break
-        c_seq, c_reads, c_value, c_protects, c_event, c_recorded, c_published = zip(*chunk)
+        n = len(chunk)
+        columns_ = list(zip(*chunk))
         del chunk
-        seq.append(np.asarray(c_seq, dtype=np.int64))
+        c_seq, c_reads, c_value, c_protects, c_family, c_more = columns_[:6]
+        seq.append(np.fromiter(c_seq, dtype=np.int64, count=n))
         reads.append(_packed(c_reads, size))
-        value.append(np.asarray([-1 if x is None else x for x in c_value], dtype=np.int64))
-        protects.append(_packed([x for x in c_protects if x is not None], size))
-        event.append(np.asarray([-2 if x is None else x for x in c_event], dtype=np.int64))
-        recorded.append(_seconds(c_recorded, -np.inf))
-        published.append(_seconds(c_published, np.inf))
-        at += len(c_reads)
+        value.append(np.fromiter(c_value, dtype=np.int64, count=n))
+        # a first guarantee protects what the release reads unless its bitset is given
+        protects.append(_packed([x if x is not None else r for x, r, v in zip(c_protects, c_reads, c_value)
+                                 if v >= 0], size))
+        if any(f is not None for f in c_family):
+            family.update((at + k, f) for k, f in enumerate(c_family) if f is not None)
+        if any(c_more):
+            more.update((at + k, m) for k, m in enumerate(c_more) if m)
+        if accounts:
+            event.append(np.fromiter(columns_[6], dtype=np.int64, count=n))
+            recorded.append(_stamps(columns_[7]))
+            published.append(_stamps(columns_[8]))
+        at += n
 
     def joined(parts, dtype, width=None):
         if parts:
@@ -706,10 +714,27 @@ def _read_rows(connection, statement, n_var: int, batch: int = 50_000) -> _Rows:
         return np.zeros((0,) if width is None else (0, width), dtype=dtype)
 
     combined = joined(event, np.int64)  # event * 2 + charged (-2: no event)
-    published = joined(published, np.float64)
-    published[published == _seconds([_BEFORE_ANY], 0.0)[0]] = -np.inf
-    return _Rows(joined(seq, np.int64), family, joined(reads, np.uint8, size), joined(value, np.int64), joined(protects, np.uint8, size),
-                 more, combined // 2, combined % 2 == 1, joined(recorded, np.float64), published)
+    return _Rows(joined(seq, np.int64), family, joined(reads, np.uint8, size), joined(value, np.int64),
+                 joined(protects, np.uint8, size), more, combined // 2, combined % 2 == 1,
+                 joined(recorded, np.float64), joined(published, np.float64))
+
+
+_AFTER_ALL = 2**62  # (in SQL) never published
+
+
+def _stamps(values: Sequence[int]):
+    """Microseconds since the epoch (or the sentinels) -> seconds as `datetime.timestamp()`
+    gives them; _BEFORE_ANY -> -inf (datetime.min, or an unknown recording), _AFTER_ALL -> inf."""
+    raw = np.fromiter(values, dtype=np.int64, count=len(values))
+    before, after = raw == _BEFORE_ANY, raw == _AFTER_ALL
+    known = ~(before | after)
+    if (np.abs(raw[known]) < _EXACT_FLOAT).all():
+        out = raw / 1e6  # the correctly rounded quotient, as Python's int / int
+    else:
+        out = np.asarray([v / 10**6 for v in raw.tolist()], dtype=np.float64)
+    out[before] = -np.inf
+    out[after] = np.inf
+    return out
 
 
 def _packed(blobs, size: int):
@@ -722,7 +747,7 @@ def _packed(blobs, size: int):
 
 
 def _unpack_packed(packed, width: int):
-    return np.unpackbits(packed, axis=1, count=width, bitorder="little").astype(bool)
+    return np.unpackbits(packed, axis=1, count=width, bitorder="little").view(bool)  # (0/1 bytes: no copy)
 
 
 def _attach_events(connection, index, rows: _Rows, dataset: str, charged: list[str], partial: bool) -> None:
@@ -754,22 +779,6 @@ def _attach_events(connection, index, rows: _Rows, dataset: str, charged: list[s
 
 _PUBLISHED = frozenset({Status.PUBLISHED.value, Status.RETRACTED.value})
 _EXACT_FLOAT = 2**53
-
-
-def _seconds(values: Sequence[int | None], missing: float):
-    """Microseconds since the epoch -> seconds as `datetime.timestamp()` gives them (the
-    correctly rounded quotient: numpy's division is, for integers it holds exactly);
-    None -> `missing`."""
-    out = np.full(len(values), missing, dtype=np.float64)
-    known = np.asarray([v is not None for v in values], dtype=bool).reshape(len(values))
-    if not known.any():
-        return out
-    found = [v for v in values if v is not None]
-    if max(found) < _EXACT_FLOAT and min(found) > -_EXACT_FLOAT:
-        out[known] = np.asarray(found, dtype=np.int64) / 1e6
-    else:
-        out[known] = [v / 10**6 for v in found]
-    return out
 
 
 # --------------------------------------------------------------------------
