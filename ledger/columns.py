@@ -525,7 +525,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     from . import store
     from .accounting import UNBOUNDED, ZERO, Spend, guarantee_spend
     from .codec import release_from_dict
-    from .engine import LedgerIndex, _ExactComponents, _is_chain
+    from .engine import LedgerIndex, _is_chain
 
     connection = session.connection()
     charged = sorted(s.value for s in CHARGED_STATUSES)
@@ -631,26 +631,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
             whole[chunk[row.id]] = release_from_dict(store.release_row_dict(row))
     index.releases = releases
 
-    index.has_guarantee = np.zeros(n_rel, dtype=bool)
-    index.has_guarantee[index.g_release] = True
-    if len(index.g_release):
-        index.g_start = np.flatnonzero(np.r_[True, index.g_release[1:] != index.g_release[:-1]])
-    else:
-        index.g_start = np.zeros(0, dtype=np.int64)
-    index.simple = np.ones(n_rel, dtype=bool)
-    for rows_ in index.members.values():
-        index.simple[rows_] = False
-    index.ambiguous = [i for i in ambiguous if index.simple[i]]
-    index.simple[index.ambiguous] = False
-    index._components = _ExactComponents(index.values, n_rel)
-    # families whose members' guarantees are not all comparable: the worst member as a whole,
-    # through the exact path (issue 9, as LedgerIndex.__init__ sets it)
-    index.mixed_families = set()
-    counts, first = index._guarantee_spans()
-    for fid, rows_ in index.members.items():
-        member_values = {int(v) for r in rows_ for v in index.g_value[first[r]:first[r] + counts[r]]}
-        if len(member_values) > 1 and not _is_chain([index.values[v] for v in member_values]):
-            index.mixed_families.add(fid)
+    index.finish_arrays(ambiguous)  # the same derived arrays as LedgerIndex.__init__
     if accounts:
         _attach_events(connection, index, rows, dataset, charged, partial=touching is not None)
     return index

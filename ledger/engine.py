@@ -437,20 +437,28 @@ class LedgerIndex:
         self.g_value = np.asarray([value_id[s] for s in g_spends], dtype=np.int64)
         self.release_ids = np.asarray([r.id for r in self.releases], dtype=object)
 
+        self.finish_arrays(self.ambiguous)
+
+    def finish_arrays(self, ambiguous: Sequence[int]) -> None:
+        """The arrays derived from the guarantee arrays and the families, however the index was
+        filled (from releases here, from the stored accounting rows in `columns.index_for`):
+        where each release's guarantees start, which releases are summed over arrays, which
+        leave a choice (`ambiguous`: releases with several guarantees), and the families whose
+        members' guarantees are not all comparable (mixed notions, say), charged as the worst
+        member as a whole through the exact path (DESIGN 2.6), never a componentwise max."""
+        n_rel = len(self.releases)
         self.has_guarantee = np.zeros(n_rel, dtype=bool)
         self.has_guarantee[self.g_release] = True
-        if len(g_release):
+        if len(self.g_release):
             self.g_start = np.flatnonzero(np.r_[True, self.g_release[1:] != self.g_release[:-1]])
         else:
             self.g_start = np.zeros(0, dtype=np.int64)
         self.simple = np.ones(n_rel, dtype=bool)  # summed over arrays
         for rows in self.members.values():
             self.simple[rows] = False
-        self.ambiguous = [i for i in self.ambiguous if self.simple[i]]
+        self.ambiguous = [i for i in ambiguous if self.simple[i]]
         self.simple[self.ambiguous] = False
         self._components = _ExactComponents(self.values, n_rel)
-        # families whose members' guarantees are not all comparable (mixed notions, say):
-        # the worst member as a whole, through the exact path (DESIGN 2.6), never a componentwise max
         self.mixed_families = set()
         counts, first = self._guarantee_spans()
         for fid, rows_ in self.members.items():
