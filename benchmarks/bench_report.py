@@ -52,6 +52,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from baseline import baseline_package  # noqa: E402
 from sqlmodel import Session  # noqa: E402
 
 from ledger import operations, people, store  # noqa: E402
@@ -220,23 +221,6 @@ def measured(argv: list[str], env: dict | None = None, cwd: Path | None = None) 
         message = process.stderr.read().decode(errors="replace").strip()[-400:] if process.stderr else ""
         raise RuntimeError(f"{' '.join(argv[-5:])}: exit {code}: {message}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
-
-
-def baseline_package(ref: str) -> Path:
-    """REF's `ledger` package (and its templates and schemas), extracted once under the cache."""
-    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", ref], check=True, capture_output=True,
-                         text=True).stdout.strip()
-    target = CACHE / f"baseline-{sha[:12]}"
-    if not (target / "ledger").exists():
-        target.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", sha, "ledger", "reports", "schemas"],
-                                 check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-        import shutil
-
-        shutil.copytree(target / "reports", target / "ledger" / "reports", dirs_exist_ok=True)
-        shutil.copytree(target / "schemas", target / "ledger" / "schemas", dirs_exist_ok=True)
-    return target
 
 
 def ledger_command(code: Path | None, db: Path, *args: str, out_dir: Path) -> tuple[list[str], dict, Path]:

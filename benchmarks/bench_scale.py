@@ -32,7 +32,6 @@ import argparse
 import math
 import os
 import random
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 CACHE = ROOT / "benchmarks" / ".cache"
+from baseline import baseline_package  # noqa: E402  (REF's code, for the baseline)
 PYTHON = sys.executable
 VARIABLES = [f"v{k:02d}" for k in range(100)]
 EPSILONS = ["0.001", "0.002", "0.0005"]
@@ -220,20 +220,6 @@ def commands(directory: Path, out: Path, label: str) -> dict[str, list[str]]:
         "audit verify --since-checkpoint (1,000 events)": ["audit", "verify", "--since-checkpoint"],
         "report html": ["report", "--format", "html", "--out", str(out)],
     }
-
-
-def baseline_package(ref: str) -> Path:
-    """REF's `ledger` package, extracted once under the cache."""
-    target = CACHE / f"baseline-{ref[:12]}"
-    if not (target / "ledger").exists():
-        target.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "ledger", "reports", "schemas"],
-                                 check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-        # the package's templates and schemas, where an installed copy finds them
-        shutil.copytree(target / "reports", target / "ledger" / "reports", dirs_exist_ok=True)
-        shutil.copytree(target / "schemas", target / "ledger" / "schemas", dirs_exist_ok=True)
-    return target
 
 
 def baseline_copy(path: Path, ref_root: Path) -> Path:
