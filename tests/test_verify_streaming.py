@@ -19,44 +19,16 @@ from sqlmodel import Session
 from ledger import store
 from ledger.codec import canonical_json
 from support import cli_main
+from test_scale import DATASET as SCALE_DATASET
+from test_scale import RELEASES as SCALE_RELEASES
 from verify_reference import verify_in_memory
 
-DATASET = """\
-dataset: survey
-variables:
-  - {name: age}
-  - {name: sex}
-  - {name: income}
-  - {name: region}
-  - {name: degree}
-caps:
-  - {subset: [income], rho: 100}
+# test_scale's survey ledger, with caps of every kind and a planned release to approve
+DATASET = SCALE_DATASET + """\
   - {name: pair, subset: [sex, degree], epsilon: 50}
   - {name: wide, subset: [age, sex, income, degree], epsilon: 1000, delta: 1e-9}
 """
-
-RELEASES = """\
-dataset: survey
-families:
-  - {id: by-region, partition: [region]}
-  - {id: random-split, partition: random}
-releases:
-  - {id: a, reads: [age, sex], mechanism: {name: laplace, epsilon: "1/3"}}
-  - {id: b, reads: [income], mechanism: {name: gaussian, sigma: 4, sensitivity: 1}}
-  - {id: c, reads: [income, region], mechanism: {name: tan-consistent-counts, epsilon: "1/2"},
-     guarantees: [{protects: [income], epsilon: "1/2"}]}
-  - {id: d, reads: [age, income, degree], mechanism: {name: geometric, epsilon: 0.1}}
-  - {id: e, reads: [sex, income], mechanism: {name: declared},
-     guarantees: [{protects: [sex, income], epsilon: 1}, {protects: [sex, income], rho: "1/50"}]}
-  - {id: f, reads: [region, income], family: by-region,
-     mechanism: {name: laplace, epsilon: "1/4"},
-     guarantees: [{protects: [region, income], epsilon: "1/4", relation: add-remove}]}
-  - {id: g, reads: [region, age], family: by-region, mechanism: {name: laplace, epsilon: "1/5"}}
-  - {id: h, reads: [degree], family: random-split, mechanism: {name: laplace, epsilon: "1/7"}}
-  - {id: i, reads: [degree, sex], family: random-split, mechanism: {name: laplace, epsilon: "1/9"}}
-  - {id: j, reads: [age], mechanism: {name: laplace, epsilon: 2}, status: planned}
-  - {id: k, reads: [sex, degree], mechanism: {name: declared},
-     guarantees: [{protects: [sex, degree], epsilon: "1/11"}, {protects: [sex], epsilon: "1/20"}]}
+RELEASES = SCALE_RELEASES + """\
   - {id: m, reads: [sex], mechanism: {name: laplace, epsilon: "1/8"}, status: planned}
 """
 
