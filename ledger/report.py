@@ -269,6 +269,7 @@ class CapEntry:
     headroom: Number  # limit - current; printed rounded down
     status: str  # ok / warn / over
     drivers: tuple[tuple[str, Number], ...]  # the releases driving the spend, largest first
+    decided_by: str | None = None  # the accountant whose valid figure `current` is, and its case (issue 11)
 
 
 @dataclass(frozen=True)
@@ -814,7 +815,10 @@ def family_map_of(inputs: ReportInputs) -> dict[str, Family]:
 def _cap_entry(c: CapCheck) -> CapEntry:
     return CapEntry(name=c.cap.name, subset=tuple(sorted(c.cap.subset)), whole_dataset=c.cap.whole_dataset,
                     unit=c.cap.unit, delta=c.cap.delta, limit=c.cap.limit, current=c.current,
-                    headroom=c.headroom, status=c.status, drivers=c.drivers)
+                    headroom=c.headroom, status=c.status, drivers=c.drivers,
+                    # a cap at a delta is where the accountants differ (a pure or rho cap: basic sums)
+                    decided_by=None if c.decision is None or c.cap.unit != "epsilon at delta"
+                    else f"{c.decision.accountant}, {c.decision.case}")
 
 
 def cap_history(inputs: ReportInputs) -> tuple[CapHistoryEntry, ...]:
