@@ -571,11 +571,11 @@ def _down_float(value: float) -> float:
 
 @lru_cache(maxsize=1024)
 def _gaussian_pld(multiplier: float, interval: float):
-    """The PLD of a Gaussian with sensitivity 1 and standard deviation `multiplier`."""
-    from dp_accounting.pld import privacy_loss_distribution as PLD
+    """The PLD of a Gaussian with sensitivity 1 and standard deviation `multiplier`: dp_accounting's
+    Connect-the-Dots PLD, its hockey-stick divergences evaluated by numpy (`privacy_loss`)."""
+    from .privacy_loss import gaussian_pld
 
-    return PLD.from_gaussian_mechanism(standard_deviation=multiplier, value_discretization_interval=interval,
-                                       pessimistic_estimate=True)
+    return gaussian_pld(multiplier, interval)
 
 
 @lru_cache(maxsize=1024)
@@ -584,8 +584,7 @@ def _event_pld(event: Event, count: int, interval: float):
     from dp_accounting.pld import privacy_loss_distribution as PLD
 
     if event.kind == "gaussian":  # count Gaussians compose to one with sigma / sqrt(count) (exactly)
-        return PLD.from_gaussian_mechanism(standard_deviation=float(event.a) / math.sqrt(count),
-                                           value_discretization_interval=interval, pessimistic_estimate=True)
+        return _gaussian_pld(_down_float(float(event.a) / math.sqrt(count)), interval)
     if event.kind == "laplace":
         base = PLD.from_laplace_mechanism(parameter=float(event.a), value_discretization_interval=interval,
                                           pessimistic_estimate=True)
@@ -597,7 +596,9 @@ def _event_pld(event: Event, count: int, interval: float):
         return _randomized_response_pld(float(event.a), count, interval)
     else:
         raise ValueError(f"no privacy loss distribution for event {event.key!r}")
-    return base.self_compose(count) if count > 1 else base
+    from .privacy_loss import self_compose
+
+    return self_compose(base, count)  # dp_accounting's self-composition, its bounds computed by numpy
 
 
 def case_of(comp: Composition) -> str:

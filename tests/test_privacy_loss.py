@@ -1,0 +1,86 @@
+"""The Gaussian PLD built with numpy (ledger/privacy_loss.py) against dp_accounting's own
+construction (the peer) and the exact Gaussian privacy profile (Balle and Wang 2018, Thm 8)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from dp_accounting.pld import privacy_loss_distribution as PLD
+from dp_accounting.pld import privacy_loss_mechanism
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import norm
+
+from ledger.privacy_loss import gaussian_deltas, gaussian_pld
+
+
+def exact_delta(multiplier: float, epsilon: float) -> float:
+    """Balle and Wang 2018, Theorem 8, with scipy's normal CDF (a different code path)."""
+    a = 1 / multiplier
+    return norm.cdf(-epsilon / a + a / 2) - math.exp(epsilon) * norm.cdf(-epsilon / a - a / 2)
+
+
+@pytest.mark.parametrize("multiplier,interval", [(10, 1e-4), (1, 1e-3), (0.5, 5e-3), (100, 1e-4), (0.1, 0.05)])
+def test_the_same_pld_as_dp_accounting_builds(multiplier, interval):
+    ours = gaussian_pld(multiplier, interval)
+    peer = PLD.from_gaussian_mechanism(standard_deviation=multiplier, value_discretization_interval=interval,
+                                       pessimistic_estimate=True, use_connect_dots=True)
+    mine, theirs = ours._pmf_remove, peer._pmf_remove
+    assert mine._lower_loss == theirs._lower_loss and len(mine._probs) == len(theirs._probs)
+    assert np.max(np.abs(mine._probs - theirs._probs)) < 1e-10
+    for delta in (1e-3, 1e-6, 1e-9):
+        assert ours.get_epsilon_for_delta(delta) == pytest.approx(peer.get_epsilon_for_delta(delta), rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(multiplier=st.floats(0.2, 200), epsilon=st.floats(0, 12))
+def test_deltas_match_dp_accounting_and_the_closed_form(multiplier, epsilon):
+    ours = float(gaussian_deltas(multiplier, [epsilon])[0])
+    peer = privacy_loss_mechanism.GaussianPrivacyLoss(multiplier, sensitivity=1).get_delta_for_epsilon(epsilon)
+    assert ours == pytest.approx(peer, rel=1e-8, abs=1e-300)
+    assert ours == pytest.approx(max(exact_delta(multiplier, epsilon), 0.0), rel=1e-6, abs=1e-15)
+
+
+@settings(max_examples=25, deadline=None)
+@given(multiplier=st.floats(0.3, 50), delta_exponent=st.integers(3, 12))
+def test_never_below_the_exact_profile_and_within_the_grid(multiplier, delta_exponent):
+    delta = 10.0 ** -delta_exponent
+    interval = 1e-3
+    epsilon = gaussian_pld(multiplier, interval).get_epsilon_for_delta(delta)
+    # the exact delta at the printed epsilon is at most the target: the figure is valid
+    assert exact_delta(multiplier, epsilon) <= delta * (1 + 1e-9)
+    # and the figure is within a few grid steps of the exact epsilon (found by bisection)
+    low, high = 0.0, epsilon + 1
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if exact_delta(multiplier, middle) > delta else (low, middle)
+    assert high <= epsilon <= high + 3 * interval
+
+
+def test_refuses_what_has_no_pld():
+    with pytest.raises(ValueError):
+        gaussian_pld(0.0, 1e-3)
+
+
+@pytest.mark.parametrize("count", [2, 7, 100, 1000])
+@pytest.mark.parametrize("make", [
+    lambda: PLD.from_laplace_mechanism(parameter=1000, value_discretization_interval=1e-4),
+    lambda: PLD.from_laplace_mechanism(parameter=10, value_discretization_interval=1e-3),
+    lambda: PLD.from_discrete_laplace_mechanism(parameter=0.1, sensitivity=1, value_discretization_interval=1e-3),
+    lambda: gaussian_pld(10, 1e-3),
+], ids=["laplace-1000", "laplace-10", "discrete-laplace", "gaussian"])
+def test_self_composition_is_dp_accountings(make, count):
+    from ledger.privacy_loss import self_compose
+
+    base = make()
+    ours, peer = self_compose(base, count), base.self_compose(count)
+    mine, theirs = ours._pmf_remove, peer._pmf_remove
+    assert type(mine) is type(theirs)
+    if hasattr(theirs, "_probs"):
+        assert mine._lower_loss == theirs._lower_loss and len(mine._probs) == len(theirs._probs)
+        assert np.max(np.abs(mine._probs - theirs._probs)) < 1e-12
+    assert mine._infinity_mass == pytest.approx(theirs._infinity_mass, rel=1e-12, abs=1e-30)
+    for delta in (1e-3, 1e-6, 1e-9):
+        assert ours.get_epsilon_for_delta(delta) == pytest.approx(peer.get_epsilon_for_delta(delta), rel=1e-12)
