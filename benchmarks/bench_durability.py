@@ -5,7 +5,7 @@
 For each backend (SQLite file; PostgreSQL when --postgres or LEDGER_TEST_POSTGRES_URL
 names a server), in the same run:
 
-(a) recording N releases one by one (one transaction each) against 20 caps
+(a) recording N published releases one by one (one transaction each) against 20 caps
     through `operations.record` (validation, the budget check, the audit chain,
     running totals, accounting rows), with the ledger's default durability
     (SQLite WAL + synchronous=FULL; PostgreSQL synchronous_commit=on);
@@ -15,6 +15,9 @@ names a server), in the same run:
 (d) the pipeline case: one `privacy-ledger record` process per release, for
     --processes releases (default 50: a process costs its start-up, see
     bench_startup.py), beside the bare loop's time for as many commits.
+
+(e) --planned releases recorded one by one, none published (a plan declared in advance,
+    so caps at a delta are decided with the PLD accountant too), beside (b).
 
 Target: (a) within 1.5x of (b). Each figure is printed beside its baseline, with the
 ratio and the load average (the machine is shared).
@@ -66,13 +69,31 @@ def builder(entries):
     return build
 
 
-def record_one_by_one(engine, n: int, prefix: str = "one") -> float:
+def record_one_by_one(engine, n: int, prefix: str = "one", published: bool = True) -> float:
+    """n releases, one transaction each. Published releases (what a pipeline records as it
+    publishes): every cap at a delta is decided by its filters (the adaptive case, DESIGN 2.10).
+    Planned ones, none published: a plan declared in advance, so the caps at a delta are also
+    decided with the PLD accountant (a PLD composition per cap touched, before and after)."""
     rng = random.Random(5)
     entries = [release_entry(rng, f"{prefix}{k:06d}") for k in range(n)]
+    if published:
+        for entry in entries:
+            entry.update(status="published", published_at="2026-01-01T00:00:00Z")
     start = time.perf_counter()
     for entry in entries:
         operations.record(engine, builder([entry]), "bench")
     return time.perf_counter() - start
+
+
+def planned_case(url: str, n: int) -> tuple[int, float]:
+    """n planned releases recorded one by one into a fresh ledger (the declared case)."""
+    if not n:
+        return 0, 0.0
+    engine = fresh_ledger(url)
+    try:
+        return n, record_one_by_one(engine, n, "plan", published=False)
+    finally:
+        engine.dispose()
 
 
 def record_as_one_file(engine, n: int) -> float:
@@ -151,13 +172,18 @@ def load() -> str:
 
 
 def report(backend: str, n: int, one: float, bare: float, batch: float, processes: int = 0,
-           by_process: float = 0.0) -> None:
+           by_process: float = 0.0, planned: tuple[int, float] = (0, 0.0)) -> None:
     each, bare_each = one / n * 1000, bare / n * 1000
     print(f"{backend}  [{load()}]")
-    print(f"  in-process: {n:,} releases recorded one by one against 20 caps: {one:8.2f} s ({each:.2f} ms each)")
+    print(f"  in-process: {n:,} published releases recorded one by one against 20 caps: {one:8.2f} s "
+          f"({each:.2f} ms each)")
     print(f"  baseline: bare insert-and-commit loop, same durability, {n:,} commits: {bare:8.2f} s "
           f"({bare_each:.2f} ms each)")
     print(f"  ratio {one / bare:.2f}x  [target <= 1.5x]")
+    if planned[0]:
+        per = planned[1] / planned[0] * 1000
+        print(f"  planned releases one by one (a plan declared in advance: caps at a delta also by the PLD "
+              f"accountant), {planned[0]:,}: {per:.2f} ms each; {per / bare_each:.2f}x the bare loop")
     print(f"  the same number of releases from one file (one commit): {batch:8.2f} s "
           f"({batch / n * 1000:.3f} ms each; {batch / bare:.2f}x the bare loop)")
     if processes:
@@ -171,6 +197,8 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--processes", type=int, default=50,
                         help="releases recorded one process each (the pipeline case); 0: none")
+    parser.add_argument("--planned", type=int, default=300,
+                        help="planned releases recorded one by one after the published ones (declared case)")
     parser.add_argument("--postgres", default=os.environ.get("LEDGER_TEST_POSTGRES_URL"))
     parser.add_argument("--no-sqlite", action="store_true")
     args = parser.parse_args()
@@ -184,8 +212,9 @@ def main() -> None:
             engine.dispose()
             by_process = record_by_processes(url, args.processes, Path(directory)) if args.processes else 0.0
             bare = bare_sqlite(Path(directory) / "bare.db", n)
+            planned = planned_case(f"sqlite:///{directory}/planned.db", args.planned)
             report(f"SQLite (WAL, synchronous={store.SQLITE_SYNCHRONOUS})", n, one, bare, batch, args.processes,
-                   by_process)
+                   by_process, planned)
     if args.postgres:
         url, drop = postgres_database(args.postgres)
         bare_url, drop_bare = postgres_database(args.postgres)
@@ -197,7 +226,12 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as directory:
                 by_process = record_by_processes(url, args.processes, Path(directory)) if args.processes else 0.0
             bare = bare_postgres(bare_url, n)
-            report("PostgreSQL (synchronous_commit=on)", n, one, bare, batch, args.processes, by_process)
+            planned_url, drop_planned = postgres_database(args.postgres)
+            try:
+                planned = planned_case(planned_url, args.planned)
+            finally:
+                drop_planned()
+            report("PostgreSQL (synchronous_commit=on)", n, one, bare, batch, args.processes, by_process, planned)
         finally:
             drop()
             drop_bare()
