@@ -9,7 +9,12 @@ describes the same cost (like dp_accounting's `DpEvent`):
     laplace      laplace scale, sensitivity (or eps)    Mironov 2017, Prop 6                   dp_accounting Laplace
     dlaplace     geometric scale, integer sensitivity   the pure curve at eps = sens / scale   dp_accounting discrete Laplace
     pure         any pure guarantee (declared, Tan's    randomized response's curve            dp_accounting's worst case for
-                 pair noise, subsampled)                                                        (eps, 0)-DP, i.e. randomized response
+                 pair noise)                                                                    (eps, 0)-DP, i.e. randomized response
+    sampled      a Laplace or geometric release run     the smaller, order by order, of        randomized response at the
+                 on sample_size of population (without  randomized response's curve at the    amplified epsilon (dp_accounting
+                 replacement): amplified epsilon e',    amplified e' and Wang, Balle and       has no PLD for sampling without
+                 beta = n'/n, base epsilon e            Kasiviswanathan 2019, Thm 9 with       replacement; randomized response
+                                                        randomized response's curve at e       is the worst e'-DP mechanism)
     zcdp         a rho guarantee without sigma          a * rho                                 none: the subset gets no PLD figure
     approx       an (eps, delta) guarantee              basic: deltas taken out of the target   basic, likewise
 
@@ -122,16 +127,20 @@ class Event:
 
     kind: gaussian (a = noise multiplier sigma / sensitivity), laplace (a = scale /
     sensitivity), dlaplace (a = 1 / scale, b = integer sensitivity), pure (a = epsilon),
-    zcdp (a = rho), approx (a = epsilon, b = delta). Numbers are exact where recorded so.
+    zcdp (a = rho), approx (a = epsilon, b = delta), sampled (a = the amplified epsilon the
+    release's guarantee records, b = beta = sample_size / population, c = the base
+    mechanism's epsilon). Numbers are exact where recorded so.
     """
 
     kind: str
     a: Fraction
     b: Fraction | int | None = None
+    c: Fraction | None = None
 
     @property
     def key(self) -> str:
-        return f"{self.kind}:{self.a}" + ("" if self.b is None else f":{self.b}")
+        return (f"{self.kind}:{self.a}" + ("" if self.b is None else f":{self.b}")
+                + ("" if self.c is None else f":{self.c}"))
 
     @staticmethod
     def from_key(key: str) -> Event:
@@ -140,7 +149,7 @@ class Event:
     @property
     def pure_epsilon(self) -> float | None:
         """The pure epsilon the event is certified at, if it is pure (its D_infinity)."""
-        if self.kind == "pure":
+        if self.kind in ("pure", "sampled"):
             return float(self.a)
         if self.kind == "laplace":
             return 1 / float(self.a)
@@ -154,7 +163,7 @@ def _event_from_key(key: str) -> Event:
     """Event.from_key, cached: a cap's running state names its events by key."""
     parts = key.split(":")
     b = None if len(parts) < 3 else (int(parts[2]) if parts[0] == "dlaplace" else Fraction(parts[2]))
-    return Event(parts[0], Fraction(parts[1]), b)
+    return Event(parts[0], Fraction(parts[1]), b, None if len(parts) < 4 else Fraction(parts[3]))
 
 
 def spend_events(spend: Spend) -> list[Event]:
@@ -188,10 +197,12 @@ def mechanism_event(release: Release) -> Event | None:
     Only when the release's guarantees are exactly the ones its parameters imply
     (catalogue.derive_guarantees: for these mechanisms, one guarantee on everything
     read), for replacement neighbours: then the event covers everything the release
-    reads. A subsampled release (sample_size of population recorded) is charged
-    through its amplified pure guarantee (Balle, Barthe and Gaboardi 2018, rounded up;
-    DESIGN 2.7), whose randomized-response curve is valid for any mechanism with that
-    pure guarantee."""
+    reads. A Laplace or geometric release run on a sample (sample_size of population
+    recorded, the ledger's catalogue deriving its amplified guarantee: Balle, Barthe and
+    Gaboardi 2018, rounded up; DESIGN 2.7) keeps its sampling event, `sampled`. A release
+    recorded with its amplified guarantee already worked out (epsilon_before_subsampling, run
+    by the ledger) or without the sampling parameters is charged through its guarantee, as
+    before."""
     mechanism = release.mechanism
     if mechanism.name not in _EVENT_MECHANISMS:
         return None
@@ -217,7 +228,7 @@ def _value(guarantee) -> tuple:
 def _mechanism_event(mechanism: Mechanism) -> tuple[Event | None, frozenset]:
     """(event, the values of the guarantees the parameters imply), per distinct mechanism."""
     if mechanism.param("sample_size") is not None:
-        return None, frozenset()
+        return _sampled_event(mechanism)
     derived, problems = derive_guarantees(mechanism, frozenset())
     if problems or not derived or any(g.relation != Relation.REPLACE for g in derived):
         return None, frozenset()
@@ -237,6 +248,24 @@ def _mechanism_event(mechanism: Mechanism) -> tuple[Event | None, frozenset]:
             # two-sided geometric P(z) ∝ e^(-|z| / scale): discrete Laplace with a = 1 / scale
             return Event("dlaplace", 1 / Fraction(scale), int(sensitivity)), values
     return None, frozenset()
+
+
+def _sampled_event(mechanism: Mechanism) -> tuple[Event | None, frozenset]:
+    """The sampling event of a Laplace or geometric release run on sample_size of population
+    (DESIGN 2.7): its amplified epsilon (the catalogue's, as recorded), beta and the base epsilon."""
+    from .catalogue import CATALOGUE
+
+    if (mechanism.name == "gaussian" or mechanism.param("epsilon_before_subsampling") is not None
+            or mechanism.param("population") is None):
+        return None, frozenset()
+    derived, problems = derive_guarantees(mechanism, frozenset())
+    base, base_problems = CATALOGUE[mechanism.name](mechanism, frozenset())
+    if (problems or base_problems or len(derived) != 1 or len(base) != 1 or derived[0].notion.value != "pure"
+            or derived[0].relation != Relation.REPLACE or not derived[0].epsilon or not base[0].epsilon):
+        return None, frozenset()
+    beta = Fraction(mechanism.param("sample_size"), mechanism.param("population"))
+    event = Event("sampled", Fraction(derived[0].epsilon), beta, Fraction(base[0].epsilon))
+    return event, frozenset(_value(g) for g in derived)
 
 
 def unit_events(release: Release, spend: Spend) -> list[Event]:
@@ -297,10 +326,68 @@ def event_curve(event: Event) -> np.ndarray:
         curve = laplace_curve(float(event.a))
     elif event.kind == "dlaplace":
         curve = pure_curve(float(event.a) * int(event.b))
+    elif event.kind == "sampled":
+        curve = np.minimum(pure_curve(float(event.a)), sampled_curve(float(event.c), float(event.b)))
     else:
         curve = np.zeros_like(_grids()["ORDERS"])
     curve.setflags(write=False)
     return curve
+
+
+def subsampled_wor_curve(base: np.ndarray, eps_inf: float, beta: float, orders: Sequence[int]) -> np.ndarray:
+    """Wang, Balle and Kasiviswanathan (2019, AISTATS), Theorem 9: sampling without replacement a
+    fraction beta of the records, replace-one neighbours, a base mechanism with Rényi curve
+    eps(j) at the integer orders j = 2..max_order (base[j - 2]) and eps(inf) = eps_inf. At every
+    integer order a >= 2 the subsampled mechanism has Rényi divergence at most
+
+        log(1 + beta^2 C(a, 2) min{4 (e^eps(2) - 1), e^eps(2) min{2, (e^eps(inf) - 1)^2}}
+              + sum_{j=3..a} beta^j C(a, j) e^((j - 1) eps(j)) min{2, (e^eps(inf) - 1)^j}) / (a - 1).
+
+    Returns the bound at the integer `orders` (each >= 2, base covering 2..max(orders)),
+    evaluated in log space and rounded up by _MARGIN.
+    dp_accounting's `_compute_rdp_sample_wor_gaussian` is this theorem for a Gaussian base (with
+    the forward-difference strengthening of its Theorem 27 for the j >= 3 terms below order 256)."""
+    from scipy.special import gammaln
+
+    orders = np.asarray(orders, dtype=np.int64)
+    j = np.arange(2, int(orders.max()) + 1)  # the terms' index
+    if beta >= 1:
+        return np.asarray(base, dtype=np.float64)[orders - 2] * (1 + _MARGIN)
+    log_beta = math.log(beta)
+    log_cap = math.log(2.0) if eps_inf == math.inf else None
+    # log min{2, (e^eps_inf - 1)^j}
+    if log_cap is None:
+        log_em1 = math.log(math.expm1(eps_inf)) if eps_inf < 700 else eps_inf
+        log_min = np.minimum(math.log(2.0), j * log_em1)
+    else:
+        log_min = np.full(len(j), log_cap)
+    eps2 = float(base[0])
+    log_first = min(math.log(4.0) + math.log(math.expm1(eps2)), eps2 + float(log_min[0]))  # the j = 2 term
+    log_terms = (j - 1) * np.asarray(base[: len(j)], dtype=np.float64) + log_min + j * log_beta
+    log_terms[0] = 2 * log_beta + log_first
+    out = np.empty(len(orders))
+    for k, a in enumerate(orders):
+        i = np.arange(2, a + 1)
+        log_comb = gammaln(a + 1) - gammaln(i + 1) - gammaln(a - i + 1)
+        total = np.logaddexp.reduce(np.concatenate(([0.0], log_comb + log_terms[: a - 1])))
+        out[k] = total / (a - 1)
+    return out * (1 + _MARGIN) + 1e-15
+
+
+def sampled_curve(base_epsilon: float, beta: float, orders: np.ndarray | None = None) -> np.ndarray:
+    """A subsampled epsilon-DP release's Rényi curve on the grid: Wang, Balle and Kasiviswanathan
+    2019, Theorem 9 with randomized response's curve at the base epsilon (valid for any
+    epsilon-DP base mechanism, `pure_curve`) and eps(inf) = the base epsilon, at integer orders;
+    a fractional order takes the next integer order's value (Rényi divergence does not fall
+    with the order: van Erven and Harremoës 2014, Thm 3). `event_curve` keeps the smaller of
+    this and randomized response's curve at the amplified epsilon, order by order."""
+    if orders is None:
+        orders = _grids()["ORDERS"]
+    needed = np.ceil(orders).astype(np.int64)
+    integer = np.arange(2, int(needed.max()) + 1, dtype=np.float64)
+    distinct = np.unique(needed)
+    bound = subsampled_wor_curve(pure_curve(base_epsilon, integer), base_epsilon, beta, distinct)
+    return bound[np.searchsorted(distinct, needed)]
 
 
 def event_rho(event: Event) -> float:
@@ -518,8 +605,14 @@ def pld_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
     eps = _pld_epsilon_of(tuple(sorted((e.key, c) for e, c in comp.events.items() if e.kind != "approx")),
                           remaining, pld_interval(comp, remaining))
     eps = _up(eps + float(approx_eps)) if approx_eps else eps
-    return Figure("pld", eps, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"],
-                  note="" if valid else "not valid here: " + CASES["adaptive"])
+    notes = [] if valid else ["not valid here: " + CASES["adaptive"]]
+    if any(e.kind == "sampled" for e in comp.events):
+        notes.append(SAMPLED_PLD_NOTE)
+    return Figure("pld", eps, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], note="; ".join(notes))
+
+
+SAMPLED_PLD_NOTE = ("a subsampled release enters as randomized response at its amplified epsilon (the worst "
+                    "case for that epsilon; dp_accounting has no PLD for sampling without replacement)")
 
 
 PLD_EPSILON_LIMIT = 20  # per release; past it a PLD's grid is impractically large (and the figure no tighter)
@@ -532,7 +625,7 @@ def _event_epsilon(event: Event) -> float:
         return math.inf if not event.a else 1 / float(event.a)
     if event.kind == "dlaplace":
         return float(event.a) * float(event.b or 1)
-    if event.kind == "pure":
+    if event.kind in ("pure", "sampled"):
         return float(event.a)
     return 0.0
 
@@ -601,7 +694,9 @@ def _event_pld(event: Event, count: int, interval: float):
         base = PLD.from_discrete_laplace_mechanism(parameter=float(event.a), sensitivity=int(event.b),
                                                    value_discretization_interval=interval,
                                                    pessimistic_estimate=True)
-    elif event.kind == "pure":  # the worst case for (eps, 0)-DP: randomized response (Kairouz et al. 2015)
+    elif event.kind in ("pure", "sampled"):  # the worst case for (eps, 0)-DP: randomized response
+        # (Kairouz et al. 2015); a sampled release at its amplified epsilon: dp_accounting has no PLD
+        # for sampling without replacement, and randomized response is the worst eps'-DP mechanism
         return _randomized_response_pld(float(event.a), count, interval)
     else:
         raise ValueError(f"no privacy loss distribution for event {event.key!r}")
@@ -1010,7 +1105,7 @@ def _from_stamp(value: float) -> datetime:
 # Caps: running state per cap, and which valid filter decides (DESIGN 2.10)
 # --------------------------------------------------------------------------
 
-STATE_VERSION = 2
+STATE_VERSION = 3  # 3: a subsampled Laplace or geometric release is charged through its sampling event
 
 
 def cap_key(cap) -> str:
@@ -1304,7 +1399,7 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
     return Decision(name, value, case, theorem)
 
 
-_PURE_KINDS = ("pure", "laplace", "dlaplace")
+_PURE_KINDS = ("pure", "laplace", "dlaplace", "sampled")
 
 
 def _state_is_pure(state: dict) -> bool:
