@@ -1419,18 +1419,29 @@ def _parse(text: str | None) -> datetime | None:
 # --------------------------------------------------------------------------
 
 
-PAIR_ACCOUNTANTS = ("basic", "rdp")  # PLD per pair would cost a PLD composition per pair: not offered
+PAIR_ACCOUNTANTS = ("basic", "rdp", "pld")
+# At most this many distinct compositions (event multisets) get a PLD figure in one `pairs`
+# (the pairs with the largest Rényi figures first); each costs a PLD composition.
+PAIR_PLD_LIMIT = 64
+PAIR_PLD_SKIPPED = (f"not computed: pairs compute at most {PAIR_PLD_LIMIT} distinct PLD compositions (the "
+                    "pairs with the largest Rényi figures first); `subset A B` shows it")
 
 
 @dataclass
 class PairRdp:
     """The Rényi figure of every pair {i, j} (and of {i} on the diagonal) as floats, and what
-    makes a figure of one pair: its declared-in-advance case, and the pairs composed one by one."""
+    makes a figure of one pair: its declared-in-advance case, and the pairs composed one by one;
+    and the PLD figure of the pairs {i, j}, i < j, declared in advance (`pair_pld`)."""
 
     epsilon: np.ndarray  # n x n, symmetric; inf where not protected or the deltas run out
     declared: np.ndarray  # n x n bool
     order: np.ndarray  # n x n: the order of the grid figure (nan: zCDP bound or none)
     slow: dict  # (i, j) -> Composition, for pairs read by releases outside the array path
+    chosen: list = field(default_factory=list)  # the events of the array path
+    counts: np.ndarray | None = None  # events x n x n: how many releases of each read i or j
+    pld: dict = field(default_factory=dict)  # (i, j), i < j -> the PLD Figure (valid: declared)
+    pld_epsilon: np.ndarray | None = None  # n x n floats of those figures; inf elsewhere
+    pld_skipped: int = 0  # declared pairs left without a PLD figure by PAIR_PLD_LIMIT
 
 
 def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
@@ -1519,11 +1530,55 @@ def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
         epsilon[i, j] = epsilon[j, i] = float(figure.epsilon)
         order[i, j] = order[j, i] = np.nan if figure.order is None else figure.order
         declared_[i, j] = declared_[j, i] = case_of(comp) == "declared"
-    return PairRdp(epsilon, declared_, order, slow)
+    found = PairRdp(epsilon, declared_, order, slow, chosen, counts)
+    pair_pld(found, grid, delta)
+    return found
+
+
+def pair_composition(rdp: PairRdp, grid, i: int, j: int) -> Composition:
+    """The composition of the pair {i, j} (i < j): the slow path's, or its events counted over arrays."""
+    if (i, j) in rdp.slow:
+        return rdp.slow[i, j]
+    spend = grid.spend(i, j)
+    comp = Composition(spend, unbounded=spend.unbounded)
+    if rdp.counts is not None:
+        for k in np.flatnonzero(rdp.counts[:, i, j]):
+            comp.events[rdp.chosen[k]] = int(rdp.counts[k, i, j])
+    return comp
+
+
+def pair_pld(rdp: PairRdp, grid, delta: Fraction) -> None:
+    """The PLD figure of every pair {i, j}, i < j, whose plan was declared in advance (where it is
+    valid, DESIGN 2.10; elsewhere it could not be shown), the same `subset A B` gives: one PLD
+    composition per distinct event multiset (pairs read by the same releases' events share it),
+    at most PAIR_PLD_LIMIT of them, the pairs with the largest Rényi figures first; the pairs
+    left over are counted in `pld_skipped` and their figure says so."""
+    n = rdp.epsilon.shape[0]
+    rdp.pld_epsilon = np.full((n, n), np.inf)
+    upper = np.triu(rdp.declared & np.isfinite(rdp.epsilon), 1)
+    if not upper.any():
+        return
+    rows, cols = np.nonzero(upper)
+    order = np.lexsort((cols, rows, -rdp.epsilon[rows, cols]))
+    computed: dict[tuple, Figure] = {}
+    for k in order:
+        i, j = int(rows[k]), int(cols[k])
+        comp = pair_composition(rdp, grid, i, j)
+        key = (tuple(sorted((e.key, c) for e, c in comp.events.items())), comp.unbounded)
+        figure = computed.get(key)
+        if figure is None:
+            if len(computed) >= PAIR_PLD_LIMIT:
+                rdp.pld_skipped += 1
+                continue
+            figure = computed[key] = pld_figure(comp, delta, "declared")
+        rdp.pld[i, j] = figure
+        if figure.available:
+            rdp.pld_epsilon[i, j] = rdp.pld_epsilon[j, i] = float(figure.epsilon)
 
 
 def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> dict[str, Figure]:
-    """The basic and rdp Figures of one pair (i <= j) from the arrays of `pair_rdp`."""
+    """The basic, rdp and pld Figures of one pair (i <= j) from the arrays of `pair_rdp` (the PLD
+    figure where `pair_pld` made one; else one that is not available, saying why)."""
     i, j = min(i, j), max(i, j)
     case = "declared" if rdp.declared[i, j] else "adaptive"
     spend = grid.spend(i, j)
@@ -1532,14 +1587,22 @@ def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> d
     order = None if math.isnan(rdp.order[i, j]) else float(rdp.order[i, j])
     value = INF if spend.unbounded else float(rdp.epsilon[i, j])
     figure = Figure("rdp", value, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"], order=order)
-    return {"basic": basic, "rdp": figure}
+    pld = rdp.pld.get((i, j))
+    if pld is None:
+        note = ("not valid here: " + CASES["adaptive"] if case == "adaptive" else
+                "a single variable: `subset` shows it" if i == j else
+                PAIR_PLD_SKIPPED if not spend.unbounded and math.isfinite(float(rdp.epsilon[i, j]))
+                else "not computed: the pair is not protected at this delta")
+        pld = Figure("pld", INF, delta, case == "declared", case, THEOREMS["pld"], CONVERSIONS["pld"],
+                     available=False, note=note)
+    return {"basic": basic, "rdp": figure, "pld": pld}
 
 
 def pair_figures(index, delta: Fraction, grid=None, objective=None, diagonal: bool = False
                  ) -> dict[tuple[int, int], dict[str, Figure]]:
-    """The basic and Rényi figures on every pair {i, j} (i < j, column indices), the same
-    figures `subset_figures` gives for that pair (the PLD figure is left out: one PLD
-    composition per pair is too slow for many variables; `subset` shows it for one pair).
+    """The basic, Rényi and PLD figures on every pair {i, j} (i < j, column indices), the same
+    figures `subset_figures` gives for that pair (the PLD figure where the pair's plan was
+    declared in advance, up to PAIR_PLD_LIMIT distinct compositions: `pair_pld`).
 
     Over arrays, as `LedgerIndex.pair_matrix`: a simple release with at most one guarantee
     has one event on every subset it touches, so per event k the number of its releases

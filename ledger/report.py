@@ -853,8 +853,8 @@ def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequ
     a small dataset), float epsilons for the heat map's colours. With `protected` (the
     variables not classified public, DESIGN 2.11), the highest pairs are pairs of protected
     variables, and `unprotected` counts those only: a public variable's ∞ is expected.
-    `best`: each pair's figure is the one `pairs` prints, the smaller valid one of the basic
-    and Rényi accountants (accountants.pair_figures, issue 11)."""
+    `best`: each pair's figure is the one `pairs` prints, the smallest valid one of the basic,
+    Rényi and PLD accountants (accountants.pair_figures, issue 11)."""
     variables = index.variables
     n = len(variables)
     grid = index.pair_matrix(objective)

@@ -97,7 +97,7 @@ releases:
 
 
 def test_pairs_print_the_figures_subset_prints(ledger):
-    """Every pair: the basic and rdp figures `subset A B` gives, and the smaller valid of them."""
+    """Every pair: the basic, rdp and pld figures `subset A B` gives, and the smallest valid of them."""
     url, tmp = ledger
     (tmp / "m.yaml").write_text(MIXED)
     assert cli_main(url, "record", tmp / "m.yaml").code == 0
@@ -108,13 +108,13 @@ def test_pairs_print_the_figures_subset_prints(ledger):
         for name in ("basic", "rdp"):
             assert entry["accountants"][name]["epsilon"] == pytest.approx(one["accountants"][name]["epsilon"],
                                                                           rel=1e-12)
-        smaller = min(("basic", "rdp"), key=lambda n: float(one["accountants"][n]["epsilon"]))
-        assert entry["epsilon"] == pytest.approx(float(one["accountants"][smaller]["epsilon"]), rel=1e-3)
+        assert entry["accountant"] == one["accountant"]
+        assert entry["epsilon"] == pytest.approx(float(one["epsilon"]), rel=1e-12)  # (rdp over arrays: ulps)
         assert entry["epsilon"] <= float(one["accountants"]["basic"]["epsilon"])
-        assert entry["accountant"] in ("basic", "rdp")
-    assert cli_main(url, "pairs", "--accountant", "pld").code == 2
+    assert cli_main(url, "pairs", "--accountant", "pld").code == 0
+    assert cli_main(url, "pairs", "--accountant", "exact").code == 2
     text = cli_main(url, "pairs").out
-    assert "no pld per pair" in text
+    assert "smallest valid figure of basic, rdp and pld" in text
 
 
 # --------------------------------------------------------------------------
