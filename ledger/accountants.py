@@ -1422,7 +1422,7 @@ def _parse(text: str | None) -> datetime | None:
 PAIR_ACCOUNTANTS = ("basic", "rdp", "pld")
 # At most this many distinct compositions (event multisets) get a PLD figure in one `pairs`
 # (the pairs with the largest Rényi figures first); each costs a PLD composition.
-PAIR_PLD_LIMIT = 64
+PAIR_PLD_LIMIT = 16
 PAIR_PLD_SKIPPED = (f"not computed: pairs compute at most {PAIR_PLD_LIMIT} distinct PLD compositions (the "
                     "pairs with the largest Rényi figures first); `subset A B` shows it")
 
@@ -1439,7 +1439,7 @@ class PairRdp:
     slow: dict  # (i, j) -> Composition, for pairs read by releases outside the array path
     chosen: list = field(default_factory=list)  # the events of the array path
     counts: np.ndarray | None = None  # events x n x n: how many releases of each read i or j
-    pld: dict = field(default_factory=dict)  # (i, j), i < j -> the PLD Figure (valid: declared)
+    pld: dict = field(default_factory=dict)  # (i, j), i <= j -> the PLD Figure (valid: declared)
     pld_epsilon: np.ndarray | None = None  # n x n floats of those figures; inf elsewhere
     pld_skipped: int = 0  # declared pairs left without a PLD figure by PAIR_PLD_LIMIT
 
@@ -1548,14 +1548,14 @@ def pair_composition(rdp: PairRdp, grid, i: int, j: int) -> Composition:
 
 
 def pair_pld(rdp: PairRdp, grid, delta: Fraction) -> None:
-    """The PLD figure of every pair {i, j}, i < j, whose plan was declared in advance (where it is
+    """The PLD figure of every pair {i, j}, i <= j, whose plan was declared in advance (where it is
     valid, DESIGN 2.10; elsewhere it could not be shown), the same `subset A B` gives: one PLD
     composition per distinct event multiset (pairs read by the same releases' events share it),
     at most PAIR_PLD_LIMIT of them, the pairs with the largest Rényi figures first; the pairs
     left over are counted in `pld_skipped` and their figure says so."""
     n = rdp.epsilon.shape[0]
     rdp.pld_epsilon = np.full((n, n), np.inf)
-    upper = np.triu(rdp.declared & np.isfinite(rdp.epsilon), 1)
+    upper = np.triu(rdp.declared & np.isfinite(rdp.epsilon))  # (the diagonal too: {i} alone, as `subset i`)
     if not upper.any():
         return
     rows, cols = np.nonzero(upper)
@@ -1590,7 +1590,6 @@ def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> d
     pld = rdp.pld.get((i, j))
     if pld is None:
         note = ("not valid here: " + CASES["adaptive"] if case == "adaptive" else
-                "a single variable: `subset` shows it" if i == j else
                 PAIR_PLD_SKIPPED if not spend.unbounded and math.isfinite(float(rdp.epsilon[i, j]))
                 else "not computed: the pair is not protected at this delta")
         pld = Figure("pld", INF, delta, case == "declared", case, THEOREMS["pld"], CONVERSIONS["pld"],

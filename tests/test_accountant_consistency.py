@@ -438,3 +438,20 @@ def test_the_report_names_the_accountant_behind_a_cap_figure(ledger):
     assert cli_main(url, "report", "--format", "md", "--out", out).code == 0
     row = next(line for line in out.read_text(encoding="utf-8").splitlines() if line.startswith(f"| {listed['cap'].split('/')[-1]} |"))
     assert f"(figure: {listed['accountant']}, {listed['case']})" in row and "at delta at" not in row
+
+
+def test_the_reports_notion_line_names_the_accountants_that_decided(ledger):
+    """Issue 11: the Notion line says which accountants' figures the report prints, not "basic
+    composition" when the Rényi (or PLD) accountant decides the total row."""
+    url, tmp = ledger
+    out = tmp / "r.md"
+    assert cli_main(url, "record", declared_pure(tmp / "p.yaml", "p", "0.2")).code == 0
+    assert cli_main(url, "report", "--format", "md", "--out", out).code == 0
+    notion = next(line for line in out.read_text(encoding="utf-8").splitlines() if line.startswith("| Notion |"))
+    assert "pure epsilon" in notion and "Rényi" not in notion  # one pure release: the pure sum
+    assert cli_main(url, "record", laplace_history(tmp / "h.yaml")).code == 0
+    assert cli_main(url, "report", "--format", "md", "--out", out).code == 0
+    notion = next(line for line in out.read_text(encoding="utf-8").splitlines() if line.startswith("| Notion |"))
+    assert "the Rényi DP accountant" in notion and "smallest valid figure" in notion, notion
+    subset = cli_main(url, "subset", "a", "--json").json()
+    assert subset["accountant"] == "rdp"
