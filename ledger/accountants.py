@@ -152,7 +152,7 @@ class Event:
         if self.kind in ("pure", "sampled"):
             return float(self.a)
         if self.kind == "laplace":
-            return 1 / float(self.a)
+            return max(float(1 / self.a), 5e-324)  # (a Fraction quotient: no overflow for a huge scale)
         if self.kind == "dlaplace":
             return float(self.a) * int(self.b)
         return None
@@ -323,7 +323,10 @@ def event_curve(event: Event) -> np.ndarray:
     elif event.kind == "gaussian":  # rho = 1 / (2 m^2): the Gaussian's curve is exactly a * rho
         curve = _grids()["ORDERS"] * (1 / (2 * float(event.a) ** 2)) * (1 + _MARGIN)
     elif event.kind == "laplace":
-        curve = laplace_curve(float(event.a))
+        if event.a > Fraction(10**300):  # (a multiplier past the float range: epsilon below it, kept positive)
+            curve = pure_curve(max(float(1 / event.a), 5e-324))
+        else:
+            curve = laplace_curve(float(event.a))
     elif event.kind == "dlaplace":
         curve = pure_curve(float(event.a) * int(event.b))
     elif event.kind == "sampled":
@@ -594,6 +597,9 @@ def pld_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
     if unsupported:
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], available=False,
                       note="a rho guarantee without its Gaussian parameters has no privacy loss distribution")
+    if any(e.kind in ("laplace", "gaussian") and e.a > Fraction(10**300) for e in comp.events):
+        return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], available=False,
+                      note="not computed: a noise scale past the float range; basic and rdp apply")
     if any(_event_epsilon(e) > PLD_EPSILON_LIMIT for e in comp.events):
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], available=False,
                       note=f"not computed: a release's epsilon is above {PLD_EPSILON_LIMIT}, where the "
@@ -622,7 +628,7 @@ def _event_epsilon(event: Event) -> float:
     """A release's own pure epsilon where its event has one (Laplace: sensitivity / scale;
     discrete Laplace: parameter times sensitivity), or for a Gaussian sensitivity / sigma; 0 otherwise."""
     if event.kind in ("laplace", "gaussian"):  # (a Gaussian: sensitivity / sigma, a scale of its loss)
-        return math.inf if not event.a else 1 / float(event.a)
+        return math.inf if not event.a else float(1 / event.a)
     if event.kind == "dlaplace":
         return float(event.a) * float(event.b or 1)
     if event.kind in ("pure", "sampled"):
