@@ -100,9 +100,8 @@ def table_totals_line(accounts: TableAccounts) -> str:
 
 def pair_accountants(index, delta: Fraction, accountant: str | None = None, grid=None
                      ) -> dict[tuple[str, str], tuple[dict[str, Figure], Figure]]:
-    """Every pair (in `LedgerIndex.pairs()` order): its basic and rdp figures and the one to
-    show (the asked accountant, else the smaller valid one). No PLD per pair (module
-    accountants.pair_figures)."""
+    """Every pair (in `LedgerIndex.pairs()` order): its basic, rdp and pld figures and the one to
+    show (the asked accountant, else the smallest valid one; accountants.pair_figures)."""
     found = accountants.pair_figures(index, delta, grid)
     names = index.variables
     return {(names[i], names[j]): (figures, choose(figures, accountant)) for (i, j), figures in found.items()}
@@ -119,15 +118,17 @@ class _Shown:
 
 
 def shown_pair_floats(grid, rdp, basic_floats):
-    """Per pair, the float of the figure `pairs` shows: the smaller of basic and rdp, a pure
-    basic figure kept unless rdp is smaller by more than PURE_PREFERENCE (as `accountants.best`)."""
+    """Per pair, the float of the figure `pairs` shows: the smallest of basic, rdp and (declared
+    pairs) pld, a pure basic figure kept unless another is smaller by more than PURE_PREFERENCE
+    (as `accountants.best`)."""
     import numpy as np
 
     fields = grid.floats()
     pure = (fields["approx_epsilon"] == 0) & (fields["approx_delta"] == 0) & (fields["rho"] == 0)
     basic = np.asarray(basic_floats, dtype=np.float64)
-    keep_basic = pure & (rdp.epsilon >= basic * (1 - accountants.PURE_PREFERENCE))
-    return np.where(keep_basic, basic, np.minimum(basic, rdp.epsilon))
+    tighter = rdp.epsilon if rdp.pld_epsilon is None else np.minimum(rdp.epsilon, rdp.pld_epsilon)
+    keep_basic = pure & (tighter >= basic * (1 - accountants.PURE_PREFERENCE))
+    return np.where(keep_basic, basic, np.minimum(basic, tighter))
 
 
 class ShownPairs:
@@ -146,7 +147,7 @@ class ShownPairs:
 
 def best_pair_grid(index, delta: Fraction, grid, colour):
     """The pair grid and its colours with every cell (diagonal included) the smallest valid
-    figure of basic and rdp, as `pairs` and `subset A B` print them (rdp over arrays)."""
+    figure of basic, rdp and pld, as `pairs` and `subset A B` print them (rdp over arrays)."""
     rdp = accountants.pair_rdp(index, delta, grid)
     return ShownPairs(index, delta, grid, rdp), shown_pair_floats(grid, rdp, colour)
 

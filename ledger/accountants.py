@@ -9,7 +9,12 @@ describes the same cost (like dp_accounting's `DpEvent`):
     laplace      laplace scale, sensitivity (or eps)    Mironov 2017, Prop 6                   dp_accounting Laplace
     dlaplace     geometric scale, integer sensitivity   the pure curve at eps = sens / scale   dp_accounting discrete Laplace
     pure         any pure guarantee (declared, Tan's    randomized response's curve            dp_accounting's worst case for
-                 pair noise, subsampled)                                                        (eps, 0)-DP, i.e. randomized response
+                 pair noise)                                                                    (eps, 0)-DP, i.e. randomized response
+    sampled      a Laplace or geometric release run     the smaller, order by order, of        randomized response at the
+                 on sample_size of population (without  randomized response's curve at the    amplified epsilon (dp_accounting
+                 replacement): amplified epsilon e',    amplified e' and Wang, Balle and       has no PLD for sampling without
+                 beta = n'/n, base epsilon e            Kasiviswanathan 2019, Thm 9 with       replacement; randomized response
+                                                        randomized response's curve at e       is the worst e'-DP mechanism)
     zcdp         a rho guarantee without sigma          a * rho                                 none: the subset gets no PLD figure
     approx       an (eps, delta) guarantee              basic: deltas taken out of the target   basic, likewise
 
@@ -122,16 +127,20 @@ class Event:
 
     kind: gaussian (a = noise multiplier sigma / sensitivity), laplace (a = scale /
     sensitivity), dlaplace (a = 1 / scale, b = integer sensitivity), pure (a = epsilon),
-    zcdp (a = rho), approx (a = epsilon, b = delta). Numbers are exact where recorded so.
+    zcdp (a = rho), approx (a = epsilon, b = delta), sampled (a = the amplified epsilon the
+    release's guarantee records, b = beta = sample_size / population, c = the base
+    mechanism's epsilon). Numbers are exact where recorded so.
     """
 
     kind: str
     a: Fraction
     b: Fraction | int | None = None
+    c: Fraction | None = None
 
     @property
     def key(self) -> str:
-        return f"{self.kind}:{self.a}" + ("" if self.b is None else f":{self.b}")
+        return (f"{self.kind}:{self.a}" + ("" if self.b is None else f":{self.b}")
+                + ("" if self.c is None else f":{self.c}"))
 
     @staticmethod
     def from_key(key: str) -> Event:
@@ -140,10 +149,10 @@ class Event:
     @property
     def pure_epsilon(self) -> float | None:
         """The pure epsilon the event is certified at, if it is pure (its D_infinity)."""
-        if self.kind == "pure":
+        if self.kind in ("pure", "sampled"):
             return float(self.a)
         if self.kind == "laplace":
-            return 1 / float(self.a)
+            return max(float(1 / self.a), 5e-324)  # (a Fraction quotient: no overflow for a huge scale)
         if self.kind == "dlaplace":
             return float(self.a) * int(self.b)
         return None
@@ -154,7 +163,7 @@ def _event_from_key(key: str) -> Event:
     """Event.from_key, cached: a cap's running state names its events by key."""
     parts = key.split(":")
     b = None if len(parts) < 3 else (int(parts[2]) if parts[0] == "dlaplace" else Fraction(parts[2]))
-    return Event(parts[0], Fraction(parts[1]), b)
+    return Event(parts[0], Fraction(parts[1]), b, None if len(parts) < 4 else Fraction(parts[3]))
 
 
 def spend_events(spend: Spend) -> list[Event]:
@@ -188,10 +197,12 @@ def mechanism_event(release: Release) -> Event | None:
     Only when the release's guarantees are exactly the ones its parameters imply
     (catalogue.derive_guarantees: for these mechanisms, one guarantee on everything
     read), for replacement neighbours: then the event covers everything the release
-    reads. A subsampled release (sample_size of population recorded) is charged
-    through its amplified pure guarantee (Balle, Barthe and Gaboardi 2018, rounded up;
-    DESIGN 2.7), whose randomized-response curve is valid for any mechanism with that
-    pure guarantee."""
+    reads. A Laplace or geometric release run on a sample (sample_size of population
+    recorded, the ledger's catalogue deriving its amplified guarantee: Balle, Barthe and
+    Gaboardi 2018, rounded up; DESIGN 2.7) keeps its sampling event, `sampled`. A release
+    recorded with its amplified guarantee already worked out (epsilon_before_subsampling, run
+    by the ledger) or without the sampling parameters is charged through its guarantee, as
+    before."""
     mechanism = release.mechanism
     if mechanism.name not in _EVENT_MECHANISMS:
         return None
@@ -217,7 +228,7 @@ def _value(guarantee) -> tuple:
 def _mechanism_event(mechanism: Mechanism) -> tuple[Event | None, frozenset]:
     """(event, the values of the guarantees the parameters imply), per distinct mechanism."""
     if mechanism.param("sample_size") is not None:
-        return None, frozenset()
+        return _sampled_event(mechanism)
     derived, problems = derive_guarantees(mechanism, frozenset())
     if problems or not derived or any(g.relation != Relation.REPLACE for g in derived):
         return None, frozenset()
@@ -237,6 +248,24 @@ def _mechanism_event(mechanism: Mechanism) -> tuple[Event | None, frozenset]:
             # two-sided geometric P(z) ∝ e^(-|z| / scale): discrete Laplace with a = 1 / scale
             return Event("dlaplace", 1 / Fraction(scale), int(sensitivity)), values
     return None, frozenset()
+
+
+def _sampled_event(mechanism: Mechanism) -> tuple[Event | None, frozenset]:
+    """The sampling event of a Laplace or geometric release run on sample_size of population
+    (DESIGN 2.7): its amplified epsilon (the catalogue's, as recorded), beta and the base epsilon."""
+    from .catalogue import CATALOGUE
+
+    if (mechanism.name == "gaussian" or mechanism.param("epsilon_before_subsampling") is not None
+            or mechanism.param("population") is None):
+        return None, frozenset()
+    derived, problems = derive_guarantees(mechanism, frozenset())
+    base, base_problems = CATALOGUE[mechanism.name](mechanism, frozenset())
+    if (problems or base_problems or len(derived) != 1 or len(base) != 1 or derived[0].notion.value != "pure"
+            or derived[0].relation != Relation.REPLACE or not derived[0].epsilon or not base[0].epsilon):
+        return None, frozenset()
+    beta = Fraction(mechanism.param("sample_size"), mechanism.param("population"))
+    event = Event("sampled", Fraction(derived[0].epsilon), beta, Fraction(base[0].epsilon))
+    return event, frozenset(_value(g) for g in derived)
 
 
 def unit_events(release: Release, spend: Spend) -> list[Event]:
@@ -294,13 +323,74 @@ def event_curve(event: Event) -> np.ndarray:
     elif event.kind == "gaussian":  # rho = 1 / (2 m^2): the Gaussian's curve is exactly a * rho
         curve = _grids()["ORDERS"] * (1 / (2 * float(event.a) ** 2)) * (1 + _MARGIN)
     elif event.kind == "laplace":
-        curve = laplace_curve(float(event.a))
+        if event.a > Fraction(10**300):  # (a multiplier past the float range: epsilon below it, kept positive)
+            curve = pure_curve(max(float(1 / event.a), 5e-324))
+        else:
+            curve = laplace_curve(float(event.a))
     elif event.kind == "dlaplace":
         curve = pure_curve(float(event.a) * int(event.b))
+    elif event.kind == "sampled":
+        curve = np.minimum(pure_curve(float(event.a)), sampled_curve(float(event.c), float(event.b)))
     else:
         curve = np.zeros_like(_grids()["ORDERS"])
     curve.setflags(write=False)
     return curve
+
+
+def subsampled_wor_curve(base: np.ndarray, eps_inf: float, beta: float, orders: Sequence[int]) -> np.ndarray:
+    """Wang, Balle and Kasiviswanathan (2019, AISTATS), Theorem 9: sampling without replacement a
+    fraction beta of the records, replace-one neighbours, a base mechanism with Rényi curve
+    eps(j) at the integer orders j = 2..max_order (base[j - 2]) and eps(inf) = eps_inf. At every
+    integer order a >= 2 the subsampled mechanism has Rényi divergence at most
+
+        log(1 + beta^2 C(a, 2) min{4 (e^eps(2) - 1), e^eps(2) min{2, (e^eps(inf) - 1)^2}}
+              + sum_{j=3..a} beta^j C(a, j) e^((j - 1) eps(j)) min{2, (e^eps(inf) - 1)^j}) / (a - 1).
+
+    Returns the bound at the integer `orders` (each >= 2, base covering 2..max(orders)),
+    evaluated in log space and rounded up by _MARGIN.
+    dp_accounting's `_compute_rdp_sample_wor_gaussian` is this theorem for a Gaussian base (with
+    the forward-difference strengthening of its Theorem 27 for the j >= 3 terms below order 256)."""
+    from scipy.special import gammaln
+
+    orders = np.asarray(orders, dtype=np.int64)
+    j = np.arange(2, int(orders.max()) + 1)  # the terms' index
+    if beta >= 1:
+        return np.asarray(base, dtype=np.float64)[orders - 2] * (1 + _MARGIN)
+    log_beta = math.log(beta)
+    log_cap = math.log(2.0) if eps_inf == math.inf else None
+    # log min{2, (e^eps_inf - 1)^j}
+    if log_cap is None:
+        log_em1 = math.log(math.expm1(eps_inf)) if eps_inf < 700 else eps_inf
+        log_min = np.minimum(math.log(2.0), j * log_em1)
+    else:
+        log_min = np.full(len(j), log_cap)
+    eps2 = float(base[0])
+    log_first = min(math.log(4.0) + math.log(math.expm1(eps2)), eps2 + float(log_min[0]))  # the j = 2 term
+    log_terms = (j - 1) * np.asarray(base[: len(j)], dtype=np.float64) + log_min + j * log_beta
+    log_terms[0] = 2 * log_beta + log_first
+    out = np.empty(len(orders))
+    for k, a in enumerate(orders):
+        i = np.arange(2, a + 1)
+        log_comb = gammaln(a + 1) - gammaln(i + 1) - gammaln(a - i + 1)
+        total = np.logaddexp.reduce(np.concatenate(([0.0], log_comb + log_terms[: a - 1])))
+        out[k] = total / (a - 1)
+    return out * (1 + _MARGIN) + 1e-15
+
+
+def sampled_curve(base_epsilon: float, beta: float, orders: np.ndarray | None = None) -> np.ndarray:
+    """A subsampled epsilon-DP release's Rényi curve on the grid: Wang, Balle and Kasiviswanathan
+    2019, Theorem 9 with randomized response's curve at the base epsilon (valid for any
+    epsilon-DP base mechanism, `pure_curve`) and eps(inf) = the base epsilon, at integer orders;
+    a fractional order takes the next integer order's value (Rényi divergence does not fall
+    with the order: van Erven and Harremoës 2014, Thm 3). `event_curve` keeps the smaller of
+    this and randomized response's curve at the amplified epsilon, order by order."""
+    if orders is None:
+        orders = _grids()["ORDERS"]
+    needed = np.ceil(orders).astype(np.int64)
+    integer = np.arange(2, int(needed.max()) + 1, dtype=np.float64)
+    distinct = np.unique(needed)
+    bound = subsampled_wor_curve(pure_curve(base_epsilon, integer), base_epsilon, beta, distinct)
+    return bound[np.searchsorted(distinct, needed)]
 
 
 def event_rho(event: Event) -> float:
@@ -507,6 +597,9 @@ def pld_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
     if unsupported:
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], available=False,
                       note="a rho guarantee without its Gaussian parameters has no privacy loss distribution")
+    if any(e.kind in ("laplace", "gaussian") and e.a > Fraction(10**300) for e in comp.events):
+        return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], available=False,
+                      note="not computed: a noise scale past the float range; basic and rdp apply")
     if any(_event_epsilon(e) > PLD_EPSILON_LIMIT for e in comp.events):
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], available=False,
                       note=f"not computed: a release's epsilon is above {PLD_EPSILON_LIMIT}, where the "
@@ -518,8 +611,14 @@ def pld_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
     eps = _pld_epsilon_of(tuple(sorted((e.key, c) for e, c in comp.events.items() if e.kind != "approx")),
                           remaining, pld_interval(comp, remaining))
     eps = _up(eps + float(approx_eps)) if approx_eps else eps
-    return Figure("pld", eps, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"],
-                  note="" if valid else "not valid here: " + CASES["adaptive"])
+    notes = [] if valid else ["not valid here: " + CASES["adaptive"]]
+    if any(e.kind == "sampled" for e in comp.events):
+        notes.append(SAMPLED_PLD_NOTE)
+    return Figure("pld", eps, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], note="; ".join(notes))
+
+
+SAMPLED_PLD_NOTE = ("a subsampled release enters as randomized response at its amplified epsilon (the worst "
+                    "case for that epsilon; dp_accounting has no PLD for sampling without replacement)")
 
 
 PLD_EPSILON_LIMIT = 20  # per release; past it a PLD's grid is impractically large (and the figure no tighter)
@@ -529,10 +628,10 @@ def _event_epsilon(event: Event) -> float:
     """A release's own pure epsilon where its event has one (Laplace: sensitivity / scale;
     discrete Laplace: parameter times sensitivity), or for a Gaussian sensitivity / sigma; 0 otherwise."""
     if event.kind in ("laplace", "gaussian"):  # (a Gaussian: sensitivity / sigma, a scale of its loss)
-        return math.inf if not event.a else 1 / float(event.a)
+        return math.inf if not event.a else float(1 / event.a)
     if event.kind == "dlaplace":
         return float(event.a) * float(event.b or 1)
-    if event.kind == "pure":
+    if event.kind in ("pure", "sampled"):
         return float(event.a)
     return 0.0
 
@@ -545,11 +644,20 @@ def _pld_epsilon_of(items: tuple, delta: float, interval: float) -> float:
 
 
 def pld_epsilon(events: Mapping[Event, int], delta: float, interval: float = PLD_INTERVAL) -> float:
-    """dp_accounting's PLD composition of the events (pessimistic), identical events by
-    self-composition; the epsilon at `delta`, rounded up."""
+    """dp_accounting's PLD composition of the events (pessimistic); the epsilon at `delta`, rounded up.
+
+    The composed distribution is a product of one component per kind, each a pessimistic
+    discretisation on the grid of `interval` (losses rounded up to multiples of it), built so that
+    one more release of a setting is one more factor of the product (the monotonicity argument,
+    `pld_interval`):
+    - Laplace and discrete Laplace: dp_accounting's one-release PLD, self-composed;
+    - pure: randomized response at epsilon rounded *up to the grid* (a stronger randomized
+      response, so valid: Kairouz, Oh and Viswanath 2015, §3), whose k-fold composition is
+      exactly the binomial on the grid, no rounding at all: k + 1 releases are k releases
+      composed with one more, exactly;
+    - every Gaussian together: one Gaussian with sensitivity / sigma added in quadrature (the
+      composed privacy loss of Gaussians is Gaussian, exactly), discretised once."""
     total = None
-    # every Gaussian together is one Gaussian: sensitivity / sigma adds in quadrature (the
-    # composed privacy loss of Gaussians is Gaussian), so one PLD stands for all of them
     precision = math.fsum(count / float(event.a) ** 2 for event, count in events.items()
                           if event.kind == "gaussian" and count > 0)
     if precision > 0:
@@ -580,7 +688,6 @@ def _gaussian_pld(multiplier: float, interval: float):
 
 @lru_cache(maxsize=1024)
 def _event_pld(event: Event, count: int, interval: float):
-    from dp_accounting.pld import common
     from dp_accounting.pld import privacy_loss_distribution as PLD
 
     if event.kind == "gaussian":  # count Gaussians compose to one with sigma / sqrt(count) (exactly)
@@ -592,7 +699,9 @@ def _event_pld(event: Event, count: int, interval: float):
         base = PLD.from_discrete_laplace_mechanism(parameter=float(event.a), sensitivity=int(event.b),
                                                    value_discretization_interval=interval,
                                                    pessimistic_estimate=True)
-    elif event.kind == "pure":  # the worst case for (eps, 0)-DP: randomized response (Kairouz et al. 2015)
+    elif event.kind in ("pure", "sampled"):  # the worst case for (eps, 0)-DP: randomized response
+        # (Kairouz et al. 2015); a sampled release at its amplified epsilon: dp_accounting has no PLD
+        # for sampling without replacement, and randomized response is the worst eps'-DP mechanism
         return _randomized_response_pld(float(event.a), count, interval)
     else:
         raise ValueError(f"no privacy loss distribution for event {event.key!r}")
@@ -609,41 +718,97 @@ def case_of(comp: Composition) -> str:
 
 
 def _randomized_response_pld(epsilon: float, count: int, interval: float):
-    """`count` randomized responses at `epsilon`, composed exactly before discretising once: the
-    privacy loss is (2k - count) epsilon with k ~ Binomial(count, e^eps / (1 + e^eps)). Each
-    value is rounded up to the grid (pessimistic), so the error is one interval, not `count`
-    of them as in self-composing a discretised PLD; atoms below 1e-300 go to the infinite
-    loss (pessimistic too)."""
+    """`count` randomized responses at epsilon rounded up to the grid, g = ceil(epsilon / interval)
+    steps: the privacy loss is (2k - count) g steps with k ~ Binomial(count, e^e / (1 + e^e)),
+    e = g * interval, exactly on the grid (nothing is rounded, so count + 1 releases are
+    exactly count releases composed with one more). Randomized response at e >= epsilon is a
+    valid worst case for an epsilon-DP release (Kairouz, Oh and Viswanath 2015, §3: every
+    epsilon-DP mechanism is a post-processing of randomized response at epsilon, which is one
+    of randomized response at e). Atoms below 1e-300 go to the infinite loss (pessimistic)."""
     from dp_accounting.pld import privacy_loss_distribution as PLD
     from scipy import stats
 
+    steps = _grid_steps(epsilon, interval)
+    rounded = steps * interval
     k = np.arange(count + 1)
-    log_p = -np.logaddexp(0.0, -epsilon)  # log(e^eps / (1 + e^eps))
-    probabilities = stats.binom.pmf(k, count, math.exp(log_p))
+    probabilities = stats.binom.pmf(k, count, math.exp(-np.logaddexp(0.0, -rounded)))
     keep = probabilities > 1e-300
-    losses = np.ceil(((2 * k - count) * epsilon) * (1 + 1e-12) / interval).astype(np.int64)
-    mass: dict[int, float] = {}
-    for value, probability in zip(losses[keep], probabilities[keep]):
-        mass[int(value)] = mass.get(int(value), 0.0) + float(probability)
+    mass = {int(v): float(p) for v, p in zip((2 * k - count)[keep] * steps, probabilities[keep])}
     infinity = max(0.0, 1.0 - math.fsum(mass.values()))
     return PLD.PrivacyLossDistribution.create_from_rounded_probability(mass, infinity, interval,
                                                                        pessimistic_estimate=True)
 
 
-def pld_interval(comp: Composition, delta: float) -> float:
-    """The discretisation: about 1/5000 of the Rényi figure (the PLD figure is a little below
-    it), between 1e-4 and 0.05. Pessimistic at any interval; finer only costs time.
+def _grid_steps(epsilon: float, interval: float) -> int:
+    """ceil(epsilon / interval), never below the exact quotient (float error rounds up)."""
+    steps = math.ceil(epsilon / interval)
+    while steps * interval < epsilon:
+        steps += 1
+    return max(steps, 1)
 
-    Monotonicity: the PLD figure of a larger set is never below the *true* loss of the smaller
-    one, but it may be below the smaller set's PLD *figure* by up to that figure's
-    discretisation error (at most about one interval per discretised component, here about
-    1/5000 of the figure: every loss is rounded up once by less than the interval)."""
+
+PLD_STEPS = 5000  # the grid: about 1/5000 of a rough figure
+PLD_FINEST, PLD_COARSEST = 2.0 ** -14, 2.0 ** -5
+
+
+def pld_interval(comp: Composition, delta: float) -> float:
+    """The discretisation interval: a power of two, about 1/PLD_STEPS of a rough figure, between
+    2^-14 and 2^-5. Pessimistic at any interval; finer only costs time.
+
+    Monotonicity (issue 11: adding a release never lowers the PLD figure). The rough figure
+    is a non-decreasing function of the subset's releases, computed with correctly rounded
+    sums (`_rough_figure`), so the interval h never gets finer when a release joins, and
+    h' = 2^j h when it gets coarser. Write D_h(e) for a setting's discretised factor
+    (`pld_epsilon`) and D_h(R) for their product, whose hockey-stick curve delta(eps) gives
+    the figure. Adding a release r:
+    1. at the same h, D_h(R + r) = D_h(R) x D_h(r) for a Laplace, discrete Laplace or pure r
+       (self-composition and the exact binomial on the grid are products); a discretised PLD
+       is the privacy loss distribution of a pair of distributions (the rounded-up losses keep
+       E[e^-L] <= 1; the deficit is mass of the second distribution alone), the product is the
+       product pair, and the first pair is its marginal, so by data processing
+       delta_{R+r}(eps) >= delta_R(eps) at every eps; the figure, the smallest eps with
+       delta(eps) <= the target, cannot fall;
+    2. coarser h' = 2^j h: every loss rounded up to the h'-grid is at least the one rounded up
+       to the h-grid (the h'-grid is in the h-grid, ceil_{h'} = ceil_{h'} o ceil_h; randomized
+       response at the larger rounded epsilon dominates), so under the coupling of the two
+       products factor by factor each composed loss is larger, and delta(eps) = E[(1 - e^(eps - L))+]
+       is non-decreasing in the loss: again no fall;
+    3. a Gaussian r changes the one merged Gaussian factor from G(mu) to G(mu') with mu' > mu,
+       discretised once (a product of discretised Gaussians would be looser by one interval per
+       release). The continuous G(mu') = G(mu) x G(sqrt(mu'^2 - mu^2)); for the discretised
+       factor, Stein's lemma gives d delta/d mu = (e^eps (e^h - 1) / mu) sum over grid points
+       x > eps of q(x) (x + mu^2 / 2), q the N(-mu^2/2, mu^2) density: positive at every eps >= 0,
+       which is the whole argument for a subset of Gaussians only (case 1 and 2 then cover the
+       other factors). Mixed with other factors, the terms at grid points below -mu^2/2 could in
+       principle be negative when the interval is coarse next to mu (a Gaussian whose sigma is
+       thousands of times its sensitivity beside much larger releases); there the claim rests on
+       the positive terms dominating, not on a proof.
+    The figures are evaluated in floating point (dp_accounting's FFT convolutions), so the
+    argument is for the exact values of these discretised distributions; each added release
+    moves mass up by a share of an interval (~1/5000 of the figure), far above the evaluation
+    error (~1e-12 relative), and the property test (tests/test_accountant_consistency.py)
+    asserts it with no tolerance. The figure is at most about one interval per release of a
+    pure setting (the rounding of its epsilon), one interval per Laplace release, and one for
+    all the Gaussians above the exact PLD of the recorded mechanisms."""
     if comp.unbounded:
         return PLD_INTERVAL
-    rough, _ = rdp_epsilon(comp.curve(), delta)
+    rough = _rough_figure(comp, delta)
     if math.isinf(rough) or rough <= 0:
-        return PLD_INTERVAL
-    return float(min(max(rough / 5000, 1e-4), 0.05))
+        return PLD_FINEST
+    return float(min(max(2.0 ** math.floor(math.log2(rough / PLD_STEPS)), PLD_FINEST), PLD_COARSEST))
+
+
+def _rough_figure(comp: Composition, delta: float) -> float:
+    """A rough upper figure, non-decreasing when a release joins (and when the remaining delta
+    falls): the smaller of the pure sum (when every event has a pure epsilon) and the zCDP
+    bound rho + 2 sqrt(rho ln(1/delta)) of the summed rho bounds (Bun and Steinke 2016, Prop
+    1.3). The sums are math.fsum, correctly rounded, so they cannot fall in floating point."""
+    items = [(e, c) for e, c in comp.events.items() if e.kind != "approx" and c > 0]
+    rho = math.fsum(c * event_rho(e) for e, c in items)
+    rough = rho + 2 * math.sqrt(rho * math.log(1 / delta)) if delta < 1 else rho
+    if all(e.pure_epsilon is not None for e, _ in items):
+        rough = min(rough, math.fsum(c * e.pure_epsilon for e, c in items))
+    return rough
 
 
 def figures(comp: Composition, delta: Fraction) -> dict[str, Figure]:
@@ -947,7 +1112,7 @@ def _from_stamp(value: float) -> datetime:
 # Caps: running state per cap, and which valid filter decides (DESIGN 2.10)
 # --------------------------------------------------------------------------
 
-STATE_VERSION = 2
+STATE_VERSION = 3  # 3: a subsampled Laplace or geometric release is charged through its sampling event
 
 
 def cap_key(cap) -> str:
@@ -1241,7 +1406,7 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
     return Decision(name, value, case, theorem)
 
 
-_PURE_KINDS = ("pure", "laplace", "dlaplace")
+_PURE_KINDS = ("pure", "laplace", "dlaplace", "sampled")
 
 
 def _state_is_pure(state: dict) -> bool:
@@ -1261,18 +1426,29 @@ def _parse(text: str | None) -> datetime | None:
 # --------------------------------------------------------------------------
 
 
-PAIR_ACCOUNTANTS = ("basic", "rdp")  # PLD per pair would cost a PLD composition per pair: not offered
+PAIR_ACCOUNTANTS = ("basic", "rdp", "pld")
+# At most this many distinct compositions (event multisets) get a PLD figure in one `pairs`
+# (the pairs with the largest Rényi figures first); each costs a PLD composition.
+PAIR_PLD_LIMIT = 16
+PAIR_PLD_SKIPPED = (f"not computed: pairs compute at most {PAIR_PLD_LIMIT} distinct PLD compositions (the "
+                    "pairs with the largest Rényi figures first); `subset A B` shows it")
 
 
 @dataclass
 class PairRdp:
     """The Rényi figure of every pair {i, j} (and of {i} on the diagonal) as floats, and what
-    makes a figure of one pair: its declared-in-advance case, and the pairs composed one by one."""
+    makes a figure of one pair: its declared-in-advance case, and the pairs composed one by one;
+    and the PLD figure of the pairs {i, j}, i < j, declared in advance (`pair_pld`)."""
 
     epsilon: np.ndarray  # n x n, symmetric; inf where not protected or the deltas run out
     declared: np.ndarray  # n x n bool
     order: np.ndarray  # n x n: the order of the grid figure (nan: zCDP bound or none)
     slow: dict  # (i, j) -> Composition, for pairs read by releases outside the array path
+    chosen: list = field(default_factory=list)  # the events of the array path
+    counts: np.ndarray | None = None  # events x n x n: how many releases of each read i or j
+    pld: dict = field(default_factory=dict)  # (i, j), i <= j -> the PLD Figure (valid: declared)
+    pld_epsilon: np.ndarray | None = None  # n x n floats of those figures; inf elsewhere
+    pld_skipped: int = 0  # declared pairs left without a PLD figure by PAIR_PLD_LIMIT
 
 
 def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
@@ -1361,11 +1537,55 @@ def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
         epsilon[i, j] = epsilon[j, i] = float(figure.epsilon)
         order[i, j] = order[j, i] = np.nan if figure.order is None else figure.order
         declared_[i, j] = declared_[j, i] = case_of(comp) == "declared"
-    return PairRdp(epsilon, declared_, order, slow)
+    found = PairRdp(epsilon, declared_, order, slow, chosen, counts)
+    pair_pld(found, grid, delta)
+    return found
+
+
+def pair_composition(rdp: PairRdp, grid, i: int, j: int) -> Composition:
+    """The composition of the pair {i, j} (i < j): the slow path's, or its events counted over arrays."""
+    if (i, j) in rdp.slow:
+        return rdp.slow[i, j]
+    spend = grid.spend(i, j)
+    comp = Composition(spend, unbounded=spend.unbounded)
+    if rdp.counts is not None:
+        for k in np.flatnonzero(rdp.counts[:, i, j]):
+            comp.events[rdp.chosen[k]] = int(rdp.counts[k, i, j])
+    return comp
+
+
+def pair_pld(rdp: PairRdp, grid, delta: Fraction) -> None:
+    """The PLD figure of every pair {i, j}, i <= j, whose plan was declared in advance (where it is
+    valid, DESIGN 2.10; elsewhere it could not be shown), the same `subset A B` gives: one PLD
+    composition per distinct event multiset (pairs read by the same releases' events share it),
+    at most PAIR_PLD_LIMIT of them, the pairs with the largest Rényi figures first; the pairs
+    left over are counted in `pld_skipped` and their figure says so."""
+    n = rdp.epsilon.shape[0]
+    rdp.pld_epsilon = np.full((n, n), np.inf)
+    upper = np.triu(rdp.declared & np.isfinite(rdp.epsilon))  # (the diagonal too: {i} alone, as `subset i`)
+    if not upper.any():
+        return
+    rows, cols = np.nonzero(upper)
+    order = np.lexsort((cols, rows, -rdp.epsilon[rows, cols]))
+    computed: dict[tuple, Figure] = {}
+    for k in order:
+        i, j = int(rows[k]), int(cols[k])
+        comp = pair_composition(rdp, grid, i, j)
+        key = (tuple(sorted((e.key, c) for e, c in comp.events.items())), comp.unbounded)
+        figure = computed.get(key)
+        if figure is None:
+            if len(computed) >= PAIR_PLD_LIMIT:
+                rdp.pld_skipped += 1
+                continue
+            figure = computed[key] = pld_figure(comp, delta, "declared")
+        rdp.pld[i, j] = figure
+        if figure.available:
+            rdp.pld_epsilon[i, j] = rdp.pld_epsilon[j, i] = float(figure.epsilon)
 
 
 def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> dict[str, Figure]:
-    """The basic and rdp Figures of one pair (i <= j) from the arrays of `pair_rdp`."""
+    """The basic, rdp and pld Figures of one pair (i <= j) from the arrays of `pair_rdp` (the PLD
+    figure where `pair_pld` made one; else one that is not available, saying why)."""
     i, j = min(i, j), max(i, j)
     case = "declared" if rdp.declared[i, j] else "adaptive"
     spend = grid.spend(i, j)
@@ -1374,14 +1594,21 @@ def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> d
     order = None if math.isnan(rdp.order[i, j]) else float(rdp.order[i, j])
     value = INF if spend.unbounded else float(rdp.epsilon[i, j])
     figure = Figure("rdp", value, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"], order=order)
-    return {"basic": basic, "rdp": figure}
+    pld = rdp.pld.get((i, j))
+    if pld is None:
+        note = ("not valid here: " + CASES["adaptive"] if case == "adaptive" else
+                PAIR_PLD_SKIPPED if not spend.unbounded and math.isfinite(float(rdp.epsilon[i, j]))
+                else "not computed: the pair is not protected at this delta")
+        pld = Figure("pld", INF, delta, case == "declared", case, THEOREMS["pld"], CONVERSIONS["pld"],
+                     available=False, note=note)
+    return {"basic": basic, "rdp": figure, "pld": pld}
 
 
 def pair_figures(index, delta: Fraction, grid=None, objective=None, diagonal: bool = False
                  ) -> dict[tuple[int, int], dict[str, Figure]]:
-    """The basic and Rényi figures on every pair {i, j} (i < j, column indices), the same
-    figures `subset_figures` gives for that pair (the PLD figure is left out: one PLD
-    composition per pair is too slow for many variables; `subset` shows it for one pair).
+    """The basic, Rényi and PLD figures on every pair {i, j} (i < j, column indices), the same
+    figures `subset_figures` gives for that pair (the PLD figure where the pair's plan was
+    declared in advance, up to PAIR_PLD_LIMIT distinct compositions: `pair_pld`).
 
     Over arrays, as `LedgerIndex.pair_matrix`: a simple release with at most one guarantee
     has one event on every subset it touches, so per event k the number of its releases

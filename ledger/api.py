@@ -277,7 +277,8 @@ class Ledger:
     def pairs(self, dataset: str | None = None, delta: object = None, *, accountant: str | None = None
               ) -> pd.DataFrame:
         """The loss on every pair of variables: columns variable_1, variable_2, epsilon, accountant;
-        the figure `pairs` prints: the smaller valid one of basic and rdp (no PLD per pair)."""
+        the figure `pairs` prints: the smallest valid one of basic, rdp and (plans declared in
+        advance) pld, as `subset` prints it."""
         import pandas as pd
 
         from .accountant_views import pair_accountants
@@ -285,7 +286,7 @@ class Ledger:
         snapshot = self._full(dataset)
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
         chosen_delta = choices.parse_delta(delta, chosen, field="delta")
-        _check_accountant(accountant, ("basic", "rdp"))
+        _check_accountant(accountant, ("basic", "rdp", "pld"))
         result = pair_accountants(choices.charged_index(snapshot, chosen), chosen_delta, accountant)
         return pd.DataFrame([(a, b, safe_float(shown.epsilon), shown.accountant)
                              for (a, b), (_, shown) in result.items()],

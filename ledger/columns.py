@@ -342,6 +342,51 @@ _FILL_EVENT = update(_ROWS).where(_ROWS.c.seq == bindparam("s")).values(
     event=bindparam("e"), charged_by_event=bindparam("c"), recorded_us=bindparam("r"), published_us=bindparam("p"))
 
 
+_SET_EVENT = update(_ROWS).where(_ROWS.c.seq == bindparam("s")).values(
+    event=bindparam("e"), charged_by_event=bindparam("c"))
+
+
+def refresh_sampled_events(session: Session, batch: int = 20_000) -> int:
+    """The schema 7 migration: a Laplace or geometric release run on a sample (sample_size of
+    population) is charged through its sampling event (`accountants.Event` kind `sampled`, issue
+    11 section 4) where schema 6 charged its amplified guarantee; the accounting rows of such
+    releases are brought to the event `release_event` now gives, streamed a batch at a time.
+    Returns how many rows changed (none in a ledger without subsampled releases)."""
+    from . import store
+    from .codec import release_from_dict
+
+    connection = session.connection()
+    table = store.ReleaseRow.__table__
+    current = {id_: key for id_, key in connection.execute(select(_EVENTS.c.id, _EVENTS.c.key))}
+    events = {key: id_ for id_, key in current.items()}
+    pending: list[dict] = []
+    count = 0
+
+    def flush() -> None:
+        _event_ids(connection, sorted({p["e"] for p in pending if p["e"] is not None} - events.keys()), events)
+        for p in pending:
+            p["e"] = None if p["e"] is None else events[p["e"]]
+        connection.execute(_SET_EVENT, pending)
+
+    query = select(table).where(table.c.mechanism_name.in_(("laplace", "geometric"))).order_by(table.c.seq)
+    for row in connection.execute(query.execution_options(yield_per=batch)):
+        if "sample_size" not in (row.mechanism_params or {}):
+            continue
+        release = release_from_dict(store.release_row_dict(row))
+        key, charged = release_event(release)
+        (stored,) = connection.execute(select(_ROWS.c.event).where(_ROWS.c.seq == row.seq)).one()
+        if current.get(stored) == key:
+            continue
+        pending.append({"s": row.seq, "e": key, "c": charged})
+        if len(pending) >= batch:
+            flush()
+            count += len(pending)
+            pending = []
+    if pending:
+        flush()
+    return count + len(pending)
+
+
 def add_event_columns(session: Session, batch: int = 20_000) -> int:
     """The schema 6 migration: the accounting rows of a schema 5 ledger gain their event and
     time columns (EVENT_COLUMNS), computed once from the release rows, streamed a batch at a

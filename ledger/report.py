@@ -569,7 +569,7 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     chain = inputs.chain_status()  # last: the verification may still be running alongside
     return ReportContext(
         title=f"Privacy-loss report: {dataset.name}",
-        certificate=replace(certificate(inputs, chain, table, charged),
+        certificate=replace(certificate(inputs, chain, table, charged, accounts),
                             headline=best_headline(_headline(inputs, index, objective, table, pairs), index,
                                                    inputs.delta, accounts, pairs)),
         meeting=meeting,
@@ -611,10 +611,15 @@ def _largest_rows(table: RiskTable, risk: RiskTableView, count: int) -> list[int
 
 
 def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
-                charged: Sequence[Release]) -> Certificate:
+                charged: Sequence[Release], accounts=None) -> Certificate:
+    """`accounts`: the total row's figures by accountant (accountant_views.TableAccounts): the
+    Notion line names the accountants whose figures it shows."""
     wide = table.total_dataset_wide
     used = {int(i) for i in np.unique(table.cells)} | {int(i) for i in np.unique(table.dataset_wide)}
     basis = basis_for([table.values[i] for i in used] + [*table.total, wide], inputs.delta)
+    if accounts is not None:
+        per_variable, whole = accounts.shown()
+        basis = replace(basis, accountants=tuple(sorted({f.accountant for f in [*per_variable, whole]})))
     return Certificate(
         dataset=inputs.dataset.name,
         description=inputs.dataset.description,
@@ -853,8 +858,8 @@ def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequ
     a small dataset), float epsilons for the heat map's colours. With `protected` (the
     variables not classified public, DESIGN 2.11), the highest pairs are pairs of protected
     variables, and `unprotected` counts those only: a public variable's ∞ is expected.
-    `best`: each pair's figure is the one `pairs` prints, the smaller valid one of the basic
-    and Rényi accountants (accountants.pair_figures, issue 11)."""
+    `best`: each pair's figure is the one `pairs` prints, the smallest valid one of the basic,
+    Rényi and PLD accountants (accountants.pair_figures, issue 11)."""
     variables = index.variables
     n = len(variables)
     grid = index.pair_matrix(objective)

@@ -89,9 +89,10 @@ from .memory import paused_gc
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Release
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 6  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 7  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
-# 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments
+# 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments;
+# 7: a subsampled release's accounting event is its sampling event (issue 11, section 4)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -511,12 +512,19 @@ def _v6_accounting_events(session: Session) -> None:
     columns.add_event_columns(session)
 
 
+def _v7_sampled_events(session: Session) -> None:
+    """A Laplace or geometric release run on a sample keeps its sampling event for the Rényi and
+    PLD accountants (issue 11, section 4): its accounting row is brought to that event."""
+    columns.refresh_sampled_events(session)
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
     4: _v4_people,
     5: _v5_accounting_rows,
     6: _v6_accounting_events,
+    7: _v7_sampled_events,
 }
 
 

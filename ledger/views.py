@@ -43,6 +43,19 @@ class Basis:
 
     pure: bool
     delta: Fraction
+    accountants: tuple[str, ...] = ()  # the accountants whose figures the total row shows (issue 11)
+
+    @property
+    def notion(self) -> str:
+        """The report's Notion line: the basis, and the accountants that decided the printed figures
+        (the total row and the headline take the smallest valid figure per subset, DESIGN 2.10)."""
+        used = [name for name in ACCOUNTANT_WORDS if name in self.accountants]
+        if not used or used == ["basic"]:
+            return self.label
+        return (f"epsilon at delta = {format_delta(self.delta)} where a figure at delta is the smallest valid "
+                f"one (pure epsilon otherwise); the total row and the headline show, per subset, the smallest "
+                f"valid figure of: " + "; ".join(ACCOUNTANT_WORDS[name] for name in used)
+                + ". Each release's own cells: " + self.label)
 
     @property
     def label(self) -> str:
@@ -53,6 +66,14 @@ class Basis:
 
     def json_delta(self) -> object:
         return None if self.pure else to_json(self.delta)
+
+
+ACCOUNTANT_WORDS = {
+    "basic": "basic composition (Tan Prop 3.4; zCDP by Canonne, Kamath and Steinke 2020)",
+    "rdp": "the Rényi DP accountant (Mironov 2017; converted by Canonne, Kamath and Steinke 2020, Prop 12)",
+    "pld": "the privacy-loss-distribution accountant (dp_accounting, pessimistic; valid where the plan was "
+           "declared in advance)",
+}
 
 
 def basis_for(spends, delta: Fraction) -> Basis:

@@ -395,3 +395,95 @@ def test_a_subsampled_release_file_records_the_tight_bound(tmp_path):
     epsilon = F(release["guarantees"][0]["epsilon"])
     assert 0 <= float(epsilon) - math.log1p(0.1 * math.expm1(1)) <= 1e-12  # 0.1586, not Clifton's 0.2639
     assert release["mechanism"]["params"]["sample_size"] == 100  # the sampling event is kept
+
+
+# --------------------------------------------------------------------------
+# Subsampling without replacement in the Rényi accountant (issue 11, section 4)
+# --------------------------------------------------------------------------
+
+
+def _forward_differences_off(fun, n):
+    """dp_accounting's Theorem 27 strengthening switched off: every forward difference infinite,
+    so its `min` keeps Wang, Balle and Kasiviswanathan's Theorem 9 term."""
+    import numpy as np
+
+    return np.full(n + 2, np.inf), np.ones(n + 2, dtype=bool)
+
+
+@pytest.mark.parametrize("q, sigma", [(0.01, 0.8), (0.5, 5.0)])
+def test_the_subsampled_curve_is_theorem_9_as_dp_accounting_computes_it(q, sigma):
+    """The general Theorem 9 code, given a Gaussian base curve (a / (2 sigma^2), eps(inf) = inf),
+    against dp_accounting's `_compute_rdp_sample_wor_gaussian` (same theorem, Gaussian base):
+    equal at every integer order when its forward-difference strengthening (Theorem 27) is off,
+    and never below it when on (at order 2 the two are the same formula)."""
+    import numpy as np
+
+    orders = np.asarray(list(range(2, 41)) + [64, 128, 257, 300])  # (the peer is slow: O(order^2) in Python)
+    base = np.arange(2, orders.max() + 1) / (2 * sigma**2)  # the Gaussian's curve at 2, 3, ..., 300
+    mine = accountants.subsampled_wor_curve(base, math.inf, q, orders)
+    strengthened = np.array([rdp_privacy_accountant._compute_rdp_sample_wor_gaussian_scalar(q, sigma, int(a))
+                             for a in orders])
+    with mock.patch.object(rdp_privacy_accountant, "_get_forward_diffs", _forward_differences_off):
+        theorem_9 = np.array([rdp_privacy_accountant._compute_rdp_sample_wor_gaussian_scalar(q, sigma, int(a))
+                              for a in orders])
+    finite = np.isfinite(theorem_9)
+    assert finite.sum() > 30
+    assert np.all(mine[finite] >= theorem_9[finite])
+    assert np.all(mine[finite] <= theorem_9[finite] * (1 + 1e-8) + 1e-14)
+    assert np.all(mine >= strengthened * (1 - 1e-12))
+    assert mine[0] == pytest.approx(strengthened[0], rel=1e-8)
+
+
+def _renyi(p, q, alpha):
+    import numpy as np
+
+    alpha = float(alpha)
+    return float(np.logaddexp.reduce([alpha * math.log(pi) + (1 - alpha) * math.log(qi)
+                                      for pi, qi in zip(p, q)])) / (alpha - 1)
+
+
+@pytest.mark.parametrize("epsilon, beta, tighter", [(F(1), F(1, 10), False), (F(1, 2), F(1, 2), False),
+                                                    (F(2), F(1, 50), True), (F(3), F(1, 100), True),
+                                                    (F(8), F(1, 20), True)])
+def test_a_subsampled_releases_curve_is_valid_and_below_the_amplified_one(epsilon, beta, tighter):
+    """The sampling event's curve: never below the exact Rényi divergence (both directions) of a
+    subsampled randomized response (the changed record sampled with probability beta, otherwise
+    the output is the other record's), never above randomized response at the amplified epsilon,
+    and, for small samples of a large epsilon, well below it at low orders (Theorem 9's regime;
+    elsewhere the amplified curve is the smaller and is kept)."""
+    from ledger.mechanisms.subsampling import subsampled_epsilon
+
+    amplified = F(subsampled_epsilon(epsilon, beta))
+    event = accountants.Event("sampled", amplified, beta, epsilon)
+    curve = accountants.event_curve(event)
+    p = math.exp(float(epsilon)) / (1 + math.exp(float(epsilon)))
+    x, y, b = (p, 1 - p), (1 - p, p), float(beta)
+    mixed = tuple((1 - b) * yi + b * xi for xi, yi in zip(x, y))
+    amplified_curve = accountants.pure_curve(float(amplified))
+    for k, alpha in enumerate(accountants.ORDERS):
+        exact = max(_renyi(mixed, y, alpha), _renyi(y, mixed, alpha))
+        assert curve[k] >= exact, alpha
+        assert curve[k] <= amplified_curve[k]
+    assert (curve < amplified_curve * 0.9).any() == tighter
+
+
+def test_many_subsampled_releases_rdp_uses_the_sampling_event():
+    """1,000 Laplace releases of epsilon 3 on 1% samples, delta 1e-9: the Rényi figure with the
+    sampling event is below the one with randomized response at the amplified epsilon; the PLD
+    figure keeps randomized response at the amplified epsilon, and says so."""
+    mechanism = Mechanism("laplace", (("epsilon", F(3)), ("population", 1000), ("sample_size", 10)))
+    from ledger.catalogue import derive_guarantees
+
+    (guarantee,), problems = derive_guarantees(mechanism, frozenset("a"))
+    assert not problems
+    releases = [Release(f"s{i}", "d", frozenset("a"), mechanism, (guarantee,), recorded_at=T0,
+                        status=Status.PLANNED) for i in range(1000)]
+    comp = accountants.composition(releases, [], {"a"})
+    (event,) = comp.events
+    assert event.kind == "sampled" and event.b == F(1, 100) and event.c == 3 and event.a == guarantee.epsilon
+    found = accountants.figures(comp, F(1, 10**9))
+    pure = accountants.Composition(comp.basic, {accountants.Event("pure", guarantee.epsilon): 1000})
+    before = accountants.figures(pure, F(1, 10**9))
+    assert found["rdp"].epsilon < before["rdp"].epsilon * 0.9
+    assert found["pld"].epsilon == before["pld"].epsilon
+    assert "amplified epsilon" in found["pld"].note

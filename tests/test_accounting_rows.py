@@ -298,7 +298,8 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
     migrated, keys = sql(url, f"SELECT kind, subject, payload FROM audit_events WHERE seq > {events}",
                          "SELECT release, e.key FROM release_accounting LEFT JOIN accounting_events e "
                          "ON e.id = event ORDER BY release")
-    assert migrated == [("ledger.migrated", "schema 6", '{"from":5,"to":6}')]
+    assert migrated == [("ledger.migrated", "schema 6", '{"from":5,"to":6}'),
+                        ("ledger.migrated", "schema 7", '{"from":6,"to":7}')]
     assert keys == [("g", "gaussian:4"), ("l", "laplace:2"), ("p", None)]
     engine = store.make_engine(url)
     with engine.connect() as connection:
@@ -309,4 +310,38 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
     engine.dispose()
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "subset", "a")
-    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 1,)]  # once
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 2,)]  # once each (schemas 6 and 7)
+
+
+SAMPLED = """\
+dataset: t
+releases:
+  - {id: s, reads: [a], mechanism: {name: laplace, epsilon: 1, sample_size: 10, population: 100}}
+  - {id: l, reads: [a], mechanism: {name: laplace, epsilon: "1/2"}}
+"""
+
+
+def test_a_ledger_of_schema_6_charges_its_subsampled_releases_through_the_sampling_event(ledger_url, tmp_path):
+    """Issue 11, section 4: schema 6 charged a subsampled Laplace release through its amplified
+    guarantee (no event on its row); the schema 7 upgrade gives the row its sampling event, once,
+    with an audit event; the figures are then the ones a new ledger prints, and `audit verify` agrees."""
+    url = ledger_url
+    (tmp_path / "t.yaml").write_text("dataset: t\nvariables: [{name: a}, {name: b}]\ndelta: 1e-9\n"
+                                     "caps:\n  - {name: c, subset: [a], epsilon: 50, delta: 1e-9}\n")
+    (tmp_path / "s.yaml").write_text(SAMPLED)
+    assert cli_main(url, "dataset", "add", tmp_path / "t.yaml").code == 0
+    assert cli_main(url, "record", tmp_path / "s.yaml").code == 0
+    now = cli_main(url, "subset", "a", "--json").json()
+    (key,), = sql(url, "SELECT e.key FROM release_accounting JOIN accounting_events e ON e.id = event "
+                       "WHERE release = 's'")[0]
+    assert key.startswith("sampled:") and key.endswith(":1/10:1")
+    (events,), = sql(url, "SELECT count(*) FROM audit_events")[0]
+    sql(url, "UPDATE release_accounting SET event = NULL, charged_by_event = FALSE WHERE release = 's'",
+        "UPDATE ledger_meta SET value = '6' WHERE key = 'schema_version'")  # as schema 6 left it
+    assert cli_main(url, "subset", "a", "--json").json() == now
+    migrated, rows = sql(url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}",
+                         "SELECT e.key, charged_by_event FROM release_accounting JOIN accounting_events e "
+                         "ON e.id = event WHERE release = 's'")
+    assert migrated == [("ledger.migrated", "schema 7")]
+    assert rows == [(key, True)] or rows == [(key, 1)]
+    assert cli_main(url, "audit", "verify").code == 0
