@@ -1289,11 +1289,12 @@ def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
     rows, ev = rows[keep], ev[keep]
     kinds = sorted({int(k) for k in np.unique(ev)})
     chosen = [events.events[k] for k in kinds]
-    counts = np.zeros((len(kinds), n, n), dtype=np.float64)
-    for slot, k in enumerate(kinds):
-        reads = index.reads[rows[ev == k]].astype(np.float32)
-        alone = reads.sum(axis=0, dtype=np.float64)
-        counts[slot] = np.rint(alone[:, None] + alone[None, :] - (reads.T @ reads))
+    slot_of = np.full(max(kinds, default=0) + 1, -1, dtype=np.int64)
+    slot_of[kinds] = np.arange(len(kinds))
+    groups = np.full(len(index.releases), -1, dtype=np.int64)
+    groups[rows] = slot_of[ev]
+    # per event, the releases reading i or j (exact integers, as floats for the products below)
+    counts = index.pair_counts(groups, len(kinds)).astype(np.float64)
     approx = np.asarray([e.kind == "approx" for e in chosen], dtype=bool)
     orders = _grids()["ORDERS"]
     curves = (np.asarray([event_curve(e) for e in chosen])[~approx] if len(chosen)

@@ -573,17 +573,19 @@ class LedgerIndex:
         n_guarantees, first = self._guarantee_spans()
 
         single = np.flatnonzero(self.simple & (n_guarantees <= 1))
-        protects = self._single_protects(single, first)
-        exact = (self.reads[single] & ~protects).any(axis=0)  # read without protection: ∞ (DESIGN 2.3)
+        exact = np.zeros(n_var, dtype=bool)
+        for start in range(0, len(single), _CHUNK):  # read without protection: ∞ (DESIGN 2.3)
+            part = single[start:start + _CHUNK]
+            exact |= (self.reads[part] & ~self._single_protects(part, first)).any(axis=0)
         grid.unbounded |= exact[:, None] | exact[None, :]
         guaranteed = first[single] >= 0
         rows = single[guaranteed]
         values = self.g_value[first[rows]]
+        groups = np.full(len(self.releases), -1, dtype=np.int64)
+        groups[rows] = values
+        counts = self.pair_counts(groups, len(self.values))
         for value in np.unique(values):
-            reads = self.reads[rows[values == value]].astype(np.float32)
-            alone = reads.sum(axis=0)
-            both = reads.T @ reads
-            grid.add_count(int(value), np.rint(alone[:, None] + alone[None, :] - both).astype(np.int64))
+            grid.add_count(int(value), counts[value])
 
         for r in np.flatnonzero(self.simple & (n_guarantees > 1)):
             grid.add_ids(self._pair_ids(r, first, n_guarantees))
@@ -620,6 +622,62 @@ class LedgerIndex:
                 grid.set(i, j, spend)
                 grid.set(j, i, spend)
         return grid.done()
+
+    def pair_counts(self, groups: np.ndarray, n_groups: int) -> np.ndarray:
+        """Per group g and pair {a, b}: how many releases r with groups[r] = g (-1: none) read a
+        or b, n_g(a) + n_g(b) - n_g(a and b) (n_g(a) on the diagonal), as int64 (n_groups, n, n).
+
+        The counts of both, n_g(a and b), are counted from the pairs of variables each release
+        reads (a release reads a few variables: a handful of pairs, not n^2 cells), grouped
+        by one bincount; a release reading more than PAIR_SPARSE_LIMIT variables enters by a
+        0/1 matrix product instead (exact in float32 below 2^24 releases per chunk)."""
+        n = len(self.variables)
+        owner, key, wide = self._read_pairs()
+        both = np.zeros(n_groups * n * n, dtype=np.int64)
+        step = 4 * _CHUNK
+        for start in range(0, len(owner), step):
+            g = groups[owner[start:start + step]]
+            keep = g >= 0
+            both += np.bincount(g[keep] * (n * n) + key[start:start + step][keep], minlength=n_groups * n * n)
+        both = both.reshape(n_groups, n, n)  # a <= b only (a == b: the release reads a)
+        diagonal = np.einsum("gii->gi", both).copy()
+        both = both + both.transpose(0, 2, 1)
+        both[:, np.arange(n), np.arange(n)] = diagonal
+        wide_groups = groups[wide]
+        for g in np.unique(wide_groups[wide_groups >= 0]):
+            rows = wide[wide_groups == g]
+            for start in range(0, len(rows), _CHUNK):
+                reads = self.reads[rows[start:start + _CHUNK]].astype(np.float32)
+                both[g] += np.rint(reads.T @ reads).astype(np.int64)
+        alone = np.einsum("gii->gi", both)
+        return alone[:, :, None] + alone[:, None, :] - both
+
+    def _read_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The pairs {a, b} (a <= b) of variables read by the same release, for the releases
+        reading at most PAIR_SPARSE_LIMIT variables: (release, a * n + b) as two int32 arrays;
+        and the other releases. Built once per index (`pair_matrix` and the accountants'
+        `pair_rdp` group the same pairs two ways)."""
+        cached = self.__dict__.get("_pairs_read")
+        if cached is not None:
+            return cached
+        n_rel, n = len(self.releases), len(self.variables)
+        width = self.reads.sum(axis=1, dtype=np.int64) if n_rel else np.zeros(0, dtype=np.int64)
+        narrow = width <= PAIR_SPARSE_LIMIT
+        deepest = int(width[narrow].max()) if narrow.any() else 0
+        owners, keys = [], []
+        for start in range(0, n_rel, _CHUNK):
+            rows, cols = np.nonzero(self.reads[start:start + _CHUNK] & narrow[start:start + _CHUNK, None])
+            rows += start  # (row-major: by release, each release's variables in order)
+            owners.append(rows.astype(np.int32))
+            keys.append((cols * (n + 1)).astype(np.int32))  # a == b
+            for d in range(1, deepest):
+                same = rows[d:] == rows[:-d]
+                owners.append(rows[:-d][same].astype(np.int32))
+                keys.append((cols[:-d][same] * n + cols[d:][same]).astype(np.int32))
+        owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int32)
+        key = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int32)
+        found = self.__dict__["_pairs_read"] = (owner, key, np.flatnonzero(~narrow))
+        return found
 
     def running_totals(self, order: Sequence[int], checkpoints: Sequence[int],
                        objective: Objective | None = None) -> SpendGrid:
@@ -895,6 +953,10 @@ class _GridBuilder:
         components = tuple((field, denominator, self.sums[field])
                            for field, denominator, _ in self.source.components)
         return SpendGrid(self.shape, unbounded, components, dict(self.exceptions))
+
+
+_CHUNK = 65_536  # releases at a time where a pass over arrays would otherwise copy every row
+PAIR_SPARSE_LIMIT = 16  # releases reading more variables enter the pair counts by a matrix product
 
 
 def _is_chain(values: Sequence[Spend]) -> bool:
