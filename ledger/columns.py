@@ -430,6 +430,7 @@ class _Releases(Sequence):
         self.seqs, self.whole, self._heads = seqs, whole, heads
         self.heads: tuple[list[str], list[str], list[str]] | None = None
         self.found: dict[int, ReleaseHead] = {}
+        self.known_ids: list[str] | None = None  # the ids alone, when read with the rows
 
     def __len__(self) -> int:
         return len(self.seqs)
@@ -474,7 +475,8 @@ class _LazyIds:
 
     def __getitem__(self, key):
         if self.ids is None:
-            self.ids = np.asarray(self.releases.load()[0], dtype=object)
+            known = self.releases.known_ids
+            self.ids = np.asarray(known if known is not None else self.releases.load()[0], dtype=object)
         return self.ids[key]
 
     def __iter__(self):
@@ -566,6 +568,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         return [r[0] for r in found], [r[1] for r in found], [r[2] for r in found]
 
     releases = _Releases(rows.seq, {}, heads)
+    releases.known_ids = rows.ids
     families = {fid: f for fid, f in families.items() if f.dataset == dataset}
 
     index = LedgerIndex.__new__(LedgerIndex)
@@ -595,11 +598,14 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         g_order.append(np.asarray(extra_order, dtype=np.int64))
         g_raw.append(np.asarray(extra_raw, dtype=np.int64))
         g_protects.append(_unpack(extra_bits, n_var))
-    g_release_all = np.concatenate(g_release)
-    order = np.lexsort((np.concatenate(g_order), g_release_all))
-    index.g_release = g_release_all[order]
-    raw = np.concatenate(g_raw)[order]
-    index.g_protects = np.concatenate(g_protects)[order]
+    if extra_release:
+        g_release_all = np.concatenate(g_release)
+        order = np.lexsort((np.concatenate(g_order), g_release_all))
+        index.g_release = g_release_all[order]
+        raw = np.concatenate(g_raw)[order]
+        index.g_protects = np.concatenate(g_protects)[order]
+    else:  # one guarantee at most per release: already in order (no copy of the protects matrix)
+        index.g_release, raw, index.g_protects = g_release[0], g_raw[0], g_protects[0]
     del g_protects
 
     # distinct values in rank order, as LedgerIndex.__init__ numbers them
@@ -626,7 +632,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     needed = sorted({i for rows_ in index.members.values() for i in rows_} | set(several))
     whole = releases.whole
     release_table = store.ReleaseRow.__table__
-    if titles or touching is not None:
+    if titles or (touching is not None and rows.ids is None):
         releases.load()
     else:
         releases.prefetch(needed)
@@ -657,6 +663,7 @@ class _Rows:
     charged_by_event: np.ndarray
     recorded: np.ndarray  # seconds (datetime.timestamp), -inf: unknown
     published: np.ndarray  # accountants.published_moment in seconds, inf: none, -inf: datetime.min
+    ids: list[str] | None = None  # the release ids, when read with the rows (a subset lists them)
 
 
 _BEFORE_ANY = -(2**62)  # (in SQL) a release published when recorded, at an unknown moment: datetime.min
@@ -735,7 +742,10 @@ def _read_columns(connection, dataset: str, charged: list[str], positions: list[
     rare = ("family IS NOT NULL OR more IS NOT NULL OR "
             "(value IS NOT NULL AND protects IS NOT NULL AND protects != reads)")
     fields = ["count(*)", "group_concat(seq)", "group_concat(hex(reads), '')", "group_concat(coalesce(value, -1))",
-              f"group_concat(CASE WHEN {rare} THEN seq END)", "sum(length(reads) != ?)"]
+              f"group_concat(CASE WHEN {rare} THEN seq END)", "sum(length(reads) != ?)",
+              # a subset lists the ids of the releases charging it: read with the rows (char(30) apart;
+              # an id holding that character sends the reading back to the rows, below)
+              "group_concat(release, char(30))" if positions is not None else "NULL"]
     if accounts:
         fields += ["group_concat(coalesce(event * 2 + (CASE WHEN charged_by_event THEN 1 ELSE 0 END), -2))",
                    f"group_concat(coalesce(recorded_us, {_BEFORE_ANY}))",
@@ -753,12 +763,18 @@ def _read_columns(connection, dataset: str, charged: list[str], positions: list[
     seq = numbers(found[1])
     reads = np.frombuffer(bytes.fromhex(found[2] or ""), dtype=np.uint8).reshape(n, size)
     value = numbers(found[3])
-    columns_ = [numbers(found[k]) for k in (6, 7, 8)] if accounts else []
+    columns_ = [numbers(found[k]) for k in (7, 8, 9)] if accounts else []
+    ids = None
+    if positions is not None:
+        ids = found[6].split("\x1e") if n else []
+        if len(ids) != n:
+            return None
     # (an aggregate reads the rows in the scan's order, seq order here, but that is not promised)
     order = np.argsort(seq, kind="stable") if n and (np.diff(seq) < 0).any() else None
     if order is not None:
         seq, reads, value = seq[order], reads[order], value[order]
         columns_ = [c[order] for c in columns_]
+        ids = None if ids is None else [ids[k] for k in order.tolist()]
     protects = reads[value >= 0].copy()
     family: dict[int, str] = {}
     more: dict[int, str] = {}
@@ -779,10 +795,10 @@ def _read_columns(connection, dataset: str, charged: list[str], positions: list[
     if accounts:
         combined, recorded, published_ = columns_
         return _Rows(seq, family, reads, value, protects, more, combined // 2, combined % 2 == 1,
-                     _stamps(recorded), _stamps(published_))
+                     _stamps(recorded), _stamps(published_), ids)
     empty = np.zeros(0)
     return _Rows(seq, family, reads, value, protects, more, np.zeros(0, dtype=np.int64), empty.astype(bool),
-                 empty, empty)
+                 empty, empty, ids)
 
 
 def _stamps(values: Sequence[int]):
@@ -1104,13 +1120,10 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
                     add_cells(j_, ids, np.where(mech >= 0, mech, events.value_event[ids]), np.ones(len(ids), np.int64))
             if events is not None:
                 others.update((start + int(r), cells[r]) for r in rest if not index.simple[start + r])
-        if events is None:
-            continue
-        last = np.maximum(last, np.where(reads, events.recorded[start:stop, None], -np.inf).max(axis=0,
-                                                                                              initial=-np.inf))
-        first = np.minimum(first, np.where(reads, events.published[start:stop, None], np.inf).min(axis=0,
-                                                                                                initial=np.inf))
-        unknown |= reads[events.unknown[start:stop]].any(axis=0)
+    if events is not None:  # the latest recording and earliest publication among the releases reading each variable
+        last, first = acc.read_extreme(index, events.recorded, -1), acc.read_extreme(index, events.published, 1)
+        read_rows, read_cols = index.read_entries()
+        unknown[read_cols[events.unknown[read_rows]]] = True
     sums = {field: [sum(int(numerators[v]) * int(per_value[v, j]) for v in range(n_values) if per_value[v, j])
                     for j in range(n_var)] for field, _, numerators in components.components}
     totals = [UNBOUNDED if unbounded[j] else Spend(**{field: Fraction(sums[field][j], denominator)
@@ -1118,6 +1131,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
               for j in range(n_var)]
     if index.members or index.ambiguous:
         totals = [index._others(frozenset({name}), total, objective) for total, name in zip(totals, index.variables)]
+    index.remember_cost_ids(range(n_var), dataset_wide)  # (the headline's protected subset, when it is every variable)
     total_wide = index._others(frozenset(index.variables), index.exact_total(dataset_wide[index.simple]), objective)
     rows = np.sort(np.argsort(-wide_float[dataset_wide], kind="stable")[:shown])
     cells = np.concatenate([_rows_view(index, int(r), int(r) + 1,
@@ -1172,17 +1186,6 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
 
 def _rows_view(index, start: int, stop: int, g_start: int, g_stop: int):
     """The index restricted to releases start..stop (and their guarantees), sharing its values."""
-    from .engine import LedgerIndex
+    from .engine import _rows_of
 
-    part = LedgerIndex.__new__(LedgerIndex)
-    part.variables, part.column, part.values, part.NONE, part.ZERO_ID = (
-        index.variables, index.column, index.values, index.NONE, index.ZERO_ID)
-    part.releases = range(stop - start)  # only its length is used
-    part.reads = index.reads[start:stop]
-    part.g_release = index.g_release[g_start:g_stop] - start
-    part.g_value = index.g_value[g_start:g_stop]
-    part.g_protects = index.g_protects[g_start:g_stop]
-    part.has_guarantee = index.has_guarantee[start:stop]
-    part.g_start = (np.flatnonzero(np.r_[True, part.g_release[1:] != part.g_release[:-1]]) if len(part.g_release)
-                    else np.zeros(0, dtype=np.int64))
-    return part
+    return _rows_of(index, start, stop, g_start, g_stop)

@@ -52,3 +52,16 @@ def test_pair_counts_of_a_known_ledger():
     reads = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 0]], dtype=bool)
     counts = _index(reads).pair_counts(np.zeros(3, dtype=np.int64), 1)[0]
     assert counts.tolist() == [[2, 3, 3], [3, 2, 2], [3, 2, 1]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 7), st.integers(0, 30), st.integers(0, 2**32 - 1))
+def test_read_extremes_equal_the_column_extremes(n_var, n_rel, seed):
+    from ledger.accountants import _column_extreme, read_extreme
+
+    rng = np.random.default_rng(seed)
+    reads = rng.random((n_rel, n_var)) < rng.random()
+    values = rng.choice([-np.inf, np.inf, 1.5, 2.0, 1e9, -3.0], n_rel)
+    index = _index(reads)
+    for sign in (-1, 1):
+        assert np.array_equal(read_extreme(index, values, sign), _column_extreme(reads, values, sign))
