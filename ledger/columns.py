@@ -513,6 +513,29 @@ def _unpack(blobs: list[bytes], width: int):
     return np.unpackbits(packed, axis=1, count=width, bitorder="little").astype(bool)
 
 
+def _row_statement(dataset: str, charged: list[str], positions: list[int] | None, accounts: bool):
+    """(the WHERE clauses, the SELECT) of the accounting rows `index_for` reads row by row:
+    the dataset's charged rows, or with `positions` those of the releases reading one of them."""
+    chosen = (_ROWS.c.dataset == dataset, _ROWS.c.status.in_(charged))
+    if positions is not None:
+        # the dataset is the inverted index's: the rows are then looked up by seq, not scanned
+        chosen = (_ROWS.c.status.in_(charged), _ROWS.c.seq.in_(select(_READS.c.seq).where(
+            _READS.c.dataset == dataset, _READS.c.position.in_(positions))))
+    # what the accounting needs, and no more (on a million releases every column, and every
+    # Python object, read costs about 0.1 s): a first guarantee protecting exactly what the
+    # release reads as NULL; the event with whether it is charged as one number; the
+    # publication moment as `accountants.published_moment` takes it (a release recorded as
+    # published without a date was published when recorded)
+    published = case((and_(_ROWS.c.published_us.is_(None), _ROWS.c.status.in_(sorted(_PUBLISHED))),
+                      func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)), else_=_ROWS.c.published_us)
+    fields = [_ROWS.c.seq, _ROWS.c.reads, func.coalesce(_ROWS.c.value, -1),
+              case((_ROWS.c.protects == _ROWS.c.reads, None), else_=_ROWS.c.protects), _ROWS.c.family, _ROWS.c.more]
+    if accounts:
+        fields += [func.coalesce(_ROWS.c.event * 2 + case((_ROWS.c.charged_by_event, 1), else_=0), -2),
+                   func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY), func.coalesce(published, _AFTER_ALL)]
+    return chosen, select(*fields).where(*chosen).order_by(_ROWS.c.seq)
+
+
 def index_for(session: Session, variables: Sequence[str], dataset: str, families: Mapping[str, Family],
               titles: bool = False, touching: Iterable[str] | None = None, accounts: bool = True):
     """The `LedgerIndex` of a dataset's charged releases, from the accounting rows: equal to
@@ -531,25 +554,8 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
 
     connection = session.connection()
     charged = sorted(s.value for s in CHARGED_STATUSES)
-    chosen = (_ROWS.c.dataset == dataset, _ROWS.c.status.in_(charged))
-    if touching is not None:
-        # the dataset is the inverted index's: the rows are then looked up by seq, not scanned
-        wanted = sorted({k for k, name in enumerate(variables) if name in set(touching)})
-        chosen = (_ROWS.c.status.in_(charged), _ROWS.c.seq.in_(select(_READS.c.seq).where(
-            _READS.c.dataset == dataset, _READS.c.position.in_(wanted))))
-    # what the accounting needs, and no more (on a million releases every column, and every
-    # Python object, read costs about 0.1 s): a first guarantee protecting exactly what the
-    # release reads as NULL; the event with whether it is charged as one number; the
-    # publication moment as `accountants.published_moment` takes it (a release recorded as
-    # published without a date was published when recorded)
-    published = case((and_(_ROWS.c.published_us.is_(None), _ROWS.c.status.in_(sorted(_PUBLISHED))),
-                      func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)), else_=_ROWS.c.published_us)
-    fields = [_ROWS.c.seq, _ROWS.c.reads, func.coalesce(_ROWS.c.value, -1),
-              case((_ROWS.c.protects == _ROWS.c.reads, None), else_=_ROWS.c.protects), _ROWS.c.family, _ROWS.c.more]
-    if accounts:
-        fields += [func.coalesce(_ROWS.c.event * 2 + case((_ROWS.c.charged_by_event, 1), else_=0), -2),
-                   func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY), func.coalesce(published, _AFTER_ALL)]
-    statement = select(*fields).where(*chosen).order_by(_ROWS.c.seq)
+    wanted = None if touching is None else sorted({k for k, name in enumerate(variables) if name in set(touching)})
+    chosen, statement = _row_statement(dataset, charged, wanted, accounts)
     rows = None
     if connection.dialect.name == "sqlite":  # (the same rows, a column at a time: _read_columns)
         rows = _read_columns(connection, dataset, charged, None if touching is None else wanted, len(variables),

@@ -65,3 +65,54 @@ def test_read_extremes_equal_the_column_extremes(n_var, n_rel, seed):
     index = _index(reads)
     for sign in (-1, 1):
         assert np.array_equal(read_extreme(index, values, sign), _column_extreme(reads, values, sign))
+
+
+# --------------------------------------------------------------------------
+# The accounting rows read a column at a time (SQLite) = read row by row
+# --------------------------------------------------------------------------
+
+import tempfile  # noqa: E402
+
+from hypothesis import HealthCheck  # noqa: E402
+from sqlmodel import Session  # noqa: E402
+from test_accounting_rows import VARIABLES, ledgers, record  # noqa: E402
+
+from ledger import columns, store  # noqa: E402
+from ledger.records import CHARGED_STATUSES  # noqa: E402
+
+
+def _same_rows(found: columns._Rows, expected: columns._Rows) -> None:
+    for name in columns._Rows.__dataclass_fields__:
+        if name == "ids":
+            continue
+        a, b = getattr(found, name), getattr(expected, name)
+        if isinstance(a, dict):
+            assert a == b, name
+        else:
+            assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), name
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers(), st.sets(st.sampled_from(VARIABLES), min_size=1, max_size=3), st.booleans())
+def test_the_column_reading_equals_the_row_reading(ledger, subset, accounts):
+    """Families, further guarantees, a first guarantee protecting less than the release reads,
+    every status and moment: the same arrays, and (for a subset) the ids in index order."""
+    entries, lifecycle = ledger
+    charged = sorted(s.value for s in CHARGED_STATUSES)
+    with tempfile.TemporaryDirectory() as directory:
+        url = f"sqlite:///{directory}/l.db"
+        record(url, entries, lifecycle)
+        engine = store.make_engine(url)
+        with Session(engine) as session:
+            connection = session.connection()
+            for positions in (None, sorted(VARIABLES.index(v) for v in subset)):
+                found = columns._read_columns(connection, "t", charged, positions, len(VARIABLES), accounts)
+                expected = columns._read_rows(connection, columns._row_statement("t", charged, positions, accounts)[1], len(VARIABLES),
+                                              accounts)
+                _same_rows(found, expected)
+                if positions is not None:
+                    seqs = found.seq.tolist()
+                    by_seq = dict(connection.exec_driver_sql("SELECT seq, release FROM release_accounting").all())
+                    assert found.ids == [by_seq[s] for s in seqs]
+        engine.dispose()
+
