@@ -31,14 +31,20 @@ fractions, an event id an exact event key.
 
 Why no per-variable aggregates. The read commands' targets (issue 13: `subset`,
 `headroom` under 1 s, `table`, `pairs` under 5 s and 1 GB at a million releases
-over 100 variables) are met from these rows: `subset` reads only the rows of the
-releases that read the subset (the `release_reads` inverted index), `headroom`
+over 100 variables) are approached from these rows: `subset` reads only the rows of
+the releases that read the subset (the `release_reads` inverted index), `headroom`
 reads the caps' running totals, `table` and `pairs` read every charged row once
 as packed bitsets and integer ids (about 60 bytes of array per release) and
-compose them over arrays, chunk by chunk for Table 1 (`large_table`). An
-aggregate per variable would save `table` one pass over the rows but could not
-serve `pairs`, the whole-dataset column or the largest releases, which need the
-rows anyway, and it would be one more stored form for `audit verify` to recompute.
+compose them over arrays, chunk by chunk for Table 1 (`large_table`). On SQLite
+the rows are read a column at a time (`_read_columns`: one `group_concat` per
+column, parsed by numpy), since a Python tuple per row costs about twice the
+reading; the pair counts come from the pairs of variables each release reads
+(`LedgerIndex.pair_counts`). An aggregate per variable would save `table` one pass
+over the rows but could not serve `pairs`, the whole-dataset column, the largest
+releases or the accountants' lifecycle moments, which need the rows anyway, and it
+would be one more stored form for `audit verify` to recompute. What remains of
+`subset`'s and `table`'s time at a million releases, where the PLD figure is valid
+and so must be computed, is mostly importing dp_accounting (scipy) and composing.
 
 Invariants:
 - every release row has exactly one accounting row, equal to `rows_for(release)`;
