@@ -753,7 +753,7 @@ def _read_columns(connection, dataset: str, charged: list[str], positions: list[
                  f"coalesce(recorded_us, {_BEFORE_ANY}) ELSE published_us END")
     rare = ("family IS NOT NULL OR more IS NOT NULL OR "
             "(value IS NOT NULL AND protects IS NOT NULL AND protects != reads)")
-    fields = ["count(*)", "group_concat(seq)", "group_concat(hex(reads), '')", "group_concat(coalesce(value, -1))",
+    fields = ["count(*)", "group_concat(seq)", "group_concat(reads, '')", "group_concat(coalesce(value, -1))",
               f"group_concat(CASE WHEN {rare} THEN seq END)", "sum(length(reads) != ?)",
               # a subset lists the ids of the releases charging it: read with the rows (char(30) apart;
               # an id holding that character sends the reading back to the rows, below)
@@ -763,22 +763,29 @@ def _read_columns(connection, dataset: str, charged: list[str], positions: list[
                    f"group_concat(coalesce(recorded_us, {_BEFORE_ANY}))",
                    f"group_concat(coalesce({published}, {_AFTER_ALL}))"]
     params = (size, *(sorted(_PUBLISHED) if accounts else ()), *params)  # (in the order of the placeholders)
-    found = connection.exec_driver_sql(f"SELECT {', '.join(fields)} FROM {_ROWS.name} WHERE {where}",
-                                       params).one()
+    raw = connection.connection.dbapi_connection
+    factory = raw.text_factory
+    raw.text_factory = bytes  # (the bitsets concatenated as they are: text of raw bytes, not UTF-8)
+    cursor = raw.cursor()
+    try:
+        found = cursor.execute(f"SELECT {', '.join(fields)} FROM {_ROWS.name} WHERE {where}", params).fetchone()
+    finally:
+        cursor.close()
+        raw.text_factory = factory
     n = int(found[0])
-    if found[5]:  # some bitset of another width
+    if found[5] or len(found[2] or b"") != n * size:  # some bitset of another width
         return None
 
     def numbers(text: str | None):
         return np.zeros(0, dtype=np.int64) if not text else np.fromstring(text, dtype=np.int64, sep=",")
 
     seq = numbers(found[1])
-    reads = np.frombuffer(bytes.fromhex(found[2] or ""), dtype=np.uint8).reshape(n, size)
+    reads = np.frombuffer(found[2] or b"", dtype=np.uint8).reshape(n, size)
     value = numbers(found[3])
     columns_ = [numbers(found[k]) for k in (7, 8, 9)] if accounts else []
     ids = None
     if positions is not None:
-        ids = found[6].split("\x1e") if n else []
+        ids = found[6].decode().split("\x1e") if n else []
         if len(ids) != n:
             return None
     # (an aggregate reads the rows in the scan's order, seq order here, but that is not promised)
