@@ -36,9 +36,12 @@ def figure_line(figure: Figure) -> str:
     return text
 
 
-def subset_accountants(index, cost, delta: Fraction, accountant: str | None):
-    """Every accountant's figure for a subset and the one to show."""
-    found = accountants.subset_figures(index, cost.subset, delta, cost.spend)
+def subset_accountants(index, cost, delta: Fraction, accountant: str | None, every: bool = True):
+    """Every accountant's figure for a subset and the one to show. `every=False` (the default
+    text of `subset`): a PLD figure that is not valid here is not computed (it cannot be the
+    one shown), unless `--accountant pld` asks for it."""
+    found = accountants.subset_figures(index, cost.subset, delta, cost.spend,
+                                       invalid_pld=every or accountant == "pld")
     return found, choose(found, accountant)
 
 
@@ -166,10 +169,10 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
     changes = {"dataset_wide": wide.epsilon,
                "public_losses": tuple((name, loss[name]) for name, _ in head.public_losses)}
     if head.protected:
-        cost = index.subset_cost(frozenset(head.protected), at_delta(delta))
-        if not cost.spend.unbounded:
-            changes["epsilon"] = accountants.best(accountants.subset_figures(index, cost.subset, delta,
-                                                                             cost.spend)).epsilon
+        spend = index.subset_spend(frozenset(head.protected), at_delta(delta))  # (its releases are not listed)
+        if not spend.unbounded:
+            changes["epsilon"] = accountants.best(accountants.subset_figures(index, head.protected, delta, spend,
+                                                                             invalid_pld=False)).epsilon
         column = {name: k for k, name in enumerate(accounts.variables)}
         worst = max(head.protected, key=lambda name: (float(loss[name]), -column[name]))
         changes["worst_variable"] = (worst, loss[worst])

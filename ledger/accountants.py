@@ -811,11 +811,17 @@ def _rough_figure(comp: Composition, delta: float) -> float:
     return rough
 
 
-def figures(comp: Composition, delta: Fraction) -> dict[str, Figure]:
-    """The three accountants' figures for one subset at `delta`."""
+def figures(comp: Composition, delta: Fraction, invalid_pld: bool = True) -> dict[str, Figure]:
+    """The three accountants' figures for one subset at `delta`. `invalid_pld=False`: where
+    the PLD figure is not valid (the adaptive case, DESIGN 2.10) it is not computed (`best`
+    never chooses it; dp_accounting is not even imported): a Figure marked not available."""
     case = case_of(comp)
-    return {"basic": basic_figure(comp, delta, case), "rdp": rdp_figure(comp, delta, case),
-            "pld": pld_figure(comp, delta, case)}
+    if invalid_pld or case == "declared":
+        pld = pld_figure(comp, delta, case)
+    else:
+        pld = Figure("pld", INF, delta, False, case, THEOREMS["pld"], CONVERSIONS["pld"], available=False,
+                     note="not computed: not valid here (" + CASES["adaptive"] + ")")
+    return {"basic": basic_figure(comp, delta, case), "rdp": rdp_figure(comp, delta, case), "pld": pld}
 
 
 PURE_PREFERENCE = 1e-3  # a figure at delta replaces a pure one only when smaller by more than this share
@@ -1005,11 +1011,13 @@ def index_events(index) -> IndexEvents:
     return cached
 
 
-def subset_figures(index, subset: Iterable[str], delta: Fraction, basic: Spend) -> dict[str, Figure]:
-    """The three figures for one subset of a LedgerIndex (`basic` from `subset_cost`)."""
+def subset_figures(index, subset: Iterable[str], delta: Fraction, basic: Spend, invalid_pld: bool = True
+                   ) -> dict[str, Figure]:
+    """The three figures for one subset of a LedgerIndex (`basic` from `subset_cost`);
+    `invalid_pld`: as `figures`."""
     subset = frozenset(subset)
     ids = index.cost_ids([index.column[name] for name in sorted(subset)])
-    return figures(index_events(index).composition(ids, subset, basic), delta)
+    return figures(index_events(index).composition(ids, subset, basic), delta, invalid_pld)
 
 
 def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("basic", "rdp")
@@ -1038,7 +1046,7 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
         summed = counts @ curves
         touched = index.reads  # a single variable's column is touched exactly by the releases reading it
         unbounded = (cells[simple] == index.NONE).any(axis=0)
-        last, first = _column_extreme(touched, events.recorded, -1), _column_extreme(touched, events.published, 1)
+        last, first = read_extreme(index, events.recorded, -1), read_extreme(index, events.published, 1)
         unknown = touched[events.unknown].any(axis=0)
         others = bool(index.members) or bool(index.ambiguous)
         per_variable = []
@@ -1058,6 +1066,20 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
             per_variable.append(_some(comp, delta, accountants))
     comp = events.composition(table.dataset_wide, frozenset(index.variables), table.total_dataset_wide)
     return per_variable, _some(comp, delta, accountants)
+
+
+def read_extreme(index, values: np.ndarray, sign: int) -> np.ndarray:
+    """`_column_extreme(index.reads, values, sign)`, from the index's (release, variable) read
+    entries by one ufunc.at (no reordered copy of the reads matrix)."""
+    rows, cols = index.read_entries()
+    n = len(index.variables)
+    if sign < 0:
+        out = np.full(n, -np.inf)
+        np.maximum.at(out, cols, np.asarray(values, dtype=np.float64)[rows])
+    else:
+        out = np.full(n, np.inf)
+        np.minimum.at(out, cols, np.asarray(values, dtype=np.float64)[rows])
+    return out
 
 
 def _column_extreme(touched: np.ndarray, values: np.ndarray, sign: int) -> np.ndarray:
@@ -1466,11 +1488,12 @@ def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
     rows, ev = rows[keep], ev[keep]
     kinds = sorted({int(k) for k in np.unique(ev)})
     chosen = [events.events[k] for k in kinds]
-    counts = np.zeros((len(kinds), n, n), dtype=np.float64)
-    for slot, k in enumerate(kinds):
-        reads = index.reads[rows[ev == k]].astype(np.float32)
-        alone = reads.sum(axis=0, dtype=np.float64)
-        counts[slot] = np.rint(alone[:, None] + alone[None, :] - (reads.T @ reads))
+    slot_of = np.full(max(kinds, default=0) + 1, -1, dtype=np.int64)
+    slot_of[kinds] = np.arange(len(kinds))
+    groups = np.full(len(index.releases), -1, dtype=np.int64)
+    groups[rows] = slot_of[ev]
+    # per event, the releases reading i or j (exact integers, as floats for the products below)
+    counts = index.pair_counts(groups, len(kinds)).astype(np.float64)
     approx = np.asarray([e.kind == "approx" for e in chosen], dtype=bool)
     orders = _grids()["ORDERS"]
     curves = (np.asarray([event_curve(e) for e in chosen])[~approx] if len(chosen)
@@ -1515,8 +1538,8 @@ def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
     epsilon = np.triu(epsilon) + np.triu(epsilon, 1).T
 
     touched = index.reads
-    last = _column_extreme(touched, events.recorded, -1)
-    first_pub = _column_extreme(touched, events.published, 1)
+    last = read_extreme(index, events.recorded, -1)
+    first_pub = read_extreme(index, events.published, 1)
     unknown = touched[events.unknown].any(axis=0) if len(events.unknown) else np.zeros(n, dtype=bool)
     pair_last = np.maximum(last[:, None], last[None, :])
     pair_first = np.minimum(first_pub[:, None], first_pub[None, :])

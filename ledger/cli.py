@@ -674,7 +674,7 @@ def subset(
     _check_accountant(accountant)
     cost = index.subset_cost(names, at_delta(chosen_delta))
     result = subset_json(cost, chosen_delta)
-    found, shown = subset_accountants(index, cost, chosen_delta, accountant)
+    found, shown = subset_accountants(index, cost, chosen_delta, accountant, every=as_json)
     if as_json:
         result.update({**figure_fields("epsilon", shown.epsilon), **figure_fields("delta", shown.delta),
                        "accountant": shown.accountant, "case": shown.case, "theorem": shown.theorem,
@@ -698,6 +698,8 @@ def subset(
         if accountant is None:
             others = ", ".join(f"{name} {format_number(f.epsilon)}" + ("" if f.valid else " (not valid: adaptive)")
                                for name, f in found.items() if name != shown.accountant and f.available)
+            if not found["pld"].available and found["pld"].note.startswith("not computed: not valid"):
+                others += ("; " if others else "") + "pld not valid here (adaptive): --accountant pld computes it"
             if others:
                 typer.echo(f"  other accountants: {others}")
     if result["rho"] is not None and not cost.spend.unbounded:

@@ -31,14 +31,20 @@ fractions, an event id an exact event key.
 
 Why no per-variable aggregates. The read commands' targets (issue 13: `subset`,
 `headroom` under 1 s, `table`, `pairs` under 5 s and 1 GB at a million releases
-over 100 variables) are met from these rows: `subset` reads only the rows of the
-releases that read the subset (the `release_reads` inverted index), `headroom`
+over 100 variables) are approached from these rows: `subset` reads only the rows of
+the releases that read the subset (the `release_reads` inverted index), `headroom`
 reads the caps' running totals, `table` and `pairs` read every charged row once
 as packed bitsets and integer ids (about 60 bytes of array per release) and
-compose them over arrays, chunk by chunk for Table 1 (`large_table`). An
-aggregate per variable would save `table` one pass over the rows but could not
-serve `pairs`, the whole-dataset column or the largest releases, which need the
-rows anyway, and it would be one more stored form for `audit verify` to recompute.
+compose them over arrays, chunk by chunk for Table 1 (`large_table`). On SQLite
+the rows are read a column at a time (`_read_columns`: one `group_concat` per
+column, parsed by numpy), since a Python tuple per row costs about twice the
+reading; the pair counts come from the pairs of variables each release reads
+(`LedgerIndex.pair_counts`). An aggregate per variable would save `table` one pass
+over the rows but could not serve `pairs`, the whole-dataset column, the largest
+releases or the accountants' lifecycle moments, which need the rows anyway, and it
+would be one more stored form for `audit verify` to recompute. What remains of
+`subset`'s and `table`'s time at a million releases, where the PLD figure is valid
+and so must be computed, is mostly importing dp_accounting (scipy) and composing.
 
 Invariants:
 - every release row has exactly one accounting row, equal to `rows_for(release)`;
@@ -475,6 +481,7 @@ class _Releases(Sequence):
         self.seqs, self.whole, self._heads = seqs, whole, heads
         self.heads: tuple[list[str], list[str], list[str]] | None = None
         self.found: dict[int, ReleaseHead] = {}
+        self.known_ids: list[str] | None = None  # the ids alone, when read with the rows
 
     def __len__(self) -> int:
         return len(self.seqs)
@@ -519,7 +526,8 @@ class _LazyIds:
 
     def __getitem__(self, key):
         if self.ids is None:
-            self.ids = np.asarray(self.releases.load()[0], dtype=object)
+            known = self.releases.known_ids
+            self.ids = np.asarray(known if known is not None else self.releases.load()[0], dtype=object)
         return self.ids[key]
 
     def __iter__(self):
@@ -556,6 +564,29 @@ def _unpack(blobs: list[bytes], width: int):
     return np.unpackbits(packed, axis=1, count=width, bitorder="little").astype(bool)
 
 
+def _row_statement(dataset: str, charged: list[str], positions: list[int] | None, accounts: bool):
+    """(the WHERE clauses, the SELECT) of the accounting rows `index_for` reads row by row:
+    the dataset's charged rows, or with `positions` those of the releases reading one of them."""
+    chosen = (_ROWS.c.dataset == dataset, _ROWS.c.status.in_(charged))
+    if positions is not None:
+        # the dataset is the inverted index's: the rows are then looked up by seq, not scanned
+        chosen = (_ROWS.c.status.in_(charged), _ROWS.c.seq.in_(select(_READS.c.seq).where(
+            _READS.c.dataset == dataset, _READS.c.position.in_(positions))))
+    # what the accounting needs, and no more (on a million releases every column, and every
+    # Python object, read costs about 0.1 s): a first guarantee protecting exactly what the
+    # release reads as NULL; the event with whether it is charged as one number; the
+    # publication moment as `accountants.published_moment` takes it (a release recorded as
+    # published without a date was published when recorded)
+    published = case((and_(_ROWS.c.published_us.is_(None), _ROWS.c.status.in_(sorted(_PUBLISHED))),
+                      func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)), else_=_ROWS.c.published_us)
+    fields = [_ROWS.c.seq, _ROWS.c.reads, func.coalesce(_ROWS.c.value, -1),
+              case((_ROWS.c.protects == _ROWS.c.reads, None), else_=_ROWS.c.protects), _ROWS.c.family, _ROWS.c.more]
+    if accounts:
+        fields += [func.coalesce(_ROWS.c.event * 2 + case((_ROWS.c.charged_by_event, 1), else_=0), -2),
+                   func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY), func.coalesce(published, _AFTER_ALL)]
+    return chosen, select(*fields).where(*chosen).order_by(_ROWS.c.seq)
+
+
 def index_for(session: Session, variables: Sequence[str], dataset: str, families: Mapping[str, Family],
               titles: bool = False, touching: Iterable[str] | None = None, accounts: bool = True):
     """The `LedgerIndex` of a dataset's charged releases, from the accounting rows: equal to
@@ -574,26 +605,14 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
 
     connection = session.connection()
     charged = sorted(s.value for s in CHARGED_STATUSES)
-    chosen = (_ROWS.c.dataset == dataset, _ROWS.c.status.in_(charged))
-    if touching is not None:
-        # the dataset is the inverted index's: the rows are then looked up by seq, not scanned
-        wanted = sorted({k for k, name in enumerate(variables) if name in set(touching)})
-        chosen = (_ROWS.c.status.in_(charged), _ROWS.c.seq.in_(select(_READS.c.seq).where(
-            _READS.c.dataset == dataset, _READS.c.position.in_(wanted))))
-    # what the accounting needs, and no more (on a million releases every column, and every
-    # Python object, read costs about 0.1 s): a first guarantee protecting exactly what the
-    # release reads as NULL; the event with whether it is charged as one number; the
-    # publication moment as `accountants.published_moment` takes it (a release recorded as
-    # published without a date was published when recorded)
-    published = case((and_(_ROWS.c.published_us.is_(None), _ROWS.c.status.in_(sorted(_PUBLISHED))),
-                      func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)), else_=_ROWS.c.published_us)
-    fields = [_ROWS.c.seq, _ROWS.c.reads, func.coalesce(_ROWS.c.value, -1),
-              case((_ROWS.c.protects == _ROWS.c.reads, None), else_=_ROWS.c.protects), _ROWS.c.family, _ROWS.c.more]
-    if accounts:
-        fields += [func.coalesce(_ROWS.c.event * 2 + case((_ROWS.c.charged_by_event, 1), else_=0), -2),
-                   func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY), func.coalesce(published, _AFTER_ALL)]
-    statement = select(*fields).where(*chosen).order_by(_ROWS.c.seq)
-    rows = _read_rows(connection, statement, len(variables), accounts)
+    wanted = None if touching is None else sorted({k for k, name in enumerate(variables) if name in set(touching)})
+    chosen, statement = _row_statement(dataset, charged, wanted, accounts)
+    rows = None
+    if connection.dialect.name == "sqlite":  # (the same rows, a column at a time: _read_columns)
+        rows = _read_columns(connection, dataset, charged, None if touching is None else wanted, len(variables),
+                             accounts)
+    if rows is None:
+        rows = _read_rows(connection, statement, len(variables), accounts)
     bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
     n_rel, n_var = len(rows.value), len(variables)
 
@@ -606,6 +625,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         return [r[0] for r in found], [r[1] for r in found], [r[2] for r in found]
 
     releases = _Releases(rows.seq, {}, heads)
+    releases.known_ids = rows.ids
     families = {fid: f for fid, f in families.items() if f.dataset == dataset}
 
     index = LedgerIndex.__new__(LedgerIndex)
@@ -635,11 +655,14 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         g_order.append(np.asarray(extra_order, dtype=np.int64))
         g_raw.append(np.asarray(extra_raw, dtype=np.int64))
         g_protects.append(_unpack(extra_bits, n_var))
-    g_release_all = np.concatenate(g_release)
-    order = np.lexsort((np.concatenate(g_order), g_release_all))
-    index.g_release = g_release_all[order]
-    raw = np.concatenate(g_raw)[order]
-    index.g_protects = np.concatenate(g_protects)[order]
+    if extra_release:
+        g_release_all = np.concatenate(g_release)
+        order = np.lexsort((np.concatenate(g_order), g_release_all))
+        index.g_release = g_release_all[order]
+        raw = np.concatenate(g_raw)[order]
+        index.g_protects = np.concatenate(g_protects)[order]
+    else:  # one guarantee at most per release: already in order (no copy of the protects matrix)
+        index.g_release, raw, index.g_protects = g_release[0], g_raw[0], g_protects[0]
     del g_protects
 
     # distinct values in rank order, as LedgerIndex.__init__ numbers them
@@ -666,7 +689,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     needed = sorted({i for rows_ in index.members.values() for i in rows_} | set(several))
     whole = releases.whole
     release_table = store.ReleaseRow.__table__
-    if titles or touching is not None:
+    if titles or (touching is not None and rows.ids is None):
         releases.load()
     else:
         releases.prefetch(needed)
@@ -697,6 +720,7 @@ class _Rows:
     charged_by_event: np.ndarray
     recorded: np.ndarray  # seconds (datetime.timestamp), -inf: unknown
     published: np.ndarray  # accountants.published_moment in seconds, inf: none, -inf: datetime.min
+    ids: list[str] | None = None  # the release ids, when read with the rows (a subset lists them)
 
 
 _BEFORE_ANY = -(2**62)  # (in SQL) a release published when recorded, at an unknown moment: datetime.min
@@ -748,10 +772,103 @@ def _read_rows(connection, statement, n_var: int, accounts: bool = True, batch: 
 _AFTER_ALL = 2**62  # (in SQL) never published
 
 
+def _read_columns(connection, dataset: str, charged: list[str], positions: list[int] | None, n_var: int,
+                  accounts: bool) -> _Rows | None:
+    """`_read_rows` of the same rows on SQLite, each column read whole as one string by an
+    aggregate (`group_concat`) and parsed by numpy, not as a Python tuple per row: on a million
+    rows the tuples cost about three times the reading itself (issue 13). The rare rows with a
+    family, further guarantees or a first guarantee protecting other than what the release
+    reads are read apart, by seq. None (the caller reads row by row) when some reads bitset
+    has another width (written before a variable was added)."""
+    size = (n_var + 7) // 8 or 1
+    status = ", ".join("?" * len(charged))
+    if positions is None:
+        # the whole dataset: a scan in seq order (`+dataset`: not through the dataset index, a
+        # look-up per row) unless the dataset holds few of the ledger's rows
+        mine = connection.exec_driver_sql(f"SELECT count(*) FROM {_ROWS.name} WHERE dataset = ?",
+                                          (dataset,)).scalar()
+        every = connection.exec_driver_sql(f"SELECT count(*) FROM {_ROWS.name}").scalar()
+        where = f"{'+' if 4 * mine >= every else ''}dataset = ? AND status IN ({status})"
+        params: tuple = (dataset, *charged)
+    else:
+        where = (f"status IN ({status}) AND seq IN (SELECT seq FROM {_READS.name} WHERE dataset = ? AND position IN "
+                 f"({', '.join('?' * len(positions))}))")
+        params = (*charged, dataset, *positions)
+    published = (f"CASE WHEN published_us IS NULL AND status IN ({', '.join('?' * len(_PUBLISHED))}) THEN "
+                 f"coalesce(recorded_us, {_BEFORE_ANY}) ELSE published_us END")
+    rare = ("family IS NOT NULL OR more IS NOT NULL OR "
+            "(value IS NOT NULL AND protects IS NOT NULL AND protects != reads)")
+    fields = ["count(*)", "group_concat(seq)", "group_concat(reads, '')", "group_concat(coalesce(value, -1))",
+              f"group_concat(CASE WHEN {rare} THEN seq END)", "sum(length(reads) != ?)",
+              # a subset lists the ids of the releases charging it: read with the rows (char(30) apart;
+              # an id holding that character sends the reading back to the rows, below)
+              "group_concat(release, char(30))" if positions is not None else "NULL"]
+    if accounts:
+        fields += ["group_concat(coalesce(event * 2 + (CASE WHEN charged_by_event THEN 1 ELSE 0 END), -2))",
+                   f"group_concat(coalesce(recorded_us, {_BEFORE_ANY}))",
+                   f"group_concat(coalesce({published}, {_AFTER_ALL}))"]
+    params = (size, *(sorted(_PUBLISHED) if accounts else ()), *params)  # (in the order of the placeholders)
+    raw = connection.connection.dbapi_connection
+    factory = raw.text_factory
+    raw.text_factory = bytes  # (the bitsets concatenated as they are: text of raw bytes, not UTF-8)
+    cursor = raw.cursor()
+    try:
+        found = cursor.execute(f"SELECT {', '.join(fields)} FROM {_ROWS.name} WHERE {where}", params).fetchone()
+    finally:
+        cursor.close()
+        raw.text_factory = factory
+    n = int(found[0])
+    if found[5] or len(found[2] or b"") != n * size:  # some bitset of another width
+        return None
+
+    def numbers(text: str | None):
+        return np.zeros(0, dtype=np.int64) if not text else np.fromstring(text, dtype=np.int64, sep=",")
+
+    seq = numbers(found[1])
+    reads = np.frombuffer(found[2] or b"", dtype=np.uint8).reshape(n, size)
+    value = numbers(found[3])
+    columns_ = [numbers(found[k]) for k in (7, 8, 9)] if accounts else []
+    ids = None
+    if positions is not None:
+        ids = found[6].decode().split("\x1e") if n else []
+        if len(ids) != n:
+            return None
+    # (an aggregate reads the rows in the scan's order, seq order here, but that is not promised)
+    order = np.argsort(seq, kind="stable") if n and (np.diff(seq) < 0).any() else None
+    if order is not None:
+        seq, reads, value = seq[order], reads[order], value[order]
+        columns_ = [c[order] for c in columns_]
+        ids = None if ids is None else [ids[k] for k in order.tolist()]
+    protects = reads[value >= 0].copy()
+    family: dict[int, str] = {}
+    more: dict[int, str] = {}
+    special = sorted(set(numbers(found[4]).tolist()))
+    with_value = np.cumsum(value >= 0) - 1  # row -> its place among the rows with a first guarantee
+    for start in range(0, len(special), 500):
+        part = special[start:start + 500]
+        for s, bits, fam, extra in connection.exec_driver_sql(
+                f"SELECT seq, protects, family, more FROM {_ROWS.name} WHERE seq IN ({', '.join('?' * len(part))})",
+                tuple(part)).all():
+            row = int(np.searchsorted(seq, s))
+            if fam is not None:
+                family[row] = fam
+            if extra:
+                more[row] = extra
+            if value[row] >= 0 and bits is not None:
+                protects[with_value[row]] = np.frombuffer(bytes(bits).ljust(size, b"\0")[:size], dtype=np.uint8)
+    if accounts:
+        combined, recorded, published_ = columns_
+        return _Rows(seq, family, reads, value, protects, more, combined // 2, combined % 2 == 1,
+                     _stamps(recorded), _stamps(published_), ids)
+    empty = np.zeros(0)
+    return _Rows(seq, family, reads, value, protects, more, np.zeros(0, dtype=np.int64), empty.astype(bool),
+                 empty, empty, ids)
+
+
 def _stamps(values: Sequence[int]):
     """Microseconds since the epoch (or the sentinels) -> seconds as `datetime.timestamp()`
     gives them; _BEFORE_ANY -> -inf (datetime.min, or an unknown recording), _AFTER_ALL -> inf."""
-    raw = np.fromiter(values, dtype=np.int64, count=len(values))
+    raw = values if isinstance(values, np.ndarray) else np.fromiter(values, dtype=np.int64, count=len(values))
     before, after = raw == _BEFORE_ANY, raw == _AFTER_ALL
     known = ~(before | after)
     if (np.abs(raw[known]) < _EXACT_FLOAT).all():
@@ -1067,13 +1184,10 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
                     add_cells(j_, ids, np.where(mech >= 0, mech, events.value_event[ids]), np.ones(len(ids), np.int64))
             if events is not None:
                 others.update((start + int(r), cells[r]) for r in rest if not index.simple[start + r])
-        if events is None:
-            continue
-        last = np.maximum(last, np.where(reads, events.recorded[start:stop, None], -np.inf).max(axis=0,
-                                                                                              initial=-np.inf))
-        first = np.minimum(first, np.where(reads, events.published[start:stop, None], np.inf).min(axis=0,
-                                                                                                initial=np.inf))
-        unknown |= reads[events.unknown[start:stop]].any(axis=0)
+    if events is not None:  # the latest recording and earliest publication among the releases reading each variable
+        last, first = acc.read_extreme(index, events.recorded, -1), acc.read_extreme(index, events.published, 1)
+        read_rows, read_cols = index.read_entries()
+        unknown[read_cols[events.unknown[read_rows]]] = True
     sums = {field: [sum(int(numerators[v]) * int(per_value[v, j]) for v in range(n_values) if per_value[v, j])
                     for j in range(n_var)] for field, _, numerators in components.components}
     totals = [UNBOUNDED if unbounded[j] else Spend(**{field: Fraction(sums[field][j], denominator)
@@ -1081,6 +1195,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
               for j in range(n_var)]
     if index.members or index.ambiguous:
         totals = [index._others(frozenset({name}), total, objective) for total, name in zip(totals, index.variables)]
+    index.remember_cost_ids(range(n_var), dataset_wide)  # (the headline's protected subset, when it is every variable)
     total_wide = index._others(frozenset(index.variables), index.exact_total(dataset_wide[index.simple]), objective)
     rows = np.sort(np.argsort(-wide_float[dataset_wide], kind="stable")[:shown])
     cells = np.concatenate([_rows_view(index, int(r), int(r) + 1,
@@ -1135,17 +1250,6 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
 
 def _rows_view(index, start: int, stop: int, g_start: int, g_stop: int):
     """The index restricted to releases start..stop (and their guarantees), sharing its values."""
-    from .engine import LedgerIndex
+    from .engine import _rows_of
 
-    part = LedgerIndex.__new__(LedgerIndex)
-    part.variables, part.column, part.values, part.NONE, part.ZERO_ID = (
-        index.variables, index.column, index.values, index.NONE, index.ZERO_ID)
-    part.releases = range(stop - start)  # only its length is used
-    part.reads = index.reads[start:stop]
-    part.g_release = index.g_release[g_start:g_stop] - start
-    part.g_value = index.g_value[g_start:g_stop]
-    part.g_protects = index.g_protects[g_start:g_stop]
-    part.has_guarantee = index.has_guarantee[start:stop]
-    part.g_start = (np.flatnonzero(np.r_[True, part.g_release[1:] != part.g_release[:-1]]) if len(part.g_release)
-                    else np.zeros(0, dtype=np.int64))
-    return part
+    return _rows_of(index, start, stop, g_start, g_stop)

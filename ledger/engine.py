@@ -159,6 +159,7 @@ def _option_le(a: Option, b: Option) -> bool:
     return all(any(_le(x, y) for y in alternatives_of(b)) for x in alternatives_of(a))
 
 
+@lru_cache(maxsize=64)  # one objective per delta: results kept per objective (pair_matrix) are found again
 def at_delta(delta) -> Objective:
     """Prefer the smaller epsilon at `delta`, then the smaller rank."""
     return lambda spend: (float_up(spend.epsilon(delta)), spend.rank())
@@ -388,9 +389,12 @@ class LedgerIndex:
         self.families = {family.id: family for family in families}
         n_rel, n_var = len(self.releases), len(self.variables)
 
-        spend_of: dict[tuple, Spend] = {}  # one guarantee_spend per distinct guarantee value
+        # one guarantee_spend per distinct guarantee value, found by its exact parts as integers
+        # (hashing Fractions costs a modular inverse each: issue 11, 100,000 releases)
+        key_of: dict[tuple, int] = {}
+        spend_of: list[Spend] = []
         g_release: list[int] = []
-        g_spends: list[Spend] = []
+        g_keys: list[int] = []
         g_rows: list[int] = []
         g_cols: list[int] = []
         read_rows: list[int] = []
@@ -406,14 +410,16 @@ class LedgerIndex:
                 self.members.setdefault(release.family, []).append(i)
             values = []
             for guarantee in release.guarantees:
-                key = (guarantee.notion, guarantee.epsilon, guarantee.delta, guarantee.rho, guarantee.relation)
-                spend = spend_of.get(key)
-                if spend is None:
-                    spend = spend_of[key] = guarantee_spend(guarantee, Relation.REPLACE)
+                key = (guarantee.notion, _exact_key(guarantee.epsilon), _exact_key(guarantee.delta),
+                       _exact_key(guarantee.rho), guarantee.relation)
+                found = key_of.get(key)
+                if found is None:
+                    found = key_of[key] = len(spend_of)
+                    spend_of.append(guarantee_spend(guarantee, Relation.REPLACE))
                 k = len(g_release)
                 g_release.append(i)
-                g_spends.append(spend)
-                values.append(spend)
+                g_keys.append(found)
+                values.append(spend_of[found])
                 for name in guarantee.protects:
                     if name in column:
                         g_rows.append(k)
@@ -428,13 +434,14 @@ class LedgerIndex:
 
         # Distinct guarantee values in rank order, so the smallest id is the first-ranked
         # (and, among comparable values, the dominant) one; then the ∞ and zero sentinels.
-        distinct = sorted(set(spend_of.values()), key=Spend.rank)
+        distinct = sorted(set(spend_of), key=Spend.rank)
         value_id = {spend: k for k, spend in enumerate(distinct)}
         self.NONE = len(distinct)  # no covering guarantee: unbounded
         self.ZERO_ID = len(distinct) + 1
         self.values: tuple[Spend, ...] = tuple(distinct) + (UNBOUNDED, ZERO)
         self.value_is_zero = np.asarray([v.is_zero for v in self.values], dtype=bool)
-        self.g_value = np.asarray([value_id[s] for s in g_spends], dtype=np.int64)
+        remap = np.asarray([value_id[spend] for spend in spend_of], dtype=np.int64)  # key -> value id
+        self.g_value = remap[np.asarray(g_keys, dtype=np.int64)] if g_keys else np.zeros(0, dtype=np.int64)
         self.release_ids = np.asarray([r.id for r in self.releases], dtype=object)
 
         self.finish_arrays(self.ambiguous)
@@ -481,8 +488,36 @@ class LedgerIndex:
         return best
 
     def cost_ids(self, columns: Sequence[int]) -> np.ndarray:
-        """Per release, the id of c_r(U) for U = the given columns."""
-        columns = np.asarray(columns, dtype=np.int64)
+        """Per release, the id of c_r(U) for U = the given columns. The last few are kept (a
+        table's headline asks for the protected subset's three times: its loss, its figures,
+        its releases), read-only."""
+        key = tuple(int(j) for j in columns)
+        memo = self.__dict__.setdefault("_ids_memo", {})
+        found = memo.get(key)
+        if found is None:
+            found = self._cost_ids(np.asarray(key, dtype=np.int64))
+            found.flags.writeable = False
+            if len(memo) >= 4:
+                memo.pop(next(iter(memo)))
+            memo[key] = found
+        return found
+
+    def remember_cost_ids(self, columns: Sequence[int], ids: np.ndarray) -> None:
+        """`cost_ids(columns)` computed elsewhere (the whole-dataset column of `large_table`)."""
+        ids = np.array(ids, dtype=np.int64)
+        ids.flags.writeable = False
+        self.__dict__.setdefault("_ids_memo", {})[tuple(int(j) for j in columns)] = ids
+
+    def _cost_ids(self, columns: np.ndarray) -> np.ndarray:
+        n_rel = len(self.releases)
+        if n_rel > _CHUNK and len(self.g_release):  # a chunk of releases at a time: no n x |U| copies
+            out = np.empty(n_rel, dtype=np.int64)
+            bounds = np.searchsorted(self.g_release, np.arange(0, n_rel + _CHUNK, _CHUNK).clip(max=n_rel))
+            for k, start in enumerate(range(0, n_rel, _CHUNK)):
+                stop = min(start + _CHUNK, n_rel)
+                part = _rows_of(self, start, stop, bounds[k], bounds[k + 1])
+                out[start:stop] = part._cost_ids(columns)
+            return out
         reads_u = self.reads[:, columns]
         touched = reads_u.any(axis=1)
         if len(self.g_release):
@@ -520,12 +555,7 @@ class LedgerIndex:
     def table(self, dataset: str, objective: Objective | None = None) -> RiskTable:
         """The release-by-variable matrix (Tan, Table 1) with totals and the whole-dataset column."""
         n_var = len(self.variables)
-        if len(self.g_release):
-            candidates_ = np.where(self.g_protects, self.g_value[:, None], self.NONE)
-        else:
-            candidates_ = np.zeros((0, n_var), dtype=np.int64)
-        # for a single variable v read by r, U ∩ reads(r) = {v}: covered iff v ∈ P_g
-        cells = np.where(self.reads, self._best(candidates_), self.ZERO_ID)
+        cells = self._single_cells()
         dataset_wide = self.cost_ids(range(n_var))
         totals = self._components.column_totals(cells[self.simple])
         if self.members or self.ambiguous:
@@ -568,22 +598,31 @@ class LedgerIndex:
         releases with a choice go through the exact path (`family_options`,
         `candidates`, `choose`) on the pairs they read, as `_others` does.
         """
+        memo = self.__dict__.setdefault("_pair_grids", {})
+        if objective not in memo:  # (the last one kept: a table's headline asks twice)
+            memo.clear()
+            memo[objective] = self._pair_matrix(objective)
+        return memo[objective]
+
+    def _pair_matrix(self, objective: Objective | None) -> SpendGrid:
         n_var = len(self.variables)
         grid = _GridBuilder(self._components, (n_var, n_var))
         n_guarantees, first = self._guarantee_spans()
 
         single = np.flatnonzero(self.simple & (n_guarantees <= 1))
-        protects = self._single_protects(single, first)
-        exact = (self.reads[single] & ~protects).any(axis=0)  # read without protection: ∞ (DESIGN 2.3)
+        exact = np.zeros(n_var, dtype=bool)
+        for start in range(0, len(single), _CHUNK):  # read without protection: ∞ (DESIGN 2.3)
+            part = single[start:start + _CHUNK]
+            exact |= (self.reads[part] & ~self._single_protects(part, first)).any(axis=0)
         grid.unbounded |= exact[:, None] | exact[None, :]
         guaranteed = first[single] >= 0
         rows = single[guaranteed]
         values = self.g_value[first[rows]]
+        groups = np.full(len(self.releases), -1, dtype=np.int64)
+        groups[rows] = values
+        counts = self.pair_counts(groups, len(self.values))
         for value in np.unique(values):
-            reads = self.reads[rows[values == value]].astype(np.float32)
-            alone = reads.sum(axis=0)
-            both = reads.T @ reads
-            grid.add_count(int(value), np.rint(alone[:, None] + alone[None, :] - both).astype(np.int64))
+            grid.add_count(int(value), counts[value])
 
         for r in np.flatnonzero(self.simple & (n_guarantees > 1)):
             grid.add_ids(self._pair_ids(r, first, n_guarantees))
@@ -620,6 +659,73 @@ class LedgerIndex:
                 grid.set(i, j, spend)
                 grid.set(j, i, spend)
         return grid.done()
+
+    def pair_counts(self, groups: np.ndarray, n_groups: int) -> np.ndarray:
+        """Per group g and pair {a, b}: how many releases r with groups[r] = g (-1: none) read a
+        or b, n_g(a) + n_g(b) - n_g(a and b) (n_g(a) on the diagonal), as int64 (n_groups, n, n).
+
+        The counts of both, n_g(a and b), are counted from the pairs of variables each release
+        reads (a release reads a few variables: a handful of pairs, not n^2 cells), grouped
+        by one bincount; a release reading more than PAIR_SPARSE_LIMIT variables enters by a
+        0/1 matrix product instead (exact in float32 below 2^24 releases per chunk)."""
+        n = len(self.variables)
+        owner, key, wide = self._read_pairs()
+        both = np.zeros(n_groups * n * n, dtype=np.int64)
+        step = 4 * _CHUNK
+        for start in range(0, len(owner), step):
+            g = groups[owner[start:start + step]]
+            keep = g >= 0
+            both += np.bincount(g[keep] * (n * n) + key[start:start + step][keep], minlength=n_groups * n * n)
+        both = both.reshape(n_groups, n, n)  # a <= b only (a == b: the release reads a)
+        diagonal = np.einsum("gii->gi", both).copy()
+        both = both + both.transpose(0, 2, 1)
+        both[:, np.arange(n), np.arange(n)] = diagonal
+        wide_groups = groups[wide]
+        for g in np.unique(wide_groups[wide_groups >= 0]):
+            rows = wide[wide_groups == g]
+            for start in range(0, len(rows), _CHUNK):
+                reads = self.reads[rows[start:start + _CHUNK]].astype(np.float32)
+                both[g] += np.rint(reads.T @ reads).astype(np.int64)
+        alone = np.einsum("gii->gi", both)
+        return alone[:, :, None] + alone[:, None, :] - both
+
+    def _read_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The pairs {a, b} (a <= b) of variables read by the same release, for the releases
+        reading at most PAIR_SPARSE_LIMIT variables: (release, a * n + b) as two int32 arrays;
+        and the other releases. Built once per index (`pair_matrix` and the accountants'
+        `pair_rdp` group the same pairs two ways)."""
+        cached = self.__dict__.get("_pairs_read")
+        if cached is not None:
+            return cached
+        n = len(self.variables)
+        all_rows, all_cols = self.read_entries()
+        width = np.bincount(all_rows, minlength=len(self.releases))
+        narrow = width <= PAIR_SPARSE_LIMIT
+        deepest = int(width[narrow].max()) if narrow.any() else 0
+        keep = narrow[all_rows]
+        rows, cols = all_rows[keep].astype(np.int64), all_cols[keep].astype(np.int64)
+        owners, keys = [rows.astype(np.int32)], [(cols * (n + 1)).astype(np.int32)]  # a == b
+        for d in range(1, deepest):  # the d-th next variable of the same release
+            same = rows[d:] == rows[:-d]
+            owners.append(rows[:-d][same].astype(np.int32))
+            keys.append((cols[:-d][same] * n + cols[d:][same]).astype(np.int32))
+        found = self.__dict__["_pairs_read"] = (np.concatenate(owners), np.concatenate(keys), np.flatnonzero(~narrow))
+        return found
+
+    def read_entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """The (release, variable) pairs of `reads`, release by release and each release's
+        variables in order (np.nonzero, a chunk at a time), as int32 arrays; built once."""
+        cached = self.__dict__.get("_read_entries")
+        if cached is None:
+            rows_, cols_ = [], []
+            for start in range(0, len(self.releases), _CHUNK):
+                rows, cols = np.nonzero(self.reads[start:start + _CHUNK])
+                rows_.append((rows + start).astype(np.int32))
+                cols_.append(cols.astype(np.int32))
+            cached = self.__dict__["_read_entries"] = (
+                np.concatenate(rows_) if rows_ else np.zeros(0, dtype=np.int32),
+                np.concatenate(cols_) if cols_ else np.zeros(0, dtype=np.int32))
+        return cached
 
     def running_totals(self, order: Sequence[int], checkpoints: Sequence[int],
                        objective: Objective | None = None) -> SpendGrid:
@@ -719,12 +825,28 @@ class LedgerIndex:
         return protects
 
     def _single_cells(self) -> np.ndarray:
-        """Per release and variable, the id of c_r({v}) (the cells of Table 1)."""
-        if len(self.g_release):
-            candidates_ = np.where(self.g_protects, self.g_value[:, None], self.NONE)
-        else:
-            candidates_ = np.zeros((0, len(self.variables)), dtype=np.int64)
-        return np.where(self.reads, self._best(candidates_), self.ZERO_ID)
+        """Per release and variable, the id of c_r({v}) (the cells of Table 1): for a single
+        variable v read by r, U ∩ reads(r) = {v}, covered by g iff v ∈ P_g, so the cell is
+        the smallest value id among the guarantees protecting v (NONE when none does), 0
+        (ZERO_ID) where r does not read v. A release with one guarantee (nearly all) takes
+        its value where it protects, without a per-guarantee candidates matrix."""
+        n_rel, n_var = len(self.releases), len(self.variables)
+        if not len(self.g_release):
+            return np.where(self.reads, self.NONE, self.ZERO_ID).astype(np.int64)
+        counts, first = self._guarantee_spans()
+        best = np.full((n_rel, n_var), self.NONE, dtype=np.int64)
+        one = np.flatnonzero(counts == 1)
+        if len(one):
+            g = first[one]
+            best[one] = np.where(self.g_protects[g], self.g_value[g][:, None], self.NONE)
+        several = np.flatnonzero(counts > 1)
+        if len(several):
+            g = np.concatenate([np.arange(first[r], first[r] + counts[r]) for r in several])
+            candidates_ = np.where(self.g_protects[g], self.g_value[g][:, None], self.NONE)
+            starts = np.concatenate([[0], np.cumsum(counts[several])[:-1]])
+            best[several] = np.minimum.reduceat(candidates_, starts, axis=0)
+        best[~self.reads] = self.ZERO_ID
+        return best
 
     def _pair_ids(self, r: int, first: np.ndarray, n_guarantees: np.ndarray) -> np.ndarray:
         """The id of c_r({a, b}) for every pair: the first-ranked guarantee covering what r
@@ -897,6 +1019,32 @@ class _GridBuilder:
         return SpendGrid(self.shape, unbounded, components, dict(self.exceptions))
 
 
+def _exact_key(x):
+    """An exact number as a hashable key of integers (a Fraction's lowest terms), None as None."""
+    return None if x is None else (x.numerator, x.denominator) if isinstance(x, Fraction) else x
+
+
+def _rows_of(index: LedgerIndex, start: int, stop: int, g_start: int, g_stop: int) -> LedgerIndex:
+    """The index restricted to releases start..stop (and their guarantees g_start..g_stop),
+    sharing its values: what `cost_ids` and `_single_cells` read, for one chunk."""
+    part = LedgerIndex.__new__(LedgerIndex)
+    part.variables, part.column, part.values, part.NONE, part.ZERO_ID = (
+        index.variables, index.column, index.values, index.NONE, index.ZERO_ID)
+    part.releases = range(stop - start)  # only its length is used
+    part.reads = index.reads[start:stop]
+    part.g_release = index.g_release[g_start:g_stop] - start
+    part.g_value = index.g_value[g_start:g_stop]
+    part.g_protects = index.g_protects[g_start:g_stop]
+    part.has_guarantee = index.has_guarantee[start:stop]
+    part.g_start = (np.flatnonzero(np.r_[True, part.g_release[1:] != part.g_release[:-1]]) if len(part.g_release)
+                    else np.zeros(0, dtype=np.int64))
+    return part
+
+
+_CHUNK = 65_536  # releases at a time where a pass over arrays would otherwise copy every row
+PAIR_SPARSE_LIMIT = 16  # releases reading more variables enter the pair counts by a matrix product
+
+
 def _is_chain(values: Sequence[Spend]) -> bool:
     """Every two values comparable by dominance (so the first-ranked is always the one to charge)."""
     return all(a.dominates(b) or b.dominates(a) for a, b in combinations(set(values), 2))
@@ -934,8 +1082,23 @@ class _ExactComponents:
         return Spend(**parts)
 
     def column_totals(self, ids: np.ndarray) -> list[Spend]:
-        unbounded = (ids == self.unbounded_id).any(axis=0)
-        sums = {field: (denominator, numerators[ids].sum(axis=0)) for field, denominator, numerators in self.components}
+        """Per column, the exact composition of its ids: how many of each value id the column
+        holds (one bincount), times each value's integer numerators (a small exact product:
+        int64 within the bound checked at construction, Python integers past it)."""
+        n_rows, n_cols = ids.shape
+        n_values = len(self.components[0][2]) if self.components else self.unbounded_id + 1
+        n_values = max(n_values, int(ids.max()) + 1 if ids.size else 0)
+        counts = np.bincount((ids * n_cols + np.arange(n_cols)).ravel(), minlength=n_values * n_cols
+                             ).reshape(n_values, n_cols)
+        unbounded = counts[self.unbounded_id] > 0 if self.unbounded_id < n_values else np.zeros(n_cols, dtype=bool)
+        sums = {}
+        for field, denominator, numerators in self.components:
+            if numerators.dtype == object:
+                column = [sum(int(numerators[v]) * int(counts[v, j]) for v in range(len(numerators)) if counts[v, j])
+                          for j in range(n_cols)]
+            else:
+                column = numerators @ counts[:len(numerators)]
+            sums[field] = (denominator, column)
         totals = []
         for j in range(ids.shape[1]):
             if unbounded[j]:
