@@ -9,8 +9,8 @@ nothing; the file itself is written whole or not at all (a temporary file in
 the same directory, renamed into place).
 
 On Linux two forked helpers share the work of a large report: one verifies the
-audit chain (`VerifyAlongside`), one imports matplotlib and draws the charts
-(`ChartsAlongside`) while this process reads the ledger and builds the rest.
+audit chain (`VerifyAlongside`), one draws the charts (`ChartsAlongside`), while
+this process reads the ledger and builds the rest.
 If a helper is missing or fails, its work is done here; the report is the same.
 
 The PDF is the HTML report printed by Chromium (through Playwright's Python
@@ -390,9 +390,8 @@ def _verify_child(url: str, channel) -> None:
 
 
 class ChartsAlongside:
-    """The charts drawn in a forked process (a `report.Draw`): it imports matplotlib
-    while this one reads the ledger, then draws while this one builds the rest of the
-    report. Where fork is not available, or the child fails, they are drawn here."""
+    """The charts drawn in a forked process (a `report.Draw`) while this one builds the
+    rest of the report. Where fork is not available, or the child fails, they are drawn here."""
 
     def __init__(self):
         self.helper = _Helper(_draw_child)
@@ -412,7 +411,7 @@ class ChartsAlongside:
 
 
 def _draw_child(channel) -> None:
-    """In the forked process: import the charts (matplotlib), wait for the contexts, draw."""
+    """In the forked process: import the charts, wait for the contexts, draw."""
     try:
         from . import charts
 

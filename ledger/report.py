@@ -519,7 +519,7 @@ Draw = Callable[["Pairs", "Timeline | None"], Callable[[], tuple[str, str]]]
 
 
 def draw_here(pairs: Pairs, timeline: Timeline | None) -> Callable[[], tuple[str, str]]:
-    """Draw the charts in this process, now (matplotlib is imported only when drawing)."""
+    """Draw the charts in this process, now (charts.py, inline SVG)."""
     from . import charts
 
     drawn = (charts.heat_map_svg(pairs), charts.timeline_svg(timeline) if timeline else "")
