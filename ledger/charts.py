@@ -247,13 +247,14 @@ def timeline_svg(timeline: Timeline) -> Markup:
                    f'<rect x="{_f(plot_left + 3)}" y="{_f(level - 12)}" width="{_f(_text_width(text, 8) + 4)}" '
                    f'height="11" fill="white" fill-opacity="0.85"/><text x="{_f(plot_left + 5)}" y="{_f(level - 3)}" '
                    f'font-size="8" fill="{line_colour}">{text}</text>')
+    out.append('<g id="legend-timeline">')
     for k, name in enumerate(names):  # the legend, right of the plot
         y_at = plot_top + 6 + 15 * k
         stroke, thick = (PALETTE[k % len(PALETTE)], 2.0) if k < count else (OTHERS, 0.9)
         out.append(f'<line x1="{_f(plot_right + 12)}" x2="{_f(plot_right + 30)}" y1="{y_at}" y2="{y_at}" '
                    f'stroke="{stroke}" stroke-width="{thick}"/><text x="{_f(plot_right + 35)}" y="{y_at}" '
                    f'dominant-baseline="central" font-size="8">{escape(name)}</text>')
-    out.append("</svg>")
+    out.append("</g></svg>")
     return Markup("".join(out))
 
 
