@@ -9,8 +9,8 @@ nothing; the file itself is written whole or not at all (a temporary file in
 the same directory, renamed into place).
 
 On Linux two forked helpers share the work of a large report: one verifies the
-audit chain (`VerifyAlongside`), one imports matplotlib and draws the charts
-(`ChartsAlongside`) while this process reads the ledger and builds the rest.
+audit chain (`VerifyAlongside`), one draws the charts (`ChartsAlongside`), while
+this process reads the ledger and builds the rest.
 If a helper is missing or fails, its work is done here; the report is the same.
 
 The PDF is the HTML report printed by Chromium (through Playwright's Python
@@ -249,7 +249,7 @@ def gather(session: Session, dataset: Dataset, delta: Fraction, since: datetime 
     verified here unless `chain` gives its verification (see VerifyAlongside)."""
     history = store.snapshot(session, dataset.name)
     if chain is None:
-        chain = chain_status(store.verify(session))
+        chain = verify_for_report(session)
     table = store.AuditEventRow.__table__
     rows = session.connection().execute(
         select(table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload,
@@ -257,11 +257,15 @@ def gather(session: Session, dataset: Dataset, delta: Fraction, since: datetime 
         .order_by(table.c.seq))
     events = tuple(_report.AuditEvent(seq, _time(at), actor, kind, subject, payload, digest)
                    for seq, at, actor, kind, subject, payload, digest in rows)
+    from .operations import cap_checks
+
+    caps = tuple(store.caps(session, dataset.name))
     return _report.ReportInputs(
         dataset=dataset,
         releases=tuple(history.releases.values()),
         families=tuple(f for f in history.families.values() if f.dataset == dataset.name),
-        caps=tuple(store.caps(session, dataset.name)),
+        caps=caps,
+        cap_checks=tuple(cap_checks(session, dataset.name, list(caps))),  # as `cap list` decides them
         cap_totals=store.cap_totals(session, dataset.name),
         chain=chain,
         events=events,
@@ -271,8 +275,28 @@ def gather(session: Session, dataset: Dataset, delta: Fraction, since: datetime 
     )
 
 
-def chain_status(verification: store.Verification) -> ChainStatus:
-    return _report.ChainStatus(verification.ok, verification.events, verification.head, tuple(verification.problems))
+def chain_status(verification: store.Verification, since: int = 0) -> ChainStatus:
+    return _report.ChainStatus(verification.ok, verification.events, verification.head, tuple(verification.problems),
+                               since)
+
+
+def verify_for_report(session) -> ChainStatus:
+    """The report's verification of the audit chain: in full, unless the ledger has more
+    releases than the summary threshold (`report.summary_from()`) and a verified head: then
+    only what was appended since that head (verified_head.verify_since, as `audit verify
+    --since-checkpoint`), since the full one takes minutes there (~280 s of CPU at a million
+    releases). The ChainStatus says which (`since`), and every report says it beside the result."""
+    from sqlalchemy import func
+
+    from . import verified_head
+
+    mark = verified_head.read(session)
+    if mark is not None:
+        releases = store.ReleaseRow.__table__
+        count = session.connection().execute(select(func.count()).select_from(releases)).scalar_one()
+        if count > _report.summary_from():
+            return chain_status(verified_head.verify_since(session, mark), since=mark[0])
+    return chain_status(store.verify(session))
 
 
 class _Helper:
@@ -324,6 +348,7 @@ class VerifyAlongside:
     """`store.verify` run in a forked process while this one reads the ledger and builds
     the report: on a large ledger the verification (every hash, every row, every cap's
     total recomputed) takes as long as all the rest, and a machine has more than one core.
+    What it verifies: `verify_for_report` (incremental past the summary threshold).
 
     Calling it gives the ChainStatus. Where fork is not available, or the child fails,
     the verification runs here, in this process, when it is asked for.
@@ -343,7 +368,7 @@ class VerifyAlongside:
             engine = store.make_engine(self.url)
             try:
                 with store.read_session(engine) as session:
-                    self.result = chain_status(store.verify(session))
+                    self.result = verify_for_report(session)
             finally:
                 engine.dispose()
         return self.result
@@ -357,7 +382,7 @@ def _verify_child(url: str, channel) -> None:
     try:
         engine = store.make_engine(url)
         with store.read_session(engine) as session:
-            channel.send(chain_status(store.verify(session)))
+            channel.send(verify_for_report(session))
     except BaseException as exc:  # the parent verifies again, in its own process
         channel.send(repr(exc))
     finally:
@@ -365,9 +390,8 @@ def _verify_child(url: str, channel) -> None:
 
 
 class ChartsAlongside:
-    """The charts drawn in a forked process (a `report.Draw`): it imports matplotlib
-    while this one reads the ledger, then draws while this one builds the rest of the
-    report. Where fork is not available, or the child fails, they are drawn here."""
+    """The charts drawn in a forked process (a `report.Draw`) while this one builds the
+    rest of the report. Where fork is not available, or the child fails, they are drawn here."""
 
     def __init__(self):
         self.helper = _Helper(_draw_child)
@@ -387,7 +411,7 @@ class ChartsAlongside:
 
 
 def _draw_child(channel) -> None:
-    """In the forked process: import the charts (matplotlib), wait for the contexts, draw."""
+    """In the forked process: import the charts, wait for the contexts, draw."""
     try:
         from . import charts
 

@@ -122,12 +122,28 @@ class AuditEvent:
 
 @dataclass(frozen=True)
 class ChainStatus:
-    """The result of recomputing the audit chain (store.verify)."""
+    """The result of recomputing the audit chain: in full (store.verify), or, on a ledger
+    past `summary_from()` releases with a verified head, what was appended since that head
+    (verified_head.verify_since; `since` is the head's event: events 1..since were verified
+    by an earlier `audit verify`, and this report checked events since+1..events)."""
 
     ok: bool
     events: int
     head: str
     problems: tuple[str, ...]
+    since: int = 0  # 0: the full verification
+
+    @property
+    def scope(self) -> str:
+        """What the verification covered, said beside its result in every report."""
+        if not self.since:
+            return (f"every one of the {self.events} events matches its SHA-256 link and every row matches "
+                    "its latest event")
+        return (f"events {self.since + 1} to {self.events}, appended since the verified head (event {self.since}, "
+                "kept by the last passing audit verify), match their SHA-256 links and the rows they name; "
+                f"events 1 to {self.since} were verified by that run. On a ledger this large the report does "
+                "not repeat the full verification (minutes of work): privacy-ledger audit verify recomputes "
+                "every row and running total")
 
 
 @dataclass(frozen=True)
@@ -153,6 +169,9 @@ class ReportInputs:
     delta: Fraction
     since: datetime | None = None
     as_of: datetime | None = None  # the report shows the ledger as it stood then (ledger.history)
+    # every cap as `cap list` decides it now (operations.cap_checks: the stored running totals and
+    # accountant states); None: recomputed from the releases (cap_entries)
+    cap_checks: tuple[CapCheck, ...] | None = None
 
     def chain_status(self) -> ChainStatus:
         return self.chain() if callable(self.chain) else self.chain
@@ -188,6 +207,8 @@ class Certificate:
     # the headline (DESIGN 2.11): the loss on the protected subset, its worst variable and pair,
     # the public variables apart (headline.Headline)
     headline: Headline | None = None
+    verification: str = ""  # what the verification covered (ChainStatus.scope)
+    chain_since: int = 0  # 0: in full; else the verified head it continued from (ChainStatus.since)
     computed_seq: int = 0  # the audit event the report was computed from (its head), and its hash:
     computed_head: str = ""  # a printed report is itself a checkpoint a board can keep
 
@@ -498,7 +519,7 @@ Draw = Callable[["Pairs", "Timeline | None"], Callable[[], tuple[str, str]]]
 
 
 def draw_here(pairs: Pairs, timeline: Timeline | None) -> Callable[[], tuple[str, str]]:
-    """Draw the charts in this process, now (matplotlib is imported only when drawing)."""
+    """Draw the charts in this process, now (charts.py, inline SVG)."""
     from . import charts
 
     drawn = (charts.heat_map_svg(pairs), charts.timeline_svg(timeline) if timeline else "")
@@ -524,7 +545,7 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     charged = tuple(r for r in inputs.releases if r.status in CHARGED_STATUSES)
     objective = at_delta(inputs.delta)
     index = LedgerIndex(dataset.variable_names, charged, inputs.families)
-    from .accountant_views import best_headline, table_accountants  # the smallest valid figures (issue 11)
+    from .accountant_views import best_headline  # the smallest valid figures (issue 11)
 
     pairs = pair_figures(index, inputs.delta, objective, protected=dataset.protected_names, best=True)
     timeline = timeline_of(index, inputs.delta, objective, inputs.as_of or inputs.generated_at,
@@ -532,7 +553,7 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     drawn = draw(pairs, timeline) if charts else None
     table = index.table_by_arrays(dataset.name, objective)
     summarised = register_file is not None
-    accounts = table_accountants(index, table, inputs.delta, None)
+    accounts = shown_accounts(index, table, inputs.delta)
     risk = risk_table(table, inputs.delta, public=dataset.public_names, shown=accounts.shown(),
                       per_release=not summarised)
     sparse = risk.layout == "sparse"
@@ -561,7 +582,10 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
         register = tuple(register_entry(r, inputs.families, *cells.get(r.id, ((), None)), **steps.get(r.id, {}))
                          for r in inputs.releases)
     meeting = meeting_pack(inputs) if inputs.since is not None else None
-    caps = cap_entries(inputs.caps, inputs.cap_totals, charged, family_map_of(inputs))
+    if inputs.cap_checks is not None and inputs.as_of is None:  # as `cap list` decides them now
+        caps = tuple(_cap_entry(c) for c in inputs.cap_checks)
+    else:  # recomputed from the releases (as the ledger stood at --as-of)
+        caps = cap_entries(inputs.caps, inputs.cap_totals, charged, family_map_of(inputs))
     if drawn is not None:
         heat_map, timeline_chart = drawn()
         pairs = replace(pairs, svg=Markup(heat_map))
@@ -585,6 +609,22 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
         cap_history=cap_history(inputs),
         summary=summary,
     )
+
+
+def shown_accounts(index: LedgerIndex, table: RiskTable, delta: Fraction):
+    """The total row's figures as `table` shows them (accountant_views.table_accountants with no
+    accountant asked: the smallest valid figure per column), without computing PLD figures that
+    cannot be shown: a PLD figure is valid only when every release charged on the column was
+    declared in advance (DESIGN 2.10; accountants.pld_figure), and `accountants.best` passes over
+    a figure that is not valid. So when no column is declared, basic and rdp decide every column
+    (the PLD of 200 columns cost most of a 10,000-release report, issue 13)."""
+    from .accountant_views import TableAccounts, table_accountants
+    from .accountants import table_figures
+
+    per_variable, wide = table_figures(index, table, delta, ["basic", "rdp"])
+    if any(found["basic"].case == "declared" for found in [*per_variable, wide]):
+        return table_accountants(index, table, delta, None)
+    return TableAccounts(table.variables, per_variable, wide, None)
 
 
 def _cells_of(table: RiskTable, risk: RiskTableView) -> Callable[[int], tuple[tuple, Number]]:
@@ -631,6 +671,8 @@ def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
         chain_ok=chain.ok,
         events=chain.events,
         problems=chain.problems,
+        verification=chain.scope,
+        chain_since=chain.since,
         basis=basis,
         conversion=CONVERSION_NAME,
         delta=inputs.delta,

@@ -102,7 +102,16 @@ def test_the_demo_report_in_chromium_shows_tans_table_1_and_the_charts(browser, 
             box = page.locator(chart).bounding_box()
             assert box is not None and box["width"] > 300 and box["height"] > 200, (chart, box)
         assert page.locator("#heat-map image").count() >= 1  # the cells, one per pair (and the colour scale)
-        assert page.locator("#timeline-chart path").count() > 10  # a step line per variable, axes, ticks
+        # a step line per named variable (its name as its title), one for the other variables, the axes
+        named = page.locator("#timeline-chart path > title").all_text_contents()
+        assert named == ["{age}", "{residential region}", "{sex}", "{race}"]
+        assert page.locator("#timeline-chart path").count() == len(named) + 2
+        # accessible: a title and a description, tick labels and axis labels as text
+        assert page.locator("#timeline-chart").get_attribute("aria-labelledby") == \
+            "timeline-chart-title timeline-chart-desc"
+        assert "the total row of the risk table" in page.locator("#timeline-chart-desc").text_content()
+        assert page.locator("#timeline-chart text", has_text="cumulative epsilon on the variable").count() == 1
+        assert page.locator("#heat-map-title").text_content() == "Heat map of epsilon on every pair of 5 variables"
         # the heat map carries each pair's figure: {age, region} is charged by all three tables
         assert page.locator("#heat-map text", has_text=re.compile(r"^3$")).count() >= 4
         assert page.locator("#certificate").inner_text().count("Audit chain verified") == 1

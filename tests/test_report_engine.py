@@ -161,3 +161,66 @@ def test_epsilon_floats_agree_with_spend_epsilon():
                 assert math.isinf(floats[i, j])  # the delta of "greedy" is past 1e-9: no bound
             else:
                 assert math.isclose(floats[i, j], float(exact), rel_tol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ledger=__import__("test_engine_properties").ledgers(), adaptive=st.booleans(),
+       mechanism=st.sampled_from(["laplace", "gaussian"]))
+def test_the_reports_total_row_is_the_one_table_shows(ledger, adaptive, mechanism):
+    """report.shown_accounts leaves out PLD figures that cannot be shown (no column declared in
+    advance, DESIGN 2.10); the figures it shows are those of `table`'s total row
+    (accountant_views.table_accountants, every accountant), whether recorded adaptively
+    (each release recorded after the one before was published) or declared in advance."""
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta
+
+    from ledger.accountant_views import table_accountants
+    from ledger.records import Status
+    from ledger.report import shown_accounts
+    from test_engine_properties import VARIABLES as NAMES
+
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    parameters = {"laplace": (("epsilon", F(1, 2)),), "gaussian": (("sigma", F(40)), ("sensitivity", F(1)))}
+    releases = []
+    for k, release in enumerate(ledger.releases):
+        recorded = start + timedelta(days=k if adaptive else 0)
+        releases.append(replace(release, status=Status.PUBLISHED, recorded_at=recorded,
+                                published_at=recorded + timedelta(hours=1) if adaptive else start + timedelta(days=99),
+                                mechanism=Mechanism(mechanism, parameters[mechanism]) if k % 2 else release.mechanism))
+    index = LedgerIndex(NAMES, releases, ledger.families)
+    table = index.table_by_arrays("survey", at_delta(DELTA))
+    expected = table_accountants(index, table, DELTA, None).shown()
+    found = shown_accounts(index, table, DELTA).shown()
+    assert [f.epsilon for f in found[0]] == [f.epsilon for f in expected[0]]
+    assert [f.accountant for f in found[0]] == [f.accountant for f in expected[0]]
+    assert (found[1].epsilon, found[1].accountant) == (expected[1].epsilon, expected[1].accountant)
+
+
+def test_declared_gaussians_show_their_pld_figure_and_adaptive_ones_never_do():
+    """Four Gaussian releases on {age} (sigma 2, sensitivity 1: rho 1/8 each). Declared in advance
+    (all recorded before any was published), the PLD figure is valid and the smallest, so the
+    report computes and shows it; recorded adaptively, PLD is not a valid filter (DESIGN 2.10)
+    and the report, like `table`, shows another accountant's figure."""
+    from datetime import UTC, datetime, timedelta
+
+    from ledger.accountant_views import table_accountants
+    from ledger.records import Status
+    from ledger.report import shown_accounts
+
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    for adaptive in (False, True):
+        releases = [Release(
+            id=f"g{k}", dataset="survey", reads=frozenset({"age"}),
+            mechanism=Mechanism("gaussian", (("sensitivity", F(1)), ("sigma", F(2)))),
+            guarantees=(Guarantee(frozenset({"age"}), Notion.ZCDP, rho=F(1, 8)),), status=Status.PUBLISHED,
+            recorded_at=start + timedelta(days=k if adaptive else 0),
+            published_at=start + timedelta(days=k, hours=1) if adaptive else start + timedelta(days=99))
+            for k in range(4)]
+        index = LedgerIndex(("age", "sex"), releases, ())
+        table = index.table_by_arrays("survey", at_delta(DELTA))
+        (age, sex), wide = shown_accounts(index, table, DELTA).shown()
+        (age_t, sex_t), wide_t = table_accountants(index, table, DELTA, None).shown()
+        assert (age.accountant == "pld") is not adaptive
+        assert (age.accountant, age.epsilon, wide.accountant, wide.epsilon) == \
+            (age_t.accountant, age_t.epsilon, wide_t.accountant, wide_t.epsilon)
+        assert sex.epsilon == sex_t.epsilon == 0

@@ -130,3 +130,38 @@ def test_the_register_is_never_written_onto_the_ledger(tmp_path, monkeypatch):
     with sqlite3.connect(db) as connection:
         assert connection.execute("SELECT count(*) FROM releases").fetchone() == (6,)
     assert db.read_bytes()[:16] == before[:16] == b"SQLite format 3\x00"
+
+
+def test_past_the_threshold_the_report_verifies_since_the_verified_head_and_says_so(ledger):
+    """A full verification at a million releases takes minutes: past the threshold, with a
+    verified head, the report checks what was appended since it (as `audit verify
+    --since-checkpoint`) and says which events it checked; a tampered event after the head
+    is still found."""
+    url, tmp_path = ledger
+    path = url.removeprefix("sqlite:///")
+
+    def events() -> int:
+        with sqlite3.connect(path) as connection:
+            return connection.execute("SELECT count(*) FROM audit_events").fetchone()[0]
+
+    out = tmp_path / "report.html"
+    # no verified head yet: the full verification, stated as such
+    assert cli_main(url, "report", "--out", out).code == 0
+    head = events()
+    assert f"every one of the {head} events matches its SHA-256 link" in out.read_text()
+    assert cli_main(url, "audit", "verify").code == 0  # keeps the verified head
+    (tmp_path / "more.yaml").write_text(
+        "dataset: survey\nreleases:\n"
+        "  - {id: g, title: More, reads: [age], mechanism: {name: laplace, epsilon: \"1/5\"}}\n")
+    assert cli_main(url, "record", tmp_path / "more.yaml").code == 0
+    now = events()
+    assert now > head
+    assert cli_main(url, "report", "--out", out).code == 0
+    html = out.read_text()
+    assert f"events {head + 1} to {now}, appended since the verified head (event {head}" in html
+    assert f"events 1 to {head} were verified by that run" in html and "Audit chain verified" in html
+    with sqlite3.connect(path) as connection:  # an event after the head, edited behind the ledger's back
+        connection.execute("UPDATE audit_events SET actor = 'mallory' WHERE seq = ?", (now,))
+    assert cli_main(url, "report", "--out", out).code == 0
+    html = out.read_text()
+    assert "Audit chain BROKEN" in html and f"event {now}" in html
