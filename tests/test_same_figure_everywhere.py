@@ -198,5 +198,18 @@ def test_pairs_print_the_figure_subset_prints_for_every_pair(ledger, planned, tm
         assert row.accountant == one["accountant"] and same(row.epsilon, float(one["epsilon"]))
         if one["case"] == "declared" and one["accountants"]["pld"]["available"]:
             assert entry["accountants"]["pld"]["epsilon"] == one["accountants"]["pld"]["epsilon"]
-    if planned:  # the noise releases alone make {a, b} a PLD figure, declared in advance
-        assert any(entry["accountant"] == "pld" for entry in pairs)
+
+
+def test_a_declared_plan_gives_its_pairs_the_pld_figure_subset_gives(tmp_path):
+    """The noise releases alone, planned (declared in advance): {a, b} is charged by a Gaussian,
+    a Laplace and a geometric release, and `pairs` prints subset's PLD figure for it."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    (tmp_path / "survey.yaml").write_text(SURVEY)
+    assert cli_main(url, "dataset", "add", tmp_path / "survey.yaml").code == 0
+    (tmp_path / "r.yaml").write_text("dataset: survey\nreleases:\n" + NOISE.replace("STATUS", "planned"))
+    assert cli_main(url, "record", tmp_path / "r.yaml").code == 0
+    pairs = {tuple(e["subset"]): e for e in cli_main(url, "pairs", "--delta", "1e-9", "--json").json()}
+    one = cli_main(url, "subset", "a", "b", "--delta", "1e-9", "--json").json()
+    assert one["accountant"] == "pld" and one["case"] == "declared"
+    assert (pairs[("a", "b")]["accountant"], pairs[("a", "b")]["epsilon"]) == ("pld", one["epsilon"])
+    assert float(one["epsilon"]) < float(one["accountants"]["rdp"]["epsilon"])

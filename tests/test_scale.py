@@ -167,14 +167,16 @@ def test_a_ledger_of_schema_3_is_upgraded_once_with_an_audit_event_per_version(l
         migrated = connection.execute("SELECT kind, subject, payload FROM audit_events WHERE seq > ?",
                                       (events,)).fetchall()
     # schema 4 (issue 12: roles, self-approval waiver), schema 5 (the accounting rows), schema 6
-    # (their events and moments: built with the rows by the schema 5 step, nothing left to add)
+    # (their events and moments: built with the rows by the schema 5 step, nothing left to add), schema 7
+    # (subsampled releases keep their sampling event)
     assert migrated == [("ledger.migrated", "schema 4", '{"from":3,"to":4}'),
                         ("ledger.migrated", "schema 5", '{"from":4,"to":5}'),
-                        ("ledger.migrated", "schema 6", '{"from":5,"to":6}')]
+                        ("ledger.migrated", "schema 6", '{"from":5,"to":6}'),
+                        ("ledger.migrated", "schema 7", '{"from":6,"to":7}')]
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "table")
     with sqlite3.connect(path) as connection:  # once
-        assert connection.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 3
+        assert connection.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 4
 
 
 def test_help_and_version_import_neither_the_orm_nor_numpy():
