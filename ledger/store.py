@@ -514,8 +514,28 @@ def _v6_accounting_events(session: Session) -> None:
 
 def _v7_sampled_events(session: Session) -> None:
     """A Laplace or geometric release run on a sample keeps its sampling event for the Rényi and
-    PLD accountants (issue 11, section 4): its accounting row is brought to that event."""
+    PLD accountants (issue 11, section 4): its accounting row is brought to that event; and the
+    caps' running accountant states, whose version this changes, are rebuilt once here, so no
+    read has to recompute them from the whole history on every call until a write saves them."""
     columns.refresh_sampled_events(session)
+    _rebuild_accountant_states(session)
+
+
+def _rebuild_accountant_states(session: Session) -> None:
+    """Every cap at a delta gets its accountant state from the history (as
+    cap_accounting.current_states computes a missing one), saved beside its running total."""
+    from . import accountants
+
+    datasets = sorted(set(session.exec(select(CapRow.dataset).where(CapRow.delta.is_not(None))).all()))
+    if not datasets:
+        return
+    history = snapshot(session)
+    for dataset in datasets:
+        stated = [cap for cap in caps(session, dataset) if cap.delta is not None and cap.rho is None]
+        releases = [r for r in history.releases.values() if r.dataset == dataset]
+        families = {f.id: f for f in history.families.values() if f.dataset == dataset}
+        save_accountant_states(session, dataset, {cap.name: accountants.state_from_history(cap, releases, families)
+                                                  for cap in stated})
 
 
 MIGRATIONS: dict[int, Callable[[Session], None]] = {

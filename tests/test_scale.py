@@ -7,6 +7,7 @@ reference rules written out release by release (`engine.ledger_cost`, DESIGN
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -275,3 +276,23 @@ def test_version():
 
     run = cli_main("sqlite:///unused.db", "--version")
     assert run.code == 0 and run.out.strip() == f"privacy-ledger {__version__}"
+
+
+def test_the_schema_7_upgrade_rebuilds_the_caps_accountant_states_once(tmp_path):
+    """Schema 7 changes what a cap's accountant state holds (a subsampled release's sampling
+    event): the upgrade rebuilds every state, so reads do not recompute them from the history."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    assert cli_main(url, "dataset", "add", "examples/graduates.dataset.yaml").code == 0
+    assert cli_main(url, "record", "examples/graduates.releases.yaml").code == 0
+    assert cli_main(url, "cap", "set", "income", "--epsilon", "50", "--delta", "1e-9").code == 0
+    before = cli_main(url, "cap", "list", "--json").json()
+    path = url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as connection:  # as schema 6 left it: states of the previous version
+        connection.execute("DELETE FROM cap_accountant_state")
+        connection.execute("UPDATE ledger_meta SET value = '6' WHERE key = 'schema_version'")
+    assert cli_main(url, "cap", "list", "--json").json() == before
+    with sqlite3.connect(path) as connection:
+        states = [json.loads(text) for (text,) in connection.execute("SELECT state FROM cap_accountant_state")]
+    from ledger import accountants
+    assert states and all(state["v"] == accountants.STATE_VERSION for state in states)
+    assert cli_main(url, "audit", "verify").code == 0
