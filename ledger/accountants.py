@@ -819,8 +819,7 @@ def figures(comp: Composition, delta: Fraction, invalid_pld: bool = True) -> dic
     if invalid_pld or case == "declared":
         pld = pld_figure(comp, delta, case)
     else:
-        pld = Figure("pld", INF, delta, False, case, THEOREMS["pld"], CONVERSIONS["pld"], available=False,
-                     note="not computed: not valid here (" + CASES["adaptive"] + ")")
+        pld = _pld_not_computed(comp, delta, case)
     return {"basic": basic_figure(comp, delta, case), "rdp": rdp_figure(comp, delta, case), "pld": pld}
 
 
@@ -1020,10 +1019,11 @@ def subset_figures(index, subset: Iterable[str], delta: Fraction, basic: Spend, 
     return figures(index_events(index).composition(ids, subset, basic), delta, invalid_pld)
 
 
-def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("basic", "rdp")
-                  ) -> tuple[list[dict[str, Figure]], dict[str, Figure]]:
+def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("basic", "rdp"),
+                  invalid_pld: bool = True) -> tuple[list[dict[str, Figure]], dict[str, Figure]]:
     """Per variable (the total row of Tan's Table 1) and for the whole dataset, the figures
-    of the named accountants (PLD only when asked: it is the slow one). The single-variable
+    of the named accountants (PLD only when asked: it is the slow one; `invalid_pld=False`:
+    only where it is valid, the declared case, as `figures`). The single-variable
     columns are composed together over arrays: event counts by one bincount, curves by one
     matrix product, lifecycle times by column-wise max and min."""
     events = index_events(index)
@@ -1032,7 +1032,8 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
     simple = index.simple
     several = np.flatnonzero(events.value_event == -2)  # guarantee values with several parts
     if len(several) and np.isin(cells[simple], several).any():  # then column by column
-        per_variable = [_some(events.composition(cells[:, j], frozenset({name}), table.total[j]), delta, accountants)
+        per_variable = [_some(events.composition(cells[:, j], frozenset({name}), table.total[j]), delta, accountants,
+                               invalid_pld)
                         for j, name in enumerate(index.variables)]
     else:
         rows, cols = np.nonzero(simple[:, None] & (cells != index.ZERO_ID))
@@ -1063,9 +1064,9 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
                 comp.unbounded |= extra.unbounded
             else:
                 comp.known_curve = summed[j]
-            per_variable.append(_some(comp, delta, accountants))
+            per_variable.append(_some(comp, delta, accountants, invalid_pld))
     comp = events.composition(table.dataset_wide, frozenset(index.variables), table.total_dataset_wide)
-    return per_variable, _some(comp, delta, accountants)
+    return per_variable, _some(comp, delta, accountants, invalid_pld)
 
 
 def read_extreme(index, values: np.ndarray, sign: int) -> np.ndarray:
@@ -1095,10 +1096,20 @@ def _column_extreme(touched: np.ndarray, values: np.ndarray, sign: int) -> np.nd
     return np.where(found, values[order][first], empty)
 
 
-def _some(comp: Composition, delta: Fraction, accountants: Sequence[str]) -> dict[str, Figure]:
+def _some(comp: Composition, delta: Fraction, accountants: Sequence[str], invalid_pld: bool = True
+          ) -> dict[str, Figure]:
     case = case_of(comp)
     makers = {"basic": basic_figure, "rdp": rdp_figure, "pld": pld_figure}
+    if not invalid_pld and case != "declared":
+        makers["pld"] = _pld_not_computed
     return {name: makers[name](comp, delta, case) for name in accountants}
+
+
+def _pld_not_computed(comp: Composition, delta: Fraction, case: str) -> Figure:
+    """The PLD figure where it is not valid (the adaptive case) and not asked for: not computed
+    (`best` never chooses it), as `figures(invalid_pld=False)` says it."""
+    return Figure("pld", INF, delta, False, case, THEOREMS["pld"], CONVERSIONS["pld"], available=False,
+                  note="not computed: not valid here (" + CASES["adaptive"] + ")")
 
 
 _EPOCH = datetime(1970, 1, 1)
@@ -1465,28 +1476,41 @@ class PairRdp:
     epsilon: np.ndarray  # n x n, symmetric; inf where not protected or the deltas run out
     declared: np.ndarray  # n x n bool
     order: np.ndarray  # n x n: the order of the grid figure (nan: zCDP bound or none)
-    slow: dict  # (i, j) -> Composition, for pairs read by releases outside the array path
+    slow: dict  # (i, j) -> Composition, composed one by one (none since PairExtras: kept for callers)
     chosen: list = field(default_factory=list)  # the events of the array path
     counts: np.ndarray | None = None  # events x n x n: how many releases of each read i or j
     pld: dict = field(default_factory=dict)  # (i, j), i <= j -> the PLD Figure (valid: declared)
     pld_epsilon: np.ndarray | None = None  # n x n floats of those figures; inf elsewhere
     pld_skipped: int = 0  # declared pairs left without a PLD figure by PAIR_PLD_LIMIT
+    unbounded: np.ndarray | None = None  # n x n: a release or family leaves the pair unprotected
 
 
 def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
     """`rdp_figure` for every pair over arrays (see `pair_figures`), one row of pairs at a time:
     the summed curves by a matrix product, the CKS Prop 12 conversion at every order by
-    broadcasting, and the zCDP bound (CKS at the continuous best order) where a pair has rho."""
+    broadcasting, and the zCDP bound (CKS at the continuous best order) where a pair has rho.
+
+    Every pair's events are the ones `IndexEvents.composition` counts for `subset A B`: the
+    simple one-guarantee releases counted per event over arrays (`LedgerIndex.pair_counts`),
+    the other releases and the families added by `PairExtras` (their cost on {i, j} depends
+    only on what they read of it, so each distinct case is composed once, not once per pair)."""
     n = len(index.variables)
     events = index_events(index)
     n_guarantees, first = index._guarantee_spans()
     single = index.simple & (n_guarantees <= 1) & (first >= 0)
     rows = np.flatnonzero(single)
+    if len(rows):  # one guarantee that protects everything the release reads (else: unbounded on a part)
+        covered = ~(index.reads[rows] & ~index.g_protects[first[rows]]).any(axis=1)
+        single[rows[~covered]] = False
+        rows = rows[covered]
     value = index.g_value[first[rows]] if len(rows) else np.zeros(0, dtype=np.int64)
     ev = np.where(events.mech[rows] >= 0, events.mech[rows], events.value_event[value]) if len(rows) else value
+    several = ev == -2  # a value with several parts: counted part by part with the others
+    single[rows[several]] = False
     keep = (ev >= 0) & ~index.value_is_zero[value]
     rows, ev = rows[keep], ev[keep]
-    kinds = sorted({int(k) for k in np.unique(ev)})
+    extras = PairExtras(index, events, single)
+    kinds = sorted({int(k) for k in np.unique(ev)} | set(extras.counts))
     chosen = [events.events[k] for k in kinds]
     slot_of = np.full(max(kinds, default=0) + 1, -1, dtype=np.int64)
     slot_of[kinds] = np.arange(len(kinds))
@@ -1494,6 +1518,8 @@ def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
     groups[rows] = slot_of[ev]
     # per event, the releases reading i or j (exact integers, as floats for the products below)
     counts = index.pair_counts(groups, len(kinds)).astype(np.float64)
+    for k, extra in extras.counts.items():
+        counts[slot_of[k]] += extra
     approx = np.asarray([e.kind == "approx" for e in chosen], dtype=bool)
     orders = _grids()["ORDERS"]
     curves = (np.asarray([event_curve(e) for e in chosen])[~approx] if len(chosen)
@@ -1521,20 +1547,21 @@ def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
         eps = np.maximum(table[np.arange(len(k)), k], 0.0)
         ords = orders[k]
         empty = ~summed.any(axis=1)
-        eps[empty], ords[empty] = 0.0, np.nan
+        ords[empty] = np.nan
+        eps = np.where(empty, 0.0, np.nextafter(eps * (1 + _MARGIN), np.inf))  # as rdp_epsilon (none: 0)
         for t in np.flatnonzero(live & (rho > 0)):
-            zcdp = cks_epsilon(float(rho[t]), float(remaining[t]))
+            zcdp = cks_epsilon(float(rho[t]), float(remaining[t]))  # (rounded up itself, as in rdp_figure)
             if zcdp < eps[t]:
                 eps[t], ords[t] = zcdp, np.nan
-        eps = np.nextafter(eps * (1 + _MARGIN), np.inf)
         eps = np.where(approx_eps > 0, np.nextafter((eps + approx_eps) * (1 + _MARGIN), np.inf), eps)
         eps[~live] = np.inf
         epsilon[i, i:] = eps
         order[i, i:] = ords
     # unprotected pairs: ∞ for every accountant (the basic grid knows them)
-    unbounded = grid.unbounded if hasattr(grid, "unbounded") else None
-    if unbounded is not None:
-        epsilon[np.asarray(unbounded, dtype=bool)] = np.inf
+    unbounded = extras.unbounded.copy()
+    if hasattr(grid, "unbounded"):
+        unbounded |= np.asarray(grid.unbounded, dtype=bool)
+    epsilon[unbounded] = np.inf
     epsilon = np.triu(epsilon) + np.triu(epsilon, 1).T
 
     touched = index.reads
@@ -1546,23 +1573,205 @@ def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
     declared_ = ~(unknown[:, None] | unknown[None, :]) & ((pair_first == np.inf) | (pair_last < pair_first))
     units = counts.sum(axis=0) if len(chosen) else np.zeros((n, n))
     declared_ |= units <= 1
-
-    # pairs read by a release outside the array path: composed one by one, exactly as `subset`
-    others = ~single & index.reads.any(axis=1)
-    slow_vars = index.reads[others].any(axis=0) if others.any() else np.zeros(n, dtype=bool)
-    slow = {}
-    for i, j in zip(*np.nonzero(np.triu(slow_vars[:, None] | slow_vars[None, :]))):
-        i, j = int(i), int(j)
-        subset = frozenset({index.variables[i], index.variables[j]})
-        comp = events.composition(index.cost_ids(sorted({i, j})), subset, grid.spend(i, j))
-        slow[i, j] = comp
-        figure = rdp_figure(comp, delta, case_of(comp))
-        epsilon[i, j] = epsilon[j, i] = float(figure.epsilon)
-        order[i, j] = order[j, i] = np.nan if figure.order is None else figure.order
-        declared_[i, j] = declared_[j, i] = case_of(comp) == "declared"
-    found = PairRdp(epsilon, declared_, order, slow, chosen, counts)
+    found = PairRdp(epsilon, declared_, order, {}, chosen, counts, unbounded=unbounded)
     pair_pld(found, grid, delta)
     return found
+
+
+PAIR_FAMILY_VALUES = 60  # distinct member costs a family's pair cases are keyed by (bits of an int64)
+
+
+class PairExtras:
+    """Per event, how many units of the releases outside the array path of `pair_rdp` and of
+    the families charge each pair {i, j} (i <= j; {i} alone on the diagonal), and the pairs one
+    of them leaves unbounded: what `IndexEvents.composition` adds for them on that subset.
+
+    A release's or a family's cost on U depends only on U ∩ what it reads (DESIGN 2.3, 2.6;
+    `engine.candidates`, `engine.family_options`), so it is composed once per distinct case:
+    - a release outside the array path (several guarantees, a value of several parts, a
+      choice): once per variable a it reads ({a}: every pair {a, x} with x not read by it, by a
+      matrix product of the reads) and once per pair of variables it reads;
+    - a family whose every member costs one value on every part of a pair it touches (and
+      has one add/remove cost): its cost is the worst of those values (`engine.worst_of`, a
+      function of the *set* of values, with zero for an untouched member) and, when U meets
+      the partition key, of the moves, which do not depend on U; so once per distinct (set of
+      touched members' values, untouched members or not, key met or not);
+    - any other family: once per distinct U ∩ (its reads and key)."""
+
+    def __init__(self, index, events: IndexEvents, single: np.ndarray):
+        n = len(index.variables)
+        self.index, self.events, self.n = index, events, n
+        self.counts: dict[int, np.ndarray] = {}  # event id -> n x n counts (symmetric)
+        self.unbounded = np.zeros((n, n), dtype=bool)
+        self._codes: dict[tuple, int] = {}
+        self._code_events: list[tuple] = []  # code -> ((event id, count), ...) or None (unbounded)
+        in_family = np.zeros(len(index.releases), dtype=bool)
+        for rows in index.members.values():
+            in_family[rows] = True
+        others = np.flatnonzero(~single & ~in_family & index.reads.any(axis=1))
+        if len(others):
+            self._releases(others)
+        for fid, rows in index.members.items():
+            self._family(fid, rows)
+
+    def _code(self, found: tuple | None) -> int:
+        code = self._codes.get(found)
+        if code is None:
+            code = self._codes[found] = len(self._code_events)
+            self._code_events.append(found)
+        return code
+
+    def _spend_code(self, spend, release=None) -> int:
+        """The code of a unit's cost: its events (`unit_events` for a standalone release with a
+        choice, `spend_events` otherwise), or unbounded."""
+        if spend.unbounded:
+            return self._code(None)
+        listed = unit_events(release, spend) if release is not None else spend_events(spend)
+        found = Counter(self.events.event_id(e) for e in listed)
+        return self._code(tuple(sorted(found.items())))
+
+    def _add(self, code: int, where: np.ndarray) -> None:
+        """Charge `code` once to the pairs counted in `where` (n x n, counts, symmetric)."""
+        found = self._code_events[code]
+        if found is None:
+            self.unbounded |= where > 0
+            return
+        for k, count in found:
+            total = self.counts.get(k)
+            if total is None:
+                total = self.counts[k] = np.zeros((self.n, self.n))
+            total += count * where
+
+    def _release_code(self, r: int, columns: tuple[int, ...]) -> int:
+        """The code of release r's cost on the variables `columns` it reads, as `composition`
+        charges it: a release with a choice by `release_cost`, a simple one by its best covering
+        guarantee's value id (`LedgerIndex._cost_ids`) and its mechanism's event where it has one."""
+        index = self.index
+        if r in self._ambiguous:
+            from .engine import release_cost
+
+            release = index.releases[r]
+            return self._spend_code(release_cost(release, frozenset(index.variables[c] for c in columns)), release)
+        start, count = self._first[r], self._n_guarantees[r]
+        best = index.NONE
+        for g in range(start, start + count) if start >= 0 else ():
+            if index.g_protects[g, list(columns)].all():
+                best = min(best, int(index.g_value[g]))
+        if best == index.NONE:
+            return self._code(None)
+        if index.value_is_zero[best]:
+            return self._code(())
+        mech = int(self.events.mech[r])
+        event = mech if mech >= 0 else int(self.events.value_event[best])
+        if event == -2:
+            return self._spend_code(index.values[best])
+        return self._code(((event, 1),))
+
+    def _releases(self, others: np.ndarray) -> None:
+        index, n = self.index, self.n
+        self._ambiguous = set(index.ambiguous)
+        self._n_guarantees, self._first = index._guarantee_spans()
+        reads = index.reads[others]
+        alone: dict[int, np.ndarray] = {}  # code -> (releases x n) 0/1: the release reads a, costing code on {a}
+        pairs: dict[int, list] = {}  # code -> [(a, b), ...]: a release reads both, costing code on {a, b}
+        for t, r in enumerate(others.tolist()):
+            columns = np.flatnonzero(reads[t]).tolist()
+            for a in columns:
+                code = self._release_code(r, (a,))
+                if code not in alone:
+                    alone[code] = np.zeros(reads.shape, dtype=np.float64)
+                alone[code][t, a] = 1
+            for x, a in enumerate(columns):
+                for b in columns[x + 1:]:
+                    pairs.setdefault(self._release_code(r, (a, b)), []).append((a, b))
+        missing = (~reads).astype(np.float64)
+        for code, matrix in alone.items():
+            where = matrix.T @ missing  # {a, x}: a read, x not
+            where = where + where.T
+            where[np.arange(n), np.arange(n)] += matrix.sum(axis=0)
+            self._add(code, where)
+        for code, listed in pairs.items():
+            a, b = np.asarray(listed, dtype=np.int64).T
+            where = np.zeros((n, n))
+            np.add.at(where, (a, b), 1)
+            np.add.at(where, (b, a), 1)
+            self._add(code, where)
+
+    def _family(self, fid: str, rows: list[int]) -> None:
+        from itertools import combinations
+
+        from .engine import (UNBOUNDED, ZERO, Relation, _covering, _moves, candidates, family_cost, option_pareto,
+                             worst_of)
+
+        index, n = self.index, self.n
+        family = index.families[fid]
+        members = [index.releases[i] for i in rows]
+        variables = index.variables
+        reads = index.reads[rows]  # members x n
+        key = np.zeros(n, dtype=bool)
+        if family.partition is not None:
+            key[[index.column[v] for v in family.partition if v in index.column]] = True
+        values: dict = {}  # a member's one cost on every part of a pair -> its bit
+        value_of: list[int] | None = []
+        moves = []
+        for member in members:
+            found = set()
+            parts = sorted(member.reads)
+            for size in (1, 2):
+                for part in combinations(parts, size):
+                    found.add(candidates(member, frozenset(part), Relation.REPLACE) or (UNBOUNDED,))
+            move = (_covering(member.guarantees, member.reads, Relation.ADD_REMOVE) if member.reads
+                    else (ZERO,)) or (UNBOUNDED,)  # as engine.family_options
+            if len(found) != 1 or len(next(iter(found))) != 1 or len(move) != 1 or len(values) >= PAIR_FAMILY_VALUES:
+                value_of = None
+                break
+            value_of.append(values.setdefault(next(iter(found))[0], len(values)))
+            moves.append(move[0])
+        both = reads.T.astype(np.float64) @ reads.astype(np.float64)  # members reading a and b
+        alone = np.diagonal(both).copy()
+        touched_count = alone[:, None] + alone[None, :] - both  # members reading a or b
+        np.fill_diagonal(touched_count, alone)
+        touched = touched_count > 0
+        codes = np.full((n, n), -1, dtype=np.int64)
+        if value_of is None:
+            # any family: its cost on U depends on U only through U ∩ (its reads and key)
+            scope = reads.any(axis=0) | key
+            cases: dict[frozenset, int] = {}
+            for i, j in zip(*np.nonzero(np.triu(touched))):
+                i, j = int(i), int(j)
+                case = frozenset(c for c in (i, j) if scope[c])
+                code = cases.get(case)
+                if code is None:
+                    subset = frozenset({variables[i], variables[j]})
+                    code = cases[case] = self._spend_code(family_cost(family, members, subset))
+                codes[i, j] = codes[j, i] = code
+        else:
+            # engine.family_options with one option per member: the worst (a function of the set
+            # of costs: worst_of takes their set) of the touched members' costs, zero for an
+            # untouched one, and the moves when U meets the key (they do not depend on U)
+            by_bit = list(values)
+            moved = _moves(moves) if key.any() else []
+            bits = np.zeros(n, dtype=np.int64)
+            for m, value in enumerate(value_of):
+                bits[reads[m]] |= 1 << value
+            mask = bits[:, None] | bits[None, :]
+            keyed = key[:, None] | key[None, :]
+            untouched = touched_count < len(rows)
+            case = (mask << 2) | (keyed.astype(np.int64) << 1) | untouched.astype(np.int64)
+            case = np.where(touched, case, -1).ravel()
+            distinct, inverse = np.unique(case, return_inverse=True)
+            flat = np.full(len(distinct), -1, dtype=np.int64)
+            for c, value in enumerate(distinct.tolist()):
+                if value < 0:
+                    continue
+                spends = [by_bit[b] for b in range(len(by_bit)) if (value >> (b + 2)) & 1]
+                spends += [ZERO] if value & 1 else []
+                spends += moved if value & 2 else []
+                options = option_pareto([worst_of(spends)])
+                flat[c] = self._spend_code(options[0] if options else UNBOUNDED)
+            codes = flat[inverse.ravel()].reshape(n, n)
+        for code in np.unique(codes[codes >= 0]).tolist():
+            self._add(code, (codes == code).astype(np.float64))
 
 
 def pair_composition(rdp: PairRdp, grid, i: int, j: int) -> Composition:
@@ -1570,7 +1779,7 @@ def pair_composition(rdp: PairRdp, grid, i: int, j: int) -> Composition:
     if (i, j) in rdp.slow:
         return rdp.slow[i, j]
     spend = grid.spend(i, j)
-    comp = Composition(spend, unbounded=spend.unbounded)
+    comp = Composition(spend, unbounded=spend.unbounded or (rdp.unbounded is not None and bool(rdp.unbounded[i, j])))
     if rdp.counts is not None:
         for k in np.flatnonzero(rdp.counts[:, i, j]):
             comp.events[rdp.chosen[k]] = int(rdp.counts[k, i, j])

@@ -616,14 +616,14 @@ def shown_accounts(index: LedgerIndex, table: RiskTable, delta: Fraction):
     accountant asked: the smallest valid figure per column), without computing PLD figures that
     cannot be shown: a PLD figure is valid only when every release charged on the column was
     declared in advance (DESIGN 2.10; accountants.pld_figure), and `accountants.best` passes over
-    a figure that is not valid. So when no column is declared, basic and rdp decide every column
-    (the PLD of 200 columns cost most of a 10,000-release report, issue 13)."""
-    from .accountant_views import TableAccounts, table_accountants
+    a figure that is not valid. So the PLD is computed for the declared columns only, and basic
+    and rdp decide the others (the PLD of 200 columns cost most of a 10,000-release report,
+    issue 13); the figures shown are the same."""
+    from .accountant_views import TableAccounts
     from .accountants import table_figures
 
-    per_variable, wide = table_figures(index, table, delta, ["basic", "rdp"])
-    if any(found["basic"].case == "declared" for found in [*per_variable, wide]):
-        return table_accountants(index, table, delta, None)
+    wanted = ["basic", "rdp"] + (["pld"] if len(table.releases) <= 20_000 else [])  # as table_accountants
+    per_variable, wide = table_figures(index, table, delta, wanted, invalid_pld=False)
     return TableAccounts(table.variables, per_variable, wide, None)
 
 

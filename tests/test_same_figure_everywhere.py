@@ -213,3 +213,53 @@ def test_a_declared_plan_gives_its_pairs_the_pld_figure_subset_gives(tmp_path):
     assert one["accountant"] == "pld" and one["case"] == "declared"
     assert (pairs[("a", "b")]["accountant"], pairs[("a", "b")]["epsilon"]) == ("pld", one["epsilon"])
     assert float(one["epsilon"]) < float(one["accountants"]["rdp"]["epsilon"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(ledger=ledgers(max_releases=6), declared=st.booleans(), laplace=st.booleans(), fallback=st.booleans())
+def test_the_pair_arrays_compose_each_pair_as_subset_does(ledger, declared, laplace, fallback):
+    """`pair_rdp` (the figures of `pairs`, the report's heat map and its diagonal) counts, for every
+    pair {i, j} and every {i} alone, the events `subset` composes for it (IndexEvents.composition:
+    families, releases with several guarantees or a choice), with the same unbounded pairs and case,
+    and each pair's chosen figure is subset's: random ledgers with families keyed and random, through
+    the families' array path and, `fallback`, through the per-case one."""
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta
+    from unittest import mock
+
+    from ledger import accountants
+    from ledger.records import Guarantee, Mechanism, Notion, Relation, Status
+
+    releases = []
+    for k, release in enumerate(ledger.releases):
+        if laplace and k % 2 == 0 and release.reads:  # a mechanism event where the guarantee is its own
+            release = replace(release, mechanism=Mechanism("laplace", (("epsilon", Fraction(1, 3)),)),
+                              guarantees=(Guarantee(release.reads, Notion.PURE, epsilon=Fraction(1, 3),
+                                                    relation=Relation.REPLACE),))
+        moment = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(hours=k)
+        releases.append(replace(release, status=Status.PLANNED if declared else Status.PUBLISHED,
+                                recorded_at=moment, published_at=None if declared else moment))
+    delta = Fraction(1, 10**9)
+    index = LedgerIndex(VARIABLES, releases, ledger.families)
+    grid = index.pair_matrix(at_delta(delta))
+    with mock.patch.object(accountants, "PAIR_FAMILY_VALUES", 0 if fallback else accountants.PAIR_FAMILY_VALUES):
+        rdp = accountants.pair_rdp(index, delta, grid)
+    events = accountants.index_events(index)
+    n = len(VARIABLES)
+    for i in range(n):
+        for j in range(i, n):
+            subset = frozenset({VARIABLES[i], VARIABLES[j]})
+            comp = events.composition(index.cost_ids(sorted({i, j})), subset, grid.spend(i, j))
+            mine = accountants.pair_composition(rdp, grid, i, j)
+            assert mine.unbounded == comp.unbounded, (i, j)
+            if not comp.unbounded:
+                assert {e: c for e, c in mine.events.items() if c} == dict(comp.events), (i, j)
+            assert bool(rdp.declared[i, j]) == (accountants.case_of(comp) == "declared"), (i, j)
+            expected = accountants.rdp_figure(comp, delta, accountants.case_of(comp))
+            assert same(float(rdp.epsilon[i, j]), float(expected.epsilon)), (i, j)
+            spend = index.subset_spend(subset, at_delta(delta))
+            shown = accountants.best(accountants.subset_figures(index, subset, delta, spend))
+            figure = accountants.best(accountants.pair_figure(index, delta, grid, rdp, i, j))
+            assert figure.accountant == shown.accountant and same(float(figure.epsilon), float(shown.epsilon)), \
+                (i, j, figure, shown)
+
