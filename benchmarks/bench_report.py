@@ -188,7 +188,8 @@ def build_ledger(path: Path, n_variables: int, n_releases: int, seed: int = 7) -
                 caps.append({"name": f"cap{k:02d}", "subset": members,
                              **({"rho": limit} if k % 3 == 0 else {"epsilon": limit, "delta": "1e-9"})})
             operations.add_caps(engine, "survey", caps, "ada", "benchmark")
-    return url
+    engine.dispose()  # the last connection closed: SQLite folds its write-ahead log into the file, which
+    return url  # cached_report_ledger then renames (a log left beside the old name would be lost)
 
 
 def timed(function, *args, **kwargs):

@@ -940,7 +940,7 @@ class IndexEvents:
         for fid, rows in index.members.items():
             if not touched[rows].any():
                 continue
-            spend = family_cost(index.families[fid], [index.releases[i] for i in rows], subset)
+            spend = family_cases(index, fid).cost(touched[rows], subset)
             if spend.unbounded:
                 comp.unbounded = True
             else:
@@ -960,6 +960,79 @@ class IndexEvents:
             comp.first_published = (None if first == np.inf else datetime.min if first == -np.inf
                                     else _from_stamp(first))
         return comp
+
+
+class FamilyCases:
+    """`engine.family_cost` of one family on subsets, composed once per distinct case.
+
+    When every member costs one value on every part of what it reads (one candidate on every
+    nonempty part, and one add/remove cost), `engine.family_options` has one combination: the
+    worst (`engine.worst_of`, a function of the *set* of its inputs) of the touched members'
+    values, zero for an untouched member, and, when the subset meets the partition key, the
+    moves (every member's add/remove cost, alone or two together: they do not depend on the
+    subset). So the cost depends only on (the set of touched members' values, whether a member
+    is untouched, whether the key is met), and is composed once per such case. Any other
+    family: `family_cost` itself."""
+
+    def __init__(self, index, fid: str):
+        from itertools import combinations
+
+        from .engine import UNBOUNDED, ZERO, Relation, _covering, _moves, candidates
+
+        self.family = index.families[fid]
+        self.members = [index.releases[i] for i in index.members[fid]]
+        self.cache: dict = {}
+        self.key = frozenset(self.family.partition or ())
+        values: dict = {}
+        bits, moves = [], []
+        for member in self.members:
+            parts = sorted(member.reads)
+            if not parts or len(parts) > FAMILY_CASE_READS:
+                values = None
+                break
+            found = {candidates(member, frozenset(part), Relation.REPLACE) or (UNBOUNDED,)
+                     for size in range(1, len(parts) + 1) for part in combinations(parts, size)}
+            move = _covering(member.guarantees, member.reads, Relation.ADD_REMOVE) or (UNBOUNDED,)
+            if len(found) != 1 or len(next(iter(found))) != 1 or len(move) != 1 or len(values) >= PAIR_FAMILY_VALUES:
+                values = None
+                break
+            bits.append(1 << values.setdefault(next(iter(found))[0], len(values)))
+            moves.append(move[0])
+        self.uniform = values is not None
+        if self.uniform:
+            self.values = list(values)
+            self.bits = np.asarray(bits, dtype=np.int64)
+            self.moves = _moves(moves) if self.key else []
+            self.zero, self.unbounded = ZERO, UNBOUNDED
+
+    def cost(self, touched: np.ndarray, subset: frozenset[str]):
+        """c_F(U) (`engine.family_cost`), `touched`: which members read something of U."""
+        from .engine import family_cost, option_pareto, worst_of
+
+        if not self.uniform:
+            return family_cost(self.family, self.members, subset)
+        mask = int(np.bitwise_or.reduce(self.bits[touched])) if touched.any() else 0
+        case = (mask, bool(not touched.all()), bool(self.key & subset))
+        found = self.cache.get(case)
+        if found is None:
+            spends = [v for b, v in enumerate(self.values) if (mask >> b) & 1]
+            spends += [self.zero] if case[1] else []
+            spends += self.moves if case[2] else []
+            options = option_pareto([worst_of(spends)])
+            found = self.cache[case] = options[0] if options else self.unbounded
+        return found
+
+
+FAMILY_CASE_READS = 4  # members reading more variables are composed by family_cost itself (2^k parts)
+
+
+def family_cases(index, fid: str) -> FamilyCases:
+    """The index's FamilyCases of family `fid`, made once."""
+    found = index.__dict__.setdefault("_family_cases", {})
+    cases = found.get(fid)
+    if cases is None:
+        cases = found[fid] = FamilyCases(index, fid)
+    return cases
 
 
 def _single(event_id, events: list[Event]) -> int:
@@ -1549,10 +1622,12 @@ def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
         empty = ~summed.any(axis=1)
         ords[empty] = np.nan
         eps = np.where(empty, 0.0, np.nextafter(eps * (1 + _MARGIN), np.inf))  # as rdp_epsilon (none: 0)
-        for t in np.flatnonzero(live & (rho > 0)):
-            zcdp = cks_epsilon(float(rho[t]), float(remaining[t]))  # (rounded up itself, as in rdp_figure)
-            if zcdp < eps[t]:
-                eps[t], ords[t] = zcdp, np.nan
+        zcdp = live & (rho > 0)
+        if zcdp.any():  # the zCDP bound where it is smaller (rounded up itself, as in rdp_figure)
+            bound = np.full(len(eps), np.inf)
+            bound[zcdp] = cks_floats(rho[zcdp], remaining[zcdp])
+            smaller = bound < eps
+            eps, ords = np.where(smaller, bound, eps), np.where(smaller, np.nan, ords)
         eps = np.where(approx_eps > 0, np.nextafter((eps + approx_eps) * (1 + _MARGIN), np.inf), eps)
         eps[~live] = np.inf
         epsilon[i, i:] = eps
@@ -1770,8 +1845,71 @@ class PairExtras:
                 options = option_pareto([worst_of(spends)])
                 flat[c] = self._spend_code(options[0] if options else UNBOUNDED)
             codes = flat[inverse.ravel()].reshape(n, n)
-        for code in np.unique(codes[codes >= 0]).tolist():
-            self._add(code, (codes == code).astype(np.float64))
+        self._add_codes(codes)
+
+    def _add_codes(self, codes: np.ndarray) -> None:
+        """Charge each pair the code in `codes` (n x n, -1: none), every event at once."""
+        valid = codes >= 0
+        present = np.unique(codes[valid]).tolist()
+        weights: dict[int, np.ndarray] = {}
+        none = np.zeros(len(self._code_events) + 1, dtype=bool)
+        for code in present:
+            found = self._code_events[code]
+            if found is None:
+                none[code] = True
+                continue
+            for k, count in found:
+                weights.setdefault(k, np.zeros(len(self._code_events) + 1))[code] += count
+        safe = np.where(valid, codes, len(self._code_events))  # (the last slot: weight 0, not unbounded)
+        if none.any():
+            self.unbounded |= none[safe]
+        for k, weight in weights.items():
+            total = self.counts.get(k)
+            if total is None:
+                total = self.counts[k] = np.zeros((self.n, self.n))
+            total += weight[safe]
+
+
+def cks_floats(rho: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """accounting.cks_epsilon over arrays: the Canonne, Kamath and Steinke (2020) bound
+    (Proposition 12 / Corollary 13) at the Renyi order found by the same safeguarded
+    Newton iteration (accounting.cks_order), guarded by the simple bound
+    rho + 2 sqrt(rho ln(1/delta)) (Bun and Steinke 2016, Prop 1.3), rounded up."""
+    rho = np.asarray(rho, dtype=np.float64)
+    delta = np.broadcast_to(np.asarray(delta, dtype=np.float64), rho.shape)
+    result = np.zeros(rho.shape)
+    live = rho > 0
+    if not live.any():
+        return result
+    # each distinct (rho, delta) once: totals repeat across checkpoints and pairs
+    distinct, back = np.unique(np.stack([rho[live], delta[live]]), axis=1, return_inverse=True)
+    with np.errstate(all="ignore"):  # extreme rho: the simple bound below, never a warning or a NaN
+        values = _cks_distinct(distinct[0], distinct[1])
+        simple = distinct[0] + 2 * np.sqrt(distinct[0] * np.log(1 / distinct[1]))
+        values = np.where(np.isfinite(values) & (distinct[0] <= 1e12), np.minimum(values, simple), simple)
+    result[live] = values[back.ravel()]
+    return result
+
+
+def _cks_distinct(r: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    log_inv = np.log(1 / delta)
+    # the root of h(x) = r x^2 + ln(1 + x) - ln(1/delta) in (0, sqrt(ln(1/delta) / r)), x = alpha - 1
+    low, high = np.zeros(r.shape), np.sqrt(log_inv / r)
+    x = high.copy()
+    for _ in range(200):
+        value = r * x * x + np.log1p(x) - log_inv
+        high = np.where(value > 0, x, high)
+        low = np.where(value > 0, low, x)
+        following = x - value / (2 * r * x + 1 / (1 + x))
+        following = np.where((low < following) & (following < high), following, (low + high) / 2)
+        done = (np.abs(following - x) <= 1e-15 * x) | (high - low <= 1e-15 * high)
+        x = following
+        if done.all():
+            break
+    alpha = 1 + x
+    bound = alpha * r + (log_inv - np.log(alpha)) / (alpha - 1) + np.log1p(-1 / alpha)
+    best = np.minimum(bound, r + 2 * np.sqrt(r * log_inv))
+    return np.nextafter(np.maximum(best, 0.0) * (1 + 1e-12), np.inf)  # as accounting._up
 
 
 def pair_composition(rdp: PairRdp, grid, i: int, j: int) -> Composition:

@@ -16,6 +16,7 @@ import textwrap
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import cli_main
@@ -263,3 +264,23 @@ def test_the_pair_arrays_compose_each_pair_as_subset_does(ledger, declared, lapl
             assert figure.accountant == shown.accountant and same(float(figure.epsilon), float(shown.epsilon)), \
                 (i, j, figure, shown)
 
+
+
+@settings(max_examples=150, deadline=None)
+@given(ledger=ledgers(max_releases=8))
+def test_a_family_composed_once_per_case_costs_what_family_cost_gives(ledger):
+    """`accountants.FamilyCases` (a family's cost keyed by the set of its touched members' values,
+    whether one is untouched and whether the key is met) equals `engine.family_cost` on every
+    subset, for families keyed and random, members of one or several guarantees."""
+    from ledger import accountants
+    from ledger.engine import family_cost
+
+    index = LedgerIndex(VARIABLES, ledger.releases, ledger.families)
+    for fid, rows in index.members.items():
+        cases = accountants.family_cases(index, fid)
+        members = [index.releases[i] for i in rows]
+        for subset in ALL_SUBSETS:
+            touched = np.asarray([bool(m.reads & subset) for m in members])
+            if touched.any():
+                assert cases.cost(touched, subset) == family_cost(index.families[fid], members, subset), \
+                    (fid, sorted(subset), cases.uniform)
