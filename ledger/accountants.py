@@ -1605,14 +1605,16 @@ def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
 
     epsilon = np.full((n, n), np.inf)
     order = np.full((n, n), np.nan)
+    rho_of, remaining_of, approx_of = np.zeros((n, n)), np.ones((n, n)), np.zeros((n, n))
     for i in range(n):
         c = counts[:, i, i:]  # events x pairs (i, i..n-1)
         plain = c[~approx] if len(chosen) else np.zeros((0, n - i))
         summed = plain.T @ curves  # pairs x orders
-        rho = plain.T @ rhos
-        approx_eps = c[approx].T @ a_eps if approx.any() else np.zeros(n - i)
+        rho_of[i, i:] = plain.T @ rhos
+        approx_of[i, i:] = c[approx].T @ a_eps if approx.any() else 0.0
         approx_delta = c[approx].T @ a_delta if approx.any() else np.zeros(n - i)
         remaining = float(delta) - approx_delta * (1 + 1e-12)  # never more than the exact remainder
+        remaining_of[i, i:] = remaining
         live = remaining > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             table = summed + log_term - (np.log(np.where(live, remaining, 1.0))[:, None] + log_a) / a_1
@@ -1621,17 +1623,18 @@ def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
         ords = orders[k]
         empty = ~summed.any(axis=1)
         ords[empty] = np.nan
-        eps = np.where(empty, 0.0, np.nextafter(eps * (1 + _MARGIN), np.inf))  # as rdp_epsilon (none: 0)
-        zcdp = live & (rho > 0)
-        if zcdp.any():  # the zCDP bound where it is smaller (rounded up itself, as in rdp_figure)
-            bound = np.full(len(eps), np.inf)
-            bound[zcdp] = cks_floats(rho[zcdp], remaining[zcdp])
-            smaller = bound < eps
-            eps, ords = np.where(smaller, bound, eps), np.where(smaller, np.nan, ords)
-        eps = np.where(approx_eps > 0, np.nextafter((eps + approx_eps) * (1 + _MARGIN), np.inf), eps)
-        eps[~live] = np.inf
-        epsilon[i, i:] = eps
+        epsilon[i, i:] = np.where(empty, 0.0, np.nextafter(eps * (1 + _MARGIN), np.inf))  # as rdp_epsilon (none: 0)
         order[i, i:] = ords
+    upper = np.triu(np.ones((n, n), dtype=bool))
+    live = upper & (remaining_of > 0)
+    zcdp = live & (rho_of > 0)
+    if zcdp.any():  # the zCDP bound where it is smaller (rounded up itself, as in rdp_figure), all pairs at once
+        bound = np.full((n, n), np.inf)
+        bound[zcdp] = cks_floats(rho_of[zcdp], remaining_of[zcdp])
+        smaller = bound < epsilon
+        epsilon, order = np.where(smaller, bound, epsilon), np.where(smaller, np.nan, order)
+    epsilon = np.where(approx_of > 0, np.nextafter((epsilon + approx_of) * (1 + _MARGIN), np.inf), epsilon)
+    epsilon[upper & ~live] = np.inf
     # unprotected pairs: ∞ for every accountant (the basic grid knows them)
     unbounded = extras.unbounded.copy()
     if hasattr(grid, "unbounded"):

@@ -204,6 +204,13 @@ def text_table(view: TableView, total_label: str = "All releases") -> str:
 # --------------------------------------------------------------------------
 
 
+def _bytecode_cache():
+    try:
+        return jinja2.FileSystemBytecodeCache()
+    except (OSError, RuntimeError):  # no usable temporary directory: compile each time
+        return None
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FunctionLoader(_load_template),
@@ -211,6 +218,10 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        # compiled templates kept between runs (the report's took ~0.4 s to compile, issue 13): in
+        # jinja2's per-user directory under the temporary directory (mode 0700, its owner checked),
+        # keyed by each template's source checksum, so an edited template is compiled again
+        bytecode_cache=_bytecode_cache(),
     )
     env.filters["epsilon"] = format_number
     env.filters["delta"] = format_delta
