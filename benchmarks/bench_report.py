@@ -324,8 +324,8 @@ def main() -> None:
     parser.add_argument("--baseline", default="main", help="git ref of the old path (default: main)")
     parser.add_argument("--baseline-max", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--sizes", type=lambda text: [int(x) for x in text.split(",")],
-                        default=[100_000, 1_000_000])
+    parser.add_argument("--sizes", type=lambda text: [int(x) for x in text.split(",") if x.strip()],
+                        default=[100_000, 1_000_000], help="(e)'s sizes, comma-separated; \"\": (e) at 10k only")
     parser.add_argument("--scale-from", type=Path, default=None,
                         help="a directory holding bench_scale.py's ledger-N.db files, copied read-only")
     args = parser.parse_args()
