@@ -1007,17 +1007,24 @@ class FamilyCases:
 
     def cost(self, touched: np.ndarray, subset: frozenset[str]):
         """c_F(U) (`engine.family_cost`), `touched`: which members read something of U."""
-        from .engine import family_cost, option_pareto, worst_of
+        from .engine import family_cost
 
         if not self.uniform:
             return family_cost(self.family, self.members, subset)
         mask = int(np.bitwise_or.reduce(self.bits[touched])) if touched.any() else 0
-        case = (mask, bool(not touched.all()), bool(self.key & subset))
+        return self.case_cost(mask, bool(not touched.all()), bool(self.key & subset))
+
+    def case_cost(self, mask: int, untouched: bool, keyed: bool):
+        """The cost of a uniform family when the touched members' values are the bits of `mask`,
+        some member is `untouched`, and the subset meets the key (`keyed`)."""
+        from .engine import option_pareto, worst_of
+
+        case = (mask, untouched, keyed)
         found = self.cache.get(case)
         if found is None:
             spends = [v for b, v in enumerate(self.values) if (mask >> b) & 1]
-            spends += [self.zero] if case[1] else []
-            spends += self.moves if case[2] else []
+            spends += [self.zero] if untouched else []
+            spends += self.moves if keyed else []
             options = option_pareto([worst_of(spends)])
             found = self.cache[case] = options[0] if options else self.unbounded
         return found
@@ -1656,7 +1663,7 @@ def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
     return found
 
 
-PAIR_FAMILY_VALUES = 60  # distinct member costs a family's pair cases are keyed by (bits of an int64)
+PAIR_FAMILY_VALUES = 60  # distinct member costs a family's cases are keyed by (FamilyCases: bits of an int64)
 
 
 class PairExtras:
@@ -1669,11 +1676,9 @@ class PairExtras:
     - a release outside the array path (several guarantees, a value of several parts, a
       choice): once per variable a it reads ({a}: every pair {a, x} with x not read by it, by a
       matrix product of the reads) and once per pair of variables it reads;
-    - a family whose every member costs one value on every part of a pair it touches (and
-      has one add/remove cost): its cost is the worst of those values (`engine.worst_of`, a
-      function of the *set* of values, with zero for an untouched member) and, when U meets
-      the partition key, of the moves, which do not depend on U; so once per distinct (set of
-      touched members' values, untouched members or not, key met or not);
+    - a family whose every member costs one value on every part of what it reads (and has one
+      add/remove cost): once per distinct case of `FamilyCases` (the set of touched members'
+      values, a member untouched or not, the key met or not), the cases of all pairs at once;
     - any other family: once per distinct U ∩ (its reads and key)."""
 
     def __init__(self, index, events: IndexEvents, single: np.ndarray):
@@ -1776,62 +1781,38 @@ class PairExtras:
             self._add(code, where)
 
     def _family(self, fid: str, rows: list[int]) -> None:
-        from itertools import combinations
-
-        from .engine import (UNBOUNDED, ZERO, Relation, _covering, _moves, candidates, family_cost, option_pareto,
-                             worst_of)
+        from .engine import family_cost
 
         index, n = self.index, self.n
-        family = index.families[fid]
-        members = [index.releases[i] for i in rows]
+        cases = family_cases(index, fid)
         variables = index.variables
         reads = index.reads[rows]  # members x n
         key = np.zeros(n, dtype=bool)
-        if family.partition is not None:
-            key[[index.column[v] for v in family.partition if v in index.column]] = True
-        values: dict = {}  # a member's one cost on every part of a pair -> its bit
-        value_of: list[int] | None = []
-        moves = []
-        for member in members:
-            found = set()
-            parts = sorted(member.reads)
-            for size in (1, 2):
-                for part in combinations(parts, size):
-                    found.add(candidates(member, frozenset(part), Relation.REPLACE) or (UNBOUNDED,))
-            move = (_covering(member.guarantees, member.reads, Relation.ADD_REMOVE) if member.reads
-                    else (ZERO,)) or (UNBOUNDED,)  # as engine.family_options
-            if len(found) != 1 or len(next(iter(found))) != 1 or len(move) != 1 or len(values) >= PAIR_FAMILY_VALUES:
-                value_of = None
-                break
-            value_of.append(values.setdefault(next(iter(found))[0], len(values)))
-            moves.append(move[0])
+        key[[index.column[v] for v in cases.key if v in index.column]] = True
         both = reads.T.astype(np.float64) @ reads.astype(np.float64)  # members reading a and b
         alone = np.diagonal(both).copy()
         touched_count = alone[:, None] + alone[None, :] - both  # members reading a or b
         np.fill_diagonal(touched_count, alone)
         touched = touched_count > 0
         codes = np.full((n, n), -1, dtype=np.int64)
-        if value_of is None:
+        if not cases.uniform:
             # any family: its cost on U depends on U only through U ∩ (its reads and key)
             scope = reads.any(axis=0) | key
-            cases: dict[frozenset, int] = {}
+            found: dict[frozenset, int] = {}
             for i, j in zip(*np.nonzero(np.triu(touched))):
                 i, j = int(i), int(j)
                 case = frozenset(c for c in (i, j) if scope[c])
-                code = cases.get(case)
+                code = found.get(case)
                 if code is None:
                     subset = frozenset({variables[i], variables[j]})
-                    code = cases[case] = self._spend_code(family_cost(family, members, subset))
+                    code = found[case] = self._spend_code(family_cost(cases.family, cases.members, subset))
                 codes[i, j] = codes[j, i] = code
         else:
-            # engine.family_options with one option per member: the worst (a function of the set
-            # of costs: worst_of takes their set) of the touched members' costs, zero for an
-            # untouched one, and the moves when U meets the key (they do not depend on U)
-            by_bit = list(values)
-            moved = _moves(moves) if key.any() else []
+            # FamilyCases: the cost is a function of (the touched members' values, a member
+            # untouched, the key met), found per pair over arrays and composed once per case
             bits = np.zeros(n, dtype=np.int64)
-            for m, value in enumerate(value_of):
-                bits[reads[m]] |= 1 << value
+            for m in range(len(rows)):
+                bits[reads[m]] |= cases.bits[m]
             mask = bits[:, None] | bits[None, :]
             keyed = key[:, None] | key[None, :]
             untouched = touched_count < len(rows)
@@ -1840,13 +1821,8 @@ class PairExtras:
             distinct, inverse = np.unique(case, return_inverse=True)
             flat = np.full(len(distinct), -1, dtype=np.int64)
             for c, value in enumerate(distinct.tolist()):
-                if value < 0:
-                    continue
-                spends = [by_bit[b] for b in range(len(by_bit)) if (value >> (b + 2)) & 1]
-                spends += [ZERO] if value & 1 else []
-                spends += moved if value & 2 else []
-                options = option_pareto([worst_of(spends)])
-                flat[c] = self._spend_code(options[0] if options else UNBOUNDED)
+                if value >= 0:
+                    flat[c] = self._spend_code(cases.case_cost(value >> 2, bool(value & 1), bool(value & 2)))
             codes = flat[inverse.ravel()].reshape(n, n)
         self._add_codes(codes)
 
