@@ -89,10 +89,11 @@ from .memory import paused_gc
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Release
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 7  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 8  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
 # 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments;
 # 7: a subsampled release's accounting event is its sampling event (issue 11, section 4)
+# 8: the verified head (verified_head.py) keeps when it was verified
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -538,6 +539,17 @@ def _rebuild_accountant_states(session: Session) -> None:
                                                   for cap in stated})
 
 
+def _v8_verified_head_time(session: Session) -> None:
+    """The verified head kept by `audit verify` (ledger_meta) gains when it was verified and when
+    the last full verification ran: JSON where it was "seq:hash"; a head kept before has no
+    time (unknown), and the next verification stamps its own."""
+    row = session.get(MetaRow, "verified_head")  # (verified_head.CHECKPOINT_KEY; its reader: verified_head.parse)
+    if row is not None and not row.value.startswith("{"):
+        seq, digest = row.value.split(":", 1)
+        row.value = json.dumps({"seq": int(seq), "hash": digest, "at": None, "full_at": None}, sort_keys=True)
+        session.add(row)
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
@@ -545,6 +557,7 @@ MIGRATIONS: dict[int, Callable[[Session], None]] = {
     5: _v5_accounting_rows,
     6: _v6_accounting_events,
     7: _v7_sampled_events,
+    8: _v8_verified_head_time,
 }
 
 
