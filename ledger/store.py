@@ -665,18 +665,23 @@ def snapshot(session: Session, dataset: str | None = None) -> LedgerSnapshot:
 
 
 def _datasets(session: Session, names: Sequence[str] | None = None) -> list[Dataset]:
+    # Core rows (the columns as attributes, the same column types): no ORM object is built
+    # and no mapper configured, which a `check` in a fresh process paid for (issue 13)
+    variable_table, dataset_table = VariableRow.__table__, DatasetRow.__table__
     variables: dict[str, list[dict]] = {}
-    query = select(VariableRow).order_by(VariableRow.dataset, VariableRow.position)
-    datasets = select(DatasetRow)
+    query = select(variable_table).order_by(variable_table.c.dataset, variable_table.c.position)
+    datasets = select(dataset_table)
     if names is not None:
-        query = query.where(VariableRow.dataset.in_(names))
-        datasets = datasets.where(DatasetRow.name.in_(names))
-    for row in session.exec(query):
+        query = query.where(variable_table.c.dataset.in_(names))
+        datasets = datasets.where(dataset_table.c.name.in_(names))
+    _flush(session)
+    connection = _connection(session)
+    for row in connection.execute(query):
         variables.setdefault(row.dataset, []).append(
             {"name": row.name, "classification": row.classification, "description": row.description,
              "categories": row.categories}
         )
-    return [dataset_from_dict(_dataset_dict(row, variables.get(row.name, []))) for row in session.exec(datasets)]
+    return [dataset_from_dict(_dataset_dict(row, variables.get(row.name, []))) for row in connection.execute(datasets)]
 
 
 def _dataset_dict(row: DatasetRow, variables: list[dict]) -> dict:
@@ -885,10 +890,12 @@ def _configuration(session: Session) -> Configuration:
     cached = _CONFIGURATION_CACHE.get(url)
     if cached is not None and cached[0] == stamp:
         return cached[1]
-    datasets = {d.name: d for d in _datasets(session)}
-    families = {r.id: family_from_dict(_family_dict(r)) for r in session.exec(select(FamilyRow))}
+    datasets = {d.name: d for d in _datasets(session)}  # (Core rows, as below: no ORM objects)
+    connection = _connection(session)
+    families = {r.id: family_from_dict(_family_dict(r)) for r in connection.execute(select(FamilyRow.__table__))}
     caps_by_dataset: dict[str, list[Cap]] = {}
-    for cap_row in session.exec(select(CapRow).order_by(CapRow.dataset, CapRow.name)):
+    cap_table = CapRow.__table__
+    for cap_row in connection.execute(select(cap_table).order_by(cap_table.c.dataset, cap_table.c.name)):
         caps_by_dataset.setdefault(cap_row.dataset, []).append(cap_from_dict(_cap_dict(cap_row)))
     result = Configuration(datasets, families, {k: tuple(v) for k, v in caps_by_dataset.items()})
     _CONFIGURATION_CACHE[url] = (stamp, result)
@@ -1506,8 +1513,9 @@ class _TotalsCheck:
 
         self._apply_states(dataset, [m for group in self.members[dataset].values() for m in group])
         problems = []
+        caps = {cap.name: cap for cap in self.config.caps[dataset]}
         for name, expected in self.states[dataset].items():
-            differences = state_differences(self.stored_states[dataset][name], expected)
+            differences = state_differences(self.stored_states[dataset][name], expected, caps.get(name))
             if differences:
                 problems.append(f"cap {dataset}/{name}: the running accountant state differs from the state "
                                 f"recomputed from the releases: {'; '.join(differences)}")
