@@ -552,7 +552,7 @@ class Figure:
     available: bool = True  # False: the accountant cannot represent some release here
     note: str = ""
     order: float | None = None  # the Rényi order that gave the rdp figure
-    memo: dict | None = None  # pld: the composition's input digest and epsilon (`pld_memo`), kept in cap states
+    memo: dict | None = None  # pld: {"of": pld_memo_digest of its input, "epsilon"}, kept in cap states
 
     def to_json(self) -> dict:
         from .numbers import figure_fields
@@ -591,9 +591,9 @@ def rdp_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
 
 
 def pld_figure(comp: Composition, delta: Fraction, case: str, known: Mapping | None = None) -> Figure:
-    """dp_accounting's PLD figure of the composition at `delta`. `known`: a memo a running cap
-    state keeps (`pld_memo`), used instead of the composition when it was made for exactly this
-    composition's input (its digest); the Figure carries the memo of what it computed."""
+    """dp_accounting's PLD figure of the composition at `delta`. `known`: the memo a running cap
+    state keeps (its "pld", `cap_decision`), used instead of composing when it was made for
+    exactly this composition's input (`pld_memo_digest`); the Figure carries the memo of its figure."""
     valid = case == "declared"
     if comp.unbounded:
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"])
@@ -1446,7 +1446,11 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
     figures (non-adaptive composition, DESIGN 2.10). Each candidate is a valid upper bound
     that can only rise when a release is added (the curves and sums only grow, the filter's
     figure is above the Rényi figure, and a declared plan stays declared only when the
-    smaller set was declared too), so the minimum never falls when a release joins."""
+    smaller set was declared too), so the minimum never falls when a release joins.
+
+    In the declared case the state is given (or keeps) its PLD memo, "pld" (`pld_figure`): the
+    state a record saves carries the figure it was decided with, and the next decision on that
+    state reads it instead of composing the same PLD again (`audit verify` recomputes it)."""
     if cap.rho is not None:
         return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["rho"])
     if cap.delta is None:
