@@ -678,22 +678,53 @@ def pld_epsilon(events: Mapping[Event, int], delta: float, interval: float = PLD
       exactly the binomial on the grid, no rounding at all: k + 1 releases are k releases
       composed with one more, exactly;
     - every Gaussian together: one Gaussian with sensitivity / sigma added in quadrature (the
-      composed privacy loss of Gaussians is Gaussian, exactly), discretised once."""
-    from .privacy_loss import compose
-
-    total = None
+      composed privacy loss of Gaussians is Gaussian, exactly), discretised once.
+    The factors are composed in a fixed order (the Gaussian, then the settings by key), each
+    prefix of the product kept (`_product`), so the next composition, which changes one
+    setting's count, composes again only from that setting on: the same operations in the
+    same order, so the same figure, bit for bit."""
     precision = math.fsum(count / float(event.a) ** 2 for event, count in events.items()
                           if event.kind == "gaussian" and count > 0)
-    if precision > 0:
-        total = _gaussian_pld(_down_float(1 / math.sqrt(precision)), interval)
-    for event, count in sorted(events.items(), key=lambda item: item[0].key):
-        if count <= 0 or event.kind == "gaussian":
-            continue
-        pld = _event_pld(event, count, interval)
-        total = pld if total is None else compose(total, pld)  # dp_accounting's compose, tails by numpy
+    multiplier = _down_float(1 / math.sqrt(precision)) if precision > 0 else None
+    steps = tuple((event, count) for event, count in sorted(events.items(), key=lambda item: item[0].key)
+                  if count > 0 and event.kind != "gaussian")
+    total = _product(multiplier, steps, interval)
     if total is None:
         return 0.0
     return _up(max(float(total.get_epsilon_for_delta(delta)), 0.0))
+
+
+_PRODUCTS: dict = {}  # (multiplier, interval, prefix hash) -> (the prefix of steps, its composed PLD)
+_PRODUCTS_KEPT = 256  # entries (each a PLD of about PLD_STEPS points): the oldest go first
+
+
+def _product(multiplier: float | None, steps: tuple, interval: float):
+    """The merged Gaussian's PLD (None: no Gaussian) composed with the PLD of each (event, count)
+    of `steps`, in order; None when there is nothing. Every prefix of the product is kept
+    (`_PRODUCTS`, found by a running hash and confirmed by comparing the prefix itself), and a
+    composition starts from the longest prefix kept."""
+    from .privacy_loss import compose
+
+    keys, running = [], 0
+    for step in steps:
+        running = hash((running, step))
+        keys.append((multiplier, interval, running))
+    start, total = 0, None
+    for k in range(len(steps), 0, -1):
+        found = _PRODUCTS.get(keys[k - 1])
+        if found is not None and found[0] == steps[:k]:
+            start, total = k, found[1]
+            break
+    if start == 0 and multiplier is not None:
+        total = _gaussian_pld(multiplier, interval)
+    for i in range(start, len(steps)):
+        event, count = steps[i]
+        pld = _event_pld(event, count, interval)
+        total = pld if total is None else compose(total, pld)  # dp_accounting's compose, tails by numpy
+        if len(_PRODUCTS) >= _PRODUCTS_KEPT:
+            _PRODUCTS.pop(next(iter(_PRODUCTS)))
+        _PRODUCTS[keys[i]] = (steps[:i + 1], total)
+    return total
 
 
 def _down_float(value: float) -> float:

@@ -131,3 +131,36 @@ def test_the_tail_search_is_dp_accountings_loop(values, threshold):
             expected = i
             break
     assert _prefix_within(np.asarray(values), threshold) == expected
+
+
+@given(st.lists(st.tuples(st.sampled_from(["laplace:10", "laplace:3", "dlaplace:1/5:1", "pure:3/10", "pure:1/20",
+                                           "gaussian:25", "gaussian:4"]), st.integers(1, 4)),
+                min_size=1, max_size=8))
+@settings(max_examples=25, deadline=None)
+def test_a_composition_from_a_kept_prefix_is_the_whole_composition_bit_for_bit(changes):
+    """Brief h3: `accountants.pld_epsilon` keeps every prefix of its product and composes again only
+    from the first setting that changed. Each step's PMF and figure equal a composition from
+    scratch, factor by factor in the same order with dp_accounting's own `compose`."""
+    from ledger import accountants
+
+    accountants._PRODUCTS.clear()
+    interval = 2.0 ** -9
+    counts: dict = {}
+    for key, more in changes:
+        counts[key] = counts.get(key, 0) + more  # one setting's count grows, as a record does
+        events = {accountants.Event.from_key(k): c for k, c in counts.items()}
+        precision = math.fsum(c / float(e.a) ** 2 for e, c in events.items() if e.kind == "gaussian")
+        multiplier = accountants._down_float(1 / math.sqrt(precision)) if precision > 0 else None
+        steps = tuple((e, c) for e, c in sorted(events.items(), key=lambda item: item[0].key) if e.kind != "gaussian")
+        kept = accountants._product(multiplier, steps, interval)
+        scratch = None if multiplier is None else gaussian_pld(multiplier, interval)
+        for event, count in steps:
+            pld = accountants._event_pld(event, count, interval)
+            scratch = pld if scratch is None else scratch.compose(pld)
+        mine, theirs = kept._pmf_remove, scratch._pmf_remove
+        if hasattr(theirs, "_probs"):
+            assert mine._lower_loss == theirs._lower_loss and np.array_equal(mine._probs, theirs._probs)
+        assert mine._infinity_mass == theirs._infinity_mass
+        assert kept.get_epsilon_for_delta(1e-9) == scratch.get_epsilon_for_delta(1e-9)
+        assert accountants.pld_epsilon(events, 1e-9, interval) == accountants._up(
+            max(float(scratch.get_epsilon_for_delta(1e-9)), 0.0))
