@@ -80,6 +80,11 @@ def main() -> None:
     args = parser.parse_args()
     import bench_scale
 
+    # An installed package has its bytecode (pip compiles it); a checkout run with
+    # PYTHONDONTWRITEBYTECODE set would compile every module in every process instead.
+    import compileall
+
+    compileall.compile_dir(ROOT / "ledger", quiet=1)
     source = bench_scale.build([args.size])[args.size]
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)

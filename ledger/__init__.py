@@ -24,8 +24,6 @@ Where a number comes from:
 
 __version__ = "0.1.0"
 
-from .errors import InputErrors, LedgerError  # noqa: E402
-from .records import Cap, Dataset, Guarantee, Mechanism, Notion, Relation, Release, Status  # noqa: E402
 
 __all__ = [
     "BudgetRefused", "Cap", "Dataset", "Guarantee", "InputErrors", "Ledger", "LedgerError", "Mechanism", "Notion",
@@ -36,9 +34,22 @@ __all__ = [
 _API = ("Ledger", "PlanCheck", "Recorded", "SubsetLoss", "open", "safe_float")
 
 
+_RECORDS = ("Cap", "Dataset", "Guarantee", "Mechanism", "Notion", "Relation", "Release", "Status")
+_ERRORS = ("InputErrors", "LedgerError")
+
+
 def __getattr__(name: str):
-    """The API (and with it the ORM) is imported on first use, so the command line's
-    `--help` does not pay for it (issue 13, section 2)."""
+    """Everything here is imported on first use: the API (and with it the ORM), so the command
+    line's `--help` does not pay for it, and the records, so `--version` pays for nothing
+    (issue 13, section 2)."""
+    if name in _RECORDS:
+        from . import records
+
+        return getattr(records, name)
+    if name in _ERRORS:
+        from . import errors
+
+        return getattr(errors, name)
     if name in _API:
         from . import api
 

@@ -552,6 +552,7 @@ class Figure:
     available: bool = True  # False: the accountant cannot represent some release here
     note: str = ""
     order: float | None = None  # the Rényi order that gave the rdp figure
+    memo: dict | None = None  # pld: {"of": pld_memo_digest of its input, "epsilon"}, kept in cap states
 
     def to_json(self) -> dict:
         from .numbers import figure_fields
@@ -589,7 +590,10 @@ def rdp_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
                   note="approximate guarantees by basic composition" if approx_delta else "")
 
 
-def pld_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
+def pld_figure(comp: Composition, delta: Fraction, case: str, known: Mapping | None = None) -> Figure:
+    """dp_accounting's PLD figure of the composition at `delta`. `known`: the memo a running cap
+    state keeps (its "pld", `cap_decision`), used instead of composing when it was made for
+    exactly this composition's input (`pld_memo_digest`); the Figure carries the memo of its figure."""
     valid = case == "declared"
     if comp.unbounded:
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"])
@@ -608,13 +612,31 @@ def pld_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
     remaining = float(delta - approx_delta)
     if remaining <= 0:
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"])
-    eps = _pld_epsilon_of(tuple(sorted((e.key, c) for e, c in comp.events.items() if e.kind != "approx")),
-                          remaining, pld_interval(comp, remaining))
+    items = tuple(sorted((e.key, c) for e, c in comp.events.items() if e.kind != "approx"))
+    interval = pld_interval(comp, remaining)
+    digest = pld_memo_digest(items, remaining, interval)
+    if known is not None and known.get("of") == digest and isinstance(known.get("epsilon"), float):
+        eps = known["epsilon"]
+    else:
+        eps = _pld_epsilon_of(items, remaining, interval)
+    memo = {"of": digest, "epsilon": eps} if math.isfinite(eps) else None  # (JSON has no infinity)
     eps = _up(eps + float(approx_eps)) if approx_eps else eps
     notes = [] if valid else ["not valid here: " + CASES["adaptive"]]
     if any(e.kind == "sampled" for e in comp.events):
         notes.append(SAMPLED_PLD_NOTE)
-    return Figure("pld", eps, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], note="; ".join(notes))
+    return Figure("pld", eps, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], note="; ".join(notes),
+                  memo=memo)
+
+
+def pld_memo_digest(items: tuple, delta: float, interval: float) -> str:
+    """What a PLD memo was computed from: the (event key, count) items, the delta left for them and
+    the grid, as one SHA-256 (floats by repr, exact). A cap state's memo is used only for a
+    composition with this very digest, so a memo left from other events is inert."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps([list(map(list, items)), repr(delta), repr(interval)],
+                                     separators=(",", ":")).encode()).hexdigest()
 
 
 SAMPLED_PLD_NOTE = ("a subsampled release enters as randomized response at its amplified epsilon (the worst "
@@ -656,20 +678,53 @@ def pld_epsilon(events: Mapping[Event, int], delta: float, interval: float = PLD
       exactly the binomial on the grid, no rounding at all: k + 1 releases are k releases
       composed with one more, exactly;
     - every Gaussian together: one Gaussian with sensitivity / sigma added in quadrature (the
-      composed privacy loss of Gaussians is Gaussian, exactly), discretised once."""
-    total = None
+      composed privacy loss of Gaussians is Gaussian, exactly), discretised once.
+    The factors are composed in a fixed order (the Gaussian, then the settings by key), each
+    prefix of the product kept (`_product`), so the next composition, which changes one
+    setting's count, composes again only from that setting on: the same operations in the
+    same order, so the same figure, bit for bit."""
     precision = math.fsum(count / float(event.a) ** 2 for event, count in events.items()
                           if event.kind == "gaussian" and count > 0)
-    if precision > 0:
-        total = _gaussian_pld(_down_float(1 / math.sqrt(precision)), interval)
-    for event, count in sorted(events.items(), key=lambda item: item[0].key):
-        if count <= 0 or event.kind == "gaussian":
-            continue
-        pld = _event_pld(event, count, interval)
-        total = pld if total is None else total.compose(pld)
+    multiplier = _down_float(1 / math.sqrt(precision)) if precision > 0 else None
+    steps = tuple((event, count) for event, count in sorted(events.items(), key=lambda item: item[0].key)
+                  if count > 0 and event.kind != "gaussian")
+    total = _product(multiplier, steps, interval)
     if total is None:
         return 0.0
     return _up(max(float(total.get_epsilon_for_delta(delta)), 0.0))
+
+
+_PRODUCTS: dict = {}  # (multiplier, interval, prefix hash) -> (the prefix of steps, its composed PLD)
+_PRODUCTS_KEPT = 256  # entries (each a PLD of about PLD_STEPS points): the oldest go first
+
+
+def _product(multiplier: float | None, steps: tuple, interval: float):
+    """The merged Gaussian's PLD (None: no Gaussian) composed with the PLD of each (event, count)
+    of `steps`, in order; None when there is nothing. Every prefix of the product is kept
+    (`_PRODUCTS`, found by a running hash and confirmed by comparing the prefix itself), and a
+    composition starts from the longest prefix kept."""
+    from .privacy_loss import compose
+
+    keys, running = [], 0
+    for step in steps:
+        running = hash((running, step))
+        keys.append((multiplier, interval, running))
+    start, total = 0, None
+    for k in range(len(steps), 0, -1):
+        found = _PRODUCTS.get(keys[k - 1])
+        if found is not None and found[0] == steps[:k]:
+            start, total = k, found[1]
+            break
+    if start == 0 and multiplier is not None:
+        total = _gaussian_pld(multiplier, interval)
+    for i in range(start, len(steps)):
+        event, count = steps[i]
+        pld = _event_pld(event, count, interval)
+        total = pld if total is None else compose(total, pld)  # dp_accounting's compose, tails by numpy
+        if len(_PRODUCTS) >= _PRODUCTS_KEPT:
+            _PRODUCTS.pop(next(iter(_PRODUCTS)))
+        _PRODUCTS[keys[i]] = (steps[:i + 1], total)
+    return total
 
 
 def _down_float(value: float) -> float:
@@ -1265,11 +1320,20 @@ def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, 
     return state_from_composition(cap, comp, family_events)
 
 
-def state_differences(stored: dict, expected: dict) -> list[str]:
+def state_differences(stored: dict, expected: dict, cap=None) -> list[str]:
     """What differs between a stored running state and the one recomputed from the releases,
-    field by field, in words (`audit verify`)."""
+    field by field, in words (`audit verify`). A stored PLD memo (`pld`, given the cap) that
+    applies to the recomputed state must hold the figure composed again from it; one that
+    does not apply is never used, and is not a difference."""
     found = []
+    memo = stored.get("pld")
+    if memo is not None and cap is not None and cap.delta is not None:
+        problem = _memo_difference(memo, expected, cap)
+        if problem:
+            found.append(problem)
     for key in dict.fromkeys([*expected, *stored]):
+        if key == "pld":
+            continue
         a, b = stored.get(key), expected.get(key)
         if key == "events":
             a, b = {k: int(v) for k, v in (a or {}).items()}, {k: int(v) for k, v in (b or {}).items()}
@@ -1278,6 +1342,21 @@ def state_differences(stored: dict, expected: dict) -> list[str]:
         if a != b:
             found.append(f"{key}: stored {json_text(stored.get(key))}, recomputed {json_text(expected.get(key))}")
     return found
+
+
+def _memo_difference(memo, expected: dict, cap) -> str | None:
+    if not isinstance(memo, dict):
+        return f"pld: stored {json_text(memo)}, not a memo"
+    if expected["unbounded"]:
+        return None
+    comp = state_composition(expected, Spend())
+    figure = pld_figure(comp, cap.delta, "declared")
+    if figure.memo is None or figure.memo["of"] != memo.get("of"):
+        return None  # made for other events: never used
+    stored_eps, eps = memo.get("epsilon"), figure.memo["epsilon"]
+    if not isinstance(stored_eps, float) or abs(stored_eps - eps) > 1e-9 * max(abs(eps), 1e-12):
+        return f"pld: stored figure {json_text(stored_eps)}, recomputed {json_text(eps)}"
+    return None
 
 
 def json_text(value) -> str:
@@ -1343,7 +1422,7 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
             family_events.pop(fid, None)
     for moment in (published or {}).values():
         first = earlier(first, moment)
-    return {**state, "v": STATE_VERSION, "cap": cap_key(cap),
+    return {**{k: v for k, v in state.items() if k != "pld"}, "v": STATE_VERSION, "cap": cap_key(cap),
             "events": events,
             "families": family_events, "unbounded": unbounded, "unknown": unknown,
             "last_recorded": last, "first_published": first}
@@ -1489,7 +1568,11 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
     figures (non-adaptive composition, DESIGN 2.10). Each candidate is a valid upper bound
     that can only rise when a release is added (the curves and sums only grow, the filter's
     figure is above the Rényi figure, and a declared plan stays declared only when the
-    smaller set was declared too), so the minimum never falls when a release joins."""
+    smaller set was declared too), so the minimum never falls when a release joins.
+
+    In the declared case the state is given (or keeps) its PLD memo, "pld" (`pld_figure`): the
+    state a record saves carries the figure it was decided with, and the next decision on that
+    state reads it instead of composing the same PLD again (`audit verify` recomputes it)."""
     if cap.rho is not None:
         return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["rho"])
     if cap.delta is None:
@@ -1510,7 +1593,11 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
         declared_theorem = FILTER_THEOREMS["declared"] + "; decided by {}: {}"
         found.append(("rdp", rdp_figure(comp, cap.delta, case).epsilon,
                       declared_theorem.format("rdp", THEOREMS["rdp"])))
-        pld = pld_figure(comp, cap.delta, case)
+        pld = pld_figure(comp, cap.delta, case, state.get("pld"))
+        if pld.memo is not None:
+            # kept with the state (a state recording saves carries the figure it was decided
+            # with, so the next check's figure before its plan is read, not composed again)
+            state["pld"] = pld.memo
         if pld.available:
             found.append(("pld", pld.epsilon, declared_theorem.format("pld", THEOREMS["pld"])))
     name, value, theorem = min(found, key=lambda item: (float(item[1]), ACCOUNTANTS.index(item[0])))

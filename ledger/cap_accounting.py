@@ -10,10 +10,12 @@ epsilon cap keeps the pure sum; a rho cap the sum of rho. Every check carries
 its `Decision` (accountant, case, theorem), which recording writes into the
 audit event of what it admits, and a refusal prints.
 
-Per cap, a running state (event counts and lifecycle times on its subset) is
-kept in the store beside the basic running total, so a check costs the same
-whatever the history's length; a missing or stale state is recomputed from the
-history once.
+Per cap, a running state (event counts and lifecycle times on its subset, and
+for a plan declared in advance the PLD figure it was decided with, keyed by the
+digest of that composition's input) is kept in the store beside the basic
+running total, so a check costs the same whatever the history's length and
+composes one PLD per declared cap (after its plan), not two; a missing or stale
+state is recomputed from the history once.
 """
 
 from __future__ import annotations

@@ -802,11 +802,12 @@ def audit_verify(
     head = read_checkpoint(checkpoint, public_key) if checkpoint is not None else None
     engine = _engine()
     with store.read_session(engine) as session, progress("verifying the audit chain"):
-        mark = verified_head.read(session) if since_checkpoint else None
+        kept = verified_head.read_head(session) if since_checkpoint else None
+        mark = None if kept is None else (kept.seq, kept.hash)
         result = store.verify(session) if mark is None else verified_head.verify_since(session, mark)
         lost = check_checkpoint(session, head) if head is not None else None
     if result.ok:  # the next --since-checkpoint starts here (not kept when busy or read-only: no wait)
-        verified_head.remember(engine, result)
+        verified_head.remember(engine, result, full=mark is None, previous=kept)
     if as_json:
         typer.echo(cli_json.dumps({"ok": result.ok and lost is None, "events": result.events, "head": result.head,
                                    "problems": list(result.problems),

@@ -89,10 +89,11 @@ from .memory import paused_gc
 from .records import CHARGED_STATUSES, Cap, Dataset, Family, Release
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 7  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 8  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
 # 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments;
 # 7: a subsampled release's accounting event is its sampling event (issue 11, section 4)
+# 8: the verified head (verified_head.py) keeps when it was verified
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -229,22 +230,36 @@ _LAST_EVENT = select(_EVENTS.c.seq, _EVENTS.c.hash).order_by(_EVENTS.c.seq.desc(
 _INSERT_EVENT = insert(_EVENTS)
 _INSERT_RELEASE = insert(_RELEASES)
 _RELEASE_PAYLOAD = '{"release":'  # how a release event's payload starts (canonical JSON)
-_RELEASE_EXISTS = select(_RELEASES.c.id).where(_RELEASES.c.id == bindparam("id"))
-_CONFIG_STAMP = select(MetaRow.__table__.c.value).where(MetaRow.__table__.c.key == "config_seq")
+
+
+def _text_rows(table, where: str = "", order: str = "", *binds):
+    """SELECT every column of `table` as SQL text typed by the table's own columns (the same rows,
+    JSON decoded and booleans as bool, as the Core select). The reads every `check` and `record`
+    start with are written so: a fresh process compiles a Core select in 1-6 ms (the first ones
+    the most), its text in a fraction of that, and a command is a fresh process (issue 13)."""
+    names = ", ".join(f'"{column.name}"' for column in table.c)
+    clause = text(f"SELECT {names} FROM {table.name}" + (f" WHERE {where}" if where else "")
+                  + (f" ORDER BY {order}" if order else ""))
+    return (clause.bindparams(*binds) if binds else clause).columns(*table.c)
+
+
+_RELEASE_EXISTS = text("SELECT id FROM releases WHERE id = :id")
 # the configuration stamp, the head of the audit chain and the running totals' stamp
-# (stale_totals), in one round trip
-_STAMP_AND_HEAD = select(
-    _CONFIG_STAMP.scalar_subquery(),
-    select(_EVENTS.c.seq).order_by(_EVENTS.c.seq.desc()).limit(1).scalar_subquery(),
-    select(_EVENTS.c.hash).order_by(_EVENTS.c.seq.desc()).limit(1).scalar_subquery(),
-    select(MetaRow.__table__.c.value).where(MetaRow.__table__.c.key == "totals_head").scalar_subquery(),
-)
+# (stale_totals), in one round trip (SQL text, as _text_rows says why)
+_STAMP_AND_HEAD = text(
+    """SELECT (SELECT value FROM ledger_meta WHERE "key" = 'config_seq'), """
+    "(SELECT seq FROM audit_events ORDER BY seq DESC LIMIT 1), "
+    "(SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1), "
+    """(SELECT value FROM ledger_meta WHERE "key" = 'totals_head')""")
 # ledger_meta values a write sets at its end (the totals' stamp, the events written), in one statement
 _SET_META = update(MetaRow.__table__).where(MetaRow.__table__.c.key == bindparam("k")).values(
     value=bindparam("v"))
 _READ_META = select(MetaRow.__table__.c.key).where(MetaRow.__table__.c.key.in_(bindparam("keys", expanding=True)))
-_READ_TOTALS = select(_TOTALS.c.cap, _TOTALS.c.total).where(
-    _TOTALS.c.dataset == bindparam("dataset"), _TOTALS.c.cap.in_(bindparam("names", expanding=True)))
+_READ_TOTALS = text("SELECT cap, total FROM cap_totals WHERE dataset = :dataset AND cap IN :names").bindparams(
+    bindparam("names", expanding=True)).columns(_TOTALS.c.cap, _TOTALS.c.total)
+_READ_STATES = text("SELECT cap, state FROM cap_accountant_state WHERE dataset = :dataset AND cap IN :names"
+                    ).bindparams(bindparam("names", expanding=True)).columns(
+    CapAccountantRow.__table__.c.cap, CapAccountantRow.__table__.c.state)
 _UPDATE_STATE = update(CapAccountantRow.__table__).where(
     CapAccountantRow.__table__.c.dataset == bindparam("d"),
     CapAccountantRow.__table__.c.cap == bindparam("c")).values(state=bindparam("s"))
@@ -538,6 +553,17 @@ def _rebuild_accountant_states(session: Session) -> None:
                                                   for cap in stated})
 
 
+def _v8_verified_head_time(session: Session) -> None:
+    """The verified head kept by `audit verify` (ledger_meta) gains when it was verified and when
+    the last full verification ran: JSON where it was "seq:hash"; a head kept before has no
+    time (unknown), and the next verification stamps its own."""
+    row = session.get(MetaRow, "verified_head")  # (verified_head.CHECKPOINT_KEY; its reader: verified_head.parse)
+    if row is not None and not row.value.startswith("{"):
+        seq, digest = row.value.split(":", 1)
+        row.value = json.dumps({"seq": int(seq), "hash": digest, "at": None, "full_at": None}, sort_keys=True)
+        session.add(row)
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
@@ -545,6 +571,7 @@ MIGRATIONS: dict[int, Callable[[Session], None]] = {
     5: _v5_accounting_rows,
     6: _v6_accounting_events,
     7: _v7_sampled_events,
+    8: _v8_verified_head_time,
 }
 
 
@@ -652,18 +679,23 @@ def snapshot(session: Session, dataset: str | None = None) -> LedgerSnapshot:
 
 
 def _datasets(session: Session, names: Sequence[str] | None = None) -> list[Dataset]:
+    # Core rows (the columns as attributes, the same column types): no ORM object is built
+    # and no mapper configured, which a `check` in a fresh process paid for (issue 13)
+    variable_table, dataset_table = VariableRow.__table__, DatasetRow.__table__
     variables: dict[str, list[dict]] = {}
-    query = select(VariableRow).order_by(VariableRow.dataset, VariableRow.position)
-    datasets = select(DatasetRow)
-    if names is not None:
-        query = query.where(VariableRow.dataset.in_(names))
-        datasets = datasets.where(DatasetRow.name.in_(names))
-    for row in session.exec(query):
+    binds = {} if names is None else {"names": list(names)}
+    named = [bindparam("names", expanding=True)] if names is not None else []
+    query = _text_rows(variable_table, "dataset IN :names" if named else "", "dataset, position", *named)
+    datasets = _text_rows(dataset_table, "name IN :names" if named else "", "", *named)
+    _flush(session)
+    connection = _connection(session)
+    for row in connection.execute(query, binds):
         variables.setdefault(row.dataset, []).append(
             {"name": row.name, "classification": row.classification, "description": row.description,
              "categories": row.categories}
         )
-    return [dataset_from_dict(_dataset_dict(row, variables.get(row.name, []))) for row in session.exec(datasets)]
+    return [dataset_from_dict(_dataset_dict(row, variables.get(row.name, [])))
+            for row in connection.execute(datasets, binds)]
 
 
 def _dataset_dict(row: DatasetRow, variables: list[dict]) -> dict:
@@ -872,10 +904,11 @@ def _configuration(session: Session) -> Configuration:
     cached = _CONFIGURATION_CACHE.get(url)
     if cached is not None and cached[0] == stamp:
         return cached[1]
-    datasets = {d.name: d for d in _datasets(session)}
-    families = {r.id: family_from_dict(_family_dict(r)) for r in session.exec(select(FamilyRow))}
+    datasets = {d.name: d for d in _datasets(session)}  # (Core rows, as below: no ORM objects)
+    connection = _connection(session)
+    families = {r.id: family_from_dict(_family_dict(r)) for r in connection.execute(_text_rows(FamilyRow.__table__))}
     caps_by_dataset: dict[str, list[Cap]] = {}
-    for cap_row in session.exec(select(CapRow).order_by(CapRow.dataset, CapRow.name)):
+    for cap_row in connection.execute(_text_rows(CapRow.__table__, "", "dataset, name")):
         caps_by_dataset.setdefault(cap_row.dataset, []).append(cap_from_dict(_cap_dict(cap_row)))
     result = Configuration(datasets, families, {k: tuple(v) for k, v in caps_by_dataset.items()})
     _CONFIGURATION_CACHE[url] = (stamp, result)
@@ -1107,9 +1140,7 @@ def accountant_states(session: Session, dataset: str, names: Iterable[str]) -> d
         else:
             missing.append(name)
     if missing:
-        table = CapAccountantRow.__table__
-        rows = _connection(session).execute(select(table.c.cap, table.c.state).where(
-            table.c.dataset == dataset, table.c.cap.in_(missing)))
+        rows = _connection(session).execute(_READ_STATES, {"dataset": dataset, "names": missing})
         for cap, state in rows:
             found[cap] = cached[(dataset, cap)] = state
     return found
@@ -1493,8 +1524,9 @@ class _TotalsCheck:
 
         self._apply_states(dataset, [m for group in self.members[dataset].values() for m in group])
         problems = []
+        caps = {cap.name: cap for cap in self.config.caps[dataset]}
         for name, expected in self.states[dataset].items():
-            differences = state_differences(self.stored_states[dataset][name], expected)
+            differences = state_differences(self.stored_states[dataset][name], expected, caps.get(name))
             if differences:
                 problems.append(f"cap {dataset}/{name}: the running accountant state differs from the state "
                                 f"recomputed from the releases: {'; '.join(differences)}")

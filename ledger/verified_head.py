@@ -2,8 +2,10 @@
 
 `audit verify` recomputes the whole chain and every row: the reference, and on a
 ledger of a million releases minutes of work. After it succeeds, the head it
-verified (seq and hash) is kept in `ledger_meta` as the checkpoint;
-`audit verify --since-checkpoint` then checks only the events after it:
+verified (seq and hash), with when it was verified and when the last full verification
+ran, is kept in `ledger_meta` as the checkpoint (JSON; schema 8: before it, "seq:hash"
+with no time, upgraded in place by store._v8_verified_head_time); `audit verify --since-checkpoint`
+then checks only the events after it:
 
 - the checkpoint event still carries the hash that was verified (so nothing up to
   it was rewritten without also rewriting the stored checkpoint);
@@ -20,6 +22,8 @@ moves the checkpoint to the new head.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlmodel import Session
@@ -30,22 +34,63 @@ from .codec import dataset_from_dict, dataset_to_dict, release_from_dict
 CHECKPOINT_KEY = "verified_head"
 
 
-def read(session: Session) -> tuple[int, str] | None:
+@dataclass(frozen=True)
+class VerifiedHead:
+    """The last head a verification passed at: its event and hash, when that verification ran
+    (`at`) and when the last *full* verification ran (`full_at`: an incremental one carries it
+    forward). A time is None for a head kept before schema 8, which stored none."""
+
+    seq: int
+    hash: str
+    at: datetime | None = None
+    full_at: datetime | None = None
+
+    def to_value(self) -> str:
+        return json.dumps({"seq": self.seq, "hash": self.hash, "at": _iso(self.at), "full_at": _iso(self.full_at)},
+                          sort_keys=True)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def _moment(text: str | None) -> datetime | None:
+    return None if not text else datetime.fromisoformat(text)
+
+
+def parse(value: str) -> VerifiedHead:
+    """The stored value: JSON (schema 8), or the "seq:hash" of earlier schemas (no time)."""
+    if value.startswith("{"):
+        body = json.loads(value)
+        return VerifiedHead(int(body["seq"]), str(body["hash"]), _moment(body.get("at")), _moment(body.get("full_at")))
+    seq, digest = value.split(":", 1)
+    return VerifiedHead(int(seq), digest)
+
+
+def read_head(session: Session) -> VerifiedHead | None:
     row = session.get(store.MetaRow, CHECKPOINT_KEY)
-    if row is None:
-        return None
-    seq, digest = row.value.split(":", 1)
-    return int(seq), digest
+    return None if row is None else parse(row.value)
 
 
-def remember(engine, verification: store.Verification) -> bool:
-    """Keep a verified head as the checkpoint (only a verification that passed). Never waits
+def read(session: Session) -> tuple[int, str] | None:
+    """The verified head's (seq, hash), or None."""
+    head = read_head(session)
+    return None if head is None else (head.seq, head.hash)
+
+
+def remember(engine, verification: store.Verification, full: bool = True,
+             previous: VerifiedHead | None = None) -> bool:
+    """Keep a verified head as the checkpoint (only a verification that passed), stamped with
+    now; `full` says whether the whole chain was verified (else `previous`, the head an
+    incremental verification started from, gives when the last full one ran). Never waits
     for the ledger's writers (a verification takes no lock, issue 10): when the database is
     busy, or opened read-only (an auditor's copy), the head is not kept and False is returned;
     the next --since-checkpoint then starts from the last head kept."""
     if not verification.ok or verification.events == 0:
         return False
-    value = f"{verification.events}:{verification.head}"
+    now = store.now()
+    value = VerifiedHead(verification.events, verification.head, now,
+                         now if full else (previous.full_at if previous is not None else None)).to_value()
     try:
         if engine.dialect.name == "sqlite":
             import sqlite3

@@ -455,3 +455,54 @@ def test_the_reports_notion_line_names_the_accountants_that_decided(ledger):
     assert "the Rényi DP accountant" in notion and "smallest valid figure" in notion, notion
     subset = cli_main(url, "subset", "a", "--json").json()
     assert subset["accountant"] == "rdp"
+
+
+def test_a_declared_caps_state_keeps_its_pld_figure_which_check_reads_and_audit_verify_recomputes(ledger):
+    """Brief h3: recording saves, with each cap's running state, the PLD figure it was decided with
+    (a memo keyed by the digest of the composition's input), so the next check reads its figure
+    before the plan instead of composing it again. The figures are the same with or without it;
+    a memo for other events is never used; a memo whose figure is wrong is used (so the stored
+    state is what `check` trusts) and `audit verify` names it."""
+    url, tmp = ledger
+    planned = tmp / "planned.yaml"
+    planned.write_text("dataset: d\nreleases:\n" + "".join(
+        f"  - {{id: p{i}, reads: [a], mechanism: {{name: laplace, epsilon: 0.1}}}}\n" for i in range(30)))
+    assert cli_main(url, "record", planned).code == 0
+    db = sqlite3.connect(url.removeprefix("sqlite:///"))
+
+    def state():
+        (text,) = db.execute("SELECT state FROM cap_accountant_state WHERE cap = 'a-cap'").fetchone()
+        return json.loads(text)
+
+    def put(value):
+        from ledger import store
+
+        db.execute("UPDATE cap_accountant_state SET state = ? WHERE cap = 'a-cap'", (json.dumps(value),))
+        db.commit()
+        store._STATES_CACHE.clear()  # (this process keeps the states it read while the head stands still)
+        accountants._pld_epsilon_of.cache_clear()
+
+    kept = state()
+    memo = kept["pld"]
+    assert set(memo) == {"of", "epsilon"} and isinstance(memo["epsilon"], float)
+    plan = declared_pure(tmp / "plan.yaml", "q", "0.1")
+    with_memo = cli_main(url, "check", plan, "--json").json()
+    (cap,) = with_memo["caps"]
+    assert cap["accountant"] == "pld" and cap["case"] == "declared"
+    # the memo is the figure: the same PLD composed again from the events (dp_accounting)
+    assert kept["events"] == {"laplace:10": 30}
+    composition = accountants.state_composition(kept, accountants.Spend())
+    assert memo["epsilon"] == accountants.pld_epsilon({accountants.Event.from_key("laplace:10"): 30}, 1e-6,
+                                                      accountants.pld_interval(composition, 1e-6))
+
+    put({k: v for k, v in kept.items() if k != "pld"})  # without it: composed, the same figures
+    assert cli_main(url, "check", plan, "--json").json() == with_memo
+    put({**kept, "pld": {"of": "0" * 64, "epsilon": 0.001}})  # made for other events: never used
+    assert cli_main(url, "check", plan, "--json").json() == with_memo
+    assert cli_main(url, "audit", "verify").code == 0
+
+    put({**kept, "pld": {**memo, "epsilon": memo["epsilon"] / 2}})  # the right digest, a wrong figure
+    assert cli_main(url, "check", plan, "--json").json()["caps"][0]["current"] != cap["current"]  # it is read
+    verified = cli_main(url, "audit", "verify")
+    assert verified.code == 1
+    assert "pld: stored figure" in verified.out + verified.err

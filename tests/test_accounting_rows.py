@@ -299,7 +299,8 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
                          "SELECT release, e.key FROM release_accounting LEFT JOIN accounting_events e "
                          "ON e.id = event ORDER BY release")
     assert migrated == [("ledger.migrated", "schema 6", '{"from":5,"to":6}'),
-                        ("ledger.migrated", "schema 7", '{"from":6,"to":7}')]
+                        ("ledger.migrated", "schema 7", '{"from":6,"to":7}'),
+                        ("ledger.migrated", "schema 8", '{"from":7,"to":8}')]
     assert keys == [("g", "gaussian:4"), ("l", "laplace:2"), ("p", None)]
     engine = store.make_engine(url)
     with engine.connect() as connection:
@@ -310,7 +311,7 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
     engine.dispose()
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "subset", "a")
-    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 2,)]  # once each (schemas 6 and 7)
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 3,)]  # once each (schemas 6, 7 and 8)
 
 
 SAMPLED = """\
@@ -342,6 +343,6 @@ def test_a_ledger_of_schema_6_charges_its_subsampled_releases_through_the_sampli
     migrated, rows = sql(url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}",
                          "SELECT e.key, charged_by_event FROM release_accounting JOIN accounting_events e "
                          "ON e.id = event WHERE release = 's'")
-    assert migrated == [("ledger.migrated", "schema 7")]
+    assert migrated == [("ledger.migrated", "schema 7"), ("ledger.migrated", "schema 8")]
     assert rows == [(key, True)] or rows == [(key, 1)]
     assert cli_main(url, "audit", "verify").code == 0

@@ -84,3 +84,83 @@ def test_self_composition_is_dp_accountings(make, count):
     assert mine._infinity_mass == pytest.approx(theirs._infinity_mass, rel=1e-12, abs=1e-30)
     for delta in (1e-3, 1e-6, 1e-9):
         assert ours.get_epsilon_for_delta(delta) == pytest.approx(peer.get_epsilon_for_delta(delta), rel=1e-12)
+
+
+def _randomized_response(epsilon: float, interval: float):
+    steps = max(1, math.ceil(epsilon / interval))
+    p = 1 / (1 + math.exp(-steps * interval))
+    return PLD.PrivacyLossDistribution.create_from_rounded_probability({steps: p, -steps: 1 - p}, 0.0, interval,
+                                                                       pessimistic_estimate=True)
+
+
+@pytest.mark.parametrize("interval", [1e-3, 2.0 ** -10])
+@pytest.mark.parametrize("left, right", [
+    (lambda h: PLD.from_laplace_mechanism(parameter=10, value_discretization_interval=h).self_compose(50),
+     lambda h: PLD.from_laplace_mechanism(parameter=3, value_discretization_interval=h)),
+    (lambda h: gaussian_pld(4.0, h),
+     lambda h: PLD.from_discrete_laplace_mechanism(parameter=0.2, sensitivity=2, value_discretization_interval=h)),
+    (lambda h: _randomized_response(0.3, h).self_compose(20), lambda h: gaussian_pld(25.0, h)),
+    (lambda h: _randomized_response(0.05, h), lambda h: _randomized_response(0.7, h)),  # small sparse: dp_accounting's
+], ids=["laplace-laplace", "gaussian-dlaplace", "rr-gaussian", "sparse"])
+def test_composition_is_dp_accountings_bit_for_bit(left, right, interval):
+    """Brief h3: `privacy_loss.compose` truncates the convolved tails with numpy; the PMF, the
+    infinity mass and the figures are dp_accounting's own, exactly (no tolerance)."""
+    from ledger.privacy_loss import compose
+
+    a, b = left(interval), right(interval)
+    ours, peer = compose(a, b), a.compose(b)
+    mine, theirs = ours._pmf_remove, peer._pmf_remove
+    assert type(mine) is type(theirs)
+    if hasattr(theirs, "_probs"):
+        assert mine._lower_loss == theirs._lower_loss
+        assert np.array_equal(mine._probs, theirs._probs)
+    assert mine._infinity_mass == theirs._infinity_mass
+    for delta in (1e-3, 1e-6, 1e-9, 1e-12):
+        assert ours.get_epsilon_for_delta(delta) == peer.get_epsilon_for_delta(delta)
+
+
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=60), st.floats(0.0, 2.0))
+@settings(max_examples=300, deadline=None)
+def test_the_tail_search_is_dp_accountings_loop(values, threshold):
+    from ledger.privacy_loss import _prefix_within
+
+    s, expected = 0, len(values)
+    for i, value in enumerate(np.asarray(values)):  # dp_accounting's _find_prefix_to_truncate
+        s += value
+        if s > threshold:
+            expected = i
+            break
+    assert _prefix_within(np.asarray(values), threshold) == expected
+
+
+@given(st.lists(st.tuples(st.sampled_from(["laplace:10", "laplace:3", "dlaplace:1/5:1", "pure:3/10", "pure:1/20",
+                                           "gaussian:25", "gaussian:4"]), st.integers(1, 4)),
+                min_size=1, max_size=8))
+@settings(max_examples=25, deadline=None)
+def test_a_composition_from_a_kept_prefix_is_the_whole_composition_bit_for_bit(changes):
+    """Brief h3: `accountants.pld_epsilon` keeps every prefix of its product and composes again only
+    from the first setting that changed. Each step's PMF and figure equal a composition from
+    scratch, factor by factor in the same order with dp_accounting's own `compose`."""
+    from ledger import accountants
+
+    accountants._PRODUCTS.clear()
+    interval = 2.0 ** -9
+    counts: dict = {}
+    for key, more in changes:
+        counts[key] = counts.get(key, 0) + more  # one setting's count grows, as a record does
+        events = {accountants.Event.from_key(k): c for k, c in counts.items()}
+        precision = math.fsum(c / float(e.a) ** 2 for e, c in events.items() if e.kind == "gaussian")
+        multiplier = accountants._down_float(1 / math.sqrt(precision)) if precision > 0 else None
+        steps = tuple((e, c) for e, c in sorted(events.items(), key=lambda item: item[0].key) if e.kind != "gaussian")
+        kept = accountants._product(multiplier, steps, interval)
+        scratch = None if multiplier is None else gaussian_pld(multiplier, interval)
+        for event, count in steps:
+            pld = accountants._event_pld(event, count, interval)
+            scratch = pld if scratch is None else scratch.compose(pld)
+        mine, theirs = kept._pmf_remove, scratch._pmf_remove
+        if hasattr(theirs, "_probs"):
+            assert mine._lower_loss == theirs._lower_loss and np.array_equal(mine._probs, theirs._probs)
+        assert mine._infinity_mass == theirs._infinity_mass
+        assert kept.get_epsilon_for_delta(1e-9) == scratch.get_epsilon_for_delta(1e-9)
+        assert accountants.pld_epsilon(events, 1e-9, interval) == accountants._up(
+            max(float(scratch.get_epsilon_for_delta(1e-9)), 0.0))

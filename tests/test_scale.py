@@ -173,11 +173,12 @@ def test_a_ledger_of_schema_3_is_upgraded_once_with_an_audit_event_per_version(l
     assert migrated == [("ledger.migrated", "schema 4", '{"from":3,"to":4}'),
                         ("ledger.migrated", "schema 5", '{"from":4,"to":5}'),
                         ("ledger.migrated", "schema 6", '{"from":5,"to":6}'),
-                        ("ledger.migrated", "schema 7", '{"from":6,"to":7}')]
+                        ("ledger.migrated", "schema 7", '{"from":6,"to":7}'),
+                        ("ledger.migrated", "schema 8", '{"from":7,"to":8}')]
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "table")
     with sqlite3.connect(path) as connection:  # once
-        assert connection.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 4
+        assert connection.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 5
 
 
 def test_help_and_version_import_neither_the_orm_nor_numpy():
@@ -228,6 +229,63 @@ def test_verify_since_checkpoint_checks_only_what_was_appended_and_catches_a_cha
         connection.execute("UPDATE audit_events SET hash = 'f00' WHERE seq = ?", (events,))
     run = cli_main(url, "audit", "verify", "--since-checkpoint")
     assert run.code == 1 and "the verified checkpoint's hash changed" in run.err
+
+
+def test_the_verified_head_keeps_when_it_was_verified_and_an_old_head_is_upgraded_in_place(ledger):
+    """Brief h3: the verified head stores when it was verified and when the last full verification
+    ran (an incremental run carries the latter forward); a head kept by schema 7 ("seq:hash", no
+    time) is upgraded in place by the schema 8 migration, with its audit event, and still serves
+    --since-checkpoint."""
+    from datetime import datetime, timedelta
+
+    from ledger import verified_head
+
+    url, tmp_path = ledger
+    path = url.removeprefix("sqlite:///")
+
+    def kept():
+        with sqlite3.connect(path) as connection:
+            (value,), = connection.execute("SELECT value FROM ledger_meta WHERE key = 'verified_head'").fetchall()
+        return value, verified_head.parse(value)
+
+    before = store.now()
+    assert cli_main(url, "audit", "verify").code == 0
+    value, full = kept()
+    with sqlite3.connect(path) as connection:
+        events, digest = connection.execute("SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1").fetchone()
+    assert json.loads(value)["seq"] == events and full.hash == digest
+    assert before <= full.at <= store.now() and full.full_at == full.at
+    assert cli_main(url, "record", write(tmp_path, "h1.yaml", "dataset: survey\nreleases:\n"
+                    "  - {id: h1, reads: [age], mechanism: {name: laplace, epsilon: 1}}\n")).code == 0
+    with sqlite3.connect(path) as connection:  # the full verification an hour ago, as a clock would have it
+        connection.execute("UPDATE ledger_meta SET value = ? WHERE key = 'verified_head'",
+                           (verified_head.VerifiedHead(full.seq, full.hash, full.at - timedelta(hours=1),
+                                                       full.at - timedelta(hours=1)).to_value(),))
+    assert cli_main(url, "audit", "verify", "--since-checkpoint").code == 0
+    _, incremental = kept()
+    assert incremental.seq == events + 1 and incremental.at >= full.at
+    assert incremental.full_at == full.at - timedelta(hours=1)  # carried forward, not moved
+
+    with sqlite3.connect(path) as connection:  # as schema 7 kept it
+        connection.execute("UPDATE ledger_meta SET value = ? WHERE key = 'verified_head'",
+                           (f"{incremental.seq}:{incremental.hash}",))
+        connection.execute("UPDATE ledger_meta SET value = '7' WHERE key = 'schema_version'")
+        count = connection.execute("SELECT count(*) FROM audit_events").fetchone()[0]
+    assert cli_main(url, "releases").code == 0  # any command opening the ledger upgrades it
+    value, upgraded = kept()
+    assert json.loads(value) == {"seq": incremental.seq, "hash": incremental.hash, "at": None, "full_at": None}
+    run = cli_main(url, "audit", "verify", "--since-checkpoint")  # the upgraded head still serves
+    assert run.code == 0, run.err
+    assert f"events {incremental.seq + 1}-{count + 1} checked since the checkpoint" in run.out
+    with sqlite3.connect(path) as connection:
+        migrated = connection.execute("SELECT kind, subject, payload FROM audit_events WHERE seq > ?",
+                                      (count,)).fetchall()
+    assert migrated == [("ledger.migrated", "schema 8", '{"from":7,"to":8}')]
+    value, upgraded = kept()
+    assert upgraded.seq == count + 1 and isinstance(upgraded.at, datetime)
+    assert upgraded.full_at is None  # the old head said nothing of when the full verification ran
+    assert verified_head.parse(f"{incremental.seq}:{incremental.hash}") == verified_head.VerifiedHead(
+        incremental.seq, incremental.hash)
 
 
 def test_verify_names_a_changed_inverted_read(ledger):
