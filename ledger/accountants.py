@@ -1035,8 +1035,11 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
         per_variable = [_some(events.composition(cells[:, j], frozenset({name}), table.total[j]), delta, accountants)
                         for j, name in enumerate(index.variables)]
     else:
-        rows, cols = np.nonzero(simple[:, None] & (cells != index.ZERO_ID))
+        # the cells a release does not read are 0 (ZERO_ID): the read entries hold every other
+        rows, cols = index.read_entries()
         ids = cells[rows, cols]
+        keep = simple[rows] & (ids != index.ZERO_ID)
+        rows, cols, ids = rows[keep], cols[keep], ids[keep]
         event_ids = np.where(events.mech[rows] >= 0, events.mech[rows], events.value_event[ids])
         keep = ~index.value_is_zero[ids] & (event_ids >= 0)
         n_events = max(len(events.events), 1)
@@ -1045,7 +1048,8 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
         curves = np.asarray([event_curve(e) for e in events.events]) if events.events else np.zeros((1, len(_grids()["ORDERS"])))
         summed = counts @ curves
         touched = index.reads  # a single variable's column is touched exactly by the releases reading it
-        unbounded = (cells[simple] == index.NONE).any(axis=0)
+        unbounded = np.zeros(n_var, dtype=bool)
+        unbounded[cols[ids == index.NONE]] = True
         last, first = read_extreme(index, events.recorded, -1), read_extreme(index, events.published, 1)
         unknown = touched[events.unknown].any(axis=0)
         others = bool(index.members) or bool(index.ambiguous)
