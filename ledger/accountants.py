@@ -563,7 +563,10 @@ class Figure:
 
 
 def basic_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
-    spend = comp.basic
+    return _basic_spend_figure(comp.basic, delta, case)
+
+
+def _basic_spend_figure(spend, delta: Fraction, case: str) -> Figure:
     pure = spend.is_pure and not spend.unbounded
     return Figure("basic", spend.epsilon(delta), None if pure else delta, True, case, THEOREMS["basic"],
                   None if pure or not spend.rho else CONVERSIONS["basic"])
@@ -733,8 +736,18 @@ def _randomized_response_pld(epsilon: float, count: int, interval: float):
     k = np.arange(count + 1)
     probabilities = stats.binom.pmf(k, count, math.exp(-np.logaddexp(0.0, -rounded)))
     keep = probabilities > 1e-300
-    mass = {int(v): float(p) for v, p in zip((2 * k - count)[keep] * steps, probabilities[keep])}
-    infinity = max(0.0, 1.0 - math.fsum(mass.values()))
+    losses, kept = (2 * k - count)[keep] * steps, probabilities[keep]
+    infinity = max(0.0, 1.0 - math.fsum(kept.tolist()))  # (correctly rounded: any order)
+    from dp_accounting.pld import pld_pmf
+
+    if len(kept) > pld_pmf._MAX_PMF_SPARSE_SIZE:
+        # what create_from_rounded_probability makes of this mass (a dense PMF from the lowest
+        # loss, zero between the atoms), built from the arrays rather than a dict per atom
+        lower = int(losses[0])
+        probs = np.zeros(int(losses[-1]) - lower + 1)
+        probs[losses - lower] = kept
+        return PLD.PrivacyLossDistribution(pld_pmf.DensePLDPmf(interval, lower, probs, infinity, True))
+    mass = {int(v): float(p) for v, p in zip(losses, kept)}
     return PLD.PrivacyLossDistribution.create_from_rounded_probability(mass, infinity, interval,
                                                                        pessimistic_estimate=True)
 
@@ -1074,7 +1087,12 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
 
 def read_extreme(index, values: np.ndarray, sign: int) -> np.ndarray:
     """`_column_extreme(index.reads, values, sign)`, from the index's (release, variable) read
-    entries by one ufunc.at (no reordered copy of the reads matrix)."""
+    entries by one ufunc.at (no reordered copy of the reads matrix). Kept per values array (the
+    index's events' times: the table's total row and its headline's pairs ask the same)."""
+    memo = index.__dict__.setdefault("_read_extremes", [])
+    for known, known_sign, found in memo:
+        if known is values and known_sign == sign:
+            return found.copy()
     rows, cols = index.read_entries()
     n = len(index.variables)
     if sign < 0:
@@ -1083,6 +1101,8 @@ def read_extreme(index, values: np.ndarray, sign: int) -> np.ndarray:
     else:
         out = np.full(n, np.inf)
         np.minimum.at(out, cols, np.asarray(values, dtype=np.float64)[rows])
+    if isinstance(values, np.ndarray):
+        memo.append((values, sign, out.copy()))
     return out
 
 
@@ -1616,8 +1636,8 @@ def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> d
     i, j = min(i, j), max(i, j)
     case = "declared" if rdp.declared[i, j] else "adaptive"
     spend = grid.spend(i, j)
-    comp = rdp.slow.get((i, j)) or Composition(spend, unbounded=spend.unbounded)
-    basic = basic_figure(comp, delta, case)
+    comp = rdp.slow.get((i, j))  # (else the pair's basic spend alone: no Composition per pair)
+    basic = _basic_spend_figure(spend if comp is None else comp.basic, delta, case)
     order = None if math.isnan(rdp.order[i, j]) else float(rdp.order[i, j])
     value = INF if spend.unbounded else float(rdp.epsilon[i, j])
     figure = Figure("rdp", value, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"], order=order)
