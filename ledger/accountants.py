@@ -1615,15 +1615,28 @@ def pair_pld(rdp: PairRdp, grid, delta: Fraction) -> None:
     rows, cols = np.nonzero(upper)
     order = np.lexsort((cols, rows, -rdp.epsilon[rows, cols]))
     computed: dict[tuple, Figure] = {}
+    # each pair's key (its event multiset) from the counts, without a Composition per pair: the
+    # same key `pair_composition` gives, the Composition built only for the PLDs computed
+    keys = [e.key for e in rdp.chosen]
+    marked = getattr(grid, "unbounded", None)
     for k in order:
         i, j = int(rows[k]), int(cols[k])
-        comp = pair_composition(rdp, grid, i, j)
-        key = (tuple(sorted((e.key, c) for e, c in comp.events.items())), comp.unbounded)
+        if (i, j) in rdp.slow or rdp.counts is None or marked is None:
+            comp = pair_composition(rdp, grid, i, j)
+            key = (tuple(sorted((e.key, c) for e, c in comp.events.items())), comp.unbounded)
+        else:
+            comp = None
+            column = rdp.counts[:, i, j]
+            exception = grid.exceptions.get((i, j)) if hasattr(grid, "exceptions") else None
+            unbounded = bool(marked[i, j]) if exception is None else exception.unbounded  # (grid.spend's)
+            key = (tuple(sorted((keys[e], int(column[e])) for e in np.flatnonzero(column))), unbounded)
         figure = computed.get(key)
         if figure is None:
             if len(computed) >= PAIR_PLD_LIMIT:
                 rdp.pld_skipped += 1
                 continue
+            if comp is None:
+                comp = pair_composition(rdp, grid, i, j)
             figure = computed[key] = pld_figure(comp, delta, "declared")
         rdp.pld[i, j] = figure
         if figure.available:
