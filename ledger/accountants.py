@@ -951,7 +951,9 @@ class IndexEvents:
             counts = np.bincount(ev)
             for k in np.flatnonzero(counts):
                 comp.events[self.events[k]] += int(counts[k])
-        for fid, rows in index.members.items():
+        # families in id order: an index of the releases touching a subset meets them in another
+        # order than the whole index, and the events' order is the order the curves are summed in
+        for fid, rows in sorted(index.members.items()):
             if not touched[rows].any():
                 continue
             spend = family_cost(index.families[fid], [index.releases[i] for i in rows], subset)
