@@ -633,7 +633,6 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     index.column = {name: j for j, name in enumerate(index.variables)}
     index.families = dict(families)
     index.reads = _unpack_packed(rows.reads, n_var)
-    index.packed_reads = rows.reads  # (LedgerIndex.read_entries: the read entries from the bytes)
 
     # guarantees: the first of each release over arrays, further ones (rare) one by one
     first = rows.value

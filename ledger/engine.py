@@ -718,9 +718,6 @@ class LedgerIndex:
         """The (release, variable) pairs of `reads`, release by release and each release's
         variables in order (np.nonzero, a chunk at a time), as int32 arrays; built once."""
         cached = self.__dict__.get("_read_entries")
-        packed = self.__dict__.get("packed_reads")  # (columns.index_for: the stored bitsets, one row of bytes each)
-        if cached is None and packed is not None and packed.shape[0] == len(self.releases):
-            cached = self.__dict__["_read_entries"] = _packed_entries(packed, len(self.variables))
         if cached is None:
             rows_, cols_ = [], []
             for start in range(0, len(self.releases), _CHUNK):
@@ -1055,24 +1052,6 @@ def _rows_of(index: LedgerIndex, start: int, stop: int, g_start: int, g_stop: in
     part.g_start = (np.flatnonzero(np.r_[True, part.g_release[1:] != part.g_release[:-1]]) if len(part.g_release)
                     else np.zeros(0, dtype=np.int64))
     return part
-
-
-def _packed_entries(packed: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """`np.nonzero` of the reads matrix from its packed rows (bit k of byte b: variable 8b + k),
-    in the same order (release by release, variables ascending), over the nonzero bytes only:
-    each expanded to its set bits by a table of the 256 byte values."""
-    rows, byte = np.nonzero(packed)
-    values = packed[rows, byte]
-    bits = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(bool)
-    count = bits.sum(axis=1)
-    positions = np.concatenate([np.flatnonzero(bits[v]) for v in range(256)]).astype(np.int32)
-    offsets = np.concatenate([[0], np.cumsum(count)[:-1]])
-    n = count[values]
-    starts = np.repeat(offsets[values] - np.concatenate([[0], np.cumsum(n)[:-1]]), n)
-    cols = positions[starts + np.arange(int(n.sum()))] + np.repeat(byte.astype(np.int32) * 8, n)
-    rows = np.repeat(rows.astype(np.int32), n)
-    keep = cols < width  # (bits past the last variable: none are set, but never counted)
-    return rows[keep], cols[keep].astype(np.int32)
 
 
 _CHUNK = 65_536  # releases at a time where a pass over arrays would otherwise copy every row
