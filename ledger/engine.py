@@ -704,12 +704,18 @@ class LedgerIndex:
         width = np.bincount(all_rows, minlength=len(self.releases))
         narrow = width <= PAIR_SPARSE_LIMIT
         deepest = int(width[narrow].max()) if narrow.any() else 0
-        keep = narrow[all_rows]
-        rows, cols = all_rows[keep].astype(np.int64), all_cols[keep].astype(np.int64)
-        owners, keys = [rows.astype(np.int32)], [(cols * (n + 1)).astype(np.int32)]  # a == b
+        if narrow.all():  # (nearly always: no copy)
+            rows, cols = all_rows, all_cols
+        else:
+            keep = narrow[all_rows]
+            rows, cols = all_rows[keep], all_cols[keep]
+        # int32 throughout: a * n + b < n^2 (n variables, far below 46,341)
+        wide_ints = np.int64 if n * n >= 2**31 else np.int32
+        rows, cols = rows.astype(np.int32, copy=False), cols.astype(wide_ints, copy=False)
+        owners, keys = [rows], [(cols * (n + 1)).astype(np.int32)]  # a == b
         for d in range(1, deepest):  # the d-th next variable of the same release
             same = rows[d:] == rows[:-d]
-            owners.append(rows[:-d][same].astype(np.int32))
+            owners.append(rows[:-d][same])
             keys.append((cols[:-d][same] * n + cols[d:][same]).astype(np.int32))
         found = self.__dict__["_pairs_read"] = (np.concatenate(owners), np.concatenate(keys), np.flatnonzero(~narrow))
         return found
