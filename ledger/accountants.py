@@ -564,7 +564,10 @@ class Figure:
 
 
 def basic_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
-    spend = comp.basic
+    return _basic_spend_figure(comp.basic, delta, case)
+
+
+def _basic_spend_figure(spend, delta: Fraction, case: str) -> Figure:
     pure = spend.is_pure and not spend.unbounded
     return Figure("basic", spend.epsilon(delta), None if pure else delta, True, case, THEOREMS["basic"],
                   None if pure or not spend.rho else CONVERSIONS["basic"])
@@ -788,8 +791,18 @@ def _randomized_response_pld(epsilon: float, count: int, interval: float):
     k = np.arange(count + 1)
     probabilities = stats.binom.pmf(k, count, math.exp(-np.logaddexp(0.0, -rounded)))
     keep = probabilities > 1e-300
-    mass = {int(v): float(p) for v, p in zip((2 * k - count)[keep] * steps, probabilities[keep])}
-    infinity = max(0.0, 1.0 - math.fsum(mass.values()))
+    losses, kept = (2 * k - count)[keep] * steps, probabilities[keep]
+    infinity = max(0.0, 1.0 - math.fsum(kept.tolist()))  # (correctly rounded: any order)
+    from dp_accounting.pld import pld_pmf
+
+    if len(kept) > pld_pmf._MAX_PMF_SPARSE_SIZE:
+        # what create_from_rounded_probability makes of this mass (a dense PMF from the lowest
+        # loss, zero between the atoms), built from the arrays rather than a dict per atom
+        lower = int(losses[0])
+        probs = np.zeros(int(losses[-1]) - lower + 1)
+        probs[losses - lower] = kept
+        return PLD.PrivacyLossDistribution(pld_pmf.DensePLDPmf(interval, lower, probs, infinity, True))
+    mass = {int(v): float(p) for v, p in zip(losses, kept)}
     return PLD.PrivacyLossDistribution.create_from_rounded_probability(mass, infinity, interval,
                                                                        pessimistic_estimate=True)
 
@@ -992,7 +1005,9 @@ class IndexEvents:
             counts = np.bincount(ev)
             for k in np.flatnonzero(counts):
                 comp.events[self.events[k]] += int(counts[k])
-        for fid, rows in index.members.items():
+        # families in id order: an index of the releases touching a subset meets them in another
+        # order than the whole index, and the events' order is the order the curves are summed in
+        for fid, rows in sorted(index.members.items()):
             if not touched[rows].any():
                 continue
             spend = family_cases(index, fid).cost(touched[rows], subset)
@@ -1171,8 +1186,11 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
                                invalid_pld)
                         for j, name in enumerate(index.variables)]
     else:
-        rows, cols = np.nonzero(simple[:, None] & (cells != index.ZERO_ID))
+        # the cells a release does not read are 0 (ZERO_ID): the read entries hold every other
+        rows, cols = index.read_entries()
         ids = cells[rows, cols]
+        keep = simple[rows] & (ids != index.ZERO_ID)
+        rows, cols, ids = rows[keep], cols[keep], ids[keep]
         event_ids = np.where(events.mech[rows] >= 0, events.mech[rows], events.value_event[ids])
         keep = ~index.value_is_zero[ids] & (event_ids >= 0)
         n_events = max(len(events.events), 1)
@@ -1181,7 +1199,8 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
         curves = np.asarray([event_curve(e) for e in events.events]) if events.events else np.zeros((1, len(_grids()["ORDERS"])))
         summed = counts @ curves
         touched = index.reads  # a single variable's column is touched exactly by the releases reading it
-        unbounded = (cells[simple] == index.NONE).any(axis=0)
+        unbounded = np.zeros(n_var, dtype=bool)
+        unbounded[cols[ids == index.NONE]] = True
         last, first = read_extreme(index, events.recorded, -1), read_extreme(index, events.published, 1)
         unknown = touched[events.unknown].any(axis=0)
         others = bool(index.members) or bool(index.ambiguous)
@@ -1206,7 +1225,12 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
 
 def read_extreme(index, values: np.ndarray, sign: int) -> np.ndarray:
     """`_column_extreme(index.reads, values, sign)`, from the index's (release, variable) read
-    entries by one ufunc.at (no reordered copy of the reads matrix)."""
+    entries by one ufunc.at (no reordered copy of the reads matrix). Kept per values array (the
+    index's events' times: the table's total row and its headline's pairs ask the same)."""
+    memo = index.__dict__.setdefault("_read_extremes", [])
+    for known, known_sign, found in memo:
+        if known is values and known_sign == sign:
+            return found.copy()
     rows, cols = index.read_entries()
     n = len(index.variables)
     if sign < 0:
@@ -1215,6 +1239,8 @@ def read_extreme(index, values: np.ndarray, sign: int) -> np.ndarray:
     else:
         out = np.full(n, np.inf)
         np.minimum.at(out, cols, np.asarray(values, dtype=np.float64)[rows])
+    if isinstance(values, np.ndarray):
+        memo.append((values, sign, out.copy()))
     return out
 
 
@@ -2004,15 +2030,28 @@ def pair_pld(rdp: PairRdp, grid, delta: Fraction) -> None:
     rows, cols = np.nonzero(upper)
     order = np.lexsort((cols, rows, -rdp.epsilon[rows, cols]))
     computed: dict[tuple, Figure] = {}
+    # each pair's key (its event multiset) from the counts, without a Composition per pair: the
+    # same key `pair_composition` gives, the Composition built only for the PLDs computed
+    keys = [e.key for e in rdp.chosen]
+    marked = getattr(grid, "unbounded", None)
     for k in order:
         i, j = int(rows[k]), int(cols[k])
-        comp = pair_composition(rdp, grid, i, j)
-        key = (tuple(sorted((e.key, c) for e, c in comp.events.items())), comp.unbounded)
+        if (i, j) in rdp.slow or rdp.counts is None or marked is None:
+            comp = pair_composition(rdp, grid, i, j)
+            key = (tuple(sorted((e.key, c) for e, c in comp.events.items())), comp.unbounded)
+        else:
+            comp = None
+            column = rdp.counts[:, i, j]
+            exception = grid.exceptions.get((i, j)) if hasattr(grid, "exceptions") else None
+            unbounded = bool(marked[i, j]) if exception is None else exception.unbounded  # (grid.spend's)
+            key = (tuple(sorted((keys[e], int(column[e])) for e in np.flatnonzero(column))), unbounded)
         figure = computed.get(key)
         if figure is None:
             if len(computed) >= PAIR_PLD_LIMIT:
                 rdp.pld_skipped += 1
                 continue
+            if comp is None:
+                comp = pair_composition(rdp, grid, i, j)
             figure = computed[key] = pld_figure(comp, delta, "declared")
         rdp.pld[i, j] = figure
         if figure.available:
@@ -2025,8 +2064,8 @@ def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> d
     i, j = min(i, j), max(i, j)
     case = "declared" if rdp.declared[i, j] else "adaptive"
     spend = grid.spend(i, j)
-    comp = rdp.slow.get((i, j)) or Composition(spend, unbounded=spend.unbounded)
-    basic = basic_figure(comp, delta, case)
+    comp = rdp.slow.get((i, j))  # (else the pair's basic spend alone: no Composition per pair)
+    basic = _basic_spend_figure(spend if comp is None else comp.basic, delta, case)
     order = None if math.isnan(rdp.order[i, j]) else float(rdp.order[i, j])
     value = INF if spend.unbounded else float(rdp.epsilon[i, j])
     figure = Figure("rdp", value, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"], order=order)

@@ -642,7 +642,12 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     g_release = [with_first]
     g_order = [np.zeros(len(with_first), dtype=np.int64)]
     g_raw = [first[with_first]]
-    g_protects = [_unpack_packed(rows.protects, n_var)]
+    if len(with_first) == n_rel and np.array_equal(rows.protects, rows.reads):
+        # every first guarantee protects what its release reads (nearly always): one matrix for both
+        # (neither is written to after this), not a second million-row unpacking
+        g_protects = [index.reads]
+    else:
+        g_protects = [_unpack_packed(rows.protects, n_var)]
     extra_release, extra_order, extra_raw, extra_bits = [], [], [], []
     several = sorted(rows.more)
     for i in several:

@@ -557,7 +557,9 @@ class LedgerIndex:
         n_var = len(self.variables)
         cells = self._single_cells()
         dataset_wide = self.cost_ids(range(n_var))
-        totals = self._components.column_totals(cells[self.simple])
+        rows, cols = self.read_entries()  # every other cell is 0 (not read), which adds nothing
+        keep = self.simple[rows]
+        totals = self._components.entry_totals(cells[rows[keep], cols[keep]], cols[keep], n_var)
         if self.members or self.ambiguous:
             totals = [self._others(frozenset({name}), total, objective) for total, name in zip(totals, self.variables)]
         total_wide = self._others(frozenset(self.variables), self._components.total(dataset_wide[self.simple]),
@@ -702,12 +704,18 @@ class LedgerIndex:
         width = np.bincount(all_rows, minlength=len(self.releases))
         narrow = width <= PAIR_SPARSE_LIMIT
         deepest = int(width[narrow].max()) if narrow.any() else 0
-        keep = narrow[all_rows]
-        rows, cols = all_rows[keep].astype(np.int64), all_cols[keep].astype(np.int64)
-        owners, keys = [rows.astype(np.int32)], [(cols * (n + 1)).astype(np.int32)]  # a == b
+        if narrow.all():  # (nearly always: no copy)
+            rows, cols = all_rows, all_cols
+        else:
+            keep = narrow[all_rows]
+            rows, cols = all_rows[keep], all_cols[keep]
+        # int32 throughout: a * n + b < n^2 (n variables, far below 46,341)
+        wide_ints = np.int64 if n * n >= 2**31 else np.int32
+        rows, cols = rows.astype(np.int32, copy=False), cols.astype(wide_ints, copy=False)
+        owners, keys = [rows], [(cols * (n + 1)).astype(np.int32)]  # a == b
         for d in range(1, deepest):  # the d-th next variable of the same release
             same = rows[d:] == rows[:-d]
-            owners.append(rows[:-d][same].astype(np.int32))
+            owners.append(rows[:-d][same])
             keys.append((cols[:-d][same] * n + cols[d:][same]).astype(np.int32))
         found = self.__dict__["_pairs_read"] = (np.concatenate(owners), np.concatenate(keys), np.flatnonzero(~narrow))
         return found
@@ -834,12 +842,23 @@ class LedgerIndex:
         if not len(self.g_release):
             return np.where(self.reads, self.NONE, self.ZERO_ID).astype(np.int64)
         counts, first = self._guarantee_spans()
+        several = np.flatnonzero(counts > 1)
+        if not len(several):
+            # every release has at most one guarantee: the cells are sparse (what each release
+            # reads), so fill 0 and set the read entries, without n x |V| temporaries
+            best = np.full((n_rel, n_var), self.ZERO_ID, dtype=np.int64)
+            rows, cols = self.read_entries()
+            g = first[rows]
+            has = g >= 0
+            value = np.full(len(rows), self.NONE, dtype=np.int64)
+            value[has] = np.where(self.g_protects[g[has], cols[has]], self.g_value[g[has]], self.NONE)
+            best[rows, cols] = value
+            return best
         best = np.full((n_rel, n_var), self.NONE, dtype=np.int64)
         one = np.flatnonzero(counts == 1)
         if len(one):
             g = first[one]
             best[one] = np.where(self.g_protects[g], self.g_value[g][:, None], self.NONE)
-        several = np.flatnonzero(counts > 1)
         if len(several):
             g = np.concatenate([np.arange(first[r], first[r] + counts[r]) for r in several])
             candidates_ = np.where(self.g_protects[g], self.g_value[g][:, None], self.NONE)
@@ -1086,9 +1105,14 @@ class _ExactComponents:
         holds (one bincount), times each value's integer numerators (a small exact product:
         int64 within the bound checked at construction, Python integers past it)."""
         n_rows, n_cols = ids.shape
+        return self.entry_totals(ids.ravel(), np.tile(np.arange(n_cols), n_rows), n_cols)
+
+    def entry_totals(self, ids: np.ndarray, cols: np.ndarray, n_cols: int) -> list[Spend]:
+        """`column_totals` from (value id, column) entries: the cells not listed cost 0 (the
+        zero value adds nothing), so a table's read entries are enough, without its n x |V| cells."""
         n_values = len(self.components[0][2]) if self.components else self.unbounded_id + 1
         n_values = max(n_values, int(ids.max()) + 1 if ids.size else 0)
-        counts = np.bincount((ids * n_cols + np.arange(n_cols)).ravel(), minlength=n_values * n_cols
+        counts = np.bincount(np.asarray(ids, dtype=np.int64) * n_cols + cols, minlength=n_values * n_cols
                              ).reshape(n_values, n_cols)
         unbounded = counts[self.unbounded_id] > 0 if self.unbounded_id < n_values else np.zeros(n_cols, dtype=bool)
         sums = {}
@@ -1100,7 +1124,7 @@ class _ExactComponents:
                 column = numerators @ counts[:len(numerators)]
             sums[field] = (denominator, column)
         totals = []
-        for j in range(ids.shape[1]):
+        for j in range(n_cols):
             if unbounded[j]:
                 totals.append(UNBOUNDED)
                 continue
