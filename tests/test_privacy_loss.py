@@ -84,3 +84,62 @@ def test_self_composition_is_dp_accountings(make, count):
     assert mine._infinity_mass == pytest.approx(theirs._infinity_mass, rel=1e-12, abs=1e-30)
     for delta in (1e-3, 1e-6, 1e-9):
         assert ours.get_epsilon_for_delta(delta) == pytest.approx(peer.get_epsilon_for_delta(delta), rel=1e-12)
+
+
+def _same_pmf(ours, peer, exact: bool) -> None:
+    mine, theirs = ours._pmf_remove, peer._pmf_remove
+    assert type(mine) is type(theirs)
+    if hasattr(theirs, "_probs"):
+        assert mine._lower_loss == theirs._lower_loss and len(mine._probs) == len(theirs._probs)
+        if exact:
+            assert np.array_equal(mine._probs, theirs._probs)
+        else:
+            assert np.max(np.abs(mine._probs - theirs._probs)) < 1e-15
+    else:
+        assert mine._loss_probs == theirs._loss_probs
+    assert mine._infinity_mass == theirs._infinity_mass
+    for delta in (1e-3, 1e-6, 1e-9):
+        assert ours.get_epsilon_for_delta(delta) == peer.get_epsilon_for_delta(delta)
+
+
+@pytest.mark.parametrize("left,right", [
+    (lambda h: gaussian_pld(3, h), lambda h: PLD.from_laplace_mechanism(parameter=10, value_discretization_interval=h)),
+    (lambda h: PLD.from_laplace_mechanism(parameter=5, value_discretization_interval=h).self_compose(300),
+     lambda h: gaussian_pld(20, h).self_compose(50)),
+    (lambda h: PLD.from_randomized_response(0.3, 2, value_discretization_interval=h), lambda h: PLD.from_randomized_response(0.2, 2, value_discretization_interval=h)),
+    (lambda h: PLD.from_laplace_mechanism(parameter=2, value_discretization_interval=h),
+     lambda h: PLD.from_randomized_response(0.5, 2, value_discretization_interval=h)),
+], ids=["gaussian-laplace", "long-dense", "sparse-sparse", "dense-sparse"])
+@pytest.mark.parametrize("interval", [1e-3, 2.0 ** -8])
+def test_composition_is_dp_accountings(left, right, interval):
+    """The numpy tail truncation finds dp_accounting's cut points exactly: the same PMF."""
+    from ledger.privacy_loss import compose
+
+    a, b = left(interval), right(interval)
+    _same_pmf(compose(a, b), a.compose(b), exact=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps=st.integers(1, 300), count=st.integers(1, 3000), exponent=st.integers(6, 14))
+def test_randomized_response_is_the_binomial_dp_accounting_builds(steps, count, exponent):
+    """`count` randomized responses at steps * interval: the same PMF as dp_accounting's
+    `create_from_rounded_probability` of the binomial atoms, and the privacy loss's law is
+    the binomial's (mean count * e * tanh(e / 2), Kairouz et al. 2015)."""
+    from scipy import stats
+
+    from ledger.privacy_loss import randomized_response_pld
+
+    interval = 2.0 ** -exponent
+    epsilon = steps * interval
+    k = np.arange(count + 1)
+    probabilities = stats.binom.pmf(k, count, math.exp(-np.logaddexp(0.0, -epsilon)))
+    keep = probabilities > 1e-300
+    mass = {int(v): float(p) for v, p in zip((2 * k - count)[keep] * steps, probabilities[keep])}
+    infinity = max(0.0, 1.0 - math.fsum(mass.values()))
+    peer = PLD.PrivacyLossDistribution.create_from_rounded_probability(mass, infinity, interval)
+    ours = randomized_response_pld(steps, count, interval)
+    _same_pmf(ours, peer, exact=True)
+    pmf = ours._pmf_remove.to_dense_pmf()
+    losses = (pmf._lower_loss + np.arange(len(pmf._probs))) * interval
+    assert float(np.dot(losses, pmf._probs)) == pytest.approx(count * epsilon * math.tanh(epsilon / 2),
+                                                              rel=1e-6, abs=1e-9)

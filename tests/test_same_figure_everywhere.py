@@ -213,3 +213,23 @@ def test_a_declared_plan_gives_its_pairs_the_pld_figure_subset_gives(tmp_path):
     assert one["accountant"] == "pld" and one["case"] == "declared"
     assert (pairs[("a", "b")]["accountant"], pairs[("a", "b")]["epsilon"]) == ("pld", one["epsilon"])
     assert float(one["epsilon"]) < float(one["accountants"]["rdp"]["epsilon"])
+
+
+def test_an_unprotected_read_gives_pairs_and_subset_the_same_case(tmp_path):
+    """A release whose guarantee protects none of what it reads makes every pair it touches
+    unbounded; there the case is decided by the times alone, in `pairs` as in `subset` ({c, d}
+    has one finite event, the Laplace, beside the unbounded release: not "one release alone").
+    Found by hypothesis: `subset c d` said declared, `pairs` adaptive."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    (tmp_path / "survey.yaml").write_text(SURVEY)
+    assert cli_main(url, "dataset", "add", tmp_path / "survey.yaml").code == 0
+    unprotected = ('  - {id: r0, status: published, published_at: "2026-01-05T10:00:00+00:00", reads: [a, b, c],\n'
+                   '     mechanism: {name: declared}, guarantees: [{protects: [], epsilon: "1/10"}]}\n')
+    noise = NOISE.replace("status: STATUS,", 'status: published, published_at: "2026-01-05T10:00:00+00:00",')
+    (tmp_path / "r.yaml").write_text("dataset: survey\nreleases:\n" + unprotected + noise)
+    assert cli_main(url, "record", tmp_path / "r.yaml").code == 0
+    pairs = cli_main(url, "pairs", "--delta", "1e-9", "--json").json()
+    assert len(pairs) == 6
+    for entry in pairs:
+        one = cli_main(url, "subset", *entry["subset"], "--delta", "1e-9", "--json").json()
+        assert (entry["case"], entry["epsilon"]) == (one["case"], one["epsilon"]) == ("adaptive", "inf")
