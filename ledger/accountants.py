@@ -657,7 +657,7 @@ def pld_epsilon(events: Mapping[Event, int], delta: float, interval: float = PLD
       composed with one more, exactly;
     - every Gaussian together: one Gaussian with sensitivity / sigma added in quadrature (the
       composed privacy loss of Gaussians is Gaussian, exactly), discretised once."""
-    from .privacy_loss import compose
+    from .privacy_loss import compose, epsilon_for_delta
 
     total = None
     precision = math.fsum(count / float(event.a) ** 2 for event, count in events.items()
@@ -671,7 +671,7 @@ def pld_epsilon(events: Mapping[Event, int], delta: float, interval: float = PLD
         total = pld if total is None else compose(total, pld)
     if total is None:
         return 0.0
-    return _up(max(float(total.get_epsilon_for_delta(delta)), 0.0))
+    return _up(max(float(epsilon_for_delta(total, delta)), 0.0))
 
 
 def _down_float(value: float) -> float:

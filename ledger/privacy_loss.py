@@ -189,9 +189,51 @@ def _truncate_tails(probs, tail: float):
 
 
 def _prefix_within(values, threshold: float) -> int:
-    """The length of the longest prefix whose running sum (left to right) stays <= threshold."""
-    above = np.flatnonzero(np.cumsum(values) > threshold)
-    return int(above[0]) if above.size else len(values)
+    """The length of the longest prefix whose running sum (left to right) stays <= threshold:
+    the sums a block at a time (the cut is usually near the end), each block's cumulative sum
+    started from the running total, so every sum is the loop's own."""
+    n, start, block, total = len(values), 0, 256, 0.0
+    while start < n:
+        sums = np.cumsum(np.concatenate(([total], values[start:start + block])))[1:]
+        above = np.flatnonzero(sums > threshold)
+        if above.size:
+            return start + int(above[0])
+        total, start, block = float(sums[-1]), start + block, block * 4
+    return n
+
+
+def epsilon_for_delta(pld, delta: float) -> float:
+    """`pld.get_epsilon_for_delta(delta)` (dp_accounting's `_get_epsilon_for_delta`: the smallest
+    eps with hockey-stick divergence at most delta, scanning the losses from the top) with the
+    scan's running masses as cumulative sums instead of a Python loop over the grid (7 ms of
+    every PLD figure at a fine grid). The same sums in the same order; the losses, exp(-loss)
+    and the log that finds the segment holding the answer are numpy's (within an ulp of
+    math's), the answer itself math's. Anything but a symmetric dense PMF goes to dp_accounting."""
+    from dp_accounting.pld import pld_pmf
+
+    pmf = pld._pmf_remove
+    if not pld._symmetric or not isinstance(pmf, pld_pmf.DensePLDPmf) or len(pmf._probs) == 0:
+        return pld.get_epsilon_for_delta(delta)
+    infinity = pmf._infinity_mass
+    if infinity > delta:
+        return math.inf
+    probs = np.flip(np.asarray(pmf._probs, dtype=np.float64))
+    n, step = len(probs), pmf._discretization
+    top = (pmf._lower_loss + n - 1) * step
+    losses = np.cumsum(np.concatenate(([top], np.full(n - 1, -step))))  # itertools.count: repeated addition
+    upper = np.cumsum(np.concatenate(([infinity], probs)))  # before element k: upper[k]; after it: upper[k + 1]
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        lower = np.cumsum(np.concatenate(([0.0], np.exp(-losses) * probs)))
+        stop = (upper[:-1] > delta) & (lower[:-1] > 0) & (np.log((upper[:-1] - delta) / lower[:-1]) >= losses)
+    done = (upper[1:] >= delta) & (lower[1:] == 0)  # exp(-loss) underflowed: the loss itself
+    first_stop = int(np.argmax(stop)) if stop.any() else n
+    first_done = int(np.argmax(done)) if done.any() else n
+    if first_done < first_stop:
+        return max(0.0, float(losses[first_done]))
+    mass_upper, mass_lower = float(upper[first_stop]), float(lower[first_stop])
+    if mass_upper <= mass_lower + delta:
+        return 0
+    return math.log((mass_upper - delta) / mass_lower)
 
 
 def randomized_response_pld(steps: int, count: int, interval: float):
