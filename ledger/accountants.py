@@ -659,19 +659,20 @@ def pld_epsilon(events: Mapping[Event, int], delta: float, interval: float = PLD
       composed privacy loss of Gaussians is Gaussian, exactly), discretised once."""
     from .privacy_loss import compose, epsilon_for_delta
 
-    total = None
+    factors = []
     precision = math.fsum(count / float(event.a) ** 2 for event, count in events.items()
                           if event.kind == "gaussian" and count > 0)
     if precision > 0:
-        total = _gaussian_pld(_down_float(1 / math.sqrt(precision)), interval)
+        factors.append(_gaussian_pld(_down_float(1 / math.sqrt(precision)), interval))
     for event, count in sorted(events.items(), key=lambda item: item[0].key):
-        if count <= 0 or event.kind == "gaussian":
-            continue
-        pld = _event_pld(event, count, interval)
-        total = pld if total is None else compose(total, pld)
-    if total is None:
+        if count > 0 and event.kind != "gaussian":
+            factors.append(_event_pld(event, count, interval))
+    if not factors:
         return 0.0
-    return _up(max(float(epsilon_for_delta(total, delta)), 0.0))
+    while len(factors) > 1:  # in pairs, a balanced tree: each FFT as short as the factors it joins
+        factors = [compose(*factors[k:k + 2]) if k + 1 < len(factors) else factors[k]
+                   for k in range(0, len(factors), 2)]
+    return _up(max(float(epsilon_for_delta(factors[0], delta)), 0.0))
 
 
 def _down_float(value: float) -> float:
