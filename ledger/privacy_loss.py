@@ -178,13 +178,6 @@ def compose(first, second):
         one._pessimistic_estimate))
 
 
-def _prefix_within(values, threshold: float) -> int:
-    """dp_accounting's `_find_prefix_to_truncate`: the length of the longest prefix whose running
-    sum stays at most `threshold` (np.cumsum adds left to right, as its loop does)."""
-    over = np.flatnonzero(np.cumsum(values) > threshold)
-    return int(over[0]) if over.size else len(values)
-
-
 def _truncate_tails(probs, tail: float, pessimistic: bool):
     """dp_accounting's pld_pmf._truncate_tails, its prefix searches by `_prefix_within`."""
     if tail == 0:
@@ -200,3 +193,76 @@ def _truncate_tails(probs, tail: float, pessimistic: bool):
         return left, kept, right_mass
     kept[-1] += right_mass
     return left, kept, 0
+def _prefix_within(values, threshold: float) -> int:
+    """The length of the longest prefix whose running sum (left to right) stays <= threshold:
+    the sums a block at a time (the cut is usually near the end), each block's cumulative sum
+    started from the running total, so every sum is the loop's own."""
+    n, start, block, total = len(values), 0, 256, 0.0
+    while start < n:
+        sums = np.cumsum(np.concatenate(([total], values[start:start + block])))[1:]
+        above = np.flatnonzero(sums > threshold)
+        if above.size:
+            return start + int(above[0])
+        total, start, block = float(sums[-1]), start + block, block * 4
+    return n
+
+
+def epsilon_for_delta(pld, delta: float) -> float:
+    """`pld.get_epsilon_for_delta(delta)` (dp_accounting's `_get_epsilon_for_delta`: the smallest
+    eps with hockey-stick divergence at most delta, scanning the losses from the top) with the
+    scan's running masses as cumulative sums instead of a Python loop over the grid (7 ms of
+    every PLD figure at a fine grid). The same sums in the same order; the losses, exp(-loss)
+    and the log that finds the segment holding the answer are numpy's (within an ulp of
+    math's), the answer itself math's. Anything but a symmetric dense PMF goes to dp_accounting."""
+    from dp_accounting.pld import pld_pmf
+
+    pmf = pld._pmf_remove
+    if not pld._symmetric or not isinstance(pmf, pld_pmf.DensePLDPmf) or len(pmf._probs) == 0:
+        return pld.get_epsilon_for_delta(delta)
+    infinity = pmf._infinity_mass
+    if infinity > delta:
+        return math.inf
+    probs = np.flip(np.asarray(pmf._probs, dtype=np.float64))
+    n, step = len(probs), pmf._discretization
+    top = (pmf._lower_loss + n - 1) * step
+    losses = np.cumsum(np.concatenate(([top], np.full(n - 1, -step))))  # itertools.count: repeated addition
+    upper = np.cumsum(np.concatenate(([infinity], probs)))  # before element k: upper[k]; after it: upper[k + 1]
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        lower = np.cumsum(np.concatenate(([0.0], np.exp(-losses) * probs)))
+        stop = (upper[:-1] > delta) & (lower[:-1] > 0) & (np.log((upper[:-1] - delta) / lower[:-1]) >= losses)
+    done = (upper[1:] >= delta) & (lower[1:] == 0)  # exp(-loss) underflowed: the loss itself
+    first_stop = int(np.argmax(stop)) if stop.any() else n
+    first_done = int(np.argmax(done)) if done.any() else n
+    if first_done < first_stop:
+        return max(0.0, float(losses[first_done]))
+    mass_upper, mass_lower = float(upper[first_stop]), float(lower[first_stop])
+    if mass_upper <= mass_lower + delta:
+        return 0
+    return math.log((mass_upper - delta) / mass_lower)
+
+
+def randomized_response_pld(steps: int, count: int, interval: float):
+    """`count` randomized responses at e = steps * interval, composed exactly: the privacy
+    loss is (2k - count) * steps grid points with k ~ Binomial(count, e^e / (1 + e^e))
+    (Kairouz, Oh and Viswanath 2015, §3), every atom on the grid (nothing rounded). Atoms
+    below 1e-300 go to the infinite loss (pessimistic). Built as dp_accounting's
+    `create_from_rounded_probability` builds it from the same atoms (a sparse PMF up to its
+    sparse size, else dense), the dense array filled directly rather than through a
+    dictionary of every grid point between the atoms."""
+    from dp_accounting.pld import pld_pmf
+    from dp_accounting.pld import privacy_loss_distribution as PLD
+    from scipy import stats
+
+    k = np.arange(count + 1)
+    probabilities = stats.binom.pmf(k, count, math.exp(-np.logaddexp(0.0, -steps * interval)))
+    keep = probabilities > 1e-300
+    losses, masses = (2 * k - count)[keep] * steps, probabilities[keep]
+    infinity = max(0.0, 1.0 - math.fsum(masses.tolist()))
+    if len(losses) <= pld_pmf._MAX_PMF_SPARSE_SIZE:
+        mass = {int(v): float(p) for v, p in zip(losses, masses)}
+        return PLD.PrivacyLossDistribution.create_from_rounded_probability(mass, infinity, interval,
+                                                                           pessimistic_estimate=True)
+    lower = int(losses[0])
+    probs = np.zeros(int(losses[-1]) - lower + 1)
+    probs[losses - lower] = masses
+    return PLD.PrivacyLossDistribution(pld_pmf.DensePLDPmf(interval, lower, probs, infinity, True))

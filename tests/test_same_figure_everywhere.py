@@ -152,7 +152,7 @@ def test_every_command_prints_the_same_figure_for_every_capped_subset(ledger, tm
         assert table["total_shown"]["values"]["c"] == listed["c"]["current"]
     subset_d = cli_main(url, "subset", "d", "--json").json()
     if subset_d["notion"] in ("pure", "unbounded"):
-        assert listed["pure-d"]["current"] == subset_d["epsilon"]
+        assert listed["pure-d"]["current"] == subset_d["epsilon"], (subset_d, listed["pure-d"], text)
     assert cli_main(url, "audit", "verify").code == 0
 
 
@@ -284,3 +284,23 @@ def test_a_family_composed_once_per_case_costs_what_family_cost_gives(ledger):
             if touched.any():
                 assert cases.cost(touched, subset) == family_cost(index.families[fid], members, subset), \
                     (fid, sorted(subset), cases.uniform)
+
+
+def test_an_unprotected_read_gives_pairs_and_subset_the_same_case(tmp_path):
+    """A release whose guarantee protects none of what it reads makes every pair it touches
+    unbounded; there the case is decided by the times alone, in `pairs` as in `subset` ({c, d}
+    has one finite event, the Laplace, beside the unbounded release: not "one release alone").
+    Found by hypothesis: `subset c d` said declared, `pairs` adaptive."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    (tmp_path / "survey.yaml").write_text(SURVEY)
+    assert cli_main(url, "dataset", "add", tmp_path / "survey.yaml").code == 0
+    unprotected = ('  - {id: r0, status: published, published_at: "2026-01-05T10:00:00+00:00", reads: [a, b, c],\n'
+                   '     mechanism: {name: declared}, guarantees: [{protects: [], epsilon: "1/10"}]}\n')
+    noise = NOISE.replace("status: STATUS,", 'status: published, published_at: "2026-01-05T10:00:00+00:00",')
+    (tmp_path / "r.yaml").write_text("dataset: survey\nreleases:\n" + unprotected + noise)
+    assert cli_main(url, "record", tmp_path / "r.yaml").code == 0
+    pairs = cli_main(url, "pairs", "--delta", "1e-9", "--json").json()
+    assert len(pairs) == 6
+    for entry in pairs:
+        one = cli_main(url, "subset", *entry["subset"], "--delta", "1e-9", "--json").json()
+        assert (entry["case"], entry["epsilon"]) == (one["case"], one["epsilon"]) == ("adaptive", "inf")
