@@ -112,14 +112,26 @@ def report(
     with progress(f"writing the {chosen_format} report"), paused_gc():
         try:
             with store.read_session(open_engine()) as session:
-                inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
-            if as_of_at is not None:
-                inputs = replace(inputs, as_of=as_of_at)
-            register = None
-            if chosen_format != "csv" and len(inputs.releases) > _report.summary_from():
-                register = register_target(target, len(inputs.releases), state.url)
-            context = _report.build_report(inputs, charts=charts, draw=draw,
-                                   register_file=None if register is None else register.name)
+                count = release_count(session, chosen.name)
+                large = (chosen_format != "csv" and since_at is None and as_of_at is None
+                         and count > _report.summary_from())
+                if large:  # from the accounting rows, no release decoded but those listed (issue 13)
+                    register = register_target(target, count, state.url)
+                    large_inputs = gather_large(session, chosen, chosen_delta, chain=chain)
+                else:
+                    inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
+            if large:
+                context = _report.build_large_report(
+                    large_inputs, lambda: large_register_entries(open_engine(), large_inputs), register.name,
+                    charts=charts, draw=draw)
+            else:
+                if as_of_at is not None:
+                    inputs = replace(inputs, as_of=as_of_at)
+                register = None
+                if chosen_format != "csv" and len(inputs.releases) > _report.summary_from():
+                    register = register_target(target, len(inputs.releases), state.url)
+                context = _report.build_report(inputs, charts=charts, draw=draw,
+                                               register_file=None if register is None else register.name)
         finally:
             chain.close()
             if isinstance(draw, ChartsAlongside):
@@ -273,6 +285,227 @@ def gather(session: Session, dataset: Dataset, delta: Fraction, since: datetime 
         delta=delta,
         since=since,
     )
+
+
+def release_count(session: Session, dataset: str) -> int:
+    """How many releases the dataset has, any status (one SQL count)."""
+    from sqlalchemy import func
+
+    releases = store.ReleaseRow.__table__
+    return session.connection().execute(
+        select(func.count()).select_from(releases).where(releases.c.dataset == dataset)).scalar_one()
+
+
+REGISTER_PAGE = 5_000  # releases read (and decoded) at a time for the complete register
+
+
+def _event_filter(dataset: str):
+    """The SQL condition of report.dataset_events: the events about this dataset (its releases,
+    families, caps, itself) and the ledger-wide ones (migrations, roles)."""
+    from sqlalchemy import func, or_
+
+    events = store.AuditEventRow.__table__
+    releases = store.ReleaseRow.__table__
+    families = store.FamilyRow.__table__
+    prefix = dataset + "/"
+    return or_(
+        events.c.kind.startswith("release.", autoescape=True)
+        & events.c.subject.in_(select(releases.c.id).where(releases.c.dataset == dataset)),
+        events.c.kind.startswith("family.", autoescape=True)
+        & events.c.subject.in_(select(families.c.id).where(families.c.dataset == dataset)),
+        events.c.kind.startswith("cap.", autoescape=True)
+        & (func.substr(events.c.subject, 1, len(prefix)) == prefix),
+        events.c.kind.startswith("dataset.", autoescape=True) & (events.c.subject == dataset),
+        events.c.kind.startswith("ledger.", autoescape=True),
+        events.c.kind.startswith("role.", autoescape=True),
+    )
+
+
+def _events(session, statement) -> list:
+    return [_report.AuditEvent(seq, _time(at), actor, kind, subject, payload, digest)
+            for seq, at, actor, kind, subject, payload, digest in session.connection().execute(statement)]
+
+
+def _event_columns():
+    table = store.AuditEventRow.__table__
+    return table, (table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload,
+                   table.c.hash)
+
+
+def large_audit(session: Session, dataset: str):
+    """report.audit_trail of a large ledger by SQL: the dataset's events counted by kind and by
+    actor, the last AUDIT_EVENTS_LISTED read. Returns a function of the chain's status."""
+    from sqlalchemy import func
+
+    table, columns_ = _event_columns()
+    about = _event_filter(dataset)
+    counts = session.connection().execute(
+        select(table.c.kind, table.c.actor, func.count(), func.min(table.c.seq), func.max(table.c.seq))
+        .where(about).group_by(table.c.kind, table.c.actor)).all()
+    listed = _events(session, select(*columns_).where(about).order_by(table.c.seq.desc())
+                     .limit(_report.AUDIT_EVENTS_LISTED))[::-1]
+    total = sum(c for _, _, c, _, _ in counts)
+    by_kind, by_actor = {}, {}
+    for kind, actor, c, _, _ in counts:
+        by_kind[kind] = by_kind.get(kind, 0) + c
+        by_actor[actor] = by_actor.get(actor, 0) + c
+    first_at = last_at = None
+    if counts:
+        first_seq = min(lo for *_, lo, _ in counts)
+        first_at = _time(session.connection().execute(select(table.c.at).where(table.c.seq == first_seq)).scalar_one())
+        last_at = listed[-1].at
+
+    def trail(chain: ChainStatus):
+        return _report.AuditTrail(
+            ok=chain.ok, head=chain.head, chain_events=chain.events, problems=chain.problems, events=total,
+            first_at=first_at, last_at=last_at, by_kind=tuple(sorted(by_kind.items())),
+            by_actor=tuple(sorted(by_actor.items())),
+            listed=tuple(_report.AuditEntry(e.seq, e.at, e.actor, e.kind, e.subject, _report._note(e))
+                         for e in listed),
+            omitted=total - len(listed))
+
+    return trail
+
+
+def _whole_releases(session: Session, ids) -> dict:
+    from .codec import release_from_dict
+
+    table = store.ReleaseRow.__table__
+    found = {}
+    ids = list(ids)
+    for start in range(0, len(ids), 500):
+        for row in session.connection().execute(select(table).where(table.c.id.in_(ids[start:start + 500]))):
+            found[row.id] = release_from_dict(store.release_row_dict(row))
+    return found
+
+
+def lifecycle_events(session: Session, ids=None) -> dict[str, dict]:
+    """report.lifecycle_steps from the publication, retraction and cancellation events only
+    (of the releases `ids`, or of every release)."""
+    table, columns_ = _event_columns()
+    kinds = ("release.published", "release.retracted", "release.cancelled")
+    statement = select(*columns_).where(table.c.kind.in_(kinds)).order_by(table.c.seq)
+    if ids is not None:
+        statement = statement.where(table.c.subject.in_(list(ids)))
+        return _report.lifecycle_steps(_events(session, statement))
+    found: dict[str, dict] = {}
+    published = store.AuditEventRow.__table__.c
+    for kind, subject, actor in session.connection().execute(
+            select(published.kind, published.subject, published.actor)
+            .where(published.kind == "release.published")):
+        found.setdefault(subject, {})["published_by"] = actor
+    ended = select(*columns_).where(table.c.kind.in_(kinds[1:])).order_by(table.c.seq)
+    for subject, steps in _report.lifecycle_steps(_events(session, ended)).items():
+        found.setdefault(subject, {}).update(steps)
+    return found
+
+
+def gather_large(session: Session, dataset: Dataset, delta: Fraction,
+                 chain: Callable[[], ChainStatus] | None = None, generated_at: datetime | None = None):
+    """report.LargeInputs: what a summarised report is computed from, read from the accounting
+    rows (columns.index_for, columns.large_table, as `table` reads them at a million releases),
+    SQL counts of the audit trail, the caps as `cap list` decides them, and the listed releases
+    read whole by id. No Release is built but those listed (issue 13)."""
+    from sqlalchemy import Text, cast
+
+    from . import columns
+    from .accountant_views import TableAccounts
+    from .records import CHARGED_STATUSES
+    from .accountants import index_events
+    from .engine import at_delta
+    from .operations import cap_checks
+
+    if chain is None:
+        chain = verify_for_report(session)
+    generated_at = generated_at or store.now()
+    light = store.write_context(session)
+    families = {fid: f for fid, f in light.families.items() if f.dataset == dataset.name}
+    index = columns.index_for(session, dataset.variable_names, dataset.name, families, False, None, True)
+    wanted = ["basic", "rdp"] + (["pld"] if len(index.releases) <= 20_000 else [])  # as shown_accounts
+    table, per_variable, wide = columns.large_table(index, dataset.name, at_delta(delta), delta,
+                                                    _report.LARGEST_LISTED, wanted)
+    accounts = TableAccounts(table.variables, per_variable, wide, None)
+    wide_ids = index.cost_ids(range(len(index.variables)))  # remembered by large_table
+    events = index_events(index)
+    stamps = _report.charged_from_stamps(events.recorded, events.published)
+    ids = [r.id for r in table.releases]
+    largest = _whole_releases(session, ids)
+    releases = store.ReleaseRow.__table__
+    named = tuple(f for (f,) in session.connection().execute(
+        select(releases.c.family).where(releases.c.dataset == dataset.name, releases.c.family.is_not(None),
+                                        releases.c.status.in_(sorted(s.value for s in CHARGED_STATUSES)))
+        .distinct()))
+    puffer_ids = [i for (i,) in session.connection().execute(
+        select(releases.c.id).where(releases.c.dataset == dataset.name,
+                                    cast(releases.c.pufferfish, Text) != "[]").order_by(releases.c.seq))]
+    pufferfish = _whole_releases(session, puffer_ids)
+    table_, columns_ = _event_columns()
+    prefix = dataset.name + "/"
+    from sqlalchemy import func
+
+    cap_events = tuple(_events(session, select(*columns_).where(
+        table_.c.kind.in_(("cap.set", "cap.removed")), func.substr(table_.c.subject, 1, len(prefix)) == prefix)
+        .order_by(table_.c.seq)))
+    last = _events(session, select(*columns_).order_by(table_.c.seq.desc()).limit(1))
+    caps = tuple(store.caps(session, dataset.name))
+    return _report.LargeInputs(
+        dataset=dataset, index=index, table=table, accounts=accounts, stamps=stamps,
+        releases=release_count(session, dataset.name), largest=largest,
+        steps=lifecycle_events(session, ids) if ids else {}, families=tuple(families.values()),
+        families_named=named, caps=caps, cap_checks=tuple(cap_checks(session, dataset.name, list(caps))),
+        chain=chain, audit=large_audit(session, dataset.name), cap_events=cap_events,
+        pufferfish=tuple(pufferfish[i] for i in puffer_ids), last_event=last[0] if last else None,
+        generated_at=generated_at, delta=delta, wide_ids=wide_ids,
+        timeline=_report.timeline_of(index, delta, at_delta(delta), generated_at, public=dataset.public_names,
+                                     caps=caps, stamps=stamps))
+
+
+def large_register_entries(engine, large, page: int = REGISTER_PAGE):
+    """The complete register of a large ledger, one RegisterEntry at a time, in recording order:
+    the release rows read `page` at a time by seq (keyset paging, so memory does not grow with
+    the ledger), each release's cells of Table 1 from the index (as `build_report` gives them)."""
+    import numpy as np
+
+    from .codec import release_from_dict
+    from .columns import _rows_view
+    from .records import CHARGED_STATUSES
+
+    index, delta = large.index, large.delta
+    n_var = len(index.variables)
+    seqs = np.asarray(index.releases.seqs, dtype=np.int64)
+    wide_ids = large.wide_ids if large.wide_ids is not None else index.cost_ids(range(n_var))
+    epsilon_of = [value.epsilon(delta) for value in index.values]
+    zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
+    variables = index.variables
+    families = large.families
+    table = store.ReleaseRow.__table__
+    with store.read_session(engine) as session:
+        steps = lifecycle_events(session)
+        after = -1
+        while True:
+            rows = session.connection().execute(
+                select(table).where(table.c.dataset == large.dataset.name, table.c.seq > after)
+                .order_by(table.c.seq).limit(page)).all()
+            if not rows:
+                return
+            after = rows[-1].seq
+            page_seqs = np.asarray([row.seq for row in rows], dtype=np.int64)
+            at = np.searchsorted(seqs, page_seqs)
+            inside = (at < len(seqs)) & (seqs[at.clip(max=len(seqs) - 1)] == page_seqs) if len(seqs) else \
+                np.zeros(len(rows), dtype=bool)
+            cells = None
+            if inside.any():
+                a, b = int(at[inside].min()), int(at[inside].max()) + 1
+                cells = _rows_view(index, a, b, *np.searchsorted(index.g_release, [a, b]))._single_cells()
+            for k, row in enumerate(rows):
+                release = release_from_dict(store.release_row_dict(row))
+                found, wide = (), None
+                if inside[k] and release.status in CHARGED_STATUSES:
+                    i = int(at[k])
+                    ids = cells[i - a]
+                    found = tuple((variables[j], epsilon_of[ids[j]]) for j in np.flatnonzero(~zero[ids]).tolist())
+                    wide = epsilon_of[wide_ids[i]]
+                yield _report.register_entry(release, families, found, wide, **steps.get(release.id, {}))
 
 
 def chain_status(verification: store.Verification, since: int = 0) -> ChainStatus:
