@@ -109,6 +109,7 @@ def report(
 
     from .memory import paused_gc
 
+    large = False
     with progress(f"writing the {chosen_format} report"), paused_gc():
         try:
             with store.read_session(open_engine()) as session:
@@ -118,6 +119,7 @@ def report(
                 if large:  # from the accounting rows, no release decoded but those listed (issue 13)
                     register = register_target(target, count, state.url)
                     large_inputs = gather_large(session, chosen, chosen_delta, chain=chain)
+                    register_helper = RegisterAlongside(state.url, large_inputs, register)
                 else:
                     inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
             if large:
@@ -137,7 +139,9 @@ def report(
             if isinstance(draw, ChartsAlongside):
                 draw.close()
         data = render(context, chosen_format, chromium=chromium)
-        if register is not None:
+        if large:
+            register_helper.finish(context.summary)
+        elif register is not None:
             outputs.write_streaming(register, register_csv(context.summary))
     if target is None:  # --out -: standard output (text formats only, see choices.report_format)
         typer.echo(data.decode("utf-8"), nl=False)
@@ -211,20 +215,56 @@ def register_csv(summary, chunk: int = 5_000):
     def when(moment) -> str:
         return "" if moment is None else moment.isoformat()
 
+    # texts repeated across a large register (a few distinct guarantees, parameters and values), made once
+    guarantees_seen: dict = {}
+    parameters_seen: dict = {}
+    cells_seen: dict = {}
+    wide_seen: dict = {}
+
+    def guarantees_of(guarantees) -> str:
+        found = guarantees_seen.get(guarantees)
+        if found is None:
+            found = guarantees_seen[guarantees] = csv_cell("; ".join(guarantee_text(g) for g in guarantees))
+        return found
+
+    def parameters_of(parameters) -> str:
+        try:
+            found = parameters_seen.get(parameters)
+        except TypeError:  # (a parameter value that cannot be a key)
+            return csv_cell("; ".join(f"{key} {param_text(value)}" for key, value in parameters))
+        if found is None:
+            found = parameters_seen[parameters] = csv_cell(
+                "; ".join(f"{key} {param_text(value)}" for key, value in parameters))
+        return found
+
+    # figures are keyed by identity (a register's cells share the few value objects of its table:
+    # hashing exact Fractions cost more than the text); each key keeps its value alive beside the text
+    def cell_text(cell) -> str:
+        key = (cell[0], id(cell[1]))
+        found = cells_seen.get(key)
+        if found is None or found[0] is not cell[1]:
+            found = cells_seen[key] = (cell[1], f"{{{cell[0]}}} {exact_text(cell[1])}")
+        return found[1]
+
+    def wide_of(wide) -> tuple[str, str]:
+        found = wide_seen.get(id(wide))
+        if found is None or found[0] is not wide:
+            found = wide_seen[id(wide)] = (wide, csv_cell(str(to_json(wide))), csv_cell(exact_text(wide)))
+        return found[1:]
+
     def row(r) -> list:
         ended = r.ended
-        wide = r.dataset_wide
-        return [csv_cell(value) if isinstance(value, str) else value for value in (
+        wide = ("", "") if r.dataset_wide is None else wide_of(r.dataset_wide)
+        return [*(csv_cell(value) for value in (
             r.id, r.title, r.status, "yes" if r.charged else "no", names_text(r.reads),
-            names_text(r.exact) if r.exact else "",
-            "; ".join(guarantee_text(g) for g in r.guarantees), r.mechanism,
-            "; ".join(f"{key} {param_text(value)}" for key, value in r.parameters), r.family or "",
-            r.family_split, ", ".join(r.derived_from), when(r.recorded_at), r.recorded_by, when(r.approved_at),
-            r.approved_by or "", when(r.published_at), r.published_by or "", ended.action if ended else "",
-            when(ended.at) if ended else "", ended.by if ended else "", ended.reason if ended else "",
-            r.output_digest or "", "; ".join(r.pufferfish), "" if wide is None else str(to_json(wide)),
-            "" if wide is None else exact_text(wide),
-            "; ".join(f"{{{name}}} {exact_text(value)}" for name, value in r.cells))]
+            names_text(r.exact) if r.exact else "")),
+            guarantees_of(r.guarantees), csv_cell(r.mechanism), parameters_of(r.parameters),
+            *(csv_cell(value) for value in (
+                r.family or "", r.family_split, ", ".join(r.derived_from), when(r.recorded_at), r.recorded_by,
+                when(r.approved_at), r.approved_by or "", when(r.published_at), r.published_by or "",
+                ended.action if ended else "", when(ended.at) if ended else "", ended.by if ended else "",
+                ended.reason if ended else "", r.output_digest or "", "; ".join(r.pufferfish))),
+            *wide, csv_cell("; ".join(map(cell_text, r.cells)))]
 
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -659,6 +699,40 @@ def _draw_child(channel) -> None:
         channel.close()
 
 
+class RegisterAlongside:
+    """The complete register of a large report written by a forked process (a new engine,
+    `large_register_entries`) while this one builds and renders the page: at a million
+    releases the register is as much work as the rest (issue 13). `finish` waits for it;
+    where fork is not available, or the child fails, the register is written here."""
+
+    def __init__(self, url: str, large, path: Path):
+        self.path = path
+        self.helper = _Helper(_register_child, url, large, path)
+
+    def finish(self, summary) -> None:
+        outcome = self.helper.reply() if self.helper.process is not None else None
+        if outcome != "written":
+            outputs.write_streaming(self.path, register_csv(summary))
+
+
+def _register_child(url: str, large, path: Path, channel) -> None:
+    """In the forked process: a new engine (never the parent's connections), the register written."""
+    try:
+        from types import SimpleNamespace
+
+        engine = store.make_engine(url)
+        outputs.write_streaming(path, register_csv(SimpleNamespace(
+            entries=lambda: large_register_entries(engine, large))))
+        channel.send("written")
+    except BaseException as exc:  # the parent writes it again, in its own process
+        try:
+            channel.send(repr(exc))
+        except OSError:
+            pass
+    finally:
+        channel.close()
+
+
 def _time(text: str) -> datetime:
     moment = datetime.fromisoformat(text)
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
@@ -686,6 +760,8 @@ def csv_cell(value: object) -> object:
     leading = + - @ (a formula) behind an apostrophe (OWASP, "CSV injection")."""
     if not isinstance(value, str):
         return value
+    if value.isprintable():  # the common case: no control character, no line break to replace
+        return "'" + value if value.startswith(_FORMULA_PREFIXES) else value
     text = neutralise(value.replace("\r\n", " ").replace("\r", " ").replace("\n", " "))
     return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
 
