@@ -699,6 +699,165 @@ def _draw_child(channel) -> None:
         channel.close()
 
 
+def large_register_csv(engine, large, page: int = REGISTER_PAGE):
+    """The complete register of a large ledger as CSV text, `page` releases at a time: the same
+    rows as `register_csv` of `large_register_entries` (tested), written from the raw release
+    rows (keyset-paged by seq) without building a Release or a RegisterEntry per release: each
+    stored JSON text (reads, guarantees, parameters, derived-from, Pufferfish) is turned into its
+    cell once and reused, and each release's figures come from the index's value ids, each
+    value's text made once (issue 13: a million releases)."""
+    import csv
+    import io
+    import json
+
+    import numpy as np
+    from sqlalchemy import Text, cast
+
+    from .codec import guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict
+    from .numbers import exact_text, to_json
+    from .records import CHARGED_STATUSES
+    from .views import guarantee_text, names_text, param_text
+    from .columns import _rows_view
+
+    index, delta = large.index, large.delta
+    n_var = len(index.variables)
+    seqs = np.asarray(index.releases.seqs, dtype=np.int64)
+    wide_ids = large.wide_ids if large.wide_ids is not None else index.cost_ids(range(n_var))
+    epsilon_of = [value.epsilon(delta) for value in index.values]
+    zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
+    variables = index.variables
+    charged_names = {s.value for s in CHARGED_STATUSES}
+    families = {f.id: f for f in large.families}
+    table = store.ReleaseRow.__table__
+    c = table.c
+    columns_ = (c.seq, c.id, c.title, c.status, cast(c.reads, Text), c.mechanism_name, cast(c.mechanism_params, Text),
+                cast(c.guarantees, Text), cast(c.derived_from, Text), c.family, c.recorded_by, c.recorded_at,
+                c.approved_by, c.approved_at, c.published_at, cast(c.pufferfish, Text), c.output_digest)
+    reads_seen, guarantees_seen, mechanisms_seen, derived_seen, pufferfish_seen, family_seen = {}, {}, {}, {}, {}, {}
+    wide_seen, cell_seen = {}, {}
+
+    def when(text) -> str:
+        return "" if text is None else _report._aware(datetime.fromisoformat(text)).isoformat()
+
+    def reads_of(text):
+        found = reads_seen.get(text)
+        if found is None:
+            reads = frozenset(json.loads(text))
+            found = reads_seen[text] = (reads, csv_cell(names_text(tuple(sorted(reads)))))
+        return found
+
+    def guarantees_of(text):
+        found = guarantees_seen.get(text)
+        if found is None:
+            parsed = tuple(guarantee_from_dict(g) for g in json.loads(text))
+            found = guarantees_seen[text] = (tuple(g.protects for g in parsed), csv_cell(
+                "; ".join(guarantee_text(_report._guarantee_text(g)) for g in parsed)))
+        return found
+
+    def mechanism_of(name, text):
+        key = (name, text)
+        found = mechanisms_seen.get(key)
+        if found is None:
+            mechanism = mechanism_from_dict({"name": name, "params": json.loads(text)})
+            found = mechanisms_seen[key] = (csv_cell(mechanism.name), csv_cell(
+                "; ".join(f"{k} {param_text(v)}" for k, v in mechanism.params)))
+        return found
+
+    def derived_of(text):
+        found = derived_seen.get(text)
+        if found is None:
+            found = derived_seen[text] = csv_cell(", ".join(json.loads(text)))
+        return found
+
+    def pufferfish_of(text):
+        found = pufferfish_seen.get(text)
+        if found is None:
+            parsed = [pufferfish_from_dict(g) for g in (json.loads(text) if text else None) or ()]
+            found = pufferfish_seen[text] = csv_cell("; ".join(_report.PUFFERFISH_KINDS.get(g.kind, g.kind)
+                                                               for g in parsed))
+        return found
+
+    def family_of(fid):
+        found = family_seen.get(fid)
+        if found is None:
+            family = families.get(fid)
+            split = ""
+            if family is not None:
+                split = "random split" if family.partition is None else \
+                    "partition by " + ", ".join(sorted(family.partition))
+            found = family_seen[fid] = (csv_cell(fid or ""), csv_cell(split))
+        return found
+
+    def wide_of(vid: int):
+        found = wide_seen.get(vid)
+        if found is None:
+            value = epsilon_of[vid]
+            found = wide_seen[vid] = (csv_cell(str(to_json(value))), csv_cell(exact_text(value)))
+        return found
+
+    def cell_of(j: int, vid: int) -> str:
+        found = cell_seen.get((j, vid))
+        if found is None:
+            found = cell_seen[(j, vid)] = f"{{{variables[j]}}} {exact_text(epsilon_of[vid])}"
+        return found
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(REGISTER_COLUMNS)
+    with store.read_session(engine) as session:
+        steps = lifecycle_events(session)
+        after = -1
+        while True:
+            rows = session.connection().execute(
+                select(*columns_).where(c.dataset == large.dataset.name, c.seq > after)
+                .order_by(c.seq).limit(page)).all()
+            if not rows:
+                break
+            after = rows[-1][0]
+            page_seqs = np.asarray([row[0] for row in rows], dtype=np.int64)
+            at = np.searchsorted(seqs, page_seqs)
+            inside = (at < len(seqs)) & (seqs[at.clip(max=len(seqs) - 1)] == page_seqs) if len(seqs) else \
+                np.zeros(len(rows), dtype=bool)
+            cells = nonzero = None
+            if inside.any():
+                a, b = int(at[inside].min()), int(at[inside].max()) + 1
+                cells = _rows_view(index, a, b, *np.searchsorted(index.g_release, [a, b]))._single_cells()
+                nonzero = ~zero[cells]
+            for k, (seq, rid, title, status, reads_text, mech_name, params_text, guarantees_text, derived_text,
+                    family, recorded_by, recorded_at, approved_by, approved_at, published_at, pufferfish_text,
+                    digest) in enumerate(rows):
+                reads, reads_cell = reads_of(reads_text)
+                protects, guarantees_cell = guarantees_of(guarantees_text)
+                exact = reads
+                for p in protects:
+                    if not exact:
+                        break
+                    exact = exact - p
+                charged = status in charged_names
+                wide, figures = ("", ""), ""
+                if inside[k] and charged:
+                    i = int(at[k]) - a
+                    ids = cells[i]
+                    wide = wide_of(int(wide_ids[i + a]))
+                    figures = csv_cell("; ".join([cell_of(j, ids[j]) for j in np.flatnonzero(nonzero[i]).tolist()]))
+                later = steps.get(rid, {})
+                ended = later.get("ended")
+                published_by = later.get("published_by")
+                writer.writerow((
+                    csv_cell(rid), csv_cell(title), csv_cell(status), "yes" if charged else "no", reads_cell,
+                    csv_cell(names_text(tuple(sorted(exact)))) if exact else "", guarantees_cell,
+                    *mechanism_of(mech_name, params_text), *family_of(family), derived_of(derived_text),
+                    when(recorded_at), csv_cell(recorded_by), when(approved_at), csv_cell(approved_by or ""),
+                    when(published_at), csv_cell(published_by or ""), csv_cell(ended.action) if ended else "",
+                    ended.at.isoformat() if ended else "", csv_cell(ended.by) if ended else "",
+                    csv_cell(ended.reason) if ended else "", csv_cell(digest or ""), pufferfish_of(pufferfish_text),
+                    *wide, figures))
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
 class RegisterAlongside:
     """The complete register of a large report written by a forked process (a new engine,
     `large_register_entries`) while this one builds and renders the page: at a million
@@ -706,23 +865,19 @@ class RegisterAlongside:
     where fork is not available, or the child fails, the register is written here."""
 
     def __init__(self, url: str, large, path: Path):
-        self.path = path
+        self.path, self.large = path, large
         self.helper = _Helper(_register_child, url, large, path)
 
     def finish(self, summary) -> None:
         outcome = self.helper.reply() if self.helper.process is not None else None
         if outcome != "written":
-            outputs.write_streaming(self.path, register_csv(summary))
+            outputs.write_streaming(self.path, large_register_csv(open_engine(), self.large))
 
 
 def _register_child(url: str, large, path: Path, channel) -> None:
     """In the forked process: a new engine (never the parent's connections), the register written."""
     try:
-        from types import SimpleNamespace
-
-        engine = store.make_engine(url)
-        outputs.write_streaming(path, register_csv(SimpleNamespace(
-            entries=lambda: large_register_entries(engine, large))))
+        outputs.write_streaming(path, large_register_csv(store.make_engine(url), large))
         channel.send("written")
     except BaseException as exc:  # the parent writes it again, in its own process
         try:

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_report import build_ledger  # noqa: E402
 
 from ledger import choices, store  # noqa: E402
-from ledger.cli_report import gather, gather_large, large_register_entries, register_csv  # noqa: E402
+from ledger.cli_report import gather, gather_large, large_register_csv, large_register_entries, register_csv  # noqa: E402
 from ledger.report import SUMMARY_ENV, ChainStatus, build_large_report, build_report  # noqa: E402
 from support import cli_main  # noqa: E402
 
@@ -57,7 +57,15 @@ def both(url: str, listed: int = 7):
             report.LARGEST_LISTED = saved
     large = build_large_report(large_inputs, lambda: large_register_entries(engine, large_inputs), "r.csv",
                                charts=False)
+    LARGE_INPUTS[id(large)] = large_inputs
     return snapshot, small, large
+
+
+LARGE_INPUTS: dict = {}
+
+
+def large_inputs_of(context):
+    return LARGE_INPUTS[id(context)]
 
 
 def test_the_large_path_gives_every_figure_of_the_small_path(built):
@@ -96,6 +104,9 @@ def test_the_large_register_holds_every_release_as_the_small_path_does(built, mo
     assert [e.id for e in entries] == list(snapshot.releases)  # every release, in recording order
     assert entries == list(small.summary.entries())  # cells, lifecycle, guarantees: row by row
     assert "".join(register_csv(large.summary)) == "".join(register_csv(small.summary))
+    # the register the command writes: from the raw rows, the same text
+    assert "".join(large_register_csv(store.make_engine(url), large_inputs_of(large))) == \
+        "".join(register_csv(small.summary))
 
 
 def test_the_command_past_the_threshold_writes_a_register_of_every_stored_release(built, monkeypatch):
