@@ -118,8 +118,10 @@ def report(
                          and count > _report.summary_from())
                 if large:  # from the accounting rows, no release decoded but those listed (issue 13)
                     register = register_target(target, count, state.url)
-                    large_inputs = gather_large(session, chosen, chosen_delta, chain=chain)
-                    register_helper = RegisterAlongside(state.url, large_inputs, register)
+                    helpers = []  # the register is written alongside from as soon as the index is read
+                    large_inputs = gather_large(session, chosen, chosen_delta, chain=chain, indexed=lambda lite:
+                                                helpers.append(RegisterAlongside(state.url, lite, register)))
+                    register_helper = helpers[0]
                 else:
                     inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
             if large:
@@ -441,11 +443,13 @@ def lifecycle_events(session: Session, ids=None) -> dict[str, dict]:
 
 
 def gather_large(session: Session, dataset: Dataset, delta: Fraction,
-                 chain: Callable[[], ChainStatus] | None = None, generated_at: datetime | None = None):
+                 chain: Callable[[], ChainStatus] | None = None, generated_at: datetime | None = None,
+                 indexed: Callable | None = None):
     """report.LargeInputs: what a summarised report is computed from, read from the accounting
     rows (columns.index_for, columns.large_table, as `table` reads them at a million releases),
     SQL counts of the audit trail, the caps as `cap list` decides them, and the listed releases
-    read whole by id. No Release is built but those listed (issue 13)."""
+    read whole by id. No Release is built but those listed (issue 13). `indexed` is called with
+    what the complete register needs (the index, its whole-dataset ids) once they are read."""
     from sqlalchemy import Text, cast
 
     from . import columns
@@ -466,6 +470,11 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
                                                     _report.LARGEST_LISTED, wanted)
     accounts = TableAccounts(table.variables, per_variable, wide, None)
     wide_ids = index.cost_ids(range(len(index.variables)))  # remembered by large_table
+    if indexed is not None:  # what the register needs (large_register_csv), given as soon as it is known
+        from types import SimpleNamespace
+
+        indexed(SimpleNamespace(index=index, delta=delta, wide_ids=wide_ids, families=tuple(families.values()),
+                                dataset=dataset))
     events = index_events(index)
     stamps = _report.charged_from_stamps(events.recorded, events.published)
     ids = [r.id for r in table.releases]
@@ -736,8 +745,10 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE):
     reads_seen, guarantees_seen, mechanisms_seen, derived_seen, pufferfish_seen, family_seen = {}, {}, {}, {}, {}, {}
     wide_seen, cell_seen = {}, {}
 
+    aware = _report._aware
+
     def when(text) -> str:
-        return "" if text is None else _report._aware(datetime.fromisoformat(text)).isoformat()
+        return "" if text is None else aware(datetime.fromisoformat(text)).isoformat()
 
     def reads_of(text):
         found = reads_seen.get(text)
@@ -746,12 +757,30 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE):
             found = reads_seen[text] = (reads, csv_cell(names_text(tuple(sorted(reads)))))
         return found
 
+    values_seen = {}
+    guarantee_text_of = _report._guarantee_text
+
+    def value_of(g: dict) -> str:
+        """A guarantee's text but what it protects (`views.guarantee_text`), once per value."""
+        key = (g["notion"], g["epsilon"], g["delta"], g["rho"], g["relation"])
+        found = values_seen.get(key)
+        if found is None:
+            text = guarantee_text(guarantee_text_of(guarantee_from_dict({**g, "protects": ["\x00"]})))
+            found = values_seen[key] = text.split(" on {\x00}, ")
+        return found
+
     def guarantees_of(text):
         found = guarantees_seen.get(text)
         if found is None:
-            parsed = tuple(guarantee_from_dict(g) for g in json.loads(text))
-            found = guarantees_seen[text] = (tuple(g.protects for g in parsed), csv_cell(
-                "; ".join(guarantee_text(_report._guarantee_text(g)) for g in parsed)))
+            parsed = json.loads(text)
+            protects = tuple(frozenset(g["protects"]) for g in parsed)
+            parts = []
+            for g, p in zip(parsed, protects):
+                value, relation = value_of(g)
+                parts.append(f"{value} on {names_text(tuple(sorted(p)))}, {relation}")
+            found = (protects, csv_cell("; ".join(parts)))
+            if len(guarantees_seen) < 200_000:
+                guarantees_seen[text] = found
         return found
 
     def mechanism_of(name, text):
