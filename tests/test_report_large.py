@@ -130,3 +130,28 @@ def test_the_command_past_the_threshold_writes_a_register_of_every_stored_releas
     with (directory / "report.html.register.csv").open(newline="", encoding="utf-8") as stream:
         rows = list(csv.DictReader(stream))
     assert [row["release"] for row in rows] == stored
+
+
+def test_running_totals_a_chunk_at_a_time_equal_the_whole_cell_matrix(built, monkeypatch):
+    """engine.running_totals on an index past _CHUNK releases adds Table 1's cells a chunk at a
+    time (the timeline of a million releases); the totals at every checkpoint are the same as
+    from the whole matrix, families included, in any order of the releases."""
+    import ledger.engine as engine
+    from ledger.engine import LedgerIndex, at_delta
+    from ledger.records import CHARGED_STATUSES
+
+    url, _ = built
+    with store.read_session(store.make_engine(url)) as session:
+        snapshot = store.snapshot(session, "survey")
+    dataset = snapshot.datasets["survey"]
+    objective = at_delta(choices.parse_delta(None, dataset))
+    charged = [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES]
+    index = LedgerIndex(dataset.variable_names, charged, snapshot.families.values())
+    assert index.members  # family members: their cells are kept across chunks
+    rng = np.random.default_rng(11)
+    order = rng.permutation(len(charged))
+    ends = sorted(set(rng.integers(1, len(charged) + 1, 30).tolist()) | {len(charged)})
+    whole = index.running_totals(order, ends, objective)
+    monkeypatch.setattr(engine, "_CHUNK", 23)
+    chunked = index.running_totals(order, ends, objective)
+    assert all(whole.spend(i, j) == chunked.spend(i, j) for i in range(len(ends)) for j in range(12))
