@@ -109,23 +109,41 @@ def report(
 
     from .memory import paused_gc
 
+    large = False
     with progress(f"writing the {chosen_format} report"), paused_gc():
         try:
             with store.read_session(open_engine()) as session:
-                inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
-            if as_of_at is not None:
-                inputs = replace(inputs, as_of=as_of_at)
-            register = None
-            if chosen_format != "csv" and len(inputs.releases) > _report.summary_from():
-                register = register_target(target, len(inputs.releases), state.url)
-            context = _report.build_report(inputs, charts=charts, draw=draw,
-                                   register_file=None if register is None else register.name)
+                count = release_count(session, chosen.name)
+                large = (chosen_format != "csv" and since_at is None and as_of_at is None
+                         and count > _report.summary_from())
+                if large:  # from the accounting rows, no release decoded but those listed (issue 13)
+                    register = register_target(target, count, state.url)
+                    helpers = []  # the register is written alongside from as soon as the index is read
+                    large_inputs = gather_large(session, chosen, chosen_delta, chain=chain, indexed=lambda lite:
+                                                helpers.append(RegisterAlongside(state.url, lite, register)))
+                    register_helper = helpers[0]
+                else:
+                    inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
+            if large:
+                context = _report.build_large_report(
+                    large_inputs, lambda: large_register_entries(open_engine(), large_inputs), register.name,
+                    charts=charts, draw=draw)
+            else:
+                if as_of_at is not None:
+                    inputs = replace(inputs, as_of=as_of_at)
+                register = None
+                if chosen_format != "csv" and len(inputs.releases) > _report.summary_from():
+                    register = register_target(target, len(inputs.releases), state.url)
+                context = _report.build_report(inputs, charts=charts, draw=draw,
+                                               register_file=None if register is None else register.name)
         finally:
             chain.close()
             if isinstance(draw, ChartsAlongside):
                 draw.close()
         data = render(context, chosen_format, chromium=chromium)
-        if register is not None:
+        if large:
+            register_helper.finish(context.summary)
+        elif register is not None:
             outputs.write_streaming(register, register_csv(context.summary))
     if target is None:  # --out -: standard output (text formats only, see choices.report_format)
         typer.echo(data.decode("utf-8"), nl=False)
@@ -199,20 +217,56 @@ def register_csv(summary, chunk: int = 5_000):
     def when(moment) -> str:
         return "" if moment is None else moment.isoformat()
 
+    # texts repeated across a large register (a few distinct guarantees, parameters and values), made once
+    guarantees_seen: dict = {}
+    parameters_seen: dict = {}
+    cells_seen: dict = {}
+    wide_seen: dict = {}
+
+    def guarantees_of(guarantees) -> str:
+        found = guarantees_seen.get(guarantees)
+        if found is None:
+            found = guarantees_seen[guarantees] = csv_cell("; ".join(guarantee_text(g) for g in guarantees))
+        return found
+
+    def parameters_of(parameters) -> str:
+        try:
+            found = parameters_seen.get(parameters)
+        except TypeError:  # (a parameter value that cannot be a key)
+            return csv_cell("; ".join(f"{key} {param_text(value)}" for key, value in parameters))
+        if found is None:
+            found = parameters_seen[parameters] = csv_cell(
+                "; ".join(f"{key} {param_text(value)}" for key, value in parameters))
+        return found
+
+    # figures are keyed by identity (a register's cells share the few value objects of its table:
+    # hashing exact Fractions cost more than the text); each key keeps its value alive beside the text
+    def cell_text(cell) -> str:
+        key = (cell[0], id(cell[1]))
+        found = cells_seen.get(key)
+        if found is None or found[0] is not cell[1]:
+            found = cells_seen[key] = (cell[1], f"{{{cell[0]}}} {exact_text(cell[1])}")
+        return found[1]
+
+    def wide_of(wide) -> tuple[str, str]:
+        found = wide_seen.get(id(wide))
+        if found is None or found[0] is not wide:
+            found = wide_seen[id(wide)] = (wide, csv_cell(str(to_json(wide))), csv_cell(exact_text(wide)))
+        return found[1:]
+
     def row(r) -> list:
         ended = r.ended
-        wide = r.dataset_wide
-        return [csv_cell(value) if isinstance(value, str) else value for value in (
+        wide = ("", "") if r.dataset_wide is None else wide_of(r.dataset_wide)
+        return [*(csv_cell(value) for value in (
             r.id, r.title, r.status, "yes" if r.charged else "no", names_text(r.reads),
-            names_text(r.exact) if r.exact else "",
-            "; ".join(guarantee_text(g) for g in r.guarantees), r.mechanism,
-            "; ".join(f"{key} {param_text(value)}" for key, value in r.parameters), r.family or "",
-            r.family_split, ", ".join(r.derived_from), when(r.recorded_at), r.recorded_by, when(r.approved_at),
-            r.approved_by or "", when(r.published_at), r.published_by or "", ended.action if ended else "",
-            when(ended.at) if ended else "", ended.by if ended else "", ended.reason if ended else "",
-            r.output_digest or "", "; ".join(r.pufferfish), "" if wide is None else str(to_json(wide)),
-            "" if wide is None else exact_text(wide),
-            "; ".join(f"{{{name}}} {exact_text(value)}" for name, value in r.cells))]
+            names_text(r.exact) if r.exact else "")),
+            guarantees_of(r.guarantees), csv_cell(r.mechanism), parameters_of(r.parameters),
+            *(csv_cell(value) for value in (
+                r.family or "", r.family_split, ", ".join(r.derived_from), when(r.recorded_at), r.recorded_by,
+                when(r.approved_at), r.approved_by or "", when(r.published_at), r.published_by or "",
+                ended.action if ended else "", when(ended.at) if ended else "", ended.by if ended else "",
+                ended.reason if ended else "", r.output_digest or "", "; ".join(r.pufferfish))),
+            *wide, csv_cell("; ".join(map(cell_text, r.cells)))]
 
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -273,6 +327,234 @@ def gather(session: Session, dataset: Dataset, delta: Fraction, since: datetime 
         delta=delta,
         since=since,
     )
+
+
+def release_count(session: Session, dataset: str) -> int:
+    """How many releases the dataset has, any status (one SQL count)."""
+    from sqlalchemy import func
+
+    releases = store.ReleaseRow.__table__
+    return session.connection().execute(
+        select(func.count()).select_from(releases).where(releases.c.dataset == dataset)).scalar_one()
+
+
+REGISTER_PAGE = 5_000  # releases read (and decoded) at a time for the complete register
+
+
+def _event_filter(dataset: str):
+    """The SQL condition of report.dataset_events: the events about this dataset (its releases,
+    families, caps, itself) and the ledger-wide ones (migrations, roles)."""
+    from sqlalchemy import func, or_
+
+    events = store.AuditEventRow.__table__
+    releases = store.ReleaseRow.__table__
+    families = store.FamilyRow.__table__
+    prefix = dataset + "/"
+    return or_(
+        events.c.kind.startswith("release.", autoescape=True)
+        & events.c.subject.in_(select(releases.c.id).where(releases.c.dataset == dataset)),
+        events.c.kind.startswith("family.", autoescape=True)
+        & events.c.subject.in_(select(families.c.id).where(families.c.dataset == dataset)),
+        events.c.kind.startswith("cap.", autoescape=True)
+        & (func.substr(events.c.subject, 1, len(prefix)) == prefix),
+        events.c.kind.startswith("dataset.", autoescape=True) & (events.c.subject == dataset),
+        events.c.kind.startswith("ledger.", autoescape=True),
+        events.c.kind.startswith("role.", autoescape=True),
+    )
+
+
+def _events(session, statement) -> list:
+    return [_report.AuditEvent(seq, _time(at), actor, kind, subject, payload, digest)
+            for seq, at, actor, kind, subject, payload, digest in session.connection().execute(statement)]
+
+
+def _event_columns():
+    table = store.AuditEventRow.__table__
+    return table, (table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload,
+                   table.c.hash)
+
+
+def large_audit(session: Session, dataset: str):
+    """report.audit_trail of a large ledger by SQL: the dataset's events counted by kind and by
+    actor, the last AUDIT_EVENTS_LISTED read. Returns a function of the chain's status."""
+    from sqlalchemy import func
+
+    table, columns_ = _event_columns()
+    about = _event_filter(dataset)
+    counts = session.connection().execute(
+        select(table.c.kind, table.c.actor, func.count(), func.min(table.c.seq), func.max(table.c.seq))
+        .where(about).group_by(table.c.kind, table.c.actor)).all()
+    listed = _events(session, select(*columns_).where(about).order_by(table.c.seq.desc())
+                     .limit(_report.AUDIT_EVENTS_LISTED))[::-1]
+    total = sum(c for _, _, c, _, _ in counts)
+    by_kind, by_actor = {}, {}
+    for kind, actor, c, _, _ in counts:
+        by_kind[kind] = by_kind.get(kind, 0) + c
+        by_actor[actor] = by_actor.get(actor, 0) + c
+    first_at = last_at = None
+    if counts:
+        first_seq = min(lo for *_, lo, _ in counts)
+        first_at = _time(session.connection().execute(select(table.c.at).where(table.c.seq == first_seq)).scalar_one())
+        last_at = listed[-1].at
+
+    def trail(chain: ChainStatus):
+        return _report.AuditTrail(
+            ok=chain.ok, head=chain.head, chain_events=chain.events, problems=chain.problems, events=total,
+            first_at=first_at, last_at=last_at, by_kind=tuple(sorted(by_kind.items())),
+            by_actor=tuple(sorted(by_actor.items())),
+            listed=tuple(_report.AuditEntry(e.seq, e.at, e.actor, e.kind, e.subject, _report._note(e))
+                         for e in listed),
+            omitted=total - len(listed))
+
+    return trail
+
+
+def _whole_releases(session: Session, ids) -> dict:
+    from .codec import release_from_dict
+
+    table = store.ReleaseRow.__table__
+    found = {}
+    ids = list(ids)
+    for start in range(0, len(ids), 500):
+        for row in session.connection().execute(select(table).where(table.c.id.in_(ids[start:start + 500]))):
+            found[row.id] = release_from_dict(store.release_row_dict(row))
+    return found
+
+
+def lifecycle_events(session: Session, ids=None) -> dict[str, dict]:
+    """report.lifecycle_steps from the publication, retraction and cancellation events only
+    (of the releases `ids`, or of every release)."""
+    table, columns_ = _event_columns()
+    kinds = ("release.published", "release.retracted", "release.cancelled")
+    statement = select(*columns_).where(table.c.kind.in_(kinds)).order_by(table.c.seq)
+    if ids is not None:
+        statement = statement.where(table.c.subject.in_(list(ids)))
+        return _report.lifecycle_steps(_events(session, statement))
+    found: dict[str, dict] = {}
+    published = store.AuditEventRow.__table__.c
+    for kind, subject, actor in session.connection().execute(
+            select(published.kind, published.subject, published.actor)
+            .where(published.kind == "release.published")):
+        found.setdefault(subject, {})["published_by"] = actor
+    ended = select(*columns_).where(table.c.kind.in_(kinds[1:])).order_by(table.c.seq)
+    for subject, steps in _report.lifecycle_steps(_events(session, ended)).items():
+        found.setdefault(subject, {}).update(steps)
+    return found
+
+
+def gather_large(session: Session, dataset: Dataset, delta: Fraction,
+                 chain: Callable[[], ChainStatus] | None = None, generated_at: datetime | None = None,
+                 indexed: Callable | None = None):
+    """report.LargeInputs: what a summarised report is computed from, read from the accounting
+    rows (columns.index_for, columns.large_table, as `table` reads them at a million releases),
+    SQL counts of the audit trail, the caps as `cap list` decides them, and the listed releases
+    read whole by id. No Release is built but those listed (issue 13). `indexed` is called with
+    what the complete register needs (the index, its whole-dataset ids) once they are read."""
+    from sqlalchemy import Text, cast
+
+    from . import columns
+    from .accountant_views import TableAccounts
+    from .records import CHARGED_STATUSES
+    from .accountants import index_events
+    from .engine import at_delta
+    from .operations import cap_checks
+
+    if chain is None:
+        chain = verify_for_report(session)
+    generated_at = generated_at or store.now()
+    light = store.write_context(session)
+    families = {fid: f for fid, f in light.families.items() if f.dataset == dataset.name}
+    index = columns.index_for(session, dataset.variable_names, dataset.name, families, False, None, True)
+    wanted = ["basic", "rdp"] + (["pld"] if len(index.releases) <= 20_000 else [])  # as shown_accounts
+    table, per_variable, wide = columns.large_table(index, dataset.name, at_delta(delta), delta,
+                                                    _report.LARGEST_LISTED, wanted)
+    accounts = TableAccounts(table.variables, per_variable, wide, None)
+    wide_ids = index.cost_ids(range(len(index.variables)))  # remembered by large_table
+    if indexed is not None:  # what the register needs (large_register_csv), given as soon as it is known
+        from types import SimpleNamespace
+
+        indexed(SimpleNamespace(index=index, delta=delta, wide_ids=wide_ids, families=tuple(families.values()),
+                                dataset=dataset))
+    events = index_events(index)
+    stamps = _report.charged_from_stamps(events.recorded, events.published)
+    ids = [r.id for r in table.releases]
+    largest = _whole_releases(session, ids)
+    releases = store.ReleaseRow.__table__
+    named = tuple(f for (f,) in session.connection().execute(
+        select(releases.c.family).where(releases.c.dataset == dataset.name, releases.c.family.is_not(None),
+                                        releases.c.status.in_(sorted(s.value for s in CHARGED_STATUSES)))
+        .distinct()))
+    puffer_ids = [i for (i,) in session.connection().execute(
+        select(releases.c.id).where(releases.c.dataset == dataset.name,
+                                    cast(releases.c.pufferfish, Text) != "[]").order_by(releases.c.seq))]
+    pufferfish = _whole_releases(session, puffer_ids)
+    table_, columns_ = _event_columns()
+    prefix = dataset.name + "/"
+    from sqlalchemy import func
+
+    cap_events = tuple(_events(session, select(*columns_).where(
+        table_.c.kind.in_(("cap.set", "cap.removed")), func.substr(table_.c.subject, 1, len(prefix)) == prefix)
+        .order_by(table_.c.seq)))
+    last = _events(session, select(*columns_).order_by(table_.c.seq.desc()).limit(1))
+    caps = tuple(store.caps(session, dataset.name))
+    return _report.LargeInputs(
+        dataset=dataset, index=index, table=table, accounts=accounts, stamps=stamps,
+        releases=release_count(session, dataset.name), largest=largest,
+        steps=lifecycle_events(session, ids) if ids else {}, families=tuple(families.values()),
+        families_named=named, caps=caps, cap_checks=tuple(cap_checks(session, dataset.name, list(caps))),
+        chain=chain, audit=large_audit(session, dataset.name), cap_events=cap_events,
+        pufferfish=tuple(pufferfish[i] for i in puffer_ids), last_event=last[0] if last else None,
+        generated_at=generated_at, delta=delta, wide_ids=wide_ids,
+        timeline=_report.timeline_of(index, delta, at_delta(delta), generated_at, public=dataset.public_names,
+                                     caps=caps, stamps=stamps))
+
+
+def large_register_entries(engine, large, page: int = REGISTER_PAGE):
+    """The complete register of a large ledger, one RegisterEntry at a time, in recording order:
+    the release rows read `page` at a time by seq (keyset paging, so memory does not grow with
+    the ledger), each release's cells of Table 1 from the index (as `build_report` gives them)."""
+    import numpy as np
+
+    from .codec import release_from_dict
+    from .columns import _rows_view
+    from .records import CHARGED_STATUSES
+
+    index, delta = large.index, large.delta
+    n_var = len(index.variables)
+    seqs = np.asarray(index.releases.seqs, dtype=np.int64)
+    wide_ids = large.wide_ids if large.wide_ids is not None else index.cost_ids(range(n_var))
+    epsilon_of = [value.epsilon(delta) for value in index.values]
+    zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
+    variables = index.variables
+    families = large.families
+    table = store.ReleaseRow.__table__
+    with store.read_session(engine) as session:
+        steps = lifecycle_events(session)
+        after = -1
+        while True:
+            rows = session.connection().execute(
+                select(table).where(table.c.dataset == large.dataset.name, table.c.seq > after)
+                .order_by(table.c.seq).limit(page)).all()
+            if not rows:
+                return
+            after = rows[-1].seq
+            page_seqs = np.asarray([row.seq for row in rows], dtype=np.int64)
+            at = np.searchsorted(seqs, page_seqs)
+            inside = (at < len(seqs)) & (seqs[at.clip(max=len(seqs) - 1)] == page_seqs) if len(seqs) else \
+                np.zeros(len(rows), dtype=bool)
+            cells = None
+            if inside.any():
+                a, b = int(at[inside].min()), int(at[inside].max()) + 1
+                cells = _rows_view(index, a, b, *np.searchsorted(index.g_release, [a, b]))._single_cells()
+            for k, row in enumerate(rows):
+                release = release_from_dict(store.release_row_dict(row))
+                found, wide = (), None
+                if inside[k] and release.status in CHARGED_STATUSES:
+                    i = int(at[k])
+                    ids = cells[i - a]
+                    found = tuple((variables[j], epsilon_of[ids[j]]) for j in np.flatnonzero(~zero[ids]).tolist())
+                    wide = epsilon_of[wide_ids[i]]
+                yield _report.register_entry(release, families, found, wide, **steps.get(release.id, {}))
 
 
 def chain_status(verification: store.Verification, since: int = 0) -> ChainStatus:
@@ -426,6 +708,215 @@ def _draw_child(channel) -> None:
         channel.close()
 
 
+def large_register_csv(engine, large, page: int = REGISTER_PAGE):
+    """The complete register of a large ledger as CSV text, `page` releases at a time: the same
+    rows as `register_csv` of `large_register_entries` (tested), written from the raw release
+    rows (keyset-paged by seq) without building a Release or a RegisterEntry per release: each
+    stored JSON text (reads, guarantees, parameters, derived-from, Pufferfish) is turned into its
+    cell once and reused, and each release's figures come from the index's value ids, each
+    value's text made once (issue 13: a million releases)."""
+    import csv
+    import io
+    import json
+
+    import numpy as np
+    from sqlalchemy import Text, cast
+
+    from .codec import guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict
+    from .numbers import exact_text, to_json
+    from .records import CHARGED_STATUSES
+    from .views import guarantee_text, names_text, param_text
+    from .columns import _rows_view
+
+    index, delta = large.index, large.delta
+    n_var = len(index.variables)
+    seqs = np.asarray(index.releases.seqs, dtype=np.int64)
+    wide_ids = large.wide_ids if large.wide_ids is not None else index.cost_ids(range(n_var))
+    epsilon_of = [value.epsilon(delta) for value in index.values]
+    zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
+    variables = index.variables
+    charged_names = {s.value for s in CHARGED_STATUSES}
+    families = {f.id: f for f in large.families}
+    table = store.ReleaseRow.__table__
+    c = table.c
+    columns_ = (c.seq, c.id, c.title, c.status, cast(c.reads, Text), c.mechanism_name, cast(c.mechanism_params, Text),
+                cast(c.guarantees, Text), cast(c.derived_from, Text), c.family, c.recorded_by, c.recorded_at,
+                c.approved_by, c.approved_at, c.published_at, cast(c.pufferfish, Text), c.output_digest)
+    reads_seen, guarantees_seen, mechanisms_seen, derived_seen, pufferfish_seen, family_seen = {}, {}, {}, {}, {}, {}
+    wide_seen, cell_seen = {}, {}
+
+    aware = _report._aware
+
+    def when(text) -> str:
+        return "" if text is None else aware(datetime.fromisoformat(text)).isoformat()
+
+    def reads_of(text):
+        found = reads_seen.get(text)
+        if found is None:
+            reads = frozenset(json.loads(text))
+            found = reads_seen[text] = (reads, csv_cell(names_text(tuple(sorted(reads)))))
+        return found
+
+    values_seen = {}
+    guarantee_text_of = _report._guarantee_text
+
+    def value_of(g: dict) -> str:
+        """A guarantee's text but what it protects (`views.guarantee_text`), once per value."""
+        key = (g["notion"], g["epsilon"], g["delta"], g["rho"], g["relation"])
+        found = values_seen.get(key)
+        if found is None:
+            text = guarantee_text(guarantee_text_of(guarantee_from_dict({**g, "protects": ["\x00"]})))
+            found = values_seen[key] = text.split(" on {\x00}, ")
+        return found
+
+    def guarantees_of(text):
+        found = guarantees_seen.get(text)
+        if found is None:
+            parsed = json.loads(text)
+            protects = tuple(frozenset(g["protects"]) for g in parsed)
+            parts = []
+            for g, p in zip(parsed, protects):
+                value, relation = value_of(g)
+                parts.append(f"{value} on {names_text(tuple(sorted(p)))}, {relation}")
+            found = (protects, csv_cell("; ".join(parts)))
+            if len(guarantees_seen) < 200_000:
+                guarantees_seen[text] = found
+        return found
+
+    def mechanism_of(name, text):
+        key = (name, text)
+        found = mechanisms_seen.get(key)
+        if found is None:
+            mechanism = mechanism_from_dict({"name": name, "params": json.loads(text)})
+            found = mechanisms_seen[key] = (csv_cell(mechanism.name), csv_cell(
+                "; ".join(f"{k} {param_text(v)}" for k, v in mechanism.params)))
+        return found
+
+    def derived_of(text):
+        found = derived_seen.get(text)
+        if found is None:
+            found = derived_seen[text] = csv_cell(", ".join(json.loads(text)))
+        return found
+
+    def pufferfish_of(text):
+        found = pufferfish_seen.get(text)
+        if found is None:
+            parsed = [pufferfish_from_dict(g) for g in (json.loads(text) if text else None) or ()]
+            found = pufferfish_seen[text] = csv_cell("; ".join(_report.PUFFERFISH_KINDS.get(g.kind, g.kind)
+                                                               for g in parsed))
+        return found
+
+    def family_of(fid):
+        found = family_seen.get(fid)
+        if found is None:
+            family = families.get(fid)
+            split = ""
+            if family is not None:
+                split = "random split" if family.partition is None else \
+                    "partition by " + ", ".join(sorted(family.partition))
+            found = family_seen[fid] = (csv_cell(fid or ""), csv_cell(split))
+        return found
+
+    def wide_of(vid: int):
+        found = wide_seen.get(vid)
+        if found is None:
+            value = epsilon_of[vid]
+            found = wide_seen[vid] = (csv_cell(str(to_json(value))), csv_cell(exact_text(value)))
+        return found
+
+    def cell_of(j: int, vid: int) -> str:
+        found = cell_seen.get((j, vid))
+        if found is None:
+            found = cell_seen[(j, vid)] = f"{{{variables[j]}}} {exact_text(epsilon_of[vid])}"
+        return found
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(REGISTER_COLUMNS)
+    with store.read_session(engine) as session:
+        steps = lifecycle_events(session)
+        after = -1
+        while True:
+            rows = session.connection().execute(
+                select(*columns_).where(c.dataset == large.dataset.name, c.seq > after)
+                .order_by(c.seq).limit(page)).all()
+            if not rows:
+                break
+            after = rows[-1][0]
+            page_seqs = np.asarray([row[0] for row in rows], dtype=np.int64)
+            at = np.searchsorted(seqs, page_seqs)
+            inside = (at < len(seqs)) & (seqs[at.clip(max=len(seqs) - 1)] == page_seqs) if len(seqs) else \
+                np.zeros(len(rows), dtype=bool)
+            cells = nonzero = None
+            if inside.any():
+                a, b = int(at[inside].min()), int(at[inside].max()) + 1
+                cells = _rows_view(index, a, b, *np.searchsorted(index.g_release, [a, b]))._single_cells()
+                nonzero = ~zero[cells]
+            for k, (seq, rid, title, status, reads_text, mech_name, params_text, guarantees_text, derived_text,
+                    family, recorded_by, recorded_at, approved_by, approved_at, published_at, pufferfish_text,
+                    digest) in enumerate(rows):
+                reads, reads_cell = reads_of(reads_text)
+                protects, guarantees_cell = guarantees_of(guarantees_text)
+                exact = reads
+                for p in protects:
+                    if not exact:
+                        break
+                    exact = exact - p
+                charged = status in charged_names
+                wide, figures = ("", ""), ""
+                if inside[k] and charged:
+                    i = int(at[k]) - a
+                    ids = cells[i]
+                    wide = wide_of(int(wide_ids[i + a]))
+                    figures = csv_cell("; ".join([cell_of(j, ids[j]) for j in np.flatnonzero(nonzero[i]).tolist()]))
+                later = steps.get(rid, {})
+                ended = later.get("ended")
+                published_by = later.get("published_by")
+                writer.writerow((
+                    csv_cell(rid), csv_cell(title), csv_cell(status), "yes" if charged else "no", reads_cell,
+                    csv_cell(names_text(tuple(sorted(exact)))) if exact else "", guarantees_cell,
+                    *mechanism_of(mech_name, params_text), *family_of(family), derived_of(derived_text),
+                    when(recorded_at), csv_cell(recorded_by), when(approved_at), csv_cell(approved_by or ""),
+                    when(published_at), csv_cell(published_by or ""), csv_cell(ended.action) if ended else "",
+                    ended.at.isoformat() if ended else "", csv_cell(ended.by) if ended else "",
+                    csv_cell(ended.reason) if ended else "", csv_cell(digest or ""), pufferfish_of(pufferfish_text),
+                    *wide, figures))
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+class RegisterAlongside:
+    """The complete register of a large report written by a forked process (a new engine,
+    `large_register_entries`) while this one builds and renders the page: at a million
+    releases the register is as much work as the rest (issue 13). `finish` waits for it;
+    where fork is not available, or the child fails, the register is written here."""
+
+    def __init__(self, url: str, large, path: Path):
+        self.path, self.large = path, large
+        self.helper = _Helper(_register_child, url, large, path)
+
+    def finish(self, summary) -> None:
+        outcome = self.helper.reply() if self.helper.process is not None else None
+        if outcome != "written":
+            outputs.write_streaming(self.path, large_register_csv(open_engine(), self.large))
+
+
+def _register_child(url: str, large, path: Path, channel) -> None:
+    """In the forked process: a new engine (never the parent's connections), the register written."""
+    try:
+        outputs.write_streaming(path, large_register_csv(store.make_engine(url), large))
+        channel.send("written")
+    except BaseException as exc:  # the parent writes it again, in its own process
+        try:
+            channel.send(repr(exc))
+        except OSError:
+            pass
+    finally:
+        channel.close()
+
+
 def _time(text: str) -> datetime:
     moment = datetime.fromisoformat(text)
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
@@ -453,6 +944,8 @@ def csv_cell(value: object) -> object:
     leading = + - @ (a formula) behind an apostrophe (OWASP, "CSV injection")."""
     if not isinstance(value, str):
         return value
+    if value.isprintable():  # the common case: no control character, no line break to replace
+        return "'" + value if value.startswith(_FORMULA_PREFIXES) else value
     text = neutralise(value.replace("\r\n", " ").replace("\r", " ").replace("\n", " "))
     return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
 

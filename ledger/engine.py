@@ -753,16 +753,35 @@ class LedgerIndex:
         grid = _GridBuilder(self._components, (len(checkpoints), n_var))
         if len(order) == 0 or len(checkpoints) == 0:
             return grid.done()
-        cells = self._single_cells()
-        ordered = cells[order].copy()
-        ordered[~self.simple[order]] = self.ZERO_ID  # families and choices: below
-        bounds = np.concatenate([[0], checkpoints])
-        for k in range(len(checkpoints)):
-            grid.add_row_ids(k, ordered[bounds[k]:max(bounds[k], bounds[k + 1])])
-        grid.accumulate_rows()
-
         position = np.full(len(self.releases), len(order), dtype=np.int64)
         position[order] = np.arange(len(order))
+        member_rows = np.asarray(sorted({r for rows_ in self.members.values() for r in rows_}), dtype=np.int64)
+        if len(self.releases) <= _CHUNK:
+            cells = self._single_cells()
+            ordered = cells[order].copy()
+            ordered[~self.simple[order]] = self.ZERO_ID  # families and choices: below
+            bounds = np.concatenate([[0], checkpoints])
+            for k in range(len(checkpoints)):
+                grid.add_row_ids(k, ordered[bounds[k]:max(bounds[k], bounds[k + 1])])
+        else:
+            # a large index: Table 1's cells a chunk of releases at a time (a million releases over 100
+            # variables would be 800 MB, twice), each release added to the grid row of the checkpoint
+            # it falls before (sums of integers: the same totals in any order); the members' cells kept
+            segment = np.searchsorted(checkpoints, position, side="right")
+            member_cells = np.zeros((len(member_rows), n_var), dtype=np.int64)
+            for start in range(0, len(self.releases), _CHUNK):
+                stop = min(start + _CHUNK, len(self.releases))
+                part = _rows_of(self, start, stop, *np.searchsorted(self.g_release, [start, stop]))
+                chunk = part._single_cells()
+                lo, hi = np.searchsorted(member_rows, [start, stop])
+                member_cells[lo:hi] = chunk[member_rows[lo:hi] - start]
+                chunk[~self.simple[start:stop]] = self.ZERO_ID
+                where = segment[start:stop]
+                for k in np.unique(where[where < len(checkpoints)]).tolist():
+                    grid.add_row_ids(k, chunk[where == k])
+            cells = _MemberCells(member_rows, member_cells)
+        grid.accumulate_rows()
+
         n_guarantees, _ = self._guarantee_spans()
         exact_families: dict[str, np.ndarray] = {}  # family -> the variables it must see exactly
         for fid, rows_ in self.members.items():
@@ -1058,6 +1077,17 @@ def _rows_of(index: LedgerIndex, start: int, stop: int, g_start: int, g_stop: in
     part.g_start = (np.flatnonzero(np.r_[True, part.g_release[1:] != part.g_release[:-1]]) if len(part.g_release)
                     else np.zeros(0, dtype=np.int64))
     return part
+
+
+class _MemberCells:
+    """Rows of Table 1 for family members only (`running_totals` on a large index): indexed by a
+    list of release rows, as the whole cell matrix would be."""
+
+    def __init__(self, rows: np.ndarray, cells: np.ndarray):
+        self.rows, self.cells = rows, cells
+
+    def __getitem__(self, rows) -> np.ndarray:
+        return self.cells[np.searchsorted(self.rows, np.asarray(rows, dtype=np.int64))]
 
 
 _CHUNK = 65_536  # releases at a time where a pass over arrays would otherwise copy every row

@@ -611,6 +611,112 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     )
 
 
+@dataclass(frozen=True)
+class LargeInputs:
+    """What a summarised report of a large ledger is computed from (issue 13): no Release is
+    decoded but the few listed, and no audit event read but the ones shown.
+
+    index: the charged releases' `LedgerIndex` from the accounting rows (columns.index_for,
+        with the accountants' events and times); table, accounts: `columns.large_table` of it
+        (the total row over every release, the LARGEST_LISTED largest rows) and its figures
+        as `shown_accounts` gives them (accountant_views.TableAccounts);
+    stamps: each index release's charged_from moment in seconds (charged_from_stamps);
+    releases: how many the dataset has (any status); largest: the table's rows, read whole,
+        with `steps` their lifecycle_steps; families_named: the families some charged release of the
+        dataset is a member of (the risk table's note);
+    audit: the audit trail (counted by SQL, the last AUDIT_EVENTS_LISTED events read);
+    cap_events: the dataset's cap.set and cap.removed events (cap_history);
+    pufferfish: the releases with Pufferfish-family guarantees;
+    last_event: the chain's last event (the checkpoint the report was computed from)."""
+
+    dataset: Dataset
+    index: LedgerIndex
+    table: RiskTable
+    accounts: Any
+    stamps: Any
+    releases: int
+    largest: Mapping[str, Release]
+    steps: Mapping[str, dict]
+    families: tuple[Family, ...]
+    families_named: tuple[str, ...]
+    caps: tuple[Cap, ...]
+    cap_checks: tuple[CapCheck, ...]
+    chain: ChainStatus | Callable[[], ChainStatus]
+    audit: Callable[[ChainStatus], AuditTrail]
+    cap_events: tuple[AuditEvent, ...]
+    pufferfish: tuple[Release, ...]
+    last_event: AuditEvent | None
+    generated_at: datetime
+    delta: Fraction
+    wide_ids: Any = None  # each index release's whole-dataset value id (large_table's column)
+    # the timeline (timeline_of with `stamps`), computed while the store is open: a ledger whose
+    # releases share one moment labels its points with release ids, read from the store
+    timeline: Timeline | None = None
+
+
+def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[RegisterEntry]], register_file: str, *,
+                       charts: bool = True, draw: Draw = draw_here) -> ReportContext:
+    """`build_report` of a ledger past `summary_from()` releases from `LargeInputs`: the same
+    sections and figures (the risk table's total row, the headline, pairs, caps as `cap list`
+    decides them, the timeline, the largest releases), computed from the accounting rows.
+    `entries` gives the complete register one release at a time (the CSV beside the report)."""
+    dataset, index, table, delta = large.dataset, large.index, large.table, large.delta
+    objective = at_delta(delta)
+    from .accountant_views import best_headline
+
+    pairs = pair_figures(index, delta, objective, protected=dataset.protected_names, best=True)
+    timeline = large.timeline
+    drawn = draw(pairs, timeline) if charts else None
+    whole = replace(table, releases=tuple(large.largest[r.id] for r in table.releases))
+    risk = risk_table(whole, delta, public=dataset.public_names, shown=large.accounts.shown(), per_release=False)
+    risk = replace(risk, family_note=_named_family_note(large.families_named))
+    cells_of = _cells_of(whole, risk)
+    register = tuple(register_entry(r, large.families, *cells_of(k), **large.steps.get(r.id, {}))
+                     for k, r in enumerate(whole.releases))
+    summary = RegisterSummary(releases=large.releases, file=register_file, shown=len(register), entries=entries)
+    caps = tuple(_cap_entry(c) for c in large.cap_checks)
+    if drawn is not None:
+        heat_map, timeline_chart = drawn()
+        pairs = replace(pairs, svg=Markup(heat_map))
+        timeline = replace(timeline, svg=Markup(timeline_chart)) if timeline else None
+    chain = large.chain() if callable(large.chain) else large.chain
+    shim = ReportInputs(dataset=dataset, releases=(), families=large.families, caps=large.caps, cap_totals={},
+                        chain=chain, events=(large.last_event,) if large.last_event else (),
+                        generated_at=large.generated_at, delta=delta)
+    head = headline(index, dataset, delta, objective, table.total, table.total_dataset_wide,
+                    worst_pair=_worst_pair(pairs))
+    cert = replace(certificate(shim, chain, whole, (), large.accounts), releases=large.releases,
+                   charged=len(index.releases),
+                   headline=best_headline(head, index, delta, large.accounts, pairs))
+    # the basis over every guarantee value charged, not only the rows listed (as `certificate` over every row)
+    charged_values = [index.values[int(i)] for i in np.unique(index.g_value)]
+    if cert.basis.pure and not all(v.is_pure or v.unbounded for v in charged_values):
+        cert = replace(cert, basis=replace(cert.basis, pure=False))
+    return ReportContext(
+        title=f"Privacy-loss report: {dataset.name}",
+        certificate=cert,
+        meeting=None,
+        risk=risk,
+        caps=caps,
+        pairs=pairs,
+        timeline=timeline,
+        register=register,
+        pufferfish=pufferfish_entries(large.pufferfish),
+        audit=large.audit(chain),
+        sparse=True,
+        compact_register=False,
+        cap_history=cap_history(replace(shim, events=large.cap_events)),
+        summary=summary,
+    )
+
+
+def _worst_pair(pairs: Pairs):
+    if pairs.protected_only and pairs.highest:
+        best = pairs.highest[0]
+        return (best.a, best.b, best.epsilon)
+    return None
+
+
 def shown_accounts(index: LedgerIndex, table: RiskTable, delta: Fraction):
     """The total row's figures as `table` shows them (accountant_views.table_accountants with no
     accountant asked: the smallest valid figure per column), without computing PLD figures that
@@ -713,12 +819,8 @@ def lifecycle_steps(events: Sequence[AuditEvent]) -> dict[str, dict]:
 
 
 def _headline(inputs: ReportInputs, index: LedgerIndex, objective, table: RiskTable, pairs: Pairs) -> Headline:
-    worst = None
-    if pairs.protected_only and pairs.highest:
-        best = pairs.highest[0]
-        worst = (best.a, best.b, best.epsilon)
     return headline(index, inputs.dataset, inputs.delta, objective, table.total, table.total_dataset_wide,
-                    worst_pair=worst)
+                    worst_pair=_worst_pair(pairs))
 
 
 def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (), shown=None,
@@ -790,7 +892,11 @@ def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (), sh
 
 def _family_note(releases) -> str:
     """Under the risk table: the families whose members are rows, each charged once."""
-    families = sorted({r.family for r in releases if r.family})
+    return _named_family_note({r.family for r in releases if r.family})
+
+
+def _named_family_note(names) -> str:
+    families = sorted(names)
     if not families:
         return ""
     return (f"Rows marked \"family\" are members of {', '.join(families)}: releases on disjoint parts of "
@@ -933,24 +1039,32 @@ def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequ
 
 
 def timeline_of(index: LedgerIndex, delta: Fraction, objective, now: datetime,
-                public: Sequence[str] = (), caps: Sequence[Cap] = ()) -> Timeline | None:
+                public: Sequence[str] = (), caps: Sequence[Cap] = (), stamps: np.ndarray | None = None
+                ) -> Timeline | None:
     """The loss on each variable over time, by publication date (None with no charged release).
 
     A release enters when it started to count (history.charged_from): its publication
     date, or the date it was planned when that came first (a reservation), so history
-    recorded late is drawn when it was published. Caps in epsilon are drawn as lines."""
+    recorded late is drawn when it was published. Caps in epsilon are drawn as lines.
+    `stamps` (a large ledger, issue 13): those moments as seconds since 1970 (nan: unknown),
+    from the stored accounting rows (`charged_from_stamps`), instead of each Release's."""
     releases = index.releases
     if not releases or not index.variables:
         return None
-    times = [charged_from(r) for r in releases]
-    known = all(t is not None for t in times)
-    order = sorted(range(len(releases)), key=lambda i: (times[i], i) if known else (0, i))
-    distinct = known and len({times[i] for i in order}) > 1
-    if distinct:
-        # a checkpoint after the last release of each recording instant
-        ends = [k + 1 for k in range(len(order)) if k + 1 == len(order) or times[order[k + 1]] != times[order[k]]]
+    if stamps is not None:
+        order, ends, distinct = _order_by_stamps(np.asarray(stamps, dtype=np.float64))
+        times = _StampTimes(stamps)
     else:
-        ends = list(range(1, len(order) + 1))
+        times = [charged_from(r) for r in releases]
+        known = all(t is not None for t in times)
+        order = sorted(range(len(releases)), key=lambda i: (times[i], i) if known else (0, i))
+        distinct = known and len({times[i] for i in order}) > 1
+        if distinct:
+            # a checkpoint after the last release of each recording instant
+            ends = [k + 1 for k in range(len(order))
+                    if k + 1 == len(order) or times[order[k + 1]] != times[order[k]]]
+        else:
+            ends = list(range(1, len(order) + 1))
     envelope = len(ends) > TIMELINE_POINTS
     if envelope:
         picks = np.unique(np.linspace(0, len(ends) - 1, TIMELINE_POINTS).round().astype(int))
@@ -973,6 +1087,42 @@ def timeline_of(index: LedgerIndex, delta: Fraction, objective, now: datetime,
     return Timeline(axis="time" if distinct else "order", x=x, labels=labels, variables=index.variables, y=y,
                     envelope=envelope, highlighted=highlighted, end=_aware(now), svg="", public=tuple(public),
                     caps=lines)
+
+
+class _StampTimes:
+    """Moments by release position, from seconds since 1970 (read only at the points drawn)."""
+
+    def __init__(self, stamps: np.ndarray):
+        self.stamps = stamps
+
+    def __getitem__(self, i: int) -> datetime:
+        return datetime.fromtimestamp(float(self.stamps[i]), UTC)
+
+
+def _order_by_stamps(stamps: np.ndarray) -> tuple[list[int], list[int], bool]:
+    """`timeline_of`'s order, checkpoints and whether the moments differ, over arrays: by
+    moment then position when every moment is known, else by position."""
+    n = len(stamps)
+    known = not np.isnan(stamps).any()
+    order = np.lexsort((np.arange(n), stamps)) if known else np.arange(n)
+    ordered = stamps[order]
+    changes = ordered[1:] != ordered[:-1]
+    distinct = bool(known and changes.any())
+    if distinct:  # a checkpoint after the last release of each recording instant
+        ends = (np.flatnonzero(np.append(changes, True)) + 1).tolist()
+    else:
+        ends = list(range(1, n + 1))
+    return order.tolist(), ends, distinct
+
+
+def charged_from_stamps(recorded: np.ndarray, published: np.ndarray) -> np.ndarray:
+    """history.charged_from over the stored times (accountants.IndexEvents: recorded in seconds,
+    -inf unknown; published in seconds, inf none, -inf datetime.min): the earlier of the two
+    known moments, nan when neither is."""
+    recorded = np.where(recorded == -np.inf, np.inf, recorded)
+    published = np.where(published == -np.inf, datetime.min.replace(tzinfo=UTC).timestamp(), published)
+    moment = np.minimum(recorded, published)
+    return np.where(np.isinf(moment), np.nan, moment)
 
 
 def round_down_float(value: Fraction) -> float:

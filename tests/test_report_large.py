@@ -1,0 +1,157 @@
+"""Issue 13: the summarised report of a large ledger, computed from the accounting rows.
+
+Past `summary_from()` releases the report is built by `gather_large` and
+`build_large_report` (no Release decoded but the listed ones, the audit trail
+counted by SQL, the register paged from the store) instead of `gather` and
+`build_report` over every decoded release. Here a small ledger, built through the
+real pipeline (bench_report.build_ledger: families, zCDP, Tan's consistent counts,
+every lifecycle status, caps in epsilon and rho), is reported both ways and every
+section must be the same: the risk table's total row, the headline, the caps, the
+pairs, the timeline, the listed releases, the audit trail, and the complete
+register row by row. The CLI, with the threshold lowered, takes the large path and
+its CSV holds every release of the store.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from bench_report import build_ledger  # noqa: E402
+
+from ledger import choices, store  # noqa: E402
+from ledger.cli_report import gather, gather_large, large_register_csv, large_register_entries, register_csv  # noqa: E402
+from ledger.report import SUMMARY_ENV, ChainStatus, build_large_report, build_report  # noqa: E402
+from support import cli_main  # noqa: E402
+
+CHAIN = ChainStatus(True, 1, "head", ())
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("large")
+    url = build_ledger(directory / "ledger.db", 12, 300, seed=3)
+    return url, directory
+
+
+def both(url: str, listed: int = 7):
+    import ledger.report as report
+
+    engine = store.make_engine(url)
+    with store.read_session(engine) as session:
+        snapshot = store.snapshot(session, "survey")
+        dataset = snapshot.datasets["survey"]
+        delta = choices.parse_delta(None, dataset)
+        inputs = gather(session, dataset, delta, None, chain=CHAIN)
+        saved, report.LARGEST_LISTED = report.LARGEST_LISTED, listed
+        try:
+            small = build_report(inputs, charts=False, register_file="r.csv")
+            large_inputs = gather_large(session, dataset, delta, chain=CHAIN, generated_at=inputs.generated_at)
+        finally:
+            report.LARGEST_LISTED = saved
+    large = build_large_report(large_inputs, lambda: large_register_entries(engine, large_inputs), "r.csv",
+                               charts=False)
+    LARGE_INPUTS[id(large)] = large_inputs
+    return snapshot, small, large
+
+
+LARGE_INPUTS: dict = {}
+
+
+def large_inputs_of(context):
+    return LARGE_INPUTS[id(context)]
+
+
+def test_the_large_path_gives_every_figure_of_the_small_path(built):
+    url, _ = built
+    snapshot, small, large = both(url)
+    assert len(snapshot.releases) == 300 and snapshot.families  # families, cancelled releases, caps: all there
+    # the risk table's total row and whole-dataset column, by variable, and its notes
+    for field in ("variables", "layout", "total", "total_dataset_wide", "unprotected", "public", "total_wide_public",
+                  "family_note", "rotate"):
+        assert getattr(large.risk, field) == getattr(small.risk, field), field
+    assert [(b.first, b.last, b.total) for b in large.risk.blocks] == [(b.first, b.last, b.total)
+                                                                     for b in small.risk.blocks]
+    # the certificate and its headline (the smallest valid figures), the caps as `cap list` decides them
+    assert large.certificate == small.certificate
+    assert large.certificate.headline == small.certificate.headline and small.certificate.headline is not None
+    assert large.caps == small.caps and len(small.caps) == 20
+    assert large.cap_history == small.cap_history
+    # the pairs and the timeline
+    assert large.pairs.highest == small.pairs.highest and large.pairs.unprotected == small.pairs.unprotected
+    assert np.array_equal(large.pairs.colour, small.pairs.colour)
+    assert large.timeline.x == small.timeline.x and large.timeline.labels == small.timeline.labels
+    assert np.array_equal(large.timeline.y, small.timeline.y)
+    assert large.timeline.highlighted == small.timeline.highlighted
+    # the largest releases listed, the Pufferfish section, the audit trail
+    assert large.register == small.register and len(small.register) == 7
+    assert large.pufferfish == small.pufferfish
+    assert large.audit == small.audit and small.audit.events > 300  # counted, not all listed
+    assert large.summary.releases == small.summary.releases == 300
+
+
+def test_the_large_register_holds_every_release_as_the_small_path_does(built, monkeypatch):
+    url, _ = built
+    monkeypatch.setattr("ledger.cli_report.REGISTER_PAGE", 37)  # several pages, one not full
+    snapshot, small, large = both(url)
+    entries = list(large.summary.entries())
+    assert [e.id for e in entries] == list(snapshot.releases)  # every release, in recording order
+    assert entries == list(small.summary.entries())  # cells, lifecycle, guarantees: row by row
+    assert "".join(register_csv(large.summary)) == "".join(register_csv(small.summary))
+    # the register the command writes: from the raw rows, the same text
+    assert "".join(large_register_csv(store.make_engine(url), large_inputs_of(large))) == \
+        "".join(register_csv(small.summary))
+
+
+def test_the_command_past_the_threshold_writes_a_register_of_every_stored_release(built, monkeypatch):
+    url, directory = built
+    monkeypatch.setenv(SUMMARY_ENV, "100")
+    called = []
+    import ledger.cli_report as cli_report
+
+    original = cli_report.gather_large
+    monkeypatch.setattr(cli_report, "gather_large", lambda *a, **k: called.append(1) or original(*a, **k))
+    out = directory / "report.html"
+    run = cli_main(url, "report", "--out", out)
+    assert run.code == 0, run.err
+    assert called  # the large path
+    html = out.read_text(encoding="utf-8")
+    assert 'href="./report.html.register.csv"' in html and "This dataset has 300 releases" in html
+    import sqlite3
+
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as db:
+        stored = [row[0] for row in db.execute("SELECT id FROM releases ORDER BY seq")]
+    with (directory / "report.html.register.csv").open(newline="", encoding="utf-8") as stream:
+        rows = list(csv.DictReader(stream))
+    assert [row["release"] for row in rows] == stored
+
+
+def test_running_totals_a_chunk_at_a_time_equal_the_whole_cell_matrix(built, monkeypatch):
+    """engine.running_totals on an index past _CHUNK releases adds Table 1's cells a chunk at a
+    time (the timeline of a million releases); the totals at every checkpoint are the same as
+    from the whole matrix, families included, in any order of the releases."""
+    import ledger.engine as engine
+    from ledger.engine import LedgerIndex, at_delta
+    from ledger.records import CHARGED_STATUSES
+
+    url, _ = built
+    with store.read_session(store.make_engine(url)) as session:
+        snapshot = store.snapshot(session, "survey")
+    dataset = snapshot.datasets["survey"]
+    objective = at_delta(choices.parse_delta(None, dataset))
+    charged = [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES]
+    index = LedgerIndex(dataset.variable_names, charged, snapshot.families.values())
+    assert index.members  # family members: their cells are kept across chunks
+    rng = np.random.default_rng(11)
+    order = rng.permutation(len(charged))
+    ends = sorted(set(rng.integers(1, len(charged) + 1, 30).tolist()) | {len(charged)})
+    whole = index.running_totals(order, ends, objective)
+    monkeypatch.setattr(engine, "_CHUNK", 23)
+    chunked = index.running_totals(order, ends, objective)
+    assert all(whole.spend(i, j) == chunked.spend(i, j) for i in range(len(ends)) for j in range(12))
