@@ -170,7 +170,7 @@ def timeline_svg(timeline: Timeline) -> Markup:
     names = ["{" + name + "}" for name in highlighted] + ([f"{others} other variable{'s' if others != 1 else ''}"]
                                                          if others else [])
     tick_values = _nice_ticks(y_max, 6)
-    left = 14 + max(_text_width(_tick(v), 8) for v in tick_values) + 8
+    left = 26 + max(_text_width(_tick(v), 8) for v in tick_values) + 8  # (the axis title, rotated, sits at 10-21)
     legend_width = 24 + max((_text_width(name, 8) for name in names), default=0) + 10
     width, height = 760, 330
     plot_top, plot_bottom = 10, height - 50

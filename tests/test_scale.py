@@ -354,3 +354,24 @@ def test_the_schema_7_upgrade_rebuilds_the_caps_accountant_states_once(tmp_path)
     from ledger import accountants
     assert states and all(state["v"] == accountants.STATE_VERSION for state in states)
     assert cli_main(url, "audit", "verify").code == 0
+
+
+@pytest.mark.parametrize("change, message", [
+    ("DELETE FROM release_reads WHERE seq = {seq} AND position = 0", "the release_reads rows differ from its reads"),
+    ("INSERT INTO release_reads (dataset, position, seq) VALUES ('survey', 3, {seq})",
+     "the release_reads rows differ from its reads"),
+    ("INSERT INTO release_reads (dataset, position, seq) VALUES ('survey', 40, {seq})",
+     "the release_reads rows differ from its reads"),  # a position past every variable
+])
+def test_verify_since_the_checkpoint_names_a_changed_inverted_read(ledger, change, message):
+    """The incremental verification reads the appended releases' inverted reads by the primary
+    key (dataset, position, seq range), and still sees a row deleted, added, or out of range."""
+    url, directory = ledger
+    assert cli_main(url, "audit", "verify").code == 0  # the checkpoint
+    new = "dataset: survey\nreleases:\n  - {id: later, reads: [age, sex], mechanism: {name: laplace, epsilon: \"1/10\"}}\n"
+    assert cli_main(url, "record", write(directory, "later.yaml", new)).code == 0
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
+        seq = connection.execute("SELECT seq FROM release_accounting WHERE release = 'later'").fetchone()[0]
+        connection.execute(change.format(seq=seq))
+    run = cli_main(url, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1 and "release later): " + message in run.err, run.err
