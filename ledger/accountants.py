@@ -970,7 +970,7 @@ class IndexEvents:
     def composition(self, ids: np.ndarray, subset: frozenset[str], basic: Spend) -> Composition:
         """The subset's Composition from per-release value ids (LedgerIndex.cost_ids or a
         column of the table's cells), simple releases over arrays, the rest one by one."""
-        from .engine import family_cost, release_cost
+        from .engine import release_cost
 
         index = self.index
         comp = Composition(basic)

@@ -51,7 +51,7 @@ def gaussian_pld(multiplier: float, interval: float):
     """dp_accounting's pessimistic Connect-the-Dots PLD of a Gaussian mechanism with
     sensitivity 1 and standard deviation `multiplier` (add-or-remove and replace
     adjacency alike: the Gaussian pair is symmetric), on a grid of step `interval`."""
-    from dp_accounting.pld import pld_pmf, privacy_loss_mechanism
+    from dp_accounting.pld import privacy_loss_mechanism
     from dp_accounting.pld import privacy_loss_distribution as PLD
 
     if not multiplier > 0 or not interval > 0:
