@@ -509,6 +509,21 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
                                      caps=caps, stamps=stamps))
 
 
+def _register_basis(large):
+    """What both large-register writers read each release's figures from: the index, the delta,
+    the number of variables, the index's seqs, the whole-dataset value id of every release, each
+    value's epsilon at the delta and whether it is zero (one computation per distinct value)."""
+    import numpy as np
+
+    index, delta = large.index, large.delta
+    n_var = len(index.variables)
+    seqs = np.asarray(index.releases.seqs, dtype=np.int64)
+    wide_ids = large.wide_ids if large.wide_ids is not None else index.cost_ids(range(n_var))
+    epsilon_of = [value.epsilon(delta) for value in index.values]
+    zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
+    return index, delta, n_var, seqs, wide_ids, epsilon_of, zero
+
+
 def large_register_entries(engine, large, page: int = REGISTER_PAGE):
     """The complete register of a large ledger, one RegisterEntry at a time, in recording order:
     the release rows read `page` at a time by seq (keyset paging, so memory does not grow with
@@ -519,12 +534,7 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE):
     from .columns import _rows_view
     from .records import CHARGED_STATUSES
 
-    index, delta = large.index, large.delta
-    n_var = len(index.variables)
-    seqs = np.asarray(index.releases.seqs, dtype=np.int64)
-    wide_ids = large.wide_ids if large.wide_ids is not None else index.cost_ids(range(n_var))
-    epsilon_of = [value.epsilon(delta) for value in index.values]
-    zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
+    index, delta, n_var, seqs, wide_ids, epsilon_of, zero = _register_basis(large)
     variables = index.variables
     families = large.families
     table = store.ReleaseRow.__table__
@@ -728,12 +738,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE):
     from .views import guarantee_text, names_text, param_text
     from .columns import _rows_view
 
-    index, delta = large.index, large.delta
-    n_var = len(index.variables)
-    seqs = np.asarray(index.releases.seqs, dtype=np.int64)
-    wide_ids = large.wide_ids if large.wide_ids is not None else index.cost_ids(range(n_var))
-    epsilon_of = [value.epsilon(delta) for value in index.values]
-    zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
+    index, delta, n_var, seqs, wide_ids, epsilon_of, zero = _register_basis(large)
     variables = index.variables
     charged_names = {s.value for s in CHARGED_STATUSES}
     families = {f.id: f for f in large.families}
