@@ -171,9 +171,15 @@ def timeline_svg(timeline: Timeline) -> Markup:
                                                          if others else [])
     tick_values = _nice_ticks(y_max, 6)
     left = 26 + max(_text_width(_tick(v), 8) for v in tick_values) + 8  # (the axis title, rotated, sits at 10-21)
+    x_ticks = _x_ticks(timeline, x, x_low, x_high)
+    # a label rotated by -30 degrees, anchored at its end, reaches 0.5 of its width below the axis
+    # and 0.87 of it to the left: room below for the longest, and left of the first
+    rotated = [_text_width(text, 8) for _, text, turned in x_ticks if turned]
+    if rotated:
+        left = max(left, 0.87 * rotated[0] + 4)
     legend_width = 24 + max((_text_width(name, 8) for name in names), default=0) + 10
-    width, height = 760, 330
-    plot_top, plot_bottom = 10, height - 50
+    plot_top, plot_bottom = 10, 280
+    width, height = 760, plot_bottom + max(50, math.ceil(8 + 0.5 * max(rotated, default=0) + 7 + 22))
     plot_left, plot_right = left, width - legend_width - 10
 
     def px(values):
@@ -194,7 +200,7 @@ def timeline_svg(timeline: Timeline) -> Markup:
         out.append(f'<line x1="{_f(plot_left)}" x2="{_f(plot_right)}" y1="{_f(level)}" y2="{_f(level)}" '
                    f'stroke="{GRID}" stroke-width="0.6"/><text x="{_f(plot_left - 5)}" y="{_f(level)}" '
                    f'text-anchor="end" dominant-baseline="central" font-size="8">{_tick(value)}</text>')
-    for position, text, rotate in _x_ticks(timeline, x, x_low, x_high):
+    for position, text, rotate in x_ticks:
         at = float(px(position))
         out.append(f'<line x1="{_f(at)}" x2="{_f(at)}" y1="{plot_bottom}" y2="{plot_bottom + 4}" stroke="{INK}" '
                    'stroke-width="0.6"/>')
