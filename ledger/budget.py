@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from .accounting import UNBOUNDED, ZERO, Spend, pure_spend
-from .engine import LedgerIndex, Objective, Option, alternatives_of, candidates, compose_units, family_options
+from .engine import LedgerIndex, Objective, Option, alternatives_of, at_delta, candidates, compose_units, family_options
 from .lazy import lazy_module
 from .numbers import INF, Number, float_down, float_up, format_number, is_infinite
 from .records import CHARGED_STATUSES, Cap, Family, Notion, Relation, Release
@@ -76,7 +76,10 @@ class CapTotal:
 
 def objective(cap: Cap) -> Objective:
     """Prefer the smaller figure in the cap's unit, then the smaller rank (`engine.at_delta`
-    for a cap at a delta: the choice `subset --delta` makes)."""
+    for a cap at a delta: the choice `subset --delta` makes, and the same statement of a
+    family's worst, `engine._suffered`)."""
+    if cap.rho is None and cap.delta is not None:
+        return at_delta(cap.delta)  # measure(cap, spend) is spend.epsilon(cap.delta)
     return lambda spend: (float_up(measure(cap, spend)), spend.rank())
 
 

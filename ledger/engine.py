@@ -159,29 +159,63 @@ def _option_le(a: Option, b: Option) -> bool:
     return all(any(_le(x, y) for y in alternatives_of(b)) for x in alternatives_of(a))
 
 
+@dataclass(frozen=True, slots=True)
+class AtDelta:
+    """The objective "epsilon at `delta`": prefer the smaller epsilon, then the smaller rank.
+    (A class, not a closure, so that `_worst_total` knows the delta its figure is stated at.)"""
+
+    delta: Fraction | float
+
+    def __call__(self, spend: Spend) -> tuple[float, tuple[float, float]]:
+        return float_up(spend.epsilon(self.delta)), spend.rank()
+
+
 @lru_cache(maxsize=64)  # one objective per delta: results kept per objective (pair_matrix) are found again
-def at_delta(delta) -> Objective:
+def at_delta(delta) -> AtDelta:
     """Prefer the smaller epsilon at `delta`, then the smaller rank."""
-    return lambda spend: (float_up(spend.epsilon(delta)), spend.rank())
+    return AtDelta(delta)
 
 
 def _worst_total(base: Spend, options: Sequence[Option], objective: Objective) -> tuple[Spend, object]:
     """base composed with one alternative of each option, the adversary picking the
-    alternatives that maximise `objective`: (that total, its key)."""
+    alternatives that maximise `objective`: (that total, its key), the total as `_suffered`
+    states it."""
     fixed = compose([base, *(o for o in options if isinstance(o, Spend))])
     adversarial = [o.alternatives for o in options if isinstance(o, Worst)]
     if not adversarial or fixed.unbounded:
         return fixed, objective(fixed)
     if math.prod(len(a) for a in adversarial) > WORST_LIMIT:
-        total = compose([fixed, *(spend_max(a) for a in adversarial)])
+        total = compose([fixed, *(spend_max(a) for a in adversarial)])  # dominates every pick: valid as it is
         return total, objective(total)
+    totals = [compose([fixed, *picked]) for picked in product(*adversarial)]
     worst, worst_key = None, None
-    for picked in product(*adversarial):
-        total = compose([fixed, *picked])
+    for total in totals:
         key = objective(total)
         if worst is None or key > worst_key:
             worst, worst_key = total, key
-    return worst, worst_key
+    return _suffered(worst, totals, objective), worst_key
+
+
+def _suffered(worst: Spend, totals: Sequence[Spend], objective: Objective) -> Spend:
+    """The worst of the totals the adversary picks from, stated so that its label is true.
+
+    When `worst` is no smaller than every other total in every component, it bounds them at
+    every delta and is the loss as it is. Otherwise it is the worst only at the objective's
+    delta: a family whose members are at pure 2 and at rho 1/200 is worst at pure 2 for
+    delta 1e-9, but "epsilon 2 (pure)" would claim delta 0, which the rho member never gives
+    (nor does the rho member's figure hold at every delta). The loss is then stated as
+    (epsilon*, delta) with epsilon* = the worst figure at that delta: every alternative is
+    (epsilon*, delta)-DP (its epsilon at delta is at most epsilon*), so the pair is valid;
+    at a smaller delta it claims nothing (∞), at a larger one epsilon* is still an upper
+    bound (an alternative's epsilon only falls as delta grows). Objectives in a cap's own
+    unit (`budget.objective`: rho, or pure epsilon) measure the worst exactly in that unit.
+    """
+    if not isinstance(objective, AtDelta) or all(t.dominates(worst) for t in totals):
+        return worst
+    epsilon = worst.epsilon(objective.delta)
+    if math.isinf(epsilon):
+        return worst
+    return Spend(approx_epsilon=Fraction(epsilon), approx_delta=Fraction(objective.delta))
 
 
 def choose(base: Spend, choices: Sequence[tuple[Option, ...]], objective: Objective | None = None) -> Spend:

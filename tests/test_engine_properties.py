@@ -287,6 +287,24 @@ def matches(spend: Spend, value) -> bool:
     return exact and close_delta
 
 
+def stated_as(spend: Spend, option, delta, cks) -> bool:
+    """The total the adversary's pick among `option` is stated as (DESIGN 2.6): the value no
+    smaller in any component than every other one, when there is one (valid at every delta);
+    otherwise (epsilon*, delta), epsilon* the largest figure at `delta`, which is all that is
+    true of every alternative (a pure label would claim delta 0 for a rho member)."""
+    values = list(option)
+    if None in values:
+        return spend.unbounded
+    top = [v for v in values if all(all(a <= b for a, b in zip(w, v)) for w in values)]
+    if top:
+        return matches(spend, top[0])
+    worst = option_epsilon(option, delta, cks)
+    if math.isinf(worst):
+        return any(matches(spend, v) for v in values)
+    return (not spend.unbounded and spend.pure == 0 and spend.rho == 0 and spend.pure_rho == 0
+            and spend.approx_delta == delta and math.isclose(float(spend.approx_epsilon), worst, rel_tol=1e-9))
+
+
 def loss(spend: Spend, delta) -> float:
     return math.inf if spend.unbounded else float(spend.epsilon(delta))
 
@@ -325,6 +343,14 @@ ADD_REMOVE_GUARANTEE_IGNORED = Ledger(
         for i in range(2)
     ),
     (Family("K", "survey", frozenset("a")),),
+)
+# A family whose members are in different notions, the worst at the asked delta pure: the
+# total was stated "epsilon 2 (pure)", claiming delta 0 for the rho member (found by
+# test_same_figure_everywhere). It is (2, delta): `stated_as`.
+FAMILY_WORST_PURE_AT_DELTA = Ledger(
+    (_release("f1", "d", _g("d", "pure", epsilon=2), family="F0"),
+     _release("f2", "d", _g("d", "zcdp", rho=F(1, 200)), family="F0")),
+    (Family("F0", "survey", None),),
 )
 
 
@@ -424,6 +450,7 @@ def test_release_cost_follows_the_rule(ledger, reference_cks):
 
 @given(ledger=ledgers())
 @example(ledger=ADD_REMOVE_GUARANTEE_IGNORED)
+@example(ledger=FAMILY_WORST_PURE_AT_DELTA)
 def test_ledger_cost_follows_the_rules_with_families(ledger, reference_cks):
     # The total is one of the compositions the rules allow, and the smallest of them at the
     # delta it is asked for (releases with incomparable guarantees are charged the one that
@@ -432,7 +459,7 @@ def test_ledger_cost_follows_the_rules_with_families(ledger, reference_cks):
         for subset in ALL_SUBSETS:
             allowed = oracle_ledger(ledger, subset, reference_cks)
             got = ledger_cost(ledger.releases, ledger.families, subset, objective=at_delta(delta))
-            assert any(matches(got, value) for option in allowed for value in option), (sorted(subset), got)
+            assert any(stated_as(got, option, delta, reference_cks) for option in allowed), (sorted(subset), got)
             best = min(option_epsilon(option, delta, reference_cks) for option in allowed)
             assert loss(got, delta) <= best * (1 + 1e-9) + 1e-12, (f"delta={delta}", sorted(subset), got)
             assert loss(got, delta) >= best * (1 - 1e-9) - 1e-12, (f"delta={delta}", sorted(subset), got)
@@ -472,3 +499,18 @@ def test_index_agrees_with_the_reference_in_one_notion_with_families(notion, dat
 @example(TIE_BROKEN_DIFFERENTLY)
 def test_index_agrees_with_the_reference(ledger):
     assert_index_agrees(ledger)
+
+
+def test_a_family_worst_at_pure_epsilon_is_not_stated_pure_when_a_member_is_not():
+    # Members at pure 2 and rho 1/200 on d: at delta 1e-9 the rho member gives
+    # CKS(1/200, 1e-9) < 2 (computed here independently of the engine), so the worst is 2;
+    # but only at delta > 0: the statement is (2, 1e-9), never pure, and at delta 0
+    # (a pure cap) nothing is certified.
+    rho, delta = 1 / 200, 1e-9
+    by_cks = min(rho + 2 * math.sqrt(rho * math.log(1 / delta)), 2.0)
+    assert by_cks < 2
+    got = ledger_cost(FAMILY_WORST_PURE_AT_DELTA.releases, FAMILY_WORST_PURE_AT_DELTA.families, {"d"},
+                      objective=at_delta(F(1, 10**9)))
+    assert (got.pure, got.rho, got.approx_epsilon, got.approx_delta) == (0, 0, 2, F(1, 10**9))
+    assert got.notion == "approx" and not got.is_pure
+    assert got.epsilon(F(1, 10**9)) == 2 and math.isinf(got.epsilon(0))
