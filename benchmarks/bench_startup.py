@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/bench_startup.py [--runs 7] [--size 10000] [--importtime] [--baseline-code DIR]
 
 Each command is a fresh process, run --runs times, interleaved with its baselines
-(`python -c pass`, `python -c "import sqlalchemy"`) so every figure is measured
+(`python -c pass`, `python -c "import sqlalchemy"`, and the import floor of a check whose
+caps at a delta the PLD accountant decides: sqlmodel, numpy, scipy.special, scipy.fft) so every figure is measured
 under the same load; prints the median and the minimum wall seconds, and the median
 CPU seconds (user + system, less sensitive to a loaded machine than wall time):
 
@@ -97,6 +98,10 @@ def main() -> None:
         commands: dict[str, object] = {
             "python -c pass (baseline)": [PYTHON, "-c", "pass"],
             'python -c "import sqlalchemy" (baseline)': [PYTHON, "-c", "import sqlalchemy"],
+            # the floor of a check/record that decides a cap at a delta for a declared plan: the ORM,
+            # and numpy, scipy.special and scipy.fft for the PLD accountant (privacy_loss.py)
+            "import sqlmodel, numpy, scipy.special, scipy.fft (floor)":
+                [PYTHON, "-c", "import sqlmodel, numpy, scipy.special, scipy.fft"],
             "privacy-ledger --help": [*cli, "--help"],
             "privacy-ledger --version": [*cli, "--version"],
             f"check one plan ({args.size:,} releases, 20 caps)": [*cli, "--db", url, "check", str(check_plan)],

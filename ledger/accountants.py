@@ -734,33 +734,35 @@ def _down_float(value: float) -> float:
 def _gaussian_pld(multiplier: float, interval: float):
     """The PLD of a Gaussian with sensitivity 1 and standard deviation `multiplier`: dp_accounting's
     Connect-the-Dots PLD, its hockey-stick divergences evaluated by numpy (`privacy_loss`)."""
-    from .privacy_loss import gaussian_pld
+    from .privacy_loss import gaussian
 
-    return gaussian_pld(multiplier, interval)
+    return gaussian(multiplier, interval)
 
 
 @lru_cache(maxsize=1024)
 def _event_pld(event: Event, count: int, interval: float):
-    from dp_accounting.pld import privacy_loss_distribution as PLD
+    """The PLD of `count` releases of one setting (a `privacy_loss.Pld`): built and self-composed
+    as dp_accounting does, with numpy (`privacy_loss`), so `check` and `record` need not import
+    dp_accounting; the discrete Laplace is dp_accounting's own."""
+    from . import privacy_loss
 
     if event.kind == "gaussian":  # count Gaussians compose to one with sigma / sqrt(count) (exactly)
         return _gaussian_pld(_down_float(float(event.a) / math.sqrt(count)), interval)
-    if event.kind == "laplace":
-        base = PLD.from_laplace_mechanism(parameter=float(event.a), value_discretization_interval=interval,
-                                          pessimistic_estimate=True)
+    if event.kind == "laplace":  # dp_accounting's from_laplace_mechanism, built with numpy
+        base = privacy_loss.laplace(float(event.a), interval)
     elif event.kind == "dlaplace":
-        base = PLD.from_discrete_laplace_mechanism(parameter=float(event.a), sensitivity=int(event.b),
-                                                   value_discretization_interval=interval,
-                                                   pessimistic_estimate=True)
+        from dp_accounting.pld import privacy_loss_distribution as PLD
+
+        base = privacy_loss.from_dp_accounting(PLD.from_discrete_laplace_mechanism(
+            parameter=float(event.a), sensitivity=int(event.b), value_discretization_interval=interval,
+            pessimistic_estimate=True))
     elif event.kind in ("pure", "sampled"):  # the worst case for (eps, 0)-DP: randomized response
         # (Kairouz et al. 2015); a sampled release at its amplified epsilon: dp_accounting has no PLD
         # for sampling without replacement, and randomized response is the worst eps'-DP mechanism
         return _randomized_response_pld(float(event.a), count, interval)
     else:
         raise ValueError(f"no privacy loss distribution for event {event.key!r}")
-    from .privacy_loss import self_compose
-
-    return self_compose(base, count)  # dp_accounting's self-composition, its bounds computed by numpy
+    return privacy_loss.self_compose(base, count)  # dp_accounting's self-composition, its bounds computed by numpy
 
 
 def case_of(comp: Composition) -> str:
@@ -780,9 +782,9 @@ def _randomized_response_pld(epsilon: float, count: int, interval: float):
     valid worst case for an epsilon-DP release (Kairouz, Oh and Viswanath 2015, §3: every
     epsilon-DP mechanism is a post-processing of randomized response at epsilon, which is one
     of randomized response at e). Atoms below 1e-300 go to the infinite loss (pessimistic)."""
-    from .privacy_loss import randomized_response_pld
+    from .privacy_loss import randomized_response
 
-    return randomized_response_pld(_grid_steps(epsilon, interval), count, interval)
+    return randomized_response(_grid_steps(epsilon, interval), count, interval)
 
 
 def _grid_steps(epsilon: float, interval: float) -> int:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from ledger.privacy_loss import gaussian_deltas, gaussian_pld
+from ledger.privacy_loss import gaussian_deltas, gaussian_pld, to_dp_accounting
 
 
 def exact_delta(multiplier: float, epsilon: float) -> float:
@@ -148,10 +148,10 @@ def test_a_composition_from_kept_nodes_is_the_whole_composition_bit_for_bit(chan
     interval = 2.0 ** -9
 
     def scratch_tree(leaves):
-        if len(leaves) == 1:
+        if len(leaves) == 1:  # each leaf against dp_accounting's own in the tests above and below
             leaf = leaves[0]
             return (gaussian_pld(leaf[1], interval) if leaf[0] == "gaussian"
-                    else accountants._event_pld(leaf[0], leaf[1], interval))
+                    else to_dp_accounting(accountants._event_pld(leaf[0], leaf[1], interval)))
         middle = len(leaves) // 2
         return scratch_tree(leaves[:middle]).compose(scratch_tree(leaves[middle:]))
 
@@ -162,7 +162,7 @@ def test_a_composition_from_kept_nodes_is_the_whole_composition_bit_for_bit(chan
         precision = math.fsum(c / float(e.a) ** 2 for e, c in events.items() if e.kind == "gaussian")
         leaves = ((("gaussian", accountants._down_float(1 / math.sqrt(precision))),) if precision > 0 else ()) \
             + tuple((e, c) for e, c in sorted(events.items(), key=lambda item: item[0].key) if e.kind != "gaussian")
-        kept = accountants._product(leaves, interval)
+        kept = to_dp_accounting(accountants._product(leaves, interval))
         scratch = scratch_tree(leaves)
         mine, theirs = kept._pmf_remove, scratch._pmf_remove
         if hasattr(theirs, "_probs"):
@@ -259,3 +259,98 @@ def test_epsilon_for_delta_edge_cases():
                                           ([0.0, 0.0, 1.0], 0.0, 5, 0.5)]:
         pld = PLD.PrivacyLossDistribution(pld_pmf.DensePLDPmf(0.5, lower, np.asarray(probs), infinity, True))
         assert epsilon_for_delta(pld, delta) == pld.get_epsilon_for_delta(delta), (probs, infinity, lower, delta)
+
+
+def _same_pmf_exactly(ours, peer) -> None:
+    """Two dp_accounting PLDs hold the same PMF, float for float, of the same kind."""
+    mine, theirs = ours._pmf_remove, peer._pmf_remove
+    assert type(mine) is type(theirs)
+    if hasattr(theirs, "_probs"):
+        assert mine._lower_loss == theirs._lower_loss and np.array_equal(mine._probs, theirs._probs)
+    else:
+        assert list(mine._loss_probs.items()) == list(theirs._loss_probs.items())
+    assert mine._infinity_mass == theirs._infinity_mass
+    assert mine._discretization == theirs._discretization
+
+
+@settings(max_examples=40, deadline=None)
+@given(parameter=st.floats(0.05, 5000), exponent=st.integers(4, 14))
+def test_the_laplace_pld_is_the_one_dp_accounting_builds_bit_for_bit(parameter, exponent):
+    """Issue 13 section 2: `privacy_loss.laplace` builds from_laplace_mechanism's PLD without
+    importing dp_accounting: the same grid, the same kind (sparse up to 1000 points, else dense)
+    and the same floats."""
+    from ledger.privacy_loss import laplace
+
+    interval = 2.0 ** -exponent
+    peer = PLD.from_laplace_mechanism(parameter=parameter, value_discretization_interval=interval,
+                                      pessimistic_estimate=True)
+    _same_pmf_exactly(to_dp_accounting(laplace(parameter, interval)), peer)
+
+
+@pytest.mark.parametrize("parameter,interval", [(1.0, 1e-3), (0.5, 2.0 ** -12), (1000.0, 1e-4), (3.0, 0.5)])
+def test_the_laplace_pld_dense_and_sparse(parameter, interval):
+    from ledger.privacy_loss import laplace
+
+    peer = PLD.from_laplace_mechanism(parameter=parameter, value_discretization_interval=interval)
+    _same_pmf_exactly(to_dp_accounting(laplace(parameter, interval)), peer)
+
+
+@settings(max_examples=40, deadline=None)
+@given(multiplier=st.floats(0.1, 500), exponent=st.integers(4, 14))
+def test_the_gaussian_grid_is_dp_accountings_connect_dots_bounds(multiplier, exponent):
+    """The Gaussian PLD's grid ends, computed without dp_accounting, are its
+    GaussianPrivacyLoss.connect_dots_bounds rounded out to the grid, exactly."""
+    from ledger.privacy_loss import gaussian
+
+    interval = 2.0 ** -exponent
+    bounds = privacy_loss_mechanism.GaussianPrivacyLoss(
+        multiplier, sensitivity=1, pessimistic_estimate=True, log_mass_truncation_bound=-50).connect_dots_bounds()
+    lower, upper = math.floor(bounds.epsilon_lower / interval), math.ceil(bounds.epsilon_upper / interval)
+    ours = gaussian(multiplier, interval)
+    assert (ours.lower_loss, ours.lower_loss + ours.size - 1) == (lower, upper) or (
+        ours.sparse and (min(ours.loss_probs), max(ours.loss_probs)) == (lower, upper))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=300), st.lists(st.floats(0.0, 1.0), min_size=1, max_size=300))
+def test_the_convolution_is_scipy_signals_fftconvolve_bit_for_bit(one, two):
+    from scipy import signal
+
+    from ledger.privacy_loss import _convolve
+
+    a, b = np.asarray(one), np.asarray(two)
+    assert np.array_equal(_convolve(a, b), signal.fftconvolve(a, b))
+
+
+def test_a_declared_cap_is_decided_without_dp_accounting(tmp_path):
+    """A check and a record against a cap at a delta, every release declared in advance, so the
+    PLD accountant decides it too (DESIGN 2.10): the figure needs no dp_accounting, no
+    scipy.stats, scipy.signal nor scipy.optimize (issue 13 section 2). (That the figure is
+    dp_accounting's: the tests above, leaf by leaf and node by node.)"""
+    import subprocess
+    import sys
+
+    from support import cli_main
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    (tmp_path / "d.yaml").write_text("dataset: survey\nvariables:\n  - {name: age}\n  - {name: income}\n"
+                                     "caps:\n  - {subset: [age, income], epsilon: 50, delta: 1e-9}\n")
+    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+    lines = ["dataset: survey", "releases:"]
+    for k, mechanism in enumerate(["{name: laplace, epsilon: 0.5}", "{name: gaussian, sigma: 3, sensitivity: 1}",
+                                   "{name: laplace, epsilon: 0.5}", "{name: geometric, epsilon: 0.25}"]):
+        lines.append(f"  - {{id: r{k}, reads: [age, income], mechanism: {mechanism}}}")
+    (tmp_path / "plan.yaml").write_text("\n".join(lines) + "\n")
+    assert cli_main(url, "record", tmp_path / "plan.yaml").code == 0
+    (tmp_path / "next.yaml").write_text("dataset: survey\nreleases:\n"
+                                        "  - {id: n1, reads: [age], mechanism: {name: laplace, epsilon: 0.5}}\n")
+    heavy = ("dp_accounting", "scipy.stats", "scipy.signal", "scipy.optimize")
+    for command in ("check", "record"):
+        code = ("import sys\nfrom ledger import cli\n"
+                f"sys.argv = ['privacy-ledger', '--db', {url!r}, {command!r}, {str(tmp_path / 'next.yaml')!r}]\n"
+                "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+                f"print('IMPORTED', [m for m in {heavy!r} if m in sys.modules])")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             cwd=tmp_path).stdout
+        assert "IMPORTED []" in out, out
+        assert "by the pld accountant" in out, out
