@@ -1218,14 +1218,52 @@ def read_extreme(index, values: np.ndarray, sign: int) -> np.ndarray:
             return found.copy()
     rows, cols = index.read_entries()
     n = len(index.variables)
-    if sign < 0:
+    floats = np.asarray(values, dtype=np.float64)
+    out = _monotone_extreme(index.reads, floats, cols, n, sign)
+    if out is None and sign < 0:
         out = np.full(n, -np.inf)
-        np.maximum.at(out, cols, np.asarray(values, dtype=np.float64)[rows])
-    else:
+        np.maximum.at(out, cols, floats[rows])
+    elif out is None:
         out = np.full(n, np.inf)
-        np.minimum.at(out, cols, np.asarray(values, dtype=np.float64)[rows])
+        np.minimum.at(out, cols, floats[rows])
     if isinstance(values, np.ndarray):
         memo.append((values, sign, out.copy()))
+    return out
+
+
+def _monotone_extreme(reads: np.ndarray, values: np.ndarray, cols: np.ndarray, n: int, sign: int,
+                      chunk: int = 4096) -> np.ndarray | None:
+    """`read_extreme` where `values` are monotone in release order (recording moments are, and
+    publication moments nearly always): the largest value over the releases reading a variable
+    is then the value of the last (non-decreasing values) or the first (non-increasing) of
+    them, and the smallest the other way round, so only the ends of the reads matrix are
+    scanned, a chunk at a time, until every variable read has been met. None when the values
+    are not monotone (or hold a NaN): the caller reduces over every read entry."""
+    if len(values) < 2:
+        return None
+    if bool((values[1:] >= values[:-1]).all()):
+        from_end = sign < 0  # non-decreasing: the largest is the last release's, the smallest the first's
+    elif bool((values[1:] <= values[:-1]).all()):
+        from_end = sign > 0
+    else:
+        return None
+    out = np.full(n, -np.inf if sign < 0 else np.inf)
+    missing = np.flatnonzero(np.bincount(cols, minlength=n)[:n] > 0)  # the variables some release reads
+    total = len(values)
+    starts = range(total - chunk if from_end else 0, -chunk if from_end else total, -chunk if from_end else chunk)
+    for start in starts:
+        if not len(missing):
+            break
+        lo, hi = max(start, 0), min(start + chunk, total)
+        part = reads[lo:hi][:, missing]
+        if from_end:
+            part = part[::-1]
+        hit = part.any(axis=0)
+        if hit.any():
+            at = part[:, hit].argmax(axis=0)  # the first True of each column (in scan order)
+            found = hi - 1 - at if from_end else lo + at
+            out[missing[hit]] = values[found]
+            missing = missing[~hit]
     return out
 
 

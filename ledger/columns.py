@@ -560,7 +560,7 @@ def _unpack(blobs: list[bytes], width: int):
     """Bitsets (possibly shorter than `width`: written before a variable was added) -> bool matrix."""
     size = (width + 7) // 8 or 1
     joined = b"".join(blobs)
-    if len(joined) != size * len(blobs):  # some bitset of another width: pad or cut each
+    if len(joined) != size * len(blobs) or set(map(len, blobs)) - {size}:  # another width: pad or cut each
         joined = b"".join(bytes(blob).ljust(size, b"\0")[:size] for blob in blobs)
     packed = np.frombuffer(joined, dtype=np.uint8).reshape(len(blobs), size)
     return np.unpackbits(packed, axis=1, count=width, bitorder="little").astype(bool)
@@ -803,10 +803,12 @@ def _read_columns(connection, dataset: str, charged: list[str], positions: list[
         params = (*charged, dataset, *positions)
     published = (f"CASE WHEN published_us IS NULL AND status IN ({', '.join('?' * len(_PUBLISHED))}) THEN "
                  f"coalesce(recorded_us, {_BEFORE_ANY}) ELSE published_us END")
+    # (a bitset of another width, written before a variable was added, is rare too: the reading
+    # then goes back to the rows, below; one test on the rare rows, not an aggregate over every row)
     rare = ("family IS NOT NULL OR more IS NOT NULL OR "
-            "(value IS NOT NULL AND protects IS NOT NULL AND protects != reads)")
+            "(value IS NOT NULL AND protects IS NOT NULL AND protects != reads) OR length(reads) != ?")
     fields = ["count(*)", "group_concat(seq)", "group_concat(reads, '')", "group_concat(coalesce(value, -1))",
-              f"group_concat(CASE WHEN {rare} THEN seq END)", "sum(length(reads) != ?)",
+              f"group_concat(CASE WHEN {rare} THEN seq END)", "0",
               # a subset lists the ids of the releases charging it: read with the rows (char(30) apart;
               # an id holding that character sends the reading back to the rows, below)
               "group_concat(release, char(30))" if positions is not None else "NULL"]
@@ -853,9 +855,11 @@ def _read_columns(connection, dataset: str, charged: list[str], positions: list[
     with_value = np.cumsum(value >= 0) - 1  # row -> its place among the rows with a first guarantee
     for start in range(0, len(special), 500):
         part = special[start:start + 500]
-        for s, bits, fam, extra in connection.exec_driver_sql(
-                f"SELECT seq, protects, family, more FROM {_ROWS.name} WHERE seq IN ({', '.join('?' * len(part))})",
-                tuple(part)).all():
+        for s, bits, fam, extra, width in connection.exec_driver_sql(
+                f"SELECT seq, protects, family, more, length(reads) FROM {_ROWS.name} WHERE seq IN "
+                f"({', '.join('?' * len(part))})", tuple(part)).all():
+            if width != size:  # a bitset of another width: read row by row
+                return None
             row = int(np.searchsorted(seq, s))
             if fam is not None:
                 family[row] = fam
@@ -891,7 +895,8 @@ def _packed(blobs, size: int):
     """Bitsets (possibly of another width: written before a variable was added or removed)
     as a (n, size) array of bytes."""
     joined = b"".join(blobs)
-    if len(joined) != size * len(blobs):
+    if len(joined) != size * len(blobs) or set(map(len, blobs)) - {size}:
+        # (each blob's width, not only the total: one shorter and one longer would add up)
         joined = b"".join(bytes(blob).ljust(size, b"\0")[:size] for blob in blobs)
     return np.frombuffer(joined, dtype=np.uint8).reshape(len(blobs), size)
 

@@ -748,9 +748,9 @@ class LedgerIndex:
         rows, cols = rows.astype(np.int32, copy=False), cols.astype(wide_ints, copy=False)
         owners, keys = [rows], [(cols * (n + 1)).astype(np.int32)]  # a == b
         for d in range(1, deepest):  # the d-th next variable of the same release
-            same = rows[d:] == rows[:-d]
-            owners.append(rows[:-d][same])
-            keys.append((cols[:-d][same] * n + cols[d:][same]).astype(np.int32))
+            same = np.flatnonzero(rows[d:] == rows[:-d])  # (positions: each column gathered once)
+            owners.append(rows[same])
+            keys.append((cols[same] * n + cols[same + d]).astype(np.int32, copy=False))
         found = self.__dict__["_pairs_read"] = (np.concatenate(owners), np.concatenate(keys), np.flatnonzero(~narrow))
         return found
 
@@ -760,8 +760,11 @@ class LedgerIndex:
         cached = self.__dict__.get("_read_entries")
         if cached is None:
             rows_, cols_ = [], []
+            n = max(self.reads.shape[1], 1)
             for start in range(0, len(self.releases), _CHUNK):
-                rows, cols = np.nonzero(self.reads[start:start + _CHUNK])
+                # the flat positions of a chunk, split by divmod: the same entries in the same
+                # (row-major) order as np.nonzero of the 2-D chunk, in about a third of its time
+                rows, cols = np.divmod(np.flatnonzero(self.reads[start:start + _CHUNK]), n)
                 rows_.append((rows + start).astype(np.int32))
                 cols_.append(cols.astype(np.int32))
             cached = self.__dict__["_read_entries"] = (

@@ -67,6 +67,39 @@ def test_read_extremes_equal_the_column_extremes(n_var, n_rel, seed):
         assert np.array_equal(read_extreme(index, values, sign), _column_extreme(reads, values, sign))
 
 
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 7), st.integers(0, 300), st.integers(0, 2**32 - 1), st.booleans(), st.integers(1, 40))
+def test_read_extremes_of_monotone_values_equal_the_column_extremes(n_var, n_rel, seed, rising, chunk):
+    # recording moments rise with the releases (and publication moments nearly always): the
+    # extremes are then read from the ends of the reads matrix (`_monotone_extreme`), a chunk at
+    # a time; they must be the extremes over every release reading the variable
+    from ledger import accountants
+    from ledger.accountants import _column_extreme, read_extreme
+
+    rng = np.random.default_rng(seed)
+    reads = rng.random((n_rel, n_var)) < rng.random() ** 3  # some variables read by no release
+    values = np.sort(rng.choice([-np.inf, np.inf, 1.5, 2.0, 1e9, -3.0], n_rel))
+    values = values if rising else values[::-1].copy()
+    index = _index(reads)
+    old = accountants._monotone_extreme.__defaults__
+    accountants._monotone_extreme.__defaults__ = (chunk,)  # chunks smaller than the ledger
+    try:
+        for sign in (-1, 1):
+            assert np.array_equal(read_extreme(index, values, sign), _column_extreme(reads, values, sign))
+    finally:
+        accountants._monotone_extreme.__defaults__ = old
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 7), st.integers(0, 300), st.integers(0, 2**32 - 1))
+def test_read_entries_are_the_nonzero_cells_in_row_order(n_var, n_rel, seed):
+    rng = np.random.default_rng(seed)
+    reads = rng.random((n_rel, n_var)) < rng.random()
+    rows, cols = _index(reads).read_entries()
+    expected_rows, expected_cols = np.nonzero(reads)
+    assert rows.tolist() == expected_rows.tolist() and cols.tolist() == expected_cols.tolist()
+
 # --------------------------------------------------------------------------
 # The accounting rows read a column at a time (SQLite) = read row by row
 # --------------------------------------------------------------------------
@@ -78,7 +111,7 @@ from sqlmodel import Session  # noqa: E402
 from test_accounting_rows import VARIABLES, ledgers, record  # noqa: E402
 
 from ledger import columns, store  # noqa: E402
-from ledger.records import CHARGED_STATUSES  # noqa: E402
+from ledger.records import CHARGED_STATUSES, Status  # noqa: E402
 
 
 def _same_rows(found: columns._Rows, expected: columns._Rows) -> None:
@@ -116,3 +149,29 @@ def test_the_column_reading_equals_the_row_reading(ledger, subset, accounts):
                     assert found.ids == [by_seq[s] for s in seqs]
         engine.dispose()
 
+
+
+def test_a_bitset_of_another_width_sends_the_column_reading_back_to_the_rows():
+    """A reads bitset written before a variable was added is shorter than the dataset's width:
+    the column reading then declines (None), and the row reading pads it; whether the bitsets'
+    total length still adds up (one shorter, one longer) or not."""
+    entries = [{"id": f"r{i}", "reads": reads, "mechanism": {"name": "laplace", "epsilon": "1/2"}}
+               for i, reads in enumerate([["a"], ["a", "b"], ["b"]])]
+    lifecycle = [(Status.PLANNED, None, None, False)] * 3
+    charged = sorted(s.value for s in CHARGED_STATUSES)
+    for changes in (["x''"], ["x''", "CAST(reads || x'00' AS BLOB)"]):
+        with tempfile.TemporaryDirectory() as directory:
+            url = f"sqlite:///{directory}/l.db"
+            record(url, entries, lifecycle)
+            engine = store.make_engine(url)
+            with Session(engine) as session:
+                connection = session.connection()
+                seqs = [s for (s,) in connection.exec_driver_sql("SELECT seq FROM release_accounting ORDER BY seq")]
+                for seq, change in zip(seqs, changes):
+                    connection.exec_driver_sql(f"UPDATE release_accounting SET reads = {change} WHERE seq = {seq}")
+                for positions in (None, [0, 1]):
+                    assert columns._read_columns(connection, "t", charged, positions, len(VARIABLES), True) is None
+                rows = columns._read_rows(connection, columns._row_statement("t", charged, None, True)[1],
+                                          len(VARIABLES), True)
+                assert rows.reads.shape == (3, (len(VARIABLES) + 7) // 8) and not rows.reads[0].any()
+            engine.dispose()
