@@ -105,7 +105,7 @@ def report(
     charts = chosen_format in ("html", "pdf")
     _modules_before_fork(charts)
     chain = VerifyAlongside(state.url)
-    draw = ChartsAlongside() if charts else _report.draw_here
+    draw = _report.draw_here  # (past the summary threshold: ChartsAlongside, forked below)
     from .progress import progress
 
     from .memory import paused_gc
@@ -118,6 +118,8 @@ def report(
                 large = (chosen_format != "csv" and since_at is None and as_of_at is None
                          and count > _report.summary_from())
                 if large:  # from the accounting rows, no release decoded but those listed (issue 13)
+                    if charts:
+                        draw = ChartsAlongside()
                     register = register_target(target, count, state.url)
                     helpers = []  # the register is written alongside from as soon as the index is read
                     large_inputs = gather_large(session, chosen, chosen_delta, chain=chain, indexed=lambda lite:
@@ -135,7 +137,7 @@ def report(
                 register = None
                 if chosen_format != "csv" and len(inputs.releases) > _report.summary_from():
                     register = register_target(target, len(inputs.releases), state.url)
-                context = _report.build_report(inputs, charts=charts, draw=draw,
+                context = _report.build_report(inputs, charts=charts, draw=draw, beside=ForkedCall,
                                                register_file=None if register is None else register.name)
         finally:
             chain.close()
@@ -668,6 +670,40 @@ class VerifyAlongside:
 
     def close(self) -> None:
         self.helper.stop()
+
+
+class ForkedCall:
+    """`function()` computed in a forked process (a `report.Beside`) while this one goes on:
+    the report's pairs panel and timeline (the accountants on every pair of variables, about a
+    fifth of a 10,000-release report's work) on the other core, while this process builds the
+    risk table and the register (issue 13, section 4). The child is a copy of this process, so
+    it computes the same figures from the same index; its result comes back pickled. Calling
+    the instance gives the result; where fork is not available, or the child fails, the
+    function is called here, then."""
+
+    def __init__(self, function: Callable):
+        self.function = function
+        self.helper = _Helper(_call_child, function)
+
+    def __call__(self):
+        if self.helper.process is not None:
+            outcome = self.helper.reply()
+            if isinstance(outcome, tuple) and len(outcome) == 2 and outcome[0] == "done":
+                return outcome[1]
+        return self.function()  # no child, or it failed: here
+
+
+def _call_child(function: Callable, channel) -> None:
+    """In the forked process: call, send the result (or what went wrong, for the parent to redo it)."""
+    try:
+        channel.send(("done", function()))
+    except BaseException as exc:
+        try:
+            channel.send(repr(exc))
+        except OSError:
+            pass
+    finally:
+        channel.close()
 
 
 def _modules_before_fork(charts: bool) -> None:
