@@ -8,9 +8,10 @@ date, an --out that cannot be written -- exits 2 with a message and writes
 nothing; the file itself is written whole or not at all (a temporary file in
 the same directory, renamed into place).
 
-On Linux two forked helpers share the work of a large report: one verifies the
-audit chain (`VerifyAlongside`), one draws the charts (`ChartsAlongside`), while
-this process reads the ledger and builds the rest.
+On Linux forked helpers share the work of a report: one verifies the audit chain
+(`VerifyAlongside`), one computes the pairs panel and the timeline and draws both
+charts (`ForkedCall`; past the summary threshold, `ChartsAlongside` draws them),
+while this process reads the ledger and builds the rest.
 If a helper is missing or fails, its work is done here; the report is the same.
 
 The PDF is the HTML report printed by Chromium (through Playwright's Python
