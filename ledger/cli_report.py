@@ -8,9 +8,10 @@ date, an --out that cannot be written -- exits 2 with a message and writes
 nothing; the file itself is written whole or not at all (a temporary file in
 the same directory, renamed into place).
 
-On Linux two forked helpers share the work of a large report: one verifies the
-audit chain (`VerifyAlongside`), one draws the charts (`ChartsAlongside`), while
-this process reads the ledger and builds the rest.
+On Linux forked helpers share the work of a report: one verifies the audit chain
+(`VerifyAlongside`), one computes the pairs panel and the timeline and draws both
+charts (`ForkedCall`; past the summary threshold, `ChartsAlongside` draws them),
+while this process reads the ledger and builds the rest.
 If a helper is missing or fails, its work is done here; the report is the same.
 
 The PDF is the HTML report printed by Chromium (through Playwright's Python
@@ -103,8 +104,9 @@ def report(
     chosen = choices.pick_dataset(snapshot, dataset)
     chosen_delta = choices.parse_delta(delta, chosen)
     charts = chosen_format in ("html", "pdf")
+    _modules_before_fork(charts)
     chain = VerifyAlongside(state.url)
-    draw = ChartsAlongside() if charts else _report.draw_here
+    draw = _report.draw_here  # (past the summary threshold: ChartsAlongside, forked below)
     from .progress import progress
 
     from .memory import paused_gc
@@ -117,6 +119,8 @@ def report(
                 large = (chosen_format != "csv" and since_at is None and as_of_at is None
                          and count > _report.summary_from())
                 if large:  # from the accounting rows, no release decoded but those listed (issue 13)
+                    if charts:
+                        draw = ChartsAlongside()
                     register = register_target(target, count, state.url)
                     helpers = []  # the register is written alongside from as soon as the index is read
                     large_inputs = gather_large(session, chosen, chosen_delta, chain=chain, indexed=lambda lite:
@@ -134,7 +138,7 @@ def report(
                 register = None
                 if chosen_format != "csv" and len(inputs.releases) > _report.summary_from():
                     register = register_target(target, len(inputs.releases), state.url)
-                context = _report.build_report(inputs, charts=charts, draw=draw,
+                context = _report.build_report(inputs, charts=charts, draw=draw, beside=ForkedCall,
                                                register_file=None if register is None else register.name)
         finally:
             chain.close()
@@ -667,6 +671,54 @@ class VerifyAlongside:
 
     def close(self) -> None:
         self.helper.stop()
+
+
+class ForkedCall:
+    """`function()` computed in a forked process (a `report.Beside`) while this one goes on:
+    the report's pairs panel and timeline (the accountants on every pair of variables, about a
+    fifth of a 10,000-release report's work) on the other core, while this process builds the
+    risk table and the register (issue 13, section 4). The child is a copy of this process, so
+    it computes the same figures from the same index; its result comes back pickled. Calling
+    the instance gives the result; where fork is not available, or the child fails, the
+    function is called here, then."""
+
+    def __init__(self, function: Callable):
+        self.function = function
+        self.helper = _Helper(_call_child, function)
+
+    def __call__(self):
+        if self.helper.process is not None:
+            outcome = self.helper.reply()
+            if isinstance(outcome, tuple) and len(outcome) == 2 and outcome[0] == "done":
+                return outcome[1]
+        return self.function()  # no child, or it failed: here
+
+
+def _call_child(function: Callable, channel) -> None:
+    """In the forked process: call, send the result (or what went wrong, for the parent to redo it)."""
+    try:
+        channel.send(("done", function()))
+    except BaseException as exc:
+        try:
+            channel.send(repr(exc))
+        except OSError:
+            pass
+    finally:
+        channel.close()
+
+
+def _modules_before_fork(charts: bool) -> None:
+    """Import what the helpers and this process all use before the helpers are forked: a forked
+    child shares the parent's imported modules, so each helper importing them again (numpy, the
+    accountants, the chart writer: ~0.2 s of CPU in all on a loaded 2-core machine) is CPU taken
+    from the other processes of the same report, which import them anyway."""
+    import numpy  # noqa: F401
+
+    from . import accountants, columns, engine, verified_head  # noqa: F401 (store.verify's)
+
+    _report.summary_from  # noqa: B018 (the report module, loaded)
+    if charts:
+        from . import charts as _charts  # noqa: F401
 
 
 def _verify_child(url: str, channel) -> None:

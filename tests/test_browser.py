@@ -26,6 +26,7 @@ from test_report_helpers import (
     demo_ledger,
     record,
     rendered,
+    step,
 )
 
 from ledger.cli_report import CHROMIUM_ARGS, render
@@ -255,3 +256,62 @@ def test_a_dataset_with_200_variables_splits_its_table_and_stays_on_the_page(bro
     assert "Variables 1–10 of 200" in text and "Variables 191–200 of 200" in text
     assert "293764/114921" in text
     assert_within_pages(pages)
+
+
+# --------------------------------------------------------------------------
+# Page breaks: nothing orphaned (issue 13, section 4)
+# --------------------------------------------------------------------------
+
+SECTION_HEADINGS = ("Privacy loss by variable", "Caps", "Cap history", "Every pair of variables",
+                    "Cumulative epsilon per variable over time", "Pufferfish-family guarantees", "Audit trail",
+                    "Release register")
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def page_lines(data: bytes) -> list[list[str]]:
+    """Each page's lines of text, the running footer left out."""
+    with pdfplumber.open(io.BytesIO(data)) as pdf:
+        return [[line for line in (page.extract_text() or "").splitlines()
+                 if not line.startswith("privacy-ledger compliance report page")] for page in pdf.pages]
+
+
+def orphans(pages: list[list[str]]) -> list[str]:
+    """What a reader would call a bad page break: a page (not the last) holding a section heading and at
+    most two lines under it and nothing else, or a section heading among the last two lines of a page
+    with the rest of its section on the next page."""
+    found = []
+    for number, lines in enumerate(pages, 1):
+        headings = [k for k, line in enumerate(lines) if line.strip() in SECTION_HEADINGS]
+        if number < len(pages) and headings == [0] and len(lines) <= 3:
+            found.append(f"page {number} holds only {lines}")
+        continued = number < len(pages) and pages[number][:1] != [] and pages[number][0] not in SECTION_HEADINGS
+        found += [f"page {number} ends with the heading {lines[k]!r}" for k in headings
+                  if k >= len(lines) - 2 and continued]
+    return found
+
+
+@pytest.mark.parametrize("caps", [False, True], ids=["no caps", "a cap"])
+def test_the_graduates_pdf_leaves_no_heading_or_short_section_alone_on_a_page(tmp_path, caps):
+    """The README's graduates steps after the demo: "Caps / This dataset has no caps." used to fill a
+    page of its own (the heat map after it did not fit), and the risk table's heading and note were
+    left at the foot of page 1 with the table on page 2."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    record(url, tmp_path, "graduates.dataset.yaml", (EXAMPLES / "graduates.dataset.yaml").read_text(), T0,
+           command="dataset")
+    record(url, tmp_path, "graduates.releases.yaml", (EXAMPLES / "graduates.releases.yaml").read_text(), T0)
+    if caps:
+        step(url, T0, "cap", "set", "personal", "--rho", "2", "-d", "graduates")
+        record(url, tmp_path, "graduates.plan.yaml", (EXAMPLES / "graduates.plan.yaml").read_text(), T0)
+    pages = page_lines(rendered(url, "graduates", "pdf"))
+    assert orphans(pages) == []
+    text = " ".join(" ".join(lines) for lines in pages)
+    for heading in SECTION_HEADINGS[:2] + SECTION_HEADINGS[3:]:
+        assert heading in text  # every section is printed (Cap history: only when a cap changed)
+
+
+def test_the_orphan_check_finds_a_heading_alone():
+    """The check above can fail: a page of a heading and one line, and a heading at a page's foot."""
+    assert orphans([["Dataset graduates"], ["Caps", "This dataset has no caps."], ["Every pair of variables", "x"]]) \
+        == ["page 2 holds only ['Caps', 'This dataset has no caps.']"]
+    assert orphans([["a", "b", "Audit trail", "note"], ["table"]]) == ["page 1 ends with the heading 'Audit trail'"]
+    assert orphans([["a", "b", "Caps", "This dataset has no caps."], ["Audit trail", "table"]]) == []

@@ -455,3 +455,47 @@ def test_charts_are_drawn_here_when_the_drawing_process_fails(meeting_ledger, mo
     finally:
         alongside.close()
     assert context.pairs.svg == drawn_here(context.pairs) and context.timeline.svg
+
+
+def test_pairs_and_timeline_computed_in_a_forked_process_are_the_ones_computed_here(meeting_ledger):
+    """issue 13, section 4: the CLI computes the pairs panel and the timeline in a forked process
+    (cli_report.ForkedCall); the report is the same, figure for figure and byte for byte."""
+    from ledger.cli_report import ForkedCall, render
+    from ledger.report import build_report, here
+
+    inputs = _inputs_of(meeting_ledger[0])
+    started = []
+
+    def forked(function):
+        call = ForkedCall(function)
+        started.append(call.helper.process is not None)
+        return call
+
+    here_context = build_report(inputs, beside=here)
+    forked_context = build_report(inputs, beside=forked)
+    assert started == [True]  # Linux: a forked process computed them
+    assert forked_context.pairs.highest == here_context.pairs.highest and forked_context.pairs.highest
+    assert forked_context.pairs.matrix == here_context.pairs.matrix
+    assert forked_context.timeline.svg == here_context.timeline.svg and forked_context.pairs.svg
+    assert render(forked_context, "html") == render(here_context, "html")
+
+
+def test_pairs_are_computed_here_when_the_forked_process_fails(meeting_ledger, monkeypatch):
+    import os
+
+    from ledger import report
+    from ledger.cli_report import ForkedCall
+    from ledger.report import build_report, here
+
+    parent = os.getpid()
+    computed_here = report.pair_figures
+
+    def fails_in_the_child(*args, **kwargs):
+        if os.getpid() != parent:
+            raise MemoryError("the child ran out of memory")
+        return computed_here(*args, **kwargs)
+
+    monkeypatch.setattr(report, "pair_figures", fails_in_the_child)
+    inputs = _inputs_of(meeting_ledger[0])
+    context = build_report(inputs, beside=ForkedCall)
+    assert context.pairs.highest == build_report(inputs, beside=here).pairs.highest and context.pairs.svg
