@@ -25,6 +25,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from itertools import repeat
 from dataclasses import replace
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -889,14 +890,15 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE):
             texts = np.asarray(_by_value(distinct.tolist(), each(cell_of), cache("cell")), dtype=object)
             pieces = texts[which.reshape(-1)].tolist()
             bounds = np.searchsorted(row, np.arange(len(shown) + 1)).tolist()
-            for t, k in enumerate(shown.tolist()):
-                figures[k] = csv_cell("; ".join(pieces[bounds[t]:bounds[t + 1]]))
+            joined = csv_column(["; ".join(pieces[bounds[t]:bounds[t + 1]]) for t in range(len(shown))])
+            for k, text in zip(shown.tolist(), joined):
+                figures[k] = text
             widest = _by_value(wide_ids[at[shown]].tolist(), each(wide_of), cache("wide"))
             for k, w in zip(shown.tolist(), widest):
                 wide[k] = w
         dates = cache("when")
         return [
-            list(map(csv_cell, rid)), list(map(csv_cell, title)), _by_value(status, each(csv_cell), cache("status")),
+            csv_column(rid), csv_column(title), _by_value(status, each(csv_cell), cache("status")),
             ["yes" if x else "no" for x in charged.tolist()], [r[1] for r in reads], exact,
             [g[1] for g in guarantees], [m[0] for m in mechanisms], [m[1] for m in mechanisms],
             [f[0] for f in family_cells], [f[1] for f in family_cells],
@@ -906,7 +908,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE):
             _by_value(approved_by, each(lambda x: csv_cell(x or "")), cache("by or none")),
             _by_value(published_at, each(when), dates),
             _by_value(published_by, each(lambda x: csv_cell(x or "")), cache("by or none")),
-            *ended_columns, [csv_cell(d or "") for d in digest],
+            *ended_columns, csv_column([d or "" for d in digest]),
             _by_value(pufferfish_text, each(pufferfish_of), cache("pufferfish")),
             [w[0] for w in wide], [w[1] for w in wide], figures]
 
@@ -996,6 +998,18 @@ def csv_cell(value: object) -> object:
         return "'" + value if value.startswith(_FORMULA_PREFIXES) else value
     text = neutralise(value.replace("\r\n", " ").replace("\r", " ").replace("\n", " "))
     return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
+
+
+def csv_column(values) -> list:
+    """[csv_cell(v) for v in values], checked a column at a time: when every value is text, all
+    of it printable and none a formula (the common case), the column is its own cells."""
+    values = list(values)
+    try:
+        plain = "".join(values).isprintable() and not any(map(str.startswith, values,
+                                                              repeat(_FORMULA_PREFIXES, len(values))))
+    except TypeError:  # (a value that is not text)
+        plain = False
+    return values if plain else list(map(csv_cell, values))
 
 
 def csv_safe(frame):
