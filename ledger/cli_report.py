@@ -785,11 +785,22 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE):
     def when(text) -> str:
         return "" if text is None else aware(datetime.fromisoformat(text)).isoformat()
 
+    sets_seen: dict = {}  # a page's lists of variables (what releases read, what guarantees protect)
+
+    def set_of(names: list) -> tuple[frozenset, str]:
+        """A stored list of variables as a set and its text, once per list in a page."""
+        key = tuple(names)
+        found = sets_seen.get(key)
+        if found is None:
+            chosen = frozenset(names)
+            found = sets_seen[key] = (chosen, names_text(tuple(sorted(chosen))))
+        return found
+
     def reads_cells(texts):
         found = []
         for names in _json_many(texts):
-            reads = frozenset(names)
-            found.append((reads, csv_cell(names_text(tuple(sorted(reads))))))
+            reads, text = set_of(names)
+            found.append((reads, csv_cell(text)))
         return found
 
     values_seen: dict = {}
@@ -806,12 +817,12 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE):
     def guarantees_cells(texts):
         found = []
         for parsed in _json_many(texts):
-            protects = tuple(frozenset(g["protects"]) for g in parsed)
+            sets = [set_of(g["protects"]) for g in parsed]
             parts = []
-            for g, p in zip(parsed, protects):
+            for g, (_, names) in zip(parsed, sets):
                 value, relation = value_of(g)
-                parts.append(f"{value} on {names_text(tuple(sorted(p)))}, {relation}")
-            found.append((protects, csv_cell("; ".join(parts))))
+                parts.append(f"{value} on {names}, {relation}")
+            found.append((tuple(p for p, _ in sets), csv_cell("; ".join(parts))))
         return found
 
     def exact_of(reads, protects) -> str:
@@ -854,6 +865,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE):
     def page_columns(rows, steps) -> list:
         """The page's 27 columns of REGISTER_COLUMNS, each a list of cells."""
         n = len(rows)
+        sets_seen.clear()
         (seq, rid, title, status, reads_text, mech_name, params_text, guarantees_text, derived_text, family,
          recorded_by, recorded_at, approved_by, approved_at, published_at, pufferfish_text, digest) = zip(*rows)
         reads = _by_value(reads_text, reads_cells, cache("reads"))
