@@ -527,8 +527,9 @@ def _register_basis(large):
 
 def large_register_entries(engine, large, page: int = REGISTER_PAGE):
     """The complete register of a large ledger, one RegisterEntry at a time, in recording order:
-    the release rows read `page` at a time by seq (keyset paging, so memory does not grow with
-    the ledger), each release's cells of Table 1 from the index (as `build_report` gives them)."""
+    the release rows read `page` at a time by seq (keyset paging along the seq index, so memory
+    does not grow with the ledger: see large_register_csv), each release's cells of Table 1 from
+    the index (as `build_report` gives them)."""
     import numpy as np
 
     from .codec import release_from_dict
@@ -544,7 +545,7 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE):
         after = -1
         while True:
             rows = session.connection().execute(
-                select(table).where(table.c.dataset == large.dataset.name, table.c.seq > after)
+                select(table).where(table.c.dataset.concat("") == large.dataset.name, table.c.seq > after)
                 .order_by(table.c.seq).limit(page)).all()
             if not rows:
                 return
