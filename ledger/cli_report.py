@@ -26,6 +26,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from itertools import repeat
 from dataclasses import replace
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -530,8 +531,9 @@ def _register_basis(large):
 
 def large_register_entries(engine, large, page: int = REGISTER_PAGE):
     """The complete register of a large ledger, one RegisterEntry at a time, in recording order:
-    the release rows read `page` at a time by seq (keyset paging, so memory does not grow with
-    the ledger), each release's cells of Table 1 from the index (as `build_report` gives them)."""
+    the release rows read `page` at a time by seq (keyset paging along the seq index, so memory
+    does not grow with the ledger: see large_register_csv), each release's cells of Table 1 from
+    the index (as `build_report` gives them)."""
     import numpy as np
 
     from .codec import release_from_dict
@@ -547,7 +549,7 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE):
         after = -1
         while True:
             rows = session.connection().execute(
-                select(table).where(table.c.dataset == large.dataset.name, table.c.seq > after)
+                select(table).where(table.c.dataset.concat("") == large.dataset.name, table.c.seq > after)
                 .order_by(table.c.seq).limit(page)).all()
             if not rows:
                 return
@@ -770,28 +772,52 @@ def _draw_child(channel) -> None:
         channel.close()
 
 
+REGISTER_CACHE = 100_000  # distinct texts a register column remembers across pages before it forgets them
+
+
+def _by_value(values, make, cache: dict) -> list:
+    """[make(v) for v in values] with `make` called once per distinct value: the register repeats
+    few texts (statuses, mechanisms, families, guarantees' values) many times. `make` takes the
+    list of values not yet in `cache` and returns their cells in that order, so that a column's
+    JSON is parsed in one call; the cache is emptied past REGISTER_CACHE entries (bounded memory)."""
+    missing = list(set(values).difference(cache))
+    if missing:
+        if len(cache) + len(missing) > REGISTER_CACHE:
+            cache.clear()
+        cache.update(zip(missing, make(missing)))
+    return list(map(cache.__getitem__, values))
+
+
+def _json_many(texts) -> list:
+    """json.loads of each text, parsed in one call (the texts joined as one JSON array)."""
+    import json
+
+    return json.loads("[" + ",".join(texts) + "]")
+
+
 def large_register_csv(engine, large, page: int = REGISTER_PAGE):
     """The complete register of a large ledger as CSV text, `page` releases at a time: the same
     rows as `register_csv` of `large_register_entries` (tested), written from the raw release
-    rows (keyset-paged by seq) without building a Release or a RegisterEntry per release: each
-    stored JSON text (reads, guarantees, parameters, derived-from, Pufferfish) is turned into its
-    cell once and reused, and each release's figures come from the index's value ids, each
-    value's text made once (issue 13: a million releases)."""
+    rows (keyset-paged by seq) column by column, without building a Release, a RegisterEntry or
+    a row of cells per release (issue 13: a million releases). Each column of a page is made
+    from its distinct stored values (`_by_value`: a JSON text parsed once, a figure's text made
+    once), the figures of Table 1 from the index's value ids (numpy), and csv.writer writes
+    the page's rows from the finished columns."""
     import csv
     import io
-    import json
 
     import numpy as np
     from sqlalchemy import Text, cast
 
     from .codec import guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict
+    from .columns import _raw_iter, _rows_view
     from .numbers import exact_text, to_json
     from .records import CHARGED_STATUSES
     from .views import guarantee_text, names_text, param_text
-    from .columns import _rows_view
 
     index, delta, n_var, seqs, wide_ids, epsilon_of, zero = _register_basis(large)
     variables = index.variables
+    n_values = len(epsilon_of)
     charged_names = {s.value for s in CHARGED_STATUSES}
     families = {f.id: f for f in large.families}
     table = store.ReleaseRow.__table__
@@ -799,25 +825,40 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE):
     columns_ = (c.seq, c.id, c.title, c.status, cast(c.reads, Text), c.mechanism_name, cast(c.mechanism_params, Text),
                 cast(c.guarantees, Text), cast(c.derived_from, Text), c.family, c.recorded_by, c.recorded_at,
                 c.approved_by, c.approved_at, c.published_at, cast(c.pufferfish, Text), c.output_digest)
-    reads_seen, guarantees_seen, mechanisms_seen, derived_seen, pufferfish_seen, family_seen = {}, {}, {}, {}, {}, {}
-    wide_seen, cell_seen = {}, {}
-
     aware = _report._aware
+    guarantee_text_of = _report._guarantee_text
+    caches: dict[str, dict] = {}
+
+    def cache(name: str) -> dict:
+        return caches.setdefault(name, {})
+
+    def each(make):  # a `make` of _by_value from a function of one value
+        return lambda values: [make(v) for v in values]
 
     def when(text) -> str:
         return "" if text is None else aware(datetime.fromisoformat(text)).isoformat()
 
-    def reads_of(text):
-        found = reads_seen.get(text)
+    sets_seen: dict = {}  # a page's lists of variables (what releases read, what guarantees protect)
+
+    def set_of(names: list) -> tuple[frozenset, str]:
+        """A stored list of variables as a set and its text, once per list in a page."""
+        key = tuple(names)
+        found = sets_seen.get(key)
         if found is None:
-            reads = frozenset(json.loads(text))
-            found = reads_seen[text] = (reads, csv_cell(names_text(tuple(sorted(reads)))))
+            chosen = frozenset(names)
+            found = sets_seen[key] = (chosen, names_text(tuple(sorted(chosen))))
         return found
 
-    values_seen = {}
-    guarantee_text_of = _report._guarantee_text
+    def reads_cells(texts):
+        found = []
+        for names in _json_many(texts):
+            reads, text = set_of(names)
+            found.append((reads, csv_cell(text)))
+        return found
 
-    def value_of(g: dict) -> str:
+    values_seen: dict = {}
+
+    def value_of(g: dict) -> list[str]:
         """A guarantee's text but what it protects (`views.guarantee_text`), once per value."""
         key = (g["notion"], g["epsilon"], g["delta"], g["rho"], g["relation"])
         found = values_seen.get(key)
@@ -826,118 +867,135 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE):
             found = values_seen[key] = text.split(" on {\x00}, ")
         return found
 
-    def guarantees_of(text):
-        found = guarantees_seen.get(text)
-        if found is None:
-            parsed = json.loads(text)
-            protects = tuple(frozenset(g["protects"]) for g in parsed)
+    def guarantees_cells(texts):
+        found = []
+        for parsed in _json_many(texts):
+            sets = [set_of(g["protects"]) for g in parsed]
             parts = []
-            for g, p in zip(parsed, protects):
+            for g, (_, names) in zip(parsed, sets):
                 value, relation = value_of(g)
-                parts.append(f"{value} on {names_text(tuple(sorted(p)))}, {relation}")
-            found = (protects, csv_cell("; ".join(parts)))
-            if len(guarantees_seen) < 200_000:
-                guarantees_seen[text] = found
+                parts.append(f"{value} on {names}, {relation}")
+            found.append((tuple(p for p, _ in sets), csv_cell("; ".join(parts))))
         return found
 
-    def mechanism_of(name, text):
-        key = (name, text)
-        found = mechanisms_seen.get(key)
-        if found is None:
-            mechanism = mechanism_from_dict({"name": name, "params": json.loads(text)})
-            found = mechanisms_seen[key] = (csv_cell(mechanism.name), csv_cell(
-                "; ".join(f"{k} {param_text(v)}" for k, v in mechanism.params)))
-        return found
+    def exact_of(reads, protects) -> str:
+        exact = reads
+        for p in protects:
+            if not exact:
+                break
+            exact = exact - p
+        return csv_cell(names_text(tuple(sorted(exact)))) if exact else ""
 
-    def derived_of(text):
-        found = derived_seen.get(text)
-        if found is None:
-            found = derived_seen[text] = csv_cell(", ".join(json.loads(text)))
-        return found
+    def mechanism_of(key):
+        name, text = key
+        mechanism = mechanism_from_dict({"name": name, "params": json.loads(text)})
+        return (csv_cell(mechanism.name), csv_cell("; ".join(f"{k} {param_text(v)}" for k, v in mechanism.params)))
 
     def pufferfish_of(text):
-        found = pufferfish_seen.get(text)
-        if found is None:
-            parsed = [pufferfish_from_dict(g) for g in (json.loads(text) if text else None) or ()]
-            found = pufferfish_seen[text] = csv_cell("; ".join(_report.PUFFERFISH_KINDS.get(g.kind, g.kind)
-                                                               for g in parsed))
-        return found
+        parsed = [pufferfish_from_dict(g) for g in (json.loads(text) if text else None) or ()]
+        return csv_cell("; ".join(_report.PUFFERFISH_KINDS.get(g.kind, g.kind) for g in parsed))
 
     def family_of(fid):
-        found = family_seen.get(fid)
-        if found is None:
-            family = families.get(fid)
-            split = ""
-            if family is not None:
-                split = "random split" if family.partition is None else \
-                    "partition by " + ", ".join(sorted(family.partition))
-            found = family_seen[fid] = (csv_cell(fid or ""), csv_cell(split))
-        return found
+        family = families.get(fid)
+        split = ""
+        if family is not None:
+            split = "random split" if family.partition is None else \
+                "partition by " + ", ".join(sorted(family.partition))
+        return (csv_cell(fid or ""), csv_cell(split))
 
     def wide_of(vid: int):
-        found = wide_seen.get(vid)
-        if found is None:
-            value = epsilon_of[vid]
-            found = wide_seen[vid] = (csv_cell(str(to_json(value))), csv_cell(exact_text(value)))
-        return found
+        value = epsilon_of[vid]
+        return (csv_cell(str(to_json(value))), csv_cell(exact_text(value)))
 
-    def cell_of(j: int, vid: int) -> str:
-        found = cell_seen.get((j, vid))
-        if found is None:
-            found = cell_seen[(j, vid)] = f"{{{variables[j]}}} {exact_text(epsilon_of[vid])}"
-        return found
+    def cell_of(key: int) -> str:  # key: variable * n_values + value id
+        j, vid = divmod(key, n_values)
+        return f"{{{variables[j]}}} {exact_text(epsilon_of[vid])}"
+
+    import json
+
+    no_steps: dict = {}
+
+    def page_columns(rows, steps) -> list:
+        """The page's 27 columns of REGISTER_COLUMNS, each a list of cells."""
+        n = len(rows)
+        sets_seen.clear()
+        (seq, rid, title, status, reads_text, mech_name, params_text, guarantees_text, derived_text, family,
+         recorded_by, recorded_at, approved_by, approved_at, published_at, pufferfish_text, digest) = zip(*rows)
+        reads = _by_value(reads_text, reads_cells, cache("reads"))
+        guarantees = _by_value(guarantees_text, guarantees_cells, cache("guarantees"))
+        exact = [exact_of(r[0], g[0]) for r, g in zip(reads, guarantees)]
+        charged = np.fromiter((s in charged_names for s in status), dtype=bool, count=n)
+        mechanisms = _by_value(list(zip(mech_name, params_text)), each(mechanism_of), cache("mechanism"))
+        family_cells = _by_value(family, each(family_of), cache("family"))
+        later = list(map(steps.get, rid, [no_steps] * n))
+        published_by = [s.get("published_by") for s in later]
+        ended = [s.get("ended") for s in later]
+        blank = [""] * n
+        if any(ended):
+            ended_cells = [([csv_cell(e.action), e.at.isoformat(), csv_cell(e.by), csv_cell(e.reason)] if e else
+                            ["", "", "", ""]) for e in ended]
+            ended_columns = [list(column) for column in zip(*ended_cells)]
+        else:
+            ended_columns = [blank] * 4
+        # the figures of Table 1: each charged release's nonzero cells, from the index's value ids
+        wide = [("", "")] * n
+        figures = list(blank)
+        page_seqs = np.asarray(seq, dtype=np.int64)
+        at = np.searchsorted(seqs, page_seqs)
+        inside = (at < len(seqs)) & (seqs[at.clip(max=len(seqs) - 1)] == page_seqs) if len(seqs) else \
+            np.zeros(n, dtype=bool)
+        shown = np.flatnonzero(inside & charged)
+        if len(shown):
+            a, b = int(at[inside].min()), int(at[inside].max()) + 1
+            cells = _rows_view(index, a, b, *np.searchsorted(index.g_release, [a, b]))._single_cells()
+            ids = cells[at[shown] - a]
+            row, j = np.nonzero(~zero[ids])
+            keys = j.astype(np.int64) * n_values + ids[row, j]
+            distinct, which = np.unique(keys, return_inverse=True)
+            texts = np.asarray(_by_value(distinct.tolist(), each(cell_of), cache("cell")), dtype=object)
+            pieces = texts[which.reshape(-1)].tolist()
+            bounds = np.searchsorted(row, np.arange(len(shown) + 1)).tolist()
+            joined = csv_column(["; ".join(pieces[bounds[t]:bounds[t + 1]]) for t in range(len(shown))])
+            for k, text in zip(shown.tolist(), joined):
+                figures[k] = text
+            widest = _by_value(wide_ids[at[shown]].tolist(), each(wide_of), cache("wide"))
+            for k, w in zip(shown.tolist(), widest):
+                wide[k] = w
+        dates = cache("when")
+        return [
+            csv_column(rid), csv_column(title), _by_value(status, each(csv_cell), cache("status")),
+            ["yes" if x else "no" for x in charged.tolist()], [r[1] for r in reads], exact,
+            [g[1] for g in guarantees], [m[0] for m in mechanisms], [m[1] for m in mechanisms],
+            [f[0] for f in family_cells], [f[1] for f in family_cells],
+            _by_value(derived_text, each(lambda text: csv_cell(", ".join(json.loads(text)))), cache("derived")),
+            _by_value(recorded_at, each(when), dates), _by_value(recorded_by, each(csv_cell), cache("by")),
+            _by_value(approved_at, each(when), dates),
+            _by_value(approved_by, each(lambda x: csv_cell(x or "")), cache("by or none")),
+            _by_value(published_at, each(when), dates),
+            _by_value(published_by, each(lambda x: csv_cell(x or "")), cache("by or none")),
+            *ended_columns, csv_column([d or "" for d in digest]),
+            _by_value(pufferfish_text, each(pufferfish_of), cache("pufferfish")),
+            [w[0] for w in wide], [w[1] for w in wide], figures]
 
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(REGISTER_COLUMNS)
+    # the dataset compared through an expression, so that the page is read along the seq index
+    # (SQLite otherwise picks the dataset's index and sorts every release of the dataset for each
+    # page: quadratic in the ledger's size)
+    of_dataset = c.dataset.concat("") == large.dataset.name
     with store.read_session(engine) as session:
+        connection = session.connection()
         steps = lifecycle_events(session)
         after = -1
         while True:
-            rows = session.connection().execute(
-                select(*columns_).where(c.dataset == large.dataset.name, c.seq > after)
-                .order_by(c.seq).limit(page)).all()
+            rows = list(_raw_iter(connection, select(*columns_).where(of_dataset, c.seq > after)
+                                  .order_by(c.seq).limit(page), page))
             if not rows:
                 break
             after = rows[-1][0]
-            page_seqs = np.asarray([row[0] for row in rows], dtype=np.int64)
-            at = np.searchsorted(seqs, page_seqs)
-            inside = (at < len(seqs)) & (seqs[at.clip(max=len(seqs) - 1)] == page_seqs) if len(seqs) else \
-                np.zeros(len(rows), dtype=bool)
-            cells = nonzero = None
-            if inside.any():
-                a, b = int(at[inside].min()), int(at[inside].max()) + 1
-                cells = _rows_view(index, a, b, *np.searchsorted(index.g_release, [a, b]))._single_cells()
-                nonzero = ~zero[cells]
-            for k, (seq, rid, title, status, reads_text, mech_name, params_text, guarantees_text, derived_text,
-                    family, recorded_by, recorded_at, approved_by, approved_at, published_at, pufferfish_text,
-                    digest) in enumerate(rows):
-                reads, reads_cell = reads_of(reads_text)
-                protects, guarantees_cell = guarantees_of(guarantees_text)
-                exact = reads
-                for p in protects:
-                    if not exact:
-                        break
-                    exact = exact - p
-                charged = status in charged_names
-                wide, figures = ("", ""), ""
-                if inside[k] and charged:
-                    i = int(at[k]) - a
-                    ids = cells[i]
-                    wide = wide_of(int(wide_ids[i + a]))
-                    figures = csv_cell("; ".join([cell_of(j, ids[j]) for j in np.flatnonzero(nonzero[i]).tolist()]))
-                later = steps.get(rid, {})
-                ended = later.get("ended")
-                published_by = later.get("published_by")
-                writer.writerow((
-                    csv_cell(rid), csv_cell(title), csv_cell(status), "yes" if charged else "no", reads_cell,
-                    csv_cell(names_text(tuple(sorted(exact)))) if exact else "", guarantees_cell,
-                    *mechanism_of(mech_name, params_text), *family_of(family), derived_of(derived_text),
-                    when(recorded_at), csv_cell(recorded_by), when(approved_at), csv_cell(approved_by or ""),
-                    when(published_at), csv_cell(published_by or ""), csv_cell(ended.action) if ended else "",
-                    ended.at.isoformat() if ended else "", csv_cell(ended.by) if ended else "",
-                    csv_cell(ended.reason) if ended else "", csv_cell(digest or ""), pufferfish_of(pufferfish_text),
-                    *wide, figures))
+            writer.writerows(zip(*page_columns(rows, steps)))
+            del rows
             yield buffer.getvalue()
             buffer.seek(0)
             buffer.truncate()
@@ -1005,6 +1063,18 @@ def csv_cell(value: object) -> object:
         return "'" + value if value.startswith(_FORMULA_PREFIXES) else value
     text = neutralise(value.replace("\r\n", " ").replace("\r", " ").replace("\n", " "))
     return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
+
+
+def csv_column(values) -> list:
+    """[csv_cell(v) for v in values], checked a column at a time: when every value is text, all
+    of it printable and none a formula (the common case), the column is its own cells."""
+    values = list(values)
+    try:
+        plain = "".join(values).isprintable() and not any(map(str.startswith, values,
+                                                              repeat(_FORMULA_PREFIXES, len(values))))
+    except TypeError:  # (a value that is not text)
+        plain = False
+    return values if plain else list(map(csv_cell, values))
 
 
 def csv_safe(frame):

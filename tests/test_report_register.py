@@ -165,3 +165,17 @@ def test_past_the_threshold_the_report_verifies_since_the_verified_head_and_says
     assert cli_main(url, "report", "--out", out).code == 0
     html = out.read_text()
     assert "Audit chain BROKEN" in html and f"event {now}" in html
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@given(st.lists(st.one_of(st.text(), st.sampled_from(["=1+1", "+x", "-3", "@SUM(A1)", "\tx", "a\nb", "ok"]),
+                          st.none(), st.integers())))
+def test_a_register_column_is_neutralised_as_each_of_its_cells_would_be(values):
+    """cli_report.csv_column (the large register's columns, checked a column at a time) gives
+    exactly csv_cell of each value: formulas behind an apostrophe, control characters made visible."""
+    from ledger.cli_report import csv_cell, csv_column
+
+    assert csv_column(values) == [csv_cell(v) for v in values]
