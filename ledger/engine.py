@@ -199,8 +199,9 @@ def _worst_total(base: Spend, options: Sequence[Option], objective: Objective) -
 def _suffered(worst: Spend, totals: Sequence[Spend], objective: Objective) -> Spend:
     """The worst of the totals the adversary picks from, stated so that its label is true.
 
-    When `worst` is no smaller than every other total in every component, it bounds them at
-    every delta and is the loss as it is. Otherwise it is the worst only at the objective's
+    When every total is a pure epsilon, the largest is the loss at every delta. When `worst`
+    is no smaller than every other total in every component, it bounds them at every delta
+    and is the loss as it is. Otherwise it is the worst only at the objective's
     delta: a family whose members are at pure 2 and at rho 1/200 is worst at pure 2 for
     delta 1e-9, but "epsilon 2 (pure)" would claim delta 0, which the rho member never gives
     (nor does the rho member's figure hold at every delta). The loss is then stated as
@@ -210,7 +211,8 @@ def _suffered(worst: Spend, totals: Sequence[Spend], objective: Objective) -> Sp
     bound (an alternative's epsilon only falls as delta grows). Objectives in a cap's own
     unit (`budget.objective`: rho, or pure epsilon) measure the worst exactly in that unit.
     """
-    if not isinstance(objective, AtDelta) or all(t.dominates(worst) for t in totals):
+    if (not isinstance(objective, AtDelta) or all(t.is_pure for t in totals)
+            or all(t.dominates(worst) for t in totals)):
         return worst
     epsilon = worst.epsilon(objective.delta)
     if math.isinf(epsilon):

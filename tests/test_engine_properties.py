@@ -288,13 +288,16 @@ def matches(spend: Spend, value) -> bool:
 
 
 def stated_as(spend: Spend, option, delta, cks) -> bool:
-    """The total the adversary's pick among `option` is stated as (DESIGN 2.6): the value no
-    smaller in any component than every other one, when there is one (valid at every delta);
+    """The total the adversary's pick among `option` is stated as (DESIGN 2.6): the largest
+    pure epsilon when every one is pure; else the value no smaller in any component than every other one, when there is one (valid at every delta);
     otherwise (epsilon*, delta), epsilon* the largest figure at `delta`, which is all that is
     true of every alternative (a pure label would claim delta 0 for a rho member)."""
     values = list(option)
     if None in values:
         return spend.unbounded
+    if all(v[1] == v[2] == v[3] == 0 for v in values):  # every one a pure epsilon: the largest
+        largest = max(v[0] for v in values)
+        return any(matches(spend, v) for v in values if v[0] == largest)
     top = [v for v in values if all(all(a <= b for a, b in zip(w, v)) for w in values)]
     if top:
         return matches(spend, top[0])
