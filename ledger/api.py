@@ -25,7 +25,6 @@ comes from a floating-point conversion (zCDP to epsilon).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,7 +39,7 @@ from . import budget, choices, operations, store
 from .engine import at_delta
 from .errors import InputErrors, LedgerError, fail
 from .loader import Document, LedgerSnapshot, dataset_and_caps, read_document
-from .numbers import Number, is_infinite, to_json
+from .numbers import Number, safe_float
 from .records import Dataset, Release
 from .views import table_view
 
@@ -50,16 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["Ledger", "SubsetLoss", "Recorded", "PlanCheck", "open", "safe_float"]
 
 Recorded = operations.Recorded
-
-
-def safe_float(value: Number | None, *, down: bool = False) -> float:
-    """A figure as a float that still bounds it: rounded up (a loss) or down (a headroom,
-    `down=True`); `math.inf` when unbounded (numbers.to_json's rule)."""
-    if value is None:
-        return math.nan
-    if is_infinite(value):
-        return math.inf if value > 0 else -math.inf
-    return float(to_json(value, down=down))
 
 
 def _exact(value: Number) -> Fraction | None:

@@ -10,7 +10,6 @@ a cancelled release never counts (records.CHARGED_STATUSES).
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Iterable
 from fractions import Fraction
@@ -18,7 +17,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from .accounting import DEFAULT_DELTA
-from .errors import InputErrors, LedgerError, fail
+from .errors import InputErrors, LedgerError, did_you_mean, fail  # noqa: F401 (did_you_mean: choices.did_you_mean)
 from .lazy import lazy_module
 from .numbers import NumberError, to_fraction
 from .records import CHARGED_STATUSES, Dataset
@@ -30,14 +29,6 @@ if TYPE_CHECKING:
 engine = lazy_module(f"{__package__}.engine")  # when an index is built, not for `--help` (issue 13)
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")  # libpq spellings: read with psycopg 3
-
-
-def did_you_mean(name: str, known: Iterable[str]) -> str:
-    """' (did you mean 'age'?)' when a known name is close to `name`, else ''."""
-    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
-    if not close:
-        return ""
-    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
 
 
 def ledger_url(url: str | None = None) -> str:

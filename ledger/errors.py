@@ -9,6 +9,8 @@ carry a collected list across a layer boundary.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -34,3 +36,11 @@ class InputErrors(Exception):
 def fail(source: str, field: str, message: str) -> InputErrors:
     """One error, ready to raise."""
     return InputErrors([LedgerError(source, field, message)])
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """' (did you mean 'age'?)' when a known name is close to `name`, else ''."""
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"

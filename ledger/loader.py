@@ -555,7 +555,7 @@ def _utc(moment: datetime) -> datetime:
 
 
 def _did_you_mean(name: str, known: Iterable[str]) -> str:
-    from .choices import did_you_mean  # (choices imports this module)
+    from .errors import did_you_mean
 
     return did_you_mean(name, known)
 

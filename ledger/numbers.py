@@ -265,6 +265,16 @@ def to_json(value: Number | None, *, down: bool = False) -> object:
     return number
 
 
+def safe_float(value: Number | None, *, down: bool = False) -> float:
+    """A figure as a float that still bounds it: rounded up (a loss) or down (a headroom,
+    `down=True`); `math.inf` when unbounded (to_json's rule)."""
+    if value is None:
+        return math.nan
+    if is_infinite(value):
+        return math.inf if value > 0 else -math.inf
+    return float(to_json(value, down=down))
+
+
 def figure_fields(name: str, value: Number | None, *, down: bool = False) -> dict:
     """One figure as every `--json` output states it (README, "JSON figures"):
 

@@ -181,7 +181,7 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
     with store.write_session(engine) as session:
         lookup = store.ReleaseLookup(session)
         if release_id not in lookup:
-            from .choices import did_you_mean
+            from .errors import did_you_mean
 
             raise fail(f"release {release_id}", "id", "no such release in this ledger"
                        + did_you_mean(release_id, list(lookup)))

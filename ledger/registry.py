@@ -46,7 +46,7 @@ def _todo(what: str) -> str:
 
 
 def _safe(value) -> float:
-    from .api import safe_float
+    from .numbers import safe_float
 
     return safe_float(value)
 
