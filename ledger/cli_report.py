@@ -780,10 +780,12 @@ def _by_value(values, make, cache: dict) -> list:
     few texts (statuses, mechanisms, families, guarantees' values) many times. `make` takes the
     list of values not yet in `cache` and returns their cells in that order, so that a column's
     JSON is parsed in one call; the cache is emptied past REGISTER_CACHE entries (bounded memory)."""
-    missing = list(set(values).difference(cache))
+    missing = set(values).difference(cache)
     if missing:
         if len(cache) + len(missing) > REGISTER_CACHE:
             cache.clear()
+            missing = set(values)  # (every value of the page is made again)
+        missing = list(missing)
         cache.update(zip(missing, make(missing)))
     return list(map(cache.__getitem__, values))
 
