@@ -35,12 +35,14 @@ from dp_accounting.pld import common, pld_privacy_accountant  # noqa: E402
 from dp_accounting.pld import privacy_loss_distribution as PLD  # noqa: E402
 from sqlmodel import Session  # noqa: E402
 
-from ledger import accountants, budget, operations, store  # noqa: E402
-from ledger.accounting import Spend  # noqa: E402
-from ledger.catalogue import derive_guarantees  # noqa: E402
-from ledger.engine import LedgerIndex  # noqa: E402
-from ledger.loader import build_releases, parse_document  # noqa: E402
-from ledger.records import Cap, Dataset, Guarantee, Mechanism, Notion, Release, Status, Variable  # noqa: E402
+from ledger.accounting import accountants, budget  # noqa: E402
+from ledger.operations import transactions as operations  # noqa: E402
+from ledger.store import database as store  # noqa: E402
+from ledger.accounting.spend import Spend  # noqa: E402
+from ledger.accounting.catalogue import derive_guarantees  # noqa: E402
+from ledger.accounting.engine import LedgerIndex  # noqa: E402
+from ledger.input.loader import build_releases, parse_document  # noqa: E402
+from ledger.core.records import Cap, Dataset, Guarantee, Mechanism, Notion, Release, Status, Variable  # noqa: E402
 
 ADD_REMOVE = privacy_accountant.NeighboringRelation.ADD_OR_REMOVE_ONE
 TABLE_TARGET_S, PLD_TARGET_S, CHECK_TARGET_MS = 2.0, 1.0, 5.0
@@ -295,7 +297,7 @@ def bench_check(history: int, workdir: Path) -> None:
         full.append(time.perf_counter() - t1)
     assert checks and all(c.decision is not None for c in checks)
     # the basic layer alone (the baseline) and the accountants' layer over it, on the stored state
-    from ledger import cap_accounting
+    from ledger.operations import cap_accounting
 
     layer = []
     basic_cpu, layer_cpu = [], []  # CPU time of this process: the work, apart from waiting on a loaded machine

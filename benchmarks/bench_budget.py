@@ -23,9 +23,11 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from ledger import budget, operations, store
-from ledger.engine import ledger_cost
-from ledger.loader import LedgerSnapshot, build_caps, build_dataset, build_releases, check_batch, parse_document
+from ledger.accounting import budget
+from ledger.operations import transactions as operations
+from ledger.store import database as store
+from ledger.accounting.engine import ledger_cost
+from ledger.input.loader import LedgerSnapshot, build_caps, build_dataset, build_releases, check_batch, parse_document
 
 VARIABLES = [f"v{k:02d}" for k in range(100)]
 EPSILONS = ["0.001", "0.002", "0.0005"]

@@ -48,8 +48,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_scale import dataset_document, release_entry  # noqa: E402
 
-from ledger import operations, store  # noqa: E402
-from ledger.loader import Document, build_caps, build_dataset, build_releases  # noqa: E402
+from ledger.operations import transactions as operations  # noqa: E402
+from ledger.store import database as store  # noqa: E402
+from ledger.input.loader import Document, build_caps, build_dataset, build_releases  # noqa: E402
 
 PAYLOAD = "x" * 700  # about one release event's canonical JSON
 

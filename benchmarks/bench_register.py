@@ -36,9 +36,9 @@ import gc, hashlib, json, resource, sys, time
 gc.disable()
 import ledger
 assert ledger.__file__.startswith(sys.path[1]), (ledger.__file__, sys.path[:2])  # the code asked for
-from ledger import choices, store
-from ledger.cli_report import gather_large, large_register_csv
-from ledger.report import ChainStatus
+from ledger.operations import choices; from ledger.store import database as store
+from ledger.cli.report import gather_large, large_register_csv
+from ledger.reporting.report import ChainStatus
 engine = store.make_engine(sys.argv[1])
 with store.read_session(engine) as session:
     light = store.write_context(session)

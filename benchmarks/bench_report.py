@@ -55,12 +55,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from baseline import baseline_package  # noqa: E402
 from sqlmodel import Session  # noqa: E402
 
-from ledger import operations, people, store  # noqa: E402
-from ledger.cli_report import (build_report, chain_status, find_chromium, gather, pdf_from_html,  # noqa: E402
+from ledger.operations import transactions as operations, people  # noqa: E402
+from ledger.store import database as store  # noqa: E402
+from ledger.cli.report import (build_report, chain_status, find_chromium, gather, pdf_from_html,  # noqa: E402
                                 render_text)
-from ledger.engine import LedgerIndex, at_delta  # noqa: E402
-from ledger.loader import build_dataset, build_releases, parse_document  # noqa: E402
-from ledger.records import CHARGED_STATUSES  # noqa: E402
+from ledger.accounting.engine import LedgerIndex, at_delta  # noqa: E402
+from ledger.input.loader import build_dataset, build_releases, parse_document  # noqa: E402
+from ledger.core.records import CHARGED_STATUSES  # noqa: E402
 
 HTML_TARGET_S = 5.0
 PDF_TARGET_S = 20.0

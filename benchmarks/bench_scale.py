@@ -72,8 +72,9 @@ def release_entry(rng: random.Random, release_id: str) -> dict:
 
 
 def _record_batch(engine, entries: list[dict]) -> None:
-    from ledger import operations, store
-    from ledger.loader import Document, build_releases
+    from ledger.operations import transactions as operations
+    from ledger.store import database as store
+    from ledger.input.loader import Document, build_releases
 
     def build(snapshot):
         return build_releases(Document("bench.json", {"dataset": "bench", "releases": entries}), snapshot,
@@ -89,8 +90,8 @@ def _count(path: Path) -> int:
 
 def build(sizes: list[int]) -> dict[int, Path]:
     """The cached ledger of each size, built from the next smaller one when missing."""
-    from ledger import store
-    from ledger.loader import Document, build_caps, build_dataset
+    from ledger.store import database as store
+    from ledger.input.loader import Document, build_caps, build_dataset
 
     CACHE.mkdir(parents=True, exist_ok=True)
     paths = {}
@@ -229,11 +230,12 @@ def baseline_copy(path: Path, ref_root: Path) -> Path:
         return copy
     with sqlite3.connect(path) as source, sqlite3.connect(copy) as target:
         source.backup(target)
-    text = (ref_root / "ledger" / "store.py").read_text()
+    text = next(p for p in (ref_root / "ledger" / "store" / "database.py", ref_root / "ledger" / "store.py")
+                if p.exists()).read_text()  # the baseline commit may predate the layered layout
     version = int(text.split("SCHEMA_VERSION = ", 1)[1].split()[0])
     with sqlite3.connect(copy) as connection:
         connection.execute("UPDATE ledger_meta SET value = ? WHERE key = 'schema_version'", (str(version),))
-        known = {line.split('"')[1] for module in (ref_root / "ledger").glob("*.py")
+        known = {line.split('"')[1] for module in (ref_root / "ledger").rglob("*.py")
                  for line in module.read_text().splitlines() if "__tablename__ =" in line}
         for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
             if name not in known:

@@ -11,15 +11,18 @@ Errors: `InputErrors` (bad input; `.errors` is a list of `LedgerError` with
 source, field and message) and `BudgetRefused` (a cap would break; `.checks`).
 Adapters from OpenDP, dp_accounting and diffprivlib: `ledger.adapters`.
 
-Where a number comes from:
-  records.py     what a release is (frozen data)
-  accounting.py  Spend, composition per notion, zCDP -> epsilon conversion
-  engine.py      the cost rule per release and subset, families, the risk table
-  loader.py      files -> validated records (errors carry file and field)
-  store.py       the database (SQLModel) and the audit chain
-  operations.py  record, check, lifecycle steps, caps: atomic transactions
-  api.py         the Python API over operations (what `import ledger` gives)
-  cli.py         the command line over the same operations
+Where things live (the layers, lowest first; a module imports only its own layer and
+the ones below -- tests/test_layers.py):
+  core/         numbers, records, errors: the vocabulary
+  mechanisms/   the data mechanisms (pure)
+  accounting/   every number: spend.py (composition), engine.py (cost per subset),
+                accountants.py, budget.py (caps), catalogue.py
+  input/        loader.py: files -> validated records
+  store/        database.py (tables, audit chain), columns.py, codec.py, checkpoint.py
+  operations/   transactions.py (record, check, lifecycle, caps), choices.py, people.py
+  reporting/    views.py, report.py, charts.py: what is shown
+  cli/, api.py, adapters/   the interfaces: command line, Python API, other libraries
+Templates are in reports/ (ledger.reports), JSON Schemas in schemas/ (ledger.schemas).
 """
 
 __version__ = "0.1.0"
@@ -43,11 +46,11 @@ def __getattr__(name: str):
     line's `--help` does not pay for it, and the records, so `--version` pays for nothing
     (issue 13, section 2)."""
     if name in _RECORDS:
-        from . import records
+        from .core import records
 
         return getattr(records, name)
     if name in _ERRORS:
-        from . import errors
+        from .core import errors
 
         return getattr(errors, name)
     if name in _API:
@@ -55,7 +58,7 @@ def __getattr__(name: str):
 
         return getattr(api, name)
     if name == "BudgetRefused":  # with the operations it guards (not imported by `--version`)
-        from .operations import BudgetRefused
+        from .operations.transactions import BudgetRefused
 
         return BudgetRefused
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

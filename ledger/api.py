@@ -35,13 +35,15 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from . import budget, choices, operations, store
-from .engine import at_delta
-from .errors import InputErrors, LedgerError, fail
-from .loader import Document, LedgerSnapshot, dataset_and_caps, read_document
-from .numbers import Number, safe_float
-from .records import Dataset, Release
-from .views import table_view
+from .accounting import budget
+from .operations import choices, transactions as operations
+from .store import database as store
+from .accounting.engine import at_delta
+from .core.errors import InputErrors, LedgerError, fail
+from .input.loader import Document, LedgerSnapshot, dataset_and_caps, read_document
+from .core.numbers import Number, safe_float
+from .core.records import Dataset, Release
+from .reporting.views import table_view
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -212,7 +214,7 @@ class Ledger:
                accountant: str | None = None) -> SubsetLoss:
         """The privacy loss on one subset (variables or group names): the figure `subset` prints,
         the smallest valid one of the basic, Rényi and PLD accountants (or `accountant`'s)."""
-        from .accountant_views import subset_accountants
+        from .reporting.accountant_views import subset_accountants
 
         snapshot = self._full(dataset)
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
@@ -240,7 +242,7 @@ class Ledger:
         accountant of each total."""
         import pandas as pd
 
-        from .accountant_views import table_accountants
+        from .reporting.accountant_views import table_accountants
 
         snapshot = self._full(dataset)
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
@@ -270,7 +272,7 @@ class Ledger:
         advance) pld, as `subset` prints it."""
         import pandas as pd
 
-        from .accountant_views import pair_accountants
+        from .reporting.accountant_views import pair_accountants
 
         snapshot = self._full(dataset)
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
@@ -292,8 +294,8 @@ class Ledger:
     def report(self, out: str | Path, *, format: str | None = None, dataset: str | None = None,
                delta: object = None, since: str | datetime | None = None) -> Path:
         """Write a report (html, pdf, md, tex or csv; by default from `out`'s extension)."""
-        from . import cli_report
-        from .report import build_report, draw_here
+        from .cli import report as cli_report
+        from .reporting.report import build_report, draw_here
 
         chosen_format = choices.report_format(format, str(out))
         since_at = since if isinstance(since, datetime) or since is None else cli_report.parse_since(since)
@@ -307,8 +309,8 @@ class Ledger:
         return target
 
     def export_registry(self, dataset: str | None = None, *, tier: int = 2) -> dict[str, Any]:
-        """A DP Deployments Registry record of the dataset (see ledger.registry)."""
-        from .registry import registry_record
+        """A DP Deployments Registry record of the dataset (see ledger.reporting.registry)."""
+        from .reporting.registry import registry_record
 
         snapshot = self._full(dataset)
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")

@@ -2,7 +2,7 @@
 
 `reference_cks` evaluates the Canonne-Kamath-Steinke (2020) bound, Corollary 13,
 by its own search over the Renyi order (a dense grid, then a local refinement),
-so tests can check `ledger.accounting.cks_epsilon` without calling it.
+so tests can check `ledger.accounting.spend.cks_epsilon` without calling it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Shared by the tests: the command line run in this process, as a user runs it.
 
 `cli_main(url, *args)` is `privacy-ledger --db URL ARGS` through the console entry
-point `ledger.cli.main()`, which maps bad input to exit 2 and a refused budget
+point `ledger.cli.app.main()`, which maps bad input to exit 2 and a refused budget
 check to exit 1; it returns the exit code and what was printed.
 """
 
@@ -14,7 +14,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from unittest import mock
 
-from ledger import cli
+from ledger.cli import app as cli
 
 
 @dataclass

@@ -16,7 +16,7 @@ from fractions import Fraction as F
 import pytest
 from support import cli_main
 
-from ledger import accountants
+from ledger.accounting import accountants
 
 DATASET = """\
 dataset: d
@@ -127,9 +127,9 @@ from exact_profiles import epsilon_at, rr_atoms  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from ledger import budget  # noqa: E402
-from ledger.catalogue import derive_guarantees  # noqa: E402
-from ledger.records import Cap, Guarantee, Mechanism, Notion, Release, Status  # noqa: E402
+from ledger.accounting import budget  # noqa: E402
+from ledger.accounting.catalogue import derive_guarantees  # noqa: E402
+from ledger.core.records import Cap, Guarantee, Mechanism, Notion, Release, Status  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SUBSETS = (frozenset("a"), frozenset("b"), frozenset("ab"))
@@ -331,7 +331,7 @@ def test_a_rho_release_joining_a_pure_history_never_lowers_its_caps_figure():
     1e-6. Its figure was the Rényi filter's 5.54; a rho of 1/100 more and the basic zCDP
     conversion (pure epsilon as epsilon^2/2) decided 5.28. The zCDP filter now holds the pure
     history too: CKS at rho 100 * 0.1^2 / 2 = 1/2, and only rises."""
-    from ledger.accounting import cks_epsilon
+    from ledger.accounting.spend import cks_epsilon
 
     def published(i, mechanism, guarantee):
         return Release(f"r{i}", "d", frozenset("a"), mechanism, (guarantee,), status=Status.PUBLISHED,
@@ -475,7 +475,7 @@ def test_a_declared_caps_state_keeps_its_pld_figure_which_check_reads_and_audit_
         return json.loads(text)
 
     def put(value):
-        from ledger import store
+        from ledger.store import database as store
 
         db.execute("UPDATE cap_accountant_state SET state = ? WHERE cap = 'a-cap'", (json.dumps(value),))
         db.commit()

@@ -26,9 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import cli_main
 
-from ledger import accountants
-from ledger.accounting import cks_epsilon
-from ledger.records import Guarantee, Mechanism, Notion, Release, Status
+from ledger.accounting import accountants
+from ledger.accounting.spend import cks_epsilon
+from ledger.core.records import Guarantee, Mechanism, Notion, Release, Status
 
 ADD_REMOVE = privacy_accountant.NeighboringRelation.ADD_OR_REMOVE_ONE
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -278,7 +278,7 @@ class Clock:
 def capped(tmp_path):
     url = f"sqlite:///{tmp_path / 'l.db'}"
     (tmp_path / "d.yaml").write_text(DATASET)
-    with mock.patch("ledger.store.now", Clock()):
+    with mock.patch("ledger.store.database.now", Clock()):
         assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
         assert cli_main(url, "role", "grant", "approver", "approver").code == 0  # another person approves
         yield url, tmp_path
@@ -472,7 +472,7 @@ def test_many_subsampled_releases_rdp_uses_the_sampling_event():
     sampling event is below the one with randomized response at the amplified epsilon; the PLD
     figure keeps randomized response at the amplified epsilon, and says so."""
     mechanism = Mechanism("laplace", (("epsilon", F(3)), ("population", 1000), ("sample_size", 10)))
-    from ledger.catalogue import derive_guarantees
+    from ledger.accounting.catalogue import derive_guarantees
 
     (guarantee,), problems = derive_guarantees(mechanism, frozenset("a"))
     assert not problems

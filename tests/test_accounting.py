@@ -15,7 +15,7 @@ import pytest
 from dp_accounting import dp_event
 from dp_accounting.rdp import rdp_privacy_accountant
 
-from ledger.accounting import (
+from ledger.accounting.spend import (
     UNBOUNDED,
     ZERO,
     Spend,
@@ -25,9 +25,9 @@ from ledger.accounting import (
     spend_max,
     sum_of_two_largest,
 )
-from ledger.engine import LedgerIndex, ledger_cost
-from ledger.numbers import INF
-from ledger.records import Guarantee, Mechanism, Notion, Relation, Release
+from ledger.accounting.engine import LedgerIndex, ledger_cost
+from ledger.core.numbers import INF
+from ledger.core.records import Guarantee, Mechanism, Notion, Relation, Release
 
 F = Fraction
 

@@ -22,11 +22,12 @@ from hypothesis import strategies as st
 from sqlmodel import Session
 from support import cli_main
 
-from ledger import accountants, columns, store
-from ledger.accountants import ACCOUNTANTS
-from ledger.engine import LedgerIndex, at_delta
-from ledger.loader import Document, LedgerSnapshot, build_dataset, build_releases
-from ledger.records import CHARGED_STATUSES, Family, Status
+from ledger.accounting import accountants
+from ledger.store import columns, database as store
+from ledger.accounting.accountants import ACCOUNTANTS
+from ledger.accounting.engine import LedgerIndex, at_delta
+from ledger.input.loader import Document, LedgerSnapshot, build_dataset, build_releases
+from ledger.core.records import CHARGED_STATUSES, Family, Status
 
 VARIABLES = ("a", "b", "c", "d")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -16,7 +16,7 @@ from ledger.adapters import dp_accounting as from_dpa
 from ledger.adapters import diffprivlib as from_dpl
 from ledger.adapters import loss_fraction
 from ledger.adapters import opendp as from_opendp
-from ledger.records import Notion, Relation
+from ledger.core.records import Notion, Relation
 
 dp = pytest.importorskip("opendp.prelude")
 dpa = pytest.importorskip("dp_accounting")

@@ -129,7 +129,7 @@ def test_open_defaults_to_the_cli_url(monkeypatch, tmp_path):
 
 
 def test_postgres_scheme_is_read_as_psycopg():
-    from ledger.choices import ledger_url
+    from ledger.operations.choices import ledger_url
 
     assert ledger_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
     assert ledger_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"

@@ -22,8 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.optimize import brentq
 
-from ledger.accounting import Spend, pure_spend
-from ledger.budget import (
+from ledger.accounting.spend import Spend, pure_spend
+from ledger.accounting.budget import (
     CapTotal,
     apply,
     check,
@@ -33,8 +33,8 @@ from ledger.budget import (
     total_from_history,
     total_from_index,
 )
-from ledger.engine import LedgerIndex
-from ledger.records import (
+from ledger.accounting.engine import LedgerIndex
+from ledger.core.records import (
     Cap,
     Family,
     Guarantee,

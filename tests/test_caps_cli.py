@@ -4,7 +4,7 @@
 Every test runs on a SQLite file and on a fresh PostgreSQL database (`ledger_url`,
 conftest.py; the PostgreSQL runs are skipped, with the reason shown, when
 LEDGER_TEST_POSTGRES_URL is not set). Commands run in this process through the console
-entry point `ledger.cli:main`, so exit codes are the installed command's.
+entry point `ledger.cli.app:main`, so exit codes are the installed command's.
 
 Expected figures are computed here by hand from the files' parameters: pure epsilons
 add exactly; a rho cap counts a pure release as epsilon^2 / 2 (Bun and Steinke 2016,

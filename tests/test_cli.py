@@ -4,7 +4,7 @@ and bad input refused with exit code 2 and nothing written.
 Expected figures are computed here by hand from the files' parameters (Tan's
 cost rule, DESIGN 2.3-2.4), with the zCDP conversion evaluated by this module's
 own implementation of the Canonne-Kamath-Steinke (2020) bound. Exit codes are
-those of the console entry point `ledger.cli:main`: most tests call it in this
+those of the console entry point `ledger.cli.app:main`: most tests call it in this
 process (same code path, no interpreter start-up); a representative few run
 `python -m ledger` as a subprocess.
 """
@@ -27,7 +27,8 @@ from sqlmodel import Session
 from support import Run, cli_main
 from typer.testing import CliRunner
 
-from ledger import cli, store
+from ledger.cli import app as cli
+from ledger.store import database as store
 
 F = Fraction
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

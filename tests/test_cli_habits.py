@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import ledger
-from ledger.progress import progress
+from ledger.core.progress import progress
 from support import cli_main
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -20,7 +20,7 @@ from unittest import mock
 
 import pytest
 
-from ledger import cli
+from ledger.cli import app as cli
 
 PAPER_HEADER = ["{age}", "{sex}", "{residential region}", "{race}", "{other variable}", "whole dataset"]
 PAPER_ROWS = {

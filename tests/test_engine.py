@@ -12,10 +12,10 @@ from itertools import chain, combinations
 
 import pytest
 
-from ledger.accounting import UNBOUNDED, ZERO, Spend
-from ledger.engine import LedgerIndex, at_delta, family_cost, ledger_cost, release_cost
-from ledger.numbers import INF, to_fraction
-from ledger.records import Family, Guarantee, Mechanism, Notion, Relation, Release
+from ledger.accounting.spend import UNBOUNDED, ZERO, Spend
+from ledger.accounting.engine import LedgerIndex, at_delta, family_cost, ledger_cost, release_cost
+from ledger.core.numbers import INF, to_fraction
+from ledger.core.records import Family, Guarantee, Mechanism, Notion, Relation, Release
 
 F = Fraction
 ADD_REMOVE, REPLACE = Relation.ADD_REMOVE, Relation.REPLACE

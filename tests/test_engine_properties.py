@@ -25,9 +25,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ledger.accounting import ZERO, Spend
-from ledger.engine import LedgerIndex, at_delta, candidates, ledger_cost, release_cost
-from ledger.records import Family, Guarantee, Mechanism, Notion, Relation, Release
+from ledger.accounting.spend import ZERO, Spend
+from ledger.accounting.engine import LedgerIndex, at_delta, candidates, ledger_cost, release_cost
+from ledger.core.records import Family, Guarantee, Mechanism, Notion, Relation, Release
 
 F = Fraction
 VARIABLES = ("a", "b", "c", "d")

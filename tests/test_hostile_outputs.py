@@ -20,7 +20,7 @@ from html.parser import HTMLParser
 import pytest
 from support import cli_main
 
-from ledger import limits
+from ledger.input import limits
 
 DATASET = '''\
 dataset: d
@@ -210,7 +210,7 @@ def test_input_refuses_control_characters_and_oversized_names(tmp_path):
 def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised():
     import pandas as pd
 
-    from ledger.cli_report import csv_safe
+    from ledger.cli.report import csv_safe
 
     frame = pd.DataFrame({"=cmd": ["=1+2", "+x", "-y", "@z", "a\x1bb", "plain"]},
                          index=pd.Index(["=HYPERLINK(1)", "r", "s", "t", "u", "v"], name="release"))

@@ -2,7 +2,7 @@
 
 A hypothesis `RuleBasedStateMachine` records releases (derived ones, families keyed and
 random, mixed notions, explicit guarantees, exact releases), approves, publishes,
-retracts and cancels them through `ledger.operations`, on a SQLite file, with a cap that
+retracts and cancels them through `ledger.operations.transactions`, on a SQLite file, with a cap that
 refuses some steps. After every step, for every subset U of the dataset's variables:
 
 - the ledger's figure (`LedgerIndex.subset_cost`, what `subset` and `table` print) is
@@ -32,10 +32,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from support import cli_main
 
-from ledger import operations, store
-from ledger.engine import LedgerIndex, at_delta
-from ledger.errors import InputErrors
-from ledger.records import CHARGED_STATUSES, Notion, Relation, Status
+from ledger.operations import transactions as operations
+from ledger.store import database as store
+from ledger.accounting.engine import LedgerIndex, at_delta
+from ledger.core.errors import InputErrors
+from ledger.core.records import CHARGED_STATUSES, Notion, Relation, Status
 
 F = Fraction
 VARIABLES = ("region", "a", "b")

@@ -24,8 +24,8 @@ from sqlalchemy import create_engine, inspect, text
 from support import cli_main
 from test_report_helpers import clock, context_of
 
-from ledger.history import charged_from, releases_as_of, status_at
-from ledger.records import Mechanism, Release, Status
+from ledger.accounting.history import charged_from, releases_as_of, status_at
+from ledger.core.records import Mechanism, Release, Status
 
 F = Fraction
 T = lambda month, day, hour=9: datetime(2024, month, day, hour, 0, tzinfo=UTC)  # noqa: E731
@@ -264,7 +264,7 @@ def test_run_records_planned_unless_it_goes_straight_out(tmp_path):
 
 
 # --------------------------------------------------------------------------
-# Properties of the ledger as it stood (ledger.history, pure)
+# Properties of the ledger as it stood (ledger.accounting.history, pure)
 # --------------------------------------------------------------------------
 
 DAY = timedelta(days=1)

@@ -21,14 +21,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.loader import (
+from ledger.input.loader import (
     LedgerSnapshot,
     build_dataset,
     load_dataset,
     load_releases,
     parse_document,
 )
-from ledger.records import (
+from ledger.core.records import (
     Dataset,
     Family,
     Guarantee,
@@ -543,7 +543,7 @@ def _replaced(document, at, new):
 def test_the_fast_schema_check_accepts_only_what_jsonschema_accepts(name, valid, data):
     import jsonschema
 
-    from ledger.loader import _fast_validator, schema
+    from ledger.input.loader import _fast_validator, schema
 
     assert jsonschema.Draft202012Validator(schema(name)).is_valid(valid)
     document = valid

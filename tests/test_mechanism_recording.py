@@ -1,5 +1,5 @@
 """Mechanisms that run on data and record their own releases (issue 5), through
-`ledger.mechanisms.recording.run_and_record` on a SQLite ledger per test.
+`ledger.operations.recording.run_and_record` on a SQLite ledger per test.
 
 Every expected value is worked out here from the parameters, by hand or by exact
 enumeration, never read back from the code under test:
@@ -36,13 +36,14 @@ import pandas as pd
 import pytest
 from sqlmodel import Session
 
-from ledger import operations, store
-from ledger.engine import LedgerIndex
-from ledger.errors import InputErrors
-from ledger.loader import build_caps, build_dataset, parse_document
-from ledger.mechanisms import recording
-from ledger.mechanisms.recording import run_and_record
-from ledger.records import CHARGED_STATUSES, Notion, Relation, Release
+from ledger.operations import transactions as operations
+from ledger.store import database as store
+from ledger.accounting.engine import LedgerIndex
+from ledger.core.errors import InputErrors
+from ledger.input.loader import build_caps, build_dataset, parse_document
+from ledger.operations import recording
+from ledger.operations.recording import run_and_record
+from ledger.core.records import CHARGED_STATUSES, Notion, Relation, Release
 
 F = Fraction
 mpmath.mp.dps = 50

@@ -14,7 +14,7 @@ from fractions import Fraction
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.numbers import format_number, to_json
+from ledger.core.numbers import format_number, to_json
 
 F = Fraction
 fractions = st.fractions(min_value=F(1, 10**9), max_value=F(10**6), max_denominator=10**9)

@@ -484,8 +484,8 @@ def test_cap_list_text_states_what_its_json_states(ledger):
 
 
 def test_an_approximation_beside_a_fraction_is_the_fraction_value():
-    from ledger.numbers import format_exact, format_number
-    from ledger.views import param_text
+    from ledger.core.numbers import format_exact, format_number
+    from ledger.reporting.views import param_text
 
     assert param_text(F(1, 10**10)) == "1e-10"
     for value in (F(1, 3 * 10**10), F(2, 3), F(10**12 + 1, 3), F(1, 7 * 10**70)):

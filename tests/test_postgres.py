@@ -24,8 +24,8 @@ from sqlalchemy import create_engine, inspect, text
 from sqlmodel import Session
 from support import Run, cli_main
 
-from ledger import store
-from ledger.loader import LedgerSnapshot, build_dataset, load_releases, parse_document
+from ledger.store import database as store
+from ledger.input.loader import LedgerSnapshot, build_dataset, load_releases, parse_document
 
 F = Fraction
 WHEN = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -337,7 +337,7 @@ def test_an_edited_running_total_is_reported_by_audit_verify(clinic, tmp_path, e
 # A ledger made by version 1 (no caps, no running totals) is upgraded on first use
 # --------------------------------------------------------------------------
 
-# The tables and columns of schema version 1 (commit ea4508c, ledger/store.py).
+# The tables and columns of schema version 1 (commit ea4508c, ledger/store/database.py).
 V1_COLUMNS = {
     "ledger_meta": {"key", "value"},
     "datasets": {"name", "description", "delta", "groups", "created_at"},

@@ -1,4 +1,4 @@
-"""The Gaussian PLD built with numpy (ledger/privacy_loss.py) against dp_accounting's own
+"""The Gaussian PLD built with numpy (ledger/accounting/privacy_loss.py) against dp_accounting's own
 construction (the peer) and the exact Gaussian privacy profile (Balle and Wang 2018, Thm 8)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from ledger.privacy_loss import gaussian_deltas, gaussian_pld, to_dp_accounting
+from ledger.accounting.privacy_loss import gaussian_deltas, gaussian_pld, to_dp_accounting
 
 
 def exact_delta(multiplier: float, epsilon: float) -> float:
@@ -72,7 +72,7 @@ def test_refuses_what_has_no_pld():
     lambda: gaussian_pld(10, 1e-3),
 ], ids=["laplace-1000", "laplace-10", "discrete-laplace", "gaussian"])
 def test_self_composition_is_dp_accountings(make, count):
-    from ledger.privacy_loss import self_compose
+    from ledger.accounting.privacy_loss import self_compose
 
     base = make()
     ours, peer = self_compose(base, count), base.self_compose(count)
@@ -105,7 +105,7 @@ def _randomized_response(epsilon: float, interval: float):
 def test_composition_is_dp_accountings_bit_for_bit(left, right, interval):
     """Brief h3: `privacy_loss.compose` truncates the convolved tails with numpy; the PMF, the
     infinity mass and the figures are dp_accounting's own, exactly (no tolerance)."""
-    from ledger.privacy_loss import compose
+    from ledger.accounting.privacy_loss import compose
 
     a, b = left(interval), right(interval)
     ours, peer = compose(a, b), a.compose(b)
@@ -122,7 +122,7 @@ def test_composition_is_dp_accountings_bit_for_bit(left, right, interval):
 @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=60), st.floats(0.0, 2.0))
 @settings(max_examples=300, deadline=None)
 def test_the_tail_search_is_dp_accountings_loop(values, threshold):
-    from ledger.privacy_loss import _prefix_within
+    from ledger.accounting.privacy_loss import _prefix_within
 
     s, expected = 0, len(values)
     for i, value in enumerate(np.asarray(values)):  # dp_accounting's _find_prefix_to_truncate
@@ -142,7 +142,7 @@ def test_a_composition_from_kept_nodes_is_the_whole_composition_bit_for_bit(chan
     composition that changes one setting's count composes again only the nodes above it. Each
     step's PMF and figure equal the same tree composed from scratch with dp_accounting's own
     `compose` (no node kept), whatever was composed before."""
-    from ledger import accountants
+    from ledger.accounting import accountants
 
     accountants._PRODUCTS.clear()
     interval = 2.0 ** -9
@@ -200,7 +200,7 @@ def _same_pmf(ours, peer, exact: bool) -> None:
 @pytest.mark.parametrize("interval", [1e-3, 2.0 ** -8])
 def test_composition_is_dp_accountings(left, right, interval):
     """The numpy tail truncation finds dp_accounting's cut points exactly: the same PMF."""
-    from ledger.privacy_loss import compose
+    from ledger.accounting.privacy_loss import compose
 
     a, b = left(interval), right(interval)
     _same_pmf(compose(a, b), a.compose(b), exact=True)
@@ -214,7 +214,7 @@ def test_randomized_response_is_the_binomial_dp_accounting_builds(steps, count, 
     the binomial's (mean count * e * tanh(e / 2), Kairouz et al. 2015)."""
     from scipy import stats
 
-    from ledger.privacy_loss import randomized_response_pld
+    from ledger.accounting.privacy_loss import randomized_response_pld
 
     interval = 2.0 ** -exponent
     epsilon = steps * interval
@@ -238,7 +238,7 @@ def test_randomized_response_is_the_binomial_dp_accounting_builds(steps, count, 
 def test_epsilon_for_delta_is_dp_accountings(multiplier, copies, laplace, exponent, delta_exponent):
     """The vectorised scan gives dp_accounting's epsilon (to an ulp or two: numpy's exp and log)
     on dense PLDs of every shape the ledger composes, at deltas from 0.1 to 1e-14."""
-    from ledger.privacy_loss import compose, epsilon_for_delta, self_compose
+    from ledger.accounting.privacy_loss import compose, epsilon_for_delta, self_compose
 
     interval = 2.0 ** -exponent
     pld = compose(gaussian_pld(multiplier, interval),
@@ -252,7 +252,7 @@ def test_epsilon_for_delta_edge_cases():
     """Infinite mass above delta: unbounded; a delta above every mass: 0; a point mass."""
     from dp_accounting.pld import pld_pmf
 
-    from ledger.privacy_loss import epsilon_for_delta
+    from ledger.accounting.privacy_loss import epsilon_for_delta
 
     for probs, infinity, lower, delta in [([0.25, 0.5, 0.25], 0.01, -1, 0.001), ([0.25, 0.5, 0.25], 0.0, -1, 0.9),
                                           ([1.0], 0.0, 3, 1e-6), ([0.5, 0.0, 0.5], 1e-9, 800, 1e-6),
@@ -279,7 +279,7 @@ def test_the_laplace_pld_is_the_one_dp_accounting_builds_bit_for_bit(parameter, 
     """Issue 13 section 2: `privacy_loss.laplace` builds from_laplace_mechanism's PLD without
     importing dp_accounting: the same grid, the same kind (sparse up to 1000 points, else dense)
     and the same floats."""
-    from ledger.privacy_loss import laplace
+    from ledger.accounting.privacy_loss import laplace
 
     interval = 2.0 ** -exponent
     peer = PLD.from_laplace_mechanism(parameter=parameter, value_discretization_interval=interval,
@@ -289,7 +289,7 @@ def test_the_laplace_pld_is_the_one_dp_accounting_builds_bit_for_bit(parameter, 
 
 @pytest.mark.parametrize("parameter,interval", [(1.0, 1e-3), (0.5, 2.0 ** -12), (1000.0, 1e-4), (3.0, 0.5)])
 def test_the_laplace_pld_dense_and_sparse(parameter, interval):
-    from ledger.privacy_loss import laplace
+    from ledger.accounting.privacy_loss import laplace
 
     peer = PLD.from_laplace_mechanism(parameter=parameter, value_discretization_interval=interval)
     _same_pmf_exactly(to_dp_accounting(laplace(parameter, interval)), peer)
@@ -300,7 +300,7 @@ def test_the_laplace_pld_dense_and_sparse(parameter, interval):
 def test_the_gaussian_grid_is_dp_accountings_connect_dots_bounds(multiplier, exponent):
     """The Gaussian PLD's grid ends, computed without dp_accounting, are its
     GaussianPrivacyLoss.connect_dots_bounds rounded out to the grid, exactly."""
-    from ledger.privacy_loss import gaussian
+    from ledger.accounting.privacy_loss import gaussian
 
     interval = 2.0 ** -exponent
     bounds = privacy_loss_mechanism.GaussianPrivacyLoss(
@@ -316,7 +316,7 @@ def test_the_gaussian_grid_is_dp_accountings_connect_dots_bounds(multiplier, exp
 def test_the_convolution_is_scipy_signals_fftconvolve_bit_for_bit(one, two):
     from scipy import signal
 
-    from ledger.privacy_loss import _convolve
+    from ledger.accounting.privacy_loss import _convolve
 
     a, b = np.asarray(one), np.asarray(two)
     assert np.array_equal(_convolve(a, b), signal.fftconvolve(a, b))
@@ -346,7 +346,7 @@ def test_a_declared_cap_is_decided_without_dp_accounting(tmp_path):
                                         "  - {id: n1, reads: [age], mechanism: {name: laplace, epsilon: 0.5}}\n")
     heavy = ("dp_accounting", "scipy.stats", "scipy.signal", "scipy.optimize")
     for command in ("check", "record"):
-        code = ("import sys\nfrom ledger import cli\n"
+        code = ("import sys\nfrom ledger.cli import app as cli\n"
                 f"sys.argv = ['privacy-ledger', '--db', {url!r}, {command!r}, {str(tmp_path / 'next.yaml')!r}]\n"
                 "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
                 f"print('IMPORTED', [m for m in {heavy!r} if m in sys.modules])")

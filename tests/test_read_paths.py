@@ -8,8 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import engine
-from ledger.engine import LedgerIndex
+from ledger.accounting import engine
+from ledger.accounting.engine import LedgerIndex
 
 
 def _index(reads: np.ndarray) -> LedgerIndex:
@@ -57,7 +57,7 @@ def test_pair_counts_of_a_known_ledger():
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 7), st.integers(0, 30), st.integers(0, 2**32 - 1))
 def test_read_extremes_equal_the_column_extremes(n_var, n_rel, seed):
-    from ledger.accountants import _column_extreme, read_extreme
+    from ledger.accounting.accountants import _column_extreme, read_extreme
 
     rng = np.random.default_rng(seed)
     reads = rng.random((n_rel, n_var)) < rng.random()
@@ -74,8 +74,8 @@ def test_read_extremes_of_monotone_values_equal_the_column_extremes(n_var, n_rel
     # recording moments rise with the releases (and publication moments nearly always): the
     # extremes are then read from the ends of the reads matrix (`_monotone_extreme`), a chunk at
     # a time; they must be the extremes over every release reading the variable
-    from ledger import accountants
-    from ledger.accountants import _column_extreme, read_extreme
+    from ledger.accounting import accountants
+    from ledger.accounting.accountants import _column_extreme, read_extreme
 
     rng = np.random.default_rng(seed)
     reads = rng.random((n_rel, n_var)) < rng.random() ** 3  # some variables read by no release
@@ -110,8 +110,8 @@ from hypothesis import HealthCheck  # noqa: E402
 from sqlmodel import Session  # noqa: E402
 from test_accounting_rows import VARIABLES, ledgers, record  # noqa: E402
 
-from ledger import columns, store  # noqa: E402
-from ledger.records import CHARGED_STATUSES, Status  # noqa: E402
+from ledger.store import columns, database as store  # noqa: E402
+from ledger.core.records import CHARGED_STATUSES, Status  # noqa: E402
 
 
 def _same_rows(found: columns._Rows, expected: columns._Rows) -> None:

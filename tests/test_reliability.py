@@ -23,7 +23,9 @@ import pytest
 from sqlalchemy import create_engine, text
 from support import cli_main
 
-from ledger import failures, operations, store
+from ledger.core import failures
+from ledger.operations import transactions as operations
+from ledger.store import database as store
 
 DATASET = """\
 dataset: payroll
@@ -334,7 +336,7 @@ def test_a_fifo_or_an_oversized_file_is_refused_without_blocking_anyone(payroll,
 def test_input_files_are_parsed_before_the_write_lock_is_taken(payroll, tmp_path, monkeypatch):
     """A file is read while another writer holds the lock: parsing does not wait for it,
     and the record, asked after the lock is freed, goes through."""
-    from ledger import loader
+    from ledger.input import loader
 
     seen_locked = []
     original = loader.parse_document
@@ -355,7 +357,7 @@ def test_input_files_are_parsed_before_the_write_lock_is_taken(payroll, tmp_path
 def test_input_files_are_checked_against_the_schema_before_the_write_lock_is_taken(payroll, tmp_path, monkeypatch):
     """Schema validation runs before the transaction too, once per file: while it runs another writer
     can take the lock, and a file the schema refuses never opens a write transaction."""
-    from ledger import loader
+    from ledger.input import loader
 
     seen_locked, validated = [], []
     original = loader.validate

@@ -30,7 +30,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from support import cli_main
 
-from ledger import store
+from ledger.store import database as store
 
 pytestmark = pytest.mark.load
 
@@ -129,7 +129,7 @@ def test_two_hundred_writers_end_recorded_or_refused_and_nothing_is_lost(ledger_
 WRITER = textwrap.dedent("""\
     import sys
     from pathlib import Path
-    from ledger import operations, store
+    from ledger.operations import transactions as operations; from ledger.store import database as store
     url, name, count, directory = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
     engine = store.make_engine(url)
     for i in range(count):
@@ -175,7 +175,7 @@ def test_verification_while_twenty_writers_record_never_cries_wolf(ledger_url, t
 LIFECYCLE = textwrap.dedent("""\
     import random, sys
     from pathlib import Path
-    from ledger import operations, store
+    from ledger.operations import transactions as operations; from ledger.store import database as store
     url, directory, seed = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
     rng = random.Random(seed)
     engine = store.make_engine(url)

@@ -17,9 +17,9 @@ from fractions import Fraction
 import pytest
 from test_report_helpers import context_of, record, run_main, step
 
-from ledger.cli_report import render
+from ledger.cli.report import render
 from ledger.mechanisms.ppercent import PPercentGuarantee
-from ledger.report import (
+from ledger.reporting.report import (
     MATRIX_CELL_LIMIT,
     from_p_percent,
     pufferfish_entries,
@@ -365,8 +365,8 @@ def test_pufferfish_guarantees_recorded_by_mechanisms_are_reported_apart(tmp_pat
     release has no DP guarantee, so it is ∞ (not protected) on what it reads, never its epsilon."""
     import pandas as pd
 
-    from ledger import store
-    from ledger.mechanisms.recording import run_and_record
+    from ledger.store import database as store
+    from ledger.operations.recording import run_and_record
 
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     record(url, tmp_path, "firms.yaml", FIRMS, T(1, 1), "--as", "ada", command="dataset")
@@ -404,8 +404,8 @@ def _inputs_of(url: str):
     from sqlmodel import Session
     from test_report_helpers import GENERATED
 
-    from ledger import store
-    from ledger.cli_report import gather
+    from ledger.store import database as store
+    from ledger.cli.report import gather
 
     engine = store.make_engine(url)
     try:
@@ -417,8 +417,8 @@ def _inputs_of(url: str):
 
 
 def test_charts_drawn_alongside_are_the_charts_drawn_here(meeting_ledger):
-    from ledger.cli_report import ChartsAlongside
-    from ledger.report import build_report
+    from ledger.cli.report import ChartsAlongside
+    from ledger.reporting.report import build_report
 
     inputs = _inputs_of(meeting_ledger[0])
     here = build_report(inputs)
@@ -435,9 +435,9 @@ def test_charts_drawn_alongside_are_the_charts_drawn_here(meeting_ledger):
 def test_charts_are_drawn_here_when_the_drawing_process_fails(meeting_ledger, monkeypatch):
     import os
 
-    from ledger import charts
-    from ledger.cli_report import ChartsAlongside
-    from ledger.report import build_report
+    from ledger.reporting import charts
+    from ledger.cli.report import ChartsAlongside
+    from ledger.reporting.report import build_report
 
     parent = os.getpid()
     drawn_here = charts.heat_map_svg
@@ -460,8 +460,8 @@ def test_charts_are_drawn_here_when_the_drawing_process_fails(meeting_ledger, mo
 def test_pairs_and_timeline_computed_in_a_forked_process_are_the_ones_computed_here(meeting_ledger):
     """issue 13, section 4: the CLI computes the pairs panel and the timeline in a forked process
     (cli_report.ForkedCall); the report is the same, figure for figure and byte for byte."""
-    from ledger.cli_report import ForkedCall, render
-    from ledger.report import build_report, here
+    from ledger.cli.report import ForkedCall, render
+    from ledger.reporting.report import build_report, here
 
     inputs = _inputs_of(meeting_ledger[0])
     started = []
@@ -483,9 +483,9 @@ def test_pairs_and_timeline_computed_in_a_forked_process_are_the_ones_computed_h
 def test_pairs_are_computed_here_when_the_forked_process_fails(meeting_ledger, monkeypatch):
     import os
 
-    from ledger import report
-    from ledger.cli_report import ForkedCall
-    from ledger.report import build_report, here
+    from ledger.reporting import report
+    from ledger.cli.report import ForkedCall
+    from ledger.reporting.report import build_report, here
 
     parent = os.getpid()
     computed_here = report.pair_figures

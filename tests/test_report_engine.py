@@ -17,10 +17,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.accounting import Spend, cks_epsilon
-from ledger.engine import LedgerIndex, at_delta, ledger_cost
-from ledger.records import Family, Guarantee, Mechanism, Notion, Relation, Release
-from ledger.report import cks_floats, epsilon_floats
+from ledger.accounting.spend import Spend, cks_epsilon
+from ledger.accounting.engine import LedgerIndex, at_delta, ledger_cost
+from ledger.core.records import Family, Guarantee, Mechanism, Notion, Relation, Release
+from ledger.reporting.report import cks_floats, epsilon_floats
 
 F = Fraction
 VARIABLES = ("age", "sex", "region", "race", "income", "degree")
@@ -174,9 +174,9 @@ def test_the_reports_total_row_is_the_one_table_shows(ledger, adaptive, mechanis
     from dataclasses import replace
     from datetime import UTC, datetime, timedelta
 
-    from ledger.accountant_views import table_accountants
-    from ledger.records import Status
-    from ledger.report import shown_accounts
+    from ledger.reporting.accountant_views import table_accountants
+    from ledger.core.records import Status
+    from ledger.reporting.report import shown_accounts
     from test_engine_properties import VARIABLES as NAMES
 
     start = datetime(2024, 1, 1, tzinfo=UTC)
@@ -203,9 +203,9 @@ def test_declared_gaussians_show_their_pld_figure_and_adaptive_ones_never_do():
     and the report, like `table`, shows another accountant's figure."""
     from datetime import UTC, datetime, timedelta
 
-    from ledger.accountant_views import table_accountants
-    from ledger.records import Status
-    from ledger.report import shown_accounts
+    from ledger.reporting.accountant_views import table_accountants
+    from ledger.core.records import Status
+    from ledger.reporting.report import shown_accounts
 
     start = datetime(2024, 1, 1, tzinfo=UTC)
     for adaptive in (False, True):

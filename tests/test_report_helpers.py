@@ -17,9 +17,10 @@ from unittest import mock
 from sqlmodel import Session
 from support import Run, cli_main
 
-from ledger import cli, store
-from ledger.cli_report import build_report, gather, render
-from ledger.demo import run_demo
+from ledger.cli import app as cli
+from ledger.store import database as store
+from ledger.cli.report import build_report, gather, render
+from ledger.cli.demo import run_demo
 
 GENERATED = datetime(2024, 6, 3, 14, 30, tzinfo=UTC)  # "generated at" of every rendered report
 DEMO_TIME = datetime(2024, 5, 2, 9, 15, tzinfo=UTC)  # when the demo ledger is recorded
@@ -55,7 +56,7 @@ def clock(at: datetime, step: timedelta = timedelta(0)):
 
 
 def demo_ledger(directory: Path) -> str:
-    """Tan's Example 3.6 recorded by `ledger.demo.run_demo` in a new SQLite file."""
+    """Tan's Example 3.6 recorded by `ledger.cli.demo.run_demo` in a new SQLite file."""
     url = f"sqlite:///{directory / 'demo.db'}"
     engine = store.make_engine(url)
     store.ensure_schema(engine)

@@ -25,9 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 from bench_report import build_ledger  # noqa: E402
 
-from ledger import choices, store  # noqa: E402
-from ledger.cli_report import gather, gather_large, large_register_csv, large_register_entries, register_csv  # noqa: E402
-from ledger.report import SUMMARY_ENV, ChainStatus, build_large_report, build_report  # noqa: E402
+from ledger.operations import choices  # noqa: E402
+from ledger.store import database as store  # noqa: E402
+from ledger.cli.report import gather, gather_large, large_register_csv, large_register_entries, register_csv  # noqa: E402
+from ledger.reporting.report import SUMMARY_ENV, ChainStatus, build_large_report, build_report  # noqa: E402
 from support import cli_main  # noqa: E402
 
 CHAIN = ChainStatus(True, 1, "head", ())
@@ -41,7 +42,7 @@ def built(tmp_path_factory):
 
 
 def both(url: str, listed: int = 7):
-    import ledger.report as report
+    import ledger.reporting.report as report
 
     engine = store.make_engine(url)
     with store.read_session(engine) as session:
@@ -98,8 +99,8 @@ def test_the_large_path_gives_every_figure_of_the_small_path(built):
 
 def test_the_large_register_holds_every_release_as_the_small_path_does(built, monkeypatch):
     url, _ = built
-    monkeypatch.setattr("ledger.cli_report.REGISTER_PAGE", 37)  # several pages, one not full
-    monkeypatch.setattr("ledger.cli_report.REGISTER_CACHE", 40)  # the register's caches emptied on the way
+    monkeypatch.setattr("ledger.cli.report.REGISTER_PAGE", 37)  # several pages, one not full
+    monkeypatch.setattr("ledger.cli.report.REGISTER_CACHE", 40)  # the register's caches emptied on the way
     snapshot, small, large = both(url)
     entries = list(large.summary.entries())
     assert [e.id for e in entries] == list(snapshot.releases)  # every release, in recording order
@@ -114,7 +115,7 @@ def test_the_command_past_the_threshold_writes_a_register_of_every_stored_releas
     url, directory = built
     monkeypatch.setenv(SUMMARY_ENV, "100")
     called = []
-    import ledger.cli_report as cli_report
+    import ledger.cli.report as cli_report
 
     original = cli_report.gather_large
     monkeypatch.setattr(cli_report, "gather_large", lambda *a, **k: called.append(1) or original(*a, **k))
@@ -137,9 +138,9 @@ def test_running_totals_a_chunk_at_a_time_equal_the_whole_cell_matrix(built, mon
     """engine.running_totals on an index past _CHUNK releases adds Table 1's cells a chunk at a
     time (the timeline of a million releases); the totals at every checkpoint are the same as
     from the whole matrix, families included, in any order of the releases."""
-    import ledger.engine as engine
-    from ledger.engine import LedgerIndex, at_delta
-    from ledger.records import CHARGED_STATUSES
+    import ledger.accounting.engine as engine
+    from ledger.accounting.engine import LedgerIndex, at_delta
+    from ledger.core.records import CHARGED_STATUSES
 
     url, _ = built
     with store.read_session(store.make_engine(url)) as session:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.report import SUMMARY_ENV
+from ledger.reporting.report import SUMMARY_ENV
 from support import cli_main
 
 DATASET = """\
@@ -66,7 +66,7 @@ def read_register(path: Path) -> dict[str, dict]:
 
 def test_a_report_past_the_threshold_links_a_register_of_every_release(ledger, monkeypatch):
     url, tmp_path = ledger
-    monkeypatch.setattr("ledger.report.LARGEST_LISTED", 2)
+    monkeypatch.setattr("ledger.reporting.report.LARGEST_LISTED", 2)
     out = tmp_path / "report.html"
     run = cli_main(url, "report", "--out", out)
     assert run.code == 0, run.err
@@ -176,6 +176,6 @@ from hypothesis import strategies as st  # noqa: E402
 def test_a_register_column_is_neutralised_as_each_of_its_cells_would_be(values):
     """cli_report.csv_column (the large register's columns, checked a column at a time) gives
     exactly csv_cell of each value: formulas behind an apostrophe, control characters made visible."""
-    from ledger.cli_report import csv_cell, csv_column
+    from ledger.cli.report import csv_cell, csv_column
 
     assert csv_column(values) == [csv_cell(v) for v in values]

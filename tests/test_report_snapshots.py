@@ -1,6 +1,6 @@
 """Snapshot tests: every report format for the demo ledger (Tan's Example 3.6).
 
-The demo is recorded by `ledger.demo.run_demo` with the store's clock fixed, and each
+The demo is recorded by `ledger.cli.demo.run_demo` with the store's clock fixed, and each
 report is rendered at a fixed "generated at"; hashes (and the drawing commands of the
 inline SVG charts, but not their text) are normalised. The snapshots live in
 tests/snapshots/. After a deliberate change, regenerate them with

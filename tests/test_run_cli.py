@@ -1,6 +1,6 @@
 """The issue-5 commands: `run`, `assess`, `sample-privacy` and `demo --example graduates`.
 
-Most commands run in this process through the console entry point `ledger.cli:main`
+Most commands run in this process through the console entry point `ledger.cli.app:main`
 (so exit codes are the installed command's); a representative few run as
 `python -m ledger` subprocesses. Expected values are worked out here by hand:
 the p%, frequency and (n,k) dominance flags of each cell; the bits a pair of

@@ -24,8 +24,9 @@ from sqlalchemy import create_engine, inspect, text
 from sqlmodel import Session
 from support import cli_main
 
-from ledger import operations, people, store
-from ledger.loader import build_caps, build_dataset, read_document
+from ledger.operations import transactions as operations, people
+from ledger.store import database as store
+from ledger.input.loader import build_caps, build_dataset, read_document
 
 DATASET = """\
 dataset: survey

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from support import cli_main
 from test_engine_properties import ALL_SUBSETS, VARIABLES, ledgers
 
-from ledger import budget
-from ledger.engine import LedgerIndex, at_delta
-from ledger.records import Cap
+from ledger.accounting import budget
+from ledger.accounting.engine import LedgerIndex, at_delta
+from ledger.core.records import Cap
 
 F = Fraction
 DELTAS = (F(1, 10**9), F(1, 10**6), F(1, 10**4))
@@ -228,8 +228,8 @@ def test_the_pair_arrays_compose_each_pair_as_subset_does(ledger, declared, lapl
     from datetime import UTC, datetime, timedelta
     from unittest import mock
 
-    from ledger import accountants
-    from ledger.records import Guarantee, Mechanism, Notion, Relation, Status
+    from ledger.accounting import accountants
+    from ledger.core.records import Guarantee, Mechanism, Notion, Relation, Status
 
     releases = []
     for k, release in enumerate(ledger.releases):
@@ -272,8 +272,8 @@ def test_a_family_composed_once_per_case_costs_what_family_cost_gives(ledger):
     """`accountants.FamilyCases` (a family's cost keyed by the set of its touched members' values,
     whether one is untouched and whether the key is met) equals `engine.family_cost` on every
     subset, for families keyed and random, members of one or several guarantees."""
-    from ledger import accountants
-    from ledger.engine import family_cost
+    from ledger.accounting import accountants
+    from ledger.accounting.engine import family_cost
 
     index = LedgerIndex(VARIABLES, ledger.releases, ledger.families)
     for fid, rows in index.members.items():

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from ledger import columns, store
-from ledger.engine import LedgerIndex, at_delta, ledger_cost
-from ledger.loader import LedgerSnapshot, build_dataset, load_releases, read_document
-from ledger.numbers import exact_text, figure_fields  # noqa: F401
-from ledger.records import CHARGED_STATUSES
+from ledger.store import columns, database as store
+from ledger.accounting.engine import LedgerIndex, at_delta, ledger_cost
+from ledger.input.loader import LedgerSnapshot, build_dataset, load_releases, read_document
+from ledger.core.numbers import exact_text, figure_fields  # noqa: F401
+from ledger.core.records import CHARGED_STATUSES
 from support import cli_main
 
 DATASET = """\
@@ -182,7 +182,7 @@ def test_a_ledger_of_schema_3_is_upgraded_once_with_an_audit_event_per_version(l
 
 
 def test_help_and_version_import_neither_the_orm_nor_numpy():
-    code = ("import sys\nfrom ledger import cli\nsys.argv = ['privacy-ledger', '--help']\n"
+    code = ("import sys\nfrom ledger.cli import app as cli\nsys.argv = ['privacy-ledger', '--help']\n"
             "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
             "heavy = [m for m in ('sqlalchemy', 'sqlmodel', 'numpy', 'pandas', 'jinja2', 'matplotlib', 'rich')"
             " if m in sys.modules]\nprint('HEAVY', heavy)")
@@ -194,7 +194,7 @@ def test_check_imports_neither_numpy_nor_pandas(ledger, tmp_path):
     url, _ = ledger
     plan = write(tmp_path, "plan.yaml", "dataset: survey\nreleases:\n"
                  "  - {id: p, reads: [income], mechanism: {name: laplace, epsilon: 1}}\n")
-    code = (f"import sys\nfrom ledger import cli\nsys.argv = ['privacy-ledger', '--db', {url!r}, 'check', {str(plan)!r}]\n"
+    code = (f"import sys\nfrom ledger.cli import app as cli\nsys.argv = ['privacy-ledger', '--db', {url!r}, 'check', {str(plan)!r}]\n"
             "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
             "print('HEAVY', [m for m in ('numpy', 'pandas', 'jinja2', 'matplotlib') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -238,7 +238,7 @@ def test_the_verified_head_keeps_when_it_was_verified_and_an_old_head_is_upgrade
     --since-checkpoint."""
     from datetime import datetime, timedelta
 
-    from ledger import verified_head
+    from ledger.store import verified_head
 
     url, tmp_path = ledger
     path = url.removeprefix("sqlite:///")
@@ -351,7 +351,7 @@ def test_the_schema_7_upgrade_rebuilds_the_caps_accountant_states_once(tmp_path)
     assert cli_main(url, "cap", "list", "--json").json() == before
     with sqlite3.connect(path) as connection:
         states = [json.loads(text) for (text,) in connection.execute("SELECT state FROM cap_accountant_state")]
-    from ledger import accountants
+    from ledger.accounting import accountants
     assert states and all(state["v"] == accountants.STATE_VERSION for state in states)
     assert cli_main(url, "audit", "verify").code == 0
 

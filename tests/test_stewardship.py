@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from ledger import checkpoint, store
-from ledger.codec import GENESIS_HASH, event_hash
+from ledger.store import checkpoint, database as store
+from ledger.store.codec import GENESIS_HASH, event_hash
 from support import cli_main
 
 DATASET = """\
@@ -476,9 +476,9 @@ def test_status_badges_differ_by_status(ledger):
 def test_the_worst_pair_shortcut_for_an_infinite_variable_agrees_with_the_pair_grid():
     """With a protected variable at ∞ the headline names the first pair holding it without
     the O(V²) grid; the grid itself gives the same pair and figure."""
-    from ledger.engine import LedgerIndex, at_delta
-    from ledger.headline import headline
-    from ledger.records import Dataset, Guarantee, Mechanism, Notion, Release, Variable
+    from ledger.accounting.engine import LedgerIndex, at_delta
+    from ledger.reporting.headline import headline
+    from ledger.core.records import Dataset, Guarantee, Mechanism, Notion, Release, Variable
 
     names = ("p", "a", "b", "c", "d")
     dataset = Dataset("d", tuple(Variable(n, "public" if n == "p" else "sensitive") for n in names))

@@ -22,8 +22,8 @@ import pytest
 from sqlmodel import Session
 from support import Run, cli_main
 
-from ledger import store
-from ledger.loader import LedgerSnapshot, build_dataset, load_releases, parse_document
+from ledger.store import database as store
+from ledger.input.loader import LedgerSnapshot, build_dataset, load_releases, parse_document
 
 F = Fraction
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from ledger import store
-from ledger.codec import canonical_json
+from ledger.store import database as store
+from ledger.store.codec import canonical_json
 from support import cli_main
 from test_scale import DATASET as SCALE_DATASET
 from test_scale import RELEASES as SCALE_RELEASES
@@ -120,7 +120,7 @@ def test_streaming_verify_finds_what_the_whole_verification_finds(pristine, tmp_
 def test_an_events_hash_written_directly_is_the_chain_hash_of_its_canonical_json(text):
     # event_hash writes the event's fields without json.dumps (the verify walk hashes every event):
     # it must hash the very text codec.chain_hash hashes, whatever the strings hold
-    from ledger.codec import chain_hash, event_hash
+    from ledger.store.codec import chain_hash, event_hash
 
     payload = {"release": {"title": text, "n": 3}}
     body = {"seq": 12, "at": text, "actor": text, "kind": text, "subject": text, "payload": payload}

@@ -24,9 +24,9 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from ..catalogue import derive_guarantees
-from ..errors import InputErrors, LedgerError
-from ..records import Guarantee, Mechanism, Notion, Relation, Release, Status
+from ..accounting.catalogue import derive_guarantees
+from ..core.errors import InputErrors, LedgerError
+from ..core.records import Guarantee, Mechanism, Notion, Relation, Release, Status
 
 
 def loss_fraction(value: float | int | Fraction) -> Fraction:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..records import Notion, Relation, Release, Status
+from ..core.records import Notion, Relation, Release, Status
 from . import guarantee, loss_fraction, make_release, refuse, relation_of
 
 _CATALOGUED = {"Laplace": "laplace", "Geometric": "geometric"}

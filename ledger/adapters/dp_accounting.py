@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..records import Notion, Relation, Release, Status
+from ..core.records import Notion, Relation, Release, Status
 from . import guarantee, loss_fraction, make_release, refuse, relation_of
 
 

@@ -53,7 +53,7 @@ def positive_int(field: str, value: object, minimum: int = 1) -> int:
 def relation(value: object) -> str:
     """'replace' (bounded, Tan's U-neighbours) or 'add-remove' (unbounded), DESIGN 2.1.
 
-    ledger.records.Relation members are str-valued and pass unchanged.
+    ledger.core.records.Relation members are str-valued and pass unchanged.
     """
     if value not in RELATIONS:
         raise MechanismInputError("relation", f"must be one of {RELATIONS}, found {value!r}")

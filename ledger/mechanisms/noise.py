@@ -20,7 +20,7 @@ Invariants:
   Laplace noise, ρ = Δ²/(2σ²) for Gaussian noise;
 - the scale is rounded *up* from Δ/ε (and σ from Δ/√(2ρ)) so the recorded
   guarantee is never below the true one, with floats read through their
-  shortest decimal form as the ledger reads them (ledger/numbers.py);
+  shortest decimal form as the ledger reads them (ledger/core/numbers.py);
 - contingency tables include every combination of the categories, observed
   or not: which cells exist must not depend on the data.
 

@@ -18,7 +18,7 @@ looser reference. The tight bound is never above epsilon, and beta = 1 gives eps
 Invariants: the draw uses the caller's rng and nothing about the data; the
 record states n, n', beta and both epsilons, and keeps the sampling event
 (sample_size of population) so the Rényi and PLD accountants see it. epsilon'
-is irrational and is rounded up (ledger/numbers.py), so the record is never
+is irrational and is rounded up (ledger/core/numbers.py), so the record is never
 below the bound.
 """
 
@@ -33,10 +33,10 @@ from numbers import Real
 import numpy as np
 import pandas as pd
 
-from ..numbers import float_up
+from ..core.numbers import float_up
 from . import _validate as check
 from ._validate import REPLACE, Number
-from ..numbers import float_up
+from ..core.numbers import float_up
 from .errors import MechanismInputError
 from .noise import _rng
 

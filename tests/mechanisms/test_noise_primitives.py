@@ -47,7 +47,7 @@ def test_sensitivity_belongs_to_the_neighbour_relation():
 
 
 def test_ledger_relation_enum_is_accepted():
-    from ledger.records import Relation
+    from ledger.core.records import Relation
 
     assert noise.histogram_sensitivity(Relation.ADD_REMOVE) == 1
 

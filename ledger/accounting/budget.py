@@ -1,0 +1,536 @@
+"""Budget caps: running totals, the pre-release check, and headroom.
+
+Pure functions. A cap bounds the loss on one subset S (DESIGN 2.3-2.6). The
+store keeps, per cap, a running total (`CapTotal`): the composed cost of the
+standalone releases with one possible charge, the releases with a choice of
+charges (grouped by their alternatives), and each family's current options on
+S. Recording a release *applies* it to the totals; the pre-release check
+applies a plan to copies of the totals and compares: the same composition, run
+as a dry run (STYLE 5). So a check costs the same whatever the length of the
+history (it grows only with the number of distinct choices, never with the
+number of releases with one charge).
+
+One accounting (DESIGN 2.4): a cap's figure is `cap_value`, which composes
+the total with `engine.compose_units` minimising the cap's own measure, the
+same minimising composition `subset` and `table` use (for a cap at delta D,
+the figure `subset --delta D` prints). A tighter accountant (issue 11) layers
+a second figure on by replacing or wrapping `cap_value`.
+
+Invariants:
+- `apply(total, ...)` equals the total recomputed from the whole history
+  (`total_from_history`, `total_from_index`); `audit verify` checks it against the store;
+- a figure in a cap's unit is never below the true one: ∞ when the spend
+  cannot be stated in that unit (a rho or delta part under a pure cap, an
+  approximate part under a rho cap, an exact read of S);
+- headroom is a largest *safe* value: it is rounded down, never up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from .spend import UNBOUNDED, ZERO, Spend, pure_spend
+from .engine import LedgerIndex, Objective, Option, alternatives_of, at_delta, candidates, compose_units, family_options
+from ..core.lazy import lazy_module
+from ..core.numbers import INF, Number, float_down, float_up, format_number, is_infinite
+from ..core.records import CHARGED_STATUSES, Cap, Family, Notion, Relation, Release
+
+np = lazy_module("numpy")  # imported on first use: recording never needs it (issue 13)
+
+WARN_AT = Fraction(4, 5)  # status "warn" at or above 80% of a cap
+DRIVERS_KEPT = 5
+FAMILY_DRIVER = "family "  # drivers that are a family, charged once: "family <id>"
+
+
+@dataclass(frozen=True)
+class CapTotal:
+    """The running loss on a cap's subset.
+
+    standalone: releases with one possible charge, composed;
+    choices: releases with incomparable charges, as (their options, how many), sorted;
+    families: each family's options on the subset (charged once: DESIGN 2.6)."""
+
+    standalone: Spend = ZERO
+    families: Mapping[str, tuple[Option, ...]] = field(default_factory=dict)
+    # the largest single contributions, in the cap's unit, for "what drives it"
+    drivers: tuple[tuple[str, Number], ...] = ()
+    # the total in the cap's unit, kept so a check need not convert it again (None: not yet known)
+    value: Number | None = None
+    choices: tuple[tuple[tuple[Spend, ...], int], ...] = ()
+
+    @property
+    def spend(self) -> Spend:
+        """The composition at the default objective (epsilon at 1e-9); caps use `composed`."""
+        return compose_units(self.standalone, self.units())
+
+    def units(self) -> list[tuple[Option, ...]]:
+        units: list[tuple[Option, ...]] = []
+        for options, count in self.choices:
+            units.extend([options] * count)
+        units.extend(self.families.values())
+        return units
+
+
+def objective(cap: Cap) -> Objective:
+    """Prefer the smaller figure in the cap's unit, then the smaller rank (`engine.at_delta`
+    for a cap at a delta: the choice `subset --delta` makes, and the same statement of a
+    family's worst, `engine._suffered`)."""
+    if cap.rho is None and cap.delta is not None:
+        return at_delta(cap.delta)  # measure(cap, spend) is spend.epsilon(cap.delta)
+    return lambda spend: (float_up(measure(cap, spend)), spend.rank())
+
+
+def composed(cap: Cap, total: CapTotal, extra: Spend = ZERO) -> Spend:
+    """The total (plus `extra`) composed with the choices that minimise the cap's figure."""
+    return compose_units(total.standalone + extra, total.units(), objective(cap))
+
+
+def cap_value(cap: Cap, total: CapTotal, extra: Spend = ZERO) -> Number:
+    """A cap's figure: the one function every command measures a cap with (DESIGN 2.4)."""
+    return measure(cap, composed(cap, total, extra))
+
+
+def measure(cap: Cap, spend: Spend) -> Number:
+    """The spend in the cap's unit (see records.Cap)."""
+    if spend.unbounded:
+        return INF
+    if cap.rho is not None:
+        rho = spend.zcdp_rho()  # pure epsilon enters as epsilon^2 / 2 (Bun and Steinke 2016, Prop 3.3)
+        return INF if rho is None else rho
+    if cap.delta is None:
+        return spend.pure if spend.is_pure else INF
+    return spend.epsilon(cap.delta)
+
+
+def option_measure(cap: Cap, option: Option) -> Number:
+    """One unit's own figure in the cap's unit: the worst of a family's alternatives."""
+    return max((measure(cap, a) for a in alternatives_of(option)), key=float_up)
+
+
+def options_measure(cap: Cap, options: tuple[Option, ...]) -> Number:
+    """A release's (or family's) own charge: its cheapest option, ∞ when it has none."""
+    if not options:
+        return INF
+    return min((option_measure(cap, o) for o in options), key=float_up)
+
+
+def why_unbounded(cap: Cap, spend: Spend) -> str:
+    """Why a spend has no finite figure in a cap's unit."""
+    if spend.unbounded:
+        return "a release reads the subset without a certified bound (not protected)"
+    if cap.rho is not None:
+        return "it includes (epsilon, delta) releases, which a rho cap cannot hold"
+    if cap.delta is None:
+        return "it includes (epsilon, delta) or zCDP releases, which a pure epsilon cap cannot hold"
+    return "the releases' deltas add up to more than the cap's delta"
+
+
+def _guarantee_words(guarantee) -> str:
+    if guarantee.notion == Notion.ZCDP:
+        return f"rho {guarantee.rho}"
+    if guarantee.notion == Notion.APPROX:
+        return f"epsilon {guarantee.epsilon}, delta {guarantee.delta}"
+    return f"epsilon {guarantee.epsilon}"
+
+
+def why_release_unbounded(cap: Cap, release: Release) -> str | None:
+    """In words, why a release's own charge on a cap is ∞ (None when it is finite)."""
+    touched = cap.subset & release.reads
+    if not touched:
+        return None
+    options = candidates(release, cap.subset)
+    if not options:
+        uncovered = sorted(release.exact_variables & touched)
+        if uncovered:
+            return f"{release.id} reads {', '.join(uncovered)} exactly (no guarantee covers it)"
+        return (f"{release.id}: no one guarantee covers all of {', '.join(sorted(touched))} "
+                "that it reads of this cap's subset")
+    if not is_infinite(options_measure(cap, options)):
+        return None
+    covering = [g for g in release.guarantees if touched <= g.protects]
+    kind = release.mechanism.name
+    described = f"{release.id} is a {kind} ({'; '.join(_guarantee_words(g) for g in covering)})"
+    if cap.rho is not None:
+        return (f"{described} and this cap is in rho: an (epsilon, delta) guarantee has no zCDP bound; "
+                "declare the cap in epsilon at a delta")
+    if cap.delta is None:
+        if any(g.notion == Notion.ZCDP for g in covering):
+            return (f"{described} and this cap is in pure epsilon: a zCDP guarantee (a Gaussian) has no "
+                    "pure-epsilon bound; declare the cap with a delta or in rho")
+        return (f"{described} and this cap is in pure epsilon: an (epsilon, delta) guarantee has no "
+                "pure-epsilon bound; declare the cap with a delta")
+    return f"{described}: its delta is larger than the cap's delta {cap.delta}"
+
+
+def why_family_unbounded(cap: Cap, family: Family, members: Sequence[Release]) -> str | None:
+    """In words, why a family's charge on a cap is ∞ (None when it is finite)."""
+    options = family_options(family, members, cap.subset)
+    if options and not is_infinite(options_measure(cap, options)):
+        return None
+    if family.partition is not None and family.partition & cap.subset:
+        for member in members:
+            if not any(g.relation == Relation.ADD_REMOVE and member.reads <= g.protects for g in member.guarantees):
+                return (f"family {family.id} is split by {', '.join(sorted(family.partition))}, in this cap's "
+                        f"subset: a record moving between parts takes everything {member.id} reads "
+                        f"({', '.join(sorted(member.reads))}) with it, and no add/remove guarantee of "
+                        f"{member.id} protects all of it")
+    for member in members:
+        reason = why_release_unbounded(cap, member)
+        if reason is not None:
+            return f"family {family.id}: {reason}"
+    return f"family {family.id} has no certified bound in this cap's unit"
+
+
+def status(cap: Cap, value: Number) -> str:
+    limit = cap.limit
+    if isinstance(value, float) and not is_infinite(value) and value < 0.75 * float_down(limit):
+        return "ok"  # clearly below 80%, whatever the floats' rounding: no exact comparison needed
+    if value > limit:
+        return "over"
+    if value >= WARN_AT * limit:
+        return "warn"
+    return "ok"
+
+
+def touches(cap: Cap, release: Release) -> bool:
+    return bool(cap.subset & release.reads)
+
+
+def _add_release(standalone: Spend, choices: dict, options: tuple[Spend, ...]) -> Spend:
+    if not options:
+        return UNBOUNDED
+    if len(options) == 1:
+        return standalone + options[0]
+    choices[options] = choices.get(options, 0) + 1
+    return standalone
+
+
+def _sorted_choices(choices: Mapping[tuple[Spend, ...], int]) -> tuple[tuple[tuple[Spend, ...], int], ...]:
+    return tuple(sorted(choices.items(), key=lambda item: repr(item[0])))
+
+
+def _finish(cap: Cap, standalone: Spend, choices: Mapping, families: Mapping[str, tuple[Option, ...]],
+            drivers: list) -> CapTotal:
+    total = CapTotal(standalone, dict(families), _top(cap, drivers), None, _sorted_choices(choices))
+    return CapTotal(total.standalone, total.families, total.drivers, cap_value(cap, total), total.choices)
+
+
+def apply(
+    total: CapTotal,
+    cap: Cap,
+    releases: Sequence[Release],
+    families: Mapping[str, Family],
+    members: Mapping[str, Sequence[Release]],
+) -> CapTotal:
+    """The total after adding `releases`. `members` holds the already-counted members
+    of every family a new release joins."""
+    standalone = total.standalone
+    choices = dict(total.choices)
+    joined: dict[str, list[Release]] = {}
+    drivers = list(total.drivers)
+    for release in releases:
+        if release.status not in CHARGED_STATUSES:
+            continue
+        options = candidates(release, cap.subset)
+        if release.family is not None:
+            joined.setdefault(release.family, []).append(release)
+            continue
+        standalone = _add_release(standalone, choices, options)
+        if options != (ZERO,):
+            drivers.append((release.id, options_measure(cap, options)))
+    new_families = dict(total.families)
+    for family_id, new_members in joined.items():
+        counted = [m for m in members.get(family_id, ()) if m.status in CHARGED_STATUSES]  # not cancelled ones
+        options = family_options(families[family_id], [*counted, *new_members], cap.subset)
+        label = FAMILY_DRIVER + family_id
+        drivers = [d for d in drivers if d[0] != label]
+        if options == (ZERO,):
+            new_families.pop(family_id, None)  # a family that reads nothing of the subset: no entry
+        else:
+            new_families[family_id] = options
+            drivers.append((label, options_measure(cap, options)))
+    return _finish(cap, standalone, choices, new_families, drivers)
+
+
+def total_from_history(cap: Cap, releases: Iterable[Release], families: Mapping[str, Family]) -> CapTotal:
+    """The total recomputed from every recorded release (for new caps, and for audit)."""
+    counted = [r for r in releases if r.status in CHARGED_STATUSES]
+    members: dict[str, list[Release]] = {}
+    standalone = ZERO
+    choices: dict = {}
+    drivers = []
+    for release in counted:
+        if release.family is not None:
+            members.setdefault(release.family, []).append(release)
+            continue
+        options = candidates(release, cap.subset)
+        standalone = _add_release(standalone, choices, options)
+        if options != (ZERO,):
+            drivers.append((release.id, options_measure(cap, options)))
+    family_options_ = {}
+    for fid, group in members.items():
+        options = family_options(families[fid], group, cap.subset)
+        if options != (ZERO,):
+            family_options_[fid] = options
+            drivers.append((FAMILY_DRIVER + fid, options_measure(cap, options)))
+    return _finish(cap, standalone, choices, family_options_, drivers)
+
+
+def total_from_index(cap: Cap, index: LedgerIndex) -> CapTotal:
+    """`total_from_history` over the arrays of a LedgerIndex of the counted releases:
+    the releases with one possible charge summed exactly over arrays (the smallest value
+    id is their first-ranked, and only undominated, covering guarantee); releases with a
+    choice through `candidates`, families through `family_options`."""
+    columns = [index.column[name] for name in sorted(cap.subset) if name in index.column]
+    ids = index.cost_ids(columns)
+    standalone = index.exact_total(ids[index.simple])
+    choices: dict = {}
+    drivers = []
+    for i in index.ambiguous:
+        options = candidates(index.releases[i], cap.subset)
+        standalone = _add_release(standalone, choices, options)
+        if options != (ZERO,):
+            drivers.append((index.releases[i].id, options_measure(cap, options)))
+    family_options_ = {}
+    for fid, rows in index.members.items():
+        options = family_options(index.families[fid], [index.releases[i] for i in rows], cap.subset)
+        if options != (ZERO,):
+            family_options_[fid] = options
+            drivers.append((FAMILY_DRIVER + fid, options_measure(cap, options)))
+    # drivers: each distinct charge measured once; only rows that can be among the top ones ranked
+    rows = np.flatnonzero(~index.value_is_zero[ids] & index.simple)
+    value_measure = {int(v): measure(cap, index.values[int(v)]) for v in np.unique(ids[rows])}
+    as_float = np.zeros(len(index.values))
+    for value_id, value in value_measure.items():
+        as_float[value_id] = float_up(value)
+    row_float = as_float[ids[rows]]
+    if len(rows) > DRIVERS_KEPT:
+        rows = rows[row_float >= np.partition(row_float, -DRIVERS_KEPT)[-DRIVERS_KEPT]]  # ties kept
+    drivers += [(index.releases[row].id, value_measure[int(ids[row])]) for row in rows]
+    return _finish(cap, standalone, choices, family_options_, drivers)
+
+
+def spend_text(spend: Spend) -> str:
+    """A Spend for people: `pure 1/2 + (epsilon 1, delta 1/1000000) + rho 1/8`, `∞`, `0`."""
+    if spend.unbounded:
+        return "∞"
+    parts = []
+    if spend.pure:  # exact: a difference in the last digit must show
+        parts.append(f"pure {spend.pure}")
+    if spend.approx_epsilon or spend.approx_delta:
+        parts.append(f"(epsilon {spend.approx_epsilon}, delta {spend.approx_delta})")
+    if spend.rho:
+        parts.append(f"rho {spend.rho}")
+    return " + ".join(parts) or "0"
+
+
+def total_differences(stored: CapTotal, expected: CapTotal) -> list[str]:
+    """What differs between two running totals, field by field, in words (audit verify)."""
+    def option_text(option) -> str:
+        if isinstance(option, Spend):
+            return spend_text(option)
+        return "worst of " + " | ".join(spend_text(a) for a in alternatives_of(option))
+
+    def fields(total: CapTotal) -> dict[str, str]:
+        shown = {"figure": format_number(total.value) if total.value is not None else "not computed",
+                 "standalone releases": spend_text(total.standalone)}
+        for options, count in total.choices:
+            shown[f"{count} release(s) with a choice of " + " or ".join(map(spend_text, options))] = "present"
+        for fid, options in total.families.items():
+            shown[f"family {fid}"] = " or ".join(map(option_text, options))
+        shown["drivers"] = ", ".join(f"{rid} {format_number(v)}" for rid, v in total.drivers) or "none"
+        return shown
+
+    before, after = fields(stored), fields(expected)
+    return [f"{key}: stored {before.get(key, 'absent')}, recomputed {after.get(key, 'absent')}"
+            for key in dict.fromkeys([*before, *after]) if before.get(key) != after.get(key)]
+
+
+def _top(cap: Cap, drivers: list[tuple[str, Number]]) -> tuple[tuple[str, Number], ...]:
+    ranked = sorted(drivers, key=lambda item: (-float_up(item[1]), item[0]))
+    return tuple(ranked[:DRIVERS_KEPT])
+
+
+# --------------------------------------------------------------------------
+# The pre-release check
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One planned release's (or one planned family's) own charge on a cap, in the cap's
+    unit, with why it is ∞ when it is."""
+
+    release: str | None  # None for a family
+    family: str | None
+    value: Number
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class CapCheck:
+    """One cap as a plan would leave it. Figures are in the cap's unit."""
+
+    cap: Cap
+    current: Number  # spent (and reserved) already
+    charge: Number  # what the plan adds: after - current
+    after: Number
+    headroom: Number  # cap - after; negative when over
+    status: str  # ok / warn / over
+    drivers: tuple[tuple[str, Number], ...]  # recorded releases (or families, "family <id>") driving the spend
+    after_total: CapTotal = field(default_factory=CapTotal, compare=False, repr=False)  # what recording stores
+    charges: tuple[Charge, ...] = ()  # each planned release's own charge (families once)
+    reason: str | None = None  # why `after` is ∞, in words
+    decision: object = field(default=None, compare=False, repr=False)  # accountants.Decision (issue 11)
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "over"
+
+
+def plan_charges(cap: Cap, plan: Sequence[Release], families: Mapping[str, Family],
+                 members: Mapping[str, Sequence[Release]]) -> tuple[Charge, ...]:
+    """Each planned release's own charge on the cap; a family's members as one family."""
+    charges = []
+    joined: dict[str, list[Release]] = {}
+    for release in plan:
+        if release.status not in CHARGED_STATUSES or not touches(cap, release):
+            continue
+        if release.family is not None and release.family in families:
+            joined.setdefault(release.family, []).append(release)
+            continue
+        value = options_measure(cap, candidates(release, cap.subset))
+        charges.append(Charge(release.id, None, value, why_release_unbounded(cap, release)))
+    for fid, new_members in joined.items():
+        everyone = [m for m in members.get(fid, ()) if m.status in CHARGED_STATUSES] + new_members
+        value = options_measure(cap, family_options(families[fid], everyone, cap.subset))
+        charges.append(Charge(None, fid, value, why_family_unbounded(cap, families[fid], everyone)
+                              if is_infinite(value) else None))
+    return tuple(charges)
+
+
+def check(
+    caps: Sequence[Cap],
+    totals: Mapping[str, CapTotal],
+    plan: Sequence[Release],
+    families: Mapping[str, Family],
+    members: Mapping[str, Sequence[Release]],
+    *,
+    only_touched: bool = True,
+) -> list[CapCheck]:
+    """Every cap the plan touches (or every cap), before and after the plan."""
+    results = []
+    for cap in caps:
+        if only_touched and not any(touches(cap, release) for release in plan):
+            continue
+        total = totals.get(cap.name, CapTotal())
+        after_total = apply(total, cap, plan, families, members)
+        current = total.value if total.value is not None else cap_value(cap, total)
+        after = after_total.value
+        charges = plan_charges(cap, plan, families, members)
+        reason = None
+        if is_infinite(after):
+            reason = next((c.reason for c in charges if c.reason), None)
+            if reason is None:
+                reason = why_unbounded(cap, composed(cap, after_total))
+        results.append(
+            CapCheck(
+                cap=cap,
+                current=current,
+                charge=_difference(after, current),
+                after=after,
+                headroom=_difference(cap.limit, after, down=True),
+                status=status(cap, after),
+                drivers=total.drivers,
+                after_total=after_total,
+                charges=charges,
+                reason=reason,
+            )
+        )
+    return results
+
+
+def _difference(a: Number, b: Number, *, down: bool = False) -> Number:
+    """a - b, exact for Fractions; as floats, rounded up (a charge) or down (a headroom)."""
+    if is_infinite(a) and is_infinite(b):
+        return 0 if a == b else INF
+    if is_infinite(a) or is_infinite(b):
+        return (math.inf if a > 0 else -math.inf) if is_infinite(a) else (-math.inf if b > 0 else math.inf)
+    if isinstance(a, Fraction) and isinstance(b, Fraction):
+        return a - b
+    if a == b:
+        return 0.0
+    if down:
+        return math.nextafter(float_down(a) - float_up(b), -math.inf)
+    return math.nextafter(float_up(a) - float_down(b), math.inf)
+
+
+# --------------------------------------------------------------------------
+# Headroom: the largest new release that fits
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """The largest pure epsilon, and the largest rho, a new release reading exactly
+    `variables` (and protecting them) could take without breaking any cap."""
+
+    variables: tuple[str, ...]
+    epsilon: Number
+    epsilon_binding: Cap | None
+    rho: Number
+    rho_binding: Cap | None
+    # which accountant's valid filter decides the binding cap at the headroom (issue 11)
+    epsilon_accountant: str | None = None
+    rho_accountant: str | None = None
+
+
+def headroom(variables: Iterable[str], caps: Sequence[Cap], totals: Mapping[str, CapTotal]) -> Headroom:
+    variables = frozenset(variables)
+    best_epsilon: tuple[Number, Cap | None] = (INF, None)
+    best_rho: tuple[Number, Cap | None] = (INF, None)
+    for cap in caps:
+        if not cap.subset & variables:
+            continue
+        total = totals.get(cap.name, CapTotal())
+        epsilon = _largest(cap, total, pure_spend)
+        rho = _largest(cap, total, lambda x: Spend(rho=x))
+        if epsilon < best_epsilon[0]:
+            best_epsilon = (epsilon, cap)
+        if rho < best_rho[0]:
+            best_rho = (rho, cap)
+    return Headroom(tuple(sorted(variables)), best_epsilon[0], best_epsilon[1], best_rho[0], best_rho[1])
+
+
+def _largest(cap: Cap, total: CapTotal, added) -> Number:
+    """Largest x >= 0 with cap_value(total + added(x)) <= cap (0 when even x = 0 is over):
+    the same figure `check` computes, so a release of the headroom passes the check."""
+    current = total.value if total.value is not None else cap_value(cap, total)
+    if current > cap.limit:
+        return Fraction(0)
+    probe = added(Fraction(1))
+    if cap.rho is None and cap.delta is None:  # pure cap: linear in a pure epsilon, impossible for rho
+        return cap.limit - current if probe.is_pure else Fraction(0)
+    if cap.rho is not None and probe.rho:  # rho cap, rho release: linear
+        return cap.limit - current
+    # monotone in x: bisect, and keep the feasible end so the answer is never too large
+    low, high = Fraction(0), Fraction(1)
+    while cap_value(cap, total, added(high)) <= cap.limit:
+        low, high = high, high * 2
+        if high > 10**6:
+            return INF
+    for _ in range(60):
+        middle = (low + high) / 2
+        if cap_value(cap, total, added(middle)) <= cap.limit:
+            low = middle
+        else:
+            high = middle
+    return _round_down(low)
+
+
+def _round_down(value: Fraction) -> Fraction:
+    """A short fraction no larger than value (10^-9 resolution)."""
+    return Fraction(math.floor(value * 10**9), 10**9)

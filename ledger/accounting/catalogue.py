@@ -1,0 +1,345 @@
+"""The mechanisms the ledger knows, and the guarantee each one's parameters imply.
+
+A release file may state its guarantees; when it does not, they are derived
+here from the mechanism's parameters (DESIGN 2.2). A mechanism name not in
+`CATALOGUE` is refused, never guessed (STYLE 5). Every derivation cites its
+source. Explicit guarantees in the file replace the derived ones: they are the
+steward's certified claim, and may protect only part of what is read.
+
+Sensitivities belong to a neighbour relation (DESIGN 2.1): the `sensitivity`
+parameter is the sensitivity under the mechanism's `relation` (replace by
+default), and the derived guarantee is stated for that relation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..core.records import Guarantee, Mechanism, Notion, Relation
+
+NUMERIC_PARAMS = ("epsilon", "delta", "rho", "scale", "sigma", "sensitivity")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    field: str  # parameter name under `mechanism`
+    message: str
+
+
+Derivation = Callable[[Mechanism, frozenset[str]], tuple[tuple[Guarantee, ...], list[Problem]]]
+
+
+def _relation(mechanism: Mechanism) -> Relation:
+    return Relation(mechanism.param("relation", Relation.REPLACE.value))
+
+
+def _scale_mechanism(mechanism: Mechanism, reads: frozenset[str]):
+    """Geometric (Ghosh, Roughgarden and Sundararajan 2009) and Laplace (Dwork et al.
+    2006) noise: epsilon = sensitivity / scale, pure, on everything read."""
+    epsilon = mechanism.param("epsilon")
+    scale, sensitivity = mechanism.param("scale"), mechanism.param("sensitivity")
+    problems: list[Problem] = []
+    if epsilon is None:
+        if scale is None or sensitivity is None:
+            return (), [Problem("epsilon", f"{mechanism.name} needs epsilon, or scale and sensitivity")]
+        if scale <= 0:
+            return (), [Problem("scale", f"must be positive. Found {scale}.")]
+        epsilon = sensitivity / scale
+    elif scale is not None and sensitivity is not None and sensitivity / scale != epsilon:
+        return (), [Problem("epsilon", f"is {epsilon} but sensitivity / scale is {sensitivity / scale}")]
+    guarantee = Guarantee(reads, Notion.PURE, epsilon=epsilon, relation=_relation(mechanism))
+    return (guarantee,), problems
+
+
+def _gaussian(mechanism: Mechanism, reads: frozenset[str]):
+    """Gaussian noise: rho = sensitivity^2 / (2 sigma^2), zCDP (Bun and Steinke 2016,
+    Prop 1.6); or (epsilon, delta) when those are given instead."""
+    rho, sigma, sensitivity = mechanism.param("rho"), mechanism.param("sigma"), mechanism.param("sensitivity")
+    epsilon, delta = mechanism.param("epsilon"), mechanism.param("delta")
+    relation = _relation(mechanism)
+    if sigma is not None and sensitivity is not None:
+        if sigma <= 0:
+            return (), [Problem("sigma", f"must be positive. Found {sigma}.")]
+        implied = sensitivity * sensitivity / (2 * sigma * sigma)
+        if rho is not None and rho != implied:
+            return (), [Problem("rho", f"is {rho} but sensitivity^2 / (2 sigma^2) is {implied}")]
+        rho = implied
+    if rho is not None:
+        return (Guarantee(reads, Notion.ZCDP, rho=rho, relation=relation),), []
+    if epsilon is not None and delta is not None:
+        return (Guarantee(reads, Notion.APPROX, epsilon=epsilon, delta=delta, relation=relation),), []
+    return (), [Problem("sigma", "gaussian needs sigma and sensitivity, rho, or epsilon and delta")]
+
+
+def _exact(mechanism: Mechanism, reads: frozenset[str]):
+    """No noise: no bound on anything read (DESIGN 2.3, ∞)."""
+    for name in ("epsilon", "rho"):
+        if mechanism.param(name) is not None:
+            return (), [Problem(name, "an exact release has no privacy parameter")]
+    return (), []
+
+
+def _post_processing(mechanism: Mechanism, reads: frozenset[str]):
+    """Computed only from other releases' outputs (DESIGN 2.5): reads nothing, costs 0."""
+    if reads:
+        return (), [Problem("name", f"post-processing reads no data, but reads lists {sorted(reads)}")]
+    return (), []
+
+
+def _tan_consistent_counts(mechanism: Mechanism, reads: frozenset[str]):
+    """Tan, Algorithm 1: epsilon on the protected variable(s) (Prop 5.1, with the
+    n_i >= 2 correction of DESIGN 2.9); the margin variables are released exactly."""
+    epsilon, protects = mechanism.param("epsilon"), mechanism.param("protects")
+    if epsilon is None:
+        return (), [Problem("epsilon", "tan-consistent-counts needs epsilon")]
+    if not protects:
+        return (), [Problem("protects", "tan-consistent-counts needs the protected variable(s), "
+                                        "in `protects` or as an explicit guarantee")]
+    return (Guarantee(frozenset(protects), Notion.PURE, epsilon=epsilon, relation=_relation(mechanism)),), []
+
+
+def _pufferfish_only(mechanism: Mechanism, reads: frozenset[str]):
+    """A Pufferfish-family mechanism (Bailie's p%, Zhang et al.'s attribute-private
+    Gaussian, a perfectly sample-private mapping): no DP guarantee, so ∞ on what it
+    reads in every DP total; its own guarantee is recorded under `pufferfish` and
+    reported apart (DESIGN 2.8)."""
+    return (), []
+
+
+def _declared(mechanism: Mechanism, reads: frozenset[str]):
+    """A mechanism described only by its explicit guarantees."""
+    return (), [Problem("name", "a declared mechanism needs explicit guarantees")]
+
+
+CATALOGUE: dict[str, Derivation] = {
+    "geometric": _scale_mechanism,
+    "laplace": _scale_mechanism,
+    "gaussian": _gaussian,
+    "exact": _exact,
+    "post-processing": _post_processing,
+    "tan-consistent-counts": _tan_consistent_counts,
+    "declared": _declared,
+    "p-percent": _pufferfish_only,
+    "attribute-gaussian": _pufferfish_only,
+    "modular-sum": _pufferfish_only,
+}
+
+
+def derive_guarantees(mechanism: Mechanism, reads: frozenset[str]) -> tuple[tuple[Guarantee, ...], list[Problem]]:
+    derivation = CATALOGUE.get(mechanism.name)
+    if derivation is None:
+        known = ", ".join(sorted(CATALOGUE))
+        return (), [Problem("name", f"unknown mechanism {mechanism.name!r}; known: {known}")]
+    sampling = sampling_problems(mechanism)
+    if sampling:
+        return (), sampling
+    guarantees, problems = derivation(mechanism, reads)
+    if problems or mechanism.param("sample_size") is None or mechanism.param("epsilon_before_subsampling") is not None:
+        return guarantees, problems  # (a mechanism run by the ledger records its amplified guarantee itself)
+    return _amplified(mechanism, guarantees)
+
+
+SAMPLING_PARAMS = ("sample_size", "population")
+
+
+def sampling_problems(mechanism: Mechanism) -> list[Problem]:
+    """The sampling event (sample_size of population, without replacement; DESIGN 2.7): both
+    positive integers, the sample no larger than the population."""
+    values = {name: mechanism.param(name) for name in SAMPLING_PARAMS}
+    if all(value is None for value in values.values()):
+        return []
+    for name, value in values.items():
+        if value is None:
+            return [Problem(name, "a subsampled release needs both sample_size and population")]
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            return [Problem(name, f"must be a positive integer. Found {value!r}.")]
+    if values["sample_size"] > values["population"]:
+        return [Problem("sample_size", f"must be at most the population ({values['population']}). "
+                                       f"Found {values['sample_size']}.")]
+    return []
+
+
+def _amplified(mechanism: Mechanism, guarantees):
+    """A pure guarantee of a mechanism run on a sample drawn without replacement, amplified by
+    Balle, Barthe and Gaboardi (2018): ln(1 + beta (e^eps - 1)), rounded up (DESIGN 2.7)."""
+    from fractions import Fraction
+
+    from ..mechanisms.subsampling import subsampled_epsilon
+
+    beta = Fraction(mechanism.param("sample_size"), mechanism.param("population"))
+    result = []
+    for guarantee in guarantees:
+        if guarantee.notion != Notion.PURE or guarantee.relation != Relation.REPLACE:
+            return (), [Problem("sample_size", "amplification by subsampling is certified here for pure "
+                                               "guarantees under replacement neighbours only")]
+        if guarantee.epsilon:
+            epsilon = min(guarantee.epsilon, Fraction(subsampled_epsilon(guarantee.epsilon, beta)))
+            guarantee = Guarantee(guarantee.protects, guarantee.notion, epsilon=epsilon, relation=guarantee.relation)
+        result.append(guarantee)
+    return tuple(result), []
+
+
+def needs_explicit_guarantees(mechanism: Mechanism) -> bool:
+    return mechanism.name == "declared"
+
+
+
+# --------------------------------------------------------------------------
+# Explicit guarantees may not claim more than the parameters imply (DESIGN 2.4)
+# --------------------------------------------------------------------------
+
+
+def exactly_released(mechanism: Mechanism, reads: frozenset[str]) -> tuple[frozenset[str], bool]:
+    """The variables the mechanism releases exactly, and whether that set is known in full.
+
+    Tan's Algorithm 1 releases its margin variable(s) exactly (Tan Section 5): the
+    `margin` parameter, or what is read but not in `protects` / `protected`. When the
+    file names neither, at least one variable it reads is a margin: (empty, False).
+    A noise mechanism (laplace, geometric, gaussian) perturbs everything it reads."""
+    if mechanism.name != "tan-consistent-counts":
+        return frozenset(), True
+    margin = mechanism.param("margin")
+    if margin:
+        return frozenset([margin] if isinstance(margin, str) else margin) & reads, True
+    protected = mechanism.param("protects") or mechanism.param("protected")
+    if protected:
+        protected = frozenset([protected] if isinstance(protected, str) else protected)
+        return reads - protected, True
+    return frozenset(), False
+
+
+def gaussian_delta(rho: float, epsilon: float) -> float:
+    """The exact delta(epsilon) of a Gaussian mechanism with Delta / sigma = sqrt(2 rho)
+    (Balle and Wang 2018, Theorem 8, the analytic Gaussian mechanism):
+
+        delta(epsilon) = Phi(mu / 2 - epsilon / mu) - e^epsilon Phi(-mu / 2 - epsilon / mu),  mu = Delta / sigma
+
+    evaluated in log space (e^epsilon Phi(.) as exp(epsilon + log Phi(.))) so no
+    epsilon overflows, and nudged up by a relative 1e-9 against rounding error."""
+    from scipy.special import log_ndtr, ndtr
+
+    if rho <= 0:
+        return 0.0
+    mu = math.sqrt(2 * rho)
+    first = ndtr(mu / 2 - epsilon / mu)
+    second = math.exp(min(epsilon + log_ndtr(-mu / 2 - epsilon / mu), 0.0))
+    value = max(first - second, 0.0)
+    return min(1.0, value * (1 + 1e-9) + 1e-300) if value > 0 else 0.0
+
+
+def _in_relation(derived: Guarantee, relation: Relation) -> Guarantee | None:
+    """What a derived guarantee implies for neighbours under `relation`: itself, its
+    group-privacy form for replacement when it is stated for add/remove (DESIGN 2.1;
+    Dwork and Roth 2014 Theorem 2.2; Bun and Steinke 2016 Prop 1.9), or None (a
+    replacement guarantee implies nothing for add/remove)."""
+    if derived.relation == relation:
+        return derived
+    if derived.relation == Relation.REPLACE:
+        return None
+    if derived.notion == Notion.PURE:
+        return Guarantee(derived.protects, Notion.PURE, epsilon=2 * derived.epsilon, relation=relation)
+    if derived.notion == Notion.ZCDP:
+        return Guarantee(derived.protects, Notion.ZCDP, rho=4 * derived.rho, relation=relation)
+    e_eps = Fraction(math.nextafter(math.exp(min(float(derived.epsilon), 700.0)), math.inf)) \
+        if derived.epsilon < 700 else None
+    if e_eps is None:
+        return None
+    return Guarantee(derived.protects, Notion.APPROX, epsilon=2 * derived.epsilon,
+                     delta=min(derived.delta * (1 + e_eps), Fraction(1)), relation=relation)
+
+
+def _figure(guarantee: Guarantee) -> str:
+    if guarantee.notion == Notion.PURE:
+        return f"epsilon {guarantee.epsilon}"
+    if guarantee.notion == Notion.APPROX:
+        return f"(epsilon {guarantee.epsilon}, delta {guarantee.delta})"
+    return f"rho {guarantee.rho}"
+
+
+def _implied_by(claim: Guarantee, derived: Guarantee, mechanism: Mechanism) -> str | None:
+    """None when `derived` (in the claim's relation) implies `claim`'s figure; else why not."""
+    own = f"{mechanism.name}'s parameters give {_figure(derived)} ({derived.relation})"
+    if derived.notion == Notion.PURE:
+        if claim.notion == Notion.PURE:
+            return None if claim.epsilon >= derived.epsilon else own
+        if claim.notion == Notion.APPROX:
+            if claim.epsilon >= derived.epsilon:
+                return None
+            if mechanism.name == "laplace":
+                # Laplace's exact privacy profile: delta(eps') = 1 - e^((eps' - eps) / 2)
+                # (Balle, Barthe, Gaboardi, Hsu, Sato 2020, Lemma 1)
+                needed = -math.expm1((float(claim.epsilon) - float(derived.epsilon)) / 2)
+                if float(claim.delta) >= needed * (1 + 1e-9):
+                    return None
+                return own + f", which at epsilon {claim.epsilon} needs delta >= {needed:.6g}"
+            return own
+        # pure epsilon implies epsilon^2 / 2 zCDP (Bun and Steinke 2016, Prop 1.4)
+        implied = derived.epsilon * derived.epsilon / 2
+        return None if claim.rho >= implied else own + f", that is rho {implied}"
+    if derived.notion == Notion.ZCDP:
+        if claim.notion == Notion.PURE:
+            return own + ": a Gaussian has no pure-epsilon bound"
+        if claim.notion == Notion.ZCDP:
+            return None if claim.rho >= derived.rho else own
+        if mechanism.name != "gaussian":
+            return own + ": no (epsilon, delta) figure is implied"
+        needed = gaussian_delta(float(derived.rho), float(claim.epsilon))
+        if claim.delta >= Fraction(needed):
+            return None
+        return own + (f", whose exact delta at epsilon {claim.epsilon} is {needed:.6g} "
+                      "(Balle and Wang 2018)")
+    # derived (epsilon, delta): only weaker points of the same notion are implied
+    if claim.notion == Notion.APPROX and claim.epsilon >= derived.epsilon and claim.delta >= derived.delta:
+        return None
+    return own + ("" if claim.notion == Notion.APPROX else ": an (epsilon, delta) guarantee implies "
+                  f"no {'pure epsilon' if claim.notion == Notion.PURE else 'zCDP'} bound")
+
+
+def overclaims(mechanism: Mechanism, reads: frozenset[str],
+               explicit: tuple[Guarantee, ...]) -> list[tuple[int, str, str]]:
+    """Explicit guarantees stronger than what the mechanism's parameters imply (DESIGN 2.4):
+    (index of the guarantee, field, message) for each. A derived guarantee is the most
+    a steward may claim: an explicit one may protect less, or state a larger figure,
+    never protect a variable the mechanism releases exactly nor state a smaller figure
+    in the same notion and relation; a figure in another notion must be implied by
+    the mechanism (a Gaussian has no pure-epsilon bound; its (epsilon, delta) must be at
+    least the exact Balle-Wang delta). Without derivable parameters nothing is compared."""
+    problems: list[tuple[int, str, str]] = []
+    exact, known = exactly_released(mechanism, reads)
+    derived, derivation_problems = derive_guarantees(mechanism, reads)
+    for index, claim in enumerate(explicit):
+        covered = claim.protects & reads
+        shown = exact & covered
+        if shown:
+            problems.append((index, "protects", f"claims protection of {', '.join(sorted(shown))}, which "
+                                                f"{mechanism.name} releases exactly (no guarantee covers it)"))
+            continue
+        if not known and reads and reads <= claim.protects:
+            problems.append((index, "protects", f"claims protection of everything read "
+                                                f"({', '.join(sorted(reads))}), but {mechanism.name} releases "
+                                                "its margin variable(s) exactly; name them with `margin`"))
+            continue
+        if not derived or derivation_problems:
+            continue
+        reasons = []
+        for guarantee in derived:
+            if not covered <= guarantee.protects:
+                continue
+            in_relation = _in_relation(guarantee, claim.relation)
+            if in_relation is None:
+                reasons = []  # nothing implied for this relation: nothing to compare against
+                break
+            reason = _implied_by(claim, in_relation, mechanism)
+            if reason is None:
+                reasons = []
+                break
+            reasons.append(reason)
+        if reasons:
+            field = {Notion.PURE: "epsilon", Notion.APPROX: "epsilon", Notion.ZCDP: "rho"}[claim.notion]
+            problems.append((index, field, f"claims {_figure(claim)} ({claim.relation}), stronger than "
+                                           f"{reasons[0]}; a guarantee derived from the parameters is the most "
+                                           "that may be claimed"))
+    return problems

@@ -1,0 +1,342 @@
+"""Privacy loss values and how they compose (DESIGN 2.4).
+
+A `Spend` is the privacy loss on one subset of variables, kept *per notion*:
+pure epsilon, approximate (epsilon, delta), and rho-zCDP are summed separately
+(basic composition, Tan Prop 3.4; zCDP composition, Bun and Steinke 2016
+Lemma 2.3) and are only combined when an epsilon at a stated delta is asked
+for. Nothing adds rho and epsilon by plain addition.
+
+Invariants:
+- components are exact Fractions; `Spend.epsilon()` is exact for pure and
+  approximate totals, and a float rounded up when a zCDP conversion is used;
+- `UNBOUNDED` absorbs everything: a subset any release reads without a
+  certified bound is "not protected", shown as ∞, never as a number.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+from ..core.numbers import INF, Number, float_down, float_up
+from ..core.records import Guarantee, Notion, Relation
+
+ZERO_FRACTION = Fraction(0)
+DEFAULT_DELTA = Fraction(1, 10**9)  # delta for epsilon figures when neither the dataset nor the user gives one
+
+CONVERSION_NAME = "Canonne-Kamath-Steinke (2020) zCDP-to-(epsilon, delta) conversion"
+CONVERSION_SHORT = "CKS 2020"
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """Privacy loss on one subset, per notion."""
+
+    pure: Fraction = ZERO_FRACTION  # pure epsilon, adds (Tan Prop 3.4)
+    approx_epsilon: Fraction = ZERO_FRACTION  # (epsilon, delta): both add (basic composition,
+    approx_delta: Fraction = ZERO_FRACTION  # Dwork and Roth 2014, Theorem 3.16)
+    rho: Fraction = ZERO_FRACTION  # zCDP: rho adds (Bun and Steinke 2016, Lemma 2.3)
+    unbounded: bool = False
+    # The pure part as zCDP, converted release by release: sum of epsilon_i^2 / 2
+    # (Bun and Steinke 2016, Prop 3.3), never more than (sum of epsilon_i)^2 / 2.
+    pure_rho: Fraction = ZERO_FRACTION
+
+    def __post_init__(self) -> None:
+        # A pure epsilon given without its zCDP form is one release: epsilon^2 / 2.
+        if self.pure and not self.pure_rho:
+            object.__setattr__(self, "pure_rho", self.pure * self.pure / 2)
+
+    def __add__(self, other: Spend) -> Spend:
+        if self.unbounded or other.unbounded:
+            return UNBOUNDED
+        if other.is_zero:
+            return self
+        if self.is_zero:
+            return other
+        return Spend(
+            _plus(self.pure, other.pure),
+            _plus(self.approx_epsilon, other.approx_epsilon),
+            _plus(self.approx_delta, other.approx_delta),
+            _plus(self.rho, other.rho),
+            pure_rho=_plus(self.pure_rho, other.pure_rho),
+        )
+
+    def times(self, count: int) -> Spend:
+        """The composition of `count` releases each costing this."""
+        if count == 0:
+            return ZERO
+        if self.unbounded:
+            return UNBOUNDED
+        return Spend(self.pure * count, self.approx_epsilon * count, self.approx_delta * count, self.rho * count,
+                     pure_rho=self.pure_rho * count)
+
+    @property
+    def is_zero(self) -> bool:
+        # (truth tests: comparing Fractions with == costs several times more)
+        return not (self.unbounded or self.pure or self.approx_epsilon or self.approx_delta or self.rho
+                    or self.pure_rho)
+
+    @property
+    def is_pure(self) -> bool:
+        """True when the total is a pure epsilon (no delta, no rho)."""
+        return not (self.unbounded or self.approx_delta or self.approx_epsilon or self.rho)
+
+    @property
+    def notion(self) -> str:
+        """The label shown beside a total: pure, approx, zcdp, mixed or unbounded."""
+        if self.unbounded:
+            return "unbounded"
+        has_approx = self.approx_epsilon != 0 or self.approx_delta != 0
+        if self.rho and has_approx:
+            return "mixed"
+        if self.rho:
+            return "zcdp" if self.pure == 0 else "mixed"
+        if has_approx:
+            return "approx"
+        return "pure"
+
+    def epsilon(self, delta: Number) -> Number:
+        """An epsilon such that the total is (epsilon, delta)-private; ∞ when none is certified.
+
+        - pure only: the exact sum (delta does not matter);
+        - with approximate parts: their deltas are taken out of `delta` first
+          (basic composition); if they already exceed it, no bound holds at
+          this delta and the answer is ∞;
+        - with rho: the CKS conversion at the remaining delta, taking the
+          smaller of (pure added after conversion) and (each pure release
+          converted to rho = epsilon^2 / 2 first, Bun and Steinke 2016
+          Prop 3.3); both are valid bounds.
+        """
+        if self.unbounded:
+            return INF
+        if self.is_pure:
+            return self.pure
+        remaining = (delta if isinstance(delta, Fraction) else Fraction(delta)) - self.approx_delta
+        if not self.rho:
+            if remaining < 0:
+                return INF
+            return self.pure + self.approx_epsilon
+        if remaining <= 0:
+            return INF
+        remaining = float_down(remaining)  # a smaller delta only makes epsilon larger
+        if remaining <= 0:
+            return INF
+        if not self.pure and not self.approx_epsilon:  # rho alone: the conversion, already rounded up
+            return cks_epsilon(self.rho, remaining)
+        separate = float_up(self.pure) + cks_epsilon(self.rho, remaining)
+        merged = cks_epsilon(self.rho + self.pure_rho, remaining)
+        return _up(float_up(self.approx_epsilon) + min(separate, merged))
+
+    def zcdp_rho(self) -> Fraction | None:
+        """The total as rho-zCDP, or None when it has an approximate (delta) part."""
+        if self.unbounded or self.approx_delta or self.approx_epsilon:
+            return None
+        return self.rho + self.pure_rho  # each pure release as epsilon^2 / 2 (Bun and Steinke 2016, Prop 3.3)
+
+    def rank(self) -> tuple[float, float]:
+        """Orders alternative guarantees of one release: epsilon at the default delta, then
+        the sum of the components. A linear extension of componentwise dominance: a
+        guarantee that is no worse in every component never ranks after one that is.
+        Any covering guarantee is a valid bound (DESIGN 2.3); this only picks one."""
+        if self.unbounded:
+            return (math.inf, math.inf)
+        components = self.pure + self.approx_epsilon + self.approx_delta + self.rho + self.pure_rho
+        return (float_up(self.epsilon(DEFAULT_DELTA)), float_up(components))
+
+    def dominates(self, other: Spend) -> bool:
+        """No worse in any component: then no composition can prefer `other`."""
+        if other.unbounded:
+            return True
+        if self.unbounded:
+            return False
+        return (self.pure <= other.pure and self.approx_epsilon <= other.approx_epsilon
+                and self.approx_delta <= other.approx_delta and self.rho <= other.rho
+                and self.pure_rho <= other.pure_rho)
+
+
+ZERO = Spend()
+UNBOUNDED = Spend(unbounded=True)
+
+
+def pure_spend(epsilon: Fraction) -> Spend:
+    """One epsilon-DP release: pure epsilon, and epsilon^2 / 2 should it be counted in zCDP."""
+    return Spend(pure=epsilon, pure_rho=epsilon * epsilon / 2)  # (the default, stated)
+
+
+def guarantee_spend(guarantee: Guarantee, relation: Relation = Relation.REPLACE) -> Spend:
+    """The loss a guarantee certifies for neighbours under `relation`.
+
+    A guarantee for add/remove neighbours also bounds replacement, since a
+    replacement is a removal plus an addition (DESIGN 2.1): group privacy of
+    size 2 gives 2 epsilon (pure), (2 epsilon, (1 + e^epsilon) delta) for
+    approximate DP (Dwork and Roth 2014, Theorem 2.2 and its (epsilon,
+    delta) form), and 4 rho for zCDP (Bun and Steinke 2016, Prop 1.9, k^2 rho).
+    A guarantee for replacement only says nothing about adding or removing a
+    record (n is public under bounded neighbours): unbounded.
+    """
+    if guarantee.relation == relation:
+        return _native_spend(guarantee)
+    if guarantee.relation == Relation.REPLACE:  # asked for add/remove
+        return UNBOUNDED
+    native = _native_spend(guarantee)
+    if guarantee.notion == Notion.PURE:
+        return pure_spend(2 * native.pure)
+    if guarantee.notion == Notion.APPROX:
+        exponent = float_up(native.approx_epsilon)
+        if exponent > 700:  # e^epsilon past any float: (1 + e^epsilon) delta >= 1, which bounds nothing
+            return Spend(approx_epsilon=2 * native.approx_epsilon, approx_delta=Fraction(1))
+        e_eps = Fraction(math.nextafter(math.exp(exponent), math.inf))
+        return Spend(approx_epsilon=2 * native.approx_epsilon,
+                     approx_delta=min(native.approx_delta * (1 + e_eps), Fraction(1)))
+    return Spend(rho=4 * native.rho)
+
+
+def _native_spend(guarantee: Guarantee) -> Spend:
+    if guarantee.notion == Notion.PURE:
+        return pure_spend(guarantee.epsilon)
+    if guarantee.notion == Notion.APPROX:
+        return Spend(approx_epsilon=guarantee.epsilon, approx_delta=guarantee.delta)
+    if guarantee.notion == Notion.ZCDP:
+        return Spend(rho=guarantee.rho)
+    raise ValueError(f"unsupported notion {guarantee.notion!r}")
+
+
+def pareto(spends) -> tuple[Spend, ...]:
+    """The alternatives no other alternative dominates, in rank order (duplicates dropped)."""
+    spends = list(spends)
+    if len(spends) <= 1:
+        return tuple(spends)
+    ranked = sorted(set(spends), key=Spend.rank)
+    kept: list[Spend] = []
+    for spend in ranked:
+        if not any(other.dominates(spend) for other in kept):
+            kept.append(spend)
+    return tuple(kept)
+
+
+def compose(spends) -> Spend:
+    """Sequential composition of independent releases (Tan Prop 3.4, per notion)."""
+    total = ZERO
+    for spend in spends:
+        total = total + spend
+        if total.unbounded:
+            return UNBOUNDED
+    return total
+
+
+def spend_max(spends) -> Spend:
+    """A bound that holds for whichever one of `spends` applies: the componentwise max."""
+    result = ZERO
+    for spend in spends:
+        if spend.unbounded:
+            return UNBOUNDED
+        result = Spend(
+            max(result.pure, spend.pure),
+            max(result.approx_epsilon, spend.approx_epsilon),
+            max(result.approx_delta, spend.approx_delta),
+            max(result.rho, spend.rho),
+            pure_rho=max(result.pure_rho, spend.pure_rho),
+        )
+    return result
+
+
+def sum_of_two_largest(spends) -> Spend:
+    """Upper bound on the sum of any two of `spends`: per component, the two largest.
+
+    Used when a changed record leaves one part of a family and joins another
+    (DESIGN 2.6): a removal from one part and an addition to another.
+    """
+    spends = list(spends)
+    if any(spend.unbounded for spend in spends):
+        return UNBOUNDED
+
+    def top_two(values):
+        return sum(sorted(values, reverse=True)[:2], ZERO_FRACTION)
+
+    return Spend(
+        top_two(s.pure for s in spends),
+        top_two(s.approx_epsilon for s in spends),
+        top_two(s.approx_delta for s in spends),
+        top_two(s.rho for s in spends),
+        pure_rho=top_two(s.pure_rho for s in spends),
+    )
+
+
+@lru_cache(maxsize=65536)
+def cks_epsilon(rho: Fraction | float, delta: float) -> float:
+    """Smallest epsilon such that rho-zCDP implies (epsilon, delta)-DP, by
+    Canonne, Kamath and Steinke (2020), Proposition 12 / Corollary 13:
+
+        epsilon = inf over alpha > 1 of
+                  alpha rho + (ln(1/delta) + (alpha - 1) ln(1 - 1/alpha) - ln(alpha)) / (alpha - 1)
+
+    Every alpha gives a valid bound, so the minimiser can only make the answer looser,
+    never invalid; the bound is evaluated at the alpha found and rounded up. It is never
+    larger than the simple bound rho + 2 sqrt(rho ln(1/delta)) (Bun and Steinke 2016,
+    Prop 1.3), which is evaluated too as a guard.
+    """
+    rho = float_up(rho)
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1). Found {delta}.")
+    if rho < 0:
+        raise ValueError(f"rho must be non-negative. Found {rho}.")
+    if rho == 0:
+        return 0.0
+    if math.isinf(rho):
+        return math.inf
+    log_inv_delta = math.log(1 / delta)
+    simple = rho + 2 * math.sqrt(rho * log_inv_delta)  # valid at any rho (Bun and Steinke 2016, Prop 1.3)
+    if rho > 1e12 or rho < 1e-200:  # the optimal order is within ulps of 1, or past the float range: simple bound
+        return _up(simple)
+    order = cks_order(rho, log_inv_delta)
+    best = cks_bound(order, rho, log_inv_delta)
+    return _up(max(simple if math.isnan(best) else min(best, simple), 0.0))
+
+
+def cks_bound(alpha: float, rho: float, log_inv_delta: float) -> float:
+    """The CKS (2020) Corollary 13 bound at Renyi order alpha > 1, with
+    (alpha - 1) ln(1 - 1/alpha) / (alpha - 1) simplified to ln(1 - 1/alpha)."""
+    return alpha * rho + (log_inv_delta - math.log(alpha)) / (alpha - 1) + math.log1p(-1 / alpha)
+
+
+def cks_order(rho: float, log_inv_delta: float) -> float:
+    """The Renyi order that minimises `cks_bound`.
+
+    The bound's derivative in alpha is rho - (ln(1/delta) - ln alpha) / (alpha - 1)^2,
+    so with x = alpha - 1 the minimum is the one root of the increasing function
+    h(x) = rho x^2 + ln(1 + x) - ln(1/delta): negative at 0, positive at
+    x0 = sqrt(ln(1/delta) / rho). Newton's method inside that bracket, bisecting when
+    a step would leave it, finds it to the last bits in a few steps."""
+    low, high = 0.0, math.sqrt(log_inv_delta / rho)
+    x = high
+    for _ in range(200):
+        value = rho * x * x + math.log1p(x) - log_inv_delta
+        if value > 0:
+            high = x
+        else:
+            low = x
+        step = value / (2 * rho * x + 1 / (1 + x))
+        following = x - step
+        if not low < following < high:
+            following = (low + high) / 2
+        if abs(following - x) <= 1e-15 * x or high - low <= 1e-15 * high:
+            x = following
+            break
+        x = following
+    return 1 + x
+
+
+def _plus(a: Fraction, b: Fraction) -> Fraction:
+    """a + b, skipping Fraction arithmetic when either is zero (most components are)."""
+    if not b:
+        return a
+    if not a:
+        return b
+    return a + b
+
+
+def _up(value: float) -> float:
+    """Nudge a float bound up past any rounding error in its evaluation."""
+    return math.nextafter(value * (1 + 1e-12), math.inf)

@@ -1,0 +1,914 @@
+"""privacy-ledger: record every release of a confidential dataset and see its privacy loss per variable.
+
+The command line over the same operations as the Python API (ledger.api).
+
+Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input
+(every problem printed with its file and field; nothing written); 3 the ledger
+could not be reached, locked or written (nothing recorded; retry later); 4 an
+unexpected failure (one line, details in a log).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import ExitStack, contextmanager
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from ..operations import choices  # noqa: F401 (cli_style: help as people read it)
+from . import json_output as cli_json, style as cli_style  # noqa: F401 (cli_style: help as people read it)
+from ..core import failures  # noqa: F401 (cli_style: help as people read it)
+from ..accounting.spend import DEFAULT_DELTA
+from ..core.errors import InputErrors, LedgerError, fail
+from ..core.numbers import NumberError, figure_fields, format_delta, format_number, to_fraction, to_json
+from ..core.records import CHARGED_STATUSES, Dataset
+from ..core.lazy import lazy_callable, lazy_module
+
+if TYPE_CHECKING:
+    from ..accounting.engine import LedgerIndex
+    from ..input.loader import LedgerSnapshot
+
+# What the commands compute with, imported when a command runs, not for `--help` or
+# `--version` (issue 13, section 2).
+at_delta = lazy_callable("ledger.accounting.engine", "at_delta")
+headline = lazy_callable("ledger.reporting.headline", "headline")
+headline_lines = lazy_callable("ledger.reporting.headline", "text_lines")
+LedgerSnapshot = lazy_callable("ledger.input.loader", "LedgerSnapshot")  # noqa: F811
+dataset_and_caps = lazy_callable("ledger.input.loader", "dataset_and_caps")
+read_document = lazy_callable("ledger.input.loader", "read_document")
+release_json = lazy_callable("ledger.reporting.views", "release_json")
+subset_json = lazy_callable("ledger.reporting.views", "subset_json")
+table_view = lazy_callable("ledger.reporting.views", "table_view")
+text_table = lazy_callable("ledger.reporting.views", "text_table")
+
+# Imported on first use (issue 13): `--help` needs none of them, `record` not numpy.
+budget = lazy_module("ledger.accounting.budget")
+operations = lazy_module("ledger.operations.transactions")
+people = lazy_module("ledger.operations.people")  # (issue 12) the ORM
+store = lazy_module("ledger.store.database")
+cap_accounting = lazy_module("ledger.operations.cap_accounting")  # (issue 11) the caps' accountants, on first use
+Session = lazy_callable("sqlmodel", "Session")
+
+EXIT_CODES_HELP = ("Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input (nothing "
+                   "written); 3 the ledger could not be reached, locked or written (nothing recorded; retry "
+                   "later); 4 an unexpected failure (details in the log file named).")
+# -h as well as --help, on every command; plain help (rich_markup_mode=None): rich's help
+# formatter costs more to import than a whole `check` is allowed (issue 13, section 2).
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help=__doc__.splitlines()[0] + "\n\n" + EXIT_CODES_HELP, context_settings=HELP_OPTIONS,
+                  rich_markup_mode=None)
+dataset_app = typer.Typer(no_args_is_help=True, help="Datasets and their variables.", context_settings=HELP_OPTIONS,
+                          rich_markup_mode=None)
+audit_app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit chain.", context_settings=HELP_OPTIONS,
+                        rich_markup_mode=None)
+cap_app = typer.Typer(no_args_is_help=True, help="Budget caps on variables, groups and the whole dataset.",
+                      context_settings=HELP_OPTIONS, rich_markup_mode=None)
+role_app = typer.Typer(no_args_is_help=True, help="People's roles: admin, steward, approver, auditor.",
+                       context_settings=HELP_OPTIONS, rich_markup_mode=None)
+app.add_typer(dataset_app, name="dataset")
+app.add_typer(role_app, name="role")
+app.add_typer(audit_app, name="audit")
+app.add_typer(cap_app, name="cap")
+
+
+# which ledger (--db), how it is opened, the light read and the date options: shared by every cli_* module
+from .context import DEFAULT_URL, State, parse_date, state  # noqa: E402,F401
+from .context import open_engine as _engine  # noqa: E402
+from .context import read_light as _read_light  # noqa: E402
+from .context import actor as _actor  # noqa: E402
+
+DatasetOption = Annotated[Optional[str], typer.Option("--dataset", "-d", help="Dataset (default: the only one).")]
+DeltaOption = Annotated[Optional[str], typer.Option("--delta", help="Delta for epsilon figures "
+                                                    "(default: the dataset's, else 1e-9).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+AccountantOption = Annotated[Optional[str], typer.Option(
+    "--accountant", help="basic, rdp or pld: show this accountant's figure (default: the smallest valid one).")]
+# every step is done as a named person (DESIGN 2.12); --by is the earlier spelling
+AsOption = Annotated[Optional[str], typer.Option("--as", "--by", help="Who does it (default: $LEDGER_USER, "
+                                                 "else the operating-system user).")]
+AsOfOption = Annotated[Optional[str], typer.Option("--as-of", help="The ledger as it stood on this date (ISO "
+                                                   "8601; UTC unless it says otherwise): published by then, "
+                                                   "planned or approved at that time.")]
+
+
+@app.callback()
+def main_options(
+    db: Annotated[Optional[str], typer.Option("--db", metavar="URL", help="The ledger: a database URL "
+                                              "(default: $LEDGER_DATABASE_URL, else sqlite:///ledger.db; "
+                                              "postgres://user@host/db for a team).")] = None,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=lambda value: _print_version(value),
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    state.url = choices.ledger_url(db)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"privacy-ledger {__version__}")
+        raise typer.Exit()
+
+
+def main() -> None:
+    """The console entry point: every failure ends in one exit code (ledger.core.failures)."""
+    from .terminal import neutral_streams
+
+    # One BLAS thread unless the user says otherwise: the matrix products of `pairs` and the
+    # report (100 x n by n x 100) are small, and OpenBLAS threads waiting on a busy 2-core
+    # machine made `pairs` 10 times slower (issue 13). Read when numpy is first imported.
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
+
+    with neutral_streams():
+        try:
+            app()
+        except SystemExit:
+            raise
+        except BaseException as exc:  # noqa: BLE001 -- every failure gets its exit code, never a traceback
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            sys.exit(failures.handle(exc, ledger=state.url))
+
+
+def _input_errors(exc: InputErrors) -> int:
+    if cli_json.wants_json():
+        cli_json.print_errors(exc.errors)
+    else:
+        report_errors(exc.errors)
+    return failures.EXIT_BAD_INPUT
+
+
+def _budget_refused(exc: operations.BudgetRefused) -> int:
+    if cli_json.wants_json():
+        cli_json.print_refusal(exc)
+    else:
+        typer.echo(str(exc), err=True)
+        typer.echo("nothing was written.", err=True)
+    return failures.EXIT_REFUSED
+
+
+failures.register(InputErrors, _input_errors)
+class _Refused(type):
+    """isinstance(exc, BudgetRefused) without importing the operations for `--help`: no
+    refusal can exist before they are imported (issue 13)."""
+
+    def __instancecheck__(cls, exc) -> bool:
+        module = sys.modules.get("ledger.operations.transactions")
+        return module is not None and isinstance(exc, module.BudgetRefused)
+
+
+failures.register(_Refused("BudgetRefused", (Exception,), {}), _budget_refused)
+
+
+MAX_ERRORS_SHOWN = 50
+
+
+def report_errors(errors: list[LedgerError]) -> None:
+    """Each error on one line, quoting at most a short excerpt; at most MAX_ERRORS_SHOWN."""
+    for error in errors[:MAX_ERRORS_SHOWN]:
+        typer.echo(f"error: {failures.excerpt(str(error).replace(chr(10), ' '), 600)}", err=True)
+    if len(errors) > MAX_ERRORS_SHOWN:
+        typer.echo(f"... and {len(errors) - MAX_ERRORS_SHOWN} more", err=True)
+    typer.echo(f"{len(errors)} problem{'s' if len(errors) != 1 else ''}; nothing was written.", err=True)
+
+
+def _pick_dataset(snapshot: LedgerSnapshot, name: str | None) -> Dataset:
+    return choices.pick_dataset(snapshot, name)
+
+
+def _delta(option: str | None, dataset: Dataset) -> Fraction:
+    return choices.parse_delta(option, dataset)
+
+
+def _ended(engine) -> dict:
+    """Release id -> when it was retracted or cancelled (history.ended), from the audit events."""
+    from ..accounting.history import ENDING_KINDS, ended
+    from ..input.loader import parse_moment
+
+    with Session(engine) as session:
+        rows = store.lifecycle_events(session, list(ENDING_KINDS))
+    return ended((kind, subject, parse_moment(at)) for _seq, kind, subject, at, _actor, _payload in rows)
+
+
+def _as_of(snapshot: LedgerSnapshot, when) -> LedgerSnapshot:
+    """The snapshot as the ledger stood at `when` (ledger.accounting.history), or itself when None."""
+    if when is None:
+        return snapshot
+    from ..accounting.history import releases_as_of
+
+    then = releases_as_of(list(snapshot.releases.values()), when, _ended(_engine()))
+    return LedgerSnapshot(datasets=snapshot.datasets, releases={r.id: r for r in then}, families=snapshot.families)
+
+
+def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
+    return choices.charged_index(snapshot, dataset)
+
+
+def _indexed(dataset: str | None, titles: bool = False, variables: list[str] | None = None,
+             accounts: bool = True) -> tuple[Dataset, LedgerIndex]:
+    """The chosen dataset and the index of its charged releases, from the accounting rows
+    (columns.py): no release is decoded but the few the exact path needs (issue 13).
+    `accounts=False`: without what the Rényi and PLD accountants read (`pairs`)."""
+    with _rows_index(dataset, titles, variables, accounts) as found:
+        return found
+
+
+@contextmanager
+def _rows_index(dataset: str | None, titles: bool = False, variables: list[str] | None = None,
+                accounts: bool = True):
+    """`_indexed`, with the session kept open inside the block: the index reads release titles
+    when first asked for them (only the rows a table shows, on a large ledger)."""
+    from ..store import columns
+
+    with Session(_engine()) as session:
+        light = store.write_context(session)
+        chosen = _pick_dataset(light, dataset)
+        touching = None if variables is None else _resolve_variables(chosen, variables)
+        yield chosen, columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
+                                        touching, accounts)
+
+
+def _read(dataset: str | None = None) -> LedgerSnapshot:
+    with store.read_session(_engine()) as session:
+        return store.snapshot(session, dataset)
+
+
+# --------------------------------------------------------------------------
+# Commands
+# --------------------------------------------------------------------------
+
+
+@app.command()
+def init(by: AsOption = None, as_json: JsonOption = False) -> None:
+    """Create an empty ledger; its first user becomes its admin, holding every role."""
+    actor = _actor(by)
+    engine = _engine(create=True)
+    with store.write_session(engine) as session:
+        made = people.bootstrap(session, actor)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "ledger": state.url, "admin": actor if made else None}))
+        return
+    typer.echo(f"ledger ready at {state.url}"
+               + (f"; {actor} is its admin (roles: {', '.join(people.ROLES)})" if made else ""))
+
+
+@dataset_app.command("add")
+def dataset_add(
+    file: Annotated[Path, typer.Argument(help="Dataset file (YAML or JSON).")],
+    by: AsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Add a dataset, its variables, groups and caps."""
+    document, errors = read_document(file)
+    dataset, caps = dataset_and_caps(document, errors)
+    if not operations.add_dataset(_engine(create=True), dataset, caps, _actor(by), str(file),
+                                  operations.declared_privacy_unit(document)):
+        if as_json:
+            typer.echo(cli_json.dumps({"ok": True, "dataset": dataset.name, "added": False}))
+            return
+        typer.echo(f"dataset {dataset.name} is already recorded, unchanged")
+        return
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "dataset": dataset.name, "added": True,
+                                   "variables": list(dataset.variable_names), "caps": [c.name for c in caps]}))
+        return
+    typer.echo(f"added dataset {dataset.name} with {len(dataset.variables)} variables"
+               + (f" and {len(caps)} cap{'s' if len(caps) != 1 else ''}" if caps else ""))
+
+
+@app.command()
+def record(
+    files: Annotated[list[Path], typer.Argument(help="Release files (YAML or JSON).")],
+    by: AsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Record releases: every file and every cap is checked first; all are recorded or none.
+    A release without status is planned. A release already recorded with identical content
+    is left as it is (a safe retry); one recorded with other content is refused."""
+    actor = _actor(by)
+    result = operations.record(_engine(), operations.release_builder(files, actor), actor)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "recorded": [r.id for r in result.releases],
+                                   "families": [f.id for f in result.families],
+                                   "unchanged": [r.id for r in result.unchanged],  # identical retries
+                                   "caps": [check_json(c) for c in result.checks]}))
+        return
+    if result.unchanged:
+        ids = ", ".join(r.id for r in result.unchanged)
+        typer.echo(f"already recorded, identical: {ids} (nothing written for "
+                   f"{'it' if len(result.unchanged) == 1 else 'them'})")
+        if not result.releases and not result.families:
+            return
+    count = len(result.releases)
+    typer.echo(f"recorded {count} release{'s' if count != 1 else ''}"
+               + (f" and {len(result.families)} famil{'ies' if len(result.families) != 1 else 'y'}"
+                  if result.families else ""))
+    for line in check_lines(result.checks):
+        typer.echo(line)
+
+
+@app.command("check")
+def check_command(
+    plans: Annotated[list[Path], typer.Argument(help="Planned releases, in the release file format.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Does a planned release keep every budget cap, and by how much? Exit 1 when any cap would break."""
+    checks = operations.check(_engine(), operations.release_builder(plans, _actor(None)))
+    if as_json:
+        typer.echo(json.dumps({"ok": all(c.ok for c in checks), "caps": [check_json(c) for c in checks]},
+                              indent=2, ensure_ascii=False))
+    else:
+        if not checks:
+            typer.echo("no cap covers what this plan reads")
+        for line in check_lines(checks):
+            typer.echo(line)
+        typer.echo("every cap holds" if all(c.ok for c in checks) else "REFUSED: a cap would break")
+    if not all(c.ok for c in checks):
+        raise typer.Exit(1)
+
+
+@app.command("headroom")
+def headroom_command(
+    variables: Annotated[list[str], typer.Argument(help="The variables a new release would read.")],
+    dataset: DatasetOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The largest epsilon (and rho) a new release reading exactly these variables could take such
+    that every cap's enforcement (the decision `record` makes, with the smallest valid filter
+    figure) would still admit it."""
+    snapshot = _read_light()
+    chosen = _pick_dataset(snapshot, dataset)
+    names = _resolve_variables(chosen, variables)
+    room = operations.headroom(_engine(), chosen.name, names)
+    if as_json:
+        typer.echo(json.dumps({
+            "variables": list(room.variables),
+            **figure_fields("epsilon", room.epsilon, down=True),
+            "epsilon_binding": room.epsilon_binding and room.epsilon_binding.name,
+            "epsilon_accountant": room.epsilon_accountant,
+            **figure_fields("rho", room.rho, down=True),
+            "rho_binding": room.rho_binding and room.rho_binding.name,
+            "rho_accountant": room.rho_accountant,
+        }, indent=2, ensure_ascii=False))
+        return
+    label = "{" + ", ".join(room.variables) + "}"
+
+    def binding(cap, accountant) -> str:
+        if cap is None:
+            return " (no cap applies)"
+        return f" (binding cap: {cap.name}" + (f", decided by {accountant}" if accountant not in (None, "basic")
+                                                else "") + ")"
+
+    typer.echo(f"{label}: largest epsilon {format_number(room.epsilon, down=True)}"
+               + binding(room.epsilon_binding, room.epsilon_accountant))
+    typer.echo(f"{label}: largest rho {format_number(room.rho, down=True)}"
+               + binding(room.rho_binding, room.rho_accountant))
+    typer.echo("  (a new release of at most this much, reading exactly these variables, is admitted by every "
+               "cap's enforcement, as `record` decides)")
+
+
+ReasonOption = Annotated[Optional[str], typer.Option(
+    "--reason", help="retract, cancel: why (required; kept in the audit trail and the register).")]
+AtOption = Annotated[Optional[str], typer.Option(
+    "--at", help="publish: when it was published, for a publication that happened elsewhere "
+                 "(ISO 8601, UTC unless it says otherwise; never in the future, never before it was planned).")]
+
+
+def _lifecycle(action: str):
+    def command(
+        release: Annotated[str, typer.Argument(help="Release id.")],
+        by: AsOption = None,
+        reason: ReasonOption = None,
+        at: AtOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        moment = parse_date(at, "--at") if at is not None else None
+        changed = operations.change_status(_engine(), release, action, _actor(by), reason=reason, at=moment)
+        if as_json:
+            body = {"ok": True, "release": changed.id, "status": changed.status.value}
+            if action == "publish":
+                body["published_at"] = changed.published_at.isoformat()
+            typer.echo(cli_json.dumps(body))
+            return
+        typer.echo(f"{changed.id}: {changed.status.value}"
+                   + (f" (published at {changed.published_at.isoformat()})" if action == "publish" else ""))
+
+    command.__doc__ = {
+        "approve": "Approve a planned release (re-checks its caps).",
+        "publish": "Publish an approved release (re-checks its caps).",
+        "retract": "Retract a published release; it still counts (what was published cannot be unpublished).",
+        "cancel": "Cancel a planned or approved release; frees its reservation.",
+    }[action]
+    return command
+
+
+for _action in ("approve", "publish", "retract", "cancel"):
+    app.command(_action)(_lifecycle(_action))
+
+
+@cap_app.command("set")
+def cap_set(
+    subset: Annotated[list[str], typer.Argument(help="Variables, a group name, or `all`.")],
+    epsilon: Annotated[Optional[str], typer.Option(help="Cap in epsilon.")] = None,
+    delta: Annotated[Optional[str], typer.Option(help="With --epsilon: epsilon at this delta.")] = None,
+    rho: Annotated[Optional[str], typer.Option(help="Cap in rho (zCDP).")] = None,
+    name: Annotated[Optional[str], typer.Option(help="The cap's name.")] = None,
+    dataset: DatasetOption = None,
+    by: AsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Add or replace a cap on a variable, a group, or the whole dataset."""
+    snapshot = _read_light()
+    chosen = _pick_dataset(snapshot, dataset)
+    entry: dict = {}
+    if subset == ["all"]:
+        entry["subset"] = "all"
+    elif subset == ["protected"] and chosen.group("protected") is None and "protected" not in chosen.variable_names:
+        entry["subset"] = "protected"
+    elif len(subset) == 1 and chosen.group(subset[0]) is not None:
+        entry["name"] = subset[0]
+        if name:  # the group's variables, under another name
+            entry["subset"] = sorted(chosen.group(subset[0]))
+    else:
+        entry["subset"] = subset
+    if name:
+        entry["name"] = name
+    for key, value in (("epsilon", epsilon), ("delta", delta), ("rho", rho)):
+        if value is not None:
+            entry[key] = value
+    engine = _engine()
+    caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
+    with store.read_session(engine) as session:
+        checks = operations.cap_checks(session, chosen.name, caps)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "caps": [check_json(c) for c in checks]}))
+        return
+    for cap in caps:
+        typer.echo(f"cap {cap.name} on {{{', '.join(sorted(cap.subset))}}}: {cap.unit} {format_number(cap.limit)}"
+                   + (f" at delta {format_delta(cap.delta)}" if cap.delta is not None else ""))
+    for line in check_lines(checks, planned=False):  # a cap below what is spent is over at once
+        typer.echo(line)
+
+
+@cap_app.command("list")
+def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: AsOfOption = None) -> None:
+    """Every cap, its spend (reservations included), headroom and status; --as-of: as it stood then."""
+    when = parse_date(as_of, "--as-of")
+    snapshot = _read_light()
+    chosen = _pick_dataset(snapshot, dataset)
+    engine = _engine()
+    with store.read_session(engine) as session:
+        caps = store.caps(session, chosen.name)
+        if when is None:
+            checks = operations.cap_checks(session, chosen.name, caps)
+        else:
+            then = _as_of(store.snapshot(session, chosen.name), when)
+            # the same accountants as `cap list` (issue 11): totals and states as the ledger stood
+            checks = cap_accounting.checks_from_history(
+                caps, [r for r in then.releases.values() if r.dataset == chosen.name], then.families)
+    if as_json:
+        typer.echo(json.dumps([check_json(c) for c in checks], indent=2, ensure_ascii=False))
+        return
+    if not checks:
+        typer.echo(f"dataset {chosen.name} has no caps")
+    for line in check_lines(checks, planned=False):
+        typer.echo(line)
+
+
+def check_lines(checks, planned: bool = True) -> list[str]:
+    """The text of `check`, `cap list`, `cap set` and `record`: the figures `check_json` states."""
+    lines = []
+    for c in checks:
+        unit = c.cap.unit + (f" {format_delta(c.cap.delta)}" if c.cap.delta is not None else "")
+        figures = [f"spent {format_number(c.current)}"]
+        if planned:
+            figures += [f"this plan +{format_number(c.charge)}", f"after {format_number(c.after)}"]
+        figures += [f"cap {format_number(c.cap.limit, down=True)}", f"headroom {format_number(c.headroom, down=True)}"]
+        lines.append(f"[{c.status}] cap {c.cap.name} ({unit}) on {{{', '.join(sorted(c.cap.subset))}}}: "
+                     + ", ".join(figures))
+        if planned:
+            for charge in c.charges:
+                who = f"family {charge.family} (its members charged once)" if charge.family else charge.release
+                lines.append(f"      this plan: {who} +{format_number(charge.value)}"
+                             + (f": {charge.reason}" if charge.reason else ""))
+        if c.drivers:
+            lines.append("      driven by: " + ", ".join(_driver_text(rid, v) for rid, v in c.drivers))
+        if c.reason:
+            lines.append(f"      no bound: {c.reason}")
+        if c.decision is not None and c.decision.accountant != "basic":
+            lines.append(f"      figure by the {c.decision.accountant} accountant ({c.decision.case})")
+    return lines
+
+
+def _driver_text(rid: str, value) -> str:
+    if rid.startswith(budget.FAMILY_DRIVER):
+        return f"{rid} ({format_number(value)}, charged once)"
+    return f"{rid} ({format_number(value)})"
+
+
+def check_json(c) -> dict:
+    """One cap in `check --json` and `cap list --json`; every figure through `figure_fields`."""
+    return {
+        "cap": c.cap.name,
+        "dataset": c.cap.dataset,
+        "subset": sorted(c.cap.subset),
+        "unit": c.cap.unit,
+        **figure_fields("delta", c.cap.delta),
+        **figure_fields("limit", c.cap.limit, down=True),
+        **figure_fields("current", c.current),
+        **figure_fields("charge", c.charge),
+        **figure_fields("after", c.after),
+        **figure_fields("headroom", c.headroom, down=True),
+        "status": c.status,
+        "reason": c.reason,
+        "charges": [{"release": charge.release, "family": charge.family, **figure_fields("value", charge.value),
+                     "reason": charge.reason} for charge in c.charges],
+        "drivers": [_driver_json(rid, v) for rid, v in c.drivers],
+        **({"accountant": c.decision.accountant, "case": c.decision.case, "theorem": c.decision.theorem}
+           if c.decision is not None else {}),
+    }
+
+
+def _driver_json(rid: str, value) -> dict:
+    family = rid[len(budget.FAMILY_DRIVER):] if rid.startswith(budget.FAMILY_DRIVER) else None
+    return {"release": None if family else rid, "family": family, **figure_fields("value", value)}
+
+
+def _resolve_variables(chosen: Dataset, names: list[str]) -> set[str]:
+    return choices.resolve_variables(chosen, names)
+
+
+
+@app.command()
+def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None:
+    """List recorded releases."""
+    snapshot = _read(dataset)
+    rows = [r for r in snapshot.releases.values() if dataset is None or r.dataset == dataset]
+    steps = _steps(_engine())
+    if as_json:
+        from ..store.codec import release_to_dict
+
+        typer.echo(json.dumps([{**release_json(release_to_dict(r)), "steps": steps.get(r.id, [])} for r in rows],
+                              indent=2, ensure_ascii=False))
+        return
+    if not rows:
+        typer.echo("no releases" + (f" in dataset {dataset}" if dataset else ""))
+        return
+    from ..reporting.views import releases_text
+
+    typer.echo(releases_text(rows, snapshot.datasets))
+    for release in rows:  # who retracted or cancelled, when, and why (DESIGN 2.12)
+        ended = next((s for s in reversed(steps.get(release.id, [])) if s.get("reason") is not None), None)
+        if ended:
+            typer.echo(f"{release.id}: {ended['step']} by {ended['by']} at {ended['at']}: {ended['reason']}")
+
+
+def _steps(engine) -> dict[str, list[dict]]:
+    """Release id -> its lifecycle steps after recording: who, when, and why (DESIGN 2.12)."""
+    kinds = ["release.approved", "release.published", "release.retracted", "release.cancelled"]
+    found: dict[str, list[dict]] = {}
+    with Session(engine) as session:
+        for seq, kind, subject, at, actor, payload in store.lifecycle_events(session, kinds):
+            step = {"step": kind.removeprefix("release."), "by": actor, "at": at, "event": seq}
+            if kind in ("release.retracted", "release.cancelled"):
+                step["reason"] = json.loads(payload).get("reason")
+            found.setdefault(subject, []).append(step)
+    return found
+
+
+TABLE_CELL_LIMIT = 1_000_000  # release rows x variables printed as text; past it, the largest releases
+TABLE_LARGEST = 25
+
+
+@app.command()
+def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False,
+          accountant: AccountantOption = None, as_of: AsOfOption = None,
+          all_rows: Annotated[bool, typer.Option("--all", help="Print every release row, however many.")] = False,
+          ) -> None:
+    """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
+    from ..reporting.accountant_views import best_headline, table_accountants, table_totals_line
+
+    when = parse_date(as_of, "--as-of")
+    from ..core.progress import progress
+
+    _check_accountant(accountant)
+    with progress("computing the release-by-variable table"), ExitStack() as stack:
+        if when is None:  # the accounting rows, with the accountants' events and times (issue 13)
+            chosen, index = stack.enter_context(_rows_index(dataset))
+        else:  # --as-of: the whole releases, each with the status it had then (ledger.accounting.history)
+            snapshot = _as_of(_read(dataset), when)
+            chosen = _pick_dataset(snapshot, dataset)
+            index = _index(snapshot, chosen)
+        chosen_delta = _delta(delta, chosen)
+        n_rel = len(index.releases)
+        small = as_json or all_rows or n_rel * max(len(index.variables), 1) <= TABLE_CELL_LIMIT
+        if small:
+            risk = index.table(chosen.name, at_delta(chosen_delta))
+            view = table_view(risk, chosen_delta)
+            accounts = table_accountants(index, risk, chosen_delta, accountant, every=as_json)
+        else:
+            # a million rows is not a table anyone reads: the largest releases (by their whole-dataset
+            # cost) in recording order, and the total row over every release, computed a chunk of
+            # releases at a time (issue 13)
+            from ..reporting.accountant_views import TableAccounts
+            from ..store.columns import large_table
+
+            wanted = ["basic", "rdp"] + (["pld"] if accountant == "pld" or (accountant is None and n_rel <= 20_000)
+                                         else [])  # as accountant_views.table_accountants chooses
+            risk, per_variable, wide = large_table(index, chosen.name, at_delta(chosen_delta), chosen_delta,
+                                                   TABLE_LARGEST, wanted)
+            view = table_view(risk, chosen_delta)
+            accounts = TableAccounts(risk.variables, per_variable, wide, accountant)
+        head = headline(index, chosen, chosen_delta, at_delta(chosen_delta), risk.total, risk.total_dataset_wide)
+        head = best_headline(head, index, chosen_delta, accounts)  # the figures `subset` and `pairs` print (issue 11)
+    if as_json:
+        typer.echo(json.dumps({**view.to_json(), "headline": head.to_json(), **accounts.to_json()}, indent=2,
+                              ensure_ascii=False))
+        return
+    typer.echo(f"dataset {chosen.name}: {view.basis.label}\n")
+    for line in headline_lines(head):
+        typer.echo(line)
+    typer.echo("")
+    typer.echo(text_table(accounts.apply(view)))
+    typer.echo("\n" + table_totals_line(accounts))
+    if not small:
+        typer.echo(f"\n{len(view.rows)} of {n_rel:,} release rows shown (the largest on the whole dataset); the "
+                   "total row is over every release. --all prints every row; `report --format csv` writes the table.")
+
+
+def _check_accountant(accountant: str | None) -> None:
+    from ..accounting.accountants import ACCOUNTANTS
+
+    if accountant is not None and accountant not in ACCOUNTANTS:
+        raise fail("command line", "--accountant", f"must be one of {', '.join(ACCOUNTANTS)}, found {accountant!r}")
+
+
+@app.command()
+def subset(
+    variables: Annotated[list[str], typer.Argument(help="Variables or named groups.")],
+    dataset: DatasetOption = None,
+    delta: DeltaOption = None,
+    as_json: JsonOption = False,
+    accountant: AccountantOption = None,
+    as_of: AsOfOption = None,
+) -> None:
+    """The privacy loss on one subset of variables: the smallest valid figure of the basic,
+    Rényi and privacy-loss-distribution accountants, with its theorem and case; --as-of: as the
+    ledger stood then."""
+    from ..reporting.accountant_views import figure_line, subset_accountants
+
+    when = parse_date(as_of, "--as-of")
+    if when is None:  # the accounting rows of the releases that read the subset (issue 13)
+        chosen, index = _indexed(dataset, variables=variables)
+    else:  # the whole releases, each with the status it had then (ledger.accounting.history)
+        snapshot = _as_of(_read(dataset), when)
+        chosen = _pick_dataset(snapshot, dataset)
+        index = _index(snapshot, chosen)
+    names = _resolve_variables(chosen, variables)
+    chosen_delta = _delta(delta, chosen)
+    _check_accountant(accountant)
+    cost = index.subset_cost(names, at_delta(chosen_delta))
+    result = subset_json(cost, chosen_delta)
+    found, shown = subset_accountants(index, cost, chosen_delta, accountant, every=as_json)
+    if as_json:
+        result.update({**figure_fields("epsilon", shown.epsilon), **figure_fields("delta", shown.delta),
+                       "accountant": shown.accountant, "case": shown.case, "theorem": shown.theorem,
+                       "accountants": {name: figure.to_json() for name, figure in found.items()}})
+        if shown.accountant != "basic":
+            result["conversion"] = shown.conversion
+        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+        return
+    label = "{" + ", ".join(cost.subset) + "}"
+    if cost.spend.unbounded:
+        typer.echo(f"{label}: ∞ (not protected)")
+    elif shown.accountant == "basic" and cost.spend.is_pure:
+        typer.echo(f"{label}: epsilon {format_number(cost.spend.pure)} (pure)")
+    elif shown.accountant == "basic":
+        typer.echo(f"{label}: epsilon {format_number(cost.spend.epsilon(chosen_delta))} at delta "
+                   f"{format_delta(chosen_delta)} ({result['conversion'] or 'basic composition'})")
+    else:
+        typer.echo(f"{label}: {figure_line(shown)}")
+    if not cost.spend.unbounded:
+        typer.echo(f"  accountant: {shown.accountant} ({shown.case}); {shown.theorem}")
+        if accountant is None:
+            others = ", ".join(f"{name} {format_number(f.epsilon)}" + ("" if f.valid else " (not valid: adaptive)")
+                               for name, f in found.items() if name != shown.accountant and f.available)
+            if not found["pld"].available and found["pld"].note.startswith("not computed: not valid"):
+                others += ("; " if others else "") + "pld not valid here (adaptive): --accountant pld computes it"
+            if others:
+                typer.echo(f"  other accountants: {others}")
+    if result["rho"] is not None and not cost.spend.unbounded:
+        typer.echo(f"  rho (zCDP): {format_number(cost.spend.zcdp_rho())}")
+    typer.echo(f"  charged by: {', '.join(cost.releases) or 'no release'}")
+
+
+@app.command()
+def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False,
+          accountant: Annotated[Optional[str], typer.Option(
+              "--accountant", help="basic, rdp or pld: show this accountant's figure (default: the smallest "
+                                   "valid one, as `subset A B` prints it)."
+          )] = None) -> None:
+    """The privacy loss on every pair of variables: the smallest valid figure of the basic, Rényi
+    and (plans declared in advance) PLD accountants, as `subset A B` prints it."""
+    from ..reporting.accountant_views import pair_accountants
+    from ..accounting.accountants import ACCOUNTANTS, PAIR_PLD_LIMIT
+
+    if accountant is not None and accountant not in ACCOUNTANTS:
+        raise fail("command line", "--accountant", f"must be basic, rdp or pld, found {accountant!r}")
+    # the accounting rows, with the accountants' events and lifecycle moments (issue 13, schema 6)
+    chosen, index = _indexed(dataset)
+    chosen_delta = _delta(delta, chosen)
+    result = pair_accountants(index, chosen_delta, accountant)
+    if as_json:
+        typer.echo(json.dumps([{"subset": [a, b], **figure_fields("epsilon", shown.epsilon),
+                                **figure_fields("delta", shown.delta), "accountant": shown.accountant,
+                                "case": shown.case,
+                                "accountants": {name: f.to_json() for name, f in found.items()}}
+                               for (a, b), (found, shown) in result.items()], indent=2, ensure_ascii=False))
+        return
+    for (a, b), (found, shown) in result.items():
+        typer.echo(f"{{{a}, {b}}}\t{format_number(shown.epsilon)}\t{shown.accountant}")
+    skipped = sum(1 for found, _ in result.values() if found["pld"].note.startswith("not computed: pairs"))
+    typer.echo(f"(each pair: {'the ' + accountant + ' accountant' if accountant else 'the smallest valid figure of basic, rdp and pld'}"
+               f" at delta {format_delta(chosen_delta)}"
+               + (f"; {skipped} pairs without a pld figure: at most {PAIR_PLD_LIMIT} distinct PLD compositions per "
+                  "run, `subset A B` shows one)" if skipped else ")"))
+
+
+def pair_spends(index: LedgerIndex, objective) -> dict[tuple[str, str], object]:
+    """The loss on every pair, in `LedgerIndex.pairs()` order, from one `pair_matrix`
+    (the report's array path: the same figures without a subset query per pair)."""
+    grid = index.pair_matrix(objective)
+    names = index.variables
+    return {(names[i], names[j]): grid.spend(i, j)
+            for i in range(len(names)) for j in range(i + 1, len(names))}
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option(help="Where to write the HTML table.")] = Path("ledger-demo.html"),
+    example: Annotated[str, typer.Option(help="census: Tan's Example 3.6 (Table 1); graduates: Tan's "
+                                              "Algorithm 1 on Table 2.")] = "census",
+    seed: Annotated[Optional[int], typer.Option(help="graduates: seed the noise (default: a secure seed).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: the example's text, and where the "
+                                                         "HTML table was written.")] = False,
+) -> None:
+    """Tan's Example 3.6 in the selected ledger: Table 1, printed and written as HTML."""
+    from .demo import run_demo, run_graduates_demo
+
+    if example == "graduates":
+        text = run_graduates_demo(_engine(create=True), actor=_actor(None), seed=seed)
+    elif example != "census":
+        raise fail("command line", "--example", f"must be census or graduates{choices.did_you_mean(example, ['census', 'graduates'])}, "
+                                                f"found {example!r}")
+    else:
+        from .outputs import output_target
+
+        output_target(out, state.url)
+        text = run_demo(_engine(create=True), out, actor=_actor(None))
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "example": example, "text": text,
+                                   "html": str(out) if example == "census" else None}))
+        return
+    typer.echo(text)
+
+
+@audit_app.command("verify")
+def audit_verify(
+    as_json: JsonOption = False,
+    since_checkpoint: Annotated[bool, typer.Option(
+        "--since-checkpoint", help="Check only the events appended since the last verified head (and the "
+                                   "rows they name); a full verification when there is none yet.")] = False,
+    checkpoint: Annotated[Optional[Path], typer.Option(help="A signed checkpoint (`audit checkpoint`): also "
+                                                       "prove the ledger still holds its head.")] = None,
+    public_key: Annotated[Optional[Path], typer.Option(help="The checkpoint signer's public key (PEM).")] = None,
+) -> None:
+    """Recompute the hash chain and compare every row with its audit event (one consistent
+    snapshot: writers may go on meanwhile; exit 1 when anything is wrong, an empty chain included);
+    with --checkpoint, prove the chain still holds the signed head at its position (no truncation,
+    no rewrite); with --since-checkpoint, check only what was appended since the last verified head."""
+    from ..store import verified_head
+    from .stewardship import check_checkpoint, read_checkpoint
+    from ..core.progress import progress
+
+    if (checkpoint is None) != (public_key is None):
+        raise fail("command line", "--public-key" if checkpoint else "--checkpoint",
+                   "--checkpoint and --public-key go together")
+    head = read_checkpoint(checkpoint, public_key) if checkpoint is not None else None
+    engine = _engine()
+    with store.read_session(engine) as session, progress("verifying the audit chain"):
+        kept = verified_head.read_head(session) if since_checkpoint else None
+        mark = None if kept is None else (kept.seq, kept.hash)
+        result = store.verify(session) if mark is None else verified_head.verify_since(session, mark)
+        lost = check_checkpoint(session, head) if head is not None else None
+    if result.ok:  # the next --since-checkpoint starts here (not kept when busy or read-only: no wait)
+        verified_head.remember(engine, result, full=mark is None, previous=kept)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": result.ok and lost is None, "events": result.events, "head": result.head,
+                                   "problems": list(result.problems),
+                                   "checkpoint": None if head is None else
+                                   {"seq": head.seq, "hash": head.hash, "held": lost is None, "why": lost}}))
+        if not result.ok or lost is not None:
+            raise typer.Exit(1)
+        return
+    if lost is not None:
+        typer.echo(f"checkpoint NOT held: {lost}", err=True)
+        raise typer.Exit(1)
+    if head is not None:
+        typer.echo(f"checkpoint held: event {head.seq} has hash {head.hash} (signed {head.at or 'empty ledger'})")
+    if result.ok:
+        scope = "" if mark is None else f" (events {mark[0] + 1}-{result.events} checked since the checkpoint)"
+        typer.echo(f"audit chain intact: {result.events} events, head {result.head}{scope}")
+        return
+    typer.echo(f"audit chain BROKEN: first bad event: {result.problems[0]}", err=True)
+    for problem in result.problems[1:]:
+        typer.echo(f"  also: {problem}", err=True)
+    raise typer.Exit(1)
+
+
+@role_app.command("grant")
+def role_grant(person: Annotated[str, typer.Argument(help="The person.")],
+               role: Annotated[str, typer.Argument(help="admin, steward, approver or auditor.")],
+               by: AsOption = None) -> None:
+    """Grant a role (admins only; an audit event)."""
+    _change_role(person, role, True, by)
+
+
+@role_app.command("revoke")
+def role_revoke(person: Annotated[str, typer.Argument(help="The person.")],
+                role: Annotated[str, typer.Argument(help="admin, steward, approver or auditor.")],
+                by: AsOption = None) -> None:
+    """Revoke a role (admins only; an audit event). The last admin stays admin."""
+    _change_role(person, role, False, by)
+
+
+def _change_role(person: str, role: str, granted: bool, by: str | None) -> None:
+    person = people.check_person(person, "PERSON")
+    role = people.check_role(role)
+    actor = _actor(by)
+    with store.write_session(_engine()) as session:
+        people.require(session, actor, "change roles")
+        held = store.roles(session)
+        if granted and role in held.get(person, frozenset()):
+            typer.echo(f"{person} already holds the {role} role; nothing written")
+            return
+        if not granted:
+            if person not in held:
+                raise fail("command line", "PERSON", f"unknown person {person!r}: holds no role in this ledger")
+            if role not in held[person]:
+                raise fail("command line", "ROLE", f"{person!r} does not hold the {role} role")
+            if role == "admin" and [p for p, r in held.items() if "admin" in r] == [person]:
+                raise fail("command line", "ROLE", f"{person!r} is the ledger's only admin; grant admin to "
+                                                   "another person first")
+        store.set_role(session, person, role, granted, actor)
+    typer.echo(f"{'granted' if granted else 'revoked'}: {person} {role}")
+
+
+@role_app.command("list")
+def role_list(as_json: JsonOption = False) -> None:
+    """Every person and the roles they hold."""
+    with Session(_engine()) as session:
+        held = store.roles(session)
+    if as_json:
+        typer.echo(json.dumps({person: sorted(roles) for person, roles in sorted(held.items())}, indent=2,
+                              ensure_ascii=False))
+        return
+    if not held:
+        typer.echo("no roles yet: the first person to write to this ledger becomes its admin")
+    for person, roles in sorted(held.items()):
+        typer.echo(f"{person}\t{', '.join(r for r in people.ROLES if r in roles)}")
+
+
+from .run import assess, run, sample_privacy  # noqa: E402  (issue 5)
+
+app.command("run")(run)
+app.command("assess")(assess)
+app.command("sample-privacy")(sample_privacy)
+
+from .report import report  # noqa: E402  (issue 4)
+
+app.command("report")(report)
+
+from .export import export_app  # noqa: E402  (issue 14)
+
+app.add_typer(export_app, name="export")
+
+from . import stewardship as cli_stewardship  # noqa: E402  (issue 12: datasets that evolve, signed checkpoints)
+
+dataset_app.command("amend")(cli_stewardship.dataset_amend)
+dataset_app.command("add-variable")(cli_stewardship.dataset_add_variable)
+dataset_app.command("add-categories")(cli_stewardship.dataset_add_categories)
+dataset_app.command("describe")(cli_stewardship.dataset_describe)
+dataset_app.command("reclassify")(cli_stewardship.dataset_reclassify)
+app.add_typer(cli_stewardship.group_app, name="group")
+cap_app.command("remove")(cli_stewardship.cap_remove)
+audit_app.command("keygen")(cli_stewardship.audit_keygen)
+audit_app.command("checkpoint")(cli_stewardship.audit_checkpoint)
+audit_app.command("retotal")(cli_stewardship.audit_retotal)

@@ -1,0 +1,66 @@
+"""`privacy-ledger export`: what the ledger knows, in the formats the field shares (issue 14).
+
+`export registry` writes a DP Deployments Registry record (ledger.reporting.registry) as
+YAML: the variant, privacy-loss parameters, privacy unit, unprotected
+quantities and accounting the ledger knows; placeholders for the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+
+from ..operations import choices
+from .context import open_engine, state
+from ..core.errors import fail
+from ..core.lazy import lazy_callable, lazy_module
+
+store = lazy_module("ledger.store.database")  # the ORM, imported when the command runs (issue 13)
+Session = lazy_callable("sqlmodel", "Session")
+
+export_app = typer.Typer(no_args_is_help=True, help="Export the ledger for others: the DP Deployments Registry.",
+                         context_settings={"help_option_names": ["-h", "--help"]})
+
+
+@export_app.command("registry")
+def registry(
+    out: Annotated[str, typer.Option("--out", "-o", metavar="FILE.yaml",
+                                     help="Where to write the record (`-` for standard output).")],
+    dataset: Annotated[Optional[str], typer.Option("--dataset", "-d", metavar="NAME",
+                                                   help="Dataset (default: the only one).")] = None,
+    tier: Annotated[int, typer.Option("--tier", metavar="1|2|3", help="How complete the record is: 1 basic, "
+                                      "2 adds the variant, privacy unit and parameters, 3 adds accounting "
+                                      "and implementation.")] = 2,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON on standard output, "
+                                                         "or what was written with --out FILE.")] = False,
+) -> None:
+    """A DP Deployments Registry record of a dataset's releases, as YAML.
+
+    Fields only a person can fill in (curators, intended use, region, actors, rationale)
+    start with PLACEHOLDER."""
+    from .report import write_atomically, writable_target
+    from ..reporting.registry import registry_record, to_yaml
+
+    if tier not in (1, 2, 3):
+        raise fail("command line", "--tier", f"must be 1, 2 or 3, found {tier}")
+    target = None if out.strip() == "-" else writable_target(out, state.url)
+    with Session(open_engine()) as session:
+        snapshot = store.snapshot(session)
+        chosen = choices.pick_dataset(snapshot, dataset)
+        caps = store.caps(session, chosen.name)
+        unit = store.privacy_unit(session, chosen.name)
+    record = registry_record(snapshot, chosen, caps, tier=tier, privacy_unit=unit)
+    text = to_yaml(record)
+    if as_json and target is None:
+        typer.echo(json.dumps(record, indent=2, ensure_ascii=False))
+        return
+    if target is None:
+        typer.echo(text, nl=False)
+        return
+    write_atomically(target, text.encode("utf-8"))
+    if as_json:
+        typer.echo(json.dumps({"ok": True, "dataset": chosen.name, "tier": tier, "out": str(target)}))
+        return
+    typer.echo(f"wrote the tier {tier} registry record of dataset {chosen.name} to {target}")

@@ -1,0 +1,1145 @@
+"""`privacy-ledger report`: reports for review meetings and compliance files (issue 4).
+
+A thin adapter (STYLE 8) and the report renderer: read the ledger (store),
+build the context (`report.build_report`, pure), render it (the Jinja
+templates of `reports/`, pandas for CSV, headless Chromium for PDF) and write
+one file. Bad input -- an unknown dataset or format, a --since that is not a
+date, an --out that cannot be written -- exits 2 with a message and writes
+nothing; the file itself is written whole or not at all (a temporary file in
+the same directory, renamed into place).
+
+On Linux forked helpers share the work of a report: one verifies the audit chain
+(`VerifyAlongside`), one computes the pairs panel and the timeline and draws both
+charts (`ForkedCall`; past the summary threshold, `ChartsAlongside` draws them),
+while this process reads the ledger and builds the rest.
+If a helper is missing or fails, its work is done here; the report is the same.
+
+The PDF is the HTML report printed by Chromium (through Playwright's Python
+package), so the two are the same document: styles and SVG charts inline, no
+network (every request that is not the page itself is refused).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from itertools import repeat
+from dataclasses import replace
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..operations import choices
+from . import outputs
+from .context import open_engine, parse_date, read_light, state
+from ..core.errors import fail
+from ..core.failures import neutralise
+from ..core.lazy import lazy_callable, lazy_module
+from ..core.records import Dataset
+
+store = lazy_module("ledger.store.database")  # the ORM, imported when a report is made (issue 13)
+# the report's context builder (and markupsafe, the chart data): imported when a report is
+# made, not by `--help`, `check` or `record`, which only register this command (issue 13)
+_report = lazy_module("ledger.reporting.report")
+report_environment = lazy_callable("ledger.reporting.views", "report_environment")
+select = lazy_callable("sqlalchemy", "select")
+Session = lazy_callable("sqlmodel", "Session")
+
+_REPORT_NAMES = ("AuditEvent", "ChainStatus", "Pairs", "ReportContext", "ReportInputs", "Timeline", "build_report",
+                 "draw_here", "risk_frame")
+
+
+def __getattr__(name: str):
+    """The report module's names, as this module offered them before it imported it lazily."""
+    if name in _REPORT_NAMES:
+        return getattr(_report, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+FORMATS = ("html", "md", "tex", "csv", "pdf")
+TEMPLATES = {"html": "report.html.j2", "pdf": "report.html.j2", "md": "report.md.j2", "tex": "report.tex.j2"}
+HELPER_TIMEOUT_S = 300  # a helper process silent this long is given up, and its work done here
+CHROMIUM_ENV = "LEDGER_CHROMIUM"  # path of the Chromium used for PDF (default: the system's chromium)
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def report(
+    out: Annotated[str, typer.Option("--out", "-o", help="The file to write; its extension gives the format "
+                                     "(.html, .pdf, .md, .tex, .csv); `-` for standard output (text formats).")],
+    format: Annotated[Optional[str], typer.Option("--format", "-f", help="html, md, tex, csv or pdf (default: "
+                                                  "from --out's extension).")] = None,
+    dataset: Annotated[Optional[str], typer.Option("--dataset", "-d",
+                                                   help="Dataset (default: the only one).")] = None,
+    delta: Annotated[Optional[str], typer.Option("--delta", help="Delta for epsilon figures "
+                                                 "(default: the dataset's, else 1e-9).")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", help="Meeting pack: what changed since this date "
+                                                 "(ISO 8601, e.g. 2024-05-01 or 2024-05-01T09:30; UTC "
+                                                 "unless it says otherwise).")] = None,
+    as_of: Annotated[Optional[str], typer.Option("--as-of", help="The ledger as it stood on this date (ISO "
+                                                 "8601): published by then, planned or approved at that "
+                                                 "time.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: what was written.")] = False,
+) -> None:
+    """A report: the compliance report (html, pdf), the same as Markdown or LaTeX, or the
+    release-by-variable table as CSV. --since adds what changed since the last meeting."""
+    chosen_format = choices.report_format(format, out)
+    since_at = parse_since(since)
+    as_of_at = parse_date(as_of, "--as-of")
+    if since_at is not None and as_of_at is not None and since_at > as_of_at:
+        raise fail("command line", "--since", f"{since} is after --as-of {as_of}")
+    if since_at is not None and chosen_format == "csv":
+        raise fail("command line", "--since", "the CSV export is the release-by-variable table only; "
+                                              "--since applies to html, pdf, md and tex")
+    target = None if out.strip() == "-" else writable_target(out, state.url)
+    chromium = None
+    if chosen_format == "pdf":
+        chromium = find_chromium()
+    snapshot = read_light()
+    chosen = choices.pick_dataset(snapshot, dataset)
+    chosen_delta = choices.parse_delta(delta, chosen)
+    charts = chosen_format in ("html", "pdf")
+    _modules_before_fork(charts)
+    chain = VerifyAlongside(state.url)
+    draw = _report.draw_here  # (past the summary threshold: ChartsAlongside, forked below)
+    from ..core.progress import progress
+
+    from ..core.memory import paused_gc
+
+    large = False
+    with progress(f"writing the {chosen_format} report"), paused_gc():
+        try:
+            with store.read_session(open_engine()) as session:
+                count = release_count(session, chosen.name)
+                large = (chosen_format != "csv" and since_at is None and as_of_at is None
+                         and count > _report.summary_from())
+                if large:  # from the accounting rows, no release decoded but those listed (issue 13)
+                    if charts:
+                        draw = ChartsAlongside()
+                    register = register_target(target, count, state.url)
+                    helpers = []  # the register is written alongside from as soon as the index is read
+                    large_inputs = gather_large(session, chosen, chosen_delta, chain=chain, indexed=lambda lite:
+                                                helpers.append(RegisterAlongside(state.url, lite, register)))
+                    register_helper = helpers[0]
+                else:
+                    inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
+            if large:
+                context = _report.build_large_report(
+                    large_inputs, lambda: large_register_entries(open_engine(), large_inputs), register.name,
+                    charts=charts, draw=draw)
+            else:
+                if as_of_at is not None:
+                    inputs = replace(inputs, as_of=as_of_at)
+                register = None
+                if chosen_format != "csv" and len(inputs.releases) > _report.summary_from():
+                    register = register_target(target, len(inputs.releases), state.url)
+                context = _report.build_report(inputs, charts=charts, draw=draw, beside=ForkedCall,
+                                               register_file=None if register is None else register.name)
+        finally:
+            chain.close()
+            if isinstance(draw, ChartsAlongside):
+                draw.close()
+        data = render(context, chosen_format, chromium=chromium)
+        if large:
+            register_helper.finish(context.summary)
+        elif register is not None:
+            outputs.write_streaming(register, register_csv(context.summary))
+    if target is None:  # --out -: standard output (text formats only, see choices.report_format)
+        typer.echo(data.decode("utf-8"), nl=False)
+        return
+    write_atomically(target, data)
+    if as_json:
+        import json
+
+        typer.echo(json.dumps({"ok": True, "format": chosen_format, "dataset": chosen.name, "out": str(target),
+                               "register": None if register is None else str(register)}))
+        return
+    also = "" if register is None else f", and its register of {context.summary.releases} releases to {register}"
+    typer.echo(f"wrote the {chosen_format} report of dataset {chosen.name} to {target}{also}")
+
+
+# --------------------------------------------------------------------------
+# Input checks
+# --------------------------------------------------------------------------
+
+
+def parse_since(text: str | None) -> datetime | None:
+    """An ISO 8601 date or date-time; a date means its midnight, and no zone means UTC."""
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise fail("command line", "--since", f"not a date: {text!r} (write it as 2024-05-01 or "
+                                              "2024-05-01T09:30)") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def writable_target(out: str, ledger_url: str | None = None) -> Path:
+    """The --out path, refused before any work when it cannot or must not be written
+    (outputs.output_target: never the ledger, never anything but a regular file or a new path)."""
+    return outputs.output_target(out, ledger_url)
+
+
+REGISTER_SUFFIX = ".register.csv"
+
+
+def register_target(target: Path | None, releases: int, ledger_url: str | None = None) -> Path:
+    """Where the complete register of a summarised report goes: `<out>.register.csv`, beside
+    it, under the same rules as --out (outputs.output_target: never the ledger, never a
+    directory, a link or a device). Refused (exit 2) when the report goes to standard output."""
+    if target is None:
+        raise fail("command line", "--out", f"the dataset has {releases} releases (more than {_report.summary_from()}): "
+                                            "the report summarises them and links a complete register written "
+                                            f"beside it ({REGISTER_SUFFIX}); give --out a file, not -")
+    return outputs.output_target(str(target) + REGISTER_SUFFIX, ledger_url)
+
+
+REGISTER_COLUMNS = (
+    "release", "title", "status", "charged", "reads", "read exactly (no guarantee)", "guarantees", "mechanism",
+    "parameters", "family", "family split", "derived from", "recorded at", "recorded by", "approved at",
+    "approved by", "published at", "published by", "retracted or cancelled", "at", "by", "reason",
+    "output SHA-256", "Pufferfish", "whole dataset (ordinary DP)", "whole dataset exact", "epsilon by variable")
+
+
+def register_csv(summary, chunk: int = 5_000):
+    """The complete register as CSV text, `chunk` releases at a time: a row per release, in
+    recording order, every text cell neutralised against formula injection (`csv_cell`).
+    Figures as the CSV export states them: a float at or above the exact loss, "inf" for ∞,
+    and the exact value beside it; cells by variable as "{name} exact" pairs."""
+    import csv
+    import io
+
+    from ..core.numbers import exact_text, to_json
+    from ..reporting.views import guarantee_text, names_text, param_text
+
+    def when(moment) -> str:
+        return "" if moment is None else moment.isoformat()
+
+    # texts repeated across a large register (a few distinct guarantees, parameters and values), made once
+    guarantees_seen: dict = {}
+    parameters_seen: dict = {}
+    cells_seen: dict = {}
+    wide_seen: dict = {}
+
+    def guarantees_of(guarantees) -> str:
+        found = guarantees_seen.get(guarantees)
+        if found is None:
+            found = guarantees_seen[guarantees] = csv_cell("; ".join(guarantee_text(g) for g in guarantees))
+        return found
+
+    def parameters_of(parameters) -> str:
+        try:
+            found = parameters_seen.get(parameters)
+        except TypeError:  # (a parameter value that cannot be a key)
+            return csv_cell("; ".join(f"{key} {param_text(value)}" for key, value in parameters))
+        if found is None:
+            found = parameters_seen[parameters] = csv_cell(
+                "; ".join(f"{key} {param_text(value)}" for key, value in parameters))
+        return found
+
+    # figures are keyed by identity (a register's cells share the few value objects of its table:
+    # hashing exact Fractions cost more than the text); each key keeps its value alive beside the text
+    def cell_text(cell) -> str:
+        key = (cell[0], id(cell[1]))
+        found = cells_seen.get(key)
+        if found is None or found[0] is not cell[1]:
+            found = cells_seen[key] = (cell[1], f"{{{cell[0]}}} {exact_text(cell[1])}")
+        return found[1]
+
+    def wide_of(wide) -> tuple[str, str]:
+        found = wide_seen.get(id(wide))
+        if found is None or found[0] is not wide:
+            found = wide_seen[id(wide)] = (wide, csv_cell(str(to_json(wide))), csv_cell(exact_text(wide)))
+        return found[1:]
+
+    def row(r) -> list:
+        ended = r.ended
+        wide = ("", "") if r.dataset_wide is None else wide_of(r.dataset_wide)
+        return [*(csv_cell(value) for value in (
+            r.id, r.title, r.status, "yes" if r.charged else "no", names_text(r.reads),
+            names_text(r.exact) if r.exact else "")),
+            guarantees_of(r.guarantees), csv_cell(r.mechanism), parameters_of(r.parameters),
+            *(csv_cell(value) for value in (
+                r.family or "", r.family_split, ", ".join(r.derived_from), when(r.recorded_at), r.recorded_by,
+                when(r.approved_at), r.approved_by or "", when(r.published_at), r.published_by or "",
+                ended.action if ended else "", when(ended.at) if ended else "", ended.by if ended else "",
+                ended.reason if ended else "", r.output_digest or "", "; ".join(r.pufferfish))),
+            *wide, csv_cell("; ".join(map(cell_text, r.cells)))]
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(REGISTER_COLUMNS)
+    for k, entry in enumerate(summary.entries(), start=1):
+        writer.writerow(row(entry))
+        if k % chunk == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def find_chromium() -> str:
+    """The Chromium that prints PDFs: $LEDGER_CHROMIUM, else the system's."""
+    configured = os.environ.get(CHROMIUM_ENV)
+    candidates = (configured,) if configured else CHROMIUM_CANDIDATES
+    for candidate in candidates:
+        found = candidate if os.path.isabs(candidate) and os.access(candidate, os.X_OK) else shutil.which(candidate)
+        if found:
+            return found
+    raise fail("command line", "--format", "PDF needs Chromium: install the system's chromium package "
+                                           f"(apt-get install chromium) or set {CHROMIUM_ENV} to its path")
+
+
+# --------------------------------------------------------------------------
+# Reading the ledger
+# --------------------------------------------------------------------------
+
+
+def gather(session: Session, dataset: Dataset, delta: Fraction, since: datetime | None,
+           generated_at: datetime | None = None, chain: Callable[[], ChainStatus] | None = None) -> ReportInputs:
+    """Everything the report is computed from, read in one session; the audit chain is
+    verified here unless `chain` gives its verification (see VerifyAlongside)."""
+    history = store.snapshot(session, dataset.name)
+    if chain is None:
+        chain = verify_for_report(session)
+    table = store.AuditEventRow.__table__
+    rows = session.connection().execute(
+        select(table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload,
+               table.c.hash)
+        .order_by(table.c.seq))
+    events = tuple(_report.AuditEvent(seq, _time(at), actor, kind, subject, payload, digest)
+                   for seq, at, actor, kind, subject, payload, digest in rows)
+    from ..operations.transactions import cap_checks
+
+    caps = tuple(store.caps(session, dataset.name))
+    return _report.ReportInputs(
+        dataset=dataset,
+        releases=tuple(history.releases.values()),
+        families=tuple(f for f in history.families.values() if f.dataset == dataset.name),
+        caps=caps,
+        cap_checks=tuple(cap_checks(session, dataset.name, list(caps))),  # as `cap list` decides them
+        cap_totals=store.cap_totals(session, dataset.name),
+        chain=chain,
+        events=events,
+        generated_at=generated_at or store.now(),
+        delta=delta,
+        since=since,
+    )
+
+
+def release_count(session: Session, dataset: str) -> int:
+    """How many releases the dataset has, any status (one SQL count)."""
+    from sqlalchemy import func
+
+    releases = store.ReleaseRow.__table__
+    return session.connection().execute(
+        select(func.count()).select_from(releases).where(releases.c.dataset == dataset)).scalar_one()
+
+
+REGISTER_PAGE = 5_000  # releases read (and decoded) at a time for the complete register
+
+
+def _event_filter(dataset: str):
+    """The SQL condition of report.dataset_events: the events about this dataset (its releases,
+    families, caps, itself) and the ledger-wide ones (migrations, roles)."""
+    from sqlalchemy import func, or_
+
+    events = store.AuditEventRow.__table__
+    releases = store.ReleaseRow.__table__
+    families = store.FamilyRow.__table__
+    prefix = dataset + "/"
+    return or_(
+        events.c.kind.startswith("release.", autoescape=True)
+        & events.c.subject.in_(select(releases.c.id).where(releases.c.dataset == dataset)),
+        events.c.kind.startswith("family.", autoescape=True)
+        & events.c.subject.in_(select(families.c.id).where(families.c.dataset == dataset)),
+        events.c.kind.startswith("cap.", autoescape=True)
+        & (func.substr(events.c.subject, 1, len(prefix)) == prefix),
+        events.c.kind.startswith("dataset.", autoescape=True) & (events.c.subject == dataset),
+        events.c.kind.startswith("ledger.", autoescape=True),
+        events.c.kind.startswith("role.", autoescape=True),
+    )
+
+
+def _events(session, statement) -> list:
+    return [_report.AuditEvent(seq, _time(at), actor, kind, subject, payload, digest)
+            for seq, at, actor, kind, subject, payload, digest in session.connection().execute(statement)]
+
+
+def _event_columns():
+    table = store.AuditEventRow.__table__
+    return table, (table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload,
+                   table.c.hash)
+
+
+def large_audit(session: Session, dataset: str):
+    """report.audit_trail of a large ledger by SQL: the dataset's events counted by kind and by
+    actor, the last AUDIT_EVENTS_LISTED read. Returns a function of the chain's status."""
+    from sqlalchemy import func
+
+    table, columns_ = _event_columns()
+    about = _event_filter(dataset)
+    counts = session.connection().execute(
+        select(table.c.kind, table.c.actor, func.count(), func.min(table.c.seq), func.max(table.c.seq))
+        .where(about).group_by(table.c.kind, table.c.actor)).all()
+    listed = _events(session, select(*columns_).where(about).order_by(table.c.seq.desc())
+                     .limit(_report.AUDIT_EVENTS_LISTED))[::-1]
+    total = sum(c for _, _, c, _, _ in counts)
+    by_kind, by_actor = {}, {}
+    for kind, actor, c, _, _ in counts:
+        by_kind[kind] = by_kind.get(kind, 0) + c
+        by_actor[actor] = by_actor.get(actor, 0) + c
+    first_at = last_at = None
+    if counts:
+        first_seq = min(lo for *_, lo, _ in counts)
+        first_at = _time(session.connection().execute(select(table.c.at).where(table.c.seq == first_seq)).scalar_one())
+        last_at = listed[-1].at
+
+    def trail(chain: ChainStatus):
+        return _report.AuditTrail(
+            ok=chain.ok, head=chain.head, chain_events=chain.events, problems=chain.problems, events=total,
+            first_at=first_at, last_at=last_at, by_kind=tuple(sorted(by_kind.items())),
+            by_actor=tuple(sorted(by_actor.items())),
+            listed=tuple(_report.AuditEntry(e.seq, e.at, e.actor, e.kind, e.subject, _report._note(e))
+                         for e in listed),
+            omitted=total - len(listed))
+
+    return trail
+
+
+def _whole_releases(session: Session, ids) -> dict:
+    from ..store.codec import release_from_dict
+
+    table = store.ReleaseRow.__table__
+    found = {}
+    ids = list(ids)
+    for start in range(0, len(ids), 500):
+        for row in session.connection().execute(select(table).where(table.c.id.in_(ids[start:start + 500]))):
+            found[row.id] = release_from_dict(store.release_row_dict(row))
+    return found
+
+
+def lifecycle_events(session: Session, ids=None) -> dict[str, dict]:
+    """report.lifecycle_steps from the publication, retraction and cancellation events only
+    (of the releases `ids`, or of every release)."""
+    table, columns_ = _event_columns()
+    kinds = ("release.published", "release.retracted", "release.cancelled")
+    statement = select(*columns_).where(table.c.kind.in_(kinds)).order_by(table.c.seq)
+    if ids is not None:
+        statement = statement.where(table.c.subject.in_(list(ids)))
+        return _report.lifecycle_steps(_events(session, statement))
+    found: dict[str, dict] = {}
+    published = store.AuditEventRow.__table__.c
+    for kind, subject, actor in session.connection().execute(
+            select(published.kind, published.subject, published.actor)
+            .where(published.kind == "release.published")):
+        found.setdefault(subject, {})["published_by"] = actor
+    ended = select(*columns_).where(table.c.kind.in_(kinds[1:])).order_by(table.c.seq)
+    for subject, steps in _report.lifecycle_steps(_events(session, ended)).items():
+        found.setdefault(subject, {}).update(steps)
+    return found
+
+
+def gather_large(session: Session, dataset: Dataset, delta: Fraction,
+                 chain: Callable[[], ChainStatus] | None = None, generated_at: datetime | None = None,
+                 indexed: Callable | None = None):
+    """report.LargeInputs: what a summarised report is computed from, read from the accounting
+    rows (columns.index_for, columns.large_table, as `table` reads them at a million releases),
+    SQL counts of the audit trail, the caps as `cap list` decides them, and the listed releases
+    read whole by id. No Release is built but those listed (issue 13). `indexed` is called with
+    what the complete register needs (the index, its whole-dataset ids) once they are read."""
+    from sqlalchemy import Text, cast
+
+    from ..store import columns
+    from ..reporting.accountant_views import TableAccounts
+    from ..core.records import CHARGED_STATUSES
+    from ..accounting.accountants import index_events
+    from ..accounting.engine import at_delta
+    from ..operations.transactions import cap_checks
+
+    if chain is None:
+        chain = verify_for_report(session)
+    generated_at = generated_at or store.now()
+    light = store.write_context(session)
+    families = {fid: f for fid, f in light.families.items() if f.dataset == dataset.name}
+    index = columns.index_for(session, dataset.variable_names, dataset.name, families, False, None, True)
+    wanted = ["basic", "rdp"] + (["pld"] if len(index.releases) <= 20_000 else [])  # as shown_accounts
+    table, per_variable, wide = columns.large_table(index, dataset.name, at_delta(delta), delta,
+                                                    _report.LARGEST_LISTED, wanted)
+    accounts = TableAccounts(table.variables, per_variable, wide, None)
+    wide_ids = index.cost_ids(range(len(index.variables)))  # remembered by large_table
+    if indexed is not None:  # what the register needs (large_register_csv), given as soon as it is known
+        from types import SimpleNamespace
+
+        indexed(SimpleNamespace(index=index, delta=delta, wide_ids=wide_ids, families=tuple(families.values()),
+                                dataset=dataset))
+    events = index_events(index)
+    stamps = _report.charged_from_stamps(events.recorded, events.published)
+    ids = [r.id for r in table.releases]
+    largest = _whole_releases(session, ids)
+    releases = store.ReleaseRow.__table__
+    named = tuple(f for (f,) in session.connection().execute(
+        select(releases.c.family).where(releases.c.dataset == dataset.name, releases.c.family.is_not(None),
+                                        releases.c.status.in_(sorted(s.value for s in CHARGED_STATUSES)))
+        .distinct()))
+    puffer_ids = [i for (i,) in session.connection().execute(
+        select(releases.c.id).where(releases.c.dataset == dataset.name,
+                                    cast(releases.c.pufferfish, Text) != "[]").order_by(releases.c.seq))]
+    pufferfish = _whole_releases(session, puffer_ids)
+    table_, columns_ = _event_columns()
+    prefix = dataset.name + "/"
+    from sqlalchemy import func
+
+    cap_events = tuple(_events(session, select(*columns_).where(
+        table_.c.kind.in_(("cap.set", "cap.removed")), func.substr(table_.c.subject, 1, len(prefix)) == prefix)
+        .order_by(table_.c.seq)))
+    last = _events(session, select(*columns_).order_by(table_.c.seq.desc()).limit(1))
+    caps = tuple(store.caps(session, dataset.name))
+    return _report.LargeInputs(
+        dataset=dataset, index=index, table=table, accounts=accounts, stamps=stamps,
+        releases=release_count(session, dataset.name), largest=largest,
+        steps=lifecycle_events(session, ids) if ids else {}, families=tuple(families.values()),
+        families_named=named, caps=caps, cap_checks=tuple(cap_checks(session, dataset.name, list(caps))),
+        chain=chain, audit=large_audit(session, dataset.name), cap_events=cap_events,
+        pufferfish=tuple(pufferfish[i] for i in puffer_ids), last_event=last[0] if last else None,
+        generated_at=generated_at, delta=delta, wide_ids=wide_ids,
+        timeline=_report.timeline_of(index, delta, at_delta(delta), generated_at, public=dataset.public_names,
+                                     caps=caps, stamps=stamps))
+
+
+def _register_basis(large):
+    """What both large-register writers read each release's figures from: the index, the delta,
+    the number of variables, the index's seqs, the whole-dataset value id of every release, each
+    value's epsilon at the delta and whether it is zero (one computation per distinct value)."""
+    import numpy as np
+
+    index, delta = large.index, large.delta
+    n_var = len(index.variables)
+    seqs = np.asarray(index.releases.seqs, dtype=np.int64)
+    wide_ids = large.wide_ids if large.wide_ids is not None else index.cost_ids(range(n_var))
+    epsilon_of = [value.epsilon(delta) for value in index.values]
+    zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
+    return index, delta, n_var, seqs, wide_ids, epsilon_of, zero
+
+
+def large_register_entries(engine, large, page: int = REGISTER_PAGE):
+    """The complete register of a large ledger, one RegisterEntry at a time, in recording order:
+    the release rows read `page` at a time by seq (keyset paging along the seq index, so memory
+    does not grow with the ledger: see large_register_csv), each release's cells of Table 1 from
+    the index (as `build_report` gives them)."""
+    import numpy as np
+
+    from ..store.codec import release_from_dict
+    from ..store.columns import _rows_view
+    from ..core.records import CHARGED_STATUSES
+
+    index, delta, n_var, seqs, wide_ids, epsilon_of, zero = _register_basis(large)
+    variables = index.variables
+    families = large.families
+    table = store.ReleaseRow.__table__
+    with store.read_session(engine) as session:
+        steps = lifecycle_events(session)
+        after = -1
+        while True:
+            rows = session.connection().execute(
+                select(table).where(table.c.dataset.concat("") == large.dataset.name, table.c.seq > after)
+                .order_by(table.c.seq).limit(page)).all()
+            if not rows:
+                return
+            after = rows[-1].seq
+            page_seqs = np.asarray([row.seq for row in rows], dtype=np.int64)
+            at = np.searchsorted(seqs, page_seqs)
+            inside = (at < len(seqs)) & (seqs[at.clip(max=len(seqs) - 1)] == page_seqs) if len(seqs) else \
+                np.zeros(len(rows), dtype=bool)
+            cells = None
+            if inside.any():
+                a, b = int(at[inside].min()), int(at[inside].max()) + 1
+                cells = _rows_view(index, a, b, *np.searchsorted(index.g_release, [a, b]))._single_cells()
+            for k, row in enumerate(rows):
+                release = release_from_dict(store.release_row_dict(row))
+                found, wide = (), None
+                if inside[k] and release.status in CHARGED_STATUSES:
+                    i = int(at[k])
+                    ids = cells[i - a]
+                    found = tuple((variables[j], epsilon_of[ids[j]]) for j in np.flatnonzero(~zero[ids]).tolist())
+                    wide = epsilon_of[wide_ids[i]]
+                yield _report.register_entry(release, families, found, wide, **steps.get(release.id, {}))
+
+
+def chain_status(verification: store.Verification, since: int = 0) -> ChainStatus:
+    return _report.ChainStatus(verification.ok, verification.events, verification.head, tuple(verification.problems),
+                               since)
+
+
+def verify_for_report(session) -> ChainStatus:
+    """The report's verification of the audit chain: in full, unless the ledger has more
+    releases than the summary threshold (`report.summary_from()`) and a verified head: then
+    only what was appended since that head (verified_head.verify_since, as `audit verify
+    --since-checkpoint`), since the full one takes minutes there (~280 s of CPU at a million
+    releases). The ChainStatus says which (`since`), and every report says it beside the result."""
+    from sqlalchemy import func
+
+    from ..store import verified_head
+
+    mark = verified_head.read(session)
+    if mark is not None:
+        releases = store.ReleaseRow.__table__
+        count = session.connection().execute(select(func.count()).select_from(releases)).scalar_one()
+        if count > _report.summary_from():
+            return chain_status(verified_head.verify_since(session, mark), since=mark[0])
+    return chain_status(store.verify(session))
+
+
+class _Helper:
+    """A forked helper process and this process's end of a pipe to it; no process where
+    fork is not available. The helper's target is called with its own end of the pipe last."""
+
+    def __init__(self, target: Callable, *args):
+        self.process = None
+        self.channel = None
+        import multiprocessing
+
+        if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
+            context = multiprocessing.get_context("fork")
+            self.channel, child_end = context.Pipe()
+            self.process = context.Process(target=target, args=(*args, child_end), daemon=True)
+            self.process.start()
+            child_end.close()
+
+    def send(self, message) -> bool:
+        """False (and the helper stopped) when it cannot be told."""
+        try:
+            self.channel.send(message)
+            return True
+        except (OSError, ValueError):
+            self.stop()
+            return False
+
+    def reply(self):
+        """The helper's answer; None when it failed or stayed silent HELPER_TIMEOUT_S. Stops it."""
+        outcome = None
+        try:
+            if self.channel.poll(HELPER_TIMEOUT_S):
+                outcome = self.channel.recv()
+        except (EOFError, OSError):
+            pass
+        self.stop()
+        return outcome
+
+    def stop(self) -> None:
+        if self.process is not None:
+            if self.process.is_alive():
+                self.process.terminate()  # done with it: it has answered, or its answer is not wanted
+            self.process.join()
+            self.channel.close()
+            self.process = None
+
+
+class VerifyAlongside:
+    """`store.verify` run in a forked process while this one reads the ledger and builds
+    the report: on a large ledger the verification (every hash, every row, every cap's
+    total recomputed) takes as long as all the rest, and a machine has more than one core.
+    What it verifies: `verify_for_report` (incremental past the summary threshold).
+
+    Calling it gives the ChainStatus. Where fork is not available, or the child fails,
+    the verification runs here, in this process, when it is asked for.
+    """
+
+    def __init__(self, url: str):
+        self.url = url
+        self.result: ChainStatus | None = None
+        self.helper = _Helper(_verify_child, url)
+
+    def __call__(self) -> ChainStatus:
+        if self.result is None and self.helper.process is not None:
+            outcome = self.helper.reply()
+            if isinstance(outcome, _report.ChainStatus):
+                self.result = outcome
+        if self.result is None:  # no child, or it failed: verify here
+            engine = store.make_engine(self.url)
+            try:
+                with store.read_session(engine) as session:
+                    self.result = verify_for_report(session)
+            finally:
+                engine.dispose()
+        return self.result
+
+    def close(self) -> None:
+        self.helper.stop()
+
+
+class ForkedCall:
+    """`function()` computed in a forked process (a `report.Beside`) while this one goes on:
+    the report's pairs panel and timeline (the accountants on every pair of variables, about a
+    fifth of a 10,000-release report's work) on the other core, while this process builds the
+    risk table and the register (issue 13, section 4). The child is a copy of this process, so
+    it computes the same figures from the same index; its result comes back pickled. Calling
+    the instance gives the result; where fork is not available, or the child fails, the
+    function is called here, then."""
+
+    def __init__(self, function: Callable):
+        self.function = function
+        self.helper = _Helper(_call_child, function)
+
+    def __call__(self):
+        if self.helper.process is not None:
+            outcome = self.helper.reply()
+            if isinstance(outcome, tuple) and len(outcome) == 2 and outcome[0] == "done":
+                return outcome[1]
+        return self.function()  # no child, or it failed: here
+
+
+def _call_child(function: Callable, channel) -> None:
+    """In the forked process: call, send the result (or what went wrong, for the parent to redo it)."""
+    try:
+        channel.send(("done", function()))
+    except BaseException as exc:
+        try:
+            channel.send(repr(exc))
+        except OSError:
+            pass
+    finally:
+        channel.close()
+
+
+def _modules_before_fork(charts: bool) -> None:
+    """Import what the helpers and this process all use before the helpers are forked: a forked
+    child shares the parent's imported modules, so each helper importing them again (numpy, the
+    accountants, the chart writer: ~0.2 s of CPU in all on a loaded 2-core machine) is CPU taken
+    from the other processes of the same report, which import them anyway."""
+    import numpy  # noqa: F401
+
+    from ..accounting import accountants  # noqa: F401 (store.verify's)
+    from ..store import columns  # noqa: F401 (store.verify's)
+    from ..accounting import engine  # noqa: F401 (store.verify's)
+    from ..store import verified_head  # noqa: F401 (store.verify's)
+
+    _report.summary_from  # noqa: B018 (the report module, loaded)
+    if charts:
+        from ..reporting import charts as _charts  # noqa: F401
+
+
+def _verify_child(url: str, channel) -> None:
+    """In the forked process: a new engine (never the parent's connections), verify, send."""
+    try:
+        engine = store.make_engine(url)
+        with store.read_session(engine) as session:
+            channel.send(verify_for_report(session))
+    except BaseException as exc:  # the parent verifies again, in its own process
+        channel.send(repr(exc))
+    finally:
+        channel.close()
+
+
+class ChartsAlongside:
+    """The charts drawn in a forked process (a `report.Draw`) while this one builds the
+    rest of the report. Where fork is not available, or the child fails, they are drawn here."""
+
+    def __init__(self):
+        self.helper = _Helper(_draw_child)
+
+    def __call__(self, pairs: Pairs, timeline: Timeline | None) -> Callable[[], tuple[str, str]]:
+        if self.helper.process is None or not self.helper.send((pairs, timeline)):
+            return _report.draw_here(pairs, timeline)
+
+        def drawn() -> tuple[str, str]:
+            outcome = self.helper.reply()
+            return outcome if isinstance(outcome, tuple) else _report.draw_here(pairs, timeline)()  # failed: draw here
+
+        return drawn
+
+    def close(self) -> None:
+        self.helper.stop()
+
+
+def _draw_child(channel) -> None:
+    """In the forked process: import the charts, wait for the contexts, draw."""
+    try:
+        from ..reporting import charts
+
+        pairs, timeline = channel.recv()
+        channel.send((str(charts.heat_map_svg(pairs)), str(charts.timeline_svg(timeline)) if timeline else ""))
+    except BaseException as exc:  # the parent draws again, in its own process
+        try:
+            channel.send(repr(exc))
+        except OSError:
+            pass
+    finally:
+        channel.close()
+
+
+REGISTER_CACHE = 100_000  # distinct texts a register column remembers across pages before it forgets them
+
+
+def _by_value(values, make, cache: dict) -> list:
+    """[make(v) for v in values] with `make` called once per distinct value: the register repeats
+    few texts (statuses, mechanisms, families, guarantees' values) many times. `make` takes the
+    list of values not yet in `cache` and returns their cells in that order, so that a column's
+    JSON is parsed in one call; the cache is emptied past REGISTER_CACHE entries (bounded memory)."""
+    missing = set(values).difference(cache)
+    if missing:
+        if len(cache) + len(missing) > REGISTER_CACHE:
+            cache.clear()
+            missing = set(values)  # (every value of the page is made again)
+        missing = list(missing)
+        cache.update(zip(missing, make(missing)))
+    return list(map(cache.__getitem__, values))
+
+
+def _json_many(texts) -> list:
+    """json.loads of each text, parsed in one call (the texts joined as one JSON array)."""
+    import json
+
+    return json.loads("[" + ",".join(texts) + "]")
+
+
+def large_register_csv(engine, large, page: int = REGISTER_PAGE):
+    """The complete register of a large ledger as CSV text, `page` releases at a time: the same
+    rows as `register_csv` of `large_register_entries` (tested), written from the raw release
+    rows (keyset-paged by seq) column by column, without building a Release, a RegisterEntry or
+    a row of cells per release (issue 13: a million releases). Each column of a page is made
+    from its distinct stored values (`_by_value`: a JSON text parsed once, a figure's text made
+    once), the figures of Table 1 from the index's value ids (numpy), and csv.writer writes
+    the page's rows from the finished columns."""
+    import csv
+    import io
+
+    import numpy as np
+    from sqlalchemy import Text, cast
+
+    from ..store.codec import guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict
+    from ..store.columns import _raw_iter, _rows_view
+    from ..core.numbers import exact_text, to_json
+    from ..core.records import CHARGED_STATUSES
+    from ..reporting.views import guarantee_text, names_text, param_text
+
+    index, delta, n_var, seqs, wide_ids, epsilon_of, zero = _register_basis(large)
+    variables = index.variables
+    n_values = len(epsilon_of)
+    charged_names = {s.value for s in CHARGED_STATUSES}
+    families = {f.id: f for f in large.families}
+    table = store.ReleaseRow.__table__
+    c = table.c
+    columns_ = (c.seq, c.id, c.title, c.status, cast(c.reads, Text), c.mechanism_name, cast(c.mechanism_params, Text),
+                cast(c.guarantees, Text), cast(c.derived_from, Text), c.family, c.recorded_by, c.recorded_at,
+                c.approved_by, c.approved_at, c.published_at, cast(c.pufferfish, Text), c.output_digest)
+    aware = _report._aware
+    guarantee_text_of = _report._guarantee_text
+    caches: dict[str, dict] = {}
+
+    def cache(name: str) -> dict:
+        return caches.setdefault(name, {})
+
+    def each(make):  # a `make` of _by_value from a function of one value
+        return lambda values: [make(v) for v in values]
+
+    def when(text) -> str:
+        return "" if text is None else aware(datetime.fromisoformat(text)).isoformat()
+
+    sets_seen: dict = {}  # a page's lists of variables (what releases read, what guarantees protect)
+
+    def set_of(names: list) -> tuple[frozenset, str]:
+        """A stored list of variables as a set and its text, once per list in a page."""
+        key = tuple(names)
+        found = sets_seen.get(key)
+        if found is None:
+            chosen = frozenset(names)
+            found = sets_seen[key] = (chosen, names_text(tuple(sorted(chosen))))
+        return found
+
+    def reads_cells(texts):
+        found = []
+        for names in _json_many(texts):
+            reads, text = set_of(names)
+            found.append((reads, csv_cell(text)))
+        return found
+
+    values_seen: dict = {}
+
+    def value_of(g: dict) -> list[str]:
+        """A guarantee's text but what it protects (`views.guarantee_text`), once per value."""
+        key = (g["notion"], g["epsilon"], g["delta"], g["rho"], g["relation"])
+        found = values_seen.get(key)
+        if found is None:
+            text = guarantee_text(guarantee_text_of(guarantee_from_dict({**g, "protects": ["\x00"]})))
+            found = values_seen[key] = text.split(" on {\x00}, ")
+        return found
+
+    def guarantees_cells(texts):
+        found = []
+        for parsed in _json_many(texts):
+            sets = [set_of(g["protects"]) for g in parsed]
+            parts = []
+            for g, (_, names) in zip(parsed, sets):
+                value, relation = value_of(g)
+                parts.append(f"{value} on {names}, {relation}")
+            found.append((tuple(p for p, _ in sets), csv_cell("; ".join(parts))))
+        return found
+
+    def exact_of(reads, protects) -> str:
+        exact = reads
+        for p in protects:
+            if not exact:
+                break
+            exact = exact - p
+        return csv_cell(names_text(tuple(sorted(exact)))) if exact else ""
+
+    def mechanism_of(key):
+        name, text = key
+        mechanism = mechanism_from_dict({"name": name, "params": json.loads(text)})
+        return (csv_cell(mechanism.name), csv_cell("; ".join(f"{k} {param_text(v)}" for k, v in mechanism.params)))
+
+    def pufferfish_of(text):
+        parsed = [pufferfish_from_dict(g) for g in (json.loads(text) if text else None) or ()]
+        return csv_cell("; ".join(_report.PUFFERFISH_KINDS.get(g.kind, g.kind) for g in parsed))
+
+    def family_of(fid):
+        family = families.get(fid)
+        split = ""
+        if family is not None:
+            split = "random split" if family.partition is None else \
+                "partition by " + ", ".join(sorted(family.partition))
+        return (csv_cell(fid or ""), csv_cell(split))
+
+    def wide_of(vid: int):
+        value = epsilon_of[vid]
+        return (csv_cell(str(to_json(value))), csv_cell(exact_text(value)))
+
+    def cell_of(key: int) -> str:  # key: variable * n_values + value id
+        j, vid = divmod(key, n_values)
+        return f"{{{variables[j]}}} {exact_text(epsilon_of[vid])}"
+
+    import json
+
+    no_steps: dict = {}
+
+    def page_columns(rows, steps) -> list:
+        """The page's 27 columns of REGISTER_COLUMNS, each a list of cells."""
+        n = len(rows)
+        sets_seen.clear()
+        (seq, rid, title, status, reads_text, mech_name, params_text, guarantees_text, derived_text, family,
+         recorded_by, recorded_at, approved_by, approved_at, published_at, pufferfish_text, digest) = zip(*rows)
+        reads = _by_value(reads_text, reads_cells, cache("reads"))
+        guarantees = _by_value(guarantees_text, guarantees_cells, cache("guarantees"))
+        exact = [exact_of(r[0], g[0]) for r, g in zip(reads, guarantees)]
+        charged = np.fromiter((s in charged_names for s in status), dtype=bool, count=n)
+        mechanisms = _by_value(list(zip(mech_name, params_text)), each(mechanism_of), cache("mechanism"))
+        family_cells = _by_value(family, each(family_of), cache("family"))
+        later = list(map(steps.get, rid, [no_steps] * n))
+        published_by = [s.get("published_by") for s in later]
+        ended = [s.get("ended") for s in later]
+        blank = [""] * n
+        if any(ended):
+            ended_cells = [([csv_cell(e.action), e.at.isoformat(), csv_cell(e.by), csv_cell(e.reason)] if e else
+                            ["", "", "", ""]) for e in ended]
+            ended_columns = [list(column) for column in zip(*ended_cells)]
+        else:
+            ended_columns = [blank] * 4
+        # the figures of Table 1: each charged release's nonzero cells, from the index's value ids
+        wide = [("", "")] * n
+        figures = list(blank)
+        page_seqs = np.asarray(seq, dtype=np.int64)
+        at = np.searchsorted(seqs, page_seqs)
+        inside = (at < len(seqs)) & (seqs[at.clip(max=len(seqs) - 1)] == page_seqs) if len(seqs) else \
+            np.zeros(n, dtype=bool)
+        shown = np.flatnonzero(inside & charged)
+        if len(shown):
+            a, b = int(at[inside].min()), int(at[inside].max()) + 1
+            cells = _rows_view(index, a, b, *np.searchsorted(index.g_release, [a, b]))._single_cells()
+            ids = cells[at[shown] - a]
+            row, j = np.nonzero(~zero[ids])
+            keys = j.astype(np.int64) * n_values + ids[row, j]
+            distinct, which = np.unique(keys, return_inverse=True)
+            texts = np.asarray(_by_value(distinct.tolist(), each(cell_of), cache("cell")), dtype=object)
+            pieces = texts[which.reshape(-1)].tolist()
+            bounds = np.searchsorted(row, np.arange(len(shown) + 1)).tolist()
+            joined = csv_column(["; ".join(pieces[bounds[t]:bounds[t + 1]]) for t in range(len(shown))])
+            for k, text in zip(shown.tolist(), joined):
+                figures[k] = text
+            widest = _by_value(wide_ids[at[shown]].tolist(), each(wide_of), cache("wide"))
+            for k, w in zip(shown.tolist(), widest):
+                wide[k] = w
+        dates = cache("when")
+        return [
+            csv_column(rid), csv_column(title), _by_value(status, each(csv_cell), cache("status")),
+            ["yes" if x else "no" for x in charged.tolist()], [r[1] for r in reads], exact,
+            [g[1] for g in guarantees], [m[0] for m in mechanisms], [m[1] for m in mechanisms],
+            [f[0] for f in family_cells], [f[1] for f in family_cells],
+            _by_value(derived_text, each(lambda text: csv_cell(", ".join(json.loads(text)))), cache("derived")),
+            _by_value(recorded_at, each(when), dates), _by_value(recorded_by, each(csv_cell), cache("by")),
+            _by_value(approved_at, each(when), dates),
+            _by_value(approved_by, each(lambda x: csv_cell(x or "")), cache("by or none")),
+            _by_value(published_at, each(when), dates),
+            _by_value(published_by, each(lambda x: csv_cell(x or "")), cache("by or none")),
+            *ended_columns, csv_column([d or "" for d in digest]),
+            _by_value(pufferfish_text, each(pufferfish_of), cache("pufferfish")),
+            [w[0] for w in wide], [w[1] for w in wide], figures]
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(REGISTER_COLUMNS)
+    # the dataset compared through an expression, so that the page is read along the seq index
+    # (SQLite otherwise picks the dataset's index and sorts every release of the dataset for each
+    # page: quadratic in the ledger's size)
+    of_dataset = c.dataset.concat("") == large.dataset.name
+    with store.read_session(engine) as session:
+        connection = session.connection()
+        steps = lifecycle_events(session)
+        after = -1
+        while True:
+            rows = list(_raw_iter(connection, select(*columns_).where(of_dataset, c.seq > after)
+                                  .order_by(c.seq).limit(page), page))
+            if not rows:
+                break
+            after = rows[-1][0]
+            writer.writerows(zip(*page_columns(rows, steps)))
+            del rows
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+class RegisterAlongside:
+    """The complete register of a large report written by a forked process (a new engine,
+    `large_register_entries`) while this one builds and renders the page: at a million
+    releases the register is as much work as the rest (issue 13). `finish` waits for it;
+    where fork is not available, or the child fails, the register is written here."""
+
+    def __init__(self, url: str, large, path: Path):
+        self.path, self.large = path, large
+        self.helper = _Helper(_register_child, url, large, path)
+
+    def finish(self, summary) -> None:
+        outcome = self.helper.reply() if self.helper.process is not None else None
+        if outcome != "written":
+            outputs.write_streaming(self.path, large_register_csv(open_engine(), self.large))
+
+
+def _register_child(url: str, large, path: Path, channel) -> None:
+    """In the forked process: a new engine (never the parent's connections), the register written."""
+    try:
+        outputs.write_streaming(path, large_register_csv(store.make_engine(url), large))
+        channel.send("written")
+    except BaseException as exc:  # the parent writes it again, in its own process
+        try:
+            channel.send(repr(exc))
+        except OSError:
+            pass
+    finally:
+        channel.close()
+
+
+def _time(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+# --------------------------------------------------------------------------
+# Rendering and writing
+# --------------------------------------------------------------------------
+
+
+def render(context: ReportContext, fmt: str, *, chromium: str | None = None) -> bytes:
+    """The report file's bytes in one format."""
+    if fmt == "csv":
+        return csv_safe(_report.risk_frame(context.risk)).to_csv(lineterminator="\n").encode("utf-8")
+    if fmt == "pdf":
+        return pdf_from_html(render_text(context, "pdf"), chromium or find_chromium())
+    return render_text(context, fmt).encode("utf-8")
+
+
+_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell a spreadsheet takes as text: control characters made visible, and a
+    leading = + - @ (a formula) behind an apostrophe (OWASP, "CSV injection")."""
+    if not isinstance(value, str):
+        return value
+    if value.isprintable():  # the common case: no control character, no line break to replace
+        return "'" + value if value.startswith(_FORMULA_PREFIXES) else value
+    text = neutralise(value.replace("\r\n", " ").replace("\r", " ").replace("\n", " "))
+    return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
+
+
+def csv_column(values) -> list:
+    """[csv_cell(v) for v in values], checked a column at a time: when every value is text, all
+    of it printable and none a formula (the common case), the column is its own cells."""
+    values = list(values)
+    try:
+        plain = "".join(values).isprintable() and not any(map(str.startswith, values,
+                                                              repeat(_FORMULA_PREFIXES, len(values))))
+    except TypeError:  # (a value that is not text)
+        plain = False
+    return values if plain else list(map(csv_cell, values))
+
+
+def csv_safe(frame):
+    """The frame with every label and text cell passed through `csv_cell`."""
+    frame = frame.map(csv_cell)
+    frame.index = frame.index.map(csv_cell)
+    frame.index.name = csv_cell(frame.index.name)
+    frame.columns = [csv_cell(column) for column in frame.columns]
+    return frame
+
+
+def render_text(context: ReportContext, fmt: str) -> str:
+    """The report as text; "pdf" gives the HTML the PDF is printed from (`medium` "print")."""
+    kind = {"html": "html", "pdf": "html", "md": "md", "tex": "tex"}[fmt]
+    medium = "print" if fmt == "pdf" else "screen"
+    return report_environment(kind).get_template(TEMPLATES[fmt]).render(report=context, medium=medium)
+
+
+def pdf_from_html(html: str, chromium: str) -> bytes:
+    """Print the HTML report with headless Chromium (A4 landscape, from the report's CSS).
+
+    Runs in a thread of its own: Playwright's synchronous API refuses to run where an
+    event loop already runs (a notebook, or another Playwright session)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdf") as pool:
+        return pool.submit(_print, html, chromium).result()
+
+
+def _print(html: str, chromium: str) -> bytes:
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory(prefix="privacy-ledger-") as directory:
+        page_file = Path(directory) / "report.html"
+        page_file.write_text(html, encoding="utf-8")
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+                try:
+                    page = browser.new_page()
+                    page.route("**/*", _local_only)
+                    page.goto(page_file.as_uri(), wait_until="load")
+                    return page.pdf(prefer_css_page_size=True, print_background=True, outline=True)
+                finally:
+                    browser.close()
+        except PlaywrightError as exc:
+            raise fail("pdf", "chromium", f"Chromium ({chromium}) could not print the report: "
+                                          f"{str(exc).splitlines()[0]}") from None
+
+
+def _local_only(route) -> None:
+    """The report is self-contained: refuse any request but the page's own file."""
+    if route.request.url.startswith(("file:", "data:", "about:")):
+        route.continue_()
+    else:
+        route.abort()
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write the whole file or nothing (outputs.write_atomically)."""
+    outputs.write_atomically(path, data)

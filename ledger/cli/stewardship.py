@@ -1,0 +1,349 @@
+"""Commands for a dataset that evolves and a chain head kept outside the database (issue 12).
+
+Thin adapters (STYLE 8) over `amend` (what a change to a dataset is, as audited
+amendments), `checkpoint` (signed heads) and `store`:
+
+- `dataset amend FILE [--dry-run]`: a changed dataset file, applied as the
+  amendments it implies, printed first; `dataset add-variable`,
+  `add-categories`, `describe`, `reclassify` (with `--reason`); `group set`,
+  `group remove`; `cap remove`;
+- `audit keygen`, `audit checkpoint`, `audit verify --checkpoint`, and
+  `audit retotal` (recompute every running total from the history).
+
+Bad input exits 2 naming the file, field or argument; nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from ..core.lazy import lazy_callable, lazy_module
+
+# imported on first use, so `--help` imports neither the ORM nor numpy nor cryptography (issue 13)
+budget = lazy_module("ledger.accounting.budget")
+checkpoint = lazy_module("ledger.store.checkpoint")
+store = lazy_module("ledger.store.database")
+Session = lazy_callable("sqlmodel", "Session")
+amend = lazy_module("ledger.operations.amend")
+canonical_json = lazy_callable("ledger.store.codec", "canonical_json")
+build_caps = lazy_callable("ledger.input.loader", "build_caps")
+build_dataset = lazy_callable("ledger.input.loader", "build_dataset")
+read_document = lazy_callable("ledger.input.loader", "read_document")
+from ..operations import choices  # noqa: E402
+from .context import actor as acting_person, open_engine  # noqa: E402
+from ..core.errors import InputErrors, LedgerError, fail  # noqa: E402
+from ..core.records import Cap, Dataset, Variable
+
+group_app = typer.Typer(no_args_is_help=True, help="Named groups of variables.")
+
+ByOption = Annotated[Optional[str], typer.Option("--by", help="Who does it (default: $LEDGER_USER or login).")]
+DatasetOption = Annotated[Optional[str], typer.Option("--dataset", "-d", help="Dataset (default: the only one).")]
+
+
+def _reason(reason: str | None, required: bool = False) -> str | None:
+    if reason is None:
+        if required:
+            raise fail("command line", "--reason", "a reason is required")
+        return None
+    if not reason.strip():
+        raise fail("command line", "--reason", "the reason is empty; say why")
+    return reason.strip()
+
+
+# --------------------------------------------------------------------------
+# Datasets that evolve
+# --------------------------------------------------------------------------
+
+Change = Callable[[Dataset, list[Cap]], tuple[Dataset, list[Cap] | None]]
+
+
+def apply_change(dataset: str | None, change: Change, *, source: str, actor: str, reason: str | None,
+                 dry_run: bool = False) -> list[amend.Amendment]:
+    """Plan the amendments a change implies, print them, and (unless dry_run) write them
+    with their audit events in one transaction."""
+    engine = open_engine()
+    with (Session(engine) if dry_run else store.write_session(engine)) as session:
+        context = store.write_context(session)
+        chosen = choices.pick_dataset(context, dataset)
+        caps = store.caps(session, chosen.name)
+        wanted, wanted_caps = change(chosen, caps)
+        removed = set(chosen.variable_names) - set(wanted.variable_names)
+        history = store.snapshot(session, chosen.name) if removed else None
+        amendments, errors = amend.plan(
+            chosen, wanted, source=source, old_caps=caps, new_caps=wanted_caps,
+            releases=history.releases.values() if history else (),
+            families=[f for f in history.families.values() if f.dataset == chosen.name] if history else (),
+            reason=reason)
+        if errors:
+            raise InputErrors(errors)
+        final_caps = {c.name: c for c in (wanted_caps if wanted_caps is not None else caps)}
+        amendments += amend.caps_follow(amendments, list(final_caps.values()))
+        if not amendments:
+            typer.echo(f"dataset {chosen.name}: nothing to change")
+            return []
+        typer.echo(f"dataset {chosen.name}: {len(amendments)} change{'s' if len(amendments) != 1 else ''}"
+                   + (" (dry run: nothing written)" if dry_run else ""))
+        for amendment in amendments:
+            typer.echo(f"  {amendment.kind:26} {amendment.summary}")
+        if dry_run:
+            return amendments
+        for amendment in amendments:
+            if amendment.kind == "cap.set":
+                store.set_cap(session, amendment.cap, actor)
+            elif amendment.kind == "cap.removed":
+                store.remove_cap(session, chosen.name, amendment.subject.split("/", 1)[1], actor, reason)
+            else:
+                store.amend_dataset(session, amendment.dataset, actor, amendment.kind, amendment.change)
+    typer.echo(f"applied {len(amendments)} change{'s' if len(amendments) != 1 else ''}, each an audit event")
+    return amendments
+
+
+def dataset_amend(
+    file: Annotated[Path, typer.Argument(help="The dataset file, changed (YAML or JSON).")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the changes; write nothing.")] = False,
+    reason: Annotated[Optional[str], typer.Option(help="Why (required when a variable is reclassified).")] = None,
+    by: ByOption = None,
+) -> None:
+    """Apply a changed dataset file as audited changes: variables, categories, descriptions,
+    classifications, groups and (when the file has `caps`) caps. Printed first."""
+    document, errors = read_document(file)
+    wanted = None
+    if document is not None:
+        wanted, errors = build_dataset(document)
+    if errors:
+        raise InputErrors(errors)
+    wanted_caps = None
+    if "caps" in document.data:
+        wanted_caps, errors = build_caps(document, wanted)
+        if errors:
+            raise InputErrors(errors)
+    apply_change(wanted.name, lambda _old, _caps: (wanted, wanted_caps), source=str(file),
+                 actor=acting_person(by), reason=_reason(reason), dry_run=dry_run)
+
+
+def _variable(chosen: Dataset, name: str, argument: str = "VARIABLE") -> Variable:
+    for variable in chosen.variables:
+        if variable.name == name:
+            return variable
+    raise fail("command line", argument, f"unknown variable {name!r} in dataset {chosen.name!r} "
+                                         f"(variables: {', '.join(chosen.variable_names)})")
+
+
+def _changed_variable(name: str, **changes) -> Change:
+    def change(chosen: Dataset, _caps):
+        from dataclasses import replace
+
+        old = _variable(chosen, name)
+        return replace(chosen, variables=tuple(replace(old, **changes) if v.name == name else v
+                                               for v in chosen.variables)), None
+
+    return change
+
+
+def dataset_add_variable(
+    name: Annotated[str, typer.Argument(help="The new variable's name.")],
+    classification: Annotated[str, typer.Option(help="public, identifying, sensitive, ...")] = "unclassified",
+    description: Annotated[str, typer.Option(help="What it holds.")] = "",
+    category: Annotated[Optional[list[str]], typer.Option("--category", help="A public category "
+                                                          "(repeat for each).")] = None,
+    dataset: DatasetOption = None,
+    by: ByOption = None,
+) -> None:
+    """Add a variable to a recorded dataset (an audit event)."""
+    if not name.strip():
+        raise fail("command line", "NAME", "the variable name is empty")
+    if not classification.strip():
+        raise fail("command line", "--classification", "empty")
+
+    def change(chosen: Dataset, _caps):
+        from dataclasses import replace
+
+        if name in chosen.variable_names or chosen.group(name) is not None:
+            raise fail("command line", "NAME", f"{name!r} is already a variable or group of {chosen.name!r}")
+        variable = Variable(name, classification.strip(), description, tuple(category) if category else None)
+        return replace(chosen, variables=chosen.variables + (variable,)), None
+
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None)
+
+
+def dataset_add_categories(
+    variable: Annotated[str, typer.Argument(help="The variable.")],
+    categories: Annotated[list[str], typer.Argument(help="Categories to add.")],
+    dataset: DatasetOption = None,
+    by: ByOption = None,
+) -> None:
+    """Declare more public categories of a variable (categories are never removed)."""
+    def change(chosen: Dataset, caps):
+        old = _variable(chosen, variable)
+        merged = tuple(old.categories or ()) + tuple(c for c in categories if c not in (old.categories or ()))
+        return _changed_variable(variable, categories=merged)(chosen, caps)
+
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None)
+
+
+def dataset_describe(
+    variable: Annotated[str, typer.Argument(help="The variable.")],
+    description: Annotated[str, typer.Argument(help="Its new description.")],
+    dataset: DatasetOption = None,
+    by: ByOption = None,
+) -> None:
+    """Change a variable's description."""
+    apply_change(dataset, _changed_variable(variable, description=description), source="command line",
+                 actor=acting_person(by), reason=None)
+
+
+def dataset_reclassify(
+    variable: Annotated[str, typer.Argument(help="The variable.")],
+    classification: Annotated[str, typer.Argument(help="Its new classification (public: released exactly "
+                                                       "by design, outside the protected headline).")],
+    reason: Annotated[Optional[str], typer.Option(help="Why (required).")] = None,
+    dataset: DatasetOption = None,
+    by: ByOption = None,
+) -> None:
+    """Reclassify a variable, with a reason (an audit event)."""
+    why = _reason(reason, required=True)
+    if not classification.strip():
+        raise fail("command line", "CLASSIFICATION", "empty")
+    apply_change(dataset, _changed_variable(variable, classification=classification.strip()),
+                 source="command line", actor=acting_person(by), reason=why)
+
+
+@group_app.command("set")
+def group_set(
+    name: Annotated[str, typer.Argument(help="The group's name.")],
+    variables: Annotated[list[str], typer.Argument(help="Its variables.")],
+    dataset: DatasetOption = None,
+    by: ByOption = None,
+) -> None:
+    """Add or change a named group of variables."""
+    def change(chosen: Dataset, _caps):
+        from dataclasses import replace
+
+        for variable in variables:
+            _variable(chosen, variable, "VARIABLES")
+        if name in chosen.variable_names or name in ("all", "protected"):
+            raise fail("command line", "NAME", f"{name!r} is a variable or a reserved subset name")
+        groups = tuple((g, m) for g, m in chosen.groups if g != name) + ((name, frozenset(variables)),)
+        return replace(chosen, groups=groups), None
+
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None)
+
+
+@group_app.command("remove")
+def group_remove(
+    name: Annotated[str, typer.Argument(help="The group's name.")],
+    dataset: DatasetOption = None,
+    by: ByOption = None,
+) -> None:
+    """Remove a named group (caps set on it keep their variables)."""
+    def change(chosen: Dataset, _caps):
+        from dataclasses import replace
+
+        if chosen.group(name) is None:
+            raise fail("command line", "NAME", f"no group {name!r} in dataset {chosen.name!r}")
+        return replace(chosen, groups=tuple((g, m) for g, m in chosen.groups if g != name)), None
+
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None)
+
+
+def cap_remove(
+    name: Annotated[str, typer.Argument(help="The cap's name (as `cap list` shows it).")],
+    reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
+    dataset: DatasetOption = None,
+    by: ByOption = None,
+) -> None:
+    """Remove a cap; the audit chain and the report keep every value it had."""
+    why = _reason(reason)
+
+    def change(chosen: Dataset, caps: list[Cap]):
+        if name not in {c.name for c in caps}:
+            raise fail("command line", "NAME", f"no cap {name!r} in dataset {chosen.name!r} (caps: "
+                                               f"{', '.join(c.name for c in caps) or 'none'})")
+        return chosen, [c for c in caps if c.name != name]
+
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=why)
+
+
+# --------------------------------------------------------------------------
+# Signed checkpoints
+# --------------------------------------------------------------------------
+
+
+def audit_keygen(
+    out: Annotated[Path, typer.Option("--out", help="The private key file; the public key goes to OUT.pub.")],
+) -> None:
+    """Make an Ed25519 key pair for signing checkpoints: OUT (private, PEM) and OUT.pub."""
+    public_path = Path(str(out) + ".pub")
+    for path in (out, public_path):
+        if path.exists():
+            raise fail("command line", "--out", f"{path} exists; a key is never overwritten")
+        if not path.parent.is_dir():
+            raise fail("command line", "--out", f"the directory {path.parent} does not exist")
+    private, public = checkpoint.generate_key()
+    descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(private)
+    public_path.write_bytes(public)
+    typer.echo(f"wrote the private key to {out} (keep it secret) and the public key to {public_path}")
+
+
+def audit_checkpoint(
+    key: Annotated[Path, typer.Option("--key", help="The Ed25519 private key (PEM), from `audit keygen`.")],
+    out: Annotated[Path, typer.Option("--out", help="The checkpoint file to write.")],
+) -> None:
+    """Sign the current head of the audit chain (seq, hash, time, event count) and write it to OUT."""
+    from .report import write_atomically, writable_target
+
+    private = checkpoint.load_private_key(key)
+    target = writable_target(str(out))
+    with Session(open_engine()) as session:
+        found = store.chain_head(session)
+    head = checkpoint.Head(found.seq, found.hash, found.at, found.events)
+    document = checkpoint.sign(head, private, store.now().isoformat())
+    write_atomically(target, (canonical_json(document) + "\n").encode())
+    typer.echo(f"checkpoint of event {head.seq} ({head.events} events), head {head.hash}, signed, "
+               f"written to {target}")
+
+
+def read_checkpoint(path: Path, public_key: Path) -> checkpoint.Head:
+    """The checkpoint's head, once its file, the key and the signature are all good (else exit 2)."""
+    key = checkpoint.load_public_key(public_key)
+    document = checkpoint.load_document(path)
+    return checkpoint.signed_head(document, key, str(path))
+
+
+def check_checkpoint(session: Session, head: checkpoint.Head) -> str | None:
+    """Why the ledger no longer holds a checkpointed head (None: it does)."""
+    return checkpoint.compare(head, store.event_at(session, head.seq) if head.seq else None,
+                              store.chain_head(session).events)
+
+
+def audit_retotal(by: ByOption = None) -> None:
+    """Recompute every cap's running total from the releases (after `audit verify` found
+    them wrong, or a decision refused stale totals), as an audit event."""
+    actor = acting_person(by)
+    changed = []
+    with store.write_session(open_engine()) as session:
+        config = store.configuration(session)
+        for dataset, caps in config.caps.items():
+            history = store.snapshot(session, dataset)
+            stored = store.cap_totals(session, dataset)
+            totals = {cap.name: budget.total_from_history(cap, history.releases.values(), history.families)
+                      for cap in caps}
+            from ..store.codec import cap_total_to_dict
+
+            differ = sorted(name for name, total in totals.items()
+                            if name not in stored or cap_total_to_dict(stored[name]) != cap_total_to_dict(total))
+            store.save_totals(session, dataset, totals)
+            changed += [f"{dataset}/{name}" for name in differ]
+        store.append_event(session, kind="ledger.retotalled", subject="cap totals", actor=actor,
+                           payload={"changed": changed})
+    typer.echo(f"running totals recomputed; {len(changed)} differed" + (f": {', '.join(changed)}" if changed else ""))
+
+
+def _errors(*errors: LedgerError) -> InputErrors:
+    return InputErrors(list(errors))

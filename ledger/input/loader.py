@@ -1,0 +1,884 @@
+"""From files to frozen records: parse -> validate -> build -> check.
+
+Like beancount's loader, one pipeline of functions that take and return
+values. The only I/O is `read_document`. Every problem becomes a
+`LedgerError` naming the file, line and field; the caller decides what to do
+with the list (the CLI prints it and exits 2 without writing anything).
+
+Invariant: when the returned error list is empty, the records satisfy every
+invariant stated in records.py, against the ledger snapshot given.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from fractions import Fraction
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..accounting.catalogue import NUMERIC_PARAMS, derive_guarantees, overclaims
+from ..accounting.lineage import PUBLISHED_STATUSES, describe, publish_blockers
+from ..core.errors import InputErrors, LedgerError
+from ..core.numbers import NumberError, to_fraction
+from ..core.lazy import lazy_module
+from ..core.records import (
+    Cap,
+    Dataset,
+    Family,
+    Guarantee,
+    Mechanism,
+    Notion,
+    Relation,
+    Release,
+    Status,
+    Variable,
+)
+
+# read when a file is (not by `--help` or `--version`, issue 13)
+yaml = lazy_module("yaml")
+jsonschema_rs = lazy_module("jsonschema_rs")
+
+if TYPE_CHECKING:
+    import jsonschema
+    import networkx as nx
+
+Path_ = tuple[Any, ...]
+
+
+# --------------------------------------------------------------------------
+# Parse
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Document:
+    """A parsed input file and the line of every value in it (YAML only)."""
+
+    path: str
+    data: Any
+    lines: dict[Path_, int] = field(default_factory=dict)
+    release_schema_checked: bool = False  # validated_release_documents passed it (before any lock)
+
+    def source(self, at: Path_ = ()) -> str:
+        """`file:line` for the value at `at` (or its nearest located parent)."""
+        for cut in range(len(at), -1, -1):
+            line = self.lines.get(tuple(at[:cut]))
+            if line is not None:
+                return f"{self.path}:{line}"
+        return self.path
+
+
+def field_name(at: Path_) -> str:
+    """("releases", 1, "mechanism", "epsilon") -> "releases[1].mechanism.epsilon"."""
+    text = ""
+    for part in at:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+# Input limits (README, "Input limits"): a file larger, deeper, or with more aliases than
+# these is refused as bad input before anything else is done with it.
+MAX_FILE_BYTES = 16 * 1024 * 1024  # one release or dataset file
+MAX_DEPTH = 64  # nesting of mappings and lists
+MAX_ALIASES = 1000  # YAML aliases (*name) in one file
+MAX_NODES = 200_000  # values in one file, every alias counted as what it expands to
+
+
+@cache
+def _yaml_loader():
+    """libyaml's loader when available: same results, faster."""
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def read_document(path: str | Path) -> tuple[Document | None, list[LedgerError]]:
+    path = Path(path)
+    name = str(path)
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        return None, [LedgerError(name, "", "no such file")]
+    except OSError as exc:
+        return None, [LedgerError(name, "", f"cannot read: {exc.strerror or exc}")]
+    if not stat.S_ISREG(found.st_mode):  # a FIFO or a device could block for ever or never end
+        return None, [LedgerError(name, "", "not a regular file")]
+    if found.st_size > MAX_FILE_BYTES:
+        return None, [LedgerError(name, "", f"file of {found.st_size} bytes; the limit is {MAX_FILE_BYTES}")]
+    try:
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            return None, [LedgerError(name, "", f"file larger than the limit of {MAX_FILE_BYTES} bytes")]
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [LedgerError(name, "", f"cannot read: {exc}")]
+    if looks_like_csv(name, text):  # confidential microdata, perhaps: never echoed beyond a short excerpt
+        return None, [LedgerError(f"{name}:1", "", "this looks like CSV data: did you mean `run --data "
+                                                   f"{name}`? (first line: {excerpt(text)})")]
+    return parse_document(name, text)
+
+
+EXCERPT_CHARS = 80  # an error quotes at most this much of a line of a user's file
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The first line of `text`, cut to `limit` characters, quoted: what an error may show of a file."""
+    line = text.lstrip("\ufeff").splitlines()[0] if text.strip() else ""
+    return repr(line[:limit] + ("…" if len(line) > limit or "\n" in text.strip() else ""))
+
+
+def looks_like_csv(name: str, text: str) -> bool:
+    """A .csv/.tsv file, or text whose first two lines are comma-separated fields without a YAML key."""
+    if name.lower().endswith((".csv", ".tsv")):
+        return True
+    lines = [line for line in text.lstrip("\ufeff").splitlines() if line.strip()][:2]
+    if len(lines) < 2 or name.lower().endswith(".json"):
+        return False
+    first, second = lines
+    if first.lstrip()[:1] in "[{#-\"'" or ":" in first:
+        return False
+    return first.count(",") >= 1 and first.count(",") == second.count(",")
+
+
+def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerError]]:
+    from .limits import check_values, refuse_duplicate_json_keys
+
+    if name.endswith(".json"):
+        try:
+            data = json.loads(text, object_pairs_hook=refuse_duplicate_json_keys)
+        except json.JSONDecodeError as exc:
+            return None, [LedgerError(f"{name}:{exc.lineno}", "", f"malformed JSON: {exc.msg} (column {exc.colno})")]
+        except ValueError as exc:  # a duplicate key
+            return None, [LedgerError(name, "", f"malformed JSON: {exc}")]
+        except RecursionError:
+            return None, [LedgerError(name, "", f"malformed JSON: nested deeper than {MAX_DEPTH} levels")]
+        errors = check_values(Document(name, data), MAX_DEPTH)
+        return (None, errors) if errors else (Document(name, data), [])
+    try:
+        problem = _yaml_limits(text)
+        if problem is not None:
+            return None, [LedgerError(f"{name}:{problem[0]}", "", f"refused YAML: {problem[1]}")]
+        loader = _yaml_loader()(text)
+        try:
+            node = loader.get_single_node()
+            problem = _node_problem(node)
+            if problem is not None:
+                return None, [LedgerError(f"{name}:{problem[0]}", "", f"refused YAML: {problem[1]}")]
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{name}:{mark.line + 1}" if mark is not None else name
+        problem = getattr(exc, "problem", None) or str(exc)
+        return None, [LedgerError(where, "", f"malformed YAML: {problem}")]
+    except (ValueError, TypeError, OverflowError, ArithmeticError, RecursionError) as exc:
+        # a tag or value YAML's constructors cannot build (`!!int abc`, an integer of
+        # thousands of digits): the message quotes at most a short excerpt
+        return None, [LedgerError(name, "", f"malformed YAML: a value that cannot be read "
+                                            f"({type(exc).__name__}: {str(exc)[:120]})")]
+    lines: dict[Path_, int] = {}
+    if node is not None:
+        _collect_lines(node, (), lines)
+    document = Document(name, data, lines)
+    errors = check_values(document, MAX_DEPTH)
+    return (None, errors) if errors else (document, [])
+
+
+def _yaml_limits(text: str) -> tuple[int, str] | None:
+    """(line, problem) when the YAML nests deeper than MAX_DEPTH or has more than
+    MAX_ALIASES aliases: read as events, stopped at the first excess, so neither an
+    alias bomb nor a 100,000-deep nesting costs more than that."""
+    depth = aliases = 0
+    for event in yaml.parse(text, Loader=_yaml_loader()):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return event.start_mark.line + 1, f"nested deeper than {MAX_DEPTH} levels"
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+        elif isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                return event.start_mark.line + 1, f"more than {MAX_ALIASES} aliases"
+    return None
+
+
+def _node_problem(root: yaml.Node | None) -> tuple[int, str] | None:
+    """(line, problem): a duplicate key, a key that is not a string, or more than
+    MAX_NODES values once aliases are expanded (each shared node counted once per use)."""
+    if root is None:
+        return None
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:  # post-order, iterative: the size of a node is 1 + the sizes of its children
+        node, done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = [child for pair in node.value for child in pair] if isinstance(node, yaml.MappingNode) else \
+            list(node.value) if isinstance(node, yaml.SequenceNode) else []
+        if not done:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict = {}
+                for key, _ in node.value:
+                    if not isinstance(key, yaml.ScalarNode) or key.tag != "tag:yaml.org,2002:str":
+                        if key.tag == "tag:yaml.org,2002:merge":
+                            continue
+                        return key.start_mark.line + 1, "a key that is not text (write it in quotes)"
+                    if key.value in seen:
+                        return key.start_mark.line + 1, (f"duplicate key {key.value[:60]!r} (first at line "
+                                                         f"{seen[key.value]})")
+                    seen[key.value] = key.start_mark.line + 1
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+            continue
+        sizes[id(node)] = min(1 + sum(sizes[id(child)] for child in children), MAX_NODES + 1)
+        if sizes[id(node)] > MAX_NODES:
+            return node.start_mark.line + 1, f"more than {MAX_NODES} values once its aliases are expanded"
+    return None
+
+
+def _collect_lines(node: yaml.Node, at: Path_, lines: dict[Path_, int]) -> None:
+    lines[at] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            _collect_lines(value, at + (key.value,), lines)
+            lines[at + (key.value,)] = key.start_mark.line + 1  # point at the key, not the value
+    elif isinstance(node, yaml.SequenceNode):
+        for index, value in enumerate(node.value):
+            _collect_lines(value, at + (index,), lines)
+
+
+# --------------------------------------------------------------------------
+# Validate against the JSON Schemas in schemas/
+# --------------------------------------------------------------------------
+
+
+@cache
+def schema(name: str) -> dict:
+    text = resources.files("ledger.schemas").joinpath(name).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@cache
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    import jsonschema  # only for a document the fast check refuses: it gives the messages
+
+    return jsonschema.Draft202012Validator(schema(name))
+
+
+@cache
+def _fast_validator(name: str) -> jsonschema_rs.Draft202012Validator:
+    # the same schema and draft; formats are not asserted, as jsonschema does not by default
+    return jsonschema_rs.Draft202012Validator(schema(name), validate_formats=False)
+
+
+def validate(document: Document, schema_name: str) -> list[LedgerError]:
+    """Every place where the document breaks the schema, as errors naming file:line and field.
+
+    A valid document is recognised by jsonschema-rs (compiled; some fifty times faster
+    than jsonschema, which matters when mechanisms record one release at a time); any
+    other is validated by jsonschema, whose errors give the messages. Only the second
+    can refuse a document."""
+    try:
+        if _fast_validator(schema_name).is_valid(document.data):
+            return []
+    except (ValueError, TypeError, OverflowError):  # a YAML value JSON has no type for: jsonschema decides
+        pass
+    errors = []
+    for error in sorted(_validator(schema_name).iter_errors(document.data),
+                        key=lambda e: list(map(str, e.absolute_path))):
+        at = tuple(error.absolute_path)
+        message = _schema_message(error)
+        shown = repr(error.instance)
+        if len(shown) > EXCERPT_CHARS and shown in message:  # never echo more than an excerpt of the file
+            message = message.replace(shown, excerpt(str(error.instance)) if isinstance(error.instance, str)
+                                      else shown[:EXCERPT_CHARS] + "…")
+        errors.append(LedgerError(document.source(at), field_name(at) or "(top level)", message))
+    return errors
+
+
+def _schema_message(error: jsonschema.ValidationError) -> str:
+    if error.validator == "additionalProperties":
+        return error.message.replace("Additional properties are not allowed", "unknown field")
+    if error.validator == "oneOf" and error.context:
+        best = min(error.context, key=lambda e: len(e.absolute_path))
+        return f"{error.instance!r} is not valid: {best.message}"
+    return error.message
+
+
+# --------------------------------------------------------------------------
+# Build and check
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LedgerSnapshot:
+    """What the ledger already holds, as the loader needs it for its checks."""
+
+    datasets: Mapping[str, Dataset] = field(default_factory=dict)
+    releases: Mapping[str, Release] = field(default_factory=dict)  # may be a lazy lookup (store.ReleaseLookup)
+    families: Mapping[str, Family] = field(default_factory=dict)
+
+
+class _Collector:
+    """Errors of one document, each located by its path in the document."""
+
+    def __init__(self, document: Document):
+        self.document = document
+        self.errors: list[LedgerError] = []
+
+    def add(self, at: Path_, message: str) -> None:
+        self.errors.append(LedgerError(self.document.source(at), field_name(at), message))
+
+    def number(self, value: Any, at: Path_, *, below_one: bool = False, positive: bool = False) -> Fraction | None:
+        try:
+            result = to_fraction(value)
+        except NumberError as exc:
+            self.add(at, str(exc))
+            return None
+        if result < 0 or (positive and result == 0):
+            self.add(at, f"must be {'positive' if positive else 'non-negative'}. Found {value}.")
+            return None
+        if below_one and result >= 1:
+            self.add(at, f"must be in [0, 1). Found {value}.")
+            return None
+        return result
+
+
+def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]]:
+    """A validated dataset document -> Dataset."""
+    errors = validate(document, "dataset.v1.schema.json")
+    if errors:
+        return None, errors
+    out = _Collector(document)
+    data = document.data
+    names: set[str] = set()
+    variables = []
+    for index, entry in enumerate(data["variables"]):
+        if entry["name"] in names:
+            out.add(("variables", index, "name"), f"duplicate variable {entry['name']!r}")
+        names.add(entry["name"])
+        categories = tuple(entry["categories"]) if "categories" in entry else None
+        variables.append(Variable(entry["name"], entry.get("classification", "unclassified"),
+                                  entry.get("description", ""), categories))
+    delta = None
+    if "delta" in data:
+        delta = out.number(data["delta"], ("delta",), below_one=True)
+    groups = []
+    for group, members in data.get("groups", {}).items():
+        for index, member in enumerate(members):
+            if member not in names:
+                out.add(("groups", group, index), f"unknown variable {member!r} in group {group!r}")
+        if group in names:
+            out.add(("groups", group), f"group {group!r} has the name of a variable")
+        groups.append((group, frozenset(members)))
+    if out.errors:
+        return None, out.errors
+    return Dataset(data["dataset"], tuple(variables), data.get("description", ""), delta, tuple(groups),
+                   self_approval=bool(data.get("self_approval", False))), []
+
+
+RELEASE_SCHEMA = "release.v1.schema.json"
+
+
+def validated_release_documents(parsed: Iterable[tuple[Document | None, list[LedgerError]]]
+                                ) -> tuple[list[Document], list[LedgerError]]:
+    """Read release documents checked against the schema, before any lock is taken (issue 10,
+    section 5: a slow or hostile file never holds the write lock); the documents that pass are
+    not checked again by `build_releases`, and the problems of those that fail are returned."""
+    documents: list[Document] = []
+    errors: list[LedgerError] = []
+    for document, read_errors in parsed:
+        errors.extend(read_errors)
+        if document is None:
+            continue
+        problems = validate(document, RELEASE_SCHEMA)
+        errors.extend(problems)
+        if not problems:
+            documents.append(replace(document, release_schema_checked=True))
+    return documents, errors
+
+
+def build_releases(
+    document: Document,
+    snapshot: LedgerSnapshot,
+    *,
+    recorded_by: str,
+    recorded_at: datetime,
+) -> tuple[list[Release], list[Family], list[LedgerError]]:
+    """A release document -> releases and families, checked against the snapshot.
+
+    Cross-document checks (duplicate ids, derived-from cycles) are in
+    `check_batch`, which sees every file of one `record` together.
+    """
+    errors = [] if document.release_schema_checked else validate(document, RELEASE_SCHEMA)
+    if errors:
+        return [], [], errors
+    out = _Collector(document)
+    data = document.data
+    dataset = snapshot.datasets.get(data["dataset"])
+    if dataset is None:
+        known = ", ".join(sorted(snapshot.datasets)) or "none recorded yet"
+        out.add(("dataset",), f"unknown dataset {data['dataset']!r}{_did_you_mean(data['dataset'], snapshot.datasets)} "
+                              f"(known: {known})")
+        return [], [], out.errors
+    known_variables = frozenset(dataset.variable_names)
+
+    def check_variables(names: Iterable[str], at: Path_) -> frozenset[str]:
+        names = list(names)
+        for index, name in enumerate(names):
+            if name not in known_variables:
+                out.add(at + (index,), f"unknown variable {name!r} in dataset {dataset.name!r}"
+                                       + _did_you_mean(name, known_variables))
+        return frozenset(names)
+
+    families: list[Family] = []
+    for index, entry in enumerate(data.get("families", [])):
+        partition = entry["partition"]
+        keys = None if partition == "random" else check_variables(partition, ("families", index, "partition"))
+        family = Family(entry["id"], dataset.name, keys, entry.get("description", ""),
+                        source=document.source(("families", index)))
+        existing = snapshot.families.get(family.id)
+        if existing is not None and existing != family:
+            out.add(("families", index, "id"), f"family {family.id!r} is already recorded with a different "
+                                               f"dataset or partition ({existing.dataset}, {_partition_text(existing)})")
+        families.append(family)
+    family_by_id = {**snapshot.families, **{family.id: family for family in families}}
+
+    releases = []
+    for index, entry in enumerate(data["releases"]):
+        at: Path_ = ("releases", index)
+        before = len(out.errors)
+        reads = check_variables(entry["reads"], at + ("reads",))
+        mechanism = _build_mechanism(entry, reads, out, at)
+        guarantees = _build_guarantees(entry, mechanism, reads, out, at, check_variables)
+        family = entry.get("family")
+        if family is not None:
+            found = family_by_id.get(family)
+            if found is None:
+                out.add(at + ("family",), f"unknown family {family!r}; declare it under `families`")
+            elif found.dataset != dataset.name:
+                out.add(at + ("family",), f"family {family!r} belongs to dataset {found.dataset!r}, "
+                                          f"but this release reads dataset {dataset.name!r}")
+            elif found.partition is not None and not found.partition <= reads:
+                # which records a part holds depends on the key: its output depends on them (DESIGN 2.6)
+                missing = ", ".join(sorted(found.partition - reads))
+                out.add(at + ("reads",), f"release is in family {family!r}, partitioned by "
+                                         f"{', '.join(sorted(found.partition))}; it must list {missing} in reads")
+        status, approved_by, approved_at, published_at = _lifecycle_fields(entry, out, at, recorded_at)
+        if len(out.errors) > before or mechanism is None:
+            continue
+        releases.append(
+            Release(
+                id=entry["id"],
+                dataset=dataset.name,
+                reads=reads,
+                mechanism=mechanism,
+                guarantees=guarantees,
+                title=entry.get("title", ""),
+                derived_from=tuple(entry.get("derived_from", ())),
+                family=family,
+                status=status,
+                recorded_by=recorded_by,
+                recorded_at=recorded_at,
+                approved_by=approved_by,
+                approved_at=approved_at,
+                published_at=published_at,
+                source=document.source(at),
+                source_field=field_name(at),
+            )
+        )
+    return releases, families, out.errors
+
+
+def parse_moment(text: str) -> datetime | None:
+    """An ISO 8601 date or date-time as an aware UTC moment (a date is its midnight; no
+    zone means UTC); None when it is not one."""
+    try:
+        moment = datetime.fromisoformat(str(text).strip())
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: datetime | None):
+    """A release file's status and who and when (issue 10 section 4, issue 12 section 1):
+    no status is planned; approved carries approved_by and approved_at; published carries
+    published_at (approved_by and approved_at when it says who approved it). No moment lies
+    in the future, and an approval is never after the publication it led to."""
+    status = Status(entry.get("status", Status.PLANNED.value))
+    moments = {}
+    for key in ("approved_at", "published_at"):
+        if key in entry:
+            moment = parse_moment(entry[key])
+            if moment is None:
+                out.add(at + (key,), f"not an ISO date-time: {entry[key]!r}")
+            elif recorded_at is not None and moment > _utc(recorded_at):
+                out.add(at + (key,), f"{entry[key]!r} is in the future (now: {_utc(recorded_at).isoformat()})")
+            else:
+                moments[key] = moment
+    approved_by = entry.get("approved_by")
+    if status is Status.PLANNED:
+        for key in ("approved_by", "approved_at", "published_at"):
+            if key in entry:
+                out.add(at + (key,), f"a planned release has no {key}; give status: "
+                                     f"{'approved' if key.startswith('approved') else 'published'}")
+    if status is Status.APPROVED:
+        for key in ("approved_by", "approved_at"):
+            if key not in entry:
+                out.add(at + (key,), "a release recorded as approved needs approved_by and approved_at "
+                                     "(who approved it, and when)")
+        if "published_at" in entry:
+            out.add(at + ("published_at",), "an approved release is not published yet; give status: published")
+    if status is Status.PUBLISHED:
+        if "published_at" not in entry:
+            out.add(at + ("published_at",), "a release recorded as published needs published_at "
+                                            "(when it was published)")
+        if ("approved_by" in entry) != ("approved_at" in entry):
+            missing = "approved_at" if "approved_by" in entry else "approved_by"
+            out.add(at + (missing,), "approved_by and approved_at go together (who approved it, and when)")
+    approved_at, published_at = moments.get("approved_at"), moments.get("published_at")
+    if approved_at is not None and published_at is not None and approved_at > published_at:
+        out.add(at + ("approved_at",), f"approved at {approved_at.isoformat()}, after its publication "
+                                       f"at {published_at.isoformat()}")
+    return status, approved_by, approved_at, published_at
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str:
+    from ..core.errors import did_you_mean
+
+    return did_you_mean(name, known)
+
+
+def _partition_text(family: Family) -> str:
+    return "random split" if family.partition is None else "partition " + ", ".join(sorted(family.partition))
+
+
+def _build_mechanism(entry: dict, reads: frozenset[str], out: _Collector, at: Path_) -> Mechanism | None:
+    spec = entry.get("mechanism")
+    if spec is None:
+        if reads:
+            out.add(at + ("mechanism",), "a release that reads data needs a mechanism "
+                                         "(use {name: exact} for a release without noise)")
+            return None
+        spec = {"name": "post-processing"}
+    params: dict[str, Any] = {}
+    for key, value in spec.items():
+        if key == "name":
+            continue
+        if key in NUMERIC_PARAMS:
+            number = out.number(value, at + ("mechanism", key), below_one=key == "delta",
+                                positive=key in ("scale", "sigma"))
+            if number is None:
+                return None
+            params[key] = number
+        elif isinstance(value, list):
+            params[key] = tuple(value)
+        else:
+            params[key] = value
+    return Mechanism(spec["name"], tuple(sorted(params.items())))
+
+
+def _build_guarantees(entry, mechanism, reads, out: _Collector, at: Path_, check_variables) -> tuple[Guarantee, ...]:
+    if mechanism is None:
+        return ()
+    if "protects" in dict(mechanism.params):
+        check_variables(mechanism.param("protects"), at + ("mechanism", "protects"))
+    derived, problems = derive_guarantees(mechanism, reads)
+    explicit_specs = entry.get("guarantees")
+    if explicit_specs is None:
+        for problem in problems:
+            out.add(at + ("mechanism", problem.field), problem.message)
+        return derived
+    # explicit guarantees replace derived ones; the mechanism must still be known
+    for problem in problems:
+        if problem.field == "name" and problem.message.startswith("unknown mechanism"):
+            out.add(at + ("mechanism", "name"), problem.message)
+    if mechanism.name in ("exact", "post-processing") and explicit_specs:
+        out.add(at + ("guarantees",), f"a {mechanism.name} release cannot carry guarantees")
+    guarantees = []
+    for index, spec in enumerate(explicit_specs):
+        g_at = at + ("guarantees", index)
+        protects = check_variables(spec["protects"], g_at + ("protects",)) if "protects" in spec else reads
+        relation = Relation(spec.get("relation", Relation.REPLACE.value))
+        if "rho" in spec:
+            if "epsilon" in spec or "delta" in spec:
+                out.add(g_at, "a guarantee is either rho (zCDP) or epsilon (with optional delta), not both")
+                continue
+            rho = out.number(spec["rho"], g_at + ("rho",))
+            if rho is not None:
+                guarantees.append(Guarantee(protects, Notion.ZCDP, rho=rho, relation=relation))
+            continue
+        epsilon = out.number(spec["epsilon"], g_at + ("epsilon",))
+        delta = out.number(spec["delta"], g_at + ("delta",), below_one=True) if "delta" in spec else Fraction(0)
+        if epsilon is None or delta is None:
+            continue
+        if delta:
+            guarantees.append(Guarantee(protects, Notion.APPROX, epsilon=epsilon, delta=delta, relation=relation))
+        else:
+            guarantees.append(Guarantee(protects, Notion.PURE, epsilon=epsilon, relation=relation))
+    if len(guarantees) == len(explicit_specs):  # no claim stronger than the parameters imply (DESIGN 2.4)
+        for index, field_, message in overclaims(mechanism, reads, tuple(guarantees)):
+            out.add(at + ("guarantees", index, field_), message)
+    return tuple(guarantees)
+
+
+def check_batch(releases: Sequence[Release], families: Sequence[Family], snapshot: LedgerSnapshot) -> list[LedgerError]:
+    """Checks across every file of one `record`: ids, lineage, families."""
+    errors: list[LedgerError] = []
+    seen: dict[str, Release] = {}
+    for release in releases:
+        if release.id in snapshot.releases:
+            # a retry (issue 12 section 5): the same release again is a no-op (the caller drops
+            # it, see `already_recorded`); another release under a recorded id is refused
+            differing = differences(snapshot.releases[release.id], release)
+            if differing:
+                errors.append(LedgerError(release.source, _at(release, "id"),
+                                          f"release id {release.id!r} is already recorded with different content "
+                                          f"(fields that differ: {', '.join(differing)})"))
+        elif release.id in seen:
+            errors.append(LedgerError(release.source, _at(release, "id"), f"duplicate release id {release.id!r}: "
+                                                                          f"also at {seen[release.id].source}"))
+        seen[release.id] = release
+    declared: dict[str, Family] = {}
+    for family in families:
+        other = declared.get(family.id)
+        if other is not None and other != family:
+            errors.append(LedgerError(family.source, "families", f"family {family.id!r} declared twice, differently "
+                                                                 f"(also at {other.source})"))
+        declared[family.id] = family
+
+    # Recorded releases only name parents recorded before them, so a cycle can only
+    # run through the new releases: the graph of the batch is enough.
+    for release in seen.values():
+        for parent in release.derived_from:
+            if parent not in snapshot.releases and parent not in seen:
+                errors.append(LedgerError(release.source, _at(release, "derived_from"),
+                                          f"unknown parent release {parent!r}"))
+    for release in seen.values():  # the lineage rule (DESIGN 2.5): published only after its parents
+        if release.status in PUBLISHED_STATUSES and release.derived_from:
+            known = _BatchAndLedger(seen, snapshot.releases)
+            blockers = [p for p in publish_blockers(release, known) if p in known]
+            if blockers:
+                errors.append(LedgerError(release.source, _at(release, "status"),
+                                          f"release {release.id!r} is {release.status.value} but it derives from "
+                                          f"releases not published yet: {describe(blockers, known)}; publish them "
+                                          "first, or record this one as planned"))
+    cycle = None
+    if any(parent in seen for release in seen.values() for parent in release.derived_from):
+        import networkx as nx  # only for a batch whose releases derive from each other
+
+        try:
+            cycle = nx.find_cycle(lineage_graph(seen.values()))
+        except nx.NetworkXNoCycle:
+            pass
+    if cycle:
+        ids = [edge[0] for edge in cycle] + [cycle[0][0]]
+        first = seen[cycle[0][0]]
+        errors.append(LedgerError(first.source, _at(first, "derived_from"),
+                                  "derived_from forms a cycle: " + " -> ".join(ids)))
+    return errors
+
+
+class _BatchAndLedger(Mapping):
+    """The releases of a batch, then the recorded ones, by id."""
+
+    def __init__(self, batch: Mapping[str, Release], recorded: Mapping[str, Release]):
+        self.batch, self.recorded = batch, recorded
+
+    def __getitem__(self, key: str) -> Release:
+        return self.batch[key] if key in self.batch else self.recorded[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.batch or key in self.recorded
+
+    def __iter__(self):
+        return iter(self.batch)
+
+    def __len__(self) -> int:
+        return len(self.batch)
+
+
+# what a release file states about a release, compared when its id is already recorded
+CONTENT_FIELDS = ("dataset", "title", "reads", "mechanism", "guarantees", "derived_from", "family", "pufferfish",
+                  "output_digest", "output")
+STATED_LIFECYCLE = ("approved_by", "approved_at", "published_at")
+
+
+def differences(recorded: Release, given: Release) -> list[str]:
+    """The fields in which `given` differs from the recorded release of the same id.
+
+    A release given as planned (a file without status) matches whatever lifecycle the
+    recorded one has reached since; one given as approved or published must state the
+    same status and the same who and when (a retracted release was published)."""
+    fields = [name for name in CONTENT_FIELDS if getattr(recorded, name) != getattr(given, name)]
+    if given.status is not Status.PLANNED:
+        status = Status.PUBLISHED if recorded.status is Status.RETRACTED else recorded.status
+        if status is not given.status:
+            fields.append("status")
+        fields += [name for name in STATED_LIFECYCLE
+                   if getattr(given, name) is not None and _same_time(getattr(recorded, name), getattr(given, name))
+                   is False]
+    return fields
+
+
+def _same_time(a, b) -> bool:
+    if isinstance(a, datetime) and isinstance(b, datetime):
+        return _utc(a) == _utc(b)
+    return a == b
+
+
+def already_recorded(releases: Sequence[Release], snapshot: LedgerSnapshot) -> list[Release]:
+    """The releases of a batch recorded before (identical, once `check_batch` passed)."""
+    return [release for release in releases if release.id in snapshot.releases]
+
+
+def _at(release: Release, name: str) -> str:
+    return f"{release.source_field}.{name}" if release.source_field else name
+
+
+def lineage_graph(releases: Iterable[Release]) -> nx.DiGraph:
+    """derived-from edges, parent -> child."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    for release in releases:
+        graph.add_node(release.id)
+        for parent in release.derived_from:
+            graph.add_edge(parent, release.id)
+    return graph
+
+
+def load_releases(
+    paths: Sequence[str | Path | Document],
+    snapshot: LedgerSnapshot,
+    *,
+    recorded_by: str,
+    recorded_at: datetime,
+) -> tuple[list[Release], list[Family], list[LedgerError]]:
+    """Every release file of one `record`: all or nothing (a path is read here; a
+    Document, read earlier, is used as it is)."""
+    releases: list[Release] = []
+    families: list[Family] = []
+    errors: list[LedgerError] = []
+    for path in paths:
+        document, read_errors = (path, []) if isinstance(path, Document) else read_document(path)
+        errors.extend(read_errors)
+        if document is None:
+            continue
+        more_releases, more_families, more_errors = build_releases(
+            document, snapshot, recorded_by=recorded_by, recorded_at=recorded_at
+        )
+        releases.extend(more_releases)
+        families.extend(more_families)
+        errors.extend(more_errors)
+    errors.extend(check_batch(releases, families, snapshot))
+    new_families = list({family.id: family for family in families if family.id not in snapshot.families}.values())
+    return releases, new_families, errors
+
+
+def load_dataset(path: str | Path) -> tuple[Dataset | None, list[LedgerError]]:
+    document, errors = read_document(path)
+    if document is None:
+        return None, errors
+    return build_dataset(document)
+
+
+
+def dataset_and_caps(document: Document | None, errors: list[LedgerError]) -> tuple[Dataset, list[Cap]]:
+    """A read dataset document's dataset and caps (the CLI's `dataset add` and the API's
+    `add_dataset`); every problem, reading included, raised together as InputErrors."""
+    dataset = None
+    if document is not None:
+        dataset, errors = build_dataset(document)
+    if errors:
+        raise InputErrors(errors)
+    caps, errors = build_caps(document, dataset)
+    if errors:
+        raise InputErrors(errors)
+    return dataset, caps
+
+
+def build_caps(document: Document, dataset: Dataset, key: str = "caps") -> tuple[list[Cap], list[LedgerError]]:
+    """The `caps` of a dataset document (or of a cap file) -> Cap records."""
+    out = _Collector(document)
+    caps: list[Cap] = []
+    for index, entry in enumerate(document.data.get(key, []) or []):
+        cap = cap_from_entry(entry, dataset, lambda at, message, i=index: out.add((key, i) + at, message))
+        if cap is not None:
+            if any(existing.name == cap.name for existing in caps):
+                out.add((key, index, "name"), f"two caps named {cap.name!r}; give one a `name`")
+            caps.append(cap)
+    return caps, out.errors
+
+
+def cap_from_entry(entry: dict, dataset: Dataset, report) -> Cap | None:
+    """One cap entry ({subset | name, epsilon [, delta] | rho}) -> Cap; problems go to `report(at, message)`."""
+    before = []
+
+    def problem(at, message):
+        before.append(message)
+        report(at, message)
+
+    subset_spec = entry.get("subset")
+    name = entry.get("name")
+    whole = subset_spec == "all"
+    if whole:
+        subset = frozenset(dataset.variable_names)
+        name = name or "all"
+    elif subset_spec == "protected":  # every variable not classified public (DESIGN 2.11)
+        subset = frozenset(dataset.protected_names)
+        name = name or "protected"
+        if not subset:
+            problem(("subset",), f"dataset {dataset.name!r} has no protected variable: every one is public")
+            return None
+    elif subset_spec is not None:
+        for index, variable in enumerate(subset_spec):
+            if variable not in dataset.variable_names:
+                problem(("subset", index), f"unknown variable {variable!r} in dataset {dataset.name!r}")
+        subset = frozenset(subset_spec)
+        name = name or ",".join(sorted(subset))
+    else:
+        group = dataset.group(name)
+        if group is None:
+            known = ", ".join(name for name, _ in dataset.groups) or "none declared"
+            problem(("name",), f"unknown group {name!r} in dataset {dataset.name!r} (groups: {known})")
+            return None
+        subset = group
+
+    def number(key, **kwargs):
+        try:
+            value = to_fraction(entry[key])
+        except NumberError as exc:
+            problem((key,), str(exc))
+            return None
+        if value < 0:
+            problem((key,), f"must be non-negative. Found {entry[key]}.")
+            return None
+        if kwargs.get("below_one") and not 0 < value < 1:
+            problem((key,), f"must be in (0, 1). Found {entry[key]}.")
+            return None
+        return value
+
+    epsilon = number("epsilon") if "epsilon" in entry else None
+    rho = number("rho") if "rho" in entry else None
+    delta = number("delta", below_one=True) if "delta" in entry else None
+    if "rho" in entry and "epsilon" in entry:
+        problem(("rho",), "a cap is in epsilon or in rho, not both")
+    if "delta" in entry and "epsilon" not in entry:
+        problem(("delta",), "delta goes with an epsilon cap")
+    if "rho" not in entry and "epsilon" not in entry:
+        problem(("epsilon",), "a cap needs epsilon or rho")
+    if before:
+        return None
+    return Cap(dataset.name, name, subset, epsilon=epsilon, delta=delta, rho=rho, whole_dataset=whole)

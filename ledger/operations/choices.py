@@ -1,0 +1,136 @@
+"""What a command or an API call refers to: the dataset, the delta, the variables, a
+release id, the ledger's URL -- resolved the same way for the CLI and the Python API.
+
+Every function here either returns the resolved value or raises `InputErrors`
+naming the field (exit 2 in the CLI). A name that is not found is answered with
+the nearest known names ("did you mean ...?", difflib), never guessed.
+The charged releases of a dataset (`charged_index`) exclude cancelled ones:
+a cancelled release never counts (records.CHARGED_STATUSES).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from fractions import Fraction
+
+from typing import TYPE_CHECKING
+
+from ..accounting.spend import DEFAULT_DELTA
+from ..core.errors import InputErrors, LedgerError, did_you_mean, fail  # noqa: F401 (did_you_mean: choices.did_you_mean)
+from ..core.lazy import lazy_module
+from ..core.numbers import NumberError, to_fraction
+from ..core.records import CHARGED_STATUSES, Dataset
+
+if TYPE_CHECKING:
+    from ..accounting.engine import LedgerIndex
+    from ..input.loader import LedgerSnapshot
+
+engine = lazy_module("ledger.accounting.engine")  # when an index is built, not for `--help` (issue 13)
+
+POSTGRES_SCHEMES = ("postgres://", "postgresql://")  # libpq spellings: read with psycopg 3
+
+
+def ledger_url(url: str | None = None) -> str:
+    """The ledger's SQLAlchemy URL: `url`, else $LEDGER_DATABASE_URL, else sqlite:///ledger.db.
+    `postgres://` and `postgresql://` (libpq's spellings) are read as `postgresql+psycopg://`:
+    psycopg 3 is the driver the ledger installs."""
+    # store.database_url, without importing the store (and the ORM) for `--help` (issue 13)
+    chosen = url or os.environ.get("LEDGER_DATABASE_URL") or "sqlite:///ledger.db"
+    for scheme in POSTGRES_SCHEMES:
+        if chosen.startswith(scheme):
+            return "postgresql+psycopg://" + chosen[len(scheme):]
+    return chosen
+
+
+def actor(by: str | None = None) -> str:
+    """Who does it: `by` (--as), else $LEDGER_USER, else the login name; a checked name
+    (people.actor_name, DESIGN 2.12)."""
+    from .people import actor_name
+
+    return actor_name(by)
+
+
+def pick_dataset(snapshot: LedgerSnapshot, name: str | None, field: str = "--dataset") -> Dataset:
+    """The named dataset, or the only one when no name is given."""
+    if name is not None:
+        if name not in snapshot.datasets:
+            known = ", ".join(sorted(snapshot.datasets)) or "none"
+            raise fail("command line", field, f"unknown dataset {name!r}{did_you_mean(name, snapshot.datasets)} "
+                                              f"(known: {known})")
+        return snapshot.datasets[name]
+    if not snapshot.datasets:
+        raise fail("command line", field, "the ledger holds no dataset yet; add one with `dataset add FILE`")
+    if len(snapshot.datasets) > 1:
+        raise fail("command line", field, "the ledger holds several datasets; choose one: "
+                   + ", ".join(sorted(snapshot.datasets)))
+    return next(iter(snapshot.datasets.values()))
+
+
+def parse_delta(option: object, dataset: Dataset, field: str = "--delta") -> Fraction:
+    """The delta epsilon figures are stated at: the given one, else the dataset's, else 1e-9."""
+    if option is None:
+        return dataset.delta or DEFAULT_DELTA
+    try:
+        delta = to_fraction(option)
+    except NumberError as exc:
+        raise fail("command line", field, str(exc)) from None
+    if not 0 < delta < 1:
+        raise fail("command line", field, f"must be in (0, 1). Found {option}.")
+    return delta
+
+
+def charged_index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
+    """The dataset's charged releases (every status but cancelled) and its families."""
+    releases = [r for r in snapshot.releases.values() if r.dataset == dataset.name and r.status in CHARGED_STATUSES]
+    families = [f for f in snapshot.families.values() if f.dataset == dataset.name]
+    return engine.LedgerIndex(dataset.variable_names, releases, families)
+
+
+def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VAR") -> set[str]:
+    """Variables and group names -> the set of variables; every unknown name reported."""
+    resolved: set[str] = set()
+    errors = []
+    known = [*chosen.variable_names, *(group for group, _ in chosen.groups)]
+    for name in names:
+        if name in chosen.variable_names:
+            resolved.add(name)
+        elif chosen.group(name) is not None:
+            resolved |= chosen.group(name)
+        elif name == "all":  # the whole dataset
+            resolved |= set(chosen.variable_names)
+        elif name == "protected":  # every variable not classified public (DESIGN 2.11)
+            resolved |= set(chosen.protected_names)
+        else:
+            errors.append(LedgerError("command line", field, f"unknown variable or group {name!r} in "
+                                                             f"{chosen.name!r}{did_you_mean(name, known)}"))
+    if errors:
+        raise InputErrors(errors)
+    return resolved
+
+
+REPORT_FORMATS = ("html", "md", "tex", "csv", "pdf")
+TEXT_FORMATS = ("html", "md", "tex", "csv")  # may go to standard output (`--out -`)
+_EXTENSIONS = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".tex": "tex", ".csv": "csv",
+               ".pdf": "pdf"}
+
+
+def report_format(option: str | None, out: str) -> str:
+    """The report's format: --format, else from --out's extension; a contradicting pair is
+    refused (`--format pdf --out report.html`). `--out -` (standard output) needs --format."""
+    given = option.strip().lower() if option is not None else None
+    if given is not None and given not in REPORT_FORMATS:
+        raise fail("command line", "--format", f"unknown format {option!r}{did_you_mean(given, REPORT_FORMATS)}; "
+                                               f"choose one of {', '.join(REPORT_FORMATS)}")
+    implied = None if out.strip() == "-" else _EXTENSIONS.get(os.path.splitext(out.strip())[1].lower())
+    if given is None and implied is None:
+        raise fail("command line", "--format", f"cannot tell the format from {out!r}; give --format "
+                                               f"({', '.join(REPORT_FORMATS)}) or an --out ending in "
+                                               ".html, .pdf, .md, .tex or .csv")
+    if given is not None and implied is not None and given != implied:
+        raise fail("command line", "--format", f"--format {given} contradicts --out {out} (a .{implied} file); "
+                                               "change one of them")
+    chosen = given or implied
+    if out.strip() == "-" and chosen not in TEXT_FORMATS:
+        raise fail("command line", "--out", f"a {chosen} report cannot go to standard output; give a file")
+    return chosen

@@ -1,0 +1,371 @@
+"""What the ledger does, as functions over a database engine: record, check,
+change status, set caps. The CLI and the mechanisms are thin adapters over these.
+
+Every write runs in one `store.write_session`: the budget check and the write
+it guards see the same committed state and cannot interleave with another
+steward's (DESIGN 3). Problems raise `InputErrors` (exit 2) or `BudgetRefused`
+(exit 1) before anything is committed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+from datetime import datetime
+
+from ..accounting import budget, lineage
+from ..core.errors import InputErrors, LedgerError, fail
+from ..accounting.lifecycle import ENFORCING, transition
+from ..input.loader import (
+    Document,
+    LedgerSnapshot,
+    already_recorded,
+    build_releases,
+    cap_from_entry,
+    check_batch,
+    field_name,
+    load_releases,
+    read_document,
+    validated_release_documents,
+)
+from ..core.lazy import lazy_callable, lazy_module
+from ..core.numbers import format_number, is_infinite
+from ..core.records import Cap, Dataset, Family, Release
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+store = lazy_module("ledger.store.database")  # the ORM, imported on first use (issue 13)
+cap_accounting = lazy_module(f"{__package__}.cap_accounting")  # (issue 11) the ORM and numpy, on first use
+people = lazy_module(f"{__package__}.people")  # (issue 12) the ORM, on first use
+Session = lazy_callable("sqlmodel", "Session")
+
+Builder = Callable[[LedgerSnapshot], tuple[list[Release], list[Family], list[LedgerError]]]
+
+
+class BudgetRefused(Exception):
+    """A step would break a cap: exit 1, nothing written."""
+
+    def __init__(self, checks: Sequence[budget.CapCheck], what: str):
+        self.checks = list(checks)
+        over = [c for c in self.checks if not c.ok]
+        lines = [f"{what} refused: it would break {len(over)} cap{'s' if len(over) != 1 else ''}"]
+        for c in over:
+            if is_infinite(c.after):
+                lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit} would have no bound: "
+                             f"{c.reason or budget.why_unbounded(c.cap, c.after_total.spend)}")
+            else:
+                lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit} would be {format_number(c.after)} "
+                             f"against a cap of {format_number(c.cap.limit, down=True)}, over by "
+                             f"{format_number(-c.headroom)}")
+            for charge in c.charges:  # the releases that break it, by name
+                who = f"family {charge.family}" if charge.family else f"release {charge.release}"
+                lines.append(f"    {who} charges {format_number(charge.value)}"
+                             + (f": {charge.reason}" if charge.reason else ""))
+            lines.append(f"    {cap_accounting.decision_text(c)}")
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    releases: tuple[Release, ...]
+    families: tuple[Family, ...]
+    checks: tuple[budget.CapCheck, ...]
+    unchanged: tuple[Release, ...] = ()  # already recorded, identical: a retry, not written again
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The recorded releases' ids, in order."""
+        return tuple(release.id for release in self.releases)
+
+
+def release_builder(paths: Sequence[str | Path], actor: str) -> Builder:
+    """The files are read, parsed and checked against the release schema here, before any
+    transaction: a slow, huge or hostile file never holds the ledger's write lock (only the
+    checks against the ledger run inside)."""
+    documents, read_errors = validated_release_documents(read_document(path) for path in paths)
+    if read_errors:  # refused before any transaction is opened (all or nothing: nothing would be written)
+        raise InputErrors(read_errors)
+
+    def build(snapshot: LedgerSnapshot):
+        releases, families, errors = load_releases(documents, snapshot, recorded_by=actor, recorded_at=store.now())
+        return releases, families, read_errors + errors
+
+    return build
+
+
+def record(engine: Engine, build: Builder, actor: str) -> Recorded:
+    """Build releases against the current ledger, enforce every cap, and write them, atomically."""
+    with store.write_session(engine) as session:
+        snapshot = store.write_context(session)
+        releases, families, errors = build(snapshot)
+        if errors:
+            raise InputErrors(errors)
+        unchanged = already_recorded(releases, snapshot)  # identical retries: charged once, when first recorded
+        releases = [r for r in releases if r.id not in {u.id for u in unchanged}]
+        if not releases and not families:
+            return Recorded((), (), (), tuple(unchanged))
+        people.check_recorded(session, actor, releases, snapshot.datasets)
+        states: dict[str, dict[str, dict]] = {}
+        checks = _checks(session, snapshot, releases, families, states)
+        if any(not c.ok for c in checks):
+            raise BudgetRefused(checks, "recording")
+        store.add_releases(session, releases, families, actor, cap_accounting.decisions_json(checks))
+        for dataset in {c.cap.dataset for c in checks}:
+            store.save_totals(session, dataset, {c.cap.name: c.after_total for c in checks if c.cap.dataset == dataset})
+        for dataset, dataset_states in states.items():
+            store.save_accountant_states(session, dataset, dataset_states)
+        return Recorded(tuple(releases), tuple(families), tuple(checks), tuple(unchanged))
+
+
+def check(engine: Engine, build: Builder) -> list[budget.CapCheck]:
+    """The pre-release check: the same composition as `record`, as a dry run (one
+    consistent read, no lock)."""
+    with store.read_session(engine) as session:
+        snapshot = store.write_context(session)
+        releases, families, errors = build(snapshot)
+        if errors:
+            raise InputErrors(errors)
+        return _checks(session, snapshot, releases, families)
+
+
+def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Release],
+            families: Sequence[Family], states: dict | None = None) -> list[budget.CapCheck]:
+    _require_current_totals(session)
+    family_map = {**snapshot.families, **{f.id: f for f in families}}
+    results: list[budget.CapCheck] = []
+    for dataset in sorted({r.dataset for r in releases}):
+        plan = [r for r in releases if r.dataset == dataset]
+        caps = [cap for cap in store.caps(session, dataset) if any(budget.touches(cap, r) for r in plan)]
+        if not caps:
+            continue
+        joined = {r.family for r in plan if r.family is not None}
+        members = store.family_members(session, joined & set(snapshot.families))
+        totals = store.cap_totals(session, dataset, [cap.name for cap in caps])
+        checks = budget.check(caps, totals, plan, family_map, members)
+        # the best valid figure per cap (issue 11): a layer over the basic check
+        checks, after_states = cap_accounting.refine(session, dataset, checks, totals, plan, family_map, members)
+        if states is not None:
+            states[dataset] = after_states
+        results.extend(checks)
+    return results
+
+
+def _require_current_totals(session: Session) -> None:
+    """A decision reads running totals: refuse when they are not stamped with the chain head
+    (store.stale_totals: two key lookups, whatever the history's length)."""
+    problem = store.stale_totals(session)
+    if problem is not None:
+        raise fail("ledger", "cap totals", problem)
+
+
+REASONED = frozenset({"retract", "cancel"})  # steps that carry a reason (DESIGN 2.12)
+
+
+def change_status(engine: Engine, release_id: str, action: str, actor: str, *, reason: str | None = None,
+                  at: datetime | None = None) -> Release:
+    """approve / publish / retract / cancel one release; approve and publish re-check its caps.
+
+    `reason` is required by retract and cancel. `at` dates a publication that happened
+    elsewhere (publish only): never in the future, never before the release was planned."""
+    if action in REASONED:
+        reason = people.check_reason(reason, action, release_id)
+    elif reason is not None:
+        raise fail("command line", "--reason", f"{action} takes no reason")
+    if at is not None and action != "publish":
+        raise fail("command line", "--at", f"{action} takes no date; --at dates a publication")
+    with store.write_session(engine) as session:
+        lookup = store.ReleaseLookup(session)
+        if release_id not in lookup:
+            from ..core.errors import did_you_mean
+
+            raise fail(f"release {release_id}", "id", "no such release in this ledger"
+                       + did_you_mean(release_id, list(lookup)))
+        people.require(session, actor, action)
+        release = lookup[release_id]
+        moment = store.now()
+        if at is not None:
+            planned = release.recorded_at
+            if planned is not None and planned.tzinfo is None:
+                planned = planned.replace(tzinfo=moment.tzinfo)
+            if at > moment:
+                raise fail("command line", "--at", f"{at.isoformat()} is in the future (now: {moment.isoformat()})")
+            if planned is not None and at < planned:
+                raise fail("command line", "--at", f"{at.isoformat()} is before release {release_id!r} was "
+                                                   f"planned ({planned.isoformat()})")
+        changed = transition(release, action, actor, moment)
+        if isinstance(changed, str):
+            raise fail(f"release {release_id}", "status", changed)
+        history = None
+        if action == "cancel":  # the lineage rule (DESIGN 2.5)
+            history = store.snapshot(session, release.dataset)
+            blockers = lineage.cancel_blockers(release_id, history.releases.values())
+            if blockers:
+                raise fail(f"release {release_id}", "status",
+                           f"cannot cancel release {release_id!r}: charged release(s) derive from it: "
+                           f"{lineage.describe(blockers, history.releases)}; cancel them first")
+        if action == "publish":
+            blockers = lineage.publish_blockers(release, lookup)
+            if blockers:
+                raise fail(f"release {release_id}", "status",
+                           f"cannot publish release {release_id!r} before what it derives from is published: "
+                           f"{lineage.describe(blockers, lookup)}")
+        if action == "approve":
+            dataset = store.configuration(session).datasets.get(release.dataset)
+            people.check_approver(release, actor, dataset)
+        if at is not None:
+            changed = replace(changed, published_at=at)
+        caps = [cap for cap in store.caps(session, release.dataset) if budget.touches(cap, release)]
+        totals = store.cap_totals(session, release.dataset)
+        decisions: list[dict] = []
+        if action in ENFORCING:
+            _require_current_totals(session)
+            checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
+            published = {changed.id: changed.published_at} if action == "publish" else None
+            checks, states = cap_accounting.refine(session, release.dataset, checks, totals, [], {}, {}, published)
+            if any(not c.ok for c in checks):
+                raise BudgetRefused(checks, f"{action} {release_id}")
+            store.save_accountant_states(session, release.dataset, states)
+            decisions = cap_accounting.decisions_json(checks)
+        store.set_status(session, changed, actor, kind=f"release.{changed.status.value}", decisions=decisions,
+                         reason=reason)
+        if action == "cancel" and caps:  # frees the reservation: recompute the totals it was in
+            history = store.snapshot(session, release.dataset)
+            store.drop_accountant_states(session, release.dataset, [cap.name for cap in caps])
+            store.save_accountant_states(session, release.dataset, cap_accounting.current_states(
+                session, release.dataset, caps))
+            store.save_totals(session, release.dataset, {
+                cap.name: budget.total_from_history(cap, history.releases.values(), history.families) for cap in caps
+            })
+        return changed
+
+
+def add_caps(engine: Engine, dataset: str, entries: Iterable[dict], actor: str, source: str) -> list[Cap]:
+    """Add or replace caps ({subset | name, epsilon [, delta] | rho} entries)."""
+    with store.write_session(engine) as session:
+        people.require(session, actor, "set a cap")
+        snapshot = store.write_context(session)
+        if dataset not in snapshot.datasets:
+            raise fail(source, "dataset", f"unknown dataset {dataset!r}")
+        errors: list[LedgerError] = []
+        caps = []
+        for index, entry in enumerate(entries):
+            def report(at, message, index=index):
+                errors.append(LedgerError(source, field_name(("caps", index) + tuple(at)), message))
+
+            cap = cap_from_entry(entry, snapshot.datasets[dataset], report)
+            if cap is not None:
+                caps.append(cap)
+        if errors:
+            raise InputErrors(errors)
+        for cap in caps:
+            store.set_cap(session, cap, actor)
+        return caps
+
+
+def cap_checks(session: Session, dataset: str, caps: Sequence[Cap]) -> list[budget.CapCheck]:
+    """Every cap as it stands, each with its best valid figure (issue 11; `cap list`, `cap set`)."""
+    totals = store.cap_totals(session, dataset)
+    checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
+    checks, _ = cap_accounting.refine(session, dataset, checks, totals, [], {}, {})
+    return checks
+
+
+def headroom(engine: Engine, dataset: str, variables: Iterable[str]) -> budget.Headroom:
+    """The largest epsilon (and rho) a new release reading these variables could take such that
+    every cap's enforcement would still admit it: derived from the decision `record` makes
+    (cap_accounting.headroom), so a release of the headroom is admitted, never more."""
+    with store.read_session(engine) as session:
+        return cap_accounting.headroom(session, dataset, frozenset(variables), store.caps(session, dataset))
+
+
+# --------------------------------------------------------------------------
+# Shared by the CLI and the Python API (issue 14)
+# --------------------------------------------------------------------------
+
+
+PRIVACY_UNIT_KEYS = ("privacy_unit", "privacy_unit_details")
+
+
+def declared_privacy_unit(document: Document) -> dict[str, str]:
+    """The optional privacy_unit and privacy_unit_details of a dataset document."""
+    data = document.data if isinstance(document.data, Mapping) else {}
+    return {key: data[key] for key in PRIVACY_UNIT_KEYS if key in data}
+
+
+def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: str, source: str,
+                privacy_unit: Mapping[str, str] | None = None) -> bool:
+    """Record a dataset, its caps and its declared privacy unit; False when it is already
+    recorded exactly so. A recorded dataset is never rewritten: other variables or caps are
+    bad input; a new privacy-unit declaration is recorded (the latest one holds)."""
+    with store.write_session(engine) as session:
+        people.require(session, actor, "add a dataset")
+        existing = store.write_context(session).datasets.get(dataset.name)
+        if existing is not None:
+            if existing == dataset and set(store.caps(session, dataset.name)) == set(caps):
+                if privacy_unit and dict(privacy_unit) != store.privacy_unit(session, dataset.name):
+                    store.set_privacy_unit(session, dataset.name, privacy_unit, actor)
+                    return True
+                return False
+            raise fail(source, "dataset", f"dataset {dataset.name!r} is already recorded with other variables "
+                                          "or groups; a recorded dataset is never rewritten "
+                                          "(apply a changed dataset file with `dataset amend FILE`, caps with `cap set`)")
+        store.add_dataset(session, dataset, actor)
+        for cap in caps:
+            store.set_cap(session, cap, actor)
+        if privacy_unit:
+            store.set_privacy_unit(session, dataset.name, privacy_unit, actor)
+        return True
+
+
+ReleaseSource = Union[str, Path, Mapping[str, Any], Release]
+
+
+def source_builder(sources: Sequence[ReleaseSource], actor: str) -> Builder:
+    """Releases from files (YAML or JSON), release documents as dicts (the file format),
+    or `Release` records (from an adapter), checked together as one batch: all or nothing."""
+
+    def build(snapshot: LedgerSnapshot):
+        releases: list[Release] = []
+        families: list[Family] = []
+        errors: list[LedgerError] = []
+        recorded_at = store.now()
+        for index, source in enumerate(sources):
+            if isinstance(source, Release):
+                dataset = snapshot.datasets.get(source.dataset)
+                if dataset is None:
+                    errors.append(LedgerError(f"release {source.id}", "dataset",
+                                              f"unknown dataset {source.dataset!r}"))
+                    continue
+                unknown = sorted(set(source.reads).union(*(g.protects for g in source.guarantees))
+                                 - set(dataset.variable_names))
+                if unknown:
+                    errors.append(LedgerError(f"release {source.id}", "reads",
+                                              f"unknown variable(s) {', '.join(map(repr, unknown))} in dataset "
+                                              f"{dataset.name!r}"))
+                    continue
+                releases.append(replace(source, recorded_by=source.recorded_by or actor,
+                                        recorded_at=source.recorded_at or recorded_at,
+                                        source=source.source or f"release {source.id}"))
+                continue
+            if isinstance(source, Mapping):
+                document = Document(f"<release document {index + 1}>", dict(source))
+            else:
+                document, read_errors = read_document(source)
+                errors.extend(read_errors)
+                if document is None:
+                    continue
+            more_releases, more_families, more_errors = build_releases(
+                document, snapshot, recorded_by=actor, recorded_at=recorded_at)
+            releases.extend(more_releases)
+            families.extend(more_families)
+            errors.extend(more_errors)
+        errors.extend(check_batch(releases, families, snapshot))
+        new_families = list({f.id: f for f in families if f.id not in snapshot.families}.values())
+        return releases, new_families, errors
+
+    return build

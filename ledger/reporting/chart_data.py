@@ -1,0 +1,70 @@
+"""What the report's two charts are drawn from: the loss on every pair of variables
+(`Pairs`) and cumulative epsilon per variable over time (`Timeline`).
+
+Both report.py (which computes them) and charts.py (which draws them) import this
+module, so neither imports the other. report.py re-exports the three classes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+
+from ..core.numbers import Number
+from ..core.lazy import lazy_module
+
+np = lazy_module("numpy")  # imported on first use (issue 13)
+
+
+@dataclass(frozen=True)
+class PairFigure:
+    a: str
+    b: str
+    epsilon: Number
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """The loss on every pair of variables (LedgerIndex.pair_matrix).
+
+    matrix: with at most PAIRS_ANNOTATED variables, every figure, matrix[i][j] the loss
+    on {variables[i], variables[j]} (the diagonal: on the single variable); else None.
+    colour: epsilon per cell as floats (∞ as inf), for the heat map's colours only.
+    svg: the heat map (charts.heat_map_svg), "" when charts are not drawn.
+    """
+
+    variables: tuple[str, ...]
+    count: int  # pairs
+    unprotected: int  # pairs whose loss is ∞
+    highest: tuple[PairFigure, ...]
+    matrix: tuple[tuple[Number, ...], ...] | None
+    colour: np.ndarray
+    svg: str
+    protected_only: bool = False  # `highest` ranks pairs of protected variables only (DESIGN 2.11)
+    public: tuple[str, ...] = ()  # variables classified public (their ∞ is expected)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Cumulative epsilon per variable over time (LedgerIndex.running_totals).
+
+    x: the checkpoints' times by publication date (history.charged_from), or release
+    ordinals when every release counts from one instant (`axis` "time" or "order"). y[k, j]: epsilon on variable
+    j after checkpoint k, floats for drawing (∞ as inf). `envelope`: the checkpoints
+    are a sample of the recording times, so each value is drawn from the previous
+    checkpoint on (an upper envelope, never below the loss it stands for).
+    """
+
+    axis: str
+    x: tuple[Any, ...]
+    labels: tuple[str, ...]  # with axis "order": the release at each point
+    variables: tuple[str, ...]
+    y: np.ndarray
+    envelope: bool
+    highlighted: tuple[str, ...]
+    end: datetime  # the report's time: the last level is drawn on to it
+    svg: str
+    caps: tuple[tuple[str, float], ...] = ()  # (cap name, its epsilon limit, rounded down): drawn as lines
+    public: tuple[str, ...] = ()  # variables classified public: their ∞ is drawn neutrally

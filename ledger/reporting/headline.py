@@ -1,0 +1,172 @@
+"""The headline: the loss on the protected subset (DESIGN 2.11; Tan, section 3).
+
+Tan's point is that some variables are public by design and released exactly:
+a table by degree programme is published with its exact margins, and that
+variable's ∞ is expected. The headline of every report and of `table` is
+therefore the loss on the *protected* subset P, every variable not classified
+public -- Tan's epsilon on U = P (Definition 2.2; the cost composes over the
+releases' restrictions to P, Prop 3.4) -- with the worst single protected
+variable and the worst protected pair. ∞ on P is an alarm. The public
+variables are listed apart ("public, released exactly"), their ∞ neutral. The
+whole-dataset figure (U = V, Prop 3.1) stays, labelled as ordinary DP.
+
+Pure: figures come from the engine (`LedgerIndex.subset_cost`, the risk
+table's total row, the pair grid); floats only rank pairs, the printed pair
+figure is the exact one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..accounting.spend import Spend
+from ..accounting.engine import LedgerIndex, SpendGrid
+from ..core.lazy import lazy_module
+from ..core.numbers import Number, format_number, is_infinite
+from ..core.records import Dataset
+
+np = lazy_module("numpy")  # imported on first use: `--help` never needs it (issue 13)
+
+PROTECTED_LABEL = "protected subset (every variable not classified public)"
+PUBLIC_LABEL = "public, released exactly"
+ORDINARY_LABEL = "whole dataset, ordinary DP (U = V, Tan Prop 3.1)"
+
+
+@dataclass(frozen=True)
+class Headline:
+    """protected / public: the variables on each side, in dataset order.
+    epsilon: the loss on the protected subset at `delta` (∞: an alarm); rho: the same
+    as rho-zCDP, None when it has (epsilon, delta) parts; worst_variable: (name,
+    epsilon) of the most exposed protected variable; worst_pair: (a, b, epsilon) of the
+    most exposed pair of protected variables (None with fewer than two);
+    public_losses: (name, epsilon) of each public variable (∞ expected, neutral);
+    dataset_wide: the whole-dataset epsilon (ordinary DP)."""
+
+    protected: tuple[str, ...]
+    public: tuple[str, ...]
+    epsilon: Number
+    rho: Number | None
+    worst_variable: tuple[str, Number] | None
+    worst_pair: tuple[str, str, Number] | None
+    public_losses: tuple[tuple[str, Number], ...]
+    dataset_wide: Number
+    unprotected: tuple[str, ...]  # protected variables whose loss is ∞: each an alarm
+
+    @property
+    def alarm(self) -> bool:
+        return bool(self.protected) and is_infinite(self.epsilon)
+
+    def to_json(self) -> dict:
+        from ..core.numbers import exact_text, to_json
+
+        return {
+            "protected": list(self.protected),
+            "public": list(self.public),
+            "epsilon": to_json(self.epsilon),
+            "epsilon_exact": exact_text(self.epsilon),
+            "rho": None if self.rho is None else to_json(self.rho),
+            "alarm": self.alarm,
+            "worst_variable": None if self.worst_variable is None else
+            {"variable": self.worst_variable[0], "epsilon": to_json(self.worst_variable[1])},
+            "worst_pair": None if self.worst_pair is None else
+            {"subset": list(self.worst_pair[:2]), "epsilon": to_json(self.worst_pair[2])},
+            "public_released_exactly": {name: to_json(value) for name, value in self.public_losses},
+            "unprotected": list(self.unprotected),
+            "dataset_wide_ordinary_dp": to_json(self.dataset_wide),
+        }
+
+
+def headline(index: LedgerIndex, dataset: Dataset, delta: Fraction, objective, totals: Sequence[Spend],
+             dataset_wide: Spend, pair_grid: SpendGrid | None = None,
+             pair_floats: np.ndarray | None = None,
+             worst_pair: tuple[str, str, Number] | None = None) -> Headline:
+    """The headline of a dataset's ledger. `totals`: the risk table's total row (one Spend per
+    variable, in index order); `pair_grid` (and its float epsilons): the pair grid when the
+    caller has it (the report does), else it is computed here."""
+    variables = list(index.variables)
+    public = set(dataset.public_names)
+    protected = tuple(v for v in variables if v not in public)
+    column = {name: k for k, name in enumerate(variables)}
+    loss = {name: totals[column[name]].epsilon(delta) for name in variables}
+    if protected:
+        spend = index.subset_spend(frozenset(protected), objective)
+        epsilon = spend.epsilon(delta)
+        rho = None if spend.is_pure or spend.unbounded else spend.zcdp_rho()
+        if spend.unbounded:
+            rho = None
+        worst = max(protected, key=lambda name: (_key(loss[name]), -column[name]))
+        worst_variable = (worst, loss[worst])
+    else:
+        epsilon, rho, worst_variable = Fraction(0), None, None
+    infinite = [name for name in protected if is_infinite(loss[name])]
+    if len(protected) >= 2 and worst_pair is None and infinite and pair_grid is None:
+        # a pair holding a variable with ∞ loss is ∞ (the loss is monotone in the subset, Tan
+        # Prop 3.2): the first such pair in dataset order, without the O(V²) pair grid
+        first = next(k for k, name in enumerate(protected) if name in infinite)
+        a, b = (protected[0], protected[1]) if first <= 1 else (protected[0], protected[first])
+        worst_pair = (a, b, loss[protected[first]])
+    if len(protected) >= 2 and worst_pair is None:
+        if pair_grid is None:
+            pair_grid = index.pair_matrix(objective)
+        if pair_floats is None:
+            from .report import epsilon_floats
+
+            pair_floats = epsilon_floats(pair_grid, delta)
+        ids = np.asarray([column[name] for name in protected])
+        sub = pair_floats[np.ix_(ids, ids)]
+        upper = np.triu_indices(len(ids), k=1)
+        best = int(np.argmax(sub[upper]))  # the first of the largest, in dataset order
+        i, j = ids[upper[0][best]], ids[upper[1][best]]
+        worst_pair = (variables[i], variables[j], pair_grid.spend(int(i), int(j)).epsilon(delta))
+    elif len(protected) < 2:
+        worst_pair = None
+    return Headline(
+        protected=protected,
+        public=tuple(v for v in variables if v in public),
+        epsilon=epsilon,
+        rho=rho,
+        worst_variable=worst_variable,
+        worst_pair=worst_pair,
+        public_losses=tuple((v, loss[v]) for v in variables if v in public),
+        dataset_wide=dataset_wide.epsilon(delta),
+        unprotected=tuple(v for v in protected if is_infinite(loss[v])),
+    )
+
+
+def _key(value: Number) -> float:
+    return float("inf") if is_infinite(value) else float(value)
+
+
+def text_lines(head: Headline) -> list[str]:
+    """The headline as lines of text (the `table` command)."""
+    lines = []
+    if not head.protected:
+        lines.append(f"{PROTECTED_LABEL}: none (every variable is public)")
+    elif head.alarm:
+        lines.append(f"ALARM: {PROTECTED_LABEL} {_names(head.protected)}: epsilon ∞ (not protected): "
+                     f"{', '.join(head.unprotected) or 'a protected variable'} read without a certified bound")
+    else:
+        lines.append(f"{PROTECTED_LABEL} {_names(head.protected)}: epsilon {format_number(head.epsilon)}"
+                     + (f" (rho {format_number(head.rho)})" if head.rho is not None else ""))
+    if head.worst_variable is not None:
+        name, value = head.worst_variable
+        lines.append(f"  worst protected variable: {name} ({_text(value)})")
+    if head.worst_pair is not None:
+        a, b, value = head.worst_pair
+        lines.append(f"  worst protected pair: {{{a}, {b}}} ({_text(value)})")
+    if head.public:
+        lines.append(f"{PUBLIC_LABEL}: " + ", ".join(
+            f"{name} ({'∞, expected' if is_infinite(value) else format_number(value)})"
+            for name, value in head.public_losses))
+    lines.append(f"{ORDINARY_LABEL}: {'∞' if is_infinite(head.dataset_wide) else format_number(head.dataset_wide)}")
+    return lines
+
+
+def _text(value: Number) -> str:
+    return "∞ (not protected)" if is_infinite(value) else format_number(value)
+
+
+def _names(names: Sequence[str]) -> str:
+    return "{" + ", ".join(names) + "}" if len(names) <= 6 else f"({len(names)} variables)"

@@ -1,0 +1,241 @@
+"""A record for the DP Deployments Registry (OpenDP / Harvard), from what the ledger knows.
+
+The registry's schema (opendp/deployments-registry-data, `deployments-schema.yaml`)
+describes one deployment at tier 1, 2 or 3. The ledger fills what it knows:
+
+- the DP variant and the privacy-loss parameters of the protected variables,
+  composed over every charged release (cancelled ones never count) by the
+  ledger's own accounting: pure epsilon (Tan, Prop 3.4), rho-zCDP (Bun and
+  Steinke 2016, Lemma 2.3; pure releases enter as epsilon^2/2, Prop 3.3), or
+  (epsilon, delta) at the dataset's delta, with the zCDP conversion named
+  (Canonne, Kamath and Steinke 2020);
+- the figures per variable (Tan's Table 1 total row), in the details;
+- the privacy unit declared on the dataset (`privacy_unit`, `privacy_unit_details`);
+- unprotected quantities: variables classified public, and variables released
+  exactly (read but covered by no guarantee);
+- accounting: composition (sequential per notion, parallel for families) and
+  post-processing (releases derived from others);
+- the mechanisms used and how often.
+
+Whatever only a person can say (curators, intended use, region, actors, the
+rationale) is a string starting with `PLACEHOLDER`, so a reviewer finds every
+gap by searching for it. Figures are safe bounds: losses rounded up.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from datetime import date
+from typing import Any
+
+from ..accounting.spend import CONVERSION_NAME
+from ..operations.choices import charged_index
+from ..accounting.engine import at_delta
+from ..input.loader import LedgerSnapshot
+from ..core.numbers import format_delta, format_number
+from ..core.records import Cap, Dataset, Release
+
+PLACEHOLDER = "PLACEHOLDER (to be filled in by the data steward):"
+PUBLIC = "public"
+
+
+def _todo(what: str) -> str:
+    return f"{PLACEHOLDER} {what}"
+
+
+def _safe(value) -> float:
+    from ..core.numbers import safe_float
+
+    return safe_float(value)
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "deployment"
+
+
+def registry_record(snapshot: LedgerSnapshot, dataset: Dataset, caps: Sequence[Cap], *, tier: int = 2,
+                    privacy_unit: dict[str, str] | None = None, today: date | None = None) -> dict[str, Any]:
+    """The registry record of one dataset's releases, as a dict ready for YAML."""
+    if tier not in (1, 2, 3):
+        raise ValueError(f"tier must be 1, 2 or 3, found {tier!r}")
+    unit = privacy_unit or {}
+    delta = dataset.delta or at_delta_default()
+    index = charged_index(snapshot, dataset)
+    releases: list[Release] = list(index.releases)
+    exact_variables = sorted({name for r in releases for name in r.exact_variables})
+    public = [v.name for v in dataset.variables if v.classification == PUBLIC]
+    unprotected = sorted(set(public) | set(exact_variables), key=dataset.variable_names.index)
+    protected = [name for name in dataset.variable_names if name not in unprotected]
+    spend = index.subset_cost(set(protected), at_delta(delta)).spend if protected else None
+
+    dates = [r.published_at or r.recorded_at for r in releases if (r.published_at or r.recorded_at)]
+    first = min(dates).date() if dates else (today or date.today())
+    basic: dict[str, Any] = {
+        "name": dataset.description or dataset.name,
+        "data_curators": [_todo("the agency publishing the data product")],
+        "description": (f"{len(releases)} release{'s' if len(releases) != 1 else ''} of the confidential dataset "
+                        f"{dataset.name!r} ({', '.join(dataset.variable_names)}), recorded in privacy-ledger. "
+                        + _todo("what the data product is")),
+        "intended_use": _todo("intended use(s) of the data product"),
+        "data_product_type": "Summary statistics",
+        "data_product_region": _todo("the region the data describe / whose laws apply"),
+        "publication_date": first.isoformat(),
+    }
+    record: dict[str, Any] = {
+        "url_slug": slug(f"{dataset.name}-{first.year}"),
+        "status": "Draft",
+        "tier": tier,
+        "deployment": {"basic": basic},
+    }
+    deployment = record["deployment"]
+    if tier >= 2:
+        variant, parameters, details = _variant(spend, delta, protected)
+        deployment["dp_variant"] = {"variant_name": variant}
+        deployment["privacy_loss"] = {
+            "privacy_unit": unit.get("privacy_unit") or _todo("the privacy unit (declare `privacy_unit` in the "
+                                                              "dataset file): e.g. person, household"),
+            "privacy_parameters": parameters,
+            "privacy_parameters_details": details + _per_variable(index, dataset, delta),  # names the conversion
+        }
+        deployment["deployment_model"] = {
+            "model_name": "Central",
+            "release_type": "Many releases" if len(releases) > 1 else "One release",
+            "access_type": "Non-interactive",
+        }
+        if tier >= 3:
+            deployment["dp_variant"]["data_domain"] = (
+                f"Datasets with the variables of {dataset.name!r}: {', '.join(dataset.variable_names)}. "
+                + _todo("which records are eligible for protection"))
+            deployment["dp_variant"]["unprotected_quantities"] = _unprotected_text(public, exact_variables, releases)
+            deployment["privacy_loss"]["privacy_unit_details"] = unit.get("privacy_unit_details") or _todo(
+                "what adjacent datasets are (declare `privacy_unit_details` in the dataset file)")
+            deployment["deployment_model"]["actors"] = _todo("the actors, their trust assumptions and why")
+            deployment["deployment_model"]["release_type_details"] = _caps_text(caps)
+            deployment["accounting"] = {"composition": _composition_text(index), "post_processing":
+                                        _post_processing_text(releases)}
+            deployment["implementation"] = {
+                "preprocessing_and_hyperparameter_tuning": _todo("pre-processing, tuning, and whether their "
+                                                                 "privacy loss was accounted for"),
+                "mechanisms": _mechanisms_text(releases),
+                "justification": _todo("the rationale for these choices"),
+            }
+    deployment["administrative"] = {
+        "registry_authors": [_todo("who fills in this record")],
+        "notes": (f"Exported by privacy-ledger from dataset {dataset.name!r}. Fields starting with "
+                  f"{PLACEHOLDER!r} need a person; data_product_type, model_name and access_type are the "
+                  "ledger's defaults (summary statistics published by a central curator): check them."),
+    }
+    return record
+
+
+def at_delta_default():
+    from ..accounting.spend import DEFAULT_DELTA
+
+    return DEFAULT_DELTA
+
+
+def _variant(spend, delta, protected) -> tuple[str, dict, str]:
+    """The DP variant and the parameters of the protected variables' total."""
+    if spend is None or spend.is_zero:
+        return "Pure DP", {"epsilon": 0}, "No release charges the protected variables.\n"
+    if spend.unbounded:
+        return "Custom", {}, "The protected variables are not bounded by any guarantee (∞).\n"
+    on = "{" + ", ".join(protected) + "}"
+    if spend.is_pure:
+        return ("Pure DP", {"epsilon": _safe(spend.pure)},
+                f"- epsilon = {format_number(spend.pure)} on {on}: pure epsilon, summed over every release "
+                "(Tan, Prop 3.4).\n")
+    epsilon = spend.epsilon(delta)
+    rho = spend.zcdp_rho()
+    if rho is not None:
+        return ("Zero-concentrated DP", {"rho": _safe(rho), "epsilon": _safe(epsilon), "delta": _safe(delta)},
+                f"- rho = {format_number(rho)} (zCDP) on {on}: rho summed over every release, pure releases "
+                "entered as epsilon^2/2 (Bun and Steinke 2016, Lemma 2.3 and Prop 3.3).\n"
+                f"- epsilon = {format_number(epsilon)} at delta = {format_delta(delta)}, converted by the "
+                f"{CONVERSION_NAME}.\n")
+    return ("Approximate DP", {"epsilon": _safe(epsilon), "delta": _safe(delta)},
+            f"- epsilon = {format_number(epsilon)} at delta = {format_delta(delta)} on {on}: basic composition "
+            f"(Dwork and Roth 2014, Theorem 3.16), zCDP parts converted by the {CONVERSION_NAME}.\n")
+
+
+def _per_variable(index, dataset: Dataset, delta) -> str:
+    table = index.table(dataset.name, at_delta(delta))
+    lines = ["- Per variable (every release composed; Tan, Table 1):"]
+    for name, spend in zip(table.variables, table.total):
+        if spend.unbounded:
+            lines.append(f"  - {name}: ∞ (released exactly, not protected)")
+            continue
+        text = f"  - {name}: epsilon {format_number(spend.epsilon(delta))}"
+        if not spend.is_pure:
+            text += f" at delta {format_delta(delta)}"
+            rho = spend.zcdp_rho()
+            if rho is not None:
+                text += f"; rho {format_number(rho)}"
+        lines.append(text)
+    return "\n".join(lines) + "\n"
+
+
+def _unprotected_text(public, exact_variables, releases) -> str:
+    lines = []
+    if public:
+        lines.append("- Variables classified public: " + ", ".join(public) + ".")
+    for release in releases:
+        exact = release.exact_variables
+        if exact:
+            lines.append(f"- Release {release.id!r}{' (' + release.title + ')' if release.title else ''} "
+                         f"releases {', '.join(sorted(exact))} exactly (no noise).")
+    return "\n".join(lines) + "\n" if lines else "None: every variable read is covered by a guarantee.\n"
+
+
+def _composition_text(index) -> str:
+    text = ("Sequential composition per variable subset (Tan, Prop 3.4): pure epsilon adds; (epsilon, delta) "
+            "adds (basic composition); rho-zCDP adds (Bun and Steinke 2016). A release costs nothing on "
+            "variables it does not read (Tan, Prop 3.3).")
+    if index.families:
+        text += (" Releases on disjoint parts of the records (families: "
+                 + ", ".join(sorted(index.families)) + ") compose in parallel (Clifton et al.).")
+    return text + "\n"
+
+
+def _post_processing_text(releases) -> str:
+    derived = [r for r in releases if r.derived_from]
+    if not derived:
+        return "No post-processed release is recorded. " + _todo("post-processing applied outside the ledger")
+    return "\n".join(f"- {r.id!r} is computed from {', '.join(r.derived_from)} (post-processing: no further loss)."
+                     for r in derived) + "\n"
+
+
+def _mechanisms_text(releases) -> str:
+    counts = Counter(r.mechanism.name for r in releases)
+    lines = [f"- {name}: {count} release{'s' if count != 1 else ''}" for name, count in sorted(counts.items())]
+    lines.append("- " + _todo("implementation: library, floating-point and timing protections, security"))
+    return "\n".join(lines) + "\n"
+
+
+def _caps_text(caps: Sequence[Cap]) -> str:
+    if not caps:
+        return "No budget cap is declared in the ledger. " + _todo("how privacy loss is managed over time")
+    lines = ["Budget caps enforced by the ledger before each release:"]
+    for cap in caps:
+        figure = (f"rho {format_number(cap.rho)}" if cap.rho is not None else
+                  f"epsilon {format_number(cap.epsilon)}" + (f" at delta {format_delta(cap.delta)}"
+                                                             if cap.delta is not None else ""))
+        lines.append(f"- {cap.name} on {{{', '.join(sorted(cap.subset))}}}: {figure}")
+    return "\n".join(lines) + "\n"
+
+
+def to_yaml(record: dict[str, Any]) -> str:
+    import yaml
+
+    class _Dumper(yaml.SafeDumper):
+        pass
+
+    def _text(dumper, value: str):  # multi-line text as a literal block, as the registry's own records
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+    _Dumper.add_representer(str, _text)
+    return "# DP Deployments Registry record exported by privacy-ledger.\n" \
+           f"# Search for '{PLACEHOLDER.split(' ')[0]}' to find what a person must fill in.\n" + \
+        yaml.dump(record, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

@@ -1,0 +1,454 @@
+"""What the CLI and the templates show: documented contexts computed from engine results.
+
+Templates only loop and format (STYLE 7); every figure they print is computed
+here, as an epsilon at a stated delta, with the conversion named. Unbounded
+loss is shown as `∞` in text and `"inf"` in JSON, never as a number.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fractions import Fraction
+from functools import lru_cache
+from importlib import resources
+
+from ..accounting.spend import CONVERSION_NAME
+from ..accounting.engine import RiskTable, SubsetCost
+from ..core.failures import neutralise
+from ..core.numbers import (
+    Number,
+    figure_fields,
+    format_delta,
+    format_exact,
+    format_headroom,
+    format_number,
+    fraction_text,
+    is_infinite,
+    to_json,
+)
+from ..core.lazy import lazy_module
+
+jinja2 = lazy_module("jinja2")  # imported when a template is rendered (issue 13)
+markupsafe = lazy_module("markupsafe")  # (issue 10: output escaping) with jinja2
+np = lazy_module("numpy")
+
+
+@dataclass(frozen=True)
+class Basis:
+    """How a figure is stated: pure epsilon, or epsilon at `delta` by `conversion`."""
+
+    pure: bool
+    delta: Fraction
+    accountants: tuple[str, ...] = ()  # the accountants whose figures the total row shows (issue 11)
+
+    @property
+    def notion(self) -> str:
+        """The report's Notion line: the basis, and the accountants that decided the printed figures
+        (the total row and the headline take the smallest valid figure per subset, DESIGN 2.10)."""
+        used = [name for name in ACCOUNTANT_WORDS if name in self.accountants]
+        if not used or used == ["basic"]:
+            return self.label
+        return (f"epsilon at delta = {format_delta(self.delta)} where a figure at delta is the smallest valid "
+                f"one (pure epsilon otherwise); the total row and the headline show, per subset, the smallest "
+                f"valid figure of: " + "; ".join(ACCOUNTANT_WORDS[name] for name in used)
+                + ". Each release's own cells: " + self.label)
+
+    @property
+    def label(self) -> str:
+        if self.pure:
+            return "pure epsilon (every charged guarantee is pure; Tan Prop 3.4 composition)"
+        return (f"epsilon at delta = {format_delta(self.delta)}: approximate deltas are taken from it "
+                f"(basic composition) and rho-zCDP totals converted by the {CONVERSION_NAME}")
+
+    def json_delta(self) -> object:
+        return None if self.pure else to_json(self.delta)
+
+
+ACCOUNTANT_WORDS = {
+    "basic": "basic composition (Tan Prop 3.4; zCDP by Canonne, Kamath and Steinke 2020)",
+    "rdp": "the Rényi DP accountant (Mironov 2017; converted by Canonne, Kamath and Steinke 2020, Prop 12)",
+    "pld": "the privacy-loss-distribution accountant (dp_accounting, pessimistic; valid where the plan was "
+           "declared in advance)",
+}
+
+
+def basis_for(spends, delta: Fraction) -> Basis:
+    return Basis(pure=all(s.is_pure or s.unbounded for s in spends), delta=delta)
+
+
+@dataclass(frozen=True)
+class TableRow:
+    release: str
+    title: str
+    status: str
+    values: tuple[Number, ...]  # one per variable
+    dataset_wide: Number
+
+
+@dataclass(frozen=True)
+class TableView:
+    """Tan's Table 1 with the whole-dataset column, as epsilons on one basis."""
+
+    dataset: str
+    variables: tuple[str, ...]
+    rows: tuple[TableRow, ...]
+    total: tuple[Number, ...]
+    total_dataset_wide: Number
+    basis: Basis
+
+    def to_json(self) -> dict:
+        def values(numbers):
+            return {name: to_json(value) for name, value in zip(self.variables, numbers)}
+
+        def exact(numbers):
+            return {name: fraction_text(value) for name, value in zip(self.variables, numbers)}
+
+        return {
+            "dataset": self.dataset,
+            "notion": "pure epsilon" if self.basis.pure else "epsilon at delta",
+            **figure_fields("delta", None if self.basis.pure else self.basis.delta),
+            "conversion": None if self.basis.pure else CONVERSION_NAME,
+            "variables": list(self.variables),
+            "rows": [
+                {"release": row.release, "title": row.title, "status": row.status, "values": values(row.values),
+                 "exact": exact(row.values), **figure_fields("dataset_wide", row.dataset_wide)}
+                for row in self.rows
+            ],
+            "total": {"values": values(self.total), "exact": exact(self.total),
+                      **figure_fields("dataset_wide", self.total_dataset_wide)},
+        }
+
+
+def table_view(table: RiskTable, delta: Fraction, rows: Sequence[int] | None = None) -> TableView:
+    """The view of a RiskTable; `rows` (indices into its releases) limits the release rows shown
+    (the total row is always over every release)."""
+    spends = [*table.values, *table.total, table.total_dataset_wide]
+    used = set(np.unique(table.cells).tolist()) | set(np.unique(table.dataset_wide).tolist())
+    basis = basis_for([table.values[i] for i in used] + spends[len(table.values):], delta)
+    shown = range(len(table.releases)) if rows is None else rows
+    value_epsilon = [v.epsilon(delta) for v in table.values]
+    rows = tuple(
+        TableRow(
+            release=release.id,
+            title=release.title,
+            status=release.status.value,
+            values=tuple(value_epsilon[i] for i in table.cells[r]),
+            dataset_wide=value_epsilon[table.dataset_wide[r]],
+        )
+        for r, release in ((r, table.releases[r]) for r in shown)
+    )
+    return TableView(
+        dataset=table.dataset,
+        variables=table.variables,
+        rows=rows,
+        total=tuple(s.epsilon(delta) for s in table.total),
+        total_dataset_wide=table.total_dataset_wide.epsilon(delta),
+        basis=basis,
+    )
+
+
+def subset_json(cost: SubsetCost, delta: Fraction) -> dict:
+    spend = cost.spend
+    pure = spend.is_pure
+    return {
+        "subset": list(cost.subset),
+        **figure_fields("epsilon", spend.epsilon(delta)),
+        **figure_fields("rho", None if pure else spend.zcdp_rho()),
+        **figure_fields("delta", None if pure or spend.unbounded else delta),
+        "notion": spend.notion,
+        "conversion": CONVERSION_NAME if spend.rho else None,
+        "reason": "a release reads the subset without a certified bound (not protected)" if spend.unbounded
+        else None,
+        "releases": list(cost.releases),
+    }
+
+
+def release_json(body: dict) -> dict:
+    """A release as `releases --json` prints it: the stored form (codec.release_to_dict),
+    with each guarantee's epsilon, delta and rho in the figure shape (`figure_fields`)."""
+    guarantees = []
+    for g in body.get("guarantees", ()):
+        shown = dict(g)
+        for key in ("epsilon", "delta", "rho"):
+            if shown.get(key) is not None:
+                shown.update(figure_fields(key, Fraction(shown[key])))
+        guarantees.append(shown)
+    return {**body, "guarantees": guarantees}
+
+
+def cell_text(value: Number) -> str:
+    return format_number(value)
+
+
+def text_table(view: TableView, total_label: str = "All releases") -> str:
+    """Plain-text Table 1, the layout of Tan's paper plus the whole-dataset column."""
+    header = ["Release", *[f"{{{name}}}" for name in view.variables], "whole dataset"]
+    body = [[row.release, *map(cell_text, row.values), cell_text(row.dataset_wide)] for row in view.rows]
+    body.append([total_label, *map(cell_text, view.total), cell_text(view.total_dataset_wide)])
+    widths = [max(len(line[k]) for line in [header, *body]) for k in range(len(header))]
+
+    def fmt(line):
+        return "| " + " | ".join(cell.ljust(width) for cell, width in zip(line, widths)) + " |"
+
+    rule = "|" + "|".join("-" * (width + 2) for width in widths) + "|"
+    lines = [fmt(header), rule, *map(fmt, body[:-1]), fmt(body[-1])]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# Jinja environment: templates ship with the package (reports/)
+# --------------------------------------------------------------------------
+
+
+def _bytecode_cache():
+    try:
+        return jinja2.FileSystemBytecodeCache()
+    except (OSError, RuntimeError):  # no usable temporary directory: compile each time
+        return None
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(_load_template),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default_for_string=True),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        # compiled templates kept between runs (the report's took ~0.4 s to compile, issue 13): in
+        # jinja2's per-user directory under the temporary directory (mode 0700, its owner checked),
+        # keyed by each template's source checksum, so an edited template is compiled again
+        bytecode_cache=_bytecode_cache(),
+    )
+    env.filters["epsilon"] = format_number
+    env.filters["delta"] = format_delta
+    env.tests["infinite"] = is_infinite
+    return env
+
+
+# --------------------------------------------------------------------------
+# Report filters and environments (issue 4): plain functions, one per kind of figure
+# --------------------------------------------------------------------------
+
+
+def when_text(moment: datetime | None) -> str:
+    """A time as `2024-05-01 10:00:00 UTC` (times are stored in UTC); — when unknown."""
+    if moment is None:
+        return "—"
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S") + " UTC"
+
+
+def param_text(value: object) -> str:
+    """A mechanism or guarantee parameter: exact numbers as they are (`1/3 (≈ 0.3334)`)."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, Fraction):
+        return _exact_text(value)
+    if isinstance(value, int):
+        return _exact_text(Fraction(value))
+    if isinstance(value, float):
+        return format_number(value) if math.isinf(value) else f"{value:.6g}"
+    if isinstance(value, (tuple, list)):
+        return ", ".join(param_text(item) for item in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {param_text(item)}" for key, item in value.items())
+    return str(value)
+
+
+@lru_cache(maxsize=65536)
+def _exact_text(value: Fraction) -> str:
+    return format_number(value)
+
+
+def names_text(names) -> str:
+    """A set of variables as `{age, sex}`."""
+    return "{" + ", ".join(names) + "}"
+
+
+@lru_cache(maxsize=65536, typed=True)
+def bound_text(value: Number) -> str:
+    """An epsilon as reports print it: `∞ (not protected)`, or 2 decimals rounded up with
+    exact fractions kept (`293764/114921 (≈ 2.56)`). Cached: a report prints few distinct values
+    many times."""
+    return "∞ (not protected)" if is_infinite(value) else format_exact(value, 2)
+
+
+@lru_cache(maxsize=65536)
+def guarantee_text(guarantee) -> str:
+    """A guarantee as `ε 1 on {age, sex}, replace` (report.GuaranteeText). Cached: a
+    register repeats the same few guarantees many times."""
+    if guarantee.notion == "pure":
+        value = f"ε {param_text(guarantee.epsilon)}"
+    elif guarantee.notion == "approx":
+        value = f"(ε {param_text(guarantee.epsilon)}, δ {format_delta(guarantee.delta)})"
+    else:
+        value = f"ρ {param_text(guarantee.rho)}"
+    return f"{value} on {names_text(guarantee.protects)}, {guarantee.relation}"
+
+
+def cells_text(cells) -> str:
+    """A release's charged cells, (variable, epsilon) pairs, as `{age} 0.5; {sex} 0.5`."""
+    return "; ".join(f"{{{name}}} {bound_text(value)}" for name, value in cells)
+
+
+def register_line(entry) -> str:
+    """A release of the register (report.RegisterEntry) as one line of text: the compact
+    register of large ledgers in print. Cells of equal epsilon are listed together."""
+    parts = [f"{entry.id} ({entry.status})"]
+    if entry.title:
+        parts.append(entry.title)
+    parts.append("reads " + names_text(entry.reads))
+    for g in entry.guarantees:  # short: the protected set when it is not all that is read; add-remove if so
+        text = guarantee_text(g).rsplit(", ", 1)[0]
+        if g.protects == entry.reads:
+            text = text.rsplit(" on ", 1)[0] + " on all it reads"
+        parts.append(text + (", add-remove" if g.relation == "add-remove" else ""))
+    if entry.exact:
+        parts.append("exact: " + names_text(entry.exact))
+    if entry.pufferfish:
+        parts.append("Pufferfish: " + ", ".join(entry.pufferfish))
+    parts.append(entry.mechanism + "".join(f", {key} {param_text(value)}" for key, value in entry.parameters))
+    if entry.family:
+        parts.append(f"family {entry.family} ({entry.family_split})")
+    if entry.derived_from:
+        parts.append("from " + ", ".join(entry.derived_from))
+    parts.append(f"recorded {when_text(entry.recorded_at)} by {entry.recorded_by}")
+    if entry.approved_by:
+        parts.append(f"approved {when_text(entry.approved_at)} by {entry.approved_by}")
+    if entry.published_at:
+        parts.append(f"published {when_text(entry.published_at)}")
+    if entry.output_digest:
+        parts.append(f"output SHA-256 {entry.output_digest}")
+    if entry.dataset_wide is not None:
+        groups: dict = {}
+        for name, value in entry.cells:
+            groups.setdefault(value, []).append(name)
+        if len(groups) == 1 and tuple(next(iter(groups.values()))) == entry.reads \
+                and next(iter(groups)) == entry.dataset_wide:
+            parts.append(f"epsilon {bound_text(entry.dataset_wide)} on each variable it reads and on the whole dataset")
+        else:
+            cells = [f"{bound_text(value)} on {names_text(names)}" for value, names in groups.items()]
+            parts.append("epsilon " + "; ".join([*cells, f"{bound_text(entry.dataset_wide)} on the whole dataset"]))
+    return " · ".join(parts)
+
+
+def report_filters() -> dict:
+    return {
+        "exact": lru_cache(maxsize=65536, typed=True)(format_exact),  # 2 decimals up, exact fractions kept
+        "figure": bound_text,  # the same, with ∞ as "∞ (not protected)"
+        "headroom": format_headroom,  # rounded down
+        "delta": format_delta,
+        "when": when_text,
+        "param": param_text,
+        "names": names_text,
+        "short_hash": lambda digest: digest[:16],
+        "guarantee": guarantee_text,
+        "register_line": register_line,
+        "cells": cells_text,
+    }
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
+_TEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
+                "^": r"\^{}", "_": r"\_", "%": r"\%", "~": r"\~{}"}
+_TEX_SYMBOLS = {"∞": r"$\infty$", "≈": r"$\approx$", "×": r"$\times$", "—": "---", "–": "--", "ε": r"$\varepsilon$",
+                "δ": r"$\delta$", "ρ": r"$\rho$", "≥": r"$\geq$", "≤": r"$\leq$", "✓": r"$\checkmark$",
+                "−": "-", "·": r"$\cdot$"}
+_SUPERSCRIPTS = "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"
+_SUPERSCRIPT_RUN = re.compile(f"[{_SUPERSCRIPTS}]+")
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def markdown_escape(value: object) -> str:
+    """Markdown's autoescape: table pipes and emphasis characters are taken literally; a
+    line break (CR, LF, CRLF) becomes a space, so a value never ends a table row; other
+    control characters are made visible (failures.neutralise)."""
+    text = neutralise(_LINE_BREAK.sub(" ", str(value)))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def tex_escape(value: object) -> str:
+    """LaTeX's autoescape: special characters escaped, the report's symbols as math
+    (`1 × 10⁻¹⁰` becomes `1 $\\times$ 10$^{-10}$`)."""
+    text = "".join(_TEX_SPECIAL.get(ch, ch) for ch in neutralise(_LINE_BREAK.sub(" ", str(value))))
+    text = _SUPERSCRIPT_RUN.sub(lambda m: "$^{" + m.group(0).translate(str.maketrans(_SUPERSCRIPTS, "-0123456789"))
+                                + "}$", text)
+    return "".join(_TEX_SYMBOLS.get(ch, ch) for ch in text)
+
+
+def report_environment(kind: str = "html") -> jinja2.Environment:
+    """The environment reports render in: HTML autoescaped by Jinja; Markdown and LaTeX
+    escaped by `finalize` (their own autoescape); StrictUndefined throughout, so a
+    missing value fails loudly (STYLE 7)."""
+    if kind == "html":
+        env = environment()
+        env.finalize = _html_finalize  # control characters made visible, then autoescaped
+    else:
+        escape = {"md": markdown_escape, "tex": tex_escape}[kind]
+        env = jinja2.Environment(loader=jinja2.FunctionLoader(_load_template), autoescape=False,
+                                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                                 finalize=escape, keep_trailing_newline=True)
+        env.filters["epsilon"] = format_number
+        env.tests["infinite"] = is_infinite
+    env.filters.update(report_filters())
+    return env
+
+
+def _html_finalize(value: object) -> object:
+    """Control characters made visible in plain text (Markup, numbers and dates pass through);
+    then autoescaped. Called on every value a page prints (~150,000 in a 10,000-release
+    register): the common case, printable text, is tested first and returned as it is."""
+    if value.__class__ is str:
+        return value if value.isprintable() else neutralise(value)
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return neutralise(value)
+    return value
+
+
+def _load_template(name: str) -> str:
+    return resources.files("ledger.reports").joinpath(name).read_text(encoding="utf-8")
+
+
+def render(template: str, **context) -> str:
+    return environment().get_template(template).render(**context)
+
+
+def release_charge_text(release, dataset=None) -> str:
+    """What a release charges the whole dataset (U = V, Tan Prop 3.1): its cost on what it
+    reads, as epsilon (pure) or epsilon at the dataset's delta; cancelled releases charge nothing."""
+    from ..accounting.spend import DEFAULT_DELTA
+    from ..accounting.engine import release_cost
+    from ..core.records import Status
+
+    if release.status == Status.CANCELLED:
+        return "none (cancelled)"
+    if not release.reads:
+        return "0"
+    spend = release_cost(release, frozenset(release.reads))
+    if spend.unbounded:
+        return "∞ (exact on " + ", ".join(sorted(release.exact_variables)) + ")"
+    if spend.is_pure:
+        return f"ε {format_number(spend.pure)}"
+    delta = (dataset.delta if dataset is not None else None) or DEFAULT_DELTA
+    return f"ε {format_number(spend.epsilon(delta))} at δ {format_delta(delta)}"
+
+
+def releases_text(releases, datasets) -> str:
+    """The `releases` table: id, dataset, status, reads, charge, dates, with a header."""
+    header = ["id", "dataset", "status", "reads", "charge", "recorded", "published"]
+    body = [[r.id, r.dataset, r.status.value, ", ".join(sorted(r.reads)) or "-",
+             release_charge_text(r, datasets.get(r.dataset)),
+             r.recorded_at.strftime("%Y-%m-%d") if r.recorded_at else "-",
+             r.published_at.strftime("%Y-%m-%d") if r.published_at else "-"] for r in releases]
+    widths = [max(len(line[k]) for line in [header, *body]) for k in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
+                     for line in [header, *body])

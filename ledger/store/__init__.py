@@ -1,0 +1,9 @@
+"""The database: SQLModel tables, sessions, the audit chain, and what is kept beside it.
+
+database.py       tables, sessions, atomic writes, the SHA-256 audit chain, snapshots
+columns.py        per-release accounting rows (the read commands without decoding releases)
+codec.py          records <-> JSON-able dicts; canonical JSON for the chain
+checkpoint.py     signed chain heads (Ed25519); verified_head.py: incremental verification
+
+Invariant: SQLModel stays here (STYLE 9); the accounting never sees a row, only records.
+"""

@@ -1,0 +1,1290 @@
+"""Accounting rows: what the read commands need of each release, readable without
+decoding the release (issue 13, section 1).
+
+A release row holds everything a steward recorded (JSON columns, the output, the
+lifecycle); `subset`, `table` and `pairs` need only, per charged release, what it
+reads and what its guarantees protect at which value. This module keeps that in
+two tables, written in the same transaction as every record and status change:
+
+- `guarantee_values`: each distinct guarantee value (notion, exact epsilon /
+  delta / rho as fraction text, relation) once, with a small integer id;
+- `release_accounting`: one row per release, keyed by its seq: id, dataset,
+  status, family, title, the variables it reads as a bitset over the dataset's
+  variable positions, its first guarantee as (value id, protects bitset) and any
+  further guarantees as compact text ("id:hex;id:hex"); and what the accountants
+  of issue 11 need (schema 6): the accounting event its mechanism's parameters
+  describe (an id into `accounting_events`, with whether the release is charged
+  through it: `accountants.mechanism_event`), and its recording and publication
+  moments (`accountants.note_times`, `published_moment`) as whole microseconds
+  since 1970-01-01 UTC.
+- `accounting_events`: each distinct accounting event key (`accountants.Event.key`:
+  exact fractions as text) once, with a small integer id.
+
+`index_for` turns the rows of one dataset into the engine's `LedgerIndex`
+without building a `Release` per row (bitsets are unpacked by numpy), with the
+accountants' per-release events and times attached (`accountants.index_events`
+then returns them: the same `IndexEvents` as from the whole releases, in the same
+event order, so every figure is the same to the last bit); the few releases the
+exact path needs whole (family members, releases whose guarantees leave a choice)
+are read from the release rows. Values stay exact: a value id names exact
+fractions, an event id an exact event key.
+
+Why no per-variable aggregates. The read commands' targets (issue 13: `subset`,
+`headroom` under 1 s, `table`, `pairs` under 5 s and 1 GB at a million releases
+over 100 variables) are approached from these rows: `subset` reads only the rows of
+the releases that read the subset (the `release_reads` inverted index), `headroom`
+reads the caps' running totals, `table` and `pairs` read every charged row once
+as packed bitsets and integer ids (about 60 bytes of array per release) and
+compose them over arrays, chunk by chunk for Table 1 (`large_table`). On SQLite
+the rows are read a column at a time (`_read_columns`: one `group_concat` per
+column, parsed by numpy), since a Python tuple per row costs about twice the
+reading; the pair counts come from the pairs of variables each release reads
+(`LedgerIndex.pair_counts`). An aggregate per variable would save `table` one pass
+over the rows but could not serve `pairs`, the whole-dataset column, the largest
+releases or the accountants' lifecycle moments, which need the rows anyway, and it
+would be one more stored form for `audit verify` to recompute. What remains of
+`subset`'s and `table`'s time at a million releases, where the PLD figure is valid
+and so must be computed, is mostly importing dp_accounting (scipy) and composing.
+
+Invariants:
+- every release row has exactly one accounting row, equal to `rows_for(release)`;
+  `audit verify` recomputes them from the release rows and reports any difference;
+- a guarantee value id, once given, never changes meaning (the table is append-only);
+- an event id, likewise (`accounting_events` is append-only);
+- a ledger made before these tables existed gets them built once, in place, by the
+  schema 5 migration, and a ledger of schema 5 its event and time columns by the
+  schema 6 migration (each an audit event, like every migration).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+from functools import lru_cache
+
+from sqlalchemy import (BigInteger, Boolean, Column, Index, Integer, LargeBinary, Text, and_, bindparam, case, func,
+                        insert, inspect, select, update)
+from sqlmodel import Field, Session, SQLModel
+
+from .codec import canonical_json
+from ..core.lazy import lazy_module
+from ..core.records import CHARGED_STATUSES, Family, Guarantee, Notion, Relation, Release, Status
+
+np = lazy_module("numpy")
+
+
+class GuaranteeValueRow(SQLModel, table=True):
+    """A distinct guarantee value, by id (append-only)."""
+
+    __tablename__ = "guarantee_values"
+    id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    body: str = Field(sa_column=Column(Text, nullable=False, unique=True))  # canonical JSON
+
+
+class AccountingRow(SQLModel, table=True):
+    """What the accounting needs of one release (see the module docstring)."""
+
+    __tablename__ = "release_accounting"
+    seq: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    release: str = Field(index=True, unique=True)
+    dataset: str = Field(index=True)
+    status: str
+    family: str | None = None
+    title: str = ""
+    reads: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    value: int | None = None  # the first guarantee's value id (None: no guarantee)
+    protects: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
+    more: str | None = None  # further guarantees, "id:hex;id:hex" (hex: the protects bitset)
+    # (schema 6) the event the mechanism's parameters describe (accounting_events id; None: none)
+    event: int | None = None
+    # whether the release is charged through that event (its guarantees are the ones the
+    # parameters imply: accountants.mechanism_event), else through its guarantees
+    charged_by_event: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, default=False))
+    recorded_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # recorded_at
+    published_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # published_at
+
+    __table_args__ = (Index("ix_release_accounting_event", "dataset", "event", "status", "seq"),)
+
+
+class AccountingEventRow(SQLModel, table=True):
+    """A distinct accounting event key (accountants.Event.key), by id (append-only)."""
+
+    __tablename__ = "accounting_events"
+    id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    key: str = Field(sa_column=Column(Text, nullable=False, unique=True))
+
+
+class AccountingReadRow(SQLModel, table=True):
+    """One variable one release reads (an inverted index of the reads bitsets): a subset
+    query fetches only the releases that read some variable of the subset, since the
+    others cost 0 on it (Tan Prop 3.3), alone or in a family (DESIGN 2.6)."""
+
+    __tablename__ = "release_reads"
+    dataset: str = Field(primary_key=True)
+    position: int = Field(primary_key=True)
+    seq: int = Field(primary_key=True)
+
+
+_READS = AccountingReadRow.__table__
+_VALUES = GuaranteeValueRow.__table__
+_ROWS = AccountingRow.__table__
+_EVENTS = AccountingEventRow.__table__
+_VALUE_BY_BODY = select(_VALUES.c.id).where(_VALUES.c.body == bindparam("body"))
+_EVENT_BY_KEY = select(_EVENTS.c.id).where(_EVENTS.c.key == bindparam("key"))
+_SET_STATUS = update(_ROWS).where(_ROWS.c.release == bindparam("r")).values(
+    status=bindparam("s"), published_us=bindparam("p"))
+EVENT_COLUMNS = ("event", "charged_by_event", "recorded_us", "published_us")  # added by schema 6
+# the first charged release of a dataset with a given event and status (an indexed look-up)
+_FIRST_WITH_EVENT = select(_ROWS.c.seq).where(
+    _ROWS.c.dataset == bindparam("d"), _ROWS.c.event == bindparam("e"), _ROWS.c.status == bindparam("s")
+).order_by(_ROWS.c.seq).limit(1)
+
+
+# --------------------------------------------------------------------------
+# Encoding
+# --------------------------------------------------------------------------
+
+
+def bitset(names: Iterable[str], position: Mapping[str, int], width: int) -> bytes:
+    """The names' positions as a little-endian bitset of `width` variables (unknown names ignored)."""
+    mask = 0
+    for name in names:
+        k = position.get(name)
+        if k is not None:
+            mask |= 1 << k
+    return mask.to_bytes((width + 7) // 8 or 1, "little")
+
+
+def value_body(guarantee: Guarantee) -> str:
+    """A guarantee's value (everything but what it protects), as canonical JSON."""
+    return _value_body(guarantee.notion, guarantee.epsilon, guarantee.delta, guarantee.rho, guarantee.relation)
+
+
+@lru_cache(maxsize=4096)  # a ledger repeats a few values over and over
+def _value_body(notion: Notion, epsilon: Fraction | None, delta: Fraction | None, rho: Fraction | None,
+                relation: Relation) -> str:
+    def exact(x: Fraction | None):
+        return None if x is None else f"{x.numerator}/{x.denominator}"
+
+    return canonical_json({"notion": notion.value, "epsilon": exact(epsilon), "delta": exact(delta),
+                           "rho": exact(rho), "relation": relation.value})
+
+
+def guarantee_of(body: str) -> Guarantee:
+    """The guarantee a value body describes (protecting nothing: only its value counts here)."""
+    data = json.loads(body)
+
+    def exact(text: str | None) -> Fraction | None:
+        return None if text is None else Fraction(text)
+
+    return Guarantee(protects=frozenset(), notion=Notion(data["notion"]), epsilon=exact(data["epsilon"]),
+                     delta=exact(data["delta"]), rho=exact(data["rho"]), relation=Relation(data["relation"]))
+
+
+@dataclass(frozen=True)
+class Expected:
+    """An accounting row as recomputed from its release: value bodies, not ids."""
+
+    release: str
+    dataset: str
+    status: str
+    family: str | None
+    title: str
+    reads: bytes
+    guarantees: tuple[tuple[str, bytes], ...]  # (value body, protects bitset), in the release's order
+    event: str | None = None  # the mechanism's event key (accountants.Event.key)
+    charged_by_event: bool = False
+    recorded_us: int | None = None
+    published_us: int | None = None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def micros(moment: datetime | None) -> int | None:
+    """A moment as whole microseconds since 1970-01-01 UTC (a naive moment read as UTC, as
+    `accountants` reads it); exact: a datetime holds whole microseconds."""
+    if moment is None:
+        return None
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return (aware - _EPOCH) // _MICROSECOND
+
+
+def release_event(release: Release) -> tuple[str | None, bool]:
+    """(the key of the event the release's mechanism parameters describe, whether the release
+    is charged through it), as `accountants.IndexEvents` decides both from the whole release."""
+    from ..accounting.accountants import _EVENT_MECHANISMS, _mechanism_event, mechanism_event
+
+    if release.mechanism.name not in _EVENT_MECHANISMS:
+        return None, False
+    event, _ = _mechanism_event(release.mechanism)
+    if event is None:
+        return None, False
+    return event.key, mechanism_event(release) is not None
+
+
+def expected_row(release: Release, variables: Sequence[str]) -> Expected:
+    position = _position(tuple(variables))
+    width = len(variables)
+    event, charged = release_event(release)
+    return Expected(release=release.id, dataset=release.dataset, status=release.status.value, family=release.family,
+                    title=release.title, reads=bitset(release.reads, position, width),
+                    guarantees=tuple((value_body(g), bitset(g.protects, position, width)) for g in release.guarantees),
+                    event=event, charged_by_event=charged, recorded_us=micros(release.recorded_at),
+                    published_us=micros(release.published_at))
+
+
+@lru_cache(maxsize=64)
+def _position(variables: tuple[str, ...]) -> dict[str, int]:
+    """Each variable's position (a dataset's variables, once, not once per release)."""
+    return {name: k for k, name in enumerate(variables)}
+
+
+# --------------------------------------------------------------------------
+# Writing (inside store.write_session)
+# --------------------------------------------------------------------------
+
+
+def _value_ids(connection, bodies: Iterable[str], known: dict[str, int], table=_VALUES, lookup=_VALUE_BY_BODY,
+               column: str = "body") -> dict[str, int]:
+    """Ids of these value bodies (or event keys), new ones inserted (under the ledger's write lock)."""
+    for body in bodies:
+        if body in known:
+            continue
+        found = connection.execute(lookup, {column: body}).scalar()
+        if found is None:
+            top = connection.execute(select(table.c.id).order_by(table.c.id.desc()).limit(1)).scalar()
+            found = 0 if top is None else top + 1
+            connection.execute(insert(table), {"id": found, column: body})
+        known[body] = found
+    return known
+
+
+def _event_ids(connection, keys: Iterable[str], known: dict[str, int]) -> dict[str, int]:
+    return _value_ids(connection, keys, known, _EVENTS, _EVENT_BY_KEY, "key")
+
+
+@dataclass
+class Known:
+    """The value and event ids met so far in one transaction (a cache of the id tables)."""
+
+    values: dict[str, int]
+    events: dict[str, int]
+
+
+def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
+                known: Known | None = None) -> None:
+    """Accounting rows for (seq, release) pairs; `variables` gives each dataset's variables in order."""
+    if not releases:
+        return
+    known = Known({}, {}) if known is None else known
+    values_, events = known.values, known.events
+    expected = [(seq, expected_row(release, variables[release.dataset])) for seq, release in releases]
+    _value_ids(connection, sorted({body for _, row in expected for body, _ in row.guarantees} - values_.keys()),
+               values_)
+    _event_ids(connection, sorted({row.event for _, row in expected if row.event is not None} - events.keys()), events)
+    values = []
+    for seq, row in expected:
+        first = row.guarantees[0] if row.guarantees else None
+        more = ";".join(f"{values_[body]}:{bits.hex()}" for body, bits in row.guarantees[1:]) or None
+        values.append({"seq": seq, "release": row.release, "dataset": row.dataset, "status": row.status,
+                       "family": row.family, "title": row.title, "reads": row.reads,
+                       "value": None if first is None else values_[first[0]],
+                       "protects": None if first is None else first[1], "more": more,
+                       "event": None if row.event is None else events[row.event],
+                       "charged_by_event": row.charged_by_event, "recorded_us": row.recorded_us,
+                       "published_us": row.published_us})
+    connection.execute(insert(_ROWS), values)
+    connection.execute(insert(_READS), [
+        {"dataset": row.dataset, "position": k, "seq": seq}
+        for seq, row in expected for k in _positions(row.reads)] or [])
+
+
+def _positions(bits: bytes) -> list[int]:
+    mask = int.from_bytes(bits, "little")
+    found = []
+    while mask:  # one step per variable read, not per variable of the dataset
+        low = mask & -mask
+        found.append(low.bit_length() - 1)
+        mask ^= low
+    return found
+
+
+def set_status(connection, release_id: str, status: Status, published_at: datetime | None) -> None:
+    """A lifecycle change: the status and the publication moment (schema 6) as the release now has them."""
+    connection.execute(_SET_STATUS, {"r": release_id, "s": status.value, "p": micros(published_at)})
+
+
+def build_all(session: Session, batch: int = 20_000) -> int:
+    """Accounting rows for every release that has none (the schema 5 migration); returns how many."""
+    from . import database as store
+    from .codec import release_from_dict
+
+    connection = session.connection()
+    variables = {name: d.variable_names for name, d in store.configuration(session).datasets.items()}
+    have = select(_ROWS.c.seq)
+    query = (select(store.ReleaseRow.__table__).where(store.ReleaseRow.__table__.c.seq.not_in(have))
+             .order_by(store.ReleaseRow.__table__.c.seq))
+    known = Known({}, {})
+    count = 0
+    pending: list[tuple[int, Release]] = []
+    for row in connection.execute(query.execution_options(yield_per=batch)):  # streamed, not held
+        pending.append((row.seq, release_from_dict(store.release_row_dict(row))))
+        if len(pending) >= batch:
+            insert_rows(connection, pending, variables, known)
+            count += len(pending)
+            pending = []
+    insert_rows(connection, pending, variables, known)
+    return count + len(pending)
+
+
+_FILL_EVENT = update(_ROWS).where(_ROWS.c.seq == bindparam("s")).values(
+    event=bindparam("e"), charged_by_event=bindparam("c"), recorded_us=bindparam("r"), published_us=bindparam("p"))
+
+
+_SET_EVENT = update(_ROWS).where(_ROWS.c.seq == bindparam("s")).values(
+    event=bindparam("e"), charged_by_event=bindparam("c"))
+
+
+def _fill_events(connection, statement, rows: Iterable[dict], batch: int) -> int:
+    """The batched filler both event migrations share: `rows` (streamed dicts whose "e" is an
+    event key or None) are written by `statement` (an executemany) a batch at a time, each
+    batch's new event keys given their ids first. Returns how many rows were written."""
+    events: dict[str, int] = {}
+    count = 0
+    pending: list[dict] = []
+
+    def flush() -> None:
+        _event_ids(connection, sorted({p["e"] for p in pending if p["e"] is not None} - events.keys()), events)
+        for p in pending:
+            p["e"] = None if p["e"] is None else events[p["e"]]
+        connection.execute(statement, pending)
+
+    for row in rows:
+        pending.append(row)
+        if len(pending) >= batch:
+            flush()
+            count += len(pending)
+            pending = []
+    if pending:
+        flush()
+    return count + len(pending)
+
+
+def refresh_sampled_events(session: Session, batch: int = 20_000) -> int:
+    """The schema 7 migration: a Laplace or geometric release run on a sample (sample_size of
+    population) is charged through its sampling event (`accountants.Event` kind `sampled`, issue
+    11 section 4) where schema 6 charged its amplified guarantee; the accounting rows of such
+    releases are brought to the event `release_event` now gives, streamed a batch at a time
+    with each row's stored event key read in the same query (a join: no query per row).
+    Returns how many rows changed (none in a ledger without subsampled releases)."""
+    from . import database as store
+    from .codec import release_from_dict
+
+    connection = session.connection()
+    table = store.ReleaseRow.__table__
+    query = (select(table, _EVENTS.c.key.label("_stored_event_key"))
+             .join(_ROWS, _ROWS.c.seq == table.c.seq)
+             .outerjoin(_EVENTS, _EVENTS.c.id == _ROWS.c.event)
+             .where(table.c.mechanism_name.in_(("laplace", "geometric")))
+             .order_by(table.c.seq))
+
+    def changed():
+        for row in connection.execute(query.execution_options(yield_per=batch)):
+            if "sample_size" not in (row.mechanism_params or {}):
+                continue
+            release = release_from_dict(store.release_row_dict(row))
+            key, charged = release_event(release)
+            if row._stored_event_key != key:
+                yield {"s": row.seq, "e": key, "c": charged}
+
+    return _fill_events(connection, _SET_EVENT, changed(), batch)
+
+
+def add_event_columns(session: Session, batch: int = 20_000) -> int:
+    """The schema 6 migration: the accounting rows of a schema 5 ledger gain their event and
+    time columns (EVENT_COLUMNS), computed once from the release rows, streamed a batch at a
+    time; returns how many rows were filled. A ledger whose rows were written with these
+    columns (a new table, or rows built by the schema 5 migration just before) is left as
+    it is."""
+    from . import database as store
+    from .codec import release_from_dict
+
+    connection = session.connection()
+    have = {column["name"] for column in inspect(connection).get_columns(_ROWS.name)}
+    missing = [name for name in EVENT_COLUMNS if name not in have]
+    if not missing:
+        return 0
+    kinds = {"event": "INTEGER", "charged_by_event": "BOOLEAN NOT NULL DEFAULT FALSE", "recorded_us": "BIGINT",
+             "published_us": "BIGINT"}
+    for name in missing:
+        connection.exec_driver_sql(f"ALTER TABLE {_ROWS.name} ADD COLUMN {name} {kinds[name]}")
+    table = store.ReleaseRow.__table__
+    query = select(table).order_by(table.c.seq)  # (every release row has its accounting row)
+
+    def filled():
+        for row in connection.execute(query.execution_options(yield_per=batch)):  # streamed, not held
+            release = release_from_dict(store.release_row_dict(row))
+            key, charged = release_event(release)
+            yield {"s": row.seq, "e": key, "c": charged, "r": micros(release.recorded_at),
+                   "p": micros(release.published_at)}
+
+    count = _fill_events(connection, _FILL_EVENT, filled(), batch)
+    for index in _ROWS.indexes:  # after the rows are filled (create_all makes none on an existing table)
+        if index.name == "ix_release_accounting_event":
+            index.create(connection, checkfirst=True)
+    return count
+
+
+def rebuild_dataset(session: Session, dataset: str, variables: Sequence[str]) -> int:
+    """The accounting rows of one dataset's releases, rebuilt for its variables as they now
+    are (an amended dataset, issue 12b: its bitsets are over variable positions, which a
+    variable added or removed changes). Only these derived tables change: the release rows
+    and the audit chain are untouched. Returns how many rows."""
+    from . import database as store
+    from .codec import release_from_dict
+
+    connection = session.connection()
+    connection.execute(_READS.delete().where(_READS.c.dataset == dataset))
+    connection.execute(_ROWS.delete().where(_ROWS.c.dataset == dataset))
+    table = store.ReleaseRow.__table__
+    pending = [(row.seq, release_from_dict(store.release_row_dict(row)))
+               for row in connection.execute(select(table).where(table.c.dataset == dataset).order_by(table.c.seq))]
+    insert_rows(connection, pending, {dataset: tuple(variables)})
+    return len(pending)
+
+
+# --------------------------------------------------------------------------
+# Reading: rows -> LedgerIndex
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseHead:
+    """What a table row shows of a release (its id, title and status), without the release."""
+
+    id: str
+    title: str
+    status: Status
+
+
+class _Releases(Sequence):
+    """The index's releases: heads (id, title, status), read when first asked for (only a
+    table shows them: all of them for a small table, the rows it shows of a large one,
+    `prefetch`), and the whole release where the exact path needs it."""
+
+    def __init__(self, seqs, whole: Mapping[int, Release], heads):
+        self.seqs, self.whole, self._heads = seqs, whole, heads
+        self.heads: tuple[list[str], list[str], list[str]] | None = None
+        self.found: dict[int, ReleaseHead] = {}
+        self.known_ids: list[str] | None = None  # the ids alone, when read with the rows
+
+    def __len__(self) -> int:
+        return len(self.seqs)
+
+    def load(self) -> tuple[list[str], list[str], list[str]]:
+        """(ids, titles, statuses) of every release, in index order."""
+        if self.heads is None:
+            self.heads = self._heads(None)
+        return self.heads
+
+    def prefetch(self, rows: Sequence[int]) -> None:
+        """The heads of these rows only, read now."""
+        rows = [int(r) for r in rows if int(r) not in self.found and int(r) not in self.whole]
+        if self.heads is None and rows:
+            at = {int(self.seqs[r]): r for r in rows}
+            for start in range(0, len(rows), 500):
+                for seq, rid, title, status in self._heads(sorted(at)[start:start + 500]):
+                    self.found[at[seq]] = ReleaseHead(rid, title, Status(status))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        found = self.whole.get(i)
+        if found is None:
+            found = self.found.get(i)
+        if found is not None:
+            return found
+        ids, titles, statuses = self.load()
+        return ReleaseHead(ids[i], titles[i], Status(statuses[i]))
+
+
+class _LazyIds:
+    """`LedgerIndex.release_ids`, read when first indexed (a table's headline, a subset's
+    list of charged releases); `pairs` never reads them."""
+
+    def __init__(self, releases: _Releases):
+        self.releases = releases
+        self.ids = None
+
+    def __len__(self) -> int:
+        return len(self.releases)
+
+    def __getitem__(self, key):
+        if self.ids is None:
+            known = self.releases.known_ids
+            self.ids = np.asarray(known if known is not None else self.releases.load()[0], dtype=object)
+        return self.ids[key]
+
+    def __iter__(self):
+        return iter(self[:])
+
+
+def _raw_rows(connection, statement) -> list[tuple]:
+    """A SELECT's rows as the driver returns them (plain tuples): on a million rows, building
+    SQLAlchemy Row objects costs more than the query."""
+    return list(_raw_iter(connection, statement))
+
+
+def _raw_iter(connection, statement, batch: int = 10_000):
+    """The same, streamed a batch at a time."""
+    compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
+    params = compiled.construct_params()
+    args = tuple(params[name] for name in compiled.positiontup) if compiled.positional else params
+    cursor = connection.connection.dbapi_connection.cursor()
+    try:
+        cursor.execute(str(compiled), args)
+        while rows := cursor.fetchmany(batch):
+            yield from rows
+    finally:
+        cursor.close()
+
+
+def _unpack(blobs: list[bytes], width: int):
+    """Bitsets (possibly shorter than `width`: written before a variable was added) -> bool matrix."""
+    size = (width + 7) // 8 or 1
+    joined = b"".join(blobs)
+    if len(joined) != size * len(blobs) or set(map(len, blobs)) - {size}:  # another width: pad or cut each
+        joined = b"".join(bytes(blob).ljust(size, b"\0")[:size] for blob in blobs)
+    packed = np.frombuffer(joined, dtype=np.uint8).reshape(len(blobs), size)
+    return np.unpackbits(packed, axis=1, count=width, bitorder="little").astype(bool)
+
+
+def _row_statement(dataset: str, charged: list[str], positions: list[int] | None, accounts: bool):
+    """(the WHERE clauses, the SELECT) of the accounting rows `index_for` reads row by row:
+    the dataset's charged rows, or with `positions` those of the releases reading one of them."""
+    chosen = (_ROWS.c.dataset == dataset, _ROWS.c.status.in_(charged))
+    if positions is not None:
+        # the dataset is the inverted index's: the rows are then looked up by seq, not scanned
+        chosen = (_ROWS.c.status.in_(charged), _ROWS.c.seq.in_(select(_READS.c.seq).where(
+            _READS.c.dataset == dataset, _READS.c.position.in_(positions))))
+    # what the accounting needs, and no more (on a million releases every column, and every
+    # Python object, read costs about 0.1 s): a first guarantee protecting exactly what the
+    # release reads as NULL; the event with whether it is charged as one number; the
+    # publication moment as `accountants.published_moment` takes it (a release recorded as
+    # published without a date was published when recorded)
+    published = case((and_(_ROWS.c.published_us.is_(None), _ROWS.c.status.in_(sorted(_PUBLISHED))),
+                      func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)), else_=_ROWS.c.published_us)
+    fields = [_ROWS.c.seq, _ROWS.c.reads, func.coalesce(_ROWS.c.value, -1),
+              case((_ROWS.c.protects == _ROWS.c.reads, None), else_=_ROWS.c.protects), _ROWS.c.family, _ROWS.c.more]
+    if accounts:
+        fields += [func.coalesce(_ROWS.c.event * 2 + case((_ROWS.c.charged_by_event, 1), else_=0), -2),
+                   func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY), func.coalesce(published, _AFTER_ALL)]
+    return chosen, select(*fields).where(*chosen).order_by(_ROWS.c.seq)
+
+
+def index_for(session: Session, variables: Sequence[str], dataset: str, families: Mapping[str, Family],
+              titles: bool = False, touching: Iterable[str] | None = None, accounts: bool = True):
+    """The `LedgerIndex` of a dataset's charged releases, from the accounting rows: equal to
+    `LedgerIndex(variables, releases, families)` over the same releases in recording order.
+    Release ids, titles and statuses (a table shows them, a subset lists the ids) are read
+    now when `titles`, else when first asked for, while the session is open. With
+    `touching` (a subset), only the releases that read some variable of it: the index then
+    answers `subset_cost` on that subset (or a part of it) exactly, every other release
+    costing 0 there (Tan Prop 3.3; a family of members that read nothing of it costs 0,
+    DESIGN 2.6). `accounts=False`: without the accountants'
+    events and times (`pairs` composes by the basic accountant only)."""
+    from . import database as store
+    from ..accounting.spend import UNBOUNDED, ZERO, Spend, guarantee_spend
+    from .codec import release_from_dict
+    from ..accounting.engine import LedgerIndex, _is_chain
+
+    connection = session.connection()
+    charged = sorted(s.value for s in CHARGED_STATUSES)
+    wanted = None if touching is None else sorted({k for k, name in enumerate(variables) if name in set(touching)})
+    chosen, statement = _row_statement(dataset, charged, wanted, accounts)
+    rows = None
+    if connection.dialect.name == "sqlite":  # (the same rows, a column at a time: _read_columns)
+        rows = _read_columns(connection, dataset, charged, None if touching is None else wanted, len(variables),
+                             accounts)
+    if rows is None:
+        rows = _read_rows(connection, statement, len(variables), accounts)
+    bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
+    n_rel, n_var = len(rows.value), len(variables)
+
+    def heads(seqs: list[int] | None):
+        """(ids, titles, statuses) of every release; with `seqs`, (seq, id, title, status) rows of those."""
+        fields = (_ROWS.c.release, _ROWS.c.title, _ROWS.c.status)
+        if seqs is not None:
+            return _raw_rows(connection, select(_ROWS.c.seq, *fields).where(_ROWS.c.seq.in_(seqs)))
+        found = _raw_rows(connection, select(*fields).where(*chosen).order_by(_ROWS.c.seq))
+        return [r[0] for r in found], [r[1] for r in found], [r[2] for r in found]
+
+    releases = _Releases(rows.seq, {}, heads)
+    releases.known_ids = rows.ids
+    families = {fid: f for fid, f in families.items() if f.dataset == dataset}
+
+    index = LedgerIndex.__new__(LedgerIndex)
+    index.variables = tuple(variables)
+    index.column = {name: j for j, name in enumerate(index.variables)}
+    index.families = dict(families)
+    index.reads = _unpack_packed(rows.reads, n_var)
+
+    # guarantees: the first of each release over arrays, further ones (rare) one by one
+    first = rows.value
+    with_first = np.flatnonzero(first >= 0)
+    g_release = [with_first]
+    g_order = [np.zeros(len(with_first), dtype=np.int64)]
+    g_raw = [first[with_first]]
+    if len(with_first) == n_rel and np.array_equal(rows.protects, rows.reads):
+        # every first guarantee protects what its release reads (nearly always): one matrix for both
+        # (neither is written to after this), not a second million-row unpacking
+        g_protects = [index.reads]
+    else:
+        g_protects = [_unpack_packed(rows.protects, n_var)]
+    extra_release, extra_order, extra_raw, extra_bits = [], [], [], []
+    several = sorted(rows.more)
+    for i in several:
+        for k, part in enumerate(rows.more[i].split(";"), start=1):
+            value, bits = part.split(":")
+            extra_release.append(i)
+            extra_order.append(k)
+            extra_raw.append(int(value))
+            extra_bits.append(bytes.fromhex(bits))
+    if extra_release:
+        g_release.append(np.asarray(extra_release, dtype=np.int64))
+        g_order.append(np.asarray(extra_order, dtype=np.int64))
+        g_raw.append(np.asarray(extra_raw, dtype=np.int64))
+        g_protects.append(_unpack(extra_bits, n_var))
+    if extra_release:
+        g_release_all = np.concatenate(g_release)
+        order = np.lexsort((np.concatenate(g_order), g_release_all))
+        index.g_release = g_release_all[order]
+        raw = np.concatenate(g_raw)[order]
+        index.g_protects = np.concatenate(g_protects)[order]
+    else:  # one guarantee at most per release: already in order (no copy of the protects matrix)
+        index.g_release, raw, index.g_protects = g_release[0], g_raw[0], g_protects[0]
+    del g_protects
+
+    # distinct values in rank order, as LedgerIndex.__init__ numbers them
+    spend_of_raw = {int(v): guarantee_spend(guarantee_of(bodies[int(v)]), Relation.REPLACE) for v in np.unique(raw)}
+    distinct = sorted(set(spend_of_raw.values()), key=Spend.rank)
+    value_id = {spend: k for k, spend in enumerate(distinct)}
+    index.NONE = len(distinct)
+    index.ZERO_ID = len(distinct) + 1
+    index.values = tuple(distinct) + (UNBOUNDED, ZERO)
+    index.value_is_zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
+    remap = np.zeros(max(spend_of_raw, default=0) + 1, dtype=np.int64)
+    for v, spend in spend_of_raw.items():
+        remap[v] = value_id[spend]
+    index.g_value = remap[raw] if len(raw) else np.zeros(0, dtype=np.int64)
+    index.release_ids = _LazyIds(releases)
+
+    # family members and releases whose guarantees leave a choice: the exact path needs them whole
+    index.members = {}
+    for i, family in sorted(rows.family.items()):
+        if family in families:
+            index.members.setdefault(family, []).append(i)
+    ambiguous = [i for i in several if not _is_chain(
+        [spend_of_raw[int(v)] for v in raw[index.g_release == i]])]
+    needed = sorted({i for rows_ in index.members.values() for i in rows_} | set(several))
+    whole = releases.whole
+    release_table = store.ReleaseRow.__table__
+    if titles or (touching is not None and rows.ids is None):
+        releases.load()
+    else:
+        releases.prefetch(needed)
+    for start in range(0, len(needed), 500):
+        chunk = {releases[i].id: i for i in needed[start:start + 500]}
+        for row in connection.execute(select(release_table).where(release_table.c.id.in_(list(chunk)))):
+            whole[chunk[row.id]] = release_from_dict(store.release_row_dict(row))
+    index.releases = releases
+
+    index.finish_arrays(ambiguous)  # the same derived arrays as LedgerIndex.__init__
+    if accounts:
+        _attach_events(connection, index, rows, dataset, charged, partial=touching is not None)
+    return index
+
+
+@dataclass
+class _Rows:
+    """Accounting rows read column by column into compact arrays (not a tuple per row: a
+    million rows as Python tuples would take half a gigabyte)."""
+
+    seq: np.ndarray
+    family: dict[int, str]  # row -> family, for the rows that have one
+    reads: np.ndarray  # packed bitsets, one row of bytes per release
+    value: np.ndarray  # the first guarantee's value id, -1: none
+    protects: np.ndarray  # packed bitsets of the first guarantees, for the rows with value >= 0
+    more: dict[int, str]  # row -> its further guarantees
+    event: np.ndarray  # stored event id, -1: none
+    charged_by_event: np.ndarray
+    recorded: np.ndarray  # seconds (datetime.timestamp), -inf: unknown
+    published: np.ndarray  # accountants.published_moment in seconds, inf: none, -inf: datetime.min
+    ids: list[str] | None = None  # the release ids, when read with the rows (a subset lists them)
+
+
+_BEFORE_ANY = -(2**62)  # (in SQL) a release published when recorded, at an unknown moment: datetime.min
+
+
+def _read_rows(connection, statement, n_var: int, accounts: bool = True, batch: int = 50_000) -> _Rows:
+    size = (n_var + 7) // 8 or 1
+    seq, value, event, recorded, published = [], [], [], [], []
+    reads, protects = [], []
+    family: dict[int, str] = {}
+    more: dict[int, str] = {}
+    cursor = _raw_iter(connection, statement, batch)
+    at = 0
+    while True:
+        chunk = list(itertools.islice(cursor, batch))
+        if not chunk:
+            break
+        n = len(chunk)
+        columns_ = list(zip(*chunk))
+        del chunk
+        c_seq, c_reads, c_value, c_protects, c_family, c_more = columns_[:6]
+        seq.append(np.fromiter(c_seq, dtype=np.int64, count=n))
+        reads.append(_packed(c_reads, size))
+        value.append(np.fromiter(c_value, dtype=np.int64, count=n))
+        # a first guarantee protects what the release reads unless its bitset is given
+        protects.append(_packed([x if x is not None else r for x, r, v in zip(c_protects, c_reads, c_value)
+                                 if v >= 0], size))
+        if any(f is not None for f in c_family):
+            family.update((at + k, f) for k, f in enumerate(c_family) if f is not None)
+        if any(c_more):
+            more.update((at + k, m) for k, m in enumerate(c_more) if m)
+        if accounts:
+            event.append(np.fromiter(columns_[6], dtype=np.int64, count=n))
+            recorded.append(_stamps(columns_[7]))
+            published.append(_stamps(columns_[8]))
+        at += n
+
+    def joined(parts, dtype, width=None):
+        if parts:
+            return np.concatenate(parts)
+        return np.zeros((0,) if width is None else (0, width), dtype=dtype)
+
+    combined = joined(event, np.int64)  # event * 2 + charged (-2: no event)
+    return _Rows(joined(seq, np.int64), family, joined(reads, np.uint8, size), joined(value, np.int64),
+                 joined(protects, np.uint8, size), more, combined // 2, combined % 2 == 1,
+                 joined(recorded, np.float64), joined(published, np.float64))
+
+
+_AFTER_ALL = 2**62  # (in SQL) never published
+
+
+def _read_columns(connection, dataset: str, charged: list[str], positions: list[int] | None, n_var: int,
+                  accounts: bool) -> _Rows | None:
+    """`_read_rows` of the same rows on SQLite, each column read whole as one string by an
+    aggregate (`group_concat`) and parsed by numpy, not as a Python tuple per row: on a million
+    rows the tuples cost about three times the reading itself (issue 13). The rare rows with a
+    family, further guarantees or a first guarantee protecting other than what the release
+    reads are read apart, by seq. None (the caller reads row by row) when some reads bitset
+    has another width (written before a variable was added)."""
+    size = (n_var + 7) // 8 or 1
+    status = ", ".join("?" * len(charged))
+    if positions is None:
+        # the whole dataset: a scan in seq order (`+dataset`: not through the dataset index, a
+        # look-up per row) unless the dataset holds few of the ledger's rows
+        mine = connection.exec_driver_sql(f"SELECT count(*) FROM {_ROWS.name} WHERE dataset = ?",
+                                          (dataset,)).scalar()
+        every = connection.exec_driver_sql(f"SELECT count(*) FROM {_ROWS.name}").scalar()
+        where = f"{'+' if 4 * mine >= every else ''}dataset = ? AND status IN ({status})"
+        params: tuple = (dataset, *charged)
+    else:
+        where = (f"status IN ({status}) AND seq IN (SELECT seq FROM {_READS.name} WHERE dataset = ? AND position IN "
+                 f"({', '.join('?' * len(positions))}))")
+        params = (*charged, dataset, *positions)
+    published = (f"CASE WHEN published_us IS NULL AND status IN ({', '.join('?' * len(_PUBLISHED))}) THEN "
+                 f"coalesce(recorded_us, {_BEFORE_ANY}) ELSE published_us END")
+    # (a bitset of another width, written before a variable was added, is rare too: the reading
+    # then goes back to the rows, below; one test on the rare rows, not an aggregate over every row)
+    rare = ("family IS NOT NULL OR more IS NOT NULL OR "
+            "(value IS NOT NULL AND protects IS NOT NULL AND protects != reads) OR length(reads) != ?")
+    fields = ["count(*)", "group_concat(seq)", "group_concat(reads, '')", "group_concat(coalesce(value, -1))",
+              f"group_concat(CASE WHEN {rare} THEN seq END)", "0",
+              # a subset lists the ids of the releases charging it: read with the rows (char(30) apart;
+              # an id holding that character sends the reading back to the rows, below)
+              "group_concat(release, char(30))" if positions is not None else "NULL"]
+    if accounts:
+        fields += ["group_concat(coalesce(event * 2 + (CASE WHEN charged_by_event THEN 1 ELSE 0 END), -2))",
+                   f"group_concat(coalesce(recorded_us, {_BEFORE_ANY}))",
+                   f"group_concat(coalesce({published}, {_AFTER_ALL}))"]
+    params = (size, *(sorted(_PUBLISHED) if accounts else ()), *params)  # (in the order of the placeholders)
+    raw = connection.connection.dbapi_connection
+    factory = raw.text_factory
+    raw.text_factory = bytes  # (the bitsets concatenated as they are: text of raw bytes, not UTF-8)
+    cursor = raw.cursor()
+    try:
+        found = cursor.execute(f"SELECT {', '.join(fields)} FROM {_ROWS.name} WHERE {where}", params).fetchone()
+    finally:
+        cursor.close()
+        raw.text_factory = factory
+    n = int(found[0])
+    if found[5] or len(found[2] or b"") != n * size:  # some bitset of another width
+        return None
+
+    def numbers(text: str | None):
+        return np.zeros(0, dtype=np.int64) if not text else np.fromstring(text, dtype=np.int64, sep=",")
+
+    seq = numbers(found[1])
+    reads = np.frombuffer(found[2] or b"", dtype=np.uint8).reshape(n, size)
+    value = numbers(found[3])
+    columns_ = [numbers(found[k]) for k in (7, 8, 9)] if accounts else []
+    ids = None
+    if positions is not None:
+        ids = found[6].decode().split("\x1e") if n else []
+        if len(ids) != n:
+            return None
+    # (an aggregate reads the rows in the scan's order, seq order here, but that is not promised)
+    order = np.argsort(seq, kind="stable") if n and (np.diff(seq) < 0).any() else None
+    if order is not None:
+        seq, reads, value = seq[order], reads[order], value[order]
+        columns_ = [c[order] for c in columns_]
+        ids = None if ids is None else [ids[k] for k in order.tolist()]
+    protects = reads[value >= 0].copy()
+    family: dict[int, str] = {}
+    more: dict[int, str] = {}
+    special = sorted(set(numbers(found[4]).tolist()))
+    with_value = np.cumsum(value >= 0) - 1  # row -> its place among the rows with a first guarantee
+    for start in range(0, len(special), 500):
+        part = special[start:start + 500]
+        for s, bits, fam, extra, width in connection.exec_driver_sql(
+                f"SELECT seq, protects, family, more, length(reads) FROM {_ROWS.name} WHERE seq IN "
+                f"({', '.join('?' * len(part))})", tuple(part)).all():
+            if width != size:  # a bitset of another width: read row by row
+                return None
+            row = int(np.searchsorted(seq, s))
+            if fam is not None:
+                family[row] = fam
+            if extra:
+                more[row] = extra
+            if value[row] >= 0 and bits is not None:
+                protects[with_value[row]] = np.frombuffer(bytes(bits).ljust(size, b"\0")[:size], dtype=np.uint8)
+    if accounts:
+        combined, recorded, published_ = columns_
+        return _Rows(seq, family, reads, value, protects, more, combined // 2, combined % 2 == 1,
+                     _stamps(recorded), _stamps(published_), ids)
+    empty = np.zeros(0)
+    return _Rows(seq, family, reads, value, protects, more, np.zeros(0, dtype=np.int64), empty.astype(bool),
+                 empty, empty, ids)
+
+
+def _stamps(values: Sequence[int]):
+    """Microseconds since the epoch (or the sentinels) -> seconds as `datetime.timestamp()`
+    gives them; _BEFORE_ANY -> -inf (datetime.min, or an unknown recording), _AFTER_ALL -> inf."""
+    raw = values if isinstance(values, np.ndarray) else np.fromiter(values, dtype=np.int64, count=len(values))
+    before, after = raw == _BEFORE_ANY, raw == _AFTER_ALL
+    known = ~(before | after)
+    if (np.abs(raw[known]) < _EXACT_FLOAT).all():
+        out = raw / 1e6  # the correctly rounded quotient, as Python's int / int
+    else:
+        out = np.asarray([v / 10**6 for v in raw.tolist()], dtype=np.float64)
+    out[before] = -np.inf
+    out[after] = np.inf
+    return out
+
+
+def _packed(blobs, size: int):
+    """Bitsets (possibly of another width: written before a variable was added or removed)
+    as a (n, size) array of bytes."""
+    joined = b"".join(blobs)
+    if len(joined) != size * len(blobs) or set(map(len, blobs)) - {size}:
+        # (each blob's width, not only the total: one shorter and one longer would add up)
+        joined = b"".join(bytes(blob).ljust(size, b"\0")[:size] for blob in blobs)
+    return np.frombuffer(joined, dtype=np.uint8).reshape(len(blobs), size)
+
+
+def _unpack_packed(packed, width: int):
+    return np.unpackbits(packed, axis=1, count=width, bitorder="little").view(bool)  # (0/1 bytes: no copy)
+
+
+def _attach_events(connection, index, rows: _Rows, dataset: str, charged: list[str], partial: bool) -> None:
+    """The accountants' per-release events and times (accountants.stored_index_events) from
+    the rows' schema 6 columns. Events are numbered in the order of their first charged
+    release of the dataset, as the index of the whole releases numbers them: from the rows
+    themselves, or for a `partial` index (the releases touching a subset) by a few indexed
+    look-ups, one per event and status."""
+    from ..accounting.accountants import Event, stored_index_events
+
+    stored = rows.event
+    present = stored >= 0
+    used, first_row = np.unique(stored[present], return_index=True)
+    used = [int(k) for k in used]
+    if partial and len(used) > 1:
+        first = {k: min(seq for status in charged if (seq := connection.execute(
+            _FIRST_WITH_EVENT, {"d": dataset, "e": k, "s": status}).scalar()) is not None) for k in used}
+        order = sorted(used, key=first.__getitem__)
+    else:
+        order = [used[k] for k in np.argsort(first_row, kind="stable")]
+    keys = dict(_raw_rows(connection, select(_EVENTS.c.id, _EVENTS.c.key).where(_EVENTS.c.id.in_(used)))) \
+        if used else {}
+    rank = np.full(max(used, default=0) + 1, -1, dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    stored = np.where(present, rank[np.where(present, stored, 0)], -1)
+    stored_index_events(index, stored, [Event.from_key(keys[k]) for k in order], rows.charged_by_event,
+                        rows.recorded, rows.published)
+
+
+_PUBLISHED = frozenset({Status.PUBLISHED.value, Status.RETRACTED.value})
+_EXACT_FLOAT = 2**53
+
+
+# --------------------------------------------------------------------------
+# Verification
+# --------------------------------------------------------------------------
+
+
+def _check_reads(connection, stored: Mapping[int, Expected], some: bool,
+                 variables: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    """The inverted index equal to the stored reads bitsets (streamed in seq order). `some`: only
+    the rows of the stored seqs, found through the primary key (dataset, position, seq): one
+    seq range per dataset and position (a filter on seq alone would scan the whole index: 0.4 s
+    at a million releases, for every chunk), the rows outside the seqs asked for dropped here."""
+    query = select(_READS.c.seq, _READS.c.position).order_by(_READS.c.seq, _READS.c.position)
+    if some:
+        query = _reads_of(connection, stored, variables)
+    problems: list[str] = []
+    indexed: dict[int, list[int]] = {}
+
+    def compare(seq: int, positions: list[int]) -> None:
+        row = stored.get(seq)
+        if row is None:
+            problems.append(f"event {seq} (release ?): release_reads rows name no accounting row")
+        elif _positions(row.reads) != positions:
+            problems.append(f"event {seq} (release {row.release}): the release_reads rows differ from its reads")
+
+    current, positions = None, []
+    for seq, position in (query if isinstance(query, list) else _raw_iter(connection, query)):
+        if seq != current:
+            if current is not None:
+                compare(current, positions)
+                indexed[current] = []
+            current, positions = seq, []
+        positions.append(position)
+    if current is not None:
+        compare(current, positions)
+        indexed[current] = []
+    for seq, row in stored.items():
+        if seq not in indexed and _positions(row.reads):
+            problems.append(f"event {seq} (release {row.release}): its release_reads rows are missing")
+    return problems
+
+
+def _reads_of(connection, stored: Mapping[int, Expected], variables: Mapping[str, Sequence[str]] | None):
+    """The release_reads rows (seq, position) of the stored seqs, in (seq, position) order."""
+    if not stored:
+        return []
+    seqs = sorted(stored)
+    if variables is None:  # (no catalogue at hand: by seq, a scan)
+        return _raw_rows(connection, select(_READS.c.seq, _READS.c.position)
+                         .where(_READS.c.seq.in_(seqs)).order_by(_READS.c.seq, _READS.c.position))
+    width = max((len(names) for names in variables.values()), default=0)
+    datasets = sorted(set(variables) | {row.dataset for row in stored.values()})
+    span = _READS.c.seq.between(seqs[0], seqs[-1])
+    rows = _raw_rows(connection, select(_READS.c.seq, _READS.c.position).where(
+        _READS.c.dataset.in_(datasets), _READS.c.position.in_(range(width)), span))
+    rows += _raw_rows(connection, select(_READS.c.seq, _READS.c.position).where(  # (a position past every
+        _READS.c.dataset.in_(datasets), _READS.c.position >= width, span))         # variable: wrong, reported)
+    wanted = set(seqs)
+    return sorted(row for row in rows if row[0] in wanted)
+
+
+_STORED_FIELDS = select(_ROWS.c.seq, _ROWS.c.release, _ROWS.c.dataset, _ROWS.c.status, _ROWS.c.family, _ROWS.c.title,
+                        _ROWS.c.reads, _ROWS.c.value, _ROWS.c.protects, _ROWS.c.more, _ROWS.c.event,
+                        _ROWS.c.charged_by_event, _ROWS.c.recorded_us, _ROWS.c.published_us)
+
+
+def _stored(rows, bodies: Mapping[int, str], event_keys: Mapping[int, str]) -> dict[int, Expected]:
+    """Stored accounting rows (as _STORED_FIELDS selects them) -> seq: Expected (value bodies and
+    event keys, not ids)."""
+    stored = {}
+    for (seq, release, dataset, status, family, title, reads, value, protects, more, event, by_event, recorded,
+         published) in rows:
+        guarantees = []
+        if value is not None:
+            guarantees.append((bodies.get(value, f"missing value {value}"), bytes(protects)))
+        for part in more.split(";") if more else ():
+            value_id, bits = part.split(":")
+            guarantees.append((bodies.get(int(value_id), f"missing value {value_id}"), bytes.fromhex(bits)))
+        stored[seq] = Expected(release, dataset, status, family, title, bytes(reads), tuple(guarantees),
+                               None if event is None else event_keys.get(event, f"missing event {event}"),
+                               bool(by_event), recorded, published)
+    return stored
+
+
+def _compare_rows(stored: Mapping[int, Expected], releases: Iterable[tuple[int, Release]],
+                  variables: Mapping[str, Sequence[str]], problems: list[str], limit: int, trusted=None,
+                  seen: set[int] | None = None) -> None:
+    """Each release's accounting row equal to the one recomputed from it (see `check`)."""
+    for seq, release in releases:
+        if seen is not None:
+            seen.add(seq)
+        expected = expected_row(release, variables.get(release.dataset, ()))
+        found = stored.get(seq)
+        if found is None:
+            problems.append(f"event {seq} (release {release.id}): its accounting row is missing")
+        elif found != expected and (trusted is None or trusted(release.id)):
+            fields = [name for name in Expected.__dataclass_fields__ if getattr(found, name) != getattr(expected, name)]
+            problems.append(f"event {seq} (release {release.id}): the accounting row differs from the release "
+                            f"(fields: {', '.join(fields)})")
+        if len(problems) >= limit:
+            return
+
+
+def check(session: Session, releases: Iterable[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
+          limit: int = 20, only: set[str] | None = None, trusted=None) -> list[str]:
+    """Every accounting row equal to the one recomputed from its release (and no row without
+    a release); at most `limit` differences are named. `only`: just these releases' rows.
+    `trusted(release id)`: whether the release row is the state its audit event recorded; a
+    difference beside a release row changed behind the ledger's back is that change, already
+    reported, and is not named again. (`Check` does the same a chunk of releases at a time.)"""
+    connection = session.connection()
+    bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
+    event_keys = dict(connection.execute(select(_EVENTS.c.id, _EVENTS.c.key)).all())
+    if only is None:
+        stored_rows = _raw_iter(connection, _STORED_FIELDS)
+    else:
+        names = sorted(only)
+        stored_rows = [row for at in range(0, len(names), 500)
+                       for row in _raw_rows(connection, _STORED_FIELDS.where(_ROWS.c.release.in_(names[at:at + 500])))]
+    stored = _stored(stored_rows, bodies, event_keys)
+    problems = _check_reads(connection, stored, only is not None, variables)
+    seen: set[int] = set()
+    _compare_rows(stored, releases, variables, problems, limit, trusted, seen)
+    if len(problems) >= limit:
+        return problems
+    for seq in sorted(stored.keys() - seen)[:limit]:
+        problems.append(f"event {seq} (release {stored[seq].release}): an accounting row has no release")
+    return problems
+
+
+class Check:
+    """`check` over the whole ledger, a chunk of releases at a time (the streaming `audit
+    verify`, issue 13): `add(chunk)` compares the chunk's accounting rows and their inverted
+    reads, read by seq; `problems()` adds the rows no release has (anti-joins in the
+    database). Memory holds one chunk, whatever the number of releases."""
+
+    def __init__(self, session: Session, variables: Mapping[str, Sequence[str]], limit: int = 20):
+        self.connection = session.connection()
+        self.variables, self.limit = variables, limit
+        self.bodies = dict(self.connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
+        self.event_keys = dict(self.connection.execute(select(_EVENTS.c.id, _EVENTS.c.key)).all())
+        # release_reads rows naming no accounting row (as `check` names them, first)
+        unnamed = _raw_rows(self.connection, select(_READS.c.seq).distinct().where(
+            _READS.c.seq.not_in(select(_ROWS.c.seq))).order_by(_READS.c.seq).limit(limit))
+        self.found: list[str] = [f"event {seq} (release ?): release_reads rows name no accounting row"
+                                 for (seq,) in unnamed]
+
+    def add(self, releases: Sequence[tuple[int, Release]], trusted=None) -> None:
+        if len(self.found) >= self.limit or not releases:
+            return
+        seqs = sorted({seq for seq, _ in releases})
+        rows = [row for at in range(0, len(seqs), 500)
+                for row in _raw_rows(self.connection, _STORED_FIELDS.where(_ROWS.c.seq.in_(seqs[at:at + 500])))]
+        stored = _stored(rows, self.bodies, self.event_keys)
+        self.found.extend(_check_reads(self.connection, stored, True, self.variables))
+        _compare_rows(stored, releases, self.variables, self.found, self.limit, trusted)
+
+    def problems(self) -> list[str]:
+        from . import database as store
+
+        problems = self.found[:]
+        if len(problems) >= self.limit:
+            return problems
+        releases = store.ReleaseRow.__table__
+        orphans = _stored(_raw_rows(self.connection, _STORED_FIELDS.where(
+            _ROWS.c.seq.not_in(select(releases.c.seq))).order_by(_ROWS.c.seq).limit(self.limit)), self.bodies,
+            self.event_keys)
+        problems.extend(_check_reads(self.connection, orphans, True, self.variables))
+        for seq, row in orphans.items():
+            problems.append(f"event {seq} (release {row.release}): an accounting row has no release")
+        return problems
+
+
+# --------------------------------------------------------------------------
+# Table 1 in bounded memory
+# --------------------------------------------------------------------------
+
+
+def table_in_chunks(index, dataset: str, objective, delta: Fraction, shown: int, chunk: int = 65_536):
+    """`index.table()` with the release rows limited to the `shown` largest on the whole
+    dataset (in recording order), computed `chunk` releases at a time (`large_table`)."""
+    return large_table(index, dataset, objective, delta, shown, (), chunk)[0]
+
+
+def large_table(index, dataset: str, objective, delta: Fraction, shown: int, accountants: Sequence[str],
+                chunk: int = 65_536):
+    """`index.table()` with the release rows limited to the `shown` largest on the whole
+    dataset (in recording order), and `accountants.table_figures` of the named accountants,
+    computed `chunk` releases at a time, so memory does not grow with the history (the cells
+    of Table 1 at a million releases over 100 variables would be 800 MB).
+
+    The total row is summed exactly chunk by chunk (integer numerators over each
+    component's common denominator, as `_ExactComponents` does), then families and
+    releases with a choice are composed in through the exact path (`_others`). The
+    accountants' inputs per variable are gathered the same way: event counts (integers),
+    whether a cell is ∞, the latest recording and earliest publication among the releases
+    reading it (a maximum and a minimum), then composed as `table_figures` composes them,
+    in the same order, so the figures are the same. Returns (RiskTable, per-variable
+    figures, whole-dataset figures); equal, on the rows it keeps, to `index.table()` and to
+    `table_figures` (tests/test_scale.py)."""
+    from collections import Counter
+
+    from ..accounting import accountants as acc
+    from ..accounting.spend import UNBOUNDED, Spend
+    from ..accounting.engine import RiskTable
+
+    n_rel, n_var = len(index.releases), len(index.variables)
+    components = index._components
+    n_values = len(index.values)
+    per_value = np.zeros((n_values, n_var), dtype=np.int64)  # simple cells of each value id, per variable
+    unbounded = np.zeros(n_var, dtype=bool)
+    wide_float = np.asarray([np.inf if v.unbounded else float(v.epsilon(delta)) for v in index.values])
+    dataset_wide = np.empty(n_rel, dtype=np.int64)
+    n_guarantees, first_guarantee = index._guarantee_spans()
+    single = index.simple & (n_guarantees <= 1)  # a cell is this release's one value, ∞ or 0
+    single_value = np.where(first_guarantee >= 0, index.g_value[first_guarantee.clip(min=0)], index.NONE) \
+        if len(index.g_value) else np.full(n_rel, index.NONE, dtype=np.int64)
+    g_bounds = np.searchsorted(index.g_release, np.arange(0, n_rel + chunk, chunk).clip(max=n_rel))
+    events = acc.index_events(index) if accountants else None
+    if events is not None:
+        n_events = max(len(events.events), 1)
+        counts = np.zeros((n_var, n_events), dtype=np.int64)
+        several = {}  # (variable, value id) -> cells of a value with several parts (accountants._single: -2)
+        multi = False  # some simple cell's value has several parts: table_figures composes column by column
+        last = np.full(n_var, -np.inf)
+        first = np.full(n_var, np.inf)
+        unknown = np.zeros(n_var, dtype=bool)
+        others = {}  # row -> its cells, for the rows the exact path composes (families, choices)
+        row_event = np.where(events.mech >= 0, events.mech, events.value_event[single_value])
+
+    def add_cells(j_cells, values, event_ids, weights):
+        """Accountant counts for simple cells: per variable j, value id, event id, how many."""
+        nonlocal multi
+        keep = ~index.value_is_zero[values] & (event_ids >= 0)
+        np.add.at(counts, (j_cells[keep], event_ids[keep]), weights[keep])
+        multi = multi or bool((events.value_event[values][weights > 0] == -2).any())
+        for j, value, weight in zip(j_cells[event_ids == -2], values[event_ids == -2], weights[event_ids == -2]):
+            if weight:
+                several[int(j), int(value)] = several.get((int(j), int(value)), 0) + int(weight)
+
+    for k, start in enumerate(range(0, n_rel, chunk)):
+        stop = min(start + chunk, n_rel)
+        reads = index.reads[start:stop]
+        one = single[start:stop]
+        # releases with at most one guarantee (value v, protects P): the cell of a variable read
+        # is v when P protects it, ∞ when not; the whole-dataset cost is v when P covers every
+        # variable read, ∞ when not, 0 when nothing is read (DESIGN 2.3), without the cells
+        rows = np.flatnonzero(one)
+        values = single_value[start:stop][rows]
+        read = reads[rows]
+        protects = np.zeros_like(read)
+        has = first_guarantee[start:stop][rows] >= 0
+        protects[has] = index.g_protects[first_guarantee[start:stop][rows][has]]
+        covered, exposed = read & protects, read & ~protects
+        unbounded |= exposed.any(axis=0)
+        dataset_wide[start + rows] = np.where(~read.any(axis=1), index.ZERO_ID,
+                                              np.where(exposed.any(axis=1), index.NONE, values))
+        groups = values if events is None else values * (n_events + 2) + (row_event[start:stop][rows] + 2)
+        for key in np.unique(groups):
+            members = groups == key
+            column = covered[members].sum(axis=0)
+            value = int(values[members][0])
+            per_value[value] += column
+            if events is not None:
+                event = int(row_event[start + rows[members][0]])
+                add_cells(np.arange(n_var), np.full(n_var, value), np.full(n_var, event), column)
+        # other releases (several guarantees, families, choices): their cells, as index.table makes them
+        if not one.all():
+            part = _rows_view(index, start, stop, g_bounds[k], g_bounds[k + 1])
+            cells = part._single_cells()
+            rest = np.flatnonzero(~one)
+            dataset_wide[start + rest] = part.cost_ids(range(n_var))[rest]
+            simple_rest = rest[index.simple[start + rest]]
+            if len(simple_rest):
+                simple = cells[simple_rest]
+                unbounded |= (simple == components.unbounded_id).any(axis=0)
+                np.add.at(per_value, (simple, np.broadcast_to(np.arange(n_var), simple.shape)), 1)
+                if events is not None:
+                    r_, j_ = np.nonzero(simple != index.ZERO_ID)
+                    ids = simple[r_, j_]
+                    mech = events.mech[start + simple_rest[r_]]
+                    add_cells(j_, ids, np.where(mech >= 0, mech, events.value_event[ids]), np.ones(len(ids), np.int64))
+            if events is not None:
+                others.update((start + int(r), cells[r]) for r in rest if not index.simple[start + r])
+    if events is not None:  # the latest recording and earliest publication among the releases reading each variable
+        last, first = acc.read_extreme(index, events.recorded, -1), acc.read_extreme(index, events.published, 1)
+        read_rows, read_cols = index.read_entries()
+        unknown[read_cols[events.unknown[read_rows]]] = True
+    sums = {field: [sum(int(numerators[v]) * int(per_value[v, j]) for v in range(n_values) if per_value[v, j])
+                    for j in range(n_var)] for field, _, numerators in components.components}
+    totals = [UNBOUNDED if unbounded[j] else Spend(**{field: Fraction(sums[field][j], denominator)
+                                                      for field, denominator, _ in components.components})
+              for j in range(n_var)]
+    if index.members or index.ambiguous:
+        totals = [index._others(frozenset({name}), total, objective) for total, name in zip(totals, index.variables)]
+    index.remember_cost_ids(range(n_var), dataset_wide)  # (the headline's protected subset, when it is every variable)
+    total_wide = index._others(frozenset(index.variables), index.exact_total(dataset_wide[index.simple]), objective)
+    rows = np.sort(np.argsort(-wide_float[dataset_wide], kind="stable")[:shown])
+    cells = np.concatenate([_rows_view(index, int(r), int(r) + 1,
+                                       *np.searchsorted(index.g_release, [r, r + 1]))._single_cells()
+                            for r in rows]) if len(rows) else np.zeros((0, n_var), dtype=np.int64)
+    if hasattr(index.releases, "prefetch"):
+        index.releases.prefetch(rows)  # the heads of the rows shown, not of every release
+    table = RiskTable(dataset=dataset, variables=index.variables, releases=tuple(index.releases[int(r)] for r in rows),
+                      values=index.values, cells=cells, dataset_wide=dataset_wide[rows], total=tuple(totals),
+                      total_dataset_wide=total_wide)
+    if events is None:
+        return table, [], {}
+
+    def figures(comp):
+        case = acc.case_of(comp)
+        makers = {"basic": acc.basic_figure, "rdp": acc.rdp_figure, "pld": acc.pld_figure}
+        return {name: makers[name](comp, delta, case) for name in accountants}
+
+    def moment(value: float, empty: float):
+        return None if value == empty else datetime.min if value == -empty else acc._from_stamp(float(value))
+
+    if events.events:
+        curves = np.asarray([acc.event_curve(e) for e in events.events])
+    else:
+        curves = np.zeros((1, len(acc._grids()["ORDERS"])))
+    summed = counts @ curves
+    exact_rows = np.asarray(sorted(others), dtype=np.int64)
+    per_variable = []
+    for j, name in enumerate(index.variables):
+        found = Counter()
+        for (jj, value), count in sorted(several.items()):  # as IndexEvents.composition meets them
+            if jj == j:
+                for event in acc.spend_events(index.values[value]):
+                    found[event] += count
+        for k in np.flatnonzero(counts[j]):
+            found[events.events[k]] += int(counts[j, k])
+        comp = acc.Composition(totals[j], found, bool(unbounded[j]) or totals[j].unbounded,
+                               None if math.isinf(last[j]) else acc._from_stamp(float(last[j])),
+                               moment(first[j], np.inf), bool(unknown[j]))
+        if others:  # families and releases with a choice, one by one
+            column = np.full(n_rel, index.ZERO_ID, dtype=np.int64)
+            column[exact_rows] = [others[int(r)][j] for r in exact_rows]
+            extra = events.composition(column, frozenset({name}), Spend())
+            comp.events.update(extra.events)
+            comp.unbounded |= extra.unbounded
+        elif not multi:
+            comp.known_curve = summed[j]
+        per_variable.append(figures(comp))
+    wide = figures(events.composition(dataset_wide, frozenset(index.variables), total_wide))
+    return table, per_variable, wide
+
+
+def _rows_view(index, start: int, stop: int, g_start: int, g_stop: int):
+    """The index restricted to releases start..stop (and their guarantees), sharing its values."""
+    from ..accounting.engine import _rows_of
+
+    return _rows_of(index, start, stop, g_start, g_stop)

@@ -1,0 +1,188 @@
+"""Incremental verification: check what was appended since the last verified head (issue 13).
+
+`audit verify` recomputes the whole chain and every row: the reference, and on a
+ledger of a million releases minutes of work. After it succeeds, the head it
+verified (seq and hash), with when it was verified and when the last full verification
+ran, is kept in `ledger_meta` as the checkpoint (JSON; schema 8: before it, "seq:hash"
+with no time, upgraded in place by store._v8_verified_head_time); `audit verify --since-checkpoint`
+then checks only the events after it:
+
+- the checkpoint event still carries the hash that was verified (so nothing up to
+  it was rewritten without also rewriting the stored checkpoint);
+- every later event links to the one before and hashes to its stored hash;
+- every release, dataset, family and cap those events name equals the state its
+  latest event recorded, and each such release's accounting row equals the one
+  recomputed from it.
+
+What it does not do, and the full verification does: recompute every running
+total and every row untouched since the checkpoint. A passing incremental run
+moves the checkpoint to the new head.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlmodel import Session
+
+from . import columns, database as store
+from .codec import dataset_from_dict, dataset_to_dict, release_from_dict
+
+CHECKPOINT_KEY = "verified_head"
+
+
+@dataclass(frozen=True)
+class VerifiedHead:
+    """The last head a verification passed at: its event and hash, when that verification ran
+    (`at`) and when the last *full* verification ran (`full_at`: an incremental one carries it
+    forward). A time is None for a head kept before schema 8, which stored none."""
+
+    seq: int
+    hash: str
+    at: datetime | None = None
+    full_at: datetime | None = None
+
+    def to_value(self) -> str:
+        return json.dumps({"seq": self.seq, "hash": self.hash, "at": _iso(self.at), "full_at": _iso(self.full_at)},
+                          sort_keys=True)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def _moment(text: str | None) -> datetime | None:
+    return None if not text else datetime.fromisoformat(text)
+
+
+def parse(value: str) -> VerifiedHead:
+    """The stored value: JSON (schema 8), or the "seq:hash" of earlier schemas (no time)."""
+    if value.startswith("{"):
+        body = json.loads(value)
+        return VerifiedHead(int(body["seq"]), str(body["hash"]), _moment(body.get("at")), _moment(body.get("full_at")))
+    seq, digest = value.split(":", 1)
+    return VerifiedHead(int(seq), digest)
+
+
+def read_head(session: Session) -> VerifiedHead | None:
+    row = session.get(store.MetaRow, CHECKPOINT_KEY)
+    return None if row is None else parse(row.value)
+
+
+def read(session: Session) -> tuple[int, str] | None:
+    """The verified head's (seq, hash), or None."""
+    head = read_head(session)
+    return None if head is None else (head.seq, head.hash)
+
+
+def remember(engine, verification: store.Verification, full: bool = True,
+             previous: VerifiedHead | None = None) -> bool:
+    """Keep a verified head as the checkpoint (only a verification that passed), stamped with
+    now; `full` says whether the whole chain was verified (else `previous`, the head an
+    incremental verification started from, gives when the last full one ran). Never waits
+    for the ledger's writers (a verification takes no lock, issue 10): when the database is
+    busy, or opened read-only (an auditor's copy), the head is not kept and False is returned;
+    the next --since-checkpoint then starts from the last head kept."""
+    if not verification.ok or verification.events == 0:
+        return False
+    now = store.now()
+    value = VerifiedHead(verification.events, verification.head, now,
+                         now if full else (previous.full_at if previous is not None else None)).to_value()
+    try:
+        if engine.dialect.name == "sqlite":
+            import sqlite3
+
+            raw = engine.raw_connection()
+            try:
+                connection = raw.driver_connection  # autocommit: the store emits BEGIN itself
+                connection.execute("PRAGMA busy_timeout = 0")
+                try:
+                    connection.execute("BEGIN IMMEDIATE")
+                    connection.execute("INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
+                                       (CHECKPOINT_KEY, value))
+                    connection.execute("COMMIT")
+                except sqlite3.Error:
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+                    return False
+                finally:
+                    connection.execute(f"PRAGMA busy_timeout = {int(store.lock_timeout() * 1000)}")
+            finally:
+                raw.close()
+            return True
+        with Session(engine) as session, session.begin():
+            # one meta row, no event: the ledger's write lock is not needed, and not waited for
+            session.connection().exec_driver_sql("SET LOCAL lock_timeout = '1s'")
+            session.merge(store.MetaRow(key=CHECKPOINT_KEY, value=value))
+        return True
+    except Exception as exc:  # noqa: BLE001 -- only a database failure is expected here
+        from sqlalchemy.exc import DBAPIError
+
+        if isinstance(exc, DBAPIError):
+            return False
+        raise
+
+
+def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verification:
+    events = store.AuditEventRow.__table__
+    connection = session.connection()
+    start, digest = checkpoint
+    problems: list[str] = []
+    found = connection.execute(select(events.c.hash).where(events.c.seq == start)).scalar()
+    if found != digest:
+        problems.append(f"event {start}: the verified checkpoint's hash changed (it was {digest[:12]}..., now "
+                        f"{'missing' if found is None else found[:12] + '...'}); run a full `audit verify`")
+    expected: dict[str, dict[str, tuple[int, dict | None, str | None]]] = {
+        "release": {}, "dataset": {}, "family": {}, "cap": {}}
+    walk = store.ChainWalk(connection, problems, start=start, previous=digest)  # the chain walk verify makes
+    for row, canonical in walk:
+        if not canonical:
+            problems.append(f"event {row.seq} ({row.kind} {row.subject}): content does not match its hash")
+        try:
+            payload = json.loads(row.payload)
+        except ValueError:
+            problems.append(f"event {row.seq} ({row.kind} {row.subject}): payload is not valid JSON")
+            continue
+        for kind in expected:
+            if kind in payload:
+                body = payload[kind]
+                if kind == "dataset":
+                    body = store._normal(body, dataset_from_dict, dataset_to_dict)
+                expected[kind][row.subject] = (row.seq, body, None)
+
+    releases = expected["release"]
+    if releases:
+        table = store.ReleaseRow.__table__
+        rows = {}
+        ids = list(releases)
+        for at in range(0, len(ids), 500):
+            for row in connection.execute(select(table).where(table.c.id.in_(ids[at:at + 500]))):
+                rows[row.id] = store.release_row_dict(row)
+        problems.extend(store._compare("release", releases, rows, store._normal_release))
+        variables = {d.name: d.variable_names for d in store.configuration(session).datasets.values()}
+        seqs = {rid: seq for rid, seq in connection.execute(
+            select(table.c.id, table.c.seq).where(table.c.id.in_(list(rows))))} if rows else {}
+        readable = []
+        for rid, body in rows.items():
+            try:
+                readable.append((seqs[rid], release_from_dict(body)))
+            except (KeyError, TypeError, ValueError):
+                continue
+        problems.extend(columns.check(session, readable, variables, only={rid for rid in rows}))
+    if expected["dataset"]:
+        problems.extend(store._compare("dataset", expected["dataset"], {
+            d.name: dataset_to_dict(d) for d in store._datasets(session, list(expected["dataset"]))}))
+    if expected["family"]:
+        problems.extend(store._compare("family", expected["family"], {
+            f.id: store._family_dict(f) for f in session.exec(
+                select(store.FamilyRow).where(store.FamilyRow.id.in_(list(expected["family"])))).scalars()}))
+    if expected["cap"]:
+        caps = {f"{c.dataset}/{c.name}": store._cap_dict(c) for c in session.exec(select(store.CapRow)).scalars()}
+        problems.extend(store._compare("cap", expected["cap"], {k: v for k, v in caps.items()
+                                                                if k in expected["cap"]}))
+    problems.sort(key=store._event_number)
+    problems.extend(store._check_count(session, walk.count))  # (issue 10) a chain cut at its end
+    return store.Verification(ok=not problems, events=walk.count, head=walk.head, problems=tuple(problems))

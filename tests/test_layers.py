@@ -1,0 +1,185 @@
+"""Layering (product brief): `ledger/` is in folders, one per layer, and no module imports
+a layer above its own.
+
+The layers, lowest first (the same map is in ledger/__init__.py's docstring):
+  1. core: the vocabulary: exact numbers, frozen records, errors and failures as values, lazy imports
+  2. mechanisms: the data mechanisms of the seed papers: pure computations on data
+  3. accounting: every number: composition, the cost rule per subset, accountants, caps, lifecycle
+  4. input: the steward's files: parsed, validated, built into records (errors name file and field)
+  5. store: the database: tables, the audit chain, accounting rows, checkpoints
+  6. operations: what the ledger does over the store: record, check, lifecycle, caps, roles, amendments
+  7. reporting: what is shown: views, the report's context, charts, the registry record
+  8. interfaces: the command line (cli/), the Python API (api.py), adapters from other libraries
+
+Every import counts: top-level and function-level (`from ..store import database`), under
+TYPE_CHECKING, and the lazy ones named in a string (`lazy_module("ledger.store.database")`,
+`lazy_callable(f"{__package__}.views", ...)`, `sys.modules.get(...)`). Importing the root
+package for `__version__` is allowed everywhere.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+LEDGER = Path(__file__).resolve().parents[1] / "ledger"
+
+LAYERS = [  # (layer, the packages and modules in it), lowest first
+    ('core', ('ledger.core',)),  # the vocabulary: exact numbers, frozen records, errors and failures as values, lazy imports
+    ('mechanisms', ('ledger.mechanisms',)),  # the data mechanisms of the seed papers: pure computations on data
+    ('accounting', ('ledger.accounting',)),  # every number: composition, the cost rule per subset, accountants, caps, lifecycle
+    ('input', ('ledger.input',)),  # the steward's files: parsed, validated, built into records (errors name file and field)
+    ('store', ('ledger.store',)),  # the database: tables, the audit chain, accounting rows, checkpoints
+    ('operations', ('ledger.operations',)),  # what the ledger does over the store: record, check, lifecycle, caps, roles, amendments
+    ('reporting', ('ledger.reporting',)),  # what is shown: views, the report's context, charts, the registry record
+    ('interfaces', ('ledger.cli', 'ledger.api', 'ledger.adapters', 'ledger.__main__', 'ledger')),  # the command line (cli/), the Python API (api.py), adapters from other libraries
+]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(LEDGER.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in sorted(LEDGER.rglob("*.py"))}
+
+
+def layer_of(module: str) -> int | None:
+    """The rank of the layer holding `module` (the longest matching package wins)."""
+    best, rank = -1, None
+    for index, (_, members) in enumerate(LAYERS):
+        for member in members:
+            if (module == member or module.startswith(member + ".")) and len(member) > best:
+                best, rank = len(member), index
+    return rank
+
+
+def resolve(module: str, is_package: bool, level: int, name: str | None) -> str:
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    if level:
+        base = base[:len(base) - (level - 1)]
+        return ".".join(base + ([name] if name else []))
+    return name or ""
+
+
+def known(name: str) -> str | None:
+    """The ledger module `name` is, or is an attribute of."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports(path: Path) -> list[tuple[int, str, tuple[str, ...]]]:
+    """(line, ledger module, names taken from it) for every import of a ledger module."""
+    module = module_name(path)
+    is_package = path.name == "__init__.py"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = resolve(module, is_package, node.level, node.module)
+            for alias in node.names:
+                target = known(f"{base}.{alias.name}") or known(base)
+                if target:
+                    found.append((node.lineno, target, (alias.name,)))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, known(a.name), ()) for a in node.names if known(a.name)]
+        elif isinstance(node, ast.Call) and node.args:
+            text = _string(node.args[0], module, is_package)  # a lazy import names its module
+            if text and text.startswith("ledger.") and known(text) not in (None, "ledger"):
+                found.append((node.lineno, known(text), ()))
+    return found
+
+
+def _string(node: ast.expr, module: str, is_package: bool) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if (isinstance(node, ast.JoinedStr) and len(node.values) == 2
+            and isinstance(node.values[0], ast.FormattedValue)
+            and isinstance(node.values[0].value, ast.Name) and node.values[0].value.id == "__package__"
+            and isinstance(node.values[1], ast.Constant)):
+        package = module if is_package else module.rpartition(".")[0]
+        return package + node.values[1].value
+    return None
+
+
+def test_every_module_is_in_a_layer():
+    assert not [name for name in MODULES if layer_of(name) is None]
+    loose = [name for name in MODULES if name.count(".") == 1 and not (LEDGER / name.split(".")[1]).is_dir()]
+    assert sorted(loose) == ["ledger.__main__", "ledger.api"], "a new module goes in a layer's folder"
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    upward = []
+    for name, path in MODULES.items():
+        own = layer_of(name)
+        for line, target, names in imports(path):
+            if target == "ledger" and set(names) <= {"__version__"}:
+                continue
+            if layer_of(target) > own:
+                upward.append(f"{path.relative_to(LEDGER.parent)}:{line} ({LAYERS[own][0]}) imports "
+                              f"{target} ({LAYERS[layer_of(target)][0]})")
+    assert not upward, "\n".join(upward)
+
+
+def test_the_check_sees_lazy_imports():
+    # the test itself must be able to fail: cli/app.py imports the store lazily, by a string
+    lazy = [target for _, target, _ in imports(LEDGER / "cli" / "app.py")]
+    assert "ledger.store.database" in lazy and layer_of("ledger.store.database") < layer_of("ledger.cli.app")
+    assert layer_of("ledger.reporting.report") > layer_of("ledger.accounting.engine")
+
+
+def test_the_package_docstring_lists_the_layers_in_order():
+    import ledger
+
+    folders = [line.split()[0] for line in ledger.__doc__.splitlines() if line.startswith("  ") and "/" in line.split()[0]]
+    order = [layer for layer, _ in LAYERS]
+    assert [f.rstrip("/,") for f in folders] == [f for f in order if f != "interfaces"] + ["cli"]
+
+
+# Carried over from tests/test_layering.py (issue 14, product owner)
+
+def imported_modules(relative_path: str) -> set[str]:
+    """The modules of its own folder a file imports (`from .x import ...`, `from . import x`)."""
+    tree = ast.parse((LEDGER / relative_path).read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found.add(node.module or "")
+            if node.module is None:
+                found |= {alias.name for alias in node.names}
+    return found
+
+
+def test_report_and_charts_do_not_import_each_other():
+    # one direction only: report.draw_here calls charts; charts reads chart_data, never report
+    assert "report" not in imported_modules("reporting/charts.py")
+    assert "chart_data" in imported_modules("reporting/charts.py")
+    assert "chart_data" in imported_modules("reporting/report.py")
+
+
+def test_report_still_offers_the_chart_inputs():
+    from ledger.reporting import chart_data, report
+
+    assert report.Pairs is chart_data.Pairs and report.Timeline is chart_data.Timeline
+    assert report.PairFigure is chart_data.PairFigure
+
+
+def test_cli_run_and_report_use_the_shared_choices():
+    for name in ("run", "report"):
+        source = (LEDGER / "cli" / f"{name}.py").read_text(encoding="utf-8")
+        assert "_pick_dataset, " not in source.replace("as _pick_dataset", "")
+        for app in ("cli", "app"):
+            assert f"{app}._pick_dataset" not in source and f"{app}._delta" not in source
+
+
+@pytest.mark.parametrize("path", sorted((LEDGER / "cli").glob("*.py")), ids=lambda p: p.name)
+def test_no_cli_module_reaches_into_another_cli_modules_private_helpers(path):
+    """The CLI modules take the ledger from cli/context.py (which ledger, how it is opened, the light
+    read, who acts), never from cli/app.py's private helpers; context.py imports no CLI module."""
+    source = path.read_text(encoding="utf-8")
+    for app in ("cli", "app"):
+        assert f"{app}._" not in source.replace("json_output._", ""), path.name
+        assert f"from .{app} import _" not in source, path.name
+    assert not imported_modules("cli/context.py")
