@@ -44,7 +44,8 @@ over the rows but could not serve `pairs`, the whole-dataset column, the largest
 releases or the accountants' lifecycle moments, which need the rows anyway, and it
 would be one more stored form for `audit verify` to recompute. What remains of
 `subset`'s and `table`'s time at a million releases, where the PLD figure is valid
-and so must be computed, is mostly importing dp_accounting (scipy) and composing.
+and so must be computed, is start-up (SQLAlchemy, numpy, scipy.fft: the PLDs are built
+in `privacy_loss` without importing dp_accounting), reading the rows, and composing.
 
 Invariants:
 - every release row has exactly one accounting row, equal to `rows_for(release)`;
