@@ -304,3 +304,41 @@ def test_an_unprotected_read_gives_pairs_and_subset_the_same_case(tmp_path):
     for entry in pairs:
         one = cli_main(url, "subset", *entry["subset"], "--delta", "1e-9", "--json").json()
         assert (entry["case"], entry["epsilon"]) == (one["case"], one["epsilon"]) == ("adaptive", "inf")
+
+
+def test_pairs_asked_for_pld_compose_every_pair_as_subset_does(tmp_path):
+    """Seven variables, each read by one planned Laplace release of its own epsilon: 21 pairs, each
+    a distinct composition (two Laplace releases). By default `pairs` composes PAIR_PLD_LIMIT of
+    them and says so for the others; `pairs --accountant pld` composes every one, each the figure
+    `subset A B --accountant pld` prints, and never below the exact figure."""
+    from ledger.accounting.accountants import PAIR_PLD_LIMIT
+
+    names = [f"v{k}" for k in range(7)]
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    (tmp_path / "d.yaml").write_text("dataset: survey\ndelta: 1e-9\nvariables: ["
+                                     + ", ".join(f"{{name: {n}}}" for n in names) + "]\n")
+    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+    epsilon = {n: Fraction(k + 1, 100) for k, n in enumerate(names)}
+    (tmp_path / "r.yaml").write_text("dataset: survey\nreleases:\n" + "".join(
+        f'  - {{id: r{n}, status: planned, reads: [{n}], mechanism: {{name: laplace, epsilon: "{epsilon[n]}"}}}}\n'
+        for n in names))
+    assert cli_main(url, "record", tmp_path / "r.yaml").code == 0
+    default = cli_main(url, "pairs", "--json").json()
+    assert len(default) == 21
+    # (the singletons {v} compete for the same PAIR_PLD_LIMIT compositions: at least 5 pairs go without)
+    assert sum(not e["accountants"]["pld"]["available"] for e in default) >= 21 - PAIR_PLD_LIMIT
+    every = cli_main(url, "pairs", "--accountant", "pld", "--json").json()
+    assert [e["subset"] for e in every] == [e["subset"] for e in default]
+    for entry in every:
+        a, b = entry["subset"]
+        one = cli_main(url, "subset", a, b, "--accountant", "pld", "--json").json()
+        assert entry["accountant"] == one["accountant"] == "pld" and entry["case"] == "declared"
+        assert same(float(entry["epsilon"]), float(one["epsilon"])), (entry, one)
+        # never below the exact figure: a Laplace release's privacy loss is at its largest, epsilon,
+        # with probability 1/2, so the two reach epsilon_a + epsilon_b with probability 1/4 and
+        # delta(eps) >= (1 - e^(eps - epsilon_a - epsilon_b)) / 4: eps(1e-9) >= sum + ln(1 - 4e-9)
+        assert float(entry["epsilon"]) >= float(epsilon[a] + epsilon[b]) + math.log1p(-4e-9)
+    # the default prints the same figure wherever it composed one
+    for shown, pld in zip(default, every):
+        if shown["accountants"]["pld"]["available"]:
+            assert same(float(shown["accountants"]["pld"]["epsilon"]), float(pld["epsilon"]))

@@ -1680,7 +1680,8 @@ PAIR_ACCOUNTANTS = ("basic", "rdp", "pld")
 # (the pairs with the largest Rényi figures first); each costs a PLD composition.
 PAIR_PLD_LIMIT = 16
 PAIR_PLD_SKIPPED = (f"not computed: pairs compute at most {PAIR_PLD_LIMIT} distinct PLD compositions (the "
-                    "pairs with the largest Rényi figures first); `subset A B` shows it")
+                    "pairs with the largest Rényi figures first); `pairs --accountant pld` computes every "
+                    "pair's, `subset A B` this one's")
 
 
 @dataclass
@@ -1701,7 +1702,7 @@ class PairRdp:
     unbounded: np.ndarray | None = None  # n x n: a release or family leaves the pair unprotected
 
 
-def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
+def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMIT) -> PairRdp:
     """`rdp_figure` for every pair over arrays (see `pair_figures`), one row of pairs at a time:
     the summed curves by a matrix product, the CKS Prop 12 conversion at every order by
     broadcasting, and the zCDP bound (CKS at the continuous best order) where a pair has rho.
@@ -1795,7 +1796,7 @@ def pair_rdp(index, delta: Fraction, grid) -> PairRdp:
     units = counts.sum(axis=0) if len(chosen) else np.zeros((n, n))
     declared_ |= (units <= 1) & ~unbounded  # (unbounded pairs: the times alone, as `case_of`)
     found = PairRdp(epsilon, declared_, order, {}, chosen, counts, unbounded=unbounded)
-    pair_pld(found, grid, delta)
+    pair_pld(found, grid, delta, pld_limit)
     return found
 
 
@@ -2039,12 +2040,12 @@ def pair_composition(rdp: PairRdp, grid, i: int, j: int) -> Composition:
     return comp
 
 
-def pair_pld(rdp: PairRdp, grid, delta: Fraction) -> None:
+def pair_pld(rdp: PairRdp, grid, delta: Fraction, limit: int | None = PAIR_PLD_LIMIT) -> None:
     """The PLD figure of every pair {i, j}, i <= j, whose plan was declared in advance (where it is
     valid, DESIGN 2.10; elsewhere it could not be shown), the same `subset A B` gives: one PLD
     composition per distinct event multiset (pairs read by the same releases' events share it),
-    at most PAIR_PLD_LIMIT of them, the pairs with the largest Rényi figures first; the pairs
-    left over are counted in `pld_skipped` and their figure says so."""
+    at most `limit` of them (None: every one; `pairs --accountant pld`), the pairs with the largest
+    Rényi figures first; the pairs left over are counted in `pld_skipped` and their figure says so."""
     n = rdp.epsilon.shape[0]
     rdp.pld_epsilon = np.full((n, n), np.inf)
     upper = np.triu(rdp.declared & np.isfinite(rdp.epsilon))  # (the diagonal too: {i} alone, as `subset i`)
@@ -2070,7 +2071,7 @@ def pair_pld(rdp: PairRdp, grid, delta: Fraction) -> None:
             key = (tuple(sorted((keys[e], int(column[e])) for e in np.flatnonzero(column))), unbounded)
         figure = computed.get(key)
         if figure is None:
-            if len(computed) >= PAIR_PLD_LIMIT:
+            if limit is not None and len(computed) >= limit:
                 rdp.pld_skipped += 1
                 continue
             if comp is None:
@@ -2102,11 +2103,11 @@ def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> d
     return {"basic": basic, "rdp": figure, "pld": pld}
 
 
-def pair_figures(index, delta: Fraction, grid=None, objective=None, diagonal: bool = False
-                 ) -> dict[tuple[int, int], dict[str, Figure]]:
+def pair_figures(index, delta: Fraction, grid=None, objective=None, diagonal: bool = False,
+                 pld_limit: int | None = PAIR_PLD_LIMIT) -> dict[tuple[int, int], dict[str, Figure]]:
     """The basic, Rényi and PLD figures on every pair {i, j} (i < j, column indices), the same
     figures `subset_figures` gives for that pair (the PLD figure where the pair's plan was
-    declared in advance, up to PAIR_PLD_LIMIT distinct compositions: `pair_pld`).
+    declared in advance, up to `pld_limit` distinct compositions: `pair_pld`).
 
     Over arrays, as `LedgerIndex.pair_matrix`: a simple release with at most one guarantee
     has one event on every subset it touches, so per event k the number of its releases
@@ -2121,7 +2122,7 @@ def pair_figures(index, delta: Fraction, grid=None, objective=None, diagonal: bo
         grid = index.pair_matrix(objective if objective is not None else at_delta(delta))
     if n < (1 if diagonal else 2):
         return {}
-    rdp = pair_rdp(index, delta, grid)
+    rdp = pair_rdp(index, delta, grid, pld_limit)
     return {(i, j): pair_figure(index, delta, grid, rdp, i, j)
             for i in range(n) for j in range(i if diagonal else i + 1, n)}
 

@@ -713,7 +713,8 @@ def subset(
 def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False,
           accountant: Annotated[Optional[str], typer.Option(
               "--accountant", help="basic, rdp or pld: show this accountant's figure (default: the smallest "
-                                   "valid one, as `subset A B` prints it)."
+                                   "valid one, as `subset A B` prints it, with at most 16 PLD "
+                                   "compositions; pld composes every pair's, one per distinct pair)."
           )] = None) -> None:
     """The privacy loss on every pair of variables: the smallest valid figure of the basic, Rényi
     and (plans declared in advance) PLD accountants, as `subset A B` prints it."""
@@ -739,7 +740,7 @@ def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
     typer.echo(f"(each pair: {'the ' + accountant + ' accountant' if accountant else 'the smallest valid figure of basic, rdp and pld'}"
                f" at delta {format_delta(chosen_delta)}"
                + (f"; {skipped} pairs without a pld figure: at most {PAIR_PLD_LIMIT} distinct PLD compositions per "
-                  "run, `subset A B` shows one)" if skipped else ")"))
+                  "run; `pairs --accountant pld` computes every pair's, `subset A B` one pair's)" if skipped else ")"))
 
 
 def pair_spends(index: LedgerIndex, objective) -> dict[tuple[str, str], object]:

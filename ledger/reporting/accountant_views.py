@@ -104,8 +104,11 @@ def table_totals_line(accounts: TableAccounts) -> str:
 def pair_accountants(index, delta: Fraction, accountant: str | None = None, grid=None
                      ) -> dict[tuple[str, str], tuple[dict[str, Figure], Figure]]:
     """Every pair (in `LedgerIndex.pairs()` order): its basic, rdp and pld figures and the one to
-    show (the asked accountant, else the smallest valid one; accountants.pair_figures)."""
-    found = accountants.pair_figures(index, delta, grid)
+    show (the asked accountant, else the smallest valid one; accountants.pair_figures). Asked for
+    pld, every declared pair's PLD figure is composed (no PAIR_PLD_LIMIT: the steward asked for
+    exactly that figure, and it costs a PLD composition per distinct pair)."""
+    limit = None if accountant == "pld" else accountants.PAIR_PLD_LIMIT
+    found = accountants.pair_figures(index, delta, grid, pld_limit=limit)
     names = index.variables
     return {(names[i], names[j]): (figures, choose(figures, accountant)) for (i, j), figures in found.items()}
 
