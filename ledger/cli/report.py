@@ -1016,26 +1016,19 @@ class RegisterAlongside:
 
     def __init__(self, url: str, large, path: Path):
         self.path, self.large = path, large
-        self.helper = _Helper(_register_child, url, large, path)
+        self.helper = _Helper(_call_child, lambda: _write_register(url, large, path))
 
     def finish(self, summary) -> None:
         outcome = self.helper.reply() if self.helper.process is not None else None
-        if outcome != "written":
+        if outcome != ("done", "written"):  # no child, or it failed: the parent writes it again
             outputs.write_streaming(self.path, large_register_csv(open_engine(), self.large))
 
 
-def _register_child(url: str, large, path: Path, channel) -> None:
-    """In the forked process: a new engine (never the parent's connections), the register written."""
-    try:
-        outputs.write_streaming(path, large_register_csv(store.make_engine(url), large))
-        channel.send("written")
-    except BaseException as exc:  # the parent writes it again, in its own process
-        try:
-            channel.send(repr(exc))
-        except OSError:
-            pass
-    finally:
-        channel.close()
+def _write_register(url: str, large, path: Path) -> str:
+    """In the forked process (`_call_child`): a new engine (never the parent's connections), the
+    register written."""
+    outputs.write_streaming(path, large_register_csv(store.make_engine(url), large))
+    return "written"
 
 
 def _time(text: str) -> datetime:
