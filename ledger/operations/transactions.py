@@ -100,7 +100,7 @@ def release_builder(paths: Sequence[str | Path], actor: str) -> Builder:
 
 def record(engine: Engine, build: Builder, actor: str) -> Recorded:
     """Build releases against the current ledger, enforce every cap, and write them, atomically."""
-    with store.write_session(engine) as session:
+    with store.write_session(engine, read_head=True) as session:
         snapshot = store.write_context(session)
         releases, families, errors = build(snapshot)
         if errors:
@@ -114,6 +114,7 @@ def record(engine: Engine, build: Builder, actor: str) -> Recorded:
         checks = _checks(session, snapshot, releases, families, states)
         if any(not c.ok for c in checks):
             raise BudgetRefused(checks, "recording")
+        store.pipelined(session)  # the writes, together (PostgreSQL: one round trip)
         store.add_releases(session, releases, families, actor, cap_accounting.decisions_json(checks))
         for dataset in {c.cap.dataset for c in checks}:
             store.save_totals(session, dataset, {c.cap.name: c.after_total for c in checks if c.cap.dataset == dataset})

@@ -72,6 +72,7 @@ from sqlalchemy import (BigInteger, Boolean, Column, Index, Integer, LargeBinary
                         insert, inspect, select, update)
 from sqlmodel import Field, Session, SQLModel
 
+from . import driver
 from .codec import canonical_json
 from ..core.lazy import lazy_module
 from ..core.records import CHARGED_STATUSES, Family, Guarantee, Notion, Relation, Release, Status
@@ -136,6 +137,8 @@ _VALUES = GuaranteeValueRow.__table__
 _ROWS = AccountingRow.__table__
 _EVENTS = AccountingEventRow.__table__
 _VALUE_BY_BODY = select(_VALUES.c.id).where(_VALUES.c.body == bindparam("body"))
+_ROWS_INSERT = insert(AccountingRow.__table__)
+_READS_INSERT = insert(AccountingReadRow.__table__)
 _EVENT_BY_KEY = select(_EVENTS.c.id).where(_EVENTS.c.key == bindparam("key"))
 _SET_STATUS = update(_ROWS).where(_ROWS.c.release == bindparam("r")).values(
     status=bindparam("s"), published_us=bindparam("p"))
@@ -301,10 +304,10 @@ def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: 
                        "event": None if row.event is None else events[row.event],
                        "charged_by_event": row.charged_by_event, "recorded_us": row.recorded_us,
                        "published_us": row.published_us})
-    connection.execute(insert(_ROWS), values)
-    connection.execute(insert(_READS), [
+    driver.execute_many(connection, _ROWS_INSERT, values, columns=True)
+    driver.execute_many(connection, _READS_INSERT, [
         {"dataset": row.dataset, "position": k, "seq": seq}
-        for seq, row in expected for k in _positions(row.reads)] or [])
+        for seq, row in expected for k in _positions(row.reads)], columns=True)
 
 
 def _positions(bits: bytes) -> list[int]:

@@ -221,6 +221,7 @@ class AuditEventRow(SQLModel, table=True):
 
 
 from . import columns  # noqa: E402  (its tables: accounting rows, issue 13)
+from . import driver  # noqa: E402  (the recording path's statements on the driver's cursor, issue 13)
 
 # Statements on the recording path, built once so SQLAlchemy's compiled cache serves them.
 _EVENTS = AuditEventRow.__table__
@@ -246,25 +247,29 @@ def _text_rows(table, where: str = "", order: str = "", *binds):
 _RELEASE_EXISTS = text("SELECT id FROM releases WHERE id = :id")
 # the configuration stamp, the head of the audit chain and the running totals' stamp
 # (stale_totals), in one round trip (SQL text, as _text_rows says why)
-_STAMP_AND_HEAD = text(
+_STAMP_AND_HEAD_SQL = (
     """SELECT (SELECT value FROM ledger_meta WHERE "key" = 'config_seq'), """
     "(SELECT seq FROM audit_events ORDER BY seq DESC LIMIT 1), "
     "(SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1), "
     """(SELECT value FROM ledger_meta WHERE "key" = 'totals_head')""")
-# ledger_meta values a write sets at its end (the totals' stamp, the events written), in one statement
-_SET_META = update(MetaRow.__table__).where(MetaRow.__table__.c.key == bindparam("k")).values(
-    value=bindparam("v"))
-_READ_META = select(MetaRow.__table__.c.key).where(MetaRow.__table__.c.key.in_(bindparam("keys", expanding=True)))
+_STAMP_AND_HEAD = text(_STAMP_AND_HEAD_SQL)
+# ledger_meta values a write sets at its end (the totals' stamp, the events written): one
+# statement for them all, which inserts a key that has no row yet (a ledger's first writes).
+# The running totals and accountant states are written the same way. (INSERT ... ON CONFLICT
+# DO UPDATE: SQLite 3.24 and PostgreSQL 9.5 read it alike.)
+_SET_META = text("""INSERT INTO ledger_meta ("key", value) VALUES (:k, :v) """
+                 """ON CONFLICT ("key") DO UPDATE SET value = excluded.value""")
 _READ_TOTALS = text("SELECT cap, total FROM cap_totals WHERE dataset = :dataset AND cap IN :names").bindparams(
     bindparam("names", expanding=True)).columns(_TOTALS.c.cap, _TOTALS.c.total)
 _READ_STATES = text("SELECT cap, state FROM cap_accountant_state WHERE dataset = :dataset AND cap IN :names"
                     ).bindparams(bindparam("names", expanding=True)).columns(
     CapAccountantRow.__table__.c.cap, CapAccountantRow.__table__.c.state)
-_UPDATE_STATE = update(CapAccountantRow.__table__).where(
-    CapAccountantRow.__table__.c.dataset == bindparam("d"),
-    CapAccountantRow.__table__.c.cap == bindparam("c")).values(state=bindparam("s"))
-_UPDATE_TOTAL = update(_TOTALS).where(
-    _TOTALS.c.dataset == bindparam("d"), _TOTALS.c.cap == bindparam("c")).values(total=bindparam("t"))
+_SAVE_STATE = text("INSERT INTO cap_accountant_state (dataset, cap, state) VALUES (:d, :c, :s) "
+                     "ON CONFLICT (dataset, cap) DO UPDATE SET state = excluded.state").bindparams(
+    bindparam("s", type_=CapAccountantRow.__table__.c.state.type))
+_SAVE_TOTAL = text("INSERT INTO cap_totals (dataset, cap, total) VALUES (:d, :c, :t) "
+                     "ON CONFLICT (dataset, cap) DO UPDATE SET total = excluded.total").bindparams(
+    bindparam("t", type_=_TOTALS.c.total.type))
 
 
 # --------------------------------------------------------------------------
@@ -395,6 +400,13 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, pool_size=1, max_overflow=-1, pool_recycle=300, pool_reset_on_return=None,
                                connect_args={"connect_timeout": CONNECT_TIMEOUT_S,
                                              "options": "-c synchronous_commit=on"})
+
+        @event.listens_for(engine, "before_cursor_execute")
+        def _end_pipeline(connection, _cursor, _statement, _parameters, _context, _executemany):
+            # SQLAlchemy reads a statement's results and row count as it runs it: what a
+            # record pipelined is sent and checked first (driver.pipeline)
+            if driver.PIPELINE in connection.info:
+                driver.end_pipeline(connection)
 
         @event.listens_for(engine, "do_connect")
         def _connect_with_retries(dialect, _record, cargs, cparams):
@@ -576,29 +588,57 @@ MIGRATIONS: dict[int, Callable[[Session], None]] = {
 
 
 @contextmanager
-def write_session(engine: Engine) -> Iterator[Session]:
+def write_session(engine: Engine, *, read_head: bool = False) -> Iterator[Session]:
     """One atomic write: everything inside commits together or not at all.
 
     The transaction belongs to one connection, opened here with the ledger's write lock
     (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory transaction lock); the Session
-    joins it, so ORM writes and the recording path's Core statements share it."""
+    joins it, so ORM writes and the recording path's Core statements share it.
+    `read_head`: a write into an existing ledger that decides from its configuration stamp,
+    audit head and totals' stamp (`configuration`) reads them in the lock's round trip."""
     with engine.connect() as connection:
         connection.execution_options(**{WRITE_OPTION: True})
         with connection.begin():
+            stamp_and_head = None
             if engine.dialect.name == "postgresql":
                 # the wait for the lock is bounded: then exit 3 (failures), nothing written.
-                # One round trip: two statements of constants in one simple query.
-                connection.exec_driver_sql(f"SET LOCAL lock_timeout = {int(lock_timeout() * 1000)}; "
-                                           f"SELECT pg_advisory_xact_lock({int(WRITE_LOCK_KEY)})")
+                # One round trip: statements of constants in one simple query (with
+                # `read_head`, the last one reads the stamps and the head once the lock is held).
+                statement = (f"SET LOCAL lock_timeout = {int(lock_timeout() * 1000)}; "
+                             f"SELECT pg_advisory_xact_lock({int(WRITE_LOCK_KEY)})")
+                if not read_head:
+                    connection.exec_driver_sql(statement)
+                else:
+                    cursor = driver.dbapi(connection).cursor()
+                    with driver.disconnects(connection):
+                        cursor.execute(f"{statement}; {_STAMP_AND_HEAD_SQL}")
+                        cursor.nextset()
+                        cursor.nextset()
+                        stamp_and_head = cursor.fetchone()
             session = Session(bind=connection, join_transaction_mode="rollback_only")
             session.info["connection"] = connection
+            if stamp_and_head is not None:
+                session.info["stamp_and_head"] = stamp_and_head
             try:
                 yield session
                 _finish_write(session)
+                driver.end_pipeline(connection)  # what `pipelined` holds is sent and checked before the commit
+            except BaseException as exc:
+                driver.end_pipeline(connection, exc)
+                raise
             finally:
                 session.close()
         _remember_totals(session)  # committed: only now may the caches move
         _remember_roles(session)
+        _remember_ids(session)
+
+
+def pipelined(session: Session) -> None:
+    """In a `write_session`: the writes that follow are sent together (PostgreSQL's pipeline
+    mode: one round trip for a record's writes, until a read or the commit: driver.pipeline);
+    a no-op on SQLite, whose statements cost no round trip."""
+    _flush(session)
+    driver.pipeline(_connection(session))
 
 
 EVENTS_WRITTEN = "events_written"  # ledger_meta key: the seq of the last event the ledger wrote
@@ -768,9 +808,9 @@ def append_event(session: Session, *, kind: str, subject: str, actor: str, paylo
     moment = (at or now()).isoformat()
     payload_json = canonical_json(payload)
     digest = event_hash(previous, seq, moment, actor, kind, subject, payload_json)
-    connection.execute(_INSERT_EVENT, {"seq": seq, "at": moment, "actor": actor, "kind": kind,
-                                       "subject": subject, "payload": payload_json,
-                                       "prev_hash": previous, "hash": digest})
+    driver.execute(connection, _INSERT_EVENT, {"seq": seq, "at": moment, "actor": actor, "kind": kind,
+                                               "subject": subject, "payload": payload_json,
+                                               "prev_hash": previous, "hash": digest}, columns=True)
     session.info["audit_head"] = (seq, digest)
     session.info["appended"] = True
     session.info["appended_seq"] = seq
@@ -809,9 +849,9 @@ def add_releases(session: Session, releases: Sequence[Release], families: Sequen
                               payload=payload)
         rows.append(_release_values(body, seq))  # a release's seq is that of its recording event
     if rows:
-        _connection(session).execute(_INSERT_RELEASE, rows)
+        driver.execute_many(_connection(session), _INSERT_RELEASE, rows, columns=True)
         columns.insert_rows(_connection(session), [(row["seq"], r) for row, r in zip(rows, releases)],
-                            dataset_variables(session, {r.dataset for r in releases}))
+                            dataset_variables(session, {r.dataset for r in releases}), _known_ids(session))
 
 
 def dataset_variables(session: Session, names: Iterable[str]) -> dict[str, tuple[str, ...]]:
@@ -855,7 +895,7 @@ class ReleaseLookup(Mapping):
         return release_from_dict(release_row_dict(row))
 
     def __contains__(self, release_id: object) -> bool:
-        return _connection(self.session).execute(_RELEASE_EXISTS, {"id": release_id}).first() is not None
+        return driver.query(_connection(self.session), _RELEASE_EXISTS, {"id": release_id}).fetchone() is not None
 
     def __iter__(self):
         return iter(self.session.exec(select(ReleaseRow.id)).all())
@@ -894,7 +934,10 @@ def configuration(session: Session) -> Configuration:
 
 def _configuration(session: Session) -> Configuration:
     url = session.get_bind().engine.url
-    stamp, seq, digest, totals_stamp = _connection(session).execute(_STAMP_AND_HEAD).one()
+    read = session.info.pop("stamp_and_head", None)  # (read with the lock: write_session)
+    if read is None:
+        read = driver.query(_connection(session), _STAMP_AND_HEAD).fetchone()
+    stamp, seq, digest, totals_stamp = read
     stamp = stamp or "0"
     session.info.setdefault("totals_stamp", totals_stamp)  # as it was when this transaction began
     head = (0, GENESIS_HASH) if seq is None else (seq, digest)
@@ -985,6 +1028,34 @@ def _current_cache(session: Session, caches: dict | None = None) -> dict[tuple[s
     return cached[1]
 
 
+# The guarantee value and accounting event ids (columns.py) this process last knew, per ledger
+# URL, valid while the audit head is the one they were known at (as the running totals): the id
+# tables are append-only, so what a committed transaction read or gave is still so at its head.
+_IDS_CACHE: dict[URL, tuple[str, columns.Known]] = {}
+_IDS_KEPT = 4096  # ids carried from one transaction to the next (a copy each time), at most
+
+
+def _known_ids(session: Session) -> columns.Known:
+    """The ids this transaction may take as known: this process's, while the head is unmoved."""
+    known = session.info.get("known_ids")
+    if known is None:
+        cached = _IDS_CACHE.get(session.get_bind().engine.url)
+        head = session.info.get("head_at_start")
+        if head is not None and cached is not None and cached[0] == head:
+            known = columns.Known(dict(cached[1].values), dict(cached[1].events))
+        else:
+            known = columns.Known({}, {})
+        session.info["known_ids"] = known
+    return known
+
+
+def _remember_ids(session: Session) -> None:
+    """After a commit: the ids this transaction knew (read or given) are current at the new head."""
+    known, head = session.info.get("known_ids"), session.info.get("audit_head")
+    if known is not None and head is not None and len(known.values) + len(known.events) <= _IDS_KEPT:
+        _IDS_CACHE[session.get_bind().engine.url] = (head[1], known)
+
+
 def _remember_roles(session: Session) -> None:
     """After a commit that changed no role: the roles it read are current at the new head."""
     found, head = session.info.get("roles"), session.info.get("audit_head")
@@ -1016,17 +1087,8 @@ def save_totals(session: Session, dataset: str, totals: Mapping[str, CapTotal]) 
     if not totals:
         return
     _flush(session)
-    connection = _connection(session)
-    rows = [{"d": dataset, "c": name, "t": cap_total_to_dict(total)} for name, total in totals.items()]
-    if not connection.dialect.supports_sane_multi_rowcount:
-        counts = sum(connection.execute(_UPDATE_TOTAL, row).rowcount for row in rows)
-    else:
-        counts = connection.execute(_UPDATE_TOTAL, rows).rowcount
-    if counts != len(rows):  # some cap had no row yet
-        existing = set(connection.execute(_READ_TOTALS, {"dataset": dataset, "names": list(totals)}).scalars())
-        for row in rows:
-            if row["c"] not in existing:
-                connection.execute(insert(_TOTALS), {"dataset": dataset, "cap": row["c"], "total": row["t"]})
+    driver.execute_many(_connection(session), _SAVE_TOTAL,
+                        [{"d": dataset, "c": name, "t": cap_total_to_dict(total)} for name, total in totals.items()])
     session.info.setdefault("saved_totals", {}).update({(dataset, name): t for name, t in totals.items()})
 
 
@@ -1150,21 +1212,9 @@ def save_accountant_states(session: Session, dataset: str, states: Mapping[str, 
     if not states:
         return
     _flush(session)
-    connection = _connection(session)
-    rows = [{"d": dataset, "c": name, "s": state} for name, state in states.items()]
-    # one UPDATE for every cap (an executemany); an INSERT only for a cap with no state yet
-    if len(rows) == 1 or not connection.dialect.supports_sane_multi_rowcount:
-        counts = sum(connection.execute(_UPDATE_STATE, row).rowcount for row in rows)
-    else:
-        counts = connection.execute(_UPDATE_STATE, rows).rowcount
-    if counts != len(rows):
-        table = CapAccountantRow.__table__
-        existing = set(connection.execute(select(table.c.cap).where(
-            table.c.dataset == dataset, table.c.cap.in_(list(states)))).scalars())
-        missing = [{"dataset": dataset, "cap": name, "state": state}
-                   for name, state in states.items() if name not in existing]
-        if missing:
-            connection.execute(insert(table), missing)
+    # one statement for every cap (an executemany), which inserts a cap with no state yet
+    driver.execute_many(_connection(session), _SAVE_STATE,
+                        [{"d": dataset, "c": name, "s": state} for name, state in states.items()])
     session.info.setdefault("saved_states", {}).update({(dataset, name): state for name, state in states.items()})
 
 
@@ -1649,22 +1699,12 @@ def stamp_totals(session: Session) -> None:
 
 
 def set_meta(session: Session, values: Mapping[str, str]) -> None:
-    """Set ledger_meta values: one UPDATE for them all (an executemany), and an INSERT only
-    for a key that has no row yet (a ledger's first writes)."""
+    """Set ledger_meta values: one statement for them all (an executemany), which inserts a
+    key that has no row yet (a ledger's first writes)."""
     if not values:
         return
     _flush(session)
-    connection = _connection(session)
-    rows = [{"k": key, "v": value} for key, value in values.items()]
-    if len(rows) == 1 or not connection.dialect.supports_sane_multi_rowcount:
-        counts = sum(connection.execute(_SET_META, row).rowcount for row in rows)
-    else:
-        counts = connection.execute(_SET_META, rows).rowcount
-    if counts != len(rows):
-        present = set(connection.execute(_READ_META, {"keys": list(values)}).scalars())
-        missing = [{"key": key, "value": value} for key, value in values.items() if key not in present]
-        if missing:
-            connection.execute(insert(_META), missing)
+    driver.execute_many(_connection(session), _SET_META, [{"k": key, "v": value} for key, value in values.items()])
 
 
 def stale_totals(session: Session) -> str | None:
