@@ -143,33 +143,37 @@ def bare_sqlite(path: Path, n: int) -> float:
     return elapsed
 
 
-def capture(engine) -> list[list[tuple]]:
-    """Every statement the engine executes, grouped by transaction (started at each BEGIN)."""
+def capture(engine) -> list[list[str]]:
+    """Every statement the engine's SQLite connections run, grouped by transaction (started at
+    each BEGIN), as SQLite ran it: its trace, with the values written into the text (the
+    recording path runs its statements on the driver's cursor, not through SQLAlchemy's
+    execution, so SQLite's own trace is what sees them all)."""
     from sqlalchemy import event
 
-    transactions: list[list[tuple]] = []
+    transactions: list[list[str]] = []
 
-    @event.listens_for(engine, "begin")
-    def begin(_connection):
-        transactions.append([])
+    def trace(sql: str) -> None:
+        if sql.startswith("BEGIN"):
+            transactions.append([])
+        elif sql not in ("COMMIT", "ROLLBACK") and transactions:
+            transactions[-1].append(sql)
 
-    @event.listens_for(engine, "before_cursor_execute")
-    def statement(_connection, _cursor, sql, parameters, _context, executemany):
-        if transactions:
-            transactions[-1].append((sql, parameters, executemany))
+    @event.listens_for(engine, "connect")
+    def connect(dbapi_connection, _record):
+        dbapi_connection.set_trace_callback(trace)
 
     return transactions
 
 
-def replay_sqlite(path: Path, transactions: list[list[tuple]]) -> float:
+def replay_sqlite(path: Path, transactions: list[list[str]]) -> float:
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute(f"PRAGMA synchronous={store.SQLITE_SYNCHRONOUS}")
     start = time.perf_counter()
     for statements in transactions:
         connection.execute("BEGIN IMMEDIATE")
-        for sql, parameters, many in statements:
-            (connection.executemany if many else connection.execute)(sql, parameters)
+        for sql in statements:
+            connection.execute(sql)
         connection.execute("COMMIT")
     elapsed = time.perf_counter() - start
     connection.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -58,14 +59,14 @@ def _psycopg_url(url) -> str:
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def ledger_url(request, tmp_path):
-    """The SQLAlchemy URL of a new, empty ledger database: a SQLite file under tmp_path, or
-    a fresh PostgreSQL database `ledger_test_<hex>` on the server of $LEDGER_TEST_POSTGRES_URL,
-    dropped afterwards (WITH (FORCE): connections a test left open do not keep it alive).
-    The PostgreSQL case is skipped, visibly, when the variable is not set."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'ledger.db'}"
+@contextmanager
+def _new_database(kind: str, tmp_path, stem: str = "ledger"):
+    """A new, empty ledger database: a SQLite file under tmp_path, or a fresh PostgreSQL
+    database `ledger_test_<hex>` on the server of $LEDGER_TEST_POSTGRES_URL, dropped
+    afterwards (WITH (FORCE): connections a test left open do not keep it alive). The
+    PostgreSQL case is skipped, visibly, when the variable is not set."""
+    if kind == "sqlite":
+        yield f"sqlite:///{tmp_path / f'{stem}.db'}"
         return
     server = os.environ.get(POSTGRES_ENV)
     if not server:
@@ -84,3 +85,17 @@ def ledger_url(request, tmp_path):
     finally:
         with psycopg.connect(_psycopg_url(base), autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ledger_url(request, tmp_path):
+    """The SQLAlchemy URL of a new, empty ledger database on each backend (_new_database)."""
+    with _new_database(request.param, tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+def other_ledger_url(ledger_url, tmp_path):
+    """A second new, empty ledger database, on ledger_url's backend."""
+    with _new_database("sqlite" if ledger_url.startswith("sqlite") else "postgresql", tmp_path, "other") as url:
+        yield url

@@ -175,3 +175,148 @@ def test_help_and_version_import_no_database_library_and_no_report(tmp_path, arg
     imported, out = imported_after(argv, tmp_path, NOT_FOR_HELP)
     assert imported == []
     assert out.strip()
+
+
+# --------------------------------------------------------------------------
+# The recording path's statements on the driver's cursor (store/driver.py)
+# --------------------------------------------------------------------------
+
+FIXED_MOMENT = store.now().replace(year=2026, month=3, day=1, hour=12, minute=0, second=0)
+
+
+def _through_sqlalchemy(monkeypatch) -> None:
+    """The reference: every statement of the driver's path run by SQLAlchemy's own execution."""
+    from ledger.store import driver
+
+    def execute(connection, statement, row=None, *, columns=False):
+        connection.execute(statement, dict(row or {}))
+
+    def execute_many(connection, statement, rows, *, columns=False):
+        if rows:
+            connection.execute(statement, [dict(row) for row in rows])
+
+    def query(connection, statement, row=None):
+        return connection.execute(statement, dict(row or {}))
+
+    monkeypatch.setattr(driver, "execute", execute)
+    monkeypatch.setattr(driver, "execute_many", execute_many)
+    monkeypatch.setattr(driver, "query", query)
+    monkeypatch.setattr(driver, "pipeline", lambda connection: None)
+
+
+def _stored(url: str) -> dict[str, list[tuple]]:
+    """Every table's rows as the database holds them (on PostgreSQL each column as text: a
+    json column keeps the text it was given)."""
+    from sqlalchemy import create_engine, inspect, text
+
+    engine = create_engine(url)
+    tables: dict[str, list[tuple]] = {}
+    try:
+        with engine.connect() as connection:
+            for table in sorted(inspect(connection).get_table_names()):
+                names = [c["name"] for c in inspect(connection).get_columns(table)]
+                if url.startswith("postgresql"):
+                    select = ", ".join(f'CAST("{name}" AS TEXT)' for name in names)
+                else:
+                    select = ", ".join(f'"{name}"' for name in names)
+                rows = connection.execute(text(f'SELECT {select} FROM "{table}"')).all()
+                tables[table] = sorted((tuple(row) for row in rows), key=repr)
+    finally:
+        engine.dispose()
+    return tables
+
+
+def _a_history(url: str, tmp_path: Path, name: str) -> None:
+    """The same steps into a new ledger: a dataset with caps of every kind, releases recorded one
+    by one (a new guarantee value and accounting event now and then), as a file, as published,
+    approved and published, a cap set afterwards."""
+    directory = tmp_path / name
+    directory.mkdir()
+    dataset = "self_approval: true\n" + DATASET + "  - {subset: [age, income], epsilon: 40, delta: 1e-9}\n"
+    assert cli_main(url, "dataset", "add", write(directory, "survey.yaml", dataset)).code == 0
+    engine = store.make_engine(url)
+    try:
+        actor = people.actor_name(None)
+        for k, epsilon in enumerate(["1/10", "1/10", "1/3", "1/10", "2/7"]):
+            operations.record(engine, operations.release_builder(
+                [releases_file(directory, f"one{k}-", 1, epsilon=epsilon)], actor), actor)
+        operations.record(engine, operations.release_builder([releases_file(directory, "file", 6)], actor), actor)
+        gaussian = write(directory, "g.yaml", "dataset: survey\nreleases:\n  - {id: g1, reads: [income], "
+                                              "mechanism: {name: gaussian, sigma: 4, sensitivity: 1}}\n")
+        operations.record(engine, operations.release_builder([gaussian], actor), actor)
+        operations.change_status(engine, "file1", "approve", actor)
+        operations.change_status(engine, "file1", "publish", actor)
+        operations.add_caps(engine, "survey", [{"subset": ["age"], "rho": "7/2"}], actor, "test")
+        operations.record(engine, operations.release_builder([releases_file(directory, "last", 2)], actor), actor)
+    finally:
+        engine.dispose()
+
+
+def test_the_driver_writes_the_rows_sqlalchemy_would_write(ledger_url, other_ledger_url, tmp_path, monkeypatch):
+    """The recording path runs its statements on the driver's cursor (PostgreSQL: pipelined),
+    each value through its column type's own bind processor: the same steps at the same
+    moments leave every table of the ledger, byte for byte, as SQLAlchemy's execution leaves it,
+    and each ledger verifies."""
+    monkeypatch.setattr(store, "now", lambda: FIXED_MOMENT)
+    _a_history(ledger_url, tmp_path, "driver")
+    with monkeypatch.context() as reference:
+        _through_sqlalchemy(reference)
+        store._IDS_CACHE.clear()
+        _a_history(other_ledger_url, tmp_path, "core")
+    for url in (ledger_url, other_ledger_url):
+        verified = cli_main(url, "audit", "verify")
+        assert verified.code == 0, verified.err
+    driven, reference_rows = _stored(ledger_url), _stored(other_ledger_url)
+    assert driven.keys() == reference_rows.keys()
+    for table in driven:
+        assert driven[table] == reference_rows[table], table
+    assert len(driven["audit_events"]) > 20 and len(driven["release_reads"]) > 10
+
+
+def test_a_write_that_fails_in_the_pipeline_commits_nothing_and_the_next_record_works(survey, monkeypatch):
+    """A pipelined write that fails (here: an accounting row written twice) is raised before the
+    commit; the transaction is rolled back and the connection leaves pipeline mode, so the same
+    engine's next record is written and the ledger verifies."""
+    engine, url, tmp_path = survey
+    before = ledger_state(url)
+    actor = people.actor_name(None)
+    from ledger.store import columns
+
+    insert_rows = columns.insert_rows
+
+    def twice(connection, releases, variables, known=None):
+        insert_rows(connection, releases, variables, known)
+        insert_rows(connection, releases, variables, known)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(columns, "insert_rows", twice)
+        seen = Transactions(engine)
+        with pytest.raises(Exception) as failure:
+            operations.record(engine, operations.release_builder([releases_file(tmp_path, "bad", 1)], actor), actor)
+        assert "release_accounting" in str(failure.value) or "UNIQUE" in str(failure.value).upper()
+        assert seen.count("commit") == 0 and seen.count("rollback") == 1
+    assert ledger_state(url) == before
+    recorded = operations.record(engine, operations.release_builder([releases_file(tmp_path, "good", 2)], actor),
+                                 actor)
+    assert recorded.ids == ("good0", "good1")
+    assert ledger_state(url)["events"] == before["events"] + 2
+
+
+def test_ids_known_from_one_ledger_are_not_used_in_another_at_the_same_url(tmp_path):
+    """The guarantee value ids a process knows are kept by the audit head: a new ledger made at
+    the same path (another chain) gives its own ids, and its accounting rows verify."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    actor = people.actor_name(None)
+    for epsilons in (["1/10", "1/3"], ["1/3", "1/7", "1/10"]):
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{tmp_path / 'ledger.db'}{suffix}").unlink(missing_ok=True)
+        assert cli_main(url, "dataset", "add", write(tmp_path, "survey.yaml", DATASET)).code == 0
+        engine = store.make_engine(url)
+        try:
+            for k, epsilon in enumerate(epsilons):
+                operations.record(engine, operations.release_builder(
+                    [releases_file(tmp_path, f"r{k}-", 1, epsilon=epsilon)], actor), actor)
+        finally:
+            engine.dispose()
+        verified = cli_main(url, "audit", "verify")
+        assert verified.code == 0, verified.out + verified.err

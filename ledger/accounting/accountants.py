@@ -1334,7 +1334,17 @@ STATE_VERSION = 3  # 3: a subsampled Laplace or geometric release is charged thr
 
 def cap_key(cap) -> str:
     """What a cap's running state belongs to: a replaced cap starts a new state."""
-    return "|".join([",".join(sorted(cap.subset)), str(cap.epsilon), str(cap.delta), str(cap.rho)])
+    known = _CAP_KEYS.get(id(cap))  # (a cap is frozen: its key, once per cap object)
+    if known is not None and known[0] is cap:
+        return known[1]
+    key = "|".join([",".join(sorted(cap.subset)), str(cap.epsilon), str(cap.delta), str(cap.rho)])
+    if len(_CAP_KEYS) >= 4096:
+        _CAP_KEYS.clear()
+    _CAP_KEYS[id(cap)] = (cap, key)
+    return key
+
+
+_CAP_KEYS: dict[int, tuple] = {}
 
 
 def state_from_composition(cap, comp: Composition, family_events: Mapping[str, list[str]] | None = None) -> dict:
@@ -1524,7 +1534,7 @@ def rdp_filter_epsilon(curve: np.ndarray, delta: float) -> float:
     if delta <= 0:
         return INF
     sub = curve[_grids()["_FILTER_INDEX"]]
-    if not np.any(sub):
+    if not sub.any():
         return 0.0
     a = _grids()["FILTER_ORDERS"]
     eps = sub + np.log1p(-1 / a) - (math.log(delta / len(a)) + np.log(a)) / (a - 1)

@@ -403,7 +403,9 @@ def plan_charges(cap: Cap, plan: Sequence[Release], families: Mapping[str, Famil
             joined.setdefault(release.family, []).append(release)
             continue
         value = options_measure(cap, candidates(release, cap.subset))
-        charges.append(Charge(release.id, None, value, why_release_unbounded(cap, release)))
+        # (why_release_unbounded is None exactly when the charge is finite: asked only when it is not)
+        charges.append(Charge(release.id, None, value, why_release_unbounded(cap, release)
+                              if is_infinite(value) else None))
     for fid, new_members in joined.items():
         everyone = [m for m in members.get(fid, ()) if m.status in CHARGED_STATUSES] + new_members
         value = options_measure(cap, family_options(families[fid], everyone, cap.subset))

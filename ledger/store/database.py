@@ -44,7 +44,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 from sqlalchemy import (
-    URL,
     JSON,
     Boolean,
     Column,
@@ -914,7 +913,16 @@ class Configuration:
     caps: Mapping[str, tuple[Cap, ...]]
 
 
-_CONFIGURATION_CACHE: dict[URL, tuple[str, Configuration]] = {}  # by ledger URL
+_CONFIGURATION_CACHE: dict[str, tuple[str, Configuration]] = {}  # by ledger URL (_ledger_key)
+
+
+def _ledger_key(session: Session) -> str:
+    """The key of this process's caches for the session's ledger: its URL, rendered once per
+    transaction (a SQLAlchemy URL renders itself again on every hash)."""
+    key = session.info.get("ledger_key")
+    if key is None:
+        key = session.info["ledger_key"] = session.get_bind().engine.url.render_as_string(hide_password=False)
+    return key
 
 
 def bump_config(session: Session) -> None:
@@ -933,7 +941,7 @@ def configuration(session: Session) -> Configuration:
 
 
 def _configuration(session: Session) -> Configuration:
-    url = session.get_bind().engine.url
+    url = _ledger_key(session)
     read = session.info.pop("stamp_and_head", None)  # (read with the lock: write_session)
     if read is None:
         read = driver.query(_connection(session), _STAMP_AND_HEAD).fetchone()
@@ -1009,11 +1017,11 @@ def cap_totals(session: Session, dataset: str, names: Iterable[str] | None = Non
 # Running totals as this process last read or wrote them, per ledger URL, valid while the
 # ledger's audit head is the one stored beside them. Every write to the ledger appends an
 # audit event, so a head that has not moved means no total has changed.
-_TOTALS_CACHE: dict[URL, tuple[str, dict[tuple[str, str], CapTotal]]] = {}
+_TOTALS_CACHE: dict[str, tuple[str, dict[tuple[str, str], CapTotal]]] = {}
 
 
 # The caps' running accountant states (issue 11), cached the same way.
-_STATES_CACHE: dict[URL, tuple[str, dict[tuple[str, str], dict]]] = {}
+_STATES_CACHE: dict[str, tuple[str, dict[tuple[str, str], dict]]] = {}
 
 
 def _current_cache(session: Session, caches: dict | None = None) -> dict[tuple[str, str], CapTotal]:
@@ -1021,7 +1029,7 @@ def _current_cache(session: Session, caches: dict | None = None) -> dict[tuple[s
     head = session.info.get("head_at_start")
     if head is None:  # no head read in this transaction: no way to tell whether the cache is current
         return {}
-    url = session.get_bind().engine.url
+    url = _ledger_key(session)
     cached = caches.get(url)
     if cached is None or cached[0] != head:
         cached = caches[url] = (head, {})
@@ -1031,7 +1039,7 @@ def _current_cache(session: Session, caches: dict | None = None) -> dict[tuple[s
 # The guarantee value and accounting event ids (columns.py) this process last knew, per ledger
 # URL, valid while the audit head is the one they were known at (as the running totals): the id
 # tables are append-only, so what a committed transaction read or gave is still so at its head.
-_IDS_CACHE: dict[URL, tuple[str, columns.Known]] = {}
+_IDS_CACHE: dict[str, tuple[str, columns.Known]] = {}
 _IDS_KEPT = 4096  # ids carried from one transaction to the next (a copy each time), at most
 
 
@@ -1039,7 +1047,7 @@ def _known_ids(session: Session) -> columns.Known:
     """The ids this transaction may take as known: this process's, while the head is unmoved."""
     known = session.info.get("known_ids")
     if known is None:
-        cached = _IDS_CACHE.get(session.get_bind().engine.url)
+        cached = _IDS_CACHE.get(_ledger_key(session))
         head = session.info.get("head_at_start")
         if head is not None and cached is not None and cached[0] == head:
             known = columns.Known(dict(cached[1].values), dict(cached[1].events))
@@ -1053,14 +1061,14 @@ def _remember_ids(session: Session) -> None:
     """After a commit: the ids this transaction knew (read or given) are current at the new head."""
     known, head = session.info.get("known_ids"), session.info.get("audit_head")
     if known is not None and head is not None and len(known.values) + len(known.events) <= _IDS_KEPT:
-        _IDS_CACHE[session.get_bind().engine.url] = (head[1], known)
+        _IDS_CACHE[_ledger_key(session)] = (head[1], known)
 
 
 def _remember_roles(session: Session) -> None:
     """After a commit that changed no role: the roles it read are current at the new head."""
     found, head = session.info.get("roles"), session.info.get("audit_head")
     if found is not None and head is not None and "roles_changed" not in session.info:
-        _ROLES_CACHE[session.get_bind().engine.url] = (head[1], found)
+        _ROLES_CACHE[_ledger_key(session)] = (head[1], found)
 
 
 def _remember_totals(session: Session) -> None:
@@ -1069,7 +1077,7 @@ def _remember_totals(session: Session) -> None:
     head = session.info.get("audit_head")
     if head is None:
         return
-    url = session.get_bind().engine.url
+    url = _ledger_key(session)
     for caches, key in ((_TOTALS_CACHE, "saved_totals"), (_STATES_CACHE, "saved_states")):
         saved = session.info.get(key)
         if not saved:
@@ -1237,7 +1245,7 @@ def lifecycle_events(session: Session, kinds: Sequence[str]) -> list[tuple[int, 
 
 # Roles as this process last read them, per ledger URL, valid while the audit head is the
 # one they were read at (every grant and revocation appends an event: set_role).
-_ROLES_CACHE: dict[URL, tuple[str, dict[str, frozenset[str]]]] = {}
+_ROLES_CACHE: dict[str, tuple[str, dict[str, frozenset[str]]]] = {}
 _READ_ROLES = select(RoleRow.__table__.c.person, RoleRow.__table__.c.role)
 
 
@@ -1247,7 +1255,7 @@ def roles(session: Session) -> dict[str, frozenset[str]]:
     found = session.info.get("roles")
     if found is not None:
         return found
-    url = session.get_bind().engine.url
+    url = _ledger_key(session)
     head = session.info.get("head_at_start")
     cached = _ROLES_CACHE.get(url)
     if head is not None and "roles_changed" not in session.info and cached is not None and cached[0] == head:

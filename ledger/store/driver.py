@@ -25,35 +25,34 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from sqlalchemy import Connection
 
-# (id of the statement, dialect name, the columns given) -> (the statement, SQL, names in
-# order for a positional paramstyle else None, {name: bind processor})
-_COMPILED: dict[tuple, tuple] = {}
+# per dialect (weakly: it goes with its engine): (id of the statement, the columns given) ->
+# (the statement, its SQL, whether parameters are positional, ((name, bind processor or None), ...))
+_COMPILED: WeakKeyDictionary = WeakKeyDictionary()
 
 
-def _compiled(statement, dialect, keys: tuple[str, ...] | None) -> tuple[str, tuple[str, ...] | None, dict]:
-    key = (id(statement), dialect.name, keys)
-    found = _COMPILED.get(key)
+def _compiled(statement, dialect, keys: tuple[str, ...] | None) -> tuple[str, bool, tuple]:
+    statements = _COMPILED.get(dialect)
+    if statements is None:
+        statements = _COMPILED[dialect] = {}
+    found = statements.get((id(statement), keys))
     if found is None or found[0] is not statement:
         compiled = statement.compile(dialect=dialect, column_keys=list(keys) if keys is not None else None)
-        processors = {}
-        for name, bind in compiled.binds.items():
-            processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
-            if processor is not None:
-                processors[name] = processor
-        names = tuple(compiled.positiontup) if compiled.positiontup is not None else None
-        found = _COMPILED[key] = (statement, compiled.string, names, processors)
+        positional = compiled.positiontup is not None  # qmark (SQLite): a tuple in the statement's order
+        names = compiled.positiontup if positional else list(compiled.binds)
+        binds = compiled.binds
+        items = tuple((name, binds[name].type.dialect_impl(dialect).bind_processor(dialect)) for name in names)
+        found = statements[(id(statement), keys)] = (statement, compiled.string, positional, items)
     return found[1:]
 
 
-def _parameters(row: Mapping[str, Any], names: tuple[str, ...] | None, processors: dict):
-    if names is not None:  # qmark (SQLite): a tuple in the statement's order
-        return tuple(processors[n](row[n]) if n in processors else row[n] for n in names)
-    if not processors:
-        return row
-    return {n: (processors[n](v) if n in processors else v) for n, v in row.items()}
+def _parameters(row: Mapping[str, Any], positional: bool, items: tuple):
+    if positional:
+        return tuple([row[name] if processor is None else processor(row[name]) for name, processor in items])
+    return {name: row[name] if processor is None else processor(row[name]) for name, processor in items}
 
 
 def dbapi(connection: Connection):
@@ -65,10 +64,10 @@ def execute(connection: Connection, statement, row: Mapping[str, Any] | None = N
     """Run a write once with `row`'s values (pipelined after `pipeline`). `columns`: an INSERT
     of exactly the columns `row` names (compiled for those)."""
     row = row or {}
-    sql, names, processors = _compiled(statement, connection.dialect, tuple(row) if columns else None)
+    sql, positional, items = _compiled(statement, connection.dialect, tuple(row) if columns else None)
     cursor = dbapi(connection).cursor()
     with disconnects(connection):
-        cursor.execute(sql, _parameters(row, names, processors))
+        cursor.execute(sql, _parameters(row, positional, items))
 
 
 def query(connection: Connection, statement, row: Mapping[str, Any] | None = None):
@@ -76,10 +75,10 @@ def query(connection: Connection, statement, row: Mapping[str, Any] | None = Non
     writes are sent and checked first)."""
     end_pipeline(connection)
     row = row or {}
-    sql, names, processors = _compiled(statement, connection.dialect, None)
+    sql, positional, items = _compiled(statement, connection.dialect, None)
     cursor = dbapi(connection).cursor()
     with disconnects(connection):
-        cursor.execute(sql, _parameters(row, names, processors))
+        cursor.execute(sql, _parameters(row, positional, items))
     return cursor
 
 
@@ -89,10 +88,10 @@ def execute_many(connection: Connection, statement, rows: Sequence[Mapping[str, 
     rows together). With `columns`, every row names the same columns, the first row's."""
     if not rows:
         return
-    sql, names, processors = _compiled(statement, connection.dialect, tuple(rows[0]) if columns else None)
+    sql, positional, items = _compiled(statement, connection.dialect, tuple(rows[0]) if columns else None)
     cursor = dbapi(connection).cursor()
     with disconnects(connection):
-        cursor.executemany(sql, [_parameters(row, names, processors) for row in rows])
+        cursor.executemany(sql, [_parameters(row, positional, items) for row in rows])
 
 
 @contextmanager
