@@ -597,36 +597,37 @@ def write_session(engine: Engine, *, read_head: bool = False) -> Iterator[Sessio
     audit head and totals' stamp (`configuration`) reads them in the lock's round trip."""
     with engine.connect() as connection:
         connection.execution_options(**{WRITE_OPTION: True})
-        with connection.begin():
-            stamp_and_head = None
-            if engine.dialect.name == "postgresql":
-                # the wait for the lock is bounded: then exit 3 (failures), nothing written.
-                # One round trip: statements of constants in one simple query (with
-                # `read_head`, the last one reads the stamps and the head once the lock is held).
-                statement = (f"SET LOCAL lock_timeout = {int(lock_timeout() * 1000)}; "
-                             f"SELECT pg_advisory_xact_lock({int(WRITE_LOCK_KEY)})")
-                if not read_head:
-                    connection.exec_driver_sql(statement)
-                else:
-                    cursor = driver.dbapi(connection).cursor()
-                    with driver.disconnects(connection):
-                        cursor.execute(f"{statement}; {_STAMP_AND_HEAD_SQL}")
-                        cursor.nextset()
-                        cursor.nextset()
-                        stamp_and_head = cursor.fetchone()
-            session = Session(bind=connection, join_transaction_mode="rollback_only")
-            session.info["connection"] = connection
-            if stamp_and_head is not None:
-                session.info["stamp_and_head"] = stamp_and_head
-            try:
-                yield session
-                _finish_write(session)
-                driver.end_pipeline(connection)  # what `pipelined` holds is sent and checked before the commit
-            except BaseException as exc:
-                driver.end_pipeline(connection, exc)
-                raise
-            finally:
-                session.close()
+        postgresql = engine.dialect.name == "postgresql"
+        try:
+            with connection.begin():
+                stamp_and_head = None
+                if postgresql:
+                    # the wait for the lock is bounded: then exit 3 (failures), nothing written.
+                    # One round trip: statements of constants in one simple query (with
+                    # `read_head`, BEGIN itself is the first (driver.begin_with) and the last
+                    # reads the stamps and the head once the lock is held).
+                    statement = (f"SET LOCAL lock_timeout = {int(lock_timeout() * 1000)}; "
+                                 f"SELECT pg_advisory_xact_lock({int(WRITE_LOCK_KEY)})")
+                    if not read_head:
+                        connection.exec_driver_sql(statement)
+                    else:
+                        stamp_and_head = driver.begin_with(connection, f"{statement}; {_STAMP_AND_HEAD_SQL}", 3)
+                session = Session(bind=connection, join_transaction_mode="rollback_only")
+                session.info["connection"] = connection
+                if stamp_and_head is not None:
+                    session.info["stamp_and_head"] = stamp_and_head
+                try:
+                    yield session
+                    _finish_write(session)
+                    driver.end_pipeline(connection)  # what `pipelined` holds is sent and checked before the commit
+                except BaseException as exc:
+                    driver.end_pipeline(connection, exc)
+                    raise
+                finally:
+                    session.close()
+        finally:
+            if postgresql and read_head:
+                driver.end_begin(connection)
         _remember_totals(session)  # committed: only now may the caches move
         _remember_roles(session)
         _remember_ids(session)
@@ -847,6 +848,7 @@ def add_releases(session: Session, releases: Sequence[Release], families: Sequen
         seq, _ = append_event(session, kind="release.recorded", subject=release.id, actor=actor,
                               payload=payload)
         rows.append(_release_values(body, seq))  # a release's seq is that of its recording event
+        session.info.setdefault("release_exists", {})[release.id] = True  # (ReleaseLookup)
     if rows:
         driver.execute_many(_connection(session), _INSERT_RELEASE, rows, columns=True)
         columns.insert_rows(_connection(session), [(row["seq"], r) for row, r in zip(rows, releases)],
@@ -894,7 +896,14 @@ class ReleaseLookup(Mapping):
         return release_from_dict(release_row_dict(row))
 
     def __contains__(self, release_id: object) -> bool:
-        return driver.query(_connection(self.session), _RELEASE_EXISTS, {"id": release_id}).fetchone() is not None
+        # asked once per transaction and id (the batch's checks, then `already_recorded`: on
+        # PostgreSQL each ask is a round trip); `add_releases` notes the ids it writes
+        known = self.session.info.setdefault("release_exists", {})
+        found = known.get(release_id)
+        if found is None:
+            found = known[release_id] = driver.query(_connection(self.session), _RELEASE_EXISTS,
+                                                     {"id": release_id}).fetchone() is not None
+        return found
 
     def __iter__(self):
         return iter(self.session.exec(select(ReleaseRow.id)).all())

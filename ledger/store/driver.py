@@ -133,3 +133,30 @@ def end_pipeline(connection: Connection, failed: BaseException | None = None) ->
             opened.__exit__(None, None, None)
         else:
             opened.__exit__(type(failed), failed, failed.__traceback__)
+
+
+def begin_with(connection: Connection, sql: str, statements: int) -> tuple | None:
+    """PostgreSQL: open the write transaction with `BEGIN; <sql>` (`statements` statements) in
+    one simple query, and return the first row of the last one. psycopg would send its own
+    BEGIN first, a round trip of its own: for this transaction it is in autocommit mode, so it
+    sends none, while its commit and rollback still end the transaction the server holds open
+    (psycopg acts on the server's transaction status). `end_begin` restores it."""
+    raw = dbapi(connection)
+    raw.autocommit = True
+    cursor = raw.cursor()
+    with disconnects(connection):
+        cursor.execute(f"BEGIN; {sql}")
+        for _ in range(statements):
+            cursor.nextset()
+        return cursor.fetchone()
+
+
+def end_begin(connection: Connection) -> None:
+    """After the commit or rollback of a transaction `begin_with` opened: psycopg back in its
+    usual mode (a transaction per use of the pooled connection); a connection that cannot be
+    put back is dropped from the pool, never reused in autocommit mode."""
+    try:
+        dbapi(connection).autocommit = False
+    except Exception:  # noqa: BLE001 -- a broken or busy connection: not reused
+        if not connection.invalidated:
+            connection.invalidate()
