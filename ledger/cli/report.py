@@ -574,27 +574,27 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE):
                 yield _report.register_entry(release, families, found, wide, **steps.get(release.id, {}))
 
 
-def chain_status(verification: store.Verification, since: int = 0) -> ChainStatus:
+def chain_status(verification: store.Verification, since: int = 0, kept=None) -> ChainStatus:
+    """The report's ChainStatus of a verification: in full, or (`since`) from the verified head
+    `kept` (verified_head.VerifiedHead, whose times the report states)."""
     return _report.ChainStatus(verification.ok, verification.events, verification.head, tuple(verification.problems),
-                               since)
+                               since, None if kept is None else kept.at, None if kept is None else kept.full_at)
 
 
 def verify_for_report(session) -> ChainStatus:
-    """The report's verification of the audit chain: in full, unless the ledger has more
-    releases than the summary threshold (`report.summary_from()`) and a verified head: then
-    only what was appended since that head (verified_head.verify_since, as `audit verify
-    --since-checkpoint`), since the full one takes minutes there (~280 s of CPU at a million
-    releases). The ChainStatus says which (`since`), and every report says it beside the result."""
-    from sqlalchemy import func
-
+    """The report's verification of the audit chain: when the ledger has a verified head (kept
+    by a passing `audit verify`), only what was appended since that head (verified_head.verify_since,
+    as `audit verify --since-checkpoint`: the head's event must still carry the hash that was
+    verified); else in full. The full one decodes and charges every release again: at 10,000
+    releases it was most of a report's CPU, at a million minutes of it (issue 13). The ChainStatus
+    says which (`since`, and when the head and the last full verification were kept), and every
+    report says it beside the result. A report never keeps a head itself: it writes nothing to the
+    ledger (only `audit verify` does)."""
     from ..store import verified_head
 
-    mark = verified_head.read(session)
-    if mark is not None:
-        releases = store.ReleaseRow.__table__
-        count = session.connection().execute(select(func.count()).select_from(releases)).scalar_one()
-        if count > _report.summary_from():
-            return chain_status(verified_head.verify_since(session, mark), since=mark[0])
+    kept = verified_head.read_head(session)
+    if kept is not None:
+        return chain_status(verified_head.verify_since(session, (kept.seq, kept.hash)), since=kept.seq, kept=kept)
     return chain_status(store.verify(session))
 
 
@@ -647,7 +647,7 @@ class VerifyAlongside:
     """`store.verify` run in a forked process while this one reads the ledger and builds
     the report: on a large ledger the verification (every hash, every row, every cap's
     total recomputed) takes as long as all the rest, and a machine has more than one core.
-    What it verifies: `verify_for_report` (incremental past the summary threshold).
+    What it verifies: `verify_for_report` (since the verified head, when the ledger has one).
 
     Calling it gives the ChainStatus. Where fork is not available, or the child fails,
     the verification runs here, in this process, when it is asked for.

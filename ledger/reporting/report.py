@@ -122,16 +122,20 @@ class AuditEvent:
 
 @dataclass(frozen=True)
 class ChainStatus:
-    """The result of recomputing the audit chain: in full (store.verify), or, on a ledger
-    past `summary_from()` releases with a verified head, what was appended since that head
+    """The result of recomputing the audit chain: in full (store.verify), or, on a ledger with a
+    verified head (kept by a passing `audit verify`), what was appended since that head
     (verified_head.verify_since; `since` is the head's event: events 1..since were verified
-    by an earlier `audit verify`, and this report checked events since+1..events)."""
+    by that `audit verify`, and this report checked events since+1..events). `head_at` and
+    `full_at`: when that head was verified, and when the last full verification ran (None
+    when the head kept no time, before schema 8)."""
 
     ok: bool
     events: int
     head: str
     problems: tuple[str, ...]
     since: int = 0  # 0: the full verification
+    head_at: datetime | None = None
+    full_at: datetime | None = None
 
     @property
     def scope(self) -> str:
@@ -139,11 +143,23 @@ class ChainStatus:
         if not self.since:
             return (f"every one of the {self.events} events matches its SHA-256 link and every row matches "
                     "its latest event")
-        return (f"events {self.since + 1} to {self.events}, appended since the verified head (event {self.since}, "
-                "kept by the last passing audit verify), match their SHA-256 links and the rows they name; "
-                f"events 1 to {self.since} were verified by that run. On a ledger this large the report does "
-                "not repeat the full verification (minutes of work): privacy-ledger audit verify recomputes "
-                "every row and running total")
+        from .views import when_text
+
+        kept = "kept by the last passing audit verify" + (f", at {when_text(self.head_at)}" if self.head_at else "")
+        if self.events > self.since:
+            checked = (f"events {self.since + 1} to {self.events}, appended since the verified head (event "
+                       f"{self.since}, {kept}), match their SHA-256 links and the rows they name")
+        else:
+            checked = f"no event was appended since the verified head (event {self.since}, {kept}), whose hash holds"
+        if self.full_at is not None and self.full_at == self.head_at:
+            earlier = f"events 1 to {self.since} were verified in full by that run"
+        elif self.full_at is not None:
+            earlier = (f"events 1 to {self.since} were verified by that run and those before it (the last full "
+                       f"verification ran at {when_text(self.full_at)})")
+        else:
+            earlier = f"events 1 to {self.since} were verified by that run"
+        return (f"{checked}; {earlier}. The report does not repeat the full verification: privacy-ledger "
+                "audit verify recomputes every row and running total")
 
 
 @dataclass(frozen=True)
