@@ -9,9 +9,9 @@ nothing; the file itself is written whole or not at all (a temporary file in
 the same directory, renamed into place).
 
 On Linux forked helpers share the work of a report: one verifies the audit chain
-(`VerifyAlongside`), one computes the pairs panel and the timeline and draws both
-charts (`ForkedCall`; past the summary threshold, `ChartsAlongside` draws them),
-while this process reads the ledger and builds the rest.
+(`VerifyAlongside`), one computes the pairs panel (`ForkedCall`; past the summary
+threshold, `ChartsAlongside` draws the charts), while this process reads the ledger
+and builds the rest (the risk table, the register, the timeline, then both charts).
 If a helper is missing or fails, its work is done here; the report is the same.
 
 The PDF is the HTML report printed by Chromium (through Playwright's Python
@@ -678,9 +678,9 @@ class VerifyAlongside:
 
 class ForkedCall:
     """`function()` computed in a forked process (a `report.Beside`) while this one goes on:
-    the report's pairs panel and timeline (the accountants on every pair of variables, about a
-    fifth of a 10,000-release report's work) on the other core, while this process builds the
-    risk table and the register (issue 13, section 4). The child is a copy of this process, so
+    the report's pairs panel (the accountants on every pair of variables, about a fifth of a
+    10,000-release report's work) on the other core, while this process builds the risk table,
+    the register and the timeline (issue 13, section 4). The child is a copy of this process, so
     it computes the same figures from the same index; its result comes back pickled. Calling
     the instance gives the result; where fork is not available, or the child fails, the
     function is called here, then."""
@@ -716,6 +716,7 @@ def _modules_before_fork(charts: bool) -> None:
     accountants, the chart writer: ~0.2 s of CPU in all on a loaded 2-core machine) is CPU taken
     from the other processes of the same report, which import them anyway."""
     import numpy  # noqa: F401
+    import numpy.ma  # noqa: F401 (np.unique reads np.ma.is_masked: ~0.1 s of import in each process otherwise)
 
     from ..accounting import accountants  # noqa: F401 (store.verify's)
     from ..store import columns  # noqa: F401 (store.verify's)
