@@ -26,8 +26,12 @@ and the commands are measured beside the old path, main's code (`--baseline`,
 default `main`: its `ledger` package extracted under the cache and run on the same
 ledger file), each a fresh process, interleaved, as wall seconds, CPU seconds
 (user + system, the forked helpers included) and peak memory (the largest
-resident set of the process tree, by wait4), with the load average beside them:
-(d) `report --format html` at 10k releases x 200 variables: target < 3 s;
+resident set of the process tree, by wait4), with the load average beside them; both
+packages run from compiled bytecode, as installed copies do (`--no-bytecode`: as the
+environment says, e.g. PYTHONDONTWRITEBYTECODE=1, which costs each process ~0.5 s of compiling):
+(d) `report --format html` at 10k releases x 200 variables: target < 3 s; on the ledger as built
+    (no verified head: the report verifies the whole chain) and on a copy where `audit verify`
+    kept a verified head (the report verifies what was appended since it);
 (e) `audit verify` at 10k, 100k and 1M releases (the ledgers of bench_scale.py,
     copied read-only from `--scale-from`), and `report --format html` on them (a
     summarised page and its register past 20,000 releases): verify < 2 GB at any
@@ -40,6 +44,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -229,11 +234,24 @@ def ledger_command(code: Path | None, db: Path, *args: str, out_dir: Path) -> tu
     """argv, environment and directory of `privacy-ledger --db DB ARGS` on this branch's code (code None)
     or on the extracted package at `code` (python -m finds the package in its working directory)."""
     env = {**os.environ, "LEDGER_USER": "bench"}
+    if BYTECODE:  # as an installed package runs: from its compiled modules (see `compiled`)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     cwd = out_dir
     if code is not None:
         env["PYTHONPATH"] = str(code)
         cwd = code
     return [sys.executable, "-m", "ledger", "--db", f"sqlite:///{db}", *args], env, cwd
+
+
+BYTECODE = True  # the measured processes use Python's bytecode cache (--no-bytecode: as the environment says)
+
+
+def compiled(*packages: Path) -> None:
+    """Each package's modules compiled to bytecode beforehand (compileall), as pip leaves an installed
+    package: with PYTHONDONTWRITEBYTECODE set (as some shells and CI set it) every fresh process would
+    compile the ledger's ~40,000 lines again, ~0.5 s of CPU that no installed copy pays."""
+    for package in packages:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True, capture_output=True)
 
 
 def median_of(runs: list[tuple[float, float, float]]) -> tuple[float, float, float]:
@@ -276,24 +294,45 @@ def scale_ledger(size: int, source: Path | None) -> Path | None:
 
 
 def scale_main(args) -> None:
+    global BYTECODE
     code_old = baseline_package(args.baseline)
-    print(f"old path: {args.baseline} ({code_old.name}); {load_average()}")
+    BYTECODE = args.bytecode
+    if BYTECODE:
+        compiled(ROOT / "ledger", code_old / "ledger")
+    print(f"old path: {args.baseline} ({code_old.name}); {load_average()}; "
+          f"{'from compiled bytecode' if BYTECODE else 'PYTHONDONTWRITEBYTECODE as set: ' + os.environ.get('PYTHONDONTWRITEBYTECODE', '(unset)')}")
     with tempfile.TemporaryDirectory() as name:
         out = Path(name)
-        # (d) the report at 10k x 200
+        # (d) the report at 10k x 200: on a copy of the cached ledger with no verified head (the
+        # report verifies the whole chain; (e)'s `audit verify` keeps one in the cached file), then
+        # on a copy where `audit verify` kept one (the report verifies what was appended since:
+        # nothing here; main's code verifies in full below 20,000 releases all the same)
+        import sqlite3
+
         db = cached_report_ledger(args.variables, args.releases)
-        new_runs, old_runs = [], []
-        for _ in range(args.repeat):
-            for code, runs in ((None, new_runs), (code_old, old_runs)):
-                argv, env, cwd = ledger_command(code, db, "report", "--format", "html", "--out",
-                                                str(out / "report.html"), out_dir=out)
-                runs.append(measured(argv, env, cwd))
-        print(f"(d) `report --format html`, {args.releases:,} releases x {args.variables} variables, median of "
-              f"{args.repeat} (interleaved), {load_average()}:")
-        for label, runs in (("this branch", new_runs), (f"old path ({args.baseline})", old_runs)):
-            wall, cpu, peak = median_of(runs)
-            print(f"    {label:>22}: {wall:6.2f} s wall, {cpu:6.2f} s CPU, {peak:7.0f} MB peak   "
-                  f"(walls {', '.join(f'{r[0]:.2f}' for r in runs)})   [target < {REPORT_10K_TARGET_S:.0f} s]")
+        plain, headed = out / f"{db.stem}-no-head.db", out / f"{db.stem}-verified-head.db"
+        shutil.copyfile(db, plain)
+        with sqlite3.connect(plain) as connection:  # (a meta row, outside the chain: as never verified)
+            connection.execute("DELETE FROM ledger_meta WHERE key = 'verified_head'")
+        shutil.copyfile(plain, headed)
+        argv, env, cwd = ledger_command(None, headed, "audit", "verify", out_dir=out)
+        subprocess.run(argv, env=env, cwd=cwd, check=True, capture_output=True)
+        for label, ledger in (("no verified head", plain), ("a verified head", headed)):
+            new_runs, old_runs = [], []
+            for _ in range(args.repeat):
+                for code, runs in ((None, new_runs), (code_old, old_runs)):
+                    argv, env, cwd = ledger_command(code, ledger, "report", "--format", "html", "--out",
+                                                    str(out / "report.html"), out_dir=out)
+                    runs.append(measured(argv, env, cwd))
+            print(f"(d) `report --format html`, {args.releases:,} releases x {args.variables} variables, {label}, "
+                  f"median of {args.repeat} (interleaved), {load_average()}:")
+            for name, runs in (("this branch", new_runs), (f"old path ({args.baseline})", old_runs)):
+                wall, cpu, peak = median_of(runs)
+                print(f"    {name:>22}: {wall:6.2f} s wall, {cpu:6.2f} s CPU, {peak:7.0f} MB peak   "
+                      f"(walls {', '.join(f'{r[0]:.2f}' for r in runs)}; CPU {', '.join(f'{r[1]:.2f}' for r in runs)})"
+                      f"   [target < {REPORT_10K_TARGET_S:.0f} s]")
+        plain.unlink()
+        headed.unlink()
 
         # (e) verify (and the report) by size
         print(f"(e) `audit verify` and `report --format html` by size ({load_average()}):")
@@ -325,6 +364,9 @@ def main() -> None:
     parser.add_argument("--baseline", default="main", help="git ref of the old path (default: main)")
     parser.add_argument("--baseline-max", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-bytecode", dest="bytecode", action="store_false",
+                        help="--scale: keep the environment's PYTHONDONTWRITEBYTECODE (each process compiles the "
+                             "ledger's modules again) instead of running from compiled bytecode as an install does")
     parser.add_argument("--sizes", type=lambda text: [int(x) for x in text.split(",") if x.strip()],
                         default=[100_000, 1_000_000], help="(e)'s sizes, comma-separated; \"\": (e) at 10k only")
     parser.add_argument("--scale-from", type=Path, default=None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import re
 import sqlite3
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -159,12 +160,85 @@ def test_past_the_threshold_the_report_verifies_since_the_verified_head_and_says
     assert cli_main(url, "report", "--out", out).code == 0
     html = out.read_text()
     assert f"events {head + 1} to {now}, appended since the verified head (event {head}" in html
-    assert f"events 1 to {head} were verified by that run" in html and "Audit chain verified" in html
+    assert f"events 1 to {head} were verified in full by that run" in html and "Audit chain verified" in html
     with sqlite3.connect(path) as connection:  # an event after the head, edited behind the ledger's back
         connection.execute("UPDATE audit_events SET actor = 'mallory' WHERE seq = ?", (now,))
     assert cli_main(url, "report", "--out", out).code == 0
     html = out.read_text()
     assert "Audit chain BROKEN" in html and f"event {now}" in html
+
+
+def _meta(path: str) -> dict:
+    with sqlite3.connect(path) as connection:
+        return dict(connection.execute("SELECT key, value FROM ledger_meta").fetchall())
+
+
+@pytest.mark.parametrize("fmt", ["html", "md"])
+def test_below_the_threshold_too_the_report_verifies_since_the_verified_head_and_says_what(ledger, monkeypatch, fmt):
+    """Issue 13, section 4: at 10,000 releases the full verification (every release decoded
+    and charged again) was most of a report's CPU. A ledger of any size with a verified head
+    (kept by a passing `audit verify`) is checked from that head, and the report says which
+    events it checked, since which event, when that head was kept and when the last full
+    verification ran. Without a head: the full verification, and the report keeps no head
+    (it writes nothing to the ledger). A tampered event after the head, or the head's own
+    event rewritten, is still found."""
+    url, tmp_path = ledger
+    monkeypatch.delenv(SUMMARY_ENV)  # six releases: far below the threshold, a page lists them all
+    path = url.removeprefix("sqlite:///")
+    out = tmp_path / f"report.{fmt}"
+
+    def events() -> int:
+        with sqlite3.connect(path) as connection:
+            return connection.execute("SELECT count(*) FROM audit_events").fetchone()[0]
+
+    before = _meta(path)
+    assert "verified_head" not in before
+    assert cli_main(url, "report", "--out", out).code == 0
+    if fmt == "html":  # (the Markdown and LaTeX certificates say the scope of an incremental check only)
+        assert f"every one of the {events()} events matches its SHA-256 link" in out.read_text()
+    assert _meta(path) == before  # no head kept by a report
+    assert not (tmp_path / f"report.{fmt}.register.csv").exists()
+
+    assert cli_main(url, "audit", "verify").code == 0  # keeps the verified head, with its time
+    head = events()
+    kept = _meta(path)["verified_head"]
+    (tmp_path / "more.yaml").write_text(
+        "dataset: survey\nreleases:\n"
+        "  - {id: g, title: More, reads: [age], mechanism: {name: laplace, epsilon: \"1/5\"}}\n")
+    assert cli_main(url, "record", tmp_path / "more.yaml").code == 0
+    now = events()
+    assert cli_main(url, "report", "--out", out).code == 0
+    text = out.read_text()
+    assert f"events {head + 1} to {now}, appended since the verified head (event {head}, kept by the last " \
+           f"passing audit verify, at " in text
+    assert f"events 1 to {head} were verified in full by that run" in text
+    assert "does not repeat the full verification" in text and "every one of the" not in text
+    assert _meta(path)["verified_head"] == kept  # still the one audit verify kept
+
+    with sqlite3.connect(path) as connection:  # the head's own event rewritten: its hash no longer holds
+        connection.execute("UPDATE audit_events SET actor = 'mallory' WHERE seq = ?", (head,))
+    assert cli_main(url, "report", "--out", out).code == 0
+    text = unescape(out.read_text())
+    assert "BROKEN" in text and "the verified checkpoint's content does not match its hash" in text
+
+
+def test_the_scope_names_when_the_head_and_the_last_full_verification_were_kept():
+    """ChainStatus.scope: a head kept by an incremental `audit verify --since-checkpoint` names the
+    last full verification apart; a head with no time (before schema 8) says only that run."""
+    from datetime import UTC, datetime
+
+    from ledger.reporting.report import ChainStatus
+
+    full, later = datetime(2026, 1, 5, 9, 0, tzinfo=UTC), datetime(2026, 2, 1, 10, 30, tzinfo=UTC)
+    incremental = ChainStatus(True, 120, "h", (), since=100, head_at=later, full_at=full).scope
+    assert incremental.startswith("events 101 to 120, appended since the verified head (event 100, kept by the "
+                                  "last passing audit verify, at 2026-02-01 10:30:00 UTC)")
+    assert ("events 1 to 100 were verified by that run and those before it (the last full verification ran at "
+            "2026-01-05 09:00:00 UTC)") in incremental
+    assert "no event was appended since the verified head (event 120" in ChainStatus(
+        True, 120, "h", (), since=120, head_at=later, full_at=later).scope
+    untimed = ChainStatus(True, 120, "h", (), since=100).scope
+    assert "kept by the last passing audit verify)" in untimed and "events 1 to 100 were verified by that run." in untimed
 
 
 from hypothesis import given  # noqa: E402

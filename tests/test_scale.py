@@ -231,6 +231,22 @@ def test_verify_since_checkpoint_checks_only_what_was_appended_and_catches_a_cha
     assert run.code == 1 and "the verified checkpoint's hash changed" in run.err
 
 
+def test_verify_since_checkpoint_finds_the_head_event_itself_rewritten_with_its_hash_kept(ledger):
+    """The checkpoint's own event is checked as every later one is: its content edited behind the
+    ledger's back (its stored hash kept) no longer hashes to that hash, and --since-checkpoint (which
+    a report past a verified head also runs) says so, instead of only comparing the stored hash."""
+    url, tmp_path = ledger
+    path = url.removeprefix("sqlite:///")
+    assert cli_main(url, "audit", "verify").code == 0  # keeps the head
+    assert cli_main(url, "audit", "verify", "--since-checkpoint").code == 0  # nothing appended: it holds
+    with sqlite3.connect(path) as connection:
+        head = connection.execute("SELECT max(seq) FROM audit_events").fetchone()[0]
+        connection.execute("UPDATE audit_events SET actor = 'mallory' WHERE seq = ?", (head,))
+    run = cli_main(url, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1
+    assert f"event {head} (" in run.err and "the verified checkpoint's content does not match its hash" in run.err
+
+
 def test_the_verified_head_keeps_when_it_was_verified_and_an_old_head_is_upgraded_in_place(ledger):
     """Brief h3: the verified head stores when it was verified and when the last full verification
     ran (an incremental run carries the latter forward); a head kept by schema 7 ("seq:hash", no

@@ -9,9 +9,9 @@ nothing; the file itself is written whole or not at all (a temporary file in
 the same directory, renamed into place).
 
 On Linux forked helpers share the work of a report: one verifies the audit chain
-(`VerifyAlongside`), one computes the pairs panel and the timeline and draws both
-charts (`ForkedCall`; past the summary threshold, `ChartsAlongside` draws them),
-while this process reads the ledger and builds the rest.
+(`VerifyAlongside`), one computes the pairs panel (`ForkedCall`; past the summary
+threshold, `ChartsAlongside` draws the charts), while this process reads the ledger
+and builds the rest (the risk table, the register, the timeline, then both charts).
 If a helper is missing or fails, its work is done here; the report is the same.
 
 The PDF is the HTML report printed by Chromium (through Playwright's Python
@@ -574,27 +574,27 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE):
                 yield _report.register_entry(release, families, found, wide, **steps.get(release.id, {}))
 
 
-def chain_status(verification: store.Verification, since: int = 0) -> ChainStatus:
+def chain_status(verification: store.Verification, since: int = 0, kept=None) -> ChainStatus:
+    """The report's ChainStatus of a verification: in full, or (`since`) from the verified head
+    `kept` (verified_head.VerifiedHead, whose times the report states)."""
     return _report.ChainStatus(verification.ok, verification.events, verification.head, tuple(verification.problems),
-                               since)
+                               since, None if kept is None else kept.at, None if kept is None else kept.full_at)
 
 
 def verify_for_report(session) -> ChainStatus:
-    """The report's verification of the audit chain: in full, unless the ledger has more
-    releases than the summary threshold (`report.summary_from()`) and a verified head: then
-    only what was appended since that head (verified_head.verify_since, as `audit verify
-    --since-checkpoint`), since the full one takes minutes there (~280 s of CPU at a million
-    releases). The ChainStatus says which (`since`), and every report says it beside the result."""
-    from sqlalchemy import func
-
+    """The report's verification of the audit chain: when the ledger has a verified head (kept
+    by a passing `audit verify`), only what was appended since that head (verified_head.verify_since,
+    as `audit verify --since-checkpoint`: the head's event must still carry the hash that was
+    verified); else in full. The full one decodes and charges every release again: at 10,000
+    releases it was most of a report's CPU, at a million minutes of it (issue 13). The ChainStatus
+    says which (`since`, and when the head and the last full verification were kept), and every
+    report says it beside the result. A report never keeps a head itself: it writes nothing to the
+    ledger (only `audit verify` does)."""
     from ..store import verified_head
 
-    mark = verified_head.read(session)
-    if mark is not None:
-        releases = store.ReleaseRow.__table__
-        count = session.connection().execute(select(func.count()).select_from(releases)).scalar_one()
-        if count > _report.summary_from():
-            return chain_status(verified_head.verify_since(session, mark), since=mark[0])
+    kept = verified_head.read_head(session)
+    if kept is not None:
+        return chain_status(verified_head.verify_since(session, (kept.seq, kept.hash)), since=kept.seq, kept=kept)
     return chain_status(store.verify(session))
 
 
@@ -647,7 +647,7 @@ class VerifyAlongside:
     """`store.verify` run in a forked process while this one reads the ledger and builds
     the report: on a large ledger the verification (every hash, every row, every cap's
     total recomputed) takes as long as all the rest, and a machine has more than one core.
-    What it verifies: `verify_for_report` (incremental past the summary threshold).
+    What it verifies: `verify_for_report` (since the verified head, when the ledger has one).
 
     Calling it gives the ChainStatus. Where fork is not available, or the child fails,
     the verification runs here, in this process, when it is asked for.
@@ -678,9 +678,9 @@ class VerifyAlongside:
 
 class ForkedCall:
     """`function()` computed in a forked process (a `report.Beside`) while this one goes on:
-    the report's pairs panel and timeline (the accountants on every pair of variables, about a
-    fifth of a 10,000-release report's work) on the other core, while this process builds the
-    risk table and the register (issue 13, section 4). The child is a copy of this process, so
+    the report's pairs panel (the accountants on every pair of variables, about a fifth of a
+    10,000-release report's work) on the other core, while this process builds the risk table,
+    the register and the timeline (issue 13, section 4). The child is a copy of this process, so
     it computes the same figures from the same index; its result comes back pickled. Calling
     the instance gives the result; where fork is not available, or the child fails, the
     function is called here, then."""
@@ -716,6 +716,7 @@ def _modules_before_fork(charts: bool) -> None:
     accountants, the chart writer: ~0.2 s of CPU in all on a loaded 2-core machine) is CPU taken
     from the other processes of the same report, which import them anyway."""
     import numpy  # noqa: F401
+    import numpy.ma  # noqa: F401 (np.unique reads np.ma.is_masked: ~0.1 s of import in each process otherwise)
 
     from ..accounting import accountants  # noqa: F401 (store.verify's)
     from ..store import columns  # noqa: F401 (store.verify's)

@@ -122,16 +122,20 @@ class AuditEvent:
 
 @dataclass(frozen=True)
 class ChainStatus:
-    """The result of recomputing the audit chain: in full (store.verify), or, on a ledger
-    past `summary_from()` releases with a verified head, what was appended since that head
+    """The result of recomputing the audit chain: in full (store.verify), or, on a ledger with a
+    verified head (kept by a passing `audit verify`), what was appended since that head
     (verified_head.verify_since; `since` is the head's event: events 1..since were verified
-    by an earlier `audit verify`, and this report checked events since+1..events)."""
+    by that `audit verify`, and this report checked events since+1..events). `head_at` and
+    `full_at`: when that head was verified, and when the last full verification ran (None
+    when the head kept no time, before schema 8)."""
 
     ok: bool
     events: int
     head: str
     problems: tuple[str, ...]
     since: int = 0  # 0: the full verification
+    head_at: datetime | None = None
+    full_at: datetime | None = None
 
     @property
     def scope(self) -> str:
@@ -139,11 +143,23 @@ class ChainStatus:
         if not self.since:
             return (f"every one of the {self.events} events matches its SHA-256 link and every row matches "
                     "its latest event")
-        return (f"events {self.since + 1} to {self.events}, appended since the verified head (event {self.since}, "
-                "kept by the last passing audit verify), match their SHA-256 links and the rows they name; "
-                f"events 1 to {self.since} were verified by that run. On a ledger this large the report does "
-                "not repeat the full verification (minutes of work): privacy-ledger audit verify recomputes "
-                "every row and running total")
+        from .views import when_text
+
+        kept = "kept by the last passing audit verify" + (f", at {when_text(self.head_at)}" if self.head_at else "")
+        if self.events > self.since:
+            checked = (f"events {self.since + 1} to {self.events}, appended since the verified head (event "
+                       f"{self.since}, {kept}), match their SHA-256 links and the rows they name")
+        else:
+            checked = f"no event was appended since the verified head (event {self.since}, {kept}), whose hash holds"
+        if self.full_at is not None and self.full_at == self.head_at:
+            earlier = f"events 1 to {self.since} were verified in full by that run"
+        elif self.full_at is not None:
+            earlier = (f"events 1 to {self.since} were verified by that run and those before it (the last full "
+                       f"verification ran at {when_text(self.full_at)})")
+        else:
+            earlier = f"events 1 to {self.since} were verified by that run"
+        return (f"{checked}; {earlier}. The report does not repeat the full verification: privacy-ledger "
+                "audit verify recomputes every row and running total")
 
 
 @dataclass(frozen=True)
@@ -516,9 +532,9 @@ class ReportContext:
 # Draws the two charts: given the contexts, starts drawing and returns a function that
 # gives (heat map SVG, timeline SVG or ""). See `draw_here`, and cli_report.ChartsAlongside.
 Draw = Callable[["Pairs", "Timeline | None"], Callable[[], tuple[str, str]]]
-# Computes a part of the report that nothing else in it needs until the end (the pairs panel
-# and the timeline): given a function, starts it and returns a function that gives its
-# result. See `here`, and cli_report.ForkedCall (a forked process, on another core).
+# Computes a part of the report that nothing else in it needs until the end (the pairs panel):
+# given a function, starts it and returns a function that gives its result. See `here`, and
+# cli_report.ForkedCall (a forked process, on another core).
 Beside = Callable[[Callable[[], Any]], Callable[[], Any]]
 
 
@@ -546,11 +562,11 @@ def summary_from() -> int:
 def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw_here,
                  register_file: str | None = None, beside: Beside = here) -> ReportContext:
     """The whole report context; `charts=False` skips drawing (Markdown, LaTeX, CSV).
-    `draw` may draw elsewhere while the rest of the context is built, and `beside` may
-    compute the pairs panel and the timeline (and draw them) elsewhere: the same functions
-    on the same index, so the same figures. With `register_file` (the name of the complete
-    register beside the report), the register is summarised: `summary` gives every release
-    one at a time, and `register` the largest only."""
+    `draw` may draw elsewhere, and `beside` may compute the pairs panel elsewhere while the
+    rest (the risk table, the register, the timeline) is built here: the same functions on the
+    same index, so the same figures; both charts are drawn once the pairs panel is back. With
+    `register_file` (the name of the complete register beside the report), the register is
+    summarised: `summary` gives every release one at a time, and `register` the largest only."""
     if inputs.as_of is not None:
         inputs = as_it_stood(inputs)
     dataset = inputs.dataset
@@ -559,16 +575,10 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     index = LedgerIndex(dataset.variable_names, charged, inputs.families)
     from .accountant_views import best_headline  # the smallest valid figures (issue 11)
 
-    def panels() -> tuple[Pairs, Timeline | None]:
-        """The pairs panel and the timeline, with their charts drawn when `charts`."""
-        pairs = pair_figures(index, inputs.delta, objective, protected=dataset.protected_names, best=True)
-        timeline = timeline_of(index, inputs.delta, objective, inputs.as_of or inputs.generated_at,
-                               public=dataset.public_names, caps=inputs.caps)
-        if charts:
-            heat_map, timeline_chart = draw(pairs, timeline)()
-            pairs = replace(pairs, svg=Markup(heat_map))
-            timeline = replace(timeline, svg=Markup(timeline_chart)) if timeline else None
-        return pairs, timeline
+    def panels() -> Pairs:
+        """The pairs panel (the accountants on every pair of variables): the longest part, computed
+        `beside` while the rest is built here."""
+        return pair_figures(index, inputs.delta, objective, protected=dataset.protected_names, best=True)
 
     panels_of = beside(panels)
     table = index.table_by_arrays(dataset.name, objective)
@@ -606,7 +616,13 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
         caps = tuple(_cap_entry(c) for c in inputs.cap_checks)
     else:  # recomputed from the releases (as the ledger stood at --as-of)
         caps = cap_entries(inputs.caps, inputs.cap_totals, charged, family_map_of(inputs))
-    pairs, timeline = panels_of()
+    timeline = timeline_of(index, inputs.delta, objective, inputs.as_of or inputs.generated_at,
+                           public=dataset.public_names, caps=inputs.caps)
+    pairs = panels_of()
+    if charts:  # both charts, from the contexts (the same bytes wherever they are drawn)
+        heat_map, timeline_chart = draw(pairs, timeline)()
+        pairs = replace(pairs, svg=Markup(heat_map))
+        timeline = replace(timeline, svg=Markup(timeline_chart)) if timeline else None
     chain = inputs.chain_status()  # last: the verification may still be running alongside
     return ReportContext(
         title=f"Privacy-loss report: {dataset.name}",

@@ -126,15 +126,34 @@ def remember(engine, verification: store.Verification, full: bool = True,
         raise
 
 
+def _hashes_to_itself(row) -> bool:
+    """The event row hashes to its stored hash, as the chain walk checks every later event
+    (`store.ChainWalk`: over the stored canonical payload, else over the payload parsed)."""
+    from .codec import chain_hash, event_hash
+
+    if event_hash(row.prev_hash, row.seq, row.at, row.actor, row.kind, row.subject, row.payload) == row.hash:
+        return True
+    try:
+        payload = json.loads(row.payload)
+    except ValueError:
+        return False
+    return chain_hash(row.prev_hash, {"seq": row.seq, "at": row.at, "actor": row.actor, "kind": row.kind,
+                                      "subject": row.subject, "payload": payload}) == row.hash
+
+
 def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verification:
     events = store.AuditEventRow.__table__
     connection = session.connection()
     start, digest = checkpoint
     problems: list[str] = []
-    found = connection.execute(select(events.c.hash).where(events.c.seq == start)).scalar()
+    row = connection.execute(select(events).where(events.c.seq == start)).first()
+    found = None if row is None else row.hash
     if found != digest:
         problems.append(f"event {start}: the verified checkpoint's hash changed (it was {digest[:12]}..., now "
                         f"{'missing' if found is None else found[:12] + '...'}); run a full `audit verify`")
+    elif not _hashes_to_itself(row):  # its content edited, its hash kept: the head no longer holds
+        problems.append(f"event {start} ({row.kind} {row.subject}): the verified checkpoint's content does not "
+                        "match its hash; run a full `audit verify`")
     expected: dict[str, dict[str, tuple[int, dict | None, str | None]]] = {
         "release": {}, "dataset": {}, "family": {}, "cap": {}}
     walk = store.ChainWalk(connection, problems, start=start, previous=digest)  # the chain walk verify makes
