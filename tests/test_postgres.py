@@ -367,6 +367,7 @@ def make_version_1(url: str) -> None:
                 for column in inspector.get_columns(table):
                     if column["name"] not in V1_COLUMNS[table]:
                         statements.append(f'ALTER TABLE "{table}" DROP COLUMN "{column["name"]}"')
+            statements.append(f"DROP INDEX IF EXISTS {store.EVENT_INDEX}")  # (schema 9)
             # caps references datasets: drop it first
             statements.sort(key=lambda s: (not s.startswith('DROP TABLE "cap'), s))
             for statement in statements:
@@ -399,6 +400,12 @@ def test_a_version_1_ledger_is_upgraded_on_first_use(ledger_url, tmp_path):
     assert [(kind, subject, json.loads(payload)) for _, kind, subject, _, _, payload in migrated] == [
         ("ledger.migrated", f"schema {version}", {"from": version - 1, "to": version})
         for version in range(2, store.SCHEMA_VERSION + 1)]
+    # schema 9: the audit events' (kind, subject, actor) index, which the report's reads by kind use
+    engine = create_engine(ledger_url)
+    with engine.connect() as connection:
+        indexes = {i["name"]: i["column_names"] for i in inspect(connection).get_indexes("audit_events")}
+    engine.dispose()
+    assert indexes[store.EVENT_INDEX] == ["kind", "subject", "actor"]
     verified = ok(run(ledger_url, "audit", "verify"))
     assert f"{len(events)} events" in verified.out
 

@@ -157,3 +157,105 @@ def test_running_totals_a_chunk_at_a_time_equal_the_whole_cell_matrix(built, mon
     monkeypatch.setattr(engine, "_CHUNK", 23)
     chunked = index.running_totals(order, ends, objective)
     assert all(whole.spend(i, j) == chunked.spend(i, j) for i in range(len(ends)) for j in range(12))
+
+
+def test_the_report_reads_audit_events_through_their_kind_index(built, tmp_path):
+    """Issue 13: every read of the audit events a large report makes by kind (publications,
+    retractions, cancellations, cap changes, the listed releases' events, the counts by kind and
+    actor) is an index search or a scan of the (kind, subject, actor) index alone, never a scan
+    of the events themselves (their payloads: about 4 GB at a million releases). The only reads
+    along the table are the last events, from its end (ORDER BY seq DESC ... LIMIT)."""
+    import re
+    import shutil
+
+    from sqlalchemy import event
+
+    url, _ = built
+    copy = tmp_path / "copy.db"
+    shutil.copy(url.removeprefix("sqlite:///"), copy)
+    engine = store.make_engine(f"sqlite:///{copy}")
+    seen: list[tuple[str, object]] = []
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _seen(connection, cursor, statement, parameters, context, executemany):
+        if "audit_events" in statement and "EXPLAIN" not in statement:
+            seen.append((statement, parameters))
+
+    with store.read_session(engine) as session:
+        dataset = store.snapshot(session, "survey").datasets["survey"]
+        large = gather_large(session, dataset, choices.parse_delta(None, dataset), chain=CHAIN)
+        large.audit(CHAIN)
+    "".join(large_register_csv(engine, large, page=100))
+    assert len(seen) >= 6
+    scans = []
+    with engine.connect() as connection:
+        for statement, parameters in seen:
+            plan = [row[-1] for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement,
+                                                                  parameters).all()]
+            from_the_end = re.search(r"ORDER BY (audit_events\.)?seq DESC\s+LIMIT", statement) is not None
+            if from_the_end:
+                continue
+            if "kind" in statement.partition("WHERE")[2]:  # (a condition on the kind)
+                assert any(store.EVENT_INDEX in step for step in plan), (statement, plan)
+            scans += [(statement, step) for step in plan if step == "SCAN audit_events"]
+    assert scans == []
+    engine.dispose()
+
+
+def test_a_ledger_of_schema_8_gains_the_event_index_once_with_an_audit_event(built, tmp_path):
+    """The schema 9 upgrade builds the audit events' (kind, subject, actor) index in place, records
+    it as an audit event like every upgrade, and the chain still verifies."""
+    import shutil
+    import sqlite3
+
+    url, _ = built
+    copy = tmp_path / "old.db"
+    shutil.copy(url.removeprefix("sqlite:///"), copy)
+    with sqlite3.connect(copy) as db:  # as schema 8 left it
+        db.execute(f"DROP INDEX {store.EVENT_INDEX}")
+        db.execute("UPDATE ledger_meta SET value = '8' WHERE key = 'schema_version'")
+        (events,), = db.execute("SELECT count(*) FROM audit_events").fetchall()
+    copied = f"sqlite:///{copy}"
+    assert cli_main(copied, "releases").code == 0  # any command opening the ledger upgrades it
+    with sqlite3.connect(copy) as db:
+        indexes = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
+                                                "AND tbl_name = 'audit_events'")}
+        migrated = db.execute("SELECT kind, subject, payload FROM audit_events WHERE seq > ?", (events,)).fetchall()
+        plan = db.execute("EXPLAIN QUERY PLAN SELECT subject FROM audit_events WHERE kind = 'release.cancelled'"
+                          ).fetchall()
+    assert store.EVENT_INDEX in indexes and store.EVENT_INDEX in plan[0][-1]
+    assert migrated == [("ledger.migrated", "schema 9", '{"from":8,"to":9}')]
+    assert cli_main(copied, "audit", "verify").code == 0
+    assert cli_main(copied, "releases").code == 0
+    with sqlite3.connect(copy) as db:
+        assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 1  # once
+
+
+def test_the_register_written_in_parts_by_forked_processes_is_the_register_written_whole(built, monkeypatch, tmp_path):
+    """Issue 13: at a million releases one process writing the register took longer than the
+    rest of the report; it is written in parts (seq ranges of about as many charged releases),
+    each by a forked process, and joined: the same bytes as one process writing it whole, no
+    part file left beside it."""
+    import shutil
+
+    import ledger.cli.report as cli_report
+
+    url, _ = built
+    monkeypatch.setenv(SUMMARY_ENV, "100")
+    written = {}
+    original = cli_report._register_parts
+    for parts in (1, 3):
+        directory = tmp_path / f"parts{parts}"
+        directory.mkdir()
+        copy = directory / "ledger.db"
+        shutil.copy(url.removeprefix("sqlite:///"), copy)
+        monkeypatch.setattr(cli_report, "REGISTER_PARTS", parts)
+        monkeypatch.setattr(cli_report, "REGISTER_PAGE", 37)  # (what a part holds at least)
+        seen = []
+        monkeypatch.setattr(cli_report, "_register_parts", lambda *a: seen.append(original(*a)) or seen[-1])
+        run = cli_main(f"sqlite:///{copy}", "report", "--out", directory / "r.html")
+        assert run.code == 0, run.err
+        assert len(seen[0]) == parts and seen[0][0][0] == -1 and seen[0][-1][1] is None
+        written[parts] = (directory / "r.html.register.csv").read_bytes()
+        assert not [p.name for p in directory.iterdir() if ".part" in p.name or p.name.endswith(".tmp")]
+    assert written[3] == written[1] and written[1].count(b"\n") > 300

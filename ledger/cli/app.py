@@ -212,27 +212,34 @@ def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
 
 
 def _indexed(dataset: str | None, titles: bool = False, variables: list[str] | None = None,
-             accounts: bool = True) -> tuple[Dataset, LedgerIndex]:
+             accounts: bool = True, when=None) -> tuple[Dataset, LedgerIndex]:
     """The chosen dataset and the index of its charged releases, from the accounting rows
     (columns.py): no release is decoded but the few the exact path needs (issue 13).
-    `accounts=False`: without what the Rényi and PLD accountants read (`pairs`)."""
-    with _rows_index(dataset, titles, variables, accounts) as found:
+    `accounts=False`: without what the Rényi and PLD accountants read (`pairs`). `when`
+    (--as-of): the releases charged then, with the status each had then (store/as_of.py)."""
+    with _rows_index(dataset, titles, variables, accounts, when) as found:
         return found
 
 
 @contextmanager
 def _rows_index(dataset: str | None, titles: bool = False, variables: list[str] | None = None,
-                accounts: bool = True):
+                accounts: bool = True, when=None):
     """`_indexed`, with the session kept open inside the block: the index reads release titles
-    when first asked for them (only the rows a table shows, on a large ledger)."""
+    when first asked for them (only the rows a table shows, on a large ledger). With `when`,
+    where the rows cannot state the ledger then exactly (as_of.rows_then: moments past about
+    2112), the whole releases, each with the status it had then (ledger.accounting.history)."""
     from ..store import columns
 
     with Session(_engine()) as session:
         light = store.write_context(session)
         chosen = _pick_dataset(light, dataset)
         touching = None if variables is None else _resolve_variables(chosen, variables)
-        yield chosen, columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
-                                        touching, accounts)
+        index = columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
+                                  touching, accounts, when)
+        if index is None:  # (--as-of, moments the rows cannot order exactly)
+            snapshot = _as_of(store.snapshot(session, chosen.name), when)
+            index = _index(snapshot, _pick_dataset(snapshot, chosen.name))
+        yield chosen, index
 
 
 def _read(dataset: str | None = None) -> LedgerSnapshot:
@@ -600,12 +607,9 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
 
     _check_accountant(accountant)
     with progress("computing the release-by-variable table"), ExitStack() as stack:
-        if when is None:  # the accounting rows, with the accountants' events and times (issue 13)
-            chosen, index = stack.enter_context(_rows_index(dataset))
-        else:  # --as-of: the whole releases, each with the status it had then (ledger.accounting.history)
-            snapshot = _as_of(_read(dataset), when)
-            chosen = _pick_dataset(snapshot, dataset)
-            index = _index(snapshot, chosen)
+        # the accounting rows, with the accountants' events and times (issue 13); --as-of: the
+        # releases charged then, each with the status it had then (store/as_of.py)
+        chosen, index = stack.enter_context(_rows_index(dataset, when=when))
         chosen_delta = _delta(delta, chosen)
         n_rel = len(index.releases)
         small = as_json or all_rows or n_rel * max(len(index.variables), 1) <= TABLE_CELL_LIMIT
@@ -665,12 +669,9 @@ def subset(
     from ..reporting.accountant_views import figure_line, subset_accountants
 
     when = parse_date(as_of, "--as-of")
-    if when is None:  # the accounting rows of the releases that read the subset (issue 13)
-        chosen, index = _indexed(dataset, variables=variables)
-    else:  # the whole releases, each with the status it had then (ledger.accounting.history)
-        snapshot = _as_of(_read(dataset), when)
-        chosen = _pick_dataset(snapshot, dataset)
-        index = _index(snapshot, chosen)
+    # the accounting rows of the releases that read the subset (issue 13); --as-of: of the
+    # releases charged then, each with the status it had then (store/as_of.py)
+    chosen, index = _indexed(dataset, variables=variables, when=when)
     names = _resolve_variables(chosen, variables)
     chosen_delta = _delta(delta, chosen)
     _check_accountant(accountant)

@@ -26,6 +26,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from contextlib import contextmanager
 from itertools import repeat
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -114,7 +115,8 @@ def report(
     from ..core.memory import paused_gc
 
     large = False
-    with progress(f"writing the {chosen_format} report"), paused_gc():
+    helpers: list[RegisterAlongside] = []  # the register is written alongside from as soon as the index is read
+    with progress(f"writing the {chosen_format} report"), paused_gc(), _closing(helpers):
         try:
             with store.read_session(open_engine()) as session:
                 count = release_count(session, chosen.name)
@@ -124,7 +126,6 @@ def report(
                     if charts:
                         draw = ChartsAlongside()
                     register = register_target(target, count, state.url)
-                    helpers = []  # the register is written alongside from as soon as the index is read
                     large_inputs = gather_large(session, chosen, chosen_delta, chain=chain, indexed=lambda lite:
                                                 helpers.append(RegisterAlongside(state.url, lite, register)))
                     register_helper = helpers[0]
@@ -163,6 +164,16 @@ def report(
         return
     also = "" if register is None else f", and its register of {context.summary.releases} releases to {register}"
     typer.echo(f"wrote the {chosen_format} report of dataset {chosen.name} to {target}{also}")
+
+
+@contextmanager
+def _closing(helpers: list):
+    """Every register helper stopped and its parts removed, however the report ends."""
+    try:
+        yield
+    finally:
+        for helper in helpers:
+            helper.close()
 
 
 # --------------------------------------------------------------------------
@@ -802,8 +813,11 @@ def _json_many(texts) -> list:
     return json.loads("[" + ",".join(texts) + "]")
 
 
-def large_register_csv(engine, large, page: int = REGISTER_PAGE):
-    """The complete register of a large ledger as CSV text, `page` releases at a time: the same
+def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1, upto: int | None = None,
+                       header: bool = True):
+    """The complete register of a large ledger as CSV text, `page` releases at a time (with
+    `after` and `upto`, the rows of the releases whose seq is in (after, upto] only, and with
+    `header=False` without the header row: a part of the register, see RegisterAlongside): the same
     rows as `register_csv` of `large_register_entries` (tested), written from the raw release
     rows (keyset-paged by seq) column by column, without building a Release, a RegisterEntry or
     a row of cells per release (issue 13: a million releases). Each column of a page is made
@@ -986,17 +1000,18 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE):
 
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(REGISTER_COLUMNS)
+    if header:
+        writer.writerow(REGISTER_COLUMNS)
     # the dataset compared through an expression, so that the page is read along the seq index
     # (SQLite otherwise picks the dataset's index and sorts every release of the dataset for each
     # page: quadratic in the ledger's size)
     of_dataset = c.dataset.concat("") == large.dataset.name
+    within = () if upto is None else (c.seq <= upto,)
     with store.read_session(engine) as session:
         connection = session.connection()
         steps = lifecycle_events(session)
-        after = -1
         while True:
-            rows = list(_raw_iter(connection, select(*columns_).where(of_dataset, c.seq > after)
+            rows = list(_raw_iter(connection, select(*columns_).where(of_dataset, c.seq > after, *within)
                                   .order_by(c.seq).limit(page), page))
             if not rows:
                 break
@@ -1009,26 +1024,78 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE):
     yield buffer.getvalue()
 
 
-class RegisterAlongside:
-    """The complete register of a large report written by a forked process (a new engine,
-    `large_register_entries`) while this one builds and renders the page: at a million
-    releases the register is as much work as the rest (issue 13). `finish` waits for it;
-    where fork is not available, or the child fails, the register is written here."""
+REGISTER_PARTS = 2  # forked processes writing the register of a large report, each a part of it
 
-    def __init__(self, url: str, large, path: Path):
+
+class RegisterAlongside:
+    """The complete register of a large report written by forked processes (each a new engine,
+    `large_register_csv` of its part of the releases by seq) while this one builds and renders
+    the page: at a million releases the register is as much work as the rest (issue 13), and
+    one process writing it took longer than this one's whole work, so it is split in
+    REGISTER_PARTS parts of about as many charged releases, each written to a temporary file
+    beside the register; `finish` waits for them and joins the parts in order. Where fork is
+    not available, or a child fails, the register is written here, whole."""
+
+    def __init__(self, url: str, large, path: Path, parts: int | None = None):
         self.path, self.large = path, large
-        self.helper = _Helper(_call_child, lambda: _write_register(url, large, path))
+        self.files: list[Path] = []
+        self.helpers: list[_Helper] = []
+        bounds = _register_parts(large, REGISTER_PARTS if parts is None else parts)
+        try:
+            for k, (after, upto) in enumerate(bounds):
+                handle, name = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".",
+                                                prefix=f".{path.name}.part{k}.", suffix=".tmp")
+                os.close(handle)
+                self.files.append(Path(name))
+                self.helpers.append(_Helper(_call_child, lambda name=name, after=after, upto=upto, k=k:
+                                            _write_register(url, large, Path(name), after, upto, k == 0)))
+        except OSError:  # (no temporary file beside the register: written here, at the end)
+            self.close()
 
     def finish(self, summary) -> None:
-        outcome = self.helper.reply() if self.helper.process is not None else None
-        if outcome != ("done", "written"):  # no child, or it failed: the parent writes it again
-            outputs.write_streaming(self.path, large_register_csv(open_engine(), self.large))
+        try:
+            outcomes = [helper.reply() if helper.process is not None else None for helper in self.helpers]
+            if self.helpers and all(outcome == ("done", "written") for outcome in outcomes):
+                outputs.write_streaming(self.path, _joined(self.files))
+            else:  # no child, or one failed: the parent writes it again, whole
+                outputs.write_streaming(self.path, large_register_csv(open_engine(), self.large))
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for helper in self.helpers:
+            helper.stop()
+        for name in self.files:
+            name.unlink(missing_ok=True)
+        self.helpers, self.files = [], []
 
 
-def _write_register(url: str, large, path: Path) -> str:
-    """In the forked process (`_call_child`): a new engine (never the parent's connections), the
-    register written."""
-    outputs.write_streaming(path, large_register_csv(store.make_engine(url), large))
+def _register_parts(large, parts: int) -> list[tuple[int, int | None]]:
+    """(after, upto) seq bounds of the register's parts: about as many charged releases each
+    (the index's seqs; the cancelled ones fall where they were recorded), the last one open."""
+    seqs = large.index.releases.seqs
+    parts = max(1, min(parts, len(seqs) // REGISTER_PAGE))
+    cuts = [int(seqs[len(seqs) * k // parts]) for k in range(1, parts)]
+    return list(zip([-1, *cuts], [*cuts, None]))
+
+
+def _joined(files: list[Path], size: int = 1 << 20):
+    """The parts' bytes, in order."""
+    for name in files:
+        with open(name, "rb") as stream:
+            while data := stream.read(size):
+                yield data
+
+
+def _write_register(url: str, large, path: Path, after: int = -1, upto: int | None = None,
+                    header: bool = True) -> str:
+    """In a forked process (`_call_child`): a new engine (never the parent's connections), the
+    register's part of seqs (after, upto] written to `path` (the temporary file the parent made)."""
+    engine = store.make_engine(url)
+    with open(path, "wb") as stream:
+        for text in large_register_csv(engine, large, after=after, upto=upto, header=header):
+            stream.write(text.encode("utf-8"))
+    engine.dispose()
     return "written"
 
 

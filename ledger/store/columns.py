@@ -594,7 +594,8 @@ def _row_statement(dataset: str, charged: list[str], positions: list[int] | None
 
 
 def index_for(session: Session, variables: Sequence[str], dataset: str, families: Mapping[str, Family],
-              titles: bool = False, touching: Iterable[str] | None = None, accounts: bool = True):
+              titles: bool = False, touching: Iterable[str] | None = None, accounts: bool = True,
+              when: datetime | None = None):
     """The `LedgerIndex` of a dataset's charged releases, from the accounting rows: equal to
     `LedgerIndex(variables, releases, families)` over the same releases in recording order.
     Release ids, titles and statuses (a table shows them, a subset lists the ids) are read
@@ -603,7 +604,10 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     answers `subset_cost` on that subset (or a part of it) exactly, every other release
     costing 0 there (Tan Prop 3.3; a family of members that read nothing of it costs 0,
     DESIGN 2.6). `accounts=False`: without the accountants'
-    events and times (`pairs` composes by the basic accountant only)."""
+    events and times (`pairs` composes by the basic accountant only). With `when`: the
+    releases charged at that moment, each with the status it had then, as from
+    `history.releases_as_of` (as_of.py; every row read, `touching` aside); None when the rows
+    cannot say it exactly (as_of.rows_then)."""
     from . import database as store
     from ..accounting.spend import UNBOUNDED, ZERO, Spend, guarantee_spend
     from .codec import release_from_dict
@@ -611,6 +615,9 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
 
     connection = session.connection()
     charged = sorted(s.value for s in CHARGED_STATUSES)
+    if when is not None:  # the rows charged then are among those charged or cancelled now (as_of.py)
+        listed = touching is not None  # (a subset lists the ids of the releases charging it)
+        charged, touching, accounts = sorted({*charged, Status.CANCELLED.value}), None, True
     wanted = None if touching is None else sorted({k for k, name in enumerate(variables) if name in set(touching)})
     chosen, statement = _row_statement(dataset, charged, wanted, accounts)
     rows = None
@@ -619,6 +626,14 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
                              accounts)
     if rows is None:
         rows = _read_rows(connection, statement, len(variables), accounts)
+    then = None
+    if when is not None:
+        from .as_of import rows_then
+
+        found = rows_then(connection, dataset, rows, when)
+        if found is None:
+            return None
+        rows, then = found
     bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
     n_rel, n_var = len(rows.value), len(variables)
 
@@ -630,8 +645,8 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         found = _raw_rows(connection, select(*fields).where(*chosen).order_by(_ROWS.c.seq))
         return [r[0] for r in found], [r[1] for r in found], [r[2] for r in found]
 
-    releases = _Releases(rows.seq, {}, heads)
-    releases.known_ids = rows.ids
+    releases = _Releases(rows.seq, {}, heads if then is None else then.heads)
+    releases.known_ids = rows.ids if then is None or not listed else then.ids()
     families = {fid: f for fid, f in families.items() if f.dataset == dataset}
 
     index = LedgerIndex.__new__(LedgerIndex)
@@ -708,6 +723,8 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         chunk = {releases[i].id: i for i in needed[start:start + 500]}
         for row in connection.execute(select(release_table).where(release_table.c.id.in_(list(chunk)))):
             whole[chunk[row.id]] = release_from_dict(store.release_row_dict(row))
+            if then is not None:
+                whole[chunk[row.id]] = then.release(whole[chunk[row.id]])
     index.releases = releases
 
     index.finish_arrays(ambiguous)  # the same derived arrays as LedgerIndex.__init__

@@ -1,0 +1,176 @@
+"""The accounting rows as the ledger stood at a moment (`--as-of`; issue 13, section 1).
+
+`table --as-of T` and `subset --as-of T` used to decode every release of the dataset
+(`store.snapshot`) and keep those in the ledger at T with the status each had then
+(`accounting.history.releases_as_of`): minutes and gigabytes at a million releases. The
+accounting rows (columns.py) hold what that needs, without decoding a release:
+
+- which releases count at T. By `history.status_at`, a release counts (is charged) at T
+  when it is in the ledger then, published by T or recorded by T (a release recorded
+  without a moment is always in it), and was not cancelled by T. Its recording and
+  publication moments are the rows' `recorded_us` and `published_us` (a release recorded
+  as published without a publication date was published when recorded, as
+  `accountants.published_moment` and `status_at` both read it); a cancellation is dated by
+  its audit event (`history.ended`). The rows read are the charged rows and the cancelled
+  ones (a release cancelled after T counted at T), masked by those moments (`rows_then`).
+- the status each had then (a table's rows show it): `history.status_at` over the release
+  row's lifecycle columns, read only for the rows shown (`Then.heads`), and for the few
+  releases the exact path reads whole (`Then.release`).
+
+What the accountants read of a release does not change with T, with one exception: a
+release recorded as published with neither a recording nor a publication moment is
+published at `datetime.min` now, but at T it is not yet published (`status_at` has no
+moment to date it by), so it has no publication moment then. `rows_then` says so.
+
+The figures are the snapshot path's to the last bit (tests/test_as_of_rows.py compares
+both with hypothesis, releases cancelled, retracted and amended after T included). Moments
+are compared as the rows' float seconds (`columns._stamps`: microseconds / 10**6, correctly
+rounded), which order them exactly while a microsecond is more than half a float's spacing
+(before about the year 2112); past that `rows_then` gives None and the caller decodes the
+releases as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from ..core.lazy import lazy_module
+from ..core.records import Release, Status
+
+np = lazy_module("numpy")
+
+_EXACT_SECONDS = 4e9  # |seconds| below which a microsecond is more than twice a float's spacing (2**52 / 10**6)
+_ENDING = ("release.retracted", "release.cancelled")
+
+
+@dataclass(frozen=True)
+class _Lifecycle:
+    """What `history.status_at` reads of a release, from its row."""
+
+    id: str
+    status: Status
+    recorded_at: datetime | None
+    approved_at: datetime | None
+    published_at: datetime | None
+
+
+class Then:
+    """The ledger at `when`: the status each release had then (`history.status_at`)."""
+
+    def __init__(self, connection, dataset: str, when: datetime, ended: Mapping[str, datetime], seqs):
+        self.connection, self.dataset, self.when, self.ended, self.seqs = connection, dataset, when, ended, seqs
+
+    def status(self, release) -> Status:
+        from ..accounting.history import status_at
+
+        return status_at(release, self.when, self.ended)
+
+    def release(self, release: Release) -> Release:
+        """The whole release with the status it had then (the exact path reads a few whole)."""
+        status = self.status(release)
+        return release if status is release.status else replace(release, status=status)
+
+    def heads(self, seqs: list[int] | None):
+        """columns.index_for's `heads` of the rows kept: with `seqs`, (seq, id, title, status then)
+        rows of those; else (ids, titles, statuses then) of every row kept, in seq order."""
+        from sqlalchemy import select
+
+        from . import database as store
+
+        table = store.ReleaseRow.__table__
+        fields = (table.c.seq, table.c.id, table.c.title, table.c.status, table.c.recorded_at, table.c.approved_at,
+                  table.c.published_at)
+
+        def head(row) -> tuple:
+            seq, rid, title, status, recorded, approved, published = row
+            then = self.status(_Lifecycle(rid, Status(status), _moment(recorded), _moment(approved),
+                                          _moment(published)))
+            return seq, rid, title, then.value
+
+        if seqs is not None:
+            found = []
+            for start in range(0, len(seqs), 500):
+                found += [head(row) for row in self.connection.execute(
+                    select(*fields).where(table.c.seq.in_(list(seqs[start:start + 500]))))]
+            return found
+        kept = set(self.seqs.tolist())
+        rows = [head(row) for row in self.connection.execute(
+            select(*fields).where(table.c.dataset == self.dataset).order_by(table.c.seq)) if row[0] in kept]
+        return [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]
+
+
+    def ids(self) -> list[str]:
+        """The ids of the rows kept, in seq order (a subset lists the releases charging it)."""
+        from sqlalchemy import select
+
+        from .columns import _ROWS
+
+        kept = set(self.seqs.tolist())
+        return [rid for seq, rid in self.connection.execute(
+            select(_ROWS.c.seq, _ROWS.c.release).where(_ROWS.c.dataset == self.dataset).order_by(_ROWS.c.seq))
+            if seq in kept]
+
+
+def _moment(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)  # (as the codec reads it)
+
+
+def ended_at(connection) -> dict[str, datetime]:
+    """Release id -> when it was retracted or cancelled (`history.ended`), from those events only
+    (an index search: store.EVENT_INDEX)."""
+    from sqlalchemy import select
+
+    from ..accounting.history import ended
+    from ..input.loader import parse_moment
+    from . import database as store
+
+    table = store.AuditEventRow.__table__
+    rows = connection.execute(select(table.c.kind, table.c.subject, table.c.at)
+                              .where(table.c.kind.in_(_ENDING)).order_by(table.c.seq))
+    return ended((kind, subject, parse_moment(at)) for kind, subject, at in rows)
+
+
+def rows_then(connection, dataset: str, rows, when: datetime):
+    """(the rows charged at `when`, a `Then`) from `rows` (columns._Rows of the dataset's charged
+    and cancelled rows, in seq order, with their moments); None when a moment lies where floats
+    no longer order microseconds exactly (see the module docstring)."""
+    from sqlalchemy import select
+
+    from .columns import _ROWS, micros
+
+    moment = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    at = micros(moment) / 10**6
+    recorded, published = rows.recorded, rows.published
+    finite = np.concatenate([recorded[np.isfinite(recorded)], published[np.isfinite(published)], [at]])
+    if len(finite) and np.abs(finite).max() >= _EXACT_SECONDS:
+        return None
+    ended = ended_at(connection)
+    cancelled = [seq for seq, rid in connection.execute(
+        select(_ROWS.c.seq, _ROWS.c.release).where(_ROWS.c.dataset == dataset,
+                                                   _ROWS.c.status == Status.CANCELLED.value))
+        if ended.get(rid) is not None and ended[rid] <= moment]
+    published_by = published <= at
+    keep = (published_by | (recorded <= at)) & ~(np.isin(rows.seq, cancelled) & ~published_by)
+    # recorded as published with no moment at all: published at datetime.min now, not yet then
+    published = np.where(np.isneginf(recorded) & np.isneginf(published), np.inf, published)
+    kept = _masked(rows, keep, published)
+    return kept, Then(connection, dataset, moment, ended, kept.seq)
+
+
+def _masked(rows, keep, published):
+    """The rows of `keep` (columns._Rows: a row's place among its dict keys and among the rows
+    with a first guarantee renumbered)."""
+    place = np.cumsum(keep) - 1
+
+    def kept_dict(found: Mapping[int, str]) -> dict[int, str]:
+        return {int(place[i]): value for i, value in found.items() if keep[i]}
+
+    with_value = rows.value >= 0
+    return replace(
+        rows, seq=rows.seq[keep], family=kept_dict(rows.family), reads=rows.reads[keep], value=rows.value[keep],
+        protects=rows.protects[keep[with_value]], more=kept_dict(rows.more), event=rows.event[keep],
+        charged_by_event=rows.charged_by_event[keep], recorded=rows.recorded[keep], published=published[keep],
+        ids=None if rows.ids is None else [i for i, k in zip(rows.ids, keep.tolist()) if k])
+
