@@ -117,3 +117,41 @@ def normalise(text: str) -> str:
         return f'<svg id="{match.group(1)}">{" | ".join(t for t in texts if t)}</svg>'
 
     return re.sub(r'<svg id="([\w-]+)".*?</svg>', chart, text, flags=re.S)
+
+
+def _answers_late(seconds, channel):
+    import time
+
+    time.sleep(seconds)
+    channel.send(("done", "late"))
+    channel.close()
+
+
+def _dies(channel):
+    import os
+
+    os._exit(9)
+
+
+def test_a_helper_still_at_work_is_waited_for_and_one_that_died_is_given_up_at_once(monkeypatch):
+    """A forked helper's answer is awaited while it works (a full verification at a million events
+    takes minutes: giving it up part way and verifying again took longer than either); one that
+    ended without an answer is given up at once, its work then done in the report's process."""
+    import time
+
+    import pytest
+
+    from ledger.cli import report as cli_report
+
+    probe = cli_report._Helper(_answers_late, 0)
+    if probe.process is None:
+        pytest.skip("no fork here: the work is always done in the report's process")
+    probe.stop()
+    monkeypatch.setattr(cli_report, "HELPER_POLL_S", 0.05)
+    monkeypatch.setattr(cli_report, "HELPER_TIMEOUT_S", 30)
+    assert cli_report._Helper(_answers_late, 1.0).reply() == ("done", "late")  # 20 polls of silence
+    start = time.monotonic()
+    assert cli_report._Helper(_dies).reply() is None
+    assert time.monotonic() - start < 10  # not the timeout
+    monkeypatch.setattr(cli_report, "HELPER_TIMEOUT_S", 0.5)
+    assert cli_report._Helper(_answers_late, 5).reply() is None  # at work past the limit: given up

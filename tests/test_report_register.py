@@ -253,3 +253,35 @@ def test_a_register_column_is_neutralised_as_each_of_its_cells_would_be(values):
     from ledger.cli.report import csv_cell, csv_column
 
     assert csv_column(values) == [csv_cell(v) for v in values]
+
+
+def test_a_ledger_that_changes_while_the_report_is_written_gets_no_report_of_two_moments(ledger, monkeypatch):
+    """The page is read in one snapshot; the register of a large report in others (forked writers,
+    new engines). A release recorded by someone else in between must never yield a page of one
+    moment beside a register of another: exit 3, nothing written. Unchanged, the same report is
+    written in full (the check compares the chain's last event, which every change moves)."""
+    import ledger.cli.report as cli_report
+
+    url, tmp_path = ledger
+    (tmp_path / "late.yaml").write_text("dataset: survey\nreleases:\n"
+                                        "  - {id: late, reads: [age], mechanism: {name: laplace, epsilon: 1}}\n")
+    interleaved = []
+
+    class RecordedMeanwhile(cli_report.RegisterAlongside):
+        def __init__(self, *args, **kwargs):  # the page's snapshot is taken; its register not yet read
+            if not interleaved:
+                interleaved.append(cli_main(url, "record", tmp_path / "late.yaml").code)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(cli_report, "RegisterAlongside", RecordedMeanwhile)
+    out = tmp_path / "report.html"
+    run = cli_main(url, "report", "--out", out)
+    assert interleaved == [0]
+    assert run.code == 3, (run.code, run.out, run.err)
+    assert "changed while the report was being written" in run.err
+    assert not out.exists() and not (tmp_path / "report.html.register.csv").exists()
+    assert not [p.name for p in tmp_path.iterdir() if ".tmp" in p.name]  # no part left behind
+
+    run = cli_main(url, "report", "--out", out)  # nothing moves now: the report is written
+    assert run.code == 0, run.err
+    assert "late" in read_register(tmp_path / "report.html.register.csv")

@@ -65,7 +65,8 @@ def __getattr__(name: str):
 
 FORMATS = ("html", "md", "tex", "csv", "pdf")
 TEMPLATES = {"html": "report.html.j2", "pdf": "report.html.j2", "md": "report.md.j2", "tex": "report.tex.j2"}
-HELPER_TIMEOUT_S = 300  # a helper process silent this long is given up, and its work done here
+HELPER_TIMEOUT_S = 3600  # a helper process still working this long is given up, and its work done here
+HELPER_POLL_S = 0.5  # how often a wait for a helper looks whether it is still alive
 CHROMIUM_ENV = "LEDGER_CHROMIUM"  # path of the Chromium used for PDF (default: the system's chromium)
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -126,14 +127,15 @@ def report(
                     if charts:
                         draw = ChartsAlongside()
                     register = register_target(target, count, state.url)
+                    head = store.last_event(session)  # the moment the page is of: the register must be too
                     large_inputs = gather_large(session, chosen, chosen_delta, chain=chain, indexed=lambda lite:
-                                                helpers.append(RegisterAlongside(state.url, lite, register)))
+                                                helpers.append(RegisterAlongside(state.url, lite, register, head)))
                     register_helper = helpers[0]
                 else:
                     inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
             if large:
                 context = _report.build_large_report(
-                    large_inputs, lambda: large_register_entries(open_engine(), large_inputs), register.name,
+                    large_inputs, lambda: large_register_entries(open_engine(), large_inputs, head=head), register.name,
                     charts=charts, draw=draw)
             else:
                 if as_of_at is not None:
@@ -541,7 +543,23 @@ def _register_basis(large):
     return index, delta, n_var, seqs, wide_ids, epsilon_of, zero
 
 
-def large_register_entries(engine, large, page: int = REGISTER_PAGE):
+def _same_ledger(session, head: tuple[int, str] | None) -> None:
+    """Refuse to read the register of a ledger that changed since the page was read (`head`: the
+    last event the page's snapshot saw; None: nothing to compare). A large report's register is
+    read in snapshots of its own (forked writers, new engines); every change appends an event, so
+    the same last event means the same ledger, and a register of another moment is never written
+    beside the page (exit 3: nothing written; run the report again)."""
+    if head is None:
+        return
+    now = store.last_event(session)
+    if now != head:
+        from ..core.failures import LedgerUnavailable
+
+        raise LedgerUnavailable(f"the ledger changed while the report was being written (its last event was "
+                                f"{head[0]}, now {now[0]}): no report was written; run it again")
+
+
+def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple[int, str] | None = None):
     """The complete register of a large ledger, one RegisterEntry at a time, in recording order:
     the release rows read `page` at a time by seq (keyset paging along the seq index, so memory
     does not grow with the ledger: see large_register_csv), each release's cells of Table 1 from
@@ -557,6 +575,7 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE):
     families = large.families
     table = store.ReleaseRow.__table__
     with store.read_session(engine) as session:
+        _same_ledger(session, head)
         steps = lifecycle_events(session)
         after = -1
         while True:
@@ -635,11 +654,20 @@ class _Helper:
             return False
 
     def reply(self):
-        """The helper's answer; None when it failed or stayed silent HELPER_TIMEOUT_S. Stops it."""
+        """The helper's answer; None when it ended without one (at once: its work is then done here),
+        or was still at work after HELPER_TIMEOUT_S. Stops it. A helper that is alive is waited for:
+        a full verification of a million events takes minutes, and giving it up part way only
+        to verify again here took longer than either."""
         outcome = None
+        waited = 0.0
         try:
-            if self.channel.poll(HELPER_TIMEOUT_S):
-                outcome = self.channel.recv()
+            while waited < HELPER_TIMEOUT_S:
+                if self.channel.poll(HELPER_POLL_S):
+                    outcome = self.channel.recv()
+                    break
+                waited += HELPER_POLL_S
+                if not self.process.is_alive() and not self.channel.poll(0):
+                    break  # ended without an answer
         except (EOFError, OSError):
             pass
         self.stop()
@@ -814,7 +842,7 @@ def _json_many(texts) -> list:
 
 
 def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1, upto: int | None = None,
-                       header: bool = True):
+                       header: bool = True, head: tuple[int, str] | None = None):
     """The complete register of a large ledger as CSV text, `page` releases at a time (with
     `after` and `upto`, the rows of the releases whose seq is in (after, upto] only, and with
     `header=False` without the header row: a part of the register, see RegisterAlongside): the same
@@ -1008,6 +1036,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     of_dataset = c.dataset.concat("") == large.dataset.name
     within = () if upto is None else (c.seq <= upto,)
     with store.read_session(engine) as session:
+        _same_ledger(session, head)
         connection = session.connection()
         steps = lifecycle_events(session)
         while True:
@@ -1036,8 +1065,8 @@ class RegisterAlongside:
     beside the register; `finish` waits for them and joins the parts in order. Where fork is
     not available, or a child fails, the register is written here, whole."""
 
-    def __init__(self, url: str, large, path: Path, parts: int | None = None):
-        self.path, self.large = path, large
+    def __init__(self, url: str, large, path: Path, head: tuple[int, str] | None = None, parts: int | None = None):
+        self.path, self.large, self.head = path, large, head
         self.files: list[Path] = []
         self.helpers: list[_Helper] = []
         bounds = _register_parts(large, REGISTER_PARTS if parts is None else parts)
@@ -1048,7 +1077,7 @@ class RegisterAlongside:
                 os.close(handle)
                 self.files.append(Path(name))
                 self.helpers.append(_Helper(_call_child, lambda name=name, after=after, upto=upto, k=k:
-                                            _write_register(url, large, Path(name), after, upto, k == 0)))
+                                            _write_register(url, large, Path(name), after, upto, k == 0, head)))
         except OSError:  # (no temporary file beside the register: written here, at the end)
             self.close()
 
@@ -1058,7 +1087,7 @@ class RegisterAlongside:
             if self.helpers and all(outcome == ("done", "written") for outcome in outcomes):
                 outputs.write_streaming(self.path, _joined(self.files))
             else:  # no child, or one failed: the parent writes it again, whole
-                outputs.write_streaming(self.path, large_register_csv(open_engine(), self.large))
+                outputs.write_streaming(self.path, large_register_csv(open_engine(), self.large, head=self.head))
         finally:
             self.close()
 
@@ -1088,12 +1117,12 @@ def _joined(files: list[Path], size: int = 1 << 20):
 
 
 def _write_register(url: str, large, path: Path, after: int = -1, upto: int | None = None,
-                    header: bool = True) -> str:
+                    header: bool = True, head: tuple[int, str] | None = None) -> str:
     """In a forked process (`_call_child`): a new engine (never the parent's connections), the
     register's part of seqs (after, upto] written to `path` (the temporary file the parent made)."""
     engine = store.make_engine(url)
     with open(path, "wb") as stream:
-        for text in large_register_csv(engine, large, after=after, upto=upto, header=header):
+        for text in large_register_csv(engine, large, after=after, upto=upto, header=header, head=head):
             stream.write(text.encode("utf-8"))
     engine.dispose()
     return "written"

@@ -1770,6 +1770,14 @@ class HeadRow:
     events: int
 
 
+def last_event(session: Session) -> tuple[int, str]:
+    """(seq, hash) of the chain's last event ((0, GENESIS_HASH) when there is none): every change
+    to a ledger appends an event, so two reads that find the same last event read the same ledger
+    (what a report written by several processes checks, each in its own snapshot)."""
+    last = _connection(session).execute(_LAST_EVENT).first()
+    return (0, GENESIS_HASH) if last is None else (int(last.seq), str(last.hash))
+
+
 def chain_head(session: Session) -> HeadRow:
     """The last event of the chain and how many events there are."""
     connection = _connection(session)
