@@ -1221,6 +1221,32 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
             if weight:
                 several[int(j), int(value)] = several.get((int(j), int(value)), 0) + int(weight)
 
+    one_rows = np.flatnonzero(single)
+    # the common case: each of these releases has one guarantee, protecting exactly what it
+    # reads (the index's protects matrix is its reads matrix and its guarantee is its own row):
+    # every cell read is its value, none is ∞, so the cells are counted per (value, event)
+    # and variable from the read entries by one bincount, not a chunk of matrices at a time
+    fast = index.g_protects is index.reads and np.array_equal(first_guarantee[one_rows], one_rows)
+    if fast:
+        entry_rows, entry_cols = index.read_entries()
+        width = np.bincount(entry_rows, minlength=n_rel)
+        values = single_value[one_rows]
+        dataset_wide[one_rows] = np.where(width[one_rows] == 0, index.ZERO_ID, values)  # (0: reads nothing)
+        stride = 1 if events is None else n_events + 2
+        group = np.full(n_rel, -1, dtype=np.int64)
+        group[one_rows] = values * stride + (0 if events is None else row_event[one_rows] + 2)
+        keys = group[entry_rows]
+        kept = keys >= 0
+        n_keys = int(group.max()) + 1 if len(one_rows) else 0
+        cells_per_key = np.bincount(keys[kept] * n_var + entry_cols[kept], minlength=n_keys * n_var).reshape(
+            n_keys, n_var)
+        del keys, kept
+        for key in np.flatnonzero(cells_per_key.any(axis=1)):
+            column = cells_per_key[key]
+            value = int(key) // stride
+            per_value[value] += column
+            if events is not None:
+                add_cells(np.arange(n_var), np.full(n_var, value), np.full(n_var, int(key) % stride - 2), column)
     for k, start in enumerate(range(0, n_rel, chunk)):
         stop = min(start + chunk, n_rel)
         reads = index.reads[start:stop]
@@ -1228,7 +1254,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
         # releases with at most one guarantee (value v, protects P): the cell of a variable read
         # is v when P protects it, ∞ when not; the whole-dataset cost is v when P covers every
         # variable read, ∞ when not, 0 when nothing is read (DESIGN 2.3), without the cells
-        rows = np.flatnonzero(one)
+        rows = np.flatnonzero(one) if not fast else np.zeros(0, dtype=np.int64)
         values = single_value[start:stop][rows]
         read = reads[rows]
         protects = np.zeros_like(read)

@@ -329,9 +329,13 @@ class Sealed:
             if not len(mine):
                 continue
             ends = part["id_ends"].tolist()
+            starts = [0] + ends[:-1]
             data = part["ids"].tobytes()
-            for r in mine.tolist():
-                found.append(data[(ends[r - 1] if r else 0):ends[r]].decode())
+            text = data.decode()
+            if len(text) == len(data):  # (ASCII: the byte offsets are character offsets)
+                found.extend([text[starts[r]:ends[r]] for r in mine.tolist()])
+            else:
+                found.extend([data[starts[r]:ends[r]].decode() for r in mine.tolist()])
         return found
 
     def apply(self, changes: Iterable[tuple[int, str, int | None]]) -> None:
@@ -385,6 +389,8 @@ def rows_from(sealed: Sealed, connection, dataset: str, charged: Sequence[str], 
             mask[k // 8] |= 1 << (k % 8)
         keep &= (sealed.reads & mask).any(axis=1)
     rows = np.flatnonzero(keep)
+    if len(rows) == len(keep):  # (every row: views, not copies)
+        rows = slice(None)
     seq = sealed.seq[rows]
     reads = sealed.reads[rows]
     value = sealed.value[rows]
@@ -404,7 +410,7 @@ def rows_from(sealed: Sealed, connection, dataset: str, charged: Sequence[str], 
                 more[row] = extra
             if value[row] >= 0 and bits is not None:
                 protects[with_value[row]] = np.frombuffer(bytes(bits).ljust(size, b"\0")[:size], dtype=np.uint8)
-    ids = sealed.ids(rows) if positions is not None else None
+    ids = sealed.ids(np.arange(len(keep))[rows]) if positions is not None else None
     if not accounts:
         empty = np.zeros(0)
         return _Rows(seq, family, reads, value, protects, more, np.zeros(0, dtype=np.int64), empty.astype(bool),
