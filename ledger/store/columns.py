@@ -20,6 +20,9 @@ two tables, written in the same transaction as every record and status change:
 - `accounting_events`: each distinct accounting event key (`accountants.Event.key`:
   exact fractions as text) once, with a small integer id.
 
+The rows of each complete range of seqs are also kept sealed in one binary chunk
+(sealed.py, schema 9): `read_rows` takes the chunks, then the rows after them.
+
 `index_for` turns the rows of one dataset into the engine's `LedgerIndex`
 without building a `Release` per row (bitsets are unpacked by numpy), with the
 accountants' per-release events and times attached (`accountants.index_events`
