@@ -302,7 +302,8 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
     assert migrated == [("ledger.migrated", "schema 6", '{"from":5,"to":6}'),
                         ("ledger.migrated", "schema 7", '{"from":6,"to":7}'),
                         ("ledger.migrated", "schema 8", '{"from":7,"to":8}'),
-                        ("ledger.migrated", "schema 9", '{"from":8,"to":9}')]
+                        ("ledger.migrated", "schema 9", '{"from":8,"to":9}'),
+                        ("ledger.migrated", "schema 10", '{"from":9,"to":10}')]
     assert keys == [("g", "gaussian:4"), ("l", "laplace:2"), ("p", None)]
     engine = store.make_engine(url)
     with engine.connect() as connection:
@@ -346,6 +347,6 @@ def test_a_ledger_of_schema_6_charges_its_subsampled_releases_through_the_sampli
                          "SELECT e.key, charged_by_event FROM release_accounting JOIN accounting_events e "
                          "ON e.id = event WHERE release = 's'")
     assert migrated == [("ledger.migrated", "schema 7"), ("ledger.migrated", "schema 8"),
-                        ("ledger.migrated", "schema 9")]
+                        ("ledger.migrated", "schema 9"), ("ledger.migrated", "schema 10")]
     assert rows == [(key, True)] or rows == [(key, 1)]
     assert cli_main(url, "audit", "verify").code == 0

@@ -224,7 +224,8 @@ def test_a_ledger_of_schema_8_gains_the_event_index_once_with_an_audit_event(bui
         plan = db.execute("EXPLAIN QUERY PLAN SELECT subject FROM audit_events WHERE kind = 'release.cancelled'"
                           ).fetchall()
     assert store.EVENT_INDEX in indexes and store.EVENT_INDEX in plan[0][-1]
-    assert migrated == [("ledger.migrated", "schema 9", '{"from":8,"to":9}')]
+    assert migrated == [("ledger.migrated", "schema 9", '{"from":8,"to":9}'),
+                        ("ledger.migrated", "schema 10", '{"from":9,"to":10}')]
     assert cli_main(copied, "audit", "verify").code == 0
     assert cli_main(copied, "releases").code == 0
     with sqlite3.connect(copy) as db:

@@ -1727,9 +1727,10 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
     single = index.simple & (n_guarantees <= 1) & (first >= 0)
     rows = np.flatnonzero(single)
     if len(rows):  # one guarantee that protects everything the release reads (else: unbounded on a part)
-        covered = ~(index.reads[rows] & ~index.g_protects[first[rows]]).any(axis=1)
-        single[rows[~covered]] = False
-        rows = rows[covered]
+        covered = _covered(index, rows, first[rows])
+        if not covered.all():
+            single[rows[~covered]] = False
+            rows = rows[covered]
     value = index.g_value[first[rows]] if len(rows) else np.zeros(0, dtype=np.int64)
     ev = np.where(events.mech[rows] >= 0, events.mech[rows], events.value_event[value]) if len(rows) else value
     several = ev == -2  # a value with several parts: counted part by part with the others
@@ -1808,6 +1809,20 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
     found = PairRdp(epsilon, declared_, order, {}, chosen, counts, unbounded=unbounded)
     pair_pld(found, grid, delta, pld_limit)
     return found
+
+
+def _covered(index, rows: np.ndarray, guarantees: np.ndarray, chunk: int = 65_536) -> np.ndarray:
+    """Per release of `rows`, whether its guarantee `guarantees` protects every variable it reads.
+    When the index's protects matrix is its reads matrix (every first guarantee protects what its
+    release reads, `columns.index_for`) and each of these releases' guarantee is its own row,
+    every one is covered, without a matrix; else a chunk of rows at a time."""
+    if index.g_protects is index.reads and np.array_equal(guarantees, rows):
+        return np.ones(len(rows), dtype=bool)
+    out = np.empty(len(rows), dtype=bool)
+    for start in range(0, len(rows), chunk):
+        part = slice(start, start + chunk)
+        out[part] = ~(index.reads[rows[part]] & ~index.g_protects[guarantees[part]]).any(axis=1)
+    return out
 
 
 PAIR_FAMILY_VALUES = 60  # distinct member costs a family's cases are keyed by (FamilyCases: bits of an int64)

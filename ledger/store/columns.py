@@ -20,6 +20,9 @@ two tables, written in the same transaction as every record and status change:
 - `accounting_events`: each distinct accounting event key (`accountants.Event.key`:
   exact fractions as text) once, with a small integer id.
 
+The rows of each complete range of seqs are also kept sealed in one binary chunk
+(sealed.py, schema 9): `read_rows` takes the chunks, then the rows after them.
+
 `index_for` turns the rows of one dataset into the engine's `LedgerIndex`
 without building a `Release` per row (bitsets are unpacked by numpy), with the
 accountants' per-release events and times attached (`accountants.index_events`
@@ -283,8 +286,10 @@ class Known:
 
 
 def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
-                known: Known | None = None) -> None:
-    """Accounting rows for (seq, release) pairs; `variables` gives each dataset's variables in order."""
+                known: Known | None = None, seal: bool = True) -> None:
+    """Accounting rows for (seq, release) pairs; `variables` gives each dataset's variables in
+    order. `seal`: then seal the chunks the new seqs complete (sealed.py; not while the rows of
+    a whole ledger or dataset are rebuilt, which seal once at the end)."""
     if not releases:
         return
     known = Known({}, {}) if known is None else known
@@ -308,6 +313,13 @@ def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: 
     driver.execute_many(connection, _READS_INSERT, [
         {"dataset": row.dataset, "position": k, "seq": seq}
         for seq, row in expected for k in _positions(row.reads)], columns=True)
+    if seal:  # the ranges these seqs complete, sealed (sealed.py)
+        from . import sealed
+
+        by_dataset: dict[str, list[int]] = {}
+        for seq, row in expected:
+            by_dataset.setdefault(row.dataset, []).append(seq)
+        sealed.seal_after_insert(connection, by_dataset, variables)
 
 
 def _positions(bits: bytes) -> list[int]:
@@ -321,8 +333,17 @@ def _positions(bits: bytes) -> list[int]:
 
 
 def set_status(connection, release_id: str, status: Status, published_at: datetime | None) -> None:
-    """A lifecycle change: the status and the publication moment (schema 6) as the release now has them."""
+    """A lifecycle change: the status and the publication moment (schema 6) as the release now
+    has them; noted for the sealed chunk holding the row, if any (sealed.note_change)."""
+    from . import sealed
+
     connection.execute(_SET_STATUS, {"r": release_id, "s": status.value, "p": micros(published_at)})
+    found = connection.execute(_SEQ_OF, {"r": release_id}).first()
+    if found is not None:
+        sealed.note_change(connection, found.dataset, found.seq)
+
+
+_SEQ_OF = select(_ROWS.c.seq, _ROWS.c.dataset).where(_ROWS.c.release == bindparam("r"))
 
 
 def build_all(session: Session, batch: int = 20_000) -> int:
@@ -341,10 +362,10 @@ def build_all(session: Session, batch: int = 20_000) -> int:
     for row in connection.execute(query.execution_options(yield_per=batch)):  # streamed, not held
         pending.append((row.seq, release_from_dict(store.release_row_dict(row))))
         if len(pending) >= batch:
-            insert_rows(connection, pending, variables, known)
+            insert_rows(connection, pending, variables, known, seal=False)  # (schema 9 seals)
             count += len(pending)
             pending = []
-    insert_rows(connection, pending, variables, known)
+    insert_rows(connection, pending, variables, known, seal=False)
     return count + len(pending)
 
 
@@ -460,7 +481,10 @@ def rebuild_dataset(session: Session, dataset: str, variables: Sequence[str]) ->
     table = store.ReleaseRow.__table__
     pending = [(row.seq, release_from_dict(store.release_row_dict(row)))
                for row in connection.execute(select(table).where(table.c.dataset == dataset).order_by(table.c.seq))]
-    insert_rows(connection, pending, {dataset: tuple(variables)})
+    insert_rows(connection, pending, {dataset: tuple(variables)}, seal=False)
+    from . import sealed
+
+    sealed.rebuild(connection, dataset, len(variables))  # (over the new positions)
     return len(pending)
 
 
@@ -570,14 +594,19 @@ def _unpack(blobs: list[bytes], width: int):
     return np.unpackbits(packed, axis=1, count=width, bitorder="little").astype(bool)
 
 
-def _row_statement(dataset: str, charged: list[str], positions: list[int] | None, accounts: bool):
+def _row_statement(dataset: str, charged: list[str], positions: list[int] | None, accounts: bool,
+                   after: int | None = None):
     """(the WHERE clauses, the SELECT) of the accounting rows `index_for` reads row by row:
-    the dataset's charged rows, or with `positions` those of the releases reading one of them."""
+    the dataset's charged rows, or with `positions` those of the releases reading one of them;
+    with `after`, only those whose seq is at least that (the tail after the sealed chunks)."""
     chosen = (_ROWS.c.dataset == dataset, _ROWS.c.status.in_(charged))
     if positions is not None:
         # the dataset is the inverted index's: the rows are then looked up by seq, not scanned
         chosen = (_ROWS.c.status.in_(charged), _ROWS.c.seq.in_(select(_READS.c.seq).where(
-            _READS.c.dataset == dataset, _READS.c.position.in_(positions))))
+            _READS.c.dataset == dataset, _READS.c.position.in_(positions),
+            *(() if after is None else (_READS.c.seq >= after,)))))
+    if after is not None:
+        chosen += (_ROWS.c.seq >= after,)
     # what the accounting needs, and no more (on a million releases every column, and every
     # Python object, read costs about 0.1 s): a first guarantee protecting exactly what the
     # release reads as NULL; the event with whether it is charged as one number; the
@@ -619,13 +648,8 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         listed = touching is not None  # (a subset lists the ids of the releases charging it)
         charged, touching, accounts = sorted({*charged, Status.CANCELLED.value}), None, True
     wanted = None if touching is None else sorted({k for k, name in enumerate(variables) if name in set(touching)})
-    chosen, statement = _row_statement(dataset, charged, wanted, accounts)
-    rows = None
-    if connection.dialect.name == "sqlite":  # (the same rows, a column at a time: _read_columns)
-        rows = _read_columns(connection, dataset, charged, None if touching is None else wanted, len(variables),
-                             accounts)
-    if rows is None:
-        rows = _read_rows(connection, statement, len(variables), accounts)
+    chosen, _ = _row_statement(dataset, charged, wanted, accounts)
+    rows = read_rows(connection, dataset, charged, wanted, len(variables), accounts)
     then = None
     if when is not None:
         from .as_of import rows_then
@@ -733,6 +757,27 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     return index
 
 
+def read_rows(connection, dataset: str, charged: list[str], positions: list[int] | None, n_var: int,
+              accounts: bool) -> "_Rows":
+    """The dataset's charged accounting rows (those reading one of `positions`, when given) as
+    `_Rows`: the sealed chunks' part (sealed.py: a few BLOBs), then the rows after them, a
+    column at a time on SQLite (`_read_columns`), else row by row (`_read_rows`)."""
+    from . import sealed
+
+    found = sealed.read_sealed(connection, dataset, n_var)
+    head, after = None, None
+    if found is not None:
+        head = sealed.rows_from(found, connection, dataset, charged, positions, n_var, accounts)
+        after = found.stop
+    rows = None
+    if connection.dialect.name == "sqlite":  # (the same rows, a column at a time: _read_columns)
+        rows = _read_columns(connection, dataset, charged, positions, n_var, accounts, after)
+    if rows is None:
+        rows = _read_rows(connection, _row_statement(dataset, charged, positions, accounts, after)[1], n_var,
+                          accounts)
+    return rows if head is None else sealed.join_rows(head, rows)
+
+
 @dataclass
 class _Rows:
     """Accounting rows read column by column into compact arrays (not a tuple per row: a
@@ -801,27 +846,30 @@ _AFTER_ALL = 2**62  # (in SQL) never published
 
 
 def _read_columns(connection, dataset: str, charged: list[str], positions: list[int] | None, n_var: int,
-                  accounts: bool) -> _Rows | None:
+                  accounts: bool, after: int | None = None) -> _Rows | None:
     """`_read_rows` of the same rows on SQLite, each column read whole as one string by an
     aggregate (`group_concat`) and parsed by numpy, not as a Python tuple per row: on a million
     rows the tuples cost about three times the reading itself (issue 13). The rare rows with a
     family, further guarantees or a first guarantee protecting other than what the release
     reads are read apart, by seq. None (the caller reads row by row) when some reads bitset
-    has another width (written before a variable was added)."""
+    has another width (written before a variable was added). `after`: only the rows whose seq
+    is at least that (the tail after the sealed chunks, sealed.py)."""
     size = (n_var + 7) // 8 or 1
     status = ", ".join("?" * len(charged))
+    since, since_params = ("", ()) if after is None else (" AND seq >= ?", (after,))
     if positions is None:
         # the whole dataset: a scan in seq order (`+dataset`: not through the dataset index, a
         # look-up per row) unless the dataset holds few of the ledger's rows
-        mine = connection.exec_driver_sql(f"SELECT count(*) FROM {_ROWS.name} WHERE dataset = ?",
-                                          (dataset,)).scalar()
-        every = connection.exec_driver_sql(f"SELECT count(*) FROM {_ROWS.name}").scalar()
-        where = f"{'+' if 4 * mine >= every else ''}dataset = ? AND status IN ({status})"
-        params: tuple = (dataset, *charged)
+        mine = connection.exec_driver_sql(f"SELECT count(*) FROM {_ROWS.name} WHERE dataset = ?{since}",
+                                          (dataset, *since_params)).scalar()
+        every = connection.exec_driver_sql(f"SELECT count(*) FROM {_ROWS.name}{since.replace(' AND', ' WHERE')}",
+                                           since_params).scalar()
+        where = f"{'+' if 4 * mine >= every else ''}dataset = ? AND status IN ({status}){since}"
+        params: tuple = (dataset, *charged, *since_params)
     else:
-        where = (f"status IN ({status}) AND seq IN (SELECT seq FROM {_READS.name} WHERE dataset = ? AND position IN "
-                 f"({', '.join('?' * len(positions))}))")
-        params = (*charged, dataset, *positions)
+        where = (f"status IN ({status}){since} AND seq IN (SELECT seq FROM {_READS.name} WHERE dataset = ? "
+                 f"AND position IN ({', '.join('?' * len(positions))}){since})")
+        params = (*charged, *since_params, dataset, *positions, *since_params)
     published = (f"CASE WHEN published_us IS NULL AND status IN ({', '.join('?' * len(_PUBLISHED))}) THEN "
                  f"coalesce(recorded_us, {_BEFORE_ANY}) ELSE published_us END")
     # (a bitset of another width, written before a variable was added, is rare too: the reading
@@ -1196,6 +1244,32 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
             if weight:
                 several[int(j), int(value)] = several.get((int(j), int(value)), 0) + int(weight)
 
+    one_rows = np.flatnonzero(single)
+    # the common case: each of these releases has one guarantee, protecting exactly what it
+    # reads (the index's protects matrix is its reads matrix and its guarantee is its own row):
+    # every cell read is its value, none is ∞, so the cells are counted per (value, event)
+    # and variable from the read entries by one bincount, not a chunk of matrices at a time
+    fast = index.g_protects is index.reads and np.array_equal(first_guarantee[one_rows], one_rows)
+    if fast:
+        entry_rows, entry_cols = index.read_entries()
+        width = np.bincount(entry_rows, minlength=n_rel)
+        values = single_value[one_rows]
+        dataset_wide[one_rows] = np.where(width[one_rows] == 0, index.ZERO_ID, values)  # (0: reads nothing)
+        stride = 1 if events is None else n_events + 2
+        group = np.full(n_rel, -1, dtype=np.int64)
+        group[one_rows] = values * stride + (0 if events is None else row_event[one_rows] + 2)
+        keys = group[entry_rows]
+        kept = keys >= 0
+        n_keys = int(group.max()) + 1 if len(one_rows) else 0
+        cells_per_key = np.bincount(keys[kept] * n_var + entry_cols[kept], minlength=n_keys * n_var).reshape(
+            n_keys, n_var)
+        del keys, kept
+        for key in np.flatnonzero(cells_per_key.any(axis=1)):
+            column = cells_per_key[key]
+            value = int(key) // stride
+            per_value[value] += column
+            if events is not None:
+                add_cells(np.arange(n_var), np.full(n_var, value), np.full(n_var, int(key) % stride - 2), column)
     for k, start in enumerate(range(0, n_rel, chunk)):
         stop = min(start + chunk, n_rel)
         reads = index.reads[start:stop]
@@ -1203,7 +1277,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
         # releases with at most one guarantee (value v, protects P): the cell of a variable read
         # is v when P protects it, ∞ when not; the whole-dataset cost is v when P covers every
         # variable read, ∞ when not, 0 when nothing is read (DESIGN 2.3), without the cells
-        rows = np.flatnonzero(one)
+        rows = np.flatnonzero(one) if not fast else np.zeros(0, dtype=np.int64)
         values = single_value[start:stop][rows]
         read = reads[rows]
         protects = np.zeros_like(read)

@@ -89,12 +89,13 @@ from ..core.memory import paused_gc
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 9  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 10  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
 # 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments;
 # 7: a subsampled release's accounting event is its sampling event (issue 11, section 4)
 # 8: the verified head (verified_head.py) keeps when it was verified
 # 9: audit events indexed by (kind, subject, actor): EVENT_INDEX (issue 13)
+# 10: the accounting rows sealed in binary chunks (sealed.py, issue 13)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -232,6 +233,7 @@ class AuditEventRow(SQLModel, table=True):
 
 from . import columns  # noqa: E402  (its tables: accounting rows, issue 13)
 from . import driver  # noqa: E402  (the recording path's statements on the driver's cursor, issue 13)
+from . import sealed  # noqa: E402  (its tables: the accounting rows in sealed chunks, issue 13)
 
 # Statements on the recording path, built once so SQLAlchemy's compiled cache serves them.
 _EVENTS = AuditEventRow.__table__
@@ -592,6 +594,12 @@ def _v9_event_index(session: Session) -> None:
     index.create(session.connection(), checkfirst=True)
 
 
+def _v10_sealed_chunks(session: Session) -> None:
+    """The accounting rows of every complete range of seqs are sealed in binary chunks
+    (sealed.py, issue 13), built once from the accounting rows."""
+    sealed.build_all(session)
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
@@ -601,6 +609,7 @@ MIGRATIONS: dict[int, Callable[[Session], None]] = {
     7: _v7_sampled_events,
     8: _v8_verified_head_time,
     9: _v9_event_index,
+    10: _v10_sealed_chunks,
 }
 
 
@@ -1503,6 +1512,7 @@ def verify(session: Session) -> Verification:
     problems.sort(key=_event_number)
     problems.extend(totals.problems())
     problems.extend(accounting.problems())
+    problems.extend(sealed.check(connection, {d.name: d.variable_names for d in config.datasets.values()}))
     problems.extend(_check_count(session, count))
     return Verification(ok=not problems, events=count, head=walk.head, problems=tuple(problems))
 

@@ -28,7 +28,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlmodel import Session
 
-from . import columns, database as store
+from . import columns, database as store, sealed
 from .codec import dataset_from_dict, dataset_to_dict, release_from_dict
 
 CHECKPOINT_KEY = "verified_head"
@@ -191,6 +191,11 @@ def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verific
             except (KeyError, TypeError, ValueError):
                 continue
         problems.extend(columns.check(session, readable, variables, only={rid for rid in rows}))
+        # the chunks sealed since, and those holding a release changed since (sealed.py)
+        problems.extend(sealed.check(connection, variables, since=start, seqs=seqs.values()))
+    else:
+        problems.extend(sealed.check(connection, {d.name: d.variable_names for d in
+                                                  store.configuration(session).datasets.values()}, since=start))
     if expected["dataset"]:
         problems.extend(store._compare("dataset", expected["dataset"], {
             d.name: dataset_to_dict(d) for d in store._datasets(session, list(expected["dataset"]))}))
