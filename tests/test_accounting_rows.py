@@ -314,7 +314,7 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
     engine.dispose()
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "subset", "a")
-    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 4,)]  # once each (schemas 6 to 9)
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 5,)]  # once each (schemas 6 to 10)
 
 
 SAMPLED = """\

@@ -180,7 +180,7 @@ def test_a_ledger_of_schema_3_is_upgraded_once_with_an_audit_event_per_version(l
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "table")
     with sqlite3.connect(path) as connection:  # once
-        assert connection.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 6
+        assert connection.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 7
 
 
 def test_help_and_version_import_neither_the_orm_nor_numpy():
