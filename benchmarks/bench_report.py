@@ -317,11 +317,15 @@ def scale_main(args) -> None:
         shutil.copyfile(plain, headed)
         argv, env, cwd = ledger_command(None, headed, "audit", "verify", out_dir=out)
         subprocess.run(argv, env=env, cwd=cwd, check=True, capture_output=True)
+        from bench_scale import baseline_copy
+
         for label, ledger in (("no verified head", plain), ("a verified head", headed)):
             new_runs, old_runs = [], []
+            # the old code reads a copy at its own schema version (a newer one it refuses)
+            old_ledger = baseline_copy(ledger, code_old)
             for _ in range(args.repeat):
-                for code, runs in ((None, new_runs), (code_old, old_runs)):
-                    argv, env, cwd = ledger_command(code, ledger, "report", "--format", "html", "--out",
+                for code, runs, path in ((None, new_runs, ledger), (code_old, old_runs, old_ledger)):
+                    argv, env, cwd = ledger_command(code, path, "report", "--format", "html", "--out",
                                                     str(out / "report.html"), out_dir=out)
                     runs.append(measured(argv, env, cwd))
             print(f"(d) `report --format html`, {args.releases:,} releases x {args.variables} variables, {label}, "
@@ -331,8 +335,9 @@ def scale_main(args) -> None:
                 print(f"    {name:>22}: {wall:6.2f} s wall, {cpu:6.2f} s CPU, {peak:7.0f} MB peak   "
                       f"(walls {', '.join(f'{r[0]:.2f}' for r in runs)}; CPU {', '.join(f'{r[1]:.2f}' for r in runs)})"
                       f"   [target < {REPORT_10K_TARGET_S:.0f} s]")
-        plain.unlink()
-        headed.unlink()
+        for path in (plain, headed):
+            path.with_name(path.stem + "-baseline.db").unlink(missing_ok=True)
+            path.unlink()
 
         # (e) verify (and the report) by size
         print(f"(e) `audit verify` and `report --format html` by size ({load_average()}):")
@@ -347,7 +352,8 @@ def scale_main(args) -> None:
                     if code is not None and size > args.baseline_max:
                         line.append(f"{label}: skipped (> --baseline-max)")
                         continue
-                    argv, env, cwd = ledger_command(code, path, *command, out_dir=out)
+                    argv, env, cwd = ledger_command(code, path if code is None else baseline_copy(path, code_old),
+                                                    *command, out_dir=out)
                     wall, cpu, peak = measured(argv, env, cwd)
                     line.append(f"{label}: {wall:6.1f} s wall, {cpu:6.1f} s CPU, {peak:6.0f} MB")
                 print(f"    {size:>9,} releases, {' '.join(command[:2]):>15}: {' | '.join(line)}   "
