@@ -131,7 +131,7 @@ def record_by_processes(url: str, n: int, directory: Path) -> float:
 def bare_sqlite(path: Path, n: int) -> float:
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute(f"PRAGMA synchronous={store.SQLITE_SYNCHRONOUS}")
+    connection.execute(f"PRAGMA synchronous={store.sqlite_synchronous()}")
     connection.execute("CREATE TABLE t (seq INTEGER PRIMARY KEY, payload TEXT)")
     start = time.perf_counter()
     for k in range(n):
@@ -168,7 +168,7 @@ def capture(engine) -> list[list[str]]:
 def replay_sqlite(path: Path, transactions: list[list[str]]) -> float:
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute(f"PRAGMA synchronous={store.SQLITE_SYNCHRONOUS}")
+    connection.execute(f"PRAGMA synchronous={store.sqlite_synchronous()}")
     start = time.perf_counter()
     for statements in transactions:
         connection.execute("BEGIN IMMEDIATE")
@@ -265,7 +265,7 @@ def main() -> None:
             by_process = record_by_processes(url, args.processes, Path(directory)) if args.processes else 0.0
             bare = bare_sqlite(Path(directory) / "bare.db", n)
             planned = planned_case(f"sqlite:///{directory}/planned.db", args.planned)
-            report(f"SQLite (WAL, synchronous={store.SQLITE_SYNCHRONOUS})", n, one, bare, batch, args.processes,
+            report(f"SQLite (WAL, synchronous={store.sqlite_synchronous()})", n, one, bare, batch, args.processes,
                    by_process, planned, replayed)
     if args.postgres:
         url, drop = postgres_database(args.postgres)

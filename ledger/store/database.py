@@ -99,9 +99,16 @@ SCHEMA_VERSION = 10  # 1: releases; 2: caps and running totals; 3: Pufferfish gu
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
-SQLITE_SYNCHRONOUS = os.environ.get("LEDGER_SQLITE_SYNCHRONOUS", "FULL").upper()
-if SQLITE_SYNCHRONOUS not in ("FULL", "EXTRA", "NORMAL"):
-    raise RuntimeError(f"LEDGER_SQLITE_SYNCHRONOUS must be FULL, EXTRA or NORMAL, not {SQLITE_SYNCHRONOUS!r}")
+SYNCHRONOUS_ENV = "LEDGER_SQLITE_SYNCHRONOUS"
+
+
+def sqlite_synchronous() -> str:
+    """The setting, read when a connection opens (not at import: a resident process imports
+    once for many calls, each with its own environment)."""
+    chosen = os.environ.get(SYNCHRONOUS_ENV, "FULL").upper()
+    if chosen not in ("FULL", "EXTRA", "NORMAL"):
+        raise RuntimeError(f"{SYNCHRONOUS_ENV} must be FULL, EXTRA or NORMAL, not {chosen!r}")
+    return chosen
 
 
 # --------------------------------------------------------------------------
@@ -387,7 +394,7 @@ def make_engine(url: str) -> Engine:
                 if dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal" and \
                         _new_or_ledger(dbapi_connection):
                     dbapi_connection.execute("PRAGMA journal_mode=WAL")
-                dbapi_connection.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
+                dbapi_connection.execute(f"PRAGMA synchronous={sqlite_synchronous()}")
             dbapi_connection.execute("PRAGMA foreign_keys=ON")
 
         @event.listens_for(engine, "begin")
