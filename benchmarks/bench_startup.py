@@ -13,6 +13,11 @@ CPU seconds (user + system, less sensitive to a loaded machine than wall time):
   with 20 caps (target < 0.4 s), the ledger built once by bench_scale and copied;
   each `record` records a new release (the ledger grows by --runs).
 
+Then the same commands handed to a resident process (`privacy-ledger resident start`,
+ledger/cli/resident.py: the imports paid once by a server that forks a child per call), the
+ledger grown by the same records; its CPU column is the client's alone (the child's CPU is
+the server's).
+
 --baseline-code DIR also runs each privacy-ledger command with the `ledger` package of
 another checkout (e.g. /work/main: `python -m ledger` run from DIR imports DIR's
 package), beside this one, on a copy of the same ledger.
@@ -40,10 +45,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 PYTHON = sys.executable
 
 
-def timed(argv: list[str], cwd: Path = ROOT) -> tuple[float, float, int]:
+FRESH = {**os.environ, "LEDGER_RESIDENT": "0"}  # every command imports what it needs (no resident process)
+
+
+def timed(argv: list[str], cwd: Path = ROOT, env: dict | None = None) -> tuple[float, float, int]:
     """(wall s, CPU s, exit code) of one fresh process."""
     start = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd,
+                               env=FRESH if env is None else env)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
@@ -60,7 +69,7 @@ def plan(directory: Path, name: str) -> Path:
 
 
 def importtime(argv: list[str], top: int = 25) -> None:
-    run = subprocess.run([PYTHON, "-X", "importtime", *argv], capture_output=True, text=True, cwd=ROOT)
+    run = subprocess.run([PYTHON, "-X", "importtime", *argv], capture_output=True, text=True, cwd=ROOT, env=FRESH)
     rows = []
     for line in run.stderr.splitlines():
         found = re.match(r"import time:\s+(\d+) \|\s+(\d+) \| ( *)(\S+)", line)
@@ -108,7 +117,17 @@ def main() -> None:
             f"record one release ({args.size:,} releases, 20 caps)":
                 lambda k: [*cli, "--db", url, "record", "--as", "bench", str(plan(work, f"recorded{k}"))],
         }
-        runs: dict[str, tuple[object, Path]] = {name: (argv, ROOT) for name, argv in commands.items()}
+        runs: dict[str, tuple[object, Path, dict | None]] = {name: (argv, ROOT, None) for name, argv in commands.items()}
+        through = {**os.environ, "LEDGER_RESIDENT_DIR": str(work / "run"), "LEDGER_USER": "bench"}
+        through.pop("LEDGER_RESIDENT", None)
+        started = subprocess.run([*cli, "resident", "start"], capture_output=True, text=True, cwd=ROOT, env=through)
+        print(started.stdout.strip() or started.stderr.strip())
+        runs.update({
+            "  resident: --help": ([*cli, "--help"], ROOT, through),
+            "  resident: check": ([*cli, "--db", url, "check", str(check_plan)], ROOT, through),
+            "  resident: record": (lambda k: [*cli, "--db", url, "record", "--as", "bench",
+                                              str(plan(work, f"resident{k}"))], ROOT, through),
+        })
         if args.baseline_code is not None:
             other = work / "baseline.db"
             # the ledger as that code reads it: its schema version, the tables it does not know dropped
@@ -118,17 +137,18 @@ def main() -> None:
             subprocess.run([*cli, "--db", other_url, "cap", "list"], capture_output=True, cwd=args.baseline_code)
             code = args.baseline_code
             runs.update({
-                f"  the same, {code}'s code: --help": ([*cli, "--help"], code),
-                f"  the same, {code}'s code: --version": ([*cli, "--version"], code),
-                f"  the same, {code}'s code: check": ([*cli, "--db", other_url, "check", str(check_plan)], code),
+                f"  the same, {code}'s code: --help": ([*cli, "--help"], code, None),
+                f"  the same, {code}'s code: --version": ([*cli, "--version"], code, None),
+                f"  the same, {code}'s code: check": ([*cli, "--db", other_url, "check", str(check_plan)], code, None),
                 f"  the same, {code}'s code: record":
-                    (lambda k: [*cli, "--db", other_url, "record", "--as", "bench", str(plan(work, f"base{k}"))], code),
+                    (lambda k: [*cli, "--db", other_url, "record", "--as", "bench", str(plan(work, f"base{k}"))], code,
+                     None),
             })
         walls: dict[str, list[float]] = {name: [] for name in runs}
         cpus: dict[str, list[float]] = {name: [] for name in runs}
         for k in range(args.runs):
-            for name, (argv, cwd) in runs.items():
-                wall, cpu, _ = timed(argv(k) if callable(argv) else argv, cwd)
+            for name, (argv, cwd, env) in runs.items():
+                wall, cpu, _ = timed(argv(k) if callable(argv) else argv, cwd, env)
                 walls[name].append(wall)
                 cpus[name].append(cpu)
         print(f"start-up, {args.runs} runs each, interleaved; load average {os.getloadavg()[0]:.2f} "
@@ -137,6 +157,7 @@ def main() -> None:
         for name in runs:
             print(f"  {name:52} {statistics.median(walls[name]):9.3f} {min(walls[name]):7.3f} "
                   f"{statistics.median(cpus[name]):7.3f}")
+        subprocess.run([*cli, "resident", "stop"], capture_output=True, cwd=ROOT, env=through)
         if args.importtime:
             importtime(["-m", "ledger", "--db", url, "check", str(check_plan)])
 
