@@ -58,7 +58,7 @@ def test_readme_shell_examples(scratch):
     if not (bin_dir / "privacy-ledger").exists():
         pytest.skip(f"no privacy-ledger script beside {sys.executable}")
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "LEDGER_USER": "readme",
-           "COLUMNS": "100"}
+           "COLUMNS": "100", "LEDGER_RESIDENT_DIR": str(scratch / "resident"), "LEDGER_RESIDENT_IDLE": "120"}
     env.pop("LEDGER_DATABASE_URL", None)
     chromium = shutil.which(os.environ.get("LEDGER_CHROMIUM", "")) if os.environ.get("LEDGER_CHROMIUM") else \
         next((c for c in ("/usr/bin/chromium", shutil.which("chromium") or "") if c and os.path.exists(c)), None)
@@ -75,5 +75,6 @@ def test_readme_shell_examples(scratch):
                               timeout=300)
         assert done.returncode == 0, f"README line failed (exit {done.returncode}): {line}\n{done.stdout}\n{done.stderr}"
         ran += 1
+    subprocess.run(["privacy-ledger", "resident", "stop"], cwd=scratch, env=env, capture_output=True)
     assert ran >= 25
     assert (scratch / "survey-registry.yaml").read_text(encoding="utf-8").count("PLACEHOLDER") >= 3
