@@ -131,6 +131,8 @@ def test_each_call_is_in_its_callers_directory_and_environment(calls, tmp_path):
     assert json.loads(there.stdout)["dataset"] == "survey"
     by_env = calls("table", "--json", cwd=other, LEDGER_DATABASE_URL=f"sqlite:///{calls.cwd / 'ledger.db'}")
     assert json.loads(by_env.stdout)["dataset"] == "graduates"
+    server = Path(f"/proc/{calls.status()['pid']}/environ").read_bytes().split(b"\0")
+    assert not [v for v in server if v.startswith((b"LEDGER_USER=", b"LEDGER_DATABASE_URL=", b"LEDGER_LOG_DIR="))]
     # the umask of the caller: a file the command writes (the report) gets the caller's mode
     done = calls("report", "--format", "html", "--out", "r.html", cwd=calls.cwd)
     assert done.returncode == 0, done.stderr
@@ -147,7 +149,8 @@ def _umask() -> int:
 def test_a_signal_ends_the_call_as_it_ends_a_fresh_process(calls):
     """A record waiting for the write lock, stopped (SIGTERM, as a pipeline's time-out sends):
     the caller forwards the signal, the child ends, nothing is written, and the caller ends
-    by the same signal as a fresh process does."""
+    by the same signal as a fresh process does. A caller killed outright takes its child with
+    it (the record it was making is not made later behind its back)."""
     (calls.cwd / "one.yaml").write_text(PLAN.replace("epsilon: 100", "epsilon: 1/4"))
     holder = sqlite3.connect(calls.cwd / "ledger.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # the write lock, held
@@ -170,6 +173,19 @@ def test_a_signal_ends_the_call_as_it_ends_a_fresh_process(calls):
             process.communicate(timeout=60)
             ends[fresh] = process.returncode
             assert calls.status()["running"] == 0  # the child ended too
+        # a caller killed outright (SIGKILL: nothing can forward it): its child is killed too
+        process = subprocess.Popen([sys.executable, "-m", "ledger", "record", "one.yaml"], cwd=calls.cwd,
+                                   env={**calls.env, "LEDGER_LOCK_TIMEOUT": "120"}, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while calls.status()["running"] == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        process.kill()
+        process.communicate(timeout=60)
+        while calls.status()["running"]:
+            assert time.monotonic() < deadline + 60, "the child of a killed caller still runs"
+            time.sleep(0.1)
     finally:
         holder.execute("ROLLBACK")
         holder.close()

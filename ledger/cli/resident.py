@@ -289,7 +289,7 @@ def start(path: str | None = None, *, wait: bool) -> dict | None:
         bootstrap = "import sys, json; sys.path[:] = json.loads(sys.argv[2]); from ledger.cli.resident import main; main()"
         subprocess.Popen([sys.executable, "-c", bootstrap, path, json.dumps(sys.path)], stdin=subprocess.DEVNULL,
                          stdout=log, stderr=log, start_new_session=True, close_fds=True, cwd="/",
-                         env={**os.environ, ENABLE_ENV: "0"})
+                         env=server_environment())
     if not wait:
         return None
     deadline = time.monotonic() + START_WAIT_S
@@ -304,6 +304,17 @@ def start(path: str | None = None, *, wait: bool) -> dict | None:
 # --------------------------------------------------------------------------
 # The server
 # --------------------------------------------------------------------------
+
+
+SERVER_ENV = ("PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+              IDLE_ENV)
+
+
+def server_environment() -> dict[str, str]:
+    """The server's own environment: what imports read, and no more (not the caller's database
+    URL, credentials or anything else it does not need: each child gets its caller's)."""
+    return {key: value for key, value in os.environ.items()
+            if key in SERVER_ENV or key.startswith(IMPORT_TIME_ENV_PREFIXES)} | {ENABLE_ENV: "0"}
 
 
 def preload() -> list[str]:
@@ -399,6 +410,8 @@ class Server:
             for key, _ in events:
                 if key.data == "call" and self._accept():
                     last = time.monotonic()
+                elif isinstance(key.data, int):
+                    self._caller_gone(key.data)
             if self._reap():
                 last = time.monotonic()  # idle counts from the last call's end
             if self.accepting and (not self._still_ours() or
@@ -483,7 +496,23 @@ class Server:
             connection.sendall(_PID.pack(b"P", pid))
         except OSError:
             pass
+        import selectors
+
+        self.selector.register(connection, selectors.EVENT_READ, pid)  # readable only if the caller is gone
         return True
+
+    def _caller_gone(self, pid: int) -> None:
+        """The caller sends nothing after its call: its connection became readable because it
+        ended (killed, say). Its child is killed too, as the command dies with a fresh process
+        (a record in progress is rolled back: never half written)."""
+        connection = self.children.get(pid)
+        if connection is None:
+            return
+        self.selector.unregister(connection)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     def _reap(self) -> bool:
         """Report every child that ended to its caller; True if any did."""
@@ -503,6 +532,10 @@ class Server:
             ended = True
             connection = self.children.pop(pid, None)
             if connection is not None:
+                try:
+                    self.selector.unregister(connection)
+                except (KeyError, ValueError):
+                    pass
                 try:
                     connection.sendall(_STATUS.pack(b"S", status))
                 except OSError:
