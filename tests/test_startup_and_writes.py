@@ -320,3 +320,38 @@ def test_ids_known_from_one_ledger_are_not_used_in_another_at_the_same_url(tmp_p
             engine.dispose()
         verified = cli_main(url, "audit", "verify")
         assert verified.code == 0, verified.out + verified.err
+
+
+def test_a_record_past_the_first_chunk_reads_where_the_chunks_end_once_per_process(survey, monkeypatch):
+    """Once a ledger holds a complete range of seqs, every record seals the ranges it completes
+    (sealed.py). Where a dataset's chunks end is read once, then kept with the ids (by the audit
+    head): the records that complete no range read nothing more (on PostgreSQL the read was a
+    round trip of its own, and ended the record's pipeline). The chunks are those a fresh
+    sealing makes, and the ledger verifies."""
+    from ledger.store import sealed
+
+    engine, url, tmp_path = survey
+    monkeypatch.setattr(sealed, "CHUNK_SEQS", 4)
+    reads = []
+    sealed_stop = sealed.sealed_stop
+    monkeypatch.setattr(sealed, "sealed_stop", lambda connection, dataset: reads.append(dataset) or
+                        sealed_stop(connection, dataset))
+    actor = people.actor_name(None)
+    for k in range(15):
+        operations.record(engine, operations.release_builder([releases_file(tmp_path, f"c{k}-", 1)], actor), actor)
+    top = ledger_state(url)["events"]
+    assert reads == ["survey"]  # (without the kept stop: one read per record past seq 3)
+    from sqlalchemy import create_engine, text
+
+    reader = create_engine(url)
+    try:
+        with reader.connect() as connection:
+            chunks = connection.execute(text('SELECT "first", stop, count FROM accounting_chunks ORDER BY "first"')).all()
+            rows = connection.execute(text("SELECT seq FROM release_accounting")).scalars().all()
+    finally:
+        reader.dispose()
+    complete = (top + 1) // 4  # seqs 0 .. top: the complete ranges of 4
+    assert [(first, stop) for first, stop, _ in chunks] == [(4 * k, 4 * k + 4) for k in range(complete)]
+    assert [count for _, _, count in chunks] == [len([s for s in rows if 4 * k <= s < 4 * k + 4])
+                                                 for k in range(complete)]
+    assert cli_main(url, "audit", "verify").code == 0  # every chunk sealed afresh: the same

@@ -66,7 +66,7 @@ import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from functools import lru_cache
@@ -279,10 +279,12 @@ def _event_ids(connection, keys: Iterable[str], known: dict[str, int]) -> dict[s
 
 @dataclass
 class Known:
-    """The value and event ids met so far in one transaction (a cache of the id tables)."""
+    """The value and event ids met so far in one transaction (a cache of the id tables), and where
+    each dataset's sealed chunks end: kept by the audit head (database._known_ids)."""
 
     values: dict[str, int]
     events: dict[str, int]
+    stops: dict[str, int] = field(default_factory=dict)  # where each dataset's sealed chunks end (sealed.py)
 
 
 def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
@@ -319,7 +321,7 @@ def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: 
         by_dataset: dict[str, list[int]] = {}
         for seq, row in expected:
             by_dataset.setdefault(row.dataset, []).append(seq)
-        sealed.seal_after_insert(connection, by_dataset, variables)
+        sealed.seal_after_insert(connection, by_dataset, variables, known.stops)
 
 
 def _positions(bits: bytes) -> list[int]:

@@ -1086,7 +1086,7 @@ def _known_ids(session: Session) -> columns.Known:
         cached = _IDS_CACHE.get(_ledger_key(session))
         head = session.info.get("head_at_start")
         if head is not None and cached is not None and cached[0] == head:
-            known = columns.Known(dict(cached[1].values), dict(cached[1].events))
+            known = columns.Known(dict(cached[1].values), dict(cached[1].events), dict(cached[1].stops))
         else:
             known = columns.Known({}, {})
         session.info["known_ids"] = known
