@@ -355,3 +355,62 @@ def test_a_record_past_the_first_chunk_reads_where_the_chunks_end_once_per_proce
     assert [count for _, _, count in chunks] == [len([s for s in rows if 4 * k <= s < 4 * k + 4])
                                                  for k in range(complete)]
     assert cli_main(url, "audit", "verify").code == 0  # every chunk sealed afresh: the same
+
+
+DELTA_DATASET = DATASET + "  - {subset: [age, income], epsilon: 40, delta: 1e-9}\n  - {name: income-at-delta, subset: [income], epsilon: 30, delta: 1e-6}\n"
+
+
+def _declared_then_published(url: str, tmp_path: Path, name: str) -> list[dict]:
+    """Releases recorded one by one into a ledger with caps at a delta: planned ones first (a
+    plan declared in advance: the Rényi and PLD figures too), then published ones (adaptive);
+    the budget decisions of every recording event."""
+    directory = tmp_path / name
+    directory.mkdir()
+    assert cli_main(url, "dataset", "add", write(directory, "survey.yaml", DELTA_DATASET)).code == 0
+    engine = store.make_engine(url)
+    actor = people.actor_name(None)
+    try:
+        for k in range(8):
+            mechanism = "{name: gaussian, sigma: 3, sensitivity: 1}" if k % 3 == 2 else \
+                f"{{name: laplace, epsilon: \"1/{k + 2}\"}}"
+            status = ", status: published, published_at: '2026-01-01T00:00:00Z'" if k >= 4 else ""
+            reads = "[income]" if k % 3 == 2 else "[age, income]"  # (a Gaussian: no pure-epsilon bound on age)
+            path = write(directory, f"r{k}.yaml", f"dataset: survey\nreleases:\n  - {{id: r{k}, reads: {reads}, "
+                                                  f"mechanism: {mechanism}{status}}}\n")
+            operations.record(engine, operations.release_builder([path], actor), actor)
+    finally:
+        engine.dispose()
+    verified = cli_main(url, "audit", "verify", "--json")
+    assert verified.code == 0, verified.err
+    rows = _stored(url)["audit_events"]
+    return [row for row in rows if "budget_decisions" in str(row)]
+
+
+def test_a_record_decides_each_cap_once_and_the_same_as_deciding_again(ledger_url, other_ledger_url, tmp_path,
+                                                                       monkeypatch):
+    """A cap's decision before a record's plan is the one the previous record made after its
+    own, on the same running state and figure (cap_accounting._DECIDED): taken, not made again,
+    so a record of one release makes one decision per cap at a delta. Every recording event's
+    decisions (accountant, case, figure; declared with PLD, then adaptive) and every stored row
+    are those of deciding both again each time, byte for byte."""
+    from ledger.accounting import accountants
+    from ledger.operations import cap_accounting
+
+    monkeypatch.setattr(store, "now", lambda: FIXED_MOMENT)
+    made = []
+    decide = accountants.cap_decision
+    monkeypatch.setattr(accountants, "cap_decision", lambda cap, *rest: made.append(cap.name) or decide(cap, *rest))
+    taken = _declared_then_published(ledger_url, tmp_path, "taken")
+    per_record = len(made)
+    with monkeypatch.context() as again:
+        again.setattr(cap_accounting, "_decision_before",
+                      lambda cap, value, state: accountants.cap_decision(cap, value, None, state))
+        store._IDS_CACHE.clear()
+        made.clear()
+        decided = _declared_then_published(other_ledger_url, tmp_path, "decided")
+    assert taken == decided
+    assert _stored(ledger_url) == _stored(other_ledger_url)
+    # made again: two decisions (before and after) per cap a record touches; taken, the decisions
+    # before the plan of the 7 records after the first on the 2 caps at a delta are not made
+    assert len(made) == 2 * (6 * 4 + 2 * 3)
+    assert per_record == len(made) - 7 * 2
