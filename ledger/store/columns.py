@@ -169,14 +169,20 @@ def bitset(names: Iterable[str], position: Mapping[str, int], width: int) -> byt
 
 def value_body(guarantee: Guarantee) -> str:
     """A guarantee's value (everything but what it protects), as canonical JSON."""
-    return _value_body(guarantee.notion, guarantee.epsilon, guarantee.delta, guarantee.rho, guarantee.relation)
+    # cached by the exact values' integer pairs (a Fraction hashes in Python, an int in C)
+    return _value_body(guarantee.notion, _pair(guarantee.epsilon), _pair(guarantee.delta), _pair(guarantee.rho),
+                       guarantee.relation)
+
+
+def _pair(x: Fraction | None) -> tuple[int, int] | None:
+    return None if x is None else (x.numerator, x.denominator)
 
 
 @lru_cache(maxsize=4096)  # a ledger repeats a few values over and over
-def _value_body(notion: Notion, epsilon: Fraction | None, delta: Fraction | None, rho: Fraction | None,
-                relation: Relation) -> str:
-    def exact(x: Fraction | None):
-        return None if x is None else f"{x.numerator}/{x.denominator}"
+def _value_body(notion: Notion, epsilon: tuple[int, int] | None, delta: tuple[int, int] | None,
+                rho: tuple[int, int] | None, relation: Relation) -> str:
+    def exact(x: tuple[int, int] | None):
+        return None if x is None else f"{x[0]}/{x[1]}"
 
     return canonical_json({"notion": notion.value, "epsilon": exact(epsilon), "delta": exact(delta),
                            "rho": exact(rho), "relation": relation.value})
