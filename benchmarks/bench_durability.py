@@ -26,6 +26,9 @@ names a server), in the same run:
 Target: (a) within 1.5x of (b). Each figure is printed beside its baseline, with the
 ratio and the load average (the machine is shared).
 
+--profile N: instead, N records of (a) into a fresh ledger (after 200 to warm the caches) under
+cProfile, on SQLite or (with --postgres) PostgreSQL: where the time per record goes.
+
 (a) is also run, in the same run and right after, by another revision's code (--baseline REF,
 default: the merge base with main; --no-baseline: not), in a process of its own with REF's
 `ledger` package first on its path, into a fresh ledger of its own on the same backend. Per
@@ -154,6 +157,24 @@ def only_a(backend: str, n: int, out: Path) -> None:
             if drop is not None:
                 drop()
     out.write_text(json.dumps({"wall": walls, "cpu": cpus, "code": operations.__file__}))
+
+
+def profile_records(url: str, n: int) -> None:
+    """--profile: n records of (a), warm, under cProfile; the recording path's functions by
+    cumulative time, per record."""
+    import cProfile
+    import pstats
+
+    engine = fresh_ledger(url)
+    record_each_timed(engine, 200, "warm")
+    profiler = cProfile.Profile()
+    profiler.enable()
+    walls, cpus = record_each_timed(engine, n)
+    profiler.disable()
+    engine.dispose()
+    print(f"{engine.dialect.name}: {n} records under cProfile (its overhead included): median {ms(walls):.2f} ms, "
+          f"CPU {ms(cpus):.2f} ms  [{load()}]")
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"ledger/|commit|execute", 45)
 
 
 def bare_each(bare_loop, *args) -> list[float]:
@@ -342,12 +363,24 @@ def main() -> None:
     parser.add_argument("--baseline", default=None, help="git ref whose code runs (a) too (default: merge base "
                                                          "with main)")
     parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--profile", type=int, default=0, help="profile N records of (a) instead")
     parser.add_argument("--only-a", default=None, help=argparse.SUPPRESS)  # (a baseline run: see baseline_run)
     parser.add_argument("--times", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     n = args.records
     if args.only_a:
         only_a(args.only_a, n, Path(args.times))
+        return
+    if args.profile:
+        if args.postgres and args.no_sqlite:
+            url, drop = postgres_database(args.postgres)
+            try:
+                profile_records(url, args.profile)
+            finally:
+                drop()
+        else:
+            with tempfile.TemporaryDirectory(dir=Path(__file__).resolve().parent) as directory:
+                profile_records(f"sqlite:///{directory}/ledger.db", args.profile)
         return
     ref = None
     if not args.no_baseline:
