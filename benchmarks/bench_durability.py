@@ -26,16 +26,28 @@ names a server), in the same run:
 Target: (a) within 1.5x of (b). Each figure is printed beside its baseline, with the
 ratio and the load average (the machine is shared).
 
+--profile N: instead, N records of (a) into a fresh ledger (after 200 to warm the caches) under
+cProfile, on SQLite or (with --postgres) PostgreSQL: where the time per record goes.
+
+(a) is also run, in the same run and right after, by another revision's code (--baseline REF,
+default: the merge base with main; --no-baseline: not), in a process of its own with REF's
+`ledger` package first on its path, into a fresh ledger of its own on the same backend. Per
+record, the wall time and the thread's CPU time are kept: medians are printed (the CPU time
+is the Python's work per record, the part of (a) over (f) that the disk does not explain; on a
+shared machine it is also the steadier figure).
+
     .venv/bin/python benchmarks/bench_durability.py --records 10000 --processes 50
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,6 +57,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+if os.environ.get("LEDGER_BENCH_CODE"):  # a baseline run: that revision's `ledger` package first
+    sys.path.insert(0, os.environ["LEDGER_BENCH_CODE"])
 
 from bench_scale import dataset_document, release_entry  # noqa: E402
 
@@ -91,6 +105,87 @@ def record_one_by_one(engine, n: int, prefix: str = "one", published: bool = Tru
     return time.perf_counter() - start
 
 
+def record_each_timed(engine, n: int, prefix: str = "one") -> tuple[list[float], list[float]]:
+    """(a) as `record_one_by_one` (the same releases), with each record's wall time and the
+    thread's CPU time, in seconds."""
+    rng = random.Random(5)
+    entries = [release_entry(rng, f"{prefix}{k:06d}") for k in range(n)]
+    for entry in entries:
+        entry.update(status="published", published_at="2026-01-01T00:00:00Z")
+    walls, cpus = [], []
+    for entry in entries:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        operations.record(engine, builder([entry]), "bench")
+        cpus.append(time.thread_time() - cpu)
+        walls.append(time.perf_counter() - wall)
+    return walls, cpus
+
+
+def baseline_run(ref: str, backend: str, n: int) -> dict:
+    """(a) by REF's code, in a process of its own (`--only-a`), into a fresh ledger on `backend`
+    ("sqlite" or a PostgreSQL URL): {"wall": [...], "cpu": [...]} per record, in seconds."""
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(dir=Path(__file__).resolve().parent) as directory:
+        code = Path(directory) / "code"  # REF's package, extracted here (not into the shared cache)
+        code.mkdir()
+        archive = subprocess.run(["git", "-C", str(root), "archive", ref, "ledger", "reports", "schemas"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(code)], input=archive, check=True)
+        for data in ("reports", "schemas"):
+            shutil.copytree(code / data, code / "ledger" / data, dirs_exist_ok=True)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(code / "ledger")], check=True)
+        out = Path(directory) / "times.json"
+        subprocess.run([sys.executable, __file__, "--only-a", backend, "--records", str(n), "--times", str(out)],
+                       check=True, env={**os.environ, "LEDGER_BENCH_CODE": str(code)},
+                       cwd=Path(__file__).resolve().parents[1])
+        return json.loads(out.read_text())
+
+
+def only_a(backend: str, n: int, out: Path) -> None:
+    """The baseline process: (a) into a fresh ledger, per-record times written to `out`."""
+    drop = None
+    with tempfile.TemporaryDirectory(dir=Path(__file__).resolve().parent) as directory:
+        if backend == "sqlite":
+            url = f"sqlite:///{directory}/ledger.db"
+        else:
+            url, drop = postgres_database(backend)
+        try:
+            engine = fresh_ledger(url)
+            walls, cpus = record_each_timed(engine, n)
+            engine.dispose()
+        finally:
+            if drop is not None:
+                drop()
+    out.write_text(json.dumps({"wall": walls, "cpu": cpus, "code": operations.__file__}))
+
+
+def profile_records(url: str, n: int) -> None:
+    """--profile: n records of (a), warm, under cProfile; the recording path's functions by
+    cumulative time, per record."""
+    import cProfile
+    import pstats
+
+    engine = fresh_ledger(url)
+    record_each_timed(engine, 200, "warm")
+    profiler = cProfile.Profile()
+    profiler.enable()
+    walls, cpus = record_each_timed(engine, n)
+    profiler.disable()
+    engine.dispose()
+    print(f"{engine.dialect.name}: {n} records under cProfile (its overhead included): median {ms(walls):.2f} ms, "
+          f"CPU {ms(cpus):.2f} ms  [{load()}]")
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"ledger/|commit|execute", 45)
+
+
+def bare_each(bare_loop, *args) -> list[float]:
+    """(b) with each commit timed (the loop's own per-commit times)."""
+    return bare_loop(*args, each=True)
+
+
+def ms(values: list[float]) -> float:
+    return statistics.median(values) * 1000
+
+
 def planned_case(url: str, n: int) -> tuple[int, float]:
     """n planned releases recorded one by one into a fresh ledger (the declared case)."""
     if not n:
@@ -128,19 +223,23 @@ def record_by_processes(url: str, n: int, directory: Path) -> float:
     return time.perf_counter() - start
 
 
-def bare_sqlite(path: Path, n: int) -> float:
+def bare_sqlite(path: Path, n: int, each: bool = False):
+    """(b) on SQLite: the total seconds, or with `each` every commit's."""
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute(f"PRAGMA synchronous={store.sqlite_synchronous()}")
     connection.execute("CREATE TABLE t (seq INTEGER PRIMARY KEY, payload TEXT)")
+    times = []
     start = time.perf_counter()
     for k in range(n):
+        one = time.perf_counter()
         connection.execute("BEGIN IMMEDIATE")
         connection.execute("INSERT INTO t VALUES (?, ?)", (k, PAYLOAD))
         connection.execute("COMMIT")
+        times.append(time.perf_counter() - one)
     elapsed = time.perf_counter() - start
     connection.close()
-    return elapsed
+    return times if each else elapsed
 
 
 def capture(engine) -> list[list[str]]:
@@ -180,7 +279,8 @@ def replay_sqlite(path: Path, transactions: list[list[str]]) -> float:
     return elapsed
 
 
-def bare_postgres(url: str, n: int) -> float:
+def bare_postgres(url: str, n: int, each: bool = False):
+    """(b) on PostgreSQL: the total seconds, or with `each` every commit's."""
     import psycopg
 
     dsn = url.replace("postgresql+psycopg://", "postgresql://")
@@ -188,11 +288,15 @@ def bare_postgres(url: str, n: int) -> float:
         connection.execute("SET synchronous_commit TO on")
         connection.execute("CREATE TABLE t (seq INTEGER PRIMARY KEY, payload TEXT)")
         connection.commit()
+        times = []
         start = time.perf_counter()
         for k in range(n):
+            one = time.perf_counter()
             connection.execute("INSERT INTO t VALUES (%s, %s)", (k, PAYLOAD))
             connection.commit()
-        return time.perf_counter() - start
+            times.append(time.perf_counter() - one)
+        elapsed = time.perf_counter() - start
+        return times if each else elapsed
 
 
 def postgres_database(base: str) -> tuple[str, callable]:
@@ -214,29 +318,37 @@ def load() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def report(backend: str, n: int, one: float, bare: float, batch: float, processes: int = 0,
-           by_process: float = 0.0, planned: tuple[int, float] = (0, 0.0), replayed: float = 0.0) -> None:
-    each, bare_each = one / n * 1000, bare / n * 1000
+def report(backend: str, n: int, walls: list[float], cpus: list[float], bare: list[float], batch: float,
+           processes: int = 0, by_process: float = 0.0, planned: tuple[int, float] = (0, 0.0),
+           replayed: float = 0.0, old: dict | None = None, ref: str = "") -> None:
+    one, each, bare_each = sum(walls), ms(walls), ms(bare)
     print(f"{backend}  [{load()}]")
-    print(f"  in-process: {n:,} published releases recorded one by one against 20 caps: {one:8.2f} s "
-          f"({each:.2f} ms each)")
-    print(f"  baseline: bare insert-and-commit loop, same durability, {n:,} commits: {bare:8.2f} s "
-          f"({bare_each:.2f} ms each)")
-    print(f"  ratio {one / bare:.2f}x  [target <= 1.5x]")
+    print(f"  (a) in-process: {n:,} published releases recorded one by one against 20 caps: {one:8.2f} s; "
+          f"per record median {each:.2f} ms (mean {one / n * 1000:.2f}), of which CPU {ms(cpus):.2f} ms")
+    if old is not None:
+        print(f"  (a) by {ref[:12]}'s code, same run, its own fresh ledger: {sum(old['wall']):8.2f} s; per record "
+              f"median {ms(old['wall']):.2f} ms (mean {sum(old['wall']) / n * 1000:.2f}), of which CPU "
+              f"{ms(old['cpu']):.2f} ms  [this code: {ms(walls) / ms(old['wall']):.2f}x its wall, "
+              f"{ms(cpus) / ms(old['cpu']):.2f}x its CPU]")
+    print(f"  (b) bare insert-and-commit loop, same durability, {n:,} commits: {sum(bare):8.2f} s; per commit "
+          f"median {bare_each:.2f} ms (mean {sum(bare) / n * 1000:.2f})")
+    print(f"  ratio (a) / (b), medians: {each / bare_each:.2f}x  [target <= 1.5x]"
+          + (f"; {ref[:12]}'s: {ms(old['wall']) / bare_each:.2f}x" if old is not None else ""))
     if replayed:
-        print(f"  the same statements as (a), replayed by raw sqlite3, same durability: {replayed:8.2f} s "
-              f"({replayed / n * 1000:.2f} ms each; {replayed / bare:.2f}x the bare loop: this transaction's "
+        print(f"  (f) the same statements as (a), replayed by raw sqlite3, same durability: {replayed:8.2f} s "
+              f"({replayed / n * 1000:.2f} ms each; {replayed / sum(bare):.2f}x the bare loop: this transaction's "
               f"floor; (a) is {one / replayed:.2f}x it)")
     if planned[0]:
         per = planned[1] / planned[0] * 1000
-        print(f"  planned releases one by one (a plan declared in advance: caps at a delta also by the PLD "
+        print(f"  (e) planned releases one by one (a plan declared in advance: caps at a delta also by the PLD "
               f"accountant), {planned[0]:,}: {per:.2f} ms each; {per / bare_each:.2f}x the bare loop")
-    print(f"  the same number of releases from one file (one commit): {batch:8.2f} s "
-          f"({batch / n * 1000:.3f} ms each; {batch / bare:.2f}x the bare loop)")
+    print(f"  (c) the same number of releases from one file (one commit): {batch:8.2f} s "
+          f"({batch / n * 1000:.3f} ms each; {batch / sum(bare):.2f}x the bare loop)")
     if processes:
         per = by_process / processes * 1000
-        print(f"  pipeline: {processes} releases, one `record` process each: {by_process:8.2f} s ({per:.0f} ms each; "
-              f"{per / bare_each:.0f}x the bare loop's {bare_each:.2f} ms per commit: start-up, bench_startup.py)")
+        print(f"  (d) pipeline: {processes} releases, one `record` process each: {by_process:8.2f} s ({per:.0f} ms "
+              f"each; {per / bare_each:.0f}x the bare loop's {bare_each:.2f} ms per commit: start-up, "
+              "bench_startup.py)")
 
 
 def main() -> None:
@@ -248,8 +360,33 @@ def main() -> None:
                         help="planned releases recorded one by one after the published ones (declared case)")
     parser.add_argument("--postgres", default=os.environ.get("LEDGER_TEST_POSTGRES_URL"))
     parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument("--baseline", default=None, help="git ref whose code runs (a) too (default: merge base "
+                                                         "with main)")
+    parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--profile", type=int, default=0, help="profile N records of (a) instead")
+    parser.add_argument("--only-a", default=None, help=argparse.SUPPRESS)  # (a baseline run: see baseline_run)
+    parser.add_argument("--times", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     n = args.records
+    if args.only_a:
+        only_a(args.only_a, n, Path(args.times))
+        return
+    if args.profile:
+        if args.postgres and args.no_sqlite:
+            url, drop = postgres_database(args.postgres)
+            try:
+                profile_records(url, args.profile)
+            finally:
+                drop()
+        else:
+            with tempfile.TemporaryDirectory(dir=Path(__file__).resolve().parent) as directory:
+                profile_records(f"sqlite:///{directory}/ledger.db", args.profile)
+        return
+    ref = None
+    if not args.no_baseline:
+        root = Path(__file__).resolve().parents[1]
+        ref = args.baseline or subprocess.run(["git", "-C", str(root), "merge-base", "HEAD", "main"], check=True,
+                                              capture_output=True, text=True).stdout.strip()
     if not args.no_sqlite:
         with tempfile.TemporaryDirectory(dir=Path(__file__).resolve().parent) as directory:
             url = f"sqlite:///{directory}/ledger.db"
@@ -257,33 +394,36 @@ def main() -> None:
             shutil.copyfile(f"{directory}/ledger.db", f"{directory}/replay.db")
             engine = store.make_engine(url)
             transactions = capture(engine)
-            one = record_one_by_one(engine, n)
+            walls, cpus = record_each_timed(engine, n)
             recorded = [t for t in transactions if t]  # (a)'s transactions: one per release
+            old = baseline_run(ref, "sqlite", n) if ref else None
             batch = record_as_one_file(engine, n)
             engine.dispose()
             replayed = replay_sqlite(Path(directory) / "replay.db", recorded[:n])
             by_process = record_by_processes(url, args.processes, Path(directory)) if args.processes else 0.0
-            bare = bare_sqlite(Path(directory) / "bare.db", n)
+            bare = bare_each(bare_sqlite, Path(directory) / "bare.db", n)
             planned = planned_case(f"sqlite:///{directory}/planned.db", args.planned)
-            report(f"SQLite (WAL, synchronous={store.sqlite_synchronous()})", n, one, bare, batch, args.processes,
-                   by_process, planned, replayed)
+            report(f"SQLite (WAL, synchronous={store.sqlite_synchronous()})", n, walls, cpus, bare, batch,
+                   args.processes, by_process, planned, replayed, old, ref or "")
     if args.postgres:
         url, drop = postgres_database(args.postgres)
         bare_url, drop_bare = postgres_database(args.postgres)
         try:
             engine = fresh_ledger(url)
-            one = record_one_by_one(engine, n)
+            walls, cpus = record_each_timed(engine, n)
+            old = baseline_run(ref, args.postgres, n) if ref else None
             batch = record_as_one_file(engine, n)
             engine.dispose()
             with tempfile.TemporaryDirectory() as directory:
                 by_process = record_by_processes(url, args.processes, Path(directory)) if args.processes else 0.0
-            bare = bare_postgres(bare_url, n)
+            bare = bare_each(bare_postgres, bare_url, n)
             planned_url, drop_planned = postgres_database(args.postgres)
             try:
                 planned = planned_case(planned_url, args.planned)
             finally:
                 drop_planned()
-            report("PostgreSQL (synchronous_commit=on)", n, one, bare, batch, args.processes, by_process, planned)
+            report("PostgreSQL (synchronous_commit=on)", n, walls, cpus, bare, batch, args.processes, by_process,
+                   planned, 0.0, old, ref or "")
         finally:
             drop()
             drop_bare()

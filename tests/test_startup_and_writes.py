@@ -320,3 +320,97 @@ def test_ids_known_from_one_ledger_are_not_used_in_another_at_the_same_url(tmp_p
             engine.dispose()
         verified = cli_main(url, "audit", "verify")
         assert verified.code == 0, verified.out + verified.err
+
+
+def test_a_record_past_the_first_chunk_reads_where_the_chunks_end_once_per_process(survey, monkeypatch):
+    """Once a ledger holds a complete range of seqs, every record seals the ranges it completes
+    (sealed.py). Where a dataset's chunks end is read once, then kept with the ids (by the audit
+    head): the records that complete no range read nothing more (on PostgreSQL the read was a
+    round trip of its own, and ended the record's pipeline). The chunks are those a fresh
+    sealing makes, and the ledger verifies."""
+    from ledger.store import sealed
+
+    engine, url, tmp_path = survey
+    monkeypatch.setattr(sealed, "CHUNK_SEQS", 4)
+    reads = []
+    sealed_stop = sealed.sealed_stop
+    monkeypatch.setattr(sealed, "sealed_stop", lambda connection, dataset: reads.append(dataset) or
+                        sealed_stop(connection, dataset))
+    actor = people.actor_name(None)
+    for k in range(15):
+        operations.record(engine, operations.release_builder([releases_file(tmp_path, f"c{k}-", 1)], actor), actor)
+    top = ledger_state(url)["events"]
+    assert reads == ["survey"]  # (without the kept stop: one read per record past seq 3)
+    from sqlalchemy import create_engine, text
+
+    reader = create_engine(url)
+    try:
+        with reader.connect() as connection:
+            chunks = connection.execute(text('SELECT "first", stop, count FROM accounting_chunks ORDER BY "first"')).all()
+            rows = connection.execute(text("SELECT seq FROM release_accounting")).scalars().all()
+    finally:
+        reader.dispose()
+    complete = (top + 1) // 4  # seqs 0 .. top: the complete ranges of 4
+    assert [(first, stop) for first, stop, _ in chunks] == [(4 * k, 4 * k + 4) for k in range(complete)]
+    assert [count for _, _, count in chunks] == [len([s for s in rows if 4 * k <= s < 4 * k + 4])
+                                                 for k in range(complete)]
+    assert cli_main(url, "audit", "verify").code == 0  # every chunk sealed afresh: the same
+
+
+DELTA_DATASET = DATASET + "  - {subset: [age, income], epsilon: 40, delta: 1e-9}\n  - {name: income-at-delta, subset: [income], epsilon: 30, delta: 1e-6}\n"
+
+
+def _declared_then_published(url: str, tmp_path: Path, name: str) -> list[dict]:
+    """Releases recorded one by one into a ledger with caps at a delta: planned ones first (a
+    plan declared in advance: the Rényi and PLD figures too), then published ones (adaptive);
+    the budget decisions of every recording event."""
+    directory = tmp_path / name
+    directory.mkdir()
+    assert cli_main(url, "dataset", "add", write(directory, "survey.yaml", DELTA_DATASET)).code == 0
+    engine = store.make_engine(url)
+    actor = people.actor_name(None)
+    try:
+        for k in range(8):
+            mechanism = "{name: gaussian, sigma: 3, sensitivity: 1}" if k % 3 == 2 else \
+                f"{{name: laplace, epsilon: \"1/{k + 2}\"}}"
+            status = ", status: published, published_at: '2026-01-01T00:00:00Z'" if k >= 4 else ""
+            reads = "[income]" if k % 3 == 2 else "[age, income]"  # (a Gaussian: no pure-epsilon bound on age)
+            path = write(directory, f"r{k}.yaml", f"dataset: survey\nreleases:\n  - {{id: r{k}, reads: {reads}, "
+                                                  f"mechanism: {mechanism}{status}}}\n")
+            operations.record(engine, operations.release_builder([path], actor), actor)
+    finally:
+        engine.dispose()
+    verified = cli_main(url, "audit", "verify", "--json")
+    assert verified.code == 0, verified.err
+    rows = _stored(url)["audit_events"]
+    return [row for row in rows if "budget_decisions" in str(row)]
+
+
+def test_a_record_decides_each_cap_once_and_the_same_as_deciding_again(ledger_url, other_ledger_url, tmp_path,
+                                                                       monkeypatch):
+    """A cap's decision before a record's plan is the one the previous record made after its
+    own, on the same running state and figure (cap_accounting._DECIDED): taken, not made again,
+    so a record of one release makes one decision per cap at a delta. Every recording event's
+    decisions (accountant, case, figure; declared with PLD, then adaptive) and every stored row
+    are those of deciding both again each time, byte for byte."""
+    from ledger.accounting import accountants
+    from ledger.operations import cap_accounting
+
+    monkeypatch.setattr(store, "now", lambda: FIXED_MOMENT)
+    made = []
+    decide = accountants.cap_decision
+    monkeypatch.setattr(accountants, "cap_decision", lambda cap, *rest: made.append(cap.name) or decide(cap, *rest))
+    taken = _declared_then_published(ledger_url, tmp_path, "taken")
+    per_record = len(made)
+    with monkeypatch.context() as again:
+        again.setattr(cap_accounting, "_decision_before",
+                      lambda cap, value, state: accountants.cap_decision(cap, value, None, state))
+        store._IDS_CACHE.clear()
+        made.clear()
+        decided = _declared_then_published(other_ledger_url, tmp_path, "decided")
+    assert taken == decided
+    assert _stored(ledger_url) == _stored(other_ledger_url)
+    # made again: two decisions (before and after) per cap a record touches; taken, the decisions
+    # before the plan of the 7 records after the first on the 2 caps at a delta are not made
+    assert len(made) == 2 * (6 * 4 + 2 * 3)
+    assert per_record == len(made) - 7 * 2

@@ -107,6 +107,8 @@ def measure(cap: Cap, spend: Spend) -> Number:
 
 def option_measure(cap: Cap, option: Option) -> Number:
     """One unit's own figure in the cap's unit: the worst of a family's alternatives."""
+    if isinstance(option, Spend):  # one alternative: itself (no ranking to do)
+        return measure(cap, option)
     return max((measure(cap, a) for a in alternatives_of(option)), key=float_up)
 
 
@@ -114,6 +116,8 @@ def options_measure(cap: Cap, options: tuple[Option, ...]) -> Number:
     """A release's (or family's) own charge: its cheapest option, ∞ when it has none."""
     if not options:
         return INF
+    if len(options) == 1:  # (the usual release: one option, nothing to rank)
+        return option_measure(cap, options[0])
     return min((option_measure(cap, o) for o in options), key=float_up)
 
 
@@ -224,9 +228,11 @@ def apply(
     releases: Sequence[Release],
     families: Mapping[str, Family],
     members: Mapping[str, Sequence[Release]],
+    own: dict | None = None,
 ) -> CapTotal:
     """The total after adding `releases`. `members` holds the already-counted members
-    of every family a new release joins."""
+    of every family a new release joins. `own`: a memo of each release's options and own
+    charge on this cap (`_own`), shared with `plan_charges` by `check`."""
     standalone = total.standalone
     choices = dict(total.choices)
     joined: dict[str, list[Release]] = {}
@@ -234,13 +240,13 @@ def apply(
     for release in releases:
         if release.status not in CHARGED_STATUSES:
             continue
-        options = candidates(release, cap.subset)
         if release.family is not None:
             joined.setdefault(release.family, []).append(release)
             continue
+        options, value = _own(cap, release, own, measured=False)
         standalone = _add_release(standalone, choices, options)
         if options != (ZERO,):
-            drivers.append((release.id, options_measure(cap, options)))
+            drivers.append((release.id, value if value is not None else _own(cap, release, own)[1]))
     new_families = dict(total.families)
     for family_id, new_members in joined.items():
         counted = [m for m in members.get(family_id, ()) if m.status in CHARGED_STATUSES]  # not cancelled ones
@@ -253,6 +259,21 @@ def apply(
             new_families[family_id] = options
             drivers.append((label, options_measure(cap, options)))
     return _finish(cap, standalone, choices, new_families, drivers)
+
+
+def _own(cap: Cap, release: Release, own: dict | None, measured: bool = True) -> tuple[tuple, Number | None]:
+    """A standalone release's options on the cap's subset (`engine.candidates`) and, when
+    `measured`, its own charge (`options_measure`), each computed once per `own` memo (one cap,
+    one check: `apply` and `plan_charges` ask for the same release)."""
+    if own is None:
+        options = candidates(release, cap.subset)
+        return options, options_measure(cap, options) if measured else None
+    found = own.get(id(release))
+    if found is None or found[0] is not release:
+        found = own[id(release)] = [release, candidates(release, cap.subset), None]
+    if measured and found[2] is None:
+        found[2] = options_measure(cap, found[1])
+    return found[1], found[2]
 
 
 def total_from_history(cap: Cap, releases: Iterable[Release], families: Mapping[str, Family]) -> CapTotal:
@@ -392,8 +413,9 @@ class CapCheck:
 
 
 def plan_charges(cap: Cap, plan: Sequence[Release], families: Mapping[str, Family],
-                 members: Mapping[str, Sequence[Release]]) -> tuple[Charge, ...]:
-    """Each planned release's own charge on the cap; a family's members as one family."""
+                 members: Mapping[str, Sequence[Release]], own: dict | None = None) -> tuple[Charge, ...]:
+    """Each planned release's own charge on the cap; a family's members as one family.
+    `own`: as in `apply`."""
     charges = []
     joined: dict[str, list[Release]] = {}
     for release in plan:
@@ -402,7 +424,7 @@ def plan_charges(cap: Cap, plan: Sequence[Release], families: Mapping[str, Famil
         if release.family is not None and release.family in families:
             joined.setdefault(release.family, []).append(release)
             continue
-        value = options_measure(cap, candidates(release, cap.subset))
+        _, value = _own(cap, release, own)
         # (why_release_unbounded is None exactly when the charge is finite: asked only when it is not)
         charges.append(Charge(release.id, None, value, why_release_unbounded(cap, release)
                               if is_infinite(value) else None))
@@ -429,10 +451,11 @@ def check(
         if only_touched and not any(touches(cap, release) for release in plan):
             continue
         total = totals.get(cap.name, CapTotal())
-        after_total = apply(total, cap, plan, families, members)
+        own: dict = {}  # each planned release's options and charge on this cap, computed once
+        after_total = apply(total, cap, plan, families, members, own)
         current = total.value if total.value is not None else cap_value(cap, total)
         after = after_total.value
-        charges = plan_charges(cap, plan, families, members)
+        charges = plan_charges(cap, plan, families, members, own)
         reason = None
         if is_infinite(after):
             reason = next((c.reason for c in charges if c.reason), None)

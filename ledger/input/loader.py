@@ -405,6 +405,21 @@ def validated_release_documents(parsed: Iterable[tuple[Document | None, list[Led
     return documents, errors
 
 
+# A dataset's variable names as a set, by the dataset record (the same object while the ledger's
+# configuration is unchanged: store.configuration), so recording release after release does not
+# build a set of every variable each time: (dataset, names) by id, the object kept to check it.
+_VARIABLE_SETS: dict[int, tuple[Dataset, frozenset[str]]] = {}
+
+
+def _variable_set(dataset: Dataset) -> frozenset[str]:
+    found = _VARIABLE_SETS.get(id(dataset))
+    if found is None or found[0] is not dataset:
+        if len(_VARIABLE_SETS) > 64:
+            _VARIABLE_SETS.clear()
+        found = _VARIABLE_SETS[id(dataset)] = (dataset, frozenset(dataset.variable_names))
+    return found[1]
+
+
 def build_releases(
     document: Document,
     snapshot: LedgerSnapshot,
@@ -428,7 +443,7 @@ def build_releases(
         out.add(("dataset",), f"unknown dataset {data['dataset']!r}{_did_you_mean(data['dataset'], snapshot.datasets)} "
                               f"(known: {known})")
         return [], [], out.errors
-    known_variables = frozenset(dataset.variable_names)
+    known_variables = _variable_set(dataset)
 
     def check_variables(names: Iterable[str], at: Path_) -> frozenset[str]:
         names = list(names)

@@ -63,11 +63,30 @@ def decide(check: budget.CapCheck, total: budget.CapTotal, state: dict | None, p
     after_state = None
     if state is not None:
         after_state = accountants.state_apply(state, cap, plan, families, members, published)
-    # with a running state, the state says what the decision needs of the spend (no composition)
-    before = accountants.cap_decision(cap, check.current, None if state is not None else total.spend, state)
-    after = accountants.cap_decision(cap, check.after, None if after_state is not None else check.after_total.spend,
-                                     after_state)
+    # No spend is composed for the decision: with a running state, the state says what the
+    # decision needs of it; without one (a cap not at a delta, or a delta cap with no state)
+    # `cap_decision` keeps the basic figure and reads no spend.
+    before = _decision_before(cap, check.current, state)
+    after = accountants.cap_decision(cap, check.after, None, after_state)
+    if after_state is not None:
+        _DECIDED[(cap.dataset, cap.name)] = (after_state, cap, check.after, after)
     return _with(check, before, after), after_state
+
+
+# The decision last made per cap, on the state a record leaves and the basic figure after it:
+# (that state, the cap, the figure, the Decision). The next record's decision *before* its plan
+# is on that very state (the running states and totals this process saved are the ones it reads
+# next, while the audit head is unmoved) and figure: the same function of the same objects, so
+# it is taken, not made again (`cap_decision` is deterministic; the PLD memo it may give a state
+# is already on it). Any other state, cap or figure (other objects) is decided afresh.
+_DECIDED: dict[tuple[str, str], tuple] = {}
+
+
+def _decision_before(cap, value, state: dict | None) -> accountants.Decision:
+    found = _DECIDED.get((cap.dataset, cap.name))
+    if found is not None and state is not None and found[0] is state and found[1] is cap and found[2] is value:
+        return found[3]
+    return accountants.cap_decision(cap, value, None, state)
 
 
 def _with(check: budget.CapCheck, before: accountants.Decision, after: accountants.Decision) -> budget.CapCheck:

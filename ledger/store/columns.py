@@ -66,7 +66,7 @@ import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from functools import lru_cache
@@ -169,14 +169,20 @@ def bitset(names: Iterable[str], position: Mapping[str, int], width: int) -> byt
 
 def value_body(guarantee: Guarantee) -> str:
     """A guarantee's value (everything but what it protects), as canonical JSON."""
-    return _value_body(guarantee.notion, guarantee.epsilon, guarantee.delta, guarantee.rho, guarantee.relation)
+    # cached by the exact values' integer pairs (a Fraction hashes in Python, an int in C)
+    return _value_body(guarantee.notion, _pair(guarantee.epsilon), _pair(guarantee.delta), _pair(guarantee.rho),
+                       guarantee.relation)
+
+
+def _pair(x: Fraction | None) -> tuple[int, int] | None:
+    return None if x is None else (x.numerator, x.denominator)
 
 
 @lru_cache(maxsize=4096)  # a ledger repeats a few values over and over
-def _value_body(notion: Notion, epsilon: Fraction | None, delta: Fraction | None, rho: Fraction | None,
-                relation: Relation) -> str:
-    def exact(x: Fraction | None):
-        return None if x is None else f"{x.numerator}/{x.denominator}"
+def _value_body(notion: Notion, epsilon: tuple[int, int] | None, delta: tuple[int, int] | None,
+                rho: tuple[int, int] | None, relation: Relation) -> str:
+    def exact(x: tuple[int, int] | None):
+        return None if x is None else f"{x[0]}/{x[1]}"
 
     return canonical_json({"notion": notion.value, "epsilon": exact(epsilon), "delta": exact(delta),
                            "rho": exact(rho), "relation": relation.value})
@@ -279,10 +285,12 @@ def _event_ids(connection, keys: Iterable[str], known: dict[str, int]) -> dict[s
 
 @dataclass
 class Known:
-    """The value and event ids met so far in one transaction (a cache of the id tables)."""
+    """The value and event ids met so far in one transaction (a cache of the id tables), and where
+    each dataset's sealed chunks end: kept by the audit head (database._known_ids)."""
 
     values: dict[str, int]
     events: dict[str, int]
+    stops: dict[str, int] = field(default_factory=dict)  # where each dataset's sealed chunks end (sealed.py)
 
 
 def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: Mapping[str, Sequence[str]],
@@ -319,7 +327,7 @@ def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: 
         by_dataset: dict[str, list[int]] = {}
         for seq, row in expected:
             by_dataset.setdefault(row.dataset, []).append(seq)
-        sealed.seal_after_insert(connection, by_dataset, variables)
+        sealed.seal_after_insert(connection, by_dataset, variables, known.stops)
 
 
 def _positions(bits: bytes) -> list[int]:

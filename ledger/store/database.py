@@ -38,7 +38,7 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
@@ -891,8 +891,8 @@ def add_releases(session: Session, releases: Sequence[Release], families: Sequen
 
 def dataset_variables(session: Session, names: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Each named dataset's variables, in order (the positions of the accounting bitsets)."""
-    known = configuration(session).datasets
-    found = {name: known[name].variable_names for name in names if name in known}
+    config = configuration(session)
+    found = {name: config.variable_names(name) for name in names if name in config.datasets}
     missing = [name for name in names if name not in found]
     if missing:  # added in this transaction, after the configuration was read
         _flush(session)
@@ -954,6 +954,13 @@ class Configuration:
     datasets: Mapping[str, Dataset]
     families: Mapping[str, Family]
     caps: Mapping[str, tuple[Cap, ...]]
+    # each dataset's variable names, in order, worked out once per configuration (a record asks
+    # for them every time; a dataset's `variable_names` builds them afresh)
+    variables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def variable_names(self, dataset: str) -> tuple[str, ...]:
+        found = self.variables.get(dataset)
+        return found if found is not None else self.datasets[dataset].variable_names
 
 
 _CONFIGURATION_CACHE: dict[str, tuple[str, Configuration]] = {}  # by ledger URL (_ledger_key)
@@ -1004,7 +1011,8 @@ def _configuration(session: Session) -> Configuration:
     caps_by_dataset: dict[str, list[Cap]] = {}
     for cap_row in connection.execute(_text_rows(CapRow.__table__, "", "dataset, name")):
         caps_by_dataset.setdefault(cap_row.dataset, []).append(cap_from_dict(_cap_dict(cap_row)))
-    result = Configuration(datasets, families, {k: tuple(v) for k, v in caps_by_dataset.items()})
+    result = Configuration(datasets, families, {k: tuple(v) for k, v in caps_by_dataset.items()},
+                           {name: dataset.variable_names for name, dataset in datasets.items()})
     _CONFIGURATION_CACHE[url] = (stamp, result)
     return result
 
@@ -1093,7 +1101,7 @@ def _known_ids(session: Session) -> columns.Known:
         cached = _IDS_CACHE.get(_ledger_key(session))
         head = session.info.get("head_at_start")
         if head is not None and cached is not None and cached[0] == head:
-            known = columns.Known(dict(cached[1].values), dict(cached[1].events))
+            known = columns.Known(dict(cached[1].values), dict(cached[1].events), dict(cached[1].stops))
         else:
             known = columns.Known({}, {})
         session.info["known_ids"] = known

@@ -196,10 +196,11 @@ def sealed_stop(connection, dataset: str) -> int:
     return int(found or 0)
 
 
-def seal(connection, dataset: str, top: int, width: int) -> int:
+def seal(connection, dataset: str, top: int, width: int, stop: int | None = None) -> int:
     """Seal every complete range of the dataset not yet sealed: those ending at or before
-    `top` + 1, the last seq given so far being `top`. Returns how many chunks were written."""
-    stop = sealed_stop(connection, dataset)
+    `top` + 1, the last seq given so far being `top`. Returns how many chunks were written.
+    `stop`: where the sealed chunks end, when the caller knows it (else read)."""
+    stop = sealed_stop(connection, dataset) if stop is None else stop
     made = 0
     while stop + CHUNK_SEQS <= top + 1:
         count, body = build(connection, dataset, stop, stop + CHUNK_SEQS, width)
@@ -211,13 +212,26 @@ def seal(connection, dataset: str, top: int, width: int) -> int:
 
 
 def seal_after_insert(connection, seqs_by_dataset: Mapping[str, Sequence[int]],
-                      variables: Mapping[str, Sequence[str]]) -> None:
+                      variables: Mapping[str, Sequence[str]], stops: dict[str, int] | None = None) -> None:
     """After a record: every range the new seqs complete is sealed, for each dataset written
-    to (a dataset recorded to rarely seals its own ranges when it is next recorded to)."""
+    to (a dataset recorded to rarely seals its own ranges when it is next recorded to).
+
+    `stops`: where each dataset's sealed chunks end, as the caller knows them (columns.Known,
+    kept by the audit head: no other transaction has written since), updated here. A record
+    whose seqs complete no range past a known stop reads nothing (on PostgreSQL, the read
+    would be a round trip of its own and end the record's pipeline, issue 13 section 3)."""
     for dataset, seqs in seqs_by_dataset.items():
         top = max(seqs)
-        if top + 1 >= CHUNK_SEQS:  # (a small ledger: nothing to seal, no query)
-            seal(connection, dataset, top, len(variables[dataset]))
+        if top + 1 < CHUNK_SEQS:  # (a small ledger: nothing to seal, no query)
+            continue
+        stop = None if stops is None else stops.get(dataset)
+        if stop is not None and top + 1 < stop + CHUNK_SEQS:
+            continue  # no new range is complete
+        if stop is None:
+            stop = sealed_stop(connection, dataset)
+        made = seal(connection, dataset, top, len(variables[dataset]), stop)
+        if stops is not None:
+            stops[dataset] = stop + made * CHUNK_SEQS
 
 
 _CHUNK_OF = select(_CHUNKS.c.first, _CHUNKS.c.stop, _CHUNKS.c.width).where(
