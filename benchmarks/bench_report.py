@@ -263,11 +263,13 @@ def load_average() -> str:
     return "load average " + " ".join(open("/proc/loadavg").read().split()[:3])
 
 
-def cached_report_ledger(variables: int, releases: int) -> Path:
-    """The report benchmark's ledger, built once under the cache."""
-    path = CACHE / f"report-{variables}x{releases}.db"
+def cached_report_ledger(variables: int, releases: int, cache: Path | None = None) -> Path:
+    """The report benchmark's ledger, built once under the cache (`cache`: another directory,
+    e.g. one's own, where the shared cache must not be written)."""
+    cache = CACHE if cache is None else cache
+    path = cache / f"report-{variables}x{releases}.db"
     if not path.exists():
-        CACHE.mkdir(exist_ok=True)
+        cache.mkdir(exist_ok=True)
         print(f"building a ledger of {releases:,} releases on {variables} variables (once) ...", flush=True)
         partial = path.with_suffix(".building")
         partial.unlink(missing_ok=True)
@@ -295,7 +297,7 @@ def scale_ledger(size: int, source: Path | None) -> Path | None:
 
 def scale_main(args) -> None:
     global BYTECODE
-    code_old = baseline_package(args.baseline)
+    code_old = baseline_package(args.baseline, args.cache)
     BYTECODE = args.bytecode
     if BYTECODE:
         compiled(ROOT / "ledger", code_old / "ledger")
@@ -309,7 +311,7 @@ def scale_main(args) -> None:
         # nothing here; main's code verifies in full below 20,000 releases all the same)
         import sqlite3
 
-        db = cached_report_ledger(args.variables, args.releases)
+        db = cached_report_ledger(args.variables, args.releases, args.cache)
         plain, headed = out / f"{db.stem}-no-head.db", out / f"{db.stem}-verified-head.db"
         shutil.copyfile(db, plain)
         with sqlite3.connect(plain) as connection:  # (a meta row, outside the chain: as never verified)
@@ -375,6 +377,9 @@ def main() -> None:
                              "ledger's modules again) instead of running from compiled bytecode as an install does")
     parser.add_argument("--sizes", type=lambda text: [int(x) for x in text.split(",") if x.strip()],
                         default=[100_000, 1_000_000], help="(e)'s sizes, comma-separated; \"\": (e) at 10k only")
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="--scale: the directory of (d)'s ledger, report-VxR.db, built there if missing "
+                             "(default: benchmarks/.cache)")
     parser.add_argument("--scale-from", type=Path, default=None,
                         help="a directory holding bench_scale.py's ledger-N.db files, copied read-only")
     args = parser.parse_args()

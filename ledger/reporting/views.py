@@ -234,8 +234,11 @@ def environment() -> jinja2.Environment:
 # --------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=65536)
 def when_text(moment: datetime | None) -> str:
-    """A time as `2024-05-01 10:00:00 UTC` (times are stored in UTC); — when unknown."""
+    """A time as `2024-05-01 10:00:00 UTC` (times are stored in UTC); — when unknown. Cached:
+    a register prints each recording time once per release recorded with it (a file of many
+    releases is recorded at one time), and strftime cost a sixth of the page's rendering."""
     if moment is None:
         return "—"
     if moment.tzinfo is not None:
