@@ -343,8 +343,30 @@ def register_line(entry) -> str:
 
 
 def _html_text(value: object) -> str:
-    """A value as `{{ value }}` prints it in an HTML template: `_html_finalize`, then autoescaped."""
+    """A value as `{{ value }}` prints it in an HTML template: `_html_finalize`, then autoescaped
+    (markupsafe.escape; plain text by the same five replacements, without making a Markup)."""
+    if value.__class__ is str:
+        if not value.isprintable():
+            value = neutralise(value)
+        return (value.replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;").replace("'", "&#39;")
+                .replace('"', "&#34;"))
     return str(markupsafe.escape(_html_finalize(value)))
+
+
+_FIGURES_SEEN: dict[int, tuple[object, str]] = {}  # id(value) -> (value, bound_text(value)), see _figure_text
+
+
+def _figure_text(value) -> str:
+    """bound_text(value), remembered by the value's identity: a register's cells share the few
+    value objects of its table, and hashing an exact Fraction (for bound_text's cache) cost more
+    than the rest of a row's cells. The value is kept beside its text, so an id is never reused
+    while remembered."""
+    found = _FIGURES_SEEN.get(id(value))
+    if found is None or found[0] is not value:
+        if len(_FIGURES_SEEN) >= 65536:
+            _FIGURES_SEEN.clear()
+        found = _FIGURES_SEEN[id(value)] = (value, bound_text(value))
+    return found[1]
 
 
 def register_row(r, sparse: bool, public) -> markupsafe.Markup:
@@ -353,7 +375,8 @@ def register_row(r, sparse: bool, public) -> markupsafe.Markup:
     (`_html_text`: control characters made visible, then escaped), by the same filters.
     Written here because a register lists every release (10,000 rows at 10,000 releases)
     and Jinja's calls per value (~15 a row) took most of a page's rendering (issue 13);
-    a test renders the template's row and this one and compares them byte for byte."""
+    a test renders the template's row and this one and compares them byte for byte. The cells
+    are `cells_text`'s text, each figure by `_figure_text`."""
     e = _html_text
     parts = ['<tr><td><span class="id">', e(r.id), '</span> <span class="status release-', e(r.status), '">',
              e(r.status), "</span><br>", e(r.title), "</td><td>reads ", e(names_text(r.reads))]
@@ -394,11 +417,11 @@ def register_row(r, sparse: bool, public) -> markupsafe.Markup:
                   e(r.ended.reason)]
     parts.append("</td>")
     if sparse:
-        parts += ['<td class="sparse-cells">', e(cells_text(r.cells))]
+        parts += ['<td class="sparse-cells">', e("; ".join([f"{{{name}}} {_figure_text(value)}" for name, value in r.cells]))]
         if r.dataset_wide is not None:
             if r.cells:
                 parts.append("<br>")
-            parts += ["whole dataset ", e(bound_text(r.dataset_wide))]
+            parts += ["whole dataset ", e(_figure_text(r.dataset_wide))]
         else:
             parts.append("not charged")
         parts.append("</td>")
