@@ -71,7 +71,8 @@ def entries(count: int, seed: int = 3):
             guarantees=guarantees, family=rng.choice([None, "fam&1"]),
             family_split=rng.choice(["random split", "partition by zip"]),
             derived_from=tuple(rng.sample(["r1", "r<2>", "r3"], rng.randint(0, 2))),
-            output_digest=rng.choice([None, "ab" * 32]), pufferfish=tuple(rng.sample(["p% rule", "<attr>"], rng.randint(0, 2))),
+            output_digest=rng.choice([None, "ab" * 32]),
+            pufferfish=tuple(rng.sample(["p% rule", "<attr>"], rng.randint(0, 2))),
             cells=cells, dataset_wide=rng.choice([None, Fraction(2, 3), float("inf")]),
             published_by=rng.choice([None, "ada", "<u>"]),
             ended=rng.choice([None, Ending("retracted", "edsger", WHEN, "an error <found>\n")]))
@@ -178,10 +179,12 @@ def test_state_apply_over_a_chunk_is_state_apply_release_by_release():
         published = start + timedelta(minutes=rng.randrange(10_000)) if status == Status.PUBLISHED and k % 3 else None
         reads = frozenset(rng.sample(["age", "sex", "income"], rng.randint(1, 2)))
         releases.append(Release(
-            id=f"r{k}", dataset="d", title="", reads=reads, mechanism=Mechanism("laplace", (("epsilon", Fraction(1, 10)),)),
+            id=f"r{k}", dataset="d", title="", reads=reads,
+            mechanism=Mechanism("laplace", (("epsilon", Fraction(1, 10)),)),
             guarantees=(Guarantee(reads, Notion.PURE, Fraction(1, 10), None, None, Relation.REPLACE),),
             status=status, recorded_by="ada", recorded_at=recorded, published_at=published))
-    cap = Cap(dataset="d", name="c", subset=frozenset({"age", "income"}), epsilon=Fraction(5), delta=Fraction(1, 10 ** 9))
+    cap = Cap(dataset="d", name="c", subset=frozenset({"age", "income"}), epsilon=Fraction(5),
+              delta=Fraction(1, 10 ** 9))
     empty = state_from_history(cap, (), {})
     together = state_apply(empty, cap, releases, {}, {})
     one_by_one = empty

@@ -417,7 +417,8 @@ def register_row(r, sparse: bool, public) -> markupsafe.Markup:
                   e(r.ended.reason)]
     parts.append("</td>")
     if sparse:
-        parts += ['<td class="sparse-cells">', e("; ".join([f"{{{name}}} {_figure_text(value)}" for name, value in r.cells]))]
+        cells = "; ".join([f"{{{name}}} {_figure_text(value)}" for name, value in r.cells])  # (cells_text)
+        parts += ['<td class="sparse-cells">', e(cells)]
         if r.dataset_wide is not None:
             if r.cells:
                 parts.append("<br>")

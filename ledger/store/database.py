@@ -1344,16 +1344,19 @@ VERIFY_CHUNK = 5_000  # events, and release rows, read and checked at a time by 
 _JSON_COLUMNS = ("reads", "mechanism_params", "guarantees", "derived_from", "pufferfish")
 _RELEASE_TEXT_COLUMNS = tuple(cast(column, Text).label(column.name) if column.name in _JSON_COLUMNS else column
                               for column in _RELEASES.c)
+_RELEASE_DICT_ORDER = ("id", "dataset", "title", "reads", "mechanism_name", "mechanism_params", "guarantees",
+                       "derived_from", "family", "status", "recorded_by", "recorded_at", "approved_by", "approved_at",
+                       "published_at", "pufferfish", "output_digest", "output")  # release_row_dict's keys, in order
 
 
 def release_row_dicts(rows: Sequence) -> list[dict]:
     """`release_row_dict` of each row of `_RELEASE_TEXT_COLUMNS` (the JSON columns as their
     stored text), the same dicts: each distinct JSON text of the chunk is parsed once (a JSON
     column's processor parsed every cell, through three layers of calls: five cells a release,
-    and most of them repeat, the mechanisms' parameters above all). Rows
-    with the same text share its parsed value: the dicts are read, never changed."""
-    # each distinct text parsed once (a JSON text is parsed alone, so a cell that is not JSON
-    # fails as the processor failed on it; joining the texts into one array to parse was slower)
+    and most of them repeat, the mechanisms' parameters above all). Rows with the same text
+    share its parsed value: the dicts are read, never changed. Each text is parsed alone, so
+    a cell that is not JSON fails as the processor failed on it (joining the texts into one
+    array to parse them in one call was slower, and could read two bad cells as good ones)."""
     names = [column.name for column in _RELEASE_TEXT_COLUMNS]
     at = {name: names.index(name) for name in names}
     json_at = [at[name] for name in _JSON_COLUMNS]
@@ -1372,11 +1375,6 @@ def release_row_dicts(rows: Sequence) -> list[dict]:
             "published_at": published_at, "pufferfish": parsed[pufferfish], "output_digest": output_digest,
             "output": output})
     return found
-
-
-_RELEASE_DICT_ORDER = ("id", "dataset", "title", "reads", "mechanism_name", "mechanism_params", "guarantees",
-                       "derived_from", "family", "status", "recorded_by", "recorded_at", "approved_by", "approved_at",
-                       "published_at", "pufferfish", "output_digest", "output")
 
 
 class ChainWalk:
