@@ -12,11 +12,11 @@ ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "benchmarks" / ".cache"
 
 
-def baseline_package(ref: str) -> Path:
-    """REF's `ledger` package, extracted once under the cache; the directory to put on sys.path."""
+def baseline_package(ref: str, cache: Path | None = None) -> Path:
+    """REF's `ledger` package, extracted once under the cache (or `cache`); the directory to put on sys.path."""
     sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", ref], check=True, capture_output=True,
                          text=True).stdout.strip()
-    target = CACHE / f"baseline-{sha[:12]}"
+    target = (CACHE if cache is None else cache) / f"baseline-{sha[:12]}"
     if not (target / "ledger").exists():
         target.mkdir(parents=True, exist_ok=True)
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", sha, "ledger", "reports", "schemas"],

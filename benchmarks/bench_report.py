@@ -32,6 +32,11 @@ environment says, e.g. PYTHONDONTWRITEBYTECODE=1, which costs each process ~0.5 
 (d) `report --format html` at 10k releases x 200 variables: target < 3 s; on the ledger as built
     (no verified head: the report verifies the whole chain) and on a copy where `audit verify`
     kept a verified head (the report verifies what was appended since it);
+(d') with `--phases`: where the report's CPU goes, each step timed in one process
+    (benchmarks/report_phases.py: imports, the full and the incremental verification, reading,
+    the pairs panel, the table's accountants, the timeline, the register, the template), beside
+    the old path; `--cache DIR` keeps (d)'s ledger and the old path's package in DIR instead of
+    benchmarks/.cache (a shared cache another engineer's checkout points to);
 (e) `audit verify` at 10k, 100k and 1M releases (the ledgers of bench_scale.py,
     copied read-only from `--scale-from`), and `report --format html` on them (a
     summarised page and its register past 20,000 releases): verify < 2 GB at any
@@ -263,11 +268,13 @@ def load_average() -> str:
     return "load average " + " ".join(open("/proc/loadavg").read().split()[:3])
 
 
-def cached_report_ledger(variables: int, releases: int) -> Path:
-    """The report benchmark's ledger, built once under the cache."""
-    path = CACHE / f"report-{variables}x{releases}.db"
+def cached_report_ledger(variables: int, releases: int, cache: Path | None = None) -> Path:
+    """The report benchmark's ledger, built once under the cache (`cache`: another directory,
+    e.g. one's own, where the shared cache must not be written)."""
+    cache = CACHE if cache is None else cache
+    path = cache / f"report-{variables}x{releases}.db"
     if not path.exists():
-        CACHE.mkdir(exist_ok=True)
+        cache.mkdir(exist_ok=True)
         print(f"building a ledger of {releases:,} releases on {variables} variables (once) ...", flush=True)
         partial = path.with_suffix(".building")
         partial.unlink(missing_ok=True)
@@ -295,7 +302,7 @@ def scale_ledger(size: int, source: Path | None) -> Path | None:
 
 def scale_main(args) -> None:
     global BYTECODE
-    code_old = baseline_package(args.baseline)
+    code_old = baseline_package(args.baseline, args.cache)
     BYTECODE = args.bytecode
     if BYTECODE:
         compiled(ROOT / "ledger", code_old / "ledger")
@@ -309,7 +316,7 @@ def scale_main(args) -> None:
         # nothing here; main's code verifies in full below 20,000 releases all the same)
         import sqlite3
 
-        db = cached_report_ledger(args.variables, args.releases)
+        db = cached_report_ledger(args.variables, args.releases, args.cache)
         plain, headed = out / f"{db.stem}-no-head.db", out / f"{db.stem}-verified-head.db"
         shutil.copyfile(db, plain)
         with sqlite3.connect(plain) as connection:  # (a meta row, outside the chain: as never verified)
@@ -335,6 +342,8 @@ def scale_main(args) -> None:
                 print(f"    {name:>22}: {wall:6.2f} s wall, {cpu:6.2f} s CPU, {peak:7.0f} MB peak   "
                       f"(walls {', '.join(f'{r[0]:.2f}' for r in runs)}; CPU {', '.join(f'{r[1]:.2f}' for r in runs)})"
                       f"   [target < {REPORT_10K_TARGET_S:.0f} s]")
+        if args.phases:
+            phases(headed, code_old, args.repeat)
         for path in (plain, headed):
             path.with_name(path.stem + "-baseline.db").unlink(missing_ok=True)
             path.unlink()
@@ -360,6 +369,36 @@ def scale_main(args) -> None:
                       f"[{load_average()}]", flush=True)
 
 
+def phases(ledger: Path, code_old: Path, repeat: int) -> None:
+    """(d'): where the report's CPU goes, step by step in one process (benchmarks/report_phases.py),
+    this branch beside the old path, medians of `repeat` interleaved runs."""
+    import json
+
+    from bench_scale import baseline_copy
+
+    script = Path(__file__).resolve().parent / "report_phases.py"
+    runs: dict[str, list[dict]] = {"this branch": [], "old path": []}
+    for _ in range(repeat):
+        old_ledger = baseline_copy(ledger, code_old)
+        for label, code, path in (("this branch", ROOT, ledger), ("old path", code_old, old_ledger)):
+            env = {**os.environ, "PYTHONPATH": str(code), "LEDGER_USER": "bench"}
+            if BYTECODE:
+                env.pop("PYTHONDONTWRITEBYTECODE", None)
+            done = subprocess.run([sys.executable, str(script), str(path)], env=env, cwd=code, check=True,
+                                  capture_output=True, text=True)
+            runs[label].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    print(f"(d') the report's steps in one process (CPU s, medians of {repeat}; the helpers' work done here; "
+          f"{load_average()}):")
+    names = list(runs["this branch"][0])
+    print(f"    {'step':>24}  {'this branch':>11}  {'old path':>8}")
+    for name in names:
+        cells = []
+        for label in runs:
+            values = sorted(run.get(name, 0.0) for run in runs[label])
+            cells.append(values[len(values) // 2])
+        print(f"    {name:>24}  {cells[0]:11.3f}  {cells[1]:8.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variables", type=int, default=200)
@@ -375,6 +414,11 @@ def main() -> None:
                              "ledger's modules again) instead of running from compiled bytecode as an install does")
     parser.add_argument("--sizes", type=lambda text: [int(x) for x in text.split(",") if x.strip()],
                         default=[100_000, 1_000_000], help="(e)'s sizes, comma-separated; \"\": (e) at 10k only")
+    parser.add_argument("--phases", action="store_true",
+                        help="--scale: also (d'), the report's steps timed in one process (report_phases.py)")
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="--scale: the directory of (d)'s ledger, report-VxR.db, built there if missing "
+                             "(default: benchmarks/.cache)")
     parser.add_argument("--scale-from", type=Path, default=None,
                         help="a directory holding bench_scale.py's ledger-N.db files, copied read-only")
     args = parser.parse_args()

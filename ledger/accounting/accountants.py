@@ -1449,6 +1449,10 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
         iso = _naive(moment).isoformat()
         return iso if text is None or _parse(iso) < _parse(text) else text
 
+    # the latest recording and the earliest publication of `releases`, compared with the state's
+    # texts once at the end (the same result as comparing them release by release: a text is
+    # replaced only by a strictly later, or earlier, moment, and equal moments have one text)
+    latest = earliest = None
     joined: dict[str, list[Release]] = {}
     for release in releases:
         if release.status not in CHARGED_STATUSES or not cap.subset & release.reads:
@@ -1456,10 +1460,14 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
         if release.recorded_at is None:
             unknown = True
         else:
-            last = later(last, release.recorded_at)
+            moment = _naive(release.recorded_at)
+            if latest is None or moment > latest:
+                latest = moment
         moment = published_moment(release)
         if moment is not None:
-            first = earlier(first, moment)
+            moment = _naive(moment)
+            if earliest is None or moment < earliest:
+                earliest = moment
         if release.family is not None and release.family in families:
             joined.setdefault(release.family, []).append(release)
             continue
@@ -1479,6 +1487,10 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
             family_events[fid] = [e.key for e in spend_events(spend)]
         else:
             family_events.pop(fid, None)
+    if latest is not None:
+        last = later(last, latest)
+    if earliest is not None:
+        first = earlier(first, earliest)
     for moment in (published or {}).values():
         first = earlier(first, moment)
     return {**{k: v for k, v in state.items() if k != "pld"}, "v": STATE_VERSION, "cap": cap_key(cap),

@@ -1168,7 +1168,7 @@ def register_entry(release: Release, families: Sequence[Family], cells=(), datas
                    **steps) -> RegisterEntry:
     """One release of the register; `steps`: its later lifecycle (lifecycle_steps: published_by,
     ended), given here rather than by `dataclasses.replace`, which cost a fifth of a large register."""
-    family = next((f for f in families if f.id == release.family), None)
+    family = None if release.family is None else next((f for f in families if f.id == release.family), None)
     split = ""
     if family is not None:
         split = "random split" if family.partition is None else "partition by " + ", ".join(sorted(family.partition))

@@ -234,8 +234,11 @@ def environment() -> jinja2.Environment:
 # --------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=65536)
 def when_text(moment: datetime | None) -> str:
-    """A time as `2024-05-01 10:00:00 UTC` (times are stored in UTC); — when unknown."""
+    """A time as `2024-05-01 10:00:00 UTC` (times are stored in UTC); — when unknown. Cached:
+    a register prints each recording time once per release recorded with it (a file of many
+    releases is recorded at one time), and strftime cost a sixth of the page's rendering."""
     if moment is None:
         return "—"
     if moment.tzinfo is not None:
@@ -339,6 +342,94 @@ def register_line(entry) -> str:
     return " · ".join(parts)
 
 
+def _html_text(value: object) -> str:
+    """A value as `{{ value }}` prints it in an HTML template: `_html_finalize`, then autoescaped
+    (markupsafe.escape; plain text by the same five replacements, without making a Markup)."""
+    if value.__class__ is str:
+        if not value.isprintable():
+            value = neutralise(value)
+        return (value.replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;").replace("'", "&#39;")
+                .replace('"', "&#34;"))
+    return str(markupsafe.escape(_html_finalize(value)))
+
+
+_FIGURES_SEEN: dict[int, tuple[object, str]] = {}  # id(value) -> (value, bound_text(value)), see _figure_text
+
+
+def _figure_text(value) -> str:
+    """bound_text(value), remembered by the value's identity: a register's cells share the few
+    value objects of its table, and hashing an exact Fraction (for bound_text's cache) cost more
+    than the rest of a row's cells. The value is kept beside its text, so an id is never reused
+    while remembered."""
+    found = _FIGURES_SEEN.get(id(value))
+    if found is None or found[0] is not value:
+        if len(_FIGURES_SEEN) >= 65536:
+            _FIGURES_SEEN.clear()
+        found = _FIGURES_SEEN[id(value)] = (value, bound_text(value))
+    return found[1]
+
+
+def register_row(r, sparse: bool, public) -> markupsafe.Markup:
+    """A release of the HTML register (report.RegisterEntry) as its table row: the markup
+    report.html.j2 wrote for it in Jinja, each value printed as the template prints one
+    (`_html_text`: control characters made visible, then escaped), by the same filters.
+    Written here because a register lists every release (10,000 rows at 10,000 releases)
+    and Jinja's calls per value (~15 a row) took most of a page's rendering (issue 13);
+    a test renders the template's row and this one and compares them byte for byte. The cells
+    are `cells_text`'s text, each figure by `_figure_text`."""
+    e = _html_text
+    parts = ['<tr><td><span class="id">', e(r.id), '</span> <span class="status release-', e(r.status), '">',
+             e(r.status), "</span><br>", e(r.title), "</td><td>reads ", e(names_text(r.reads))]
+    for g in r.guarantees:
+        parts += ["<br>", e(guarantee_text(g))]
+    if r.exact:
+        exact_protected = [name for name in r.exact if name not in public]
+        exact_public = [name for name in r.exact if name in public]
+        if exact_protected:
+            parts += ['<br><span class="tag exact">exact: ', e(names_text(exact_protected)), "</span>"]
+        if exact_public:
+            parts += ['<br><span class="tag">public, released exactly: ', e(names_text(exact_public)), "</span>"]
+    for label in r.pufferfish:
+        parts += ['<br><span class="tag">Pufferfish: ', e(label), "</span>"]
+    parts += ["</td><td>", e(r.mechanism)]
+    for key, value in r.parameters:
+        parts += ["<br>", e(key), " ", e(param_text(value))]
+    if r.output_digest:
+        parts += ['<br><span class="note">output SHA-256 <code>', e(r.output_digest), "</code></span>"]
+    parts.append("</td><td>")
+    if r.family:
+        parts += ["family ", e(r.family), " (", e(r.family_split), ")"]
+    if r.derived_from:
+        if r.family:
+            parts.append("<br>")
+        parts += ["from ", e(", ".join(map(str, r.derived_from)))]
+    if not r.family and not r.derived_from:
+        parts.append("—")
+    parts += ["</td><td>recorded ", e(when_text(r.recorded_at)), " by ", e(r.recorded_by)]
+    if r.approved_by:
+        parts += ["<br>approved ", e(when_text(r.approved_at)), " by ", e(r.approved_by)]
+    if r.published_at:
+        parts += ["<br>published ", e(when_text(r.published_at))]
+        if r.published_by:
+            parts += [" by ", e(r.published_by)]
+    if r.ended:
+        parts += ["<br>", e(r.ended.action), " ", e(when_text(r.ended.at)), " by ", e(r.ended.by), ": ",
+                  e(r.ended.reason)]
+    parts.append("</td>")
+    if sparse:
+        cells = "; ".join([f"{{{name}}} {_figure_text(value)}" for name, value in r.cells])  # (cells_text)
+        parts += ['<td class="sparse-cells">', e(cells)]
+        if r.dataset_wide is not None:
+            if r.cells:
+                parts.append("<br>")
+            parts += ["whole dataset ", e(_figure_text(r.dataset_wide))]
+        else:
+            parts.append("not charged")
+        parts.append("</td>")
+    parts.append("</tr>")
+    return markupsafe.Markup("".join(parts))
+
+
 def report_filters() -> dict:
     return {
         "exact": lru_cache(maxsize=65536, typed=True)(format_exact),  # 2 decimals up, exact fractions kept
@@ -352,6 +443,7 @@ def report_filters() -> dict:
         "guarantee": guarantee_text,
         "register_line": register_line,
         "cells": cells_text,
+        "register_row": register_row,
     }
 
 
