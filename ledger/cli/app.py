@@ -350,10 +350,11 @@ def headroom_command(
     """The largest epsilon (and rho) a new release reading exactly these variables could take such
     that every cap's enforcement (the decision `record` makes, with the smallest valid filter
     figure) would still admit it."""
-    snapshot = _read_light()
-    chosen = _pick_dataset(snapshot, dataset)
+    engine = _engine()  # (opened once: the dataset's names and the caps' totals from the same ledger)
+    with store.read_session(engine) as session:
+        chosen = _pick_dataset(store.write_context(session), dataset)
     names = _resolve_variables(chosen, variables)
-    room = operations.headroom(_engine(), chosen.name, names)
+    room = operations.headroom(engine, chosen.name, names)
     if as_json:
         typer.echo(json.dumps({
             "variables": list(room.variables),
