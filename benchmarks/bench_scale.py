@@ -267,6 +267,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.cache:
         globals()["CACHE"] = Path(args.cache).resolve()
+        import baseline
+
+        baseline.CACHE = CACHE  # (REF's package extracted there too)
     sizes = [int(s) for s in args.sizes.split(",")]
     globals()["TIMEOUT"] = args.timeout
     paths = build(sizes)
