@@ -46,6 +46,7 @@ Invariants (`check`, run by `audit verify`):
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy import Column, Integer, LargeBinary, bindparam, delete, func, insert, select
@@ -122,7 +123,7 @@ def decode(body: bytes) -> dict[str, "np.ndarray"]:
     found = {}
     for name, dtype, shape in header:
         dtype = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(shape)
         found[name] = np.frombuffer(body, dtype=dtype, count=count, offset=at).reshape(shape)
         at += count * dtype.itemsize
     if at != len(body):
