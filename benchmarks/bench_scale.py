@@ -1,7 +1,7 @@
 """Benchmark: every command on ledgers of 10k, 100k and 1M releases (issue 13, section 5).
 
     .venv/bin/python benchmarks/bench_scale.py [--sizes 10000,100000,1000000] [--baseline REF]
-                                               [--only subset,table] [--build-only]
+                                               [--only subset,table] [--build-only] [--cache DIR]
 
 Builds (once, cached under benchmarks/.cache/, git-ignored) SQLite ledgers of
 100 variables and 20 caps holding 10k, 100k and 1M releases, each made from
@@ -20,6 +20,11 @@ for the sizes up to --baseline-max (default 100,000: the old path needs about
 12 KB of memory per release). A command is stopped after --timeout seconds.
 Last, the growth order observed per command: the exponent k of (wall - start-up)
 ~ size^k between consecutive sizes (0: independent of the history; 1: linear).
+
+`--cache DIR` runs on the ledgers in DIR (copies of the shared cache: `record` and a first
+open's upgrade write into the ledger they run on). `table --json` prints every release row
+(about 4 GB at 1M); its baseline is not run above --light-above (the old path held about
+11 GB at 1M).
 
 A ledger built by an earlier version is upgraded in place by its first command
 ("first open"): at schema 6 the accounting rows gain their accounting events
@@ -215,6 +220,7 @@ def commands(directory: Path, out: Path, label: str) -> dict[str, list[str]]:
         "subset": ["subset", *SUBSET],
         "headroom": ["headroom", *SUBSET],
         "table": ["table"],
+        "table --json": ["table", "--json"],
         "pairs": ["pairs"],
         "audit verify": ["audit", "verify"],
         "record a file of 1,000 releases (one commit)": ["record", str(batch_file(directory, f"batch-{stamp}", 1000))],
@@ -255,7 +261,15 @@ def main() -> None:
                         help="above this size skip the full `audit verify` and the report (memory on a shared "
                              "machine); the incremental verify is still timed")
     parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds before a command is stopped")
+    parser.add_argument("--cache", default=None,
+                        help="the directory of the ledgers (default benchmarks/.cache): a copy of the shared cache "
+                             "to run on, since `record` and a first open's upgrade write into the ledger")
     args = parser.parse_args()
+    if args.cache:
+        globals()["CACHE"] = Path(args.cache).resolve()
+        import baseline
+
+        baseline.CACHE = CACHE  # (REF's package extracted there too)
     sizes = [int(s) for s in args.sizes.split(",")]
     globals()["TIMEOUT"] = args.timeout
     paths = build(sizes)
@@ -294,8 +308,9 @@ def main() -> None:
             if code in (0, 1):
                 walls.setdefault(name, {})[size] = wall
             line = f"{size:>9,}  {name:<34} {wall:8.2f} {mb:7.0f}"
-            if old is not None and name in old and not name.startswith(("audit verify --since", "first open",
-                                                                         "record a file")):
+            heavy_old = size > args.light_above and name == "table --json"  # (the old path: ~11 GB at 1M)
+            if old is not None and name in old and not heavy_old and not name.startswith((
+                    "audit verify --since", "first open", "record a file")):
                 o_wall, o_mb, o_code = run([PYTHON, "-m", "ledger", "--db", f"sqlite:///{old_path}", *old[name]],
                                            env=old_env, cwd=work)
                 line += f"   {o_wall:11.2f} {o_mb:7.0f}"

@@ -334,6 +334,30 @@ def test_the_table_in_chunks_keeps_the_totals_and_the_largest_rows(ledger):
         [[expected.cell(i, j) for j in range(5)] for i in largest]
 
 
+def test_table_json_of_a_large_table_is_written_a_chunk_at_a_time_as_the_whole_document(ledger, monkeypatch):
+    """Past TABLE_CELL_LIMIT cells, `table --json` writes its rows a chunk of releases at a
+    time (cli/table_json.py, issue 13: at a million releases the whole document took more than
+    10 GB); the text is the one the whole document gives, to the byte, with every row."""
+    from ledger.cli import app, table_json
+
+    url, tmp_path = ledger
+    odd = write(tmp_path, "odd.yaml", 'dataset: survey\nreleases:\n  - {id: "z 1", title: "Tabl\\u00e9 \\"q\\" \\\\ x",'
+                                     ' reads: [income, age], mechanism: {name: laplace, epsilon: "1/8"}}\n')
+    assert cli_main(url, "record", odd).code == 0
+    for delta in ((), ("--delta", "1e-6")):
+        whole = cli_main(url, "table", "--json", *delta)
+        assert whole.code == 0 and json.loads(whole.out)["rows"]
+        written = []
+        with monkeypatch.context() as patch:
+            patch.setattr(app, "TABLE_CELL_LIMIT", 1)
+            patch.setattr(table_json, "CHUNK", 3)  # several chunks, the last a short one
+            real = table_json.write
+            patch.setattr(table_json, "write", lambda *args, **kw: written.append(1) or real(*args, **kw))
+            streamed = cli_main(url, "table", "--json", *delta)
+        assert written and streamed.code == 0
+        assert streamed.out == whole.out
+
+
 def test_the_default_durability_keeps_every_acknowledged_record(tmp_path):
     """SQLite syncs its log at every commit (synchronous=FULL is 2); PostgreSQL flushes at commit."""
     import os

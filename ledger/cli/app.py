@@ -360,10 +360,11 @@ def headroom_command(
     """The largest epsilon (and rho) a new release reading exactly these variables could take such
     that every cap's enforcement (the decision `record` makes, with the smallest valid filter
     figure) would still admit it."""
-    snapshot = _read_light()
-    chosen = _pick_dataset(snapshot, dataset)
+    engine = _engine()  # (opened once: the dataset's names and the caps' totals from the same ledger)
+    with store.read_session(engine) as session:
+        chosen = _pick_dataset(store.write_context(session), dataset)
     names = _resolve_variables(chosen, variables)
-    room = operations.headroom(_engine(), chosen.name, names)
+    room = operations.headroom(engine, chosen.name, names)
     if as_json:
         typer.echo(json.dumps({
             "variables": list(room.variables),
@@ -622,7 +623,9 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
         chosen, index = stack.enter_context(_rows_index(dataset, when=when))
         chosen_delta = _delta(delta, chosen)
         n_rel = len(index.releases)
-        small = as_json or all_rows or n_rel * max(len(index.variables), 1) <= TABLE_CELL_LIMIT
+        fits = n_rel * max(len(index.variables), 1) <= TABLE_CELL_LIMIT
+        streamed = as_json and not fits  # every row, written a chunk at a time (cli/table_json.py)
+        small = not streamed and (as_json or all_rows or fits)
         if small:
             risk = index.table(chosen.name, at_delta(chosen_delta))
             view = table_view(risk, chosen_delta)
@@ -634,14 +637,32 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
             from ..reporting.accountant_views import TableAccounts
             from ..store.columns import large_table
 
-            wanted = ["basic", "rdp"] + (["pld"] if accountant == "pld" or (accountant is None and n_rel <= 20_000)
+            wanted = ["basic", "rdp"] + (["pld"] if streamed or accountant == "pld"
+                                         or (accountant is None and n_rel <= 20_000)
                                          else [])  # as accountant_views.table_accountants chooses
             risk, per_variable, wide = large_table(index, chosen.name, at_delta(chosen_delta), chosen_delta,
                                                    TABLE_LARGEST, wanted)
             view = table_view(risk, chosen_delta)
             accounts = TableAccounts(risk.variables, per_variable, wide, accountant)
+            wide_ids = index.cost_ids(range(len(index.variables)))  # (every row's, kept by large_table)
         head = headline(index, chosen, chosen_delta, at_delta(chosen_delta), risk.total, risk.total_dataset_wide)
         head = best_headline(head, index, chosen_delta, accounts)  # the figures `subset` and `pairs` print (issue 11)
+        if streamed:
+            from . import table_json
+
+            def heads(start: int, stop: int) -> list[tuple[str, str, str]]:
+                releases = index.releases
+                if hasattr(releases, "prefetch"):
+                    releases.prefetch(range(start, stop))
+                found = [(r.id, r.title, r.status.value) for r in releases[start:stop]]
+                if hasattr(releases, "found"):
+                    releases.found.clear()  # (memory holds one chunk's heads)
+                return found
+
+            used = table_json.used_values(index, wide_ids)
+            document = table_json.document(view, risk, head.to_json(), accounts.to_json(), used, chosen_delta)
+            table_json.write(sys.stdout.write, document, index, wide_ids, chosen_delta, heads)
+            return
     if as_json:
         typer.echo(json.dumps({**view.to_json(), "headline": head.to_json(), **accounts.to_json()}, indent=2,
                               ensure_ascii=False))

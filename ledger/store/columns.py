@@ -772,11 +772,8 @@ def read_rows(connection, dataset: str, charged: list[str], positions: list[int]
     column at a time on SQLite (`_read_columns`), else row by row (`_read_rows`)."""
     from . import sealed
 
-    found = sealed.read_sealed(connection, dataset, n_var)
-    head, after = None, None
-    if found is not None:
-        head = sealed.rows_from(found, connection, dataset, charged, positions, n_var, accounts)
-        after = found.stop
+    found = sealed.read_part(connection, dataset, charged, positions, n_var, accounts)
+    head, after = found if found is not None else (None, None)
     rows = None
     if connection.dialect.name == "sqlite":  # (the same rows, a column at a time: _read_columns)
         rows = _read_columns(connection, dataset, charged, positions, n_var, accounts, after)

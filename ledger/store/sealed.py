@@ -46,6 +46,7 @@ Invariants (`check`, run by `audit verify`):
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy import Column, Integer, LargeBinary, bindparam, delete, func, insert, select
@@ -122,7 +123,7 @@ def decode(body: bytes) -> dict[str, "np.ndarray"]:
     found = {}
     for name, dtype, shape in header:
         dtype = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(shape)
         found[name] = np.frombuffer(body, dtype=dtype, count=count, offset=at).reshape(shape)
         at += count * dtype.itemsize
     if at != len(body):
@@ -362,61 +363,99 @@ class Sealed:
                 self.published[at] = NULL_US if published_us is None else published_us
 
 
-def read_sealed(connection, dataset: str, width: int) -> Sealed | None:
-    """The dataset's chunks, changes applied; None when there are none or they cannot be used
-    as they are (sealed at another width, or not contiguous from seq 0: the rows then)."""
-    found = chunks(connection, dataset)
-    if not found:
-        return None
-    at = 0
-    for first, stop, sealed_width, _, _ in found:
-        if first != at or sealed_width != width:
-            return None
-        at = stop
-    sealed = Sealed(found)
-    rows_table = _rows_table()
-    noted = _raw_rows_of(connection, select(rows_table.c.seq, rows_table.c.status, rows_table.c.published_us)
-                         .join(_CHANGES, _CHANGES.c.seq == rows_table.c.seq)
-                         .where(_CHANGES.c.dataset == dataset, rows_table.c.dataset == dataset))
-    sealed.apply(noted)
-    return sealed
+def read_part(connection, dataset: str, charged: Sequence[str], positions: list[int] | None, n_var: int,
+              accounts: bool):
+    """(`columns._Rows` of the sealed part, where the chunks end) of the dataset's charged rows
+    (those reading one of `positions`, when given), as the row reader reads them; None when
+    there are no chunks or they cannot be used as they are (sealed at another width, or not
+    contiguous from seq 0: the rows then).
 
-
-def _raw_rows_of(connection, statement):
-    from .columns import _raw_rows
-
-    return _raw_rows(connection, statement)
-
-
-def rows_from(sealed: Sealed, connection, dataset: str, charged: Sequence[str], positions: list[int] | None,
-              n_var: int, accounts: bool):
-    """`columns._Rows` of the sealed part: the charged rows (those reading one of `positions`,
-    when given), as the row reader reads them."""
-    from .columns import _AFTER_ALL, _BEFORE_ANY, _ROWS, _Rows, _stamps
+    The chunks are read and decoded one at a time and only the rows kept are taken from each
+    (issue 13: a subset of 5 of 100 variables keeps about a sixth of the releases), so memory
+    holds one chunk and the rows kept, never every chunk's arrays joined. A row's status and
+    publication moment noted as changed (`note_change`) are taken from its row."""
+    from .columns import _AFTER_ALL, _BEFORE_ANY, _ROWS, _Rows, _raw_iter, _stamps
 
     size = (n_var + 7) // 8 or 1
+    code = {name: k for k, name in enumerate(STATUSES)}
     charged_code = np.asarray([name in set(charged) for name in STATUSES], dtype=bool)
-    keep = charged_code[sealed.status]
-    if positions is not None:
-        mask = np.zeros(size, dtype=np.uint8)
+    noted = noted_rows(connection, dataset)
+    noted_seq = np.asarray([seq for seq, _, _ in noted], dtype=np.int64)
+    columns_ = None
+    if positions is not None:  # only the bytes of the bitsets that hold a position asked for
+        columns_ = sorted({k // 8 for k in positions})
+        mask = np.zeros(len(columns_), dtype=np.uint8)
         for k in positions:
-            mask[k // 8] |= 1 << (k % 8)
-        keep &= (sealed.reads & mask).any(axis=1)
-    rows = np.flatnonzero(keep)
-    if len(rows) == len(keep):  # (every row: views, not copies)
-        rows = slice(None)
-    seq = sealed.seq[rows]
-    reads = sealed.reads[rows]
-    value = sealed.value[rows]
+            mask[columns_.index(k // 8)] |= 1 << (k % 8)
+    kept: dict[str, list] = {name: [] for name in ("seq", "reads", "value", "event", "recorded", "published",
+                                                    "status", "rare")}
+    ids: list[str] | None = [] if positions is not None else None
+    at = 0
+    statement = (select(_CHUNKS.c.first, _CHUNKS.c.stop, _CHUNKS.c.width, _CHUNKS.c.body)
+                 .where(_CHUNKS.c.dataset == dataset).order_by(_CHUNKS.c.first))
+    for first, stop, sealed_width, body in _raw_iter(connection, statement, batch=4):
+        if first != at or sealed_width != n_var:
+            return None
+        at = stop
+        part = decode(body)
+        seq, status = part["seq"], part["status"]
+        lo, hi = np.searchsorted(noted_seq, [first, stop])
+        published_raw = part["published"]
+        if hi > lo:  # (noted changes in this chunk: the rows' status and moment as they now are)
+            status, published_raw = status.copy(), published_raw.copy()
+            for noted_at in range(lo, hi):
+                s, now_status, published_us = noted[noted_at]
+                where = int(np.searchsorted(seq, s))
+                if where < len(seq) and seq[where] == s:
+                    status[where] = code[now_status]
+                    published_raw[where] = NULL_US if published_us is None else published_us
+        keep = charged_code[status]
+        reads = part["reads"]
+        if columns_ is not None:
+            keep &= (reads[:, columns_] & mask).any(axis=1)
+        rows = np.flatnonzero(keep)
+        every = len(rows) == len(keep)
+        take = (lambda a: a) if every else (lambda a: a[rows])
+        kept["seq"].append(take(seq))
+        kept["reads"].append(take(reads))
+        kept["value"].append(take(part["value"]))
+        kept["status"].append(take(status))
+        if accounts:
+            kept["event"].append(take(part["event"]))
+            kept["recorded"].append(take(part["recorded"]))
+            kept["published"].append(take(published_raw))
+        if len(part["rare"]):
+            kept["rare"].append(part["rare"][np.isin(part["rare"], take(seq))])
+        if ids is not None and len(rows):  # the ids of the rows kept, and no other
+            all_ends = part["id_ends"]
+            ends = all_ends[rows]
+            starts = np.where(rows > 0, all_ends[np.maximum(rows - 1, 0)], 0)
+            data = part["ids"].tobytes()
+            text = data.decode()
+            if len(text) == len(data):  # (ASCII: the byte offsets are character offsets)
+                ids.extend([text[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
+            else:
+                ids.extend([data[a:b].decode() for a, b in zip(starts.tolist(), ends.tolist())])
+        del part, body
+    if at == 0:
+        return None
+
+    def joined(name, dtype, shape=()):
+        parts = kept[name]
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros((0, *shape), dtype=dtype)
+
+    seq = joined("seq", np.int64)
+    reads = joined("reads", np.uint8, (size,))
+    value = joined("value", np.int64)
     protects = reads[value >= 0].copy()
     family: dict[int, str] = {}
     more: dict[int, str] = {}
-    special = sealed.rare[np.isin(sealed.rare, seq)].tolist()
+    special = joined("rare", np.int64).tolist()
     with_value = np.cumsum(value >= 0) - 1
     for start in range(0, len(special), 500):
-        part = special[start:start + 500]
+        part_ = special[start:start + 500]
         for s, bits, fam, extra in _raw_rows_of(connection, select(_ROWS.c.seq, _ROWS.c.protects, _ROWS.c.family,
-                                                                    _ROWS.c.more).where(_ROWS.c.seq.in_(part))):
+                                                                    _ROWS.c.more).where(_ROWS.c.seq.in_(part_))):
             row = int(np.searchsorted(seq, s))
             if fam is not None:
                 family[row] = fam
@@ -424,19 +463,41 @@ def rows_from(sealed: Sealed, connection, dataset: str, charged: Sequence[str], 
                 more[row] = extra
             if value[row] >= 0 and bits is not None:
                 protects[with_value[row]] = np.frombuffer(bytes(bits).ljust(size, b"\0")[:size], dtype=np.uint8)
-    ids = sealed.ids(np.arange(len(keep))[rows]) if positions is not None else None
     if not accounts:
         empty = np.zeros(0)
         return _Rows(seq, family, reads, value, protects, more, np.zeros(0, dtype=np.int64), empty.astype(bool),
-                     empty, empty, ids)
-    combined = sealed.event[rows]
-    recorded_raw = sealed.recorded[rows]
-    published_raw = sealed.published[rows]
+                     empty, empty, ids), at
+    combined = joined("event", np.int64)
+    recorded_raw = joined("recorded", np.int64)
+    published_raw = joined("published", np.int64)
     recorded = np.where(recorded_raw == NULL_US, _BEFORE_ANY, recorded_raw)
-    when_published = _published_code()[sealed.status[rows]]
+    when_published = _published_code()[joined("status", np.uint8)]
     published = np.where(published_raw == NULL_US, np.where(when_published, recorded, _AFTER_ALL), published_raw)
     return _Rows(seq, family, reads, value, protects, more, combined // 2, combined % 2 == 1,
-                 _stamps(recorded), _stamps(published), ids)
+                 _stamps(recorded), _stamps(published), ids), at
+
+
+def noted_rows(connection, dataset: str, first: int | None = None, stop: int | None = None) -> list[tuple]:
+    """(seq, status, published_us) of the dataset's rows noted as changed (in [first, stop) when
+    given), in seq order: the notes first (a few hundred at most per chunk), then their rows by
+    seq. (One join let SQLite scan the dataset's every accounting row for the few noted: half a
+    second at a million releases, in every read.)"""
+    rows_table = _rows_table()
+    where = [_CHANGES.c.dataset == dataset]
+    if first is not None:
+        where += [_CHANGES.c.seq >= first, _CHANGES.c.seq < stop]
+    seqs = [seq for (seq,) in _raw_rows_of(connection, select(_CHANGES.c.seq).where(*where).order_by(_CHANGES.c.seq))]
+    found = []
+    for at in range(0, len(seqs), 500):
+        found += _raw_rows_of(connection, select(rows_table.c.seq, rows_table.c.status, rows_table.c.published_us)
+                              .where(rows_table.c.seq.in_(seqs[at:at + 500]), rows_table.c.dataset == dataset))
+    return sorted(found)
+
+
+def _raw_rows_of(connection, statement):
+    from .columns import _raw_rows
+
+    return _raw_rows(connection, statement)
 
 
 def join_rows(head, tail):
@@ -526,11 +587,7 @@ def _compare_chunk(connection, dataset: str, first: int, stop: int, width: int) 
         stored = Sealed([(first, stop, width, body.count, body.body)])
     except (ValueError, KeyError, TypeError) as exc:
         return f"unreadable: {exc}"
-    rows_table = _rows_table()
-    stored.apply(_raw_rows_of(connection, select(rows_table.c.seq, rows_table.c.status, rows_table.c.published_us)
-                              .join(_CHANGES, _CHANGES.c.seq == rows_table.c.seq)
-                              .where(_CHANGES.c.dataset == dataset, _CHANGES.c.seq >= first,
-                                     _CHANGES.c.seq < stop, rows_table.c.dataset == dataset)))
+    stored.apply(noted_rows(connection, dataset, first, stop))
     count, fresh_body = build(connection, dataset, first, stop, width)
     fresh = Sealed([(first, stop, width, count, fresh_body)])
     fields = [name for name in ("seq", "status", "reads", "value", "event", "recorded", "published", "rare")
