@@ -32,12 +32,15 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import socket
 import struct
 import sys
+
+from ..core.lazy import lazy_module
+
+json = lazy_module("json")  # imported only once a server is found: a call without one pays a directory listing
+socket = lazy_module("socket")
 
 ENABLE_ENV = "LEDGER_RESIDENT"  # "1": start a server when none runs; "0": never use one
 DIR_ENV = "LEDGER_RESIDENT_DIR"
@@ -64,14 +67,19 @@ EXIT_UNKNOWN = 4  # the server ended before the child's status reached the clien
 # --------------------------------------------------------------------------
 
 
+def _chosen_directory() -> str:
+    chosen = os.environ.get(DIR_ENV)
+    if chosen:
+        return chosen
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    return (os.path.join(runtime, "privacy-ledger") if runtime
+            else os.path.join(os.environ.get("TMPDIR") or "/tmp", f"privacy-ledger-{os.getuid()}"))
+
+
 def directory() -> str:
     """The socket directory: created 0700 if missing; refused (None) if it is not a private
     directory of this user (another user could otherwise answer our calls)."""
-    chosen = os.environ.get(DIR_ENV)
-    if not chosen:
-        runtime = os.environ.get("XDG_RUNTIME_DIR")
-        chosen = (os.path.join(runtime, "privacy-ledger") if runtime
-                  else os.path.join(os.environ.get("TMPDIR") or "/tmp", f"privacy-ledger-{os.getuid()}"))
+    chosen = _chosen_directory()
     try:
         os.mkdir(chosen, 0o700)
     except FileExistsError:
@@ -131,6 +139,8 @@ def run(argv: list[str]) -> int | None:
     mode = os.environ.get(ENABLE_ENV, "")
     if mode == "0":
         return None
+    if mode != "1" and not _any_socket():  # nothing can answer: no fingerprint, no socket module
+        return None
     try:
         path = socket_path()
     except OSError as exc:
@@ -183,6 +193,14 @@ class _Forwarding:
             signal.signal(signum, handler)
         for signum in self.held:
             os.kill(os.getpid(), signum)
+
+
+def _any_socket() -> bool:
+    """Whether the socket directory holds any server's socket (one listing; nothing created)."""
+    try:
+        return any(name.endswith(".sock") for name in os.listdir(_chosen_directory()))
+    except OSError:
+        return False
 
 
 def _connect(path: str) -> socket.socket | None:
