@@ -80,10 +80,7 @@ def directory() -> str:
     """The socket directory: created 0700 if missing; refused (None) if it is not a private
     directory of this user (another user could otherwise answer our calls)."""
     chosen = _chosen_directory()
-    try:
-        os.mkdir(chosen, 0o700)
-    except FileExistsError:
-        pass
+    os.makedirs(chosen, 0o700, exist_ok=True)  # the mode of the last folder (the one checked below)
     info = os.lstat(chosen)
     import stat
 
@@ -206,11 +203,34 @@ def _any_socket() -> bool:
 def _connect(path: str) -> socket.socket | None:
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        client.connect(path)
+        with _address(path) as address:
+            client.connect(address)
     except OSError:  # no server (no socket, or a stale one: refused)
         client.close()
         return None
     return client
+
+
+UNIX_PATH_MAX = 100  # bytes of a socket's address (108 on Linux, with room to spare)
+
+
+class _address:
+    """A socket path short enough to bind or connect: itself, or, when its directory's path is
+    long (a deep temporary directory), the same file through an open handle of the directory
+    (`/proc/self/fd/N/NAME`, Linux)."""
+
+    def __init__(self, path: str):
+        self.path, self.handle = path, None
+
+    def __enter__(self) -> str:
+        if len(os.fsencode(self.path)) < UNIX_PATH_MAX:
+            return self.path
+        self.handle = os.open(os.path.dirname(self.path), os.O_PATH | os.O_DIRECTORY)
+        return f"/proc/self/fd/{self.handle}/{os.path.basename(self.path)}"
+
+    def __exit__(self, *_) -> None:
+        if self.handle is not None:
+            os.close(self.handle)
 
 
 def _request(argv: list[str]) -> dict:
@@ -409,7 +429,8 @@ class Server:
         signal.set_wakeup_fd(self.wake_write)
         temporary = f"{path}.{os.getpid()}"
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(temporary)
+        with _address(temporary) as address:
+            self.listener.bind(address)
         os.chmod(temporary, 0o600)
         self.listener.listen(128)
         os.replace(temporary, path)  # atomically: a stale socket of a server that died is replaced
