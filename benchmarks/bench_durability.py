@@ -14,7 +14,8 @@ names a server), in the same run:
 (c) the same N releases recorded from one file: one commit;
 (d) the pipeline case: one `privacy-ledger record` process per release, for
     --processes releases (default 50: a process costs its start-up, see
-    bench_startup.py), beside the bare loop's time for as many commits.
+    bench_startup.py), beside the bare loop's time for as many commits; (d') as many
+    again, each call handed to a resident process (ledger/cli/resident.py).
 
 (e) --planned releases recorded one by one, none published (a plan declared in advance,
     so caps at a delta are decided with the PLD accountant too), beside (b).
@@ -205,22 +206,43 @@ def record_as_one_file(engine, n: int) -> float:
     return time.perf_counter() - start
 
 
-def record_by_processes(url: str, n: int, directory: Path) -> float:
-    """n releases, each recorded by its own `privacy-ledger record` process (the pipeline case)."""
+def record_by_processes(url: str, n: int, directory: Path, resident: bool = False) -> float:
+    """n releases, each recorded by its own `privacy-ledger record` process (the pipeline case);
+    with `resident`, each call handed to a resident process (started before the clock, stopped
+    after: ledger/cli/resident.py)."""
     rng = random.Random(7)
+    name = "res" if resident else "proc"
     paths = []
     for k in range(n):
-        entry = release_entry(rng, f"proc{k:06d}")
+        entry = release_entry(rng, f"{name}{k:06d}")
         mechanism = ", ".join(f"{key}: {value}" for key, value in entry["mechanism"].items())
-        path = directory / f"proc{k:06d}.yaml"
+        path = directory / f"{name}{k:06d}.yaml"
         path.write_text(f"dataset: bench\nreleases:\n  - {{id: {entry['id']}, reads: [{', '.join(entry['reads'])}], "
                         f"mechanism: {{{mechanism}}}}}\n")
         paths.append(path)
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "LEDGER_RESIDENT": "0"}
+    if resident:
+        env = {**os.environ, "LEDGER_RESIDENT_DIR": str(directory / "resident")}
+        env.pop("LEDGER_RESIDENT", None)
+        subprocess.run([sys.executable, "-m", "ledger", "resident", "start"], check=True, stdout=subprocess.DEVNULL,
+                       cwd=root, env=env)
     start = time.perf_counter()
     for path in paths:
         subprocess.run([sys.executable, "-m", "ledger", "--db", url, "record", "--as", "bench", str(path)],
-                       check=True, stdout=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[1])
-    return time.perf_counter() - start
+                       check=True, stdout=subprocess.DEVNULL, cwd=root, env=env)
+    elapsed = time.perf_counter() - start
+    if resident:
+        subprocess.run([sys.executable, "-m", "ledger", "resident", "stop"], stdout=subprocess.DEVNULL, cwd=root,
+                       env=env)
+    return elapsed
+
+
+def by_processes(url: str, n: int, directory: Path) -> tuple[float, float]:
+    """(d): fresh processes, then the same number handed to a resident process."""
+    if not n:
+        return 0.0, 0.0
+    return record_by_processes(url, n, directory), record_by_processes(url, n, directory, resident=True)
 
 
 def bare_sqlite(path: Path, n: int, each: bool = False):
@@ -319,7 +341,7 @@ def load() -> str:
 
 
 def report(backend: str, n: int, walls: list[float], cpus: list[float], bare: list[float], batch: float,
-           processes: int = 0, by_process: float = 0.0, planned: tuple[int, float] = (0, 0.0),
+           processes: int = 0, by_process: tuple[float, float] = (0.0, 0.0), planned: tuple[int, float] = (0, 0.0),
            replayed: float = 0.0, old: dict | None = None, ref: str = "") -> None:
     one, each, bare_each = sum(walls), ms(walls), ms(bare)
     print(f"{backend}  [{load()}]")
@@ -345,10 +367,14 @@ def report(backend: str, n: int, walls: list[float], cpus: list[float], bare: li
     print(f"  (c) the same number of releases from one file (one commit): {batch:8.2f} s "
           f"({batch / n * 1000:.3f} ms each; {batch / sum(bare):.2f}x the bare loop)")
     if processes:
-        per = by_process / processes * 1000
-        print(f"  (d) pipeline: {processes} releases, one `record` process each: {by_process:8.2f} s ({per:.0f} ms "
+        fresh, handed = by_process
+        per = fresh / processes * 1000
+        print(f"  (d) pipeline: {processes} releases, one `record` process each: {fresh:8.2f} s ({per:.0f} ms "
               f"each; {per / bare_each:.0f}x the bare loop's {bare_each:.2f} ms per commit: start-up, "
               "bench_startup.py)")
+        per = handed / processes * 1000
+        print(f"  (d') the same, each call handed to a resident process: {handed:8.2f} s ({per:.0f} ms each; "
+              f"{per / bare_each:.0f}x the bare loop)")
 
 
 def main() -> None:
@@ -400,7 +426,7 @@ def main() -> None:
             batch = record_as_one_file(engine, n)
             engine.dispose()
             replayed = replay_sqlite(Path(directory) / "replay.db", recorded[:n])
-            by_process = record_by_processes(url, args.processes, Path(directory)) if args.processes else 0.0
+            by_process = by_processes(url, args.processes, Path(directory))
             bare = bare_each(bare_sqlite, Path(directory) / "bare.db", n)
             planned = planned_case(f"sqlite:///{directory}/planned.db", args.planned)
             report(f"SQLite (WAL, synchronous={store.sqlite_synchronous()})", n, walls, cpus, bare, batch,
@@ -415,7 +441,7 @@ def main() -> None:
             batch = record_as_one_file(engine, n)
             engine.dispose()
             with tempfile.TemporaryDirectory() as directory:
-                by_process = record_by_processes(url, args.processes, Path(directory)) if args.processes else 0.0
+                by_process = by_processes(url, args.processes, Path(directory))
             bare = bare_each(bare_postgres, bare_url, n)
             planned_url, drop_planned = postgres_database(args.postgres)
             try:
