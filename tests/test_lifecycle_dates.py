@@ -150,6 +150,26 @@ def test_history_recorded_as_published_keeps_its_dates(ledger):
     assert release["approved_by"] == "carol"
 
 
+def test_dates_written_without_quotes_read_as_written(ledger):
+    """YAML 1.1 makes `2024-02-01` a date object; the ledger reads it as the text written, as if
+    quoted (it was refused with "datetime.date(2024, 2, 1) is not of type 'string'")."""
+    ledger.ok("record", ledger.file(releases(laplace(
+        "old", "1/2", ", status: published, published_at: 2024-02-01T10:00:00+01:00, approved_by: carol, "
+                      "approved_at: 2024-01-20"))), "--as", "ana", at=T(6, 1))
+    quoted = Ledger(ledger.url.replace("ledger.db", "quoted.db"), ledger.directory)
+    quoted.ok("dataset", "add", quoted.file(DATASET), "--as", "ana", at=T(1, 1))
+    quoted.ok("role", "grant", "carol", "approver", "--as", "ana", at=T(1, 1))
+    quoted.ok("record", quoted.file(releases(laplace(
+        "old", "1/2", ", status: published, published_at: \"2024-02-01T10:00:00+01:00\", approved_by: carol, "
+                      "approved_at: \"2024-01-20\""))), "--as", "ana", at=T(6, 1))
+    assert ledger.ok("releases", "--json").json() == quoted.ok("releases", "--json").json()
+    (release,) = ledger.ok("releases", "--json").json()
+    assert datetime.fromisoformat(release["published_at"]) == T(2, 1)
+    assert datetime.fromisoformat(release["approved_at"]) == datetime(2024, 1, 20, tzinfo=UTC)
+    ledger.refused("record", ledger.file(releases(laplace("p", "1/2", ", status: published, published_at: 2099-01-01"))),
+                   "--as", "ana", naming="releases[0].published_at: '2099-01-01' is in the future", at=T(6, 1))
+
+
 def test_publish_at_dates_a_publication_that_happened_elsewhere(ledger):
     ledger.ok("record", ledger.file(releases(laplace("p", "1/2"))), "--as", "ana", at=T(3, 1))
     ledger.ok("approve", "p", "--as", "carol", at=T(3, 2))

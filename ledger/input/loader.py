@@ -169,6 +169,7 @@ def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerEr
             problem = _node_problem(node)
             if problem is not None:
                 return None, [LedgerError(f"{name}:{problem[0]}", "", f"refused YAML: {problem[1]}")]
+            _timestamps_as_text(node)
             data = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
@@ -241,6 +242,29 @@ def _node_problem(root: yaml.Node | None) -> tuple[int, str] | None:
         if sizes[id(node)] > MAX_NODES:
             return node.start_mark.line + 1, f"more than {MAX_NODES} values once its aliases are expanded"
     return None
+
+
+TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+
+
+def _timestamps_as_text(root: yaml.Node | None) -> None:
+    """A date or time written without quotes (`published_at: 2026-11-01`) is read as the text
+    written, exactly as if it were quoted: YAML 1.1 would make it a date object, which the
+    schema's date-time strings refuse with a message about Python types."""
+    stack = [root] if root is not None else []
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:  # an alias: a shared node, visited once
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            if node.tag == TIMESTAMP_TAG:
+                node.tag = "tag:yaml.org,2002:str"
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(child for pair in node.value for child in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
 
 
 def _collect_lines(node: yaml.Node, at: Path_, lines: dict[Path_, int]) -> None:
