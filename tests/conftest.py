@@ -44,29 +44,23 @@ def _reference_cks(rho: float, delta: float) -> float:
 
 @pytest.fixture(scope="session", autouse=True)
 def _command_line_built_once():
-    """The click command of the ledger's Typer app, built once for the session.
-
-    Typer turns the app into a click command on every call (`Typer.__call__` and CliRunner
-    both call `typer.main.get_command`): inspecting every command's signature and type hints,
-    about 0.1 s of CPU, most of an in-process `cli_main` call, paid hundreds of times by the
-    fixtures. The command built is the same every time (the app's commands are fixed at
-    import), so the tests reuse it; everything else of `main()` (exit codes, streams, the
-    exception hook) runs as before. Other Typer apps are built as usual."""
+    """CliRunner tests reuse the click command the console entry point builds once per process
+    (`ledger.cli.app.command()`). Typer's CliRunner builds the app into a click command on every
+    `invoke` (inspecting every command's signature and type hints, about 0.1 s of CPU); the
+    command built is the same every time (the app's commands are fixed at import). Other Typer
+    apps are built as usual; `cli_main` calls `main()`, which uses `command()` itself."""
     from unittest import mock
 
-    import typer.main
     import typer.testing
 
     from ledger.cli import app as cli
 
-    build = typer.main.get_command
-    command = build(cli.app)
+    build = typer.testing._get_command
 
     def get_command(typer_instance):
-        return command if typer_instance is cli.app else build(typer_instance)
+        return cli.command() if typer_instance is cli.app else build(typer_instance)
 
-    with mock.patch.object(typer.main, "get_command", get_command), \
-            mock.patch.object(typer.testing, "_get_command", get_command):
+    with mock.patch.object(typer.testing, "_get_command", get_command):
         yield
 
 

@@ -240,3 +240,20 @@ def test_opting_in_starts_the_server_and_it_ends_when_idle(tmp_path):
         assert time.monotonic() < deadline, "the server did not end when idle"
         time.sleep(0.5)
     assert not list(runtime.glob("*.sock"))
+
+
+def test_the_server_imports_what_the_source_imports_inside_functions(tmp_path):
+    """The libraries a command imports on first use (inside a function: `from scipy import fft` in
+    the PLD accountant, `scipy.optimize.linprog` in sample_privacy) are read from the ledger's
+    source, so the server's list cannot drift from the code."""
+    module = tmp_path / "probe.py"
+    module.write_text("def later():\n    from scipy import fft\n    import networkx.algorithms\n"
+                      "    from ledger.core import numbers\n    import json\n")
+    named, maybe = resident.imported_elsewhere(tmp_path)
+    assert named == {"scipy", "networkx.algorithms"}
+    assert maybe == {"scipy.fft"}
+    script = ("import sys\nfrom ledger.cli import resident\nassert resident.preload() == []\n"
+              "print(' '.join(sorted(m for m in ('scipy.fft', 'scipy.optimize', 'dp_accounting.pld', 'psycopg',"
+              " 'matplotlib') if m in sys.modules)))\n")
+    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert found.stdout.split() == ["dp_accounting.pld", "psycopg", "scipy.fft", "scipy.optimize"]

@@ -355,12 +355,16 @@ def server_environment() -> dict[str, str]:
             if key in SERVER_ENV or key.startswith(IMPORT_TIME_ENV_PREFIXES)} | {ENABLE_ENV: "0"}
 
 
+DRIVERS = ("psycopg",)  # what SQLAlchemy imports for a PostgreSQL URL: named by no module of the ledger
+
+
 def preload() -> list[str]:
     """Import every module a command may use (the command line, the store, the accounting,
     the reports), as a fresh process would on first use; the modules that failed, by name.
     Nothing else: no database, no file of the working directory, no ledger state."""
     import importlib
     import pkgutil
+    from pathlib import Path
 
     for name, value in THREAD_DEFAULTS.items():  # as ledger.cli.app.main
         os.environ.setdefault(name, value)
@@ -374,13 +378,48 @@ def preload() -> list[str]:
             importlib.import_module(module.name)
         except Exception as exc:  # noqa: BLE001 -- an optional dependency missing: imported on use, as usual
             failed.append(f"{module.name}: {type(exc).__name__}: {exc}")
-    for name in ("scipy.special", "scipy.fft", "scipy.stats", "dp_accounting", "dp_accounting.pld",
-                 "dp_accounting.rdp", "pandas", "jinja2", "matplotlib.pyplot", "psycopg"):
+    named, maybe = imported_elsewhere(Path(ledger.__file__).parent)
+    for name in sorted(named) + list(DRIVERS):
         try:
             importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001
             failed.append(f"{name}: {type(exc).__name__}: {exc}")
+    for name in sorted(maybe - named):  # `from scipy import fft`: fft may be a module or a name
+        parent, _, attribute = name.rpartition(".")
+        if parent in sys.modules and hasattr(sys.modules[parent], attribute):
+            continue  # a name (or a module already imported)
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 -- not a module: nothing to import
+            pass
     return failed
+
+
+def imported_elsewhere(package) -> tuple[set[str], set[str]]:
+    """The modules outside the ledger and the standard library that the ledger's source imports
+    anywhere (inside functions too: what a command imports on first use), and `lazy_module` /
+    `lazy_callable` names: read from the source itself, so the list cannot drift from the
+    code. Second, `from X import Y`'s X.Y, which may be a submodule."""
+    import ast
+
+    named: set[str] = set()
+    maybe: set[str] = set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            if isinstance(node, ast.Import):
+                named.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                named.add(node.module)
+                maybe.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("lazy_module", "lazy_callable")
+                  and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                named.add(node.args[0].value)
+
+    def outside(name: str) -> bool:
+        top = name.split(".")[0]
+        return top != "ledger" and top not in sys.stdlib_module_names
+
+    return {n for n in named if outside(n)}, {n for n in maybe if outside(n)}
 
 
 def warm() -> None:
