@@ -20,13 +20,14 @@ from dataclasses import replace
 from datetime import timedelta
 from fractions import Fraction as F
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session
 from support import cli_main
 from test_accounting_rows import DELTA, FAMILIES, T0, VARIABLES, dataset, ledgers, moment
 
-from ledger.accounting import accountants
+from ledger.accounting import accountants, budget
 from ledger.accounting.accountants import ACCOUNTANTS
 from ledger.accounting.engine import LedgerIndex, at_delta
 from ledger.accounting.history import ended, releases_as_of
@@ -259,3 +260,45 @@ def test_cap_list_and_the_report_at_a_moment_read_no_whole_release_and_print_wha
     decided = {cap["cap"]: (cap["accountant"], cap["case"]) for cap in json.loads(printed["rows"][1])}
     assert decided["all"] == ("rdp", "adaptive") and decided["b"] == ("pld", "declared")
     assert "r1 (0.5)" in printed["rows"][0] and "family split (0.125, charged once)" in printed["rows"][0]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers(), st.data())
+def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_as_they_stood(ledger, data):
+    """`report --as-of` (build_report): the caps' totals over the index of the releases charged
+    then (`budget.total_from_index`) and their states from it (`state_from_index`), with no
+    pass over the releases per cap (total_from_history, state_from_history forbidden), and
+    the caps section is the one `cap_entries` gave over the releases as they stood."""
+    from ledger.cli.report import gather
+    from ledger.reporting import report
+
+    entries, lifecycle = ledger
+    preferred = None
+    if data.draw(st.booleans()):
+        entries, lifecycle, preferred = with_many_small(entries, lifecycle, data)
+    endings = [data.draw(st.one_of(st.none(), st.integers(0, 6))) for _ in entries]
+    when = moment(data.draw(st.integers(-1, 6)))
+    caps = caps_of(data, preferred)
+    with tempfile.TemporaryDirectory() as directory:
+        url = f"sqlite:///{directory}/l.db"
+        record(url, entries, lifecycle, endings)
+        engine = store.make_engine(url)
+        with Session(engine) as session:
+            inputs = replace(gather(session, dataset(), DELTA, None), caps=tuple(caps), cap_checks=None, as_of=when)
+        engine.dispose()
+    endings_then = ended((e.kind, e.subject, e.at) for e in inputs.events)
+    then = releases_as_of(list(inputs.releases), when, endings_then)
+    charged = [r for r in then if r.status in CHARGED_STATUSES]
+    families = {f.id: f for f in inputs.families}
+    totals = {cap.name: budget.total_from_history(cap, then, families) for cap in caps}
+    expected = report.cap_entries(caps, totals, charged, families)
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a pass over the releases per cap")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(report, "total_from_history", forbidden)
+        patch.setattr(accountants, "state_from_history", forbidden)
+        context = report.build_report(inputs, charts=False)
+    assert context.caps == expected
+    assert context.certificate.as_of == when

@@ -129,12 +129,13 @@ def checks_from_history(caps, releases: Sequence[Release], families: Mapping[str
     return _decided(caps, totals, lambda cap: accountants.state_from_history(cap, releases, families))
 
 
-def checks_from_index(caps, index) -> list[budget.CapCheck]:
+def checks_from_index(caps, index, totals: Mapping[str, budget.CapTotal] | None = None) -> list[budget.CapCheck]:
     """`checks_from_history` over a LedgerIndex of the charged releases (the accounting rows,
-    columns.index_for, at a moment for `cap list --as-of` and the report; issue 13): the
-    running totals by `budget.total_from_index` and the accountant states by
-    `accountants.state_from_index`, the same totals and states, so the same decisions."""
-    totals = {cap.name: budget.total_from_index(cap, index) for cap in caps}
+    columns.index_for, at a moment for `cap list --as-of`; or the report's index; issue 13):
+    the running totals (unless given) by `budget.total_from_index` and the accountant states
+    by `accountants.state_from_index`, the same totals and states, so the same decisions."""
+    if totals is None:
+        totals = {cap.name: budget.total_from_index(cap, index) for cap in caps}
     return _decided(caps, totals, lambda cap: accountants.state_from_index(cap, index))
 
 
