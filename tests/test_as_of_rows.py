@@ -268,7 +268,8 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     """`report --as-of` (build_report): the caps' totals over the index of the releases charged
     then (`budget.total_from_index`) and their states from it (`state_from_index`), with no
     pass over the releases per cap (total_from_history, state_from_history forbidden), and
-    the caps section is the one `cap_entries` gave over the releases as they stood."""
+    the caps section is the one `cap_entries` gave over the releases as they stood; with
+    --since, each cap's figure before the meeting date is total_from_history's."""
     from ledger.cli.report import gather
     from ledger.reporting import report
 
@@ -277,14 +278,15 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     if data.draw(st.booleans()):
         entries, lifecycle, preferred = with_many_small(entries, lifecycle, data)
     endings = [data.draw(st.one_of(st.none(), st.integers(0, 6))) for _ in entries]
-    when = moment(data.draw(st.integers(-1, 6)))
+    at = data.draw(st.integers(-1, 6))
+    when, since = moment(at), moment(data.draw(st.integers(-1, at)))
     caps = caps_of(data, preferred)
     with tempfile.TemporaryDirectory() as directory:
         url = f"sqlite:///{directory}/l.db"
         record(url, entries, lifecycle, endings)
         engine = store.make_engine(url)
         with Session(engine) as session:
-            inputs = replace(gather(session, dataset(), DELTA, None), caps=tuple(caps), cap_checks=None, as_of=when)
+            inputs = replace(gather(session, dataset(), DELTA, since), caps=tuple(caps), cap_checks=None, as_of=when)
         engine.dispose()
     endings_then = ended((e.kind, e.subject, e.at) for e in inputs.events)
     then = releases_as_of(list(inputs.releases), when, endings_then)
@@ -292,13 +294,18 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     families = {f.id: f for f in inputs.families}
     totals = {cap.name: budget.total_from_history(cap, then, families) for cap in caps}
     expected = report.cap_entries(caps, totals, charged, families)
+    stood = report.as_it_stood(inputs)  # the meeting pack's caps before --since, as it computed them
+    before_since = report.releases_as_of(stood.releases, report.dataset_events(stood), since)
+    befores = [budget.total_from_history(cap, before_since, families).value for cap in caps]
 
     def forbidden(*args, **kwargs):
         raise AssertionError("a pass over the releases per cap")
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(report, "total_from_history", forbidden)
+        patch.setattr(report, "total_from_history", forbidden, raising=False)
+        patch.setattr(budget, "total_from_history", forbidden)
         patch.setattr(accountants, "state_from_history", forbidden)
         context = report.build_report(inputs, charts=False)
     assert context.caps == expected
     assert context.certificate.as_of == when
+    assert [move.before for move in context.meeting.caps] == befores
