@@ -1,4 +1,5 @@
-"""Issue 13, section 1: `table --as-of` and `subset --as-of` from the accounting rows.
+"""Issue 13, section 1: `table --as-of`, `subset --as-of` and `cap list --as-of` from the
+accounting rows; the report's caps at --as-of and before --since over one index.
 
 The ledger as it stood at a moment T (accounting.history: the releases recorded or
 published by T, each with the status it had then, a release cancelled by T not counted)
