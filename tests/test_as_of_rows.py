@@ -1,4 +1,5 @@
-"""Issue 13, section 1: `table --as-of` and `subset --as-of` from the accounting rows.
+"""Issue 13, section 1: `table --as-of`, `subset --as-of` and `cap list --as-of` from the
+accounting rows; the report's caps at --as-of and before --since over one index.
 
 The ledger as it stood at a moment T (accounting.history: the releases recorded or
 published by T, each with the status it had then, a release cancelled by T not counted)
@@ -14,22 +15,26 @@ the command line.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from dataclasses import replace
 from datetime import timedelta
+from fractions import Fraction as F
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session
 from support import cli_main
 from test_accounting_rows import DELTA, FAMILIES, T0, VARIABLES, dataset, ledgers, moment
 
-from ledger.accounting import accountants
+from ledger.accounting import accountants, budget
 from ledger.accounting.accountants import ACCOUNTANTS
 from ledger.accounting.engine import LedgerIndex, at_delta
 from ledger.accounting.history import ended, releases_as_of
-from ledger.core.records import CHARGED_STATUSES, Status
+from ledger.core.records import CHARGED_STATUSES, Cap, Status
 from ledger.input.loader import Document, LedgerSnapshot, build_releases, parse_moment
+from ledger.operations import cap_accounting, transactions
 from ledger.store import columns, database as store
 
 
@@ -147,3 +152,161 @@ def test_the_commands_at_a_moment_read_no_whole_release_and_print_what_the_snaps
         monkeypatch.undo()
     assert printed["rows"] == printed["snapshot"]
     assert all(f"r{i}" in printed["rows"][0] for i in range(4))  # r1 cancelled after T, counted then
+
+
+# --------------------------------------------------------------------------
+# cap list --as-of and the report --as-of: the caps as the ledger stood, from the rows
+# --------------------------------------------------------------------------
+
+
+def caps_of(data, preferred=None) -> list[Cap]:
+    """A pure cap, a cap at a delta and a rho cap, each on a drawn subset (the whole dataset
+    among them; `preferred`, the subset many small releases read, often), with limits drawn
+    so some are over and some under."""
+    found = []
+    subsets = st.frozensets(st.sampled_from(VARIABLES), min_size=1, max_size=4)
+    for k, form in enumerate(("pure", "delta", "rho")):
+        subset = data.draw(subsets if preferred is None else st.one_of(st.just(preferred), subsets))
+        limit = data.draw(st.sampled_from([F(1, 2), F(1), F(3), F(6)]))
+        found.append(Cap("t", f"c{k}", subset, epsilon=None if form == "rho" else limit,
+                         delta=DELTA if form == "delta" else None, rho=limit if form == "rho" else None,
+                         whole_dataset=len(subset) == len(VARIABLES)))
+    return found
+
+
+def with_many_small(entries, lifecycle, data):
+    """The ledger and 120 Laplace releases of epsilon 1/40 on a drawn subset, recorded at a
+    drawn moment and published (or not) at one: enough small charges that the Rényi filter,
+    or for a plan declared in advance the PLD, decides a cap at a delta on that subset."""
+    reads = sorted(data.draw(st.sets(st.sampled_from(VARIABLES), min_size=1, max_size=2)))
+    recorded = data.draw(st.integers(0, 5))
+    published = data.draw(st.one_of(st.none(), st.integers(recorded, 5)))
+    status = Status.PLANNED if published is None else Status.PUBLISHED
+    small = [{"id": f"s{k}", "reads": reads, "mechanism": {"name": "laplace", "epsilon": "1/40"}} for k in range(120)]
+    return entries + small, lifecycle + [(status, recorded, published, False)] * len(small), frozenset(reads)
+
+
+def old_cap_checks(url: str, caps, when):
+    """The caps as the old path decided them: the whole releases as they stood then
+    (`history.releases_as_of`) through `cap_accounting.checks_from_history`."""
+    engine = store.make_engine(url)
+    with Session(engine) as session:
+        snapshot = store.snapshot(session, "t")
+        endings = ended((kind, subject, parse_moment(at)) for _, kind, subject, at, _, _ in
+                        store.lifecycle_events(session, ["release.retracted", "release.cancelled"]))
+    engine.dispose()
+    then = releases_as_of(list(snapshot.releases.values()), when, endings)
+    return cap_accounting.checks_from_history(caps, then, snapshot.families)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers(), st.data())
+def test_the_caps_at_a_moment_from_the_rows_are_the_caps_of_the_releases_as_they_stood(ledger, data):
+    """Every cap's check (spend, headroom, status, drivers, the accountant that decided it and
+    its case) from the rows at T equals the old path's, field for field; at T past the year
+    2112 (`rows_then` gives None) the fallback is the old path itself."""
+    entries, lifecycle = ledger
+    preferred = None
+    if data.draw(st.booleans()):
+        entries, lifecycle, preferred = with_many_small(entries, lifecycle, data)
+    endings = [data.draw(st.one_of(st.none(), st.integers(0, 6))) for _ in entries]
+    when = moment(data.draw(st.integers(-1, 6)))
+    caps = caps_of(data, preferred)
+    with tempfile.TemporaryDirectory() as directory:
+        url = f"sqlite:///{directory}/l.db"
+        record(url, entries, lifecycle, endings)
+        engine = store.make_engine(url)
+        with Session(engine) as session:
+            rows = columns.index_for(session, VARIABLES, "t", {f.id: f for f in FAMILIES}, when=when)
+            from_rows = cap_accounting.checks_from_index(caps, rows)
+            assert transactions.cap_checks_as_of(session, "t", caps, when) == from_rows
+            far = when.replace(year=2200)
+            assert transactions.cap_checks_as_of(session, "t", caps, far) == old_cap_checks(url, caps, far)
+        engine.dispose()
+        assert from_rows == old_cap_checks(url, caps, when)
+
+
+def test_cap_list_and_the_report_at_a_moment_read_no_whole_release_and_print_what_the_snapshot_printed(
+        tmp_path, monkeypatch):
+    """`cap list --as-of` takes the accounting rows (no store.snapshot) and prints what the
+    releases as they stood printed: a pure cap, caps at a delta decided by the Rényi filter
+    and (declared in advance) the PLD over 120 small Laplace releases, a rho cap, a family, a
+    release cancelled after T (counted then) and one retracted after T."""
+    entries = [{"id": f"r{i}", "reads": reads, "mechanism": {"name": "laplace", "epsilon": e}, **extra}
+               for i, (reads, e, extra) in enumerate([
+                   (["a"], "1", {}), (["a", "b"], "1/2", {}), (["c"], "1/4", {"family": "split"}),
+                   (["c", "d"], "1/2", {"family": "split"}), (["b", "d"], "1", {})])]
+    entries += [{"id": f"s{k}", "reads": ["b"], "mechanism": {"name": "laplace", "epsilon": "1/40"}}
+                for k in range(120)]
+    lifecycle = [(Status.PUBLISHED, 0, 1, False), (Status.CANCELLED, 0, None, False),
+                 (Status.APPROVED, 1, None, False), (Status.PLANNED, 3, None, True),
+                 (Status.RETRACTED, 0, 2, False)] + [(Status.PUBLISHED, 1, 2, False)] * 120
+    url = f"sqlite:///{tmp_path}/l.db"
+    record(url, entries, lifecycle, [None, 4, None, None, 5] + [None] * 120)
+    for args in (("a", "b", "--epsilon", "9"), ("b", "--epsilon", "3", "--delta", "1e-6"),
+                 ("c", "d", "--rho", "1/2"), ("all", "--epsilon", "4", "--delta", "1e-6")):
+        assert cli_main(url, "cap", "set", *args).code == 0
+    when = moment(3).isoformat()
+    printed = {}
+    for path in ("rows", "snapshot"):
+        if path == "snapshot":  # the releases as they stood, decoded (the path before)
+            monkeypatch.setattr(columns, "index_for", lambda *a, **k: None if k.get("when") else original(*a, **k))
+        else:
+            original = columns.index_for
+            monkeypatch.setattr(store, "snapshot", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
+        printed[path] = [cli_main(url, *args).out for args in (
+            ("cap", "list", "--as-of", when), ("cap", "list", "--as-of", when, "--json"))]
+        monkeypatch.undo()
+    assert printed["rows"] == printed["snapshot"]
+    decided = {cap["cap"]: (cap["accountant"], cap["case"]) for cap in json.loads(printed["rows"][1])}
+    assert decided["all"] == ("rdp", "adaptive") and decided["b"] == ("pld", "declared")
+    assert "r1 (0.5)" in printed["rows"][0] and "family split (0.125, charged once)" in printed["rows"][0]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers(), st.data())
+def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_as_they_stood(ledger, data):
+    """`report --as-of` (build_report): the caps' totals over the index of the releases charged
+    then (`budget.total_from_index`) and their states from it (`state_from_index`), with no
+    pass over the releases per cap (total_from_history, state_from_history forbidden), and
+    the caps section is the one `cap_entries` gave over the releases as they stood; with
+    --since, each cap's figure before the meeting date is total_from_history's."""
+    from ledger.cli.report import gather
+    from ledger.reporting import report
+
+    entries, lifecycle = ledger
+    preferred = None
+    if data.draw(st.booleans()):
+        entries, lifecycle, preferred = with_many_small(entries, lifecycle, data)
+    endings = [data.draw(st.one_of(st.none(), st.integers(0, 6))) for _ in entries]
+    at = data.draw(st.integers(-1, 6))
+    when, since = moment(at), moment(data.draw(st.integers(-1, at)))
+    caps = caps_of(data, preferred)
+    with tempfile.TemporaryDirectory() as directory:
+        url = f"sqlite:///{directory}/l.db"
+        record(url, entries, lifecycle, endings)
+        engine = store.make_engine(url)
+        with Session(engine) as session:
+            inputs = replace(gather(session, dataset(), DELTA, since), caps=tuple(caps), cap_checks=None, as_of=when)
+        engine.dispose()
+    endings_then = ended((e.kind, e.subject, e.at) for e in inputs.events)
+    then = releases_as_of(list(inputs.releases), when, endings_then)
+    charged = [r for r in then if r.status in CHARGED_STATUSES]
+    families = {f.id: f for f in inputs.families}
+    totals = {cap.name: budget.total_from_history(cap, then, families) for cap in caps}
+    expected = report.cap_entries(caps, totals, charged, families)
+    stood = report.as_it_stood(inputs)  # the meeting pack's caps before --since, as it computed them
+    before_since = report.releases_as_of(stood.releases, report.dataset_events(stood), since)
+    befores = [budget.total_from_history(cap, before_since, families).value for cap in caps]
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a pass over the releases per cap")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(report, "total_from_history", forbidden, raising=False)
+        patch.setattr(budget, "total_from_history", forbidden)
+        patch.setattr(accountants, "state_from_history", forbidden)
+        context = report.build_report(inputs, charts=False)
+    assert context.caps == expected
+    assert context.certificate.as_of == when
+    assert [move.before for move in context.meeting.caps] == befores

@@ -1379,6 +1379,33 @@ def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, 
     return state_from_composition(cap, comp, family_events)
 
 
+def state_from_index(cap, index) -> dict:
+    """`state_from_history` over a LedgerIndex of the charged releases (the accounting rows,
+    columns.index_for; issue 13): the subset's events from the index's arrays
+    (`IndexEvents.composition`, families and releases with a choice one by one), its
+    lifecycle times from the index's moments, and each family's events from its members
+    read whole, as `state_from_history` takes them. The state is a function of event counts
+    and moments only (`state_from_composition` sorts the events), so it is the same dict."""
+    from .engine import family_cost
+
+    subset = frozenset(cap.subset)
+    ids = index.cost_ids([index.column[name] for name in sorted(subset) if name in index.column])
+    comp = index_events(index).composition(ids, subset, Spend())
+    touching = {}
+    for fid, rows in index.members.items():
+        found = [(i, member) for i, member in ((i, index.releases[i]) for i in rows) if subset & member.reads]
+        if found:
+            touching[fid] = found
+    family_events: dict[str, list[str]] = {}
+    # in the order their first member reading the subset was recorded, as `state_from_history`
+    # meets them (`state_composition` counts the families' events in this order)
+    for fid, found in sorted(touching.items(), key=lambda item: item[1][0][0]):
+        spend = family_cost(index.families[fid], [member for _, member in found], subset)
+        if not spend.unbounded and spend_events(spend):
+            family_events[fid] = [e.key for e in spend_events(spend)]
+    return state_from_composition(cap, comp, family_events)
+
+
 def state_differences(stored: dict, expected: dict, cap=None) -> list[str]:
     """What differs between a stored running state and the one recomputed from the releases,
     field by field, in words (`audit verify`). A stored PLD memo (`pld`, given the cap) that

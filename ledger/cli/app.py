@@ -51,7 +51,6 @@ budget = lazy_module("ledger.accounting.budget")
 operations = lazy_module("ledger.operations.transactions")
 people = lazy_module("ledger.operations.people")  # (issue 12) the ORM
 store = lazy_module("ledger.store.database")
-cap_accounting = lazy_module("ledger.operations.cap_accounting")  # (issue 11) the caps' accountants, on first use
 Session = lazy_callable("sqlmodel", "Session")
 
 EXIT_CODES_HELP = ("Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input (nothing "
@@ -487,10 +486,9 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: 
         if when is None:
             checks = operations.cap_checks(session, chosen.name, caps)
         else:
-            then = _as_of(store.snapshot(session, chosen.name), when)
-            # the same accountants as `cap list` (issue 11): totals and states as the ledger stood
-            checks = cap_accounting.checks_from_history(
-                caps, [r for r in then.releases.values() if r.dataset == chosen.name], then.families)
+            # the same accountants as `cap list` (issue 11): totals and states as the ledger stood,
+            # from the accounting rows of the releases charged then (issue 13, store/as_of.py)
+            checks = operations.cap_checks_as_of(session, chosen.name, caps, when)
     if as_json:
         typer.echo(json.dumps([check_json(c) for c in checks], indent=2, ensure_ascii=False))
         return

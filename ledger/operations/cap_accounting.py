@@ -126,12 +126,27 @@ def checks_from_history(caps, releases: Sequence[Release], families: Mapping[str
     releases = list(releases)
     if totals is None:
         totals = {cap.name: budget.total_from_history(cap, releases, families) for cap in caps}
+    return _decided(caps, totals, lambda cap: accountants.state_from_history(cap, releases, families))
+
+
+def checks_from_index(caps, index, totals: Mapping[str, budget.CapTotal] | None = None) -> list[budget.CapCheck]:
+    """`checks_from_history` over a LedgerIndex of the charged releases (the accounting rows,
+    columns.index_for, at a moment for `cap list --as-of`; or the report's index; issue 13):
+    the running totals (unless given) by `budget.total_from_index` and the accountant states
+    by `accountants.state_from_index`, the same totals and states, so the same decisions."""
+    if totals is None:
+        totals = {cap.name: budget.total_from_index(cap, index) for cap in caps}
+    return _decided(caps, totals, lambda cap: accountants.state_from_index(cap, index))
+
+
+def _decided(caps, totals: Mapping[str, budget.CapTotal], state_of) -> list[budget.CapCheck]:
+    """Every cap checked on `totals` with no plan, each with its best valid figure (`decide`);
+    `state_of(cap)`: its running accountant state (caps stated at a delta only)."""
     checks = budget.check(list(caps), totals, [], {}, {}, only_touched=False)
     result = []
     for check in checks:
         cap = check.cap
-        state = (accountants.state_from_history(cap, releases, families)
-                 if cap.delta is not None and cap.rho is None else None)
+        state = state_of(cap) if cap.delta is not None and cap.rho is None else None
         refined, _ = decide(check, totals.get(cap.name, budget.CapTotal()), state, [], {}, {})
         result.append(refined)
     return result

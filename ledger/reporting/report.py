@@ -43,7 +43,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ..accounting.spend import CONVERSION_NAME
-from ..accounting.budget import CapCheck, CapTotal, check, total_from_history
+from ..accounting.budget import CapCheck, CapTotal, check, total_from_index
 from ..accounting.budget import status as cap_status
 from ..accounting.engine import LedgerIndex, RiskTable, SpendGrid, at_delta
 from ..accounting.history import charged_from, ended
@@ -435,7 +435,7 @@ class CapMove:
     """A cap's figure at the meeting-pack date and now, in the cap's unit.
 
     before: recomputed from the releases recorded before the date, with the status each
-    had then (budget.total_from_history); now: the stored running total."""
+    had then (budget.total_from_index, total_from_history's figure); now: the stored running total."""
 
     name: str
     subset: tuple[str, ...]
@@ -573,6 +573,8 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     charged = tuple(r for r in inputs.releases if r.status in CHARGED_STATUSES)
     objective = at_delta(inputs.delta)
     index = LedgerIndex(dataset.variable_names, charged, inputs.families)
+    if inputs.as_of is not None:  # the caps' running totals as the ledger stood, over the index's arrays
+        inputs = replace(inputs, cap_totals={cap.name: total_from_index(cap, index) for cap in inputs.caps})
     from .accountant_views import best_headline  # the smallest valid figures (issue 11)
 
     def panels() -> Pairs:
@@ -614,8 +616,10 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     meeting = meeting_pack(inputs) if inputs.since is not None else None
     if inputs.cap_checks is not None and inputs.as_of is None:  # as `cap list` decides them now
         caps = tuple(_cap_entry(c) for c in inputs.cap_checks)
-    else:  # recomputed from the releases (as the ledger stood at --as-of)
-        caps = cap_entries(inputs.caps, inputs.cap_totals, charged, family_map_of(inputs))
+    else:  # on the totals (as the ledger stood at --as-of), the states from the index (cap_entries' figures)
+        from ..operations.cap_accounting import checks_from_index
+
+        caps = tuple(_cap_entry(c) for c in checks_from_index(inputs.caps, index, inputs.cap_totals))
     timeline = timeline_of(index, inputs.delta, objective, inputs.as_of or inputs.generated_at,
                            public=dataset.public_names, caps=inputs.caps)
     pairs = panels_of()
@@ -827,14 +831,14 @@ def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
 
 def as_it_stood(inputs: ReportInputs) -> ReportInputs:
     """The inputs as the ledger stood at `inputs.as_of` (ledger.accounting.history): the releases in it
-    then, with the status each had, the events up to then, and the caps' totals recomputed."""
+    then, with the status each had, and the events up to then (`build_report` recomputes the caps'
+    totals over the index of the releases charged then: `budget.total_from_index`, equal to
+    `total_from_history` of those releases, one pass over arrays per cap)."""
     when = inputs.as_of
     ended_at = ended((e.kind, e.subject, e.at) for e in inputs.events)
     releases = tuple(_releases_then(inputs.releases, when, ended_at))
-    family_map = {f.id: f for f in inputs.families}
-    totals = {cap.name: total_from_history(cap, releases, family_map) for cap in inputs.caps}
     events = tuple(e for e in inputs.events if e.at <= when)
-    return replace(inputs, releases=releases, cap_totals=totals, events=events)
+    return replace(inputs, releases=releases, events=events)
 
 
 def lifecycle_steps(events: Sequence[AuditEvent]) -> dict[str, dict]:
@@ -1328,12 +1332,15 @@ def meeting_pack(inputs: ReportInputs) -> MeetingPack:
     for kind in ("release.approved", "release.published"):
         changes[kind].sort(key=lambda change: change.at)
     then = releases_as_of(inputs.releases, events, since)
-    family_map = {f.id: f for f in inputs.families}
+    # one index of the releases charged then, each cap's total over its arrays (total_from_index:
+    # total_from_history's figure, without a pass over the releases per cap)
+    index_then = LedgerIndex(inputs.dataset.variable_names, [r for r in then if r.status in CHARGED_STATUSES],
+                             inputs.families)
     now = {c.cap.name: c for c in check(list(inputs.caps), inputs.cap_totals, [], {}, {}, only_touched=False)}
     set_at = {e.subject.split("/", 1)[1]: e.at for e in events if e.kind == "cap.set"}
     moves = []
     for cap in inputs.caps:
-        before = total_from_history(cap, then, family_map).value
+        before = total_from_index(cap, index_then).value
         current = now[cap.name].current
         moves.append(CapMove(
             name=cap.name, subset=tuple(sorted(cap.subset)), unit=cap.unit, delta=cap.delta, limit=cap.limit,

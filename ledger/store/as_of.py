@@ -1,6 +1,6 @@
 """The accounting rows as the ledger stood at a moment (`--as-of`; issue 13, section 1).
 
-`table --as-of T` and `subset --as-of T` used to decode every release of the dataset
+`table --as-of T`, `subset --as-of T` and `cap list --as-of T` used to decode every release of the dataset
 (`store.snapshot`) and keep those in the ledger at T with the status each had then
 (`accounting.history.releases_as_of`): minutes and gigabytes at a million releases. The
 accounting rows (columns.py) hold what that needs, without decoding a release:
