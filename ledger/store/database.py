@@ -1167,13 +1167,10 @@ def set_cap(session: Session, cap: Cap, actor: str) -> None:
     index = columns.index_for(session, dataset_variables(session, [cap.dataset])[cap.dataset], cap.dataset,
                               families, touching=cap.subset)
     save_totals(session, cap.dataset, {cap.name: total_from_index(cap, index)})
-    if cap.delta is not None and cap.rho is None:  # the accountants' running state (issue 11)
-        from ..accounting.accountants import state_from_history
+    if cap.delta is not None and cap.rho is None:  # the accountants' running state (issue 11), from the
+        from ..accounting.accountants import state_from_index  # same rows: state_from_history's dict
 
-        history = snapshot(session, cap.dataset)
-        families = {f.id: f for f in history.families.values() if f.dataset == cap.dataset}
-        save_accountant_states(session, cap.dataset, {cap.name: state_from_history(
-            cap, [r for r in history.releases.values() if r.dataset == cap.dataset], families)})
+        save_accountant_states(session, cap.dataset, {cap.name: state_from_index(cap, index)})
     append_event(session, kind="cap.set", subject=f"{cap.dataset}/{cap.name}", actor=actor, payload={"cap": body})
 
 
