@@ -105,6 +105,43 @@ def test_a_release_cannot_be_cancelled_while_a_charged_release_derives_from_it(l
     ledger.ok("cancel", "raw", "--reason", "withdrawn")
 
 
+def test_a_cancellation_reads_only_the_releases_that_name_it_and_the_caps_rows(ledger, monkeypatch):
+    """The lineage rule reads the releases whose derived-from list names the release
+    (store.deriving_from), and the totals and accountant states it frees are recomputed from the
+    accounting rows, never from every decoded release (store.snapshot: minutes at a million
+    releases); `audit verify`, which recomputes both from the decoded releases, agrees."""
+    from ledger.store import database as store
+
+    ledger.ok("cap", "set", "income", "--epsilon", "5", "--delta", "1e-9")
+    ledger.ok("cap", "set", "income", "sex", "--name", "pair", "--epsilon", "4")
+    ledger.ok("record", ledger.write("r.yaml", RAW_AND_ROUNDED + """\
+  - id: other
+    status: planned
+    reads: [income, sex]
+    mechanism: {name: laplace, epsilon: 1/8}
+  - id: twice
+    status: planned
+    reads: []
+    derived_from: [other, raw]
+"""))
+
+    def decoded(*args, **kwargs):
+        raise AssertionError("every release decoded")
+
+    monkeypatch.setattr(store, "snapshot", decoded)
+    refused = ledger("cancel", "raw", "--reason", "withdrawn")
+    assert refused.code == 2
+    assert "charged release(s) derive from it: rounded (planned), twice (planned)" in refused.err
+    ledger.ok("cancel", "rounded", "--reason", "withdrawn")
+    ledger.ok("cancel", "twice", "--reason", "withdrawn")
+    ledger.ok("cancel", "raw", "--reason", "withdrawn")
+    caps = {cap["cap"]: cap for cap in ledger.ok("cap", "list", "--json").json()}
+    monkeypatch.undo()
+    # what is left charged: `other`, epsilon 1/8 on income and sex
+    assert (caps["income"]["current_exact"], caps["pair"]["current_exact"]) == ("1/8", "1/8")
+    assert ledger.ok("audit", "verify").out.startswith("audit chain intact")  # totals and states recomputed agree
+
+
 def test_a_derived_release_cannot_be_published_before_what_it_derives_from(ledger):
     ledger.ok("record", ledger.write("r.yaml", RAW_AND_ROUNDED))
     ledger.ok("approve", "rounded", "--by", "approver")

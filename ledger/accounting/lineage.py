@@ -27,6 +27,12 @@ def cancel_blockers(release_id: str, releases: Iterable[Release]) -> list[str]:
     return sorted(r.id for r in releases if release_id in r.derived_from and r.status in CHARGED_STATUSES)
 
 
+def cancel_blockers_of(release_id: str, deriving: Mapping[str, Status]) -> list[str]:
+    """`cancel_blockers` over the releases that name `release_id` (id -> status: what the store
+    reads of them, store.deriving_from): those charged block its cancellation."""
+    return sorted(rid for rid, status in deriving.items() if status in CHARGED_STATUSES)
+
+
 def publish_blockers(release: Release, known: Mapping[str, Release]) -> list[str]:
     """The releases `release` derives from that are not published yet (unknown ones included)."""
     blockers = []

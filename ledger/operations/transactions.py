@@ -201,14 +201,12 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
         changed = transition(release, action, actor, moment)
         if isinstance(changed, str):
             raise fail(f"release {release_id}", "status", changed)
-        history = None
-        if action == "cancel":  # the lineage rule (DESIGN 2.5)
-            history = store.snapshot(session, release.dataset)
-            blockers = lineage.cancel_blockers(release_id, history.releases.values())
+        if action == "cancel":  # the lineage rule (DESIGN 2.5), over the releases naming it, not every release
+            blockers = lineage.cancel_blockers_of(release_id, store.deriving_from(session, release_id))
             if blockers:
                 raise fail(f"release {release_id}", "status",
                            f"cannot cancel release {release_id!r}: charged release(s) derive from it: "
-                           f"{lineage.describe(blockers, history.releases)}; cancel them first")
+                           f"{lineage.describe(blockers, lookup)}; cancel them first")
         if action == "publish":
             blockers = lineage.publish_blockers(release, lookup)
             if blockers:
@@ -234,14 +232,13 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
             decisions = cap_accounting.decisions_json(checks)
         store.set_status(session, changed, actor, kind=f"release.{changed.status.value}", decisions=decisions,
                          reason=reason)
-        if action == "cancel" and caps:  # frees the reservation: recompute the totals it was in
-            history = store.snapshot(session, release.dataset)
+        if action == "cancel" and caps:  # frees the reservation: recompute the totals it was in, from the
+            # accounting rows of the releases reading the caps' subsets (store.recomputed_totals), not
+            # from every decoded release
             store.drop_accountant_states(session, release.dataset, [cap.name for cap in caps])
             store.save_accountant_states(session, release.dataset, cap_accounting.current_states(
                 session, release.dataset, caps))
-            store.save_totals(session, release.dataset, {
-                cap.name: budget.total_from_history(cap, history.releases.values(), history.families) for cap in caps
-            })
+            store.save_totals(session, release.dataset, store.recomputed_totals(session, release.dataset, caps))
         return changed
 
 

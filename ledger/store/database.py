@@ -88,7 +88,7 @@ from ..accounting.engine import LedgerIndex, family_options
 from ..core.errors import fail
 from ..input.loader import LedgerSnapshot
 from ..core.memory import paused_gc
-from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release
+from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status
 
 DEFAULT_URL = "sqlite:///ledger.db"
 SCHEMA_VERSION = 10  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
@@ -950,6 +950,19 @@ class ReleaseLookup(Mapping):
         return len(self.session.exec(select(ReleaseRow.id)).all())
 
 
+def deriving_from(session: Session, release_id: str) -> dict[str, Status]:
+    """The releases that name `release_id` in their derived-from list, with their status (the
+    lineage rule of a cancellation, DESIGN 2.5): only the rows whose list is not empty are read,
+    three columns each, never a whole release (issue 13: a cancellation in a ledger of a million
+    releases)."""
+    from sqlalchemy import Text, cast
+
+    rows = _connection(session).execute(
+        select(_RELEASES.c.id, _RELEASES.c.status, _RELEASES.c.derived_from)
+        .where(cast(_RELEASES.c.derived_from, Text) != "[]"))
+    return {row.id: Status(row.status) for row in rows if release_id in (row.derived_from or ())}
+
+
 @dataclass(frozen=True)
 class Configuration:
     """What changes rarely: datasets, families, caps. Cached per process and reloaded
@@ -1172,6 +1185,20 @@ def set_cap(session: Session, cap: Cap, actor: str) -> None:
 
         save_accountant_states(session, cap.dataset, {cap.name: state_from_index(cap, index)})
     append_event(session, kind="cap.set", subject=f"{cap.dataset}/{cap.name}", actor=actor, payload={"cap": body})
+
+
+def recomputed_totals(session: Session, dataset: str, caps: Sequence[Cap]) -> dict[str, CapTotal]:
+    """Each cap's running total recomputed from the accounting rows of the releases that read
+    its subset (`budget.total_from_index`, equal to `total_from_history` over the charged
+    releases; the others cost 0 on it, Tan Prop 3.3): after a cancellation frees a reservation."""
+    _flush(session)
+    families = {f.id: f for f in _families(session, dataset)}
+    variables = dataset_variables(session, [dataset])[dataset]
+    totals = {}
+    for cap in caps:
+        index = columns.index_for(session, variables, dataset, families, touching=cap.subset)
+        totals[cap.name] = total_from_index(cap, index)
+    return totals
 
 
 def _families(session: Session, dataset: str) -> list[Family]:
