@@ -218,6 +218,12 @@ def commands(directory: Path, out: Path, label: str) -> dict[str, list[str]]:
         "--version": ["--version"],
         "check": ["check", str(plan_file(directory, f"plan-{stamp}"))],
         "record": ["record", str(plan_file(directory, f"rec-{stamp}"))],
+        # writes that recompute from the history: the release just recorded (planned) cancelled, its
+        # reservation freed (the lineage rule, the totals and accountant states of its caps); a cap
+        # at a delta set (its running total and accountant state)
+        "cancel": ["cancel", f"rec-{stamp}", "--reason", "bench"],
+        "cap set (at a delta)": ["cap", "set", "v03", "v17", "--name", "bench-set", "--epsilon", "1000000000",
+                                 "--delta", "1e-9"],
         "subset": ["subset", *SUBSET],
         "headroom": ["headroom", *SUBSET],
         "table": ["table"],
