@@ -232,13 +232,17 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
             decisions = cap_accounting.decisions_json(checks)
         store.set_status(session, changed, actor, kind=f"release.{changed.status.value}", decisions=decisions,
                          reason=reason)
-        if action == "cancel" and caps:  # frees the reservation: recompute the totals it was in, from the
-            # accounting rows of the releases reading the caps' subsets (store.recomputed_totals), not
-            # from every decoded release
+        if action == "cancel" and caps:  # frees the reservation: recompute the totals and accountant states
+            # it was in, from one index of the accounting rows of the releases reading the caps' subsets
+            # (store.caps_index), not from every decoded release
+            from ..accounting import accountants
+
+            index = store.caps_index(session, release.dataset, caps)
             store.drop_accountant_states(session, release.dataset, [cap.name for cap in caps])
-            store.save_accountant_states(session, release.dataset, cap_accounting.current_states(
-                session, release.dataset, caps))
-            store.save_totals(session, release.dataset, store.recomputed_totals(session, release.dataset, caps))
+            store.save_accountant_states(session, release.dataset, {
+                cap.name: accountants.state_from_index(cap, index) for cap in caps
+                if cap.delta is not None and cap.rho is None})  # (the caps an accountant decides: current_states')
+            store.save_totals(session, release.dataset, {cap.name: budget.total_from_index(cap, index) for cap in caps})
         return changed
 
 

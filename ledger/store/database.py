@@ -1187,18 +1187,16 @@ def set_cap(session: Session, cap: Cap, actor: str) -> None:
     append_event(session, kind="cap.set", subject=f"{cap.dataset}/{cap.name}", actor=actor, payload={"cap": body})
 
 
-def recomputed_totals(session: Session, dataset: str, caps: Sequence[Cap]) -> dict[str, CapTotal]:
-    """Each cap's running total recomputed from the accounting rows of the releases that read
-    its subset (`budget.total_from_index`, equal to `total_from_history` over the charged
-    releases; the others cost 0 on it, Tan Prop 3.3): after a cancellation frees a reservation."""
+def caps_index(session: Session, dataset: str, caps: Sequence[Cap]):
+    """The LedgerIndex of the charged releases that read some variable of the caps' subsets, from
+    the accounting rows (columns.index_for with `touching`): every cap's total
+    (`budget.total_from_index`) and accountant state (`state_from_index`) over it are those of
+    the whole history (the other releases cost 0 on a cap's subset, Tan Prop 3.3). Pending
+    changes of this session are flushed first (a cancellation just written is read)."""
     _flush(session)
     families = {f.id: f for f in _families(session, dataset)}
     variables = dataset_variables(session, [dataset])[dataset]
-    totals = {}
-    for cap in caps:
-        index = columns.index_for(session, variables, dataset, families, touching=cap.subset)
-        totals[cap.name] = total_from_index(cap, index)
-    return totals
+    return columns.index_for(session, variables, dataset, families, touching=set().union(*(cap.subset for cap in caps)))
 
 
 def _families(session: Session, dataset: str) -> list[Family]:
