@@ -1214,12 +1214,41 @@ def _print(html: str, chromium: str) -> bytes:
                     page = browser.new_page()
                     page.route("**/*", _local_only)
                     page.goto(page_file.as_uri(), wait_until="load")
-                    return page.pdf(prefer_css_page_size=True, print_background=True, outline=True)
+                    data = page.pdf(prefer_css_page_size=True, print_background=True, outline=True)
                 finally:
                     browser.close()
         except PlaywrightError as exc:
             raise fail("pdf", "chromium", f"Chromium ({chromium}) could not print the report: "
                                           f"{str(exc).splitlines()[0]}") from None
+        return relative_links(data, Path(directory).as_uri() + "/")
+
+
+def relative_links(pdf: bytes, printed_from: str) -> bytes:
+    """The PDF with its links to files beside the printed page made relative again.
+
+    Chromium writes every link as an absolute URI, so the summarised report's link to its register
+    (`<out>.register.csv`, beside the report) pointed into the temporary directory the page was
+    printed from, gone once printed. A relative URI in a PDF is read against the document's own
+    location (ISO 32000-1, 12.6.4.7, the URI dictionary's Base: "if no base URI is specified, such
+    partial URIs shall be interpreted relative to the location of the document itself"), so the
+    link holds wherever the report and its register are kept together."""
+    if printed_from.encode("ascii") not in pdf:  # no such link (Chromium writes URIs as plain strings)
+        return pdf
+    import io
+
+    from pypdf import PdfWriter
+    from pypdf.generic import NameObject, TextStringObject
+
+    writer = PdfWriter(clone_from=io.BytesIO(pdf))
+    for page in writer.pages:
+        for annotation in page.get("/Annots") or ():
+            action = annotation.get_object().get("/A")
+            uri = None if action is None else action.get_object().get("/URI")
+            if uri is not None and str(uri).startswith(printed_from):
+                action.get_object()[NameObject("/URI")] = TextStringObject(str(uri)[len(printed_from):])
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
 
 
 def _local_only(route) -> None:
