@@ -248,14 +248,25 @@ def test_a_dataset_with_200_variables_splits_its_table_and_stays_on_the_page(bro
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 0
         assert page.locator("table.risk").count() == 20
+        # the heat map's variable names readable: a line of them at least 8 px high on screen (were 6)
+        heights = page.evaluate("""() => [...document.querySelectorAll('#heat-map text:not([transform])')]
+            .filter(t => t.textContent.startsWith('{variable_')).map(t => t.getBoundingClientRect().height)""")
+        assert len(heights) == 40 and min(heights) >= 8, heights
     finally:
         page.close()
 
-    pages = pdf_pages(render(context, "pdf", chromium=CHROMIUM))
+    pdf = render(context, "pdf", chromium=CHROMIUM)
+    pages = pdf_pages(pdf)
     text = " ".join(p["text"] for p in pages)
     assert "Variables 1–10 of 200" in text and "Variables 191–200 of 200" in text
     assert "293764/114921" in text
     assert_within_pages(pages)
+    # and printed at 5 pt at least (were 3.1 pt): the heat map's labels, one every fifth variable
+    with pdfplumber.open(io.BytesIO(pdf)) as document:
+        words = [word for page in document.pages if "Every pair of variables" in (page.extract_text() or "")
+                 for word in page.extract_words(extra_attrs=["size"])
+                 if re.fullmatch(r"\{variable_\d+\}", word["text"]) and word["upright"]]
+    assert len(words) == 40 and min(word["size"] for word in words) >= 5, sorted({w["size"] for w in words})
 
 
 # --------------------------------------------------------------------------
