@@ -326,3 +326,17 @@ def test_the_orphan_check_finds_a_heading_alone():
         == ["page 2 holds only ['Caps', 'This dataset has no caps.']"]
     assert orphans([["a", "b", "Audit trail", "note"], ["table"]]) == ["page 1 ends with the heading 'Audit trail'"]
     assert orphans([["a", "b", "Caps", "This dataset has no caps."], ["Audit trail", "table"]]) == []
+
+
+def test_a_risk_table_taller_than_a_page_begins_on_page_1_under_the_certificate(tmp_path):
+    """A section is kept whole when it fits on a page; one taller than a page flows from where the
+    certificate ends. Chromium moved it to page 2 anyway (page 1: the certificate alone, and every
+    long section after it left the page before it part empty); 100 variables and 3 releases make 10
+    blocks of the risk table, about a page and a half."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    record(url, tmp_path, "wide.yaml", wide_dataset(100), T0, command="dataset")
+    record(url, tmp_path, "releases.yaml", wide_releases(3, 100), T0)
+    pages = page_lines(render(context_of(url, "wide"), "pdf", chromium=CHROMIUM))
+    assert pages[0][0] == "PRIVACY-LOSS COMPLIANCE REPORT"
+    assert "Privacy loss by variable (Tan, Table 1)" in pages[0] and "Variables 1–10 of 100" in pages[0]
+    assert orphans(pages) == []

@@ -1200,6 +1200,21 @@ def pdf_from_html(html: str, chromium: str) -> bytes:
         return pool.submit(_print, html, chromium).result()
 
 
+# The printed area of a page, in CSS px (96 to the inch): A4 landscape less the margins of
+# reports/report.css's @page (297 - 10 - 10 mm by 210 - 12 - 14 mm).
+PRINTED_AREA = {"width": round((297 - 20) / 25.4 * 96), "height": int((210 - 26) / 25.4 * 96)}
+# A section taller than a page flows from where the one before it ends. report.css keeps a section
+# whole (break-inside: avoid: it moves to the next page rather than leave its heading or a short
+# note alone), but Chromium moved a section taller than a page as well, before splitting it anyway:
+# a 200-variable report's page 1 held the certificate alone, and the risk table began on page 2.
+# Measured in the print layout (the page laid out at the printed width, print media) before printing.
+MARK_FLOWING_SECTIONS = """height => {
+  for (const section of document.querySelectorAll('body > section')) {
+    if (section.getBoundingClientRect().height > height) section.classList.add('flows');
+  }
+}"""
+
+
 def _print(html: str, chromium: str) -> bytes:
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
@@ -1211,9 +1226,11 @@ def _print(html: str, chromium: str) -> bytes:
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
                 try:
-                    page = browser.new_page()
+                    page = browser.new_page(viewport=PRINTED_AREA)
                     page.route("**/*", _local_only)
                     page.goto(page_file.as_uri(), wait_until="load")
+                    page.emulate_media(media="print")
+                    page.evaluate(MARK_FLOWING_SECTIONS, PRINTED_AREA["height"])
                     data = page.pdf(prefer_css_page_size=True, print_background=True, outline=True)
                 finally:
                     browser.close()
