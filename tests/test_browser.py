@@ -340,3 +340,39 @@ def test_a_risk_table_taller_than_a_page_begins_on_page_1_under_the_certificate(
     assert pages[0][0] == "PRIVACY-LOSS COMPLIANCE REPORT"
     assert "Privacy loss by variable (Tan, Table 1)" in pages[0] and "Variables 1–10 of 100" in pages[0]
     assert orphans(pages) == []
+
+
+NARROW_LAYOUT = """() => {
+  const box = element => element.getBoundingClientRect();
+  const [seal, title] = [box(document.querySelector('.seal')), box(document.querySelector('.certificate h1'))];
+  return {
+    sideways: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    sealOverTitle: seal.left < title.right && title.left < seal.right && seal.top < title.bottom && title.top < seal.bottom,
+    spilled: [...document.querySelectorAll('#risk-table-1 thead th')]
+      .filter(th => th.scrollWidth > th.clientWidth + 1).map(th => th.innerText),
+    tickHeight: Math.min(...[...document.querySelectorAll('#timeline-chart text:not([transform])')]
+      .map(t => box(t).height)),
+  };
+}"""
+
+
+def test_the_demo_report_reads_on_a_phone(browser, demo, tmp_path):
+    """At 390 px: the seal sat over the dataset's name, the risk table's 7 columns were squeezed until
+    their headers ran into one another, and the timeline was scaled to half its size (its labels
+    ~4 px). Now the seal and facts stack, a wide table or chart scrolls sideways in its own frame at
+    its own size, and the page itself never scrolls sideways."""
+    path = tmp_path / "report.html"
+    path.write_bytes(rendered(demo, "census", "html"))
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        page.goto(path.as_uri(), wait_until="load")
+        layout = page.evaluate(NARROW_LAYOUT)
+        # the table scrolls in its own frame and keeps every figure (Tan's Table 1)
+        rows = table_rows(page, "#risk-table-1")
+    finally:
+        page.close()
+    assert layout["sideways"] <= 0
+    assert not layout["sealOverTitle"]
+    assert layout["spilled"] == []
+    assert layout["tickHeight"] >= 8, layout
+    assert {row[0]: row[1:] for row in rows[1:]} == TAN_TABLE_1
