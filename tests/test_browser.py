@@ -206,6 +206,11 @@ def test_only_exact_releases_are_not_protected_and_styled_apart(browser, exact, 
             "#risk-table-1 td", "cells => cells.map(c => [c.innerText, getComputedStyle(c).backgroundColor])")
         colours = {text: colour for text, colour in background}
         assert colours[unprotected] != colours["0"]  # unprotected cells are styled apart
+        # beside the heat map, "∞ (not protected)" on one line (it was broken over two)
+        lines = page.eval_on_selector_all("#highest-pairs td.unbounded", """cells => cells.map(c => {
+            const range = document.createRange(); range.selectNodeContents(c);
+            return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size; })""")
+        assert lines and set(lines) == {1}, lines
     finally:
         page.close()
     pages = pdf_pages(render(context, "pdf", chromium=CHROMIUM))
@@ -352,6 +357,10 @@ NARROW_LAYOUT = """() => {
       .filter(th => th.scrollWidth > th.clientWidth + 1).map(th => th.innerText),
     tickHeight: Math.min(...[...document.querySelectorAll('#timeline-chart text:not([transform])')]
       .map(t => box(t).height)),
+    registerCell: Math.min(...[...document.querySelectorAll('section.register tbody td')].map(td => box(td).width)),
+    whenLines: Math.max(...[...document.querySelectorAll('#audit-table tbody td:nth-child(2)')]
+      .map(td => { const r = document.createRange(); r.selectNodeContents(td);
+                   return new Set([...r.getClientRects()].map(q => Math.round(q.top))).size; })),
   };
 }"""
 
@@ -375,4 +384,7 @@ def test_the_demo_report_reads_on_a_phone(browser, demo, tmp_path):
     assert not layout["sealOverTitle"]
     assert layout["spilled"] == []
     assert layout["tickHeight"] >= 8, layout
+    # text columns keep room to be read (were shrunk to their longest word, ~60 px: one word a line),
+    # and a time stays on one line (was broken at its hyphens over four)
+    assert layout["registerCell"] >= 150 and layout["whenLines"] == 1, layout
     assert {row[0]: row[1:] for row in rows[1:]} == TAN_TABLE_1
