@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import random
 import re
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -388,3 +389,19 @@ def test_the_demo_report_reads_on_a_phone(browser, demo, tmp_path):
     # and a time stays on one line (was broken at its hyphens over four)
     assert layout["registerCell"] >= 150 and layout["whenLines"] == 1, layout
     assert {row[0]: row[1:] for row in rows[1:]} == TAN_TABLE_1
+
+
+def test_the_benchmarks_200_variable_pdf_begins_its_risk_table_on_page_1(tmp_path):
+    """bench_report's ledger (200 variables, 20 public, some read without a bound, caps, families),
+    300 releases: its certificate fills three quarters of page 1 (the alarms, every public variable's
+    figure, a five-line notion). Page 1 held the certificate alone, the rest of it blank; printed
+    a little tighter (the certificate's spacing), the risk table's heading, notes and first block
+    follow it."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_report import build_ledger
+
+    url = build_ledger(tmp_path / "ledger.db", 200, 300)
+    pages = page_lines(render(context_of(url, "survey"), "pdf", chromium=CHROMIUM))
+    assert pages[0][0] == "PRIVACY-LOSS COMPLIANCE REPORT" and "public, released exactly" in pages[0]
+    assert "Privacy loss by variable (Tan, Table 1)" in pages[0] and "Variables 1–10 of 200" in pages[0]
+    assert orphans(pages) == []
