@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import random
 import re
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -206,6 +207,11 @@ def test_only_exact_releases_are_not_protected_and_styled_apart(browser, exact, 
             "#risk-table-1 td", "cells => cells.map(c => [c.innerText, getComputedStyle(c).backgroundColor])")
         colours = {text: colour for text, colour in background}
         assert colours[unprotected] != colours["0"]  # unprotected cells are styled apart
+        # beside the heat map, "∞ (not protected)" on one line (it was broken over two)
+        lines = page.eval_on_selector_all("#highest-pairs td.unbounded", """cells => cells.map(c => {
+            const range = document.createRange(); range.selectNodeContents(c);
+            return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size; })""")
+        assert lines and set(lines) == {1}, lines
     finally:
         page.close()
     pages = pdf_pages(render(context, "pdf", chromium=CHROMIUM))
@@ -232,6 +238,10 @@ def wide_releases(count: int, variables: int, seed: int = 3) -> str:
     return "\n".join(lines) + "\n"
 
 
+SPILLED_HEADERS = """() => [...document.querySelectorAll('table.risk thead th')]
+    .filter(th => th.scrollWidth > th.clientWidth + 1).map(th => th.innerText)"""
+
+
 def test_a_dataset_with_200_variables_splits_its_table_and_stays_on_the_page(browser, tmp_path):
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     record(url, tmp_path, "wide.yaml", wide_dataset(200), T0, command="dataset")
@@ -248,14 +258,30 @@ def test_a_dataset_with_200_variables_splits_its_table_and_stays_on_the_page(bro
         overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 0
         assert page.locator("table.risk").count() == 20
+        # the heat map's variable names readable: a line of them at least 8 px high on screen (were 6)
+        heights = page.evaluate("""() => [...document.querySelectorAll('#heat-map text:not([transform])')]
+            .filter(t => t.textContent.startsWith('{variable_')).map(t => t.getBoundingClientRect().height)""")
+        assert len(heights) == 40 and min(heights) >= 8, heights
+        # no variable's name spills out of its header into the next ("{variable_000}" did, 14
+        # characters in a tenth of the table): the names are printed vertically
+        for width in (1280, 1024):
+            page.set_viewport_size({"width": width, "height": 900})
+            assert page.evaluate(SPILLED_HEADERS) == [], width
     finally:
         page.close()
 
-    pages = pdf_pages(render(context, "pdf", chromium=CHROMIUM))
+    pdf = render(context, "pdf", chromium=CHROMIUM)
+    pages = pdf_pages(pdf)
     text = " ".join(p["text"] for p in pages)
     assert "Variables 1–10 of 200" in text and "Variables 191–200 of 200" in text
     assert "293764/114921" in text
     assert_within_pages(pages)
+    # and printed at 5 pt at least (were 3.1 pt): the heat map's labels, one every fifth variable
+    with pdfplumber.open(io.BytesIO(pdf)) as document:
+        words = [word for page in document.pages if "Every pair of variables" in (page.extract_text() or "")
+                 for word in page.extract_words(extra_attrs=["size"])
+                 if re.fullmatch(r"\{variable_\d+\}", word["text"]) and word["upright"]]
+    assert len(words) == 40 and min(word["size"] for word in words) >= 5, sorted({w["size"] for w in words})
 
 
 # --------------------------------------------------------------------------
@@ -315,3 +341,76 @@ def test_the_orphan_check_finds_a_heading_alone():
         == ["page 2 holds only ['Caps', 'This dataset has no caps.']"]
     assert orphans([["a", "b", "Audit trail", "note"], ["table"]]) == ["page 1 ends with the heading 'Audit trail'"]
     assert orphans([["a", "b", "Caps", "This dataset has no caps."], ["Audit trail", "table"]]) == []
+
+
+def test_a_risk_table_taller_than_a_page_begins_on_page_1_under_the_certificate(tmp_path):
+    """A section is kept whole when it fits on a page; one taller than a page flows from where the
+    certificate ends. Chromium moved it to page 2 anyway (page 1: the certificate alone, and every
+    long section after it left the page before it part empty); 100 variables and 3 releases make 10
+    blocks of the risk table, about a page and a half."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    record(url, tmp_path, "wide.yaml", wide_dataset(100), T0, command="dataset")
+    record(url, tmp_path, "releases.yaml", wide_releases(3, 100), T0)
+    pages = page_lines(render(context_of(url, "wide"), "pdf", chromium=CHROMIUM))
+    assert pages[0][0] == "PRIVACY-LOSS COMPLIANCE REPORT"
+    assert "Privacy loss by variable (Tan, Table 1)" in pages[0] and "Variables 1–10 of 100" in pages[0]
+    assert orphans(pages) == []
+
+
+NARROW_LAYOUT = """() => {
+  const box = element => element.getBoundingClientRect();
+  const [seal, title] = [box(document.querySelector('.seal')), box(document.querySelector('.certificate h1'))];
+  return {
+    sideways: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    sealOverTitle: seal.left < title.right && title.left < seal.right && seal.top < title.bottom && title.top < seal.bottom,
+    spilled: [...document.querySelectorAll('#risk-table-1 thead th')]
+      .filter(th => th.scrollWidth > th.clientWidth + 1).map(th => th.innerText),
+    tickHeight: Math.min(...[...document.querySelectorAll('#timeline-chart text:not([transform])')]
+      .map(t => box(t).height)),
+    registerCell: Math.min(...[...document.querySelectorAll('section.register tbody td')].map(td => box(td).width)),
+    whenLines: Math.max(...[...document.querySelectorAll('#audit-table tbody td:nth-child(2)')]
+      .map(td => { const r = document.createRange(); r.selectNodeContents(td);
+                   return new Set([...r.getClientRects()].map(q => Math.round(q.top))).size; })),
+  };
+}"""
+
+
+def test_the_demo_report_reads_on_a_phone(browser, demo, tmp_path):
+    """At 390 px: the seal sat over the dataset's name, the risk table's 7 columns were squeezed until
+    their headers ran into one another, and the timeline was scaled to half its size (its labels
+    ~4 px). Now the seal and facts stack, a wide table or chart scrolls sideways in its own frame at
+    its own size, and the page itself never scrolls sideways."""
+    path = tmp_path / "report.html"
+    path.write_bytes(rendered(demo, "census", "html"))
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        page.goto(path.as_uri(), wait_until="load")
+        layout = page.evaluate(NARROW_LAYOUT)
+        # the table scrolls in its own frame and keeps every figure (Tan's Table 1)
+        rows = table_rows(page, "#risk-table-1")
+    finally:
+        page.close()
+    assert layout["sideways"] <= 0
+    assert not layout["sealOverTitle"]
+    assert layout["spilled"] == []
+    assert layout["tickHeight"] >= 8, layout
+    # text columns keep room to be read (were shrunk to their longest word, ~60 px: one word a line),
+    # and a time stays on one line (was broken at its hyphens over four)
+    assert layout["registerCell"] >= 150 and layout["whenLines"] == 1, layout
+    assert {row[0]: row[1:] for row in rows[1:]} == TAN_TABLE_1
+
+
+def test_the_benchmarks_200_variable_pdf_begins_its_risk_table_on_page_1(tmp_path):
+    """bench_report's ledger (200 variables, 20 public, some read without a bound, caps, families),
+    300 releases: its certificate fills three quarters of page 1 (the alarms, every public variable's
+    figure, a five-line notion). Page 1 held the certificate alone, the rest of it blank; printed
+    a little tighter (the certificate's spacing), the risk table's heading, notes and first block
+    follow it."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_report import build_ledger
+
+    url = build_ledger(tmp_path / "ledger.db", 200, 300)
+    pages = page_lines(render(context_of(url, "survey"), "pdf", chromium=CHROMIUM))
+    assert pages[0][0] == "PRIVACY-LOSS COMPLIANCE REPORT" and "public, released exactly" in pages[0]
+    assert "Privacy loss by variable (Tan, Table 1)" in pages[0] and "Variables 1–10 of 200" in pages[0]
+    assert orphans(pages) == []

@@ -91,6 +91,23 @@ def test_a_report_past_the_threshold_links_a_register_of_every_release(ledger, m
     assert listed == ["b", "d"]
 
 
+def test_the_pdfs_link_to_its_register_is_relative_and_reaches_the_file_beside_it(ledger):
+    """Chromium printed the page from a temporary directory and wrote every link as an absolute
+    URI: the PDF's link to its register pointed into that directory, gone once printed. A
+    relative URI is read against the PDF's own location (ISO 32000-1, 12.6.4.7)."""
+    import pdfplumber
+    from urllib.parse import unquote
+
+    url, tmp_path = ledger
+    out = tmp_path / "board pack.pdf"
+    run = cli_main(url, "report", "--out", out)
+    assert run.code == 0, run.err
+    with pdfplumber.open(out) as pdf:
+        links = [link["uri"] for page in pdf.pages for link in page.hyperlinks]
+    assert links and set(links) == {"board%20pack.pdf.register.csv"}, links  # the note and the register's line
+    assert (out.parent / unquote(links[0])).is_file()
+
+
 def test_below_the_threshold_the_page_lists_every_release_and_writes_no_register(ledger, monkeypatch):
     url, tmp_path = ledger
     monkeypatch.setenv(SUMMARY_ENV, "6")

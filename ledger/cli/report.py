@@ -1200,6 +1200,21 @@ def pdf_from_html(html: str, chromium: str) -> bytes:
         return pool.submit(_print, html, chromium).result()
 
 
+# The printed area of a page, in CSS px (96 to the inch): A4 landscape less the margins of
+# reports/report.css's @page (297 - 10 - 10 mm by 210 - 12 - 14 mm).
+PRINTED_AREA = {"width": round((297 - 20) / 25.4 * 96), "height": int((210 - 26) / 25.4 * 96)}
+# A section taller than a page flows from where the one before it ends. report.css keeps a section
+# whole (break-inside: avoid: it moves to the next page rather than leave its heading or a short
+# note alone), but Chromium moved a section taller than a page as well, before splitting it anyway:
+# a 200-variable report's page 1 held the certificate alone, and the risk table began on page 2.
+# Measured in the print layout (the page laid out at the printed width, print media) before printing.
+MARK_FLOWING_SECTIONS = """height => {
+  for (const section of document.querySelectorAll('body > section')) {
+    if (section.getBoundingClientRect().height > height) section.classList.add('flows');
+  }
+}"""
+
+
 def _print(html: str, chromium: str) -> bytes:
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
@@ -1211,15 +1226,46 @@ def _print(html: str, chromium: str) -> bytes:
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
                 try:
-                    page = browser.new_page()
+                    page = browser.new_page(viewport=PRINTED_AREA)
                     page.route("**/*", _local_only)
                     page.goto(page_file.as_uri(), wait_until="load")
-                    return page.pdf(prefer_css_page_size=True, print_background=True, outline=True)
+                    page.emulate_media(media="print")
+                    page.evaluate(MARK_FLOWING_SECTIONS, PRINTED_AREA["height"])
+                    data = page.pdf(prefer_css_page_size=True, print_background=True, outline=True)
                 finally:
                     browser.close()
         except PlaywrightError as exc:
             raise fail("pdf", "chromium", f"Chromium ({chromium}) could not print the report: "
                                           f"{str(exc).splitlines()[0]}") from None
+        return relative_links(data, Path(directory).as_uri() + "/")
+
+
+def relative_links(pdf: bytes, printed_from: str) -> bytes:
+    """The PDF with its links to files beside the printed page made relative again.
+
+    Chromium writes every link as an absolute URI, so the summarised report's link to its register
+    (`<out>.register.csv`, beside the report) pointed into the temporary directory the page was
+    printed from, gone once printed. A relative URI in a PDF is read against the document's own
+    location (ISO 32000-1, 12.6.4.7, the URI dictionary's Base: "if no base URI is specified, such
+    partial URIs shall be interpreted relative to the location of the document itself"), so the
+    link holds wherever the report and its register are kept together."""
+    if printed_from.encode("ascii") not in pdf:  # no such link (Chromium writes URIs as plain strings)
+        return pdf
+    import io
+
+    from pypdf import PdfWriter
+    from pypdf.generic import NameObject, TextStringObject
+
+    writer = PdfWriter(clone_from=io.BytesIO(pdf))
+    for page in writer.pages:
+        for annotation in page.get("/Annots") or ():
+            action = annotation.get_object().get("/A")
+            uri = None if action is None else action.get_object().get("/URI")
+            if uri is not None and str(uri).startswith(printed_from):
+                action.get_object()[NameObject("/URI")] = TextStringObject(str(uri)[len(printed_from):])
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
 
 
 def _local_only(route) -> None:

@@ -67,12 +67,15 @@ def heat_map_svg(pairs: Pairs) -> Markup:
     alarm = ~finite & ~neutral
 
     labels = ["{" + name + "}" for name in pairs.variables]
-    size = 9 if n <= 12 else (7 if n <= 40 else 5)
     step = max(1, math.ceil(n / 40))
     ticks = range(0, n, step)
-    label_width = _text_width(max((labels[k] for k in ticks), key=len), size)
     side = min(110 + 48 * n, 620)  # the matrix, in px
     cell = side / n
+    # the labels as large as the room between two labelled rows allows, up to 9 px: at least 15.5 px
+    # apart (40 labels on 620 px), so 9 px at any size (5 px at 200 variables was not readable once
+    # the picture was scaled to the page, ~3 pt printed)
+    size = min(9.0, 0.6 * cell * step)
+    label_width = _text_width(max((labels[k] for k in ticks), key=len), size)
     left, top_margin = label_width + 12, 8
     bar_x = left + side + 22
     scale_top = top if top > 0 else 1.0
@@ -98,11 +101,11 @@ def heat_map_svg(pairs: Pairs) -> Markup:
     for k in ticks:
         middle = top_margin + (k + 0.5) * cell
         out.append(f'<text x="{left - 4}" y="{_f(middle)}" text-anchor="end" dominant-baseline="central" '
-                   f'font-size="{size}">{escape(labels[k])}</text>')
+                   f'font-size="{_f(size)}">{escape(labels[k])}</text>')
         x = left + (k + 0.5) * cell
         y = top_margin + side + 4
         out.append(f'<text transform="translate({_f(x)} {y}) rotate(-90)" text-anchor="end" '
-                   f'dominant-baseline="central" font-size="{size}">{escape(labels[k])}</text>')
+                   f'dominant-baseline="central" font-size="{_f(size)}">{escape(labels[k])}</text>')
     if pairs.matrix is not None:  # every figure, rounded up (a bound)
         font = 8 if n <= 12 else 6
         for i, row in enumerate(pairs.matrix):

@@ -59,10 +59,16 @@ np = lazy_module("numpy")  # imported on first use: recording never needs it (is
 
 MATRIX_CELL_LIMIT = 20_000  # release rows x variables shown as Tan's matrix; past it, sparse rows
 BLOCK_VARIABLES = 10  # variables per column block of the risk table: fits a landscape page
-# a risk table with more columns than ROTATE_COLUMNS_FROM and a name longer than ROTATE_NAMES_FROM
-# prints its variable names vertically: a header never breaks inside a word (A4, a 1024-pixel screen)
-ROTATE_COLUMNS_FROM = 6
-ROTATE_NAMES_FROM = 12
+# The risk table prints its variable names vertically when a header's longest word is wider than its
+# column on a 1024-pixel screen, the narrowest laid out with the columns side by side (A4 is wider): a
+# header ("{name}") breaks at its spaces only, never inside a word. 772 px of table beside the release
+# column (968 px less 14rem) shared by a block's columns and the whole-dataset column, less a cell's
+# padding (11 px), at ~7.6 px a character (the headers' bold 12 px DejaVu Sans; measured ~7.2). The
+# rule was "more than 6 columns and a name over 12 characters": "{variable_000}" (14 with its braces)
+# spilled out of its header into the next one.
+HEADER_ROW_PX = 772
+HEADER_PADDING_PX = 11
+HEADER_CHARACTER_PX = 7.6
 AUDIT_EVENTS_LISTED = 300  # the most recent events listed in full; the rest are counted by kind
 COMPACT_REGISTER_FROM = 1_000  # in print, larger registers are one line per release (fast, ~65 a page)
 PAIRS_ANNOTATED = 24  # up to this many variables, every heat-map cell carries its figure
@@ -922,9 +928,19 @@ def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (), sh
         unprotected=tuple(v for v, t in zip(variables, total) if is_infinite(t)),
         public=tuple(public),
         total_wide_public=bool(public) and not any(is_infinite(t) for v, t in zip(variables, total) if v not in public),
-        rotate=min(n_var, BLOCK_VARIABLES) > ROTATE_COLUMNS_FROM and max(map(len, variables)) > ROTATE_NAMES_FROM,
+        rotate=names_rotated(variables),
         family_note=_family_note(releases),
     )
+
+
+def names_rotated(variables) -> bool:
+    """Whether the risk table prints its variable names vertically: the longest word of a header
+    (`{name}`) is wider than a column of a block (HEADER_ROW_PX and what follows it)."""
+    if not variables:
+        return False
+    room = HEADER_ROW_PX / (min(len(variables), BLOCK_VARIABLES) + 1) - HEADER_PADDING_PX
+    longest = max(len(word) for name in variables for word in ("{" + name + "}").split())
+    return longest * HEADER_CHARACTER_PX > room
 
 
 def _family_note(releases) -> str:
