@@ -71,3 +71,57 @@ def test_a_refusal_in_json_names_each_broken_cap_with_its_own_figures(ledger):
     # the same words as the text refusal, cap by cap
     for message in (wage, work):
         assert message.split("; ")[0] in text.err
+
+
+def _release(body: str) -> str:
+    return "dataset: lfs\nreleases:\n  - id: wage-by-region\n" + textwrap.indent(textwrap.dedent(body), "    ")
+
+
+@pytest.mark.parametrize("body, line, field, said", [
+    # a variable list given as a comma string: the list it meant, not "is not of type 'array'"
+    ("reads: region, wage\nmechanism: {name: laplace, epsilon: 0.5}\n", 4, "releases[0].reads",
+     "must be a list ([a, b]); found the text 'region, wage': write it as [region, wage]"),
+    ("reads: [wage]\nmechanism: {name: laplace, epsilon: 1}\nguarantees: [{protects: wage, epsilon: 1}]\n", 6,
+     "releases[0].guarantees[0].protects", "must be a list ([a, b]); found the text 'wage': write it as [wage]"),
+    ("reads: [wage]\nmechansim: {name: laplace, epsilon: 1}\n", 3, "releases[0]",
+     "unknown field 'mechansim' (did you mean 'mechanism'?)"),
+    ("reads: [wage]\nstatus: done\nmechanism: {name: laplace, epsilon: 1}\n", 5, "releases[0].status",
+     "must be one of planned, approved, published; found the text 'done'"),
+    ("reads: [wage]\nmechanism: {name: laplace, epsilon: 1}\n"
+     "guarantees: [{protects: [wage], epsilon: 1, relation: add_remove}]\n", 6, "releases[0].guarantees[0].relation",
+     "must be one of replace, add-remove; found the text 'add_remove' (did you mean 'add-remove'?)"),
+    ("reads: [wage]\nmechanism: {name: laplace, epsilon: one half}\n", 5, "releases[0].mechanism.epsilon",
+     "must be a number (1, 0.1, 1e-3) or a fraction (1/10); found the text 'one half'"),
+    ("reads: [wage]\nmechanism: {name: declared}\nguarantees: [{protects: [wage]}]\n", 6,
+     "releases[0].guarantees[0]", "needs epsilon or rho"),
+])
+def test_a_malformed_release_file_is_answered_in_the_stewards_words(ledger, body, line, field, said):
+    url, write = ledger
+    path = write("plan.yaml", _release(body))
+    for command in ("check", "record"):
+        run = cli_main(url, command, path)
+        assert run.code == 2 and run.errors == [f"error: {path}:{line}: {field}: {said}"]
+        assert "is not of type" not in run.err and "[" + "'" not in run.err  # no jsonschema, no Python list
+        (error,) = cli_main(url, command, path, "--json").json()["errors"]
+        assert error == {"file": str(path), "line": line, "field": field, "message": said}
+    assert cli_main(url, "releases", "--json").json() == []  # nothing was written
+
+
+def test_an_empty_release_file_is_called_empty(ledger):
+    url, write = ledger
+    path = write("empty.yaml", "# nothing yet\n")
+    run = cli_main(url, "record", path)
+    assert run.code == 2 and run.errors == [f"error: {path}: (top level): the file is empty"]
+    assert "None" not in run.err
+
+
+def test_a_cap_naming_a_group_in_its_subset_says_how_a_group_cap_is_written(ledger, tmp_path):
+    url, write = ledger
+    amended = write("lfs-v2.yaml", DATASET.replace("{name: work, rho: 1/2}", "{subset: [work, age], rho: 1/2}"))
+    run = cli_main(url, "dataset", "amend", amended, "--reason", "caps")
+    assert run.code == 2
+    assert run.errors == [f"error: {amended}:12: caps[1].subset[0]: 'work' is a group, not a variable: a cap on a "
+                          "group is written {name: work, ...} without `subset`, or list its variables"]
+    typo = write("lfs-v3.yaml", DATASET.replace("{subset: [wage], epsilon: 2}", "{subset: [wages], epsilon: 2}"))
+    assert "unknown variable 'wages' in dataset 'lfs' (did you mean 'wage' or 'age'?)" in \
+        cli_main(url, "dataset", "amend", typo, "--reason", "caps").err
