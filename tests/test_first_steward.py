@@ -125,3 +125,24 @@ def test_a_cap_naming_a_group_in_its_subset_says_how_a_group_cap_is_written(ledg
     typo = write("lfs-v3.yaml", DATASET.replace("{subset: [wage], epsilon: 2}", "{subset: [wages], epsilon: 2}"))
     assert "unknown variable 'wages' in dataset 'lfs' (did you mean 'wage' or 'age'?)" in \
         cli_main(url, "dataset", "amend", typo, "--reason", "caps").err
+
+
+def test_the_headline_in_json_gives_no_exact_value_for_a_zcdp_conversion(ledger):
+    url, write = ledger
+    plan = write("plan.yaml", """\
+        dataset: lfs
+        releases:
+          - {id: hours-mean, reads: [hours], mechanism: {name: gaussian, sigma: 10, sensitivity: 1}}
+          - {id: hours-by-age, reads: [age, hours], mechanism: {name: geometric, epsilon: 1/10}}
+        """)
+    assert cli_main(url, "record", plan).code == 0
+    headline = cli_main(url, "table", "--json").json()["headline"]
+    # rho on the protected subset {age, wage, hours}: 1/200 (Gaussian, sensitivity^2 / (2 sigma^2))
+    # + 1/200 (pure 1/10 as epsilon^2/2; Bun and Steinke 2016, Prop 3.3) = 1/100, exact
+    assert (headline["rho"], headline["rho_exact"]) == (0.01, "1/100")
+    # its epsilon at delta 1e-6 is a conversion: a float rounded up, with no exact fraction
+    # (it was the float's text, "0.4...", as if it were exact)
+    assert isinstance(headline["epsilon"], float) and headline["epsilon_exact"] is None
+    subset = cli_main(url, "subset", "protected", "--json").json()
+    assert (subset["epsilon"], subset["epsilon_exact"]) == (headline["epsilon"], None)
+
