@@ -146,3 +146,13 @@ def test_the_headline_in_json_gives_no_exact_value_for_a_zcdp_conversion(ledger)
     subset = cli_main(url, "subset", "protected", "--json").json()
     assert (subset["epsilon"], subset["epsilon_exact"]) == (headline["epsilon"], None)
 
+
+def test_publishing_a_planned_release_says_to_approve_it_first(ledger):
+    url, write = ledger
+    plan = write("plan.yaml", "dataset: lfs\nreleases:\n  - {id: q1, reads: [hours], mechanism: {name: laplace, "
+                 "epsilon: 0.1}}\n")
+    assert cli_main(url, "record", plan).code == 0
+    run = cli_main(url, "publish", "q1")
+    assert run.code == 2
+    assert run.errors == ["error: release q1: status: cannot publish release 'q1': it is planned "
+                          "(only an approved release can be published); approve it first"]
