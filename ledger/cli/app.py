@@ -462,7 +462,10 @@ def cap_set(
         if value is not None:
             entry[key] = value
     engine = _engine()
-    caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
+    try:
+        caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
+    except InputErrors as exc:  # named as the steward typed them: --epsilon, SUBSET (not caps[0].epsilon)
+        raise InputErrors([LedgerError(e.source, _cap_option(e.field), e.message) for e in exc.errors]) from None
     with store.read_session(engine) as session:
         checks = operations.cap_checks(session, chosen.name, caps)
     if as_json:
@@ -473,6 +476,14 @@ def cap_set(
                    + (f" at delta {format_delta(cap.delta)}" if cap.delta is not None else ""))
     for line in check_lines(checks, planned=False):  # a cap below what is spent is over at once
         typer.echo(line)
+
+
+def _cap_option(field: str) -> str:
+    """`cap set`'s one entry's field ("caps[0].epsilon", "caps[0].subset[1]") as its option or argument."""
+    if not field.startswith("caps[0]."):
+        return field
+    key = field.removeprefix("caps[0].").split("[")[0]
+    return "SUBSET" if key == "subset" else f"--{key}"
 
 
 @cap_app.command("list")
