@@ -156,3 +156,23 @@ def test_publishing_a_planned_release_says_to_approve_it_first(ledger):
     assert run.code == 2
     assert run.errors == ["error: release q1: status: cannot publish release 'q1': it is planned "
                           "(only an approved release can be published); approve it first"]
+
+
+def test_run_names_the_data_file_and_the_parameter_as_typed(tmp_path):
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    assert cli_main(url, "dataset", "add", examples / "survey.dataset.yaml").code == 0
+    data = examples / "survey.csv"
+    common = ("run", "laplace-mean", "--data", data, "-d", "survey", "--id", "mean-age", "-p", "lower=0")
+    typo = cli_main(url, *common, "-p", "column=agee", "-p", "upper=100", "-p", "epsilon=0.5")
+    assert typo.code == 2
+    assert typo.errors == [f"error: {data}: --data: variable 'agee' is not a column of the data (did you mean 'age' "
+                           "or 'degree'?) (its columns: region, sex, age, degree, income_band)"]
+    missing = cli_main(url, *common, "-p", "column=age", "-p", "epsilon=0.5")
+    assert missing.errors == ["error: command line: -p upper: laplace-mean needs column, lower, upper, epsilon; "
+                              "missing upper"]
+    bad = cli_main(url, *common, "-p", "column=age", "-p", "upper=100", "-p", "epsilon=half", "--json")
+    assert bad.code == 2 and bad.json()["errors"][0]["field"] == "-p epsilon"
+    assert cli_main(url, "releases", "--json").json() == []  # nothing was written

@@ -58,6 +58,21 @@ def _params(pairs: list[str]) -> dict[str, str]:
     return params
 
 
+def _as_typed(error: LedgerError, data: Path, params: dict) -> LedgerError:
+    """A mechanism's problem located as the steward typed it: `--data FILE`, `--sample` or
+    `-p NAME` (a parameter given, or a required one missing); any other is left as it is."""
+    if error.source != "run":
+        return error
+    if error.field == "data":
+        return LedgerError(str(data), "--data", error.message)
+    if error.field == "sample":
+        return LedgerError("command line", "--sample", error.message)
+    if error.field in params or error.message.endswith(f"missing {error.field}") or \
+            f"missing {error.field}," in error.message:
+        return LedgerError("command line", f"-p {error.field}", error.message)
+    return error
+
+
 def run(
     mechanism: Annotated[str, typer.Argument(help="crosstab, laplace-sum, laplace-mean, gaussian-sum, gaussian-mean, "
                                                   "tan-consistent-counts, p-percent, attribute-gaussian, modular-sum")],
@@ -99,8 +114,12 @@ def run(
     chosen_status = Status(status)
     frame = _read_csv(data, "--data")
     chosen = _pick_dataset(_read_light(), dataset)
-    result = run_and_record(_engine(), mechanism, frame, dataset=chosen.name, release_id=release_id, params=params,
-                            actor=_actor(by), title=title, sample=sample, seed=seed, status=chosen_status)
+    try:
+        result = run_and_record(_engine(), mechanism, frame, dataset=chosen.name, release_id=release_id,
+                                params=params, actor=_actor(by), title=title, sample=sample, seed=seed,
+                                status=chosen_status)
+    except InputErrors as exc:  # named as typed: the data file, `-p NAME`, --sample (not "run: data")
+        raise InputErrors([_as_typed(e, data, params) for e in exc.errors]) from None
     text = result.output.to_csv(index=False, lineterminator="\n")
     if as_json:
         if out is not None:

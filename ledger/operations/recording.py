@@ -32,7 +32,8 @@ from sqlalchemy import Engine
 
 from . import transactions as operations
 from ..store import database as store
-from ..core.errors import InputErrors, LedgerError
+from ..core.errors import InputErrors, LedgerError, did_you_mean
+from ..core.failures import excerpt
 from ..input.loader import LedgerSnapshot, check_batch
 from ..core.numbers import NumberError, to_fraction
 from ..core.records import (
@@ -410,8 +411,10 @@ def run_and_record(
         planned = definition.plan(params, len(data))
         absent = sorted(planned.reads - set(map(str, data.columns)))
         if absent:
-            raise MechanismInputError("data", f"variables {absent} are not in the data; its columns are "
-                                              f"{list(map(str, data.columns))}")
+            columns = list(map(str, data.columns))
+            raise MechanismInputError("data", "; ".join(
+                f"variable {name!r} is not a column of the data{did_you_mean(name, columns)}" for name in absent)
+                + f" (its columns: {excerpt(', '.join(columns), 80)})")  # a short excerpt: a header may be data
         subsample_record = None
         if sample is not None:
             if not definition.subsamplable:
