@@ -176,3 +176,44 @@ def test_run_names_the_data_file_and_the_parameter_as_typed(tmp_path):
     bad = cli_main(url, *common, "-p", "column=age", "-p", "upper=100", "-p", "epsilon=half", "--json")
     assert bad.code == 2 and bad.json()["errors"][0]["field"] == "-p epsilon"
     assert cli_main(url, "releases", "--json").json() == []  # nothing was written
+
+
+def test_the_report_states_the_whole_dataset_as_table_does(tmp_path):
+    """A public variable read under a guarantee is bounded: the report's total row must not call
+    the whole dataset "∞ (public)", and its headline must print the figure `table` prints (the
+    smallest valid one; it printed the basic sum)."""
+    import math
+    import re
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    dataset = tmp_path / "hh.yaml"
+    dataset.write_text("dataset: hh\ndelta: 1e-5\nvariables:\n  - {name: income}\n  - {name: tenure}\n"
+                       "  - {name: area, classification: public}\n", encoding="utf-8")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(textwrap.dedent("""\
+        dataset: hh
+        releases:
+          - {id: a, reads: [income], mechanism: {name: laplace, epsilon: 0.3}}
+          - {id: b, reads: [income, tenure], mechanism: {name: gaussian, sigma: 3, sensitivity: 1}}
+          - {id: c, reads: [tenure], mechanism: {name: gaussian, epsilon: 0.5, delta: 1e-7}}
+          - {id: d, reads: [income, area], mechanism: {name: declared},
+             guarantees: [{protects: [income, area], epsilon: 0.2, delta: 1e-8}]}
+        """), encoding="utf-8")
+    assert cli_main(url, "dataset", "add", dataset).code == 0 and cli_main(url, "record", plan).code == 0
+    table = cli_main(url, "table", "--json").json()
+    shown = table["total_shown"]["dataset_wide"]
+    basic = table["total"]["dataset_wide"]
+    assert shown < basic  # declared in advance: the PLD figure is the smallest valid one (DESIGN 2.10)
+    assert table["headline"]["dataset_wide_ordinary_dp"] == shown
+    two_places = f"{math.ceil(shown * 100) / 100:g}"  # the report rounds a loss up to 2 decimals
+    markdown = cli_main(url, "report", "--format", "md", "--out", "-").out
+    assert f"| Whole dataset, ordinary DP (U = V) | {two_places} |" in markdown
+    assert re.search(rf"\| \*\*All releases \(composed\)\*\* \|.*\| \*\*{re.escape(two_places)}\*\* \|", markdown)
+    page = tmp_path / "report.html"
+    assert cli_main(url, "report", "--out", page).code == 0
+    html = page.read_text(encoding="utf-8")
+    assert "∞ (public)" not in html
+    total_row = html[html.index('<tr class="total">'):].split("</tr>")[0]
+    assert total_row.endswith(f'<td class="num wide">{two_places}</td>')
+    headline = html[html.index('id="dataset-epsilon"'):].split("</div>")[0]
+    assert f'<span class="value">{two_places}</span>' in headline
