@@ -217,3 +217,18 @@ def test_the_report_states_the_whole_dataset_as_table_does(tmp_path):
     assert total_row.endswith(f'<td class="num wide">{two_places}</td>')
     headline = html[html.index('id="dataset-epsilon"'):].split("</div>")[0]
     assert f'<span class="value">{two_places}</span>' in headline
+
+
+@pytest.mark.parametrize("args, field, said", [
+    (["tabel"], None, "No such command 'tabel'. Did you mean 'table'?"),
+    (["subset"], "subset", "Missing argument 'variables'."),
+    (["role", "grant", "bob", "steward"], "role grant", "No such option: --json (Possible options: --as)"),
+])
+def test_with_json_a_mistyped_command_line_is_answered_in_json(ledger, args, field, said):
+    """A pipeline that passes --json reads standard output as JSON, errors included (README):
+    a usage error printed only as usage text left it nothing to parse."""
+    url, _ = ledger
+    run = cli_main(url, *args, "--json")
+    assert run.code == 2
+    assert run.json() == {"ok": False, "exit_code": 2, "errors": [
+        {"file": "command line", "line": None, "field": field, "message": said}]}

@@ -138,13 +138,33 @@ def main() -> None:
 
     with neutral_streams():
         try:
-            command()()
+            _invoke()
         except SystemExit:
             raise
         except BaseException as exc:  # noqa: BLE001 -- every failure gets its exit code, never a traceback
             if isinstance(exc, KeyboardInterrupt):
                 raise
             sys.exit(failures.handle(exc, ledger=state.url))
+
+
+def _invoke() -> None:
+    """Run the command line. With --json, a usage error (an unknown command or option, a missing
+    argument) is printed in the JSON error shape on standard output too, with its exit code
+    (README: "--json prints JSON, errors included"), not only as the usage text on stderr."""
+    if not cli_json.wants_json():
+        command()()
+        return
+    from typer.exceptions import TyperException  # click's UsageError, as typer ships it
+
+    try:
+        code = command().main(standalone_mode=False)
+    except TyperException as exc:
+        code = getattr(exc, "exit_code", failures.EXIT_BAD_INPUT)
+        context = getattr(exc, "ctx", None)
+        where = context.command_path.removeprefix(context.find_root().info_name or "").strip() if context else ""
+        cli_json.print_errors([LedgerError("command line", where, exc.format_message())], exit_code=code)
+        sys.exit(code)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def _input_errors(exc: InputErrors) -> int:
