@@ -232,3 +232,25 @@ def test_with_json_a_mistyped_command_line_is_answered_in_json(ledger, args, fie
     assert run.code == 2
     assert run.json() == {"ok": False, "exit_code": 2, "errors": [
         {"file": "command line", "line": None, "field": field, "message": said}]}
+
+
+def test_verifying_twice_and_a_checkpoint_say_what_happened(ledger, tmp_path):
+    url, write = ledger
+    plan = write("plan.yaml", "dataset: lfs\nreleases:\n  - {id: q1, reads: [hours], mechanism: {name: laplace, "
+                 "epsilon: 0.1}}\n")
+    assert cli_main(url, "record", plan).code == 0
+    assert cli_main(url, "audit", "verify").code == 0
+    again = cli_main(url, "audit", "verify", "--since-checkpoint")
+    assert again.code == 0 and "(no event appended since the checkpoint)" in again.out
+    assert "checked since" not in again.out  # it said "events 5-4 checked since the checkpoint"
+    key = tmp_path / "board"
+    assert cli_main(url, "audit", "keygen", "--out", key).code == 0
+    head = tmp_path / "head.json"
+    assert cli_main(url, "audit", "checkpoint", "--key", key, "--out", head).code == 0
+    import json
+
+    signed = json.loads(head.read_text(encoding="utf-8"))
+    held = cli_main(url, "audit", "verify", "--checkpoint", head, "--public-key", f"{key}.pub")
+    assert held.code == 0
+    # the time shown is the head event's, not the signature's (made_at)
+    assert f"(written {signed['head']['at']})" in held.out and "signed" not in held.out

@@ -886,9 +886,13 @@ def audit_verify(
         typer.echo(f"checkpoint NOT held: {lost}", err=True)
         raise typer.Exit(1)
     if head is not None:
-        typer.echo(f"checkpoint held: event {head.seq} has hash {head.hash} (signed {head.at or 'empty ledger'})")
+        # head.at is when the head event was written (the signing time is the file's made_at)
+        typer.echo(f"checkpoint held: event {head.seq} has hash {head.hash} "
+                   f"({'written ' + head.at if head.at else 'empty ledger'})")
     if result.ok:
-        scope = "" if mark is None else f" (events {mark[0] + 1}-{result.events} checked since the checkpoint)"
+        scope = "" if mark is None else (
+            f" (events {mark[0] + 1}-{result.events} checked since the checkpoint)" if result.events > mark[0]
+            else " (no event appended since the checkpoint)")
         typer.echo(f"audit chain intact: {result.events} events, head {result.head}{scope}")
         return
     typer.echo(f"audit chain BROKEN: first bad event: {result.problems[0]}", err=True)
