@@ -254,3 +254,18 @@ def test_verifying_twice_and_a_checkpoint_say_what_happened(ledger, tmp_path):
     assert held.code == 0
     # the time shown is the head event's, not the signature's (made_at)
     assert f"(written {signed['head']['at']})" in held.out and "signed" not in held.out
+
+
+def test_a_mistyped_mechanism_gets_the_nearest_names(ledger, tmp_path):
+    url, write = ledger
+    plan = write("plan.yaml", _release("reads: [wage]\nmechanism: {name: laplase, epsilon: 1}\n"))
+    run = cli_main(url, "record", plan)
+    assert run.code == 2 and run.errors[0].startswith(
+        f"error: {plan}:5: releases[0].mechanism.name: unknown mechanism 'laplase' (did you mean 'laplace'?); known: ")
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "examples" / "survey.csv"
+    mean = cli_main(url, "run", "laplace-maen", "--data", data, "--id", "m", "-p", "column=wage")
+    assert mean.code == 2 and mean.errors[0].startswith(
+        "error: command line: MECHANISM: unknown mechanism 'laplace-maen' (did you mean 'laplace-mean' or "
+        "'laplace-sum'?); known: ")

@@ -65,8 +65,8 @@ def _as_typed(error: LedgerError, data: Path, params: dict) -> LedgerError:
         return error
     if error.field == "data":
         return LedgerError(str(data), "--data", error.message)
-    if error.field == "sample":
-        return LedgerError("command line", "--sample", error.message)
+    if error.field in ("sample", "mechanism"):
+        return LedgerError("command line", "--sample" if error.field == "sample" else "MECHANISM", error.message)
     if error.field in params or error.message.endswith(f"missing {error.field}") or \
             f"missing {error.field}," in error.message:
         return LedgerError("command line", f"-p {error.field}", error.message)

@@ -398,7 +398,8 @@ def run_and_record(
     """Check the budget, run mechanism `name` on `data`, record its release; see the module doc."""
     definition = MECHANISMS.get(name)
     if definition is None:
-        raise _input_error("mechanism", f"unknown mechanism {name!r}; known: {', '.join(sorted(MECHANISMS))}")
+        raise _input_error("mechanism", f"unknown mechanism {name!r}{did_you_mean(name, MECHANISMS)}; "
+                                        f"known: {', '.join(sorted(MECHANISMS))}")
     params = dict(params)
     missing = [key for key in definition.required if key not in params]
     if missing:
