@@ -269,3 +269,15 @@ def test_a_mistyped_mechanism_gets_the_nearest_names(ledger, tmp_path):
     assert mean.code == 2 and mean.errors[0].startswith(
         "error: command line: MECHANISM: unknown mechanism 'laplace-maen' (did you mean 'laplace-mean' or "
         "'laplace-sum'?); known: ")
+
+
+def test_a_dataset_file_with_bare_variable_names_says_how_to_write_them(tmp_path):
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    path = tmp_path / "x.yaml"
+    path.write_text("dataset: x\nvariables:\n  - age\n  - sex\n", encoding="utf-8")
+    run = cli_main(url, "dataset", "add", path)
+    assert run.code == 2 and run.errors == [
+        f"error: {path}:3: variables[0]: must be a mapping (key: value); found the text 'age': write it as {{name: age}}",
+        f"error: {path}:4: variables[1]: must be a mapping (key: value); found the text 'sex': write it as {{name: sex}}"]
+    path.write_text("dataset: x\nvariables:\n  - {name: age}\n", encoding="utf-8")
+    assert cli_main(url, "dataset", "add", path).out == "added dataset x with 1 variable\n"

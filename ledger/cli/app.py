@@ -316,7 +316,8 @@ def dataset_add(
         typer.echo(cli_json.dumps({"ok": True, "dataset": dataset.name, "added": True,
                                    "variables": list(dataset.variable_names), "caps": [c.name for c in caps]}))
         return
-    typer.echo(f"added dataset {dataset.name} with {len(dataset.variables)} variables"
+    count = len(dataset.variables)
+    typer.echo(f"added dataset {dataset.name} with {count} variable{'s' if count != 1 else ''}"
                + (f" and {len(caps)} cap{'s' if len(caps) != 1 else ''}" if caps else ""))
 
 

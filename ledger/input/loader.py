@@ -388,6 +388,9 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
         if wanted == "array" and isinstance(instance, str) and instance.strip():
             items = [item.strip() for item in instance.split(",") if item.strip()]
             message += f": write it as [{excerpt(', '.join(items))[1:-1]}]"
+        path = list(error.absolute_path)
+        if wanted == "object" and isinstance(instance, str) and len(path) >= 2 and path[-2] == "variables":
+            message += f": write it as {{name: {excerpt(instance)[1:-1]}}}"  # a variable is a mapping with a name
         return message
     if error.validator == "enum":
         words = [str(choice) for choice in error.validator_value]
