@@ -281,3 +281,22 @@ def test_a_dataset_file_with_bare_variable_names_says_how_to_write_them(tmp_path
         f"error: {path}:4: variables[1]: must be a mapping (key: value); found the text 'sex': write it as {{name: sex}}"]
     path.write_text("dataset: x\nvariables:\n  - {name: age}\n", encoding="utf-8")
     assert cli_main(url, "dataset", "add", path).out == "added dataset x with 1 variable\n"
+
+
+def test_run_refuses_a_parameter_the_mechanism_does_not_take(tmp_path):
+    """`-p nonnegativ=true` was ignored without a word: the steward believed a non-negative
+    table was released beside the noisy one."""
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    assert cli_main(url, "dataset", "add", examples / "survey.dataset.yaml").code == 0
+    common = ("run", "tan-consistent-counts", "--data", examples / "survey.csv", "-d", "survey", "--id", "table-3",
+              "-p", "margin=degree", "-p", "protected=income_band", "-p", "epsilon=1", "--seed", "1")
+    typo = cli_main(url, *common, "-p", "nonnegativ=true")
+    assert typo.code == 2 and typo.errors == [
+        "error: command line: -p nonnegativ: tan-consistent-counts takes no parameter 'nonnegativ' (did you mean "
+        "'nonnegative'?) (it takes margin, protected, epsilon, nonnegative, categories)"]
+    assert cli_main(url, "releases", "--json").json() == []  # nothing was written
+    right = cli_main(url, *common, "-p", "nonnegative=true", "--json")
+    assert right.code == 0 and len(right.json()["recorded"]) == 2  # the table and its non-negative version
