@@ -300,3 +300,12 @@ def test_run_refuses_a_parameter_the_mechanism_does_not_take(tmp_path):
     assert cli_main(url, "releases", "--json").json() == []  # nothing was written
     right = cli_main(url, *common, "-p", "nonnegative=true", "--json")
     assert right.code == 0 and len(right.json()["recorded"]) == 2  # the table and its non-negative version
+
+
+def test_help_names_dates_as_dates_and_the_sampling_bound_recorded(ledger):
+    url, _ = ledger
+    for command in (("table",), ("subset",), ("cap", "list"), ("report",)):
+        assert "--as-of DATE" in cli_main(url, *command, "-h").out, command
+    assert "--at DATE" in cli_main(url, "publish", "-h").out
+    sample = " ".join(cli_main(url, "run", "-h").out.split())
+    assert "the tight amplified bound ln(1 + beta (e^eps - 1)) of Balle, Barthe and Gaboardi 2018" in sample

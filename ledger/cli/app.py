@@ -92,7 +92,7 @@ AccountantOption = Annotated[Optional[str], typer.Option(
 # every step is done as a named person (DESIGN 2.12); --by is the earlier spelling
 AsOption = Annotated[Optional[str], typer.Option("--as", "--by", help="Who does it (default: $LEDGER_USER, "
                                                  "else the operating-system user).")]
-AsOfOption = Annotated[Optional[str], typer.Option("--as-of", help="The ledger as it stood on this date (ISO "
+AsOfOption = Annotated[Optional[str], typer.Option("--as-of", metavar="DATE", help="The ledger as it stood on this date (ISO "
                                                    "8601; UTC unless it says otherwise): published by then, "
                                                    "planned or approved at that time.")]
 
@@ -416,7 +416,7 @@ def headroom_command(
 ReasonOption = Annotated[Optional[str], typer.Option(
     "--reason", help="retract, cancel: why (required; kept in the audit trail and the register).")]
 AtOption = Annotated[Optional[str], typer.Option(
-    "--at", help="publish: when it was published, for a publication that happened elsewhere "
+    "--at", metavar="DATE", help="publish: when it was published, for a publication that happened elsewhere "
                  "(ISO 8601, UTC unless it says otherwise; never in the future, never before it was planned).")]
 
 

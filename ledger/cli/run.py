@@ -85,7 +85,10 @@ def run(
     covariance: Annotated[Optional[Path], typer.Option(help="attribute-gaussian: the assumed covariance, CSV "
                                                             "with a header row and the attribute names as index.")] = None,
     sample: Annotated[Optional[int], typer.Option(help="Run on this many records drawn uniformly without "
-                                                       "replacement (Clifton et al., Theorem 2).")] = None,
+                                                       "replacement; the epsilon recorded is the tight amplified "
+                                                       "bound ln(1 + beta (e^eps - 1)) of Balle, Barthe and "
+                                                       "Gaboardi 2018 (Clifton et al., Theorem 2, is looser).")]
+    = None,
     seed: Annotated[Optional[int], typer.Option(help="Seed the noise (reproducible tests only; default: "
                                                      "a cryptographically sound seed).")] = None,
     status: Annotated[str, typer.Option(help="planned (the output exists but is not out), or published "
