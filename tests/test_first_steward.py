@@ -309,3 +309,19 @@ def test_help_names_dates_as_dates_and_the_sampling_bound_recorded(ledger):
     assert "--at DATE" in cli_main(url, "publish", "-h").out
     sample = " ".join(cli_main(url, "run", "-h").out.split())
     assert "the tight amplified bound ln(1 + beta (e^eps - 1)) of Balle, Barthe and Gaboardi 2018" in sample
+
+
+def test_amending_a_dataset_with_a_cap_on_all_says_why_the_cap_changes(tmp_path):
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    first = tmp_path / "v1.yaml"
+    first.write_text("dataset: x\nvariables: [{name: age}]\ncaps:\n  - {subset: all, epsilon: 10, delta: 1e-6}\n",
+                     encoding="utf-8")
+    assert cli_main(url, "dataset", "add", first).code == 0
+    second = tmp_path / "v2.yaml"
+    second.write_text(first.read_text(encoding="utf-8").replace("[{name: age}]", "[{name: age}, {name: tenure}]"),
+                      encoding="utf-8")
+    run = cli_main(url, "dataset", "amend", second, "--dry-run")
+    assert run.code == 0
+    # it printed "change cap all: ... at delta 0.000001 ... (was <the same words>)"
+    assert ("change cap all: epsilon at delta 10 at delta 1 × 10⁻⁶ on the whole dataset "
+            "(its subset changed with the dataset)") in run.out
