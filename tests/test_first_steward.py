@@ -325,3 +325,20 @@ def test_amending_a_dataset_with_a_cap_on_all_says_why_the_cap_changes(tmp_path)
     # it printed "change cap all: ... at delta 0.000001 ... (was <the same words>)"
     assert ("change cap all: epsilon at delta 10 at delta 1 × 10⁻⁶ on the whole dataset "
             "(its subset changed with the dataset)") in run.out
+
+
+def test_the_two_halves_of_a_key_pair_handed_the_wrong_way_round(ledger, tmp_path):
+    url, _ = ledger
+    key = tmp_path / "board"
+    assert cli_main(url, "audit", "keygen", "--out", key).code == 0
+    public = f"{key}.pub"
+    swapped = cli_main(url, "audit", "checkpoint", "--key", public, "--out", tmp_path / "head.json")
+    assert swapped.code == 2 and swapped.errors == [
+        f"error: {public}: key: this is a public key: --key takes the private key `audit keygen` wrote beside it "
+        "(the file without .pub)"]
+    assert not (tmp_path / "head.json").exists()
+    assert cli_main(url, "audit", "checkpoint", "--key", key, "--out", tmp_path / "head.json").code == 0
+    verify = cli_main(url, "audit", "verify", "--checkpoint", tmp_path / "head.json", "--public-key", key)
+    assert verify.code == 2 and verify.errors == [
+        f"error: {key}: key: this is a private key: --public-key takes the .pub file `audit keygen` wrote beside "
+        "it (keep the private key with whoever signs checkpoints)"]
