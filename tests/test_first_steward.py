@@ -145,6 +145,12 @@ def test_the_headline_in_json_gives_no_exact_value_for_a_zcdp_conversion(ledger)
     assert isinstance(headline["epsilon"], float) and headline["epsilon_exact"] is None
     subset = cli_main(url, "subset", "protected", "--json").json()
     assert (subset["epsilon"], subset["epsilon_exact"]) == (headline["epsilon"], None)
+    # every figure of the headline in the one shape (README, "JSON figures"): the worst variable,
+    # hours, carries the Gaussian and the geometric (irrational); the worst pair the same
+    assert headline["worst_variable"] == {"variable": "hours", "epsilon": headline["worst_variable"]["epsilon"],
+                                          "epsilon_exact": None}
+    assert headline["worst_pair"]["epsilon_exact"] is None
+    assert headline["dataset_wide_ordinary_dp_exact"] is None
 
 
 def test_publishing_a_planned_release_says_to_approve_it_first(ledger):
