@@ -406,7 +406,8 @@ def test_the_report_the_table_and_the_api_print_the_figures_subset_prints(ledger
     assert table["total_shown"]["dataset_wide"] == whole["epsilon"]
     assert table["headline"]["epsilon"] == whole["epsilon"]  # every variable is protected
     worst = max(cli_main(url, "pairs", "--json").json(), key=lambda p: p["epsilon"])
-    assert table["headline"]["worst_pair"] == {"subset": worst["subset"], "epsilon": worst["epsilon"]}
+    assert table["headline"]["worst_pair"] == {"subset": worst["subset"], "epsilon": worst["epsilon"],
+                                               "epsilon_exact": worst["epsilon_exact"]}
     # the report's CSV: its total row is the table's
     assert cli_main(url, "report", "--format", "csv", "--out", tmp / "r.csv").code == 0
     rows = {row["release"]: row for row in csv.DictReader(io.StringIO((tmp / "r.csv").read_text()))}

@@ -325,7 +325,7 @@ def test_every_problem_of_a_file_is_reported_with_its_line_and_field(tmp_path):
     assert "-0.5" in str(errors[0])
 
 
-@pytest.mark.parametrize("value, text", [(".nan", "nan"), (".inf", "inf"), ("-.inf", "inf"), ("true", "True")])
+@pytest.mark.parametrize("value, text", [(".nan", "nan"), (".inf", "inf"), ("-.inf", "inf"), ("true", "true")])
 def test_a_non_finite_or_non_numeric_epsilon_is_refused(tmp_path, value, text):
     _, _, errors = load(tmp_path, ("r.yaml", f"""\
         dataset: graduates

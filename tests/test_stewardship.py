@@ -239,11 +239,11 @@ def test_the_headline_is_the_loss_on_the_protected_subset(ledger):
     # protected = {income, sex, age}: every release but by-region: 1 + 1/2 + 1/4
     assert head["protected"] == ["income", "sex", "age"] and head["public"] == ["region"]
     assert head["epsilon_exact"] == "7/4" and head["alarm"] is False
-    assert head["worst_variable"] == {"variable": "income", "epsilon": 1.5}  # income 3/2, age 3/4, sex 1/4
+    assert head["worst_variable"] == {"variable": "income", "epsilon": 1.5, "epsilon_exact": "3/2"}  # income 3/2, age 3/4, sex 1/4
     # {income, sex} and {income, age} both 1 + 1/2 + 1/4: the first in dataset order
-    assert head["worst_pair"] == {"subset": ["income", "sex"], "epsilon": 1.75}
+    assert head["worst_pair"] == {"subset": ["income", "sex"], "epsilon": 1.75, "epsilon_exact": "7/4"}
     assert head["public_released_exactly"] == {"region": "inf"}
-    assert head["dataset_wide_ordinary_dp"] == "inf"
+    assert head["dataset_wide_ordinary_dp"] == head["dataset_wide_ordinary_dp_exact"] == "inf"
     text = run(url, "table").out
     assert "protected subset (every variable not classified public) {income, sex, age}: epsilon 1.75" in text
     assert "public, released exactly: region (∞, expected)" in text

@@ -131,8 +131,11 @@ CATALOGUE: dict[str, Derivation] = {
 def derive_guarantees(mechanism: Mechanism, reads: frozenset[str]) -> tuple[tuple[Guarantee, ...], list[Problem]]:
     derivation = CATALOGUE.get(mechanism.name)
     if derivation is None:
+        from ..core.errors import did_you_mean
+
         known = ", ".join(sorted(CATALOGUE))
-        return (), [Problem("name", f"unknown mechanism {mechanism.name!r}; known: {known}")]
+        return (), [Problem("name", f"unknown mechanism {mechanism.name!r}{did_you_mean(mechanism.name, CATALOGUE)}; "
+                                    f"known: {known}")]
     sampling = sampling_problems(mechanism)
     if sampling:
         return (), sampling

@@ -31,8 +31,10 @@ def transition(release: Release, action: str, actor: str, at: datetime) -> Relea
     sources, target = TRANSITIONS[action]
     if release.status not in sources:
         allowed = " or ".join(s.value for s in sorted(sources, key=list(Status).index))
+        article = "an" if allowed[0] in "aeiou" else "a"
+        then = "; approve it first" if action == "publish" and release.status is Status.PLANNED else ""
         return (f"cannot {action} release {release.id!r}: it is {release.status.value} "
-                f"(only a {allowed} release can be {target.value})")
+                f"(only {article} {allowed} release can be {target.value}){then}")
     changes: dict = {"status": target}
     if action == "approve":
         changes.update(approved_by=actor, approved_at=at)

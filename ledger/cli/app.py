@@ -91,7 +91,7 @@ AccountantOption = Annotated[Optional[str], typer.Option(
 # every step is done as a named person (DESIGN 2.12); --by is the earlier spelling
 AsOption = Annotated[Optional[str], typer.Option("--as", "--by", help="Who does it (default: $LEDGER_USER, "
                                                  "else the operating-system user).")]
-AsOfOption = Annotated[Optional[str], typer.Option("--as-of", help="The ledger as it stood on this date (ISO "
+AsOfOption = Annotated[Optional[str], typer.Option("--as-of", metavar="DATE", help="The ledger as it stood on this date (ISO "
                                                    "8601; UTC unless it says otherwise): published by then, "
                                                    "planned or approved at that time.")]
 
@@ -137,13 +137,33 @@ def main() -> None:
 
     with neutral_streams():
         try:
-            command()()
+            _invoke()
         except SystemExit:
             raise
         except BaseException as exc:  # noqa: BLE001 -- every failure gets its exit code, never a traceback
             if isinstance(exc, KeyboardInterrupt):
                 raise
             sys.exit(failures.handle(exc, ledger=state.url))
+
+
+def _invoke() -> None:
+    """Run the command line. With --json, a usage error (an unknown command or option, a missing
+    argument) is printed in the JSON error shape on standard output too, with its exit code
+    (README: "--json prints JSON, errors included"), not only as the usage text on stderr."""
+    if not cli_json.wants_json():
+        command()()
+        return
+    from typer.exceptions import TyperException  # click's UsageError, as typer ships it
+
+    try:
+        code = command().main(standalone_mode=False)
+    except TyperException as exc:
+        code = getattr(exc, "exit_code", failures.EXIT_BAD_INPUT)
+        context = getattr(exc, "ctx", None)
+        where = context.command_path.removeprefix(context.find_root().info_name or "").strip() if context else ""
+        cli_json.print_errors([LedgerError("command line", where, exc.format_message())], exit_code=code)
+        sys.exit(code)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def _input_errors(exc: InputErrors) -> int:
@@ -295,7 +315,8 @@ def dataset_add(
         typer.echo(cli_json.dumps({"ok": True, "dataset": dataset.name, "added": True,
                                    "variables": list(dataset.variable_names), "caps": [c.name for c in caps]}))
         return
-    typer.echo(f"added dataset {dataset.name} with {len(dataset.variables)} variables"
+    count = len(dataset.variables)
+    typer.echo(f"added dataset {dataset.name} with {count} variable{'s' if count != 1 else ''}"
                + (f" and {len(caps)} cap{'s' if len(caps) != 1 else ''}" if caps else ""))
 
 
@@ -394,7 +415,7 @@ def headroom_command(
 ReasonOption = Annotated[Optional[str], typer.Option(
     "--reason", help="retract, cancel: why (required; kept in the audit trail and the register).")]
 AtOption = Annotated[Optional[str], typer.Option(
-    "--at", help="publish: when it was published, for a publication that happened elsewhere "
+    "--at", metavar="DATE", help="publish: when it was published, for a publication that happened elsewhere "
                  "(ISO 8601, UTC unless it says otherwise; never in the future, never before it was planned).")]
 
 
@@ -461,7 +482,10 @@ def cap_set(
         if value is not None:
             entry[key] = value
     engine = _engine()
-    caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
+    try:
+        caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
+    except InputErrors as exc:  # named as the steward typed them: --epsilon, SUBSET (not caps[0].epsilon)
+        raise InputErrors([LedgerError(e.source, _cap_option(e.field), e.message) for e in exc.errors]) from None
     with store.read_session(engine) as session:
         checks = operations.cap_checks(session, chosen.name, caps)
     if as_json:
@@ -472,6 +496,14 @@ def cap_set(
                    + (f" at delta {format_delta(cap.delta)}" if cap.delta is not None else ""))
     for line in check_lines(checks, planned=False):  # a cap below what is spent is over at once
         typer.echo(line)
+
+
+def _cap_option(field: str) -> str:
+    """`cap set`'s one entry's field ("caps[0].epsilon", "caps[0].subset[1]") as its option or argument."""
+    if not field.startswith("caps[0]."):
+        return field
+    key = field.removeprefix("caps[0].").split("[")[0]
+    return "SUBSET" if key == "subset" else f"--{key}"
 
 
 @cap_app.command("list")
@@ -853,9 +885,13 @@ def audit_verify(
         typer.echo(f"checkpoint NOT held: {lost}", err=True)
         raise typer.Exit(1)
     if head is not None:
-        typer.echo(f"checkpoint held: event {head.seq} has hash {head.hash} (signed {head.at or 'empty ledger'})")
+        # head.at is when the head event was written (the signing time is the file's made_at)
+        typer.echo(f"checkpoint held: event {head.seq} has hash {head.hash} "
+                   f"({'written ' + head.at if head.at else 'empty ledger'})")
     if result.ok:
-        scope = "" if mark is None else f" (events {mark[0] + 1}-{result.events} checked since the checkpoint)"
+        scope = "" if mark is None else (
+            f" (events {mark[0] + 1}-{result.events} checked since the checkpoint)" if result.events > mark[0]
+            else " (no event appended since the checkpoint)")
         typer.echo(f"audit chain intact: {result.events} events, head {result.head}{scope}")
         return
     typer.echo(f"audit chain BROKEN: first bad event: {result.problems[0]}", err=True)

@@ -42,11 +42,10 @@ def refusal_json(refused) -> dict:
     """A BudgetRefused (operations.py) as JSON: its message per broken cap, and every cap checked."""
     from .app import check_json
 
-    over = [c for c in refused.checks if not c.ok]
     lines = str(refused).splitlines()
     return {"ok": False, "exit_code": 1, "refused": lines[0] if lines else "refused",
-            "errors": [{"file": None, "line": None, "field": f"cap {c.cap.dataset}/{c.cap.name}", "message": line.strip()}
-                       for c, line in zip(over, lines[1:])],
+            "errors": [{"file": None, "line": None, "field": f"cap {c.cap.dataset}/{c.cap.name}", "message": message}
+                       for c, message in refused.cap_messages],
             "caps": [check_json(c) for c in refused.checks]}
 
 

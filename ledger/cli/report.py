@@ -85,7 +85,7 @@ def report(
     since: Annotated[Optional[str], typer.Option("--since", help="Meeting pack: what changed since this date "
                                                  "(ISO 8601, e.g. 2024-05-01 or 2024-05-01T09:30; UTC "
                                                  "unless it says otherwise).")] = None,
-    as_of: Annotated[Optional[str], typer.Option("--as-of", help="The ledger as it stood on this date (ISO "
+    as_of: Annotated[Optional[str], typer.Option("--as-of", metavar="DATE", help="The ledger as it stood on this date (ISO "
                                                  "8601): published by then, planned or approved at that "
                                                  "time.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: what was written.")] = False,

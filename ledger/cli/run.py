@@ -58,6 +58,21 @@ def _params(pairs: list[str]) -> dict[str, str]:
     return params
 
 
+def _as_typed(error: LedgerError, data: Path, params: dict) -> LedgerError:
+    """A mechanism's problem located as the steward typed it: `--data FILE`, `--sample` or
+    `-p NAME` (a parameter given, or a required one missing); any other is left as it is."""
+    if error.source != "run":
+        return error
+    if error.field == "data":
+        return LedgerError(str(data), "--data", error.message)
+    if error.field in ("sample", "mechanism"):
+        return LedgerError("command line", "--sample" if error.field == "sample" else "MECHANISM", error.message)
+    if error.field in params or error.message.endswith(f"missing {error.field}") or \
+            f"missing {error.field}," in error.message:
+        return LedgerError("command line", f"-p {error.field}", error.message)
+    return error
+
+
 def run(
     mechanism: Annotated[str, typer.Argument(help="crosstab, laplace-sum, laplace-mean, gaussian-sum, gaussian-mean, "
                                                   "tan-consistent-counts, p-percent, attribute-gaussian, modular-sum")],
@@ -70,7 +85,10 @@ def run(
     covariance: Annotated[Optional[Path], typer.Option(help="attribute-gaussian: the assumed covariance, CSV "
                                                             "with a header row and the attribute names as index.")] = None,
     sample: Annotated[Optional[int], typer.Option(help="Run on this many records drawn uniformly without "
-                                                       "replacement (Clifton et al., Theorem 2).")] = None,
+                                                       "replacement; the epsilon recorded is the tight amplified "
+                                                       "bound ln(1 + beta (e^eps - 1)) of Balle, Barthe and "
+                                                       "Gaboardi 2018 (Clifton et al., Theorem 2, is looser).")]
+    = None,
     seed: Annotated[Optional[int], typer.Option(help="Seed the noise (reproducible tests only; default: "
                                                      "a cryptographically sound seed).")] = None,
     status: Annotated[str, typer.Option(help="planned (the output exists but is not out), or published "
@@ -99,8 +117,12 @@ def run(
     chosen_status = Status(status)
     frame = _read_csv(data, "--data")
     chosen = _pick_dataset(_read_light(), dataset)
-    result = run_and_record(_engine(), mechanism, frame, dataset=chosen.name, release_id=release_id, params=params,
-                            actor=_actor(by), title=title, sample=sample, seed=seed, status=chosen_status)
+    try:
+        result = run_and_record(_engine(), mechanism, frame, dataset=chosen.name, release_id=release_id,
+                                params=params, actor=_actor(by), title=title, sample=sample, seed=seed,
+                                status=chosen_status)
+    except InputErrors as exc:  # named as typed: the data file, `-p NAME`, --sample (not "run: data")
+        raise InputErrors([_as_typed(e, data, params) for e in exc.errors]) from None
     text = result.output.to_csv(index=False, lineterminator="\n")
     if as_json:
         if out is not None:

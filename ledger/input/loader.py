@@ -327,12 +327,80 @@ def validate(document: Document, schema_name: str) -> list[LedgerError]:
     return errors
 
 
+_KINDS = {"array": "a list ([a, b])", "object": "a mapping (key: value)", "string": "text",
+          "number": "a number", "integer": "a whole number", "boolean": "true or false", "null": "nothing"}
+_NUMBER = "a number (1, 0.1, 1e-3) or a fraction (1/10)"
+
+
+def _found(value) -> str:
+    """What the steward wrote, in words: never a Python repr (a short excerpt of text)."""
+    if value is None:
+        return "nothing (an empty value)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f"the text {excerpt(value) if value.strip() else repr(value)}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"{value}"[:EXCERPT_CHARS]
+
+
+def _expected(schema: dict) -> str:
+    """One schema alternative in words (`oneOf` branches: the number, a cap's subset)."""
+    if "enum" in schema:
+        return "one of " + ", ".join(map(str, schema["enum"]))
+    if "const" in schema:
+        return str(schema["const"])
+    kinds = schema.get("type")
+    if kinds == "number":
+        return _NUMBER
+    if kinds is not None:
+        return " or ".join(_KINDS.get(kind, kind) for kind in ([kinds] if isinstance(kinds, str) else kinds))
+    return "a valid value"
+
+
 def _schema_message(error: jsonschema.ValidationError) -> str:
+    """jsonschema's error in the steward's words: what was expected and what was found."""
+    instance = error.instance
     if error.validator == "additionalProperties":
-        return error.message.replace("Additional properties are not allowed", "unknown field")
-    if error.validator == "oneOf" and error.context:
-        best = min(error.context, key=lambda e: len(e.absolute_path))
-        return f"{error.instance!r} is not valid: {best.message}"
+        known = error.schema.get("properties", {})
+        unknown = [key for key in instance if key not in known]
+        return "; ".join(f"unknown field {key!r}{_did_you_mean(str(key), known)}" for key in unknown) \
+            or error.message.replace("Additional properties are not allowed", "unknown field")
+    if error.validator in ("oneOf", "anyOf") and all(set(c) == {"required"} for c in error.validator_value):
+        fields = [name for choice in error.validator_value for name in choice["required"]]
+        given = [name for name in fields if isinstance(instance, dict) and name in instance]
+        if len(given) > 1:
+            return f"give one of {' or '.join(fields)}, not {' and '.join(given)}"
+        return f"needs {' or '.join(fields)}"
+    if error.validator in ("oneOf", "anyOf"):
+        choices = error.validator_value
+        if any(choice.get("type") == "number" for choice in choices):
+            return f"must be {_NUMBER}; found {_found(instance)}"
+        return f"must be {' or '.join(_expected(choice) for choice in choices)}; found {_found(instance)}"
+    if error.validator == "type":
+        if not error.absolute_path and instance is None:
+            return "the file is empty"
+        wanted = error.validator_value
+        message = f"must be {_KINDS.get(wanted, wanted)}; found {_found(instance)}"
+        if wanted == "array" and isinstance(instance, str) and instance.strip():
+            items = [item.strip() for item in instance.split(",") if item.strip()]
+            message += f": write it as [{excerpt(', '.join(items))[1:-1]}]"
+        path = list(error.absolute_path)
+        if wanted == "object" and isinstance(instance, str) and len(path) >= 2 and path[-2] == "variables":
+            message += f": write it as {{name: {excerpt(instance)[1:-1]}}}"  # a variable is a mapping with a name
+        return message
+    if error.validator == "enum":
+        words = [str(choice) for choice in error.validator_value]
+        return (f"must be one of {', '.join(words)}; found {_found(instance)}"
+                + (_did_you_mean(instance, words) if isinstance(instance, str) else ""))
+    if error.validator == "minItems" and error.validator_value == 1:
+        return "must not be empty"
+    if error.validator == "required" and isinstance(instance, dict):
+        missing = [name for name in error.validator_value if name not in instance]
+        return "missing field " + ", ".join(map(repr, missing))
     return error.message
 
 
@@ -883,8 +951,14 @@ def cap_from_entry(entry: dict, dataset: Dataset, report) -> Cap | None:
             return None
     elif subset_spec is not None:
         for index, variable in enumerate(subset_spec):
-            if variable not in dataset.variable_names:
-                problem(("subset", index), f"unknown variable {variable!r} in dataset {dataset.name!r}")
+            if variable in dataset.variable_names:
+                continue
+            if dataset.group(variable) is not None:  # the group's cap is written by its name alone
+                problem(("subset", index), f"{variable!r} is a group, not a variable: a cap on a group is written "
+                        f"{{name: {variable}, ...}} without `subset`, or list its variables")
+            else:
+                problem(("subset", index), f"unknown variable {variable!r} in dataset {dataset.name!r}"
+                        + _did_you_mean(variable, dataset.variable_names))
         subset = frozenset(subset_spec)
         name = name or ",".join(sorted(subset))
     else:

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..core.errors import LedgerError
-from ..core.numbers import format_number
+from ..core.numbers import format_delta, format_number
 from ..core.records import Cap, Dataset, Family, Release, Variable
 
 
@@ -47,7 +47,7 @@ class Amendment:
 def cap_text(cap: Cap) -> str:
     limit = f"{cap.unit} {format_number(cap.limit)}"
     if cap.delta is not None:
-        limit += f" at delta {format_number(cap.delta)}"
+        limit += f" at delta {format_delta(cap.delta)}"  # 1 × 10⁻⁶, as every other command prints a delta
     where = "the whole dataset" if cap.whole_dataset else "{" + ", ".join(sorted(cap.subset)) + "}"
     return f"{limit} on {where}"
 
@@ -146,8 +146,11 @@ def plan(
         for cap in new_caps:
             if existing.get(cap.name) != cap:
                 verb = "change" if cap.name in existing else "add"
-                out.append(Amendment("cap.set", f"{name}/{cap.name}", f"{verb} cap {cap.name}: {cap_text(cap)}"
-                                     + (f" (was {cap_text(existing[cap.name])})" if cap.name in existing else ""),
+                note = ""
+                if cap.name in existing:
+                    before = cap_text(existing[cap.name])  # the same words: `all` or `protected` moved
+                    note = " (its subset changed with the dataset)" if before == cap_text(cap) else f" (was {before})"
+                out.append(Amendment("cap.set", f"{name}/{cap.name}", f"{verb} cap {cap.name}: {cap_text(cap)}{note}",
                                      None, cap, {}))
         for cap in old_caps:
             if cap.name not in kept:

@@ -32,7 +32,8 @@ from sqlalchemy import Engine
 
 from . import transactions as operations
 from ..store import database as store
-from ..core.errors import InputErrors, LedgerError
+from ..core.errors import InputErrors, LedgerError, did_you_mean
+from ..core.failures import excerpt
 from ..input.loader import LedgerSnapshot, check_batch
 from ..core.numbers import NumberError, to_fraction
 from ..core.records import (
@@ -77,6 +78,7 @@ class Definition:
     subsamplable: bool = False  # a pure-epsilon mechanism: Clifton et al. Theorem 2 applies
     help: str = ""
     tabulates: tuple[str, ...] = ()  # parameters naming variables whose categories are the cells
+    optional: tuple[str, ...] = ()  # parameters it reads when given; any other name is refused (a typo)
 
 
 @dataclass(frozen=True)
@@ -339,24 +341,29 @@ def _flag(value: Any) -> bool:
 
 MECHANISMS: dict[str, Definition] = {
     "crosstab": Definition(("columns", "epsilon"), _crosstab_plan, _crosstab_run, True,
-                           "counts by one or more variables, two-sided geometric noise", ("columns",)),
+                           "counts by one or more variables, two-sided geometric noise", ("columns",),
+                           ("relation", "categories")),
     "laplace-sum": Definition(("column", "lower", "upper", "epsilon"), _clipped_plan(Notion.PURE),
-                              _clipped_run(noise.laplace_sum, "sum"), True, "clipped sum, Laplace noise"),
+                              _clipped_run(noise.laplace_sum, "sum"), True, "clipped sum, Laplace noise", (), ("relation",)),
     "laplace-mean": Definition(("column", "lower", "upper", "epsilon"), _clipped_plan(Notion.PURE),
-                               _clipped_run(noise.laplace_mean, "mean"), True, "clipped mean, Laplace noise"),
+                               _clipped_run(noise.laplace_mean, "mean"), True, "clipped mean, Laplace noise", (),
+                               ("relation",)),
     "gaussian-sum": Definition(("column", "lower", "upper", "rho"), _clipped_plan(Notion.ZCDP),
-                               _clipped_run(noise.gaussian_sum, "sum"), False, "clipped sum, Gaussian noise"),
+                               _clipped_run(noise.gaussian_sum, "sum"), False, "clipped sum, Gaussian noise", (),
+                               ("relation",)),
     "gaussian-mean": Definition(("column", "lower", "upper", "rho"), _clipped_plan(Notion.ZCDP),
-                                _clipped_run(noise.gaussian_mean, "mean"), False, "clipped mean, Gaussian noise"),
+                                _clipped_run(noise.gaussian_mean, "mean"), False, "clipped mean, Gaussian noise", (),
+                                ("relation",)),
     "tan-consistent-counts": Definition(("margin", "protected", "epsilon"), _tan_plan, _tan_run, True,
-                                        "Tan's Algorithm 1: counts with exact margins", ("margin", "protected")),
+                                        "Tan's Algorithm 1: counts with exact margins", ("margin", "protected"),
+                                        ("nonnegative", "categories")),
     "p-percent": Definition(("contributor", "linked", "cells", "p", "epsilon"), _ppercent_plan, _ppercent_run, False,
                             "Bailie's p% mechanism: cell totals of multiplicatively noised contributions"),
     "attribute-gaussian": Definition(("query", "protected", "covariance", "diameters", "epsilon", "delta"),
                                      _attribute_plan, _attribute_run, False,
                                      "Zhang et al.'s attribute-private Gaussian mean"),
     "modular-sum": Definition(("variable", "modulus"), _modular_plan, _modular_run, False,
-                              "(X_1 + ... + X_n) mod m: perfect sample privacy"),
+                              "(X_1 + ... + X_n) mod m: perfect sample privacy", (), ("rows",)),
 }
 
 # The ledger's catalogue names for the records these write (mechanism.name).
@@ -397,11 +404,18 @@ def run_and_record(
     """Check the budget, run mechanism `name` on `data`, record its release; see the module doc."""
     definition = MECHANISMS.get(name)
     if definition is None:
-        raise _input_error("mechanism", f"unknown mechanism {name!r}; known: {', '.join(sorted(MECHANISMS))}")
+        raise _input_error("mechanism", f"unknown mechanism {name!r}{did_you_mean(name, MECHANISMS)}; "
+                                        f"known: {', '.join(sorted(MECHANISMS))}")
     params = dict(params)
     missing = [key for key in definition.required if key not in params]
     if missing:
         raise _input_error(missing[0], f"{name} needs {', '.join(definition.required)}; missing {', '.join(missing)}")
+    known = (*definition.required, *definition.optional)
+    unknown = [key for key in params if key not in known]
+    if unknown:  # a mistyped optional parameter (-p nonnegativ=true) would be ignored without a word
+        raise _input_error(unknown[0], "; ".join(
+            f"{name} takes no parameter {key!r}{did_you_mean(key, known)}" for key in unknown)
+            + f" (it takes {', '.join(known)})")
     if not isinstance(data, pd.DataFrame) or data.empty:
         raise _input_error("data", "the data is empty: no records to run a mechanism on")
     rng = noise.make_rng(seed)
@@ -410,8 +424,10 @@ def run_and_record(
         planned = definition.plan(params, len(data))
         absent = sorted(planned.reads - set(map(str, data.columns)))
         if absent:
-            raise MechanismInputError("data", f"variables {absent} are not in the data; its columns are "
-                                              f"{list(map(str, data.columns))}")
+            columns = list(map(str, data.columns))
+            raise MechanismInputError("data", "; ".join(
+                f"variable {name!r} is not a column of the data{did_you_mean(name, columns)}" for name in absent)
+                + f" (its columns: {excerpt(', '.join(columns), 80)})")  # a short excerpt: a header may be data
         subsample_record = None
         if sample is not None:
             if not definition.subsamplable:

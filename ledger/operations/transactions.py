@@ -54,7 +54,9 @@ class BudgetRefused(Exception):
         self.checks = list(checks)
         over = [c for c in self.checks if not c.ok]
         lines = [f"{what} refused: it would break {len(over)} cap{'s' if len(over) != 1 else ''}"]
+        self.cap_messages: list[tuple[budget.CapCheck, str]] = []  # per broken cap: its lines, as one message
         for c in over:
+            start = len(lines)
             if is_infinite(c.after):
                 lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit} would have no bound: "
                              f"{c.reason or budget.why_unbounded(c.cap, c.after_total.spend)}")
@@ -67,6 +69,7 @@ class BudgetRefused(Exception):
                 lines.append(f"    {who} charges {format_number(charge.value)}"
                              + (f": {charge.reason}" if charge.reason else ""))
             lines.append(f"    {cap_accounting.decision_text(c)}")
+            self.cap_messages.append((c, "; ".join(line.strip() for line in lines[start:])))
         super().__init__("\n".join(lines))
 
 

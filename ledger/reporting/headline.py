@@ -59,22 +59,22 @@ class Headline:
         return bool(self.protected) and is_infinite(self.epsilon)
 
     def to_json(self) -> dict:
-        from ..core.numbers import exact_text, to_json
+        from ..core.numbers import figure_fields, to_json
 
         return {
             "protected": list(self.protected),
             "public": list(self.public),
-            "epsilon": to_json(self.epsilon),
-            "epsilon_exact": exact_text(self.epsilon),
-            "rho": None if self.rho is None else to_json(self.rho),
+            # the one JSON shape of a figure: `_exact` is null for an irrational figure (README, "JSON figures")
+            **figure_fields("epsilon", self.epsilon),
+            **figure_fields("rho", self.rho),
             "alarm": self.alarm,
             "worst_variable": None if self.worst_variable is None else
-            {"variable": self.worst_variable[0], "epsilon": to_json(self.worst_variable[1])},
+            {"variable": self.worst_variable[0], **figure_fields("epsilon", self.worst_variable[1])},
             "worst_pair": None if self.worst_pair is None else
-            {"subset": list(self.worst_pair[:2]), "epsilon": to_json(self.worst_pair[2])},
+            {"subset": list(self.worst_pair[:2]), **figure_fields("epsilon", self.worst_pair[2])},
             "public_released_exactly": {name: to_json(value) for name, value in self.public_losses},
             "unprotected": list(self.unprotected),
-            "dataset_wide_ordinary_dp": to_json(self.dataset_wide),
+            **figure_fields("dataset_wide_ordinary_dp", self.dataset_wide),
         }
 
 

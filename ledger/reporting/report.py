@@ -806,9 +806,11 @@ def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
     wide = table.total_dataset_wide
     used = {int(i) for i in np.unique(table.cells)} | {int(i) for i in np.unique(table.dataset_wide)}
     basis = basis_for([table.values[i] for i in used] + [*table.total, wide], inputs.delta)
+    epsilon = wide.epsilon(inputs.delta)
     if accounts is not None:
         per_variable, whole = accounts.shown()
         basis = replace(basis, accountants=tuple(sorted({f.accountant for f in [*per_variable, whole]})))
+        epsilon = whole.epsilon  # the figure `table` and the total row print (one accounting, DESIGN 2.4)
     return Certificate(
         dataset=inputs.dataset.name,
         description=inputs.dataset.description,
@@ -825,7 +827,7 @@ def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
         basis=basis,
         conversion=CONVERSION_NAME,
         delta=inputs.delta,
-        epsilon=wide.epsilon(inputs.delta),
+        epsilon=epsilon,
         rho=INF if wide.unbounded else wide.zcdp_rho(),
         notion=wide.notion,
         self_approval=inputs.dataset.self_approval,
@@ -927,7 +929,9 @@ def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (), sh
         matrix=_Matrix(table.cells, table.dataset_wide, epsilon_of),
         unprotected=tuple(v for v, t in zip(variables, total) if is_infinite(t)),
         public=tuple(public),
-        total_wide_public=bool(public) and not any(is_infinite(t) for v, t in zip(variables, total) if v not in public),
+        # neutral only when the whole dataset is ∞ and every protected total is finite (as each row's wide_public)
+        total_wide_public=bool(public) and is_infinite(total_wide)
+        and not any(is_infinite(t) for v, t in zip(variables, total) if v not in public),
         rotate=names_rotated(variables),
         family_note=_family_note(releases),
     )

@@ -115,8 +115,12 @@ def _read_pem(path: Path) -> bytes:
 
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
+    pem = _read_pem(path)
+    if b"-----BEGIN PUBLIC KEY-----" in pem:  # the .pub half, handed where the signing key goes
+        raise fail(str(path), "key", "this is a public key: --key takes the private key `audit keygen` wrote beside "
+                                     "it (the file without .pub)")
     try:
-        key = serialization.load_pem_private_key(_read_pem(path), password=None)
+        key = serialization.load_pem_private_key(pem, password=None)
     except (ValueError, TypeError) as exc:
         raise fail(str(path), "key", f"not an unencrypted PEM private key ({exc}); make one with "
                                      "`privacy-ledger audit keygen --out NAME`") from None
@@ -126,8 +130,12 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
+    pem = _read_pem(path)
+    if b"PRIVATE KEY-----" in pem:  # the signing half: a verifier needs only the .pub file
+        raise fail(str(path), "key", "this is a private key: --public-key takes the .pub file `audit keygen` wrote "
+                                     "beside it (keep the private key with whoever signs checkpoints)")
     try:
-        key = serialization.load_pem_public_key(_read_pem(path))
+        key = serialization.load_pem_public_key(pem)
     except (ValueError, TypeError) as exc:
         raise fail(str(path), "key", f"not a PEM public key ({exc})") from None
     if not isinstance(key, Ed25519PublicKey):
