@@ -11,10 +11,15 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+from datetime import UTC, datetime, timedelta
 from fractions import Fraction as F
 
+import numpy
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support import cli_main
+from test_engine_properties import ALL_SUBSETS, VARIABLES, ledgers
 
 from ledger.accounting import accountants
 
@@ -507,3 +512,72 @@ def test_a_declared_caps_state_keeps_its_pld_figure_which_check_reads_and_audit_
     verified = cli_main(url, "audit", "verify")
     assert verified.code == 1
     assert "pld: stored figure" in verified.out + verified.err
+
+
+def test_an_adaptive_subset_shows_the_renyi_filter_figure_its_cap_is_held_to(tmp_path):
+    """A release published before 50 Gaussians were recorded: the releases may have been chosen
+    after its output was seen (adaptive, DESIGN 2.10), so the Rényi order cannot be chosen
+    afterwards. `subset` gives the Rényi filter's figure (the orders fixed in advance, the delta
+    split over them), the one a cap at that delta is decided by. It printed the best order's
+    2.1101 as the loss, while the cap held the subset to 2.16 and refused a release `subset`
+    said would fit (found by a steward's trial); now the loss shown is the cap's figure."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    (tmp_path / "s.yaml").write_text("dataset: s\ndelta: 1e-6\nvariables:\n  - {name: x}\n")
+    assert cli_main(url, "dataset", "add", tmp_path / "s.yaml").code == 0
+    (tmp_path / "r.yaml").write_text(
+        "dataset: s\nreleases:\n  - {id: old, reads: [x], mechanism: {name: laplace, epsilon: 0.5}, status: published,"
+        " published_at: '2025-01-01'}\n" + "".join(
+            f"  - {{id: g{k}, reads: [x], mechanism: {{name: gaussian, sigma: 20, sensitivity: 1}}}}\n"
+            for k in range(50)))
+    assert cli_main(url, "record", tmp_path / "r.yaml").code == 0
+    shown = cli_main(url, "subset", "x", "--json").json()
+    basic, rdp = shown["accountants"]["basic"], shown["accountants"]["rdp"]
+    assert rdp["case"] == "adaptive"
+    # independently: the summed curves (Laplace of scale 2, Mironov 2017 Prop 6; the Gaussians
+    # a / (2 * 20^2)) converted by CKS 2020 Prop 12 at each fixed order with delta / K, the least
+    grid = accountants._grids()
+    laplace = accountants.event_curve(accountants.Event("laplace", F(2)))
+    orders = grid["FILTER_ORDERS"]
+    curve = laplace[grid["_FILTER_INDEX"]] + 50 * orders / (2 * 20 ** 2)
+    by_order = curve + numpy.log1p(-1 / orders) - (math.log(1e-6 / len(orders)) + numpy.log(orders)) / (orders - 1)
+    assert float(by_order.min()) <= rdp["epsilon"] == pytest.approx(float(by_order.min()), rel=1e-8)  # rounded up
+    best, _ = accountants.rdp_epsilon(laplace + 50 * grid["ORDERS"] / 800, 1e-6)
+    assert best == pytest.approx(2.1101, abs=1e-4) and rdp["epsilon"] > best  # not valid here: not shown
+    # basic: the pure 0.5 plus rho 50/800 converted (CKS 2020), 2.16, the smaller of the valid figures
+    assert shown["epsilon"] == basic["epsilon"] == min(basic["epsilon"], rdp["epsilon"])
+    assert basic["epsilon"] == pytest.approx(2.15998, abs=1e-5)
+    assert cli_main(url, "cap", "set", "x", "--epsilon", "2.1601", "--delta", "1e-6").code == 0
+    (cap,) = cli_main(url, "cap", "list", "--json").json()
+    assert cap["current"] == shown["epsilon"] and cap["status"] != "over"
+
+
+@settings(max_examples=200, deadline=None)
+@given(ledger=ledgers(max_releases=6), adaptive=st.booleans(), subset=st.sampled_from([s for s in ALL_SUBSETS if s]),
+       delta=st.sampled_from([F(1, 10**9), F(1, 10**6), F(1, 10**3)]))
+def test_no_subset_figure_is_below_the_figure_its_cap_is_held_to(ledger, adaptive, subset, delta):
+    """The loss `subset` shows (the smallest valid figure, `accountants.best`) is never below the
+    figure a cap at the same delta on that subset is decided by (`cap_decision`: the filters in
+    the adaptive case, DESIGN 2.10), so a release `subset` says fits is never refused; and it is
+    that figure, but for the preference for an exact pure figure (PURE_PREFERENCE)."""
+    from dataclasses import replace as with_
+
+    from ledger.accounting import budget
+    from ledger.accounting.engine import LedgerIndex, at_delta
+    from ledger.core.records import Cap, Status
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    releases = []
+    for k, release in enumerate(ledger.releases):  # adaptive: the first published before the others were recorded
+        recorded = start + timedelta(days=k + (2 if adaptive and k else 0))
+        published = start + timedelta(days=1 if adaptive and k == 0 else 100 + k)
+        releases.append(with_(release, status=Status.PUBLISHED, recorded_at=recorded, published_at=published))
+    families = {f.id: f for f in ledger.families}
+    cap = Cap("survey", "c", frozenset(subset), epsilon=F(10**6), delta=delta)
+    total = budget.total_from_history(cap, releases, families)
+    state = accountants.state_from_history(cap, releases, families)
+    decided = accountants.cap_decision(cap, total.value, total.spend, state)
+    index = LedgerIndex(VARIABLES, releases, ledger.families)
+    basic = index.subset_cost(frozenset(subset), at_delta(delta)).spend
+    shown = accountants.best(accountants.subset_figures(index, subset, delta, basic))
+    assert float(decided.value) <= float(shown.epsilon), (decided, shown)
+    assert float(shown.epsilon) <= float(decided.value) * (1 + accountants.PURE_PREFERENCE) + 1e-12, (decided, shown)

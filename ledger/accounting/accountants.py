@@ -107,6 +107,10 @@ THEOREMS = {
 CONVERSIONS = {
     "basic": CONVERSION_NAME,
     "rdp": "Canonne-Kamath-Steinke (2020) Prop 12 RDP-to-(epsilon, delta) conversion at the best order",
+    # adaptive releases: the Rényi filter (Feldman and Zrnic 2021, Thm 4.3), whose order is fixed in advance
+    "rdp-filter": "Canonne-Kamath-Steinke (2020) Prop 12 conversion at the orders fixed in advance (the Rényi "
+                  "filter, Feldman and Zrnic 2021, Thm 4.3), the delta split evenly over them; or the zCDP "
+                  "filter of the summed rho at the whole delta (Feldman and Zrnic 2021, Remark 4.4)",
     "pld": "exact hockey-stick divergence of the discretised PLD (pessimistic)",
 }
 CASES = {
@@ -574,8 +578,21 @@ def _basic_spend_figure(spend, delta: Fraction, case: str) -> Figure:
 
 
 def rdp_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
+    """The Rényi accountant's figure. Declared in advance (non-adaptive composition), the CKS
+    conversion at the best order of the summed curves, with the whole delta. Adaptive (DESIGN
+    2.10), the order cannot be chosen after the outputs were seen: the Rényi filter's figure at
+    the orders fixed in advance, the delta split over them (`rdp_filter_figure`, Feldman and
+    Zrnic 2021, Thm 4.3 at each order), the very figure a cap at that delta is decided by, so
+    no command shows a smaller Rényi figure than the one enforcement holds the subset to."""
     if comp.unbounded:
         return Figure("rdp", INF, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"])
+    if case == "adaptive":
+        approx_eps, approx_delta = comp.approx()
+        if float(delta - approx_delta) <= 0:
+            return Figure("rdp", INF, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp-filter"],
+                          note="the approximate releases' deltas exceed this delta")
+        return Figure("rdp", rdp_filter_figure(comp, delta), delta, True, case, THEOREMS["rdp"],
+                      CONVERSIONS["rdp-filter"], note="approximate guarantees by basic composition" if approx_delta else "")
     approx_eps, approx_delta = comp.approx()
     remaining = float(delta - approx_delta)
     if remaining <= 0:
@@ -1799,6 +1816,10 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
 
     epsilon = np.full((n, n), np.inf)
     order = np.full((n, n), np.nan)
+    # the Rényi filter's figure (rdp_filter_epsilon), what an adaptive pair shows (rdp_figure)
+    filtered = np.full((n, n), np.inf)
+    f_index, f_orders = _grids()["_FILTER_INDEX"], _grids()["FILTER_ORDERS"]
+    f_log_term, f_log_a, f_a_1, f_k = np.log1p(-1 / f_orders), np.log(f_orders), f_orders - 1, len(f_orders)
     rho_of, remaining_of, approx_of = np.zeros((n, n)), np.ones((n, n)), np.zeros((n, n))
     for i in range(n):
         c = counts[:, i, i:]  # events x pairs (i, i..n-1)
@@ -1819,6 +1840,10 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
         ords[empty] = np.nan
         epsilon[i, i:] = np.where(empty, 0.0, np.nextafter(eps * (1 + _MARGIN), np.inf))  # as rdp_epsilon (none: 0)
         order[i, i:] = ords
+        sub = summed[:, f_index]  # as rdp_filter_epsilon, the log of each pair's delta / K by math.log
+        logs = np.asarray([math.log(r / f_k) if r > 0 else 0.0 for r in remaining.tolist()])
+        f_eps = np.maximum((sub + f_log_term - (logs[:, None] + f_log_a) / f_a_1).min(axis=1), 0.0)
+        filtered[i, i:] = np.where(~sub.any(axis=1), 0.0, np.nextafter(f_eps * (1 + _MARGIN), np.inf))
     upper = np.triu(np.ones((n, n), dtype=bool))
     live = upper & (remaining_of > 0)
     zcdp = live & (rho_of > 0)
@@ -1827,14 +1852,17 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
         bound[zcdp] = cks_floats(rho_of[zcdp], remaining_of[zcdp])
         smaller = bound < epsilon
         epsilon, order = np.where(smaller, bound, epsilon), np.where(smaller, np.nan, order)
+        filtered = np.minimum(filtered, bound)
     epsilon = np.where(approx_of > 0, np.nextafter((epsilon + approx_of) * (1 + _MARGIN), np.inf), epsilon)
+    filtered = np.where(approx_of > 0, np.nextafter((filtered + approx_of) * (1 + _MARGIN), np.inf), filtered)
     epsilon[upper & ~live] = np.inf
+    filtered[upper & ~live] = np.inf
     # unprotected pairs: ∞ for every accountant (the basic grid knows them)
     unbounded = extras.unbounded.copy()
     if hasattr(grid, "unbounded"):
         unbounded |= np.asarray(grid.unbounded, dtype=bool)
     epsilon[unbounded] = np.inf
-    epsilon = np.triu(epsilon) + np.triu(epsilon, 1).T
+    filtered[unbounded] = np.inf
 
     touched = index.reads
     last = read_extreme(index, events.recorded, -1)
@@ -1845,6 +1873,9 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
     declared_ = ~(unknown[:, None] | unknown[None, :]) & ((pair_first == np.inf) | (pair_last < pair_first))
     units = counts.sum(axis=0) if len(chosen) else np.zeros((n, n))
     declared_ |= (units <= 1) & ~unbounded  # (unbounded pairs: the times alone, as `case_of`)
+    # adaptive pairs show the Rényi filter's figure, at no order chosen afterwards (rdp_figure)
+    epsilon, order = np.where(declared_, epsilon, filtered), np.where(declared_, order, np.nan)
+    epsilon = np.triu(epsilon) + np.triu(epsilon, 1).T
     found = PairRdp(epsilon, declared_, order, {}, chosen, counts, unbounded=unbounded)
     pair_pld(found, grid, delta, pld_limit)
     return found
@@ -2156,7 +2187,8 @@ def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> d
     basic = _basic_spend_figure(spend if comp is None else comp.basic, delta, case)
     order = None if math.isnan(rdp.order[i, j]) else float(rdp.order[i, j])
     value = INF if spend.unbounded else float(rdp.epsilon[i, j])
-    figure = Figure("rdp", value, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"], order=order)
+    figure = Figure("rdp", value, delta, True, case, THEOREMS["rdp"],
+                    CONVERSIONS["rdp" if case == "declared" else "rdp-filter"], order=order)
     pld = rdp.pld.get((i, j))
     if pld is None:
         note = ("not valid here: " + CASES["adaptive"] if case == "adaptive" else
