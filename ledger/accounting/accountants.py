@@ -28,7 +28,9 @@ Accountants, all pure functions of the releases:
 - `rdp`: the curves summed on a fixed grid of orders and converted by Canonne,
   Kamath and Steinke (2020), Proposition 12 (= Asoodeh et al. 2021 / the
   conversion dp_accounting uses), taking the best order; also the zCDP bound
-  of the summed rho upper curves at the continuous best order (CKS 2020);
+  of the summed rho upper curves at the continuous best order (CKS 2020). In the
+  adaptive case the order cannot be chosen after the outputs: the figure is the
+  Rényi filter's (`rdp_filter_figure`, below), the one a cap is decided by;
 - `pld`: dp_accounting's PLD accountant, pessimistic discretisation (never
   below the true curve), identical events composed by self-composition.
 
