@@ -112,3 +112,31 @@ def test_tier_2_names_the_conversion(url, tmp_path):
     loss = yaml.safe_load(out.read_text(encoding="utf-8"))["deployment"]["privacy_loss"]
     assert set(loss["privacy_parameters"]) == {"rho", "epsilon", "delta"}
     assert "Canonne-Kamath-Steinke" in loss["privacy_parameters_details"]
+
+
+def test_the_record_states_the_figures_subset_and_table_print(tmp_path):
+    """The same answer to the same question: the registry's epsilon at the dataset's delta on the
+    protected variables is the one `subset` prints for them, and each variable's the one the
+    total row of `table` prints (the smallest valid figure). A pure release and Gaussians: the
+    Rényi accountant beats basic composition (pure + zCDP converted); the record gave the basic
+    2.26 where `table` printed 2.1643 (found by a steward's trial)."""
+    url = f"sqlite:///{tmp_path / 'lfs.db'}"
+    book = ledger.open(url, actor="tester")
+    book.add_dataset({"dataset": "lfs", "delta": "1e-6", "variables": [{"name": "wage"}, {"name": "hours"}]})
+    book.record({"dataset": "lfs", "releases": [
+        {"id": "w", "reads": ["wage"], "mechanism": {"name": "laplace", "epsilon": "0.6"}},
+        *({"id": f"g{k}", "reads": ["wage", "hours"], "mechanism": {"name": "gaussian", "sigma": 8, "sensitivity": 1}}
+          for k in range(8))]})
+    out = tmp_path / "record.yaml"
+    assert cli_main(url, "export", "registry", "--tier", "2", "--out", out).code == 0
+    loss = yaml.safe_load(out.read_text(encoding="utf-8"))["deployment"]["privacy_loss"]
+    shown = cli_main(url, "subset", "wage", "hours", "--json").json()
+    assert shown["accountant"] != "basic" and shown["epsilon"] < shown["accountants"]["basic"]["epsilon"]
+    assert loss["privacy_parameters"]["epsilon"] == pytest.approx(shown["epsilon"], rel=1e-12)
+    assert loss["privacy_parameters"]["epsilon"] >= shown["epsilon"]  # never below (rounded up)
+    assert f"the {shown['accountant']} accountant's figure" in loss["privacy_parameters_details"]
+    for name in ("wage", "hours"):  # the total row of `table` is `subset` of the one variable (tests elsewhere)
+        one = cli_main(url, "subset", name, "--json").json()["epsilon"]
+        line = next(l for l in loss["privacy_parameters_details"].splitlines() if l.strip().startswith(f"- {name}:"))
+        printed = float(line.split("epsilon ")[1].split()[0].rstrip(";"))
+        assert printed == pytest.approx(one, abs=1e-4) and printed >= one - 1e-12

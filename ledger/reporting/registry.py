@@ -91,7 +91,7 @@ def registry_record(snapshot: LedgerSnapshot, dataset: Dataset, caps: Sequence[C
     }
     deployment = record["deployment"]
     if tier >= 2:
-        variant, parameters, details = _variant(spend, delta, protected)
+        variant, parameters, details = _variant(spend, delta, protected, _smallest(index, protected, delta, spend))
         deployment["dp_variant"] = {"variant_name": variant}
         deployment["privacy_loss"] = {
             "privacy_unit": unit.get("privacy_unit") or _todo("the privacy unit (declare `privacy_unit` in the "
@@ -136,8 +136,25 @@ def at_delta_default():
     return DEFAULT_DELTA
 
 
-def _variant(spend, delta, protected) -> tuple[str, dict, str]:
-    """The DP variant and the parameters of the protected variables' total."""
+def _smallest(index, subset, delta, spend):
+    """The smallest valid figure on `subset` at `delta` (accountants.best over the basic, Rényi
+    and PLD accountants, as `subset` and `table` print it; DESIGN 2.10), or None where the
+    basic figure is pure or unbounded (a pure statement holds at delta 0: it is kept)."""
+    if spend is None or spend.is_zero or spend.unbounded or spend.is_pure:
+        return None
+    from ..accounting import accountants
+
+    return accountants.best(accountants.subset_figures(index, subset, delta, spend, invalid_pld=False))
+
+
+def _figure_source(figure) -> str:
+    return f"the {figure.accountant} accountant's figure ({figure.theorem}; {figure.conversion})" \
+        if figure.accountant != "basic" else ""
+
+
+def _variant(spend, delta, protected, smallest=None) -> tuple[str, dict, str]:
+    """The DP variant and the parameters of the protected variables' total: the epsilon at a
+    delta is the smallest valid figure (`smallest`), as `subset` prints it for that subset."""
     if spend is None or spend.is_zero:
         return "Pure DP", {"epsilon": 0}, "No release charges the protected variables.\n"
     if spend.unbounded:
@@ -148,16 +165,20 @@ def _variant(spend, delta, protected) -> tuple[str, dict, str]:
                 f"- epsilon = {format_number(spend.pure)} on {on}: pure epsilon, summed over every release "
                 "(Tan, Prop 3.4).\n")
     epsilon = spend.epsilon(delta)
+    source = ""
+    if smallest is not None and smallest.accountant != "basic" and float(smallest.epsilon) < float(epsilon):
+        epsilon, source = smallest.epsilon, _figure_source(smallest)
     rho = spend.zcdp_rho()
     if rho is not None:
+        how = (f"the smallest valid figure, {source}" if source else f"converted by the {CONVERSION_NAME}")
         return ("Zero-concentrated DP", {"rho": _safe(rho), "epsilon": _safe(epsilon), "delta": _safe(delta)},
                 f"- rho = {format_number(rho)} (zCDP) on {on}: rho summed over every release, pure releases "
                 "entered as epsilon^2/2 (Bun and Steinke 2016, Lemma 2.3 and Prop 3.3).\n"
-                f"- epsilon = {format_number(epsilon)} at delta = {format_delta(delta)}, converted by the "
-                f"{CONVERSION_NAME}.\n")
+                f"- epsilon = {format_number(epsilon)} at delta = {format_delta(delta)}, {how}.\n")
+    how = (f"the smallest valid figure, {source}" if source else
+           f"basic composition (Dwork and Roth 2014, Theorem 3.16), zCDP parts converted by the {CONVERSION_NAME}")
     return ("Approximate DP", {"epsilon": _safe(epsilon), "delta": _safe(delta)},
-            f"- epsilon = {format_number(epsilon)} at delta = {format_delta(delta)} on {on}: basic composition "
-            f"(Dwork and Roth 2014, Theorem 3.16), zCDP parts converted by the {CONVERSION_NAME}.\n")
+            f"- epsilon = {format_number(epsilon)} at delta = {format_delta(delta)} on {on}: {how}.\n")
 
 
 def _per_variable(index, dataset: Dataset, delta) -> str:
@@ -167,7 +188,9 @@ def _per_variable(index, dataset: Dataset, delta) -> str:
         if spend.unbounded:
             lines.append(f"  - {name}: ∞ (released exactly, not protected)")
             continue
-        text = f"  - {name}: epsilon {format_number(spend.epsilon(delta))}"
+        smallest = _smallest(index, [name], delta, spend)  # as the total row of `table` prints it
+        epsilon = spend.epsilon(delta) if smallest is None else min(float(spend.epsilon(delta)), float(smallest.epsilon))
+        text = f"  - {name}: epsilon {format_number(epsilon)}"
         if not spend.is_pure:
             text += f" at delta {format_delta(delta)}"
             rho = spend.zcdp_rho()
