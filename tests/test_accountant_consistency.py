@@ -579,5 +579,7 @@ def test_no_subset_figure_is_below_the_figure_its_cap_is_held_to(ledger, adaptiv
     index = LedgerIndex(VARIABLES, releases, ledger.families)
     basic = index.subset_cost(frozenset(subset), at_delta(delta)).spend
     shown = accountants.best(accountants.subset_figures(index, subset, delta, basic))
-    assert float(decided.value) <= float(shown.epsilon), (decided, shown)
+    # (the two sum the same curves in another order: equal but for float error, within the
+    # relative margin every Rényi figure is rounded up by, accountants._MARGIN)
+    assert float(decided.value) <= float(shown.epsilon) * (1 + accountants._MARGIN), (decided, shown)
     assert float(shown.epsilon) <= float(decided.value) * (1 + accountants.PURE_PREFERENCE) + 1e-12, (decided, shown)

@@ -65,3 +65,37 @@ def test_text_figures_round_up_and_headroom_down(value):
     assert exact == value and up >= value
     exact, down = _stated(format_number(value, down=True))
     assert exact == value and down <= value
+
+
+def test_a_floats_value_is_shown_as_a_float_and_has_no_exact_form():
+    """A subsampled Laplace's amplified epsilon, log(1 + beta (e^eps - 1)), is irrational: the
+    ledger keeps the float bound's exact value, 357056814764685/2251799813685248, which was
+    printed as that fraction and given as `epsilon_exact` as if it were an exact input (found by
+    a steward's trial). Shown as a float is, rounded up (down for a headroom), with no exact form."""
+    from ledger.core.numbers import figure_fields, format_exact, format_number, from_float
+
+    amplified = Fraction(357056814764685, 2251799813685248)
+    assert from_float(amplified) and Fraction(0.15856) != amplified
+    assert format_number(amplified) == "0.1586" and format_number(amplified, down=True) == "0.1585"
+    assert format_exact(amplified) == "0.16"
+    assert figure_fields("epsilon", amplified) == {"epsilon": to_json(amplified), "epsilon_exact": None}
+    assert Fraction(repr(to_json(amplified))) >= amplified
+    assert not from_float(Fraction(1, 2**20)) and not from_float(Fraction(3, 10**12))
+    assert figure_fields("epsilon", Fraction(1, 1024))["epsilon_exact"] == "1/1024"
+
+
+@given(st.integers(1, 10**12), st.integers(0, 12))
+def test_an_exact_decimal_is_shown_whole_where_shorter_than_its_fraction(numerator, places):
+    """`1410673597/1000000000 (≈ 1.4106)` is 1.410673597; a decimal longer than its fraction
+    (1/1024 = 0.0009765625) keeps the fraction; every text states the value exactly or bounds it."""
+    from ledger.core.numbers import format_number
+
+    from decimal import Decimal
+
+    value = Fraction(numerator, 10**places)
+    text = format_number(value)
+    decimal = format(Decimal(numerator).scaleb(-places).normalize(), "f")  # the exact decimal, shortest
+    if value.denominator > 1 and len(decimal) < min(len(str(value)), 20) and "e" not in text:  # (1e-7: shorter)
+        assert text == decimal
+    if "/" not in text and "≈" not in text and "e" not in text:
+        assert Fraction(text) == value

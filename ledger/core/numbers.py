@@ -149,16 +149,32 @@ def is_infinite(value: Number) -> bool:
     return isinstance(value, float) and math.isinf(value)
 
 
+FLOAT_DENOMINATOR = 2**32  # a fraction over a larger power of two is a float's value (module docstring)
+
+
+def from_float(value: Number) -> bool:
+    """A Fraction that is a float's exact value (a power of two past 2**32 below it): a bound
+    computed in floating point and stored exactly, an irrational figure rounded (a subsampled
+    mechanism's amplified epsilon), not an exact input. It is shown as a float is."""
+    return (isinstance(value, Fraction) and value.denominator > FLOAT_DENOMINATOR
+            and value.denominator & (value.denominator - 1) == 0)
+
+
 def format_number(value: Number, places: int = 4, *, down: bool = False) -> str:
-    """Plain-text display: exact integers and short fractions as they are, others rounded
-    up (a bound), or down with `down=True` (a headroom).
+    """Plain-text display: exact integers and short fractions as they are, an exact decimal
+    whole where it is shorter than its fraction, others rounded up (a bound), or down with
+    `down=True` (a headroom).
 
     >>> format_number(Fraction(2)), format_number(Fraction(1, 10)), format_number(INF)
     ('2', '0.1', '∞')
+    >>> format_number(Fraction(1410673597, 10**9)), format_number(Fraction(1, 3))
+    ('1.410673597', '1/3 (≈ 0.3334)')
     """
     if is_infinite(value):
         return "∞" if value > 0 else "-∞"
     rounding = ROUND_FLOOR if down else ROUND_CEILING
+    if from_float(value):
+        return _trim_text(approximate(value, places, rounding))
     if isinstance(value, Fraction):
         if value.denominator == 1:
             return str(value.numerator)
@@ -167,6 +183,8 @@ def format_number(value: Number, places: int = 4, *, down: bool = False) -> str:
             return decimal
         if decimal is not None and _short_scientific(value) is not None:
             return _short_scientific(value)  # 1e-10: exact, and short
+        if decimal is not None and len(decimal) < min(len(str(value)), 20):
+            return decimal  # 1.410673597, not 1410673597/1000000000 (a long one is rounded, below)
         return f"{value.numerator}/{value.denominator} (≈ {_trim_text(approximate(value, places, rounding))})"
     return _trim_text(approximate(value, places, rounding))
 
@@ -177,6 +195,8 @@ def format_exact(value: Number, places: int = 2, *, down: bool = False) -> str:
     if is_infinite(value):
         return "∞"
     rounding = ROUND_FLOOR if down else ROUND_CEILING
+    if from_float(value):
+        return approximate(value, places, rounding)
     if isinstance(value, Fraction):
         if value.denominator == 1:
             return str(value.numerator)
@@ -295,6 +315,8 @@ def fraction_text(value: Number | None) -> str | None:
         return None
     if is_infinite(value):
         return "inf" if value > 0 else "-inf"
+    if from_float(value):
+        return None  # a float's value: a rounded irrational figure, not an exact one
     if isinstance(value, Fraction):
         return str(value)
     if isinstance(value, int):
