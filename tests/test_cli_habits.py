@@ -147,3 +147,17 @@ def test_did_you_mean_in_release_files(url, tmp_path):
     plan.write_text("dataset: graduate\nreleases:\n  - {id: t, reads: [income], mechanism: {name: laplace, "
                     "epsilon: 1}}\n", encoding="utf-8")
     assert "did you mean 'graduates'" in cli_main(url, "record", plan).err
+
+
+@pytest.mark.parametrize("args", [("demo",), ("demo", "--example", "graduates"), ("dataset", "add", "DATASET")])
+def test_a_refused_name_creates_no_ledger(tmp_path, monkeypatch, args):
+    """An empty LEDGER_USER is bad input (exit 2, "nothing was written"): the commands that
+    create a ledger refuse it before the ledger file exists (the demo made ledger.db first)."""
+    dataset = tmp_path / "d.yaml"
+    dataset.write_text("dataset: d\nvariables: [{name: a}]\n")
+    monkeypatch.setenv("LEDGER_USER", "")
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "new.db"
+    result = cli_main(f"sqlite:///{path}", *[str(dataset) if a == "DATASET" else a for a in args])
+    assert result.code == 2 and "LEDGER_USER" in result.err and "nothing was written" in result.err
+    assert not path.exists() and not (tmp_path / "ledger-demo.html").exists()

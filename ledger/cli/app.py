@@ -304,7 +304,8 @@ def dataset_add(
     """Add a dataset, its variables, groups and caps."""
     document, errors = read_document(file)
     dataset, caps = dataset_and_caps(document, errors)
-    if not operations.add_dataset(_engine(create=True), dataset, caps, _actor(by), str(file),
+    actor = _actor(by)  # a bad name refused before the ledger is created (nothing written)
+    if not operations.add_dataset(_engine(create=True), dataset, caps, actor, str(file),
                                   operations.declared_privacy_unit(document)):
         if as_json:
             typer.echo(cli_json.dumps({"ok": True, "dataset": dataset.name, "added": False}))
@@ -826,8 +827,9 @@ def demo(
     """Tan's Example 3.6 in the selected ledger: Table 1, printed and written as HTML."""
     from .demo import run_demo, run_graduates_demo
 
+    actor = _actor(None)  # a bad name refused before the ledger is created (nothing written)
     if example == "graduates":
-        text = run_graduates_demo(_engine(create=True), actor=_actor(None), seed=seed)
+        text = run_graduates_demo(_engine(create=True), actor=actor, seed=seed)
     elif example != "census":
         raise fail("command line", "--example", f"must be census or graduates{choices.did_you_mean(example, ['census', 'graduates'])}, "
                                                 f"found {example!r}")
@@ -835,7 +837,7 @@ def demo(
         from .outputs import output_target
 
         output_target(out, state.url)
-        text = run_demo(_engine(create=True), out, actor=_actor(None))
+        text = run_demo(_engine(create=True), out, actor=actor)
     if as_json:
         typer.echo(cli_json.dumps({"ok": True, "example": example, "text": text,
                                    "html": str(out) if example == "census" else None}))
