@@ -161,3 +161,37 @@ def test_a_refused_name_creates_no_ledger(tmp_path, monkeypatch, args):
     result = cli_main(f"sqlite:///{path}", *[str(dataset) if a == "DATASET" else a for a in args])
     assert result.code == 2 and "LEDGER_USER" in result.err and "nothing was written" in result.err
     assert not path.exists() and not (tmp_path / "ledger-demo.html").exists()
+
+
+def test_every_command_that_changes_the_ledger_answers_in_json(url, tmp_path):
+    """README: every command takes --json. The stewardship commands answered only in text
+    (found by a steward's trial); each now prints one JSON document with "ok": true and what it
+    did, and writes what the text form writes."""
+    def json_of(*args):
+        run = cli_main(url, *args, "--json")
+        assert run.code == 0, run.err
+        body = json.loads(run.out)
+        assert body["ok"] is True
+        return body
+
+    granted = json_of("role", "grant", "carol", "approver")
+    assert (granted["person"], granted["role"], granted["granted"], granted["changed"]) == ("carol", "approver", True, True)
+    assert json_of("role", "grant", "carol", "approver")["changed"] is False
+    assert json_of("role", "revoke", "carol", "approver")["granted"] is False
+    added = json_of("dataset", "add-variable", "tenure", "--classification", "sensitive")
+    assert added["applied"] == 1 and added["dry_run"] is False and added["changes"][0]["kind"] == "variable.added"
+    assert json_of("dataset", "describe", "tenure", "years in the job")["applied"] == 1
+    assert json_of("dataset", "add-categories", "tenure", "short", "long")["applied"] == 1
+    assert json_of("dataset", "reclassify", "tenure", "public", "--reason", "published by law")["applied"] == 1
+    assert json_of("group", "set", "work", "tenure")["applied"] == 1
+    assert json_of("group", "remove", "work")["applied"] == 1
+    assert json_of("audit", "retotal")["differed"] == []
+    keys = json_of("audit", "keygen", "--out", tmp_path / "board")
+    assert keys["public_key"] == str(tmp_path / "board") + ".pub"
+    head = json_of("audit", "checkpoint", "--key", tmp_path / "board", "--out", tmp_path / "cp.json")
+    assert head["checkpoint"] == str(tmp_path / "cp.json") and head["seq"] == head["events"] > 0
+    plan = json_of("dataset", "amend", EXAMPLES / "graduates.dataset.yaml", "--dry-run")
+    assert plan["dry_run"] is True and plan["applied"] == 0 and plan["changes"]  # tenure would be removed
+    assert cli_main(url, "cap", "set", "income", "--name", "income-cap", "--epsilon", "5").code == 0
+    removed = json_of("cap", "remove", "income-cap", "--reason", "not needed")
+    assert removed["applied"] >= 1 and removed["changes"][0]["kind"] == "cap.removed"

@@ -905,20 +905,20 @@ def audit_verify(
 @role_app.command("grant")
 def role_grant(person: Annotated[str, typer.Argument(help="The person.")],
                role: Annotated[str, typer.Argument(help="admin, steward, approver or auditor.")],
-               by: AsOption = None) -> None:
+               by: AsOption = None, as_json: JsonOption = False) -> None:
     """Grant a role (admins only; an audit event)."""
-    _change_role(person, role, True, by)
+    _change_role(person, role, True, by, as_json)
 
 
 @role_app.command("revoke")
 def role_revoke(person: Annotated[str, typer.Argument(help="The person.")],
                 role: Annotated[str, typer.Argument(help="admin, steward, approver or auditor.")],
-                by: AsOption = None) -> None:
+                by: AsOption = None, as_json: JsonOption = False) -> None:
     """Revoke a role (admins only; an audit event). The last admin stays admin."""
-    _change_role(person, role, False, by)
+    _change_role(person, role, False, by, as_json)
 
 
-def _change_role(person: str, role: str, granted: bool, by: str | None) -> None:
+def _change_role(person: str, role: str, granted: bool, by: str | None, as_json: bool = False) -> None:
     person = people.check_person(person, "PERSON")
     role = people.check_role(role)
     actor = _actor(by)
@@ -926,6 +926,10 @@ def _change_role(person: str, role: str, granted: bool, by: str | None) -> None:
         people.require(session, actor, "change roles")
         held = store.roles(session)
         if granted and role in held.get(person, frozenset()):
+            if as_json:
+                typer.echo(cli_json.dumps({"ok": True, "person": person, "role": role, "granted": True,
+                                           "changed": False}))
+                return
             typer.echo(f"{person} already holds the {role} role; nothing written")
             return
         if not granted:
@@ -937,6 +941,9 @@ def _change_role(person: str, role: str, granted: bool, by: str | None) -> None:
                 raise fail("command line", "ROLE", f"{person!r} is the ledger's only admin; grant admin to "
                                                    "another person first")
         store.set_role(session, person, role, granted, actor)
+    if as_json:
+        typer.echo(cli_json.dumps({"ok": True, "person": person, "role": role, "granted": granted, "changed": True}))
+        return
     typer.echo(f"{'granted' if granted else 'revoked'}: {person} {role}")
 
 

@@ -42,6 +42,17 @@ group_app = typer.Typer(no_args_is_help=True, help="Named groups of variables.")
 
 ByOption = Annotated[Optional[str], typer.Option("--by", help="Who does it (default: $LEDGER_USER or login).")]
 DatasetOption = Annotated[Optional[str], typer.Option("--dataset", "-d", help="Dataset (default: the only one).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def _say(as_json: bool, text: str, **body) -> None:
+    """The command's answer: its text, or with --json the JSON document {"ok": true, ...}."""
+    if as_json:
+        from . import json_output as cli_json
+
+        typer.echo(cli_json.dumps({"ok": True, **body}))
+    else:
+        typer.echo(text)
 
 
 def _reason(reason: str | None, required: bool = False) -> str | None:
@@ -62,9 +73,12 @@ Change = Callable[[Dataset, list[Cap]], tuple[Dataset, list[Cap] | None]]
 
 
 def apply_change(dataset: str | None, change: Change, *, source: str, actor: str, reason: str | None,
-                 dry_run: bool = False) -> list[amend.Amendment]:
+                 dry_run: bool = False, as_json: bool = False) -> list[amend.Amendment]:
     """Plan the amendments a change implies, print them, and (unless dry_run) write them
-    with their audit events in one transaction."""
+    with their audit events in one transaction. With `as_json`, one JSON document: the
+    dataset, each change's kind and summary, whether it was a dry run and how many were applied."""
+    lines: list[str] = []
+    say = lines.append if as_json else typer.echo
     engine = open_engine()
     with (Session(engine) if dry_run else store.write_session(engine)) as session:
         context = store.write_context(session)
@@ -82,14 +96,21 @@ def apply_change(dataset: str | None, change: Change, *, source: str, actor: str
             raise InputErrors(errors)
         final_caps = {c.name: c for c in (wanted_caps if wanted_caps is not None else caps)}
         amendments += amend.caps_follow(amendments, list(final_caps.values()))
+        def answer(applied: int) -> None:
+            if as_json:
+                _say(True, "", dataset=chosen.name, dry_run=dry_run, applied=applied,
+                     changes=[{"kind": a.kind, "summary": a.summary} for a in amendments])
+
         if not amendments:
-            typer.echo(f"dataset {chosen.name}: nothing to change")
+            say(f"dataset {chosen.name}: nothing to change")
+            answer(0)
             return []
-        typer.echo(f"dataset {chosen.name}: {len(amendments)} change{'s' if len(amendments) != 1 else ''}"
-                   + (" (dry run: nothing written)" if dry_run else ""))
+        say(f"dataset {chosen.name}: {len(amendments)} change{'s' if len(amendments) != 1 else ''}"
+            + (" (dry run: nothing written)" if dry_run else ""))
         for amendment in amendments:
-            typer.echo(f"  {amendment.kind:26} {amendment.summary}")
+            say(f"  {amendment.kind:26} {amendment.summary}")
         if dry_run:
+            answer(0)
             return amendments
         for amendment in amendments:
             if amendment.kind == "cap.set":
@@ -98,7 +119,8 @@ def apply_change(dataset: str | None, change: Change, *, source: str, actor: str
                 store.remove_cap(session, chosen.name, amendment.subject.split("/", 1)[1], actor, reason)
             else:
                 store.amend_dataset(session, amendment.dataset, actor, amendment.kind, amendment.change)
-    typer.echo(f"applied {len(amendments)} change{'s' if len(amendments) != 1 else ''}, each an audit event")
+    say(f"applied {len(amendments)} change{'s' if len(amendments) != 1 else ''}, each an audit event")
+    answer(len(amendments))
     return amendments
 
 
@@ -107,6 +129,7 @@ def dataset_amend(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the changes; write nothing.")] = False,
     reason: Annotated[Optional[str], typer.Option(help="Why (required when a variable is reclassified).")] = None,
     by: ByOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Apply a changed dataset file as audited changes: variables, categories, descriptions,
     classifications, groups and (when the file has `caps`) caps. Printed first."""
@@ -122,7 +145,7 @@ def dataset_amend(
         if errors:
             raise InputErrors(errors)
     apply_change(wanted.name, lambda _old, _caps: (wanted, wanted_caps), source=str(file),
-                 actor=acting_person(by), reason=_reason(reason), dry_run=dry_run)
+                 actor=acting_person(by), reason=_reason(reason), dry_run=dry_run, as_json=as_json)
 
 
 def _variable(chosen: Dataset, name: str, argument: str = "VARIABLE") -> Variable:
@@ -152,6 +175,7 @@ def dataset_add_variable(
                                                           "(repeat for each).")] = None,
     dataset: DatasetOption = None,
     by: ByOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Add a variable to a recorded dataset (an audit event)."""
     if not name.strip():
@@ -167,7 +191,7 @@ def dataset_add_variable(
         variable = Variable(name, classification.strip(), description, tuple(category) if category else None)
         return replace(chosen, variables=chosen.variables + (variable,)), None
 
-    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None)
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None, as_json=as_json)
 
 
 def dataset_add_categories(
@@ -175,6 +199,7 @@ def dataset_add_categories(
     categories: Annotated[list[str], typer.Argument(help="Categories to add.")],
     dataset: DatasetOption = None,
     by: ByOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Declare more public categories of a variable (categories are never removed)."""
     def change(chosen: Dataset, caps):
@@ -182,7 +207,7 @@ def dataset_add_categories(
         merged = tuple(old.categories or ()) + tuple(c for c in categories if c not in (old.categories or ()))
         return _changed_variable(variable, categories=merged)(chosen, caps)
 
-    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None)
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None, as_json=as_json)
 
 
 def dataset_describe(
@@ -190,10 +215,11 @@ def dataset_describe(
     description: Annotated[str, typer.Argument(help="Its new description.")],
     dataset: DatasetOption = None,
     by: ByOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Change a variable's description."""
     apply_change(dataset, _changed_variable(variable, description=description), source="command line",
-                 actor=acting_person(by), reason=None)
+                 actor=acting_person(by), reason=None, as_json=as_json)
 
 
 def dataset_reclassify(
@@ -203,13 +229,14 @@ def dataset_reclassify(
     reason: Annotated[Optional[str], typer.Option(help="Why (required).")] = None,
     dataset: DatasetOption = None,
     by: ByOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Reclassify a variable, with a reason (an audit event)."""
     why = _reason(reason, required=True)
     if not classification.strip():
         raise fail("command line", "CLASSIFICATION", "empty")
     apply_change(dataset, _changed_variable(variable, classification=classification.strip()),
-                 source="command line", actor=acting_person(by), reason=why)
+                 source="command line", actor=acting_person(by), reason=why, as_json=as_json)
 
 
 @group_app.command("set")
@@ -218,6 +245,7 @@ def group_set(
     variables: Annotated[list[str], typer.Argument(help="Its variables.")],
     dataset: DatasetOption = None,
     by: ByOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Add or change a named group of variables."""
     def change(chosen: Dataset, _caps):
@@ -230,7 +258,7 @@ def group_set(
         groups = tuple((g, m) for g, m in chosen.groups if g != name) + ((name, frozenset(variables)),)
         return replace(chosen, groups=groups), None
 
-    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None)
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None, as_json=as_json)
 
 
 @group_app.command("remove")
@@ -238,6 +266,7 @@ def group_remove(
     name: Annotated[str, typer.Argument(help="The group's name.")],
     dataset: DatasetOption = None,
     by: ByOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Remove a named group (caps set on it keep their variables)."""
     def change(chosen: Dataset, _caps):
@@ -247,7 +276,7 @@ def group_remove(
             raise fail("command line", "NAME", f"no group {name!r} in dataset {chosen.name!r}")
         return replace(chosen, groups=tuple((g, m) for g, m in chosen.groups if g != name)), None
 
-    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None)
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None, as_json=as_json)
 
 
 def cap_remove(
@@ -255,6 +284,7 @@ def cap_remove(
     reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
     dataset: DatasetOption = None,
     by: ByOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Remove a cap; the audit chain and the report keep every value it had."""
     why = _reason(reason)
@@ -265,7 +295,7 @@ def cap_remove(
                                                f"{', '.join(c.name for c in caps) or 'none'})")
         return chosen, [c for c in caps if c.name != name]
 
-    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=why)
+    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=why, as_json=as_json)
 
 
 # --------------------------------------------------------------------------
@@ -275,6 +305,7 @@ def cap_remove(
 
 def audit_keygen(
     out: Annotated[Path, typer.Option("--out", help="The private key file; the public key goes to OUT.pub.")],
+    as_json: JsonOption = False,
 ) -> None:
     """Make an Ed25519 key pair for signing checkpoints: OUT (private, PEM) and OUT.pub."""
     public_path = Path(str(out) + ".pub")
@@ -288,12 +319,14 @@ def audit_keygen(
     with os.fdopen(descriptor, "wb") as handle:
         handle.write(private)
     public_path.write_bytes(public)
-    typer.echo(f"wrote the private key to {out} (keep it secret) and the public key to {public_path}")
+    _say(as_json, f"wrote the private key to {out} (keep it secret) and the public key to {public_path}",
+         private_key=str(out), public_key=str(public_path))
 
 
 def audit_checkpoint(
     key: Annotated[Path, typer.Option("--key", help="The Ed25519 private key (PEM), from `audit keygen`.")],
     out: Annotated[Path, typer.Option("--out", help="The checkpoint file to write.")],
+    as_json: JsonOption = False,
 ) -> None:
     """Sign the current head of the audit chain (seq, hash, time, event count) and write it to OUT."""
     from .report import write_atomically, writable_target
@@ -305,8 +338,8 @@ def audit_checkpoint(
     head = checkpoint.Head(found.seq, found.hash, found.at, found.events)
     document = checkpoint.sign(head, private, store.now().isoformat())
     write_atomically(target, (canonical_json(document) + "\n").encode())
-    typer.echo(f"checkpoint of event {head.seq} ({head.events} events), head {head.hash}, signed, "
-               f"written to {target}")
+    _say(as_json, f"checkpoint of event {head.seq} ({head.events} events), head {head.hash}, signed, "
+                  f"written to {target}", checkpoint=str(target), seq=head.seq, events=head.events, hash=head.hash)
 
 
 def read_checkpoint(path: Path, public_key: Path) -> checkpoint.Head:
@@ -322,7 +355,7 @@ def check_checkpoint(session: Session, head: checkpoint.Head) -> str | None:
                               store.chain_head(session).events)
 
 
-def audit_retotal(by: ByOption = None) -> None:
+def audit_retotal(by: ByOption = None, as_json: JsonOption = False) -> None:
     """Recompute every cap's running total from the releases (after `audit verify` found
     them wrong, or a decision refused stale totals), as an audit event."""
     actor = acting_person(by)
@@ -342,7 +375,8 @@ def audit_retotal(by: ByOption = None) -> None:
             changed += [f"{dataset}/{name}" for name in differ]
         store.append_event(session, kind="ledger.retotalled", subject="cap totals", actor=actor,
                            payload={"changed": changed})
-    typer.echo(f"running totals recomputed; {len(changed)} differed" + (f": {', '.join(changed)}" if changed else ""))
+    _say(as_json, f"running totals recomputed; {len(changed)} differed" + (f": {', '.join(changed)}" if changed else ""),
+         differed=changed)
 
 
 def _errors(*errors: LedgerError) -> InputErrors:
