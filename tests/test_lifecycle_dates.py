@@ -214,6 +214,8 @@ def test_subset_table_and_cap_list_as_of_a_date(history, when, expected):
     (cap,) = history.ok("cap", "list", "--as-of", when, "--json").json()
     assert F(cap["current"]).limit_denominator(1000) == expected
     assert F(cap["headroom"]).limit_denominator(1000) == 2 - expected
+    (pair,) = history.ok("pairs", "--as-of", when, "--json").json()  # {income, region}: region unread
+    assert (pair["subset"], F(pair["epsilon"]).limit_denominator(1000)) == (["income", "region"], expected)
 
 
 def test_as_of_now_is_the_ledger_as_it_stands(history):

@@ -778,7 +778,7 @@ def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
               "--accountant", help="basic, rdp or pld: show this accountant's figure (default: the smallest "
                                    "valid one, as `subset A B` prints it, with at most 16 PLD "
                                    "compositions; pld composes every pair's, one per distinct pair)."
-          )] = None) -> None:
+          )] = None, as_of: AsOfOption = None) -> None:
     """The privacy loss on every pair of variables: the smallest valid figure of the basic, Rényi
     and (plans declared in advance) PLD accountants, as `subset A B` prints it."""
     from ..reporting.accountant_views import pair_accountants
@@ -786,8 +786,10 @@ def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
 
     if accountant is not None and accountant not in ACCOUNTANTS:
         raise fail("command line", "--accountant", f"must be basic, rdp or pld, found {accountant!r}")
-    # the accounting rows, with the accountants' events and lifecycle moments (issue 13, schema 6)
-    chosen, index = _indexed(dataset)
+    when = parse_date(as_of, "--as-of")
+    # the accounting rows, with the accountants' events and lifecycle moments (issue 13, schema 6);
+    # with --as-of, the releases charged then, each with the status it had then (store/as_of.py)
+    chosen, index = _indexed(dataset, when=when)
     chosen_delta = _delta(delta, chosen)
     result = pair_accountants(index, chosen_delta, accountant)
     if as_json:
