@@ -348,3 +348,20 @@ def test_the_two_halves_of_a_key_pair_handed_the_wrong_way_round(ledger, tmp_pat
     assert verify.code == 2 and verify.errors == [
         f"error: {key}: key: this is a private key: --public-key takes the .pub file `audit keygen` wrote beside "
         "it (keep the private key with whoever signs checkpoints)"]
+
+
+def test_a_cap_on_a_group_written_as_its_subset_says_how_to_write_it(tmp_path):
+    """`subset: work`, where work is a group of the file: the schema refuses the text (a subset is
+    all, protected or a list) and the message says how a cap on a group is written; nothing is
+    written. (found by the steward's trial; the list form already said so)"""
+    dataset = tmp_path / "d.yaml"
+    dataset.write_text("dataset: lfs\nvariables: [{name: wage}, {name: hours}]\ngroups:\n  work: [wage, hours]\n"
+                       "caps:\n  - {subset: work, epsilon: 2}\n")
+    path = tmp_path / "l.db"
+    run = cli_main(f"sqlite:///{path}", "dataset", "add", dataset)
+    assert run.code == 2 and not path.exists()
+    assert run.errors == [f"error: {dataset}:6: caps[0].subset: must be one of all, protected or a list ([a, b]); "
+                          "found the text 'work': 'work' is a group; a cap on a group is written {name: work, ...} "
+                          "without `subset`"]
+    dataset.write_text(dataset.read_text().replace("{subset: work, epsilon: 2}", "{subset: wrk, epsilon: 2}"))
+    assert "is a group" not in cli_main(f"sqlite:///{path}", "dataset", "add", dataset).err

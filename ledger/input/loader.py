@@ -318,7 +318,7 @@ def validate(document: Document, schema_name: str) -> list[LedgerError]:
     for error in sorted(_validator(schema_name).iter_errors(document.data),
                         key=lambda e: list(map(str, e.absolute_path))):
         at = tuple(error.absolute_path)
-        message = _schema_message(error)
+        message = _schema_message(error) + _group_cap_hint(document, at, error.instance)
         shown = repr(error.instance)
         if len(shown) > EXCERPT_CHARS and shown in message:  # never echo more than an excerpt of the file
             message = message.replace(shown, excerpt(str(error.instance)) if isinstance(error.instance, str)
@@ -359,6 +359,18 @@ def _expected(schema: dict) -> str:
     if kinds is not None:
         return " or ".join(_KINDS.get(kind, kind) for kind in ([kinds] if isinstance(kinds, str) else kinds))
     return "a valid value"
+
+
+def _group_cap_hint(document: Document, at: tuple, instance) -> str:
+    """A cap's `subset` given as one name that is a group of the file (`subset: work`): how a
+    cap on a group is written (the schema cannot know the file's groups)."""
+    if len(at) < 3 or at[-1] != "subset" or at[-3] != "caps" or not isinstance(instance, str):
+        return ""
+    groups = document.data.get("groups") if isinstance(document.data, Mapping) else None
+    if not isinstance(groups, Mapping) or instance not in groups:
+        return ""
+    return (f": {excerpt(instance)} is a group; a cap on a group is written {{name: {excerpt(instance)[1:-1]}, ...}} "
+            "without `subset`")
 
 
 def _schema_message(error: jsonschema.ValidationError) -> str:
