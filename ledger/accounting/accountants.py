@@ -588,13 +588,12 @@ def rdp_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
     no command shows a smaller Rényi figure than the one enforcement holds the subset to."""
     if comp.unbounded:
         return Figure("rdp", INF, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"])
-    if case == "adaptive":
-        approx_eps, approx_delta = comp.approx()
-        if float(delta - approx_delta) <= 0:
-            return Figure("rdp", INF, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp-filter"],
-                          note="the approximate releases' deltas exceed this delta")
+    if case == "adaptive":  # (∞ when the approximate releases' deltas use up this delta)
+        approx_delta = comp.approx()[1]
+        note = ("the approximate releases' deltas exceed this delta" if approx_delta >= delta else
+                "approximate guarantees by basic composition" if approx_delta else "")
         return Figure("rdp", rdp_filter_figure(comp, delta), delta, True, case, THEOREMS["rdp"],
-                      CONVERSIONS["rdp-filter"], note="approximate guarantees by basic composition" if approx_delta else "")
+                      CONVERSIONS["rdp-filter"], note=note)
     approx_eps, approx_delta = comp.approx()
     remaining = float(delta - approx_delta)
     if remaining <= 0:

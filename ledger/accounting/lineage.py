@@ -22,14 +22,9 @@ from ..core.records import CHARGED_STATUSES, Release, Status
 PUBLISHED_STATUSES = frozenset({Status.PUBLISHED, Status.RETRACTED})  # what was published stays published
 
 
-def cancel_blockers(release_id: str, releases: Iterable[Release]) -> list[str]:
-    """The charged releases deriving from `release_id`: while any exists it cannot be cancelled."""
-    return sorted(r.id for r in releases if release_id in r.derived_from and r.status in CHARGED_STATUSES)
-
-
-def cancel_blockers_of(release_id: str, deriving: Mapping[str, Status]) -> list[str]:
-    """`cancel_blockers` over the releases that name `release_id` (id -> status: what the store
-    reads of them, store.deriving_from): those charged block its cancellation."""
+def cancel_blockers(deriving: Mapping[str, Status]) -> list[str]:
+    """The charged releases among those deriving from a release (id -> status, as the store reads
+    them: store.deriving_from): while any exists it cannot be cancelled."""
     return sorted(rid for rid, status in deriving.items() if status in CHARGED_STATUSES)
 
 

@@ -111,12 +111,7 @@ def current_states(session: Session, dataset: str, caps) -> dict[str, dict]:
             stale.append(cap)
     if stale:  # from the accounting rows of the releases reading the caps' subsets (issue 13), not
         # from every decoded release: `state_from_index` gives `state_from_history`'s dict
-        from ..store import columns
-
-        light = store.write_context(session)
-        families = {fid: f for fid, f in light.families.items() if f.dataset == dataset}
-        index = columns.index_for(session, light.datasets[dataset].variable_names, dataset, families,
-                                  touching=set().union(*(cap.subset for cap in stale)))
+        index = store.caps_index(session, dataset, stale)
         for cap in stale:
             states[cap.name] = accountants.state_from_index(cap, index)
     return states

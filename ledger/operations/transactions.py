@@ -205,7 +205,7 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
         if isinstance(changed, str):
             raise fail(f"release {release_id}", "status", changed)
         if action == "cancel":  # the lineage rule (DESIGN 2.5), over the releases naming it, not every release
-            blockers = lineage.cancel_blockers_of(release_id, store.deriving_from(session, release_id))
+            blockers = lineage.cancel_blockers(store.deriving_from(session, release_id))
             if blockers:
                 raise fail(f"release {release_id}", "status",
                            f"cannot cancel release {release_id!r}: charged release(s) derive from it: "

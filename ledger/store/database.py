@@ -1175,10 +1175,7 @@ def set_cap(session: Session, cap: Cap, actor: str) -> None:
     bump_config(session)
     # from the accounting rows of the releases that read the cap's subset (the others cost 0
     # on it, Tan Prop 3.3), not by decoding the history (issue 13)
-    _flush(session)
-    families = {f.id: f for f in _families(session, cap.dataset)}
-    index = columns.index_for(session, dataset_variables(session, [cap.dataset])[cap.dataset], cap.dataset,
-                              families, touching=cap.subset)
+    index = caps_index(session, cap.dataset, [cap])
     save_totals(session, cap.dataset, {cap.name: total_from_index(cap, index)})
     if cap.delta is not None and cap.rho is None:  # the accountants' running state (issue 11), from the
         from ..accounting.accountants import state_from_index  # same rows: state_from_history's dict
