@@ -177,6 +177,52 @@ def test_help_and_version_import_no_database_library_and_no_report(tmp_path, arg
     assert out.strip()
 
 
+def _shape(command) -> dict:
+    """A click command as what a user can type and read: its options and arguments (names,
+    help, defaults), its help text, and the same for each subcommand."""
+    params = [(p.name, tuple(p.opts), tuple(p.secondary_opts), getattr(p, "help", None), repr(p.default),
+               p.required, p.nargs) for p in command.params]
+    subcommands = {name: _shape(sub) for name, sub in getattr(command, "commands", {}).items()}
+    return {"params": params, "help": command.help, "subcommands": subcommands}
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["--db", "sqlite:///x.db", "check", "plan.yaml"], "check"),
+    (["--db=sqlite:///x.db", "record", "--as", "ana", "plan.yaml"], "record"),
+    (["cap", "set", "--help"], "cap"),
+    (["audit", "verify"], "audit"),
+])
+def test_a_fresh_process_builds_only_the_command_it_runs_and_the_same_one(argv, named, monkeypatch):
+    """command_for builds the application with the named command alone (issue 13, section 2):
+    that command, its options, help and subcommands are exactly the whole application's."""
+    from ledger.cli import app as cli
+
+    monkeypatch.setattr(cli, "_COMMAND", [])
+    monkeypatch.setattr(cli, "_ONE_COMMAND", {})
+    alone = cli.command_for(argv)
+    assert list(alone.commands) == [named]
+    assert [p.name for p in alone.params] and _shape(alone)["params"] == _shape(cli.command())["params"]
+    assert _shape(alone.commands[named]) == _shape(cli.command().commands[named])
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], [], ["--db", "sqlite:///x.db"],
+                                  ["no-such-command"], ["--db", "sqlite:///x.db", "caps", "list"]])
+def test_help_and_an_unknown_command_see_the_whole_application(argv, monkeypatch):
+    """--help lists every command, and click's "Did you mean" for a misspelt command needs them all."""
+    from ledger.cli import app as cli
+
+    monkeypatch.setattr(cli, "_COMMAND", [])
+    monkeypatch.setattr(cli, "_ONE_COMMAND", {})
+    assert len(cli.command_for(argv).commands) > 20
+
+
+def test_a_misspelt_command_is_still_offered_the_right_one(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "ledger", "--db", f"sqlite:///{tmp_path / 'l.db'}", "caps"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 2 and "Did you mean 'cap'?" in result.stderr
+    assert not (tmp_path / "l.db").exists()
+
+
 # --------------------------------------------------------------------------
 # The recording path's statements on the driver's cursor (store/driver.py)
 # --------------------------------------------------------------------------
