@@ -419,3 +419,42 @@ def test_verify_since_the_checkpoint_names_a_changed_inverted_read(ledger, chang
         connection.execute(change.format(seq=seq))
     run = cli_main(url, "audit", "verify", "--since-checkpoint")
     assert run.code == 1 and "release later): " + message in run.err, run.err
+
+
+def test_releases_are_listed_a_chunk_at_a_time_as_the_whole_list(ledger, monkeypatch):
+    """`releases` reads, decodes and writes a chunk of releases at a time, with those releases'
+    steps alone (issue 13: listing a million releases held every one decoded, and every step of
+    every one). The JSON is json.dumps of the whole list, to the byte, whatever the chunk; the
+    text lists every release once, aligned, and the cancellation's reason after the table."""
+    url, tmp_path = ledger
+    odd = write(tmp_path, "odd.yaml", 'dataset: survey\nreleases:\n  - {id: "z 1", title: "Tabl\\u00e9 \\"q\\" \\u2028 x",'
+                                     ' reads: [income, age], mechanism: {name: laplace, epsilon: "1/8"}}\n')
+    assert cli_main(url, "record", odd).code == 0
+    whole_json, whole_text = cli_main(url, "releases", "--json"), cli_main(url, "releases")
+    listed = whole_json.json()
+    assert whole_json.out == json.dumps(listed, indent=2, ensure_ascii=False) + "\n"
+    assert [r["id"] for r in listed] == [*"abcdefghijk", "z 1"]
+    assert next(r for r in listed if r["id"] == "j")["steps"][-1]["reason"] == "not run"
+    with monkeypatch.context() as patch:
+        patch.setattr(store, "VERIFY_CHUNK", 5)  # three chunks, the last a short one
+        patch.setattr(store, "snapshot", lambda *a, **k: pytest.fail("releases decoded the whole history"))
+        streamed_json, streamed_text = cli_main(url, "releases", "--json"), cli_main(url, "releases")
+    assert streamed_json.code == 0 and streamed_json.out == whole_json.out
+    lines = streamed_text.out.splitlines()
+    assert lines[0].split() == ["id", "dataset", "status", "reads", "charge", "recorded", "published"]
+    table = [line for line in lines if not line.startswith("id ")]
+    assert [line.split()[0] for line in table] == [*"abcdefghijk", "z", "j:"]
+    assert table[-1].startswith("j: cancelled by ") and table[-1].endswith(": not run")
+    import re
+
+    def cells(text: str) -> list[list[str]]:  # each line's columns (two spaces or more between them)
+        return [re.split(r"\s{2,}", line) for line in text.splitlines() if not line.startswith("id ")]
+
+    assert cells(streamed_text.out) == cells(whole_text.out)
+    header = lines[0]
+    for line in lines[1:-1]:  # aligned: each column starts where the header above it says
+        if line.startswith("id "):
+            header = line
+            continue
+        starts = [m.start() for m in re.finditer(r"(?<=  )\S", header)]
+        assert all(line[k - 2:k] == "  " for k in starts if k < len(line)), (header, line)

@@ -637,37 +637,57 @@ def _resolve_variables(chosen: Dataset, names: list[str]) -> set[str]:
 @app.command()
 def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None:
     """List recorded releases."""
-    snapshot = _read(dataset)
-    rows = [r for r in snapshot.releases.values() if dataset is None or r.dataset == dataset]
-    steps = _steps(_engine())
+    from ..reporting.views import RELEASES_HEADER, aligned_lines, column_widths, release_cells
+
+    # Streamed (issue 13): a chunk of releases is read, decoded, written and let go, with the
+    # steps of those releases alone, so a ledger of a million releases is listed in the memory
+    # of one chunk. The JSON is json.dumps(every release, indent=2) to the byte; the text is
+    # aligned as one table, its header written again above a chunk with a wider cell.
+    with store.read_session(_engine()) as session:
+        datasets = store.write_context(session).datasets
+        listed, widths, ended_lines = 0, None, []
+        for chunk in store.release_chunks(session, dataset):
+            steps = _steps(session, [r.id for r in chunk])
+            if as_json:
+                from ..store.codec import release_to_dict
+
+                text = ",\n".join(_indented(json.dumps({**release_json(release_to_dict(r)), "steps": steps.get(r.id, [])},
+                                                       indent=2, ensure_ascii=False)) for r in chunk)
+                typer.echo(("[\n" if not listed else ",\n") + text, nl=False)
+                listed += len(chunk)
+                continue
+            body = [release_cells(r, datasets.get(r.dataset)) for r in chunk]
+            wider = column_widths([RELEASES_HEADER, *body], widths or ())
+            typer.echo(aligned_lines(body if wider == widths else [RELEASES_HEADER, *body], wider))
+            widths, listed = wider, listed + len(chunk)
+            for release in chunk:  # who retracted or cancelled, when, and why (DESIGN 2.12)
+                ended = next((s for s in reversed(steps.get(release.id, [])) if s.get("reason") is not None), None)
+                if ended:
+                    ended_lines.append(f"{release.id}: {ended['step']} by {ended['by']} at {ended['at']}: "
+                                       f"{ended['reason']}")
     if as_json:
-        from ..store.codec import release_to_dict
-
-        typer.echo(json.dumps([{**release_json(release_to_dict(r)), "steps": steps.get(r.id, [])} for r in rows],
-                              indent=2, ensure_ascii=False))
-        return
-    if not rows:
+        typer.echo("\n]" if listed else "[]")
+    elif not listed:
         typer.echo("no releases" + (f" in dataset {dataset}" if dataset else ""))
-        return
-    from ..reporting.views import releases_text
-
-    typer.echo(releases_text(rows, snapshot.datasets))
-    for release in rows:  # who retracted or cancelled, when, and why (DESIGN 2.12)
-        ended = next((s for s in reversed(steps.get(release.id, [])) if s.get("reason") is not None), None)
-        if ended:
-            typer.echo(f"{release.id}: {ended['step']} by {ended['by']} at {ended['at']}: {ended['reason']}")
+    for line in ended_lines:
+        typer.echo(line)
 
 
-def _steps(engine) -> dict[str, list[dict]]:
+def _indented(text: str) -> str:
+    """A JSON value's text as an element of an indented list (json.dumps writes a newline only
+    between lines: one inside a string is escaped)."""
+    return "\n".join("  " + line for line in text.split("\n"))
+
+
+def _steps(session, ids: list[str]) -> dict[str, list[dict]]:
     """Release id -> its lifecycle steps after recording: who, when, and why (DESIGN 2.12)."""
     kinds = ["release.approved", "release.published", "release.retracted", "release.cancelled"]
     found: dict[str, list[dict]] = {}
-    with Session(engine) as session:
-        for seq, kind, subject, at, actor, payload in store.lifecycle_events(session, kinds):
-            step = {"step": kind.removeprefix("release."), "by": actor, "at": at, "event": seq}
-            if kind in ("release.retracted", "release.cancelled"):
-                step["reason"] = json.loads(payload).get("reason")
-            found.setdefault(subject, []).append(step)
+    for seq, kind, subject, at, actor, payload in store.lifecycle_events(session, kinds, ids):
+        step = {"step": kind.removeprefix("release."), "by": actor, "at": at, "event": seq}
+        if kind in ("release.retracted", "release.cancelled"):
+            step["reason"] = json.loads(payload).get("reason")
+        found.setdefault(subject, []).append(step)
     return found
 
 

@@ -744,16 +744,23 @@ def snapshot(session: Session, dataset: str | None = None) -> LedgerSnapshot:
     """Everything recorded (or one dataset's part of it), as frozen records."""
     datasets = {d.name: d for d in _datasets(session)}
     family_query = select(FamilyRow)
+    if dataset is not None:
+        family_query = family_query.where(FamilyRow.dataset == dataset)
+    families = {row.id: family_from_dict(_family_dict(row)) for row in session.exec(family_query)}
+    releases = {release.id: release for chunk in release_chunks(session, dataset) for release in chunk}
+    return LedgerSnapshot(datasets=datasets, releases=releases, families=families)
+
+
+def release_chunks(session: Session, dataset: str | None = None,
+                   chunk: int | None = None) -> Iterator[list[Release]]:
+    """Every release (or one dataset's), in recording order, decoded `chunk` rows at a time
+    (default VERIFY_CHUNK): a reader that lists them all holds one chunk, not the history."""
     # Core rows, no ORM objects to build, and the JSON columns as text (`release_row_dicts`)
     release_query = select(*_RELEASE_TEXT_COLUMNS).order_by(_RELEASES.c.seq)
     if dataset is not None:
-        family_query = family_query.where(FamilyRow.dataset == dataset)
         release_query = release_query.where(_RELEASES.c.dataset == dataset)
-    families = {row.id: family_from_dict(_family_dict(row)) for row in session.exec(family_query)}
-    releases = {body["id"]: release_from_dict(body)
-                for rows in session.connection().execute(release_query).partitions(VERIFY_CHUNK)
-                for body in release_row_dicts(rows)}
-    return LedgerSnapshot(datasets=datasets, releases=releases, families=families)
+    for rows in session.connection().execute(release_query).partitions(chunk or VERIFY_CHUNK):
+        yield [release_from_dict(body) for body in release_row_dicts(rows)]
 
 
 def _datasets(session: Session, names: Sequence[str] | None = None) -> list[Dataset]:
@@ -1309,12 +1316,15 @@ def drop_accountant_states(session: Session, dataset: str, names: Iterable[str])
         session.info.setdefault("saved_states", {}).update({(dataset, name): None for name in names})
 
 
-def lifecycle_events(session: Session, kinds: Sequence[str]) -> list[tuple[int, str, str, str, str, str]]:
-    """(seq, kind, subject, at, actor, payload) of the events of these kinds, in chain order."""
-    rows = _connection(session).execute(
-        select(_EVENTS.c.seq, _EVENTS.c.kind, _EVENTS.c.subject, _EVENTS.c.at, _EVENTS.c.actor, _EVENTS.c.payload)
-        .where(_EVENTS.c.kind.in_(list(kinds))).order_by(_EVENTS.c.seq))
-    return [tuple(row) for row in rows]
+def lifecycle_events(session: Session, kinds: Sequence[str],
+                     subjects: Sequence[str] | None = None) -> list[tuple[int, str, str, str, str, str]]:
+    """(seq, kind, subject, at, actor, payload) of the events of these kinds (about these
+    subjects, when given: read through the (kind, subject) index), in chain order."""
+    query = (select(_EVENTS.c.seq, _EVENTS.c.kind, _EVENTS.c.subject, _EVENTS.c.at, _EVENTS.c.actor,
+                    _EVENTS.c.payload).where(_EVENTS.c.kind.in_(list(kinds))).order_by(_EVENTS.c.seq))
+    if subjects is not None:
+        query = query.where(_EVENTS.c.subject.in_(list(subjects)))
+    return [tuple(row) for row in _connection(session).execute(query)]
 
 
 # Roles as this process last read them, per ledger URL, valid while the audit head is the
