@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
-from datetime import date
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 
 from ..accounting.spend import CONVERSION_NAME
@@ -55,27 +56,63 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "deployment"
 
 
+@dataclass(frozen=True)
+class ReleaseFacts:
+    """What the record says of the charged releases themselves (not their figures, which come
+    from the index): gathered in one pass, so a ledger of a million releases is read a chunk
+    at a time and never held whole (issue 13)."""
+
+    count: int = 0
+    first: datetime | None = None  # the earliest publication (else recording) moment
+    exact: tuple[tuple[str, str, frozenset[str]], ...] = ()  # (id, title, variables read exactly)
+    # (id, the releases it is computed from, the variables it reads itself: none when it is
+    # post-processing alone, DESIGN 2.5)
+    derived: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = ()
+    mechanisms: tuple[tuple[str, int], ...] = ()  # (mechanism name, releases), by name
+
+
+def release_facts(releases: Iterable[Release]) -> ReleaseFacts:
+    count, first, exact, derived, mechanisms = 0, None, [], [], Counter()
+    for release in releases:
+        count += 1
+        moment = release.published_at or release.recorded_at
+        if moment is not None and (first is None or moment < first):
+            first = moment
+        if release.exact_variables:
+            exact.append((release.id, release.title, release.exact_variables))
+        if release.derived_from:
+            derived.append((release.id, tuple(release.derived_from), release.reads))
+        mechanisms[release.mechanism.name] += 1
+    return ReleaseFacts(count, first, tuple(exact), tuple(derived), tuple(sorted(mechanisms.items())))
+
+
 def registry_record(snapshot: LedgerSnapshot, dataset: Dataset, caps: Sequence[Cap], *, tier: int = 2,
                     privacy_unit: dict[str, str] | None = None, today: date | None = None) -> dict[str, Any]:
     """The registry record of one dataset's releases, as a dict ready for YAML."""
+    index = charged_index(snapshot, dataset)
+    return record_of(index, release_facts(index.releases), dataset, caps, tier=tier, privacy_unit=privacy_unit,
+                     today=today)
+
+
+def record_of(index, facts: ReleaseFacts, dataset: Dataset, caps: Sequence[Cap], *, tier: int = 2,
+              privacy_unit: dict[str, str] | None = None, today: date | None = None) -> dict[str, Any]:
+    """The registry record from the index of the dataset's charged releases (the figures: from
+    the releases, or from the accounting rows, `columns.index_for`) and their facts."""
     if tier not in (1, 2, 3):
         raise ValueError(f"tier must be 1, 2 or 3, found {tier!r}")
     unit = privacy_unit or {}
     delta = dataset.delta or at_delta_default()
-    index = charged_index(snapshot, dataset)
-    releases: list[Release] = list(index.releases)
-    exact_variables = sorted({name for r in releases for name in r.exact_variables})
+    exact_variables = sorted({name for _, _, exact in facts.exact for name in exact})
     public = [v.name for v in dataset.variables if v.classification == PUBLIC]
     unprotected = sorted(set(public) | set(exact_variables), key=dataset.variable_names.index)
     protected = [name for name in dataset.variable_names if name not in unprotected]
     spend = index.subset_cost(set(protected), at_delta(delta)).spend if protected else None
 
-    dates = [r.published_at or r.recorded_at for r in releases if (r.published_at or r.recorded_at)]
-    first = min(dates).date() if dates else (today or date.today())
+    first = facts.first.date() if facts.first is not None else (today or date.today())
     basic: dict[str, Any] = {
         "name": dataset.description or dataset.name,
         "data_curators": [_todo("the agency publishing the data product")],
-        "description": (f"{len(releases)} release{'s' if len(releases) != 1 else ''} of the confidential dataset "
+        "description": (f"{facts.count} release{'s' if facts.count != 1 else ''} of the confidential dataset "
                         f"{dataset.name!r} ({', '.join(dataset.variable_names)}), recorded in privacy-ledger. "
                         + _todo("what the data product is")),
         "intended_use": _todo("intended use(s) of the data product"),
@@ -101,24 +138,24 @@ def registry_record(snapshot: LedgerSnapshot, dataset: Dataset, caps: Sequence[C
         }
         deployment["deployment_model"] = {
             "model_name": "Central",
-            "release_type": "Many releases" if len(releases) > 1 else "One release",
+            "release_type": "Many releases" if facts.count > 1 else "One release",
             "access_type": "Non-interactive",
         }
         if tier >= 3:
             deployment["dp_variant"]["data_domain"] = (
                 f"Datasets with the variables of {dataset.name!r}: {', '.join(dataset.variable_names)}. "
                 + _todo("which records are eligible for protection"))
-            deployment["dp_variant"]["unprotected_quantities"] = _unprotected_text(public, exact_variables, releases)
+            deployment["dp_variant"]["unprotected_quantities"] = _unprotected_text(public, facts.exact)
             deployment["privacy_loss"]["privacy_unit_details"] = unit.get("privacy_unit_details") or _todo(
                 "what adjacent datasets are (declare `privacy_unit_details` in the dataset file)")
             deployment["deployment_model"]["actors"] = _todo("the actors, their trust assumptions and why")
             deployment["deployment_model"]["release_type_details"] = _caps_text(caps)
             deployment["accounting"] = {"composition": _composition_text(index), "post_processing":
-                                        _post_processing_text(releases)}
+                                        _post_processing_text(facts.derived)}
             deployment["implementation"] = {
                 "preprocessing_and_hyperparameter_tuning": _todo("pre-processing, tuning, and whether their "
                                                                  "privacy loss was accounted for"),
-                "mechanisms": _mechanisms_text(releases),
+                "mechanisms": _mechanisms_text(facts.mechanisms),
                 "justification": _todo("the rationale for these choices"),
             }
     deployment["administrative"] = {
@@ -200,15 +237,13 @@ def _per_variable(index, dataset: Dataset, delta) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _unprotected_text(public, exact_variables, releases) -> str:
+def _unprotected_text(public, exact_releases) -> str:
     lines = []
     if public:
         lines.append("- Variables classified public: " + ", ".join(public) + ".")
-    for release in releases:
-        exact = release.exact_variables
-        if exact:
-            lines.append(f"- Release {release.id!r}{' (' + release.title + ')' if release.title else ''} "
-                         f"releases {', '.join(sorted(exact))} exactly (no noise).")
+    for release_id, title, exact in exact_releases:
+        lines.append(f"- Release {release_id!r}{' (' + title + ')' if title else ''} "
+                     f"releases {', '.join(sorted(exact))} exactly (no noise).")
     return "\n".join(lines) + "\n" if lines else "None: every variable read is covered by a guarantee.\n"
 
 
@@ -222,17 +257,16 @@ def _composition_text(index) -> str:
     return text + "\n"
 
 
-def _post_processing_text(releases) -> str:
-    derived = [r for r in releases if r.derived_from]
+def _post_processing_text(derived) -> str:
     if not derived:
         return "No post-processed release is recorded. " + _todo("post-processing applied outside the ledger")
-    return "\n".join(f"- {r.id!r} is computed from {', '.join(r.derived_from)} (post-processing: no further loss)."
-                     for r in derived) + "\n"
+    return "\n".join(f"- {release_id!r} is computed from {', '.join(sources)} " + (
+        f"and reads {', '.join(sorted(reads))} itself: charged as any release reading them (DESIGN 2.5)." if reads
+        else "(post-processing: no further loss).") for release_id, sources, reads in derived) + "\n"
 
 
-def _mechanisms_text(releases) -> str:
-    counts = Counter(r.mechanism.name for r in releases)
-    lines = [f"- {name}: {count} release{'s' if count != 1 else ''}" for name, count in sorted(counts.items())]
+def _mechanisms_text(mechanisms) -> str:
+    lines = [f"- {name}: {count} release{'s' if count != 1 else ''}" for name, count in mechanisms]
     lines.append("- " + _todo("implementation: library, floating-point and timing protections, security"))
     return "\n".join(lines) + "\n"
 
