@@ -236,6 +236,11 @@ def commands(directory: Path, out: Path, label: str) -> dict[str, list[str]]:
         # (issue 13, section 1) the ledger as it stood now: every release counted, the same figures
         "cap list --as-of": ["cap", "list", "--as-of", AS_OF],
         "report html --as-of": ["report", "--format", "html", "--out", str(out), "--as-of", AS_OF],
+        # every release listed (output the size of the history; memory one chunk's), and the
+        # registry record (figures from the rows, the releases' facts a chunk at a time)
+        "releases": ["releases"],
+        "releases --json": ["releases", "--json"],
+        "export registry (tier 3)": ["export", "registry", "--tier", "3", "--out", str(out.with_suffix(".yaml"))],
     }
 
 
