@@ -172,6 +172,9 @@ def test_a_variable_no_release_reads_can_be_removed(ledger):
     (("group", "remove", "nosuch"), "NAME"),
     (("cap", "remove", "nosuch"), "NAME"),
     (("cap", "remove", "income", "--reason", ""), "--reason"),
+    (("dataset", "reclassify", "sex", "Public", "--reason", "x"), "CLASSIFICATION"),
+    (("dataset", "reclassify", "sex", "publc", "--reason", "x"), "CLASSIFICATION"),
+    (("dataset", "add-variable", "town", "--classification", "pubilc"), "--classification"),
 ])
 def test_bad_changes_exit_2_naming_the_argument_and_write_nothing(ledger, args, field):
     url, _ = ledger
@@ -495,3 +498,52 @@ def test_the_worst_pair_shortcut_for_an_infinite_variable_agrees_with_the_pair_g
                     pair_grid=index.pair_matrix(objective))
     assert quick.worst_pair == full.worst_pair == ("a", "c", float("inf"))
     assert quick.alarm and quick.unprotected == ("c",)
+
+
+@pytest.mark.parametrize("written, refused", [
+    ("public", False), ("sensitive", False), ("non-public", False), ("nonpublic", False), ("published", False),
+    ("Public", True), ("PUBLIC", True), ("public ", True), ("publc", True), ("pubilc", True), ("publik", True),
+    ("pubic", True), ("publics", True), ("publish", True),
+])
+def test_a_near_miss_of_public_is_refused_naming_file_and_field(tmp_path, written, refused):
+    """A classification within two edits of `public` (letter case aside) was meant as public:
+    kept as written it would be silently protected (DESIGN 2.11), so it is bad input naming the
+    file and field, exit 2, nothing written; a word further from it is a protected variable's label."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    (tmp_path / "survey.yaml").write_text(DATASET.replace("{name: sex, classification: identifying}",
+                                                          f"{{name: sex, classification: '{written}'}}"))
+    result = run(url, "dataset", "add", tmp_path / "survey.yaml")
+    if not refused:
+        assert result.code == 0, result.err
+        return
+    assert result.code == 2
+    assert "survey.yaml:" in result.err and f"variables[2].classification: '{written}' is not 'public'" in result.err
+    assert not (tmp_path / "ledger.db").exists() or run(url, "releases", "--json").json() == []
+
+
+def test_an_amendment_file_with_a_near_miss_of_public_is_refused(ledger):
+    url, tmp_path = ledger
+    before = events(url)
+    (tmp_path / "typo.yaml").write_text(DATASET.replace("{name: sex, classification: identifying}",
+                                                        "{name: sex, classification: Public}"))
+    result = run(url, "dataset", "amend", tmp_path / "typo.yaml", "--reason", "x")
+    assert result.code == 2 and "typo.yaml:" in result.err
+    assert "variables[2].classification: 'Public' is not 'public'" in result.err
+    assert events(url) == before
+
+
+def test_an_amendment_plan_with_a_near_miss_of_public_is_refused(ledger):
+    """The check is in the amendment plan every change goes through (API, files, commands)."""
+    from dataclasses import replace
+
+    import ledger as api
+    from ledger.operations.amend import plan
+
+    url, _ = ledger
+    dataset = api.open(url, actor="t").dataset("survey")
+    typo = replace(dataset, variables=tuple(replace(v, classification="Publc") if v.name == "sex" else v
+                                            for v in dataset.variables))
+    _, errors = plan(dataset, typo, source="api", reason="x")
+    assert [(e.source, e.field) for e in errors] == [("api", "variables[2].classification")]
+    _, errors = plan(dataset, replace(typo, variables=dataset.variables), source="api", reason="x")
+    assert errors == []

@@ -36,7 +36,7 @@ read_document = lazy_callable("ledger.input.loader", "read_document")
 from ..operations import choices  # noqa: E402
 from .context import actor as acting_person, open_engine  # noqa: E402
 from ..core.errors import InputErrors, LedgerError, fail  # noqa: E402
-from ..core.records import Cap, Dataset, Variable
+from ..core.records import Cap, Dataset, Variable, misread_public
 
 group_app = typer.Typer(no_args_is_help=True, help="Named groups of variables.")
 
@@ -182,6 +182,8 @@ def dataset_add_variable(
         raise fail("command line", "NAME", "the variable name is empty")
     if not classification.strip():
         raise fail("command line", "--classification", "empty")
+    if misread_public(classification.strip()):
+        raise fail("command line", "--classification", misread_public(classification.strip()))
 
     def change(chosen: Dataset, _caps):
         from dataclasses import replace
@@ -235,6 +237,8 @@ def dataset_reclassify(
     why = _reason(reason, required=True)
     if not classification.strip():
         raise fail("command line", "CLASSIFICATION", "empty")
+    if misread_public(classification.strip()):
+        raise fail("command line", "CLASSIFICATION", misread_public(classification.strip()))
     apply_change(dataset, _changed_variable(variable, classification=classification.strip()),
                  source="command line", actor=acting_person(by), reason=why, as_json=as_json)
 

@@ -53,6 +53,31 @@ CHARGED_STATUSES = frozenset({Status.PLANNED, Status.APPROVED, Status.PUBLISHED,
 PUBLIC = "public"  # the classification of a variable released exactly by design (DESIGN 2.11)
 
 
+def misread_public(classification: str) -> str | None:
+    """Why a classification that looks like `public` but is not (`Public`, `publc`, `public `:
+    within two edits of it, letter case aside) is refused, else None. Any other word is a
+    protected variable's label; one this close was meant as public, and kept as written it would
+    be silently protected: its exact releases an alarm on every report, the steward's intent lost."""
+    if classification == PUBLIC:
+        return None
+    text = classification.strip().lower()
+    if _edits(text, PUBLIC) > 2:
+        return None
+    return (f"{classification!r} is not {PUBLIC!r}: only the word public marks a variable released exactly "
+            "by design, outside the protected headline (DESIGN 2.11); any other word marks it protected. "
+            "Write public, or a classification that is not a near-miss of it (e.g. sensitive)")
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions)."""
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
+    return row[-1]
+
+
 @dataclass(frozen=True, slots=True)
 class Variable:
     """A dataset variable (Tan, Definition 2.1). `classification` is the steward's label

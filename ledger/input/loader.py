@@ -28,6 +28,7 @@ from ..core.errors import InputErrors, LedgerError
 from ..core.numbers import NumberError, to_fraction
 from ..core.lazy import lazy_module
 from ..core.records import (
+    PUBLIC,
     Cap,
     Dataset,
     Family,
@@ -38,6 +39,7 @@ from ..core.records import (
     Release,
     Status,
     Variable,
+    misread_public,
 )
 
 # read when a file is (not by `--help` or `--version`, issue 13)
@@ -469,6 +471,9 @@ def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]
             out.add(("variables", index, "name"), f"duplicate variable {entry['name']!r}")
         names.add(entry["name"])
         categories = tuple(entry["categories"]) if "categories" in entry else None
+        misread = misread_public(entry.get("classification", PUBLIC))
+        if misread:
+            out.add(("variables", index, "classification"), misread)
         variables.append(Variable(entry["name"], entry.get("classification", "unclassified"),
                                   entry.get("description", ""), categories))
     delta = None

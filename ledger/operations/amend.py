@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from ..core.errors import LedgerError
 from ..core.numbers import format_delta, format_number
-from ..core.records import Cap, Dataset, Family, Release, Variable
+from ..core.records import Cap, Dataset, Family, Release, Variable, misread_public
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,11 @@ def plan(
         step("dataset.described", f"dataset {name}: description changed", replace(state, description=new.description),
              {"description": new.description, "was": old.description})
     for position, variable in enumerate(new.variables):
+        changed = current.get(variable.name)
+        if changed is None or changed.classification != variable.classification:
+            misread = misread_public(variable.classification)
+            if misread:
+                errors.append(LedgerError(source, f"variables[{position}].classification", misread))
         if variable.name not in current:
             step("variable.added", f"add variable {variable.name} ({variable.classification})"
                  + (f" with {len(variable.categories)} categories" if variable.categories else ""),
