@@ -6,6 +6,9 @@ describes the same cost (like dp_accounting's `DpEvent`):
 
     event        from                                   Rényi curve (order a)                 PLD
     gaussian     gaussian sigma, sensitivity            a / (2 m^2), m = sigma / sensitivity   dp_accounting Gaussian
+                 (or epsilon, delta: m the smallest the
+                 claim allows, catalogue.implied_
+                 gaussian_multiplier, Balle-Wang Thm 8)
     laplace      laplace scale, sensitivity (or eps)    Mironov 2017, Prop 6                   dp_accounting Laplace
     dlaplace     geometric scale, integer sensitivity   the pure curve at eps = sens / scale   dp_accounting discrete Laplace
     pure         any pure guarantee (declared, Tan's    randomized response's curve            dp_accounting's worst case for
@@ -66,7 +69,7 @@ from ..core.lazy import lazy_module
 np = lazy_module("numpy")  # imported on first use (issue 13)
 
 from .spend import CONVERSION_NAME, Spend, cks_epsilon
-from .catalogue import derive_guarantees
+from .catalogue import derive_guarantees, gaussian_multiplier
 from ..core.numbers import INF, Number
 from ..core.records import CHARGED_STATUSES, Family, Mechanism, Relation, Release, Status
 
@@ -240,10 +243,9 @@ def _mechanism_event(mechanism: Mechanism) -> tuple[Event | None, frozenset]:
         return None, frozenset()
     values = frozenset(_value(g) for g in derived)
     if mechanism.name == "gaussian":
-        sigma, sensitivity = mechanism.param("sigma"), mechanism.param("sensitivity")
-        if sigma is not None and sensitivity:
-            return Event("gaussian", Fraction(sigma) / Fraction(sensitivity)), values
-        return None, frozenset()
+        # sigma / sensitivity as recorded, or the smallest an (epsilon, delta) claim allows
+        multiplier = gaussian_multiplier(mechanism)
+        return (Event("gaussian", multiplier), values) if multiplier else (None, frozenset())
     if mechanism.name == "laplace":
         # dp_accounting's LaplaceDpEvent: noise multiplier scale / L1 sensitivity = 1 / epsilon
         epsilon = derived[0].epsilon
