@@ -123,6 +123,10 @@ CASES = {
                 "published (non-adaptive composition)",
     "adaptive": "adaptive: some release was recorded after another was published",
 }
+# The case of a cap decided by a filter alone (the pure sum, the rho sum, the basic filter): a
+# filter holds for adaptive releases, so for a plan declared in advance too (DESIGN 2.10); its
+# decision does not depend on which case the ledger is in, and says so.
+EITHER_CASE = "adaptive or declared"
 
 
 # --------------------------------------------------------------------------
@@ -1561,7 +1565,7 @@ class Decision:
 
     accountant: str
     value: Number  # in the cap's unit
-    case: str
+    case: str  # "declared", "adaptive", or EITHER_CASE (a filter: holds in both)
     theorem: str
 
     def to_json(self, cap, admitted: bool) -> dict:
@@ -1692,12 +1696,12 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
     state a record saves carries the figure it was decided with, and the next decision on that
     state reads it instead of composing the same PLD again (`audit verify` recomputes it)."""
     if cap.rho is not None:
-        return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["rho"])
+        return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["rho"])
     if cap.delta is None:
-        return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic-pure"])
+        return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["basic-pure"])
     if state is None or state["unbounded"] or math.isinf(float(basic_value)) or (spend is not None
                                                                               and spend.unbounded):
-        return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic"])
+        return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["basic"])
     # the basic figure is the pure sum exactly when every event the state holds is pure (the
     # state and the basic spend are the same releases); read from the state, no composition
     pure = spend.is_pure if spend is not None else _state_is_pure(state)

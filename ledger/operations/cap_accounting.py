@@ -155,7 +155,7 @@ def decisions_json(checks: Sequence[budget.CapCheck]) -> list[dict]:
     """What the audit event of an admitted step records: per cap, who decided, how."""
     result = []
     for check in checks:
-        decision = check.decision or accountants.Decision("basic", check.after, "adaptive",
+        decision = check.decision or accountants.Decision("basic", check.after, accountants.EITHER_CASE,
                                                           accountants.FILTER_THEOREMS["basic"])
         result.append(decision.to_json(check.cap, check.ok))
     return result
