@@ -342,6 +342,28 @@ def gaussian_delta(rho: float, epsilon: float) -> float:
     return min(1.0, value * (1 + 1e-9) + 1e-300) if value > 0 else 0.0
 
 
+def gaussian_epsilon(multiplier: Fraction, delta: Fraction) -> float:
+    """The smallest epsilon (to 1e-12, rounded up) at which the Gaussian with sigma / sensitivity
+    = `multiplier` is (epsilon, delta)-DP: its exact privacy profile (Balle and Wang 2018, Thm 8),
+    by bisection on `gaussian_delta` (which is nudged up: the epsilon found is never too small)."""
+    rho = float_up(1 / (2 * Fraction(multiplier) ** 2))
+    target = float(delta)
+    if Fraction(target) > delta:
+        target = math.nextafter(target, 0.0)
+    low, high = 0.0, max(1.0, 2 * rho + 2 * math.sqrt(2 * rho * math.log(1 / target)))  # Bun-Steinke bound, doubled
+    if gaussian_delta(rho, 0.0) <= target:
+        return 0.0
+    while gaussian_delta(rho, high) > target:
+        high *= 2
+    while high - low > 1e-12 * max(1.0, high):
+        middle = (low + high) / 2
+        if gaussian_delta(rho, middle) <= target:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
 def _in_relation(derived: Guarantee, relation: Relation) -> Guarantee | None:
     """What a derived guarantee implies for neighbours under `relation`: itself, its
     group-privacy form for replacement when it is stated for add/remove (DESIGN 2.1;
