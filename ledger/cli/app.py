@@ -531,7 +531,7 @@ def cap_set(
         typer.echo(cli_json.dumps({"ok": True, "caps": [check_json(c) for c in checks]}))
         return
     for cap in caps:
-        typer.echo(f"cap {cap.name} on {{{', '.join(sorted(cap.subset))}}}: {cap.unit} {format_number(cap.limit)}"
+        typer.echo(f"cap {cap.name} on {{{', '.join(cap.ordered_subset)}}}: {cap.unit} {format_number(cap.limit)}"
                    + (f" at delta {format_delta(cap.delta)}" if cap.delta is not None else ""))
     for line in check_lines(checks, planned=False):  # a cap below what is spent is over at once
         typer.echo(line)
@@ -578,7 +578,7 @@ def check_lines(checks, planned: bool = True) -> list[str]:
         if planned:
             figures += [f"this plan +{format_number(c.charge)}", f"after {format_number(c.after)}"]
         figures += [f"cap {format_number(c.cap.limit, down=True)}", f"headroom {format_number(c.headroom, down=True)}"]
-        lines.append(f"[{c.status}] cap {c.cap.name} ({unit}) on {{{', '.join(sorted(c.cap.subset))}}}: "
+        lines.append(f"[{c.status}] cap {c.cap.name} ({unit}) on {{{', '.join(c.cap.ordered_subset)}}}: "
                      + ", ".join(figures))
         if planned:
             for charge in c.charges:
@@ -605,7 +605,7 @@ def check_json(c) -> dict:
     return {
         "cap": c.cap.name,
         "dataset": c.cap.dataset,
-        "subset": sorted(c.cap.subset),
+        "subset": list(c.cap.ordered_subset),  # dataset order, as `subset --json` lists a subset
         "unit": c.cap.unit,
         **figure_fields("delta", c.cap.delta),
         **figure_fields("limit", c.cap.limit, down=True),

@@ -1037,7 +1037,8 @@ def _configuration(session: Session) -> Configuration:
     families = {r.id: family_from_dict(_family_dict(r)) for r in connection.execute(_text_rows(FamilyRow.__table__))}
     caps_by_dataset: dict[str, list[Cap]] = {}
     for cap_row in connection.execute(_text_rows(CapRow.__table__, "", "dataset, name")):
-        caps_by_dataset.setdefault(cap_row.dataset, []).append(cap_from_dict(_cap_dict(cap_row)))
+        order = datasets[cap_row.dataset].variable_names if cap_row.dataset in datasets else ()
+        caps_by_dataset.setdefault(cap_row.dataset, []).append(cap_from_dict(_cap_dict(cap_row), order))
     result = Configuration(datasets, families, {k: tuple(v) for k, v in caps_by_dataset.items()},
                            {name: dataset.variable_names for name, dataset in datasets.items()})
     _CONFIGURATION_CACHE[url] = (stamp, result)
