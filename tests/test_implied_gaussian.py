@@ -214,3 +214,14 @@ def test_a_ledger_of_schema_10_gives_its_rows_the_implied_event_and_keeps_its_re
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "subset", "income")
     assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 1,)]
+
+
+@pytest.mark.parametrize("x", [-1000.0, -60.0, -37.5, -30.0001, -30.0, -29.999, -23.654, -8.0, -1.0, -1e-9, 0.0,
+                               1e-9, 0.7, 5.0, 9.0])
+def test_the_normal_log_cdf_is_within_its_allowance(x):
+    """`_log_ndtr` (no scipy for recording) against mpmath: far inside the 1e-13 of its size
+    `_gaussian_delta_below` allows toward a smaller delta."""
+    from ledger.accounting.catalogue import _log_ndtr
+
+    exact = mpmath.log(mpmath.ncdf(mpmath.mpf(x)))
+    assert abs(_log_ndtr(x) - exact) <= 1e-15 * (1 + abs(exact))

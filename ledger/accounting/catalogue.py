@@ -156,6 +156,20 @@ def implied_gaussian_multiplier(epsilon: Fraction, delta: Fraction) -> Fraction 
     return Fraction(floor)
 
 
+def _log_ndtr(x: float) -> float:
+    """log Phi(x), the standard normal's log CDF, with the math module only (no scipy import for
+    recording a release): log(erfc(-x / sqrt 2) / 2) where erfc does not underflow, log1p of the
+    upper tail for x > 0, and below x = -30 the asymptotic series of Mills' ratio (Abramowitz and
+    Stegun 26.2.12) to the x^-10 term, whose remainder is below 1e-15 there."""
+    if x > 0:
+        return math.log1p(-0.5 * math.erfc(x / math.sqrt(2)))
+    if x > -30:
+        return math.log(0.5 * math.erfc(-x / math.sqrt(2)))
+    inverse = 1 / (x * x)
+    series = 1 + inverse * (-1 + inverse * (3 + inverse * (-15 + inverse * (105 - 945 * inverse))))
+    return -x * x / 2 - math.log(-x) - 0.5 * math.log(2 * math.pi) + math.log(series)
+
+
 def _significant_up(value: Fraction, digits: int = _MULTIPLIER_DIGITS) -> Fraction:
     """`value` (> 0) rounded up to `digits` significant decimal digits, exactly."""
     shift = digits - 1 - math.floor(math.log10(value))
@@ -169,13 +183,11 @@ def _gaussian_delta_below(multiplier: float, epsilon: float) -> float:
         delta = Phi(mu / 2 - epsilon / mu) - e^epsilon Phi(-mu / 2 - epsilon / mu)
               = Phi(a) (1 - exp(epsilon + log Phi(b) - log Phi(a))),
     in log space (no cancellation of two tiny terms, no overflow of e^epsilon), each logarithm
-    allowed an error of 1e-13 of its size toward a smaller delta (log_ndtr is accurate to a few
+    allowed an error of 1e-13 of its size toward a smaller delta (`_log_ndtr` is accurate to a few
     ulps; the float arguments' error moves log Phi(x) by about 2e-16 x^2, about 4e-16 of its size)."""
-    from scipy.special import log_ndtr
-
     mu = 1 / multiplier
-    log_first = float(log_ndtr(mu / 2 - epsilon / mu))
-    log_second = epsilon + float(log_ndtr(-mu / 2 - epsilon / mu))
+    log_first = _log_ndtr(mu / 2 - epsilon / mu)
+    log_second = epsilon + _log_ndtr(-mu / 2 - epsilon / mu)
     slack = 1e-13 * (1 + abs(log_first) + abs(log_second))
     gap = log_second - log_first + 2 * slack
     if not gap < 0 or math.isinf(log_first):
