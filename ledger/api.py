@@ -204,11 +204,20 @@ class Ledger:
             caps = store.caps(session, chosen.name)
             return operations.cap_checks(session, chosen.name, caps)  # the figures `cap list` prints (issue 11)
 
-    def headroom(self, variables: Iterable[str], *, dataset: str | None = None) -> budget.Headroom:
-        """The largest epsilon (and rho) a new release reading exactly these variables could take."""
+    def headroom(self, variables: Iterable[str], *, dataset: str | None = None, delta: object = None,
+                 mechanism: str = "any") -> budget.Headroom:
+        """The largest epsilon (and rho) a new release reading exactly these variables could take:
+        the figures `headroom` prints (`mechanism`: any, laplace or gaussian; `delta`: the rho
+        headroom's epsilon is stated at it, the dataset's by default)."""
+        from .operations.cap_accounting import HEADROOM_MECHANISMS
+
         chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
         names = choices.resolve_variables(chosen, _names(variables), field="variables")
-        return operations.headroom(self.engine, chosen.name, names)
+        if mechanism not in HEADROOM_MECHANISMS:
+            raise fail("headroom", "mechanism", f"must be one of {', '.join(HEADROOM_MECHANISMS)}. "
+                                                f"Found {mechanism!r}.")
+        return operations.headroom(self.engine, chosen.name, names, mechanism=mechanism,
+                                   delta=choices.parse_delta(delta, chosen, field="delta"))
 
     def subset(self, variables: Iterable[str], *, dataset: str | None = None, delta: object = None,
                accountant: str | None = None) -> SubsetLoss:

@@ -293,6 +293,38 @@ def gaussians(path, ids, status="published"):
     return path
 
 
+FILTER_ONLY = """\
+dataset: f
+variables: [{name: a}, {name: b}]
+caps:
+  - {name: pure, subset: [a], epsilon: 2}
+  - {name: zcdp, subset: [b], rho: 1}
+"""
+
+
+def test_a_cap_held_by_a_filter_alone_is_not_labelled_adaptive_on_a_fresh_ledger(tmp_path):
+    """The steward's trial (L): a pure cap (the sum of epsilons) and a rho cap (the sum of rho)
+    hold whether the releases were adaptive or declared in advance (DESIGN 2.10); a fresh ledger
+    has no adaptive release, and its decision said "basic (adaptive)". Every command says the same."""
+    url = f"sqlite:///{tmp_path / 'f.db'}"
+    (tmp_path / "f.yaml").write_text(FILTER_ONLY)
+    assert cli_main(url, "dataset", "add", tmp_path / "f.yaml").code == 0
+    plan = tmp_path / "p.yaml"
+    plan.write_text("dataset: f\nreleases:\n  - {id: l, reads: [a], mechanism: {name: laplace, epsilon: 1}}\n"
+                    "  - {id: g, reads: [b], mechanism: {name: gaussian, sigma: 2, sensitivity: 1}}\n")
+    checked = cli_main(url, "check", plan, "--json").json()["caps"]
+    assert [(c["cap"], c["accountant"], c["case"]) for c in checked] == [
+        ("pure", "basic", "adaptive or declared"), ("zcdp", "basic", "adaptive or declared")]
+    assert cli_main(url, "record", plan).code == 0
+    listed = cli_main(url, "cap", "list", "--json").json()
+    assert {c["case"] for c in listed} == {"adaptive or declared"}
+    over = tmp_path / "o.yaml"
+    over.write_text("dataset: f\nreleases:\n  - {id: o, reads: [a], mechanism: {name: laplace, epsilon: 3}}\n")
+    refused = cli_main(url, "record", over)
+    assert refused.code == 1 and "decided by basic (adaptive or declared)" in refused.err, refused.err
+    assert "(adaptive)" not in refused.err
+
+
 def test_an_adaptive_ledger_is_never_admitted_past_a_cap_on_the_pld_figure(capped):
     """Ten Gaussians of sigma/sensitivity 3 at delta 1e-6: basic (zCDP) 5.54 > the cap 5.4 >
     PLD 5.19. Recorded and published one at a time, the tenth is refused."""

@@ -303,7 +303,8 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
                         ("ledger.migrated", "schema 7", '{"from":6,"to":7}'),
                         ("ledger.migrated", "schema 8", '{"from":7,"to":8}'),
                         ("ledger.migrated", "schema 9", '{"from":8,"to":9}'),
-                        ("ledger.migrated", "schema 10", '{"from":9,"to":10}')]
+                        ("ledger.migrated", "schema 10", '{"from":9,"to":10}'),
+                        ("ledger.migrated", "schema 11", '{"from":10,"to":11}')]
     assert keys == [("g", "gaussian:4"), ("l", "laplace:2"), ("p", None)]
     engine = store.make_engine(url)
     with engine.connect() as connection:
@@ -314,7 +315,7 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
     engine.dispose()
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "subset", "a")
-    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 5,)]  # once each (schemas 6 to 10)
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 6,)]  # once each (schemas 6 to 11)
 
 
 SAMPLED = """\
@@ -347,6 +348,7 @@ def test_a_ledger_of_schema_6_charges_its_subsampled_releases_through_the_sampli
                          "SELECT e.key, charged_by_event FROM release_accounting JOIN accounting_events e "
                          "ON e.id = event WHERE release = 's'")
     assert migrated == [("ledger.migrated", "schema 7"), ("ledger.migrated", "schema 8"),
-                        ("ledger.migrated", "schema 9"), ("ledger.migrated", "schema 10")]
+                        ("ledger.migrated", "schema 9"), ("ledger.migrated", "schema 10"),
+                        ("ledger.migrated", "schema 11")]
     assert rows == [(key, True)] or rows == [(key, 1)]
     assert cli_main(url, "audit", "verify").code == 0

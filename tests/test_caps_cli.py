@@ -190,7 +190,7 @@ def test_caps_from_the_dataset_file(clinic):
     assert summary == {
         "income": (["income"], "epsilon", 1, None),
         "health": (["diagnosis", "medication"], "rho", 0.5, None),
-        "all": (["age", "diagnosis", "income", "medication", "sex"], "epsilon at delta", 10, 1e-9),
+        "all": (["income", "diagnosis", "medication", "age", "sex"], "epsilon at delta", 10, 1e-9),
         "demographics": (["age", "sex"], "epsilon", 2, None),  # a group cap, by the group's name alone
     }
     for cap in caps.values():
@@ -215,7 +215,7 @@ def test_cap_set_adds_and_replaces_caps(clinic):
         (["income", "--epsilon", "1/2"], "cap income on {income}: epsilon 0.5"),
         (["age", "sex", "--name", "people", "--epsilon", "3"], "cap people on {age, sex}: epsilon 3"),
         (["demographics", "--rho", "1/10"], "cap demographics on {age, sex}: rho 0.1"),
-        (["all", "--epsilon", "5", "--delta", "1e-6"], "cap all on {age, diagnosis, income, medication, sex}: "
+        (["all", "--epsilon", "5", "--delta", "1e-6"], "cap all on {income, diagnosis, medication, age, sex}: "
                                                         "epsilon at delta 5 at delta 1 × 10⁻⁶"),
         (["diagnosis", "medication", "--name", "health", "--rho", "0.3"], "cap health on {diagnosis, medication}"),
         (["sex", "--epsilon", "0"], "cap sex on {sex}: epsilon 0"),
@@ -230,7 +230,7 @@ def test_cap_set_adds_and_replaces_caps(clinic):
         "income": (["income"], "epsilon", 0.5, None),
         "people": (["age", "sex"], "epsilon", 3, None),
         "demographics": (["age", "sex"], "rho", 0.1, None),
-        "all": (["age", "diagnosis", "income", "medication", "sex"], "epsilon at delta", 5, 1e-6),
+        "all": (["income", "diagnosis", "medication", "age", "sex"], "epsilon at delta", 5, 1e-6),
         "health": (["diagnosis", "medication"], "rho", 0.3, None),
         "sex": (["sex"], "epsilon", 0, None),
     }
@@ -416,11 +416,17 @@ def test_check_bad_input_exits_2_names_file_and_field_and_writes_nothing(spent, 
 # --------------------------------------------------------------------------
 
 
+HEADROOM_FIGURES = ("variables", "epsilon", "epsilon_exact", "epsilon_binding", "rho", "rho_exact", "rho_binding",
+                    "epsilon_accountant", "rho_accountant")
+
+
 def test_headroom_under_a_pure_cap_is_exact_and_recording_it_fits(spent):
     room = spent("headroom", "income", "--json").json()
-    assert room == {"variables": ["income"], "epsilon": 0.5, "epsilon_exact": "1/2", "epsilon_binding": "income",
-                    "rho": 0, "rho_exact": "0", "rho_binding": "income",  # a rho release cannot fit under a pure cap
-                    "epsilon_accountant": "basic", "rho_accountant": "basic"}  # the pure sum decides (issue 11)
+    assert {key: room[key] for key in HEADROOM_FIGURES} == {
+        "variables": ["income"], "epsilon": 0.5, "epsilon_exact": "1/2", "epsilon_binding": "income",
+        "rho": 0, "rho_exact": "0", "rho_binding": "income",  # a rho release cannot fit under a pure cap
+        "epsilon_accountant": "basic", "rho_accountant": "basic"}  # the pure sum decides (issue 11)
+    assert room["mechanism"] == "any" and room["rho_epsilon"] == 0
     text_room = spent("headroom", "income").out
     assert "{income}: largest epsilon 0.5 (binding cap: income)" in text_room
 
@@ -461,9 +467,10 @@ def test_headroom_under_a_rho_cap_is_rounded_down_and_recording_it_fits(spent, k
 @SQLITE_ONLY
 def test_headroom_of_a_group_and_of_unknown_names(spent):
     room = spent("headroom", "demographics", "--json").json()
-    assert room == {"variables": ["age", "sex"], "epsilon": 2, "epsilon_exact": "2",
-                    "epsilon_binding": "demographics", "rho": 0, "rho_exact": "0", "rho_binding": "demographics",
-                    "epsilon_accountant": "basic", "rho_accountant": "basic"}
+    assert {key: room[key] for key in HEADROOM_FIGURES} == {
+        "variables": ["age", "sex"], "epsilon": 2, "epsilon_exact": "2", "epsilon_binding": "demographics",
+        "rho": 0, "rho_exact": "0", "rho_binding": "demographics", "epsilon_accountant": "basic",
+        "rho_accountant": "basic"}
     bad = spent("headroom", "income", "salary")
     assert bad.code == 2
     assert "salary" in errors(bad, spent.directory)
@@ -687,3 +694,28 @@ def test_a_bad_cap_set(spent, args, expected):
     for fragment in expected:
         assert fragment in found, found
     assert spent.dump() == before
+
+
+def test_a_caps_subset_is_printed_in_dataset_order_as_subset_prints_it(tmp_path):
+    """The steward's trial (J): `subset` printed its variables in dataset order, the caps sorted.
+    One order, the dataset's, in cap set, record, check, cap list (text and JSON), headroom and the
+    report; a cap's name made from its variables stays as it was (it names the cap)."""
+    url = f"sqlite:///{tmp_path / 'j.db'}"
+    (tmp_path / "d.yaml").write_text("dataset: j\nvariables: [{name: region}, {name: income}, {name: sex}, "
+                                     "{name: age}]\ncaps:\n  - {name: c, subset: [sex, income, region], epsilon: 5}\n")
+    (tmp_path / "r.yaml").write_text("dataset: j\nreleases:\n"
+                                     "  - {id: l, reads: [sex, region], mechanism: {name: laplace, epsilon: 1}}\n")
+    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+    cap_set = cli_main(url, "cap", "set", "age", "sex", "--epsilon", "4").out
+    assert "cap age,sex on {sex, age}" in cap_set
+    assert "on {region, income, sex}" in cli_main(url, "check", tmp_path / "r.yaml").out
+    assert "on {region, income, sex}" in cli_main(url, "record", tmp_path / "r.yaml").out
+    assert cli_main(url, "subset", "sex", "income", "region").out.startswith("{region, income, sex}:")
+    listed = cli_main(url, "cap", "list").out
+    assert "cap c (epsilon) on {region, income, sex}" in listed and "on {sex, age}" in listed
+    subsets = {c["cap"]: c["subset"] for c in cli_main(url, "cap", "list", "--json").json()}
+    assert subsets == {"c": ["region", "income", "sex"], "age,sex": ["sex", "age"]}
+    assert cli_main(url, "subset", "sex", "income", "region", "--json").json()["subset"] == subsets["c"]
+    assert cli_main(url, "headroom", "sex", "region").out.startswith("{region, sex}:")
+    report = cli_main(url, "report", "--format", "md", "--out", "-").out
+    assert "| c | {region, income, sex} |" in report and "| age,sex | {sex, age} |" in report

@@ -211,7 +211,7 @@ def test_the_report_states_the_whole_dataset_as_table_does(tmp_path):
     basic = table["total"]["dataset_wide"]
     assert shown < basic  # declared in advance: the PLD figure is the smallest valid one (DESIGN 2.10)
     assert table["headline"]["dataset_wide_ordinary_dp"] == shown
-    two_places = f"{math.ceil(shown * 100) / 100:g}"  # the report rounds a loss up to 2 decimals
+    two_places = f"{math.ceil(shown * 100) / 100:.2f}"  # the report rounds a loss up to 2 decimals
     markdown = cli_main(url, "report", "--format", "md", "--out", "-").out
     assert f"| Whole dataset, ordinary DP (U = V) | {two_places} |" in markdown
     assert re.search(rf"\| \*\*All releases \(composed\)\*\* \|.*\| \*\*{re.escape(two_places)}\*\* \|", markdown)

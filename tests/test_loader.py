@@ -164,8 +164,9 @@ def test_numbers_stay_exact_as_written(tmp_path):
     assert releases["fraction"].guarantees[0].rho == F(104, 4099)
     assert releases["tenth"].guarantees[0].epsilon == F(1, 10)  # not 0.1000000000000000055...
     assert releases["tenth-as-text"].guarantees[0].epsilon == F(1, 10)
-    (approx,) = releases["approx"].guarantees
+    approx, implied = releases["approx"].guarantees  # the claim, and the zCDP bound it implies of a Gaussian
     assert (approx.notion, approx.epsilon, approx.delta) == (Notion.APPROX, F(1, 2), F(1, 10**9))
+    assert implied.notion == Notion.ZCDP
     for release in releases.values():
         for guarantee in release.guarantees:
             for value in (guarantee.epsilon, guarantee.delta, guarantee.rho):

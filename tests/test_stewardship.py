@@ -113,7 +113,7 @@ def test_amend_applies_each_change_as_an_audit_event_and_rewrites_nothing(ledger
     assert reclassified["change"] == {"variable": "income", "classification": "public", "was": "sensitive",
                                       "reason": "bands are published"}
     # the `all` cap follows the dataset: it now covers tenure too
-    assert cap_json(url)["all"]["subset"] == ["age", "income", "region", "sex", "tenure"]
+    assert cap_json(url)["all"]["subset"] == ["region", "income", "sex", "age", "tenure"]  # dataset order
     verify_ok(url)
     again = run(url, "dataset", "amend", tmp_path / "wave2.yaml")
     assert again.code == 0 and "nothing to change" in again.out
@@ -152,12 +152,12 @@ def test_a_variable_no_release_reads_can_be_removed(ledger):
     url, tmp_path = ledger
     assert run(url, "cap", "set", "all", "--epsilon", "100").code == 0
     assert run(url, "dataset", "add-variable", "spare").code == 0
-    assert cap_json(url)["all"]["subset"] == ["age", "income", "region", "sex", "spare"]
+    assert cap_json(url)["all"]["subset"] == ["region", "income", "sex", "age", "spare"]  # dataset order
     (tmp_path / "same.yaml").write_text(DATASET + "  - {subset: all, epsilon: 100}\n")
     result = run(url, "dataset", "amend", tmp_path / "same.yaml")
     assert result.code == 0 and "variable.removed" in result.out
     assert json.loads(run(url, "table", "--json").out)["variables"] == ["region", "income", "sex", "age"]
-    assert cap_json(url)["all"]["subset"] == ["age", "income", "region", "sex"]
+    assert cap_json(url)["all"]["subset"] == ["region", "income", "sex", "age"]  # as table lists them
     verify_ok(url)
 
 
@@ -276,7 +276,7 @@ def test_protected_and_all_are_subsets_every_command_accepts(ledger):
     room = json.loads(run(url, "headroom", "protected", "--json").out)
     assert room["epsilon"] == 0.25 and room["epsilon_binding"] == "protected"  # 2 - 7/4
     room = json.loads(run(url, "headroom", "all", "--json").out)
-    assert room["variables"] == ["age", "income", "region", "sex"]
+    assert room["variables"] == ["region", "income", "sex", "age"]  # dataset order, as subset prints it
     assert room["epsilon"] == 0.25 and room["epsilon_binding"] == "protected"  # income's cap: 5 - 3/2
 
 

@@ -6,6 +6,9 @@ describes the same cost (like dp_accounting's `DpEvent`):
 
     event        from                                   Rényi curve (order a)                 PLD
     gaussian     gaussian sigma, sensitivity            a / (2 m^2), m = sigma / sensitivity   dp_accounting Gaussian
+                 (or epsilon, delta: m the smallest the
+                 claim allows, catalogue.implied_
+                 gaussian_multiplier, Balle-Wang Thm 8)
     laplace      laplace scale, sensitivity (or eps)    Mironov 2017, Prop 6                   dp_accounting Laplace
     dlaplace     geometric scale, integer sensitivity   the pure curve at eps = sens / scale   dp_accounting discrete Laplace
     pure         any pure guarantee (declared, Tan's    randomized response's curve            dp_accounting's worst case for
@@ -66,7 +69,7 @@ from ..core.lazy import lazy_module
 np = lazy_module("numpy")  # imported on first use (issue 13)
 
 from .spend import CONVERSION_NAME, Spend, cks_epsilon
-from .catalogue import derive_guarantees
+from .catalogue import derive_guarantees, gaussian_multiplier
 from ..core.numbers import INF, Number
 from ..core.records import CHARGED_STATUSES, Family, Mechanism, Relation, Release, Status
 
@@ -120,6 +123,10 @@ CASES = {
                 "published (non-adaptive composition)",
     "adaptive": "adaptive: some release was recorded after another was published",
 }
+# The case of a cap decided by a filter alone (the pure sum, the rho sum, the basic filter): a
+# filter holds for adaptive releases, so for a plan declared in advance too (DESIGN 2.10); its
+# decision does not depend on which case the ledger is in, and says so.
+EITHER_CASE = "adaptive or declared"
 
 
 # --------------------------------------------------------------------------
@@ -240,10 +247,9 @@ def _mechanism_event(mechanism: Mechanism) -> tuple[Event | None, frozenset]:
         return None, frozenset()
     values = frozenset(_value(g) for g in derived)
     if mechanism.name == "gaussian":
-        sigma, sensitivity = mechanism.param("sigma"), mechanism.param("sensitivity")
-        if sigma is not None and sensitivity:
-            return Event("gaussian", Fraction(sigma) / Fraction(sensitivity)), values
-        return None, frozenset()
+        # sigma / sensitivity as recorded, or the smallest an (epsilon, delta) claim allows
+        multiplier = gaussian_multiplier(mechanism)
+        return (Event("gaussian", multiplier), values) if multiplier else (None, frozenset())
     if mechanism.name == "laplace":
         # dp_accounting's LaplaceDpEvent: noise multiplier scale / L1 sensitivity = 1 / epsilon
         epsilon = derived[0].epsilon
@@ -1559,7 +1565,7 @@ class Decision:
 
     accountant: str
     value: Number  # in the cap's unit
-    case: str
+    case: str  # "declared", "adaptive", or EITHER_CASE (a filter: holds in both)
     theorem: str
 
     def to_json(self, cap, admitted: bool) -> dict:
@@ -1690,12 +1696,12 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
     state a record saves carries the figure it was decided with, and the next decision on that
     state reads it instead of composing the same PLD again (`audit verify` recomputes it)."""
     if cap.rho is not None:
-        return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["rho"])
+        return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["rho"])
     if cap.delta is None:
-        return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic-pure"])
+        return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["basic-pure"])
     if state is None or state["unbounded"] or math.isinf(float(basic_value)) or (spend is not None
                                                                               and spend.unbounded):
-        return Decision("basic", basic_value, "adaptive", FILTER_THEOREMS["basic"])
+        return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["basic"])
     # the basic figure is the pure sum exactly when every event the state holds is pure (the
     # state and the basic spend are the same releases); read from the state, no composition
     pure = spend.is_pure if spend is not None else _state_is_pure(state)

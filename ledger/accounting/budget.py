@@ -511,6 +511,33 @@ class Headroom:
     # which accountant's valid filter decides the binding cap at the headroom (issue 11)
     epsilon_accountant: str | None = None
     rho_accountant: str | None = None
+    # what the next release is assumed to be: "any" (any epsilon-DP or rho-zCDP mechanism, the
+    # worst case), "laplace" (epsilon only) or "gaussian" (rho only, with `multiplier`, the
+    # smallest sigma / sensitivity admitted); a figure the mechanism has not is None
+    mechanism: str = "any"
+    multiplier: Number | None = None
+    # the rho headroom as an epsilon at `delta` (`with_rho_epsilon`)
+    delta: Fraction | None = None
+    rho_epsilon: Number | None = None
+
+
+def with_rho_epsilon(room: Headroom, delta: Fraction) -> Headroom:
+    """The headroom with its rho stated as an epsilon at `delta`, as every epsilon figure at a
+    delta is: a rho-zCDP release by the Canonne-Kamath-Steinke (2020) conversion (Spend.epsilon,
+    as `subset --delta` converts a rho total); the Gaussian of the smallest multiplier admitted
+    by its exact privacy profile (Balle and Wang 2018, Thm 8), which is smaller. Rounded up."""
+    from dataclasses import replace
+
+    from .catalogue import gaussian_epsilon
+
+    rho = room.rho
+    if rho is None:
+        return replace(room, delta=delta)
+    if is_infinite(rho) or not rho:
+        return replace(room, delta=delta, rho_epsilon=rho)
+    if room.mechanism == "gaussian":
+        return replace(room, delta=delta, rho_epsilon=gaussian_epsilon(room.multiplier, delta))
+    return replace(room, delta=delta, rho_epsilon=Spend(rho=Fraction(rho)).epsilon(delta))
 
 
 def headroom(variables: Iterable[str], caps: Sequence[Cap], totals: Mapping[str, CapTotal]) -> Headroom:

@@ -13,11 +13,14 @@ default), and the derived guarantee is stated for that relation.
 
 from __future__ import annotations
 
+import decimal
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
+from ..core.numbers import float_up
 from ..core.records import Guarantee, Mechanism, Notion, Relation
 
 NUMERIC_PARAMS = ("epsilon", "delta", "rho", "scale", "sigma", "sensitivity")
@@ -56,7 +59,8 @@ def _scale_mechanism(mechanism: Mechanism, reads: frozenset[str]):
 
 def _gaussian(mechanism: Mechanism, reads: frozenset[str]):
     """Gaussian noise: rho = sensitivity^2 / (2 sigma^2), zCDP (Bun and Steinke 2016,
-    Prop 1.6); or (epsilon, delta) when those are given instead."""
+    Prop 1.6); or, when only (epsilon, delta) is given, that claim and the zCDP bound it
+    implies of a Gaussian (`implied_gaussian_multiplier`)."""
     rho, sigma, sensitivity = mechanism.param("rho"), mechanism.param("sigma"), mechanism.param("sensitivity")
     epsilon, delta = mechanism.param("epsilon"), mechanism.param("delta")
     relation = _relation(mechanism)
@@ -70,8 +74,125 @@ def _gaussian(mechanism: Mechanism, reads: frozenset[str]):
     if rho is not None:
         return (Guarantee(reads, Notion.ZCDP, rho=rho, relation=relation),), []
     if epsilon is not None and delta is not None:
-        return (Guarantee(reads, Notion.APPROX, epsilon=epsilon, delta=delta, relation=relation),), []
+        claim = Guarantee(reads, Notion.APPROX, epsilon=epsilon, delta=delta, relation=relation)
+        multiplier = implied_gaussian_multiplier(epsilon, delta)
+        if multiplier is None:
+            return (claim,), []
+        # The claim is the steward's; the zCDP guarantee is what it implies of a Gaussian
+        # (`implied_gaussian_multiplier`): both are valid, and each subset and delta is charged
+        # the better one (DESIGN 2.3, min over covering guarantees).
+        rho = _significant_up(1 / (2 * multiplier * multiplier))  # rounded UP: a larger rho is valid too
+        implied = Guarantee(reads, Notion.ZCDP, rho=rho, relation=relation)
+        return (claim, implied), []
     return (), [Problem("sigma", "gaussian needs sigma and sensitivity, rho, or epsilon and delta")]
+
+
+def gaussian_multiplier(mechanism: Mechanism) -> Fraction | None:
+    """sigma / sensitivity of a Gaussian release: as recorded, or, for one declared only by
+    (epsilon, delta), the smallest the claim allows (`implied_gaussian_multiplier`); None
+    when neither is known (a rho alone: its curve is a * rho, not a multiplier's)."""
+    if mechanism.name != "gaussian":
+        return None
+    sigma, sensitivity = mechanism.param("sigma"), mechanism.param("sensitivity")
+    if sigma is not None:
+        return Fraction(sigma) / Fraction(sensitivity) if sensitivity else None
+    epsilon, delta = mechanism.param("epsilon"), mechanism.param("delta")
+    if mechanism.param("rho") is not None or epsilon is None or delta is None:
+        return None
+    return implied_gaussian_multiplier(epsilon, delta)
+
+
+_MULTIPLIER_DIGITS = 12  # significant digits kept of an implied multiplier (rounded down)
+
+
+@lru_cache(maxsize=4096)
+def implied_gaussian_multiplier(epsilon: Fraction, delta: Fraction) -> Fraction | None:
+    """A lower bound on sigma / sensitivity of any Gaussian mechanism that is (epsilon, delta)-DP.
+
+    Why a Gaussian declared only by (epsilon, delta) has a finite loss at every other delta'
+    (DESIGN 2.2-2.4: the release's cost is any guarantee its mechanism certifies): the Gaussian
+    mechanism with m = sigma / sensitivity is (epsilon, delta)-DP if and only if
+        delta >= Phi(1 / (2m) - epsilon m) - e^epsilon Phi(-1 / (2m) - epsilon m)
+    (Balle and Wang 2018, Theorem 8), whose right side decreases in m. So the claim implies
+    m >= m*, the smallest m satisfying it, and the mechanism is a post-processing of the
+    Gaussian with multiplier m* (more noise is added noise): every figure of that Gaussian,
+    its exact privacy profile (the PLD accountant), its Rényi curve and its zCDP bound
+    rho = 1 / (2 m*^2) (Bun and Steinke 2016, Prop 1.6), bounds the release. The value returned
+    is at most m* (bisection on a certified lower bound of the delta above, then rounded DOWN to
+    12 significant digits), so rho = 1 / (2 m^2) is rounded UP and every figure from it is valid.
+    None when the claim implies nothing (delta 0: a Gaussian has no pure bound)."""
+    if not 0 < delta < 1 or epsilon < 0:
+        return None
+    # A larger delta and a larger epsilon (delta decreases in epsilon) certify only a smaller m*.
+    target, eps = float_up(delta), float_up(epsilon)
+    if math.isinf(eps):
+        return None
+
+    def certified(m: float) -> bool:  # the Gaussian with multiplier m is surely not (eps, target)-DP: m < m*
+        return _gaussian_delta_below(m, eps) > target
+
+    low, high = 1.0, 1.0
+    if certified(1.0):
+        while certified(high):
+            high *= 2
+            if high > 1e150:
+                return None
+        low = high / 2
+    else:
+        while not certified(low):
+            low /= 2
+            if low < 1e-150:
+                return None
+        high = low * 2
+    for _ in range(200):  # certified(low) and not certified(high) throughout
+        middle = (low + high) / 2
+        if not low < middle < high or high - low <= 1e-15 * low:
+            break
+        if certified(middle):
+            low = middle
+        else:
+            high = middle
+    floor = decimal.Context(prec=_MULTIPLIER_DIGITS, rounding=decimal.ROUND_FLOOR).create_decimal(low)
+    return Fraction(floor)
+
+
+def _log_ndtr(x: float) -> float:
+    """log Phi(x), the standard normal's log CDF, with the math module only (no scipy import for
+    recording a release): log(erfc(-x / sqrt 2) / 2) where erfc does not underflow, log1p of the
+    upper tail for x > 0, and below x = -30 the asymptotic series of Mills' ratio (Abramowitz and
+    Stegun 26.2.12) to the x^-10 term, whose remainder is below 1e-15 there."""
+    if x > 0:
+        return math.log1p(-0.5 * math.erfc(x / math.sqrt(2)))
+    if x > -30:
+        return math.log(0.5 * math.erfc(-x / math.sqrt(2)))
+    inverse = 1 / (x * x)
+    series = 1 + inverse * (-1 + inverse * (3 + inverse * (-15 + inverse * (105 - 945 * inverse))))
+    return -x * x / 2 - math.log(-x) - 0.5 * math.log(2 * math.pi) + math.log(series)
+
+
+def _significant_up(value: Fraction, digits: int = _MULTIPLIER_DIGITS) -> Fraction:
+    """`value` (> 0) rounded up to `digits` significant decimal digits, exactly."""
+    shift = digits - 1 - math.floor(math.log10(value))
+    scale = Fraction(10) ** shift
+    return Fraction(math.ceil(value * scale)) / scale
+
+
+def _gaussian_delta_below(multiplier: float, epsilon: float) -> float:
+    """A lower bound on the exact delta(epsilon) of the Gaussian with sigma / sensitivity =
+    `multiplier` (Balle and Wang 2018, Theorem 8; mu = 1 / multiplier):
+        delta = Phi(mu / 2 - epsilon / mu) - e^epsilon Phi(-mu / 2 - epsilon / mu)
+              = Phi(a) (1 - exp(epsilon + log Phi(b) - log Phi(a))),
+    in log space (no cancellation of two tiny terms, no overflow of e^epsilon), each logarithm
+    allowed an error of 1e-13 of its size toward a smaller delta (`_log_ndtr` is accurate to a few
+    ulps; the float arguments' error moves log Phi(x) by about 2e-16 x^2, about 4e-16 of its size)."""
+    mu = 1 / multiplier
+    log_first = _log_ndtr(mu / 2 - epsilon / mu)
+    log_second = epsilon + _log_ndtr(-mu / 2 - epsilon / mu)
+    slack = 1e-13 * (1 + abs(log_first) + abs(log_second))
+    gap = log_second - log_first + 2 * slack
+    if not gap < 0 or math.isinf(log_first):
+        return 0.0
+    return math.exp(log_first - slack) * -math.expm1(gap) * (1 - 1e-12)
 
 
 def _exact(mechanism: Mechanism, reads: frozenset[str]):
@@ -231,6 +352,28 @@ def gaussian_delta(rho: float, epsilon: float) -> float:
     second = math.exp(min(epsilon + log_ndtr(-mu / 2 - epsilon / mu), 0.0))
     value = max(first - second, 0.0)
     return min(1.0, value * (1 + 1e-9) + 1e-300) if value > 0 else 0.0
+
+
+def gaussian_epsilon(multiplier: Fraction, delta: Fraction) -> float:
+    """The smallest epsilon (to 1e-12, rounded up) at which the Gaussian with sigma / sensitivity
+    = `multiplier` is (epsilon, delta)-DP: its exact privacy profile (Balle and Wang 2018, Thm 8),
+    by bisection on `gaussian_delta` (which is nudged up: the epsilon found is never too small)."""
+    rho = float_up(1 / (2 * Fraction(multiplier) ** 2))
+    target = float(delta)
+    if Fraction(target) > delta:
+        target = math.nextafter(target, 0.0)
+    low, high = 0.0, max(1.0, 2 * rho + 2 * math.sqrt(2 * rho * math.log(1 / target)))  # Bun-Steinke bound, doubled
+    if gaussian_delta(rho, 0.0) <= target:
+        return 0.0
+    while gaussian_delta(rho, high) > target:
+        high *= 2
+    while high - low > 1e-12 * max(1.0, high):
+        middle = (low + high) / 2
+        if gaussian_delta(rho, middle) <= target:
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def _in_relation(derived: Guarantee, relation: Relation) -> Guarantee | None:

@@ -26,7 +26,7 @@ from . import json_output as cli_json, style as cli_style  # noqa: F401 (cli_sty
 from ..core import failures  # noqa: F401 (cli_style: help as people read it)
 from ..accounting.spend import DEFAULT_DELTA
 from ..core.errors import InputErrors, LedgerError, fail
-from ..core.numbers import NumberError, figure_fields, format_delta, format_number, to_fraction, to_json
+from ..core.numbers import NumberError, figure_fields, format_delta, format_number, is_infinite, to_fraction, to_json
 from ..core.records import CHARGED_STATUSES, Dataset
 from ..core.lazy import lazy_callable, lazy_module
 
@@ -415,25 +415,45 @@ def check_command(
 def headroom_command(
     variables: Annotated[list[str], typer.Argument(help="The variables a new release would read.")],
     dataset: DatasetOption = None,
+    delta: DeltaOption = None,
     as_json: JsonOption = False,
+    as_of: AsOfOption = None,
+    mechanism: Annotated[str, typer.Option(
+        "--mechanism", help="What the new release is: any (any epsilon-DP or rho-zCDP mechanism, the worst "
+                            "case; the default), laplace (a Laplace release of that epsilon) or gaussian (a "
+                            "Gaussian: the smallest sigma / sensitivity). `check` of such a plan draws the "
+                            "same boundary.")] = "any",
 ) -> None:
     """The largest epsilon (and rho) a new release reading exactly these variables could take such
     that every cap's enforcement (the decision `record` makes, with the smallest valid filter
-    figure) would still admit it."""
+    figure) would still admit it; --as-of: as the ledger stood then; --delta: the delta the rho
+    headroom is also stated at as an epsilon (the dataset's by default)."""
+    from ..operations.cap_accounting import HEADROOM_MECHANISMS
+
+    when = parse_date(as_of, "--as-of")
+    if mechanism not in HEADROOM_MECHANISMS:
+        raise fail("command line", "--mechanism", f"must be one of {', '.join(HEADROOM_MECHANISMS)}. "
+                                                  f"Found {mechanism!r}.")
     engine = _engine()  # (opened once: the dataset's names and the caps' totals from the same ledger)
     with store.read_session(engine) as session:
         chosen = _pick_dataset(store.write_context(session), dataset)
     names = _resolve_variables(chosen, variables)
-    room = operations.headroom(engine, chosen.name, names)
+    room = operations.headroom(engine, chosen.name, names, when=when, mechanism=mechanism,
+                               delta=_delta(delta, chosen))
     if as_json:
         typer.echo(json.dumps({
             "variables": list(room.variables),
+            "mechanism": room.mechanism,
+            "assumes": HEADROOM_ASSUMES[room.mechanism],
             **figure_fields("epsilon", room.epsilon, down=True),
             "epsilon_binding": room.epsilon_binding and room.epsilon_binding.name,
             "epsilon_accountant": room.epsilon_accountant,
             **figure_fields("rho", room.rho, down=True),
             "rho_binding": room.rho_binding and room.rho_binding.name,
             "rho_accountant": room.rho_accountant,
+            **({} if room.multiplier is None else figure_fields("multiplier", room.multiplier)),
+            **figure_fields("delta", room.delta),
+            **figure_fields("rho_epsilon", room.rho_epsilon),
         }, indent=2, ensure_ascii=False))
         return
     label = "{" + ", ".join(room.variables) + "}"
@@ -444,12 +464,30 @@ def headroom_command(
         return f" (binding cap: {cap.name}" + (f", decided by {accountant}" if accountant not in (None, "basic")
                                                 else "") + ")"
 
-    typer.echo(f"{label}: largest epsilon {format_number(room.epsilon, down=True)}"
-               + binding(room.epsilon_binding, room.epsilon_accountant))
-    typer.echo(f"{label}: largest rho {format_number(room.rho, down=True)}"
-               + binding(room.rho_binding, room.rho_accountant))
-    typer.echo("  (a new release of at most this much, reading exactly these variables, is admitted by every "
-               "cap's enforcement, as `record` decides)")
+    as_epsilon = (f"; as epsilon at delta {format_delta(room.delta)}: {format_number(room.rho_epsilon)}"
+                  if room.rho_epsilon is not None and room.rho and not is_infinite(room.rho) else "")
+    if room.epsilon is not None:
+        typer.echo(f"{label}: largest epsilon {format_number(room.epsilon, down=True)}"
+                   + binding(room.epsilon_binding, room.epsilon_accountant))
+    if room.multiplier is not None:
+        smallest = ("no Gaussian fits" if is_infinite(room.multiplier)
+                    else f"smallest sigma / sensitivity {format_number(room.multiplier)}")
+        typer.echo(f"{label}: {smallest}, largest rho {format_number(room.rho, down=True)}{as_epsilon}"
+                   + binding(room.rho_binding, room.rho_accountant))
+    elif room.rho is not None:
+        typer.echo(f"{label}: largest rho {format_number(room.rho, down=True)}{as_epsilon}"
+                   + binding(room.rho_binding, room.rho_accountant))
+    typer.echo(f"  (a new release of at most this much, reading exactly these variables, is admitted by every "
+               f"cap's enforcement, as `record` decides; it assumes {HEADROOM_ASSUMES[room.mechanism]}"
+               + (f"; the ledger as of {as_of}" if when is not None else "") + ")")
+
+
+HEADROOM_ASSUMES = {
+    "any": "any mechanism with that epsilon (the worst case: randomized response) or that rho; "
+           "--mechanism laplace or gaussian answers for that mechanism, as `check` would",
+    "laplace": "a Laplace release of that epsilon (its own Rényi curve and privacy loss distribution)",
+    "gaussian": "a Gaussian release of that sigma / sensitivity (rho = 1 / (2 (sigma / sensitivity)^2))",
+}
 
 
 ReasonOption = Annotated[Optional[str], typer.Option(
@@ -532,7 +570,7 @@ def cap_set(
         typer.echo(cli_json.dumps({"ok": True, "caps": [check_json(c) for c in checks]}))
         return
     for cap in caps:
-        typer.echo(f"cap {cap.name} on {{{', '.join(sorted(cap.subset))}}}: {cap.unit} {format_number(cap.limit)}"
+        typer.echo(f"cap {cap.name} on {{{', '.join(cap.ordered_subset)}}}: {cap.unit} {format_number(cap.limit)}"
                    + (f" at delta {format_delta(cap.delta)}" if cap.delta is not None else ""))
     for line in check_lines(checks, planned=False):  # a cap below what is spent is over at once
         typer.echo(line)
@@ -579,7 +617,7 @@ def check_lines(checks, planned: bool = True) -> list[str]:
         if planned:
             figures += [f"this plan +{format_number(c.charge)}", f"after {format_number(c.after)}"]
         figures += [f"cap {format_number(c.cap.limit, down=True)}", f"headroom {format_number(c.headroom, down=True)}"]
-        lines.append(f"[{c.status}] cap {c.cap.name} ({unit}) on {{{', '.join(sorted(c.cap.subset))}}}: "
+        lines.append(f"[{c.status}] cap {c.cap.name} ({unit}) on {{{', '.join(c.cap.ordered_subset)}}}: "
                      + ", ".join(figures))
         if planned:
             for charge in c.charges:
@@ -606,7 +644,7 @@ def check_json(c) -> dict:
     return {
         "cap": c.cap.name,
         "dataset": c.cap.dataset,
-        "subset": sorted(c.cap.subset),
+        "subset": list(c.cap.ordered_subset),  # dataset order, as `subset --json` lists a subset
         "unit": c.cap.unit,
         **figure_fields("delta", c.cap.delta),
         **figure_fields("limit", c.cap.limit, down=True),

@@ -249,6 +249,15 @@ class Cap:
     delta: Fraction | None = None
     rho: Fraction | None = None
     whole_dataset: bool = False
+    # the dataset's variables in dataset order, when known: how the subset is printed (neither
+    # compared nor stored; the loader and the store give it)
+    order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def ordered_subset(self) -> tuple[str, ...]:
+        """The subset in dataset order, as `subset` prints a subset; sorted when the order is unknown."""
+        inside = tuple(name for name in self.order if name in self.subset)
+        return inside if len(inside) == len(self.subset) else tuple(sorted(self.subset))
 
     @property
     def unit(self) -> str:

@@ -1011,4 +1011,5 @@ def cap_from_entry(entry: dict, dataset: Dataset, report) -> Cap | None:
         problem(("epsilon",), "a cap needs epsilon or rho")
     if before:
         return None
-    return Cap(dataset.name, name, subset, epsilon=epsilon, delta=delta, rho=rho, whole_dataset=whole)
+    return Cap(dataset.name, name, subset, epsilon=epsilon, delta=delta, rho=rho, whole_dataset=whole,
+               order=dataset.variable_names)

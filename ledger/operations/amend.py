@@ -48,7 +48,7 @@ def cap_text(cap: Cap) -> str:
     limit = f"{cap.unit} {format_number(cap.limit)}"
     if cap.delta is not None:
         limit += f" at delta {format_delta(cap.delta)}"  # 1 × 10⁻⁶, as every other command prints a delta
-    where = "the whole dataset" if cap.whole_dataset else "{" + ", ".join(sorted(cap.subset)) + "}"
+    where = "the whole dataset" if cap.whole_dataset else "{" + ", ".join(cap.ordered_subset) + "}"
     return f"{limit} on {where}"
 
 

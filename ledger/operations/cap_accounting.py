@@ -125,7 +125,7 @@ def checks_from_history(caps, releases: Sequence[Release], families: Mapping[str
     releases = list(releases)
     if totals is None:
         totals = {cap.name: budget.total_from_history(cap, releases, families) for cap in caps}
-    return _decided(caps, totals, lambda cap: accountants.state_from_history(cap, releases, families))
+    return checks_on(caps, totals, lambda cap: accountants.state_from_history(cap, releases, families))
 
 
 def checks_from_index(caps, index, totals: Mapping[str, budget.CapTotal] | None = None) -> list[budget.CapCheck]:
@@ -135,10 +135,10 @@ def checks_from_index(caps, index, totals: Mapping[str, budget.CapTotal] | None 
     by `accountants.state_from_index`, the same totals and states, so the same decisions."""
     if totals is None:
         totals = {cap.name: budget.total_from_index(cap, index) for cap in caps}
-    return _decided(caps, totals, lambda cap: accountants.state_from_index(cap, index))
+    return checks_on(caps, totals, lambda cap: accountants.state_from_index(cap, index))
 
 
-def _decided(caps, totals: Mapping[str, budget.CapTotal], state_of) -> list[budget.CapCheck]:
+def checks_on(caps, totals: Mapping[str, budget.CapTotal], state_of) -> list[budget.CapCheck]:
     """Every cap checked on `totals` with no plan, each with its best valid figure (`decide`);
     `state_of(cap)`: its running accountant state (caps stated at a delta only)."""
     checks = budget.check(list(caps), totals, [], {}, {}, only_touched=False)
@@ -155,7 +155,7 @@ def decisions_json(checks: Sequence[budget.CapCheck]) -> list[dict]:
     """What the audit event of an admitted step records: per cap, who decided, how."""
     result = []
     for check in checks:
-        decision = check.decision or accountants.Decision("basic", check.after, "adaptive",
+        decision = check.decision or accountants.Decision("basic", check.after, accountants.EITHER_CASE,
                                                           accountants.FILTER_THEOREMS["basic"])
         result.append(decision.to_json(check.cap, check.ok))
     return result
@@ -168,54 +168,132 @@ def decision_text(check: budget.CapCheck) -> str:
     return f"decided by {decision.accountant} ({decision.case}): {decision.theorem}"
 
 
-def headroom(session: Session, dataset: str, variables, caps) -> budget.Headroom:
+HEADROOM_MECHANISMS = ("any", "laplace", "gaussian")
+
+
+def standing_at(session: Session, dataset: str, caps, when: datetime | None):
+    """(the caps' basic running totals, their accountant states) as the ledger stands, or as it
+    stood at `when` (`cap list --as-of`: the accounting rows of the releases charged then,
+    columns.index_for with the moment; where the rows cannot state the ledger then exactly,
+    the whole releases as they stood, history.releases_as_of). States: caps at a delta only."""
+    stated = [cap for cap in caps if cap.delta is not None and cap.rho is None]
+    if when is None:
+        return store.cap_totals(session, dataset, [cap.name for cap in caps]), current_states(session, dataset, caps)
+    from ..store import columns
+
+    light = store.write_context(session)
+    families = {fid: f for fid, f in light.families.items() if f.dataset == dataset}
+    index = columns.index_for(session, light.datasets[dataset].variable_names, dataset, families, when=when)
+    if index is not None:
+        return ({cap.name: budget.total_from_index(cap, index) for cap in caps},
+                {cap.name: accountants.state_from_index(cap, index) for cap in stated})
+    from ..accounting.history import releases_as_of
+    from ..store.as_of import ended_at
+
+    history = store.snapshot(session, dataset)
+    then = releases_as_of([r for r in history.releases.values() if r.dataset == dataset], when,
+                          ended_at(session.connection()))
+    families = {fid: f for fid, f in history.families.items() if f.dataset == dataset}
+    return ({cap.name: budget.total_from_history(cap, then, families) for cap in caps},
+            {cap.name: accountants.state_from_history(cap, then, families) for cap in stated})
+
+
+def headroom(session: Session, dataset: str, variables, caps, *, when: datetime | None = None,
+             mechanism: str = "any") -> budget.Headroom:
     """The largest pure epsilon, and the largest rho, a new release reading exactly `variables`
     (and protecting them) could take such that every cap's enforcement (`decide`, the function
-    `record` uses) still admits it.
+    `record` uses) still admits it; with `when`, as the ledger stood then (`standing_at`), the
+    release recorded at that moment.
 
-    Per cap, the release is probed as recording would see it: planned now, its cost a declared
-    pure guarantee (randomized response's curve, the worst case of any epsilon-DP mechanism,
-    Kairouz, Oh and Viswanath 2015) or a declared rho. A pure cap is linear in a pure epsilon
+    Per cap, the release is probed as recording would see it: planned now, its cost (mechanism
+    "any") a declared pure guarantee (randomized response's curve, the worst case of any
+    epsilon-DP mechanism, Kairouz, Oh and Viswanath 2015) or a declared rho (any rho-zCDP
+    mechanism); "laplace": a Laplace release of that epsilon (its own Rényi curve and PLD);
+    "gaussian": a Gaussian of sigma / sensitivity = m, the smallest m admitted (its rho is
+    1 / (2 m^2)). The probe is the release `check` builds from such a plan, so the headroom is
+    the boundary `check` draws. A pure cap is linear in a pure epsilon
     and a rho cap in rho (the basic sums); a cap at a delta is searched by bisection from the
     basic headroom (a lower bound: every decision is at most the basic figure), keeping the
     admitted end, so a release of the printed headroom is admitted (never larger)."""
+    if mechanism not in HEADROOM_MECHANISMS:
+        raise ValueError(f"mechanism must be one of {HEADROOM_MECHANISMS}. Found {mechanism!r}.")
     variables = frozenset(variables)
     caps = [cap for cap in caps if cap.subset & variables]
-    totals = store.cap_totals(session, dataset, [cap.name for cap in caps])
-    states = current_states(session, dataset, caps)
-    now = store.now()
-    best_epsilon: tuple = (INF, None)
-    best_rho: tuple = (INF, None)
-    for cap in caps:
-        total = totals.get(cap.name, budget.CapTotal())
-        epsilon = _largest(cap, total, states.get(cap.name), variables, "pure", now)
-        rho = _largest(cap, total, states.get(cap.name), variables, "rho", now)
-        if epsilon < best_epsilon[0]:
-            best_epsilon = (epsilon, cap)
-        if rho < best_rho[0]:
-            best_rho = (rho, cap)
+    totals, states = standing_at(session, dataset, caps, when)
+    now = when if when is not None else store.now()
+    kinds = {"any": ("pure", "rho"), "laplace": ("pure",), "gaussian": ("rho",)}[mechanism]
+    found = {}
+    for kind in ("pure", "rho"):
+        if kind not in kinds:
+            found[kind] = (None, None, None)
+            continue
+        probe_kind = "gaussian" if mechanism == "gaussian" else (mechanism if kind == "pure" else "any") + "-" + kind
+        best: tuple = (INF, None)
+        for cap in caps:
+            value = _largest(cap, totals.get(cap.name, budget.CapTotal()), states.get(cap.name), variables,
+                             probe_kind, now)
+            if value < best[0]:
+                best = (value, cap)
+        found[kind] = (*best, _decided_by(best, probe_kind, variables, totals, states, now))
+    multiplier, rho = None, found["rho"][0]
+    if mechanism == "gaussian":  # the smallest sigma / sensitivity admitted, and its rho
+        if is_infinite(rho):
+            multiplier = Fraction(0)  # no cap applies: any sigma
+        elif not rho:
+            multiplier = INF  # no Gaussian fits
+        else:
+            multiplier = gaussian_multiplier_for(rho)
+            rho = 1 / (2 * multiplier * multiplier)
+    return budget.Headroom(_in_dataset_order(session, dataset, variables), found["pure"][0], found["pure"][1],
+                           rho, found["rho"][1], found["pure"][2], found["rho"][2], mechanism=mechanism,
+                           multiplier=multiplier)
 
-    def decided_by(found, kind):
-        value, cap = found
-        if cap is None or is_infinite(value):
-            return None
-        total = totals.get(cap.name, budget.CapTotal())
-        plan = [_probe(cap, variables, kind, Fraction(value), now)] if value else []
-        (check,) = budget.check([cap], {cap.name: total}, plan, {}, {}, only_touched=False)
-        result, _ = decide(check, total, states.get(cap.name), plan, {}, {})
-        return result.decision.accountant if result.decision is not None else "basic"
 
-    return budget.Headroom(tuple(sorted(variables)), best_epsilon[0], best_epsilon[1], best_rho[0], best_rho[1],
-                           decided_by(best_epsilon, "pure"), decided_by(best_rho, "rho"))
+def _in_dataset_order(session: Session, dataset: str, variables: frozenset) -> tuple[str, ...]:
+    return tuple(name for name in store.write_context(session).datasets[dataset].variable_names if name in variables)
 
 
-def _probe(cap, variables: frozenset, kind: str, value: Fraction, now: datetime) -> Release:
+def _decided_by(found, probe_kind: str, variables, totals, states, now) -> str | None:
+    value, cap = found
+    if cap is None or is_infinite(value):
+        return None
+    total = totals.get(cap.name, budget.CapTotal())
+    plan = [_probe(cap, variables, probe_kind, Fraction(value), now)] if value else []
+    (check,) = budget.check([cap], {cap.name: total}, plan, {}, {}, only_touched=False)
+    result, _ = decide(check, total, states.get(cap.name), plan, {}, {})
+    return result.decision.accountant if result.decision is not None else "basic"
+
+
+def gaussian_multiplier_for(rho: Fraction) -> Fraction:
+    """The smallest sigma / sensitivity, to 12 significant digits rounded UP, whose Gaussian is
+    at most rho-zCDP: m >= 1 / sqrt(2 rho) (Bun and Steinke 2016, Prop 1.6)."""
+    import decimal
+
+    m = Fraction(decimal.Context(prec=12, rounding=decimal.ROUND_CEILING).create_decimal(
+        math.nextafter(1 / math.sqrt(2 * float(rho)), math.inf)))
+    while 2 * m * m * rho < 1:  # (float error: never below the exact root)
+        m = m * (1 + Fraction(1, 10**11))
+    return m
+
+
+def _probe(cap, variables: frozenset, probe_kind: str, value: Fraction, now: datetime) -> Release:
+    """The planned release a headroom is probed with (`headroom`): value is its epsilon (any-pure,
+    laplace-pure) or rho (any-rho, gaussian: the Gaussian of the smallest multiplier within it)."""
+    from ..accounting.catalogue import derive_guarantees
     from ..core.records import Guarantee, Mechanism, Notion, Status
 
-    guarantee = (Guarantee(variables, Notion.PURE, epsilon=value) if kind == "pure"
-                 else Guarantee(variables, Notion.ZCDP, rho=value))
-    return Release("headroom-probe", cap.dataset, variables, Mechanism("declared"), (guarantee,),
-                   status=Status.PLANNED, recorded_at=now)
+    if probe_kind == "laplace-pure":
+        mechanism = Mechanism("laplace", (("epsilon", value),))
+    elif probe_kind == "gaussian":
+        mechanism = Mechanism("gaussian", (("sensitivity", Fraction(1)), ("sigma", gaussian_multiplier_for(value))))
+    else:
+        guarantee = (Guarantee(variables, Notion.PURE, epsilon=value) if probe_kind == "any-pure"
+                     else Guarantee(variables, Notion.ZCDP, rho=value))
+        return Release("headroom-probe", cap.dataset, variables, Mechanism("declared"), (guarantee,),
+                       status=Status.PLANNED, recorded_at=now)
+    guarantees, _ = derive_guarantees(mechanism, variables)
+    return Release("headroom-probe", cap.dataset, variables, mechanism, guarantees, status=Status.PLANNED,
+                   recorded_at=now)
 
 
 def admits(cap, total: budget.CapTotal, state: dict | None, plan: Sequence[Release]) -> bool:
@@ -225,16 +303,19 @@ def admits(cap, total: budget.CapTotal, state: dict | None, plan: Sequence[Relea
     return result.ok
 
 
-def _largest(cap, total: budget.CapTotal, state: dict | None, variables: frozenset, kind: str,
+def _largest(cap, total: budget.CapTotal, state: dict | None, variables: frozenset, probe_kind: str,
              now: datetime):
-    basic = budget._largest(cap, total, budget.pure_spend if kind == "pure" else (lambda x: budget.Spend(rho=x)))
+    if probe_kind.endswith("-pure"):
+        basic = budget._largest(cap, total, budget.pure_spend)
+    else:  # (a Gaussian probe of rho x costs at most x: the rho headroom bounds it)
+        basic = budget._largest(cap, total, lambda x: budget.Spend(rho=x))
     if cap.delta is None or cap.rho is not None:
         return basic  # decided by the basic sums: `budget._largest` is that decision, exactly
     if state is None:
         return basic
 
     def ok(x: Fraction) -> bool:
-        return x == 0 or admits(cap, total, state, [_probe(cap, variables, kind, x, now)])
+        return x == 0 or admits(cap, total, state, [_probe(cap, variables, probe_kind, x, now)])
 
     if is_infinite(basic):
         return basic

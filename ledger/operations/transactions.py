@@ -282,33 +282,29 @@ def cap_checks(session: Session, dataset: str, caps: Sequence[Cap]) -> list[budg
 
 def cap_checks_as_of(session: Session, dataset: str, caps: Sequence[Cap], when: datetime) -> list[budget.CapCheck]:
     """Every cap as the ledger stood at `when`, each with its best valid figure (`cap list
-    --as-of`, the report --as-of): from the accounting rows of the releases charged then
-    (columns.index_for with `when`, store/as_of.py; issue 13), no release decoded but family
-    members and releases with a choice. Where the rows cannot state the ledger then exactly
-    (as_of.rows_then), from the whole releases as they stood (`history.releases_as_of`)."""
-    from ..store import columns
-
-    light = store.write_context(session)
-    families = {fid: f for fid, f in light.families.items() if f.dataset == dataset}
-    index = columns.index_for(session, light.datasets[dataset].variable_names, dataset, families, when=when)
-    if index is not None:
-        return cap_accounting.checks_from_index(caps, index)
-    from ..accounting.history import releases_as_of
-    from ..store.as_of import ended_at
-
-    history = store.snapshot(session, dataset)
-    then = releases_as_of([r for r in history.releases.values() if r.dataset == dataset], when,
-                          ended_at(session.connection()))
-    return cap_accounting.checks_from_history(
-        caps, then, {fid: f for fid, f in history.families.items() if f.dataset == dataset})
+    --as-of`, the report --as-of): the totals and states then (cap_accounting.standing_at: from
+    the accounting rows of the releases charged then, store/as_of.py, issue 13; where the rows
+    cannot state the ledger then exactly, from the whole releases as they stood)."""
+    totals, states = cap_accounting.standing_at(session, dataset, caps, when)
+    return cap_accounting.checks_on(caps, totals, lambda cap: states.get(cap.name))
 
 
-def headroom(engine: Engine, dataset: str, variables: Iterable[str]) -> budget.Headroom:
+def headroom(engine: Engine, dataset: str, variables: Iterable[str], *, when: datetime | None = None,
+             mechanism: str = "any", delta: Fraction | None = None) -> budget.Headroom:
     """The largest epsilon (and rho) a new release reading these variables could take such that
     every cap's enforcement would still admit it: derived from the decision `record` makes
-    (cap_accounting.headroom), so a release of the headroom is admitted, never more."""
+    (cap_accounting.headroom), so a release of the headroom is admitted, never more. `when`: as
+    the ledger stood then (as `cap list --as-of`); `mechanism`: what the release is assumed to be
+    (any, laplace, gaussian); `delta`: the rho headroom is also stated as an epsilon at it (the
+    dataset's delta by default, as every epsilon figure; `budget.with_rho_epsilon`)."""
+    from . import choices
+
     with store.read_session(engine) as session:
-        return cap_accounting.headroom(session, dataset, frozenset(variables), store.caps(session, dataset))
+        room = cap_accounting.headroom(session, dataset, frozenset(variables), store.caps(session, dataset),
+                                       when=when, mechanism=mechanism)
+        if delta is None:
+            delta = choices.parse_delta(None, store.write_context(session).datasets[dataset])
+    return budget.with_rho_epsilon(room, delta)
 
 
 # --------------------------------------------------------------------------

@@ -279,7 +279,7 @@ def _caps_text(caps: Sequence[Cap]) -> str:
         figure = (f"rho {format_number(cap.rho)}" if cap.rho is not None else
                   f"epsilon {format_number(cap.epsilon)}" + (f" at delta {format_delta(cap.delta)}"
                                                              if cap.delta is not None else ""))
-        lines.append(f"- {cap.name} on {{{', '.join(sorted(cap.subset))}}}: {figure}")
+        lines.append(f"- {cap.name} on {{{', '.join(cap.ordered_subset)}}}: {figure}")
     return "\n".join(lines) + "\n"
 
 

@@ -1023,7 +1023,7 @@ def family_map_of(inputs: ReportInputs) -> dict[str, Family]:
 
 
 def _cap_entry(c: CapCheck) -> CapEntry:
-    return CapEntry(name=c.cap.name, subset=tuple(sorted(c.cap.subset)), whole_dataset=c.cap.whole_dataset,
+    return CapEntry(name=c.cap.name, subset=c.cap.ordered_subset, whole_dataset=c.cap.whole_dataset,
                     unit=c.cap.unit, delta=c.cap.delta, limit=c.cap.limit, current=c.current,
                     headroom=c.headroom, status=c.status, drivers=c.drivers,
                     # a cap at a delta is where the accountants differ (a pure or rho cap: basic sums)
@@ -1363,7 +1363,7 @@ def meeting_pack(inputs: ReportInputs) -> MeetingPack:
         before = total_from_index(cap, index_then).value
         current = now[cap.name].current
         moves.append(CapMove(
-            name=cap.name, subset=tuple(sorted(cap.subset)), unit=cap.unit, delta=cap.delta, limit=cap.limit,
+            name=cap.name, subset=cap.ordered_subset, unit=cap.unit, delta=cap.delta, limit=cap.limit,
             before=before, now=current, change=_difference(current, before),
             status_before=cap_status(cap, before), status_now=now[cap.name].status,
             set_after=cap.name in set_at and set_at[cap.name] >= since,

@@ -272,7 +272,8 @@ def cap_to_dict(cap: Cap) -> dict:
     }
 
 
-def cap_from_dict(data: dict) -> Cap:
+def cap_from_dict(data: dict, order: tuple[str, ...] = ()) -> Cap:
+    """A cap as stored; `order`: its dataset's variables, in dataset order (Cap.order)."""
     return Cap(
         dataset=data["dataset"],
         name=data["name"],
@@ -281,6 +282,7 @@ def cap_from_dict(data: dict) -> Cap:
         delta=_fraction(data["delta"]),
         rho=_fraction(data["rho"]),
         whole_dataset=data["whole_dataset"],
+        order=order,
     )
 
 

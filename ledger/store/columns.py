@@ -413,10 +413,24 @@ def _fill_events(connection, statement, rows: Iterable[dict], batch: int) -> int
 def refresh_sampled_events(session: Session, batch: int = 20_000) -> int:
     """The schema 7 migration: a Laplace or geometric release run on a sample (sample_size of
     population) is charged through its sampling event (`accountants.Event` kind `sampled`, issue
-    11 section 4) where schema 6 charged its amplified guarantee; the accounting rows of such
-    releases are brought to the event `release_event` now gives, streamed a batch at a time
-    with each row's stored event key read in the same query (a join: no query per row).
-    Returns how many rows changed (none in a ledger without subsampled releases)."""
+    11 section 4) where schema 6 charged its amplified guarantee. Returns how many rows changed
+    (none in a ledger without subsampled releases)."""
+    return _refresh_events(session, ("laplace", "geometric"), lambda params: "sample_size" in params, batch)
+
+
+def refresh_implied_gaussian_events(session: Session, batch: int = 20_000) -> int:
+    """The schema 11 migration: a Gaussian release declared only by (epsilon, delta) has the
+    accounting event of the smallest multiplier its claim allows (`catalogue.gaussian_multiplier`)
+    where schema 10 had none. One recorded before keeps the guarantee it was recorded with (the
+    book of record), so it is not charged through the event: only the row's event changes.
+    Returns how many rows changed."""
+    return _refresh_events(session, ("gaussian",), lambda params: "sigma" not in params, batch)
+
+
+def _refresh_events(session: Session, mechanisms: tuple[str, ...], selected, batch: int) -> int:
+    """The accounting rows of the releases of `mechanisms` whose parameters `selected` accepts
+    are brought to the event `release_event` now gives, streamed a batch at a time with each
+    row's stored event key read in the same query (a join: no query per row)."""
     from . import database as store
     from .codec import release_from_dict
 
@@ -425,12 +439,12 @@ def refresh_sampled_events(session: Session, batch: int = 20_000) -> int:
     query = (select(table, _EVENTS.c.key.label("_stored_event_key"))
              .join(_ROWS, _ROWS.c.seq == table.c.seq)
              .outerjoin(_EVENTS, _EVENTS.c.id == _ROWS.c.event)
-             .where(table.c.mechanism_name.in_(("laplace", "geometric")))
+             .where(table.c.mechanism_name.in_(mechanisms))
              .order_by(table.c.seq))
 
     def changed():
         for row in connection.execute(query.execution_options(yield_per=batch)):
-            if "sample_size" not in (row.mechanism_params or {}):
+            if not selected(row.mechanism_params or {}):
                 continue
             release = release_from_dict(store.release_row_dict(row))
             key, charged = release_event(release)

@@ -91,13 +91,14 @@ from ..core.memory import paused_gc
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 10  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 11  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
 # 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments;
 # 7: a subsampled release's accounting event is its sampling event (issue 11, section 4)
 # 8: the verified head (verified_head.py) keeps when it was verified
 # 9: audit events indexed by (kind, subject, actor): EVENT_INDEX (issue 13)
 # 10: the accounting rows sealed in binary chunks (sealed.py, issue 13)
+# 11: a Gaussian declared only by (epsilon, delta) has its implied multiplier's event (catalogue)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -609,6 +610,14 @@ def _v10_sealed_chunks(session: Session) -> None:
     sealed.build_all(session)
 
 
+def _v11_implied_gaussian_events(session: Session) -> None:
+    """A Gaussian release declared only by (epsilon, delta) gets the accounting event of the
+    smallest multiplier its claim allows (columns.refresh_implied_gaussian_events); the sealed
+    chunks, which hold the event column, are sealed again when a row changed."""
+    if columns.refresh_implied_gaussian_events(session):
+        sealed.build_all(session)
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
@@ -619,6 +628,7 @@ MIGRATIONS: dict[int, Callable[[Session], None]] = {
     8: _v8_verified_head_time,
     9: _v9_event_index,
     10: _v10_sealed_chunks,
+    11: _v11_implied_gaussian_events,
 }
 
 
@@ -1034,7 +1044,8 @@ def _configuration(session: Session) -> Configuration:
     families = {r.id: family_from_dict(_family_dict(r)) for r in connection.execute(_text_rows(FamilyRow.__table__))}
     caps_by_dataset: dict[str, list[Cap]] = {}
     for cap_row in connection.execute(_text_rows(CapRow.__table__, "", "dataset, name")):
-        caps_by_dataset.setdefault(cap_row.dataset, []).append(cap_from_dict(_cap_dict(cap_row)))
+        order = datasets[cap_row.dataset].variable_names if cap_row.dataset in datasets else ()
+        caps_by_dataset.setdefault(cap_row.dataset, []).append(cap_from_dict(_cap_dict(cap_row), order))
     result = Configuration(datasets, families, {k: tuple(v) for k, v in caps_by_dataset.items()},
                            {name: dataset.variable_names for name, dataset in datasets.items()})
     _CONFIGURATION_CACHE[url] = (stamp, result)
