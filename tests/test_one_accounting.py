@@ -176,6 +176,50 @@ def test_a_derived_release_cannot_be_recorded_as_published_before_its_parent(led
     assert ledger.dump() == before
 
 
+def test_a_derived_release_cannot_be_recorded_as_published_before_its_parents_publication_date(ledger):
+    """Published (status) is not enough: the derived release's publication date must not come
+    before its parent's, or the ledger as it stood in between (`--as-of`) shows a function of
+    the parent's output out while the parent does not count: a loss of 0 where it was 1."""
+    raw = ('  - {id: raw, status: published, published_at: "2025-06-01T00:00:00+00:00", reads: [income],'
+           ' mechanism: {name: laplace, epsilon: 1}}\n')
+    early = '  - {id: rounded, status: published, published_at: "2025-04-01T00:00:00+00:00", reads: [], derived_from: [raw]}\n'
+    before = ledger.dump()
+    refused = ledger.record(releases("releases:\n" + raw + early))
+    assert refused.code == 2, refused.out + refused.err  # one batch: the parent in the same file
+    assert "rounded" in refused.err and "raw (published 2025-06-01T00:00:00+00:00)" in refused.err
+    assert ledger.dump() == before
+    ledger.ok("record", ledger.write("raw.yaml", releases("releases:\n" + raw)))
+    before = ledger.dump()
+    refused = ledger.record(releases("releases:\n" + early))
+    assert refused.code == 2, refused.out + refused.err  # the parent already recorded
+    assert "raw (published 2025-06-01T00:00:00+00:00)" in refused.err
+    assert ledger.dump() == before
+    ledger.ok("record", ledger.write("late.yaml", releases("releases:\n" + early.replace("2025-04-01", "2025-06-01"))))
+    assert ledger.ok("subset", "income", "--as-of", "2025-06-01T00:00:00Z", "--json").json()["epsilon"] == 1
+
+
+def test_a_derived_release_cannot_be_published_at_a_date_before_its_parent(ledger, monkeypatch):
+    """`publish --at` dates a publication that happened elsewhere: not before the parent's."""
+    from datetime import UTC, datetime
+
+    from ledger.store import database as store
+
+    clock = {"now": datetime(2026, 1, 1, 10, 0, tzinfo=UTC)}
+    monkeypatch.setattr(store, "now", lambda: clock["now"])
+    ledger.ok("record", ledger.write("r.yaml", RAW_AND_ROUNDED))
+    ledger.ok("approve", "raw", "--by", "approver")
+    ledger.ok("approve", "rounded", "--by", "approver")
+    clock["now"] = datetime(2026, 1, 1, 10, 20, tzinfo=UTC)
+    ledger.ok("publish", "raw")
+    before = ledger.dump()
+    refused = ledger("publish", "rounded", "--at", "2026-01-01T10:10:00Z")
+    assert refused.code == 2, refused.out + refused.err
+    assert "raw (published 2026-01-01T10:20:00+00:00)" in refused.err
+    assert ledger.dump() == before
+    clock["now"] = datetime(2026, 1, 1, 10, 40, tzinfo=UTC)
+    ledger.ok("publish", "rounded", "--at", "2026-01-01T10:20:00Z")  # the same moment is not before
+
+
 def test_run_tan_nonnegative_planned_cannot_free_the_raw_table(ledger):
     data = ledger.write("data.csv", "region,sex\nN,f\nN,m\nS,f\nS,m\nN,f\nS,m\n")
     ledger.ok("run", "tan-consistent-counts", "--data", data, "--id", "t", "--seed", "3", "--status", "planned",

@@ -791,8 +791,8 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
             if blockers:
                 errors.append(LedgerError(release.source, _at(release, "status"),
                                           f"release {release.id!r} is {release.status.value} but it derives from "
-                                          f"releases not published yet: {describe(blockers, known)}; publish them "
-                                          "first, or record this one as planned"))
+                                          f"releases not published by then: {describe(blockers, known)}; publish "
+                                          "them first (or date this one no earlier), or record it as planned"))
     cycle = None
     if any(parent in seen for release in seen.values() for parent in release.derived_from):
         import networkx as nx  # only for a batch whose releases derive from each other

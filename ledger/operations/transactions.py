@@ -211,7 +211,7 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
                            f"cannot cancel release {release_id!r}: charged release(s) derive from it: "
                            f"{lineage.describe(blockers, lookup)}; cancel them first")
         if action == "publish":
-            blockers = lineage.publish_blockers(release, lookup)
+            blockers = lineage.publish_blockers(release, lookup, at or moment)
             if blockers:
                 raise fail(f"release {release_id}", "status",
                            f"cannot publish release {release_id!r} before what it derives from is published: "
