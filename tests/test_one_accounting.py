@@ -256,6 +256,14 @@ def test_run_tan_nonnegative_planned_cannot_free_the_raw_table(ledger):
      "guarantees: [{protects: [region, sex], epsilon: 1}]}", ("region", "exactly")),
     ("{id: t, reads: [region, sex], mechanism: {name: tan-consistent-counts, epsilon: 1}, "
      "guarantees: [{protects: [region, sex], epsilon: 1}]}", ("margin", "exactly")),
+    # Tan's epsilon bounds what it protects, whether the protected variable is named by
+    # `protects`, by `margin` (what is read but not the margin), or only by the claim
+    ("{id: t, reads: [region, sex], mechanism: {name: tan-consistent-counts, epsilon: 1, margin: region}, "
+     "guarantees: [{protects: [sex], epsilon: \"1/2\"}]}", ("1/2", "epsilon 1")),
+    ("{id: t, reads: [region, sex], mechanism: {name: tan-consistent-counts, epsilon: 1}, "
+     "guarantees: [{protects: [sex], epsilon: \"1/1000\"}]}", ("1/1000", "epsilon 1")),
+    ("{id: t, reads: [region, sex], mechanism: {name: tan-consistent-counts, epsilon: 1}, "
+     "guarantees: [{protects: [sex], rho: \"1/1000\"}]}", ("rho 1/1000", "rho 1/2")),
 ])
 def test_a_guarantee_stronger_than_the_parameters_is_refused(ledger, release, named):
     before = ledger.dump()

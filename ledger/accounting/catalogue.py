@@ -313,6 +313,13 @@ def overclaims(mechanism: Mechanism, reads: frozenset[str],
     problems: list[tuple[int, str, str]] = []
     exact, known = exactly_released(mechanism, reads)
     derived, derivation_problems = derive_guarantees(mechanism, reads)
+    if derivation_problems and mechanism.name == "tan-consistent-counts" and mechanism.param("epsilon") is not None:
+        # protected variables named only by `margin` or by the claim itself: Tan's epsilon (Prop 5.1)
+        # still bounds whatever is protected, so a claim below it on what is not released exactly
+        # is stronger than the parameters (every claim on an exact variable is refused above)
+        derived = (Guarantee(reads - exact, Notion.PURE, epsilon=mechanism.param("epsilon"),
+                             relation=_relation(mechanism)),)
+        derivation_problems = []
     for index, claim in enumerate(explicit):
         covered = claim.protects & reads
         shown = exact & covered
