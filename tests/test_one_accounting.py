@@ -275,6 +275,36 @@ def test_a_guarantee_stronger_than_the_parameters_is_refused(ledger, release, na
     assert ledger.dump() == before
 
 
+@pytest.mark.parametrize("mechanism, named", [
+    # scale 1 and sensitivity 2 are 2-DP, whatever epsilon says
+    ("{name: laplace, epsilon: 1, scale: 1, sensitivity: 2}, guarantees: [{protects: [a], epsilon: 1}]",
+     "mechanism.epsilon: is 1 but sensitivity / scale is 2"),
+    # sigma 1, sensitivity 1 is 1/2-zCDP (Bun and Steinke 2016, Prop 1.6), not 1/1000
+    ("{name: gaussian, sigma: 1, sensitivity: 1, rho: \"1/1000\"}, guarantees: [{protects: [a], rho: \"1/1000\"}]",
+     "mechanism.rho: is 1/1000 but sensitivity^2 / (2 sigma^2) is 1/2"),
+    # a sample of unknown population: no amplification can be certified, so none may be claimed
+    ("{name: laplace, epsilon: 1, sample_size: 10}, guarantees: [{protects: [a], epsilon: \"1/100\"}]",
+     "mechanism.population: a subsampled release needs both sample_size and population"),
+])
+def test_explicit_guarantees_do_not_waive_contradictory_parameters(ledger, mechanism, named):
+    """Explicit guarantees replace the derived ones, and are checked against the parameters
+    (DESIGN 2.4): parameters that contradict each other leave nothing to check a claim against,
+    and were ignored beside a claim (a Gaussian of rho 1/2 recorded at its stated 1/1000)."""
+    before = ledger.dump()
+    refused = ledger.record(f"dataset: survey\nreleases:\n  - {{id: z, reads: [a], mechanism: {mechanism}}}\n")
+    assert refused.code == 2, refused.out
+    assert named in refused.err, refused.err
+    assert ledger.dump() == before
+
+
+def test_a_claim_without_parameters_stands_on_its_own(ledger):
+    """Only a parameter the derivation needs is missing (no scale, no epsilon): the claim is the guarantee."""
+    ledger.ok("record", ledger.write("r.yaml", "dataset: survey\nreleases:\n"
+                                               "  - {id: z, reads: [a], mechanism: {name: laplace}, "
+                                               "guarantees: [{protects: [a], epsilon: \"1/3\"}]}\n"))
+    assert ledger.ok("subset", "a", "--json").json()["epsilon_exact"] == "1/3"
+
+
 def gaussian_delta(sigma: float, epsilon: float) -> float:
     """The exact delta(epsilon) of the Gaussian mechanism, by dp_accounting (Balle and Wang 2018)."""
     from dp_accounting.pld import privacy_loss_mechanism

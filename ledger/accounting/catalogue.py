@@ -27,6 +27,10 @@ NUMERIC_PARAMS = ("epsilon", "delta", "rho", "scale", "sigma", "sensitivity")
 class Problem:
     field: str  # parameter name under `mechanism`
     message: str
+    # only a parameter the derivation needs is absent: explicit guarantees then stand on their
+    # own. Any other problem (parameters that contradict each other, a sampling event the
+    # ledger cannot certify) stands with them too: a claim cannot be checked against it.
+    missing: bool = False
 
 
 Derivation = Callable[[Mechanism, frozenset[str]], tuple[tuple[Guarantee, ...], list[Problem]]]
@@ -44,7 +48,7 @@ def _scale_mechanism(mechanism: Mechanism, reads: frozenset[str]):
     problems: list[Problem] = []
     if epsilon is None:
         if scale is None or sensitivity is None:
-            return (), [Problem("epsilon", f"{mechanism.name} needs epsilon, or scale and sensitivity")]
+            return (), [Problem("epsilon", f"{mechanism.name} needs epsilon, or scale and sensitivity", missing=True)]
         if scale <= 0:
             return (), [Problem("scale", f"must be positive. Found {scale}.")]
         epsilon = sensitivity / scale
@@ -71,7 +75,7 @@ def _gaussian(mechanism: Mechanism, reads: frozenset[str]):
         return (Guarantee(reads, Notion.ZCDP, rho=rho, relation=relation),), []
     if epsilon is not None and delta is not None:
         return (Guarantee(reads, Notion.APPROX, epsilon=epsilon, delta=delta, relation=relation),), []
-    return (), [Problem("sigma", "gaussian needs sigma and sensitivity, rho, or epsilon and delta")]
+    return (), [Problem("sigma", "gaussian needs sigma and sensitivity, rho, or epsilon and delta", missing=True)]
 
 
 def _exact(mechanism: Mechanism, reads: frozenset[str]):
@@ -94,10 +98,10 @@ def _tan_consistent_counts(mechanism: Mechanism, reads: frozenset[str]):
     n_i >= 2 correction of DESIGN 2.9); the margin variables are released exactly."""
     epsilon, protects = mechanism.param("epsilon"), mechanism.param("protects")
     if epsilon is None:
-        return (), [Problem("epsilon", "tan-consistent-counts needs epsilon")]
+        return (), [Problem("epsilon", "tan-consistent-counts needs epsilon", missing=True)]
     if not protects:
         return (), [Problem("protects", "tan-consistent-counts needs the protected variable(s), "
-                                        "in `protects` or as an explicit guarantee")]
+                                        "in `protects` or as an explicit guarantee", missing=True)]
     return (Guarantee(frozenset(protects), Notion.PURE, epsilon=epsilon, relation=_relation(mechanism)),), []
 
 
@@ -111,7 +115,7 @@ def _pufferfish_only(mechanism: Mechanism, reads: frozenset[str]):
 
 def _declared(mechanism: Mechanism, reads: frozenset[str]):
     """A mechanism described only by its explicit guarantees."""
-    return (), [Problem("name", "a declared mechanism needs explicit guarantees")]
+    return (), [Problem("name", "a declared mechanism needs explicit guarantees", missing=True)]
 
 
 CATALOGUE: dict[str, Derivation] = {

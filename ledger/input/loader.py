@@ -669,6 +669,50 @@ def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: date
     return status, approved_by, approved_at, published_at
 
 
+class _ReleaseCollector:
+    """Errors of a `Release` handed over whole, each named by the release and its field."""
+
+    def __init__(self, release: Release):
+        self.where = f"release {release.id}"
+        self.errors: list[LedgerError] = []
+
+    def add(self, at: Path_, message: str) -> None:
+        self.errors.append(LedgerError(self.where, field_name(at), message))
+
+
+RECORDABLE_STATUSES = (Status.PLANNED, Status.APPROVED, Status.PUBLISHED)  # as the release schema's enum
+
+
+def check_release_record(release: Release, recorded_at: datetime) -> list[LedgerError]:
+    """A `Release` handed over whole (the Python API, an adapter) meets the rules a release file
+    meets: a status a file may state, with its lifecycle fields (`_lifecycle_fields`: no moment in
+    the future, an approval not after its publication); parameters that do not contradict each
+    other; no guarantee stronger than its parameters imply (`overclaims`, DESIGN 2.4). The
+    recording moment and person are the ledger's own (`operations.source_builder`), never the
+    record's: a recording moment dated back would make releases recorded after a publication look
+    declared in advance (DESIGN 2.10), and another recorder would waive separation of duties."""
+    out = _ReleaseCollector(release)
+    if release.status not in RECORDABLE_STATUSES:
+        out.add(("status",), f"a release is recorded planned, approved or published; found {release.status.value}")
+    else:
+        entry: dict[str, Any] = {"status": release.status.value}
+        for key in ("approved_by", "approved_at", "published_at"):
+            value = getattr(release, key)
+            if value is None and key == "published_at" and release.status is Status.PUBLISHED:
+                value = recorded_at  # (an adapter's output, published when recorded: source_builder)
+            if value is not None:
+                entry[key] = value if key == "approved_by" else _utc(value).isoformat()
+        _lifecycle_fields(entry, out, (), recorded_at)
+    derived, problems = derive_guarantees(release.mechanism, release.reads)
+    for problem in problems:
+        if not problem.missing:
+            out.add(("mechanism", problem.field), problem.message)
+    if tuple(release.guarantees) != tuple(derived):  # explicit guarantees, as a file's `guarantees`
+        for index, field_, message in overclaims(release.mechanism, release.reads, tuple(release.guarantees)):
+            out.add(("guarantees", index, field_), message)
+    return out.errors
+
+
 def _utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
@@ -719,10 +763,11 @@ def _build_guarantees(entry, mechanism, reads, out: _Collector, at: Path_, check
         for problem in problems:
             out.add(at + ("mechanism", problem.field), problem.message)
         return derived
-    # explicit guarantees replace derived ones; the mechanism must still be known
+    # explicit guarantees replace derived ones; the mechanism must still be known, and its
+    # parameters, where given, consistent (a claim is checked against them: overclaims)
     for problem in problems:
-        if problem.field == "name" and problem.message.startswith("unknown mechanism"):
-            out.add(at + ("mechanism", "name"), problem.message)
+        if not problem.missing:
+            out.add(at + ("mechanism", problem.field), problem.message)
     if mechanism.name in ("exact", "post-processing") and explicit_specs:
         out.add(at + ("guarantees",), f"a {mechanism.name} release cannot carry guarantees")
     guarantees = []

@@ -25,6 +25,7 @@ from ..input.loader import (
     LedgerSnapshot,
     already_recorded,
     build_releases,
+    check_release_record,
     cap_from_entry,
     check_batch,
     field_name,
@@ -34,7 +35,7 @@ from ..input.loader import (
 )
 from ..core.lazy import lazy_callable, lazy_module
 from ..core.numbers import format_number, is_infinite
-from ..core.records import Cap, Dataset, Family, Release
+from ..core.records import Cap, Dataset, Family, Release, Status
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -376,8 +377,16 @@ def source_builder(sources: Sequence[ReleaseSource], actor: str) -> Builder:
                                               f"unknown variable(s) {', '.join(map(repr, unknown))} in dataset "
                                               f"{dataset.name!r}"))
                     continue
-                releases.append(replace(source, recorded_by=source.recorded_by or actor,
-                                        recorded_at=source.recorded_at or recorded_at,
+                more_errors = check_release_record(source, recorded_at)
+                if more_errors:
+                    errors.extend(more_errors)
+                    continue
+                # recorded now, by whoever records it: the ledger's own stamps (check_release_record);
+                # published without a date (an adapter's output): published as it is recorded
+                published_at = source.published_at
+                if published_at is None and source.status is Status.PUBLISHED:
+                    published_at = recorded_at
+                releases.append(replace(source, recorded_by=actor, recorded_at=recorded_at, published_at=published_at,
                                         source=source.source or f"release {source.id}"))
                 continue
             if isinstance(source, Mapping):
