@@ -88,3 +88,23 @@ def test_an_adapters_output_published_without_a_date_is_published_as_it_is_recor
     book.record(gaussian(0, status=Status.PUBLISHED, recorded_at=LONG_AGO))
     (release,) = book.releases()
     assert release.published_at == release.recorded_at > PUBLISHED
+
+
+def test_a_family_member_names_a_recorded_family_and_reads_its_key(tmp_path):
+    """DESIGN 2.6: which records a part holds depends on the key, so a member reads it; a member of
+    a family the ledger does not know would be charged as nobody can say."""
+    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", actor="tester")
+    book.add_dataset({"dataset": "d", "variables": [{"name": "a"}, {"name": "k"}]})
+    book.record({"dataset": "d", "families": [{"id": "f", "partition": ["k"]}], "releases": [
+        {"id": "m0", "family": "f", "reads": ["a", "k"], "mechanism": {"name": "laplace", "epsilon": 1}}]})
+    laplace = Mechanism("laplace", (("epsilon", F(1)),))
+    for member, named in ((Release("m1", "d", frozenset("a"), laplace, (Guarantee(frozenset("a"), Notion.PURE,
+                                                                                   epsilon=F(1)),), family="f"),
+                           "it must list k in reads"),
+                          (Release("m2", "d", frozenset("ak"), laplace, (Guarantee(frozenset("ak"), Notion.PURE,
+                                                                                    epsilon=F(1)),), family="g"),
+                           "unknown family 'g'")):
+        with pytest.raises(ledger.InputErrors) as refused:
+            book.record(member)
+        assert named in str(refused.value), str(refused.value)
+    assert [r.id for r in book.releases()] == ["m0"]

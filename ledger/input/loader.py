@@ -578,18 +578,7 @@ def build_releases(
         mechanism = _build_mechanism(entry, reads, out, at)
         guarantees = _build_guarantees(entry, mechanism, reads, out, at, check_variables)
         family = entry.get("family")
-        if family is not None:
-            found = family_by_id.get(family)
-            if found is None:
-                out.add(at + ("family",), f"unknown family {family!r}; declare it under `families`")
-            elif found.dataset != dataset.name:
-                out.add(at + ("family",), f"family {family!r} belongs to dataset {found.dataset!r}, "
-                                          f"but this release reads dataset {dataset.name!r}")
-            elif found.partition is not None and not found.partition <= reads:
-                # which records a part holds depends on the key: its output depends on them (DESIGN 2.6)
-                missing = ", ".join(sorted(found.partition - reads))
-                out.add(at + ("reads",), f"release is in family {family!r}, partitioned by "
-                                         f"{', '.join(sorted(found.partition))}; it must list {missing} in reads")
+        _family_membership(family, dataset.name, reads, family_by_id, out, at)
         status, approved_by, approved_at, published_at = _lifecycle_fields(entry, out, at, recorded_at)
         if len(out.errors) > before or mechanism is None:
             continue
@@ -669,6 +658,24 @@ def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: date
     return status, approved_by, approved_at, published_at
 
 
+def _family_membership(family: str | None, dataset: str, reads: frozenset[str], known: Mapping[str, Family],
+                       out, at: Path_) -> None:
+    """A member names a declared family of its own dataset, and reads the family's key."""
+    if family is None:
+        return
+    found = known.get(family)
+    if found is None:
+        out.add(at + ("family",), f"unknown family {family!r}; declare it under `families`")
+    elif found.dataset != dataset:
+        out.add(at + ("family",), f"family {family!r} belongs to dataset {found.dataset!r}, "
+                                  f"but this release reads dataset {dataset!r}")
+    elif found.partition is not None and not found.partition <= reads:
+        # which records a part holds depends on the key: its output depends on them (DESIGN 2.6)
+        missing = ", ".join(sorted(found.partition - reads))
+        out.add(at + ("reads",), f"release is in family {family!r}, partitioned by "
+                                 f"{', '.join(sorted(found.partition))}; it must list {missing} in reads")
+
+
 class _ReleaseCollector:
     """Errors of a `Release` handed over whole, each named by the release and its field."""
 
@@ -683,15 +690,17 @@ class _ReleaseCollector:
 RECORDABLE_STATUSES = (Status.PLANNED, Status.APPROVED, Status.PUBLISHED)  # as the release schema's enum
 
 
-def check_release_record(release: Release, recorded_at: datetime) -> list[LedgerError]:
+def check_release_record(release: Release, recorded_at: datetime, families: Mapping[str, Family]) -> list[LedgerError]:
     """A `Release` handed over whole (the Python API, an adapter) meets the rules a release file
-    meets: a status a file may state, with its lifecycle fields (`_lifecycle_fields`: no moment in
-    the future, an approval not after its publication); parameters that do not contradict each
-    other; no guarantee stronger than its parameters imply (`overclaims`, DESIGN 2.4). The
+    meets: a recorded family of its dataset whose key it reads (DESIGN 2.6); a status a file may
+    state, with its lifecycle fields (`_lifecycle_fields`: no moment in the future, an approval
+    not after its publication); parameters that do not contradict each other; no guarantee
+    stronger than its parameters imply (`overclaims`, DESIGN 2.4). The
     recording moment and person are the ledger's own (`operations.source_builder`), never the
     record's: a recording moment dated back would make releases recorded after a publication look
     declared in advance (DESIGN 2.10), and another recorder would waive separation of duties."""
     out = _ReleaseCollector(release)
+    _family_membership(release.family, release.dataset, release.reads, families, out, ())
     if release.status not in RECORDABLE_STATUSES:
         out.add(("status",), f"a release is recorded planned, approved or published; found {release.status.value}")
     else:

@@ -377,7 +377,7 @@ def source_builder(sources: Sequence[ReleaseSource], actor: str) -> Builder:
                                               f"unknown variable(s) {', '.join(map(repr, unknown))} in dataset "
                                               f"{dataset.name!r}"))
                     continue
-                more_errors = check_release_record(source, recorded_at)
+                more_errors = check_release_record(source, recorded_at, snapshot.families)
                 if more_errors:
                     errors.extend(more_errors)
                     continue
