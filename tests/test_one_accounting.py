@@ -264,6 +264,9 @@ def test_run_tan_nonnegative_planned_cannot_free_the_raw_table(ledger):
      "guarantees: [{protects: [sex], epsilon: \"1/1000\"}]}", ("1/1000", "epsilon 1")),
     ("{id: t, reads: [region, sex], mechanism: {name: tan-consistent-counts, epsilon: 1}, "
      "guarantees: [{protects: [sex], rho: \"1/1000\"}]}", ("rho 1/1000", "rho 1/2")),
+    # a Pufferfish-family mechanism gives no DP figure at all (DESIGN 2.8): none may be claimed
+    ("{id: p, reads: [income], mechanism: {name: p-percent, p: 0.1, epsilon: 1}, "
+     "guarantees: [{protects: [income], epsilon: \"1/100\"}]}", ("epsilon 1/100", "Pufferfish")),
 ])
 def test_a_guarantee_stronger_than_the_parameters_is_refused(ledger, release, named):
     before = ledger.dump()

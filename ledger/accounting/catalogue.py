@@ -317,6 +317,12 @@ def overclaims(mechanism: Mechanism, reads: frozenset[str],
     problems: list[tuple[int, str, str]] = []
     exact, known = exactly_released(mechanism, reads)
     derived, derivation_problems = derive_guarantees(mechanism, reads)
+    if CATALOGUE.get(mechanism.name) is _pufferfish_only:
+        # no DP guarantee at all: a DP figure for it would enter DP totals as a theorem (DESIGN 2.8)
+        return [(index, "epsilon" if claim.notion != Notion.ZCDP else "rho",
+                 f"claims {_figure(claim)}, but {mechanism.name} gives no differential-privacy guarantee (a "
+                 "Pufferfish-family guarantee: record it under `pufferfish`, reported apart, DESIGN 2.8)")
+                for index, claim in enumerate(explicit)]
     if derivation_problems and mechanism.name == "tan-consistent-counts" and mechanism.param("epsilon") is not None:
         # protected variables named only by `margin` or by the claim itself: Tan's epsilon (Prop 5.1)
         # still bounds whatever is protected, so a claim below it on what is not released exactly
