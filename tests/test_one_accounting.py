@@ -264,6 +264,9 @@ def test_run_tan_nonnegative_planned_cannot_free_the_raw_table(ledger):
      "guarantees: [{protects: [sex], epsilon: \"1/1000\"}]}", ("1/1000", "epsilon 1")),
     ("{id: t, reads: [region, sex], mechanism: {name: tan-consistent-counts, epsilon: 1}, "
      "guarantees: [{protects: [sex], rho: \"1/1000\"}]}", ("rho 1/1000", "rho 1/2")),
+    # an add/remove claim is charged 2 epsilon for replacement (DESIGN 2.1): not below the parameters' 1
+    ("{id: l, reads: [a], mechanism: {name: laplace, scale: 1, sensitivity: 1}, "
+     "guarantees: [{protects: [a], epsilon: \"1/100\", relation: add-remove}]}", ("1/100", "epsilon 1/50")),
     # a Pufferfish-family mechanism gives no DP figure at all (DESIGN 2.8): none may be claimed
     ("{id: p, reads: [income], mechanism: {name: p-percent, p: 0.1, epsilon: 1}, "
      "guarantees: [{protects: [income], epsilon: \"1/100\"}]}", ("epsilon 1/100", "Pufferfish")),
@@ -350,9 +353,16 @@ def test_weaker_claims_stay_allowed(ledger):
             reads: [region, sex]
             mechanism: {{name: tan-consistent-counts, epsilon: 1, margin: region}}
             guarantees: [{{protects: [sex], epsilon: 1}}]
+          - id: ar
+            status: published
+            published_at: "2026-01-05T10:00:00+00:00"
+            reads: [income]
+            mechanism: {{name: laplace, scale: 1, sensitivity: 1}}
+            guarantees: [{{protects: [income], epsilon: "1/2", relation: add-remove}}]
         """)))
     rows = {row["release"]: row["exact"] for row in ledger.ok("table", "--json").json()["rows"]}
     assert rows["l"]["a"] == "2" and rows["t"]["sex"] == "1" and rows["t"]["region"] == "inf"
+    assert rows["ar"]["income"] == "1"  # add/remove 1/2 is replacement 1 (group privacy), as the parameters give
 
 
 # --------------------------------------------------------------------------

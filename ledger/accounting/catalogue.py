@@ -350,9 +350,18 @@ def overclaims(mechanism: Mechanism, reads: frozenset[str],
                 continue
             in_relation = _in_relation(guarantee, claim.relation)
             if in_relation is None:
-                reasons = []  # nothing implied for this relation: nothing to compare against
-                break
-            reason = _implied_by(claim, in_relation, mechanism)
+                # a replacement guarantee implies nothing for add/remove, but the claim is charged
+                # for replacement neighbours by group privacy (DESIGN 2.1: spend.guarantee_spend),
+                # and that form may not be below what the parameters give for them
+                converted = _in_relation(claim, guarantee.relation)
+                if converted is None:
+                    reasons = []
+                    break
+                reason = _implied_by(converted, guarantee, mechanism)
+                if reason is not None:
+                    reason += f" (the claim is {_figure(converted)} for {guarantee.relation.value} neighbours)"
+            else:
+                reason = _implied_by(claim, in_relation, mechanism)
             if reason is None:
                 reasons = []
                 break
