@@ -814,11 +814,18 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
         if release.id in snapshot.releases:
             # a retry (issue 12 section 5): the same release again is a no-op (the caller drops
             # it, see `already_recorded`); another release under a recorded id is refused
-            differing = differences(snapshot.releases[release.id], release)
+            recorded = snapshot.releases[release.id]
+            differing = differences(recorded, release)
             if differing:
                 errors.append(LedgerError(release.source, _at(release, "id"),
                                           f"release id {release.id!r} is already recorded with different content "
                                           f"(fields that differ: {', '.join(differing)})"))
+            elif recorded.status is Status.CANCELLED:
+                # a retry is a no-op because the release is charged once already; a cancelled one
+                # is charged nothing, and exit 0 would tell a pipeline its budget is reserved
+                errors.append(LedgerError(release.source, _at(release, "id"),
+                                          f"release id {release.id!r} was cancelled: it reserves no budget, and "
+                                          "a release is never recorded twice; record it under a new id"))
         elif release.id in seen:
             errors.append(LedgerError(release.source, _at(release, "id"), f"duplicate release id {release.id!r}: "
                                                                           f"also at {seen[release.id].source}"))
