@@ -166,6 +166,14 @@ def sampling_problems(mechanism: Mechanism) -> list[Problem]:
     if values["sample_size"] > values["population"]:
         return [Problem("sample_size", f"must be at most the population ({values['population']}). "
                                        f"Found {values['sample_size']}.")]
+    sampling = mechanism.param("sampling")
+    if sampling is not None and sampling != "without replacement":
+        # Balle, Barthe and Gaboardi's bound is for a sample without replacement: drawn with
+        # replacement, the sample can hold the changed record several times, each copy moving
+        # the output, so neither the amplified nor the mechanism's own epsilon bounds it
+        return [Problem("sampling", f"a sample drawn {sampling} can hold a record several times; the ledger "
+                                    "certifies samples drawn without replacement (sample_size of population): "
+                                    "declare the guarantee of the whole procedure instead")]
     return []
 
 
