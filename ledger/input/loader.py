@@ -455,6 +455,14 @@ class _Collector:
         return result
 
 
+RESERVED_SUBSETS = ("all", "protected")  # subsets every command takes (DESIGN 2.11): never a variable or group
+
+
+def reserved_name(name: str) -> str:
+    return (f"{name!r} is the name of a subset every command takes (all: the whole dataset; protected: every "
+            "variable not classified public); a variable or group of that name would shadow it")
+
+
 def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]]:
     """A validated dataset document -> Dataset."""
     errors = validate(document, "dataset.v1.schema.json")
@@ -467,6 +475,8 @@ def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]
     for index, entry in enumerate(data["variables"]):
         if entry["name"] in names:
             out.add(("variables", index, "name"), f"duplicate variable {entry['name']!r}")
+        if entry["name"] in RESERVED_SUBSETS:
+            out.add(("variables", index, "name"), reserved_name(entry["name"]))
         names.add(entry["name"])
         categories = tuple(entry["categories"]) if "categories" in entry else None
         variables.append(Variable(entry["name"], entry.get("classification", "unclassified"),
@@ -481,6 +491,8 @@ def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]
                 out.add(("groups", group, index), f"unknown variable {member!r} in group {group!r}")
         if group in names:
             out.add(("groups", group), f"group {group!r} has the name of a variable")
+        if group in RESERVED_SUBSETS:
+            out.add(("groups", group), reserved_name(group))
         groups.append((group, frozenset(members)))
     if out.errors:
         return None, out.errors
