@@ -160,6 +160,20 @@ def test_dp_accounting_refusals():
         from_dpa.releases(dpa.UnsupportedDpEvent(), id="s", dataset="survey", reads=["age"])
 
 
+def test_a_sample_drawn_with_replacement_is_not_amplified_as_one_drawn_without():
+    """Balle, Barthe and Gaboardi's ln(1 + beta (e^eps - 1)) is for a sample drawn without
+    replacement. Drawn with replacement (100 of 1000), the changed record is in the sample
+    k ~ Binomial(100, 1/1000) times and a Laplace count moves by k (loss k epsilon, up to 100),
+    which that theorem does not cover; the ledger recorded ln(1 + 0.1 (e - 1)) = 0.159 all the
+    same. Refused, naming the sampling; without replacement it stays the tight bound."""
+    with pytest.raises(ledger.InputErrors, match="drawn with replacement can hold a record several times"):
+        from_dpa.releases(dpa.SampledWithReplacementDpEvent(1000, 100, dpa.LaplaceDpEvent(1.0)),
+                          id="s", dataset="survey", reads=["age"], relation="replace")
+    made = from_dpa.releases(dpa.SampledWithoutReplacementDpEvent(1000, 100, dpa.LaplaceDpEvent(1.0)),
+                             id="s", dataset="survey", reads=["age"], relation="replace")
+    assert float(made[0].guarantees[0].epsilon) == pytest.approx(math.log1p(0.1 * math.expm1(1.0)))
+
+
 # -- diffprivlib -----------------------------------------------------------------
 
 

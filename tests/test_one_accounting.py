@@ -176,6 +176,50 @@ def test_a_derived_release_cannot_be_recorded_as_published_before_its_parent(led
     assert ledger.dump() == before
 
 
+def test_a_derived_release_cannot_be_recorded_as_published_before_its_parents_publication_date(ledger):
+    """Published (status) is not enough: the derived release's publication date must not come
+    before its parent's, or the ledger as it stood in between (`--as-of`) shows a function of
+    the parent's output out while the parent does not count: a loss of 0 where it was 1."""
+    raw = ('  - {id: raw, status: published, published_at: "2025-06-01T00:00:00+00:00", reads: [income],'
+           ' mechanism: {name: laplace, epsilon: 1}}\n')
+    early = '  - {id: rounded, status: published, published_at: "2025-04-01T00:00:00+00:00", reads: [], derived_from: [raw]}\n'
+    before = ledger.dump()
+    refused = ledger.record(releases("releases:\n" + raw + early))
+    assert refused.code == 2, refused.out + refused.err  # one batch: the parent in the same file
+    assert "rounded" in refused.err and "raw (published 2025-06-01T00:00:00+00:00)" in refused.err
+    assert ledger.dump() == before
+    ledger.ok("record", ledger.write("raw.yaml", releases("releases:\n" + raw)))
+    before = ledger.dump()
+    refused = ledger.record(releases("releases:\n" + early))
+    assert refused.code == 2, refused.out + refused.err  # the parent already recorded
+    assert "raw (published 2025-06-01T00:00:00+00:00)" in refused.err
+    assert ledger.dump() == before
+    ledger.ok("record", ledger.write("late.yaml", releases("releases:\n" + early.replace("2025-04-01", "2025-06-01"))))
+    assert ledger.ok("subset", "income", "--as-of", "2025-06-01T00:00:00Z", "--json").json()["epsilon"] == 1
+
+
+def test_a_derived_release_cannot_be_published_at_a_date_before_its_parent(ledger, monkeypatch):
+    """`publish --at` dates a publication that happened elsewhere: not before the parent's."""
+    from datetime import UTC, datetime
+
+    from ledger.store import database as store
+
+    clock = {"now": datetime(2026, 1, 1, 10, 0, tzinfo=UTC)}
+    monkeypatch.setattr(store, "now", lambda: clock["now"])
+    ledger.ok("record", ledger.write("r.yaml", RAW_AND_ROUNDED))
+    ledger.ok("approve", "raw", "--by", "approver")
+    ledger.ok("approve", "rounded", "--by", "approver")
+    clock["now"] = datetime(2026, 1, 1, 10, 20, tzinfo=UTC)
+    ledger.ok("publish", "raw")
+    before = ledger.dump()
+    refused = ledger("publish", "rounded", "--at", "2026-01-01T10:10:00Z")
+    assert refused.code == 2, refused.out + refused.err
+    assert "raw (published 2026-01-01T10:20:00+00:00)" in refused.err
+    assert ledger.dump() == before
+    clock["now"] = datetime(2026, 1, 1, 10, 40, tzinfo=UTC)
+    ledger.ok("publish", "rounded", "--at", "2026-01-01T10:20:00Z")  # the same moment is not before
+
+
 def test_run_tan_nonnegative_planned_cannot_free_the_raw_table(ledger):
     data = ledger.write("data.csv", "region,sex\nN,f\nN,m\nS,f\nS,m\nN,f\nS,m\n")
     ledger.ok("run", "tan-consistent-counts", "--data", data, "--id", "t", "--seed", "3", "--status", "planned",
@@ -212,6 +256,20 @@ def test_run_tan_nonnegative_planned_cannot_free_the_raw_table(ledger):
      "guarantees: [{protects: [region, sex], epsilon: 1}]}", ("region", "exactly")),
     ("{id: t, reads: [region, sex], mechanism: {name: tan-consistent-counts, epsilon: 1}, "
      "guarantees: [{protects: [region, sex], epsilon: 1}]}", ("margin", "exactly")),
+    # Tan's epsilon bounds what it protects, whether the protected variable is named by
+    # `protects`, by `margin` (what is read but not the margin), or only by the claim
+    ("{id: t, reads: [region, sex], mechanism: {name: tan-consistent-counts, epsilon: 1, margin: region}, "
+     "guarantees: [{protects: [sex], epsilon: \"1/2\"}]}", ("1/2", "epsilon 1")),
+    ("{id: t, reads: [region, sex], mechanism: {name: tan-consistent-counts, epsilon: 1}, "
+     "guarantees: [{protects: [sex], epsilon: \"1/1000\"}]}", ("1/1000", "epsilon 1")),
+    ("{id: t, reads: [region, sex], mechanism: {name: tan-consistent-counts, epsilon: 1}, "
+     "guarantees: [{protects: [sex], rho: \"1/1000\"}]}", ("rho 1/1000", "rho 1/2")),
+    # an add/remove claim is charged 2 epsilon for replacement (DESIGN 2.1): not below the parameters' 1
+    ("{id: l, reads: [a], mechanism: {name: laplace, scale: 1, sensitivity: 1}, "
+     "guarantees: [{protects: [a], epsilon: \"1/100\", relation: add-remove}]}", ("1/100", "epsilon 1/50")),
+    # a Pufferfish-family mechanism gives no DP figure at all (DESIGN 2.8): none may be claimed
+    ("{id: p, reads: [income], mechanism: {name: p-percent, p: 0.1, epsilon: 1}, "
+     "guarantees: [{protects: [income], epsilon: \"1/100\"}]}", ("epsilon 1/100", "Pufferfish")),
 ])
 def test_a_guarantee_stronger_than_the_parameters_is_refused(ledger, release, named):
     before = ledger.dump()
@@ -221,6 +279,36 @@ def test_a_guarantee_stronger_than_the_parameters_is_refused(ledger, release, na
     for word in named:
         assert word in refused.err, (word, refused.err)
     assert ledger.dump() == before
+
+
+@pytest.mark.parametrize("mechanism, named", [
+    # scale 1 and sensitivity 2 are 2-DP, whatever epsilon says
+    ("{name: laplace, epsilon: 1, scale: 1, sensitivity: 2}, guarantees: [{protects: [a], epsilon: 1}]",
+     "mechanism.epsilon: is 1 but sensitivity / scale is 2"),
+    # sigma 1, sensitivity 1 is 1/2-zCDP (Bun and Steinke 2016, Prop 1.6), not 1/1000
+    ("{name: gaussian, sigma: 1, sensitivity: 1, rho: \"1/1000\"}, guarantees: [{protects: [a], rho: \"1/1000\"}]",
+     "mechanism.rho: is 1/1000 but sensitivity^2 / (2 sigma^2) is 1/2"),
+    # a sample of unknown population: no amplification can be certified, so none may be claimed
+    ("{name: laplace, epsilon: 1, sample_size: 10}, guarantees: [{protects: [a], epsilon: \"1/100\"}]",
+     "mechanism.population: a subsampled release needs both sample_size and population"),
+])
+def test_explicit_guarantees_do_not_waive_contradictory_parameters(ledger, mechanism, named):
+    """Explicit guarantees replace the derived ones, and are checked against the parameters
+    (DESIGN 2.4): parameters that contradict each other leave nothing to check a claim against,
+    and were ignored beside a claim (a Gaussian of rho 1/2 recorded at its stated 1/1000)."""
+    before = ledger.dump()
+    refused = ledger.record(f"dataset: survey\nreleases:\n  - {{id: z, reads: [a], mechanism: {mechanism}}}\n")
+    assert refused.code == 2, refused.out
+    assert named in refused.err, refused.err
+    assert ledger.dump() == before
+
+
+def test_a_claim_without_parameters_stands_on_its_own(ledger):
+    """Only a parameter the derivation needs is missing (no scale, no epsilon): the claim is the guarantee."""
+    ledger.ok("record", ledger.write("r.yaml", "dataset: survey\nreleases:\n"
+                                               "  - {id: z, reads: [a], mechanism: {name: laplace}, "
+                                               "guarantees: [{protects: [a], epsilon: \"1/3\"}]}\n"))
+    assert ledger.ok("subset", "a", "--json").json()["epsilon_exact"] == "1/3"
 
 
 def gaussian_delta(sigma: float, epsilon: float) -> float:
@@ -265,9 +353,16 @@ def test_weaker_claims_stay_allowed(ledger):
             reads: [region, sex]
             mechanism: {{name: tan-consistent-counts, epsilon: 1, margin: region}}
             guarantees: [{{protects: [sex], epsilon: 1}}]
+          - id: ar
+            status: published
+            published_at: "2026-01-05T10:00:00+00:00"
+            reads: [income]
+            mechanism: {{name: laplace, scale: 1, sensitivity: 1}}
+            guarantees: [{{protects: [income], epsilon: "1/2", relation: add-remove}}]
         """)))
     rows = {row["release"]: row["exact"] for row in ledger.ok("table", "--json").json()["rows"]}
     assert rows["l"]["a"] == "2" and rows["t"]["sex"] == "1" and rows["t"]["region"] == "inf"
+    assert rows["ar"]["income"] == "1"  # add/remove 1/2 is replacement 1 (group privacy), as the parameters give
 
 
 # --------------------------------------------------------------------------

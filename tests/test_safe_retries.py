@@ -210,3 +210,23 @@ class Retries(RuleBasedStateMachine):
 Retries.TestCase.settings = settings(max_examples=8, stateful_step_count=8, deadline=None,
                                      suppress_health_check=[HealthCheck.too_slow])
 test_retries_charge_each_release_once = Retries.TestCase
+
+
+def test_a_retry_of_a_cancelled_release_is_refused_not_a_silent_no_op(tmp_path):
+    """A retry is a no-op because the release is charged once already; a cancelled release is
+    charged nothing (its reservation freed), so `record` of the same file after a cancellation
+    must not answer exit 0 as if the release were reserved: a pipeline would go on with a
+    release the ledger does not count. Refused (exit 2), naming the cancellation; nothing written."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    (tmp_path / "d.yaml").write_text(DATASET, encoding="utf-8")
+    release = tmp_path / "r.yaml"
+    release.write_text("dataset: survey\nreleases:\n"
+                       "  - {id: a, reads: [income], mechanism: {name: laplace, epsilon: 1}}\n", encoding="utf-8")
+    for args in (("dataset", "add", tmp_path / "d.yaml"), ("record", release), ("record", release),
+                 ("cancel", "a", "--reason", "withdrawn")):
+        assert cli_main(url, *args).code == 0, args
+    refused = cli_main(url, "record", release)
+    assert refused.code == 2, (refused.out, refused.err)
+    assert "release id 'a' was cancelled" in refused.err, refused.err
+    (cap,) = cli_main(url, "cap", "list", "--json").json()
+    assert cap["current_exact"] == "0"

@@ -547,3 +547,31 @@ def test_an_amendment_plan_with_a_near_miss_of_public_is_refused(ledger):
     assert [(e.source, e.field) for e in errors] == [("api", "variables[2].classification")]
     _, errors = plan(dataset, replace(typo, variables=dataset.variables), source="api", reason="x")
     assert errors == []
+
+
+@pytest.mark.parametrize("name", ["all", "protected"])
+def test_all_and_protected_are_never_the_name_of_a_variable_or_group(tmp_path, name):
+    """`all` and `protected` are subsets every command takes (DESIGN 2.11). A variable or group
+    of that name shadowed them in `subset` (a variable comes first): `subset all` printed the
+    variable's 0 where the whole dataset had spent 5, while `cap set all` capped the whole
+    dataset. Refused in a dataset file (add and amend) and by add-variable; nothing written."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    named = tmp_path / "named.yaml"
+    named.write_text(f"dataset: d\nvariables:\n  - {{name: {name}}}\n  - {{name: x}}\n", encoding="utf-8")
+    refused = cli_main(url, "dataset", "add", named)
+    assert refused.code == 2 and f"{name!r} is the name of a subset every command takes" in refused.err, refused.err
+    grouped = tmp_path / "grouped.yaml"
+    grouped.write_text(f"dataset: d\nvariables:\n  - {{name: x}}\n  - {{name: y}}\ngroups:\n  {name}: [x]\n",
+                       encoding="utf-8")
+    refused = cli_main(url, "dataset", "add", grouped)
+    assert refused.code == 2 and f"{name!r} is the name of a subset every command takes" in refused.err, refused.err
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("dataset: d\nvariables:\n  - {name: x}\n  - {name: y}\n", encoding="utf-8")
+    assert cli_main(url, "dataset", "add", plain).code == 0
+    refused = cli_main(url, "dataset", "add-variable", name)
+    assert refused.code == 2 and f"{name!r} is the name of a subset every command takes" in refused.err, refused.err
+    refused = cli_main(url, "dataset", "amend", named.write_text(
+        f"dataset: d\nvariables:\n  - {{name: x}}\n  - {{name: y}}\n  - {{name: {name}}}\n", encoding="utf-8")
+        and named, "--reason", "more")
+    assert refused.code == 2 and f"{name!r} is the name of a subset every command takes" in refused.err, refused.err
+    assert cli_main(url, "subset", name, "--json").json()["subset"] == ["x", "y"]

@@ -30,6 +30,10 @@ NUMERIC_PARAMS = ("epsilon", "delta", "rho", "scale", "sigma", "sensitivity")
 class Problem:
     field: str  # parameter name under `mechanism`
     message: str
+    # only a parameter the derivation needs is absent: explicit guarantees then stand on their
+    # own. Any other problem (parameters that contradict each other, a sampling event the
+    # ledger cannot certify) stands with them too: a claim cannot be checked against it.
+    missing: bool = False
 
 
 Derivation = Callable[[Mechanism, frozenset[str]], tuple[tuple[Guarantee, ...], list[Problem]]]
@@ -47,7 +51,7 @@ def _scale_mechanism(mechanism: Mechanism, reads: frozenset[str]):
     problems: list[Problem] = []
     if epsilon is None:
         if scale is None or sensitivity is None:
-            return (), [Problem("epsilon", f"{mechanism.name} needs epsilon, or scale and sensitivity")]
+            return (), [Problem("epsilon", f"{mechanism.name} needs epsilon, or scale and sensitivity", missing=True)]
         if scale <= 0:
             return (), [Problem("scale", f"must be positive. Found {scale}.")]
         epsilon = sensitivity / scale
@@ -84,7 +88,7 @@ def _gaussian(mechanism: Mechanism, reads: frozenset[str]):
         rho = _significant_up(1 / (2 * multiplier * multiplier))  # rounded UP: a larger rho is valid too
         implied = Guarantee(reads, Notion.ZCDP, rho=rho, relation=relation)
         return (claim, implied), []
-    return (), [Problem("sigma", "gaussian needs sigma and sensitivity, rho, or epsilon and delta")]
+    return (), [Problem("sigma", "gaussian needs sigma and sensitivity, rho, or epsilon and delta", missing=True)]
 
 
 def gaussian_multiplier(mechanism: Mechanism) -> Fraction | None:
@@ -215,10 +219,10 @@ def _tan_consistent_counts(mechanism: Mechanism, reads: frozenset[str]):
     n_i >= 2 correction of DESIGN 2.9); the margin variables are released exactly."""
     epsilon, protects = mechanism.param("epsilon"), mechanism.param("protects")
     if epsilon is None:
-        return (), [Problem("epsilon", "tan-consistent-counts needs epsilon")]
+        return (), [Problem("epsilon", "tan-consistent-counts needs epsilon", missing=True)]
     if not protects:
         return (), [Problem("protects", "tan-consistent-counts needs the protected variable(s), "
-                                        "in `protects` or as an explicit guarantee")]
+                                        "in `protects` or as an explicit guarantee", missing=True)]
     return (Guarantee(frozenset(protects), Notion.PURE, epsilon=epsilon, relation=_relation(mechanism)),), []
 
 
@@ -232,7 +236,7 @@ def _pufferfish_only(mechanism: Mechanism, reads: frozenset[str]):
 
 def _declared(mechanism: Mechanism, reads: frozenset[str]):
     """A mechanism described only by its explicit guarantees."""
-    return (), [Problem("name", "a declared mechanism needs explicit guarantees")]
+    return (), [Problem("name", "a declared mechanism needs explicit guarantees", missing=True)]
 
 
 CATALOGUE: dict[str, Derivation] = {
@@ -283,6 +287,14 @@ def sampling_problems(mechanism: Mechanism) -> list[Problem]:
     if values["sample_size"] > values["population"]:
         return [Problem("sample_size", f"must be at most the population ({values['population']}). "
                                        f"Found {values['sample_size']}.")]
+    sampling = mechanism.param("sampling")
+    if sampling is not None and sampling != "without replacement":
+        # Balle, Barthe and Gaboardi's bound is for a sample without replacement: drawn with
+        # replacement, the sample can hold the changed record several times, each copy moving
+        # the output, so neither the amplified nor the mechanism's own epsilon bounds it
+        return [Problem("sampling", f"a sample drawn {sampling} can hold a record several times; the ledger "
+                                    "certifies samples drawn without replacement (sample_size of population): "
+                                    "declare the guarantee of the whole procedure instead")]
     return []
 
 
@@ -456,6 +468,19 @@ def overclaims(mechanism: Mechanism, reads: frozenset[str],
     problems: list[tuple[int, str, str]] = []
     exact, known = exactly_released(mechanism, reads)
     derived, derivation_problems = derive_guarantees(mechanism, reads)
+    if CATALOGUE.get(mechanism.name) is _pufferfish_only:
+        # no DP guarantee at all: a DP figure for it would enter DP totals as a theorem (DESIGN 2.8)
+        return [(index, "epsilon" if claim.notion != Notion.ZCDP else "rho",
+                 f"claims {_figure(claim)}, but {mechanism.name} gives no differential-privacy guarantee (a "
+                 "Pufferfish-family guarantee: record it under `pufferfish`, reported apart, DESIGN 2.8)")
+                for index, claim in enumerate(explicit)]
+    if derivation_problems and mechanism.name == "tan-consistent-counts" and mechanism.param("epsilon") is not None:
+        # protected variables named only by `margin` or by the claim itself: Tan's epsilon (Prop 5.1)
+        # still bounds whatever is protected, so a claim below it on what is not released exactly
+        # is stronger than the parameters (every claim on an exact variable is refused above)
+        derived = (Guarantee(reads - exact, Notion.PURE, epsilon=mechanism.param("epsilon"),
+                             relation=_relation(mechanism)),)
+        derivation_problems = []
     for index, claim in enumerate(explicit):
         covered = claim.protects & reads
         shown = exact & covered
@@ -476,9 +501,18 @@ def overclaims(mechanism: Mechanism, reads: frozenset[str],
                 continue
             in_relation = _in_relation(guarantee, claim.relation)
             if in_relation is None:
-                reasons = []  # nothing implied for this relation: nothing to compare against
-                break
-            reason = _implied_by(claim, in_relation, mechanism)
+                # a replacement guarantee implies nothing for add/remove, but the claim is charged
+                # for replacement neighbours by group privacy (DESIGN 2.1: spend.guarantee_spend),
+                # and that form may not be below what the parameters give for them
+                converted = _in_relation(claim, guarantee.relation)
+                if converted is None:
+                    reasons = []
+                    break
+                reason = _implied_by(converted, guarantee, mechanism)
+                if reason is not None:
+                    reason += f" (the claim is {_figure(converted)} for {guarantee.relation.value} neighbours)"
+            else:
+                reason = _implied_by(claim, in_relation, mechanism)
             if reason is None:
                 reasons = []
                 break

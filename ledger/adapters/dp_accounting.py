@@ -14,10 +14,13 @@ parameters:
   Gaussian with rho k / (2 s^2) (composition of Gaussians, Bun and Steinke 2016, Lemma 2.3),
   a Laplace's k runs are epsilon k / b (Tan, Prop 3.4); the count is kept as a parameter;
 - ComposedDpEvent(events): one release per event, ids `ID/1`, `ID/2`, ...;
-- PoissonSampledDpEvent, SampledWithReplacementDpEvent, SampledWithoutReplacementDpEvent:
-  the sampled event's guarantee, not amplified (a subsample of neighbouring datasets
-  differs in at most one record, so the mechanism's own guarantee still holds), with the
-  sampling recorded as parameters for an accountant that amplifies;
+- PoissonSampledDpEvent: the sampled event's guarantee, not amplified (a Poisson sample of
+  neighbouring datasets differs in at most one record, so the mechanism's own guarantee still
+  holds), with the sampling recorded as parameters for an accountant that amplifies;
+- SampledWithoutReplacementDpEvent (replace): sample_size of population, amplified by the
+  catalogue (Balle, Barthe and Gaboardi 2018, DESIGN 2.7);
+- SampledWithReplacementDpEvent: refused by the catalogue (a sample drawn with replacement
+  can hold the changed record several times: neither bound holds); declare its guarantee;
 - NoOpDpEvent: nothing; NonPrivateDpEvent: an exact release (∞ on what it reads).
 
 Sensitivity 1 is under `relation`: dp_accounting's accountants count added or removed

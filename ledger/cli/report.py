@@ -376,7 +376,8 @@ def _event_filter(dataset: str):
         & events.c.subject.in_(select(families.c.id).where(families.c.dataset == dataset)),
         events.c.kind.startswith("cap.", autoescape=True)
         & (func.substr(events.c.subject, 1, len(prefix)) == prefix),
-        events.c.kind.startswith("dataset.", autoescape=True) & (events.c.subject == dataset),
+        or_(*(events.c.kind.startswith(kind, autoescape=True) for kind in _report.DATASET_CHANGE_KINDS))
+        & (events.c.subject == dataset),
         events.c.kind.startswith("ledger.", autoescape=True),
         events.c.kind.startswith("role.", autoescape=True),
     )

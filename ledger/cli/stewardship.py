@@ -190,6 +190,10 @@ def dataset_add_variable(
 
         if name in chosen.variable_names or chosen.group(name) is not None:
             raise fail("command line", "NAME", f"{name!r} is already a variable or group of {chosen.name!r}")
+        from ..input.loader import RESERVED_SUBSETS, reserved_name
+
+        if name in RESERVED_SUBSETS:
+            raise fail("command line", "NAME", reserved_name(name))
         variable = Variable(name, classification.strip(), description, tuple(category) if category else None)
         return replace(chosen, variables=chosen.variables + (variable,)), None
 
@@ -257,7 +261,9 @@ def group_set(
 
         for variable in variables:
             _variable(chosen, variable, "VARIABLES")
-        if name in chosen.variable_names or name in ("all", "protected"):
+        from ..input.loader import RESERVED_SUBSETS
+
+        if name in chosen.variable_names or name in RESERVED_SUBSETS:
             raise fail("command line", "NAME", f"{name!r} is a variable or a reserved subset name")
         groups = tuple((g, m) for g, m in chosen.groups if g != name) + ((name, frozenset(variables)),)
         return replace(chosen, groups=groups), None

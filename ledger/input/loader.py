@@ -457,6 +457,14 @@ class _Collector:
         return result
 
 
+RESERVED_SUBSETS = ("all", "protected")  # subsets every command takes (DESIGN 2.11): never a variable or group
+
+
+def reserved_name(name: str) -> str:
+    return (f"{name!r} is the name of a subset every command takes (all: the whole dataset; protected: every "
+            "variable not classified public); a variable or group of that name would shadow it")
+
+
 def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]]:
     """A validated dataset document -> Dataset."""
     errors = validate(document, "dataset.v1.schema.json")
@@ -469,6 +477,8 @@ def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]
     for index, entry in enumerate(data["variables"]):
         if entry["name"] in names:
             out.add(("variables", index, "name"), f"duplicate variable {entry['name']!r}")
+        if entry["name"] in RESERVED_SUBSETS:
+            out.add(("variables", index, "name"), reserved_name(entry["name"]))
         names.add(entry["name"])
         categories = tuple(entry["categories"]) if "categories" in entry else None
         misread = misread_public(entry.get("classification", PUBLIC))
@@ -486,6 +496,8 @@ def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]
                 out.add(("groups", group, index), f"unknown variable {member!r} in group {group!r}")
         if group in names:
             out.add(("groups", group), f"group {group!r} has the name of a variable")
+        if group in RESERVED_SUBSETS:
+            out.add(("groups", group), reserved_name(group))
         groups.append((group, frozenset(members)))
     if out.errors:
         return None, out.errors
@@ -583,18 +595,7 @@ def build_releases(
         mechanism = _build_mechanism(entry, reads, out, at)
         guarantees = _build_guarantees(entry, mechanism, reads, out, at, check_variables)
         family = entry.get("family")
-        if family is not None:
-            found = family_by_id.get(family)
-            if found is None:
-                out.add(at + ("family",), f"unknown family {family!r}; declare it under `families`")
-            elif found.dataset != dataset.name:
-                out.add(at + ("family",), f"family {family!r} belongs to dataset {found.dataset!r}, "
-                                          f"but this release reads dataset {dataset.name!r}")
-            elif found.partition is not None and not found.partition <= reads:
-                # which records a part holds depends on the key: its output depends on them (DESIGN 2.6)
-                missing = ", ".join(sorted(found.partition - reads))
-                out.add(at + ("reads",), f"release is in family {family!r}, partitioned by "
-                                         f"{', '.join(sorted(found.partition))}; it must list {missing} in reads")
+        _family_membership(family, dataset.name, reads, family_by_id, out, at)
         status, approved_by, approved_at, published_at = _lifecycle_fields(entry, out, at, recorded_at)
         if len(out.errors) > before or mechanism is None:
             continue
@@ -674,6 +675,70 @@ def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: date
     return status, approved_by, approved_at, published_at
 
 
+def _family_membership(family: str | None, dataset: str, reads: frozenset[str], known: Mapping[str, Family],
+                       out, at: Path_) -> None:
+    """A member names a declared family of its own dataset, and reads the family's key."""
+    if family is None:
+        return
+    found = known.get(family)
+    if found is None:
+        out.add(at + ("family",), f"unknown family {family!r}; declare it under `families`")
+    elif found.dataset != dataset:
+        out.add(at + ("family",), f"family {family!r} belongs to dataset {found.dataset!r}, "
+                                  f"but this release reads dataset {dataset!r}")
+    elif found.partition is not None and not found.partition <= reads:
+        # which records a part holds depends on the key: its output depends on them (DESIGN 2.6)
+        missing = ", ".join(sorted(found.partition - reads))
+        out.add(at + ("reads",), f"release is in family {family!r}, partitioned by "
+                                 f"{', '.join(sorted(found.partition))}; it must list {missing} in reads")
+
+
+class _ReleaseCollector:
+    """Errors of a `Release` handed over whole, each named by the release and its field."""
+
+    def __init__(self, release: Release):
+        self.where = f"release {release.id}"
+        self.errors: list[LedgerError] = []
+
+    def add(self, at: Path_, message: str) -> None:
+        self.errors.append(LedgerError(self.where, field_name(at), message))
+
+
+RECORDABLE_STATUSES = (Status.PLANNED, Status.APPROVED, Status.PUBLISHED)  # as the release schema's enum
+
+
+def check_release_record(release: Release, recorded_at: datetime, families: Mapping[str, Family]) -> list[LedgerError]:
+    """A `Release` handed over whole (the Python API, an adapter) meets the rules a release file
+    meets: a recorded family of its dataset whose key it reads (DESIGN 2.6); a status a file may
+    state, with its lifecycle fields (`_lifecycle_fields`: no moment in the future, an approval
+    not after its publication); parameters that do not contradict each other; no guarantee
+    stronger than its parameters imply (`overclaims`, DESIGN 2.4). The
+    recording moment and person are the ledger's own (`operations.source_builder`), never the
+    record's: a recording moment dated back would make releases recorded after a publication look
+    declared in advance (DESIGN 2.10), and another recorder would waive separation of duties."""
+    out = _ReleaseCollector(release)
+    _family_membership(release.family, release.dataset, release.reads, families, out, ())
+    if release.status not in RECORDABLE_STATUSES:
+        out.add(("status",), f"a release is recorded planned, approved or published; found {release.status.value}")
+    else:
+        entry: dict[str, Any] = {"status": release.status.value}
+        for key in ("approved_by", "approved_at", "published_at"):
+            value = getattr(release, key)
+            if value is None and key == "published_at" and release.status is Status.PUBLISHED:
+                value = recorded_at  # (an adapter's output, published when recorded: source_builder)
+            if value is not None:
+                entry[key] = value if key == "approved_by" else _utc(value).isoformat()
+        _lifecycle_fields(entry, out, (), recorded_at)
+    derived, problems = derive_guarantees(release.mechanism, release.reads)
+    for problem in problems:
+        if not problem.missing:
+            out.add(("mechanism", problem.field), problem.message)
+    if tuple(release.guarantees) != tuple(derived):  # explicit guarantees, as a file's `guarantees`
+        for index, field_, message in overclaims(release.mechanism, release.reads, tuple(release.guarantees)):
+            out.add(("guarantees", index, field_), message)
+    return out.errors
+
+
 def _utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
@@ -724,10 +789,11 @@ def _build_guarantees(entry, mechanism, reads, out: _Collector, at: Path_, check
         for problem in problems:
             out.add(at + ("mechanism", problem.field), problem.message)
         return derived
-    # explicit guarantees replace derived ones; the mechanism must still be known
+    # explicit guarantees replace derived ones; the mechanism must still be known, and its
+    # parameters, where given, consistent (a claim is checked against them: overclaims)
     for problem in problems:
-        if problem.field == "name" and problem.message.startswith("unknown mechanism"):
-            out.add(at + ("mechanism", "name"), problem.message)
+        if not problem.missing:
+            out.add(at + ("mechanism", problem.field), problem.message)
     if mechanism.name in ("exact", "post-processing") and explicit_specs:
         out.add(at + ("guarantees",), f"a {mechanism.name} release cannot carry guarantees")
     guarantees = []
@@ -765,11 +831,18 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
         if release.id in snapshot.releases:
             # a retry (issue 12 section 5): the same release again is a no-op (the caller drops
             # it, see `already_recorded`); another release under a recorded id is refused
-            differing = differences(snapshot.releases[release.id], release)
+            recorded = snapshot.releases[release.id]
+            differing = differences(recorded, release)
             if differing:
                 errors.append(LedgerError(release.source, _at(release, "id"),
                                           f"release id {release.id!r} is already recorded with different content "
                                           f"(fields that differ: {', '.join(differing)})"))
+            elif recorded.status is Status.CANCELLED:
+                # a retry is a no-op because the release is charged once already; a cancelled one
+                # is charged nothing, and exit 0 would tell a pipeline its budget is reserved
+                errors.append(LedgerError(release.source, _at(release, "id"),
+                                          f"release id {release.id!r} was cancelled: it reserves no budget, and "
+                                          "a release is never recorded twice; record it under a new id"))
         elif release.id in seen:
             errors.append(LedgerError(release.source, _at(release, "id"), f"duplicate release id {release.id!r}: "
                                                                           f"also at {seen[release.id].source}"))
@@ -796,8 +869,8 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
             if blockers:
                 errors.append(LedgerError(release.source, _at(release, "status"),
                                           f"release {release.id!r} is {release.status.value} but it derives from "
-                                          f"releases not published yet: {describe(blockers, known)}; publish them "
-                                          "first, or record this one as planned"))
+                                          f"releases not published by then: {describe(blockers, known)}; publish "
+                                          "them first (or date this one no earlier), or record it as planned"))
     cycle = None
     if any(parent in seen for release in seen.values() for parent in release.derived_from):
         import networkx as nx  # only for a batch whose releases derive from each other

@@ -190,8 +190,8 @@ def sum_sensitivity(lower: float, upper: float, relation: str = REPLACE) -> floa
     adds or drops one value (max(|lower|, |upper|))."""
     lower, upper = _bounds(lower, upper)
     if check.relation(relation) == REPLACE:
-        return upper - lower
-    return max(abs(lower), abs(upper))
+        return _read_up(Fraction(upper) - Fraction(lower))
+    return _read_up(max(abs(Fraction(lower)), abs(Fraction(upper))))
 
 
 def mean_sensitivity(lower: float, upper: float, n: int, relation: str = REPLACE) -> float:
@@ -206,7 +206,19 @@ def mean_sensitivity(lower: float, upper: float, n: int, relation: str = REPLACE
         raise MechanismInputError(
             "relation", f"a mean needs a public n, which only 'replace' neighbours give; found {relation!r}"
         )
-    return (upper - lower) / n
+    return _read_up((Fraction(upper) - Fraction(lower)) / n)
+
+
+def _read_up(exact: Fraction) -> float:
+    """The smallest float whose reading (`_exact`: its shortest decimal form, as the ledger reads
+    a float) is at least `exact`. A sensitivity is the exact difference of the float bounds the
+    data are clipped to (over n, for a mean); the float nearest to it, or its shortest decimal
+    form, can be below it, and a scale worked out from it would record an epsilon below the
+    true one (by a relative 1e-16: (1 - 0) / 3 is read as 0.3333333333333333 < 1/3)."""
+    value = float(exact)
+    while _exact(value) < exact:
+        value = math.nextafter(value, math.inf)
+    return value
 
 
 # ---------------------------------------------------------------------------
@@ -433,7 +445,9 @@ def _gaussian_sigma(sensitivity: Number, rho: Number) -> float:
     if sensitivity == 0:
         return 0.0
     variance = _exact(sensitivity) ** 2 / (2 * _exact(rho))
-    sigma = math.sqrt(float(variance))
+    # a few ulps from the answer: the variance itself as a float can underflow (a sensitivity of
+    # 1e-200), and a walk up from 0 one float at a time then never ends
+    sigma = float(_exact(sensitivity)) / math.sqrt(2 * float(_exact(rho)))
     while Fraction(sigma) ** 2 < variance:
         sigma = math.nextafter(sigma, math.inf)
     return sigma

@@ -25,6 +25,7 @@ from ..input.loader import (
     LedgerSnapshot,
     already_recorded,
     build_releases,
+    check_release_record,
     cap_from_entry,
     check_batch,
     field_name,
@@ -34,7 +35,7 @@ from ..input.loader import (
 )
 from ..core.lazy import lazy_callable, lazy_module
 from ..core.numbers import format_number, is_infinite
-from ..core.records import Cap, Dataset, Family, Release
+from ..core.records import Cap, Dataset, Family, Release, Status
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -211,7 +212,7 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
                            f"cannot cancel release {release_id!r}: charged release(s) derive from it: "
                            f"{lineage.describe(blockers, lookup)}; cancel them first")
         if action == "publish":
-            blockers = lineage.publish_blockers(release, lookup)
+            blockers = lineage.publish_blockers(release, lookup, at or moment)
             if blockers:
                 raise fail(f"release {release_id}", "status",
                            f"cannot publish release {release_id!r} before what it derives from is published: "
@@ -372,8 +373,16 @@ def source_builder(sources: Sequence[ReleaseSource], actor: str) -> Builder:
                                               f"unknown variable(s) {', '.join(map(repr, unknown))} in dataset "
                                               f"{dataset.name!r}"))
                     continue
-                releases.append(replace(source, recorded_by=source.recorded_by or actor,
-                                        recorded_at=source.recorded_at or recorded_at,
+                more_errors = check_release_record(source, recorded_at, snapshot.families)
+                if more_errors:
+                    errors.extend(more_errors)
+                    continue
+                # recorded now, by whoever records it: the ledger's own stamps (check_release_record);
+                # published without a date (an adapter's output): published as it is recorded
+                published_at = source.published_at
+                if published_at is None and source.status is Status.PUBLISHED:
+                    published_at = recorded_at
+                releases.append(replace(source, recorded_by=actor, recorded_at=recorded_at, published_at=published_at,
                                         source=source.source or f"release {source.id}"))
                 continue
             if isinstance(source, Mapping):

@@ -1300,6 +1300,9 @@ def _note(event: AuditEvent) -> str | None:
     return None
 
 
+DATASET_CHANGE_KINDS = ("dataset.", "variable.", "group.")  # events whose subject is the dataset: its changes
+
+
 def dataset_events(inputs: ReportInputs) -> list[AuditEvent]:
     """The events about this dataset: the dataset, its families, caps and releases
     (and ledger-wide migrations and role changes)."""
@@ -1314,7 +1317,7 @@ def dataset_events(inputs: ReportInputs) -> list[AuditEvent]:
             return event.subject in families
         if event.kind.startswith("cap."):
             return event.subject.startswith(name + "/")
-        if event.kind.startswith("dataset."):
+        if event.kind.startswith(DATASET_CHANGE_KINDS):  # the dataset's own changes (store.amend_dataset)
             return event.subject == name
         return event.kind.startswith(("ledger.", "role."))  # ledger-wide: migrations, and who holds which duty
 

@@ -142,3 +142,36 @@ def test_gaussian_mean_spread():
     sigma = (100 / 4) / math.sqrt(1.0)  # Delta = 25, sigma = Delta/sqrt(2 rho)
     assert abs(values.mean() - 37.5) < 5 * sigma / math.sqrt(4000)
     assert abs(values.std() / sigma - 1) < 0.05
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_BOUND = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_BOUND, _BOUND, st.integers(min_value=1, max_value=10_000), st.sampled_from(["0.3", "1", "0.1", "2.5"]),
+       st.sampled_from(["replace", "add-remove"]))
+def test_the_recorded_guarantee_bounds_the_exact_sensitivity_of_the_float_bounds(a, b, n, epsilon, relation):
+    """The sensitivity a sum or mean really has is that of the float bounds it clips to, computed
+    exactly ((upper - lower) / n as fractions of the floats' binary values). The noise scale is
+    worked out from the recorded sensitivity as the ledger reads a float (its shortest decimal
+    form), so that reading must not fall below the exact one: (1 - 0) / 3 as a float is
+    0.3333333333333333 < 1/3, and the recorded epsilon was then below the true one by 1e-17."""
+    lower, upper = sorted((a, b))
+    if not lower < upper:
+        return
+    exact_sum = (Fraction(upper) - Fraction(lower) if relation == "replace"
+                 else max(abs(Fraction(lower)), abs(Fraction(upper))))
+    assert Fraction(repr(noise.sum_sensitivity(lower, upper, relation))) >= exact_sum
+    bound = Fraction(epsilon)
+    data = pd.DataFrame({"v": np.linspace(lower, upper, n)})
+    _, record = noise.laplace_sum(data, "v", lower, upper, float(epsilon), relation=relation, rng=noise.make_rng(0))
+    assert exact_sum / Fraction(record.scale) <= bound
+    if relation == "replace":
+        exact_mean = (Fraction(upper) - Fraction(lower)) / n
+        assert Fraction(repr(noise.mean_sensitivity(lower, upper, n))) >= exact_mean
+        _, record = noise.laplace_mean(data, "v", lower, upper, float(epsilon), rng=noise.make_rng(0))
+        assert exact_mean / Fraction(record.scale) <= bound
+        _, record = noise.gaussian_mean(data, "v", lower, upper, float(epsilon), rng=noise.make_rng(0))
+        assert exact_mean ** 2 / (2 * Fraction(record.sigma) ** 2) <= bound  # rho = Delta^2 / (2 sigma^2)

@@ -1,0 +1,110 @@
+"""A `Release` handed to `record` whole (the Python API, an adapter) meets the rules a release file
+meets (DESIGN 2.4, 2.10, 2.12): the recording moment and person are the ledger's own, claims are
+checked against the parameters, and the lifecycle fields are those a file may state.
+
+Before, a record could carry its own `recorded_at`: Gaussian releases recorded today, after another
+release was published, dated back to before that publication made the plan look declared in
+advance, and the PLD figure (not a valid filter, DESIGN 2.10) admitted them past the cap. Expected
+figures: the adaptive case, by the accountants' own validity (pld not valid), and the cap's figure
+of six Gaussians of rho 1/72 against the Rényi filter, above the cap of 2 (the PLD figure alone,
+1.96, was below it).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction as F
+
+import pytest
+
+import ledger
+from ledger.core.records import Guarantee, Mechanism, Notion, Release, Status
+
+LONG_AGO = datetime(2025, 1, 1, tzinfo=UTC)
+PUBLISHED = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def book(tmp_path):
+    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", actor="tester")
+    book.add_dataset({"dataset": "d", "delta": "1e-6", "variables": [{"name": "a"}],
+                      "caps": [{"subset": ["a"], "epsilon": 2, "delta": "1e-6"}]})
+    return book
+
+
+def gaussian(i: int, **lifecycle) -> Release:
+    """sigma 6, sensitivity 1: rho 1/72 (Bun and Steinke 2016, Prop 1.6)."""
+    return Release(f"g{i}", "d", frozenset("a"), Mechanism("gaussian", (("sensitivity", F(1)), ("sigma", F(6)))),
+                   (Guarantee(frozenset("a"), Notion.ZCDP, rho=F(1, 72)),), **lifecycle)
+
+
+def test_a_recording_moment_dated_back_is_the_ledgers_own(book):
+    book.record(gaussian(0, status=Status.PUBLISHED, published_at=PUBLISHED, recorded_at=LONG_AGO))
+    recorded = 1
+    for i in range(1, 8):
+        try:
+            book.record(gaussian(i, recorded_at=LONG_AGO))
+        except ledger.BudgetRefused:
+            break
+        recorded += 1
+    loss = book.subset(["a"])
+    assert loss.case == "adaptive" and not loss.accountants["pld"].valid
+    assert all(r.recorded_at > PUBLISHED for r in book.releases())
+    (cap,) = book.caps()
+    assert cap.ok and loss.epsilon <= 2
+    assert recorded == 6, recorded  # six fit the filter; seven did under the PLD figure
+
+
+def test_a_claim_stronger_than_the_parameters_is_refused(book):
+    """Laplace scale 1, sensitivity 1 is 1-DP (Dwork et al. 2006): 1/1000 may not be claimed."""
+    claim = Release("l", "d", frozenset("a"), Mechanism("laplace", (("scale", F(1)), ("sensitivity", F(1)))),
+                    (Guarantee(frozenset("a"), Notion.PURE, epsilon=F(1, 1000)),))
+    with pytest.raises(ledger.InputErrors) as refused:
+        book.record(claim)
+    assert "release l" in str(refused.value) and "epsilon 1/1000" in str(refused.value)
+    assert book.releases() == []
+
+
+def test_the_recorder_is_whoever_records(book):
+    """Separation of duties (DESIGN 2.12): a record naming another recorder is recorded as the
+    recording person's, who then may not approve it."""
+    book.record(gaussian(0, recorded_by="someone-else"))
+    (release,) = book.releases()
+    assert release.recorded_by == "tester"
+
+
+def test_lifecycle_fields_are_those_a_file_may_state(book):
+    future = datetime.now(UTC) + timedelta(days=30)
+    for release, named in ((gaussian(0, status=Status.APPROVED), "needs approved_by and approved_at"),
+                           (gaussian(1, status=Status.PUBLISHED, published_at=future), "in the future"),
+                           (gaussian(2, status=Status.CANCELLED), "planned, approved or published")):
+        with pytest.raises(ledger.InputErrors) as refused:
+            book.record(release)
+        assert named in str(refused.value), str(refused.value)
+    assert book.releases() == []
+
+
+def test_an_adapters_output_published_without_a_date_is_published_as_it_is_recorded(book):
+    book.record(gaussian(0, status=Status.PUBLISHED, recorded_at=LONG_AGO))
+    (release,) = book.releases()
+    assert release.published_at == release.recorded_at > PUBLISHED
+
+
+def test_a_family_member_names_a_recorded_family_and_reads_its_key(tmp_path):
+    """DESIGN 2.6: which records a part holds depends on the key, so a member reads it; a member of
+    a family the ledger does not know would be charged as nobody can say."""
+    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", actor="tester")
+    book.add_dataset({"dataset": "d", "variables": [{"name": "a"}, {"name": "k"}]})
+    book.record({"dataset": "d", "families": [{"id": "f", "partition": ["k"]}], "releases": [
+        {"id": "m0", "family": "f", "reads": ["a", "k"], "mechanism": {"name": "laplace", "epsilon": 1}}]})
+    laplace = Mechanism("laplace", (("epsilon", F(1)),))
+    for member, named in ((Release("m1", "d", frozenset("a"), laplace, (Guarantee(frozenset("a"), Notion.PURE,
+                                                                                   epsilon=F(1)),), family="f"),
+                           "it must list k in reads"),
+                          (Release("m2", "d", frozenset("ak"), laplace, (Guarantee(frozenset("ak"), Notion.PURE,
+                                                                                    epsilon=F(1)),), family="g"),
+                           "unknown family 'g'")):
+        with pytest.raises(ledger.InputErrors) as refused:
+            book.record(member)
+        assert named in str(refused.value), str(refused.value)
+    assert [r.id for r in book.releases()] == ["m0"]
