@@ -174,3 +174,40 @@ def _masked(rows, keep, published):
         charged_by_event=rows.charged_by_event[keep], recorded=rows.recorded[keep], published=published[keep],
         ids=None if rows.ids is None else [i for i, k in zip(rows.ids, keep.tolist()) if k])
 
+
+
+def in_ledger(dataset: str, when: datetime):
+    """The SQL condition on the accounting rows (columns._ROWS) of the releases of `dataset` in the
+    ledger at `when` (any status then, cancelled ones too): published by then, or recorded by then
+    (a release recorded without a moment always), as `rows_then` keeps them before it drops the
+    cancelled ones; exact, on the rows' whole microseconds."""
+    from sqlalchemy import and_, case, func, or_
+
+    from .columns import _AFTER_ALL, _BEFORE_ANY, _PUBLISHED, _ROWS, micros
+
+    at = micros(when)
+    recorded = func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)
+    published = func.coalesce(case((and_(_ROWS.c.published_us.is_(None), _ROWS.c.status.in_(sorted(_PUBLISHED))),
+                                    recorded), else_=_ROWS.c.published_us), _AFTER_ALL)
+    return and_(_ROWS.c.dataset == dataset, or_(recorded <= at, published <= at))
+
+
+def events_in_utc_text(connection) -> bool:
+    """Whether every audit event's moment (`at`) is stored as `append_event` writes it, the ISO
+    8601 text of a UTC moment (`YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00`), which orders as the
+    moments do (a whole second's "+" sorts before "."): SQL can then compare them with
+    `event_text` of a moment. False when some has another form (another offset, another
+    shape): the text does not order those, and the caller reads the events whole."""
+    from sqlalchemy import func, not_, or_, select
+
+    from . import database as store
+
+    at = store.AuditEventRow.__table__.c.at
+    return not connection.execute(select(func.count()).where(not_(or_(
+        at.like("____-__-__T__:__:__+00:00"), at.like("____-__-__T__:__:__.______+00:00"))))).scalar_one()
+
+
+def event_text(when: datetime) -> str:
+    """A moment as the audit events' text (see events_in_utc_text; a naive moment is UTC)."""
+    moment = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()

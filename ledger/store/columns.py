@@ -758,6 +758,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
             if then is not None:
                 whole[chunk[row.id]] = then.release(whole[chunk[row.id]])
     index.releases = releases
+    index.then = then  # (with `when`: the status each release had then, as_of.Then; else None)
 
     index.finish_arrays(ambiguous)  # the same derived arrays as LedgerIndex.__init__
     if accounts:
