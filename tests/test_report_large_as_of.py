@@ -200,3 +200,27 @@ def test_a_release_approved_after_the_moment_is_no_approval_since(tmp_path):
     since, as_of = approved[0] - timedelta(seconds=1), approved[0]
     small, large, _ = both(url, as_of, since)
     assert [c.at for c in small.meeting.approved] == [approved[0]] == [c.at for c in large.meeting.approved]
+
+
+def test_every_row_charged_at_a_moment_has_the_status_it_had_then(built):
+    """The index at T names each release charged then with its status then (as_of.Then's heads,
+    read from the accounting rows and the approval moments of the releases not published by
+    T): planned, approved (by T), published, retracted (by T), as the decoded releases say."""
+    from ledger.core.records import CHARGED_STATUSES
+    from ledger.store import columns
+
+    url, _ = built
+    engine = store.make_engine(url)
+    seen = set()
+    with store.read_session(engine) as session:
+        dataset = store.snapshot(session, "survey").datasets["survey"]
+        inputs = gather(session, dataset, choices.parse_delta(None, dataset), None, chain=CHAIN)
+        families = {f.id: f for f in inputs.families}
+        for when in moments(url):
+            stood = report.as_it_stood(replace(inputs, as_of=when))
+            expected = [(r.id, r.status) for r in stood.releases if r.status in CHARGED_STATUSES]
+            index = columns.index_for(session, dataset.variable_names, "survey", families, when=when)
+            assert [(r.id, r.status) for r in index.releases] == expected
+            seen |= {status.value for _, status in expected}
+    engine.dispose()
+    assert {"planned", "approved", "published", "retracted"} <= seen
