@@ -685,7 +685,7 @@ def _dated_since(session: Session, dataset: str, since: datetime, as_of: datetim
     from sqlalchemy import func, or_
 
     from ..core.records import Status
-    from ..store.as_of import _Lifecycle, _moment
+    from ..store.as_of import _moment
 
     table = store.ReleaseRow.__table__
     c = table.c
@@ -698,8 +698,7 @@ def _dated_since(session: Session, dataset: str, since: datetime, as_of: datetim
         .order_by(c.seq))
     for rid, title, status, recorded_at, recorded_by, approved_at, approved_by, published_at in rows:
         approved, published = _report._aware(_moment(approved_at)), _report._aware(_moment(published_at))
-        if then is not None and then.status(_Lifecycle(rid, Status(status), _moment(recorded_at),
-                                                       _moment(approved_at), _moment(published_at))) is None:
+        if then is not None and then.row_status(rid, status, recorded_at, approved_at, published_at) is None:
             continue  # not in the ledger at --as-of
         if approved is not None and approved >= since and (as_of is None or approved <= as_of):
             dated["approved"].append((approved, rid, title, approved_by or ""))
@@ -741,34 +740,30 @@ def _register_basis(large):
     return index, delta, n_var, seqs, wide_ids, epsilon_of, zero
 
 
-def _register_moment(session, large) -> tuple[datetime | None, str | None, dict]:
-    """(--as-of, it as the audit events' text, when each release was retracted or cancelled) of
-    a large report's register, for the status each release had then; (None, None, {}) without
-    --as-of. The events' moments are UTC text (gather_large took the large path only then:
+def _register_moment(session, large):
+    """A large report's register at --as-of: an as_of.Then (the status each release row had then;
+    `when`: --as-of, aware) and --as-of as the audit events' text; (None, None) without --as-of.
+    The events' moments are UTC text (gather_large took the large path only then:
     as_of.events_in_utc_text), so the moment's UTC text orders with them."""
     as_of = getattr(large, "as_of", None)
     if as_of is None:
-        return None, None, {}
-    from ..store.as_of import ended_at, event_text
+        return None, None
+    from ..store.as_of import Then, ended_at, event_text
 
     moment = as_of if as_of.tzinfo is not None else as_of.replace(tzinfo=UTC)
-    return moment, event_text(moment), ended_at(session.connection())
+    connection = session.connection()
+    return Then(connection, large.dataset.name, moment, ended_at(connection), None), event_text(moment)
 
 
-def _rows_as_they_stood(rows, when: datetime, ended) -> list:
-    """A page of large_register_csv's release rows (seq, id, title, status, ...) as they stood at
-    `when`: each with the status it had then (`history.status_at`, from its lifecycle columns),
-    those not yet in the ledger left out."""
-    from ..accounting.history import status_at
-    from ..core.records import Status
-    from ..store.as_of import _Lifecycle, _moment
-
+def _rows_as_they_stood(rows, then) -> list:
+    """A page of large_register_csv's release rows (seq, id, title, status, ...) as they stood
+    then (`then`, an as_of.Then): each with the status it had then, those not yet in the
+    ledger left out."""
     kept = []
     for row in rows:
-        then = status_at(_Lifecycle(row[1], Status(row[3]), _moment(row[11]), _moment(row[13]), _moment(row[14])),
-                         when, ended)
-        if then is not None:
-            kept.append(row if then.value == row[3] else (*row[:3], then.value, *row[4:]))
+        status = then.row_status(row[1], row[3], row[11], row[13], row[14])
+        if status is not None:
+            kept.append(row if status.value == row[3] else (*row[:3], status.value, *row[4:]))
     return kept
 
 
@@ -795,7 +790,6 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
     the index (as `build_report` gives them)."""
     import numpy as np
 
-    from ..accounting.history import status_at
     from ..store.codec import release_from_dict
     from ..store.columns import _rows_view
     from ..core.records import CHARGED_STATUSES
@@ -806,7 +800,7 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
     table = store.ReleaseRow.__table__
     with store.read_session(engine) as session:
         _same_ledger(session, head)
-        as_of, until, ended = _register_moment(session, large)
+        then, until = _register_moment(session, large)
         steps = lifecycle_events(session, until=until)
         after = -1
         while True:
@@ -826,11 +820,10 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
                 cells = _rows_view(index, a, b, *np.searchsorted(index.g_release, [a, b]))._single_cells()
             for k, row in enumerate(rows):
                 release = release_from_dict(store.release_row_dict(row))
-                if as_of is not None:  # the release as it stood then (not yet in the ledger: not listed)
-                    status = status_at(release, as_of, ended)
-                    if status is None:
+                if then is not None:  # the release as it stood then (not yet in the ledger: not listed)
+                    if then.status(release) is None:
                         continue
-                    release = release if status is release.status else replace(release, status=status)
+                    release = then.release(release)
                 found, wide = (), None
                 if inside[k] and release.status in CHARGED_STATUSES:
                     i = int(at[k])
@@ -1274,7 +1267,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     with store.read_session(engine) as session:
         _same_ledger(session, head)
         connection = session.connection()
-        as_of, until, ended = _register_moment(session, large)
+        then, until = _register_moment(session, large)
         steps = lifecycle_events(session, until=until)
         while True:
             rows = list(_raw_iter(connection, select(*columns_).where(of_dataset, c.seq > after, *within)
@@ -1282,8 +1275,8 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
             if not rows:
                 break
             after = rows[-1][0]
-            if as_of is not None:
-                rows = _rows_as_they_stood(rows, as_of, ended)
+            if then is not None:
+                rows = _rows_as_they_stood(rows, then)
                 if not rows:
                     continue
             writer.writerows(zip(*page_columns(rows, steps)))

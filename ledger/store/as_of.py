@@ -71,6 +71,12 @@ class Then:
 
         return status_at(release, self.when, self.ended)
 
+    def row_status(self, release_id: str, status: str, recorded_at: str | None, approved_at: str | None,
+                   published_at: str | None) -> Status | None:
+        """`status` of a release row's lifecycle columns (the stored texts; None: not yet in the ledger)."""
+        return self.status(_Lifecycle(release_id, Status(status), _moment(recorded_at), _moment(approved_at),
+                                      _moment(published_at)))
+
     def release(self, release: Release) -> Release:
         """The whole release with the status it had then (the exact path reads a few whole)."""
         status = self.status(release)
@@ -89,9 +95,7 @@ class Then:
 
         def head(row) -> tuple:
             seq, rid, title, status, recorded, approved, published = row
-            then = self.status(_Lifecycle(rid, Status(status), _moment(recorded), _moment(approved),
-                                          _moment(published)))
-            return seq, rid, title, then.value
+            return seq, rid, title, self.row_status(rid, status, recorded, approved, published).value
 
         if seqs is not None:
             found = []
