@@ -742,9 +742,11 @@ def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[Regist
     cert = replace(certificate(shim, chain, whole, (), large.accounts), releases=large.releases,
                    charged=len(index.releases),
                    headline=best_headline(head, index, delta, large.accounts, pairs))
-    # the basis over every guarantee value charged, not only the rows listed (as `certificate` over every row)
-    charged_values = [index.values[int(i)] for i in np.unique(index.g_value)]
-    if cert.basis.pure and not all(v.is_pure or v.unbounded for v in charged_values):
+    # the basis over every cell of the table, not only the rows listed (as `certificate` over every row):
+    # the values some cell holds (columns.large_table's cell_value_ids), not every guarantee charged (a
+    # release's guarantee that no cell takes, such as a rho beside a smaller pure one, is not a figure shown)
+    cell_values = [index.values[int(i)] for i in index.cell_value_ids]
+    if cert.basis.pure and not all(v.is_pure or v.unbounded for v in cell_values):
         cert = replace(cert, basis=replace(cert.basis, pure=False))
     return ReportContext(
         title=f"Privacy-loss report: {dataset.name}",
@@ -1186,9 +1188,11 @@ def _order_by_stamps(stamps: np.ndarray) -> tuple[list[int], list[int], bool]:
 def charged_from_stamps(recorded: np.ndarray, published: np.ndarray) -> np.ndarray:
     """history.charged_from over the stored times (accountants.IndexEvents: recorded in seconds,
     -inf unknown; published in seconds, inf none, -inf datetime.min): the earlier of the two
-    known moments, nan when neither is."""
+    known moments, nan when neither is. A publication at datetime.min is the accountants' reading
+    of a release recorded as published with neither moment (`published_moment`); its
+    `published_at` is None, so `charged_from` knows no moment of it: unknown here too."""
     recorded = np.where(recorded == -np.inf, np.inf, recorded)
-    published = np.where(published == -np.inf, datetime.min.replace(tzinfo=UTC).timestamp(), published)
+    published = np.where(published == -np.inf, np.inf, published)
     moment = np.minimum(recorded, published)
     return np.where(np.isinf(moment), np.nan, moment)
 
