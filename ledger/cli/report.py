@@ -409,27 +409,54 @@ def _event_columns():
                    table.c.hash)
 
 
-def large_audit(session: Session, dataset: str, when: datetime | None = None, until: str | None = None):
-    """report.audit_trail of a large ledger by SQL: the dataset's events counted by kind and by
-    actor, the last AUDIT_EVENTS_LISTED read (with `when`, `until`: those dated by then, see
-    _event_filter). Returns a function of the chain's status."""
-    from sqlalchemy import func
+def event_counts(session: Session, dataset: str, when: datetime | None = None, until: str | None = None,
+                 since: str | None = None) -> list[tuple]:
+    """The dataset's events (report.dataset_events; with `when`, about the releases in the ledger
+    then) counted by SQL in one pass, by kind and actor: (kind, actor, how many dated by `until`
+    (all without it), the first seq of those, how many dated from `since` to `until`, how many
+    moments are not UTC text). `until`, `since`: moments as the events' text (as_of.event_text),
+    compared as text, which orders them when every moment compared is UTC text as `append_event`
+    writes it (`YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00`; a whole second's "+" sorts before "."): the
+    last count says whether it is (the caller reads every release otherwise). Without `until`
+    and `since` no moment is read (an index-only count: EVENT_INDEX)."""
+    from sqlalchemy import case, func, literal, not_, or_
 
+    table, _ = _event_columns()
+    at = table.c.at
+    then = (at <= until) if until is not None else None
+    counted = func.count() if then is None else func.sum(case((then, 1), else_=0))
+    first = func.min(table.c.seq if then is None else case((then, table.c.seq)))
+    recent, odd = literal(0), literal(0)
+    if since is not None:
+        recent = func.sum(case(((at >= since) if then is None else (at >= since) & then, 1), else_=0))
+    if until is not None or since is not None:
+        utc = or_(at.like("____-__-__T__:__:__+00:00"), at.like("____-__-__T__:__:__.______+00:00"))
+        odd = func.sum(case((not_(utc), 1), else_=0))
+    return [tuple(row) for row in session.connection().execute(
+        select(table.c.kind, table.c.actor, counted, first, recent, odd)
+        .where(_event_filter(dataset, when)).group_by(table.c.kind, table.c.actor))]
+
+
+def large_audit(session: Session, dataset: str, when: datetime | None = None, until: str | None = None,
+                counts: list[tuple] | None = None):
+    """report.audit_trail of a large ledger by SQL: the dataset's events counted by kind and by
+    actor (`event_counts`, unless given), the last AUDIT_EVENTS_LISTED read (with `when`,
+    `until`: those dated by then, see _event_filter). Returns a function of the chain's status."""
     table, columns_ = _event_columns()
     about = _event_filter(dataset, when, until)
-    counts = session.connection().execute(
-        select(table.c.kind, table.c.actor, func.count(), func.min(table.c.seq), func.max(table.c.seq))
-        .where(about).group_by(table.c.kind, table.c.actor)).all()
+    if counts is None:
+        counts = event_counts(session, dataset, when, until)
+    counts = [row for row in counts if row[2]]
     listed = _events(session, select(*columns_).where(about).order_by(table.c.seq.desc())
                      .limit(_report.AUDIT_EVENTS_LISTED))[::-1]
-    total = sum(c for _, _, c, _, _ in counts)
+    total = sum(row[2] for row in counts)
     by_kind, by_actor = {}, {}
-    for kind, actor, c, _, _ in counts:
+    for kind, actor, c, *_ in counts:
         by_kind[kind] = by_kind.get(kind, 0) + c
         by_actor[actor] = by_actor.get(actor, 0) + c
     first_at = last_at = None
     if counts:
-        first_seq = min(lo for *_, lo, _ in counts)
+        first_seq = min(row[3] for row in counts)
         first_at = _time(session.connection().execute(select(table.c.at).where(table.c.seq == first_seq)).scalar_one())
         last_at = listed[-1].at
 
@@ -494,7 +521,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     --as-of`), the audit events dated by then. With `since` (--since): the meeting pack
     (`large_meeting`). None when the rows or the events cannot say it exactly (a moment past
     what floats order, as_of.rows_then; an event moment not in UTC text,
-    as_of.events_in_utc_text): the caller then reads every release (`gather`)."""
+    event_counts): the caller then reads every release (`gather`)."""
     from sqlalchemy import Text, cast
 
     from ..store import as_of as rows_at
@@ -507,9 +534,13 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     from ..operations.cap_accounting import checks_from_index
 
     connection = session.connection()
-    if (as_of is not None or since is not None) and not rows_at.events_in_utc_text(connection):
-        return None
     until = None if as_of is None else rows_at.event_text(as_of)  # the events dated by --as-of
+    since_text = None if since is None else rows_at.event_text(since)
+    counts = None
+    if until is not None or since_text is not None:  # (one pass over the dataset's events, first)
+        counts = event_counts(session, dataset.name, as_of, until, since_text)
+        if any(row[5] for row in counts):  # a moment not in UTC text: text does not order it
+            return None
     light = store.write_context(session)
     families = {fid: f for fid, f in light.families.items() if f.dataset == dataset.name}
     index = columns.index_for(session, dataset.variable_names, dataset.name, families, False, None, True, when=as_of)
@@ -574,7 +605,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
         checks = tuple(checks_from_index(list(caps), index))
     meeting = None
     if since is not None:
-        meeting = large_meeting(session, dataset, index, families, caps, since, as_of, until)
+        meeting = large_meeting(session, dataset, index, families, caps, since, as_of, until, counts)
         if meeting is None:
             return None
     return _report.LargeInputs(
@@ -582,7 +613,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
         releases=count, largest=largest,
         steps=lifecycle_events(session, ids, until) if ids else {}, families=tuple(families.values()),
         families_named=named, caps=caps, cap_checks=checks,
-        chain=chain, audit=large_audit(session, dataset.name, as_of, until), cap_events=cap_events,
+        chain=chain, audit=large_audit(session, dataset.name, as_of, until, counts), cap_events=cap_events,
         pufferfish=tuple(pufferfish[i] for i in puffer_ids), last_event=last[0] if last else None,
         generated_at=generated_at, delta=delta, wide_ids=wide_ids, as_of=as_of, meeting=meeting,
         timeline=_report.timeline_of(index, delta, at_delta(delta), as_of or generated_at,
@@ -593,7 +624,7 @@ CHANGES_LISTED = 50  # the most recent changes of each kind a large report's mee
 
 
 def large_meeting(session: Session, dataset: Dataset, index, families, caps, since: datetime,
-                  as_of: datetime | None, until: str | None):
+                  as_of: datetime | None, until: str | None, counts: list[tuple]):
     """report.meeting_pack of a large ledger (--since), from SQL and the accounting rows: the
     dataset's events since then (up to --as-of) counted, and of each kind of change the
     CHANGES_LISTED most recent listed (`MeetingPack.counts` has how many there are: the
@@ -602,7 +633,9 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     that late (`_dated_since`); each cap's figure just before `since` over the index of the
     rows charged then (columns.index_for with that moment, `budget.total_from_index`: the
     figure `meeting_pack` computes from the releases as they stood). `index`: the rows
-    charged now (at --as-of). None when the rows cannot say it exactly (see gather_large)."""
+    charged now (at --as-of); `until`: --as-of as the events' text; `counts`: event_counts with
+    `since` (every moment compared is UTC text: gather_large checked it). None when the rows
+    cannot say it exactly (see gather_large)."""
     from datetime import timedelta
 
     from sqlalchemy import func
@@ -616,12 +649,12 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     since_text = rows_at.event_text(since)
     table, columns_ = _event_columns()
     about = _event_filter(dataset.name, as_of, until) & (table.c.at >= since_text)
-    events = connection.execute(select(func.count()).where(about)).scalar_one()
+    events = sum(row[4] for row in counts)
     titles = _titles_of
 
     def changes_of(kind: str, status_of) -> tuple[tuple, int]:
         chosen = about & (table.c.kind == kind)
-        count = connection.execute(select(func.count()).where(chosen)).scalar_one()
+        count = sum(row[4] for row in counts if row[0] == kind)
         listed = _events(session, select(*columns_).where(chosen).order_by(table.c.seq.desc())
                          .limit(CHANGES_LISTED))[::-1]
         named = titles(session, [e.subject for e in listed])
@@ -744,7 +777,7 @@ def _register_moment(session, large):
     """A large report's register at --as-of: an as_of.Then (the status each release row had then;
     `when`: --as-of, aware) and --as-of as the audit events' text; (None, None) without --as-of.
     The events' moments are UTC text (gather_large took the large path only then:
-    as_of.events_in_utc_text), so the moment's UTC text orders with them."""
+    event_counts), so the moment's UTC text orders with them."""
     as_of = getattr(large, "as_of", None)
     if as_of is None:
         return None, None

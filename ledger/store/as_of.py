@@ -246,22 +246,8 @@ def in_ledger(dataset: str, when: datetime):
     return and_(_ROWS.c.dataset == dataset, or_(recorded <= at, published <= at))
 
 
-def events_in_utc_text(connection) -> bool:
-    """Whether every audit event's moment (`at`) is stored as `append_event` writes it, the ISO
-    8601 text of a UTC moment (`YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00`), which orders as the
-    moments do (a whole second's "+" sorts before "."): SQL can then compare them with
-    `event_text` of a moment. False when some has another form (another offset, another
-    shape): the text does not order those, and the caller reads the events whole."""
-    from sqlalchemy import func, not_, or_, select
-
-    from . import database as store
-
-    at = store.AuditEventRow.__table__.c.at
-    return not connection.execute(select(func.count()).where(not_(or_(
-        at.like("____-__-__T__:__:__+00:00"), at.like("____-__-__T__:__:__.______+00:00"))))).scalar_one()
-
-
 def event_text(when: datetime) -> str:
-    """A moment as the audit events' text (see events_in_utc_text; a naive moment is UTC)."""
+    """A moment as the audit events' text (`append_event`: the ISO 8601 text of a UTC moment; a naive
+    moment is UTC), for comparing with them as text (cli.report.event_counts says when that orders them)."""
     moment = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
     return moment.astimezone(UTC).isoformat()
