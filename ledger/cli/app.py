@@ -598,25 +598,49 @@ def _resolve_variables(chosen: Dataset, names: list[str]) -> set[str]:
 @app.command()
 def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None:
     """List recorded releases."""
-    snapshot = _read(dataset)
-    rows = [r for r in snapshot.releases.values() if dataset is None or r.dataset == dataset]
-    steps = _steps(_engine())
-    if as_json:
-        from ..store.codec import release_to_dict
+    engine = _engine()
+    steps = _steps(engine)
+    # the releases decoded a page at a time (store.release_pages), never the whole ledger at once: a
+    # million releases held as Release objects took gigabytes (issue 13); the output is the same
+    with store.read_session(engine) as session:
+        if as_json:
+            _releases_json(store.release_pages(session, dataset), steps)
+            return
+        from ..reporting.views import RELEASES_HEADER, release_cells, releases_line, releases_widths
 
-        typer.echo(json.dumps([{**release_json(release_to_dict(r)), "steps": steps.get(r.id, [])} for r in rows],
-                              indent=2, ensure_ascii=False))
-        return
-    if not rows:
-        typer.echo("no releases" + (f" in dataset {dataset}" if dataset else ""))
-        return
-    from ..reporting.views import releases_text
+        datasets = store.write_context(session).datasets
+        widths = None
+        for page in store.release_pages(session, dataset):  # the columns' widths, then the lines
+            widths = releases_widths([release_cells(r, datasets) for r in page], widths)
+        if widths is None:
+            typer.echo("no releases" + (f" in dataset {dataset}" if dataset else ""))
+            return
+        widths = releases_widths([RELEASES_HEADER], widths)
+        typer.echo(releases_line(RELEASES_HEADER, widths))
+        ended_lines = []
+        for page in store.release_pages(session, dataset):
+            typer.echo("\n".join(releases_line(release_cells(r, datasets), widths) for r in page))
+            for release in page:  # who retracted or cancelled, when, and why (DESIGN 2.12)
+                ended = next((s for s in reversed(steps.get(release.id, [])) if s.get("reason") is not None), None)
+                if ended:
+                    ended_lines.append(f"{release.id}: {ended['step']} by {ended['by']} at {ended['at']}: "
+                                       f"{ended['reason']}")
+    for line in ended_lines:
+        typer.echo(line)
 
-    typer.echo(releases_text(rows, snapshot.datasets))
-    for release in rows:  # who retracted or cancelled, when, and why (DESIGN 2.12)
-        ended = next((s for s in reversed(steps.get(release.id, [])) if s.get("reason") is not None), None)
-        if ended:
-            typer.echo(f"{release.id}: {ended['step']} by {ended['by']} at {ended['at']}: {ended['reason']}")
+
+def _releases_json(pages, steps) -> None:
+    """`releases --json`, a page at a time: the text json.dumps(list, indent=2) gives (each
+    element is its own dump, indented one level more)."""
+    from ..store.codec import release_to_dict
+
+    first = True
+    for page in pages:
+        items = [json.dumps({**release_json(release_to_dict(r)), "steps": steps.get(r.id, [])}, indent=2,
+                            ensure_ascii=False).replace("\n", "\n  ") for r in page]
+        typer.echo(("[\n  " if first else ",\n  ") + ",\n  ".join(items), nl=False)
+        first = False
+    typer.echo("[]" if first else "\n]")
 
 
 def _steps(engine) -> dict[str, list[dict]]:

@@ -534,13 +534,32 @@ def release_charge_text(release, dataset=None) -> str:
     return f"ε {format_number(spend.epsilon(delta))} at δ {format_delta(delta)}"
 
 
+RELEASES_HEADER = ("id", "dataset", "status", "reads", "charge", "recorded", "published")
+
+
 def releases_text(releases, datasets) -> str:
     """The `releases` table: id, dataset, status, reads, charge, dates, with a header."""
-    header = ["id", "dataset", "status", "reads", "charge", "recorded", "published"]
-    body = [[r.id, r.dataset, r.status.value, ", ".join(sorted(r.reads)) or "-",
-             release_charge_text(r, datasets.get(r.dataset)),
-             r.recorded_at.strftime("%Y-%m-%d") if r.recorded_at else "-",
-             r.published_at.strftime("%Y-%m-%d") if r.published_at else "-"] for r in releases]
-    widths = [max(len(line[k]) for line in [header, *body]) for k in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
-                     for line in [header, *body])
+    body = [release_cells(r, datasets) for r in releases]
+    widths = releases_widths([RELEASES_HEADER, *body])
+    return "\n".join(releases_line(line, widths) for line in [RELEASES_HEADER, *body])
+
+
+def release_cells(release, datasets) -> list[str]:
+    """One release's row of the `releases` table."""
+    r = release
+    return [r.id, r.dataset, r.status.value, ", ".join(sorted(r.reads)) or "-",
+            release_charge_text(r, datasets.get(r.dataset)),
+            r.recorded_at.strftime("%Y-%m-%d") if r.recorded_at else "-",
+            r.published_at.strftime("%Y-%m-%d") if r.published_at else "-"]
+
+
+def releases_widths(lines, widths=None) -> list[int]:
+    """Each column's width over `lines` (and the `widths` found before: the table a page at a time)."""
+    found = list(widths or [0] * len(RELEASES_HEADER))
+    for line in lines:
+        found = [max(width, len(cell)) for width, cell in zip(found, line)]
+    return found
+
+
+def releases_line(cells, widths) -> str:
+    return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip()

@@ -756,6 +756,26 @@ def snapshot(session: Session, dataset: str | None = None) -> LedgerSnapshot:
     return LedgerSnapshot(datasets=datasets, releases=releases, families=families)
 
 
+RELEASE_PAGE = 5_000  # releases decoded at a time by `release_pages`
+
+
+def release_pages(session: Session, dataset: str | None = None, page: int | None = None):
+    """The releases of `snapshot` (every dataset's, or one's), in the same order (recording
+    order), decoded `page` at a time: one list of Release per page, read by keyset paging on
+    seq, so that a command listing every release holds one page, not the ledger (issue 13)."""
+    page = page or RELEASE_PAGE
+    after = -1
+    while True:
+        query = select(*_RELEASE_TEXT_COLUMNS, _RELEASES.c.seq).where(_RELEASES.c.seq > after)
+        if dataset is not None:
+            query = query.where(_RELEASES.c.dataset == dataset)
+        rows = session.connection().execute(query.order_by(_RELEASES.c.seq).limit(page)).all()
+        if not rows:
+            return
+        after = rows[-1].seq
+        yield [release_from_dict(body) for body in release_row_dicts(rows)]
+
+
 def _datasets(session: Session, names: Sequence[str] | None = None) -> list[Dataset]:
     # Core rows (the columns as attributes, the same column types): no ORM object is built
     # and no mapper configured, which a `check` in a fresh process paid for (issue 13)
