@@ -601,7 +601,8 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
     engine = _engine()
     steps = _steps(engine)
     # the releases decoded a page at a time (store.release_pages), never the whole ledger at once: a
-    # million releases held as Release objects took gigabytes (issue 13); the output is the same
+    # million releases held as Release objects took gigabytes (issue 13); the output is the same (the
+    # text table keeps each release's cells, a line of text, until every column's width is known)
     with store.read_session(engine) as session:
         if as_json:
             _releases_json(store.release_pages(session, dataset), steps)
@@ -609,24 +610,33 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
         from ..reporting.views import RELEASES_HEADER, release_cells, releases_line, releases_widths
 
         datasets = store.write_context(session).datasets
+        # the table's cells kept as one text per release (its cells joined by a separator no cell
+        # holds; else the cells themselves), the columns' widths found on the way, then the lines
+        rows: list = []
         widths = None
-        for page in store.release_pages(session, dataset):  # the columns' widths, then the lines
-            widths = releases_widths([release_cells(r, datasets) for r in page], widths)
-        if widths is None:
-            typer.echo("no releases" + (f" in dataset {dataset}" if dataset else ""))
-            return
-        widths = releases_widths([RELEASES_HEADER], widths)
-        typer.echo(releases_line(RELEASES_HEADER, widths))
         ended_lines = []
         for page in store.release_pages(session, dataset):
-            typer.echo("\n".join(releases_line(release_cells(r, datasets), widths) for r in page))
+            cells = [release_cells(r, datasets) for r in page]
+            widths = releases_widths(cells, widths)
+            rows += [_SEPARATOR.join(line) if _SEPARATOR not in "".join(line) else line for line in cells]
             for release in page:  # who retracted or cancelled, when, and why (DESIGN 2.12)
                 ended = next((s for s in reversed(steps.get(release.id, [])) if s.get("reason") is not None), None)
                 if ended:
                     ended_lines.append(f"{release.id}: {ended['step']} by {ended['by']} at {ended['at']}: "
                                        f"{ended['reason']}")
+    if widths is None:
+        typer.echo("no releases" + (f" in dataset {dataset}" if dataset else ""))
+        return
+    widths = releases_widths([RELEASES_HEADER], widths)
+    typer.echo(releases_line(RELEASES_HEADER, widths))
+    for start in range(0, len(rows), store.RELEASE_PAGE):
+        typer.echo("\n".join(releases_line(row.split(_SEPARATOR) if isinstance(row, str) else row, widths)
+                             for row in rows[start:start + store.RELEASE_PAGE]))
     for line in ended_lines:
         typer.echo(line)
+
+
+_SEPARATOR = "\x1f"  # (the unit separator) between a `releases` row's cells while its widths are found
 
 
 def _releases_json(pages, steps) -> None:
