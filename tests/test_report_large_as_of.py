@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 from test_accounting_rows import ledgers, moment
-from test_as_of_rows import caps_of, record, with_many_small
+from test_as_of_rows import caps_of, drawn_history, record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -239,11 +239,7 @@ def test_random_histories_give_the_same_page_and_register_both_ways(ledger, data
     small Laplace releases deciding a cap at a delta by the Rényi filter or the PLD), a pure
     cap, a cap at a delta and a rho cap, --as-of and --since drawn (releases after T, ended
     after T): the page and the register of the rows are those of the decoded releases."""
-    entries, lifecycle = ledger
-    preferred = None
-    if data.draw(st.booleans()):
-        entries, lifecycle, preferred = with_many_small(entries, lifecycle, data)
-    endings = [data.draw(st.one_of(st.none(), st.integers(0, 6))) for _ in entries]
+    entries, lifecycle, preferred, endings = drawn_history(ledger, data)
     at = data.draw(st.integers(-1, 6))
     as_of = data.draw(st.sampled_from([None, moment(at)]))
     since = data.draw(st.sampled_from([None, moment(data.draw(st.integers(-1, at)))]))
