@@ -186,6 +186,18 @@ def with_many_small(entries, lifecycle, data):
     return entries + small, lifecycle + [(status, recorded, published, False)] * len(small), frozenset(reads)
 
 
+def drawn_history(ledger, data):
+    """(entries, lifecycle, the subset of the many small releases or None, when each release's
+    retraction or cancellation event is dated: a second, or None): the ledger, with
+    `with_many_small` drawn or not."""
+    entries, lifecycle = ledger
+    preferred = None
+    if data.draw(st.booleans()):
+        entries, lifecycle, preferred = with_many_small(entries, lifecycle, data)
+    endings = [data.draw(st.one_of(st.none(), st.integers(0, 6))) for _ in entries]
+    return entries, lifecycle, preferred, endings
+
+
 def old_cap_checks(url: str, caps, when):
     """The caps as the old path decided them: the whole releases as they stood then
     (`history.releases_as_of`) through `cap_accounting.checks_from_history`."""
@@ -274,11 +286,7 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     from ledger.cli.report import gather
     from ledger.reporting import report
 
-    entries, lifecycle = ledger
-    preferred = None
-    if data.draw(st.booleans()):
-        entries, lifecycle, preferred = with_many_small(entries, lifecycle, data)
-    endings = [data.draw(st.one_of(st.none(), st.integers(0, 6))) for _ in entries]
+    entries, lifecycle, preferred, endings = drawn_history(ledger, data)
     at = data.draw(st.integers(-1, 6))
     when, since = moment(at), moment(data.draw(st.integers(-1, at)))
     caps = caps_of(data, preferred)

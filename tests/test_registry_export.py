@@ -181,7 +181,7 @@ def test_the_export_read_from_rows_a_chunk_at_a_time_is_the_record_of_the_releas
             "- 'p8' is computed from p1, p2 (post-processing: no further loss).\n")
         assert "- laplace: 2 releases\n" in expected["deployment"]["implementation"]["mechanisms"]
     with monkeypatch.context() as patch:
-        patch.setattr(store, "VERIFY_CHUNK", 2)
+        patch.setattr(store, "RELEASE_PAGE", 2)
         patch.setattr(store, "snapshot", lambda *a, **k: pytest.fail("export decoded the whole history"))
         run = cli_main(url, "export", "registry", "--dataset", "holdout", "--tier", tier, "--out", "-", "--json")
     assert run.code == 0, run.err

@@ -155,7 +155,7 @@ def test_an_unexpected_failure_prints_one_line_and_the_path_of_a_log(payroll, tm
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a defect deep inside")
 
-    monkeypatch.setattr(store, "release_chunks", broken)  # (what `releases` reads the releases with)
+    monkeypatch.setattr(store, "release_pages", broken)  # (what `releases` reads the releases with)
     result = cli_main(payroll, "releases")
     assert result.code == 4
     line = one_clean_line(result.err)

@@ -438,7 +438,7 @@ def test_releases_are_listed_a_chunk_at_a_time_as_the_whole_list(ledger, monkeyp
     assert [r["id"] for r in listed] == [*"abcdefghijk", "z 1"]
     assert next(r for r in listed if r["id"] == "j")["steps"][-1]["reason"] == "not run"
     with monkeypatch.context() as patch:
-        patch.setattr(store, "VERIFY_CHUNK", 5)  # three chunks, the last a short one
+        patch.setattr(store, "RELEASE_PAGE", 5)  # three pages, the last a short one
         patch.setattr(store, "snapshot", lambda *a, **k: pytest.fail("releases decoded the whole history"))
         streamed_json, streamed_text = cli_main(url, "releases", "--json"), cli_main(url, "releases")
     assert streamed_json.code == 0 and streamed_json.out == whole_json.out

@@ -675,46 +675,60 @@ def _resolve_variables(chosen: Dataset, names: list[str]) -> set[str]:
 @app.command()
 def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None:
     """List recorded releases."""
-    from ..reporting.views import RELEASES_HEADER, aligned_lines, column_widths, release_cells
-
-    # Streamed (issue 13): a chunk of releases is read, decoded, written and let go, with the
-    # steps of those releases alone, so a ledger of a million releases is listed in the memory
-    # of one chunk. The JSON is json.dumps(every release, indent=2) to the byte; the text is
-    # aligned as one table, its header written again above a chunk with a wider cell.
+    # the releases decoded a page at a time (store.release_pages), with the steps of that page's
+    # releases alone, never the whole ledger at once: a million releases held as Release objects
+    # took gigabytes (issue 13); the output is the same (the text table keeps each release's cells,
+    # a line of text, until every column's width is known)
     with store.read_session(_engine()) as session:
-        datasets = store.write_context(session).datasets
-        listed, widths, ended_lines = 0, None, []
-        for chunk in store.release_chunks(session, dataset):
-            steps = _steps(session, [r.id for r in chunk])
-            if as_json:
-                from ..store.codec import release_to_dict
+        if as_json:
+            _releases_json(session, store.release_pages(session, dataset))
+            return
+        from ..reporting.views import RELEASES_HEADER, release_cells, releases_line, releases_widths
 
-                text = ",\n".join(_indented(json.dumps({**release_json(release_to_dict(r)), "steps": steps.get(r.id, [])},
-                                                       indent=2, ensure_ascii=False)) for r in chunk)
-                typer.echo(("[\n" if not listed else ",\n") + text, nl=False)
-                listed += len(chunk)
-                continue
-            body = [release_cells(r, datasets.get(r.dataset)) for r in chunk]
-            wider = column_widths([RELEASES_HEADER, *body], widths or ())
-            typer.echo(aligned_lines(body if wider == widths else [RELEASES_HEADER, *body], wider))
-            widths, listed = wider, listed + len(chunk)
-            for release in chunk:  # who retracted or cancelled, when, and why (DESIGN 2.12)
+        datasets = store.write_context(session).datasets
+        # the table's cells kept as one text per release (its cells joined by a separator no cell
+        # holds; else the cells themselves), the columns' widths found on the way, then the lines
+        rows: list = []
+        widths = None
+        ended_lines = []
+        for page in store.release_pages(session, dataset):
+            steps = _steps(session, [r.id for r in page])
+            cells = [release_cells(r, datasets) for r in page]
+            widths = releases_widths(cells, widths)
+            rows += [_SEPARATOR.join(line) if _SEPARATOR not in "".join(line) else line for line in cells]
+            for release in page:  # who retracted or cancelled, when, and why (DESIGN 2.12)
                 ended = next((s for s in reversed(steps.get(release.id, [])) if s.get("reason") is not None), None)
                 if ended:
                     ended_lines.append(f"{release.id}: {ended['step']} by {ended['by']} at {ended['at']}: "
                                        f"{ended['reason']}")
-    if as_json:
-        typer.echo("\n]" if listed else "[]")
-    elif not listed:
+    if widths is None:
         typer.echo("no releases" + (f" in dataset {dataset}" if dataset else ""))
+        return
+    widths = releases_widths([RELEASES_HEADER], widths)
+    typer.echo(releases_line(RELEASES_HEADER, widths))
+    for start in range(0, len(rows), store.RELEASE_PAGE):
+        typer.echo("\n".join(releases_line(row.split(_SEPARATOR) if isinstance(row, str) else row, widths)
+                             for row in rows[start:start + store.RELEASE_PAGE]))
     for line in ended_lines:
         typer.echo(line)
 
 
-def _indented(text: str) -> str:
-    """A JSON value's text as an element of an indented list (json.dumps writes a newline only
-    between lines: one inside a string is escaped)."""
-    return "\n".join("  " + line for line in text.split("\n"))
+_SEPARATOR = "\x1f"  # (the unit separator) between a `releases` row's cells while its widths are found
+
+
+def _releases_json(session, pages) -> None:
+    """`releases --json`, a page at a time: the text json.dumps(list, indent=2) gives (each
+    element is its own dump, indented one level more)."""
+    from ..store.codec import release_to_dict
+
+    first = True
+    for page in pages:
+        steps = _steps(session, [r.id for r in page])
+        items = [json.dumps({**release_json(release_to_dict(r)), "steps": steps.get(r.id, [])}, indent=2,
+                            ensure_ascii=False).replace("\n", "\n  ") for r in page]
+        typer.echo(("[\n  " if first else ",\n  ") + ",\n  ".join(items), nl=False)
+        first = False
+    typer.echo("[]" if first else "\n]")
 
 
 def _steps(session, ids: list[str]) -> dict[str, list[dict]]:

@@ -56,8 +56,8 @@ def registry(
         caps = store.caps(session, chosen.name)
         unit = store.privacy_unit(session, chosen.name)
         index = columns.index_for(session, chosen.variable_names, chosen.name, light.families)
-        facts = release_facts(release for chunk in store.release_chunks(session, chosen.name)
-                              for release in chunk if release.status in CHARGED_STATUSES)
+        facts = release_facts(release for page in store.release_pages(session, chosen.name)
+                              for release in page if release.status in CHARGED_STATUSES)
         record = record_of(index, facts, chosen, caps, tier=tier, privacy_unit=unit)  # (the index reads ids)
     text = to_yaml(record)
     if as_json and target is None:

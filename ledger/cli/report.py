@@ -121,17 +121,26 @@ def report(
         try:
             with store.read_session(open_engine()) as session:
                 count = release_count(session, chosen.name)
-                large = (chosen_format != "csv" and since_at is None and as_of_at is None
-                         and count > _report.summary_from())
-                if large:  # from the accounting rows, no release decoded but those listed (issue 13)
+                # past the threshold (now, as `build_report` decides it at any --as-of), the page
+                # summarises, and is computed from the accounting rows: no release decoded but those
+                # listed, at --as-of and --since too (issue 13)
+                large = chosen_format != "csv" and count > _report.summary_from()
+                if large:
                     if charts:
                         draw = ChartsAlongside()
                     register = register_target(target, count, state.url)
                     head = store.last_event(session)  # the moment the page is of: the register must be too
                     large_inputs = gather_large(session, chosen, chosen_delta, chain=chain, indexed=lambda lite:
-                                                helpers.append(RegisterAlongside(state.url, lite, register, head)))
-                    register_helper = helpers[0]
-                else:
+                                                helpers.append(RegisterAlongside(state.url, lite, register, head)),
+                                                as_of=as_of_at, since=since_at)
+                    if large_inputs is None:  # the rows cannot say it exactly (gather_large): every release read
+                        for helper in helpers:
+                            helper.close()
+                        helpers.clear()
+                        large = False
+                    else:
+                        register_helper = helpers[0]
+                if not large:
                     inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
             if large:
                 context = _report.build_large_report(
@@ -360,18 +369,24 @@ def release_count(session: Session, dataset: str) -> int:
 REGISTER_PAGE = 5_000  # releases read (and decoded) at a time for the complete register
 
 
-def _event_filter(dataset: str):
+def _event_filter(dataset: str, when: datetime | None = None, until: str | None = None):
     """The SQL condition of report.dataset_events: the events about this dataset (its releases,
-    families, caps, itself) and the ledger-wide ones (migrations, roles)."""
+    families, caps, itself) and the ledger-wide ones (migrations, roles). With `when` (--as-of)
+    and `until` (`when` as the events' text, as_of.event_text): the events dated by then about
+    the releases in the ledger then (as `build_report` reads them after `as_it_stood`)."""
     from sqlalchemy import func, or_
+
+    from ..store import as_of as rows_at
+    from ..store.columns import _ROWS
 
     events = store.AuditEventRow.__table__
     releases = store.ReleaseRow.__table__
     families = store.FamilyRow.__table__
     prefix = dataset + "/"
-    return or_(
-        events.c.kind.startswith("release.", autoescape=True)
-        & events.c.subject.in_(select(releases.c.id).where(releases.c.dataset == dataset)),
+    mine = select(releases.c.id).where(releases.c.dataset == dataset) if when is None else \
+        select(_ROWS.c.release).where(rows_at.in_ledger(dataset, when))
+    about = or_(
+        events.c.kind.startswith("release.", autoescape=True) & events.c.subject.in_(mine),
         events.c.kind.startswith("family.", autoescape=True)
         & events.c.subject.in_(select(families.c.id).where(families.c.dataset == dataset)),
         events.c.kind.startswith("cap.", autoescape=True)
@@ -381,6 +396,7 @@ def _event_filter(dataset: str):
         events.c.kind.startswith("ledger.", autoescape=True),
         events.c.kind.startswith("role.", autoescape=True),
     )
+    return about if until is None else about & (events.c.at <= until)
 
 
 def _events(session, statement) -> list:
@@ -394,26 +410,54 @@ def _event_columns():
                    table.c.hash)
 
 
-def large_audit(session: Session, dataset: str):
-    """report.audit_trail of a large ledger by SQL: the dataset's events counted by kind and by
-    actor, the last AUDIT_EVENTS_LISTED read. Returns a function of the chain's status."""
-    from sqlalchemy import func
+def event_counts(session: Session, dataset: str, when: datetime | None = None, until: str | None = None,
+                 since: str | None = None) -> list[tuple]:
+    """The dataset's events (report.dataset_events; with `when`, about the releases in the ledger
+    then) counted by SQL in one pass, by kind and actor: (kind, actor, how many dated by `until`
+    (all without it), the first seq of those, how many dated from `since` to `until`, how many
+    moments are not UTC text). `until`, `since`: moments as the events' text (as_of.event_text),
+    compared as text, which orders them when every moment compared is UTC text as `append_event`
+    writes it (`YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00`; a whole second's "+" sorts before "."): the
+    last count says whether it is (the caller reads every release otherwise). Without `until`
+    and `since` no moment is read (an index-only count: EVENT_INDEX)."""
+    from sqlalchemy import case, func, literal, not_, or_
 
+    table, _ = _event_columns()
+    at = table.c.at
+    then = (at <= until) if until is not None else None
+    counted = func.count() if then is None else func.sum(case((then, 1), else_=0))
+    first = func.min(table.c.seq if then is None else case((then, table.c.seq)))
+    recent, odd = literal(0), literal(0)
+    if since is not None:
+        recent = func.sum(case(((at >= since) if then is None else (at >= since) & then, 1), else_=0))
+    if until is not None or since is not None:
+        utc = or_(at.like("____-__-__T__:__:__+00:00"), at.like("____-__-__T__:__:__.______+00:00"))
+        odd = func.sum(case((not_(utc), 1), else_=0))
+    return [tuple(row) for row in session.connection().execute(
+        select(table.c.kind, table.c.actor, counted, first, recent, odd)
+        .where(_event_filter(dataset, when)).group_by(table.c.kind, table.c.actor))]
+
+
+def large_audit(session: Session, dataset: str, when: datetime | None = None, until: str | None = None,
+                counts: list[tuple] | None = None):
+    """report.audit_trail of a large ledger by SQL: the dataset's events counted by kind and by
+    actor (`event_counts`, unless given), the last AUDIT_EVENTS_LISTED read (with `when`,
+    `until`: those dated by then, see _event_filter). Returns a function of the chain's status."""
     table, columns_ = _event_columns()
-    about = _event_filter(dataset)
-    counts = session.connection().execute(
-        select(table.c.kind, table.c.actor, func.count(), func.min(table.c.seq), func.max(table.c.seq))
-        .where(about).group_by(table.c.kind, table.c.actor)).all()
+    about = _event_filter(dataset, when, until)
+    if counts is None:
+        counts = event_counts(session, dataset, when, until)
+    counts = [row for row in counts if row[2]]
     listed = _events(session, select(*columns_).where(about).order_by(table.c.seq.desc())
                      .limit(_report.AUDIT_EVENTS_LISTED))[::-1]
-    total = sum(c for _, _, c, _, _ in counts)
+    total = sum(row[2] for row in counts)
     by_kind, by_actor = {}, {}
-    for kind, actor, c, _, _ in counts:
+    for kind, actor, c, *_ in counts:
         by_kind[kind] = by_kind.get(kind, 0) + c
         by_actor[actor] = by_actor.get(actor, 0) + c
     first_at = last_at = None
     if counts:
-        first_seq = min(lo for *_, lo, _ in counts)
+        first_seq = min(row[3] for row in counts)
         first_at = _time(session.connection().execute(select(table.c.at).where(table.c.seq == first_seq)).scalar_one())
         last_at = listed[-1].at
 
@@ -441,12 +485,13 @@ def _whole_releases(session: Session, ids) -> dict:
     return found
 
 
-def lifecycle_events(session: Session, ids=None) -> dict[str, dict]:
+def lifecycle_events(session: Session, ids=None, until: str | None = None) -> dict[str, dict]:
     """report.lifecycle_steps from the publication, retraction and cancellation events only
-    (of the releases `ids`, or of every release)."""
+    (of the releases `ids`, or of every release; with `until`, dated by then: as_of.event_text)."""
     table, columns_ = _event_columns()
     kinds = ("release.published", "release.retracted", "release.cancelled")
-    statement = select(*columns_).where(table.c.kind.in_(kinds)).order_by(table.c.seq)
+    by_then = () if until is None else (table.c.at <= until,)
+    statement = select(*columns_).where(table.c.kind.in_(kinds), *by_then).order_by(table.c.seq)
     if ids is not None:
         statement = statement.where(table.c.subject.in_(list(ids)))
         return _report.lifecycle_steps(_events(session, statement))
@@ -454,9 +499,9 @@ def lifecycle_events(session: Session, ids=None) -> dict[str, dict]:
     published = store.AuditEventRow.__table__.c
     for kind, subject, actor in session.connection().execute(
             select(published.kind, published.subject, published.actor)
-            .where(published.kind == "release.published")):
+            .where(published.kind == "release.published", *by_then)):
         found.setdefault(subject, {})["published_by"] = actor
-    ended = select(*columns_).where(table.c.kind.in_(kinds[1:])).order_by(table.c.seq)
+    ended = select(*columns_).where(table.c.kind.in_(kinds[1:]), *by_then).order_by(table.c.seq)
     for subject, steps in _report.lifecycle_steps(_events(session, ended)).items():
         found.setdefault(subject, {}).update(steps)
     return found
@@ -464,27 +509,48 @@ def lifecycle_events(session: Session, ids=None) -> dict[str, dict]:
 
 def gather_large(session: Session, dataset: Dataset, delta: Fraction,
                  chain: Callable[[], ChainStatus] | None = None, generated_at: datetime | None = None,
-                 indexed: Callable | None = None):
+                 indexed: Callable | None = None, as_of: datetime | None = None, since: datetime | None = None):
     """report.LargeInputs: what a summarised report is computed from, read from the accounting
     rows (columns.index_for, columns.large_table, as `table` reads them at a million releases),
     SQL counts of the audit trail, the caps as `cap list` decides them, and the listed releases
     read whole by id. No Release is built but those listed (issue 13). `indexed` is called with
-    what the complete register needs (the index, its whole-dataset ids) once they are read."""
+    what the complete register needs (the index, its whole-dataset ids) once they are read.
+
+    With `as_of` (--as-of): the ledger as it stood then, as `build_report` shows it after
+    `as_it_stood`: the rows charged then (columns.index_for with the moment), each listed
+    release with the status it had then, the caps checked over that index (as `cap list
+    --as-of`), the audit events dated by then. With `since` (--since): the meeting pack
+    (`large_meeting`). None when the rows or the events cannot say it exactly (a moment past
+    what floats order, as_of.rows_then; an event moment not in UTC text,
+    event_counts): the caller then reads every release (`gather`)."""
     from sqlalchemy import Text, cast
 
+    from ..store import as_of as rows_at
     from ..store import columns
     from ..reporting.accountant_views import TableAccounts
     from ..core.records import CHARGED_STATUSES
     from ..accounting.accountants import index_events
     from ..accounting.engine import at_delta
     from ..operations.transactions import cap_checks
+    from ..operations.cap_accounting import checks_from_index
 
+    connection = session.connection()
+    until = None if as_of is None else rows_at.event_text(as_of)  # the events dated by --as-of
+    since_text = None if since is None else rows_at.event_text(since)
+    counts = None
+    if until is not None or since_text is not None:  # (one pass over the dataset's events, first)
+        counts = event_counts(session, dataset.name, as_of, until, since_text)
+        if any(row[5] for row in counts):  # a moment not in UTC text: text does not order it
+            return None
+    light = store.write_context(session)
+    families = {fid: f for fid, f in light.families.items() if f.dataset == dataset.name}
+    index = columns.index_for(session, dataset.variable_names, dataset.name, families, False, None, True, when=as_of)
+    if index is None:
+        return None
+    then = index.then
     if chain is None:
         chain = verify_for_report(session)
     generated_at = generated_at or store.now()
-    light = store.write_context(session)
-    families = {fid: f for fid, f in light.families.items() if f.dataset == dataset.name}
-    index = columns.index_for(session, dataset.variable_names, dataset.name, families, False, None, True)
     wanted = ["basic", "rdp"] + (["pld"] if len(index.releases) <= 20_000 else [])  # as shown_accounts
     table, per_variable, wide = columns.large_table(index, dataset.name, at_delta(delta), delta,
                                                     _report.LARGEST_LISTED, wanted)
@@ -494,39 +560,203 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
         from types import SimpleNamespace
 
         indexed(SimpleNamespace(index=index, delta=delta, wide_ids=wide_ids, families=tuple(families.values()),
-                                dataset=dataset))
+                                dataset=dataset, as_of=as_of, until=until,
+                                ended=None if then is None else then.ended))
     events = index_events(index)
     stamps = _report.charged_from_stamps(events.recorded, events.published)
     ids = [r.id for r in table.releases]
     largest = _whole_releases(session, ids)
+    if then is not None:  # each with the status it had then
+        largest = {rid: then.release(release) for rid, release in largest.items()}
     releases = store.ReleaseRow.__table__
-    named = tuple(f for (f,) in session.connection().execute(
-        select(releases.c.family).where(releases.c.dataset == dataset.name, releases.c.family.is_not(None),
-                                        releases.c.status.in_(sorted(s.value for s in CHARGED_STATUSES)))
-        .distinct()))
-    puffer_ids = [i for (i,) in session.connection().execute(
+    if then is None:
+        named = tuple(f for (f,) in connection.execute(
+            select(releases.c.family).where(releases.c.dataset == dataset.name, releases.c.family.is_not(None),
+                                            releases.c.status.in_(sorted(s.value for s in CHARGED_STATUSES)))
+            .distinct()))
+        count = release_count(session, dataset.name)
+    else:  # the families of the releases charged then; the releases in the ledger then, any status
+        from sqlalchemy import func
+
+        rows = columns._ROWS
+        charged_then = set(index.releases.seqs.tolist())
+        named = tuple(sorted({family for seq, family in connection.execute(
+            select(rows.c.seq, rows.c.family).where(rows.c.dataset == dataset.name, rows.c.family.is_not(None)))
+            if seq in charged_then}))
+        count = connection.execute(select(func.count()).where(rows_at.in_ledger(dataset.name, as_of))).scalar_one()
+    puffer_ids = [i for (i,) in connection.execute(
         select(releases.c.id).where(releases.c.dataset == dataset.name,
                                     cast(releases.c.pufferfish, Text) != "[]").order_by(releases.c.seq))]
     pufferfish = _whole_releases(session, puffer_ids)
+    if then is not None:
+        puffer_ids = [i for i in puffer_ids if then.status(pufferfish[i]) is not None]
     table_, columns_ = _event_columns()
     prefix = dataset.name + "/"
     from sqlalchemy import func
 
+    by_then = () if until is None else (table_.c.at <= until,)
     cap_events = tuple(_events(session, select(*columns_).where(
-        table_.c.kind.in_(("cap.set", "cap.removed")), func.substr(table_.c.subject, 1, len(prefix)) == prefix)
-        .order_by(table_.c.seq)))
-    last = _events(session, select(*columns_).order_by(table_.c.seq.desc()).limit(1))
+        table_.c.kind.in_(("cap.set", "cap.removed")), func.substr(table_.c.subject, 1, len(prefix)) == prefix,
+        *by_then).order_by(table_.c.seq)))
+    last = _events(session, select(*columns_).where(*by_then).order_by(table_.c.seq.desc()).limit(1))
     caps = tuple(store.caps(session, dataset.name))
+    if then is None:  # as `cap list` decides them now (the stored running totals and states)
+        checks = tuple(cap_checks(session, dataset.name, list(caps)))
+    else:  # as `cap list --as-of` decides them (operations.cap_checks_as_of): over the index then
+        checks = tuple(checks_from_index(list(caps), index))
+    meeting = None
+    if since is not None:
+        meeting = large_meeting(session, dataset, index, families, caps, since, as_of, until, counts)
+        if meeting is None:
+            return None
     return _report.LargeInputs(
         dataset=dataset, index=index, table=table, accounts=accounts, stamps=stamps,
-        releases=release_count(session, dataset.name), largest=largest,
-        steps=lifecycle_events(session, ids) if ids else {}, families=tuple(families.values()),
-        families_named=named, caps=caps, cap_checks=tuple(cap_checks(session, dataset.name, list(caps))),
-        chain=chain, audit=large_audit(session, dataset.name), cap_events=cap_events,
+        releases=count, largest=largest,
+        steps=lifecycle_events(session, ids, until) if ids else {}, families=tuple(families.values()),
+        families_named=named, caps=caps, cap_checks=checks,
+        chain=chain, audit=large_audit(session, dataset.name, as_of, until, counts), cap_events=cap_events,
         pufferfish=tuple(pufferfish[i] for i in puffer_ids), last_event=last[0] if last else None,
-        generated_at=generated_at, delta=delta, wide_ids=wide_ids,
-        timeline=_report.timeline_of(index, delta, at_delta(delta), generated_at, public=dataset.public_names,
-                                     caps=caps, stamps=stamps))
+        generated_at=generated_at, delta=delta, wide_ids=wide_ids, as_of=as_of, meeting=meeting,
+        timeline=_report.timeline_of(index, delta, at_delta(delta), as_of or generated_at,
+                                     public=dataset.public_names, caps=caps, stamps=stamps))
+
+
+CHANGES_LISTED = 50  # the most recent changes of each kind a large report's meeting pack lists
+
+
+def large_meeting(session: Session, dataset: Dataset, index, families, caps, since: datetime,
+                  as_of: datetime | None, until: str | None, counts: list[tuple]):
+    """report.meeting_pack of a large ledger (--since), from SQL and the accounting rows: the
+    dataset's events since then (up to --as-of) counted, and of each kind of change the
+    CHANGES_LISTED most recent listed (`MeetingPack.counts` has how many there are: the
+    complete register beside the report has every release's lifecycle); approvals and
+    publications by the releases' own dates, read from the release rows whose date may be
+    that late (`_dated_since`); each cap's figure just before `since` over the index of the
+    rows charged then (columns.index_for with that moment, `budget.total_from_index`: the
+    figure `meeting_pack` computes from the releases as they stood). `index`: the rows
+    charged now (at --as-of); `until`: --as-of as the events' text; `counts`: event_counts with
+    `since` (every moment compared is UTC text: gather_large checked it). None when the rows
+    cannot say it exactly (see gather_large)."""
+    from datetime import timedelta
+
+    from sqlalchemy import func
+
+    from ..accounting.budget import check, status as cap_status, total_from_index
+    from ..core.records import Status
+    from ..store import as_of as rows_at
+    from ..store import columns
+
+    connection = session.connection()
+    since_text = rows_at.event_text(since)
+    table, columns_ = _event_columns()
+    about = _event_filter(dataset.name, as_of, until) & (table.c.at >= since_text)
+    events = sum(row[4] for row in counts)
+    titles = _titles_of
+
+    def changes_of(kind: str, status_of) -> tuple[tuple, int]:
+        chosen = about & (table.c.kind == kind)
+        count = sum(row[4] for row in counts if row[0] == kind)
+        listed = _events(session, select(*columns_).where(chosen).order_by(table.c.seq.desc())
+                         .limit(CHANGES_LISTED))[::-1]
+        named = titles(session, [e.subject for e in listed])
+        return tuple(_report.Change(e.subject, named.get(e.subject, ""), e.at, e.actor, status_of(e))
+                     for e in listed), count
+
+    recorded = changes_of("release.recorded", lambda e: e.data()["release"]["status"])
+    retracted = changes_of("release.retracted", lambda e: Status.RETRACTED.value)
+    cancelled = changes_of("release.cancelled", lambda e: Status.CANCELLED.value)
+    approved, published = _dated_since(session, dataset.name, since, as_of, index.then, until)
+    before = columns.index_for(session, dataset.variable_names, dataset.name, families, False, None, True,
+                               when=since - timedelta(microseconds=1))
+    if before is None:
+        return None
+    if as_of is None:  # `meeting_pack`'s "now": the stored running totals, checked as `check` does
+        totals = store.cap_totals(session, dataset.name)
+    else:
+        totals = {cap.name: total_from_index(cap, index) for cap in caps}
+    now = {c.cap.name: c for c in check(list(caps), totals, [], {}, {}, only_touched=False)}
+    prefix = dataset.name + "/"
+    set_at = {subject[len(prefix):]: _time(at) for subject, at in connection.execute(
+        select(table.c.subject, table.c.at).where(table.c.kind == "cap.set",
+                                                  func.substr(table.c.subject, 1, len(prefix)) == prefix,
+                                                  *(() if until is None else (table.c.at <= until,)))
+        .order_by(table.c.seq))}
+    moves = []
+    for cap in caps:
+        value = total_from_index(cap, before).value
+        current = now[cap.name].current
+        moves.append(_report.CapMove(
+            name=cap.name, subset=tuple(sorted(cap.subset)), unit=cap.unit, delta=cap.delta, limit=cap.limit,
+            before=value, now=current, change=_report._difference(current, value),
+            status_before=cap_status(cap, value), status_now=now[cap.name].status,
+            set_after=cap.name in set_at and set_at[cap.name] >= since))
+    sections = (recorded, approved, published, retracted, cancelled)
+    return _report.MeetingPack(
+        since=since, events=events, recorded=recorded[0], approved=approved[0], published=published[0],
+        retracted=retracted[0], cancelled=cancelled[0], caps=tuple(moves),
+        counts=tuple(count for _, count in sections))
+
+
+def _titles_of(session: Session, ids) -> dict[str, str]:
+    table = store.ReleaseRow.__table__
+    ids = list(ids)
+    found = {}
+    for start in range(0, len(ids), 500):
+        found.update(session.connection().execute(
+            select(table.c.id, table.c.title).where(table.c.id.in_(ids[start:start + 500]))).all())
+    return found
+
+
+def _dated_since(session: Session, dataset: str, since: datetime, as_of: datetime | None, then,
+                 until: str | None):
+    """The meeting pack's approvals and publications: the releases (in the ledger at --as-of)
+    approved, and published, since `since` (and by --as-of), by their own dates, each as
+    (the CHANGES_LISTED most recent, sorted by date as `meeting_pack` sorts them; how many).
+    Read from the release rows whose date text may be that late (its day not before the day
+    before `since`'s: a stored moment's offset is under a day), then compared exactly."""
+    from datetime import timedelta
+
+    from sqlalchemy import func, or_
+
+    from ..core.records import Status
+    from ..store.as_of import _moment
+
+    table = store.ReleaseRow.__table__
+    c = table.c
+    day = (since.astimezone(UTC) - timedelta(days=1)).date().isoformat()
+    dated = {"approved": [], "published": []}
+    rows = session.connection().execute(
+        select(c.id, c.title, c.status, c.recorded_at, c.recorded_by, c.approved_at, c.approved_by, c.published_at)
+        .where(c.dataset == dataset, or_(func.substr(c.approved_at, 1, 10) >= day,
+                                         func.substr(c.published_at, 1, 10) >= day))
+        .order_by(c.seq))
+    for rid, title, status, recorded_at, recorded_by, approved_at, approved_by, published_at in rows:
+        approved, published = _report._aware(_moment(approved_at)), _report._aware(_moment(published_at))
+        if then is not None and then.row_status(rid, status, recorded_at, approved_at, published_at) is None:
+            continue  # not in the ledger at --as-of
+        if approved is not None and approved >= since and (as_of is None or approved <= as_of):
+            dated["approved"].append((approved, rid, title, approved_by or ""))
+        if published is not None and published >= since and (as_of is None or published <= as_of):
+            dated["published"].append((published, rid, title, recorded_by))
+    found = []
+    for kind, status in (("approved", Status.APPROVED), ("published", Status.PUBLISHED)):
+        changes = sorted(dated[kind], key=lambda change: change[0])  # (stable: recording order among equals)
+        listed = changes[-CHANGES_LISTED:]
+        actors = {}
+        if kind == "published" and listed:  # who published it (the publication's event), else who recorded it
+            actors = {subject: actor for subject, actor in _publishers(session, [x[1] for x in listed], until)}
+        found.append((tuple(_report.Change(rid, title, at, actors.get(rid, by), status.value)
+                            for at, rid, title, by in listed), len(changes)))
+    return found[0], found[1]
+
+
+def _publishers(session: Session, ids, until: str | None):
+    """(release, who published it) from the publication events (dated by --as-of: `until`), in order."""
+    table = store.AuditEventRow.__table__
+    return session.connection().execute(
+        select(table.c.subject, table.c.actor).where(
+            table.c.kind == "release.published", table.c.subject.in_(list(ids)),
+            *(() if until is None else (table.c.at <= until,))).order_by(table.c.seq)).all()
 
 
 def _register_basis(large):
@@ -542,6 +772,33 @@ def _register_basis(large):
     epsilon_of = [value.epsilon(delta) for value in index.values]
     zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
     return index, delta, n_var, seqs, wide_ids, epsilon_of, zero
+
+
+def _register_moment(session, large):
+    """A large report's register at --as-of: an as_of.Then (the status each release row had then;
+    `when`: --as-of, aware) and --as-of as the audit events' text; (None, None) without --as-of.
+    The events' moments are UTC text (gather_large took the large path only then:
+    event_counts), so the moment's UTC text orders with them."""
+    as_of = getattr(large, "as_of", None)
+    if as_of is None:
+        return None, None
+    from ..store.as_of import Then, ended_at, event_text
+
+    moment = as_of if as_of.tzinfo is not None else as_of.replace(tzinfo=UTC)
+    connection = session.connection()
+    return Then(connection, large.dataset.name, moment, ended_at(connection), None), event_text(moment)
+
+
+def _rows_as_they_stood(rows, then) -> list:
+    """A page of large_register_csv's release rows (seq, id, title, status, ...) as they stood
+    then (`then`, an as_of.Then): each with the status it had then, those not yet in the
+    ledger left out."""
+    kept = []
+    for row in rows:
+        status = then.row_status(row[1], row[3], row[11], row[13], row[14])
+        if status is not None:
+            kept.append(row if status.value == row[3] else (*row[:3], status.value, *row[4:]))
+    return kept
 
 
 def _same_ledger(session, head: tuple[int, str] | None) -> None:
@@ -577,7 +834,8 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
     table = store.ReleaseRow.__table__
     with store.read_session(engine) as session:
         _same_ledger(session, head)
-        steps = lifecycle_events(session)
+        then, until = _register_moment(session, large)
+        steps = lifecycle_events(session, until=until)
         after = -1
         while True:
             rows = session.connection().execute(
@@ -596,6 +854,10 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
                 cells = _rows_view(index, a, b, *np.searchsorted(index.g_release, [a, b]))._single_cells()
             for k, row in enumerate(rows):
                 release = release_from_dict(store.release_row_dict(row))
+                if then is not None:  # the release as it stood then (not yet in the ledger: not listed)
+                    if then.status(release) is None:
+                        continue
+                    release = then.release(release)
                 found, wide = (), None
                 if inside[k] and release.status in CHARGED_STATUSES:
                     i = int(at[k])
@@ -1039,13 +1301,18 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     with store.read_session(engine) as session:
         _same_ledger(session, head)
         connection = session.connection()
-        steps = lifecycle_events(session)
+        then, until = _register_moment(session, large)
+        steps = lifecycle_events(session, until=until)
         while True:
             rows = list(_raw_iter(connection, select(*columns_).where(of_dataset, c.seq > after, *within)
                                   .order_by(c.seq).limit(page), page))
             if not rows:
                 break
             after = rows[-1][0]
+            if then is not None:
+                rows = _rows_as_they_stood(rows, then)
+                if not rows:
+                    continue
             writer.writerows(zip(*page_columns(rows, steps)))
             del rows
             yield buffer.getvalue()

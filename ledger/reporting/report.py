@@ -458,6 +458,11 @@ class CapMove:
 
 @dataclass(frozen=True)
 class MeetingPack:
+    """What changed since the meeting-pack date (up to --as-of, when given). `counts`: how many
+    changes of each section there are (recorded, approved, published, retracted, cancelled),
+    when a large ledger's pack lists only the most recent of each (cli_report.large_meeting);
+    None: each section lists every change."""
+
     since: datetime
     events: int  # events about the dataset since then
     recorded: tuple[Change, ...]
@@ -466,11 +471,15 @@ class MeetingPack:
     retracted: tuple[Change, ...]
     cancelled: tuple[Change, ...]
     caps: tuple[CapMove, ...]
+    counts: tuple[int, ...] | None = None
 
     @property
-    def sections(self) -> tuple[tuple[str, tuple[Change, ...]], ...]:
-        return (("Recorded", self.recorded), ("Approved", self.approved), ("Published", self.published),
-                ("Retracted", self.retracted), ("Cancelled", self.cancelled))
+    def sections(self) -> tuple[tuple[str, tuple[Change, ...], int], ...]:
+        """(heading, the changes listed, how many there are), in the order of `counts`."""
+        listed = (("Recorded", self.recorded), ("Approved", self.approved), ("Published", self.published),
+                  ("Retracted", self.retracted), ("Cancelled", self.cancelled))
+        counts = self.counts or tuple(len(changes) for _, changes in listed)
+        return tuple((heading, changes, count) for (heading, changes), count in zip(listed, counts))
 
 
 @dataclass(frozen=True)
@@ -695,6 +704,8 @@ class LargeInputs:
     # the timeline (timeline_of with `stamps`), computed while the store is open: a ledger whose
     # releases share one moment labels its points with release ids, read from the store
     timeline: Timeline | None = None
+    as_of: datetime | None = None  # --as-of: every field above is of the ledger as it stood then
+    meeting: MeetingPack | None = None  # --since: what changed (cli_report.large_meeting)
 
 
 def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[RegisterEntry]], register_file: str, *,
@@ -725,20 +736,22 @@ def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[Regist
     chain = large.chain() if callable(large.chain) else large.chain
     shim = ReportInputs(dataset=dataset, releases=(), families=large.families, caps=large.caps, cap_totals={},
                         chain=chain, events=(large.last_event,) if large.last_event else (),
-                        generated_at=large.generated_at, delta=delta)
+                        generated_at=large.generated_at, delta=delta, as_of=large.as_of)
     head = headline(index, dataset, delta, objective, table.total, table.total_dataset_wide,
                     worst_pair=_worst_pair(pairs))
     cert = replace(certificate(shim, chain, whole, (), large.accounts), releases=large.releases,
                    charged=len(index.releases),
                    headline=best_headline(head, index, delta, large.accounts, pairs))
-    # the basis over every guarantee value charged, not only the rows listed (as `certificate` over every row)
-    charged_values = [index.values[int(i)] for i in np.unique(index.g_value)]
-    if cert.basis.pure and not all(v.is_pure or v.unbounded for v in charged_values):
+    # the basis over every cell of the table, not only the rows listed (as `certificate` over every row):
+    # the values some cell holds (columns.large_table's cell_value_ids), not every guarantee charged (a
+    # release's guarantee that no cell takes, such as a rho beside a smaller pure one, is not a figure shown)
+    cell_values = [index.values[int(i)] for i in index.cell_value_ids]
+    if cert.basis.pure and not all(v.is_pure or v.unbounded for v in cell_values):
         cert = replace(cert, basis=replace(cert.basis, pure=False))
     return ReportContext(
         title=f"Privacy-loss report: {dataset.name}",
         certificate=cert,
-        meeting=None,
+        meeting=large.meeting,
         risk=risk,
         caps=caps,
         pairs=pairs,
@@ -1175,9 +1188,11 @@ def _order_by_stamps(stamps: np.ndarray) -> tuple[list[int], list[int], bool]:
 def charged_from_stamps(recorded: np.ndarray, published: np.ndarray) -> np.ndarray:
     """history.charged_from over the stored times (accountants.IndexEvents: recorded in seconds,
     -inf unknown; published in seconds, inf none, -inf datetime.min): the earlier of the two
-    known moments, nan when neither is."""
+    known moments, nan when neither is. A publication at datetime.min is the accountants' reading
+    of a release recorded as published with neither moment (`published_moment`); its
+    `published_at` is None, so `charged_from` knows no moment of it: unknown here too."""
     recorded = np.where(recorded == -np.inf, np.inf, recorded)
-    published = np.where(published == -np.inf, datetime.min.replace(tzinfo=UTC).timestamp(), published)
+    published = np.where(published == -np.inf, np.inf, published)
     moment = np.minimum(recorded, published)
     return np.where(np.isinf(moment), np.nan, moment)
 
@@ -1343,13 +1358,19 @@ def meeting_pack(inputs: ReportInputs) -> MeetingPack:
                                               LIFECYCLE_KINDS[event.kind].value))
     # approved and published by the releases' own dates (a publication recorded late is dated
     # by when it happened, not by when it was typed in)
+    # (with --as-of, those dated by then: a release approved after it was still planned then)
     publishers = {e.subject: e.actor for e in events if e.kind == "release.published"}
+    until = inputs.as_of
+
+    def between(moment: datetime | None) -> bool:
+        return moment is not None and moment >= since and (until is None or moment <= until)
+
     for release in inputs.releases:
         approved, published = _aware(release.approved_at), _aware(release.published_at)
-        if approved is not None and approved >= since:
+        if between(approved):
             changes["release.approved"].append(Change(release.id, release.title, approved,
                                                       release.approved_by or "", Status.APPROVED.value))
-        if published is not None and published >= since:
+        if between(published):
             changes["release.published"].append(Change(release.id, release.title, published, publishers.get(
                 release.id, release.recorded_by), Status.PUBLISHED.value))
     for kind in ("release.approved", "release.published"):

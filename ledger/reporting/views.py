@@ -537,26 +537,29 @@ def release_charge_text(release, dataset=None) -> str:
 RELEASES_HEADER = ("id", "dataset", "status", "reads", "charge", "recorded", "published")
 
 
-def release_cells(release, dataset) -> list[str]:
-    """One line of the `releases` table: id, dataset, status, reads, charge, dates."""
-    return [release.id, release.dataset, release.status.value, ", ".join(sorted(release.reads)) or "-",
-            release_charge_text(release, dataset),
-            release.recorded_at.strftime("%Y-%m-%d") if release.recorded_at else "-",
-            release.published_at.strftime("%Y-%m-%d") if release.published_at else "-"]
-
-
 def releases_text(releases, datasets) -> str:
     """The `releases` table: id, dataset, status, reads, charge, dates, with a header."""
-    body = [release_cells(r, datasets.get(r.dataset)) for r in releases]
-    widths = column_widths([RELEASES_HEADER, *body])
-    return aligned_lines([RELEASES_HEADER, *body], widths)
+    body = [release_cells(r, datasets) for r in releases]
+    widths = releases_widths([RELEASES_HEADER, *body])
+    return "\n".join(releases_line(line, widths) for line in [RELEASES_HEADER, *body])
 
 
-def column_widths(lines, at_least: Sequence[int] = ()) -> list[int]:
-    """The width of each column: its longest cell (and at least `at_least`'s)."""
-    widths = [max(len(line[k]) for line in lines) for k in range(len(lines[0]))]
-    return [max(width, floor) for width, floor in zip(widths, [*at_least, *[0] * len(widths)])]
+def release_cells(release, datasets) -> list[str]:
+    """One release's row of the `releases` table."""
+    r = release
+    return [r.id, r.dataset, r.status.value, ", ".join(sorted(r.reads)) or "-",
+            release_charge_text(r, datasets.get(r.dataset)),
+            r.recorded_at.strftime("%Y-%m-%d") if r.recorded_at else "-",
+            r.published_at.strftime("%Y-%m-%d") if r.published_at else "-"]
 
 
-def aligned_lines(lines, widths: Sequence[int]) -> str:
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
+def releases_widths(lines, widths=None) -> list[int]:
+    """Each column's width over `lines` (and the `widths` found before: the table a page at a time)."""
+    found = list(widths or [0] * len(RELEASES_HEADER))
+    for line in lines:
+        found = [max(width, len(cell)) for width, cell in zip(found, line)]
+    return found
+
+
+def releases_line(cells, widths) -> str:
+    return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip()

@@ -59,13 +59,23 @@ class _Lifecycle:
 class Then:
     """The ledger at `when`: the status each release had then (`history.status_at`)."""
 
-    def __init__(self, connection, dataset: str, when: datetime, ended: Mapping[str, datetime], seqs):
+    def __init__(self, connection, dataset: str, when: datetime, ended: Mapping[str, datetime], seqs,
+                 published=None, at: float | None = None):
         self.connection, self.dataset, self.when, self.ended, self.seqs = connection, dataset, when, ended, seqs
+        # the kept rows' publication moments as `rows_then` leaves them (seconds; inf: not published
+        # by any moment), and `when` in the same seconds: `heads` reads the status then from them
+        self.published, self.at = published, at
 
     def status(self, release) -> Status:
         from ..accounting.history import status_at
 
         return status_at(release, self.when, self.ended)
+
+    def row_status(self, release_id: str, status: str, recorded_at: str | None, approved_at: str | None,
+                   published_at: str | None) -> Status | None:
+        """`status` of a release row's lifecycle columns (the stored texts; None: not yet in the ledger)."""
+        return self.status(_Lifecycle(release_id, Status(status), _moment(recorded_at), _moment(approved_at),
+                                      _moment(published_at)))
 
     def release(self, release: Release) -> Release:
         """The whole release with the status it had then (the exact path reads a few whole)."""
@@ -85,9 +95,7 @@ class Then:
 
         def head(row) -> tuple:
             seq, rid, title, status, recorded, approved, published = row
-            then = self.status(_Lifecycle(rid, Status(status), _moment(recorded), _moment(approved),
-                                          _moment(published)))
-            return seq, rid, title, then.value
+            return seq, rid, title, self.row_status(rid, status, recorded, approved, published).value
 
         if seqs is not None:
             found = []
@@ -95,10 +103,52 @@ class Then:
                 found += [head(row) for row in self.connection.execute(
                     select(*fields).where(table.c.seq.in_(list(seqs[start:start + 500]))))]
             return found
-        kept = set(self.seqs.tolist())
-        rows = [head(row) for row in self.connection.execute(
-            select(*fields).where(table.c.dataset == self.dataset).order_by(table.c.seq)) if row[0] in kept]
-        return [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]
+        if self.published is None:
+            kept = set(self.seqs.tolist())
+            rows = [head(row) for row in self.connection.execute(
+                select(*fields).where(table.c.dataset == self.dataset).order_by(table.c.seq)) if row[0] in kept]
+            return [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]
+        return self._every_head()
+
+    def _every_head(self):
+        """heads(None) from the accounting rows (id, title, status now), not the release rows: the
+        status then by `history.status_at`'s cases over the kept rows' publication moments. A row
+        published by then (its moment as `status_at` takes it: the rows' `published`) was
+        published then, or retracted when its retraction came by then; a row not published by
+        then was recorded by then and not cancelled by then (`rows_then` kept it), so it was
+        approved when approved by then, else planned: a release planned now was never approved,
+        and the others' approval moments are read (those rows only). At a million releases the
+        release rows' moments parsed row by row took ten seconds."""
+        from sqlalchemy import select
+
+        from . import database as store
+        from .columns import _ROWS, _raw_rows
+
+        rows = _raw_rows(self.connection, select(_ROWS.c.seq, _ROWS.c.release, _ROWS.c.title, _ROWS.c.status)
+                         .where(_ROWS.c.dataset == self.dataset).order_by(_ROWS.c.seq))
+        seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        rows = [rows[k] for k in np.flatnonzero(np.isin(seqs, self.seqs)).tolist()]
+        published_by = (self.published <= self.at).tolist()
+        retracted, planned = Status.RETRACTED.value, Status.PLANNED.value
+        statuses: list[str] = []
+        undecided: dict[int, int] = {}  # seq -> position: not published then, approved now or later
+        for k, ((seq, rid, _, status), published) in enumerate(zip(rows, published_by)):
+            if published:
+                end = self.ended.get(rid) if status == retracted else None
+                statuses.append(retracted if end is not None and end <= self.when else Status.PUBLISHED.value)
+            else:
+                statuses.append(planned)
+                if status != planned:
+                    undecided[seq] = k
+        table = store.ReleaseRow.__table__
+        chosen = sorted(undecided)
+        for start in range(0, len(chosen), 500):
+            for seq, approved in self.connection.execute(select(table.c.seq, table.c.approved_at).where(
+                    table.c.seq.in_(chosen[start:start + 500]))):
+                moment = _moment(approved)
+                if moment is not None and _aware(moment) <= self.when:
+                    statuses[undecided[seq]] = Status.APPROVED.value
+        return [r[1] for r in rows], [r[2] for r in rows], statuses
 
 
     def ids(self) -> list[str]:
@@ -111,6 +161,10 @@ class Then:
         return [rid for seq, rid in self.connection.execute(
             select(_ROWS.c.seq, _ROWS.c.release).where(_ROWS.c.dataset == self.dataset).order_by(_ROWS.c.seq))
             if seq in kept]
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _moment(text: str | None) -> datetime | None:
@@ -156,7 +210,7 @@ def rows_then(connection, dataset: str, rows, when: datetime):
     # recorded as published with no moment at all: published at datetime.min now, not yet then
     published = np.where(np.isneginf(recorded) & np.isneginf(published), np.inf, published)
     kept = _masked(rows, keep, published)
-    return kept, Then(connection, dataset, moment, ended, kept.seq)
+    return kept, Then(connection, dataset, moment, ended, kept.seq, kept.published, at)
 
 
 def _masked(rows, keep, published):
@@ -174,3 +228,26 @@ def _masked(rows, keep, published):
         charged_by_event=rows.charged_by_event[keep], recorded=rows.recorded[keep], published=published[keep],
         ids=None if rows.ids is None else [i for i, k in zip(rows.ids, keep.tolist()) if k])
 
+
+
+def in_ledger(dataset: str, when: datetime):
+    """The SQL condition on the accounting rows (columns._ROWS) of the releases of `dataset` in the
+    ledger at `when` (any status then, cancelled ones too): published by then, or recorded by then
+    (a release recorded without a moment always), as `rows_then` keeps them before it drops the
+    cancelled ones; exact, on the rows' whole microseconds."""
+    from sqlalchemy import and_, case, func, or_
+
+    from .columns import _AFTER_ALL, _BEFORE_ANY, _PUBLISHED, _ROWS, micros
+
+    at = micros(when)
+    recorded = func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)
+    published = func.coalesce(case((and_(_ROWS.c.published_us.is_(None), _ROWS.c.status.in_(sorted(_PUBLISHED))),
+                                    recorded), else_=_ROWS.c.published_us), _AFTER_ALL)
+    return and_(_ROWS.c.dataset == dataset, or_(recorded <= at, published <= at))
+
+
+def event_text(when: datetime) -> str:
+    """A moment as the audit events' text (`append_event`: the ISO 8601 text of a UTC moment; a naive
+    moment is UTC), for comparing with them as text (cli.report.event_counts says when that orders them)."""
+    moment = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()

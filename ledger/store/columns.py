@@ -772,6 +772,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
             if then is not None:
                 whole[chunk[row.id]] = then.release(whole[chunk[row.id]])
     index.releases = releases
+    index.then = then  # (with `when`: the status each release had then, as_of.Then; else None)
 
     index.finish_arrays(ambiguous)  # the same derived arrays as LedgerIndex.__init__
     if accounts:
@@ -1222,7 +1223,9 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
     reading it (a maximum and a minimum), then composed as `table_figures` composes them,
     in the same order, so the figures are the same. Returns (RiskTable, per-variable
     figures, whole-dataset figures); equal, on the rows it keeps, to `index.table()` and to
-    `table_figures` (tests/test_scale.py)."""
+    `table_figures` (tests/test_scale.py). Leaves on the index `cell_value_ids`: the ids of the
+    values other than zero that some cell of the whole table holds (np.unique of
+    `index.table()`'s cells and whole-dataset column, zero left out)."""
     from collections import Counter
 
     from ..accounting import accountants as acc
@@ -1263,6 +1266,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
             if weight:
                 several[int(j), int(value)] = several.get((int(j), int(value)), 0) + int(weight)
 
+    in_cells: set[int] = set()  # value ids of the cells the exact path makes (see index.cell_value_ids)
     one_rows = np.flatnonzero(single)
     # the common case: each of these releases has one guarantee, protecting exactly what it
     # reads (the index's protects matrix is its reads matrix and its guarantee is its own row):
@@ -1320,6 +1324,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
             part = _rows_view(index, start, stop, g_bounds[k], g_bounds[k + 1])
             cells = part._single_cells()
             rest = np.flatnonzero(~one)
+            in_cells.update(np.unique(cells[rest]).tolist())
             dataset_wide[start + rest] = part.cost_ids(range(n_var))[rest]
             simple_rest = rest[index.simple[start + rest]]
             if len(simple_rest):
@@ -1345,6 +1350,11 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
     if index.members or index.ambiguous:
         totals = [index._others(frozenset({name}), total, objective) for total, name in zip(totals, index.variables)]
     index.remember_cost_ids(range(n_var), dataset_wide)  # (the headline's protected subset, when it is every variable)
+    # the value ids some cell of Table 1 holds, over every release (the report's basis reads them):
+    # a simple release's covered cells (per_value), the others' cells, the whole-dataset column
+    in_cells.update(np.flatnonzero(per_value.any(axis=1)).tolist(), np.unique(dataset_wide).tolist())
+    found = np.asarray(sorted(in_cells), dtype=np.int64)
+    index.cell_value_ids = found[~index.value_is_zero[found]]
     total_wide = index._others(frozenset(index.variables), index.exact_total(dataset_wide[index.simple]), objective)
     rows = np.sort(np.argsort(-wide_float[dataset_wide], kind="stable")[:shown])
     cells = np.concatenate([_rows_view(index, int(r), int(r) + 1,

@@ -756,20 +756,34 @@ def snapshot(session: Session, dataset: str | None = None) -> LedgerSnapshot:
     family_query = select(FamilyRow)
     if dataset is not None:
         family_query = family_query.where(FamilyRow.dataset == dataset)
-    families = {row.id: family_from_dict(_family_dict(row)) for row in session.exec(family_query)}
-    releases = {release.id: release for chunk in release_chunks(session, dataset) for release in chunk}
-    return LedgerSnapshot(datasets=datasets, releases=releases, families=families)
-
-
-def release_chunks(session: Session, dataset: str | None = None,
-                   chunk: int | None = None) -> Iterator[list[Release]]:
-    """Every release (or one dataset's), in recording order, decoded `chunk` rows at a time
-    (default VERIFY_CHUNK): a reader that lists them all holds one chunk, not the history."""
     # Core rows, no ORM objects to build, and the JSON columns as text (`release_row_dicts`)
     release_query = select(*_RELEASE_TEXT_COLUMNS).order_by(_RELEASES.c.seq)
     if dataset is not None:
         release_query = release_query.where(_RELEASES.c.dataset == dataset)
-    for rows in session.connection().execute(release_query).partitions(chunk or VERIFY_CHUNK):
+    families = {row.id: family_from_dict(_family_dict(row)) for row in session.exec(family_query)}
+    releases = {body["id"]: release_from_dict(body)
+                for rows in session.connection().execute(release_query).partitions(VERIFY_CHUNK)
+                for body in release_row_dicts(rows)}
+    return LedgerSnapshot(datasets=datasets, releases=releases, families=families)
+
+
+RELEASE_PAGE = 5_000  # releases decoded at a time by `release_pages`
+
+
+def release_pages(session: Session, dataset: str | None = None, page: int | None = None):
+    """The releases of `snapshot` (every dataset's, or one's), in the same order (recording
+    order), decoded `page` at a time: one list of Release per page, read by keyset paging on
+    seq, so that a command listing every release holds one page, not the ledger (issue 13)."""
+    page = page or RELEASE_PAGE
+    after = -1
+    while True:
+        query = select(*_RELEASE_TEXT_COLUMNS, _RELEASES.c.seq).where(_RELEASES.c.seq > after)
+        if dataset is not None:
+            query = query.where(_RELEASES.c.dataset == dataset)
+        rows = session.connection().execute(query.order_by(_RELEASES.c.seq).limit(page)).all()
+        if not rows:
+            return
+        after = rows[-1].seq
         yield [release_from_dict(body) for body in release_row_dicts(rows)]
 
 
