@@ -40,3 +40,9 @@ def test_reclassifications_and_groups_are_in_the_reports_audit_trail(tmp_path, m
     text = out.read_text(encoding="utf-8")
     trail = text[text.index("events about this dataset"):]
     assert "variable.reclassified 1" in trail and "group.set 1" in trail, trail[:400]
+    # which variable, from what to what, and why; which group
+    assert "variable.reclassified: x: sensitive → public (bands published)" in trail, trail
+    assert "group.set: group people" in trail, trail
+    tex = tmp_path / "report.tex"
+    assert cli_main(url, "report", "--out", tex).code == 0
+    assert r"x: sensitive $\rightarrow$ public (bands published)" in tex.read_text(encoding="utf-8")

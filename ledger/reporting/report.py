@@ -1312,7 +1312,24 @@ def _note(event: AuditEvent) -> str | None:
         return event.data().get("reason")
     if event.kind.startswith("role."):
         return (event.data().get("role") or {}).get("role")
+    if event.kind.startswith(DATASET_CHANGE_KINDS):
+        return _change_note(event.data().get("change") or {})
     return None
+
+
+def _change_note(change: dict) -> str | None:
+    """What a change of the dataset changed (its event's `change`, operations.amend.plan): the
+    variable or group, a classification's old and new value, and the reason given. A variable
+    reclassified public leaves the protected headline (DESIGN 2.11): the board sees which, and why."""
+    subject = change.get("variable") or (f"group {change['group']}" if change.get("group") else None)
+    if subject is None:
+        return None
+    if "classification" in change and "was" in change:
+        subject += f": {change['was']} → {change['classification']}"
+    elif "classification" in change:
+        subject += f" ({change['classification']})"
+    reason = change.get("reason")
+    return subject + (f" ({reason})" if reason else "")
 
 
 DATASET_CHANGE_KINDS = ("dataset.", "variable.", "group.")  # events whose subject is the dataset: its changes

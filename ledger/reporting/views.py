@@ -452,7 +452,7 @@ _TEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "
                 "^": r"\^{}", "_": r"\_", "%": r"\%", "~": r"\~{}"}
 _TEX_SYMBOLS = {"∞": r"$\infty$", "≈": r"$\approx$", "×": r"$\times$", "—": "---", "–": "--", "ε": r"$\varepsilon$",
                 "δ": r"$\delta$", "ρ": r"$\rho$", "≥": r"$\geq$", "≤": r"$\leq$", "✓": r"$\checkmark$",
-                "−": "-", "·": r"$\cdot$"}
+                "−": "-", "·": r"$\cdot$", "→": r"$\rightarrow$"}
 _SUPERSCRIPTS = "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"
 _SUPERSCRIPT_RUN = re.compile(f"[{_SUPERSCRIPTS}]+")
 
