@@ -3,6 +3,10 @@
 `reference_cks` evaluates the Canonne-Kamath-Steinke (2020) bound, Corollary 13,
 by its own search over the Renyi order (a dense grid, then a local refinement),
 so tests can check `ledger.accounting.spend.cks_epsilon` without calling it.
+`reference_filter` evaluates the basic accountant's epsilon at a delta, the smallest
+of the statements DESIGN 2.10 allows with the delta split among them in advance (the
+zCDP filter at half of it, the Rényi filter at 20 fixed orders at 1/40 each; the pure
+sum free), from the closed forms, so tests can check `Spend.epsilon` without calling it.
 """
 
 from __future__ import annotations
@@ -67,6 +71,35 @@ def _command_line_built_once():
 @pytest.fixture(scope="session")
 def reference_cks():
     return _reference_cks
+
+
+# The Rényi orders the adaptive statements are fixed at (ledger.accounting.spend.FILTER_ORDERS, written out)
+REFERENCE_FILTER_ORDERS = (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256)
+
+
+def _reference_filter(pure=0, pure_rho=None, rho=0, approx_epsilon=0, approx_delta=0, delta=1e-9) -> float:
+    """The basic accountant's (epsilon at delta): the pure sum (approximate parts beside it by basic
+    composition) when there is no rho; else the smaller of the zCDP filter (rho plus each pure
+    release's epsilon^2 / 2, CKS at delta / 2; only with no approximate part) and, at each of 20
+    fixed orders a, min(pure, a * pure_rho) + a * rho converted by CKS 2020 Prop 12 at 1/40 of the
+    delta the approximate parts leave, plus their epsilon."""
+    pure, rho, approx_epsilon = float(pure), float(rho), float(approx_epsilon)
+    pure_rho = pure * pure / 2 if pure_rho is None else float(pure_rho)
+    remaining = float(delta) - float(approx_delta)
+    if rho == 0:
+        return pure + approx_epsilon if remaining >= 0 else math.inf
+    if remaining <= 0:
+        return math.inf
+    orders = min(min(pure, a * pure_rho) + a * rho + math.log1p(-1 / a) - (math.log(remaining / 40) + math.log(a)) / (a - 1)
+                 for a in REFERENCE_FILTER_ORDERS)
+    if approx_epsilon or approx_delta:
+        return approx_epsilon + orders
+    return min(_reference_cks(rho + pure_rho, remaining / 2), orders)
+
+
+@pytest.fixture(scope="session")
+def reference_filter():
+    return _reference_filter
 
 
 # --------------------------------------------------------------------------

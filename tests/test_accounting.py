@@ -25,8 +25,11 @@ from ledger.accounting.spend import (
     spend_max,
     sum_of_two_largest,
 )
+from ledger.accounting import accountants
 from ledger.accounting.engine import LedgerIndex, ledger_cost
 from ledger.core.numbers import INF
+
+from conftest import _reference_cks
 from ledger.core.records import Guarantee, Mechanism, Notion, Relation, Release
 
 F = Fraction
@@ -66,9 +69,14 @@ def test_approximate_deltas_are_taken_out_of_the_target_delta():
     assert math.isinf(Spend(approx_epsilon=F(1, 10), approx_delta=F(2, 10**6)).epsilon(1e-6))
 
 
-def test_approximate_and_zcdp_parts_convert_at_the_remaining_delta(reference_cks):
+def test_approximate_and_zcdp_parts_convert_at_the_remaining_delta(reference_filter):
     total = Spend(approx_epsilon=F(1, 2), approx_delta=F(5, 10**7), rho=F(1))
-    expected = 0.5 + reference_cks(1.0, 5e-7)  # 10^-6 - 5 * 10^-7 left for the zCDP part
+    # 10^-6 - 5 * 10^-7 left for the zCDP part, at the Rényi filter's fixed orders (1/40 of it each):
+    # beside an approximate part the zCDP filter's order would follow that part's epsilon (DESIGN 2.10)
+    orders = min(a + math.log1p(-1 / a) - (math.log(5e-7 / 40) + math.log(a)) / (a - 1)
+                 for a in (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256))
+    expected = 0.5 + orders
+    assert expected == pytest.approx(reference_filter(rho=1, approx_epsilon=0.5, approx_delta=5e-7, delta=1e-6))
     assert total.epsilon(F(1, 10**6)) == pytest.approx(expected, rel=1e-9)
     assert total.epsilon(F(1, 10**6)) >= expected * (1 - 1e-12)
     # nothing left for the zCDP part: no bound at this delta
@@ -78,21 +86,26 @@ def test_approximate_and_zcdp_parts_convert_at_the_remaining_delta(reference_cks
 @pytest.mark.parametrize(
     ("pure_epsilons", "rho", "winner"),
     [
-        ([F(10)], F(1, 100), "separate"),  # 10 + 1.3 beats converting 10 to rho = 50 first
+        ([F(10)], F(1, 100), "orders"),  # 10 at each fixed order beats converting 10 to rho = 50 first
         ([F(1, 10)], F(5), "merged"),  # 0.1^2 / 2 added to rho = 5 costs less than adding 0.1 after
         ([F(1, 10)] * 10, F(5), "merged"),  # ten releases of 0.1: rho 10 * 0.1^2 / 2 = 1/20, not 1^2 / 2
     ],
 )
 def test_mixed_pure_and_rho_takes_the_smaller_of_two_valid_bounds(reference_cks, pure_epsilons, rho, winner):
+    """Two statements fixed in advance, each at its share of delta (DESIGN 2.10, adaptive releases): the
+    zCDP filter (pure as epsilon^2 / 2, Bun and Steinke 2016, Prop 3.3) at delta / 2, and at each of
+    20 fixed Rényi orders the pure sum plus a * rho, converted at delta / 40 (CKS 2020, Prop 12)."""
     delta = 1e-6
     total = compose([guarantee_spend(pure(e)) for e in pure_epsilons] + [guarantee_spend(zcdp(rho))])
-    separate = float(sum(pure_epsilons)) + reference_cks(float(rho), delta)
-    # each pure release as epsilon^2 / 2 zCDP (Bun and Steinke 2016, Prop 3.3), then composed
-    merged = reference_cks(float(rho + sum(e * e / 2 for e in pure_epsilons)), delta)
-    assert (separate < merged) == (winner == "separate")
+    pure_sum, pure_rho = float(sum(pure_epsilons)), float(sum(e * e / 2 for e in pure_epsilons))
+    merged = reference_cks(float(rho) + pure_rho, delta / 2)
+    orders = min(min(pure_sum, a * pure_rho) + a * float(rho) + math.log1p(-1 / a)
+                 - (math.log(delta / 40) + math.log(a)) / (a - 1)
+                 for a in (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256))
+    assert (orders < merged) == (winner == "orders")
     value = total.epsilon(delta)
-    assert value == pytest.approx(min(separate, merged), rel=1e-9)
-    assert value >= min(separate, merged) * (1 - 1e-12)  # never below the true bound
+    assert value == pytest.approx(min(orders, merged), rel=1e-9)
+    assert value >= min(orders, merged) * (1 - 1e-12)  # never below the true bound
 
 
 def test_unbounded_total_has_no_epsilon_at_any_delta():
@@ -230,14 +243,20 @@ def test_thousand_gaussian_releases_give_epsilon_20_5519_at_delta_1e_6():
     assert LedgerIndex(["a", "b"], releases).subset_cost({"a"}).spend == Spend(rho=F(5))
 
     epsilon = total.epsilon(1e-6)
-    assert round(epsilon, 4) == 20.5519
+    # the zCDP filter at half the delta (the basic accountant holds for adaptive releases, DESIGN 2.10)
+    assert round(epsilon, 4) == 20.9786
+    assert epsilon == pytest.approx(_reference_cks(5.0, 5e-7), rel=1e-9)
+    # declared in advance, the Rényi accountant converts at the whole delta: CKS 2020, 20.5519
+    declared = accountants.rdp_figure(accountants.composition(releases, [], {"a"}), F(1, 10**6), "declared")
+    assert round(declared.epsilon, 4) == 20.5519
 
     # peer library: Renyi DP of the Gaussian mechanism, composed 1000 times, over a grid of orders
     accountant = rdp_privacy_accountant.RdpAccountant()
     accountant.compose(dp_event.GaussianDpEvent(noise_multiplier=10), 1000)
     peer = accountant.get_epsilon(1e-6)
-    assert peer >= epsilon * (1 - 1e-12)
-    assert peer <= epsilon * 1.01
+    assert peer >= declared.epsilon * (1 - 1e-12)
+    assert peer <= declared.epsilon * 1.01
+    assert epsilon > declared.epsilon  # the price of adaptivity: the delta is shared among the statements
 
     rho, delta = 5.0, 1e-6
     assert epsilon <= rho + 2 * math.sqrt(rho * math.log(1 / delta))  # the looser simple bound, 21.62

@@ -118,19 +118,19 @@ def test_a_rho_cap_cannot_hold_an_approximate_release():
     assert spent(HEALTH, released("a", ["diagnosis"], approx(1, "1e-12"))) == INF
 
 
-def test_an_epsilon_at_delta_cap_converts_with_cks(reference_cks):
+def test_an_epsilon_at_delta_cap_converts_with_cks(reference_filter):
     releases = [
         released("p1", ["income"], pure("1/2")),
         released("p2", ["diagnosis"], pure("1/2")),
         released("g", ["medication"], zcdp("1/8")),
     ]
-    # pure 1 (as zCDP: 1/8 + 1/8), rho 1/8
-    expected = min(1 + reference_cks(1 / 8, 1e-9), reference_cks(1 / 8 + 1 / 4, 1e-9))
+    # pure 1 (as zCDP: 1/8 + 1/8), rho 1/8: the zCDP filter at half the delta, or the fixed orders
+    expected = reference_filter(pure=1, pure_rho=1 / 4, rho=1 / 8, delta=1e-9)
     assert spent(ALL, *releases) == pytest.approx(expected, rel=1e-7)
 
-    # an (epsilon, delta) part: its delta leaves 1e-9 - 1e-10 for the conversion
+    # an (epsilon, delta) part: its delta leaves 1e-9 - 1e-10 for the fixed orders
     with_approx = [*releases, released("a", ["age"], approx("0.25", "1e-10"))]
-    expected = 0.25 + min(1 + reference_cks(1 / 8, 9e-10), reference_cks(3 / 8, 9e-10))
+    expected = reference_filter(pure=1, pure_rho=1 / 4, rho=1 / 8, approx_epsilon=0.25, approx_delta=1e-10, delta=1e-9)
     assert spent(ALL, *with_approx) == pytest.approx(expected, rel=1e-7)
 
 
@@ -255,7 +255,7 @@ def totals_of(releases) -> dict[str, CapTotal]:
     return {cap.name: total_from_history(cap, releases, FAMILIES) for cap in CAPS}
 
 
-def test_check_reports_current_charge_after_headroom_status_and_drivers(reference_cks):
+def test_check_reports_current_charge_after_headroom_status_and_drivers(reference_filter):
     plan = [released("p", ["income", "diagnosis"], pure("0.3"))]
     checks = {c.cap.name: c for c in check(CAPS, totals_of(HISTORY), plan, FAMILIES, {})}
     assert set(checks) == {"all", "health", "income"}  # demographics is not touched
@@ -272,15 +272,15 @@ def test_check_reports_current_charge_after_headroom_status_and_drivers(referenc
     assert health.drivers == (("b", F(1, 8)), ("c", F(1, 8)))
 
     every = checks["all"]  # pure 1 (as zCDP 1/8 + 1/8), rho 1/8; then pure 1.3 (zCDP + 0.045)
-    before = min(1 + reference_cks(1 / 8, 1e-9), reference_cks(3 / 8, 1e-9))
-    after = min(1.3 + reference_cks(1 / 8, 1e-9), reference_cks(3 / 8 + 0.045, 1e-9))
+    before = reference_filter(pure=1, pure_rho=1 / 4, rho=1 / 8, delta=1e-9)
+    after = reference_filter(pure=1.3, pure_rho=1 / 4 + 0.045, rho=1 / 8, delta=1e-9)
     assert every.current == pytest.approx(before, rel=1e-7)
     assert every.after == pytest.approx(after, rel=1e-7)
     assert every.charge == pytest.approx(after - before, rel=1e-6)
     assert every.headroom == pytest.approx(10 - after, rel=1e-7)
     assert every.status == "ok"
     assert [rid for rid, _ in every.drivers] == ["b", "a", "c"]  # CKS(1/8) > 0.5
-    assert dict(every.drivers)["b"] == pytest.approx(reference_cks(1 / 8, 1e-9), rel=1e-7)
+    assert dict(every.drivers)["b"] == pytest.approx(reference_filter(rho=1 / 8, delta=1e-9), rel=1e-7)
 
 
 def test_check_after_total_is_what_recording_the_plan_would_store():
@@ -331,12 +331,12 @@ def test_headroom_under_a_rho_cap_is_rounded_down(reference_cks):
     assert rho_spent + (F(room.epsilon) + F(1, 10**6)) ** 2 / 2 > F(1, 2)
 
 
-def test_headroom_under_an_epsilon_at_delta_cap_solves_the_cks_bound(reference_cks):
+def test_headroom_under_an_epsilon_at_delta_cap_solves_the_cks_bound(reference_filter):
     only_all = [ALL]
     totals = totals_of(HISTORY)  # on all: pure 1 (zCDP 1/4), rho 1/8
 
     def after(x):
-        return min(1 + x + reference_cks(1 / 8, 1e-9), reference_cks(1 / 8 + 1 / 4 + x * x / 2, 1e-9)) - 10
+        return reference_filter(pure=1 + x, pure_rho=1 / 4 + x * x / 2, rho=1 / 8, delta=1e-9) - 10
 
     expected = brentq(after, 0, 10, xtol=1e-12)
     room = headroom(["sex"], only_all, totals)
@@ -346,7 +346,7 @@ def test_headroom_under_an_epsilon_at_delta_cap_solves_the_cks_bound(reference_c
     assert measure(ALL, totals["all"].spend + pure_spend(F(room.epsilon) + F(1, 10**5))) > 10
 
     def after_rho(r):
-        return min(1 + reference_cks(1 / 8 + r, 1e-9), reference_cks(1 / 8 + 1 / 4 + r, 1e-9)) - 10
+        return reference_filter(pure=1, pure_rho=1 / 4, rho=1 / 8 + r, delta=1e-9) - 10
 
     assert room.rho == pytest.approx(brentq(after_rho, 0, 10, xtol=1e-12), abs=1e-6)
     assert measure(ALL, totals["all"].spend + Spend(rho=F(room.rho))) <= 10

@@ -29,6 +29,8 @@ from ledger.accounting.spend import ZERO, Spend
 from ledger.accounting.engine import LedgerIndex, at_delta, candidates, ledger_cost, release_cost
 from ledger.core.records import Family, Guarantee, Mechanism, Notion, Relation, Release
 
+from conftest import _reference_filter
+
 F = Fraction
 VARIABLES = ("a", "b", "c", "d")
 ALL_SUBSETS = [frozenset(c) for c in chain.from_iterable(combinations(VARIABLES, k) for k in range(len(VARIABLES) + 1))]
@@ -240,9 +242,10 @@ def adversary(values) -> frozenset:
 
 
 def oracle_epsilon(value, delta, cks) -> float:
-    """DESIGN 2.4 on a composed value (pure, approx eps, approx delta, rho, pure as rho):
-    approximate deltas come out of delta; rho converted by CKS; pure added after, or
-    converted release by release first, whichever is smaller."""
+    """DESIGN 2.4 and 2.10 on a composed value (pure, approx eps, approx delta, rho, pure as rho):
+    approximate deltas come out of delta; with rho, the smaller of the statements fixed in
+    advance, each at its share of delta (conftest's reference_filter: the zCDP filter, pure
+    converted release by release, at half; the fixed Rényi orders at 1/40 each)."""
     if value is None:
         return math.inf
     pure, approx_epsilon, approx_delta, rho, pure_rho = value
@@ -251,8 +254,7 @@ def oracle_epsilon(value, delta, cks) -> float:
         return math.inf if remaining < 0 else float(pure + approx_epsilon)
     if remaining <= 0:
         return math.inf
-    return float(approx_epsilon) + min(float(pure) + cks(float(rho), float(remaining)),
-                                       cks(float(rho + pure_rho), float(remaining)))
+    return _reference_filter(pure, pure_rho, rho, approx_epsilon, approx_delta, delta)
 
 
 def oracle_ledger(ledger: Ledger, subset: frozenset[str], cks) -> set:

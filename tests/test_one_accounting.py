@@ -395,7 +395,7 @@ def test_a_move_between_keyed_parts_needs_add_remove_on_everything_read(ledger):
     assert ledger.ok("subset", "income", "--json").json()["epsilon"] == 2
 
 
-def test_a_mixed_notion_family_is_charged_its_worst_member_as_a_whole(ledger, reference_cks):
+def test_a_mixed_notion_family_is_charged_its_worst_member_as_a_whole(ledger, reference_filter):
     ledger.ok("record", ledger.write("r.yaml", releases(f"""\
         families: [{{id: split, partition: random}}]
         releases:
@@ -413,9 +413,10 @@ def test_a_mixed_notion_family_is_charged_its_worst_member_as_a_whole(ledger, re
             mechanism: {{name: gaussian, rho: "1/2"}}
         """)))
     got = ledger.ok("subset", "income", "--json").json()
-    # the worst member: rho 1/2 at 1e-9 (CKS), ≈ 6.474; never 1 + that (≈ 7.474)
-    expected = reference_cks(0.5, 1e-9)
-    assert expected == pytest.approx(6.474, abs=1e-3)
+    # the worst member: rho 1/2 at 1e-9 (CKS at the zCDP filter's half of the delta), ≈ 6.586; never
+    # 1 + that (≈ 7.586)
+    expected = reference_filter(rho=0.5, delta=1e-9)
+    assert expected == pytest.approx(6.586, abs=1e-3)
     assert got["epsilon"] >= expected
     assert got["epsilon"] == pytest.approx(expected, rel=1e-9)
     table = ledger.ok("table", "--json").json()
@@ -502,7 +503,7 @@ def test_the_subsampled_epsilon_is_never_below_the_bound_it_came_from():
 # --------------------------------------------------------------------------
 
 # Ten releases, each pure 1/2 or rho 1/50 on income: alone, pure 1/2 ranks first (rho 1/50
-# is ≈ 1.31 at 1e-9); together, rho 1/5 (≈ 4.3) beats pure 5.
+# is ≈ 1.3 at 1e-9); together, rho 1/5 (≈ 4.0) beats pure 5.
 CHOICES = releases("releases:\n" + "".join(f"""\
   - id: r{k}
     status: published
@@ -513,11 +514,11 @@ CHOICES = releases("releases:\n" + "".join(f"""\
 """ for k in range(10)))
 
 
-def test_caps_charge_the_same_minimising_composition_as_subset(ledger, reference_cks):
+def test_caps_charge_the_same_minimising_composition_as_subset(ledger, reference_filter):
     ledger.ok("cap", "set", "income", "--epsilon", "9/2", "--delta", "1e-9")
     recorded = ledger.record(CHOICES)
     assert recorded.code == 0, recorded.err  # pure 5 > 4.5: refused before issue 9
-    expected = reference_cks(0.2, 1e-9)
+    expected = reference_filter(rho=0.2, delta=1e-9)
     subset = ledger.ok("subset", "income", "--json").json()["epsilon"]
     current = ledger.ok("cap", "list", "--json").json()[0]["current"]
     assert subset == pytest.approx(expected, rel=1e-9) and current == subset

@@ -92,5 +92,5 @@ def test_a_changed_report_fails_its_snapshot(demo):
     changed = normalise(rendered(demo, "census", "md", delta=Fraction(1, 10**6)).decode("utf-8"))
     difference = snapshot_difference("demo.md", changed)
     assert difference is not None
-    assert "+| Conversion | Canonne-Kamath-Steinke (2020) zCDP-to-(epsilon, delta) conversion, at delta = 1 × 10⁻⁶ |" \
+    assert "+| Conversion | Canonne-Kamath-Steinke (2020) zCDP-to-(epsilon, delta) conversion, at shares of delta fixed in advance, at delta = 1 × 10⁻⁶ |" \
         in difference

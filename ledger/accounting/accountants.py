@@ -45,13 +45,14 @@ command prints is the smallest valid one; none is ever below the true bound.
 
 Caps (a privacy filter must decide when releases may be adaptive):
 - a pure-epsilon cap keeps the pure sum, a rho cap the sum of rho (basic);
-- a cap at a delta is checked with `cap_figure`: the basic figure, or, when
-  the basic spend is pure (so the pure-sum filter spends no delta), the
-  Rényi filter at the fixed orders FILTER_ORDERS with the delta split evenly
-  over them (Feldman and Zrnic 2021, Theorem 4.3, at each order; the union of
-  the orders by the hockey-stick decomposition of Lécuyer 2021, §3); and
-  when the plan was declared in advance, the non-adaptive minimum of the
-  three accountants (PLD included). Each decision says which one decided.
+- a cap at a delta is checked with `cap_decision`: the smallest of the basic
+  figure and the Rényi filter's, each a filter figure at its share of the
+  delta (spend.py: the pure sum free, the zCDP filter at ZCDP_SHARE, each
+  of the fixed orders FILTER_ORDERS at ORDER_SHARE, Feldman and Zrnic 2021,
+  Theorem 4.3 at each order; the smallest of them valid by a union bound, as
+  Lécuyer 2021, §3, unions the orders); and when the plan was declared in
+  advance, the non-adaptive minimum of the three accountants at the whole
+  delta (PLD included). Each decision says which one decided.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ from ..core.lazy import lazy_module
 
 np = lazy_module("numpy")  # imported on first use (issue 13)
 
-from .spend import CONVERSION_NAME, Spend, cks_epsilon
+from .spend import CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, ZCDP_SHARE, Spend, cks_epsilon
 from .catalogue import derive_guarantees, gaussian_multiplier
 from ..core.numbers import INF, Number
 from ..core.records import CHARGED_STATUSES, Family, Mechanism, Relation, Release, Status
@@ -84,8 +85,7 @@ def _grids():
                             + [64, 80, 96, 128, 192, 256, 384, 512, 1024], dtype=np.float64)
         # The orders a Rényi filter uses, fixed in this code (so fixed before any cap is set):
         # few, since the delta is split over them.
-        filter_orders = np.asarray([1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128,
-                                    256], dtype=np.float64)
+        filter_orders = np.asarray(FILTER_ORDERS, dtype=np.float64)  # (spend.py: with their shares of delta)
         index = np.asarray([int(np.flatnonzero(np.isclose(orders, a))[0]) for a in filter_orders])
         globals()["_GRIDS"] = {"ORDERS": orders, "FILTER_ORDERS": filter_orders, "_FILTER_INDEX": index}
     return globals()["_GRIDS"]
@@ -114,8 +114,9 @@ CONVERSIONS = {
     "rdp": "Canonne-Kamath-Steinke (2020) Prop 12 RDP-to-(epsilon, delta) conversion at the best order",
     # adaptive releases: the Rényi filter (Feldman and Zrnic 2021, Thm 4.3), whose order is fixed in advance
     "rdp-filter": "Canonne-Kamath-Steinke (2020) Prop 12 conversion at the orders fixed in advance (the Rényi "
-                  "filter, Feldman and Zrnic 2021, Thm 4.3), the delta split evenly over them; or the zCDP "
-                  "filter of the summed rho at the whole delta (Feldman and Zrnic 2021, Remark 4.4)",
+                  "filter, Feldman and Zrnic 2021, Thm 4.3), each at 1/40 of the delta; or the zCDP filter of "
+                  "the summed rho (Feldman and Zrnic 2021, Remark 4.4) at half the delta, where no (epsilon, delta) "
+                  "guarantee is beside it",
     "pld": "exact hockey-stick divergence of the discretised PLD (pessimistic)",
 }
 CASES = {
@@ -1579,28 +1580,30 @@ class Decision:
 FILTER_THEOREMS = {
     "basic-pure": "pure-epsilon filter: the sum of epsilons (Rogers, Roth, Ullman and Vadhan 2016)",
     "basic": "basic filter: sums of epsilon and delta (Rogers, Roth, Ullman and Vadhan 2016) and of rho "
-             "(Feldman and Zrnic 2021, Remark 4.4), as the basic accountant composes them",
+             "(Feldman and Zrnic 2021, Remark 4.4) converted at half the delta, as the basic accountant composes "
+             "them",
     "rho": "zCDP filter: the sum of rho (Feldman and Zrnic 2021, Remark 4.4)",
-    "rdp": "Rényi filter at the orders fixed in advance (Feldman and Zrnic 2021, Theorem 4.3 at each order; "
-           "the delta split evenly over the orders, a union bound as in Lécuyer 2021), converted by "
-           "Canonne, Kamath and Steinke 2020, Prop 12; or the zCDP filter of the summed rho, pure epsilon "
-           "as epsilon^2/2 (Feldman and Zrnic 2021, Remark 4.4), converted by CKS 2020 at the whole delta; "
-           "approximate guarantees by the basic filter beside it",
+    "rdp": "Rényi filter at the orders fixed in advance (Feldman and Zrnic 2021, Theorem 4.3 at each order, "
+           "each at 1/40 of the delta), converted by Canonne, Kamath and Steinke 2020, Prop 12; or the zCDP "
+           "filter of the summed rho, pure epsilon as epsilon^2/2 (Feldman and Zrnic 2021, Remark 4.4), "
+           "converted by CKS 2020 at half the delta; the smallest, by a union bound over these statements "
+           "fixed in advance (as Lécuyer 2021 unions the orders); approximate guarantees by the basic "
+           "filter beside it",
     "declared": "non-adaptive composition of a plan declared in advance (DESIGN 2.10): the smallest of the "
                 "basic, Rényi and PLD figures",
 }
 
 
 def rdp_filter_epsilon(curve: np.ndarray, delta: float) -> float:
-    """The Rényi filter's epsilon: at each of the K fixed orders the CKS conversion at delta / K,
-    the smallest (module docstring)."""
+    """The Rényi filter's epsilon: at each of the fixed orders the CKS conversion at its share of
+    delta (ORDER_SHARE, spend.py), the smallest (module docstring)."""
     if delta <= 0:
         return INF
     sub = curve[_grids()["_FILTER_INDEX"]]
     if not sub.any():
         return 0.0
     a = _grids()["FILTER_ORDERS"]
-    eps = sub + np.log1p(-1 / a) - (math.log(delta / len(a)) + np.log(a)) / (a - 1)
+    eps = sub + np.log1p(-1 / a) - (math.log(delta * ORDER_SHARE) + np.log(a)) / (a - 1)
     return _up(max(float(eps.min()), 0.0))
 
 
@@ -1619,13 +1622,14 @@ def rdp_filter_figure(comp: Composition, delta: Fraction) -> float:
         return INF
     value = rdp_filter_epsilon(comp.curve(), float(remaining))
     rho = comp.rho_bound()
-    if rho > 0:
+    if rho > 0 and not approx_eps and not approx_delta:
         # the zCDP filter: every release's rho (a pure epsilon as epsilon^2 / 2, Bun and Steinke
         # 2016, Prop 3.3) summed; a bound on the sum holds at every order at once, so the
         # composition is rho-zCDP (Feldman and Zrnic 2021, Remark 4.4; Whitehouse et al. 2023)
-        # and converts by CKS 2020 at the whole delta. It is what the basic accountant does
-        # once a rho joins a pure history, so a pure history is never held to more than it.
-        value = min(value, cks_epsilon(rho, float(remaining)))
+        # and converts by CKS 2020 at its share of the delta (ZCDP_SHARE, spend.py), the share
+        # the basic accountant converts at too. Not beside approximate guarantees: their epsilons
+        # and deltas would move the Rényi order its conversion picks after the outputs.
+        value = min(value, cks_epsilon(rho, float(remaining) * ZCDP_SHARE))
     return _up(value + float(approx_eps)) if approx_eps else value
 
 
@@ -1676,8 +1680,8 @@ def _filter_value(items: tuple, delta: Fraction) -> float:
     if remaining <= 0:
         return INF
     value = rdp_filter_epsilon(curve, float(remaining))
-    if rho > 0:
-        value = min(value, cks_epsilon(math.fsum([rho]) * (1 + _MARGIN), float(remaining)))
+    if rho > 0 and not approx_eps and not approx_delta:  # (as rdp_filter_figure)
+        value = min(value, cks_epsilon(math.fsum([rho]) * (1 + _MARGIN), float(remaining) * ZCDP_SHARE))
     return _up(value + float(approx_eps)) if approx_eps else value
 
 
@@ -1826,8 +1830,9 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
     # the Rényi filter's figure (rdp_filter_epsilon), what an adaptive pair shows (rdp_figure)
     filtered = np.full((n, n), np.inf)
     f_index, f_orders = _grids()["_FILTER_INDEX"], _grids()["FILTER_ORDERS"]
-    f_log_term, f_log_a, f_a_1, f_k = np.log1p(-1 / f_orders), np.log(f_orders), f_orders - 1, len(f_orders)
+    f_log_term, f_log_a, f_a_1 = np.log1p(-1 / f_orders), np.log(f_orders), f_orders - 1
     rho_of, remaining_of, approx_of = np.zeros((n, n)), np.ones((n, n)), np.zeros((n, n))
+    approx_delta_of = np.zeros((n, n))
     for i in range(n):
         c = counts[:, i, i:]  # events x pairs (i, i..n-1)
         plain = c[~approx] if len(chosen) else np.zeros((0, n - i))
@@ -1837,6 +1842,7 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
         approx_delta = c[approx].T @ a_delta if approx.any() else np.zeros(n - i)
         remaining = float(delta) - approx_delta * (1 + 1e-12)  # never more than the exact remainder
         remaining_of[i, i:] = remaining
+        approx_delta_of[i, i:] = approx_delta
         live = remaining > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             table = summed + log_term - (np.log(np.where(live, remaining, 1.0))[:, None] + log_a) / a_1
@@ -1847,8 +1853,8 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
         ords[empty] = np.nan
         epsilon[i, i:] = np.where(empty, 0.0, np.nextafter(eps * (1 + _MARGIN), np.inf))  # as rdp_epsilon (none: 0)
         order[i, i:] = ords
-        sub = summed[:, f_index]  # as rdp_filter_epsilon, the log of each pair's delta / K by math.log
-        logs = np.asarray([math.log(r / f_k) if r > 0 else 0.0 for r in remaining.tolist()])
+        sub = summed[:, f_index]  # as rdp_filter_epsilon, the log of each pair's share of delta by math.log
+        logs = np.asarray([math.log(r * ORDER_SHARE) if r > 0 else 0.0 for r in remaining.tolist()])
         f_eps = np.maximum((sub + f_log_term - (logs[:, None] + f_log_a) / f_a_1).min(axis=1), 0.0)
         filtered[i, i:] = np.where(~sub.any(axis=1), 0.0, np.nextafter(f_eps * (1 + _MARGIN), np.inf))
     upper = np.triu(np.ones((n, n), dtype=bool))
@@ -1859,7 +1865,12 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
         bound[zcdp] = cks_floats(rho_of[zcdp], remaining_of[zcdp])
         smaller = bound < epsilon
         epsilon, order = np.where(smaller, bound, epsilon), np.where(smaller, np.nan, order)
-        filtered = np.minimum(filtered, bound)
+        # the zCDP filter at its share of delta, where no approximate guarantee is beside it (rdp_filter_figure)
+        alone = zcdp & (approx_of == 0) & (approx_delta_of == 0)
+        if alone.any():
+            share = np.full((n, n), np.inf)
+            share[alone] = cks_floats(rho_of[alone], remaining_of[alone] * ZCDP_SHARE)
+            filtered = np.minimum(filtered, share)
     epsilon = np.where(approx_of > 0, np.nextafter((epsilon + approx_of) * (1 + _MARGIN), np.inf), epsilon)
     filtered = np.where(approx_of > 0, np.nextafter((filtered + approx_of) * (1 + _MARGIN), np.inf), filtered)
     epsilon[upper & ~live] = np.inf

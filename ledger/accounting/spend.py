@@ -6,6 +6,28 @@ pure epsilon, approximate (epsilon, delta), and rho-zCDP are summed separately
 Lemma 2.3) and are only combined when an epsilon at a stated delta is asked
 for. Nothing adds rho and epsilon by plain addition.
 
+The epsilon at a delta is a *filter* figure (DESIGN 2.10): releases may be
+chosen after earlier outputs were seen, so the figure must hold for adaptive
+composition, and where several statements could give it, the smallest may be
+taken only if their deltas were split among them before any release (a union
+bound over the hockey-stick divergence: each statement's stopping time bounds
+E[(1 - e^(eps - L))+] by its share, and the run stops at the latest of them).
+The statements, fixed here (`ZCDP_SHARE`, `FILTER_ORDERS`, `ORDER_SHARE`):
+- the pure sum, with approximate guarantees by the basic filter beside it
+  (Rogers, Roth, Ullman and Vadhan 2016): it holds pointwise, spends no delta
+  but the approximate releases' own, taken off the top;
+- the zCDP filter of every rho, pure epsilons as epsilon^2 / 2 (Feldman and
+  Zrnic 2021, Remark 4.4; Whitehouse et al. 2023), converted by Canonne,
+  Kamath and Steinke (2020) at ZCDP_SHARE of the delta; its Rényi order is
+  the one the cap's limit fixes, so it is a filter only where no approximate
+  guarantee moves that limit (else it is not used);
+- the Rényi filter at each order of FILTER_ORDERS (Feldman and Zrnic 2021,
+  Thm 4.3), each at ORDER_SHARE of the delta left after the approximate
+  releases' (accountants.rdp_filter_epsilon; here, with the curve a * rho).
+Adding a pure epsilon after converting the rho sum at the best order is not
+among them (its order would follow the pure sum, chosen after the outputs);
+at each fixed order it is (`order_epsilon`).
+
 Invariants:
 - components are exact Fractions; `Spend.epsilon()` is exact for pure and
   approximate totals, and a float rounded up when a zCDP conversion is used;
@@ -26,8 +48,17 @@ from ..core.records import Guarantee, Notion, Relation
 ZERO_FRACTION = Fraction(0)
 DEFAULT_DELTA = Fraction(1, 10**9)  # delta for epsilon figures when neither the dataset nor the user gives one
 
-CONVERSION_NAME = "Canonne-Kamath-Steinke (2020) zCDP-to-(epsilon, delta) conversion"
+# (of the statements below, each at its share of the delta fixed in advance: the zCDP filter at half
+# of it, 20 Rényi orders at 1/40 each; the smaller is the figure)
+CONVERSION_NAME = "Canonne-Kamath-Steinke (2020) zCDP-to-(epsilon, delta) conversion, at shares of delta fixed in advance"
 CONVERSION_SHORT = "CKS 2020"
+
+# The statements an epsilon at a delta may be the smallest of, and each one's share of the delta
+# (module docstring; fixed in this code, so before any release or cap): the zCDP filter half of it,
+# the Rényi filter's orders the other half, evenly.
+FILTER_ORDERS = (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256)
+ZCDP_SHARE = 0.5
+ORDER_SHARE = (1 - ZCDP_SHARE) / len(FILTER_ORDERS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,10 +135,12 @@ class Spend:
         - with approximate parts: their deltas are taken out of `delta` first
           (basic composition); if they already exceed it, no bound holds at
           this delta and the answer is ∞;
-        - with rho: the CKS conversion at the remaining delta, taking the
-          smaller of (pure added after conversion) and (each pure release
-          converted to rho = epsilon^2 / 2 first, Bun and Steinke 2016
-          Prop 3.3); both are valid bounds.
+        - with rho: the smaller of the zCDP filter (every pure release as
+          rho = epsilon^2 / 2, Bun and Steinke 2016, Prop 3.3, the sum converted
+          by the CKS bound at ZCDP_SHARE of the delta; not beside approximate
+          parts) and the Rényi filter's orders (`order_epsilon`, ORDER_SHARE of
+          the delta left each): the shares make the smaller of the statements
+          valid for adaptive releases (module docstring).
         """
         if self.unbounded:
             return INF
@@ -123,11 +156,11 @@ class Spend:
         remaining = float_down(remaining)  # a smaller delta only makes epsilon larger
         if remaining <= 0:
             return INF
-        if not self.pure and not self.approx_epsilon:  # rho alone: the conversion, already rounded up
-            return cks_epsilon(self.rho, remaining)
-        separate = float_up(self.pure) + cks_epsilon(self.rho, remaining)
-        merged = cks_epsilon(self.rho + self.pure_rho, remaining)
-        return _up(float_up(self.approx_epsilon) + min(separate, merged))
+        orders = order_epsilon(float_up(self.pure), float_up(self.pure_rho), float_up(self.rho),
+                               remaining * ORDER_SHARE)
+        if not self.approx_epsilon and not self.approx_delta:  # or the zCDP filter, already rounded up
+            return min(cks_epsilon(self.rho + self.pure_rho, remaining * ZCDP_SHARE), orders)
+        return _up(float_up(self.approx_epsilon) + orders)
 
     def zcdp_rho(self) -> Fraction | None:
         """The total as rho-zCDP, or None when it has an approximate (delta) part."""
@@ -293,6 +326,26 @@ def cks_epsilon(rho: Fraction | float, delta: float) -> float:
     order = cks_order(rho, log_inv_delta)
     best = cks_bound(order, rho, log_inv_delta)
     return _up(max(simple if math.isnan(best) else min(best, simple), 0.0))
+
+
+def order_epsilon(pure: float, pure_rho: float, rho: float, delta: float) -> float:
+    """The Rényi filter's epsilon at the orders FILTER_ORDERS, each at `delta` (its share), of a
+    total known only by its sums: rho-zCDP parts (the curve a * rho) and pure parts, whose curve
+    at order a is at most min(pure, a * pure_rho) (an epsilon-DP release's Rényi divergence is at
+    most epsilon, and at most a * epsilon^2 / 2, Bun and Steinke 2016, Prop 3.3; summed release by
+    release, each sum bounds the sum of the minima). CKS (2020) Prop 12 at each order, the
+    smallest, rounded up: the formula of accountants.rdp_filter_epsilon. The pure sum enters
+    inside each order's statement, which a fixed order allows (Feldman and Zrnic 2021, Thm 4.3
+    with the pure releases' loss bounded pointwise), not added after a conversion whose order
+    would follow it."""
+    if delta <= 0:
+        return math.inf
+    if rho == 0 and pure == 0:
+        return 0.0
+    log_delta = math.log(delta)
+    best = min(min(pure, a * pure_rho) + a * rho + math.log1p(-1 / a) - (log_delta + math.log(a)) / (a - 1)
+               for a in FILTER_ORDERS)
+    return _up(max(best, 0.0))
 
 
 def cks_bound(alpha: float, rho: float, log_inv_delta: float) -> float:

@@ -42,7 +42,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..accounting.spend import CONVERSION_NAME
+from ..accounting.spend import CONVERSION_NAME, ORDER_SHARE, ZCDP_SHARE, order_epsilon
 from ..accounting.budget import CapCheck, CapTotal, check, total_from_index
 from ..accounting.budget import status as cap_status
 from ..accounting.engine import LedgerIndex, RiskTable, SpendGrid, at_delta
@@ -1452,8 +1452,9 @@ def epsilon_floats(grid: SpendGrid, delta: Fraction) -> np.ndarray:
     """`Spend.epsilon(delta)` for every cell of a grid, as floats, for drawing.
 
     The same rules as accounting.Spend.epsilon (pure: the sum; approximate deltas
-    taken from delta, ∞ past it; rho converted by the Canonne-Kamath-Steinke bound,
-    the smaller of converting pure parts first or after), over numpy arrays: a heat
+    taken from delta, ∞ past it; with rho, the smaller of the zCDP filter at half the
+    delta, not beside approximate parts, and the Rényi filter's orders,
+    spend.order_epsilon), over numpy arrays: a heat
     map of 19,900 pairs needs 19,900 conversions. Each value is a valid upper bound
     (any Renyi order gives one, DESIGN 2.4); printed figures come from Spend.epsilon.
     """
@@ -1469,9 +1470,11 @@ def epsilon_floats(grid: SpendGrid, delta: Fraction) -> np.ndarray:
         rem = remaining[with_rho]
         ok = rem > 0
         safe = np.where(ok, rem, 0.5)
-        separate = pure[with_rho] + cks_floats(rho[with_rho], safe)
-        merged = cks_floats(rho[with_rho] + pure_rho[with_rho], safe)
-        value = _up(approx_eps[with_rho] + np.minimum(separate, merged))
+        beside = (approx_eps[with_rho] != 0) | (approx_delta[with_rho] != 0)
+        orders = np.asarray([order_epsilon(p, q, r, d * ORDER_SHARE) for p, q, r, d in zip(
+            pure[with_rho].tolist(), pure_rho[with_rho].tolist(), rho[with_rho].tolist(), safe.tolist())])
+        zcdp = cks_floats(rho[with_rho] + pure_rho[with_rho], safe * ZCDP_SHARE)
+        value = np.where(beside, _up(approx_eps[with_rho] + orders), np.minimum(zcdp, orders))
         result[with_rho] = np.where(ok, value, np.inf)
     result[grid.unbounded] = np.inf
     return result

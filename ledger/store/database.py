@@ -91,7 +91,7 @@ from ..core.memory import paused_gc
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 11  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 12  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
 # 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments;
 # 7: a subsampled release's accounting event is its sampling event (issue 11, section 4)
@@ -99,6 +99,7 @@ SCHEMA_VERSION = 11  # 1: releases; 2: caps and running totals; 3: Pufferfish gu
 # 9: audit events indexed by (kind, subject, actor): EVENT_INDEX (issue 13)
 # 10: the accounting rows sealed in binary chunks (sealed.py, issue 13)
 # 11: a Gaussian declared only by (epsilon, delta) has its implied multiplier's event (catalogue)
+# 12: the figures of caps at a delta are filter figures at their statement's share of it (spend.py)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -618,6 +619,18 @@ def _v11_implied_gaussian_events(session: Session) -> None:
         sealed.build_all(session)
 
 
+def _v12_filter_shares(session: Session) -> None:
+    """An epsilon at a delta is a filter figure at its statement's share of the delta (spend.py:
+    the zCDP filter at half of it, each Rényi order at 1/40); a cap at a delta keeps its figure
+    in its running total, so every such cap's total is computed again from its accounting rows
+    (budget.total_from_index, as `cap set` does)."""
+    stated_caps = session.exec(select(CapRow).where(CapRow.delta.is_not(None), CapRow.rho.is_(None))).all()
+    for dataset in sorted({row.dataset for row in stated_caps}):
+        stated = [cap for cap in caps(session, dataset) if cap.delta is not None and cap.rho is None]
+        index = caps_index(session, dataset, stated)
+        save_totals(session, dataset, {cap.name: total_from_index(cap, index) for cap in stated})
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
@@ -629,6 +642,7 @@ MIGRATIONS: dict[int, Callable[[Session], None]] = {
     9: _v9_event_index,
     10: _v10_sealed_chunks,
     11: _v11_implied_gaussian_events,
+    12: _v12_filter_shares,
 }
 
 

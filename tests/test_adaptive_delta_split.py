@@ -1,0 +1,127 @@
+"""The adaptive figure is the smallest of statements fixed in advance, the delta split among them.
+
+When releases may be chosen after earlier outputs were seen (DESIGN 2.10), a figure (and a cap
+decision) may be the smallest of several filter statements only if their deltas sum to the delta:
+each statement bounds E[(1 - e^(eps - L))+] at its own stopping time by its share, and the run
+stops at the latest of them (a union bound). The ledger took the smallest of the Rényi filter (its
+orders at delta / 20 each) and the zCDP filter at the whole delta: valid only at about twice the
+delta (an adversarial review's finding B). The statements and shares are now fixed in
+`ledger.accounting.spend`: the zCDP filter at half the delta, each of 20 Rényi orders at 1/40 of
+it, the pure sum free. These tests check the shares, the figures against the closed forms
+(conftest's `reference_filter`, written out independently), and a cap that the old split admitted.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction as F
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger.accounting import accountants
+from ledger.accounting.spend import FILTER_ORDERS, ORDER_SHARE, ZCDP_SHARE, Spend, cks_epsilon
+
+from conftest import REFERENCE_FILTER_ORDERS, _reference_filter
+from support import cli_main
+
+DATASET = "dataset: d\ndelta: 1e-6\nvariables:\n  - {name: a, classification: sensitive}\ncaps:\n  - {subset: [a], epsilon: LIMIT, delta: 1e-6}\n"
+
+
+def test_the_shares_of_the_statements_sum_to_the_delta_at_most():
+    assert tuple(FILTER_ORDERS) == REFERENCE_FILTER_ORDERS
+    assert ZCDP_SHARE + ORDER_SHARE * len(FILTER_ORDERS) <= 1
+    assert math.fsum([ZCDP_SHARE] + [ORDER_SHARE] * len(FILTER_ORDERS)) <= 1
+    # the accountants' Rényi filter uses the same orders
+    assert [float(a) for a in accountants.FILTER_ORDERS] == [float(a) for a in FILTER_ORDERS]
+
+
+fractions = st.fractions(min_value=0, max_value=20, max_denominator=1000)
+
+
+@settings(max_examples=300)
+@given(pure=fractions, extra_pure_rho=fractions, rho=fractions,
+       approx=st.one_of(st.none(), st.tuples(st.fractions(min_value=0, max_value=3, max_denominator=100),
+                                             st.sampled_from([F(0), F(1, 10**8), F(1, 10**7), F(5, 10**7)]))),
+       delta=st.sampled_from([F(1, 10**6), F(1, 10**9), F(1, 10**5)]))
+def test_the_basic_figure_is_the_smallest_statement_at_its_share(pure, extra_pure_rho, rho, approx, delta):
+    """Spend.epsilon against the closed forms: the pure sum when there is no rho; else the
+    zCDP filter (CKS 2020 at delta / 2, not beside approximate parts) or a fixed order's
+    min(pure, a * pure_rho) + a * rho converted at 1/40 of the delta left (CKS 2020, Prop 12)."""
+    # pure_rho is a sum of epsilon_i^2 / 2 over the pure releases: at most pure^2 / 2, at least
+    # any one release's share; any value in (0, pure^2 / 2] can arise
+    pure_rho = min(pure * pure / 2, extra_pure_rho) if pure else F(0)
+    if pure and not pure_rho:
+        pure_rho = pure * pure / 2
+    approx_epsilon, approx_delta = approx or (F(0), F(0))
+    spend = Spend(pure=pure, approx_epsilon=approx_epsilon, approx_delta=approx_delta, rho=rho, pure_rho=pure_rho)
+    expected = _reference_filter(pure, pure_rho, rho, approx_epsilon, approx_delta, delta)
+    got = spend.epsilon(delta)
+    if math.isinf(expected):
+        assert math.isinf(float(got))
+        return
+    assert float(got) >= expected * (1 - 1e-12) - 1e-15  # never below (the reference searches no finer)
+    assert float(got) <= expected * (1 + 1e-9) + 1e-12
+
+
+def test_a_hundred_laplace_releases_published_one_by_one_are_held_to_the_split_figure(tmp_path):
+    """The review's example: 100 Laplace releases of 0.1, each published before the next was
+    recorded (adaptive), delta 1e-6. The zCDP filter at the whole delta gave 5.2215 beside the
+    Rényi orders at delta / 20: valid only at about 2e-6. At half the delta it gives 5.3609, the
+    figure `subset` prints and a cap of 5.3 is held to: the 100th release is refused."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    (tmp_path / "d.yaml").write_text(DATASET.replace("LIMIT", "5.3"))
+    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+    expected = cks_epsilon(F(1, 2), 5e-7)  # rho 100 * 0.1^2 / 2 (Bun and Steinke 2016, Prop 3.3)
+    assert round(expected, 4) == 5.3609 and round(cks_epsilon(F(1, 2), 1e-6), 4) == 5.2215
+    for i in range(100):
+        (tmp_path / "r.yaml").write_text(
+            f"dataset: d\nreleases:\n  - {{id: l{i}, reads: [a], status: published, "
+            f"published_at: \"2026-03-01T00:{i // 60:02d}:{i % 60:02d}Z\", mechanism: {{name: laplace, epsilon: 0.1}}}}\n")
+        result = cli_main(url, "record", tmp_path / "r.yaml")
+        if result.code != 0:
+            break
+    assert result.code == 1, "the old split admitted all 100 (5.2215 <= 5.3)"
+    admitted = i
+    shown = cli_main(url, "subset", "a", "--json").json()
+    (cap,) = cli_main(url, "cap", "list", "--json").json()
+    assert shown["epsilon"] == pytest.approx(cap["current"], rel=1e-8)  # (the cap rounds its rho sum up)
+    # the figure held: the smallest of the split statements for the releases admitted
+    zcdp = cks_epsilon(F(admitted, 200), 5e-7)
+    curve = admitted * accountants.laplace_curve(10.0)[accountants._FILTER_INDEX]
+    orders = min(c + math.log1p(-1 / a) - (math.log(1e-6 / 40) + math.log(a)) / (a - 1)
+                 for c, a in zip(curve, accountants.FILTER_ORDERS))
+    assert shown["epsilon"] == pytest.approx(min(zcdp, orders), rel=1e-8)
+    assert cli_main(url, "audit", "verify").code == 0
+
+
+def test_a_ledger_of_schema_11_has_its_delta_caps_figures_computed_again(tmp_path):
+    """A cap at a delta keeps its figure in its running total: a ledger made before the split
+    (schema 11) holds the old figure, which the schema 12 upgrade computes again, once, with an
+    audit event; `audit verify` agrees, and the cap shows the split figure."""
+    from test_accounting_rows import sql
+
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    (tmp_path / "d.yaml").write_text(DATASET.replace("LIMIT", "50"))
+    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+    (tmp_path / "r.yaml").write_text("dataset: d\nreleases:\n" + "".join(
+        f"  - {{id: g{i}, reads: [a], status: published, published_at: \"2026-03-01T00:00:0{i}Z\", "
+        f"mechanism: {{name: gaussian, rho: \"1/4\"}}}}\n" for i in range(4)))
+    assert cli_main(url, "record", tmp_path / "r.yaml").code == 0
+    (cap,) = cli_main(url, "cap", "list", "--json").json()
+    assert cap["current"] == pytest.approx(cks_epsilon(F(1), 5e-7), rel=1e-12)
+    # as schema 11 left it: the figure at the whole delta in the running total
+    (text,), = sql(url, "SELECT total FROM cap_totals")[0]
+    import json
+    stored = json.loads(text)
+    old = repr(cks_epsilon(F(1), 1e-6))
+    stored["value"] = old
+    sql(url, f"UPDATE cap_totals SET total = '{json.dumps(stored)}'",
+        "UPDATE ledger_meta SET value = '11' WHERE key = 'schema_version'")
+    (events,), = sql(url, "SELECT count(*) FROM audit_events")[0]
+    (cap,) = cli_main(url, "cap", "list", "--json").json()
+    assert cap["current"] == pytest.approx(cks_epsilon(F(1), 5e-7), rel=1e-12)
+    migrated, = sql(url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}")
+    assert migrated == [("ledger.migrated", "schema 12")]
+    assert cli_main(url, "audit", "verify").code == 0
