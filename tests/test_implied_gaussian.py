@@ -225,3 +225,31 @@ def test_the_normal_log_cdf_is_within_its_allowance(x):
 
     exact = mpmath.log(mpmath.ncdf(mpmath.mpf(x)))
     assert abs(_log_ndtr(x) - exact) <= 1e-15 * (1 + abs(exact))
+
+
+def test_a_retry_of_a_file_recorded_before_schema_11_is_the_same_release(tmp_path, monkeypatch):
+    """Recording the same file again after the upgrade is a safe retry (exit 0, nothing
+    written): the file states the mechanism's (epsilon, delta) and no guarantees, as it did;
+    only what the catalogue derives from it gained the implied Gaussian's zCDP bound. A file
+    stating other guarantees for the id is still refused, naming them."""
+    from test_accounting_rows import sql
+    from test_safe_retries import dump
+
+    from ledger.accounting import catalogue
+
+    with monkeypatch.context() as patched:  # schema 10 derived no implied multiplier
+        patched.setattr(catalogue, "implied_gaussian_multiplier", lambda epsilon, delta: None)
+        accountants._mechanism_event.cache_clear()
+        url = _ledger(tmp_path, cap=False)
+    accountants._mechanism_event.cache_clear()
+    sql(url, "UPDATE ledger_meta SET value = '10' WHERE key = 'schema_version'")
+    cli_main(url, "subset", "income")  # the upgrade
+    before = dump(url)
+    retried = cli_main(url, "record", tmp_path / "r.yaml")
+    assert retried.code == 0, retried.err
+    assert "already recorded" in retried.out
+    assert dump(url) == before
+    (tmp_path / "other.yaml").write_text(GAUSSIAN + "    guarantees: [{epsilon: 2, delta: 1e-5}]\n")
+    refused = cli_main(url, "record", tmp_path / "other.yaml")
+    assert refused.code == 2 and "fields that differ: guarantees" in refused.err
+    assert dump(url) == before

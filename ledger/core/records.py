@@ -200,6 +200,9 @@ class Release:
     output: str | None = None  # the published output itself, as CSV; never the input data
     source: str = field(default="", compare=False)  # file:line it was read from, for messages
     source_field: str = field(default="", compare=False)  # its path in that file: "releases[1]"
+    # read from a file that stated no guarantees: they are what the catalogue derives from the
+    # mechanism (a retry compares the file's content, not the derivation: loader.differences)
+    guarantees_derived: bool = field(default=False, compare=False)
 
     @property
     def exact_variables(self) -> frozenset[str]:
