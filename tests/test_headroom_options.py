@@ -110,6 +110,18 @@ def test_headroom_says_what_it_assumes(tmp_path):
     assert refused.code == 2 and "--mechanism" in refused.err
 
 
+def test_the_headroom_of_an_uncapped_subset_is_unbounded(tmp_path):
+    """No cap touches the variables: any epsilon and any rho, no binding cap (the one headroom,
+    operations.cap_accounting's; budget's basic-only one is gone)."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    (tmp_path / "d.yaml").write_text("dataset: d\nvariables: [{name: a}, {name: b}]\n"
+                                     "caps:\n  - {name: pure, subset: [a], epsilon: 5}\n")
+    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+    room = cli_main(url, "headroom", "b", "--json").json()
+    assert (room["epsilon"], room["epsilon_binding"], room["rho"], room["rho_binding"]) == ("inf", None, "inf", None)
+    assert ledger.open(url, actor="x").headroom(["b"]).epsilon == math.inf
+
+
 LEDGER_RELEASES = st.lists(st.tuples(
     st.sampled_from(["{name: laplace, epsilon: %s}", "{name: gaussian, sigma: %s, sensitivity: 1}"]),
     st.sampled_from(["1/2", "1", "2", "3"]), st.sampled_from(["[a]", "[a, b]"]),
