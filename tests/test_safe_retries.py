@@ -131,6 +131,14 @@ def test_guarantees_a_file_stated_are_its_content_a_retry_without_them_differs(l
     result = cli_main(ledger, "record", path, "--as", "ana")
     assert result.code == 2 and "(fields that differ: guarantees)" in result.err
     assert dump(ledger) == before
+    # none stated (an uncapped variable read exactly) is not what the mechanism implies either
+    path.write_text(release_file("r2", extra=", guarantees: []").replace("[income]", "[region]"), encoding="utf-8")
+    assert cli_main(ledger, "record", path, "--as", "ana").code == 0
+    before = dump(ledger)
+    path.write_text(release_file("r2").replace("[income]", "[region]"), encoding="utf-8")
+    result = cli_main(ledger, "record", path, "--as", "ana")
+    assert result.code == 2 and "(fields that differ: guarantees)" in result.err
+    assert dump(ledger) == before
 
 
 @pytest.mark.parametrize("ledger_url", ["sqlite"], indirect=True)

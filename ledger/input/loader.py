@@ -936,8 +936,9 @@ def differences(recorded: Release, given: Release) -> list[str]:
 
 
 def _content_differs(recorded: Release, given: Release, name: str) -> bool:
-    if name == "guarantees" and given.guarantees_derived:
-        return not set(recorded.guarantees) <= set(given.guarantees)
+    if name == "guarantees" and given.guarantees_derived:  # (none stated, `guarantees: []`, is no derivation)
+        derivation = bool(recorded.guarantees) or not given.guarantees
+        return not (derivation and set(recorded.guarantees) <= set(given.guarantees))
     return getattr(recorded, name) != getattr(given, name)
 
 
