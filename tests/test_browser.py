@@ -19,6 +19,7 @@ import pdfplumber
 import pytest
 from PIL import Image, ImageStat
 from playwright.sync_api import sync_playwright
+from test_report import MEETING, meeting_ledger  # noqa: F401 (the fixture, for the meeting pack's PDF)
 from test_report_helpers import (
     CHROMIUM,
     TAN_HEADER,
@@ -414,3 +415,21 @@ def test_the_benchmarks_200_variable_pdf_begins_its_risk_table_on_page_1(tmp_pat
     assert pages[0][0] == "PRIVACY-LOSS COMPLIANCE REPORT" and "public, released exactly" in pages[0]
     assert "Privacy loss by variable (Tan, Table 1)" in pages[0] and "Variables 1–10 of 200" in pages[0]
     assert orphans(pages) == []
+
+
+MEETING_PARTS = re.compile(r"(Recorded|Approved|Published|Retracted|Cancelled) \(\d+\)|How each cap moved")
+
+
+def test_the_changes_since_a_date_follow_the_certificate_on_page_1(meeting_ledger):
+    """`report --since`: the changes were one section kept whole; a page's worth, it moved to page 2
+    and left page 1 to the certificate alone (the risk table then on page 3). It now breaks between
+    its parts (each kind of change, the cap moves), each kept whole, none left at a page's foot."""
+    url, _ = meeting_ledger
+    pages = page_lines(render(context_of(url, "graduates", since=MEETING), "pdf", chromium=CHROMIUM))
+    assert pages[0][0] == "PRIVACY-LOSS COMPLIANCE REPORT"
+    assert "Changes since 2024-04-01 09:00:00 UTC" in pages[0] and "Recorded (2)" in pages[0]
+    assert orphans(pages) == []
+    for number, lines in enumerate(pages[:-1], 1):
+        assert not MEETING_PARTS.fullmatch(lines[-1].strip()), f"page {number} ends with the heading {lines[-1]!r}"
+    text = " ".join(" ".join(lines) for lines in pages)
+    assert all(part in text for part in ("Cancelled (1)", "How each cap moved", "Privacy loss by variable"))

@@ -25,6 +25,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import create_engine, inspect, text
 from support import Run, cli_main
 
@@ -719,3 +721,20 @@ def test_a_caps_subset_is_printed_in_dataset_order_as_subset_prints_it(tmp_path)
     assert cli_main(url, "headroom", "sex", "region").out.startswith("{region, sex}:")
     report = cli_main(url, "report", "--format", "md", "--out", "-").out
     assert "| c | {region, income, sex} |" in report and "| age,sex | {sex, age} |" in report
+
+
+@settings(max_examples=200, deadline=None)
+@given(order=st.lists(st.sampled_from("abcdefgh"), unique=True), extra=st.sets(st.sampled_from("xyz")),
+       data=st.data())
+def test_one_dataset_order_for_a_caps_subset_and_headrooms_variables(order, extra, data):
+    """`in_dataset_order`, the one order of Cap.ordered_subset and headroom's variables: the
+    subset itself (never a variable dropped), in the dataset's order when it holds them all,
+    else sorted."""
+    from ledger.core.records import Cap, in_dataset_order
+
+    subset = frozenset(data.draw(st.sets(st.sampled_from(order)))) if order else frozenset()
+    assert in_dataset_order(tuple(order), subset) == tuple(name for name in order if name in subset)
+    assert in_dataset_order(tuple(order), subset | extra) == (tuple(sorted(subset | extra)) if extra else
+                                                            tuple(name for name in order if name in subset))
+    cap = Cap("d", "c", subset, epsilon=Fraction(1), order=tuple(order))
+    assert cap.ordered_subset == in_dataset_order(tuple(order), subset)

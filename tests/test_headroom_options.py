@@ -111,6 +111,18 @@ def test_headroom_says_what_it_assumes(tmp_path):
     assert refused.code == 2 and "--mechanism" in refused.err
 
 
+def test_the_headroom_of_an_uncapped_subset_is_unbounded(tmp_path):
+    """No cap touches the variables: any epsilon and any rho, no binding cap (the one headroom,
+    operations.cap_accounting's; budget's basic-only one is gone)."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    (tmp_path / "d.yaml").write_text("dataset: d\nvariables: [{name: a}, {name: b}]\n"
+                                     "caps:\n  - {name: pure, subset: [a], epsilon: 5}\n")
+    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+    room = cli_main(url, "headroom", "b", "--json").json()
+    assert (room["epsilon"], room["epsilon_binding"], room["rho"], room["rho_binding"]) == ("inf", None, "inf", None)
+    assert ledger.open(url, actor="x").headroom(["b"]).epsilon == math.inf
+
+
 LEDGER_RELEASES = st.lists(st.tuples(
     st.sampled_from(["{name: laplace, epsilon: %s}", "{name: gaussian, sigma: %s, sensitivity: 1}"]),
     st.sampled_from(["1/2", "1", "2", "3"]), st.sampled_from(["[a]", "[a, b]"]),
@@ -200,3 +212,36 @@ def test_the_gaussian_headroom_at_a_delta_is_its_exact_privacy_profile(multiplie
     exact = epsilon_at(mpmath.mpf(delta.numerator) / delta.denominator, s=1 / mpmath.mpf(multiplier), high=100.0)
     ours = gaussian_epsilon(multiplier, delta)
     assert exact - 1e-12 <= ours <= exact * (1 + 1e-8) + 1e-11
+
+
+def test_figures_read_as_the_others_delta_as_given_long_ones_rounded(tmp_path):
+    """(a) `--delta 0.999999` was printed `1 × 10⁰`; (b) `check`'s charge of an implied
+    Gaussian on a rho cap was its 12 digits (`+0.0359257023278`) and the total after it a long
+    fraction; (c) `headroom --mechanism gaussian` printed rho 1 / (2 m^2) as a 50-digit
+    fraction. Each now reads as the other figures do; --json keeps every one exact."""
+    import re
+
+    from ledger.accounting.catalogue import implied_gaussian_multiplier
+
+    url = new_ledger(tmp_path)
+    (tmp_path / "g.yaml").write_text(releases_yaml(["g"], "{name: gaussian, sigma: 3, sensitivity: 1}", "[b]"))
+    assert cli_main(url, "record", tmp_path / "g.yaml").code == 0
+    assert "at delta 0.999999 " in cli_main(url, "subset", "b", "--delta", "0.999999").out
+    assert cli_main(url, "subset", "b", "--delta", "0.999999", "--json").json()["delta_exact"] == "999999/1000000"
+
+    (tmp_path / "p.yaml").write_text(releases_yaml(["p"], "{name: gaussian, epsilon: 1, delta: 1e-5}", "[b]"))
+    checked = cli_main(url, "check", tmp_path / "p.yaml")
+    (line,) = [line for line in checked.out.splitlines() if "cap zcdp" in line]
+    assert "this plan +0.036," in line and "after 0.0915," in line  # 1/18 + rho = 0.09148.., rounded up
+    assert not re.search(r"\d{6}", line), line
+    rho = next(c for c in cli_main(url, "check", tmp_path / "p.yaml", "--json").json()["caps"]
+               if c["cap"] == "zcdp")
+    multiplier = implied_gaussian_multiplier(F(1), F(1, 10**5))
+    assert F(rho["charge_exact"]) >= 1 / (2 * multiplier**2) > F(rho["charge_exact"]) * (1 - F(1, 10**11))
+
+    text = cli_main(url, "headroom", "b", "--mechanism", "gaussian").out
+    shown = re.search(r"largest rho ([0-9.]+);", text).group(1)
+    room = cli_main(url, "headroom", "b", "--mechanism", "gaussian", "--json").json()
+    exact = F(room["rho_exact"])
+    assert exact == 1 / (2 * F(room["multiplier_exact"]) ** 2)  # exact in --json
+    assert len(shown) <= 6 and F(shown) <= exact < F(shown) + F(1, 10**4)  # rounded down for display

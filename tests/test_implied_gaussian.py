@@ -225,3 +225,73 @@ def test_the_normal_log_cdf_is_within_its_allowance(x):
 
     exact = mpmath.log(mpmath.ncdf(mpmath.mpf(x)))
     assert abs(_log_ndtr(x) - exact) <= 1e-15 * (1 + abs(exact))
+
+
+def test_a_retry_of_a_file_recorded_before_schema_11_is_the_same_release(tmp_path, monkeypatch):
+    """Recording the same file again after the upgrade is a safe retry (exit 0, nothing
+    written): the file states the mechanism's (epsilon, delta) and no guarantees, as it did;
+    only what the catalogue derives from it gained the implied Gaussian's zCDP bound. A file
+    stating other guarantees for the id is still refused, naming them."""
+    from test_accounting_rows import sql
+    from test_safe_retries import dump
+
+    from ledger.accounting import catalogue
+
+    with monkeypatch.context() as patched:  # schema 10 derived no implied multiplier
+        patched.setattr(catalogue, "implied_gaussian_multiplier", lambda epsilon, delta: None)
+        accountants._mechanism_event.cache_clear()
+        url = _ledger(tmp_path, cap=False)
+    accountants._mechanism_event.cache_clear()
+    sql(url, "UPDATE ledger_meta SET value = '10' WHERE key = 'schema_version'")
+    cli_main(url, "subset", "income")  # the upgrade
+    before = dump(url)
+    retried = cli_main(url, "record", tmp_path / "r.yaml")
+    assert retried.code == 0, retried.err
+    assert "already recorded" in retried.out
+    assert dump(url) == before
+    (tmp_path / "other.yaml").write_text(GAUSSIAN + "    guarantees: [{epsilon: 2, delta: 1e-5}]\n")
+    refused = cli_main(url, "record", tmp_path / "other.yaml")
+    assert refused.code == 2 and "fields that differ: guarantees" in refused.err
+    assert dump(url) == before
+
+
+def _exact_balle_wang(mu: float, epsilon: float) -> mpmath.mpf:
+    """delta(epsilon) of the Gaussian with sensitivity / sigma = mu (Balle and Wang 2018, Thm 8),
+    in mpmath at 80 digits (the float arguments taken exactly)."""
+    with mpmath.workdps(80):
+        m, e = mpmath.mpf(mu), mpmath.mpf(epsilon)
+        return mpmath.ncdf(m / 2 - e / m) - mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m)
+
+
+def _check_balle_wang_bounds(multiplier: float, epsilon: float) -> None:
+    """`gaussian_delta` (up: overclaims, the headroom's epsilon) is never below the exact delta,
+    `_gaussian_delta_below` (down: the implied multiplier) never above it, both from the one
+    formula, and each within 1e-4 of it (1e-4: the allowance of 1e-13 on each logarithm, where
+    the two terms nearly cancel) while the delta is a normal float."""
+    from ledger.accounting.catalogue import _gaussian_delta_below, gaussian_delta
+
+    rho = 1 / (2 * multiplier * multiplier)
+    exact = _exact_balle_wang(math.sqrt(2 * rho), epsilon)  # the up direction's mu, from its float rho
+    up = gaussian_delta(rho, epsilon)
+    assert up >= exact
+    exact_below = _exact_balle_wang(1 / multiplier, epsilon)
+    down = _gaussian_delta_below(multiplier, epsilon)
+    assert down <= exact_below
+    if exact > 1e-290:
+        assert up <= exact * (1 + mpmath.mpf("1e-4"))
+    if exact_below > 1e-290:
+        assert down >= exact_below * (1 - mpmath.mpf("1e-4"))
+
+
+@pytest.mark.parametrize("multiplier", [1e-3, 0.05, 0.5, 1.0, 2.0, 10.0, 100.0, 8918.123582246053])
+@pytest.mark.parametrize("epsilon", [0.0, 1e-6, 0.004032114059214565, 0.5, 1.0, 3.0, 10.0, 50.0, 300.0])
+def test_the_balle_wang_delta_is_bounded_each_way_against_mpmath(multiplier, epsilon):
+    """(multiplier 8918, epsilon 0.00403: the terms cancel to 3e-6 of each; scipy's linear
+    difference, nudged up by 1e-9, was 1.1e-8 below the exact delta there.)"""
+    _check_balle_wang_bounds(multiplier, epsilon)
+
+
+@settings(max_examples=300, deadline=None)
+@given(log_multiplier=st.floats(min_value=-3, max_value=4), log_epsilon=st.floats(min_value=-7, max_value=2.5))
+def test_the_balle_wang_delta_bounds_hold_anywhere(log_multiplier, log_epsilon):
+    _check_balle_wang_bounds(10**log_multiplier, 10**log_epsilon)

@@ -61,10 +61,24 @@ def _stated(text: str) -> tuple[Fraction, Fraction]:
 
 @given(fractions)
 def test_text_figures_round_up_and_headroom_down(value):
+    """Exact where the text is short; a value whose exact text is long is rounded alone (as
+    a float is), on the safe side: up for a loss, down for a headroom."""
     exact, up = _stated(format_number(value))
-    assert exact == value and up >= value
+    assert up >= value and (exact == value or len(str(value)) > 14)
     exact, down = _stated(format_number(value, down=True))
-    assert exact == value and down <= value
+    assert down <= value and (exact == value or len(str(value)) > 14)
+    if exact != value:  # rounded to 4 places (or 4 significant digits below 10^-4)
+        assert up - down <= max(F(2, 10**4), value / 500)
+
+
+def test_a_long_exact_figure_is_rounded_for_display():
+    """An implied Gaussian's rho (12 digits) and a sum with it were printed whole
+    (`this plan +0.0359257023278`, `after 4116656604751/45000000000000 (≈ 0.0915)`): rounded as
+    the other figures are; --json keeps them exact (`*_exact`)."""
+    assert format_number(F(359257023278, 10**13)) == "0.036"
+    assert format_number(F(4116656604751, 45 * 10**12)) == "0.0915"
+    assert format_number(F(40883343395249, 45 * 10**12), down=True) == "0.9085"
+    assert format_number(F(1, 18)) == "1/18 (≈ 0.0556)" and format_number(F(1410673597, 10**9)) == "1.410673597"
 
 
 def test_a_floats_value_is_shown_as_a_float_and_has_no_exact_form():
@@ -99,3 +113,32 @@ def test_an_exact_decimal_is_shown_whole_where_shorter_than_its_fraction(numerat
         assert text == decimal
     if "/" not in text and "≈" not in text and "e" not in text:
         assert Fraction(text) == value
+
+
+def _read_delta(text: str) -> Fraction:
+    """The exact number a printed delta states (`2.5 × 10⁻⁷`, `0.999999`)."""
+    if " × 10" not in text:
+        return Fraction(text)
+    mantissa, power = text.split(" × 10")
+    return Fraction(mantissa) * Fraction(10) ** int(power.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")))
+
+
+@given(st.fractions(min_value=F(1, 10**30), max_value=F(1), max_denominator=10**30))
+def test_a_delta_is_printed_as_it_is_or_rounded_up(value):
+    from ledger.core.numbers import format_delta
+
+    printed = _read_delta(format_delta(value))
+    assert printed >= value
+    if printed != value:  # only a delta of more than 12 significant digits is rounded (to 4)
+        assert value * (1 + F(1, 10**3)) >= printed
+
+
+@given(st.integers(min_value=1, max_value=10**12 - 1), st.integers(min_value=0, max_value=25))
+def test_a_delta_given_with_few_digits_is_printed_faithfully(digits, places):
+    """`--delta 0.999999` printed `1 × 10⁰`: a delta as given is shown as it is."""
+    from ledger.core.numbers import format_delta
+
+    value = Fraction(digits, 10 ** (len(str(digits)) + places))  # below 1, at most 12 digits
+    assert _read_delta(format_delta(value)) == value
+    assert format_delta(F(999999, 10**6)) == "0.999999"
+    assert format_delta(F(1, 10**10)) == "1 × 10⁻¹⁰"

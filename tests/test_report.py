@@ -138,6 +138,21 @@ def test_the_meeting_pack_in_every_format(meeting_ledger, tmp_path):
     assert "| personal | {income, sex} | epsilon | 3 | 1.5 | 1.75 | +0.25 | ok → ok |" in md
 
 
+def test_the_cap_moves_at_an_as_of_name_it_in_every_format(meeting_ledger, tmp_path):
+    """Under --as-of the cap moves' second figure is the ledger at that moment, not now: the
+    header names it (the LaTeX one said Now)."""
+    url, _ = meeting_ledger
+    for fmt, header in (("md", "| At 2024-04-01 00:00:00 UTC | At 2024-04-13 00:00:00 UTC |"),
+                        ("html", '<th class="num">At 2024-04-13 00:00:00 UTC</th>'),
+                        ("tex", "& Then & At 2024-04-13 00:00:00 UTC & Change")):
+        out = tmp_path / f"pack.{fmt}"
+        result = run_main(url, "report", "--format", fmt, "--out", out, "--since", "2024-04-01",
+                          "--as-of", "2024-04-13")
+        assert result.code == 0, result.err
+        text = out.read_text(encoding="utf-8")
+        assert header in text, fmt
+
+
 def test_caps_show_spend_headroom_status_and_drivers(meeting_ledger):
     url, _ = meeting_ledger
     caps = {c.name: c for c in context_of(url, "graduates", charts=False).caps}

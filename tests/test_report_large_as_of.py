@@ -284,3 +284,19 @@ def test_an_event_moment_not_in_utc_text_sends_the_report_to_every_release(tmp_p
             assert gather_large(session, dataset, delta, chain=CHAIN, as_of=as_of, since=since) is None
         assert gather_large(session, dataset, delta, chain=CHAIN) is not None
     engine.dispose()
+
+
+def test_the_cap_moves_name_a_caps_subset_in_dataset_order_both_ways(tmp_path):
+    """The summarised meeting pack sorted a cap's subset (the dataset's {sex, age} as {age, sex});
+    every other view, the full report's cap moves among them, prints it in dataset order
+    (records.in_dataset_order, through Cap.ordered_subset)."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    (tmp_path / "d.yaml").write_text("dataset: survey\nvariables: [{name: sex}, {name: income}, {name: age}]\n"
+                                     "caps:\n  - {name: c, subset: [age, sex], epsilon: 5}\n")
+    (tmp_path / "r.yaml").write_text("dataset: survey\nreleases:\n"
+                                     "  - {id: r, reads: [age], mechanism: {name: laplace, epsilon: 1}}\n")
+    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+    assert cli_main(url, "record", tmp_path / "r.yaml").code == 0
+    small, large, _ = both(url, None, datetime(2000, 1, 1, tzinfo=UTC))
+    assert [move.subset for move in small.meeting.caps] == [("sex", "age")]
+    assert_same_meeting(small.meeting, large.meeting)

@@ -118,6 +118,30 @@ def test_the_same_id_with_other_content_exits_2_naming_the_fields(ledger, tmp_pa
 
 
 @pytest.mark.parametrize("ledger_url", ["sqlite"], indirect=True)
+def test_guarantees_a_file_stated_are_its_content_a_retry_without_them_differs(ledger, tmp_path):
+    """A file stating no guarantees is compared by what it states (the mechanism): a recorded
+    release whose guarantees were stated (here weaker than the mechanism's, epsilon 1) is not
+    that file's release. (Its derivation may grow: tests/test_implied_gaussian.py.)"""
+    path = tmp_path / "plan.yaml"
+    path.write_text(release_file("r1", extra=", guarantees: [{epsilon: 1}]"), encoding="utf-8")
+    assert cli_main(ledger, "record", path, "--as", "ana").code == 0
+    before = dump(ledger)
+    assert cli_main(ledger, "record", path, "--as", "ana").code == 0
+    path.write_text(release_file("r1"), encoding="utf-8")
+    result = cli_main(ledger, "record", path, "--as", "ana")
+    assert result.code == 2 and "(fields that differ: guarantees)" in result.err
+    assert dump(ledger) == before
+    # none stated (an uncapped variable read exactly) is not what the mechanism implies either
+    path.write_text(release_file("r2", extra=", guarantees: []").replace("[income]", "[region]"), encoding="utf-8")
+    assert cli_main(ledger, "record", path, "--as", "ana").code == 0
+    before = dump(ledger)
+    path.write_text(release_file("r2").replace("[income]", "[region]"), encoding="utf-8")
+    result = cli_main(ledger, "record", path, "--as", "ana")
+    assert result.code == 2 and "(fields that differ: guarantees)" in result.err
+    assert dump(ledger) == before
+
+
+@pytest.mark.parametrize("ledger_url", ["sqlite"], indirect=True)
 def test_a_batch_with_old_and_new_releases_records_only_the_new(ledger, tmp_path):
     path = tmp_path / "plan.yaml"
     path.write_text(release_file("r1"), encoding="utf-8")

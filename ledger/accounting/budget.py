@@ -1,4 +1,4 @@
-"""Budget caps: running totals, the pre-release check, and headroom.
+"""Budget caps: running totals, the pre-release check, and the basic headroom of a cap.
 
 Pure functions. A cap bounds the loss on one subset S (DESIGN 2.3-2.6). The
 store keeps, per cap, a running total (`CapTotal`): the composed cost of the
@@ -22,7 +22,9 @@ Invariants:
 - a figure in a cap's unit is never below the true one: ∞ when the spend
   cannot be stated in that unit (a rho or delta part under a pure cap, an
   approximate part under a rho cap, an exact read of S);
-- headroom is a largest *safe* value: it is rounded down, never up.
+- headroom is a largest *safe* value: it is rounded down, never up. This module gives one
+  cap's basic figure (`_largest`) and the `Headroom` record; the headroom printed is the
+  enforcement's (operations.cap_accounting.headroom), the only one.
 """
 
 from __future__ import annotations
@@ -540,26 +542,12 @@ def with_rho_epsilon(room: Headroom, delta: Fraction) -> Headroom:
     return replace(room, delta=delta, rho_epsilon=Spend(rho=Fraction(rho)).epsilon(delta))
 
 
-def headroom(variables: Iterable[str], caps: Sequence[Cap], totals: Mapping[str, CapTotal]) -> Headroom:
-    variables = frozenset(variables)
-    best_epsilon: tuple[Number, Cap | None] = (INF, None)
-    best_rho: tuple[Number, Cap | None] = (INF, None)
-    for cap in caps:
-        if not cap.subset & variables:
-            continue
-        total = totals.get(cap.name, CapTotal())
-        epsilon = _largest(cap, total, pure_spend)
-        rho = _largest(cap, total, lambda x: Spend(rho=x))
-        if epsilon < best_epsilon[0]:
-            best_epsilon = (epsilon, cap)
-        if rho < best_rho[0]:
-            best_rho = (rho, cap)
-    return Headroom(tuple(sorted(variables)), best_epsilon[0], best_epsilon[1], best_rho[0], best_rho[1])
-
-
 def _largest(cap: Cap, total: CapTotal, added) -> Number:
-    """Largest x >= 0 with cap_value(total + added(x)) <= cap (0 when even x = 0 is over):
-    the same figure `check` computes, so a release of the headroom passes the check."""
+    """Largest x >= 0 with cap_value(total + added(x)) <= cap (0 when even x = 0 is over), by
+    the basic sums alone: one cap's headroom where the basic composition decides, and the lower
+    bound the decided headroom searches up from. The headroom every command prints is
+    `operations.cap_accounting.headroom` (the enforcement's decision, issue 11): there is no
+    basic-only headroom beside it."""
     current = total.value if total.value is not None else cap_value(cap, total)
     if current > cap.limit:
         return Fraction(0)

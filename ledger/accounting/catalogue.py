@@ -181,22 +181,39 @@ def _significant_up(value: Fraction, digits: int = _MULTIPLIER_DIGITS) -> Fracti
     return Fraction(math.ceil(value * scale)) / scale
 
 
-def _gaussian_delta_below(multiplier: float, epsilon: float) -> float:
-    """A lower bound on the exact delta(epsilon) of the Gaussian with sigma / sensitivity =
-    `multiplier` (Balle and Wang 2018, Theorem 8; mu = 1 / multiplier):
+def _balle_wang_delta(mu: float, epsilon: float, up: bool) -> float:
+    """The exact delta(epsilon) of the Gaussian mechanism with sensitivity / sigma = `mu`
+    (Balle and Wang 2018, Theorem 8, the analytic Gaussian mechanism), bounded in the
+    direction asked: from above (`up`: a delta never too small, so an epsilon found from it is
+    never too small) or from below (a multiplier found from it is never too large):
         delta = Phi(mu / 2 - epsilon / mu) - e^epsilon Phi(-mu / 2 - epsilon / mu)
               = Phi(a) (1 - exp(epsilon + log Phi(b) - log Phi(a))),
     in log space (no cancellation of two tiny terms, no overflow of e^epsilon), each logarithm
-    allowed an error of 1e-13 of its size toward a smaller delta (`_log_ndtr` is accurate to a few
-    ulps; the float arguments' error moves log Phi(x) by about 2e-16 x^2, about 4e-16 of its size)."""
-    mu = 1 / multiplier
+    allowed an error of 1e-13 of its size in the direction asked (`_log_ndtr` is accurate to a
+    few ulps; the float arguments' error moves log Phi(x) by about 2e-16 x^2, about 4e-16 of its
+    size), and the result moved by a relative 1e-12 for the rounding of exp and expm1."""
+    if not mu > 0:
+        return 0.0
     log_first = _log_ndtr(mu / 2 - epsilon / mu)
     log_second = epsilon + _log_ndtr(-mu / 2 - epsilon / mu)
-    slack = 1e-13 * (1 + abs(log_first) + abs(log_second))
-    gap = log_second - log_first + 2 * slack
-    if not gap < 0 or math.isinf(log_first):
+    if math.isinf(log_first):  # Phi(a) below the smallest float: delta is 0 to float precision
+        return math.ulp(0.0) if up else 0.0
+    # (log_second is -inf only when Phi(b) is below e^-1e300: then delta is Phi(a))
+    slack = 1e-13 * (1 + abs(log_first) + (abs(log_second) if math.isfinite(log_second) else 0.0))
+    if up:
+        first, gap = log_first + slack, log_second - log_first - 2 * slack
+    else:
+        first, gap = log_first - slack, log_second - log_first + 2 * slack
+    if not gap < 0:  # the terms agree within the allowance: up, the delta is 0; down, 0 is all that is sure
         return 0.0
-    return math.exp(log_first - slack) * -math.expm1(gap) * (1 - 1e-12)
+    value = math.exp(first) * -math.expm1(gap)
+    return min(1.0, math.nextafter(value * (1 + 1e-12), math.inf)) if up else value * (1 - 1e-12)
+
+
+def _gaussian_delta_below(multiplier: float, epsilon: float) -> float:
+    """A lower bound on the exact delta(epsilon) of the Gaussian with sigma / sensitivity =
+    `multiplier` (Balle and Wang 2018, Theorem 8: `_balle_wang_delta`, rounded down)."""
+    return _balle_wang_delta(1 / multiplier, epsilon, up=False)
 
 
 def _exact(mechanism: Mechanism, reads: frozenset[str]):
@@ -348,22 +365,10 @@ def exactly_released(mechanism: Mechanism, reads: frozenset[str]) -> tuple[froze
 
 
 def gaussian_delta(rho: float, epsilon: float) -> float:
-    """The exact delta(epsilon) of a Gaussian mechanism with Delta / sigma = sqrt(2 rho)
-    (Balle and Wang 2018, Theorem 8, the analytic Gaussian mechanism):
-
-        delta(epsilon) = Phi(mu / 2 - epsilon / mu) - e^epsilon Phi(-mu / 2 - epsilon / mu),  mu = Delta / sigma
-
-    evaluated in log space (e^epsilon Phi(.) as exp(epsilon + log Phi(.))) so no
-    epsilon overflows, and nudged up by a relative 1e-9 against rounding error."""
-    from scipy.special import log_ndtr, ndtr
-
-    if rho <= 0:
-        return 0.0
-    mu = math.sqrt(2 * rho)
-    first = ndtr(mu / 2 - epsilon / mu)
-    second = math.exp(min(epsilon + log_ndtr(-mu / 2 - epsilon / mu), 0.0))
-    value = max(first - second, 0.0)
-    return min(1.0, value * (1 + 1e-9) + 1e-300) if value > 0 else 0.0
+    """An upper bound on the exact delta(epsilon) of a Gaussian mechanism with
+    sensitivity / sigma = sqrt(2 rho) (Balle and Wang 2018, Theorem 8: `_balle_wang_delta`,
+    rounded up)."""
+    return _balle_wang_delta(math.sqrt(2 * rho), epsilon, up=True) if rho > 0 else 0.0
 
 
 def gaussian_epsilon(multiplier: Fraction, delta: Fraction) -> float:

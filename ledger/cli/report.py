@@ -686,7 +686,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
         value = total_from_index(cap, before).value
         current = now[cap.name].current
         moves.append(_report.CapMove(
-            name=cap.name, subset=tuple(sorted(cap.subset)), unit=cap.unit, delta=cap.delta, limit=cap.limit,
+            name=cap.name, subset=cap.ordered_subset, unit=cap.unit, delta=cap.delta, limit=cap.limit,
             before=value, now=current, change=_report._difference(current, value),
             status_before=cap_status(cap, value), status_now=now[cap.name].status,
             set_after=cap.name in set_at and set_at[cap.name] >= since))

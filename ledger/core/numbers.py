@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 import sys
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
+from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
 from fractions import Fraction
 from typing import Union
 
@@ -160,15 +160,22 @@ def from_float(value: Number) -> bool:
             and value.denominator & (value.denominator - 1) == 0)
 
 
+_EXACT_TEXT = 14  # the longest exact text (fraction or decimal) printed as it is
+
+
 def format_number(value: Number, places: int = 4, *, down: bool = False) -> str:
     """Plain-text display: exact integers and short fractions as they are, an exact decimal
-    whole where it is shorter than its fraction, others rounded up (a bound), or down with
-    `down=True` (a headroom).
+    whole where it is shorter than its fraction, `n/d (≈ x)` for a short fraction without
+    one; a value whose exact text is longer than 14 characters (a rho of an implied Gaussian,
+    0.0359257023278; a sum with a float's value in it) rounded as a float is, up (a bound) or
+    down with `down=True` (a headroom). The exact value is in --json (`*_exact`).
 
     >>> format_number(Fraction(2)), format_number(Fraction(1, 10)), format_number(INF)
     ('2', '0.1', '∞')
     >>> format_number(Fraction(1410673597, 10**9)), format_number(Fraction(1, 3))
     ('1.410673597', '1/3 (≈ 0.3334)')
+    >>> format_number(Fraction(359257023278, 10**13)), format_number(Fraction(40883343395249, 45 * 10**12), down=True)
+    ('0.036', '0.9085')
     """
     if is_infinite(value):
         return "∞" if value > 0 else "-∞"
@@ -183,9 +190,10 @@ def format_number(value: Number, places: int = 4, *, down: bool = False) -> str:
             return decimal
         if decimal is not None and _short_scientific(value) is not None:
             return _short_scientific(value)  # 1e-10: exact, and short
-        if decimal is not None and len(decimal) < min(len(str(value)), 20):
-            return decimal  # 1.410673597, not 1410673597/1000000000 (a long one is rounded, below)
-        return f"{value.numerator}/{value.denominator} (≈ {_trim_text(approximate(value, places, rounding))})"
+        if decimal is not None and len(decimal) < len(str(value)) and len(decimal) <= _EXACT_TEXT:
+            return decimal  # 1.410673597, not 1410673597/1000000000
+        if len(str(value)) <= _EXACT_TEXT:
+            return f"{value.numerator}/{value.denominator} (≈ {_trim_text(approximate(value, places, rounding))})"
     return _trim_text(approximate(value, places, rounding))
 
 
@@ -239,18 +247,29 @@ def format_headroom(value: Number, places: int = 2) -> str:
     return format_exact(value, places, down=True)
 
 
+_DELTA_DIGITS = 12  # a delta with at most this many significant digits is printed as it is
+
+
 def format_delta(value: Number) -> str:
-    """Delta in scientific form for reports: 1e-10 is `1 × 10⁻¹⁰`."""
+    """Delta for reports: as it is when it has at most 12 significant digits (a delta as
+    given: 0.999999, 2.5 × 10⁻⁷), else rounded UP to 4 (a computed one); in scientific form
+    below 10⁻³ (1e-10 is `1 × 10⁻¹⁰`), a plain decimal from 10⁻³ up (0.05, 0.999999: never
+    `1 × 10⁰` for a delta below 1)."""
     if value == 0:
         return "0"
     if is_infinite(value):
         return "∞"
-    # a fraction rounded up; a float as its shortest repr (the value it was written as)
+    # a fraction exactly (rounded up when it does not terminate); a float as its shortest repr
+    # (the value it was written as)
     decimal = _as_decimal(value) if isinstance(value, Fraction) else Decimal(repr(float(value)))
-    with localcontext() as ctx:
-        ctx.prec = abs(decimal.adjusted()) + 20
-        digits = decimal.quantize(Decimal(1).scaleb(decimal.adjusted() - 3), rounding=ROUND_CEILING)
+    digits = decimal.normalize(Context(prec=len(decimal.as_tuple().digits)))  # exact: only zeros dropped
+    if len(digits.as_tuple().digits) > _DELTA_DIGITS:  # (a fraction that does not terminate: 60 digits)
+        with localcontext() as ctx:
+            ctx.prec = abs(decimal.adjusted()) + 20
+            digits = decimal.quantize(Decimal(1).scaleb(decimal.adjusted() - 3), rounding=ROUND_CEILING)
     exponent = digits.adjusted()
+    if exponent >= -3:
+        return _trim(digits)
     mantissa = format(digits.scaleb(-exponent), "f")
     if "." in mantissa:
         mantissa = mantissa.rstrip("0").rstrip(".")

@@ -200,6 +200,9 @@ class Release:
     output: str | None = None  # the published output itself, as CSV; never the input data
     source: str = field(default="", compare=False)  # file:line it was read from, for messages
     source_field: str = field(default="", compare=False)  # its path in that file: "releases[1]"
+    # read from a file that stated no guarantees: they are what the catalogue derives from the
+    # mechanism (a retry compares the file's content, not the derivation: loader.differences)
+    guarantees_derived: bool = field(default=False, compare=False)
 
     @property
     def exact_variables(self) -> frozenset[str]:
@@ -231,6 +234,15 @@ class Family:
         return self.partition is None
 
 
+def in_dataset_order(order: tuple[str, ...], subset: frozenset[str]) -> tuple[str, ...]:
+    """A subset of a dataset's variables in `order` (the dataset's variables, in dataset
+    order), as `subset` prints a subset: the one order of a cap's subset and of headroom's
+    variables. Sorted when `order` does not hold every variable of the subset (a cap read
+    without its dataset's variables): never a variable dropped."""
+    inside = tuple(name for name in order if name in subset)
+    return inside if len(inside) == len(subset) else tuple(sorted(subset))
+
+
 @dataclass(frozen=True, slots=True)
 class Cap:
     """A budget cap: the loss on `subset` (DESIGN 2.3-2.6) must stay within one bound.
@@ -255,9 +267,8 @@ class Cap:
 
     @property
     def ordered_subset(self) -> tuple[str, ...]:
-        """The subset in dataset order, as `subset` prints a subset; sorted when the order is unknown."""
-        inside = tuple(name for name in self.order if name in self.subset)
-        return inside if len(inside) == len(self.subset) else tuple(sorted(self.subset))
+        """The subset in dataset order, as `subset` prints a subset (`in_dataset_order`)."""
+        return in_dataset_order(self.order, self.subset)
 
     @property
     def unit(self) -> str:

@@ -617,6 +617,7 @@ def build_releases(
                 published_at=published_at,
                 source=document.source(at),
                 source_field=field_name(at),
+                guarantees_derived="guarantees" not in entry,
             )
         )
     return releases, families, out.errors
@@ -915,10 +916,15 @@ STATED_LIFECYCLE = ("approved_by", "approved_at", "published_at")
 def differences(recorded: Release, given: Release) -> list[str]:
     """The fields in which `given` differs from the recorded release of the same id.
 
-    A release given as planned (a file without status) matches whatever lifecycle the
-    recorded one has reached since; one given as approved or published must state the
-    same status and the same who and when (a retracted release was published)."""
-    fields = [name for name in CONTENT_FIELDS if getattr(recorded, name) != getattr(given, name)]
+    What the file says is compared, not what is derived from it: a file stating no guarantees
+    says "what the mechanism implies" (its name and parameters are compared), and the
+    catalogue may since derive more from the same parameters (schema 11: a Gaussian declared
+    by (epsilon, delta) gained the zCDP bound of its implied multiplier), so the recorded
+    guarantees need only be among those the mechanism now implies. Stated guarantees are
+    compared as stated. A release given as planned (a file without status) matches whatever
+    lifecycle the recorded one has reached since; one given as approved or published must
+    state the same status and the same who and when (a retracted release was published)."""
+    fields = [name for name in CONTENT_FIELDS if _content_differs(recorded, given, name)]
     if given.status is not Status.PLANNED:
         status = Status.PUBLISHED if recorded.status is Status.RETRACTED else recorded.status
         if status is not given.status:
@@ -927,6 +933,13 @@ def differences(recorded: Release, given: Release) -> list[str]:
                    if getattr(given, name) is not None and _same_time(getattr(recorded, name), getattr(given, name))
                    is False]
     return fields
+
+
+def _content_differs(recorded: Release, given: Release, name: str) -> bool:
+    if name == "guarantees" and given.guarantees_derived:  # (none stated, `guarantees: []`, is no derivation)
+        derivation = bool(recorded.guarantees) or not given.guarantees
+        return not (derivation and set(recorded.guarantees) <= set(given.guarantees))
+    return getattr(recorded, name) != getattr(given, name)
 
 
 def _same_time(a, b) -> bool:

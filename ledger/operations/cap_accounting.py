@@ -31,7 +31,7 @@ from sqlmodel import Session
 from ..accounting import accountants, budget
 from ..store import database as store
 from ..core.numbers import INF, is_infinite
-from ..core.records import Family, Release
+from ..core.records import Family, Release, in_dataset_order
 
 
 def refine(session: Session, dataset: str, checks: Sequence[budget.CapCheck], totals: Mapping[str, budget.CapTotal],
@@ -244,13 +244,10 @@ def headroom(session: Session, dataset: str, variables, caps, *, when: datetime 
         else:
             multiplier = gaussian_multiplier_for(rho)
             rho = 1 / (2 * multiplier * multiplier)
-    return budget.Headroom(_in_dataset_order(session, dataset, variables), found["pure"][0], found["pure"][1],
+    order = store.write_context(session).datasets[dataset].variable_names
+    return budget.Headroom(in_dataset_order(order, variables), found["pure"][0], found["pure"][1],
                            rho, found["rho"][1], found["pure"][2], found["rho"][2], mechanism=mechanism,
                            multiplier=multiplier)
-
-
-def _in_dataset_order(session: Session, dataset: str, variables: frozenset) -> tuple[str, ...]:
-    return tuple(name for name in store.write_context(session).datasets[dataset].variable_names if name in variables)
 
 
 def _decided_by(found, probe_kind: str, variables, totals, states, now) -> str | None:
