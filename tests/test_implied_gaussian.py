@@ -15,7 +15,7 @@ from fractions import Fraction
 
 import mpmath
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from support import cli_main
 
@@ -293,5 +293,6 @@ def test_the_balle_wang_delta_is_bounded_each_way_against_mpmath(multiplier, eps
 
 @settings(max_examples=300, deadline=None)
 @given(log_multiplier=st.floats(min_value=-3, max_value=4), log_epsilon=st.floats(min_value=-7, max_value=2.5))
+@example(log_multiplier=1.96875, log_epsilon=-0.38671875)  # a subnormal delta: rounded down to 0
 def test_the_balle_wang_delta_bounds_hold_anywhere(log_multiplier, log_epsilon):
     _check_balle_wang_bounds(10**log_multiplier, 10**log_epsilon)

@@ -207,7 +207,10 @@ def _balle_wang_delta(mu: float, epsilon: float, up: bool) -> float:
     if not gap < 0:  # the terms agree within the allowance: up, the delta is 0; down, 0 is all that is sure
         return 0.0
     value = math.exp(first) * -math.expm1(gap)
-    return min(1.0, math.nextafter(value * (1 + 1e-12), math.inf)) if up else value * (1 - 1e-12)
+    if up:
+        return min(1.0, math.nextafter(value * (1 + 1e-12), math.inf))
+    # (below the normal floats a relative allowance is lost to the subnormals' spacing: 0 is sure)
+    return value * (1 - 1e-12) if value >= 1e-290 else 0.0
 
 
 def _gaussian_delta_below(multiplier: float, epsilon: float) -> float:
