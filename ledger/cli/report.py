@@ -548,6 +548,9 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     if index is None:
         return None
     then = index.then
+    caps = tuple(store.caps(session, dataset.name))
+    if as_of is not None:  # the dataset (variables, classifications, groups) and caps as they stood then
+        dataset, caps, index = rows_at.state_then(session, dataset, as_of, index)
     if chain is None:
         chain = verify_for_report(session)
     generated_at = generated_at or store.now()
@@ -599,7 +602,6 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
         table_.c.kind.in_(("cap.set", "cap.removed")), func.substr(table_.c.subject, 1, len(prefix)) == prefix,
         *by_then).order_by(table_.c.seq)))
     last = _events(session, select(*columns_).where(*by_then).order_by(table_.c.seq.desc()).limit(1))
-    caps = tuple(store.caps(session, dataset.name))
     if then is None:  # as `cap list` decides them now (the stored running totals and states)
         checks = tuple(cap_checks(session, dataset.name, list(caps)))
     else:  # as `cap list --as-of` decides them (operations.cap_checks_as_of): over the index then
@@ -642,6 +644,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     from sqlalchemy import func
 
     from ..accounting.budget import check, status as cap_status, total_from_index
+    from ..accounting.engine import index_over
     from ..core.records import Status
     from ..store import as_of as rows_at
     from ..store import columns
@@ -666,10 +669,11 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     retracted = changes_of("release.retracted", lambda e: Status.RETRACTED.value)
     cancelled = changes_of("release.cancelled", lambda e: Status.CANCELLED.value)
     approved, published = _dated_since(session, dataset.name, since, as_of, index.then, until)
-    before = columns.index_for(session, dataset.variable_names, dataset.name, families, False, None, True,
-                               when=since - timedelta(microseconds=1))
+    before = columns.index_for(session, store.write_context(session).datasets[dataset.name].variable_names,
+                               dataset.name, families, False, None, True, when=since - timedelta(microseconds=1))
     if before is None:
         return None
+    before = index_over(before, index.variables)  # (the columns of `index`: the dataset at --as-of)
     if as_of is None:  # `meeting_pack`'s "now": the stored running totals, checked as `check` does
         totals = store.cap_totals(session, dataset.name)
     else:

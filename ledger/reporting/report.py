@@ -859,7 +859,22 @@ def as_it_stood(inputs: ReportInputs) -> ReportInputs:
     ended_at = ended((e.kind, e.subject, e.at) for e in inputs.events)
     releases = tuple(_releases_then(inputs.releases, when, ended_at))
     events = tuple(e for e in inputs.events if e.at <= when)
-    return replace(inputs, releases=releases, events=events)
+    then = state_of(inputs.dataset, inputs.caps, inputs.events, when,
+                    {name for r in releases if r.status in CHARGED_STATUSES for name in r.reads})
+    return replace(inputs, releases=releases, events=events, dataset=then.dataset, caps=then.caps)
+
+
+def state_of(dataset: Dataset, caps: Sequence[Cap], events: Sequence[AuditEvent], when: datetime, read=()):
+    """The dataset (variables, classifications, groups) and its caps as they stood at `when`
+    (history.state_as_of), from the audit events of their changes."""
+    from ..accounting.history import state_as_of
+    from ..store.as_of import CAP_STATE_KINDS, DATASET_STATE_KINDS, state_change
+
+    prefix = dataset.name + "/"
+    changes = [state_change(e.kind, e.subject, e.at, e.data()) for e in events
+               if (e.kind in DATASET_STATE_KINDS and e.subject == dataset.name)
+               or (e.kind in CAP_STATE_KINDS and e.subject.startswith(prefix))]
+    return state_as_of(dataset, caps, changes, when, read)
 
 
 def lifecycle_steps(events: Sequence[AuditEvent]) -> dict[str, dict]:

@@ -251,3 +251,59 @@ def event_text(when: datetime) -> str:
     moment is UTC), for comparing with them as text (cli.report.event_counts says when that orders them)."""
     moment = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
     return moment.astimezone(UTC).isoformat()
+
+
+DATASET_STATE_KINDS = ("dataset.added", "dataset.described", "variable.added", "variable.categories_added",
+                       "variable.described", "variable.reclassified", "variable.removed", "group.set",
+                       "group.removed")  # each carries the dataset's whole state after it (amend_dataset)
+CAP_STATE_KINDS = ("cap.set", "cap.removed")
+
+
+def state_changes(session, dataset: str) -> list:
+    """The changes of `dataset` and its caps (history.StateChange), in chain order, from their
+    audit events (read through the (kind, subject) index)."""
+    import json
+
+    from sqlalchemy import func, select
+
+    from ..input.loader import parse_moment
+    from . import database as store
+
+    table = store.AuditEventRow.__table__
+    prefix = dataset + "/"
+    rows = session.connection().execute(
+        select(table.c.seq, table.c.kind, table.c.subject, table.c.at, table.c.payload).where(
+            ((table.c.kind.in_(DATASET_STATE_KINDS)) & (table.c.subject == dataset))
+            | ((table.c.kind.in_(CAP_STATE_KINDS)) & (func.substr(table.c.subject, 1, len(prefix)) == prefix)))
+        .order_by(table.c.seq))
+    return [state_change(kind, subject, parse_moment(at), json.loads(payload))
+            for _seq, kind, subject, at, payload in rows]
+
+
+def state_change(kind: str, subject: str, at: datetime, payload: dict):
+    """One audit event (already parsed) as a history.StateChange."""
+    from ..accounting.history import StateChange
+    from .codec import cap_from_dict, dataset_from_dict
+
+    if kind in CAP_STATE_KINDS:
+        body = payload.get("cap")
+        return StateChange(at, kind, cap=(subject.split("/", 1)[1], None if body is None else cap_from_dict(body)))
+    return StateChange(at, kind, dataset=dataset_from_dict(payload["dataset"]))
+
+
+def read_variables(index) -> set[str]:
+    """The variables some release of a LedgerIndex reads."""
+    return {name for name, read in zip(index.variables, index.reads.any(axis=0).tolist()) if read}
+
+
+def state_then(session, dataset, when: datetime, index=None):
+    """(the dataset then, its caps then, `index` over the dataset's variables then) at `when`
+    (history.state_as_of over the dataset's recorded changes; `index`: of the releases charged
+    then, whose reads the dataset then keeps; engine.index_over)."""
+    from ..accounting.engine import index_over
+    from ..accounting.history import state_as_of
+    from . import database as store
+
+    read = () if index is None else read_variables(index)
+    then = state_as_of(dataset, store.caps(session, dataset.name), state_changes(session, dataset.name), when, read)
+    return then.dataset, then.caps, None if index is None else index_over(index, then.dataset.variable_names)
