@@ -126,6 +126,8 @@ def assert_same_meeting(small, large) -> None:
         assert large is None
         return
     assert (large.since, large.events, large.caps) == (small.since, small.events, small.caps)
+    assert large.dataset_total == small.dataset_total  # the dataset's own changes: the most recent listed
+    assert large.dataset_changes == small.dataset_changes[-cli_report.CHANGES_LISTED:]
     for (heading, listed, count), (heading_, every, count_) in zip(large.sections, small.sections):
         assert (heading, count) == (heading_, count_ or len(every))
         assert listed == every[-cli_report.CHANGES_LISTED:], heading
