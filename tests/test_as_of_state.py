@@ -13,11 +13,9 @@ equal, field for field: `subset` (a group, the protected subset), `table`, `pair
 from __future__ import annotations
 
 import json
-import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import cli_main

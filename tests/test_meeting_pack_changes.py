@@ -15,7 +15,6 @@ Both report paths (every release decoded, and the summarised page from the accou
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 

@@ -12,6 +12,10 @@ when it was typed in). Its status at T:
 Approval and publication times are fields of the release; retractions and
 cancellations are dated by their audit events (`ended`). Pure functions.
 
+The dataset (its variables, their classification, its groups) and its caps at T are
+those its audited changes left by T (`state_as_of`, with its rules for history recorded
+before the ledger knew of it).
+
 A release enters the loss over time at `charged_from`: the earlier of its
 planning and its publication (a planned release reserves budget from the day it
 is planned; a publication recorded afterwards counts from its publication date).

@@ -44,7 +44,6 @@ from markupsafe import Markup
 
 from ..accounting.spend import CONVERSION_NAME
 from ..accounting.budget import CapCheck, CapTotal, check, total_from_index
-from ..accounting.budget import status as cap_status
 from ..accounting.engine import LedgerIndex, RiskTable, SpendGrid, at_delta
 from ..accounting.history import charged_from, ended
 from ..accounting.history import releases_as_of as _releases_then

@@ -22,6 +22,10 @@ release recorded as published with neither a recording nor a publication moment 
 published at `datetime.min` now, but at T it is not yet published (`status_at` has no
 moment to date it by), so it has no publication moment then. `rows_then` says so.
 
+The dataset and its caps at T (`state_then`): history.state_as_of over the dataset's and caps'
+audited changes (`state_changes`: each event carries the whole state after it), the index put
+over the variables then (engine.index_over). Every --as-of view reads them from here.
+
 The figures are the snapshot path's to the last bit (tests/test_as_of_rows.py compares
 both with hypothesis, releases cancelled, retracted and amended after T included). Moments
 are compared as the rows' float seconds (`columns._stamps`: microseconds / 10**6, correctly
