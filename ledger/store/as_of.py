@@ -295,9 +295,12 @@ def state_change(kind: str, subject: str, at: datetime, payload: dict):
     return StateChange(at, kind, dataset=dataset_from_dict(payload["dataset"]))
 
 
-def read_variables(index) -> set[str]:
-    """The variables some release of a LedgerIndex reads."""
-    return {name for name, read in zip(index.variables, index.reads.any(axis=0).tolist()) if read}
+def read_variables(index, names) -> set[str]:
+    """Those of `names` some release of a LedgerIndex reads (a column each, not the whole matrix)."""
+    columns = [index.column[name] for name in names if name in index.column]
+    if not columns:
+        return set()
+    return {index.variables[j] for j, read in zip(columns, index.reads[:, columns].any(axis=0).tolist()) if read}
 
 
 def state_then(session, dataset, when: datetime, index=None):
@@ -308,6 +311,12 @@ def state_then(session, dataset, when: datetime, index=None):
     from ..accounting.history import state_as_of
     from . import database as store
 
-    read = () if index is None else read_variables(index)
-    then = state_as_of(dataset, store.caps(session, dataset.name), state_changes(session, dataset.name), when, read)
-    return then.dataset, then.caps, None if index is None else index_over(index, then.dataset.variable_names)
+    caps, changes = store.caps(session, dataset.name), state_changes(session, dataset.name)
+    then = state_as_of(dataset, caps, changes, when)
+    if index is None:
+        return then.dataset, then.caps, None
+    missing = set(dataset.variable_names) - set(then.dataset.variable_names)  # (added after `when`)
+    read = read_variables(index, missing)
+    if read:  # read by a release charged then (history recorded later): there then
+        then = state_as_of(dataset, caps, changes, when, read)
+    return then.dataset, then.caps, index_over(index, then.dataset.variable_names)
