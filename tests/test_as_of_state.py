@@ -109,6 +109,14 @@ def report_sections(text: str) -> dict[str, str]:
     return rows
 
 
+def meeting_section(text: str) -> str:
+    """A Markdown report's "Changes since" section, without the cap moves' header (its last
+    column is headed "At T" at --as-of, "Now" without)."""
+    start = text.index("## Changes since")
+    section = text[start:text.index("\n## ", start + 1)]
+    return "\n".join(line for line in section.splitlines() if not line.startswith("| Cap | Subset |"))
+
+
 def answers(ledger: Ledger, at: datetime | None, monkeypatch) -> dict:
     found = {" ".join(q): ledger.ask(*q, at=at) for q in QUESTIONS}
     found = {q: (json.loads(a) if q.endswith("--json") else a.replace(f"; the ledger as of {at.isoformat()}", "")
@@ -118,6 +126,9 @@ def answers(ledger: Ledger, at: datetime | None, monkeypatch) -> dict:
         out = ledger.directory / f"report-{summarised}.md"
         ledger.ask("report", "--out", out, at=at)
         found[f"report {summarised}"] = report_sections(out.read_text(encoding="utf-8"))
+        # the meeting pack since just after the dataset was added: what changed (the dataset's changes too), how each cap moved
+        ledger.ask("report", "--out", out, "--since", (START + STEP / 4).isoformat(), at=at)
+        found[f"meeting pack {summarised}"] = meeting_section(out.read_text(encoding="utf-8"))
     monkeypatch.delenv("LEDGER_REPORT_SUMMARY_FROM")
     return found
 
@@ -178,6 +189,8 @@ def test_every_command_at_T_answers_as_the_ledger_built_up_to_T(tmp_path, monkey
         assert "| c0 | {x, y} | epsilon | 5 | 1.5 | 3.5 | ok |" in then[path]["## Caps"]
     assert then["cap list --json"][0]["current"] == 1.5 and then["cap list --json"][0]["headroom"] == 3.5
     assert then["headroom y --json"]["epsilon"] == 3.5 and then["headroom y --json"]["epsilon_binding"] == "c0"
+    for path in ("meeting pack 1", "meeting pack 1000000"):  # the changes after T are not changes by T
+        assert "### Dataset changed (0)" in then[path] and "| c9 (set since) | {y} |" in then[path]
     # today: x is public, so the protected subset is {y, w}
     whole = Ledger(tmp_path / "today", monkeypatch)
     for step in STORY:
