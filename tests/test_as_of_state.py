@@ -50,9 +50,9 @@ def release(rid: str, reads, epsilon: str, at: datetime) -> str:
 class Ledger:
     """A ledger on a SQLite file whose clock (store.now) the test moves: each step one minute on."""
 
-    def __init__(self, directory: Path, monkeypatch):
+    def __init__(self, directory: Path, monkeypatch, url: str | None = None):
         directory.mkdir(parents=True, exist_ok=True)
-        self.directory, self.url = directory, f"sqlite:///{directory / 'ledger.db'}"
+        self.directory, self.url = directory, url or f"sqlite:///{directory / 'ledger.db'}"
         self.now, self.files = START, 0
         monkeypatch.setattr(store, "now", lambda: CLOCK[0])  # (one clock, whichever ledger moves it)
 
@@ -133,13 +133,14 @@ def answers(ledger: Ledger, at: datetime | None, monkeypatch) -> dict:
     return found
 
 
-def compare(tmp_path, monkeypatch, steps, at: datetime, label: str = "") -> dict:
-    """Every answer at `at` of the whole history equals the answer now of the history up to `at`."""
-    whole = Ledger(tmp_path / f"whole{label}", monkeypatch)
+def compare(tmp_path, monkeypatch, steps, at: datetime, url: str | None = None) -> dict:
+    """Every answer at `at` of the whole history (on `url`: SQLite by default) equals the answer
+    now of the history up to `at` (on SQLite)."""
+    whole = Ledger(tmp_path / "whole", monkeypatch, url)
     for step in steps:
         whole.apply(step)
     whole.now = max(whole.now, at)  # (--as-of is never in the future)
-    truncated = Ledger(tmp_path / f"truncated{label}", monkeypatch)
+    truncated = Ledger(tmp_path / "truncated", monkeypatch)
     for step in steps:
         if START + step[0] * STEP <= at:
             truncated.apply(step)
@@ -171,9 +172,10 @@ STORY = [
 ]
 
 
-def test_every_command_at_T_answers_as_the_ledger_built_up_to_T(tmp_path, monkeypatch):
+def test_every_command_at_T_answers_as_the_ledger_built_up_to_T(tmp_path, monkeypatch, ledger_url):
+    """The whole history on each backend (the state's events read by SQL on PostgreSQL too)."""
     at = START + 4 * STEP
-    then = compare(tmp_path, monkeypatch, STORY, at)
+    then = compare(tmp_path, monkeypatch, STORY, at, ledger_url)
     # and the figures are those of T, not today's: x protected, g = {x}, c0 at 5, c9 there, c1 not
     assert then["subset protected --json"]["subset"] == ["x", "y"]
     assert then["subset protected --json"]["epsilon"] == 1.5
