@@ -65,6 +65,17 @@ def record(url: str, entries, lifecycle, endings) -> None:
     engine.dispose()
 
 
+def set_caps_before(url: str, caps, at) -> None:
+    """The caps set in the ledger, their events dated `at` (the report at T shows the caps set by T)."""
+    engine = store.make_engine(url)
+    with pytest.MonkeyPatch.context() as clock:
+        clock.setattr(store, "now", lambda: at)
+        with store.write_session(engine) as session:
+            for cap in caps:
+                store.set_cap(session, cap, "t")
+    engine.dispose()
+
+
 def both_indexes(url: str, when):
     """(the index from the accounting rows at `when`, the index of the releases as they stood then)."""
     engine = store.make_engine(url)
@@ -255,9 +266,11 @@ def test_cap_list_and_the_report_at_a_moment_read_no_whole_release_and_print_wha
                  (Status.RETRACTED, 0, 2, False)] + [(Status.PUBLISHED, 1, 2, False)] * 120
     url = f"sqlite:///{tmp_path}/l.db"
     record(url, entries, lifecycle, [None, 4, None, None, 5] + [None] * 120)
-    for args in (("a", "b", "--epsilon", "9"), ("b", "--epsilon", "3", "--delta", "1e-6"),
-                 ("c", "d", "--rho", "1/2"), ("all", "--epsilon", "4", "--delta", "1e-6")):
-        assert cli_main(url, "cap", "set", *args).code == 0
+    with monkeypatch.context() as clock:  # the caps set before T: a cap set after T is not shown at T
+        clock.setattr(store, "now", lambda: T0 - timedelta(days=1))
+        for args in (("a", "b", "--epsilon", "9"), ("b", "--epsilon", "3", "--delta", "1e-6"),
+                     ("c", "d", "--rho", "1/2"), ("all", "--epsilon", "4", "--delta", "1e-6")):
+            assert cli_main(url, "cap", "set", *args).code == 0
     when = moment(3).isoformat()
     printed = {}
     for path in ("rows", "snapshot"):
@@ -282,7 +295,7 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     then (`budget.total_from_index`) and their states from it (`state_from_index`), with no
     pass over the releases per cap (total_from_history, state_from_history forbidden), and
     the caps section is the one `cap_entries` gave over the releases as they stood; with
-    --since, each cap's figure before the meeting date is total_from_history's."""
+    --since, each cap's figure before the meeting date is the one checks_from_history decides."""
     from ledger.cli.report import gather
     from ledger.reporting import report
 
@@ -293,6 +306,7 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     with tempfile.TemporaryDirectory() as directory:
         url = f"sqlite:///{directory}/l.db"
         record(url, entries, lifecycle, endings)
+        set_caps_before(url, caps, T0 - timedelta(days=1))  # (a cap set after T is not shown at T)
         engine = store.make_engine(url)
         with Session(engine) as session:
             inputs = replace(gather(session, dataset(), DELTA, since), caps=tuple(caps), cap_checks=None, as_of=when)
@@ -305,7 +319,9 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     expected = report.cap_entries(caps, totals, charged, families)
     stood = report.as_it_stood(inputs)  # the meeting pack's caps before --since, as it computed them
     before_since = report.releases_as_of(stood.releases, report.dataset_events(stood), since)
-    befores = [budget.total_from_history(cap, before_since, families).value for cap in caps]
+    # each cap's figure then is decided as the Caps section decides it (the smallest valid figure)
+    befores = [c.current for c in cap_accounting.checks_from_history(
+        caps, [r for r in before_since if r.status in CHARGED_STATUSES], families)]
 
     def forbidden(*args, **kwargs):
         raise AssertionError("a pass over the releases per cap")

@@ -59,6 +59,7 @@ def test_headroom_as_of_is_the_ledger_as_cap_list_as_of_reads_it(tmp_path):
     clock = Clock()
     with mock.patch("ledger.store.database.now", clock):
         url = new_ledger(tmp_path)
+        capped = (clock.at + timedelta(seconds=30)).isoformat()  # the caps set, nothing recorded yet
         moments = []
         for k, (mechanism, reads) in enumerate([("{name: laplace, epsilon: 1}", "[a, b]"),
                                                 ("{name: gaussian, sigma: 2, sensitivity: 1}", "[b]"),
@@ -75,8 +76,11 @@ def test_headroom_as_of_is_the_ledger_as_cap_list_as_of_reads_it(tmp_path):
             assert (b["rho"], b["rho_binding"]) == (caps["zcdp"]["headroom"], "zcdp")
         assert cli_main(url, "headroom", "a", "--as-of", moments[-1], "--json").json() == now["a"]
         assert cli_main(url, "headroom", "b", "--as-of", moments[-1], "--json").json() == now["b"]
-        before = cli_main(url, "headroom", "a", "--as-of", "2026-03-01T00:00:30+00:00", "--json").json()
+        before = cli_main(url, "headroom", "a", "--as-of", capped, "--json").json()
         assert before["epsilon"] == 5  # nothing recorded yet: the whole cap
+        # before the caps were set, no cap applied (a cap set after T is not shown at T)
+        early = cli_main(url, "headroom", "a", "--as-of", "2026-03-01T00:00:30+00:00", "--json").json()
+        assert early["epsilon"] == "inf" and early["epsilon_binding"] is None
         assert "as of 2026-03-01T00:00:30+00:00" in cli_main(url, "headroom", "a", "--as-of",
                                                               "2026-03-01T00:00:30+00:00").out
 

@@ -27,7 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 from test_accounting_rows import ledgers, moment
-from test_as_of_rows import caps_of, drawn_history, record
+from test_accounting_rows import T0
+from test_as_of_rows import caps_of, drawn_history, record, set_caps_before
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -67,6 +68,17 @@ def moments(url: str) -> list[datetime]:
     picks = [ats[int(q * (len(ats) - 1))] for q in (0.2, 0.5, 0.8, 0.9, 0.97)]
     return sorted([ats[0] - timedelta(days=1), *(p + timedelta(microseconds=1) for p in picks[:-1]), picks[-1],
                    published[len(published) // 2], ats[-1] + timedelta(days=1)])
+
+
+def caps_set_at(url: str) -> list[datetime]:
+    """When each cap was set (build_ledger sets them after every release)."""
+    engine = store.make_engine(url)
+    with store.read_session(engine) as session:
+        table = store.AuditEventRow.__table__
+        found = [datetime.fromisoformat(at) for (at,) in session.connection().execute(
+            select(table.c.at).where(table.c.kind == "cap.set"))]
+    engine.dispose()
+    return found
 
 
 def both(url: str, as_of: datetime | None, since: datetime | None, name: str = "survey"):
@@ -114,6 +126,8 @@ def assert_same_meeting(small, large) -> None:
         assert large is None
         return
     assert (large.since, large.events, large.caps) == (small.since, small.events, small.caps)
+    assert large.dataset_total == small.dataset_total  # the dataset's own changes: the most recent listed
+    assert large.dataset_changes == small.dataset_changes[-cli_report.CHANGES_LISTED:]
     for (heading, listed, count), (heading_, every, count_) in zip(large.sections, small.sections):
         assert (heading, count) == (heading_, count_ or len(every))
         assert listed == every[-cli_report.CHANGES_LISTED:], heading
@@ -125,11 +139,13 @@ def test_the_page_at_every_moment_is_the_page_of_every_release_decoded(built, mo
     monkeypatch.setattr(cli_report, "CHANGES_LISTED", 9)  # some sections longer than what is listed
     points = moments(url)
     seen_statuses, truncated = set(), False
+    capped = caps_set_at(url)
     for k, when in enumerate(points):
         earlier = points[max(k - 2, 0)]
         for as_of, since in ((when, None), (None, when), (when, earlier)):
             small, large, _ = both(url, as_of, since)
-            assert_same_page(small, large)
+            # (the caps are set last: at an earlier --as-of they did not exist yet)
+            assert_same_page(small, large, caps=sum(1 for at in capped if as_of is None or at <= as_of))
             assert_same_meeting(small.meeting, large.meeting)
             seen_statuses |= {entry.status for entry in large.register}
             truncated |= large.meeting is not None and any(
@@ -247,11 +263,7 @@ def test_random_histories_give_the_same_page_and_register_both_ways(ledger, data
     with tempfile.TemporaryDirectory() as directory:
         url = f"sqlite:///{directory}/l.db"
         record(url, entries, lifecycle, endings)
-        engine = store.make_engine(url)
-        with store.write_session(engine) as session:
-            for cap in caps:
-                store.set_cap(session, cap, "t")
-        engine.dispose()
+        set_caps_before(url, caps, T0 - timedelta(days=1))  # (set after T, a cap is not shown at T)
         small, large, large_inputs = both(url, as_of, since, "t")
         assert_same_page(small, large, caps=3)
         assert_same_meeting(small.meeting, large.meeting)

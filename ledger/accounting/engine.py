@@ -1200,3 +1200,40 @@ class _ExactComponents:
             totals.append(Spend(**{field: Fraction(int(column[j]), denominator)
                                    for field, (denominator, column) in sums.items()}))
         return totals
+
+
+def index_over(index: LedgerIndex, variables: Sequence[str]) -> LedgerIndex:
+    """The same releases over other columns: the dataset's variables as they stood at a moment
+    (history.state_as_of). A variable of `variables` the index lacks is read by none of its
+    releases (a column of zeros, Tan Prop 3.3); a column of the index not in `variables` is
+    dropped, and must be read by none of its releases (the caller keeps every variable read:
+    dropping one would drop its cost). Protected sets are cut to the columns kept: a cost
+    only asks whether U ∩ reads ⊆ P (DESIGN 2.3), and U ∩ reads lies in the columns kept. The
+    index itself is left as it is."""
+    import copy
+
+    variables = tuple(variables)
+    if variables == index.variables:
+        return index
+    kept = [index.column.get(name) for name in variables]
+    dropped = [j for j in range(len(index.variables)) if j not in set(k for k in kept if k is not None)]
+    if dropped and index.reads[:, dropped].any():
+        raise ValueError(f"index_over drops variables its releases read: "
+                         f"{[index.variables[j] for j in dropped if index.reads[:, j].any()]}")
+
+    def over(matrix: np.ndarray) -> np.ndarray:
+        result = np.zeros((matrix.shape[0], len(variables)), dtype=bool)
+        for j, k in enumerate(kept):
+            if k is not None:
+                result[:, j] = matrix[:, k]
+        return result
+
+    projected = copy.copy(index)
+    for memo in ("_ids_memo", "_pair_grids", "_pairs_read", "_read_entries", "_family_reads", "_family_cases",
+                 "_read_extremes"):  # (over the old columns; the accountants' events are per release)
+        projected.__dict__.pop(memo, None)
+    projected.variables = variables
+    projected.column = {name: j for j, name in enumerate(variables)}
+    projected.reads = over(index.reads)
+    projected.g_protects = over(index.g_protects)
+    return projected

@@ -301,12 +301,18 @@ def _rows_index(dataset: str | None, titles: bool = False, variables: list[str] 
     with Session(_engine()) as session:
         light = store.write_context(session)
         chosen = _pick_dataset(light, dataset)
-        touching = None if variables is None else _resolve_variables(chosen, variables)
+        # (--as-of reads every row, and lists the ids charging a subset (`touching` not None) now:
+        # the subset is resolved against the dataset then, below)
+        touching = None if variables is None else set() if when is not None else _resolve_variables(chosen, variables)
         index = columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
                                   touching, accounts, when)
         if index is None:  # (--as-of, moments the rows cannot order exactly)
             snapshot = _as_of(store.snapshot(session, chosen.name), when)
             index = _index(snapshot, _pick_dataset(snapshot, chosen.name))
+        if when is not None:  # the dataset as it stood then: its variables, classifications and groups
+            from ..store.as_of import state_then
+
+            chosen, _caps, index = state_then(session, chosen, when, index)
         yield chosen, index
 
 
@@ -437,6 +443,10 @@ def headroom_command(
     engine = _engine()  # (opened once: the dataset's names and the caps' totals from the same ledger)
     with store.read_session(engine) as session:
         chosen = _pick_dataset(store.write_context(session), dataset)
+        if when is not None:  # its variables and groups as they stood then (history.state_as_of)
+            from ..store.as_of import state_then
+
+            chosen = state_then(session, chosen, when)[0]
     names = _resolve_variables(chosen, variables)
     room = operations.headroom(engine, chosen.name, names, when=when, mechanism=mechanism,
                                delta=_delta(delta, chosen))
@@ -595,7 +605,10 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: 
         caps = store.caps(session, chosen.name)
         if when is None:
             checks = operations.cap_checks(session, chosen.name, caps)
-        else:
+        else:  # the caps as they stood then: set by then, with the limit each had (history.state_as_of)
+            from ..store.as_of import state_then
+
+            _, caps, _ = state_then(session, chosen, when)
             # the same accountants as `cap list` (issue 11): totals and states as the ledger stood,
             # from the accounting rows of the releases charged then (issue 13, store/as_of.py)
             checks = operations.cap_checks_as_of(session, chosen.name, caps, when)

@@ -548,6 +548,9 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     if index is None:
         return None
     then = index.then
+    caps = tuple(store.caps(session, dataset.name))
+    if as_of is not None:  # the dataset (variables, classifications, groups) and caps as they stood then
+        dataset, caps, index = rows_at.state_then(session, dataset, as_of, index)
     if chain is None:
         chain = verify_for_report(session)
     generated_at = generated_at or store.now()
@@ -599,14 +602,13 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
         table_.c.kind.in_(("cap.set", "cap.removed")), func.substr(table_.c.subject, 1, len(prefix)) == prefix,
         *by_then).order_by(table_.c.seq)))
     last = _events(session, select(*columns_).where(*by_then).order_by(table_.c.seq.desc()).limit(1))
-    caps = tuple(store.caps(session, dataset.name))
     if then is None:  # as `cap list` decides them now (the stored running totals and states)
         checks = tuple(cap_checks(session, dataset.name, list(caps)))
     else:  # as `cap list --as-of` decides them (operations.cap_checks_as_of): over the index then
         checks = tuple(checks_from_index(list(caps), index))
     meeting = None
     if since is not None:
-        meeting = large_meeting(session, dataset, index, families, caps, since, as_of, until, counts)
+        meeting = large_meeting(session, dataset, index, families, caps, since, as_of, until, counts, checks)
         if meeting is None:
             return None
     return _report.LargeInputs(
@@ -625,15 +627,16 @@ CHANGES_LISTED = 50  # the most recent changes of each kind a large report's mee
 
 
 def large_meeting(session: Session, dataset: Dataset, index, families, caps, since: datetime,
-                  as_of: datetime | None, until: str | None, counts: list[tuple]):
+                  as_of: datetime | None, until: str | None, counts: list[tuple], checks=None):
     """report.meeting_pack of a large ledger (--since), from SQL and the accounting rows: the
     dataset's events since then (up to --as-of) counted, and of each kind of change the
     CHANGES_LISTED most recent listed (`MeetingPack.counts` has how many there are: the
     complete register beside the report has every release's lifecycle); approvals and
     publications by the releases' own dates, read from the release rows whose date may be
     that late (`_dated_since`); each cap's figure just before `since` over the index of the
-    rows charged then (columns.index_for with that moment, `budget.total_from_index`: the
-    figure `meeting_pack` computes from the releases as they stood). `index`: the rows
+    rows charged then (columns.index_for with that moment, decided as `meeting_pack` decides
+    it: report.cap_moves); `checks`: every cap as the Caps section decides it now (at --as-of),
+    computed over `index` when None. `index`: the rows
     charged now (at --as-of); `until`: --as-of as the events' text; `counts`: event_counts with
     `since` (every moment compared is UTC text: gather_large checked it). None when the rows
     cannot say it exactly (see gather_large)."""
@@ -641,8 +644,9 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
 
     from sqlalchemy import func
 
-    from ..accounting.budget import check, status as cap_status, total_from_index
+    from ..accounting.engine import index_over
     from ..core.records import Status
+    from ..operations.cap_accounting import checks_from_index
     from ..store import as_of as rows_at
     from ..store import columns
 
@@ -666,35 +670,31 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     retracted = changes_of("release.retracted", lambda e: Status.RETRACTED.value)
     cancelled = changes_of("release.cancelled", lambda e: Status.CANCELLED.value)
     approved, published = _dated_since(session, dataset.name, since, as_of, index.then, until)
-    before = columns.index_for(session, dataset.variable_names, dataset.name, families, False, None, True,
-                               when=since - timedelta(microseconds=1))
+    before = columns.index_for(session, store.write_context(session).datasets[dataset.name].variable_names,
+                               dataset.name, families, False, None, True, when=since - timedelta(microseconds=1))
     if before is None:
         return None
-    if as_of is None:  # `meeting_pack`'s "now": the stored running totals, checked as `check` does
-        totals = store.cap_totals(session, dataset.name)
-    else:
-        totals = {cap.name: total_from_index(cap, index) for cap in caps}
-    now = {c.cap.name: c for c in check(list(caps), totals, [], {}, {}, only_touched=False)}
+    before = index_over(before, index.variables)  # (the columns of `index`: the dataset at --as-of)
+    if checks is None:  # the Caps section's figures (gather_large gives them)
+        checks = checks_from_index(list(caps), index)
     prefix = dataset.name + "/"
     set_at = {subject[len(prefix):]: _time(at) for subject, at in connection.execute(
         select(table.c.subject, table.c.at).where(table.c.kind == "cap.set",
                                                   func.substr(table.c.subject, 1, len(prefix)) == prefix,
                                                   *(() if until is None else (table.c.at <= until,)))
         .order_by(table.c.seq))}
-    moves = []
-    for cap in caps:
-        value = total_from_index(cap, before).value
-        current = now[cap.name].current
-        moves.append(_report.CapMove(
-            name=cap.name, subset=cap.ordered_subset, unit=cap.unit, delta=cap.delta, limit=cap.limit,
-            before=value, now=current, change=_report._difference(current, value),
-            status_before=cap_status(cap, value), status_now=now[cap.name].status,
-            set_after=cap.name in set_at and set_at[cap.name] >= since))
+    moves = _report.cap_moves(caps, checks, checks_from_index(list(caps), before), set_at, since)
+    # the dataset's own changes since then (report.meeting_pack's dataset_changes): the most recent
+    changed = (table.c.kind.in_(_report.DATASET_AMENDMENTS), table.c.subject == dataset.name, table.c.at >= since_text,
+               *(() if until is None else (table.c.at <= until,)))
+    dataset_count = connection.execute(select(func.count()).where(*changed)).scalar_one()
+    dataset_changes = tuple(_report.dataset_change(e.at, e.actor, e.kind, e.data()) for e in _events(
+        session, select(*columns_).where(*changed).order_by(table.c.seq.desc()).limit(CHANGES_LISTED))[::-1])
     sections = (recorded, approved, published, retracted, cancelled)
     return _report.MeetingPack(
         since=since, events=events, recorded=recorded[0], approved=approved[0], published=published[0],
-        retracted=retracted[0], cancelled=cancelled[0], caps=tuple(moves),
-        counts=tuple(count for _, count in sections))
+        retracted=retracted[0], cancelled=cancelled[0], caps=moves,
+        counts=tuple(count for _, count in sections), dataset_changes=dataset_changes, dataset_count=dataset_count)
 
 
 def _titles_of(session: Session, ids) -> dict[str, str]:

@@ -301,8 +301,12 @@ def headroom(engine: Engine, dataset: str, variables: Iterable[str], *, when: da
     from . import choices
 
     with store.read_session(engine) as session:
-        room = cap_accounting.headroom(session, dataset, frozenset(variables), store.caps(session, dataset),
-                                       when=when, mechanism=mechanism)
+        caps = store.caps(session, dataset)
+        if when is not None:  # the caps as they stood then (history.state_as_of)
+            from ..store.as_of import state_then
+
+            _, caps, _ = state_then(session, store.write_context(session).datasets[dataset], when)
+        room = cap_accounting.headroom(session, dataset, frozenset(variables), caps, when=when, mechanism=mechanism)
         if delta is None:
             delta = choices.parse_delta(None, store.write_context(session).datasets[dataset])
     return budget.with_rho_epsilon(room, delta)

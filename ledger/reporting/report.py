@@ -44,7 +44,6 @@ from markupsafe import Markup
 
 from ..accounting.spend import CONVERSION_NAME, ORDER_SHARE, ZCDP_SHARE, order_epsilon
 from ..accounting.budget import CapCheck, CapTotal, check, total_from_index
-from ..accounting.budget import status as cap_status
 from ..accounting.engine import LedgerIndex, RiskTable, SpendGrid, at_delta
 from ..accounting.history import charged_from, ended
 from ..accounting.history import releases_as_of as _releases_then
@@ -54,6 +53,7 @@ from .headline import Headline, headline
 from .chart_data import PairFigure, Pairs, Timeline  # noqa: F401 (defined there: charts.py reads them too)
 from .views import Basis, basis_for, bound_text
 from ..core.lazy import lazy_module
+from ..store.as_of import DATASET_STATE_KINDS
 
 np = lazy_module("numpy")  # imported on first use: recording never needs it (issue 13)
 
@@ -440,8 +440,9 @@ class Change:
 class CapMove:
     """A cap's figure at the meeting-pack date and now, in the cap's unit.
 
-    before: recomputed from the releases recorded before the date, with the status each
-    had then (budget.total_from_index, total_from_history's figure); now: the stored running total."""
+    before: recomputed from the releases recorded before the date, with the status each had
+    then; now: the figure of the report's Caps section. Both are the decided figure (the
+    smallest valid one, cap_accounting.checks_from_index), as `cap list` prints it."""
 
     name: str
     subset: tuple[str, ...]
@@ -454,6 +455,17 @@ class CapMove:
     status_before: str
     status_now: str
     set_after: bool  # the cap was set after the date (its figure then is shown all the same)
+
+
+@dataclass(frozen=True)
+class DatasetChange:
+    """A change of the dataset since the meeting-pack date: a variable added or reclassified, a
+    group set or removed, ... (its audit event, operations.amend), with what it changed."""
+
+    at: datetime
+    actor: str
+    kind: str  # the event's kind: variable.reclassified, group.set, ...
+    note: str  # what changed (the audit trail's `_change_note`): x: sensitive → public (reason)
 
 
 @dataclass(frozen=True)
@@ -472,6 +484,15 @@ class MeetingPack:
     cancelled: tuple[Change, ...]
     caps: tuple[CapMove, ...]
     counts: tuple[int, ...] | None = None
+    # the dataset's own changes since then (reclassifications, variables added, groups set), as
+    # the audit trail shows them; at most CHANGES_LISTED on a large ledger (`dataset_count`: how many)
+    dataset_changes: tuple[DatasetChange, ...] = ()
+    dataset_count: int | None = None
+
+    @property
+    def dataset_total(self) -> int:
+        """How many changes of the dataset there were since then (those listed, or `dataset_count`)."""
+        return len(self.dataset_changes) if self.dataset_count is None else self.dataset_count
 
     @property
     def sections(self) -> tuple[tuple[str, tuple[Change, ...], int], ...]:
@@ -628,13 +649,14 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
         cells = {row.release: (row.cells, row.dataset_wide) for row in risk.sparse}
         register = tuple(register_entry(r, inputs.families, *cells.get(r.id, ((), None)), **steps.get(r.id, {}))
                          for r in inputs.releases)
-    meeting = meeting_pack(inputs) if inputs.since is not None else None
     if inputs.cap_checks is not None and inputs.as_of is None:  # as `cap list` decides them now
-        caps = tuple(_cap_entry(c) for c in inputs.cap_checks)
+        checks = tuple(inputs.cap_checks)
     else:  # on the totals (as the ledger stood at --as-of), the states from the index (cap_entries' figures)
         from ..operations.cap_accounting import checks_from_index
 
-        caps = tuple(_cap_entry(c) for c in checks_from_index(inputs.caps, index, inputs.cap_totals))
+        checks = tuple(checks_from_index(inputs.caps, index, inputs.cap_totals))
+    caps = tuple(_cap_entry(c) for c in checks)
+    meeting = meeting_pack(inputs, checks) if inputs.since is not None else None
     timeline = timeline_of(index, inputs.delta, objective, inputs.as_of or inputs.generated_at,
                            public=dataset.public_names, caps=inputs.caps)
     pairs = panels_of()
@@ -859,7 +881,22 @@ def as_it_stood(inputs: ReportInputs) -> ReportInputs:
     ended_at = ended((e.kind, e.subject, e.at) for e in inputs.events)
     releases = tuple(_releases_then(inputs.releases, when, ended_at))
     events = tuple(e for e in inputs.events if e.at <= when)
-    return replace(inputs, releases=releases, events=events)
+    then = state_of(inputs.dataset, inputs.caps, inputs.events, when,
+                    {name for r in releases if r.status in CHARGED_STATUSES for name in r.reads})
+    return replace(inputs, releases=releases, events=events, dataset=then.dataset, caps=then.caps)
+
+
+def state_of(dataset: Dataset, caps: Sequence[Cap], events: Sequence[AuditEvent], when: datetime, read=()):
+    """The dataset (variables, classifications, groups) and its caps as they stood at `when`
+    (history.state_as_of), from the audit events of their changes."""
+    from ..accounting.history import state_as_of
+    from ..store.as_of import CAP_STATE_KINDS, DATASET_STATE_KINDS, state_change
+
+    prefix = dataset.name + "/"
+    changes = [state_change(e.kind, e.subject, e.at, e.data()) for e in events
+               if (e.kind in DATASET_STATE_KINDS and e.subject == dataset.name)
+               or (e.kind in CAP_STATE_KINDS and e.subject.startswith(prefix))]
+    return state_as_of(dataset, caps, changes, when, read)
 
 
 def lifecycle_steps(events: Sequence[AuditEvent]) -> dict[str, dict]:
@@ -1333,6 +1370,8 @@ def _change_note(change: dict) -> str | None:
 
 
 DATASET_CHANGE_KINDS = ("dataset.", "variable.", "group.")  # events whose subject is the dataset: its changes
+# the amendments of a recorded dataset (operations.amend.plan): the meeting pack's dataset changes
+DATASET_AMENDMENTS = tuple(kind for kind in DATASET_STATE_KINDS if kind != "dataset.added")
 
 
 def dataset_events(inputs: ReportInputs) -> list[AuditEvent]:
@@ -1356,9 +1395,14 @@ def dataset_events(inputs: ReportInputs) -> list[AuditEvent]:
     return [e for e in inputs.events if about(e)]
 
 
-def meeting_pack(inputs: ReportInputs) -> MeetingPack:
+def meeting_pack(inputs: ReportInputs, checks: Sequence[CapCheck] | None = None) -> MeetingPack:
     """What changed since `inputs.since`, and how each cap moved (DESIGN 2.3-2.6 figures
-    recomputed as the ledger stood then)."""
+    recomputed as the ledger stood then). `checks`: every cap as the report's Caps section
+    decides it (the smallest valid figure, cap_accounting.checks_from_index; computed here when
+    None): a cap's figure now is that one, and its figure then is decided the same way over the
+    releases as they stood then (same question, same answer, DESIGN 2.4)."""
+    from ..operations.cap_accounting import checks_from_index
+
     since = inputs.since
     events = dataset_events(inputs)
     titles = {r.id: r.title for r in inputs.releases}
@@ -1397,21 +1441,16 @@ def meeting_pack(inputs: ReportInputs) -> MeetingPack:
     # total_from_history's figure, without a pass over the releases per cap)
     index_then = LedgerIndex(inputs.dataset.variable_names, [r for r in then if r.status in CHARGED_STATUSES],
                              inputs.families)
-    now = {c.cap.name: c for c in check(list(inputs.caps), inputs.cap_totals, [], {}, {}, only_touched=False)}
+    if checks is None:
+        checks = checks_from_index(inputs.caps, LedgerIndex(inputs.dataset.variable_names, [
+            r for r in inputs.releases if r.status in CHARGED_STATUSES], inputs.families), inputs.cap_totals)
     set_at = {e.subject.split("/", 1)[1]: e.at for e in events if e.kind == "cap.set"}
-    moves = []
-    for cap in inputs.caps:
-        before = total_from_index(cap, index_then).value
-        current = now[cap.name].current
-        moves.append(CapMove(
-            name=cap.name, subset=cap.ordered_subset, unit=cap.unit, delta=cap.delta, limit=cap.limit,
-            before=before, now=current, change=_difference(current, before),
-            status_before=cap_status(cap, before), status_now=now[cap.name].status,
-            set_after=cap.name in set_at and set_at[cap.name] >= since,
-        ))
+    moves = cap_moves(inputs.caps, checks, checks_from_index(inputs.caps, index_then), set_at, since)
     return MeetingPack(
         since=since,
         events=sum(1 for e in events if e.at >= since),
+        dataset_changes=tuple(dataset_change(e.at, e.actor, e.kind, e.data()) for e in events
+                              if e.at >= since and e.kind in DATASET_AMENDMENTS and e.subject == inputs.dataset.name),
         recorded=tuple(changes["recorded"]),
         approved=tuple(changes["release.approved"]),
         published=tuple(changes["release.published"]),
@@ -1419,6 +1458,31 @@ def meeting_pack(inputs: ReportInputs) -> MeetingPack:
         cancelled=tuple(changes["release.cancelled"]),
         caps=tuple(moves),
     )
+
+
+def cap_moves(caps: Sequence[Cap], now: Sequence[CapCheck], then: Sequence[CapCheck], set_at: Mapping[str, datetime],
+              since: datetime) -> tuple[CapMove, ...]:
+    """How each cap moved: its figure then and now, each the decided one (the smallest valid
+    figure, as the Caps section and `cap list` show it: cap_accounting.checks_from_index), never
+    the basic sum beside a decided figure for the same cap."""
+    now_of = {c.cap.name: c for c in now}
+    then_of = {c.cap.name: c for c in then}
+    moves = []
+    for cap in caps:
+        before, current = then_of[cap.name], now_of[cap.name]
+        moves.append(CapMove(
+            name=cap.name, subset=cap.ordered_subset, unit=cap.unit, delta=cap.delta, limit=cap.limit,
+            before=before.current, now=current.current, change=_difference(current.current, before.current),
+            status_before=before.status, status_now=current.status,
+            set_after=cap.name in set_at and set_at[cap.name] >= since,
+        ))
+    return tuple(moves)
+
+
+def dataset_change(at: datetime, actor: str, kind: str, data: dict) -> DatasetChange:
+    """A change of the dataset (amend.plan's event), as the audit trail notes it (`_change_note`)."""
+    change = data.get("change") or {}
+    return DatasetChange(at, actor, kind, _change_note(change) or "")
 
 
 def releases_as_of(releases: Sequence[Release], events: Sequence[AuditEvent], when: datetime) -> list[Release]:

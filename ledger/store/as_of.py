@@ -22,6 +22,10 @@ release recorded as published with neither a recording nor a publication moment 
 published at `datetime.min` now, but at T it is not yet published (`status_at` has no
 moment to date it by), so it has no publication moment then. `rows_then` says so.
 
+The dataset and its caps at T (`state_then`): history.state_as_of over the dataset's and caps'
+audited changes (`state_changes`: each event carries the whole state after it), the index put
+over the variables then (engine.index_over). Every --as-of view reads them from here.
+
 The figures are the snapshot path's to the last bit (tests/test_as_of_rows.py compares
 both with hypothesis, releases cancelled, retracted and amended after T included). Moments
 are compared as the rows' float seconds (`columns._stamps`: microseconds / 10**6, correctly
@@ -251,3 +255,68 @@ def event_text(when: datetime) -> str:
     moment is UTC), for comparing with them as text (cli.report.event_counts says when that orders them)."""
     moment = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
     return moment.astimezone(UTC).isoformat()
+
+
+DATASET_STATE_KINDS = ("dataset.added", "dataset.described", "variable.added", "variable.categories_added",
+                       "variable.described", "variable.reclassified", "variable.removed", "group.set",
+                       "group.removed")  # each carries the dataset's whole state after it (amend_dataset)
+CAP_STATE_KINDS = ("cap.set", "cap.removed")
+
+
+def state_changes(session, dataset: str) -> list:
+    """The changes of `dataset` and its caps (history.StateChange), in chain order, from their
+    audit events (read through the (kind, subject) index)."""
+    import json
+
+    from sqlalchemy import func, select
+
+    from ..input.loader import parse_moment
+    from . import database as store
+
+    table = store.AuditEventRow.__table__
+    prefix = dataset + "/"
+    rows = session.connection().execute(
+        select(table.c.seq, table.c.kind, table.c.subject, table.c.at, table.c.payload).where(
+            ((table.c.kind.in_(DATASET_STATE_KINDS)) & (table.c.subject == dataset))
+            | ((table.c.kind.in_(CAP_STATE_KINDS)) & (func.substr(table.c.subject, 1, len(prefix)) == prefix)))
+        .order_by(table.c.seq))
+    return [state_change(kind, subject, parse_moment(at), json.loads(payload))
+            for _seq, kind, subject, at, payload in rows]
+
+
+def state_change(kind: str, subject: str, at: datetime, payload: dict):
+    """One audit event (already parsed) as a history.StateChange."""
+    from ..accounting.history import StateChange
+    from .codec import cap_from_dict, dataset_from_dict
+
+    if kind in CAP_STATE_KINDS:
+        body = payload.get("cap")
+        return StateChange(at, kind, cap=(subject.split("/", 1)[1], None if body is None else cap_from_dict(body)))
+    return StateChange(at, kind, dataset=dataset_from_dict(payload["dataset"]))
+
+
+def read_variables(index, names) -> set[str]:
+    """Those of `names` some release of a LedgerIndex reads (a column each, not the whole matrix)."""
+    columns = [index.column[name] for name in names if name in index.column]
+    if not columns:
+        return set()
+    return {index.variables[j] for j, read in zip(columns, index.reads[:, columns].any(axis=0).tolist()) if read}
+
+
+def state_then(session, dataset, when: datetime, index=None):
+    """(the dataset then, its caps then, `index` over the dataset's variables then) at `when`
+    (history.state_as_of over the dataset's recorded changes; `index`: of the releases charged
+    then, whose reads the dataset then keeps; engine.index_over)."""
+    from ..accounting.engine import index_over
+    from ..accounting.history import state_as_of
+    from . import database as store
+
+    caps, changes = store.caps(session, dataset.name), state_changes(session, dataset.name)
+    then = state_as_of(dataset, caps, changes, when)
+    if index is None:
+        return then.dataset, then.caps, None
+    missing = set(dataset.variable_names) - set(then.dataset.variable_names)  # (added after `when`)
+    read = read_variables(index, missing)
+    if read:  # read by a release charged then (history recorded later): there then
+        then = state_as_of(dataset, caps, changes, when, read)
+    return then.dataset, then.caps, index_over(index, then.dataset.variable_names)
