@@ -910,12 +910,24 @@ def best(found: Mapping[str, Figure]) -> Figure:
     the delta is smaller by more than PURE_PREFERENCE of it (one pure release of 0.4 stays
     0.4, not 0.3999999984 at 1e-9)."""
     candidates = [f for f in found.values() if f.valid and f.available]
-    chosen = min(candidates, key=lambda f: (float(f.epsilon), ACCOUNTANTS.index(f.accountant)))
+    chosen = _smallest(candidates, lambda f: float(f.epsilon), lambda f: f.accountant)
     basic = found.get("basic")
     if (basic is not None and basic.delta is None and chosen is not basic
             and float(chosen.epsilon) >= float(basic.epsilon) * (1 - PURE_PREFERENCE)):
         return basic
     return chosen
+
+
+TIE = 1e-9  # figures this close (relative) are one figure: the same statement summed in another order
+
+
+def _smallest(items, value_of, accountant_of):
+    """The item of the smallest value, the earlier accountant (basic, rdp, pld) among those within
+    TIE of it: basic's and the Rényi filter's zCDP statement are the same one, their sums of rho
+    formed in other orders (over arrays for pairs), so which one is named must not turn on ulps."""
+    low = min(value_of(item) for item in items)
+    close = [item for item in items if value_of(item) <= low * (1 + TIE) or value_of(item) == low]
+    return min(close, key=lambda item: ACCOUNTANTS.index(accountant_of(item)))
 
 
 def _up(value: float) -> float:
@@ -1726,7 +1738,7 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
             state["pld"] = pld.memo
         if pld.available:
             found.append(("pld", pld.epsilon, declared_theorem.format("pld", THEOREMS["pld"])))
-    name, value, theorem = min(found, key=lambda item: (float(item[1]), ACCOUNTANTS.index(item[0])))
+    name, value, theorem = _smallest(found, lambda item: float(item[1]), lambda item: item[0])
     if pure and float(value) >= float(basic_value) * (1 - PURE_PREFERENCE):
         name, value, theorem = found[0]  # the pure sum holds at delta 0 (as `best` prefers it)
     return Decision(name, value, case, theorem)

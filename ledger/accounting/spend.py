@@ -328,6 +328,7 @@ def cks_epsilon(rho: Fraction | float, delta: float) -> float:
     return _up(max(simple if math.isnan(best) else min(best, simple), 0.0))
 
 
+@lru_cache(maxsize=65536)
 def order_epsilon(pure: float, pure_rho: float, rho: float, delta: float) -> float:
     """The Rényi filter's epsilon at the orders FILTER_ORDERS, each at `delta` (its share), of a
     total known only by its sums: rho-zCDP parts (the curve a * rho) and pure parts, whose curve

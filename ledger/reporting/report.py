@@ -42,7 +42,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..accounting.spend import CONVERSION_NAME, ORDER_SHARE, ZCDP_SHARE, order_epsilon
+from ..accounting.spend import CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, ZCDP_SHARE
 from ..accounting.budget import CapCheck, CapTotal, check, total_from_index
 from ..accounting.engine import LedgerIndex, RiskTable, SpendGrid, at_delta
 from ..accounting.history import charged_from, ended
@@ -1535,8 +1535,11 @@ def epsilon_floats(grid: SpendGrid, delta: Fraction) -> np.ndarray:
         ok = rem > 0
         safe = np.where(ok, rem, 0.5)
         beside = (approx_eps[with_rho] != 0) | (approx_delta[with_rho] != 0)
-        orders = np.asarray([order_epsilon(p, q, r, d * ORDER_SHARE) for p, q, r, d in zip(
-            pure[with_rho].tolist(), pure_rho[with_rho].tolist(), rho[with_rho].tolist(), safe.tolist())])
+        # spend.order_epsilon over arrays: at each fixed order min(pure, a * pure_rho) + a * rho, CKS Prop 12
+        a = np.asarray(FILTER_ORDERS, dtype=np.float64)
+        curve = np.minimum(pure[with_rho][:, None], a * pure_rho[with_rho][:, None]) + a * rho[with_rho][:, None]
+        orders = _up(np.maximum((curve + np.log1p(-1 / a) - (np.log(safe * ORDER_SHARE)[:, None] + np.log(a))
+                                 / (a - 1)).min(axis=1), 0.0))
         zcdp = cks_floats(rho[with_rho] + pure_rho[with_rho], safe * ZCDP_SHARE)
         value = np.where(beside, _up(approx_eps[with_rho] + orders), np.minimum(zcdp, orders))
         result[with_rho] = np.where(ok, value, np.inf)
