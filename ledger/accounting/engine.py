@@ -563,6 +563,23 @@ class LedgerIndex:
             candidates = np.zeros(0, dtype=np.int64)
         return np.where(touched, self._best(candidates), self.ZERO_ID)
 
+    def exactly_read(self) -> np.ndarray:
+        """The rows, in order, of the releases that read a variable none of their guarantees
+        protects (`Release.exact_variables` not empty: released without noise, DESIGN 2.2), a
+        chunk of releases at a time (no second n x variables matrix)."""
+        n_rel = len(self.releases)
+        found = [np.zeros(0, dtype=np.int64)]
+        bounds = np.searchsorted(self.g_release, np.arange(0, n_rel + _CHUNK, _CHUNK).clip(max=n_rel))
+        for k, start in enumerate(range(0, n_rel, _CHUNK)):
+            left = self.reads[start:min(start + _CHUNK, n_rel)].copy()
+            owners = self.g_release[bounds[k]:bounds[k + 1]] - start
+            if len(owners):  # each release's guarantees are adjacent: their union by one reduceat
+                first = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+                covered = np.logical_or.reduceat(self.g_protects[bounds[k]:bounds[k + 1]], first, axis=0)
+                left[owners[first]] &= ~covered
+            found.append(np.flatnonzero(left.any(axis=1)) + start)
+        return np.concatenate(found)
+
     def _others(self, subset: frozenset[str], base: Spend, objective: Objective | None) -> Spend:
         """base composed with the families and the releases with a choice, on `subset`."""
         units = [family_options(self.families[fid], [self.releases[i] for i in rows], subset)

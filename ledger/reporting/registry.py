@@ -86,6 +86,18 @@ def release_facts(releases: Iterable[Release]) -> ReleaseFacts:
     return ReleaseFacts(count, first, tuple(exact), tuple(derived), tuple(sorted(mechanisms.items())))
 
 
+def facts_of(charged) -> ReleaseFacts:
+    """`release_facts` of the charged releases from what SQL found of them (store.facts.ChargedFacts:
+    the counts, and whole only the earliest release and those that may be read exactly or derived):
+    the same facts, without a pass over every release (issue 13)."""
+    first = charged.first
+    return ReleaseFacts(
+        count=charged.count, first=None if first is None else first.published_at or first.recorded_at,
+        exact=tuple((r.id, r.title, r.exact_variables) for r in charged.exact if r.exact_variables),
+        derived=tuple((r.id, tuple(r.derived_from), r.reads) for r in charged.derived if r.derived_from),
+        mechanisms=tuple(sorted(charged.mechanisms)))
+
+
 def registry_record(snapshot: LedgerSnapshot, dataset: Dataset, caps: Sequence[Cap], *, tier: int = 2,
                     privacy_unit: dict[str, str] | None = None, today: date | None = None) -> dict[str, Any]:
     """The registry record of one dataset's releases, as a dict ready for YAML."""
