@@ -309,7 +309,8 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
                         ("ledger.migrated", "schema 8", '{"from":7,"to":8}'),
                         ("ledger.migrated", "schema 9", '{"from":8,"to":9}'),
                         ("ledger.migrated", "schema 10", '{"from":9,"to":10}'),
-                        ("ledger.migrated", "schema 11", '{"from":10,"to":11}')]
+                        ("ledger.migrated", "schema 11", '{"from":10,"to":11}'),
+                        ("ledger.migrated", "schema 12", '{"from":11,"to":12}')]
     assert keys == [("g", "gaussian:4"), ("l", "laplace:2"), ("p", None)]
     engine = store.make_engine(url)
     with engine.connect() as connection:
@@ -320,7 +321,7 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
     engine.dispose()
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "subset", "a")
-    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 6,)]  # once each (schemas 6 to 11)
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 7,)]  # once each (schemas 6 to 12)
 
 
 SAMPLED = """\
@@ -354,6 +355,7 @@ def test_a_ledger_of_schema_6_charges_its_subsampled_releases_through_the_sampli
                          "ON e.id = event WHERE release = 's'")
     assert migrated == [("ledger.migrated", "schema 7"), ("ledger.migrated", "schema 8"),
                         ("ledger.migrated", "schema 9"), ("ledger.migrated", "schema 10"),
-                        ("ledger.migrated", "schema 11")]
+                        ("ledger.migrated", "schema 11"),
+                        ("ledger.migrated", "schema 12")]
     assert rows == [(key, True)] or rows == [(key, 1)]
     assert cli_main(url, "audit", "verify").code == 0

@@ -226,11 +226,12 @@ def test_a_ledger_of_schema_8_gains_the_event_index_once_with_an_audit_event(bui
     assert store.EVENT_INDEX in indexes and store.EVENT_INDEX in plan[0][-1]
     assert migrated == [("ledger.migrated", "schema 9", '{"from":8,"to":9}'),
                         ("ledger.migrated", "schema 10", '{"from":9,"to":10}'),
-                        ("ledger.migrated", "schema 11", '{"from":10,"to":11}')]
+                        ("ledger.migrated", "schema 11", '{"from":10,"to":11}'),
+                        ("ledger.migrated", "schema 12", '{"from":11,"to":12}')]
     assert cli_main(copied, "audit", "verify").code == 0
     assert cli_main(copied, "releases").code == 0
     with sqlite3.connect(copy) as db:
-        assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 3  # once (schemas 9-11)
+        assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 4  # once (schemas 9-12)
 
 
 def test_the_register_written_in_parts_by_forked_processes_is_the_register_written_whole(built, monkeypatch, tmp_path):
