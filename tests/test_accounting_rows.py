@@ -136,6 +136,36 @@ def both_indexes(url: str, touching=None):
     return rows, whole
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sets(st.sampled_from(VARIABLES), min_size=1, max_size=3),
+                          st.sampled_from(["laplace", "geometric", "gaussian", "pure", "rho"]),
+                          st.sampled_from(["1/10", "1/4", "1"])), min_size=1, max_size=12),
+       st.sampled_from([2, 5, 65_536]))
+def test_one_guarantee_per_release_protecting_its_reads_costs_the_same_by_the_shared_matrix(drawn, chunk):
+    """Where every release has one guarantee protecting what it reads, the rows' index shares one
+    matrix for reads and protects, and `cost_ids` takes the short way (c_r(U) is the guarantee's
+    value where r reads U, else zero: Tan Prop 3.3): every subset's ids equal the whole releases'
+    index's, a chunk of releases at a time or not."""
+    from itertools import combinations
+
+    from ledger.accounting import engine
+
+    entries = [{"id": f"r{i}", "reads": sorted(reads), **KINDS[kind](epsilon, reads)}
+               for i, (reads, kind, epsilon) in enumerate(drawn)]
+    with tempfile.TemporaryDirectory() as directory:
+        url = f"sqlite:///{directory}/l.db"
+        record(url, entries, [(Status.PUBLISHED, 0, 1, False)] * len(entries))
+        rows, whole = both_indexes(url)
+    assert rows.g_protects is rows.reads  # (the short way's condition)
+    before, engine._CHUNK = engine._CHUNK, chunk
+    try:
+        for size in range(1, len(VARIABLES) + 1):
+            for subset in combinations(range(len(VARIABLES)), size):
+                assert rows._cost_ids(np.asarray(subset)).tolist() == whole._cost_ids(np.asarray(subset)).tolist()
+    finally:
+        engine._CHUNK = before
+
+
 DELTA = F(1, 10**6)
 
 

@@ -546,6 +546,14 @@ class LedgerIndex:
 
     def _cost_ids(self, columns: np.ndarray) -> np.ndarray:
         n_rel = len(self.releases)
+        if self.g_protects is self.reads and len(self.g_release) == n_rel and self.has_guarantee.all():
+            # one guarantee per release, protecting exactly what it reads (columns.index_for shares
+            # the matrix then: nearly every ledger): none leaves a variable it reads uncovered, so
+            # c_r(U) is that guarantee's value where r reads U, else zero (Tan Prop 3.3), as below
+            touched = np.empty(n_rel, dtype=bool)
+            for start in range(0, n_rel, _CHUNK):
+                touched[start:start + _CHUNK] = self.reads[start:start + _CHUNK][:, columns].any(axis=1)
+            return np.where(touched, self.g_value, self.ZERO_ID)
         if n_rel > _CHUNK and len(self.g_release):  # a chunk of releases at a time: no n x |U| copies
             out = np.empty(n_rel, dtype=np.int64)
             bounds = np.searchsorted(self.g_release, np.arange(0, n_rel + _CHUNK, _CHUNK).clip(max=n_rel))
