@@ -41,9 +41,10 @@ def registry(
     Fields only a person can fill in (curators, intended use, region, actors, rationale)
     start with PLACEHOLDER."""
     from .report import write_atomically, writable_target
-    from ..reporting.registry import facts_of, record_of, to_yaml
+    from ..reporting.registry import facts_of, record_delta, record_of, to_yaml
     from ..store import columns
     from ..store.facts import charged_facts
+    from ..accounting.engine import at_delta
 
     if tier not in (1, 2, 3):
         raise fail("command line", "--tier", f"must be 1, 2 or 3, found {tier}")
@@ -58,7 +59,11 @@ def registry(
         index = columns.index_for(session, chosen.variable_names, chosen.name, light.families)
         exact = index.releases.seqs[index.exactly_read()].tolist()
         facts = facts_of(charged_facts(session.connection(), chosen.name, exact))
-        record = record_of(index, facts, chosen, caps, tier=tier, privacy_unit=unit)  # (the index reads ids)
+        # Table 1's total row a chunk of releases at a time (its cells at 1M: 800 MB), at the delta
+        # record_of reads it at
+        delta = record_delta(chosen)
+        table = columns.table_in_chunks(index, chosen.name, at_delta(delta), delta, 0) if tier >= 2 else None
+        record = record_of(index, facts, chosen, caps, tier=tier, privacy_unit=unit, table=table)  # (reads ids)
     text = to_yaml(record)
     if as_json and target is None:
         typer.echo(json.dumps(record, indent=2, ensure_ascii=False))
