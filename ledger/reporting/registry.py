@@ -59,8 +59,9 @@ def slug(text: str) -> str:
 @dataclass(frozen=True)
 class ReleaseFacts:
     """What the record says of the charged releases themselves (not their figures, which come
-    from the index): gathered in one pass, so a ledger of a million releases is read a chunk
-    at a time and never held whole (issue 13)."""
+    from the index): gathered in one pass over the releases (`release_facts`, the API's path),
+    or by SQL with only the few releases it names decoded (`facts_of`, `export registry`:
+    a million releases, issue 13)."""
 
     count: int = 0
     first: datetime | None = None  # the earliest publication (else recording) moment
