@@ -491,3 +491,30 @@ def test_the_html_report_of_a_ledger_on_either_backend(graduates, tmp_path):
     html = out.read_text(encoding="utf-8")
     assert "Audit chain verified" in html and 'id="heat-map"' in html and 'id="timeline-chart"' in html
     assert ok(run(graduates, "audit", "verify"))  # the parent's connections still work
+
+
+def test_the_registry_record_and_the_large_report_at_a_moment_on_both_backends(ledger_url, tmp_path, monkeypatch):
+    """`export registry` reads its facts by SQL (store.facts) and the large report at --as-of and
+    --since searches the events through EVENT_INDEX (schema 12): on SQLite and PostgreSQL the
+    record is the one made from every release decoded (the API's path), and the summarised
+    report at a moment prints what the report of every release decoded printed."""
+    import ledger
+    from ledger.reporting.report import SUMMARY_ENV
+
+    ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", GRADUATES), "--by", "ana"))
+    ok(run(ledger_url, "role", "grant", "grace", "approver", "--as", "ana"))
+    ok(run(ledger_url, "record", write(tmp_path, "rich.yaml", RICH), "--by", "ana"))
+    expected = ledger.open(ledger_url, actor="ana").export_registry("graduates", tier=3)
+    assert ok(run(ledger_url, "export", "registry", "--tier", "3", "--out", "-", "--json")).json() == expected
+    moment = datetime.now(UTC).isoformat()
+    for option in ("--as-of", "--since"):
+        small = ok(run(ledger_url, "report", "--format", "md", "--out", "-", option, moment)).out
+        monkeypatch.setenv(SUMMARY_ENV, "2")
+        out = tmp_path / f"large{option}.md"
+        ok(run(ledger_url, "report", "--format", "md", "--out", out, option, moment))
+        large = out.read_text(encoding="utf-8")
+        monkeypatch.delenv(SUMMARY_ENV)
+        assert "complete register" in large and "complete register" not in small
+        for needle in ("Audit chain", "events about this dataset"):  # (the chain, the trail counted)
+            shown = [l for l in large.splitlines() if needle in l][:1]
+            assert shown and shown == [l for l in small.splitlines() if needle in l][:1], (option, needle)
