@@ -540,7 +540,7 @@ class _Releases(Sequence):
         (`ids`: a cap's drivers name tied rows by id; at a million releases the heads at
         --as-of, statuses then and titles, took seven seconds, the ids one)."""
         if self.known_ids is None:
-            self.known_ids = self.heads[0] if self.heads is not None or self._ids is None else self._ids()
+            self.known_ids = self.load()[0] if self.heads is not None or self._ids is None else self._ids()
         return self.known_ids
 
     def __len__(self) -> int:
