@@ -136,6 +136,36 @@ def both_indexes(url: str, touching=None):
     return rows, whole
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sets(st.sampled_from(VARIABLES), min_size=1, max_size=3),
+                          st.sampled_from(["laplace", "geometric", "gaussian", "pure", "rho"]),
+                          st.sampled_from(["1/10", "1/4", "1"])), min_size=1, max_size=12),
+       st.sampled_from([2, 5, 65_536]))
+def test_one_guarantee_per_release_protecting_its_reads_costs_the_same_by_the_shared_matrix(drawn, chunk):
+    """Where every release has one guarantee protecting what it reads, the rows' index shares one
+    matrix for reads and protects, and `cost_ids` takes the short way (c_r(U) is the guarantee's
+    value where r reads U, else zero: Tan Prop 3.3): every subset's ids equal the whole releases'
+    index's, a chunk of releases at a time or not."""
+    from itertools import combinations
+
+    from ledger.accounting import engine
+
+    entries = [{"id": f"r{i}", "reads": sorted(reads), **KINDS[kind](epsilon, reads)}
+               for i, (reads, kind, epsilon) in enumerate(drawn)]
+    with tempfile.TemporaryDirectory() as directory:
+        url = f"sqlite:///{directory}/l.db"
+        record(url, entries, [(Status.PUBLISHED, 0, 1, False)] * len(entries))
+        rows, whole = both_indexes(url)
+    assert rows.g_protects is rows.reads  # (the short way's condition)
+    before, engine._CHUNK = engine._CHUNK, chunk
+    try:
+        for size in range(1, len(VARIABLES) + 1):
+            for subset in combinations(range(len(VARIABLES)), size):
+                assert rows._cost_ids(np.asarray(subset)).tolist() == whole._cost_ids(np.asarray(subset)).tolist()
+    finally:
+        engine._CHUNK = before
+
+
 DELTA = F(1, 10**6)
 
 
@@ -310,7 +340,8 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
                         ("ledger.migrated", "schema 9", '{"from":8,"to":9}'),
                         ("ledger.migrated", "schema 10", '{"from":9,"to":10}'),
                         ("ledger.migrated", "schema 11", '{"from":10,"to":11}'),
-                        ("ledger.migrated", "schema 12", '{"from":11,"to":12}')]
+                        ("ledger.migrated", "schema 12", '{"from":11,"to":12}'),
+                        ("ledger.migrated", "schema 13", '{"from":12,"to":13}')]
     assert keys == [("g", "gaussian:4"), ("l", "laplace:2"), ("p", None)]
     engine = store.make_engine(url)
     with engine.connect() as connection:
@@ -321,7 +352,7 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
     engine.dispose()
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "subset", "a")
-    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 7,)]  # once each (schemas 6 to 12)
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 8,)]  # once each (schemas 6 to 13)
 
 
 SAMPLED = """\
@@ -355,6 +386,7 @@ def test_a_ledger_of_schema_6_charges_its_subsampled_releases_through_the_sampli
                          "ON e.id = event WHERE release = 's'")
     assert migrated == [("ledger.migrated", "schema 7"), ("ledger.migrated", "schema 8"),
                         ("ledger.migrated", "schema 9"), ("ledger.migrated", "schema 10"),
-                        ("ledger.migrated", "schema 11"), ("ledger.migrated", "schema 12")]
+                        ("ledger.migrated", "schema 11"), ("ledger.migrated", "schema 12"),
+                        ("ledger.migrated", "schema 13")]
     assert rows == [(key, True)] or rows == [(key, 1)]
     assert cli_main(url, "audit", "verify").code == 0

@@ -98,7 +98,7 @@ def test_a_hundred_laplace_releases_published_one_by_one_are_held_to_the_split_f
 
 def test_a_ledger_of_schema_11_has_its_delta_caps_figures_computed_again(tmp_path):
     """A cap at a delta keeps its figure in its running total: a ledger made before the split
-    (schema 11) holds the old figure, which the schema 12 upgrade computes again, once, with an
+    (schema 11) holds the old figure, which the schema 13 upgrade computes again, once, with an
     audit event; `audit verify` agrees, and the cap shows the split figure."""
     from test_accounting_rows import sql
 
@@ -123,5 +123,5 @@ def test_a_ledger_of_schema_11_has_its_delta_caps_figures_computed_again(tmp_pat
     (cap,) = cli_main(url, "cap", "list", "--json").json()
     assert cap["current"] == pytest.approx(cks_epsilon(F(1), 5e-7), rel=1e-12)
     migrated, = sql(url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}")
-    assert migrated == [("ledger.migrated", "schema 12")]
+    assert migrated == [("ledger.migrated", "schema 12"), ("ledger.migrated", "schema 13")]
     assert cli_main(url, "audit", "verify").code == 0

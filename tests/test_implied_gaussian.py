@@ -208,12 +208,13 @@ def test_a_ledger_of_schema_10_gives_its_rows_the_implied_event_and_keeps_its_re
     migrated, rows = sql(url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}",
                          "SELECT e.key, charged_by_event FROM release_accounting JOIN accounting_events e "
                          "ON e.id = event WHERE release = 'g'")
-    assert migrated == [("ledger.migrated", "schema 11"), ("ledger.migrated", "schema 12")]
+    assert migrated == [("ledger.migrated", "schema 11"), ("ledger.migrated", "schema 12"),
+                        ("ledger.migrated", "schema 13")]
     multiplier = implied_gaussian_multiplier(F(1), F(1, 10**5))
     assert rows == [(f"gaussian:{multiplier}", 0)]
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "subset", "income")
-    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 2,)]  # (schemas 11 and 12)
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 3,)]  # once each (schemas 11-13)
 
 
 @pytest.mark.parametrize("x", [-1000.0, -60.0, -37.5, -30.0001, -30.0, -29.999, -23.654, -8.0, -1.0, -1e-9, 0.0,

@@ -378,6 +378,46 @@ def make_version_1(url: str) -> None:
         engine.dispose()
 
 
+def test_a_ledger_of_schema_11_gains_the_event_index_with_moments_once(ledger_url, tmp_path):
+    """The schema 12 upgrade, on SQLite and PostgreSQL: the audit events' schema 9 index (kind,
+    subject, actor) is replaced in place by EVENT_INDEX (kind, subject, actor, at), once, recorded
+    as an audit event like every upgrade; the chain still verifies and the report at a moment
+    prints what it printed."""
+    ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", GRADUATES), "--by", "ana"))
+    ok(run(ledger_url, "role", "grant", "grace", "approver", "--as", "ana"))
+    ok(run(ledger_url, "record", write(tmp_path, "rich.yaml", RICH), "--by", "ana"))
+    moment = datetime.now(UTC).isoformat()  # (before the upgrade's event: the report at it is the same)
+    before = ok(run(ledger_url, "report", "--format", "md", "--out", "-", "--as-of", moment)).out
+    engine = create_engine(ledger_url)
+    with engine.begin() as connection:  # as schema 11 left it
+        connection.execute(text(f"DROP INDEX {store.EVENT_INDEX}"))
+        connection.execute(text(f"CREATE INDEX {store.EVENT_INDEX_9} ON audit_events (kind, subject, actor)"))
+        connection.execute(text("UPDATE ledger_meta SET value = '11' WHERE key = 'schema_version'"))
+    engine.dispose()
+    (events,), = query(ledger_url, "SELECT count(*) FROM audit_events")
+    ok(run(ledger_url, "releases"))  # any command opening the ledger upgrades it
+    ok(run(ledger_url, "releases"))
+    engine = create_engine(ledger_url)
+    with engine.connect() as connection:
+        indexes = {i["name"]: i["column_names"] for i in inspect(connection).get_indexes("audit_events")}
+    engine.dispose()
+    assert indexes[store.EVENT_INDEX] == ["kind", "subject", "actor", "at"]
+    assert store.EVENT_INDEX_9 not in indexes
+    assert query(ledger_url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}") == [
+        ("ledger.migrated", "schema 12"), ("ledger.migrated", "schema 13")]
+    ok(run(ledger_url, "audit", "verify"))
+    after = ok(run(ledger_url, "report", "--format", "md", "--out", "-", "--as-of", moment)).out
+    assert _without_chain(after) == _without_chain(before)
+
+
+def _without_chain(report: str) -> str:
+    """A report without what the upgrade's audit event changes (the chain's head and length, the
+    events listed and counted: the event is dated in the second of the moment, which counts it;
+    when the report was generated)."""
+    return "\n".join(line for line in report.splitlines()
+                     if not any(word in line for word in ("event", "head", "ledger.migrated", "Generated")))
+
+
 def test_a_version_1_ledger_is_upgraded_on_first_use(ledger_url, tmp_path):
     ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", GRADUATES), "--by", "ana"))
     ok(run(ledger_url, "role", "grant", "grace", "approver", "--as", "ana"))  # who approved `sums`
@@ -400,12 +440,14 @@ def test_a_version_1_ledger_is_upgraded_on_first_use(ledger_url, tmp_path):
     assert [(kind, subject, json.loads(payload)) for _, kind, subject, _, _, payload in migrated] == [
         ("ledger.migrated", f"schema {version}", {"from": version - 1, "to": version})
         for version in range(2, store.SCHEMA_VERSION + 1)]
-    # schema 9: the audit events' (kind, subject, actor) index, which the report's reads by kind use
+    # schema 9: the audit events' (kind, subject, actor) index, which the report's reads by kind use;
+    # schema 12: with their moment (the report's counts at --as-of), in its place
     engine = create_engine(ledger_url)
     with engine.connect() as connection:
         indexes = {i["name"]: i["column_names"] for i in inspect(connection).get_indexes("audit_events")}
     engine.dispose()
-    assert indexes[store.EVENT_INDEX] == ["kind", "subject", "actor"]
+    assert indexes[store.EVENT_INDEX] == ["kind", "subject", "actor", "at"]
+    assert store.EVENT_INDEX_9 not in indexes
     verified = ok(run(ledger_url, "audit", "verify"))
     assert f"{len(events)} events" in verified.out
 
@@ -449,3 +491,30 @@ def test_the_html_report_of_a_ledger_on_either_backend(graduates, tmp_path):
     html = out.read_text(encoding="utf-8")
     assert "Audit chain verified" in html and 'id="heat-map"' in html and 'id="timeline-chart"' in html
     assert ok(run(graduates, "audit", "verify"))  # the parent's connections still work
+
+
+def test_the_registry_record_and_the_large_report_at_a_moment_on_both_backends(ledger_url, tmp_path, monkeypatch):
+    """`export registry` reads its facts by SQL (store.facts) and the large report at --as-of and
+    --since searches the events through EVENT_INDEX (schema 12): on SQLite and PostgreSQL the
+    record is the one made from every release decoded (the API's path), and the summarised
+    report at a moment prints what the report of every release decoded printed."""
+    import ledger
+    from ledger.reporting.report import SUMMARY_ENV
+
+    ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", GRADUATES), "--by", "ana"))
+    ok(run(ledger_url, "role", "grant", "grace", "approver", "--as", "ana"))
+    ok(run(ledger_url, "record", write(tmp_path, "rich.yaml", RICH), "--by", "ana"))
+    expected = ledger.open(ledger_url, actor="ana").export_registry("graduates", tier=3)
+    assert ok(run(ledger_url, "export", "registry", "--tier", "3", "--out", "-", "--json")).json() == expected
+    moment = datetime.now(UTC).isoformat()
+    for option in ("--as-of", "--since"):
+        small = ok(run(ledger_url, "report", "--format", "md", "--out", "-", option, moment)).out
+        monkeypatch.setenv(SUMMARY_ENV, "2")
+        out = tmp_path / f"large{option}.md"
+        ok(run(ledger_url, "report", "--format", "md", "--out", out, option, moment))
+        large = out.read_text(encoding="utf-8")
+        monkeypatch.delenv(SUMMARY_ENV)
+        assert "complete register" in large and "complete register" not in small
+        for needle in ("Audit chain", "events about this dataset"):  # (the chain, the trail counted)
+            shown = [l for l in large.splitlines() if needle in l][:1]
+            assert shown and shown == [l for l in small.splitlines() if needle in l][:1], (option, needle)

@@ -186,3 +186,92 @@ def test_the_export_read_from_rows_a_chunk_at_a_time_is_the_record_of_the_releas
         run = cli_main(url, "export", "registry", "--dataset", "holdout", "--tier", tier, "--out", "-", "--json")
     assert run.code == 0, run.err
     assert json.loads(run.out) == expected
+
+
+# --------------------------------------------------------------------------
+# The releases' facts by SQL (issue 13): equal to the pass over every release
+# --------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from test_accounting_rows import FAMILIES, T0, VARIABLES, dataset, ledgers, moment  # noqa: E402
+
+
+def _with_more(entries, data):
+    """`ledgers()`'s entries and: releases whose guarantees each cover part of what they read (exact
+    only where none covers a variable), a release with no guarantee and no mechanism event, and
+    releases derived from earlier ones (post-processing alone, or reading variables themselves)."""
+    more = []
+    for k in range(data.draw(st.integers(0, 4))):
+        reads = sorted(data.draw(st.sets(st.sampled_from("abcd"), min_size=1, max_size=4)))
+        parts = data.draw(st.lists(st.sets(st.sampled_from("abcd"), min_size=1, max_size=2), min_size=1, max_size=3))
+        more.append({"id": f"m{k}", "reads": reads, "mechanism": {"name": "declared"},
+                     "guarantees": [{"protects": sorted(p), "epsilon": "1/2"} for p in parts]})
+    if data.draw(st.booleans()):
+        more.append({"id": "bare", "reads": ["b"], "mechanism": {"name": "exact"}})
+    for k in range(data.draw(st.integers(0, 2))):
+        sources = sorted(data.draw(st.sets(st.sampled_from([e["id"] for e in entries]), min_size=1, max_size=2)))
+        reads = sorted(data.draw(st.sets(st.sampled_from("abcd"), max_size=2)))
+        more.append({"id": f"d{k}", "reads": reads, "derived_from": sources,
+                     **({"mechanism": {"name": "laplace", "epsilon": "1/3"}} if reads else {})})
+    return entries + more
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ledgers(), st.data())
+def test_the_facts_by_sql_are_the_facts_of_every_release_decoded(ledger, data):
+    """`export registry`'s facts (store.facts.charged_facts, registry.facts_of) against
+    `registry.release_facts` over every charged release decoded, the path before: the count, the
+    earliest moment, the releases read exactly (with what they read exactly), the derived ones
+    and the mechanisms' counts, on random ledgers (every status, moments or none, families,
+    several partial guarantees, derived releases); and `LedgerIndex.exactly_read` of the rows'
+    index names the releases whose `exact_variables` is not empty, a chunk of releases at a time or not."""
+    import tempfile
+    from dataclasses import replace
+
+    from sqlmodel import Session
+
+    from ledger.core.records import CHARGED_STATUSES, Status
+    from ledger.input.loader import Document, LedgerSnapshot, build_releases
+    from ledger.reporting.registry import facts_of, release_facts
+    from ledger.store import columns, database as store
+    from ledger.store.facts import charged_facts
+
+    entries, lifecycle = ledger
+    entries = _with_more(entries, data)
+    for _ in range(len(entries) - len(lifecycle)):
+        status = data.draw(st.sampled_from(list(Status)))
+        published = data.draw(st.one_of(st.none(), st.integers(0, 5))) if status in (
+            Status.PUBLISHED, Status.RETRACTED) else None
+        lifecycle.append((status, data.draw(st.one_of(st.none(), st.integers(0, 5))), published, False))
+    with tempfile.TemporaryDirectory() as directory:
+        url = f"sqlite:///{directory}/l.db"
+        engine = store.make_engine(url)
+        store.ensure_schema(engine)
+        releases, _, errors = build_releases(
+            Document("r.json", {"dataset": "t", "releases": entries}),
+            LedgerSnapshot(datasets={"t": dataset()}, families={f.id: f for f in FAMILIES}),
+            recorded_by="t", recorded_at=T0)
+        assert not errors, errors
+        stated = [replace(r, status=status, recorded_at=moment(recorded), published_at=moment(published))
+                  for r, (status, recorded, published, _) in zip(releases, lifecycle)]
+        with store.write_session(engine) as session:
+            store.add_dataset(session, dataset(), "t")
+            store.add_releases(session, stated, FAMILIES, "t")
+        with Session(engine) as session:
+            charged = [r for r in store.snapshot(session, "t").releases.values() if r.status in CHARGED_STATUSES]
+            index = columns.index_for(session, VARIABLES, "t", {f.id: f for f in FAMILIES})
+            from ledger.accounting import engine as engine_module
+
+            chunk = engine_module._CHUNK
+            engine_module._CHUNK = data.draw(st.sampled_from([2, 3, chunk]))  # (several chunks of releases)
+            try:
+                rows = index.exactly_read()
+            finally:
+                engine_module._CHUNK = chunk
+            found = facts_of(charged_facts(session.connection(), "t", index.releases.seqs[rows].tolist()))
+            assert [index.releases[int(i)].id for i in rows] == [r.id for r in charged if r.exact_variables]
+        engine.dispose()
+    expected = release_facts(charged)
+    assert found == expected
+    assert expected.count == len(charged)  # (the pass counts what it is given)

@@ -202,6 +202,57 @@ def test_the_report_reads_audit_events_through_their_kind_index(built, tmp_path)
     engine.dispose()
 
 
+@pytest.mark.parametrize("moment", ["as_of", "since", "both"])
+def test_the_report_at_a_moment_reads_no_event_after_it_and_sorts_no_event_whole(built, tmp_path, moment):
+    """Issue 13 (schema 12: EVENT_INDEX holds the events' moments): at --as-of T the most recent
+    events dated by T (the listed trail, the last event) are searched from the last event dated by
+    T (found from the index alone), not by walking back over every event after T (half the table
+    midway through a million releases); and --since's latest changes of a kind are picked from
+    the index alone, not by reading every event of that kind whole to sort them."""
+    import re
+    import shutil
+    import sqlite3
+    from datetime import datetime
+
+    from sqlalchemy import event
+
+    url, _ = built
+    copy = tmp_path / "copy.db"
+    shutil.copy(url.removeprefix("sqlite:///"), copy)
+    with sqlite3.connect(copy) as db:
+        (count,), = db.execute("SELECT count(*) FROM audit_events").fetchall()
+        (middle,), = db.execute("SELECT at FROM audit_events ORDER BY seq LIMIT 1 OFFSET ?", (count // 2,)).fetchall()
+    when = datetime.fromisoformat(middle)
+    engine = store.make_engine(f"sqlite:///{copy}")
+    seen: list[tuple[str, object]] = []
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _seen(connection, cursor, statement, parameters, context, executemany):
+        if "audit_events" in statement and "EXPLAIN" not in statement:
+            seen.append((statement, parameters))
+
+    with store.read_session(engine) as session:
+        dataset = store.snapshot(session, "survey").datasets["survey"]
+        large = gather_large(session, dataset, choices.parse_delta(None, dataset), chain=CHAIN,
+                             as_of=when if moment != "since" else None, since=when if moment != "as_of" else None)
+        large.audit(CHAIN)
+    checked = 0
+    with engine.connect() as connection:
+        for statement, parameters in seen:
+            if re.search(r"ORDER BY (audit_events\.)?seq DESC\s+LIMIT", statement) is None:
+                continue
+            plan = [row[-1] for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement,
+                                                                  parameters).all()]
+            if "at <=" in statement and "at >=" not in statement:  # the most recent dated by T
+                assert "SCAN audit_events" not in plan and any("rowid<" in step for step in plan), (statement, plan)
+                checked += 1
+            if "at >=" in statement and "kind =" in statement:  # the latest changes of a kind since
+                assert any("COVERING INDEX" in step and store.EVENT_INDEX in step for step in plan), (statement, plan)
+                checked += 1
+    engine.dispose()
+    assert checked >= (2 if moment == "as_of" else 3)
+
+
 def test_a_ledger_of_schema_8_gains_the_event_index_once_with_an_audit_event(built, tmp_path):
     """The schema 9 upgrade builds the audit events' (kind, subject, actor) index in place, records
     it as an audit event like every upgrade, and the chain still verifies."""
@@ -227,11 +278,12 @@ def test_a_ledger_of_schema_8_gains_the_event_index_once_with_an_audit_event(bui
     assert migrated == [("ledger.migrated", "schema 9", '{"from":8,"to":9}'),
                         ("ledger.migrated", "schema 10", '{"from":9,"to":10}'),
                         ("ledger.migrated", "schema 11", '{"from":10,"to":11}'),
-                        ("ledger.migrated", "schema 12", '{"from":11,"to":12}')]
+                        ("ledger.migrated", "schema 12", '{"from":11,"to":12}'),
+                        ("ledger.migrated", "schema 13", '{"from":12,"to":13}')]
     assert cli_main(copied, "audit", "verify").code == 0
     assert cli_main(copied, "releases").code == 0
     with sqlite3.connect(copy) as db:
-        assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 4  # once (schemas 9-12)
+        assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 5  # once (schemas 9-13)
 
 
 def test_the_register_written_in_parts_by_forked_processes_is_the_register_written_whole(built, monkeypatch, tmp_path):

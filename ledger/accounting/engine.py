@@ -546,6 +546,14 @@ class LedgerIndex:
 
     def _cost_ids(self, columns: np.ndarray) -> np.ndarray:
         n_rel = len(self.releases)
+        if self.g_protects is self.reads and len(self.g_release) == n_rel and self.has_guarantee.all():
+            # one guarantee per release, protecting exactly what it reads (columns.index_for shares
+            # the matrix then: nearly every ledger): none leaves a variable it reads uncovered, so
+            # c_r(U) is that guarantee's value where r reads U, else zero (Tan Prop 3.3), as below
+            touched = np.empty(n_rel, dtype=bool)
+            for start in range(0, n_rel, _CHUNK):
+                touched[start:start + _CHUNK] = self.reads[start:start + _CHUNK][:, columns].any(axis=1)
+            return np.where(touched, self.g_value, self.ZERO_ID)
         if n_rel > _CHUNK and len(self.g_release):  # a chunk of releases at a time: no n x |U| copies
             out = np.empty(n_rel, dtype=np.int64)
             bounds = np.searchsorted(self.g_release, np.arange(0, n_rel + _CHUNK, _CHUNK).clip(max=n_rel))
@@ -562,6 +570,23 @@ class LedgerIndex:
         else:
             candidates = np.zeros(0, dtype=np.int64)
         return np.where(touched, self._best(candidates), self.ZERO_ID)
+
+    def exactly_read(self) -> np.ndarray:
+        """The rows, in order, of the releases that read a variable none of their guarantees
+        protects (`Release.exact_variables` not empty: released without noise, DESIGN 2.2), a
+        chunk of releases at a time (no second n x variables matrix)."""
+        n_rel = len(self.releases)
+        found = [np.zeros(0, dtype=np.int64)]
+        bounds = np.searchsorted(self.g_release, np.arange(0, n_rel + _CHUNK, _CHUNK).clip(max=n_rel))
+        for k, start in enumerate(range(0, n_rel, _CHUNK)):
+            left = self.reads[start:min(start + _CHUNK, n_rel)].copy()
+            owners = self.g_release[bounds[k]:bounds[k + 1]] - start
+            if len(owners):  # each release's guarantees are adjacent: their union by one reduceat
+                first = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+                covered = np.logical_or.reduceat(self.g_protects[bounds[k]:bounds[k + 1]], first, axis=0)
+                left[owners[first]] &= ~covered
+            found.append(np.flatnonzero(left.any(axis=1)) + start)
+        return np.concatenate(found)
 
     def _others(self, subset: frozenset[str], base: Spend, objective: Objective | None) -> Spend:
         """base composed with the families and the releases with a choice, on `subset`."""

@@ -696,19 +696,25 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
         if as_json:
             _releases_json(session, store.release_pages(session, dataset))
             return
+        import zlib
+
         from ..reporting.views import RELEASES_HEADER, release_cells, releases_line, releases_widths
 
         datasets = store.write_context(session).datasets
-        # the table's cells kept as one text per release (its cells joined by a separator no cell
-        # holds; else the cells themselves), the columns' widths found on the way, then the lines
-        rows: list = []
+        # the table's cells kept a page at a time as one compressed text (each cell ended by a
+        # separator no cell holds; else that page's cells themselves), the columns' widths found
+        # on the way, then the lines: at a million releases the rows as texts held 422 MB
+        pages: list = []
         widths = None
         ended_lines = []
         for page in store.release_pages(session, dataset):
             steps = _steps(session, [r.id for r in page])
             cells = [release_cells(r, datasets) for r in page]
             widths = releases_widths(cells, widths)
-            rows += [_SEPARATOR.join(line) if _SEPARATOR not in "".join(line) else line for line in cells]
+            text = "".join(cell + _SEPARATOR for line in cells for cell in line)
+            pages.append(zlib.compress(text.encode("utf-8"), 1) if text.count(_SEPARATOR) == sum(map(len, cells))
+                         else cells)
+            del text
             for release in page:  # who retracted or cancelled, when, and why (DESIGN 2.12)
                 ended = next((s for s in reversed(steps.get(release.id, [])) if s.get("reason") is not None), None)
                 if ended:
@@ -719,9 +725,12 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
         return
     widths = releases_widths([RELEASES_HEADER], widths)
     typer.echo(releases_line(RELEASES_HEADER, widths))
-    for start in range(0, len(rows), store.RELEASE_PAGE):
-        typer.echo("\n".join(releases_line(row.split(_SEPARATOR) if isinstance(row, str) else row, widths)
-                             for row in rows[start:start + store.RELEASE_PAGE]))
+    n_cells = len(RELEASES_HEADER)
+    for kept in pages:
+        if isinstance(kept, bytes):
+            cells = zlib.decompress(kept).decode("utf-8").split(_SEPARATOR)[:-1]
+            kept = [cells[k:k + n_cells] for k in range(0, len(cells), n_cells)]
+        typer.echo("\n".join(releases_line(row, widths) for row in kept))
     for line in ended_lines:
         typer.echo(line)
 

@@ -399,6 +399,24 @@ def _event_filter(dataset: str, when: datetime | None = None, until: str | None 
     return about if until is None else about & (events.c.at <= until)
 
 
+def _dated_by(session, until: str | None) -> tuple:
+    """With `until` (--as-of as the events' text), the condition `seq <= s` for s the last event
+    dated by then: a search of the most recent events dated by --as-of (`ORDER BY seq DESC LIMIT`)
+    otherwise walks back from the last event over every event after --as-of, payloads and all
+    (half the table at a million releases midway: seconds, more cold). s is found from
+    EVENT_INDEX alone (it holds `at`; schema 12); on SQLite only, which otherwise scans the table
+    for it (PostgreSQL plans it by itself: no condition)."""
+    connection = session.connection()
+    if until is None or connection.dialect.name != "sqlite":
+        return ()
+    from sqlalchemy import text
+
+    table = store.AuditEventRow.__table__
+    last = connection.execute(text(f"SELECT max(seq) FROM {table.name} INDEXED BY {store.EVENT_INDEX} "
+                                   "WHERE at <= :until"), {"until": until}).scalar()
+    return (table.c.seq <= (last if last is not None else -1),)
+
+
 def _events(session, statement) -> list:
     return [_report.AuditEvent(seq, _time(at), actor, kind, subject, payload, digest)
             for seq, at, actor, kind, subject, payload, digest in session.connection().execute(statement)]
@@ -448,7 +466,7 @@ def large_audit(session: Session, dataset: str, when: datetime | None = None, un
     if counts is None:
         counts = event_counts(session, dataset, when, until)
     counts = [row for row in counts if row[2]]
-    listed = _events(session, select(*columns_).where(about).order_by(table.c.seq.desc())
+    listed = _events(session, select(*columns_).where(about, *_dated_by(session, until)).order_by(table.c.seq.desc())
                      .limit(_report.AUDIT_EVENTS_LISTED))[::-1]
     total = sum(row[2] for row in counts)
     by_kind, by_actor = {}, {}
@@ -601,7 +619,8 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     cap_events = tuple(_events(session, select(*columns_).where(
         table_.c.kind.in_(("cap.set", "cap.removed")), func.substr(table_.c.subject, 1, len(prefix)) == prefix,
         *by_then).order_by(table_.c.seq)))
-    last = _events(session, select(*columns_).where(*by_then).order_by(table_.c.seq.desc()).limit(1))
+    last = _events(session, select(*columns_).where(*by_then, *_dated_by(session, until))
+                   .order_by(table_.c.seq.desc()).limit(1))
     if then is None:  # as `cap list` decides them now (the stored running totals and states)
         checks = tuple(cap_checks(session, dataset.name, list(caps)))
     else:  # as `cap list --as-of` decides them (operations.cap_checks_as_of): over the index then
@@ -642,7 +661,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     cannot say it exactly (see gather_large)."""
     from datetime import timedelta
 
-    from sqlalchemy import func
+    from sqlalchemy import and_, func
 
     from ..accounting.engine import index_over
     from ..core.records import Status
@@ -653,15 +672,18 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     connection = session.connection()
     since_text = rows_at.event_text(since)
     table, columns_ = _event_columns()
-    about = _event_filter(dataset.name, as_of, until) & (table.c.at >= since_text)
+    about = and_(_event_filter(dataset.name, as_of, until), table.c.at >= since_text, *_dated_by(session, until))
     events = sum(row[4] for row in counts)
     titles = _titles_of
 
     def changes_of(kind: str, status_of) -> tuple[tuple, int]:
         chosen = about & (table.c.kind == kind)
         count = sum(row[4] for row in counts if row[0] == kind)
-        listed = _events(session, select(*columns_).where(chosen).order_by(table.c.seq.desc())
-                         .limit(CHANGES_LISTED))[::-1]
+        # the seqs of the most recent first, from EVENT_INDEX alone (it holds every column `chosen`
+        # reads), then those rows: SQLite otherwise read every event of the kind whole to sort
+        # them (a million release.recorded at a million releases: 5 s)
+        latest = select(table.c.seq).where(chosen).order_by(table.c.seq.desc()).limit(CHANGES_LISTED)
+        listed = _events(session, select(*columns_).where(table.c.seq.in_(latest)).order_by(table.c.seq))
         named = titles(session, [e.subject for e in listed])
         return tuple(_report.Change(e.subject, named.get(e.subject, ""), e.at, e.actor, status_of(e))
                      for e in listed), count

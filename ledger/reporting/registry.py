@@ -59,8 +59,9 @@ def slug(text: str) -> str:
 @dataclass(frozen=True)
 class ReleaseFacts:
     """What the record says of the charged releases themselves (not their figures, which come
-    from the index): gathered in one pass, so a ledger of a million releases is read a chunk
-    at a time and never held whole (issue 13)."""
+    from the index): gathered in one pass over the releases (`release_facts`, the API's path),
+    or by SQL with only the few releases it names decoded (`facts_of`, `export registry`:
+    a million releases, issue 13)."""
 
     count: int = 0
     first: datetime | None = None  # the earliest publication (else recording) moment
@@ -86,6 +87,18 @@ def release_facts(releases: Iterable[Release]) -> ReleaseFacts:
     return ReleaseFacts(count, first, tuple(exact), tuple(derived), tuple(sorted(mechanisms.items())))
 
 
+def facts_of(charged) -> ReleaseFacts:
+    """`release_facts` of the charged releases from what SQL found of them (store.facts.ChargedFacts:
+    the counts, and whole only the earliest release and those that may be read exactly or derived):
+    the same facts, without a pass over every release (issue 13)."""
+    first = charged.first
+    return ReleaseFacts(
+        count=charged.count, first=None if first is None else first.published_at or first.recorded_at,
+        exact=tuple((r.id, r.title, r.exact_variables) for r in charged.exact if r.exact_variables),
+        derived=tuple((r.id, tuple(r.derived_from), r.reads) for r in charged.derived if r.derived_from),
+        mechanisms=tuple(sorted(charged.mechanisms)))
+
+
 def registry_record(snapshot: LedgerSnapshot, dataset: Dataset, caps: Sequence[Cap], *, tier: int = 2,
                     privacy_unit: dict[str, str] | None = None, today: date | None = None) -> dict[str, Any]:
     """The registry record of one dataset's releases, as a dict ready for YAML."""
@@ -95,13 +108,15 @@ def registry_record(snapshot: LedgerSnapshot, dataset: Dataset, caps: Sequence[C
 
 
 def record_of(index, facts: ReleaseFacts, dataset: Dataset, caps: Sequence[Cap], *, tier: int = 2,
-              privacy_unit: dict[str, str] | None = None, today: date | None = None) -> dict[str, Any]:
+              privacy_unit: dict[str, str] | None = None, today: date | None = None, table=None) -> dict[str, Any]:
     """The registry record from the index of the dataset's charged releases (the figures: from
-    the releases, or from the accounting rows, `columns.index_for`) and their facts."""
+    the releases, or from the accounting rows, `columns.index_for`) and their facts. `table`:
+    the index's Table 1 at the dataset's delta when already made (only its total row is read:
+    `columns.table_in_chunks` makes it without the 800 MB of cells of a million releases)."""
     if tier not in (1, 2, 3):
         raise ValueError(f"tier must be 1, 2 or 3, found {tier!r}")
     unit = privacy_unit or {}
-    delta = dataset.delta or at_delta_default()
+    delta = record_delta(dataset)
     exact_variables = sorted({name for _, _, exact in facts.exact for name in exact})
     public = [v.name for v in dataset.variables if v.classification == PUBLIC]
     unprotected = sorted(set(public) | set(exact_variables), key=dataset.variable_names.index)
@@ -134,7 +149,7 @@ def record_of(index, facts: ReleaseFacts, dataset: Dataset, caps: Sequence[Cap],
             "privacy_unit": unit.get("privacy_unit") or _todo("the privacy unit (declare `privacy_unit` in the "
                                                               "dataset file): e.g. person, household"),
             "privacy_parameters": parameters,
-            "privacy_parameters_details": details + _per_variable(index, dataset, delta),  # names the conversion
+            "privacy_parameters_details": details + _per_variable(index, dataset, delta, table),  # names the conversion
         }
         deployment["deployment_model"] = {
             "model_name": "Central",
@@ -165,6 +180,11 @@ def record_of(index, facts: ReleaseFacts, dataset: Dataset, caps: Sequence[Cap],
                   "ledger's defaults (summary statistics published by a central curator): check them."),
     }
     return record
+
+
+def record_delta(dataset: Dataset):
+    """The delta the record states its figures at: the dataset's, else the default."""
+    return dataset.delta or at_delta_default()
 
 
 def at_delta_default():
@@ -218,8 +238,8 @@ def _variant(spend, delta, protected, smallest=None) -> tuple[str, dict, str]:
             f"- epsilon = {format_number(epsilon)} at delta = {format_delta(delta)} on {on}: {how}.\n")
 
 
-def _per_variable(index, dataset: Dataset, delta) -> str:
-    table = index.table(dataset.name, at_delta(delta))
+def _per_variable(index, dataset: Dataset, delta, table=None) -> str:
+    table = table if table is not None else index.table(dataset.name, at_delta(delta))
     lines = ["- Per variable (every release composed; Tan, Table 1):"]
     for name, spend in zip(table.variables, table.total):
         if spend.unbounded:

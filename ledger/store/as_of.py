@@ -47,6 +47,9 @@ np = lazy_module("numpy")
 
 _EXACT_SECONDS = 4e9  # |seconds| below which a microsecond is more than twice a float's spacing (2**52 / 10**6)
 _ENDING = ("release.retracted", "release.cancelled")
+_ENDED = (Status.RETRACTED.value, Status.CANCELLED.value)  # the statuses whose end `status_at` reads
+_SEEN_KEPT = 100_000
+_UNSEEN = object()
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ class Then:
         # the kept rows' publication moments as `rows_then` leaves them (seconds; inf: not published
         # by any moment), and `when` in the same seconds: `heads` reads the status then from them
         self.published, self.at = published, at
+        self._seen: dict[tuple, Status | None] = {}  # row_status by what it reads (see there)
 
     def status(self, release) -> Status:
         from ..accounting.history import status_at
@@ -77,9 +81,20 @@ class Then:
 
     def row_status(self, release_id: str, status: str, recorded_at: str | None, approved_at: str | None,
                    published_at: str | None) -> Status | None:
-        """`status` of a release row's lifecycle columns (the stored texts; None: not yet in the ledger)."""
-        return self.status(_Lifecycle(release_id, Status(status), _moment(recorded_at), _moment(approved_at),
-                                      _moment(published_at)))
+        """`status` of a release row's lifecycle columns (the stored texts; None: not yet in the ledger).
+        `history.status_at` reads of a release its status, its three moments and, only when it is
+        retracted or cancelled, when it ended: the answer is kept by those (a register at --as-of
+        asks it of every release; releases recorded together share their moments), at most
+        _SEEN_KEPT answers at a time."""
+        end = self.ended.get(release_id) if status in _ENDED else None
+        key = (status, recorded_at, approved_at, published_at, end)
+        found = self._seen.get(key, _UNSEEN)
+        if found is _UNSEEN:
+            if len(self._seen) >= _SEEN_KEPT:
+                self._seen.clear()
+            found = self._seen[key] = self.status(_Lifecycle(release_id, Status(status), _moment(recorded_at),
+                                                             _moment(approved_at), _moment(published_at)))
+        return found
 
     def release(self, release: Release) -> Release:
         """The whole release with the status it had then (the exact path reads a few whole)."""
@@ -159,12 +174,12 @@ class Then:
         """The ids of the rows kept, in seq order (a subset lists the releases charging it)."""
         from sqlalchemy import select
 
-        from .columns import _ROWS
+        from .columns import _ROWS, _raw_rows
 
-        kept = set(self.seqs.tolist())
-        return [rid for seq, rid in self.connection.execute(
-            select(_ROWS.c.seq, _ROWS.c.release).where(_ROWS.c.dataset == self.dataset).order_by(_ROWS.c.seq))
-            if seq in kept]
+        rows = _raw_rows(self.connection, select(_ROWS.c.seq, _ROWS.c.release)
+                         .where(_ROWS.c.dataset == self.dataset).order_by(_ROWS.c.seq))
+        seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        return [rows[k][1] for k in np.flatnonzero(np.isin(seqs, self.seqs)).tolist()]
 
 
 def _aware(moment: datetime) -> datetime:
