@@ -233,6 +233,14 @@ def choose(base: Spend, choices: Sequence[tuple[Option, ...]], objective: Object
     combination is charged its worst alternative (`_worst_total`).
     The result is the composed total of the chosen combination (for a Worst, at the
     alternative the adversary picks): its figure under `objective` is the loss.
+
+    Open (B2, the 2026-11-23 closing note): for releases that may be adaptive, choosing among
+    pure and rho alternatives after the history is valid (each fixed-order statement of
+    spend.py is bounded by its per-release minimum), but choosing between an (epsilon, delta)
+    alternative and a pure or rho one is not: the approximate one's delta is spent outside the
+    statements' shares, so such a history is bounded only at up to about twice the delta. A fix
+    must fix each release's side by the release alone, stay monotone in the subset, and reach
+    the array paths (pairs) alike.
     """
     if base.unbounded:
         return UNBOUNDED
