@@ -926,7 +926,7 @@ def _smallest(items, value_of, accountant_of):
     TIE of it: basic's and the Rényi filter's zCDP statement are the same one, their sums of rho
     formed in other orders (over arrays for pairs), so which one is named must not turn on ulps."""
     low = min(value_of(item) for item in items)
-    close = [item for item in items if value_of(item) <= low * (1 + TIE) or value_of(item) == low]
+    close = [item for item in items if value_of(item) <= low * (1 + TIE)]  # (∞ <= ∞: all ∞ are close)
     return min(close, key=lambda item: ACCOUNTANTS.index(accountant_of(item)))
 
 

@@ -640,8 +640,8 @@ def _v13_filter_shares(session: Session) -> None:
     the zCDP filter at half of it, each Rényi order at 1/40); a cap at a delta keeps its figure
     in its running total, so every such cap's total is computed again from its accounting rows
     (budget.total_from_index, as `cap set` does)."""
-    stated_caps = session.exec(select(CapRow).where(CapRow.delta.is_not(None), CapRow.rho.is_(None))).all()
-    for dataset in sorted({row.dataset for row in stated_caps}):
+    for dataset in sorted(set(session.exec(select(CapRow.dataset).where(CapRow.delta.is_not(None),
+                                                                     CapRow.rho.is_(None))).all())):
         stated = [cap for cap in caps(session, dataset) if cap.delta is not None and cap.rho is None]
         index = caps_index(session, dataset, stated)
         save_totals(session, dataset, {cap.name: total_from_index(cap, index) for cap in stated})
