@@ -125,3 +125,36 @@ def test_a_ledger_of_schema_11_has_its_delta_caps_figures_computed_again(tmp_pat
     migrated, = sql(url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}")
     assert migrated == [("ledger.migrated", "schema 12"), ("ledger.migrated", "schema 13")]
     assert cli_main(url, "audit", "verify").code == 0
+
+
+def test_a_releases_own_cell_is_its_figure_alone_at_the_whole_delta(tmp_path, reference_cks):
+    """One release is one mechanism, not a composition: its cell in `table` (and its charge as a
+    cap's driver) converts its rho at the whole delta (CKS 2020), the Rényi figure `subset` gives
+    it alone; the total of two, adaptive, is the split figure. (With the basic filter's half delta
+    the cell stood at 2.49, above the Rényi figure 2.42 of that release alone.)"""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    (tmp_path / "d.yaml").write_text(DATASET.replace("LIMIT", "50").replace(
+        "  - {name: a, classification: sensitive}\n", "  - {name: a, classification: sensitive}\n  - {name: b}\n"))
+    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+    (tmp_path / "r.yaml").write_text(
+        "dataset: d\nreleases:\n"
+        "  - {id: g, reads: [a, b], status: published, published_at: '2026-03-01T00:00:00Z', "
+        "mechanism: {name: gaussian, sigma: 2, sensitivity: 1}}\n"
+        "  - {id: h, reads: [a], status: published, published_at: '2026-03-02T00:00:00Z', "
+        "mechanism: {name: gaussian, sigma: 2, sensitivity: 1}}\n")
+    assert cli_main(url, "record", tmp_path / "r.yaml").code == 0
+    alone = reference_cks(1 / 8, 1e-6)  # rho = 1 / (2 * 2^2)
+    table = cli_main(url, "table", "--json").json()
+    cells = {row["release"]: row["values"] for row in table["rows"]}
+    assert cells["g"]["a"] == pytest.approx(alone, rel=1e-9) and cells["h"]["a"] == pytest.approx(alone, rel=1e-9)
+    # {b} holds g alone (declared: one release): its Rényi figure is the cell, the printed one (PLD) no more
+    only = cli_main(url, "subset", "b", "--json").json()
+    assert only["accountants"]["rdp"]["epsilon"] == pytest.approx(alone, rel=1e-9)
+    assert only["epsilon"] <= alone
+    # {a} holds both, recorded after each other's publication: the split figure, above either cell
+    both = cli_main(url, "subset", "a", "--json").json()
+    assert both["case"] == "adaptive"
+    assert both["epsilon"] == pytest.approx(_reference_filter(rho=1 / 4, delta=1e-6), rel=1e-8)
+    assert table["total_shown"]["values"]["a"] == pytest.approx(both["epsilon"], rel=1e-12)
+    (cap,) = cli_main(url, "cap", "list", "--json").json()
+    assert {d["release"]: d["value"] for d in cap["drivers"]} == pytest.approx({"g": alone, "h": alone}, rel=1e-9)

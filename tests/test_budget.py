@@ -268,7 +268,7 @@ def totals_of(releases) -> dict[str, CapTotal]:
     return {cap.name: total_from_history(cap, releases, FAMILIES) for cap in CAPS}
 
 
-def test_check_reports_current_charge_after_headroom_status_and_drivers(reference_filter):
+def test_check_reports_current_charge_after_headroom_status_and_drivers(reference_filter, reference_cks):
     plan = [released("p", ["income", "diagnosis"], pure("0.3"))]
     checks = {c.cap.name: c for c in check(CAPS, totals_of(HISTORY), plan, FAMILIES, {})}
     assert set(checks) == {"all", "health", "income"}  # demographics is not touched
@@ -293,7 +293,7 @@ def test_check_reports_current_charge_after_headroom_status_and_drivers(referenc
     assert every.headroom == pytest.approx(10 - after, rel=1e-7)
     assert every.status == "ok"
     assert [rid for rid, _ in every.drivers] == ["b", "a", "c"]  # CKS(1/8) > 0.5
-    assert dict(every.drivers)["b"] == pytest.approx(reference_filter(rho=1 / 8, delta=1e-9), rel=1e-7)
+    assert dict(every.drivers)["b"] == pytest.approx(reference_cks(1 / 8, 1e-9), rel=1e-7)  # its own: whole delta
 
 
 def test_check_after_total_is_what_recording_the_plan_would_store():

@@ -314,7 +314,7 @@ def test_check_reports_every_touched_cap_by_hand(spent, reference_cks, reference
     assert every["headroom"] == pytest.approx(10 - every["after"], rel=1e-7)
     assert (every["limit"], every["delta"], every["status"]) == (10, 1e-9, "ok")
     assert [d["release"] for d in every["drivers"]] == ["b", "a", "c"]
-    assert every["drivers"][0]["value"] == pytest.approx(reference_filter(rho=1 / 8, delta=1e-9), rel=1e-7)
+    assert every["drivers"][0]["value"] == pytest.approx(reference_cks(1 / 8, 1e-9), rel=1e-7)  # its own: whole delta
 
 
 @SQLITE_ONLY

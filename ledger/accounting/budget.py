@@ -107,11 +107,19 @@ def measure(cap: Cap, spend: Spend) -> Number:
     return spend.epsilon(cap.delta)
 
 
+def own_measure(cap: Cap, spend: Spend) -> Number:
+    """One release's own charge in the cap's unit (`Spend.own_epsilon` for a cap at a delta): what
+    a driver or a plan's charge of one release is: one mechanism, at the whole delta."""
+    if cap.rho is None and cap.delta is not None and not spend.unbounded:
+        return spend.own_epsilon(cap.delta)
+    return measure(cap, spend)
+
+
 def option_measure(cap: Cap, option: Option) -> Number:
     """One unit's own figure in the cap's unit: the worst of a family's alternatives."""
     if isinstance(option, Spend):  # one alternative: itself (no ranking to do)
-        return measure(cap, option)
-    return max((measure(cap, a) for a in alternatives_of(option)), key=float_up)
+        return own_measure(cap, option)
+    return max((own_measure(cap, a) for a in alternatives_of(option)), key=float_up)
 
 
 def options_measure(cap: Cap, options: tuple[Option, ...]) -> Number:
@@ -325,7 +333,7 @@ def total_from_index(cap: Cap, index: LedgerIndex) -> CapTotal:
             drivers.append((FAMILY_DRIVER + fid, options_measure(cap, options)))
     # drivers: each distinct charge measured once; only rows that can be among the top ones ranked
     rows = np.flatnonzero(~index.value_is_zero[ids] & index.simple)
-    value_measure = {int(v): measure(cap, index.values[int(v)]) for v in np.unique(ids[rows])}
+    value_measure = {int(v): own_measure(cap, index.values[int(v)]) for v in np.unique(ids[rows])}
     as_float = np.zeros(len(index.values))
     for value_id, value in value_measure.items():
         as_float[value_id] = float_up(value)

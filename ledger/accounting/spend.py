@@ -162,6 +162,16 @@ class Spend:
             return min(cks_epsilon(self.rho + self.pure_rho, remaining * ZCDP_SHARE), orders)
         return _up(float_up(self.approx_epsilon) + orders)
 
+    def own_epsilon(self, delta: Number) -> Number:
+        """The figure of one release's own charge (or a family's, charged once): one mechanism, not
+        a composition, so nothing is chosen after its output and a rho converts at the whole
+        delta (CKS 2020, Corollary 13); `epsilon` is a composition's figure (the filter shares).
+        A release's cell is thus the Rényi figure of it alone, not basic's share of the delta."""
+        if self.unbounded or not self.rho or self.pure or self.approx_epsilon or self.approx_delta:
+            return self.epsilon(delta)
+        whole = float_down(delta if isinstance(delta, Fraction) else Fraction(delta))
+        return cks_epsilon(self.rho, whole) if 0 < whole < 1 else self.epsilon(delta)
+
     def zcdp_rho(self) -> Fraction | None:
         """The total as rho-zCDP, or None when it has an approximate (delta) part."""
         if self.unbounded or self.approx_delta or self.approx_epsilon:

@@ -791,7 +791,7 @@ def _register_basis(large):
     n_var = len(index.variables)
     seqs = np.asarray(index.releases.seqs, dtype=np.int64)
     wide_ids = large.wide_ids if large.wide_ids is not None else index.cost_ids(range(n_var))
-    epsilon_of = [value.epsilon(delta) for value in index.values]
+    epsilon_of = [value.own_epsilon(delta) for value in index.values]  # (each a release's own charge)
     zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
     return index, delta, n_var, seqs, wide_ids, epsilon_of, zero
 

@@ -66,7 +66,7 @@ def write(out: Callable[[str], object], document: dict, index, dataset_wide: "np
     at = text.index(_ROWS_KEY)  # (a top-level key: nothing nested is indented by two spaces)
     out(text[:at] + '\n  "rows": [')
     names = [json.dumps(name, ensure_ascii=False) for name in index.variables]
-    epsilon = [v.epsilon(delta) for v in index.values]
+    epsilon = [v.own_epsilon(delta) for v in index.values]  # (each a release's own charge)
     number = [json.dumps(to_json(e), ensure_ascii=False) for e in epsilon]
     exact = [json.dumps(fraction_text(e), ensure_ascii=False) for e in epsilon]
     # one line per (value id, variable), for "values" and for "exact"

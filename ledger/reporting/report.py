@@ -931,7 +931,7 @@ def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (), sh
     infinite_ids = np.asarray([value.unbounded for value in table.values], dtype=bool)
     protected_inf = (infinite_ids[table.cells] & ~public_column).any(axis=1) if len(table.cells) else \
         np.zeros(0, dtype=bool)
-    epsilon_of = [value.epsilon(delta) for value in table.values]  # one conversion per distinct value
+    epsilon_of = [value.own_epsilon(delta) for value in table.values]  # one conversion per distinct value
     total = tuple(spend.epsilon(delta) for spend in table.total)
     total_wide = table.total_dataset_wide.epsilon(delta)
     if shown is not None:

@@ -130,7 +130,7 @@ def table_view(table: RiskTable, delta: Fraction, rows: Sequence[int] | None = N
     used = set(np.unique(table.cells).tolist()) | set(np.unique(table.dataset_wide).tolist())
     basis = basis_for([table.values[i] for i in used] + spends[len(table.values):], delta)
     shown = range(len(table.releases)) if rows is None else rows
-    value_epsilon = [v.epsilon(delta) for v in table.values]
+    value_epsilon = [v.own_epsilon(delta) for v in table.values]  # (each a release's own charge)
     rows = tuple(
         TableRow(
             release=release.id,

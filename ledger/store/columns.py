@@ -1247,7 +1247,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
     n_values = len(index.values)
     per_value = np.zeros((n_values, n_var), dtype=np.int64)  # simple cells of each value id, per variable
     unbounded = np.zeros(n_var, dtype=bool)
-    wide_float = np.asarray([np.inf if v.unbounded else float(v.epsilon(delta)) for v in index.values])
+    wide_float = np.asarray([np.inf if v.unbounded else float(v.own_epsilon(delta)) for v in index.values])
     dataset_wide = np.empty(n_rel, dtype=np.int64)
     n_guarantees, first_guarantee = index._guarantee_spans()
     single = index.simple & (n_guarantees <= 1)  # a cell is this release's one value, ∞ or 0
