@@ -341,7 +341,8 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
                         ("ledger.migrated", "schema 10", '{"from":9,"to":10}'),
                         ("ledger.migrated", "schema 11", '{"from":10,"to":11}'),
                         ("ledger.migrated", "schema 12", '{"from":11,"to":12}'),
-                        ("ledger.migrated", "schema 13", '{"from":12,"to":13}')]
+                        ("ledger.migrated", "schema 13", '{"from":12,"to":13}'),
+                        ("ledger.migrated", "schema 14", '{"from":13,"to":14}')]
     assert keys == [("g", "gaussian:4"), ("l", "laplace:2"), ("p", None)]
     engine = store.make_engine(url)
     with engine.connect() as connection:
@@ -352,7 +353,7 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
     engine.dispose()
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "subset", "a")
-    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 8,)]  # once each (schemas 6 to 13)
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 9,)]  # once each (schemas 6 to 14)
 
 
 SAMPLED = """\
@@ -387,6 +388,6 @@ def test_a_ledger_of_schema_6_charges_its_subsampled_releases_through_the_sampli
     assert migrated == [("ledger.migrated", "schema 7"), ("ledger.migrated", "schema 8"),
                         ("ledger.migrated", "schema 9"), ("ledger.migrated", "schema 10"),
                         ("ledger.migrated", "schema 11"), ("ledger.migrated", "schema 12"),
-                        ("ledger.migrated", "schema 13")]
+                        ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14")]
     assert rows == [(key, True)] or rows == [(key, 1)]
     assert cli_main(url, "audit", "verify").code == 0

@@ -123,7 +123,7 @@ def test_a_ledger_of_schema_11_has_its_delta_caps_figures_computed_again(tmp_pat
     (cap,) = cli_main(url, "cap", "list", "--json").json()
     assert cap["current"] == pytest.approx(cks_epsilon(F(1), 5e-7), rel=1e-12)
     migrated, = sql(url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}")
-    assert migrated == [("ledger.migrated", "schema 12"), ("ledger.migrated", "schema 13")]
+    assert migrated == [("ledger.migrated", "schema 12"), ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14")]
     assert cli_main(url, "audit", "verify").code == 0
 
 

@@ -279,11 +279,12 @@ def test_a_ledger_of_schema_8_gains_the_event_index_once_with_an_audit_event(bui
                         ("ledger.migrated", "schema 10", '{"from":9,"to":10}'),
                         ("ledger.migrated", "schema 11", '{"from":10,"to":11}'),
                         ("ledger.migrated", "schema 12", '{"from":11,"to":12}'),
-                        ("ledger.migrated", "schema 13", '{"from":12,"to":13}')]
+                        ("ledger.migrated", "schema 13", '{"from":12,"to":13}'),
+                        ("ledger.migrated", "schema 14", '{"from":13,"to":14}')]
     assert cli_main(copied, "audit", "verify").code == 0
     assert cli_main(copied, "releases").code == 0
     with sqlite3.connect(copy) as db:
-        assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 5  # once (schemas 9-13)
+        assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 6  # once (schemas 9-14)
 
 
 def test_the_register_written_in_parts_by_forked_processes_is_the_register_written_whole(built, monkeypatch, tmp_path):

@@ -179,11 +179,12 @@ def test_a_ledger_of_schema_3_is_upgraded_once_with_an_audit_event_per_version(l
                         ("ledger.migrated", "schema 10", '{"from":9,"to":10}'),
                         ("ledger.migrated", "schema 11", '{"from":10,"to":11}'),
                         ("ledger.migrated", "schema 12", '{"from":11,"to":12}'),
-                        ("ledger.migrated", "schema 13", '{"from":12,"to":13}')]
+                        ("ledger.migrated", "schema 13", '{"from":12,"to":13}'),
+                        ("ledger.migrated", "schema 14", '{"from":13,"to":14}')]
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "table")
     with sqlite3.connect(path) as connection:  # once
-        assert connection.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 10
+        assert connection.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 11
 
 
 def test_help_and_version_import_neither_the_orm_nor_numpy():
@@ -297,7 +298,7 @@ def test_the_verified_head_keeps_when_it_was_verified_and_an_old_head_is_upgrade
     assert json.loads(value) == {"seq": incremental.seq, "hash": incremental.hash, "at": None, "full_at": None}
     run = cli_main(url, "audit", "verify", "--since-checkpoint")  # the upgraded head still serves
     assert run.code == 0, run.err
-    assert f"events {incremental.seq + 1}-{count + 6} checked since the checkpoint" in run.out  # (schemas 8-13)
+    assert f"events {incremental.seq + 1}-{count + 7} checked since the checkpoint" in run.out  # (schemas 8-14)
     with sqlite3.connect(path) as connection:
         migrated = connection.execute("SELECT kind, subject, payload FROM audit_events WHERE seq > ?",
                                       (count,)).fetchall()
@@ -306,9 +307,10 @@ def test_the_verified_head_keeps_when_it_was_verified_and_an_old_head_is_upgrade
                         ("ledger.migrated", "schema 10", '{"from":9,"to":10}'),
                         ("ledger.migrated", "schema 11", '{"from":10,"to":11}'),
                         ("ledger.migrated", "schema 12", '{"from":11,"to":12}'),
-                        ("ledger.migrated", "schema 13", '{"from":12,"to":13}')]
+                        ("ledger.migrated", "schema 13", '{"from":12,"to":13}'),
+                        ("ledger.migrated", "schema 14", '{"from":13,"to":14}')]
     value, upgraded = kept()
-    assert upgraded.seq == count + 6 and isinstance(upgraded.at, datetime)
+    assert upgraded.seq == count + 7 and isinstance(upgraded.at, datetime)
     assert upgraded.full_at is None  # the old head said nothing of when the full verification ran
     assert verified_head.parse(f"{incremental.seq}:{incremental.hash}") == verified_head.VerifiedHead(
         incremental.seq, incremental.hash)

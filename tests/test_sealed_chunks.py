@@ -214,13 +214,14 @@ def test_a_ledger_of_schema_9_gains_its_chunks_once_with_an_audit_event(chunked)
     assert migrated == [("ledger.migrated", "schema 10", '{"from":9,"to":10}'),
                         ("ledger.migrated", "schema 11", '{"from":10,"to":11}'),
                         ("ledger.migrated", "schema 12", '{"from":11,"to":12}'),
-                        ("ledger.migrated", "schema 13", '{"from":12,"to":13}')]
+                        ("ledger.migrated", "schema 13", '{"from":12,"to":13}'),
+                        ("ledger.migrated", "schema 14", '{"from":13,"to":14}')]
     # every complete range sealed (the migration's event completes one more than before)
     assert chunk_rows(url)[:len(chunks)] == [(first, stop, count) for first, stop, count in chunks]
     assert sql(url, "SELECT count(*) FROM accounting_chunk_changes")[0] == [(0,)]
     assert cli_main(url, "audit", "verify").code == 0
     outputs(url)
-    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 4,)]  # once each (schemas 10-13)
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 5,)]  # once each (schemas 10-14)
 
 
 def test_an_added_variable_rebuilds_the_chunks_at_the_new_width(chunked):

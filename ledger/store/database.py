@@ -91,7 +91,7 @@ from ..core.memory import paused_gc
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 13  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 14  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
 # 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments;
 # 7: a subsampled release's accounting event is its sampling event (issue 11, section 4)
@@ -101,6 +101,7 @@ SCHEMA_VERSION = 13  # 1: releases; 2: caps and running totals; 3: Pufferfish gu
 # 11: a Gaussian declared only by (epsilon, delta) has its implied multiplier's event (catalogue)
 # 12: the audit events' index holds their moment too: EVENT_INDEX (kind, subject, actor, at), issue 13
 # 13: the figures of caps at a delta are filter figures at their statement's share of it (spend.py)
+# 14: a release offering (epsilon, delta) beside pure or rho is charged by a side fixed in advance (engine)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -647,6 +648,26 @@ def _v13_filter_shares(session: Session) -> None:
         save_totals(session, dataset, {cap.name: total_from_index(cap, index) for cap in stated})
 
 
+def _v14_fixed_sides(session: Session) -> None:
+    """A release with an (epsilon, delta) guarantee beside a pure or rho one (or several (epsilon,
+    delta) ones) is charged by one side fixed by the release (engine.one_side), no longer by the
+    combination the history favours; such releases have several guarantees (an accounting row's
+    `more`), so in each dataset holding one, every cap's running total and accountant state is
+    computed again from the accounting rows (as `cap set` does)."""
+    from ..accounting.accountants import state_from_index
+
+    found = session.connection().execute(
+        select(columns._ROWS.c.dataset).where(columns._ROWS.c.more.is_not(None)).distinct())
+    for dataset in sorted(found.scalars()):
+        stated = caps(session, dataset)
+        if not stated:
+            continue
+        index = caps_index(session, dataset, stated)
+        save_totals(session, dataset, {cap.name: total_from_index(cap, index) for cap in stated})
+        save_accountant_states(session, dataset, {cap.name: state_from_index(cap, index) for cap in stated
+                                                  if cap.delta is not None and cap.rho is None})
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
@@ -660,6 +681,7 @@ MIGRATIONS: dict[int, Callable[[Session], None]] = {
     11: _v11_implied_gaussian_events,
     12: _v12_event_index_at,
     13: _v13_filter_shares,
+    14: _v14_fixed_sides,
 }
 
 
