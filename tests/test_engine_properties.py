@@ -188,23 +188,12 @@ def charged_choices(candidates, cks) -> set:
 def charged_side(release: Release, relation: Relation, covering: list) -> tuple[list, bool]:
     """The covering values of the side a release is charged by (DESIGN 2.10; README, "Which
     guarantee is charged"), and whether it is the (epsilon, delta) side. The side is fixed by the
-    release alone, since choosing it after the history would spend the delta twice: a zero value
-    (nothing spent) where one covers; else the pure and rho values where one covers, unless every
-    pure or rho guarantee of the release protects only variables that one (epsilon, delta)
-    guarantee of it protects, and not the other way round; else the (epsilon, delta) values."""
-    if ZERO_VALUE in covering:
-        return [ZERO_VALUE], False
-    approx = [v for v in covering if notion_of(v) == "approx"]
+    release and the subset, since choosing it after the history would spend the delta twice: its
+    pure and rho values (a zero value among them) where one covers, else its (epsilon, delta) ones."""
     others = [v for v in covering if notion_of(v) != "approx"]
-    certified = [(g.protects, certified_value(g, relation)) for g in release.guarantees]
-    approx_sets = [p for p, v in certified if v is not None and notion_of(v) == "approx"]
-    other_sets = [p for p, v in certified if v is not None and notion_of(v) != "approx"]
-    each_in = lambda small, large: all(any(p <= q for q in large) for p in small)  # noqa: E731
-    by_approx = bool(approx_sets) and each_in(other_sets, approx_sets) and not (
-        other_sets and each_in(approx_sets, other_sets))
-    if approx and (by_approx or not others):
-        return approx, True
-    return others, False
+    if others:
+        return others, False
+    return covering, True
 
 
 def oracle_release(release: Release, subset: frozenset[str], relation: Relation, cks) -> set:
@@ -400,16 +389,15 @@ def test_loss_is_monotone_in_the_subset_with_families_in_one_notion(notion, data
 
 
 def side_may_turn(release: Release) -> bool:
-    """A release for which no side fixed in advance keeps the loss monotone (`charged_side`): its
-    (epsilon, delta) guarantees and its others each protect a variable the other side does not
-    ("crossing"), or its (epsilon, delta) guarantees protect different sets (the first-ranked one
-    is charged, by its figure at 1e-9, not by the composition)."""
+    """A release for which the side fixed in advance (`charged_side`) may break monotonicity: an
+    (epsilon, delta) guarantee covers a part of what it reads that none of its pure or rho ones
+    covers (a smaller subset, where one does, is charged by it), or its (epsilon, delta)
+    guarantees cover different parts (the first-ranked is charged, by its figure at 1e-9)."""
     for relation in Relation:
-        certified = [(g.protects, certified_value(g, relation)) for g in release.guarantees]
+        certified = [(g.protects & release.reads, certified_value(g, relation)) for g in release.guarantees]
         approx = [p for p, v in certified if v is not None and notion_of(v) == "approx"]
         others = [p for p, v in certified if v is not None and notion_of(v) != "approx"]
-        each_in = lambda small, large: all(any(p <= q for q in large) for p in small)  # noqa: E731
-        if approx and others and not each_in(approx, others) and not each_in(others, approx):
+        if others and not all(any(p <= q for q in others) for p in approx):
             return True
         if len(set(approx)) > 1:
             return True

@@ -8,12 +8,10 @@ charged by its (epsilon, delta) guarantee spends that delta off the top of all o
 engine used to choose, after the history, which releases took which side (`engine.choose`, the
 combination with the smallest figure): a choice among as many families of statements, each at
 the whole delta, valid only by a union bound over them (B2 in the 2026-11-23 closing note).
-Now the side is fixed by the release alone (`engine.charged_by_approx`, `one_side`):
+Now the side is fixed by the release and the subset (`engine.charge_options`):
 
-- its pure and rho guarantees where one covers what it reads of the subset, unless each of them
-  protects only variables one of its (epsilon, delta) guarantees protects and not the other way
-  round: then its (epsilon, delta) side, which covers wherever the other does;
-- of several (epsilon, delta) guarantees, the first-ranked;
+- its pure and rho guarantees wherever one covers what it reads of the subset (finite in every
+  unit a figure or a cap is stated in), else its (epsilon, delta) ones, of which the first-ranked;
 - among pure and rho guarantees, the choice stays with the composition (valid at every order).
 
 Expected figures come from conftest's closed forms (`reference_filter`, `reference_cks`).
@@ -91,17 +89,41 @@ def test_the_side_is_the_same_for_one_release_alone():
     assert index.values[index.cost_ids([0, 1])[0]] == Spend(rho=F(1, 100))
 
 
-def test_an_approx_guarantee_on_more_variables_takes_the_side_where_both_cover():
-    # pure 1/2 on {a}, (0.1, 1e-7) on {a, b}: the (epsilon, delta) side covers wherever the pure
-    # one does, so it is charged on {a} too, and {a} costs no more than {a, b} (Tan Prop 3.2)
+def test_a_pure_guarantee_is_charged_where_it_covers_and_the_approx_one_elsewhere():
+    # pure 1/2 on {a}, (0.1, 1e-7) on {a, b}: {a} is charged the pure 1/2, {a, b} the approximate
+    # one. At 1e-6 {a} then costs more than {a, b} (the documented exception to Tan Prop 3.2: no
+    # side fixed by the release keeps both the finite figure at 1e-9 and monotonicity at 1e-6)
     r = release("r", "ab", pure("a", F(1, 2)), approx("ab", F(1, 10), F(1, 10**7)))
-    charged = Spend(approx_epsilon=F(1, 10), approx_delta=F(1, 10**7))
-    assert release_cost(r, frozenset("a")) == charged == release_cost(r, frozenset("ab"))
+    assert release_cost(r, frozenset("a")) == Spend(pure=F(1, 2))
+    assert release_cost(r, frozenset("ab")) == Spend(approx_epsilon=F(1, 10), approx_delta=F(1, 10**7))
     index = LedgerIndex(("a", "b"), [r])
-    assert index.values[index.table("survey").cells[0][0]] == charged
-    # the other way round, a pure guarantee on more variables is charged wherever it covers
+    assert index.values[index.table("survey").cells[0][0]] == Spend(pure=F(1, 2))
+    assert index.values[index.table("survey").cells[0][1]] == release_cost(r, frozenset("ab"))
+    assert index.subset_cost({"a"}).spend == Spend(pure=F(1, 2))
+    # a pure guarantee on more variables is charged wherever it covers
     s = release("s", "ab", pure("ab", F(1, 2)), approx("a", F(1, 10), F(1, 10**7)))
     assert release_cost(s, frozenset("a")) == Spend(pure=F(1, 2)) == release_cost(s, frozenset("ab"))
+
+
+def test_a_cap_in_pure_epsilon_or_rho_or_at_a_small_delta_keeps_the_finite_side(tmp_path):
+    # (the adversarial review of the first version, which charged the (epsilon, delta) side on {a}
+    # because it protects more: every one of these went to ∞ though a pure guarantee covers)
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    (tmp_path / "d.yaml").write_text(
+        "dataset: d\ndelta: 1e-9\nvariables:\n  - {name: a, classification: sensitive}\n  - {name: b}\n"
+        "caps:\n  - {name: pure, subset: [a], epsilon: 5}\n  - {name: rho, subset: [a], rho: 5}\n"
+        "  - {name: small, subset: [a], epsilon: 5, delta: 1e-9}\n")
+    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+    (tmp_path / "r.yaml").write_text(
+        "dataset: d\nreleases:\n  - {id: r, reads: [a, b], mechanism: {name: declared}, guarantees: "
+        "[{protects: [a], epsilon: 0.1}, {protects: [a, b], epsilon: 1, delta: 1e-7}]}\n")
+    recorded = cli_main(url, "record", tmp_path / "r.yaml")
+    assert recorded.code == 0, recorded.err
+    caps = {cap["cap"]: cap["current"] for cap in cli_main(url, "cap", "list", "--json").json()}
+    assert caps == {"pure": pytest.approx(0.1), "rho": pytest.approx(0.005), "small": pytest.approx(0.1)}
+    assert cli_main(url, "subset", "a", "--json").json()["epsilon"] == pytest.approx(0.1)
+    assert cli_main(url, "subset", "a", "b", "--json").json()["epsilon"] == "inf"  # (1, 1e-7) at 1e-9
+    assert cli_main(url, "audit", "verify").code == 0
 
 
 def test_of_several_approx_guarantees_the_first_ranked_is_charged_in_a_composition():
@@ -111,19 +133,6 @@ def test_of_several_approx_guarantees_the_first_ranked_is_charged_in_a_compositi
     got = ledger_cost(r, [], {"a"}, objective=at_delta(DELTA))
     assert got == Spend(approx_epsilon=3, approx_delta=F(3, 10**10))
     assert got.epsilon(DELTA) == 3  # the old choice: 3 * 1/2 at a delta of 3e-7
-
-
-def test_crossing_sides_keep_the_pure_side_where_it_covers_valid_but_not_monotone():
-    # The documented exception (README, "Which guarantee is charged"): rho 2 on {a, c}, (0.1,
-    # 1e-9) on {a, b}: each side protects a variable the other does not. No side fixed in advance
-    # keeps monotonicity: {a, b} is the approx's, {a, c} the rho's, {a} must be one of them. The
-    # rho side is charged where it covers: {a} costs rho 2 though {a, b} costs 0.1.
-    r = release("x", "abc", zcdp("ac", 2), approx("ab", F(1, 10), F(1, 10**9)))
-    assert release_cost(r, frozenset("ab")) == Spend(approx_epsilon=F(1, 10), approx_delta=F(1, 10**9))
-    assert release_cost(r, frozenset("a")) == Spend(rho=2) == release_cost(r, frozenset("ac"))
-    index = LedgerIndex(("a", "b", "c"), [r])
-    assert index.subset_cost({"a"}).spend == Spend(rho=2)
-    assert index.subset_cost({"a", "b"}).spend == release_cost(r, frozenset("ab"))
 
 
 def test_add_remove_neighbours_fix_the_side_over_the_guarantees_that_bound_them():

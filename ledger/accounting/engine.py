@@ -13,7 +13,9 @@ rules live here:
 
 The cost rule (DESIGN 2.3), for release r and subset U:
     c_r(U) = 0                        if U ∩ reads(r) is empty         (Tan Prop 3.3)
-           = min value(g) over guarantees g with U ∩ reads(r) ⊆ P_g   (Tan Props 3.2, 3.5)
+           = min value(g) over guarantees g with U ∩ reads(r) ⊆ P_g   (Tan Props 3.2, 3.5),
+             of its pure and rho guarantees where one covers, else of its (epsilon, delta) ones
+             (a side fixed by the release: `charge_options`)
            = ∞ (not protected)         otherwise
 and the loss on U is the composition of c_r(U) over releases (Tan Prop 3.4),
 with a family of releases on disjoint parts charged once (DESIGN 2.6).
@@ -67,20 +69,7 @@ def _covering(guarantees: tuple, touched: frozenset[str], relation: Relation) ->
     # cached: a ledger's releases repeat the same guarantees, and totals ask for them again and again
     covering = [guarantee_spend(g, relation) for g in guarantees
                 if touched <= g.protects]  # Tan Props 3.2 and 3.5: private on every subset of P
-    return charge_options(covering, lambda: tuple(
-        (s, g.protects) for g, s in ((g, guarantee_spend(g, relation)) for g in guarantees) if not s.unbounded))
-
-
-def charge_options(covering: Sequence[Spend], sides: Callable[[], tuple[tuple[Spend, frozenset], ...]]) -> tuple[Spend, ...]:
-    """The options a release is charged among, from its covering guarantees' charges: without
-    dominated ones and ∞, in rank order, of one side (`one_side`; `sides()` gives every guarantee
-    of the release with its protected set, asked for only when the covering ones mix sides)."""
-    options = tuple(s for s in pareto(covering) if not s.unbounded)
-    if len(options) > 1 and any(is_approx(s) for s in options) and not all(is_approx(s) for s in options):
-        return one_side(options, charged_by_approx(sides()))
-    if len(options) > 1 and all(is_approx(s) for s in options):
-        return options[:1]
-    return options
+    return charge_options(covering)
 
 
 # --------------------------------------------------------------------------
@@ -92,22 +81,19 @@ def charge_options(covering: Sequence[Spend], sides: Callable[[], tuple[tuple[Sp
 # that delta off the top of every statement; one charged by a pure or rho guarantee spends none.
 # Choosing after the history which releases take which side would be a choice among as many
 # families of statements, each at the whole delta (valid only by a union bound over all of them).
-# So the side is fixed by the release alone (and what it reads of the subset asked about):
-# - beside an (epsilon, delta) guarantee, a pure or rho one is charged wherever it covers what the
-#   release reads of the subset, unless every pure or rho guarantee protects part of what some
-#   (epsilon, delta) guarantee protects while not the other way round (`charged_by_approx`): then
-#   the (epsilon, delta) side covers wherever the other does, and it is charged wherever it covers.
-#   Either way the side chosen covers wherever the other does, so a smaller subset only adds
-#   alternatives of the same side and the loss stays monotone in the subset (Tan Prop 3.2).
-#   Where each side protects some variable the other does not ("crossing"), no side fixed in
-#   advance keeps that monotonicity: the pure or rho side is charged where it covers, which is
-#   valid, and a smaller subset may then cost more than a larger one (README, "Which guarantee").
-# - of several (epsilon, delta) guarantees, the first-ranked covering one is charged (their deltas
-#   differ, and choosing after the history would again spend the smallest delta of each);
+# So the side is fixed by the release and what it reads of the subset asked about:
+# - its pure and rho guarantees wherever one covers (they are finite in every unit a figure or a
+#   cap is stated in: epsilon at any delta, pure epsilon, rho), else its (epsilon, delta) ones;
+# - of several (epsilon, delta) guarantees, the first-ranked covering one (their deltas differ,
+#   and choosing after the history would again spend the smallest delta of each);
 # - among pure and rho guarantees the choice stays free: each fixed-order statement of spend.py is
 #   bounded by the per-release minimum of those (`choose`).
-# A release's Gaussian, declared by (epsilon, delta), keeps its claim beside its implied rho (both
-# protect the same variables): it is charged by the rho, whose composition is the tight one.
+# A smaller subset only adds covering guarantees; the loss stays monotone in the subset (Tan Prop
+# 3.2) unless an (epsilon, delta) guarantee covers a set of what the release reads that no pure or
+# rho one does (then a smaller subset, where one does, may cost more) or several (epsilon, delta)
+# guarantees cover different sets: valid, not the tightest (README, "Which guarantee is charged").
+# A Gaussian declared by (epsilon, delta) keeps its claim beside its implied rho (both protect the
+# same variables): it is charged by the rho, whose composition is the smaller one.
 
 
 def is_approx(spend: Spend) -> bool:
@@ -115,30 +101,13 @@ def is_approx(spend: Spend) -> bool:
     return bool(spend.approx_epsilon or spend.approx_delta)
 
 
-@lru_cache(maxsize=16384)
-def charged_by_approx(guarantees: tuple[tuple[Spend, frozenset], ...]) -> bool:
-    """Whether a release with these (charge, protected set) guarantees is charged by its
-    (epsilon, delta) side where it has both: when every pure or rho guarantee's protected set lies
-    inside some (epsilon, delta) guarantee's, and not the other way round (see above)."""
-    approx = [p for s, p in guarantees if is_approx(s)]
-    exact = [p for s, p in guarantees if not is_approx(s)]
-    if not approx or not exact:
-        return bool(approx)
-
-    def inside(small, large):
-        return all(any(p <= q for q in large) for p in small)
-
-    return inside(exact, approx) and not inside(approx, exact)
-
-
-def one_side(options: tuple[Spend, ...], by_approx: bool) -> tuple[Spend, ...]:
-    """The covering options (rank order) of the side the release is charged by: its pure and rho
-    ones, or its first-ranked (epsilon, delta) one; the other side where the first covers nothing."""
-    approx = [s for s in options if is_approx(s)]
+def charge_options(covering: Sequence[Spend]) -> tuple[Spend, ...]:
+    """The options a release is charged among, from its covering guarantees' charges, without
+    dominated ones and ∞, in rank order: the pure and rho ones where there is one, else the
+    first-ranked (epsilon, delta) one (see above)."""
+    options = tuple(s for s in pareto(covering) if not s.unbounded)
     exact = tuple(s for s in options if not is_approx(s))
-    if approx and (by_approx or not exact):
-        return (approx[0],)
-    return exact
+    return exact if exact else options[:1]
 
 
 def release_cost(release: Release, subset: frozenset[str], relation: Relation = Relation.REPLACE) -> Spend:
@@ -306,9 +275,9 @@ def choose(base: Spend, choices: Sequence[tuple[Option, ...]], objective: Object
     alternative the adversary picks): its figure under `objective` is the loss.
 
     Valid for releases that may be adaptive: the alternatives a release offers here are of one
-    side (`one_side`, fixed by the release: its pure and rho guarantees, or one (epsilon, delta)
-    guarantee), and each fixed-order statement of spend.py is bounded by the per-release minimum
-    of pure and rho alternatives, so the choice after the history spends no delta of its own.
+    side (`charge_options`, fixed by the release: its pure and rho guarantees, or one (epsilon,
+    delta) guarantee), and each fixed-order statement of spend.py is bounded by the per-release
+    minimum of pure and rho alternatives, so the choice after the history spends no delta.
     """
     if base.unbounded:
         return UNBOUNDED
@@ -592,11 +561,21 @@ class LedgerIndex:
     # -- the cost rule over arrays ------------------------------------------
 
     def _best(self, candidates: np.ndarray) -> np.ndarray:
-        """Per release, the smallest candidate id over its guarantees (NONE if it has none)."""
+        """Per release, the smallest candidate id over its guarantees (NONE if it has none): its
+        first-ranked covering guarantee, of its pure and rho ones where one covers, else of its
+        (epsilon, delta) ones (`charge_options`: the side fixed by the release)."""
         shape = (len(self.releases),) + candidates.shape[1:]
         best = np.full(shape, self.NONE, dtype=np.int64)
-        if len(self.g_release):
+        if not len(self.g_release):
+            return best
+        approx = self.value_is_approx[self.g_value]
+        if not approx.any():
             best[self.has_guarantee] = np.minimum.reduceat(candidates, self.g_start, axis=0)
+            return best
+        mask = approx.reshape((-1,) + (1,) * (candidates.ndim - 1))
+        exact = np.minimum.reduceat(np.where(mask, self.NONE, candidates), self.g_start, axis=0)
+        either = np.minimum.reduceat(np.where(mask, candidates, self.NONE), self.g_start, axis=0)
+        best[self.has_guarantee] = np.where(exact != self.NONE, exact, either)
         return best
 
     def cost_ids(self, columns: Sequence[int]) -> np.ndarray:
@@ -645,40 +624,7 @@ class LedgerIndex:
             candidates = np.where(uncovered, self.NONE, self.g_value)
         else:
             candidates = np.zeros(0, dtype=np.int64)
-        ids = np.where(touched, self._best(candidates), self.ZERO_ID)
-        for r in self._mixed_sides():  # the first-ranked of the side it is charged by (`_covering`)
-            ids[r] = self._charged_id(int(r), columns)
-        return ids
-
-    def _mixed_sides(self) -> np.ndarray:
-        """The rows of the releases with both an (epsilon, delta) guarantee and a pure or rho one,
-        whose cost is the first-ranked option of one side (`one_side`), not of all (rare)."""
-        if not len(self.g_release):
-            return np.zeros(0, dtype=np.int64)
-        approx = np.asarray([is_approx(v) for v in self.values], dtype=bool)[self.g_value]
-        n_rel = len(self.releases)
-        n_approx = np.bincount(self.g_release, weights=approx, minlength=n_rel)
-        n_all = np.bincount(self.g_release, minlength=n_rel)
-        return np.flatnonzero((n_approx > 0) & (n_approx < n_all))
-
-    def _charged_id(self, r: int, columns: Sequence[int]) -> int:
-        """The id of c_r(U) for U = the given columns, by `_covering`'s rule over the arrays."""
-        columns = np.asarray(columns, dtype=np.int64)
-        touched = columns[self.reads[r, columns]]
-        if not len(touched):
-            return self.ZERO_ID
-        counts, first = self._guarantee_spans()
-        rows_ = range(first[r], first[r] + counts[r]) if first[r] >= 0 else range(0)
-        covering = [self.values[self.g_value[g]] for g in rows_ if self.g_protects[g, touched].all()]
-        options = charge_options(covering, lambda: tuple(
-            (self.values[self.g_value[g]], frozenset(np.flatnonzero(self.g_protects[g]).tolist())) for g in rows_))
-        if not options:
-            return self.NONE
-        ids = self.__dict__.setdefault("_value_ids", {})
-        if not ids:
-            for k, value in enumerate(self.values):
-                ids.setdefault(value, k)
-        return ids[options[0]]
+        return np.where(touched, self._best(candidates), self.ZERO_ID)
 
     def exactly_read(self) -> np.ndarray:
         """The rows, in order, of the releases that read a variable none of their guarantees
@@ -1055,12 +1001,20 @@ class LedgerIndex:
             g = np.concatenate([np.arange(first[r], first[r] + counts[r]) for r in several])
             candidates_ = np.where(self.g_protects[g], self.g_value[g][:, None], self.NONE)
             starts = np.concatenate([[0], np.cumsum(counts[several])[:-1]])
-            best[several] = np.minimum.reduceat(candidates_, starts, axis=0)
+            approx = self.value_is_approx[self.g_value[g]][:, None]  # the side fixed by the release (`_best`)
+            exact = np.minimum.reduceat(np.where(approx, self.NONE, candidates_), starts, axis=0)
+            either = np.minimum.reduceat(np.where(approx, candidates_, self.NONE), starts, axis=0)
+            best[several] = np.where(exact != self.NONE, exact, either)
         best[~self.reads] = self.ZERO_ID
-        for r in self._mixed_sides():  # the first-ranked of the side it is charged by (`_covering`)
-            for j in np.flatnonzero(self.reads[r]):
-                best[r, j] = self._charged_id(int(r), [int(j)])
         return best
+
+    @property
+    def value_is_approx(self) -> np.ndarray:
+        """Per value id, whether it is an (epsilon, delta) charge (`is_approx`)."""
+        found = self.__dict__.get("_value_is_approx")
+        if found is None or len(found) != len(self.values):
+            found = self.__dict__["_value_is_approx"] = np.asarray([is_approx(v) for v in self.values], dtype=bool)
+        return found
 
     def _pair_ids(self, r: int, first: np.ndarray, n_guarantees: np.ndarray) -> np.ndarray:
         """The id of c_r({a, b}) for every pair: the first-ranked guarantee covering what r

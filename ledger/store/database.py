@@ -650,7 +650,7 @@ def _v13_filter_shares(session: Session) -> None:
 
 def _v14_fixed_sides(session: Session) -> None:
     """A release with an (epsilon, delta) guarantee beside a pure or rho one (or several (epsilon,
-    delta) ones) is charged by one side fixed by the release (engine.one_side), no longer by the
+    delta) ones) is charged by one side fixed by the release (engine.charge_options), no longer by the
     combination the history favours; such releases have several guarantees (an accounting row's
     `more`), so in each dataset holding one, every cap's running total and accountant state is
     computed again from the accounting rows (as `cap set` does)."""
