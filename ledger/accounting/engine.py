@@ -456,9 +456,9 @@ class RiskTable:
 class LedgerIndex:
     """Reads and guarantees of a set of releases as arrays, for fast exact queries.
 
-    Releases are split three ways: *simple* standalone releases (their guarantees are
-    ordered by dominance, so the first-ranked covering one is always the one to
-    charge) are summed over arrays; family members go through `family_cost`; the rare
+    Releases are split three ways: *simple* standalone releases (`one_charge`: on each side
+    their guarantees are ordered by dominance, so the first-ranked covering one of the side
+    charged is always the one to charge) are summed over arrays; family members go through `family_cost`; the rare
     standalone releases with incomparable guarantees go through `choose`, exactly as
     in `ledger_cost`.
     """
@@ -505,7 +505,7 @@ class LedgerIndex:
                     if name in column:
                         g_rows.append(k)
                         g_cols.append(column[name])
-            if len(values) > 1 and not _is_chain(values):
+            if len(values) > 1 and not one_charge(values):
                 self.ambiguous.append(i)
         self.reads = np.zeros((n_rel, n_var), dtype=bool)
         self.reads[read_rows, read_cols] = True
@@ -1021,12 +1021,15 @@ class LedgerIndex:
         reads of the pair (the smallest id), ∞ when none does, 0 when r reads neither."""
         n_var = len(self.variables)
         read = self.reads[r]
-        best = np.full((n_var, n_var), self.NONE, dtype=np.int64)
+        best = {False: np.full((n_var, n_var), self.NONE, dtype=np.int64)}  # by side (`_best`)
         for g in range(first[r], first[r] + n_guarantees[r]):
             covered = ~read | self.g_protects[g]
             ok = covered[:, None] & covered[None, :]
-            best = np.where(ok, np.minimum(best, self.g_value[g]), best)
-        return np.where(read[:, None] | read[None, :], best, self.ZERO_ID)
+            side = best.setdefault(bool(self.value_is_approx[self.g_value[g]]),
+                                   np.full((n_var, n_var), self.NONE, dtype=np.int64))
+            side[...] = np.where(ok, np.minimum(side, self.g_value[g]), side)
+        chosen = best[False] if True not in best else np.where(best[False] != self.NONE, best[False], best[True])
+        return np.where(read[:, None] | read[None, :], chosen, self.ZERO_ID)
 
     def _units_cost(self, subset: frozenset[str], base: Spend, families: dict[str, list[int]],
                     releases: Sequence[int], objective: Objective | None, memo: dict | None = None) -> Spend:
@@ -1227,6 +1230,14 @@ PAIR_SPARSE_LIMIT = 16  # releases reading more variables enter the pair counts 
 def _is_chain(values: Sequence[Spend]) -> bool:
     """Every two values comparable by dominance (so the first-ranked is always the one to charge)."""
     return all(a.dominates(b) or b.dominates(a) for a, b in combinations(set(values), 2))
+
+
+def one_charge(values: Sequence[Spend]) -> bool:
+    """A release with these guarantees' values has one charge on every subset, found over arrays
+    (the first-ranked covering one of its side, `_best`): its pure and rho values are a chain, and
+    so are its (epsilon, delta) ones (`charge_options`). A Gaussian declared by (epsilon, delta),
+    its claim beside its implied rho, is one; a pure epsilon beside a rho, leaving a choice, is not."""
+    return _is_chain([v for v in values if not is_approx(v)]) and _is_chain([v for v in values if is_approx(v)])
 
 
 class _ExactComponents:

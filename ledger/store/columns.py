@@ -669,7 +669,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     from . import database as store
     from ..accounting.spend import UNBOUNDED, ZERO, Spend, guarantee_spend
     from .codec import release_from_dict
-    from ..accounting.engine import LedgerIndex, _is_chain
+    from ..accounting.engine import LedgerIndex, one_charge
 
     connection = session.connection()
     charged = sorted(s.value for s in CHARGED_STATUSES)
@@ -766,7 +766,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     for i, family in sorted(rows.family.items()):
         if family in families:
             index.members.setdefault(family, []).append(i)
-    ambiguous = [i for i in several if not _is_chain(
+    ambiguous = [i for i in several if not one_charge(
         [spend_of_raw[int(v)] for v in raw[index.g_release == i]])]
     needed = sorted({i for rows_ in index.members.values() for i in rows_} | set(several))
     whole = releases.whole
