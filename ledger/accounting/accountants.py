@@ -524,11 +524,14 @@ def composition(releases: Iterable[Release], families: Iterable[Family], subset:
     comp = Composition(basic if basic is not None else ledger_cost(releases, family_map.values(), subset))
     members: dict[str, list[Release]] = {}
     for release in releases:
+        if release.family is not None and release.family in family_map:
+            # every member: a record moving between a keyed family's parts changes what a member
+            # that reads nothing of the subset releases too (DESIGN 2.6), as ledger_cost charges it
+            members.setdefault(release.family, []).append(release)
         if not subset & release.reads:
             continue
         note_times(comp, release)
         if release.family is not None and release.family in family_map:
-            members.setdefault(release.family, []).append(release)
             continue
         spend = release_cost(release, subset)
         if spend.unbounded:
@@ -536,6 +539,8 @@ def composition(releases: Iterable[Release], families: Iterable[Family], subset:
             continue
         comp.events.update(unit_events(release, spend))
     for fid, group in members.items():
+        if not any(subset & member.reads for member in group):
+            continue  # (0: no member reads the subset, engine.family_options)
         spend = family_cost(family_map[fid], group, subset)
         if spend.unbounded:
             comp.unbounded = True
@@ -1406,10 +1411,14 @@ def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, 
     comp = composition(releases, families.values(), cap.subset, basic=Spend())
     family_events: dict[str, list[str]] = {}
     members: dict[str, list[Release]] = {}
-    for release in releases:
-        if release.family is not None and release.family in families and cap.subset & release.reads:
+    for release in releases:  # every member of a family one of whose members reads the subset
+        if release.family is not None and release.family in families:
             members.setdefault(release.family, []).append(release)
-    for fid, group in members.items():
+    # (in the order their first member reading the subset was recorded: `state_from_index`)
+    reading = {fid: next((k for k, m in enumerate(group) if cap.subset & m.reads), None)
+               for fid, group in members.items()}
+    for fid, group in sorted(((f, g) for f, g in members.items() if reading[f] is not None),
+                             key=lambda item: releases.index(item[1][reading[item[0]]])):
         spend = family_cost(families[fid], group, cap.subset)
         if not spend.unbounded and spend_events(spend):
             family_events[fid] = [e.key for e in spend_events(spend)]
@@ -1430,14 +1439,15 @@ def state_from_index(cap, index) -> dict:
     comp = index_events(index).composition(ids, subset, Spend())
     touching = {}
     for fid, rows in index.members.items():
-        found = [(i, member) for i, member in ((i, index.releases[i]) for i in rows) if subset & member.reads]
-        if found:
-            touching[fid] = found
+        group = [index.releases[i] for i in rows]
+        first = next((i for i, member in zip(rows, group) if subset & member.reads), None)
+        if first is not None:  # every member, as ledger_cost charges the family (DESIGN 2.6)
+            touching[fid] = (first, group)
     family_events: dict[str, list[str]] = {}
     # in the order their first member reading the subset was recorded, as `state_from_history`
     # meets them (`state_composition` counts the families' events in this order)
-    for fid, found in sorted(touching.items(), key=lambda item: item[1][0][0]):
-        spend = family_cost(index.families[fid], [member for _, member in found], subset)
+    for fid, (_, group) in sorted(touching.items(), key=lambda item: item[1][0]):
+        spend = family_cost(index.families[fid], group, subset)
         if not spend.unbounded and spend_events(spend):
             family_events[fid] = [e.key for e in spend_events(spend)]
     return state_from_composition(cap, comp, family_events)
@@ -1519,7 +1529,12 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
     latest = earliest = None
     joined: dict[str, list[Release]] = {}
     for release in releases:
-        if release.status not in CHARGED_STATUSES or not cap.subset & release.reads:
+        if release.status not in CHARGED_STATUSES:
+            continue
+        if release.family is not None and release.family in families and not cap.subset & release.reads:
+            joined.setdefault(release.family, []).append(release)  # its moves count (DESIGN 2.6)
+            continue
+        if not cap.subset & release.reads:
             continue
         if release.recorded_at is None:
             unknown = True
@@ -1543,6 +1558,8 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
                 events[event.key] = int(events.get(event.key, 0)) + 1
     for fid, new in joined.items():
         everyone = [m for m in members.get(fid, ()) if m.status in CHARGED_STATUSES] + new
+        if not any(cap.subset & m.reads for m in everyone):
+            continue  # (0: no member reads the subset, engine.family_options)
         spend = family_cost(families[fid], everyone, cap.subset)
         if spend.unbounded:
             unbounded = True
