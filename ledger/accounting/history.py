@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from ..core.records import Cap, Dataset, Release, Status, Variable
+from ..core.records import Cap, Dataset, Release, Status, Variable, in_name_order
 
 # audit event kinds that end a release's lifecycle, and the status they lead to
 ENDING_KINDS = {"release.retracted": Status.RETRACTED, "release.cancelled": Status.CANCELLED}
@@ -140,8 +140,8 @@ def state_as_of(dataset_now: Dataset, caps_now: Sequence[Cap], changes: Sequence
       a variable a release reads is never removed, operations.amend), so it is shown, at cost 0;
     - a cap not set by `when` (set after it, or never recorded through an event) does not exist
       then; a cap removed after `when` existed then, with the limit it had; a cap changed after
-      `when` has the limit it had then. Caps in name order (as store.caps lists them), each
-      ordered by the dataset's variables then.
+      `when` has the limit it had then. Caps in name order (records.in_name_order, as store.caps
+      lists them), each ordered by the dataset's variables then.
     `changes`: those of this dataset and its caps only. Without any (a dataset recorded before
     its events were kept), today's state."""
     if not changes:
@@ -164,4 +164,4 @@ def state_as_of(dataset_now: Dataset, caps_now: Sequence[Cap], changes: Sequence
         if change.cap is not None and aware(change.at) <= when:
             caps[change.cap[0]] = change.cap[1]
     order = then.variable_names
-    return StateThen(then, tuple(replace(cap, order=order) for _, cap in sorted(caps.items()) if cap is not None))
+    return StateThen(then, in_name_order(replace(cap, order=order) for cap in caps.values() if cap is not None))
