@@ -1091,8 +1091,8 @@ def _configuration(session: Session) -> Configuration:
     for cap_row in connection.execute(_text_rows(CapRow.__table__)):
         order = datasets[cap_row.dataset].variable_names if cap_row.dataset in datasets else ()
         caps_by_dataset.setdefault(cap_row.dataset, []).append(cap_from_dict(_cap_dict(cap_row), order))
-    # in name order by Python, not by SQL: PostgreSQL's ORDER BY follows the database's collation
-    result = Configuration(datasets, families, {k: in_name_order(v) for k, v in caps_by_dataset.items()},
+    # by dataset and name in Python's order, not SQL's: PostgreSQL's ORDER BY follows the database's collation
+    result = Configuration(datasets, families, {k: in_name_order(v) for k, v in sorted(caps_by_dataset.items())},
                            {name: dataset.variable_names for name, dataset in datasets.items()})
     _CONFIGURATION_CACHE[url] = (stamp, result)
     return result
