@@ -72,7 +72,7 @@ def test_deltas_on_the_grid_are_never_below_the_exact_profile(multiplier):
 
     from ledger.accounting.privacy_loss import LOG_MASS_TRUNCATION_BOUND
 
-    interval = 1e-4 / multiplier  # (a grid of about 200,000 points: every 997th and the top 50)
+    interval = 1e-4 / multiplier  # (a grid of 100,000 to 150,000 points: every 997th and the top 50)
     lower_x = float(special.ndtri(0.5 * math.exp(LOG_MASS_TRUNCATION_BOUND)) * multiplier + 0.0) - 1
     upper = math.ceil((-0.5 - lower_x) / multiplier ** 2 / interval)
     points = np.unique(np.concatenate([np.arange(0, upper + 1, 997), np.arange(upper - 50, upper + 1)]))
