@@ -115,11 +115,13 @@ def _psycopg_url(url) -> str:
 
 
 @contextmanager
-def _new_database(kind: str, tmp_path, stem: str = "ledger"):
+def _new_database(kind: str, tmp_path, stem: str = "ledger", icu_locale: str | None = None):
     """A new, empty ledger database: a SQLite file under tmp_path, or a fresh PostgreSQL
     database `ledger_test_<hex>` on the server of $LEDGER_TEST_POSTGRES_URL, dropped
     afterwards (WITH (FORCE): connections a test left open do not keep it alive). The
-    PostgreSQL case is skipped, visibly, when the variable is not set."""
+    PostgreSQL case is skipped, visibly, when the variable is not set. `icu_locale`: the
+    PostgreSQL database collates text by that ICU locale (`en-US`: `b` before `C`), as a
+    server made under a language's locale does, not by the server's default."""
     if kind == "sqlite":
         yield f"sqlite:///{tmp_path / f'{stem}.db'}"
         return
@@ -134,7 +136,8 @@ def _new_database(kind: str, tmp_path, stem: str = "ledger"):
     base = make_url(server)
     name = f"ledger_test_{secrets.token_hex(6)}"
     with psycopg.connect(_psycopg_url(base), autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"' + (f" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '{icu_locale}'"
+                                                      if icu_locale else ""))
     try:
         yield base.set(database=name).render_as_string(hide_password=False)
     finally:
@@ -146,6 +149,13 @@ def _new_database(kind: str, tmp_path, stem: str = "ledger"):
 def ledger_url(request, tmp_path):
     """The SQLAlchemy URL of a new, empty ledger database on each backend (_new_database)."""
     with _new_database(request.param, tmp_path) as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def collated_ledger_url(request, tmp_path):
+    """As ledger_url, with the PostgreSQL database collating by the en-US locale (ICU)."""
+    with _new_database(request.param, tmp_path, icu_locale="en-US") as url:
         yield url
 
 

@@ -75,6 +75,10 @@ class Ledger:
         if command == "record":
             rid, reads, epsilon = args
             self.run("record", self.file(release(rid, reads, epsilon, self.now)))
+        elif command == "plan":  # a planned release: charged from now, until it is cancelled
+            rid, reads, epsilon = args
+            self.run("record", self.file(release(rid, reads, epsilon, self.now)
+                                         .replace(f'status: published, published_at: "{self.now.isoformat()}", ', "")))
         elif command == "amend":
             self.run("dataset", "amend", self.file(args))
         elif command == "add":
@@ -220,6 +224,48 @@ def test_a_release_published_before_T_and_recorded_after_it_keeps_its_variable_a
     assert before["subset"] == ["x", "y"] and before["epsilon"] == 0
 
 
+# a variable removed after T: u, read by no release, is removed at minute 7; v, read by a release
+# planned at 3 and cancelled at 5, and w, read by a published one, cannot be removed
+REMOVED = DATASET.replace("groups:", "  - {name: u, classification: sensitive}\n  - {name: v, classification: sensitive}\n"
+                          "  - {name: w, classification: sensitive}\ngroups:")
+REMOVED_STORY = [
+    (0, "add", ()),
+    (1, "amend", REMOVED),
+    (2, "record", ("r1", ["x", "w"], "1")),
+    (3, "plan", ("r2", ["v"], "1/2")),
+    # T: minute 4 (r2 is charged then: planned, not yet cancelled)
+    (5, "cancel", ("r2", "--reason", "not needed")),
+    (7, "amend", REMOVED.replace("  - {name: u, classification: sensitive}\n", "")),
+]
+
+
+def test_a_variable_removed_after_T_was_read_by_no_release_charged_at_T(tmp_path, monkeypatch, ledger_url):
+    """A variable in the dataset at T and removed since shows at T as a column of zeros, and that is
+    the answer: no release charged at T (or ever) read it. `dataset amend` refuses to remove a
+    variable any recorded release reads, whatever its status: a cancelled one counted while it was
+    planned, a retracted one from its publication (history.status_at), so the ledger keeps every
+    variable a release charged at some T reads. The ledger built up to T answers the same."""
+    at = START + 4 * STEP
+    then = compare(tmp_path, monkeypatch, REMOVED_STORY, at, ledger_url)
+    table = then["table --json"]
+    assert table["variables"] == ["x", "y", "z", "u", "v", "w"]  # u existed at T
+    column = {name: table["total"]["values"][name] for name in table["variables"]}
+    assert column == {"x": 1, "y": 0, "z": 0, "u": 0, "v": 0.5, "w": 1}  # v: r2, planned at T
+    assert then["subset protected --json"]["subset"] == ["x", "y", "u", "v", "w"]
+    assert then["subset protected --json"]["epsilon_exact"] == "3/2"
+    # today u is gone; v (read only by the cancelled r2) and w could not be removed
+    whole = Ledger(tmp_path / "refused", monkeypatch)
+    for step in REMOVED_STORY:
+        whole.apply(step)
+    assert json.loads(whole.ask("table", "--json"))["variables"] == ["x", "y", "z", "v", "w"]
+    for name, reader in (("v", "r2"), ("w", "r1")):
+        refused = cli_main(whole.url, "dataset", "amend", whole.file(
+            REMOVED.replace("  - {name: u, classification: sensitive}\n", "")
+            .replace(f"  - {{name: {name}, classification: sensitive}}\n", "")))
+        assert refused.code == 2 and f"cannot remove variable {name!r}: it is read by recorded release {reader}" \
+            in refused.err
+
+
 # --------------------------------------------------------------------------
 # The rule itself, on records (history.state_as_of)
 # --------------------------------------------------------------------------
@@ -262,16 +308,27 @@ def test_state_as_of_replays_each_change_by_T_and_no_later():
 @st.composite
 def histories(draw):
     """A dataset's history: releases, reclassifications, groups set and removed, caps set,
-    changed and removed, a variable added, in a random order, one minute apart."""
+    changed and removed, a variable added, removed (when nothing reads or names it) and added
+    again, in a random order, one minute apart."""
     classes = {"x": "sensitive", "y": "sensitive", "z": "public"}
     groups = {"g": ["x"]}
     caps = {"c0"}
+    subsets = {"c0": ["x", "y"]}  # each cap's variables, and the variables some release reads:
+    read: set[str] = set()  # a variable in neither (nor in a group) can be removed
     steps = [(0, "add", ())]
+
+    def amend() -> str:
+        variables = "".join(f"  - {{name: {n}, classification: {c}}}\n" for n, c in classes.items())
+        group_text = "".join(f"  {g}: [{', '.join(m)}]\n" for g, m in groups.items())
+        return f"dataset: d\ndelta: 1e-6\nvariables:\n{variables}groups:\n{group_text}"
+
     for minute in range(1, draw(st.integers(3, 8)) + 1):
-        kind = draw(st.sampled_from(["record", "record", "reclassify", "group", "cap", "cap remove", "variable"]))
+        kind = draw(st.sampled_from(["record", "record", "reclassify", "group", "cap", "cap remove", "variable",
+                                     "remove variable"]))
         names = list(classes)
         if kind == "record":
             reads = draw(st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True))
+            read |= set(reads)
             steps.append((minute, "record", (f"r{minute}", reads, draw(st.sampled_from(["1/4", "1/2"])))))
         elif kind == "reclassify":
             name = draw(st.sampled_from(names))
@@ -292,16 +349,20 @@ def histories(draw):
             limit = draw(st.sampled_from(["4", "6", "50"]))  # (never broken: at most 8 releases of 1/2)
             extra = ("--delta", "1e-6") if draw(st.booleans()) else ()
             caps.add(name)
+            subsets[name] = subset
             steps.append((minute, "cap set", (*subset, "--epsilon", limit, *extra, "--name", name)))
         elif kind == "cap remove" and caps - {"c0"}:
             name = draw(st.sampled_from(sorted(caps - {"c0"})))
             caps.discard(name)
+            subsets.pop(name)
             steps.append((minute, "cap remove", (name, "--reason", "review")))
         elif kind == "variable" and "w" not in classes:
             classes["w"] = draw(st.sampled_from(["sensitive", "public"]))
-            variables = "".join(f"  - {{name: {n}, classification: {c}}}\n" for n, c in classes.items())
-            group_text = "".join(f"  {g}: [{', '.join(m)}]\n" for g, m in groups.items())
-            steps.append((minute, "amend", f"dataset: d\ndelta: 1e-6\nvariables:\n{variables}groups:\n{group_text}"))
+            steps.append((minute, "amend", amend()))
+        elif kind == "remove variable" and "w" in classes and "w" not in read \
+                and not any("w" in m for m in [*groups.values(), *subsets.values()]):
+            del classes["w"]
+            steps.append((minute, "amend", amend()))
     at_minute = draw(st.integers(0, steps[-1][0]))
     return steps, START + at_minute * STEP + timedelta(seconds=30)
 

@@ -26,7 +26,7 @@ from ledger.accounting.spend import Spend, pure_spend
 from ledger.accounting.budget import (
     CapTotal,
     apply,
-    _largest,
+    largest_basic_charge,
     check,
     measure,
     status,
@@ -331,16 +331,16 @@ def rho_spend(rho) -> Spend:
 
 def test_headroom_under_a_pure_cap_is_the_cap_minus_the_spend():
     total = totals_of(HISTORY)["income"]
-    assert _largest(INCOME, total, pure_spend) == F(1, 2)
+    assert largest_basic_charge(INCOME, total, pure_spend) == F(1, 2)
     # a rho release cannot fit under a pure cap at all
-    assert _largest(INCOME, total, rho_spend) == 0
+    assert largest_basic_charge(INCOME, total, rho_spend) == 0
 
 
 def test_headroom_under_a_rho_cap_is_rounded_down(reference_cks):
     total = totals_of(HISTORY)["health"]
     rho_spent = F(1, 4)
-    assert _largest(HEALTH, total, rho_spend) == F(1, 2) - rho_spent
-    epsilon = _largest(HEALTH, total, pure_spend)
+    assert largest_basic_charge(HEALTH, total, rho_spend) == F(1, 2) - rho_spent
+    epsilon = largest_basic_charge(HEALTH, total, pure_spend)
     largest = math.sqrt(2 * (0.5 - 0.25))
     assert largest - 1e-9 - 1e-15 <= epsilon <= largest
     # exactly: that epsilon fits, as epsilon^2 / 2 on top of the rho spent
@@ -355,7 +355,7 @@ def test_headroom_under_an_epsilon_at_delta_cap_solves_the_cks_bound(reference_f
         return reference_filter(pure=1 + x, pure_rho=1 / 4 + x * x / 2, rho=1 / 8, delta=1e-9) - 10
 
     expected = brentq(after, 0, 10, xtol=1e-12)
-    epsilon = _largest(ALL, total, pure_spend)
+    epsilon = largest_basic_charge(ALL, total, pure_spend)
     assert epsilon == pytest.approx(expected, abs=1e-6)
     assert measure(ALL, total.spend + pure_spend(F(epsilon))) <= 10
     assert measure(ALL, total.spend + pure_spend(F(epsilon) + F(1, 10**5))) > 10
@@ -363,21 +363,21 @@ def test_headroom_under_an_epsilon_at_delta_cap_solves_the_cks_bound(reference_f
     def after_rho(r):
         return reference_filter(pure=1, pure_rho=1 / 4, rho=1 / 8 + r, delta=1e-9) - 10
 
-    rho = _largest(ALL, total, rho_spend)
+    rho = largest_basic_charge(ALL, total, rho_spend)
     assert rho == pytest.approx(brentq(after_rho, 0, 10, xtol=1e-12), abs=1e-6)
     assert measure(ALL, total.spend + Spend(rho=F(rho))) <= 10
 
 
 def test_headroom_of_an_over_cap_or_unprotected_read_is_zero():
     over = totals_of([released("big", ["income"], pure(2))])["income"]
-    assert _largest(INCOME, over, pure_spend) == 0
+    assert largest_basic_charge(INCOME, over, pure_spend) == 0
     unprotected = totals_of([released("x", ["income"])])["income"]
-    assert _largest(INCOME, unprotected, pure_spend) == 0
+    assert largest_basic_charge(INCOME, unprotected, pure_spend) == 0
 
 
 def test_the_headroom_every_command_prints_is_the_only_one():
-    """The basic-only headroom (min over caps of `_largest`) lived beside the enforcement's
-    (operations.cap_accounting.headroom, what `headroom`, `check` and the API print); only the
+    """The basic-only headroom (min over caps of `largest_basic_charge`) lived beside the
+    enforcement's (operations.cap_accounting.headroom, what `headroom`, `check` and the API print); only the
     per-cap basic figure stays, the decided search's lower bound. (The smallest over caps, the
     binding cap and an uncapped subset: tests/test_caps_cli.py, through the command.)"""
     from ledger.accounting import budget

@@ -183,3 +183,60 @@ def test_no_cli_module_reaches_into_another_cli_modules_private_helpers(path):
         assert f"{app}._" not in source.replace("json_output._", ""), path.name
         assert f"from .{app} import _" not in source, path.name
     assert not imported_modules("cli/context.py")
+
+
+def private_uses_across_layers(path: Path) -> list[tuple[str, str]]:
+    """(the module, the private name) for every private name (`_x`, not `__x__`) of a ledger module
+    of another layer that `path` takes: `from m import _x`, or `m._x` where `m` names that module."""
+    module, is_package = module_name(path), path.name == "__init__.py"
+    own = layer_of(module)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bound, found = {}, []
+
+    def private(name: str) -> bool:
+        return name.startswith("_") and not name.startswith("__")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = resolve(module, is_package, node.level, node.module)
+            for alias in node.names:
+                if f"{base}.{alias.name}" in MODULES:
+                    bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+                elif private(alias.name) and known(base) and layer_of(known(base)) != own:
+                    found.append((known(base), alias.name))
+        elif isinstance(node, ast.Import):
+            bound.update({alias.asname: alias.name for alias in node.names if alias.asname and alias.name in MODULES})
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound
+                and private(node.attr) and layer_of(bound[node.value.id]) != own):
+            found.append((bound[node.value.id], node.attr))
+    return found
+
+
+# private names still taken across layers (to be given public names as those modules change;
+# engine.py and the store's readers are being changed in parallel): none may be added
+PRIVATE_ACROSS_LAYERS = {
+    "ledger.cli.report": {("ledger.store.columns", "_ROWS"), ("ledger.store.as_of", "_moment"),
+                          ("ledger.store.columns", "_rows_view"), ("ledger.store.columns", "_raw_iter")},
+    "ledger.cli.table_json": {("ledger.store.columns", "_rows_view")},
+    "ledger.store.columns": {("ledger.accounting.accountants", "_EVENT_MECHANISMS"),
+                             ("ledger.accounting.accountants", "_mechanism_event"),
+                             ("ledger.accounting.engine", "_is_chain"), ("ledger.accounting.engine", "_rows_of"),
+                             ("ledger.accounting.accountants", "_from_stamp"),
+                             ("ledger.accounting.accountants", "_grids")},
+    "ledger.store.database": {("ledger.accounting.budget", "_finish"), ("ledger.accounting.budget", "_top")},
+}
+
+
+def test_no_module_takes_another_layers_private_names():
+    """A lower layer's private helper is its own to change; what another layer needs of it has a
+    public name (cap_accounting took budget._largest, _round_down and _difference: now
+    budget.largest_basic_charge, round_down and difference)."""
+    found = {name: set(private_uses_across_layers(path)) for name, path in MODULES.items()}
+    found = {name: uses for name, uses in found.items() if uses}
+    new = {name: uses - PRIVATE_ACROSS_LAYERS.get(name, set()) for name, uses in found.items()}
+    assert not {name: uses for name, uses in new.items() if uses}
+    assert "ledger.operations.cap_accounting" not in found
+    # the check sees both forms
+    assert ("ledger.accounting.budget", "_top") in found["ledger.store.database"]
+    assert ("ledger.accounting.accountants", "_grids") in found["ledger.store.columns"]

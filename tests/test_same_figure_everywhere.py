@@ -73,7 +73,7 @@ def test_every_path_to_a_cap_figure_agrees_with_subset(ledger, cap):
             table = index.table("survey", at_delta(cap.delta))
             assert same(table.total[VARIABLES.index(name)].epsilon(cap.delta), figures[0])
     # headroom: a pure release of the headroom still fits, by the same figure
-    room = budget._largest(cap, running, budget.pure_spend)
+    room = budget.largest_basic_charge(cap, running, budget.pure_spend)
     if not math.isinf(room) and room > 0:
         after = budget.cap_value(cap, running, budget.pure_spend(F(room)))
         assert after <= cap.limit

@@ -23,7 +23,8 @@ Invariants:
   cannot be stated in that unit (a rho or delta part under a pure cap, an
   approximate part under a rho cap, an exact read of S);
 - headroom is a largest *safe* value: it is rounded down, never up. This module gives one
-  cap's basic figure (`_largest`) and the `Headroom` record; the headroom printed is the
+  cap's basic figure (`largest_basic_charge`, with `round_down` and `difference`, the public
+  helpers the enforcement builds on) and the `Headroom` record; the headroom printed is the
   enforcement's (operations.cap_accounting.headroom), the only one.
 """
 
@@ -493,9 +494,9 @@ def check(
             CapCheck(
                 cap=cap,
                 current=current,
-                charge=_difference(after, current),
+                charge=difference(after, current),
                 after=after,
-                headroom=_difference(cap.limit, after, down=True),
+                headroom=difference(cap.limit, after, down=True),
                 status=status(cap, after),
                 drivers=total.drivers,
                 after_total=after_total,
@@ -506,7 +507,7 @@ def check(
     return results
 
 
-def _difference(a: Number, b: Number, *, down: bool = False) -> Number:
+def difference(a: Number, b: Number, *, down: bool = False) -> Number:
     """a - b, exact for Fractions; as floats, rounded up (a charge) or down (a headroom)."""
     if is_infinite(a) and is_infinite(b):
         return 0 if a == b else INF
@@ -568,7 +569,7 @@ def with_rho_epsilon(room: Headroom, delta: Fraction) -> Headroom:
     return replace(room, delta=delta, rho_epsilon=Spend(rho=Fraction(rho)).epsilon(delta))
 
 
-def _largest(cap: Cap, total: CapTotal, added) -> Number:
+def largest_basic_charge(cap: Cap, total: CapTotal, added) -> Number:
     """Largest x >= 0 with cap_value(total + added(x)) <= cap (0 when even x = 0 is over), by
     the basic sums alone: one cap's headroom where the basic composition decides, and the lower
     bound the decided headroom searches up from. The headroom every command prints is
@@ -594,9 +595,9 @@ def _largest(cap: Cap, total: CapTotal, added) -> Number:
             low = middle
         else:
             high = middle
-    return _round_down(low)
+    return round_down(low)
 
 
-def _round_down(value: Fraction) -> Fraction:
+def round_down(value: Fraction) -> Fraction:
     """A short fraction no larger than value (10^-9 resolution)."""
     return Fraction(math.floor(value * 10**9), 10**9)

@@ -181,6 +181,12 @@ def _significant_up(value: Fraction, digits: int = _MULTIPLIER_DIGITS) -> Fracti
     return Fraction(math.ceil(value * scale)) / scale
 
 
+# The allowances of `_balle_wang_delta` (and of privacy_loss.gaussian_deltas, its vectorised upper
+# bound): on each logarithm, relative to its size, and on the result, for the rounding of exp and expm1
+BALLE_WANG_LOG_SLACK = 1e-13
+BALLE_WANG_ROUNDING = 1e-12
+
+
 def _balle_wang_delta(mu: float, epsilon: float, up: bool) -> float:
     """The exact delta(epsilon) of the Gaussian mechanism with sensitivity / sigma = `mu`
     (Balle and Wang 2018, Theorem 8, the analytic Gaussian mechanism), bounded in the
@@ -199,7 +205,7 @@ def _balle_wang_delta(mu: float, epsilon: float, up: bool) -> float:
     if math.isinf(log_first):  # Phi(a) below the smallest float: delta is 0 to float precision
         return math.ulp(0.0) if up else 0.0
     # (log_second is -inf only when Phi(b) is below e^-1e300: then delta is Phi(a))
-    slack = 1e-13 * (1 + abs(log_first) + (abs(log_second) if math.isfinite(log_second) else 0.0))
+    slack = BALLE_WANG_LOG_SLACK * (1 + abs(log_first) + (abs(log_second) if math.isfinite(log_second) else 0.0))
     if up:
         first, gap = log_first + slack, log_second - log_first - 2 * slack
     else:
@@ -208,9 +214,9 @@ def _balle_wang_delta(mu: float, epsilon: float, up: bool) -> float:
         return 0.0
     value = math.exp(first) * -math.expm1(gap)
     if up:
-        return min(1.0, math.nextafter(value * (1 + 1e-12), math.inf))
+        return min(1.0, math.nextafter(value * (1 + BALLE_WANG_ROUNDING), math.inf))
     # (below the normal floats a relative allowance is lost to the subnormals' spacing: 0 is sure)
-    return value * (1 - 1e-12) if value >= 1e-290 else 0.0
+    return value * (1 - BALLE_WANG_ROUNDING) if value >= 1e-290 else 0.0
 
 
 def _gaussian_delta_below(multiplier: float, epsilon: float) -> float:

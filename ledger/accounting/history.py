@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from ..core.records import Cap, Dataset, Release, Status, Variable
+from ..core.records import Cap, Dataset, Release, Status, Variable, in_name_order
 
 # audit event kinds that end a release's lifecycle, and the status they lead to
 ENDING_KINDS = {"release.retracted": Status.RETRACTED, "release.cancelled": Status.CANCELLED}
@@ -136,12 +136,15 @@ def state_as_of(dataset_now: Dataset, caps_now: Sequence[Cap], changes: Sequence
       classification when first recorded), placed after the others in today's order. Leaving it
       out would drop a release's exact read of it from the protected headline (never under-report,
       DESIGN 2.11);
-    - a variable in the dataset at `when` and removed since existed then (no release reads it:
-      a variable a release reads is never removed, operations.amend), so it is shown, at cost 0;
+    - a variable in the dataset at `when` and removed since existed then, so it is shown, at cost 0:
+      no release ever read it, charged at `when` or not. operations.amend refuses to remove a
+      variable any recorded release reads, whatever its status (a cancelled release was charged
+      while planned, a retracted one from its publication), so its zeros are the answer the ledger
+      gave at `when` (tests/test_as_of_state.py, against the ledger built up to `when`);
     - a cap not set by `when` (set after it, or never recorded through an event) does not exist
       then; a cap removed after `when` existed then, with the limit it had; a cap changed after
-      `when` has the limit it had then. Caps in name order (as store.caps lists them), each
-      ordered by the dataset's variables then.
+      `when` has the limit it had then. Caps in name order (records.in_name_order, as store.caps
+      lists them), each ordered by the dataset's variables then.
     `changes`: those of this dataset and its caps only. Without any (a dataset recorded before
     its events were kept), today's state."""
     if not changes:
@@ -164,4 +167,4 @@ def state_as_of(dataset_now: Dataset, caps_now: Sequence[Cap], changes: Sequence
         if change.cap is not None and aware(change.at) <= when:
             caps[change.cap[0]] = change.cap[1]
     order = then.variable_names
-    return StateThen(then, tuple(replace(cap, order=order) for _, cap in sorted(caps.items()) if cap is not None))
+    return StateThen(then, in_name_order(replace(cap, order=order) for cap in caps.values() if cap is not None))

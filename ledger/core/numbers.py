@@ -138,11 +138,15 @@ def approximate(value: Number, places: int, rounding: str = ROUND_CEILING) -> st
         if abs(decimal) >= Decimal(1).scaleb(-places):
             return format(decimal.quantize(Decimal(1).scaleb(-places), rounding=rounding), "f")
         digits = decimal.quantize(Decimal(1).scaleb(exponent - places + 1), rounding=rounding)
-    mantissa = digits.scaleb(-digits.adjusted())
-    text = format(mantissa, "f")
+    return _e_notation(digits)
+
+
+def _e_notation(decimal: Decimal) -> str:
+    """`decimal` as its digits times a power of ten, the digits' trailing zeros dropped: `2.5e-7`."""
+    text = format(decimal.scaleb(-decimal.adjusted()), "f")
     if "." in text:
         text = text.rstrip("0").rstrip(".")
-    return f"{text}e{digits.adjusted()}"
+    return f"{text}e{decimal.adjusted()}"
 
 
 def is_infinite(value: Number) -> bool:
@@ -226,11 +230,7 @@ def _short_scientific(value: Fraction) -> str | None:
         normal = (Decimal(value.numerator) / Decimal(value.denominator)).normalize()
     if len(normal.as_tuple().digits) > 4 or abs(normal) >= 1:
         return None
-    mantissa = normal.scaleb(-normal.adjusted())
-    text = format(mantissa, "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return f"{text}e{normal.adjusted()}"
+    return _e_notation(normal)
 
 
 def _trim_text(text: str) -> str:

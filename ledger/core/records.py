@@ -15,6 +15,7 @@ Invariants (checked by the loader, assumed by the engine):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -279,3 +280,10 @@ class Cap:
     @property
     def limit(self) -> Fraction:
         return self.rho if self.rho is not None else self.epsilon
+
+
+def in_name_order(caps: Iterable[Cap]) -> tuple[Cap, ...]:
+    """Caps in the one order every command lists them in: by name, in Python's string order
+    (code points). The database's order is not it: SQLite compares names by bytes, PostgreSQL by
+    its database's collation, which under a locale (en_US, ICU) puts `b` before `C`."""
+    return tuple(sorted(caps, key=lambda cap: cap.name))

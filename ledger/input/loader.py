@@ -992,7 +992,15 @@ def load_releases(
         releases.extend(more_releases)
         families.extend(more_families)
         errors.extend(more_errors)
-    errors.extend(check_batch(releases, families, snapshot))
+    return finish_batch(releases, families, errors, snapshot)
+
+
+def finish_batch(releases: list[Release], families: list[Family], errors: list[LedgerError],
+                 snapshot: LedgerSnapshot) -> tuple[list[Release], list[Family], list[LedgerError]]:
+    """A batch built whole (one `record`, from files or from the API's objects): its releases; the
+    families it defines that the ledger does not hold yet, each once; its errors with those of the
+    checks across the batch and the ledger (check_batch)."""
+    errors = [*errors, *check_batch(releases, families, snapshot)]
     new_families = list({family.id: family for family in families if family.id not in snapshot.families}.values())
     return releases, new_families, errors
 

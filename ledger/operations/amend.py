@@ -11,7 +11,9 @@ with the wanted one and returns the amendments, in the order they apply:
     group.set, group.removed, cap.set, cap.removed, variable.removed
 
 Refused (errors, nothing applied): removing a variable a recorded release
-reads, a family partitions by, or a cap or group still names; removing
+reads (any status: a cancelled or retracted release still counts at the moments
+it was charged, which every --as-of view shows: history.state_as_of), a family
+partitions by, or a cap or group still names; removing
 categories (a table by the variable released those cells); changing the
 dataset's delta (every recorded figure is stated at it); a reclassification
 without a reason.

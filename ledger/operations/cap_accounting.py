@@ -92,8 +92,8 @@ def _decision_before(cap, value, state: dict | None) -> accountants.Decision:
 def _with(check: budget.CapCheck, before: accountants.Decision, after: accountants.Decision) -> budget.CapCheck:
     current = min(check.current, before.value, key=float)
     value = min(check.after, after.value, key=float)
-    return replace(check, current=current, after=value, charge=budget._difference(value, current),
-                   headroom=budget._difference(check.cap.limit, value, down=True), status=budget.status(check.cap, value),
+    return replace(check, current=current, after=value, charge=budget.difference(value, current),
+                   headroom=budget.difference(check.cap.limit, value, down=True), status=budget.status(check.cap, value),
                    decision=after)
 
 
@@ -303,11 +303,11 @@ def admits(cap, total: budget.CapTotal, state: dict | None, plan: Sequence[Relea
 def _largest(cap, total: budget.CapTotal, state: dict | None, variables: frozenset, probe_kind: str,
              now: datetime):
     if probe_kind.endswith("-pure"):
-        basic = budget._largest(cap, total, budget.pure_spend)
+        basic = budget.largest_basic_charge(cap, total, budget.pure_spend)
     else:  # (a Gaussian probe of rho x costs at most x: the rho headroom bounds it)
-        basic = budget._largest(cap, total, lambda x: budget.Spend(rho=x))
+        basic = budget.largest_basic_charge(cap, total, lambda x: budget.Spend(rho=x))
     if cap.delta is None or cap.rho is not None:
-        return basic  # decided by the basic sums: `budget._largest` is that decision, exactly
+        return basic  # decided by the basic sums: `largest_basic_charge` is that decision, exactly
     if state is None:
         return basic
 
@@ -329,14 +329,14 @@ def _largest(cap, total: budget.CapTotal, state: dict | None, variables: frozens
     for _ in range(64):  # to 10^-9 relative, whichever is first
         if high - low <= max(low, Fraction(1)) * Fraction(1, 10**10):
             break
-        middle = budget._round_down((low + high) / 2)
+        middle = budget.round_down((low + high) / 2)
         if middle <= low:
             break
         if ok(middle):
             low = middle
         else:
             high = middle
-    return budget._round_down(low)
+    return budget.round_down(low)
 
 
 def is_finite(value) -> bool:

@@ -27,8 +27,8 @@ from ..input.loader import (
     build_releases,
     check_release_record,
     cap_from_entry,
-    check_batch,
     field_name,
+    finish_batch,
     load_releases,
     read_document,
     validated_release_documents,
@@ -401,8 +401,6 @@ def source_builder(sources: Sequence[ReleaseSource], actor: str) -> Builder:
             releases.extend(more_releases)
             families.extend(more_families)
             errors.extend(more_errors)
-        errors.extend(check_batch(releases, families, snapshot))
-        new_families = list({f.id: f for f in families if f.id not in snapshot.families}.values())
-        return releases, new_families, errors
+        return finish_batch(releases, families, errors, snapshot)
 
     return build

@@ -8,8 +8,8 @@ report prints is computed here by the engine (`LedgerIndex`), the budget code
 
 What a report holds (one `ReportContext`, the same for every format):
 - `certificate`: dataset, generated at, ledger head hash and whether the audit
-  chain verified, the notion and the zCDP conversion with its delta, the
-  dataset-wide epsilon and rho;
+  chain verified, the notion and the zCDP conversion with its delta (where a figure went
+  through it), the dataset-wide epsilon and rho;
 - `meeting`: with `--since`, what changed since then (from the audit events)
   and how each cap moved (the cap figure recomputed as the ledger stood then);
 - `risk`: Tan's Table 1, a row per charged release, a column per variable, the
@@ -219,7 +219,9 @@ class Certificate:
     events: int  # events in the ledger's chain
     problems: tuple[str, ...]  # what verification found, first bad event first
     basis: Basis  # pure epsilon, or epsilon at delta (views.Basis)
-    conversion: str  # the zCDP -> (epsilon, delta) conversion, named in every report (DESIGN 2.4)
+    # the zCDP -> (epsilon, delta) conversion, named in every report whose figures it produced (DESIGN
+    # 2.4: `conversion_of`); None: no figure shown went through it (a pure-only ledger's report)
+    conversion: str | None
     delta: Fraction
     epsilon: Number  # the whole-dataset loss (U = V, Tan Prop 3.1) at delta
     rho: Number | None  # the same as rho-zCDP; None when it has (epsilon, delta) parts
@@ -667,9 +669,9 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     chain = inputs.chain_status()  # last: the verification may still be running alongside
     return ReportContext(
         title=f"Privacy-loss report: {dataset.name}",
-        certificate=replace(certificate(inputs, chain, table, charged, accounts),
-                            headline=best_headline(_headline(inputs, index, objective, table, pairs), index,
-                                                   inputs.delta, accounts, pairs)),
+        certificate=with_conversion(replace(certificate(inputs, chain, table, charged, accounts),
+                                            headline=best_headline(_headline(inputs, index, objective, table, pairs),
+                                                                   index, inputs.delta, accounts, pairs)), caps),
         meeting=meeting,
         risk=risk,
         caps=caps,
@@ -772,7 +774,7 @@ def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[Regist
         cert = replace(cert, basis=replace(cert.basis, pure=False))
     return ReportContext(
         title=f"Privacy-loss report: {dataset.name}",
-        certificate=cert,
+        certificate=with_conversion(cert, caps),
         meeting=large.meeting,
         risk=risk,
         caps=caps,
@@ -870,6 +872,20 @@ def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
         computed_seq=inputs.events[-1].seq if inputs.events else 0,
         computed_head=inputs.events[-1].hash if inputs.events and inputs.events[-1].hash else chain.head,
     )
+
+
+CONVERTING_ACCOUNTANTS = ("rdp",)  # accountants whose figures are converted by CKS 2020 (its Prop 12)
+
+
+def with_conversion(cert: Certificate, caps: Sequence[CapEntry]) -> Certificate:
+    """The certificate naming the zCDP conversion only when a figure the report shows went through
+    it: the cells are not all pure (rho totals are converted: Basis.label), an accountant shown
+    converts (Basis.notion: the Rényi figures), or a cap's figure is such an accountant's. A pure-only
+    ledger's figures are pure sums (Tan Prop 3.4): its certificate names no conversion."""
+    converted = (not cert.basis.pure or any(a in CONVERTING_ACCOUNTANTS for a in cert.basis.accountants)
+                 or any(c.decided_by is not None and c.decided_by.split(",")[0] in CONVERTING_ACCOUNTANTS
+                        for c in caps))
+    return replace(cert, conversion=CONVERSION_NAME if converted else None)
 
 
 def as_it_stood(inputs: ReportInputs) -> ReportInputs:

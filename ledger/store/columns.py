@@ -875,6 +875,34 @@ def _read_rows(connection, statement, n_var: int, accounts: bool = True, batch: 
 _AFTER_ALL = 2**62  # (in SQL) never published
 
 
+def _in_parts(keys: list, fetch, part: int = 500):
+    """The rows `fetch` gives for each `part` keys of `keys` in turn (an IN list of bounded length)."""
+    for start in range(0, len(keys), part):
+        yield from fetch(keys[start:start + part])
+
+
+def _rare_columns(found, seq, reads, value, size: int):
+    """(protects, family, more) of `_Rows` whose rows are `seq`, `reads`, `value`: a row's first
+    guarantee protects what it reads unless its row says otherwise, and the rare rows (`found`: their
+    (seq, protects, family, more[, width of reads]), those with a family, further guarantees or a
+    protects bitset of their own) set theirs. None when a bitset has another width than `size`."""
+    protects = reads[value >= 0].copy()
+    family: dict[int, str] = {}
+    more: dict[int, str] = {}
+    with_value = np.cumsum(value >= 0) - 1  # row -> its place among the rows with a first guarantee
+    for s, bits, fam, extra, *width in found:
+        if width and width[0] != size:
+            return None
+        row = int(np.searchsorted(seq, s))
+        if fam is not None:
+            family[row] = fam
+        if extra:
+            more[row] = extra
+        if value[row] >= 0 and bits is not None:
+            protects[with_value[row]] = np.frombuffer(bytes(bits).ljust(size, b"\0")[:size], dtype=np.uint8)
+    return protects, family, more
+
+
 def _read_columns(connection, dataset: str, charged: list[str], positions: list[int] | None, n_var: int,
                   accounts: bool, after: int | None = None) -> _Rows | None:
     """`_read_rows` of the same rows on SQLite, each column read whole as one string by an
@@ -947,25 +975,14 @@ def _read_columns(connection, dataset: str, charged: list[str], positions: list[
         seq, reads, value = seq[order], reads[order], value[order]
         columns_ = [c[order] for c in columns_]
         ids = None if ids is None else [ids[k] for k in order.tolist()]
-    protects = reads[value >= 0].copy()
-    family: dict[int, str] = {}
-    more: dict[int, str] = {}
-    special = sorted(set(numbers(found[4]).tolist()))
-    with_value = np.cumsum(value >= 0) - 1  # row -> its place among the rows with a first guarantee
-    for start in range(0, len(special), 500):
-        part = special[start:start + 500]
-        for s, bits, fam, extra, width in connection.exec_driver_sql(
-                f"SELECT seq, protects, family, more, length(reads) FROM {_ROWS.name} WHERE seq IN "
-                f"({', '.join('?' * len(part))})", tuple(part)).all():
-            if width != size:  # a bitset of another width: read row by row
-                return None
-            row = int(np.searchsorted(seq, s))
-            if fam is not None:
-                family[row] = fam
-            if extra:
-                more[row] = extra
-            if value[row] >= 0 and bits is not None:
-                protects[with_value[row]] = np.frombuffer(bytes(bits).ljust(size, b"\0")[:size], dtype=np.uint8)
+    def rare_rows(part: list[int]):
+        return connection.exec_driver_sql(f"SELECT seq, protects, family, more, length(reads) FROM {_ROWS.name} "
+                                          f"WHERE seq IN ({', '.join('?' * len(part))})", tuple(part)).all()
+
+    rare = _rare_columns(_in_parts(sorted(set(numbers(found[4]).tolist())), rare_rows), seq, reads, value, size)
+    if rare is None:  # a bitset of another width: read row by row
+        return None
+    protects, family, more = rare
     if accounts:
         combined, recorded, published_ = columns_
         return _Rows(seq, family, reads, value, protects, more, combined // 2, combined % 2 == 1,

@@ -88,7 +88,7 @@ from ..accounting.engine import LedgerIndex, family_options
 from ..core.errors import fail
 from ..input.loader import LedgerSnapshot
 from ..core.memory import paused_gc
-from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status
+from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status, in_name_order
 
 DEFAULT_URL = "sqlite:///ledger.db"
 SCHEMA_VERSION = 14  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
@@ -1110,10 +1110,11 @@ def _configuration(session: Session) -> Configuration:
     connection = _connection(session)
     families = {r.id: family_from_dict(_family_dict(r)) for r in connection.execute(_text_rows(FamilyRow.__table__))}
     caps_by_dataset: dict[str, list[Cap]] = {}
-    for cap_row in connection.execute(_text_rows(CapRow.__table__, "", "dataset, name")):
+    for cap_row in connection.execute(_text_rows(CapRow.__table__)):
         order = datasets[cap_row.dataset].variable_names if cap_row.dataset in datasets else ()
         caps_by_dataset.setdefault(cap_row.dataset, []).append(cap_from_dict(_cap_dict(cap_row), order))
-    result = Configuration(datasets, families, {k: tuple(v) for k, v in caps_by_dataset.items()},
+    # by dataset and name in Python's order, not SQL's: PostgreSQL's ORDER BY follows the database's collation
+    result = Configuration(datasets, families, {k: in_name_order(v) for k, v in sorted(caps_by_dataset.items())},
                            {name: dataset.variable_names for name, dataset in datasets.items()})
     _CONFIGURATION_CACHE[url] = (stamp, result)
     return result

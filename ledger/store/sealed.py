@@ -374,7 +374,7 @@ def read_part(connection, dataset: str, charged: Sequence[str], positions: list[
     (issue 13: a subset of 5 of 100 variables keeps about a sixth of the releases), so memory
     holds one chunk and the rows kept, never every chunk's arrays joined. A row's status and
     publication moment noted as changed (`note_change`) are taken from its row."""
-    from .columns import _AFTER_ALL, _BEFORE_ANY, _ROWS, _Rows, _raw_iter, _stamps
+    from .columns import _AFTER_ALL, _BEFORE_ANY, _ROWS, _Rows, _in_parts, _raw_iter, _rare_columns, _stamps
 
     size = (n_var + 7) // 8 or 1
     code = {name: k for k, name in enumerate(STATUSES)}
@@ -447,22 +447,10 @@ def read_part(connection, dataset: str, charged: Sequence[str], positions: list[
     seq = joined("seq", np.int64)
     reads = joined("reads", np.uint8, (size,))
     value = joined("value", np.int64)
-    protects = reads[value >= 0].copy()
-    family: dict[int, str] = {}
-    more: dict[int, str] = {}
-    special = joined("rare", np.int64).tolist()
-    with_value = np.cumsum(value >= 0) - 1
-    for start in range(0, len(special), 500):
-        part_ = special[start:start + 500]
-        for s, bits, fam, extra in _raw_rows_of(connection, select(_ROWS.c.seq, _ROWS.c.protects, _ROWS.c.family,
-                                                                    _ROWS.c.more).where(_ROWS.c.seq.in_(part_))):
-            row = int(np.searchsorted(seq, s))
-            if fam is not None:
-                family[row] = fam
-            if extra:
-                more[row] = extra
-            if value[row] >= 0 and bits is not None:
-                protects[with_value[row]] = np.frombuffer(bytes(bits).ljust(size, b"\0")[:size], dtype=np.uint8)
+    rare = select(_ROWS.c.seq, _ROWS.c.protects, _ROWS.c.family, _ROWS.c.more)
+    found = _in_parts(joined("rare", np.int64).tolist(),
+                      lambda part_: _raw_rows_of(connection, rare.where(_ROWS.c.seq.in_(part_))))
+    protects, family, more = _rare_columns(found, seq, reads, value, size)
     if not accounts:
         empty = np.zeros(0)
         return _Rows(seq, family, reads, value, protects, more, np.zeros(0, dtype=np.int64), empty.astype(bool),
