@@ -15,6 +15,7 @@ Steinke 2016 Prop 1.4; epsilons add on a pure cap, Tan Prop 3.4).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from fractions import Fraction
@@ -210,6 +211,31 @@ def test_a_pld_figure_is_computed_without_scipys_packages_and_the_same_with_them
             assert imported == []
         outputs.append([line for line in out.splitlines() if not line.startswith("IMPORTED")])
     assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize("command, collector", [
+    (["check", "plan.yaml"], False), (["record", "plan.yaml"], False), (["cap", "list"], True), (["table"], True),
+    (["audit", "verify"], True), (["--help"], True),
+])
+@pytest.mark.parametrize("db_option", ["--db URL", "--db=URL"])
+def test_a_fresh_check_or_record_runs_without_the_cyclic_collector(tmp_path, command, collector, db_option):
+    """entry.main switches the cyclic garbage collector off for `check` and `record` alone (their
+    collections cost more than the garbage they find, ledger/cli/entry.py); a check prints what it
+    prints with the collector on."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    assert cli_main(url, "dataset", "add", write(tmp_path, "survey.yaml", DATASET)).code == 0
+    plan = str(releases_file(tmp_path, "plan", 2))
+    command = [plan if word == "plan.yaml" else word for word in command]
+    argv = (["--db", url] if db_option == "--db URL" else [f"--db={url}"]) + command
+    code = ("import gc, sys\nfrom ledger.cli.entry import main\n"
+            f"sys.argv = ['privacy-ledger'] + {argv!r}\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('COLLECTOR', gc.isenabled())\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "LEDGER_RESIDENT": "0", "LEDGER_USER": "alice"})
+    assert run.stdout.splitlines()[-1] == f"COLLECTOR {collector}", run.stdout + run.stderr
+    if command[0] == "check":
+        assert run.stdout.splitlines()[:-1] == cli_main(url, *command).out.splitlines()
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["record", "--help"]])
