@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from ..core.lazy import lazy_module, submodule_alone
 
 np = lazy_module("numpy")
+np_fft = lazy_module("numpy.fft")  # (named, so a resident process imports it before it forks)
 
 
 def _special():
@@ -82,7 +83,7 @@ def _fft(x, n: int):
     """scipy.fft.fft(x, n) of a real array x: pocketfft's real transform (numpy.fft.rfft, the
     same as scipy's) and the other half of the spectrum its conjugates, as scipy.fft fills it
     for a real input."""
-    half = np.fft.rfft(x, n)
+    half = np_fft.rfft(x, n)
     full = np.empty(n, dtype=np.complex128)
     full[:len(half)] = half
     full[len(half):] = np.conj(half[1:n - len(half) + 1][::-1])
@@ -265,7 +266,7 @@ def _dense_self_compose(pmf: Pld, count: int) -> Pld:
     low, high = _self_convolve_bounds(probs, count, SELF_COMPOSE_TAIL)
     length = high - low + 1
     fast = next_fast_len(max(length, len(probs)))
-    power = np.real(np.fft.ifft(_fft(probs, fast) ** count))  # scipy.fft.ifft(scipy.fft.fft(...) ** count)
+    power = np.real(np_fft.ifft(_fft(probs, fast) ** count))  # scipy.fft.ifft(scipy.fft.fft(...) ** count)
     out = np.roll(power, -low)[:length]
     infinity = SELF_COMPOSE_TAIL - math.expm1(count * math.log1p(-pmf.infinity_mass))
     return Pld(pmf.discretization, infinity, pmf.lower_loss * count + low, np.array(out), None, pmf.pessimistic)
@@ -334,7 +335,7 @@ def _convolve(one, two):
         return one * two
     length = len(one) + len(two) - 1
     fast = next_fast_len(length, True)
-    return np.fft.irfft(np.fft.rfft(one, fast) * np.fft.rfft(two, fast), fast)[:length].copy()
+    return np_fft.irfft(np_fft.rfft(one, fast) * np_fft.rfft(two, fast), fast)[:length].copy()
 
 
 def _truncate_tails(probs, tail: float, pessimistic: bool):
