@@ -258,15 +258,16 @@ def commands(directory: Path, out: Path, label: str, middle: str = AS_OF) -> dic
 
 
 def baseline_copy(path: Path, ref_root: Path) -> Path:
-    """A copy of the ledger as REF's code reads it (REF's schema version; tables it does not know dropped)."""
-    copy = path.with_name(path.stem + "-baseline.db")
+    """A copy of the ledger as REF's code reads it (REF's schema version; tables it does not know dropped),
+    one per schema version (a copy another REF's code upgraded is refused by an older REF)."""
+    text = next(p for p in (ref_root / "ledger" / "store" / "database.py", ref_root / "ledger" / "store.py")
+                if p.exists()).read_text()  # the baseline commit may predate the layered layout
+    version = int(text.split("SCHEMA_VERSION = ", 1)[1].split()[0])
+    copy = path.with_name(path.stem + f"-baseline-v{version}.db")
     if copy.exists() and _count(copy) >= _count(path) - 100:
         return copy
     with sqlite3.connect(path) as source, sqlite3.connect(copy) as target:
         source.backup(target)
-    text = next(p for p in (ref_root / "ledger" / "store" / "database.py", ref_root / "ledger" / "store.py")
-                if p.exists()).read_text()  # the baseline commit may predate the layered layout
-    version = int(text.split("SCHEMA_VERSION = ", 1)[1].split()[0])
     with sqlite3.connect(copy) as connection:
         connection.execute("UPDATE ledger_meta SET value = ? WHERE key = 'schema_version'", (str(version),))
         known = {line.split('"')[1] for module in (ref_root / "ledger").rglob("*.py")

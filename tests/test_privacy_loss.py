@@ -399,3 +399,60 @@ def test_a_declared_cap_is_decided_without_dp_accounting(tmp_path):
                              cwd=tmp_path).stdout
         assert "IMPORTED []" in out, out
         assert "by the pld accountant" in out, out
+
+
+# Issue 13, section 2: the PLDs are composed without importing scipy.fft or scipy.special as
+# packages (their __init__ imports scipy's array-API layer). What replaces them must give
+# scipy's very numbers, bit for bit.
+
+def test_next_fast_len_is_scipys():
+    from scipy import fft
+
+    from ledger.accounting.privacy_loss import next_fast_len
+
+    sizes = list(range(1, 5000)) + [int(x) for x in np.random.default_rng(13).integers(5000, 3_000_000, 400)]
+    for n in sizes:
+        assert next_fast_len(n, True) == fft.next_fast_len(n, True), n
+        assert next_fast_len(n) == fft.next_fast_len(n), n
+
+
+@settings(max_examples=60, deadline=None)
+@given(length=st.integers(1, 5000), extra=st.integers(0, 5000), count=st.integers(1, 40), seed=st.integers(0, 99))
+def test_the_numpy_transforms_are_scipy_ffts_bit_for_bit(length, extra, count, seed):
+    """`_fft` is scipy.fft.fft of a real array (its whole spectrum), and the self-composition's
+    power spectrum comes back through numpy's ifft as through scipy's; `_convolve` is
+    scipy.signal.fftconvolve (rfftn / irfftn); equal as arrays, not approximately."""
+    from scipy import fft, signal
+
+    from ledger.accounting.privacy_loss import _convolve, _fft
+
+    rng = np.random.default_rng(seed)
+    probs = rng.random(length)
+    probs /= probs.sum()
+    size = length + extra
+    assert np.array_equal(_fft(probs, size), fft.fft(probs, size))
+    assert np.array_equal(np.real(np.fft.ifft(_fft(probs, size) ** count)),
+                          np.real(fft.ifft(fft.fft(probs, size) ** count)))
+    other = rng.random(1 + extra)
+    assert np.array_equal(_convolve(probs, other), signal.fftconvolve(probs, other))
+
+
+def test_the_special_functions_are_scipy_specials_own():
+    """The ufuncs imported without scipy.special's __init__ are the very objects scipy.special
+    exports once it is imported; before, neither scipy.special nor scipy.fft nor scipy's
+    array-API layer is imported (a fresh process)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from ledger.accounting import privacy_loss\n"
+            "u = privacy_loss._special()\n"
+            "print(sorted(m for m in ('scipy.special', 'scipy.fft', 'scipy._lib._array_api') if m in sys.modules))\n"
+            "print(u.log_ndtr(-3.0), u.ndtri(0.25))\n"
+            "import scipy.special\n"
+            "print(scipy.special.log_ndtr is u.log_ndtr, scipy.special.ndtri is u.ndtri, "
+            "scipy.special._ufuncs is u, privacy_loss._special() is u)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    from scipy import special
+
+    assert out == ["[]", f"{special.log_ndtr(-3.0)} {special.ndtri(0.25)}", "True True True True"]

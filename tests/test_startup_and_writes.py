@@ -15,6 +15,7 @@ Steinke 2016 Prop 1.4; epsilons add on a pure cap, Tan Prop 3.4).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from fractions import Fraction
@@ -150,8 +151,8 @@ def test_in_process_records_reuse_what_they_wrote_and_stay_right(survey):
     assert spent(caps["age"]) == 4 * Fraction(1, 10) + 1
 
 
-def imported_after(argv: list[str], cwd: Path, names: tuple[str, ...]) -> tuple[list[str], str]:
-    code = ("import sys\nfrom ledger.cli import app as cli\n"
+def imported_after(argv: list[str], cwd: Path, names: tuple[str, ...], first: str = "") -> tuple[list[str], str]:
+    code = (first + "import sys\nfrom ledger.cli import app as cli\n"
             f"sys.argv = ['privacy-ledger'] + {argv!r}\n"
             "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
             f"print('IMPORTED', [m for m in {names!r} if m in sys.modules])")
@@ -168,6 +169,73 @@ def test_check_and_record_import_only_what_they_use(tmp_path, command):
     imported, out = imported_after(["--db", url, command, str(plan)], tmp_path, NOT_ON_THE_RECORDING_PATH)
     assert imported == []
     assert ("every cap holds" if command == "check" else "recorded") in out
+
+
+AT_A_DELTA = """\
+dataset: survey
+variables:
+  - {name: age}
+  - {name: income}
+caps:
+  - {subset: all, epsilon: 10, delta: 1e-9}
+"""
+# scipy.special's and scipy.fft's packages (their __init__ imports scipy's array-API layer, which
+# clones numpy), and dp_accounting's: a PLD figure is built without them (privacy_loss)
+NOT_FOR_A_PLD_FIGURE = ("scipy.special", "scipy.fft", "scipy._lib._array_api", "scipy.stats", "scipy.signal",
+                        "dp_accounting", "pandas", "matplotlib", "ledger.reporting.report")
+
+
+@pytest.mark.parametrize("command", ["check", "record"])
+def test_a_pld_figure_is_computed_without_scipys_packages_and_the_same_with_them(tmp_path, command):
+    """A cap at a delta decided by the PLD accountant for a declared plan (issue 13, section 2):
+    the command imports scipy.special's compiled ufuncs alone and numpy.fft, not the scipy.fft and
+    scipy.special packages; its output is the very text of the same command run after importing
+    both packages (the ufuncs then come from scipy.special itself)."""
+    outputs = []
+    for imported_first in ("", "import scipy.special, scipy.fft\n"):
+        directory = tmp_path / f"run{len(outputs)}"
+        directory.mkdir()
+        url = f"sqlite:///{directory / 'ledger.db'}"
+        assert cli_main(url, "dataset", "add", write(directory, "survey.yaml", AT_A_DELTA)).code == 0
+        history = write(directory, "history.yaml", "dataset: survey\nreleases:\n"
+                        "  - {id: a1, reads: [age], mechanism: {name: laplace, epsilon: \"1/10\"}}\n"
+                        "  - {id: a2, reads: [income], mechanism: {name: gaussian, sigma: 40, sensitivity: 1}}\n"
+                        "  - {id: a3, reads: [age, income], mechanism: {name: geometric, epsilon: \"1/20\"}}\n")
+        assert cli_main(url, "record", history).code == 0
+        plan = write(directory, "plan.yaml", "dataset: survey\nreleases:\n"
+                     "  - {id: p1, reads: [age], mechanism: {name: laplace, epsilon: \"1/10\"}}\n")
+        imported, out = imported_after(["--db", url, command, str(plan)], directory, NOT_FOR_A_PLD_FIGURE,
+                                       first=imported_first)
+        assert "figure by the pld accountant (declared)" in out
+        if not imported_first:
+            assert imported == []
+        outputs.append([line for line in out.splitlines() if not line.startswith("IMPORTED")])
+    assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize("command, collector", [
+    (["check", "plan.yaml"], False), (["record", "plan.yaml"], False), (["cap", "list"], True), (["table"], True),
+    (["audit", "verify"], True), (["--help"], True),
+])
+@pytest.mark.parametrize("db_option", ["--db URL", "--db=URL"])
+def test_a_fresh_check_or_record_runs_without_the_cyclic_collector(tmp_path, command, collector, db_option):
+    """entry.main switches the cyclic garbage collector off for `check` and `record` alone (their
+    collections cost more than the garbage they find, ledger/cli/entry.py); a check prints what it
+    prints with the collector on."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    assert cli_main(url, "dataset", "add", write(tmp_path, "survey.yaml", DATASET)).code == 0
+    plan = str(releases_file(tmp_path, "plan", 2))
+    command = [plan if word == "plan.yaml" else word for word in command]
+    argv = (["--db", url] if db_option == "--db URL" else [f"--db={url}"]) + command
+    code = ("import gc, sys\nfrom ledger.cli.entry import main\n"
+            f"sys.argv = ['privacy-ledger'] + {argv!r}\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('COLLECTOR', gc.isenabled())\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "LEDGER_RESIDENT": "0", "LEDGER_USER": "alice"})
+    assert run.stdout.splitlines()[-1] == f"COLLECTOR {collector}", run.stdout + run.stderr
+    if command[0] == "check":
+        assert run.stdout.splitlines()[:-1] == cli_main(url, *command).out.splitlines()
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["record", "--help"]])

@@ -27,11 +27,20 @@ advance (DESIGN 2.10), and importing dp_accounting (scipy.stats, scipy.signal, s
 cost more than the rest of such a process (issue 13, section 2). So the PLDs the ledger builds
 are held here as `Pld`, plain arrays in dp_accounting's own layout (a symmetric PLD: the same
 PMF for removal and addition), built for the Laplace, Gaussian and randomized-response
-mechanisms and composed with numpy and scipy.fft alone, in the very operations dp_accounting
+mechanisms and composed with numpy alone, in the very operations dp_accounting
 performs, so the same floats: tests/test_privacy_loss.py compares every step with
 dp_accounting (the reference, issue 11 section 7) bit for bit. Anything else (the discrete
 Laplace, a composition dp_accounting keeps sparse) is handed to dp_accounting itself
 (`to_dp_accounting`, `from_dp_accounting`).
+
+What dp_accounting computes with scipy is computed here without importing scipy.fft or
+scipy.special as packages (their `__init__` imports scipy's array-API layer, 0.1-0.3 s of a
+`check`, issue 13 section 2): the FFTs are numpy.fft's, the same pocketfft transforms scipy.fft
+runs (`_fft`, `_convolve`: a real input's full spectrum as scipy.fft builds it, from the half
+spectrum and its conjugates), and the normal CDF's logarithm, its inverse and the binomial PMF
+are scipy.special's compiled ufuncs themselves, their module imported alone
+(`ledger.core.lazy.submodule_alone`); tests/test_privacy_loss.py compares each with scipy's
+bit for bit.
 
 Invariant: never under-reports. Connect-the-Dots with pessimistic_estimate is an
 upper bound on delta(eps) at every eps (Doroshenko et al. 2022, Theorem 3.5), the
@@ -45,9 +54,44 @@ import math
 
 from dataclasses import dataclass
 
-from ..core.lazy import lazy_module
+from ..core.lazy import lazy_module, submodule_alone
 
 np = lazy_module("numpy")
+np_fft = lazy_module("numpy.fft")  # (named, so a resident process imports it before it forks)
+
+
+def _special():
+    """scipy.special's compiled ufuncs (`log_ndtr`, `ndtri`, `_binom_pmf`): the very functions
+    `scipy.special` exports, without importing scipy.special's package (module docstring)."""
+    return submodule_alone("scipy.special", "_ufuncs")
+
+
+def next_fast_len(target: int, real: bool = False) -> int:
+    """scipy.fft.next_fast_len: the least size >= target whose prime factors are all in
+    2, 3, 5 (a real transform) or 2, 3, 5, 7, 11 (a complex one), pocketfft's good_size."""
+    if target <= 6:
+        return target
+    best = 1 << (target - 1).bit_length()  # the least power of two >= target
+    odd = [1]
+    for prime in (3, 5) if real else (3, 5, 7, 11):  # every odd smooth part below best
+        odd = [m * prime ** k for m in odd for k in range(best.bit_length()) if m * prime ** k < best]
+    for m in odd:
+        size = m
+        while size < target:
+            size *= 2
+        best = min(best, size)
+    return best
+
+
+def _fft(x, n: int):
+    """scipy.fft.fft(x, n) of a real array x: pocketfft's real transform (numpy.fft.rfft, the
+    same as scipy's) and the other half of the spectrum its conjugates, as scipy.fft fills it
+    for a real input."""
+    half = np_fft.rfft(x, n)
+    full = np.empty(n, dtype=np.complex128)
+    full[:len(half)] = half
+    full[len(half):] = np.conj(half[1:n - len(half) + 1][::-1])
+    return full
 
 LOG_MASS_TRUNCATION_BOUND = -50  # dp_accounting's default: the grid leaves out at most e^-50 of mass
 MAX_SPARSE_SIZE = 1000  # dp_accounting's pld_pmf._MAX_PMF_SPARSE_SIZE: up to this many atoms a PMF stays sparse
@@ -121,8 +165,7 @@ def gaussian_deltas(multiplier: float, epsilons):
     below the exact delta where the two terms nearly cancel (a large multiplier at the grid's top
     losses: multiplier 1e5), 1e-12 at multiplier 10; the allowances move each delta up by about
     1e-12 of it there, by 1e-6 of it at the most where the terms cancel to 1e-6 of each."""
-    from scipy import special
-
+    special = _special()
     from .catalogue import BALLE_WANG_LOG_SLACK, BALLE_WANG_ROUNDING
 
     epsilons = np.asarray(epsilons, dtype=np.float64)
@@ -150,8 +193,7 @@ def gaussian(multiplier: float, interval: float) -> Pld:
     """`gaussian_pld` as a `Pld`. The grid's ends are dp_accounting's GaussianPrivacyLoss
     connect_dots_bounds (the losses at the points where the normal's tails hold
     e^LOG_MASS_TRUNCATION_BOUND / 2 of mass, scipy's norm.ppf being ndtri times the scale)."""
-    from scipy import special
-
+    special = _special()
     if not multiplier > 0 or not interval > 0:
         raise ValueError("a Gaussian PLD needs a positive noise multiplier and interval")
     lower_x = float(special.ndtri(0.5 * math.exp(LOG_MASS_TRUNCATION_BOUND)) * multiplier + 0.0)
@@ -238,13 +280,11 @@ def self_compose(pld, count: int):
 
 
 def _dense_self_compose(pmf: Pld, count: int) -> Pld:
-    from scipy import fft
-
     probs = np.asarray(pmf.probs, dtype=np.float64)
     low, high = _self_convolve_bounds(probs, count, SELF_COMPOSE_TAIL)
     length = high - low + 1
-    fast = fft.next_fast_len(max(length, len(probs)))
-    power = np.real(fft.ifft(fft.fft(probs, fast) ** count))
+    fast = next_fast_len(max(length, len(probs)))
+    power = np.real(np_fft.ifft(_fft(probs, fast) ** count))  # scipy.fft.ifft(scipy.fft.fft(...) ** count)
     out = np.roll(power, -low)[:length]
     infinity = SELF_COMPOSE_TAIL - math.expm1(count * math.log1p(-pmf.infinity_mass))
     return Pld(pmf.discretization, infinity, pmf.lower_loss * count + low, np.array(out), None, pmf.pessimistic)
@@ -307,15 +347,13 @@ def compose(first, second):
 def _convolve(one, two):
     """scipy.signal.fftconvolve(one, two) of two 1-d float arrays, its very steps (a length-1
     array by broadcasting; else real FFTs padded to next_fast_len of the full length), with
-    scipy.fft alone: importing scipy.signal imports scipy.stats and scipy.optimize."""
-    from scipy import fft
-
+    numpy.fft's real transforms, scipy.fft's rfftn and irfftn of one axis (the same pocketfft
+    transforms): importing scipy.signal imports scipy.stats and scipy.optimize."""
     if len(one) == 1 or len(two) == 1:
         return one * two
     length = len(one) + len(two) - 1
-    fast = [fft.next_fast_len(length, True)]
-    return fft.irfftn(fft.rfftn(one, fast, axes=[0]) * fft.rfftn(two, fast, axes=[0]), fast,
-                      axes=[0])[:length].copy()
+    fast = next_fast_len(length, True)
+    return np_fft.irfft(np_fft.rfft(one, fast) * np_fft.rfft(two, fast), fast)[:length].copy()
 
 
 def _truncate_tails(probs, tail: float, pessimistic: bool):
@@ -393,11 +431,9 @@ def randomized_response(steps: int, count: int, interval: float) -> Pld:
     sparse size, else dense), the dense array filled directly rather than through a
     dictionary of every grid point between the atoms. The binomial's masses are
     scipy.stats.binom.pmf's (its `_pmf` is scipy.special's `_binom_pmf`, clipped to [0, 1]),
-    read from scipy.special, which imports in a fraction of scipy.stats' time."""
-    from scipy.special import _ufuncs
-
+    read from scipy.special's ufuncs alone (`_special`)."""
     k = np.arange(count + 1)
-    probabilities = np.clip(_ufuncs._binom_pmf(k, count, math.exp(-np.logaddexp(0.0, -steps * interval))), 0, 1)
+    probabilities = np.clip(_special()._binom_pmf(k, count, math.exp(-np.logaddexp(0.0, -steps * interval))), 0, 1)
     keep = probabilities > 1e-300
     losses, masses = (2 * k - count)[keep] * steps, probabilities[keep]
     infinity = max(0.0, 1.0 - math.fsum(masses.tolist()))

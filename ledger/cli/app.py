@@ -23,6 +23,7 @@ import typer
 
 from ..operations import choices  # noqa: F401 (cli_style: help as people read it)
 from . import json_output as cli_json, style as cli_style  # noqa: F401 (cli_style: help as people read it)
+from .entry import command_name as _command_name  # the command the arguments name
 from ..core import failures  # noqa: F401 (cli_style: help as people read it)
 from ..accounting.spend import DEFAULT_DELTA
 from ..core.errors import InputErrors, LedgerError, fail
@@ -147,22 +148,6 @@ def command_for(arguments: list[str]):
             return command()
         _ONE_COMMAND[name] = typer.main.get_command(only)
     return _ONE_COMMAND[name]
-
-
-def _command_name(arguments: list[str]) -> str | None:
-    """The command the arguments name: the first word after the application's own options
-    (--db URL, --db=URL), or None (none named; --help or --version first)."""
-    words = iter(arguments)
-    for word in words:
-        if word == "--db":
-            next(words, None)
-        elif word.startswith("--db="):
-            continue
-        elif word.startswith("-"):
-            return None
-        else:
-            return word
-    return None
 
 
 def main() -> None:

@@ -3,6 +3,14 @@ answered here, before the command line (typer and every command) is imported; a 
 handed to a resident process when one runs (resident.py: the imports paid once, issue 13,
 section 2); anything else goes to `ledger.cli.app.main` in this process.
 
+A fresh `check` or `record` runs without the cyclic garbage collector (`gc.disable`): its
+collections, about 200 while a few hundred modules are imported (whose objects live as long as
+the process), cost 45-90 ms of a 0.5 s command, 0.2-0.3 s of a file of 2,000 releases, and
+found about 570 objects in all; switched off, what is left unreachable at exit is 1,400-1,800
+objects (measured on a 10k-release ledger, whatever the file's length), and the peak memory
+is the same. Reference counting frees everything else as always. Other commands (reports,
+verification, long reads) keep the collector.
+
 Invariants: the answer is the one `ledger.cli.app` gives (`privacy-ledger VERSION`, exit 0);
 a call handed to a resident process is not also run here (resident.run returns None only
 when nothing ran); `privacy-ledger resident ...` always runs here.
@@ -12,9 +20,15 @@ from __future__ import annotations
 
 import sys
 
+WITHOUT_COLLECTOR = frozenset({"check", "record"})  # short commands whose garbage is a few objects (above)
+
 
 def main() -> None:
     arguments = sys.argv[1:]
+    if command_name(arguments) in WITHOUT_COLLECTOR:
+        import gc
+
+        gc.disable()
     if arguments == ["--version"]:
         from .. import __version__
 
@@ -29,3 +43,19 @@ def main() -> None:
     from .app import main as cli_main
 
     cli_main()
+
+
+def command_name(arguments: list[str]) -> str | None:
+    """The command the arguments name: the first word after the application's own options
+    (--db URL, --db=URL), or None (none named; --help or --version first)."""
+    words = iter(arguments)
+    for word in words:
+        if word == "--db":
+            next(words, None)
+        elif word.startswith("--db="):
+            continue
+        elif word.startswith("-"):
+            return None
+        else:
+            return word
+    return None

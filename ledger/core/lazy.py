@@ -60,3 +60,43 @@ def lazy_callable(module: str, name: str):
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"{module}.{name}, imported on the first call."
     return call
+
+
+def submodule_alone(package: str, name: str) -> types.ModuleType:
+    """`package.name` imported without running `package`'s own `__init__` when that package
+    is not imported yet (its `__init__` can cost far more than the submodule: scipy.special's
+    imports scipy's array-API layer, which clones numpy and so imports numpy.f2py and
+    numpy.testing, about 0.1-0.2 s of a `check` that needs three of its compiled ufuncs, issue 13).
+
+    For the import, `sys.modules[package]` is a bare package object whose `__path__` is the real
+    package's directory, so the submodule (and what it imports relative to the package) is found
+    and executed as usual; the bare object is then taken out again. The submodule stays in
+    `sys.modules` under its own name, so a later `import package` runs the real `__init__`,
+    whose `from .name import ...` finds this very module: one module object, the same functions
+    (tests/test_startup_and_writes.py checks). When `package` is imported already, this is
+    `importlib.import_module` itself."""
+    import os
+    import sys
+
+    qualified = f"{package}.{name}"
+    found = sys.modules.get(qualified)
+    if found is not None:
+        return found
+    if package in sys.modules:
+        return importlib.import_module(qualified)
+    parent, _, leaf = package.rpartition(".")
+    if not parent:
+        raise ValueError(f"submodule_alone needs a subpackage, not the top-level package {package!r}")
+    parent_module = importlib.import_module(parent)
+    directory = os.path.join(os.path.dirname(parent_module.__file__), leaf)
+    bare = types.ModuleType(package)
+    bare.__path__ = [directory]
+    bare.__package__ = package
+    sys.modules[package] = bare
+    try:
+        return importlib.import_module(qualified)
+    finally:
+        if sys.modules.get(package) is bare:
+            del sys.modules[package]
+        if parent_module.__dict__.get(leaf) is bare:
+            del parent_module.__dict__[leaf]
