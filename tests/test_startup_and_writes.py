@@ -460,3 +460,39 @@ def test_a_record_decides_each_cap_once_and_the_same_as_deciding_again(ledger_ur
     # before the plan of the 7 records after the first on the 2 caps at a delta are not made
     assert len(made) == 2 * (6 * 4 + 2 * 3)
     assert per_record == len(made) - 7 * 2
+
+
+def test_a_record_on_postgresql_is_three_round_trips_its_writes_and_commit_one(survey, tmp_path):
+    """On PostgreSQL a record (its caches warm) is three exchanges with the server, read from
+    libpq's own trace of the protocol: BEGIN with the write lock and the stamps, the release id's
+    look-up, then every write and the COMMIT in one simple query, answered once the commit is
+    done (its ReadyForQuery says idle) and followed by nothing (psycopg's commit finds the
+    transaction ended). Before, the writes were pipelined and the COMMIT was a fourth exchange.
+    The record is there, and the ledger verifies."""
+    from psycopg import pq
+
+    engine, url, directory = survey
+    if not url.startswith("postgresql"):
+        pytest.skip("PostgreSQL's round trips")
+    actor = people.actor_name(None)
+    operations.record(engine, operations.release_builder([releases_file(directory, "warm", 1)], actor), actor)
+    events = ledger_state(url)["events"]
+    trace = tmp_path / "libpq.trace"
+    with engine.connect() as connection:  # the pool's one connection: the next record's
+        raw = connection.connection.dbapi_connection
+    with trace.open("w") as out:
+        raw.pgconn.trace(out.fileno())
+        raw.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+        try:
+            recorded = operations.record(engine, operations.release_builder(
+                [releases_file(directory, "traced", 1)], actor), actor)
+        finally:
+            raw.pgconn.untrace()
+    messages = [line.split("\t") for line in trace.read_text().splitlines()]
+    ready = [m for m in messages if m[0] == "B" and m[2] == "ReadyForQuery"]
+    assert len(ready) == 3, trace.read_text()
+    assert ready[-1][3].strip() == "I" and messages[-1] == ready[-1]  # the last answer: committed, idle
+    queries = [m[3] for m in messages if m[0] == "F" and m[2] == "Query"]
+    assert queries[-1].strip().startswith('"INSERT INTO audit_events') and queries[-1].strip().endswith('COMMIT"')
+    assert recorded.ids == ("traced0",)
+    assert ledger_state(url)["events"] == events + 1

@@ -696,7 +696,9 @@ def write_session(engine: Engine, *, read_head: bool = False) -> Iterator[Sessio
                 try:
                     yield session
                     _finish_write(session)
-                    driver.end_pipeline(connection)  # what `pipelined` holds is sent and checked before the commit
+                    # what `pipelined` holds is sent and checked, the COMMIT its last statement (PostgreSQL:
+                    # the writes and the commit in one round trip; the commit below then sends nothing)
+                    driver.end_pipeline(connection, commit=True)
                 except BaseException as exc:
                     driver.end_pipeline(connection, exc)
                     raise
