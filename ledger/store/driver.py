@@ -152,6 +152,13 @@ def end_pipeline(connection: Connection, failed: BaseException | None = None, *,
         raw.cursor().execute("; ".join(statements))  # no parameters: the simple query protocol
 
 
+def literal(connection: Connection, value) -> str:
+    """PostgreSQL: `value` as an SQL literal, quoted by psycopg (libpq's escaping)."""
+    from psycopg import sql
+
+    return sql.Literal(value).as_string(dbapi(connection))
+
+
 def begin_with(connection: Connection, sql: str, statements: int) -> tuple | None:
     """PostgreSQL: open the write transaction with `BEGIN; <sql>` (`statements` statements) in
     one simple query, and return the first row of the last one. psycopg would send its own
