@@ -501,3 +501,9 @@ def test_a_record_on_postgresql_is_two_round_trips_its_writes_and_commit_one(sur
     again = operations.record(engine, operations.release_builder([traced], actor), actor)
     assert again.ids == () and [r.id for r in again.unchanged] == ["traced0"]
     assert ledger_state(url)["events"] == events + 1
+    # the Python API's builder declares the ids it is given before the transaction too
+    document = {"dataset": "survey", "releases": [{"id": "api0", "reads": ["age"],
+                                                   "mechanism": {"name": "laplace", "epsilon": "1/10"}}]}
+    build = operations.source_builder([document, traced], actor)
+    assert build.release_ids == ("api0",)
+    assert operations.record(engine, build, actor).ids == ("api0",)

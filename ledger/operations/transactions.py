@@ -414,4 +414,8 @@ def source_builder(sources: Sequence[ReleaseSource], actor: str) -> Builder:
         new_families = list({f.id: f for f in families if f.id not in snapshot.families}.values())
         return releases, new_families, errors
 
+    # the ids known before the transaction (records and documents given as dicts; a file is read
+    # inside it): read with the write lock, as release_builder's
+    build.release_ids = (tuple(s.id for s in sources if isinstance(s, Release))
+                         + declared_ids([Document("", s) for s in sources if isinstance(s, Mapping)]))
     return build
