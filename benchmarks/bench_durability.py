@@ -63,6 +63,9 @@ if os.environ.get("LEDGER_BENCH_CODE"):  # a baseline run: that revision's `ledg
 
 from bench_scale import dataset_document, release_entry  # noqa: E402
 
+if os.environ.get("LEDGER_BENCH_CODE"):  # (bench_scale puts this checkout first on the path again)
+    sys.path.insert(0, os.environ["LEDGER_BENCH_CODE"])
+
 from ledger.operations import transactions as operations  # noqa: E402
 from ledger.store import database as store  # noqa: E402
 from ledger.input.loader import Document, build_caps, build_dataset, build_releases  # noqa: E402
@@ -87,6 +90,8 @@ def builder(entries):
     def build(snapshot):
         return build_releases(Document("bench.json", {"dataset": "bench", "releases": entries}), snapshot,
                               recorded_by="bench", recorded_at=store.now())
+    # the ids the file declares, as `release_builder` gives them (read with the write lock)
+    build.release_ids = tuple(entry["id"] for entry in entries)
     return build
 
 

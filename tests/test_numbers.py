@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from fractions import Fraction
 
 from hypothesis import given
@@ -142,3 +143,30 @@ def test_a_delta_given_with_few_digits_is_printed_faithfully(digits, places):
     assert _read_delta(format_delta(value)) == value
     assert format_delta(F(999999, 10**6)) == "0.999999"
     assert format_delta(F(1, 10**10)) == "1 × 10⁻¹⁰"
+
+
+wide_fractions = st.one_of(
+    st.fractions(max_denominator=10**30),
+    st.builds(lambda n, k: F(n, 2**k), st.integers(-2**70, 2**70), st.integers(0, 1200)),  # floats' values too
+    st.builds(lambda n, d: F(n, d), st.integers(-10**400, 10**400), st.integers(1, 10**400)),
+)
+
+
+@given(wide_fractions)
+def test_float_up_and_down_are_the_nearest_floats_on_each_side_exactly(value):
+    """float_up is the smallest float at or above the exact value and float_down the largest at
+    or below it (compared as exact Fractions), ∞ or the largest float past the range; a float's
+    own value is itself."""
+    from ledger.core.numbers import float_down, float_up
+
+    up, down = float_up(value), float_down(value)
+    if math.isinf(up):
+        assert value > F(sys.float_info.max)
+    else:
+        assert F(up) >= value and (math.isinf(math.nextafter(up, -math.inf)) or F(math.nextafter(up, -math.inf)) < value)
+    if math.isinf(down):
+        assert value < -F(sys.float_info.max)
+    else:
+        assert F(down) <= value and (math.isinf(math.nextafter(down, math.inf)) or F(math.nextafter(down, math.inf)) > value)
+    if not math.isinf(up) and not math.isinf(down) and F(up) == value:
+        assert up == down

@@ -528,3 +528,50 @@ def test_a_record_decides_each_cap_once_and_the_same_as_deciding_again(ledger_ur
     # before the plan of the 7 records after the first on the 2 caps at a delta are not made
     assert len(made) == 2 * (6 * 4 + 2 * 3)
     assert per_record == len(made) - 7 * 2
+
+
+def test_a_record_on_postgresql_is_two_round_trips_its_writes_and_commit_one(survey, tmp_path):
+    """On PostgreSQL a record (its caches warm) is two exchanges with the server, read from
+    libpq's own trace of the protocol: BEGIN with the write lock, the stamps and which of the
+    file's release ids the ledger holds; then every write and the COMMIT in one simple query,
+    answered once the commit is done (its ReadyForQuery says idle) and followed by nothing
+    (psycopg's commit finds the transaction ended). Before, the id was looked up in a round trip
+    of its own, the writes were pipelined and the COMMIT was a fourth exchange. The record is
+    there, the ledger verifies, and the same file recorded again is a retry (nothing written)."""
+    from psycopg import pq
+
+    engine, url, directory = survey
+    if not url.startswith("postgresql"):
+        pytest.skip("PostgreSQL's round trips")
+    actor = people.actor_name(None)
+    operations.record(engine, operations.release_builder([releases_file(directory, "warm", 1)], actor), actor)
+    events = ledger_state(url)["events"]
+    trace = tmp_path / "libpq.trace"
+    traced = releases_file(directory, "traced", 1)
+    with engine.connect() as connection:  # the pool's one connection: the next record's
+        raw = connection.connection.dbapi_connection
+    with trace.open("w") as out:
+        raw.pgconn.trace(out.fileno())
+        raw.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+        try:
+            recorded = operations.record(engine, operations.release_builder([traced], actor), actor)
+        finally:
+            raw.pgconn.untrace()
+    messages = [line.split("\t") for line in trace.read_text().splitlines()]
+    ready = [m for m in messages if m[0] == "B" and m[2] == "ReadyForQuery"]
+    assert len(ready) == 2, trace.read_text()
+    assert ready[-1][3].strip() == "I" and messages[-1] == ready[-1]  # the last answer: committed, idle
+    queries = [m[3].strip() for m in messages if m[0] == "F" and m[2] == "Query"]
+    assert len(queries) == 2 and queries[0].startswith('"BEGIN;') and "'traced0'" in queries[0]
+    assert queries[1].startswith('"INSERT INTO audit_events') and queries[1].endswith('COMMIT"')
+    assert recorded.ids == ("traced0",)
+    assert ledger_state(url)["events"] == events + 1
+    again = operations.record(engine, operations.release_builder([traced], actor), actor)
+    assert again.ids == () and [r.id for r in again.unchanged] == ["traced0"]
+    assert ledger_state(url)["events"] == events + 1
+    # the Python API's builder declares the ids it is given before the transaction too
+    document = {"dataset": "survey", "releases": [{"id": "api0", "reads": ["age"],
+                                                   "mechanism": {"name": "laplace", "epsilon": "1/10"}}]}
+    build = operations.source_builder([document, traced], actor)
+    assert build.release_ids == ("api0",)
+    assert operations.record(engine, build, actor).ids == ("api0",)

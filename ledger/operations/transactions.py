@@ -99,12 +99,21 @@ def release_builder(paths: Sequence[str | Path], actor: str) -> Builder:
         releases, families, errors = load_releases(documents, snapshot, recorded_by=actor, recorded_at=store.now())
         return releases, families, read_errors + errors
 
+    build.release_ids = declared_ids(documents)
     return build
+
+
+def declared_ids(documents: Sequence[Document]) -> tuple[str, ...]:
+    """The release ids the (schema-checked) documents declare: `record` reads which of them the
+    ledger holds with the write lock (store.write_session's `release_ids`)."""
+    return tuple(entry["id"] for document in documents if isinstance(document.data, dict)
+                 for entry in document.data.get("releases") or () if isinstance(entry, dict)
+                 and isinstance(entry.get("id"), str))
 
 
 def record(engine: Engine, build: Builder, actor: str) -> Recorded:
     """Build releases against the current ledger, enforce every cap, and write them, atomically."""
-    with store.write_session(engine, read_head=True) as session:
+    with store.write_session(engine, read_head=True, release_ids=getattr(build, "release_ids", ())) as session:
         snapshot = store.write_context(session)
         releases, families, errors = build(snapshot)
         if errors:
@@ -403,4 +412,8 @@ def source_builder(sources: Sequence[ReleaseSource], actor: str) -> Builder:
             errors.extend(more_errors)
         return finish_batch(releases, families, errors, snapshot)
 
+    # the ids known before the transaction (records and documents given as dicts; a file is read
+    # inside it): read with the write lock, as release_builder's
+    build.release_ids = (tuple(s.id for s in sources if isinstance(s, Release))
+                         + declared_ids([Document("", s) for s in sources if isinstance(s, Mapping)]))
     return build

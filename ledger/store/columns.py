@@ -604,6 +604,7 @@ def _raw_iter(connection, statement, batch: int = 10_000):
     compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
     params = compiled.construct_params()
     args = tuple(params[name] for name in compiled.positiontup) if compiled.positional else params
+    driver.end_pipeline(connection)  # the writes a record holds go first (sealing reads the rows it wrote)
     cursor = connection.connection.dbapi_connection.cursor()
     try:
         cursor.execute(str(compiled), args)
