@@ -2015,10 +2015,12 @@ class PairExtras:
             release = index.releases[r]
             return self._spend_code(release_cost(release, frozenset(index.variables[c] for c in columns)), release)
         start, count = self._first[r], self._n_guarantees[r]
-        best = index.NONE
+        best = {False: index.NONE, True: index.NONE}  # by side: pure and rho where one covers (`_best`)
         for g in range(start, start + count) if start >= 0 else ():
             if index.g_protects[g, list(columns)].all():
-                best = min(best, int(index.g_value[g]))
+                side = bool(index.value_is_approx[index.g_value[g]])
+                best[side] = min(best[side], int(index.g_value[g]))
+        best = best[False] if best[False] != index.NONE else best[True]
         if best == index.NONE:
             return self._code(None)
         if index.value_is_zero[best]:
