@@ -97,8 +97,8 @@ def document(view, risk, headline_json: dict, accounts_json: dict, used: set[int
     """The table's JSON document without its rows (`view`: the table's view; `risk`: its
     RiskTable), on the basis `table_view` takes from the whole table: every cell (`used`) and
     the total row."""
-    from ..reporting.views import basis_for
+    from ..reporting.views import basis_for, converts
 
     spends = [risk.values[i] for i in sorted(used)] + [*risk.total, risk.total_dataset_wide]
-    view = replace(view, rows=(), basis=basis_for(spends, delta))
+    view = replace(view, rows=(), basis=basis_for(spends, delta), converted=converts(spends))
     return {**view.to_json(), "headline": headline_json, **accounts_json}

@@ -16,7 +16,7 @@ from fractions import Fraction
 from functools import lru_cache
 from importlib import resources
 
-from ..accounting.spend import CONVERSION_NAME
+from ..accounting.spend import CONVERSION_NAME, Spend
 from ..accounting.engine import RiskTable, SubsetCost
 from ..core.failures import neutralise
 from ..core.numbers import (
@@ -99,6 +99,7 @@ class TableView:
     total: tuple[Number, ...]
     total_dataset_wide: Number
     basis: Basis
+    converted: bool = False  # a figure shown went through the zCDP conversion (a rho in it)
 
     def to_json(self) -> dict:
         def values(numbers):
@@ -111,7 +112,7 @@ class TableView:
             "dataset": self.dataset,
             "notion": "pure epsilon" if self.basis.pure else "epsilon at delta",
             **figure_fields("delta", None if self.basis.pure else self.basis.delta),
-            "conversion": None if self.basis.pure else CONVERSION_NAME,
+            "conversion": CONVERSION_NAME if self.converted else None,
             "variables": list(self.variables),
             "rows": [
                 {"release": row.release, "title": row.title, "status": row.status, "values": values(row.values),
@@ -123,12 +124,19 @@ class TableView:
         }
 
 
+def converts(spends: Sequence[Spend]) -> bool:
+    """Whether a figure of these went through the zCDP conversion: only a rho does (Spend.epsilon,
+    own_epsilon); pure and (epsilon, delta) figures are sums (Tan Prop 3.4; basic composition)."""
+    return any(s.rho and not s.unbounded for s in spends)
+
+
 def table_view(table: RiskTable, delta: Fraction, rows: Sequence[int] | None = None) -> TableView:
     """The view of a RiskTable; `rows` (indices into its releases) limits the release rows shown
     (the total row is always over every release)."""
     spends = [*table.values, *table.total, table.total_dataset_wide]
     used = set(np.unique(table.cells).tolist()) | set(np.unique(table.dataset_wide).tolist())
     basis = basis_for([table.values[i] for i in used] + spends[len(table.values):], delta)
+    converted = converts([table.values[i] for i in used] + spends[len(table.values):])
     shown = range(len(table.releases)) if rows is None else rows
     value_epsilon = [v.own_epsilon(delta) for v in table.values]  # (each a release's own charge)
     rows = tuple(
@@ -148,6 +156,7 @@ def table_view(table: RiskTable, delta: Fraction, rows: Sequence[int] | None = N
         total=tuple(s.epsilon(delta) for s in table.total),
         total_dataset_wide=table.total_dataset_wide.epsilon(delta),
         basis=basis,
+        converted=converted,
     )
 
 
