@@ -538,9 +538,7 @@ def composition(releases: Iterable[Release], families: Iterable[Family], subset:
             comp.unbounded = True
             continue
         comp.events.update(unit_events(release, spend))
-    for fid, group in members.items():
-        if not any(subset & member.reads for member in group):
-            continue  # (0: no member reads the subset, engine.family_options)
+    for fid, group in members.items():  # (0 where no member reads the subset: engine.family_options)
         spend = family_cost(family_map[fid], group, subset)
         if spend.unbounded:
             comp.unbounded = True
@@ -1411,15 +1409,14 @@ def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, 
     comp = composition(releases, families.values(), cap.subset, basic=Spend())
     family_events: dict[str, list[str]] = {}
     members: dict[str, list[Release]] = {}
-    for release in releases:  # every member of a family one of whose members reads the subset
+    first_reading: dict[str, int] = {}  # the families' order: their first member reading the subset
+    for k, release in enumerate(releases):  # every member (DESIGN 2.6, as ledger_cost charges them)
         if release.family is not None and release.family in families:
             members.setdefault(release.family, []).append(release)
-    # (in the order their first member reading the subset was recorded: `state_from_index`)
-    reading = {fid: next((k for k, m in enumerate(group) if cap.subset & m.reads), None)
-               for fid, group in members.items()}
-    for fid, group in sorted(((f, g) for f, g in members.items() if reading[f] is not None),
-                             key=lambda item: releases.index(item[1][reading[item[0]]])):
-        spend = family_cost(families[fid], group, cap.subset)
+            if cap.subset & release.reads:
+                first_reading.setdefault(release.family, k)
+    for fid in first_reading:  # (in that order, as `state_from_index`)
+        spend = family_cost(families[fid], members[fid], cap.subset)
         if not spend.unbounded and spend_events(spend):
             family_events[fid] = [e.key for e in spend_events(spend)]
     return state_from_composition(cap, comp, family_events)
@@ -1558,9 +1555,7 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
                 events[event.key] = int(events.get(event.key, 0)) + 1
     for fid, new in joined.items():
         everyone = [m for m in members.get(fid, ()) if m.status in CHARGED_STATUSES] + new
-        if not any(cap.subset & m.reads for m in everyone):
-            continue  # (0: no member reads the subset, engine.family_options)
-        spend = family_cost(families[fid], everyone, cap.subset)
+        spend = family_cost(families[fid], everyone, cap.subset)  # (0 where no member reads it)
         if spend.unbounded:
             unbounded = True
             family_events.pop(fid, None)
@@ -2014,13 +2009,7 @@ class PairExtras:
 
             release = index.releases[r]
             return self._spend_code(release_cost(release, frozenset(index.variables[c] for c in columns)), release)
-        start, count = self._first[r], self._n_guarantees[r]
-        best = {False: index.NONE, True: index.NONE}  # by side: pure and rho where one covers (`_best`)
-        for g in range(start, start + count) if start >= 0 else ():
-            if index.g_protects[g, list(columns)].all():
-                side = bool(index.value_is_approx[index.g_value[g]])
-                best[side] = min(best[side], int(index.g_value[g]))
-        best = best[False] if best[False] != index.NONE else best[True]
+        best = index.charged_id(r, columns, (self._n_guarantees, self._first))
         if best == index.NONE:
             return self._code(None)
         if index.value_is_zero[best]:

@@ -566,17 +566,20 @@ class LedgerIndex:
         (epsilon, delta) ones (`charge_options`: the side fixed by the release)."""
         shape = (len(self.releases),) + candidates.shape[1:]
         best = np.full(shape, self.NONE, dtype=np.int64)
-        if not len(self.g_release):
-            return best
-        approx = self.value_is_approx[self.g_value]
-        if not approx.any():
-            best[self.has_guarantee] = np.minimum.reduceat(candidates, self.g_start, axis=0)
-            return best
-        mask = approx.reshape((-1,) + (1,) * (candidates.ndim - 1))
-        exact = np.minimum.reduceat(np.where(mask, self.NONE, candidates), self.g_start, axis=0)
-        either = np.minimum.reduceat(np.where(mask, candidates, self.NONE), self.g_start, axis=0)
-        best[self.has_guarantee] = np.where(exact != self.NONE, exact, either)
+        if len(self.g_release):
+            best[self.has_guarantee] = self._first_of_side(candidates, self.g_is_approx, self.g_start)
         return best
+
+    def _first_of_side(self, candidates: np.ndarray, approx: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Per run of guarantees (one release's, from each of `starts`), the smallest candidate id
+        of its pure and rho guarantees (`approx` False), or, where none is a candidate (NONE), of
+        its (epsilon, delta) ones: the side `charge_options` fixes."""
+        if not approx.any():
+            return np.minimum.reduceat(candidates, starts, axis=0)
+        mask = approx.reshape((-1,) + (1,) * (candidates.ndim - 1))
+        exact = np.minimum.reduceat(np.where(mask, self.NONE, candidates), starts, axis=0)
+        either = np.minimum.reduceat(np.where(mask, candidates, self.NONE), starts, axis=0)
+        return np.where(exact != self.NONE, exact, either)
 
     def cost_ids(self, columns: Sequence[int]) -> np.ndarray:
         """Per release, the id of c_r(U) for U = the given columns. The last few are kept (a
@@ -1001,35 +1004,42 @@ class LedgerIndex:
             g = np.concatenate([np.arange(first[r], first[r] + counts[r]) for r in several])
             candidates_ = np.where(self.g_protects[g], self.g_value[g][:, None], self.NONE)
             starts = np.concatenate([[0], np.cumsum(counts[several])[:-1]])
-            approx = self.value_is_approx[self.g_value[g]][:, None]  # the side fixed by the release (`_best`)
-            exact = np.minimum.reduceat(np.where(approx, self.NONE, candidates_), starts, axis=0)
-            either = np.minimum.reduceat(np.where(approx, candidates_, self.NONE), starts, axis=0)
-            best[several] = np.where(exact != self.NONE, exact, either)
+            best[several] = self._first_of_side(candidates_, self.g_is_approx[g], starts)
         best[~self.reads] = self.ZERO_ID
         return best
 
     @property
-    def value_is_approx(self) -> np.ndarray:
-        """Per value id, whether it is an (epsilon, delta) charge (`is_approx`)."""
-        found = self.__dict__.get("_value_is_approx")
-        if found is None or len(found) != len(self.values):
-            found = self.__dict__["_value_is_approx"] = np.asarray([is_approx(v) for v in self.values], dtype=bool)
+    def g_is_approx(self) -> np.ndarray:
+        """Per guarantee, whether its value is an (epsilon, delta) charge (`is_approx`), found once."""
+        found = self.__dict__.get("_g_is_approx")
+        if found is None:
+            by_value = np.asarray([is_approx(v) for v in self.values], dtype=bool)
+            found = self.__dict__["_g_is_approx"] = by_value[self.g_value]
         return found
+
+    def charged_id(self, r: int, columns: Sequence[int], spans: tuple[np.ndarray, np.ndarray] | None = None) -> int:
+        """The id of c_r(U) for U = `columns` (which r reads) of one release, by `_best`'s rule:
+        the first-ranked guarantee covering them, of its side (NONE when none covers). `spans`:
+        `_guarantee_spans()`, found once by a caller asking for many releases."""
+        counts, first = spans if spans is not None else self._guarantee_spans()
+        rows_ = np.arange(first[r], first[r] + counts[r]) if first[r] >= 0 else np.zeros(0, dtype=np.int64)
+        covering = rows_[self.g_protects[rows_][:, list(columns)].all(axis=1)]
+        if not len(covering):
+            return self.NONE
+        return int(self._first_of_side(self.g_value[covering], self.g_is_approx[covering], np.zeros(1, np.int64))[0])
 
     def _pair_ids(self, r: int, first: np.ndarray, n_guarantees: np.ndarray) -> np.ndarray:
         """The id of c_r({a, b}) for every pair: the first-ranked guarantee covering what r
-        reads of the pair (the smallest id), ∞ when none does, 0 when r reads neither."""
-        n_var = len(self.variables)
+        reads of the pair (the smallest id, of its side: `_best`), ∞ when none does, 0 when r
+        reads neither."""
         read = self.reads[r]
-        best = {False: np.full((n_var, n_var), self.NONE, dtype=np.int64)}  # by side (`_best`)
-        for g in range(first[r], first[r] + n_guarantees[r]):
-            covered = ~read | self.g_protects[g]
-            ok = covered[:, None] & covered[None, :]
-            side = best.setdefault(bool(self.value_is_approx[self.g_value[g]]),
-                                   np.full((n_var, n_var), self.NONE, dtype=np.int64))
-            side[...] = np.where(ok, np.minimum(side, self.g_value[g]), side)
-        chosen = best[False] if True not in best else np.where(best[False] != self.NONE, best[False], best[True])
-        return np.where(read[:, None] | read[None, :], chosen, self.ZERO_ID)
+        if first[r] < 0:  # no guarantee (a family's member): ∞ wherever it reads
+            return np.where(read[:, None] | read[None, :], self.NONE, self.ZERO_ID)
+        rows_ = np.arange(first[r], first[r] + n_guarantees[r])
+        covered = ~read[None, :] | self.g_protects[rows_]  # guarantee x variable
+        candidates = np.where(covered[:, :, None] & covered[:, None, :], self.g_value[rows_][:, None, None], self.NONE)
+        best = self._first_of_side(candidates, self.g_is_approx[rows_], np.zeros(1, np.int64))[0]
+        return np.where(read[:, None] | read[None, :], best, self.ZERO_ID)
 
     def _units_cost(self, subset: frozenset[str], base: Spend, families: dict[str, list[int]],
                     releases: Sequence[int], objective: Objective | None, memo: dict | None = None) -> Spend:
