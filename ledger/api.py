@@ -128,7 +128,9 @@ class Ledger:
         with Session(self.engine) as session:
             lookup = store.ReleaseLookup(session)
             if release_id not in lookup:
-                raise fail(f"release {release_id}", "id", "no such release in this ledger"
+                from .core.failures import QUOTED, excerpt
+
+                raise fail(f"release {excerpt(release_id, QUOTED)}", "id", "no such release in this ledger"
                            + choices.did_you_mean(release_id, list(lookup)))
             return lookup[release_id]
 
@@ -149,12 +151,14 @@ class Ledger:
         """Record releases from files, release documents (dicts in the file format) or
         `Release` records (e.g. from `ledger.adapters`): every cap is checked first, and
         all are recorded or none (`BudgetRefused`, `InputErrors`)."""
+        sources = _flat(sources)  # (a list of releases, as the adapters return them, is its releases)
         if not sources:
             raise fail("record", "sources", "nothing to record")
         return operations.record(self.engine, operations.source_builder(sources, self._by(by)), self._by(by))
 
     def check(self, *plans: operations.ReleaseSource) -> PlanCheck:
         """Would these planned releases keep every cap? A dry run of `record`."""
+        plans = _flat(plans)
         if not plans:
             raise fail("check", "plans", "nothing to check")
         builder = operations.source_builder(plans, self._by(None))
@@ -352,3 +356,15 @@ def open(url: str | None = None, *, actor: str | None = None) -> Ledger:  # noqa
     except Exception as exc:  # a bad URL or an unreachable server is bad input
         raise InputErrors([LedgerError("url", "url", f"cannot open ledger {chosen!r}: {exc}")]) from None
     return Ledger(chosen, engine, actor=actor)
+
+
+def _flat(sources: tuple) -> tuple:
+    """`record(r1, r2)` and `record([r1, r2])` alike: a list or tuple among the sources stands for its
+    items (the adapters return a list of releases)."""
+    flat: list = []
+    for source in sources:
+        if isinstance(source, (list, tuple)):
+            flat.extend(_flat(tuple(source)))
+        else:
+            flat.append(source)
+    return tuple(flat)

@@ -2,17 +2,23 @@
 
 `cli_main(url, *args)` is `privacy-ledger --db URL ARGS` through the console entry
 point `ledger.cli.app.main()`, which maps bad input to exit 2 and a refused budget
-check to exit 1; it returns the exit code and what was printed.
+check to exit 1; it returns the exit code and what was printed. `migrations(first, last)` is
+what an upgrade writes in the audit chain. `dump_tables(url)` and `dump_sqlite(path)` are a
+ledger's stored bytes, compared before and after a command that must write nothing.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import sqlite3
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
+from pathlib import Path
 from unittest import mock
+
+from sqlalchemy import create_engine, inspect, text
 
 from ledger.cli import app as cli
 
@@ -41,3 +47,29 @@ def cli_main(url: str, *args) -> Run:
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return Run(code, out.getvalue(), err.getvalue())
+
+
+def migrations(first: int, last: int) -> list[tuple[str, str, str]]:
+    """The audit events (kind, subject, payload) an upgrade through schemas `first`..`last` writes,
+    one per schema, in order: `ledger.migrated`, `schema N`, {"from": N - 1, "to": N}."""
+    return [("ledger.migrated", f"schema {n}", f'{{"from":{n - 1},"to":{n}}}') for n in range(first, last + 1)]
+
+
+def dump_tables(url: str) -> dict[str, list[str]]:
+    """Every table of the ledger at `url` (either backend), row by row (order-independent)."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return {table: sorted(repr(tuple(row)) for row in connection.execute(text(f'SELECT * FROM "{table}"')))
+                    for table in sorted(inspect(connection).get_table_names())}
+    finally:
+        engine.dispose()
+
+
+def dump_sqlite(path: Path) -> list[str]:
+    """Every table of the SQLite file, row by row, as SQL (`iterdump`)."""
+    connection = sqlite3.connect(path)
+    try:
+        return list(connection.iterdump())
+    finally:
+        connection.close()

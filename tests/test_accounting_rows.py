@@ -21,7 +21,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session
-from support import cli_main
+from support import cli_main, migrations
 
 from ledger.accounting import accountants
 from ledger.store import columns, database as store
@@ -100,9 +100,11 @@ def moment(second):
     return None if second is None else T0 + timedelta(seconds=second, microseconds=7 * second)
 
 
-def record(url: str, entries, lifecycle) -> None:
+def record(url: str, entries, lifecycle, endings=None) -> None:
     """The releases written as the store writes them (accounting rows included), then the
-    publications recorded as status changes (which update the rows)."""
+    publications recorded as status changes (which update the rows). `endings` (test_as_of_rows):
+    per release, the second of its retraction's or cancellation's audit event, or None for a
+    release ended with no event."""
     engine = store.make_engine(url)
     store.ensure_schema(engine)
     chosen = dataset()
@@ -116,11 +118,37 @@ def record(url: str, entries, lifecycle) -> None:
         store.add_dataset(session, chosen, "t")
         store.add_releases(session, stated, FAMILIES, "t")
     with store.write_session(engine) as session:
-        for release, (_, _, _, later) in zip(stated, lifecycle):
-            if later:
+        for release, (_, _, _, later), end in zip(stated, lifecycle, endings or [None] * len(stated)):
+            if later:  # published after it was planned: the row's publication moment is set later
                 store.set_status(session, replace(release, status=Status.PUBLISHED, published_at=T0 + timedelta(
                     seconds=3)), "t", "release.published")
+            kind = {Status.CANCELLED: "release.cancelled", Status.RETRACTED: "release.retracted"}.get(release.status)
+            if kind is not None and end is not None:
+                store.append_event(session, kind=kind, subject=release.id, actor="t", payload={"reason": "r"},
+                                   at=moment(end))
     engine.dispose()
+
+
+def same_events(rows: LedgerIndex, whole: LedgerIndex) -> None:
+    """The accountants' events of the index from the rows (`index_events`) are those of the index
+    of the whole releases: each release's mechanism event, its moments and whether one is unknown."""
+    events, reference = accountants.index_events(rows), accountants.IndexEvents(whole)
+    assert [events.events[k] if k >= 0 else None for k in events.mech] == \
+        [reference.events[k] if k >= 0 else None for k in reference.mech]
+    assert (events.recorded == reference.recorded).all() and (events.published == reference.published).all()
+    assert (events.unknown == reference.unknown).all()
+
+
+def same_rows(found: columns._Rows, expected: columns._Rows) -> None:
+    """Two readings of the accounting rows hold the same arrays (dtype and shape too); the ids aside."""
+    for name in columns._Rows.__dataclass_fields__:
+        if name == "ids":
+            continue
+        a, b = getattr(found, name), getattr(expected, name)
+        if isinstance(a, dict):
+            assert a == b, name
+        else:
+            assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), name
 
 
 def both_indexes(url: str, touching=None):
@@ -178,11 +206,7 @@ def test_figures_from_the_rows_equal_the_figures_from_the_whole_releases(ledger,
         record(url, entries, lifecycle)
         rows, whole = both_indexes(url)
         assert list(rows.release_ids) == list(whole.release_ids)
-        events, reference = accountants.index_events(rows), accountants.IndexEvents(whole)
-        assert [events.events[k] if k >= 0 else None for k in events.mech] == \
-            [reference.events[k] if k >= 0 else None for k in reference.mech]
-        assert (events.recorded == reference.recorded).all() and (events.published == reference.published).all()
-        assert (events.unknown == reference.unknown).all()
+        same_events(rows, whole)
 
         # the table's total row and whole-dataset column, every accountant
         objective = at_delta(DELTA)
@@ -334,15 +358,7 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
     migrated, keys = sql(url, f"SELECT kind, subject, payload FROM audit_events WHERE seq > {events}",
                          "SELECT release, e.key FROM release_accounting LEFT JOIN accounting_events e "
                          "ON e.id = event ORDER BY release")
-    assert migrated == [("ledger.migrated", "schema 6", '{"from":5,"to":6}'),
-                        ("ledger.migrated", "schema 7", '{"from":6,"to":7}'),
-                        ("ledger.migrated", "schema 8", '{"from":7,"to":8}'),
-                        ("ledger.migrated", "schema 9", '{"from":8,"to":9}'),
-                        ("ledger.migrated", "schema 10", '{"from":9,"to":10}'),
-                        ("ledger.migrated", "schema 11", '{"from":10,"to":11}'),
-                        ("ledger.migrated", "schema 12", '{"from":11,"to":12}'),
-                        ("ledger.migrated", "schema 13", '{"from":12,"to":13}'),
-                        ("ledger.migrated", "schema 14", '{"from":13,"to":14}')]
+    assert migrated == migrations(6, store.SCHEMA_VERSION)
     assert keys == [("g", "gaussian:4"), ("l", "laplace:2"), ("p", None)]
     engine = store.make_engine(url)
     with engine.connect() as connection:
@@ -353,7 +369,7 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
     engine.dispose()
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "subset", "a")
-    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 9,)]  # once each (schemas 6 to 14)
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + len(migrations(6, store.SCHEMA_VERSION)),)]  # once each
 
 
 SAMPLED = """\
@@ -388,6 +404,6 @@ def test_a_ledger_of_schema_6_charges_its_subsampled_releases_through_the_sampli
     assert migrated == [("ledger.migrated", "schema 7"), ("ledger.migrated", "schema 8"),
                         ("ledger.migrated", "schema 9"), ("ledger.migrated", "schema 10"),
                         ("ledger.migrated", "schema 11"), ("ledger.migrated", "schema 12"),
-                        ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14")]
+                        ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14"), ("ledger.migrated", "schema 15")]
     assert rows == [(key, True)] or rows == [(key, 1)]
     assert cli_main(url, "audit", "verify").code == 0

@@ -1,14 +1,15 @@
 """The adaptive figure is the smallest of statements fixed in advance, the delta split among them.
 
 When releases may be chosen after earlier outputs were seen (DESIGN 2.10), a figure (and a cap
-decision) may be the smallest of several filter statements only if their deltas sum to the delta:
-each statement bounds E[(1 - e^(eps - L))+] at its own stopping time by its share, and the run
-stops at the latest of them (a union bound). The ledger took the smallest of the Rényi filter (its
-orders at delta / 20 each) and the zCDP filter at the whole delta: valid only at about twice the
-delta (an adversarial review's finding B). The statements and shares are now fixed in
-`ledger.accounting.spend`: the zCDP filter at half the delta, each of 20 Rényi orders at 1/40 of
-it, the pure sum free. These tests check the shares, the figures against the closed forms
-(conftest's `reference_filter`, written out independently), and a cap that the old split admitted.
+decision) may be the smallest of several statements only if their deltas sum to the delta: each
+statement bounds E[(1 - e^(eps - L))+] at its own stopping time by its share, and the run stops
+at the latest of them (a union bound). A first review found the zCDP filter at the whole delta
+beside the Rényi orders (valid only at about twice the delta); the split that followed gave the
+zCDP conversion half the delta, but a second review found that conversion is not valid at every
+stopping time at all (its order follows the realized rho: tests/test_odometer.py). The statements
+are now the Rényi orders of `ledger.accounting.spend.FILTER_ORDERS`, each at 1/22 of the delta, and
+the pure sum, free. These tests check the shares, the figures against the closed forms (conftest's
+`reference_filter`, written out independently), and a cap held to the figure.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.accounting import accountants
-from ledger.accounting.spend import FILTER_ORDERS, ORDER_SHARE, ZCDP_SHARE, Spend, cks_epsilon
+from ledger.accounting.spend import FILTER_ORDERS, ORDER_SHARE, Spend, cks_epsilon
 
 from conftest import REFERENCE_FILTER_ORDERS, _reference_filter
 from support import cli_main
@@ -31,8 +32,8 @@ DATASET = "dataset: d\ndelta: 1e-6\nvariables:\n  - {name: a, classification: se
 
 def test_the_shares_of_the_statements_sum_to_the_delta_at_most():
     assert tuple(FILTER_ORDERS) == REFERENCE_FILTER_ORDERS
-    assert ZCDP_SHARE + ORDER_SHARE * len(FILTER_ORDERS) <= 1
-    assert math.fsum([ZCDP_SHARE] + [ORDER_SHARE] * len(FILTER_ORDERS)) <= 1
+    assert ORDER_SHARE * len(FILTER_ORDERS) <= 1
+    assert math.fsum([ORDER_SHARE] * len(FILTER_ORDERS)) <= 1
     # the accountants' Rényi filter uses the same orders
     assert [float(a) for a in accountants.FILTER_ORDERS] == [float(a) for a in FILTER_ORDERS]
 
@@ -46,9 +47,9 @@ fractions = st.fractions(min_value=0, max_value=20, max_denominator=1000)
                                              st.sampled_from([F(0), F(1, 10**8), F(1, 10**7), F(5, 10**7)]))),
        delta=st.sampled_from([F(1, 10**6), F(1, 10**9), F(1, 10**5)]))
 def test_the_basic_figure_is_the_smallest_statement_at_its_share(pure, extra_pure_rho, rho, approx, delta):
-    """Spend.epsilon against the closed forms: the pure sum when there is no rho; else the
-    zCDP filter (CKS 2020 at delta / 2, not beside approximate parts) or a fixed order's
-    min(pure, a * pure_rho) + a * rho converted at 1/40 of the delta left (CKS 2020, Prop 12)."""
+    """Spend.epsilon against the closed forms: the pure sum when there is no rho; else the smallest
+    fixed order's min(pure, a * pure_rho) + a * rho converted at 1/22 of the delta left (CKS 2020,
+    Prop 12)."""
     # pure_rho is a sum of epsilon_i^2 / 2 over the pure releases: at most pure^2 / 2, at least
     # any one release's share; any value in (0, pure^2 / 2] can arise
     pure_rho = min(pure * pure / 2, extra_pure_rho) if pure else F(0)
@@ -66,15 +67,15 @@ def test_the_basic_figure_is_the_smallest_statement_at_its_share(pure, extra_pur
 
 
 def test_a_hundred_laplace_releases_published_one_by_one_are_held_to_the_split_figure(tmp_path):
-    """The review's example: 100 Laplace releases of 0.1, each published before the next was
-    recorded (adaptive), delta 1e-6. The zCDP filter at the whole delta gave 5.2215 beside the
-    Rényi orders at delta / 20: valid only at about 2e-6. At half the delta it gives 5.3609, the
-    figure `subset` prints and a cap of 5.3 is held to: the 100th release is refused."""
+    """The first review's example: 100 Laplace releases of 0.1, each published before the next was
+    recorded (adaptive), delta 1e-6. The zCDP conversion gave 5.2215 at the whole delta, 5.3609 at
+    half of it; neither holds at every stopping time. The figure is the Rényi orders' at 1/22 of the
+    delta each (the Laplace curve at each order), which a cap of 5.3 is held to: the releases it
+    admits are fewer than the 100 the first rule admitted."""
     url = f"sqlite:///{tmp_path / 'l.db'}"
     (tmp_path / "d.yaml").write_text(DATASET.replace("LIMIT", "5.3"))
     assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
-    expected = cks_epsilon(F(1, 2), 5e-7)  # rho 100 * 0.1^2 / 2 (Bun and Steinke 2016, Prop 3.3)
-    assert round(expected, 4) == 5.3609 and round(cks_epsilon(F(1, 2), 1e-6), 4) == 5.2215
+    assert round(cks_epsilon(F(1, 2), 1e-6), 4) == 5.2215  # rho 100 * 0.1^2 / 2 (Bun and Steinke 2016, Prop 3.3)
     for i in range(100):
         (tmp_path / "r.yaml").write_text(
             f"dataset: d\nreleases:\n  - {{id: l{i}, reads: [a], status: published, "
@@ -82,24 +83,27 @@ def test_a_hundred_laplace_releases_published_one_by_one_are_held_to_the_split_f
         result = cli_main(url, "record", tmp_path / "r.yaml")
         if result.code != 0:
             break
-    assert result.code == 1, "the old split admitted all 100 (5.2215 <= 5.3)"
+    assert result.code == 1, "the first rule admitted all 100 (5.2215 <= 5.3)"
     admitted = i
     shown = cli_main(url, "subset", "a", "--json").json()
     (cap,) = cli_main(url, "cap", "list", "--json").json()
-    assert shown["epsilon"] == pytest.approx(cap["current"], rel=1e-8)  # (the cap rounds its rho sum up)
-    # the figure held: the smallest of the split statements for the releases admitted
-    zcdp = cks_epsilon(F(admitted, 200), 5e-7)
+    assert shown["epsilon"] == pytest.approx(cap["current"], rel=1e-8)
+    # the figure held: the smallest of the fixed orders' statements for the releases admitted
     curve = admitted * accountants.laplace_curve(10.0)[accountants._FILTER_INDEX]
-    orders = min(c + math.log1p(-1 / a) - (math.log(1e-6 / 40) + math.log(a)) / (a - 1)
+    orders = min(c + math.log1p(-1 / a) - (math.log(1e-6 / 22) + math.log(a)) / (a - 1)
                  for c, a in zip(curve, accountants.FILTER_ORDERS))
-    assert shown["epsilon"] == pytest.approx(min(zcdp, orders), rel=1e-8)
+    assert shown["epsilon"] == pytest.approx(orders, rel=1e-8) and orders <= 5.3
+    with_one_more = min(c + math.log1p(-1 / a) - (math.log(1e-6 / 22) + math.log(a)) / (a - 1) for c, a in
+                        zip((admitted + 1) * accountants.laplace_curve(10.0)[accountants._FILTER_INDEX],
+                            accountants.FILTER_ORDERS))
+    assert with_one_more > 5.3  # refused exactly where the figure would pass the cap
     assert cli_main(url, "audit", "verify").code == 0
 
 
 def test_a_ledger_of_schema_11_has_its_delta_caps_figures_computed_again(tmp_path):
     """A cap at a delta keeps its figure in its running total: a ledger made before the split
-    (schema 11) holds the old figure, which the schema 13 upgrade computes again, once, with an
-    audit event; `audit verify` agrees, and the cap shows the split figure."""
+    (schema 11) holds the old figure, which the upgrades (schemas 13 and 15) compute again, once,
+    each with an audit event; `audit verify` agrees, and the cap shows the fixed orders' figure."""
     from test_accounting_rows import sql
 
     url = f"sqlite:///{tmp_path / 'l.db'}"
@@ -110,7 +114,7 @@ def test_a_ledger_of_schema_11_has_its_delta_caps_figures_computed_again(tmp_pat
         f"mechanism: {{name: gaussian, rho: \"1/4\"}}}}\n" for i in range(4)))
     assert cli_main(url, "record", tmp_path / "r.yaml").code == 0
     (cap,) = cli_main(url, "cap", "list", "--json").json()
-    assert cap["current"] == pytest.approx(cks_epsilon(F(1), 5e-7), rel=1e-12)
+    assert cap["current"] == pytest.approx(_reference_filter(rho=1, delta=1e-6), rel=1e-9)
     # as schema 11 left it: the figure at the whole delta in the running total
     (text,), = sql(url, "SELECT total FROM cap_totals")[0]
     import json
@@ -121,9 +125,10 @@ def test_a_ledger_of_schema_11_has_its_delta_caps_figures_computed_again(tmp_pat
         "UPDATE ledger_meta SET value = '11' WHERE key = 'schema_version'")
     (events,), = sql(url, "SELECT count(*) FROM audit_events")[0]
     (cap,) = cli_main(url, "cap", "list", "--json").json()
-    assert cap["current"] == pytest.approx(cks_epsilon(F(1), 5e-7), rel=1e-12)
+    assert cap["current"] == pytest.approx(_reference_filter(rho=1, delta=1e-6), rel=1e-9)
     migrated, = sql(url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}")
-    assert migrated == [("ledger.migrated", "schema 12"), ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14")]
+    assert migrated == [("ledger.migrated", "schema 12"), ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14"),
+                        ("ledger.migrated", "schema 15")]
     assert cli_main(url, "audit", "verify").code == 0
 
 

@@ -17,6 +17,8 @@ from fractions import Fraction as F
 
 import pytest
 
+from conftest import _reference_filter
+
 import ledger
 from ledger.core.records import Guarantee, Mechanism, Notion, Release, Status
 
@@ -52,7 +54,9 @@ def test_a_recording_moment_dated_back_is_the_ledgers_own(book):
     assert all(r.recorded_at > PUBLISHED for r in book.releases())
     (cap,) = book.caps()
     assert cap.ok and loss.epsilon <= 2
-    assert recorded == 6, recorded  # six fit the filter; seven did under the PLD figure
+    # as many as fit the filter (the Rényi orders fixed in advance; conftest's reference), fewer than
+    # the seven the PLD figure would admit
+    assert recorded == max(k for k in range(1, 9) if _reference_filter(rho=k / 72, delta=1e-6) <= 2) < 7, recorded
 
 
 def test_a_claim_stronger_than_the_parameters_is_refused(book):

@@ -26,43 +26,32 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session
 from support import cli_main
-from test_accounting_rows import DELTA, FAMILIES, T0, VARIABLES, dataset, ledgers, moment
+from test_accounting_rows import DELTA, FAMILIES, T0, VARIABLES, dataset, ledgers, moment, record, same_events
 
 from ledger.accounting import accountants, budget
 from ledger.accounting.accountants import ACCOUNTANTS
 from ledger.accounting.engine import LedgerIndex, at_delta
 from ledger.accounting.history import ended, releases_as_of
 from ledger.core.records import CHARGED_STATUSES, Cap, Status
-from ledger.input.loader import Document, LedgerSnapshot, build_releases, parse_moment
+from ledger.input.loader import parse_moment
 from ledger.operations import cap_accounting, transactions
 from ledger.store import columns, database as store
 
 
-def record(url: str, entries, lifecycle, endings) -> None:
-    """The releases as the store writes them, then each retraction or cancellation as its
-    audit event, dated (`endings`: a second, or None for a release ended with no event)."""
-    engine = store.make_engine(url)
-    store.ensure_schema(engine)
-    chosen = dataset()
-    releases, _, errors = build_releases(Document("r.json", {"dataset": "t", "releases": entries}),
-                                         LedgerSnapshot(datasets={"t": chosen}, families={f.id: f for f in FAMILIES}),
-                                         recorded_by="t", recorded_at=T0)
-    assert not errors, errors
-    stated = [replace(r, status=status, recorded_at=moment(recorded), published_at=moment(published))
-              for r, (status, recorded, published, _) in zip(releases, lifecycle)]
-    with store.write_session(engine) as session:
-        store.add_dataset(session, chosen, "t")
-        store.add_releases(session, stated, FAMILIES, "t")
-    with store.write_session(engine) as session:
-        for release, (_, _, _, later), end in zip(stated, lifecycle, endings):
-            if later:  # published after it was planned: the row's publication moment is set later
-                store.set_status(session, replace(release, status=Status.PUBLISHED, published_at=T0 + timedelta(
-                    seconds=3)), "t", "release.published")
-            kind = {Status.CANCELLED: "release.cancelled", Status.RETRACTED: "release.retracted"}.get(release.status)
-            if kind is not None and end is not None:
-                store.append_event(session, kind=kind, subject=release.id, actor="t", payload={"reason": "r"},
-                                   at=moment(end))
-    engine.dispose()
+def printed_both_ways(monkeypatch, url: str, commands) -> dict[str, list[str]]:
+    """What each command prints from the accounting rows ("rows": decoding a release is an
+    error) and from the releases as they stood, decoded ("snapshot": the path before, the rows
+    at a moment not read). Every patch of `monkeypatch` is undone after each path."""
+    original = columns.index_for
+    printed = {}
+    for path in ("rows", "snapshot"):
+        if path == "snapshot":
+            monkeypatch.setattr(columns, "index_for", lambda *a, **k: None if k.get("when") else original(*a, **k))
+        else:
+            monkeypatch.setattr(store, "snapshot", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
+        printed[path] = [cli_main(url, *args).out for args in commands]
+        monkeypatch.undo()
+    return printed
 
 
 def set_caps_before(url: str, caps, at) -> None:
@@ -105,11 +94,7 @@ def test_the_rows_at_a_moment_give_the_figures_of_the_releases_as_they_stood(led
         rows, heads, whole = both_indexes(url, when)
     # the releases charged then, in recording order, each with the status it had then
     assert heads == [(r.id, r.status) for r in whole.releases]
-    events, reference = accountants.index_events(rows), accountants.IndexEvents(whole)
-    assert [events.events[k] if k >= 0 else None for k in events.mech] == \
-        [reference.events[k] if k >= 0 else None for k in reference.mech]
-    assert (events.recorded == reference.recorded).all() and (events.published == reference.published).all()
-    assert (events.unknown == reference.unknown).all()
+    same_events(rows, whole)
     objective = at_delta(DELTA)
     table = whole.table("t", objective)
     assert rows.table("t", objective).total == table.total
@@ -150,17 +135,9 @@ def test_the_commands_at_a_moment_read_no_whole_release_and_print_what_the_snaps
     run = cli_main(url, "dataset", "amend", tmp_path / "t2.yaml")
     assert run.code == 0, run.err
     when = moment(3).isoformat()
-    printed = {}
-    for path in ("rows", "snapshot"):
-        if path == "snapshot":  # the releases as they stood, decoded (the path before)
-            monkeypatch.setattr(columns, "index_for", lambda *a, **k: None if k.get("when") else original(*a, **k))
-        else:
-            original = columns.index_for
-            monkeypatch.setattr(store, "snapshot", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
-        printed[path] = [cli_main(url, *args).out for args in (
-            ("table", "--as-of", when), ("table", "--as-of", when, "--json"),
-            ("subset", "a", "b", "--as-of", when, "--json"), ("subset", "e", "d", "--as-of", when))]
-        monkeypatch.undo()
+    printed = printed_both_ways(monkeypatch, url, (
+        ("table", "--as-of", when), ("table", "--as-of", when, "--json"),
+        ("subset", "a", "b", "--as-of", when, "--json"), ("subset", "e", "d", "--as-of", when)))
     assert printed["rows"] == printed["snapshot"]
     assert all(f"r{i}" in printed["rows"][0] for i in range(4))  # r1 cancelled after T, counted then
 
@@ -219,7 +196,7 @@ def old_cap_checks(url: str, caps, when):
                         store.lifecycle_events(session, ["release.retracted", "release.cancelled"]))
     engine.dispose()
     then = releases_as_of(list(snapshot.releases.values()), when, endings)
-    return cap_accounting.checks_from_history(caps, then, snapshot.families)
+    return cap_accounting.checks_from_history(caps, then, snapshot.families, ended_at=endings)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -272,16 +249,8 @@ def test_cap_list_and_the_report_at_a_moment_read_no_whole_release_and_print_wha
                      ("c", "d", "--rho", "1/2"), ("all", "--epsilon", "4", "--delta", "1e-6")):
             assert cli_main(url, "cap", "set", *args).code == 0
     when = moment(3).isoformat()
-    printed = {}
-    for path in ("rows", "snapshot"):
-        if path == "snapshot":  # the releases as they stood, decoded (the path before)
-            monkeypatch.setattr(columns, "index_for", lambda *a, **k: None if k.get("when") else original(*a, **k))
-        else:
-            original = columns.index_for
-            monkeypatch.setattr(store, "snapshot", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
-        printed[path] = [cli_main(url, *args).out for args in (
-            ("cap", "list", "--as-of", when), ("cap", "list", "--as-of", when, "--json"))]
-        monkeypatch.undo()
+    printed = printed_both_ways(monkeypatch, url, (("cap", "list", "--as-of", when),
+                                                   ("cap", "list", "--as-of", when, "--json")))
     assert printed["rows"] == printed["snapshot"]
     decided = {cap["cap"]: (cap["accountant"], cap["case"]) for cap in json.loads(printed["rows"][1])}
     assert decided["all"] == ("rdp", "adaptive") and decided["b"] == ("pld", "declared")
@@ -316,12 +285,12 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     charged = [r for r in then if r.status in CHARGED_STATUSES]
     families = {f.id: f for f in inputs.families}
     totals = {cap.name: budget.total_from_history(cap, then, families) for cap in caps}
-    expected = report.cap_entries(caps, totals, charged, families)
+    expected = report.cap_entries(caps, totals, then, families, endings_then)
     stood = report.as_it_stood(inputs)  # the meeting pack's caps before --since, as it computed them
     before_since = report.releases_as_of(stood.releases, report.dataset_events(stood), since)
     # each cap's figure then is decided as the Caps section decides it (the smallest valid figure)
     befores = [c.current for c in cap_accounting.checks_from_history(
-        caps, [r for r in before_since if r.status in CHARGED_STATUSES], families)]
+        caps, before_since, families, ended_at=ended((e.kind, e.subject, e.at) for e in report.dataset_events(stood)))]
 
     def forbidden(*args, **kwargs):
         raise AssertionError("a pass over the releases per cap")
@@ -355,7 +324,8 @@ def test_cap_set_and_a_stale_state_are_computed_from_the_rows_as_from_the_releas
         with store.read_session(engine) as session:
             snapshot = store.snapshot(session, "t")
         charged = [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES]
-        expected = {cap.name: accountants.state_from_history(cap, charged, snapshot.families) for cap in caps}
+        expected = {cap.name: accountants.state_from_history(cap, list(snapshot.releases.values()), snapshot.families,
+                                                             snapshot.ended) for cap in caps}
 
         def decoded(*args, **kwargs):
             raise AssertionError("every release decoded")

@@ -103,7 +103,7 @@ def report_sections(text: str) -> dict[str, str]:
     certificate, Table 1's total row, the caps and the pairs sections."""
     rows = {label: line for line in text.splitlines()
             for label in ("Protected subset epsilon", "Worst protected variable", "Worst protected pair",
-                          "Public, released exactly", "Whole dataset, ordinary DP", "Whole dataset, rho",
+                          "Public variables", "Whole dataset, ordinary DP", "Whole dataset, rho",
                           "Caps over / warn / ok", "Releases |") if line.startswith(f"| {label}")
             or line.startswith(f"| **{label}")}
     rows["total row"] = next((line for line in text.splitlines() if line.startswith("| **All releases")), "")
@@ -121,9 +121,30 @@ def meeting_section(text: str) -> str:
     return "\n".join(line for line in section.splitlines() if not line.startswith("| Cap | Subset |"))
 
 
+AS_OF_FIELDS = ("as_of", "dataset_added_at", "dataset_existed")  # where --as-of states the moment it used
+
+
+def _without_moment(document):
+    """A --json answer without the fields that state the --as-of moment (the history up to then has none)."""
+    if isinstance(document, list):
+        return [_without_moment(item) for item in document]
+    if isinstance(document, dict):
+        return {k: v for k, v in document.items() if k not in AS_OF_FIELDS}
+    return document
+
+
+def _text_without_moment(text: str, at: datetime) -> str:
+    """A text answer without its --as-of statement (the first lines, and headroom's last words)."""
+    from ledger.cli.context import moment_text
+
+    lines = [line for line in text.splitlines(keepends=True)
+             if not line.startswith("as of ") and not line.startswith("note: dataset ")]
+    return "".join(lines).replace(f"; the ledger as of {moment_text(at)}", "")
+
+
 def answers(ledger: Ledger, at: datetime | None, monkeypatch) -> dict:
     found = {" ".join(q): ledger.ask(*q, at=at) for q in QUESTIONS}
-    found = {q: (json.loads(a) if q.endswith("--json") else a.replace(f"; the ledger as of {at.isoformat()}", "")
+    found = {q: (_without_moment(json.loads(a)) if q.endswith("--json") else _text_without_moment(a, at)
                  if at else a) for q, a in found.items()}
     for summarised in ("1000000", "1"):
         monkeypatch.setenv("LEDGER_REPORT_SUMMARY_FROM", summarised)
@@ -196,7 +217,7 @@ def test_every_command_at_T_answers_as_the_ledger_built_up_to_T(tmp_path, monkey
     assert then["cap list --json"][0]["current"] == 1.5 and then["cap list --json"][0]["headroom"] == 3.5
     assert then["headroom y --json"]["epsilon"] == 3.5 and then["headroom y --json"]["epsilon_binding"] == "c0"
     for path in ("meeting pack 1", "meeting pack 1000000"):  # the changes after T are not changes by T
-        assert "### Dataset changed (0)" in then[path] and "| c9 (set since) | {y} |" in then[path]
+        assert "### Dataset changed (0)" in then[path] and "| c9 | {y} | epsilon | 4 | — |" in then[path]  # set since: no figure then (new)
     # today: x is public, so the protected subset is {y, w}
     whole = Ledger(tmp_path / "today", monkeypatch)
     for step in STORY:

@@ -112,7 +112,7 @@ def test_the_demo_report_in_chromium_shows_tans_table_1_and_the_charts(browser, 
         # accessible: a title and a description, tick labels and axis labels as text
         assert page.locator("#timeline-chart").get_attribute("aria-labelledby") == \
             "timeline-chart-title timeline-chart-desc"
-        assert "the total row of the risk table" in page.locator("#timeline-chart-desc").text_content()
+        assert "basic composition" in page.locator("#timeline-chart-desc").text_content()  # what the lines are
         assert page.locator("#timeline-chart text", has_text="cumulative epsilon on the variable").count() == 1
         assert page.locator("#heat-map-title").text_content() == "Heat map of epsilon on every pair of 5 variables"
         # the heat map carries each pair's figure: {age, region} is charged by all three tables
@@ -412,7 +412,7 @@ def test_the_benchmarks_200_variable_pdf_begins_its_risk_table_on_page_1(tmp_pat
 
     url = build_ledger(tmp_path / "ledger.db", 200, 300)
     pages = page_lines(render(context_of(url, "survey"), "pdf", chromium=CHROMIUM))
-    assert pages[0][0] == "PRIVACY-LOSS COMPLIANCE REPORT" and "public, released exactly" in pages[0]
+    assert pages[0][0] == "PRIVACY-LOSS COMPLIANCE REPORT" and "public variables (not in the headline)" in pages[0]
     assert "Privacy loss by variable (Tan, Table 1)" in pages[0] and "Variables 1–10 of 200" in pages[0]
     assert orphans(pages) == []
 

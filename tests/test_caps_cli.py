@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import create_engine, inspect, text
-from support import Run, cli_main
+from sqlalchemy import create_engine, text
+from support import Run, cli_main, dump_tables
 
 F = Fraction
 
@@ -96,13 +96,7 @@ class Ledger:
 
     def dump(self) -> dict[str, list[str]]:
         """Every table, row by row (order-independent)."""
-        engine = create_engine(self.url)
-        try:
-            with engine.connect() as connection:
-                return {table: sorted(repr(tuple(row)) for row in connection.execute(text(f'SELECT * FROM "{table}"')))
-                        for table in sorted(inspect(connection).get_table_names())}
-        finally:
-            engine.dispose()
+        return dump_tables(self.url)
 
     def caps(self) -> dict[str, dict]:
         result = self("cap", "list", "--json")
@@ -218,7 +212,7 @@ def test_cap_set_adds_and_replaces_caps(clinic):
         (["age", "sex", "--name", "people", "--epsilon", "3"], "cap people on {age, sex}: epsilon 3"),
         (["demographics", "--rho", "1/10"], "cap demographics on {age, sex}: rho 0.1"),
         (["all", "--epsilon", "5", "--delta", "1e-6"], "cap all on {income, diagnosis, medication, age, sex}: "
-                                                        "epsilon at delta 5 at delta 1 × 10⁻⁶"),
+                                                        "epsilon 5 at delta 1 × 10⁻⁶"),
         (["diagnosis", "medication", "--name", "health", "--rho", "0.3"], "cap health on {diagnosis, medication}"),
         (["sex", "--epsilon", "0"], "cap sex on {sex}: epsilon 0"),
     ]

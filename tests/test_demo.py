@@ -19,6 +19,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
+from support import dump_sqlite
 
 from ledger.cli import app as cli
 
@@ -40,14 +41,6 @@ def run_demo(cwd: Path, *args: str, db: Path | None = None) -> subprocess.Comple
         env["LEDGER_DATABASE_URL"] = f"sqlite:///{db}"
     return subprocess.run([sys.executable, "-m", "ledger", "demo", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
-
-
-def dump(path: Path) -> list[str]:
-    connection = sqlite3.connect(path)
-    try:
-        return list(connection.iterdump())
-    finally:
-        connection.close()
 
 
 def text_table(output: str) -> tuple[list[str], dict[str, list[str]]]:
@@ -135,10 +128,10 @@ def test_demo_records_in_the_default_ledger_of_the_directory(first_run):
 
 def test_a_second_run_records_nothing_and_prints_the_same_table(first_run):
     directory, first = first_run
-    before = dump(directory / "ledger.db")
+    before = dump_sqlite(directory / "ledger.db")
     again = run_demo(directory)
     assert again.returncode == 0, again.stderr
-    assert dump(directory / "ledger.db") == before
+    assert dump_sqlite(directory / "ledger.db") == before
     assert text_table(again.stdout) == text_table(first.stdout)
     assert "nothing recorded" in again.stdout
 
@@ -155,9 +148,9 @@ def test_demo_refuses_a_ledger_that_holds_other_data(tmp_path):
             cli.main()
     assert exit_.value.code in (0, None)
 
-    before = dump(db)
+    before = dump_sqlite(db)
     result = run_demo(tmp_path, "--out", "table.html", db=db)
     assert result.returncode == 2
-    assert dump(db) == before
+    assert dump_sqlite(db) == before
     assert not (tmp_path / "table.html").exists()
     assert "nothing was written" in result.stderr

@@ -182,6 +182,11 @@ def charged_choices(candidates, cks) -> set:
     undominated = [c for c in candidates if not any(dominates(d, c) for d in candidates)]
     rank = {c: ranking_epsilon(c, cks) for c in undominated}
     best = min(rank.values())
+    if math.isinf(best):  # every one ∞ at the ranking delta ((epsilon, delta) values above it): the
+        # engine's second key decides (Spend.rank: the sum of the components)
+        total = {c: float(sum(c)) for c in undominated}
+        least = min(total.values())
+        return {c for c in undominated if total[c] <= least * (1 + 1e-6) + 1e-15}
     return {c for c in undominated if rank[c] <= best * (1 + 1e-6) or rank[c] == best}
 
 

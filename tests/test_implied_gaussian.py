@@ -17,7 +17,7 @@ import mpmath
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from support import cli_main
+from support import cli_main, dump_tables
 
 import ledger
 from exact_profiles import epsilon_at, gaussian_delta
@@ -211,12 +211,12 @@ def test_a_ledger_of_schema_10_gives_its_rows_the_implied_event_and_keeps_its_re
                          "SELECT e.key, charged_by_event FROM release_accounting JOIN accounting_events e "
                          "ON e.id = event WHERE release = 'g'")
     assert migrated == [("ledger.migrated", "schema 11"), ("ledger.migrated", "schema 12"),
-                        ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14")]
+                        ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14"), ("ledger.migrated", "schema 15")]
     multiplier = implied_gaussian_multiplier(F(1), F(1, 10**5))
     assert rows == [(f"gaussian:{multiplier}", 0)]
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "subset", "income")
-    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 4,)]  # once each (schemas 11-14)
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 5,)]  # once each (schemas 11-15)
 
 
 @pytest.mark.parametrize("x", [-1000.0, -60.0, -37.5, -30.0001, -30.0, -29.999, -23.654, -8.0, -1.0, -1e-9, 0.0,
@@ -236,7 +236,6 @@ def test_a_retry_of_a_file_recorded_before_schema_11_is_the_same_release(tmp_pat
     only what the catalogue derives from it gained the implied Gaussian's zCDP bound. A file
     stating other guarantees for the id is still refused, naming them."""
     from test_accounting_rows import sql
-    from test_safe_retries import dump
 
     from ledger.accounting import catalogue
 
@@ -247,15 +246,15 @@ def test_a_retry_of_a_file_recorded_before_schema_11_is_the_same_release(tmp_pat
     accountants._mechanism_event.cache_clear()
     sql(url, "UPDATE ledger_meta SET value = '10' WHERE key = 'schema_version'")
     cli_main(url, "subset", "income")  # the upgrade
-    before = dump(url)
+    before = dump_tables(url)
     retried = cli_main(url, "record", tmp_path / "r.yaml")
     assert retried.code == 0, retried.err
     assert "already recorded" in retried.out
-    assert dump(url) == before
+    assert dump_tables(url) == before
     (tmp_path / "other.yaml").write_text(GAUSSIAN + "    guarantees: [{epsilon: 2, delta: 1e-5}]\n")
     refused = cli_main(url, "record", tmp_path / "other.yaml")
     assert refused.code == 2 and "fields that differ: guarantees" in refused.err
-    assert dump(url) == before
+    assert dump_tables(url) == before
 
 
 def _exact_balle_wang(mu: float, epsilon: float) -> mpmath.mpf:

@@ -108,21 +108,10 @@ import tempfile  # noqa: E402
 
 from hypothesis import HealthCheck  # noqa: E402
 from sqlmodel import Session  # noqa: E402
-from test_accounting_rows import VARIABLES, ledgers, record  # noqa: E402
+from test_accounting_rows import VARIABLES, ledgers, record, same_rows  # noqa: E402
 
 from ledger.store import columns, database as store  # noqa: E402
 from ledger.core.records import CHARGED_STATUSES, Status  # noqa: E402
-
-
-def _same_rows(found: columns._Rows, expected: columns._Rows) -> None:
-    for name in columns._Rows.__dataclass_fields__:
-        if name == "ids":
-            continue
-        a, b = getattr(found, name), getattr(expected, name)
-        if isinstance(a, dict):
-            assert a == b, name
-        else:
-            assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), name
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -142,7 +131,7 @@ def test_the_column_reading_equals_the_row_reading(ledger, subset, accounts):
                 found = columns._read_columns(connection, "t", charged, positions, len(VARIABLES), accounts)
                 expected = columns._read_rows(connection, columns._row_statement("t", charged, positions, accounts)[1], len(VARIABLES),
                                               accounts)
-                _same_rows(found, expected)
+                same_rows(found, expected)
                 if positions is not None:
                     seqs = found.seq.tolist()
                     by_seq = dict(connection.exec_driver_sql("SELECT seq, release FROM release_accounting").all())

@@ -63,9 +63,16 @@ def test_readme_shell_examples(scratch):
     chromium = shutil.which(os.environ.get("LEDGER_CHROMIUM", "")) if os.environ.get("LEDGER_CHROMIUM") else \
         next((c for c in ("/usr/bin/chromium", shutil.which("chromium") or "") if c and os.path.exists(c)), None)
     ran = 0
+    activated = False
     for line in shell_lines():
         if line == "bash scripts/test":
             continue  # the command running this test
+        if line.startswith("source .venv/bin/activate"):
+            activated = True  # (the privacy-ledger under test is on PATH already)
+            continue
+        # as a new user pastes them: a bare privacy-ledger only once the venv is activated
+        assert activated or not line.startswith("privacy-ledger"), \
+            f"README calls privacy-ledger before saying how it gets on PATH: {line}"
         if line.startswith("python3 -m venv"):
             line = line.rsplit("&&", 1)[1].strip().replace(".venv/bin/", "")
         if ".pdf" in line and not chromium:
@@ -78,3 +85,17 @@ def test_readme_shell_examples(scratch):
     subprocess.run(["privacy-ledger", "resident", "stop"], cwd=scratch, env=env, capture_output=True)
     assert ran >= 25
     assert (scratch / "survey-registry.yaml").read_text(encoding="utf-8").count("PLACEHOLDER") >= 3
+
+
+def test_readme_input_files_exist():
+    """Every file a README command reads (`dataset add`, `dataset amend`, `record`, `check`) is in
+    examples/, in the shell and console blocks alike: following the README needs no file of one's own
+    (the trial found `dataset amend survey-v2.yaml` naming a file that did not exist)."""
+    reading = re.compile(r"privacy-ledger (?:dataset add|dataset amend|record|check) ((?:[\w./-]+\.ya?ml ?)+)")
+    named = []
+    for block in blocks("sh") + blocks("console"):
+        for found in reading.finditer(block):
+            named += found.group(1).split()
+    assert len(named) >= 5
+    missing = [name for name in named if not name.startswith("examples/") or not (ROOT / name).is_file()]
+    assert not missing, f"README commands read files not in examples/: {missing}"

@@ -40,8 +40,11 @@ def printed_before(url: str, dataset: str | None) -> tuple[str, str]:
         steps = cli_app._steps(session, list(snapshot.releases))
     engine.dispose()
     rows = list(snapshot.releases.values())
-    as_json = json.dumps([{**release_json(release_to_dict(r)), "steps": steps.get(r.id, [])} for r in rows],
-                         indent=2, ensure_ascii=False) + "\n"
+    from ledger.reporting.views import release_charge_json
+
+    # each release with the charge its text row shows (release_charge_json), then its steps
+    as_json = json.dumps([{**release_json(release_to_dict(r)), **release_charge_json(r, snapshot.datasets.get(r.dataset)),
+                           "steps": steps.get(r.id, [])} for r in rows], indent=2, ensure_ascii=False) + "\n"
     if not rows:
         return "no releases" + (f" in dataset {dataset}" if dataset else "") + "\n", as_json
     lines = [releases_text(rows, snapshot.datasets)]

@@ -360,7 +360,7 @@ def test_input_files_are_checked_against_the_schema_before_the_write_lock_is_tak
     from ledger.input import loader
 
     seen_locked, validated = [], []
-    original = loader.validate
+    original = loader.schema_problems  # (validate's problems, each with its path: every problem in one pass)
 
     def validate(document, schema_name):
         monkeypatch.setenv(store.LOCK_TIMEOUT_ENV, "0.5")
@@ -368,13 +368,13 @@ def test_input_files_are_checked_against_the_schema_before_the_write_lock_is_tak
         validated.append(schema_name)
         return original(document, schema_name)
 
-    monkeypatch.setattr(loader, "validate", validate)
+    monkeypatch.setattr(loader, "schema_problems", validate)
     result = cli_main(payroll, "record", release_file(tmp_path, "r1"))
     assert result.code == 0, result.err
     assert seen_locked == [0] and validated == [loader.RELEASE_SCHEMA]  # checked once, outside the lock
 
     opened = []
-    monkeypatch.setattr(loader, "validate", original)
+    monkeypatch.setattr(loader, "schema_problems", original)
     monkeypatch.setattr(store, "write_session", lambda *a, **k: opened.append(1) or (_ for _ in ()).throw(AssertionError))
     bad = tmp_path / "bad.yaml"
     bad.write_text("dataset: payroll\nreleases:\n  - id: r2\n    reads: [income]\n    colour: red\n", encoding="utf-8")

@@ -122,7 +122,9 @@ def test_the_meeting_pack_shows_how_each_cap_moved(meeting_ledger):
     # {sex}: 0 -> 1/4, the whole cap: ok -> warn (80% or more)
     assert (moves["sex"].before, moves["sex"].now) == (0, F(1, 4))
     assert (moves["sex"].status_before, moves["sex"].status_now) == ("ok", "warn")
-    assert moves["degree"].set_after and not moves["income"].set_after
+    # degree's cap was set after the date: it did not exist then (new, no figure then), not "ok 0"
+    assert (moves["degree"].before, moves["degree"].status_before) == (None, "new") and moves["degree"].now == 1
+    assert not moves["income"].set_after
 
 
 def test_the_meeting_pack_in_every_format(meeting_ledger, tmp_path):
@@ -142,9 +144,10 @@ def test_the_cap_moves_at_an_as_of_name_it_in_every_format(meeting_ledger, tmp_p
     """Under --as-of the cap moves' second figure is the ledger at that moment, not now: the
     header names it (the LaTeX one said Now)."""
     url, _ = meeting_ledger
-    for fmt, header in (("md", "| At 2024-04-01 00:00:00 UTC | At 2024-04-13 00:00:00 UTC |"),
-                        ("html", '<th class="num">At 2024-04-13 00:00:00 UTC</th>'),
-                        ("tex", "& Then & At 2024-04-13 00:00:00 UTC & Change")):
+    # (--since a date: its start; --as-of a date: its end, the whole day)
+    for fmt, header in (("md", "| At 2024-04-01 00:00:00 UTC | At 2024-04-13 23:59:59 UTC |"),
+                        ("html", '<th class="num">At 2024-04-13 23:59:59 UTC</th>'),
+                        ("tex", "& Then & At 2024-04-13 23:59:59 UTC & Change")):
         out = tmp_path / f"pack.{fmt}"
         result = run_main(url, "report", "--format", fmt, "--out", out, "--since", "2024-04-01",
                           "--as-of", "2024-04-13")
@@ -217,10 +220,11 @@ def test_exact_inputs_stay_exact_bounds_round_up_and_headroom_down(tmp_path):
     out = tmp_path / "report.md"
     assert run_main(url, "report", "--format", "md", "--out", out).code == 0
     md = out.read_text(encoding="utf-8")
-    assert "| mean-income | 0 | 293764/114921 (≈ 2.56) | 293764/114921 (≈ 2.56) |" in md  # 2.5562... up
+    # as the command line prints it (format_number): 4 decimals, 2.55622... up
+    assert "| mean-income | 0 | 293764/114921 (≈ 2.5563) | 293764/114921 (≈ 2.5563) |" in md
     # headroom 3 - 293764/114921 = 50999/114921 = 0.44377..., rounded down
-    assert ("| income | {income} | epsilon | 3 | 293764/114921 (≈ 2.56) | 50999/114921 (≈ 0.44) | warn | "
-            "mean-income (293764/114921 (≈ 2.56)) |") in md  # 2.556 >= 80% of 3: warn
+    assert ("| income | {income} | epsilon | 3 | 293764/114921 (≈ 2.5563) | 50999/114921 (≈ 0.4437) | warn | "
+            "mean-income (293764/114921 (≈ 2.5563)) |") in md  # 2.556 >= 80% of 3: warn
     # the delta, an exact input too: a pure-only report has no figure at a delta, so it names neither the
     # zCDP conversion nor the delta (test_report_conversion.py); a cap at it shows it exactly (below)
     assert "Conversion" not in md and "10⁻¹⁰" not in md

@@ -39,7 +39,7 @@ TEMPLATE_ROW = (
     '{% endif %}{% if r.published_at %}<br>published {{ r.published_at | when }}{% if r.published_by %} by '
     '{{ r.published_by }}{% endif %}{% endif %}{% if r.ended %}<br>{{ r.ended.action }} {{ r.ended.at | when }} '
     'by {{ r.ended.by }}: {{ r.ended.reason }}{% endif %}</td>{% if sparse %}<td class="sparse-cells">'
-    '{{ r.cells | cells }}{% if r.dataset_wide is not none %}{% if r.cells %}<br>{% endif %}whole dataset '
+    '{{ r.cells | cells(public) }}{% if r.dataset_wide is not none %}{% if r.cells %}<br>{% endif %}whole dataset '
     '{{ r.dataset_wide | figure }}{% else %}not charged{% endif %}</td>{% endif %}</tr>')
 
 HOSTILE = ('<script>alert("x")</script> & \u202e', 'a\x00b\x1bc', "plain")

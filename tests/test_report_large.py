@@ -29,7 +29,7 @@ from ledger.operations import choices  # noqa: E402
 from ledger.store import database as store  # noqa: E402
 from ledger.cli.report import gather, gather_large, large_register_csv, large_register_entries, register_csv  # noqa: E402
 from ledger.reporting.report import SUMMARY_ENV, ChainStatus, build_large_report, build_report  # noqa: E402
-from support import cli_main  # noqa: E402
+from support import cli_main, migrations  # noqa: E402
 
 CHAIN = ChainStatus(True, 1, "head", ())
 
@@ -67,6 +67,26 @@ LARGE_INPUTS: dict = {}
 
 def large_inputs_of(context):
     return LARGE_INPUTS[id(context)]
+
+
+def watched_copy(url: str, tmp_path: Path):
+    """(a copy of the built ledger, an engine on it, the list every statement it sends about the
+    audit events goes to, with its parameters): what the audit trail's reads are checked on."""
+    import shutil
+
+    from sqlalchemy import event
+
+    copy = tmp_path / "copy.db"
+    shutil.copy(url.removeprefix("sqlite:///"), copy)
+    engine = store.make_engine(f"sqlite:///{copy}")
+    seen: list[tuple[str, object]] = []
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _seen(connection, cursor, statement, parameters, context, executemany):
+        if "audit_events" in statement and "EXPLAIN" not in statement:
+            seen.append((statement, parameters))
+
+    return copy, engine, seen
 
 
 def test_the_large_path_gives_every_figure_of_the_small_path(built):
@@ -166,21 +186,9 @@ def test_the_report_reads_audit_events_through_their_kind_index(built, tmp_path)
     of the events themselves (their payloads: about 4 GB at a million releases). The only reads
     along the table are the last events, from its end (ORDER BY seq DESC ... LIMIT)."""
     import re
-    import shutil
-
-    from sqlalchemy import event
 
     url, _ = built
-    copy = tmp_path / "copy.db"
-    shutil.copy(url.removeprefix("sqlite:///"), copy)
-    engine = store.make_engine(f"sqlite:///{copy}")
-    seen: list[tuple[str, object]] = []
-
-    @event.listens_for(engine, "before_cursor_execute")
-    def _seen(connection, cursor, statement, parameters, context, executemany):
-        if "audit_events" in statement and "EXPLAIN" not in statement:
-            seen.append((statement, parameters))
-
+    _, engine, seen = watched_copy(url, tmp_path)
     with store.read_session(engine) as session:
         dataset = store.snapshot(session, "survey").datasets["survey"]
         large = gather_large(session, dataset, choices.parse_delta(None, dataset), chain=CHAIN)
@@ -210,27 +218,15 @@ def test_the_report_at_a_moment_reads_no_event_after_it_and_sorts_no_event_whole
     midway through a million releases); and --since's latest changes of a kind are picked from
     the index alone, not by reading every event of that kind whole to sort them."""
     import re
-    import shutil
     import sqlite3
     from datetime import datetime
 
-    from sqlalchemy import event
-
     url, _ = built
-    copy = tmp_path / "copy.db"
-    shutil.copy(url.removeprefix("sqlite:///"), copy)
+    copy, engine, seen = watched_copy(url, tmp_path)
     with sqlite3.connect(copy) as db:
         (count,), = db.execute("SELECT count(*) FROM audit_events").fetchall()
         (middle,), = db.execute("SELECT at FROM audit_events ORDER BY seq LIMIT 1 OFFSET ?", (count // 2,)).fetchall()
     when = datetime.fromisoformat(middle)
-    engine = store.make_engine(f"sqlite:///{copy}")
-    seen: list[tuple[str, object]] = []
-
-    @event.listens_for(engine, "before_cursor_execute")
-    def _seen(connection, cursor, statement, parameters, context, executemany):
-        if "audit_events" in statement and "EXPLAIN" not in statement:
-            seen.append((statement, parameters))
-
     with store.read_session(engine) as session:
         dataset = store.snapshot(session, "survey").datasets["survey"]
         large = gather_large(session, dataset, choices.parse_delta(None, dataset), chain=CHAIN,
@@ -275,16 +271,11 @@ def test_a_ledger_of_schema_8_gains_the_event_index_once_with_an_audit_event(bui
         plan = db.execute("EXPLAIN QUERY PLAN SELECT subject FROM audit_events WHERE kind = 'release.cancelled'"
                           ).fetchall()
     assert store.EVENT_INDEX in indexes and store.EVENT_INDEX in plan[0][-1]
-    assert migrated == [("ledger.migrated", "schema 9", '{"from":8,"to":9}'),
-                        ("ledger.migrated", "schema 10", '{"from":9,"to":10}'),
-                        ("ledger.migrated", "schema 11", '{"from":10,"to":11}'),
-                        ("ledger.migrated", "schema 12", '{"from":11,"to":12}'),
-                        ("ledger.migrated", "schema 13", '{"from":12,"to":13}'),
-                        ("ledger.migrated", "schema 14", '{"from":13,"to":14}')]
+    assert migrated == migrations(9, store.SCHEMA_VERSION)
     assert cli_main(copied, "audit", "verify").code == 0
     assert cli_main(copied, "releases").code == 0
     with sqlite3.connect(copy) as db:
-        assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + 6  # once (schemas 9-14)
+        assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + len(migrations(9, store.SCHEMA_VERSION))  # once each
 
 
 def test_the_register_written_in_parts_by_forked_processes_is_the_register_written_whole(built, monkeypatch, tmp_path):

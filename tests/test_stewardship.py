@@ -249,7 +249,7 @@ def test_the_headline_is_the_loss_on_the_protected_subset(ledger):
     assert head["dataset_wide_ordinary_dp"] == head["dataset_wide_ordinary_dp_exact"] == "inf"
     text = run(url, "table").out
     assert "protected subset (every variable not classified public) {income, sex, age}: epsilon 1.75" in text
-    assert "public, released exactly: region (∞, expected)" in text
+    assert "public variables (not in the headline): region ∞ (public, released exactly)" in text
     assert "ALARM" not in text
 
 
@@ -285,7 +285,7 @@ def test_the_pairs_panel_ranks_pairs_of_protected_variables(ledger):
     assert run(url, "report", "--format", "md", "--out", tmp_path / "r.md").code == 0
     md = (tmp_path / "r.md").read_text()
     assert "| Worst protected pair | {income, sex} 1.75 |" in md
-    assert "| Public, released exactly | {region} ∞ |" in md
+    assert "| Public variables (not in the headline) | {region} ∞ (public, released exactly) |" in md
     assert "Dataset-wide epsilon" not in md and "| Whole dataset, ordinary DP (U = V) | ∞ |" in md
     from test_report_helpers import context_of
 

@@ -127,7 +127,7 @@ def test_the_report_is_legible_at_1024_and_1400_pixels(browser, household, tmp_p
         assert lead.evaluate("e => getComputedStyle(e).borderColor") != \
             public.evaluate("e => getComputedStyle(e).borderColor")
         cells = page.eval_on_selector_all("td.public", "cells => cells.map(c => c.innerText)")
-        assert cells and all(text == "∞ (public)" for text in cells)
+        assert cells and all(text == "∞ (public, released exactly)" for text in cells)
     finally:
         page.close()
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from sqlmodel import Session
-from support import Run, cli_main
+from support import Run, cli_main, dump_sqlite
 
 from ledger.store import database as store
 from ledger.input.loader import LedgerSnapshot, build_dataset, load_releases, parse_document
@@ -87,15 +87,6 @@ releases:
 
 def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
-
-
-def dump(path: Path) -> list[str]:
-    """Every table of the SQLite file, row by row."""
-    connection = sqlite3.connect(path)
-    try:
-        return list(connection.iterdump())
-    finally:
-        connection.close()
 
 
 def execute(path: Path, sql: str, *params) -> None:
@@ -225,12 +216,12 @@ def test_a_failed_write_leaves_the_database_as_it_was(engine, db, tmp_path):
     dataset, releases, families = loaded(tmp_path)
     with store.write_session(engine) as session:
         store.add_dataset(session, dataset, "ana")
-    before = dump(db)
+    before = dump_sqlite(db)
     with pytest.raises(RuntimeError, match="stop"):
         with store.write_session(engine) as session:
             store.add_releases(session, releases, families, "ana")
             raise RuntimeError("stop")
-    assert dump(db) == before
+    assert dump_sqlite(db) == before
 
 
 # --------------------------------------------------------------------------

@@ -40,15 +40,25 @@ Accountants, all pure functions of the releases:
 Validity (DESIGN 2.10). Every figure carries its accountant, case, theorem,
 conversion and delta. The PLD figure is valid only when the plan was
 *declared in advance*: every release charged on the subset was recorded
-before any of them was published (`declared_in_advance`). The figure a
+before any of them was published, and no release reading the subset was
+cancelled at or after that first publication (`declared`). A cancellation
+after an output was seen is a stopping decision that may depend on it: the
+releases still charged are then an adaptively chosen set, for which
+non-adaptive composition (PLD, Rényi at its best order, CKS at the whole
+delta) does not hold, and only the filters are valid (Rogers et al. 2016;
+Feldman and Zrnic 2021). A cancellation before any publication only makes the
+plan smaller. The cancellation moments come per variable (`cancelled_moments`:
+the latest cancellation of a release reading it, from the audit events, as
+`history.ended` dates them); an index carries them (`note_cancellations`), a
+composition its subset's latest (`Composition.last_cancelled`). The figure a
 command prints is the smallest valid one; none is ever below the true bound.
 
 Caps (a privacy filter must decide when releases may be adaptive):
 - a pure-epsilon cap keeps the pure sum, a rho cap the sum of rho (basic);
 - a cap at a delta is checked with `cap_decision`: the smallest of the basic
   figure and the Rényi filter's, each a filter figure at its share of the
-  delta (spend.py: the pure sum free, the zCDP filter at ZCDP_SHARE, each
-  of the fixed orders FILTER_ORDERS at ORDER_SHARE, Feldman and Zrnic 2021,
+  delta (spend.py: the pure sum free, each of the fixed orders FILTER_ORDERS
+  at ORDER_SHARE, Feldman and Zrnic 2021,
   Theorem 4.3 at each order; the smallest of them valid by a union bound, as
   Lécuyer 2021, §3, unions the orders); and when the plan was declared in
   advance, the non-adaptive minimum of the three accountants at the whole
@@ -61,7 +71,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from fractions import Fraction
 from functools import lru_cache
 
@@ -69,7 +79,7 @@ from ..core.lazy import lazy_module
 
 np = lazy_module("numpy")  # imported on first use (issue 13)
 
-from .spend import CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, ZCDP_SHARE, Spend, cks_epsilon
+from .spend import CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, Spend, cks_epsilon
 from .catalogue import derive_guarantees, gaussian_multiplier
 from ..core.numbers import INF, Number
 from ..core.records import CHARGED_STATUSES, Family, Mechanism, Relation, Release, Status
@@ -87,7 +97,11 @@ def _grids():
         # few, since the delta is split over them.
         filter_orders = np.asarray(FILTER_ORDERS, dtype=np.float64)  # (spend.py: with their shares of delta)
         index = np.asarray([int(np.flatnonzero(np.isclose(orders, a))[0]) for a in filter_orders])
-        globals()["_GRIDS"] = {"ORDERS": orders, "FILTER_ORDERS": filter_orders, "_FILTER_INDEX": index}
+        # the filter's per-order constants of rdp_filter_epsilon, evaluated once: the same arrays
+        # (same numpy functions on the same orders), so the same figures to the bit
+        constants = (np.log1p(-1 / filter_orders), np.log(filter_orders), filter_orders - 1)
+        globals()["_GRIDS"] = {"ORDERS": orders, "FILTER_ORDERS": filter_orders, "_FILTER_INDEX": index,
+                               "_FILTER_CONSTANTS": constants}
     return globals()["_GRIDS"]
 
 
@@ -114,15 +128,14 @@ CONVERSIONS = {
     "rdp": "Canonne-Kamath-Steinke (2020) Prop 12 RDP-to-(epsilon, delta) conversion at the best order",
     # adaptive releases: the Rényi filter (Feldman and Zrnic 2021, Thm 4.3), whose order is fixed in advance
     "rdp-filter": "Canonne-Kamath-Steinke (2020) Prop 12 conversion at the orders fixed in advance (the Rényi "
-                  "filter, Feldman and Zrnic 2021, Thm 4.3), each at 1/40 of the delta; or the zCDP filter of "
-                  "the summed rho (Feldman and Zrnic 2021, Remark 4.4) at half the delta, where no (epsilon, delta) "
-                  "guarantee is beside it",
+                  "filter, Feldman and Zrnic 2021, Thm 4.3), each at 1/22 of the delta",
     "pld": "exact hockey-stick divergence of the discretised PLD (pessimistic)",
 }
 CASES = {
     "declared": "declared in advance: every release charged on the subset was recorded before any was "
-                "published (non-adaptive composition)",
-    "adaptive": "adaptive: some release was recorded after another was published",
+                "published, and none reading it was cancelled after that (non-adaptive composition)",
+    "adaptive": "adaptive: some release was recorded after another was published, or a release reading "
+                "the subset was cancelled after one was published (a stopping decision)",
 }
 # The case of a cap decided by a filter alone (the pure sum, the rho sum, the basic filter): a
 # filter holds for adaptive releases, so for a plan declared in advance too (DESIGN 2.10); its
@@ -227,6 +240,18 @@ def mechanism_event(release: Release) -> Event | None:
         if guarantee.protects != release.reads or _value(guarantee) not in derived:
             return None
     return event
+
+
+def release_event(release: Release) -> tuple[str | None, bool]:
+    """(the key of the event the release's mechanism parameters describe, whether the release
+    is charged through it): `IndexEvents` decides both from the whole release; the accounting
+    rows (store.columns) keep them."""
+    if release.mechanism.name not in _EVENT_MECHANISMS:
+        return None, False
+    event, _ = _mechanism_event(release.mechanism)
+    if event is None:
+        return None, False
+    return event.key, mechanism_event(release) is not None
 
 
 def _plain(value):
@@ -448,21 +473,19 @@ class Composition:
     last_recorded: datetime | None = None
     first_published: datetime | None = None
     unknown_times: bool = False  # a charged release without a recording time (old ledgers)
+    # the latest cancellation of a release reading the subset (`cancelled_moments`; None: none)
+    last_cancelled: datetime | None = None
 
     @property
     def declared(self) -> bool:
-        return declared(self.last_recorded, self.first_published, self.unknown_times)
+        return declared(self.last_recorded, self.first_published, self.unknown_times, self.last_cancelled)
 
     known_curve: np.ndarray | None = None  # the summed curve, when computed over arrays
 
     def curve(self) -> np.ndarray:
         if self.known_curve is not None:
             return self.known_curve
-        total = np.zeros_like(_grids()["ORDERS"])
-        for event, count in self.events.items():
-            if event.kind != "approx":
-                total = total + count * event_curve(event)
-        return total
+        return summed_curve((event.key, count) for event, count in self.events.items() if event.kind != "approx")
 
     def approx(self) -> tuple[Fraction, Fraction]:
         eps, delta = Fraction(0), Fraction(0)
@@ -476,19 +499,75 @@ class Composition:
         return math.fsum(count * event_rho(e) for e, count in self.events.items() if e.kind != "approx")
 
 
-def declared(last_recorded: datetime | None, first_published: datetime | None, unknown: bool) -> bool:
+def declared(last_recorded: datetime | None, first_published: datetime | None, unknown: bool,
+             last_cancelled: datetime | None = None) -> bool:
     """DESIGN 2.10: declared in advance when every charged release was recorded strictly
-    before the first of them was published (nothing published yet counts too)."""
+    before the first of them was published (nothing published yet counts too), and no
+    release reading the subset was cancelled at or after that publication (`last_cancelled`:
+    the latest such cancellation). A cancellation after an output was seen may depend on it
+    (a stopping decision): the releases left charged were then chosen adaptively."""
     if unknown:
         return False
     if first_published is None:
         return True
+    if last_cancelled is not None and not _naive(last_cancelled) < _naive(first_published):
+        return False
     return last_recorded is not None and _naive(last_recorded) < _naive(first_published)
 
 
-def _naive(moment: datetime) -> datetime:
-    from datetime import UTC
+UNKNOWN_CANCELLATION = datetime.max  # a cancelled release with no dated cancellation: after any publication
 
+
+def cancelled_moments(releases: Iterable[Release], ended_at: Mapping[str, datetime] | None
+                      ) -> dict[str, datetime]:
+    """Variable -> the latest cancellation of a cancelled release reading it (DESIGN 2.10):
+    dated by its audit event (`ended_at`, history.ended; `cancel` writes it with the status, and
+    no release file records a release as cancelled), else unknown (`UNKNOWN_CANCELLATION`: after
+    any publication, so adaptive; never declared for want of a moment; `ended_at` None: every
+    one unknown). Naive UTC moments. (columns.cancellations: the same from the accounting rows.)"""
+    found: dict[str, datetime] = {}
+    for release in releases:
+        if release.status is not Status.CANCELLED:
+            continue
+        moment = None if ended_at is None else ended_at.get(release.id)
+        moment = UNKNOWN_CANCELLATION if moment is None else _naive(moment)
+        for name in release.reads:
+            if name not in found or moment > found[name]:
+                found[name] = moment
+    return found
+
+
+def last_cancelled(moments: Mapping[str, datetime] | None, subset: Iterable[str]) -> datetime | None:
+    """The latest of `moments` (`cancelled_moments`) over the variables of `subset`."""
+    if not moments:
+        return None
+    found = [moments[name] for name in subset if name in moments]
+    return max(found) if found else None
+
+
+def note_cancellations(index, moments: Mapping[str, datetime]) -> None:
+    """Attach `cancelled_moments` to a LedgerIndex (kept by variable name: `engine.index_over`
+    keeps it); every accountant over the index reads it (`index_cancelled`)."""
+    index.__dict__["_cancelled_at"] = dict(moments)
+    index.__dict__.pop("_cancelled_stamps", None)
+
+
+def index_cancelled(index) -> np.ndarray:
+    """Per variable of the index, its latest cancellation in seconds (-inf: none; inf: unknown)."""
+    moments = index.__dict__.get("_cancelled_at") or {}
+    found = index.__dict__.get("_cancelled_stamps")
+    if found is not None and found[0] is moments and found[1] == index.variables:
+        return found[2]
+    stamps = np.full(len(index.variables), -np.inf)
+    for j, name in enumerate(index.variables):
+        moment = moments.get(name)
+        if moment is not None:
+            stamps[j] = np.inf if moment == UNKNOWN_CANCELLATION else _stamp(moment)
+    index.__dict__["_cancelled_stamps"] = (moments, index.variables, stamps)
+    return stamps
+
+
+def _naive(moment: datetime) -> datetime:
     return moment if moment.tzinfo is None else moment.astimezone(UTC).replace(tzinfo=None)  # naive: UTC
 
 
@@ -513,15 +592,17 @@ def note_times(comp: Composition, release: Release) -> None:
 
 
 def composition(releases: Iterable[Release], families: Iterable[Family], subset: Iterable[str],
-                basic: Spend | None = None) -> Composition:
+                basic: Spend | None = None, cancelled: Mapping[str, datetime] | None = None) -> Composition:
     """The reference path: every release's event on `subset`, families charged by their
-    guarantee (DESIGN 2.6), release by release (`index_composition` is the fast path)."""
+    guarantee (DESIGN 2.6), release by release (`index_composition` is the fast path);
+    `cancelled`: `cancelled_moments` of the dataset's cancelled releases."""
     from .engine import family_cost, ledger_cost, release_cost
 
     subset = frozenset(subset)
     releases = [r for r in releases if r.status in CHARGED_STATUSES]
     family_map = {f.id: f for f in families}
     comp = Composition(basic if basic is not None else ledger_cost(releases, family_map.values(), subset))
+    comp.last_cancelled = last_cancelled(cancelled, subset)
     members: dict[str, list[Release]] = {}
     for release in releases:
         if release.family is not None and release.family in family_map:
@@ -1047,13 +1128,13 @@ class IndexEvents:
                     comp.unbounded = True
                 else:
                     comp.events.update(unit_events(index.releases[i], spend))
+        comp.last_cancelled = last_cancelled(index.__dict__.get("_cancelled_at"), subset)
         if touched.any():
             comp.unknown_times = bool(self.unknown[touched].any())
             last = float(self.recorded[touched].max())
             first = float(self.published[touched].min())
-            comp.last_recorded = None if math.isinf(last) else _from_stamp(last)
-            comp.first_published = (None if first == np.inf else datetime.min if first == -np.inf
-                                    else _from_stamp(first))
+            comp.last_recorded = last_recorded_from(last)
+            comp.first_published = first_published_from(first)
         return comp
 
 
@@ -1229,14 +1310,14 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
         last, first = read_extreme(index, events.recorded, -1), read_extreme(index, events.published, 1)
         unknown = touched[events.unknown].any(axis=0)
         others = bool(index.members) or bool(index.ambiguous)
+        cancelled = index.__dict__.get("_cancelled_at")
         per_variable = []
         for j, name in enumerate(index.variables):
             comp = Composition(table.total[j], Counter({events.events[k]: int(counts[j, k])
                                                         for k in np.flatnonzero(counts[j])}),
                                bool(unbounded[j]) or table.total[j].unbounded,
-                               None if math.isinf(last[j]) else _from_stamp(float(last[j])),
-                               None if first[j] == np.inf else datetime.min if first[j] == -np.inf
-                               else _from_stamp(float(first[j])), bool(unknown[j]))
+                               last_recorded_from(last[j]), first_published_from(first[j]), bool(unknown[j]),
+                               last_cancelled(cancelled, (name,)))
             if others:  # families and releases with a choice, one by one
                 extra = events.composition(np.where(simple, index.ZERO_ID, cells[:, j]), frozenset({name}), Spend())
                 comp.events.update(extra.events)
@@ -1365,11 +1446,27 @@ def _from_stamp(value: float) -> datetime:
     return datetime.fromtimestamp(value, UTC)
 
 
+def last_recorded_from(stamp: float) -> datetime | None:
+    """`Composition.last_recorded` from the largest recording stamp of the releases composed
+    (`IndexEvents.recorded`, seconds since the epoch): None where it is unknown (-inf)."""
+    return None if math.isinf(stamp) else _from_stamp(float(stamp))
+
+
+def first_published_from(stamp: float) -> datetime | None:
+    """`Composition.first_published` from the smallest publication stamp of the releases composed
+    (`IndexEvents.published`): None where none is published (inf), datetime.min where one was
+    published at an unknown moment (-inf)."""
+    return None if stamp == np.inf else datetime.min if stamp == -np.inf else _from_stamp(float(stamp))
+
+
 # --------------------------------------------------------------------------
 # Caps: running state per cap, and which valid filter decides (DESIGN 2.10)
 # --------------------------------------------------------------------------
 
-STATE_VERSION = 3  # 3: a subsampled Laplace or geometric release is charged through its sampling event
+STATE_VERSION = 4  # 3: a subsampled Laplace or geometric release is charged through its sampling event
+# 4: "last_cancelled", the latest cancellation of a release reading the cap's subset (DESIGN 2.10: a
+# cancellation after a publication makes the case adaptive); a state of version 3 is stale, recomputed
+# from the accounting rows (cap_accounting.current_states; database.refresh_cancelled_states saves them)
 
 
 def cap_key(cap) -> str:
@@ -1398,15 +1495,20 @@ def state_from_composition(cap, comp: Composition, family_events: Mapping[str, l
         "families": dict(family_events or {}), "unbounded": comp.unbounded, "unknown": comp.unknown_times,
         "last_recorded": None if comp.last_recorded is None else _naive(comp.last_recorded).isoformat(),
         "first_published": None if comp.first_published is None else _naive(comp.first_published).isoformat(),
+        "last_cancelled": None if comp.last_cancelled is None else _naive(comp.last_cancelled).isoformat(),
     }
 
 
-def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, Family]) -> dict:
-    """A cap's running state recomputed from every recorded release."""
+def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, Family],
+                       ended_at: Mapping[str, datetime] | None = None) -> dict:
+    """A cap's running state recomputed from every recorded release (the cancelled ones too:
+    their cancellations, dated by `ended_at` (history.ended), decide the case, DESIGN 2.10)."""
     from .engine import family_cost
 
+    releases = list(releases)
+    cancelled = cancelled_moments(releases, ended_at)
     releases = [r for r in releases if r.status in CHARGED_STATUSES]
-    comp = composition(releases, families.values(), cap.subset, basic=Spend())
+    comp = composition(releases, families.values(), cap.subset, basic=Spend(), cancelled=cancelled)
     family_events: dict[str, list[str]] = {}
     members: dict[str, list[Release]] = {}
     first_reading: dict[str, int] = {}  # the families' order: their first member reading the subset
@@ -1467,7 +1569,7 @@ def state_differences(stored: dict, expected: dict, cap=None) -> list[str]:
         a, b = stored.get(key), expected.get(key)
         if key == "events":
             a, b = {k: int(v) for k, v in (a or {}).items()}, {k: int(v) for k, v in (b or {}).items()}
-        if key == "last_recorded" or key == "first_published":
+        if key in ("last_recorded", "first_published", "last_cancelled"):
             a, b = _parse(a) if isinstance(a, str) else a, _parse(b) if isinstance(b, str) else b
         if a != b:
             found.append(f"{key}: stored {json_text(stored.get(key))}, recomputed {json_text(expected.get(key))}")
@@ -1552,7 +1654,8 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
             unbounded = True
         else:
             for event in unit_events(release, spend):
-                events[event.key] = int(events.get(event.key, 0)) + 1
+                key = event.key
+                events[key] = int(events.get(key, 0)) + 1
     for fid, new in joined.items():
         everyone = [m for m in members.get(fid, ()) if m.status in CHARGED_STATUSES] + new
         spend = family_cost(families[fid], everyone, cap.subset)  # (0 where no member reads it)
@@ -1581,7 +1684,7 @@ def state_composition(state: dict, basic: Spend) -> Composition:
         for key in keys:
             events[Event.from_key(key)] += 1
     return Composition(basic, events, state["unbounded"] or basic.unbounded, _parse(state["last_recorded"]),
-                       _parse(state["first_published"]), state["unknown"])
+                       _parse(state["first_published"]), state["unknown"], _parse(state.get("last_cancelled")))
 
 
 @dataclass(frozen=True)
@@ -1603,16 +1706,14 @@ class Decision:
 
 FILTER_THEOREMS = {
     "basic-pure": "pure-epsilon filter: the sum of epsilons (Rogers, Roth, Ullman and Vadhan 2016)",
-    "basic": "basic filter: sums of epsilon and delta (Rogers, Roth, Ullman and Vadhan 2016) and of rho "
-             "(Feldman and Zrnic 2021, Remark 4.4) converted at half the delta, as the basic accountant composes "
-             "them",
+    "basic": "basic filter: sums of epsilon and delta (Rogers, Roth, Ullman and Vadhan 2016), and rho with "
+             "pure epsilon at the Rényi orders fixed in advance, each at 1/22 of the delta (Feldman and Zrnic "
+             "2021, Theorem 4.3), as the basic accountant composes them",
     "rho": "zCDP filter: the sum of rho (Feldman and Zrnic 2021, Remark 4.4)",
     "rdp": "Rényi filter at the orders fixed in advance (Feldman and Zrnic 2021, Theorem 4.3 at each order, "
-           "each at 1/40 of the delta), converted by Canonne, Kamath and Steinke 2020, Prop 12; or the zCDP "
-           "filter of the summed rho, pure epsilon as epsilon^2/2 (Feldman and Zrnic 2021, Remark 4.4), "
-           "converted by CKS 2020 at half the delta; the smallest, by a union bound over these statements "
-           "fixed in advance (as Lécuyer 2021 unions the orders); approximate guarantees by the basic "
-           "filter beside it",
+           "each at 1/22 of the delta), converted by Canonne, Kamath and Steinke 2020, Prop 12; the smallest, "
+           "by a union bound over these statements fixed in advance (as Lécuyer 2021 unions the orders); "
+           "approximate guarantees by the basic filter beside it",
     "declared": "non-adaptive composition of a plan declared in advance (DESIGN 2.10): the smallest of the "
                 "basic, Rényi and PLD figures",
 }
@@ -1623,11 +1724,13 @@ def rdp_filter_epsilon(curve: np.ndarray, delta: float) -> float:
     delta (ORDER_SHARE, spend.py), the smallest (module docstring)."""
     if delta <= 0:
         return INF
-    sub = curve[_grids()["_FILTER_INDEX"]]
+    grids = _grids()
+    sub = curve[grids["_FILTER_INDEX"]]
     if not sub.any():
         return 0.0
-    a = _grids()["FILTER_ORDERS"]
-    eps = sub + np.log1p(-1 / a) - (math.log(delta * ORDER_SHARE) + np.log(a)) / (a - 1)
+    # a = FILTER_ORDERS: eps = sub + log1p(-1/a) - (log(delta ORDER_SHARE) + log(a)) / (a - 1)
+    log1p_inverse, log_order, order_less_one = grids["_FILTER_CONSTANTS"]
+    eps = sub + log1p_inverse - (math.log(delta * ORDER_SHARE) + log_order) / order_less_one
     return _up(max(float(eps.min()), 0.0))
 
 
@@ -1645,15 +1748,9 @@ def rdp_filter_figure(comp: Composition, delta: Fraction) -> float:
     if remaining <= 0:
         return INF
     value = rdp_filter_epsilon(comp.curve(), float(remaining))
-    rho = comp.rho_bound()
-    if rho > 0 and not approx_eps and not approx_delta:
-        # the zCDP filter: every release's rho (a pure epsilon as epsilon^2 / 2, Bun and Steinke
-        # 2016, Prop 3.3) summed; a bound on the sum holds at every order at once, so the
-        # composition is rho-zCDP (Feldman and Zrnic 2021, Remark 4.4; Whitehouse et al. 2023)
-        # and converts by CKS 2020 at its share of the delta (ZCDP_SHARE, spend.py), the share
-        # the basic accountant converts at too. Not beside approximate guarantees: their epsilons
-        # and deltas would move the Rényi order its conversion picks after the outputs.
-        value = min(value, cks_epsilon(rho, float(remaining) * ZCDP_SHARE))
+    # (not the summed rho converted at its best order: that order follows the realized total, a
+    # filter only for a rho budget fixed in advance, not a figure valid at every stopping time;
+    # spend.py's module docstring)
     return _up(value + float(approx_eps)) if approx_eps else value
 
 
@@ -1667,11 +1764,24 @@ def _key_summary(key: str) -> tuple:
     return event_curve(event), event_rho(event), 0, 0
 
 
+def summed_curve(items) -> np.ndarray:
+    """The sum of count x curve over (event key, count) items, in one canonical order (counts merged
+    per key, keys sorted, added one after another): the same bits whichever path lists the events
+    (a composition, a cap's running state), so `subset` and `cap list` print the same last digit."""
+    counts: dict[str, int] = {}
+    for key, count in items:
+        counts[key] = counts.get(key, 0) + count
+    if not counts:
+        return np.zeros_like(_grids()["ORDERS"])
+    keys = tuple(sorted(counts))
+    return np.asarray([counts[key] for key in keys], dtype=np.float64) @ _curve_matrix(keys)
+
+
 @lru_cache(maxsize=4096)
 def _state_sums(items: tuple) -> tuple:
     """(summed curve, summed rho bound, approximate epsilon, approximate delta) of a state's
     (event key, count) items: a decoded state, cached by its content."""
-    curves, weights = [], []
+    plain = []
     rho, approx_eps, approx_delta = 0.0, Fraction(0), Fraction(0)
     for key, count in items:
         curve, r, a, b = _key_summary(key)
@@ -1679,18 +1789,26 @@ def _state_sums(items: tuple) -> tuple:
             approx_eps += count * a
             approx_delta += count * b
         else:
-            curves.append(curve)
-            weights.append(count)
+            plain.append((key, count))
             rho += count * r
-    total = (np.asarray(weights, dtype=np.float64) @ np.asarray(curves) if curves
-             else np.zeros_like(_grids()["ORDERS"]))
+    total = summed_curve(plain)  # (the composition's bits: Composition.curve)
     total.setflags(write=False)
     return total, rho, approx_eps, approx_delta
 
 
+@lru_cache(maxsize=256)
+def _curve_matrix(keys: tuple[str, ...]) -> np.ndarray:
+    """The curves of these event keys stacked, one row each (`summed_curve`): a running state's keys
+    change only when a new kind of event joins it, its counts at every record; the same matrix
+    as stacking them again, so the same sums."""
+    matrix = np.asarray([_key_summary(key)[0] for key in keys])
+    matrix.setflags(write=False)
+    return matrix
+
+
 def _filter_from_state(state: dict, delta: Fraction) -> float:
     """`rdp_filter_figure` of a running state, from its cached sums (the Rényi filter at the fixed
-    orders and the zCDP filter, approximate guarantees by basic beside them)."""
+    orders, approximate guarantees by basic beside them)."""
     items = tuple(state["events"].items())  # (in the state's own order: a cache key, not a meaning)
     if state["families"]:
         items += tuple((key, 1) for keys in state["families"].values() for key in keys)
@@ -1703,9 +1821,7 @@ def _filter_value(items: tuple, delta: Fraction) -> float:
     remaining = delta - approx_delta
     if remaining <= 0:
         return INF
-    value = rdp_filter_epsilon(curve, float(remaining))
-    if rho > 0 and not approx_eps and not approx_delta:  # (as rdp_filter_figure)
-        value = min(value, cks_epsilon(math.fsum([rho]) * (1 + _MARGIN), float(remaining) * ZCDP_SHARE))
+    value = rdp_filter_epsilon(curve, float(remaining))  # (as rdp_filter_figure)
     return _up(value + float(approx_eps)) if approx_eps else value
 
 
@@ -1735,7 +1851,7 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
     pure = spend.is_pure if spend is not None else _state_is_pure(state)
     units = sum(state["events"].values()) + sum(len(keys) for keys in state["families"].values())
     case = "declared" if units <= 1 or declared(_parse(state["last_recorded"]), _parse(state["first_published"]),
-                                                state["unknown"]) else "adaptive"
+                                                state["unknown"], _parse(state.get("last_cancelled"))) else "adaptive"
     found = [("basic", basic_value, FILTER_THEOREMS["basic-pure" if pure else "basic"]),
              ("rdp", _filter_from_state(state, cap.delta), FILTER_THEOREMS["rdp"])]
     if case == "declared":
@@ -1856,7 +1972,6 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
     f_index, f_orders = _grids()["_FILTER_INDEX"], _grids()["FILTER_ORDERS"]
     f_log_term, f_log_a, f_a_1 = np.log1p(-1 / f_orders), np.log(f_orders), f_orders - 1
     rho_of, remaining_of, approx_of = np.zeros((n, n)), np.ones((n, n)), np.zeros((n, n))
-    approx_delta_of = np.zeros((n, n))
     for i in range(n):
         c = counts[:, i, i:]  # events x pairs (i, i..n-1)
         plain = c[~approx] if len(chosen) else np.zeros((0, n - i))
@@ -1866,7 +1981,6 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
         approx_delta = c[approx].T @ a_delta if approx.any() else np.zeros(n - i)
         remaining = float(delta) - approx_delta * (1 + 1e-12)  # never more than the exact remainder
         remaining_of[i, i:] = remaining
-        approx_delta_of[i, i:] = approx_delta
         live = remaining > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             table = summed + log_term - (np.log(np.where(live, remaining, 1.0))[:, None] + log_a) / a_1
@@ -1889,12 +2003,6 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
         bound[zcdp] = cks_floats(rho_of[zcdp], remaining_of[zcdp])
         smaller = bound < epsilon
         epsilon, order = np.where(smaller, bound, epsilon), np.where(smaller, np.nan, order)
-        # the zCDP filter at its share of delta, where no approximate guarantee is beside it (rdp_filter_figure)
-        alone = zcdp & (approx_of == 0) & (approx_delta_of == 0)
-        if alone.any():
-            share = np.full((n, n), np.inf)
-            share[alone] = cks_floats(rho_of[alone], remaining_of[alone] * ZCDP_SHARE)
-            filtered = np.minimum(filtered, share)
     epsilon = np.where(approx_of > 0, np.nextafter((epsilon + approx_of) * (1 + _MARGIN), np.inf), epsilon)
     filtered = np.where(approx_of > 0, np.nextafter((filtered + approx_of) * (1 + _MARGIN), np.inf), filtered)
     epsilon[upper & ~live] = np.inf
@@ -1912,7 +2020,10 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
     unknown = touched[events.unknown].any(axis=0) if len(events.unknown) else np.zeros(n, dtype=bool)
     pair_last = np.maximum(last[:, None], last[None, :])
     pair_first = np.minimum(first_pub[:, None], first_pub[None, :])
-    declared_ = ~(unknown[:, None] | unknown[None, :]) & ((pair_first == np.inf) | (pair_last < pair_first))
+    ended = index_cancelled(index)  # no release reading the pair cancelled at or after its first publication
+    pair_ended = np.maximum(ended[:, None], ended[None, :])
+    declared_ = ~(unknown[:, None] | unknown[None, :]) & ((pair_first == np.inf)
+                                                          | ((pair_last < pair_first) & (pair_ended < pair_first)))
     units = counts.sum(axis=0) if len(chosen) else np.zeros((n, n))
     declared_ |= (units <= 1) & ~unbounded  # (unbounded pairs: the times alone, as `case_of`)
     # adaptive pairs show the Rényi filter's figure, at no order chosen afterwards (rdp_figure)
@@ -2259,7 +2370,3 @@ def pair_figures(index, delta: Fraction, grid=None, objective=None, diagonal: bo
     rdp = pair_rdp(index, delta, grid, pld_limit)
     return {(i, j): pair_figure(index, delta, grid, rdp, i, j)
             for i in range(n) for j in range(i if diagonal else i + 1, n)}
-
-
-def _first_moment(value: float) -> datetime | None:
-    return None if value == np.inf else datetime.min if value == -np.inf else _from_stamp(float(value))

@@ -227,10 +227,18 @@ def _sorted_choices(choices: Mapping[tuple[Spend, ...], int]) -> tuple[tuple[tup
     return tuple(sorted(choices.items(), key=lambda item: repr(item[0])))
 
 
-def _finish(cap: Cap, standalone: Spend, choices: Mapping, families: Mapping[str, tuple[Option, ...]],
-            drivers: list) -> CapTotal:
-    total = CapTotal(standalone, dict(families), _top(cap, drivers), None, _sorted_choices(choices))
-    return CapTotal(total.standalone, total.families, total.drivers, cap_value(cap, total), total.choices)
+def total_from_parts(cap: Cap, standalone: Spend, choices: Mapping, families: Mapping[str, tuple[Option, ...]],
+                     drivers: list) -> CapTotal:
+    """The running total of `cap` from its parts: the standalone releases' sum, the releases with a
+    choice (options -> count), each family's options and every driver (`top_drivers` keeps the
+    largest); its figure in the cap's unit is `cap_value`'s. What `apply`, `total_from_history`,
+    `total_from_index` and audit verify's recomputation (store.database) all finish with."""
+    families, choices, top = dict(families), _sorted_choices(choices), top_drivers(cap, drivers)
+    # with nothing to choose among (no choices, no families) the composition is the standalone sum
+    # itself (`compose_units`), so `cap_value` is its measure: the same figure, without composing
+    value = (measure(cap, standalone) if not choices and not families
+             else cap_value(cap, CapTotal(standalone, families, top, None, choices)))
+    return CapTotal(standalone, families, top, value, choices)
 
 
 def apply(
@@ -269,7 +277,7 @@ def apply(
         else:
             new_families[family_id] = options
             drivers.append((label, options_measure(cap, options)))
-    return _finish(cap, standalone, choices, new_families, drivers)
+    return total_from_parts(cap, standalone, choices, new_families, drivers)
 
 
 def _own(cap: Cap, release: Release, own: dict | None, measured: bool = True) -> tuple[tuple, Number | None]:
@@ -308,7 +316,7 @@ def total_from_history(cap: Cap, releases: Iterable[Release], families: Mapping[
         if options != (ZERO,):
             family_options_[fid] = options
             drivers.append((FAMILY_DRIVER + fid, options_measure(cap, options)))
-    return _finish(cap, standalone, choices, family_options_, drivers)
+    return total_from_parts(cap, standalone, choices, family_options_, drivers)
 
 
 def total_from_index(cap: Cap, index: LedgerIndex) -> CapTotal:
@@ -344,14 +352,14 @@ def total_from_index(cap: Cap, index: LedgerIndex) -> CapTotal:
         drivers += [(name, value_measure[int(ids[row])]) for name, row in rows]
     else:
         drivers += [(index.release_ids[row], value_measure[int(ids[row])]) for row in rows.tolist()]
-    return _finish(cap, standalone, choices, family_options_, drivers)
+    return total_from_parts(cap, standalone, choices, family_options_, drivers)
 
 
 def _first_ranked(rows: np.ndarray, row_float: np.ndarray, release_ids) -> list[tuple[str, int]]:
-    """(id, row) of the rows `_top` can keep among these, in its order (the largest float
+    """(id, row) of the rows `top_drivers` can keep among these, in its order (the largest float
     first, then the smallest id): of each float value, largest first, the DRIVERS_KEPT smallest
     ids, until DRIVERS_KEPT are kept. A row left out has DRIVERS_KEPT rows ranked before it,
-    so `_top` over every row keeps the same drivers; the ids are read for the tied rows at
+    so `top_drivers` over every row keeps the same drivers; the ids are read for the tied rows at
     once (at a million releases, tens of thousands tie; one look-up each took seconds)."""
     kept: list[tuple[str, int]] = []
     for value in np.unique(row_float)[::-1]:
@@ -399,7 +407,9 @@ def total_differences(stored: CapTotal, expected: CapTotal) -> list[str]:
             for key in dict.fromkeys([*before, *after]) if before.get(key) != after.get(key)]
 
 
-def _top(cap: Cap, drivers: list[tuple[str, Number]]) -> tuple[tuple[str, Number], ...]:
+def top_drivers(cap: Cap, drivers: list[tuple[str, Number]]) -> tuple[tuple[str, Number], ...]:
+    """The DRIVERS_KEPT largest of (release id or FAMILY_DRIVER + family id, its charge in the
+    cap's unit), largest first (rounded up to a float, as shown), ties by id: the ones a total keeps."""
     ranked = sorted(drivers, key=lambda item: (-float_up(item[1]), item[0]))
     return tuple(ranked[:DRIVERS_KEPT])
 
@@ -494,7 +504,7 @@ def check(
             CapCheck(
                 cap=cap,
                 current=current,
-                charge=difference(after, current),
+                charge=plan_charge(cap, plan, families, current, after, own),
                 after=after,
                 headroom=difference(cap.limit, after, down=True),
                 status=status(cap, after),
@@ -507,12 +517,25 @@ def check(
     return results
 
 
+def plan_charge(cap: Cap, plan: Sequence[Release], families: Mapping[str, Family], current: Number,
+                after: Number, own: dict | None = None) -> Number:
+    """What a plan adds to a cap: after - current; where the history is already ∞ that
+    difference says nothing (∞ - ∞), and the plan's own figure on the cap (its releases
+    composed alone, as a first plan would be, its families over their new members) is shown
+    instead: what it would add to any finite history, never 0 for a plan that reads the cap."""
+    if is_infinite(current):
+        return cap_value(cap, apply(CapTotal(), cap, plan, families, {}, own))
+    return difference(after, current)
+
+
 def difference(a: Number, b: Number, *, down: bool = False) -> Number:
     """a - b, exact for Fractions; as floats, rounded up (a charge) or down (a headroom)."""
-    if is_infinite(a) and is_infinite(b):
+    a_infinite = isinstance(a, float) and math.isinf(a)  # (is_infinite, once each)
+    b_infinite = isinstance(b, float) and math.isinf(b)
+    if a_infinite and b_infinite:
         return 0 if a == b else INF
-    if is_infinite(a) or is_infinite(b):
-        return (math.inf if a > 0 else -math.inf) if is_infinite(a) else (-math.inf if b > 0 else math.inf)
+    if a_infinite or b_infinite:
+        return (math.inf if a > 0 else -math.inf) if a_infinite else (-math.inf if b > 0 else math.inf)
     if isinstance(a, Fraction) and isinstance(b, Fraction):
         return a - b
     if a == b:

@@ -617,7 +617,7 @@ class LedgerIndex:
             bounds = np.searchsorted(self.g_release, np.arange(0, n_rel + _CHUNK, _CHUNK).clip(max=n_rel))
             for k, start in enumerate(range(0, n_rel, _CHUNK)):
                 stop = min(start + _CHUNK, n_rel)
-                part = _rows_of(self, start, stop, bounds[k], bounds[k + 1])
+                part = rows_of(self, start, stop, bounds[k], bounds[k + 1])
                 out[start:stop] = part._cost_ids(columns)
             return out
         reads_u = self.reads[:, columns]
@@ -674,13 +674,19 @@ class LedgerIndex:
     def table(self, dataset: str, objective: Objective | None = None) -> RiskTable:
         """The release-by-variable matrix (Tan, Table 1) with totals and the whole-dataset column."""
         n_var = len(self.variables)
-        cells = self._single_cells()
+        cells = self.single_cells()
         dataset_wide = self.cost_ids(range(n_var))
         rows, cols = self.read_entries()  # every other cell is 0 (not read), which adds nothing
         keep = self.simple[rows]
         totals = self._components.entry_totals(cells[rows[keep], cols[keep]], cols[keep], n_var)
         if self.members or self.ambiguous:
             totals = [self._others(frozenset({name}), total, objective) for total, name in zip(totals, self.variables)]
+        return self._risk_table(dataset, cells, dataset_wide, totals, objective)
+
+    def _risk_table(self, dataset: str, cells: np.ndarray, dataset_wide: np.ndarray, totals: Iterable[Spend],
+                    objective: Objective | None) -> RiskTable:
+        """The RiskTable of these cells, whole-dataset column and total row, its whole-dataset
+        total composed here (`_others`: families and releases with a choice over every variable)."""
         total_wide = self._others(frozenset(self.variables), self._components.total(dataset_wide[self.simple]),
                                   objective)
         return RiskTable(
@@ -879,7 +885,7 @@ class LedgerIndex:
         position[order] = np.arange(len(order))
         member_rows = np.asarray(sorted({r for rows_ in self.members.values() for r in rows_}), dtype=np.int64)
         if len(self.releases) <= _CHUNK:
-            cells = self._single_cells()
+            cells = self.single_cells()
             ordered = cells[order].copy()
             ordered[~self.simple[order]] = self.ZERO_ID  # families and choices: below
             bounds = np.concatenate([[0], checkpoints])
@@ -893,8 +899,8 @@ class LedgerIndex:
             member_cells = np.zeros((len(member_rows), n_var), dtype=np.int64)
             for start in range(0, len(self.releases), _CHUNK):
                 stop = min(start + _CHUNK, len(self.releases))
-                part = _rows_of(self, start, stop, *np.searchsorted(self.g_release, [start, stop]))
-                chunk = part._single_cells()
+                part = rows_of(self, start, stop)
+                chunk = part.single_cells()
                 lo, hi = np.searchsorted(member_rows, [start, stop])
                 member_cells[lo:hi] = chunk[member_rows[lo:hi] - start]
                 chunk[~self.simple[start:stop]] = self.ZERO_ID
@@ -946,18 +952,8 @@ class LedgerIndex:
         n_rel, n_var = len(self.releases), len(self.variables)
         dataset_wide = self.cost_ids(range(n_var))
         totals = self.running_totals(range(n_rel), [n_rel], objective)
-        total_wide = self._others(frozenset(self.variables), self._components.total(dataset_wide[self.simple]),
-                                  objective)
-        return RiskTable(
-            dataset=dataset,
-            variables=self.variables,
-            releases=self.releases,
-            values=self.values,
-            cells=self._single_cells(),
-            dataset_wide=dataset_wide,
-            total=tuple(totals.spend(0, j) for j in range(n_var)),
-            total_dataset_wide=total_wide,
-        )
+        return self._risk_table(dataset, self.single_cells(), dataset_wide,
+                                (totals.spend(0, j) for j in range(n_var)), objective)
 
     def _guarantee_spans(self) -> tuple[np.ndarray, np.ndarray]:
         """Per release: how many guarantees it has, and the index of its first (-1: none)."""
@@ -973,7 +969,7 @@ class LedgerIndex:
         protects[guaranteed] = self.g_protects[first[rows][guaranteed]]
         return protects
 
-    def _single_cells(self) -> np.ndarray:
+    def single_cells(self) -> np.ndarray:
         """Per release and variable, the id of c_r({v}) (the cells of Table 1): for a single
         variable v read by r, U ∩ reads(r) = {v}, covered by g iff v ∈ P_g, so the cell is
         the smallest value id among the guarantees protecting v (NONE when none does), 0
@@ -1205,9 +1201,13 @@ def _exact_key(x):
     return None if x is None else (x.numerator, x.denominator) if isinstance(x, Fraction) else x
 
 
-def _rows_of(index: LedgerIndex, start: int, stop: int, g_start: int, g_stop: int) -> LedgerIndex:
-    """The index restricted to releases start..stop (and their guarantees g_start..g_stop),
-    sharing its values: what `cost_ids` and `_single_cells` read, for one chunk."""
+def rows_of(index: LedgerIndex, start: int, stop: int, g_start: int | None = None,
+            g_stop: int | None = None) -> LedgerIndex:
+    """The index restricted to releases start..stop (and their guarantees g_start..g_stop, found
+    from `g_release` when not given), sharing its values: what `cost_ids` and `single_cells` read,
+    for one chunk of a large index (its Table 1 rows, without the whole n x |V| matrix)."""
+    if g_start is None or g_stop is None:
+        g_start, g_stop = np.searchsorted(index.g_release, [start, stop])
     part = LedgerIndex.__new__(LedgerIndex)
     part.variables, part.column, part.values, part.NONE, part.ZERO_ID = (
         index.variables, index.column, index.values, index.NONE, index.ZERO_ID)

@@ -6,27 +6,32 @@ pure epsilon, approximate (epsilon, delta), and rho-zCDP are summed separately
 Lemma 2.3) and are only combined when an epsilon at a stated delta is asked
 for. Nothing adds rho and epsilon by plain addition.
 
-The epsilon at a delta is a *filter* figure (DESIGN 2.10): releases may be
-chosen after earlier outputs were seen, so the figure must hold for adaptive
-composition, and where several statements could give it, the smallest may be
-taken only if their deltas were split among them before any release (a union
-bound over the hockey-stick divergence: each statement's stopping time bounds
-E[(1 - e^(eps - L))+] by its share, and the run stops at the latest of them).
-The statements, fixed here (`ZCDP_SHARE`, `FILTER_ORDERS`, `ORDER_SHARE`):
+The epsilon at a delta of a composition must hold for adaptive composition (DESIGN 2.10):
+releases may be chosen after earlier outputs were seen, and the history may stop at any
+moment, so every figure printed along the way is an *odometer* (Rogers, Roth, Ullman and
+Vadhan 2016): with probability at least 1 - delta the loss stays below the figure at every
+stopping time, not only at a moment fixed in advance. Where several statements could give
+it, the smallest may be taken only if their deltas were split among them before any release
+(a union bound over the hockey-stick divergence: each statement's stopping time bounds
+E[(1 - e^(eps - L))+] by its share, and the run stops at the latest of them). The statements,
+fixed here (`FILTER_ORDERS`, `ORDER_SHARE`):
 - the pure sum, with approximate guarantees by the basic filter beside it
   (Rogers, Roth, Ullman and Vadhan 2016): it holds pointwise, spends no delta
   but the approximate releases' own, taken off the top;
-- the zCDP filter of every rho, pure epsilons as epsilon^2 / 2 (Feldman and
-  Zrnic 2021, Remark 4.4; Whitehouse et al. 2023), converted by Canonne,
-  Kamath and Steinke (2020) at ZCDP_SHARE of the delta; its Rényi order is
-  the one the cap's limit fixes, so it is a filter only where no approximate
-  guarantee moves that limit (else it is not used);
-- the Rényi filter at each order of FILTER_ORDERS (Feldman and Zrnic 2021,
-  Thm 4.3), each at ORDER_SHARE of the delta left after the approximate
-  releases' (accountants.rdp_filter_epsilon; here, with the curve a * rho).
-Adding a pure epsilon after converting the rho sum at the best order is not
-among them (its order would follow the pure sum, chosen after the outputs);
-at each fixed order it is (`order_epsilon`).
+- the Rényi statement at each order of FILTER_ORDERS (Feldman and Zrnic 2021,
+  Thm 4.3; at a fixed order exp((a - 1)(L_t - sum of the releases' divergences)) is a
+  supermartingale, so it holds at any stopping time), each at ORDER_SHARE of the
+  delta left after the approximate releases' (accountants.rdp_filter_epsilon; here,
+  with the curve a * rho), converted by CKS (2020) Prop 12 at that order.
+Not among them: converting the summed rho at the order best for it (CKS 2020, Corollary 13).
+That order follows the realized total, chosen after the outputs; it is a filter only for a
+rho budget fixed in advance (Feldman and Zrnic 2021, Remark 4.4), not an odometer: under a
+stopping rule that watches the outputs it was measured above its share of the delta (the
+review of 2026-11-24; tests/test_odometer.py computes it), and schema 15 computes the caps'
+figures again without it. One mechanism alone converts at its best order (`own_epsilon`: it
+is not a composition), and so does a plan declared in advance (non-adaptive composition).
+Adding a pure epsilon after converting the rho sum at the best order is not among them
+either (its order would follow the pure sum); at each fixed order it is (`order_epsilon`).
 
 Invariants:
 - components are exact Fractions; `Spend.epsilon()` is exact for pure and
@@ -48,17 +53,15 @@ from ..core.records import Guarantee, Notion, Relation
 ZERO_FRACTION = Fraction(0)
 DEFAULT_DELTA = Fraction(1, 10**9)  # delta for epsilon figures when neither the dataset nor the user gives one
 
-# (of the statements below, each at its share of the delta fixed in advance: the zCDP filter at half
-# of it, 20 Rényi orders at 1/40 each; the smaller is the figure)
-CONVERSION_NAME = "Canonne-Kamath-Steinke (2020) zCDP-to-(epsilon, delta) conversion, at shares of delta fixed in advance"
+# (of the statements below, each at its share of the delta fixed in advance: 22 Rényi orders at
+# 1/22 each; the smaller is the figure)
+CONVERSION_NAME = "Canonne-Kamath-Steinke (2020) conversion at Rényi orders and shares of delta fixed in advance"
 CONVERSION_SHORT = "CKS 2020"
 
 # The statements an epsilon at a delta may be the smallest of, and each one's share of the delta
-# (module docstring; fixed in this code, so before any release or cap): the zCDP filter half of it,
-# the Rényi filter's orders the other half, evenly.
-FILTER_ORDERS = (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256)
-ZCDP_SHARE = 0.5
-ORDER_SHARE = (1 - ZCDP_SHARE) / len(FILTER_ORDERS)
+# (module docstring; fixed in this code, so before any release or cap): the Rényi orders, evenly.
+FILTER_ORDERS = (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256, 512, 1024)
+ORDER_SHARE = 1 / len(FILTER_ORDERS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,12 +138,11 @@ class Spend:
         - with approximate parts: their deltas are taken out of `delta` first
           (basic composition); if they already exceed it, no bound holds at
           this delta and the answer is ∞;
-        - with rho: the smaller of the zCDP filter (every pure release as
-          rho = epsilon^2 / 2, Bun and Steinke 2016, Prop 3.3, the sum converted
-          by the CKS bound at ZCDP_SHARE of the delta; not beside approximate
-          parts) and the Rényi filter's orders (`order_epsilon`, ORDER_SHARE of
-          the delta left each): the shares make the smaller of the statements
-          valid for adaptive releases (module docstring).
+        - with rho: the Rényi statements at the fixed orders (`order_epsilon`,
+          ORDER_SHARE of the delta left each; every pure release's curve at most
+          min(epsilon, a epsilon^2 / 2), Bun and Steinke 2016, Prop 3.3): the
+          shares make the smallest valid for adaptive releases stopped at any
+          moment (module docstring).
         """
         if self.unbounded:
             return INF
@@ -158,8 +160,8 @@ class Spend:
             return INF
         orders = order_epsilon(float_up(self.pure), float_up(self.pure_rho), float_up(self.rho),
                                remaining * ORDER_SHARE)
-        if not self.approx_epsilon and not self.approx_delta:  # or the zCDP filter, already rounded up
-            return min(cks_epsilon(self.rho + self.pure_rho, remaining * ZCDP_SHARE), orders)
+        if not self.approx_epsilon:
+            return orders
         return _up(float_up(self.approx_epsilon) + orders)
 
     def own_epsilon(self, delta: Number) -> Number:
@@ -354,9 +356,14 @@ def order_epsilon(pure: float, pure_rho: float, rho: float, delta: float) -> flo
     if rho == 0 and pure == 0:
         return 0.0
     log_delta = math.log(delta)
-    best = min(min(pure, a * pure_rho) + a * rho + math.log1p(-1 / a) - (log_delta + math.log(a)) / (a - 1)
-               for a in FILTER_ORDERS)
+    best = min(min(pure, a * pure_rho) + a * rho + log1p_inverse - (log_delta + log_a) / a_less_one
+               for a, log1p_inverse, log_a, a_less_one in _ORDER_CONSTANTS)
     return _up(max(best, 0.0))
+
+
+# Per order of FILTER_ORDERS: (a, log1p(-1/a), log(a), a - 1), the constants of `order_epsilon`'s
+# formula evaluated once (the same floats, in the same expression: the same figure to the bit).
+_ORDER_CONSTANTS = tuple((a, math.log1p(-1 / a), math.log(a), a - 1) for a in FILTER_ORDERS)
 
 
 def cks_bound(alpha: float, rho: float, log_inv_delta: float) -> float:

@@ -15,7 +15,14 @@ Numbers from a library are floats. A loss parameter (epsilon, delta, rho) is
 recorded as the smaller of the float's exact value and its shortest decimal
 that is not below it, so the record never understates the loss
 (`0.3` is recorded as 3/10, which is above the float 0.3).
-The libraries are imported only by their adapter: each is an optional dependency.
+The libraries are imported only by their adapter: each is an optional dependency
+(`pip install -e '.[adapters]'` installs OpenDP and diffprivlib; dp_accounting is a dependency).
+
+Status: a release from a library run is recorded **planned** by default, as a release file
+without `status` and `privacy-ledger run` record theirs: its output has been computed but is not
+out; it reserves its budget at once (the caps are checked when it is recorded) and is approved and
+published like any other release, by an approver (separation of duties). `status="published"`
+records an output that went out when it was made (the recorder then needs the approver role).
 """
 
 from __future__ import annotations
@@ -52,7 +59,7 @@ def relation_of(value: str | Relation, source: str) -> Relation:
 
 def make_release(*, id: str, dataset: str, reads: Iterable[str], mechanism: str, params: dict[str, Any],
                  guarantees: Iterable[Guarantee] | None = None, protects: Iterable[str] | None = None,
-                 title: str = "", status: Status | str = Status.PUBLISHED, source: str) -> Release:
+                 title: str = "", status: Status | str = Status.PLANNED, source: str) -> Release:
     """A Release whose guarantees are the catalogue's derivation from `mechanism` and `params`,
     or the explicit `guarantees`; `protects` narrows what they protect (default: all read)."""
     read = frozenset(reads)

@@ -27,7 +27,7 @@ _CATALOGUED = {"Laplace": "laplace", "Geometric": "geometric"}
 
 def release(mechanism: Any, *, id: str, dataset: str, reads: Iterable[str], relation: str | Relation = "replace",
             protects: Iterable[str] | None = None, title: str = "",
-            status: Status | str = Status.PUBLISHED) -> Release:
+            status: Status | str = Status.PLANNED) -> Release:
     """One release from a diffprivlib mechanism object."""
     source = f"diffprivlib mechanism for release {id}"
     chosen = relation_of(relation, source)
@@ -51,7 +51,7 @@ def release(mechanism: Any, *, id: str, dataset: str, reads: Iterable[str], rela
 
 def from_accountant(accountant: Any, *, id: str, dataset: str, reads: Iterable[str],
                     relation: str | Relation = "replace", protects: Iterable[str] | None = None,
-                    title: str = "", status: Status | str = Status.PUBLISHED) -> list[Release]:
+                    title: str = "", status: Status | str = Status.PLANNED) -> list[Release]:
     """One release per query a diffprivlib BudgetAccountant has spent budget on."""
     source = f"diffprivlib BudgetAccountant for release {id}"
     chosen = relation_of(relation, source)

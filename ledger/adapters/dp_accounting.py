@@ -47,7 +47,7 @@ class _Part:
 
 def releases(event: Any, *, id: str, dataset: str, reads: Iterable[str], relation: str | Relation = "add-remove",
              protects: Iterable[str] | None = None, title: str = "",
-             status: Status | str = Status.PUBLISHED) -> list[Release]:
+             status: Status | str = Status.PLANNED) -> list[Release]:
     """The releases a DpEvent stands for (one, several for a ComposedDpEvent, none for a no-op)."""
     source = f"dp_accounting event for release {id}"
     chosen = relation_of(relation, source)

@@ -44,7 +44,7 @@ def metric_relation(metric: Any) -> Relation | None:
 def release(measurement: Any, *, id: str, dataset: str, reads: Iterable[str], d_in: Any = None,
             relation: str | Relation | None = None, delta: float | None = None,
             protects: Iterable[str] | None = None, title: str = "",
-            status: Status | str = Status.PUBLISHED) -> Release:
+            status: Status | str = Status.PLANNED) -> Release:
     """One release from an OpenDP Measurement (or an opendp.context Context)."""
     source = f"OpenDP measurement for release {id}"
     if hasattr(measurement, "accountant") and hasattr(measurement, "d_in"):  # opendp.context.Context

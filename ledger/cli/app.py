@@ -79,23 +79,14 @@ app.add_typer(cap_app, name="cap")
 
 
 # which ledger (--db), how it is opened, the light read and the date options: shared by every cli_* module
-from .context import DEFAULT_URL, State, parse_date, state  # noqa: E402,F401
+from .context import DEFAULT_URL, State, as_of_json, as_of_lines, moment_text, parse_date, state  # noqa: E402,F401
 from .context import open_engine as _engine  # noqa: E402
 from .context import read_light as _read_light  # noqa: E402
 from .context import actor as _actor  # noqa: E402
 
-DatasetOption = Annotated[Optional[str], typer.Option("--dataset", "-d", help="Dataset (default: the only one).")]
-DeltaOption = Annotated[Optional[str], typer.Option("--delta", help="Delta for epsilon figures "
-                                                    "(default: the dataset's, else 1e-9).")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+from .options import AsOfOption, AsOption, DatasetOption, DeltaOption, JsonOption  # noqa: E402 (one definition each)
 AccountantOption = Annotated[Optional[str], typer.Option(
     "--accountant", help="basic, rdp or pld: show this accountant's figure (default: the smallest valid one).")]
-# every step is done as a named person (DESIGN 2.12); --by is the earlier spelling
-AsOption = Annotated[Optional[str], typer.Option("--as", "--by", help="Who does it (default: $LEDGER_USER, "
-                                                 "else the operating-system user).")]
-AsOfOption = Annotated[Optional[str], typer.Option("--as-of", metavar="DATE", help="The ledger as it stood on this date (ISO "
-                                                   "8601; UTC unless it says otherwise): published by then, "
-                                                   "planned or approved at that time.")]
 
 
 @app.callback()
@@ -226,7 +217,10 @@ MAX_ERRORS_SHOWN = 50
 def report_errors(errors: list[LedgerError]) -> None:
     """Each error on one line, quoting at most a short excerpt; at most MAX_ERRORS_SHOWN."""
     for error in errors[:MAX_ERRORS_SHOWN]:
-        typer.echo(f"error: {failures.excerpt(str(error).replace(chr(10), ' '), 600)}", err=True)
+        # (the source as given: a file's path; the field and the message quote at most 80 characters of a value)
+        where = f"{error.source}: {failures.short_quotes(error.field)}" if error.field else error.source
+        line = f"{where}: {failures.short_quotes(error.message)}".replace(chr(10), " ")
+        typer.echo(f"error: {failures.excerpt(line, 600)}", err=True)
     if len(errors) > MAX_ERRORS_SHOWN:
         typer.echo(f"... and {len(errors) - MAX_ERRORS_SHOWN} more", err=True)
     typer.echo(f"{len(errors)} problem{'s' if len(errors) != 1 else ''}; nothing was written.", err=True)
@@ -257,7 +251,8 @@ def _as_of(snapshot: LedgerSnapshot, when) -> LedgerSnapshot:
     from ..accounting.history import releases_as_of
 
     then = releases_as_of(list(snapshot.releases.values()), when, _ended(_engine()))
-    return LedgerSnapshot(datasets=snapshot.datasets, releases={r.id: r for r in then}, families=snapshot.families)
+    return LedgerSnapshot(datasets=snapshot.datasets, releases={r.id: r for r in then}, families=snapshot.families,
+                          ended=snapshot.ended)
 
 
 def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
@@ -449,8 +444,12 @@ def headroom_command(
             **({} if room.multiplier is None else figure_fields("multiplier", room.multiplier)),
             **figure_fields("delta", room.delta),
             **figure_fields("rho_epsilon", room.rho_epsilon),
+            **({} if when is None else as_of_json(chosen.name, when)),
         }, indent=2, ensure_ascii=False))
         return
+    if when is not None:
+        for line in as_of_lines(chosen.name, when):
+            typer.echo(line)
     label = "{" + ", ".join(room.variables) + "}"
 
     def binding(cap, accountant) -> str:
@@ -473,8 +472,10 @@ def headroom_command(
         typer.echo(f"{label}: largest rho {format_number(room.rho, down=True)}{as_epsilon}"
                    + binding(room.rho_binding, room.rho_accountant))
     typer.echo(f"  (a new release of at most this much, reading exactly these variables, is admitted by every "
-               f"cap's enforcement, as `record` decides; it assumes {HEADROOM_ASSUMES[room.mechanism]}"
-               + (f"; the ledger as of {as_of}" if when is not None else "") + ")")
+               f"cap's enforcement, as `record` decides; the largest epsilon and rho are that threshold itself, "
+               f"to 10⁻⁹ and rounded down, not rounded to 4 decimals as other figures are; it assumes "
+               f"{HEADROOM_ASSUMES[room.mechanism]}"
+               + (f"; the ledger as of {moment_text(when)}" if when is not None else "") + ")")
 
 
 HEADROOM_ASSUMES = {
@@ -486,42 +487,54 @@ HEADROOM_ASSUMES = {
 
 
 ReasonOption = Annotated[Optional[str], typer.Option(
-    "--reason", help="retract, cancel: why (required; kept in the audit trail and the register).")]
+    "--reason", help="Why (required; kept in the audit trail and the register).")]
 AtOption = Annotated[Optional[str], typer.Option(
-    "--at", metavar="DATE", help="publish: when it was published, for a publication that happened elsewhere "
-                 "(ISO 8601, UTC unless it says otherwise; never in the future, never before it was planned).")]
+    "--at", metavar="DATE", help="When it was published, for a publication that happened elsewhere "
+                 "(ISO 8601, UTC unless it says otherwise; a date alone is its start, 00:00; never in the "
+                 "future, never before it was planned).")]
+ReleaseArgument = Annotated[str, typer.Argument(help="Release id.")]
 
 
-def _lifecycle(action: str):
-    def command(
-        release: Annotated[str, typer.Argument(help="Release id.")],
-        by: AsOption = None,
-        reason: ReasonOption = None,
-        at: AtOption = None,
-        as_json: JsonOption = False,
-    ) -> None:
-        moment = parse_date(at, "--at") if at is not None else None
-        changed = operations.change_status(_engine(), release, action, _actor(by), reason=reason, at=moment)
-        if as_json:
-            body = {"ok": True, "release": changed.id, "status": changed.status.value}
-            if action == "publish":
-                body["published_at"] = changed.published_at.isoformat()
-            typer.echo(cli_json.dumps(body))
-            return
-        typer.echo(f"{changed.id}: {changed.status.value}"
-                   + (f" (published at {changed.published_at.isoformat()})" if action == "publish" else ""))
-
-    command.__doc__ = {
-        "approve": "Approve a planned release (re-checks its caps).",
-        "publish": "Publish an approved release (re-checks its caps).",
-        "retract": "Retract a published release; it still counts (what was published cannot be unpublished).",
-        "cancel": "Cancel a planned or approved release; frees its reservation.",
-    }[action]
-    return command
+def _change_status(action: str, release: str, by: str | None, as_json: bool, reason: str | None = None,
+                   at: str | None = None) -> None:
+    """approve, publish, retract, cancel: each command takes only the options its step uses
+    (publish --at; retract and cancel --reason)."""
+    moment = parse_date(at, "--at", start=True) if at is not None else None
+    changed = operations.change_status(_engine(), release, action, _actor(by), reason=reason, at=moment)
+    if as_json:
+        body = {"ok": True, "release": changed.id, "status": changed.status.value}
+        if action == "publish":
+            body["published_at"] = changed.published_at.isoformat()
+        typer.echo(cli_json.dumps(body))
+        return
+    typer.echo(f"{changed.id}: {changed.status.value}"
+               + (f" (published at {changed.published_at.isoformat()})" if action == "publish" else ""))
 
 
-for _action in ("approve", "publish", "retract", "cancel"):
-    app.command(_action)(_lifecycle(_action))
+@app.command("approve")
+def approve(release: ReleaseArgument, by: AsOption = None, as_json: JsonOption = False) -> None:
+    """Approve a planned release (re-checks its caps)."""
+    _change_status("approve", release, by, as_json)
+
+
+@app.command("publish")
+def publish(release: ReleaseArgument, by: AsOption = None, at: AtOption = None, as_json: JsonOption = False) -> None:
+    """Publish an approved release (re-checks its caps); --at: when, for a publication that happened elsewhere."""
+    _change_status("publish", release, by, as_json, at=at)
+
+
+@app.command("retract")
+def retract(release: ReleaseArgument, by: AsOption = None, reason: ReasonOption = None,
+            as_json: JsonOption = False) -> None:
+    """Retract a published release; it still counts (what was published cannot be unpublished)."""
+    _change_status("retract", release, by, as_json, reason=reason)
+
+
+@app.command("cancel")
+def cancel(release: ReleaseArgument, by: AsOption = None, reason: ReasonOption = None,
+           as_json: JsonOption = False) -> None:
+    """Cancel a planned or approved release; frees its reservation."""
+    _change_status("cancel", release, by, as_json, reason=reason)
 
 
 @cap_app.command("set")
@@ -565,8 +578,7 @@ def cap_set(
         typer.echo(cli_json.dumps({"ok": True, "caps": [check_json(c) for c in checks]}))
         return
     for cap in caps:
-        typer.echo(f"cap {cap.name} on {{{', '.join(cap.ordered_subset)}}}: {cap.unit} {format_number(cap.limit)}"
-                   + (f" at delta {format_delta(cap.delta)}" if cap.delta is not None else ""))
+        typer.echo(f"cap {cap.name} on {{{', '.join(cap.ordered_subset)}}}: {cap.limit_text}")
     for line in check_lines(checks, planned=False):  # a cap below what is spent is over at once
         typer.echo(line)
 
@@ -597,11 +609,15 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: 
             # the same accountants as `cap list` (issue 11): totals and states as the ledger stood,
             # from the accounting rows of the releases charged then (issue 13, store/as_of.py)
             checks = operations.cap_checks_as_of(session, chosen.name, caps, when)
-    if as_json:
-        typer.echo(json.dumps([check_json(c) for c in checks], indent=2, ensure_ascii=False))
+    if as_json:  # (a list, as without --as-of: each cap states the moment)
+        typer.echo(json.dumps([{**check_json(c), **({} if when is None else as_of_json(chosen.name, when))}
+                               for c in checks], indent=2, ensure_ascii=False))
         return
+    if when is not None:
+        for line in as_of_lines(chosen.name, when):
+            typer.echo(line)
     if not checks:
-        typer.echo(f"dataset {chosen.name} has no caps")
+        typer.echo(f"dataset {chosen.name} has no caps" + (" then" if when is not None else ""))
     for line in check_lines(checks, planned=False):
         typer.echo(line)
 
@@ -610,7 +626,7 @@ def check_lines(checks, planned: bool = True) -> list[str]:
     """The text of `check`, `cap list`, `cap set` and `record`: the figures `check_json` states."""
     lines = []
     for c in checks:
-        unit = c.cap.unit + (f" {format_delta(c.cap.delta)}" if c.cap.delta is not None else "")
+        unit = c.cap.unit_text
         figures = [f"spent {format_number(c.current)}"]
         if planned:
             figures += [f"this plan +{format_number(c.charge)}", f"after {format_number(c.after)}"]
@@ -728,10 +744,15 @@ def _releases_json(session, pages) -> None:
     element is its own dump, indented one level more)."""
     from ..store.codec import release_to_dict
 
+    from ..reporting.views import release_charge_json
+
+    datasets = store.write_context(session).datasets
     first = True
     for page in pages:
         steps = _steps(session, [r.id for r in page])
-        items = [json.dumps({**release_json(release_to_dict(r)), "steps": steps.get(r.id, [])}, indent=2,
+        # the charge the text table shows (its column), as a figure
+        items = [json.dumps({**release_json(release_to_dict(r)), **release_charge_json(r, datasets.get(r.dataset)),
+                             "steps": steps.get(r.id, [])}, indent=2,
                             ensure_ascii=False).replace("\n", "\n  ") for r in page]
         typer.echo(("[\n  " if first else ",\n  ") + ",\n  ".join(items), nl=False)
         first = False
@@ -813,9 +834,13 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
             table_json.write(sys.stdout.write, document, index, wide_ids, chosen_delta, heads)
             return
     if as_json:
-        typer.echo(json.dumps({**view.to_json(), "headline": head.to_json(), **accounts.to_json()}, indent=2,
+        typer.echo(json.dumps({**view.to_json(), "headline": head.to_json(), **accounts.to_json(),
+                               **({} if when is None else as_of_json(chosen.name, when))}, indent=2,
                               ensure_ascii=False))
         return
+    if when is not None:
+        for line in as_of_lines(chosen.name, when):
+            typer.echo(line)
     typer.echo(f"dataset {chosen.name}: {view.basis.label}\n")
     for line in headline_lines(head):
         typer.echo(line)
@@ -864,8 +889,13 @@ def subset(
                        "accountants": {name: figure.to_json() for name, figure in found.items()}})
         if shown.accountant != "basic":
             result["conversion"] = shown.conversion
+        if when is not None:
+            result.update(as_of_json(chosen.name, when))
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
         return
+    if when is not None:
+        for line in as_of_lines(chosen.name, when):
+            typer.echo(line)
     label = "{" + ", ".join(cost.subset) + "}"
     if cost.spend.unbounded:
         typer.echo(f"{label}: ∞ (not protected)")
@@ -914,9 +944,13 @@ def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
         typer.echo(json.dumps([{"subset": [a, b], **figure_fields("epsilon", shown.epsilon),
                                 **figure_fields("delta", shown.delta), "accountant": shown.accountant,
                                 "case": shown.case,
-                                "accountants": {name: f.to_json() for name, f in found.items()}}
+                                "accountants": {name: f.to_json() for name, f in found.items()},
+                                **({} if when is None else as_of_json(chosen.name, when))}
                                for (a, b), (found, shown) in result.items()], indent=2, ensure_ascii=False))
         return
+    if when is not None:
+        for line in as_of_lines(chosen.name, when):
+            typer.echo(line)
     for (a, b), (found, shown) in result.items():
         typer.echo(f"{{{a}, {b}}}\t{format_number(shown.epsilon)}\t{shown.accountant}")
     skipped = sum(1 for found, _ in result.values() if found["pld"].note.startswith("not computed: pairs"))
@@ -1012,8 +1046,9 @@ def audit_verify(
                    f"({'written ' + head.at if head.at else 'empty ledger'})")
     if result.ok:
         scope = "" if mark is None else (
-            f" (events {mark[0] + 1}-{result.events} checked since the checkpoint)" if result.events > mark[0]
-            else " (no event appended since the checkpoint)")
+            f" (events {mark[0] + 1}-{result.events} checked, appended since the last verified head, event "
+            f"{mark[0]})" if result.events > mark[0]
+            else f" (no event appended since the last verified head, event {mark[0]})")
         typer.echo(f"audit chain intact: {result.events} events, head {result.head}{scope}")
         return
     typer.echo(f"audit chain BROKEN: first bad event: {result.problems[0]}", err=True)
@@ -1073,8 +1108,8 @@ def role_list(as_json: JsonOption = False) -> None:
     with Session(_engine()) as session:
         held = store.roles(session)
     if as_json:
-        typer.echo(json.dumps({person: sorted(roles) for person, roles in sorted(held.items())}, indent=2,
-                              ensure_ascii=False))
+        typer.echo(json.dumps({person: [r for r in people.ROLES if r in roles]  # the text's order
+                               for person, roles in sorted(held.items())}, indent=2, ensure_ascii=False))
         return
     if not held:
         typer.echo("no roles yet: the first person to write to this ledger becomes its admin")

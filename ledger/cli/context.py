@@ -78,18 +78,94 @@ def read_light() -> LedgerSnapshot:
         return store.write_context(session)
 
 
-def parse_date(text: str | None, option: str):
-    """An ISO 8601 date or date-time from the command line, as an aware UTC moment; never in the future."""
-    from ..input.loader import parse_moment
+def parse_date(text: str | None, option: str, *, start: bool = False, future: bool = False):
+    """An ISO 8601 date or date-time from the command line (`--as-of`, `--since`, `--at`), as an
+    aware UTC moment; no zone means UTC (the ledger states no zone of its own).
+
+    A date alone names a whole day: for `--as-of` its end, 23:59:59.999999, so everything dated
+    that day is included and `--as-of` today is accepted (a date is in the future only after
+    today, UTC); with `start` (`--since`, and `publish --at`, which stamps a moment) its
+    beginning, 00:00. A moment in the future is refused unless `future`. `moment_text` states
+    the moment used."""
+    from datetime import UTC, datetime, time
 
     if text is None:
         return None
-    moment = parse_moment(text)
+    stripped = str(text).strip()
+    day = _date_only(stripped)
+    if day is not None:
+        moment = datetime.combine(day, time.min if start else time.max, tzinfo=UTC)
+        if not future and (day > store.now().date() if not start else moment > store.now()):
+            raise fail("command line", option, f"{day.isoformat()} is in the future (today is "
+                                               f"{store.now().date().isoformat()}, UTC)")
+        return moment
+    from ..input.loader import parse_moment
+
+    moment = parse_moment(stripped)
     if moment is None:
-        raise fail("command line", option, f"not a date: {text!r} (write it as 2024-05-01 or 2024-05-01T09:30)")
-    if moment.replace(microsecond=0) > store.now():  # (the store's clock keeps whole seconds)
-        raise fail("command line", option, f"{moment.isoformat()} is in the future")
+        raise fail("command line", option, f"not a date: {failures.excerpt(stripped, 80)!r} (write it as "
+                                           "2024-05-01 or 2024-05-01T09:30, UTC unless it says otherwise)")
+    if not future and moment.replace(microsecond=0) > store.now():  # (the store's clock keeps whole seconds)
+        raise fail("command line", option, f"{moment_text(moment)} is in the future")
     return moment
+
+
+def _date_only(text: str):
+    """The date `text` names when it is a date alone (2024-05-01), else None."""
+    from datetime import date
+
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def moment_text(moment) -> str:
+    """The moment a date option stands for, in words: `the end of 2026-11-24 UTC` (a date
+    alone given to --as-of), `the start of 2026-11-24 UTC` (to --since), else
+    `2026-11-24 09:30:00 UTC` (with its microseconds when it has any)."""
+    from datetime import UTC, time
+
+    moment = moment.astimezone(UTC)
+    if moment.timetz().replace(tzinfo=None) == time.max:
+        return f"the end of {moment.date().isoformat()} UTC"
+    if moment.timetz().replace(tzinfo=None) == time.min:
+        return f"the start of {moment.date().isoformat()} UTC"
+    return moment.strftime("%Y-%m-%d %H:%M:%S" + (".%f" if moment.microsecond else "")) + " UTC"
+
+
+def as_of_lines(dataset: str, when) -> list[str]:
+    """What an `--as-of` output says first: the moment it used, and, when the dataset was added to
+    the ledger after it, that it did not exist then (only history recorded later, dated by its
+    publication before that moment, counts then)."""
+    lines = [f"as of {moment_text(when)}: the ledger as it stood then (by publication date)"]
+    added = dataset_added_at(dataset)
+    if added is not None and added > when:
+        lines.append(f"note: dataset {dataset} was added to this ledger at {moment_text(added)}, after that "
+                     "moment: it did not exist then (only releases recorded later with an earlier "
+                     "publication date count)")
+    return lines
+
+
+def as_of_json(dataset: str, when) -> dict:
+    """`as_of_lines` as fields of a JSON document: the moment used and when the dataset was added."""
+    added = dataset_added_at(dataset)
+    return {"as_of": when.isoformat(), "dataset_added_at": None if added is None else added.isoformat(),
+            "dataset_existed": added is None or added <= when}
+
+
+def dataset_added_at(dataset: str):
+    """When `dataset` was added to the ledger (its first `dataset.added` audit event), or None."""
+    from sqlalchemy import func, select
+
+    from ..input.loader import parse_moment
+
+    table = store.AuditEventRow.__table__
+    with store.read_session(open_engine()) as session:
+        at = session.connection().execute(
+            select(table.c.at).where(table.c.kind == "dataset.added", table.c.subject == dataset)
+            .order_by(table.c.seq).limit(1)).scalar()
+    return None if at is None else parse_moment(at)
 
 
 def actor(by: str | None) -> str:

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from ..core.errors import LedgerError
+from ..core.failures import short_quotes
 
 _LINE = re.compile(r"^(?P<file>.*):(?P<line>\d+)$")
 
@@ -31,7 +32,7 @@ def wants_json(argv: Sequence[str] | None = None) -> bool:
 def error_json(error: LedgerError) -> dict:
     match = _LINE.match(error.source)
     return {"file": match["file"] if match else error.source, "line": int(match["line"]) if match else None,
-            "field": error.field or None, "message": error.message}
+            "field": error.field or None, "message": short_quotes(error.message)}
 
 
 def errors_json(errors: Sequence[LedgerError], exit_code: int = 2) -> dict:

@@ -103,7 +103,7 @@ def report(
     target = None if out.strip() == "-" else writable_target(out, state.url)
     chromium = None
     if chosen_format == "pdf":
-        chromium = find_chromium()
+        chromium = find_chromium("--format" if format is not None else "--out")
     snapshot = read_light()
     chosen = choices.pick_dataset(snapshot, dataset)
     chosen_delta = choices.parse_delta(delta, chosen)
@@ -158,6 +158,16 @@ def report(
             chain.close()
             if isinstance(draw, ChartsAlongside):
                 draw.close()
+        if as_of_at is not None:  # said on the page, and here, when the dataset did not exist then (item 19)
+            from dataclasses import replace as _replace
+
+            from .context import dataset_added_at, moment_text
+
+            added = dataset_added_at(chosen.name)
+            context = _replace(context, certificate=_replace(context.certificate, dataset_added=added))
+            if context.certificate.added_after:
+                typer.echo(f"note: dataset {chosen.name} was added to this ledger at {moment_text(added)}, after "
+                           f"--as-of ({moment_text(as_of_at)}): it did not exist then", err=True)
         data = render(context, chosen_format, chromium=chromium)
         if large:
             register_helper.finish(context.summary)
@@ -193,15 +203,9 @@ def _closing(helpers: list):
 
 
 def parse_since(text: str | None) -> datetime | None:
-    """An ISO 8601 date or date-time; a date means its midnight, and no zone means UTC."""
-    if text is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise fail("command line", "--since", f"not a date: {text!r} (write it as 2024-05-01 or "
-                                              "2024-05-01T09:30)") from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    """--since: an ISO 8601 date or date-time; a date means its start (00:00), no zone means UTC
+    (context.parse_date, the rule of every date option)."""
+    return parse_date(text, "--since", start=True, future=True)
 
 
 def writable_target(out: str, ledger_url: str | None = None) -> Path:
@@ -239,7 +243,7 @@ def register_csv(summary, chunk: int = 5_000):
     import csv
     import io
 
-    from ..core.numbers import exact_text, to_json
+    from ..core.numbers import exact_text, fraction_text, to_json
     from ..reporting.views import guarantee_text, names_text, param_text
 
     def when(moment) -> str:
@@ -279,7 +283,8 @@ def register_csv(summary, chunk: int = 5_000):
     def wide_of(wide) -> tuple[str, str]:
         found = wide_seen.get(id(wide))
         if found is None or found[0] is not wide:
-            found = wide_seen[id(wide)] = (wide, csv_cell(str(to_json(wide))), csv_cell(exact_text(wide)))
+            # the exact column holds exact values only: empty for an irrational figure (JSON's null)
+            found = wide_seen[id(wide)] = (wide, csv_cell(str(to_json(wide))), csv_cell(fraction_text(wide) or ""))
         return found[1:]
 
     def row(r) -> list:
@@ -308,15 +313,16 @@ def register_csv(summary, chunk: int = 5_000):
     yield buffer.getvalue()
 
 
-def find_chromium() -> str:
-    """The Chromium that prints PDFs: $LEDGER_CHROMIUM, else the system's."""
+def find_chromium(option: str = "--format") -> str:
+    """The Chromium that prints PDFs: $LEDGER_CHROMIUM, else the system's. `option`: the option
+    that asked for a PDF (--format pdf, or --out with a .pdf name), named in the error."""
     configured = os.environ.get(CHROMIUM_ENV)
     candidates = (configured,) if configured else CHROMIUM_CANDIDATES
     for candidate in candidates:
         found = candidate if os.path.isabs(candidate) and os.access(candidate, os.X_OK) else shutil.which(candidate)
         if found:
             return found
-    raise fail("command line", "--format", "PDF needs Chromium: install the system's chromium package "
+    raise fail("command line", option, "PDF needs Chromium: install the system's chromium package "
                                            f"(apt-get install chromium) or set {CHROMIUM_ENV} to its path")
 
 
@@ -377,14 +383,14 @@ def _event_filter(dataset: str, when: datetime | None = None, until: str | None 
     from sqlalchemy import func, or_
 
     from ..store import as_of as rows_at
-    from ..store.columns import _ROWS
+    from ..store.columns import AccountingRow
 
     events = store.AuditEventRow.__table__
     releases = store.ReleaseRow.__table__
     families = store.FamilyRow.__table__
     prefix = dataset + "/"
     mine = select(releases.c.id).where(releases.c.dataset == dataset) if when is None else \
-        select(_ROWS.c.release).where(rows_at.in_ledger(dataset, when))
+        select(AccountingRow.__table__.c.release).where(rows_at.in_ledger(dataset, when))
     about = or_(
         events.c.kind.startswith("release.", autoescape=True) & events.c.subject.in_(mine),
         events.c.kind.startswith("family.", autoescape=True)
@@ -484,7 +490,7 @@ def large_audit(session: Session, dataset: str, when: datetime | None = None, un
             ok=chain.ok, head=chain.head, chain_events=chain.events, problems=chain.problems, events=total,
             first_at=first_at, last_at=last_at, by_kind=tuple(sorted(by_kind.items())),
             by_actor=tuple(sorted(by_actor.items())),
-            listed=tuple(_report.AuditEntry(e.seq, e.at, e.actor, e.kind, e.subject, _report._note(e))
+            listed=tuple(_report.AuditEntry(e.seq, e.at, e.actor, e.kind, e.subject, _report.audit_note(e))
                          for e in listed),
             omitted=total - len(listed))
 
@@ -599,7 +605,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     else:  # the families of the releases charged then; the releases in the ledger then, any status
         from sqlalchemy import func
 
-        rows = columns._ROWS
+        rows = columns.AccountingRow.__table__
         charged_then = set(index.releases.seqs.tolist())
         named = tuple(sorted({family for seq, family in connection.execute(
             select(rows.c.seq, rows.c.family).where(rows.c.dataset == dataset.name, rows.c.family.is_not(None)))
@@ -705,7 +711,11 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
                                                   func.substr(table.c.subject, 1, len(prefix)) == prefix,
                                                   *(() if until is None else (table.c.at <= until,)))
         .order_by(table.c.seq))}
-    moves = _report.cap_moves(caps, checks, checks_from_index(list(caps), before), set_at, since)
+    # the caps as they stood just before `since` (each against its limit then), and those removed since
+    caps_then, removed = _report.caps_in_period(rows_at.state_changes(session, dataset.name), dataset.variable_names,
+                                                since, as_of)
+    moves = _report.cap_moves(caps, checks, checks_from_index(list(caps_then), before), set_at, since, removed,
+                              dataset.public_names, before, index)
     # the dataset's own changes since then (report.meeting_pack's dataset_changes): the most recent
     changed = (table.c.kind.in_(_report.DATASET_AMENDMENTS), table.c.subject == dataset.name, table.c.at >= since_text,
                *(() if until is None else (table.c.at <= until,)))
@@ -741,7 +751,7 @@ def _dated_since(session: Session, dataset: str, since: datetime, as_of: datetim
     from sqlalchemy import func, or_
 
     from ..core.records import Status
-    from ..store.as_of import _moment
+    from ..store.codec import parse_time
 
     table = store.ReleaseRow.__table__
     c = table.c
@@ -753,7 +763,7 @@ def _dated_since(session: Session, dataset: str, since: datetime, as_of: datetim
                                          func.substr(c.published_at, 1, 10) >= day))
         .order_by(c.seq))
     for rid, title, status, recorded_at, recorded_by, approved_at, approved_by, published_at in rows:
-        approved, published = _report._aware(_moment(approved_at)), _report._aware(_moment(published_at))
+        approved, published = _report.aware(parse_time(approved_at)), _report.aware(parse_time(published_at))
         if then is not None and then.row_status(rid, status, recorded_at, approved_at, published_at) is None:
             continue  # not in the ledger at --as-of
         if approved is not None and approved >= since and (as_of is None or approved <= as_of):
@@ -847,7 +857,7 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
     import numpy as np
 
     from ..store.codec import release_from_dict
-    from ..store.columns import _rows_view
+    from ..accounting.engine import rows_of
     from ..core.records import CHARGED_STATUSES
 
     index, delta, n_var, seqs, wide_ids, epsilon_of, zero = _register_basis(large)
@@ -873,7 +883,7 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
             cells = None
             if inside.any():
                 a, b = int(at[inside].min()), int(at[inside].max()) + 1
-                cells = _rows_view(index, a, b, *np.searchsorted(index.g_release, [a, b]))._single_cells()
+                cells = rows_of(index, a, b).single_cells()
             for k, row in enumerate(rows):
                 release = release_from_dict(store.release_row_dict(row))
                 if then is not None:  # the release as it stood then (not yet in the ledger: not listed)
@@ -1021,10 +1031,13 @@ class ForkedCall:
         return self.function()  # no child, or it failed: here
 
 
-def _call_child(function: Callable, channel) -> None:
-    """In the forked process: call, send the result (or what went wrong, for the parent to redo it)."""
+@contextmanager
+def _telling_the_parent(channel):
+    """In a forked helper: what goes wrong is sent to the parent as text (which then does the work
+    itself, in its own process) rather than raised; a parent already gone is not told. The
+    helper's end of the pipe is closed either way."""
     try:
-        channel.send(("done", function()))
+        yield
     except BaseException as exc:
         try:
             channel.send(repr(exc))
@@ -1032,6 +1045,12 @@ def _call_child(function: Callable, channel) -> None:
             pass
     finally:
         channel.close()
+
+
+def _call_child(function: Callable, channel) -> None:
+    """In the forked process: call, send the result (or what went wrong, for the parent to redo it)."""
+    with _telling_the_parent(channel):
+        channel.send(("done", function()))
 
 
 def _modules_before_fork(charts: bool) -> None:
@@ -1053,15 +1072,12 @@ def _modules_before_fork(charts: bool) -> None:
 
 
 def _verify_child(url: str, channel) -> None:
-    """In the forked process: a new engine (never the parent's connections), verify, send."""
-    try:
+    """In the forked process: a new engine (never the parent's connections), verify, send (on a
+    failure, the parent verifies again)."""
+    with _telling_the_parent(channel):
         engine = store.make_engine(url)
         with store.read_session(engine) as session:
             channel.send(verify_for_report(session))
-    except BaseException as exc:  # the parent verifies again, in its own process
-        channel.send(repr(exc))
-    finally:
-        channel.close()
 
 
 class ChartsAlongside:
@@ -1086,19 +1102,13 @@ class ChartsAlongside:
 
 
 def _draw_child(channel) -> None:
-    """In the forked process: import the charts, wait for the contexts, draw."""
-    try:
+    """In the forked process: import the charts, wait for the contexts, draw (on a failure, the
+    parent draws again)."""
+    with _telling_the_parent(channel):
         from ..reporting import charts
 
         pairs, timeline = channel.recv()
         channel.send((str(charts.heat_map_svg(pairs)), str(charts.timeline_svg(timeline)) if timeline else ""))
-    except BaseException as exc:  # the parent draws again, in its own process
-        try:
-            channel.send(repr(exc))
-        except OSError:
-            pass
-    finally:
-        channel.close()
 
 
 REGISTER_CACHE = 100_000  # distinct texts a register column remembers across pages before it forgets them
@@ -1144,8 +1154,9 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     from sqlalchemy import Text, cast
 
     from ..store.codec import guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict
-    from ..store.columns import _raw_iter, _rows_view
-    from ..core.numbers import exact_text, to_json
+    from ..accounting.engine import rows_of
+    from ..store.columns import stream_raw_rows
+    from ..core.numbers import exact_text, fraction_text, to_json
     from ..core.records import CHARGED_STATUSES
     from ..reporting.views import guarantee_text, names_text, param_text
 
@@ -1159,8 +1170,8 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     columns_ = (c.seq, c.id, c.title, c.status, cast(c.reads, Text), c.mechanism_name, cast(c.mechanism_params, Text),
                 cast(c.guarantees, Text), cast(c.derived_from, Text), c.family, c.recorded_by, c.recorded_at,
                 c.approved_by, c.approved_at, c.published_at, cast(c.pufferfish, Text), c.output_digest)
-    aware = _report._aware
-    guarantee_text_of = _report._guarantee_text
+    aware = _report.aware
+    guarantee_text_of = _report.guarantee_text_of
     caches: dict[str, dict] = {}
 
     def cache(name: str) -> dict:
@@ -1239,7 +1250,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
 
     def wide_of(vid: int):
         value = epsilon_of[vid]
-        return (csv_cell(str(to_json(value))), csv_cell(exact_text(value)))
+        return (csv_cell(str(to_json(value))), csv_cell(fraction_text(value) or ""))  # (register_csv's rule)
 
     def cell_of(key: int) -> str:  # key: variable * n_values + value id
         j, vid = divmod(key, n_values)
@@ -1281,7 +1292,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
         shown = np.flatnonzero(inside & charged)
         if len(shown):
             a, b = int(at[inside].min()), int(at[inside].max()) + 1
-            cells = _rows_view(index, a, b, *np.searchsorted(index.g_release, [a, b]))._single_cells()
+            cells = rows_of(index, a, b).single_cells()
             ids = cells[at[shown] - a]
             row, j = np.nonzero(~zero[ids])
             keys = j.astype(np.int64) * n_values + ids[row, j]
@@ -1326,8 +1337,8 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
         then, until = _register_moment(session, large)
         steps = lifecycle_events(session, until=until)
         while True:
-            rows = list(_raw_iter(connection, select(*columns_).where(of_dataset, c.seq > after, *within)
-                                  .order_by(c.seq).limit(page), page))
+            rows = list(stream_raw_rows(connection, select(*columns_).where(of_dataset, c.seq > after, *within)
+                                        .order_by(c.seq).limit(page), page))
             if not rows:
                 break
             after = rows[-1][0]

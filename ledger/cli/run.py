@@ -16,6 +16,7 @@ import typer
 from ..core.errors import InputErrors, LedgerError, fail
 from ..core.lazy import lazy_callable, lazy_module
 from ..core.records import CHARGED_STATUSES, Status
+from .options import AsOption, DatasetOption  # (one definition each: --as / --by, -d / --dataset)
 
 store = lazy_module("ledger.store.database")  # the ORM, imported when a command runs (issue 13)
 Session = lazy_callable("sqlmodel", "Session")
@@ -80,7 +81,7 @@ def run(
     release_id: Annotated[str, typer.Option("--id", help="The release id to record.")],
     param: Annotated[list[str], typer.Option("--param", "-p", help="KEY=VALUE, repeatable: epsilon=1, "
                                                                     "columns=a,b, margin=..., ...")] = [],
-    dataset: Annotated[Optional[str], typer.Option("--dataset", "-d", help="Dataset (default: the only one).")] = None,
+    dataset: DatasetOption = None,
     title: Annotated[str, typer.Option(help="Release title.")] = "",
     covariance: Annotated[Optional[Path], typer.Option(help="attribute-gaussian: the assumed covariance, CSV "
                                                             "with a header row and the attribute names as index.")] = None,
@@ -94,8 +95,7 @@ def run(
     status: Annotated[str, typer.Option(help="planned (the output exists but is not out), or published "
                                              "(it goes straight out: needs the approver role too).")] = "planned",
     out: Annotated[Optional[Path], typer.Option(help="Write the output here as CSV (default: standard output).")] = None,
-    by: Annotated[Optional[str], typer.Option("--as", "--by", help="Who runs it (default: $LEDGER_USER, "
-                                                                   "else the operating-system user).")] = None,
+    by: AsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: what was recorded, and the output "
                                                          "unless --out is given.")] = False,
 ) -> None:
@@ -168,8 +168,8 @@ def assess(
     try:
         result = assess_cells(frame, [c.strip() for c in cells.split(",")], contributor, value,
                               p_percent=p, threshold=threshold, dominance=(int(n), k))
-    except MechanismInputError as exc:
-        raise fail(str(data), exc.field, str(exc)) from None
+    except MechanismInputError as exc:  # named as the steward typed it: the option, not the function's argument
+        raise fail(str(data), ASSESS_OPTIONS.get(exc.field, exc.field), exc.message) from None
     if out is not None:
         from . import outputs
 
@@ -183,8 +183,12 @@ def assess(
     typer.echo(result.summary.reset_index().to_string(index=False))
 
 
+ASSESS_OPTIONS = {"cell_keys": "--cells", "contributor": "--contributor", "value": "--value", "p_percent": "--p",
+                  "threshold": "--threshold", "dominance": "--dominance", "data": "--data"}
+
+
 def sample_privacy(
-    dataset: Annotated[Optional[str], typer.Option("--dataset", "-d", help="Dataset (default: the only one).")] = None,
+    dataset: DatasetOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Perfect sample privacy of the recorded disclosure mappings, alone and together."""

@@ -40,9 +40,7 @@ from ..core.records import Cap, Dataset, Variable, misread_public
 
 group_app = typer.Typer(no_args_is_help=True, help="Named groups of variables.")
 
-ByOption = Annotated[Optional[str], typer.Option("--by", help="Who does it (default: $LEDGER_USER or login).")]
-DatasetOption = Annotated[Optional[str], typer.Option("--dataset", "-d", help="Dataset (default: the only one).")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+from .options import AsOption as ByOption, DatasetOption, JsonOption  # noqa: E402 (--as, --by: one definition)
 
 
 def _say(as_json: bool, text: str, **body) -> None:
@@ -91,7 +89,7 @@ def apply_change(dataset: str | None, change: Change, *, source: str, actor: str
             chosen, wanted, source=source, old_caps=caps, new_caps=wanted_caps,
             releases=history.releases.values() if history else (),
             families=[f for f in history.families.values() if f.dataset == chosen.name] if history else (),
-            reason=reason)
+            reason=reason, require_reason=not dry_run)
         if errors:
             raise InputErrors(errors)
         final_caps = {c.name: c for c in (wanted_caps if wanted_caps is not None else caps)}
@@ -180,6 +178,8 @@ def dataset_add_variable(
     """Add a variable to a recorded dataset (an audit event)."""
     if not name.strip():
         raise fail("command line", "NAME", "the variable name is empty")
+    _check_names((name, "NAME", "name"), (classification, "--classification", "name"),
+                 (description, "--description", "text"), *((c, "--category", "name") for c in category or ()))
     if not classification.strip():
         raise fail("command line", "--classification", "empty")
     if misread_public(classification.strip()):
@@ -208,6 +208,7 @@ def dataset_add_categories(
     as_json: JsonOption = False,
 ) -> None:
     """Declare more public categories of a variable (categories are never removed)."""
+    _check_names(*((c, "CATEGORIES", "name") for c in categories))
     def change(chosen: Dataset, caps):
         old = _variable(chosen, variable)
         merged = tuple(old.categories or ()) + tuple(c for c in categories if c not in (old.categories or ()))
@@ -224,6 +225,7 @@ def dataset_describe(
     as_json: JsonOption = False,
 ) -> None:
     """Change a variable's description."""
+    _check_names((description, "DESCRIPTION", "text"))
     apply_change(dataset, _changed_variable(variable, description=description), source="command line",
                  actor=acting_person(by), reason=None, as_json=as_json)
 
@@ -239,6 +241,7 @@ def dataset_reclassify(
 ) -> None:
     """Reclassify a variable, with a reason (an audit event)."""
     why = _reason(reason, required=True)
+    _check_names((classification, "CLASSIFICATION", "name"), (why, "--reason", "text"))
     if not classification.strip():
         raise fail("command line", "CLASSIFICATION", "empty")
     if misread_public(classification.strip()):
@@ -256,6 +259,7 @@ def group_set(
     as_json: JsonOption = False,
 ) -> None:
     """Add or change a named group of variables."""
+    _check_names((name, "NAME", "name"))
     def change(chosen: Dataset, _caps):
         from dataclasses import replace
 
@@ -387,6 +391,16 @@ def audit_retotal(by: ByOption = None, as_json: JsonOption = False) -> None:
                            payload={"changed": changed})
     _say(as_json, f"running totals recomputed; {len(changed)} differed" + (f": {', '.join(changed)}" if changed else ""),
          differed=changed)
+
+
+def _check_names(*named: tuple[str, str, str]) -> None:
+    """Names, categories and descriptions given on the command line meet the limits a file's do
+    (input.limits: a name at most 200 characters, no control character): (value, argument, kind)."""
+    from ..input.limits import check_text
+
+    errors = [e for value, argument, kind in named for e in check_text(value, "command line", argument, kind)]
+    if errors:
+        raise InputErrors(errors)
 
 
 def _errors(*errors: LedgerError) -> InputErrors:

@@ -8,7 +8,7 @@ small table, it took more than ten gigabytes. Here the document is the one
 everything but the release rows is built and dumped as for a small table (the total
 row, the headline and the accountants from `columns.large_table`, which composes them
 a chunk of releases at a time), and the rows are written in its place, a chunk of
-releases at a time: their cells (`LedgerIndex._single_cells` of the chunk), their
+releases at a time: their cells (`LedgerIndex.single_cells` of the chunk), their
 whole-dataset cost (kept by `large_table`) and their heads (id, title, status, read
 for the chunk's seqs). Memory holds the index and one chunk, whatever the length of the
 history.
@@ -37,13 +37,13 @@ _ROWS_KEY = '\n  "rows": [],\n'  # where the document's (empty) rows stand in it
 
 def _chunks(index, chunk: int) -> Iterator[tuple[int, int, "np.ndarray"]]:
     """(start, stop, cells) of each chunk of the index's releases: Table 1's cells of those rows."""
-    from ..store.columns import _rows_view
+    from ..accounting.engine import rows_of
 
     n_rel = len(index.releases)
     bounds = np.searchsorted(index.g_release, np.arange(0, n_rel + chunk, chunk).clip(max=n_rel))
     for k, start in enumerate(range(0, n_rel, chunk)):
         stop = min(start + chunk, n_rel)
-        yield start, stop, _rows_view(index, start, stop, int(bounds[k]), int(bounds[k + 1]))._single_cells()
+        yield start, stop, rows_of(index, start, stop, int(bounds[k]), int(bounds[k + 1])).single_cells()
 
 
 def used_values(index, dataset_wide: "np.ndarray", chunk: int | None = None) -> set[int]:

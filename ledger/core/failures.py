@@ -210,6 +210,25 @@ def excerpt(text: str, limit: int = EXCERPT) -> str:
     return text[:limit] + f"… ({len(text) - limit} more characters)"
 
 
+QUOTED = 80  # characters of a value an error message quotes at most (as of a line of a file: loader.EXCERPT_CHARS)
+_QUOTED = re.compile(r"""'[^'\n]{%d,}'|"[^"\n]{%d,}"|[^\s'"/]{%d,}""" % (QUOTED + 3, QUOTED + 3, QUOTED + 1))
+
+
+def short_quotes(message: str, limit: int = QUOTED) -> str:
+    """`message` with every value it quotes (a text in quotes, or any run of characters without a
+    space or a slash: a file's path is named whole) cut to `limit` characters: an error never echoes more of the input than a short excerpt,
+    whatever the message was built from (a name given on the command line, a file's value)."""
+    def cut(found: re.Match) -> str:
+        text = found.group(0)
+        quote = text[0] if text[0] in "'\"" and text[-1] == text[0] and len(text) > 1 else ""
+        inner = text[1:-1] if quote else text
+        if len(inner) <= limit:
+            return text
+        return f"{quote}{inner[:limit]}…{quote} ({len(inner) - limit} more characters)"
+
+    return _QUOTED.sub(cut, message)
+
+
 def say(line: str) -> None:
     """One line to standard error, neutralised and never longer than a screenful."""
     try:

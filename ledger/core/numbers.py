@@ -359,10 +359,10 @@ def exact_text(value: Number | None) -> str | None:
     """The exact form for JSON consumers: "104/4099", "1", "inf"; floats as repr."""
     if value is None:
         return None
-    if is_infinite(value):
-        return "inf"
     if isinstance(value, Fraction):
         return str(value)
+    if isinstance(value, float) and math.isinf(value):  # (is_infinite: either sign is written "inf")
+        return "inf"
     return repr(value)
 
 

@@ -281,6 +281,36 @@ class Cap:
     def limit(self) -> Fraction:
         return self.rho if self.rho is not None else self.epsilon
 
+    @property
+    def unit_text(self) -> str:
+        """The cap's unit with its delta: `epsilon`, `rho`, `epsilon at delta 1 × 10⁻⁹`."""
+        return cap_unit_text(self.unit, self.delta)
+
+    @property
+    def limit_text(self) -> str:
+        """The cap's bound in words, the one text every command and report prints for it:
+        `epsilon 1`, `rho 1/2`, `epsilon 10 at delta 1 × 10⁻⁹` (a limit rounded down, as a
+        cap is; exact where its text is short)."""
+        from .numbers import format_delta, format_number
+
+        name = "rho" if self.rho is not None else "epsilon"
+        text = f"{name} {format_number(self.limit, down=True)}"
+        return text if self.delta is None else f"{text} at delta {format_delta(self.delta)}"
+
+    @property
+    def description(self) -> str:
+        """The cap as `epsilon 10 at delta 1 × 10⁻⁹ on the whole dataset` or `rho 2 on {income, sex}`."""
+        where = "the whole dataset" if self.whole_dataset else "{" + ", ".join(self.ordered_subset) + "}"
+        return f"{self.limit_text} on {where}"
+
+
+def cap_unit_text(unit: str, delta: Fraction | None) -> str:
+    """A cap's unit with its delta (`Cap.unit_text`; a report's cap rows call it with their own
+    unit and delta): `epsilon`, `rho`, `epsilon at delta 1 × 10⁻⁹`."""
+    from .numbers import format_delta
+
+    return unit if delta is None else f"epsilon at delta {format_delta(delta)}"
+
 
 def in_name_order(caps: Iterable[Cap]) -> tuple[Cap, ...]:
     """Caps in the one order every command lists them in: by name, in Python's string order

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..accounting.catalogue import NUMERIC_PARAMS, derive_guarantees, overclaims
+from ..accounting.catalogue import CATALOGUE, NUMERIC_PARAMS, derive_guarantees, overclaims
 from ..accounting.lineage import PUBLISHED_STATUSES, describe, publish_blockers
 from ..core.errors import InputErrors, LedgerError
 from ..core.numbers import NumberError, to_fraction
@@ -66,6 +66,9 @@ class Document:
     data: Any
     lines: dict[Path_, int] = field(default_factory=dict)
     release_schema_checked: bool = False  # validated_release_documents passed it (before any lock)
+    # validated_release_documents found these schema problems (path, error): build_releases reports
+    # them with every other problem of the file, in one pass
+    release_schema_problems: tuple = ()
 
     def source(self, at: Path_ = ()) -> str:
         """`file:line` for the value at `at` (or its nearest located parent)."""
@@ -305,7 +308,13 @@ def _fast_validator(name: str) -> jsonschema_rs.Draft202012Validator:
 
 
 def validate(document: Document, schema_name: str) -> list[LedgerError]:
-    """Every place where the document breaks the schema, as errors naming file:line and field.
+    """Every place where the document breaks the schema, as errors naming file:line and field."""
+    return [error for _at, error in schema_problems(document, schema_name)]
+
+
+def schema_problems(document: Document, schema_name: str) -> list[tuple[Path_, LedgerError]]:
+    """`validate`'s errors, each with the path in the document of the value it is about (the
+    builders skip those values and check everything else: every problem in one pass).
 
     A valid document is recognised by jsonschema-rs (compiled; some fifty times faster
     than jsonschema, which matters when mechanisms record one release at a time); any
@@ -316,7 +325,7 @@ def validate(document: Document, schema_name: str) -> list[LedgerError]:
             return []
     except (ValueError, TypeError, OverflowError):  # a YAML value JSON has no type for: jsonschema decides
         pass
-    errors = []
+    problems = []
     for error in sorted(_validator(schema_name).iter_errors(document.data),
                         key=lambda e: list(map(str, e.absolute_path))):
         at = tuple(error.absolute_path)
@@ -325,8 +334,28 @@ def validate(document: Document, schema_name: str) -> list[LedgerError]:
         if len(shown) > EXCERPT_CHARS and shown in message:  # never echo more than an excerpt of the file
             message = message.replace(shown, excerpt(str(error.instance)) if isinstance(error.instance, str)
                                       else shown[:EXCERPT_CHARS] + "…")
-        errors.append(LedgerError(document.source(at), field_name(at) or "(top level)", message))
-    return errors
+        problems.append((at, LedgerError(document.source(at), field_name(at) or "(top level)", message)))
+    return problems
+
+
+class _Taint:
+    """The paths of the values the schema refused: a builder skips what it cannot read there
+    and goes on with the rest of the document (each refused value is reported once, by the schema)."""
+
+    def __init__(self, paths: Iterable[Path_] = ()):
+        self.paths = [tuple(p) for p in paths]
+
+    def within(self, at: Path_) -> bool:
+        """The value at `at`, or something inside it, was refused."""
+        n = len(at)
+        return any(p[:n] == tuple(at) for p in self.paths)
+
+    def at(self, at: Path_) -> bool:
+        """The value at `at` itself was refused (a mapping: a field missing or not allowed)."""
+        return tuple(at) in self.paths
+
+    def __bool__(self) -> bool:
+        return bool(self.paths)
 
 
 _KINDS = {"array": "a list ([a, b])", "object": "a mapping (key: value)", "string": "text",
@@ -430,6 +459,10 @@ class LedgerSnapshot:
     datasets: Mapping[str, Dataset] = field(default_factory=dict)
     releases: Mapping[str, Release] = field(default_factory=dict)  # may be a lazy lookup (store.ReleaseLookup)
     families: Mapping[str, Family] = field(default_factory=dict)
+    # release id -> when it was retracted or cancelled (history.ended; store.snapshot reads it):
+    # a cancellation after a publication decides the accountants' case (DESIGN 2.10). None: not
+    # read, and every cancellation is taken as after any publication (accountants.cancelled_moments)
+    ended: Mapping[str, datetime] | None = field(default=None, compare=False)
 
 
 class _Collector:
@@ -466,33 +499,48 @@ def reserved_name(name: str) -> str:
 
 
 def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]]:
-    """A validated dataset document -> Dataset."""
-    errors = validate(document, "dataset.v1.schema.json")
-    if errors:
-        return None, errors
+    """A dataset document -> Dataset, or every problem of the file: the schema's, and, for the
+    values it accepted, the rest (duplicate or reserved names, a near-miss of `public`, the delta,
+    groups naming unknown variables), in one pass."""
+    problems = schema_problems(document, "dataset.v1.schema.json")
     out = _Collector(document)
+    out.errors.extend(error for _at, error in problems)
+    refused = _Taint(at for at, _error in problems)
     data = document.data
+    if not isinstance(data, dict):
+        return None, out.errors
     names: set[str] = set()
     variables = []
-    for index, entry in enumerate(data["variables"]):
+    for index, entry in enumerate(data.get("variables") if isinstance(data.get("variables"), list) else ()):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue  # (the schema said so)
+        at = ("variables", index)
         if entry["name"] in names:
-            out.add(("variables", index, "name"), f"duplicate variable {entry['name']!r}")
+            out.add(at + ("name",), f"duplicate variable {entry['name']!r}")
         if entry["name"] in RESERVED_SUBSETS:
-            out.add(("variables", index, "name"), reserved_name(entry["name"]))
+            out.add(at + ("name",), reserved_name(entry["name"]))
         names.add(entry["name"])
+        if refused.within(at):
+            continue
         categories = tuple(entry["categories"]) if "categories" in entry else None
         misread = misread_public(entry.get("classification", PUBLIC))
         if misread:
-            out.add(("variables", index, "classification"), misread)
+            out.add(at + ("classification",), misread)
         variables.append(Variable(entry["name"], entry.get("classification", "unclassified"),
                                   entry.get("description", ""), categories))
     delta = None
-    if "delta" in data:
+    if "delta" in data and not refused.within(("delta",)):
         delta = out.number(data["delta"], ("delta",), below_one=True)
     groups = []
-    for group, members in data.get("groups", {}).items():
+    # every variable named (else a group's member may be a variable whose name was refused)
+    listed = data.get("variables")
+    known_names = isinstance(listed, list) and all(isinstance(e, dict) and isinstance(e.get("name"), str)
+                                                   for e in listed)
+    for group, members in (data.get("groups") if isinstance(data.get("groups"), dict) else {}).items():
+        if refused.within(("groups", group)) or not isinstance(members, list):
+            continue
         for index, member in enumerate(members):
-            if member not in names:
+            if known_names and member not in names:
                 out.add(("groups", group, index), f"unknown variable {member!r} in group {group!r}")
         if group in names:
             out.add(("groups", group), f"group {group!r} has the name of a variable")
@@ -500,6 +548,14 @@ def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]
             out.add(("groups", group), reserved_name(group))
         groups.append((group, frozenset(members)))
     if out.errors:
+        # the caps checked too, against the variables and groups that could be read (not when the
+        # variables themselves were refused: every name a cap gives could then be reported unknown)
+        if known_names and isinstance(data.get("dataset"), str) and isinstance(data.get("caps", []), list):
+            named = {v.name: v for v in variables}
+            provisional = Dataset(data["dataset"], tuple(named.get(e["name"], Variable(e["name"], "unclassified"))
+                                                         for e in {e["name"]: e for e in listed}.values()),
+                                  "", delta, tuple(groups))
+            out.errors.extend(build_caps(document, provisional, refused=refused)[1])
         return None, out.errors
     return Dataset(data["dataset"], tuple(variables), data.get("description", ""), delta, tuple(groups),
                    self_approval=bool(data.get("self_approval", False))), []
@@ -511,18 +567,20 @@ RELEASE_SCHEMA = "release.v1.schema.json"
 def validated_release_documents(parsed: Iterable[tuple[Document | None, list[LedgerError]]]
                                 ) -> tuple[list[Document], list[LedgerError]]:
     """Read release documents checked against the schema, before any lock is taken (issue 10,
-    section 5: a slow or hostile file never holds the write lock); the documents that pass are
-    not checked again by `build_releases`, and the problems of those that fail are returned."""
+    section 5: a slow or hostile file never holds the write lock). Every parsed document is
+    returned, marked as checked: one that passed is not checked again by `build_releases`, one
+    that failed carries its schema problems, which `build_releases` reports together with every
+    other problem of the file (one pass). The errors returned: those of the files that could not
+    be read or parsed, and the schema problems (the caller refuses before any lock when there are any)."""
     documents: list[Document] = []
     errors: list[LedgerError] = []
     for document, read_errors in parsed:
         errors.extend(read_errors)
         if document is None:
             continue
-        problems = validate(document, RELEASE_SCHEMA)
-        errors.extend(problems)
-        if not problems:
-            documents.append(replace(document, release_schema_checked=True))
+        problems = schema_problems(document, RELEASE_SCHEMA)
+        errors.extend(error for _at, error in problems)
+        documents.append(replace(document, release_schema_checked=True, release_schema_problems=tuple(problems)))
     return documents, errors
 
 
@@ -553,29 +611,40 @@ def build_releases(
     Cross-document checks (duplicate ids, derived-from cycles) are in
     `check_batch`, which sees every file of one `record` together.
     """
-    errors = [] if document.release_schema_checked else validate(document, RELEASE_SCHEMA)
-    if errors:
-        return [], [], errors
+    problems = (list(document.release_schema_problems) if document.release_schema_checked
+                else schema_problems(document, RELEASE_SCHEMA))
     out = _Collector(document)
+    out.errors.extend(error for _at, error in problems)
+    refused = _Taint(at for at, _error in problems)
     data = document.data
-    dataset = snapshot.datasets.get(data["dataset"])
-    if dataset is None:
-        known = ", ".join(sorted(snapshot.datasets)) or "none recorded yet"
-        out.add(("dataset",), f"unknown dataset {data['dataset']!r}{_did_you_mean(data['dataset'], snapshot.datasets)} "
-                              f"(known: {known})")
-        return [], [], out.errors
-    known_variables = _variable_set(dataset)
+    if not isinstance(data, dict) or not isinstance(data.get("releases", []), list) \
+            or not isinstance(data.get("families", []), list):
+        return [], [], out.errors  # (the schema said so: nothing else can be read)
+    dataset = None
+    if isinstance(data.get("dataset"), str) and not refused.within(("dataset",)):
+        dataset = snapshot.datasets.get(data["dataset"])
+        if dataset is None:
+            known = ", ".join(sorted(snapshot.datasets)) or "none recorded yet"
+            out.add(("dataset",), f"unknown dataset {data['dataset']!r}"
+                                  f"{_did_you_mean(data['dataset'], snapshot.datasets)} (known: {known})")
+    # without a known dataset, the rest of the file is still checked (numbers, mechanisms, status),
+    # all but its variable names
+    known_variables = _variable_set(dataset) if dataset is not None else None
 
     def check_variables(names: Iterable[str], at: Path_) -> frozenset[str]:
         names = list(names)
         for index, name in enumerate(names):
-            if name not in known_variables:
+            if not isinstance(name, str) or refused.within(at + (index,)):
+                continue  # (the schema's error names it: not a name to look up)
+            if known_variables is not None and name not in known_variables:
                 out.add(at + (index,), f"unknown variable {name!r} in dataset {dataset.name!r}"
                                        + _did_you_mean(name, known_variables))
-        return frozenset(names)
+        return frozenset(n for n in names if isinstance(n, str))
 
     families: list[Family] = []
     for index, entry in enumerate(data.get("families", [])):
+        if refused.within(("families", index)) or dataset is None:
+            continue
         partition = entry["partition"]
         keys = None if partition == "random" else check_variables(partition, ("families", index, "partition"))
         family = Family(entry["id"], dataset.name, keys, entry.get("description", ""),
@@ -588,16 +657,23 @@ def build_releases(
     family_by_id = {**snapshot.families, **{family.id: family for family in families}}
 
     releases = []
-    for index, entry in enumerate(data["releases"]):
+    for index, entry in enumerate(data.get("releases", [])):
         at: Path_ = ("releases", index)
+        if not isinstance(entry, dict):
+            continue  # (the schema said so)
         before = len(out.errors)
-        reads = check_variables(entry["reads"], at + ("reads",))
-        mechanism = _build_mechanism(entry, reads, out, at)
-        guarantees = _build_guarantees(entry, mechanism, reads, out, at, check_variables)
+        raw_reads = entry.get("reads")
+        reads_known = isinstance(raw_reads, list) and not refused.within(at + ("reads",))
+        reads = check_variables(raw_reads if isinstance(raw_reads, list) else [], at + ("reads",))
+        mechanism = _build_mechanism(entry, reads, out, at, refused)
+        # the guarantees checked only on what could be read: reads and mechanism whole
+        guarantees = (_build_guarantees(entry, mechanism, reads, out, at, check_variables, refused)
+                      if reads_known and not refused.within(at + ("mechanism",)) else ())
         family = entry.get("family")
-        _family_membership(family, dataset.name, reads, family_by_id, out, at)
-        status, approved_by, approved_at, published_at = _lifecycle_fields(entry, out, at, recorded_at)
-        if len(out.errors) > before or mechanism is None:
+        if dataset is not None and not refused.within(at + ("family",)) and reads_known:
+            _family_membership(family, dataset.name, reads, family_by_id, out, at)
+        status, approved_by, approved_at, published_at = _lifecycle_fields(entry, out, at, recorded_at, refused)
+        if len(out.errors) > before or mechanism is None or dataset is None or refused.within(at):
             continue
         releases.append(
             Release(
@@ -633,15 +709,21 @@ def parse_moment(text: str) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: datetime | None):
+def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: datetime | None,
+                      refused: _Taint | None = None):
     """A release file's status and who and when (issue 10 section 4, issue 12 section 1):
     no status is planned; approved carries approved_by and approved_at; published carries
     published_at (approved_by and approved_at when it says who approved it). No moment lies
-    in the future, and an approval is never after the publication it led to."""
-    status = Status(entry.get("status", Status.PLANNED.value))
+    in the future, and an approval is never after the publication it led to. `refused`: the
+    values the schema refused (an unknown status: its rules are not checked; the moments are)."""
+    refused = refused or _Taint()
+    if refused.within(at + ("status",)):
+        status = None  # (an unknown status, reported by the schema: the rules of none apply)
+    else:
+        status = Status(entry.get("status", Status.PLANNED.value))
     moments = {}
     for key in ("approved_at", "published_at"):
-        if key in entry:
+        if key in entry and not refused.within(at + (key,)):
             moment = parse_moment(entry[key])
             if moment is None:
                 out.add(at + (key,), f"not an ISO date-time: {entry[key]!r}")
@@ -754,38 +836,70 @@ def _partition_text(family: Family) -> str:
     return "random split" if family.partition is None else "partition " + ", ".join(sorted(family.partition))
 
 
-def _build_mechanism(entry: dict, reads: frozenset[str], out: _Collector, at: Path_) -> Mechanism | None:
+SCALE_MECHANISMS = ("laplace", "geometric")  # epsilon, or scale and sensitivity (catalogue._scale_mechanism)
+
+
+def _build_mechanism(entry: dict, reads: frozenset[str], out: _Collector, at: Path_,
+                     refused: _Taint | None = None) -> Mechanism | None:
+    """The release's mechanism, or None with its problems added: every parameter that is not a
+    valid number, and an unknown mechanism name, are all reported (one pass); a value the schema
+    refused (`refused`) is reported by the schema alone."""
+    refused = refused or _Taint()
     spec = entry.get("mechanism")
     if spec is None:
-        if reads:
+        if refused.at(at):
+            return None  # (the release has a field the schema refused: a misspelt `mechansim` is that problem)
+        if reads and not refused.within(at + ("reads",)):
             out.add(at + ("mechanism",), "a release that reads data needs a mechanism "
                                          "(use {name: exact} for a release without noise)")
             return None
         spec = {"name": "post-processing"}
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) \
+            or refused.within(at + ("mechanism", "name")):
+        return None  # (the schema said so)
     params: dict[str, Any] = {}
+    whole = True
     for key, value in spec.items():
         if key == "name":
             continue
-        if key in NUMERIC_PARAMS:
+        if refused.within(at + ("mechanism", key)):
+            whole = False
+        elif key in NUMERIC_PARAMS:
             number = out.number(value, at + ("mechanism", key), below_one=key == "delta",
                                 positive=key in ("scale", "sigma"))
             if number is None:
-                return None
-            params[key] = number
+                whole = False
+            else:
+                params[key] = number
         elif isinstance(value, list):
             params[key] = tuple(value)
         else:
             params[key] = value
+    if spec["name"] in SCALE_MECHANISMS and "scale" in params and "sensitivity" not in params:
+        # epsilon = sensitivity / scale: a scale alone says nothing, and beside an epsilon it was ignored
+        # (with a sensitivity, a contradiction is refused: catalogue._scale_mechanism)
+        out.add(at + ("mechanism", "scale"), f"a {spec['name']} scale is read with its sensitivity (epsilon = "
+                                             "sensitivity / scale): give sensitivity too, or leave scale out")
+        whole = False
+    if not whole:  # the guarantees cannot be derived; the name is still checked
+        if spec["name"] not in CATALOGUE:
+            for problem in derive_guarantees(Mechanism(spec["name"], ()), reads)[1]:
+                out.add(at + ("mechanism", problem.field), problem.message)
+        return None
     return Mechanism(spec["name"], tuple(sorted(params.items())))
 
 
-def _build_guarantees(entry, mechanism, reads, out: _Collector, at: Path_, check_variables) -> tuple[Guarantee, ...]:
+def _build_guarantees(entry, mechanism, reads, out: _Collector, at: Path_, check_variables,
+                      refused: _Taint | None = None) -> tuple[Guarantee, ...]:
+    refused = refused or _Taint()
     if mechanism is None:
         return ()
     if "protects" in dict(mechanism.params):
         check_variables(mechanism.param("protects"), at + ("mechanism", "protects"))
     derived, problems = derive_guarantees(mechanism, reads)
     explicit_specs = entry.get("guarantees")
+    if explicit_specs is not None and not isinstance(explicit_specs, list):
+        return ()  # (the schema said so)
     if explicit_specs is None:
         for problem in problems:
             out.add(at + ("mechanism", problem.field), problem.message)
@@ -800,6 +914,8 @@ def _build_guarantees(entry, mechanism, reads, out: _Collector, at: Path_, check
     guarantees = []
     for index, spec in enumerate(explicit_specs):
         g_at = at + ("guarantees", index)
+        if refused.within(g_at):
+            continue  # (the schema said what is wrong with it)
         protects = check_variables(spec["protects"], g_at + ("protects",)) if "protects" in spec else reads
         relation = Relation(spec.get("relation", Relation.REPLACE.value))
         if "rho" in spec:
@@ -1027,11 +1143,15 @@ def dataset_and_caps(document: Document | None, errors: list[LedgerError]) -> tu
     return dataset, caps
 
 
-def build_caps(document: Document, dataset: Dataset, key: str = "caps") -> tuple[list[Cap], list[LedgerError]]:
-    """The `caps` of a dataset document (or of a cap file) -> Cap records."""
+def build_caps(document: Document, dataset: Dataset, key: str = "caps",
+               refused: _Taint | None = None) -> tuple[list[Cap], list[LedgerError]]:
+    """The `caps` of a dataset document (or of a cap file) -> Cap records. `refused`: the values the
+    schema refused (those entries are skipped: the schema reported them)."""
     out = _Collector(document)
     caps: list[Cap] = []
     for index, entry in enumerate(document.data.get(key, []) or []):
+        if refused is not None and refused.within((key, index)):
+            continue
         cap = cap_from_entry(entry, dataset, lambda at, message, i=index: out.add((key, i) + at, message))
         if cap is not None:
             if any(existing.name == cap.name for existing in caps):

@@ -72,9 +72,13 @@ def columns_present(field: str, data: pd.DataFrame, names: Iterable[str]) -> lis
     names = list(names)
     missing = [name for name in names if name not in data.columns]
     if missing:
-        raise MechanismInputError(
-            field, f"variable(s) {missing!r} not in the data; its variables are {list(data.columns)!r}"
-        )
+        from ..core.errors import did_you_mean
+
+        columns = [str(c) for c in data.columns]
+        shown = ", ".join(columns)
+        raise MechanismInputError(field, "; ".join(
+            f"variable {name!r} is not a column of the data{did_you_mean(str(name), columns)}" for name in missing)
+            + f" (its columns: {shown[:80] + '…' if len(shown) > 80 else shown})")  # a header may be data
     return names
 
 

@@ -47,11 +47,8 @@ class Amendment:
 
 
 def cap_text(cap: Cap) -> str:
-    limit = f"{cap.unit} {format_number(cap.limit)}"
-    if cap.delta is not None:
-        limit += f" at delta {format_delta(cap.delta)}"  # 1 × 10⁻⁶, as every other command prints a delta
-    where = "the whole dataset" if cap.whole_dataset else "{" + ", ".join(cap.ordered_subset) + "}"
-    return f"{limit} on {where}"
+    """The cap in words (`Cap.description`: one text in every command and report)."""
+    return cap.description
 
 
 def plan(
@@ -64,10 +61,13 @@ def plan(
     releases: Iterable[Release] = (),
     families: Iterable[Family] = (),
     reason: str | None = None,
+    require_reason: bool = True,
 ) -> tuple[list[Amendment], list[LedgerError]]:
     """The amendments that turn `old` into `new`, or the errors that refuse it.
 
-    new_caps None: caps are left as they are (the file has no `caps`)."""
+    new_caps None: caps are left as they are (the file has no `caps`). `require_reason` False
+    (a dry run, which writes nothing): a reclassification without a reason is listed, saying it
+    needs one to be applied, instead of refused."""
     errors: list[LedgerError] = []
     out: list[Amendment] = []
     name = old.name
@@ -125,12 +125,14 @@ def plan(
                  _with(state, variable.name, description=variable.description),
                  {"variable": variable.name, "description": variable.description, "was": before.description})
         if before.classification != variable.classification:
-            if reason is None or not reason.strip():
+            unexplained = reason is None or not reason.strip()
+            if unexplained and require_reason:
                 errors.append(LedgerError("command line", "--reason",
                                           f"reclassifying {variable.name!r} ({before.classification} -> "
                                           f"{variable.classification}) needs a reason; give --reason TEXT"))
             step("variable.reclassified", f"variable {variable.name}: {before.classification} -> "
-                 f"{variable.classification}" + (f" (reason: {reason.strip()})" if reason and reason.strip() else ""),
+                 f"{variable.classification}" + (f" (reason: {reason.strip()})" if not unexplained
+                                                 else " (needs a reason to be applied: --reason TEXT)"),
                  _with(state, variable.name, classification=variable.classification),
                  {"variable": variable.name, "classification": variable.classification,
                   "was": before.classification, "reason": (reason or "").strip()})

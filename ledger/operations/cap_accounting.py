@@ -5,7 +5,9 @@
 replaces the figure by the smallest one a *valid filter* gives (DESIGN 2.10,
 accountants.cap_decision): the Rényi filter at fixed orders when the basic spend
 is pure, and the non-adaptive minimum (PLD included) when every release
-charged on the cap's subset was recorded before any was published. A pure
+charged on the cap's subset was recorded before any was published and none
+reading it was cancelled at or after that publication (a stopping decision:
+the state's "last_cancelled"; the cancel transaction recomputes it). A pure
 epsilon cap keeps the pure sum; a rho cap the sum of rho. Every check carries
 its `Decision` (accountant, case, theorem), which recording writes into the
 audit event of what it admits, and a refusal prints.
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from fractions import Fraction
 
@@ -90,11 +91,15 @@ def _decision_before(cap, value, state: dict | None) -> accountants.Decision:
 
 
 def _with(check: budget.CapCheck, before: accountants.Decision, after: accountants.Decision) -> budget.CapCheck:
+    cap = check.cap
     current = min(check.current, before.value, key=float)
     value = min(check.after, after.value, key=float)
-    return replace(check, current=current, after=value, charge=budget.difference(value, current),
-                   headroom=budget.difference(check.cap.limit, value, down=True), status=budget.status(check.cap, value),
-                   decision=after)
+    charge = check.charge if is_infinite(current) else budget.difference(value, current)  # budget.plan_charge
+    # (the check with these fields replaced, built directly: dataclasses.replace reads the fields anew each call)
+    return budget.CapCheck(cap=cap, current=current, charge=charge, after=value,
+                           headroom=budget.difference(cap.limit, value, down=True), status=budget.status(cap, value),
+                           drivers=check.drivers, after_total=check.after_total, charges=check.charges,
+                           reason=check.reason, decision=after)
 
 
 def current_states(session: Session, dataset: str, caps) -> dict[str, dict]:
@@ -118,14 +123,16 @@ def current_states(session: Session, dataset: str, caps) -> dict[str, dict]:
 
 
 def checks_from_history(caps, releases: Sequence[Release], families: Mapping[str, Family],
-                        totals: Mapping[str, budget.CapTotal] | None = None) -> list[budget.CapCheck]:
+                        totals: Mapping[str, budget.CapTotal] | None = None,
+                        ended_at: Mapping[str, datetime] | None = None) -> list[budget.CapCheck]:
     """Every cap as the given releases leave it, each with its best valid figure: the running
     totals (unless given) and accountant states recomputed from the releases (for `cap list
-    --as-of` and the report: the same decision as `cap list`)."""
+    --as-of` and the report: the same decision as `cap list`). `ended_at`: when each cancelled
+    release was cancelled (history.ended; None: after any publication, DESIGN 2.10)."""
     releases = list(releases)
     if totals is None:
         totals = {cap.name: budget.total_from_history(cap, releases, families) for cap in caps}
-    return checks_on(caps, totals, lambda cap: accountants.state_from_history(cap, releases, families))
+    return checks_on(caps, totals, lambda cap: accountants.state_from_history(cap, releases, families, ended_at))
 
 
 def checks_from_index(caps, index, totals: Mapping[str, budget.CapTotal] | None = None) -> list[budget.CapCheck]:
@@ -191,11 +198,11 @@ def standing_at(session: Session, dataset: str, caps, when: datetime | None):
     from ..store.as_of import ended_at
 
     history = store.snapshot(session, dataset)
-    then = releases_as_of([r for r in history.releases.values() if r.dataset == dataset], when,
-                          ended_at(session.connection()))
+    ended = history.ended if history.ended is not None else ended_at(session.connection())
+    then = releases_as_of([r for r in history.releases.values() if r.dataset == dataset], when, ended)
     families = {fid: f for fid, f in history.families.items() if f.dataset == dataset}
     return ({cap.name: budget.total_from_history(cap, then, families) for cap in caps},
-            {cap.name: accountants.state_from_history(cap, then, families) for cap in stated})
+            {cap.name: accountants.state_from_history(cap, then, families, ended) for cap in stated})
 
 
 def headroom(session: Session, dataset: str, variables, caps, *, when: datetime | None = None,

@@ -408,14 +408,15 @@ def run_and_record(
                                         f"known: {', '.join(sorted(MECHANISMS))}")
     params = dict(params)
     missing = [key for key in definition.required if key not in params]
-    if missing:
-        raise _input_error(missing[0], f"{name} needs {', '.join(definition.required)}; missing {', '.join(missing)}")
     known = (*definition.required, *definition.optional)
     unknown = [key for key in params if key not in known]
-    if unknown:  # a mistyped optional parameter (-p nonnegativ=true) would be ignored without a word
-        raise _input_error(unknown[0], "; ".join(
-            f"{name} takes no parameter {key!r}{did_you_mean(key, known)}" for key in unknown)
-            + f" (it takes {', '.join(known)})")
+    if unknown or missing:  # a mistyped parameter (-p epslon=1) named, beside what is then missing
+        problems = [f"{name} takes no parameter {key!r}{did_you_mean(key, known)}" for key in unknown]
+        if missing:
+            problems.append(f"{name} needs {', '.join(definition.required)}; missing {', '.join(missing)}")
+        if unknown:
+            problems[len(unknown) - 1] += f" (it takes {', '.join(known)})"
+        raise _input_error((unknown or missing)[0], "; ".join(problems))
     if not isinstance(data, pd.DataFrame) or data.empty:
         raise _input_error("data", "the data is empty: no records to run a mechanism on")
     rng = noise.make_rng(seed)

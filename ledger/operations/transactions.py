@@ -59,10 +59,10 @@ class BudgetRefused(Exception):
         for c in over:
             start = len(lines)
             if is_infinite(c.after):
-                lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit} would have no bound: "
+                lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit_text} would have no bound: "
                              f"{c.reason or budget.why_unbounded(c.cap, c.after_total.spend)}")
             else:
-                lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit} would be {format_number(c.after)} "
+                lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit_text} would be {format_number(c.after)} "
                              f"against a cap of {format_number(c.cap.limit, down=True)}, over by "
                              f"{format_number(-c.headroom)}")
             for charge in c.charges:  # the releases that break it, by name
@@ -90,29 +90,45 @@ class Recorded:
 def release_builder(paths: Sequence[str | Path], actor: str) -> Builder:
     """The files are read, parsed and checked against the release schema here, before any
     transaction: a slow, huge or hostile file never holds the ledger's write lock (only the
-    checks against the ledger run inside)."""
-    documents, read_errors = validated_release_documents(read_document(path) for path in paths)
-    if read_errors:  # refused before any transaction is opened (all or nothing: nothing would be written)
-        raise InputErrors(read_errors)
+    checks against the ledger run inside). A file the schema refuses is refused before any lock
+    too, with every other problem of every file found in one pass (`refused_early`): `record`
+    and `check` read the ledger without a lock to name them all."""
+    documents, early = validated_release_documents(read_document(path) for path in paths)
+    schema = {id(error) for document in documents for _at, error in document.release_schema_problems}
+    unread = [error for error in early if id(error) not in schema]  # files not read or not parsed
 
     def build(snapshot: LedgerSnapshot):
         releases, families, errors = load_releases(documents, snapshot, recorded_by=actor, recorded_at=store.now())
-        return releases, families, read_errors + errors
+        return releases, families, unread + errors
 
     build.release_ids = declared_ids(documents)
+    build.refused_early = bool(early)  # (all or nothing: nothing would be written)
     return build
+
+
+def refuse_early(engine: Engine, build: Builder) -> None:
+    """A build refused before any transaction (release_builder: a file unread, unparsed or
+    against the schema): every problem of the files, checked against the ledger read without
+    a lock, raised; nothing is written and no lock is taken."""
+    if not getattr(build, "refused_early", False):
+        return
+    with store.read_session(engine) as session:
+        _releases, _families, errors = build(store.write_context(session))
+    raise InputErrors(errors)
 
 
 def declared_ids(documents: Sequence[Document]) -> tuple[str, ...]:
     """The release ids the (schema-checked) documents declare: `record` reads which of them the
     ledger holds with the write lock (store.write_session's `release_ids`)."""
     return tuple(entry["id"] for document in documents if isinstance(document.data, dict)
-                 for entry in document.data.get("releases") or () if isinstance(entry, dict)
+                 and isinstance(document.data.get("releases"), list)  # (else the schema's error, not a crash)
+                 for entry in document.data["releases"] if isinstance(entry, dict)
                  and isinstance(entry.get("id"), str))
 
 
 def record(engine: Engine, build: Builder, actor: str) -> Recorded:
     """Build releases against the current ledger, enforce every cap, and write them, atomically."""
+    refuse_early(engine, build)
     with store.write_session(engine, read_head=True, release_ids=getattr(build, "release_ids", ())) as session:
         snapshot = store.write_context(session)
         releases, families, errors = build(snapshot)
@@ -139,6 +155,7 @@ def record(engine: Engine, build: Builder, actor: str) -> Recorded:
 def check(engine: Engine, build: Builder) -> list[budget.CapCheck]:
     """The pre-release check: the same composition as `record`, as a dry run (one
     consistent read, no lock)."""
+    refuse_early(engine, build)
     with store.read_session(engine) as session:
         snapshot = store.write_context(session)
         releases, families, errors = build(snapshot)
@@ -154,7 +171,8 @@ def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Relea
     results: list[budget.CapCheck] = []
     for dataset in sorted({r.dataset for r in releases}):
         plan = [r for r in releases if r.dataset == dataset]
-        caps = [cap for cap in store.caps(session, dataset) if any(budget.touches(cap, r) for r in plan)]
+        read = frozenset().union(*(r.reads for r in plan))  # a cap touched by some release reads some of these
+        caps = [cap for cap in store.caps(session, dataset) if cap.subset & read]  # (budget.touches, for any)
         if not caps:
             continue
         joined = {r.family for r in plan if r.family is not None}
@@ -197,7 +215,9 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
         if release_id not in lookup:
             from ..core.errors import did_you_mean
 
-            raise fail(f"release {release_id}", "id", "no such release in this ledger"
+            from ..core.failures import QUOTED, excerpt
+
+            raise fail(f"release {excerpt(release_id, QUOTED)}", "id", "no such release in this ledger"
                        + did_you_mean(release_id, list(lookup)))
         people.require(session, actor, action)
         release = lookup[release_id]

@@ -171,11 +171,12 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
     loss = {name: f.epsilon for name, f in zip(accounts.variables, per_variable)}
     changes = {"dataset_wide": wide.epsilon,
                "public_losses": tuple((name, loss[name]) for name, _ in head.public_losses)}
+    chosen = accounts.accountant  # `--accountant NAME`: every figure of the headline is that accountant's
     if head.protected:
         spend = index.subset_spend(frozenset(head.protected), at_delta(delta))  # (its releases are not listed)
         if not spend.unbounded:
-            changes["epsilon"] = accountants.best(accountants.subset_figures(index, head.protected, delta, spend,
-                                                                             invalid_pld=False)).epsilon
+            changes["epsilon"] = choose(accountants.subset_figures(index, head.protected, delta, spend,
+                                                                   invalid_pld=chosen == "pld"), chosen).epsilon
         column = {name: k for k, name in enumerate(accounts.variables)}
         worst = max(head.protected, key=lambda name: (float(loss[name]), -column[name]))
         changes["worst_variable"] = (worst, loss[worst])
@@ -201,4 +202,10 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
             i, j = int(ids[upper[0][best]]), int(ids[upper[1][best]])
             figure = ShownPairs(index, delta, grid, rdp).figure(i, j)
             changes["worst_pair"] = (names[i], names[j], figure.epsilon)
+    if chosen is not None and changes.get("worst_pair", head.worst_pair) is not None:
+        a, b, value = changes.get("worst_pair", head.worst_pair)
+        if not is_infinite(value):  # the pair's figure by the accountant asked for, as `subset A B --accountant`
+            pair_spend = index.subset_spend(frozenset((a, b)), at_delta(delta))
+            changes["worst_pair"] = (a, b, choose(accountants.subset_figures(
+                index, (a, b), delta, pair_spend, invalid_pld=chosen == "pld"), chosen).epsilon)
     return replace(head, **changes)

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 
-from ..core.numbers import Number
+from ..core.numbers import Number, is_infinite
 from ..core.lazy import lazy_module
 
 np = lazy_module("numpy")  # imported on first use (issue 13)
@@ -44,6 +44,18 @@ class Pairs:
     svg: str
     protected_only: bool = False  # `highest` ranks pairs of protected variables only (DESIGN 2.11)
     public: tuple[str, ...] = ()  # variables classified public (their ∞ is expected)
+
+    @property
+    def why(self) -> tuple[tuple[str, ...], ...] | None:
+        """Per cell of `matrix`, why it is ∞ when it is (reasons.subset_reason): neutral where a
+        public variable is released exactly and no protected member is ∞ alone; else an alarm."""
+        if self.matrix is None:
+            return None
+        from .reasons import subset_reason
+
+        names = self.variables
+        infinite = {names[i] for i in range(len(names)) if is_infinite(self.matrix[i][i])}
+        return tuple(tuple(subset_reason({a, b}, self.public, infinite) for b in names) for a in names)
 
 
 @dataclass(frozen=True)

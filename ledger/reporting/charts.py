@@ -197,7 +197,8 @@ def timeline_svg(timeline: Timeline) -> Markup:
                 + (f"; named: {', '.join(names[:len(highlighted)])}" if highlighted else "")
                 + ("; dashed: the caps in epsilon" if cap_lines else "")
                 + (f"; caps above the range drawn: {', '.join(n for names in far.values() for n in names)}" if far else "")
-                + ". The final figures, exact, are the total row of the risk table.")
+                + ". Each line is the basic composition (valid for adaptive releases); the risk table's total "
+                  "row shows the smallest valid figure of the accountants, which may be below it.")
     for value in tick_values:  # the y axis: grid lines and ticks
         level = float(py(value))
         out.append(f'<line x1="{_f(plot_left)}" x2="{_f(plot_right)}" y1="{_f(level)}" y2="{_f(level)}" '
@@ -359,6 +360,15 @@ def _x_ticks(timeline: Timeline, x: np.ndarray, low: float, high: float) -> list
     for months in (1, 2, 3, 6, 12, 24, 60):  # the first month step giving at most 10 ticks
         if days / (30.4 * months) <= 10:
             break
+    if days < 2:  # within a day or two (every event on one day): hours or minutes, the first dated
+        span = max(high - low, 0.0)
+        step = next((s for s in (60, 300, 600, 1800, 3600, 7200, 10800, 21600, 43200) if span / s <= 8), 86_400)
+        first = math.ceil(low / step) * step
+        moments = [datetime.fromtimestamp(first + step * k, _UTC) for k in range(int((high - first) // step) + 1)]
+        if not moments:  # (a span shorter than a minute) its two ends
+            moments = [start] + ([stop] if stop != start else [])
+        return [(m.timestamp(), m.strftime("%Y-%m-%d %H:%M" if k == 0 else "%H:%M"), False)
+                for k, m in enumerate(moments)]
     if days < 60:  # a short span: days
         spacing = max(1, math.ceil(days / 8))
         first = datetime(start.year, start.month, start.day, tzinfo=_UTC) + timedelta(days=1)

@@ -7,7 +7,8 @@ therefore the loss on the *protected* subset P, every variable not classified
 public -- Tan's epsilon on U = P (Definition 2.2; the cost composes over the
 releases' restrictions to P, Prop 3.4) -- with the worst single protected
 variable and the worst protected pair. ∞ on P is an alarm. The public
-variables are listed apart ("public, released exactly"), their ∞ neutral. The
+variables are listed apart, an ∞ of theirs neutral ("public, released exactly":
+read by a release with no guarantee covering it; reasons.py). The
 whole-dataset figure (U = V, Prop 3.1) stays, labelled as ordinary DP.
 
 Pure: figures come from the engine (`LedgerIndex.subset_cost`, the risk
@@ -26,11 +27,12 @@ from ..accounting.engine import LedgerIndex, SpendGrid
 from ..core.lazy import lazy_module
 from ..core.numbers import Number, format_number, is_infinite
 from ..core.records import Dataset
+from .reasons import NOT_PROTECTED, PUBLIC, figure_text
 
 np = lazy_module("numpy")  # imported on first use: `--help` never needs it (issue 13)
 
 PROTECTED_LABEL = "protected subset (every variable not classified public)"
-PUBLIC_LABEL = "public, released exactly"
+PUBLIC_LABEL = "public variables (not in the headline)"
 ORDINARY_LABEL = "whole dataset, ordinary DP (U = V, Tan Prop 3.1)"
 
 
@@ -158,14 +160,13 @@ def text_lines(head: Headline) -> list[str]:
         lines.append(f"  worst protected pair: {{{a}, {b}}} ({_text(value)})")
     if head.public:
         lines.append(f"{PUBLIC_LABEL}: " + ", ".join(
-            f"{name} ({'∞, expected' if is_infinite(value) else format_number(value)})"
-            for name, value in head.public_losses))
+            f"{name} {figure_text(value, PUBLIC)}" for name, value in head.public_losses))
     lines.append(f"{ORDINARY_LABEL}: {'∞' if is_infinite(head.dataset_wide) else format_number(head.dataset_wide)}")
     return lines
 
 
 def _text(value: Number) -> str:
-    return "∞ (not protected)" if is_infinite(value) else format_number(value)
+    return figure_text(value, NOT_PROTECTED)  # a protected variable or pair
 
 
 def _names(names: Sequence[str]) -> str:

@@ -296,10 +296,7 @@ def _caps_text(caps: Sequence[Cap]) -> str:
         return "No budget cap is declared in the ledger. " + _todo("how privacy loss is managed over time")
     lines = ["Budget caps enforced by the ledger before each release:"]
     for cap in caps:
-        figure = (f"rho {format_number(cap.rho)}" if cap.rho is not None else
-                  f"epsilon {format_number(cap.epsilon)}" + (f" at delta {format_delta(cap.delta)}"
-                                                             if cap.delta is not None else ""))
-        lines.append(f"- {cap.name} on {{{', '.join(cap.ordered_subset)}}}: {figure}")
+        lines.append(f"- {cap.name} on {{{', '.join(cap.ordered_subset)}}}: {cap.limit_text}")
     return "\n".join(lines) + "\n"
 
 

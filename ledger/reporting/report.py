@@ -34,7 +34,7 @@ import json
 import math
 from collections import Counter
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
@@ -42,15 +42,16 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..accounting.spend import CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, ZCDP_SHARE
-from ..accounting.budget import CapCheck, CapTotal, check, total_from_index
+from ..accounting.spend import CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE
+from ..accounting.budget import CapCheck, CapTotal, check, composed, total_from_index
 from ..accounting.engine import LedgerIndex, RiskTable, SpendGrid, at_delta
 from ..accounting.history import charged_from, ended
 from ..accounting.history import releases_as_of as _releases_then
 from ..core.numbers import INF, Number, float_down, float_up, is_infinite
-from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Guarantee, Release, Status
+from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Guarantee, Release, Status, cap_unit_text
 from .headline import Headline, headline
 from .chart_data import PairFigure, Pairs, Timeline  # noqa: F401 (defined there: charts.py reads them too)
+from . import reasons
 from .views import Basis, basis_for, bound_text
 from ..core.lazy import lazy_module
 from ..store.as_of import DATASET_STATE_KINDS
@@ -235,6 +236,13 @@ class Certificate:
     chain_since: int = 0  # 0: in full; else the verified head it continued from (ChainStatus.since)
     computed_seq: int = 0  # the audit event the report was computed from (its head), and its hash:
     computed_head: str = ""  # a printed report is itself a checkpoint a board can keep
+    # (--as-of) when the dataset was added to the ledger: after `as_of`, it did not exist then
+    dataset_added: datetime | None = None
+
+    @property
+    def added_after(self) -> bool:
+        """--as-of a moment before the dataset was added to the ledger (the report says so)."""
+        return self.as_of is not None and self.dataset_added is not None and self.dataset_added > self.as_of
 
 
 @dataclass(frozen=True)
@@ -248,6 +256,11 @@ class RiskRow:
     dataset_wide: Number
     wide_public: bool = False  # its whole-dataset ∞ comes from public variables only: neutral
     family: str | None = None  # a member of a family: the family is charged once in the total (DESIGN 2.6)
+
+    @property
+    def wide_why(self) -> str:
+        """Why its whole-dataset figure is ∞, when it is (reasons.py)."""
+        return reasons.PUBLIC if self.wide_public else reasons.NOT_PROTECTED
 
 
 @dataclass(frozen=True)
@@ -299,6 +312,17 @@ class RiskTableView:
     rotate: bool = False  # variable names too long for a column: headers printed vertically
     family_note: str = ""  # said under the table when some rows are members of a family
 
+    @property
+    def why(self) -> dict[str, str]:
+        """Per variable, why an ∞ in its column is ∞ (reasons.variable_reason): a public variable
+        is released exactly (neutral), a protected one is not protected (an alarm)."""
+        public = set(self.public)
+        return {name: reasons.variable_reason(name, public) for name in self.variables}
+
+    @property
+    def total_wide_why(self) -> str:
+        return reasons.PUBLIC if self.total_wide_public else reasons.NOT_PROTECTED
+
 
 @dataclass(frozen=True)
 class CapEntry:
@@ -315,6 +339,13 @@ class CapEntry:
     status: str  # ok / warn / over
     drivers: tuple[tuple[str, Number], ...]  # the releases driving the spend, largest first
     decided_by: str | None = None  # the accountant whose valid figure `current` is, and its case (issue 11)
+    current_why: str | None = None  # why `current` is ∞, when it is (reasons.py)
+    driver_why: tuple[str | None, ...] = ()  # per driver, why its charge is ∞ (None: finite)
+
+    @property
+    def unit_text(self) -> str:
+        """`epsilon at delta 1 × 10⁻⁹`: the one text of a cap's unit (records.cap_unit_text)."""
+        return cap_unit_text(self.unit, self.delta)
 
 
 @dataclass(frozen=True)
@@ -451,12 +482,19 @@ class CapMove:
     unit: str
     delta: Fraction | None
     limit: Fraction
-    before: Number
-    now: Number
-    change: Number | None  # now - before; None when both are ∞
+    before: Number | None  # None: the cap did not exist then (status_before "new")
+    now: Number | None  # None: the cap was removed since (status_now "removed")
+    change: Number | None  # now - before; None when both are ∞, or the cap is new or removed
     status_before: str
     status_now: str
-    set_after: bool  # the cap was set after the date (its figure then is shown all the same)
+    set_after: bool  # the cap existed at the date and was set again (changed) since: its figure then is against its limit then
+    why_before: str | None = None  # why `before` is ∞, when it is (reasons.py)
+    why_now: str | None = None
+
+    @property
+    def unit_text(self) -> str:
+        """`epsilon at delta 1 × 10⁻⁹`: the one text of a cap's unit (records.cap_unit_text)."""
+        return cap_unit_text(self.unit, self.delta)
 
 
 @dataclass(frozen=True)
@@ -610,7 +648,7 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     dataset = inputs.dataset
     charged = tuple(r for r in inputs.releases if r.status in CHARGED_STATUSES)
     objective = at_delta(inputs.delta)
-    index = LedgerIndex(dataset.variable_names, charged, inputs.families)
+    index = charged_index_of(dataset.variable_names, inputs.releases, inputs.families, inputs.events)
     if inputs.as_of is not None:  # the caps' running totals as the ledger stood, over the index's arrays
         inputs = replace(inputs, cap_totals={cap.name: total_from_index(cap, index) for cap in inputs.caps})
     from .accountant_views import best_headline  # the smallest valid figures (issue 11)
@@ -657,7 +695,7 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
         from ..operations.cap_accounting import checks_from_index
 
         checks = tuple(checks_from_index(inputs.caps, index, inputs.cap_totals))
-    caps = tuple(_cap_entry(c) for c in checks)
+    caps = tuple(_cap_entry(c, dataset.public_names, index) for c in checks)
     meeting = meeting_pack(inputs, checks) if inputs.since is not None else None
     timeline = timeline_of(index, inputs.delta, objective, inputs.as_of or inputs.generated_at,
                            public=dataset.public_names, caps=inputs.caps)
@@ -752,7 +790,7 @@ def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[Regist
     register = tuple(register_entry(r, large.families, *cells_of(k), **large.steps.get(r.id, {}))
                      for k, r in enumerate(whole.releases))
     summary = RegisterSummary(releases=large.releases, file=register_file, shown=len(register), entries=entries)
-    caps = tuple(_cap_entry(c) for c in large.cap_checks)
+    caps = tuple(_cap_entry(c, dataset.public_names, index) for c in large.cap_checks)
     if drawn is not None:
         heat_map, timeline_chart = drawn()
         pairs = replace(pairs, svg=Markup(heat_map))
@@ -801,7 +839,8 @@ def shown_accounts(index: LedgerIndex, table: RiskTable, delta: Fraction):
     """The total row's figures as `table` shows them (accountant_views.table_accountants with no
     accountant asked: the smallest valid figure per column), without computing PLD figures that
     cannot be shown: a PLD figure is valid only when every release charged on the column was
-    declared in advance (DESIGN 2.10; accountants.pld_figure), and `accountants.best` passes over
+    declared in advance and none reading it cancelled after a publication (DESIGN 2.10;
+    accountants.pld_figure), and `accountants.best` passes over
     a figure that is not valid. So the PLD is computed for the declared columns only, and basic
     and rdp decide the others (the PLD of 200 columns cost most of a 10,000-release report,
     issue 13); the figures shown are the same."""
@@ -870,7 +909,9 @@ def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
         self_approval=inputs.dataset.self_approval,
         as_of=inputs.as_of,
         computed_seq=inputs.events[-1].seq if inputs.events else 0,
-        computed_head=inputs.events[-1].hash if inputs.events and inputs.events[-1].hash else chain.head,
+        # (--as-of a moment before any event: no head then, not today's)
+        computed_head=inputs.events[-1].hash if inputs.events and inputs.events[-1].hash
+        else "" if inputs.as_of is not None else chain.head,
     )
 
 
@@ -1049,10 +1090,11 @@ def risk_frame(risk: RiskTableView):
     """Tan's Table 1 as a pandas DataFrame (the CSV export): a row per charged release and
     the composed total row. Numeric cells: first a float column per variable and the
     whole-dataset column (ordinary DP), each float at or above the exact loss
-    (numbers.to_json), ∞ as inf; then the same columns exact ("293764/114921", "inf")."""
+    (numbers.to_json), ∞ as inf; then the same columns exact ("293764/114921", "inf"), empty
+    where the figure has no exact value (a zCDP conversion: JSON's null, numbers.fraction_text)."""
     import pandas as pd
 
-    from ..core.numbers import exact_text, to_json
+    from ..core.numbers import fraction_text as exact_text, to_json
 
     def upper_float(value: Number) -> float:
         number = to_json(value)
@@ -1072,8 +1114,20 @@ def risk_frame(risk: RiskTableView):
     return frame
 
 
+def charged_index_of(variables: Sequence[str], releases: Sequence[Release], families, events) -> LedgerIndex:
+    """The LedgerIndex of the charged ones of `releases` (each with its status then), with the
+    cancelled ones' moments noted (accountants.note_cancellations: a cancellation after a
+    publication makes the case adaptive, DESIGN 2.10), dated by `events` (history.ended)."""
+    from ..accounting.accountants import cancelled_moments, note_cancellations
+
+    index = LedgerIndex(variables, [r for r in releases if r.status in CHARGED_STATUSES], families)
+    note_cancellations(index, cancelled_moments(releases, ended((e.kind, e.subject, e.at) for e in events)))
+    return index
+
+
 def cap_entries(caps: Sequence[Cap], totals: Mapping[str, CapTotal], releases: Sequence[Release] | None = None,
-                families: Mapping[str, Family] | None = None) -> tuple[CapEntry, ...]:
+                families: Mapping[str, Family] | None = None,
+                ended_at: Mapping[str, datetime] | None = None) -> tuple[CapEntry, ...]:
     """Every cap against the stored running totals: the pre-release check of an empty plan.
     With the charged releases, each cap's figure is the one `cap list` prints: the smallest
     valid filter figure (cap_accounting.checks_from_history, issue 11)."""
@@ -1081,17 +1135,36 @@ def cap_entries(caps: Sequence[Cap], totals: Mapping[str, CapTotal], releases: S
         return tuple(_cap_entry(c) for c in check(list(caps), totals, [], {}, {}, only_touched=False))
     from ..operations.cap_accounting import checks_from_history
 
-    return tuple(_cap_entry(c) for c in checks_from_history(list(caps), releases, families or {}, totals))
+    return tuple(_cap_entry(c) for c in checks_from_history(list(caps), releases, families or {}, totals, ended_at))
 
 
 def family_map_of(inputs: ReportInputs) -> dict[str, Family]:
     return {f.id: f for f in inputs.families}
 
 
-def _cap_entry(c: CapCheck) -> CapEntry:
+def cap_reasons(c: CapCheck, public: Collection[str] = (), index: LedgerIndex | None = None
+                ) -> tuple[str | None, tuple[str | None, ...]]:
+    """Why a cap's figure and each of its drivers' charges are ∞ (reasons.py; None where finite),
+    from the index of the releases charged (reasons.index_reason: the same on every path); an ∞
+    driver by the cap's total's reason."""
+    spend = composed(c.cap, c.after_total) if c.after_total is not None else None
+    overall = None
+    if is_infinite(c.current):
+        if index is not None:
+            overall = reasons.index_reason(c.cap, index, public)
+        else:
+            overall = reasons.NOT_PROTECTED if spend is None else reasons.unit_reason(c.cap, spend)
+    # an ∞ driver is ∞ for the cap's reason (read without a bound, or not in the cap's unit): the
+    # same words on every path (a large ledger's rows do not name their releases after the read)
+    return overall, tuple(overall if is_infinite(value) else None for _name, value in c.drivers)
+
+
+def _cap_entry(c: CapCheck, public: Collection[str] = (), index: LedgerIndex | None = None) -> CapEntry:
+    current_why, driver_why = cap_reasons(c, public, index)
     return CapEntry(name=c.cap.name, subset=c.cap.ordered_subset, whole_dataset=c.cap.whole_dataset,
                     unit=c.cap.unit, delta=c.cap.delta, limit=c.cap.limit, current=c.current,
                     headroom=c.headroom, status=c.status, drivers=c.drivers,
+                    current_why=current_why, driver_why=driver_why,
                     # a cap at a delta is where the accountants differ (a pure or rho cap: basic sums)
                     decided_by=None if c.decision is None or c.cap.unit != "epsilon at delta"
                     else f"{c.decision.accountant}, {c.decision.case}")
@@ -1195,7 +1268,7 @@ def timeline_of(index: LedgerIndex, delta: Fraction, objective, now: datetime,
     grid = index.running_totals(order, ends, objective)
     y = epsilon_floats(grid, delta)
     if distinct:
-        x = tuple(_aware(times[order[e - 1]]) for e in ends)
+        x = tuple(aware(times[order[e - 1]]) for e in ends)
         labels = ()
     else:
         x = tuple(ends)
@@ -1208,7 +1281,7 @@ def timeline_of(index: LedgerIndex, delta: Fraction, objective, now: datetime,
     lines = tuple((cap.name, float(round_down_float(cap.limit))) for cap in caps
                   if cap.rho is None and cap.limit is not None)
     return Timeline(axis="time" if distinct else "order", x=x, labels=labels, variables=index.variables, y=y,
-                    envelope=envelope, highlighted=highlighted, end=_aware(now), svg="", public=tuple(public),
+                    envelope=envelope, highlighted=highlighted, end=aware(now), svg="", public=tuple(public),
                     caps=lines)
 
 
@@ -1269,16 +1342,16 @@ def register_entry(release: Release, families: Sequence[Family], cells=(), datas
         title=release.title,
         status=release.status.value,
         charged=release.status in CHARGED_STATUSES,
-        recorded_at=_aware(release.recorded_at),
+        recorded_at=aware(release.recorded_at),
         recorded_by=release.recorded_by,
-        approved_at=_aware(release.approved_at),
+        approved_at=aware(release.approved_at),
         approved_by=release.approved_by,
-        published_at=_aware(release.published_at),
+        published_at=aware(release.published_at),
         reads=tuple(sorted(release.reads)),
         exact=tuple(sorted(release.exact_variables)),
         mechanism=release.mechanism.name,
         parameters=tuple(release.mechanism.params),
-        guarantees=tuple(_guarantee_text(g) for g in release.guarantees),
+        guarantees=tuple(guarantee_text_of(g) for g in release.guarantees),
         family=release.family,
         family_split=split,
         derived_from=tuple(release.derived_from),
@@ -1290,7 +1363,8 @@ def register_entry(release: Release, families: Sequence[Family], cells=(), datas
     )
 
 
-def _guarantee_text(g: Guarantee) -> GuaranteeText:
+def guarantee_text_of(g: Guarantee) -> GuaranteeText:
+    """A guarantee as the report's register shows it (`GuaranteeText`: its exact numbers kept)."""
     # no cache: a key holds what the guarantee protects, which differs from release to release
     # (the cache missed on nearly every one), and hashing its exact Fractions cost more than
     # this dataclass does (issue 13)
@@ -1355,12 +1429,14 @@ def audit_trail(inputs: ReportInputs, chain: ChainStatus) -> AuditTrail:
         last_at=events[-1].at if events else None,
         by_kind=tuple(sorted(Counter(e.kind for e in events).items())),
         by_actor=tuple(sorted(Counter(e.actor for e in events).items())),
-        listed=tuple(AuditEntry(e.seq, e.at, e.actor, e.kind, e.subject, _note(e)) for e in listed),
+        listed=tuple(AuditEntry(e.seq, e.at, e.actor, e.kind, e.subject, audit_note(e)) for e in listed),
         omitted=len(events) - len(listed),
     )
 
 
-def _note(event: AuditEvent) -> str | None:
+def audit_note(event: AuditEvent) -> str | None:
+    """The note the audit trail shows beside an event: a retraction's or cancellation's reason, the
+    role a role event names, a dataset change in words; None for the others."""
     if event.kind in ("release.retracted", "release.cancelled"):
         return event.data().get("reason")
     if event.kind.startswith("role."):
@@ -1443,7 +1519,7 @@ def meeting_pack(inputs: ReportInputs, checks: Sequence[CapCheck] | None = None)
         return moment is not None and moment >= since and (until is None or moment <= until)
 
     for release in inputs.releases:
-        approved, published = _aware(release.approved_at), _aware(release.published_at)
+        approved, published = aware(release.approved_at), aware(release.published_at)
         if between(approved):
             changes["release.approved"].append(Change(release.id, release.title, approved,
                                                       release.approved_by or "", Status.APPROVED.value))
@@ -1455,13 +1531,20 @@ def meeting_pack(inputs: ReportInputs, checks: Sequence[CapCheck] | None = None)
     then = releases_as_of(inputs.releases, events, since)
     # one index of the releases charged then, each cap's total over its arrays (total_from_index:
     # total_from_history's figure, without a pass over the releases per cap)
-    index_then = LedgerIndex(inputs.dataset.variable_names, [r for r in then if r.status in CHARGED_STATUSES],
-                             inputs.families)
+    index_then = charged_index_of(inputs.dataset.variable_names, then, inputs.families, events)
+    index_now = charged_index_of(inputs.dataset.variable_names, inputs.releases, inputs.families, events)
     if checks is None:
-        checks = checks_from_index(inputs.caps, LedgerIndex(inputs.dataset.variable_names, [
-            r for r in inputs.releases if r.status in CHARGED_STATUSES], inputs.families), inputs.cap_totals)
+        checks = checks_from_index(inputs.caps, index_now, inputs.cap_totals)
     set_at = {e.subject.split("/", 1)[1]: e.at for e in events if e.kind == "cap.set"}
-    moves = cap_moves(inputs.caps, checks, checks_from_index(inputs.caps, index_then), set_at, since)
+    from ..store.as_of import CAP_STATE_KINDS, state_change
+
+    prefix = inputs.dataset.name + "/"
+    caps_then, removed = caps_in_period(
+        [state_change(e.kind, e.subject, e.at, e.data()) for e in inputs.events
+         if e.kind in CAP_STATE_KINDS and e.subject.startswith(prefix)],
+        inputs.dataset.variable_names, since, inputs.as_of)
+    moves = cap_moves(inputs.caps, checks, checks_from_index(list(caps_then), index_then), set_at, since, removed,
+                      inputs.dataset.public_names, index_then, index_now)
     return MeetingPack(
         since=since,
         events=sum(1 for e in events if e.at >= since),
@@ -1476,23 +1559,67 @@ def meeting_pack(inputs: ReportInputs, checks: Sequence[CapCheck] | None = None)
     )
 
 
+def caps_in_period(changes: Sequence, order: Sequence[str], since: datetime,
+                   until: datetime | None = None) -> tuple[tuple[Cap, ...], tuple[Cap, ...]]:
+    """(the caps as they stood just before `since`, the caps removed between `since` and `until`
+    that are not set again by then, each with the value it had when removed), replayed from the
+    cap changes (history.StateChange, chain order; store.as_of.state_changes / state_change)."""
+    then: dict[str, Cap | None] = {}
+    last: dict[str, Cap | None] = {}
+    removed: dict[str, Cap] = {}
+    for change in changes:
+        if change.cap is None:
+            continue
+        name, cap = change.cap
+        at = aware(change.at)
+        if until is not None and at > aware(until):
+            break
+        if at < aware(since):
+            then[name] = cap
+        elif cap is None:
+            if last.get(name) is not None:
+                removed[name] = last[name]
+        else:
+            removed.pop(name, None)  # set again: it is a cap now
+        last[name] = cap
+    kept = [replace(cap, order=tuple(order)) for cap in then.values() if cap is not None]
+    return tuple(sorted(kept, key=lambda c: c.name)), tuple(replace(c, order=tuple(order)) for c in removed.values())
+
+
 def cap_moves(caps: Sequence[Cap], now: Sequence[CapCheck], then: Sequence[CapCheck], set_at: Mapping[str, datetime],
-              since: datetime) -> tuple[CapMove, ...]:
+              since: datetime, removed: Sequence[Cap] = (), public: Collection[str] = (),
+              index_then: LedgerIndex | None = None, index_now: LedgerIndex | None = None) -> tuple[CapMove, ...]:
     """How each cap moved: its figure then and now, each the decided one (the smallest valid
     figure, as the Caps section and `cap list` show it: cap_accounting.checks_from_index), never
-    the basic sum beside a decided figure for the same cap."""
+    the basic sum beside a decided figure for the same cap. `then`: the checks of the caps as
+    they stood just before `since` (caps_in_period), each against its limit then; a cap that did
+    not exist then is "new" (no figure then), one removed in the period (`removed`, with the
+    value it had) is "removed" (no figure now); every cap that existed in the period is listed."""
     now_of = {c.cap.name: c for c in now}
     then_of = {c.cap.name: c for c in then}
+    shown = {cap.name: cap for cap in removed}
+    shown.update({c.cap.name: c.cap for c in then})
+    shown.update({cap.name: cap for cap in caps})
     moves = []
-    for cap in caps:
-        before, current = then_of[cap.name], now_of[cap.name]
+    for name in sorted(shown):
+        cap, before, current = shown[name], then_of.get(name), now_of.get(name)
+        figure_then = None if before is None else before.current
+        figure_now = None if current is None else current.current
         moves.append(CapMove(
-            name=cap.name, subset=cap.ordered_subset, unit=cap.unit, delta=cap.delta, limit=cap.limit,
-            before=before.current, now=current.current, change=_difference(current.current, before.current),
-            status_before=before.status, status_now=current.status,
-            set_after=cap.name in set_at and set_at[cap.name] >= since,
+            name=name, subset=cap.ordered_subset, unit=cap.unit, delta=cap.delta, limit=cap.limit,
+            before=figure_then, now=figure_now,
+            change=None if figure_then is None or figure_now is None else _difference(figure_now, figure_then),
+            status_before=NEW_CAP if before is None else before.status,
+            status_now=REMOVED_CAP if current is None else current.status,
+            set_after=name in set_at and set_at[name] >= since and before is not None,
+            why_before=None if before is None else cap_reasons(before, public, index_then)[0],
+            why_now=None if current is None else cap_reasons(current, public, index_now)[0],
         ))
     return tuple(moves)
+
+
+NEW_CAP = "new"  # a cap that did not exist at the meeting-pack date
+REMOVED_CAP = "removed"  # a cap removed since the meeting-pack date
 
 
 def dataset_change(at: datetime, actor: str, kind: str, data: dict) -> DatasetChange:
@@ -1517,7 +1644,9 @@ def _difference(a: Number, b: Number) -> Number | None:
     return math.nextafter(float_up(a) - float_down(b), math.inf)  # a change in a loss: rounded up
 
 
-def _aware(moment: datetime | None) -> datetime | None:
+def aware(moment: datetime | None) -> datetime | None:
+    """A moment as the report shows it: a naive one is UTC (as the ledger records it); an aware
+    one, or None, as it is."""
     if moment is None or moment.tzinfo is not None:
         return moment
     return moment.replace(tzinfo=UTC)
@@ -1532,8 +1661,7 @@ def epsilon_floats(grid: SpendGrid, delta: Fraction) -> np.ndarray:
     """`Spend.epsilon(delta)` for every cell of a grid, as floats, for drawing.
 
     The same rules as accounting.Spend.epsilon (pure: the sum; approximate deltas
-    taken from delta, ∞ past it; with rho, the smaller of the zCDP filter at half the
-    delta, not beside approximate parts, and the Rényi filter's orders,
+    taken from delta, ∞ past it; with rho, the Rényi statements at the fixed orders,
     spend.order_epsilon), over numpy arrays: a heat
     map of 19,900 pairs needs 19,900 conversions. Each value is a valid upper bound
     (any Renyi order gives one, DESIGN 2.4); printed figures come from Spend.epsilon.
@@ -1556,8 +1684,7 @@ def epsilon_floats(grid: SpendGrid, delta: Fraction) -> np.ndarray:
         curve = np.minimum(pure[with_rho][:, None], a * pure_rho[with_rho][:, None]) + a * rho[with_rho][:, None]
         orders = _up(np.maximum((curve + np.log1p(-1 / a) - (np.log(safe * ORDER_SHARE)[:, None] + np.log(a))
                                  / (a - 1)).min(axis=1), 0.0))
-        zcdp = cks_floats(rho[with_rho] + pure_rho[with_rho], safe * ZCDP_SHARE)
-        value = np.where(beside, _up(approx_eps[with_rho] + orders), np.minimum(zcdp, orders))
+        value = np.where(beside, _up(approx_eps[with_rho] + orders), orders)
         result[with_rho] = np.where(ok, value, np.inf)
     result[grid.unbounded] = np.inf
     return result

@@ -20,17 +20,17 @@ from ..accounting.spend import CONVERSION_NAME, Spend
 from ..accounting.engine import RiskTable, SubsetCost
 from ..core.failures import neutralise
 from ..core.numbers import (
+    INF,
     Number,
     figure_fields,
     format_delta,
-    format_exact,
-    format_headroom,
     format_number,
     fraction_text,
     is_infinite,
     to_json,
 )
 from ..core.lazy import lazy_module
+from .reasons import NEUTRAL, PUBLIC, figure_text, variable_reason
 
 jinja2 = lazy_module("jinja2")  # imported when a template is rendered (issue 13)
 markupsafe = lazy_module("markupsafe")  # (issue 10: output escaping) with jinja2
@@ -285,11 +285,21 @@ def names_text(names) -> str:
 
 
 @lru_cache(maxsize=65536, typed=True)
-def bound_text(value: Number) -> str:
-    """An epsilon as reports print it: `∞ (not protected)`, or 2 decimals rounded up with
-    exact fractions kept (`293764/114921 (≈ 2.56)`). Cached: a report prints few distinct values
-    many times."""
-    return "∞ (not protected)" if is_infinite(value) else format_exact(value, 2)
+def bound_text(value: Number, why: str | None = None) -> str:
+    """An epsilon as reports print it (reasons.figure_text): `∞ (why)` (`∞ (not protected)` when
+    no reason is given), else as the command line prints it, rounded up with exact fractions
+    kept (`293764/114921 (≈ 2.5562)`). Cached: a report prints few distinct values many times."""
+    return figure_text(value, why)
+
+
+def headroom_text(value: Number) -> str:
+    """A headroom as reports print it: the command line's text, rounded down; -∞ without a bound."""
+    return figure_text(value, down=True)
+
+
+def limit_text(value: Number, places: int = 4) -> str:
+    """A cap's limit or a change as reports print it: the command line's text (format_number)."""
+    return format_number(value, places)
 
 
 @lru_cache(maxsize=65536)
@@ -305,9 +315,11 @@ def guarantee_text(guarantee) -> str:
     return f"{value} on {names_text(guarantee.protects)}, {guarantee.relation}"
 
 
-def cells_text(cells) -> str:
-    """A release's charged cells, (variable, epsilon) pairs, as `{age} 0.5; {sex} 0.5`."""
-    return "; ".join(f"{{{name}}} {bound_text(value)}" for name, value in cells)
+def cells_text(cells, public=()) -> str:
+    """A release's charged cells, (variable, epsilon) pairs, as `{age} 0.5; {sex} 0.5`; an ∞ says
+    why (reasons.variable_reason: a public variable released exactly, or not protected)."""
+    return "; ".join(f"{{{name}}} {bound_text(value, variable_reason(name, public) if is_infinite(value) else None)}"
+                     for name, value in cells)
 
 
 def register_line(entry) -> str:
@@ -426,7 +438,8 @@ def register_row(r, sparse: bool, public) -> markupsafe.Markup:
                   e(r.ended.reason)]
     parts.append("</td>")
     if sparse:
-        cells = "; ".join([f"{{{name}}} {_figure_text(value)}" for name, value in r.cells])  # (cells_text)
+        cells = "; ".join([f"{{{name}}} {_figure_text(value) if name not in public else bound_text(value, PUBLIC)}"
+                           for name, value in r.cells])  # (cells_text)
         parts += ['<td class="sparse-cells">', e(cells)]
         if r.dataset_wide is not None:
             if r.cells:
@@ -441,9 +454,13 @@ def register_row(r, sparse: bool, public) -> markupsafe.Markup:
 
 def report_filters() -> dict:
     return {
-        "exact": lru_cache(maxsize=65536, typed=True)(format_exact),  # 2 decimals up, exact fractions kept
-        "figure": bound_text,  # the same, with ∞ as "∞ (not protected)"
-        "headroom": format_headroom,  # rounded down
+        # every figure as the command line prints it (format_number: exact fractions kept, else 4
+        # decimals rounded up for a loss, down for a headroom), an ∞ with its reason (reasons.py)
+        "exact": lru_cache(maxsize=65536, typed=True)(limit_text),
+        "figure": bound_text,  # `value | figure(why)`: ∞ as "∞ (why)", "∞ (not protected)" by default
+        "headroom": headroom_text,  # rounded down
+        "infinity_class": infinity_class,
+        "public_figure": public_figure,
         "delta": format_delta,
         "when": when_text,
         "param": param_text,
@@ -486,6 +503,17 @@ def tex_escape(value: object) -> str:
     return "".join(_TEX_SYMBOLS.get(ch, ch) for ch in text)
 
 
+def public_figure(value: Number) -> str:
+    """A public variable's loss: `∞ (public, released exactly)` when a release reads it without
+    a guarantee, else its figure (a public variable covered by a guarantee is not released exactly)."""
+    return bound_text(value, PUBLIC)
+
+
+def infinity_class(why: str | None) -> str:
+    """The HTML class of an ∞ cell: `public` (neutral, expected) or `unbounded` (an alarm)."""
+    return "public" if why in NEUTRAL else "unbounded"
+
+
 def report_environment(kind: str = "html") -> jinja2.Environment:
     """The environment reports render in: HTML autoescaped by Jinja; Markdown and LaTeX
     escaped by `finalize` (their own autoescape); StrictUndefined throughout, so a
@@ -501,7 +529,13 @@ def report_environment(kind: str = "html") -> jinja2.Environment:
         env.filters["epsilon"] = format_number
         env.tests["infinite"] = is_infinite
     env.filters.update(report_filters())
+    env.tests["alarm"] = is_alarm
     return env
+
+
+def is_alarm(value: Number, why: str | None = None) -> bool:
+    """An ∞ that is an alarm: unbounded, and not for a neutral reason (a public variable)."""
+    return is_infinite(value) and why not in NEUTRAL
 
 
 def _html_finalize(value: object) -> object:
@@ -525,7 +559,8 @@ def render(template: str, **context) -> str:
 
 def release_charge_text(release, dataset=None) -> str:
     """What a release charges the whole dataset (U = V, Tan Prop 3.1): its cost on what it
-    reads, as epsilon (pure) or epsilon at the dataset's delta; cancelled releases charge nothing."""
+    reads, as epsilon (pure) or epsilon at the dataset's delta, the figure `table` prints in its
+    whole-dataset cell; cancelled releases charge nothing."""
     from ..accounting.spend import DEFAULT_DELTA
     from ..accounting.engine import release_cost
     from ..core.records import Status
@@ -540,7 +575,31 @@ def release_charge_text(release, dataset=None) -> str:
     if spend.is_pure:
         return f"ε {format_number(spend.pure)}"
     delta = (dataset.delta if dataset is not None else None) or DEFAULT_DELTA
-    return f"ε {format_number(spend.epsilon(delta))} at δ {format_delta(delta)}"
+    # the release's own charge, as `table`'s cell for it (Spend.own_epsilon: one mechanism, a rho
+    # converted at the whole delta), not a composition's figure at the filter's share of delta
+    return f"ε {format_number(spend.own_epsilon(delta))} at δ {format_delta(delta)}"
+
+
+def release_charge_json(release, dataset=None) -> dict:
+    """`release_charge_text` in `releases --json`: `charge` in the figure shape (`figure_fields`: a
+    pure epsilon, or an epsilon at `charge_delta`, the dataset's delta; "inf" when it reads a variable
+    exactly; null for a cancelled release, which charges nothing) and `charge_text` as the table prints it."""
+    from ..accounting.spend import DEFAULT_DELTA
+    from ..accounting.engine import release_cost
+    from ..core.records import Status
+
+    text = release_charge_text(release, dataset)
+    if release.status == Status.CANCELLED:
+        return {**figure_fields("charge", None), "charge_delta": None, "charge_text": text}
+    if not release.reads:
+        return {**figure_fields("charge", Fraction(0)), "charge_delta": None, "charge_text": text}
+    spend = release_cost(release, frozenset(release.reads))
+    if spend.unbounded or spend.is_pure:
+        return {**figure_fields("charge", INF if spend.unbounded else spend.pure), "charge_delta": None,
+                "charge_text": text}
+    delta = (dataset.delta if dataset is not None else None) or DEFAULT_DELTA
+    return {**figure_fields("charge", spend.epsilon(delta)), **figure_fields("charge_delta", delta),
+            "charge_text": text}
 
 
 RELEASES_HEADER = ("id", "dataset", "status", "reads", "charge", "recorded", "published")

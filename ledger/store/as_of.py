@@ -187,7 +187,7 @@ def _aware(moment: datetime) -> datetime:
 
 
 def _moment(text: str | None) -> datetime | None:
-    return None if text is None else datetime.fromisoformat(text)  # (as the codec reads it)
+    return None if text is None else datetime.fromisoformat(text)  # (as codec.parse_time reads it)
 
 
 def ended_at(connection) -> dict[str, datetime]:

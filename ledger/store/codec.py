@@ -85,7 +85,9 @@ def _time(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
-def _parse_time(text: str | None) -> datetime | None:
+def parse_time(text: str | None) -> datetime | None:
+    """A moment as a release row stores it (`release_to_dict`: ISO 8601 text, or None), read back
+    exactly (aware where it was written aware)."""
     return None if text is None else datetime.fromisoformat(text)
 
 
@@ -181,10 +183,10 @@ def release_from_dict(data: dict) -> Release:
         family=data["family"],
         status=_STATUSES[data["status"]],
         recorded_by=data["recorded_by"],
-        recorded_at=_parse_time(data["recorded_at"]),
+        recorded_at=parse_time(data["recorded_at"]),
         approved_by=data["approved_by"],
-        approved_at=_parse_time(data["approved_at"]),
-        published_at=_parse_time(data["published_at"]),
+        approved_at=parse_time(data["approved_at"]),
+        published_at=parse_time(data["published_at"]),
         pufferfish=tuple(pufferfish_from_dict(g) for g in data.get("pufferfish") or ()),
         output_digest=data.get("output_digest"),
         output=data.get("output"),
@@ -292,7 +294,12 @@ _SPEND_FIELDS = ("pure", "approx_epsilon", "approx_delta", "rho", "pure_rho")
 def spend_to_dict(spend: Spend) -> dict:
     if spend.unbounded:
         return {"unbounded": True}
-    return {name: str(getattr(spend, name)) for name in _SPEND_FIELDS if getattr(spend, name)}
+    body = {}  # the nonzero components as text, in _SPEND_FIELDS' order (each field read once)
+    for name in _SPEND_FIELDS:
+        value = getattr(spend, name)
+        if value:
+            body[name] = str(value)
+    return body
 
 
 def spend_from_dict(data: dict) -> Spend:

@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -113,7 +112,10 @@ class AccountingRow(SQLModel, table=True):
     recorded_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # recorded_at
     published_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # published_at
 
-    __table_args__ = (Index("ix_release_accounting_event", "dataset", "event", "status", "seq"),)
+    __table_args__ = (Index("ix_release_accounting_event", "dataset", "event", "status", "seq"),
+                      # the cancelled rows of a dataset (`cancellations`; database.refresh_cancelled_states
+                      # builds it in a ledger made before it)
+                      Index("ix_release_accounting_status", "dataset", "status"))
 
 
 class AccountingEventRow(SQLModel, table=True):
@@ -229,20 +231,9 @@ def micros(moment: datetime | None) -> int | None:
     return (aware - _EPOCH) // _MICROSECOND
 
 
-def release_event(release: Release) -> tuple[str | None, bool]:
-    """(the key of the event the release's mechanism parameters describe, whether the release
-    is charged through it), as `accountants.IndexEvents` decides both from the whole release."""
-    from ..accounting.accountants import _EVENT_MECHANISMS, _mechanism_event, mechanism_event
-
-    if release.mechanism.name not in _EVENT_MECHANISMS:
-        return None, False
-    event, _ = _mechanism_event(release.mechanism)
-    if event is None:
-        return None, False
-    return event.key, mechanism_event(release) is not None
-
-
 def expected_row(release: Release, variables: Sequence[str]) -> Expected:
+    from ..accounting.accountants import release_event
+
     position = _position(tuple(variables))
     width = len(variables)
     event, charged = release_event(release)
@@ -429,10 +420,11 @@ def refresh_implied_gaussian_events(session: Session, batch: int = 20_000) -> in
 
 def _refresh_events(session: Session, mechanisms: tuple[str, ...], selected, batch: int) -> int:
     """The accounting rows of the releases of `mechanisms` whose parameters `selected` accepts
-    are brought to the event `release_event` now gives, streamed a batch at a time with each
-    row's stored event key read in the same query (a join: no query per row)."""
+    are brought to the event `accountants.release_event` now gives, streamed a batch at a time
+    with each row's stored event key read in the same query (a join: no query per row)."""
     from . import database as store
     from .codec import release_from_dict
+    from ..accounting.accountants import release_event
 
     connection = session.connection()
     table = store.ReleaseRow.__table__
@@ -462,6 +454,7 @@ def add_event_columns(session: Session, batch: int = 20_000) -> int:
     it is."""
     from . import database as store
     from .codec import release_from_dict
+    from ..accounting.accountants import release_event
 
     connection = session.connection()
     have = {column["name"] for column in inspect(connection).get_columns(_ROWS.name)}
@@ -596,11 +589,12 @@ class _LazyIds:
 def _raw_rows(connection, statement) -> list[tuple]:
     """A SELECT's rows as the driver returns them (plain tuples): on a million rows, building
     SQLAlchemy Row objects costs more than the query."""
-    return list(_raw_iter(connection, statement))
+    return list(stream_raw_rows(connection, statement))
 
 
-def _raw_iter(connection, statement, batch: int = 10_000):
-    """The same, streamed a batch at a time."""
+def stream_raw_rows(connection, statement, batch: int = 10_000):
+    """A SELECT's rows as the driver returns them (plain tuples, as `_raw_rows`), streamed `batch`
+    at a time through the connection's own cursor: the writes pending on it go first."""
     compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
     params = compiled.construct_params()
     args = tuple(params[name] for name in compiled.positiontup) if compiled.positional else params
@@ -788,7 +782,54 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     index.finish_arrays(ambiguous)  # the same derived arrays as LedgerIndex.__init__
     if accounts:
         _attach_events(connection, index, rows, dataset, charged, partial=touching is not None)
+    from ..accounting.accountants import note_cancellations  # (DESIGN 2.10: which case holds)
+
+    note_cancellations(index, cancellations(connection, dataset, variables, when))
     return index
+
+
+def cancellations(connection, dataset: str, variables: Sequence[str], when: datetime | None = None
+                  ) -> dict[str, datetime]:
+    """`accountants.cancelled_moments` from the accounting rows: per variable, the latest
+    cancellation of a cancelled release of `dataset` reading it (DESIGN 2.10: a cancellation
+    after a publication makes the case adaptive), dated by its `release.cancelled` audit event
+    (`cancel` writes it with the status), else unknown (`accountants.UNKNOWN_CANCELLATION`:
+    after any publication). The cancelled rows are found by their (dataset, status) index
+    (ix_release_accounting_status: a cost of the cancellations, not of the dataset's rows; a scan of a million
+    rows for their status took half a second), their events through the (kind, subject) index.
+    With `when` (--as-of): the cancellations dated by then only, as `as_of.rows_then` counts
+    the others' releases as charged then (an undated one is not cancelled at any moment then:
+    history.status_at). `variables`: the dataset's, in its order (the reads bitsets' positions)."""
+    from ..accounting.accountants import UNKNOWN_CANCELLATION
+    from ..input.loader import parse_moment
+    from . import database as store
+
+    def naive(moment: datetime) -> datetime:  # naive UTC, as the accountants compare moments
+        return moment if moment.tzinfo is None else moment.astimezone(UTC).replace(tzinfo=None)
+
+    events = store.AuditEventRow.__table__
+    statement = (select(_ROWS.c.reads, events.c.at)
+                 .select_from(_ROWS.outerjoin(events, and_(events.c.kind == "release.cancelled",
+                                                          events.c.subject == _ROWS.c.release)))
+                 .where(_ROWS.c.dataset == dataset, _ROWS.c.status == Status.CANCELLED.value))
+    then = None if when is None else naive(when)
+    found: dict[str, datetime] = {}
+    for reads, at in connection.execute(statement):
+        moment = None if at is None else parse_moment(at)
+        if moment is None:
+            if then is not None:
+                continue
+            moment = UNKNOWN_CANCELLATION
+        else:
+            moment = naive(moment)
+            if then is not None and moment > then:
+                continue
+        for position in _positions(bytes(reads)):
+            if position < len(variables):
+                name = variables[position]
+                if name not in found or moment > found[name]:
+                    found[name] = moment
+    return found
 
 
 def read_rows(connection, dataset: str, charged: list[str], positions: list[int] | None, n_var: int,
@@ -836,7 +877,7 @@ def _read_rows(connection, statement, n_var: int, accounts: bool = True, batch: 
     reads, protects = [], []
     family: dict[int, str] = {}
     more: dict[int, str] = {}
-    cursor = _raw_iter(connection, statement, batch)
+    cursor = stream_raw_rows(connection, statement, batch)
     at = 0
     while True:
         chunk = list(itertools.islice(cursor, batch))
@@ -1078,7 +1119,7 @@ def _check_reads(connection, stored: Mapping[int, Expected], some: bool,
             problems.append(f"event {seq} (release {row.release}): the release_reads rows differ from its reads")
 
     current, positions = None, []
-    for seq, position in (query if isinstance(query, list) else _raw_iter(connection, query)):
+    for seq, position in (query if isinstance(query, list) else stream_raw_rows(connection, query)):
         if seq != current:
             if current is not None:
                 compare(current, positions)
@@ -1166,7 +1207,7 @@ def check(session: Session, releases: Iterable[tuple[int, Release]], variables: 
     bodies = dict(connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
     event_keys = dict(connection.execute(select(_EVENTS.c.id, _EVENTS.c.key)).all())
     if only is None:
-        stored_rows = _raw_iter(connection, _STORED_FIELDS)
+        stored_rows = stream_raw_rows(connection, _STORED_FIELDS)
     else:
         names = sorted(only)
         stored_rows = [row for at in range(0, len(names), 500)
@@ -1258,7 +1299,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
 
     from ..accounting import accountants as acc
     from ..accounting.spend import UNBOUNDED, Spend
-    from ..accounting.engine import RiskTable
+    from ..accounting.engine import RiskTable, rows_of
 
     n_rel, n_var = len(index.releases), len(index.variables)
     components = index._components
@@ -1349,8 +1390,8 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
                 add_cells(np.arange(n_var), np.full(n_var, value), np.full(n_var, event), column)
         # other releases (several guarantees, families, choices): their cells, as index.table makes them
         if not one.all():
-            part = _rows_view(index, start, stop, g_bounds[k], g_bounds[k + 1])
-            cells = part._single_cells()
+            part = rows_of(index, start, stop, g_bounds[k], g_bounds[k + 1])
+            cells = part.single_cells()
             rest = np.flatnonzero(~one)
             in_cells.update(np.unique(cells[rest]).tolist())
             dataset_wide[start + rest] = part.cost_ids(range(n_var))[rest]
@@ -1385,8 +1426,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
     index.cell_value_ids = found[~index.value_is_zero[found]]
     total_wide = index._others(frozenset(index.variables), index.exact_total(dataset_wide[index.simple]), objective)
     rows = np.sort(np.argsort(-wide_float[dataset_wide], kind="stable")[:shown])
-    cells = np.concatenate([_rows_view(index, int(r), int(r) + 1,
-                                       *np.searchsorted(index.g_release, [r, r + 1]))._single_cells()
+    cells = np.concatenate([rows_of(index, int(r), int(r) + 1).single_cells()
                             for r in rows]) if len(rows) else np.zeros((0, n_var), dtype=np.int64)
     if hasattr(index.releases, "prefetch"):
         index.releases.prefetch(rows)  # the heads of the rows shown, not of every release
@@ -1401,13 +1441,10 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
         makers = {"basic": acc.basic_figure, "rdp": acc.rdp_figure, "pld": acc.pld_figure}
         return {name: makers[name](comp, delta, case) for name in accountants}
 
-    def moment(value: float, empty: float):
-        return None if value == empty else datetime.min if value == -empty else acc._from_stamp(float(value))
-
     if events.events:
         curves = np.asarray([acc.event_curve(e) for e in events.events])
     else:
-        curves = np.zeros((1, len(acc._grids()["ORDERS"])))
+        curves = np.zeros((1, len(acc.ORDERS)))
     summed = counts @ curves
     exact_rows = np.asarray(sorted(others), dtype=np.int64)
     per_variable = []
@@ -1420,8 +1457,8 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
         for k in np.flatnonzero(counts[j]):
             found[events.events[k]] += int(counts[j, k])
         comp = acc.Composition(totals[j], found, bool(unbounded[j]) or totals[j].unbounded,
-                               None if math.isinf(last[j]) else acc._from_stamp(float(last[j])),
-                               moment(first[j], np.inf), bool(unknown[j]))
+                               acc.last_recorded_from(last[j]), acc.first_published_from(first[j]), bool(unknown[j]),
+                               acc.last_cancelled(index.__dict__.get("_cancelled_at"), (name,)))
         if others:  # families and releases with a choice, one by one
             column = np.full(n_rel, index.ZERO_ID, dtype=np.int64)
             column[exact_rows] = [others[int(r)][j] for r in exact_rows]
@@ -1434,9 +1471,3 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
     wide = figures(events.composition(dataset_wide, frozenset(index.variables), total_wide))
     return table, per_variable, wide
 
-
-def _rows_view(index, start: int, stop: int, g_start: int, g_stop: int):
-    """The index restricted to releases start..stop (and their guarantees), sharing its values."""
-    from ..accounting.engine import _rows_of
-
-    return _rows_of(index, start, stop, g_start, g_stop)

@@ -65,9 +65,8 @@ from sqlalchemy import (
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from ..accounting.spend import ZERO as ZERO_SPEND
-from ..accounting.budget import FAMILY_DRIVER, CapTotal, options_measure, total_differences, total_from_history, total_from_index
-from ..accounting.budget import _finish as budget_finish
-from ..accounting.budget import _top
+from ..accounting.budget import (FAMILY_DRIVER, CapTotal, options_measure, top_drivers, total_differences,
+                                 total_from_history, total_from_index, total_from_parts)
 from .codec import (
     GENESIS_HASH,
     canonical_json,
@@ -91,7 +90,7 @@ from ..core.memory import paused_gc
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status, in_name_order
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 14  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 15  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
 # 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments;
 # 7: a subsampled release's accounting event is its sampling event (issue 11, section 4)
@@ -102,6 +101,8 @@ SCHEMA_VERSION = 14  # 1: releases; 2: caps and running totals; 3: Pufferfish gu
 # 12: the audit events' index holds their moment too: EVENT_INDEX (kind, subject, actor, at), issue 13
 # 13: the figures of caps at a delta are filter figures at their statement's share of it (spend.py)
 # 14: a release offering (epsilon, delta) beside pure or rho is charged by a side fixed in advance (engine)
+# 15: an epsilon at a delta of a composition is an odometer: no zCDP conversion at the best order (spend.py);
+#     a declared plan cut short by a cancellation after a publication is adaptive (accountants, state v4)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -601,7 +602,8 @@ def _rebuild_accountant_states(session: Session) -> None:
         stated = [cap for cap in caps(session, dataset) if cap.delta is not None and cap.rho is None]
         releases = [r for r in history.releases.values() if r.dataset == dataset]
         families = {f.id: f for f in history.families.values() if f.dataset == dataset}
-        save_accountant_states(session, dataset, {cap.name: accountants.state_from_history(cap, releases, families)
+        save_accountant_states(session, dataset, {cap.name: accountants.state_from_history(cap, releases, families,
+                                                                                           history.ended)
                                                   for cap in stated})
 
 
@@ -647,15 +649,35 @@ def _v11_implied_gaussian_events(session: Session) -> None:
 
 
 def _v13_filter_shares(session: Session) -> None:
-    """An epsilon at a delta is a filter figure at its statement's share of the delta (spend.py:
-    the zCDP filter at half of it, each Rényi order at 1/40); a cap at a delta keeps its figure
-    in its running total, so every such cap's total is computed again from its accounting rows
-    (budget.total_from_index, as `cap set` does)."""
+    """An epsilon at a delta is a filter figure at its statement's share of the delta (spend.py);
+    a cap at a delta keeps its figure in its running total, so every such cap's total is computed
+    again from its accounting rows (budget.total_from_index, as `cap set` does)."""
+    _caps_at_a_delta_again(session, states=False)
+
+
+def _v15_odometer(session: Session) -> None:
+    """Two changes to what a cap at a delta is held to (the review of 2026-11-24), one upgrade:
+    - an epsilon at a delta of a composition no longer takes the summed rho converted at its best
+      order (valid only for a budget fixed in advance, not at every stopping time; spend.py): the
+      Rényi orders fixed in advance (now with 512 and 1024, for small totals) take the whole
+      delta, 1/22 each;
+    - a plan declared in advance and cut short by a cancellation after a publication is adaptive
+      (`refresh_cancelled_states`, with the accounting rows' status index it reads by).
+    Every cap at a delta has its running total and accountant state computed again from its
+    accounting rows."""
+    refresh_cancelled_states(session)
+
+
+def _caps_at_a_delta_again(session: Session, states: bool) -> None:
+    from ..accounting.accountants import state_from_index
+
     for dataset in sorted(set(session.exec(select(CapRow.dataset).where(CapRow.delta.is_not(None),
                                                                      CapRow.rho.is_(None))).all())):
         stated = [cap for cap in caps(session, dataset) if cap.delta is not None and cap.rho is None]
         index = caps_index(session, dataset, stated)
         save_totals(session, dataset, {cap.name: total_from_index(cap, index) for cap in stated})
+        if states:
+            save_accountant_states(session, dataset, {cap.name: state_from_index(cap, index) for cap in stated})
 
 
 def _v14_fixed_sides(session: Session) -> None:
@@ -678,6 +700,20 @@ def _v14_fixed_sides(session: Session) -> None:
                                                   if cap.delta is not None and cap.rho is None})
 
 
+def refresh_cancelled_states(session: Session) -> None:
+    """The accountants' running states gain "last_cancelled" (accountants.STATE_VERSION 4): a release
+    reading a cap's subset cancelled at or after the first publication among the releases charged
+    on it makes the case adaptive (DESIGN 2.10: a stopping decision that may depend on the outputs),
+    so every cap at a delta gets its state computed again from the accounting rows, the cancelled
+    ones' moments read from their audit events (columns.cancellations; as `cap set` does). Until
+    it runs, a version 3 state is stale and recomputed when read (cap_accounting.current_states);
+    `audit verify` compares the current version's states only. The accounting rows' (dataset,
+    status) index, which finds a dataset's cancelled rows, is built first. (Schema 15, `_v15_odometer`.)"""
+    status_index = next(i for i in columns.AccountingRow.__table__.indexes if i.name == "ix_release_accounting_status")
+    status_index.create(session.connection(), checkfirst=True)  # (columns.cancellations reads by it)
+    _caps_at_a_delta_again(session, states=True)
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
@@ -692,6 +728,7 @@ MIGRATIONS: dict[int, Callable[[Session], None]] = {
     12: _v12_event_index_at,
     13: _v13_filter_shares,
     14: _v14_fixed_sides,
+    15: _v15_odometer,
 }
 
 
@@ -836,7 +873,10 @@ def snapshot(session: Session, dataset: str | None = None) -> LedgerSnapshot:
     releases = {body["id"]: release_from_dict(body)
                 for rows in session.connection().execute(release_query).partitions(VERIFY_CHUNK)
                 for body in release_row_dicts(rows)}
-    return LedgerSnapshot(datasets=datasets, releases=releases, families=families)
+    from .as_of import ended_at
+
+    return LedgerSnapshot(datasets=datasets, releases=releases, families=families,
+                          ended=ended_at(session.connection()))
 
 
 RELEASE_PAGE = 5_000  # releases decoded at a time by `release_pages`
@@ -1603,6 +1643,66 @@ class _LatestReleaseEvents:
         self.directory.cleanup()
 
 
+class StateEvents:
+    """What the latest audit event of each dataset, family, cap and role grant says its row
+    holds, noted event by event along the chain; `problems` compares the rows with it. The
+    full verification notes every event (and a row no event names is reported); the
+    incremental one (`verified_head.verify_since`) notes the events since its checkpoint and
+    compares only the rows they name. A cap's latest event may remove it (`cap.removed`,
+    payload {"cap": None}): its row must then be gone."""
+
+    def __init__(self) -> None:
+        # key -> (seq of its latest event, the state it recorded (None: removed), its canonical JSON if known)
+        self.datasets: dict[str, tuple[int, dict | None, str | None]] = {}
+        self.families: dict[str, tuple[int, dict | None, str | None]] = {}
+        self.caps: dict[str, tuple[int, dict | None, str | None]] = {}
+        self.roles: dict[tuple[str, str], tuple[int, bool]] = {}  # (person, role) -> (seq, held)
+
+    def note(self, row, payload: dict) -> None:
+        if "dataset" in payload:
+            self.datasets[row.subject] = (row.seq, _normal(payload["dataset"], dataset_from_dict, dataset_to_dict),
+                                          None)
+        if "family" in payload:
+            self.families[row.subject] = (row.seq, payload["family"], None)
+        if "cap" in payload:
+            self.caps[row.subject] = (row.seq, payload["cap"], None)
+        if row.kind.startswith("role.") and isinstance(payload.get("role"), dict):
+            grant = payload["role"]
+            self.roles[(str(grant.get("person")), str(grant.get("role")))] = (row.seq, bool(grant.get("granted")))
+
+    def problems(self, session: Session, only_named: bool = False) -> list[str]:
+        """Every row against its latest event's state; `only_named`: only the rows the noted
+        events name (an incremental verification: the others were verified before)."""
+        problems = []
+        if self.datasets or not only_named:
+            datasets = _datasets(session, list(self.datasets)) if only_named else _datasets(session)
+            problems.extend(_compare("dataset", self.datasets, {d.name: dataset_to_dict(d) for d in datasets}))
+        if self.families or not only_named:
+            query = select(FamilyRow)
+            if only_named:
+                query = query.where(FamilyRow.id.in_(list(self.families)))
+            problems.extend(_compare("family", self.families,
+                                     {f.id: _family_dict(f) for f in session.exec(query)}))
+        caps = {f"{c.dataset}/{c.name}": _cap_dict(c) for c in session.exec(select(CapRow))}
+        removed = {key: seq for key, (seq, body, _) in self.caps.items() if body is None}
+        for key, seq in removed.items():
+            if caps.pop(key, None) is not None:
+                problems.append(f"event {seq} (cap {key}): the cap was removed by this event, but its row remains")
+        if only_named:
+            caps = {key: body for key, body in caps.items() if key in self.caps}
+        problems.extend(_compare("cap", {k: v for k, v in self.caps.items() if k not in removed}, caps))
+        held = {(r.person, r.role) for r in session.exec(select(RoleRow))}
+        for (person, role), (seq, granted) in self.roles.items():
+            if granted != ((person, role) in held):
+                problems.append(f"event {seq} (role {person}/{role}): the roles table was changed outside the "
+                                f"ledger ({'granted' if granted else 'revoked'} by this event)")
+        if not only_named:
+            for person, role in held - {key for key, (_, granted) in self.roles.items() if granted}:
+                if (person, role) not in self.roles:
+                    problems.append(f"event ? (role {person}/{role}): a role row has no audit event")
+        return problems
+
+
 def verify(session: Session) -> Verification:
     """Recompute the hash chain, and compare every release, dataset and family row
     with the state its latest audit event recorded; recompute every accounting row and
@@ -1615,11 +1715,7 @@ def verify(session: Session) -> Verification:
     temporary SQLite file. Memory does not grow with the number of releases, except for
     the members of families (a family is charged once, over all its members: DESIGN 2.6)."""
     problems: list[str] = []
-    # key -> (seq of its latest event, the state it recorded, that state's canonical JSON if known)
-    expected_datasets: dict[str, tuple[int, dict | None, str | None]] = {}
-    expected_families: dict[str, tuple[int, dict | None, str | None]] = {}
-    expected_caps: dict[str, tuple[int, dict | None, str | None]] = {}
-    expected_roles: dict[tuple[str, str], tuple[int, bool]] = {}  # (person, role) -> (seq, held)
+    states = StateEvents()
     connection = _connection(session)
     latest = _LatestReleaseEvents()
     pause = paused_gc()  # a chunk's rows are freed by reference counting; cycle searches cost a third of the time
@@ -1643,20 +1739,7 @@ def verify(session: Session) -> Verification:
                 problems.append(f"event {row.seq} ({row.kind} {row.subject}): content does not match its hash")
             if "release" in payload:
                 latest.note(row.subject, row.seq, False)
-            if "dataset" in payload:
-                expected_datasets[row.subject] = (row.seq, _normal(payload["dataset"], dataset_from_dict,
-                                                                   dataset_to_dict), None)
-            if "family" in payload:
-                expected_families[row.subject] = (row.seq, payload["family"], None)
-            if "cap" in payload:
-                if payload["cap"] is None:  # cap.removed: no row is expected any more
-                    expected_caps.pop(row.subject, None)
-                else:
-                    expected_caps[row.subject] = (row.seq, payload["cap"], None)
-            if row.kind.startswith("role.") and isinstance(payload.get("role"), dict):
-                grant = payload["role"]
-                expected_roles[(str(grant.get("person")), str(grant.get("role")))] = (row.seq,
-                                                                                      bool(grant.get("granted")))
+            states.note(row, payload)
         latest.flush()
         count = walk.count
 
@@ -1678,20 +1761,7 @@ def verify(session: Session) -> Verification:
     finally:
         latest.close()
         pause.__exit__(None, None, None)
-    problems.extend(_compare(
-        "dataset", expected_datasets, {d.name: dataset_to_dict(d) for d in _datasets(session)}))
-    problems.extend(_compare(
-        "family", expected_families, {f.id: _family_dict(f) for f in session.exec(select(FamilyRow))}))
-    problems.extend(_compare(
-        "cap", expected_caps, {f"{c.dataset}/{c.name}": _cap_dict(c) for c in session.exec(select(CapRow))}))
-    held = {(r.person, r.role) for r in session.exec(select(RoleRow))}
-    for (person, role), (seq, granted) in expected_roles.items():
-        if granted != ((person, role) in held):
-            problems.append(f"event {seq} (role {person}/{role}): the roles table was changed outside the ledger "
-                            f"({'granted' if granted else 'revoked'} by this event)")
-    for person, role in held - {key for key, (_, granted) in expected_roles.items() if granted}:
-        if (person, role) not in expected_roles:
-            problems.append(f"event ? (role {person}/{role}): a role row has no audit event")
+    problems.extend(states.problems(session))
     problems.sort(key=_event_number)
     problems.extend(totals.problems())
     problems.extend(accounting.problems())
@@ -1753,6 +1823,9 @@ class _TotalsCheck:
         self.parts: dict[str, dict[str, list]] = {
             dataset: {cap.name: [ZERO_SPEND, {}, []] for cap in caps} for dataset, caps in config.caps.items()}
         self.members: dict[str, dict[str, list[Release]]] = {dataset: {} for dataset in config.caps}
+        # the cancelled releases (id, reads) per dataset: their cancellations decide the states' case
+        # (DESIGN 2.10: `last_cancelled`, dated by their audit events at the end)
+        self.cancelled: dict[str, list[Release]] = {dataset: [] for dataset in config.caps}
         # the running accountant states (issue 11) a decision would read, recomputed chunk by chunk
         # (accountants.state_apply from the empty history; family members last, over all of them)
         self.families = {dataset: {f.id: f for f in config.families.values() if f.dataset == dataset}
@@ -1773,6 +1846,8 @@ class _TotalsCheck:
     def add(self, releases: Iterable[Release]) -> None:
         by_dataset: dict[str, list[Release]] = {}
         for release in releases:
+            if release.dataset in self.parts and release.status is Status.CANCELLED:
+                self.cancelled[release.dataset].append(release)
             if release.dataset in self.parts and release.status in CHARGED_STATUSES:
                 if release.family is not None:
                     self.members[release.dataset].setdefault(release.family, []).append(release)
@@ -1788,7 +1863,7 @@ class _TotalsCheck:
                 kept[0] = kept[0] + part.standalone
                 for options, number in part.choices:
                     kept[1][options] = kept[1].get(options, 0) + number
-                kept[2] = list(_top(cap, kept[2] + list(part.drivers)))
+                kept[2] = list(top_drivers(cap, kept[2] + list(part.drivers)))
 
     def _apply_states(self, dataset: str, releases: Sequence[Release]) -> None:
         from ..accounting.accountants import state_apply
@@ -1799,12 +1874,18 @@ class _TotalsCheck:
                                                              self.families[dataset], {})
 
     def _state_problems(self, dataset: str) -> list[str]:
-        from ..accounting.accountants import state_differences
+        from ..accounting.accountants import cancelled_moments, last_cancelled, state_differences
+        from .as_of import ended_at
 
         self._apply_states(dataset, [m for group in self.members[dataset].values() for m in group])
         problems = []
         caps = {cap.name: cap for cap in self.config.caps[dataset]}
+        moments = cancelled_moments(self.cancelled[dataset], ended_at(_connection(self.session))
+                                    if self.cancelled[dataset] else {})
         for name, expected in self.states[dataset].items():
+            if name in caps:
+                moment = last_cancelled(moments, caps[name].subset)
+                expected = {**expected, "last_cancelled": None if moment is None else moment.isoformat()}
             differences = state_differences(self.stored_states[dataset][name], expected, caps.get(name))
             if differences:
                 problems.append(f"cap {dataset}/{name}: the running accountant state differs from the state "
@@ -1825,7 +1906,7 @@ class _TotalsCheck:
                     if options != (ZERO_SPEND,):
                         found_families[fid] = options
                         drivers.append((FAMILY_DRIVER + fid, options_measure(cap, options)))
-                expected = budget_finish(cap, standalone, choices, found_families, drivers)
+                expected = total_from_parts(cap, standalone, choices, found_families, drivers)
                 found = stored.get(cap.name)
                 if found is None:
                     problems.append(f"cap {dataset}/{cap.name}: the running total is missing")

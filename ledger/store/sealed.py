@@ -145,7 +145,7 @@ def _compact(values: "np.ndarray") -> "np.ndarray":
 
 def build(connection, dataset: str, first: int, stop: int, width: int) -> tuple[int, bytes]:
     """(how many rows, the BLOB) of the dataset's accounting rows with seq in [first, stop)."""
-    from .columns import _packed, _raw_iter
+    from .columns import _packed, stream_raw_rows
 
     rows_table = _rows_table()
     c = rows_table.c
@@ -156,7 +156,7 @@ def build(connection, dataset: str, first: int, stop: int, width: int) -> tuple[
                         func.coalesce(c.recorded_us, NULL_US), func.coalesce(c.published_us, NULL_US),
                         c.release, _flag(rare))
                  .where(c.dataset == dataset, c.seq >= first, c.seq < stop).order_by(c.seq))
-    rows = list(_raw_iter(connection, statement))
+    rows = list(stream_raw_rows(connection, statement))
     size = (width + 7) // 8 or 1
     n = len(rows)
     columns_ = list(zip(*rows)) if rows else [()] * 9
@@ -374,7 +374,7 @@ def read_part(connection, dataset: str, charged: Sequence[str], positions: list[
     (issue 13: a subset of 5 of 100 variables keeps about a sixth of the releases), so memory
     holds one chunk and the rows kept, never every chunk's arrays joined. A row's status and
     publication moment noted as changed (`note_change`) are taken from its row."""
-    from .columns import _AFTER_ALL, _BEFORE_ANY, _ROWS, _Rows, _in_parts, _raw_iter, _rare_columns, _stamps
+    from .columns import _AFTER_ALL, _BEFORE_ANY, _ROWS, _Rows, _in_parts, _rare_columns, _stamps, stream_raw_rows
 
     size = (n_var + 7) // 8 or 1
     code = {name: k for k, name in enumerate(STATUSES)}
@@ -393,7 +393,7 @@ def read_part(connection, dataset: str, charged: Sequence[str], positions: list[
     at = 0
     statement = (select(_CHUNKS.c.first, _CHUNKS.c.stop, _CHUNKS.c.width, _CHUNKS.c.body)
                  .where(_CHUNKS.c.dataset == dataset).order_by(_CHUNKS.c.first))
-    for first, stop, sealed_width, body in _raw_iter(connection, statement, batch=4):
+    for first, stop, sealed_width, body in stream_raw_rows(connection, statement, batch=4):
         if first != at or sealed_width != n_var:
             return None
         at = stop

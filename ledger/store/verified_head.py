@@ -29,7 +29,7 @@ from sqlalchemy import select
 from sqlmodel import Session
 
 from . import columns, database as store, sealed
-from .codec import dataset_from_dict, dataset_to_dict, release_from_dict
+from .codec import release_from_dict
 
 CHECKPOINT_KEY = "verified_head"
 
@@ -154,8 +154,8 @@ def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verific
     elif not _hashes_to_itself(row):  # its content edited, its hash kept: the head no longer holds
         problems.append(f"event {start} ({row.kind} {row.subject}): the verified checkpoint's content does not "
                         "match its hash; run a full `audit verify`")
-    expected: dict[str, dict[str, tuple[int, dict | None, str | None]]] = {
-        "release": {}, "dataset": {}, "family": {}, "cap": {}}
+    releases: dict[str, tuple[int, dict | None, str | None]] = {}
+    states = store.StateEvents()  # the datasets, families, caps and roles the events since name
     walk = store.ChainWalk(connection, problems, start=start, previous=digest)  # the chain walk verify makes
     for row, canonical in walk:
         if not canonical:
@@ -165,14 +165,10 @@ def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verific
         except ValueError:
             problems.append(f"event {row.seq} ({row.kind} {row.subject}): payload is not valid JSON")
             continue
-        for kind in expected:
-            if kind in payload:
-                body = payload[kind]
-                if kind == "dataset":
-                    body = store._normal(body, dataset_from_dict, dataset_to_dict)
-                expected[kind][row.subject] = (row.seq, body, None)
+        if "release" in payload:
+            releases[row.subject] = (row.seq, payload["release"], None)
+        states.note(row, payload)
 
-    releases = expected["release"]
     if releases:
         table = store.ReleaseRow.__table__
         rows = {}
@@ -196,17 +192,7 @@ def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verific
     else:
         problems.extend(sealed.check(connection, {d.name: d.variable_names for d in
                                                   store.configuration(session).datasets.values()}, since=start))
-    if expected["dataset"]:
-        problems.extend(store._compare("dataset", expected["dataset"], {
-            d.name: dataset_to_dict(d) for d in store._datasets(session, list(expected["dataset"]))}))
-    if expected["family"]:
-        problems.extend(store._compare("family", expected["family"], {
-            f.id: store._family_dict(f) for f in session.exec(
-                select(store.FamilyRow).where(store.FamilyRow.id.in_(list(expected["family"])))).scalars()}))
-    if expected["cap"]:
-        caps = {f"{c.dataset}/{c.name}": store._cap_dict(c) for c in session.exec(select(store.CapRow)).scalars()}
-        problems.extend(store._compare("cap", expected["cap"], {k: v for k, v in caps.items()
-                                                                if k in expected["cap"]}))
+    problems.extend(states.problems(session, only_named=True))
     problems.sort(key=store._event_number)
     problems.extend(store._check_count(session, walk.count))  # (issue 10) a chain cut at its end
     return store.Verification(ok=not problems, events=walk.count, head=walk.head, problems=tuple(problems))

@@ -1,0 +1,188 @@
+"""One wording and one precision for the same figure in every output (the new-user trial,
+items 5, 6, 9, 10, 11, 12, 18).
+
+The graduates ledger of the README: degree is public and read exactly by Tan's
+consistent counts (its ∞ is expected), income is protected and read by a Gaussian
+(sigma 10: rho 1/200) that a pure-epsilon cap cannot bound, region is public and
+covered by a guarantee, so it is *not* released exactly. Figures are worked out from
+the parameters beside each assertion.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from datetime import UTC, datetime
+from fractions import Fraction
+
+from test_report_helpers import clock, context_of, record, run_main
+
+from ledger.accounting.spend import cks_epsilon
+from ledger.cli.report import render
+
+T = lambda month, day, hour=9: datetime(2024, month, day, hour, 0, tzinfo=UTC)  # noqa: E731
+
+DATASET = """\
+dataset: graduates
+delta: 1e-9
+variables:
+  - {name: degree, classification: public}
+  - {name: region, classification: public}
+  - {name: income, classification: sensitive}
+  - {name: sex, classification: identifying}
+"""
+
+RELEASES = """\
+dataset: graduates
+releases:
+  - id: consistent-income
+    reads: [degree, income]
+    mechanism: {name: tan-consistent-counts, epsilon: 1}
+    guarantees: [{protects: [income], epsilon: 1}]
+  - id: mean-income
+    reads: [income]
+    mechanism: {name: gaussian, sigma: 10, sensitivity: 1}
+  - id: by-region
+    reads: [region, sex]
+    mechanism: {name: geometric, epsilon: 1/8}
+"""
+
+
+def ledger(tmp_path) -> str:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    record(url, tmp_path, "graduates.yaml", DATASET, T(1, 1), command="dataset")
+    record(url, tmp_path, "releases.yaml", RELEASES, T(1, 2))
+    # caps set after the releases (a cap already over is set all the same, and shown over)
+    with clock(T(1, 3)):
+        assert run_main(url, "cap", "set", "income", "--epsilon", "5", "-d", "graduates").code == 0
+        assert run_main(url, "cap", "set", "all", "--epsilon", "10", "--delta", "1e-9", "-d", "graduates").code == 0
+    return url
+
+
+def report(url: str, fmt: str) -> str:
+    return render(context_of(url, "graduates", charts=False), fmt).decode()
+
+
+def test_an_infinity_says_why_in_the_same_words_in_every_format(tmp_path):
+    url = ledger(tmp_path)
+    md, tex, html = report(url, "md"), report(url, "tex"), report(url, "html")
+    # degree: public and read with no guarantee (Tan's margin): released exactly, never "not protected"
+    assert "| consistent-income | ∞ (public, released exactly) | 0 | 1 | 0 |" in md
+    assert "∞ (not protected)" not in md  # no protected variable is read without a bound
+    assert r"\cellcolor{unprotected}" not in tex  # nothing to shade: degree's ∞ is expected
+    assert "∞ (public, released exactly)" in tex.replace(r"$\infty$", "∞")
+    assert ">∞ (not protected)<" not in html and '<td class="num public">∞ (public, released exactly)</td>' in html
+    # the Gaussian against the pure-epsilon cap on income: protected (by rho), with no pure-epsilon bound
+    assert "| income | {income} | epsilon | 5 | ∞ (no pure-epsilon bound) | -∞ | over | " \
+           "mean-income (∞ (no pure-epsilon bound)), consistent-income (1) |" in md
+    # the cap on all: ∞ because degree (public) is read exactly
+    assert "consistent-income (∞ (public, released exactly))" in md
+
+
+def test_public_variables_are_not_called_released_exactly_when_a_guarantee_covers_them(tmp_path):
+    url = ledger(tmp_path)
+    md = report(url, "md")
+    # region is public and covered by by-region's guarantee: 1/8, not "released exactly"
+    assert "| Public variables (not in the headline) | {degree} ∞ (public, released exactly), {region} 0.125 |" in md
+    assert "Public, released exactly" not in md
+    table = run_main(url, "table", "-d", "graduates").out
+    assert "public variables (not in the headline): degree ∞ (public, released exactly), region 0.125" in table
+    assert "public, released exactly: " not in table
+
+
+def test_a_report_prints_each_figure_as_the_command_line_does(tmp_path):
+    url = ledger(tmp_path)
+    md = report(url, "md")
+    # mean-income alone: rho 1/200 at the whole delta 1e-9 (CKS 2020), as `table` prints it
+    own = cks_epsilon(Fraction(1, 200), 1e-9)
+    table = run_main(url, "table", "-d", "graduates").out
+    cell = next(line for line in table.splitlines() if line.startswith("| mean-income")).split("|")[4].strip()
+    assert float(cell) >= own and float(cell) - own < 1e-4
+    assert f"| mean-income | 0 | 0 | {cell} | 0 | {cell} |" in md  # 4 decimals, never 0.57
+    # a driver's charge as the CLI writes it: 0.125, never 1.25e-1
+    assert "by-region (0.125)" in md and "e-1" not in md
+    # `releases` shows the same own charge as `table` (was the composition's figure at half the delta)
+    line = next(l for l in run_main(url, "releases").out.splitlines() if l.startswith("mean-income"))
+    assert f"ε {cell} at δ 1 × 10⁻⁹" in line
+
+
+def test_a_cap_at_a_delta_is_described_once_and_correctly(tmp_path):
+    url = ledger(tmp_path)
+    with clock(T(1, 4)):
+        out = run_main(url, "cap", "set", "sex", "--epsilon", "3", "--delta", "1e-9", "-d", "graduates").out
+        removed = run_main(url, "cap", "remove", "all", "--reason", "replaced", "-d", "graduates").out
+    assert "cap sex on {sex}: epsilon 3 at delta 1 × 10⁻⁹" in out
+    assert "at delta 3" not in out
+    assert "remove cap all (epsilon 10 at delta 1 × 10⁻⁹ on the whole dataset)" in removed
+    html, md = report(url, "html"), report(url, "md")  # the Cap history is in the HTML report
+    assert "epsilon 10 at delta 1 × 10⁻⁹ on the whole dataset" in html and "at delta 10" not in html
+    assert "| sex | {sex} | epsilon at delta 1 × 10⁻⁹ " in md
+
+
+def test_the_csv_exact_columns_hold_exact_values_only(tmp_path):
+    url = ledger(tmp_path)
+    rows = {row[0]: row for row in csv.reader(io.StringIO(report(url, "csv")))}
+    header = rows["release"]
+    income, exact = header.index("{income}"), header.index("{income} exact")
+    # the Gaussian's figure is a zCDP conversion: a float at or above it, and no exact value (JSON's null)
+    assert float(rows["mean-income"][income]) >= cks_epsilon(Fraction(1, 200), 1e-9)
+    assert rows["mean-income"][exact] == ""
+    assert rows["consistent-income"][exact] == "1" and rows["by-region"][header.index("{sex} exact")] == "1/8"
+    assert math.isinf(float(rows["consistent-income"][header.index("{degree}")]))
+
+
+def test_table_with_an_accountant_states_its_whole_headline_by_that_accountant(tmp_path):
+    """Item 8: `table --accountant rdp` showed the protected subset by the smallest valid figure
+    (PLD) beside the worst variable by rdp: a subset below one of its members."""
+    import re
+
+    url = ledger(tmp_path)
+    for accountant in ("rdp", "basic"):
+        text = run_main(url, "table", "-d", "graduates", "--accountant", accountant).out
+        protected = float(re.search(r"\{income, sex\}: epsilon ([0-9.]+)", text).group(1))
+        worst = float(re.search(r"worst protected variable: income \(([0-9.]+)\)", text).group(1))
+        pair = float(re.search(r"worst protected pair: \{income, sex\} \(([0-9.]+)\)", text).group(1))
+        alone = run_main(url, "subset", "protected", "-d", "graduates", "--accountant", accountant).out
+        assert protected == float(re.search(r"epsilon ([0-9.]+)", alone).group(1))  # the same accountant's figure
+        income = run_main(url, "subset", "income", "-d", "graduates", "--accountant", accountant).out
+        assert worst == float(re.search(r"epsilon ([0-9.]+)", income).group(1))
+        assert protected >= worst and pair == protected  # {income, sex} is the protected subset here
+
+
+def test_the_meeting_pack_lists_every_cap_of_the_period_new_and_removed_ones_too(tmp_path):
+    """Item 20: a cap set and removed in the period was missing from "How each cap moved", and one
+    set in the period showed "ok" and 0 at a date when it did not exist."""
+    url = ledger(tmp_path)  # caps income and all set on T(1, 3)
+    with clock(T(2, 2)):
+        assert run_main(url, "cap", "set", "sex", "--epsilon", "1", "-d", "graduates").code == 0
+    with clock(T(2, 3)):
+        assert run_main(url, "cap", "set", "region", "--epsilon", "2", "-d", "graduates").code == 0
+    with clock(T(2, 4)):
+        assert run_main(url, "cap", "remove", "region", "--reason", "not needed", "-d", "graduates").code == 0
+        assert run_main(url, "cap", "remove", "all", "--reason", "replaced", "-d", "graduates").code == 0
+    md = render(context_of(url, "graduates", since=T(2, 1), charts=False), "md").decode()
+    moved = md.split("How each cap moved")[1].split("\n## ")[0]
+    # by-region reads sex at 1/8: the new cap's figure now is 0.125; it had none then
+    assert "| sex | {sex} | epsilon | 1 | — | 0.125 | — | new → ok |" in moved
+    assert "| region | {region} | epsilon | 2 | — | — | — | new → removed |" in moved
+    # all existed then (over: consistent-income reads degree, public, exactly) and was removed since
+    assert "| all | {degree, region, income, sex} | epsilon at delta 1 × 10⁻⁹ | 10 | ∞ (public, released exactly) " \
+           "| — | — | over → removed |" in moved
+    assert "| income | {income} | epsilon | 5 | ∞ (no pure-epsilon bound) | ∞ (no pure-epsilon bound) |" in moved
+
+
+def test_a_chart_over_one_day_has_time_ticks_and_says_which_figure_it_draws(tmp_path):
+    """Item 7: with every release on one day the time axis had no tick label, and the caption
+    called the lines the risk table's total row (the smallest valid figure) though they are the
+    basic composition."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"  # three releases planned at 09:00, one more at 15:00 the same day
+    record(url, tmp_path, "graduates.yaml", DATASET, T(1, 1), command="dataset")
+    record(url, tmp_path, "releases.yaml", RELEASES, T(1, 2))
+    record(url, tmp_path, "later.yaml", "dataset: graduates\nreleases:\n  - id: count-by-sex\n    reads: [sex]\n"
+           "    mechanism: {name: geometric, epsilon: 1/4}\n", T(1, 2, 15))
+    # the page as of that evening: the axis spans 09:00 to 18:00 of one day
+    html = render(context_of(url, "graduates", charts=True, as_of=T(1, 2, 18)), "html").decode()
+    chart = html.split('id="timeline"')[1].split("</section>")[0]
+    assert ">2024-01-02 10:00</text>" in chart and ">14:00</text>" in chart  # hours, the first dated
+    assert "by basic composition" in chart and "the total row of the risk table)" not in chart
