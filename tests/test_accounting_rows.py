@@ -160,6 +160,8 @@ def both_indexes(url: str, touching=None):
         rows = columns.index_for(session, VARIABLES, "t", families, titles=True, touching=touching)
     whole = LedgerIndex(VARIABLES, [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES],
                         families.values())
+    # the cancelled releases' moments, as every path notes them (DESIGN 2.10)
+    accountants.note_cancellations(whole, accountants.cancelled_moments(snapshot.releases.values(), snapshot.ended))
     engine.dispose()
     return rows, whole
 

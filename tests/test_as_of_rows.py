@@ -77,6 +77,9 @@ def both_indexes(url: str, when):
         heads = [(r.id, r.status) for r in rows.releases]
     then = releases_as_of(list(snapshot.releases.values()), when, endings)
     whole = LedgerIndex(VARIABLES, [r for r in then if r.status in CHARGED_STATUSES], families.values())
+    # the cancellations by then, as every path notes them (DESIGN 2.10: one after a publication
+    # makes the case adaptive; the rows' index notes them from the rows, columns.cancellations)
+    accountants.note_cancellations(whole, accountants.cancelled_moments(then, endings))
     engine.dispose()
     return rows, heads, whole
 
