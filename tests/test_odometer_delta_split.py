@@ -1,0 +1,155 @@
+"""Open under-reports R1 and R2 (adversarial review of 2026-11-24), kept as strict xfails: each
+fails today, and once the delta is split in advance as below it passes and the strict xfail
+fails, so the marker must go with the fix. What a fix needs (a design decision, DESIGN 2.10):
+the delta split before any release among the declared statements (PLD and the best-order
+conversion of a plan declared in advance, or of one release alone), the Rényi filter's orders,
+and the approximate releases' own deltas, so that no statement printed at one moment uses a
+share another statement printed later also uses.
+
+They are evidence, not fixes. Both use test_odometer's own criterion: a printed adaptive figure
+must hold at every stopping time, i.e. for the history stopped at any stopping time tau (which
+may watch the outputs), the hockey-stick divergence at the figure printed then,
+E[(1 - e^(eps_tau - L_tau))+], is at most delta. Gaussian releases of rho = 9/200 each
+(sigma 10/3, sensitivity 1): under the first dataset the loss L_t is a random walk with
+N(rho, 2 rho) steps, propagated on a grid exactly as tests/test_odometer.py does (no sampling).
+
+R1. Every adaptive history begins declared. After the first release is recorded and published,
+    the subset is "declared" and prints the PLD figure at the whole delta (for one Gaussian this
+    is the exact figure: the Gaussian's hockey-stick at it is delta itself, closed form below).
+    A release recorded after that publication makes the subset adaptive, and the 22 Rényi
+    statements take delta / 22 each. The declared statement was not given a share of the split
+    fixed in advance: stopping at t = 1 when L_1 exceeds the declared figure spends all of delta,
+    and continuing otherwise (stopping when L_t exceeds the filter figure) spends more.
+    Measured: 1.0975e-3 at delta 1e-3.
+
+R2. The approximate releases' deltas are "taken off the top" when the figure is computed, not
+    split in advance: figures printed before an (epsilon, delta) release was recorded used
+    delta / 22 per order of the whole delta. Stop when L_t exceeds the printed filter figure;
+    on the paths that never do, record a (0, 0.99 delta) release at the end (chosen after seeing
+    the outputs). The stopped branch spends what the filter spends (1.1e-4), the late branch
+    0.99 delta: 1.098e-3 at delta 1e-3.
+
+(The fixed-cap decision is not shown broken by either: with a fixed epsilon, stopping only
+lowers the hockey-stick, so these are about the printed odometer figures.)
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+from support import cli_main
+
+from ledger.accounting.spend import Spend
+
+RHO = F(9, 200)
+DELTA = F(1, 1000)
+T = 200
+
+
+def filter_figure(t: int, approx_delta: F = F(0)) -> float:
+    """What the ledger prints for t adaptive Gaussians (and an approximate release's delta)."""
+    return float(Spend(rho=RHO * t, approx_delta=approx_delta).epsilon(DELTA))
+
+
+def stopped_hockey_stick(figures, gaps, final_delta=0.0, final_figure=None, h=0.005) -> float:
+    """E[(1 - e^(eps_tau - L_tau))+] for tau = min{t: L_t > eps_t + gap_t} ∧ T; at T the paths
+    not stopped may also get an (0, final_delta) release (a disclosure with probability
+    final_delta, else nothing) and the figure `final_figure` (tests/test_odometer.py's grid)."""
+    rho = float(RHO)
+    low, high = -40.0, max(figures[-1], final_figure or 0.0) + max(gaps) + 40.0
+    x = low + h * np.arange(int((high - low) / h) + 1)
+    p = np.zeros_like(x)
+    p[int(round(-low / h))] = 1.0
+    sd = math.sqrt(2 * rho)
+    offsets = np.arange(-int(10 * sd / h) - 1, int(10 * sd / h) + 2) * h
+    kernel = norm.cdf(offsets + h / 2, rho, sd) - norm.cdf(offsets - h / 2, rho, sd)
+    total = 0.0
+    for eps, gap in zip(figures, gaps):
+        p = np.convolve(p, kernel, mode="same")
+        over = x > eps + gap
+        total += float((p[over] * np.maximum(0.0, 1 - np.exp(eps - x[over]))).sum())
+        p[over] = 0.0
+    last = figures[-1] if final_figure is None else final_figure
+    return total + final_delta * float(p.sum()) + (1 - final_delta) * float(
+        (p * np.maximum(0.0, 1 - np.exp(last - x))).sum())
+
+
+@pytest.fixture(autouse=True)
+def ticking(monkeypatch):
+    from ledger.store import database as store
+
+    clock = {"now": datetime(2026, 1, 1, 9, 0, tzinfo=UTC)}
+
+    def now():
+        clock["now"] += timedelta(minutes=1)
+        return clock["now"]
+
+    monkeypatch.setattr(store, "now", now)
+
+
+def run(url, *args):
+    result = cli_main(url, *map(str, args))
+    assert result.code == 0, (args, result.out, result.err)
+    return result
+
+
+def printed_after_each_release(url, tmp_path, count: int, late_approx: F | None = None) -> list[dict]:
+    """Record, approve and publish `count` Gaussians one at a time, `subset a --json` after each."""
+    (tmp_path / "ds.yaml").write_text("dataset: d\ndelta: 1e-3\nself_approval: true\nvariables: [{name: a}]\n")
+    run(url, "dataset", "add", tmp_path / "ds.yaml")
+    shown = []
+    for k in range(1, count + 1):
+        path = tmp_path / f"g{k}.yaml"
+        path.write_text(f"dataset: d\nreleases:\n  - {{id: g{k}, reads: [a], "
+                        "mechanism: {name: gaussian, sigma: 10/3, sensitivity: 1}}\n")
+        run(url, "record", path)
+        run(url, "approve", f"g{k}")
+        run(url, "publish", f"g{k}")
+        shown.append(run(url, "subset", "a", "--json").json())
+    if late_approx is not None:
+        path = tmp_path / "late.yaml"
+        path.write_text(textwrap.dedent(f"""\
+            dataset: d
+            releases:
+              - {{id: late, reads: [a], mechanism: {{name: declared}},
+                  guarantees: [{{protects: [a], epsilon: 0, delta: "{late_approx}"}}]}}
+            """))
+        run(url, "record", path)
+        shown.append(run(url, "subset", "a", "--json").json())
+    return shown
+
+
+@pytest.mark.xfail(strict=True, reason="open under-report R1: the declared figure has no share of a delta split in advance")
+def test_review_r1_the_declared_first_figure_is_outside_the_delta_split(ledger_url, tmp_path):
+    """R1 (fails today: 1.0975e-3 > 1e-3)."""
+    shown = printed_after_each_release(ledger_url, tmp_path, 3)
+    assert [s["case"] for s in shown] == ["declared", "adaptive", "adaptive"]
+    first = float(shown[0]["epsilon"])
+    # the declared figure of one Gaussian (mu = 3/10) uses the whole delta: Balle and Wang 2018, Thm 8
+    mu = 0.3
+    exact_delta = norm.cdf(-first / mu + mu / 2) - math.exp(first) * norm.cdf(-first / mu - mu / 2)
+    assert exact_delta == pytest.approx(float(DELTA), rel=1e-3)
+    # the adaptive figures are the filter's (checked against the CLI for t = 2, 3)
+    assert [float(s["epsilon"]) for s in shown[1:]] == pytest.approx([filter_figure(2), filter_figure(3)], rel=1e-12)
+    figures = [first] + [filter_figure(t) for t in range(2, T + 1)]
+    spent = stopped_hockey_stick(figures, [0.0] + [0.3] * (T - 1))
+    assert spent <= float(DELTA), f"stopped hockey-stick {spent:.4e} > delta {float(DELTA)}"
+
+
+@pytest.mark.xfail(strict=True, reason="open under-report R2: approximate deltas are taken off the top, not split in advance")
+def test_review_r2_an_approximate_delta_taken_off_the_top_after_figures_were_printed(ledger_url, tmp_path):
+    """R2 (fails today: 1.098e-3 > 1e-3)."""
+    late = F(99, 100000)
+    shown = printed_after_each_release(ledger_url, tmp_path, 3, late_approx=late)
+    assert [s["case"] for s in shown[1:]] == ["adaptive"] * 3
+    # the figure printed with the late release is the filter's at the delta it leaves (the CLI agrees)
+    assert float(shown[-1]["epsilon"]) == pytest.approx(filter_figure(3, late), rel=1e-12)
+    figures = [filter_figure(t) for t in range(1, T + 1)]
+    spent = stopped_hockey_stick(figures, [0.0] * T, final_delta=float(late), final_figure=filter_figure(T, late))
+    assert spent <= float(DELTA), f"stopped hockey-stick {spent:.4e} > delta {float(DELTA)}"
