@@ -274,3 +274,36 @@ def test_a_stale_state_is_brought_up_by_the_migration(stopped, reference_filter)
         engine.dispose()
     assert state["v"] == accountants.STATE_VERSION and state["last_cancelled"] is not None
     assert stopped.caps()["a"]["current"] == pytest.approx(adaptive_three(reference_filter), rel=1e-9)
+
+
+def test_a_cancellation_that_puts_a_cap_over_its_limit_says_so(tmp_path, reference_filter):
+    """The review's L1: nine Gaussians (sigma 3) declared under a cap of 5 at 1e-6, within it as
+    a declared plan (the exact Gaussian of mu = sqrt(9) / 3: 4.8866); g1-g7 published, then g8
+    cancelled: the eight left (g9 still planned) are adaptive (the filters' figure of rho = 8/18),
+    and the seven once g9 is cancelled too (rho = 7/18, 5.0957): over the cap. `cancel` still succeeds (exit 0) but names the cap now over on what it read, with the
+    figure `cap list` states, in text and in --json (it said only 'g8: cancelled'); a
+    cancellation on b, where no cap is over, names none."""
+    url = f"sqlite:///{tmp_path}/l.db"
+    ledger = Book(url, tmp_path)
+    ledger("dataset", "add", ledger.file("ds.yaml", DATASET.replace(
+        "caps:\n  - {name: a, subset: [a], epsilon: 6, delta: 1e-6}\n  - {name: ab, subset: [a, b], epsilon: 9, delta: 1e-6}\n",
+        "caps:\n  - {name: ca, subset: [a], epsilon: 5, delta: 1e-6}\n")))
+    ledger("record", ledger.file("plan.yaml", gaussians("a", [f"g{k}" for k in range(1, 10)])
+                                 + "  - {id: h, reads: [b], mechanism: {name: laplace, epsilon: 1}}\n"))
+    declared = ledger.caps()["ca"]
+    assert declared["case"] == "declared" and declared["status"] == "warn"
+    assert exact_gaussian(9) <= float(declared["current"]) <= 5
+    for k in range(1, 8):
+        ledger("approve", f"g{k}")
+        ledger("publish", f"g{k}")
+    assert ledger("cancel", "h", "--reason", "not needed", "--json").json()["caps_over"] == []
+    done = ledger("cancel", "g8", "--reason", "enough")
+    listed = ledger.caps()["ca"]
+    assert listed["status"] == "over" and listed["case"] == "adaptive"
+    assert float(listed["current"]) == pytest.approx(reference_filter(rho=8 / 18, delta=DELTA), rel=1e-9)
+    assert "warning: 1 cap is over its limit after this cancellation" in done.out
+    assert "[over] cap ca" in done.out
+    over = ledger("cancel", "g9", "--reason", "enough", "--json").json()["caps_over"]
+    assert over == [ledger.caps()["ca"]]
+    assert float(over[0]["current"]) == pytest.approx(reference_filter(rho=7 / 18, delta=DELTA), rel=1e-9)
+    assert float(over[0]["current"]) > 5

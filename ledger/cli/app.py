@@ -501,14 +501,30 @@ def _change_status(action: str, release: str, by: str | None, as_json: bool, rea
     (publish --at; retract and cancel --reason)."""
     moment = parse_date(at, "--at", start=True) if at is not None else None
     changed = operations.change_status(_engine(), release, action, _actor(by), reason=reason, at=moment)
+    over = _caps_over(changed) if action == "cancel" else []
     if as_json:
         body = {"ok": True, "release": changed.id, "status": changed.status.value}
         if action == "publish":
             body["published_at"] = changed.published_at.isoformat()
+        if action == "cancel":
+            body["caps_over"] = [check_json(c) for c in over]
         typer.echo(cli_json.dumps(body))
         return
     typer.echo(f"{changed.id}: {changed.status.value}"
                + (f" (published at {changed.published_at.isoformat()})" if action == "publish" else ""))
+    if over:  # a cancellation after a publication ends a declared plan early: adaptive (DESIGN 2.10)
+        typer.echo(f"warning: {len(over)} cap{'s are' if len(over) != 1 else ' is'} over its limit after this "
+                   "cancellation (a plan cut short after a publication is charged as adaptive, DESIGN 2.10):")
+        for line in check_lines(over, planned=False):
+            typer.echo(line)
+
+
+def _caps_over(release) -> list:
+    """The caps on what `release` reads that are over their limit, as `cap list` states them
+    (the same checks)."""
+    with store.read_session(_engine()) as session:
+        caps = [cap for cap in store.caps(session, release.dataset) if cap.subset & release.reads]
+        return [c for c in operations.cap_checks(session, release.dataset, caps) if c.status == "over"] if caps else []
 
 
 @app.command("approve")
