@@ -50,12 +50,12 @@ releases:
   - {id: d, reads: [age, income, degree], mechanism: {name: geometric, epsilon: 0.1}}
   - {id: e, reads: [sex, income], mechanism: {name: declared},
      guarantees: [{protects: [sex, income], epsilon: 1}, {protects: [sex, income], rho: "1/50"}]}
-  - {id: f, reads: [region, income], family: by-region,
+  - {id: f, reads: [region, income], family: by-region, part: region=north,
      mechanism: {name: laplace, epsilon: "1/4"},
      guarantees: [{protects: [region, income], epsilon: "1/4", relation: add-remove}]}
-  - {id: g, reads: [region, age], family: by-region, mechanism: {name: laplace, epsilon: "1/5"}}
-  - {id: h, reads: [degree], family: random-split, mechanism: {name: laplace, epsilon: "1/7"}}
-  - {id: i, reads: [degree, sex], family: random-split, mechanism: {name: laplace, epsilon: "1/9"}}
+  - {id: g, reads: [region, age], family: by-region, part: region=south, mechanism: {name: laplace, epsilon: "1/5"}}
+  - {id: h, reads: [degree], family: random-split, part: half 1, mechanism: {name: laplace, epsilon: "1/7"}}
+  - {id: i, reads: [degree, sex], family: random-split, part: half 2, mechanism: {name: laplace, epsilon: "1/9"}}
   - {id: j, reads: [age], mechanism: {name: laplace, epsilon: 2}, status: planned}
   - {id: k, reads: [sex, degree], mechanism: {name: declared},
      guarantees: [{protects: [sex, degree], epsilon: "1/11"}, {protects: [sex], epsilon: "1/20"}]}
