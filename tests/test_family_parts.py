@@ -286,3 +286,36 @@ def test_a_new_member_is_refused_exactly_when_a_charged_member_or_an_earlier_one
             expected.append(f"releases[{i}].part")
         held.add(pair)
     assert [e.field for e in errors] == expected
+
+
+# --------------------------------------------------------------------------
+# Where releases are listed, a member's part is shown
+# --------------------------------------------------------------------------
+
+
+def test_the_listings_show_each_members_part(tmp_path, monkeypatch):
+    import csv
+
+    from ledger.reporting.report import SUMMARY_ENV
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    ok(run(url, "dataset", "add", write(tmp_path, "survey.yaml", SURVEY)))
+    ok(run(url, "record", write(tmp_path, "r.yaml", releases(
+        member("m1", "region=north", "1"), member("m2", "region=south", "1/2"), outside("x", "1/4")))))
+    lines = {line.split()[0]: line for line in ok(run(url, "releases")).out.splitlines()}
+    assert "by-region (part region=north)" in lines["m1"] and "by-region (part region=south)" in lines["m2"]
+    assert "part" not in lines["x"]
+    listed = {r["id"]: r for r in ok(run(url, "releases", "--json")).json()}
+    assert (listed["m1"]["part"], listed["m2"]["part"]) == ("region=north", "region=south")
+    assert "part" not in listed["x"]
+
+    markdown = ok(run(url, "report", "--format", "md", "--out", "-")).out
+    assert "by-region (partition by region), part region=north" in markdown
+    assert "by-region (partition by region), part region=south" in markdown
+
+    monkeypatch.setenv(SUMMARY_ENV, "2")  # past it, the report links a register of every release
+    ok(run(url, "report", "--out", tmp_path / "report.md"))
+    with open(tmp_path / "report.md.register.csv", newline="", encoding="utf-8") as handle:
+        register = {row["release"]: row for row in csv.DictReader(handle)}
+    assert {rid: row["part"] for rid, row in register.items()} == {"m1": "region=north", "m2": "region=south",
+                                                                   "x": ""}

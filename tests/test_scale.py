@@ -434,7 +434,7 @@ def test_releases_are_listed_a_chunk_at_a_time_as_the_whole_list(ledger, monkeyp
         streamed_json, streamed_text = cli_main(url, "releases", "--json"), cli_main(url, "releases")
     assert streamed_json.code == 0 and streamed_json.out == whole_json.out
     lines = streamed_text.out.splitlines()
-    assert lines[0].split() == ["id", "dataset", "status", "reads", "charge", "recorded", "published"]
+    assert lines[0].split() == ["id", "dataset", "status", "reads", "family", "charge", "recorded", "published"]
     table = [line for line in lines if not line.startswith("id ")]
     assert [line.split()[0] for line in table] == [*"abcdefghijk", "z", "j:"]
     assert table[-1].startswith("j: cancelled by ") and table[-1].endswith(": not run")
