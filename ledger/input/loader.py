@@ -792,10 +792,10 @@ def _part_named(family: str | None, part: str | None, out, at: Path_) -> None:
     parts, which the ledger can check only if each says which part it covers)."""
     if family is not None and part is None:
         out.add(at + ("part",), f"release is in family {family!r} but names no part: give `part`, the part of "
-                                "the records it is computed on (e.g. \"degree=PhD\", \"stratum 3\"). A family's "
-                                "members are charged in parallel, as releases on disjoint parts; two on one part "
-                                "compose sequentially, and the ledger refuses a part named twice only if each "
-                                "member names its own")
+                                "the records it is computed on (a short name, such as degree=PhD or stratum 3). "
+                                "The members of a family are charged in parallel, as releases on disjoint parts; "
+                                "two on one part compose sequentially, and the ledger can refuse a part named twice "
+                                "only if each member names its own")
     elif family is None and part is not None:
         out.add(at + ("part",), f"part {part!r} given, but the release is in no family: a part is the share of "
                                 "the records a family member is computed on; give `family` too, or leave `part` out")
@@ -1060,7 +1060,7 @@ def _distinct_parts(batch: Mapping[str, Release], snapshot: LedgerSnapshot) -> l
             continue
         errors.append(LedgerError(release.source, _at(release, "part"),
                                   f"part {release.part!r} of family {release.family!r} is already held by {holder}: "
-                                  "a family's members are charged in parallel, as releases on disjoint parts, and "
+                                  "the members of a family are charged in parallel, as releases on disjoint parts, and "
                                   "two releases on one part compose sequentially (their losses add). Record this "
                                   "one outside the family (no family, no part), or name the part it is computed "
                                   "on if it is another"))
