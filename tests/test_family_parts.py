@@ -319,3 +319,26 @@ def test_the_listings_show_each_members_part(tmp_path, monkeypatch):
         register = {row["release"]: row for row in csv.DictReader(handle)}
     assert {rid: row["part"] for rid, row in register.items()} == {"m1": "region=north", "m2": "region=south",
                                                                    "x": ""}
+
+
+def test_a_release_handed_over_whole_meets_the_same_rule(tmp_path):
+    """The Python API records `Release` objects (check_release_record, then the batch's checks):
+    a member without a part, a part outside a family and a held part are refused there too."""
+    import ledger
+
+    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", actor="tester")
+    book.add_dataset({"dataset": "d", "variables": [{"name": "a"}, {"name": "k"}]})
+    book.record({"dataset": "d", "families": [{"id": "f", "partition": ["k"]}], "releases": [
+        {"id": "m0", "family": "f", "part": "k=0", "reads": ["a", "k"], "mechanism": {"name": "laplace", "epsilon": 1}}]})
+    reads = frozenset("ak")
+    laplace, pure = Mechanism("laplace", (("epsilon", F(1)),)), (Guarantee(reads, Notion.PURE, epsilon=F(1)),)
+    for release, named in ((Release("m1", "d", reads, laplace, pure, family="f"), "names no part"),
+                           (Release("x", "d", reads, laplace, pure, part="k=1"), "in no family"),
+                           (Release("m2", "d", reads, laplace, pure, family="f", part="k=0"),
+                            "already held by release 'm0'")):
+        with pytest.raises(ledger.InputErrors) as refused_:
+            book.record(release)
+        assert named in str(refused_.value), str(refused_.value)
+    assert [r.id for r in book.releases()] == ["m0"]
+    book.record(Release("m2", "d", reads, laplace, pure, family="f", part="k=1"))
+    assert [(r.id, r.part) for r in book.releases()] == [("m0", "k=0"), ("m2", "k=1")]
