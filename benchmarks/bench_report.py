@@ -135,7 +135,8 @@ def release_entries(rng: random.Random, variables: list[str], start: int, count:
             key = families[fid]
             member_reads = sorted(set(reads[:2]) | ({key} if key else set()))
             entries.append(f"  - {{id: {rid}, title: Part {k} of {fid}, reads: [{', '.join(member_reads)}], "
-                           f"family: {fid}, mechanism: {{name: laplace, epsilon: \"{rng.choice(EPSILONS)}\"}}}}")
+                           f"family: {fid}, part: part {k}, "
+                           f"mechanism: {{name: laplace, epsilon: \"{rng.choice(EPSILONS)}\"}}}}")
         else:
             source = f"r{rng.randrange(max(start, 1)):05d}"
             entries.append(f"  - {{id: {rid}, title: Rounded {source}, reads: [], derived_from: [{source}]}}")

@@ -84,6 +84,7 @@ def ledgers(draw):
         entry = {"id": f"r{i}", "reads": sorted(reads), **KINDS[kind](epsilon, reads)}
         if family is not None and kind != "exact":
             entry["family"] = family
+            entry["part"] = f"part {i}"  # (each member on a part of its own: DESIGN 2.6)
         entries.append(entry)
         # (status, recorded second or None, published second or None, published later by a status change)
         status = draw(st.sampled_from([Status.PLANNED, Status.APPROVED, Status.PUBLISHED, Status.RETRACTED,
@@ -406,6 +407,7 @@ def test_a_ledger_of_schema_6_charges_its_subsampled_releases_through_the_sampli
     assert migrated == [("ledger.migrated", "schema 7"), ("ledger.migrated", "schema 8"),
                         ("ledger.migrated", "schema 9"), ("ledger.migrated", "schema 10"),
                         ("ledger.migrated", "schema 11"), ("ledger.migrated", "schema 12"),
-                        ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14"), ("ledger.migrated", "schema 15")]
+                        ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14"), ("ledger.migrated", "schema 15"),
+                        ("ledger.migrated", "schema 16")]
     assert rows == [(key, True)] or rows == [(key, 1)]
     assert cli_main(url, "audit", "verify").code == 0

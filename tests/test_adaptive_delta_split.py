@@ -128,7 +128,8 @@ def test_a_ledger_of_schema_11_has_its_delta_caps_figures_computed_again(tmp_pat
     assert cap["current"] == pytest.approx(_reference_filter(rho=1, delta=1e-6), rel=1e-9)
     migrated, = sql(url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}")
     assert migrated == [("ledger.migrated", "schema 12"), ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14"),
-                        ("ledger.migrated", "schema 15")]
+                        ("ledger.migrated", "schema 15"),
+                        ("ledger.migrated", "schema 16")]
     assert cli_main(url, "audit", "verify").code == 0
 
 

@@ -100,13 +100,13 @@ def test_a_family_member_names_a_recorded_family_and_reads_its_key(tmp_path):
     book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", actor="tester")
     book.add_dataset({"dataset": "d", "variables": [{"name": "a"}, {"name": "k"}]})
     book.record({"dataset": "d", "families": [{"id": "f", "partition": ["k"]}], "releases": [
-        {"id": "m0", "family": "f", "reads": ["a", "k"], "mechanism": {"name": "laplace", "epsilon": 1}}]})
+        {"id": "m0", "family": "f", "part": "k=0", "reads": ["a", "k"], "mechanism": {"name": "laplace", "epsilon": 1}}]})
     laplace = Mechanism("laplace", (("epsilon", F(1)),))
     for member, named in ((Release("m1", "d", frozenset("a"), laplace, (Guarantee(frozenset("a"), Notion.PURE,
-                                                                                   epsilon=F(1)),), family="f"),
+                                                                                   epsilon=F(1)),), family="f", part="k=1"),
                            "it must list k in reads"),
                           (Release("m2", "d", frozenset("ak"), laplace, (Guarantee(frozenset("ak"), Notion.PURE,
-                                                                                    epsilon=F(1)),), family="g"),
+                                                                                    epsilon=F(1)),), family="g", part="k=2"),
                            "unknown family 'g'")):
         with pytest.raises(ledger.InputErrors) as refused:
             book.record(member)

@@ -237,8 +237,8 @@ def test_cap_list_and_the_report_at_a_moment_read_no_whole_release_and_print_wha
     release cancelled after T (counted then) and one retracted after T."""
     entries = [{"id": f"r{i}", "reads": reads, "mechanism": {"name": "laplace", "epsilon": e}, **extra}
                for i, (reads, e, extra) in enumerate([
-                   (["a"], "1", {}), (["a", "b"], "1/2", {}), (["c"], "1/4", {"family": "split"}),
-                   (["c", "d"], "1/2", {"family": "split"}), (["b", "d"], "1", {})])]
+                   (["a"], "1", {}), (["a", "b"], "1/2", {}), (["c"], "1/4", {"family": "split", "part": "half 1"}),
+                   (["c", "d"], "1/2", {"family": "split", "part": "half 2"}), (["b", "d"], "1", {})])]
     entries += [{"id": f"s{k}", "reads": ["b"], "mechanism": {"name": "laplace", "epsilon": "1/40"}}
                 for k in range(120)]
     lifecycle = [(Status.PUBLISHED, 0, 1, False), (Status.CANCELLED, 0, None, False),

@@ -134,7 +134,7 @@ dataset: graduates
 families:
   - {id: by-degree, partition: [degree]}
 releases:
-  - {id: recorded-one, reads: [degree, income], family: by-degree, mechanism: {name: laplace, epsilon: 1}}
+  - {id: recorded-one, reads: [degree, income], family: by-degree, part: degree=BA, mechanism: {name: laplace, epsilon: 1}}
 """
 
 
@@ -460,7 +460,7 @@ BAD_INPUTS = {
               - id: by-faculty
                 partition: [faculty]
             releases:
-              - {id: a, reads: [income], family: by-faculty, mechanism: {name: laplace, epsilon: 1}}
+              - {id: a, reads: [income], family: by-faculty, part: faculty=arts, mechanism: {name: laplace, epsilon: 1}}
             """)],
         ["r.yaml:4: families[0].partition[0]: ", "faculty"]),
     "negative epsilon in the second release": (
@@ -578,6 +578,7 @@ BAD_INPUTS = {
               - id: a
                 reads: [income]
                 family: by-degree
+                part: a
                 mechanism: {name: laplace, epsilon: 1}
             """)],
         ["r.yaml:5: releases[0].family: ", "by-degree"]),

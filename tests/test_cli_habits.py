@@ -78,7 +78,7 @@ def test_releases_table_and_empty(url):
     assert cli_main(url, "releases").out.strip() == "no releases"
     assert cli_main(url, "record", EXAMPLES / "graduates.releases.yaml").code == 0
     lines = cli_main(url, "releases").out.splitlines()
-    assert re.split(r"\s{2,}", lines[0]) == ["id", "dataset", "status", "reads", "charge", "recorded", "published"]
+    assert re.split(r"\s{2,}", lines[0]) == ["id", "dataset", "status", "reads", "family", "charge", "recorded", "published"]
     income = next(line for line in lines if line.startswith("income-by-degree "))
     assert "ε 1" in income  # geometric, epsilon 1 on what it reads
 

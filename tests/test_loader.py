@@ -386,13 +386,13 @@ def test_a_family_declared_differently_in_two_files_names_a_file(tmp_path):
             dataset: graduates
             families: [{id: split, partition: random}]
             releases:
-              - {id: g1, reads: [income], family: split, mechanism: {name: laplace, epsilon: 1}}
+              - {id: g1, reads: [income], family: split, part: half 1, mechanism: {name: laplace, epsilon: 1}}
             """),
         ("farms.yaml", """\
             dataset: farms
             families: [{id: split, partition: random}]
             releases:
-              - {id: f1, reads: [income], family: split, mechanism: {name: laplace, epsilon: 1}}
+              - {id: f1, reads: [income], family: split, part: half 1, mechanism: {name: laplace, epsilon: 1}}
             """),
     )
     assert errors, "a family whose members read two datasets was accepted"
@@ -409,6 +409,7 @@ def test_a_recorded_family_cannot_take_a_member_from_another_dataset(tmp_path):
           - id: stray
             reads: [income]
             family: by-region
+            part: region=north
             mechanism: {name: laplace, epsilon: 1}
         """), snapshot=ledger(families=(family,)))
     error = only_error(errors)
@@ -472,8 +473,8 @@ def test_a_member_of_a_keyed_family_must_read_the_key(tmp_path):
         families:
           - {id: by-degree, partition: [degree]}
         releases:
-          - {id: part-1, reads: [income], family: by-degree, mechanism: {name: laplace, epsilon: 1}}
-          - {id: part-2, reads: [degree, income], family: by-degree, mechanism: {name: laplace, epsilon: 1}}
+          - {id: part-1, reads: [income], family: by-degree, part: degree=BA, mechanism: {name: laplace, epsilon: 1}}
+          - {id: part-2, reads: [degree, income], family: by-degree, part: degree=MA, mechanism: {name: laplace, epsilon: 1}}
         """))
     error = only_error(errors)
     assert (error.source, error.field) == (f"{tmp_path / 'r.yaml'}:5", "releases[0].reads")
@@ -501,7 +502,8 @@ _VALID_RELEASES = {
     "dataset": "graduates",
     "families": [{"id": "halves", "partition": "random"}],
     "releases": [
-        {"id": "a", "reads": ["income"], "mechanism": {"name": "laplace", "epsilon": "1/2"}, "family": "halves"},
+        {"id": "a", "reads": ["income"], "mechanism": {"name": "laplace", "epsilon": "1/2"}, "family": "halves",
+         "part": "first half"},
         {"id": "b", "title": "t", "reads": ["income", "sex"], "derived_from": ["a"], "status": "planned",
          "mechanism": {"name": "gaussian", "sigma": 2, "sensitivity": 1},
          "guarantees": [{"protects": ["income"], "rho": "1/8"}]},

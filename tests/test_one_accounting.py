@@ -378,6 +378,7 @@ def test_a_move_between_keyed_parts_needs_add_remove_on_everything_read(ledger):
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             family: by-region
+            part: north
             reads: [region, sex, income]
             mechanism: {{name: declared}}
             guarantees: [{{protects: [region, income], epsilon: 1, relation: add-remove}}]
@@ -385,6 +386,7 @@ def test_a_move_between_keyed_parts_needs_add_remove_on_everything_read(ledger):
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             family: by-region
+            part: south
             reads: [region, sex, income]
             mechanism: {{name: declared}}
             guarantees: [{{protects: [region, income], epsilon: 1, relation: add-remove}}]
@@ -403,12 +405,14 @@ def test_a_mixed_notion_family_is_charged_its_worst_member_as_a_whole(ledger, re
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             family: split
+            part: pure-part
             reads: [income]
             mechanism: {{name: laplace, epsilon: 1}}
           - id: rho-part
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             family: split
+            part: rho-part
             reads: [income]
             mechanism: {{name: gaussian, rho: "1/2"}}
         """)))
@@ -581,12 +585,14 @@ def test_a_family_appears_once_among_drivers_with_its_charge(ledger):
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             family: split
+            part: m1
             reads: [income]
             mechanism: {{name: laplace, epsilon: 1}}
           - id: m2
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             family: split
+            part: m2
             reads: [income]
             mechanism: {{name: laplace, epsilon: 1}}
         """)))

@@ -57,17 +57,20 @@ releases:
   - id: arts
     reads: [degree, income]
     family: by-degree
+    part: arts
     mechanism: {name: laplace, scale: 4, sensitivity: 1, relation: add-remove}
     status: published
     published_at: "2024-02-01T00:00:00Z"
   - id: science
     reads: [degree, income]
     family: by-degree
+    part: science
     mechanism: {name: gaussian, rho: "104/4099", relation: add-remove}
     status: planned
   - id: half-1
     reads: [sex]
     family: halves
+    part: half-1
     mechanism: {name: gaussian, sigma: 3, sensitivity: 2}
     status: published
     published_at: "2024-03-01T00:00:00Z"
@@ -242,7 +245,7 @@ caps:
 
 
 def laplace(release_id, reads, epsilon, status="published", family=None):
-    member = f", family: {family}" if family else ""
+    member = f", family: {family}, part: {release_id}" if family else ""  # (each member its own part)
     stated = {"published": ", published_at: \"2024-01-01T00:00:00Z\"",
               "approved": f", approved_by: {getpass.getuser()}, approved_at: \"2024-01-01T00:00:00Z\""}.get(status, "")
     return (f"  - {{id: {release_id}, reads: [{reads}], status: {status}{stated}{member}, "
@@ -370,6 +373,7 @@ def make_version_1(url: str) -> None:
             statements.append(f"DROP INDEX IF EXISTS {store.EVENT_INDEX}")  # (schema 9)
             # caps references datasets: drop it first
             statements.sort(key=lambda s: (not s.startswith('DROP TABLE "cap'), s))
+            connection.execute(text(f"DROP INDEX IF EXISTS {store.PART_INDEX}"))  # (schema 16: before its column)
             for statement in statements:
                 connection.execute(text(statement))
             connection.execute(text("UPDATE ledger_meta SET value = '1' WHERE key = 'schema_version'"))
@@ -404,7 +408,8 @@ def test_a_ledger_of_schema_11_gains_the_event_index_with_moments_once(ledger_ur
     assert indexes[store.EVENT_INDEX] == ["kind", "subject", "actor", "at"]
     assert store.EVENT_INDEX_9 not in indexes
     assert query(ledger_url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}") == [
-        ("ledger.migrated", "schema 12"), ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14"), ("ledger.migrated", "schema 15")]
+        ("ledger.migrated", "schema 12"), ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14"), ("ledger.migrated", "schema 15"),
+        ("ledger.migrated", "schema 16")]
     ok(run(ledger_url, "audit", "verify"))
     after = ok(run(ledger_url, "report", "--format", "md", "--out", "-", "--as-of", moment)).out
     assert _without_chain(after) == _without_chain(before)

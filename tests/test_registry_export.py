@@ -151,9 +151,9 @@ def test_the_record_states_the_figures_subset_and_table_print(tmp_path):
 
 
 SECOND = {"dataset": "holdout", "families": [{"id": "by-state", "partition": ["state"]}], "releases": [
-    {"id": "p4", "reads": ["state", "age"], "family": "by-state", "mechanism": {"name": "laplace", "epsilon": "1/4"},
+    {"id": "p4", "reads": ["state", "age"], "family": "by-state", "part": "state=CA", "mechanism": {"name": "laplace", "epsilon": "1/4"},
      "guarantees": [{"protects": ["age"], "epsilon": "1/4"}]},
-    {"id": "p5", "reads": ["state", "sex", "race"], "family": "by-state",
+    {"id": "p5", "reads": ["state", "sex", "race"], "family": "by-state", "part": "state=NY",
      "mechanism": {"name": "laplace", "epsilon": "1/3"}},
     {"id": "p6", "reads": ["age"], "derived_from": ["p4"], "mechanism": {"name": "declared"},
      "guarantees": [{"protects": ["age"], "epsilon": "1/4"}]},

@@ -421,12 +421,14 @@ SEED_FILES = [
             title: Income by sex
             reads: [income, sex]
             family: split
+            part: a1
             mechanism: {name: laplace, epsilon: 1/2, sensitivity: 1}
             status: published
             published_at: "2026-01-05T10:00:00Z"
           - id: a2
             reads: [sex]
             family: split
+            part: a2
             mechanism: {name: declared}
             guarantees: [{protects: [sex], epsilon: "0.25", delta: 1e-9, relation: replace}]
           - id: a3

@@ -32,7 +32,8 @@ TEMPLATE_ROW = (
     '{% for label in r.pufferfish %}<br><span class="tag">Pufferfish: {{ label }}</span>{% endfor %}</td><td>'
     '{{ r.mechanism }}{% for key, value in r.parameters %}<br>{{ key }} {{ value | param }}{% endfor %}'
     '{% if r.output_digest %}<br><span class="note">output SHA-256 <code>{{ r.output_digest }}</code></span>'
-    '{% endif %}</td><td>{% if r.family %}family {{ r.family }} ({{ r.family_split }}){% endif %}'
+    '{% endif %}</td><td>{% if r.family %}family {{ r.family }} ({{ r.family_split }}){% if r.part %}, part '
+    '{{ r.part }}{% endif %}{% endif %}'
     '{% if r.derived_from %}{% if r.family %}<br>{% endif %}from {{ r.derived_from | join(", ") }}{% endif %}'
     '{% if not r.family and not r.derived_from %}—{% endif %}</td><td>recorded {{ r.recorded_at | when }} by '
     '{{ r.recorded_by }}{% if r.approved_by %}<br>approved {{ r.approved_at | when }} by {{ r.approved_by }}'
@@ -75,7 +76,8 @@ def entries(count: int, seed: int = 3):
             pufferfish=tuple(rng.sample(["p% rule", "<attr>"], rng.randint(0, 2))),
             cells=cells, dataset_wide=rng.choice([None, Fraction(2, 3), float("inf")]),
             published_by=rng.choice([None, "ada", "<u>"]),
-            ended=rng.choice([None, Ending("retracted", "edsger", WHEN, "an error <found>\n")]))
+            ended=rng.choice([None, Ending("retracted", "edsger", WHEN, "an error <found>\n")]),
+            part=rng.choice([None, "zip=<9>", "part & 1"]))
 
 
 @pytest.mark.parametrize("sparse", [True, False])

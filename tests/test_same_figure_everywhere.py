@@ -100,6 +100,7 @@ def release_yaml(release) -> str:
         lines.append("    guarantees: [" + ", ".join(map(guarantee, release.guarantees)) + "]")
     if release.family:
         lines.append(f"    family: {release.family}")
+        lines.append(f"    part: {release.part or release.id}")  # (the engine's members: each its own part)
     return "\n".join(lines)
 
 

@@ -50,12 +50,12 @@ releases:
   - {id: d, reads: [age, income, degree], mechanism: {name: geometric, epsilon: 0.1}}
   - {id: e, reads: [sex, income], mechanism: {name: declared},
      guarantees: [{protects: [sex, income], epsilon: 1}, {protects: [sex, income], rho: "1/50"}]}
-  - {id: f, reads: [region, income], family: by-region,
+  - {id: f, reads: [region, income], family: by-region, part: region=north,
      mechanism: {name: laplace, epsilon: "1/4"},
      guarantees: [{protects: [region, income], epsilon: "1/4", relation: add-remove}]}
-  - {id: g, reads: [region, age], family: by-region, mechanism: {name: laplace, epsilon: "1/5"}}
-  - {id: h, reads: [degree], family: random-split, mechanism: {name: laplace, epsilon: "1/7"}}
-  - {id: i, reads: [degree, sex], family: random-split, mechanism: {name: laplace, epsilon: "1/9"}}
+  - {id: g, reads: [region, age], family: by-region, part: region=south, mechanism: {name: laplace, epsilon: "1/5"}}
+  - {id: h, reads: [degree], family: random-split, part: half 1, mechanism: {name: laplace, epsilon: "1/7"}}
+  - {id: i, reads: [degree, sex], family: random-split, part: half 2, mechanism: {name: laplace, epsilon: "1/9"}}
   - {id: j, reads: [age], mechanism: {name: laplace, epsilon: 2}, status: planned}
   - {id: k, reads: [sex, degree], mechanism: {name: declared},
      guarantees: [{protects: [sex, degree], epsilon: "1/11"}, {protects: [sex], epsilon: "1/20"}]}
@@ -434,7 +434,7 @@ def test_releases_are_listed_a_chunk_at_a_time_as_the_whole_list(ledger, monkeyp
         streamed_json, streamed_text = cli_main(url, "releases", "--json"), cli_main(url, "releases")
     assert streamed_json.code == 0 and streamed_json.out == whole_json.out
     lines = streamed_text.out.splitlines()
-    assert lines[0].split() == ["id", "dataset", "status", "reads", "charge", "recorded", "published"]
+    assert lines[0].split() == ["id", "dataset", "status", "reads", "family", "charge", "recorded", "published"]
     table = [line for line in lines if not line.startswith("id ")]
     assert [line.split()[0] for line in table] == [*"abcdefghijk", "z", "j:"]
     assert table[-1].startswith("j: cancelled by ") and table[-1].endswith(": not run")

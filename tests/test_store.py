@@ -53,17 +53,20 @@ releases:
     title: Income of arts graduates
     reads: [degree, income]
     family: by-degree
+    part: degree=arts
     mechanism: {name: laplace, scale: 3, sensitivity: 1, relation: add-remove}
     status: published
     published_at: "2024-02-01"
   - id: science
     reads: [degree, income]
     family: by-degree
+    part: degree=science
     mechanism: {name: gaussian, rho: "104/4099"}
     status: planned
   - id: half-1
     reads: [sex]
     family: random-halves
+    part: half 1
     mechanism: {name: gaussian, sigma: "0.3", sensitivity: 2}
     status: published
     published_at: "2024-03-01T09:30:00+01:00"

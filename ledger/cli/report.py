@@ -230,7 +230,7 @@ def register_target(target: Path | None, releases: int, ledger_url: str | None =
 
 REGISTER_COLUMNS = (
     "release", "title", "status", "charged", "reads", "read exactly (no guarantee)", "guarantees", "mechanism",
-    "parameters", "family", "family split", "derived from", "recorded at", "recorded by", "approved at",
+    "parameters", "family", "family split", "part", "derived from", "recorded at", "recorded by", "approved at",
     "approved by", "published at", "published by", "retracted or cancelled", "at", "by", "reason",
     "output SHA-256", "Pufferfish", "whole dataset (ordinary DP)", "whole dataset exact", "epsilon by variable")
 
@@ -295,7 +295,8 @@ def register_csv(summary, chunk: int = 5_000):
             names_text(r.exact) if r.exact else "")),
             guarantees_of(r.guarantees), csv_cell(r.mechanism), parameters_of(r.parameters),
             *(csv_cell(value) for value in (
-                r.family or "", r.family_split, ", ".join(r.derived_from), when(r.recorded_at), r.recorded_by,
+                r.family or "", r.family_split, r.part or "", ", ".join(r.derived_from), when(r.recorded_at),
+                r.recorded_by,
                 when(r.approved_at), r.approved_by or "", when(r.published_at), r.published_by or "",
                 ended.action if ended else "", when(ended.at) if ended else "", ended.by if ended else "",
                 ended.reason if ended else "", r.output_digest or "", "; ".join(r.pufferfish))),
@@ -1169,7 +1170,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     c = table.c
     columns_ = (c.seq, c.id, c.title, c.status, cast(c.reads, Text), c.mechanism_name, cast(c.mechanism_params, Text),
                 cast(c.guarantees, Text), cast(c.derived_from, Text), c.family, c.recorded_by, c.recorded_at,
-                c.approved_by, c.approved_at, c.published_at, cast(c.pufferfish, Text), c.output_digest)
+                c.approved_by, c.approved_at, c.published_at, cast(c.pufferfish, Text), c.output_digest, c.part)
     aware = _report.aware
     guarantee_text_of = _report.guarantee_text_of
     caches: dict[str, dict] = {}
@@ -1261,11 +1262,11 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     no_steps: dict = {}
 
     def page_columns(rows, steps) -> list:
-        """The page's 27 columns of REGISTER_COLUMNS, each a list of cells."""
+        """The page's 28 columns of REGISTER_COLUMNS, each a list of cells."""
         n = len(rows)
         sets_seen.clear()
         (seq, rid, title, status, reads_text, mech_name, params_text, guarantees_text, derived_text, family,
-         recorded_by, recorded_at, approved_by, approved_at, published_at, pufferfish_text, digest) = zip(*rows)
+         recorded_by, recorded_at, approved_by, approved_at, published_at, pufferfish_text, digest, part) = zip(*rows)
         reads = _by_value(reads_text, reads_cells, cache("reads"))
         guarantees = _by_value(guarantees_text, guarantees_cells, cache("guarantees"))
         exact = [exact_of(r[0], g[0]) for r, g in zip(reads, guarantees)]
@@ -1311,7 +1312,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
             csv_column(rid), csv_column(title), _by_value(status, each(csv_cell), cache("status")),
             ["yes" if x else "no" for x in charged.tolist()], [r[1] for r in reads], exact,
             [g[1] for g in guarantees], [m[0] for m in mechanisms], [m[1] for m in mechanisms],
-            [f[0] for f in family_cells], [f[1] for f in family_cells],
+            [f[0] for f in family_cells], [f[1] for f in family_cells], csv_column([p or "" for p in part]),
             _by_value(derived_text, each(lambda text: csv_cell(", ".join(json.loads(text)))), cache("derived")),
             _by_value(recorded_at, each(when), dates), _by_value(recorded_by, each(csv_cell), cache("by")),
             _by_value(approved_at, each(when), dates),

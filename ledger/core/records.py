@@ -10,7 +10,9 @@ Invariants (checked by the loader, assumed by the engine):
   the release's dataset;
 - epsilon, delta and rho are exact `Fraction`s, epsilon >= 0, 0 <= delta < 1,
   rho >= 0;
-- `derived_from` names recorded releases and never forms a cycle.
+- `derived_from` names recorded releases and never forms a cycle;
+- a release has a `part` exactly when it has a `family`, and the charged members of
+  one family have distinct parts (DESIGN 2.6: members on disjoint parts).
 """
 
 from __future__ import annotations
@@ -180,6 +182,11 @@ class Release:
     derived_from: releases whose outputs this one was computed from (lineage;
         a release reading nothing costs nothing, DESIGN 2.5).
     family: the parallel-composition family it belongs to (DESIGN 2.6).
+    part: for a family member, the part of the records it is computed on (a short name:
+        "degree=PhD", "stratum 3"); None outside any family. The charged members of a
+        family hold distinct parts: two releases on one part compose sequentially, and
+        charged as parallel they would be under-reported (the loader refuses it). A
+        member recorded before parts were named is its own part: its id.
     """
 
     id: str
@@ -190,6 +197,7 @@ class Release:
     title: str = ""
     derived_from: tuple[str, ...] = ()
     family: str | None = None
+    part: str | None = None  # the part of the records a family member is computed on (DESIGN 2.6)
     status: Status = Status.PLANNED  # recorded without a status: planned (issue 12)
     recorded_by: str = ""
     recorded_at: datetime | None = None

@@ -3,7 +3,7 @@
 Every name, id and title the ledger records is printed later -- on a terminal, in
 Markdown, LaTeX, HTML and CSV reports, in charts -- so what it may contain is
 decided once, here, at input:
-- names and ids (ids, dataset, variable, group, family, cap and steward names,
+- names and ids (ids, dataset, variable, group, family, part, cap and steward names,
   every entry of `reads`, `protects`, `subset`, `partition`, `derived_from`, and
   every mapping key): at most MAX_NAME characters, no control character;
 - titles: at most MAX_TITLE characters, no control character (no line breaks);
@@ -32,7 +32,7 @@ MAX_TEXT = 10_000
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _CONTROL_IN_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # newline, tab allowed
 
-_NAME_FIELDS = {"id", "name", "dataset", "family", "reads", "protects", "subset", "partition", "derived_from",
+_NAME_FIELDS = {"id", "name", "dataset", "family", "part", "reads", "protects", "subset", "partition", "derived_from",
                 "groups", "recorded_by", "approved_by", "steward", "by", "actor"}
 _TEXT_FIELDS = {"description", "notes", "reason", "secrets", "assumptions"}
 

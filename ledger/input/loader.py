@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -28,6 +28,7 @@ from ..core.errors import InputErrors, LedgerError
 from ..core.numbers import NumberError, to_fraction
 from ..core.lazy import lazy_module
 from ..core.records import (
+    CHARGED_STATUSES,
     PUBLIC,
     Cap,
     Dataset,
@@ -459,6 +460,11 @@ class LedgerSnapshot:
     datasets: Mapping[str, Dataset] = field(default_factory=dict)
     releases: Mapping[str, Release] = field(default_factory=dict)  # may be a lazy lookup (store.ReleaseLookup)
     families: Mapping[str, Family] = field(default_factory=dict)
+    # the charged recorded releases holding given (family, part) pairs: a function of the pairs asked
+    # about, giving (family, part) -> release id (store.parts_held: under the write lock, reading only
+    # those). None: found among `releases` (a snapshot that holds them all)
+    parts_held: Callable[[Collection[tuple[str, str]]], Mapping[tuple[str, str], str]] | None = field(
+        default=None, compare=False)
     # release id -> when it was retracted or cancelled (history.ended; store.snapshot reads it):
     # a cancellation after a publication decides the accountants' case (DESIGN 2.10). None: not
     # read, and every cancellation is taken as after any publication (accountants.cancelled_moments)
@@ -672,6 +678,9 @@ def build_releases(
         family = entry.get("family")
         if dataset is not None and not refused.within(at + ("family",)) and reads_known:
             _family_membership(family, dataset.name, reads, family_by_id, out, at)
+        part = entry.get("part")
+        if not refused.within(at + ("part",)) and not refused.within(at + ("family",)):
+            _part_named(family, part, out, at)
         status, approved_by, approved_at, published_at = _lifecycle_fields(entry, out, at, recorded_at, refused)
         if len(out.errors) > before or mechanism is None or dataset is None or refused.within(at):
             continue
@@ -685,6 +694,7 @@ def build_releases(
                 title=entry.get("title", ""),
                 derived_from=tuple(entry.get("derived_from", ())),
                 family=family,
+                part=part,
                 status=status,
                 recorded_by=recorded_by,
                 recorded_at=recorded_at,
@@ -776,6 +786,21 @@ def _family_membership(family: str | None, dataset: str, reads: frozenset[str], 
                                  f"{', '.join(sorted(found.partition))}; it must list {missing} in reads")
 
 
+def _part_named(family: str | None, part: str | None, out, at: Path_) -> None:
+    """A family member names the part of the records it is computed on; a release outside any
+    family names none (DESIGN 2.6: a family's members are charged in parallel, as on disjoint
+    parts, which the ledger can check only if each says which part it covers)."""
+    if family is not None and part is None:
+        out.add(at + ("part",), f"release is in family {family!r} but names no part: give `part`, the part of "
+                                "the records it is computed on (a short name, such as degree=PhD or stratum 3). "
+                                "The members of a family are charged in parallel, as releases on disjoint parts; "
+                                "two on one part compose sequentially, and the ledger can refuse a part named twice "
+                                "only if each member names its own")
+    elif family is None and part is not None:
+        out.add(at + ("part",), f"part {part!r} given, but the release is in no family: a part is the share of "
+                                "the records a family member is computed on; give `family` too, or leave `part` out")
+
+
 class _ReleaseCollector:
     """Errors of a `Release` handed over whole, each named by the release and its field."""
 
@@ -801,6 +826,7 @@ def check_release_record(release: Release, recorded_at: datetime, families: Mapp
     declared in advance (DESIGN 2.10), and another recorder would waive separation of duties."""
     out = _ReleaseCollector(release)
     _family_membership(release.family, release.dataset, release.reads, families, out, ())
+    _part_named(release.family, release.part, out, ())
     if release.status not in RECORDABLE_STATUSES:
         out.add(("status",), f"a release is recorded planned, approved or published; found {release.status.value}")
     else:
@@ -972,6 +998,8 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
                                                                  f"(also at {other.source})"))
         declared[family.id] = family
 
+    errors.extend(_distinct_parts(seen, snapshot))
+
     # Recorded releases only name parents recorded before them, so a cycle can only
     # run through the new releases: the graph of the batch is enough.
     for release in seen.values():
@@ -1004,6 +1032,41 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
     return errors
 
 
+def _distinct_parts(batch: Mapping[str, Release], snapshot: LedgerSnapshot) -> list[LedgerError]:
+    """The charged members of a family hold distinct parts (DESIGN 2.6): a new member's (family,
+    part) is held neither by a charged recorded member (any status but cancelled: a retracted
+    release was published and still counts) nor by another release of the batch. The family's
+    cost is its worst member's, which is valid only for members on disjoint parts: two releases
+    on one part compose sequentially (their losses add), so charged in parallel they would be
+    under-reported. A release already recorded (a retry: `check_batch` compares it) is skipped."""
+    errors: list[LedgerError] = []
+    new = [release for release in batch.values() if release.family is not None and release.part is not None
+           and release.status in CHARGED_STATUSES and release.id not in snapshot.releases]
+    if not new:
+        return errors
+    wanted = {(release.family, release.part) for release in new}
+    held = dict(snapshot.parts_held(wanted)) if snapshot.parts_held is not None else {
+        (r.family, r.part): r.id for r in snapshot.releases.values()
+        if (r.family, r.part) in wanted and r.status in CHARGED_STATUSES}
+    taken: dict[tuple[str, str], Release] = {}
+    for release in new:
+        key = (release.family, release.part)
+        if key in held:
+            holder = f"release {held[key]!r}, recorded and charged"
+        elif key in taken:
+            holder = f"release {taken[key].id!r} of this record (at {taken[key].source})"
+        else:
+            taken[key] = release
+            continue
+        errors.append(LedgerError(release.source, _at(release, "part"),
+                                  f"part {release.part!r} of family {release.family!r} is already held by {holder}: "
+                                  "the members of a family are charged in parallel, as releases on disjoint parts, and "
+                                  "two releases on one part compose sequentially (their losses add). Record this "
+                                  "one outside the family (no family, no part), or name the part it is computed "
+                                  "on if it is another"))
+    return errors
+
+
 class _BatchAndLedger(Mapping):
     """The releases of a batch, then the recorded ones, by id."""
 
@@ -1024,7 +1087,7 @@ class _BatchAndLedger(Mapping):
 
 
 # what a release file states about a release, compared when its id is already recorded
-CONTENT_FIELDS = ("dataset", "title", "reads", "mechanism", "guarantees", "derived_from", "family", "pufferfish",
+CONTENT_FIELDS = ("dataset", "title", "reads", "mechanism", "guarantees", "derived_from", "family", "part", "pufferfish",
                   "output_digest", "output")
 STATED_LIFECYCLE = ("approved_by", "approved_at", "published_at")
 

@@ -396,6 +396,7 @@ class RegisterEntry:
     dataset_wide: Number | None
     published_by: str | None = None  # who published it (the publish step's person; DESIGN 2.12)
     ended: Ending | None = None  # its retraction or cancellation: who, when, why
+    part: str | None = None  # a family member's part of the records (DESIGN 2.6)
 
 
 @dataclass(frozen=True)
@@ -1354,6 +1355,7 @@ def register_entry(release: Release, families: Sequence[Family], cells=(), datas
         guarantees=tuple(guarantee_text_of(g) for g in release.guarantees),
         family=release.family,
         family_split=split,
+        part=release.part,
         derived_from=tuple(release.derived_from),
         output_digest=getattr(release, "output_digest", None),
         pufferfish=tuple(PUFFERFISH_KINDS.get(g.kind, g.kind) for g in getattr(release, "pufferfish", ()) or ()),

@@ -340,7 +340,7 @@ def register_line(entry) -> str:
         parts.append("Pufferfish: " + ", ".join(entry.pufferfish))
     parts.append(entry.mechanism + "".join(f", {key} {param_text(value)}" for key, value in entry.parameters))
     if entry.family:
-        parts.append(f"family {entry.family} ({entry.family_split})")
+        parts.append(f"family {entry.family} ({entry.family_split})" + (f", part {entry.part}" if entry.part else ""))
     if entry.derived_from:
         parts.append("from " + ", ".join(entry.derived_from))
     parts.append(f"recorded {when_text(entry.recorded_at)} by {entry.recorded_by}")
@@ -420,6 +420,8 @@ def register_row(r, sparse: bool, public) -> markupsafe.Markup:
     parts.append("</td><td>")
     if r.family:
         parts += ["family ", e(r.family), " (", e(r.family_split), ")"]
+        if r.part:
+            parts += [", part ", e(r.part)]
     if r.derived_from:
         if r.family:
             parts.append("<br>")
@@ -602,20 +604,21 @@ def release_charge_json(release, dataset=None) -> dict:
             "charge_text": text}
 
 
-RELEASES_HEADER = ("id", "dataset", "status", "reads", "charge", "recorded", "published")
+RELEASES_HEADER = ("id", "dataset", "status", "reads", "family", "charge", "recorded", "published")
 
 
 def releases_text(releases, datasets) -> str:
-    """The `releases` table: id, dataset, status, reads, charge, dates, with a header."""
+    """The `releases` table: id, dataset, status, reads, family, charge, dates, with a header."""
     body = [release_cells(r, datasets) for r in releases]
     widths = releases_widths([RELEASES_HEADER, *body])
     return "\n".join(releases_line(line, widths) for line in [RELEASES_HEADER, *body])
 
 
 def release_cells(release, datasets) -> list[str]:
-    """One release's row of the `releases` table."""
+    """One release's row of the `releases` table (a family member's family with its part)."""
     r = release
     return [r.id, r.dataset, r.status.value, ", ".join(sorted(r.reads)) or "-",
+            "-" if r.family is None else f"{r.family} (part {r.part})",
             release_charge_text(r, datasets.get(r.dataset)),
             r.recorded_at.strftime("%Y-%m-%d") if r.recorded_at else "-",
             r.published_at.strftime("%Y-%m-%d") if r.published_at else "-"]

@@ -146,8 +146,11 @@ def mechanism_from_dict(data: dict) -> Mechanism:
 
 
 def release_to_dict(release: Release) -> dict:
-    """Everything the ledger knows of a release, lifecycle fields included."""
-    return {
+    """Everything the ledger knows of a release, lifecycle fields included. `part` is written
+    only when the release has one (schema 16): a release without it is the same dict, and so
+    the same canonical JSON, as before parts were named, and the audit chain's events of
+    releases recorded before verify as they are."""
+    body = {
         "id": release.id,
         "dataset": release.dataset,
         "title": release.title,
@@ -166,12 +169,21 @@ def release_to_dict(release: Release) -> dict:
         "output_digest": release.output_digest,
         "output": release.output,
     }
+    if release.part is not None:
+        body["part"] = release.part
+    return body
 
 
 _STATUSES = {status.value: status for status in Status}  # (a dict: Status(value) is slow)
 
 
 def release_from_dict(data: dict) -> Release:
+    """The release a dict of `release_to_dict` (or an earlier format) describes. A family member
+    written before parts were named (no `part`) is its own part, its id: what the ledger assumed
+    of it (schema 16)."""
+    part = data.get("part")
+    if part is None and data["family"] is not None:
+        part = data["id"]
     return Release(
         id=data["id"],
         dataset=data["dataset"],
@@ -181,6 +193,7 @@ def release_from_dict(data: dict) -> Release:
         guarantees=tuple(guarantee_from_dict(g) for g in data["guarantees"]),
         derived_from=tuple(data["derived_from"]),
         family=data["family"],
+        part=part,
         status=_STATUSES[data["status"]],
         recorded_by=data["recorded_by"],
         recorded_at=parse_time(data["recorded_at"]),

@@ -90,7 +90,7 @@ from ..core.memory import paused_gc
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status, in_name_order
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 15  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 16  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
 # 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments;
 # 7: a subsampled release's accounting event is its sampling event (issue 11, section 4)
@@ -103,6 +103,8 @@ SCHEMA_VERSION = 15  # 1: releases; 2: caps and running totals; 3: Pufferfish gu
 # 14: a release offering (epsilon, delta) beside pure or rho is charged by a side fixed in advance (engine)
 # 15: an epsilon at a delta of a composition is an odometer: no zCDP conversion at the best order (spend.py);
 #     a declared plan cut short by a cancellation after a publication is adaptive (accountants, state v4)
+# 16: a family member names its part of the records (releases.part, indexed with the family: PART_INDEX);
+#     members recorded before are their own part, their id (_v16_parts)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -160,8 +162,12 @@ class FamilyRow(SQLModel, table=True):
     description: str = ""
 
 
+PART_INDEX = "ix_releases_family_part"  # (schema 16) a record finds the members holding its parts by it
+
+
 class ReleaseRow(SQLModel, table=True):
     __tablename__ = "releases"
+    __table_args__ = (Index(PART_INDEX, "family", "part"),)
     id: str = Field(primary_key=True)
     seq: int = Field(index=True)
     dataset: str = Field(foreign_key="datasets.name", index=True)
@@ -182,6 +188,8 @@ class ReleaseRow(SQLModel, table=True):
     pufferfish: list = Field(default_factory=list, sa_column=Column(JSON, nullable=False, server_default="[]"))
     output_digest: str | None = None
     output: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # schema version 16: a family member's part of the records (DESIGN 2.6); None outside a family
+    part: str | None = None
 
 
 class RoleRow(SQLModel, table=True):
@@ -492,6 +500,8 @@ def ensure_schema(engine: Engine) -> None:
         if version > SCHEMA_VERSION:
             raise RuntimeError(f"this ledger has schema version {version}; this privacy-ledger knows up to "
                                f"{SCHEMA_VERSION}. Upgrade privacy-ledger.")
+        if version < 16:  # (the migrations before 16 read release rows by the current model, which names it)
+            _release_part_column(connection)
         for target in range(version + 1, SCHEMA_VERSION + 1):
             MIGRATIONS.get(target, lambda _session: None)(session)
             session.merge(MetaRow(key="schema_version", value=str(target)))
@@ -714,6 +724,38 @@ def refresh_cancelled_states(session: Session) -> None:
     _caps_at_a_delta_again(session, states=True)
 
 
+def _release_part_column(connection: Connection) -> None:
+    """The release rows gain their `part` column (schema 16), empty."""
+    if "part" not in {column["name"] for column in inspect(connection).get_columns("releases")}:
+        connection.exec_driver_sql("ALTER TABLE releases ADD COLUMN part VARCHAR")
+
+
+_LIFECYCLE_TRIGGER = "privacy_ledger_releases_lifecycle_only"  # (_APPEND_ONLY_SQL)
+
+
+def _v16_parts(session: Session) -> None:
+    """A family member names the part of the records it is computed on (DESIGN 2.6), and the
+    charged members of a family hold distinct parts. Every member recorded before is given its own
+    id as its part: the ledger charged each as a part of its own (which the new rule can no longer
+    let two members on one part claim). Its audit event is untouched: a release dict without `part`
+    reads back with its id as its part (codec.release_from_dict), so `verify` finds the row and the
+    event the same release. On PostgreSQL the append-only trigger, which lets an update change only
+    a release's lifecycle, is disabled for this one statement, in the migration's transaction. The
+    index the record's check reads by (PART_INDEX) is built after."""
+    connection = session.connection()
+    _release_part_column(connection)
+    trigger = connection.dialect.name == "postgresql" and connection.exec_driver_sql(
+        f"SELECT 1 FROM pg_trigger WHERE tgname = '{_LIFECYCLE_TRIGGER}' AND tgrelid = 'releases'::regclass"
+    ).first() is not None
+    if trigger:
+        connection.exec_driver_sql(f"ALTER TABLE releases DISABLE TRIGGER {_LIFECYCLE_TRIGGER}")
+    connection.exec_driver_sql("UPDATE releases SET part = id WHERE family IS NOT NULL AND part IS NULL")
+    if trigger:
+        connection.exec_driver_sql(f"ALTER TABLE releases ENABLE TRIGGER {_LIFECYCLE_TRIGGER}")
+    index = next(i for i in ReleaseRow.__table__.indexes if i.name == PART_INDEX)
+    index.create(connection, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
@@ -729,6 +771,7 @@ MIGRATIONS: dict[int, Callable[[Session], None]] = {
     13: _v13_filter_shares,
     14: _v14_fixed_sides,
     15: _v15_odometer,
+    16: _v16_parts,
 }
 
 
@@ -948,6 +991,7 @@ def release_row_dict(row) -> dict:
         "pufferfish": row.pufferfish,
         "output_digest": row.output_digest,
         "output": row.output,
+        **({} if row.part is None else {"part": row.part}),  # (as codec.release_to_dict writes it)
     }
 
 
@@ -1055,7 +1099,7 @@ def _release_values(body: dict, seq: int) -> dict:
         "status": body["status"], "recorded_by": body["recorded_by"], "recorded_at": body["recorded_at"],
         "approved_by": body["approved_by"], "approved_at": body["approved_at"],
         "published_at": body["published_at"], "pufferfish": body["pufferfish"],
-        "output_digest": body["output_digest"], "output": body["output"],
+        "output_digest": body["output_digest"], "output": body["output"], "part": body.get("part"),
     }
 
 
@@ -1180,9 +1224,33 @@ def _configuration(session: Session) -> Configuration:
 
 
 def write_context(session: Session) -> LedgerSnapshot:
-    """Datasets and families in full (small, cached), releases by lookup."""
+    """Datasets and families in full (small, cached), releases and the parts their members hold
+    by lookup (in a `write_session`: under the write lock, in the record's transaction)."""
     config = configuration(session)
-    return LedgerSnapshot(datasets=config.datasets, releases=ReleaseLookup(session), families=config.families)
+    return LedgerSnapshot(datasets=config.datasets, releases=ReleaseLookup(session), families=config.families,
+                          parts_held=lambda pairs: parts_held(session, pairs))
+
+
+def parts_held(session: Session, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(family, part) -> the first recorded release of that family holding that part and charged
+    (any status but cancelled: DESIGN 2.6's members on disjoint parts), for the pairs asked about:
+    the loader's check that a new member's part is free (loader._distinct_parts). Reads those
+    families' rows with those parts only, by PART_INDEX."""
+    pairs = set(pairs)
+    found: dict[tuple[str, str], str] = {}
+    if not pairs:
+        return found
+    _flush(session)
+    families, parts = sorted({family for family, _ in pairs}), sorted({part for _, part in pairs})
+    for start in range(0, len(parts), 500):
+        query = (select(_RELEASES.c.family, _RELEASES.c.part, _RELEASES.c.id)
+                 .where(_RELEASES.c.family.in_(families), _RELEASES.c.part.in_(parts[start:start + 500]),
+                        _RELEASES.c.status != Status.CANCELLED.value)
+                 .order_by(_RELEASES.c.seq))
+        for family, part, release_id in _connection(session).execute(query):
+            if (family, part) in pairs:
+                found.setdefault((family, part), release_id)
+    return found
 
 
 def family_members(session: Session, family_ids: Iterable[str]) -> dict[str, list[Release]]:
@@ -1528,7 +1596,7 @@ _RELEASE_TEXT_COLUMNS = tuple(cast(column, Text).label(column.name) if column.na
                               for column in _RELEASES.c)
 _RELEASE_DICT_ORDER = ("id", "dataset", "title", "reads", "mechanism_name", "mechanism_params", "guarantees",
                        "derived_from", "family", "status", "recorded_by", "recorded_at", "approved_by", "approved_at",
-                       "published_at", "pufferfish", "output_digest", "output")  # release_row_dict's keys, in order
+                       "published_at", "pufferfish", "output_digest", "output", "part")  # release_row_dict's keys
 
 
 def release_row_dicts(rows: Sequence) -> list[dict]:
@@ -1548,14 +1616,17 @@ def release_row_dicts(rows: Sequence) -> list[dict]:
     fields = itemgetter(*(at[name] for name in _RELEASE_DICT_ORDER))
     found = []
     for (id_, dataset, title, reads, mechanism_name, params, guarantees, derived_from, family, status, recorded_by,
-         recorded_at, approved_by, approved_at, published_at, pufferfish, output_digest, output) in map(fields, rows):
-        found.append({
+         recorded_at, approved_by, approved_at, published_at, pufferfish, output_digest, output, part) in map(fields, rows):
+        body = {
             "id": id_, "dataset": dataset, "title": title, "reads": parsed[reads],
             "mechanism": {"name": mechanism_name, "params": parsed[params]}, "guarantees": parsed[guarantees],
             "derived_from": parsed[derived_from], "family": family, "status": status, "recorded_by": recorded_by,
             "recorded_at": recorded_at, "approved_by": approved_by, "approved_at": approved_at,
             "published_at": published_at, "pufferfish": parsed[pufferfish], "output_digest": output_digest,
-            "output": output})
+            "output": output}
+        if part is not None:  # (as codec.release_to_dict writes it)
+            body["part"] = part
+        found.append(body)
     return found
 
 
