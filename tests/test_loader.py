@@ -558,4 +558,7 @@ def test_the_fast_schema_check_accepts_only_what_jsonschema_accepts(name, valid,
         fast = _fast_validator(name).is_valid(document)
     except ValueError:  # a value JSON has no type for: the loader asks jsonschema
         return
-    assert fast == slow, document
+    # the contract (loader.schema_problems): what the fast check accepts, jsonschema accepts;
+    # what it does not, jsonschema decides (an infinite float is not a JSON number to
+    # jsonschema-rs, while jsonschema takes it as one: refused by the fast check, then decided)
+    assert slow or not fast, document
