@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from fractions import Fraction
 
@@ -156,6 +157,46 @@ def checks_on(caps, totals: Mapping[str, budget.CapTotal], state_of) -> list[bud
         refined, _ = decide(check, totals.get(cap.name, budget.CapTotal()), state, [], {}, {})
         result.append(refined)
     return result
+
+
+def explained(session: Session, dataset: str, checks: Sequence[budget.CapCheck],
+              when: datetime | None = None) -> list[budget.CapCheck]:
+    """The checks, each whose figure was ∞ before the plan (no plan charge says why: `cap list`,
+    `cap set`, or `check` and `record` on a cap already ∞) with the reason `check` gives a plan's
+    charge, from the releases charged (`budget.why_index_unbounded`: the release or family that
+    makes it ∞, a keyed family's unprotected move included, DESIGN 2.6); the running total
+    alone cannot say which. The releases are read only when such a figure is ∞."""
+    def unexplained(c: budget.CapCheck) -> bool:
+        return is_infinite(c.current) and not any(charge.reason for charge in c.charges)
+
+    infinite = [c.cap for c in checks if unexplained(c)]
+    if not infinite:
+        return list(checks)
+    index = index_at(session, dataset, infinite, when)
+    return [replace(c, reason=budget.why_index_unbounded(c.cap, index)) if unexplained(c) else c for c in checks]
+
+
+def index_at(session: Session, dataset: str, caps, when: datetime | None = None):
+    """The LedgerIndex of the releases charged on the caps' subsets, now or as the ledger stood at
+    `when` (as `standing_at` reads them: the accounting rows, else the releases as they stood)."""
+    if when is None:
+        return store.caps_index(session, dataset, caps)
+    from ..store import columns
+    from ..accounting.engine import LedgerIndex
+
+    light = store.write_context(session)
+    variables = light.datasets[dataset].variable_names
+    families = {fid: f for fid, f in light.families.items() if f.dataset == dataset}
+    index = columns.index_for(session, variables, dataset, families, when=when)
+    if index is not None:
+        return index
+    from ..accounting.history import releases_as_of
+    from ..store.as_of import ended_at
+
+    history = store.snapshot(session, dataset)
+    ended = history.ended if history.ended is not None else ended_at(session.connection())
+    then = releases_as_of([r for r in history.releases.values() if r.dataset == dataset], when, ended)
+    return LedgerIndex(variables, then, [f for f in history.families.values() if f.dataset == dataset])
 
 
 def decisions_json(checks: Sequence[budget.CapCheck]) -> list[dict]:

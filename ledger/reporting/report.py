@@ -1145,8 +1145,8 @@ def family_map_of(inputs: ReportInputs) -> dict[str, Family]:
 def cap_reasons(c: CapCheck, public: Collection[str] = (), index: LedgerIndex | None = None
                 ) -> tuple[str | None, tuple[str | None, ...]]:
     """Why a cap's figure and each of its drivers' charges are ∞ (reasons.py; None where finite),
-    from the index of the releases charged (reasons.index_reason: the same on every path); an ∞
-    driver by the cap's total's reason."""
+    from the index of the releases charged (reasons.index_reason and reasons.driver_reasons: the
+    same on every path and in `cap list`): each driver by its own reason."""
     spend = composed(c.cap, c.after_total) if c.after_total is not None else None
     overall = None
     if is_infinite(c.current):
@@ -1154,9 +1154,9 @@ def cap_reasons(c: CapCheck, public: Collection[str] = (), index: LedgerIndex | 
             overall = reasons.index_reason(c.cap, index, public)
         else:
             overall = reasons.NOT_PROTECTED if spend is None else reasons.unit_reason(c.cap, spend)
-    # an ∞ driver is ∞ for the cap's reason (read without a bound, or not in the cap's unit): the
-    # same words on every path (a large ledger's rows do not name their releases after the read)
-    return overall, tuple(overall if is_infinite(value) else None for _name, value in c.drivers)
+    if index is None:  # (no releases to ask: an ∞ driver by the cap's reason)
+        return overall, tuple(overall if is_infinite(value) else None for _name, value in c.drivers)
+    return overall, reasons.driver_reasons(c.cap, c.drivers, index, public)
 
 
 def _cap_entry(c: CapCheck, public: Collection[str] = (), index: LedgerIndex | None = None) -> CapEntry:
