@@ -37,7 +37,7 @@ import numpy as np
 from markupsafe import Markup
 
 from .chart_data import Pairs, Timeline
-from ..core.numbers import round_up
+from ..core.numbers import format_short
 
 UNPROTECTED = "#c0392b"  # ∞: not protected
 PUBLIC_EXACT = "#9aa3ad"  # ∞ from a public variable, released exactly by design: neutral
@@ -106,14 +106,17 @@ def heat_map_svg(pairs: Pairs) -> Markup:
         y = top_margin + side + 4
         out.append(f'<text transform="translate({_f(x)} {y}) rotate(-90)" text-anchor="end" '
                    f'dominant-baseline="central" font-size="{_f(size)}">{escape(labels[k])}</text>')
-    if pairs.matrix is not None:  # every figure, rounded up (a bound)
+    if pairs.matrix is not None:  # every figure as the tables print it (format_short: 4 decimals, up)
         font = 8 if n <= 12 else 6
         for i, row in enumerate(pairs.matrix):
             for j, value in enumerate(row):
                 dark = bool(alarm[i, j]) or (top > 0 and bool(finite[i, j]) and colour[i, j] > 0.55 * top)
+                text = _short(value)
+                # a long figure a little smaller, down to 5 px (24 variables: "12.3457" in a 26 px cell)
+                fits = max(5.0, min(font, font * 0.9 * cell / _text_width(text, font)))
                 out.append(f'<text x="{_f(left + (j + 0.5) * cell)}" y="{_f(top_margin + (i + 0.5) * cell)}" '
-                           f'text-anchor="middle" dominant-baseline="central" font-size="{font}" '
-                           f'fill="{"white" if dark else INK}">{escape(_short(value))}</text>')
+                           f'text-anchor="middle" dominant-baseline="central" font-size="{_f(fits)}" '
+                           f'fill="{"white" if dark else INK}">{escape(text)}</text>')
     # the colour bar: 0 at the bottom, the largest finite figure at the top
     stops = "".join(f'<stop offset="{k / (len(SCALE) - 1):.3f}" stop-color="{c}"/>' for k, c in enumerate(SCALE))
     out.append(f'<defs><linearGradient id="heat-map-scale" x1="0" y1="1" x2="0" y2="0">{stops}'
@@ -388,9 +391,8 @@ def _x_ticks(timeline: Timeline, x: np.ndarray, low: float, high: float) -> list
 
 
 def _short(value) -> str:
-    """A heat-map label: the figure rounded up to 2 decimals (a bound), ∞ as ∞."""
-    if isinstance(value, float) and math.isinf(value):
-        return "∞"
-    text = format(round_up(value, 2), "f")
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    """A heat-map label: the figure as the tables beside it print it (format_short: the precision
+    rule of format_number, 4 decimals rounded up, exact decimals kept; a fraction's rounded-up
+    decimal alone, as a cell has no room for `n/d (≈ x)`), ∞ as ∞."""
+    return format_short(value)
 
