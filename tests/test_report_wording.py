@@ -188,6 +188,38 @@ def test_a_chart_over_one_day_has_time_ticks_and_says_which_figure_it_draws(tmp_
     assert "by basic composition" in chart and "the total row of the risk table)" not in chart
 
 
+def _timeline_styles(chart: str) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """(each named line's stroke in the plot, in the legend): colour, width and dashes, by name."""
+    import re
+
+    def style(attributes: str) -> dict[str, str]:
+        return {key: value for key, value in re.findall(r'(stroke(?:-width|-dasharray)?)="([^"]*)"', attributes)}
+
+    drawn = {name: style(attributes) for attributes, name in
+             re.findall(r'<path fill="none" ([^>]*)><title>([^<]*)</title></path>', chart)}
+    legend = chart.split('<g id="legend-timeline">')[1].split("</g>")[0]
+    shown = {name: style(attributes) for attributes, name in
+             re.findall(r'<line ([^>]*)/><text [^>]*>([^<]*)</text>', legend)}
+    return drawn, shown
+
+
+def test_the_timeline_of_an_as_of_report_draws_each_named_line_apart_and_its_legend_alike(tmp_path):
+    """Item 7 (the legend): the named lines differed by colour and width only and coincided where two
+    variables had the same history; the legend drew every line 2 px wide, so a line could not be told
+    from another by its legend. Each named line now has its own dash pattern, and the legend draws
+    each exactly as the plot does. by-region reads region and sex at 1/8: their lines coincide."""
+    url = ledger(tmp_path)
+    html = render(context_of(url, "graduates", charts=True, as_of=T(1, 2, 18)), "html").decode()
+    chart = html.split('id="timeline"')[1].split("</section>")[0]
+    drawn, shown = _timeline_styles(chart)
+    named = [name for name in shown if name.startswith("{")]
+    assert {"{income}", "{sex}"} <= set(named) and set(named) == set(drawn)
+    for name in named:
+        assert shown[name] == drawn[name], name  # colour, width and dashes as drawn
+    # apart without colour too: no two named lines share a width and a dash pattern
+    assert len({(s["stroke-width"], s.get("stroke-dasharray", "")) for s in drawn.values()}) == len(drawn)
+
+
 def test_the_heat_map_cells_follow_the_precision_rule_of_the_tables(tmp_path):
     """The heat map's cells were rounded up to 2 decimals (2.53 where the tables print 2.524; 0.01
     for 1/4000): they are now format_number's text (4 decimals rounded up, exact decimals kept), a

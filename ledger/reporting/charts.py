@@ -6,7 +6,8 @@ come from the engine; this module only draws them):
   pair (the diagonal: the single variable), ∞ (not protected) in red, ∞ caused
   by a public variable (released exactly by design, DESIGN 2.11) in grey;
 - `timeline_svg(Timeline)`: cumulative epsilon per variable over time, the
-  most exposed variables in colour and named, the rest in grey; ∞ drawn on a
+  most exposed variables named, each in its own colour, width and dash pattern
+  (its legend drawn alike), the rest in grey; ∞ drawn on a
   band above the finite values; caps in epsilon as dashed lines.
 
 Why not matplotlib (which drew them until issue 13): for 200 variables its
@@ -43,6 +44,10 @@ UNPROTECTED = "#c0392b"  # ∞: not protected
 PUBLIC_EXACT = "#9aa3ad"  # ∞ from a public variable, released exactly by design: neutral
 SCALE = ("#f7fbff", "#9ecae1", "#3182bd", "#08306b")  # epsilon 0 .. the largest finite figure, evenly spaced
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+# each named line of the timeline also has its own dash pattern (solid first), drawn the same in
+# its legend: lines that coincide (two variables with the same history) stay apart, the upper
+# line's gaps showing the one under it, and the legend says which is which without colour
+DASHES = ("", "8 3", "2 2", "10 3 2 3", "4 3", "1 3", "12 4", "6 2 2 2")
 OTHERS = "#c3c8cf"
 INK = "#1b1b1b"
 MUTED = "#5b6470"
@@ -183,7 +188,7 @@ def timeline_svg(timeline: Timeline) -> Markup:
     rotated = [_text_width(text, 8) for _, text, turned in x_ticks if turned]
     if rotated:
         left = max(left, 0.87 * rotated[0] + 4)
-    legend_width = 24 + max((_text_width(name, 8) for name in names), default=0) + 10
+    legend_width = 28 + max((_text_width(name, 8) for name in names), default=0) + 10
     plot_top, plot_bottom = 10, 280
     width, height = 760, plot_bottom + max(50, math.ceil(8 + 0.5 * max(rotated, default=0) + 7 + 22))
     plot_left, plot_right = left, width - legend_width - 10
@@ -235,10 +240,9 @@ def timeline_svg(timeline: Timeline) -> Markup:
                    + "".join(_steps(xs, ys[:, j], pre) for j in grey) + '"/>')
     count = len(highlighted)
     for k, name in enumerate(highlighted):
-        # widest first, each drawn over the one before: lines that coincide stay visible
-        out.append(f'<path fill="none" stroke="{PALETTE[k % len(PALETTE)]}" stroke-width="{1.4 + 0.7 * (count - 1 - k):.1f}" '
-                   f'stroke-linejoin="round" d="{_steps(xs, ys[:, column[name]], pre)}"><title>{escape(names[k])}'
-                   '</title></path>')
+        # widest first, each drawn over the one before in its own dash: lines that coincide stay visible
+        out.append(f'<path fill="none" {_line_style(k, count)} stroke-linejoin="round" '
+                   f'd="{_steps(xs, ys[:, column[name]], pre)}"><title>{escape(names[k])}</title></path>')
     for name, limit in cap_lines:  # a cap bounds the loss on its subset: each variable's curve stays below it
         level = float(py(limit))
         out.append(f'<line x1="{_f(plot_left)}" x2="{_f(plot_right)}" y1="{_f(level)}" y2="{_f(level)}" '
@@ -261,11 +265,11 @@ def timeline_svg(timeline: Timeline) -> Markup:
                    f'height="11" fill="white" fill-opacity="0.85"/><text x="{_f(plot_left + 5)}" y="{_f(level - 3)}" '
                    f'font-size="8" fill="{line_colour}">{text}</text>')
     out.append('<g id="legend-timeline">')
-    for k, name in enumerate(names):  # the legend, right of the plot
+    for k, name in enumerate(names):  # the legend, right of the plot: each line as it is drawn
         y_at = plot_top + 6 + 15 * k
-        stroke, thick = (PALETTE[k % len(PALETTE)], 2.0) if k < count else (OTHERS, 0.9)
-        out.append(f'<line x1="{_f(plot_right + 12)}" x2="{_f(plot_right + 30)}" y1="{y_at}" y2="{y_at}" '
-                   f'stroke="{stroke}" stroke-width="{thick}"/><text x="{_f(plot_right + 35)}" y="{y_at}" '
+        style = _line_style(k, count) if k < count else f'stroke="{OTHERS}" stroke-width="0.9"'
+        out.append(f'<line x1="{_f(plot_right + 8)}" x2="{_f(plot_right + 34)}" y1="{y_at}" y2="{y_at}" '
+                   f'{style}/><text x="{_f(plot_right + 38)}" y="{y_at}" '
                    f'dominant-baseline="central" font-size="8">{escape(name)}</text>')
     out.append("</g></svg>")
     return Markup("".join(out))
@@ -274,6 +278,14 @@ def timeline_svg(timeline: Timeline) -> Markup:
 # --------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------
+
+
+def _line_style(k: int, count: int) -> str:
+    """The stroke of the k-th of `count` named timeline lines, in the plot and in its legend:
+    its colour, its width (the first widest, each drawn over the one before) and its dashes."""
+    dash = DASHES[k % len(DASHES)]
+    return (f'stroke="{PALETTE[k % len(PALETTE)]}" stroke-width="{1.4 + 0.7 * (count - 1 - k):.1f}"'
+            + (f' stroke-dasharray="{dash}"' if dash else ""))
 
 
 def _open(chart_id: str, width: float, height: float, title: str, description: str) -> list[str]:
