@@ -170,3 +170,28 @@ def test_each_infinite_driver_in_the_caps_table_and_cap_list_gives_its_own_reaso
     assert run_main(url, "report", "-o", str(out), "-d", "graduates").code == 0
     assert f"| ∞ (public, released exactly) | -∞ | over | {drivers} |" in out.read_text(encoding="utf-8")
     assert f"driven by: {drivers}" in run_main(url, "cap", "list").out
+
+
+def test_table_and_the_reports_headline_total_row_and_pairs_give_the_familys_reason(tmp_path, monkeypatch):
+    """The headline said "region read without a certified bound" (region is read by two counts
+    that protect it); the total row and the pairs said "not protected"."""
+    url = firms(tmp_path)
+    table = run_main(url, "table", "-d", "firms").out
+    assert f"ALARM: protected subset (every variable not classified public) {{region, income, sex}}: epsilon ∞ ({SHORT})" \
+        in table.splitlines()
+    assert f"  worst protected variable: region (∞ ({SHORT}))" in table.splitlines()
+    assert f"  worst protected pair: {{region, income}} (∞ ({SHORT}))" in table.splitlines()
+    assert "without a certified bound" not in table and "not protected" not in table
+    md = render(context_of(url, "firms", charts=False), "md").decode()
+    assert f"| **Protected subset epsilon** (every variable not classified public) | **ALARM: ∞ ({SHORT})** |" in md
+    assert f"| Worst protected variable | {{region}} ∞ ({SHORT}) |" in md
+    # the total row: region and the whole dataset ∞ by the family's move; income 1 (K ∩ U empty), sex 1/2
+    assert f"| **All releases (composed)** | **∞ ({SHORT})** | **1** | **0.5** | **∞ ({SHORT})** |" in md
+    assert f"| {{income}} | ∞ ({SHORT}) | 1 | 1.5 |" in md  # the pairs: {income, region} ∞, {income, sex} 1 + 1/2
+    assert "∞ (not protected)" not in md
+    monkeypatch.setenv(SUMMARY_ENV, "1")
+    out = tmp_path / "large.md"
+    assert run_main(url, "report", "-o", str(out), "-d", "firms").code == 0
+    large = out.read_text(encoding="utf-8")
+    assert f"| **All releases (composed)** | **∞ ({SHORT})** | **1** | **0.5** | **∞ ({SHORT})** |" in large
+    assert f"**ALARM: ∞ ({SHORT})**" in large and "∞ (not protected)" not in large

@@ -125,6 +125,16 @@ def unbounded_reason(index, names: Collection[str], public: Collection[str]) -> 
     return NOT_PROTECTED
 
 
+def keyed_reason(index, names: Collection[str], public: Collection[str], by_classification: str) -> str:
+    """Why an unbounded figure of a table's total row or a pair is ∞: `by_classification` (the
+    reason its variables' classification gives, `variable_reason` or `subset_reason`) unless the
+    index holds a family split by key variables, whose move may be the cause (`unbounded_reason`
+    then): a ledger without one is never read again for a reason."""
+    if not any(family.partition for family in index.families.values()):
+        return by_classification
+    return unbounded_reason(index, names, public)
+
+
 def index_reason(cap: Cap, index, public: Collection[str]) -> str:
     """Why a cap's figure is ∞, from a LedgerIndex of the releases charged (the same on a report's
     small and large paths): `unbounded_reason` when its spend is unbounded, else not in the cap's
