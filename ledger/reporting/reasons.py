@@ -17,7 +17,7 @@ with the same words (DESIGN 2.3, 2.11):
 - `family_reason`: a family split by key variables of the subset, one of whose members holds no
   add/remove guarantee protecting everything it reads: a record moving between its parts is not
   protected (DESIGN 2.6), though every member's own figure may be finite: an alarm, named with
-  the family, its keys and the member (the words of `check`'s sentence, budget.why_family_unbounded).
+  the family (`check`'s sentence, budget.why_family_unbounded, names its keys and the member).
 
 `unbounded_reason` is the one place that decides which of these an unbounded figure has (a read
 without a certified bound first, then a family's move), from the releases charged: `subset`,
@@ -50,11 +50,12 @@ def infinity_text(why: str | None) -> str:
     return f"∞ ({why})" if why else "∞"
 
 
-def family_reason(family: Family, member: Release) -> str:
+def family_reason(family: Family) -> str:
     """Why a keyed family's figure is ∞ (DESIGN 2.6): a record moving between its parts takes
-    everything `member` reads, and no add/remove guarantee of `member` protects all of it."""
-    return (f"family {family.id} split by {', '.join(sorted(family.partition or ()))}: "
-            f"no add/remove guarantee of {member.id} protects all it reads")
+    everything a member reads, and no add/remove guarantee of that member protects all of it. In a
+    word, as NO_PURE_BOUND and NO_RHO_BOUND, named by the family (short enough for a table's cell:
+    `check`'s and `cap list`'s sentence, budget.why_family_unbounded, names its keys and member)."""
+    return f"family {family.id}: no add/remove bound"
 
 
 def variable_reason(name: str, public: Collection[str]) -> str:
@@ -121,7 +122,7 @@ def unbounded_reason(index, names: Collection[str], public: Collection[str]) -> 
         return unbounded_reason(index, protected, public) if len(protected) < len(names) else NOT_PROTECTED
     moved = index.unprotected_move(names)
     if moved is not None:
-        return family_reason(*moved)
+        return family_reason(moved[0])
     return NOT_PROTECTED
 
 

@@ -1162,9 +1162,11 @@ def cap_entries(caps: Sequence[Cap], totals: Mapping[str, CapTotal], releases: S
     valid filter figure (cap_accounting.checks_from_history, issue 11)."""
     if releases is None:
         return tuple(_cap_entry(c) for c in check(list(caps), totals, [], {}, {}, only_touched=False))
-    from ..operations.cap_accounting import checks_from_history
+    from ..operations.cap_accounting import charged_index, checks_from_history
 
-    return tuple(_cap_entry(c) for c in checks_from_history(list(caps), releases, families or {}, totals, ended_at))
+    checks = checks_from_history(list(caps), releases, families or {}, totals, ended_at)
+    index = charged_index(caps, releases, families or {})  # each ∞ driver's own reason (reasons.driver_reasons)
+    return tuple(_cap_entry(c, (), index) for c in checks)
 
 
 def family_map_of(inputs: ReportInputs) -> dict[str, Family]:
