@@ -186,3 +186,71 @@ def test_a_chart_over_one_day_has_time_ticks_and_says_which_figure_it_draws(tmp_
     chart = html.split('id="timeline"')[1].split("</section>")[0]
     assert ">2024-01-02 10:00</text>" in chart and ">14:00</text>" in chart  # hours, the first dated
     assert "by basic composition" in chart and "the total row of the risk table)" not in chart
+
+
+def _timeline_styles(chart: str) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """(each named line's stroke in the plot, in the legend): colour, width and dashes, by name."""
+    import re
+
+    def style(attributes: str) -> dict[str, str]:
+        return {key: value for key, value in re.findall(r'(stroke(?:-width|-dasharray)?)="([^"]*)"', attributes)}
+
+    drawn = {name: style(attributes) for attributes, name in
+             re.findall(r'<path fill="none" ([^>]*)><title>([^<]*)</title></path>', chart)}
+    legend = chart.split('<g id="legend-timeline">')[1].split("</g>")[0]
+    shown = {name: style(attributes) for attributes, name in
+             re.findall(r'<line ([^>]*)/><text [^>]*>([^<]*)</text>', legend)}
+    return drawn, shown
+
+
+def test_the_timeline_of_an_as_of_report_draws_each_named_line_apart_and_its_legend_alike(tmp_path):
+    """Item 7 (the legend): the named lines differed by colour and width only and coincided where two
+    variables had the same history; the legend drew every line 2 px wide, so a line could not be told
+    from another by its legend. Each named line now has its own dash pattern, and the legend draws
+    each exactly as the plot does. by-region reads region and sex at 1/8: their lines coincide."""
+    url = ledger(tmp_path)
+    html = render(context_of(url, "graduates", charts=True, as_of=T(1, 2, 18)), "html").decode()
+    chart = html.split('id="timeline"')[1].split("</section>")[0]
+    drawn, shown = _timeline_styles(chart)
+    named = [name for name in shown if name.startswith("{")]
+    assert {"{income}", "{sex}"} <= set(named) and set(named) == set(drawn)
+    for name in named:
+        assert shown[name] == drawn[name], name  # colour, width and dashes as drawn
+    # apart without colour too: no two named lines share a width and a dash pattern
+    assert len({(s["stroke-width"], s.get("stroke-dasharray", "")) for s in drawn.values()}) == len(drawn)
+
+
+def test_the_heat_map_cells_follow_the_precision_rule_of_the_tables(tmp_path):
+    """The heat map's cells were rounded up to 2 decimals (2.53 where the tables print 2.524; 0.01
+    for 1/4000): they are now format_number's text (4 decimals rounded up, exact decimals kept), a
+    fraction's rounded-up decimal alone (no room for `n/d (≈ x)`)."""
+    import numpy as np
+
+    from ledger.reporting.chart_data import Pairs
+    from ledger.reporting.charts import heat_map_svg
+
+    names = ("a", "b", "c")
+    # a: 631/250 exactly (2.524), b: 1/4000 (0.00025), c: 1/3 (0.3333..., up: 0.3334); pairs 2.52409 (float)
+    figures = ((Fraction(631, 250), 2.52409, 2.52409), (2.52409, Fraction(1, 4000), 2.52409),
+               (2.52409, 2.52409, Fraction(1, 3)))
+    svg = str(heat_map_svg(Pairs(variables=names, count=3, unprotected=0, highest=(), matrix=figures,
+                                 colour=np.asarray([[float(v) for v in row] for row in figures]), svg="")))
+    import re
+
+    cells = re.findall(r'fill="(?:white|#1b1b1b)">([^<]*)</text>', svg)
+    assert cells == ["2.524", "2.5241", "2.5241", "2.5241", "0.00025", "2.5241", "2.5241", "2.5241", "0.3334"]
+    assert 2.5241 >= 2.52409 and Fraction(3334, 10000) >= Fraction(1, 3)  # rounded up: bounds
+
+
+def test_the_reports_heat_map_prints_the_pairs_as_the_pairs_table_does(tmp_path):
+    """End to end: the heat map's cell of {income, sex} is the text of the pairs table beside it."""
+    import re
+
+    url = ledger(tmp_path)
+    html = render(context_of(url, "graduates", charts=True), "html").decode()
+    heat = html.split('id="heat-map"')[1].split("</svg>")[0]
+    cells = re.findall(r'fill="(?:white|#1b1b1b)">([^<]*)</text>', heat)
+    table = run_main(url, "pairs", "-d", "graduates").out
+    pair = next(line for line in table.splitlines() if line.startswith("{income, sex}")).split("\t")[1]
+    assert len(pair.split(".")[-1]) > 2  # a figure the old 2-decimal labels changed
+    assert pair in cells

@@ -36,10 +36,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from .spend import UNBOUNDED, ZERO, Spend, pure_spend
-from .engine import LedgerIndex, Objective, Option, alternatives_of, at_delta, candidates, compose_units, family_options
+from .engine import (LedgerIndex, Objective, Option, alternatives_of, at_delta, candidates, compose_units, family_options,
+                     unprotected_move)
 from ..core.lazy import lazy_module
 from ..core.numbers import INF, Number, float_down, float_up, format_number, is_infinite
-from ..core.records import CHARGED_STATUSES, Cap, Family, Notion, Relation, Release
+from ..core.records import CHARGED_STATUSES, Cap, Family, Notion, Release
 
 np = lazy_module("numpy")  # imported on first use: recording never needs it (issue 13)
 
@@ -158,11 +159,7 @@ def why_release_unbounded(cap: Cap, release: Release) -> str | None:
         return None
     options = candidates(release, cap.subset)
     if not options:
-        uncovered = sorted(release.exact_variables & touched)
-        if uncovered:
-            return f"{release.id} reads {', '.join(uncovered)} exactly (no guarantee covers it)"
-        return (f"{release.id}: no one guarantee covers all of {', '.join(sorted(touched))} "
-                "that it reads of this cap's subset")
+        return _uncovered_words(release.id, release.exact_variables & touched, touched)
     if not is_infinite(options_measure(cap, options)):
         return None
     covering = [g for g in release.guarantees if touched <= g.protects]
@@ -180,23 +177,58 @@ def why_release_unbounded(cap: Cap, release: Release) -> str | None:
     return f"{described}: its delta is larger than the cap's delta {cap.delta}"
 
 
+def _uncovered_words(release_id: str, exact: frozenset[str], touched: frozenset[str]) -> str:
+    """A release with no guarantee covering what it reads of a cap's subset (DESIGN 2.3)."""
+    if exact:
+        return f"{release_id} reads {', '.join(sorted(exact))} exactly (no guarantee covers it)"
+    return (f"{release_id}: no one guarantee covers all of {', '.join(sorted(touched))} "
+            "that it reads of this cap's subset")
+
+
 def why_family_unbounded(cap: Cap, family: Family, members: Sequence[Release]) -> str | None:
     """In words, why a family's charge on a cap is ∞ (None when it is finite)."""
     options = family_options(family, members, cap.subset)
     if options and not is_infinite(options_measure(cap, options)):
         return None
-    if family.partition is not None and family.partition & cap.subset:
-        for member in members:
-            if not any(g.relation == Relation.ADD_REMOVE and member.reads <= g.protects for g in member.guarantees):
-                return (f"family {family.id} is split by {', '.join(sorted(family.partition))}, in this cap's "
-                        f"subset: a record moving between parts takes everything {member.id} reads "
-                        f"({', '.join(sorted(member.reads))}) with it, and no add/remove guarantee of "
-                        f"{member.id} protects all of it")
+    member = unprotected_move(family, members, cap.subset)
+    if member is not None:
+        return (f"family {family.id} is split by {', '.join(sorted(family.partition))}, in this cap's "
+                f"subset: a record moving between parts takes everything {member.id} reads "
+                f"({', '.join(sorted(member.reads))}) with it, and no add/remove guarantee of "
+                f"{member.id} protects all of it")
     for member in members:
         reason = why_release_unbounded(cap, member)
         if reason is not None:
             return f"family {family.id}: {reason}"
     return f"family {family.id} has no certified bound in this cap's unit"
+
+
+def why_index_unbounded(cap: Cap, index: LedgerIndex) -> str:
+    """In words, why the cap's figure over the releases of `index` is ∞ (the `check` sentence of the
+    release or family that makes it so, as `why_release_unbounded` and `why_family_unbounded`
+    say it; `why_unbounded` when no one unit does): the same reason on `check`, `cap list` and
+    `cap set`, whatever the plan."""
+    names = frozenset(n for n in cap.subset if n in index.column)
+    uncovered = index.reads_uncovered(names) if names else ()
+    if len(uncovered):  # read without a certified bound (DESIGN 2.3)
+        rows = {int(i) for i in uncovered}
+        member_of = {i: fid for fid, rows_ in index.members.items() for i in rows_ if i in rows}
+        i = int(uncovered[0])
+        if i in member_of:
+            fid = member_of[i]
+            reason = why_family_unbounded(cap, index.families[fid], [index.releases[k] for k in index.members[fid]])
+        elif isinstance(index.releases[i], Release):  # held whole (a release with a choice of charges)
+            reason = why_release_unbounded(cap, index.releases[i])
+        else:  # a simple release: what it reads exactly, from the arrays
+            touched = cap.subset & index.reads_at(i)
+            reason = _uncovered_words(str(index.release_ids[i]), index.exact_at(i) & touched, touched)
+        if reason is not None:
+            return reason
+    moved = index.unprotected_move(names)
+    if moved is not None:  # a record moving between a keyed family's parts (DESIGN 2.6)
+        family, _ = moved
+        return why_family_unbounded(cap, family, [index.releases[k] for k in index.members[family.id]])
+    return why_unbounded(cap, index.subset_spend(names))
 
 
 def status(cap: Cap, value: Number) -> str:

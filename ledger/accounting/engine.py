@@ -357,6 +357,17 @@ def family_options(family: Family, members: Sequence[Release], subset: frozenset
     return option_pareto(results)
 
 
+def unprotected_move(family: Family, members: Sequence[Release], subset: frozenset[str]) -> Release | None:
+    """The member that makes c_F(U) = ∞ by a move (DESIGN 2.6), None when there is none: with a
+    key variable in U (and a member reading U), a record moving between parts takes everything a
+    member reads with it, so a member with no add/remove guarantee protecting all it reads leaves
+    the move unbounded (`family_options` gives () then). The first such member, in order."""
+    if family.partition is None or not family.partition & subset or not any(subset & m.reads for m in members):
+        return None
+    return next((m for m in members if m.reads and not any(
+        g.relation == Relation.ADD_REMOVE and m.reads <= g.protects for g in m.guarantees)), None)
+
+
 def _moves(costs: Sequence[Spend]) -> list[Spend]:
     """A record leaving one part and joining another: every member's add/remove cost
     alone (the other part is not released) and every sum of two members' costs
@@ -1060,6 +1071,32 @@ class LedgerIndex:
                 memo[key] = candidates(self.releases[i], subset)
             units.append(memo[key])
         return compose_units(base, units, objective)
+
+    def unprotected_move(self, subset: Iterable[str]) -> tuple[Family, Release] | None:
+        """(family, member) of the first family whose move is unbounded on `subset`
+        (`unprotected_move`, DESIGN 2.6), None when no family's is."""
+        subset = frozenset(subset)
+        for fid, rows_ in self.members.items():
+            member = unprotected_move(self.families[fid], [self.releases[i] for i in rows_], subset)
+            if member is not None:
+                return self.families[fid], member
+        return None
+
+    def reads_uncovered(self, subset: Iterable[str]) -> np.ndarray:
+        """The rows of the releases that read part of `subset` with no one guarantee covering all
+        of it (c_r(U) = ∞, not protected: DESIGN 2.3)."""
+        return np.flatnonzero(self.cost_ids([self.column[name] for name in sorted(frozenset(subset))]) == self.NONE)
+
+    def reads_at(self, row: int) -> frozenset[str]:
+        """What the release of `row` reads (from the arrays: a large index holds few releases whole)."""
+        return frozenset(self.variables[j] for j in np.flatnonzero(self.reads[row]))
+
+    def exact_at(self, row: int) -> frozenset[str]:
+        """What the release of `row` reads that none of its guarantees protects
+        (`Release.exact_variables`, from the arrays; its guarantees are adjacent in g_release)."""
+        start, stop = np.searchsorted(self.g_release, [row, row + 1])
+        covered = self.g_protects[start:stop].any(axis=0) if stop > start else np.zeros(len(self.variables), bool)
+        return frozenset(self.variables[j] for j in np.flatnonzero(self.reads[row] & ~covered))
 
     def family_reads(self, fid: str) -> frozenset[str]:
         cache = self.__dict__.setdefault("_family_reads", {})

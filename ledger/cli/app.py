@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from contextlib import ExitStack, contextmanager
 from copy import copy
 from fractions import Fraction
@@ -45,6 +46,7 @@ dataset_and_caps = lazy_callable("ledger.input.loader", "dataset_and_caps")
 read_document = lazy_callable("ledger.input.loader", "read_document")
 release_json = lazy_callable("ledger.reporting.views", "release_json")
 subset_json = lazy_callable("ledger.reporting.views", "subset_json")
+infinity_text = lazy_callable("ledger.reporting.reasons", "infinity_text")
 table_view = lazy_callable("ledger.reporting.views", "table_view")
 text_table = lazy_callable("ledger.reporting.views", "text_table")
 
@@ -373,7 +375,7 @@ def record(
     typer.echo(f"recorded {count} release{'s' if count != 1 else ''}"
                + (f" and {len(result.families)} famil{'ies' if len(result.families) != 1 else 'y'}"
                   if result.families else ""))
-    for line in check_lines(result.checks):
+    for line in check_lines(result.checks, why=_driver_why(result.checks)):
         typer.echo(line)
 
 
@@ -390,7 +392,7 @@ def check_command(
     else:
         if not checks:
             typer.echo("no cap covers what this plan reads")
-        for line in check_lines(checks):
+        for line in check_lines(checks, why=_driver_why(checks)):
             typer.echo(line)
         typer.echo("every cap holds" if all(c.ok for c in checks) else "REFUSED: a cap would break")
     if not all(c.ok for c in checks):
@@ -595,7 +597,7 @@ def cap_set(
         return
     for cap in caps:
         typer.echo(f"cap {cap.name} on {{{', '.join(cap.ordered_subset)}}}: {cap.limit_text}")
-    for line in check_lines(checks, planned=False):  # a cap below what is spent is over at once
+    for line in check_lines(checks, planned=False, why=_driver_why(checks)):  # a cap below what is spent is over at once
         typer.echo(line)
 
 
@@ -634,12 +636,35 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: 
             typer.echo(line)
     if not checks:
         typer.echo(f"dataset {chosen.name} has no caps" + (" then" if when is not None else ""))
-    for line in check_lines(checks, planned=False):
+    for line in check_lines(checks, planned=False, why=_driver_why(checks, when)):
         typer.echo(line)
 
 
-def check_lines(checks, planned: bool = True) -> list[str]:
-    """The text of `check`, `cap list`, `cap set` and `record`: the figures `check_json` states."""
+def _driver_why(checks, when=None) -> dict[tuple[str, str], tuple[str | None, ...]]:
+    """Per cap (dataset, name) with an ∞ driver, each driver's own reason in reasons.py's words
+    (reasons.driver_reasons, as the report's caps table), from the releases charged now or at
+    `when`; the releases are read only when some driver is ∞."""
+    wanted = [c for c in checks if any(is_infinite(value) for _name, value in c.drivers)]
+    if not wanted:
+        return {}
+    from ..operations.cap_accounting import index_at
+    from ..reporting.reasons import driver_reasons
+
+    found = {}
+    with store.read_session(_engine()) as session:
+        datasets = store.write_context(session).datasets
+        for dataset in sorted({c.cap.dataset for c in wanted}):
+            mine = [c for c in wanted if c.cap.dataset == dataset]
+            index = index_at(session, dataset, [c.cap for c in mine], when)
+            for c in mine:
+                found[(dataset, c.cap.name)] = driver_reasons(c.cap, c.drivers, index,
+                                                              datasets[dataset].public_names)
+    return found
+
+
+def check_lines(checks, planned: bool = True, why: Mapping | None = None) -> list[str]:
+    """The text of `check`, `cap list`, `cap set` and `record`: the figures `check_json` states;
+    `why`: per cap (dataset, name), each driver's reason when its charge is ∞ (`_driver_why`)."""
     lines = []
     for c in checks:
         unit = c.cap.unit_text
@@ -655,7 +680,9 @@ def check_lines(checks, planned: bool = True) -> list[str]:
                 lines.append(f"      this plan: {who} +{format_number(charge.value)}"
                              + (f": {charge.reason}" if charge.reason else ""))
         if c.drivers:
-            lines.append("      driven by: " + ", ".join(_driver_text(rid, v) for rid, v in c.drivers))
+            reasons_ = (why or {}).get((c.cap.dataset, c.cap.name)) or (None,) * len(c.drivers)
+            lines.append("      driven by: " + ", ".join(_driver_text(rid, v, w)
+                                                        for (rid, v), w in zip(c.drivers, reasons_)))
         if c.reason:
             lines.append(f"      no bound: {c.reason}")
         if c.decision is not None and c.decision.accountant != "basic":
@@ -663,10 +690,16 @@ def check_lines(checks, planned: bool = True) -> list[str]:
     return lines
 
 
-def _driver_text(rid: str, value) -> str:
+def _driver_text(rid: str, value, why: str | None = None) -> str:
+    """A driver and its charge; an ∞ one with its reason, `∞ (why)` as every command prints it."""
+    figure = format_number(value)
+    if is_infinite(value) and value > 0:
+        from ..reporting.reasons import infinity_text
+
+        figure = infinity_text(why)
     if rid.startswith(budget.FAMILY_DRIVER):
-        return f"{rid} ({format_number(value)}, charged once)"
-    return f"{rid} ({format_number(value)})"
+        return f"{rid} ({figure}, charged once)"
+    return f"{rid} ({figure})"
 
 
 def check_json(c) -> dict:
@@ -897,7 +930,12 @@ def subset(
     chosen_delta = _delta(delta, chosen)
     _check_accountant(accountant)
     cost = index.subset_cost(names, at_delta(chosen_delta))
-    result = subset_json(cost, chosen_delta)
+    why = None
+    if cost.spend.unbounded:  # the reason from the releases charged (a keyed family's move included)
+        from ..reporting.reasons import unbounded_reason
+
+        why = unbounded_reason(index, names, chosen.public_names)
+    result = subset_json(cost, chosen_delta, why)
     found, shown = subset_accountants(index, cost, chosen_delta, accountant, every=as_json)
     if as_json:
         result.update({**figure_fields("epsilon", shown.epsilon), **figure_fields("delta", shown.delta),
@@ -914,7 +952,7 @@ def subset(
             typer.echo(line)
     label = "{" + ", ".join(cost.subset) + "}"
     if cost.spend.unbounded:
-        typer.echo(f"{label}: ∞ (not protected)")
+        typer.echo(f"{label}: {infinity_text(why)}")
     elif shown.accountant == "basic" and cost.spend.is_pure:
         typer.echo(f"{label}: epsilon {format_number(cost.spend.pure)} (pure)")
     elif shown.accountant == "basic":

@@ -42,6 +42,7 @@ from .context import open_engine, parse_date, read_light, state
 from ..core.errors import fail
 from ..core.failures import neutralise
 from ..core.lazy import lazy_callable, lazy_module
+from ..core.numbers import is_infinite
 from ..core.records import Dataset
 
 store = lazy_module("ledger.store.database")  # the ORM, imported when a report is made (issue 13)
@@ -632,6 +633,8 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
         checks = tuple(cap_checks(session, dataset.name, list(caps)))
     else:  # as `cap list --as-of` decides them (operations.cap_checks_as_of): over the index then
         checks = tuple(checks_from_index(list(caps), index))
+    if any(is_infinite(value) for c in checks for _name, value in c.drivers):
+        index.release_ids[:0]  # read now, while the session is open: an ∞ driver's own reason finds its row by id
     meeting = None
     if since is not None:
         meeting = large_meeting(session, dataset, index, families, caps, since, as_of, until, counts, checks)

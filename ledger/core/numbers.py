@@ -213,6 +213,23 @@ def format_number(value: Number, places: int = 4, *, down: bool = False) -> str:
     return _trim_text(approximate(value, places, rounding))
 
 
+def format_short(value: Number, places: int = 4, *, down: bool = False) -> str:
+    """`format_number` where there is room for a short number only (a heat map's cell): the
+    same text where it is short (an exact decimal of at most `places` + 4 characters, as
+    format_number keeps one), else its approximation as format_number rounds a float (`places` decimals, up for a loss, down with `down=True`): a fraction it
+    prints as `n/d (≈ x)` reads x, an exact decimal longer than that its rounding.
+
+    >>> format_short(Fraction(1, 3)), format_short(Fraction(2524, 1000)), format_short(INF)
+    ('0.3334', '2.524', '∞')
+    >>> format_short(Fraction(1410673597, 10**9)), format_short(Fraction(1, 10**10))
+    ('1.4107', '1e-10')
+    """
+    text = format_number(value, places, down=down)
+    if " (≈ " not in text and len(text) <= places + 4:  # (format_number's own bound on an exact decimal)
+        return text
+    return _trim_text(approximate(value, places, ROUND_FLOOR if down else ROUND_CEILING))
+
+
 def format_exact(value: Number, places: int = 2, *, down: bool = False) -> str:
     """Report display: exact fractions keep their exact form, `293764/114921 (≈ 2.56)`;
     the approximation is rounded up (a bound), or down with `down=True` (a headroom)."""

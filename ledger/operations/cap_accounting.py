@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from fractions import Fraction
 
@@ -32,7 +33,7 @@ from sqlmodel import Session
 from ..accounting import accountants, budget
 from ..store import database as store
 from ..core.numbers import INF, is_infinite
-from ..core.records import Family, Release, in_dataset_order
+from ..core.records import CHARGED_STATUSES, Family, Release, in_dataset_order
 
 
 def refine(session: Session, dataset: str, checks: Sequence[budget.CapCheck], totals: Mapping[str, budget.CapTotal],
@@ -132,7 +133,8 @@ def checks_from_history(caps, releases: Sequence[Release], families: Mapping[str
     releases = list(releases)
     if totals is None:
         totals = {cap.name: budget.total_from_history(cap, releases, families) for cap in caps}
-    return checks_on(caps, totals, lambda cap: accountants.state_from_history(cap, releases, families, ended_at))
+    checks = checks_on(caps, totals, lambda cap: accountants.state_from_history(cap, releases, families, ended_at))
+    return with_reasons(checks, lambda: charged_index(caps, releases, families))
 
 
 def checks_from_index(caps, index, totals: Mapping[str, budget.CapTotal] | None = None) -> list[budget.CapCheck]:
@@ -142,7 +144,7 @@ def checks_from_index(caps, index, totals: Mapping[str, budget.CapTotal] | None 
     by `accountants.state_from_index`, the same totals and states, so the same decisions."""
     if totals is None:
         totals = {cap.name: budget.total_from_index(cap, index) for cap in caps}
-    return checks_on(caps, totals, lambda cap: accountants.state_from_index(cap, index))
+    return with_reasons(checks_on(caps, totals, lambda cap: accountants.state_from_index(cap, index)), lambda: index)
 
 
 def checks_on(caps, totals: Mapping[str, budget.CapTotal], state_of) -> list[budget.CapCheck]:
@@ -156,6 +158,62 @@ def checks_on(caps, totals: Mapping[str, budget.CapTotal], state_of) -> list[bud
         refined, _ = decide(check, totals.get(cap.name, budget.CapTotal()), state, [], {}, {})
         result.append(refined)
     return result
+
+
+def explained(session: Session, dataset: str, checks: Sequence[budget.CapCheck],
+              when: datetime | None = None) -> list[budget.CapCheck]:
+    """The checks, each whose figure was ∞ before the plan (no plan charge says why: `cap list`,
+    `cap set`, or `check` and `record` on a cap already ∞) with the reason `check` gives a plan's
+    charge, from the releases charged (`budget.why_index_unbounded`: the release or family that
+    makes it ∞, a keyed family's unprotected move included, DESIGN 2.6); the running total
+    alone cannot say which. The releases are read only when such a figure is ∞."""
+    infinite = [c.cap for c in checks if _unexplained(c)]
+    return with_reasons(checks, lambda: index_at(session, dataset, infinite, when))
+
+
+def _unexplained(c: budget.CapCheck) -> bool:
+    return is_infinite(c.current) and not any(charge.reason for charge in c.charges)
+
+
+def with_reasons(checks: Sequence[budget.CapCheck], index_of) -> list[budget.CapCheck]:
+    """`explained` over the LedgerIndex `index_of()` gives (asked for only when a check needs it)."""
+    if not any(_unexplained(c) for c in checks):
+        return list(checks)
+    index = index_of()
+    return [replace(c, reason=budget.why_index_unbounded(c.cap, index)) if _unexplained(c) else c for c in checks]
+
+
+def charged_index(caps, releases: Sequence[Release], families: Mapping[str, Family]):
+    """The LedgerIndex of the charged releases among `releases` (over what they read and the caps'
+    subsets): what `checks_from_history` explains an ∞ cap from, as `cap list` does from the rows."""
+    from ..accounting.engine import LedgerIndex
+
+    charged = [r for r in releases if r.status in CHARGED_STATUSES]
+    variables = sorted(set().union(*(r.reads for r in charged), *(cap.subset for cap in caps)))
+    return LedgerIndex(variables, charged, families.values())
+
+
+def index_at(session: Session, dataset: str, caps, when: datetime | None = None):
+    """The LedgerIndex of the releases charged on the caps' subsets, now or as the ledger stood at
+    `when` (as `standing_at` reads them: the accounting rows, else the releases as they stood)."""
+    if when is None:
+        return store.caps_index(session, dataset, caps)
+    from ..store import columns
+    from ..accounting.engine import LedgerIndex
+
+    light = store.write_context(session)
+    variables = light.datasets[dataset].variable_names
+    families = {fid: f for fid, f in light.families.items() if f.dataset == dataset}
+    index = columns.index_for(session, variables, dataset, families, when=when)
+    if index is not None:
+        return index
+    from ..accounting.history import releases_as_of
+    from ..store.as_of import ended_at
+
+    history = store.snapshot(session, dataset)
+    ended = history.ended if history.ended is not None else ended_at(session.connection())
+    then = releases_as_of([r for r in history.releases.values() if r.dataset == dataset], when, ended)
+    return LedgerIndex(variables, then, [f for f in history.families.values() if f.dataset == dataset])
 
 
 def decisions_json(checks: Sequence[budget.CapCheck]) -> list[dict]:

@@ -181,6 +181,7 @@ def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Relea
         checks = budget.check(caps, totals, plan, family_map, members)
         # the best valid figure per cap (issue 11): a layer over the basic check
         checks, after_states = cap_accounting.refine(session, dataset, checks, totals, plan, family_map, members)
+        checks = cap_accounting.explained(session, dataset, checks)  # a cap ∞ already: why, from its releases
         if states is not None:
             states[dataset] = after_states
         results.extend(checks)
@@ -307,7 +308,7 @@ def cap_checks(session: Session, dataset: str, caps: Sequence[Cap]) -> list[budg
     totals = store.cap_totals(session, dataset)
     checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
     checks, _ = cap_accounting.refine(session, dataset, checks, totals, [], {}, {})
-    return checks
+    return cap_accounting.explained(session, dataset, checks)
 
 
 def cap_checks_as_of(session: Session, dataset: str, caps: Sequence[Cap], when: datetime) -> list[budget.CapCheck]:
@@ -316,7 +317,8 @@ def cap_checks_as_of(session: Session, dataset: str, caps: Sequence[Cap], when: 
     the accounting rows of the releases charged then, store/as_of.py, issue 13; where the rows
     cannot state the ledger then exactly, from the whole releases as they stood)."""
     totals, states = cap_accounting.standing_at(session, dataset, caps, when)
-    return cap_accounting.checks_on(caps, totals, lambda cap: states.get(cap.name))
+    checks = cap_accounting.checks_on(caps, totals, lambda cap: states.get(cap.name))
+    return cap_accounting.explained(session, dataset, checks, when)
 
 
 def headroom(engine: Engine, dataset: str, variables: Iterable[str], *, when: datetime | None = None,

@@ -208,4 +208,6 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
             pair_spend = index.subset_spend(frozenset((a, b)), at_delta(delta))
             changes["worst_pair"] = (a, b, choose(accountants.subset_figures(
                 index, (a, b), delta, pair_spend, invalid_pld=chosen == "pld"), chosen).epsilon)
-    return replace(head, **changes)
+    from .headline import with_reasons
+
+    return with_reasons(replace(head, **changes), index)

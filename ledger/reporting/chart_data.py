@@ -44,13 +44,18 @@ class Pairs:
     svg: str
     protected_only: bool = False  # `highest` ranks pairs of protected variables only (DESIGN 2.11)
     public: tuple[str, ...] = ()  # variables classified public (their ∞ is expected)
+    reasons: tuple[tuple[str, ...], ...] | None = None  # `why`, where a keyed family may be the cause
 
     @property
     def why(self) -> tuple[tuple[str, ...], ...] | None:
-        """Per cell of `matrix`, why it is ∞ when it is (reasons.subset_reason): neutral where a
-        public variable is released exactly and no protected member is ∞ alone; else an alarm."""
+        """Per cell of `matrix`, why it is ∞ when it is: `reasons` when given (report.pair_figures,
+        with a keyed family: reasons.keyed_reason), else by classification (reasons.subset_reason):
+        neutral where a public variable is released exactly and no protected member is ∞ alone;
+        else an alarm."""
         if self.matrix is None:
             return None
+        if self.reasons is not None:
+            return self.reasons
         from .reasons import subset_reason
 
         names = self.variables

@@ -6,7 +6,8 @@ come from the engine; this module only draws them):
   pair (the diagonal: the single variable), ∞ (not protected) in red, ∞ caused
   by a public variable (released exactly by design, DESIGN 2.11) in grey;
 - `timeline_svg(Timeline)`: cumulative epsilon per variable over time, the
-  most exposed variables in colour and named, the rest in grey; ∞ drawn on a
+  most exposed variables named, each in its own colour, width and dash pattern
+  (its legend drawn alike), the rest in grey; ∞ drawn on a
   band above the finite values; caps in epsilon as dashed lines.
 
 Why not matplotlib (which drew them until issue 13): for 200 variables its
@@ -37,12 +38,16 @@ import numpy as np
 from markupsafe import Markup
 
 from .chart_data import Pairs, Timeline
-from ..core.numbers import round_up
+from ..core.numbers import format_short
 
 UNPROTECTED = "#c0392b"  # ∞: not protected
 PUBLIC_EXACT = "#9aa3ad"  # ∞ from a public variable, released exactly by design: neutral
 SCALE = ("#f7fbff", "#9ecae1", "#3182bd", "#08306b")  # epsilon 0 .. the largest finite figure, evenly spaced
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+# each named line of the timeline also has its own dash pattern (solid first), drawn the same in
+# its legend: lines that coincide (two variables with the same history) stay apart, the upper
+# line's gaps showing the one under it, and the legend says which is which without colour
+DASHES = ("", "8 3", "2 2", "10 3 2 3", "4 3", "1 3", "12 4", "6 2 2 2")
 OTHERS = "#c3c8cf"
 INK = "#1b1b1b"
 MUTED = "#5b6470"
@@ -106,14 +111,17 @@ def heat_map_svg(pairs: Pairs) -> Markup:
         y = top_margin + side + 4
         out.append(f'<text transform="translate({_f(x)} {y}) rotate(-90)" text-anchor="end" '
                    f'dominant-baseline="central" font-size="{_f(size)}">{escape(labels[k])}</text>')
-    if pairs.matrix is not None:  # every figure, rounded up (a bound)
+    if pairs.matrix is not None:  # every figure as the tables print it (format_short: 4 decimals, up)
         font = 8 if n <= 12 else 6
         for i, row in enumerate(pairs.matrix):
             for j, value in enumerate(row):
                 dark = bool(alarm[i, j]) or (top > 0 and bool(finite[i, j]) and colour[i, j] > 0.55 * top)
+                text = _short(value)
+                # a long figure a little smaller, down to 5 px (24 variables: "12.3457" in a 26 px cell)
+                fits = max(5.0, min(font, font * 0.9 * cell / _text_width(text, font)))
                 out.append(f'<text x="{_f(left + (j + 0.5) * cell)}" y="{_f(top_margin + (i + 0.5) * cell)}" '
-                           f'text-anchor="middle" dominant-baseline="central" font-size="{font}" '
-                           f'fill="{"white" if dark else INK}">{escape(_short(value))}</text>')
+                           f'text-anchor="middle" dominant-baseline="central" font-size="{_f(fits)}" '
+                           f'fill="{"white" if dark else INK}">{escape(text)}</text>')
     # the colour bar: 0 at the bottom, the largest finite figure at the top
     stops = "".join(f'<stop offset="{k / (len(SCALE) - 1):.3f}" stop-color="{c}"/>' for k, c in enumerate(SCALE))
     out.append(f'<defs><linearGradient id="heat-map-scale" x1="0" y1="1" x2="0" y2="0">{stops}'
@@ -180,7 +188,7 @@ def timeline_svg(timeline: Timeline) -> Markup:
     rotated = [_text_width(text, 8) for _, text, turned in x_ticks if turned]
     if rotated:
         left = max(left, 0.87 * rotated[0] + 4)
-    legend_width = 24 + max((_text_width(name, 8) for name in names), default=0) + 10
+    legend_width = 28 + max((_text_width(name, 8) for name in names), default=0) + 10
     plot_top, plot_bottom = 10, 280
     width, height = 760, plot_bottom + max(50, math.ceil(8 + 0.5 * max(rotated, default=0) + 7 + 22))
     plot_left, plot_right = left, width - legend_width - 10
@@ -232,10 +240,9 @@ def timeline_svg(timeline: Timeline) -> Markup:
                    + "".join(_steps(xs, ys[:, j], pre) for j in grey) + '"/>')
     count = len(highlighted)
     for k, name in enumerate(highlighted):
-        # widest first, each drawn over the one before: lines that coincide stay visible
-        out.append(f'<path fill="none" stroke="{PALETTE[k % len(PALETTE)]}" stroke-width="{1.4 + 0.7 * (count - 1 - k):.1f}" '
-                   f'stroke-linejoin="round" d="{_steps(xs, ys[:, column[name]], pre)}"><title>{escape(names[k])}'
-                   '</title></path>')
+        # widest first, each drawn over the one before in its own dash: lines that coincide stay visible
+        out.append(f'<path fill="none" {_line_style(k, count)} stroke-linejoin="round" '
+                   f'd="{_steps(xs, ys[:, column[name]], pre)}"><title>{escape(names[k])}</title></path>')
     for name, limit in cap_lines:  # a cap bounds the loss on its subset: each variable's curve stays below it
         level = float(py(limit))
         out.append(f'<line x1="{_f(plot_left)}" x2="{_f(plot_right)}" y1="{_f(level)}" y2="{_f(level)}" '
@@ -258,11 +265,11 @@ def timeline_svg(timeline: Timeline) -> Markup:
                    f'height="11" fill="white" fill-opacity="0.85"/><text x="{_f(plot_left + 5)}" y="{_f(level - 3)}" '
                    f'font-size="8" fill="{line_colour}">{text}</text>')
     out.append('<g id="legend-timeline">')
-    for k, name in enumerate(names):  # the legend, right of the plot
+    for k, name in enumerate(names):  # the legend, right of the plot: each line as it is drawn
         y_at = plot_top + 6 + 15 * k
-        stroke, thick = (PALETTE[k % len(PALETTE)], 2.0) if k < count else (OTHERS, 0.9)
-        out.append(f'<line x1="{_f(plot_right + 12)}" x2="{_f(plot_right + 30)}" y1="{y_at}" y2="{y_at}" '
-                   f'stroke="{stroke}" stroke-width="{thick}"/><text x="{_f(plot_right + 35)}" y="{y_at}" '
+        style = _line_style(k, count) if k < count else f'stroke="{OTHERS}" stroke-width="0.9"'
+        out.append(f'<line x1="{_f(plot_right + 8)}" x2="{_f(plot_right + 34)}" y1="{y_at}" y2="{y_at}" '
+                   f'{style}/><text x="{_f(plot_right + 38)}" y="{y_at}" '
                    f'dominant-baseline="central" font-size="8">{escape(name)}</text>')
     out.append("</g></svg>")
     return Markup("".join(out))
@@ -271,6 +278,14 @@ def timeline_svg(timeline: Timeline) -> Markup:
 # --------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------
+
+
+def _line_style(k: int, count: int) -> str:
+    """The stroke of the k-th of `count` named timeline lines, in the plot and in its legend:
+    its colour, its width (the first widest, each drawn over the one before) and its dashes."""
+    dash = DASHES[k % len(DASHES)]
+    return (f'stroke="{PALETTE[k % len(PALETTE)]}" stroke-width="{1.4 + 0.7 * (count - 1 - k):.1f}"'
+            + (f' stroke-dasharray="{dash}"' if dash else ""))
 
 
 def _open(chart_id: str, width: float, height: float, title: str, description: str) -> list[str]:
@@ -388,9 +403,8 @@ def _x_ticks(timeline: Timeline, x: np.ndarray, low: float, high: float) -> list
 
 
 def _short(value) -> str:
-    """A heat-map label: the figure rounded up to 2 decimals (a bound), ∞ as ∞."""
-    if isinstance(value, float) and math.isinf(value):
-        return "∞"
-    text = format(round_up(value, 2), "f")
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    """A heat-map label: the figure as the tables beside it print it (format_short: the precision
+    rule of format_number, 4 decimals rounded up, exact decimals kept; a fraction's rounded-up
+    decimal alone, as a cell has no room for `n/d (≈ x)`), ∞ as ∞."""
+    return format_short(value)
 

@@ -19,7 +19,7 @@ figure is the exact one.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ..accounting.spend import Spend
@@ -27,7 +27,7 @@ from ..accounting.engine import LedgerIndex, SpendGrid
 from ..core.lazy import lazy_module
 from ..core.numbers import Number, format_number, is_infinite
 from ..core.records import Dataset
-from .reasons import NOT_PROTECTED, PUBLIC, figure_text
+from .reasons import NOT_PROTECTED, PUBLIC, figure_text, infinity_text, unbounded_reason
 
 np = lazy_module("numpy")  # imported on first use: `--help` never needs it (issue 13)
 
@@ -55,6 +55,11 @@ class Headline:
     public_losses: tuple[tuple[str, Number], ...]
     dataset_wide: Number
     unprotected: tuple[str, ...]  # protected variables whose loss is ∞: each an alarm
+    # why `epsilon`, the worst variable's and the worst pair's figures are ∞, when they are
+    # (reasons.unbounded_reason: a read without a certified bound, or a keyed family's move)
+    why: str | None = None
+    worst_why: str | None = None
+    pair_why: str | None = None
 
     @property
     def alarm(self) -> bool:
@@ -124,7 +129,7 @@ def headline(index: LedgerIndex, dataset: Dataset, delta: Fraction, objective, t
         worst_pair = (variables[i], variables[j], pair_grid.spend(int(i), int(j)).epsilon(delta))
     elif len(protected) < 2:
         worst_pair = None
-    return Headline(
+    return with_reasons(Headline(
         protected=protected,
         public=tuple(v for v in variables if v in public),
         epsilon=epsilon,
@@ -134,7 +139,20 @@ def headline(index: LedgerIndex, dataset: Dataset, delta: Fraction, objective, t
         public_losses=tuple((v, loss[v]) for v in variables if v in public),
         dataset_wide=dataset_wide.epsilon(delta),
         unprotected=tuple(v for v in protected if is_infinite(loss[v])),
-    )
+    ), index)
+
+
+def with_reasons(head: Headline, index: LedgerIndex) -> Headline:
+    """The headline with the reason of each of its ∞ figures (reasons.unbounded_reason, from the
+    releases of `index`: the words `subset` prints for the same subset); asked only of an ∞."""
+    public = frozenset(head.public)
+
+    def why(names, value) -> str | None:
+        return unbounded_reason(index, names, public) if is_infinite(value) else None
+
+    return replace(head, why=why(head.protected, head.epsilon) if head.protected else None,
+                   worst_why=None if head.worst_variable is None else why(head.worst_variable[:1], head.worst_variable[1]),
+                   pair_why=None if head.worst_pair is None else why(head.worst_pair[:2], head.worst_pair[2]))
 
 
 def _key(value: Number) -> float:
@@ -147,17 +165,19 @@ def text_lines(head: Headline) -> list[str]:
     if not head.protected:
         lines.append(f"{PROTECTED_LABEL}: none (every variable is public)")
     elif head.alarm:
-        lines.append(f"ALARM: {PROTECTED_LABEL} {_names(head.protected)}: epsilon ∞ (not protected): "
-                     f"{', '.join(head.unprotected) or 'a protected variable'} read without a certified bound")
+        why = head.why or NOT_PROTECTED
+        read = (f": {', '.join(head.unprotected) or 'a protected variable'} read without a certified bound"
+                if why == NOT_PROTECTED else "")  # (another reason names its cause itself)
+        lines.append(f"ALARM: {PROTECTED_LABEL} {_names(head.protected)}: epsilon {infinity_text(why)}{read}")
     else:
         lines.append(f"{PROTECTED_LABEL} {_names(head.protected)}: epsilon {format_number(head.epsilon)}"
                      + (f" (rho {format_number(head.rho)})" if head.rho is not None else ""))
     if head.worst_variable is not None:
         name, value = head.worst_variable
-        lines.append(f"  worst protected variable: {name} ({_text(value)})")
+        lines.append(f"  worst protected variable: {name} ({_text(value, head.worst_why)})")
     if head.worst_pair is not None:
         a, b, value = head.worst_pair
-        lines.append(f"  worst protected pair: {{{a}, {b}}} ({_text(value)})")
+        lines.append(f"  worst protected pair: {{{a}, {b}}} ({_text(value, head.pair_why)})")
     if head.public:
         lines.append(f"{PUBLIC_LABEL}: " + ", ".join(
             f"{name} {figure_text(value, PUBLIC)}" for name, value in head.public_losses))
@@ -165,8 +185,8 @@ def text_lines(head: Headline) -> list[str]:
     return lines
 
 
-def _text(value: Number) -> str:
-    return figure_text(value, NOT_PROTECTED)  # a protected variable or pair
+def _text(value: Number, why: str | None = None) -> str:
+    return figure_text(value, why or NOT_PROTECTED)  # a protected variable or pair
 
 
 def _names(names: Sequence[str]) -> str:

@@ -311,6 +311,9 @@ class RiskTableView:
     total_wide_public: bool = False  # the total's whole-dataset ∞ comes from public variables only
     rotate: bool = False  # variable names too long for a column: headers printed vertically
     family_note: str = ""  # said under the table when some rows are members of a family
+    # per variable whose total is ∞ for a keyed family's move (reasons.keyed_reason), that reason
+    total_reasons: Mapping[str, str] = field(default_factory=dict)
+    total_wide_reason: str | None = None  # the same for the total's whole-dataset figure
 
     @property
     def why(self) -> dict[str, str]:
@@ -320,7 +323,14 @@ class RiskTableView:
         return {name: reasons.variable_reason(name, public) for name in self.variables}
 
     @property
+    def total_why(self) -> dict[str, str]:
+        """`why` for the total row, where a keyed family's move may be the cause (total_reasons)."""
+        return {**self.why, **self.total_reasons}
+
+    @property
     def total_wide_why(self) -> str:
+        if self.total_wide_reason is not None:
+            return self.total_wide_reason
         return reasons.PUBLIC if self.total_wide_public else reasons.NOT_PROTECTED
 
 
@@ -665,6 +675,7 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     accounts = shown_accounts(index, table, inputs.delta)
     risk = risk_table(table, inputs.delta, public=dataset.public_names, shown=accounts.shown(),
                       per_release=not summarised)
+    risk = replace(risk, **total_reasons(risk, index))
     sparse = risk.layout == "sparse"
     steps = lifecycle_steps(inputs.events)
     summary = None
@@ -786,7 +797,7 @@ def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[Regist
     drawn = draw(pairs, timeline) if charts else None
     whole = replace(table, releases=tuple(large.largest[r.id] for r in table.releases))
     risk = risk_table(whole, delta, public=dataset.public_names, shown=large.accounts.shown(), per_release=False)
-    risk = replace(risk, family_note=_named_family_note(large.families_named))
+    risk = replace(risk, family_note=_named_family_note(large.families_named), **total_reasons(risk, index))
     cells_of = _cells_of(whole, risk)
     register = tuple(register_entry(r, large.families, *cells_of(k), **large.steps.get(r.id, {}))
                      for k, r in enumerate(whole.releases))
@@ -976,6 +987,24 @@ def _headline(inputs: ReportInputs, index: LedgerIndex, objective, table: RiskTa
                     worst_pair=_worst_pair(pairs))
 
 
+def total_reasons(risk: RiskTableView, index: LedgerIndex) -> dict:
+    """The total row's reasons where they are not its classification's (a keyed family's move,
+    reasons.keyed_reason: the words `subset` prints for the variable, or for the whole dataset):
+    `total_reasons` and `total_wide_reason` of the RiskTableView."""
+    public = set(risk.public)
+    found = {}
+    for name, value in zip(risk.variables, risk.total):
+        if is_infinite(value):
+            why = reasons.keyed_reason(index, (name,), public, reasons.variable_reason(name, public))
+            if why != reasons.variable_reason(name, public):
+                found[name] = why
+    wide = None
+    if is_infinite(risk.total_dataset_wide):
+        why = reasons.keyed_reason(index, risk.variables, public, risk.total_wide_why)
+        wide = why if why != risk.total_wide_why else None
+    return {"total_reasons": found, "total_wide_reason": wide}
+
+
 def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (), shown=None,
                per_release: bool = True) -> RiskTableView:
     """Tan's Table 1 (engine.RiskTable) as epsilons at `delta`, in column blocks. `public`:
@@ -1134,9 +1163,11 @@ def cap_entries(caps: Sequence[Cap], totals: Mapping[str, CapTotal], releases: S
     valid filter figure (cap_accounting.checks_from_history, issue 11)."""
     if releases is None:
         return tuple(_cap_entry(c) for c in check(list(caps), totals, [], {}, {}, only_touched=False))
-    from ..operations.cap_accounting import checks_from_history
+    from ..operations.cap_accounting import charged_index, checks_from_history
 
-    return tuple(_cap_entry(c) for c in checks_from_history(list(caps), releases, families or {}, totals, ended_at))
+    checks = checks_from_history(list(caps), releases, families or {}, totals, ended_at)
+    index = charged_index(caps, releases, families or {})  # each ∞ driver's own reason (reasons.driver_reasons)
+    return tuple(_cap_entry(c, (), index) for c in checks)
 
 
 def family_map_of(inputs: ReportInputs) -> dict[str, Family]:
@@ -1146,8 +1177,8 @@ def family_map_of(inputs: ReportInputs) -> dict[str, Family]:
 def cap_reasons(c: CapCheck, public: Collection[str] = (), index: LedgerIndex | None = None
                 ) -> tuple[str | None, tuple[str | None, ...]]:
     """Why a cap's figure and each of its drivers' charges are ∞ (reasons.py; None where finite),
-    from the index of the releases charged (reasons.index_reason: the same on every path); an ∞
-    driver by the cap's total's reason."""
+    from the index of the releases charged (reasons.index_reason and reasons.driver_reasons: the
+    same on every path and in `cap list`): each driver by its own reason."""
     spend = composed(c.cap, c.after_total) if c.after_total is not None else None
     overall = None
     if is_infinite(c.current):
@@ -1155,9 +1186,9 @@ def cap_reasons(c: CapCheck, public: Collection[str] = (), index: LedgerIndex | 
             overall = reasons.index_reason(c.cap, index, public)
         else:
             overall = reasons.NOT_PROTECTED if spend is None else reasons.unit_reason(c.cap, spend)
-    # an ∞ driver is ∞ for the cap's reason (read without a bound, or not in the cap's unit): the
-    # same words on every path (a large ledger's rows do not name their releases after the read)
-    return overall, tuple(overall if is_infinite(value) else None for _name, value in c.drivers)
+    if index is None:  # (no releases to ask: an ∞ driver by the cap's reason)
+        return overall, tuple(overall if is_infinite(value) else None for _name, value in c.drivers)
+    return overall, reasons.driver_reasons(c.cap, c.drivers, index, public)
 
 
 def _cap_entry(c: CapCheck, public: Collection[str] = (), index: LedgerIndex | None = None) -> CapEntry:
@@ -1231,8 +1262,15 @@ def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequ
             for j in range(i, n):
                 figures[i, j] = figures[j, i] = grid.spend(i, j).epsilon(delta)
         matrix = tuple(tuple(figures[i, j] for j in range(n)) for i in range(n))
-    return Pairs(variables=variables, count=n * (n - 1) // 2, unprotected=int(np.isinf(values).sum()),
-                 highest=highest, matrix=matrix, colour=colour, svg="", protected_only=bool(public), public=public)
+    pairs = Pairs(variables=variables, count=n * (n - 1) // 2, unprotected=int(np.isinf(values).sum()),
+                  highest=highest, matrix=matrix, colour=colour, svg="", protected_only=bool(public), public=public)
+    if matrix is not None and any(family.partition for family in index.families.values()):
+        # a keyed family's move may be why a cell is ∞ (reasons.keyed_reason): the words `subset` prints
+        by_classification = pairs.why
+        pairs = replace(pairs, reasons=tuple(
+            tuple(reasons.keyed_reason(index, {variables[i], variables[j]}, public, by_classification[i][j])
+                  if is_infinite(matrix[i][j]) else by_classification[i][j] for j in range(n)) for i in range(n)))
+    return pairs
 
 
 def timeline_of(index: LedgerIndex, delta: Fraction, objective, now: datetime,

@@ -30,7 +30,7 @@ from ..core.numbers import (
     to_json,
 )
 from ..core.lazy import lazy_module
-from .reasons import NEUTRAL, PUBLIC, figure_text, variable_reason
+from .reasons import NEUTRAL, NOT_PROTECTED, PUBLIC, figure_text, variable_reason
 
 jinja2 = lazy_module("jinja2")  # imported when a template is rendered (issue 13)
 markupsafe = lazy_module("markupsafe")  # (issue 10: output escaping) with jinja2
@@ -160,7 +160,9 @@ def table_view(table: RiskTable, delta: Fraction, rows: Sequence[int] | None = N
     )
 
 
-def subset_json(cost: SubsetCost, delta: Fraction) -> dict:
+def subset_json(cost: SubsetCost, delta: Fraction, why: str | None = None) -> dict:
+    """`subset --json`; `why`: why an unbounded figure is ∞ (reasons.unbounded_reason), in
+    reasons.py's words (NOT_PROTECTED when not given: an ∞ of unknown cause is an alarm)."""
     spend = cost.spend
     pure = spend.is_pure
     return {
@@ -170,8 +172,7 @@ def subset_json(cost: SubsetCost, delta: Fraction) -> dict:
         **figure_fields("delta", None if pure or spend.unbounded else delta),
         "notion": spend.notion,
         "conversion": CONVERSION_NAME if spend.rho else None,
-        "reason": "a release reads the subset without a certified bound (not protected)" if spend.unbounded
-        else None,
+        "reason": (why or NOT_PROTECTED) if spend.unbounded else None,
         "releases": list(cost.releases),
     }
 
