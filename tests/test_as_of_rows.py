@@ -348,3 +348,27 @@ def test_cap_set_and_a_stale_state_are_computed_from_the_rows_as_from_the_releas
     for name, state in expected.items():  # field by field, as `audit verify` compares them
         assert accountants.state_differences(stored[name], state) == []
         assert accountants.state_differences(recomputed[name], state) == []
+
+
+def test_a_cancelled_member_is_not_the_reason_for_a_cap_then(tmp_path):
+    """A hypothesis case: (epsilon, delta) releases on {a} under a pure cap (∞: a pure cap cannot
+    hold them) beside a keyed family's member cancelled at T. The fallback path at a moment
+    (past the year 2112, where the rows cannot state it: cap_accounting.index_at) explained the ∞
+    from every release as it stood, the cancelled member too, and named its family's move; it
+    is not charged then, and the reason is the releases' (as every other path says)."""
+    guarantee = [{"protects": ["a"], "epsilon": "1/10", "delta": "1e-8"}]
+    entries = [{"id": f"r{i}", "reads": ["a"], "mechanism": {"name": "declared"}, "guarantees": guarantee}
+               for i in range(2)]
+    entries.append({"id": "m", "reads": ["a"], "mechanism": {"name": "declared"}, "guarantees": guarantee,
+                    "family": "by-a", "part": "one"})
+    lifecycle = [(Status.PLANNED, None, None, False)] * 2 + [(Status.CANCELLED, None, None, False)]
+    url = f"sqlite:///{tmp_path}/l.db"
+    record(url, entries, lifecycle, [None, None, 0])
+    caps = [Cap(dataset="t", name="c0", subset=frozenset({"a"}), epsilon=F(1, 2))]
+    far = moment(0).replace(year=2200)
+    engine = store.make_engine(url)
+    with Session(engine) as session:
+        found = transactions.cap_checks_as_of(session, "t", caps, far)
+    engine.dispose()
+    assert found == old_cap_checks(url, caps, far)
+    assert "by-a" not in found[0].reason and "pure epsilon cap cannot hold" in found[0].reason

@@ -44,10 +44,12 @@ releases:
     reads: [region, income]
     mechanism: {name: geometric, epsilon: 1}
     family: by-region
+    part: region=north
   - id: south
     reads: [region, income]
     mechanism: {name: geometric, epsilon: 1}
     family: by-region
+    part: region=south
   - id: by-sex
     reads: [sex]
     mechanism: {name: geometric, epsilon: 1/2}

@@ -213,7 +213,8 @@ def index_at(session: Session, dataset: str, caps, when: datetime | None = None)
     history = store.snapshot(session, dataset)
     ended = history.ended if history.ended is not None else ended_at(session.connection())
     then = releases_as_of([r for r in history.releases.values() if r.dataset == dataset], when, ended)
-    return LedgerIndex(variables, then, [f for f in history.families.values() if f.dataset == dataset])
+    return LedgerIndex(variables, [r for r in then if r.status in CHARGED_STATUSES],  # (each with its status then)
+                       [f for f in history.families.values() if f.dataset == dataset])
 
 
 def decisions_json(checks: Sequence[budget.CapCheck]) -> list[dict]:
