@@ -517,7 +517,7 @@ def _change_status(action: str, release: str, by: str | None, as_json: bool, rea
     if over:  # a cancellation after a publication ends a declared plan early: adaptive (DESIGN 2.10)
         typer.echo(f"warning: {len(over)} cap{'s are' if len(over) != 1 else ' is'} over its limit after this "
                    "cancellation (a plan cut short after a publication is charged as adaptive, DESIGN 2.10):")
-        for line in check_lines(over, planned=False):
+        for line in check_lines(over, planned=False, why=_driver_why(over)):
             typer.echo(line)
 
 
