@@ -33,9 +33,15 @@ RHO, T, DELTA = 0.05, 200, 1e-3
 OLD_ORDERS = (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256)
 
 
-def stopped_hockey_stick(figures: list[float], rho: float, gap: float, h: float = 0.005) -> float:
-    """E[(1 - e^(eps_tau - L_tau))+] for the stopping time tau = min{t: L_t > eps_t + gap} ∧ T."""
-    low, high = -40.0, figures[-1] + gap + 40.0
+def stopped_hockey_stick(figures: list[float], rho: float, gap, h: float = 0.005, *, final_delta: float = 0.0,
+                         final_figure: float | None = None) -> float:
+    """E[(1 - e^(eps_tau - L_tau))+] for the stopping time tau = min{t: L_t > eps_t + gap_t} ∧ T
+    (`gap`: one gap for every step, or a gap per step); at T the paths not stopped may also get
+    a (0, final_delta) release (a disclosure with probability final_delta, else nothing) and the
+    figure `final_figure` (test_odometer_delta_split)."""
+    gaps = list(gap) if isinstance(gap, (list, tuple)) else [gap] * len(figures)
+    last = figures[-1] if final_figure is None else final_figure
+    low, high = -40.0, max(figures[-1], last) + max(gaps) + 40.0
     x = low + h * np.arange(int((high - low) / h) + 1)
     p = np.zeros_like(x)
     p[int(round(-low / h))] = 1.0
@@ -43,12 +49,13 @@ def stopped_hockey_stick(figures: list[float], rho: float, gap: float, h: float 
     offsets = np.arange(-int(10 * sd / h) - 1, int(10 * sd / h) + 2) * h
     kernel = norm.cdf(offsets + h / 2, rho, sd) - norm.cdf(offsets - h / 2, rho, sd)
     total = 0.0
-    for eps in figures:
+    for eps, step_gap in zip(figures, gaps):
         p = np.convolve(p, kernel, mode="same")
-        over = x > eps + gap
+        over = x > eps + step_gap
         total += float((p[over] * np.maximum(0.0, 1 - np.exp(eps - x[over]))).sum())
         p[over] = 0.0
-    return total + float((p * np.maximum(0.0, 1 - np.exp(figures[-1] - x))).sum())
+    return total + final_delta * float(p.sum()) + (1 - final_delta) * float(
+        (p * np.maximum(0.0, 1 - np.exp(last - x))).sum())
 
 
 def printed(t: int) -> float:

@@ -40,10 +40,10 @@ import textwrap
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction as F
 
-import numpy as np
 import pytest
 from scipy.stats import norm
 from support import cli_main
+from test_odometer import stopped_hockey_stick
 
 from ledger.accounting.spend import Spend
 
@@ -55,29 +55,6 @@ T = 200
 def filter_figure(t: int, approx_delta: F = F(0)) -> float:
     """What the ledger prints for t adaptive Gaussians (and an approximate release's delta)."""
     return float(Spend(rho=RHO * t, approx_delta=approx_delta).epsilon(DELTA))
-
-
-def stopped_hockey_stick(figures, gaps, final_delta=0.0, final_figure=None, h=0.005) -> float:
-    """E[(1 - e^(eps_tau - L_tau))+] for tau = min{t: L_t > eps_t + gap_t} ∧ T; at T the paths
-    not stopped may also get an (0, final_delta) release (a disclosure with probability
-    final_delta, else nothing) and the figure `final_figure` (tests/test_odometer.py's grid)."""
-    rho = float(RHO)
-    low, high = -40.0, max(figures[-1], final_figure or 0.0) + max(gaps) + 40.0
-    x = low + h * np.arange(int((high - low) / h) + 1)
-    p = np.zeros_like(x)
-    p[int(round(-low / h))] = 1.0
-    sd = math.sqrt(2 * rho)
-    offsets = np.arange(-int(10 * sd / h) - 1, int(10 * sd / h) + 2) * h
-    kernel = norm.cdf(offsets + h / 2, rho, sd) - norm.cdf(offsets - h / 2, rho, sd)
-    total = 0.0
-    for eps, gap in zip(figures, gaps):
-        p = np.convolve(p, kernel, mode="same")
-        over = x > eps + gap
-        total += float((p[over] * np.maximum(0.0, 1 - np.exp(eps - x[over]))).sum())
-        p[over] = 0.0
-    last = figures[-1] if final_figure is None else final_figure
-    return total + final_delta * float(p.sum()) + (1 - final_delta) * float(
-        (p * np.maximum(0.0, 1 - np.exp(last - x))).sum())
 
 
 @pytest.fixture(autouse=True)
@@ -138,7 +115,7 @@ def test_review_r1_the_declared_first_figure_is_outside_the_delta_split(ledger_u
     # the adaptive figures are the filter's (checked against the CLI for t = 2, 3)
     assert [float(s["epsilon"]) for s in shown[1:]] == pytest.approx([filter_figure(2), filter_figure(3)], rel=1e-12)
     figures = [first] + [filter_figure(t) for t in range(2, T + 1)]
-    spent = stopped_hockey_stick(figures, [0.0] + [0.3] * (T - 1))
+    spent = stopped_hockey_stick(figures, float(RHO), [0.0] + [0.3] * (T - 1))
     assert spent <= float(DELTA), f"stopped hockey-stick {spent:.4e} > delta {float(DELTA)}"
 
 
@@ -151,5 +128,6 @@ def test_review_r2_an_approximate_delta_taken_off_the_top_after_figures_were_pri
     # the figure printed with the late release is the filter's at the delta it leaves (the CLI agrees)
     assert float(shown[-1]["epsilon"]) == pytest.approx(filter_figure(3, late), rel=1e-12)
     figures = [filter_figure(t) for t in range(1, T + 1)]
-    spent = stopped_hockey_stick(figures, [0.0] * T, final_delta=float(late), final_figure=filter_figure(T, late))
+    spent = stopped_hockey_stick(figures, float(RHO), 0.0, final_delta=float(late),
+                                 final_figure=filter_figure(T, late))
     assert spent <= float(DELTA), f"stopped hockey-stick {spent:.4e} > delta {float(DELTA)}"
