@@ -5,8 +5,10 @@ by its own search over the Renyi order (a dense grid, then a local refinement),
 so tests can check `ledger.accounting.spend.cks_epsilon` without calling it.
 `reference_filter` evaluates the basic accountant's epsilon at a delta, the smallest
 of the statements DESIGN 2.10 allows with the delta split among them in advance (the
-Rényi filter at 22 fixed orders at 1/22 each; the pure
-sum free), from the closed forms, so tests can check `Spend.epsilon` without calling it.
+Rényi filter at 22 fixed orders at 1/44 each, half the delta being kept for the statements of a
+plan declared in advance; the pure sum free), from the closed forms, so tests can check
+`Spend.epsilon` without calling it. `REFERENCE_DECLARED_PART` is that half: a declared plan's
+non-adaptive figures (PLD, the Rényi curve at its best order) are made at it.
 """
 
 from __future__ import annotations
@@ -80,12 +82,15 @@ def reference_cks():
 
 # The Rényi orders the adaptive statements are fixed at (ledger.accounting.spend.FILTER_ORDERS, written out)
 REFERENCE_FILTER_ORDERS = (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256, 512, 1024)
+# The delta's split fixed in advance (spend.DECLARED_SHARE, written out): half to a plan declared in
+# advance (its PLD and best-order Rényi figures), the other half to the filter's orders.
+REFERENCE_DECLARED_PART = 0.5
 
 
 def _reference_filter(pure=0, pure_rho=None, rho=0, approx_epsilon=0, approx_delta=0, delta=1e-9) -> float:
     """The basic accountant's (epsilon at delta): the pure sum (approximate parts beside it by basic
     composition) when there is no rho; else, at each of 22 fixed orders a, min(pure, a * pure_rho)
-    + a * rho converted by CKS 2020 Prop 12 at 1/22 of the delta the approximate parts leave, the
+    + a * rho converted by CKS 2020 Prop 12 at 1/44 of the delta the approximate parts leave, the
     smallest, plus their epsilon (statements that hold at every stopping time: no conversion at
     the order best for the realized rho)."""
     pure, rho, approx_epsilon = float(pure), float(rho), float(approx_epsilon)
@@ -95,7 +100,7 @@ def _reference_filter(pure=0, pure_rho=None, rho=0, approx_epsilon=0, approx_del
         return pure + approx_epsilon if remaining >= 0 else math.inf
     if remaining <= 0:
         return math.inf
-    share = remaining / len(REFERENCE_FILTER_ORDERS)
+    share = remaining * (1 - REFERENCE_DECLARED_PART) / len(REFERENCE_FILTER_ORDERS)
     orders = min(min(pure, a * pure_rho) + a * rho + math.log1p(-1 / a) - (math.log(share) + math.log(a)) / (a - 1)
                  for a in REFERENCE_FILTER_ORDERS)
     return approx_epsilon + orders

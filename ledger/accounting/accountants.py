@@ -79,7 +79,7 @@ from ..core.lazy import lazy_module
 
 np = lazy_module("numpy")  # imported on first use (issue 13)
 
-from .spend import CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, Spend, cks_epsilon
+from .spend import CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, Spend, cks_epsilon, declared_delta
 from .catalogue import derive_guarantees, gaussian_multiplier
 from ..core.numbers import INF, Number
 from ..core.records import CHARGED_STATUSES, Family, Mechanism, Relation, Release, Status
@@ -125,11 +125,13 @@ THEOREMS = {
 }
 CONVERSIONS = {
     "basic": CONVERSION_NAME,
-    "rdp": "Canonne-Kamath-Steinke (2020) Prop 12 RDP-to-(epsilon, delta) conversion at the best order",
+    "rdp": "Canonne-Kamath-Steinke (2020) Prop 12 RDP-to-(epsilon, delta) conversion at the best order, "
+           "at half the delta (a plan declared in advance's share)",
     # adaptive releases: the Rényi filter (Feldman and Zrnic 2021, Thm 4.3), whose order is fixed in advance
     "rdp-filter": "Canonne-Kamath-Steinke (2020) Prop 12 conversion at the orders fixed in advance (the Rényi "
-                  "filter, Feldman and Zrnic 2021, Thm 4.3), each at 1/22 of the delta",
-    "pld": "exact hockey-stick divergence of the discretised PLD (pessimistic)",
+                  "filter, Feldman and Zrnic 2021, Thm 4.3), each at 1/44 of the delta",
+    "pld": "exact hockey-stick divergence of the discretised PLD (pessimistic), at half the delta (a plan "
+           "declared in advance's share)",
 }
 CASES = {
     "declared": "declared in advance: every release charged on the subset was recorded before any was "
@@ -686,7 +688,7 @@ def rdp_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
         return Figure("rdp", rdp_filter_figure(comp, delta), delta, True, case, THEOREMS["rdp"],
                       CONVERSIONS["rdp-filter"], note=note)
     approx_eps, approx_delta = comp.approx()
-    remaining = float(delta - approx_delta)
+    remaining = declared_delta(float(delta - approx_delta))  # (the declared statements' share, spend.py)
     if remaining <= 0:
         return Figure("rdp", INF, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"],
                       note="the approximate releases' deltas exceed this delta")
@@ -721,7 +723,7 @@ def pld_figure(comp: Composition, delta: Fraction, case: str, known: Mapping | N
                       note=f"not computed: a release's epsilon is above {PLD_EPSILON_LIMIT}, where the "
                            "discretised distribution is too large to build; basic and rdp apply")
     approx_eps, approx_delta = comp.approx()
-    remaining = float(delta - approx_delta)
+    remaining = declared_delta(float(delta - approx_delta))  # (the declared statements' share, spend.py)
     if remaining <= 0:
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"])
     items = tuple(sorted((e.key, c) for e, c in comp.events.items() if e.kind != "approx"))
@@ -1707,15 +1709,16 @@ class Decision:
 FILTER_THEOREMS = {
     "basic-pure": "pure-epsilon filter: the sum of epsilons (Rogers, Roth, Ullman and Vadhan 2016)",
     "basic": "basic filter: sums of epsilon and delta (Rogers, Roth, Ullman and Vadhan 2016), and rho with "
-             "pure epsilon at the Rényi orders fixed in advance, each at 1/22 of the delta (Feldman and Zrnic "
+             "pure epsilon at the Rényi orders fixed in advance, each at 1/44 of the delta (Feldman and Zrnic "
              "2021, Theorem 4.3), as the basic accountant composes them",
     "rho": "zCDP filter: the sum of rho (Feldman and Zrnic 2021, Remark 4.4)",
     "rdp": "Rényi filter at the orders fixed in advance (Feldman and Zrnic 2021, Theorem 4.3 at each order, "
-           "each at 1/22 of the delta), converted by Canonne, Kamath and Steinke 2020, Prop 12; the smallest, "
+           "each at 1/44 of the delta), converted by Canonne, Kamath and Steinke 2020, Prop 12; the smallest, "
            "by a union bound over these statements fixed in advance (as Lécuyer 2021 unions the orders); "
            "approximate guarantees by the basic filter beside it",
     "declared": "non-adaptive composition of a plan declared in advance (DESIGN 2.10): the smallest of the "
-                "basic, Rényi and PLD figures",
+                "basic figure and the Rényi and PLD figures at half the delta (its share fixed in advance; "
+                "the filter's orders hold the other half)",
 }
 
 
@@ -1982,8 +1985,9 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
         remaining = float(delta) - approx_delta * (1 + 1e-12)  # never more than the exact remainder
         remaining_of[i, i:] = remaining
         live = remaining > 0
+        declared_part = declared_delta(remaining)  # (the best order: a declared statement, rdp_figure)
         with np.errstate(divide="ignore", invalid="ignore"):
-            table = summed + log_term - (np.log(np.where(live, remaining, 1.0))[:, None] + log_a) / a_1
+            table = summed + log_term - (np.log(np.where(live, declared_part, 1.0))[:, None] + log_a) / a_1
         k = np.argmin(table, axis=1)
         eps = np.maximum(table[np.arange(len(k)), k], 0.0)
         ords = orders[k]
@@ -2000,7 +2004,7 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
     zcdp = live & (rho_of > 0)
     if zcdp.any():  # the zCDP bound where it is smaller (rounded up itself, as in rdp_figure), all pairs at once
         bound = np.full((n, n), np.inf)
-        bound[zcdp] = cks_floats(rho_of[zcdp], remaining_of[zcdp])
+        bound[zcdp] = cks_floats(rho_of[zcdp], declared_delta(remaining_of[zcdp]))
         smaller = bound < epsilon
         epsilon, order = np.where(smaller, bound, epsilon), np.where(smaller, np.nan, order)
     epsilon = np.where(approx_of > 0, np.nextafter((epsilon + approx_of) * (1 + _MARGIN), np.inf), epsilon)

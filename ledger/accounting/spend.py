@@ -18,22 +18,32 @@ probability at 1.13e-3 for 1,000 Gaussians at delta 1e-3; the expectation stays 
 it, the smallest may be taken only if their deltas were split among them before any release
 (a union bound over the hockey-stick divergence: each statement's stopping time bounds
 E[(1 - e^(eps - L))+] by its share, and the run stops at the latest of them). The statements,
-fixed here (`FILTER_ORDERS`, `ORDER_SHARE`):
+fixed here (`DECLARED_SHARE`, `FILTER_ORDERS`, `ORDER_SHARE`):
 - the pure sum, with approximate guarantees by the basic filter beside it
   (Rogers, Roth, Ullman and Vadhan 2016): it holds pointwise, spends no delta
   but the approximate releases' own, taken off the top;
 - the Rényi statement at each order of FILTER_ORDERS (Feldman and Zrnic 2021,
   Thm 4.3; at a fixed order exp((a - 1)(L_t - sum of the releases' divergences)) is a
-  supermartingale, so it holds at any stopping time), each at ORDER_SHARE of the
+  supermartingale, so it holds at any stopping time), each at ORDER_SHARE (1/44) of the
   delta left after the approximate releases' (accountants.rdp_filter_epsilon; here,
-  with the curve a * rho), converted by CKS (2020) Prop 12 at that order.
+  with the curve a * rho), converted by CKS (2020) Prop 12 at that order;
+- while the subset's plan is declared in advance (accountants.declared), the non-adaptive
+  statements of that one composition (PLD, the Rényi curve or the summed rho at its best
+  order), together at DECLARED_SHARE (half) of that delta (`declared_delta`). A history is
+  declared first and may turn adaptive, printing both kinds: before schema 17 the declared
+  ones took the whole delta, and a stopping rule that stops on the first output's loss
+  passing the declared figure, and otherwise goes on, spent 1.0975e-3 at delta 1e-3 (the
+  review's R1, tests/test_odometer_delta_split.py).
+Still outside the split (open, R2 of that review): the approximate releases' deltas, taken off
+the top when a figure is computed rather than drawn from an allowance fixed in advance.
 Not among them: converting the summed rho at the order best for it (CKS 2020, Corollary 13).
 That order follows the realized total, chosen after the outputs; it is a filter only for a
 rho budget fixed in advance (Feldman and Zrnic 2021, Remark 4.4), not an odometer: under a
 stopping rule that watches the outputs it was measured above its share of the delta (the
 review of 2026-11-24; tests/test_odometer.py computes it), and schema 15 computes the caps'
-figures again without it. One mechanism alone converts at its best order (`own_epsilon`: it
-is not a composition), and so does a plan declared in advance (non-adaptive composition).
+figures again without it. One mechanism's own charge (a cell of the release-by-variable table,
+a driver) converts at its best order and the whole delta (`own_epsilon`: it is not a composition
+printed along a history), and a plan declared in advance at its best order and DECLARED_SHARE.
 Adding a pure epsilon after converting the rho sum at the best order is not among them
 either (its order would follow the pure sum); at each fixed order it is (`order_epsilon`).
 
@@ -57,15 +67,31 @@ from ..core.records import Guarantee, Notion, Relation
 ZERO_FRACTION = Fraction(0)
 DEFAULT_DELTA = Fraction(1, 10**9)  # delta for epsilon figures when neither the dataset nor the user gives one
 
-# (of the statements below, each at its share of the delta fixed in advance: 22 Rényi orders at
-# 1/22 each; the smaller is the figure)
+# (of the statements below, each at its share of the delta fixed in advance: half for a plan
+# declared in advance, the other half over 22 Rényi orders, 1/44 each; the smaller is the figure)
 CONVERSION_NAME = "Canonne-Kamath-Steinke (2020) conversion at Rényi orders and shares of delta fixed in advance"
 CONVERSION_SHORT = "CKS 2020"
 
 # The statements an epsilon at a delta may be the smallest of, and each one's share of the delta
-# (module docstring; fixed in this code, so before any release or cap): the Rényi orders, evenly.
+# (module docstring; fixed in this code, so before any release or cap):
+# - DECLARED_SHARE for the non-adaptive statements of a plan declared in advance (the PLD, the
+#   Rényi curve at its best order, the summed rho at its best order; DESIGN 2.10). A subset is
+#   declared until a release reading it is recorded after one was published, and adaptive from
+#   then on: both kinds of statement are printed along one history, so they cannot both take
+#   the whole delta (the review's R1: a declared figure at the whole delta, then the filter's,
+#   reached a hockey-stick of 1.0975e-3 at delta 1e-3). The several declared statements share
+#   one part: they bound one fixed composition, whose hockey-stick at an epsilon is one number
+#   that each bounds, so the smallest bounds it too (no union needed among them).
+# - the rest over the Rényi filter's orders, evenly (ORDER_SHARE each).
 FILTER_ORDERS = (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256, 512, 1024)
-ORDER_SHARE = 1 / len(FILTER_ORDERS)
+DECLARED_SHARE = Fraction(1, 2)
+ORDER_SHARE = float(1 - DECLARED_SHARE) / len(FILTER_ORDERS)
+
+
+def declared_delta(delta: float) -> float:
+    """The part of `delta` (what the approximate releases leave of a figure's delta) that the
+    statements of a plan declared in advance are made at (DECLARED_SHARE; exact: a power of two)."""
+    return delta * float(DECLARED_SHARE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,7 +90,7 @@ from ..core.memory import paused_gc
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status, in_name_order
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 16  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 17  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
 # 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments;
 # 7: a subsampled release's accounting event is its sampling event (issue 11, section 4)
@@ -105,6 +105,8 @@ SCHEMA_VERSION = 16  # 1: releases; 2: caps and running totals; 3: Pufferfish gu
 #     a declared plan cut short by a cancellation after a publication is adaptive (accountants, state v4)
 # 16: a family member names its part of the records (releases.part, indexed with the family: PART_INDEX);
 #     members recorded before are their own part, their id (_v16_parts)
+# 17: a plan declared in advance is stated at half the delta, the filter's orders at the other half,
+#     1/44 each (spend.DECLARED_SHARE): the caps at a delta are decided again (_v17_declared_share)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -756,6 +758,15 @@ def _v16_parts(session: Session) -> None:
     index.create(connection, checkfirst=True)
 
 
+def _v17_declared_share(session: Session) -> None:
+    """The delta of a figure is split before any release between the statements of a plan declared
+    in advance (the PLD, the Rényi curve at its best order: half) and the Rényi filter's orders (the
+    other half, 1/44 each; spend.DECLARED_SHARE), since one history prints both kinds (the review's
+    R1). Every cap at a delta has its running total and accountant state computed again from its
+    accounting rows (its PLD memo, made at the whole delta, no longer matches its digest)."""
+    _caps_at_a_delta_again(session, states=True)
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
@@ -772,6 +783,7 @@ MIGRATIONS: dict[int, Callable[[Session], None]] = {
     14: _v14_fixed_sides,
     15: _v15_odometer,
     16: _v16_parts,
+    17: _v17_declared_share,
 }
 
 
