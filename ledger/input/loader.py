@@ -183,6 +183,9 @@ def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerEr
         mark = getattr(exc, "problem_mark", None)
         where = f"{name}:{mark.line + 1}" if mark is not None else name
         problem = getattr(exc, "problem", None) or str(exc)
+        if "maximum nesting depth" in problem:  # (PyYAML 6.0.3 and later stop at a depth of their own,
+            # far past MAX_DEPTH, before _yaml_limits counts to it: the same refusal, in its words)
+            return None, [LedgerError(where, "", f"malformed YAML: nested deeper than {MAX_DEPTH} levels")]
         return None, [LedgerError(where, "", f"malformed YAML: {problem}")]
     except (ValueError, TypeError, OverflowError, ArithmeticError, RecursionError) as exc:
         # a tag or value YAML's constructors cannot build (`!!int abc`, an integer of
