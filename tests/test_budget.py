@@ -7,9 +7,12 @@ computed by hand from the releases' parameters:
 - a rho cap sums rho, each pure release entering as epsilon^2 / 2 (Bun and
   Steinke 2016, Prop 3.3), never (sum of epsilon)^2 / 2; it cannot hold a delta part;
 - an epsilon-at-delta cap takes the approximate parts' epsilon and delta out first
-  (basic composition), then the smaller of (pure + CKS(rho)) and CKS(rho + sum of
-  epsilon^2 / 2), CKS being Canonne, Kamath and Steinke (2020), Corollary 13,
-  evaluated by the tests' own implementation (`reference_cks`, conftest.py).
+  (basic composition), then, at each of the 22 Rényi orders fixed in advance,
+  min(pure, a * sum of epsilon^2 / 2) + a * rho converted by Canonne, Kamath and Steinke
+  (2020), Prop 12, at 1/44 of the delta left (half of it is kept for the statements of a plan
+  declared in advance), the smallest: the tests' own closed form (`reference_filter`,
+  conftest.py); one release's own charge (a driver) is its rho converted at the whole delta
+  (CKS 2020, Corollary 13, by the tests' own search: `reference_cks`).
 """
 
 from __future__ import annotations
@@ -124,7 +127,7 @@ def test_an_epsilon_at_delta_cap_converts_with_cks(reference_filter):
         released("p2", ["diagnosis"], pure("1/2")),
         released("g", ["medication"], zcdp("1/8")),
     ]
-    # pure 1 (as zCDP: 1/8 + 1/8), rho 1/8: the zCDP filter at half the delta, or the fixed orders
+    # pure 1 (as zCDP: 1/8 + 1/8), rho 1/8: the fixed orders, 1/44 of the delta each
     expected = reference_filter(pure=1, pure_rho=1 / 4, rho=1 / 8, delta=1e-9)
     assert spent(ALL, *releases) == pytest.approx(expected, rel=1e-7)
 

@@ -198,7 +198,11 @@ class Spend:
         """The figure of one release's own charge (or a family's, charged once): one mechanism, not
         a composition, so nothing is chosen after its output and a rho converts at the whole
         delta (CKS 2020, Corollary 13); `epsilon` is a composition's figure (the filter shares).
-        A release's cell is thus the Rényi figure of it alone, not basic's share of the delta."""
+        A release's cell (and a cap's driver, a plan's charge of one release) is thus its own
+        conversion at the whole delta: a statement about that release, not one of the figures a
+        history prints along the way. The subset that release alone reads is a plan declared in
+        advance, whose figure is made at DECLARED_SHARE of the delta, so it can stand above the
+        cell (README, "Accountants")."""
         if self.unbounded or not self.rho or self.pure or self.approx_epsilon or self.approx_delta:
             return self.epsilon(delta)
         whole = float_down(delta if isinstance(delta, Fraction) else Fraction(delta))
