@@ -18,6 +18,7 @@ import numpy
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from conftest import REFERENCE_DECLARED_PART, REFERENCE_FILTER_ORDERS
 from support import cli_main
 from test_engine_properties import ALL_SUBSETS, VARIABLES, ledgers
 
@@ -65,7 +66,7 @@ def test_a_release_at_the_printed_headroom_is_admitted_and_above_it_refused(ledg
     assert cli_main(url, "record", laplace_history(tmp / "h.yaml")).code == 0
     room = cli_main(url, "headroom", "a", "--json").json()
     assert room["epsilon_binding"] == "a-cap"
-    assert 0.5 < room["epsilon"] < 9 - 5.5  # the filter's figure for the history is about 5.5
+    assert 0.5 < room["epsilon"] < 9 - 5.5  # the filter's figure for the history is about 5.65
     exact = F(room["epsilon_exact"])
     above = exact + F(1, 10**6)
     refused = cli_main(url, "check", declared_pure(tmp / "above.yaml", "x", above))
@@ -347,11 +348,13 @@ def test_a_rho_release_joining_a_pure_history_never_lowers_its_caps_figure():
     rho = published(100, Mechanism("declared"), Guarantee(frozenset("a"), Notion.ZCDP, rho=F(1, 100)))
     cap = Cap("d", "a", frozenset("a"), epsilon=F(9), delta=F(1, 10**6))
     before, after = cap_figure(history, cap), cap_figure(history + [rho], cap)
-    # the Laplace's Rényi curve at the fixed orders, each at delta / 22 (Mironov 2017 Prop 6; CKS 2020 Prop 12)
+    # the Laplace's Rényi curve at the fixed orders, each at delta / 44 (the filter's half of the delta
+    # over its 22 orders; Mironov 2017 Prop 6; CKS 2020 Prop 12)
     grid = accountants._grids()
     laplace = 100 * accountants.event_curve(accountants.Event("laplace", F(10)))[grid["_FILTER_INDEX"]]
     orders = grid["FILTER_ORDERS"]
-    expected = float((laplace + numpy.log1p(-1 / orders) - (math.log(1e-6 / 22) + numpy.log(orders))
+    share = 1e-6 * (1 - REFERENCE_DECLARED_PART) / len(REFERENCE_FILTER_ORDERS)
+    expected = float((laplace + numpy.log1p(-1 / orders) - (math.log(share) + numpy.log(orders))
                       / (orders - 1)).min())
     assert expected <= before <= expected * (1 + 1e-8)
     assert after >= before
@@ -501,11 +504,13 @@ def test_a_declared_caps_state_keeps_its_pld_figure_which_check_reads_and_audit_
     with_memo = cli_main(url, "check", plan, "--json").json()
     (cap,) = with_memo["caps"]
     assert cap["accountant"] == "pld" and cap["case"] == "declared"
-    # the memo is the figure: the same PLD composed again from the events (dp_accounting)
+    # the memo is the figure: the same PLD composed again from the events (dp_accounting), at the
+    # declared plan's share of the delta (half of 1e-6: spend.DECLARED_SHARE)
     assert kept["events"] == {"laplace:10": 30}
     composition = accountants.state_composition(kept, accountants.Spend())
-    assert memo["epsilon"] == accountants.pld_epsilon({accountants.Event.from_key("laplace:10"): 30}, 1e-6,
-                                                      accountants.pld_interval(composition, 1e-6))
+    declared_delta = REFERENCE_DECLARED_PART * 1e-6
+    assert memo["epsilon"] == accountants.pld_epsilon({accountants.Event.from_key("laplace:10"): 30}, declared_delta,
+                                                      accountants.pld_interval(composition, declared_delta))
 
     put({k: v for k, v in kept.items() if k != "pld"})  # without it: composed, the same figures
     assert cli_main(url, "check", plan, "--json").json() == with_memo
@@ -540,13 +545,15 @@ def test_an_adaptive_subset_shows_the_renyi_filter_figure_its_cap_is_held_to(tmp
     basic, rdp = shown["accountants"]["basic"], shown["accountants"]["rdp"]
     assert rdp["case"] == "adaptive"
     # independently: the summed curves (Laplace of scale 2, Mironov 2017 Prop 6; the Gaussians
-    # a / (2 * 20^2)) converted by CKS 2020 Prop 12 at each of the 22 fixed orders with delta / 22, the
-    # least (statements fixed in advance share the delta)
+    # a / (2 * 20^2)) converted by CKS 2020 Prop 12 at each of the 22 fixed orders with delta / 44 (the
+    # filter's half of the delta, the other half kept for a plan declared in advance), the least
+    # (statements fixed in advance share the delta)
     grid = accountants._grids()
     laplace = accountants.event_curve(accountants.Event("laplace", F(2)))
     orders = grid["FILTER_ORDERS"]
     curve = laplace[grid["_FILTER_INDEX"]] + 50 * orders / (2 * 20 ** 2)
-    by_order = curve + numpy.log1p(-1 / orders) - (math.log(1e-6 / 22) + numpy.log(orders)) / (orders - 1)
+    share = 1e-6 * (1 - REFERENCE_DECLARED_PART) / len(REFERENCE_FILTER_ORDERS)
+    by_order = curve + numpy.log1p(-1 / orders) - (math.log(share) + numpy.log(orders)) / (orders - 1)
     expected = float(by_order.min())
     assert expected * (1 - 1e-12) <= rdp["epsilon"] == pytest.approx(expected, rel=1e-8)  # rounded up (float noise aside)
     best, _ = accountants.rdp_epsilon(laplace + 50 * grid["ORDERS"] / 800, 1e-6)

@@ -5,6 +5,12 @@ Gaussian privacy profile of Balle and Wang 2018, randomized response's privacy l
 Mironov's Laplace curve), dp_accounting's own accountants as a peer, and the figures of the
 issue's table. Enforcement: an adaptive ledger is never admitted past a cap on the
 strength of the PLD figure; a plan recorded in full before its first publication is.
+
+The delta is split in advance (spend.DECLARED_SHARE, conftest's REFERENCE_DECLARED_PART): a plan
+declared in advance's statements (PLD, the Rényi curve or the summed rho at its best order) are
+made at half of it, so their references (exact profiles, dp_accounting) are taken at half the
+delta; the Rényi filter's 22 fixed orders (the basic accountant with a rho, an adaptive subset's
+Rényi figure) share the other half, 1/44 each (conftest's reference_filter).
 """
 
 from __future__ import annotations
@@ -18,12 +24,14 @@ from fractions import Fraction as F
 from unittest import mock
 
 import pytest
+from conftest import REFERENCE_DECLARED_PART, REFERENCE_FILTER_ORDERS, _reference_cks, _reference_filter
 from dp_accounting import dp_event, privacy_accountant
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
 from exact_profiles import epsilon_at, rr_atoms, rr_binomial_atoms
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.optimize import minimize_scalar
 from support import cli_main
 
 from ledger.accounting import accountants
@@ -76,6 +84,14 @@ def figures(releases, delta, subset=("a",)):
     return accountants.figures(accountants.composition(releases, [], subset), F(delta))
 
 
+def rr_curve(a: float, epsilon: float) -> float:
+    """Randomized response's Rényi divergence at order a (in logs: p^a (1-p)^(1-a) + (1-p)^a p^(1-a))."""
+    lp, lq = epsilon - math.log1p(math.exp(epsilon)), -math.log1p(math.exp(epsilon))
+    x, y = a * lp + (1 - a) * lq, a * lq + (1 - a) * lp
+    top = max(x, y)
+    return (top + math.log(math.exp(x - top) + math.exp(y - top))) / (a - 1)
+
+
 def pld_peer(event, count, delta) -> float:
     accountant = pld_privacy_accountant.PLDAccountant(ADD_REMOVE)
     accountant.compose(event, count)
@@ -94,39 +110,70 @@ def rdp_peer(event, count, delta) -> float:
 
 
 def test_a_thousand_gaussians_at_the_exact_profile():
-    """1,000 Gaussians, sigma/sensitivity 10, delta 1e-6: Rényi (CKS) 20.552, basic 22.499 (fixed orders); exact 19.424 (their
-    composition is one Gaussian with sensitivity/sigma sqrt(1000)/10, Balle and Wang 2018)."""
+    """1,000 Gaussians (rho 5 in all), sigma/sensitivity 10, delta 1e-6: Rényi (CKS at the best order, at
+    the declared half of the delta) 20.979, basic 22.845 (the filter's fixed orders, 1/44 each); exact at
+    the declared half 19.867 (their composition is one Gaussian with sensitivity/sigma sqrt(1000)/10,
+    Balle and Wang 2018; 19.424 at the whole delta)."""
     found = figures([gaussian(i, 10) for i in range(1000)], F(1, 10**6))
-    exact = epsilon_at(1e-6, s=math.sqrt(1000) / 10)
-    assert round(exact, 3) == 19.424
-    assert round(float(found["basic"].epsilon), 3) == 22.499
-    assert round(float(found["rdp"].epsilon), 3) == 20.552
+    declared_delta = REFERENCE_DECLARED_PART * 1e-6  # (the declared plan's statements' share)
+    exact = epsilon_at(declared_delta, s=math.sqrt(1000) / 10)
+    assert round(exact, 3) == 19.867
+    assert round(epsilon_at(1e-6, s=math.sqrt(1000) / 10), 3) == 19.424  # (the whole delta, for the record)
+    basic = _reference_filter(rho=5, delta=1e-6)  # 22 fixed orders at 1/44 of the delta each
+    assert round(basic, 3) == 22.845
+    assert basic <= float(found["basic"].epsilon) <= basic * (1 + 1e-8)
+    cks = _reference_cks(5, declared_delta)  # CKS 2020 Corollary 13 at the best order, half the delta
+    assert round(cks, 3) == 20.979
+    assert cks <= float(found["rdp"].epsilon) <= cks * (1 + 1e-8)
     assert exact <= found["pld"].epsilon <= exact + 5e-3  # never below; within the discretisation
     assert found["pld"].valid and found["pld"].case == "declared"  # all planned: declared in advance
     assert accountants.best(found).accountant == "pld"
-    assert found["pld"].epsilon >= pld_peer(dp_event.GaussianDpEvent(10.0), 1000, 1e-6) - 1e-3
+    assert found["pld"].epsilon >= pld_peer(dp_event.GaussianDpEvent(10.0), 1000, declared_delta) - 1e-3
 
 
 def test_one_gaussian_with_rho_one_half():
-    """sigma = sensitivity (rho 1/2), delta 1e-9: CKS 6.474 (basic, at fixed orders, 6.971); the exact profile 6.174."""
+    """sigma = sensitivity (rho 1/2), delta 1e-9: CKS at the declared half of the delta 6.586 (6.474 at the
+    whole delta; basic, at the filter's fixed orders, 7.070); the exact profile at half the delta 6.289
+    (6.174 at the whole delta)."""
     found = figures([gaussian(0, 1)], F(1, 10**9))
-    exact = epsilon_at(1e-9, s=1.0)
-    assert round(exact, 3) == 6.174
-    assert round(float(found["basic"].epsilon), 3) == 6.971  # 22 fixed orders at 1/22 of the delta each (an odometer)
-    assert round(float(found["rdp"].epsilon), 3) == 6.474  # one release: declared, the whole delta
+    declared_delta = REFERENCE_DECLARED_PART * 1e-9  # (the declared plan's statements' share)
+    exact = epsilon_at(declared_delta, s=1.0)
+    assert round(exact, 3) == 6.289
+    assert round(epsilon_at(1e-9, s=1.0), 3) == 6.174  # (the whole delta, for the record)
+    basic = _reference_filter(rho=0.5, delta=1e-9)  # 22 fixed orders at 1/44 of the delta each (an odometer)
+    assert round(basic, 3) == 7.070
+    assert basic <= float(found["basic"].epsilon) <= basic * (1 + 1e-8)
+    # one release, but a subset's figure: declared in advance, its statement at half the delta
+    # (one release's own charge, Spend.own_epsilon, keeps the whole delta: 6.474)
+    cks = _reference_cks(0.5, declared_delta)
+    assert round(cks, 3) == 6.586
+    assert cks <= float(found["rdp"].epsilon) <= cks * (1 + 1e-8)
     assert exact <= found["pld"].epsilon <= exact + 5e-3
     assert found["rdp"].epsilon >= exact
 
 
 def test_ten_pure_releases_and_a_declared_rho():
-    """10 pure of epsilon 1 plus rho 1/2, delta 1e-9: basic 16.971; Rényi with randomized
-    response's curve for the pure part 15.940. A rho without its Gaussian has no PLD."""
+    """10 pure of epsilon 1 plus rho 1/2, delta 1e-9: basic 17.070; Rényi with randomized
+    response's curve for the pure part, at the declared half of the delta, 16.062. A rho without
+    its Gaussian has no PLD."""
     releases = [declared(i, epsilon=1) for i in range(10)] + [declared(10, rho=F(1, 2))]
     found = figures(releases, F(1, 10**9))
-    # basic: at the 22 fixed orders, min(10, 5 a) + a / 2 converted at 1/22 of the delta (statements
-    # fixed in advance, valid for adaptive releases stopped at any moment, DESIGN 2.10)
-    assert round(float(found["basic"].epsilon), 3) == 16.971
-    assert round(found["rdp"].epsilon, 3) == 15.940
+    # basic: at the 22 fixed orders, min(10, 5 a) + a / 2 converted at 1/44 of the delta (statements
+    # fixed in advance, valid for adaptive releases stopped at any moment, DESIGN 2.10; the other
+    # half is the declared statements')
+    basic = _reference_filter(pure=10, pure_rho=5, rho=0.5, delta=1e-9)
+    assert round(basic, 3) == 17.070
+    assert basic <= float(found["basic"].epsilon) <= basic * (1 + 1e-8)
+    # Rényi: 10 randomized-response curves of epsilon 1 plus a / 2, converted by CKS 2020 Prop 12 at
+    # half the delta (a plan declared in advance), at the best order (closed forms, minimised over
+    # the order here: 16.0623 at a = 6.72; 15.9399 at the whole delta)
+    rr_and_rho = minimize_scalar(
+        lambda a: 10 * rr_curve(a, 1.0) + a / 2 + math.log1p(-1 / a)
+        - (math.log(REFERENCE_DECLARED_PART * 1e-9) + math.log(a)) / (a - 1),
+        bounds=(1.5, 20), method="bounded", options={"xatol": 1e-10}).fun
+    assert round(rr_and_rho, 3) == 16.062
+    assert round(found["rdp"].epsilon, 3) == 16.062
+    assert found["rdp"].epsilon >= rr_and_rho
     assert not found["pld"].available
     assert accountants.best(found).accountant == "rdp"
     # never below the truth's lower bound: the exact profile of the worst case with a Gaussian of rho 1/2
@@ -134,14 +181,19 @@ def test_ten_pure_releases_and_a_declared_rho():
 
 
 def test_a_hundred_laplace_releases():
-    """100 Laplace releases of epsilon 0.1, delta 1e-6: PLD 4.693, Rényi 4.984 (the issue), as
-    dp_accounting computes them; basic keeps the pure sum 10."""
+    """100 Laplace releases of epsilon 0.1, delta 1e-6, declared in advance: PLD 4.824, Rényi 5.111
+    at the declared half of the delta, as dp_accounting computes them at 5e-7 (the issue's 4.693 and
+    4.984 were at the whole delta); basic keeps the pure sum 10."""
     found = figures([laplace(i, F(1, 10)) for i in range(100)], F(1, 10**6))
+    declared_delta = REFERENCE_DECLARED_PART * 1e-6  # (the declared plan's statements' share)
     assert found["basic"].epsilon == 10 and found["basic"].delta is None
-    assert round(found["rdp"].epsilon, 3) == 4.984
-    assert round(found["pld"].epsilon, 3) == 4.693
-    assert found["rdp"].epsilon >= rdp_peer(dp_event.LaplaceDpEvent(10.0), 100, 1e-6)
-    assert found["pld"].epsilon >= pld_peer(dp_event.LaplaceDpEvent(10.0), 100, 1e-6) - 1e-3
+    rdp = rdp_peer(dp_event.LaplaceDpEvent(10.0), 100, declared_delta)
+    pld = pld_peer(dp_event.LaplaceDpEvent(10.0), 100, declared_delta)
+    assert (round(rdp, 3), round(pld, 3)) == (5.111, 4.824)  # (4.984 and 4.693 at the whole delta)
+    assert round(found["rdp"].epsilon, 3) == 5.111
+    assert round(found["pld"].epsilon, 3) == 4.824
+    assert found["rdp"].epsilon >= rdp
+    assert found["pld"].epsilon >= pld - 1e-3
 
 
 def test_the_laplace_curve_is_mironovs():
@@ -156,7 +208,7 @@ def test_pure_releases_by_randomized_response():
     """20 pure releases of 0.5 (declared, no mechanism): the worst case is randomized response,
     whose composed privacy loss is a binomial; the ledger is never below its exact profile."""
     found = figures([declared(i, epsilon=F(1, 2)) for i in range(20)], F(1, 10**6))
-    exact = epsilon_at(1e-6, rr_binomial_atoms(0.5, 20))
+    exact = epsilon_at(REFERENCE_DECLARED_PART * 1e-6, rr_binomial_atoms(0.5, 20))  # (declared: half the delta)
     assert exact <= found["pld"].epsilon <= exact + 1e-2
     assert exact <= found["rdp"].epsilon
     # randomized response's Rényi curve, by its closed form
@@ -179,8 +231,9 @@ def test_adding_a_gaussian_never_lowers_the_figure():
 def test_approximate_guarantees_keep_their_basic_treatment():
     releases = [declared(0, epsilon=F(1, 2), delta=F(1, 10**7)), gaussian(1, 2)]
     found = figures(releases, F(1, 10**6))
-    # their deltas come out of the target first; their epsilons add
-    assert found["rdp"].epsilon >= F(1, 2) + epsilon_at(1e-6 - 1e-7, s=0.5) - 1e-12
+    # their deltas come out of the target first; their epsilons add; the rest is a declared plan's,
+    # its statements at half of what is left
+    assert found["rdp"].epsilon >= F(1, 2) + epsilon_at(REFERENCE_DECLARED_PART * (1e-6 - 1e-7), s=0.5) - 1e-12
     assert figures(releases, F(1, 10**7))["rdp"].epsilon == math.inf  # nothing left of the delta
 
 
@@ -331,8 +384,9 @@ def test_a_cap_held_by_a_filter_alone_is_not_labelled_adaptive_on_a_fresh_ledger
 
 def test_an_adaptive_ledger_is_never_admitted_past_a_cap_on_the_pld_figure(capped, reference_filter):
     """Gaussians of sigma/sensitivity 3 at delta 1e-6, cap 5.4: the Rényi statements at the fixed
-    orders give 5.096 for 7 and 5.507 for 8 (conftest's reference); declared in advance, PLD gives
-    5.19 for all 10. Recorded and published one at a time, the eighth is refused."""
+    orders (1/44 of the delta each) give 5.195 for 7 and 5.639 for 8 (conftest's reference); declared
+    in advance, PLD gives 5.34 for all 10 (at half the delta). Recorded and published one at a time,
+    the eighth is refused."""
     url, tmp = capped
     assert reference_filter(rho=8 / 18, delta=1e-6) > 5.4 > reference_filter(rho=7 / 18, delta=1e-6)
     for k in range(7):
@@ -352,7 +406,7 @@ def test_a_plan_recorded_in_full_before_publication_is_admitted_by_pld(capped):
     assert check.code == 0, check.out
     (cap,) = check.json()["caps"]
     assert cap["accountant"] == "pld" and cap["case"] == "declared"
-    exact = epsilon_at(1e-6, s=math.sqrt(10) / 3)
+    exact = epsilon_at(REFERENCE_DECLARED_PART * 1e-6, s=math.sqrt(10) / 3)  # (declared: half the delta)
     assert exact <= cap["after"] <= exact + 5e-3
     assert cli_main(url, "record", plan).code == 0
     payload = sqlite3.connect(url.removeprefix("sqlite:///")).execute(
@@ -384,14 +438,18 @@ def test_a_pure_history_is_held_by_the_renyi_filter(tmp_path):
     assert result.code == 0, result.err
     (cap,) = cli_main(url, "cap", "list", "--json").json()
     assert cap["accountant"] == "rdp" and cap["case"] == "adaptive"
-    # the filter's figure: the Laplace's Rényi curve at the 22 fixed orders, each converted at delta / 22
-    # (statements fixed in advance share the delta: the smallest is valid by a union bound)
+    # the filter's figure: the Laplace's Rényi curve at the 22 fixed orders, each converted at delta / 44
+    # (statements fixed in advance share the delta, half of it kept for a plan declared in advance:
+    # the smallest is valid by a union bound)
     curve = 100 * accountants.laplace_curve(10.0)[accountants._FILTER_INDEX]
     a = accountants.FILTER_ORDERS
-    expected = min(c + math.log1p(-1 / o) - (math.log(1e-6 / 22) + math.log(o)) / (o - 1) for c, o in zip(curve, a))
+    share = 1e-6 * (1 - REFERENCE_DECLARED_PART) / len(REFERENCE_FILTER_ORDERS)
+    expected = min(c + math.log1p(-1 / o) - (math.log(share) + math.log(o)) / (o - 1) for c, o in zip(curve, a))
     # (not the summed rho 100 * 0.1^2 / 2 = 1/2 converted at its best order, 5.3609 at half the delta:
     # that order follows the outputs, tests/test_odometer.py)
-    assert round(expected, 4) == 5.5523 and expected > cks_epsilon(F(1, 2), 5e-7)
+    # (5.6513: the same minimum with dp_accounting's Laplace curve, rdp_privacy_accountant._laplace_rdp;
+    # 5.5523 when the orders had 1/22 of the delta each)
+    assert round(expected, 4) == 5.6513 and expected > cks_epsilon(F(1, 2), 5e-7)
     assert expected <= cap["current"] <= expected * (1 + 1e-8)
     assert cap["current"] > figures([laplace(i, F(1, 10)) for i in range(100)], F(1, 10**6))["rdp"].epsilon
 
