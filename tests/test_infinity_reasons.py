@@ -121,6 +121,10 @@ def test_cap_list_prints_an_infinite_driver_with_its_reason_beside_it(tmp_path):
     out = run_main(url, "cap", "list").out
     assert f"driven by: family by-region (∞ ({SHORT}), charged once), by-sex (0.5)" in out
     assert "(∞, charged once)" not in out
+    # --json gives each driver the reason the text prints beside it (null for a finite charge)
+    (rs,) = [c for c in run_main(url, "cap", "list", "--json").json() if c["cap"] == "rs"]
+    assert [(d["release"], d["family"], d["value"], d["reason"]) for d in rs["drivers"]] == [
+        (None, "by-region", "inf", SHORT), ("by-sex", None, 0.5, None)]
 
 
 def test_the_reports_caps_table_gives_the_familys_reason_on_both_paths(tmp_path, monkeypatch):
@@ -172,6 +176,9 @@ def test_each_infinite_driver_in_the_caps_table_and_cap_list_gives_its_own_reaso
     assert run_main(url, "report", "-o", str(out), "-d", "graduates").code == 0
     assert f"| ∞ (public, released exactly) | -∞ | over | {drivers} |" in out.read_text(encoding="utf-8")
     assert f"driven by: {drivers}" in run_main(url, "cap", "list").out
+    (cap,) = run_main(url, "cap", "list", "--json").json()
+    assert [(d["release"], d["reason"]) for d in cap["drivers"]] == [
+        ("consistent-income", "public, released exactly"), ("mean-income", "no pure-epsilon bound")]
 
 
 def test_table_and_the_reports_headline_total_row_and_pairs_give_the_familys_reason(tmp_path, monkeypatch):

@@ -360,10 +360,11 @@ def record(
     actor = _actor(by)
     result = operations.record(_engine(), operations.release_builder(files, actor), actor)
     if as_json:
+        why = infinite_driver_reasons(result.checks)
         typer.echo(cli_json.dumps({"ok": True, "recorded": [r.id for r in result.releases],
                                    "families": [f.id for f in result.families],
                                    "unchanged": [r.id for r in result.unchanged],  # identical retries
-                                   "caps": [check_json(c) for c in result.checks]}))
+                                   "caps": [check_json(c, why) for c in result.checks]}))
         return
     if result.unchanged:
         ids = ", ".join(r.id for r in result.unchanged)
@@ -375,7 +376,7 @@ def record(
     typer.echo(f"recorded {count} release{'s' if count != 1 else ''}"
                + (f" and {len(result.families)} famil{'ies' if len(result.families) != 1 else 'y'}"
                   if result.families else ""))
-    for line in check_lines(result.checks, why=_driver_why(result.checks)):
+    for line in check_lines(result.checks, why=infinite_driver_reasons(result.checks)):
         typer.echo(line)
 
 
@@ -387,12 +388,13 @@ def check_command(
     """Does a planned release keep every budget cap, and by how much? Exit 1 when any cap would break."""
     checks = operations.check(_engine(), operations.release_builder(plans, _actor(None)))
     if as_json:
-        typer.echo(json.dumps({"ok": all(c.ok for c in checks), "caps": [check_json(c) for c in checks]},
+        why = infinite_driver_reasons(checks)
+        typer.echo(json.dumps({"ok": all(c.ok for c in checks), "caps": [check_json(c, why) for c in checks]},
                               indent=2, ensure_ascii=False))
     else:
         if not checks:
             typer.echo("no cap covers what this plan reads")
-        for line in check_lines(checks, why=_driver_why(checks)):
+        for line in check_lines(checks, why=infinite_driver_reasons(checks)):
             typer.echo(line)
         typer.echo("every cap holds" if all(c.ok for c in checks) else "REFUSED: a cap would break")
     if not all(c.ok for c in checks):
@@ -509,7 +511,8 @@ def _change_status(action: str, release: str, by: str | None, as_json: bool, rea
         if action == "publish":
             body["published_at"] = changed.published_at.isoformat()
         if action == "cancel":
-            body["caps_over"] = [check_json(c) for c in over]
+            why = infinite_driver_reasons(over)
+            body["caps_over"] = [check_json(c, why) for c in over]
         typer.echo(cli_json.dumps(body))
         return
     typer.echo(f"{changed.id}: {changed.status.value}"
@@ -517,7 +520,7 @@ def _change_status(action: str, release: str, by: str | None, as_json: bool, rea
     if over:  # a cancellation after a publication ends a declared plan early: adaptive (DESIGN 2.10)
         typer.echo(f"warning: {len(over)} cap{'s are' if len(over) != 1 else ' is'} over its limit after this "
                    "cancellation (a plan cut short after a publication is charged as adaptive, DESIGN 2.10):")
-        for line in check_lines(over, planned=False, why=_driver_why(over)):
+        for line in check_lines(over, planned=False, why=infinite_driver_reasons(over)):
             typer.echo(line)
 
 
@@ -593,11 +596,12 @@ def cap_set(
     with store.read_session(engine) as session:
         checks = operations.cap_checks(session, chosen.name, caps)
     if as_json:
-        typer.echo(cli_json.dumps({"ok": True, "caps": [check_json(c) for c in checks]}))
+        why = infinite_driver_reasons(checks)
+        typer.echo(cli_json.dumps({"ok": True, "caps": [check_json(c, why) for c in checks]}))
         return
     for cap in caps:
         typer.echo(f"cap {cap.name} on {{{', '.join(cap.ordered_subset)}}}: {cap.limit_text}")
-    for line in check_lines(checks, planned=False, why=_driver_why(checks)):  # a cap below what is spent is over at once
+    for line in check_lines(checks, planned=False, why=infinite_driver_reasons(checks)):  # a cap below what is spent is over at once
         typer.echo(line)
 
 
@@ -628,7 +632,8 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: 
             # from the accounting rows of the releases charged then (issue 13, store/as_of.py)
             checks = operations.cap_checks_as_of(session, chosen.name, caps, when)
     if as_json:  # (a list, as without --as-of: each cap states the moment)
-        typer.echo(json.dumps([{**check_json(c), **({} if when is None else as_of_json(chosen.name, when))}
+        why = infinite_driver_reasons(checks, when)
+        typer.echo(json.dumps([{**check_json(c, why), **({} if when is None else as_of_json(chosen.name, when))}
                                for c in checks], indent=2, ensure_ascii=False))
         return
     if when is not None:
@@ -636,11 +641,11 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: 
             typer.echo(line)
     if not checks:
         typer.echo(f"dataset {chosen.name} has no caps" + (" then" if when is not None else ""))
-    for line in check_lines(checks, planned=False, why=_driver_why(checks, when)):
+    for line in check_lines(checks, planned=False, why=infinite_driver_reasons(checks, when)):
         typer.echo(line)
 
 
-def _driver_why(checks, when=None) -> dict[tuple[str, str], tuple[str | None, ...]]:
+def infinite_driver_reasons(checks, when=None) -> dict[tuple[str, str], tuple[str | None, ...]]:
     """Per cap (dataset, name) with an ∞ driver, each driver's own reason in reasons.py's words
     (reasons.driver_reasons, as the report's caps table), from the releases charged now or at
     `when`; the releases are read only when some driver is ∞."""
@@ -664,7 +669,7 @@ def _driver_why(checks, when=None) -> dict[tuple[str, str], tuple[str | None, ..
 
 def check_lines(checks, planned: bool = True, why: Mapping | None = None) -> list[str]:
     """The text of `check`, `cap list`, `cap set` and `record`: the figures `check_json` states;
-    `why`: per cap (dataset, name), each driver's reason when its charge is ∞ (`_driver_why`)."""
+    `why`: per cap (dataset, name), each driver's reason when its charge is ∞ (`infinite_driver_reasons`)."""
     lines = []
     for c in checks:
         unit = c.cap.unit_text
@@ -702,8 +707,10 @@ def _driver_text(rid: str, value, why: str | None = None) -> str:
     return f"{rid} ({figure})"
 
 
-def check_json(c) -> dict:
-    """One cap in `check --json` and `cap list --json`; every figure through `figure_fields`."""
+def check_json(c, why: Mapping | None = None) -> dict:
+    """One cap in `check --json` and `cap list --json`; every figure through `figure_fields`;
+    `why`: as `check_lines` takes it (`infinite_driver_reasons`), each ∞ driver's reason, in its "reason"."""
+    reasons_ = (why or {}).get((c.cap.dataset, c.cap.name)) or (None,) * len(c.drivers)
     return {
         "cap": c.cap.name,
         "dataset": c.cap.dataset,
@@ -719,15 +726,18 @@ def check_json(c) -> dict:
         "reason": c.reason,
         "charges": [{"release": charge.release, "family": charge.family, **figure_fields("value", charge.value),
                      "reason": charge.reason} for charge in c.charges],
-        "drivers": [_driver_json(rid, v) for rid, v in c.drivers],
+        "drivers": [_driver_json(rid, v, w) for (rid, v), w in zip(c.drivers, reasons_)],
         **({"accountant": c.decision.accountant, "case": c.decision.case, "theorem": c.decision.theorem}
            if c.decision is not None else {}),
     }
 
 
-def _driver_json(rid: str, value) -> dict:
+def _driver_json(rid: str, value, why: str | None = None) -> dict:
+    """A driver as JSON: its release or family, its charge, and for an ∞ charge the reason the text
+    prints beside it (`_driver_text`; reasons.py's words), else null."""
     family = rid[len(budget.FAMILY_DRIVER):] if rid.startswith(budget.FAMILY_DRIVER) else None
-    return {"release": None if family else rid, "family": family, **figure_fields("value", value)}
+    reason = why if is_infinite(value) and value > 0 else None
+    return {"release": None if family else rid, "family": family, **figure_fields("value", value), "reason": reason}
 
 
 def _resolve_variables(chosen: Dataset, names: list[str]) -> set[str]:

@@ -41,13 +41,14 @@ def errors_json(errors: Sequence[LedgerError], exit_code: int = 2) -> dict:
 
 def refusal_json(refused) -> dict:
     """A BudgetRefused (operations.py) as JSON: its message per broken cap, and every cap checked."""
-    from .app import check_json
+    from .app import check_json, infinite_driver_reasons
 
     lines = str(refused).splitlines()
+    why = infinite_driver_reasons(refused.checks)  # (each ∞ driver's reason, as cap list gives it)
     return {"ok": False, "exit_code": 1, "refused": lines[0] if lines else "refused",
             "errors": [{"file": None, "line": None, "field": f"cap {c.cap.dataset}/{c.cap.name}", "message": message}
                        for c, message in refused.cap_messages],
-            "caps": [check_json(c) for c in refused.checks]}
+            "caps": [check_json(c, why) for c in refused.checks]}
 
 
 def dumps(value: object) -> str:
