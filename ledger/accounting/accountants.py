@@ -126,12 +126,12 @@ THEOREMS = {
 CONVERSIONS = {
     "basic": CONVERSION_NAME,
     "rdp": "Canonne-Kamath-Steinke (2020) Prop 12 RDP-to-(epsilon, delta) conversion at the best order, "
-           "at half the delta (a plan declared in advance's share)",
+           "at half the delta (the share kept for plans declared in advance)",
     # adaptive releases: the Rényi filter (Feldman and Zrnic 2021, Thm 4.3), whose order is fixed in advance
     "rdp-filter": "Canonne-Kamath-Steinke (2020) Prop 12 conversion at the orders fixed in advance (the Rényi "
                   "filter, Feldman and Zrnic 2021, Thm 4.3), each at 1/44 of the delta",
-    "pld": "exact hockey-stick divergence of the discretised PLD (pessimistic), at half the delta (a plan "
-           "declared in advance's share)",
+    "pld": "exact hockey-stick divergence of the discretised PLD (pessimistic), at half the delta (the share "
+           "kept for plans declared in advance)",
 }
 CASES = {
     "declared": "declared in advance: every release charged on the subset was recorded before any was "
