@@ -249,7 +249,7 @@ def test_a_cap_below_the_spend_is_accepted_and_over_at_once(spent):
     income = spent.caps()["income"]
     assert (income["limit"], income["current"], income["status"]) == (0.4, 0.5, "over")
     assert income["headroom"] == pytest.approx(-0.1)
-    assert income["drivers"] == [{"release": "a", "family": None, "value": 0.5, "value_exact": "1/2"}]
+    assert income["drivers"] == [{"release": "a", "family": None, "value": 0.5, "value_exact": "1/2", "reason": None}]
     assert "[over] cap income (epsilon) on {income}: spent 0.5, cap 0.4" in spent("cap", "list").out
     # and every plan touching it is refused
     assert spent("check", spent.file("p.yaml", releases(laplace("p", "income", "0.01")))).code == 1
@@ -284,7 +284,7 @@ def test_check_reports_every_touched_cap_by_hand(spent, reference_cks, reference
     assert (income["current"], income["charge"], income["after"], income["limit"]) == (0.5, 0.3, 0.8, 1)
     assert income["headroom"] == pytest.approx(0.2)
     assert income["status"] == "warn"  # exactly 80% of the cap
-    assert income["drivers"] == [{"release": "a", "family": None, "value": 0.5, "value_exact": "1/2"}]
+    assert income["drivers"] == [{"release": "a", "family": None, "value": 0.5, "value_exact": "1/2", "reason": None}]
 
     health = caps["health"]  # rho: 1/8 + 1/2^2/2 = 1/4; the plan adds 0.3^2/2 = 0.045
     assert health["current"] == 0.25
@@ -292,8 +292,8 @@ def test_check_reports_every_touched_cap_by_hand(spent, reference_cks, reference
     assert health["after"] == pytest.approx(0.295)
     assert health["headroom"] == pytest.approx(0.205)
     assert (health["limit"], health["status"]) == (0.5, "ok")
-    assert health["drivers"] == [{"release": "b", "family": None, "value": 0.125, "value_exact": "1/8"},
-                                 {"release": "c", "family": None, "value": 0.125, "value_exact": "1/8"}]
+    assert health["drivers"] == [{"release": "b", "family": None, "value": 0.125, "value_exact": "1/8", "reason": None},
+                                 {"release": "c", "family": None, "value": 0.125, "value_exact": "1/8", "reason": None}]
 
     every = caps["all"]  # pure 1 (zCDP 1/8 + 1/8) and rho 1/8; the plan: pure +0.3, zCDP +0.045
     before = reference_filter(pure=1, pure_rho=1 / 4, rho=1 / 8, delta=1e-9)
@@ -530,7 +530,7 @@ def test_cancelling_frees_the_reservation(clinic):
 
     assert clinic("cancel", "p", "--by", "carol", "--reason", "not needed").out.strip() == "p: cancelled"
     assert income_spent(clinic) == 0.3
-    assert clinic.caps()["income"]["drivers"] == [{"release": "q", "family": None, "value": 0.3, "value_exact": "3/10"}]
+    assert clinic.caps()["income"]["drivers"] == [{"release": "q", "family": None, "value": 0.3, "value_exact": "3/10", "reason": None}]
     assert clinic("subset", "income", "--json").json()["epsilon"] == 0.3
     assert clinic("check", clinic.file("r.yaml", releases(laplace("r", "income", "0.5")))).code == 0
 

@@ -598,7 +598,7 @@ def test_a_family_appears_once_among_drivers_with_its_charge(ledger):
             mechanism: {{name: laplace, epsilon: 1}}
         """)))
     (cap,) = ledger.ok("cap", "list", "--json").json()
-    assert cap["drivers"] == [{"release": None, "family": "split", "value": 1, "value_exact": "1"}]
+    assert cap["drivers"] == [{"release": None, "family": "split", "value": 1, "value_exact": "1", "reason": None}]
     assert cap["current"] == 1
     text = ledger.ok("cap", "list").out
     assert "family split (1, charged once)" in text and "m1" not in text

@@ -71,8 +71,8 @@ class Basis:
 ACCOUNTANT_WORDS = {
     "basic": "basic composition (Tan Prop 3.4; zCDP by Canonne, Kamath and Steinke 2020)",
     "rdp": "the Rényi DP accountant (Mironov 2017; converted by Canonne, Kamath and Steinke 2020, Prop 12)",
-    "pld": "the privacy-loss-distribution accountant (dp_accounting, pessimistic; valid where the plan was "
-           "declared in advance, and made at half the delta, the share kept for such plans)",
+    "pld": "the privacy-loss-distribution accountant (dp_accounting, pessimistic; for a plan declared in "
+           "advance, at delta / 2)",
 }
 
 
