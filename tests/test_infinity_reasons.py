@@ -127,6 +127,21 @@ def test_cap_list_prints_an_infinite_driver_with_its_reason_beside_it(tmp_path):
         (None, "by-region", "inf", SHORT), ("by-sex", None, 0.5, None)]
 
 
+def test_the_heat_maps_legend_and_the_pairs_name_the_alarm_and_each_reason(tmp_path):
+    """The heat map's red cells are every ∞ on protected variables, here a family's move, not a read
+    without a bound: its legend said "∞: not protected" whatever the cause (the last trial's
+    leftover); it names the alarm and points to the tables, which give each pair's reason."""
+    url = firms(tmp_path)
+    html = render(context_of(url, "firms"), "html").decode()
+    assert "∞ on a protected variable: an alarm (why: the tables)" in html
+    assert "∞: not protected" not in html and "red: ∞, not protected" not in html
+    # the pairs beside it, ∞ by the same family's move, say so in `subset`'s words (they said "not protected")
+    assert run_main(url, "subset", "region", "income").out.splitlines()[0] == f"{{region, income}}: ∞ ({SHORT})"
+    highest = html.split('id="highest-pairs"')[1].split("</table>")[0]
+    assert highest.count(f"∞ ({SHORT})") == 2 and "not protected" not in highest
+    assert "2 pairs of protected variables at ∞)" in html
+
+
 def test_the_reports_caps_table_gives_the_familys_reason_on_both_paths(tmp_path, monkeypatch):
     url = firms(tmp_path)
     row = f"| rs | {{region, sex}} | epsilon | 3 | ∞ ({SHORT}) | -∞ | over | family by-region (∞ ({SHORT})), by-sex (0.5) |"

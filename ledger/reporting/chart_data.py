@@ -23,6 +23,7 @@ class PairFigure:
     a: str
     b: str
     epsilon: Number
+    why: str | None = None  # why it is ∞, when it is (reasons.unbounded_reason: the words `subset` prints)
 
 
 @dataclass(frozen=True)

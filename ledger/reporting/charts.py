@@ -40,7 +40,7 @@ from markupsafe import Markup
 from .chart_data import Pairs, Timeline
 from ..core.numbers import format_short
 
-UNPROTECTED = "#c0392b"  # ∞: not protected
+UNPROTECTED = "#c0392b"  # ∞ on a protected variable: an alarm (whatever its reason, reasons.py)
 PUBLIC_EXACT = "#9aa3ad"  # ∞ from a public variable, released exactly by design: neutral
 SCALE = ("#f7fbff", "#9ecae1", "#3182bd", "#08306b")  # epsilon 0 .. the largest finite figure, evenly spaced
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
@@ -87,7 +87,9 @@ def heat_map_svg(pairs: Pairs) -> Markup:
     scale_ticks = _nice_ticks(scale_top, 6)
     width = bar_x + 17 + max(_text_width(_tick(v), 8) for v in scale_ticks) + 18
     bottom = top_margin + side + label_width + 12
-    legend = [(UNPROTECTED, "∞: not protected")] if alarm.any() else []
+    # (an alarm whatever its reason: read without a bound, a family's move, deltas past the delta;
+    # each pair's reason is in the tables, reasons.py's words)
+    legend = [(UNPROTECTED, "∞ on a protected variable: an alarm (why: the tables)")] if alarm.any() else []
     if neutral.any():
         legend.append((PUBLIC_EXACT, "∞: a public variable, released exactly"))
     height = bottom + 18 * len(legend) + 4
@@ -98,7 +100,7 @@ def heat_map_svg(pairs: Pairs) -> Markup:
     out = _open("heat-map", width, height, f"Heat map of epsilon on every pair of {n} variables",
                 f"A square of {n} by {n} cells, one for each pair of variables (the diagonal: a variable "
                 "alone), shaded from light (epsilon 0) to dark blue (the largest finite epsilon, "
-                f"{_tick(top)}); red: ∞, not protected; grey: ∞ from a public variable, released exactly. "
+                f"{_tick(top)}); red: ∞ on a protected variable, an alarm; grey: ∞ from a public variable, released exactly. "
                 "The exact figures of the most exposed pairs are in the table beside it.")
     out.append(f'<image x="{left}" y="{top_margin}" width="{_f(side)}" height="{_f(side)}" '
                f'preserveAspectRatio="none" style="image-rendering:pixelated;image-rendering:crisp-edges" '
@@ -258,7 +260,7 @@ def timeline_svg(timeline: Timeline) -> Markup:
         alarm = bool((~finite[:, ~public]).any())
         line_colour = UNPROTECTED if alarm else PUBLIC_EXACT
         level = float(py(ceiling))
-        text = "∞ not protected" if alarm else "∞ public variables, released exactly"
+        text = "∞ on a protected variable" if alarm else "∞ public variables, released exactly"
         out.append(f'<line x1="{_f(plot_left)}" x2="{_f(plot_right)}" y1="{_f(level)}" y2="{_f(level)}" '
                    f'stroke="{line_colour}" stroke-width="0.8" stroke-dasharray="5 3"/>'
                    f'<rect x="{_f(plot_left + 3)}" y="{_f(level - 12)}" width="{_f(_text_width(text, 8) + 4)}" '

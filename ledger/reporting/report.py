@@ -1228,6 +1228,13 @@ def cap_history(inputs: ReportInputs) -> tuple[CapHistoryEntry, ...]:
                  for entry in entries)
 
 
+def _pair_figure(index: LedgerIndex, a: str, b: str, epsilon: Number, public: Sequence[str]) -> PairFigure:
+    """One of the highest pairs, an ∞ with its reason in the words `subset a b` prints
+    (reasons.unbounded_reason; the headline's worst pair is given its reason the same way)."""
+    why = reasons.unbounded_reason(index, (a, b), public) if is_infinite(epsilon) else None
+    return PairFigure(a, b, epsilon, why)
+
+
 def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequence[str] | None = None,
                  best: bool = False) -> Pairs:
     """Every pair of variables: exact figures for the highest pairs (and for every pair of
@@ -1253,8 +1260,8 @@ def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequ
         public = tuple(v for v, k in zip(variables, keep) if not k)
     values = colour[upper]
     order = np.lexsort((upper[1], upper[0], -values))[:HIGHEST_PAIRS]  # largest first, ∞ first of all
-    highest = tuple(PairFigure(variables[upper[0][k]], variables[upper[1][k]],
-                               grid.spend(upper[0][k], upper[1][k]).epsilon(delta)) for k in order)
+    highest = tuple(_pair_figure(index, variables[upper[0][k]], variables[upper[1][k]],
+                                 grid.spend(upper[0][k], upper[1][k]).epsilon(delta), public) for k in order)
     matrix = None
     if n <= PAIRS_ANNOTATED:
         figures = {}
