@@ -42,7 +42,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..accounting.spend import CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE
+from ..accounting.spend import CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, Spend
 from ..accounting.budget import CapCheck, CapTotal, check, composed, total_from_index
 from ..accounting.engine import LedgerIndex, RiskTable, SpendGrid, at_delta
 from ..accounting.history import charged_from, ended
@@ -1228,10 +1228,13 @@ def cap_history(inputs: ReportInputs) -> tuple[CapHistoryEntry, ...]:
                  for entry in entries)
 
 
-def _pair_figure(index: LedgerIndex, a: str, b: str, epsilon: Number, public: Sequence[str]) -> PairFigure:
-    """One of the highest pairs, an ∞ with its reason in the words `subset a b` prints
+def _pair_figure(index: LedgerIndex, a: str, b: str, spend, delta: Fraction, public: Sequence[str]) -> PairFigure:
+    """One of the highest pairs; an unbounded one with its reason in the words `subset a b` prints
     (reasons.unbounded_reason; the headline's worst pair is given its reason the same way)."""
-    why = reasons.unbounded_reason(index, (a, b), public) if is_infinite(epsilon) else None
+    epsilon = spend.epsilon(delta)
+    # (a chosen figure, accountant_views._Shown, carries no spend: its ∞ asks the reason too)
+    unbounded = spend.unbounded if isinstance(spend, Spend) else is_infinite(epsilon)
+    why = reasons.unbounded_reason(index, (a, b), public) if unbounded else None
     return PairFigure(a, b, epsilon, why)
 
 
@@ -1261,7 +1264,7 @@ def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequ
     values = colour[upper]
     order = np.lexsort((upper[1], upper[0], -values))[:HIGHEST_PAIRS]  # largest first, ∞ first of all
     highest = tuple(_pair_figure(index, variables[upper[0][k]], variables[upper[1][k]],
-                                 grid.spend(upper[0][k], upper[1][k]).epsilon(delta), public) for k in order)
+                                 grid.spend(upper[0][k], upper[1][k]), delta, public) for k in order)
     matrix = None
     if n <= PAIRS_ANNOTATED:
         figures = {}
