@@ -44,10 +44,13 @@ before any of them was published, and no release reading the subset was
 cancelled at or after that first publication (`declared`). A cancellation
 after an output was seen is a stopping decision that may depend on it: the
 releases still charged are then an adaptively chosen set, for which
-non-adaptive composition (PLD, Rényi at its best order, CKS at the whole
-delta) does not hold, and only the filters are valid (Rogers et al. 2016;
-Feldman and Zrnic 2021). A cancellation before any publication only makes the
-plan smaller. The cancellation moments come per variable (`cancelled_moments`:
+non-adaptive composition (PLD, Rényi at its best order, CKS at its best
+order) does not hold, and only the filters are valid (Rogers et al. 2016;
+Feldman and Zrnic 2021), even when one release is left charged
+(`stopped_after_publication`). A cancellation before any publication only makes the
+plan smaller. A declared plan's statements are made at DECLARED_SHARE (half) of
+the delta the approximate releases leave, the filter's at the other half
+(spend.py: one history prints both kinds). The cancellation moments come per variable (`cancelled_moments`:
 the latest cancellation of a release reading it, from the audit events, as
 `history.ended` dates them); an index carries them (`note_cancellations`), a
 composition its subset's latest (`Composition.last_cancelled`). The figure a
@@ -61,8 +64,8 @@ Caps (a privacy filter must decide when releases may be adaptive):
   at ORDER_SHARE, Feldman and Zrnic 2021,
   Theorem 4.3 at each order; the smallest of them valid by a union bound, as
   Lécuyer 2021, §3, unions the orders); and when the plan was declared in
-  advance, the non-adaptive minimum of the three accountants at the whole
-  delta (PLD included). Each decision says which one decided.
+  advance, the non-adaptive minimum of the three accountants, the Rényi and
+  PLD figures at half the delta (PLD included). Each decision says which one decided.
 """
 
 from __future__ import annotations
@@ -517,6 +520,19 @@ def declared(last_recorded: datetime | None, first_published: datetime | None, u
     return last_recorded is not None and _naive(last_recorded) < _naive(first_published)
 
 
+def stopped_after_publication(first_published: datetime | None, last_cancelled: datetime | None) -> bool:
+    """A release reading the subset was cancelled at or after its first publication (`declared`'s
+    stopping decision). Then the subset is adaptive even when one release is left charged: that
+    release alone is where a history watching the outputs stopped, not a plan fixed in advance, and
+    its own figure would be a second declared statement on the subset beside the plan it was cut
+    from (the review of 2026-12-01: a plan of three Gaussians published one by one, cut to its
+    first by cancellations on seeing its output, else to two (adaptive), else run whole, printed
+    1.00118e-3 at delta 1e-3; `case_of`, `cap_decision` and the pair arrays ask this)."""
+    if first_published is None or last_cancelled is None:
+        return False
+    return not _naive(last_cancelled) < _naive(first_published)
+
+
 UNKNOWN_CANCELLATION = datetime.max  # a cancelled release with no dated cancellation: after any publication
 
 
@@ -674,7 +690,8 @@ def _basic_spend_figure(spend, delta: Fraction, case: str) -> Figure:
 
 def rdp_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
     """The Rényi accountant's figure. Declared in advance (non-adaptive composition), the CKS
-    conversion at the best order of the summed curves, with the whole delta. Adaptive (DESIGN
+    conversion at the best order of the summed curves, at the declared plans' share of the delta
+    (spend.DECLARED_SHARE: half of what the approximate releases leave). Adaptive (DESIGN
     2.10), the order cannot be chosen after the outputs were seen: the Rényi filter's figure at
     the orders fixed in advance, the delta split over them (`rdp_filter_figure`, Feldman and
     Zrnic 2021, Thm 4.3 at each order), the very figure a cap at that delta is decided by, so
@@ -877,10 +894,12 @@ def _event_pld(event: Event, count: int, interval: float):
 
 
 def case_of(comp: Composition) -> str:
-    """declared / adaptive (DESIGN 2.10); one charged release alone is not a composition. An
+    """declared / adaptive (DESIGN 2.10); one charged release alone is not a composition, unless
+    it is what is left of one cut short after a publication (`stopped_after_publication`). An
     unbounded subset (a release reads it unprotected) counts no events for its unbounded
     releases, so there the case is the times' alone (`pair_rdp` decides pairs the same way)."""
-    if comp.declared or (not comp.unbounded and sum(comp.events.values()) <= 1):
+    if comp.declared or (not comp.unbounded and sum(comp.events.values()) <= 1
+                         and not stopped_after_publication(comp.first_published, comp.last_cancelled)):
         return "declared"
     return "adaptive"
 
@@ -1853,8 +1872,10 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
     # state and the basic spend are the same releases); read from the state, no composition
     pure = spend.is_pure if spend is not None else _state_is_pure(state)
     units = sum(state["events"].values()) + sum(len(keys) for keys in state["families"].values())
-    case = "declared" if units <= 1 or declared(_parse(state["last_recorded"]), _parse(state["first_published"]),
-                                                state["unknown"], _parse(state.get("last_cancelled"))) else "adaptive"
+    first_published, last_cancelled = _parse(state["first_published"]), _parse(state.get("last_cancelled"))
+    alone = units <= 1 and not stopped_after_publication(first_published, last_cancelled)  # (as `case_of`)
+    case = "declared" if alone or declared(_parse(state["last_recorded"]), first_published, state["unknown"],
+                                           last_cancelled) else "adaptive"
     found = [("basic", basic_value, FILTER_THEOREMS["basic-pure" if pure else "basic"]),
              ("rdp", _filter_from_state(state, cap.delta), FILTER_THEOREMS["rdp"])]
     if case == "declared":
@@ -2029,7 +2050,8 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
     declared_ = ~(unknown[:, None] | unknown[None, :]) & ((pair_first == np.inf)
                                                           | ((pair_last < pair_first) & (pair_ended < pair_first)))
     units = counts.sum(axis=0) if len(chosen) else np.zeros((n, n))
-    declared_ |= (units <= 1) & ~unbounded  # (unbounded pairs: the times alone, as `case_of`)
+    stopped = (pair_first != np.inf) & ~(pair_ended < pair_first)  # (stopped_after_publication)
+    declared_ |= (units <= 1) & ~unbounded & ~stopped  # (unbounded pairs: the times alone, as `case_of`)
     # adaptive pairs show the Rényi filter's figure, at no order chosen afterwards (rdp_figure)
     epsilon, order = np.where(declared_, epsilon, filtered), np.where(declared_, order, np.nan)
     epsilon = np.triu(epsilon) + np.triu(epsilon, 1).T
