@@ -89,6 +89,11 @@ def both_indexes(url: str, when):
 def test_the_rows_at_a_moment_give_the_figures_of_the_releases_as_they_stood(ledger, data):
     entries, lifecycle = ledger
     endings = [data.draw(st.one_of(st.none(), st.integers(0, 6))) for _ in entries]
+    # a release is cancelled or retracted after it was recorded, never before (a history no ledger
+    # writes: the rows then counted, at a moment between the two, the cancellation of a release not
+    # yet recorded, which decides a subset cut short after a publication, accountants.stopped_after_publication)
+    endings = [end if end is None or recorded is None else max(end, recorded)
+               for end, (_, recorded, _, _) in zip(endings, lifecycle)]
     when = moment(data.draw(st.integers(-1, 6)))
     subset = data.draw(st.sets(st.sampled_from(VARIABLES), min_size=1, max_size=3))
     with tempfile.TemporaryDirectory() as directory:
@@ -186,6 +191,8 @@ def drawn_history(ledger, data):
     if data.draw(st.booleans()):
         entries, lifecycle, preferred = with_many_small(entries, lifecycle, data)
     endings = [data.draw(st.one_of(st.none(), st.integers(0, 6))) for _ in entries]
+    endings = [end if end is None or recorded is None else max(end, recorded)  # (never before its recording)
+               for end, (_, recorded, _, _) in zip(endings, lifecycle)]
     return entries, lifecycle, preferred, endings
 
 
@@ -213,6 +220,11 @@ def test_the_caps_at_a_moment_from_the_rows_are_the_caps_of_the_releases_as_they
     if data.draw(st.booleans()):
         entries, lifecycle, preferred = with_many_small(entries, lifecycle, data)
     endings = [data.draw(st.one_of(st.none(), st.integers(0, 6))) for _ in entries]
+    # a release is cancelled or retracted after it was recorded, never before (a history no ledger
+    # writes: the rows then counted, at a moment between the two, the cancellation of a release not
+    # yet recorded, which decides a subset cut short after a publication, accountants.stopped_after_publication)
+    endings = [end if end is None or recorded is None else max(end, recorded)
+               for end, (_, recorded, _, _) in zip(endings, lifecycle)]
     when = moment(data.draw(st.integers(-1, 6)))
     caps = caps_of(data, preferred)
     with tempfile.TemporaryDirectory() as directory:

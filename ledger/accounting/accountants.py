@@ -520,15 +520,23 @@ def declared(last_recorded: datetime | None, first_published: datetime | None, u
     return last_recorded is not None and _naive(last_recorded) < _naive(first_published)
 
 
-def stopped_after_publication(first_published: datetime | None, last_cancelled: datetime | None) -> bool:
+def stopped_after_publication(first_published: datetime | None, last_cancelled: datetime | None,
+                              unknown: bool = False) -> bool:
     """A release reading the subset was cancelled at or after its first publication (`declared`'s
     stopping decision). Then the subset is adaptive even when one release is left charged: that
     release alone is where a history watching the outputs stopped, not a plan fixed in advance, and
     its own figure would be a second declared statement on the subset beside the plan it was cut
     from (the review of 2026-12-01: a plan of three Gaussians published one by one, cut to its
     first by cancellations on seeing its output, else to two (adaptive), else run whole, printed
-    1.00118e-3 at delta 1e-3; `case_of`, `cap_decision` and the pair arrays ask this)."""
-    if first_published is None or last_cancelled is None:
+    1.00118e-3 at delta 1e-3; `case_of`, `cap_decision` and the pair arrays ask this). `unknown`: a
+    charged release without its moments (an old ledger): any cancellation may have followed a
+    publication, so one counts (the paths encode an unknown publication differently; this answer
+    reads none of them)."""
+    if last_cancelled is None:
+        return False
+    if unknown:
+        return True
+    if first_published is None:
         return False
     return not _naive(last_cancelled) < _naive(first_published)
 
@@ -899,7 +907,8 @@ def case_of(comp: Composition) -> str:
     unbounded subset (a release reads it unprotected) counts no events for its unbounded
     releases, so there the case is the times' alone (`pair_rdp` decides pairs the same way)."""
     if comp.declared or (not comp.unbounded and sum(comp.events.values()) <= 1
-                         and not stopped_after_publication(comp.first_published, comp.last_cancelled)):
+                         and not stopped_after_publication(comp.first_published, comp.last_cancelled,
+                                                           comp.unknown_times)):
         return "declared"
     return "adaptive"
 
@@ -1873,7 +1882,8 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
     pure = spend.is_pure if spend is not None else _state_is_pure(state)
     units = sum(state["events"].values()) + sum(len(keys) for keys in state["families"].values())
     first_published, last_cancelled = _parse(state["first_published"]), _parse(state.get("last_cancelled"))
-    alone = units <= 1 and not stopped_after_publication(first_published, last_cancelled)  # (as `case_of`)
+    alone = units <= 1 and not stopped_after_publication(first_published, last_cancelled,
+                                                         state["unknown"])  # (as `case_of`)
     case = "declared" if alone or declared(_parse(state["last_recorded"]), first_published, state["unknown"],
                                            last_cancelled) else "adaptive"
     found = [("basic", basic_value, FILTER_THEOREMS["basic-pure" if pure else "basic"]),
@@ -2050,7 +2060,10 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
     declared_ = ~(unknown[:, None] | unknown[None, :]) & ((pair_first == np.inf)
                                                           | ((pair_last < pair_first) & (pair_ended < pair_first)))
     units = counts.sum(axis=0) if len(chosen) else np.zeros((n, n))
-    stopped = (pair_first != np.inf) & ~(pair_ended < pair_first)  # (stopped_after_publication)
+    # (stopped_after_publication: a cancellation at or after the first publication; with a release
+    # of unknown moments, any cancellation)
+    pair_unknown = unknown[:, None] | unknown[None, :]
+    stopped = (pair_ended != -np.inf) & (pair_unknown | ((pair_first != np.inf) & ~(pair_ended < pair_first)))
     declared_ |= (units <= 1) & ~unbounded & ~stopped  # (unbounded pairs: the times alone, as `case_of`)
     # adaptive pairs show the Rényi filter's figure, at no order chosen afterwards (rdp_figure)
     epsilon, order = np.where(declared_, epsilon, filtered), np.where(declared_, order, np.nan)
