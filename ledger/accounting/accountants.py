@@ -528,7 +528,7 @@ def stopped_after_publication(first_published: datetime | None, last_cancelled: 
     its own figure would be a second declared statement on the subset beside the plan it was cut
     from (the review of 2026-12-01: a plan of three Gaussians published one by one, cut to its
     first by cancellations on seeing its output, else to two (adaptive), else run whole, printed
-    1.00118e-3 at delta 1e-3; `case_of`, `cap_decision` and the pair arrays ask this). `unknown`: a
+    1.00118e-3 at delta 1e-3; `case_from` asks this, and the pair arrays over arrays). `unknown`: a
     charged release without its moments (an old ledger): any cancellation may have followed a
     publication, so one counts (the paths encode an unknown publication differently; this answer
     reads none of them)."""
@@ -539,6 +539,18 @@ def stopped_after_publication(first_published: datetime | None, last_cancelled: 
     if first_published is None:
         return False
     return not _naive(last_cancelled) < _naive(first_published)
+
+
+def case_from(units: float, last_recorded: datetime | None, first_published: datetime | None, unknown: bool,
+              last_cancelled: datetime | None) -> str:
+    """declared / adaptive (DESIGN 2.10) of `units` charged units with these moments: `declared`, or
+    one unit alone (not a composition) unless it is what is left of a plan cut short after a
+    publication (`stopped_after_publication`). `case_of` and `cap_decision` ask this; the pair
+    arrays of `pair_rdp` apply it over arrays."""
+    if declared(last_recorded, first_published, unknown, last_cancelled):
+        return "declared"
+    alone = units <= 1 and not stopped_after_publication(first_published, last_cancelled, unknown)
+    return "declared" if alone else "adaptive"
 
 
 UNKNOWN_CANCELLATION = datetime.max  # a cancelled release with no dated cancellation: after any publication
@@ -906,11 +918,8 @@ def case_of(comp: Composition) -> str:
     it is what is left of one cut short after a publication (`stopped_after_publication`). An
     unbounded subset (a release reads it unprotected) counts no events for its unbounded
     releases, so there the case is the times' alone (`pair_rdp` decides pairs the same way)."""
-    if comp.declared or (not comp.unbounded and sum(comp.events.values()) <= 1
-                         and not stopped_after_publication(comp.first_published, comp.last_cancelled,
-                                                           comp.unknown_times)):
-        return "declared"
-    return "adaptive"
+    units = math.inf if comp.unbounded else sum(comp.events.values())
+    return case_from(units, comp.last_recorded, comp.first_published, comp.unknown_times, comp.last_cancelled)
 
 
 def _randomized_response_pld(epsilon: float, count: int, interval: float):
@@ -1881,11 +1890,8 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
     # state and the basic spend are the same releases); read from the state, no composition
     pure = spend.is_pure if spend is not None else _state_is_pure(state)
     units = sum(state["events"].values()) + sum(len(keys) for keys in state["families"].values())
-    first_published, last_cancelled = _parse(state["first_published"]), _parse(state.get("last_cancelled"))
-    alone = units <= 1 and not stopped_after_publication(first_published, last_cancelled,
-                                                         state["unknown"])  # (as `case_of`)
-    case = "declared" if alone or declared(_parse(state["last_recorded"]), first_published, state["unknown"],
-                                           last_cancelled) else "adaptive"
+    case = case_from(units, _parse(state["last_recorded"]), _parse(state["first_published"]), state["unknown"],
+                     _parse(state.get("last_cancelled")))  # (as `case_of`)
     found = [("basic", basic_value, FILTER_THEOREMS["basic-pure" if pure else "basic"]),
              ("rdp", _filter_from_state(state, cap.delta), FILTER_THEOREMS["rdp"])]
     if case == "declared":

@@ -114,10 +114,12 @@ def pair_accountants(index, delta: Fraction, accountant: str | None = None, grid
 
 
 class _Shown:
-    """A chosen figure where the report expects a Spend (`.epsilon(delta)`)."""
+    """A chosen figure where the report expects a Spend (`.epsilon(delta)`, `.unbounded`: the
+    pair left without a certified bound, as `pair_rdp` has it)."""
 
-    def __init__(self, value):
+    def __init__(self, value, unbounded: bool = False):
         self.value = value
+        self.unbounded = unbounded
 
     def epsilon(self, delta):
         return self.value
@@ -148,7 +150,9 @@ class ShownPairs:
         return accountants.best(accountants.pair_figure(self.index, self.delta, self.grid, self.rdp, int(i), int(j)))
 
     def spend(self, i: int, j: int) -> _Shown:
-        return _Shown(self.figure(i, j).epsilon)
+        unbounded = self.rdp.unbounded  # (pair_rdp's: the grid's unbounded pairs and the families')
+        return _Shown(self.figure(i, j).epsilon, bool(unbounded[i, j]) if unbounded is not None
+                      else self.grid.spend(i, j).unbounded)
 
 
 def best_pair_grid(index, delta: Fraction, grid, colour):

@@ -42,7 +42,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..accounting.spend import CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, Spend
+from ..accounting.spend import CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE
 from ..accounting.budget import CapCheck, CapTotal, check, composed, total_from_index
 from ..accounting.engine import LedgerIndex, RiskTable, SpendGrid, at_delta
 from ..accounting.history import charged_from, ended
@@ -1231,11 +1231,8 @@ def cap_history(inputs: ReportInputs) -> tuple[CapHistoryEntry, ...]:
 def _pair_figure(index: LedgerIndex, a: str, b: str, spend, delta: Fraction, public: Sequence[str]) -> PairFigure:
     """One of the highest pairs; an unbounded one with its reason in the words `subset a b` prints
     (reasons.unbounded_reason; the headline's worst pair is given its reason the same way)."""
-    epsilon = spend.epsilon(delta)
-    # (a chosen figure, accountant_views._Shown, carries no spend: its ∞ asks the reason too)
-    unbounded = spend.unbounded if isinstance(spend, Spend) else is_infinite(epsilon)
-    why = reasons.unbounded_reason(index, (a, b), public) if unbounded else None
-    return PairFigure(a, b, epsilon, why)
+    why = reasons.unbounded_reason(index, (a, b), public) if spend.unbounded else None
+    return PairFigure(a, b, spend.epsilon(delta), why)
 
 
 def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequence[str] | None = None,
