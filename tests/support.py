@@ -5,6 +5,8 @@ point `ledger.cli.app.main()`, which maps bad input to exit 2 and a refused budg
 check to exit 1; it returns the exit code and what was printed. `migrations(first, last)` is
 what an upgrade writes in the audit chain. `dump_tables(url)` and `dump_sqlite(path)` are a
 ledger's stored bytes, compared before and after a command that must write nothing.
+`cli_ok(url, *args)` is `cli_main` that must exit 0; `tick_ledger_clock(monkeypatch)` makes the
+ledger's clock move a minute at every step.
 """
 
 from __future__ import annotations
@@ -73,3 +75,27 @@ def dump_sqlite(path: Path) -> list[str]:
         return list(connection.iterdump())
     finally:
         connection.close()
+
+
+def cli_ok(url: str, *args) -> Run:
+    """`cli_main` of a step that must succeed (exit 0; what it printed in the failure's message)."""
+    result = cli_main(url, *map(str, args))
+    assert result.code == 0, (args, result.out, result.err)
+    return result
+
+
+def tick_ledger_clock(monkeypatch, start=None) -> None:
+    """Every step the ledger stamps a minute after the one before, from `start` (default 2026-01-01
+    09:00 UTC): the ledger keeps whole seconds, so steps run in one second would be simultaneous,
+    and a publication at its plan's moment is not after it (DESIGN 2.10's cases read the order)."""
+    from datetime import UTC, datetime, timedelta
+
+    from ledger.store import database as store
+
+    clock = {"now": start or datetime(2026, 1, 1, 9, 0, tzinfo=UTC)}
+
+    def now():
+        clock["now"] += timedelta(minutes=1)
+        return clock["now"]
+
+    monkeypatch.setattr(store, "now", now)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import textwrap
-from datetime import UTC, datetime, timedelta
 
 import pytest
 from scipy.optimize import brentq
@@ -29,7 +28,7 @@ from scipy.stats import norm
 from sqlalchemy import create_engine, text
 
 from conftest import REFERENCE_DECLARED_PART
-from support import cli_main
+from support import cli_main, tick_ledger_clock
 
 DELTA = 1e-6
 DECLARED_DELTA = REFERENCE_DECLARED_PART * DELTA  # a declared plan's statements' share of DELTA
@@ -124,17 +123,7 @@ def adaptive_three(reference_filter) -> float:
 
 @pytest.fixture(autouse=True)
 def ticking(monkeypatch):
-    """Every step a minute after the one before (the ledger keeps whole seconds: steps run in one
-    second here would be simultaneous, and a publication at its plan's moment is not after it)."""
-    from ledger.store import database as store
-
-    clock = {"now": datetime(2026, 1, 1, 9, 0, tzinfo=UTC)}
-
-    def now():
-        clock["now"] += timedelta(minutes=1)
-        return clock["now"]
-
-    monkeypatch.setattr(store, "now", now)
+    tick_ledger_clock(monkeypatch)
 
 
 @pytest.fixture

@@ -19,13 +19,11 @@ term in closed form, Balle and Wang 2018, Thm 8)."""
 from __future__ import annotations
 
 import math
-import textwrap
-from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 from scipy.stats import norm
-from support import cli_main
+from support import cli_ok, tick_ledger_clock
 
 DELTA = 1e-3
 SIGMAS = ("5/3", "5/6", "1/16")
@@ -34,21 +32,10 @@ MU = (0.6, 1.2, 16.0)
 
 @pytest.fixture(autouse=True)
 def ticking(monkeypatch):
-    from ledger.store import database as store
-
-    clock = {"now": datetime(2026, 1, 1, 9, 0, tzinfo=UTC)}
-
-    def now():
-        clock["now"] += timedelta(minutes=1)
-        return clock["now"]
-
-    monkeypatch.setattr(store, "now", now)
+    tick_ledger_clock(monkeypatch)
 
 
-def run(url, *args):
-    result = cli_main(url, *map(str, args))
-    assert result.code == 0, (args, result.out, result.err)
-    return result
+run = cli_ok
 
 
 def stopped_at(tmp_path, name: str, point: str) -> dict:

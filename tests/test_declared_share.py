@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import math
 import textwrap
-from datetime import UTC, datetime, timedelta
 
 import pytest
 from conftest import REFERENCE_DECLARED_PART
 from scipy.optimize import brentq
 from scipy.stats import norm
-from support import cli_main
+from support import cli_ok, tick_ledger_clock
 
 DELTA = 1e-6
 
@@ -31,21 +30,10 @@ def exact_gaussian(mu: float, delta: float) -> float:
 
 @pytest.fixture(autouse=True)
 def ticking(monkeypatch):
-    from ledger.store import database as store
-
-    clock = {"now": datetime(2026, 1, 1, 9, 0, tzinfo=UTC)}
-
-    def now():
-        clock["now"] += timedelta(minutes=1)
-        return clock["now"]
-
-    monkeypatch.setattr(store, "now", now)
+    tick_ledger_clock(monkeypatch)
 
 
-def run(url, *args, code=0):
-    result = cli_main(url, *map(str, args))
-    assert result.code == code, (args, result.out, result.err)
-    return result
+run = cli_ok
 
 
 def forget_cached_figures() -> None:

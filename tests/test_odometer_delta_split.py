@@ -38,12 +38,11 @@ from __future__ import annotations
 
 import math
 import textwrap
-from datetime import UTC, datetime, timedelta
 from fractions import Fraction as F
 
 import pytest
 from scipy.stats import norm
-from support import cli_main
+from support import cli_ok, tick_ledger_clock
 from test_odometer import stopped_hockey_stick
 
 from ledger.accounting.spend import DECLARED_SHARE, Spend
@@ -60,21 +59,10 @@ def filter_figure(t: int, approx_delta: F = F(0)) -> float:
 
 @pytest.fixture(autouse=True)
 def ticking(monkeypatch):
-    from ledger.store import database as store
-
-    clock = {"now": datetime(2026, 1, 1, 9, 0, tzinfo=UTC)}
-
-    def now():
-        clock["now"] += timedelta(minutes=1)
-        return clock["now"]
-
-    monkeypatch.setattr(store, "now", now)
+    tick_ledger_clock(monkeypatch)
 
 
-def run(url, *args):
-    result = cli_main(url, *map(str, args))
-    assert result.code == 0, (args, result.out, result.err)
-    return result
+run = cli_ok
 
 
 def printed_after_each_release(url, tmp_path, count: int, late_approx: F | None = None) -> list[dict]:
