@@ -84,23 +84,22 @@ def reference_cks():
 REFERENCE_FILTER_ORDERS = (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256, 512, 1024)
 # The delta's split fixed in advance (spend.DECLARED_SHARE, written out): half to a plan declared in
 # advance (its PLD and best-order Rényi figures), the other half to the filter's orders.
-REFERENCE_DECLARED_PART = 0.5
+REFERENCE_ALLOWANCE = 0.5  # the share of a figure's delta kept for approximate releases
 
 
 def _reference_filter(pure=0, pure_rho=None, rho=0, approx_epsilon=0, approx_delta=0, delta=1e-9) -> float:
-    """The basic accountant's (epsilon at delta): the pure sum (approximate parts beside it by basic
-    composition) when there is no rho; else, at each of 22 fixed orders a, min(pure, a * pure_rho)
-    + a * rho converted by CKS 2020 Prop 12 at 1/44 of the delta the approximate parts leave, the
-    smallest, plus their epsilon (statements that hold at every stopping time: no conversion at
-    the order best for the realized rho)."""
+    """The running figure at `delta`, written from the model: the approximate deltas must fit the
+    allowance, half of the delta (else ∞); the pure sum with the approximate epsilons beside it when
+    there is no rho; else, at each of 22 fixed orders a, min(pure, a * pure_rho) + a * rho
+    converted by CKS 2020 Prop 12 at 1/22 of the other half, the smallest, plus the approximate
+    epsilons (statements that hold at every stopping time)."""
     pure, rho, approx_epsilon = float(pure), float(rho), float(approx_epsilon)
     pure_rho = pure * pure / 2 if pure_rho is None else float(pure_rho)
-    remaining = float(delta) - float(approx_delta)
-    if rho == 0:
-        return pure + approx_epsilon if remaining >= 0 else math.inf
-    if remaining <= 0:
+    if float(approx_delta) > REFERENCE_ALLOWANCE * float(delta) * (1 + 1e-15):
         return math.inf
-    share = remaining * (1 - REFERENCE_DECLARED_PART) / len(REFERENCE_FILTER_ORDERS)
+    if rho == 0:
+        return pure + approx_epsilon
+    share = float(delta) * (1 - REFERENCE_ALLOWANCE) / len(REFERENCE_FILTER_ORDERS)
     orders = min(min(pure, a * pure_rho) + a * rho + math.log1p(-1 / a) - (math.log(share) + math.log(a)) / (a - 1)
                  for a in REFERENCE_FILTER_ORDERS)
     return approx_epsilon + orders

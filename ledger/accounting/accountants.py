@@ -82,7 +82,9 @@ from ..core.lazy import lazy_module
 
 np = lazy_module("numpy")  # imported on first use (issue 13)
 
-from .spend import CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, Spend, cks_epsilon, declared_delta
+from .spend import (ALLOWANCE, CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, Spend, cks_epsilon, filter_delta,
+                    within_allowance)
+from . import filters
 from .catalogue import derive_guarantees, gaussian_multiplier
 from ..core.numbers import INF, Number
 from ..core.records import CHARGED_STATUSES, Family, Mechanism, Relation, Release, Status
@@ -128,24 +130,21 @@ THEOREMS = {
 }
 CONVERSIONS = {
     "basic": CONVERSION_NAME,
-    "rdp": "Canonne-Kamath-Steinke (2020) Prop 12 RDP-to-(epsilon, delta) conversion at the best order, "
-           "at half the delta (the share kept for plans declared in advance)",
-    # adaptive releases: the Rényi filter (Feldman and Zrnic 2021, Thm 4.3), whose order is fixed in advance
-    "rdp-filter": "Canonne-Kamath-Steinke (2020) Prop 12 conversion at the orders fixed in advance (the Rényi "
-                  "filter, Feldman and Zrnic 2021, Thm 4.3), each at 1/44 of the delta",
-    "pld": "exact hockey-stick divergence of the discretised PLD (pessimistic), at half the delta (the share "
-           "kept for plans declared in advance)",
+    "rdp": "Canonne-Kamath-Steinke (2020) Prop 12 conversion at the Rényi orders fixed in advance (the Rényi "
+           "filter, Feldman and Zrnic 2021, Thm 4.3), each at 1/22 of the delta the approximate allowance leaves",
+    "rdp-filter": "Canonne-Kamath-Steinke (2020) Prop 12 conversion at the Rényi orders fixed in advance (the Rényi "
+                  "filter, Feldman and Zrnic 2021, Thm 4.3), each at 1/22 of the delta the approximate allowance "
+                  "leaves",
+    "pld": "exact hockey-stick divergence of the discretised PLD (pessimistic), at the whole delta, had the whole "
+           "plan been fixed in advance (information only)",
 }
 CASES = {
-    "declared": "declared in advance: every release charged on the subset was recorded before any was "
-                "published, and none reading it was cancelled after that (non-adaptive composition)",
-    "adaptive": "adaptive: some release was recorded after another was published, or a release reading "
-                "the subset was cancelled after one was published (a stopping decision)",
+    "adaptive": "fully adaptive: any release may have been chosen after earlier outputs were seen",
+    "fixed": "the tight figure had the whole plan been fixed in advance; not a bound under adaptive choices, "
+             "never the headline and never a cap's",
 }
-# The case of a cap decided by a filter alone (the pure sum, the rho sum, the basic filter): a
-# filter holds for adaptive releases, so for a plan declared in advance too (DESIGN 2.10); its
-# decision does not depend on which case the ledger is in, and says so.
-EITHER_CASE = "adaptive or declared"
+# Every figure holds under full adaptivity; a cap's filter holds whatever the order of its releases.
+EITHER_CASE = "adaptive"
 
 
 # --------------------------------------------------------------------------
@@ -506,18 +505,10 @@ class Composition:
 
 def declared(last_recorded: datetime | None, first_published: datetime | None, unknown: bool,
              last_cancelled: datetime | None = None) -> bool:
-    """DESIGN 2.10: declared in advance when every charged release was recorded strictly
-    before the first of them was published (nothing published yet counts too), and no
-    release reading the subset was cancelled at or after that publication (`last_cancelled`:
-    the latest such cancellation). A cancellation after an output was seen may depend on it
-    (a stopping decision): the releases left charged were then chosen adaptively."""
-    if unknown:
-        return False
-    if first_published is None:
-        return True
-    if last_cancelled is not None and not _naive(last_cancelled) < _naive(first_published):
-        return False
-    return last_recorded is not None and _naive(last_recorded) < _naive(first_published)
+    """Never: the ledger cannot observe which outputs a steward saw before choosing a release, so
+    every composition is treated as fully adaptive (docs/explanation/accounting.md). Kept as the
+    one place that says so while the moments are still recorded for the as-of views."""
+    return False
 
 
 def stopped_after_publication(first_published: datetime | None, last_cancelled: datetime | None,
@@ -543,14 +534,8 @@ def stopped_after_publication(first_published: datetime | None, last_cancelled: 
 
 def case_from(units: float, last_recorded: datetime | None, first_published: datetime | None, unknown: bool,
               last_cancelled: datetime | None) -> str:
-    """declared / adaptive (DESIGN 2.10) of `units` charged units with these moments: `declared`, or
-    one unit alone (not a composition) unless it is what is left of a plan cut short after a
-    publication (`stopped_after_publication`). `case_of` and `cap_decision` ask this; the pair
-    arrays of `pair_rdp` apply it over arrays."""
-    if declared(last_recorded, first_published, unknown, last_cancelled):
-        return "declared"
-    alone = units <= 1 and not stopped_after_publication(first_published, last_cancelled, unknown)
-    return "declared" if alone else "adaptive"
+    """The one case of every composition: adaptive (`declared`)."""
+    return "adaptive"
 
 
 UNKNOWN_CANCELLATION = datetime.max  # a cancelled release with no dated cancellation: after any publication
@@ -709,43 +694,28 @@ def _basic_spend_figure(spend, delta: Fraction, case: str) -> Figure:
 
 
 def rdp_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
-    """The Rényi accountant's figure. Declared in advance (non-adaptive composition), the CKS
-    conversion at the best order of the summed curves, at the declared plans' share of the delta
-    (spend.DECLARED_SHARE: half of what the approximate releases leave). Adaptive (DESIGN
-    2.10), the order cannot be chosen after the outputs were seen: the Rényi filter's figure at
-    the orders fixed in advance, the delta split over them (`rdp_filter_figure`, Feldman and
-    Zrnic 2021, Thm 4.3 at each order), the very figure a cap at that delta is decided by, so
-    no command shows a smaller Rényi figure than the one enforcement holds the subset to."""
+    """The Rényi accountant's figure: the Rényi filter's at the orders fixed in advance, the
+    delta the allowance leaves split over them (`rdp_filter_figure`, Feldman and Zrnic 2021,
+    Thm 4.3 at each order). The order is never chosen after the outputs were seen."""
     if comp.unbounded:
-        return Figure("rdp", INF, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"])
-    if case == "adaptive":  # (∞ when the approximate releases' deltas use up this delta)
-        approx_delta = comp.approx()[1]
-        note = ("the approximate releases' deltas exceed this delta" if approx_delta >= delta else
-                "approximate guarantees by basic composition" if approx_delta else "")
-        return Figure("rdp", rdp_filter_figure(comp, delta), delta, True, case, THEOREMS["rdp"],
-                      CONVERSIONS["rdp-filter"], note=note)
-    approx_eps, approx_delta = comp.approx()
-    remaining = declared_delta(float(delta - approx_delta))  # (the declared statements' share, spend.py)
-    if remaining <= 0:
-        return Figure("rdp", INF, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"],
-                      note="the approximate releases' deltas exceed this delta")
-    curve = comp.curve()
-    eps, order = rdp_epsilon(curve, remaining)
-    rho = comp.rho_bound()
-    if rho > 0:
-        zcdp = cks_epsilon(rho, remaining)
-        if zcdp < eps:
-            eps, order = zcdp, None
-    eps = _up(eps + float(approx_eps)) if approx_eps else eps
-    return Figure("rdp", eps, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp"], order=order,
-                  note="approximate guarantees by basic composition" if approx_delta else "")
+        return Figure("rdp", INF, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp-filter"])
+    approx_delta = comp.approx()[1]
+    note = ("the approximate releases' deltas pass the allowance at this delta"
+            if not within_allowance(approx_delta, delta) else
+            "approximate guarantees by basic composition" if approx_delta else "")
+    return Figure("rdp", rdp_filter_figure(comp, delta), delta, True, case, THEOREMS["rdp"],
+                  CONVERSIONS["rdp-filter"], note=note)
 
 
 def pld_figure(comp: Composition, delta: Fraction, case: str, known: Mapping | None = None) -> Figure:
     """dp_accounting's PLD figure of the composition at `delta`. `known`: the memo a running cap
     state keeps (its "pld", `cap_decision`), used instead of composing when it was made for
-    exactly this composition's input (`pld_memo_digest`); the Figure carries the memo of its figure."""
-    valid = case == "declared"
+    exactly this composition's input (`pld_memo_digest`); the Figure carries the memo of its figure.
+
+    Information only (`valid` False): the tight figure had the whole plan been fixed in advance,
+    at the whole delta. Composition by PLD is not a valid filter or odometer under full
+    adaptivity, so it never decides a cap and is never the headline."""
+    valid = False
     if comp.unbounded:
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"])
     unsupported = sorted({e.kind for e in comp.events if e.kind == "zcdp"})
@@ -760,7 +730,7 @@ def pld_figure(comp: Composition, delta: Fraction, case: str, known: Mapping | N
                       note=f"not computed: a release's epsilon is above {PLD_EPSILON_LIMIT}, where the "
                            "discretised distribution is too large to build; basic and rdp apply")
     approx_eps, approx_delta = comp.approx()
-    remaining = declared_delta(float(delta - approx_delta))  # (the declared statements' share, spend.py)
+    remaining = float(delta - approx_delta)  # (the plan fixed in advance: the whole delta)
     if remaining <= 0:
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"])
     items = tuple(sorted((e.key, c) for e, c in comp.events.items() if e.kind != "approx"))
@@ -772,7 +742,7 @@ def pld_figure(comp: Composition, delta: Fraction, case: str, known: Mapping | N
         eps = _pld_epsilon_of(items, remaining, interval)
     memo = {"of": digest, "epsilon": eps} if math.isfinite(eps) else None  # (JSON has no infinity)
     eps = _up(eps + float(approx_eps)) if approx_eps else eps
-    notes = [] if valid else ["not valid here: " + CASES["adaptive"]]
+    notes = ["information: " + CASES["fixed"]]
     if any(e.kind == "sampled" for e in comp.events):
         notes.append(SAMPLED_PLD_NOTE)
     return Figure("pld", eps, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], note="; ".join(notes),
@@ -1453,7 +1423,7 @@ def _pld_not_computed(comp: Composition, delta: Fraction, case: str) -> Figure:
     """The PLD figure where it is not valid (the adaptive case) and not asked for: not computed
     (`best` never chooses it), as `figures(invalid_pld=False)` says it."""
     return Figure("pld", INF, delta, False, case, THEOREMS["pld"], CONVERSIONS["pld"], available=False,
-                  note="not computed: not valid here (" + CASES["adaptive"] + ")")
+                  note="not computed (information only: " + CASES["fixed"] + ")")
 
 
 _EPOCH = datetime(1970, 1, 1)
@@ -1784,10 +1754,10 @@ def rdp_filter_figure(comp: Composition, delta: Fraction) -> float:
     for probability delta, eps-pure, whose loss is at most eps at every order: Kairouz, Oh
     and Viswanath 2015, Lemma 3.4)."""
     approx_eps, approx_delta = comp.approx()
-    remaining = delta - approx_delta
+    remaining = filter_delta(delta, approx_delta)
     if remaining <= 0:
         return INF
-    value = rdp_filter_epsilon(comp.curve(), float(remaining))
+    value = rdp_filter_epsilon(comp.curve(), remaining)
     # (not the summed rho converted at its best order: that order follows the realized total, a
     # filter only for a rho budget fixed in advance, not a figure valid at every stopping time;
     # spend.py's module docstring)
@@ -1858,58 +1828,70 @@ def _filter_from_state(state: dict, delta: Fraction) -> float:
 @lru_cache(maxsize=4096)
 def _filter_value(items: tuple, delta: Fraction) -> float:
     curve, rho, approx_eps, approx_delta = _state_sums(items)
-    remaining = delta - approx_delta
+    remaining = filter_delta(delta, approx_delta)
     if remaining <= 0:
         return INF
-    value = rdp_filter_epsilon(curve, float(remaining))  # (as rdp_filter_figure)
+    value = rdp_filter_epsilon(curve, remaining)  # (as rdp_filter_figure)
     return _up(value + float(approx_eps)) if approx_eps else value
 
 
 def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | None) -> Decision:
-    """The figure a cap is checked with: the smallest *valid filter* figure (module docstring).
+    """The figure a cap is checked with: its filter's (filters.py), fixed when the cap was set.
 
-    A pure-epsilon cap keeps the pure sum, a rho cap the sum of rho. A cap at a delta takes
-    the smallest of the basic figure and the Rényi filter's (`rdp_filter_figure`), whatever
-    the releases' notions; when the plan was declared in advance also the Rényi and PLD
-    figures (non-adaptive composition, DESIGN 2.10). Each candidate is a valid upper bound
-    that can only rise when a release is added (the curves and sums only grow, the filter's
-    figure is above the Rényi figure, and a declared plan stays declared only when the
-    smaller set was declared too), so the minimum never falls when a release joins.
-
-    In the declared case the state is given (or keeps) its PLD memo, "pld" (`pld_figure`): the
-    state a record saves carries the figure it was decided with, and the next decision on that
-    state reads it instead of composing the same PLD again (`audit verify` recomputes it)."""
+    A pure-epsilon cap keeps the pure sum, a rho cap the sum of rho. A cap at a delta is a
+    Gaussian-DP filter or a Rényi filter at one order (`Cap.filter`); a Rényi filter whose
+    admitted releases are all pure also holds by their pure sum, which spends no delta (it
+    bounds the loss on every outcome), and takes it where it is smaller. Every figure can only
+    rise when a release joins, so a check admits exactly what the filter admits."""
     if cap.rho is not None:
-        return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["rho"])
+        return Decision("basic", basic_value, EITHER_CASE, filters.describe(cap))
     if cap.delta is None:
-        return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["basic-pure"])
+        return Decision("basic", basic_value, EITHER_CASE, filters.describe(cap))
     if state is None or state["unbounded"] or math.isinf(float(basic_value)) or (spend is not None
                                                                               and spend.unbounded):
-        return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["basic"])
-    # the basic figure is the pure sum exactly when every event the state holds is pure (the
-    # state and the basic spend are the same releases); read from the state, no composition
+        return Decision("basic", INF, EITHER_CASE, filters.describe(cap))
+    items = _state_items(state)
+    kind, order = filters.kind_of(cap.filter)
+    if kind == filters.GAUSSIAN:
+        counts: Counter = Counter()
+        for key, count in items:
+            event = Event.from_key(key)
+            counts[(event.kind, event.a, event.b)] += count
+        return Decision("gdp", filters.gaussian_figure(counts, cap.delta), EITHER_CASE, filters.describe(cap))
+    order = order or cap_order(cap)
+    curve, _rho, approx_eps, approx_delta = _state_sums(items)
+    if not within_allowance(approx_delta, cap.delta):
+        return Decision("rdp", INF, EITHER_CASE, filters.describe(cap))
+    at = int(np.flatnonzero(np.isclose(_grids()["ORDERS"], order))[0])
+    value = filters.renyi_figure(float(curve[at]), order, cap.delta, float(approx_eps))
     pure = spend.is_pure if spend is not None else _state_is_pure(state)
-    units = sum(state["events"].values()) + sum(len(keys) for keys in state["families"].values())
-    case = case_from(units, _parse(state["last_recorded"]), _parse(state["first_published"]), state["unknown"],
-                     _parse(state.get("last_cancelled")))  # (as `case_of`)
-    found = [("basic", basic_value, FILTER_THEOREMS["basic-pure" if pure else "basic"]),
-             ("rdp", _filter_from_state(state, cap.delta), FILTER_THEOREMS["rdp"])]
-    if case == "declared":
-        comp = state_composition(state, spend if spend is not None else Spend())  # (its basic is not read)
-        declared_theorem = FILTER_THEOREMS["declared"] + "; decided by {}: {}"
-        found.append(("rdp", rdp_figure(comp, cap.delta, case).epsilon,
-                      declared_theorem.format("rdp", THEOREMS["rdp"])))
-        pld = pld_figure(comp, cap.delta, case, state.get("pld"))
-        if pld.memo is not None:
-            # kept with the state (a state recording saves carries the figure it was decided
-            # with, so the next check's figure before its plan is read, not composed again)
-            state["pld"] = pld.memo
-        if pld.available:
-            found.append(("pld", pld.epsilon, declared_theorem.format("pld", THEOREMS["pld"])))
-    name, value, theorem = _smallest(found, lambda item: float(item[1]), lambda item: item[0])
-    if pure and float(value) >= float(basic_value) * (1 - PURE_PREFERENCE):
-        name, value, theorem = found[0]  # the pure sum holds at delta 0 (as `best` prefers it)
-    return Decision(name, value, case, theorem)
+    if pure and float(basic_value) <= value * (1 + PURE_PREFERENCE):
+        return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["basic-pure"])
+    return Decision("rdp", value, EITHER_CASE, filters.describe(cap))
+
+
+def cap_order(cap) -> float:
+    """The order of a Rényi-filter cap: fixed by its epsilon and delta alone (filters.renyi_order)."""
+    return filters.renyi_order(cap.epsilon, cap.delta, _grids()["ORDERS"])
+
+
+def choose_filter(cap, state: dict | None) -> str:
+    """The filter a cap at a delta is given when it is set: Gaussian DP when the releases it
+    already holds are Gaussian and there is at least one (exact for them), else the Rényi filter
+    at `cap_order`. A cap set with a filter keeps it."""
+    if cap.filter:
+        return cap.filter
+    keys = [] if state is None else [key for key, _ in _state_items(state)]
+    if keys and all(key.startswith("gaussian:") for key in keys):
+        return filters.GAUSSIAN
+    return f"{filters.RENYI}:{cap_order(cap):g}"
+
+
+def _state_items(state: dict) -> tuple:
+    items = tuple(state["events"].items())
+    if state["families"]:
+        items += tuple((key, 1) for keys in state["families"].values() for key in keys)
+    return items
 
 
 _PURE_KINDS = ("pure", "laplace", "dlaplace", "sampled")
@@ -2019,10 +2001,13 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
         rho_of[i, i:] = plain.T @ rhos
         approx_of[i, i:] = c[approx].T @ a_eps if approx.any() else 0.0
         approx_delta = c[approx].T @ a_delta if approx.any() else np.zeros(n - i)
-        remaining = float(delta) - approx_delta * (1 + 1e-12)  # never more than the exact remainder
+        # filter_delta over arrays: what the allowance leaves, 0 past it (the sums a hair high: never
+        # admitted past the exact sum)
+        within = approx_delta * (1 + 1e-12) <= float(ALLOWANCE) * float(delta)
+        remaining = np.where(within, filter_delta(delta), 0.0)
         remaining_of[i, i:] = remaining
         live = remaining > 0
-        declared_part = declared_delta(remaining)  # (the best order: a declared statement, rdp_figure)
+        declared_part = remaining
         with np.errstate(divide="ignore", invalid="ignore"):
             table = summed + log_term - (np.log(np.where(live, declared_part, 1.0))[:, None] + log_a) / a_1
         k = np.argmin(table, axis=1)
@@ -2041,7 +2026,7 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
     zcdp = live & (rho_of > 0)
     if zcdp.any():  # the zCDP bound where it is smaller (rounded up itself, as in rdp_figure), all pairs at once
         bound = np.full((n, n), np.inf)
-        bound[zcdp] = cks_floats(rho_of[zcdp], declared_delta(remaining_of[zcdp]))
+        bound[zcdp] = cks_floats(rho_of[zcdp], remaining_of[zcdp])
         smaller = bound < epsilon
         epsilon, order = np.where(smaller, bound, epsilon), np.where(smaller, np.nan, order)
     epsilon = np.where(approx_of > 0, np.nextafter((epsilon + approx_of) * (1 + _MARGIN), np.inf), epsilon)
@@ -2055,24 +2040,9 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
     epsilon[unbounded] = np.inf
     filtered[unbounded] = np.inf
 
-    touched = index.reads
-    last = read_extreme(index, events.recorded, -1)
-    first_pub = read_extreme(index, events.published, 1)
-    unknown = touched[events.unknown].any(axis=0) if len(events.unknown) else np.zeros(n, dtype=bool)
-    pair_last = np.maximum(last[:, None], last[None, :])
-    pair_first = np.minimum(first_pub[:, None], first_pub[None, :])
-    ended = index_cancelled(index)  # no release reading the pair cancelled at or after its first publication
-    pair_ended = np.maximum(ended[:, None], ended[None, :])
-    declared_ = ~(unknown[:, None] | unknown[None, :]) & ((pair_first == np.inf)
-                                                          | ((pair_last < pair_first) & (pair_ended < pair_first)))
-    units = counts.sum(axis=0) if len(chosen) else np.zeros((n, n))
-    # (stopped_after_publication: a cancellation at or after the first publication; with a release
-    # of unknown moments, any cancellation)
-    pair_unknown = unknown[:, None] | unknown[None, :]
-    stopped = (pair_ended != -np.inf) & (pair_unknown | ((pair_first != np.inf) & ~(pair_ended < pair_first)))
-    declared_ |= (units <= 1) & ~unbounded & ~stopped  # (unbounded pairs: the times alone, as `case_of`)
-    # adaptive pairs show the Rényi filter's figure, at no order chosen afterwards (rdp_figure)
-    epsilon, order = np.where(declared_, epsilon, filtered), np.where(declared_, order, np.nan)
+    # every pair shows the Rényi filter's figure, at no order chosen afterwards (rdp_figure)
+    declared_ = np.zeros((n, n), dtype=bool)
+    epsilon, order = filtered, np.full((n, n), np.nan)
     epsilon = np.triu(epsilon) + np.triu(epsilon, 1).T
     found = PairRdp(epsilon, declared_, order, {}, chosen, counts, unbounded=unbounded)
     pair_pld(found, grid, delta, pld_limit)
@@ -2381,15 +2351,11 @@ def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> d
     basic = _basic_spend_figure(spend if comp is None else comp.basic, delta, case)
     order = None if math.isnan(rdp.order[i, j]) else float(rdp.order[i, j])
     value = INF if spend.unbounded else float(rdp.epsilon[i, j])
-    figure = Figure("rdp", value, delta, True, case, THEOREMS["rdp"],
-                    CONVERSIONS["rdp" if case == "declared" else "rdp-filter"], order=order)
+    figure = Figure("rdp", value, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp-filter"], order=order)
     pld = rdp.pld.get((i, j))
     if pld is None:
-        note = ("not valid here: " + CASES["adaptive"] if case == "adaptive" else
-                PAIR_PLD_SKIPPED if not spend.unbounded and math.isfinite(float(rdp.epsilon[i, j]))
-                else "not computed: the pair is not protected at this delta")
-        pld = Figure("pld", INF, delta, case == "declared", case, THEOREMS["pld"], CONVERSIONS["pld"],
-                     available=False, note=note)
+        pld = Figure("pld", INF, delta, False, case, THEOREMS["pld"], CONVERSIONS["pld"],
+                     available=False, note="not computed for pairs (information only: " + CASES["fixed"] + ")")
     return {"basic": basic, "rdp": figure, "pld": pld}
 
 

@@ -141,7 +141,10 @@ def why_unbounded(cap: Cap, spend: Spend) -> str:
         return "it includes (epsilon, delta) releases, which a rho cap cannot hold"
     if cap.delta is None:
         return "it includes (epsilon, delta) or zCDP releases, which a pure epsilon cap cannot hold"
-    return "the releases' deltas add up to more than the cap's delta"
+    if cap.filter == "gaussian":
+        return ("it includes rho-only or (epsilon, delta) releases, which a Gaussian-DP cap cannot hold")
+    return ("the approximate releases' deltas pass the allowance, half of the cap's delta (the other half is "
+            "the filter's)")
 
 
 def _guarantee_words(guarantee) -> str:

@@ -6,46 +6,28 @@ pure epsilon, approximate (epsilon, delta), and rho-zCDP are summed separately
 Lemma 2.3) and are only combined when an epsilon at a stated delta is asked
 for. Nothing adds rho and epsilon by plain addition.
 
-The epsilon at a delta of a composition must hold for adaptive composition (DESIGN 2.10):
-releases may be chosen after earlier outputs were seen, and the history may stop at any
-moment, so every figure printed along the way is an *odometer* (Rogers, Roth, Ullman and
-Vadhan 2016) in the hockey-stick sense: for the history stopped at any stopping time tau (one
-that may watch the outputs), E[(1 - e^(eps_tau - L_tau))+] <= delta at the figure eps_tau
-printed then, not only at a moment fixed in advance. It is not a tail bound: CKS's
-conversion bounds this expectation (by optional stopping of the supermartingale below), not
-the probability that the loss ever passes the figure (an adversarial review measured that
-probability at 1.13e-3 for 1,000 Gaussians at delta 1e-3; the expectation stays near 1.3e-4). Where several statements could give
-it, the smallest may be taken only if their deltas were split among them before any release
-(a union bound over the hockey-stick divergence: each statement's stopping time bounds
-E[(1 - e^(eps - L))+] by its share, and the run stops at the latest of them). The statements,
-fixed here (`DECLARED_SHARE`, `FILTER_ORDERS`, `ORDER_SHARE`):
-- the pure sum, with approximate guarantees by the basic filter beside it
-  (Rogers, Roth, Ullman and Vadhan 2016): it holds pointwise, spends no delta
-  but the approximate releases' own, taken off the top;
-- the Rényi statement at each order of FILTER_ORDERS (Feldman and Zrnic 2021,
-  Thm 4.3; at a fixed order exp((a - 1)(L_t - sum of the releases' divergences)) is a
-  supermartingale, so it holds at any stopping time), each at ORDER_SHARE (1/44) of the
-  delta left after the approximate releases' (accountants.rdp_filter_epsilon; here,
-  with the curve a * rho), converted by CKS (2020) Prop 12 at that order;
-- while the subset's plan is declared in advance (accountants.declared), the non-adaptive
-  statements of that one composition (PLD, the Rényi curve or the summed rho at its best
-  order), together at DECLARED_SHARE (half) of that delta (`declared_delta`). A history is
-  declared first and may turn adaptive, printing both kinds: before schema 17 the declared
-  ones took the whole delta, and a stopping rule that stops on the first output's loss
-  passing the declared figure, and otherwise goes on, spent 1.0975e-3 at delta 1e-3 (the
-  review's R1, tests/test_odometer_delta_split.py).
-Still outside the split (open, R2 of that review): the approximate releases' deltas, taken off
-the top when a figure is computed rather than drawn from an allowance fixed in advance.
-Not among them: converting the summed rho at the order best for it (CKS 2020, Corollary 13).
-That order follows the realized total, chosen after the outputs; it is a filter only for a
-rho budget fixed in advance (Feldman and Zrnic 2021, Remark 4.4), not an odometer: under a
-stopping rule that watches the outputs it was measured above its share of the delta (the
-review of 2026-11-24; tests/test_odometer.py computes it), and schema 15 computes the caps'
-figures again without it. One mechanism's own charge (a cell of the release-by-variable table,
-a driver) converts at its best order and the whole delta (`own_epsilon`: it is not a composition
-printed along a history), and a plan declared in advance at its best order and DECLARED_SHARE.
-Adding a pure epsilon after converting the rho sum at the best order is not among them
-either (its order would follow the pure sum); at each fixed order it is (`order_epsilon`).
+Every figure holds under full adaptivity (see docs/explanation/accounting.md): any release
+may have been chosen after earlier outputs were seen, and the history may stop at any moment.
+The running figure of a subset is an *odometer* (Rogers, Roth, Ullman and Vadhan 2016) in the
+hockey-stick sense: for the history stopped at any stopping time tau (one that may watch the
+outputs), E[(1 - e^(eps_tau - L_tau))+] <= delta at the figure eps_tau printed then. It is an
+expectation bound, proved by optional stopping, not Rogers et al.'s tail bound on the
+probability that the loss ever passes the figure. The delta is split before any release:
+- the approximate releases' deltas come from the ALLOWANCE (a fixed fraction of the delta):
+  their approximate parts fire with probability at most their summed deltas (Kairouz, Oh and
+  Viswanath 2015, Lemma 3.4; the structure of Whitehouse, Ramdas, Rogers and Wu 2023, Thm 1),
+  and a subset whose approximate deltas pass the allowance has no figure at that delta (∞);
+- the pure sum, with approximate epsilons beside it, spends nothing more (basic composition
+  holds pointwise);
+- the rest, `filter_delta`, is shared evenly by the Rényi statements at the orders
+  FILTER_ORDERS (ORDER_SHARE each; Feldman and Zrnic 2021, Thm 4.3: at a fixed order
+  exp((a - 1)(L_t - sum of the releases' divergences)) is a supermartingale), each converted
+  by Canonne, Kamath and Steinke (2020) Prop 12. The smallest statement is the figure, valid by
+  a union bound over statements fixed in advance.
+Converting the summed rho at the order best for it (CKS 2020, Corollary 13) is not among them:
+that order follows the realised total, chosen after the outputs. It is a filter only for a rho
+budget fixed in advance (Feldman and Zrnic 2021, Remark 4.4), which is how a rho cap states its
+guarantee (filters.py).
 
 Invariants:
 - components are exact Fractions; `Spend.epsilon()` is exact for pure and
@@ -67,31 +49,29 @@ from ..core.records import Guarantee, Notion, Relation
 ZERO_FRACTION = Fraction(0)
 DEFAULT_DELTA = Fraction(1, 10**9)  # delta for epsilon figures when neither the dataset nor the user gives one
 
-# (of the statements below, each at its share of the delta fixed in advance: half for a plan
-# declared in advance, the other half over 22 Rényi orders, 1/44 each; the smaller is the figure)
-CONVERSION_NAME = "Canonne-Kamath-Steinke (2020) conversion at Rényi orders and shares of delta fixed in advance"
+CONVERSION_NAME = ("Canonne-Kamath-Steinke (2020) conversion at Rényi orders fixed in advance, the delta left by "
+                   "the approximate releases' allowance shared evenly among them")
 CONVERSION_SHORT = "CKS 2020"
 
-# The statements an epsilon at a delta may be the smallest of, and each one's share of the delta
-# (module docstring; fixed in this code, so before any release or cap):
-# - DECLARED_SHARE for the non-adaptive statements of a plan declared in advance (the PLD, the
-#   Rényi curve at its best order, the summed rho at its best order; DESIGN 2.10). A subset is
-#   declared until a release reading it is recorded after one was published, and adaptive from
-#   then on: both kinds of statement are printed along one history, so they cannot both take
-#   the whole delta (the review's R1: a declared figure at the whole delta, then the filter's,
-#   reached a hockey-stick of 1.0975e-3 at delta 1e-3). The several declared statements share
-#   one part: they bound one fixed composition, whose hockey-stick at an epsilon is one number
-#   that each bounds, so the smallest bounds it too (no union needed among them).
-# - the rest over the Rényi filter's orders, evenly (ORDER_SHARE each).
 FILTER_ORDERS = (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256, 512, 1024)
-DECLARED_SHARE = Fraction(1, 2)
-ORDER_SHARE = float(1 - DECLARED_SHARE) / len(FILTER_ORDERS)
+ORDER_SHARE = 1 / len(FILTER_ORDERS)  # of `filter_delta`, for each order's statement
+# The share of every delta a figure is stated at that the approximate releases' deltas may use;
+# the dataset's (Dataset.delta_allowance) where it states one.
+ALLOWANCE = Fraction(1, 2)
 
 
-def declared_delta(delta: float) -> float:
-    """The part of `delta` (what the approximate releases leave of a figure's delta) that the
-    statements of a plan declared in advance are made at (DECLARED_SHARE; exact: a power of two)."""
-    return delta * float(DECLARED_SHARE)
+def within_allowance(approx_delta: Fraction, delta: Number, allowance: Fraction = ALLOWANCE) -> bool:
+    """Whether approximate deltas summing to `approx_delta` fit the allowance of a figure at `delta`."""
+    return approx_delta <= allowance * (delta if isinstance(delta, Fraction) else Fraction(delta))
+
+
+def filter_delta(delta: Number, approx_delta: Fraction = ZERO_FRACTION, allowance: Fraction = ALLOWANCE) -> float:
+    """The delta the filter's statements share at a figure's `delta`: what the allowance leaves,
+    fixed before any release (never what the approximate releases happen to leave); 0 when their
+    deltas pass the allowance, so the figure is ∞. Rounded down (a smaller delta is only looser)."""
+    if not within_allowance(approx_delta, delta, allowance):
+        return 0.0
+    return max(float_down((1 - allowance) * (delta if isinstance(delta, Fraction) else Fraction(delta))), 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,11 +145,10 @@ class Spend:
         """An epsilon such that the total is (epsilon, delta)-private; ∞ when none is certified.
 
         - pure only: the exact sum (delta does not matter);
-        - with approximate parts: their deltas are taken out of `delta` first
-          (basic composition); if they already exceed it, no bound holds at
-          this delta and the answer is ∞;
+        - with approximate parts: their deltas within the allowance of `delta`
+          (else ∞), their epsilons added (basic composition);
         - with rho: the Rényi statements at the fixed orders (`order_epsilon`,
-          ORDER_SHARE of the delta left each; every pure release's curve at most
+          ORDER_SHARE of `filter_delta` each; every pure release's curve at most
           min(epsilon, a epsilon^2 / 2), Bun and Steinke 2016, Prop 3.3): the
           shares make the smallest valid for adaptive releases stopped at any
           moment (module docstring).
@@ -178,14 +157,11 @@ class Spend:
             return INF
         if self.is_pure:
             return self.pure
-        remaining = (delta if isinstance(delta, Fraction) else Fraction(delta)) - self.approx_delta
-        if not self.rho:
-            if remaining < 0:
-                return INF
-            return self.pure + self.approx_epsilon
-        if remaining <= 0:
+        if not within_allowance(self.approx_delta, delta):
             return INF
-        remaining = float_down(remaining)  # a smaller delta only makes epsilon larger
+        if not self.rho:
+            return self.pure + self.approx_epsilon
+        remaining = filter_delta(delta)
         if remaining <= 0:
             return INF
         orders = order_epsilon(float_up(self.pure), float_up(self.pure_rho), float_up(self.rho),
@@ -195,18 +171,9 @@ class Spend:
         return _up(float_up(self.approx_epsilon) + orders)
 
     def own_epsilon(self, delta: Number) -> Number:
-        """The figure of one release's own charge (or a family's, charged once): one mechanism, not
-        a composition, so nothing is chosen after its output and a rho converts at the whole
-        delta (CKS 2020, Corollary 13); `epsilon` is a composition's figure (the filter shares).
-        A release's cell (and a cap's driver, a plan's charge of one release) is thus its own
-        conversion at the whole delta: a statement about that release, not one of the figures a
-        history prints along the way. The subset that release alone reads is a plan declared in
-        advance, whose figure is made at DECLARED_SHARE of the delta, so it can stand above the
-        cell (README, "Accountants")."""
-        if self.unbounded or not self.rho or self.pure or self.approx_epsilon or self.approx_delta:
-            return self.epsilon(delta)
-        whole = float_down(delta if isinstance(delta, Fraction) else Fraction(delta))
-        return cks_epsilon(self.rho, whole) if 0 < whole < 1 else self.epsilon(delta)
+        """A release's own cell: the same statement as a subset's total (`epsilon`), so a total is
+        never below the only cell it sums."""
+        return self.epsilon(delta)
 
     def zcdp_rho(self) -> Fraction | None:
         """The total as rho-zCDP, or None when it has an approximate (delta) part."""

@@ -690,8 +690,8 @@ def check_lines(checks, planned: bool = True, why: Mapping | None = None) -> lis
                                                         for (rid, v), w in zip(c.drivers, reasons_)))
         if c.reason:
             lines.append(f"      no bound: {c.reason}")
-        if c.decision is not None and c.decision.accountant != "basic":
-            lines.append(f"      figure by the {c.decision.accountant} accountant ({c.decision.case})")
+        if c.decision is not None:
+            lines.append(f"      filter: {c.decision.theorem}")
     return lines
 
 

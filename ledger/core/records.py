@@ -270,6 +270,9 @@ class Cap:
     delta: Fraction | None = None
     rho: Fraction | None = None
     whole_dataset: bool = False
+    # a cap at a delta: the privacy filter it is, fixed when it is set ("gaussian", or "renyi:ORDER";
+    # accounting/filters.py); None until the store sets it (pure and rho caps: their sums)
+    filter: str | None = field(default=None, compare=False)
     # the dataset's variables in dataset order, when known: how the subset is printed (neither
     # compared nor stored; the loader and the store give it)
     order: tuple[str, ...] = field(default=(), compare=False, repr=False)

@@ -74,6 +74,28 @@ class BudgetRefused(Exception):
         super().__init__("\n".join(lines))
 
 
+class AllowanceRefused(BudgetRefused):
+    """A step would take a subset's approximate deltas past the allowance: exit 1, nothing written."""
+
+    def __init__(self, overdrafts: Sequence, what: str):
+        self.checks: list = []
+        self.overdrafts = list(overdrafts)
+        self.cap_messages: list = [(_Subset(o), o.message) for o in self.overdrafts]
+        Exception.__init__(self, "\n".join([f"{what} refused: the approximate releases' allowance would be passed"]
+                                   + [f"  {o.message}" for o in self.overdrafts]))
+
+
+@dataclass(frozen=True)
+class _Subset:
+    """A refused subset where a JSON refusal names a cap (`field`: "cap DATASET/NAME")."""
+
+    overdraft: Any
+
+    @property
+    def cap(self):
+        return Cap("allowance", "{" + ", ".join(self.overdraft.subset) + "}", frozenset(self.overdraft.subset))
+
+
 @dataclass(frozen=True)
 class Recorded:
     releases: tuple[Release, ...]
@@ -143,6 +165,9 @@ def record(engine: Engine, build: Builder, actor: str) -> Recorded:
         checks = _checks(session, snapshot, releases, families, states)
         if any(not c.ok for c in checks):
             raise BudgetRefused(checks, "recording")
+        overdrafts = _overdrafts(session, snapshot, releases)
+        if overdrafts:
+            raise AllowanceRefused(overdrafts, "recording")
         store.pipelined(session)  # the writes, together (PostgreSQL: one round trip)
         store.add_releases(session, releases, families, actor, cap_accounting.decisions_json(checks))
         for dataset in {c.cap.dataset for c in checks}:
@@ -161,7 +186,11 @@ def check(engine: Engine, build: Builder) -> list[budget.CapCheck]:
         releases, families, errors = build(snapshot)
         if errors:
             raise InputErrors(errors)
-        return _checks(session, snapshot, releases, families)
+        checks = _checks(session, snapshot, releases, families)
+        overdrafts = _overdrafts(session, snapshot, releases)
+        if overdrafts and all(c.ok for c in checks):
+            raise AllowanceRefused(overdrafts, "the plan")
+        return checks
 
 
 def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Release],
@@ -186,6 +215,30 @@ def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Relea
             states[dataset] = after_states
         results.extend(checks)
     return results
+
+
+def _overdrafts(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Release]) -> list:
+    """The subsets whose approximate deltas the plan would take past the allowance (allowance.py):
+    read only when the plan holds an (epsilon, delta) release."""
+    from ..accounting import allowance
+    from ..accounting.spend import DEFAULT_DELTA
+
+    found = []
+    for dataset in sorted({r.dataset for r in releases}):
+        plan = [r for r in releases if r.dataset == dataset]
+        subsets = allowance.subsets_to_check(plan)
+        if not subsets:
+            continue
+        info = snapshot.datasets[dataset]
+        delta = info.delta if info.delta is not None else DEFAULT_DELTA
+        for subset in subsets:
+            index = store.caps_index(session, dataset, [Cap(dataset, "", subset)])
+            held = index.subset_spend(subset)
+            found_here = allowance.overdraft(subset, info.variable_names, held, plan, delta)
+            if found_here is not None:
+                found.append(found_here)
+                break
+    return found
 
 
 def _require_current_totals(session: Session) -> None:

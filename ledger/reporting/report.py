@@ -42,7 +42,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from ..accounting.spend import CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE
+from ..accounting.spend import ALLOWANCE, CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, filter_delta
 from ..accounting.budget import CapCheck, CapTotal, check, composed, total_from_index
 from ..accounting.engine import LedgerIndex, RiskTable, SpendGrid, at_delta
 from ..accounting.history import charged_from, ended
@@ -1717,9 +1717,10 @@ def epsilon_floats(grid: SpendGrid, delta: Fraction) -> np.ndarray:
     pure, approx_eps, approx_delta, rho, pure_rho = (f[k] for k in ("pure", "approx_epsilon", "approx_delta",
                                                                     "rho", "pure_rho"))
     result = pure.copy()
-    remaining = float(delta) - approx_delta
+    within = approx_delta <= float(ALLOWANCE) * float(delta)  # (spend.within_allowance over arrays)
+    remaining = np.where(within, filter_delta(delta), 0.0)
     approx_only = (rho == 0) & ((approx_eps != 0) | (approx_delta != 0))
-    result[approx_only] = np.where(remaining[approx_only] < 0, np.inf, (pure + approx_eps)[approx_only])
+    result[approx_only] = np.where(within[approx_only], (pure + approx_eps)[approx_only], np.inf)
     with_rho = rho != 0
     if with_rho.any():
         rem = remaining[with_rho]

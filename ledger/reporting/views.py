@@ -61,8 +61,8 @@ class Basis:
     def label(self) -> str:
         if self.pure:
             return "pure epsilon (every charged guarantee is pure; Tan Prop 3.4 composition)"
-        return (f"epsilon at delta = {format_delta(self.delta)}: approximate deltas are taken from it "
-                f"(basic composition) and rho-zCDP totals converted by the {CONVERSION_NAME}")
+        return (f"epsilon at delta = {format_delta(self.delta)}, valid under full adaptivity: approximate "
+                f"deltas drawn from its allowance (half), the rest by the {CONVERSION_NAME}")
 
     def json_delta(self) -> object:
         return None if self.pure else to_json(self.delta)
@@ -71,8 +71,8 @@ class Basis:
 ACCOUNTANT_WORDS = {
     "basic": "basic composition (Tan Prop 3.4; zCDP by Canonne, Kamath and Steinke 2020)",
     "rdp": "the Rényi DP accountant (Mironov 2017; converted by Canonne, Kamath and Steinke 2020, Prop 12)",
-    "pld": "the privacy-loss-distribution accountant (dp_accounting, pessimistic; for a plan declared in "
-           "advance, at delta / 2)",
+    "pld": "the privacy-loss-distribution accountant (dp_accounting, pessimistic; information only: the "
+           "figure had the whole plan been fixed in advance)",
 }
 
 

@@ -284,6 +284,7 @@ def cap_to_dict(cap: Cap) -> dict:
         "epsilon": _number(cap.epsilon),
         "delta": _number(cap.delta),
         "rho": _number(cap.rho),
+        **({"filter": cap.filter} if cap.filter else {}),
     }
 
 
@@ -297,6 +298,7 @@ def cap_from_dict(data: dict, order: tuple[str, ...] = ()) -> Cap:
         delta=_fraction(data["delta"]),
         rho=_fraction(data["rho"]),
         whole_dataset=data["whole_dataset"],
+        filter=data.get("filter"),
         order=order,
     )
 

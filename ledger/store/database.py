@@ -38,7 +38,7 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from operator import itemgetter
 from pathlib import Path
@@ -83,6 +83,7 @@ from .codec import (
     release_from_dict,
     release_to_dict,
 )
+from ..accounting.accountants import choose_filter, state_from_index
 from ..accounting.engine import LedgerIndex, family_options
 from ..core.errors import fail
 from ..input.loader import LedgerSnapshot
@@ -90,7 +91,7 @@ from ..core.memory import paused_gc
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status, in_name_order
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 17  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 18  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
 # 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments;
 # 7: a subsampled release's accounting event is its sampling event (issue 11, section 4)
@@ -106,7 +107,8 @@ SCHEMA_VERSION = 17  # 1: releases; 2: caps and running totals; 3: Pufferfish gu
 # 16: a family member names its part of the records (releases.part, indexed with the family: PART_INDEX);
 #     members recorded before are their own part, their id (_v16_parts)
 # 17: a plan declared in advance is stated at half the delta, the filter's orders at the other half,
-#     1/44 each (spend.DECLARED_SHARE): the caps at a delta are decided again (_v17_declared_share)
+#     1/44 each: the caps at a delta are decided again (_v17_declared_share)
+# 18: one case, fully adaptive; a cap at a delta is a filter of a recorded kind (caps.filter, _v18_filters)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -212,6 +214,7 @@ class CapRow(SQLModel, table=True):
     epsilon: str | None = None  # exact fraction text
     delta: str | None = None
     rho: str | None = None
+    filter: str | None = None  # a cap at a delta: its privacy filter (accounting/filters.py)
 
 
 class CapTotalRow(SQLModel, table=True):
@@ -504,6 +507,8 @@ def ensure_schema(engine: Engine) -> None:
                                f"{SCHEMA_VERSION}. Upgrade privacy-ledger.")
         if version < 16:  # (the migrations before 16 read release rows by the current model, which names it)
             _release_part_column(connection)
+        if version < 18:  # (likewise the caps' filter column)
+            _cap_filter_column(connection)
         for target in range(version + 1, SCHEMA_VERSION + 1):
             MIGRATIONS.get(target, lambda _session: None)(session)
             session.merge(MetaRow(key="schema_version", value=str(target)))
@@ -767,6 +772,36 @@ def _v17_declared_share(session: Session) -> None:
     _caps_at_a_delta_again(session, states=True)
 
 
+def _cap_filter_column(connection: Connection) -> None:
+    """The cap rows gain their `filter` column (schema 18), empty."""
+    if "filter" not in {column["name"] for column in inspect(connection).get_columns("caps")}:
+        connection.exec_driver_sql("ALTER TABLE caps ADD COLUMN filter VARCHAR")
+
+
+def _v18_filters(session: Session) -> None:
+    """Every figure is fully adaptive and a cap at a delta is a privacy filter of a recorded kind
+    (accounting/filters.py): each such cap is given its filter from the releases it holds now
+    (accountants.choose_filter), written as a `cap.set` event by privacy-ledger, and every cap's
+    running total and state computed again from its accounting rows."""
+    for dataset in sorted(set(session.exec(select(CapRow.dataset)).all())):
+        stated = caps(session, dataset)
+        index = caps_index(session, dataset, stated)
+        for cap in stated:
+            if cap.delta is not None and cap.rho is None and not cap.filter:
+                cap = replace(cap, filter=choose_filter(cap, state_from_index(cap, index)))
+                row = session.get(CapRow, (dataset, cap.name))
+                row.filter = cap.filter
+                session.add(row)
+                append_event(session, kind="cap.set", subject=f"{dataset}/{cap.name}", actor="privacy-ledger",
+                             payload={"cap": cap_to_dict(cap), "reason": "schema 18: the cap's privacy filter"})
+        session.flush()
+        bump_config(session)
+        stated = caps(session, dataset)
+        save_totals(session, dataset, {cap.name: total_from_index(cap, index) for cap in stated})
+        save_accountant_states(session, dataset, {cap.name: state_from_index(cap, index) for cap in stated
+                                                  if cap.delta is not None and cap.rho is None})
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
@@ -784,6 +819,7 @@ MIGRATIONS: dict[int, Callable[[Session], None]] = {
     15: _v15_odometer,
     16: _v16_parts,
     17: _v17_declared_share,
+    18: _v18_filters,
 }
 
 
@@ -1281,7 +1317,7 @@ def caps(session: Session, dataset: str) -> list[Cap]:
 
 def _cap_dict(row: CapRow) -> dict:
     return {"dataset": row.dataset, "name": row.name, "subset": row.subset, "whole_dataset": row.whole_dataset,
-            "epsilon": row.epsilon, "delta": row.delta, "rho": row.rho}
+            "epsilon": row.epsilon, "delta": row.delta, "rho": row.rho, "filter": row.filter}
 
 
 def cap_totals(session: Session, dataset: str, names: Iterable[str] | None = None) -> dict[str, CapTotal]:
@@ -1393,20 +1429,24 @@ def save_totals(session: Session, dataset: str, totals: Mapping[str, CapTotal]) 
     session.info.setdefault("saved_totals", {}).update({(dataset, name): t for name, t in totals.items()})
 
 
-def set_cap(session: Session, cap: Cap, actor: str) -> None:
-    """Add or replace a cap; its running total is computed once from the history."""
-    body = cap_to_dict(cap)
-    session.merge(CapRow(**body))
-    bump_config(session)
+def set_cap(session: Session, cap: Cap, actor: str) -> Cap:
+    """Add or replace a cap; its running total is computed once from the history, and a cap at a
+    delta is given its filter (accountants.choose_filter) from the releases it already holds.
+    Returns the cap as set."""
     # from the accounting rows of the releases that read the cap's subset (the others cost 0
-    # on it, Tan Prop 3.3), not by decoding the history (issue 13)
+    # on it, Tan Prop 3.3), not by decoding the history
     index = caps_index(session, cap.dataset, [cap])
+    if cap.delta is not None and cap.rho is None:  # the accountants' running state, from the same rows
+        state = state_from_index(cap, index)
+        cap = replace(cap, filter=choose_filter(cap, state))
+    body = cap_to_dict(cap)
+    session.merge(CapRow(**{"filter": None, **body}))
+    bump_config(session)
     save_totals(session, cap.dataset, {cap.name: total_from_index(cap, index)})
-    if cap.delta is not None and cap.rho is None:  # the accountants' running state (issue 11), from the
-        from ..accounting.accountants import state_from_index  # same rows: state_from_history's dict
-
-        save_accountant_states(session, cap.dataset, {cap.name: state_from_index(cap, index)})
+    if cap.delta is not None and cap.rho is None:
+        save_accountant_states(session, cap.dataset, {cap.name: state})
     append_event(session, kind="cap.set", subject=f"{cap.dataset}/{cap.name}", actor=actor, payload={"cap": body})
+    return cap
 
 
 def caps_index(session: Session, dataset: str, caps: Sequence[Cap]):

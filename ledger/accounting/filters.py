@@ -1,0 +1,215 @@
+"""A budget (cap) is a privacy filter fixed when it is set (docs/explanation/accounting.md).
+
+A filter admits releases one at a time, each chosen after the outputs of the earlier ones, and
+guarantees its stated (epsilon, delta) for whatever it admitted, whenever the history stops
+(Rogers, Roth, Ullman and Vadhan 2016). Each cap is one filter of a recorded kind:
+
+    kind       cap                 admits while                                   theorem
+    pure       epsilon             the sum of pure epsilons <= epsilon            basic composition
+    rho        rho                 the sum of rho <= rho (pure as eps^2 / 2)      Feldman and Zrnic 2021, Remark 4.4
+    gaussian   epsilon at delta    sum of mu_i^2 <= mu^2, mu the Gaussian DP      Smith and Thakurta 2022 (fully
+                                   parameter whose epsilon at delta is the cap    adaptive GDP composition)
+    renyi:A    epsilon at delta    the Rényi divergences at order A, summed,      Feldman and Zrnic 2021, Thm 4.3;
+                                   converted at (1 - allowance) delta <= epsilon  CKS 2020, Prop 12
+
+A Gaussian-DP filter admits Gaussian releases exactly (mu = sensitivity / sigma, Dong, Roth and
+Su 2022, Thm 2.7) and pure ones through the mu every epsilon-DP mechanism satisfies (the
+symmetric point of the trade-off curves: mu = -2 Phi^-1(1 / (1 + e^eps))); it admits no rho-only
+or approximate release, so its conversion uses the whole delta. A Rényi filter's approximate
+releases draw their deltas from the dataset's allowance and their epsilons add at the order
+(Kairouz, Oh and Viswanath 2015, Lemma 3.4). The order A is fixed when the cap is set: the
+order at which the rho budget equivalent to the cap (CKS 2020, Corollary 13) converts best.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from ..core.numbers import INF, Number, float_down
+from .spend import ALLOWANCE, cks_epsilon, cks_order
+
+GAUSSIAN = "gaussian"
+RENYI = "renyi"
+
+THEOREMS = {
+    "pure": "pure-epsilon filter: the sum of epsilons (basic composition; Rogers, Roth, Ullman and Vadhan 2016)",
+    "rho": "zCDP filter: the sum of rho (Feldman and Zrnic 2021, Remark 4.4), converted to epsilon at the "
+           "budget's best order (Canonne, Kamath and Steinke 2020, Corollary 13)",
+    GAUSSIAN: "Gaussian-DP filter: sum of mu_i^2 within mu^2 (Smith and Thakurta 2022, fully adaptive "
+              "composition), epsilon at the whole delta (Dong, Roth and Su 2022, Cor 2.13)",
+    RENYI: "Rényi filter at order {order:g}, fixed when the cap was set (Feldman and Zrnic 2021, Thm 4.3), "
+           "converted at (1 - allowance) x delta (Canonne, Kamath and Steinke 2020, Prop 12)",
+}
+
+
+def kind_of(filter_text: str | None) -> tuple[str, float | None]:
+    """("gaussian", None) or ("renyi", order) from a cap's stored filter text."""
+    if not filter_text:
+        return RENYI, None
+    name, _, order = filter_text.partition(":")
+    return name, float(order) if order else None
+
+
+def describe(cap) -> str:
+    """The one sentence every command and report says of a cap's filter."""
+    if cap.rho is not None:
+        return THEOREMS["rho"]
+    if cap.delta is None:
+        return THEOREMS["pure"]
+    name, order = kind_of(cap.filter)
+    return THEOREMS[name].format(order=order or 0)
+
+
+# --------------------------------------------------------------------------
+# Gaussian DP (Dong, Roth and Su 2022)
+# --------------------------------------------------------------------------
+
+
+def _ndtr(x: float) -> float:
+    return 0.5 * math.erfc(-x / math.sqrt(2))
+
+
+def _log_ndtr(x: float) -> float:
+    """log Phi(x), accurate in the far lower tail (asymptotic series past -30)."""
+    if x > -30:
+        return math.log(_ndtr(x)) if _ndtr(x) > 0 else -math.inf
+    x2 = x * x
+    return -x2 / 2 - math.log(-x) - 0.5 * math.log(2 * math.pi) + math.log1p(-1 / x2 + 3 / (x2 * x2))
+
+
+def gdp_delta(epsilon: float, mu: float) -> float:
+    """delta(eps) of mu-GDP: Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) (Dong, Roth and Su
+    2022, Cor 2.13; Balle and Wang 2018, Thm 8 for the Gaussian mechanism)."""
+    if mu <= 0:
+        return 0.0
+    a = _log_ndtr(-epsilon / mu + mu / 2)
+    b = epsilon + _log_ndtr(-epsilon / mu - mu / 2)
+    if a == -math.inf:
+        return 0.0
+    return max(math.exp(a) * -math.expm1(b - a), 0.0) if b < a else 0.0
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """The smallest epsilon at which mu-GDP is (epsilon, delta)-DP, by bisection on the
+    decreasing `gdp_delta`, rounded up."""
+    if math.isinf(mu):
+        return INF
+    if mu <= 0:
+        return 0.0
+    low, high = 0.0, max(1.0, mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta)) + 1)
+    while gdp_delta(high, mu) > delta:
+        high *= 2
+    for _ in range(200):
+        middle = (low + high) / 2
+        if gdp_delta(middle, mu) > delta:
+            low = middle
+        else:
+            high = middle
+        if high - low <= 1e-13 * high:
+            break
+    return math.nextafter(high * (1 + 1e-12), math.inf)
+
+
+def pure_mu(epsilon: float) -> float:
+    """The mu every epsilon-DP mechanism satisfies: -2 Phi^-1(1 / (1 + e^eps)), where the Gaussian
+    trade-off curve meets the epsilon-DP one on the diagonal; convex below its chords."""
+    if math.isinf(epsilon):
+        return INF
+    p = 1 / (1 + math.exp(epsilon))
+    low, high = -40.0, 0.0  # Phi^-1(p) for p <= 1/2, by bisection
+    for _ in range(200):
+        middle = (low + high) / 2
+        if _ndtr(middle) < p:
+            low = middle
+        else:
+            high = middle
+    return math.nextafter(-2 * low, math.inf)
+
+
+def event_mu(kind: str, a: Fraction, b=None) -> float:
+    """mu of one accounting event (accountants.Event), INF where Gaussian DP states none."""
+    if kind == "gaussian":
+        return INF if not a else float(1 / Fraction(a))
+    if kind == "laplace":
+        return pure_mu(float(1 / Fraction(a))) if a else INF
+    if kind == "dlaplace":
+        return pure_mu(float(a) * int(b))
+    if kind in ("pure", "sampled"):
+        return pure_mu(float(a))
+    return INF
+
+
+def gaussian_figure(counts: dict[tuple, int], delta: Number) -> float:
+    """A Gaussian-DP filter's epsilon at the cap's whole `delta` of (kind, a, b) -> count."""
+    total = 0.0
+    for (kind, a, b), count in counts.items():
+        if count <= 0:
+            continue
+        mu = event_mu(kind, a, b)
+        if math.isinf(mu):
+            return INF
+        total += count * mu * mu
+    return gdp_epsilon(math.sqrt(total), float_down(delta))
+
+
+# --------------------------------------------------------------------------
+# Rényi DP at one order
+# --------------------------------------------------------------------------
+
+
+def rho_equivalent(epsilon: float, delta: float) -> float:
+    """The rho whose CKS (2020) best-order conversion at `delta` is `epsilon` (bisection)."""
+    low, high = 0.0, max(epsilon, 1e-12)
+    while cks_epsilon(high, delta) < epsilon:
+        high *= 2
+    for _ in range(200):
+        middle = (low + high) / 2
+        if cks_epsilon(middle, delta) < epsilon:
+            low = middle
+        else:
+            high = middle
+        if high - low <= 1e-14 * high:
+            break
+    return low
+
+
+def renyi_order(epsilon: Fraction, delta: Fraction, orders, allowance: Fraction = ALLOWANCE) -> float:
+    """The order fixed for a Rényi-filter cap of (epsilon, delta): of the grid `orders`, the one
+    that admits the most zCDP-like spend (the largest rho whose curve a * rho fits the budget at
+    that order), i.e. the best order for the rho budget equivalent to the cap."""
+    target = float_down((1 - allowance) * delta)
+    log_inverse = math.log(1 / target)
+    best, best_rho = float(orders[0]), -1.0
+    for a in (float(x) for x in orders):
+        room = float(epsilon) - ((log_inverse - math.log(a)) / (a - 1) + math.log1p(-1 / a))
+        rho = room / a
+        if rho > best_rho:
+            best, best_rho = a, rho
+    return best
+
+
+def renyi_figure(divergence: float, order: float, delta: Number, approx_epsilon: float = 0.0,
+                 allowance: Fraction = ALLOWANCE) -> float:
+    """A Rényi filter's epsilon at its fixed `order`: the summed divergences plus the approximate
+    epsilons, converted by CKS (2020) Prop 12 at (1 - allowance) delta, rounded up."""
+    if math.isinf(divergence):
+        return INF
+    target = float_down((1 - allowance) * (delta if isinstance(delta, Fraction) else Fraction(delta)))
+    if target <= 0:
+        return INF
+    total = divergence + approx_epsilon
+    if total <= 0:
+        return 0.0
+    value = total + math.log1p(-1 / order) - (math.log(target) + math.log(order)) / (order - 1)
+    return math.nextafter(max(value, 0.0) * (1 + 1e-12), math.inf)
+
+
+def cks_of_rho(rho: Number, delta: Number) -> float:
+    """A rho budget's epsilon at `delta` (the certificate's statement): CKS at its best order."""
+    return cks_epsilon(rho if isinstance(rho, Fraction) else Fraction(rho), float_down(delta))
+
+
+__all__ = ["GAUSSIAN", "RENYI", "THEOREMS", "kind_of", "describe", "gdp_delta", "gdp_epsilon", "pure_mu",
+           "event_mu", "gaussian_figure", "rho_equivalent", "renyi_order", "renyi_figure", "cks_of_rho",
+           "cks_order"]
