@@ -185,14 +185,16 @@ class Ledger:
 
     def set_cap(self, subset: Sequence[str] | str, *, epsilon: object = None, delta: object = None,
                 rho: object = None, name: str | None = None, dataset: str | None = None,
-                by: str | None = None) -> list[budget.CapCheck]:
-        """Add or replace a cap on variables, a group name, or "all"; returns the caps' checks."""
+                by: str | None = None, filter: str | None = None) -> list[budget.CapCheck]:  # noqa: A002
+        """Add or replace a cap on variables, a group name, or "all"; returns the caps' checks.
+        `filter` (a cap at a delta): "gaussian" or "renyi" (accounting/filters.py); by default
+        chosen from the releases the cap already holds."""
         chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
         entry: dict[str, Any] = {"subset": "all"} if subset == "all" else (
             {"name": subset} if isinstance(subset, str) else {"subset": list(subset)})
         if name:
             entry["name"] = name
-        for key, value in (("epsilon", epsilon), ("delta", delta), ("rho", rho)):
+        for key, value in (("epsilon", epsilon), ("delta", delta), ("rho", rho), ("filter", filter)):
             if value is not None:
                 entry[key] = value
         caps = operations.add_caps(self.engine, chosen.name, [entry], self._by(by), "set_cap")

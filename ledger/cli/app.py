@@ -10,6 +10,7 @@ unexpected failure (one line, details in a log).
 
 from __future__ import annotations
 
+import math
 import json
 import os
 import sys
@@ -565,11 +566,18 @@ def cap_set(
     delta: Annotated[Optional[str], typer.Option(help="With --epsilon: epsilon at this delta.")] = None,
     rho: Annotated[Optional[str], typer.Option(help="Cap in rho (zCDP).")] = None,
     name: Annotated[Optional[str], typer.Option(help="The cap's name.")] = None,
+    filter_: Annotated[Optional[str], typer.Option("--filter", help=(
+        "With --delta: gaussian (Gaussian DP, exact for Gaussian releases) or renyi (one Rényi order fixed "
+        "now). Default: gaussian when the releases it already holds are all Gaussian, else renyi."))] = None,
     dataset: DatasetOption = None,
     by: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Add or replace a cap on a variable, a group, or the whole dataset."""
+    """Add or replace a cap on a variable, a group, or the whole dataset. A cap is a privacy
+    filter fixed when it is set: it admits releases while its statement holds, whatever order
+    they come in.
+
+    Example: privacy-ledger cap set income --epsilon 2 --delta 1e-9 --filter gaussian"""
     snapshot = _read_light()
     chosen = _pick_dataset(snapshot, dataset)
     entry: dict = {}
@@ -585,7 +593,7 @@ def cap_set(
         entry["subset"] = subset
     if name:
         entry["name"] = name
-    for key, value in (("epsilon", epsilon), ("delta", delta), ("rho", rho)):
+    for key, value in (("epsilon", epsilon), ("delta", delta), ("rho", rho), ("filter", filter_)):
         if value is not None:
             entry[key] = value
     engine = _engine()
@@ -973,12 +981,14 @@ def subset(
     if not cost.spend.unbounded:
         typer.echo(f"  accountant: {shown.accountant} ({shown.case}); {shown.theorem}")
         if accountant is None:
-            others = ", ".join(f"{name} {format_number(f.epsilon)}" + ("" if f.valid else " (not valid: adaptive)")
-                               for name, f in found.items() if name != shown.accountant and f.available)
-            if not found["pld"].available and found["pld"].note.startswith("not computed: not valid"):
-                others += ("; " if others else "") + "pld not valid here (adaptive): --accountant pld computes it"
+            others = ", ".join(f"{name} {format_number(f.epsilon)}"
+                               for name, f in found.items() if name != shown.accountant and f.valid and f.available)
             if others:
-                typer.echo(f"  other accountants: {others}")
+                typer.echo(f"  other valid statements: {others}")
+            pld = found["pld"]
+            if pld.available and math.isfinite(float(pld.epsilon)):
+                typer.echo(f"  had the whole plan been fixed in advance (information only, not a bound under "
+                           f"adaptive choices): pld {format_number(pld.epsilon)} at the whole delta")
     if result["rho"] is not None and not cost.spend.unbounded:
         typer.echo(f"  rho (zCDP): {format_number(cost.spend.zcdp_rho())}")
     typer.echo(f"  charged by: {', '.join(cost.releases) or 'no release'}")

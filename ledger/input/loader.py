@@ -1289,7 +1289,10 @@ def cap_from_entry(entry: dict, dataset: Dataset, report) -> Cap | None:
         problem(("delta",), "delta goes with an epsilon cap")
     if "rho" not in entry and "epsilon" not in entry:
         problem(("epsilon",), "a cap needs epsilon or rho")
+    chosen_filter = entry.get("filter")
+    if chosen_filter is not None and (delta is None or rho is not None):
+        problem(("filter",), "a filter goes with an epsilon cap at a delta (a pure cap sums epsilon, a rho cap rho)")
     if before:
         return None
     return Cap(dataset.name, name, subset, epsilon=epsilon, delta=delta, rho=rho, whole_dataset=whole,
-               order=dataset.variable_names)
+               filter=chosen_filter, order=dataset.variable_names)

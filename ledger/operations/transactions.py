@@ -351,9 +351,7 @@ def add_caps(engine: Engine, dataset: str, entries: Iterable[dict], actor: str, 
                 caps.append(cap)
         if errors:
             raise InputErrors(errors)
-        for cap in caps:
-            store.set_cap(session, cap, actor)
-        return caps
+        return [store.set_cap(session, cap, actor) for cap in caps]
 
 
 def cap_checks(session: Session, dataset: str, caps: Sequence[Cap]) -> list[budget.CapCheck]:

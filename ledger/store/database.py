@@ -1317,7 +1317,8 @@ def caps(session: Session, dataset: str) -> list[Cap]:
 
 def _cap_dict(row: CapRow) -> dict:
     return {"dataset": row.dataset, "name": row.name, "subset": row.subset, "whole_dataset": row.whole_dataset,
-            "epsilon": row.epsilon, "delta": row.delta, "rho": row.rho, "filter": row.filter}
+            "epsilon": row.epsilon, "delta": row.delta, "rho": row.rho,
+            **({"filter": row.filter} if row.filter else {})}  # (as codec.cap_to_dict writes it)
 
 
 def cap_totals(session: Session, dataset: str, names: Iterable[str] | None = None) -> dict[str, CapTotal]:
