@@ -27,7 +27,7 @@ from . import json_output as cli_json, style as cli_style  # noqa: F401 (cli_sty
 from .entry import command_name as _command_name  # the command the arguments name
 from ..core import failures  # noqa: F401 (cli_style: help as people read it)
 from ..accounting.spend import DEFAULT_DELTA
-from ..core.errors import InputErrors, LedgerError, fail
+from ..core.errors import InputErrors, LedgerError, Refused, fail
 from ..core.numbers import NumberError, figure_fields, format_delta, format_number, is_infinite, to_fraction, to_json
 from ..core.records import CHARGED_STATUSES, Dataset
 from ..core.lazy import lazy_callable, lazy_module
@@ -200,7 +200,20 @@ def _budget_refused(exc: operations.BudgetRefused) -> int:
     return failures.EXIT_REFUSED
 
 
+def _refused(exc: Refused) -> int:
+    """A step the accounting refuses outside a cap check: one line, exit 1 (core.errors.Refused)."""
+    if cli_json.wants_json():
+        cli_json.print_refused(exc)
+    else:
+        error = exc.error
+        line = f"{error.source}: {error.field}: {failures.short_quotes(error.message)}".replace(chr(10), " ")
+        typer.echo(f"refused: {failures.excerpt(line, 1000)}", err=True)
+        typer.echo("nothing was written.", err=True)
+    return failures.EXIT_REFUSED
+
+
 failures.register(InputErrors, _input_errors)
+failures.register(Refused, _refused)
 class _Refused(type):
     """isinstance(exc, BudgetRefused) without importing the operations for `--help`: no
     refusal can exist before they are imported (issue 13)."""
@@ -554,7 +567,8 @@ def retract(release: ReleaseArgument, by: AsOption = None, reason: ReasonOption 
 @app.command("cancel")
 def cancel(release: ReleaseArgument, by: AsOption = None, reason: ReasonOption = None,
            as_json: JsonOption = False) -> None:
-    """Cancel a planned or approved release; frees its reservation."""
+    """Cancel a planned or approved release whose output was never computed; frees its reservation
+    (a release run, or recorded with its output digest, stays charged: refused, exit 1)."""
     _change_status("cancel", release, by, as_json, reason=reason)
 
 
