@@ -2,10 +2,10 @@
 
 The command line over the same operations as the Python API (ledger.api).
 
-Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input
-(every problem printed with its file and field; nothing written); 3 the ledger
-could not be reached, locked or written (nothing recorded; retry later); 4 an
-unexpected failure (one line, details in a log).
+Exit codes: 0 done; 1 a budget check refused, or a cancel of a release whose output
+exists (nothing written); 2 bad input (every problem printed with its file and field;
+nothing written); 3 the ledger could not be reached, locked or written (nothing
+recorded; retry later); 4 an unexpected failure (one line, details in a log).
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ people = lazy_module("ledger.operations.people")  # (issue 12) the ORM
 store = lazy_module("ledger.store.database")
 Session = lazy_callable("sqlmodel", "Session")
 
-EXIT_CODES_HELP = ("Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input (nothing "
+EXIT_CODES_HELP = ("Exit codes: 0 done; 1 a budget check refused, or a cancel of a release whose output exists "
+                   "(nothing written); 2 bad input (nothing "
                    "written); 3 the ledger could not be reached, locked or written (nothing recorded; retry "
                    "later); 4 an unexpected failure (details in the log file named).")
 # -h as well as --help, on every command; plain help (rich_markup_mode=None): rich's help
