@@ -8,7 +8,9 @@ The Python API (ledger/api.py):
     book.table()                               # pandas DataFrame: a row per release, a total row
 
 Errors: `InputErrors` (bad input; `.errors` is a list of `LedgerError` with
-source, field and message) and `BudgetRefused` (a cap would break; `.checks`).
+source, field and message), `BudgetRefused` (a cap would break; `.checks`) and
+`Refused` (another step the accounting refuses: cancelling a release whose output
+exists; `.error`).
 Adapters from OpenDP, dp_accounting and diffprivlib: `ledger.adapters`.
 
 Where things live (the layers, lowest first; a module imports only its own layer and
@@ -30,7 +32,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BudgetRefused", "Cap", "Dataset", "Guarantee", "InputErrors", "Ledger", "LedgerError", "Mechanism", "Notion",
-    "PlanCheck", "Recorded", "Relation", "Release", "Status", "SubsetLoss", "__version__", "open", "safe_float",
+    "PlanCheck", "Recorded", "Refused", "Relation", "Release", "Status", "SubsetLoss", "__version__", "open", "safe_float",
 ]
 
 
@@ -38,7 +40,7 @@ _API = ("Ledger", "PlanCheck", "Recorded", "SubsetLoss", "open", "safe_float")
 
 
 _RECORDS = ("Cap", "Dataset", "Guarantee", "Mechanism", "Notion", "Relation", "Release", "Status")
-_ERRORS = ("InputErrors", "LedgerError")
+_ERRORS = ("InputErrors", "LedgerError", "Refused")
 
 
 def __getattr__(name: str):

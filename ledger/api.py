@@ -15,7 +15,8 @@ choices.py, engine.py), so a figure here is the figure the CLI prints: the same
 composition, and no cancelled release is ever counted. Bad input raises
 `InputErrors`, whose `.errors` is the list of `LedgerError` (source, field,
 message) the CLI prints before exit 2; a step that would break a cap raises
-`BudgetRefused` (exit 1 in the CLI). Nothing is written in either case.
+`BudgetRefused`, and cancelling a release whose output exists raises
+`Refused` (both exit 1 in the CLI). Nothing is written in any case.
 
 Figures: `.epsilon` is a float that is a safe bound (a loss rounded up, a
 headroom rounded down, `math.inf` when unbounded); `.exact` is the exact
@@ -180,7 +181,8 @@ class Ledger:
         return operations.change_status(self.engine, release_id, "retract", self._by(by), reason=reason)
 
     def cancel(self, release_id: str, *, reason: str | None = None, by: str | None = None) -> Release:
-        """Cancel a planned or approved release, saying why; it frees its reservation."""
+        """Cancel a planned or approved release, saying why; it frees its reservation. A release
+        whose output exists (run, or recorded with `output_digest`) stays charged: `Refused`."""
         return operations.change_status(self.engine, release_id, "cancel", self._by(by), reason=reason)
 
     def set_cap(self, subset: Sequence[str] | str, *, epsilon: object = None, delta: object = None,

@@ -18,11 +18,14 @@ that is not below it, so the record never understates the loss
 The libraries are imported only by their adapter: each is an optional dependency
 (`pip install -e '.[adapters]'` installs OpenDP and diffprivlib; dp_accounting is a dependency).
 
-Status: a release from a library run is recorded **planned** by default, as a release file
-without `status` and `privacy-ledger run` record theirs: its output has been computed but is not
-out; it reserves its budget at once (the caps are checked when it is recorded) and is approved and
-published like any other release, by an approver (separation of duties). `status="published"`
-records an output that went out when it was made (the recorder then needs the approver role).
+Status: a release from a library is recorded **planned** by default, as a release file without
+`status` and `privacy-ledger run` record theirs; it reserves its budget at once (the caps are
+checked when it is recorded) and is approved and published like any other release, by an approver
+(separation of duties). `status="published"` records an output that went out when it was made (the
+recorder then needs the approver role). The ledger does not see the library's output: a release
+whose output has been computed is recorded with its digest (`dataclasses.replace(release,
+output_digest=sha256_hex)`), and is charged from then, never cancelled (DESIGN 2.10); without
+one it is a reservation, which `cancel` frees.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 The command line over the same operations as the Python API (ledger.api).
 
-Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input
-(every problem printed with its file and field; nothing written); 3 the ledger
-could not be reached, locked or written (nothing recorded; retry later); 4 an
-unexpected failure (one line, details in a log).
+Exit codes: 0 done; 1 a budget check refused, or a cancel of a release whose output
+exists (nothing written); 2 bad input (every problem printed with its file and field;
+nothing written); 3 the ledger could not be reached, locked or written (nothing
+recorded; retry later); 4 an unexpected failure (one line, details in a log).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from . import json_output as cli_json, style as cli_style  # noqa: F401 (cli_sty
 from .entry import command_name as _command_name  # the command the arguments name
 from ..core import failures  # noqa: F401 (cli_style: help as people read it)
 from ..accounting.spend import DEFAULT_DELTA
-from ..core.errors import InputErrors, LedgerError, fail
+from ..core.errors import InputErrors, LedgerError, Refused, fail
 from ..core.numbers import NumberError, figure_fields, format_delta, format_number, is_infinite, to_fraction, to_json
 from ..core.records import CHARGED_STATUSES, Dataset
 from ..core.lazy import lazy_callable, lazy_module
@@ -58,7 +58,8 @@ people = lazy_module("ledger.operations.people")  # (issue 12) the ORM
 store = lazy_module("ledger.store.database")
 Session = lazy_callable("sqlmodel", "Session")
 
-EXIT_CODES_HELP = ("Exit codes: 0 done; 1 a budget check refused (nothing written); 2 bad input (nothing "
+EXIT_CODES_HELP = ("Exit codes: 0 done; 1 a budget check refused, or a cancel of a release whose output exists "
+                   "(nothing written); 2 bad input (nothing "
                    "written); 3 the ledger could not be reached, locked or written (nothing recorded; retry "
                    "later); 4 an unexpected failure (details in the log file named).")
 # -h as well as --help, on every command; plain help (rich_markup_mode=None): rich's help
@@ -201,7 +202,20 @@ def _budget_refused(exc: operations.BudgetRefused) -> int:
     return failures.EXIT_REFUSED
 
 
+def _refused(exc: Refused) -> int:
+    """A step the accounting refuses outside a cap check: one line, exit 1 (core.errors.Refused)."""
+    if cli_json.wants_json():
+        cli_json.print_refused(exc)
+    else:
+        error = exc.error
+        line = f"{error.source}: {error.field}: {failures.short_quotes(error.message)}".replace(chr(10), " ")
+        typer.echo(f"refused: {failures.excerpt(line, 1000)}", err=True)
+        typer.echo("nothing was written.", err=True)
+    return failures.EXIT_REFUSED
+
+
 failures.register(InputErrors, _input_errors)
+failures.register(Refused, _refused)
 class _Refused(type):
     """isinstance(exc, BudgetRefused) without importing the operations for `--help`: no
     refusal can exist before they are imported (issue 13)."""
@@ -555,7 +569,8 @@ def retract(release: ReleaseArgument, by: AsOption = None, reason: ReasonOption 
 @app.command("cancel")
 def cancel(release: ReleaseArgument, by: AsOption = None, reason: ReasonOption = None,
            as_json: JsonOption = False) -> None:
-    """Cancel a planned or approved release; frees its reservation."""
+    """Cancel a planned or approved release whose output was never computed; frees its reservation
+    (a release run, or recorded with its output digest, stays charged: refused, exit 1)."""
     _change_status("cancel", release, by, as_json, reason=reason)
 
 

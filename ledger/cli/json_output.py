@@ -6,7 +6,8 @@ With `--json`, a command that fails prints on standard output
       "field": "releases[1].mechanism.epsilon", "message": "..."}]}
 
 and keeps its exit code (2 bad input, 1 a refused budget check, whose object
-also lists the caps as `check --json` does). `file` is the file or what stands
+also lists the caps as `check --json` does, or another refusal of the accounting,
+such as cancelling a release whose output exists: `refused` is its line). `file` is the file or what stands
 for it ("command line", "release ID"); `line` is null where there is none.
 `main()` calls `print_errors` / `print_refusal` when `wants_json()`.
 """
@@ -49,6 +50,16 @@ def refusal_json(refused) -> dict:
             "errors": [{"file": None, "line": None, "field": f"cap {c.cap.dataset}/{c.cap.name}", "message": message}
                        for c, message in refused.cap_messages],
             "caps": [check_json(c, why) for c in refused.checks]}
+
+
+def refused_json(refused) -> dict:
+    """A `Refused` (core.errors) as JSON: its one line, and the same line as the error it is."""
+    return {"ok": False, "exit_code": 1, "refused": short_quotes(refused.error.message),
+            "errors": [error_json(refused.error)]}
+
+
+def print_refused(refused) -> None:
+    print(dumps(refused_json(refused)))
 
 
 def dumps(value: object) -> str:

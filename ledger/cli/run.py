@@ -92,7 +92,8 @@ def run(
     = None,
     seed: Annotated[Optional[int], typer.Option(help="Seed the noise (reproducible tests only; default: "
                                                      "a cryptographically sound seed).")] = None,
-    status: Annotated[str, typer.Option(help="planned (the output exists but is not out), or published "
+    status: Annotated[str, typer.Option(help="planned (the output exists but is not out; charged from "
+                                             "now, it cannot be cancelled), or published "
                                              "(it goes straight out: needs the approver role too).")] = "planned",
     out: Annotated[Optional[Path], typer.Option(help="Write the output here as CSV (default: standard output).")] = None,
     by: AsOption = None,

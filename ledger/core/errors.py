@@ -33,6 +33,15 @@ class InputErrors(Exception):
         super().__init__("\n".join(str(error) for error in self.errors))
 
 
+class Refused(Exception):
+    """A well-formed step the ledger's rules refuse outside a cap check (cancelling a release
+    whose output exists, DESIGN 2.10): exit code 1, as a refused cap, nothing written."""
+
+    def __init__(self, error: LedgerError):
+        self.error = error
+        super().__init__(str(error))
+
+
 def fail(source: str, field: str, message: str) -> InputErrors:
     """One error, ready to raise."""
     return InputErrors([LedgerError(source, field, message)])

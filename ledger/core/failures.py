@@ -2,7 +2,8 @@
 
 Exit codes (README, `privacy-ledger --help`):
 - 0 done;
-- 1 a budget check refused (nothing written);
+- 1 a budget check refused, or another step the accounting refuses (cancelling a release
+  whose output exists): nothing written;
 - 2 bad input: a file, field, option or path that cannot be accepted (nothing written);
 - 3 the ledger could not be reached, locked or written -- a lock wait timed out, the disk
   is full, the file system is read-only, the database connection was refused or lost, the

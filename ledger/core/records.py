@@ -47,7 +47,7 @@ class Status(StrEnum):
     APPROVED = "approved"
     PUBLISHED = "published"
     RETRACTED = "retracted"  # still counts: what was published cannot be unpublished
-    CANCELLED = "cancelled"  # never published: frees its reservation
+    CANCELLED = "cancelled"  # never run, never published: frees its reservation (lifecycle.transition)
 
 
 CHARGED_STATUSES = frozenset({Status.PLANNED, Status.APPROVED, Status.PUBLISHED, Status.RETRACTED})
@@ -205,8 +205,8 @@ class Release:
     approved_at: datetime | None = None
     published_at: datetime | None = None
     pufferfish: tuple[PufferfishGuarantee, ...] = ()  # never added into DP totals (DESIGN 2.8)
-    output_digest: str | None = None  # SHA-256 of the published output (mechanisms run by the ledger)
-    output: str | None = None  # the published output itself, as CSV; never the input data
+    output_digest: str | None = None  # SHA-256 of its output; once one exists it stays charged (DESIGN 2.10)
+    output: str | None = None  # the output itself, as CSV (mechanisms run by the ledger); never the input data
     source: str = field(default="", compare=False)  # file:line it was read from, for messages
     source_field: str = field(default="", compare=False)  # its path in that file: "releases[1]"
     # read from a file that stated no guarantees: they are what the catalogue derives from the

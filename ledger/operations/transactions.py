@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Union
 from datetime import datetime
 
 from ..accounting import budget, lineage
-from ..core.errors import InputErrors, LedgerError, fail
-from ..accounting.lifecycle import ENFORCING, transition
+from ..core.errors import InputErrors, LedgerError, Refused, fail
+from ..accounting.lifecycle import ENFORCING, OutputCharged, transition
 from ..input.loader import (
     Document,
     LedgerSnapshot,
@@ -254,7 +254,8 @@ REASONED = frozenset({"retract", "cancel"})  # steps that carry a reason (DESIGN
 
 def change_status(engine: Engine, release_id: str, action: str, actor: str, *, reason: str | None = None,
                   at: datetime | None = None) -> Release:
-    """approve / publish / retract / cancel one release; approve and publish re-check its caps.
+    """approve / publish / retract / cancel one release; approve and publish re-check its caps;
+    cancel is refused (`Refused`, exit 1) once an output of the release exists (lifecycle.transition).
 
     `reason` is required by retract and cancel. `at` dates a publication that happened
     elsewhere (publish only): never in the future, never before the release was planned."""
@@ -286,6 +287,8 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
                 raise fail("command line", "--at", f"{at.isoformat()} is before release {release_id!r} was "
                                                    f"planned ({planned.isoformat()})")
         changed = transition(release, action, actor, moment)
+        if isinstance(changed, OutputCharged):  # an output exists: it stays charged (DESIGN 2.10)
+            raise Refused(LedgerError(f"release {release_id}", "status", changed.message))
         if isinstance(changed, str):
             raise fail(f"release {release_id}", "status", changed)
         if action == "cancel":  # the lineage rule (DESIGN 2.5), over the releases naming it, not every release
