@@ -27,7 +27,7 @@ from ..operations import choices  # noqa: F401 (cli_style: help as people read i
 from . import json_output as cli_json, style as cli_style  # noqa: F401 (cli_style: help as people read it)
 from .entry import command_name as _command_name  # the command the arguments name
 from ..core import failures  # noqa: F401 (cli_style: help as people read it)
-from ..accounting.spend import DEFAULT_DELTA
+from ..accounting.spend import CONVERSION_SHORT, DEFAULT_DELTA, cks_epsilon
 from ..core.errors import InputErrors, LedgerError, Refused, fail
 from ..core.numbers import NumberError, figure_fields, format_delta, format_number, is_infinite, to_fraction, to_json
 from ..core.records import CHARGED_STATUSES, Dataset
@@ -654,9 +654,11 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: 
             # the same accountants as `cap list` (issue 11): totals and states as the ledger stood,
             # from the accounting rows of the releases charged then (issue 13, store/as_of.py)
             checks = operations.cap_checks_as_of(session, chosen.name, caps, when)
+    delta = choices.parse_delta(None, chosen)
     if as_json:  # (a list, as without --as-of: each cap states the moment)
         why = infinite_driver_reasons(checks, when)
-        typer.echo(json.dumps([{**check_json(c, why), **({} if when is None else as_of_json(chosen.name, when))}
+        typer.echo(json.dumps([{**check_json(c, why), **rho_cap_epsilon_json(c.cap, delta),
+                                **({} if when is None else as_of_json(chosen.name, when))}
                                for c in checks], indent=2, ensure_ascii=False))
         return
     if when is not None:
@@ -664,8 +666,25 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: 
             typer.echo(line)
     if not checks:
         typer.echo(f"dataset {chosen.name} has no caps" + (" then" if when is not None else ""))
-    for line in check_lines(checks, planned=False, why=infinite_driver_reasons(checks, when)):
+    for line in check_lines(checks, planned=False, why=infinite_driver_reasons(checks, when), rho_at_delta=delta):
         typer.echo(line)
+
+
+def rho_cap_epsilon(cap, delta: Fraction) -> float | None:
+    """A rho cap's statement as (epsilon, delta): the zCDP filter of the cap converted at the
+    dataset's whole delta (a rho cap admits no approximate release, so none of that delta is set
+    aside for one; DESIGN 2.10), by Canonne, Kamath and Steinke (2020), Prop 12 / Cor 13, at the
+    best order, rounded up. None for a cap in epsilon."""
+    return None if cap.rho is None else cks_epsilon(cap.rho, float(delta))
+
+
+def rho_cap_epsilon_json(cap, delta: Fraction) -> dict:
+    """`cap list --json`'s statement of a rho cap at the dataset's delta (`rho_cap_epsilon`); {} for
+    a cap in epsilon, whose `limit` is already in epsilon."""
+    if cap.rho is None:
+        return {}
+    return {**figure_fields("epsilon_at_delta", rho_cap_epsilon(cap, delta)),
+            **figure_fields("conversion_delta", delta), "conversion": CONVERSION_SHORT}
 
 
 def infinite_driver_reasons(checks, when=None) -> dict[tuple[str, str], tuple[str | None, ...]]:
@@ -690,9 +709,11 @@ def infinite_driver_reasons(checks, when=None) -> dict[tuple[str, str], tuple[st
     return found
 
 
-def check_lines(checks, planned: bool = True, why: Mapping | None = None) -> list[str]:
+def check_lines(checks, planned: bool = True, why: Mapping | None = None,
+                rho_at_delta: Fraction | None = None) -> list[str]:
     """The text of `check`, `cap list`, `cap set` and `record`: the figures `check_json` states;
-    `why`: per cap (dataset, name), each driver's reason when its charge is ∞ (`infinite_driver_reasons`)."""
+    `why`: per cap (dataset, name), each driver's reason when its charge is ∞ (`infinite_driver_reasons`);
+    `rho_at_delta`: state each rho cap as epsilon at this delta too (`rho_cap_epsilon`)."""
     lines = []
     for c in checks:
         unit = c.cap.unit_text
@@ -702,6 +723,10 @@ def check_lines(checks, planned: bool = True, why: Mapping | None = None) -> lis
         figures += [f"cap {format_number(c.cap.limit, down=True)}", f"headroom {format_number(c.headroom, down=True)}"]
         lines.append(f"[{c.status}] cap {c.cap.name} ({unit}) on {{{', '.join(c.cap.ordered_subset)}}}: "
                      + ", ".join(figures))
+        if rho_at_delta is not None and c.cap.rho is not None:
+            epsilon = format_number(rho_cap_epsilon(c.cap, rho_at_delta))
+            lines.append(f"      the cap: {c.cap.limit_text}, epsilon {epsilon} at delta {format_delta(rho_at_delta)}"
+                         f" ({CONVERSION_SHORT})")
         if planned:
             for charge in c.charges:
                 who = f"family {charge.family} (its members charged once)" if charge.family else charge.release
