@@ -2,9 +2,9 @@
 
 A misspelt parameter is refused, bad input (exit 2, nothing written), with the nearest names the
 mechanism takes, or all of them when none is near: read as written, it was ignored, and the
-guarantee was derived without it (`relaton: add-remove` stated a Gaussian's zCDP for replacement
-neighbours, half the rho its add/remove sensitivity gives under replacement). A field written in
-the wrong place says where it goes. Files, adapters, `run` and the Python API are held to the one
+guarantee was derived without it (`rho: 0.5, relaton: add-remove` was charged rho 0.5 for
+replacement neighbours, a quarter of the 2 that group privacy gives an add/remove rho of 0.5 there,
+Bun and Steinke 2016, Prop 1.9). A field written in the wrong place says where it goes. Files, adapters, `run` and the Python API are held to the one
 table, and `privacy-ledger mechanisms` prints it.
 """
 
