@@ -72,7 +72,7 @@ releases:
     published_at: "2024-03-01T09:30:00+01:00"
   - id: consistent
     reads: [degree, income]
-    mechanism: {name: tan-consistent-counts, epsilon: 0.1, protects: [income], rounding: fives, seeded: true}
+    mechanism: {name: tan-consistent-counts, epsilon: 0.1, protects: [income], margin: degree, nonnegative: true}
   - id: approximate
     reads: [income, sex]
     mechanism: {name: gaussian, rho: 0.02}
@@ -187,7 +187,8 @@ def test_records_read_back_equal_the_records_loaded(engine, tmp_path):
     assert back["science"].status.value == "planned"
     assert back["half-1"].published_at == datetime(2024, 3, 1, 8, 30, tzinfo=UTC)
     assert back["consistent"].mechanism.param("protects") == ("income",)
-    assert back["consistent"].mechanism.param("seeded") is True
+    assert back["consistent"].mechanism.param("margin") == "degree"
+    assert back["consistent"].mechanism.param("nonnegative") is True
     assert snapshot.families["by-degree"].partition == {"degree"}
     assert snapshot.families["random-halves"].partition is None
     assert snapshot.datasets["graduates"].delta == F(1, 10**9)

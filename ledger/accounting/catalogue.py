@@ -9,10 +9,16 @@ steward's certified claim, and may protect only part of what is read.
 Sensitivities belong to a neighbour relation (DESIGN 2.1): the `sensitivity`
 parameter is the sensitivity under the mechanism's `relation` (replace by
 default), and the derived guarantee is stated for that relation.
+
+`PARAMETERS` states, for every mechanism of `CATALOGUE`, the parameters it
+accepts; a release file, an adapter and `run` are held to it
+(`unknown_parameters`), so a misspelt parameter is refused rather than ignored
+by a derivation that then states a guarantee without it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import math
 from collections.abc import Callable
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+from ..core.errors import did_you_mean
 from ..core.numbers import float_up
 from ..core.records import Guarantee, Mechanism, Notion, Relation
 
@@ -282,8 +289,6 @@ CATALOGUE: dict[str, Derivation] = {
 def derive_guarantees(mechanism: Mechanism, reads: frozenset[str]) -> tuple[tuple[Guarantee, ...], list[Problem]]:
     derivation = CATALOGUE.get(mechanism.name)
     if derivation is None:
-        from ..core.errors import did_you_mean
-
         known = ", ".join(sorted(CATALOGUE))
         return (), [Problem("name", f"unknown mechanism {mechanism.name!r}{did_you_mean(mechanism.name, CATALOGUE)}; "
                                     f"known: {known}")]
@@ -346,6 +351,76 @@ def _amplified(mechanism: Mechanism, guarantees):
 
 def needs_explicit_guarantees(mechanism: Mechanism) -> bool:
     return mechanism.name == "declared"
+
+
+# --------------------------------------------------------------------------
+# The parameters each mechanism accepts
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Parameters:
+    """The parameters one mechanism accepts, wherever its release comes from (a file, an
+    adapter, `run`). `needs`: the sets its guarantee is derived from, any one of them (none for
+    a mechanism whose guarantee is stated, or that has none); `reads`: the others that its
+    derivation or the check of a claim reads (DESIGN 2.1, 2.4, 2.7); `describes`: what was
+    computed and how, kept for the audit trail and read by no derivation."""
+
+    needs: tuple[tuple[str, ...], ...] = ()
+    reads: tuple[str, ...] = ()
+    describes: tuple[str, ...] = ()
+    names: tuple[str, ...] = dataclasses.field(init=False)  # every name accepted, each once, in the order above
+
+    def __post_init__(self) -> None:
+        named = dict.fromkeys([*(name for need in self.needs for name in need), *self.reads, *self.describes])
+        object.__setattr__(self, "names", tuple(named))
+
+
+# the sampling event (sampling_problems, _amplified; DESIGN 2.7)
+_SAMPLING = (*SAMPLING_PARAMS, "sampling", "epsilon_before_subsampling")
+# what `run` computed (operations.recording)
+_QUERY = ("query", "column", "columns", "lower", "upper", "n")
+# what an adapter read of another library's object (ledger.adapters)
+_LIBRARY = ("library", "class", "event", "count", "noise_multiplier", "sampling_probability")
+_NOISE = (*_QUERY, *_LIBRARY)
+
+PARAMETERS: dict[str, Parameters] = {
+    "geometric": Parameters((("epsilon",), ("scale", "sensitivity")), ("relation", *_SAMPLING), _NOISE),
+    "laplace": Parameters((("epsilon",), ("scale", "sensitivity")), ("relation", *_SAMPLING), _NOISE),
+    "gaussian": Parameters((("sigma", "sensitivity"), ("rho",), ("epsilon", "delta")), ("relation", *_SAMPLING),
+                           _NOISE),
+    "exact": Parameters((), _SAMPLING, _LIBRARY),
+    "post-processing": Parameters((), (), ("method",)),
+    "tan-consistent-counts": Parameters((("epsilon", "protects"),), ("margin", "protected", "relation", *_SAMPLING),
+                                        ("nonnegative", "pair_noise_exponent", "noised_rows", "exact_variables")),
+    "declared": Parameters((), _SAMPLING, ("epsilon", "delta", "rho", "sensitivity", "relation", *_LIBRARY,
+                                           "output_measure", "input_metric", "d_in")),
+    "p-percent": Parameters((), (), ("p", "epsilon", "laplace_scale", "contributor", "linked", "cells",
+                                     "protected_contributors")),
+    "attribute-gaussian": Parameters((), (), ("query", "protected", "epsilon", "delta", "diameters", "sigma2", "n")),
+    "modular-sum": Parameters((), (), ("variable", "modulus", "rows")),
+}
+
+
+def unknown_parameters(name: str, keys) -> list[Problem]:
+    """A problem for each of `keys` that mechanism `name` does not accept (`PARAMETERS`), with
+    the nearest names it does accept, or all of them when none is near (none for a name not in
+    the catalogue: `derive_guarantees` refuses the name itself)."""
+    accepted = PARAMETERS.get(name)
+    if accepted is None:
+        return []
+    problems = []
+    for key in keys:
+        if key == "name" or key in accepted.names:
+            continue
+        near = did_you_mean(key, accepted.names)
+        others = [other for other, parameters in PARAMETERS.items() if key in parameters.names]
+        message = f"{name} takes no parameter {key!r}"
+        if others and not near:
+            message += f", a parameter of {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}"
+        message += near or f" (it takes {', '.join(accepted.names) or 'none'})"
+        problems.append(Problem(key, message))
+    return problems
 
 
 

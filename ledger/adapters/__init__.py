@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from ..accounting.catalogue import derive_guarantees
+from ..accounting.catalogue import derive_guarantees, unknown_parameters
 from ..core.errors import InputErrors, LedgerError
 from ..core.records import Guarantee, Mechanism, Notion, Relation, Release, Status
 
@@ -69,6 +69,9 @@ def make_release(*, id: str, dataset: str, reads: Iterable[str], mechanism: str,
     if not id:
         raise refuse(source, "id", "a release needs an id")
     cleaned = {key: value for key, value in params.items() if value is not None}
+    unknown = unknown_parameters(mechanism, cleaned)  # the catalogue's table, as for a release file
+    if unknown:
+        raise InputErrors([LedgerError(source, f"mechanism.{p.field}", p.message) for p in unknown])
     recorded = Mechanism(mechanism, tuple(sorted(cleaned.items())))
     if guarantees is None:
         derived, problems = derive_guarantees(recorded, read)

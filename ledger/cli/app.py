@@ -1083,6 +1083,34 @@ def pair_spends(index: LedgerIndex, objective) -> dict[tuple[str, str], object]:
             for i in range(len(names)) for j in range(i + 1, len(names))}
 
 
+@app.command("mechanisms")
+def mechanisms_command(as_json: JsonOption = False) -> None:
+    """The mechanisms a release names and the parameters each accepts, as a Markdown table."""
+    from ..accounting.catalogue import PARAMETERS
+
+    if as_json:
+        typer.echo(json.dumps({name: {"needs": [list(need) for need in accepted.needs], "reads": list(accepted.reads),
+                                      "describes": list(accepted.describes)}
+                               for name, accepted in PARAMETERS.items()}, indent=2))
+        return
+    typer.echo("\n".join(mechanisms_markdown(PARAMETERS)))
+
+
+def mechanisms_markdown(parameters: Mapping) -> list[str]:
+    """`catalogue.PARAMETERS` as a Markdown table: the guarantee is derived from any one set of the
+    second column; the third holds what the derivation or a claim's check also reads; the fourth,
+    what is recorded only to describe the release. Any other parameter is refused."""
+    def cell(names) -> str:
+        return ", ".join(f"`{name}`" for name in names) or "-"
+
+    lines = ["| mechanism | guarantee derived from (one of) | also read | recorded as description |",
+             "|---|---|---|---|"]
+    for name, accepted in parameters.items():
+        needs = "; or ".join(" and ".join(f"`{n}`" for n in need) for need in accepted.needs) or "-"
+        lines.append(f"| `{name}` | {needs} | {cell(accepted.reads)} | {cell(accepted.describes)} |")
+    return lines
+
+
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option(help="Where to write the HTML table.")] = Path("ledger-demo.html"),

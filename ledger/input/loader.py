@@ -11,6 +11,7 @@ invariant stated in records.py, against the ledger snapshot given.
 
 from __future__ import annotations
 
+import difflib
 import json
 import stat
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -22,7 +23,14 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..accounting.catalogue import CATALOGUE, NUMERIC_PARAMS, derive_guarantees, overclaims
+from ..accounting.catalogue import (
+    CATALOGUE,
+    NUMERIC_PARAMS,
+    PARAMETERS,
+    derive_guarantees,
+    overclaims,
+    unknown_parameters,
+)
 from ..accounting.lineage import PUBLISHED_STATUSES, describe, publish_blockers
 from ..core.errors import InputErrors, LedgerError
 from ..core.numbers import NumberError, to_fraction
@@ -333,7 +341,7 @@ def schema_problems(document: Document, schema_name: str) -> list[tuple[Path_, L
     for error in sorted(_validator(schema_name).iter_errors(document.data),
                         key=lambda e: list(map(str, e.absolute_path))):
         at = tuple(error.absolute_path)
-        message = _schema_message(error) + _group_cap_hint(document, at, error.instance)
+        message = _schema_message(error, schema_name) + _group_cap_hint(document, at, error.instance)
         shown = repr(error.instance)
         if len(shown) > EXCERPT_CHARS and shown in message:  # never echo more than an excerpt of the file
             message = message.replace(shown, excerpt(str(error.instance)) if isinstance(error.instance, str)
@@ -396,6 +404,77 @@ def _expected(schema: dict) -> str:
     return "a valid value"
 
 
+@cache
+def _places(schema_name: str) -> dict[str, tuple[Path_, ...]]:
+    """Each field of the schema's files -> the mappings it is a field of, as paths in a file
+    (None: any index). A mechanism (`$defs/mechanism`) holds every parameter of the catalogue
+    (`PARAMETERS`), not only those the schema types."""
+    root = schema(schema_name)
+    parameters = list(dict.fromkeys(name for accepted in PARAMETERS.values() for name in accepted.names))
+    places: dict[str, dict[Path_, None]] = {}
+
+    def walk(node: dict, at: Path_, refs: frozenset[str]) -> None:
+        if "$ref" in node:
+            name = node["$ref"].rsplit("/", 1)[-1]
+            if name not in refs:
+                if name == "mechanism":
+                    for key in parameters:
+                        places.setdefault(key, {})[at] = None
+                walk(root["$defs"][name], at, refs | {name})
+            return
+        for key, child in node.get("properties", {}).items():
+            places.setdefault(key, {})[at] = None
+            walk(child, at + (key,), refs)
+        if isinstance(node.get("items"), dict):
+            walk(node["items"], at + (None,), refs)
+        for choice in (*node.get("oneOf", ()), *node.get("anyOf", ())):
+            walk(choice, at, refs)
+
+    walk(root, (), frozenset())
+    return {key: tuple(found) for key, found in places.items()}
+
+
+def _nearest(places: Iterable[Path_], at: Path_) -> list[str]:
+    """The places, other than `at`, that share the longest start with `at` (the same release
+    before another release's), written as paths of this file ("releases[0].guarantees[]"; ""
+    for the top of the file)."""
+    def shared(place: Path_) -> int:
+        count = 0
+        for mine, theirs in zip(at, place):
+            if not (mine == theirs or (theirs is None and isinstance(mine, int))):
+                break
+            count += 1
+        return count
+
+    others = [place for place in places if not (len(place) == len(at) and shared(place) == len(at))]
+    best = max(map(shared, others), default=0)
+    return [field_name(tuple("[]" if part is None else part for part in at[:best] + place[best:])).replace(".[]", "[]")
+            for place in others if shared(place) == best]
+
+
+def _elsewhere(key: str, at: Path_, known: Iterable[str], schema_name: str) -> str:
+    """What to tell of a field `key` not allowed in the mapping at `at`: where it belongs when
+    it is a field of another place of the file (`sensitivity` beside `reads` belongs under the
+    mechanism; `reads` among a mechanism's parameters, beside them), else the nearest names allowed
+    here, else the nearest fields of other places."""
+    places = _places(schema_name)
+    exact = _nearest(places.get(key, ()), at)
+    if exact:
+        return f": it belongs {_under(exact)}"
+    near = _did_you_mean(key, known)
+    if near:
+        return near
+    for close in difflib.get_close_matches(key, list(places), n=1, cutoff=0.75):
+        where = _nearest(places[close], at)
+        if where:
+            return f" (did you mean {close!r}, {_under(where)}?)"
+    return ""
+
+
+def _under(places: list[str]) -> str:
+    return " or ".join(f"under {place}" if place else "at the top of the file" for place in places)
+
+
 def _group_cap_hint(document: Document, at: tuple, instance) -> str:
     """A cap's `subset` given as one name that is a group of the file (`subset: work`): how a
     cap on a group is written (the schema cannot know the file's groups)."""
@@ -408,13 +487,14 @@ def _group_cap_hint(document: Document, at: tuple, instance) -> str:
             "without `subset`")
 
 
-def _schema_message(error: jsonschema.ValidationError) -> str:
+def _schema_message(error: jsonschema.ValidationError, schema_name: str) -> str:
     """jsonschema's error in the steward's words: what was expected and what was found."""
     instance = error.instance
     if error.validator == "additionalProperties":
         known = error.schema.get("properties", {})
         unknown = [key for key in instance if key not in known]
-        return "; ".join(f"unknown field {key!r}{_did_you_mean(str(key), known)}" for key in unknown) \
+        at = tuple(error.absolute_path)
+        return "; ".join(f"unknown field {key!r}{_elsewhere(str(key), at, known, schema_name)}" for key in unknown) \
             or error.message.replace("Additional properties are not allowed", "unknown field")
     if error.validator in ("oneOf", "anyOf") and all(set(c) == {"required"} for c in error.validator_value):
         fields = [name for choice in error.validator_value for name in choice["required"]]
@@ -447,7 +527,11 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
         return "must not be empty"
     if error.validator == "required" and isinstance(instance, dict):
         missing = [name for name in error.validator_value if name not in instance]
-        return "missing field " + ", ".join(map(repr, missing))
+        # written one level down (`reads` among a mechanism's parameters): where it was found
+        found = [field_name(tuple(error.absolute_path) + (key,)) for key, child in instance.items()
+                 if isinstance(child, dict) and any(name in child for name in missing)]
+        return "missing field " + ", ".join(map(repr, missing)) + \
+            (f" (written under {' and '.join(found)}: it belongs here)" if found else "")
     return error.message
 
 
@@ -842,7 +926,7 @@ def check_release_record(release: Release, recorded_at: datetime, families: Mapp
                 entry[key] = value if key == "approved_by" else _utc(value).isoformat()
         _lifecycle_fields(entry, out, (), recorded_at)
     derived, problems = derive_guarantees(release.mechanism, release.reads)
-    for problem in problems:
+    for problem in unknown_parameters(release.mechanism.name, dict(release.mechanism.params)) + problems:
         if not problem.missing:
             out.add(("mechanism", problem.field), problem.message)
     if tuple(release.guarantees) != tuple(derived):  # explicit guarantees, as a file's `guarantees`
@@ -888,6 +972,15 @@ def _build_mechanism(entry: dict, reads: frozenset[str], out: _Collector, at: Pa
         return None  # (the schema said so)
     params: dict[str, Any] = {}
     whole = True
+    for problem in unknown_parameters(spec["name"], spec):
+        # a field of the release written among the parameters is told where it goes; a parameter
+        # of another mechanism, which mechanisms take it (a guarantee is no place for a scale)
+        key = problem.field
+        parameter = any(key in accepted.names for accepted in PARAMETERS.values())
+        where = [] if parameter else _nearest(_places(RELEASE_SCHEMA).get(key, ()), at + ("mechanism",))
+        out.add(at + ("mechanism", key), f"{spec['name']} takes no parameter {key!r}: it belongs {_under(where)}"
+                if where else problem.message)
+        whole = False
     for key, value in spec.items():
         if key == "name":
             continue
@@ -904,7 +997,8 @@ def _build_mechanism(entry: dict, reads: frozenset[str], out: _Collector, at: Pa
             params[key] = tuple(value)
         else:
             params[key] = value
-    if spec["name"] in SCALE_MECHANISMS and "scale" in params and "sensitivity" not in params:
+    if whole and spec["name"] in SCALE_MECHANISMS and "scale" in params and "sensitivity" not in params \
+            and not _stray_parameters(entry, spec["name"]):
         # epsilon = sensitivity / scale: a scale alone says nothing, and beside an epsilon it was ignored
         # (with a sensitivity, a contradiction is refused: catalogue._scale_mechanism)
         out.add(at + ("mechanism", "scale"), f"a {spec['name']} scale is read with its sensitivity (epsilon = "
@@ -916,6 +1010,13 @@ def _build_mechanism(entry: dict, reads: frozenset[str], out: _Collector, at: Pa
                 out.add(at + ("mechanism", problem.field), problem.message)
         return None
     return Mechanism(spec["name"], tuple(sorted(params.items())))
+
+
+def _stray_parameters(entry: dict, name: str) -> bool:
+    """A parameter of the mechanism written beside it, in the release: the schema says where it goes,
+    and what the mechanism then lacks is that parameter, not another problem to report."""
+    accepted = PARAMETERS.get(name)
+    return accepted is not None and any(key in accepted.names for key in entry)
 
 
 def _build_guarantees(entry, mechanism, reads, out: _Collector, at: Path_, check_variables,
@@ -931,7 +1032,8 @@ def _build_guarantees(entry, mechanism, reads, out: _Collector, at: Path_, check
         return ()  # (the schema said so)
     if explicit_specs is None:
         for problem in problems:
-            out.add(at + ("mechanism", problem.field), problem.message)
+            if not (problem.missing and _stray_parameters(entry, mechanism.name)):
+                out.add(at + ("mechanism", problem.field), problem.message)
         return derived
     # explicit guarantees replace derived ones; the mechanism must still be known, and its
     # parameters, where given, consistent (a claim is checked against them: overclaims)

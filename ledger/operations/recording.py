@@ -32,6 +32,7 @@ from sqlalchemy import Engine
 
 from . import transactions as operations
 from ..store import database as store
+from ..accounting.catalogue import unknown_parameters
 from ..core.errors import InputErrors, LedgerError, did_you_mean
 from ..core.failures import excerpt
 from ..input.loader import LedgerSnapshot, check_batch
@@ -474,6 +475,9 @@ def run_and_record(
     final = replace(release, mechanism=Mechanism(release.mechanism.name, _params(described)),
                     pufferfish=outcome.pufferfish or planned.pufferfish, output=text, output_digest=sha,
                     recorded_at=store.now())
+    unknown = unknown_parameters(final.mechanism.name, dict(final.mechanism.params))
+    if unknown:  # what a run records, a release file of the same mechanism may state (catalogue.PARAMETERS)
+        raise RuntimeError(f"{name} recorded parameters the catalogue does not accept: {unknown}")
     if final.status is Status.PUBLISHED:  # it goes out now: published when recorded
         final = replace(final, published_at=final.recorded_at)
     final_batch = [final]
