@@ -63,11 +63,14 @@ def tpr_at(alpha: float, *, epsilon: float, delta: float) -> float:
     epsilon = _check_nonnegative("epsilon", epsilon)
     if math.isinf(epsilon):
         return 1.0
-    # e^eps alpha in logs: it passes 1 (and the float range) long before e^eps overflows
-    through_alpha = delta + math.exp(min(epsilon + math.log(alpha), 1.0)) if alpha > 0 else delta
+    if alpha == 0 or epsilon < 700:
+        through_alpha = delta + alpha * math.exp(epsilon) if alpha else delta
+    else:  # e^eps past the floats: e^eps alpha in logs (only its passing 1 matters)
+        through_alpha = delta + math.exp(min(epsilon + math.log(alpha), 1.0))
     # 1 - e^-eps (1 - delta - alpha) = (1 - e^-eps) + e^-eps (delta + alpha), no cancellation at small eps
     through_complement = -math.expm1(-epsilon) + math.exp(-epsilon) * (delta + alpha)
-    return min(1.0, through_alpha, through_complement)
+    # (at least alpha: a trade-off curve lies below 1 - alpha, Dong, Roth and Su 2022, Prop 2.2)
+    return max(alpha, min(1.0, through_alpha, through_complement))
 
 
 def gdp_tpr_at(alpha: float, mu: float) -> float:
@@ -79,7 +82,7 @@ def gdp_tpr_at(alpha: float, mu: float) -> float:
     if alpha in (0.0, 1.0) or mu == 0:
         return alpha
     special = _special()
-    return float(special.ndtr(special.ndtri(alpha) + mu))
+    return min(1.0, max(alpha, float(special.ndtr(special.ndtri(alpha) + mu))))  # (Prop 2.2, as above)
 
 
 def _gdp_delta_parts(epsilon: float, mu: float) -> tuple[float, float]:
@@ -106,10 +109,10 @@ def _gdp_delta_parts(epsilon: float, mu: float) -> tuple[float, float]:
         else:  # (e^epsilon - 1) Phi(v), with e^epsilon Phi(v) as above: e^epsilon may pass the floats
             excess = 0.5 * float(special.erfcx(-v / math.sqrt(2))) * math.exp(-u * u / 2) - float(special.ndtr(v))
             delta = scale - excess
-    # a few ulps on each function; u*u/2 rounded moves the common factor by about 1e-16 u^2; the
-    # rounding of u moves delta along the curve by e^eps Phi(v) d(epsilon) (d delta / d eps =
-    # -e^eps Phi(v)), about 1e-16 (epsilon + mu^2) of the larger term
-    error = 1e-15 * (8 + u * u + epsilon + mu * mu) * scale
+    # scipy's erfcx is within 9e-16 of its value (8 ulps), erf, ndtr and exp within a few ulps; the
+    # common factor e^(-u^2 / 2) moves by |u| times the rounding of u (about 2e-16 max(|u|, mu)) and
+    # of u^2 / 2: about 1e-15 (2.5 + 0.4 u^2 + 0.3 |u| mu) of the larger term, allowed twice over
+    error = 1e-15 * (5 + u * u + abs(u) * mu) * scale
     return max(delta, 0.0), error
 
 
@@ -148,7 +151,8 @@ def _boundary(inside, low: float, high: float) -> tuple[float, float]:
 def gdp_epsilon(mu: float, delta: float) -> float:
     """The smallest epsilon at which a mu-GDP mechanism is (epsilon, delta)-DP, rounded up: the
     root of `gdp_delta`(epsilon, mu) = delta (Dong, Roth and Su 2022, Cor 2.13), the delta
-    evaluated with its float error counted against it, to adjacent floats (about 1e-13 relative).
+    evaluated with its float error counted against it, to adjacent floats (within about 1e-12 of
+    the exact epsilon, relative, or 1e-14 absolute).
     A Gaussian composition's epsilon exactly (Cor 3.3); infinite when delta is 0 and mu > 0."""
     mu, delta = _check_nonnegative("mu", mu), _check_rate("delta", delta)
     if mu == 0 or delta == 1:
@@ -192,10 +196,14 @@ class Risk:
 def figure_risks(epsilon: float, delta: float | None,
                  fprs: Sequence[float] = FALSE_POSITIVE_RATES) -> tuple[Risk, ...]:
     """The attack bound of an (epsilon, delta) figure (`delta` None: a pure epsilon) at each
-    false-positive rate (`tpr_at`); the power rounded up to 6 decimals, a bound still."""
+    false-positive rate (`tpr_at`); the power rounded up to 6 decimals, a bound still (the float
+    noise of its computation, below 1e-12, is not rounded up: 0.34 stays 0.34)."""
     delta = 0.0 if delta is None else float(delta)
-    return tuple(Risk(fpr, min(1.0, math.ceil(tpr_at(fpr, epsilon=float(epsilon), delta=delta) * 1e6) / 1e6))
-                 for fpr in fprs)
+
+    def up(power: float) -> float:
+        return min(1.0, math.ceil(power * 1e6 - 1e-6) / 1e6)
+
+    return tuple(Risk(fpr, up(tpr_at(fpr, epsilon=float(epsilon), delta=delta))) for fpr in fprs)
 
 
 def _one_in(rate: float) -> str:
