@@ -330,7 +330,7 @@ SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 
 
 @pytest.fixture
-def ledger(tmp_path):
+def recorded(tmp_path):
     url = f"sqlite:///{tmp_path / 'l.db'}"
     (tmp_path / "d.yaml").write_text(DATASET)
     (tmp_path / "r.yaml").write_text(RELEASES)
@@ -354,8 +354,8 @@ def percent_up(power) -> str:
 
 
 @pytest.mark.parametrize("variables", [["a", "b"], ["b"], ["c"]])
-def test_subset_explain_says_the_power_of_the_printed_epsilon_and_delta(ledger, variables):
-    out = cli_ok(ledger, "subset", *variables, "--explain").out
+def test_subset_explain_says_the_power_of_the_printed_epsilon_and_delta(recorded, variables):
+    out = cli_ok(recorded, "subset", *variables, "--explain").out
     headline, words = out.splitlines()[0], out.splitlines()[-1]
     epsilon, delta = printed_figure(headline)
     one, five = (percent_up(reference_tpr(alpha, epsilon, delta)) for alpha in (0.01, 0.05))
@@ -365,29 +365,37 @@ def test_subset_explain_says_the_power_of_the_printed_epsilon_and_delta(ledger, 
                           f"(wrong 1 time in 20: right at most {five} of the time)."), words
 
 
-def test_subset_explain_says_what_was_composed_and_by_which_statement(ledger):
-    as_json = cli_ok(ledger, "subset", "a", "b", "--json").json()
-    words = cli_ok(ledger, "subset", "a", "b", "--explain").out.splitlines()[-1]
+def test_subset_explain_says_what_was_composed_and_by_which_statement(recorded):
+    as_json = cli_ok(recorded, "subset", "a", "b", "--json").json()
+    words = cli_ok(recorded, "subset", "a", "b", "--explain").out.splitlines()[-1]
     assert words.startswith(f"  in words: 3 releases (l1, g1, g2) composed by {as_json['theorem']} "
                             f"({as_json['case']}) give epsilon "), words
 
 
-def test_subset_explain_says_an_unprotected_subset_bounds_no_attack(ledger):
-    words = cli_ok(ledger, "subset", "e", "--explain").out.splitlines()[-1]
+def test_subset_explain_says_an_unprotected_subset_bounds_no_attack(recorded):
+    words = cli_ok(recorded, "subset", "e", "--explain").out.splitlines()[-1]
     assert words.startswith("  in words: 1 release (x) leaves {e} ∞")
     assert "can be right every time when it is the second (wrong 1 time in 20: can be right every time)." in words
 
 
-def test_subset_json_gives_the_power_at_1_and_5_percent_rounded_up(ledger):
-    shown = cli_ok(ledger, "subset", "a", "b", "--json").json()
+def test_subset_json_gives_the_power_at_1_and_5_percent_rounded_up(recorded):
+    shown = cli_ok(recorded, "subset", "a", "b", "--json").json()
     assert [r["fpr"] for r in shown["risk"]] == [0.01, 0.05]
     for risk in shown["risk"]:
         exact = reference_tpr(risk["fpr"], shown["epsilon"], shown["delta"])
         assert exact - 1e-12 <= risk["tpr"] <= exact + 1e-6
-    pure = cli_ok(ledger, "subset", "c", "--json").json()  # epsilon 1.5, no delta
+    pure = cli_ok(recorded, "subset", "c", "--json").json()  # epsilon 1.5, no delta
     assert [r["tpr"] for r in pure["risk"]] == [
         float(mpmath.ceil(reference_tpr(alpha, 1.5, 0) * 10**6) / 10**6) for alpha in (0.01, 0.05)]
-    assert [r["tpr"] for r in cli_ok(ledger, "subset", "e", "--json").json()["risk"]] == [1.0, 1.0]
+    assert [r["tpr"] for r in cli_ok(recorded, "subset", "e", "--json").json()["risk"]] == [1.0, 1.0]
+
+
+def test_the_python_api_gives_the_risk_the_command_line_prints(recorded):
+    import ledger
+
+    loss = ledger.open(recorded).subset(["a", "b"])
+    printed = cli_ok(recorded, "subset", "a", "b", "--json").json()["risk"]
+    assert [{"fpr": r.fpr, "tpr": r.tpr} for r in loss.risk] == printed
 
 
 def test_importing_the_risk_module_imports_no_numeric_library():

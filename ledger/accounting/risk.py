@@ -7,7 +7,8 @@ rate alpha, the smallest false-negative rate any test can reach, so 1 - f(alpha)
 true-positive rate (power) at that false-positive rate (Dong, Roth and Su 2022, "Gaussian
 differential privacy", JRSS-B 84(1); theorem numbers below are those of arXiv:1905.02383v3):
 - (epsilon, delta)-DP: f(alpha) = max(0, 1 - delta - e^eps alpha, e^-eps (1 - delta - alpha))
-  (their eq. (5) and Prop 2.5; Wasserman and Zhou 2010; Kairouz, Oh and Viswanath 2015, Thm 2.1);
+  (their eq. (5) and Prop 2.5; Wasserman and Zhou 2010; Kairouz, Oh and Viswanath 2015, the
+  hypothesis-testing form of (epsilon, delta)-DP);
 - mu-GDP: f(alpha) = Phi(Phi^-1(1 - alpha) - mu) (their Def 2.6), so the power is
   Phi(Phi^-1(alpha) + mu). The Gaussian mechanism of L2 sensitivity s and noise sigma is
   (s / sigma)-GDP (Thm 2.7) and Gaussians compose to mu = sqrt(sum mu_i^2), exactly (Cor 3.3),
@@ -58,13 +59,15 @@ def tpr_at(alpha: float, *, epsilon: float, delta: float) -> float:
     """The largest true-positive rate of any test at false-positive rate `alpha` against an
     (epsilon, delta)-DP mechanism: 1 - f_{eps,delta}(alpha) = min(1, delta + e^eps alpha,
     1 - e^-eps (1 - delta - alpha)) (Dong, Roth and Su 2022, eq. (5) and Prop 2.5; Kairouz, Oh
-    and Viswanath 2015, Thm 2.1). An infinite epsilon bounds nothing: 1."""
+    and Viswanath 2015). An infinite epsilon bounds nothing: 1."""
     alpha, delta = _check_rate("alpha", alpha), _check_rate("delta", delta)
     epsilon = _check_nonnegative("epsilon", epsilon)
     if math.isinf(epsilon):
         return 1.0
-    if alpha == 0 or epsilon < 700:
-        through_alpha = delta + alpha * math.exp(epsilon) if alpha else delta
+    if alpha == 0:
+        through_alpha = delta
+    elif epsilon < 700:
+        through_alpha = delta + alpha * math.exp(epsilon)
     else:  # e^eps past the floats: e^eps alpha in logs (only its passing 1 matters)
         through_alpha = delta + math.exp(min(epsilon + math.log(alpha), 1.0))
     # 1 - e^-eps (1 - delta - alpha) = (1 - e^-eps) + e^-eps (delta + alpha), no cancellation at small eps
