@@ -40,6 +40,7 @@ from .accounting import budget
 from .operations import choices, transactions as operations
 from .store import database as store
 from .accounting.engine import at_delta
+from .accounting.risk import Risk, figure_risks
 from .core.errors import InputErrors, LedgerError, fail
 from .input.loader import Document, LedgerSnapshot, dataset_and_caps, read_document
 from .core.numbers import Number, safe_float
@@ -73,6 +74,12 @@ class SubsetLoss:
     accountant: str = "basic"  # which accountant gave `epsilon`: the smallest valid one (issue 11)
     case: str = "declared"  # declared in advance or adaptive (DESIGN 2.10)
     accountants: Mapping[str, Any] = field(default_factory=dict)  # name -> accountants.Figure, all three
+
+    @property
+    def risk(self) -> tuple[Risk, ...]:
+        """The strongest attack this figure allows, at 1% and 5% false positives: `subset --json`'s
+        `risk` (accounting/risk.py: the (epsilon, delta) trade-off curve, Dong, Roth and Su 2022)."""
+        return figure_risks(self.epsilon, None if self.delta is None else safe_float(self.delta))
 
 
 @dataclass(frozen=True)

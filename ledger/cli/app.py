@@ -29,7 +29,8 @@ from .entry import command_name as _command_name  # the command the arguments na
 from ..core import failures  # noqa: F401 (cli_style: help as people read it)
 from ..accounting.spend import CONVERSION_SHORT, DEFAULT_DELTA, cks_epsilon
 from ..core.errors import InputErrors, LedgerError, Refused, fail
-from ..core.numbers import NumberError, figure_fields, format_delta, format_number, is_infinite, to_fraction, to_json
+from ..core.numbers import (NumberError, figure_fields, format_delta, format_number, is_infinite, safe_float,
+                            to_fraction, to_json)
 from ..core.records import CHARGED_STATUSES, Dataset
 from ..core.lazy import lazy_callable, lazy_module
 
@@ -974,10 +975,14 @@ def subset(
     as_json: JsonOption = False,
     accountant: AccountantOption = None,
     as_of: AsOfOption = None,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="Say the figure in words: what was composed, by which statement, and the "
+                          "strongest attack it allows at 1% and 5% false positives.")] = False,
 ) -> None:
     """The privacy loss on one subset of variables: the smallest valid figure of the basic,
-    Rényi and privacy-loss-distribution accountants, with its theorem and case; --as-of: as the
-    ledger stood then."""
+    Rényi and privacy-loss-distribution accountants, with its theorem and case, and the attack it
+    allows (--json's `risk`, --explain); --as-of: as the ledger stood then."""
+    from ..accounting.risk import figure_risks
     from ..reporting.accountant_views import figure_line, subset_accountants
 
     when = parse_date(as_of, "--as-of")
@@ -995,10 +1000,13 @@ def subset(
         why = unbounded_reason(index, names, chosen.public_names)
     result = subset_json(cost, chosen_delta, why)
     found, shown = subset_accountants(index, cost, chosen_delta, accountant, every=as_json)
+    # the attack the figure shown allows, from its own epsilon and delta, as floats that still bound them
+    risks = figure_risks(safe_float(shown.epsilon), None if shown.delta is None else safe_float(shown.delta))
     if as_json:
         result.update({**figure_fields("epsilon", shown.epsilon), **figure_fields("delta", shown.delta),
                        "accountant": shown.accountant, "case": shown.case, "theorem": shown.theorem,
-                       "accountants": {name: figure.to_json() for name, figure in found.items()}})
+                       "accountants": {name: figure.to_json() for name, figure in found.items()},
+                       "risk": [{"fpr": risk.fpr, "tpr": risk.tpr} for risk in risks]})
         if shown.accountant != "basic":
             result["conversion"] = shown.conversion
         if when is not None:
@@ -1032,6 +1040,16 @@ def subset(
     if result["rho"] is not None and not cost.spend.unbounded:
         typer.echo(f"  rho (zCDP): {format_number(cost.spend.zcdp_rho())}")
     typer.echo(f"  charged by: {', '.join(cost.releases) or 'no release'}")
+    if explain:
+        from ..reporting.explain import figure_explanation
+
+        if cost.spend.unbounded:
+            figure, theorem = infinity_text(why), None
+        else:
+            figure, theorem = f"epsilon {format_number(shown.epsilon)}" + (
+                " (pure)" if shown.delta is None else f" at delta {format_delta(shown.delta)}"), shown.theorem
+        typer.echo("  in words: " + figure_explanation(cost.subset, cost.releases, figure, risks,
+                                                       theorem=theorem, case=shown.case))
 
 
 @app.command()
