@@ -366,6 +366,10 @@ def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: st
         people.require(session, actor, "add a dataset")
         existing = store.write_context(session).datasets.get(dataset.name)
         if existing is not None:
+            if existing.relation != dataset.relation:
+                from .amend import relation_fixed
+
+                raise fail(source, "relation", relation_fixed(existing))
             if existing == dataset and set(store.caps(session, dataset.name)) == set(caps):
                 if privacy_unit and dict(privacy_unit) != store.privacy_unit(session, dataset.name):
                     store.set_privacy_unit(session, dataset.name, privacy_unit, actor)
