@@ -84,6 +84,20 @@ def conversions(release: Release) -> list[dict]:
     return found
 
 
+def not_implied(release: Release, touched: frozenset[str]) -> bool:
+    """Whether what `release` reads of `touched` is covered only by guarantees that bound nothing
+    in their dataset's relation (a replace-one guarantee charged in an add/remove dataset)."""
+    covering = [g for g in release.guarantees if (touched & release.reads) <= g.protects]
+    return bool(covering) and all(charged(g, g.charge_relation) is None for g in covering)
+
+
+def charged_words(guarantee: Guarantee) -> str:
+    """A guarantee as charged in its dataset's relation, saying so when it is converted:
+    `epsilon 1/2`, or `add/remove epsilon 0.5, charged as replace-one epsilon 1 (group privacy, k = 2)`."""
+    note = conversion("", guarantee, guarantee.charge_relation)
+    return figure(guarantee) if note is None else note[2:]
+
+
 def figure(guarantee: Guarantee) -> str:
     from ..core.numbers import format_delta, format_number
 

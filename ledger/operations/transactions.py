@@ -155,13 +155,19 @@ def record(engine: Engine, build: Builder, actor: str) -> Recorded:
 def check(engine: Engine, build: Builder) -> list[budget.CapCheck]:
     """The pre-release check: the same composition as `record`, as a dry run (one
     consistent read, no lock)."""
+    return check_plan(engine, build)[0]
+
+
+def check_plan(engine: Engine, build: Builder) -> tuple[list[budget.CapCheck], list[Release]]:
+    """`check`, with the releases as they would be charged (in their datasets' relations:
+    what the output says of a converted guarantee, relation.conversions)."""
     refuse_early(engine, build)
     with store.read_session(engine) as session:
         snapshot = store.write_context(session)
         releases, families, errors = build(snapshot)
         if errors:
             raise InputErrors(errors)
-        return _checks(session, snapshot, releases, families)
+        return _checks(session, snapshot, releases, families), list(releases)
 
 
 def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Release],
