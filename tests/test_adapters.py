@@ -185,7 +185,7 @@ def test_diffprivlib_mechanisms():
                              dataset="survey", reads=["income"])
     (g,) = gauss.guarantees
     assert g.notion == Notion.APPROX and g.epsilon == Fraction(1, 2)
-    assert g.delta == Fraction(1e-5) > Fraction(1, 10**5)  # the float is above 1/100000: kept exactly
+    assert g.delta == Fraction(1, 10**5)  # as written: the float's shortest decimal, not its binary value
     geo = from_dpl.release(dpl.mechanisms.Geometric(epsilon=1.0, sensitivity=1), id="q", dataset="survey",
                            reads=["region"])
     assert geo.mechanism.name == "geometric" and geo.guarantees[0].epsilon == 1
@@ -200,13 +200,14 @@ def test_diffprivlib_accountant_spent_budget(book):
     made = from_dpl.from_accountant(accountant, id="stats", dataset="survey", reads=["income"])
     assert [r.id for r in made] == ["stats/1", "stats/2"]
     book.record(*made)
-    # 0.3 is recorded as 3/10 (above the float); the float 0.2 is above 1/5, so it is kept exactly
+    # each float as written: 0.3 is 3/10, 0.2 is 1/5
     loss = book.subset(["income"])
-    assert loss.exact == Fraction(3, 10) + Fraction(0.2)
+    assert loss.exact == Fraction(3, 10) + Fraction(1, 5)
     assert loss.epsilon >= loss.exact and loss.epsilon == pytest.approx(accountant.total()[0])  # the library's total
 
 
-def test_loss_fraction_never_understates():
-    for value in (0.1, 0.3, 1 / 3, 2.0, 1e-9, math.pi):
-        assert loss_fraction(value) >= Fraction(value)
-    assert loss_fraction(0.3) == Fraction(3, 10)
+def test_loss_fraction_is_the_number_as_written():
+    for written, value in (("0.4", 0.4), ("0.3", 0.3), ("1e-9", 1e-9), ("2.0", 2.0), (repr(1 / 3), 1 / 3)):
+        assert loss_fraction(value) == Fraction(written)
+    assert loss_fraction(0.4) != Fraction(0.4)  # not the binary float 3602879701896397 / 2^53
+    assert loss_fraction(Fraction(1, 3)) == Fraction(1, 3) and loss_fraction(3) == 3  # exact stays exact

@@ -137,7 +137,7 @@ def test_a_ledger_of_schema_11_has_its_delta_caps_figures_computed_again(tmp_pat
     migrated, = sql(url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}")
     assert migrated == [("ledger.migrated", "schema 12"), ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14"),
                         ("ledger.migrated", "schema 15"),
-                        ("ledger.migrated", "schema 16"), ("ledger.migrated", "schema 17")]
+                        ("ledger.migrated", "schema 16"), ("ledger.migrated", "schema 17"), ("ledger.migrated", "schema 18")]
     assert cli_main(url, "audit", "verify").code == 0
 
 

@@ -410,7 +410,7 @@ def test_a_ledger_of_schema_11_gains_the_event_index_with_moments_once(ledger_ur
     assert query(ledger_url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}") == [
         ("ledger.migrated", "schema 12"), ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14"), ("ledger.migrated", "schema 15"),
         ("ledger.migrated", "schema 16"),
-        ("ledger.migrated", "schema 17")]
+        ("ledger.migrated", "schema 17"), ("ledger.migrated", "schema 18")]
     ok(run(ledger_url, "audit", "verify"))
     after = ok(run(ledger_url, "report", "--format", "md", "--out", "-", "--as-of", moment)).out
     assert _without_chain(after) == _without_chain(before)

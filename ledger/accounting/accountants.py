@@ -243,6 +243,8 @@ def mechanism_event(release: Release) -> Event | None:
     for guarantee in release.guarantees:
         if guarantee.protects != release.reads or _value(guarantee) not in derived:
             return None
+        if guarantee.charged_in not in (None, guarantee.relation):
+            return None  # the event is the replace-one mechanism's: charged in another relation, not it
     return event
 
 
@@ -1175,7 +1177,7 @@ class FamilyCases:
             if not parts or len(parts) > FAMILY_CASE_READS:
                 values = None
                 break
-            found = {candidates(member, frozenset(part), Relation.REPLACE) or (UNBOUNDED,)
+            found = {candidates(member, frozenset(part)) or (UNBOUNDED,)
                      for size in range(1, len(parts) + 1) for part in combinations(parts, size)}
             move = _covering(member.guarantees, member.reads, Relation.ADD_REMOVE) or (UNBOUNDED,)
             if len(found) != 1 or len(next(iter(found))) != 1 or len(move) != 1 or len(values) >= PAIR_FAMILY_VALUES:

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from .relation import charged_words, not_implied
 from .spend import UNBOUNDED, ZERO, Spend, pure_spend
 from .engine import (LedgerIndex, Objective, Option, alternatives_of, at_delta, candidates, compose_units, family_options,
                      unprotected_move)
@@ -148,6 +149,9 @@ def why_unbounded(cap: Cap, spend: Spend) -> str:
 
 
 def _guarantee_words(guarantee) -> str:
+    """A guarantee's figure; as charged in its dataset's relation when converted (DESIGN 2.1)."""
+    if guarantee.charge_relation != guarantee.relation:
+        return charged_words(guarantee)
     if guarantee.notion == Notion.ZCDP:
         return f"rho {guarantee.rho}"
     if guarantee.notion == Notion.APPROX:
@@ -161,12 +165,15 @@ def why_release_unbounded(cap: Cap, release: Release) -> str | None:
     if not touched:
         return None
     options = candidates(release, cap.subset)
+    covering = [g for g in release.guarantees if touched <= g.protects]
     if not options:
+        if not_implied(release, touched):  # covered, in a relation that bounds nothing in the dataset's
+            return f"{release.id}: {'; '.join(charged_words(g) for g in covering)}"
         return _uncovered_words(release.id, release.exact_variables & touched, touched)
     if not is_infinite(options_measure(cap, options)):
         return None
-    covering = [g for g in release.guarantees if touched <= g.protects]
     kind = release.mechanism.name
+    # each guarantee as charged in the dataset's relation (a converted delta is the one compared)
     described = f"{release.id} is a {kind} ({'; '.join(_guarantee_words(g) for g in covering)})"
     if cap.rho is not None:
         return (f"{described} and this cap is in rho: an (epsilon, delta) guarantee has no zCDP bound; "

@@ -29,6 +29,7 @@ from functools import lru_cache
 from ..core.errors import did_you_mean
 from ..core.numbers import float_up
 from ..core.records import Guarantee, Mechanism, Notion, Relation
+from .relation import charged
 
 NUMERIC_PARAMS = ("epsilon", "delta", "rho", "scale", "sigma", "sensitivity")
 
@@ -478,24 +479,9 @@ def gaussian_epsilon(multiplier: Fraction, delta: Fraction) -> float:
 
 
 def _in_relation(derived: Guarantee, relation: Relation) -> Guarantee | None:
-    """What a derived guarantee implies for neighbours under `relation`: itself, its
-    group-privacy form for replacement when it is stated for add/remove (DESIGN 2.1;
-    Dwork and Roth 2014 Theorem 2.2; Bun and Steinke 2016 Prop 1.9), or None (a
-    replacement guarantee implies nothing for add/remove)."""
-    if derived.relation == relation:
-        return derived
-    if derived.relation == Relation.REPLACE:
-        return None
-    if derived.notion == Notion.PURE:
-        return Guarantee(derived.protects, Notion.PURE, epsilon=2 * derived.epsilon, relation=relation)
-    if derived.notion == Notion.ZCDP:
-        return Guarantee(derived.protects, Notion.ZCDP, rho=4 * derived.rho, relation=relation)
-    e_eps = Fraction(math.nextafter(math.exp(min(float(derived.epsilon), 700.0)), math.inf)) \
-        if derived.epsilon < 700 else None
-    if e_eps is None:
-        return None
-    return Guarantee(derived.protects, Notion.APPROX, epsilon=2 * derived.epsilon,
-                     delta=min(derived.delta * (1 + e_eps), Fraction(1)), relation=relation)
+    """What a derived guarantee implies for neighbours under `relation` (`relation.charged`,
+    DESIGN 2.1), or None (a replacement guarantee implies nothing for add/remove)."""
+    return charged(derived, relation)
 
 
 def _figure(guarantee: Guarantee) -> str:

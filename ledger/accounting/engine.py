@@ -52,8 +52,9 @@ np = lazy_module("numpy")  # imported on first use: recording never needs it (is
 # --------------------------------------------------------------------------
 
 
-def candidates(release: Release, subset: frozenset[str], relation: Relation = Relation.REPLACE) -> tuple[Spend, ...]:
-    """Every cost c_r(U) may be charged at (DESIGN 2.3), without dominated ones, in rank order.
+def candidates(release: Release, subset: frozenset[str], relation: Relation | None = None) -> tuple[Spend, ...]:
+    """Every cost c_r(U) may be charged at (DESIGN 2.3), without dominated ones, in rank order,
+    for neighbours under `relation` (default: its dataset's, `spend.guarantee_spend`).
 
     (ZERO,) when the release reads nothing of U (Tan Prop 3.3); () when no guarantee
     covers what it reads of U: not protected.
@@ -65,7 +66,7 @@ def candidates(release: Release, subset: frozenset[str], relation: Relation = Re
 
 
 @lru_cache(maxsize=65536)
-def _covering(guarantees: tuple, touched: frozenset[str], relation: Relation) -> tuple[Spend, ...]:
+def _covering(guarantees: tuple, touched: frozenset[str], relation: Relation | None) -> tuple[Spend, ...]:
     # cached: a ledger's releases repeat the same guarantees, and totals ask for them again and again
     covering = [guarantee_spend(g, relation) for g in guarantees
                 if touched <= g.protects]  # Tan Props 3.2 and 3.5: private on every subset of P
@@ -110,7 +111,7 @@ def charge_options(covering: Sequence[Spend]) -> tuple[Spend, ...]:
     return exact if exact else options[:1]
 
 
-def release_cost(release: Release, subset: frozenset[str], relation: Relation = Relation.REPLACE) -> Spend:
+def release_cost(release: Release, subset: frozenset[str], relation: Relation | None = None) -> Spend:
     """c_r(U), DESIGN 2.3: the first-ranked covering guarantee, ∞ when none covers."""
     options = candidates(release, subset, relation)
     return options[0] if options else UNBOUNDED
@@ -339,7 +340,7 @@ def family_options(family: Family, members: Sequence[Release], subset: frozenset
     keyed = family.partition is not None and bool(family.partition & subset)
     per_member = []
     for member in members:
-        stays = candidates(member, subset, Relation.REPLACE) or (UNBOUNDED,)
+        stays = candidates(member, subset) or (UNBOUNDED,)  # in the dataset's relation
         if keyed:
             moves = (_covering(member.guarantees, member.reads, Relation.ADD_REMOVE) if member.reads
                      else (ZERO,)) or (UNBOUNDED,)
@@ -503,11 +504,11 @@ class LedgerIndex:
             values = []
             for guarantee in release.guarantees:
                 key = (guarantee.notion, _exact_key(guarantee.epsilon), _exact_key(guarantee.delta),
-                       _exact_key(guarantee.rho), guarantee.relation)
+                       _exact_key(guarantee.rho), guarantee.relation, guarantee.charged_in)
                 found = key_of.get(key)
                 if found is None:
                     found = key_of[key] = len(spend_of)
-                    spend_of.append(guarantee_spend(guarantee, Relation.REPLACE))
+                    spend_of.append(guarantee_spend(guarantee))
                 k = len(g_release)
                 g_release.append(i)
                 g_keys.append(found)

@@ -45,6 +45,7 @@ from functools import lru_cache
 
 from ..core.numbers import INF, Number, float_down, float_up
 from ..core.records import Guarantee, Notion, Relation
+from .relation import charged
 
 ZERO_FRACTION = Fraction(0)
 DEFAULT_DELTA = Fraction(1, 10**9)  # delta for epsilon figures when neither the dataset nor the user gives one
@@ -211,32 +212,13 @@ def pure_spend(epsilon: Fraction) -> Spend:
     return Spend(pure=epsilon, pure_rho=epsilon * epsilon / 2)  # (the default, stated)
 
 
-def guarantee_spend(guarantee: Guarantee, relation: Relation = Relation.REPLACE) -> Spend:
-    """The loss a guarantee certifies for neighbours under `relation`.
-
-    A guarantee for add/remove neighbours also bounds replacement, since a
-    replacement is a removal plus an addition (DESIGN 2.1): group privacy of
-    size 2 gives 2 epsilon (pure), (2 epsilon, (1 + e^epsilon) delta) for
-    approximate DP (Dwork and Roth 2014, Theorem 2.2 and its (epsilon,
-    delta) form), and 4 rho for zCDP (Bun and Steinke 2016, Prop 1.9, k^2 rho).
-    A guarantee for replacement only says nothing about adding or removing a
-    record (n is public under bounded neighbours): unbounded.
-    """
-    if guarantee.relation == relation:
-        return _native_spend(guarantee)
-    if guarantee.relation == Relation.REPLACE:  # asked for add/remove
-        return UNBOUNDED
-    native = _native_spend(guarantee)
-    if guarantee.notion == Notion.PURE:
-        return pure_spend(2 * native.pure)
-    if guarantee.notion == Notion.APPROX:
-        exponent = float_up(native.approx_epsilon)
-        if exponent > 700:  # e^epsilon past any float: (1 + e^epsilon) delta >= 1, which bounds nothing
-            return Spend(approx_epsilon=2 * native.approx_epsilon, approx_delta=Fraction(1))
-        e_eps = Fraction(math.nextafter(math.exp(exponent), math.inf))
-        return Spend(approx_epsilon=2 * native.approx_epsilon,
-                     approx_delta=min(native.approx_delta * (1 + e_eps), Fraction(1)))
-    return Spend(rho=4 * native.rho)
+def guarantee_spend(guarantee: Guarantee, relation: Relation | None = None) -> Spend:
+    """The loss a guarantee certifies for neighbours under `relation`: by default the relation
+    of the dataset it is charged in (`Guarantee.charge_relation`). As stated in that relation;
+    in the other, converted by `relation.charged` (DESIGN 2.1: add/remove to replace-one by
+    group privacy, k = 2); unbounded when nothing follows (replace-one to add/remove)."""
+    target = charged(guarantee, guarantee.charge_relation if relation is None else relation)
+    return UNBOUNDED if target is None else _native_spend(target)
 
 
 def _native_spend(guarantee: Guarantee) -> Spend:

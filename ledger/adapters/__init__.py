@@ -11,10 +11,10 @@ are checked against the caps first (all or nothing, `BudgetRefused`).
     ledger.adapters.diffprivlib.release(mechanism, id=..., dataset=..., reads=[...])
     ledger.adapters.diffprivlib.from_accountant(accountant, id=..., dataset=..., reads=[...])
 
-Numbers from a library are floats. A loss parameter (epsilon, delta, rho) is
-recorded as the smaller of the float's exact value and its shortest decimal
-that is not below it, so the record never understates the loss
-(`0.3` is recorded as 3/10, which is above the float 0.3).
+Numbers from a library are floats. Each is recorded as the user wrote it: its
+shortest round-trip decimal (`Laplace(epsilon=0.4)` is recorded as 2/5, the float
+OpenDP's map returns, 0.5000000000000001, as that decimal), as a dataset or
+release file's numbers are read (core.numbers.to_fraction); an exact Fraction stays exact.
 The libraries are imported only by their adapter: each is an optional dependency
 (`pip install -e '.[adapters]'` installs OpenDP and diffprivlib; dp_accounting is a dependency).
 
@@ -36,17 +36,19 @@ from typing import Any
 
 from ..accounting.catalogue import derive_guarantees, unknown_parameters
 from ..core.errors import InputErrors, LedgerError
+from ..core.numbers import to_fraction
 from ..core.records import Guarantee, Mechanism, Notion, Relation, Release, Status
 
 
 def loss_fraction(value: float | int | Fraction) -> Fraction:
-    """A loss parameter from a library, exactly: the shortest decimal text of the float when
-    that is not below the float's value (3/10 for 0.3), else the float's exact value."""
+    """A number from a library as the user wrote it: a float's shortest round-trip decimal
+    (`Fraction(repr(0.4))` = 2/5, not the binary 3602879701896397/9007199254740992), an
+    integer or a Fraction exactly (core.numbers.to_fraction, as a file's numbers are read)."""
     if isinstance(value, Fraction):
         return value
-    exact = Fraction(value)
-    written = Fraction(repr(float(value))) if not isinstance(value, int) else exact
-    return written if written >= exact else exact
+    if isinstance(value, int):
+        return Fraction(value)
+    return to_fraction(float(value))
 
 
 def refuse(source: str, field: str, message: str) -> InputErrors:

@@ -72,10 +72,10 @@ def _parts(event: Any, relation: Relation, source: str) -> list[_Part]:
     if isinstance(event, dpa.NonPrivateDpEvent):
         return [_Part("exact", {"event": "NonPrivateDpEvent"}, ())]
     if isinstance(event, dpa.GaussianDpEvent):
-        return [_Part("gaussian", {"sigma": loss_fraction_down(event.noise_multiplier), "sensitivity": Fraction(1),
+        return [_Part("gaussian", {"sigma": loss_fraction(event.noise_multiplier), "sensitivity": Fraction(1),
                                    "event": "GaussianDpEvent"})]
     if isinstance(event, dpa.LaplaceDpEvent):
-        return [_Part("laplace", {"scale": loss_fraction_down(event.noise_multiplier), "sensitivity": Fraction(1),
+        return [_Part("laplace", {"scale": loss_fraction(event.noise_multiplier), "sensitivity": Fraction(1),
                                   "event": "LaplaceDpEvent"})]
     if hasattr(dpa, "ZCDpEvent") and isinstance(event, dpa.ZCDpEvent):
         return [_Part("declared", {"event": "ZCDpEvent"},
@@ -131,9 +131,3 @@ def _times(part: _Part, count: int, relation: Relation) -> _Part:
                              rho=None if g.rho is None else g.rho * count) for g in part.guarantees or ())
     return _Part(part.mechanism, params, scaled)
 
-
-def loss_fraction_down(value: float) -> Fraction:
-    """A noise scale, exactly, never above the float (a smaller scale means a larger loss)."""
-    exact = Fraction(value)
-    written = Fraction(repr(float(value)))
-    return written if written <= exact else exact

@@ -15,7 +15,10 @@ one privacy unit; a replacement is at distance 2), ChangeOneDistance and
 HammingDistance count changed records (replace, d_in 1). Any other metric
 (AbsoluteDistance, L1/L2 distances: a distance between query answers, not
 datasets) cannot tell: declare `d_in` (the sensitivity under your relation)
-and `relation` yourself. An `opendp.context.Context` is recorded as the
+and `relation` yourself. The guarantee is recorded in the relation it is stated in and
+charged in its dataset's (DESIGN 2.1): in an add/remove dataset a SymmetricDistance
+measurement is charged exactly its `map(1)`; in a replace-one dataset, by group privacy
+(accounting.relation). An `opendp.context.Context` is recorded as the
 budget of its compositor at its own `d_in` (its privacy unit).
 """
 
@@ -31,12 +34,19 @@ ADD_REMOVE_METRICS = ("SymmetricDistance", "InsertDeleteDistance", "SymmetricIdD
 REPLACE_METRICS = ("ChangeOneDistance", "HammingDistance", "ChangeOneIdDistance")
 
 
+def type_name(value: Any) -> str:
+    """An OpenDP metric's or measure's type, by its public `type` (`SymmetricDistance`,
+    `Approximate<MaxDivergence>`); its text where it has none."""
+    found = getattr(value, "type", None)
+    return str(found if found is not None else value)
+
+
 def metric_relation(metric: Any) -> Relation | None:
     """The neighbour relation an OpenDP input metric counts in, or None when it cannot tell."""
-    text = str(metric)
-    if any(name in text for name in REPLACE_METRICS):
+    name = type_name(metric).split("<")[0].split("(")[0]
+    if name in REPLACE_METRICS:
         return Relation.REPLACE
-    if any(name in text for name in ADD_REMOVE_METRICS):
+    if name in ADD_REMOVE_METRICS:
         return Relation.ADD_REMOVE
     return None
 
@@ -70,7 +80,7 @@ def release(measurement: Any, *, id: str, dataset: str, reads: Iterable[str], d_
         elif native == Relation.REPLACE and chosen == Relation.ADD_REMOVE:
             raise refuse(source, "relation", f"the input metric {metric} counts changed records (replace); it "
                                              "gives no bound for adding or removing one")
-    measure = str(measurement.output_measure)
+    measure = type_name(measurement.output_measure).replace("<", "(").replace(">", ")")
     try:
         loss = measurement.map(d_in)
     except Exception as exc:  # OpenDP raises OpenDPException for a d_in of the wrong type

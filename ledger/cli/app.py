@@ -380,6 +380,7 @@ def record(
         typer.echo(cli_json.dumps({"ok": True, "recorded": [r.id for r in result.releases],
                                    "families": [f.id for f in result.families],
                                    "unchanged": [r.id for r in result.unchanged],  # identical retries
+                                   "conversions": _conversions(result.releases),
                                    "caps": [check_json(c, why) for c in result.checks]}))
         return
     if result.unchanged:
@@ -392,8 +393,17 @@ def record(
     typer.echo(f"recorded {count} release{'s' if count != 1 else ''}"
                + (f" and {len(result.families)} famil{'ies' if len(result.families) != 1 else 'y'}"
                   if result.families else ""))
+    for conversion in _conversions(result.releases):
+        typer.echo(conversion["text"])
     for line in check_lines(result.checks, why=infinite_driver_reasons(result.checks)):
         typer.echo(line)
+
+
+def _conversions(releases) -> list[dict]:
+    """The guarantees charged in their dataset's relation other than as stated (DESIGN 2.1)."""
+    from ..accounting.relation import conversions
+
+    return [found for release in releases for found in conversions(release)]
 
 
 @app.command("check")
@@ -402,12 +412,14 @@ def check_command(
     as_json: JsonOption = False,
 ) -> None:
     """Does a planned release keep every budget cap, and by how much? Exit 1 when any cap would break."""
-    checks = operations.check(_engine(), operations.release_builder(plans, _actor(None)))
+    checks, releases = operations.check_plan(_engine(), operations.release_builder(plans, _actor(None)))
     if as_json:
         why = infinite_driver_reasons(checks)
-        typer.echo(json.dumps({"ok": all(c.ok for c in checks), "caps": [check_json(c, why) for c in checks]},
-                              indent=2, ensure_ascii=False))
+        typer.echo(json.dumps({"ok": all(c.ok for c in checks), "conversions": _conversions(releases),
+                               "caps": [check_json(c, why) for c in checks]}, indent=2, ensure_ascii=False))
     else:
+        for conversion in _conversions(releases):
+            typer.echo(conversion["text"])
         if not checks:
             typer.echo("no cap covers what this plan reads")
         for line in check_lines(checks, why=infinite_driver_reasons(checks)):

@@ -39,6 +39,16 @@ class Relation(StrEnum):
     REPLACE = "replace"  # one record replaced: bounded DP, Tan's U-neighbours
     ADD_REMOVE = "add-remove"  # one record added or removed: unbounded DP
 
+    @classmethod
+    def _missing_(cls, value):
+        # `replace-one`, as a dataset file names Tan's bounded relation, is `replace`
+        return cls.REPLACE if value == "replace-one" else None
+
+    @property
+    def label(self) -> str:
+        """How output names it: `replace-one`, `add/remove`."""
+        return "replace-one" if self is Relation.REPLACE else "add/remove"
+
 
 class Status(StrEnum):
     """Where a release is in its lifecycle. Every status but cancelled is charged."""
@@ -105,6 +115,8 @@ class Dataset:
     # separation of duties (DESIGN 2.12): False, the default, means the approver of a
     # release is never the person who recorded it; True is the dataset's explicit waiver
     self_approval: bool = False
+    # the neighbour relation its figures and caps are in (DESIGN 2.1); fixed once recorded
+    relation: Relation = Relation.REPLACE
 
     @property
     def variable_names(self) -> tuple[str, ...]:
@@ -139,6 +151,13 @@ class Guarantee:
     delta: Fraction | None = None
     rho: Fraction | None = None
     relation: Relation = Relation.REPLACE
+    # the relation of the dataset it is charged in, set when it is recorded into an add/remove
+    # dataset; None: replace-one (DESIGN 2.1; accounting.relation.charged converts between them)
+    charged_in: Relation | None = None
+
+    @property
+    def charge_relation(self) -> Relation:
+        return self.charged_in or Relation.REPLACE
 
 
 @dataclass(frozen=True, slots=True)

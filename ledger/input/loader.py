@@ -32,6 +32,7 @@ from ..accounting.catalogue import (
     unknown_parameters,
 )
 from ..accounting.lineage import PUBLISHED_STATUSES, describe, publish_blockers
+from ..accounting.relation import in_dataset
 from ..core.errors import InputErrors, LedgerError
 from ..core.numbers import NumberError, to_fraction
 from ..core.lazy import lazy_module
@@ -651,7 +652,8 @@ def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]
             out.errors.extend(build_caps(document, provisional, refused=refused)[1])
         return None, out.errors
     return Dataset(data["dataset"], tuple(variables), data.get("description", ""), delta, tuple(groups),
-                   self_approval=bool(data.get("self_approval", False))), []
+                   self_approval=bool(data.get("self_approval", False)),
+                   relation=Relation(data.get("relation", Relation.REPLACE.value))), []
 
 
 RELEASE_SCHEMA = "release.v1.schema.json"
@@ -1284,6 +1286,9 @@ def finish_batch(releases: list[Release], families: list[Family], errors: list[L
     """A batch built whole (one `record`, from files or from the API's objects): its releases; the
     families it defines that the ledger does not hold yet, each once; its errors with those of the
     checks across the batch and the ledger (check_batch)."""
+    # each release as charged in its dataset's neighbour relation (DESIGN 2.1; relation.in_dataset)
+    releases = [in_dataset(r, snapshot.datasets[r.dataset]) if r.dataset in snapshot.datasets else r
+                for r in releases]
     errors = [*errors, *check_batch(releases, families, snapshot)]
     new_families = list({family.id: family for family in families if family.id not in snapshot.families}.values())
     return releases, new_families, errors

@@ -46,6 +46,12 @@ class Amendment:
     change: dict
 
 
+def relation_fixed(old: Dataset) -> str:
+    """Why a recorded dataset's neighbour relation is refused a change (DESIGN 2.1)."""
+    return (f"a recorded dataset's neighbour relation is never changed: dataset {old.name!r} is "
+            f"{old.relation.label}, and every figure and cap recorded is in it")
+
+
 def cap_text(cap: Cap) -> str:
     """The cap in words (`Cap.description`: one text in every command and report)."""
     return cap.description
@@ -77,6 +83,8 @@ def plan(
     if new.delta != old.delta:
         errors.append(LedgerError(source, "delta", "a recorded dataset's delta is never changed: every figure "
                                                    "recorded is stated at it"))
+    if new.relation != old.relation:
+        errors.append(LedgerError(source, "relation", relation_fixed(old)))
     state = old
     wanted = {v.name: v for v in new.variables}
     current = {v.name: v for v in old.variables}

@@ -180,6 +180,12 @@ def record(engine: Engine, build: Builder, actor: str) -> Recorded:
 def check(engine: Engine, build: Builder) -> list[budget.CapCheck]:
     """The pre-release check: the same composition as `record`, as a dry run (one
     consistent read, no lock)."""
+    return check_plan(engine, build)[0]
+
+
+def check_plan(engine: Engine, build: Builder) -> tuple[list[budget.CapCheck], list[Release]]:
+    """`check`, with the releases as they would be charged (in their datasets' relations:
+    what the output says of a converted guarantee, relation.conversions)."""
     refuse_early(engine, build)
     with store.read_session(engine) as session:
         snapshot = store.write_context(session)
@@ -190,7 +196,7 @@ def check(engine: Engine, build: Builder) -> list[budget.CapCheck]:
         overdrafts = _overdrafts(session, snapshot, releases)
         if overdrafts and all(c.ok for c in checks):
             raise AllowanceRefused(overdrafts, "the plan")
-        return checks
+        return checks, list(releases)
 
 
 def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Release],
@@ -420,6 +426,10 @@ def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: st
         people.require(session, actor, "add a dataset")
         existing = store.write_context(session).datasets.get(dataset.name)
         if existing is not None:
+            if existing.relation != dataset.relation:
+                from .amend import relation_fixed
+
+                raise fail(source, "relation", relation_fixed(existing))
             if existing == dataset and set(store.caps(session, dataset.name)) == set(caps):
                 if privacy_unit and dict(privacy_unit) != store.privacy_unit(session, dataset.name):
                     store.set_privacy_unit(session, dataset.name, privacy_unit, actor)

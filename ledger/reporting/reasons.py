@@ -13,6 +13,8 @@ with the same words (DESIGN 2.3, 2.11):
   in the unit of the cap the figure is stated in: a zCDP or (epsilon, delta)
   guarantee has no pure-epsilon bound, an (epsilon, delta) guarantee has no rho
   bound, and a delta larger than the cap's has no epsilon at the cap's delta.
+- NOT_IMPLIED: a replace-one guarantee charged in an add/remove dataset (DESIGN 2.1): it
+  bounds nothing there; an alarm.
 - NOT_READ: a 0 because no release reads the variable (Tan Prop 3.3).
 - `family_reason`: a family split by key variables of the subset, one of whose members holds no
   add/remove guarantee protecting everything it reads: a record moving between its parts is not
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from ..accounting.relation import NOT_IMPLIED, not_implied
 from ..accounting.spend import Spend
 from ..core.numbers import Number, format_number, is_infinite
 from ..core.records import Cap, Family, Release
@@ -91,6 +94,8 @@ def release_reason(cap: Cap, release: Release, public: Collection[str]) -> str:
     touched = cap.subset & release.reads
     spend = release_cost(release, frozenset(cap.subset))
     exact = release.exact_variables & touched
+    if spend.unbounded and touched and not exact and not_implied(release, touched):
+        return NOT_IMPLIED
     return unit_reason(cap, spend, public_only=bool(exact) and spend.unbounded and all(n in public for n in exact))
 
 
@@ -123,6 +128,9 @@ def unbounded_reason(index, names: Collection[str], public: Collection[str]) -> 
     moved = index.unprotected_move(names)
     if moved is not None:
         return family_reason(moved[0])
+    touched = frozenset(names)
+    if any(isinstance(r, Release) and r.reads & touched and not_implied(r, touched) for r in index.releases):
+        return NOT_IMPLIED
     return NOT_PROTECTED
 
 

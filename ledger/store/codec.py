@@ -115,17 +115,19 @@ def guarantee_to_dict(guarantee: Guarantee) -> dict:
         "delta": _number(guarantee.delta),
         "rho": _number(guarantee.rho),
         "relation": guarantee.relation.value,
+        # written only in an add/remove dataset: a release of a replace-one dataset keeps its form
+        **({"charged_in": guarantee.charged_in.value} if guarantee.charged_in is not None else {}),
     }
 
 
 def guarantee_from_dict(data: dict) -> Guarantee:
     return _guarantee(tuple(data["protects"]), data["notion"], data["epsilon"], data["delta"], data["rho"],
-                      data["relation"])
+                      data["relation"], data.get("charged_in"))
 
 
 @lru_cache(maxsize=4096)
 def _guarantee(protects: tuple[str, ...], notion: str, epsilon: str | None, delta: str | None, rho: str | None,
-               relation: str) -> Guarantee:
+               relation: str, charged_in: str | None = None) -> Guarantee:
     # Guarantees are frozen records and repeat across a ledger's releases: one object each.
     return Guarantee(
         protects=frozenset(protects),
@@ -134,6 +136,7 @@ def _guarantee(protects: tuple[str, ...], notion: str, epsilon: str | None, delt
         delta=_fraction(delta),
         rho=_fraction(rho),
         relation=Relation(relation),
+        charged_in=None if charged_in is None else Relation(charged_in),
     )
 
 
@@ -245,6 +248,8 @@ def dataset_to_dict(dataset: Dataset) -> dict:
     }
     if dataset.self_approval:  # written only when waived: earlier datasets keep their form
         body["self_approval"] = True
+    if dataset.relation != Relation.REPLACE:  # written only for add/remove: earlier datasets keep their form
+        body["relation"] = dataset.relation.value
     return body
 
 
@@ -258,6 +263,7 @@ def dataset_from_dict(data: dict) -> Dataset:
         delta=_fraction(data["delta"]),
         groups=tuple((name, frozenset(members)) for name, members in data["groups"].items()),
         self_approval=bool(data.get("self_approval", False)),
+        relation=Relation(data.get("relation", Relation.REPLACE.value)),
     )
 
 

@@ -173,7 +173,7 @@ def value_body(guarantee: Guarantee) -> str:
     """A guarantee's value (everything but what it protects), as canonical JSON."""
     # cached by the exact values' integer pairs (a Fraction hashes in Python, an int in C)
     return _value_body(guarantee.notion, _pair(guarantee.epsilon), _pair(guarantee.delta), _pair(guarantee.rho),
-                       guarantee.relation)
+                       guarantee.relation, guarantee.charged_in)
 
 
 def _pair(x: Fraction | None) -> tuple[int, int] | None:
@@ -182,12 +182,15 @@ def _pair(x: Fraction | None) -> tuple[int, int] | None:
 
 @lru_cache(maxsize=4096)  # a ledger repeats a few values over and over
 def _value_body(notion: Notion, epsilon: tuple[int, int] | None, delta: tuple[int, int] | None,
-                rho: tuple[int, int] | None, relation: Relation) -> str:
+                rho: tuple[int, int] | None, relation: Relation, charged_in: Relation | None = None) -> str:
     def exact(x: tuple[int, int] | None):
         return None if x is None else f"{x[0]}/{x[1]}"
 
-    return canonical_json({"notion": notion.value, "epsilon": exact(epsilon), "delta": exact(delta),
-                           "rho": exact(rho), "relation": relation.value})
+    body = {"notion": notion.value, "epsilon": exact(epsilon), "delta": exact(delta), "rho": exact(rho),
+            "relation": relation.value}
+    if charged_in is not None:  # (only in an add/remove dataset: every earlier body is unchanged)
+        body["charged_in"] = charged_in.value
+    return canonical_json(body)
 
 
 def guarantee_of(body: str) -> Guarantee:
@@ -198,7 +201,8 @@ def guarantee_of(body: str) -> Guarantee:
         return None if text is None else Fraction(text)
 
     return Guarantee(protects=frozenset(), notion=Notion(data["notion"]), epsilon=exact(data["epsilon"]),
-                     delta=exact(data["delta"]), rho=exact(data["rho"]), relation=Relation(data["relation"]))
+                     delta=exact(data["delta"]), rho=exact(data["rho"]), relation=Relation(data["relation"]),
+                     charged_in=Relation(data["charged_in"]) if "charged_in" in data else None)
 
 
 @dataclass(frozen=True)
@@ -743,7 +747,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     del g_protects
 
     # distinct values in rank order, as LedgerIndex.__init__ numbers them
-    spend_of_raw = {int(v): guarantee_spend(guarantee_of(bodies[int(v)]), Relation.REPLACE) for v in np.unique(raw)}
+    spend_of_raw = {int(v): guarantee_spend(guarantee_of(bodies[int(v)])) for v in np.unique(raw)}
     distinct = sorted(set(spend_of_raw.values()), key=Spend.rank)
     value_id = {spend: k for k, spend in enumerate(distinct)}
     index.NONE = len(distinct)

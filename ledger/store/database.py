@@ -52,6 +52,7 @@ from sqlalchemy import (
     Connection,
     Engine,
     Index,
+    String,
     Text,
     UniqueConstraint,
     bindparam,
@@ -108,7 +109,8 @@ SCHEMA_VERSION = 18  # 1: releases; 2: caps and running totals; 3: Pufferfish gu
 #     members recorded before are their own part, their id (_v16_parts)
 # 17: a plan declared in advance is stated at half the delta, the filter's orders at the other half,
 #     1/44 each: the caps at a delta are decided again (_v17_declared_share)
-# 18: one case, fully adaptive; a cap at a delta is a filter of a recorded kind (caps.filter, _v18_filters)
+# 18: one case, fully adaptive; a cap at a delta is a filter of a recorded kind (caps.filter, _v18_filters);
+#     a dataset states its neighbour relation (datasets.relation, DESIGN 2.1); earlier ones are replace-one
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -144,6 +146,8 @@ class DatasetRow(SQLModel, table=True):
     created_at: datetime
     # schema version 4: separation of duties waived for this dataset (DESIGN 2.12)
     self_approval: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, server_default=false()))
+    # schema version 18: the neighbour relation its figures are in (DESIGN 2.1), fixed once recorded
+    relation: str = Field(default="replace", sa_column=Column(String, nullable=False, server_default="replace"))
 
 
 class VariableRow(SQLModel, table=True):
@@ -507,8 +511,9 @@ def ensure_schema(engine: Engine) -> None:
                                f"{SCHEMA_VERSION}. Upgrade privacy-ledger.")
         if version < 16:  # (the migrations before 16 read release rows by the current model, which names it)
             _release_part_column(connection)
-        if version < 18:  # (likewise the caps' filter column)
+        if version < 18:  # (likewise the caps' filter column, and the datasets' relation)
             _cap_filter_column(connection)
+            _dataset_relation_column(connection)
         for target in range(version + 1, SCHEMA_VERSION + 1):
             MIGRATIONS.get(target, lambda _session: None)(session)
             session.merge(MetaRow(key="schema_version", value=str(target)))
@@ -539,6 +544,12 @@ def _v4_people(session: Session) -> None:
     if "self_approval" not in {column["name"] for column in inspect(connection).get_columns("datasets")}:
         connection.exec_driver_sql("ALTER TABLE datasets ADD COLUMN self_approval BOOLEAN NOT NULL DEFAULT FALSE")
     _append_only(connection)
+
+
+def _dataset_relation_column(connection) -> None:
+    """Datasets gain their neighbour relation (schema 18): every earlier dataset is replace-one."""
+    if "relation" not in {column["name"] for column in inspect(connection).get_columns("datasets")}:
+        connection.exec_driver_sql("ALTER TABLE datasets ADD COLUMN relation VARCHAR NOT NULL DEFAULT 'replace'")
 
 
 # The lifecycle columns: the only columns of a release row that ever change (lifecycle.py).
@@ -1012,7 +1023,8 @@ def _datasets(session: Session, names: Sequence[str] | None = None) -> list[Data
 
 def _dataset_dict(row: DatasetRow, variables: list[dict]) -> dict:
     return {"name": row.name, "description": row.description, "delta": row.delta,
-            "variables": variables, "groups": row.groups, "self_approval": bool(row.self_approval)}
+            "variables": variables, "groups": row.groups, "self_approval": bool(row.self_approval),
+            "relation": row.relation or "replace"}
 
 
 def _family_dict(row: FamilyRow) -> dict:
@@ -1094,7 +1106,8 @@ def add_dataset(session: Session, dataset: Dataset, actor: str) -> None:
     body = dataset_to_dict(dataset)
     bump_config(session)
     session.add(DatasetRow(name=dataset.name, description=dataset.description, delta=body["delta"],
-                           groups=body["groups"], created_at=now(), self_approval=dataset.self_approval))
+                           groups=body["groups"], created_at=now(), self_approval=dataset.self_approval,
+                           relation=dataset.relation.value))
     session.flush()
     for position, variable in enumerate(dataset.variables):
         session.add(VariableRow(dataset=dataset.name, name=variable.name, classification=variable.classification,
