@@ -395,7 +395,7 @@ PARAMETERS: dict[str, Parameters] = {
     "tan-consistent-counts": Parameters((("epsilon", "protects"),), ("margin", "protected", "relation", *_SAMPLING),
                                         ("nonnegative", "pair_noise_exponent", "noised_rows", "exact_variables")),
     "declared": Parameters((), _SAMPLING, ("epsilon", "delta", "rho", "sensitivity", "relation", *_LIBRARY,
-                                           "output_measure", "input_metric", "d_in")),
+                                           "output_measure", "input_metric", "d_in", "noise")),
     "p-percent": Parameters((), (), ("p", "epsilon", "laplace_scale", "contributor", "linked", "cells",
                                      "protected_contributors")),
     "attribute-gaussian": Parameters((), (), ("query", "protected", "epsilon", "delta", "diameters", "sigma2", "n")),

@@ -31,6 +31,7 @@ from functools import lru_cache
 from itertools import combinations, product
 
 from .spend import (
+    ALLOWANCE,
     DEFAULT_DELTA,
     UNBOUNDED,
     ZERO,
@@ -255,10 +256,13 @@ def _suffered(worst: Spend, totals: Sequence[Spend], objective: Objective) -> Sp
     if (not isinstance(objective, AtDelta) or all(t.is_pure for t in totals)
             or all(t.dominates(worst) for t in totals)):
         return worst
-    epsilon = worst.epsilon(objective.delta)
+    # stated at the allowance's share of the delta, so that the statement is an approximate part
+    # the allowance holds (spend.ALLOWANCE): every total is (its figure there, that delta)-DP
+    share = ALLOWANCE * Fraction(objective.delta)
+    epsilon = max((t.epsilon(share) for t in totals), key=float_up)
     if math.isinf(epsilon):
         return worst
-    return Spend(approx_epsilon=Fraction(epsilon), approx_delta=Fraction(objective.delta))
+    return Spend(approx_epsilon=Fraction(epsilon), approx_delta=share)
 
 
 def choose(base: Spend, choices: Sequence[tuple[Option, ...]], objective: Objective | None = None) -> Spend:

@@ -27,6 +27,7 @@ import math
 from fractions import Fraction
 
 from ..core.numbers import INF, Number, float_down
+from .risk import gdp_epsilon
 from .spend import ALLOWANCE, cks_epsilon, cks_order
 
 GAUSSIAN = "gaussian"
@@ -70,47 +71,6 @@ def _ndtr(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2))
 
 
-def _log_ndtr(x: float) -> float:
-    """log Phi(x), accurate in the far lower tail (asymptotic series past -30)."""
-    if x > -30:
-        return math.log(_ndtr(x)) if _ndtr(x) > 0 else -math.inf
-    x2 = x * x
-    return -x2 / 2 - math.log(-x) - 0.5 * math.log(2 * math.pi) + math.log1p(-1 / x2 + 3 / (x2 * x2))
-
-
-def gdp_delta(epsilon: float, mu: float) -> float:
-    """delta(eps) of mu-GDP: Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) (Dong, Roth and Su
-    2022, Cor 2.13; Balle and Wang 2018, Thm 8 for the Gaussian mechanism)."""
-    if mu <= 0:
-        return 0.0
-    a = _log_ndtr(-epsilon / mu + mu / 2)
-    b = epsilon + _log_ndtr(-epsilon / mu - mu / 2)
-    if a == -math.inf:
-        return 0.0
-    return max(math.exp(a) * -math.expm1(b - a), 0.0) if b < a else 0.0
-
-
-def gdp_epsilon(mu: float, delta: float) -> float:
-    """The smallest epsilon at which mu-GDP is (epsilon, delta)-DP, by bisection on the
-    decreasing `gdp_delta`, rounded up."""
-    if math.isinf(mu):
-        return INF
-    if mu <= 0:
-        return 0.0
-    low, high = 0.0, max(1.0, mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta)) + 1)
-    while gdp_delta(high, mu) > delta:
-        high *= 2
-    for _ in range(200):
-        middle = (low + high) / 2
-        if gdp_delta(middle, mu) > delta:
-            low = middle
-        else:
-            high = middle
-        if high - low <= 1e-13 * high:
-            break
-    return math.nextafter(high * (1 + 1e-12), math.inf)
-
-
 def pure_mu(epsilon: float) -> float:
     """The mu every epsilon-DP mechanism satisfies: -2 Phi^-1(1 / (1 + e^eps)), where the Gaussian
     trade-off curve meets the epsilon-DP one on the diagonal; convex below its chords."""
@@ -150,7 +110,7 @@ def gaussian_figure(counts: dict[tuple, int], delta: Number) -> float:
         if math.isinf(mu):
             return INF
         total += count * mu * mu
-    return gdp_epsilon(math.sqrt(total), float_down(delta))
+    return gdp_epsilon(math.sqrt(total), float_down(delta)) if total else 0.0
 
 
 # --------------------------------------------------------------------------
@@ -210,6 +170,6 @@ def cks_of_rho(rho: Number, delta: Number) -> float:
     return cks_epsilon(rho if isinstance(rho, Fraction) else Fraction(rho), float_down(delta))
 
 
-__all__ = ["GAUSSIAN", "RENYI", "THEOREMS", "kind_of", "describe", "gdp_delta", "gdp_epsilon", "pure_mu",
+__all__ = ["GAUSSIAN", "RENYI", "THEOREMS", "kind_of", "describe", "pure_mu",
            "event_mu", "gaussian_figure", "rho_equivalent", "renyi_order", "renyi_figure", "cks_of_rho",
            "cks_order"]
