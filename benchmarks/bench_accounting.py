@@ -20,8 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import dp_accounting  # noqa: E402
-from dp_accounting.pld import pld_privacy_accountant  # noqa: E402
+from dp_accounting.pld import privacy_loss_distribution  # noqa: E402
 from scipy import optimize, stats  # noqa: E402
 
 import ledger  # noqa: E402
@@ -46,16 +45,19 @@ def exact_gaussian(mu: float, delta: float) -> float:
 
 
 def exact_pld(parts, delta: float) -> float:
-    accountant = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
+    """dp_accounting's PLDs composed (pessimistic): Gaussian and Laplace of sensitivity 1, a pure
+    epsilon as randomized response (the worst epsilon-DP mechanism)."""
+    composed = None
     for kind, value in parts:
         if kind == "gaussian":
-            accountant.compose(dp_accounting.GaussianDpEvent(value))
+            pld = privacy_loss_distribution.from_gaussian_mechanism(value, value_discretization_interval=1e-4)
         elif kind == "laplace":
-            accountant.compose(dp_accounting.LaplaceDpEvent(1 / value))
-        else:  # a pure epsilon: randomized response, the worst epsilon-DP mechanism
-            accountant.compose(dp_accounting.RandomizedResponseDpEvent(
-                noise_parameter=2 / (1 + math.exp(value)), num_buckets=2))
-    return accountant.get_epsilon(delta)
+            pld = privacy_loss_distribution.from_laplace_mechanism(1 / value, value_discretization_interval=1e-4)
+        else:
+            pld = privacy_loss_distribution.from_randomized_response(
+                2 / (1 + math.exp(value)), 2, value_discretization_interval=1e-4)
+        composed = pld if composed is None else composed.compose(pld)
+    return composed.get_epsilon_for_delta(delta)
 
 
 def exact(parts, delta: float) -> tuple[float, str]:

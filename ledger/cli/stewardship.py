@@ -110,6 +110,11 @@ def apply_change(dataset: str | None, change: Change, *, source: str, actor: str
         if dry_run:
             answer(0)
             return amendments
+        from ..operations import people
+
+        # a dataset's shape, classifications and caps are an admin's: a variable reclassified
+        # public leaves the protected headline and every `protected` cap
+        people.require(session, actor, "amend a dataset")
         for amendment in amendments:
             if amendment.kind == "cap.set":
                 store.set_cap(session, amendment.cap, actor)
