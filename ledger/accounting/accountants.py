@@ -1717,17 +1717,9 @@ class Decision:
 
 FILTER_THEOREMS = {
     "basic-pure": "pure-epsilon filter: the sum of epsilons (Rogers, Roth, Ullman and Vadhan 2016)",
-    "basic": "basic filter: sums of epsilon and delta (Rogers, Roth, Ullman and Vadhan 2016), and rho with "
-             "pure epsilon at the Rényi orders fixed in advance, each at 1/44 of the delta (Feldman and Zrnic "
-             "2021, Theorem 4.3), as the basic accountant composes them",
-    "rho": "zCDP filter: the sum of rho (Feldman and Zrnic 2021, Remark 4.4)",
-    "rdp": "Rényi filter at the orders fixed in advance (Feldman and Zrnic 2021, Theorem 4.3 at each order, "
-           "each at 1/44 of the delta), converted by Canonne, Kamath and Steinke 2020, Prop 12; the smallest, "
-           "by a union bound over these statements fixed in advance (as Lécuyer 2021 unions the orders); "
-           "approximate guarantees by the basic filter beside it",
-    "declared": "non-adaptive composition of a plan declared in advance (DESIGN 2.10): the smallest of the "
-                "basic figure and the Rényi and PLD figures at half the delta (its share fixed in advance; "
-                "the filter's orders hold the other half)",
+    "basic": "the running figure (an odometer valid at every stopping time): the pure sum with approximate "
+             "epsilons beside it, and the Rényi statements at the orders fixed in advance, each at 1/22 of the "
+             "half of the delta the approximate allowance leaves (Feldman and Zrnic 2021, Theorem 4.3)",
 }
 
 
@@ -1849,8 +1841,9 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
         return Decision("basic", basic_value, EITHER_CASE, filters.describe(cap))
     if cap.delta is None:
         return Decision("basic", basic_value, EITHER_CASE, filters.describe(cap))
-    if state is None or state["unbounded"] or math.isinf(float(basic_value)) or (spend is not None
-                                                                              and spend.unbounded):
+    if state is None:  # (no running state to read the filter's sums from: the running figure, an odometer)
+        return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["basic"])
+    if state["unbounded"] or math.isinf(float(basic_value)) or (spend is not None and spend.unbounded):
         return Decision("basic", INF, EITHER_CASE, filters.describe(cap))
     items = _state_items(state)
     kind, order = filters.kind_of(cap.filter)
@@ -1881,10 +1874,10 @@ def choose_filter(cap, state: dict | None) -> str:
     """The filter a cap at a delta is given when it is set: Gaussian DP when the releases it
     already holds are Gaussian and there is at least one (exact for them), else the Rényi filter
     at `cap_order`. A cap set with a filter keeps it."""
-    if cap.filter:
+    if cap.filter == filters.GAUSSIAN or (cap.filter or "").startswith(f"{filters.RENYI}:"):
         return cap.filter
     keys = [] if state is None else [key for key, _ in _state_items(state)]
-    if keys and all(key.startswith("gaussian:") for key in keys):
+    if cap.filter is None and keys and all(key.startswith("gaussian:") for key in keys):
         return filters.GAUSSIAN
     return f"{filters.RENYI}:{cap_order(cap):g}"
 

@@ -40,7 +40,7 @@ from .spend import UNBOUNDED, ZERO, Spend, pure_spend
 from .engine import (LedgerIndex, Objective, Option, alternatives_of, at_delta, candidates, compose_units, family_options,
                      unprotected_move)
 from ..core.lazy import lazy_module
-from ..core.numbers import INF, Number, float_down, float_up, format_number, is_infinite
+from ..core.numbers import INF, Number, float_down, float_up, format_delta, format_number, is_infinite
 from ..core.records import CHARGED_STATUSES, Cap, Family, Notion, Release
 
 np = lazy_module("numpy")  # imported on first use: recording never needs it (issue 13)
@@ -184,7 +184,10 @@ def why_release_unbounded(cap: Cap, release: Release) -> str | None:
                     "pure-epsilon bound; declare the cap with a delta or in rho")
         return (f"{described} and this cap is in pure epsilon: an (epsilon, delta) guarantee has no "
                 "pure-epsilon bound; declare the cap with a delta")
-    return f"{described}: its delta is larger than the cap's delta {cap.delta}"
+    if cap.filter == "gaussian":
+        return f"{described} and this cap is a Gaussian-DP filter, which admits no (epsilon, delta) release"
+    return (f"{described}: its delta passes the approximate releases' allowance, half of the cap's delta "
+            f"{format_delta(cap.delta)}")
 
 
 def _uncovered_words(release_id: str, exact: frozenset[str], touched: frozenset[str]) -> str:

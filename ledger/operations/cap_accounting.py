@@ -93,8 +93,8 @@ def _decision_before(cap, value, state: dict | None) -> accountants.Decision:
 
 def _with(check: budget.CapCheck, before: accountants.Decision, after: accountants.Decision) -> budget.CapCheck:
     cap = check.cap
-    current = min(check.current, before.value, key=float)
-    value = min(check.after, after.value, key=float)
+    # the cap's figure is its filter's alone: another statement's smaller figure spends the delta again
+    current, value = before.value, after.value
     charge = check.charge if is_infinite(current) else budget.difference(value, current)  # budget.plan_charge
     # (the check with these fields replaced, built directly: dataclasses.replace reads the fields anew each call)
     return budget.CapCheck(cap=cap, current=current, charge=charge, after=value,
