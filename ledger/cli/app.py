@@ -1162,7 +1162,7 @@ def demo(
     else:
         from .outputs import output_target
 
-        output_target(out, state.url)
+        output_target(out)
         text = run_demo(_engine(create=True), out, actor=actor)
     if as_json:
         typer.echo(cli_json.dumps({"ok": True, "example": example, "text": text,
