@@ -3,12 +3,10 @@
 `reference_cks` evaluates the Canonne-Kamath-Steinke (2020) bound, Corollary 13,
 by its own search over the Renyi order (a dense grid, then a local refinement),
 so tests can check `ledger.accounting.spend.cks_epsilon` without calling it.
-`reference_filter` evaluates the basic accountant's epsilon at a delta, the smallest
-of the statements DESIGN 2.10 allows with the delta split among them in advance (the
-Rényi filter at 22 fixed orders at 1/44 each, half the delta being kept for the statements of a
-plan declared in advance; the pure sum free), from the closed forms, so tests can check
-`Spend.epsilon` without calling it. `REFERENCE_DECLARED_PART` is that half: a declared plan's
-non-adaptive figures (PLD, the Rényi curve at its best order) are made at it.
+`reference_filter` evaluates the running figure of a subset at a delta, the smallest of the
+statements DESIGN 2.10 fixes in advance (the pure sum, free; the Rényi filter at 22 fixed orders at
+1/44 of the delta each, the other half being the approximate releases' allowance), from the
+closed forms, so tests can check `Spend.epsilon` without calling it.
 """
 
 from __future__ import annotations
@@ -82,8 +80,6 @@ def reference_cks():
 
 # The Rényi orders the adaptive statements are fixed at (ledger.accounting.spend.FILTER_ORDERS, written out)
 REFERENCE_FILTER_ORDERS = (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256, 512, 1024)
-# The delta's split fixed in advance (spend.DECLARED_SHARE, written out): half to a plan declared in
-# advance (its PLD and best-order Rényi figures), the other half to the filter's orders.
 REFERENCE_ALLOWANCE = 0.5  # the share of a figure's delta kept for approximate releases
 
 

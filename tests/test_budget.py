@@ -9,10 +9,10 @@ computed by hand from the releases' parameters:
 - an epsilon-at-delta cap takes the approximate parts' epsilon and delta out first
   (basic composition), then, at each of the 22 Rényi orders fixed in advance,
   min(pure, a * sum of epsilon^2 / 2) + a * rho converted by Canonne, Kamath and Steinke
-  (2020), Prop 12, at 1/44 of the delta left (half of it is kept for the statements of a plan
-  declared in advance), the smallest: the tests' own closed form (`reference_filter`,
-  conftest.py); one release's own charge (a driver) is its rho converted at the whole delta
-  (CKS 2020, Corollary 13, by the tests' own search: `reference_cks`).
+  (2020), Prop 12, at 1/44 of the delta (the other half is the approximate releases'
+  allowance), the smallest: the tests' own closed form (`reference_filter`, conftest.py); one
+  release's own charge (a driver) is the same figure of it alone; a rho cap's epsilon is its rho
+  converted at the whole delta (CKS 2020, Corollary 13, by the tests' own search: `reference_cks`).
 """
 
 from __future__ import annotations
@@ -271,7 +271,7 @@ def totals_of(releases) -> dict[str, CapTotal]:
     return {cap.name: total_from_history(cap, releases, FAMILIES) for cap in CAPS}
 
 
-def test_check_reports_current_charge_after_headroom_status_and_drivers(reference_filter, reference_cks):
+def test_check_reports_current_charge_after_headroom_status_and_drivers(reference_filter):
     plan = [released("p", ["income", "diagnosis"], pure("0.3"))]
     checks = {c.cap.name: c for c in check(CAPS, totals_of(HISTORY), plan, FAMILIES, {})}
     assert set(checks) == {"all", "health", "income"}  # demographics is not touched
@@ -295,8 +295,9 @@ def test_check_reports_current_charge_after_headroom_status_and_drivers(referenc
     assert every.charge == pytest.approx(after - before, rel=1e-6)
     assert every.headroom == pytest.approx(10 - after, rel=1e-7)
     assert every.status == "ok"
-    assert [rid for rid, _ in every.drivers] == ["b", "a", "c"]  # CKS(1/8) > 0.5
-    assert dict(every.drivers)["b"] == pytest.approx(reference_cks(1 / 8, 1e-9), rel=1e-7)  # its own: whole delta
+    assert [rid for rid, _ in every.drivers] == ["b", "a", "c"]  # rho 1/8's figure > 0.5
+    # a release's own charge is the figure of it alone, the same statement as a total's (DESIGN 2.10)
+    assert dict(every.drivers)["b"] == pytest.approx(reference_filter(rho=1 / 8, delta=1e-9), rel=1e-7)
 
 
 def test_check_after_total_is_what_recording_the_plan_would_store():
