@@ -234,10 +234,6 @@ def test_a_client_clock_behind_changes_no_figure(tmp_path, monkeypatch, referenc
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="cap_accounting._with takes the smaller of the filter's figure and the "
-                                       "running figure at the cap's delta: a Gaussian-DP cap (whole delta) then "
-                                       "shows the running figure (Rényi orders at delta / 44 each), 6.3126 "
-                                       "against its filter's 6.5859; the two statements' deltas sum to 1.5 delta")
 def test_a_gaussian_dp_caps_figure_is_its_filters_at_the_whole_delta(tmp_path):
     """A cap set on {v} holding a Gaussian of sigma 3 is a Gaussian-DP filter; 100 Laplace releases
     of 0.1 join it through the mu every epsilon-DP mechanism satisfies, -2 Phi^-1(1 / (1 + e^eps))

@@ -162,12 +162,12 @@ def record(engine: Engine, build: Builder, actor: str) -> Recorded:
             return Recorded((), (), (), tuple(unchanged))
         people.check_recorded(session, actor, releases, snapshot.datasets)
         states: dict[str, dict[str, dict]] = {}
+        overdrafts = _overdrafts(session, snapshot, releases)  # (first: the reason, where a cap would say ∞)
+        if overdrafts:
+            raise AllowanceRefused(overdrafts, "recording")
         checks = _checks(session, snapshot, releases, families, states)
         if any(not c.ok for c in checks):
             raise BudgetRefused(checks, "recording")
-        overdrafts = _overdrafts(session, snapshot, releases)
-        if overdrafts:
-            raise AllowanceRefused(overdrafts, "recording")
         store.pipelined(session)  # the writes, together (PostgreSQL: one round trip)
         store.add_releases(session, releases, families, actor, cap_accounting.decisions_json(checks))
         for dataset in {c.cap.dataset for c in checks}:
@@ -192,11 +192,10 @@ def check_plan(engine: Engine, build: Builder) -> tuple[list[budget.CapCheck], l
         releases, families, errors = build(snapshot)
         if errors:
             raise InputErrors(errors)
-        checks = _checks(session, snapshot, releases, families)
         overdrafts = _overdrafts(session, snapshot, releases)
-        if overdrafts and all(c.ok for c in checks):
+        if overdrafts:
             raise AllowanceRefused(overdrafts, "the plan")
-        return checks, list(releases)
+        return _checks(session, snapshot, releases, families), list(releases)
 
 
 def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Release],
