@@ -33,7 +33,7 @@ DATASET = textwrap.dedent("""\
     self_approval: true
     variables: [{name: x}, {name: y}]
     caps:
-      - {name: cx, subset: [x], epsilon: 2, delta: 1e-6}
+      - {name: cx, subset: [x], epsilon: 2, delta: 1e-6, filter: renyi}
     """)
 
 run = cli_ok

@@ -89,21 +89,20 @@ def test_an_older_ledger_is_upgraded_in_place_its_caps_given_filters(old_ledger)
         ("cap.set", "d/ga", "privacy-ledger"), ("cap.set", "d/mb", "privacy-ledger"),
         ("ledger.migrated", "schema 18", "privacy-ledger")]
     assert [(k, s, json.dumps(json.loads(p), separators=(",", ":"))) for k, s, _, p in written[2:]] == migrations(18, 18)
-    order = accountants.cap_order(SimpleNamespace(epsilon=F(10), delta=F(1, 10**6)))
     filters = dict(sql(old_ledger, "SELECT name, filter FROM caps")[0])
-    assert filters == {"ga": "gaussian", "mb": f"renyi:{order:g}", "pc": None, "re": None}
+    assert filters == {"ga": "gaussian", "mb": "running", "pc": None, "re": None}
     assert json.loads(written[0][3])["cap"]["filter"] == "gaussian"
-    assert json.loads(written[1][3])["cap"]["filter"] == f"renyi:{order:g}"
+    assert json.loads(written[1][3])["cap"]["filter"] == "running"
 
     # ga: four Gaussians of sigma 3, one Gaussian of mu = sqrt(4) / 3 at the whole delta
     exact = exact_gaussian_epsilon(2 / 3, DELTA)
     assert caps["ga"]["current"] == pytest.approx(exact, rel=1e-6) and caps["ga"]["current"] >= exact * (1 - 1e-9)
     assert "Gaussian-DP filter" in caps["ga"]["theorem"]
-    # mb: a Laplace of 1/2 and a Gaussian of rho 1/18; its order's figure, or the running one
-    at_order = renyi_cap_figure(order, laplace_divergence(order, 0.5) + order / 18)
-    running = _reference_filter(pure=0.5, pure_rho=0.125, rho=1 / 18, delta=DELTA)
-    assert caps["mb"]["current"] == pytest.approx(at_order, rel=1e-9)  # its filter alone
-    assert f"Rényi filter at order {order:g}" in caps["mb"]["theorem"]
+    # mb: a Laplace of 1/2 and a Gaussian of rho 1/18, held to the running figure of {b}
+    running = cli_ok(old_ledger, "subset", "b", "--json").json()["epsilon"]
+    assert caps["mb"]["current"] == pytest.approx(running, rel=1e-12)
+    assert running <= _reference_filter(pure=0.5, pure_rho=0.125, rho=1 / 18, delta=DELTA) * (1 + 1e-9)
+    assert "running figure as a filter" in caps["mb"]["theorem"]
     # the pure cap keeps the pure sum, the rho cap the sum of rho (1 / (2 * 3^2))
     assert caps["pc"]["current"] == 1
     assert caps["re"]["current"] == pytest.approx(1 / 18, rel=1e-12)
@@ -125,7 +124,7 @@ def test_the_upgraded_ledger_goes_on_under_its_caps_filters(old_ledger):
     order = accountants.cap_order(SimpleNamespace(epsilon=F(5), delta=F(1, 10**6)))
     (ra,) = [c for c in cli_ok(old_ledger, "cap", "list", "--json").json() if c["cap"] == "ra"]
     five = renyi_cap_figure(order, 5 * order / 18)  # five Gaussians of rho 1/18 at the order
-    assert ra["current"] == pytest.approx(min(five, _reference_filter(rho=5 / 18, delta=DELTA)), rel=1e-9)
+    assert ra["current"] == pytest.approx(five, rel=1e-9)  # its filter alone
     assert cli_main(old_ledger, "audit", "verify").code == 0
     assert cli_main(old_ledger, "audit", "verify").code == 0
 
@@ -159,7 +158,7 @@ def test_a_caps_running_total_from_an_older_rule_is_computed_again(tmp_path):
         f"mechanism: {{name: gaussian, rho: \"1/4\"}}}}\n" for i in range(4)))
     cli_ok(url, "record", tmp_path / "r.yaml")
     order = accountants.cap_order(SimpleNamespace(epsilon=F(50), delta=F(1, 10**6)))
-    expected = renyi_cap_figure(order, order * 1.0)  # the cap's filter alone
+    expected = _reference_filter(rho=1, delta=DELTA)  # the running figure's filter (set before any release)
     (cap,) = cli_ok(url, "cap", "list", "--json").json()
     assert cap["current"] == pytest.approx(expected, rel=1e-9)
     (text,), = sql(url, "SELECT total FROM cap_totals")[0]

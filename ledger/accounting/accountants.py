@@ -1847,6 +1847,13 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
         return Decision("basic", INF, EITHER_CASE, filters.describe(cap))
     items = _state_items(state)
     kind, order = filters.kind_of(cap.filter)
+    if kind == filters.RUNNING:  # the odometer's statements, one union at the cap's delta (spend.py)
+        rdp = _filter_value(items, cap.delta)
+        smaller = float(basic_value) > float(rdp) * (1 + TIE)  # (as `best` chooses: the subset's figure)
+        if smaller and _state_is_pure(state):
+            smaller = float(rdp) < float(basic_value) * (1 - PURE_PREFERENCE)
+        return Decision("rdp" if smaller else "basic", rdp if smaller else basic_value, EITHER_CASE,
+                        filters.describe(cap))
     if kind == filters.GAUSSIAN:
         counts: Counter = Counter()
         for key, count in items:
@@ -1872,14 +1879,16 @@ def cap_order(cap) -> float:
 
 def choose_filter(cap, state: dict | None) -> str:
     """The filter a cap at a delta is given when it is set: Gaussian DP when the releases it
-    already holds are Gaussian and there is at least one (exact for them), else the Rényi filter
-    at `cap_order`. A cap set with a filter keeps it."""
-    if cap.filter == filters.GAUSSIAN or (cap.filter or "").startswith(f"{filters.RENYI}:"):
+    already holds are Gaussian and there is at least one (exact for them), else the running
+    figure's statements. A cap set with a filter keeps it; "renyi" gets its order (`cap_order`)."""
+    if cap.filter == filters.RENYI:
+        return f"{filters.RENYI}:{cap_order(cap):g}"
+    if cap.filter is not None:
         return cap.filter
     keys = [] if state is None else [key for key, _ in _state_items(state)]
-    if cap.filter is None and keys and all(key.startswith("gaussian:") for key in keys):
+    if keys and all(key.startswith("gaussian:") for key in keys):
         return filters.GAUSSIAN
-    return f"{filters.RENYI}:{cap_order(cap):g}"
+    return filters.RUNNING
 
 
 def _state_items(state: dict) -> tuple:

@@ -490,6 +490,9 @@ class CapCheck:
     charges: tuple[Charge, ...] = ()  # each planned release's own charge (families once)
     reason: str | None = None  # why `after` is ∞, in words
     decision: object = field(default=None, compare=False, repr=False)  # accountants.Decision (issue 11)
+    # the running figure of the cap's subset at its delta (what `subset` prints), beside the
+    # filter's figure it is decided by; None where it was not asked for (a plan's check)
+    running: Number | None = field(default=None, compare=False)
 
     @property
     def ok(self) -> bool:

@@ -367,7 +367,7 @@ def cap_checks(session: Session, dataset: str, caps: Sequence[Cap]) -> list[budg
     totals = store.cap_totals(session, dataset)
     checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
     checks, _ = cap_accounting.refine(session, dataset, checks, totals, [], {}, {})
-    return cap_accounting.explained(session, dataset, checks)
+    return cap_accounting.with_running(session, dataset, cap_accounting.explained(session, dataset, checks))
 
 
 def cap_checks_as_of(session: Session, dataset: str, caps: Sequence[Cap], when: datetime) -> list[budget.CapCheck]:
