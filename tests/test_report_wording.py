@@ -18,7 +18,6 @@ from fractions import Fraction
 
 from test_report_helpers import clock, context_of, record, run_main
 
-from ledger.accounting.spend import cks_epsilon
 from ledger.cli.report import render
 
 T = lambda month, day, hour=9: datetime(2024, month, day, hour, 0, tzinfo=UTC)  # noqa: E731
@@ -91,18 +90,19 @@ def test_public_variables_are_not_called_released_exactly_when_a_guarantee_cover
     assert "public, released exactly: " not in table
 
 
-def test_a_report_prints_each_figure_as_the_command_line_does(tmp_path):
+def test_a_report_prints_each_figure_as_the_command_line_does(tmp_path, reference_filter):
     url = ledger(tmp_path)
     md = report(url, "md")
-    # mean-income alone: rho 1/200 at the whole delta 1e-9 (CKS 2020), as `table` prints it
-    own = cks_epsilon(Fraction(1, 200), 1e-9)
+    # mean-income alone: rho 1/200 as a running figure at 1e-9 (CKS 2020 Prop 12 at the 22 fixed
+    # orders, 1e-9 / 44 each: ≈ 0.6272, rounded up to 0.6273), as `table` prints it
+    own = reference_filter(rho=Fraction(1, 200), delta=1e-9)
     table = run_main(url, "table", "-d", "graduates").out
     cell = next(line for line in table.splitlines() if line.startswith("| mean-income")).split("|")[4].strip()
     assert float(cell) >= own and float(cell) - own < 1e-4
     assert f"| mean-income | 0 | 0 | {cell} | 0 | {cell} |" in md  # 4 decimals, never 0.57
     # a driver's charge as the CLI writes it: 0.125, never 1.25e-1
     assert "by-region (0.125)" in md and "e-1" not in md
-    # `releases` shows the same own charge as `table` (was the composition's figure at half the delta)
+    # `releases` shows the same own charge as `table`
     line = next(l for l in run_main(url, "releases").out.splitlines() if l.startswith("mean-income"))
     assert f"ε {cell} at δ 1 × 10⁻⁹" in line
 
@@ -120,13 +120,14 @@ def test_a_cap_at_a_delta_is_described_once_and_correctly(tmp_path):
     assert "| sex | {sex} | epsilon at delta 1 × 10⁻⁹ " in md
 
 
-def test_the_csv_exact_columns_hold_exact_values_only(tmp_path):
+def test_the_csv_exact_columns_hold_exact_values_only(tmp_path, reference_filter):
     url = ledger(tmp_path)
     rows = {row[0]: row for row in csv.reader(io.StringIO(report(url, "csv")))}
     header = rows["release"]
     income, exact = header.index("{income}"), header.index("{income} exact")
     # the Gaussian's figure is a zCDP conversion: a float at or above it, and no exact value (JSON's null)
-    assert float(rows["mean-income"][income]) >= cks_epsilon(Fraction(1, 200), 1e-9)
+    own = reference_filter(rho=Fraction(1, 200), delta=1e-9)
+    assert float(rows["mean-income"][income]) >= own and float(rows["mean-income"][income]) - own < 1e-9
     assert rows["mean-income"][exact] == ""
     assert rows["consistent-income"][exact] == "1" and rows["by-region"][header.index("{sex} exact")] == "1/8"
     assert math.isinf(float(rows["consistent-income"][header.index("{degree}")]))
