@@ -255,3 +255,25 @@ def test_the_reports_heat_map_prints_the_pairs_as_the_pairs_table_does(tmp_path)
     pair = next(line for line in table.splitlines() if line.startswith("{income, sex}")).split("\t")[1]
     assert len(pair.split(".")[-1]) > 2  # a figure the old 2-decimal labels changed
     assert pair in cells
+
+
+def test_an_infinity_past_the_allowance_says_so_beside_a_keyed_family(tmp_path):
+    """A (1/10, 1e-10) release on a 1e-9 dataset, stated at 1e-12: its delta passes the allowance,
+    half of 1e-12, so {a} and {a, b} are ∞ there, though every release is bounded; in a ledger with a
+    family split by a key (whose move could be a cause) the report's pair cells name the allowance."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    record(url, tmp_path, "t.yaml", "dataset: t\ndelta: 1e-9\nvariables: [{name: a}, {name: b}, {name: k}]\n",
+           T(1, 1), command="dataset")
+    record(url, tmp_path, "r.yaml", """\
+dataset: t
+families: [{id: split, partition: [k]}]
+releases:
+  - {id: approximate, reads: [a], mechanism: {name: declared}, guarantees: [{epsilon: 1/10, delta: 1e-10}]}
+  - {id: part-1, reads: [b, k], family: split, part: one, mechanism: {name: declared},
+     guarantees: [{epsilon: 1/4, relation: add-remove}]}
+""", T(1, 2))
+    out = tmp_path / "r.md"
+    assert run_main(url, "report", "--format", "md", "--delta", "1e-12", "--out", str(out)).code == 0
+    md = out.read_text(encoding="utf-8")
+    pair_row = next(line for line in md.splitlines() if line.startswith("| {a} |"))
+    assert "∞ (approximate deltas past the allowance)" in pair_row and "not protected" not in pair_row
