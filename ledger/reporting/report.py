@@ -850,12 +850,9 @@ def _worst_pair(pairs: Pairs):
 def shown_accounts(index: LedgerIndex, table: RiskTable, delta: Fraction):
     """The total row's figures as `table` shows them (accountant_views.table_accountants with no
     accountant asked: the smallest valid figure per column), without computing PLD figures that
-    cannot be shown: a PLD figure is valid only when every release charged on the column was
-    declared in advance and none reading it cancelled after a publication (DESIGN 2.10;
-    accountants.pld_figure), and `accountants.best` passes over
-    a figure that is not valid. So the PLD is computed for the declared columns only, and basic
-    and rdp decide the others (the PLD of 200 columns cost most of a 10,000-release report,
-    issue 13); the figures shown are the same."""
+    cannot be shown: the PLD is never valid (information had the plan been fixed in advance,
+    DESIGN 2.10) and `accountants.best` passes over a figure that is not valid, so basic and rdp
+    decide every column; the figures shown are the same."""
     from .accountant_views import TableAccounts
     from ..accounting.accountants import table_figures
 
