@@ -283,8 +283,6 @@ releases:
     assert "∞ (approximate deltas past the allowance)" in pair_row and "not protected" not in pair_row
 
 
-@pytest.mark.xfail(strict=True, reason="timeline_of draws the basic composition (running_totals); the risk table "
-                   "and the heat map show the smallest valid figure of basic and rdp, below it here")
 def test_the_charts_last_point_the_heat_maps_diagonal_and_the_risk_table_agree(tmp_path, reference_filter):
     """The README's graduates ledger: income is charged by two pure releases of 1 and a Gaussian of rho
     1/200. Its running figure at 1e-9 is the Rényi statement at the 22 orders, ≈ 2.6173 (each pure

@@ -327,9 +327,6 @@ def test_an_unprotected_read_gives_pairs_and_subset_the_same_case(tmp_path):
         assert (entry["case"], entry["epsilon"]) == (one["case"], one["epsilon"]) == ("adaptive", "inf")
 
 
-@pytest.mark.xfail(strict=True, reason="accountants.pair_pld composes only the pairs of a plan declared in "
-                   "advance, and no plan is declared any more: `pairs --accountant pld` prints ∞ where "
-                   "`subset A B --accountant pld` prints the PLD information (the fix is in ledger/accounting)")
 def test_pairs_asked_for_pld_compose_every_pair_as_subset_does(tmp_path):
     """Seven variables, each read by one planned Laplace release of its own epsilon: 21 pairs, each
     a distinct composition (two Laplace releases). By default `pairs` composes at most

@@ -1075,8 +1075,8 @@ def subset(
 def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False,
           accountant: Annotated[Optional[str], typer.Option(
               "--accountant", help="basic, rdp or pld: show this accountant's figure (default: the smallest "
-                                   "valid one, as `subset A B` prints it, with at most 16 PLD "
-                                   "compositions; pld composes every pair's, one per distinct pair)."
+                                   "valid one, as `subset A B` prints it; pld, information only, composes "
+                                   "every pair's PLD, one per distinct pair)."
           )] = None, as_of: AsOfOption = None) -> None:
     """The privacy loss on every pair of variables: the smallest valid figure of the basic and
     Rényi accountants, as `subset A B` prints it."""

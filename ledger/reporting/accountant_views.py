@@ -107,7 +107,7 @@ def pair_accountants(index, delta: Fraction, accountant: str | None = None, grid
     show (the asked accountant, else the smallest valid one; accountants.pair_figures). Asked for
     pld, every pair's PLD figure is composed (no PAIR_PLD_LIMIT: the steward asked for
     exactly that figure, and it costs a PLD composition per distinct pair)."""
-    limit = None if accountant == "pld" else accountants.PAIR_PLD_LIMIT
+    limit = None if accountant == "pld" else 0  # (information only: composed when asked for)
     found = accountants.pair_figures(index, delta, grid, pld_limit=limit)
     names = index.variables
     return {(names[i], names[j]): (figures, choose(figures, accountant)) for (i, j), figures in found.items()}
