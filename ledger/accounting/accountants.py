@@ -1867,7 +1867,7 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
     at = int(np.flatnonzero(np.isclose(_grids()["ORDERS"], order))[0])
     value = filters.renyi_figure(float(curve[at]), order, cap.delta, float(approx_eps))
     pure = spend.is_pure if spend is not None else _state_is_pure(state)
-    if pure and float(basic_value) <= value * (1 + PURE_PREFERENCE):
+    if pure and float(basic_value) <= value:  # (the smaller of two that only grow: it never falls)
         return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["basic-pure"])
     return Decision("rdp", value, EITHER_CASE, filters.describe(cap))
 

@@ -5,8 +5,8 @@ An (epsilon, delta) release's approximate part fires with probability at most it
 unknown when a figure is printed, so they cannot be taken off the top of it: a fixed share of
 every delta, the allowance (spend.ALLOWANCE, half), is kept for them before any release, and the
 filters' statements share the rest (spend.filter_delta). `record` refuses a release that would
-take a subset's approximate deltas past the allowance of the dataset's delta, so no printed
-figure is left without its share.
+take the approximate deltas the dataset holds past the allowance of its delta (an upper bound on
+every subset's: `deltas_held`), so no printed figure is left without its share.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from fractions import Fraction
 
 from ..core.numbers import format_delta, format_number
 from ..core.records import Notion, Release
-from .engine import release_cost
-from .spend import ALLOWANCE, Spend
+from .spend import ALLOWANCE, guarantee_spend
 
 
 @dataclass(frozen=True)
@@ -43,25 +42,44 @@ def approximate(plan: Sequence[Release]) -> list[Release]:
     return [r for r in plan if any(g.notion is Notion.APPROX for g in r.guarantees)]
 
 
-def subsets_to_check(plan: Sequence[Release]) -> list[frozenset[str]]:
-    """Each approximate release's reads, and all of them together."""
-    found = [r.reads for r in approximate(plan) if r.reads]
-    together = frozenset().union(*found) if found else frozenset()
-    return [*dict.fromkeys(found), together] if len(found) > 1 else found
+def largest_delta(release: Release) -> Fraction:
+    """The largest delta any subset may be charged for the release: of its (epsilon, delta)
+    guarantees as charged in its dataset's relation (guarantee_spend)."""
+    found = [guarantee_spend(g).approx_delta for g in release.guarantees if g.notion is Notion.APPROX]
+    return max((d for d in found if d is not None), default=Fraction(0))
 
 
-def overdraft(subset: frozenset[str], order: Sequence[str], held: Spend, plan: Iterable[Release],
+def deltas_held(releases: Iterable[Release]) -> Fraction:
+    """An upper bound on the approximate deltas of every subset: each standalone release's largest
+    delta, and per family the two largest of its members' (a record changed within one part, or
+    moved between two, DESIGN 2.6). Every subset's approximate deltas are at most this sum."""
+    total = Fraction(0)
+    families: dict[str, list[Fraction]] = {}
+    for release in releases:
+        delta = largest_delta(release)
+        if not delta:
+            continue
+        if release.family is None:
+            total += delta
+        else:
+            families.setdefault(release.family, []).append(delta)
+    for deltas in families.values():
+        total += sum(sorted(deltas, reverse=True)[:2], Fraction(0))
+    return total
+
+
+def overdraft(held: Sequence[Release], plan: Sequence[Release], order: Sequence[str],
               delta: Fraction) -> Overdraft | None:
-    """The overdraft on `subset` of the plan over `held` (its spend before the plan), or None.
-    A subset with no certified bound shows ∞ anyway and is not refused here."""
-    if held.unbounded:
+    """The overdraft of the plan over the charged releases `held`, or None: refused when the bound
+    `deltas_held` of both passes the allowance of the dataset's delta (so no subset, however wide,
+    can pass it), naming the variables the approximate releases read."""
+    mine = approximate(plan)
+    if not mine:
         return None
-    costs = {r.id: release_cost(r, subset) for r in plan if subset & r.reads}
-    if any(c.unbounded for c in costs.values()):
-        return None
-    total = held.approx_delta + sum((c.approx_delta for c in costs.values()), Fraction(0))
+    everyone = [*held, *plan]
+    total = deltas_held(everyone)
     limit = ALLOWANCE * delta
     if total <= limit:
         return None
-    named = tuple(rid for rid, c in costs.items() if c.approx_delta)
-    return Overdraft(tuple(n for n in order if n in subset), total, limit, named)
+    read = frozenset().union(*(r.reads for r in everyone if largest_delta(r)))
+    return Overdraft(tuple(n for n in order if n in read), total, limit, tuple(r.id for r in mine))

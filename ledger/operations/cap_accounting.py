@@ -97,14 +97,15 @@ def _with(check: budget.CapCheck, before: accountants.Decision, after: accountan
                            reason=check.reason, decision=after)
 
 
-def with_running(session: Session, dataset: str, checks: Sequence[budget.CapCheck]) -> list[budget.CapCheck]:
+def with_running(session: Session, dataset: str, checks: Sequence[budget.CapCheck],
+                 when: datetime | None = None) -> list[budget.CapCheck]:
     """Each cap at a delta with the running figure of its subset at its delta, the figure `subset`
-    prints (accountants.subset_figures, the smallest valid one): a cap is decided by its filter,
-    and a board reads both."""
+    prints (accountants.subset_figures, the smallest valid one), now or at `when`: a cap is decided
+    by its filter, and a board reads both."""
     at = [c for c in checks if c.cap.delta is not None and c.cap.rho is None]
     if not at:
         return list(checks)
-    index = store.caps_index(session, dataset, [c.cap for c in at])
+    index = index_at(session, dataset, [c.cap for c in at], when)
     running = {}
     for check in at:
         cap = check.cap

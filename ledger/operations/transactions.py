@@ -223,26 +223,22 @@ def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Relea
 
 
 def _overdrafts(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Release]) -> list:
-    """The subsets whose approximate deltas the plan would take past the allowance (allowance.py):
-    read only when the plan holds an (epsilon, delta) release."""
+    """Per dataset, the plan's overdraft of the approximate releases' allowance (allowance.py): read
+    only when the plan holds an (epsilon, delta) release, from the charged releases' rows."""
     from ..accounting import allowance
     from ..accounting.spend import DEFAULT_DELTA
 
     found = []
     for dataset in sorted({r.dataset for r in releases}):
         plan = [r for r in releases if r.dataset == dataset]
-        subsets = allowance.subsets_to_check(plan)
-        if not subsets:
+        if not allowance.approximate(plan):
             continue
         info = snapshot.datasets[dataset]
         delta = info.delta if info.delta is not None else DEFAULT_DELTA
-        for subset in subsets:
-            index = store.caps_index(session, dataset, [Cap(dataset, "", subset)])
-            held = index.subset_spend(subset)
-            found_here = allowance.overdraft(subset, info.variable_names, held, plan, delta)
-            if found_here is not None:
-                found.append(found_here)
-                break
+        index = store.caps_index(session, dataset, [Cap(dataset, "", frozenset(info.variable_names))])
+        over = allowance.overdraft(index.releases, plan, info.variable_names, delta)
+        if over is not None:
+            found.append(over)
     return found
 
 
@@ -377,7 +373,8 @@ def cap_checks_as_of(session: Session, dataset: str, caps: Sequence[Cap], when: 
     cannot state the ledger then exactly, from the whole releases as they stood)."""
     totals, states = cap_accounting.standing_at(session, dataset, caps, when)
     checks = cap_accounting.checks_on(caps, totals, lambda cap: states.get(cap.name))
-    return cap_accounting.explained(session, dataset, checks, when)
+    return cap_accounting.with_running(session, dataset, cap_accounting.explained(session, dataset, checks, when),
+                                       when)
 
 
 def headroom(engine: Engine, dataset: str, variables: Iterable[str], *, when: datetime | None = None,
