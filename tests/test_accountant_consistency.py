@@ -18,7 +18,7 @@ import numpy
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import REFERENCE_DECLARED_PART, REFERENCE_FILTER_ORDERS
+from conftest import REFERENCE_ALLOWANCE, REFERENCE_FILTER_ORDERS
 from support import cli_main
 from test_engine_properties import ALL_SUBSETS, VARIABLES, ledgers
 

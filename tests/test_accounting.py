@@ -29,7 +29,7 @@ from ledger.accounting import accountants
 from ledger.accounting.engine import LedgerIndex, ledger_cost
 from ledger.core.numbers import INF
 
-from conftest import REFERENCE_DECLARED_PART, _reference_cks, _reference_filter
+from conftest import REFERENCE_ALLOWANCE, _reference_cks, _reference_filter
 from ledger.core.records import Guarantee, Mechanism, Notion, Relation, Release
 
 F = Fraction

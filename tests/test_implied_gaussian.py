@@ -19,7 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from support import cli_main, dump_tables
 
-from conftest import REFERENCE_DECLARED_PART
+from conftest import REFERENCE_ALLOWANCE
 
 import ledger
 from exact_profiles import epsilon_at, gaussian_delta
