@@ -106,7 +106,7 @@ def test_headroom_at_a_delta_is_what_a_ledger_of_that_delta_prints(tmp_path, ref
     any_ = cli_main(urls[0], "headroom", "b", "--delta", "1e-6", "--json").json()
     assert F(any_["rho_exact"]) == rho
     # stated as the basic accountant states a rho: at the Rényi orders fixed in advance, 1/44 of the delta
-    # each (the other half is kept for a plan declared in advance: conftest's reference_filter)
+    # each (the other half is kept for the approximate releases' allowance: conftest's reference_filter)
     assert any_["rho_epsilon"] == pytest.approx(_reference_filter(rho=float(rho), delta=1e-6), rel=1e-9)
     assert any_["rho_epsilon"] >= _reference_filter(rho=float(rho), delta=1e-6) * (1 - 1e-12)
 
@@ -142,7 +142,8 @@ LEDGER_RELEASES = st.lists(st.tuples(
 @given(releases=LEDGER_RELEASES, limit=st.sampled_from(["6", "9", "14"]))
 def test_a_plan_of_the_headroom_passes_check_and_one_slightly_over_is_refused(tmp_path_factory, releases, limit):
     """For each mechanism, the boundary `headroom` states is the one `check` draws, on ledgers
-    declared in advance (all planned) or adaptive (some published before others were recorded)."""
+    recorded in full before any output (all planned) or one by one (some published before others
+    were recorded): the same filters either way."""
     directory = tmp_path_factory.mktemp("boundary")
     url = f"sqlite:///{directory / 'l.db'}"
     book = ledger.open(url, actor="steward")
