@@ -38,7 +38,7 @@ from sqlmodel import Session
 
 from .accounting import budget
 from .operations import choices, transactions as operations
-from .store import database as store
+from .store import database as store, files
 from .accounting.engine import at_delta
 from .accounting.risk import Risk, figure_risks
 from .core.errors import InputErrors, LedgerError, fail
@@ -323,13 +323,13 @@ class Ledger:
 
         chosen_format = choices.report_format(format, str(out))
         since_at = since if isinstance(since, datetime) or since is None else cli_report.parse_since(since)
-        target = cli_report.writable_target(str(out))
+        target = files.checked(out, self.url, "out", "argument")  # (before any work; again when written)
         chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
         chosen_delta = choices.parse_delta(delta, chosen, field="delta")
         with Session(self.engine) as session:
             inputs = cli_report.gather(session, chosen, chosen_delta, since_at)
         context = build_report(inputs, charts=chosen_format in ("html", "pdf"), draw=draw_here)
-        cli_report.write_atomically(target, cli_report.render(context, chosen_format))
+        files.write(target, cli_report.render(context, chosen_format), self.url, "out", "argument")
         return target
 
     def export_registry(self, dataset: str | None = None, *, tier: int = 2) -> dict[str, Any]:

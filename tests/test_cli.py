@@ -2,8 +2,8 @@
 and bad input refused with exit code 2 and nothing written.
 
 Expected figures are computed here by hand from the files' parameters (Tan's
-cost rule, DESIGN 2.3-2.4), with the zCDP conversion evaluated by this module's
-own implementation of the Canonne-Kamath-Steinke (2020) bound. Exit codes are
+cost rule, DESIGN 2.3-2.4), with the running figure (the Rényi filter at the 22
+orders fixed in advance, DESIGN 2.10) evaluated by this module's own formulas. Exit codes are
 those of the console entry point `ledger.cli.app:main`: most tests call it in this
 process (same code path, no interpreter start-up); a representative few run
 `python -m ledger` as a subprocess.
@@ -19,9 +19,7 @@ import textwrap
 from fractions import Fraction
 from pathlib import Path
 
-import numpy as np
 import pytest
-from scipy.optimize import minimize_scalar
 from sqlmodel import Session
 from support import Run, cli_main, dump_sqlite
 from typer.testing import CliRunner
@@ -29,39 +27,42 @@ from typer.testing import CliRunner
 from ledger.cli import app as cli
 from ledger.store import database as store
 
-from conftest import REFERENCE_DECLARED_PART, _reference_filter
+from conftest import _reference_filter
 
 F = Fraction
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 # --------------------------------------------------------------------------
-# Independent zCDP -> (epsilon, delta) conversion
+# Independent Rényi-filter figures
 # --------------------------------------------------------------------------
 
 
-def cks(rho: float, delta: float) -> float:
-    """Canonne, Kamath and Steinke (2020), Corollary 13:
-    inf over alpha > 1 of alpha rho + (ln(1/delta) + (alpha - 1) ln(1 - 1/alpha) - ln(alpha)) / (alpha - 1),
-    searched over t = ln(alpha - 1) on a grid, then refined around the best grid point."""
-    log_inv_delta = math.log(1 / delta)
-
-    def bound(t: float) -> float:
-        alpha = 1 + math.exp(t)
-        return alpha * rho + (log_inv_delta + (alpha - 1) * math.log(1 - 1 / alpha) - math.log(alpha)) / (alpha - 1)
-
-    grid = np.linspace(-12, 12, 4801)
-    values = [bound(t) for t in grid]
-    k = int(np.argmin(values))
-    refined = minimize_scalar(bound, bounds=(grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]),
-                              method="bounded", options={"xatol": 1e-13})
-    return min(values[k], refined.fun)
+def rr_divergence(alpha: float, epsilon: float) -> float:
+    """Randomized response's Rényi divergence of order alpha (the worst epsilon-DP pair, Mironov 2017):
+    log((e^(alpha eps) + e^((1 - alpha) eps)) / (1 + e^eps)) / (alpha - 1), in log-sum-exp form."""
+    high, low = alpha * epsilon, (1 - alpha) * epsilon
+    top = max(high, low)
+    return (top + math.log(math.exp(high - top) + math.exp(low - top)) - math.log1p(math.exp(epsilon))) / (alpha - 1)
 
 
-def test_the_reference_conversion_is_below_the_simple_bound():
-    # sanity of the reference itself: CKS is tighter than rho + 2 sqrt(rho ln(1/delta)) (Bun-Steinke Prop 1.3)
+def renyi_filter(curve, delta: float) -> float:
+    """The running figure of a Rényi curve (alpha -> summed divergence) at `delta`: at each of the 22
+    orders fixed in advance, CKS 2020 Prop 12 at half the delta over 22, the smallest."""
+    from conftest import REFERENCE_ALLOWANCE, REFERENCE_FILTER_ORDERS
+
+    share = delta * (1 - REFERENCE_ALLOWANCE) / len(REFERENCE_FILTER_ORDERS)
+    return min(curve(a) + math.log1p(-1 / a) - (math.log(share) + math.log(a)) / (a - 1) for a in REFERENCE_FILTER_ORDERS)
+
+
+def test_the_reference_curves_are_within_the_known_bounds():
+    # sanity of the references: randomized response's divergence is at most min(eps, alpha eps^2 / 2)
+    # (Bun and Steinke 2016, Prop 3.3), and a rho curve's figure is conftest's
+    for alpha in (1.2, 2, 16, 1024):
+        for epsilon in (0.1, 1, 5):
+            assert 0 < rr_divergence(alpha, epsilon) <= min(epsilon, alpha * epsilon ** 2 / 2) * (1 + 1e-12)
     for rho in (0.005, 0.5, 2.005):
-        assert cks(rho, 1e-9) < rho + 2 * math.sqrt(rho * math.log(1e9))
+        assert renyi_filter(lambda a: a * rho, 1e-9) == pytest.approx(_reference_filter(rho=rho, delta=1e-9), rel=1e-12)
 
 
 # --------------------------------------------------------------------------
@@ -196,7 +197,8 @@ def test_example_table_json_has_the_documented_shape_and_hand_computed_values(ex
         assert {"release", "values", "dataset_wide"} <= set(row)
     assert {"values", "dataset_wide"} <= set(table["total"])
 
-    mean_income = cks(1 / 200, 1e-9)  # sigma 10, sensitivity 1: rho = 1/200 (one release: the whole delta)
+    # sigma 10, sensitivity 1: rho = 1/200; a release's own cell is the figure of it alone (DESIGN 2.10)
+    mean_income = renyi_filter(lambda a: a / 200, 1e-9)
     rows = {row["release"]: row for row in table["rows"]}
     assert rows["income-by-degree"]["values"] == {"degree": 1, "income": 1, "sex": 0}
     assert rows["income-by-degree"]["dataset_wide"] == 1
@@ -252,9 +254,13 @@ def test_example_subsets(examples_ledger):
     assert income["subset"] == ["income"]
     basic = _reference_filter(pure=2, pure_rho=1, rho=1 / 200, delta=1e-9)
     assert income["accountants"]["basic"]["epsilon"] == pytest.approx(basic, rel=1e-9)
-    assert income["epsilon"] <= income["accountants"]["basic"]["epsilon"]  # the smallest valid figure (issue 11)
-    # recorded together, before any publication: declared in advance, so PLD may be the figure (DESIGN 2.10)
-    assert income["accountant"] in ("basic", "rdp", "pld") and income["case"] == "declared"
+    assert income["epsilon"] <= income["accountants"]["basic"]["epsilon"]  # the smallest valid figure
+    # every history is adaptive (DESIGN 2.10): the Rényi filter at the 22 fixed orders, 1/44 of the
+    # delta each, with the two pure releases of 1 at randomized response's curve (Mironov 2017)
+    assert income["case"] == "adaptive" and income["accountant"] in ("basic", "rdp")
+    expected = renyi_filter(lambda a: 2 * rr_divergence(a, 1) + a / 200, 1e-9)
+    assert expected <= income["epsilon"] <= expected * (1 + 1e-8)  # rounded up, never down
+    assert income["accountants"]["pld"]["valid"] is False  # information only, never the figure
     assert income["delta"] == 1e-9
     # the total as zCDP: each epsilon-1 release is 1^2/2-zCDP (Bun-Steinke Prop 1.4), and rho adds
     assert income["rho"] == pytest.approx(1 / 2 + 1 / 2 + 1 / 200)
@@ -388,20 +394,20 @@ def test_gaussian_sigma_gives_an_exact_rho(graduates, tmp_path):
     assert guarantee.rho == F(2 * 2, 2 * 5 * 5)  # 2/25
     subset = invoke(graduates, "subset", "income", "--json").json()
     assert subset["rho"] == pytest.approx(2 / 25)
-    # basic states a rho at the Rényi orders fixed in advance, 1/44 of the delta each (DESIGN 2.10; the
-    # other half is kept for a plan declared in advance: conftest's reference_filter)
-    assert subset["accountants"]["basic"]["epsilon"] == pytest.approx(_reference_filter(rho=2 / 25, delta=1e-9),
-                                                                      rel=1e-9)
-    # one release alone is a plan declared in advance: the PLD figure of the Gaussian (sensitivity/sigma
-    # 0.4), made at the declared statements' half of the delta (REFERENCE_DECLARED_PART), is valid,
-    # never below its exact profile there (Balle and Wang 2018) and within the discretisation above it
+    # a rho at the Rényi orders fixed in advance, 1/44 of the delta each (DESIGN 2.10; the other half
+    # is the approximate releases' allowance: conftest's reference_filter), one release or many
+    expected = _reference_filter(rho=2 / 25, delta=1e-9)
+    assert subset["accountants"]["basic"]["epsilon"] == pytest.approx(expected, rel=1e-9)
+    assert subset["case"] == "adaptive" and subset["epsilon"] == pytest.approx(expected, rel=1e-9)
+    # the PLD figure "had the plan been fixed in advance" is shown at the whole delta, information only:
+    # never below the Gaussian's exact profile there (sensitivity / sigma 0.4, Balle and Wang 2018),
+    # within the discretisation above it, and not the figure
     from exact_profiles import epsilon_at
 
-    assert subset["case"] == "declared"
-    exact = epsilon_at(1e-9 * REFERENCE_DECLARED_PART, s=0.4)
-    assert exact >= epsilon_at(1e-9, s=0.4)  # (so never below the profile at the whole delta either)
-    assert subset["accountant"] == "pld"
-    assert exact <= subset["epsilon"] <= exact + 2e-3
+    pld = subset["accountants"]["pld"]
+    exact = epsilon_at(1e-9, s=0.4)
+    assert pld["valid"] is False and subset["accountant"] != "pld"
+    assert exact <= pld["epsilon"] <= exact + 2e-3 and pld["epsilon"] < subset["epsilon"]
 
 
 def test_tan_consistent_counts_under_add_remove_costs_double_on_replacement(graduates, tmp_path):

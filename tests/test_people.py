@@ -297,3 +297,17 @@ def test_release_json_carries_the_people(ledger):
     release = ledger.releases()["r1"]
     assert (release["recorded_by"], release["approved_by"], release["steps"]) == ("bob", None, [])
     assert json.dumps(release)  # plain JSON
+
+
+@SQLITE
+def test_reclassifying_a_variable_public_needs_an_admin_and_is_an_audit_event(ledger):
+    # public takes a variable out of the protected headline and every `protected` cap: an admin's step
+    ledger.refused("dataset", "reclassify", "income", "public", "--reason", "published by law", "--as", "bob",
+                   naming="needs the admin role")
+    ledger.ok("dataset", "reclassify", "income", "public", "--reason", "published by law", "--as", "ana")
+    engine = create_engine(ledger.url)
+    with engine.connect() as connection:
+        events = [tuple(r) for r in connection.execute(text(
+            "SELECT kind, actor FROM audit_events WHERE kind = 'variable.reclassified'"))]
+    engine.dispose()
+    assert events == [("variable.reclassified", "ana")]

@@ -262,14 +262,14 @@ def test_out_never_writes_onto_the_ledger_or_a_special_file(tmp_path):
     assert (tmp_path / "ledger.db").read_bytes()[:16] == before[:16] == b"SQLite format 3\x00"
     assert release_count(url) == 1
     os.mkfifo(tmp_path / "fifo")
-    (tmp_path / "real.csv").write_text("keep")
-    os.symlink(tmp_path / "real.csv", tmp_path / "link.csv")
+    (tmp_path / "sub" / "real.csv").write_text("keep")
+    os.symlink(tmp_path / "sub" / "real.csv", tmp_path / "link.csv")  # a link out of its directory
     for target, why in ((tmp_path / "fifo", "not a regular file"), (tmp_path / "link.csv", "symbolic link"),
                         (Path("/dev/null"), "not a regular file")):
         result = cli_main(url, "report", "--format", "csv", "--out", target)
         assert result.code == 2 and why in result.err, result.err
     assert (tmp_path / "fifo").is_fifo() and (tmp_path / "link.csv").is_symlink()
-    assert (tmp_path / "real.csv").read_text() == "keep"
+    assert (tmp_path / "sub" / "real.csv").read_text() == "keep"
     assert cli_main(url, "audit", "verify").code == 0
     result = cli_main(url, "report", "--format", "csv", "--out", tmp_path / "new.csv")
     assert result.code == 0 and (tmp_path / "new.csv").read_text().startswith("release,")

@@ -1717,17 +1717,9 @@ class Decision:
 
 FILTER_THEOREMS = {
     "basic-pure": "pure-epsilon filter: the sum of epsilons (Rogers, Roth, Ullman and Vadhan 2016)",
-    "basic": "basic filter: sums of epsilon and delta (Rogers, Roth, Ullman and Vadhan 2016), and rho with "
-             "pure epsilon at the Rényi orders fixed in advance, each at 1/44 of the delta (Feldman and Zrnic "
-             "2021, Theorem 4.3), as the basic accountant composes them",
-    "rho": "zCDP filter: the sum of rho (Feldman and Zrnic 2021, Remark 4.4)",
-    "rdp": "Rényi filter at the orders fixed in advance (Feldman and Zrnic 2021, Theorem 4.3 at each order, "
-           "each at 1/44 of the delta), converted by Canonne, Kamath and Steinke 2020, Prop 12; the smallest, "
-           "by a union bound over these statements fixed in advance (as Lécuyer 2021 unions the orders); "
-           "approximate guarantees by the basic filter beside it",
-    "declared": "non-adaptive composition of a plan declared in advance (DESIGN 2.10): the smallest of the "
-                "basic figure and the Rényi and PLD figures at half the delta (its share fixed in advance; "
-                "the filter's orders hold the other half)",
+    "basic": "the running figure (an odometer valid at every stopping time): the pure sum with approximate "
+             "epsilons beside it, and the Rényi statements at the orders fixed in advance, each at 1/22 of the "
+             "half of the delta the approximate allowance leaves (Feldman and Zrnic 2021, Theorem 4.3)",
 }
 
 
@@ -1849,11 +1841,19 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
         return Decision("basic", basic_value, EITHER_CASE, filters.describe(cap))
     if cap.delta is None:
         return Decision("basic", basic_value, EITHER_CASE, filters.describe(cap))
-    if state is None or state["unbounded"] or math.isinf(float(basic_value)) or (spend is not None
-                                                                              and spend.unbounded):
+    if state is None:  # (no running state to read the filter's sums from: the running figure, an odometer)
+        return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["basic"])
+    if state["unbounded"] or math.isinf(float(basic_value)) or (spend is not None and spend.unbounded):
         return Decision("basic", INF, EITHER_CASE, filters.describe(cap))
     items = _state_items(state)
     kind, order = filters.kind_of(cap.filter)
+    if kind == filters.RUNNING:  # the odometer's statements, one union at the cap's delta (spend.py)
+        rdp = _filter_value(items, cap.delta)
+        smaller = float(basic_value) > float(rdp) * (1 + TIE)  # (as `best` chooses: the subset's figure)
+        if smaller and _state_is_pure(state):
+            smaller = float(rdp) < float(basic_value) * (1 - PURE_PREFERENCE)
+        return Decision("rdp" if smaller else "basic", rdp if smaller else basic_value, EITHER_CASE,
+                        filters.describe(cap))
     if kind == filters.GAUSSIAN:
         counts: Counter = Counter()
         for key, count in items:
@@ -1879,14 +1879,16 @@ def cap_order(cap) -> float:
 
 def choose_filter(cap, state: dict | None) -> str:
     """The filter a cap at a delta is given when it is set: Gaussian DP when the releases it
-    already holds are Gaussian and there is at least one (exact for them), else the Rényi filter
-    at `cap_order`. A cap set with a filter keeps it."""
-    if cap.filter:
+    already holds are Gaussian and there is at least one (exact for them), else the running
+    figure's statements. A cap set with a filter keeps it; "renyi" gets its order (`cap_order`)."""
+    if cap.filter == filters.RENYI:
+        return f"{filters.RENYI}:{cap_order(cap):g}"
+    if cap.filter is not None:
         return cap.filter
     keys = [] if state is None else [key for key, _ in _state_items(state)]
     if keys and all(key.startswith("gaussian:") for key in keys):
         return filters.GAUSSIAN
-    return f"{filters.RENYI}:{cap_order(cap):g}"
+    return filters.RUNNING
 
 
 def _state_items(state: dict) -> tuple:

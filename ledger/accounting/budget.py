@@ -40,7 +40,7 @@ from .spend import UNBOUNDED, ZERO, Spend, pure_spend
 from .engine import (LedgerIndex, Objective, Option, alternatives_of, at_delta, candidates, compose_units, family_options,
                      unprotected_move)
 from ..core.lazy import lazy_module
-from ..core.numbers import INF, Number, float_down, float_up, format_number, is_infinite
+from ..core.numbers import INF, Number, float_down, float_up, format_delta, format_number, is_infinite
 from ..core.records import CHARGED_STATUSES, Cap, Family, Notion, Release
 
 np = lazy_module("numpy")  # imported on first use: recording never needs it (issue 13)
@@ -184,7 +184,10 @@ def why_release_unbounded(cap: Cap, release: Release) -> str | None:
                     "pure-epsilon bound; declare the cap with a delta or in rho")
         return (f"{described} and this cap is in pure epsilon: an (epsilon, delta) guarantee has no "
                 "pure-epsilon bound; declare the cap with a delta")
-    return f"{described}: its delta is larger than the cap's delta {cap.delta}"
+    if cap.filter == "gaussian":
+        return f"{described} and this cap is a Gaussian-DP filter, which admits no (epsilon, delta) release"
+    return (f"{described}: its delta passes the approximate releases' allowance, half of the cap's delta "
+            f"{format_delta(cap.delta)}")
 
 
 def _uncovered_words(release_id: str, exact: frozenset[str], touched: frozenset[str]) -> str:
@@ -487,6 +490,9 @@ class CapCheck:
     charges: tuple[Charge, ...] = ()  # each planned release's own charge (families once)
     reason: str | None = None  # why `after` is ∞, in words
     decision: object = field(default=None, compare=False, repr=False)  # accountants.Decision (issue 11)
+    # the running figure of the cap's subset at its delta (what `subset` prints), beside the
+    # filter's figure it is decided by; None where it was not asked for (a plan's check)
+    running: Number | None = field(default=None, compare=False)
 
     @property
     def ok(self) -> bool:

@@ -7,6 +7,8 @@ guarantees its stated (epsilon, delta) for whatever it admitted, whenever the hi
     kind       cap                 admits while                                   theorem
     pure       epsilon             the sum of pure epsilons <= epsilon            basic composition
     rho        rho                 the sum of rho <= rho (pure as eps^2 / 2)      Feldman and Zrnic 2021, Remark 4.4
+    running    epsilon at delta    the subset's running figure <= epsilon         an odometer stopped is a filter
+                                   (spend.py: the pure sum, 22 Rényi orders)      (Rogers, Roth, Ullman, Vadhan 2016)
     gaussian   epsilon at delta    sum of mu_i^2 <= mu^2, mu the Gaussian DP      Smith and Thakurta 2022 (fully
                                    parameter whose epsilon at delta is the cap    adaptive GDP composition)
     renyi:A    epsilon at delta    the Rényi divergences at order A, summed,      Feldman and Zrnic 2021, Thm 4.3;
@@ -32,11 +34,15 @@ from .spend import ALLOWANCE, cks_epsilon, cks_order
 
 GAUSSIAN = "gaussian"
 RENYI = "renyi"
+RUNNING = "running"
 
 THEOREMS = {
     "pure": "pure-epsilon filter: the sum of epsilons (basic composition; Rogers, Roth, Ullman and Vadhan 2016)",
     "rho": "zCDP filter: the sum of rho (Feldman and Zrnic 2021, Remark 4.4), converted to epsilon at the "
            "budget's best order (Canonne, Kamath and Steinke 2020, Corollary 13)",
+    RUNNING: "the running figure as a filter: admitted while the subset's running figure (the pure sum, and the "
+             "Rényi orders fixed in advance at 1/22 of half the delta each) stays within the cap, valid at every "
+             "stopping time (Feldman and Zrnic 2021, Thm 4.3; Rogers, Roth, Ullman and Vadhan 2016)",
     GAUSSIAN: "Gaussian-DP filter: sum of mu_i^2 within mu^2 (Smith and Thakurta 2022, fully adaptive "
               "composition), epsilon at the whole delta (Dong, Roth and Su 2022, Cor 2.13)",
     RENYI: "Rényi filter at order {order:g}, fixed when the cap was set (Feldman and Zrnic 2021, Thm 4.3), "
@@ -45,9 +51,9 @@ THEOREMS = {
 
 
 def kind_of(filter_text: str | None) -> tuple[str, float | None]:
-    """("gaussian", None) or ("renyi", order) from a cap's stored filter text."""
+    """("gaussian" or "running", None) or ("renyi", order) from a cap's stored filter text."""
     if not filter_text:
-        return RENYI, None
+        return RUNNING, None
     name, _, order = filter_text.partition(":")
     return name, float(order) if order else None
 
@@ -170,6 +176,6 @@ def cks_of_rho(rho: Number, delta: Number) -> float:
     return cks_epsilon(rho if isinstance(rho, Fraction) else Fraction(rho), float_down(delta))
 
 
-__all__ = ["GAUSSIAN", "RENYI", "THEOREMS", "kind_of", "describe", "pure_mu",
+__all__ = ["GAUSSIAN", "RENYI", "RUNNING", "THEOREMS", "kind_of", "describe", "pure_mu",
            "event_mu", "gaussian_figure", "rho_equivalent", "renyi_order", "renyi_figure", "cks_of_rho",
            "cks_order"]

@@ -595,8 +595,10 @@ def cap_set(
     rho: Annotated[Optional[str], typer.Option(help="Cap in rho (zCDP).")] = None,
     name: Annotated[Optional[str], typer.Option(help="The cap's name.")] = None,
     filter_: Annotated[Optional[str], typer.Option("--filter", help=(
-        "With --delta: gaussian (Gaussian DP, exact for Gaussian releases) or renyi (one Rényi order fixed "
-        "now). Default: gaussian when the releases it already holds are all Gaussian, else renyi."))] = None,
+        "With --delta: running (the subset's running figure stays within the cap), gaussian (Gaussian DP, "
+        "exact for Gaussian releases) or renyi (one Rényi order fixed now, tight near the cap for many "
+        "similar releases). Default: gaussian when the releases it already holds are all Gaussian, else "
+        "running."))] = None,
     dataset: DatasetOption = None,
     by: AsOption = None,
     as_json: JsonOption = False,
@@ -753,6 +755,9 @@ def check_lines(checks, planned: bool = True, why: Mapping | None = None,
             lines.append(f"      no bound: {c.reason}")
         if c.decision is not None:
             lines.append(f"      filter: {c.decision.theorem}")
+        if c.running is not None and c.running != c.after:
+            lines.append(f"      running figure of the subset (as `subset` prints it): {format_number(c.running)}"
+                         " (the cap is decided by its filter's figure above)")
     return lines
 
 
@@ -788,8 +793,9 @@ def check_json(c, why: Mapping | None = None) -> dict:
         "charges": [{"release": charge.release, "family": charge.family, **figure_fields("value", charge.value),
                      "reason": charge.reason} for charge in c.charges],
         "drivers": [_driver_json(rid, v, w) for (rid, v), w in zip(c.drivers, reasons_)],
-        **({"accountant": c.decision.accountant, "case": c.decision.case, "theorem": c.decision.theorem}
-           if c.decision is not None else {}),
+        **({"accountant": c.decision.accountant, "case": c.decision.case, "theorem": c.decision.theorem,
+            "filter": c.cap.filter} if c.decision is not None else {}),
+        **(figure_fields("running", c.running) if c.running is not None else {}),
     }
 
 
@@ -1162,7 +1168,7 @@ def demo(
     else:
         from .outputs import output_target
 
-        output_target(out, state.url)
+        output_target(out)
         text = run_demo(_engine(create=True), out, actor=actor)
     if as_json:
         typer.echo(cli_json.dumps({"ok": True, "example": example, "text": text,

@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..operations import choices
-from .context import open_engine, state
+from .context import open_engine
 from ..core.errors import fail
 from ..core.lazy import lazy_callable, lazy_module
 
@@ -40,7 +40,7 @@ def registry(
 
     Fields only a person can fill in (curators, intended use, region, actors, rationale)
     start with PLACEHOLDER."""
-    from .report import write_atomically, writable_target
+    from .outputs import output_target, write_atomically
     from ..reporting.registry import facts_of, record_delta, record_of, to_yaml
     from ..store import columns
     from ..store.facts import charged_facts
@@ -48,7 +48,7 @@ def registry(
 
     if tier not in (1, 2, 3):
         raise fail("command line", "--tier", f"must be 1, 2 or 3, found {tier}")
-    target = None if out.strip() == "-" else writable_target(out, state.url)
+    target = None if out.strip() == "-" else output_target(out)
     # The figures from the accounting rows (as `table` reads them), the releases' own facts by SQL
     # (store.facts): no release is decoded but the few the record names (issue 13)
     with Session(open_engine()) as session:

@@ -101,7 +101,7 @@ def report(
     if since_at is not None and chosen_format == "csv":
         raise fail("command line", "--since", "the CSV export is the release-by-variable table only; "
                                               "--since applies to html, pdf, md and tex")
-    target = None if out.strip() == "-" else writable_target(out, state.url)
+    target = None if out.strip() == "-" else writable_target(out)
     chromium = None
     if chosen_format == "pdf":
         chromium = find_chromium("--format" if format is not None else "--out")
@@ -129,7 +129,7 @@ def report(
                 if large:
                     if charts:
                         draw = ChartsAlongside()
-                    register = register_target(target, count, state.url)
+                    register = register_target(target, count)
                     head = store.last_event(session)  # the moment the page is of: the register must be too
                     large_inputs = gather_large(session, chosen, chosen_delta, chain=chain, indexed=lambda lite:
                                                 helpers.append(RegisterAlongside(state.url, lite, register, head)),
@@ -152,7 +152,7 @@ def report(
                     inputs = replace(inputs, as_of=as_of_at)
                 register = None
                 if chosen_format != "csv" and len(inputs.releases) > _report.summary_from():
-                    register = register_target(target, len(inputs.releases), state.url)
+                    register = register_target(target, len(inputs.releases))
                 context = _report.build_report(inputs, charts=charts, draw=draw, beside=ForkedCall,
                                                register_file=None if register is None else register.name)
         finally:
@@ -177,7 +177,7 @@ def report(
     if target is None:  # --out -: standard output (text formats only, see choices.report_format)
         typer.echo(data.decode("utf-8"), nl=False)
         return
-    write_atomically(target, data)
+    outputs.write_atomically(target, data)
     if as_json:
         import json
 
@@ -209,16 +209,16 @@ def parse_since(text: str | None) -> datetime | None:
     return parse_date(text, "--since", start=True, future=True)
 
 
-def writable_target(out: str, ledger_url: str | None = None) -> Path:
+def writable_target(out: str) -> Path:
     """The --out path, refused before any work when it cannot or must not be written
     (outputs.output_target: never the ledger, never anything but a regular file or a new path)."""
-    return outputs.output_target(out, ledger_url)
+    return outputs.output_target(out)
 
 
 REGISTER_SUFFIX = ".register.csv"
 
 
-def register_target(target: Path | None, releases: int, ledger_url: str | None = None) -> Path:
+def register_target(target: Path | None, releases: int) -> Path:
     """Where the complete register of a summarised report goes: `<out>.register.csv`, beside
     it, under the same rules as --out (outputs.output_target: never the ledger, never a
     directory, a link or a device). Refused (exit 2) when the report goes to standard output."""
@@ -226,7 +226,7 @@ def register_target(target: Path | None, releases: int, ledger_url: str | None =
         raise fail("command line", "--out", f"the dataset has {releases} releases (more than {_report.summary_from()}): "
                                             "the report summarises them and links a complete register written "
                                             f"beside it ({REGISTER_SUFFIX}); give --out a file, not -")
-    return outputs.output_target(str(target) + REGISTER_SUFFIX, ledger_url)
+    return outputs.output_target(str(target) + REGISTER_SUFFIX)
 
 
 REGISTER_COLUMNS = (
@@ -1580,7 +1580,3 @@ def _local_only(route) -> None:
     else:
         route.abort()
 
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write the whole file or nothing (outputs.write_atomically)."""
-    outputs.write_atomically(path, data)

@@ -40,9 +40,8 @@ def _check_out(out: Optional[Path]) -> None:
     """--out refused before any work when it must not be written (outputs.output_target)."""
     if out is not None:
         from . import outputs
-        from .context import state
 
-        outputs.output_target(out, state.url)
+        outputs.output_target(out)
 
 
 def _params(pairs: list[str]) -> dict[str, str]:
@@ -127,7 +126,9 @@ def run(
     text = result.output.to_csv(index=False, lineterminator="\n")
     if as_json:
         if out is not None:
-            out.write_text(text, encoding="utf-8")
+            from . import outputs
+
+            outputs.write_atomically(out, text)
         published = result.derived or result.release
         typer.echo(json.dumps({"ok": True, "recorded": [result.release.id] + ([result.derived.id] if result.derived
                                                                               else []),

@@ -15,7 +15,6 @@ Bad input exits 2 naming the file, field or argument; nothing is written.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Optional
@@ -110,6 +109,11 @@ def apply_change(dataset: str | None, change: Change, *, source: str, actor: str
         if dry_run:
             answer(0)
             return amendments
+        from ..operations import people
+
+        # a dataset's shape, classifications and caps are an admin's: a variable reclassified
+        # public leaves the protected headline and every `protected` cap
+        people.require(session, actor, "amend a dataset")
         for amendment in amendments:
             if amendment.kind == "cap.set":
                 store.set_cap(session, amendment.cap, actor)
@@ -322,17 +326,14 @@ def audit_keygen(
     as_json: JsonOption = False,
 ) -> None:
     """Make an Ed25519 key pair for signing checkpoints: OUT (private, PEM) and OUT.pub."""
+    from .outputs import output_target, write_atomically
+
     public_path = Path(str(out) + ".pub")
-    for path in (out, public_path):
-        if path.exists():
-            raise fail("command line", "--out", f"{path} exists; a key is never overwritten")
-        if not path.parent.is_dir():
-            raise fail("command line", "--out", f"the directory {path.parent} does not exist")
+    for path in (out, public_path):  # a key is never overwritten
+        output_target(path, new=True)
     private, public = checkpoint.generate_key()
-    descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(private)
-    public_path.write_bytes(public)
+    write_atomically(out, private, new=True, mode=0o600)
+    write_atomically(public_path, public, new=True)
     _say(as_json, f"wrote the private key to {out} (keep it secret) and the public key to {public_path}",
          private_key=str(out), public_key=str(public_path))
 
@@ -343,10 +344,10 @@ def audit_checkpoint(
     as_json: JsonOption = False,
 ) -> None:
     """Sign the current head of the audit chain (seq, hash, time, event count) and write it to OUT."""
-    from .report import write_atomically, writable_target
+    from .outputs import output_target, write_atomically
 
+    target = output_target(out)
     private = checkpoint.load_private_key(key)
-    target = writable_target(str(out))
     with Session(open_engine()) as session:
         found = store.chain_head(session)
     head = checkpoint.Head(found.seq, found.hash, found.at, found.events)

@@ -31,6 +31,7 @@ from fractions import Fraction
 from sqlmodel import Session
 
 from ..accounting import accountants, budget
+from ..accounting.engine import at_delta
 from ..store import database as store
 from ..core.numbers import INF, is_infinite
 from ..core.records import CHARGED_STATUSES, Family, Release, in_dataset_order
@@ -93,14 +94,31 @@ def _decision_before(cap, value, state: dict | None) -> accountants.Decision:
 
 def _with(check: budget.CapCheck, before: accountants.Decision, after: accountants.Decision) -> budget.CapCheck:
     cap = check.cap
-    current = min(check.current, before.value, key=float)
-    value = min(check.after, after.value, key=float)
+    # the cap's figure is its filter's alone: another statement's smaller figure spends the delta again
+    current, value = before.value, after.value
     charge = check.charge if is_infinite(current) else budget.difference(value, current)  # budget.plan_charge
     # (the check with these fields replaced, built directly: dataclasses.replace reads the fields anew each call)
     return budget.CapCheck(cap=cap, current=current, charge=charge, after=value,
                            headroom=budget.difference(cap.limit, value, down=True), status=budget.status(cap, value),
                            drivers=check.drivers, after_total=check.after_total, charges=check.charges,
                            reason=check.reason, decision=after)
+
+
+def with_running(session: Session, dataset: str, checks: Sequence[budget.CapCheck]) -> list[budget.CapCheck]:
+    """Each cap at a delta with the running figure of its subset at its delta, the figure `subset`
+    prints (accountants.subset_figures, the smallest valid one): a cap is decided by its filter,
+    and a board reads both."""
+    at = [c for c in checks if c.cap.delta is not None and c.cap.rho is None]
+    if not at:
+        return list(checks)
+    index = store.caps_index(session, dataset, [c.cap for c in at])
+    running = {}
+    for check in at:
+        cap = check.cap
+        cost = index.subset_cost(cap.subset, at_delta(cap.delta))
+        found = accountants.subset_figures(index, cap.subset, cap.delta, cost.spend, invalid_pld=False)
+        running[cap.name] = accountants.best(found).epsilon
+    return [replace(c, running=running[c.cap.name]) if c.cap.name in running else c for c in checks]
 
 
 def current_states(session: Session, dataset: str, caps) -> dict[str, dict]:

@@ -42,6 +42,7 @@ ROLES = ("admin", "steward", "approver", "auditor")
 DUTIES = {
     "add a dataset": "admin",
     "set a cap": "admin",
+    "amend a dataset": "admin",
     "change roles": "admin",
     "record": "steward",
     "cancel": "steward",

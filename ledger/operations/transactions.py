@@ -162,12 +162,12 @@ def record(engine: Engine, build: Builder, actor: str) -> Recorded:
             return Recorded((), (), (), tuple(unchanged))
         people.check_recorded(session, actor, releases, snapshot.datasets)
         states: dict[str, dict[str, dict]] = {}
+        overdrafts = _overdrafts(session, snapshot, releases)  # (first: the reason, where a cap would say ∞)
+        if overdrafts:
+            raise AllowanceRefused(overdrafts, "recording")
         checks = _checks(session, snapshot, releases, families, states)
         if any(not c.ok for c in checks):
             raise BudgetRefused(checks, "recording")
-        overdrafts = _overdrafts(session, snapshot, releases)
-        if overdrafts:
-            raise AllowanceRefused(overdrafts, "recording")
         store.pipelined(session)  # the writes, together (PostgreSQL: one round trip)
         store.add_releases(session, releases, families, actor, cap_accounting.decisions_json(checks))
         for dataset in {c.cap.dataset for c in checks}:
@@ -192,11 +192,10 @@ def check_plan(engine: Engine, build: Builder) -> tuple[list[budget.CapCheck], l
         releases, families, errors = build(snapshot)
         if errors:
             raise InputErrors(errors)
-        checks = _checks(session, snapshot, releases, families)
         overdrafts = _overdrafts(session, snapshot, releases)
-        if overdrafts and all(c.ok for c in checks):
+        if overdrafts:
             raise AllowanceRefused(overdrafts, "the plan")
-        return checks, list(releases)
+        return _checks(session, snapshot, releases, families), list(releases)
 
 
 def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Release],
@@ -368,7 +367,7 @@ def cap_checks(session: Session, dataset: str, caps: Sequence[Cap]) -> list[budg
     totals = store.cap_totals(session, dataset)
     checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
     checks, _ = cap_accounting.refine(session, dataset, checks, totals, [], {}, {})
-    return cap_accounting.explained(session, dataset, checks)
+    return cap_accounting.with_running(session, dataset, cap_accounting.explained(session, dataset, checks))
 
 
 def cap_checks_as_of(session: Session, dataset: str, caps: Sequence[Cap], when: datetime) -> list[budget.CapCheck]:

@@ -6,6 +6,7 @@ sealed.py         those rows, a complete range of seqs at a time, sealed in bina
 codec.py          records <-> JSON-able dicts; canonical JSON for the chain
 facts.py          the charged releases' facts a registry record states, by SQL
 checkpoint.py     signed chain heads (Ed25519); verified_head.py: incremental verification
+files.py          every other file the ledger writes: never onto the ledger, whole or not at all
 
 Invariant: SQLModel stays here (STYLE 9); the accounting never sees a row, only records.
 """

@@ -90,6 +90,7 @@ from ..core.errors import fail
 from ..input.loader import LedgerSnapshot
 from ..core.memory import paused_gc
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status, in_name_order
+from .files import sqlite_path  # (the file of a SQLite URL: the output guard's too)
 
 DEFAULT_URL = "sqlite:///ledger.db"
 SCHEMA_VERSION = 18  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
@@ -357,13 +358,6 @@ def lock_timeout() -> float:
     except ValueError:
         value = DEFAULT_LOCK_TIMEOUT_S
     return min(max(value, 0.0), 3600.0)
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The file of a SQLite ledger URL; None for memory and for other databases."""
-    if not url.startswith("sqlite:///") or url in ("sqlite:///:memory:",):
-        return None
-    return Path(url.removeprefix("sqlite:///").split("?", 1)[0])
 
 
 def check_sqlite_file(path: Path) -> None:
