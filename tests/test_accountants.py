@@ -340,7 +340,7 @@ delta: 1e-6
 variables:
   - {name: a, classification: sensitive}
 caps:
-  - {subset: [a], epsilon: 5.4, delta: 1e-6}
+  - {subset: [a], epsilon: 5.4, delta: 1e-6, filter: renyi}
 """
 
 

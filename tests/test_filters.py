@@ -6,8 +6,10 @@
   Dong, Roth and Su 2022, Cor 2.13), computed here by an mpmath bisection. A pure release enters
   at the mu of randomized response, -2 Phi^-1(1 / (1 + e^eps)); a rho-only or approximate one has
   no mu.
-- Rényi filter at one order A (`--filter renyi`, or the default for a cap holding anything but
-  Gaussians): A is fixed by the cap's epsilon and delta alone (conftest's reference), and the
+- the running figure (the default for a cap holding anything but Gaussians): the subset's
+  statements fixed in advance (conftest's reference_filter), valid at every stopping time;
+- Rényi filter at one order A (`--filter renyi`): A is fixed by the cap's epsilon and delta alone
+  (conftest's reference), and the
   figure is the summed Rényi divergences at A (a Gaussian's a / (2 m^2); a Laplace's Mironov 2017,
   Prop 6, as dp_accounting evaluates it) converted by Canonne, Kamath and Steinke 2020, Prop 12,
   at half the delta (the other half is the approximate releases' allowance).
@@ -23,7 +25,8 @@ from fractions import Fraction as F
 
 import mpmath
 import pytest
-from conftest import REFERENCE_ALLOWANCE, _reference_cap_order, _reference_filter, _reference_prop12
+from conftest import (REFERENCE_ALLOWANCE, REFERENCE_FILTER_ORDERS, _reference_cap_order, _reference_filter,
+                      _reference_prop12)
 from dp_accounting.rdp import rdp_privacy_accountant
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -104,9 +107,10 @@ def test_a_gaussian_dp_cap_admits_k_gaussians_exactly_while_their_balle_wang_eps
             assert beyond <= past.json()["caps"][0]["after"] <= beyond * (1 + 1e-12)
 
 
-def test_a_default_cap_on_gaussians_is_gaussian_dp_and_on_anything_else_renyi(tmp_path):
+def test_a_default_cap_on_gaussians_is_gaussian_dp_and_on_anything_else_the_running_figure(tmp_path):
     """`cap set` without --filter: Gaussian DP when every release the subset already holds is a
-    Gaussian (one at least), else a Rényi filter at the order its epsilon and delta fix."""
+    Gaussian (one at least), else the subset's running figure as a filter (the statements fixed in
+    advance that `subset` prints, conftest's reference)."""
     url = new_ledger(tmp_path)
     assert cli_main(url, "record", plan(tmp_path / "g.yaml", gaussian(3), gaussian(5))).code == 0
     assert cli_main(url, "record", plan(tmp_path / "l.yaml", "{name: laplace, epsilon: 0.1}", reads="[b]",
@@ -121,7 +125,14 @@ def test_a_default_cap_on_gaussians_is_gaussian_dp_and_on_anything_else_renyi(tm
     checked = cli_main(url, "check", plan(tmp_path / "p.yaml", gaussian(20), reads="[a, b]", prefix="p"), "--json")
     theorems = {cap["cap"]: cap["theorem"] for cap in checked.json()["caps"]}
     assert "Gaussian-DP filter" in theorems["a"]
-    assert f"Rényi filter at order {_reference_cap_order(6, 1e-6):g}," in theorems["b"]
+    assert "running figure as a filter" in theorems["b"]
+    (b,) = [cap for cap in checked.json()["caps"] if cap["cap"] == "b"]
+    # (the smaller of basic's statements and the Rényi accountant's, which knows the Laplace's curve)
+    share = 1e-6 * (1 - REFERENCE_ALLOWANCE) / len(REFERENCE_FILTER_ORDERS)
+    renyi = min(rdp_privacy_accountant._laplace_rdp(0.1, a) + a / 800 + math.log1p(-1 / a)
+                - (math.log(share) + math.log(a)) / (a - 1) for a in REFERENCE_FILTER_ORDERS)
+    expected = min(renyi, _reference_filter(pure=0.1, pure_rho=0.1**2 / 2, rho=1 / 800, delta=1e-6))
+    assert expected <= b["after"] <= expected * (1 + 1e-8)
 
 
 # --------------------------------------------------------------------------
@@ -137,7 +148,8 @@ def test_a_renyi_filter_caps_order_depends_only_on_its_epsilon_and_delta(tmp_pat
     assert cli_main(url, "record", plan(tmp_path / "r.yaml", "{name: laplace, epsilon: 1}", gaussian(2),
                                         reads="[b]")).code == 0
     for subset, name, epsilon in (("a", "empty", "6"), ("b", "held", "6"), ("b", "larger", "9")):
-        assert cli_main(url, "cap", "set", subset, "--name", name, "--epsilon", epsilon, "--delta", "1e-6").code == 0
+        assert cli_main(url, "cap", "set", subset, "--name", name, "--epsilon", epsilon, "--delta", "1e-6",
+                        "--filter", "renyi").code == 0
     # (an empty history is held by its pure sum, 0; a Laplace more on both shows each cap's filter)
     checked = cli_main(url, "check", plan(tmp_path / "p.yaml", "{name: laplace, epsilon: 0.5}", gaussian(20),
                                           reads="[a, b]", prefix="p"), "--json")
@@ -154,7 +166,7 @@ def test_a_renyi_filter_caps_figure_is_cks_at_its_order_on_the_summed_curves(tmp
     converted by CKS 2020 Prop 12 at half the delta, 4.333 (their running figure, 22 orders at 1/44
     of the delta each, is 4.724); one Gaussian more adds 5.6 / 50 to the divergence."""
     url = new_ledger(tmp_path)
-    assert cli_main(url, "cap", "set", "a", "--epsilon", "6", "--delta", "1e-6").code == 0
+    assert cli_main(url, "cap", "set", "a", "--epsilon", "6", "--delta", "1e-6", "--filter", "renyi").code == 0
     mechanisms = ["{name: laplace, epsilon: 0.1}"] * 50 + [gaussian(5)] * 4
     assert cli_main(url, "record", plan(tmp_path / "r.yaml", *mechanisms)).code == 0
     order = _reference_cap_order(6, 1e-6)
@@ -175,7 +187,7 @@ def test_a_renyi_filter_cap_of_pure_releases_keeps_their_pure_sum_where_smaller(
     """A cap of 6 at 1e-6 (order 5.6) holding 10 Laplace releases of 0.3: the pure sum 3 spends no
     delta and is below the order's statement (3.8), so it is the figure, stated by the pure filter."""
     url = new_ledger(tmp_path)
-    assert cli_main(url, "cap", "set", "a", "--epsilon", "6", "--delta", "1e-6").code == 0
+    assert cli_main(url, "cap", "set", "a", "--epsilon", "6", "--delta", "1e-6", "--filter", "renyi").code == 0
     assert cli_main(url, "record", plan(tmp_path / "r.yaml", *["{name: laplace, epsilon: 0.3}"] * 10)).code == 0
     order = _reference_cap_order(6, 1e-6)
     statement = _reference_prop12(10 * rdp_privacy_accountant._laplace_rdp(0.3, order), order, 5e-7)
@@ -231,38 +243,71 @@ def histories(draw):
 @settings(max_examples=60, deadline=None)
 @given(histories(), st.sampled_from([F(1, 10**6), F(1, 10**9)]), st.sampled_from([F(1), F(6), F(30)]))
 def test_a_caps_figure_never_falls_when_a_release_is_added(history, delta, epsilon):
-    """A Rényi-filter cap (its order fixed by its epsilon and delta) and a Gaussian-DP cap: the
-    figure each holds the releases to (`accountants.cap_decision` on the running state) only rises
+    """A Rényi-filter cap (its order fixed by its epsilon and delta), a Gaussian-DP cap and the
+    running figure as a cap's filter: the figure each holds the releases to (`accountants.cap_decision` on the running state) only rises
     as releases are added one at a time, whatever their kinds."""
     caps = [Cap("d", "renyi", frozenset("a"), epsilon=epsilon, delta=delta,
                 filter=f"renyi:{_reference_cap_order(float(epsilon), float(delta)):g}"),
-            Cap("d", "gaussian", frozenset("a"), epsilon=epsilon, delta=delta, filter="gaussian")]
-    before = {cap.name: 0.0 for cap in caps}
+            Cap("d", "gaussian", frozenset("a"), epsilon=epsilon, delta=delta, filter="gaussian"),
+            Cap("d", "running", frozenset("a"), epsilon=epsilon, delta=delta, filter="running")]
+    before = {cap.name: (0.0, "basic") for cap in caps}
     for k in range(1, len(history) + 1):
         prefix = history[:k]
         for cap in caps:
-            total = budget.total_from_history(cap, prefix, {})
-            state = accountants.state_from_history(cap, prefix, {})
-            value = float(accountants.cap_decision(cap, total.value, total.spend, state).value)
-            assert value >= before[cap.name], (cap.name, k, value, before[cap.name])
-            before[cap.name] = value
+            value, accountant = cap_figure(cap, prefix)
+            previous, decided_by = before[cap.name]
+            # (a pure sum kept within 1/1000 above the Rényi statement, accountants.PURE_PREFERENCE, may
+            # give way to it: pinned below as a strict xfail)
+            floor = previous * (1 - 1e-3) if decided_by == "basic" and cap.name == "renyi" else previous
+            assert value >= floor, (cap.name, k, value, previous)
+            before[cap.name] = (value, accountant)
+
+
+def cap_figure(cap, releases) -> tuple[float, str]:
+    """The figure a cap's filter holds `releases` to, and the accountant that states it."""
+    total = budget.total_from_history(cap, releases, {})
+    state = accountants.state_from_history(cap, releases, {})
+    decided = accountants.cap_decision(cap, total.value, total.spend, state)
+    return float(decided.value), decided.accountant
+
+
+@pytest.mark.xfail(strict=True, reason="a Rényi-filter cap of a pure history keeps the pure sum while it is within "
+                   "1/1000 above the order's statement (accountants.PURE_PREFERENCE), then gives way to the "
+                   "statement: the figure falls when a pure release joins")
+def test_a_renyi_caps_figure_does_not_fall_when_a_pure_release_joins_a_pure_history():
+    """A Rényi-filter cap of 6 at 1e-9 (its order fixed by them): 30 Laplace releases of 2 are held to
+    their pure sum 60, which the order's statement is just below; a Laplace of 0.1 more must not
+    lower the cap's figure below 60."""
+    delta = F(1, 10**9)
+    cap = Cap("d", "renyi", frozenset("a"), epsilon=F(6), delta=delta,
+              filter=f"renyi:{_reference_cap_order(6, 1e-9):g}")
+
+    def laplace(i, epsilon):
+        return Release(f"l{i}", "d", frozenset("a"), Mechanism("laplace", (("epsilon", epsilon),)),
+                       (Guarantee(frozenset("a"), Notion.PURE, epsilon=epsilon),), status=Status.PLANNED,
+                       recorded_at=T0 + timedelta(seconds=i))
+
+    history = [laplace(i, F(2)) for i in range(30)]
+    order = _reference_cap_order(6, 1e-9)
+    statement = _reference_prop12(30 * rdp_privacy_accountant._laplace_rdp(2.0, order), order, 5e-10)
+    assert 60 * (1 - 1e-3) <= statement < 60  # (the pure sum kept, within 1/1000 of the statement)
+    assert cap_figure(cap, history) == (60.0, "basic")
+    after, _ = cap_figure(cap, [*history, laplace(30, F(1, 10))])
+    assert after >= 60
 
 
 # --------------------------------------------------------------------------
-# Product defects, pinned (strict: each must fail until it is fixed)
+# A filter's figure is its own statement alone
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="a cap at a delta is checked with the smaller of its filter's figure and "
-                   "the subset's running figure (cap_accounting._with), and the running figure of a pure history "
-                   "(its pure sum) can exceed that of the same history with a rho release more (the fixed orders)")
 def test_a_renyi_caps_figure_does_not_fall_when_a_rho_release_joins_a_pure_history(tmp_path):
     """A cap of 30 at 1e-6 (a Rényi filter at order 2.3) holding 60 pure releases of 0.25: its
-    figure is the order's statement (14.11, below the pure sum 15). A rho of 1/100 more must raise
-    it, by 2.3 / 100 at the order (to 14.136); `record` printed "this plan +-1.4562" and the cap's
-    figure fell to 12.6568, the subset's running figure at the 22 fixed orders."""
+    figure is the order's statement (14.11, below the pure sum 15). A rho of 1/100 more raises it,
+    by 2.3 / 100 at the order (to 14.136), though the subset's running figure falls below the pure
+    sum with it (the 22 fixed orders: 12.657): the cap holds its own statement alone."""
     url = new_ledger(tmp_path)
-    assert cli_main(url, "cap", "set", "a", "--epsilon", "30", "--delta", "1e-6").code == 0
+    assert cli_main(url, "cap", "set", "a", "--epsilon", "30", "--delta", "1e-6", "--filter", "renyi").code == 0
     assert cli_main(url, "record", plan(tmp_path / "p.yaml", *[declared("{epsilon: 0.25}")] * 60)).code == 0
     (before,) = cli_main(url, "cap", "list", "--json").json()
     order = _reference_cap_order(30, 1e-6)
@@ -281,15 +326,13 @@ def test_a_renyi_caps_figure_does_not_fall_when_a_rho_release_joins_a_pure_histo
     assert checked["after"] >= _reference_prop12(60 * rr(order, 0.25) + order / 100, order, 5e-7)
 
 
-@pytest.mark.xfail(strict=True, reason="a Rényi-filter cap's figure is the subset's running figure where that is "
-                   "smaller (cap_accounting._with), while its theorem names the filter's one order")
 def test_a_renyi_caps_figure_is_the_statement_its_theorem_names(tmp_path):
     """One Gaussian of sigma/sensitivity 3 under a cap of 5.4 at 1e-6 (order 6): the cap's theorem
-    says "Rényi filter at order 6", whose statement is 6 / 18 converted at half the delta, 2.694.
-    `check` gives 1.8128, the running figure of the release at the 22 fixed orders (at 1/44 of the
-    delta each): a statement the filter does not make, whose delta is not the filter's half."""
+    says "Rényi filter at order 6", whose statement is 6 / 18 converted at half the delta, 2.694:
+    that is its figure, not the smaller running figure of the release (22 fixed orders at 1/44 of the
+    delta each, 1.8128), a statement whose delta would add to the filter's."""
     url = new_ledger(tmp_path)
-    assert cli_main(url, "cap", "set", "a", "--epsilon", "5.4", "--delta", "1e-6").code == 0
+    assert cli_main(url, "cap", "set", "a", "--epsilon", "5.4", "--delta", "1e-6", "--filter", "renyi").code == 0
     (cap,) = cli_main(url, "check", plan(tmp_path / "g.yaml", gaussian(3)), "--json").json()["caps"]
     order = _reference_cap_order(5.4, 1e-6)
     assert f"Rényi filter at order {order:g}," in cap["theorem"]
@@ -299,9 +342,6 @@ def test_a_renyi_caps_figure_is_the_statement_its_theorem_names(tmp_path):
     assert expected <= cap["after"] <= expected * (1 + 1e-8)
 
 
-@pytest.mark.xfail(strict=True, reason="a Gaussian-DP cap's figure is the smaller of its Gaussian-DP epsilon at the "
-                   "whole delta and the running figure (22 orders at 1/44 of the delta): two statements whose "
-                   "deltas add to 1.5 times the cap's")
 def test_a_gaussian_dp_caps_figure_is_its_gaussian_dp_epsilon(tmp_path):
     """A Gaussian of sigma/sensitivity 10 and four Laplace releases of 0.5 under a Gaussian-DP cap of
     20 at 1e-6: mu^2 = 1/100 + 4 (-2 Phi^-1(1 / (1 + e^0.5)))^2, the cap's figure the Balle-Wang
@@ -316,8 +356,6 @@ def test_a_gaussian_dp_caps_figure_is_its_gaussian_dp_epsilon(tmp_path):
     assert expected * (1 - 1e-9) <= cap["after"] <= expected * (1 + 1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason="`cap set --filter renyi` stores the filter as 'renyi' without its order, "
-                   "and the cap's theorem then names order 0 (filters.describe)")
 def test_a_cap_set_with_filter_renyi_names_the_order_its_epsilon_and_delta_fix(tmp_path):
     url = new_ledger(tmp_path)
     assert cli_main(url, "cap", "set", "a", "--epsilon", "6", "--delta", "1e-6", "--filter", "renyi").code == 0
@@ -326,9 +364,6 @@ def test_a_cap_set_with_filter_renyi_names_the_order_its_epsilon_and_delta_fix(t
     assert f"Rényi filter at order {_reference_cap_order(6, 1e-6):g}," in cap["theorem"], cap["theorem"]
 
 
-@pytest.mark.xfail(strict=True, reason="a Gaussian-DP cap admits a rho-only or approximate release, for which "
-                   "Gaussian DP states nothing (its figure ∞), on the strength of the running figure "
-                   "(cap_accounting._with takes the smaller)")
 @pytest.mark.parametrize("guarantee", ["{rho: 0.001}", "{epsilon: 0.01, delta: 1e-12}"])
 def test_a_gaussian_dp_cap_refuses_a_release_it_has_no_mu_for(tmp_path, guarantee):
     """Gaussian DP states no mu for a rho without its Gaussian, nor for an (epsilon, delta) claim:

@@ -201,7 +201,7 @@ def test_a_laplace_plan_may_take_more_than_any_epsilon_dp_plan_and_headroom_says
 
     url = f"sqlite:///{tmp_path / 'e.db'}"
     (tmp_path / "d.yaml").write_text("dataset: e\ndelta: 1e-9\nvariables: [{name: a}]\n"
-                                     "caps:\n  - {name: c, subset: [a], epsilon: 5, delta: 1e-9}\n")
+                                     "caps:\n  - {name: c, subset: [a], epsilon: 5, delta: 1e-9, filter: renyi}\n")
     (tmp_path / "r.yaml").write_text("dataset: e\nreleases:\n"
                                      "  - {id: g, reads: [a], mechanism: {name: gaussian, sigma: 2, sensitivity: 1}}\n"
                                      "  - {id: l, reads: [a], mechanism: {name: laplace, epsilon: 1}}\n")

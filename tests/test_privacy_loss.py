@@ -379,7 +379,7 @@ def test_a_cap_at_a_delta_is_decided_without_dp_accounting(tmp_path):
 
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     (tmp_path / "d.yaml").write_text("dataset: survey\nvariables:\n  - {name: age}\n  - {name: income}\n"
-                                     "caps:\n  - {subset: [age, income], epsilon: 50, delta: 1e-9}\n")
+                                     "caps:\n  - {subset: [age, income], epsilon: 50, delta: 1e-9, filter: renyi}\n")
     assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
     lines = ["dataset: survey", "releases:"]
     for k, mechanism in enumerate(["{name: laplace, epsilon: 0.5}", "{name: gaussian, sigma: 3, sensitivity: 1}",
