@@ -72,7 +72,7 @@ class SubsetLoss:
     notion: str  # pure, approx, zcdp, mixed or unbounded
     releases: tuple[str, ...]  # the releases charging it
     accountant: str = "basic"  # which accountant gave `epsilon`: the smallest valid one (issue 11)
-    case: str = "declared"  # declared in advance or adaptive (DESIGN 2.10)
+    case: str = "adaptive"  # every figure holds under fully adaptive choices (docs/explanation/accounting.md)
     accountants: Mapping[str, Any] = field(default_factory=dict)  # name -> accountants.Figure, all three
 
     @property
@@ -237,7 +237,8 @@ class Ledger:
     def subset(self, variables: Iterable[str], *, dataset: str | None = None, delta: object = None,
                accountant: str | None = None) -> SubsetLoss:
         """The privacy loss on one subset (variables or group names): the figure `subset` prints,
-        the smallest valid one of the basic, Rényi and PLD accountants (or `accountant`'s)."""
+        the smallest valid one of the basic and Rényi accountants (or `accountant`'s; the PLD is
+        information only, had the plan been fixed in advance)."""
         from .reporting.accountant_views import subset_accountants
 
         snapshot = self._full(dataset)

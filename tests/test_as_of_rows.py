@@ -16,6 +16,8 @@ the command line.
 from __future__ import annotations
 
 import json
+import math
+import re
 import tempfile
 from dataclasses import replace
 from datetime import timedelta
@@ -77,8 +79,8 @@ def both_indexes(url: str, when):
         heads = [(r.id, r.status) for r in rows.releases]
     then = releases_as_of(list(snapshot.releases.values()), when, endings)
     whole = LedgerIndex(VARIABLES, [r for r in then if r.status in CHARGED_STATUSES], families.values())
-    # the cancellations by then, as every path notes them (DESIGN 2.10: one after a publication
-    # makes the case adaptive; the rows' index notes them from the rows, columns.cancellations)
+    # the cancellations by then, as every path notes them (the rows' index from the rows,
+    # columns.cancellations)
     accountants.note_cancellations(whole, accountants.cancelled_moments(then, endings))
     engine.dispose()
     return rows, heads, whole
@@ -172,8 +174,8 @@ def caps_of(data, preferred=None) -> list[Cap]:
 
 def with_many_small(entries, lifecycle, data):
     """The ledger and 120 Laplace releases of epsilon 1/40 on a drawn subset, recorded at a
-    drawn moment and published (or not) at one: enough small charges that the Rényi filter,
-    or for a plan declared in advance the PLD, decides a cap at a delta on that subset."""
+    drawn moment and published (or not) at one: enough small charges that the Rényi filter
+    decides a cap at a delta on that subset."""
     reads = sorted(data.draw(st.sets(st.sampled_from(VARIABLES), min_size=1, max_size=2)))
     recorded = data.draw(st.integers(0, 5))
     published = data.draw(st.one_of(st.none(), st.integers(recorded, 5)))
@@ -241,12 +243,28 @@ def test_the_caps_at_a_moment_from_the_rows_are_the_caps_of_the_releases_as_they
         assert from_rows == old_cap_checks(url, caps, when)
 
 
+def cap_order(epsilon: float, delta: float) -> float:
+    """The Rényi order at which the zCDP spend rho whose CKS 2020 Prop 12 conversion at `delta` is
+    `epsilon` converts best: solved for rho, then the order minimising the conversion."""
+    from scipy.optimize import brentq, minimize_scalar
+
+    def conversion(order, rho):
+        return order * rho + math.log1p(-1 / order) - (math.log(delta) + math.log(order)) / (order - 1)
+
+    def best(rho):
+        return minimize_scalar(lambda a: conversion(a, rho), bounds=(1 + 1e-6, 1e4), method="bounded",
+                               options={"xatol": 1e-10})
+
+    rho = brentq(lambda r: best(r).fun - epsilon, 1e-6, 100)
+    return float(best(rho).x)
+
+
 def test_cap_list_and_the_report_at_a_moment_read_no_whole_release_and_print_what_the_snapshot_printed(
         tmp_path, monkeypatch):
     """`cap list --as-of` takes the accounting rows (no store.snapshot) and prints what the
-    releases as they stood printed: a pure cap, caps at a delta decided by the Rényi filter
-    and (declared in advance) the PLD over 120 small Laplace releases, a rho cap, a family, a
-    release cancelled after T (counted then) and one retracted after T."""
+    releases as they stood printed: a pure cap, caps at a delta (Rényi filters, one over 120 small
+    Laplace releases), a rho cap, a family, a release cancelled after T (counted then) and one
+    retracted after T."""
     entries = [{"id": f"r{i}", "reads": reads, "mechanism": {"name": "laplace", "epsilon": e}, **extra}
                for i, (reads, e, extra) in enumerate([
                    (["a"], "1", {}), (["a", "b"], "1/2", {}), (["c"], "1/4", {"family": "split", "part": "half 1"}),
@@ -267,8 +285,16 @@ def test_cap_list_and_the_report_at_a_moment_read_no_whole_release_and_print_wha
     printed = printed_both_ways(monkeypatch, url, (("cap", "list", "--as-of", when),
                                                    ("cap", "list", "--as-of", when, "--json")))
     assert printed["rows"] == printed["snapshot"]
-    decided = {cap["cap"]: (cap["accountant"], cap["case"]) for cap in json.loads(printed["rows"][1])}
-    assert decided["all"] == ("rdp", "adaptive") and decided["b"] == ("pld", "declared")
+    decided = {cap["cap"]: (cap["accountant"], cap["theorem"]) for cap in json.loads(printed["rows"][1])}
+    # every cap a filter fixed when set: the pure sum, the rho sum, and for the two at a delta the
+    # Rényi filter (not every release Gaussian) at the order where a zCDP spend of the cap's size
+    # converts best at half the cap's delta (the other half is the approximate allowance)
+    assert decided["a,b"][0] == decided["c,d"][0] == "basic"
+    assert "pure-epsilon filter" in decided["a,b"][1] and "zCDP filter" in decided["c,d"][1]
+    for name, epsilon in (("b", 3), ("all", 4)):
+        accountant, theorem = decided[name]
+        order = float(re.search(r"Rényi filter at order ([0-9.]+),", theorem).group(1))
+        assert accountant == "rdp" and order == pytest.approx(cap_order(epsilon, 5e-7), abs=0.1)
     assert "r1 (0.5)" in printed["rows"][0] and "family split (0.125, charged once)" in printed["rows"][0]
 
 

@@ -6,15 +6,17 @@ figure the Caps section shows.
   headline (DESIGN 2.11), and a board reviewing what changed since its last meeting must see it.
 - "How each cap moved" states each cap's figure then and now by the decided figure (the smallest
   valid one: cap_accounting), the figure the Caps section and `cap list` print, not the basic
-  sum beside it. Here a cap at a delta over 120 small Laplace releases, where the Rényi filter
-  decides a figure below the basic sum (3), so the two differ; the figure then must be what
-  `cap list --as-of` (just before S) prints, and the figure now what `cap list` prints.
+  sum beside it. Here a cap at a delta over 60 and then 120 small Laplace releases: a Rényi filter
+  at one order fixed when the cap was set, which keeps the pure sum (1.5) while that is smaller,
+  then its own figure below the pure sum (3); the figure then must be what `cap list --as-of` (just
+  before S) prints, and the figure now what `cap list` prints.
 Both report paths (every release decoded, and the summarised page from the accounting rows).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
@@ -97,13 +99,37 @@ def contexts(url: str):
     return small, large
 
 
+def laplace_renyi(order: float, epsilon: float) -> float:
+    """The Rényi divergence of order a of Laplace noise of scale 1/epsilon shifted by 1 (Mironov 2017,
+    Prop 6): log(a/(2a-1) e^((a-1) eps) + (a-1)/(2a-1) e^(-a eps)) / (a - 1)."""
+    return math.log(order / (2 * order - 1) * math.exp((order - 1) * epsilon)
+                    + (order - 1) / (2 * order - 1) * math.exp(-order * epsilon)) / (order - 1)
+
+
+def filter_order(epsilon: float, delta: float) -> float:
+    """The order that admits the largest rho within `epsilon` by CKS 2020 Prop 12 at `delta`:
+    argmax over a of (epsilon - ln(1 - 1/a) + (ln delta + ln a) / (a - 1)) / a."""
+    from scipy.optimize import minimize_scalar
+
+    room = minimize_scalar(lambda a: -(epsilon - math.log1p(-1 / a) + (math.log(delta) + math.log(a)) / (a - 1)) / a,
+                           bounds=(1 + 1e-6, 1e4), method="bounded", options={"xatol": 1e-10})
+    return float(room.x)
+
+
 def test_each_cap_moves_by_the_figure_the_caps_section_and_cap_list_print(ledger):
     url, run = ledger
     now = {c["cap"]: c for c in json.loads(run(10, "cap", "list", "--json"))}
     then = {c["cap"]: c for c in json.loads(run(10, "cap", "list", "--json", "--as-of",
                                                 (SINCE - timedelta(microseconds=1)).isoformat()))}
-    assert now["small"]["accountant"] == "rdp"  # the case where the figures differ: 120 x 1/40 = 3 basic
-    assert now["small"]["current"] < 3 and then["small"]["current"] < Fraction(3, 2)
+    # the filter's order A: where a zCDP spend of the cap's size (4 at 5e-7: half of 1e-6, the other
+    # half is the allowance) converts best by CKS 2020 Prop 12; its statement for 120 Laplace releases of
+    # 1/40: 120 D_A(Laplace) + ln(1 - 1/A) - (ln(5e-7) + ln A) / (A - 1) ≈ 2.057, below the pure sum 3
+    order = filter_order(4, 5e-7)
+    expected = 120 * laplace_renyi(order, 1 / 40) + math.log1p(-1 / order) \
+        - (math.log(5e-7) + math.log(order)) / (order - 1)
+    assert now["small"]["accountant"] == "rdp" and "Rényi filter at order" in now["small"]["theorem"]
+    assert now["small"]["current"] == pytest.approx(expected, abs=2e-3) and expected < 3
+    assert then["small"]["current"] == 1.5  # 60 x 1/40: the pure sum, below the filter's ≈ 1.918
     for context in contexts(url):
         moves = {m.name: m for m in context.meeting.caps}
         shown = {c.name: c for c in context.caps}

@@ -5,6 +5,7 @@ epsilons (Tan Prop 3.4): no zCDP total is converted, so its certificate names no
 
 from __future__ import annotations
 
+import html
 from datetime import timedelta
 
 import pytest
@@ -48,14 +49,15 @@ def test_a_pure_only_report_names_no_conversion(demo, fmt):
 def test_a_report_with_a_zcdp_total_names_the_conversion_at_its_delta(tmp_path, fmt):
     url = demo_ledger(tmp_path)
     record(url, tmp_path, "gaussian.yaml", GAUSSIAN, DEMO_TIME + timedelta(hours=1), "--as", "steward")
-    certificate = certificate_part(rendered(url, "census", fmt).decode("utf-8"), fmt)
+    certificate = html.unescape(certificate_part(rendered(url, "census", fmt).decode("utf-8"), fmt))
     assert "Conversion" in certificate and CONVERSION_NAME in certificate
     assert "at delta = " in certificate.split("Conversion")[1].splitlines()[0]
 
 
 def test_the_conversion_is_named_when_an_accountant_shown_converts():
     """A pure-only ledger whose total row or one of whose caps takes the Rényi figure (converted by
-    CKS 2020, Prop 12) names the conversion; the PLD's own figure, or the basic sums, do not."""
+    CKS 2020, Prop 12) names the conversion; the PLD's own figure, the basic sums, or a Gaussian-DP
+    cap (converted by Dong, Roth and Su, not CKS) do not."""
     from fractions import Fraction
 
     from ledger.reporting.report import Certificate
@@ -71,7 +73,7 @@ def test_the_conversion_is_named_when_an_accountant_shown_converts():
                         status="ok", drivers=(), decided_by=decided_by)
 
     pure = Basis(pure=True, delta=Fraction(1, 10**9))
-    assert with_conversion(cert(pure), [cap(None), cap("basic, declared"), cap("pld, declared")]).conversion is None
+    assert with_conversion(cert(pure), [cap(None), cap("basic, adaptive"), cap("gdp, adaptive")]).conversion is None
     assert with_conversion(cert(Basis(True, pure.delta, ("basic", "pld"))), []).conversion is None
     assert with_conversion(cert(Basis(True, pure.delta, ("basic", "rdp"))), []).conversion == CONVERSION_NAME
     assert with_conversion(cert(pure), [cap("rdp, adaptive")]).conversion == CONVERSION_NAME

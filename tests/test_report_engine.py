@@ -14,6 +14,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -196,11 +197,11 @@ def test_the_reports_total_row_is_the_one_table_shows(ledger, adaptive, mechanis
     assert (found[1].epsilon, found[1].accountant) == (expected[1].epsilon, expected[1].accountant)
 
 
-def test_declared_gaussians_show_their_pld_figure_and_adaptive_ones_never_do():
-    """Four Gaussian releases on {age} (sigma 2, sensitivity 1: rho 1/8 each). Declared in advance
-    (all recorded before any was published), the PLD figure is valid and the smallest, so the
-    report computes and shows it; recorded adaptively, PLD is not a valid filter (DESIGN 2.10)
-    and the report, like `table`, shows another accountant's figure."""
+def test_gaussians_show_the_running_figure_whenever_they_were_recorded(reference_filter):
+    """Four Gaussian releases on {age} (sigma 2, sensitivity 1: rho 1/8 each), all recorded before
+    any was published or each after the previous one's publication: the same figure either way,
+    the report's as `table`'s, the running figure of rho 1/2 (22 orders at delta / 44), never the
+    PLD (information only, DESIGN 2.10)."""
     from datetime import UTC, datetime, timedelta
 
     from ledger.reporting.accountant_views import table_accountants
@@ -208,6 +209,7 @@ def test_declared_gaussians_show_their_pld_figure_and_adaptive_ones_never_do():
     from ledger.reporting.report import shown_accounts
 
     start = datetime(2024, 1, 1, tzinfo=UTC)
+    shown = []
     for adaptive in (False, True):
         releases = [Release(
             id=f"g{k}", dataset="survey", reads=frozenset({"age"}),
@@ -220,7 +222,10 @@ def test_declared_gaussians_show_their_pld_figure_and_adaptive_ones_never_do():
         table = index.table_by_arrays("survey", at_delta(DELTA))
         (age, sex), wide = shown_accounts(index, table, DELTA).shown()
         (age_t, sex_t), wide_t = table_accountants(index, table, DELTA, None).shown()
-        assert (age.accountant == "pld") is not adaptive
+        assert age.accountant != "pld" and wide.accountant != "pld"
         assert (age.accountant, age.epsilon, wide.accountant, wide.epsilon) == \
             (age_t.accountant, age_t.epsilon, wide_t.accountant, wide_t.epsilon)
+        assert float(age.epsilon) == pytest.approx(reference_filter(rho=0.5, delta=DELTA), rel=1e-9)
         assert sex.epsilon == sex_t.epsilon == 0
+        shown.append((age.accountant, age.epsilon, wide.epsilon))
+    assert shown[0] == shown[1]

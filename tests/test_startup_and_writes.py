@@ -180,17 +180,16 @@ caps:
   - {subset: all, epsilon: 10, delta: 1e-9}
 """
 # scipy.special's and scipy.fft's packages (their __init__ imports scipy's array-API layer, which
-# clones numpy), and dp_accounting's: a PLD figure is built without them (privacy_loss)
-NOT_FOR_A_PLD_FIGURE = ("scipy.special", "scipy.fft", "scipy._lib._array_api", "scipy.stats", "scipy.signal",
+# clones numpy), and dp_accounting's: a cap's figure at a delta is built without them
+NOT_FOR_A_CAP_AT_A_DELTA = ("scipy.special", "scipy.fft", "scipy._lib._array_api", "scipy.stats", "scipy.signal",
                         "dp_accounting", "pandas", "matplotlib", "ledger.reporting.report")
 
 
 @pytest.mark.parametrize("command", ["check", "record"])
-def test_a_pld_figure_is_computed_without_scipys_packages_and_the_same_with_them(tmp_path, command):
-    """A cap at a delta decided by the PLD accountant for a declared plan (issue 13, section 2):
-    the command imports scipy.special's compiled ufuncs alone and numpy.fft, not the scipy.fft and
-    scipy.special packages; its output is the very text of the same command run after importing
-    both packages (the ufuncs then come from scipy.special itself)."""
+def test_a_cap_at_a_delta_is_decided_without_scipys_packages_and_the_same_with_them(tmp_path, command):
+    """A cap at a delta over Laplace, Gaussian and geometric releases, decided by its Rényi filter:
+    the command imports none of the scipy.fft, scipy.special, scipy.stats packages nor dp_accounting;
+    its output is the very text of the same command run after importing scipy's two packages."""
     outputs = []
     for imported_first in ("", "import scipy.special, scipy.fft\n"):
         directory = tmp_path / f"run{len(outputs)}"
@@ -204,9 +203,9 @@ def test_a_pld_figure_is_computed_without_scipys_packages_and_the_same_with_them
         assert cli_main(url, "record", history).code == 0
         plan = write(directory, "plan.yaml", "dataset: survey\nreleases:\n"
                      "  - {id: p1, reads: [age], mechanism: {name: laplace, epsilon: \"1/10\"}}\n")
-        imported, out = imported_after(["--db", url, command, str(plan)], directory, NOT_FOR_A_PLD_FIGURE,
+        imported, out = imported_after(["--db", url, command, str(plan)], directory, NOT_FOR_A_CAP_AT_A_DELTA,
                                        first=imported_first)
-        assert "figure by the pld accountant (declared)" in out
+        assert "[ok] cap all (epsilon at delta" in out and "Rényi filter at order" in out
         if not imported_first:
             assert imported == []
         outputs.append([line for line in out.splitlines() if not line.startswith("IMPORTED")])
@@ -474,10 +473,9 @@ def test_a_record_past_the_first_chunk_reads_where_the_chunks_end_once_per_proce
 DELTA_DATASET = DATASET + "  - {subset: [age, income], epsilon: 40, delta: 1e-9}\n  - {name: income-at-delta, subset: [income], epsilon: 30, delta: 1e-6}\n"
 
 
-def _declared_then_published(url: str, tmp_path: Path, name: str) -> list[dict]:
-    """Releases recorded one by one into a ledger with caps at a delta: planned ones first (a
-    plan declared in advance: the Rényi and PLD figures too), then published ones (adaptive);
-    the budget decisions of every recording event."""
+def _planned_then_published(url: str, tmp_path: Path, name: str) -> list[dict]:
+    """Releases recorded one by one into a ledger with caps at a delta: planned ones first, then
+    published ones; the budget decisions of every recording event."""
     directory = tmp_path / name
     directory.mkdir()
     assert cli_main(url, "dataset", "add", write(directory, "survey.yaml", DELTA_DATASET)).code == 0
@@ -505,7 +503,7 @@ def test_a_record_decides_each_cap_once_and_the_same_as_deciding_again(ledger_ur
     """A cap's decision before a record's plan is the one the previous record made after its
     own, on the same running state and figure (cap_accounting._DECIDED): taken, not made again,
     so a record of one release makes one decision per cap at a delta. Every recording event's
-    decisions (accountant, case, figure; declared with PLD, then adaptive) and every stored row
+    decisions (accountant, filter, figure) and every stored row
     are those of deciding both again each time, byte for byte."""
     from ledger.accounting import accountants
     from ledger.operations import cap_accounting
@@ -514,14 +512,14 @@ def test_a_record_decides_each_cap_once_and_the_same_as_deciding_again(ledger_ur
     made = []
     decide = accountants.cap_decision
     monkeypatch.setattr(accountants, "cap_decision", lambda cap, *rest: made.append(cap.name) or decide(cap, *rest))
-    taken = _declared_then_published(ledger_url, tmp_path, "taken")
+    taken = _planned_then_published(ledger_url, tmp_path, "taken")
     per_record = len(made)
     with monkeypatch.context() as again:
         again.setattr(cap_accounting, "_decision_before",
                       lambda cap, value, state: accountants.cap_decision(cap, value, None, state))
         store._IDS_CACHE.clear()
         made.clear()
-        decided = _declared_then_published(other_ledger_url, tmp_path, "decided")
+        decided = _planned_then_published(other_ledger_url, tmp_path, "decided")
     assert taken == decided
     assert _stored(ledger_url) == _stored(other_ledger_url)
     # made again: two decisions (before and after) per cap a record touches; taken, the decisions

@@ -2304,15 +2304,15 @@ def pair_composition(rdp: PairRdp, grid, i: int, j: int) -> Composition:
 
 
 def pair_pld(rdp: PairRdp, grid, delta: Fraction, limit: int | None = PAIR_PLD_LIMIT) -> None:
-    """The PLD figure of every pair {i, j}, i <= j, whose plan was declared in advance (where it is
-    valid, DESIGN 2.10; elsewhere it could not be shown), the same `subset A B` gives: one PLD
-    composition per distinct event multiset (pairs read by the same releases' events share it),
-    at most `limit` of them (None: every one; `pairs --accountant pld`), the pairs with the largest
-    Rényi figures first; the pairs left over are counted in `pld_skipped` and their figure says so."""
+    """The PLD figure of every pair {i, j}, i <= j (information only: had the plan been fixed in
+    advance), the same `subset A B --accountant pld` gives: one PLD composition per distinct event
+    multiset (pairs read by the same releases' events share it), at most `limit` of them (None:
+    every one, `pairs --accountant pld`; 0: none), the pairs with the largest Rényi figures first;
+    the pairs left over are counted in `pld_skipped` and their figure says so."""
     n = rdp.epsilon.shape[0]
     rdp.pld_epsilon = np.full((n, n), np.inf)
-    upper = np.triu(rdp.declared & np.isfinite(rdp.epsilon))  # (the diagonal too: {i} alone, as `subset i`)
-    if not upper.any():
+    upper = np.triu(np.isfinite(rdp.epsilon))  # (the diagonal too: {i} alone, as `subset i`)
+    if limit == 0 or not upper.any():
         return
     rows, cols = np.nonzero(upper)
     order = np.lexsort((cols, rows, -rdp.epsilon[rows, cols]))
@@ -2339,7 +2339,7 @@ def pair_pld(rdp: PairRdp, grid, delta: Fraction, limit: int | None = PAIR_PLD_L
                 continue
             if comp is None:
                 comp = pair_composition(rdp, grid, i, j)
-            figure = computed[key] = pld_figure(comp, delta, "declared")
+            figure = computed[key] = pld_figure(comp, delta, "adaptive")
         rdp.pld[i, j] = figure
         if figure.available:
             rdp.pld_epsilon[i, j] = rdp.pld_epsilon[j, i] = float(figure.epsilon)

@@ -545,9 +545,9 @@ def _change_status(action: str, release: str, by: str | None, as_json: bool, rea
         return
     typer.echo(f"{changed.id}: {changed.status.value}"
                + (f" (published at {changed.published_at.isoformat()})" if action == "publish" else ""))
-    if over:  # a cancellation after a publication ends a declared plan early: adaptive (DESIGN 2.10)
+    if over:
         typer.echo(f"warning: {len(over)} cap{'s are' if len(over) != 1 else ' is'} over its limit after this "
-                   "cancellation (a plan cut short after a publication is charged as adaptive, DESIGN 2.10):")
+                   "cancellation:")
         for line in check_lines(over, planned=False, why=infinite_driver_reasons(over)):
             typer.echo(line)
 
@@ -997,9 +997,10 @@ def subset(
         "--explain", help="Say the figure in words: what was composed, by which statement, and the "
                           "strongest attack it allows at 1% and 5% false positives.")] = False,
 ) -> None:
-    """The privacy loss on one subset of variables: the smallest valid figure of the basic,
-    Rényi and privacy-loss-distribution accountants, with its theorem and case, and the attack it
-    allows (--json's `risk`, --explain); --as-of: as the ledger stood then."""
+    """The privacy loss on one subset of variables: the smallest valid figure of the basic and
+    Rényi accountants, with its theorem (the PLD had the plan been fixed in advance beside it, as
+    information), and the attack it allows (--json's `risk`, --explain); --as-of: as the ledger
+    stood then."""
     from ..accounting.risk import figure_risks
     from ..reporting.accountant_views import figure_line, subset_accountants
 
@@ -1074,11 +1075,11 @@ def subset(
 def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: JsonOption = False,
           accountant: Annotated[Optional[str], typer.Option(
               "--accountant", help="basic, rdp or pld: show this accountant's figure (default: the smallest "
-                                   "valid one, as `subset A B` prints it, with at most 16 PLD "
-                                   "compositions; pld composes every pair's, one per distinct pair)."
+                                   "valid one, as `subset A B` prints it; pld, information only, composes "
+                                   "every pair's PLD, one per distinct pair)."
           )] = None, as_of: AsOfOption = None) -> None:
-    """The privacy loss on every pair of variables: the smallest valid figure of the basic, Rényi
-    and (plans declared in advance) PLD accountants, as `subset A B` prints it."""
+    """The privacy loss on every pair of variables: the smallest valid figure of the basic and
+    Rényi accountants, as `subset A B` prints it."""
     from ..reporting.accountant_views import pair_accountants
     from ..accounting.accountants import ACCOUNTANTS, PAIR_PLD_LIMIT
 
@@ -1104,7 +1105,7 @@ def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
     for (a, b), (found, shown) in result.items():
         typer.echo(f"{{{a}, {b}}}\t{format_number(shown.epsilon)}\t{shown.accountant}")
     skipped = sum(1 for found, _ in result.values() if found["pld"].note.startswith("not computed: pairs"))
-    typer.echo(f"(each pair: {'the ' + accountant + ' accountant' if accountant else 'the smallest valid figure of basic, rdp and pld'}"
+    typer.echo(f"(each pair: {'the ' + accountant + ' accountant' if accountant else 'the smallest valid figure of basic and rdp'}"
                f" at delta {format_delta(chosen_delta)}"
                + (f"; {skipped} pairs without a pld figure: at most {PAIR_PLD_LIMIT} distinct PLD compositions per "
                   "run; `pairs --accountant pld` computes every pair's, `subset A B` one pair's)" if skipped else ")"))

@@ -649,7 +649,8 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
         pufferfish=tuple(pufferfish[i] for i in puffer_ids), last_event=last[0] if last else None,
         generated_at=generated_at, delta=delta, wide_ids=wide_ids, as_of=as_of, meeting=meeting,
         timeline=_report.timeline_of(index, delta, at_delta(delta), as_of or generated_at,
-                                     public=dataset.public_names, caps=caps, stamps=stamps))
+                                     public=dataset.public_names, caps=caps, stamps=stamps,
+                                     final=[f.epsilon for f in accounts.shown()[0]]))
 
 
 CHANGES_LISTED = 50  # the most recent changes of each kind a large report's meeting pack lists

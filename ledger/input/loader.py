@@ -911,8 +911,8 @@ def check_release_record(release: Release, recorded_at: datetime, families: Mapp
     not after its publication); parameters that do not contradict each other; no guarantee
     stronger than its parameters imply (`overclaims`, DESIGN 2.4). The
     recording moment and person are the ledger's own (`operations.source_builder`), never the
-    record's: a recording moment dated back would make releases recorded after a publication look
-    declared in advance (DESIGN 2.10), and another recorder would waive separation of duties."""
+    record's: the audit trail and the as-of views read it, and another recorder would waive
+    separation of duties."""
     out = _ReleaseCollector(release)
     _family_membership(release.family, release.dataset, release.reads, families, out, ())
     _part_named(release.family, release.part, out, ())

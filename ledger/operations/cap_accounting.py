@@ -1,23 +1,16 @@
-"""Caps checked with the best valid figure: a layer over `budget.check` (issue 11).
+"""Caps checked with their filters: a layer over `budget.check`.
 
 `budget.check` computes every cap's figure by the basic accountant (its running
 `CapTotal`). This layer takes those checks and, for a cap stated at a delta,
-replaces the figure by the smallest one a *valid filter* gives (DESIGN 2.10,
-accountants.cap_decision): the Rényi filter at fixed orders when the basic spend
-is pure, and the non-adaptive minimum (PLD included) when every release
-charged on the cap's subset was recorded before any was published and none
-reading it was cancelled at or after that publication (a stopping decision:
-the state's "last_cancelled"; the cancel transaction recomputes it). A pure
-epsilon cap keeps the pure sum; a rho cap the sum of rho. Every check carries
-its `Decision` (accountant, case, theorem), which recording writes into the
-audit event of what it admits, and a refusal prints.
+replaces the figure by its filter's (accounting/filters.py, accountants.cap_decision):
+the running figure's statements, Gaussian DP, or the Rényi divergences at one order
+fixed when the cap was set. A pure epsilon cap keeps the pure sum; a rho cap the sum
+of rho. Every check carries its `Decision` (accountant, theorem), which recording
+writes into the audit event of what it admits, and a refusal prints.
 
-Per cap, a running state (event counts and lifecycle times on its subset, and
-for a plan declared in advance the PLD figure it was decided with, keyed by the
-digest of that composition's input) is kept in the store beside the basic
-running total, so a check costs the same whatever the history's length and
-composes one PLD per declared cap (after its plan), not two; a missing or stale
-state is recomputed from the history once.
+Per cap, a running state (event counts on its subset) is kept in the store beside the
+basic running total, so a check costs the same whatever the history's length; a
+missing or stale state is recomputed from the history once.
 """
 
 from __future__ import annotations

@@ -105,9 +105,9 @@ def pair_accountants(index, delta: Fraction, accountant: str | None = None, grid
                      ) -> dict[tuple[str, str], tuple[dict[str, Figure], Figure]]:
     """Every pair (in `LedgerIndex.pairs()` order): its basic, rdp and pld figures and the one to
     show (the asked accountant, else the smallest valid one; accountants.pair_figures). Asked for
-    pld, every declared pair's PLD figure is composed (no PAIR_PLD_LIMIT: the steward asked for
+    pld, every pair's PLD figure is composed (no PAIR_PLD_LIMIT: the steward asked for
     exactly that figure, and it costs a PLD composition per distinct pair)."""
-    limit = None if accountant == "pld" else accountants.PAIR_PLD_LIMIT
+    limit = None if accountant == "pld" else 0  # (information only: composed when asked for)
     found = accountants.pair_figures(index, delta, grid, pld_limit=limit)
     names = index.variables
     return {(names[i], names[j]): (figures, choose(figures, accountant)) for (i, j), figures in found.items()}
@@ -126,15 +126,15 @@ class _Shown:
 
 
 def shown_pair_floats(grid, rdp, basic_floats):
-    """Per pair, the float of the figure `pairs` shows: the smallest of basic, rdp and (declared
-    pairs) pld, a pure basic figure kept unless another is smaller by more than PURE_PREFERENCE
-    (as `accountants.best`)."""
+    """Per pair, the float of the figure `pairs` shows: the smaller of basic and rdp, a pure basic
+    figure kept unless rdp is smaller by more than PURE_PREFERENCE (as `accountants.best`). The
+    PLD, information only, is never the figure shown (DESIGN 2.10)."""
     import numpy as np
 
     fields = grid.floats()
     pure = (fields["approx_epsilon"] == 0) & (fields["approx_delta"] == 0) & (fields["rho"] == 0)
     basic = np.asarray(basic_floats, dtype=np.float64)
-    tighter = rdp.epsilon if rdp.pld_epsilon is None else np.minimum(rdp.epsilon, rdp.pld_epsilon)
+    tighter = rdp.epsilon
     keep_basic = pure & (tighter >= basic * (1 - accountants.PURE_PREFERENCE))
     return np.where(keep_basic, basic, np.minimum(basic, tighter))
 
@@ -157,7 +157,7 @@ class ShownPairs:
 
 def best_pair_grid(index, delta: Fraction, grid, colour):
     """The pair grid and its colours with every cell (diagonal included) the smallest valid
-    figure of basic, rdp and pld, as `pairs` and `subset A B` print them (rdp over arrays)."""
+    figure of basic and rdp, as `pairs` and `subset A B` print them (rdp over arrays)."""
     rdp = accountants.pair_rdp(index, delta, grid)
     return ShownPairs(index, delta, grid, rdp), shown_pair_floats(grid, rdp, colour)
 

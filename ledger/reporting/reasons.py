@@ -16,6 +16,9 @@ with the same words (DESIGN 2.3, 2.11):
 - NOT_IMPLIED: a replace-one guarantee charged in an add/remove dataset (DESIGN 2.1): it
   bounds nothing there; an alarm.
 - NOT_READ: a 0 because no release reads the variable (Tan Prop 3.3).
+- PAST_ALLOWANCE: the releases are bounded, but their approximate deltas pass the allowance of
+  the delta the figure is stated at (half of it, spend.ALLOWANCE): no statement is left at that
+  delta; an alarm.
 - `family_reason`: a family split by key variables of the subset, one of whose members holds no
   add/remove guarantee protecting everything it reads: a record moving between its parts is not
   protected (DESIGN 2.6), though every member's own figure may be finite: an alarm, named with
@@ -44,6 +47,7 @@ NO_PURE_BOUND = "no pure-epsilon bound"
 NO_RHO_BOUND = "no rho bound"
 DELTA_ABOVE = "delta above the cap's"
 NOT_READ = "not read"
+PAST_ALLOWANCE = "approximate deltas past the allowance"
 
 NEUTRAL = frozenset({PUBLIC})  # an ∞ that is expected (DESIGN 2.11): no alarm
 
@@ -118,8 +122,12 @@ def unbounded_reason(index, names: Collection[str], public: Collection[str]) -> 
       the subset's protected variables alone are bounded (what is read exactly is public), else
       the reason of the protected variables alone (NOT_PROTECTED, or a family's move there);
     - else a keyed family's move (DESIGN 2.6): `family_reason`;
-    - else NOT_PROTECTED (an ∞ of unknown cause is an alarm)."""
+    - else NOT_PROTECTED (an ∞ of unknown cause is an alarm).
+    A subset whose spend is bounded is ∞ only at the delta asked: PAST_ALLOWANCE (decided from the
+    index's arrays, with no release read: a large report's rows are no longer open then)."""
     names = sorted(n for n in names if n in index.column)
+    if not index.subset_spend(names).unbounded:
+        return PAST_ALLOWANCE
     if len(index.reads_uncovered(names)):
         protected = [n for n in names if n not in public]
         if not protected or not index.subset_spend(protected).unbounded:

@@ -710,7 +710,8 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     caps = tuple(_cap_entry(c, dataset.public_names, index) for c in checks)
     meeting = meeting_pack(inputs, checks) if inputs.since is not None else None
     timeline = timeline_of(index, inputs.delta, objective, inputs.as_of or inputs.generated_at,
-                           public=dataset.public_names, caps=inputs.caps)
+                           public=dataset.public_names, caps=inputs.caps,
+                           final=[f.epsilon for f in accounts.shown()[0]])
     pairs = panels_of()
     if charts:  # both charts, from the contexts (the same bytes wherever they are drawn)
         heat_map, timeline_chart = draw(pairs, timeline)()
@@ -850,12 +851,9 @@ def _worst_pair(pairs: Pairs):
 def shown_accounts(index: LedgerIndex, table: RiskTable, delta: Fraction):
     """The total row's figures as `table` shows them (accountant_views.table_accountants with no
     accountant asked: the smallest valid figure per column), without computing PLD figures that
-    cannot be shown: a PLD figure is valid only when every release charged on the column was
-    declared in advance and none reading it cancelled after a publication (DESIGN 2.10;
-    accountants.pld_figure), and `accountants.best` passes over
-    a figure that is not valid. So the PLD is computed for the declared columns only, and basic
-    and rdp decide the others (the PLD of 200 columns cost most of a 10,000-release report,
-    issue 13); the figures shown are the same."""
+    cannot be shown: the PLD is never valid (information had the plan been fixed in advance,
+    DESIGN 2.10) and `accountants.best` passes over a figure that is not valid, so basic and rdp
+    decide every column; the figures shown are the same."""
     from .accountant_views import TableAccounts
     from ..accounting.accountants import table_figures
 
@@ -1281,15 +1279,18 @@ def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequ
 
 
 def timeline_of(index: LedgerIndex, delta: Fraction, objective, now: datetime,
-                public: Sequence[str] = (), caps: Sequence[Cap] = (), stamps: np.ndarray | None = None
-                ) -> Timeline | None:
+                public: Sequence[str] = (), caps: Sequence[Cap] = (), stamps: np.ndarray | None = None,
+                final: Sequence[Number] | None = None) -> Timeline | None:
     """The loss on each variable over time, by publication date (None with no charged release).
 
     A release enters when it started to count (history.charged_from): its publication
     date, or the date it was planned when that came first (a reservation), so history
     recorded late is drawn when it was published. Caps in epsilon are drawn as lines.
     `stamps` (a large ledger, issue 13): those moments as seconds since 1970 (nan: unknown),
-    from the stored accounting rows (`charged_from_stamps`), instead of each Release's."""
+    from the stored accounting rows (`charged_from_stamps`), instead of each Release's.
+    `final`: the running figure per variable the risk table shows now; each point is the smaller of
+    the basic composition then and it (both bound the running figure then, which only grows), so
+    the line ends on the table's figure."""
     releases = index.releases
     if not releases or not index.variables:
         return None
@@ -1313,6 +1314,8 @@ def timeline_of(index: LedgerIndex, delta: Fraction, objective, now: datetime,
         ends = [ends[k] for k in picks]
     grid = index.running_totals(order, ends, objective)
     y = epsilon_floats(grid, delta)
+    if final is not None:
+        y = np.minimum(y, np.asarray([float(v) for v in final], dtype=np.float64)[None, :])
     if distinct:
         x = tuple(aware(times[order[e - 1]]) for e in ends)
         labels = ()

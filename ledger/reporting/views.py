@@ -55,7 +55,7 @@ class Basis:
         return (f"epsilon at delta = {format_delta(self.delta)} where a figure at delta is the smallest valid "
                 f"one (pure epsilon otherwise); the total row and the headline show, per subset, the smallest "
                 f"valid figure of: " + "; ".join(ACCOUNTANT_WORDS[name] for name in used)
-                + ". Each release's own cells: " + self.label)
+                + ". Each release's own cells are the same statement for that release alone")
 
     @property
     def label(self) -> str:
