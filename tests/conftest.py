@@ -3,10 +3,13 @@
 `reference_cks` evaluates the Canonne-Kamath-Steinke (2020) bound, Corollary 13,
 by its own search over the Renyi order (a dense grid, then a local refinement),
 so tests can check `ledger.accounting.spend.cks_epsilon` without calling it.
-`reference_filter` evaluates the running figure of a subset at a delta, the smallest of the
-statements DESIGN 2.10 fixes in advance (the pure sum, free; the Rényi filter at 22 fixed orders at
-1/44 of the delta each, the other half being the approximate releases' allowance), from the
-closed forms, so tests can check `Spend.epsilon` without calling it.
+`reference_filter` evaluates a subset's running figure at a delta, the smallest of the
+statements DESIGN 2.10 allows with the delta split among them in advance (half of it, the
+allowance `REFERENCE_ALLOWANCE`, kept for the approximate releases' deltas; the Rényi filter at 22
+fixed orders at 1/44 each; the pure sum free), from the closed forms, so tests can check
+`Spend.epsilon` without calling it. A cap at a delta is one filter (docs/explanation/
+accounting.md): `reference_cap_order` is a Rényi-filter cap's order, chosen from its epsilon and
+delta alone, and `reference_prop12` the CKS 2020 Prop 12 conversion at one order.
 """
 
 from __future__ import annotations
@@ -80,6 +83,8 @@ def reference_cks():
 
 # The Rényi orders the adaptive statements are fixed at (ledger.accounting.spend.FILTER_ORDERS, written out)
 REFERENCE_FILTER_ORDERS = (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256, 512, 1024)
+# The delta's split fixed in advance (spend.ALLOWANCE, written out): half to the approximate
+# releases' deltas, the other half to the filters' statements.
 REFERENCE_ALLOWANCE = 0.5  # the share of a figure's delta kept for approximate releases
 
 
@@ -104,6 +109,38 @@ def _reference_filter(pure=0, pure_rho=None, rho=0, approx_epsilon=0, approx_del
 @pytest.fixture(scope="session")
 def reference_filter():
     return _reference_filter
+
+
+# The Rényi orders a cap's one order is chosen from (accountants.ORDERS, written out: dp_accounting's
+# default grid, then large orders for small deltas)
+REFERENCE_CAP_ORDERS = tuple([1 + x / 10 for x in range(1, 100)] + list(range(11, 64))
+                             + [64, 80, 96, 128, 192, 256, 384, 512, 1024])
+
+
+def _reference_prop12(divergence: float, order: float, delta: float) -> float:
+    """Canonne, Kamath and Steinke (2020), Prop 12: a mechanism whose Rényi divergence at `order` is
+    `divergence` is (epsilon, delta)-DP with this epsilon (not below 0)."""
+    return max(divergence + math.log1p(-1 / order) - (math.log(delta) + math.log(order)) / (order - 1), 0.0)
+
+
+def _reference_cap_order(epsilon: float, delta: float) -> float:
+    """A Rényi-filter cap's order, from the model: of REFERENCE_CAP_ORDERS, the one at which the
+    largest rho-zCDP spend (the curve a * rho) fits within epsilon by Prop 12 at the filter's share
+    of delta, (1 - allowance) delta. The largest rho by bisection, then the order that converts it."""
+    share = (1 - REFERENCE_ALLOWANCE) * float(delta)
+
+    def best(rho):
+        return min(REFERENCE_CAP_ORDERS, key=lambda a: _reference_prop12(a * rho, a, share))
+
+    low, high = 0.0, float(epsilon)
+    for _ in range(200):
+        middle = (low + high) / 2
+        a = best(middle)
+        if _reference_prop12(a * middle, a, share) <= float(epsilon):
+            low = middle
+        else:
+            high = middle
+    return float(best(low))
 
 
 # --------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 
 `headroom` is derived from the decision `record` makes: a release at the printed headroom
 is admitted and one slightly above it is refused. Monotonicity: adding a release never
-lowers a printed figure nor a cap's figure. `audit verify` recomputes the caps' running
-accountant states.
+lowers a printed figure nor a cap's filter figure. `audit verify` recomputes the caps' running
+accountant states. A subset's Rényi figure and a Rényi-filter cap's are statements about the same
+summed curve, at 1/44 of the delta over 22 fixed orders and at half of it at the cap's one order.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import REFERENCE_DECLARED_PART, REFERENCE_FILTER_ORDERS
+from conftest import REFERENCE_ALLOWANCE, REFERENCE_FILTER_ORDERS, _reference_cap_order, _reference_prop12
 from support import cli_main
 from test_engine_properties import ALL_SUBSETS, VARIABLES, ledgers
 
@@ -32,7 +33,7 @@ variables:
   - {name: b, classification: sensitive}
   - {name: c, classification: sensitive}
 caps:
-  - {name: a-cap, subset: [a], epsilon: 9, delta: 1e-6}
+  - {name: a-cap, subset: [a], epsilon: 9, delta: 1e-6, filter: renyi}
 """
 
 
@@ -83,7 +84,7 @@ def test_a_release_at_the_printed_headroom_is_admitted_and_above_it_refused(ledg
 
 def test_headroom_of_a_pure_cap_is_the_pure_difference(tmp_path):
     url = f"sqlite:///{tmp_path / 'l.db'}"
-    (tmp_path / "d.yaml").write_text(DATASET.replace("epsilon: 9, delta: 1e-6", "epsilon: 3"))
+    (tmp_path / "d.yaml").write_text(DATASET.replace("epsilon: 9, delta: 1e-6, filter: renyi", "epsilon: 3"))
     assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
     assert cli_main(url, "record", laplace_history(tmp_path / "h.yaml", n=5, epsilon="1/3")).code == 0
     room = cli_main(url, "headroom", "a", "b", "--json").json()
@@ -201,19 +202,27 @@ def printed(releases, subset, delta):
 
 
 def cap_figure(releases, cap):
-    """The figure a cap is checked with (cap_accounting.decide on the running state)."""
+    """The figure a cap's filter holds `releases` to (accountants.cap_decision on the running
+    state): the Gaussian-DP or one-order Rényi statement, or the pure sum of a pure history."""
     total = budget.total_from_history(cap, releases, {})
     state = accountants.state_from_history(cap, releases, {})
-    decision = accountants.cap_decision(cap, total.value, total.spend, state)
-    return min(float(total.value), float(decision.value))
+    return float(accountants.cap_decision(cap, total.value, total.spend, state).value)
+
+
+def filter_caps(delta, epsilon=F(10)) -> list[Cap]:
+    """On each subset, a Rényi-filter cap (its order fixed by its epsilon and delta, conftest's
+    reference) and a Gaussian-DP cap, both of `epsilon` at `delta`."""
+    order = _reference_cap_order(float(epsilon), float(delta))
+    return [Cap("d", f"{kind}-{''.join(sorted(s))}", s, epsilon=epsilon, delta=delta, filter=kind)
+            for s in SUBSETS for kind in (f"renyi:{order:g}", "gaussian")]
 
 
 @settings(max_examples=40, deadline=None)
 @given(histories(), st.sampled_from([F(1, 10**6), F(1, 10**9)]))
 def test_adding_a_release_never_lowers_a_printed_figure_nor_a_caps(history, delta):
-    """Each prefix of a random history (releases recorded in order, some published at once, so
-    the case turns adaptive) prints figures and cap figures that never fall, never above basic."""
-    caps = [Cap("d", "".join(sorted(s)), s, epsilon=F(10**6), delta=delta) for s in SUBSETS]
+    """Each prefix of a random history (releases recorded in order, some published at once)
+    prints figures and cap filter figures that never fall, never above basic."""
+    caps = filter_caps(delta)
     before_printed = {s: 0.0 for s in SUBSETS}
     before_accountant = {s: "basic" for s in SUBSETS}
     before_caps = {cap.name: 0.0 for cap in caps}
@@ -278,9 +287,9 @@ def sequences(draw):
 @given(sequences(), st.sampled_from([F(1, 10**6), F(1, 10**9)]))
 def test_one_release_at_a_time_no_figure_ever_falls(releases, delta):
     """Issue 11: adding a release never lowers a figure, strictly (no tolerance): the printed best
-    figure, each accountant's own figure (PLD included, valid or not), and every cap's figure, on
-    every subset; and `check` can never refuse A while `record` admits A + B."""
-    caps = [Cap("d", "".join(sorted(s)), s, epsilon=F(10**6), delta=delta) for s in SUBSETS]
+    figure, each accountant's own figure (PLD included, valid or not), and every cap's filter
+    figure, on every subset; and `check` can never refuse A while `record` admits A + B."""
+    caps = filter_caps(delta)
     before = {(s, name): 0.0 for s in SUBSETS for name in ("best", *accountants.ACCOUNTANTS)}
     before_caps = {cap.name: 0.0 for cap in caps}
     for k in range(1, len(releases) + 1):
@@ -313,7 +322,8 @@ def _steps(releases) -> list:
        st.sampled_from([F(1, 10**6), F(1, 10**9)]))
 def test_the_printed_and_cap_figures_are_never_below_the_exact_one(pure, noise, delta):
     """Declared pure releases (worst case: randomized response) and Gaussians: every printed
-    figure and every cap figure is at or above the exact privacy profile (Balle and Wang 2018)."""
+    figure and every cap figure (Rényi filter or Gaussian DP, the pure releases at the mu of
+    randomized response) is at or above the exact privacy profile (Balle and Wang 2018)."""
     if not pure and not noise:
         return
     releases = [Release(f"p{i}", "d", frozenset("a"), Mechanism("declared"),
@@ -328,16 +338,17 @@ def test_the_printed_and_cap_figures_are_never_below_the_exact_one(pure, noise, 
     s = math.sqrt(sum(1 / float(m) ** 2 for m in noise)) if noise else None
     exact = epsilon_at(float(delta), rr_atoms([float(e) for e in pure]) if pure else None, s=s)
     assert float(printed(releases, {"a"}, delta).epsilon) >= exact - 1e-12
-    cap = Cap("d", "a", frozenset("a"), epsilon=F(10**6), delta=delta)
-    assert cap_figure(releases, cap) >= exact - 1e-12
+    for cap in filter_caps(delta, epsilon=F(5)):
+        if cap.subset == frozenset("a"):
+            assert cap_figure(releases, cap) >= exact - 1e-12, cap.filter
 
 
 def test_a_rho_release_joining_a_pure_history_never_lowers_its_caps_figure():
-    """The issue's defect: 100 Laplace releases of 0.1 published one by one, a cap at delta
-    1e-6. Its figure was the Rényi filter's 5.54; a rho of 1/100 more and the basic zCDP
-    conversion (pure epsilon as epsilon^2/2) decided 5.28. Every figure is now a statement at
-    orders fixed in advance, in which pure and rho releases enter the same curve: it only rises."""
-    from ledger.accounting.spend import cks_epsilon
+    """100 Laplace releases of 0.1 published one by one under a Rényi-filter cap of 9 at delta 1e-6
+    (its order 4.3, fixed by (9, 1e-6)): the pure sum 10 is over, the filter's statement is Mironov's
+    Laplace curve at 4.3 (as dp_accounting evaluates it) converted at half the delta, 5.725. A rho
+    of 1/100 more adds 4.3 / 100 to the curve at that order: the figure rises by exactly that."""
+    from dp_accounting.rdp import rdp_privacy_accountant
 
     def published(i, mechanism, guarantee):
         return Release(f"r{i}", "d", frozenset("a"), mechanism, (guarantee,), status=Status.PUBLISHED,
@@ -346,18 +357,17 @@ def test_a_rho_release_joining_a_pure_history_never_lowers_its_caps_figure():
     history = [published(i, Mechanism("laplace", (("epsilon", F(1, 10)),)),
                          Guarantee(frozenset("a"), Notion.PURE, epsilon=F(1, 10))) for i in range(100)]
     rho = published(100, Mechanism("declared"), Guarantee(frozenset("a"), Notion.ZCDP, rho=F(1, 100)))
-    cap = Cap("d", "a", frozenset("a"), epsilon=F(9), delta=F(1, 10**6))
+    order = _reference_cap_order(9, 1e-6)
+    assert order == 4.3
+    cap = Cap("d", "a", frozenset("a"), epsilon=F(9), delta=F(1, 10**6), filter=f"renyi:{order:g}")
     before, after = cap_figure(history, cap), cap_figure(history + [rho], cap)
-    # the Laplace's Rényi curve at the fixed orders, each at delta / 44 (the filter's half of the delta
-    # over its 22 orders; Mironov 2017 Prop 6; CKS 2020 Prop 12)
-    grid = accountants._grids()
-    laplace = 100 * accountants.event_curve(accountants.Event("laplace", F(10)))[grid["_FILTER_INDEX"]]
-    orders = grid["FILTER_ORDERS"]
-    share = 1e-6 * (1 - REFERENCE_DECLARED_PART) / len(REFERENCE_FILTER_ORDERS)
-    expected = float((laplace + numpy.log1p(-1 / orders) - (math.log(share) + numpy.log(orders))
-                      / (orders - 1)).min())
+    laplace = 100 * rdp_privacy_accountant._laplace_rdp(0.1, order)
+    half = (1 - REFERENCE_ALLOWANCE) * 1e-6
+    expected = _reference_prop12(laplace, order, half)
+    assert round(expected, 3) == 5.725
     assert expected <= before <= expected * (1 + 1e-8)
-    assert after >= before
+    expected_after = _reference_prop12(laplace + order / 100, order, half)
+    assert expected_after <= after <= expected_after * (1 + 1e-8)
 
 
 # --------------------------------------------------------------------------
@@ -375,7 +385,31 @@ def test_cap_list_as_of_uses_the_same_accountants_as_cap_list(ledger):
     later = cli_main(url, "cap", "list", "--json", "--as-of", datetime.now(UTC).isoformat()).json()
     assert now[0]["accountant"] == "rdp" and now[0]["current"] < 9  # the pure sum 10 would be over
     moment = ("as_of", "dataset_added_at", "dataset_existed")  # (--as-of states the moment it used)
-    assert [{k: v for k, v in cap.items() if k not in moment} for cap in later] == now
+    running = ("running", "running_exact")  # (test_cap_list_as_of_prints_the_running_figure_beside_a_renyi_caps)
+    assert [{k: v for k, v in cap.items() if k not in moment + running} for cap in later] == [
+        {k: v for k, v in cap.items() if k not in running} for cap in now]
+
+
+@pytest.mark.xfail(strict=True, reason="`cap list --as-of` prints no running figure (null) where `cap list` prints it "
+                   "beside a Rényi-filter or Gaussian-DP cap's")
+def test_cap_list_as_of_prints_the_running_figure_beside_a_renyi_caps(ledger):
+    """100 Laplace releases of 0.1 under a Rényi-filter cap: `cap list` prints beside the cap's figure
+    the subset's running figure (22 fixed orders at 1/44 of the delta, with dp_accounting's Laplace
+    curve 5.651); `--as-of` a moment after them prints the same."""
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    url, tmp = ledger
+    assert cli_main(url, "record", laplace_history(tmp / "h.yaml")).code == 0
+    share = 1e-6 * (1 - REFERENCE_ALLOWANCE) / len(REFERENCE_FILTER_ORDERS)
+    running = min(100 * rdp_privacy_accountant._laplace_rdp(0.1, a) + math.log1p(-1 / a)
+                  - (math.log(share) + math.log(a)) / (a - 1) for a in REFERENCE_FILTER_ORDERS)
+    (now,) = cli_main(url, "cap", "list", "--json").json()
+    assert running <= now["running"] <= running * (1 + 1e-8)
+    import time
+
+    time.sleep(1.1)  # --as-of is never in the future; the store's clock keeps whole seconds
+    (later,) = cli_main(url, "cap", "list", "--json", "--as-of", datetime.now(UTC).isoformat()).json()
+    assert later.get("running") == now["running"]
 
 
 def test_audit_verify_recomputes_the_running_accountant_states(ledger):
@@ -472,57 +506,51 @@ def test_the_reports_notion_line_names_the_accountants_that_decided(ledger):
     assert subset["accountant"] == "rdp"
 
 
-def test_a_declared_caps_state_keeps_its_pld_figure_which_check_reads_and_audit_verify_recomputes(ledger):
-    """Brief h3: recording saves, with each cap's running state, the PLD figure it was decided with
-    (a memo keyed by the digest of the composition's input), so the next check reads its figure
-    before the plan instead of composing it again. The figures are the same with or without it;
-    a memo for other events is never used; a memo whose figure is wrong is used (so the stored
-    state is what `check` trusts) and `audit verify` names it."""
+def test_a_caps_state_keeps_no_pld_figure_and_check_decides_by_the_filter(ledger):
+    """The PLD figure is information, never a cap's: 100 Laplace releases of 0.1 recorded as one plan
+    before any output, under a Rényi-filter cap of 6 at 1e-6 (order 5.6), leave a running state of
+    their events alone (no PLD memo), and `check` of one more release is decided by the filter, its
+    figure the Laplace curves at that order plus the pure release's, converted at half the delta
+    (5.188, below the pure sum 10); a PLD figure slipped into the state is never read."""
+    from dp_accounting.rdp import rdp_privacy_accountant
+
     url, tmp = ledger
+    assert cli_main(url, "cap", "set", "a", "--name", "a-cap", "--epsilon", "6", "--delta", "1e-6",
+                    "--filter", "renyi").code == 0
     planned = tmp / "planned.yaml"
     planned.write_text("dataset: d\nreleases:\n" + "".join(
-        f"  - {{id: p{i}, reads: [a], mechanism: {{name: laplace, epsilon: 0.1}}}}\n" for i in range(30)))
+        f"  - {{id: p{i}, reads: [a], mechanism: {{name: laplace, epsilon: 0.1}}}}\n" for i in range(100)))
     assert cli_main(url, "record", planned).code == 0
     db = sqlite3.connect(url.removeprefix("sqlite:///"))
-
-    def state():
-        (text,) = db.execute("SELECT state FROM cap_accountant_state WHERE cap = 'a-cap'").fetchone()
-        return json.loads(text)
-
-    def put(value):
-        from ledger.store import database as store
-
-        db.execute("UPDATE cap_accountant_state SET state = ? WHERE cap = 'a-cap'", (json.dumps(value),))
-        db.commit()
-        store._STATES_CACHE.clear()  # (this process keeps the states it read while the head stands still)
-        accountants._pld_epsilon_of.cache_clear()
-
-    kept = state()
-    memo = kept["pld"]
-    assert set(memo) == {"of", "epsilon"} and isinstance(memo["epsilon"], float)
+    (text,) = db.execute("SELECT state FROM cap_accountant_state WHERE cap = 'a-cap'").fetchone()
+    kept = json.loads(text)
+    assert kept["events"] == {"laplace:10": 100} and "pld" not in kept
     plan = declared_pure(tmp / "plan.yaml", "q", "0.1")
-    with_memo = cli_main(url, "check", plan, "--json").json()
-    (cap,) = with_memo["caps"]
-    assert cap["accountant"] == "pld" and cap["case"] == "declared"
-    # the memo is the figure: the same PLD composed again from the events (dp_accounting), at the
-    # declared plan's share of the delta (half of 1e-6: spend.DECLARED_SHARE)
-    assert kept["events"] == {"laplace:10": 30}
-    composition = accountants.state_composition(kept, accountants.Spend())
-    declared_delta = REFERENCE_DECLARED_PART * 1e-6
-    assert memo["epsilon"] == accountants.pld_epsilon({accountants.Event.from_key("laplace:10"): 30}, declared_delta,
-                                                      accountants.pld_interval(composition, declared_delta))
+    (cap,) = cli_main(url, "check", plan, "--json").json()["caps"]
+    assert (cap["accountant"], cap["case"]) == ("rdp", "adaptive") and "order 5.6" in cap["theorem"]
+    order = _reference_cap_order(6, 1e-6)
+    assert order == 5.6
 
-    put({k: v for k, v in kept.items() if k != "pld"})  # without it: composed, the same figures
-    assert cli_main(url, "check", plan, "--json").json() == with_memo
-    put({**kept, "pld": {"of": "0" * 64, "epsilon": 0.001}})  # made for other events: never used
-    assert cli_main(url, "check", plan, "--json").json() == with_memo
-    assert cli_main(url, "audit", "verify").code == 0
+    def rr(a, e):  # randomized response's Rényi divergence (Mironov 2017, Prop 5)
+        p = math.exp(e) / (1 + math.exp(e))
+        return math.log(p**a * (1 - p) ** (1 - a) + (1 - p) ** a * p ** (1 - a)) / (a - 1)
 
-    put({**kept, "pld": {**memo, "epsilon": memo["epsilon"] / 2}})  # the right digest, a wrong figure
-    assert cli_main(url, "check", plan, "--json").json()["caps"][0]["current"] != cap["current"]  # it is read
-    verified = cli_main(url, "audit", "verify")
-    assert verified.code == 1
-    assert "pld: stored figure" in verified.out + verified.err
+    half = (1 - REFERENCE_ALLOWANCE) * 1e-6
+    laplace = 100 * rdp_privacy_accountant._laplace_rdp(0.1, order)
+    assert round(_reference_prop12(laplace, order, half), 3) == 5.188
+    for field, curve in (("current", laplace), ("after", laplace + rr(order, 0.1))):
+        expected = _reference_prop12(curve, order, half)
+        assert expected <= cap[field] <= expected * (1 + 1e-8), field
+    # a PLD figure slipped into the state (as one was kept there for a plan fixed in advance) is
+    # never read: the decision is the filter's, the same
+    from ledger.store import database as store
+
+    db.execute("UPDATE cap_accountant_state SET state = ? WHERE cap = 'a-cap'",
+               (json.dumps({**kept, "pld": {"of": "0" * 64, "epsilon": 0.001}}),))
+    db.commit()
+    store._STATES_CACHE.clear()  # (this process keeps the states it read while the head stands still)
+    (again,) = cli_main(url, "check", plan, "--json").json()["caps"]
+    assert again == cap
 
 
 def test_an_adaptive_subset_shows_the_renyi_filter_figure_its_cap_is_held_to(tmp_path, reference_cks, reference_filter):
@@ -546,13 +574,13 @@ def test_an_adaptive_subset_shows_the_renyi_filter_figure_its_cap_is_held_to(tmp
     assert rdp["case"] == "adaptive"
     # independently: the summed curves (Laplace of scale 2, Mironov 2017 Prop 6; the Gaussians
     # a / (2 * 20^2)) converted by CKS 2020 Prop 12 at each of the 22 fixed orders with delta / 44 (the
-    # filter's half of the delta, the other half kept for a plan declared in advance), the least
-    # (statements fixed in advance share the delta)
+    # filters' half of the delta, the other half kept for the approximate releases' allowance), the
+    # least (statements fixed in advance share the delta)
     grid = accountants._grids()
     laplace = accountants.event_curve(accountants.Event("laplace", F(2)))
     orders = grid["FILTER_ORDERS"]
     curve = laplace[grid["_FILTER_INDEX"]] + 50 * orders / (2 * 20 ** 2)
-    share = 1e-6 * (1 - REFERENCE_DECLARED_PART) / len(REFERENCE_FILTER_ORDERS)
+    share = 1e-6 * (1 - REFERENCE_ALLOWANCE) / len(REFERENCE_FILTER_ORDERS)
     by_order = curve + numpy.log1p(-1 / orders) - (math.log(share) + numpy.log(orders)) / (orders - 1)
     expected = float(by_order.min())
     assert expected * (1 - 1e-12) <= rdp["epsilon"] == pytest.approx(expected, rel=1e-8)  # rounded up (float noise aside)
@@ -563,41 +591,66 @@ def test_an_adaptive_subset_shows_the_renyi_filter_figure_its_cap_is_held_to(tmp
     assert shown["epsilon"] == min(basic["epsilon"], rdp["epsilon"])
     assert basic["epsilon"] == pytest.approx(reference_filter(pure=0.5, pure_rho=0.125, rho=50 / 800, delta=1e-6),
                                              rel=1e-6)
+    # a cap set at that figure is, by default, the running figure as a filter (the releases are not all
+    # Gaussian): it holds them to the very figure `subset` shows, so it is not over
     limit = f"{shown['epsilon'] * (1 + 1e-6):.7f}"
     assert cli_main(url, "cap", "set", "x", "--epsilon", limit, "--delta", "1e-6").code == 0
     (cap,) = cli_main(url, "cap", "list", "--json").json()
+    assert "running figure as a filter" in cap["theorem"]
     assert cap["current"] == shown["epsilon"] and cap["status"] != "over"
+    # set as a Rényi filter, at the order its epsilon and delta fix, it holds the same curve at that
+    # order converted at half the delta: a statement made before the releases, below the running figure
+    assert cli_main(url, "cap", "set", "x", "--epsilon", limit, "--delta", "1e-6", "--filter", "renyi").code == 0
+    (cap,) = cli_main(url, "cap", "list", "--json").json()
+    order = _reference_cap_order(float(limit), 1e-6)
+    assert f"Rényi filter at order {order:g}," in cap["theorem"]
+    at_order = float(accountants.laplace_curve(2.0, numpy.asarray([order]))[0]) + 50 * order / 800
+    expected = _reference_prop12(at_order, order, (1 - REFERENCE_ALLOWANCE) * 1e-6)
+    assert expected <= cap["current"] <= expected * (1 + 1e-8)
+    assert cap["current"] < shown["epsilon"] and cap["status"] != "over"
 
 
-@settings(max_examples=200, deadline=None)
-@given(ledger=ledgers(max_releases=6), adaptive=st.booleans(), subset=st.sampled_from([s for s in ALL_SUBSETS if s]),
+@settings(max_examples=100, deadline=None)
+@given(ledger=ledgers(max_releases=6), subset=st.sampled_from([s for s in ALL_SUBSETS if s]),
        delta=st.sampled_from([F(1, 10**9), F(1, 10**6), F(1, 10**3)]))
-def test_no_subset_figure_is_below_the_figure_its_cap_is_held_to(ledger, adaptive, subset, delta):
-    """The loss `subset` shows (the smallest valid figure, `accountants.best`) is never below the
-    figure a cap at the same delta on that subset is decided by (`cap_decision`: the filters in
-    the adaptive case, DESIGN 2.10), so a release `subset` says fits is never refused; and it is
-    that figure, but for the preference for an exact pure figure (PURE_PREFERENCE)."""
-    from dataclasses import replace as with_
+def test_a_subsets_renyi_figure_and_a_renyi_caps_state_one_curve_at_two_shares_of_the_delta(ledger, subset, delta):
+    """The Rényi figure `subset` shows (each of 22 fixed orders at 1/44 of the delta, the smallest)
+    and the figure a Rényi-filter cap at order a holds the same releases to (that order at half the
+    delta) convert one summed curve by CKS 2020 Prop 12, whose delta term is -ln(delta) / (a - 1):
+    at each order they differ by ln(22) / (a - 1). So a cap at any fixed order, plus that gap, is at
+    or above the subset's figure, and the smallest over the orders is the subset's figure.
+    (Histories without approximate releases: their epsilons enter the two statements differently,
+    inside the cap's conversion, beside the subset's.)"""
+    from hypothesis import assume
 
     from ledger.accounting import budget
     from ledger.accounting.engine import LedgerIndex, at_delta
-    from ledger.core.records import Cap, Status
+    from ledger.core.records import Cap
 
-    start = datetime(2026, 1, 1, tzinfo=UTC)
-    releases = []
-    for k, release in enumerate(ledger.releases):  # adaptive: the first published before the others were recorded
-        recorded = start + timedelta(days=k + (2 if adaptive and k else 0))
-        published = start + timedelta(days=1 if adaptive and k == 0 else 100 + k)
-        releases.append(with_(release, status=Status.PUBLISHED, recorded_at=recorded, published_at=published))
     families = {f.id: f for f in ledger.families}
-    cap = Cap("survey", "c", frozenset(subset), epsilon=F(10**6), delta=delta)
-    total = budget.total_from_history(cap, releases, families)
-    state = accountants.state_from_history(cap, releases, families)
-    decided = accountants.cap_decision(cap, total.value, total.spend, state)
-    index = LedgerIndex(VARIABLES, releases, ledger.families)
+    caps = [Cap("survey", f"c{a:g}", frozenset(subset), epsilon=F(10**6), delta=delta, filter=f"renyi:{a:g}")
+            for a in REFERENCE_FILTER_ORDERS]
+    total = budget.total_from_history(caps[0], ledger.releases, families)
+    assume(total.spend.unbounded or not (total.spend.approx_epsilon or total.spend.approx_delta))
+    index = LedgerIndex(VARIABLES, ledger.releases, ledger.families)
     basic = index.subset_cost(frozenset(subset), at_delta(delta)).spend
-    shown = accountants.best(accountants.subset_figures(index, subset, delta, basic))
-    # (the two sum the same curves in another order: equal but for float error, within the
-    # relative margin every Rényi figure is rounded up by, accountants._MARGIN)
-    assert float(decided.value) <= float(shown.epsilon) * (1 + accountants._MARGIN), (decided, shown)
-    assert float(shown.epsilon) <= float(decided.value) * (1 + accountants.PURE_PREFERENCE) + 1e-12, (decided, shown)
+    shown = float(accountants.subset_figures(index, subset, delta, basic)["rdp"].epsilon)
+    state = accountants.state_from_history(caps[0], ledger.releases, families)
+    shifted, clamped = [], False
+    for a, cap in zip(REFERENCE_FILTER_ORDERS, caps):
+        decided = accountants.cap_decision(cap, total.value, total.spend, state)
+        if math.isinf(shown) or shown == 0:  # unprotected, or nothing spent (a zero curve is 0-DP)
+            assert float(decided.value) == shown, (a, decided)
+            continue
+        if decided.accountant == "basic":  # a pure history its pure sum holds: no statement at the order
+            assert float(decided.value) == float(total.value) and total.spend.is_pure
+            continue
+        if float(decided.value) == 0:  # (a statement below 0 at a large order and delta: 0)
+            clamped = True
+            continue
+        value = float(decided.value) + math.log(len(REFERENCE_FILTER_ORDERS)) / (a - 1)
+        # (each figure rounded up by a relative margin, accountants._MARGIN, and summed in its own order)
+        assert value >= shown * (1 - 1e-8), (a, decided, shown)
+        shifted.append(value)
+    if len(shifted) == len(caps) and not clamped:
+        assert min(shifted) == pytest.approx(shown, rel=1e-8)

@@ -109,22 +109,44 @@ def test_a_pure_guarantee_is_charged_where_it_covers_and_the_approx_one_elsewher
 def test_a_cap_in_pure_epsilon_or_rho_or_at_a_small_delta_keeps_the_finite_side(tmp_path):
     # (the adversarial review of the first version, which charged the (epsilon, delta) side on {a}
     # because it protects more: every one of these went to ∞ though a pure guarantee covers)
-    url = f"sqlite:///{tmp_path / 'l.db'}"
-    (tmp_path / "d.yaml").write_text(
-        "dataset: d\ndelta: 1e-9\nvariables:\n  - {name: a, classification: sensitive}\n  - {name: b}\n"
-        "caps:\n  - {name: pure, subset: [a], epsilon: 5}\n  - {name: rho, subset: [a], rho: 5}\n"
-        "  - {name: small, subset: [a], epsilon: 5, delta: 1e-9}\n")
-    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
-    (tmp_path / "r.yaml").write_text(
+    # A release offering pure 0.1 on {a} and (1, 1e-7) on {a, b}: {a, b} is charged its 1e-7, which
+    # must fit the allowance of the dataset's delta (half of it). At 1e-6 it does; the caps on {a},
+    # pure, rho and at the small delta 1e-9, keep the pure side.
+    from support import dump_tables
+
+    release_file = tmp_path / "r.yaml"
+    release_file.write_text(
         "dataset: d\nreleases:\n  - {id: r, reads: [a, b], mechanism: {name: declared}, guarantees: "
         "[{protects: [a], epsilon: 0.1}, {protects: [a, b], epsilon: 1, delta: 1e-7}]}\n")
-    recorded = cli_main(url, "record", tmp_path / "r.yaml")
+
+    def ledger(name, delta):
+        url = f"sqlite:///{tmp_path / name}"
+        (tmp_path / "d.yaml").write_text(
+            f"dataset: d\ndelta: {delta}\nvariables:\n  - {{name: a, classification: sensitive}}\n  - {{name: b}}\n"
+            "caps:\n  - {name: pure, subset: [a], epsilon: 5}\n  - {name: rho, subset: [a], rho: 5}\n"
+            "  - {name: small, subset: [a], epsilon: 5, delta: 1e-9}\n")
+        assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+        return url
+
+    url = ledger("l.db", "1e-6")
+    recorded = cli_main(url, "record", release_file)
     assert recorded.code == 0, recorded.err
     caps = {cap["cap"]: cap["current"] for cap in cli_main(url, "cap", "list", "--json").json()}
     assert caps == {"pure": pytest.approx(0.1), "rho": pytest.approx(0.005), "small": pytest.approx(0.1)}
     assert cli_main(url, "subset", "a", "--json").json()["epsilon"] == pytest.approx(0.1)
-    assert cli_main(url, "subset", "a", "b", "--json").json()["epsilon"] == "inf"  # (1, 1e-7) at 1e-9
+    assert cli_main(url, "subset", "a", "--delta", "1e-9", "--json").json()["epsilon"] == pytest.approx(0.1)
+    assert cli_main(url, "subset", "a", "b", "--json").json()["epsilon"] == 1  # (1, 1e-7) at 1e-6
+    # at 1e-9 the allowance (5e-10) does not hold 1e-7: no figure
+    assert cli_main(url, "subset", "a", "b", "--delta", "1e-9", "--json").json()["epsilon"] == "inf"
     assert cli_main(url, "audit", "verify").code == 0
+    # a dataset at 1e-9: the release would take {a, b} past its allowance, so it is refused, exit 1,
+    # nothing written, naming the subset and the deltas
+    url = ledger("small.db", "1e-9")
+    before = dump_tables(url)
+    refused = cli_main(url, "record", release_file)
+    assert refused.code == 1
+    assert "the approximate deltas on {a, b} would reach 1 × 10⁻⁷" in refused.err, refused.err
+    assert dump_tables(url) == before
 
 
 def test_of_several_approx_guarantees_the_first_ranked_is_charged_in_a_composition():

@@ -106,7 +106,7 @@ def test_headroom_at_a_delta_is_what_a_ledger_of_that_delta_prints(tmp_path, ref
     any_ = cli_main(urls[0], "headroom", "b", "--delta", "1e-6", "--json").json()
     assert F(any_["rho_exact"]) == rho
     # stated as the basic accountant states a rho: at the Rényi orders fixed in advance, 1/44 of the delta
-    # each (the other half is kept for a plan declared in advance: conftest's reference_filter)
+    # each (the other half is kept for the approximate releases' allowance: conftest's reference_filter)
     assert any_["rho_epsilon"] == pytest.approx(_reference_filter(rho=float(rho), delta=1e-6), rel=1e-9)
     assert any_["rho_epsilon"] >= _reference_filter(rho=float(rho), delta=1e-6) * (1 - 1e-12)
 
@@ -142,7 +142,8 @@ LEDGER_RELEASES = st.lists(st.tuples(
 @given(releases=LEDGER_RELEASES, limit=st.sampled_from(["6", "9", "14"]))
 def test_a_plan_of_the_headroom_passes_check_and_one_slightly_over_is_refused(tmp_path_factory, releases, limit):
     """For each mechanism, the boundary `headroom` states is the one `check` draws, on ledgers
-    declared in advance (all planned) or adaptive (some published before others were recorded)."""
+    recorded in full before any output (all planned) or one by one (some published before others
+    were recorded): the same filters either way."""
     directory = tmp_path_factory.mktemp("boundary")
     url = f"sqlite:///{directory / 'l.db'}"
     book = ledger.open(url, actor="steward")
@@ -187,10 +188,20 @@ def test_a_plan_of_the_headroom_passes_check_and_one_slightly_over_is_refused(tm
 def test_a_laplace_plan_may_take_more_than_any_epsilon_dp_plan_and_headroom_says_how_much(tmp_path):
     """The trial's E: headroom assumed any epsilon-DP mechanism (randomized response's curve), so
     `check` admitted a Laplace plan larger than the headroom printed. Asked for a Laplace, headroom
-    gives check's boundary for it; the worst case stays the default, and says so."""
+    gives check's boundary for it; the worst case stays the default, and says so. The cap, 5 at
+    1e-9, is a Rényi filter at order 9 (fixed by its epsilon and delta); it holds a Gaussian of
+    sigma/sensitivity 2 (the curve a / 8) and a Laplace of 1 (Mironov 2017, Prop 6): the new
+    release's curve at that order may take the statement (CKS 2020 Prop 12 at half the delta) to 5,
+    0.7195 for randomized response's curve, 0.7494 for the Laplace's (this test's roots)."""
+    from dp_accounting.rdp import rdp_privacy_accountant
+    from scipy.optimize import brentq
+
+    from conftest import _reference_cap_order, _reference_prop12
+    from test_accountants import rr_curve
+
     url = f"sqlite:///{tmp_path / 'e.db'}"
     (tmp_path / "d.yaml").write_text("dataset: e\ndelta: 1e-9\nvariables: [{name: a}]\n"
-                                     "caps:\n  - {name: c, subset: [a], epsilon: 6, delta: 1e-9}\n")
+                                     "caps:\n  - {name: c, subset: [a], epsilon: 5, delta: 1e-9, filter: renyi}\n")
     (tmp_path / "r.yaml").write_text("dataset: e\nreleases:\n"
                                      "  - {id: g, reads: [a], mechanism: {name: gaussian, sigma: 2, sensitivity: 1}}\n"
                                      "  - {id: l, reads: [a], mechanism: {name: laplace, epsilon: 1}}\n")
@@ -198,6 +209,15 @@ def test_a_laplace_plan_may_take_more_than_any_epsilon_dp_plan_and_headroom_says
     assert cli_main(url, "record", tmp_path / "r.yaml").code == 0
     worst = F(cli_main(url, "headroom", "a", "--json").json()["epsilon_exact"])
     laplace = F(cli_main(url, "headroom", "a", "--mechanism", "laplace", "--json").json()["epsilon_exact"])
+    order = _reference_cap_order(5, 1e-9)
+    assert order == 9
+    held = order / 8 + rdp_privacy_accountant._laplace_rdp(1.0, order)
+    any_root = brentq(lambda e: _reference_prop12(held + rr_curve(order, e), order, 5e-10) - 5, 1e-3, 5, xtol=1e-14)
+    laplace_root = brentq(lambda e: _reference_prop12(held + rdp_privacy_accountant._laplace_rdp(e, order), order,
+                                                      5e-10) - 5, 1e-3, 5, xtol=1e-14)
+    assert (round(any_root, 4), round(laplace_root, 4)) == (0.7195, 0.7494)
+    assert float(worst) == pytest.approx(any_root, rel=1e-7)
+    assert float(laplace) == pytest.approx(laplace_root, rel=1e-7)
     assert laplace > worst * F(101, 100)
 
     def check(mechanism: str) -> int:

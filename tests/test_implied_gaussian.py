@@ -19,7 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from support import cli_main, dump_tables
 
-from conftest import REFERENCE_DECLARED_PART
+from conftest import _reference_filter
 
 import ledger
 from exact_profiles import epsilon_at, gaussian_delta
@@ -110,9 +110,9 @@ def _printed(release: Release, delta: Fraction) -> float:
 def test_never_below_the_true_figure_of_any_gaussian_the_claim_allows(epsilon, delta_exponent, other_exponent,
                                                                      extra, sensitivity):
     """Any Gaussian (sigma / sensitivity = m >= m*) satisfying the claim has at the other delta'
-    a true epsilon no larger than the ledger's figure for the release. (The release alone is a plan
-    declared in advance: its figure is made at the declared statements' half of delta', so for m*
-    it is tight to the true epsilon at that half.)"""
+    a true epsilon no larger than the ledger's figure for the release. For m* the figure is the
+    running figure of its rho 1 / (2 m*^2) (the fixed orders at 1/44 of delta' each, conftest's
+    reference), whatever the claim's own delta: the claim is never charged beside it."""
     delta, other = F(1, 10**delta_exponent), F(1, 10**other_exponent)
     _, high = smallest_multiplier(epsilon, delta)
     m = high * (1 + mpmath.mpf(extra))  # consistent with the claim: delta(epsilon; m) <= delta
@@ -120,9 +120,9 @@ def test_never_below_the_true_figure_of_any_gaussian_the_claim_allows(epsilon, d
     true = epsilon_at(mpmath.mpf(1) / 10**other_exponent, s=1 / m, high=200.0)
     printed = _printed(_release(epsilon, delta, sensitivity), other)
     assert math.isfinite(printed) and printed >= true - 1e-12
-    if extra == 0:  # tight for m*: within the PLD's discretisation or the CKS conversion, at the share
-        true_at_share = epsilon_at(mpmath.mpf(1) / 10**other_exponent * REFERENCE_DECLARED_PART, s=1 / m, high=200.0)
-        assert printed <= max(true_at_share * 1.2, true_at_share + 0.05)
+    if extra == 0:  # the implied multiplier is m* rounded down: its rho within float error of m*'s
+        expected = _reference_filter(rho=float(1 / (2 * high**2)), delta=float(other))
+        assert printed == pytest.approx(expected, rel=1e-6)
 
 
 DATASET = """\
@@ -140,9 +140,9 @@ releases:
 """
 
 
-def _ledger(tmp_path, releases: str = GAUSSIAN, cap: bool = True):
+def _ledger(tmp_path, releases: str = GAUSSIAN, cap: bool = True, dataset: str = DATASET):
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    (tmp_path / "d.yaml").write_text(DATASET)
+    (tmp_path / "d.yaml").write_text(dataset)
     (tmp_path / "r.yaml").write_text(releases)
     assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
     if cap:  # (a cap at 1e-9 refused the Gaussian before: its loss was ∞ there)
@@ -153,59 +153,77 @@ def _ledger(tmp_path, releases: str = GAUSSIAN, cap: bool = True):
 
 
 def test_every_command_prints_the_implied_gaussians_finite_figure_at_a_smaller_delta(tmp_path):
-    """At the dataset's delta 1e-9 (below the release's 1e-5) the loss was ∞; it is the implied
-    Gaussian's figure, the same in subset, table, cap list, check, headroom's cap and the API.
-    (One release recorded alone is a plan declared in advance: its figure, the PLD's, is made at
-    the declared statements' half of the delta, 5e-10.)"""
+    """At the dataset's delta 1e-9 (below the release's 1e-5, and its allowance 5e-10 far below it)
+    the claim alone would be ∞, or refused; it is the implied Gaussian's figure: the running figure
+    of its rho (22 fixed orders, 1/44 of the delta each), the same in subset, table, check and the
+    API; the cap set before it is the running figure as a filter, which holds it to that figure."""
     url = _ledger(tmp_path)
     low, _ = smallest_multiplier(F(1), F(1, 10**5))
-    declared_delta = mpmath.mpf("1e-9") * REFERENCE_DECLARED_PART
-    true = epsilon_at(declared_delta, s=1 / low, high=100.0)  # the worst Gaussian the claim allows
-    assert true >= epsilon_at(mpmath.mpf("1e-9"), s=1 / low, high=100.0)  # (at the whole delta: smaller)
+    rho = float(1 / (2 * low**2))  # the worst Gaussian the claim allows
+    true = epsilon_at(mpmath.mpf("1e-9"), s=1 / low, high=100.0)
+    expected = _reference_filter(rho=rho, delta=1e-9)
+    assert expected > true
     subset = cli_main(url, "subset", "income", "--json").json()["epsilon"]
-    assert math.isfinite(subset) and true <= subset <= true + 0.01  # (declared: the PLD figure)
+    assert math.isfinite(subset) and subset == pytest.approx(expected, rel=1e-6)
     assert cli_main(url, "table", "--json").json()["total_shown"]["values"]["income"] == subset
     (cap,) = cli_main(url, "cap", "list", "--json").json()
+    assert "running figure as a filter" in cap["theorem"]
     assert cap["current"] == subset
     (tmp_path / "p.yaml").write_text("dataset: survey\nreleases:\n"
                                      "  - {id: p, reads: [income], mechanism: {name: laplace, epsilon: 1}}\n")
     checked = cli_main(url, "check", tmp_path / "p.yaml", "--json")
-    assert checked.code == 0 and checked.json()["caps"][0]["current"] == subset
+    assert checked.code == 0 and checked.json()["caps"][0]["current"] == cap["current"]
     book = ledger.open(url, actor="someone")
     assert book.subset(["income"]).epsilon == subset
     assert cli_main(url, "audit", "verify").code == 0
 
 
-def test_at_twice_its_own_delta_the_claim_is_printed_to_its_last_digits(tmp_path):
+def test_at_its_own_delta_the_release_is_charged_by_its_rho_never_by_the_claim(tmp_path):
     # the release is charged by the rho its claim implies (the side fixed for a release offering
-    # both, test_fixed_sides), whose Gaussian at the claim's own delta is the claim. Recorded alone
-    # it is a plan declared in advance, whose figure (the PLD's) is made at half the delta asked
-    # (REFERENCE_DECLARED_PART): asked at twice the claim's delta, it is the claim: 1, never below
+    # both, test_fixed_sides), at every delta: at the claim's own delta 1e-5 the running figure of
+    # that rho (the fixed orders at 1/44 of it, 1.315), above the claim's 1 and the exact figure of
+    # the worst Gaussian it allows (Balle and Wang 2018, Thm 8, this file's mpmath bisection: 1)
     url = _ledger(tmp_path)
     low, _ = smallest_multiplier(F(1), F(1, 10**5))
-    twice = cli_main(url, "subset", "income", "--delta", "2e-5", "--json").json()
-    assert twice["case"] == "declared"
-    assert 1e-5 / REFERENCE_DECLARED_PART == 2e-5
-    assert 1 <= twice["epsilon"] <= 1 + 1e-8
-    # at the claim's own delta itself: the implied Gaussian's exact figure at half of it (Balle and
-    # Wang 2018, Thm 8, by this file's mpmath bisection: 1.04500), never below
-    true = epsilon_at(mpmath.mpf("1e-5") * REFERENCE_DECLARED_PART, s=1 / low, high=100.0)
+    assert epsilon_at(mpmath.mpf("1e-5"), s=1 / low, high=100.0) == pytest.approx(1, abs=1e-9)
     shown = cli_main(url, "subset", "income", "--delta", "1e-5", "--json").json()
-    assert true <= shown["epsilon"] <= true + 1e-8
-    assert cli_main(url, "subset", "income", "--delta", "1e-5", "--accountant", "pld", "--json"
-                    ).json()["epsilon"] >= 1
+    assert shown["case"] == "adaptive"
+    expected = _reference_filter(rho=float(1 / (2 * low**2)), delta=1e-5)
+    assert round(expected, 3) == 1.315
+    assert shown["epsilon"] == pytest.approx(expected, rel=1e-6)
+    # the PLD, information only, at the whole delta: the claim itself, never below it
+    pld = cli_main(url, "subset", "income", "--delta", "1e-5", "--accountant", "pld", "--json").json()
+    assert 1 <= pld["epsilon"] <= 1 + 5e-3
 
 
-def test_a_generic_epsilon_delta_claim_stays_unbounded_at_a_smaller_delta(tmp_path):
-    url = _ledger(tmp_path, textwrap.dedent("""\
+OWN_DELTA = DATASET.replace("delta: 1e-9", "delta: 2e-5")  # (its allowance, 1e-5, holds one claim)
+
+
+def test_a_generic_epsilon_delta_claim_past_the_allowance_is_refused(tmp_path):
+    """A claim (1, 1e-5) with nothing implied: its delta is past the allowance of the dataset's
+    delta 1e-9 (half of it), so `record` refuses it, exit 1, nothing written, naming the subset.
+    Where the allowance holds it (a dataset at 2e-5), it is recorded, and at a smaller delta its
+    subset has no figure."""
+    generic = textwrap.dedent("""\
         dataset: survey
         releases:
           - id: d
             reads: [income]
             mechanism: {name: declared}
             guarantees: [{epsilon: 1, delta: 1e-5}]
-        """), cap=False)
-    assert cli_main(url, "subset", "income", "--json").json()["epsilon"] == "inf"
+        """)
+    url = f"sqlite:///{tmp_path / 'refused.db'}"
+    (tmp_path / "d.yaml").write_text(DATASET)
+    (tmp_path / "r.yaml").write_text(generic)
+    assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
+    before = dump_tables(url)
+    refused = cli_main(url, "record", tmp_path / "r.yaml")
+    assert refused.code == 1
+    assert "allowance would be passed" in refused.err and "{income}" in refused.err, refused.err
+    assert dump_tables(url) == before
+    url = _ledger(tmp_path, generic, cap=False, dataset=OWN_DELTA)
+    assert cli_main(url, "subset", "income", "--json").json()["epsilon"] == 1
+    assert cli_main(url, "subset", "income", "--delta", "1e-9", "--json").json()["epsilon"] == "inf"
 
 
 def test_a_ledger_of_schema_10_gives_its_rows_the_implied_event_and_keeps_its_record(tmp_path, monkeypatch):
@@ -219,13 +237,13 @@ def test_a_ledger_of_schema_10_gives_its_rows_the_implied_event_and_keeps_its_re
     with monkeypatch.context() as patched:  # schema 10 derived no implied multiplier
         patched.setattr(catalogue, "implied_gaussian_multiplier", lambda epsilon, delta: None)
         accountants._mechanism_event.cache_clear()
-        url = _ledger(tmp_path, cap=False)
+        url = _ledger(tmp_path, cap=False, dataset=OWN_DELTA)  # (the claim alone must fit the allowance)
     accountants._mechanism_event.cache_clear()
-    before = cli_main(url, "subset", "income", "--json").json()
+    before = cli_main(url, "subset", "income", "--delta", "1e-9", "--json").json()
     assert before["epsilon"] == "inf"
     (events,), = sql(url, "SELECT count(*) FROM audit_events")[0]
     sql(url, "UPDATE ledger_meta SET value = '10' WHERE key = 'schema_version'")
-    assert cli_main(url, "subset", "income", "--json").json() == before
+    assert cli_main(url, "subset", "income", "--delta", "1e-9", "--json").json() == before
     migrated, rows = sql(url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}",
                          "SELECT e.key, charged_by_event FROM release_accounting JOIN accounting_events e "
                          "ON e.id = event WHERE release = 'g'")
@@ -262,7 +280,7 @@ def test_a_retry_of_a_file_recorded_before_schema_11_is_the_same_release(tmp_pat
     with monkeypatch.context() as patched:  # schema 10 derived no implied multiplier
         patched.setattr(catalogue, "implied_gaussian_multiplier", lambda epsilon, delta: None)
         accountants._mechanism_event.cache_clear()
-        url = _ledger(tmp_path, cap=False)
+        url = _ledger(tmp_path, cap=False, dataset=OWN_DELTA)  # (the claim alone must fit the allowance)
     accountants._mechanism_event.cache_clear()
     sql(url, "UPDATE ledger_meta SET value = '10' WHERE key = 'schema_version'")
     cli_main(url, "subset", "income")  # the upgrade

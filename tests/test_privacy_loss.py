@@ -367,11 +367,11 @@ def test_the_convolution_is_scipy_signals_fftconvolve_bit_for_bit(one, two):
     assert np.array_equal(_convolve(a, b), signal.fftconvolve(a, b))
 
 
-def test_a_declared_cap_is_decided_without_dp_accounting(tmp_path):
-    """A check and a record against a cap at a delta, every release declared in advance, so the
-    PLD accountant decides it too (DESIGN 2.10): the figure needs no dp_accounting, no
-    scipy.stats, scipy.signal nor scipy.optimize (issue 13 section 2). (That the figure is
-    dp_accounting's: the tests above, leaf by leaf and node by node.)"""
+def test_a_cap_at_a_delta_is_decided_without_dp_accounting(tmp_path):
+    """A check and a record against a cap at a delta, every release recorded before any output:
+    the cap is a Rényi filter at its one order (2.2 for 50 at 1e-9), and no PLD ever decides it
+    (DESIGN 2.10), so its figure needs no dp_accounting, no scipy.stats, scipy.signal nor
+    scipy.optimize (issue 13 section 2)."""
     import subprocess
     import sys
 
@@ -379,7 +379,7 @@ def test_a_declared_cap_is_decided_without_dp_accounting(tmp_path):
 
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     (tmp_path / "d.yaml").write_text("dataset: survey\nvariables:\n  - {name: age}\n  - {name: income}\n"
-                                     "caps:\n  - {subset: [age, income], epsilon: 50, delta: 1e-9}\n")
+                                     "caps:\n  - {subset: [age, income], epsilon: 50, delta: 1e-9, filter: renyi}\n")
     assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
     lines = ["dataset: survey", "releases:"]
     for k, mechanism in enumerate(["{name: laplace, epsilon: 0.5}", "{name: gaussian, sigma: 3, sensitivity: 1}",
@@ -390,6 +390,9 @@ def test_a_declared_cap_is_decided_without_dp_accounting(tmp_path):
     (tmp_path / "next.yaml").write_text("dataset: survey\nreleases:\n"
                                         "  - {id: n1, reads: [age], mechanism: {name: laplace, epsilon: 0.5}}\n")
     heavy = ("dp_accounting", "scipy.stats", "scipy.signal", "scipy.optimize")
+    from conftest import _reference_cap_order
+
+    assert _reference_cap_order(50, 1e-9) == 2.2
     for command in ("check", "record"):
         code = ("import sys\nfrom ledger.cli import app as cli\n"
                 f"sys.argv = ['privacy-ledger', '--db', {url!r}, {command!r}, {str(tmp_path / 'next.yaml')!r}]\n"
@@ -398,7 +401,7 @@ def test_a_declared_cap_is_decided_without_dp_accounting(tmp_path):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                              cwd=tmp_path).stdout
         assert "IMPORTED []" in out, out
-        assert "by the pld accountant" in out, out
+        assert "filter: Rényi filter at order 2.2," in out and "pld" not in out, out
 
 
 # Issue 13, section 2: the PLDs are composed without importing scipy.fft or scipy.special as
