@@ -798,14 +798,40 @@ def build_releases(
     return releases, families, out.errors
 
 
+# The moments a ledger keeps, in UTC: a day short of either end of Python's calendar, so that
+# converting a moment to UTC and the as-of arithmetic (a day before a --since, a microsecond
+# before an --as-of) never leave it.
+EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+LATEST = datetime(9999, 12, 30, 23, 59, 59, 999999, tzinfo=UTC)
+
+
+class MomentOutOfRange(ValueError):
+    """A date-time outside EARLIEST .. LATEST; the message says so, quoting it."""
+
+
 def parse_moment(text: str) -> datetime | None:
     """An ISO 8601 date or date-time as an aware UTC moment (a date is its midnight; no
-    zone means UTC); None when it is not one."""
+    zone means UTC); None when it is not one, or lies outside EARLIEST .. LATEST."""
+    try:
+        return utc_moment(text)
+    except MomentOutOfRange:
+        return None
+
+
+def utc_moment(text: str) -> datetime | None:
+    """`parse_moment`, raising MomentOutOfRange for a moment outside EARLIEST .. LATEST."""
     try:
         moment = datetime.fromisoformat(str(text).strip())
     except ValueError:
         return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    try:
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 lies in year 0, in UTC
+        moment = None
+    if moment is None or not EARLIEST <= moment <= LATEST:
+        raise MomentOutOfRange(f"{str(text).strip()[:EXCERPT_CHARS]!r} is outside the moments a ledger keeps: "
+                               f"{EARLIEST.date().isoformat()} to {LATEST.date().isoformat()}, UTC")
+    return moment
 
 
 def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: datetime | None,
@@ -823,7 +849,11 @@ def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: date
     moments = {}
     for key in ("approved_at", "published_at"):
         if key in entry and not refused.within(at + (key,)):
-            moment = parse_moment(entry[key])
+            try:
+                moment = utc_moment(entry[key])
+            except MomentOutOfRange as exc:
+                out.add(at + (key,), str(exc))
+                continue
             if moment is None:
                 out.add(at + (key,), f"not an ISO date-time: {entry[key]!r}")
             elif recorded_at is not None and moment > _utc(recorded_at):
