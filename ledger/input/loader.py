@@ -34,7 +34,7 @@ from ..accounting.catalogue import (
 from ..accounting.lineage import PUBLISHED_STATUSES, describe, publish_blockers
 from ..accounting.relation import in_dataset
 from ..core.errors import InputErrors, LedgerError
-from ..core.numbers import NumberError, to_fraction
+from ..core.numbers import WRITE_A_NUMBER, NumberError, plain_decimal, to_fraction
 from ..core.lazy import lazy_module
 from ..core.records import (
     CHARGED_STATUSES,
@@ -185,6 +185,12 @@ def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerEr
             if problem is not None:
                 return None, [LedgerError(f"{name}:{problem[0]}", "", f"refused YAML: {problem[1]}")]
             _timestamps_as_text(node)
+            lines: dict[Path_, int] = {}
+            if node is not None:
+                _collect_lines(node, (), lines)
+            errors = _numbers_not_as_written(loader, node, Document(name, None, lines))
+            if errors:
+                return None, errors
             data = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
@@ -201,9 +207,6 @@ def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerEr
         # thousands of digits): the message quotes at most a short excerpt
         return None, [LedgerError(name, "", f"malformed YAML: a value that cannot be read "
                                             f"({type(exc).__name__}: {str(exc)[:120]})")]
-    lines: dict[Path_, int] = {}
-    if node is not None:
-        _collect_lines(node, (), lines)
     document = Document(name, data, lines)
     errors = check_values(document, MAX_DEPTH)
     return (None, errors) if errors else (document, [])
@@ -283,6 +286,40 @@ def _timestamps_as_text(root: yaml.Node | None) -> None:
             stack.extend(child for pair in node.value for child in pair)
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(node.value)
+
+
+YAML_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+
+
+def _numbers_not_as_written(loader, root: yaml.Node | None, document: Document) -> list[LedgerError]:
+    """Every unquoted number written other than as a plain decimal (numbers.plain_decimal): YAML 1.1
+    reads 1:30 as 90, 017 as 15, 0x10 as 16, 1_000 as 1000, .inf as infinity; refused, quoting the
+    text written, wherever it is (a value meant as text is quoted). A tag given explicitly that
+    YAML would not infer from the text (`!!int abc`) is left to the constructors. (A plain scalar's
+    style is None, or "" with libyaml's loader; a quoted one's is a quote.)"""
+    errors: list[LedgerError] = []
+    stack = [(root, ())] if root is not None else []
+    seen: set[int] = set()
+    while stack and len(errors) < 20:
+        node, at = stack.pop()
+        if id(node) in seen:  # an alias: a shared node, reported once
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            if node.tag in YAML_NUMBER_TAGS and not node.style and not plain_decimal(node.value) \
+                    and loader.resolve(yaml.ScalarNode, node.value, (True, False)) == node.tag:
+                try:
+                    read = f" (YAML reads it as {loader.construct_object(node)!r})"
+                except (ValueError, TypeError, OverflowError, ArithmeticError):
+                    read = ""
+                errors.append(LedgerError(document.source(at), field_name(at) or "(top level)",
+                                          f"{excerpt(node.value)} is not a plain decimal{read}: {WRITE_A_NUMBER} "
+                                          "(text in quotes)"))
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend((value, at + (key.value,)) for key, value in reversed(node.value))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((value, at + (index,)) for index, value in reversed(list(enumerate(node.value))))
+    return errors
 
 
 def _collect_lines(node: yaml.Node, at: Path_, lines: dict[Path_, int]) -> None:
@@ -506,7 +543,7 @@ def _schema_message(error: jsonschema.ValidationError, schema_name: str) -> str:
     if error.validator in ("oneOf", "anyOf"):
         choices = error.validator_value
         if any(choice.get("type") == "number" for choice in choices):
-            return f"must be {_NUMBER}; found {_found(instance)}"
+            return f"must be {_NUMBER}; found {_found(instance)}: {WRITE_A_NUMBER}"
         return f"must be {' or '.join(_expected(choice) for choice in choices)}; found {_found(instance)}"
     if error.validator == "type":
         if not error.absolute_path and instance is None:
