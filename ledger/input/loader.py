@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 import stat
+import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -898,6 +899,8 @@ def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: date
             else:
                 moments[key] = moment
     approved_by = entry.get("approved_by")
+    if isinstance(approved_by, str):  # a person is one name, whatever its encoding (people.check_person)
+        approved_by = unicodedata.normalize("NFC", approved_by)
     if status is Status.PLANNED:
         for key in ("approved_by", "approved_at", "published_at"):
             if key in entry:
