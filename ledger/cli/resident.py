@@ -326,7 +326,7 @@ def _await(connection: socket.socket, pid: int) -> int:
     if reply is None:
         sys.stderr.write("privacy-ledger: the resident process ended before this command's exit status "
                          f"reached it (process {pid}); whether it completed is not known: see "
-                         "`privacy-ledger audit log`\n")
+                         "what the ledger holds (`privacy-ledger releases`) before running it again\n")
         return EXIT_UNKNOWN
     _, status = _STATUS.unpack(reply)
     code = os.waitstatus_to_exitcode(status)

@@ -103,7 +103,9 @@ def field_name(at: Path_) -> str:
 MAX_FILE_BYTES = 16 * 1024 * 1024  # one release or dataset file
 MAX_DEPTH = 64  # nesting of mappings and lists
 MAX_ALIASES = 1000  # YAML aliases (*name) in one file
-MAX_NODES = 200_000  # values in one file, every alias counted as what it expands to
+# values the aliases of one file add, each alias counted as what it expands to (an alias bomb);
+# the values written in the file are bounded by its size
+MAX_NODES = 200_000
 
 
 @cache
@@ -233,8 +235,9 @@ def _yaml_limits(text: str) -> tuple[int, str] | None:
 
 
 def _node_problem(root: yaml.Node | None) -> tuple[int, str] | None:
-    """(line, problem): a duplicate key, a key that is not a string, or more than
-    MAX_NODES values once aliases are expanded (each shared node counted once per use)."""
+    """(line, problem): a duplicate key, a key that is not a string, or aliases that add more
+    than MAX_NODES values once expanded (each shared node counted once per use, beyond the
+    values written: a long file without aliases is limited by its size alone)."""
     if root is None:
         return None
     sizes: dict[int, int] = {}
@@ -260,9 +263,12 @@ def _node_problem(root: yaml.Node | None) -> tuple[int, str] | None:
             stack.append((node, True))
             stack.extend((child, False) for child in children if id(child) not in sizes)
             continue
-        sizes[id(node)] = min(1 + sum(sizes[id(child)] for child in children), MAX_NODES + 1)
-        if sizes[id(node)] > MAX_NODES:
-            return node.start_mark.line + 1, f"more than {MAX_NODES} values once its aliases are expanded"
+        sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+        # every node below this one is among those counted (len(sizes)): what exceeds them is what
+        # its aliases add (exact at the root; the first excess stops the count, so it stays small)
+        if sizes[id(node)] - len(sizes) > MAX_NODES:
+            return node.start_mark.line + 1, (f"its aliases expand to more than {MAX_NODES} values besides those "
+                                              "written")
     return None
 
 

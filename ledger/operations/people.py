@@ -5,7 +5,8 @@ Roles, stored in the ledger (store.RoleRow), each grant and revocation an audit 
 - steward: records and cancels releases;
 - approver: approves, publishes and retracts releases;
 - auditor: reads and verifies (reading is open to anyone who can open the ledger;
-  the role names the board's auditors in the ledger itself).
+  the role names the board's auditors in the ledger itself), and recomputes the caps'
+  running totals (`audit retotal`, which an admin may also do).
 
 Invariants:
 - the first person to write to a ledger that has no roles yet (`init`, `dataset
@@ -54,6 +55,7 @@ DUTIES = {
     "approve": "approver",
     "publish": "approver",
     "retract": "approver",
+    "recompute the running totals": ("auditor", "admin"),  # (audit retotal: either role)
 }
 
 NAME_LIMIT = 200
@@ -195,18 +197,21 @@ def bootstrap(session: Session, person: str) -> bool:
 
 
 def require(session: Session, person: str, step: str, role: str | None = None) -> None:
-    """Refuse (exit 2, naming the role) unless `person` holds the role `step` needs."""
+    """Refuse (exit 2, naming the role) unless `person` holds the role `step` needs (one of them,
+    where DUTIES names several)."""
     needed = role or DUTIES[step]
+    accepted = (needed,) if isinstance(needed, str) else needed
     everyone = store.roles(session)
     if not everyone:  # the ledger's first writer
         bootstrap(session, person)
         everyone = store.roles(session)
     check_new_person(person, everyone, "--as")
     held = everyone.get(person, frozenset())
-    if needed not in held:
-        raise fail("command line", "--as", f"{person!r} cannot {step}: it needs the {needed} role "
+    if not held & set(accepted):
+        raise fail("command line", "--as", f"{person!r} cannot {step}: it needs the {' or '.join(accepted)} role "
                                            f"({person!r} holds {', '.join(sorted(held)) or 'no role'}); "
-                                           f"an admin grants it with `privacy-ledger role grant {person} {needed}`")
+                                           f"an admin grants it with `privacy-ledger role grant {person} "
+                                           f"{accepted[0]}`")
 
 
 def check_recorded(session: Session, person: str, releases: list[Release], datasets) -> None:
