@@ -307,14 +307,15 @@ def _numbers_not_as_written(loader, root: yaml.Node | None, document: Document) 
     errors: list[LedgerError] = []
     stack = [(root, ())] if root is not None else []
     seen: set[int] = set()
+    scalar, mapping, sequence = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode  # (looked up once)
     while stack and len(errors) < 20:
         node, at = stack.pop()
         if id(node) in seen:  # an alias: a shared node, reported once
             continue
         seen.add(id(node))
-        if isinstance(node, yaml.ScalarNode):
+        if isinstance(node, scalar):
             if node.tag in YAML_NUMBER_TAGS and not node.style and not plain_decimal(node.value) \
-                    and loader.resolve(yaml.ScalarNode, node.value, (True, False)) == node.tag:
+                    and loader.resolve(scalar, node.value, (True, False)) == node.tag:
                 try:
                     read = f" (YAML reads it as {loader.construct_object(node)!r})"
                 except (ValueError, TypeError, OverflowError, ArithmeticError):
@@ -322,9 +323,9 @@ def _numbers_not_as_written(loader, root: yaml.Node | None, document: Document) 
                 errors.append(LedgerError(document.source(at), field_name(at) or "(top level)",
                                           f"{excerpt(node.value)} is not a plain decimal{read}: {WRITE_A_NUMBER} "
                                           "(text in quotes)"))
-        elif isinstance(node, yaml.MappingNode):
+        elif isinstance(node, mapping):
             stack.extend((value, at + (key.value,)) for key, value in reversed(node.value))
-        elif isinstance(node, yaml.SequenceNode):
+        elif isinstance(node, sequence):
             stack.extend((value, at + (index,)) for index, value in reversed(list(enumerate(node.value))))
     return errors
 
