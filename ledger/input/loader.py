@@ -551,7 +551,7 @@ def _schema_message(error: jsonschema.ValidationError, schema_name: str) -> str:
     if error.validator in ("oneOf", "anyOf"):
         choices = error.validator_value
         if any(choice.get("type") == "number" for choice in choices):
-            return f"must be {_NUMBER}; found {_found(instance)}: {WRITE_A_NUMBER}"
+            return f"must be a number; found {_found(instance)}: {WRITE_A_NUMBER}"
         return f"must be {' or '.join(_expected(choice) for choice in choices)}; found {_found(instance)}"
     if error.validator == "type":
         if not error.absolute_path and instance is None:
