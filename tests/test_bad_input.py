@@ -234,10 +234,13 @@ def entry_point(*args) -> tuple[int, str]:
     return code, err.getvalue()
 
 
+SECONDS = "must be a positive number of seconds"
+
+
 @pytest.mark.parametrize("settings, variable, allowed", [
     ({"LEDGER_RESIDENT": "yes"}, "LEDGER_RESIDENT", "must be 1"),
-    ({"LEDGER_RESIDENT": "1", "LEDGER_RESIDENT_IDLE": "nan"}, "LEDGER_RESIDENT_IDLE", "must be a positive number of seconds"),
-    ({"LEDGER_RESIDENT": "1", "LEDGER_RESIDENT_IDLE": "-5"}, "LEDGER_RESIDENT_IDLE", "must be a positive number of seconds"),
+    ({"LEDGER_RESIDENT": "1", "LEDGER_RESIDENT_IDLE": "nan"}, "LEDGER_RESIDENT_IDLE", SECONDS),
+    ({"LEDGER_RESIDENT": "1", "LEDGER_RESIDENT_IDLE": "-5"}, "LEDGER_RESIDENT_IDLE", SECONDS),
 ])
 def test_a_bad_resident_setting_is_refused_and_starts_no_server(ledger, monkeypatch, settings, variable, allowed):
     monkeypatch.setenv("LEDGER_RESIDENT_DIR", str(ledger.directory / "resident"))
@@ -392,7 +395,7 @@ def test_every_command_a_message_names_is_a_command():
     assert ("releases", "") in named
     for first, second in named:
         assert first in commands, first
-        group = getattr(commands[first], "commands", None)  # a group's subcommands; a command's next word is its argument
+        group = getattr(commands[first], "commands", None)  # (a command's next word is an argument)
         if group is not None and second:
             assert second in group, (first, second)
 

@@ -321,8 +321,8 @@ def _numbers_not_as_written(loader, root: yaml.Node | None, document: Document) 
                 except (ValueError, TypeError, OverflowError, ArithmeticError):
                     read = ""
                 errors.append(LedgerError(document.source(at), field_name(at) or "(top level)",
-                                          f"{excerpt(node.value)} is not a plain decimal{read}: {WRITE_A_NUMBER} "
-                                          "(text in quotes)"))
+                                          f"{excerpt(node.value)} is not a plain decimal{read}: {WRITE_A_NUMBER}, "
+                                          "or quote it if it is text"))
         elif isinstance(node, mapping):
             stack.extend((value, at + (key.value,)) for key, value in reversed(node.value))
         elif isinstance(node, sequence):

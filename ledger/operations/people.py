@@ -147,9 +147,9 @@ def check_person(name: str, field: str) -> str:
         raise fail("command line", field, f"a person's name is one line without control characters: {cleaned!r}")
     scripts = mixed_scripts(cleaned)
     if scripts:
-        raise fail("command line", field, f"a person's name is written in one script; {cleaned!r} mixes "
-                                          f"{' and '.join(script.title() for script in scripts)} letters (a look-alike of "
-                                          "another name, perhaps: write it in one)")
+        mixed = " and ".join(script.title() for script in scripts)
+        raise fail("command line", field, f"a person's name is written in one script; {cleaned!r} mixes {mixed} "
+                                          "letters (a look-alike of another name, perhaps: write it in one)")
     return cleaned
 
 
