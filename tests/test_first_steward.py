@@ -91,7 +91,7 @@ def _release(body: str) -> str:
      "guarantees: [{protects: [wage], epsilon: 1, relation: add_remove}]\n", 6, "releases[0].guarantees[0].relation",
      "must be one of replace, add-remove; found the text 'add_remove' (did you mean 'add-remove'?)"),
     ("reads: [wage]\nmechanism: {name: laplace, epsilon: one half}\n", 5, "releases[0].mechanism.epsilon",
-     "must be a number (1, 0.1, 1e-3) or a fraction (1/10); found the text 'one half'"),
+     "must be a number; found the text 'one half': write a decimal such as 0.5 or a fraction such as \"1/2\""),
     ("reads: [wage]\nmechanism: {name: declared}\nguarantees: [{protects: [wage]}]\n", 6,
      "releases[0].guarantees[0]", "needs epsilon or rho"),
 ])

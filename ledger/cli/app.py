@@ -1259,6 +1259,8 @@ def _change_role(person: str, role: str, granted: bool, by: str | None, as_json:
     with store.write_session(_engine()) as session:
         people.require(session, actor, "change roles")
         held = store.roles(session)
+        if granted:
+            people.check_new_person(person, held, "PERSON")
         if granted and role in held.get(person, frozenset()):
             if as_json:
                 typer.echo(cli_json.dumps({"ok": True, "person": person, "role": role, "granted": True,

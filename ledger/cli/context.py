@@ -89,9 +89,15 @@ def parse_date(text: str | None, option: str, *, start: bool = False, future: bo
     the moment used."""
     from datetime import UTC, datetime, time
 
+    from ..input.loader import MomentOutOfRange, utc_moment
+
     if text is None:
         return None
     stripped = str(text).strip()
+    try:
+        moment = utc_moment(stripped)  # (a date alone: its midnight, in range exactly when its day is)
+    except MomentOutOfRange as exc:
+        raise fail("command line", option, str(exc)) from None
     day = _date_only(stripped)
     if day is not None:
         moment = datetime.combine(day, time.min if start else time.max, tzinfo=UTC)
@@ -99,9 +105,6 @@ def parse_date(text: str | None, option: str, *, start: bool = False, future: bo
             raise fail("command line", option, f"{day.isoformat()} is in the future (today is "
                                                f"{store.now().date().isoformat()}, UTC)")
         return moment
-    from ..input.loader import parse_moment
-
-    moment = parse_moment(stripped)
     if moment is None:
         raise fail("command line", option, f"not a date: {failures.excerpt(stripped, 80)!r} (write it as "
                                            "2024-05-01 or 2024-05-01T09:30, UTC unless it says otherwise)")

@@ -133,7 +133,17 @@ def run(argv: list[str]) -> int | None:
     """Run `privacy-ledger ARGV` in a resident server's child and return its exit code;
     None when no server took the call (nothing ran: the caller runs it in its own process).
     With LEDGER_RESIDENT=1 and no server, one is started in the background for the next call."""
-    mode = os.environ.get(ENABLE_ENV, "")
+    mode, mode_problem = _mode()
+    idle_problem = _idle()[1] if mode == "1" else None  # (refused before a server is started with it)
+    problems = [(name, problem) for name, problem in ((ENABLE_ENV, mode_problem), (IDLE_ENV, idle_problem))
+                if problem]
+    if problems:  # nothing ran, and nothing runs
+        from ..core import failures
+
+        for name, problem in problems:
+            failures.say(f"error: environment: {name}: {problem}")
+        failures.say(f"{len(problems)} problem{'s' if len(problems) > 1 else ''}; nothing was written.")
+        return failures.EXIT_BAD_INPUT
     if mode == "0":
         return None
     if mode != "1" and not _any_socket():  # nothing can answer: no fingerprint, no socket module
@@ -190,6 +200,42 @@ class _Forwarding:
             signal.signal(signum, handler)
         for signum in self.held:
             os.kill(os.getpid(), signum)
+
+
+def _mode() -> tuple[str, str | None]:
+    """$LEDGER_RESIDENT: "1", "0", or "" (unset or empty: a server is used when one runs), and
+    what is wrong with anything else (never read as one of them). No import: every call reads it."""
+    mode = os.environ.get(ENABLE_ENV, "").strip()
+    if mode in ("", "0", "1"):
+        return mode, None
+    return mode, (f"must be 1 (use a resident process, starting one), 0 (never use one) or unset (use one "
+                  f"when it runs); found {mode[:40]!r}")
+
+
+def _idle() -> tuple[float, str | None]:
+    """$LEDGER_RESIDENT_IDLE: the seconds a server waits for a call before it ends, a positive
+    number (unset or empty: DEFAULT_IDLE_S), and what is wrong with anything else."""
+    given = os.environ.get(IDLE_ENV, "").strip()
+    if not given:
+        return DEFAULT_IDLE_S, None
+    try:
+        value = float(given)
+    except ValueError:
+        value = float("nan")
+    if 0 < value < float("inf"):  # (not NaN either: it would never end)
+        return value, None
+    return DEFAULT_IDLE_S, (f"must be a positive number of seconds, such as 900 (or unset: {DEFAULT_IDLE_S:g}); "
+                            f"found {given[:40]!r}")
+
+
+def idle_seconds() -> float:
+    """`_idle`'s seconds; bad input (exit 2) when it names none."""
+    value, problem = _idle()
+    if problem:
+        from ..core.errors import fail
+
+        raise fail("environment", IDLE_ENV, problem)
+    return value
 
 
 def _any_socket() -> bool:
@@ -280,7 +326,7 @@ def _await(connection: socket.socket, pid: int) -> int:
     if reply is None:
         sys.stderr.write("privacy-ledger: the resident process ended before this command's exit status "
                          f"reached it (process {pid}); whether it completed is not known: see "
-                         "`privacy-ledger audit log`\n")
+                         "what the ledger holds (`privacy-ledger releases`) before running it again\n")
         return EXIT_UNKNOWN
     _, status = _STATUS.unpack(reply)
     code = os.waitstatus_to_exitcode(status)
@@ -321,6 +367,7 @@ def start(path: str | None = None, *, wait: bool) -> dict | None:
     import subprocess
     import time
 
+    idle_seconds()  # (the server reads it: refused here, where it can be said)
     path = path or socket_path()
     with open(path[:-len(".sock")] + ".log", "ab") as log:
         # the client's import path, not the working directory's modules (`-c` puts "" first)
@@ -710,7 +757,7 @@ def _exit_code(exc: SystemExit) -> int:
 def main() -> None:
     """The server (started by `start`): `main()` with the socket's path as the first argument."""
     path = sys.argv[1]
-    idle = float(os.environ.get(IDLE_ENV) or DEFAULT_IDLE_S)
+    idle = idle_seconds()  # (checked by `start`, which started this server)
     try:
         server = Server(path, idle)
     except BlockingIOError:  # another server holds this socket's lock: it serves

@@ -375,7 +375,10 @@ def audit_retotal(by: ByOption = None, as_json: JsonOption = False) -> None:
     them wrong, or a decision refused stale totals), as an audit event."""
     actor = acting_person(by)
     changed = []
+    from ..operations import people
+
     with store.write_session(open_engine()) as session:
+        people.require(session, actor, "recompute the running totals")
         config = store.configuration(session)
         for dataset, caps in config.caps.items():
             history = store.snapshot(session, dataset)

@@ -34,6 +34,20 @@ class NumberError(ValueError):
     """A value that is not a finite number (the loader turns it into a sourced error)."""
 
 
+WRITE_A_NUMBER = 'write a decimal such as 0.5 or a fraction such as "1/2"'
+# A number as text: a decimal (ASCII digits, an optional exponent) or a fraction of two whole
+# numbers. Not the forms Python's Fraction also takes ("1_000", other scripts' digits).
+_DECIMAL_OR_FRACTION = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+/[0-9]+")
+# A number as a YAML file may write it unquoted: a decimal without a leading zero. YAML 1.1 reads
+# 017 as 15, 1:30 as 90, 0x10 as 16 and 1_000 as 1000; none of those is what a reader sees.
+_PLAIN_DECIMAL = re.compile(r"[-+]?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
+def plain_decimal(text: str) -> bool:
+    """`text` is a plain decimal: 2, -0.5, 1.5e+2; not 017, 0x10, 0o17, 1_000, 1:30, .inf."""
+    return _PLAIN_DECIMAL.fullmatch(text) is not None
+
+
 MAX_NUMBER_TEXT = 400  # characters of a number written as text
 MAX_EXPONENT = 1000  # |exponent| of a number written as text (1e-1000 .. 1e1000)
 _MAX_MAGNITUDE = 10**300  # beyond, the figures could not be drawn or compared as floats
@@ -51,32 +65,36 @@ def to_fraction(value: object) -> Fraction:
     Raises NumberError for booleans, NaN, infinities and anything unparsable.
     """
     if isinstance(value, bool):
-        raise NumberError(f"expected a number, found {value!r}")
+        raise NumberError(f"expected a number, found {value!r}: {WRITE_A_NUMBER}")
     if isinstance(value, Fraction):
         return value
     if isinstance(value, int):
         if abs(value) > _MAX_MAGNITUDE:
             raise NumberError(f"expected a number of at most 1e300 (a float's range), found an integer of "
-                              f"{len(str(abs(value)))} digits")
+                              f"{len(str(abs(value)))} digits: {WRITE_A_NUMBER}")
         return Fraction(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise NumberError(f"expected a finite number, found {value!r}")
+            raise NumberError(f"expected a finite number, found {value!r}: {WRITE_A_NUMBER}")
         return Fraction(repr(value))
     if isinstance(value, str):
         text = value.strip()
         if len(text) > MAX_NUMBER_TEXT or _exponent_too_large(text):
             # "1e999999999" would build a billion-digit integer: refused, as input
             raise NumberError(f"expected a number of at most {MAX_NUMBER_TEXT} characters and an exponent of "
-                              f"at most {MAX_EXPONENT}, found {value[:40]!r}{'…' if len(value) > 40 else ''}")
+                              f"at most {MAX_EXPONENT}, found {value[:40]!r}{'…' if len(value) > 40 else ''}: "
+                              f"{WRITE_A_NUMBER}")
         try:
+            if _DECIMAL_OR_FRACTION.fullmatch(text) is None:
+                raise ValueError(text)
             result = Fraction(text)
         except (ValueError, ZeroDivisionError):
-            raise NumberError(f"expected a number or a fraction such as \"104/4099\", found {value!r}") from None
+            raise NumberError(f"expected a number, found {value!r}: {WRITE_A_NUMBER}") from None
         if abs(result) > _MAX_MAGNITUDE:
-            raise NumberError(f"expected a number of at most 1e300 (a float's range), found {value[:40]!r}")
+            raise NumberError(f"expected a number of at most 1e300 (a float's range), found {value[:40]!r}: "
+                              f"{WRITE_A_NUMBER}")
         return result
-    raise NumberError(f"expected a number, found {value!r}")
+    raise NumberError(f"expected a number, found {value!r}: {WRITE_A_NUMBER}")
 
 
 def float_up(value: Number) -> float:

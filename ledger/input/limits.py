@@ -11,7 +11,9 @@ decided once, here, at input:
   character but newline and tab;
 - a document nests at most `max_depth` levels.
 "Control character": C0 (NUL, ESC, CR, ...), DEL, C1, and the Unicode
-bidirectional overrides, which reorder what a reader sees.
+bidirectional overrides, which reorder what a reader sees. No text holds a lone
+surrogate (U+D800..U+DFFF, which JSON's `\ud800` escape can write): it is half of
+a character, and no output (UTF-8 above all) can encode it.
 
 Invariant: a document `check_values` accepts holds no string that breaks these rules.
 Outputs neutralise control characters as well (terminal.py, the report escapes), for
@@ -31,6 +33,7 @@ MAX_TEXT = 10_000
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _CONTROL_IN_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # newline, tab allowed
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _NAME_FIELDS = {"id", "name", "dataset", "family", "part", "reads", "protects", "subset", "partition", "derived_from",
                 "groups", "recorded_by", "approved_by", "steward", "by", "actor"}
@@ -42,6 +45,10 @@ def text_problem(value: str, kind: str) -> str | None:
     limit = {"name": MAX_NAME, "title": MAX_TITLE, "text": MAX_TEXT}[kind]
     if len(value) > limit:
         return f"{len(value)} characters; a {kind} has at most {limit}"
+    found = _SURROGATE.search(value)
+    if found is not None:
+        return (f"contains a lone surrogate U+{ord(found.group(0)):04X} at position {found.start() + 1}: half of a "
+                "character (a JSON \\u escape without its pair), which no text can hold")
     found = (_CONTROL_IN_TEXT if kind == "text" else _CONTROL).search(value)
     if found is not None:
         return (f"contains the control character U+{ord(found.group(0)):04X} at position {found.start() + 1}; "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 import stat
+import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -34,7 +35,7 @@ from ..accounting.catalogue import (
 from ..accounting.lineage import PUBLISHED_STATUSES, describe, publish_blockers
 from ..accounting.relation import in_dataset
 from ..core.errors import InputErrors, LedgerError
-from ..core.numbers import NumberError, to_fraction
+from ..core.numbers import WRITE_A_NUMBER, NumberError, plain_decimal, to_fraction
 from ..core.lazy import lazy_module
 from ..core.records import (
     CHARGED_STATUSES,
@@ -102,7 +103,9 @@ def field_name(at: Path_) -> str:
 MAX_FILE_BYTES = 16 * 1024 * 1024  # one release or dataset file
 MAX_DEPTH = 64  # nesting of mappings and lists
 MAX_ALIASES = 1000  # YAML aliases (*name) in one file
-MAX_NODES = 200_000  # values in one file, every alias counted as what it expands to
+# values the aliases of one file add, each alias counted as what it expands to (an alias bomb);
+# the values written in the file are bounded by its size
+MAX_NODES = 200_000
 
 
 @cache
@@ -185,6 +188,12 @@ def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerEr
             if problem is not None:
                 return None, [LedgerError(f"{name}:{problem[0]}", "", f"refused YAML: {problem[1]}")]
             _timestamps_as_text(node)
+            lines: dict[Path_, int] = {}
+            if node is not None:
+                _collect_lines(node, (), lines)
+            errors = _numbers_not_as_written(loader, node, Document(name, None, lines))
+            if errors:
+                return None, errors
             data = loader.construct_document(node) if node is not None else None
         finally:
             loader.dispose()
@@ -201,9 +210,6 @@ def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerEr
         # thousands of digits): the message quotes at most a short excerpt
         return None, [LedgerError(name, "", f"malformed YAML: a value that cannot be read "
                                             f"({type(exc).__name__}: {str(exc)[:120]})")]
-    lines: dict[Path_, int] = {}
-    if node is not None:
-        _collect_lines(node, (), lines)
     document = Document(name, data, lines)
     errors = check_values(document, MAX_DEPTH)
     return (None, errors) if errors else (document, [])
@@ -229,8 +235,9 @@ def _yaml_limits(text: str) -> tuple[int, str] | None:
 
 
 def _node_problem(root: yaml.Node | None) -> tuple[int, str] | None:
-    """(line, problem): a duplicate key, a key that is not a string, or more than
-    MAX_NODES values once aliases are expanded (each shared node counted once per use)."""
+    """(line, problem): a duplicate key, a key that is not a string, or aliases that add more
+    than MAX_NODES values once expanded (each shared node counted once per use, beyond the
+    values written: a long file without aliases is limited by its size alone)."""
     if root is None:
         return None
     sizes: dict[int, int] = {}
@@ -256,9 +263,12 @@ def _node_problem(root: yaml.Node | None) -> tuple[int, str] | None:
             stack.append((node, True))
             stack.extend((child, False) for child in children if id(child) not in sizes)
             continue
-        sizes[id(node)] = min(1 + sum(sizes[id(child)] for child in children), MAX_NODES + 1)
-        if sizes[id(node)] > MAX_NODES:
-            return node.start_mark.line + 1, f"more than {MAX_NODES} values once its aliases are expanded"
+        sizes[id(node)] = 1 + sum(sizes[id(child)] for child in children)
+        # every node below this one is among those counted (len(sizes)): what exceeds them is what
+        # its aliases add (exact at the root; the first excess stops the count, so it stays small)
+        if sizes[id(node)] - len(sizes) > MAX_NODES:
+            return node.start_mark.line + 1, (f"its aliases expand to more than {MAX_NODES} values besides those "
+                                              "written")
     return None
 
 
@@ -283,6 +293,41 @@ def _timestamps_as_text(root: yaml.Node | None) -> None:
             stack.extend(child for pair in node.value for child in pair)
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(node.value)
+
+
+YAML_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+
+
+def _numbers_not_as_written(loader, root: yaml.Node | None, document: Document) -> list[LedgerError]:
+    """Every unquoted number written other than as a plain decimal (numbers.plain_decimal): YAML 1.1
+    reads 1:30 as 90, 017 as 15, 0x10 as 16, 1_000 as 1000, .inf as infinity; refused, quoting the
+    text written, wherever it is (a value meant as text is quoted). A tag given explicitly that
+    YAML would not infer from the text (`!!int abc`) is left to the constructors. (A plain scalar's
+    style is None, or "" with libyaml's loader; a quoted one's is a quote.)"""
+    errors: list[LedgerError] = []
+    stack = [(root, ())] if root is not None else []
+    seen: set[int] = set()
+    scalar, mapping, sequence = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode  # (looked up once)
+    while stack and len(errors) < 20:
+        node, at = stack.pop()
+        if id(node) in seen:  # an alias: a shared node, reported once
+            continue
+        seen.add(id(node))
+        if isinstance(node, scalar):
+            if node.tag in YAML_NUMBER_TAGS and not node.style and not plain_decimal(node.value) \
+                    and loader.resolve(scalar, node.value, (True, False)) == node.tag:
+                try:
+                    read = f" (YAML reads it as {loader.construct_object(node)!r})"
+                except (ValueError, TypeError, OverflowError, ArithmeticError):
+                    read = ""
+                errors.append(LedgerError(document.source(at), field_name(at) or "(top level)",
+                                          f"{excerpt(node.value)} is not a plain decimal{read}: {WRITE_A_NUMBER}, "
+                                          "or quote it if it is text"))
+        elif isinstance(node, mapping):
+            stack.extend((value, at + (key.value,)) for key, value in reversed(node.value))
+        elif isinstance(node, sequence):
+            stack.extend((value, at + (index,)) for index, value in reversed(list(enumerate(node.value))))
+    return errors
 
 
 def _collect_lines(node: yaml.Node, at: Path_, lines: dict[Path_, int]) -> None:
@@ -506,7 +551,7 @@ def _schema_message(error: jsonschema.ValidationError, schema_name: str) -> str:
     if error.validator in ("oneOf", "anyOf"):
         choices = error.validator_value
         if any(choice.get("type") == "number" for choice in choices):
-            return f"must be {_NUMBER}; found {_found(instance)}"
+            return f"must be a number; found {_found(instance)}: {WRITE_A_NUMBER}"
         return f"must be {' or '.join(_expected(choice) for choice in choices)}; found {_found(instance)}"
     if error.validator == "type":
         if not error.absolute_path and instance is None:
@@ -798,14 +843,40 @@ def build_releases(
     return releases, families, out.errors
 
 
+# The moments a ledger keeps, in UTC: a day short of either end of Python's calendar, so that
+# converting a moment to UTC and the as-of arithmetic (a day before a --since, a microsecond
+# before an --as-of) never leave it.
+EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+LATEST = datetime(9999, 12, 30, 23, 59, 59, 999999, tzinfo=UTC)
+
+
+class MomentOutOfRange(ValueError):
+    """A date-time outside EARLIEST .. LATEST; the message says so, quoting it."""
+
+
 def parse_moment(text: str) -> datetime | None:
     """An ISO 8601 date or date-time as an aware UTC moment (a date is its midnight; no
-    zone means UTC); None when it is not one."""
+    zone means UTC); None when it is not one, or lies outside EARLIEST .. LATEST."""
+    try:
+        return utc_moment(text)
+    except MomentOutOfRange:
+        return None
+
+
+def utc_moment(text: str) -> datetime | None:
+    """`parse_moment`, raising MomentOutOfRange for a moment outside EARLIEST .. LATEST."""
     try:
         moment = datetime.fromisoformat(str(text).strip())
     except ValueError:
         return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    try:
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 lies in year 0, in UTC
+        moment = None
+    if moment is None or not EARLIEST <= moment <= LATEST:
+        raise MomentOutOfRange(f"{str(text).strip()[:EXCERPT_CHARS]!r} is outside the moments a ledger keeps: "
+                               f"{EARLIEST.date().isoformat()} to {LATEST.date().isoformat()}, UTC")
+    return moment
 
 
 def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: datetime | None,
@@ -823,7 +894,11 @@ def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: date
     moments = {}
     for key in ("approved_at", "published_at"):
         if key in entry and not refused.within(at + (key,)):
-            moment = parse_moment(entry[key])
+            try:
+                moment = utc_moment(entry[key])
+            except MomentOutOfRange as exc:
+                out.add(at + (key,), str(exc))
+                continue
             if moment is None:
                 out.add(at + (key,), f"not an ISO date-time: {entry[key]!r}")
             elif recorded_at is not None and moment > _utc(recorded_at):
@@ -831,6 +906,8 @@ def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: date
             else:
                 moments[key] = moment
     approved_by = entry.get("approved_by")
+    if isinstance(approved_by, str):  # a person is one name, whatever its encoding (people.check_person)
+        approved_by = unicodedata.normalize("NFC", approved_by)
     if status is Status.PLANNED:
         for key in ("approved_by", "approved_at", "published_at"):
             if key in entry:

@@ -5,7 +5,8 @@ Roles, stored in the ledger (store.RoleRow), each grant and revocation an audit 
 - steward: records and cancels releases;
 - approver: approves, publishes and retracts releases;
 - auditor: reads and verifies (reading is open to anyone who can open the ledger;
-  the role names the board's auditors in the ledger itself).
+  the role names the board's auditors in the ledger itself), and recomputes the caps'
+  running totals (`audit retotal`, which an admin may also do).
 
 Invariants:
 - the first person to write to a ledger that has no roles yet (`init`, `dataset
@@ -16,7 +17,12 @@ Invariants:
   which every report then states);
 - a retraction or a cancellation carries a reason (who, when and why are in its
   audit event);
-- the ledger always keeps an admin: the last admin's admin role cannot be revoked.
+- the ledger always keeps an admin: the last admin's admin role cannot be revoked;
+- a person is one name, whatever its encoding: every name is NFC-normalized before use
+  ("José" typed as e + combining acute is José); a name mixing scripts (Latin "grace" with
+  a Cyrillic "а") is refused, and so is a new name that looks like a person's already in
+  the ledger (the same `skeleton`, after the Unicode confusable-detection idea of UTS #39):
+  a look-alike would approve as "another" person.
 
 On a SQLite file these rules are kept by this tool only: anyone who can write the
 file can bypass them (the hash chain detects what it cannot prevent). On
@@ -49,6 +55,7 @@ DUTIES = {
     "approve": "approver",
     "publish": "approver",
     "retract": "approver",
+    "recompute the running totals": ("auditor", "admin"),  # (audit retotal: either role)
 }
 
 NAME_LIMIT = 200
@@ -57,7 +64,63 @@ USER_ENV = "LEDGER_USER"
 
 
 def _control(text: str) -> bool:
-    return any(unicodedata.category(ch) in ("Cc", "Cf") and ch not in "\n\t" for ch in text)
+    # (Cs: a lone surrogate, from a command line that is not valid UTF-8)
+    return any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") and ch not in "\n\t" for ch in text)
+
+
+# Scripts that may share one name (UTS #39, "Highly Restrictive"): Latin with the Han and kana
+# of Japanese, the Han and Bopomofo of Chinese, or the Han and Hangul of Korean; any other two
+# scripts in one name are refused.
+_SCRIPT_SETS = (frozenset({"LATIN", "CJK", "HIRAGANA", "KATAKANA"}), frozenset({"LATIN", "CJK", "BOPOMOFO"}),
+                frozenset({"LATIN", "CJK", "HANGUL"}))
+
+
+def _scripts(name: str) -> list[str]:
+    """The scripts of the letters of `name`, by the first word of their Unicode names (LATIN,
+    CYRILLIC, GREEK, CJK, ...), in order of appearance."""
+    found: dict[str, None] = {}
+    for ch in name:
+        if unicodedata.category(ch).startswith("L"):
+            word = unicodedata.name(ch, "UNKNOWN").split(" ", 1)[0]
+            if word not in ("MODIFIER", "KATAKANA-HIRAGANA"):  # shared by scripts
+                found[word] = None
+    return list(found)
+
+
+def mixed_scripts(name: str) -> list[str]:
+    """The scripts `name` mixes, when no single writing system uses them together; else []."""
+    scripts = _scripts(name)
+    if len(scripts) < 2 or any(set(scripts) <= allowed for allowed in _SCRIPT_SETS):
+        return []
+    return scripts
+
+
+# Letters of Cyrillic and Greek drawn as Latin ones (from Unicode's confusables.txt, UTS #39):
+# each mapped to the Latin letter it is mistaken for.
+_CONFUSABLES = str.maketrans({
+    # Cyrillic
+    "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C", "Т": "T",
+    "У": "Y", "Х": "X", "Ѕ": "S", "І": "I", "Ј": "J", "Ԛ": "Q", "Ԝ": "W", "Ү": "Y", "Һ": "H",
+    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ј": "j",
+    "һ": "h", "ԁ": "d", "ԛ": "q", "ԝ": "w", "ӏ": "l", "ү": "y", "ѵ": "v",
+    # Greek
+    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O",
+    "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
+    "ο": "o", "ι": "i", "ν": "v", "α": "a", "ρ": "p", "υ": "u", "χ": "x", "γ": "y", "κ": "k",
+})
+
+
+def skeleton(name: str) -> str:
+    """What `name` looks like: NFKC (compatibility forms, such as fullwidth letters, as their
+    letters), look-alike letters as the Latin ones, then case folded. Two names of one skeleton
+    are taken for one another by a reader (UTS #39's skeleton, with a small map)."""
+    return unicodedata.normalize("NFKC", name).translate(_CONFUSABLES).casefold()
+
+
+def look_alike(name: str, known) -> str | None:
+    """A name among `known`, other than `name`, that looks like it (the same skeleton)."""
+    shape = skeleton(name)
+    return next((other for other in sorted(known) if other != name and skeleton(other) == shape), None)
 
 
 def actor_name(option: str | None, field: str = "--as") -> str:
@@ -73,15 +136,32 @@ def actor_name(option: str | None, field: str = "--as") -> str:
 
 
 def check_person(name: str, field: str) -> str:
-    """A person's name: not empty, one line, no control characters, at most NAME_LIMIT characters."""
-    cleaned = name.strip()
+    """A person's name, NFC-normalized: not empty, one line, no control characters, at most
+    NAME_LIMIT characters, letters of one writing system (`mixed_scripts`)."""
+    cleaned = unicodedata.normalize("NFC", name.strip())
     if not cleaned:
         raise fail("command line", field, "a person's name cannot be empty")
     if len(cleaned) > NAME_LIMIT:
         raise fail("command line", field, f"a person's name is at most {NAME_LIMIT} characters")
     if _control(cleaned) or "\n" in cleaned or "\t" in cleaned:
         raise fail("command line", field, f"a person's name is one line without control characters: {cleaned!r}")
+    scripts = mixed_scripts(cleaned)
+    if scripts:
+        mixed = " and ".join(script.title() for script in scripts)
+        raise fail("command line", field, f"a person's name is written in one script; {cleaned!r} mixes {mixed} "
+                                          "letters (a look-alike of another name, perhaps: write it in one)")
     return cleaned
+
+
+def check_new_person(person: str, known, field: str, source: str = "command line") -> None:
+    """Refuse a name not in `known` (the persons holding roles) that looks like one that is."""
+    if person in known:
+        return
+    other = look_alike(person, known)
+    if other is not None:
+        raise fail(source, field, f"{person!r} looks like {other!r}, who holds a role in this ledger (the same "
+                                  "letters to a reader): a person is named one way; use that name, or one that "
+                                  "cannot be taken for it")
 
 
 def check_role(role: str, field: str = "ROLE") -> str:
@@ -117,17 +197,21 @@ def bootstrap(session: Session, person: str) -> bool:
 
 
 def require(session: Session, person: str, step: str, role: str | None = None) -> None:
-    """Refuse (exit 2, naming the role) unless `person` holds the role `step` needs."""
+    """Refuse (exit 2, naming the role) unless `person` holds the role `step` needs (one of them,
+    where DUTIES names several)."""
     needed = role or DUTIES[step]
+    accepted = (needed,) if isinstance(needed, str) else needed
     everyone = store.roles(session)
     if not everyone:  # the ledger's first writer
         bootstrap(session, person)
         everyone = store.roles(session)
+    check_new_person(person, everyone, "--as")
     held = everyone.get(person, frozenset())
-    if needed not in held:
-        raise fail("command line", "--as", f"{person!r} cannot {step}: it needs the {needed} role "
+    if not held & set(accepted):
+        raise fail("command line", "--as", f"{person!r} cannot {step}: it needs the {' or '.join(accepted)} role "
                                            f"({person!r} holds {', '.join(sorted(held)) or 'no role'}); "
-                                           f"an admin grants it with `privacy-ledger role grant {person} {needed}`")
+                                           f"an admin grants it with `privacy-ledger role grant {person} "
+                                           f"{accepted[0]}`")
 
 
 def check_recorded(session: Session, person: str, releases: list[Release], datasets) -> None:
@@ -145,6 +229,7 @@ def check_recorded(session: Session, person: str, releases: list[Release], datas
             continue
         where = release.source or f"release {release.id}"
         field = f"{release.source_field}.approved_by" if release.source_field else "approved_by"
+        check_new_person(release.approved_by, held, field, where)
         if "approver" not in held.get(release.approved_by, frozenset()):
             known = "unknown person" if release.approved_by not in held else "does not hold the approver role"
             raise fail(where, field, f"{release.approved_by!r}: {known}; an approval is given by a person holding "

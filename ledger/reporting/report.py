@@ -641,9 +641,17 @@ def draw_here(pairs: Pairs, timeline: Timeline | None) -> Callable[[], tuple[str
 
 def summary_from() -> int:
     """How many releases a ledger has before a report summarises it (SUMMARY_FROM, or
-    $LEDGER_REPORT_SUMMARY_FROM)."""
+    $LEDGER_REPORT_SUMMARY_FROM, a whole number; unset or empty is SUMMARY_FROM, anything
+    else bad input)."""
     text = os.environ.get(SUMMARY_ENV, "").strip()
-    return int(text) if text.isdigit() else SUMMARY_FROM
+    if not text:
+        return SUMMARY_FROM
+    if not (text.isascii() and text.isdigit() and len(text) <= 18):
+        from ..core.errors import fail
+
+        raise fail("environment", SUMMARY_ENV, f"must be a whole number of releases, such as 20000 (or unset: "
+                                               f"{SUMMARY_FROM}); found {text[:40]!r}")
+    return int(text)
 
 
 def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw_here,

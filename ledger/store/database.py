@@ -32,6 +32,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import stat
@@ -118,12 +119,18 @@ WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 SYNCHRONOUS_ENV = "LEDGER_SQLITE_SYNCHRONOUS"
 
 
+SYNCHRONOUS_SETTINGS = ("FULL", "EXTRA", "NORMAL")
+
+
 def sqlite_synchronous() -> str:
-    """The setting, read when a connection opens (not at import: a resident process imports
-    once for many calls, each with its own environment)."""
-    chosen = os.environ.get(SYNCHRONOUS_ENV, "FULL").upper()
-    if chosen not in ("FULL", "EXTRA", "NORMAL"):
-        raise RuntimeError(f"{SYNCHRONOUS_ENV} must be FULL, EXTRA or NORMAL, not {chosen!r}")
+    """The setting, read when an engine is made and a connection opens (not at import: a
+    resident process imports once for many calls, each with its own environment). Unset or
+    empty is FULL; any other value than the three is bad input (exit 2), never a guess."""
+    given = os.environ.get(SYNCHRONOUS_ENV, "").strip()
+    chosen = given.upper() or "FULL"
+    if chosen not in SYNCHRONOUS_SETTINGS:
+        raise fail("environment", SYNCHRONOUS_ENV, f"must be FULL, EXTRA or NORMAL (or unset: FULL); found "
+                                                   f"{given[:40]!r}")
     return chosen
 
 
@@ -352,12 +359,25 @@ DEFAULT_LOCK_TIMEOUT_S = 300.0
 CONNECT_TIMEOUT_S = 10  # one PostgreSQL connection attempt
 
 
+MAX_LOCK_TIMEOUT_S = 3600.0
+
+
 def lock_timeout() -> float:
+    """$LEDGER_LOCK_TIMEOUT in seconds, 0 to an hour; unset or empty is the default. Anything
+    else (not a number, NaN, which would mean no wait at all, a negative or larger number) is
+    bad input (exit 2), never replaced by the default."""
+    given = os.environ.get(LOCK_TIMEOUT_ENV, "").strip()
+    if not given:
+        return DEFAULT_LOCK_TIMEOUT_S
     try:
-        value = float(os.environ.get(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT_S))
+        value = float(given)
     except ValueError:
-        value = DEFAULT_LOCK_TIMEOUT_S
-    return min(max(value, 0.0), 3600.0)
+        value = math.nan
+    if not 0.0 <= value <= MAX_LOCK_TIMEOUT_S:  # (NaN included)
+        raise fail("environment", LOCK_TIMEOUT_ENV, f"must be a number of seconds from 0 to "
+                                                    f"{MAX_LOCK_TIMEOUT_S:g} (or unset: {DEFAULT_LOCK_TIMEOUT_S:g}); "
+                                                    f"found {given[:40]!r}")
+    return value
 
 
 def check_sqlite_file(path: Path) -> None:
@@ -397,10 +417,12 @@ def _new_or_ledger(dbapi_connection) -> bool:
 
 def make_engine(url: str) -> Engine:
     """An engine whose transactions take the ledger's write lock when they write."""
+    lock_timeout()  # (its environment variable refused here, before any connection)
     if url.startswith("sqlite"):
         path = sqlite_path(url)
         if path is not None:
             check_sqlite_file(path)
+            sqlite_synchronous()
         read_only, immutable = _sqlite_read_only(path) if path is not None else (False, False)
         connect_args: dict = {"check_same_thread": False, "timeout": lock_timeout()}
         if read_only:

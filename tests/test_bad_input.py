@@ -1,0 +1,422 @@
+"""Bad input is refused cleanly: exit 2, one line naming the file, option or variable and
+the field, and nothing written (README, "Input limits"; DESIGN 2.12 for people).
+
+A survey ledger (ana its admin, bob a steward, carol an approver) is given what a
+careless or hostile steward might write: a JSON text with half a character in it, a
+date at the edge of the calendar, an environment variable set to nonsense, a number
+YAML reads as something else than it shows, a name that looks like another person's.
+Every refusal is checked for its exit code, the field it names, and that every table of
+the ledger is as it was (the stored rows compared before and after).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import socket
+import sys
+import textwrap
+import unicodedata
+from contextlib import redirect_stderr
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from support import Run, cli_main, dump_tables
+
+DATASET = """\
+dataset: survey
+variables:
+  - {name: income}
+  - {name: region}
+caps:
+  - {subset: [income], epsilon: 2}
+"""
+
+PLAN = """\
+dataset: survey
+releases:
+  - {id: r1, title: Mean income, reads: [income], mechanism: {name: laplace, epsilon: 0.5}}
+"""
+
+WRITE_A_NUMBER = 'write a decimal such as 0.5 or a fraction such as "1/2"'
+
+
+class Ledger:
+    def __init__(self, url: str, directory: Path):
+        self.url, self.directory = url, directory
+
+    def __call__(self, *args) -> Run:
+        return cli_main(self.url, *args)
+
+    def ok(self, *args) -> Run:
+        result = self(*args)
+        assert result.code == 0, result.err
+        return result
+
+    def file(self, name: str, content: str) -> Path:
+        path = self.directory / name
+        path.write_text(textwrap.dedent(content), encoding="utf-8")
+        return path
+
+    def refused(self, *args, naming: str, saying: str = "") -> Run:
+        """The command exits 2 with one line naming `naming` (and saying `saying`), and writes nothing."""
+        before = dump_tables(self.url)
+        result = self(*args)
+        assert result.code == 2, (result.out, result.err)
+        line = next((line for line in result.errors if naming in line), None)
+        assert line is not None, result.err
+        assert saying in line, line
+        assert "nothing was written" in result.err
+        assert dump_tables(self.url) == before
+        return result
+
+
+@pytest.fixture
+def ledger(ledger_url, tmp_path, monkeypatch) -> Ledger:
+    monkeypatch.delenv("LEDGER_USER", raising=False)
+    ledger = Ledger(ledger_url, tmp_path)
+    ledger.ok("init", "--as", "ana")
+    ledger.ok("dataset", "add", ledger.file("survey.yaml", DATASET), "--as", "ana")
+    ledger.ok("role", "grant", "bob", "steward", "--as", "ana")
+    ledger.ok("role", "grant", "carol", "approver", "--as", "ana")
+    return ledger
+
+
+def nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+JOSE = unicodedata.normalize("NFC", "Jos\u00e9")  # é as one character
+assert nfd(JOSE) != JOSE and len(nfd(JOSE)) == len(JOSE) + 1  # e followed by U+0301, the combining acute
+
+
+# --------------------------------------------------------------------------
+# Half a character: a lone surrogate in JSON
+# --------------------------------------------------------------------------
+
+
+def _json_release(**changes) -> str:
+    release = {"id": "r1", "title": "Mean income", "reads": ["income"],
+               "mechanism": {"name": "laplace", "epsilon": 0.5}}
+    for path, value in changes.items():
+        *parents, last = path.split("__")
+        target = release
+        for parent in parents:
+            target = target[parent]
+        target[last] = value
+    # json.dumps writes a lone surrogate as the escape \ud800, as a hostile file would
+    return json.dumps({"dataset": "survey", "releases": [release]})
+
+
+@pytest.mark.parametrize("where, field", [
+    ({"title": "Mean \ud800income"}, "releases[0].title"),
+    ({"mechanism__query": "SELECT \udfff"}, "releases[0].mechanism.query"),
+])
+@pytest.mark.parametrize("command", [["check"], ["record", "--as", "bob"]])
+def test_a_lone_surrogate_in_a_json_release_file_is_refused(ledger, where, field, command):
+    path = ledger.file("plan.json", _json_release(**where))
+    ledger.refused(command[0], path, *command[1:], naming=field, saying="lone surrogate")
+
+
+def test_a_lone_surrogate_in_a_json_dataset_description_is_refused(ledger):
+    path = ledger.file("clinic.json", json.dumps({"dataset": "clinic", "description": "visits \ud800",
+                                                  "variables": [{"name": "age"}]}))
+    ledger.refused("dataset", "add", path, "--as", "ana", naming="description", saying="lone surrogate")
+
+
+def test_yaml_cannot_write_a_lone_surrogate_and_says_where(ledger):
+    path = ledger.file("plan.yaml", PLAN.replace("title: Mean income", 'title: "Mean \\ud800"'))
+    ledger.refused("record", path, "--as", "bob", naming="plan.yaml:3", saying="malformed YAML")
+
+
+# --------------------------------------------------------------------------
+# Dates at the edge of the calendar
+# --------------------------------------------------------------------------
+
+# In UTC, 9999-12-31T23:59:59-12:00 is in the year 10000 and 0001-01-01T00:00:00+01:00 in the
+# year 0: neither is a date Python's calendar (or the store's) holds.
+PAST_THE_END = "9999-12-31T23:59:59-12:00"
+BEFORE_THE_START = "0001-01-01T00:00:00+01:00"
+RANGE = "0001-01-02 to 9999-12-30"
+
+
+@pytest.mark.parametrize("moment", [PAST_THE_END, BEFORE_THE_START, "9999-12-31", "0001-01-01"])
+@pytest.mark.parametrize("key", ["published_at", "approved_at"])
+def test_a_release_file_dated_off_the_calendar_is_refused(ledger, moment, key):
+    lifecycle = (f"status: published, published_at: {moment}" if key == "published_at" else
+                 f"status: approved, approved_by: carol, approved_at: {moment}")
+    path = ledger.file("published.yaml", PLAN.replace("epsilon: 0.5}", f"epsilon: 0.5}}, {lifecycle}"))
+    ledger.refused("record", path, "--as", "ana", naming=f"releases[0].{key}", saying=RANGE)  # (every role)
+
+
+def test_publish_at_a_moment_before_the_calendar_is_refused(ledger):
+    ledger.ok("record", ledger.file("plan.yaml", PLAN), "--as", "bob")
+    ledger.ok("approve", "r1", "--as", "carol")
+    ledger.refused("publish", "r1", "--as", "carol", "--at", BEFORE_THE_START, naming="--at", saying=RANGE)
+
+
+DATE_OPTIONS = [
+    (["table"], "--as-of"),
+    (["subset", "income"], "--as-of"),
+    (["headroom", "income"], "--as-of"),
+    (["pairs"], "--as-of"),
+    (["cap", "list"], "--as-of"),
+    (["report", "--format", "md", "--out", "-"], "--as-of"),
+    (["report", "--format", "md", "--out", "-"], "--since"),
+]
+
+
+@pytest.mark.parametrize("moment", [PAST_THE_END, BEFORE_THE_START, "0001-01-01", "9999-12-31"])
+@pytest.mark.parametrize("command, option", DATE_OPTIONS)
+def test_a_date_option_off_the_calendar_is_refused(ledger, command, option, moment):
+    ledger.ok("record", ledger.file("plan.yaml", PLAN), "--as", "bob")
+    ledger.refused(*command, option, moment, naming=option, saying=RANGE)
+
+
+@pytest.mark.parametrize("moment", ["0001-01-02", "9999-12-30"])
+def test_the_first_and_last_days_kept_are_accepted_by_since(ledger, moment):
+    ledger.ok("record", ledger.file("plan.yaml", PLAN), "--as", "bob")
+    ledger.ok("report", "--format", "md", "--out", "-", "--since", moment)
+
+
+# --------------------------------------------------------------------------
+# Environment variables
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variable, value, allowed", [
+    ("LEDGER_SQLITE_SYNCHRONOUS", "bogus", "FULL, EXTRA or NORMAL"),
+    ("LEDGER_LOCK_TIMEOUT", "nan", "from 0 to 3600"),
+    ("LEDGER_LOCK_TIMEOUT", "abc", "from 0 to 3600"),
+    ("LEDGER_LOCK_TIMEOUT", "-1", "from 0 to 3600"),
+    ("LEDGER_LOCK_TIMEOUT", "inf", "from 0 to 3600"),
+    ("LEDGER_LOCK_TIMEOUT", "86400", "from 0 to 3600"),
+])
+def test_a_bad_store_setting_in_the_environment_is_refused_before_recording(ledger, monkeypatch, variable, value,
+                                                                           allowed):
+    if variable == "LEDGER_SQLITE_SYNCHRONOUS" and not ledger.url.startswith("sqlite"):
+        pytest.skip("a SQLite setting: PostgreSQL does not read it")
+    plan = ledger.file("plan.yaml", PLAN)
+    monkeypatch.setenv(variable, value)
+    ledger.refused("record", plan, "--as", "bob", naming=f"environment: {variable}", saying=allowed)
+
+
+@pytest.mark.parametrize("variable, value", [("LEDGER_SQLITE_SYNCHRONOUS", "normal"), ("LEDGER_LOCK_TIMEOUT", "2.5"),
+                                             ("LEDGER_LOCK_TIMEOUT", "")])
+def test_a_good_store_setting_in_the_environment_is_used(ledger, monkeypatch, variable, value):
+    monkeypatch.setenv(variable, value)
+    ledger.ok("record", ledger.file("plan.yaml", PLAN), "--as", "bob")
+    assert [r["id"] for r in json.loads(ledger.ok("releases", "--json").out)] == ["r1"]
+
+
+def test_a_report_summary_threshold_that_is_not_a_whole_number_is_refused(ledger, monkeypatch):
+    ledger.ok("record", ledger.file("plan.yaml", PLAN), "--as", "bob")
+    monkeypatch.setenv("LEDGER_REPORT_SUMMARY_FROM", "many")
+    out = ledger.directory / "report.md"
+    ledger.refused("report", "--out", out, naming="environment: LEDGER_REPORT_SUMMARY_FROM",
+                   saying="whole number")
+    assert not out.exists()
+
+
+def entry_point(*args) -> tuple[int, str]:
+    """`privacy-ledger ARGS` through the console entry point, which asks a resident process first."""
+    from ledger.cli import entry
+
+    err = io.StringIO()
+    with mock.patch.object(sys, "argv", ["privacy-ledger", *map(str, args)]), redirect_stderr(err):
+        try:
+            entry.main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, err.getvalue()
+
+
+SECONDS = "must be a positive number of seconds"
+
+
+@pytest.mark.parametrize("settings, variable, allowed", [
+    ({"LEDGER_RESIDENT": "yes"}, "LEDGER_RESIDENT", "must be 1"),
+    ({"LEDGER_RESIDENT": "1", "LEDGER_RESIDENT_IDLE": "nan"}, "LEDGER_RESIDENT_IDLE", SECONDS),
+    ({"LEDGER_RESIDENT": "1", "LEDGER_RESIDENT_IDLE": "-5"}, "LEDGER_RESIDENT_IDLE", SECONDS),
+])
+def test_a_bad_resident_setting_is_refused_and_starts_no_server(ledger, monkeypatch, settings, variable, allowed):
+    monkeypatch.setenv("LEDGER_RESIDENT_DIR", str(ledger.directory / "resident"))
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    plan = ledger.file("plan.yaml", PLAN)
+    before = dump_tables(ledger.url)
+    code, err = entry_point("--db", ledger.url, "record", plan, "--as", "bob")
+    assert code == 2, err
+    assert f"environment: {variable}: {allowed}" in err
+    assert dump_tables(ledger.url) == before
+    assert not (ledger.directory / "resident").exists()  # no server was started
+
+
+# --------------------------------------------------------------------------
+# YAML numbers: a plain decimal or a fraction, nothing YAML 1.1 reads otherwise
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("written, yaml_reads", [
+    ("1:30", "90"),  # sexagesimal: 1 * 60 + 30
+    ("0x10", "16"),  # hexadecimal
+    ("017", "15"),  # octal: 1 * 8 + 7
+    ("0b11", "3"),  # binary
+    ("1_000", "1000"),  # digit groups
+    (".inf", "inf"),
+    ("-.inf", "-inf"),
+    (".nan", "nan"),
+])
+def test_a_yaml_number_read_otherwise_than_written_is_refused(ledger, written, yaml_reads):
+    path = ledger.file("plan.yaml", PLAN.replace("epsilon: 0.5", f"epsilon: {written}"))
+    result = ledger.refused("record", path, "--as", "bob", naming="releases[0].mechanism.epsilon",
+                            saying=WRITE_A_NUMBER)
+    assert f"'{written}' is not a plain decimal (YAML reads it as {yaml_reads})" in result.err
+
+
+@pytest.mark.parametrize("written", ["1e400", '"1_000"', "0o17", '"٣"'])
+def test_a_number_text_that_is_not_a_decimal_or_a_fraction_is_refused(ledger, written):
+    # 1e400 is past a float's range; Python's Fraction would read "1_000" and the Arabic-Indic
+    # digit three, which no reader of the file takes for a number; 0o17 is text to YAML 1.1
+    path = ledger.file("plan.yaml", PLAN.replace("epsilon: 0.5", f"epsilon: {written}"))
+    ledger.refused("record", path, "--as", "bob", naming="releases[0].mechanism.epsilon", saying=WRITE_A_NUMBER)
+
+
+def test_a_cap_written_as_a_time_of_day_is_refused(ledger):
+    path = ledger.file("clinic.yaml", DATASET.replace("survey", "clinic").replace("epsilon: 2", "epsilon: 1:30"))
+    ledger.refused("dataset", "add", path, "--as", "ana", naming="caps[0].epsilon", saying=WRITE_A_NUMBER)
+
+
+def test_plain_decimals_and_fractions_are_charged_as_written(ledger):
+    plan = PLAN.replace("r1, title: Mean income", "a, title: A").replace("epsilon: 0.5", "epsilon: 0.25") + \
+        "  - {id: b, title: B, reads: [income], mechanism: {name: laplace, epsilon: \"1/4\"}}\n" + \
+        "  - {id: c, title: C, reads: [income], mechanism: {name: laplace, epsilon: 2.5e-1}}\n"
+    ledger.ok("record", ledger.file("plan.yaml", plan), "--as", "bob")
+    (cap,) = json.loads(ledger.ok("cap", "list", "--json").out)
+    assert cap["current_exact"] == "3/4"  # 1/4 + 1/4 + 1/4, the pure-epsilon sum
+
+
+# --------------------------------------------------------------------------
+# People: one name whatever its encoding; no look-alikes
+# --------------------------------------------------------------------------
+
+
+def test_a_person_typed_in_decomposed_form_is_the_same_person(ledger):
+    ledger.ok("role", "grant", JOSE, "steward", "--as", "ana")
+    ledger.ok("role", "grant", nfd(JOSE), "approver", "--as", "ana")
+    assert json.loads(ledger.ok("role", "list", "--json").out)[JOSE] == ["steward", "approver"]
+    assert nfd(JOSE) not in json.loads(ledger.ok("role", "list", "--json").out)
+
+
+@pytest.mark.parametrize("through", ["--as", "LEDGER_USER"])
+def test_the_recorder_cannot_approve_under_the_decomposed_spelling_of_their_name(ledger, monkeypatch, through):
+    ledger.ok("role", "grant", JOSE, "steward", "--as", "ana")
+    ledger.ok("role", "grant", JOSE, "approver", "--as", "ana")
+    ledger.ok("record", ledger.file("plan.yaml", PLAN), "--as", JOSE)
+    if through == "LEDGER_USER":
+        monkeypatch.setenv("LEDGER_USER", nfd(JOSE))
+        ledger.refused("approve", "r1", naming="--as", saying="separation of duties")
+    else:
+        ledger.refused("approve", "r1", "--as", nfd(JOSE), naming="--as", saying="separation of duties")
+
+
+def test_an_approver_named_in_decomposed_form_in_a_file_is_the_approver(ledger):
+    ledger.ok("role", "grant", JOSE, "approver", "--as", "ana")
+    path = ledger.file("approved.yaml", PLAN.replace(
+        "epsilon: 0.5}", f'epsilon: 0.5}}, status: approved, approved_by: "{nfd(JOSE)}", approved_at: 2026-01-05'))
+    ledger.ok("record", path, "--as", "bob")
+    assert json.loads(ledger.ok("releases", "--json").out)[0]["approved_by"] == JOSE
+
+
+LATIN_GRACE_WITH_CYRILLIC_A = "gr\u0430ce"  # а: CYRILLIC SMALL LETTER A
+
+
+def test_a_name_mixing_latin_and_cyrillic_is_refused(ledger):
+    ledger.refused("role", "grant", LATIN_GRACE_WITH_CYRILLIC_A, "approver", "--as", "ana", naming="PERSON",
+                   saying="mixes Latin and Cyrillic")
+    ledger.refused("record", ledger.file("plan.yaml", PLAN), "--as", LATIN_GRACE_WITH_CYRILLIC_A, naming="--as",
+                   saying="mixes Latin and Cyrillic")
+
+
+def test_a_japanese_name_in_kanji_and_kana_is_one_writing_system(ledger):
+    ledger.ok("role", "grant", "山田 たろう", "auditor", "--as", "ana")
+
+
+@pytest.mark.parametrize("look_alike, existing", [
+    ("Carol", "carol"),  # case alone
+    ("\u0392\u039f\u0392", "bob"),  # Greek capitals beta, omicron, beta
+    ("\u0430n\u0430", "ana"),  # (refused first as mixed scripts)
+    ("\u0430\u0441\u0435", "ace"),  # all Cyrillic: a, es, ie
+])
+def test_a_new_name_that_looks_like_a_person_of_the_ledger_is_refused(ledger, look_alike, existing):
+    if existing == "ace":
+        ledger.ok("role", "grant", "ace", "auditor", "--as", "ana")
+    ledger.refused("role", "grant", look_alike, "steward", "--as", "ana", naming="PERSON")
+
+
+def test_an_approver_named_by_a_look_alike_in_a_file_is_refused(ledger):
+    path = ledger.file("approved.yaml", PLAN.replace(
+        "epsilon: 0.5}", "epsilon: 0.5}, status: approved, approved_by: CAROL, approved_at: 2026-01-05"))
+    ledger.refused("record", path, "--as", "bob", naming="releases[0].approved_by", saying="looks like 'carol'")
+
+
+# --------------------------------------------------------------------------
+# Sizes, commands named in messages, roles
+# --------------------------------------------------------------------------
+
+
+def test_a_file_of_twenty_thousand_releases_is_within_the_limits():
+    from ledger.input.loader import parse_document
+
+    text = "dataset: survey\nreleases:\n" + "".join(
+        f"  - {{id: r{k}, title: Mean income {k}, reads: [income], mechanism: {{name: laplace, epsilon: 1e-5}}}}\n"
+        for k in range(20_000))
+    document, errors = parse_document("plan.yaml", text)
+    assert errors == []
+    assert len(document.data["releases"]) == 20_000
+
+
+def test_aliases_that_add_more_than_the_limit_are_refused_as_aliases(ledger):
+    # a list of 120,000 values, used twice more: the aliases add 240,000 values
+    text = "dataset: survey\nnotes: &n [" + ", ".join(["x"] * 120_000) + "]\nmore: *n\nagain: *n\nreleases: []\n"
+    ledger.refused("check", ledger.file("aliases.yaml", text), naming="aliases.yaml", saying="aliases expand")
+
+
+def test_every_command_a_message_names_is_a_command():
+    from ledger.cli import app
+
+    commands = app.command().commands  # the command line's commands and groups, by name
+    sources = Path(app.__file__).resolve().parents[1].rglob("*.py")
+    named = {found for path in sources
+             for found in re.findall(r"`privacy-ledger ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?", path.read_text("utf-8"))}
+    assert ("releases", "") in named
+    for first, second in named:
+        assert first in commands, first
+        group = getattr(commands[first], "commands", None)  # (a command's next word is an argument)
+        if group is not None and second:
+            assert second in group, (first, second)
+
+
+def test_the_resident_client_names_a_real_command_when_a_call_is_lost():
+    from ledger.cli import resident
+
+    ours, server = socket.socketpair()
+    server.close()  # the server ended before the child's status reached the client
+    err = io.StringIO()
+    with ours, redirect_stderr(err):
+        assert resident._await(ours, 12345) == resident.EXIT_UNKNOWN
+    assert "`privacy-ledger releases`" in err.getvalue()
+
+
+@pytest.mark.parametrize("person", ["nobody", "bob"])
+def test_retotal_needs_an_auditor_or_an_admin(ledger, person):
+    ledger.refused("audit", "retotal", "--as", person, naming="--as", saying="needs the auditor or admin role")
+
+
+@pytest.mark.parametrize("role", ["auditor", "admin"])
+def test_an_auditor_or_an_admin_recomputes_the_totals(ledger, role):
+    ledger.ok("role", "grant", "dora", role, "--as", "ana")
+    assert "running totals recomputed; 0 differed" in ledger.ok("audit", "retotal", "--as", "dora").out
