@@ -524,8 +524,6 @@ releases:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="record checks the approximate deltas on the subsets the plan reads and "
-                                       "their union only, not on a wider subset held releases reach")
 def test_a_plan_taking_a_wider_subset_past_the_allowance_is_refused(tmp_path):
     """3e-10 on {x} is held; 3e-10 on {y} keeps {y} within half of 1e-9 but takes {x, y} to 6e-10."""
     url = f"sqlite:///{tmp_path / 'ledger.db'}"

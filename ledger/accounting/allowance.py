@@ -15,9 +15,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..core.lazy import lazy_module
 from ..core.numbers import format_delta, format_number
 from ..core.records import Notion, Release
 from .spend import ALLOWANCE, guarantee_spend
+
+np = lazy_module("numpy")  # (a plan of pure releases never reads the arrays)
 
 
 @dataclass(frozen=True)
@@ -68,18 +71,42 @@ def deltas_held(releases: Iterable[Release]) -> Fraction:
     return total
 
 
-def overdraft(held: Sequence[Release], plan: Sequence[Release], order: Sequence[str],
-              delta: Fraction) -> Overdraft | None:
-    """The overdraft of the plan over the charged releases `held`, or None: refused when the bound
-    `deltas_held` of both passes the allowance of the dataset's delta (so no subset, however wide,
-    can pass it), naming the variables the approximate releases read."""
+def deltas_indexed(index) -> tuple[Fraction, frozenset[str]]:
+    """`deltas_held` of a LedgerIndex's charged releases (its guarantee arrays, whatever its rows
+    hold of each release), and the variables its approximate releases read."""
+    per_release: dict[int, Fraction] = {}
+    for k, value in enumerate(index.g_value.tolist()):
+        delta = index.values[value].approx_delta
+        if delta:
+            i = int(index.g_release[k])
+            per_release[i] = max(per_release.get(i, Fraction(0)), delta)
+    family_of = {i: fid for fid, rows in index.members.items() for i in rows}
+    total = Fraction(0)
+    families: dict[str, list[Fraction]] = {}
+    for i, delta in per_release.items():
+        if i in family_of:
+            families.setdefault(family_of[i], []).append(delta)
+        else:
+            total += delta
+    for deltas in families.values():
+        total += sum(sorted(deltas, reverse=True)[:2], Fraction(0))
+    names = index.variables
+    read = frozenset(names[j] for j in np.flatnonzero(index.reads[list(per_release)].any(axis=0))) \
+        if per_release else frozenset()
+    return total, read
+
+
+def overdraft(index, plan: Sequence[Release], order: Sequence[str], delta: Fraction) -> Overdraft | None:
+    """The overdraft of the plan over the charged releases of `index`, or None: refused when the
+    bound `deltas_held` of both passes the allowance of the dataset's delta (so no subset, however
+    wide, can pass it), naming the variables the approximate releases read."""
     mine = approximate(plan)
     if not mine:
         return None
-    everyone = [*held, *plan]
-    total = deltas_held(everyone)
+    held, read = deltas_indexed(index)
+    total = held + deltas_held(plan)
     limit = ALLOWANCE * delta
     if total <= limit:
         return None
-    read = frozenset().union(*(r.reads for r in everyone if largest_delta(r)))
+    read = read.union(*(r.reads for r in plan if largest_delta(r)))
     return Overdraft(tuple(n for n in order if n in read), total, limit, tuple(r.id for r in mine))

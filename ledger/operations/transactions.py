@@ -236,7 +236,7 @@ def _overdrafts(session: Session, snapshot: LedgerSnapshot, releases: Sequence[R
         info = snapshot.datasets[dataset]
         delta = info.delta if info.delta is not None else DEFAULT_DELTA
         index = store.caps_index(session, dataset, [Cap(dataset, "", frozenset(info.variable_names))])
-        over = allowance.overdraft(index.releases, plan, info.variable_names, delta)
+        over = allowance.overdraft(index, plan, info.variable_names, delta)
         if over is not None:
             found.append(over)
     return found
