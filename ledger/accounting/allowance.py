@@ -41,13 +41,18 @@ class Overdraft:
 
 
 def approximate(plan: Sequence[Release]) -> list[Release]:
-    """The plan's releases with an (epsilon, delta) guarantee."""
-    return [r for r in plan if any(g.notion is Notion.APPROX for g in r.guarantees)]
+    """The plan's releases with an (epsilon, delta) guarantee they may be charged by."""
+    return [r for r in plan if largest_delta(r)]
 
 
 def largest_delta(release: Release) -> Fraction:
     """The largest delta any subset may be charged for the release: of its (epsilon, delta)
-    guarantees as charged in its dataset's relation (guarantee_spend)."""
+    guarantees as charged in its dataset's relation (guarantee_spend); none for a release charged
+    through its mechanism's event (`deltas_indexed`)."""
+    from .accountants import mechanism_event
+
+    if mechanism_event(release) is not None:
+        return Fraction(0)
     found = [guarantee_spend(g).approx_delta for g in release.guarantees if g.notion is Notion.APPROX]
     return max((d for d in found if d is not None), default=Fraction(0))
 
@@ -73,11 +78,16 @@ def deltas_held(releases: Iterable[Release]) -> Fraction:
 
 def deltas_indexed(index) -> tuple[Fraction, frozenset[str]]:
     """`deltas_held` of a LedgerIndex's charged releases (its guarantee arrays, whatever its rows
-    hold of each release), and the variables its approximate releases read."""
+    hold of each release), and the variables its approximate releases read. A release charged
+    through its mechanism's event (a Gaussian declared by (epsilon, delta): accountants.Event) draws
+    no delta: its figure is its noise's curve."""
+    from .accountants import index_events
+
+    by_event = index_events(index).mech >= 0
     per_release: dict[int, Fraction] = {}
     for k, value in enumerate(index.g_value.tolist()):
         delta = index.values[value].approx_delta
-        if delta:
+        if delta and not by_event[int(index.g_release[k])]:
             i = int(index.g_release[k])
             per_release[i] = max(per_release.get(i, Fraction(0)), delta)
     family_of = {i: fid for fid, rows in index.members.items() for i in rows}

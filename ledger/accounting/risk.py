@@ -70,8 +70,9 @@ def tpr_at(alpha: float, *, epsilon: float, delta: float) -> float:
         through_alpha = delta + alpha * math.exp(epsilon)
     else:  # e^eps past the floats: e^eps alpha in logs (only its passing 1 matters)
         through_alpha = delta + math.exp(min(epsilon + math.log(alpha), 1.0))
-    # 1 - e^-eps (1 - delta - alpha) = (1 - e^-eps) + e^-eps (delta + alpha), no cancellation at small eps
-    through_complement = -math.expm1(-epsilon) + math.exp(-epsilon) * (delta + alpha)
+    # 1 - e^-eps (1 - delta - alpha), one ulp up: each step is monotone in epsilon, delta and alpha in
+    # floating point (a sum of two rounded terms is not), and the rate stays an upper bound
+    through_complement = math.nextafter(1.0 - math.exp(-epsilon) * (1.0 - delta - alpha), 2.0)
     # (at least alpha: a trade-off curve lies below 1 - alpha, Dong, Roth and Su 2022, Prop 2.2)
     return max(alpha, min(1.0, through_alpha, through_complement))
 
