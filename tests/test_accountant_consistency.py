@@ -390,8 +390,6 @@ def test_cap_list_as_of_uses_the_same_accountants_as_cap_list(ledger):
         {k: v for k, v in cap.items() if k not in running} for cap in now]
 
 
-@pytest.mark.xfail(strict=True, reason="`cap list --as-of` prints no running figure (null) where `cap list` prints it "
-                   "beside a Rényi-filter or Gaussian-DP cap's")
 def test_cap_list_as_of_prints_the_running_figure_beside_a_renyi_caps(ledger):
     """100 Laplace releases of 0.1 under a Rényi-filter cap: `cap list` prints beside the cap's figure
     the subset's running figure (22 fixed orders at 1/44 of the delta, with dp_accounting's Laplace

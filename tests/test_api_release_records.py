@@ -29,7 +29,7 @@ PUBLISHED = datetime(2026, 1, 1, tzinfo=UTC)
 def book(tmp_path):
     book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", actor="tester")
     book.add_dataset({"dataset": "d", "delta": "1e-6", "variables": [{"name": "a"}],
-                      "caps": [{"subset": ["a"], "epsilon": 2, "delta": "1e-6"}]})
+                      "caps": [{"subset": ["a"], "epsilon": 2, "delta": "1e-6", "filter": "renyi"}]})
     return book
 
 

@@ -56,15 +56,16 @@ def printed_both_ways(monkeypatch, url: str, commands) -> dict[str, list[str]]:
     return printed
 
 
-def set_caps_before(url: str, caps, at) -> None:
-    """The caps set in the ledger, their events dated `at` (the report at T shows the caps set by T)."""
+def set_caps_before(url: str, caps, at) -> list:
+    """The caps set in the ledger, their events dated `at` (the report at T shows the caps set by T);
+    returns them as set (a cap at a delta with the filter the ledger gave it)."""
     engine = store.make_engine(url)
     with pytest.MonkeyPatch.context() as clock:
         clock.setattr(store, "now", lambda: at)
         with store.write_session(engine) as session:
-            for cap in caps:
-                store.set_cap(session, cap, "t")
+            caps = [store.set_cap(session, cap, "t") for cap in caps]
     engine.dispose()
+    return caps
 
 
 def both_indexes(url: str, when):
@@ -278,8 +279,8 @@ def test_cap_list_and_the_report_at_a_moment_read_no_whole_release_and_print_wha
     record(url, entries, lifecycle, [None, 4, None, None, 5] + [None] * 120)
     with monkeypatch.context() as clock:  # the caps set before T: a cap set after T is not shown at T
         clock.setattr(store, "now", lambda: T0 - timedelta(days=1))
-        for args in (("a", "b", "--epsilon", "9"), ("b", "--epsilon", "3", "--delta", "1e-6"),
-                     ("c", "d", "--rho", "1/2"), ("all", "--epsilon", "4", "--delta", "1e-6")):
+        for args in (("a", "b", "--epsilon", "9"), ("b", "--epsilon", "3", "--delta", "1e-6", "--filter", "renyi"),
+                     ("c", "d", "--rho", "1/2"), ("all", "--epsilon", "4", "--delta", "1e-6", "--filter", "renyi")):
             assert cli_main(url, "cap", "set", *args).code == 0
     when = moment(3).isoformat()
     printed = printed_both_ways(monkeypatch, url, (("cap", "list", "--as-of", when),
@@ -316,7 +317,7 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     with tempfile.TemporaryDirectory() as directory:
         url = f"sqlite:///{directory}/l.db"
         record(url, entries, lifecycle, endings)
-        set_caps_before(url, caps, T0 - timedelta(days=1))  # (a cap set after T is not shown at T)
+        caps = set_caps_before(url, caps, T0 - timedelta(days=1))  # (a cap set after T is not shown at T)
         engine = store.make_engine(url)
         with Session(engine) as session:
             inputs = replace(gather(session, dataset(), DELTA, since), caps=tuple(caps), cap_checks=None, as_of=when)

@@ -40,7 +40,7 @@ variables:
 groups:
   g: [a]
 caps:
-  - {name: small, subset: [b], epsilon: 4, delta: 1e-6}
+  - {name: small, subset: [b], epsilon: 4, delta: 1e-6, filter: renyi}
   - {name: pure, subset: [a, b], epsilon: 9}
 """
 

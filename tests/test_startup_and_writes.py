@@ -177,7 +177,7 @@ variables:
   - {name: age}
   - {name: income}
 caps:
-  - {subset: all, epsilon: 10, delta: 1e-9}
+  - {subset: all, epsilon: 10, delta: 1e-9, filter: renyi}
 """
 # scipy.special's and scipy.fft's packages (their __init__ imports scipy's array-API layer, which
 # clones numpy), and dp_accounting's: a cap's figure at a delta is built without them
