@@ -363,7 +363,8 @@ def test_audit_verify_cli_reports_each_kind_of_tampering(engine, db, sql, named)
 
 
 def test_recording_through_the_cli_keeps_the_chain_intact(db, tmp_path):
-    (tmp_path / "d.yaml").write_text(GRADUATES)
+    # (a dataset delta whose allowance, half of it, holds the approximate release's converted delta)
+    (tmp_path / "d.yaml").write_text(GRADUATES.replace('delta: "1/1000000000"', 'delta: "1/10000"'))
     (tmp_path / "r.yaml").write_text(RICH_RELEASES)
     assert run_main(db, "dataset", "add", str(tmp_path / "d.yaml"), "--by", "ana").code == 0
     assert run_main(db, "role", "grant", "grace", "approver", "--as", "ana").code == 0  # who approved `sums`

@@ -51,10 +51,9 @@ def largest_delta(release: Release) -> Fraction:
     through its mechanism's event (`deltas_indexed`)."""
     from .accountants import mechanism_event
 
-    if mechanism_event(release) is not None:
-        return Fraction(0)
     found = [guarantee_spend(g).approx_delta for g in release.guarantees if g.notion is Notion.APPROX]
-    return max((d for d in found if d is not None), default=Fraction(0))
+    largest = max((d for d in found if d is not None), default=Fraction(0))
+    return largest if largest and mechanism_event(release) is None else Fraction(0)
 
 
 def deltas_held(releases: Iterable[Release]) -> Fraction:
