@@ -404,3 +404,24 @@ def test_importing_the_risk_module_imports_no_numeric_library():
             "print(sorted(m for m in ('numpy', 'scipy', 'mpmath') if m in sys.modules))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]"
+
+
+def test_the_reports_headline_says_in_words_what_its_figure_allows_an_attacker(tmp_path):
+    """The graduates report: beside the protected subset's figure (epsilon at 1e-9), the attack bound
+    at false-positive rates of 1% and 5% from the (epsilon, delta) trade-off curve, computed here;
+    and the warning that a correlated public variable is not covered (degree is public)."""
+    examples = __import__("pathlib").Path(__file__).resolve().parents[1] / "examples"
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    cli_ok(url, "dataset", "add", examples / "graduates.dataset.yaml")
+    cli_ok(url, "record", examples / "graduates.releases.yaml")
+    cli_ok(url, "report", "--format", "md", "--out", tmp_path / "r.md")
+    text = (tmp_path / "r.md").read_text(encoding="utf-8")
+    epsilon = float(re.search(r"\*\*Protected subset epsilon\*\* \(every variable not classified public\) \| \*\*([0-9.]+)", text).group(1))
+    sentence = next(line for line in text.splitlines() if line.startswith("What the protected subset's figure means"))
+
+    def percent(alpha):  # 1 - f_{eps,delta}(alpha), Dong, Roth and Su 2022, eq. (5), rounded up to whole percent
+        tpr = min(1.0, 1e-9 + math.exp(epsilon) * alpha, 1 - math.exp(-epsilon) * (1 - 1e-9 - alpha))
+        return math.ceil(tpr * 100 - 1e-9)
+
+    assert f"right at most {percent(0.01)}% of the time" in sentence and f"right at most {percent(0.05)}%" in sentence
+    assert "correlated public variable" in text

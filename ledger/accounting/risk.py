@@ -238,6 +238,12 @@ def risk_sentence(risks: Sequence[Risk], *, variables: Sequence[str] | None = No
     if variables is None:
         test, negative, positive = ("whether one person's record is in the data",
                                     "on people who are not", "on people who are")
+    elif len(variables) > 4:  # (a headline's protected subset: named as such, not listed)
+        test, negative, positive = ("which of two sets of values one person's protected variables take",
+                                    "when it is the first", "when it is the second")
+    elif len(variables) > 4:  # (a headline's protected subset: named as such, not listed)
+        test, negative, positive = ("which of two sets of values one person's protected variables take",
+                                    "when it is the first", "when it is the second")
     else:
         names = variables[0] + " takes" if len(variables) == 1 else "{" + ", ".join(variables) + "} take"
         test, negative, positive = (f"which of two values one person's {names}",

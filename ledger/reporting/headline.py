@@ -60,6 +60,10 @@ class Headline:
     why: str | None = None
     worst_why: str | None = None
     pair_why: str | None = None
+    # what `epsilon` means for an attacker (risk.risk_sentence); None with no finite protected figure
+    in_words: str | None = None
+    # what `epsilon` means for an attacker (risk.risk_sentence), None when there is no protected variable
+    in_words: str | None = None
 
     @property
     def alarm(self) -> bool:
