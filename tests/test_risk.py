@@ -417,11 +417,11 @@ def test_the_reports_headline_says_in_words_what_its_figure_allows_an_attacker(t
     cli_ok(url, "report", "--format", "md", "--out", tmp_path / "r.md")
     text = (tmp_path / "r.md").read_text(encoding="utf-8")
     epsilon = float(re.search(r"\*\*Protected subset epsilon\*\* \(every variable not classified public\) \| \*\*([0-9.]+)", text).group(1))
-    sentence = next(line for line in text.splitlines() if line.startswith("What the protected subset's figure means"))
+    sentence = next(line for line in text.splitlines() if line.startswith("Meaning: "))
 
     def percent(alpha):  # 1 - f_{eps,delta}(alpha), Dong, Roth and Su 2022, eq. (5), rounded up to whole percent
         tpr = min(1.0, 1e-9 + math.exp(epsilon) * alpha, 1 - math.exp(-epsilon) * (1 - 1e-9 - alpha))
         return math.ceil(tpr * 100 - 1e-9)
 
-    assert f"right at most {percent(0.01)}% of the time" in sentence and f"right at most {percent(0.05)}%" in sentence
-    assert "correlated public variable" in text
+    assert f"right at most {percent(0.01)}% of the time" in sentence and f"at most {percent(0.05)}%" in sentence
+    assert "public variable correlated with a protected one" in sentence

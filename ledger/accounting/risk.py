@@ -229,6 +229,20 @@ def _percent_up(rate: float) -> str:
     return "100%"
 
 
+def short_sentence(risks: Sequence[Risk]) -> str:
+    """`risk_sentence` in a report headline's few words: a test of one person's protected values at
+    the first false-positive rate, the others in brackets."""
+    first, *others = risks
+
+    def power(risk: Risk) -> str:
+        return "every time" if risk.tpr >= 1 else f"at most {_percent_up(risk.tpr)} of the time"
+
+    text = f"a test of one person's protected values, wrong {_one_in(first.fpr)}, is right {power(first)}"
+    if others:
+        text += " (" + "; ".join(f"wrong {_one_in(r.fpr)}: {power(r)}" for r in others) + ")"
+    return text
+
+
 def risk_sentence(risks: Sequence[Risk], *, variables: Sequence[str] | None = None) -> str:
     """One plain sentence of what `risks` allow an attacker: the first risk in full, the others
     in brackets. `variables` None: a membership test (is one person's record in the data); else
@@ -238,9 +252,6 @@ def risk_sentence(risks: Sequence[Risk], *, variables: Sequence[str] | None = No
     if variables is None:
         test, negative, positive = ("whether one person's record is in the data",
                                     "on people who are not", "on people who are")
-    elif len(variables) > 4:  # (a headline's protected subset: named as such, not listed)
-        test, negative, positive = ("which of two sets of values one person's protected variables take",
-                                    "when it is the first", "when it is the second")
     elif len(variables) > 4:  # (a headline's protected subset: named as such, not listed)
         test, negative, positive = ("which of two sets of values one person's protected variables take",
                                     "when it is the first", "when it is the second")

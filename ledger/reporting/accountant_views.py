@@ -213,11 +213,10 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
             changes["worst_pair"] = (a, b, choose(accountants.subset_figures(
                 index, (a, b), delta, pair_spend, invalid_pld=chosen == "pld"), chosen).epsilon)
     if head.protected and not is_infinite(changes.get("epsilon", head.epsilon)):
-        from ..accounting.risk import figure_risks, risk_sentence
+        from ..accounting.risk import figure_risks, short_sentence
 
         stated = None if spend.is_pure else delta  # (a pure figure holds at delta 0)
-        risks = figure_risks(float(changes.get("epsilon", head.epsilon)), stated)
-        changes["in_words"] = risk_sentence(risks, variables=head.protected)
+        changes["in_words"] = short_sentence(figure_risks(float(changes.get("epsilon", head.epsilon)), stated))
     from .headline import with_reasons
 
     return with_reasons(replace(head, **changes), index)
