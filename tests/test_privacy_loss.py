@@ -371,7 +371,7 @@ def test_a_cap_at_a_delta_is_decided_without_dp_accounting(tmp_path):
     """A check and a record against a cap at a delta, every release recorded before any output:
     the cap is a Rényi filter at its one order (2.2 for 50 at 1e-9), and no PLD ever decides it
     (DESIGN 2.10), so its figure needs no dp_accounting, no scipy.stats, scipy.signal nor
-    scipy.optimize (issue 13 section 2)."""
+    scipy.optimize."""
     import subprocess
     import sys
 

@@ -29,8 +29,8 @@ import math
 from fractions import Fraction
 
 from ..core.numbers import INF, Number, float_down
-from .risk import gdp_epsilon
-from .spend import ALLOWANCE, cks_epsilon, cks_order
+from .risk import gdp_epsilon, pure_mu
+from .spend import ALLOWANCE
 
 GAUSSIAN = "gaussian"
 RENYI = "renyi"
@@ -73,26 +73,6 @@ def describe(cap) -> str:
 # --------------------------------------------------------------------------
 
 
-def _ndtr(x: float) -> float:
-    return 0.5 * math.erfc(-x / math.sqrt(2))
-
-
-def pure_mu(epsilon: float) -> float:
-    """The mu every epsilon-DP mechanism satisfies: -2 Phi^-1(1 / (1 + e^eps)), where the Gaussian
-    trade-off curve meets the epsilon-DP one on the diagonal; convex below its chords."""
-    if math.isinf(epsilon):
-        return INF
-    p = 1 / (1 + math.exp(epsilon))
-    low, high = -40.0, 0.0  # Phi^-1(p) for p <= 1/2, by bisection
-    for _ in range(200):
-        middle = (low + high) / 2
-        if _ndtr(middle) < p:
-            low = middle
-        else:
-            high = middle
-    return math.nextafter(-2 * low, math.inf)
-
-
 def event_mu(kind: str, a: Fraction, b=None) -> float:
     """mu of one accounting event (accountants.Event), INF where Gaussian DP states none."""
     if kind == "gaussian":
@@ -122,22 +102,6 @@ def gaussian_figure(counts: dict[tuple, int], delta: Number) -> float:
 # --------------------------------------------------------------------------
 # Rényi DP at one order
 # --------------------------------------------------------------------------
-
-
-def rho_equivalent(epsilon: float, delta: float) -> float:
-    """The rho whose CKS (2020) best-order conversion at `delta` is `epsilon` (bisection)."""
-    low, high = 0.0, max(epsilon, 1e-12)
-    while cks_epsilon(high, delta) < epsilon:
-        high *= 2
-    for _ in range(200):
-        middle = (low + high) / 2
-        if cks_epsilon(middle, delta) < epsilon:
-            low = middle
-        else:
-            high = middle
-        if high - low <= 1e-14 * high:
-            break
-    return low
 
 
 def renyi_order(epsilon: Fraction, delta: Fraction, orders, allowance: Fraction = ALLOWANCE) -> float:
@@ -171,11 +135,5 @@ def renyi_figure(divergence: float, order: float, delta: Number, approx_epsilon:
     return math.nextafter(max(value, 0.0) * (1 + 1e-12), math.inf)
 
 
-def cks_of_rho(rho: Number, delta: Number) -> float:
-    """A rho budget's epsilon at `delta` (the certificate's statement): CKS at its best order."""
-    return cks_epsilon(rho if isinstance(rho, Fraction) else Fraction(rho), float_down(delta))
-
-
-__all__ = ["GAUSSIAN", "RENYI", "RUNNING", "THEOREMS", "kind_of", "describe", "pure_mu",
-           "event_mu", "gaussian_figure", "rho_equivalent", "renyi_order", "renyi_figure", "cks_of_rho",
-           "cks_order"]
+__all__ = ["GAUSSIAN", "RENYI", "RUNNING", "THEOREMS", "kind_of", "describe", "event_mu", "gaussian_figure",
+           "renyi_order", "renyi_figure"]

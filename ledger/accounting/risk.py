@@ -188,6 +188,16 @@ def gdp_mu(epsilon: float, delta: float) -> float:
     return _boundary(lambda m: m == 0 or _surely_within(epsilon, m, delta), 0.0, high)[0]
 
 
+def pure_mu(epsilon: float) -> float:
+    """The mu every epsilon-DP mechanism satisfies, -2 Phi^-1(1 / (1 + e^eps)), rounded up: the
+    Gaussian trade-off curve meets the epsilon-DP one on the diagonal at that mu and, convex, lies
+    below its two chords (Dong, Roth and Su 2022, the symmetric point of Def 2.6 and eq. (5))."""
+    if math.isinf(epsilon):
+        return math.inf
+    quantile = float(_special().ndtri(1 / (1 + math.exp(epsilon))))
+    return math.nextafter(-2 * quantile * (1 + 1e-12), math.inf)
+
+
 @dataclass(frozen=True)
 class Risk:
     """The strongest attack a figure allows at one false-positive rate: `fpr`, the share of

@@ -23,7 +23,7 @@ from fractions import Fraction
 
 from sqlmodel import Session
 
-from ..accounting import accountants, budget
+from ..accounting import accountants, budget, filters
 from ..accounting.engine import at_delta
 from ..store import database as store
 from ..core.numbers import INF, is_infinite
@@ -102,9 +102,11 @@ def with_running(session: Session, dataset: str, checks: Sequence[budget.CapChec
     """Each cap at a delta with the running figure of its subset at its delta, the figure `subset`
     prints (accountants.subset_figures, the smallest valid one), now or at `when`: a cap is decided
     by its filter, and a board reads both."""
-    at = [c for c in checks if c.cap.delta is not None and c.cap.rho is None]
+    stated = [c for c in checks if c.cap.delta is not None and c.cap.rho is None]
+    own = {c.cap.name: c.after for c in stated if filters.kind_of(c.cap.filter)[0] == filters.RUNNING}
+    at = [c for c in stated if c.cap.name not in own]  # (a running-figure cap's figure is that figure)
     if not at:
-        return list(checks)
+        return [replace(c, running=own[c.cap.name]) if c.cap.name in own else c for c in checks]
     index = index_at(session, dataset, [c.cap for c in at], when)
     running = {}
     for check in at:
@@ -112,6 +114,7 @@ def with_running(session: Session, dataset: str, checks: Sequence[budget.CapChec
         cost = index.subset_cost(cap.subset, at_delta(cap.delta))
         found = accountants.subset_figures(index, cap.subset, cap.delta, cost.spend, invalid_pld=False)
         running[cap.name] = accountants.best(found).epsilon
+    running.update(own)
     return [replace(c, running=running[c.cap.name]) if c.cap.name in running else c for c in checks]
 
 
