@@ -476,15 +476,16 @@ def test_the_report_the_table_and_the_api_print_the_figures_subset_prints(ledger
     assert book.caps()[0].current == pytest.approx(cli_main(url, "cap", "list", "--json").json()[0]["current"])
 
 
-def test_the_report_names_the_accountant_behind_a_cap_figure(ledger):
-    """A cap at a delta in the report says whose figure its spend is, as `cap list` does (issue 11)."""
+def test_the_report_names_the_filter_behind_a_cap_figure(ledger):
+    """A cap at a delta in the report names the filter its spend is decided by, as `cap list` does."""
     url, tmp = ledger
     assert cli_main(url, "record", laplace_history(tmp / "h.yaml")).code == 0
     listed = cli_main(url, "cap", "list", "--json").json()[0]
     out = tmp / "r.md"
     assert cli_main(url, "report", "--format", "md", "--out", out).code == 0
     row = next(line for line in out.read_text(encoding="utf-8").splitlines() if line.startswith(f"| {listed['cap'].split('/')[-1]} |"))
-    assert f"(figure: {listed['accountant']}, {listed['case']})" in row and "at delta at" not in row
+    kind, _, order = listed["filter"].partition(":")
+    assert kind == "renyi" and f"(filter: Rényi order {float(order):g})" in row and "at delta at" not in row
 
 
 def test_the_reports_notion_line_names_the_accountants_that_decided(ledger):

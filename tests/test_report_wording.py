@@ -178,9 +178,8 @@ def test_the_meeting_pack_lists_every_cap_of_the_period_new_and_removed_ones_too
 
 
 def test_a_chart_over_one_day_has_time_ticks_and_says_which_figure_it_draws(tmp_path):
-    """Item 7: with every release on one day the time axis had no tick label, and the caption
-    called the lines the risk table's total row (the smallest valid figure) though they are the
-    basic composition."""
+    """With every release on one day the time axis has hour ticks, and the caption says what the
+    lines draw: the smaller of the basic composition then and the running figure now."""
     url = f"sqlite:///{tmp_path / 'ledger.db'}"  # three releases planned at 09:00, one more at 15:00 the same day
     record(url, tmp_path, "graduates.yaml", DATASET, T(1, 1), command="dataset")
     record(url, tmp_path, "releases.yaml", RELEASES, T(1, 2))
@@ -190,7 +189,7 @@ def test_a_chart_over_one_day_has_time_ticks_and_says_which_figure_it_draws(tmp_
     html = render(context_of(url, "graduates", charts=True, as_of=T(1, 2, 18)), "html").decode()
     chart = html.split('id="timeline"')[1].split("</section>")[0]
     assert ">2024-01-02 10:00</text>" in chart and ">14:00</text>" in chart  # hours, the first dated
-    assert "by basic composition" in chart and "the total row of the risk table)" not in chart
+    assert "the smaller of the basic composition then" in chart and "ends on the risk table's total row" in chart
 
 
 def _timeline_styles(chart: str) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:

@@ -68,6 +68,17 @@ def describe(cap) -> str:
     return THEOREMS[name].format(order=order or 0)
 
 
+def short(cap) -> str:
+    """The filter in a table cell's few words: `running figure`, `Gaussian DP`, `Rényi order 6.4`,
+    `pure sum`, `zCDP sum`."""
+    if cap.rho is not None:
+        return "zCDP sum"
+    if cap.delta is None:
+        return "pure sum"
+    name, order = kind_of(cap.filter)
+    return {RUNNING: "running figure", GAUSSIAN: "Gaussian DP"}.get(name) or f"Rényi order {order or 0:g}"
+
+
 # --------------------------------------------------------------------------
 # Gaussian DP (Dong, Roth and Su 2022)
 # --------------------------------------------------------------------------
@@ -135,5 +146,5 @@ def renyi_figure(divergence: float, order: float, delta: Number, approx_epsilon:
     return math.nextafter(max(value, 0.0) * (1 + 1e-12), math.inf)
 
 
-__all__ = ["GAUSSIAN", "RENYI", "RUNNING", "THEOREMS", "kind_of", "describe", "event_mu", "gaussian_figure",
+__all__ = ["GAUSSIAN", "RENYI", "RUNNING", "THEOREMS", "kind_of", "describe", "short", "event_mu", "gaussian_figure",
            "renyi_order", "renyi_figure"]

@@ -42,6 +42,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from ..accounting import filters
 from ..accounting.spend import ALLOWANCE, CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, filter_delta
 from ..accounting.budget import CapCheck, CapTotal, check, composed, total_from_index
 from ..accounting.engine import LedgerIndex, RiskTable, SpendGrid, at_delta
@@ -348,7 +349,8 @@ class CapEntry:
     headroom: Number  # limit - current; printed rounded down
     status: str  # ok / warn / over
     drivers: tuple[tuple[str, Number], ...]  # the releases driving the spend, largest first
-    decided_by: str | None = None  # the accountant whose valid figure `current` is, and its case (issue 11)
+    decided_by: str | None = None  # the accountant whose valid figure `current` is, and its case
+    filter: str | None = None  # the filter a cap at a delta is (filters.short)
     current_why: str | None = None  # why `current` is ∞, when it is (reasons.py)
     driver_why: tuple[str | None, ...] = ()  # per driver, why its charge is ∞ (None: finite)
 
@@ -1205,7 +1207,8 @@ def _cap_entry(c: CapCheck, public: Collection[str] = (), index: LedgerIndex | N
                     current_why=current_why, driver_why=driver_why,
                     # a cap at a delta is where the accountants differ (a pure or rho cap: basic sums)
                     decided_by=None if c.decision is None or c.cap.unit != "epsilon at delta"
-                    else f"{c.decision.accountant}, {c.decision.case}")
+                    else f"{c.decision.accountant}, {c.decision.case}",
+                    filter=filters.short(c.cap) if c.cap.unit == "epsilon at delta" else None)
 
 
 def cap_history(inputs: ReportInputs) -> tuple[CapHistoryEntry, ...]:
