@@ -15,7 +15,8 @@ names a server), in the same run:
 (d) the pipeline case: one `privacy-ledger record` process per release, for
     --processes releases (default 50: a process costs its start-up, see
     bench_startup.py), beside the bare loop's time for as many commits; (d') as many
-    again, each call handed to a resident process (ledger/cli/resident.py).
+    again from one pipeline process through the Python API (`ledger.api.open(url).record(path)`),
+    which pays the imports once.
 
 (e) --planned releases recorded one by one, none published (a plan declared in advance,
     so caps at a delta are decided with the PLD accountant too), beside (b).
@@ -211,12 +212,9 @@ def record_as_one_file(engine, n: int) -> float:
     return time.perf_counter() - start
 
 
-def record_by_processes(url: str, n: int, directory: Path, resident: bool = False) -> float:
-    """n releases, each recorded by its own `privacy-ledger record` process (the pipeline case);
-    with `resident`, each call handed to a resident process (started before the clock, stopped
-    after: ledger/cli/resident.py)."""
+def release_files(n: int, directory: Path, name: str) -> list[Path]:
+    """n release files of one release each, as a pipeline writes them."""
     rng = random.Random(7)
-    name = "res" if resident else "proc"
     paths = []
     for k in range(n):
         entry = release_entry(rng, f"{name}{k:06d}")
@@ -225,29 +223,37 @@ def record_by_processes(url: str, n: int, directory: Path, resident: bool = Fals
         path.write_text(f"dataset: bench\nreleases:\n  - {{id: {entry['id']}, reads: [{', '.join(entry['reads'])}], "
                         f"mechanism: {{{mechanism}}}}}\n")
         paths.append(path)
+    return paths
+
+
+def record_by_processes(url: str, n: int, directory: Path) -> float:
+    """n releases, each recorded by its own `privacy-ledger record` process (the pipeline case)."""
+    paths = release_files(n, directory, "proc")
     root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "LEDGER_RESIDENT": "0"}
-    if resident:
-        env = {**os.environ, "LEDGER_RESIDENT_DIR": str(directory / "resident")}
-        env.pop("LEDGER_RESIDENT", None)
-        subprocess.run([sys.executable, "-m", "ledger", "resident", "start"], check=True, stdout=subprocess.DEVNULL,
-                       cwd=root, env=env)
     start = time.perf_counter()
     for path in paths:
-        subprocess.run([sys.executable, "-m", "ledger", "--db", url, "record", "--as", "bench", str(path)],
-                       check=True, stdout=subprocess.DEVNULL, cwd=root, env=env)
-    elapsed = time.perf_counter() - start
-    if resident:
-        subprocess.run([sys.executable, "-m", "ledger", "resident", "stop"], stdout=subprocess.DEVNULL, cwd=root,
-                       env=env)
-    return elapsed
+        subprocess.run([sys.executable, "-m", "ledger", "--db", url, "record", str(path)],
+                       check=True, stdout=subprocess.DEVNULL, cwd=root)
+    return time.perf_counter() - start
+
+
+def record_by_api(url: str, n: int, directory: Path) -> float:
+    """The same n releases recorded one call each through the Python API, in this process."""
+    from ledger import api
+
+    paths = release_files(n, directory, "api")
+    start = time.perf_counter()
+    ledger = api.open(url)
+    for path in paths:
+        ledger.record(path)
+    return time.perf_counter() - start
 
 
 def by_processes(url: str, n: int, directory: Path) -> tuple[float, float]:
-    """(d): fresh processes, then the same number handed to a resident process."""
+    """(d): fresh processes, then (d') the same number through the Python API."""
     if not n:
         return 0.0, 0.0
-    return record_by_processes(url, n, directory), record_by_processes(url, n, directory, resident=True)
+    return record_by_processes(url, n, directory), record_by_api(url, n, directory)
 
 
 def bare_sqlite(path: Path, n: int, each: bool = False):
@@ -378,7 +384,7 @@ def report(backend: str, n: int, walls: list[float], cpus: list[float], bare: li
               f"each; {per / bare_each:.0f}x the bare loop's {bare_each:.2f} ms per commit: start-up, "
               "bench_startup.py)")
         per = handed / processes * 1000
-        print(f"  (d') the same, each call handed to a resident process: {handed:8.2f} s ({per:.0f} ms each; "
+        print(f"  (d') the same through the Python API in one process: {handed:8.2f} s ({per:.0f} ms each; "
               f"{per / bare_each:.0f}x the bare loop)")
 
 

@@ -1,4 +1,4 @@
-"""Benchmark: start-up of the command line (issue 13, section 2).
+"""Benchmark: start-up of the command line.
 
     .venv/bin/python benchmarks/bench_startup.py [--runs 7] [--size 10000] [--importtime] [--baseline-code DIR]
 
@@ -14,11 +14,6 @@ machine than wall time):
 - `check` of one plan and `record` of one release into a ledger of --size releases
   with 20 caps (target < 0.4 s), the ledger built once by bench_scale and copied;
   each `record` records a new release (the ledger grows by --runs).
-
-Then the same commands handed to a resident process (`privacy-ledger resident start`,
-ledger/cli/resident.py: the imports paid once by a server that forks a child per call), the
-ledger grown by the same records; its CPU column is the client's alone (the child's CPU is
-the server's).
 
 --baseline-code DIR also runs each privacy-ledger command with the `ledger` package of
 another checkout (e.g. /work/main: `python -m ledger` run from DIR imports DIR's
@@ -47,7 +42,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 PYTHON = sys.executable
 
 
-FRESH = {**os.environ, "LEDGER_RESIDENT": "0"}  # every command imports what it needs (no resident process)
+FRESH = dict(os.environ)
 
 
 def timed(argv: list[str], cwd: Path = ROOT, env: dict | None = None) -> tuple[float, float, int]:
@@ -124,16 +119,6 @@ def main() -> None:
                 lambda k: [*cli, "--db", url, "record", "--as", "bench", str(plan(work, f"recorded{k}"))],
         }
         runs: dict[str, tuple[object, Path, dict | None]] = {name: (argv, ROOT, None) for name, argv in commands.items()}
-        through = {**os.environ, "LEDGER_RESIDENT_DIR": str(work / "run"), "LEDGER_USER": "bench"}
-        through.pop("LEDGER_RESIDENT", None)
-        started = subprocess.run([*cli, "resident", "start"], capture_output=True, text=True, cwd=ROOT, env=through)
-        print(started.stdout.strip() or started.stderr.strip())
-        runs.update({
-            "  resident: --help": ([*cli, "--help"], ROOT, through),
-            "  resident: check": ([*cli, "--db", url, "check", str(check_plan)], ROOT, through),
-            "  resident: record": (lambda k: [*cli, "--db", url, "record", "--as", "bench",
-                                              str(plan(work, f"resident{k}"))], ROOT, through),
-        })
         if args.baseline_code is not None:
             other = work / "baseline.db"
             # the ledger as that code reads it: its schema version, the tables it does not know dropped
@@ -163,7 +148,6 @@ def main() -> None:
         for name in runs:
             print(f"  {name:62} {statistics.median(walls[name]):9.3f} {min(walls[name]):7.3f} "
                   f"{statistics.median(cpus[name]):7.3f}")
-        subprocess.run([*cli, "resident", "stop"], capture_output=True, cwd=ROOT, env=through)
         if args.importtime:
             importtime(["-m", "ledger", "--db", url, "check", str(check_plan)])
 

@@ -11,16 +11,11 @@ the ledger is as it was (the stored rows compared before and after).
 
 from __future__ import annotations
 
-import io
 import json
 import re
-import socket
-import sys
 import textwrap
 import unicodedata
-from contextlib import redirect_stderr
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from support import Run, cli_main, dump_tables
@@ -220,41 +215,6 @@ def test_a_report_summary_threshold_that_is_not_a_whole_number_is_refused(ledger
     assert not out.exists()
 
 
-def entry_point(*args) -> tuple[int, str]:
-    """`privacy-ledger ARGS` through the console entry point, which asks a resident process first."""
-    from ledger.cli import entry
-
-    err = io.StringIO()
-    with mock.patch.object(sys, "argv", ["privacy-ledger", *map(str, args)]), redirect_stderr(err):
-        try:
-            entry.main()
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return code, err.getvalue()
-
-
-SECONDS = "must be a positive number of seconds"
-
-
-@pytest.mark.parametrize("settings, variable, allowed", [
-    ({"LEDGER_RESIDENT": "yes"}, "LEDGER_RESIDENT", "must be 1"),
-    ({"LEDGER_RESIDENT": "1", "LEDGER_RESIDENT_IDLE": "nan"}, "LEDGER_RESIDENT_IDLE", SECONDS),
-    ({"LEDGER_RESIDENT": "1", "LEDGER_RESIDENT_IDLE": "-5"}, "LEDGER_RESIDENT_IDLE", SECONDS),
-])
-def test_a_bad_resident_setting_is_refused_and_starts_no_server(ledger, monkeypatch, settings, variable, allowed):
-    monkeypatch.setenv("LEDGER_RESIDENT_DIR", str(ledger.directory / "resident"))
-    for name, value in settings.items():
-        monkeypatch.setenv(name, value)
-    plan = ledger.file("plan.yaml", PLAN)
-    before = dump_tables(ledger.url)
-    code, err = entry_point("--db", ledger.url, "record", plan, "--as", "bob")
-    assert code == 2, err
-    assert f"environment: {variable}: {allowed}" in err
-    assert dump_tables(ledger.url) == before
-    assert not (ledger.directory / "resident").exists()  # no server was started
-
-
 # --------------------------------------------------------------------------
 # YAML numbers: a plain decimal or a fraction, nothing YAML 1.1 reads otherwise
 # --------------------------------------------------------------------------
@@ -392,23 +352,12 @@ def test_every_command_a_message_names_is_a_command():
     sources = Path(app.__file__).resolve().parents[1].rglob("*.py")
     named = {found for path in sources
              for found in re.findall(r"`privacy-ledger ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?", path.read_text("utf-8"))}
-    assert ("releases", "") in named
+    assert ("audit", "verify") in named  # (the search finds what messages name)
     for first, second in named:
         assert first in commands, first
         group = getattr(commands[first], "commands", None)  # (a command's next word is an argument)
         if group is not None and second:
             assert second in group, (first, second)
-
-
-def test_the_resident_client_names_a_real_command_when_a_call_is_lost():
-    from ledger.cli import resident
-
-    ours, server = socket.socketpair()
-    server.close()  # the server ended before the child's status reached the client
-    err = io.StringIO()
-    with ours, redirect_stderr(err):
-        assert resident._await(ours, 12345) == resident.EXIT_UNKNOWN
-    assert "`privacy-ledger releases`" in err.getvalue()
 
 
 @pytest.mark.parametrize("person", ["nobody", "bob"])

@@ -319,13 +319,6 @@ def test_since_checkpoint_names_the_last_verified_head(url):
     assert run.code == 0 and "since the last verified head, event" in run.out and "checkpoint" not in run.out
 
 
-def test_resident_status_without_one_exits_0(url, tmp_path, monkeypatch):
-    """Before: exit 1, which the README keeps for a refused check."""
-    monkeypatch.setenv("LEDGER_RESIDENT_DIR", str(tmp_path / "none"))
-    run = cli_main(url, "resident", "status", "--json")
-    assert run.code == 0 and run.json()["running"] is False
-
-
 def test_role_list_json_keeps_the_text_order(url):
     assert cli_main(url, "role", "grant", "bob", "steward").code == 0
     assert cli_main(url, "role", "grant", "bob", "approver").code == 0

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from ..core.lazy import lazy_module, submodule_alone
 
 np = lazy_module("numpy")
-np_fft = lazy_module("numpy.fft")  # (named, so a resident process imports it before it forks)
+np_fft = lazy_module("numpy.fft")
 
 
 def _special():

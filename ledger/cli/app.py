@@ -113,13 +113,17 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+# one BLAS thread unless the user says otherwise: the ledger's arrays are small, and two cores
+# are shared with the database
+THREAD_DEFAULTS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
 _COMMAND = []
 _ONE_COMMAND: dict[str, object] = {}
 
 
 def command():
     """The click command of the application, built once per process (typer builds it from
-    every command's signature: about 0.2 s; the resident process builds it before it forks)."""
+    every command's signature: about 0.2 s)."""
     if not _COMMAND:
         _COMMAND.append(typer.main.get_command(app))
     return _COMMAND[0]
@@ -127,7 +131,7 @@ def command():
 
 def command_for(arguments: list[str]):
     """The click command that runs `arguments`: the whole application when it is built already
-    (the resident process, the tests) or when the arguments name no command of it (`--help`, a
+    (the tests) or when the arguments name no command of it (`--help`, a
     misspelt command: click lists every command); else the application with that one command or
     group, the same options and callback, built in a fraction of the time (typer inspects the
     signatures of the commands it builds: 50 ms of a fresh `check` for all of them, issue 13,
@@ -149,8 +153,6 @@ def command_for(arguments: list[str]):
 def main() -> None:
     """The console entry point: every failure ends in one exit code (ledger.core.failures)."""
     from .terminal import neutral_streams
-
-    from .resident import THREAD_DEFAULTS
 
     for name, value in THREAD_DEFAULTS.items():  # one BLAS thread unless the user says otherwise
         os.environ.setdefault(name, value)
@@ -1311,10 +1313,6 @@ app.command("report")(report)
 from .export import export_app  # noqa: E402  (issue 14)
 
 app.add_typer(export_app, name="export")
-
-from .resident_commands import resident_app  # noqa: E402  (issue 13: start-up paid once)
-
-app.add_typer(resident_app, name="resident")
 
 from . import stewardship as cli_stewardship  # noqa: E402  (issue 12: datasets that evolve, signed checkpoints)
 

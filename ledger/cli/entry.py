@@ -1,7 +1,6 @@
 """The console entry point (`privacy-ledger`, `python -m ledger`): `--version` alone is
-answered here, before the command line (typer and every command) is imported; a call is
-handed to a resident process when one runs (resident.py: the imports paid once, issue 13,
-section 2); anything else goes to `ledger.cli.app.main` in this process.
+answered here, before the command line (typer and every command) is imported; anything else
+goes to `ledger.cli.app.main`.
 
 A fresh `check` or `record` runs without the cyclic garbage collector (`gc.disable`): its
 collections, about 200 while a few hundred modules are imported (whose objects live as long as
@@ -11,9 +10,8 @@ objects (measured on a 10k-release ledger, whatever the file's length), and the 
 is the same. Reference counting frees everything else as always. Other commands (reports,
 verification, long reads) keep the collector.
 
-Invariants: the answer is the one `ledger.cli.app` gives (`privacy-ledger VERSION`, exit 0);
-a call handed to a resident process is not also run here (resident.run returns None only
-when nothing ran); `privacy-ledger resident ...` always runs here.
+Invariant: the answer to `--version` is the one `ledger.cli.app` gives (`privacy-ledger VERSION`,
+exit 0).
 """
 
 from __future__ import annotations
@@ -34,12 +32,6 @@ def main() -> None:
 
         sys.stdout.write(f"privacy-ledger {__version__}\n")
         return
-    if arguments[:1] != ["resident"]:
-        from . import resident
-
-        code = resident.run(arguments)
-        if code is not None:
-            sys.exit(code)
     from .app import main as cli_main
 
     cli_main()

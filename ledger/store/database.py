@@ -123,8 +123,8 @@ SYNCHRONOUS_SETTINGS = ("FULL", "EXTRA", "NORMAL")
 
 
 def sqlite_synchronous() -> str:
-    """The setting, read when an engine is made and a connection opens (not at import: a
-    resident process imports once for many calls, each with its own environment). Unset or
+    """The setting, read when an engine is made and a connection opens (not at import: one
+    process may open ledgers under different environments). Unset or
     empty is FULL; any other value than the three is bad input (exit 2), never a guess."""
     given = os.environ.get(SYNCHRONOUS_ENV, "").strip()
     chosen = given.upper() or "FULL"
