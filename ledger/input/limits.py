@@ -27,6 +27,14 @@ from typing import Any
 
 from ..core.errors import LedgerError
 
+
+def field_name(at: tuple) -> str:
+    """("releases", 1, "mechanism", "epsilon") -> "releases[1].mechanism.epsilon"."""
+    text = ""
+    for part in at:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
 MAX_NAME = 200
 MAX_TITLE = 1000
 MAX_TEXT = 10_000
@@ -63,8 +71,6 @@ def check_text(value: str, source: str, field: str, kind: str = "name") -> list[
 
 def check_values(document, max_depth: int) -> list[LedgerError]:
     """Every string and key of a parsed document against the rules above; the depth too."""
-    from .loader import field_name
-
     errors: list[LedgerError] = []
     stack: list[tuple[Any, tuple, str, int]] = [(document.data, (), "text", 0)]
     while stack and len(errors) < 20:

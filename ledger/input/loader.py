@@ -53,6 +53,8 @@ from ..core.records import (
     misread_public,
 )
 
+from .limits import check_values, field_name, refuse_duplicate_json_keys
+
 # read when a file is (not by `--help` or `--version`, issue 13)
 yaml = lazy_module("yaml")
 jsonschema_rs = lazy_module("jsonschema_rs")
@@ -88,14 +90,6 @@ class Document:
             if line is not None:
                 return f"{self.path}:{line}"
         return self.path
-
-
-def field_name(at: Path_) -> str:
-    """("releases", 1, "mechanism", "epsilon") -> "releases[1].mechanism.epsilon"."""
-    text = ""
-    for part in at:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
 
 
 # Input limits (README, "Input limits"): a file larger, deeper, or with more aliases than
@@ -164,8 +158,6 @@ def looks_like_csv(name: str, text: str) -> bool:
 
 
 def parse_document(name: str, text: str) -> tuple[Document | None, list[LedgerError]]:
-    from .limits import check_values, refuse_duplicate_json_keys
-
     if name.endswith(".json"):
         try:
             data = json.loads(text, object_pairs_hook=refuse_duplicate_json_keys)
