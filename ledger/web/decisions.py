@@ -1,0 +1,120 @@
+"""What the forms do: a lifecycle decision on a release, a plan checked, the audit chain verified,
+a report downloaded. Every POST passes guard.checked_form first (size, CSRF); a refusal of the
+ledger's rules (a cap, separation of duties, a missing reason) is shown as a message on the page,
+and the façade has written nothing."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.datastructures import UploadFile
+
+from .. import api
+from ..core.errors import InputErrors, Refused
+from .guard import checked_form
+from .pages import ACTIONS, REASONED
+from .people import ledger_for
+from .render import page
+
+REFUSALS = (InputErrors, Refused, api.BudgetRefused)
+PLAN_NAME = "plan.yaml"  # how messages name an uploaded or pasted plan (never the temporary file's path)
+
+
+async def decide(request: Request) -> Response:
+    """Approve, publish, retract or cancel one release as the person acting."""
+    form = await checked_form(request)
+    action, release_id = str(form.get("action", "")), str(form.get("id", ""))
+    reason = str(form.get("reason", "")).strip() or None
+    book = ledger_for(request)
+    if action not in {a for actions in ACTIONS.values() for a in actions}:
+        raise HTTPException(400, "unknown decision")
+    try:
+        if action in REASONED:
+            getattr(book, action)(release_id, reason=reason)
+        else:
+            getattr(book, action)(release_id)
+        problem, message = None, f"{release_id}: {DONE[action]} by {book.actor}"
+    except REFUSALS as exc:
+        problem, message = f"{action} refused, nothing written: {exc}", None
+    found = book.release(release_id)
+    return page(request, "release.html", status_code=200 if problem is None else 409,
+                dataset=book.dataset(found.dataset), release=found, events=book.events(found.id),
+                children=[r.id for r in book.releases(found.dataset) if found.id in r.derived_from],
+                actions=ACTIONS.get(found.status.value, ()), message=message, problem=problem)
+
+
+DONE = {"approve": "approved", "publish": "published", "retract": "retracted", "cancel": "cancelled"}
+
+
+async def whatif_form(request: Request) -> Response:
+    book = ledger_for(request)
+    chosen = book.dataset(request.query_params.get("dataset") or None)
+    return page(request, "whatif.html", dataset=chosen, result=None, plan="")
+
+
+async def whatif(request: Request) -> Response:
+    """`check` of a pasted or uploaded plan: each cap's verdict, nothing recorded."""
+    form = await checked_form(request)
+    book = ledger_for(request)
+    chosen = book.dataset(str(form.get("dataset", "")) or None)
+    upload = form.get("file")
+    text = str(form.get("plan", ""))
+    if isinstance(upload, UploadFile) and upload.filename:
+        text = (await upload.read()).decode("utf-8", errors="replace")
+    result, problem = None, None
+    if not text.strip():
+        problem = "paste a plan or choose a plan file"
+    else:
+        try:
+            result = _check(book, text)
+        except REFUSALS as exc:
+            problem = str(exc)
+    return page(request, "whatif.html", status_code=200 if problem is None else 400, dataset=chosen,
+                result=result, plan=text, problem=problem)
+
+
+def _check(book: api.Ledger, text: str) -> api.PlanCheck:
+    """The plan checked from a file of our own making (the loader's size and shape limits apply),
+    deleted after; messages name it `plan.yaml`."""
+    with tempfile.TemporaryDirectory(prefix="ledger-web-") as directory:
+        path = Path(directory) / PLAN_NAME
+        path.write_text(text, encoding="utf-8")
+        try:
+            return book.check(path)
+        except InputErrors as exc:
+            raise InputErrors([type(e)(e.source.replace(str(path), PLAN_NAME), e.field, e.message)
+                               for e in exc.errors]) from None
+
+
+async def verify(request: Request) -> Response:
+    await checked_form(request)
+    return page(request, "audit.html", verification=ledger_for(request).verify())
+
+
+DOWNLOADS = {  # what may be downloaded: a fixed name each, never a path from the request
+    "report.html": ("html", "text/html; charset=utf-8"),
+    "report.md": ("md", "text/markdown; charset=utf-8"),
+    "register.csv": ("csv", "text/csv; charset=utf-8"),
+}
+
+
+async def download(request: Request) -> Response:
+    """The report (the façade's writer, into a temporary directory) as an attachment."""
+    name = request.query_params.get("what", "")
+    if name not in DOWNLOADS:
+        raise HTTPException(404, "no such download")
+    fmt, media = DOWNLOADS[name]
+    book = ledger_for(request)
+    chosen = book.dataset(request.query_params.get("dataset") or None)
+    with tempfile.TemporaryDirectory(prefix="ledger-web-") as directory:
+        target = book.report(os.path.join(directory, name), format=fmt, dataset=chosen.name)
+        body = target.read_bytes()
+    headers = {"content-disposition": f'attachment; filename="{name}"'}
+    if fmt == "html":  # (the report inlines its style and charts: its own policy, never scripts)
+        headers["content-security-policy"] = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+    return Response(body, media_type=media, headers=headers)
