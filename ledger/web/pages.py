@@ -27,7 +27,7 @@ async def home(request: Request) -> Response:
 async def dashboard(request: Request) -> Response:
     book = ledger_for(request)
     chosen = _dataset(request, book)
-    protected = book.subset(chosen.protected_names) if chosen.protected_names else None
+    protected = book.subset(chosen.protected_names, dataset=chosen.name) if chosen.protected_names else None
     frame = book.table(chosen.name)
     return page(request, "dashboard.html", dataset=chosen, protected=protected,
                 worst_variable=figures.worst_variable(frame), worst_pair=figures.worst_pair(book.pairs(chosen.name)),
