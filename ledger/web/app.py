@@ -7,6 +7,7 @@ import logging
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -36,12 +37,17 @@ def create_app(url: str | None = None, auth: Auth = Auth(), *, local_person: str
         Route("/audit", decisions.verify, methods=["POST"]),
         Route("/downloads", pages.downloads),
         Route("/download", decisions.download),
+        Route("/favicon.ico", _no_icon),
         Mount("/static", StaticFiles(packages=[("ledger.web", "static")]), name="static"),
     ], exception_handlers={HTTPException: _http_error, InputErrors: _input_error, Exception: _server_error})
     app.state.ledger = api.open(url)
     app.state.auth = auth
     app.state.local_person = local_person or os_user()
     return SecureHeaders(app)
+
+
+async def _no_icon(request: Request):
+    return Response(status_code=204)
 
 
 async def _http_error(request: Request, exc: HTTPException):
