@@ -39,10 +39,15 @@ def book(url):
     return census_ledger(url, gaussian=True)
 
 
+def local_client(url: str, **options) -> TestClient:
+    """The app in local mode as a browser on this machine sees it, acting as bob (an approver who
+    recorded nothing)."""
+    return TestClient(create_app(url, local_person="bob"), base_url="http://127.0.0.1:8080", **options)
+
+
 @pytest.fixture
 def local(book, url):
-    """The app in local mode, acting as bob (an approver who recorded nothing)."""
-    return TestClient(create_app(url, local_person="bob"))
+    return local_client(url)
 
 
 def as_person(url: str, name: str | None, client=("127.0.0.1", 40000)) -> TestClient:
@@ -95,7 +100,7 @@ def test_dashboard_headline_and_caps_are_the_facades_figures(book, local):
 def test_table_page_is_tans_table_1_and_the_facades_table(tmp_path):
     url = f"sqlite:///{tmp_path / 'tan.db'}"
     book = census_ledger(url)
-    page = parse(TestClient(create_app(url, local_person="bob")).get("/table?dataset=census").text)
+    page = parse(local_client(url).get("/table?dataset=census").text)
     frame = book.table()
     rows = {row.attrs["data-release"]: [float(c.attrs["data-value"]) for c in row.find_all(data_value=True)]
             for row in page.find_all(data_release=True)}
@@ -229,6 +234,13 @@ def test_spoofed_proxy_header_from_an_untrusted_address_is_refused(book, url):
     assert "acting as <strong>bob</strong>" in as_person(url, "bob").get("/dashboard?dataset=census").text
 
 
+def test_local_mode_answers_loopback_host_names_only(local):
+    """A site whose name is made to resolve to 127.0.0.1 (DNS rebinding) is not this app's origin."""
+    assert local.get("/audit", headers={"host": "evil.example:8080"}).status_code == 421
+    assert local.get("/audit", headers={"host": "[::1]:8080"}).status_code == 200
+    assert local.get("/audit", headers={"host": "localhost"}).status_code == 200
+
+
 def test_upload_larger_than_the_bound_is_refused(book, local):
     token = csrf_of(local.get("/whatif?dataset=census").text)
     before = len(book.releases())
@@ -246,7 +258,7 @@ def test_descriptions_titles_reasons_and_plans_are_escaped(tmp_path):
     book.record({"dataset": "xss", "releases": [
         {"id": "r 1/2", "title": payload, "reads": ["v1"], "mechanism": {"name": "laplace", "epsilon": 1}}]})
     book.cancel("r 1/2", reason=payload)
-    client = TestClient(create_app(url, local_person="bob"))
+    client = local_client(url)
     pages = {path: client.get(path).text for path in (
         "/", "/dashboard?dataset=xss", "/table?dataset=xss", "/release?id=r+1%2F2", "/subset?dataset=xss&v=v1")}
     token = csrf_of(client.get("/audit").text)
@@ -275,7 +287,7 @@ def test_an_error_is_a_page_without_a_traceback(book, url, monkeypatch):
         raise RuntimeError("secret internal detail")
 
     monkeypatch.setattr(ledger.api.Ledger, "caps", broken)
-    client = TestClient(create_app(url, local_person="bob"), raise_server_exceptions=False)
+    client = local_client(url, raise_server_exceptions=False)
     response = client.get("/dashboard?dataset=census")
     assert response.status_code == 500
     assert "secret internal detail" not in response.text and "Traceback" not in response.text

@@ -14,7 +14,7 @@ from starlette.staticfiles import StaticFiles
 from .. import api
 from ..core.errors import InputErrors
 from . import decisions, pages
-from .guard import SecureHeaders
+from .guard import LoopbackHost, SecureHeaders
 from .people import Auth, os_user
 from .render import error_page
 
@@ -43,7 +43,7 @@ def create_app(url: str | None = None, auth: Auth = Auth(), *, local_person: str
     app.state.ledger = api.open(url)
     app.state.auth = auth
     app.state.local_person = local_person or os_user()
-    return SecureHeaders(app)
+    return SecureHeaders(LoopbackHost(app) if auth.mode == "local" else app)
 
 
 async def _no_icon(request: Request):

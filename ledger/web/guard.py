@@ -7,12 +7,16 @@
   (403) before anything is read from the ledger. A cross-site page can neither read the cookie nor
   make the browser send it (SameSite=Strict), so it cannot forge the pair.
 - Request bodies are bounded (MAX_BODY, 413), and a body of unknown length is refused (411).
+- In local mode, a request must name a loopback host (LoopbackHost): a page of another site whose
+  name is made to resolve to 127.0.0.1 (DNS rebinding) would otherwise be same-origin with the app,
+  read a token and post it.
 """
 
 from __future__ import annotations
 
 import hmac
 import secrets
+from urllib.parse import urlsplit
 
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
@@ -50,6 +54,31 @@ class SecureHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class LoopbackHost:
+    """ASGI middleware: 421 for a request whose Host header is not a loopback name."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            host = dict(scope.get("headers", [])).get(b"host", b"").decode("latin-1")
+            try:
+                name = urlsplit("//" + host).hostname
+            except ValueError:
+                name = None
+            if name not in LOOPBACK_NAMES:
+                await send({"type": "http.response.start", "status": 421,
+                            "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
+                await send({"type": "http.response.body", "body": b"421: this server answers on a loopback "
+                                                                  b"address only (127.0.0.1, localhost, ::1)\n"})
+                return
+        await self.app(scope, receive, send)
 
 
 def csrf_token(request: Request) -> str:
