@@ -30,8 +30,9 @@ def same(text: str, value) -> bool:
 
 
 @pytest.fixture
-def url(tmp_path):
-    return f"sqlite:///{tmp_path / 'ledger.db'}"
+def url(ledger_url):
+    """A new ledger: a SQLite file, and a PostgreSQL database when LEDGER_TEST_POSTGRES_URL is set."""
+    return ledger_url
 
 
 @pytest.fixture

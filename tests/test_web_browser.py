@@ -33,9 +33,10 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def server(tmp_path):
-    """`serve` in its own process on the census ledger; the machine's user may approve."""
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+def server(ledger_url):
+    """`serve` in its own process on the census ledger (SQLite; PostgreSQL too when
+    LEDGER_TEST_POSTGRES_URL is set); the machine's user may approve."""
+    url = ledger_url
     book = census_ledger(url, gaussian=True)
     cli_ok(url, "role", "grant", os_user(), "approver", "--as", "ana")
     port = free_port()
@@ -74,6 +75,7 @@ def shoot(page, name: str) -> None:
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
         page.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
+    page.set_viewport_size({"width": WIDTHS[-1], "height": 900})
 
 
 def test_a_review_meeting_dashboard_table_release_approve(server, browser):
