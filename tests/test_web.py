@@ -277,6 +277,9 @@ def test_download_names_are_a_fixed_list(book, local):
     markdown = local.get("/download?dataset=census&what=report.md")
     assert markdown.status_code == 200 and "census" in markdown.text
     assert markdown.headers["content-disposition"] == 'attachment; filename="report.md"'
+    pack = local.get("/download?dataset=census&what=report.md&since=2000-01-01")
+    assert "## Changes since 2000-01-01" in pack.text
+    assert local.get("/download?dataset=census&what=report.md&since=yesterday-ish").status_code == 400
     register = local.get("/download?dataset=census&what=register.csv")
     assert register.status_code == 200 and "A" in register.text.splitlines()[1:][0]
 

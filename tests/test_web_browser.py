@@ -88,6 +88,10 @@ def test_a_review_meeting_dashboard_table_release_approve(server, browser):
     protected = book.subset(book.dataset().protected_names)
     assert float(page.locator("#protected .value").get_attribute("data-value")) == protected.epsilon
     assert page.locator("header .person strong").inner_text() == os_user()
+    page.keyboard.press("Tab")  # the keyboard reaches the navigation first, then the pages
+    assert page.evaluate("document.activeElement.textContent") == "privacy-ledger"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Dashboard"
     shoot(page, "1-dashboard")
 
     page.get_by_role("link", name="per-variable table").click()
@@ -96,6 +100,7 @@ def test_a_review_meeting_dashboard_table_release_approve(server, browser):
     page.get_by_role("link", name="Release").first.click()  # sort by release id
     page.get_by_role("link", name="Release").first.click()  # and the other way
     assert page.locator("#loss-table tbody tr").first.get_attribute("data-release") == "G"
+    assert page.evaluate("[...document.querySelectorAll('table')].every(t => t.querySelector('thead th[scope=col]'))")
     shoot(page, "2-table")
 
     page.locator("#loss-table tbody th a", has_text="A").first.click()

@@ -111,8 +111,9 @@ async def download(request: Request) -> Response:
     fmt, media = DOWNLOADS[name]
     book = ledger_for(request)
     chosen = book.dataset(request.query_params.get("dataset") or None)
+    since = request.query_params.get("since") or None  # a meeting pack: what changed since that date
     with tempfile.TemporaryDirectory(prefix="ledger-web-") as directory:
-        target = book.report(os.path.join(directory, name), format=fmt, dataset=chosen.name)
+        target = book.report(os.path.join(directory, name), format=fmt, dataset=chosen.name, since=since)
         body = target.read_bytes()
     headers = {"content-disposition": f'attachment; filename="{name}"'}
     if fmt == "html":  # (the report inlines its style and charts: its own policy, never scripts)
