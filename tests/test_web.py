@@ -110,6 +110,11 @@ def test_table_page_is_tans_table_1_and_the_facades_table(tmp_path):
     assert set(rows) == set(frame.index)
     for release, values in rows.items():
         assert values == frame.loc[release].tolist()
+    transposed = parse(local_client(url).get("/table?dataset=census&layout=variables").text)
+    by_variable = {row.attrs["data-variable"]: [float(c.attrs["data-value"]) for c in row.find_all(data_value=True)]
+                   for row in transposed.find_all(data_variable=True)}
+    assert by_variable == {name: [frame.loc["All releases", name], *frame[name].drop("All releases")]
+                           for name in frame.columns}
 
 
 def test_table_sorts_by_a_column_and_filters_by_status(book, url, local):
@@ -137,6 +142,9 @@ def test_subset_page_gives_the_figure_its_sentence_and_releases(book, local):
     assert " ".join(page.find(id="statement").text.split()) == " ".join(loss.statement.split())
     linked = [a.text for a in page.find_all() if a.tag == "a" and a.attrs.get("href", "").startswith("/release?id=")]
     assert linked == ["A", "C"]
+    room = book.headroom(["age", "sex"])
+    shown = page.find(id="headroom").find_all(data_value=True)
+    assert [Fraction(cell.attrs["data-value"]) for cell in shown] == [room.epsilon, room.rho]
     group = parse(local.get("/subset?dataset=census&v=person").text)
     assert float(group.find(id="subset-epsilon").attrs["data-value"]) == 2.0
 

@@ -42,6 +42,7 @@ async def table(request: Request) -> Response:
     query = request.query_params
     view = figures.table_view(frame, statuses, query.get("sort"), query.get("order"), query.get("status"))
     return page(request, "table.html", dataset=chosen, view=view, basis=frame.attrs.get("basis", ""),
+                transposed=query.get("layout") == "variables",
                 delta=frame.attrs.get("delta"), accountants=frame.attrs.get("accountants", {}))
 
 
@@ -51,7 +52,8 @@ async def subset(request: Request) -> Response:
     picked = [name for name in request.query_params.getlist("v") if name]
     loss = book.subset(picked, dataset=chosen.name) if picked else None
     releases = {r.id: r for r in book.releases(chosen.name)} if loss else {}
-    return page(request, "subset.html", dataset=chosen, picked=picked, loss=loss,
+    room = book.headroom(loss.variables, dataset=chosen.name) if loss else None
+    return page(request, "subset.html", dataset=chosen, picked=picked, loss=loss, room=room,
                 drivers=[releases[rid] for rid in (loss.releases if loss else ()) if rid in releases])
 
 
