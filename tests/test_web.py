@@ -170,6 +170,23 @@ def test_approve_and_publish_as_the_proxys_person(book, url):
     assert [(e.actor, e.kind) for e in book.events("A")][-2:] == [("bob", "release.approved"), ("bob", "release.published")]
 
 
+def test_a_decision_on_a_selection_is_taken_or_refused_release_by_release(book, url):
+    bob = as_person(url, "bob")
+    token = csrf_of(bob.get("/table?dataset=census").text)
+    before = book.verify().events
+    response = bob.post("/decide-selection", data={"csrf": token, "dataset": "census", "action": "approve",
+                                                   "id": ["A", "B", "nope"]})
+    outcomes = {li.attrs["data-release"]: li.attrs["data-ok"] for li in parse(response.text).find(id="outcomes").find_all(data_ok=True)}
+    assert response.status_code == 409 and outcomes == {"A": "yes", "B": "yes", "nope": "no"}
+    assert [book.release(r).approved_by for r in "AB"] == ["bob", "bob"] and book.verify().events == before + 2
+    ana = as_person(url, "ana")  # she recorded C: her approval of it is refused
+    token = csrf_of(ana.get("/table?dataset=census").text)
+    response = ana.post("/decide-selection", data={"csrf": token, "dataset": "census", "action": "approve", "id": "C"})
+    assert response.status_code == 409 and book.release("C").status.value == "planned"
+    assert book.verify().events == before + 2
+    assert bob.post("/decide-selection", data={"dataset": "census", "action": "approve", "id": "C"}).status_code == 403
+
+
 def test_self_approval_through_the_browser_is_refused_and_writes_nothing(book, url):
     before = book.verify().events
     response = decide(as_person(url, "ana"), "A", "approve")  # ana recorded A

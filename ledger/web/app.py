@@ -31,6 +31,7 @@ def create_app(url: str | None = None, auth: Auth = Auth(), *, local_person: str
         Route("/subset", pages.subset),
         Route("/release", pages.release),
         Route("/decide", decisions.decide, methods=["POST"]),
+        Route("/decide-selection", decisions.decide_selection, methods=["POST"]),
         Route("/whatif", decisions.whatif_form, methods=["GET"]),
         Route("/whatif", decisions.whatif, methods=["POST"]),
         Route("/audit", pages.audit, methods=["GET"]),

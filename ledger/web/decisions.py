@@ -17,7 +17,7 @@ from starlette.datastructures import UploadFile
 from .. import api
 from ..core.errors import InputErrors, Refused
 from .guard import checked_form
-from .pages import ACTIONS, REASONED
+from .pages import ACTIONS, REASONED, table_page
 from .people import ledger_for
 from .render import page
 
@@ -28,19 +28,10 @@ PLAN_NAME = "plan.yaml"  # how messages name an uploaded or pasted plan (never t
 async def decide(request: Request) -> Response:
     """Approve, publish, retract or cancel one release as the person acting."""
     form = await checked_form(request)
-    action, release_id = str(form.get("action", "")), str(form.get("id", ""))
-    reason = str(form.get("reason", "")).strip() or None
+    action, release_id = _action(form), str(form.get("id", ""))
     book = ledger_for(request)
-    if action not in {a for actions in ACTIONS.values() for a in actions}:
-        raise HTTPException(400, "unknown decision")
-    try:
-        if action in REASONED:
-            getattr(book, action)(release_id, reason=reason)
-        else:
-            getattr(book, action)(release_id)
-        problem, message = None, f"{release_id}: {DONE[action]} by {book.actor}"
-    except REFUSALS as exc:
-        problem, message = f"{action} refused, nothing written: {exc}", None
+    problem = _apply(book, action, release_id, form)
+    message = None if problem else f"{release_id}: {DONE[action]} by {book.actor}"
     found = book.release(release_id)
     return page(request, "release.html", status_code=200 if problem is None else 409,
                 dataset=book.dataset(found.dataset), release=found, events=book.events(found.id),
@@ -49,6 +40,42 @@ async def decide(request: Request) -> Response:
 
 
 DONE = {"approve": "approved", "publish": "published", "retract": "retracted", "cancel": "cancelled"}
+
+
+def _action(form) -> str:
+    action = str(form.get("action", ""))
+    if action not in DONE:
+        raise HTTPException(400, "unknown decision")
+    return action
+
+
+def _apply(book: api.Ledger, action: str, release_id: str, form) -> str | None:
+    """One decision through the façade; None when done, else why it was refused (nothing written)."""
+    reason = str(form.get("reason", "")).strip() or None
+    try:
+        if action in REASONED:
+            getattr(book, action)(release_id, reason=reason)
+        else:
+            getattr(book, action)(release_id)
+    except REFUSALS as exc:
+        return f"{action} refused, nothing written: {exc}"
+    return None
+
+
+async def decide_selection(request: Request) -> Response:
+    """One decision on each selected release of the table, each in its own transaction: each is
+    done or refused (and then writes nothing) on its own, and the page lists what happened."""
+    form = await checked_form(request)
+    action = _action(form)
+    book = ledger_for(request)
+    chosen = book.dataset(str(form.get("dataset", "")) or None)
+    ids = [str(value) for value in form.getlist("id")]
+    if not ids:
+        return table_page(request, book, chosen, form, status_code=400, problem="no release selected")
+    outcomes = [(rid, _apply(book, action, rid, form)) for rid in ids]
+    outcomes = [(rid, why or f"{DONE[action]} by {book.actor}", why is None) for rid, why in outcomes]
+    return table_page(request, book, chosen, form, status_code=200 if all(ok for *_, ok in outcomes) else 409,
+                      outcomes=outcomes)
 
 
 async def whatif_form(request: Request) -> Response:

@@ -36,14 +36,17 @@ async def dashboard(request: Request) -> Response:
 
 async def table(request: Request) -> Response:
     book = ledger_for(request)
-    chosen = _dataset(request, book)
+    return table_page(request, book, _dataset(request, book), request.query_params)
+
+
+def table_page(request: Request, book, chosen, query, status_code: int = 200, **extra) -> Response:
+    """Tan's table as `query` sorts, filters and lays it out (also after a decision on a selection)."""
     frame = book.table(chosen.name)
     statuses = {r.id: r.status.value for r in book.releases(chosen.name)}
-    query = request.query_params
     view = figures.table_view(frame, statuses, query.get("sort"), query.get("order"), query.get("status"))
-    return page(request, "table.html", dataset=chosen, view=view, basis=frame.attrs.get("basis", ""),
-                transposed=query.get("layout") == "variables",
-                delta=frame.attrs.get("delta"), accountants=frame.attrs.get("accountants", {}))
+    return page(request, "table.html", status_code=status_code, dataset=chosen, view=view,
+                basis=frame.attrs.get("basis", ""), transposed=query.get("layout") == "variables",
+                accountants=frame.attrs.get("accountants", {}), outcomes=extra.pop("outcomes", None), **extra)
 
 
 async def subset(request: Request) -> Response:
