@@ -134,6 +134,26 @@ def test_table_sorts_by_a_column_and_filters_by_status(book, url, local):
     assert len(page.find_all(data_release=True)) == len(book.table().index)
 
 
+def test_a_long_table_is_paged_after_sorting(tmp_path):
+    url = f"sqlite:///{tmp_path / 'long.db'}"
+    book = census_ledger(url)
+    book.record({"dataset": "census", "releases": [  # 150 more, each charging other 1/(2k)
+        {"id": f"r{k:03d}", "reads": ["other"], "mechanism": {"name": "laplace", "epsilon": f"1/{2 * k}"}}
+        for k in range(1, 151)]})
+    client = local_client(url)
+
+    def rows(query: str) -> list[str]:
+        return [row.attrs["data-release"] for row in parse(client.get("/table?dataset=census&" + query).text)
+                .find_all(data_release=True)]
+
+    first, second = rows("sort=release"), rows("sort=release&page=2")
+    assert len(first) == 101 and first[:3] == ["A", "B", "C"] and first[-1] == "All releases"
+    assert second[:-1] == [f"r{k:03d}" for k in range(98, 151)] and second[-1] == "All releases"
+    assert rows("sort=other&order=desc")[:3] == ["r001", "r002", "r003"]  # 1/2, 1/4, 1/6, ...
+    assert rows("sort=other&order=desc&page=2")[-5:] == ["r150", "A", "B", "C", "All releases"]  # then the zeros
+    assert rows("sort=release&page=99") == second  # beyond the last page: the last page
+
+
 def test_subset_page_gives_the_figure_its_sentence_and_releases(book, local):
     page = parse(local.get("/subset?dataset=census&v=age&v=sex").text)
     loss = book.subset(["age", "sex"])

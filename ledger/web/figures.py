@@ -11,6 +11,7 @@ from fractions import Fraction
 from ..core.numbers import format_delta, format_number
 
 STATUSES = ("planned", "approved", "published", "retracted", "cancelled")
+PAGE_ROWS = 100  # releases on one page of the table: a ledger of thousands stays a page a browser opens
 
 
 def figure(value) -> str:
@@ -44,13 +45,18 @@ class TableView:
     sort: str
     order: str
     status: str
+    page: int = 1
+    pages: int = 1
+    count: int = 0  # the releases the filter keeps, on every page
+    first: int = 0  # the position of the page's first row among them (from 0)
 
 
 def table_view(frame, statuses: dict[str, str], sort: str | None, order: str | None,
-               status: str | None) -> TableView:
+               status: str | None, page: str | None = None) -> TableView:
     """The façade's table (`Ledger.table`) with its release rows filtered by status and sorted by a
     column ("release" or a variable); unknown choices fall back to the table's own order. The total
-    row is the façade's: the loss of every charged release, whatever the filter shows."""
+    row is the façade's: the loss of every charged release, whatever the filter shows. `page`: which
+    PAGE_ROWS of the sorted rows to show (the first page when it is not a page number)."""
     variables = tuple(str(c) for c in frame.columns)
     body = frame.drop(index="All releases")
     rows = [(str(rid), statuses.get(str(rid), ""), tuple(float(v) for v in values))
@@ -65,7 +71,11 @@ def table_view(frame, statuses: dict[str, str], sort: str | None, order: str | N
         rows.sort(key=(lambda row: row[0]) if at is None else (lambda row: row[2][at]),
                   reverse=chosen_order == "desc")
     total = tuple(float(v) for v in frame.loc["All releases"])
-    return TableView(variables, tuple(rows), total, chosen_sort, chosen_order, chosen_status)
+    pages = max(1, -(-len(rows) // PAGE_ROWS))
+    chosen_page = min(max(int(page), 1), pages) if page and page.isdigit() and len(page) < 10 else 1
+    first = (chosen_page - 1) * PAGE_ROWS
+    return TableView(variables, tuple(rows[first:first + PAGE_ROWS]), total, chosen_sort, chosen_order,
+                     chosen_status, chosen_page, pages, len(rows), first)
 
 
 def worst_variable(frame) -> tuple[str, float] | None:

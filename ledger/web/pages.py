@@ -43,7 +43,8 @@ def table_page(request: Request, book, chosen, query, status_code: int = 200, **
     """Tan's table as `query` sorts, filters and lays it out (also after a decision on a selection)."""
     frame = book.table(chosen.name)
     statuses = {r.id: r.status.value for r in book.releases(chosen.name)}
-    view = figures.table_view(frame, statuses, query.get("sort"), query.get("order"), query.get("status"))
+    view = figures.table_view(frame, statuses, query.get("sort"), query.get("order"), query.get("status"),
+                              query.get("page"))
     return page(request, "table.html", status_code=status_code, dataset=chosen, view=view,
                 basis=frame.attrs.get("basis", ""), transposed=query.get("layout") == "variables",
                 accountants=frame.attrs.get("accountants", {}), outcomes=extra.pop("outcomes", None), **extra)
