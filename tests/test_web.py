@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
+from support import cli_main
+from web_support import census_ledger, csrf_of, parse
 
 from ledger.core.errors import InputErrors
 from ledger.core.numbers import format_number
@@ -18,8 +20,6 @@ from ledger.web.app import create_app
 from ledger.web.guard import MAX_BODY
 from ledger.web.people import Auth
 from ledger.web.server import auth_from_options
-from support import cli_main
-from web_support import census_ledger, csrf_of, parse
 
 PROXY = Auth("proxy-header", "X-Forwarded-User", "127.0.0.1")
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from urllib.request import urlopen
 
 import pytest
-
-from ledger.web.people import os_user
 from support import cli_ok
 from web_support import census_ledger
+
+from ledger.web.people import os_user
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path("/tmp/web-shots")

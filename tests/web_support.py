@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
-import ledger.api as api
 from support import cli_ok
+
+from ledger import api
 
 CENSUS = {
     "dataset": "census", "delta": "1e-9",

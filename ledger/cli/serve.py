@@ -26,7 +26,8 @@ def serve(
     audit, downloads, and the decisions (approve, publish, retract, cancel) as the person acting.
     By default it listens on 127.0.0.1 and the person is this machine's user."""
     from ..operations import choices
-    from ..web.server import auth_from_options, serve as run_server
+    from ..web.server import auth_from_options
+    from ..web.server import serve as run_server
 
     mode, header = auth if auth and auth[0] is not None else (None, None)
     chosen = auth_from_options(host, mode, header, trusted_proxy)  # (refused before anything is opened)

@@ -19,9 +19,10 @@ from .people import Auth, os_user
 from .render import error_page
 
 LOG = logging.getLogger("ledger.web")
+LOCAL = Auth()  # the default: the operating-system user, on loopback
 
 
-def create_app(url: str | None = None, auth: Auth = Auth(), *, local_person: str | None = None) -> SecureHeaders:
+def create_app(url: str | None = None, auth: Auth = LOCAL, *, local_person: str | None = None) -> SecureHeaders:
     """The app serving the ledger at `url` (as --db), with `auth` deciding who acts.
     `local_person`: the person in local mode (default: the operating-system user)."""
     app = Starlette(debug=False, routes=[

@@ -9,10 +9,10 @@ import os
 import tempfile
 from pathlib import Path
 
+from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.datastructures import UploadFile
 
 from .. import api
 from ..core.errors import InputErrors, Refused

@@ -27,8 +27,8 @@ CSRF_COOKIE = "ledger_csrf"
 CSRF_FIELD = "csrf"
 MAX_BODY = 1_000_000  # bytes: a plan file of thousands of releases fits well under it
 HEADERS = (
-    (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; form-action 'self'; "
-                                 b"frame-ancestors 'none'; base-uri 'none'"),
+    (b"content-security-policy", (b"default-src 'self'; img-src 'self' data:; form-action 'self'; "
+                                  b"frame-ancestors 'none'; base-uri 'none'")),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"no-referrer"),
