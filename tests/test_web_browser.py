@@ -61,7 +61,7 @@ def server(ledger_url):
 
 @pytest.fixture
 def browser():
-    from playwright.sync_api import sync_playwright
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM,

@@ -18,7 +18,7 @@ from .. import api
 from ..core.errors import InputErrors, Refused
 from .guard import checked_form
 from .pages import ACTIONS, REASONED, table_page
-from .people import ledger_for
+from .people import ledger_for, person_of
 from .render import page
 
 REFUSALS = (InputErrors, Refused, api.BudgetRefused)
@@ -31,7 +31,7 @@ async def decide(request: Request) -> Response:
     action, release_id = _action(form), str(form.get("id", ""))
     book = ledger_for(request)
     problem = _apply(book, action, release_id, form)
-    message = None if problem else f"{release_id}: {DONE[action]} by {book.actor}"
+    message = None if problem else f"{release_id}: {DONE[action]} by {person_of(request)}"
     found = book.release(release_id)
     return page(request, "release.html", status_code=200 if problem is None else 409,
                 dataset=book.dataset(found.dataset), release=found, events=book.events(found.id),
@@ -73,7 +73,7 @@ async def decide_selection(request: Request) -> Response:
     if not ids:
         return table_page(request, book, chosen, form, status_code=400, problem="no release selected")
     outcomes = [(rid, _apply(book, action, rid, form)) for rid in ids]
-    outcomes = [(rid, why or f"{DONE[action]} by {book.actor}", why is None) for rid, why in outcomes]
+    outcomes = [(rid, why or f"{DONE[action]} by {person_of(request)}", why is None) for rid, why in outcomes]
     return table_page(request, book, chosen, form, status_code=200 if all(ok for *_, ok in outcomes) else 409,
                       outcomes=outcomes)
 
