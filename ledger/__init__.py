@@ -23,7 +23,7 @@ the ones below -- tests/test_layers.py):
   store/        database.py (tables, audit chain), columns.py, codec.py, checkpoint.py
   operations/   transactions.py (record, check, lifecycle, caps), choices.py, people.py
   reporting/    views.py, report.py, charts.py: what is shown
-  cli/, api.py, adapters/   the interfaces: command line, Python API, other libraries
+  cli/, api.py, web/, adapters/   the interfaces: command line, Python API, web app, other libraries
 Templates are in reports/ (ledger.reports), JSON Schemas in schemas/ (ledger.schemas).
 """
 

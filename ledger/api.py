@@ -50,9 +50,10 @@ from .reporting.views import table_view
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Ledger", "SubsetLoss", "Recorded", "PlanCheck", "open", "safe_float"]
+__all__ = ["Ledger", "SubsetLoss", "Recorded", "PlanCheck", "BudgetRefused", "AuditEvent", "open", "safe_float"]
 
 Recorded = operations.Recorded
+BudgetRefused = operations.BudgetRefused  # a step that would break a cap (exit 1, nothing written)
 
 
 def _exact(value: Number) -> Fraction | None:
@@ -80,6 +81,32 @@ class SubsetLoss:
         """The strongest attack this figure allows, at 1% and 5% false positives: `subset --json`'s
         `risk` (accounting/risk.py: the (epsilon, delta) trade-off curve, Dong, Roth and Su 2022)."""
         return figure_risks(self.epsilon, None if self.delta is None else safe_float(self.delta))
+
+    @property
+    def statement(self) -> str:
+        """The figure in one sentence: the releases composed, by which theorem, and what the
+        figure allows an attacker (`subset --explain`'s words, reporting/explain.py)."""
+        from .core.numbers import format_delta, format_number
+        from .reporting.explain import figure_explanation
+
+        if self.exact is None and self.epsilon == float("inf"):
+            return figure_explanation(self.variables, self.releases, "∞", self.risk, theorem=None, case=None)
+        shown = self.accountants.get(self.accountant)
+        figure = f"epsilon {format_number(self.exact if self.exact is not None else self.epsilon)}" + (
+            " (pure)" if self.delta is None else f" at delta {format_delta(self.delta)}")
+        return figure_explanation(self.variables, self.releases, figure, self.risk,
+                                  theorem=getattr(shown, "theorem", self.accountant), case=self.case)
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    """One audit-trail event about a release: when, who, what, and the reason given."""
+
+    seq: int
+    at: str
+    actor: str
+    kind: str  # release.recorded, release.approved, release.published, ...
+    reason: str | None
 
 
 @dataclass(frozen=True)
@@ -141,6 +168,16 @@ class Ledger:
                 raise fail(f"release {excerpt(release_id, QUOTED)}", "id", "no such release in this ledger"
                            + choices.did_you_mean(release_id, list(lookup)))
             return lookup[release_id]
+
+    def events(self, release_id: str) -> list[AuditEvent]:
+        """The audit events about one release, in chain order (who did what, and why)."""
+        import json
+
+        self.release(release_id)  # (an unknown id: the same error as `release`)
+        with Session(self.engine) as session:
+            rows = store.lifecycle_events(session, RELEASE_EVENTS, [release_id])
+        return [AuditEvent(seq, at, actor, kind, _reason(json.loads(payload)))
+                for seq, kind, _, at, actor, payload in rows]
 
     # -- writing ----------------------------------------------------------------
 
@@ -346,6 +383,14 @@ class Ledger:
 
 
 ACCOUNTANTS = ("basic", "rdp", "pld")
+RELEASE_EVENTS = ("release.recorded", "release.approved", "release.published", "release.retracted",
+                  "release.cancelled")
+
+
+def _reason(payload: Any) -> str | None:
+    """The reason a retraction or cancellation gave (store.append_event keeps it beside the release)."""
+    reason = payload.get("reason") if isinstance(payload, dict) else None
+    return reason if isinstance(reason, str) else None
 
 
 def _check_accountant(accountant: str | None, allowed: Sequence[str]) -> None:

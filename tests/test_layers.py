@@ -9,7 +9,7 @@ The layers, lowest first (the same map is in ledger/__init__.py's docstring):
   5. store: the database: tables, the audit chain, accounting rows, checkpoints
   6. operations: what the ledger does over the store: record, check, lifecycle, caps, roles, amendments
   7. reporting: what is shown: views, the report's context, charts, the registry record
-  8. interfaces: the command line (cli/), the Python API (api.py), adapters from other libraries
+  8. interfaces: the command line (cli/), the Python API (api.py), the web app (web/), adapters from other libraries
 
 Every import counts: top-level and function-level (`from ..store import database`), under
 TYPE_CHECKING, and the lazy ones named in a string (`lazy_module("ledger.store.database")`,
@@ -34,7 +34,7 @@ LAYERS = [  # (layer, the packages and modules in it), lowest first
     ('store', ('ledger.store',)),  # the database: tables, the audit chain, accounting rows, checkpoints
     ('operations', ('ledger.operations',)),  # what the ledger does over the store: record, check, lifecycle, caps, roles, amendments
     ('reporting', ('ledger.reporting',)),  # what is shown: views, the report's context, charts, the registry record
-    ('interfaces', ('ledger.cli', 'ledger.api', 'ledger.adapters', 'ledger.__main__', 'ledger')),  # the command line (cli/), the Python API (api.py), adapters from other libraries
+    ('interfaces', ('ledger.cli', 'ledger.api', 'ledger.adapters', 'ledger.web', 'ledger.__main__', 'ledger')),  # the command line (cli/), the Python API (api.py), the web app (web/), adapters from other libraries
 ]
 
 

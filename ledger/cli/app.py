@@ -1310,6 +1310,10 @@ from .report import report  # noqa: E402  (issue 4)
 
 app.command("report")(report)
 
+from .serve import serve  # noqa: E402
+
+app.command("serve")(serve)
+
 from .export import export_app  # noqa: E402  (issue 14)
 
 app.add_typer(export_app, name="export")

@@ -1,0 +1,66 @@
+"""The ASGI application: routes, error pages, the safeguards around every request."""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from .. import api
+from ..core.errors import InputErrors
+from . import decisions, pages
+from .guard import LoopbackHost, SecureHeaders
+from .people import Auth, os_user
+from .render import error_page
+
+LOG = logging.getLogger("ledger.web")
+LOCAL = Auth()  # the default: the operating-system user, on loopback
+
+
+def create_app(url: str | None = None, auth: Auth = LOCAL, *, local_person: str | None = None) -> SecureHeaders:
+    """The app serving the ledger at `url` (as --db), with `auth` deciding who acts.
+    `local_person`: the person in local mode (default: the operating-system user)."""
+    app = Starlette(debug=False, routes=[
+        Route("/", pages.home),
+        Route("/dashboard", pages.dashboard),
+        Route("/table", pages.table),
+        Route("/subset", pages.subset),
+        Route("/release", pages.release),
+        Route("/decide", decisions.decide, methods=["POST"]),
+        Route("/decide-selection", decisions.decide_selection, methods=["POST"]),
+        Route("/whatif", decisions.whatif_form, methods=["GET"]),
+        Route("/whatif", decisions.whatif, methods=["POST"]),
+        Route("/audit", pages.audit, methods=["GET"]),
+        Route("/audit", decisions.verify, methods=["POST"]),
+        Route("/downloads", pages.downloads),
+        Route("/download", decisions.download),
+        Route("/favicon.ico", _no_icon),
+        Mount("/static", StaticFiles(packages=[("ledger.web", "static")]), name="static"),
+    ], exception_handlers={HTTPException: _http_error, InputErrors: _input_error, Exception: _server_error})
+    app.state.ledger = api.open(url)
+    app.state.auth = auth
+    app.state.local_person = local_person or os_user()
+    return SecureHeaders(LoopbackHost(app) if auth.mode == "local" else app)
+
+
+async def _no_icon(request: Request):
+    return Response(status_code=204)
+
+
+async def _http_error(request: Request, exc: HTTPException):
+    return error_page(request, exc.status_code, exc.detail or "")
+
+
+async def _input_error(request: Request, exc: InputErrors):
+    """A name the ledger does not know (a dataset, a release, a variable): the façade's message."""
+    return error_page(request, 404 if any(e.field in ("id", "dataset") for e in exc.errors) else 400, str(exc))
+
+
+async def _server_error(request: Request, exc: Exception):
+    LOG.exception("error serving %s", request.url.path)  # (the traceback goes to the server's log only)
+    return error_page(request, 500, "the server could not answer this request; its log says why")

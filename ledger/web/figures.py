@@ -1,0 +1,101 @@
+"""What the pages show of the façade's answers: figures as the command line prints them, and the
+few summaries a page needs (the worst variable, the worst pair, the table's rows sorted and filtered).
+Nothing here computes a loss: every number comes from `ledger.api`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..core.numbers import format_delta, format_number
+
+STATUSES = ("planned", "approved", "published", "retracted", "cancelled")
+PAGE_ROWS = 100  # releases on one page of the table: a ledger of thousands stays a page a browser opens
+
+
+def figure(value) -> str:
+    """A loss as the command line prints it (rounded up; ∞ when unbounded)."""
+    if value is None:
+        return "–"
+    if isinstance(value, float) and math.isinf(value):
+        return "∞"
+    return format_number(value)
+
+
+def headroom_text(value) -> str:
+    """A headroom, rounded down as `cap list` prints it."""
+    if isinstance(value, float) and math.isinf(value):
+        return "∞"
+    return format_number(value, down=True)
+
+
+def delta_text(value: Fraction | None) -> str:
+    return "" if value is None else format_delta(value)
+
+
+@dataclass(frozen=True)
+class TableView:
+    """Tan's Table 1 as a page shows it: rows (release id, its status, its figures), the total row,
+    and the sort and filter that chose the rows."""
+
+    variables: tuple[str, ...]
+    rows: tuple[tuple[str, str, tuple[float, ...]], ...]
+    total: tuple[float, ...]
+    sort: str
+    order: str
+    status: str
+    page: int = 1
+    pages: int = 1
+    count: int = 0  # the releases the filter keeps, on every page
+    first: int = 0  # the position of the page's first row among them (from 0)
+
+
+def table_view(frame, statuses: dict[str, str], sort: str | None, order: str | None,
+               status: str | None, page: str | None = None) -> TableView:
+    """The façade's table (`Ledger.table`) with its release rows filtered by status and sorted by a
+    column ("release" or a variable); unknown choices fall back to the table's own order. The total
+    row is the façade's: the loss of every charged release, whatever the filter shows. `page`: which
+    PAGE_ROWS of the sorted rows to show (the first page when it is not a page number)."""
+    variables = tuple(str(c) for c in frame.columns)
+    body = frame.drop(index="All releases")
+    rows = [(str(rid), statuses.get(str(rid), ""), tuple(float(v) for v in values))
+            for rid, values in zip(body.index, body.itertuples(index=False))]
+    chosen_status = status if status in STATUSES else ""
+    if chosen_status:
+        rows = [row for row in rows if row[1] == chosen_status]
+    chosen_sort = sort if sort == "release" or sort in variables else ""
+    chosen_order = "desc" if order == "desc" else "asc"
+    if chosen_sort:
+        at = variables.index(chosen_sort) if chosen_sort != "release" else None
+        rows.sort(key=(lambda row: row[0]) if at is None else (lambda row: row[2][at]),
+                  reverse=chosen_order == "desc")
+    total = tuple(float(v) for v in frame.loc["All releases"])
+    pages = max(1, -(-len(rows) // PAGE_ROWS))
+    chosen_page = min(max(int(page), 1), pages) if page and page.isdigit() and len(page) < 10 else 1
+    first = (chosen_page - 1) * PAGE_ROWS
+    return TableView(variables, tuple(rows[first:first + PAGE_ROWS]), total, chosen_sort, chosen_order,
+                     chosen_status, chosen_page, pages, len(rows), first)
+
+
+def worst_variable(frame) -> tuple[str, float] | None:
+    """The variable with the largest total loss (the first in dataset order on a tie)."""
+    if frame.shape[1] == 0:
+        return None
+    total = frame.loc["All releases"]
+    name = max(frame.columns, key=lambda c: (float(total[c]), -list(frame.columns).index(c)))
+    return str(name), float(total[name])
+
+
+def worst_pair(pairs) -> tuple[str, str, float] | None:
+    """The pair of variables with the largest loss (`Ledger.pairs`), the first listed on a tie."""
+    if pairs.empty:
+        return None
+    row = pairs.loc[pairs["epsilon"].idxmax()]
+    return str(row["variable_1"]), str(row["variable_2"]), float(row["epsilon"])
+
+
+def parameter_text(value) -> str:
+    if isinstance(value, Fraction):
+        return format_number(value)
+    return str(value)

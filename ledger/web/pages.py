@@ -1,0 +1,87 @@
+"""The read pages: datasets, dashboard, Tan's table, subset explorer, release, audit, downloads.
+Each asks the façade (people.ledger_for) and formats its answer (figures.py); none writes."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from . import figures
+from .people import ledger_for
+from .render import link, page
+
+
+def _dataset(request: Request, book):
+    """The dataset the query names (`?dataset=`), or the only one."""
+    return book.dataset(request.query_params.get("dataset") or None)
+
+
+async def home(request: Request) -> Response:
+    book = ledger_for(request)
+    datasets = book.datasets
+    if len(datasets) == 1:
+        return RedirectResponse(link("/dashboard", dataset=next(iter(datasets))), status_code=303)
+    return page(request, "home.html", datasets=sorted(datasets.values(), key=lambda d: d.name))
+
+
+async def dashboard(request: Request) -> Response:
+    book = ledger_for(request)
+    chosen = _dataset(request, book)
+    protected = book.subset(chosen.protected_names, dataset=chosen.name) if chosen.protected_names else None
+    frame = book.table(chosen.name)
+    return page(request, "dashboard.html", dataset=chosen, protected=protected,
+                worst_variable=figures.worst_variable(frame), worst_pair=figures.worst_pair(book.pairs(chosen.name)),
+                caps=book.caps(chosen.name), releases=len(book.releases(chosen.name)))
+
+
+async def table(request: Request) -> Response:
+    book = ledger_for(request)
+    return table_page(request, book, _dataset(request, book), request.query_params)
+
+
+def table_page(request: Request, book, chosen, query, status_code: int = 200, **extra) -> Response:
+    """Tan's table as `query` sorts, filters and lays it out (also after a decision on a selection)."""
+    frame = book.table(chosen.name)
+    statuses = {r.id: r.status.value for r in book.releases(chosen.name)}
+    view = figures.table_view(frame, statuses, query.get("sort"), query.get("order"), query.get("status"),
+                              query.get("page"))
+    return page(request, "table.html", status_code=status_code, dataset=chosen, view=view,
+                basis=frame.attrs.get("basis", ""), transposed=query.get("layout") == "variables",
+                accountants=frame.attrs.get("accountants", {}), outcomes=extra.pop("outcomes", None), **extra)
+
+
+async def subset(request: Request) -> Response:
+    book = ledger_for(request)
+    chosen = _dataset(request, book)
+    picked = [name for name in request.query_params.getlist("v") if name]
+    loss = book.subset(picked, dataset=chosen.name) if picked else None
+    releases = {r.id: r for r in book.releases(chosen.name)} if loss else {}
+    room = book.headroom(loss.variables, dataset=chosen.name) if loss else None
+    return page(request, "subset.html", dataset=chosen, picked=picked, loss=loss, room=room,
+                drivers=[releases[rid] for rid in (loss.releases if loss else ()) if rid in releases])
+
+
+async def release(request: Request) -> Response:
+    book = ledger_for(request)
+    found = book.release(request.query_params.get("id", ""))
+    children = [r.id for r in book.releases(found.dataset) if found.id in r.derived_from]
+    return page(request, "release.html", dataset=book.dataset(found.dataset), release=found,
+                events=book.events(found.id), children=children,
+                actions=ACTIONS.get(found.status.value, ()))
+
+
+ACTIONS = {  # the decisions a release's status allows (accounting/lifecycle.py), in the order offered
+    "planned": ("approve", "cancel"),
+    "approved": ("publish", "cancel"),
+    "published": ("retract",),
+}
+REASONED = ("retract", "cancel")
+
+
+async def audit(request: Request) -> Response:
+    return page(request, "audit.html", verification=None)
+
+
+async def downloads(request: Request) -> Response:
+    book = ledger_for(request)
+    return page(request, "downloads.html", dataset=_dataset(request, book))

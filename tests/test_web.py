@@ -1,0 +1,374 @@
+"""`privacy-ledger serve` through Starlette's TestClient: every figure a page shows is the façade's
+(`Ledger.subset / table / pairs / caps`) and, on Tan's Example 3.6, the closed form; every decision
+goes through the façade as the person the server knows, and every refusal writes nothing; the
+safeguards (CSRF, proxy address, upload bound, escaping, error pages) refuse what they must."""
+
+from __future__ import annotations
+
+import ast
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+from support import cli_main
+from web_support import census_ledger, csrf_of, parse
+
+from ledger.core.errors import InputErrors
+from ledger.core.numbers import format_number
+from ledger.web.app import create_app
+from ledger.web.guard import MAX_BODY
+from ledger.web.people import Auth
+from ledger.web.server import auth_from_options
+
+PROXY = Auth("proxy-header", "X-Forwarded-User", "127.0.0.1")
+
+
+def same(text: str, value) -> bool:
+    """The page's data-value is the façade's value exactly (a float's repr, or a Fraction's text)."""
+    return float(text) == value if isinstance(value, float) else Fraction(text) == value
+
+
+@pytest.fixture
+def url(ledger_url):
+    """A new ledger: a SQLite file, and a PostgreSQL database when LEDGER_TEST_POSTGRES_URL is set."""
+    return ledger_url
+
+
+@pytest.fixture
+def book(url):
+    return census_ledger(url, gaussian=True)
+
+
+def local_client(url: str, **options) -> TestClient:
+    """The app in local mode as a browser on this machine sees it, acting as bob (an approver who
+    recorded nothing)."""
+    return TestClient(create_app(url, local_person="bob"), base_url="http://127.0.0.1:8080", **options)
+
+
+@pytest.fixture
+def local(book, url):
+    return local_client(url)
+
+
+def as_person(url: str, name: str | None, client=("127.0.0.1", 40000)) -> TestClient:
+    """A browser behind the proxy (or not, with another client address) that names `name`."""
+    headers = {"X-Forwarded-User": name} if name else {}
+    return TestClient(create_app(url, PROXY), client=client, headers=headers)
+
+
+def decide(client: TestClient, release: str, action: str, reason: str | None = None, token: str | None = "page"):
+    """POST the release page's decision form (`token` "page": the token the page carries)."""
+    page = client.get(f"/release?id={release}")
+    data = {"id": release, "action": action}
+    if token == "page":
+        data["csrf"] = csrf_of(page.text)
+    elif token is not None:
+        data["csrf"] = token
+    if reason is not None:
+        data["reason"] = reason
+    return client.post("/decide", data=data)
+
+
+# -- figures ----------------------------------------------------------------------------------
+
+
+def test_dashboard_headline_and_caps_are_the_facades_figures(book, local):
+    page = parse(local.get("/dashboard?dataset=census").text)
+    protected = book.subset(book.dataset().protected_names)
+    assert float(page.find(id="protected").find(data_value=True).attrs["data-value"]) == protected.epsilon
+    assert " ".join(page.find(id="risk").text.split()) == "In words: " + " ".join(protected.statement.split())
+    frame = book.table()
+    worst = frame.loc["All releases"].astype(float).idxmax()
+    cell = page.find(id="worst-variable")
+    assert worst in cell.text and float(cell.find(data_value=True).attrs["data-value"]) == frame.loc["All releases", worst]
+    pairs = book.pairs()
+    top = pairs.loc[pairs["epsilon"].idxmax()]
+    cell = page.find(id="worst-pair")
+    assert f"{top.variable_1} and {top.variable_2}" in cell.text
+    assert float(cell.find(data_value=True).attrs["data-value"]) == top.epsilon
+    caps = {c.cap.name: c for c in book.caps()}
+    rows = page.find_all(data_cap=True)
+    assert {row.attrs["data-cap"] for row in rows} == set(caps)
+    for row in rows:
+        spent, headroom = row.find_all(data_value=True)
+        check = caps[row.attrs["data-cap"]]
+        assert same(spent.attrs["data-value"], check.after) and spent.text.strip() == format_number(check.after)
+        assert same(headroom.attrs["data-value"], check.headroom)
+        assert check.status in row.text
+
+
+def test_table_page_is_tans_table_1_and_the_facades_table(tmp_path):
+    url = f"sqlite:///{tmp_path / 'tan.db'}"
+    book = census_ledger(url)
+    page = parse(local_client(url).get("/table?dataset=census").text)
+    frame = book.table()
+    rows = {row.attrs["data-release"]: [float(c.attrs["data-value"]) for c in row.find_all(data_value=True)]
+            for row in page.find_all(data_release=True)}
+    assert rows["All releases"] == [2, 1, 2, 1, 0]  # Tan, Table 1
+    assert rows["B"] == [0, 0, 1, 1, 0]
+    assert set(rows) == set(frame.index)
+    for release, values in rows.items():
+        assert values == frame.loc[release].tolist()
+    transposed = parse(local_client(url).get("/table?dataset=census&layout=variables").text)
+    by_variable = {row.attrs["data-variable"]: [float(c.attrs["data-value"]) for c in row.find_all(data_value=True)]
+                   for row in transposed.find_all(data_variable=True)}
+    assert by_variable == {name: [frame.loc["All releases", name], *frame[name].drop("All releases")]
+                           for name in frame.columns}
+
+
+def test_table_sorts_by_a_column_and_filters_by_status(book, url, local):
+    client = as_person(url, "bob")
+    decide(client, "A", "approve")
+    def order(query: str) -> list[str]:
+        return [row.attrs["data-release"] for row in parse(local.get("/table?dataset=census&" + query).text)
+                .find_all(data_release=True)]
+
+    # age: A 1, B 0, C 1, G 0 (G reads race and other); ties keep the table's order; the total stays last
+    assert order("sort=age&order=desc") == ["A", "C", "B", "G", "All releases"]
+    assert order("sort=age&order=asc") == ["B", "G", "A", "C", "All releases"]
+    assert order("sort=release&order=desc") == ["G", "C", "B", "A", "All releases"]
+    page = parse(local.get("/table?dataset=census&status=approved").text)
+    assert [row.attrs["data-release"] for row in page.find_all(data_release=True)] == ["A", "All releases"]
+    page = parse(local.get("/table?dataset=census&sort=nonsense&status=<b>").text)  # unknown choices: ignored
+    assert len(page.find_all(data_release=True)) == len(book.table().index)
+
+
+def test_a_long_table_is_paged_after_sorting(tmp_path):
+    url = f"sqlite:///{tmp_path / 'long.db'}"
+    book = census_ledger(url)
+    book.record({"dataset": "census", "releases": [  # 150 more, each charging other 1/(2k)
+        {"id": f"r{k:03d}", "reads": ["other"], "mechanism": {"name": "laplace", "epsilon": f"1/{2 * k}"}}
+        for k in range(1, 151)]})
+    client = local_client(url)
+
+    def rows(query: str) -> list[str]:
+        return [row.attrs["data-release"] for row in parse(client.get("/table?dataset=census&" + query).text)
+                .find_all(data_release=True)]
+
+    first, second = rows("sort=release"), rows("sort=release&page=2")
+    assert len(first) == 101 and first[:3] == ["A", "B", "C"] and first[-1] == "All releases"
+    assert second[:-1] == [f"r{k:03d}" for k in range(98, 151)] and second[-1] == "All releases"
+    assert rows("sort=other&order=desc")[:3] == ["r001", "r002", "r003"]  # 1/2, 1/4, 1/6, ...
+    assert rows("sort=other&order=desc&page=2")[-5:] == ["r150", "A", "B", "C", "All releases"]  # then the zeros
+    assert rows("sort=release&page=99") == second  # beyond the last page: the last page
+
+
+def test_subset_page_gives_the_figure_its_sentence_and_releases(book, local):
+    page = parse(local.get("/subset?dataset=census&v=age&v=sex").text)
+    loss = book.subset(["age", "sex"])
+    assert loss.exact == 2  # A and C each charge age once, A charges sex (Tan, Prop 3.4)
+    assert float(page.find(id="subset-epsilon").attrs["data-value"]) == 2.0
+    assert " ".join(page.find(id="statement").text.split()) == " ".join(loss.statement.split())
+    linked = [a.text for a in page.find_all() if a.tag == "a" and a.attrs.get("href", "").startswith("/release?id=")]
+    assert linked == ["A", "C"]
+    room = book.headroom(["age", "sex"])
+    shown = page.find(id="headroom").find_all(data_value=True)
+    assert [Fraction(cell.attrs["data-value"]) for cell in shown] == [room.epsilon, room.rho]
+    group = parse(local.get("/subset?dataset=census&v=person").text)
+    assert float(group.find(id="subset-epsilon").attrs["data-value"]) == 2.0
+
+
+def test_release_page_shows_mechanism_lineage_and_events(book, local):
+    page = parse(local.get("/release?id=C").text)
+    assert "geometric" in page.text and "epsilon 1" in page.text
+    assert any(a.text == "A" for a in page.find_all() if a.tag == "a")  # derived from A
+    events = page.find(id="events").find_all()
+    assert [c.text for c in events if c.tag == "td"][2:4] == ["ana", "release.recorded"]
+    assert local.get("/release?id=nope").status_code == 404
+
+
+# -- decisions --------------------------------------------------------------------------------
+
+
+def test_approve_and_publish_as_the_proxys_person(book, url):
+    client = as_person(url, "bob")
+    assert decide(client, "A", "approve").status_code == 200
+    assert decide(client, "A", "publish").status_code == 200
+    release = book.release("A")
+    assert release.status.value == "published" and release.approved_by == "bob"
+    assert [(e.actor, e.kind) for e in book.events("A")][-2:] == [("bob", "release.approved"), ("bob", "release.published")]
+
+
+def test_a_decision_on_a_selection_is_taken_or_refused_release_by_release(book, url):
+    bob = as_person(url, "bob")
+    token = csrf_of(bob.get("/table?dataset=census").text)
+    before = book.verify().events
+    response = bob.post("/decide-selection", data={"csrf": token, "dataset": "census", "action": "approve",
+                                                   "id": ["A", "B", "nope"]})
+    outcomes = {li.attrs["data-release"]: li.attrs["data-ok"] for li in parse(response.text).find(id="outcomes").find_all(data_ok=True)}
+    assert response.status_code == 409 and outcomes == {"A": "yes", "B": "yes", "nope": "no"}
+    assert [book.release(r).approved_by for r in "AB"] == ["bob", "bob"] and book.verify().events == before + 2
+    ana = as_person(url, "ana")  # she recorded C: her approval of it is refused
+    token = csrf_of(ana.get("/table?dataset=census").text)
+    response = ana.post("/decide-selection", data={"csrf": token, "dataset": "census", "action": "approve", "id": "C"})
+    assert response.status_code == 409 and book.release("C").status.value == "planned"
+    assert book.verify().events == before + 2
+    assert bob.post("/decide-selection", data={"dataset": "census", "action": "approve", "id": "C"}).status_code == 403
+
+
+def test_self_approval_through_the_browser_is_refused_and_writes_nothing(book, url):
+    before = book.verify().events
+    response = decide(as_person(url, "ana"), "A", "approve")  # ana recorded A
+    assert response.status_code == 409
+    assert "refused, nothing written" in response.text and "ana" in response.text
+    assert book.release("A").status.value == "planned" and book.verify().events == before
+
+
+def test_cancel_needs_a_reason_and_keeps_it_in_the_audit_trail(book, url):
+    client = as_person(url, "ana")
+    before = book.verify().events
+    assert decide(client, "B", "cancel", reason="").status_code == 409
+    assert book.verify().events == before
+    assert decide(client, "B", "cancel", reason="superseded by the 2025 tables").status_code == 200
+    assert book.release("B").status.value == "cancelled"
+    assert book.events("B")[-1].reason == "superseded by the 2025 tables"
+    assert "superseded by the 2025 tables" in client.get("/release?id=B").text
+
+
+def test_whatif_shows_each_caps_verdict_and_records_nothing(book, local):
+    token = csrf_of(local.get("/whatif?dataset=census").text)
+    plan = ("dataset: census\nreleases:\n  - id: big\n    reads: [age, sex]\n"
+            "    mechanism: {name: laplace, epsilon: 5}\n")
+    before = len(book.releases())
+    response = local.post("/whatif", data={"csrf": token, "dataset": "census", "plan": plan})
+    page = parse(response.text)
+    expected = book.check({"dataset": "census", "releases": [
+        {"id": "big", "reads": ["age", "sex"], "mechanism": {"name": "laplace", "epsilon": 5}}]})
+    assert not expected.ok and page.find(id="verdict").text == "refused"
+    shown = {row.attrs["data-cap"]: row.text for row in page.find(id="checks").find_all(data_cap=True)}
+    assert set(shown) == {c.cap.name for c in expected.checks}
+    for check in expected.checks:
+        assert check.status in shown[check.cap.name]
+    assert len(book.releases()) == before
+    uploaded = local.post("/whatif", data={"csrf": token, "dataset": "census"},
+                          files={"file": ("small.yaml", plan.replace("epsilon: 5", "epsilon: 1/10"), "text/yaml")})
+    assert parse(uploaded.text).find(id="verdict").text == "within every cap"
+    bad = local.post("/whatif", data={"csrf": token, "dataset": "census", "plan": "dataset: census\nreleases: 3\n"})
+    assert bad.status_code == 400 and "plan.yaml" in bad.text and "/tmp" not in bad.text
+
+
+# -- safeguards -------------------------------------------------------------------------------
+
+
+def test_forged_post_without_or_with_a_wrong_csrf_token_is_refused(book, url):
+    client = as_person(url, "bob")
+    before = book.verify().events
+    assert decide(client, "A", "approve", token=None).status_code == 403
+    assert decide(client, "A", "approve", token="forged").status_code == 403
+    cross_site = as_person(url, "bob")  # a browser that never loaded a page: no cookie to match
+    assert cross_site.post("/decide", data={"id": "A", "action": "approve", "csrf": "x"}).status_code == 403
+    assert book.release("A").status.value == "planned" and book.verify().events == before
+
+
+def test_cookie_is_samesite_strict_and_every_page_has_the_policy(local):
+    response = local.get("/dashboard?dataset=census")
+    cookie = response.headers["set-cookie"].lower()
+    assert "samesite=strict" in cookie and "httponly" in cookie
+    for path in ("/dashboard?dataset=census", "/release?id=nope", "/static/web.css"):
+        assert local.get(path).headers["content-security-policy"].startswith("default-src 'self'")
+    assert "<script" not in response.text and "style=" not in response.text
+
+
+def test_spoofed_proxy_header_from_an_untrusted_address_is_refused(book, url):
+    outsider = as_person(url, "bob", client=("10.1.2.3", 40000))
+    before = book.verify().events
+    assert outsider.get("/dashboard?dataset=census").status_code == 403
+    assert outsider.post("/decide", data={"id": "A", "action": "approve"}).status_code == 403
+    assert as_person(url, None).get("/dashboard?dataset=census").status_code == 403  # the proxy named no one
+    assert book.release("A").status.value == "planned" and book.verify().events == before
+    assert "acting as <strong>bob</strong>" in as_person(url, "bob").get("/dashboard?dataset=census").text
+
+
+def test_local_mode_answers_loopback_host_names_only(local):
+    """A site whose name is made to resolve to 127.0.0.1 (DNS rebinding) is not this app's origin."""
+    assert local.get("/audit", headers={"host": "evil.example:8080"}).status_code == 421
+    assert local.get("/audit", headers={"host": "[::1]:8080"}).status_code == 200
+    assert local.get("/audit", headers={"host": "localhost"}).status_code == 200
+
+
+def test_upload_larger_than_the_bound_is_refused(book, local):
+    token = csrf_of(local.get("/whatif?dataset=census").text)
+    before = len(book.releases())
+    response = local.post("/whatif", data={"csrf": token, "dataset": "census"},
+                          files={"file": ("plan.yaml", b"#" * (MAX_BODY + 1), "text/yaml")})
+    assert response.status_code == 413 and len(book.releases()) == before
+
+
+def test_descriptions_titles_reasons_and_plans_are_escaped(tmp_path):
+    """Names are restricted at input (schemas/); free text is not: each is shown as text."""
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    payload = "<script>alert(1)</script><img src=x onerror=alert(1)>"
+    book = census_ledger(url)
+    book.add_dataset({"dataset": "xss", "description": payload, "variables": [{"name": "v1"}]})
+    book.record({"dataset": "xss", "releases": [
+        {"id": "r 1/2", "title": payload, "reads": ["v1"], "mechanism": {"name": "laplace", "epsilon": 1}}]})
+    book.cancel("r 1/2", reason=payload)
+    client = local_client(url)
+    pages = {path: client.get(path).text for path in (
+        "/", "/dashboard?dataset=xss", "/table?dataset=xss", "/release?id=r+1%2F2", "/subset?dataset=xss&v=v1")}
+    token = csrf_of(client.get("/audit").text)
+    pages["whatif"] = client.post("/whatif", data={"csrf": token, "dataset": "xss",
+                                                   "plan": "</textarea>" + payload}).text
+    for path, text in pages.items():
+        assert "<script>" not in text and "<img src=x" not in text and "</textarea><" not in text, path
+    escaped = "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"
+    assert pages["/release?id=r+1%2F2"].count(escaped) == 2  # the title and the reason
+    assert escaped in pages["/dashboard?dataset=xss"] and escaped in pages["whatif"]
+
+
+def test_download_names_are_a_fixed_list(book, local):
+    assert local.get("/download?dataset=census&what=../../etc/passwd").status_code == 404
+    markdown = local.get("/download?dataset=census&what=report.md")
+    assert markdown.status_code == 200 and "census" in markdown.text
+    assert markdown.headers["content-disposition"] == 'attachment; filename="report.md"'
+    pack = local.get("/download?dataset=census&what=report.md&since=2000-01-01")
+    assert "## Changes since 2000-01-01" in pack.text
+    assert local.get("/download?dataset=census&what=report.md&since=yesterday-ish").status_code == 400
+    register = local.get("/download?dataset=census&what=register.csv")
+    assert register.status_code == 200 and "A" in register.text.splitlines()[1:][0]
+
+
+def test_an_error_is_a_page_without_a_traceback(book, url, monkeypatch):
+    import ledger.api
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("secret internal detail")
+
+    monkeypatch.setattr(ledger.api.Ledger, "caps", broken)
+    client = local_client(url, raise_server_exceptions=False)
+    response = client.get("/dashboard?dataset=census")
+    assert response.status_code == 500
+    assert "secret internal detail" not in response.text and "Traceback" not in response.text
+
+
+def test_audit_verifies_on_demand(book, local):
+    token = csrf_of(local.get("/audit").text)
+    page = parse(local.post("/audit", data={"csrf": token}).text)
+    assert "intact" in page.find(id="verification").text
+    assert str(book.verify().events) in page.find(id="verification").text
+
+
+# -- starting ---------------------------------------------------------------------------------
+
+
+def test_serve_refuses_a_non_loopback_host_without_an_auth_mode(url, book):
+    with pytest.raises(InputErrors, match="beyond loopback"):
+        auth_from_options("0.0.0.0", None, None, None)
+    assert auth_from_options("::1", None, None, None).mode == "local"
+    with pytest.raises(InputErrors, match="trusted-proxy"):
+        auth_from_options("0.0.0.0", "proxy-header", "X-Forwarded-User", None)
+    assert auth_from_options("0.0.0.0", "proxy-header", "X-Forwarded-User", "10.0.0.1").trusted_proxy == "10.0.0.1"
+    result = cli_main(url, "serve", "--host", "0.0.0.0", "--port", "1")
+    assert result.code == 2 and "beyond loopback" in result.err
+
+
+def test_web_modules_import_only_the_facade_and_core():
+    web = Path(__file__).resolve().parents[1] / "ledger" / "web"
+    for path in web.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                target = "." * node.level + (node.module or "")
+                names = [alias.name for alias in node.names]
+                assert node.level == 1 or target in ("..", "..core.errors", "..core.numbers"), (path.name, target)
+                assert target != ".." or names == ["api"], (path.name, names)

@@ -1,0 +1,95 @@
+"""What the web tests share: a ledger with Tan's Example 3.6 and a Gaussian release, recorded by
+one steward (ana, the first writer: every role) with a second approver (bob); and a small HTML
+reader that finds elements by id and data attributes (the pages' own markup, no scraping library)."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+from support import cli_ok
+
+from ledger import api
+
+CENSUS = {
+    "dataset": "census", "delta": "1e-9",
+    "description": "Tan's Example 3.6",
+    "variables": [{"name": n} for n in ("age", "sex", "region", "race", "other")],
+    "groups": {"person": ["age", "sex"]},
+    "caps": [{"name": "person", "epsilon": 6, "delta": "1e-9"}, {"subset": "all", "epsilon": 9, "delta": "1e-9"}],
+}
+TABLES = {"dataset": "census", "releases": [  # Tan, Example 3.6: Table 1's totals 2, 1, 2, 1, 0
+    {"id": "A", "title": "Age by sex", "reads": ["age", "sex"], "mechanism": {"name": "geometric", "epsilon": 1}},
+    {"id": "B", "reads": ["region", "race"], "mechanism": {"name": "geometric", "epsilon": 1}},
+    {"id": "C", "reads": ["region", "age"], "mechanism": {"name": "geometric", "epsilon": 1}, "derived_from": ["A"]},
+]}
+GAUSSIAN = {"dataset": "census", "releases": [
+    {"id": "G", "reads": ["race", "other"], "mechanism": {"name": "gaussian", "rho": "1/8"}}]}
+
+
+def census_ledger(url: str, *, gaussian: bool = False) -> api.Ledger:
+    book = api.open(url, actor="ana")
+    book.add_dataset(CENSUS)
+    book.record(TABLES)
+    if gaussian:
+        book.record(GAUSSIAN)
+    cli_ok(url, "role", "grant", "bob", "approver", "--as", "ana")
+    return book
+
+
+class Node:
+    def __init__(self, tag: str, attrs: dict[str, str | None], parent: Node | None):
+        self.tag, self.attrs, self.parent, self.children, self.parts = tag, attrs, parent, [], []
+
+    @property
+    def text(self) -> str:
+        return "".join(part if isinstance(part, str) else part.text for part in self.parts)
+
+    def walk(self):
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    def find_all(self, **attrs) -> list[Node]:
+        return [n for n in self.walk() if all(n.attrs.get(k.replace("_", "-")) == v if v is not True
+                                              else k.replace("_", "-") in n.attrs for k, v in attrs.items())]
+
+    def find(self, **attrs) -> Node:
+        found = self.find_all(**attrs)
+        assert found, f"no element with {attrs}"
+        return found[0]
+
+
+VOID = {"meta", "link", "input", "br", "img", "hr"}
+
+
+class _Builder(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.root = self.at = Node("document", {}, None)
+
+    def handle_starttag(self, tag, attrs):
+        node = Node(tag, dict(attrs), self.at)
+        self.at.children.append(node)
+        self.at.parts.append(node)
+        if tag not in VOID:
+            self.at = node
+
+    def handle_endtag(self, tag):
+        node = self.at
+        while node is not None and node.tag != tag:
+            node = node.parent
+        if node is not None and node.parent is not None:
+            self.at = node.parent
+
+    def handle_data(self, data):
+        self.at.parts.append(data)
+
+
+def parse(html: str) -> Node:
+    builder = _Builder()
+    builder.feed(html)
+    return builder.root
+
+
+def csrf_of(html: str) -> str:
+    return parse(html).find(name="csrf").attrs["value"]
