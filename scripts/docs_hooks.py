@@ -56,7 +56,7 @@ def _command_sections(command, path: list[str], parent, out: list[str]) -> None:
     if help_text:
         out.append(help_text + "\n")
     out.append("```text\n" + command.get_usage(context).strip() + "\n```\n")
-    rows = [_param_row(param) for param in command.params if not getattr(param, "hidden", False)]
+    rows = [_param_row(param, context) for param in command.params if not getattr(param, "hidden", False)]
     rows = [row for row in rows if row]
     if rows:
         out.append("| argument or option | what it is |\n|---|---|")
@@ -67,22 +67,13 @@ def _command_sections(command, path: list[str], parent, out: list[str]) -> None:
             _command_sections(sub, [*path, name], context, out)
 
 
-def _param_row(param) -> str:
-    if param.param_type_name == "argument":
-        name = f"`{(param.metavar or param.name or '').upper()}`"
-        what = getattr(param, "help", None) or "argument"
-    else:
-        names = [*param.opts, *param.secondary_opts]
-        if "--help" in names:
-            return ""
-        name = ", ".join(f"`{n}`" for n in names)
-        what = param.help or ""
-        default = param.default
-        if param.required:
-            what += " (required)"
-        elif default not in (None, False, (), []) and not callable(default) and getattr(param, "show_default", True):
-            what += f" Default: `{default}`."
-    return f"| {name} | {_cell(what)} |"
+def _param_row(param, context) -> str:
+    """One row per argument or option: the left and right columns `--help` prints for it."""
+    record = param.get_help_record(context)
+    if record is None or "--help" in getattr(param, "opts", ()):
+        return ""
+    names, what = record
+    return f"| `{names}` | {_cell(what)} |"
 
 
 def _clean(text: str) -> str:
