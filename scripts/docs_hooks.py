@@ -6,6 +6,7 @@ A page holds a marker line and the hook replaces it with Markdown made at build 
     <!-- generated: mechanisms -->       every mechanism's parameters, from catalogue.PARAMETERS
     <!-- generated: schema dataset -->   the dataset file's fields, from schemas/dataset.v1.schema.json
     <!-- generated: schema release -->   the release file's fields, from schemas/release.v1.schema.json
+    <!-- generated: json examples -->     what each command prints with --json, run on examples/ at build time
 
 An unknown marker fails the build.
 """
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # document this checkout's ledger, installed or not
 MARKER = re.compile(r"^<!-- generated: ([\w -]+?) -->$", re.M)
 
 
@@ -29,6 +32,8 @@ def generate(words: list[str]) -> str:
         return commands_markdown()
     if words == ["mechanisms"]:
         return mechanisms_markdown()
+    if words == ["json", "examples"]:
+        return json_examples_markdown()
     if len(words) == 2 and words[0] == "schema":
         return schema_markdown(words[1])
     raise ValueError(f"unknown generated section: {' '.join(words)}")
@@ -82,6 +87,70 @@ def _clean(text: str) -> str:
 
 def _cell(text: str) -> str:
     return _clean(text).replace("|", "\\|").replace("\n", " ")
+
+
+# -- JSON output ----------------------------------------------------------------------------
+
+# Run in order on a fresh ledger holding examples/graduates: the setup is not shown.
+JSON_SETUP = (["dataset", "add", "examples/graduates.dataset.yaml"], ["record", "examples/graduates.releases.yaml"],
+              ["cap", "set", "personal", "--epsilon", "4", "--delta", "1e-9", "-d", "graduates"])
+JSON_SHOWN = (["check", "examples/graduates.plan.yaml", "--json"], ["record", "examples/graduates.plan.yaml", "--json"],
+              ["releases", "--json"], ["subset", "income", "-d", "graduates", "--json"],
+              ["table", "-d", "graduates", "--json"], ["pairs", "-d", "graduates", "--json"],
+              ["cap", "list", "-d", "graduates", "--json"], ["headroom", "income", "-d", "graduates", "--json"],
+              ["record", "misspelt.yaml", "--json"])
+MISSPELT = "dataset: graduates\nreleases:\n  - id: x\n    reads: [income]\n    mechanism: {name: laplace, scale: 2, sensitivty: 1}\n"
+
+
+def json_examples_markdown() -> str:
+    import os
+    import shutil
+    import tempfile
+
+    from typer.testing import CliRunner
+
+    from ledger.cli.app import app
+
+    runner = CliRunner()
+    out: list[str] = []
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as scratch:
+        shutil.copytree(ROOT / "examples", Path(scratch) / "examples")
+        (Path(scratch) / "misspelt.yaml").write_text(MISSPELT, encoding="utf-8")
+        os.chdir(scratch)
+        try:
+            database = ["--db", f"sqlite:///{scratch}/ledger.db"]
+            for words in JSON_SETUP:
+                done = runner.invoke(app, [*database, *words])
+                if done.exit_code != 0:
+                    raise RuntimeError(f"privacy-ledger {' '.join(words)} exited {done.exit_code}: {done.output}")
+            for words in JSON_SHOWN:
+                code, output = _run(runner, app, [*database, *words])
+                try:
+                    json.loads(output)  # the whole output is one JSON document
+                except ValueError:
+                    raise RuntimeError(f"privacy-ledger {' '.join(words)} printed no JSON: {output!r}") from None
+                command = "privacy-ledger " + " ".join(words)
+                out.append(f'??? example "`{command}` (exit {code})"\n')
+                out.append("    ```json\n" + "\n".join("    " + line for line in output.strip().splitlines())
+                           + "\n    ```\n")
+        finally:
+            os.chdir(here)
+    return "\n".join(out)
+
+
+def _run(runner, app, arguments: list[str]) -> tuple[int, str]:
+    """In process where the command succeeds; a failing one again as a process of its own, since its
+    exit code and JSON error come from the console entry point."""
+    import os
+    import subprocess
+
+    done = runner.invoke(app, arguments)
+    if done.exit_code == 0:
+        return 0, done.output
+    process = subprocess.run([sys.executable, "-m", "ledger", *arguments], capture_output=True, text=True,
+                             env={**os.environ, "LEDGER_RESIDENT": "0"}, timeout=120)
+    return process.returncode, process.stdout
 
 
 # -- mechanisms -----------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The documentation site builds strictly, says what the code does, and cites only the repository.
 
 - `mkdocs build --strict` passes (a dead link, a page left out of the nav, a reference page whose
-  generator fails), and the generated reference pages hold every command and every mechanism.
+  generator fails), and the generated reference pages hold every command, every mechanism and the
+  JSON each command prints.
 - Every function or module the docs name (`ledger.accounting.engine.release_cost`) exists.
 - The environment reference lists exactly the `LEDGER_` variables the code reads.
 - Every `>>>` example on a docs page runs (the README and the tutorial: tests/test_readme.py).
@@ -51,6 +52,8 @@ def test_docs_site_builds_strictly_with_every_command_and_mechanism(tmp_path):
     assert not missing, f"commands missing from the generated reference: {missing}"
     mechanisms_page = (site / "reference" / "mechanisms" / "index.html").read_text(encoding="utf-8")
     assert all(f"<code>{name}</code>" in mechanisms_page for name in PARAMETERS)
+    json_page = (site / "reference" / "json-output" / "index.html").read_text(encoding="utf-8")
+    assert json_page.count("(exit 0)") >= 8 and "(exit 2)" in json_page  # each command run at build time
     api_page = (site / "reference" / "python-api" / "index.html").read_text(encoding="utf-8")
     assert "add_dataset" in api_page and "SubsetLoss" in api_page
 
