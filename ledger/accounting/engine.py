@@ -1383,8 +1383,8 @@ def index_over(index: LedgerIndex, variables: Sequence[str]) -> LedgerIndex:
         return result
 
     projected = copy.copy(index)
-    for memo in ("_ids_memo", "_pair_grids", "_pairs_read", "_read_entries", "_family_reads", "_family_cases",
-                 "_read_extremes"):  # (over the old columns; the accountants' events are per release)
+    # (over the old columns; the accountants' events are per release)
+    for memo in ("_ids_memo", "_pair_grids", "_pairs_read", "_read_entries", "_family_reads", "_family_cases"):
         projected.__dict__.pop(memo, None)
     projected.variables = variables
     projected.column = {name: j for j, name in enumerate(variables)}

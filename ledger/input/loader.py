@@ -599,8 +599,7 @@ class LedgerSnapshot:
     parts_held: Callable[[Collection[tuple[str, str]]], Mapping[tuple[str, str], str]] | None = field(
         default=None, compare=False)
     # release id -> when it was retracted or cancelled (history.ended; store.snapshot reads it):
-    # a cancellation after a publication decides the accountants' case (DESIGN 2.10). None: not
-    # read, and every cancellation is taken as after any publication (accountants.cancelled_moments)
+    # the `--as-of` views date a status by it. None: not read
     ended: Mapping[str, datetime] | None = field(default=None, compare=False)
 
 

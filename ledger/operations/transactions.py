@@ -315,8 +315,7 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
         if action in ENFORCING:
             _require_current_totals(session)
             checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
-            published = {changed.id: changed.published_at} if action == "publish" else None
-            checks, states = cap_accounting.refine(session, release.dataset, checks, totals, [], {}, {}, published)
+            checks, states = cap_accounting.refine(session, release.dataset, checks, totals, [], {}, {})
             if any(not c.ok for c in checks):
                 raise BudgetRefused(checks, f"{action} {release_id}")
             store.save_accountant_states(session, release.dataset, states)

@@ -669,7 +669,7 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     dataset = inputs.dataset
     charged = tuple(r for r in inputs.releases if r.status in CHARGED_STATUSES)
     objective = at_delta(inputs.delta)
-    index = charged_index_of(dataset.variable_names, inputs.releases, inputs.families, inputs.events)
+    index = charged_index_of(dataset.variable_names, inputs.releases, inputs.families)
     if inputs.as_of is not None:  # the caps' running totals as the ledger stood, over the index's arrays
         inputs = replace(inputs, cap_totals={cap.name: total_from_index(cap, index) for cap in inputs.caps})
     from .accountant_views import best_headline  # the smallest valid figures (issue 11)
@@ -1152,20 +1152,13 @@ def risk_frame(risk: RiskTableView):
     return frame
 
 
-def charged_index_of(variables: Sequence[str], releases: Sequence[Release], families, events) -> LedgerIndex:
-    """The LedgerIndex of the charged ones of `releases` (each with its status then), with the
-    cancelled ones' moments noted (accountants.note_cancellations: a cancellation after a
-    publication makes the case adaptive, DESIGN 2.10), dated by `events` (history.ended)."""
-    from ..accounting.accountants import cancelled_moments, note_cancellations
-
-    index = LedgerIndex(variables, [r for r in releases if r.status in CHARGED_STATUSES], families)
-    note_cancellations(index, cancelled_moments(releases, ended((e.kind, e.subject, e.at) for e in events)))
-    return index
+def charged_index_of(variables: Sequence[str], releases: Sequence[Release], families) -> LedgerIndex:
+    """The LedgerIndex of the charged ones of `releases` (each with its status then)."""
+    return LedgerIndex(variables, [r for r in releases if r.status in CHARGED_STATUSES], families)
 
 
 def cap_entries(caps: Sequence[Cap], totals: Mapping[str, CapTotal], releases: Sequence[Release] | None = None,
-                families: Mapping[str, Family] | None = None,
-                ended_at: Mapping[str, datetime] | None = None) -> tuple[CapEntry, ...]:
+                families: Mapping[str, Family] | None = None) -> tuple[CapEntry, ...]:
     """Every cap against the stored running totals: the pre-release check of an empty plan.
     With the charged releases, each cap's figure is the one `cap list` prints: the smallest
     valid filter figure (cap_accounting.checks_from_history, issue 11)."""
@@ -1173,7 +1166,7 @@ def cap_entries(caps: Sequence[Cap], totals: Mapping[str, CapTotal], releases: S
         return tuple(_cap_entry(c) for c in check(list(caps), totals, [], {}, {}, only_touched=False))
     from ..operations.cap_accounting import charged_index, checks_from_history
 
-    checks = checks_from_history(list(caps), releases, families or {}, totals, ended_at)
+    checks = checks_from_history(list(caps), releases, families or {}, totals)
     index = charged_index(caps, releases, families or {})  # each ∞ driver's own reason (reasons.driver_reasons)
     return tuple(_cap_entry(c, (), index) for c in checks)
 
@@ -1592,8 +1585,8 @@ def meeting_pack(inputs: ReportInputs, checks: Sequence[CapCheck] | None = None)
     then = releases_as_of(inputs.releases, events, since)
     # one index of the releases charged then, each cap's total over its arrays (total_from_index:
     # total_from_history's figure, without a pass over the releases per cap)
-    index_then = charged_index_of(inputs.dataset.variable_names, then, inputs.families, events)
-    index_now = charged_index_of(inputs.dataset.variable_names, inputs.releases, inputs.families, events)
+    index_then = charged_index_of(inputs.dataset.variable_names, then, inputs.families)
+    index_now = charged_index_of(inputs.dataset.variable_names, inputs.releases, inputs.families)
     if checks is None:
         checks = checks_from_index(inputs.caps, index_now, inputs.cap_totals)
     set_at = {e.subject.split("/", 1)[1]: e.at for e in events if e.kind == "cap.set"}
