@@ -458,6 +458,7 @@ class Composition:
     events: Counter = field(default_factory=Counter)  # Event -> count (approx events included)
     unbounded: bool = False
     known_curve: np.ndarray | None = None  # the summed curve, when computed over arrays
+    allowance: Fraction = ALLOWANCE  # the dataset's (Dataset.allowance): how its figures are stated
 
     def curve(self) -> np.ndarray:
         if self.known_curve is not None:
@@ -554,12 +555,12 @@ class Figure:
 
 
 def basic_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
-    return _basic_spend_figure(comp.basic, delta, case)
+    return _basic_spend_figure(comp.basic, delta, case, comp.allowance)
 
 
-def _basic_spend_figure(spend, delta: Fraction, case: str) -> Figure:
+def _basic_spend_figure(spend, delta: Fraction, case: str, allowance: Fraction) -> Figure:
     pure = spend.is_pure and not spend.unbounded
-    return Figure("basic", spend.epsilon(delta), None if pure else delta, True, case, THEOREMS["basic"],
+    return Figure("basic", spend.epsilon(delta, allowance), None if pure else delta, True, case, THEOREMS["basic"],
                   None if pure or not spend.rho else CONVERSIONS["basic"])
 
 
@@ -571,7 +572,7 @@ def rdp_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
         return Figure("rdp", INF, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp-filter"])
     approx_delta = comp.approx()[1]
     note = ("the approximate releases' deltas pass the allowance at this delta"
-            if not within_allowance(approx_delta, delta) else
+            if not within_allowance(approx_delta, delta, comp.allowance) else
             "approximate guarantees by basic composition" if approx_delta else "")
     return Figure("rdp", rdp_filter_figure(comp, delta), delta, True, case, THEOREMS["rdp"],
                   CONVERSIONS["rdp-filter"], note=note)
@@ -942,7 +943,7 @@ class IndexEvents:
         from .engine import release_cost
 
         index = self.index
-        comp = Composition(basic)
+        comp = Composition(basic, allowance=index.allowance)
         touched = ids != index.ZERO_ID
         if basic.unbounded or np.any(ids[index.simple] == index.NONE):
             comp.unbounded = True
@@ -1148,7 +1149,7 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
         for j, name in enumerate(index.variables):
             comp = Composition(table.total[j], Counter({events.events[k]: int(counts[j, k])
                                                         for k in np.flatnonzero(counts[j])}),
-                               bool(unbounded[j]) or table.total[j].unbounded)
+                               bool(unbounded[j]) or table.total[j].unbounded, allowance=index.allowance)
             if others:  # families and releases with a choice, one by one
                 extra = events.composition(np.where(simple, index.ZERO_ID, cells[:, j]), frozenset({name}), Spend())
                 comp.events.update(extra.events)
@@ -1410,7 +1411,7 @@ def rdp_filter_figure(comp: Composition, delta: Fraction) -> float:
     for probability delta, eps-pure, whose loss is at most eps at every order: Kairouz, Oh
     and Viswanath 2015, Lemma 3.4)."""
     approx_eps, approx_delta = comp.approx()
-    remaining = filter_delta(delta, approx_delta)
+    remaining = filter_delta(delta, approx_delta, comp.allowance)
     if remaining <= 0:
         return INF
     value = rdp_filter_epsilon(comp.curve(), remaining)
@@ -1472,19 +1473,19 @@ def _curve_matrix(keys: tuple[str, ...]) -> np.ndarray:
     return matrix
 
 
-def _filter_from_state(state: dict, delta: Fraction) -> float:
+def _filter_from_state(state: dict, delta: Fraction, allowance: Fraction = ALLOWANCE) -> float:
     """`rdp_filter_figure` of a running state, from its cached sums (the Rényi filter at the fixed
     orders, approximate guarantees by basic beside them)."""
     items = tuple(state["events"].items())  # (in the state's own order: a cache key, not a meaning)
     if state["families"]:
         items += tuple((key, 1) for keys in state["families"].values() for key in keys)
-    return _filter_value(items, delta)
+    return _filter_value(items, delta, allowance)
 
 
 @lru_cache(maxsize=4096)
-def _filter_value(items: tuple, delta: Fraction) -> float:
+def _filter_value(items: tuple, delta: Fraction, allowance: Fraction) -> float:
     curve, rho, approx_eps, approx_delta = _state_sums(items)
-    remaining = filter_delta(delta, approx_delta)
+    remaining = filter_delta(delta, approx_delta, allowance)
     if remaining <= 0:
         return INF
     value = rdp_filter_epsilon(curve, remaining)  # (as rdp_filter_figure)
@@ -1510,7 +1511,7 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
     items = _state_items(state)
     kind, order = filters.kind_of(cap.filter)
     if kind == filters.RUNNING:  # the odometer's statements, one union at the cap's delta (spend.py)
-        rdp = _filter_value(items, cap.delta)
+        rdp = _filter_value(items, cap.delta, cap.allowance)
         smaller = float(basic_value) > float(rdp) * (1 + TIE)  # (as `best` chooses: the subset's figure)
         if smaller and _state_is_pure(state):
             smaller = float(rdp) < float(basic_value) * (1 - PURE_PREFERENCE)
@@ -1524,10 +1525,10 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
         return Decision("gdp", filters.gaussian_figure(counts, cap.delta), ADAPTIVE, filters.describe(cap))
     order = order or cap_order(cap)
     curve, _rho, approx_eps, approx_delta = _state_sums(items)
-    if not within_allowance(approx_delta, cap.delta):
+    if not within_allowance(approx_delta, cap.delta, cap.allowance):
         return Decision("rdp", INF, ADAPTIVE, filters.describe(cap))
     at = int(np.flatnonzero(np.isclose(_grids()["ORDERS"], order))[0])
-    value = filters.renyi_figure(float(curve[at]), order, cap.delta, float(approx_eps))
+    value = filters.renyi_figure(float(curve[at]), order, cap.delta, float(approx_eps), cap.allowance)
     pure = spend.is_pure if spend is not None else _state_is_pure(state)
     if pure and float(basic_value) <= value:  # (the smaller of two that only grow: it never falls)
         return Decision("basic", basic_value, ADAPTIVE, FILTER_THEOREMS["basic-pure"])
@@ -1535,8 +1536,9 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
 
 
 def cap_order(cap) -> float:
-    """The order of a Rényi-filter cap: fixed by its epsilon and delta alone (filters.renyi_order)."""
-    return filters.renyi_order(cap.epsilon, cap.delta, _grids()["ORDERS"])
+    """The order of a Rényi-filter cap: fixed by its epsilon, its delta and its dataset's allowance
+    alone (filters.renyi_order)."""
+    return filters.renyi_order(cap.epsilon, cap.delta, _grids()["ORDERS"], cap.allowance)
 
 
 def choose_filter(cap, state: dict | None) -> str:
@@ -1655,8 +1657,8 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
         approx_delta = c[approx].T @ a_delta if approx.any() else np.zeros(n - i)
         # filter_delta over arrays: what the allowance leaves, 0 past it (the sums a hair high: never
         # admitted past the exact sum)
-        within = approx_delta * (1 + 1e-12) <= float(ALLOWANCE) * float(delta)
-        remaining = np.where(within, filter_delta(delta), 0.0)
+        within = approx_delta * (1 + 1e-12) <= float(index.allowance) * float(delta)
+        remaining = np.where(within, filter_delta(delta, allowance=index.allowance), 0.0)
         remaining_of[i, i:] = remaining
         sub = summed[:, f_index]  # as rdp_filter_epsilon, the log of each pair's share of delta by math.log
         logs = np.asarray([math.log(r * ORDER_SHARE) if r > 0 else 0.0 for r in remaining.tolist()])
@@ -1976,7 +1978,7 @@ def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> d
     case = ADAPTIVE
     spend = grid.spend(i, j)
     comp = rdp.slow.get((i, j))  # (else the pair's basic spend alone: no Composition per pair)
-    basic = _basic_spend_figure(spend if comp is None else comp.basic, delta, case)
+    basic = _basic_spend_figure(spend if comp is None else comp.basic, delta, case, index.allowance)
     value = INF if spend.unbounded else float(rdp.epsilon[i, j])
     figure = Figure("rdp", value, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp-filter"])
     pld = rdp.pld.get((i, j))

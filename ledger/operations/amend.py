@@ -15,7 +15,8 @@ reads (any status: a cancelled or retracted release still counts at the moments
 it was charged, which every --as-of view shows: history.state_as_of), a family
 partitions by, or a cap or group still names; removing
 categories (a table by the variable released those cells); changing the
-dataset's delta (every recorded figure is stated at it); a reclassification
+dataset's delta (every recorded figure is stated at it), its neighbour relation or its
+approximate allowance; a reclassification
 without a reason.
 
 Pure: the caller (cli_stewardship) reads the ledger and writes the events.
@@ -85,6 +86,10 @@ def plan(
                                                    "recorded is stated at it"))
     if new.relation != old.relation:
         errors.append(LedgerError(source, "relation", relation_fixed(old)))
+    if new.allowance != old.allowance:
+        errors.append(LedgerError(source, "allowance", f"a recorded dataset's approximate allowance is never changed "
+                                                       f"(it is {old.allowance}): every figure recorded keeps that "
+                                                       "share of its delta for (epsilon, delta) releases"))
     state = old
     wanted = {v.name: v for v in new.variables}
     current = {v.name: v for v in old.variables}

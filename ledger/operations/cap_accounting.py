@@ -203,7 +203,8 @@ def charged_index(caps, releases: Sequence[Release], families: Mapping[str, Fami
 
     charged = [r for r in releases if r.status in CHARGED_STATUSES]
     variables = sorted(set().union(*(r.reads for r in charged), *(cap.subset for cap in caps)))
-    return LedgerIndex(variables, charged, families.values())
+    index = LedgerIndex(variables, charged, families.values())
+    return index.for_dataset(caps[0].allowance) if caps else index
 
 
 def index_at(session: Session, dataset: str, caps, when: datetime | None = None):
@@ -227,7 +228,8 @@ def index_at(session: Session, dataset: str, caps, when: datetime | None = None)
     ended = history.ended if history.ended is not None else ended_at(session.connection())
     then = releases_as_of([r for r in history.releases.values() if r.dataset == dataset], when, ended)
     return LedgerIndex(variables, [r for r in then if r.status in CHARGED_STATUSES],  # (each with its status then)
-                       [f for f in history.families.values() if f.dataset == dataset])
+                       [f for f in history.families.values() if f.dataset == dataset]
+                       ).for_dataset(light.datasets[dataset].allowance)
 
 
 def decisions_json(checks: Sequence[budget.CapCheck]) -> list[dict]:

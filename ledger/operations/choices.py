@@ -84,7 +84,7 @@ def charged_index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
     """The dataset's charged releases (every status but cancelled) and its families."""
     releases = [r for r in snapshot.releases.values() if r.dataset == dataset.name and r.status in CHARGED_STATUSES]
     families = [f for f in snapshot.families.values() if f.dataset == dataset.name]
-    return engine.LedgerIndex(dataset.variable_names, releases, families)
+    return engine.LedgerIndex(dataset.variable_names, releases, families).for_dataset(dataset.allowance)
 
 
 def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VAR") -> set[str]:

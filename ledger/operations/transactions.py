@@ -236,7 +236,7 @@ def _overdrafts(session: Session, snapshot: LedgerSnapshot, releases: Sequence[R
         info = snapshot.datasets[dataset]
         delta = info.delta if info.delta is not None else DEFAULT_DELTA
         index = store.caps_index(session, dataset, [Cap(dataset, "", frozenset(info.variable_names))])
-        over = allowance.overdraft(index, plan, info.variable_names, delta)
+        over = allowance.overdraft(index, plan, info.variable_names, delta, info.allowance)
         if over is not None:
             found.append(over)
     return found
@@ -393,9 +393,10 @@ def headroom(engine: Engine, dataset: str, variables: Iterable[str], *, when: da
 
             _, caps, _ = state_then(session, store.write_context(session).datasets[dataset], when)
         room = cap_accounting.headroom(session, dataset, frozenset(variables), caps, when=when, mechanism=mechanism)
+        known = store.write_context(session).datasets[dataset]
         if delta is None:
-            delta = choices.parse_delta(None, store.write_context(session).datasets[dataset])
-    return budget.with_rho_epsilon(room, delta)
+            delta = choices.parse_delta(None, known)
+    return budget.with_rho_epsilon(room, delta, known.allowance)
 
 
 # --------------------------------------------------------------------------

@@ -77,7 +77,7 @@ from sqlmodel import Field, Session, SQLModel
 from . import driver
 from .codec import canonical_json
 from ..core.lazy import lazy_module
-from ..core.records import CHARGED_STATUSES, Family, Guarantee, Notion, Relation, Release, Status
+from ..core.records import CHARGED_STATUSES, DEFAULT_ALLOWANCE, Family, Guarantee, Notion, Relation, Release, Status
 
 np = lazy_module("numpy")
 
@@ -786,7 +786,8 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     index.finish_arrays(ambiguous)  # the same derived arrays as LedgerIndex.__init__
     if accounts:
         _attach_events(connection, index, rows, dataset, charged, partial=touching is not None)
-    return index
+    stated = store.dataset_allowances(connection, [dataset]).get(dataset)  # (Dataset.allowance)
+    return index.for_dataset(DEFAULT_ALLOWANCE if stated is None else Fraction(stated))
 
 
 def read_rows(connection, dataset: str, charged: list[str], positions: list[int] | None, n_var: int,
@@ -1263,7 +1264,8 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
     n_values = len(index.values)
     per_value = np.zeros((n_values, n_var), dtype=np.int64)  # simple cells of each value id, per variable
     unbounded = np.zeros(n_var, dtype=bool)
-    wide_float = np.asarray([np.inf if v.unbounded else float(v.own_epsilon(delta)) for v in index.values])
+    wide_float = np.asarray([np.inf if v.unbounded else float(v.own_epsilon(delta, index.allowance))
+                             for v in index.values])
     dataset_wide = np.empty(n_rel, dtype=np.int64)
     n_guarantees, first_guarantee = index._guarantee_spans()
     single = index.simple & (n_guarantees <= 1)  # a cell is this release's one value, ∞ or 0
@@ -1382,7 +1384,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
         index.releases.prefetch(rows)  # the heads of the rows shown, not of every release
     table = RiskTable(dataset=dataset, variables=index.variables, releases=tuple(index.releases[int(r)] for r in rows),
                       values=index.values, cells=cells, dataset_wide=dataset_wide[rows], total=tuple(totals),
-                      total_dataset_wide=total_wide)
+                      total_dataset_wide=total_wide, allowance=index.allowance)
     if events is None:
         return table, [], {}
 
@@ -1406,7 +1408,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
                     found[event] += count
         for k in np.flatnonzero(counts[j]):
             found[events.events[k]] += int(counts[j, k])
-        comp = acc.Composition(totals[j], found, bool(unbounded[j]) or totals[j].unbounded)
+        comp = acc.Composition(totals[j], found, bool(unbounded[j]) or totals[j].unbounded, allowance=index.allowance)
         if others:  # families and releases with a choice, one by one
             column = np.full(n_rel, index.ZERO_ID, dtype=np.int64)
             column[exact_rows] = [others[int(r)][j] for r in exact_rows]

@@ -66,7 +66,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
-from ..accounting.spend import ZERO as ZERO_SPEND
+from ..accounting.spend import ALLOWANCE, ZERO as ZERO_SPEND
 from ..accounting.budget import (FAMILY_DRIVER, CapTotal, options_measure, top_drivers, total_differences,
                                  total_from_history, total_from_index, total_from_parts)
 from .codec import (
@@ -1015,14 +1015,32 @@ def _datasets(session: Session, names: Sequence[str] | None = None) -> list[Data
             {"name": row.name, "classification": row.classification, "description": row.description,
              "categories": row.categories}
         )
-    return [dataset_from_dict(_dataset_dict(row, variables.get(row.name, [])))
-            for row in connection.execute(datasets, binds)]
+    rows = connection.execute(datasets, binds).all()
+    allowances = dataset_allowances(connection, [row.name for row in rows])
+    return [dataset_from_dict(_dataset_dict(row, variables.get(row.name, []), allowances.get(row.name)))
+            for row in rows]
 
 
-def _dataset_dict(row: DatasetRow, variables: list[dict]) -> dict:
+def dataset_allowances(connection, names: Sequence[str]) -> dict[str, str]:
+    """Dataset name -> its approximate allowance (Dataset.allowance) as recorded, for the datasets
+    that state one. The allowance is fixed when the dataset is recorded (amend.plan refuses a
+    change), so its `dataset.added` event, which carries the whole dataset, holds it: no column
+    of its own. A dataset whose event states none has the default."""
+    if not names:
+        return {}
+    found = {}
+    for subject, payload in connection.execute(select(_EVENTS.c.subject, _EVENTS.c.payload).where(
+            _EVENTS.c.kind == "dataset.added", _EVENTS.c.subject.in_(list(names)))):
+        allowance = json.loads(payload).get("dataset", {}).get("allowance")
+        if allowance is not None:
+            found[subject] = allowance
+    return found
+
+
+def _dataset_dict(row: DatasetRow, variables: list[dict], allowance: str | None = None) -> dict:
     return {"name": row.name, "description": row.description, "delta": row.delta,
             "variables": variables, "groups": row.groups, "self_approval": bool(row.self_approval),
-            "relation": row.relation or "replace"}
+            "relation": row.relation or "replace", **({"allowance": allowance} if allowance is not None else {})}
 
 
 def _family_dict(row: FamilyRow) -> dict:
@@ -1273,8 +1291,10 @@ def _configuration(session: Session) -> Configuration:
     families = {r.id: family_from_dict(_family_dict(r)) for r in connection.execute(_text_rows(FamilyRow.__table__))}
     caps_by_dataset: dict[str, list[Cap]] = {}
     for cap_row in connection.execute(_text_rows(CapRow.__table__)):
-        order = datasets[cap_row.dataset].variable_names if cap_row.dataset in datasets else ()
-        caps_by_dataset.setdefault(cap_row.dataset, []).append(cap_from_dict(_cap_dict(cap_row), order))
+        known = datasets.get(cap_row.dataset)
+        order = known.variable_names if known is not None else ()
+        caps_by_dataset.setdefault(cap_row.dataset, []).append(
+            replace(cap_from_dict(_cap_dict(cap_row), order), allowance=known.allowance if known else ALLOWANCE))
     # by dataset and name in Python's order, not SQL's: PostgreSQL's ORDER BY follows the database's collation
     result = Configuration(datasets, families, {k: in_name_order(v) for k, v in sorted(caps_by_dataset.items())},
                            {name: dataset.variable_names for name, dataset in datasets.items()})
