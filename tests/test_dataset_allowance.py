@@ -97,6 +97,8 @@ def test_every_view_prints_the_figure_the_dataset_allowance_gives(tmp_path, allo
     assert close(pairs[("x", "y")]["epsilon"], xy)
     caps = {c["cap"]: c for c in cli_ok(url, "cap", "list", "--json").json()}
     assert close(caps["cx"]["current"], x) and close(caps["cxy"]["current"], xy)
+    said = "of half the delta each" if allowance is None else f"of the {1 - share} of the delta"
+    assert said in caps["cx"]["theorem"], caps["cx"]["theorem"]  # the filter's sentence names its share
 
     api = ledger_api.open(url)
     assert close(api.subset(["x", "y"]).epsilon, xy)

@@ -1386,6 +1386,13 @@ FILTER_THEOREMS = {
 }
 
 
+def running_theorem(allowance: Fraction) -> str:
+    """FILTER_THEOREMS["basic"] for a dataset's allowance (the default: half the delta)."""
+    if allowance == ALLOWANCE:
+        return FILTER_THEOREMS["basic"]
+    return FILTER_THEOREMS["basic"].replace("the half of the delta", f"the {1 - allowance} of the delta")
+
+
 def rdp_filter_epsilon(curve: np.ndarray, delta: float) -> float:
     """The Rényi filter's epsilon: at each of the fixed orders the CKS conversion at its share of
     delta (ORDER_SHARE, spend.py), the smallest (module docstring)."""
@@ -1505,7 +1512,7 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
     if cap.delta is None:
         return Decision("basic", basic_value, ADAPTIVE, filters.describe(cap))
     if state is None:  # (no running state to read the filter's sums from: the running figure, an odometer)
-        return Decision("basic", basic_value, ADAPTIVE, FILTER_THEOREMS["basic"])
+        return Decision("basic", basic_value, ADAPTIVE, running_theorem(cap.allowance))
     if state["unbounded"] or math.isinf(float(basic_value)) or (spend is not None and spend.unbounded):
         return Decision("basic", INF, ADAPTIVE, filters.describe(cap))
     items = _state_items(state)

@@ -237,7 +237,7 @@ def decisions_json(checks: Sequence[budget.CapCheck]) -> list[dict]:
     result = []
     for check in checks:
         decision = check.decision or accountants.Decision("basic", check.after, accountants.ADAPTIVE,
-                                                          accountants.FILTER_THEOREMS["basic"])
+                                                          accountants.running_theorem(check.cap.allowance))
         result.append(decision.to_json(check.cap, check.ok))
     return result
 
