@@ -162,5 +162,7 @@ def test_the_allowance_is_kept_exactly_and_never_changed(tmp_path):
     assert refused.code == 2 and "allowance" in refused.err, refused.err
     (tmp_path / "d3.yaml").write_text(dataset_text(None))  # (a file without it asks for the default)
     assert cli_main(url, "dataset", "amend", tmp_path / "d3.yaml", "--reason", "r").code == 2
+    again = cli_main(url, "dataset", "add", tmp_path / "d2.yaml")  # (adding it again is no way round)
+    assert again.code == 2 and "allowance" in again.err, again.err
     assert ledger_api.open(url).dataset("d").allowance == F(1, 4)
     assert cli_main(url, "audit", "verify").code == 0

@@ -53,6 +53,13 @@ def relation_fixed(old: Dataset) -> str:
             f"{old.relation.label}, and every figure and cap recorded is in it")
 
 
+def allowance_fixed(old: Dataset) -> str:
+    """Why a recorded dataset's approximate allowance is refused a change (docs/explanation/accounting.md)."""
+    return (f"a recorded dataset's approximate allowance is never changed: dataset {old.name!r} keeps "
+            f"{old.allowance} of every delta for (epsilon, delta) releases, and every figure recorded is "
+            "stated with it")
+
+
 def cap_text(cap: Cap) -> str:
     """The cap in words (`Cap.description`: one text in every command and report)."""
     return cap.description
@@ -87,9 +94,7 @@ def plan(
     if new.relation != old.relation:
         errors.append(LedgerError(source, "relation", relation_fixed(old)))
     if new.allowance != old.allowance:
-        errors.append(LedgerError(source, "allowance", f"a recorded dataset's approximate allowance is never changed "
-                                                       f"(it is {old.allowance}): every figure recorded keeps that "
-                                                       "share of its delta for (epsilon, delta) releases"))
+        errors.append(LedgerError(source, "allowance", allowance_fixed(old)))
     state = old
     wanted = {v.name: v for v in new.variables}
     current = {v.name: v for v in old.variables}

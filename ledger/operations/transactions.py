@@ -426,6 +426,10 @@ def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: st
                 from .amend import relation_fixed
 
                 raise fail(source, "relation", relation_fixed(existing))
+            if existing.allowance != dataset.allowance:
+                from .amend import allowance_fixed
+
+                raise fail(source, "allowance", allowance_fixed(existing))
             if existing == dataset and set(store.caps(session, dataset.name)) == set(caps):
                 if privacy_unit and dict(privacy_unit) != store.privacy_unit(session, dataset.name):
                     store.set_privacy_unit(session, dataset.name, privacy_unit, actor)
