@@ -330,8 +330,8 @@ class Ledger:
     def pairs(self, dataset: str | None = None, delta: object = None, *, accountant: str | None = None
               ) -> pd.DataFrame:
         """The loss on every pair of variables: columns variable_1, variable_2, epsilon, accountant;
-        the figure `pairs` prints: the smallest valid one of basic, rdp and (plans declared in
-        advance) pld, as `subset` prints it."""
+        the figure `pairs` prints: the smallest valid one of basic and rdp (the PLD figure is
+        information only), as `subset` prints it."""
         import pandas as pd
 
         from .reporting.accountant_views import pair_accountants

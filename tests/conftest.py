@@ -88,19 +88,20 @@ REFERENCE_FILTER_ORDERS = (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20,
 REFERENCE_ALLOWANCE = 0.5  # the share of a figure's delta kept for approximate releases
 
 
-def _reference_filter(pure=0, pure_rho=None, rho=0, approx_epsilon=0, approx_delta=0, delta=1e-9) -> float:
+def _reference_filter(pure=0, pure_rho=None, rho=0, approx_epsilon=0, approx_delta=0, delta=1e-9,
+                      allowance=REFERENCE_ALLOWANCE) -> float:
     """The running figure at `delta`, written from the model: the approximate deltas must fit the
-    allowance, half of the delta (else ∞); the pure sum with the approximate epsilons beside it when
-    there is no rho; else, at each of 22 fixed orders a, min(pure, a * pure_rho) + a * rho
-    converted by CKS 2020 Prop 12 at 1/22 of the other half, the smallest, plus the approximate
-    epsilons (statements that hold at every stopping time)."""
+    allowance, the dataset's share of the delta (half by default; else ∞); the pure sum with the
+    approximate epsilons beside it when there is no rho; else, at each of 22 fixed orders a,
+    min(pure, a * pure_rho) + a * rho converted by CKS 2020 Prop 12 at 1/22 of the rest of the
+    delta, the smallest, plus the approximate epsilons (statements that hold at every stopping time)."""
     pure, rho, approx_epsilon = float(pure), float(rho), float(approx_epsilon)
     pure_rho = pure * pure / 2 if pure_rho is None else float(pure_rho)
-    if float(approx_delta) > REFERENCE_ALLOWANCE * float(delta) * (1 + 1e-15):
+    if float(approx_delta) > allowance * float(delta) * (1 + 1e-15):
         return math.inf
     if rho == 0:
         return pure + approx_epsilon
-    share = float(delta) * (1 - REFERENCE_ALLOWANCE) / len(REFERENCE_FILTER_ORDERS)
+    share = float(delta) * (1 - allowance) / len(REFERENCE_FILTER_ORDERS)
     orders = min(min(pure, a * pure_rho) + a * rho + math.log1p(-1 / a) - (math.log(share) + math.log(a)) / (a - 1)
                  for a in REFERENCE_FILTER_ORDERS)
     return approx_epsilon + orders

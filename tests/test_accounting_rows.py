@@ -132,12 +132,11 @@ def record(url: str, entries, lifecycle, endings=None) -> None:
 
 def same_events(rows: LedgerIndex, whole: LedgerIndex) -> None:
     """The accountants' events of the index from the rows (`index_events`) are those of the index
-    of the whole releases: each release's mechanism event, its moments and whether one is unknown."""
+    of the whole releases: each release's mechanism event and its moments."""
     events, reference = accountants.index_events(rows), accountants.IndexEvents(whole)
     assert [events.events[k] if k >= 0 else None for k in events.mech] == \
         [reference.events[k] if k >= 0 else None for k in reference.mech]
     assert (events.recorded == reference.recorded).all() and (events.published == reference.published).all()
-    assert (events.unknown == reference.unknown).all()
 
 
 def same_rows(found: columns._Rows, expected: columns._Rows) -> None:
@@ -161,8 +160,6 @@ def both_indexes(url: str, touching=None):
         rows = columns.index_for(session, VARIABLES, "t", families, titles=True, touching=touching)
     whole = LedgerIndex(VARIABLES, [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES],
                         families.values())
-    # the cancelled releases' moments, as every path notes them (DESIGN 2.10)
-    accountants.note_cancellations(whole, accountants.cancelled_moments(snapshot.releases.values(), snapshot.ended))
     engine.dispose()
     return rows, whole
 

@@ -80,9 +80,6 @@ def both_indexes(url: str, when):
         heads = [(r.id, r.status) for r in rows.releases]
     then = releases_as_of(list(snapshot.releases.values()), when, endings)
     whole = LedgerIndex(VARIABLES, [r for r in then if r.status in CHARGED_STATUSES], families.values())
-    # the cancellations by then, as every path notes them (the rows' index from the rows,
-    # columns.cancellations)
-    accountants.note_cancellations(whole, accountants.cancelled_moments(then, endings))
     engine.dispose()
     return rows, heads, whole
 
@@ -93,8 +90,7 @@ def test_the_rows_at_a_moment_give_the_figures_of_the_releases_as_they_stood(led
     entries, lifecycle = ledger
     endings = [data.draw(st.one_of(st.none(), st.integers(0, 6))) for _ in entries]
     # a release is cancelled or retracted after it was recorded, never before (a history no ledger
-    # writes: the rows then counted, at a moment between the two, the cancellation of a release not
-    # yet recorded, which decides a subset cut short after a publication, accountants.stopped_after_publication)
+    # writes)
     endings = [end if end is None or recorded is None else max(end, recorded)
                for end, (_, recorded, _, _) in zip(endings, lifecycle)]
     when = moment(data.draw(st.integers(-1, 6)))
@@ -209,7 +205,7 @@ def old_cap_checks(url: str, caps, when):
                         store.lifecycle_events(session, ["release.retracted", "release.cancelled"]))
     engine.dispose()
     then = releases_as_of(list(snapshot.releases.values()), when, endings)
-    return cap_accounting.checks_from_history(caps, then, snapshot.families, ended_at=endings)
+    return cap_accounting.checks_from_history(caps, then, snapshot.families)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -224,8 +220,7 @@ def test_the_caps_at_a_moment_from_the_rows_are_the_caps_of_the_releases_as_they
         entries, lifecycle, preferred = with_many_small(entries, lifecycle, data)
     endings = [data.draw(st.one_of(st.none(), st.integers(0, 6))) for _ in entries]
     # a release is cancelled or retracted after it was recorded, never before (a history no ledger
-    # writes: the rows then counted, at a moment between the two, the cancellation of a release not
-    # yet recorded, which decides a subset cut short after a publication, accountants.stopped_after_publication)
+    # writes)
     endings = [end if end is None or recorded is None else max(end, recorded)
                for end, (_, recorded, _, _) in zip(endings, lifecycle)]
     when = moment(data.draw(st.integers(-1, 6)))
@@ -327,12 +322,12 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     charged = [r for r in then if r.status in CHARGED_STATUSES]
     families = {f.id: f for f in inputs.families}
     totals = {cap.name: budget.total_from_history(cap, then, families) for cap in caps}
-    expected = report.cap_entries(caps, totals, then, families, endings_then)
+    expected = report.cap_entries(caps, totals, then, families)
     stood = report.as_it_stood(inputs)  # the meeting pack's caps before --since, as it computed them
     before_since = report.releases_as_of(stood.releases, report.dataset_events(stood), since)
     # each cap's figure then is decided as the Caps section decides it (the smallest valid figure)
     befores = [c.current for c in cap_accounting.checks_from_history(
-        caps, before_since, families, ended_at=ended((e.kind, e.subject, e.at) for e in report.dataset_events(stood)))]
+        caps, before_since, families)]
 
     def forbidden(*args, **kwargs):
         raise AssertionError("a pass over the releases per cap")
@@ -366,8 +361,7 @@ def test_cap_set_and_a_stale_state_are_computed_from_the_rows_as_from_the_releas
         with store.read_session(engine) as session:
             snapshot = store.snapshot(session, "t")
         charged = [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES]
-        expected = {cap.name: accountants.state_from_history(cap, list(snapshot.releases.values()), snapshot.families,
-                                                             snapshot.ended) for cap in caps}
+        expected = {cap.name: accountants.state_from_history(cap, list(snapshot.releases.values()), snapshot.families) for cap in caps}
 
         def decoded(*args, **kwargs):
             raise AssertionError("every release decoded")

@@ -45,7 +45,7 @@ def gaussians(reads: str, ids) -> str:
 
 def cap_figure(limit: float, rho: float) -> float:
     """A Rényi-filter cap of `limit` at DELTA holding `rho`: its order's CKS 2020 Prop 12 at DELTA / 2."""
-    order = accountants.cap_order(SimpleNamespace(epsilon=F(limit), delta=F(1, 10**6)))
+    order = accountants.cap_order(SimpleNamespace(epsilon=F(limit), delta=F(1, 10**6), allowance=F(1, 2)))
     return order * rho + math.log1p(-1 / order) - (math.log(DELTA / 2) + math.log(order)) / (order - 1)
 
 

@@ -55,43 +55,6 @@ def test_pair_counts_of_a_known_ledger():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 7), st.integers(0, 30), st.integers(0, 2**32 - 1))
-def test_read_extremes_equal_the_column_extremes(n_var, n_rel, seed):
-    from ledger.accounting.accountants import _column_extreme, read_extreme
-
-    rng = np.random.default_rng(seed)
-    reads = rng.random((n_rel, n_var)) < rng.random()
-    values = rng.choice([-np.inf, np.inf, 1.5, 2.0, 1e9, -3.0], n_rel)
-    index = _index(reads)
-    for sign in (-1, 1):
-        assert np.array_equal(read_extreme(index, values, sign), _column_extreme(reads, values, sign))
-
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.integers(1, 7), st.integers(0, 300), st.integers(0, 2**32 - 1), st.booleans(), st.integers(1, 40))
-def test_read_extremes_of_monotone_values_equal_the_column_extremes(n_var, n_rel, seed, rising, chunk):
-    # recording moments rise with the releases (and publication moments nearly always): the
-    # extremes are then read from the ends of the reads matrix (`_monotone_extreme`), a chunk at
-    # a time; they must be the extremes over every release reading the variable
-    from ledger.accounting import accountants
-    from ledger.accounting.accountants import _column_extreme, read_extreme
-
-    rng = np.random.default_rng(seed)
-    reads = rng.random((n_rel, n_var)) < rng.random() ** 3  # some variables read by no release
-    values = np.sort(rng.choice([-np.inf, np.inf, 1.5, 2.0, 1e9, -3.0], n_rel))
-    values = values if rising else values[::-1].copy()
-    index = _index(reads)
-    old = accountants._monotone_extreme.__defaults__
-    accountants._monotone_extreme.__defaults__ = (chunk,)  # chunks smaller than the ledger
-    try:
-        for sign in (-1, 1):
-            assert np.array_equal(read_extreme(index, values, sign), _column_extreme(reads, values, sign))
-    finally:
-        accountants._monotone_extreme.__defaults__ = old
-
-
-@settings(max_examples=40, deadline=None)
 @given(st.integers(1, 7), st.integers(0, 300), st.integers(0, 2**32 - 1))
 def test_read_entries_are_the_nonzero_cells_in_row_order(n_var, n_rel, seed):
     rng = np.random.default_rng(seed)

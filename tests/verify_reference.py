@@ -141,9 +141,6 @@ def _check_accountant_states(session: Session, dataset: str, caps, releases: Seq
     like the running totals. A state for another version of a cap (or of the state format) is
     never read by a decision (it is recomputed), so only the states a decision would use count."""
     from ledger.accounting.accountants import state_differences, state_from_history, state_is_current
-    from ledger.store.as_of import ended_at
-
-    ended = ended_at(session.connection())  # (the cancellations decide the case, DESIGN 2.10)
 
     problems = []
     table = CapAccountantRow.__table__  # the table itself, never a process's cache
@@ -153,7 +150,7 @@ def _check_accountant_states(session: Session, dataset: str, caps, releases: Seq
         state = stored.get(cap.name)
         if state is None or not state_is_current(cap, state):
             continue
-        differences = state_differences(state, state_from_history(cap, releases, families, ended))
+        differences = state_differences(state, state_from_history(cap, releases, families))
         if differences:
             problems.append(f"cap {dataset}/{cap.name}: the running accountant state differs from the state "
                             f"recomputed from the releases: {'; '.join(differences)}")

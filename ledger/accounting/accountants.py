@@ -37,35 +37,16 @@ Accountants, all pure functions of the releases:
 - `pld`: dp_accounting's PLD accountant, pessimistic discretisation (never
   below the true curve), identical events composed by self-composition.
 
-Validity (DESIGN 2.10). Every figure carries its accountant, case, theorem,
-conversion and delta. The PLD figure is valid only when the plan was
-*declared in advance*: every release charged on the subset was recorded
-before any of them was published, and no release reading the subset was
-cancelled at or after that first publication (`declared`). A cancellation
-after an output was seen is a stopping decision that may depend on it: the
-releases still charged are then an adaptively chosen set, for which
-non-adaptive composition (PLD, Rényi at its best order, CKS at its best
-order) does not hold, and only the filters are valid (Rogers et al. 2016;
-Feldman and Zrnic 2021), even when one release is left charged
-(`stopped_after_publication`). A cancellation before any publication only makes the
-plan smaller. A declared plan's statements are made at DECLARED_SHARE (half) of
-the delta the approximate releases leave, the filter's at the other half
-(spend.py: one history prints both kinds). The cancellation moments come per variable (`cancelled_moments`:
-the latest cancellation of a release reading it, from the audit events, as
-`history.ended` dates them); an index carries them (`note_cancellations`), a
-composition its subset's latest (`Composition.last_cancelled`). The figure a
-command prints is the smallest valid one; none is ever below the true bound.
+Validity (docs/explanation/accounting.md). Every figure carries its accountant, case, theorem,
+conversion and delta. There is one case: fully adaptive (any release may have been chosen after
+earlier outputs were seen), so only filters and odometers are valid (Rogers et al. 2016; Feldman
+and Zrnic 2021). The PLD figure is information only (had the whole plan been fixed in advance, at
+the whole delta); it never decides a cap and is never the headline. The figure a command prints is
+the smallest valid one; none is ever below the true bound.
 
-Caps (a privacy filter must decide when releases may be adaptive):
-- a pure-epsilon cap keeps the pure sum, a rho cap the sum of rho (basic);
-- a cap at a delta is checked with `cap_decision`: the smallest of the basic
-  figure and the Rényi filter's, each a filter figure at its share of the
-  delta (spend.py: the pure sum free, each of the fixed orders FILTER_ORDERS
-  at ORDER_SHARE, Feldman and Zrnic 2021,
-  Theorem 4.3 at each order; the smallest of them valid by a union bound, as
-  Lécuyer 2021, §3, unions the orders); and when the plan was declared in
-  advance, the non-adaptive minimum of the three accountants, the Rényi and
-  PLD figures at half the delta (PLD included). Each decision says which one decided.
+Caps: each is a privacy filter fixed when it is set (`cap_decision`, filters.py): a pure-epsilon
+cap keeps the pure sum, a rho cap the sum of rho; a cap at a delta is the running figure, a
+Gaussian-DP filter or a Rényi filter at one order. Each decision says which one decided.
 """
 
 from __future__ import annotations
@@ -82,7 +63,7 @@ from ..core.lazy import lazy_module
 
 np = lazy_module("numpy")  # imported on first use (issue 13)
 
-from .spend import (ALLOWANCE, CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, Spend, cks_epsilon, filter_delta,
+from .spend import (ALLOWANCE, CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, Spend, filter_delta,
                     within_allowance)
 from . import filters
 from .catalogue import derive_guarantees, gaussian_multiplier
@@ -143,8 +124,8 @@ CASES = {
     "fixed": "the tight figure had the whole plan been fixed in advance; not a bound under adaptive choices, "
              "never the headline and never a cap's",
 }
-# Every figure holds under full adaptivity; a cap's filter holds whatever the order of its releases.
-EITHER_CASE = "adaptive"
+# Every figure holds under full adaptivity (the one case a Figure or a Decision states).
+ADAPTIVE = "adaptive"
 
 
 # --------------------------------------------------------------------------
@@ -470,23 +451,14 @@ def rdp_epsilon(curve: np.ndarray, delta: float, orders: np.ndarray | None = Non
 
 @dataclass
 class Composition:
-    """What the accountants need about one subset: event counts, the exact basic spend,
-    and the lifecycle times that decide the case. Built by `composition`."""
+    """What the accountants need about one subset: event counts and the exact basic spend.
+    Built by `composition`."""
 
     basic: Spend
     events: Counter = field(default_factory=Counter)  # Event -> count (approx events included)
     unbounded: bool = False
-    last_recorded: datetime | None = None
-    first_published: datetime | None = None
-    unknown_times: bool = False  # a charged release without a recording time (old ledgers)
-    # the latest cancellation of a release reading the subset (`cancelled_moments`; None: none)
-    last_cancelled: datetime | None = None
-
-    @property
-    def declared(self) -> bool:
-        return declared(self.last_recorded, self.first_published, self.unknown_times, self.last_cancelled)
-
     known_curve: np.ndarray | None = None  # the summed curve, when computed over arrays
+    allowance: Fraction = ALLOWANCE  # the dataset's (Dataset.allowance): how its figures are stated
 
     def curve(self) -> np.ndarray:
         if self.known_curve is not None:
@@ -501,95 +473,6 @@ class Composition:
                 delta += count * event.b
         return eps, delta
 
-    def rho_bound(self) -> float:
-        return math.fsum(count * event_rho(e) for e, count in self.events.items() if e.kind != "approx")
-
-
-def declared(last_recorded: datetime | None, first_published: datetime | None, unknown: bool,
-             last_cancelled: datetime | None = None) -> bool:
-    """Never: the ledger cannot observe which outputs a steward saw before choosing a release, so
-    every composition is treated as fully adaptive (docs/explanation/accounting.md). Kept as the
-    one place that says so while the moments are still recorded for the as-of views."""
-    return False
-
-
-def stopped_after_publication(first_published: datetime | None, last_cancelled: datetime | None,
-                              unknown: bool = False) -> bool:
-    """A release reading the subset was cancelled at or after its first publication (`declared`'s
-    stopping decision). Then the subset is adaptive even when one release is left charged: that
-    release alone is where a history watching the outputs stopped, not a plan fixed in advance, and
-    its own figure would be a second declared statement on the subset beside the plan it was cut
-    from (the review of 2026-12-01: a plan of three Gaussians published one by one, cut to its
-    first by cancellations on seeing its output, else to two (adaptive), else run whole, printed
-    1.00118e-3 at delta 1e-3; `case_from` asks this, and the pair arrays over arrays). `unknown`: a
-    charged release without its moments (an old ledger): any cancellation may have followed a
-    publication, so one counts (the paths encode an unknown publication differently; this answer
-    reads none of them)."""
-    if last_cancelled is None:
-        return False
-    if unknown:
-        return True
-    if first_published is None:
-        return False
-    return not _naive(last_cancelled) < _naive(first_published)
-
-
-def case_from(units: float, last_recorded: datetime | None, first_published: datetime | None, unknown: bool,
-              last_cancelled: datetime | None) -> str:
-    """The one case of every composition: adaptive (`declared`)."""
-    return "adaptive"
-
-
-UNKNOWN_CANCELLATION = datetime.max  # a cancelled release with no dated cancellation: after any publication
-
-
-def cancelled_moments(releases: Iterable[Release], ended_at: Mapping[str, datetime] | None
-                      ) -> dict[str, datetime]:
-    """Variable -> the latest cancellation of a cancelled release reading it (DESIGN 2.10):
-    dated by its audit event (`ended_at`, history.ended; `cancel` writes it with the status, and
-    no release file records a release as cancelled), else unknown (`UNKNOWN_CANCELLATION`: after
-    any publication, so adaptive; never declared for want of a moment; `ended_at` None: every
-    one unknown). Naive UTC moments. (columns.cancellations: the same from the accounting rows.)"""
-    found: dict[str, datetime] = {}
-    for release in releases:
-        if release.status is not Status.CANCELLED:
-            continue
-        moment = None if ended_at is None else ended_at.get(release.id)
-        moment = UNKNOWN_CANCELLATION if moment is None else _naive(moment)
-        for name in release.reads:
-            if name not in found or moment > found[name]:
-                found[name] = moment
-    return found
-
-
-def last_cancelled(moments: Mapping[str, datetime] | None, subset: Iterable[str]) -> datetime | None:
-    """The latest of `moments` (`cancelled_moments`) over the variables of `subset`."""
-    if not moments:
-        return None
-    found = [moments[name] for name in subset if name in moments]
-    return max(found) if found else None
-
-
-def note_cancellations(index, moments: Mapping[str, datetime]) -> None:
-    """Attach `cancelled_moments` to a LedgerIndex (kept by variable name: `engine.index_over`
-    keeps it); every accountant over the index reads it (`index_cancelled`)."""
-    index.__dict__["_cancelled_at"] = dict(moments)
-    index.__dict__.pop("_cancelled_stamps", None)
-
-
-def index_cancelled(index) -> np.ndarray:
-    """Per variable of the index, its latest cancellation in seconds (-inf: none; inf: unknown)."""
-    moments = index.__dict__.get("_cancelled_at") or {}
-    found = index.__dict__.get("_cancelled_stamps")
-    if found is not None and found[0] is moments and found[1] == index.variables:
-        return found[2]
-    stamps = np.full(len(index.variables), -np.inf)
-    for j, name in enumerate(index.variables):
-        moment = moments.get(name)
-        if moment is not None:
-            stamps[j] = np.inf if moment == UNKNOWN_CANCELLATION else _stamp(moment)
-    index.__dict__["_cancelled_stamps"] = (moments, index.variables, stamps)
-    return stamps
 
 
 def _naive(moment: datetime) -> datetime:
@@ -606,28 +489,16 @@ def published_moment(release: Release) -> datetime | None:
     return None
 
 
-def note_times(comp: Composition, release: Release) -> None:
-    if release.recorded_at is None:
-        comp.unknown_times = True
-    elif comp.last_recorded is None or _naive(release.recorded_at) > _naive(comp.last_recorded):
-        comp.last_recorded = release.recorded_at
-    moment = published_moment(release)
-    if moment is not None and (comp.first_published is None or _naive(moment) < _naive(comp.first_published)):
-        comp.first_published = moment
-
-
 def composition(releases: Iterable[Release], families: Iterable[Family], subset: Iterable[str],
-                basic: Spend | None = None, cancelled: Mapping[str, datetime] | None = None) -> Composition:
+                basic: Spend | None = None) -> Composition:
     """The reference path: every release's event on `subset`, families charged by their
-    guarantee (DESIGN 2.6), release by release (`index_composition` is the fast path);
-    `cancelled`: `cancelled_moments` of the dataset's cancelled releases."""
+    guarantee (DESIGN 2.6), release by release (`index_composition` is the fast path)."""
     from .engine import family_cost, ledger_cost, release_cost
 
     subset = frozenset(subset)
     releases = [r for r in releases if r.status in CHARGED_STATUSES]
     family_map = {f.id: f for f in families}
     comp = Composition(basic if basic is not None else ledger_cost(releases, family_map.values(), subset))
-    comp.last_cancelled = last_cancelled(cancelled, subset)
     members: dict[str, list[Release]] = {}
     for release in releases:
         if release.family is not None and release.family in family_map:
@@ -636,7 +507,6 @@ def composition(releases: Iterable[Release], families: Iterable[Family], subset:
             members.setdefault(release.family, []).append(release)
         if not subset & release.reads:
             continue
-        note_times(comp, release)
         if release.family is not None and release.family in family_map:
             continue
         spend = release_cost(release, subset)
@@ -668,13 +538,12 @@ class Figure:
     epsilon: Number  # INF when not protected or not available at this delta
     delta: Fraction | None  # None: a pure epsilon (no delta)
     valid: bool
-    case: str  # "declared" or "adaptive"
+    case: str  # ADAPTIVE: every figure holds under full adaptivity
     theorem: str
     conversion: str | None
     available: bool = True  # False: the accountant cannot represent some release here
     note: str = ""
     order: float | None = None  # the Rényi order that gave the rdp figure
-    memo: dict | None = None  # pld: {"of": pld_memo_digest of its input, "epsilon"}, kept in cap states
 
     def to_json(self) -> dict:
         from ..core.numbers import figure_fields
@@ -686,12 +555,12 @@ class Figure:
 
 
 def basic_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
-    return _basic_spend_figure(comp.basic, delta, case)
+    return _basic_spend_figure(comp.basic, delta, case, comp.allowance)
 
 
-def _basic_spend_figure(spend, delta: Fraction, case: str) -> Figure:
+def _basic_spend_figure(spend, delta: Fraction, case: str, allowance: Fraction) -> Figure:
     pure = spend.is_pure and not spend.unbounded
-    return Figure("basic", spend.epsilon(delta), None if pure else delta, True, case, THEOREMS["basic"],
+    return Figure("basic", spend.epsilon(delta, allowance), None if pure else delta, True, case, THEOREMS["basic"],
                   None if pure or not spend.rho else CONVERSIONS["basic"])
 
 
@@ -703,16 +572,14 @@ def rdp_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
         return Figure("rdp", INF, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp-filter"])
     approx_delta = comp.approx()[1]
     note = ("the approximate releases' deltas pass the allowance at this delta"
-            if not within_allowance(approx_delta, delta) else
+            if not within_allowance(approx_delta, delta, comp.allowance) else
             "approximate guarantees by basic composition" if approx_delta else "")
     return Figure("rdp", rdp_filter_figure(comp, delta), delta, True, case, THEOREMS["rdp"],
                   CONVERSIONS["rdp-filter"], note=note)
 
 
-def pld_figure(comp: Composition, delta: Fraction, case: str, known: Mapping | None = None) -> Figure:
-    """dp_accounting's PLD figure of the composition at `delta`. `known`: the memo a running cap
-    state keeps (its "pld", `cap_decision`), used instead of composing when it was made for
-    exactly this composition's input (`pld_memo_digest`); the Figure carries the memo of its figure.
+def pld_figure(comp: Composition, delta: Fraction, case: str) -> Figure:
+    """dp_accounting's PLD figure of the composition at `delta`.
 
     Information only (`valid` False): the tight figure had the whole plan been fixed in advance,
     at the whole delta. Composition by PLD is not a valid filter or odometer under full
@@ -737,29 +604,12 @@ def pld_figure(comp: Composition, delta: Fraction, case: str, known: Mapping | N
         return Figure("pld", INF, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"])
     items = tuple(sorted((e.key, c) for e, c in comp.events.items() if e.kind != "approx"))
     interval = pld_interval(comp, remaining)
-    digest = pld_memo_digest(items, remaining, interval)
-    if known is not None and known.get("of") == digest and isinstance(known.get("epsilon"), float):
-        eps = known["epsilon"]
-    else:
-        eps = _pld_epsilon_of(items, remaining, interval)
-    memo = {"of": digest, "epsilon": eps} if math.isfinite(eps) else None  # (JSON has no infinity)
+    eps = _pld_epsilon_of(items, remaining, interval)
     eps = _up(eps + float(approx_eps)) if approx_eps else eps
     notes = ["information: " + CASES["fixed"]]
     if any(e.kind == "sampled" for e in comp.events):
         notes.append(SAMPLED_PLD_NOTE)
-    return Figure("pld", eps, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], note="; ".join(notes),
-                  memo=memo)
-
-
-def pld_memo_digest(items: tuple, delta: float, interval: float) -> str:
-    """What a PLD memo was computed from: the (event key, count) items, the delta left for them and
-    the grid, as one SHA-256 (floats by repr, exact). A cap state's memo is used only for a
-    composition with this very digest, so a memo left from other events is inert."""
-    import hashlib
-    import json
-
-    return hashlib.sha256(json.dumps([list(map(list, items)), repr(delta), repr(interval)],
-                                     separators=(",", ":")).encode()).hexdigest()
+    return Figure("pld", eps, delta, valid, case, THEOREMS["pld"], CONVERSIONS["pld"], note="; ".join(notes))
 
 
 SAMPLED_PLD_NOTE = ("a subsampled release enters as randomized response at its amplified epsilon (the worst "
@@ -784,7 +634,7 @@ def _event_epsilon(event: Event) -> float:
 @lru_cache(maxsize=256)
 def _pld_epsilon_of(items: tuple, delta: float, interval: float) -> float:
     """`pld_epsilon` of (event key, count) items, cached: a check decides each cap before and
-    after the plan, and a declared plan's figure is asked again by every command."""
+    after the plan, and a subset's figure is asked again by every view."""
     return pld_epsilon({Event.from_key(key): count for key, count in items}, delta, interval)
 
 
@@ -885,15 +735,6 @@ def _event_pld(event: Event, count: int, interval: float):
     return privacy_loss.self_compose(base, count)  # dp_accounting's self-composition, its bounds computed by numpy
 
 
-def case_of(comp: Composition) -> str:
-    """declared / adaptive (DESIGN 2.10); one charged release alone is not a composition, unless
-    it is what is left of one cut short after a publication (`stopped_after_publication`). An
-    unbounded subset (a release reads it unprotected) counts no events for its unbounded
-    releases, so there the case is the times' alone (`pair_rdp` decides pairs the same way)."""
-    units = math.inf if comp.unbounded else sum(comp.events.values())
-    return case_from(units, comp.last_recorded, comp.first_published, comp.unknown_times, comp.last_cancelled)
-
-
 def _randomized_response_pld(epsilon: float, count: int, interval: float):
     """`count` randomized responses at epsilon rounded up to the grid, g = ceil(epsilon / interval)
     steps: the privacy loss is (2k - count) g steps with k ~ Binomial(count, e^e / (1 + e^e)),
@@ -985,14 +826,11 @@ def _rough_figure(comp: Composition, delta: float) -> float:
 
 
 def figures(comp: Composition, delta: Fraction, invalid_pld: bool = True) -> dict[str, Figure]:
-    """The three accountants' figures for one subset at `delta`. `invalid_pld=False`: where
-    the PLD figure is not valid (the adaptive case, DESIGN 2.10) it is not computed (`best`
-    never chooses it; dp_accounting is not even imported): a Figure marked not available."""
-    case = case_of(comp)
-    if invalid_pld or case == "declared":
-        pld = pld_figure(comp, delta, case)
-    else:
-        pld = _pld_not_computed(comp, delta, case)
+    """The three accountants' figures for one subset at `delta`. `invalid_pld=False`: the PLD
+    figure, never valid (information only), is not computed (`best` never chooses it;
+    dp_accounting is not even imported): a Figure marked not available."""
+    case = ADAPTIVE
+    pld = pld_figure(comp, delta, case) if invalid_pld else _pld_not_computed(comp, delta, case)
     return {"basic": basic_figure(comp, delta, case), "rdp": rdp_figure(comp, delta, case), "pld": pld}
 
 
@@ -1037,8 +875,9 @@ def _up(value: float) -> float:
 
 
 class IndexEvents:
-    """Per release of a LedgerIndex: its mechanism event (id, -1 none), lifecycle times as
-    numbers, and per guarantee value id its event id; built once per index."""
+    """Per release of a LedgerIndex: its mechanism event (id, -1 none), its recording and
+    publication moments as numbers (the report's cumulative chart orders releases by them), and
+    per guarantee value id its event id; built once per index."""
 
     def __init__(self, index):
         self.index = index
@@ -1092,10 +931,7 @@ class IndexEvents:
         self.value_event = np.asarray([_single(event_id, spend_events(v)) for v in index.values], dtype=np.int64)
         self.events = events
         self.event_id = event_id
-        n = len(index.releases)
-        recorded = [r.recorded_at for r in index.releases]
-        self.unknown = np.fromiter((m is None for m in recorded), dtype=bool, count=n)
-        self.recorded = _stamps(recorded)
+        self.recorded = _stamps([r.recorded_at for r in index.releases])
         published = [published_moment(r) for r in index.releases]
         self.published = _stamps([None if m == datetime.min else m for m in published])
         self.published[[k for k, m in enumerate(published) if m is None]] = np.inf
@@ -1107,7 +943,7 @@ class IndexEvents:
         from .engine import release_cost
 
         index = self.index
-        comp = Composition(basic)
+        comp = Composition(basic, allowance=index.allowance)
         touched = ids != index.ZERO_ID
         if basic.unbounded or np.any(ids[index.simple] == index.NONE):
             comp.unbounded = True
@@ -1139,13 +975,6 @@ class IndexEvents:
                     comp.unbounded = True
                 else:
                     comp.events.update(unit_events(index.releases[i], spend))
-        comp.last_cancelled = last_cancelled(index.__dict__.get("_cancelled_at"), subset)
-        if touched.any():
-            comp.unknown_times = bool(self.unknown[touched].any())
-            last = float(self.recorded[touched].max())
-            first = float(self.published[touched].min())
-            comp.last_recorded = last_recorded_from(last)
-            comp.first_published = first_published_from(first)
         return comp
 
 
@@ -1264,7 +1093,6 @@ def stored_index_events(index, stored: np.ndarray, events: Sequence[Event], char
     found.mech = np.where(np.asarray(charged, dtype=bool), stored, -1)
     found.value_event = np.asarray([_single(event_id, spend_events(v)) for v in index.values], dtype=np.int64)
     found.recorded = np.asarray(recorded, dtype=np.float64)
-    found.unknown = found.recorded == -np.inf
     found.published = np.asarray(published, dtype=np.float64)
     index.__dict__["_accountant_events"] = found
     return found
@@ -1290,9 +1118,8 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
                   invalid_pld: bool = True) -> tuple[list[dict[str, Figure]], dict[str, Figure]]:
     """Per variable (the total row of Tan's Table 1) and for the whole dataset, the figures
     of the named accountants (PLD only when asked: it is the slow one; `invalid_pld=False`:
-    only where it is valid, the declared case, as `figures`). The single-variable
-    columns are composed together over arrays: event counts by one bincount, curves by one
-    matrix product, lifecycle times by column-wise max and min."""
+    not computed, as `figures`). The single-variable columns are composed together over
+    arrays: event counts by one bincount, curves by one matrix product."""
     events = index_events(index)
     n_rel, n_var = table.cells.shape
     cells = table.cells
@@ -1315,20 +1142,14 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
                              minlength=n_var * n_events).reshape(n_var, n_events)
         curves = np.asarray([event_curve(e) for e in events.events]) if events.events else np.zeros((1, len(_grids()["ORDERS"])))
         summed = counts @ curves
-        touched = index.reads  # a single variable's column is touched exactly by the releases reading it
         unbounded = np.zeros(n_var, dtype=bool)
         unbounded[cols[ids == index.NONE]] = True
-        last, first = read_extreme(index, events.recorded, -1), read_extreme(index, events.published, 1)
-        unknown = touched[events.unknown].any(axis=0)
         others = bool(index.members) or bool(index.ambiguous)
-        cancelled = index.__dict__.get("_cancelled_at")
         per_variable = []
         for j, name in enumerate(index.variables):
             comp = Composition(table.total[j], Counter({events.events[k]: int(counts[j, k])
                                                         for k in np.flatnonzero(counts[j])}),
-                               bool(unbounded[j]) or table.total[j].unbounded,
-                               last_recorded_from(last[j]), first_published_from(first[j]), bool(unknown[j]),
-                               last_cancelled(cancelled, (name,)))
+                               bool(unbounded[j]) or table.total[j].unbounded, allowance=index.allowance)
             if others:  # families and releases with a choice, one by one
                 extra = events.composition(np.where(simple, index.ZERO_ID, cells[:, j]), frozenset({name}), Spend())
                 comp.events.update(extra.events)
@@ -1340,89 +1161,17 @@ def table_figures(index, table, delta: Fraction, accountants: Sequence[str] = ("
     return per_variable, _some(comp, delta, accountants, invalid_pld)
 
 
-def read_extreme(index, values: np.ndarray, sign: int) -> np.ndarray:
-    """`_column_extreme(index.reads, values, sign)`, from the index's (release, variable) read
-    entries by one ufunc.at (no reordered copy of the reads matrix). Kept per values array (the
-    index's events' times: the table's total row and its headline's pairs ask the same)."""
-    memo = index.__dict__.setdefault("_read_extremes", [])
-    for known, known_sign, found in memo:
-        if known is values and known_sign == sign:
-            return found.copy()
-    rows, cols = index.read_entries()
-    n = len(index.variables)
-    floats = np.asarray(values, dtype=np.float64)
-    out = _monotone_extreme(index.reads, floats, cols, n, sign)
-    if out is None and sign < 0:
-        out = np.full(n, -np.inf)
-        np.maximum.at(out, cols, floats[rows])
-    elif out is None:
-        out = np.full(n, np.inf)
-        np.minimum.at(out, cols, floats[rows])
-    if isinstance(values, np.ndarray):
-        memo.append((values, sign, out.copy()))
-    return out
-
-
-def _monotone_extreme(reads: np.ndarray, values: np.ndarray, cols: np.ndarray, n: int, sign: int,
-                      chunk: int = 4096) -> np.ndarray | None:
-    """`read_extreme` where `values` are monotone in release order (recording moments are, and
-    publication moments nearly always): the largest value over the releases reading a variable
-    is then the value of the last (non-decreasing values) or the first (non-increasing) of
-    them, and the smallest the other way round, so only the ends of the reads matrix are
-    scanned, a chunk at a time, until every variable read has been met. None when the values
-    are not monotone (or hold a NaN): the caller reduces over every read entry."""
-    if len(values) < 2:
-        return None
-    if bool((values[1:] >= values[:-1]).all()):
-        from_end = sign < 0  # non-decreasing: the largest is the last release's, the smallest the first's
-    elif bool((values[1:] <= values[:-1]).all()):
-        from_end = sign > 0
-    else:
-        return None
-    out = np.full(n, -np.inf if sign < 0 else np.inf)
-    missing = np.flatnonzero(np.bincount(cols, minlength=n)[:n] > 0)  # the variables some release reads
-    total = len(values)
-    starts = range(total - chunk if from_end else 0, -chunk if from_end else total, -chunk if from_end else chunk)
-    for start in starts:
-        if not len(missing):
-            break
-        lo, hi = max(start, 0), min(start + chunk, total)
-        part = reads[lo:hi][:, missing]
-        if from_end:
-            part = part[::-1]
-        hit = part.any(axis=0)
-        if hit.any():
-            at = part[:, hit].argmax(axis=0)  # the first True of each column (in scan order)
-            found = hi - 1 - at if from_end else lo + at
-            out[missing[hit]] = values[found]
-            missing = missing[~hit]
-    return out
-
-
-def _column_extreme(touched: np.ndarray, values: np.ndarray, sign: int) -> np.ndarray:
-    """Per column, the largest (sign -1) or smallest (sign 1) of `values` over the touched rows
-    (±inf when none): the rows in that order, and the first touched one in each column."""
-    empty = -np.inf if sign < 0 else np.inf
-    if len(values) == 0:
-        return np.full(touched.shape[1], empty)
-    order = np.argsort(sign * values, kind="stable")
-    ordered = touched[order]
-    first = ordered.argmax(axis=0)
-    found = ordered[first, np.arange(touched.shape[1])]
-    return np.where(found, values[order][first], empty)
-
-
 def _some(comp: Composition, delta: Fraction, accountants: Sequence[str], invalid_pld: bool = True
           ) -> dict[str, Figure]:
-    case = case_of(comp)
+    case = ADAPTIVE
     makers = {"basic": basic_figure, "rdp": rdp_figure, "pld": pld_figure}
-    if not invalid_pld and case != "declared":
+    if not invalid_pld:
         makers["pld"] = _pld_not_computed
     return {name: makers[name](comp, delta, case) for name in accountants}
 
 
 def _pld_not_computed(comp: Composition, delta: Fraction, case: str) -> Figure:
-    """The PLD figure where it is not valid (the adaptive case) and not asked for: not computed
+    """The PLD figure (never valid: information only) where it is not asked for: not computed
     (`best` never chooses it), as `figures(invalid_pld=False)` says it."""
     return Figure("pld", INF, delta, False, case, THEOREMS["pld"], CONVERSIONS["pld"], available=False,
                   note="not computed (information only: " + CASES["fixed"] + ")")
@@ -1451,33 +1200,14 @@ def _stamps(moments) -> np.ndarray:
     return out
 
 
-def _from_stamp(value: float) -> datetime:
-    from datetime import UTC
-
-    return datetime.fromtimestamp(value, UTC)
-
-
-def last_recorded_from(stamp: float) -> datetime | None:
-    """`Composition.last_recorded` from the largest recording stamp of the releases composed
-    (`IndexEvents.recorded`, seconds since the epoch): None where it is unknown (-inf)."""
-    return None if math.isinf(stamp) else _from_stamp(float(stamp))
-
-
-def first_published_from(stamp: float) -> datetime | None:
-    """`Composition.first_published` from the smallest publication stamp of the releases composed
-    (`IndexEvents.published`): None where none is published (inf), datetime.min where one was
-    published at an unknown moment (-inf)."""
-    return None if stamp == np.inf else datetime.min if stamp == -np.inf else _from_stamp(float(stamp))
-
-
 # --------------------------------------------------------------------------
 # Caps: running state per cap, and which valid filter decides (DESIGN 2.10)
 # --------------------------------------------------------------------------
 
-STATE_VERSION = 4  # 3: a subsampled Laplace or geometric release is charged through its sampling event
-# 4: "last_cancelled", the latest cancellation of a release reading the cap's subset (DESIGN 2.10: a
-# cancellation after a publication makes the case adaptive); a state of version 3 is stale, recomputed
-# from the accounting rows (cap_accounting.current_states; database.refresh_cancelled_states saves them)
+# A state of another version is stale: recomputed from the accounting rows when read
+# (cap_accounting.current_states); `audit verify` compares the current version's states only.
+# 5: the events alone (no lifecycle moments: no case is inferred from them).
+STATE_VERSION = 5
 
 
 def cap_key(cap) -> str:
@@ -1503,23 +1233,16 @@ def state_from_composition(cap, comp: Composition, family_events: Mapping[str, l
     return {
         "v": STATE_VERSION, "cap": cap_key(cap), "orders": [float(a) for a in _grids()["FILTER_ORDERS"]],
         "events": {e.key: c for e, c in sorted(events.items(), key=lambda item: item[0].key) if c > 0},
-        "families": dict(family_events or {}), "unbounded": comp.unbounded, "unknown": comp.unknown_times,
-        "last_recorded": None if comp.last_recorded is None else _naive(comp.last_recorded).isoformat(),
-        "first_published": None if comp.first_published is None else _naive(comp.first_published).isoformat(),
-        "last_cancelled": None if comp.last_cancelled is None else _naive(comp.last_cancelled).isoformat(),
+        "families": dict(family_events or {}), "unbounded": comp.unbounded,
     }
 
 
-def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, Family],
-                       ended_at: Mapping[str, datetime] | None = None) -> dict:
-    """A cap's running state recomputed from every recorded release (the cancelled ones too:
-    their cancellations, dated by `ended_at` (history.ended), decide the case, DESIGN 2.10)."""
+def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, Family]) -> dict:
+    """A cap's running state recomputed from every recorded release."""
     from .engine import family_cost
 
-    releases = list(releases)
-    cancelled = cancelled_moments(releases, ended_at)
     releases = [r for r in releases if r.status in CHARGED_STATUSES]
-    comp = composition(releases, families.values(), cap.subset, basic=Spend(), cancelled=cancelled)
+    comp = composition(releases, families.values(), cap.subset, basic=Spend())
     family_events: dict[str, list[str]] = {}
     members: dict[str, list[Release]] = {}
     first_reading: dict[str, int] = {}  # the families' order: their first member reading the subset
@@ -1538,10 +1261,10 @@ def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, 
 def state_from_index(cap, index) -> dict:
     """`state_from_history` over a LedgerIndex of the charged releases (the accounting rows,
     columns.index_for; issue 13): the subset's events from the index's arrays
-    (`IndexEvents.composition`, families and releases with a choice one by one), its
-    lifecycle times from the index's moments, and each family's events from its members
-    read whole, as `state_from_history` takes them. The state is a function of event counts
-    and moments only (`state_from_composition` sorts the events), so it is the same dict."""
+    (`IndexEvents.composition`, families and releases with a choice one by one), and each
+    family's events from its members read whole, as `state_from_history` takes them. The state
+    is a function of event counts only (`state_from_composition` sorts the events), so it is
+    the same dict."""
     from .engine import family_cost
 
     subset = frozenset(cap.subset)
@@ -1563,43 +1286,17 @@ def state_from_index(cap, index) -> dict:
     return state_from_composition(cap, comp, family_events)
 
 
-def state_differences(stored: dict, expected: dict, cap=None) -> list[str]:
+def state_differences(stored: dict, expected: dict) -> list[str]:
     """What differs between a stored running state and the one recomputed from the releases,
-    field by field, in words (`audit verify`). A stored PLD memo (`pld`, given the cap) that
-    applies to the recomputed state must hold the figure composed again from it; one that
-    does not apply is never used, and is not a difference."""
+    field by field, in words (`audit verify`)."""
     found = []
-    memo = stored.get("pld")
-    if memo is not None and cap is not None and cap.delta is not None:
-        problem = _memo_difference(memo, expected, cap)
-        if problem:
-            found.append(problem)
     for key in dict.fromkeys([*expected, *stored]):
-        if key == "pld":
-            continue
         a, b = stored.get(key), expected.get(key)
         if key == "events":
             a, b = {k: int(v) for k, v in (a or {}).items()}, {k: int(v) for k, v in (b or {}).items()}
-        if key in ("last_recorded", "first_published", "last_cancelled"):
-            a, b = _parse(a) if isinstance(a, str) else a, _parse(b) if isinstance(b, str) else b
         if a != b:
             found.append(f"{key}: stored {json_text(stored.get(key))}, recomputed {json_text(expected.get(key))}")
     return found
-
-
-def _memo_difference(memo, expected: dict, cap) -> str | None:
-    if not isinstance(memo, dict):
-        return f"pld: stored {json_text(memo)}, not a memo"
-    if expected["unbounded"]:
-        return None
-    comp = state_composition(expected, Spend())
-    figure = pld_figure(comp, cap.delta, "declared")
-    if figure.memo is None or figure.memo["of"] != memo.get("of"):
-        return None  # made for other events: never used
-    stored_eps, eps = memo.get("epsilon"), figure.memo["epsilon"]
-    if not isinstance(stored_eps, float) or abs(stored_eps - eps) > 1e-9 * max(abs(eps), 1e-12):
-        return f"pld: stored figure {json_text(stored_eps)}, recomputed {json_text(eps)}"
-    return None
 
 
 def json_text(value) -> str:
@@ -1613,8 +1310,8 @@ def state_is_current(cap, state: dict | None) -> bool:
 
 
 def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping[str, Family],
-                members: Mapping[str, Sequence[Release]], published: Mapping[str, datetime] | None = None) -> dict:
-    """The state after recording `releases` (and publishing the releases in `published`, id -> time).
+                members: Mapping[str, Sequence[Release]]) -> dict:
+    """The state after recording `releases`.
 
     Works on the state's own fields: only what the plan touches is decoded (a check costs the
     same whatever the history's length, and little: no event of the history is rebuilt)."""
@@ -1622,21 +1319,7 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
 
     events = dict(state["events"])  # (counts only grow here: no zero is ever kept)
     family_events = dict(state["families"])
-    unbounded, unknown = state["unbounded"], state["unknown"]
-    last, first = state["last_recorded"], state["first_published"]
-
-    def later(text, moment):  # the later of an ISO time (or None) and a datetime, as ISO text
-        iso = _naive(moment).isoformat()
-        return iso if text is None or _parse(iso) > _parse(text) else text
-
-    def earlier(text, moment):
-        iso = _naive(moment).isoformat()
-        return iso if text is None or _parse(iso) < _parse(text) else text
-
-    # the latest recording and the earliest publication of `releases`, compared with the state's
-    # texts once at the end (the same result as comparing them release by release: a text is
-    # replaced only by a strictly later, or earlier, moment, and equal moments have one text)
-    latest = earliest = None
+    unbounded = state["unbounded"]
     joined: dict[str, list[Release]] = {}
     for release in releases:
         if release.status not in CHARGED_STATUSES:
@@ -1646,17 +1329,6 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
             continue
         if not cap.subset & release.reads:
             continue
-        if release.recorded_at is None:
-            unknown = True
-        else:
-            moment = _naive(release.recorded_at)
-            if latest is None or moment > latest:
-                latest = moment
-        moment = published_moment(release)
-        if moment is not None:
-            moment = _naive(moment)
-            if earliest is None or moment < earliest:
-                earliest = moment
         if release.family is not None and release.family in families:
             joined.setdefault(release.family, []).append(release)
             continue
@@ -1677,16 +1349,8 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
             family_events[fid] = [e.key for e in spend_events(spend)]
         else:
             family_events.pop(fid, None)
-    if latest is not None:
-        last = later(last, latest)
-    if earliest is not None:
-        first = earlier(first, earliest)
-    for moment in (published or {}).values():
-        first = earlier(first, moment)
-    return {**{k: v for k, v in state.items() if k != "pld"}, "v": STATE_VERSION, "cap": cap_key(cap),
-            "events": events,
-            "families": family_events, "unbounded": unbounded, "unknown": unknown,
-            "last_recorded": last, "first_published": first}
+    return {**state, "v": STATE_VERSION, "cap": cap_key(cap), "events": events,
+            "families": family_events, "unbounded": unbounded}
 
 
 def state_composition(state: dict, basic: Spend) -> Composition:
@@ -1694,8 +1358,7 @@ def state_composition(state: dict, basic: Spend) -> Composition:
     for keys in state["families"].values():
         for key in keys:
             events[Event.from_key(key)] += 1
-    return Composition(basic, events, state["unbounded"] or basic.unbounded, _parse(state["last_recorded"]),
-                       _parse(state["first_published"]), state["unknown"], _parse(state.get("last_cancelled")))
+    return Composition(basic, events, state["unbounded"] or basic.unbounded)
 
 
 @dataclass(frozen=True)
@@ -1704,7 +1367,7 @@ class Decision:
 
     accountant: str
     value: Number  # in the cap's unit
-    case: str  # "declared", "adaptive", or EITHER_CASE (a filter: holds in both)
+    case: str  # ADAPTIVE: a filter holds whatever the order of its releases
     theorem: str
 
     def to_json(self, cap, admitted: bool) -> dict:
@@ -1721,6 +1384,13 @@ FILTER_THEOREMS = {
              "epsilons beside it, and the Rényi statements at the orders fixed in advance, each at 1/22 of the "
              "half of the delta the approximate allowance leaves (Feldman and Zrnic 2021, Theorem 4.3)",
 }
+
+
+def running_theorem(allowance: Fraction) -> str:
+    """FILTER_THEOREMS["basic"] for a dataset's allowance (the default: half the delta)."""
+    if allowance == ALLOWANCE:
+        return FILTER_THEOREMS["basic"]
+    return FILTER_THEOREMS["basic"].replace("the half of the delta", f"the {1 - allowance} of the delta")
 
 
 def rdp_filter_epsilon(curve: np.ndarray, delta: float) -> float:
@@ -1748,7 +1418,7 @@ def rdp_filter_figure(comp: Composition, delta: Fraction) -> float:
     for probability delta, eps-pure, whose loss is at most eps at every order: Kairouz, Oh
     and Viswanath 2015, Lemma 3.4)."""
     approx_eps, approx_delta = comp.approx()
-    remaining = filter_delta(delta, approx_delta)
+    remaining = filter_delta(delta, approx_delta, comp.allowance)
     if remaining <= 0:
         return INF
     value = rdp_filter_epsilon(comp.curve(), remaining)
@@ -1810,19 +1480,19 @@ def _curve_matrix(keys: tuple[str, ...]) -> np.ndarray:
     return matrix
 
 
-def _filter_from_state(state: dict, delta: Fraction) -> float:
+def _filter_from_state(state: dict, delta: Fraction, allowance: Fraction = ALLOWANCE) -> float:
     """`rdp_filter_figure` of a running state, from its cached sums (the Rényi filter at the fixed
     orders, approximate guarantees by basic beside them)."""
     items = tuple(state["events"].items())  # (in the state's own order: a cache key, not a meaning)
     if state["families"]:
         items += tuple((key, 1) for keys in state["families"].values() for key in keys)
-    return _filter_value(items, delta)
+    return _filter_value(items, delta, allowance)
 
 
 @lru_cache(maxsize=4096)
-def _filter_value(items: tuple, delta: Fraction) -> float:
+def _filter_value(items: tuple, delta: Fraction, allowance: Fraction) -> float:
     curve, rho, approx_eps, approx_delta = _state_sums(items)
-    remaining = filter_delta(delta, approx_delta)
+    remaining = filter_delta(delta, approx_delta, allowance)
     if remaining <= 0:
         return INF
     value = rdp_filter_epsilon(curve, remaining)  # (as rdp_filter_figure)
@@ -1838,43 +1508,44 @@ def cap_decision(cap, basic_value: Number, spend: Spend | None, state: dict | No
     bounds the loss on every outcome), and takes it where it is smaller. Every figure can only
     rise when a release joins, so a check admits exactly what the filter admits."""
     if cap.rho is not None:
-        return Decision("basic", basic_value, EITHER_CASE, filters.describe(cap))
+        return Decision("basic", basic_value, ADAPTIVE, filters.describe(cap))
     if cap.delta is None:
-        return Decision("basic", basic_value, EITHER_CASE, filters.describe(cap))
+        return Decision("basic", basic_value, ADAPTIVE, filters.describe(cap))
     if state is None:  # (no running state to read the filter's sums from: the running figure, an odometer)
-        return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["basic"])
+        return Decision("basic", basic_value, ADAPTIVE, running_theorem(cap.allowance))
     if state["unbounded"] or math.isinf(float(basic_value)) or (spend is not None and spend.unbounded):
-        return Decision("basic", INF, EITHER_CASE, filters.describe(cap))
+        return Decision("basic", INF, ADAPTIVE, filters.describe(cap))
     items = _state_items(state)
     kind, order = filters.kind_of(cap.filter)
     if kind == filters.RUNNING:  # the odometer's statements, one union at the cap's delta (spend.py)
-        rdp = _filter_value(items, cap.delta)
+        rdp = _filter_value(items, cap.delta, cap.allowance)
         smaller = float(basic_value) > float(rdp) * (1 + TIE)  # (as `best` chooses: the subset's figure)
         if smaller and _state_is_pure(state):
             smaller = float(rdp) < float(basic_value) * (1 - PURE_PREFERENCE)
-        return Decision("rdp" if smaller else "basic", rdp if smaller else basic_value, EITHER_CASE,
+        return Decision("rdp" if smaller else "basic", rdp if smaller else basic_value, ADAPTIVE,
                         filters.describe(cap))
     if kind == filters.GAUSSIAN:
         counts: Counter = Counter()
         for key, count in items:
             event = Event.from_key(key)
             counts[(event.kind, event.a, event.b)] += count
-        return Decision("gdp", filters.gaussian_figure(counts, cap.delta), EITHER_CASE, filters.describe(cap))
+        return Decision("gdp", filters.gaussian_figure(counts, cap.delta), ADAPTIVE, filters.describe(cap))
     order = order or cap_order(cap)
     curve, _rho, approx_eps, approx_delta = _state_sums(items)
-    if not within_allowance(approx_delta, cap.delta):
-        return Decision("rdp", INF, EITHER_CASE, filters.describe(cap))
+    if not within_allowance(approx_delta, cap.delta, cap.allowance):
+        return Decision("rdp", INF, ADAPTIVE, filters.describe(cap))
     at = int(np.flatnonzero(np.isclose(_grids()["ORDERS"], order))[0])
-    value = filters.renyi_figure(float(curve[at]), order, cap.delta, float(approx_eps))
+    value = filters.renyi_figure(float(curve[at]), order, cap.delta, float(approx_eps), cap.allowance)
     pure = spend.is_pure if spend is not None else _state_is_pure(state)
     if pure and float(basic_value) <= value:  # (the smaller of two that only grow: it never falls)
-        return Decision("basic", basic_value, EITHER_CASE, FILTER_THEOREMS["basic-pure"])
-    return Decision("rdp", value, EITHER_CASE, filters.describe(cap))
+        return Decision("basic", basic_value, ADAPTIVE, FILTER_THEOREMS["basic-pure"])
+    return Decision("rdp", value, ADAPTIVE, filters.describe(cap))
 
 
 def cap_order(cap) -> float:
-    """The order of a Rényi-filter cap: fixed by its epsilon and delta alone (filters.renyi_order)."""
-    return filters.renyi_order(cap.epsilon, cap.delta, _grids()["ORDERS"])
+    """The order of a Rényi-filter cap: fixed by its epsilon, its delta and its dataset's allowance
+    alone (filters.renyi_order)."""
+    return filters.renyi_order(cap.epsilon, cap.delta, _grids()["ORDERS"], cap.allowance)
 
 
 def choose_filter(cap, state: dict | None) -> str:
@@ -1906,11 +1577,6 @@ def _state_is_pure(state: dict) -> bool:
     return all(key.split(":", 1)[0] in _PURE_KINDS for key in keys)
 
 
-@lru_cache(maxsize=4096)
-def _parse(text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    return datetime.fromisoformat(text)
 
 
 # --------------------------------------------------------------------------
@@ -1929,26 +1595,24 @@ PAIR_PLD_SKIPPED = (f"not computed: pairs compute at most {PAIR_PLD_LIMIT} disti
 
 @dataclass
 class PairRdp:
-    """The Rényi figure of every pair {i, j} (and of {i} on the diagonal) as floats, and what
-    makes a figure of one pair: its declared-in-advance case, and the pairs composed one by one;
-    and the PLD figure of the pairs {i, j}, i < j, declared in advance (`pair_pld`)."""
+    """The Rényi filter's figure of every pair {i, j} (and of {i} on the diagonal) as floats,
+    the pairs composed one by one, and the PLD figure of the pairs (information only: had the
+    plan been fixed in advance, `pair_pld`)."""
 
     epsilon: np.ndarray  # n x n, symmetric; inf where not protected or the deltas run out
-    declared: np.ndarray  # n x n bool
-    order: np.ndarray  # n x n: the order of the grid figure (nan: zCDP bound or none)
     slow: dict  # (i, j) -> Composition, composed one by one (none since PairExtras: kept for callers)
     chosen: list = field(default_factory=list)  # the events of the array path
     counts: np.ndarray | None = None  # events x n x n: how many releases of each read i or j
-    pld: dict = field(default_factory=dict)  # (i, j), i <= j -> the PLD Figure (valid: declared)
+    pld: dict = field(default_factory=dict)  # (i, j), i <= j -> the PLD Figure (information only)
     pld_epsilon: np.ndarray | None = None  # n x n floats of those figures; inf elsewhere
-    pld_skipped: int = 0  # declared pairs left without a PLD figure by PAIR_PLD_LIMIT
+    pld_skipped: int = 0  # pairs left without a PLD figure by PAIR_PLD_LIMIT
     unbounded: np.ndarray | None = None  # n x n: a release or family leaves the pair unprotected
 
 
 def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMIT) -> PairRdp:
     """`rdp_figure` for every pair over arrays (see `pair_figures`), one row of pairs at a time:
-    the summed curves by a matrix product, the CKS Prop 12 conversion at every order by
-    broadcasting, and the zCDP bound (CKS at the continuous best order) where a pair has rho.
+    the summed curves by a matrix product, the CKS Prop 12 conversion at every filter order by
+    broadcasting (`rdp_filter_epsilon`).
 
     Every pair's events are the ones `IndexEvents.composition` counts for `subset A B`: the
     simple one-guarantee releases counted per event over arrays (`LedgerIndex.pair_counts`),
@@ -1985,70 +1649,39 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
     orders = _grids()["ORDERS"]
     curves = (np.asarray([event_curve(e) for e in chosen])[~approx] if len(chosen)
               else np.zeros((0, len(orders))))
-    rhos = np.asarray([event_rho(e) for e in chosen], dtype=np.float64)[~approx] if len(chosen) else np.zeros(0)
     a_eps = np.asarray([float(e.a) for e in chosen if e.kind == "approx"], dtype=np.float64)
     a_delta = np.asarray([float(e.b) for e in chosen if e.kind == "approx"], dtype=np.float64)
-    log_term = np.log1p(-1 / orders)
-    log_a, a_1 = np.log(orders), orders - 1
-
-    epsilon = np.full((n, n), np.inf)
-    order = np.full((n, n), np.nan)
-    # the Rényi filter's figure (rdp_filter_epsilon), what an adaptive pair shows (rdp_figure)
+    # the Rényi filter's figure (rdp_filter_epsilon), what a pair shows (rdp_figure)
     filtered = np.full((n, n), np.inf)
     f_index, f_orders = _grids()["_FILTER_INDEX"], _grids()["FILTER_ORDERS"]
     f_log_term, f_log_a, f_a_1 = np.log1p(-1 / f_orders), np.log(f_orders), f_orders - 1
-    rho_of, remaining_of, approx_of = np.zeros((n, n)), np.ones((n, n)), np.zeros((n, n))
+    remaining_of, approx_of = np.ones((n, n)), np.zeros((n, n))
     for i in range(n):
         c = counts[:, i, i:]  # events x pairs (i, i..n-1)
         plain = c[~approx] if len(chosen) else np.zeros((0, n - i))
         summed = plain.T @ curves  # pairs x orders
-        rho_of[i, i:] = plain.T @ rhos
         approx_of[i, i:] = c[approx].T @ a_eps if approx.any() else 0.0
         approx_delta = c[approx].T @ a_delta if approx.any() else np.zeros(n - i)
         # filter_delta over arrays: what the allowance leaves, 0 past it (the sums a hair high: never
         # admitted past the exact sum)
-        within = approx_delta * (1 + 1e-12) <= float(ALLOWANCE) * float(delta)
-        remaining = np.where(within, filter_delta(delta), 0.0)
+        within = approx_delta * (1 + 1e-12) <= float(index.allowance) * float(delta)
+        remaining = np.where(within, filter_delta(delta, allowance=index.allowance), 0.0)
         remaining_of[i, i:] = remaining
-        live = remaining > 0
-        declared_part = remaining
-        with np.errstate(divide="ignore", invalid="ignore"):
-            table = summed + log_term - (np.log(np.where(live, declared_part, 1.0))[:, None] + log_a) / a_1
-        k = np.argmin(table, axis=1)
-        eps = np.maximum(table[np.arange(len(k)), k], 0.0)
-        ords = orders[k]
-        empty = ~summed.any(axis=1)
-        ords[empty] = np.nan
-        epsilon[i, i:] = np.where(empty, 0.0, np.nextafter(eps * (1 + _MARGIN), np.inf))  # as rdp_epsilon (none: 0)
-        order[i, i:] = ords
         sub = summed[:, f_index]  # as rdp_filter_epsilon, the log of each pair's share of delta by math.log
         logs = np.asarray([math.log(r * ORDER_SHARE) if r > 0 else 0.0 for r in remaining.tolist()])
         f_eps = np.maximum((sub + f_log_term - (logs[:, None] + f_log_a) / f_a_1).min(axis=1), 0.0)
         filtered[i, i:] = np.where(~sub.any(axis=1), 0.0, np.nextafter(f_eps * (1 + _MARGIN), np.inf))
     upper = np.triu(np.ones((n, n), dtype=bool))
     live = upper & (remaining_of > 0)
-    zcdp = live & (rho_of > 0)
-    if zcdp.any():  # the zCDP bound where it is smaller (rounded up itself, as in rdp_figure), all pairs at once
-        bound = np.full((n, n), np.inf)
-        bound[zcdp] = cks_floats(rho_of[zcdp], remaining_of[zcdp])
-        smaller = bound < epsilon
-        epsilon, order = np.where(smaller, bound, epsilon), np.where(smaller, np.nan, order)
-    epsilon = np.where(approx_of > 0, np.nextafter((epsilon + approx_of) * (1 + _MARGIN), np.inf), epsilon)
     filtered = np.where(approx_of > 0, np.nextafter((filtered + approx_of) * (1 + _MARGIN), np.inf), filtered)
-    epsilon[upper & ~live] = np.inf
     filtered[upper & ~live] = np.inf
     # unprotected pairs: ∞ for every accountant (the basic grid knows them)
     unbounded = extras.unbounded.copy()
     if hasattr(grid, "unbounded"):
         unbounded |= np.asarray(grid.unbounded, dtype=bool)
-    epsilon[unbounded] = np.inf
     filtered[unbounded] = np.inf
-
-    # every pair shows the Rényi filter's figure, at no order chosen afterwards (rdp_figure)
-    declared_ = np.zeros((n, n), dtype=bool)
-    epsilon, order = filtered, np.full((n, n), np.nan)
-    epsilon = np.triu(epsilon) + np.triu(epsilon, 1).T
-    found = PairRdp(epsilon, declared_, order, {}, chosen, counts, unbounded=unbounded)
+    epsilon = np.triu(filtered) + np.triu(filtered, 1).T
+    found = PairRdp(epsilon, {}, chosen, counts, unbounded=unbounded)
     pair_pld(found, grid, delta, pld_limit)
     return found
 
@@ -2339,7 +1972,7 @@ def pair_pld(rdp: PairRdp, grid, delta: Fraction, limit: int | None = PAIR_PLD_L
                 continue
             if comp is None:
                 comp = pair_composition(rdp, grid, i, j)
-            figure = computed[key] = pld_figure(comp, delta, "adaptive")
+            figure = computed[key] = pld_figure(comp, delta, ADAPTIVE)
         rdp.pld[i, j] = figure
         if figure.available:
             rdp.pld_epsilon[i, j] = rdp.pld_epsilon[j, i] = float(figure.epsilon)
@@ -2349,13 +1982,12 @@ def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> d
     """The basic, rdp and pld Figures of one pair (i <= j) from the arrays of `pair_rdp` (the PLD
     figure where `pair_pld` made one; else one that is not available, saying why)."""
     i, j = min(i, j), max(i, j)
-    case = "declared" if rdp.declared[i, j] else "adaptive"
+    case = ADAPTIVE
     spend = grid.spend(i, j)
     comp = rdp.slow.get((i, j))  # (else the pair's basic spend alone: no Composition per pair)
-    basic = _basic_spend_figure(spend if comp is None else comp.basic, delta, case)
-    order = None if math.isnan(rdp.order[i, j]) else float(rdp.order[i, j])
+    basic = _basic_spend_figure(spend if comp is None else comp.basic, delta, case, index.allowance)
     value = INF if spend.unbounded else float(rdp.epsilon[i, j])
-    figure = Figure("rdp", value, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp-filter"], order=order)
+    figure = Figure("rdp", value, delta, True, case, THEOREMS["rdp"], CONVERSIONS["rdp-filter"])
     pld = rdp.pld.get((i, j))
     if pld is None:
         pld = Figure("pld", INF, delta, False, case, THEOREMS["pld"], CONVERSIONS["pld"],
@@ -2366,8 +1998,8 @@ def pair_figure(index, delta: Fraction, grid, rdp: PairRdp, i: int, j: int) -> d
 def pair_figures(index, delta: Fraction, grid=None, objective=None, diagonal: bool = False,
                  pld_limit: int | None = PAIR_PLD_LIMIT) -> dict[tuple[int, int], dict[str, Figure]]:
     """The basic, Rényi and PLD figures on every pair {i, j} (i < j, column indices), the same
-    figures `subset_figures` gives for that pair (the PLD figure where the pair's plan was
-    declared in advance, up to `pld_limit` distinct compositions: `pair_pld`).
+    figures `subset_figures` gives for that pair (the PLD figure, information only, up to
+    `pld_limit` distinct compositions: `pair_pld`).
 
     Over arrays, as `LedgerIndex.pair_matrix`: a simple release with at most one guarantee
     has one event on every subset it touches, so per event k the number of its releases

@@ -3,10 +3,11 @@
 An (epsilon, delta) release's approximate part fires with probability at most its delta
 (Kairouz, Oh and Viswanath 2015, Lemma 3.4). Under full adaptivity the deltas still to come are
 unknown when a figure is printed, so they cannot be taken off the top of it: a fixed share of
-every delta, the allowance (spend.ALLOWANCE, half), is kept for them before any release, and the
-filters' statements share the rest (spend.filter_delta). `record` refuses a release that would
-take the approximate deltas the dataset holds past the allowance of its delta (an upper bound on
-every subset's: `deltas_held`), so no printed figure is left without its share.
+every delta, the allowance (the dataset's, Dataset.allowance: half by default), is kept for them
+before any release, and the filters' statements share the rest (spend.filter_delta). `record`
+refuses a release that would take the approximate deltas the dataset holds past the allowance of
+its delta (an upper bound on every subset's: `deltas_held`), so no printed figure is left without
+its share.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from fractions import Fraction
 from ..core.lazy import lazy_module
 from ..core.numbers import format_delta, format_number
 from ..core.records import Notion, Release
-from .spend import ALLOWANCE, guarantee_spend
+from .spend import ALLOWANCE, allowance_words, guarantee_spend
 
 np = lazy_module("numpy")  # (a plan of pure releases never reads the arrays)
 
@@ -29,14 +30,15 @@ class Overdraft:
 
     subset: tuple[str, ...]
     deltas: Fraction  # the subset's approximate deltas with the plan
-    allowance: Fraction  # ALLOWANCE x the dataset's delta
+    allowance: Fraction  # the dataset's allowance x its delta
     releases: tuple[str, ...]  # the plan's approximate releases reading it
+    share: Fraction = ALLOWANCE  # the dataset's allowance (Dataset.allowance)
 
     @property
     def message(self) -> str:
         return (f"the approximate deltas on {{{', '.join(self.subset)}}} would reach "
                 f"{format_delta(self.deltas)}, past its allowance of {format_delta(self.allowance)} "
-                f"(half of the dataset's delta), by "
+                f"({allowance_words(self.share)} of the dataset's delta), by "
                 f"{', '.join(self.releases)}: give them smaller deltas, or a pure or rho guarantee")
 
 
@@ -105,17 +107,19 @@ def deltas_indexed(index) -> tuple[Fraction, frozenset[str]]:
     return total, read
 
 
-def overdraft(index, plan: Sequence[Release], order: Sequence[str], delta: Fraction) -> Overdraft | None:
+def overdraft(index, plan: Sequence[Release], order: Sequence[str], delta: Fraction,
+              share: Fraction = ALLOWANCE) -> Overdraft | None:
     """The overdraft of the plan over the charged releases of `index`, or None: refused when the
-    bound `deltas_held` of both passes the allowance of the dataset's delta (so no subset, however
-    wide, can pass it), naming the variables the approximate releases read."""
+    bound `deltas_held` of both passes the allowance (`share`, the dataset's) of the dataset's
+    delta (so no subset, however wide, can pass it), naming the variables the approximate releases
+    read."""
     mine = approximate(plan)
     if not mine:
         return None
     held, read = deltas_indexed(index)
     total = held + deltas_held(plan)
-    limit = ALLOWANCE * delta
+    limit = share * delta
     if total <= limit:
         return None
     read = read.union(*(r.reads for r in plan if largest_delta(r)))
-    return Overdraft(tuple(n for n in order if n in read), total, limit, tuple(r.id for r in mine))
+    return Overdraft(tuple(n for n in order if n in read), total, limit, tuple(r.id for r in mine), share)

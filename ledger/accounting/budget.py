@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from .relation import charged_words, not_implied
-from .spend import UNBOUNDED, ZERO, Spend, pure_spend
+from .spend import ALLOWANCE, UNBOUNDED, ZERO, Spend, allowance_words, pure_spend
 from .engine import (LedgerIndex, Objective, Option, alternatives_of, at_delta, candidates, compose_units, family_options,
                      unprotected_move)
 from ..core.lazy import lazy_module
@@ -84,7 +84,7 @@ def objective(cap: Cap) -> Objective:
     for a cap at a delta: the choice `subset --delta` makes, and the same statement of a
     family's worst, `engine._suffered`)."""
     if cap.rho is None and cap.delta is not None:
-        return at_delta(cap.delta)  # measure(cap, spend) is spend.epsilon(cap.delta)
+        return at_delta(cap.delta, cap.allowance)  # measure(cap, spend) is spend.epsilon(cap.delta, ...)
     return lambda spend: (float_up(measure(cap, spend)), spend.rank())
 
 
@@ -107,14 +107,14 @@ def measure(cap: Cap, spend: Spend) -> Number:
         return INF if rho is None else rho
     if cap.delta is None:
         return spend.pure if spend.is_pure else INF
-    return spend.epsilon(cap.delta)
+    return spend.epsilon(cap.delta, cap.allowance)
 
 
 def own_measure(cap: Cap, spend: Spend) -> Number:
     """One release's own charge in the cap's unit (`Spend.own_epsilon` for a cap at a delta): what
     a driver or a plan's charge of one release is: one mechanism, at the whole delta."""
     if cap.rho is None and cap.delta is not None and not spend.unbounded:
-        return spend.own_epsilon(cap.delta)
+        return spend.own_epsilon(cap.delta, cap.allowance)
     return measure(cap, spend)
 
 
@@ -144,8 +144,11 @@ def why_unbounded(cap: Cap, spend: Spend) -> str:
         return "it includes (epsilon, delta) or zCDP releases, which a pure epsilon cap cannot hold"
     if cap.filter == "gaussian":
         return ("it includes rho-only or (epsilon, delta) releases, which a Gaussian-DP cap cannot hold")
-    return ("the approximate releases' deltas pass the allowance, half of the cap's delta (the other half is "
-            "the filter's)")
+    if cap.allowance == Fraction(1, 2):
+        return ("the approximate releases' deltas pass the allowance, half of the cap's delta (the other half is "
+                "the filter's)")
+    return (f"the approximate releases' deltas pass the allowance, {allowance_words(cap.allowance)} of the cap's "
+            "delta (the rest is the filter's)")
 
 
 def _guarantee_words(guarantee) -> str:
@@ -186,8 +189,8 @@ def why_release_unbounded(cap: Cap, release: Release) -> str | None:
                 "pure-epsilon bound; declare the cap with a delta")
     if cap.filter == "gaussian":
         return f"{described} and this cap is a Gaussian-DP filter, which admits no (epsilon, delta) release"
-    return (f"{described}: its delta passes the approximate releases' allowance, half of the cap's delta "
-            f"{format_delta(cap.delta)}")
+    return (f"{described}: its delta passes the approximate releases' allowance, "
+            f"{allowance_words(cap.allowance)} of the cap's delta {format_delta(cap.delta)}")
 
 
 def _uncovered_words(release_id: str, exact: frozenset[str], touched: frozenset[str]) -> str:
@@ -621,7 +624,7 @@ class Headroom:
     rho_epsilon: Number | None = None
 
 
-def with_rho_epsilon(room: Headroom, delta: Fraction) -> Headroom:
+def with_rho_epsilon(room: Headroom, delta: Fraction, allowance: Fraction = ALLOWANCE) -> Headroom:
     """The headroom with its rho stated as an epsilon at `delta`, as every epsilon figure at a
     delta is: a rho-zCDP release by the Canonne-Kamath-Steinke (2020) conversion (Spend.epsilon,
     as `subset --delta` converts a rho total); the Gaussian of the smallest multiplier admitted
@@ -637,7 +640,7 @@ def with_rho_epsilon(room: Headroom, delta: Fraction) -> Headroom:
         return replace(room, delta=delta, rho_epsilon=rho)
     if room.mechanism == "gaussian":
         return replace(room, delta=delta, rho_epsilon=gaussian_epsilon(room.multiplier, delta))
-    return replace(room, delta=delta, rho_epsilon=Spend(rho=Fraction(rho)).epsilon(delta))
+    return replace(room, delta=delta, rho_epsilon=Spend(rho=Fraction(rho)).epsilon(delta, allowance))
 
 
 def largest_basic_charge(cap: Cap, total: CapTotal, added) -> Number:

@@ -207,15 +207,16 @@ class AtDelta:
     (A class, not a closure, so that `_worst_total` knows the delta its figure is stated at.)"""
 
     delta: Fraction | float
+    allowance: Fraction = ALLOWANCE  # the dataset's (Dataset.allowance)
 
     def __call__(self, spend: Spend) -> tuple[float, tuple[float, float]]:
-        return float_up(spend.epsilon(self.delta)), spend.rank()
+        return float_up(spend.epsilon(self.delta, self.allowance)), spend.rank()
 
 
 @lru_cache(maxsize=64)  # one objective per delta: results kept per objective (pair_matrix) are found again
-def at_delta(delta) -> AtDelta:
-    """Prefer the smaller epsilon at `delta`, then the smaller rank."""
-    return AtDelta(delta)
+def at_delta(delta, allowance: Fraction = ALLOWANCE) -> AtDelta:
+    """Prefer the smaller epsilon at `delta` (with the dataset's `allowance`), then the smaller rank."""
+    return AtDelta(delta, allowance)
 
 
 def _worst_total(base: Spend, options: Sequence[Option], objective: Objective) -> tuple[Spend, object]:
@@ -257,8 +258,8 @@ def _suffered(worst: Spend, totals: Sequence[Spend], objective: Objective) -> Sp
             or all(t.dominates(worst) for t in totals)):
         return worst
     # stated at the allowance's share of the delta, so that the statement is an approximate part
-    # the allowance holds (spend.ALLOWANCE): every total is (its figure there, that delta)-DP
-    share = ALLOWANCE * Fraction(objective.delta)
+    # the dataset's allowance holds: every total is (its figure there, that delta)-DP
+    share = objective.allowance * Fraction(objective.delta)
     epsilon = max((t.epsilon(share) for t in totals), key=float_up)
     if math.isinf(epsilon):
         return worst
@@ -461,6 +462,7 @@ class RiskTable:
     dataset_wide: np.ndarray
     total: tuple[Spend, ...]
     total_dataset_wide: Spend
+    allowance: Fraction = ALLOWANCE  # the dataset's (Dataset.allowance): how its figures are stated
 
     def cell(self, row: int, column: int) -> Spend:
         return self.values[self.cells[row, column]]
@@ -478,6 +480,17 @@ class LedgerIndex:
     standalone releases with incomparable guarantees go through `choose`, exactly as
     in `ledger_cost`.
     """
+
+    # the dataset's approximate allowance (Dataset.allowance): every figure of the index is stated
+    # with it; the builders of a dataset's index set it (`for_dataset`). Until then the default,
+    # and an objective keeps its own (a cap's, budget.objective)
+    allowance: Fraction = ALLOWANCE
+    _stated_allowance = False
+
+    def for_dataset(self, allowance: Fraction) -> "LedgerIndex":
+        """This index, its figures stated with its dataset's `allowance`."""
+        self.allowance, self._stated_allowance = allowance, True
+        return self
 
     def __init__(self, variables: Sequence[str], releases: Sequence[Release], families: Iterable[Family] = ()):
         self.variables = tuple(variables)
@@ -662,8 +675,16 @@ class LedgerIndex:
             found.append(np.flatnonzero(left.any(axis=1)) + start)
         return np.concatenate(found)
 
+    def stated(self, objective: Objective | None) -> Objective | None:
+        """`objective` with this index's allowance: an epsilon at a delta is always the dataset's
+        figure there, whichever view asked (`at_delta`)."""
+        if self._stated_allowance and isinstance(objective, AtDelta) and objective.allowance != self.allowance:
+            return at_delta(objective.delta, self.allowance)
+        return objective
+
     def _others(self, subset: frozenset[str], base: Spend, objective: Objective | None) -> Spend:
         """base composed with the families and the releases with a choice, on `subset`."""
+        objective = self.stated(objective)
         units = [family_options(self.families[fid], [self.releases[i] for i in rows], subset)
                  for fid, rows in self.members.items()]
         units += [candidates(self.releases[i], subset) for i in self.ambiguous]
@@ -714,6 +735,7 @@ class LedgerIndex:
             dataset_wide=dataset_wide,
             total=tuple(totals),
             total_dataset_wide=total_wide,
+            allowance=self.allowance,
         )
 
     def pairs(self, objective: Objective | None = None) -> dict[tuple[str, str], Spend]:
@@ -741,6 +763,7 @@ class LedgerIndex:
         releases with a choice go through the exact path (`family_options`,
         `candidates`, `choose`) on the pairs they read, as `_others` does.
         """
+        objective = self.stated(objective)
         memo = self.__dict__.setdefault("_pair_grids", {})
         if objective not in memo:  # (the last one kept: a table's headline asks twice)
             memo.clear()
@@ -891,6 +914,7 @@ class LedgerIndex:
         of its members' cells (DESIGN 2.6) except on its key variables, which go, with
         other families and releases with a choice, through the exact path.
         """
+        objective = self.stated(objective)
         order = np.asarray(order, dtype=np.int64)
         checkpoints = np.asarray(checkpoints, dtype=np.int64)
         n_var = len(self.variables)
@@ -1383,8 +1407,8 @@ def index_over(index: LedgerIndex, variables: Sequence[str]) -> LedgerIndex:
         return result
 
     projected = copy.copy(index)
-    for memo in ("_ids_memo", "_pair_grids", "_pairs_read", "_read_entries", "_family_reads", "_family_cases",
-                 "_read_extremes"):  # (over the old columns; the accountants' events are per release)
+    # (over the old columns; the accountants' events are per release)
+    for memo in ("_ids_memo", "_pair_grids", "_pairs_read", "_read_entries", "_family_reads", "_family_cases"):
         projected.__dict__.pop(memo, None)
     projected.variables = variables
     projected.column = {name: j for j, name in enumerate(variables)}

@@ -65,7 +65,11 @@ def describe(cap) -> str:
     if cap.delta is None:
         return THEOREMS["pure"]
     name, order = kind_of(cap.filter)
-    return THEOREMS[name].format(order=order or 0)
+    text = THEOREMS[name].format(order=order or 0)
+    if name == RUNNING and cap.allowance != ALLOWANCE:  # (the dataset's allowance is not the default half)
+        text = text.replace("at 1/22 of half the delta each", f"at 1/22 each of the {1 - cap.allowance} of the "
+                                                              "delta the dataset's approximate allowance leaves")
+    return text
 
 
 def short(cap) -> str:

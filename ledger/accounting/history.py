@@ -167,4 +167,5 @@ def state_as_of(dataset_now: Dataset, caps_now: Sequence[Cap], changes: Sequence
         if change.cap is not None and aware(change.at) <= when:
             caps[change.cap[0]] = change.cap[1]
     order = then.variable_names
-    return StateThen(then, in_name_order(replace(cap, order=order) for cap in caps.values() if cap is not None))
+    return StateThen(then, in_name_order(replace(cap, order=order, allowance=then.allowance)
+                                           for cap in caps.values() if cap is not None))

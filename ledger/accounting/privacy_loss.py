@@ -6,7 +6,7 @@ slow there: its Connect-the-Dots discretisation (Doroshenko, Ghazi, Kamath, Kuma
 and Manurangsi 2022, Algorithm 1; dp_accounting's default) evaluates the
 mechanism's hockey-stick divergence delta(eps) at every point of the grid one
 point at a time in Python (0.1-0.5 s per PLD at the intervals the ledger uses, and
-every subset with Gaussians, every cap at a delta with a declared plan, needs one).
+every subset with Gaussians asked for its PLD figure needs one).
 The divergence has a closed form (Balle and Wang 2018, Theorem 8), for sensitivity
 1 and standard deviation m:
 
@@ -22,9 +22,8 @@ terms nearly cancel); the result is dp_accounting's PLD but for those allowances
 epsilons at a delta a few 1e-12 higher, never lower (tests/test_privacy_loss.py compares
 them, and both against the exact profile in mpmath).
 
-The cap checks of `check` and `record` need a PLD figure whenever a plan was declared in
-advance (DESIGN 2.10), and importing dp_accounting (scipy.stats, scipy.signal, scipy.optimize)
-cost more than the rest of such a process (issue 13, section 2). So the PLDs the ledger builds
+The PLD figure is information only (had the plan been fixed in advance), and importing
+dp_accounting (scipy.stats, scipy.signal, scipy.optimize) cost more than the rest of such a process (issue 13, section 2). So the PLDs the ledger builds
 are held here as `Pld`, plain arrays in dp_accounting's own layout (a symmetric PLD: the same
 PMF for removal and addition), built for the Laplace, Gaussian and randomized-response
 mechanisms and composed with numpy alone, in the very operations dp_accounting

@@ -44,7 +44,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from ..core.numbers import INF, Number, float_down, float_up
-from ..core.records import Guarantee, Notion, Relation
+from ..core.records import DEFAULT_ALLOWANCE, Guarantee, Notion, Relation
 from .relation import charged
 
 ZERO_FRACTION = Fraction(0)
@@ -56,9 +56,14 @@ CONVERSION_SHORT = "CKS 2020"
 
 FILTER_ORDERS = (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256, 512, 1024)
 ORDER_SHARE = 1 / len(FILTER_ORDERS)  # of `filter_delta`, for each order's statement
-# The share of every delta a figure is stated at that the approximate releases' deltas may use;
-# the dataset's (Dataset.delta_allowance) where it states one.
-ALLOWANCE = Fraction(1, 2)
+# The share of every delta a figure is stated at that the approximate releases' deltas may use,
+# when no dataset is in question; a dataset's figures use its own (Dataset.allowance).
+ALLOWANCE = DEFAULT_ALLOWANCE
+
+
+def allowance_words(allowance: Fraction) -> str:
+    """An allowance as figures say it: "half" (the default), else the fraction ("1/4")."""
+    return "half" if allowance == Fraction(1, 2) else str(allowance)
 
 
 def within_allowance(approx_delta: Fraction, delta: Number, allowance: Fraction = ALLOWANCE) -> bool:
@@ -142,8 +147,9 @@ class Spend:
             return "approx"
         return "pure"
 
-    def epsilon(self, delta: Number) -> Number:
+    def epsilon(self, delta: Number, allowance: Fraction = ALLOWANCE) -> Number:
         """An epsilon such that the total is (epsilon, delta)-private; ∞ when none is certified.
+        `allowance`: the dataset's (Dataset.allowance), the share of `delta` approximate parts may use.
 
         - pure only: the exact sum (delta does not matter);
         - with approximate parts: their deltas within the allowance of `delta`
@@ -158,11 +164,11 @@ class Spend:
             return INF
         if self.is_pure:
             return self.pure
-        if not within_allowance(self.approx_delta, delta):
+        if not within_allowance(self.approx_delta, delta, allowance):
             return INF
         if not self.rho:
             return self.pure + self.approx_epsilon
-        remaining = filter_delta(delta)
+        remaining = filter_delta(delta, allowance=allowance)
         if remaining <= 0:
             return INF
         orders = order_epsilon(float_up(self.pure), float_up(self.pure_rho), float_up(self.rho),
@@ -171,10 +177,10 @@ class Spend:
             return orders
         return _up(float_up(self.approx_epsilon) + orders)
 
-    def own_epsilon(self, delta: Number) -> Number:
+    def own_epsilon(self, delta: Number, allowance: Fraction = ALLOWANCE) -> Number:
         """A release's own cell: the same statement as a subset's total (`epsilon`), so a total is
         never below the only cell it sums."""
-        return self.epsilon(delta)
+        return self.epsilon(delta, allowance)
 
     def zcdp_rho(self) -> Fraction | None:
         """The total as rho-zCDP, or None when it has an approximate (delta) part."""

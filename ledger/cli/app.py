@@ -1019,7 +1019,7 @@ def subset(
         from ..reporting.reasons import unbounded_reason
 
         why = unbounded_reason(index, names, chosen.public_names)
-    result = subset_json(cost, chosen_delta, why)
+    result = subset_json(cost, chosen_delta, why, index.allowance)
     found, shown = subset_accountants(index, cost, chosen_delta, accountant, every=as_json)
     # the attack the figure shown allows, from its own epsilon and delta, as floats that still bound them
     risks = figure_risks(safe_float(shown.epsilon), None if shown.delta is None else safe_float(shown.delta))
@@ -1043,7 +1043,7 @@ def subset(
     elif shown.accountant == "basic" and cost.spend.is_pure:
         typer.echo(f"{label}: epsilon {format_number(cost.spend.pure)} (pure)")
     elif shown.accountant == "basic":
-        typer.echo(f"{label}: epsilon {format_number(cost.spend.epsilon(chosen_delta))} at delta "
+        typer.echo(f"{label}: epsilon {format_number(cost.spend.epsilon(chosen_delta, index.allowance))} at delta "
                    f"{format_delta(chosen_delta)} ({result['conversion'] or 'basic composition'})")
     else:
         typer.echo(f"{label}: {figure_line(shown)}")

@@ -718,7 +718,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
         .order_by(table.c.seq))}
     # the caps as they stood just before `since` (each against its limit then), and those removed since
     caps_then, removed = _report.caps_in_period(rows_at.state_changes(session, dataset.name), dataset.variable_names,
-                                                since, as_of)
+                                                since, as_of, dataset.allowance)
     moves = _report.cap_moves(caps, checks, checks_from_index(list(caps_then), before), set_at, since, removed,
                               dataset.public_names, before, index)
     # the dataset's own changes since then (report.meeting_pack's dataset_changes): the most recent
@@ -806,7 +806,7 @@ def _register_basis(large):
     n_var = len(index.variables)
     seqs = np.asarray(index.releases.seqs, dtype=np.int64)
     wide_ids = large.wide_ids if large.wide_ids is not None else index.cost_ids(range(n_var))
-    epsilon_of = [value.own_epsilon(delta) for value in index.values]  # (each a release's own charge)
+    epsilon_of = [value.own_epsilon(delta, index.allowance) for value in index.values]  # (each a release's own charge)
     zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
     return index, delta, n_var, seqs, wide_ids, epsilon_of, zero
 

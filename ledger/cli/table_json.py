@@ -66,7 +66,7 @@ def write(out: Callable[[str], object], document: dict, index, dataset_wide: "np
     at = text.index(_ROWS_KEY)  # (a top-level key: nothing nested is indented by two spaces)
     out(text[:at] + '\n  "rows": [')
     names = [json.dumps(name, ensure_ascii=False) for name in index.variables]
-    epsilon = [v.own_epsilon(delta) for v in index.values]  # (each a release's own charge)
+    epsilon = [v.own_epsilon(delta, index.allowance) for v in index.values]  # (each a release's own charge)
     number = [json.dumps(to_json(e), ensure_ascii=False) for e in epsilon]
     exact = [json.dumps(fraction_text(e), ensure_ascii=False) for e in epsilon]
     # one line per (value id, variable), for "values" and for "exact"
@@ -100,5 +100,5 @@ def document(view, risk, headline_json: dict, accounts_json: dict, used: set[int
     from ..reporting.views import basis_for, converts
 
     spends = [risk.values[i] for i in sorted(used)] + [*risk.total, risk.total_dataset_wide]
-    view = replace(view, rows=(), basis=basis_for(spends, delta), converted=converts(spends))
+    view = replace(view, rows=(), basis=basis_for(spends, delta, risk.allowance), converted=converts(spends))
     return {**view.to_json(), "headline": headline_json, **accounts_json}

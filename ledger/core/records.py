@@ -24,6 +24,9 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
+# The share of a figure's delta kept for approximate releases' deltas when a dataset states none.
+DEFAULT_ALLOWANCE = Fraction(1, 2)
+
 
 class Notion(StrEnum):
     """The privacy notion a guarantee is stated in (DESIGN 2.4)."""
@@ -117,6 +120,9 @@ class Dataset:
     self_approval: bool = False
     # the neighbour relation its figures and caps are in (DESIGN 2.1); fixed once recorded
     relation: Relation = Relation.REPLACE
+    # the share of every delta a figure is stated at that approximate releases' deltas may use
+    # (docs/explanation/accounting.md); the filters' statements share the rest. Fixed once recorded
+    allowance: Fraction = DEFAULT_ALLOWANCE
 
     @property
     def variable_names(self) -> tuple[str, ...]:
@@ -295,6 +301,9 @@ class Cap:
     # the dataset's variables in dataset order, when known: how the subset is printed (neither
     # compared nor stored; the loader and the store give it)
     order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    # the dataset's approximate allowance (Dataset.allowance; neither compared nor stored: the
+    # loader and the store give it, with `order`)
+    allowance: Fraction = field(default=DEFAULT_ALLOWANCE, compare=False, repr=False)
 
     @property
     def ordered_subset(self) -> tuple[str, ...]:

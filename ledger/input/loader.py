@@ -39,6 +39,7 @@ from ..core.numbers import WRITE_A_NUMBER, NumberError, plain_decimal, to_fracti
 from ..core.lazy import lazy_module
 from ..core.records import (
     CHARGED_STATUSES,
+    DEFAULT_ALLOWANCE,
     PUBLIC,
     Cap,
     Dataset,
@@ -591,8 +592,7 @@ class LedgerSnapshot:
     parts_held: Callable[[Collection[tuple[str, str]]], Mapping[tuple[str, str], str]] | None = field(
         default=None, compare=False)
     # release id -> when it was retracted or cancelled (history.ended; store.snapshot reads it):
-    # a cancellation after a publication decides the accountants' case (DESIGN 2.10). None: not
-    # read, and every cancellation is taken as after any publication (accountants.cancelled_moments)
+    # the `--as-of` views date a status by it. None: not read
     ended: Mapping[str, datetime] | None = field(default=None, compare=False)
 
 
@@ -662,6 +662,9 @@ def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]
     delta = None
     if "delta" in data and not refused.within(("delta",)):
         delta = out.number(data["delta"], ("delta",), below_one=True)
+    allowance = DEFAULT_ALLOWANCE
+    if "allowance" in data and not refused.within(("allowance",)):
+        allowance = out.number(data["allowance"], ("allowance",), below_one=True)
     groups = []
     # every variable named (else a group's member may be a variable whose name was refused)
     listed = data.get("variables")
@@ -690,7 +693,7 @@ def build_dataset(document: Document) -> tuple[Dataset | None, list[LedgerError]
         return None, out.errors
     return Dataset(data["dataset"], tuple(variables), data.get("description", ""), delta, tuple(groups),
                    self_approval=bool(data.get("self_approval", False)),
-                   relation=Relation(data.get("relation", Relation.REPLACE.value))), []
+                   relation=Relation(data.get("relation", Relation.REPLACE.value)), allowance=allowance), []
 
 
 RELEASE_SCHEMA = "release.v1.schema.json"
@@ -1471,4 +1474,4 @@ def cap_from_entry(entry: dict, dataset: Dataset, report) -> Cap | None:
     if before:
         return None
     return Cap(dataset.name, name, subset, epsilon=epsilon, delta=delta, rho=rho, whole_dataset=whole,
-               filter=chosen_filter, order=dataset.variable_names)
+               filter=chosen_filter, order=dataset.variable_names, allowance=dataset.allowance)

@@ -15,7 +15,8 @@ reads (any status: a cancelled or retracted release still counts at the moments
 it was charged, which every --as-of view shows: history.state_as_of), a family
 partitions by, or a cap or group still names; removing
 categories (a table by the variable released those cells); changing the
-dataset's delta (every recorded figure is stated at it); a reclassification
+dataset's delta (every recorded figure is stated at it), its neighbour relation or its
+approximate allowance; a reclassification
 without a reason.
 
 Pure: the caller (cli_stewardship) reads the ledger and writes the events.
@@ -52,6 +53,13 @@ def relation_fixed(old: Dataset) -> str:
             f"{old.relation.label}, and every figure and cap recorded is in it")
 
 
+def allowance_fixed(old: Dataset) -> str:
+    """Why a recorded dataset's approximate allowance is refused a change (docs/explanation/accounting.md)."""
+    return (f"a recorded dataset's approximate allowance is never changed: dataset {old.name!r} keeps "
+            f"{old.allowance} of every delta for (epsilon, delta) releases, and every figure recorded is "
+            "stated with it")
+
+
 def cap_text(cap: Cap) -> str:
     """The cap in words (`Cap.description`: one text in every command and report)."""
     return cap.description
@@ -85,6 +93,8 @@ def plan(
                                                    "recorded is stated at it"))
     if new.relation != old.relation:
         errors.append(LedgerError(source, "relation", relation_fixed(old)))
+    if new.allowance != old.allowance:
+        errors.append(LedgerError(source, "allowance", allowance_fixed(old)))
     state = old
     wanted = {v.name: v for v in new.variables}
     current = {v.name: v for v in old.variables}

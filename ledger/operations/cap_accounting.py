@@ -31,8 +31,8 @@ from ..core.records import CHARGED_STATUSES, Family, Release, in_dataset_order
 
 
 def refine(session: Session, dataset: str, checks: Sequence[budget.CapCheck], totals: Mapping[str, budget.CapTotal],
-           plan: Sequence[Release], families: Mapping[str, Family], members: Mapping[str, Sequence[Release]],
-           published: Mapping[str, datetime] | None = None) -> tuple[list[budget.CapCheck], dict[str, dict]]:
+           plan: Sequence[Release], families: Mapping[str, Family], members: Mapping[str, Sequence[Release]]
+           ) -> tuple[list[budget.CapCheck], dict[str, dict]]:
     """The checks with each cap's best valid figures (before and after the plan), and the
     running states recording would store. `totals` are the basic running totals before."""
     if not checks:
@@ -42,7 +42,7 @@ def refine(session: Session, dataset: str, checks: Sequence[budget.CapCheck], to
     for check in checks:
         state = states.get(check.cap.name)
         result, after_state = decide(check, totals.get(check.cap.name, budget.CapTotal()), state, plan, families,
-                                     members, published)
+                                     members)
         if after_state is not None:
             after_states[check.cap.name] = after_state
         refined.append(result)
@@ -50,15 +50,15 @@ def refine(session: Session, dataset: str, checks: Sequence[budget.CapCheck], to
 
 
 def decide(check: budget.CapCheck, total: budget.CapTotal, state: dict | None, plan: Sequence[Release],
-           families: Mapping[str, Family], members: Mapping[str, Sequence[Release]],
-           published: Mapping[str, datetime] | None = None) -> tuple[budget.CapCheck, dict | None]:
+           families: Mapping[str, Family], members: Mapping[str, Sequence[Release]]
+           ) -> tuple[budget.CapCheck, dict | None]:
     """One cap's basic check with its best valid figures before and after the plan (the one
     decision function: `record`, `check`, `approve`, `publish`, `cap list` and `headroom`),
     and the running state after the plan (None for caps decided by their basic sums)."""
     cap = check.cap
     after_state = None
     if state is not None:
-        after_state = accountants.state_apply(state, cap, plan, families, members, published)
+        after_state = accountants.state_apply(state, cap, plan, families, members)
     # No spend is composed for the decision: with a running state, the state says what the
     # decision needs of it; without one (a cap not at a delta, or a delta cap with no state)
     # `cap_decision` keeps the basic figure and reads no spend.
@@ -139,16 +139,14 @@ def current_states(session: Session, dataset: str, caps) -> dict[str, dict]:
 
 
 def checks_from_history(caps, releases: Sequence[Release], families: Mapping[str, Family],
-                        totals: Mapping[str, budget.CapTotal] | None = None,
-                        ended_at: Mapping[str, datetime] | None = None) -> list[budget.CapCheck]:
+                        totals: Mapping[str, budget.CapTotal] | None = None) -> list[budget.CapCheck]:
     """Every cap as the given releases leave it, each with its best valid figure: the running
     totals (unless given) and accountant states recomputed from the releases (for `cap list
-    --as-of` and the report: the same decision as `cap list`). `ended_at`: when each cancelled
-    release was cancelled (history.ended; None: after any publication, DESIGN 2.10)."""
+    --as-of` and the report: the same decision as `cap list`)."""
     releases = list(releases)
     if totals is None:
         totals = {cap.name: budget.total_from_history(cap, releases, families) for cap in caps}
-    checks = checks_on(caps, totals, lambda cap: accountants.state_from_history(cap, releases, families, ended_at))
+    checks = checks_on(caps, totals, lambda cap: accountants.state_from_history(cap, releases, families))
     return with_reasons(checks, lambda: charged_index(caps, releases, families))
 
 
@@ -205,7 +203,8 @@ def charged_index(caps, releases: Sequence[Release], families: Mapping[str, Fami
 
     charged = [r for r in releases if r.status in CHARGED_STATUSES]
     variables = sorted(set().union(*(r.reads for r in charged), *(cap.subset for cap in caps)))
-    return LedgerIndex(variables, charged, families.values())
+    index = LedgerIndex(variables, charged, families.values())
+    return index.for_dataset(caps[0].allowance) if caps else index
 
 
 def index_at(session: Session, dataset: str, caps, when: datetime | None = None):
@@ -229,15 +228,16 @@ def index_at(session: Session, dataset: str, caps, when: datetime | None = None)
     ended = history.ended if history.ended is not None else ended_at(session.connection())
     then = releases_as_of([r for r in history.releases.values() if r.dataset == dataset], when, ended)
     return LedgerIndex(variables, [r for r in then if r.status in CHARGED_STATUSES],  # (each with its status then)
-                       [f for f in history.families.values() if f.dataset == dataset])
+                       [f for f in history.families.values() if f.dataset == dataset]
+                       ).for_dataset(light.datasets[dataset].allowance)
 
 
 def decisions_json(checks: Sequence[budget.CapCheck]) -> list[dict]:
     """What the audit event of an admitted step records: per cap, who decided, how."""
     result = []
     for check in checks:
-        decision = check.decision or accountants.Decision("basic", check.after, accountants.EITHER_CASE,
-                                                          accountants.FILTER_THEOREMS["basic"])
+        decision = check.decision or accountants.Decision("basic", check.after, accountants.ADAPTIVE,
+                                                          accountants.running_theorem(check.cap.allowance))
         result.append(decision.to_json(check.cap, check.ok))
     return result
 
@@ -276,7 +276,7 @@ def standing_at(session: Session, dataset: str, caps, when: datetime | None):
     then = releases_as_of([r for r in history.releases.values() if r.dataset == dataset], when, ended)
     families = {fid: f for fid, f in history.families.items() if f.dataset == dataset}
     return ({cap.name: budget.total_from_history(cap, then, families) for cap in caps},
-            {cap.name: accountants.state_from_history(cap, then, families, ended) for cap in stated})
+            {cap.name: accountants.state_from_history(cap, then, families) for cap in stated})
 
 
 def headroom(session: Session, dataset: str, variables, caps, *, when: datetime | None = None,

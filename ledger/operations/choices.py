@@ -81,16 +81,10 @@ def parse_delta(option: object, dataset: Dataset, field: str = "--delta") -> Fra
 
 
 def charged_index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
-    """The dataset's charged releases (every status but cancelled) and its families; the
-    cancelled ones' moments noted on it (accountants.note_cancellations, DESIGN 2.10)."""
-    from ..accounting.accountants import cancelled_moments, note_cancellations
-
-    mine = [r for r in snapshot.releases.values() if r.dataset == dataset.name]
-    releases = [r for r in mine if r.status in CHARGED_STATUSES]
+    """The dataset's charged releases (every status but cancelled) and its families."""
+    releases = [r for r in snapshot.releases.values() if r.dataset == dataset.name and r.status in CHARGED_STATUSES]
     families = [f for f in snapshot.families.values() if f.dataset == dataset.name]
-    index = engine.LedgerIndex(dataset.variable_names, releases, families)
-    note_cancellations(index, cancelled_moments(mine, snapshot.ended))
-    return index
+    return engine.LedgerIndex(dataset.variable_names, releases, families).for_dataset(dataset.allowance)
 
 
 def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VAR") -> set[str]:

@@ -236,7 +236,7 @@ def _overdrafts(session: Session, snapshot: LedgerSnapshot, releases: Sequence[R
         info = snapshot.datasets[dataset]
         delta = info.delta if info.delta is not None else DEFAULT_DELTA
         index = store.caps_index(session, dataset, [Cap(dataset, "", frozenset(info.variable_names))])
-        over = allowance.overdraft(index, plan, info.variable_names, delta)
+        over = allowance.overdraft(index, plan, info.variable_names, delta, info.allowance)
         if over is not None:
             found.append(over)
     return found
@@ -315,8 +315,7 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
         if action in ENFORCING:
             _require_current_totals(session)
             checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
-            published = {changed.id: changed.published_at} if action == "publish" else None
-            checks, states = cap_accounting.refine(session, release.dataset, checks, totals, [], {}, {}, published)
+            checks, states = cap_accounting.refine(session, release.dataset, checks, totals, [], {}, {})
             if any(not c.ok for c in checks):
                 raise BudgetRefused(checks, f"{action} {release_id}")
             store.save_accountant_states(session, release.dataset, states)
@@ -394,9 +393,10 @@ def headroom(engine: Engine, dataset: str, variables: Iterable[str], *, when: da
 
             _, caps, _ = state_then(session, store.write_context(session).datasets[dataset], when)
         room = cap_accounting.headroom(session, dataset, frozenset(variables), caps, when=when, mechanism=mechanism)
+        known = store.write_context(session).datasets[dataset]
         if delta is None:
-            delta = choices.parse_delta(None, store.write_context(session).datasets[dataset])
-    return budget.with_rho_epsilon(room, delta)
+            delta = choices.parse_delta(None, known)
+    return budget.with_rho_epsilon(room, delta, known.allowance)
 
 
 # --------------------------------------------------------------------------
@@ -426,6 +426,10 @@ def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: st
                 from .amend import relation_fixed
 
                 raise fail(source, "relation", relation_fixed(existing))
+            if existing.allowance != dataset.allowance:
+                from .amend import allowance_fixed
+
+                raise fail(source, "allowance", allowance_fixed(existing))
             if existing == dataset and set(store.caps(session, dataset.name)) == set(caps):
                 if privacy_unit and dict(privacy_unit) != store.privacy_unit(session, dataset.name):
                     store.set_privacy_unit(session, dataset.name, privacy_unit, actor)

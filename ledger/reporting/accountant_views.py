@@ -121,7 +121,7 @@ class _Shown:
         self.value = value
         self.unbounded = unbounded
 
-    def epsilon(self, delta):
+    def epsilon(self, delta, allowance=None):
         return self.value
 
 
@@ -197,7 +197,7 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
             if grid is None:
                 grid = index.pair_matrix(at_delta(delta))
             rdp = accountants.pair_rdp(index, delta, grid)
-            shown = shown_pair_floats(grid, rdp, epsilon_floats(grid, delta))
+            shown = shown_pair_floats(grid, rdp, epsilon_floats(grid, delta, index.allowance))
             names = list(index.variables)
             ids = np.asarray([names.index(name) for name in head.protected])
             sub = shown[np.ix_(ids, ids)]

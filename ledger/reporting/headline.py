@@ -100,10 +100,11 @@ def headline(index: LedgerIndex, dataset: Dataset, delta: Fraction, objective, t
     public = set(dataset.public_names)
     protected = tuple(v for v in variables if v not in public)
     column = {name: k for k, name in enumerate(variables)}
-    loss = {name: totals[column[name]].epsilon(delta) for name in variables}
+    allowance = index.allowance  # (the dataset's: Dataset.allowance)
+    loss = {name: totals[column[name]].epsilon(delta, allowance) for name in variables}
     if protected:
         spend = index.subset_spend(frozenset(protected), objective)
-        epsilon = spend.epsilon(delta)
+        epsilon = spend.epsilon(delta, allowance)
         rho = None if spend.is_pure or spend.unbounded else spend.zcdp_rho()
         if spend.unbounded:
             rho = None
@@ -124,13 +125,13 @@ def headline(index: LedgerIndex, dataset: Dataset, delta: Fraction, objective, t
         if pair_floats is None:
             from .report import epsilon_floats
 
-            pair_floats = epsilon_floats(pair_grid, delta)
+            pair_floats = epsilon_floats(pair_grid, delta, allowance)
         ids = np.asarray([column[name] for name in protected])
         sub = pair_floats[np.ix_(ids, ids)]
         upper = np.triu_indices(len(ids), k=1)
         best = int(np.argmax(sub[upper]))  # the first of the largest, in dataset order
         i, j = ids[upper[0][best]], ids[upper[1][best]]
-        worst_pair = (variables[i], variables[j], pair_grid.spend(int(i), int(j)).epsilon(delta))
+        worst_pair = (variables[i], variables[j], pair_grid.spend(int(i), int(j)).epsilon(delta, allowance))
     elif len(protected) < 2:
         worst_pair = None
     return with_reasons(Headline(
@@ -141,7 +142,7 @@ def headline(index: LedgerIndex, dataset: Dataset, delta: Fraction, objective, t
         worst_variable=worst_variable,
         worst_pair=worst_pair,
         public_losses=tuple((v, loss[v]) for v in variables if v in public),
-        dataset_wide=dataset_wide.epsilon(delta),
+        dataset_wide=dataset_wide.epsilon(delta, allowance),
         unprotected=tuple(v for v in protected if is_infinite(loss[v])),
     ), index)
 

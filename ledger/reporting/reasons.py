@@ -17,8 +17,8 @@ with the same words (DESIGN 2.3, 2.11):
   bounds nothing there; an alarm.
 - NOT_READ: a 0 because no release reads the variable (Tan Prop 3.3).
 - PAST_ALLOWANCE: the releases are bounded, but their approximate deltas pass the allowance of
-  the delta the figure is stated at (half of it, spend.ALLOWANCE): no statement is left at that
-  delta; an alarm.
+  the delta the figure is stated at (the dataset's share of it, Dataset.allowance): no statement
+  is left at that delta; an alarm.
 - `family_reason`: a family split by key variables of the subset, one of whose members holds no
   add/remove guarantee protecting everything it reads: a record moving between its parts is not
   protected (DESIGN 2.6), though every member's own figure may be finite: an alarm, named with

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from ..accounting.spend import CONVERSION_NAME
+from ..accounting.spend import ALLOWANCE, CONVERSION_NAME
 from ..operations.choices import charged_index
 from ..accounting.engine import at_delta
 from ..input.loader import LedgerSnapshot
@@ -143,7 +143,8 @@ def record_of(index, facts: ReleaseFacts, dataset: Dataset, caps: Sequence[Cap],
     }
     deployment = record["deployment"]
     if tier >= 2:
-        variant, parameters, details = _variant(spend, delta, protected, _smallest(index, protected, delta, spend))
+        variant, parameters, details = _variant(spend, delta, protected, _smallest(index, protected, delta, spend),
+                                               index.allowance)
         deployment["dp_variant"] = {"variant_name": variant}
         deployment["privacy_loss"] = {
             "privacy_unit": unit.get("privacy_unit") or _todo("the privacy unit (declare `privacy_unit` in the "
@@ -209,7 +210,7 @@ def _figure_source(figure) -> str:
         if figure.accountant != "basic" else ""
 
 
-def _variant(spend, delta, protected, smallest=None) -> tuple[str, dict, str]:
+def _variant(spend, delta, protected, smallest=None, allowance=ALLOWANCE) -> tuple[str, dict, str]:
     """The DP variant and the parameters of the protected variables' total: the epsilon at a
     delta is the smallest valid figure (`smallest`), as `subset` prints it for that subset."""
     if spend is None or spend.is_zero:
@@ -221,7 +222,7 @@ def _variant(spend, delta, protected, smallest=None) -> tuple[str, dict, str]:
         return ("Pure DP", {"epsilon": _safe(spend.pure)},
                 f"- epsilon = {format_number(spend.pure)} on {on}: pure epsilon, summed over every release "
                 "(Tan, Prop 3.4).\n")
-    epsilon = spend.epsilon(delta)
+    epsilon = spend.epsilon(delta, allowance)
     source = ""
     if smallest is not None and smallest.accountant != "basic" and float(smallest.epsilon) < float(epsilon):
         epsilon, source = smallest.epsilon, _figure_source(smallest)
@@ -246,7 +247,8 @@ def _per_variable(index, dataset: Dataset, delta, table=None) -> str:
             lines.append(f"  - {name}: ∞ (released exactly, not protected)")
             continue
         smallest = _smallest(index, [name], delta, spend)  # as the total row of `table` prints it
-        epsilon = spend.epsilon(delta) if smallest is None else min(float(spend.epsilon(delta)), float(smallest.epsilon))
+        own = spend.epsilon(delta, table.allowance)
+        epsilon = own if smallest is None else min(float(own), float(smallest.epsilon))
         text = f"  - {name}: epsilon {format_number(epsilon)}"
         if not spend.is_pure:
             text += f" at delta {format_delta(delta)}"

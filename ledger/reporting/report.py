@@ -668,8 +668,8 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
         inputs = as_it_stood(inputs)
     dataset = inputs.dataset
     charged = tuple(r for r in inputs.releases if r.status in CHARGED_STATUSES)
-    objective = at_delta(inputs.delta)
-    index = charged_index_of(dataset.variable_names, inputs.releases, inputs.families, inputs.events)
+    objective = at_delta(inputs.delta, dataset.allowance)
+    index = charged_index_of(dataset, inputs.releases, inputs.families)
     if inputs.as_of is not None:  # the caps' running totals as the ledger stood, over the index's arrays
         inputs = replace(inputs, cap_totals={cap.name: total_from_index(cap, index) for cap in inputs.caps})
     from .accountant_views import best_headline  # the smallest valid figures (issue 11)
@@ -901,8 +901,8 @@ def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
     Notion line names the accountants whose figures it shows."""
     wide = table.total_dataset_wide
     used = {int(i) for i in np.unique(table.cells)} | {int(i) for i in np.unique(table.dataset_wide)}
-    basis = basis_for([table.values[i] for i in used] + [*table.total, wide], inputs.delta)
-    epsilon = wide.epsilon(inputs.delta)
+    basis = basis_for([table.values[i] for i in used] + [*table.total, wide], inputs.delta, table.allowance)
+    epsilon = wide.epsilon(inputs.delta, table.allowance)
     if accounts is not None:
         per_variable, whole = accounts.shown()
         basis = replace(basis, accountants=tuple(sorted({f.accountant for f in [*per_variable, whole]})))
@@ -1026,9 +1026,10 @@ def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (), sh
     infinite_ids = np.asarray([value.unbounded for value in table.values], dtype=bool)
     protected_inf = (infinite_ids[table.cells] & ~public_column).any(axis=1) if len(table.cells) else \
         np.zeros(0, dtype=bool)
-    epsilon_of = [value.own_epsilon(delta) for value in table.values]  # one conversion per distinct value
-    total = tuple(spend.epsilon(delta) for spend in table.total)
-    total_wide = table.total_dataset_wide.epsilon(delta)
+    allowance = table.allowance
+    epsilon_of = [value.own_epsilon(delta, allowance) for value in table.values]  # one conversion per distinct value
+    total = tuple(spend.epsilon(delta, allowance) for spend in table.total)
+    total_wide = table.total_dataset_wide.epsilon(delta, allowance)
     if shown is not None:
         total, total_wide = tuple(f.epsilon for f in shown[0]), shown[1].epsilon
     n_rows, n_var = table.cells.shape
@@ -1152,20 +1153,14 @@ def risk_frame(risk: RiskTableView):
     return frame
 
 
-def charged_index_of(variables: Sequence[str], releases: Sequence[Release], families, events) -> LedgerIndex:
-    """The LedgerIndex of the charged ones of `releases` (each with its status then), with the
-    cancelled ones' moments noted (accountants.note_cancellations: a cancellation after a
-    publication makes the case adaptive, DESIGN 2.10), dated by `events` (history.ended)."""
-    from ..accounting.accountants import cancelled_moments, note_cancellations
-
-    index = LedgerIndex(variables, [r for r in releases if r.status in CHARGED_STATUSES], families)
-    note_cancellations(index, cancelled_moments(releases, ended((e.kind, e.subject, e.at) for e in events)))
-    return index
+def charged_index_of(dataset: Dataset, releases: Sequence[Release], families) -> LedgerIndex:
+    """The LedgerIndex of the charged ones of `releases` (each with its status then)."""
+    return LedgerIndex(dataset.variable_names, [r for r in releases if r.status in CHARGED_STATUSES],
+                       families).for_dataset(dataset.allowance)
 
 
 def cap_entries(caps: Sequence[Cap], totals: Mapping[str, CapTotal], releases: Sequence[Release] | None = None,
-                families: Mapping[str, Family] | None = None,
-                ended_at: Mapping[str, datetime] | None = None) -> tuple[CapEntry, ...]:
+                families: Mapping[str, Family] | None = None) -> tuple[CapEntry, ...]:
     """Every cap against the stored running totals: the pre-release check of an empty plan.
     With the charged releases, each cap's figure is the one `cap list` prints: the smallest
     valid filter figure (cap_accounting.checks_from_history, issue 11)."""
@@ -1173,7 +1168,7 @@ def cap_entries(caps: Sequence[Cap], totals: Mapping[str, CapTotal], releases: S
         return tuple(_cap_entry(c) for c in check(list(caps), totals, [], {}, {}, only_touched=False))
     from ..operations.cap_accounting import charged_index, checks_from_history
 
-    checks = checks_from_history(list(caps), releases, families or {}, totals, ended_at)
+    checks = checks_from_history(list(caps), releases, families or {}, totals)
     index = charged_index(caps, releases, families or {})  # each ∞ driver's own reason (reasons.driver_reasons)
     return tuple(_cap_entry(c, (), index) for c in checks)
 
@@ -1241,7 +1236,7 @@ def _pair_figure(index: LedgerIndex, a: str, b: str, spend, delta: Fraction, pub
     """One of the highest pairs; an unbounded one with its reason in the words `subset a b` prints
     (reasons.unbounded_reason; the headline's worst pair is given its reason the same way)."""
     why = reasons.unbounded_reason(index, (a, b), public) if spend.unbounded else None
-    return PairFigure(a, b, spend.epsilon(delta), why)
+    return PairFigure(a, b, spend.epsilon(delta, index.allowance), why)
 
 
 def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequence[str] | None = None,
@@ -1255,7 +1250,7 @@ def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequ
     variables = index.variables
     n = len(variables)
     grid = index.pair_matrix(objective)
-    colour = epsilon_floats(grid, delta)
+    colour = epsilon_floats(grid, delta, index.allowance)
     if best and n >= 2:
         from .accountant_views import best_pair_grid
 
@@ -1276,7 +1271,7 @@ def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequ
         figures = {}
         for i in range(n):
             for j in range(i, n):
-                figures[i, j] = figures[j, i] = grid.spend(i, j).epsilon(delta)
+                figures[i, j] = figures[j, i] = grid.spend(i, j).epsilon(delta, index.allowance)
         matrix = tuple(tuple(figures[i, j] for j in range(n)) for i in range(n))
     pairs = Pairs(variables=variables, count=n * (n - 1) // 2, unprotected=int(np.isinf(values).sum()),
                   highest=highest, matrix=matrix, colour=colour, svg="", protected_only=bool(public), public=public)
@@ -1324,7 +1319,7 @@ def timeline_of(index: LedgerIndex, delta: Fraction, objective, now: datetime,
         picks = np.unique(np.linspace(0, len(ends) - 1, TIMELINE_POINTS).round().astype(int))
         ends = [ends[k] for k in picks]
     grid = index.running_totals(order, ends, objective)
-    y = epsilon_floats(grid, delta)
+    y = epsilon_floats(grid, delta, index.allowance)
     if final is not None:
         y = np.minimum(y, np.asarray([float(v) for v in final], dtype=np.float64)[None, :])
     if distinct:
@@ -1592,8 +1587,8 @@ def meeting_pack(inputs: ReportInputs, checks: Sequence[CapCheck] | None = None)
     then = releases_as_of(inputs.releases, events, since)
     # one index of the releases charged then, each cap's total over its arrays (total_from_index:
     # total_from_history's figure, without a pass over the releases per cap)
-    index_then = charged_index_of(inputs.dataset.variable_names, then, inputs.families, events)
-    index_now = charged_index_of(inputs.dataset.variable_names, inputs.releases, inputs.families, events)
+    index_then = charged_index_of(inputs.dataset, then, inputs.families)
+    index_now = charged_index_of(inputs.dataset, inputs.releases, inputs.families)
     if checks is None:
         checks = checks_from_index(inputs.caps, index_now, inputs.cap_totals)
     set_at = {e.subject.split("/", 1)[1]: e.at for e in events if e.kind == "cap.set"}
@@ -1603,7 +1598,7 @@ def meeting_pack(inputs: ReportInputs, checks: Sequence[CapCheck] | None = None)
     caps_then, removed = caps_in_period(
         [state_change(e.kind, e.subject, e.at, e.data()) for e in inputs.events
          if e.kind in CAP_STATE_KINDS and e.subject.startswith(prefix)],
-        inputs.dataset.variable_names, since, inputs.as_of)
+        inputs.dataset.variable_names, since, inputs.as_of, inputs.dataset.allowance)
     moves = cap_moves(inputs.caps, checks, checks_from_index(list(caps_then), index_then), set_at, since, removed,
                       inputs.dataset.public_names, index_then, index_now)
     return MeetingPack(
@@ -1621,10 +1616,12 @@ def meeting_pack(inputs: ReportInputs, checks: Sequence[CapCheck] | None = None)
 
 
 def caps_in_period(changes: Sequence, order: Sequence[str], since: datetime,
-                   until: datetime | None = None) -> tuple[tuple[Cap, ...], tuple[Cap, ...]]:
+                   until: datetime | None = None, allowance: Fraction = ALLOWANCE
+                   ) -> tuple[tuple[Cap, ...], tuple[Cap, ...]]:
     """(the caps as they stood just before `since`, the caps removed between `since` and `until`
     that are not set again by then, each with the value it had when removed), replayed from the
-    cap changes (history.StateChange, chain order; store.as_of.state_changes / state_change)."""
+    cap changes (history.StateChange, chain order; store.as_of.state_changes / state_change), each
+    with its dataset's variable `order` and `allowance` (Cap.order, Cap.allowance)."""
     then: dict[str, Cap | None] = {}
     last: dict[str, Cap | None] = {}
     removed: dict[str, Cap] = {}
@@ -1643,8 +1640,9 @@ def caps_in_period(changes: Sequence, order: Sequence[str], since: datetime,
         else:
             removed.pop(name, None)  # set again: it is a cap now
         last[name] = cap
-    kept = [replace(cap, order=tuple(order)) for cap in then.values() if cap is not None]
-    return tuple(sorted(kept, key=lambda c: c.name)), tuple(replace(c, order=tuple(order)) for c in removed.values())
+    kept = [replace(cap, order=tuple(order), allowance=allowance) for cap in then.values() if cap is not None]
+    return tuple(sorted(kept, key=lambda c: c.name)), tuple(replace(c, order=tuple(order), allowance=allowance)
+                                                            for c in removed.values())
 
 
 def cap_moves(caps: Sequence[Cap], now: Sequence[CapCheck], then: Sequence[CapCheck], set_at: Mapping[str, datetime],
@@ -1718,8 +1716,8 @@ def aware(moment: datetime | None) -> datetime | None:
 # --------------------------------------------------------------------------
 
 
-def epsilon_floats(grid: SpendGrid, delta: Fraction) -> np.ndarray:
-    """`Spend.epsilon(delta)` for every cell of a grid, as floats, for drawing.
+def epsilon_floats(grid: SpendGrid, delta: Fraction, allowance: Fraction = ALLOWANCE) -> np.ndarray:
+    """`Spend.epsilon(delta, allowance)` for every cell of a grid, as floats, for drawing.
 
     The same rules as accounting.Spend.epsilon (pure: the sum; approximate deltas
     taken from delta, ∞ past it; with rho, the Rényi statements at the fixed orders,
@@ -1731,8 +1729,8 @@ def epsilon_floats(grid: SpendGrid, delta: Fraction) -> np.ndarray:
     pure, approx_eps, approx_delta, rho, pure_rho = (f[k] for k in ("pure", "approx_epsilon", "approx_delta",
                                                                     "rho", "pure_rho"))
     result = pure.copy()
-    within = approx_delta <= float(ALLOWANCE) * float(delta)  # (spend.within_allowance over arrays)
-    remaining = np.where(within, filter_delta(delta), 0.0)
+    within = approx_delta <= float(allowance) * float(delta)  # (spend.within_allowance over arrays)
+    remaining = np.where(within, filter_delta(delta, allowance=allowance), 0.0)
     approx_only = (rho == 0) & ((approx_eps != 0) | (approx_delta != 0))
     result[approx_only] = np.where(within[approx_only], (pure + approx_eps)[approx_only], np.inf)
     with_rho = rho != 0

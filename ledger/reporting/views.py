@@ -16,7 +16,7 @@ from fractions import Fraction
 from functools import lru_cache
 from importlib import resources
 
-from ..accounting.spend import CONVERSION_NAME, Spend
+from ..accounting.spend import ALLOWANCE, CONVERSION_NAME, Spend, allowance_words
 from ..accounting.engine import RiskTable, SubsetCost
 from ..core.failures import neutralise
 from ..core.numbers import (
@@ -44,6 +44,7 @@ class Basis:
     pure: bool
     delta: Fraction
     accountants: tuple[str, ...] = ()  # the accountants whose figures the total row shows (issue 11)
+    allowance: Fraction = ALLOWANCE  # the dataset's (Dataset.allowance)
 
     @property
     def notion(self) -> str:
@@ -62,7 +63,8 @@ class Basis:
         if self.pure:
             return "pure epsilon (every charged guarantee is pure; Tan Prop 3.4 composition)"
         return (f"epsilon at delta = {format_delta(self.delta)}, valid under full adaptivity: approximate "
-                f"deltas drawn from its allowance (half), the rest by the {CONVERSION_NAME}")
+                f"deltas drawn from its allowance ({allowance_words(self.allowance)}), the rest by the "
+                f"{CONVERSION_NAME}")
 
     def json_delta(self) -> object:
         return None if self.pure else to_json(self.delta)
@@ -76,8 +78,8 @@ ACCOUNTANT_WORDS = {
 }
 
 
-def basis_for(spends, delta: Fraction) -> Basis:
-    return Basis(pure=all(s.is_pure or s.unbounded for s in spends), delta=delta)
+def basis_for(spends, delta: Fraction, allowance: Fraction = ALLOWANCE) -> Basis:
+    return Basis(pure=all(s.is_pure or s.unbounded for s in spends), delta=delta, allowance=allowance)
 
 
 @dataclass(frozen=True)
@@ -135,10 +137,10 @@ def table_view(table: RiskTable, delta: Fraction, rows: Sequence[int] | None = N
     (the total row is always over every release)."""
     spends = [*table.values, *table.total, table.total_dataset_wide]
     used = set(np.unique(table.cells).tolist()) | set(np.unique(table.dataset_wide).tolist())
-    basis = basis_for([table.values[i] for i in used] + spends[len(table.values):], delta)
+    basis = basis_for([table.values[i] for i in used] + spends[len(table.values):], delta, table.allowance)
     converted = converts([table.values[i] for i in used] + spends[len(table.values):])
     shown = range(len(table.releases)) if rows is None else rows
-    value_epsilon = [v.own_epsilon(delta) for v in table.values]  # (each a release's own charge)
+    value_epsilon = [v.own_epsilon(delta, table.allowance) for v in table.values]  # (each a release's own charge)
     rows = tuple(
         TableRow(
             release=release.id,
@@ -153,21 +155,21 @@ def table_view(table: RiskTable, delta: Fraction, rows: Sequence[int] | None = N
         dataset=table.dataset,
         variables=table.variables,
         rows=rows,
-        total=tuple(s.epsilon(delta) for s in table.total),
-        total_dataset_wide=table.total_dataset_wide.epsilon(delta),
+        total=tuple(s.epsilon(delta, table.allowance) for s in table.total),
+        total_dataset_wide=table.total_dataset_wide.epsilon(delta, table.allowance),
         basis=basis,
         converted=converted,
     )
 
 
-def subset_json(cost: SubsetCost, delta: Fraction, why: str | None = None) -> dict:
+def subset_json(cost: SubsetCost, delta: Fraction, why: str | None = None, allowance: Fraction = ALLOWANCE) -> dict:
     """`subset --json`; `why`: why an unbounded figure is ∞ (reasons.unbounded_reason), in
     reasons.py's words (NOT_PROTECTED when not given: an ∞ of unknown cause is an alarm)."""
     spend = cost.spend
     pure = spend.is_pure
     return {
         "subset": list(cost.subset),
-        **figure_fields("epsilon", spend.epsilon(delta)),
+        **figure_fields("epsilon", spend.epsilon(delta, allowance)),
         **figure_fields("rho", None if pure else spend.zcdp_rho()),
         **figure_fields("delta", None if pure or spend.unbounded else delta),
         "notion": spend.notion,
@@ -580,7 +582,8 @@ def release_charge_text(release, dataset=None) -> str:
     delta = (dataset.delta if dataset is not None else None) or DEFAULT_DELTA
     # the release's own charge, as `table`'s cell for it (Spend.own_epsilon: one mechanism, a rho
     # converted at the whole delta), not a composition's figure at the filter's share of delta
-    return f"ε {format_number(spend.own_epsilon(delta))} at δ {format_delta(delta)}"
+    allowance = dataset.allowance if dataset is not None else ALLOWANCE
+    return f"ε {format_number(spend.own_epsilon(delta, allowance))} at δ {format_delta(delta)}"
 
 
 def release_charge_json(release, dataset=None) -> dict:
@@ -601,7 +604,8 @@ def release_charge_json(release, dataset=None) -> dict:
         return {**figure_fields("charge", INF if spend.unbounded else spend.pure), "charge_delta": None,
                 "charge_text": text}
     delta = (dataset.delta if dataset is not None else None) or DEFAULT_DELTA
-    return {**figure_fields("charge", spend.epsilon(delta)), **figure_fields("charge_delta", delta),
+    allowance = dataset.allowance if dataset is not None else ALLOWANCE
+    return {**figure_fields("charge", spend.epsilon(delta, allowance)), **figure_fields("charge_delta", delta),
             "charge_text": text}
 
 

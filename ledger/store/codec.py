@@ -19,6 +19,7 @@ from ..accounting.spend import UNBOUNDED, Spend
 from ..accounting.budget import CapTotal
 from ..core.numbers import exact_text
 from ..core.records import (
+    DEFAULT_ALLOWANCE,
     Cap,
     Dataset,
     Family,
@@ -250,6 +251,8 @@ def dataset_to_dict(dataset: Dataset) -> dict:
         body["self_approval"] = True
     if dataset.relation != Relation.REPLACE:  # written only for add/remove: earlier datasets keep their form
         body["relation"] = dataset.relation.value
+    if dataset.allowance != DEFAULT_ALLOWANCE:  # written only when not the default: earlier datasets keep their form
+        body["allowance"] = _number(dataset.allowance)
     return body
 
 
@@ -264,6 +267,7 @@ def dataset_from_dict(data: dict) -> Dataset:
         groups=tuple((name, frozenset(members)) for name, members in data["groups"].items()),
         self_approval=bool(data.get("self_approval", False)),
         relation=Relation(data.get("relation", Relation.REPLACE.value)),
+        allowance=_fraction(data.get("allowance")) if data.get("allowance") is not None else DEFAULT_ALLOWANCE,
     )
 
 

@@ -77,7 +77,7 @@ from sqlmodel import Field, Session, SQLModel
 from . import driver
 from .codec import canonical_json
 from ..core.lazy import lazy_module
-from ..core.records import CHARGED_STATUSES, Family, Guarantee, Notion, Relation, Release, Status
+from ..core.records import CHARGED_STATUSES, DEFAULT_ALLOWANCE, Family, Guarantee, Notion, Relation, Release, Status
 
 np = lazy_module("numpy")
 
@@ -113,8 +113,8 @@ class AccountingRow(SQLModel, table=True):
     published_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # published_at
 
     __table_args__ = (Index("ix_release_accounting_event", "dataset", "event", "status", "seq"),
-                      # the cancelled rows of a dataset (`cancellations`; database.refresh_cancelled_states
-                      # builds it in a ledger made before it)
+                      # the cancelled rows of a dataset (database._v15_odometer builds it in a ledger
+                      # made before it)
                       Index("ix_release_accounting_status", "dataset", "status"))
 
 
@@ -786,54 +786,8 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     index.finish_arrays(ambiguous)  # the same derived arrays as LedgerIndex.__init__
     if accounts:
         _attach_events(connection, index, rows, dataset, charged, partial=touching is not None)
-    from ..accounting.accountants import note_cancellations  # (DESIGN 2.10: which case holds)
-
-    note_cancellations(index, cancellations(connection, dataset, variables, when))
-    return index
-
-
-def cancellations(connection, dataset: str, variables: Sequence[str], when: datetime | None = None
-                  ) -> dict[str, datetime]:
-    """`accountants.cancelled_moments` from the accounting rows: per variable, the latest
-    cancellation of a cancelled release of `dataset` reading it (DESIGN 2.10: a cancellation
-    after a publication makes the case adaptive), dated by its `release.cancelled` audit event
-    (`cancel` writes it with the status), else unknown (`accountants.UNKNOWN_CANCELLATION`:
-    after any publication). The cancelled rows are found by their (dataset, status) index
-    (ix_release_accounting_status: a cost of the cancellations, not of the dataset's rows; a scan of a million
-    rows for their status took half a second), their events through the (kind, subject) index.
-    With `when` (--as-of): the cancellations dated by then only, as `as_of.rows_then` counts
-    the others' releases as charged then (an undated one is not cancelled at any moment then:
-    history.status_at). `variables`: the dataset's, in its order (the reads bitsets' positions)."""
-    from ..accounting.accountants import UNKNOWN_CANCELLATION
-    from ..input.loader import parse_moment
-    from . import database as store
-
-    def naive(moment: datetime) -> datetime:  # naive UTC, as the accountants compare moments
-        return moment if moment.tzinfo is None else moment.astimezone(UTC).replace(tzinfo=None)
-
-    events = store.AuditEventRow.__table__
-    statement = (select(_ROWS.c.reads, events.c.at)
-                 .select_from(_ROWS.outerjoin(events, and_(events.c.kind == "release.cancelled",
-                                                          events.c.subject == _ROWS.c.release)))
-                 .where(_ROWS.c.dataset == dataset, _ROWS.c.status == Status.CANCELLED.value))
-    then = None if when is None else naive(when)
-    found: dict[str, datetime] = {}
-    for reads, at in connection.execute(statement):
-        moment = None if at is None else parse_moment(at)
-        if moment is None:
-            if then is not None:
-                continue
-            moment = UNKNOWN_CANCELLATION
-        else:
-            moment = naive(moment)
-            if then is not None and moment > then:
-                continue
-        for position in _positions(bytes(reads)):
-            if position < len(variables):
-                name = variables[position]
-                if name not in found or moment > found[name]:
-                    found[name] = moment
-    return found
+    stated = store.dataset_allowances(connection, [dataset]).get(dataset)  # (Dataset.allowance)
+    return index.for_dataset(DEFAULT_ALLOWANCE if stated is None else Fraction(stated))
 
 
 def read_rows(connection, dataset: str, charged: list[str], positions: list[int] | None, n_var: int,
@@ -1310,7 +1264,8 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
     n_values = len(index.values)
     per_value = np.zeros((n_values, n_var), dtype=np.int64)  # simple cells of each value id, per variable
     unbounded = np.zeros(n_var, dtype=bool)
-    wide_float = np.asarray([np.inf if v.unbounded else float(v.own_epsilon(delta)) for v in index.values])
+    wide_float = np.asarray([np.inf if v.unbounded else float(v.own_epsilon(delta, index.allowance))
+                             for v in index.values])
     dataset_wide = np.empty(n_rel, dtype=np.int64)
     n_guarantees, first_guarantee = index._guarantee_spans()
     single = index.simple & (n_guarantees <= 1)  # a cell is this release's one value, ∞ or 0
@@ -1323,9 +1278,6 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
         counts = np.zeros((n_var, n_events), dtype=np.int64)
         several = {}  # (variable, value id) -> cells of a value with several parts (accountants._single: -2)
         multi = False  # some simple cell's value has several parts: table_figures composes column by column
-        last = np.full(n_var, -np.inf)
-        first = np.full(n_var, np.inf)
-        unknown = np.zeros(n_var, dtype=bool)
         others = {}  # row -> its cells, for the rows the exact path composes (families, choices)
         row_event = np.where(events.mech >= 0, events.mech, events.value_event[single_value])
 
@@ -1411,10 +1363,6 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
                     add_cells(j_, ids, np.where(mech >= 0, mech, events.value_event[ids]), np.ones(len(ids), np.int64))
             if events is not None:
                 others.update((start + int(r), cells[r]) for r in rest if not index.simple[start + r])
-    if events is not None:  # the latest recording and earliest publication among the releases reading each variable
-        last, first = acc.read_extreme(index, events.recorded, -1), acc.read_extreme(index, events.published, 1)
-        read_rows, read_cols = index.read_entries()
-        unknown[read_cols[events.unknown[read_rows]]] = True
     sums = {field: [sum(int(numerators[v]) * int(per_value[v, j]) for v in range(n_values) if per_value[v, j])
                     for j in range(n_var)] for field, _, numerators in components.components}
     totals = [UNBOUNDED if unbounded[j] else Spend(**{field: Fraction(sums[field][j], denominator)
@@ -1436,12 +1384,12 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
         index.releases.prefetch(rows)  # the heads of the rows shown, not of every release
     table = RiskTable(dataset=dataset, variables=index.variables, releases=tuple(index.releases[int(r)] for r in rows),
                       values=index.values, cells=cells, dataset_wide=dataset_wide[rows], total=tuple(totals),
-                      total_dataset_wide=total_wide)
+                      total_dataset_wide=total_wide, allowance=index.allowance)
     if events is None:
         return table, [], {}
 
     def figures(comp):
-        case = acc.case_of(comp)
+        case = acc.ADAPTIVE
         makers = {"basic": acc.basic_figure, "rdp": acc.rdp_figure, "pld": acc.pld_figure}
         return {name: makers[name](comp, delta, case) for name in accountants}
 
@@ -1460,9 +1408,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
                     found[event] += count
         for k in np.flatnonzero(counts[j]):
             found[events.events[k]] += int(counts[j, k])
-        comp = acc.Composition(totals[j], found, bool(unbounded[j]) or totals[j].unbounded,
-                               acc.last_recorded_from(last[j]), acc.first_published_from(first[j]), bool(unknown[j]),
-                               acc.last_cancelled(index.__dict__.get("_cancelled_at"), (name,)))
+        comp = acc.Composition(totals[j], found, bool(unbounded[j]) or totals[j].unbounded, allowance=index.allowance)
         if others:  # families and releases with a choice, one by one
             column = np.full(n_rel, index.ZERO_ID, dtype=np.int64)
             column[exact_rows] = [others[int(r)][j] for r in exact_rows]

@@ -66,7 +66,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
-from ..accounting.spend import ZERO as ZERO_SPEND
+from ..accounting.spend import ALLOWANCE, ZERO as ZERO_SPEND
 from ..accounting.budget import (FAMILY_DRIVER, CapTotal, options_measure, top_drivers, total_differences,
                                  total_from_history, total_from_index, total_from_parts)
 from .codec import (
@@ -646,8 +646,7 @@ def _rebuild_accountant_states(session: Session) -> None:
         stated = [cap for cap in caps(session, dataset) if cap.delta is not None and cap.rho is None]
         releases = [r for r in history.releases.values() if r.dataset == dataset]
         families = {f.id: f for f in history.families.values() if f.dataset == dataset}
-        save_accountant_states(session, dataset, {cap.name: accountants.state_from_history(cap, releases, families,
-                                                                                           history.ended)
+        save_accountant_states(session, dataset, {cap.name: accountants.state_from_history(cap, releases, families)
                                                   for cap in stated})
 
 
@@ -700,16 +699,13 @@ def _v13_filter_shares(session: Session) -> None:
 
 
 def _v15_odometer(session: Session) -> None:
-    """Two changes to what a cap at a delta is held to (the review of 2026-11-24), one upgrade:
-    - an epsilon at a delta of a composition no longer takes the summed rho converted at its best
-      order (valid only for a budget fixed in advance, not at every stopping time; spend.py): the
-      Rényi orders fixed in advance (now with 512 and 1024, for small totals) take the whole
-      delta, 1/22 each;
-    - a plan declared in advance and cut short by a cancellation after a publication is adaptive
-      (`refresh_cancelled_states`, with the accounting rows' status index it reads by).
-    Every cap at a delta has its running total and accountant state computed again from its
-    accounting rows."""
-    refresh_cancelled_states(session)
+    """What a cap at a delta is held to changed (spend.py: the Rényi orders fixed in advance take
+    the delta, 1/22 each), so every cap at a delta has its running total and accountant state
+    computed again from its accounting rows; the accounting rows' (dataset, status) index is built
+    first (it finds a dataset's cancelled rows)."""
+    status_index = next(i for i in columns.AccountingRow.__table__.indexes if i.name == "ix_release_accounting_status")
+    status_index.create(session.connection(), checkfirst=True)
+    _caps_at_a_delta_again(session, states=True)
 
 
 def _caps_at_a_delta_again(session: Session, states: bool) -> None:
@@ -742,20 +738,6 @@ def _v14_fixed_sides(session: Session) -> None:
         save_totals(session, dataset, {cap.name: total_from_index(cap, index) for cap in stated})
         save_accountant_states(session, dataset, {cap.name: state_from_index(cap, index) for cap in stated
                                                   if cap.delta is not None and cap.rho is None})
-
-
-def refresh_cancelled_states(session: Session) -> None:
-    """The accountants' running states gain "last_cancelled" (accountants.STATE_VERSION 4): a release
-    reading a cap's subset cancelled at or after the first publication among the releases charged
-    on it makes the case adaptive (DESIGN 2.10: a stopping decision that may depend on the outputs),
-    so every cap at a delta gets its state computed again from the accounting rows, the cancelled
-    ones' moments read from their audit events (columns.cancellations; as `cap set` does). Until
-    it runs, a version 3 state is stale and recomputed when read (cap_accounting.current_states);
-    `audit verify` compares the current version's states only. The accounting rows' (dataset,
-    status) index, which finds a dataset's cancelled rows, is built first. (Schema 15, `_v15_odometer`.)"""
-    status_index = next(i for i in columns.AccountingRow.__table__.indexes if i.name == "ix_release_accounting_status")
-    status_index.create(session.connection(), checkfirst=True)  # (columns.cancellations reads by it)
-    _caps_at_a_delta_again(session, states=True)
 
 
 def _release_part_column(connection: Connection) -> None:
@@ -1033,14 +1015,32 @@ def _datasets(session: Session, names: Sequence[str] | None = None) -> list[Data
             {"name": row.name, "classification": row.classification, "description": row.description,
              "categories": row.categories}
         )
-    return [dataset_from_dict(_dataset_dict(row, variables.get(row.name, [])))
-            for row in connection.execute(datasets, binds)]
+    rows = connection.execute(datasets, binds).all()
+    allowances = dataset_allowances(connection, [row.name for row in rows])
+    return [dataset_from_dict(_dataset_dict(row, variables.get(row.name, []), allowances.get(row.name)))
+            for row in rows]
 
 
-def _dataset_dict(row: DatasetRow, variables: list[dict]) -> dict:
+def dataset_allowances(connection, names: Sequence[str]) -> dict[str, str]:
+    """Dataset name -> its approximate allowance (Dataset.allowance) as recorded, for the datasets
+    that state one. The allowance is fixed when the dataset is recorded (amend.plan refuses a
+    change), so its `dataset.added` event, which carries the whole dataset, holds it: no column
+    of its own. A dataset whose event states none has the default."""
+    if not names:
+        return {}
+    found = {}
+    for subject, payload in connection.execute(select(_EVENTS.c.subject, _EVENTS.c.payload).where(
+            _EVENTS.c.kind == "dataset.added", _EVENTS.c.subject.in_(list(names)))):
+        allowance = json.loads(payload).get("dataset", {}).get("allowance")
+        if allowance is not None:
+            found[subject] = allowance
+    return found
+
+
+def _dataset_dict(row: DatasetRow, variables: list[dict], allowance: str | None = None) -> dict:
     return {"name": row.name, "description": row.description, "delta": row.delta,
             "variables": variables, "groups": row.groups, "self_approval": bool(row.self_approval),
-            "relation": row.relation or "replace"}
+            "relation": row.relation or "replace", **({"allowance": allowance} if allowance is not None else {})}
 
 
 def _family_dict(row: FamilyRow) -> dict:
@@ -1291,8 +1291,10 @@ def _configuration(session: Session) -> Configuration:
     families = {r.id: family_from_dict(_family_dict(r)) for r in connection.execute(_text_rows(FamilyRow.__table__))}
     caps_by_dataset: dict[str, list[Cap]] = {}
     for cap_row in connection.execute(_text_rows(CapRow.__table__)):
-        order = datasets[cap_row.dataset].variable_names if cap_row.dataset in datasets else ()
-        caps_by_dataset.setdefault(cap_row.dataset, []).append(cap_from_dict(_cap_dict(cap_row), order))
+        known = datasets.get(cap_row.dataset)
+        order = known.variable_names if known is not None else ()
+        caps_by_dataset.setdefault(cap_row.dataset, []).append(
+            replace(cap_from_dict(_cap_dict(cap_row), order), allowance=known.allowance if known else ALLOWANCE))
     # by dataset and name in Python's order, not SQL's: PostgreSQL's ORDER BY follows the database's collation
     result = Configuration(datasets, families, {k: in_name_order(v) for k, v in sorted(caps_by_dataset.items())},
                            {name: dataset.variable_names for name, dataset in datasets.items()})
@@ -1976,9 +1978,6 @@ class _TotalsCheck:
         self.parts: dict[str, dict[str, list]] = {
             dataset: {cap.name: [ZERO_SPEND, {}, []] for cap in caps} for dataset, caps in config.caps.items()}
         self.members: dict[str, dict[str, list[Release]]] = {dataset: {} for dataset in config.caps}
-        # the cancelled releases (id, reads) per dataset: their cancellations decide the states' case
-        # (DESIGN 2.10: `last_cancelled`, dated by their audit events at the end)
-        self.cancelled: dict[str, list[Release]] = {dataset: [] for dataset in config.caps}
         # the running accountant states (issue 11) a decision would read, recomputed chunk by chunk
         # (accountants.state_apply from the empty history; family members last, over all of them)
         self.families = {dataset: {f.id: f for f in config.families.values() if f.dataset == dataset}
@@ -1999,8 +1998,6 @@ class _TotalsCheck:
     def add(self, releases: Iterable[Release]) -> None:
         by_dataset: dict[str, list[Release]] = {}
         for release in releases:
-            if release.dataset in self.parts and release.status is Status.CANCELLED:
-                self.cancelled[release.dataset].append(release)
             if release.dataset in self.parts and release.status in CHARGED_STATUSES:
                 if release.family is not None:
                     self.members[release.dataset].setdefault(release.family, []).append(release)
@@ -2027,19 +2024,12 @@ class _TotalsCheck:
                                                              self.families[dataset], {})
 
     def _state_problems(self, dataset: str) -> list[str]:
-        from ..accounting.accountants import cancelled_moments, last_cancelled, state_differences
-        from .as_of import ended_at
+        from ..accounting.accountants import state_differences
 
         self._apply_states(dataset, [m for group in self.members[dataset].values() for m in group])
         problems = []
-        caps = {cap.name: cap for cap in self.config.caps[dataset]}
-        moments = cancelled_moments(self.cancelled[dataset], ended_at(_connection(self.session))
-                                    if self.cancelled[dataset] else {})
         for name, expected in self.states[dataset].items():
-            if name in caps:
-                moment = last_cancelled(moments, caps[name].subset)
-                expected = {**expected, "last_cancelled": None if moment is None else moment.isoformat()}
-            differences = state_differences(self.stored_states[dataset][name], expected, caps.get(name))
+            differences = state_differences(self.stored_states[dataset][name], expected)
             if differences:
                 problems.append(f"cap {dataset}/{name}: the running accountant state differs from the state "
                                 f"recomputed from the releases: {'; '.join(differences)}")
