@@ -210,6 +210,26 @@ class Ledger:
         with Session(self.engine) as session:
             return budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
 
+    def solve(self, plan: str | Path | Mapping[str, Any], *, dataset: str | None = None) -> pd.DataFrame:
+        """The noise of each planned release (a plan file, or its content as a dict) that uses the
+        budget left as fully as every cap it touches allows (operations/solve.py): one row per
+        release with its parameter, the cap that binds it and its expected error. The release
+        file `check` accepts is `df.attrs["release_file"]`. Refused (`Refused`) when a cap has
+        no room or an accuracy floor is not met; bad input raises `InputErrors`."""
+        import pandas as pd
+
+        from .input.plan import read_plan
+        from .operations.solve import solve
+
+        parsed = read_plan(plan)
+        chosen = choices.pick_dataset(self._light(), dataset or parsed.dataset, field="dataset")
+        solution = solve(self.engine, parsed, chosen, self._by(None))
+        frame = pd.DataFrame([(row.planned.id, row.planned.family, row.parameter, row.value, row.binding, row.std,
+                               row.halfwidth95) for row in solution.rows],
+                             columns=["id", "mechanism", "parameter", "value", "binding_cap", "std", "halfwidth95"])
+        frame.attrs.update(dataset=chosen.name, release_file=solution.release_file())
+        return frame
+
     # -- figures ----------------------------------------------------------------
 
     def caps(self, dataset: str | None = None) -> list[budget.CapCheck]:

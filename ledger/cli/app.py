@@ -1312,6 +1312,10 @@ from .export import export_app  # noqa: E402  (issue 14)
 
 app.add_typer(export_app, name="export")
 
+from .plan import plan_app  # noqa: E402
+
+app.add_typer(plan_app, name="plan")
+
 from .resident_commands import resident_app  # noqa: E402  (issue 13: start-up paid once)
 
 app.add_typer(resident_app, name="resident")

@@ -1,0 +1,410 @@
+"""Solve a plan: the noise of each planned release that uses the budget left as fully as the
+caps it touches allow (docs/explanation/accounting.md, "Plans that solve themselves").
+
+Each weighted release i takes the share w_i t of a common t: an epsilon for the epsilon-DP
+families (laplace, geometric), a rho for the zCDP ones (gaussian, discrete-gaussian). The
+caps are kept by water-filling: the largest t every cap touched by an unsettled release
+admits is found; the cap with the smallest one binds, its unsettled releases are settled at
+w_i t, and the rest go on with what is left. Each cap's largest t is found by its filter:
+
+    pure cap      sum of epsilons                 t = room / sum w_i              exact
+    rho cap       rho_i = w_i t (Gaussians),      a t + b t^2 = room              exact when b = 0
+                  eps_i^2 / 2 (Laplace, as zCDP,
+                  Bun and Steinke 2016, Prop 3.3)
+    Gaussian DP   mu_i^2 = 2 w_i t                t = (mu^2 - mu_0^2) / (2 sum w_i)  mu from the
+                  (mu = sensitivity / sigma,      (Dong, Roth and Su 2022, Cor 2.13: `gdp_mu`)
+                  Dong, Roth and Su 2022, Thm 2.7)
+    others        the cap's own decision          bisection on t
+
+and every closed form is checked by the cap's own decision (`cap_accounting.admits`), the
+function `check` calls, with a bisection below it if the check refuses. A share becomes the
+parameter written: epsilon kept exact (rounded down past 12 significant digits), sigma =
+sensitivity / sqrt(2 rho) rounded up (Bun and Steinke 2016, Prop 1.6; for the discrete
+Gaussian Canonne, Kamath and Steinke 2020, Thm 14), rho exact for a discrete Gaussian.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..accounting import budget, filters
+from ..accounting.catalogue import derive_guarantees
+from ..accounting.engine import candidates
+from ..accounting.relation import in_dataset
+from ..accounting.risk import gdp_mu
+from ..core.errors import InputErrors, LedgerError, Refused
+from ..core.numbers import INF, float_down, is_infinite
+from ..core.records import Cap, Dataset, Guarantee, Mechanism, Notion, Release, Status
+from ..input.plan import Plan, PlannedRelease
+from . import cap_accounting
+
+DIGITS = 12  # significant digits kept of a parameter that is not exact
+EXACT = 10**30  # a share is written exactly while its denominator is at most this
+Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
+
+
+@dataclass(frozen=True)
+class Solved:
+    """One planned release as solved: the parameter written, the cap that binds it, its error."""
+
+    planned: PlannedRelease
+    release: Release
+    parameter: str  # epsilon, sigma or rho
+    value: Fraction
+    binding: str | None  # the cap that stopped its share growing; None for a fixed parameter
+    std: float  # the noise's standard deviation (a bound for the discrete Gaussian)
+    halfwidth95: float  # the half-width of the noise's central 95% interval (a bound where marked)
+
+
+@dataclass(frozen=True)
+class Solution:
+    dataset: str
+    rows: tuple[Solved, ...]
+
+    def release_file(self) -> dict:
+        """The release file (`record` and `check` read it) of the solved plan."""
+        return {"dataset": self.dataset, "releases": [entry(row) for row in self.rows]}
+
+
+# --------------------------------------------------------------------------
+# Shares as parameters
+# --------------------------------------------------------------------------
+
+
+def rounded_down(value: Fraction) -> Fraction:
+    """`value` itself when its denominator is at most EXACT, else rounded down to DIGITS significant digits."""
+    if value.denominator <= EXACT:
+        return value
+    return significant_down(value)
+
+
+def significant_down(value: Fraction) -> Fraction:
+    """`value` (> 0) rounded down to DIGITS significant digits."""
+    scale = Fraction(10) ** (DIGITS - 1 - math.floor(math.log10(value)))
+    return Fraction(math.floor(value * scale)) / scale
+
+
+def sigma_up(sensitivity: Fraction, rho: Fraction) -> Fraction:
+    """The smallest sigma to DIGITS significant digits, rounded up, whose Gaussian is at most
+    rho-zCDP: sigma >= sensitivity / sqrt(2 rho) (Bun and Steinke 2016, Prop 1.6)."""
+    guess = math.nextafter(float(sensitivity) / math.sqrt(2 * float(rho)), math.inf)
+    sigma = Fraction(decimal.Context(prec=DIGITS, rounding=decimal.ROUND_CEILING).create_decimal(guess))
+    while sensitivity * sensitivity > 2 * rho * sigma * sigma:  # (float error: never below the root)
+        sigma *= 1 + Fraction(1, 10**(DIGITS - 1))
+    return sigma
+
+
+def release_at(planned: PlannedRelease, share: Fraction, dataset: Dataset, now) -> Release:
+    """The planned release with share `share` (epsilon or rho), as the release file states it."""
+    reads = frozenset(planned.reads)
+    sensitivity = planned.sensitivity
+    if planned.family == "discrete-gaussian":
+        rho = share if planned.fixed is not None else rounded_down(share)
+        mechanism = Mechanism("declared", (("noise", "discrete-gaussian"), ("sensitivity", sensitivity)))
+        guarantees = (Guarantee(reads, Notion.ZCDP, rho=rho),)
+    else:
+        if planned.family == "gaussian":
+            sigma = planned.sigma if planned.sigma is not None else sigma_up(sensitivity, share)
+            params = (("sensitivity", sensitivity), ("sigma", sigma))
+        else:
+            epsilon = share if planned.fixed is not None else rounded_down(share)
+            params = (("epsilon", epsilon), ("scale", sensitivity / epsilon), ("sensitivity", sensitivity))
+        mechanism = Mechanism(planned.family, params)
+        guarantees, _ = derive_guarantees(mechanism, reads)
+    release = Release(planned.id, dataset.name, reads, mechanism, guarantees, title=planned.title,
+                      status=Status.PLANNED, recorded_at=now)
+    return in_dataset(release, dataset)
+
+
+def parameter(release: Release) -> tuple[str, Fraction]:
+    """The parameter a solved release is known by: epsilon, sigma, or (a discrete Gaussian) rho."""
+    if release.mechanism.name == "declared":
+        return "rho", release.guarantees[0].rho
+    if release.mechanism.name == "gaussian":
+        return "sigma", release.mechanism.param("sigma")
+    return "epsilon", release.mechanism.param("epsilon")
+
+
+def expected_error(family: str, sensitivity: Fraction, name: str, value: Fraction) -> tuple[float, float]:
+    """(standard deviation, 95% half-width) of the noise. Laplace of scale b: sqrt(2) b and
+    b ln 20; two-sided geometric of alpha = e^(-eps / sensitivity): sqrt(2 alpha) / (1 - alpha) and
+    the smallest k with P(|X| > k) = 2 alpha^(k+1) / (1 + alpha) <= 5% (Ghosh, Roughgarden and
+    Sundararajan 2009); Gaussian: sigma and 1.96 sigma; discrete Gaussian: bounds, sigma (its
+    variance is at most sigma^2) and sigma sqrt(2 ln 40) (its sub-Gaussian tail), Canonne,
+    Kamath and Steinke 2020, Prop 19 and Prop 25."""
+    if family == "laplace":
+        scale = float(sensitivity / value)
+        return math.sqrt(2) * scale, scale * math.log(20)
+    if family == "geometric":
+        alpha = math.exp(-float(value / sensitivity))
+        k = max(0, math.ceil(math.log(0.05 * (1 + alpha) / 2) / math.log(alpha) - 1 - 1e-12))
+        return math.sqrt(2 * alpha) / (1 - alpha), float(k)
+    sigma = float(value) if name == "sigma" else float(sensitivity) / math.sqrt(2 * float(value))
+    if family == "gaussian":
+        return sigma, Z95 * sigma
+    return sigma, sigma * math.sqrt(2 * math.log(40))
+
+
+def entry(row: Solved) -> dict:
+    """A solved release as an entry of a release file."""
+    release = row.release
+    mechanism = {"name": release.mechanism.name, **{k: _text(v) for k, v in release.mechanism.params}}
+    found = {"id": release.id, **({"title": release.title} if release.title else {}),
+             "reads": list(row.planned.reads), "mechanism": mechanism}
+    if release.mechanism.name == "declared":
+        found["guarantees"] = [{"protects": list(row.planned.reads), "rho": _text(row.value)}]
+    return found
+
+
+def _text(value) -> str:
+    if not isinstance(value, Fraction):
+        return value
+    if value.denominator == 1:
+        return str(value.numerator)
+    twos_fives = value.denominator
+    for p in (2, 5):
+        while twos_fives % p == 0:
+            twos_fives //= p
+    if twos_fives == 1:  # a decimal: written as one, exactly
+        digits = len(str(value.denominator)) + 2
+        text = format(decimal.Context(prec=400).divide(value.numerator, value.denominator), f".{digits}f")
+        return text.rstrip("0").rstrip(".")
+    return f"{value.numerator}/{value.denominator}"
+
+
+# --------------------------------------------------------------------------
+# One cap: the largest common t it admits
+# --------------------------------------------------------------------------
+
+
+class CapRoom:
+    """One cap touched by the plan, with its running total and accountant state."""
+
+    def __init__(self, cap: Cap, total: budget.CapTotal, state: dict | None, members: Sequence[PlannedRelease]):
+        self.cap, self.total, self.state, self.members = cap, total, state, list(members)
+        if cap.rho is not None:
+            self.kind = "rho"
+        elif cap.delta is None:
+            self.kind = "pure"
+        else:
+            self.kind = filters.kind_of(cap.filter)[0]
+        self._units: dict[str, budget.Number] = {}
+
+    def unit(self, planned: PlannedRelease, release: Release) -> budget.Number:
+        """The release's own charge on the cap at share 1 (its share's coefficient)."""
+        if planned.id not in self._units:
+            self._units[planned.id] = budget.options_measure(self.cap, candidates(release, self.cap.subset))
+        return self._units[planned.id]
+
+    def largest(self, weights: Mapping[str, Fraction], settled: Mapping[str, Release], probe) -> Fraction:
+        """The largest t at which the cap admits its settled releases and every unsettled one
+        (weights) at share w t; `probe(planned, share)` builds a release."""
+        active = [p for p in self.members if p.id in weights]
+        fixed = [settled[p.id] for p in self.members if p.id in settled]
+        if self.kind in ("pure", "rho"):
+            found = self._sums(active, weights, fixed, probe)
+        elif self.kind == filters.GAUSSIAN and all(p.family == "gaussian" for p in active):
+            found = self._gaussian_dp(active, weights, fixed)
+        else:
+            found = None
+        ok = lambda t: cap_accounting.admits(self.cap, self.total, self.state,  # noqa: E731
+                                             fixed + [probe(p, weights[p.id] * t) for p in active])
+        if found is not None and (found <= 0 or ok(found)):
+            return max(found, Fraction(0))
+        return _bisect(ok, found)
+
+    def _sums(self, active, weights, fixed: list[Release], probe) -> Fraction:
+        """Pure and rho caps: linear in a share, but quadratic for an epsilon under a rho cap."""
+        current = self.total.value if self.total.value is not None else budget.cap_value(self.cap, self.total)
+        room = self.cap.limit - current
+        for release in fixed:
+            room -= budget.options_measure(self.cap, candidates(release, self.cap.subset))
+        a = b = Fraction(0)
+        for p in active:
+            unit = self.unit(p, probe(p, Fraction(1)))
+            if is_infinite(unit) or is_infinite(room):
+                return Fraction(0)
+            w = weights[p.id]
+            if self.kind == "rho" and not p.zcdp:
+                b += unit * w * w  # (w t)^2 / 2: Bun and Steinke 2016, Prop 3.3
+            else:
+                a += unit * w
+        if room <= 0:
+            return Fraction(min(room, 0))
+        if not b:
+            return room / a
+        t = Fraction(2 * float(room) / (float(a) + math.sqrt(float(a) ** 2 + 4 * float(b) * float(room))))
+        t = significant_down(t)
+        while a * t + b * t * t > room:
+            t *= 1 - Fraction(1, 10**DIGITS)
+        return t
+
+    def _gaussian_dp(self, active, weights, fixed: list[Release]) -> Fraction | None:
+        """A Gaussian-DP cap over Gaussians: mu^2 adds (Dong, Roth and Su 2022, Cor 3.3), so
+        t = (mu^2 - mu_0^2) / (2 sum w_i), mu the cap's (`gdp_mu`), mu_0 the spend's."""
+        (check,) = budget.check([self.cap], {self.cap.name: self.total}, fixed, {}, {}, only_touched=False)
+        spent, _ = cap_accounting.decide(check, self.total, self.state, fixed, {}, {})
+        if is_infinite(spent.after):
+            return Fraction(0)
+        delta = float_down(self.cap.delta)
+        mu = gdp_mu(float_down(self.cap.limit), delta)
+        mu0 = gdp_mu(float(spent.after), delta) if spent.after else 0.0
+        squares = sum(2 * weights[p.id] for p in active)  # mu_i^2 = (sensitivity / sigma)^2 = 2 rho_i
+        room = (mu * mu - mu0 * mu0) / float(squares) if squares else None
+        return None if room is None else (significant_down(Fraction(room)) if room > 0 else Fraction(0))
+
+
+def _bisect(ok, high: Fraction | None) -> Fraction:
+    """The largest t (to 1e-10, relative) with ok(t), below `high` when given; INF when unbounded."""
+    if high is None or high <= 0:
+        high = Fraction(1)
+        while ok(high):
+            high *= 2
+            if high > 10**9:
+                return INF
+    low = high / 2
+    while not ok(low):
+        low /= 2
+        if low < Fraction(1, 10**30):
+            return Fraction(0)
+    for _ in range(80):
+        if high - low <= low * Fraction(1, 10**10):
+            break
+        middle = significant_down((low + high) / 2)
+        if middle <= low:
+            break
+        if ok(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+# --------------------------------------------------------------------------
+# The plan: water-filling over the caps
+# --------------------------------------------------------------------------
+
+
+def water_fill(plan: Sequence[PlannedRelease], rooms: Sequence[CapRoom], probe, dataset: str
+               ) -> dict[str, tuple[Release, str | None]]:
+    """Each planned release as settled, with the cap that binds it (None: a fixed parameter)."""
+    settled = {p.id: probe(p, p.fixed) for p in plan if p.fixed is not None}
+    found: dict[str, tuple[Release, str | None]] = {p: (r, None) for p, r in settled.items()}
+    weights = {p.id: p.weight for p in plan if p.weight is not None}
+    by_id = {p.id: p for p in plan}
+    cache: dict[str, Fraction] = {}
+    while weights:
+        live = [room for room in rooms if any(p.id in weights for p in room.members)]
+        for room in live:
+            if room.cap.name not in cache:
+                cache[room.cap.name] = room.largest(weights, settled, probe)
+        if not live:
+            raise _unbounded(dataset, [by_id[i] for i in weights])
+        binding = min(live, key=lambda room: cache[room.cap.name])
+        t = cache[binding.cap.name]
+        frozen = [p for p in binding.members if p.id in weights]
+        if t <= 0 or is_infinite(t):
+            raise _no_room(binding, frozen, t)
+        for p in frozen:
+            settled[p.id] = probe(p, weights.pop(p.id) * t)
+            found[p.id] = (settled[p.id], binding.cap.name)
+        touched = {p.id for p in frozen}
+        cache = {name: v for name, v in cache.items()
+                 if not any(p.id in touched for p in next(r for r in rooms if r.cap.name == name).members)}
+    return found
+
+
+def _unbounded(dataset: str, releases: Sequence[PlannedRelease]) -> InputErrors:
+    return InputErrors([LedgerError(p.source, f"{p.at}.weight", f"no cap of dataset {dataset} reads any of "
+                                    f"{', '.join(p.reads)}: nothing bounds its share; give it a fixed parameter")
+                        for p in releases])
+
+
+def _no_room(room: CapRoom, releases: Sequence[PlannedRelease], t) -> Refused:
+    names = ", ".join(p.id for p in releases)
+    if is_infinite(t):
+        why = "it states no bound for them"
+    else:
+        why = f"it admits none of them ({filters.short(room.cap)}, limit {room.cap.limit})"
+    return Refused(LedgerError(f"cap {room.cap.dataset}/{room.cap.name}", "releases",
+                               f"the plan cannot be solved: {why}: {names}"))
+
+
+# --------------------------------------------------------------------------
+# Against the ledger
+# --------------------------------------------------------------------------
+
+
+def solve(engine, plan: Plan, dataset: Dataset, actor: str) -> Solution:
+    """The plan solved against the caps of `dataset` as the ledger stands; refused (`Refused`,
+    exit 1) when a cap has no room for its releases or an accuracy floor is not met, and
+    checked by `check` itself before it is returned."""
+    from ..store import database as store
+    from . import transactions
+
+    _known_variables(plan, dataset)
+    now = store.now()
+
+    def probe(planned: PlannedRelease, share: Fraction) -> Release:
+        return release_at(planned, share, dataset, now)
+
+    read = frozenset().union(*(p.reads for p in plan.releases))
+    with store.read_session(engine) as session:
+        caps = [cap for cap in store.caps(session, dataset.name) if cap.subset & read]
+        totals = store.cap_totals(session, dataset.name, [cap.name for cap in caps])
+        states = cap_accounting.current_states(session, dataset.name, caps)
+    rooms = [CapRoom(cap, totals.get(cap.name, budget.CapTotal()), states.get(cap.name),
+                     [p for p in plan.releases if cap.subset & frozenset(p.reads)]) for cap in caps]
+    found = water_fill(plan.releases, rooms, probe, dataset.name)
+    solution = Solution(dataset.name, tuple(_row(p, *found[p.id]) for p in plan.releases))
+    _floors(solution)
+    checks = transactions.check(engine, transactions.source_builder([solution.release_file()], actor))
+    over = [c for c in checks if not c.ok]
+    if over:  # (cannot happen: each share is one the cap's own decision admitted) never hand it out
+        raise transactions.BudgetRefused(checks, "the solved plan")
+    return solution
+
+
+def _known_variables(plan: Plan, dataset: Dataset) -> None:
+    known = set(dataset.variable_names)
+    errors = [LedgerError(p.source, f"{p.at}.reads", f"unknown variable(s) {', '.join(sorted(set(p.reads) - known))} "
+                                                     f"in dataset {dataset.name!r}")
+              for p in plan.releases if not set(p.reads) <= known]
+    if errors:
+        raise InputErrors(errors)
+
+
+def _row(planned: PlannedRelease, release: Release, binding: str | None) -> Solved:
+    name, value = parameter(release)
+    std, halfwidth = expected_error(planned.family, planned.sensitivity, name, value)
+    return Solved(planned, release, name, value, binding, std, halfwidth)
+
+
+def _floors(solution: Solution) -> None:
+    """Refuse a solution whose noise is larger than a release's accuracy floor allows, naming
+    the cap that binds those releases."""
+    missed = [row for row in solution.rows
+              if (row.planned.max_std is not None and row.std > row.planned.max_std)
+              or (row.planned.max_halfwidth95 is not None and row.halfwidth95 > row.planned.max_halfwidth95)]
+    if not missed:
+        return
+    cap = missed[0].binding
+    rows = [row for row in missed if row.binding == cap]
+    words = "; ".join(f"{row.planned.id} (std {row.std:.6g}, 95% half-width {row.halfwidth95:.6g}, "
+                      f"floor {_floor_words(row.planned)})" for row in rows)
+    where = f"cap {solution.dataset}/{cap}" if cap else "fixed parameters"
+    raise Refused(LedgerError(where, "releases", f"the plan is infeasible: its accuracy floors need more budget "
+                                                 f"than {where} leaves: {words}"))
+
+
+def _floor_words(planned: PlannedRelease) -> str:
+    parts = []
+    if planned.max_std is not None:
+        parts.append(f"max_std {float(planned.max_std):.6g}")
+    if planned.max_halfwidth95 is not None:
+        parts.append(f"max_halfwidth95 {float(planned.max_halfwidth95):.6g}")
+    return ", ".join(parts)
