@@ -28,10 +28,10 @@ from __future__ import annotations
 import decimal
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from ..accounting import budget, filters
+from ..accounting import accountants, budget, filters
 from ..accounting.catalogue import derive_guarantees
 from ..accounting.engine import candidates
 from ..accounting.relation import in_dataset
@@ -193,6 +193,7 @@ class CapRoom:
         else:
             self.kind = filters.kind_of(cap.filter)[0]
         self._units: dict[str, budget.Number] = {}
+        self._charges: dict[str, budget.Number] = {}  # settled releases' (settled once: never stale)
 
     def unit(self, planned: PlannedRelease, release: Release) -> budget.Number:
         """The release's own charge on the cap at share 1 (its share's coefficient)."""
@@ -200,32 +201,51 @@ class CapRoom:
             self._units[planned.id] = budget.options_measure(self.cap, candidates(release, self.cap.subset))
         return self._units[planned.id]
 
-    def largest(self, weights: Mapping[str, Fraction], settled: Mapping[str, Release], probe) -> Fraction:
+    def largest(self, weights: Mapping[str, Fraction], settled: Mapping[str, Release], probe,
+                hint: Fraction | None = None) -> Fraction:
         """The largest t at which the cap admits its settled releases and every unsettled one
-        (weights) at share w t; `probe(planned, share)` builds a release."""
+        (weights) at share w t; `probe(planned, share)` builds a release; `hint`: a t to start a
+        search from."""
         active = [p for p in self.members if p.id in weights]
         fixed = [settled[p.id] for p in self.members if p.id in settled]
-        if self.kind in ("pure", "rho"):
-            found = self._sums(active, weights, fixed, probe)
-        elif self.kind == filters.GAUSSIAN and all(p.family == "gaussian" for p in active):
-            found = self._gaussian_dp(active, weights, fixed)
-        else:
-            found = None
-        ok = lambda t: cap_accounting.admits(self.cap, self.total, self.state,  # noqa: E731
-                                             fixed + [probe(p, weights[p.id] * t) for p in active])
-        if found is not None and (found <= 0 or ok(found)):
-            return max(found, Fraction(0))
-        return _bisect(ok, found)
+        if self.kind in ("pure", "rho"):  # (decided by these sums exactly: budget.measure)
+            return self._sums(active, weights, fixed, probe)
+        total, state = self._after(fixed)  # the settled releases applied once, not at every step
+        found = None
+        if self.kind == filters.GAUSSIAN and all(p.family == "gaussian" for p in active):
+            found = self._gaussian_dp(active, weights, total, state)
 
-    def _sums(self, active, weights, fixed: list[Release], probe) -> Fraction:
+        def decided(t: Fraction | None) -> budget.CapCheck:  # (None: the settled releases alone)
+            plan = [] if t is None else [probe(p, weights[p.id] * t) for p in active]
+            return _decided(self.cap, total, state, plan)
+
+        if found is not None and (found <= 0 or decided(found).ok):  # (else searched from it)
+            return max(found, Fraction(0))
+        return _search(decided, self.cap.limit, found or hint)
+
+    def charge(self, release: Release) -> budget.Number:
+        """A settled release's own charge on the cap (a pure or rho cap: its sum's term)."""
+        if release.id not in self._charges:
+            self._charges[release.id] = budget.options_measure(self.cap, candidates(release, self.cap.subset))
+        return self._charges[release.id]
+
+    def _after(self, fixed: Sequence[Release]) -> tuple[budget.CapTotal, dict | None]:
+        """The running total and accountant state with the settled releases recorded."""
+        if not fixed:
+            return self.total, self.state
+        total = budget.apply(self.total, self.cap, fixed, {}, {})
+        state = None if self.state is None else accountants.state_apply(self.state, self.cap, fixed, {}, {})
+        return total, state
+
+    def _sums(self, active, weights, fixed: Sequence[Release], probe) -> Fraction:
         """Pure and rho caps: linear in a share, but quadratic for an epsilon under a rho cap."""
-        current = self.total.value if self.total.value is not None else budget.cap_value(self.cap, self.total)
-        room = self.cap.limit - current
+        total = self.total
+        room = self.cap.limit - (total.value if total.value is not None else budget.cap_value(self.cap, total))
         for release in fixed:
-            room -= budget.options_measure(self.cap, candidates(release, self.cap.subset))
+            room -= self.charge(release)
         a = b = Fraction(0)
         for p in active:
-            unit = self.unit(p, probe(p, Fraction(1)))
+            unit = self.unit(p, probe(_exact_share(p), Fraction(1)))
             if is_infinite(unit) or is_infinite(room):
                 return Fraction(0)
             w = weights[p.id]
@@ -243,11 +263,10 @@ class CapRoom:
             t *= 1 - Fraction(1, 10**DIGITS)
         return t
 
-    def _gaussian_dp(self, active, weights, fixed: list[Release]) -> Fraction | None:
+    def _gaussian_dp(self, active, weights, total: budget.CapTotal, state: dict | None) -> Fraction | None:
         """A Gaussian-DP cap over Gaussians: mu^2 adds (Dong, Roth and Su 2022, Cor 3.3), so
         t = (mu^2 - mu_0^2) / (2 sum w_i), mu the cap's (`gdp_mu`), mu_0 the spend's."""
-        (check,) = budget.check([self.cap], {self.cap.name: self.total}, fixed, {}, {}, only_touched=False)
-        spent, _ = cap_accounting.decide(check, self.total, self.state, fixed, {}, {})
+        spent = _decided(self.cap, total, state, [])
         if is_infinite(spent.after):
             return Fraction(0)
         delta = float_down(self.cap.delta)
@@ -258,30 +277,72 @@ class CapRoom:
         return None if room is None else (significant_down(Fraction(room)) if room > 0 else Fraction(0))
 
 
-def _bisect(ok, high: Fraction | None) -> Fraction:
-    """The largest t (to 1e-10, relative) with ok(t), below `high` when given; INF when unbounded."""
-    if high is None or high <= 0:
-        high = Fraction(1)
-        while ok(high):
-            high *= 2
-            if high > 10**9:
-                return INF
-    low = high / 2
-    while not ok(low):
-        low /= 2
-        if low < Fraction(1, 10**30):
-            return Fraction(0)
-    for _ in range(80):
-        if high - low <= low * Fraction(1, 10**10):
+def _exact_share(planned: PlannedRelease) -> PlannedRelease:
+    """The release stated by its share exactly (a Gaussian's sigma is rounded, its rho is not):
+    what a share's coefficient on a cap is measured with."""
+    family = "discrete-gaussian" if planned.zcdp else planned.family
+    return replace(planned, family=family, fixed=Fraction(1), sigma=None)
+
+
+def _decided(cap: Cap, total: budget.CapTotal, state: dict | None, plan: Sequence[Release]) -> budget.CapCheck:
+    """The cap's own decision on `plan` (`cap_accounting.decide`, the function `check` calls)."""
+    (check,) = budget.check([cap], {cap.name: total}, plan, {}, {}, only_touched=False)
+    return cap_accounting.decide(check, total, state, plan, {}, {})[0]
+
+
+def _search(decided, limit: Fraction, guess: Fraction | None) -> Fraction:
+    """The largest t (to 1e-9, relative) the cap admits, INF when unbounded. The cap's figure
+    rises with t from its spend at t = 0; the root of figure(t) = limit is bracketed by secant
+    steps from `guess`, then narrowed by the Illinois variant of regula falsi, each step keeping
+    an admitted lower end (halving where the figure is infinite)."""
+    low, f_low = Fraction(0), float(decided(None).after) - float(limit)
+    if f_low > 0:
+        return Fraction(0)
+    high, f_high = guess if guess and guess > 0 else Fraction(1), None
+    while True:
+        found = decided(high)
+        if not found.ok:
+            f_high = float(found.after) - float(limit)
             break
-        middle = significant_down((low + high) / 2)
-        if middle <= low:
+        step = _secant_step(low, f_low, high, float(found.after) - float(limit))
+        low, f_low, high = high, float(found.after) - float(limit), significant_down(high + step)
+        if high > 10**9:
+            return INF
+    side = 0
+    for _ in range(100):
+        if low and high - low <= low * Fraction(1, 10**9):
             break
-        if ok(middle):
-            low = middle
+        middle = _between(low, high, f_low, f_high)
+        found = decided(middle)
+        f_middle = float(found.after) - float(limit)
+        if found.ok:
+            low, f_low = middle, f_middle
+            f_high = f_high / 2 if side == 1 else f_high  # (Illinois: a side kept twice is halved)
+            side = 1
         else:
-            high = middle
+            high, f_high = middle, f_middle
+            f_low = f_low / 2 if side == -1 else f_low
+            side = -1
     return low
+
+
+def _secant_step(t0: Fraction, f0: float, t1: Fraction, f1: float) -> Fraction:
+    """How far past t1 (admitted) to look for the root: the secant's step, a fiftieth more, at least
+    a hundredth of t1 and at most t1."""
+    slope = (f1 - f0) / float(t1 - t0) if t1 > t0 else 0.0
+    step = 1.02 * -f1 / slope if slope > 0 and math.isfinite(slope) else float(t1)
+    return Fraction(min(max(step, float(t1) / 100), float(t1)))
+
+
+def _between(low: Fraction, high: Fraction, f_low: float, f_high: float) -> Fraction:
+    """The regula falsi point of [low, high], kept inside it; the middle where it cannot be used."""
+    width = high - low
+    if math.isfinite(f_high) and f_high > f_low:
+        share = min(max(-f_low / (f_high - f_low), 1e-3), 1 - 1e-3)
+        point = significant_down(low + width * Fraction(share))
+    else:
+        point = significant_down(low + width / 2)
+    return point if low < point < high else low + width / 2
 
 
 # --------------------------------------------------------------------------
@@ -297,15 +358,17 @@ def water_fill(plan: Sequence[PlannedRelease], rooms: Sequence[CapRoom], probe, 
     weights = {p.id: p.weight for p in plan if p.weight is not None}
     by_id = {p.id: p for p in plan}
     cache: dict[str, Fraction] = {}
+    stale: set[str] = set()  # caps whose cached t is a lower bound (some releases settled since)
     while weights:
         live = [room for room in rooms if any(p.id in weights for p in room.members)]
-        for room in live:
-            if room.cap.name not in cache:
-                cache[room.cap.name] = room.largest(weights, settled, probe)
         if not live:
             raise _unbounded(dataset, [by_id[i] for i in weights])
-        binding = min(live, key=lambda room: cache[room.cap.name])
-        t = cache[binding.cap.name]
+        for room in sorted(live, key=lambda room: room.kind not in ("pure", "rho")):  # closed forms first
+            if room.cap.name not in cache:
+                cache[room.cap.name] = room.largest(weights, settled, probe, _hint(cache))
+        binding = _binding(live, cache, stale,
+                           lambda room: room.largest(weights, settled, probe, cache[room.cap.name] or None))
+        t = cache.pop(binding.cap.name)
         frozen = [p for p in binding.members if p.id in weights]
         if t <= 0 or is_infinite(t):
             raise _no_room(binding, frozen, t)
@@ -313,9 +376,24 @@ def water_fill(plan: Sequence[PlannedRelease], rooms: Sequence[CapRoom], probe, 
             settled[p.id] = probe(p, weights.pop(p.id) * t)
             found[p.id] = (settled[p.id], binding.cap.name)
         touched = {p.id for p in frozen}
-        cache = {name: v for name, v in cache.items()
-                 if not any(p.id in touched for p in next(r for r in rooms if r.cap.name == name).members)}
+        stale |= {room.cap.name for room in rooms if any(p.id in touched for p in room.members)}
     return found
+
+
+def _hint(cache: Mapping[str, Fraction]) -> Fraction | None:
+    """Where a search starts: the smallest positive t found so far."""
+    return min((t for t in cache.values() if 0 < t < INF), default=None)
+
+
+def _binding(live: Sequence[CapRoom], cache: dict[str, Fraction], stale: set[str], largest) -> CapRoom:
+    """The cap with the smallest t. A cap's t only grows as releases settle at a t below it, so a
+    stale t is a lower bound: only a stale cap that comes first is solved again (lazy greedy)."""
+    while True:
+        first = min(live, key=lambda room: cache[room.cap.name])
+        if first.cap.name not in stale:
+            return first
+        cache[first.cap.name] = largest(first)
+        stale.discard(first.cap.name)
 
 
 def _unbounded(dataset: str, releases: Sequence[PlannedRelease]) -> InputErrors:
