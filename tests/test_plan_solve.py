@@ -328,3 +328,44 @@ def test_a_weighted_release_no_cap_bounds_is_bad_input():
     with pytest.raises(InputErrors) as bad:
         book.solve({"dataset": "d", "releases": [{"id": "z", "reads": ["z"], "mechanism": "laplace", "weight": 1}]})
     assert bad.value.errors[0].field == "releases[0].weight"
+
+
+# --------------------------------------------------------------------------
+# plan record, plan diff
+# --------------------------------------------------------------------------
+
+
+def test_plan_record_reserves_exactly_the_budget_left_and_a_second_finds_none(tmp_path):
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    (tmp_path / "d.yaml").write_text(yaml.safe_dump(two_caps()))
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump({"releases": [
+        {"id": "a", "reads": ["x"], "mechanism": "laplace", "weight": 1},
+        {"id": "c", "reads": ["y"], "mechanism": "laplace", "weight": 2}]}))
+    cli_ok(url, "dataset", "add", tmp_path / "d.yaml")
+    assert "recorded 2 planned releases" in cli_ok(url, "plan", "record", tmp_path / "plan.yaml").out
+    book = ledger.open(url)
+    assert {c.cap.name: c.after for c in book.caps()} == {"tight": 1, "slack": 3}
+    assert {r.id: r.status.value for r in book.releases()} == {"a": "planned", "c": "planned"}
+    again = cli_main(url, "plan", "record", tmp_path / "plan.yaml")
+    assert again.code == 1 and "admits none of them" in again.err and "nothing was written" in again.err
+
+
+def test_plan_diff_gives_each_release_old_new_and_relative_change(tmp_path):
+    book = fresh(two_caps())
+    old = book.solve({"dataset": "d", "releases": [
+        {"id": "a", "reads": ["x"], "mechanism": "laplace", "weight": 1},
+        {"id": "b", "reads": ["x"], "mechanism": "laplace", "weight": 1}]}).attrs["release_file"]
+    new = book.solve({"dataset": "d", "releases": [
+        {"id": "a", "reads": ["x"], "mechanism": "laplace", "weight": 1},
+        {"id": "b", "reads": ["x"], "mechanism": "laplace", "weight": 3},
+        {"id": "g", "reads": ["y"], "mechanism": "geometric", "weight": 1}]}).attrs["release_file"]
+    diff = book.plan_diff(old, new).set_index("id")
+    assert (diff.loc["a", "old"], diff.loc["a", "new"]) == (F(1, 2), F(1, 4))
+    assert diff.loc["a", "change"] == pytest.approx(-0.5) and diff.loc["b", "change"] == pytest.approx(0.5)
+    assert diff.loc["g", "old"] is None and diff.loc["g", "new"] == 3
+    (tmp_path / "old.yaml").write_text(yaml.safe_dump(old))
+    (tmp_path / "new.yaml").write_text(yaml.safe_dump(new))
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    cli_ok(url, "init")
+    out = cli_ok(url, "plan", "diff", tmp_path / "old.yaml", tmp_path / "new.yaml").out
+    assert "-50.0000%" in out and "+50.0000%" in out and "added" in out

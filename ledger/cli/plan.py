@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from .context import open_engine, state
-from .options import DatasetOption, JsonOption
+from .options import AsOption, DatasetOption, JsonOption
 
 plan_app = typer.Typer(no_args_is_help=True, help="Plans: the noise of planned releases, solved from the budgets "
                        "left.", context_settings={"help_option_names": ["-h", "--help"]}, rich_markup_mode=None)
@@ -60,13 +60,78 @@ def plan_solve(
         typer.echo(f"wrote {len(frame)} releases of dataset {frame.attrs['dataset']} to {target}")
 
 
+@plan_app.command("record")
+def plan_record(
+    plan: Annotated[str, typer.Argument(metavar="PLAN.yaml", help="The plan file (schemas/plan.v1.schema.json).")],
+    dataset: DatasetOption = None,
+    by: AsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Solve a plan and record its releases as planned, reserving their budget: all or none
+    (every cap is checked again as they are written; exit 1 if the ledger moved since)."""
+    from ..api import Ledger
+    from .context import actor
+
+    frame, recorded = Ledger(state.url, open_engine(), actor=actor(by)).record_plan(plan, dataset=dataset,
+                                                                                    by=actor(by))
+    if as_json:
+        typer.echo(json.dumps({"ok": True, "dataset": frame.attrs["dataset"], "recorded": list(recorded.ids),
+                               "unchanged": [r.id for r in recorded.unchanged],
+                               "releases": [_row_json(row) for row in frame.itertuples()]}, indent=2,
+                              ensure_ascii=False))
+        return
+    typer.echo("\n".join(_table(frame)))
+    typer.echo(f"recorded {len(recorded.ids)} planned releases of dataset {frame.attrs['dataset']}"
+               + (f" ({len(recorded.unchanged)} already recorded exactly so)" if recorded.unchanged else ""))
+
+
+@plan_app.command("diff")
+def plan_diff(
+    old: Annotated[str, typer.Argument(metavar="OLD.yaml", help="A solved release file (plan solve --out).")],
+    new: Annotated[str, typer.Argument(metavar="NEW.yaml", help="Another solved release file.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Two solved release files side by side: each release's parameter before and after, and the
+    relative change; a release in one file only is marked added or removed."""
+    from ..api import Ledger
+
+    frame = Ledger(state.url, open_engine()).plan_diff(old, new)
+    if as_json:
+        typer.echo(json.dumps([{"id": r.id, "parameter": r.parameter, "old": _exact(r.old), "new": _exact(r.new),
+                                "change": None if _missing(r.change) else r.change}
+                               for r in frame.itertuples()], indent=2, ensure_ascii=False))
+        return
+    rows = [("release", "parameter", "old", "new", "change")]
+    for r in frame.itertuples():
+        change = ("removed" if _missing(r.new) else "added" if _missing(r.old)
+                  else "same" if r.old == r.new else f"{r.change:+.4%}")
+        rows.append((r.id, r.parameter, _shown(r.old), _shown(r.new), change))
+    typer.echo("\n".join(_aligned(rows)))
+
+
+def _missing(value) -> bool:
+    return value is None or value != value  # (pandas may hold an absent value as NaN)
+
+
+def _exact(value) -> str | None:
+    return None if _missing(value) else str(value)
+
+
+def _shown(value) -> str:
+    return "-" if _missing(value) else f"{float(value):.6g}"
+
+
 def _row_json(row) -> dict:
     return {"id": row.id, "mechanism": row.mechanism, "parameter": row.parameter, "value": str(row.value),
-            "binding_cap": row.binding_cap, "std": row.std, "halfwidth95": row.halfwidth95}
+            "binding_cap": row.binding_cap if isinstance(row.binding_cap, str) else None, "std": row.std, "halfwidth95": row.halfwidth95}
 
 
 def _table(frame) -> list[str]:
-    rows = [COLUMNS] + [(row.id, row.mechanism, row.parameter, f"{float(row.value):.6g}", row.binding_cap or "fixed",
-                         f"{row.std:.4g}", f"{row.halfwidth95:.4g}") for row in frame.itertuples()]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+    return _aligned([COLUMNS] + [(row.id, row.mechanism, row.parameter, f"{float(row.value):.6g}",
+                                  row.binding_cap if isinstance(row.binding_cap, str) else "fixed",
+                                  f"{row.std:.4g}", f"{row.halfwidth95:.4g}") for row in frame.itertuples()])
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(r, widths)).rstrip() for r in rows]

@@ -1,5 +1,5 @@
 """Solve a plan: the noise of each planned release that uses the budget left as fully as the
-caps it touches allow (docs/explanation/accounting.md, "Plans that solve themselves").
+caps it touches allow (docs/explanation/plans.md; the filters: docs/explanation/accounting.md).
 
 Each weighted release i takes the share w_i t of a common t: an epsilon for the epsilon-DP
 families (laplace, geometric), a rho for the zCDP ones (gaussian, discrete-gaussian). The
@@ -7,20 +7,20 @@ caps are kept by water-filling: the largest t every cap touched by an unsettled 
 admits is found; the cap with the smallest one binds, its unsettled releases are settled at
 w_i t, and the rest go on with what is left. Each cap's largest t is found by its filter:
 
-    pure cap      sum of epsilons                 t = room / sum w_i              exact
-    rho cap       rho_i = w_i t (Gaussians),      a t + b t^2 = room              exact when b = 0
+    pure cap      sum of epsilons                 t = room / sum w_i                 exact
+    rho cap       rho_i = w_i t (Gaussians),      a t + b t^2 = room                 exact when b = 0
                   eps_i^2 / 2 (Laplace, as zCDP,
                   Bun and Steinke 2016, Prop 3.3)
-    Gaussian DP   mu_i^2 = 2 w_i t                t = (mu^2 - mu_0^2) / (2 sum w_i)  mu from the
-                  (mu = sensitivity / sigma,      (Dong, Roth and Su 2022, Cor 2.13: `gdp_mu`)
-                  Dong, Roth and Su 2022, Thm 2.7)
-    others        the cap's own decision          bisection on t
+    Gaussian DP   mu_i^2 = 2 w_i t                t = (mu^2 - mu_0^2) / (2 sum w_i)  mu from
+                  (mu = sensitivity / sigma,      Dong, Roth and Su 2022, Cor 2.13 (`gdp_mu`),
+                  Dong, Roth and Su 2022, Thm 2.7) checked by the cap's decision
+    others        the cap's own decision          a root search on the cap's figure
 
-and every closed form is checked by the cap's own decision (`cap_accounting.admits`), the
-function `check` calls, with a bisection below it if the check refuses. A share becomes the
-parameter written: epsilon kept exact (rounded down past 12 significant digits), sigma =
-sensitivity / sqrt(2 rho) rounded up (Bun and Steinke 2016, Prop 1.6; for the discrete
-Gaussian Canonne, Kamath and Steinke 2020, Thm 14), rho exact for a discrete Gaussian.
+Pure and rho caps are decided by these sums exactly (budget.measure); the others by the
+decision `check` makes (`cap_accounting.decide`) at every step. A share becomes the parameter
+written: an epsilon or a discrete Gaussian's rho kept exact (rounded down to 12 significant
+digits only past a 30-digit denominator); sigma = sensitivity / sqrt(2 rho) rounded up (Bun and
+Steinke 2016, Prop 1.6; the discrete Gaussian: Canonne, Kamath and Steinke 2020, Thm 14).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from ..accounting.engine import candidates
 from ..accounting.relation import in_dataset
 from ..accounting.risk import gdp_mu
 from ..core.errors import InputErrors, LedgerError, Refused
-from ..core.numbers import INF, float_down, is_infinite
+from ..core.numbers import INF, NumberError, float_down, is_infinite, to_fraction
 from ..core.records import Cap, Dataset, Guarantee, Mechanism, Notion, Release, Status
 from ..input.plan import Plan, PlannedRelease
 from . import cap_accounting
@@ -147,6 +147,29 @@ def expected_error(family: str, sensitivity: Fraction, name: str, value: Fractio
     if family == "gaussian":
         return sigma, Z95 * sigma
     return sigma, sigma * math.sqrt(2 * math.log(40))
+
+
+def solved_parameters(document) -> dict[str, tuple[str, Fraction]]:
+    """Each release of a solved release file (a `Document`) by id: the parameter it is known by
+    (`parameter`) and its value; InputErrors naming the file and field where one has none."""
+    data = document.data if isinstance(document.data, Mapping) else {}
+    releases = data.get("releases") if isinstance(data.get("releases"), list) else None
+    if releases is None:
+        raise InputErrors([LedgerError(document.source(), "releases", "a release file lists its releases")])
+    found, errors = {}, []
+    for index, item in enumerate(releases):
+        at = ("releases", index)
+        try:
+            mechanism = item["mechanism"]
+            name = {"declared": "rho", "gaussian": "sigma"}.get(mechanism["name"], "epsilon")
+            value = item["guarantees"][0]["rho"] if name == "rho" else mechanism[name]
+            found[str(item["id"])] = (name, to_fraction(value))
+        except (KeyError, TypeError, IndexError, NumberError):
+            errors.append(LedgerError(document.source(at), f"releases[{index}]", "not a solved release: no "
+                                      "epsilon (laplace, geometric), sigma (gaussian) or rho (declared)"))
+    if errors:
+        raise InputErrors(errors)
+    return found
 
 
 def entry(row: Solved) -> dict:
