@@ -243,7 +243,7 @@ class Ledger:
         one file only has None on the other side."""
         import pandas as pd
 
-        from .operations.solve import solved_parameters
+        from .operations.plan_noise import solved_parameters
 
         before, after = (solved_parameters(_document(source)) for source in (old, new))
         rows = []

@@ -14,11 +14,22 @@ from fractions import Fraction as F
 import pandas as pd
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy import optimize, stats
 from support import cli_main, cli_ok
-from test_census2020_certificate import (CERTIFICATE, EXAMPLE, LEVELS, LEVEL_SHARE, QUERIES, QUERY_SHARE,
-                                         TABULATES, TOTAL_RHO, cks_epsilon, planned_rho)
+from test_census2020_certificate import (
+    CERTIFICATE,
+    EXAMPLE,
+    LEVEL_SHARE,
+    LEVELS,
+    QUERIES,
+    QUERY_SHARE,
+    TABULATES,
+    TOTAL_RHO,
+    cks_epsilon,
+    planned_rho,
+)
 
 import ledger
 from ledger.core.errors import InputErrors, Refused
@@ -95,7 +106,7 @@ def test_census_solved_file_spends_every_cap_exactly_and_gives_the_certificate(c
 
 
 def test_census_noise_one_percent_smaller_is_refused(census):
-    book, frame = census
+    _book, frame = census
     fresh_book = ledger.open("sqlite://")
     fresh_book.add_dataset(EXAMPLE / "census2020.dataset.yaml")
     assert not fresh_book.check(scaled_down(frame.attrs["release_file"])).ok
@@ -194,7 +205,7 @@ def test_a_release_on_a_slack_cap_takes_what_the_binding_cap_leaves_it():
     assert list(frame["binding_cap"]) == ["tight", "tight", "slack"]
     alpha = math.exp(-2.5)
     assert frame.loc["c", "std"] == pytest.approx(math.sqrt(2 * alpha) / (1 - alpha))
-    tail = lambda k: 2 * alpha ** (k + 1) / (1 + alpha)  # noqa: E731  P(|X| > k), two-sided geometric
+    tail = lambda k: 2 * alpha ** (k + 1) / (1 + alpha)  # P(|X| > k), two-sided geometric
     k = frame.loc["c", "halfwidth95"]
     assert tail(k) <= 0.05 < tail(k - 1)
 
@@ -241,18 +252,30 @@ def plans(draw):
     for i, subset in enumerate(draw(st.lists(st.sets(st.sampled_from(VARIABLES), min_size=1), max_size=2))):
         caps.append({"name": f"c{i}", "subset": sorted(subset), **CAP_KINDS[draw(st.sampled_from(
             ["rho", "running", "renyi"] if kind not in ("pure", "gaussian") else [kind]))]})
-    releases = [{"id": f"r{i}", "reads": sorted(draw(st.sets(st.sampled_from(VARIABLES), min_size=1))),
-                 "mechanism": draw(st.sampled_from(families)), "sensitivity": draw(st.sampled_from([1, 2, "1/3"])),
-                 "weight": draw(st.integers(1, 5))} for i in range(draw(st.integers(1, 5)))]
+    releases = []
+    for i in range(draw(st.integers(1, 5))):
+        family = draw(st.sampled_from(families))
+        share = {"weight": draw(st.integers(1, 5))} if i == 0 or draw(st.booleans()) else FIXED[family]
+        releases.append({"id": f"r{i}", "reads": sorted(draw(st.sets(st.sampled_from(VARIABLES), min_size=1))),
+                         "mechanism": family, "sensitivity": draw(st.sampled_from([1, 2, "1/3"])), **share})
+    history = [{"id": "old", "reads": sorted(draw(st.sets(st.sampled_from(VARIABLES), min_size=1))),
+                "mechanism": {"name": "gaussian", "sigma": 30, "sensitivity": 1} if "gaussian" in families[0]
+                else {"name": "laplace", "epsilon": "1/20"}}] if draw(st.booleans()) else []
     dataset = {"dataset": "p", "delta": "1e-6", "variables": [{"name": v} for v in VARIABLES], "caps": caps}
-    return dataset, {"dataset": "p", "releases": releases}
+    return dataset, history, {"dataset": "p", "releases": releases}
+
+
+FIXED = {"laplace": {"epsilon": "1/50"}, "geometric": {"scale": 40}, "gaussian": {"sigma": 30},
+         "discrete-gaussian": {"rho": "1/2000"}}
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plans())
 def test_a_solved_plan_passes_check_and_one_percent_less_noise_fails(case):
-    dataset, plan = case
+    dataset, history, plan = case
     book = fresh(dataset)
+    if history:
+        book.record({"dataset": "p", "releases": history})
     frame = book.solve(plan)
     assert book.check(frame.attrs["release_file"]).ok
     assert not book.check(scaled_down(frame.attrs["release_file"])).ok
@@ -347,7 +370,11 @@ def test_plan_record_reserves_exactly_the_budget_left_and_a_second_finds_none(tm
     assert {c.cap.name: c.after for c in book.caps()} == {"tight": 1, "slack": 3}
     assert {r.id: r.status.value for r in book.releases()} == {"a": "planned", "c": "planned"}
     again = cli_main(url, "plan", "record", tmp_path / "plan.yaml")
-    assert again.code == 1 and "admits none of them" in again.err and "nothing was written" in again.err
+    assert again.code == 2 and "releases[0].id" in again.err and "already recorded" in again.err
+    (tmp_path / "more.yaml").write_text(yaml.safe_dump({"releases": [
+        {"id": "more", "reads": ["x"], "mechanism": "laplace", "weight": 1}]}))
+    full = cli_main(url, "plan", "record", tmp_path / "more.yaml")
+    assert full.code == 1 and "cap d/tight" in full.err and "admits none of them" in full.err
 
 
 def test_plan_diff_gives_each_release_old_new_and_relative_change(tmp_path):
@@ -369,3 +396,12 @@ def test_plan_diff_gives_each_release_old_new_and_relative_change(tmp_path):
     cli_ok(url, "init")
     out = cli_ok(url, "plan", "diff", tmp_path / "old.yaml", tmp_path / "new.yaml").out
     assert "-50.0000%" in out and "+50.0000%" in out and "added" in out
+
+
+def test_a_planned_id_already_recorded_is_bad_input_named_in_the_plan():
+    book = fresh(two_caps())
+    book.record({"dataset": "d", "releases": [{"id": "a", "reads": ["x"],
+                                               "mechanism": {"name": "laplace", "epsilon": "1/10"}}]})
+    with pytest.raises(InputErrors) as bad:
+        book.solve({"dataset": "d", "releases": [{"id": "a", "reads": ["x"], "mechanism": "laplace", "weight": 1}]})
+    assert (bad.value.errors[0].source, bad.value.errors[0].field) == ("<plan document>", "releases[0].id")

@@ -9,6 +9,7 @@ as fully as every cap it touches allows, the cap that binds it, and its expected
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated, Optional
 
 import typer
@@ -110,7 +111,7 @@ def plan_diff(
 
 
 def _missing(value) -> bool:
-    return value is None or value != value  # (pandas may hold an absent value as NaN)
+    return value is None or (isinstance(value, float) and math.isnan(value))  # (pandas: an absent value as NaN)
 
 
 def _exact(value) -> str | None:
