@@ -256,6 +256,8 @@ def plans(draw):
     for i in range(draw(st.integers(1, 5))):
         family = draw(st.sampled_from(families))
         share = {"weight": draw(st.integers(1, 5))} if i == 0 or draw(st.booleans()) else FIXED[family]
+        if "weight" in share and draw(st.booleans()):
+            share[draw(st.sampled_from(["max_std", "max_halfwidth95"]))] = draw(st.sampled_from([2, 20, 200]))
         releases.append({"id": f"r{i}", "reads": sorted(draw(st.sets(st.sampled_from(VARIABLES), min_size=1))),
                          "mechanism": family, "sensitivity": draw(st.sampled_from([1, 2, "1/3"])), **share})
     history = [{"id": "old", "reads": sorted(draw(st.sets(st.sampled_from(VARIABLES), min_size=1))),
@@ -276,9 +278,16 @@ def test_a_solved_plan_passes_check_and_one_percent_less_noise_fails(case):
     book = fresh(dataset)
     if history:
         book.record({"dataset": "p", "releases": history})
-    frame = book.solve(plan)
+    try:
+        frame = book.solve(plan)
+    except Refused as refused:  # only a floor can make these plans infeasible: the refusal names it
+        assert "accuracy floors" in refused.error.message and refused.error.source.startswith("cap p/")
+        return
     assert book.check(frame.attrs["release_file"]).ok
     assert not book.check(scaled_down(frame.attrs["release_file"])).ok
+    for entry, row in zip(plan["releases"], frame.itertuples()):
+        assert row.std <= float(entry.get("max_std", math.inf))
+        assert row.halfwidth95 <= float(entry.get("max_halfwidth95", math.inf))
 
 
 # --------------------------------------------------------------------------
@@ -292,9 +301,30 @@ def test_an_accuracy_floor_no_cap_allows_is_refused_naming_cap_and_release():
         book.solve({"dataset": "d", "releases": [
             {"id": "a", "reads": ["x"], "mechanism": "laplace", "weight": 1, "max_std": 1},
             {"id": "c", "reads": ["y"], "mechanism": "laplace", "weight": 1, "max_std": 1}]})
-    # a gets epsilon 1, std sqrt(2) > 1; c gets epsilon 3, std sqrt(2) / 3
+    # a needs epsilon sqrt(2) > 1, the whole of tight; c needs sqrt(2) of slack's 3
     assert refused.value.error.source == "cap d/tight"
-    assert "a (std 1.41421" in refused.value.error.message and " c " not in refused.value.error.message
+    assert "a (max_std 1)" in refused.value.error.message and " c " not in refused.value.error.message
+
+
+def test_a_floor_takes_its_share_first_and_the_others_share_the_rest():
+    book = fresh(two_caps())
+    frame = book.solve({"dataset": "d", "releases": [
+        {"id": "a", "reads": ["x"], "mechanism": "laplace", "weight": 1, "max_std": "1.5"},
+        {"id": "b", "reads": ["x"], "mechanism": "laplace", "weight": 1},
+        {"id": "c", "reads": ["x"], "mechanism": "laplace", "weight": 2}]}).set_index("id")
+    floor = math.sqrt(2) / 1.5  # Laplace std sqrt(2) / epsilon
+    a, b, c = frame["value"]
+    assert floor <= a <= floor * (1 + 1e-8) and frame.loc["a", "std"] <= 1.5
+    assert a + b + c == 1 and c == 2 * b  # the rest by weight, the cap spent exactly
+    assert set(frame["binding_cap"]) == {"tight"}
+
+
+def test_a_fixed_parameter_beyond_its_own_floor_is_bad_input():
+    book = fresh(two_caps())
+    with pytest.raises(InputErrors) as bad:
+        book.solve({"dataset": "d", "releases": [
+            {"id": "a", "reads": ["x"], "mechanism": "laplace", "scale": 10, "max_std": 1}]})
+    assert bad.value.errors[0].field == "releases[0]" and "beyond its floor" in bad.value.errors[0].message
 
 
 def test_a_gaussian_under_a_pure_cap_is_refused_naming_the_cap():
@@ -325,7 +355,7 @@ def test_plan_solve_cli_refusal_exits_1_and_writes_nothing(tmp_path):
         {"id": "a", "reads": ["x"], "mechanism": "laplace", "weight": 1, "max_halfwidth95": 2}]}))
     cli_ok(url, "dataset", "add", tmp_path / "d.yaml")
     run = cli_main(url, "plan", "solve", tmp_path / "plan.yaml", "--out", tmp_path / "out.yaml")
-    assert run.code == 1 and "cap d/tight" in run.err and "a (std" in run.err
+    assert run.code == 1 and "cap d/tight" in run.err and "a (max_halfwidth95 2)" in run.err
     assert not (tmp_path / "out.yaml").exists()
 
 

@@ -129,6 +129,38 @@ def expected_error(family: str, sensitivity: Fraction, name: str, value: Fractio
     return sigma, sigma * math.sqrt(2 * math.log(40))
 
 
+def error_at(planned: PlannedRelease, share: Fraction) -> tuple[float, float]:
+    """(standard deviation, 95% half-width) of the planned release at `share`, as written."""
+    if planned.family == "gaussian":
+        return expected_error(planned.family, planned.sensitivity, "sigma", sigma_up(planned.sensitivity, share))
+    return expected_error(planned.family, planned.sensitivity, "rho" if planned.zcdp else "epsilon", share)
+
+
+def floor_share(planned: PlannedRelease) -> Fraction:
+    """The smallest share (to 1e-9, rounded up) whose noise meets the release's accuracy floors
+    (`max_std`, `max_halfwidth95`); 0 without a floor. The error falls as the share grows: the
+    share is found by bisection on `error_at`."""
+    if planned.max_std is None and planned.max_halfwidth95 is None:
+        return Fraction(0)
+
+    def meets(share: Fraction) -> bool:
+        std, halfwidth = error_at(planned, share)
+        return ((planned.max_std is None or std <= planned.max_std)
+                and (planned.max_halfwidth95 is None or halfwidth <= planned.max_halfwidth95))
+
+    low, high = Fraction(0), Fraction(1)
+    while not meets(high):
+        low, high = high, high * 2
+        if high > 10**12:  # (no noise of this family meets the floor: no cap will hold the share)
+            return high
+    while high - low > high * Fraction(1, 10**9):
+        middle = significant_down((low + high) / 2)
+        if not low < middle < high:
+            break
+        low, high = (low, middle) if meets(middle) else (middle, high)
+    return high
+
+
 def solved_parameters(document) -> dict[str, tuple[str, Fraction]]:
     """Each release of a solved release file (a `Document`) by id: the parameter it is known by
     (`parameter`) and its value; InputErrors naming the file and field where one has none."""

@@ -38,15 +38,8 @@ from ..core.numbers import INF, float_down, is_infinite
 from ..core.records import Cap, Dataset, Release
 from ..input.plan import Plan, PlannedRelease
 from . import cap_accounting
-from .plan_noise import (
-    DIGITS,
-    Solution,
-    Solved,
-    expected_error,
-    parameter,
-    release_at,
-    significant_down,
-)
+from .plan_noise import (DIGITS, Solution, Solved, expected_error, floor_share, parameter, release_at,
+                         significant_down)
 
 # --------------------------------------------------------------------------
 # One cap: the largest common t it admits
@@ -74,22 +67,23 @@ class CapRoom:
         return self._units[planned.id]
 
     def largest(self, weights: Mapping[str, Fraction], settled: Mapping[str, Release], probe,
-                hint: Fraction | None = None) -> Fraction:
+                hint: Fraction | None = None, floors: Mapping[str, Fraction] | None = None) -> Fraction:
         """The largest t at which the cap admits its settled releases and every unsettled one
-        (weights) at share w t; `probe(planned, share)` builds a release; `hint`: a t to start a
-        search from."""
+        (weights) at share max(w t, its floor's share); `probe(planned, share)` builds a release;
+        `hint`: a t to start a search from. 0 when even the floors' shares do not fit."""
+        floors = floors or {}
         active = [p for p in self.members if p.id in weights]
         fixed = [settled[p.id] for p in self.members if p.id in settled]
         if self.kind in ("pure", "rho"):  # (decided by these sums exactly: budget.measure)
-            return self._sums(active, weights, fixed, probe)
+            return self._sums(active, weights, floors, fixed, probe)
         total, state = self._after(fixed)  # the settled releases applied once, not at every step
         found = None
-        if self.kind == filters.GAUSSIAN and all(p.family == "gaussian" for p in active):
+        if self.kind == filters.GAUSSIAN and all(p.family == "gaussian" and p.id not in floors for p in active):
             found = self._gaussian_dp(active, weights, total, state)
 
-        def decided(t: Fraction | None) -> budget.CapCheck:  # (None: the settled releases alone)
-            plan = [] if t is None else [probe(p, weights[p.id] * t) for p in active]
-            return _decided(self.cap, total, state, plan)
+        def decided(t: Fraction | None) -> budget.CapCheck:  # (None: t = 0, the floors' shares alone)
+            shares = ((p, max(weights[p.id] * (t or 0), floors.get(p.id, 0))) for p in active)
+            return _decided(self.cap, total, state, [probe(p, share) for p, share in shares if share > 0])
 
         if found is not None and (found <= 0 or decided(found).ok):  # (else searched from it)
             return max(found, Fraction(0))
@@ -109,31 +103,35 @@ class CapRoom:
         state = None if self.state is None else accountants.state_apply(self.state, self.cap, fixed, {}, {})
         return total, state
 
-    def _sums(self, active, weights, fixed: Sequence[Release], probe) -> Fraction:
-        """Pure and rho caps: linear in a share, but quadratic for an epsilon under a rho cap."""
+    def _sums(self, active, weights, floors: Mapping[str, Fraction], fixed: Sequence[Release], probe) -> Fraction:
+        """Pure and rho caps: the sum of u_i max(w_i t, f_i)^d_i, f_i a floor's share, d_i = 1 but
+        2 for an epsilon under a rho cap (eps^2 / 2: Bun and Steinke 2016, Prop 3.3). Piecewise
+        linear or quadratic in t: the piece where it meets the room is found at the breakpoints
+        f_i / w_i, and solved there."""
         total = self.total
         room = self.cap.limit - (total.value if total.value is not None else budget.cap_value(self.cap, total))
         for release in fixed:
             room -= self.charge(release)
-        a = b = Fraction(0)
+        terms = []  # (breakpoint, unit, degree, weight, floor's share)
         for p in active:
             unit = self.unit(p, probe(_exact_share(p), Fraction(1)))
             if is_infinite(unit) or is_infinite(room):
                 return Fraction(0)
-            w = weights[p.id]
-            if self.kind == "rho" and not p.zcdp:
-                b += unit * w * w  # (w t)^2 / 2: Bun and Steinke 2016, Prop 3.3
+            w, f = weights[p.id], floors.get(p.id, Fraction(0))
+            terms.append((f / w, unit, 2 if self.kind == "rho" and not p.zcdp else 1, w, f))
+        a = b = Fraction(0)
+        c = sum((u * f**d for _, u, d, _, f in terms), Fraction(0))  # every share at its floor
+        if c > room or room <= 0:
+            return Fraction(0)
+        for point, u, d, w, f in sorted(terms, key=lambda term: term[0]):
+            if a * point + b * point * point + c > room:
+                break  # the root is below this breakpoint
+            c -= u * f**d
+            if d == 1:
+                a += u * w
             else:
-                a += unit * w
-        if room <= 0:
-            return Fraction(min(room, 0))
-        if not b:
-            return room / a
-        t = Fraction(2 * float(room) / (float(a) + math.sqrt(float(a) ** 2 + 4 * float(b) * float(room))))
-        t = significant_down(t)
-        while a * t + b * t * t > room:
-            t *= 1 - Fraction(1, 10**DIGITS)
-        return t
+                b += u * w * w
+        return _root(a, b, room - c)
 
     def _gaussian_dp(self, active, weights, total: budget.CapTotal, state: dict | None) -> Fraction | None:
         """A Gaussian-DP cap over Gaussians: mu^2 adds (Dong, Roth and Su 2022, Cor 3.3), so
@@ -147,6 +145,17 @@ class CapRoom:
         squares = sum(2 * weights[p.id] for p in active)  # mu_i^2 = (sensitivity / sigma)^2 = 2 rho_i
         room = (mu * mu - mu0 * mu0) / float(squares) if squares else None
         return None if room is None else (significant_down(Fraction(room)) if room > 0 else Fraction(0))
+
+
+def _root(a: Fraction, b: Fraction, room: Fraction) -> Fraction:
+    """The largest t >= 0 with a t + b t^2 <= room: exact when b = 0, else rounded down."""
+    if not b:
+        return room / a
+    t = Fraction(2 * float(room) / (float(a) + math.sqrt(float(a) ** 2 + 4 * float(b) * float(room))))
+    t = significant_down(t)
+    while a * t + b * t * t > room:
+        t *= 1 - Fraction(1, 10**DIGITS)
+    return t
 
 
 def _exact_share(planned: PlannedRelease) -> PlannedRelease:
@@ -224,28 +233,34 @@ def _between(low: Fraction, high: Fraction, f_low: float, f_high: float) -> Frac
 
 def water_fill(plan: Sequence[PlannedRelease], rooms: Sequence[CapRoom], probe, dataset: str
                ) -> dict[str, tuple[Release, str | None]]:
-    """Each planned release as settled, with the cap that binds it (None: a fixed parameter)."""
+    """Each planned release as settled, with the cap that binds it (None: a fixed parameter).
+    A weighted release with an accuracy floor takes at least the share the floor needs
+    (`floor_share`); the others share what is left by their weights."""
     settled = {p.id: probe(p, p.fixed) for p in plan if p.fixed is not None}
     found: dict[str, tuple[Release, str | None]] = {p: (r, None) for p, r in settled.items()}
     weights = {p.id: p.weight for p in plan if p.weight is not None}
+    floors = {p.id: f for p in plan if p.weight is not None and (f := floor_share(p)) > 0}
     by_id = {p.id: p for p in plan}
     cache: dict[str, Fraction] = {}
     stale: set[str] = set()  # caps whose cached t is a lower bound (some releases settled since)
+
+    def largest(room: CapRoom, hint: Fraction | None) -> Fraction:
+        return room.largest(weights, settled, probe, hint, floors)
+
     while weights:
         live = [room for room in rooms if any(p.id in weights for p in room.members)]
         if not live:
             raise _unbounded(dataset, [by_id[i] for i in weights])
         for room in sorted(live, key=lambda room: room.kind not in ("pure", "rho")):  # closed forms first
             if room.cap.name not in cache:
-                cache[room.cap.name] = room.largest(weights, settled, probe, _hint(cache))
-        binding = _binding(live, cache, stale,
-                           lambda room: room.largest(weights, settled, probe, cache[room.cap.name] or None))
+                cache[room.cap.name] = largest(room, _hint(cache))
+        binding = _binding(live, cache, stale, lambda room: largest(room, cache[room.cap.name] or None))
         t = cache.pop(binding.cap.name)
         frozen = [p for p in binding.members if p.id in weights]
         if t <= 0 or is_infinite(t):
-            raise _no_room(binding, frozen, t)
+            raise _no_room(binding, frozen, t, floors)
         for p in frozen:
-            settled[p.id] = probe(p, weights.pop(p.id) * t)
+            settled[p.id] = probe(p, max(weights.pop(p.id) * t, floors.get(p.id, Fraction(0))))
             found[p.id] = (settled[p.id], binding.cap.name)
         touched = {p.id for p in frozen}
         stale |= {room.cap.name for room in rooms if any(p.id in touched for p in room.members)}
@@ -274,14 +289,19 @@ def _unbounded(dataset: str, releases: Sequence[PlannedRelease]) -> InputErrors:
                         for p in releases])
 
 
-def _no_room(room: CapRoom, releases: Sequence[PlannedRelease], t) -> Refused:
-    names = ", ".join(p.id for p in releases)
+def _no_room(room: CapRoom, releases: Sequence[PlannedRelease], t, floors: Mapping[str, Fraction]) -> Refused:
+    where = f"cap {room.cap.dataset}/{room.cap.name}"
     if is_infinite(t):
-        why = "it states no bound for them"
-    else:
-        why = f"it admits none of them ({filters.short(room.cap)}, limit {room.cap.limit})"
-    return Refused(LedgerError(f"cap {room.cap.dataset}/{room.cap.name}", "releases",
-                               f"the plan cannot be solved: {why}: {names}"))
+        return Refused(LedgerError(where, "releases", f"the plan cannot be solved: it states no bound for "
+                                                      f"{', '.join(p.id for p in releases)}"))
+    floored = [p for p in releases if p.id in floors]
+    if floored:
+        words = "; ".join(f"{p.id} ({_floor_words(p)})" for p in floored)
+        return Refused(LedgerError(where, "releases", f"the plan is infeasible: the accuracy floors of its releases "
+                                                      f"need more than {where} leaves: {words}"))
+    return Refused(LedgerError(where, "releases", f"the plan cannot be solved: it admits none of them "
+                                                  f"({filters.short(room.cap)}, limit {room.cap.limit}): "
+                                                  f"{', '.join(p.id for p in releases)}"))
 
 
 # --------------------------------------------------------------------------
@@ -345,20 +365,23 @@ def _row(planned: PlannedRelease, release: Release, binding: str | None) -> Solv
 
 
 def _floors(solution: Solution) -> None:
-    """Refuse a solution whose noise is larger than a release's accuracy floor allows, naming
-    the cap that binds those releases."""
+    """A fixed parameter whose noise misses its own release's accuracy floor is bad input; a
+    solved share always meets its floor (`floor_share`), and is refused, naming its cap, if
+    rounding ever made it miss."""
     missed = [row for row in solution.rows
               if (row.planned.max_std is not None and row.std > row.planned.max_std)
               or (row.planned.max_halfwidth95 is not None and row.halfwidth95 > row.planned.max_halfwidth95)]
-    if not missed:
-        return
-    cap = missed[0].binding
-    rows = [row for row in missed if row.binding == cap]
-    words = "; ".join(f"{row.planned.id} (std {row.std:.6g}, 95% half-width {row.halfwidth95:.6g}, "
-                      f"floor {_floor_words(row.planned)})" for row in rows)
-    where = f"cap {solution.dataset}/{cap}" if cap else "fixed parameters"
-    raise Refused(LedgerError(where, "releases", f"the plan is infeasible: its accuracy floors need more budget "
-                                                 f"than {where} leaves: {words}"))
+    fixed = [row for row in missed if row.binding is None]
+    if fixed:
+        raise InputErrors([LedgerError(row.planned.source, row.planned.at, f"its fixed parameter gives std "
+                                       f"{row.std:.6g} and 95% half-width {row.halfwidth95:.6g}, beyond its "
+                                       f"floor ({_floor_words(row.planned)})") for row in fixed])
+    if missed:
+        where = f"cap {solution.dataset}/{missed[0].binding}"
+        words = "; ".join(f"{row.planned.id} (std {row.std:.6g}, 95% half-width {row.halfwidth95:.6g}, "
+                          f"floor {_floor_words(row.planned)})" for row in missed if row.binding == missed[0].binding)
+        raise Refused(LedgerError(where, "releases", f"the plan is infeasible: its accuracy floors need more "
+                                                     f"than {where} leaves: {words}"))
 
 
 def _floor_words(planned: PlannedRelease) -> str:
