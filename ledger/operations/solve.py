@@ -34,12 +34,15 @@ from ..accounting import accountants, budget, filters
 from ..accounting.engine import candidates
 from ..accounting.risk import gdp_mu
 from ..core.errors import InputErrors, LedgerError, Refused
+from ..core.lazy import lazy_module
 from ..core.numbers import INF, float_down, is_infinite
 from ..core.records import Cap, Dataset, Release
 from ..input.plan import Plan, PlannedRelease
-from . import cap_accounting
+from . import cap_accounting, transactions
 from .plan_noise import (DIGITS, Solution, Solved, expected_error, floor_share, parameter, release_at,
                          significant_down)
+
+store = lazy_module("ledger.store.database")  # the ORM, imported when a plan is solved
 
 # --------------------------------------------------------------------------
 # One cap: the largest common t it admits
@@ -113,9 +116,11 @@ class CapRoom:
         for release in fixed:
             room -= self.charge(release)
         terms = []  # (breakpoint, unit, degree, weight, floor's share)
+        if is_infinite(room):
+            return Fraction(0)
         for p in active:
             unit = self.unit(p, probe(_exact_share(p), Fraction(1)))
-            if is_infinite(unit) or is_infinite(room):
+            if is_infinite(unit):  # (a Gaussian under a pure cap: it holds none)
                 return Fraction(0)
             w, f = weights[p.id], floors.get(p.id, Fraction(0))
             terms.append((f / w, unit, 2 if self.kind == "rho" and not p.zcdp else 1, w, f))
@@ -313,9 +318,6 @@ def solve(engine, plan: Plan, dataset: Dataset, actor: str) -> Solution:
     """The plan solved against the caps of `dataset` as the ledger stands; refused (`Refused`,
     exit 1) when a cap has no room for its releases or an accuracy floor is not met, and
     checked by `check` itself before it is returned."""
-    from ..store import database as store
-    from . import transactions
-
     _known_variables(plan, dataset)
     now = store.now()
 
