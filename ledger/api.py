@@ -247,6 +247,49 @@ class Ledger:
         with Session(self.engine) as session:
             return budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
 
+    def solve(self, plan: str | Path | Mapping[str, Any], *, dataset: str | None = None) -> pd.DataFrame:
+        """The noise of each planned release (a plan file, or its content as a dict) that uses the
+        budget left as fully as every cap it touches allows (operations/solve.py): one row per
+        release with its parameter, the cap that binds it and its expected error. The release
+        file `check` accepts is `df.attrs["release_file"]`. Refused (`Refused`) when a cap has
+        no room or an accuracy floor is not met; bad input raises `InputErrors`."""
+        import pandas as pd
+
+        from .input.plan import read_plan
+        from .operations.solve import solve
+
+        parsed = read_plan(plan)
+        chosen = choices.pick_dataset(self._light(), dataset or parsed.dataset, field="dataset")
+        solution = solve(self.engine, parsed, chosen, self._by(None))
+        frame = pd.DataFrame([(row.planned.id, row.planned.family, row.parameter, row.value, row.binding, row.std,
+                               row.halfwidth95) for row in solution.rows],
+                             columns=["id", "mechanism", "parameter", "value", "binding_cap", "std", "halfwidth95"])
+        frame.attrs.update(dataset=chosen.name, release_file=solution.release_file())
+        return frame
+
+    def record_plan(self, plan: str | Path | Mapping[str, Any], *, dataset: str | None = None,
+                    by: str | None = None) -> tuple[pd.DataFrame, operations.Recorded]:
+        """Solve the plan and record its releases as planned (reserving their budget), all or none:
+        `record` checks every cap again as it writes (`BudgetRefused` if the ledger moved)."""
+        frame = self.solve(plan, dataset=dataset)
+        return frame, self.record(frame.attrs["release_file"], by=by)
+
+    def plan_diff(self, old: str | Path | Mapping[str, Any], new: str | Path | Mapping[str, Any]) -> pd.DataFrame:
+        """Two solved release files (`plan solve --out`, or their content as dicts) side by side:
+        one row per release of either (id, parameter, old, new, relative change); a release in
+        one file only has None on the other side."""
+        import pandas as pd
+
+        from .operations.plan_noise import solved_parameters
+
+        before, after = (solved_parameters(_document(source)) for source in (old, new))
+        rows = []
+        for rid in [*before, *(i for i in after if i not in before)]:
+            a, b = before.get(rid), after.get(rid)
+            change = float(b[1] / a[1]) - 1 if a and b and a[0] == b[0] else None
+            rows.append((rid, (b or a)[0], a and a[1], b and b[1], change))
+        return pd.DataFrame(rows, columns=["id", "parameter", "old", "new", "change"])
+
     # -- figures ----------------------------------------------------------------
 
     def caps(self, dataset: str | None = None) -> list[budget.CapCheck]:
@@ -413,6 +456,16 @@ def open(url: str | None = None, *, actor: str | None = None) -> Ledger:  # noqa
     except Exception as exc:  # a bad URL or an unreachable server is bad input
         raise InputErrors([LedgerError("url", "url", f"cannot open ledger {chosen!r}: {exc}")]) from None
     return Ledger(chosen, engine, actor=actor)
+
+
+def _document(source: str | Path | Mapping[str, Any]) -> Document:
+    """A file read (InputErrors when it cannot be), or a dict as a document."""
+    if isinstance(source, Mapping):
+        return Document("<release document>", dict(source))
+    document, errors = read_document(source)
+    if document is None or errors:
+        raise InputErrors(errors)
+    return document
 
 
 def _flat(sources: tuple) -> tuple:

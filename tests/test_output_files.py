@@ -111,7 +111,16 @@ CLI_WRITERS: list[tuple[str, tuple[str, ...], Args]] = [
       for as_json in (False, True)],
     ("assess", ("assess",), lambda target, d: ["assess", "--data", d / "firms.csv", "--cells", "region",
                                                "--contributor", "firm", "--value", "turnover", "--out", target]),
+    ("plan solve", ("plan", "solve"), lambda target, d: ["plan", "solve", _plan_file(d), "--out", target]),
 ]
+
+
+def _plan_file(directory: Path) -> Path:
+    """A plan of one fixed release of the demo's dataset (which has no cap): solved as it is."""
+    path = directory / "plan.yaml"
+    path.write_text("dataset: census\nreleases:\n  - {id: planned-age, reads: [age], mechanism: laplace, "
+                    "epsilon: 1}\n", encoding="utf-8")
+    return path
 
 API_WRITERS = {"report": "out"}  # Ledger method: its parameter naming the file written
 API_FORMATS = ("html", "md", "tex", "csv", "pdf")

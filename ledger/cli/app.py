@@ -1318,6 +1318,10 @@ from .export import export_app  # noqa: E402  (issue 14)
 
 app.add_typer(export_app, name="export")
 
+from .plan import plan_app  # noqa: E402
+
+app.add_typer(plan_app, name="plan")
+
 from . import stewardship as cli_stewardship  # noqa: E402  (issue 12: datasets that evolve, signed checkpoints)
 
 dataset_app.command("amend")(cli_stewardship.dataset_amend)
