@@ -1204,10 +1204,10 @@ def audit_verify(
     with store.read_session(engine) as session, progress("verifying the audit chain"):
         kept = verified_head.read_head(session) if since_checkpoint else None
         mark = None if kept is None else (kept.seq, kept.hash)
-        result = store.verify(session) if mark is None else verified_head.verify_since(session, mark)
+        result = store.verify(session) if mark is None else verified_head.verify_since(session, mark, kept.derived)
         lost = check_checkpoint(session, head) if head is not None else None
     if result.ok:  # the next --since-checkpoint starts here (not kept when busy or read-only: no wait)
-        verified_head.remember(engine, result, full=mark is None, previous=kept)
+        verified_head.remember(engine, result, full=result.full, previous=kept)
     if as_json:
         typer.echo(cli_json.dumps({"ok": result.ok and lost is None, "events": result.events, "head": result.head,
                                    "problems": list(result.problems),
@@ -1224,7 +1224,7 @@ def audit_verify(
         typer.echo(f"checkpoint held: event {head.seq} has hash {head.hash} "
                    f"({'written ' + head.at if head.at else 'empty ledger'})")
     if result.ok:
-        scope = "" if mark is None else (
+        scope = "" if mark is None or result.full else (
             f" (events {mark[0] + 1}-{result.events} checked, appended since the last verified head, event "
             f"{mark[0]})" if result.events > mark[0]
             else f" (no event appended since the last verified head, event {mark[0]})")

@@ -278,6 +278,7 @@ class AuditEventRow(SQLModel, table=True):
 from . import columns  # noqa: E402  (its tables: accounting rows, issue 13)
 from . import driver  # noqa: E402  (the recording path's statements on the driver's cursor, issue 13)
 from . import sealed  # noqa: E402  (its tables: the accounting rows in sealed chunks, issue 13)
+from . import derived  # noqa: E402  (the derived rows' digest a verified head keeps)
 
 # Statements on the recording path, built once so SQLAlchemy's compiled cache serves them.
 _EVENTS = AuditEventRow.__table__
@@ -1667,6 +1668,8 @@ class Verification:
     events: int
     head: str
     problems: tuple[str, ...]  # the first names the first bad event
+    full: bool = True  # the whole chain and every row recomputed (else: since a verified head)
+    derived: dict | None = None  # a passing one: the derived rows' digest (derived.py), kept with the head
 
 
 VERIFY_CHUNK = 5_000  # events, and release rows, read and checked at a time by `verify`
@@ -1920,7 +1923,8 @@ def verify(session: Session) -> Verification:
     problems.extend(accounting.problems())
     problems.extend(sealed.check(connection, {d.name: d.variable_names for d in config.datasets.values()}))
     problems.extend(_check_count(session, count))
-    return Verification(ok=not problems, events=count, head=walk.head, problems=tuple(problems))
+    digest = None if problems else derived.digest(connection, count)
+    return Verification(ok=not problems, events=count, head=walk.head, problems=tuple(problems), derived=digest)
 
 
 def _release_chunks(connection: Connection, batch: int | None = None) -> Iterator[list]:

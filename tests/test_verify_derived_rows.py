@@ -1,0 +1,133 @@
+"""Every derived row a figure is computed from is checked by `audit verify --since-checkpoint`,
+not only the rows the events since the verified head name (store/derived.py), on both backends.
+
+The figures below are pure sums (Tan Prop 3.4): r1 charges 1.5 and r2 0.75 on income, so
+`subset income` is 2.25; an accounting row of r1 pointed at r2's guarantee value makes it 1.5.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import create_engine, text
+from support import cli_main, cli_ok
+
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+TWO = """\
+dataset: graduates
+releases:
+  - {id: r1, title: one, reads: [income], mechanism: {name: laplace, epsilon: 1.5, sensitivity: 1}}
+  - {id: r2, title: two, reads: [income], mechanism: {name: laplace, epsilon: 0.75, sensitivity: 1}}
+"""
+
+LATER = """\
+dataset: graduates
+releases:
+  - {id: r3, title: three, reads: [income, sex], mechanism: {name: gaussian, sigma: 10, sensitivity: 1}}
+  - {id: p1, title: planned, status: planned, reads: [sex], mechanism: {name: laplace, epsilon: 0.5, sensitivity: 1}}
+  - {id: p2, title: planned, status: planned, reads: [sex], mechanism: {name: laplace, epsilon: 0.5, sensitivity: 1}}
+"""
+
+
+def sql(url: str, statement: str, **binds):
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            return connection.execute(text(statement), binds).all() if statement.lstrip().upper().startswith(
+                "SELECT") else connection.execute(text(statement), binds)
+    finally:
+        engine.dispose()
+
+
+def subset_income(url: str) -> float:
+    return float(cli_ok(url, "subset", "income", "--json").json()["epsilon"])
+
+
+@pytest.fixture
+def ledger(ledger_url, tmp_path):
+    (tmp_path / "two.yaml").write_text(TWO)
+    cli_ok(ledger_url, "dataset", "add", EXAMPLES / "graduates.dataset.yaml")
+    cli_ok(ledger_url, "cap", "set", "income", "--epsilon", "10", "--delta", "1e-9")
+    cli_ok(ledger_url, "cap", "set", "sex", "--epsilon", "5", "--delta", "1e-9")
+    cli_ok(ledger_url, "record", tmp_path / "two.yaml")
+    cli_ok(ledger_url, "audit", "verify")  # the verified head, with the derived rows' digest
+    return ledger_url
+
+
+def lower_r1(url: str) -> None:
+    """r1's accounting row pointed at r2's guarantee value and event (the ids r2's row names)."""
+    value, event = sql(url, "SELECT value, event FROM release_accounting WHERE release = 'r2'")[0]
+    sql(url, "UPDATE release_accounting SET value = :v, event = :e WHERE release = 'r1'", v=value, e=event)
+
+
+def test_an_accounting_row_edited_after_a_passing_verify_fails_the_incremental_one(ledger, tmp_path):
+    assert subset_income(ledger) == pytest.approx(2.25)
+    lower_r1(ledger)
+    assert subset_income(ledger) == pytest.approx(1.5)  # the lowered figure the edit makes
+    run = cli_main(ledger, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1
+    assert "(table release_accounting)" in run.err and "changed outside the ledger" in run.err
+    out = tmp_path / "report.md"
+    cli_ok(ledger, "report", "--dataset", "graduates", "--format", "md", "--out", out)
+    line = next(line for line in out.read_text().splitlines() if line.startswith("| Audit chain"))
+    assert "BROKEN" in line and "release\\_accounting" in line and "accountant states): NOT verified" in line
+    assert "| verified" not in line
+
+
+def test_writes_since_the_head_verify_incrementally_and_an_older_row_edited_among_them_is_found(ledger, tmp_path):
+    (tmp_path / "later.yaml").write_text(LATER)
+    cli_ok(ledger, "record", tmp_path / "later.yaml")
+    cli_ok(ledger, "role", "grant", "bob", "approver")
+    cli_ok(ledger, "approve", "p1", "--as", "bob")
+    cli_ok(ledger, "publish", "p1")
+    cli_ok(ledger, "cancel", "p2", "--reason", "not needed")
+    cli_ok(ledger, "cap", "set", "income", "--epsilon", "12", "--delta", "1e-9")
+    run = cli_ok(ledger, "audit", "verify", "--since-checkpoint")
+    assert "checked, appended since the last verified head" in run.out  # incremental, and nothing found
+    cli_ok(ledger, "retract", "p1", "--reason", "wrong table")
+    lower_r1(ledger)  # r1: recorded before the head, named by no event since
+    run = cli_main(ledger, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1 and "(table release_accounting)" in run.err
+    assert cli_main(ledger, "audit", "verify").code == 1  # the full one agrees
+
+
+def test_a_read_row_deleted_is_found(ledger):
+    sql(ledger, "DELETE FROM release_reads WHERE seq = (SELECT seq FROM release_accounting WHERE release = 'r1')")
+    run = cli_main(ledger, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1 and "(table release_reads)" in run.err
+
+
+def test_a_guarantee_value_edited_is_found(ledger):
+    body = sql(ledger, "SELECT body FROM guarantee_values ORDER BY id LIMIT 1")[0][0]
+    sql(ledger, "UPDATE guarantee_values SET body = :b WHERE body = :old", b=body.replace("3", "1", 1), old=body)
+    run = cli_main(ledger, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1 and "(table release_accounting)" in run.err
+
+
+@pytest.mark.parametrize("write_since", [False, True], ids=["untouched", "written-since"])
+def test_a_running_total_edited_is_found(ledger, tmp_path, write_since):
+    if write_since:  # the dataset's totals then change legitimately: recomputed and compared
+        (tmp_path / "later.yaml").write_text(LATER)
+        cli_ok(ledger, "record", tmp_path / "later.yaml")
+    total = sql(ledger, "SELECT total FROM cap_totals WHERE cap = 'income'")[0][0]
+    total = json.loads(total) if isinstance(total, str) else total
+    total["drivers"] = [d for d in total["drivers"] if d[0] != "r1"]
+    total["value"] = "3/4"
+    sql(ledger, "UPDATE cap_totals SET total = :t WHERE cap = 'income'", t=json.dumps(total))
+    run = cli_main(ledger, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1 and "cap graduates/income" in run.err
+    assert ("(table cap_totals)" if write_since else "cap_totals") in run.err
+
+
+def test_a_head_kept_without_a_digest_verifies_in_full(ledger):
+    head = sql(ledger, "SELECT value FROM ledger_meta WHERE key = 'verified_head'")[0][0]
+    body = json.loads(head)
+    del body["derived"]
+    sql(ledger, "UPDATE ledger_meta SET value = :v WHERE key = 'verified_head'", v=json.dumps(body))
+    lower_r1(ledger)
+    run = cli_main(ledger, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1 and "(release r1): the accounting row differs from the release" in run.err
