@@ -131,3 +131,24 @@ def test_a_head_kept_without_a_digest_verifies_in_full(ledger):
     lower_r1(ledger)
     run = cli_main(ledger, "audit", "verify", "--since-checkpoint")
     assert run.code == 1 and "(release r1): the accounting row differs from the release" in run.err
+
+
+@pytest.mark.parametrize("verified_before", [False, True], ids=["no-head", "from-the-verified-head"])
+def test_audit_checkpoint_refuses_a_chain_that_does_not_verify(ledger, tmp_path, verified_before):
+    cli_ok(ledger, "audit", "keygen", "--out", tmp_path / "key")
+    if not verified_before:
+        sql(ledger, "DELETE FROM ledger_meta WHERE key = 'verified_head'")
+    lower_r1(ledger)
+    out = tmp_path / "checkpoint.json"
+    run = cli_main(ledger, "audit", "checkpoint", "--key", tmp_path / "key", "--out", out)
+    assert run.code == 1 and not out.exists()
+    assert "does not verify" in run.err and "privacy-ledger audit verify" in run.err
+    assert "release_accounting" in run.err or "(release r1)" in run.err
+
+
+def test_audit_checkpoint_signs_a_chain_that_verifies(ledger, tmp_path):
+    cli_ok(ledger, "audit", "keygen", "--out", tmp_path / "key")
+    cli_ok(ledger, "audit", "checkpoint", "--key", tmp_path / "key", "--out", tmp_path / "checkpoint.json")
+    run = cli_ok(ledger, "audit", "verify", "--checkpoint", tmp_path / "checkpoint.json",
+                 "--public-key", tmp_path / "key.pub")
+    assert "checkpoint held" in run.out
