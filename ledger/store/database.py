@@ -578,7 +578,8 @@ LIFECYCLE_COLUMNS = ("status", "approved_by", "approved_at", "published_at")
 # (statements run through the driver: a percent sign is written %%)
 # PostgreSQL enforces the book of record itself (DESIGN 2.12): whatever role the ledger runs
 # as, an audit event can be inserted and never updated, deleted or truncated; a release row
-# is never deleted, and an update may change its lifecycle columns only. (The table owner or
+# is never deleted, and an update may change its lifecycle columns only; what an appended event may
+# say -- its lifecycle step, and under a person's login its duty -- is judged by enforced.py. (The table owner or
 # a superuser can still drop a trigger: that is what the hash chain, and a checkpoint kept
 # outside the database, detect.)
 _APPEND_ONLY_SQL = [

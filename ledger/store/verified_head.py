@@ -1,4 +1,4 @@
-"""Incremental verification: check what was appended since the last verified head (issue 13).
+"""Incremental verification: check what was appended since the last verified head, and every derived row.
 
 `audit verify` recomputes the whole chain and every row: the reference, and on a
 ledger of a million releases minutes of work. After it succeeds, the head it
@@ -12,10 +12,16 @@ then checks only the events after it:
 - every later event links to the one before and hashes to its stored hash;
 - every release, dataset, family and cap those events name equals the state its
   latest event recorded, and each such release's accounting row equals the one
-  recomputed from it.
+  recomputed from it;
+- every other derived row -- the accounting rows, the reads index, the sealed chunks,
+  each cap's row, running total and accountant state -- against the digest kept with
+  the head (derived.py), the totals and states of the datasets the events since changed
+  recomputed from the accounting rows. Without a digest (a head kept before it), or after
+  a migration or an amended dataset, it is the full verification.
 
-What it does not do, and the full verification does: recompute every running
-total and every row untouched since the checkpoint. A passing incremental run
+What it does not do, and the full verification does: compare the release rows no event
+since names with their events, and recompute from them the accounting rows (which the
+digest says are those the last verification recomputed). A passing incremental run
 moves the checkpoint to the new head.
 """
 
