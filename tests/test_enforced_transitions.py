@@ -183,3 +183,29 @@ def test_the_roles_of_each_event_are_the_duties_people_hold():
     for kind, duty in enforced.EVENT_DUTIES.items():
         needed = DUTIES[duty]
         assert set(enforced.EVENT_ROLES[kind]) == ({needed} if isinstance(needed, str) else set(needed)), kind
+
+
+def test_a_schema_18_ledger_is_upgraded_and_then_refuses_a_forged_append(pg):
+    """Schema 19 installs the triggers: a ledger made before them (as schema 18 left it: no
+    trigger on INSERT, stamped 18) gets them, with one `ledger.migrated` event, on first use."""
+    engine = create_engine(pg)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("DROP TRIGGER privacy_ledger_events_checked ON audit_events"))
+            connection.execute(text("DROP TRIGGER privacy_ledger_releases_status ON releases"))
+            connection.execute(text("DROP FUNCTION privacy_ledger_event_check(), privacy_ledger_status_check()"))
+            connection.execute(text("UPDATE ledger_meta SET value = '18' WHERE key = 'schema_version'"))
+    finally:
+        engine.dispose()
+    forge(pg, "release.retracted", "out", {"release": {**release_body(pg, "out"), "status": "retracted"}})
+    cli_ok(pg, "record", "--help")  # (help opens no ledger)
+    cli_ok(pg, "releases")  # the first command that opens it upgrades it
+    engine = create_engine(pg)
+    try:
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT kind, subject FROM audit_events ORDER BY seq DESC LIMIT 1")).one() \
+                == ("ledger.migrated", "schema 19")
+    finally:
+        engine.dispose()
+    with pytest.raises(DBAPIError, match="cannot go from retracted to cancelled"):
+        forge(pg, "release.cancelled", "out", {"release": {**release_body(pg, "out"), "status": "cancelled"}})

@@ -152,3 +152,17 @@ def test_audit_checkpoint_signs_a_chain_that_verifies(ledger, tmp_path):
     run = cli_ok(ledger, "audit", "verify", "--checkpoint", tmp_path / "checkpoint.json",
                  "--public-key", tmp_path / "key.pub")
     assert "checkpoint held" in run.out
+
+
+def test_a_migration_since_the_head_makes_the_incremental_verify_a_full_one(ledger):
+    """An upgrade (schema 18 to 19: one `ledger.migrated` event) may rebuild derived rows no
+    release event names: the next --since-checkpoint verifies in full, and finds an edit all the same."""
+    sql(ledger, "UPDATE ledger_meta SET value = '18' WHERE key = 'schema_version'")
+    cli_ok(ledger, "releases")  # upgraded on first use
+    assert sql(ledger, "SELECT kind, subject FROM audit_events ORDER BY seq DESC LIMIT 1")[0] == (
+        "ledger.migrated", "schema 19")
+    run = cli_ok(ledger, "audit", "verify", "--since-checkpoint")
+    assert "appended since the last verified head" not in run.out  # in full
+    lower_r1(ledger)
+    run = cli_main(ledger, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1 and "(table release_accounting)" in run.err
