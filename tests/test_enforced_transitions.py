@@ -107,9 +107,8 @@ def test_an_allowed_step_that_changes_more_than_the_lifecycle_is_refused(pg):
 def test_an_update_of_a_release_row_status_follows_the_lifecycle(pg):
     engine = create_engine(pg)
     try:
-        with pytest.raises(DBAPIError, match="cannot go from published to cancelled"):
-            with engine.begin() as connection:
-                connection.execute(text("UPDATE releases SET status = 'cancelled' WHERE id = 'out'"))
+        with pytest.raises(DBAPIError, match="cannot go from published to cancelled"), engine.begin() as connection:
+            connection.execute(text("UPDATE releases SET status = 'cancelled' WHERE id = 'out'"))
     finally:
         engine.dispose()
 
@@ -209,3 +208,12 @@ def test_a_schema_18_ledger_is_upgraded_and_then_refuses_a_forged_append(pg):
         engine.dispose()
     with pytest.raises(DBAPIError, match="cannot go from retracted to cancelled"):
         forge(pg, "release.cancelled", "out", {"release": {**release_body(pg, "out"), "status": "cancelled"}})
+
+
+def test_a_steward_login_records_but_not_a_release_recorded_as_published(pg, person):
+    name, url = person
+    planned = {**release_body(pg, "plan"), "id": "new", "status": "planned"}
+    forge(url, "release.recorded", "new", {"release": planned}, actor=name)
+    published = {**planned, "id": "newer", "status": "published", "published_at": "2026-06-01T00:00:00+00:00"}
+    with pytest.raises(DBAPIError, match="it needs the role ledger_approver"):
+        forge(url, "release.recorded", "newer", {"release": published}, actor=name)

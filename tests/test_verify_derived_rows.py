@@ -8,12 +8,11 @@ The figures below are pure sums (Tan Prop 3.4): r1 charges 1.5 and r2 0.75 on in
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
 from support import cli_main, cli_ok
-
-from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -137,7 +137,7 @@ def needs_full(kept: Mapping | None, kinds: Iterable[str], dataset_events: bool)
 def states_at(connection, ids: Sequence[str], through: int) -> dict[str, dict]:
     """Each release's state at event `through` (its latest release event up to it), where it had one."""
     from . import database as store
-    from .verified_head import _hashes_to_itself as hashes_to_itself
+    from .verified_head import hashes_to_itself
 
     events = store.AuditEventRow.__table__
     kinds = [k for (k,) in connection.execute(select(events.c.kind).distinct().where(events.c.kind.like("release.%")))]
@@ -206,9 +206,9 @@ def check_since(session, kept: Mapping, touched: Mapping[str, int], named_caps: 
 def _recomputed_caps(session, dataset: str) -> list[str]:
     """Each cap of `dataset`: its stored running total and accountant state against the ones
     recomputed from the accounting rows (checked above)."""
-    from . import database as store
     from ..accounting.accountants import state_differences, state_from_index, state_is_current
     from ..accounting.budget import total_differences, total_from_index
+    from . import database as store
     from .codec import cap_total_from_dict, cap_total_to_dict
 
     connection = session.connection()

@@ -111,20 +111,23 @@ def statements() -> list[str]:
       target text;
       needed text[];
       owner oid;
+      step int;
     BEGIN
       SELECT relowner INTO owner FROM pg_class WHERE oid = TG_RELID;
       IF NOT pg_has_role(current_user, owner, 'MEMBER') THEN  -- a person's own login: its duty's role
         needed := {_roles_case()};
-        IF NEW.kind = 'release.recorded' AND (NEW.payload::jsonb)->'release'->>'status' IN ('published', 'retracted')
-        THEN
-          needed := ARRAY['ledger_approver']::text[];  -- a release recorded as put out: an approver's duty
-        END IF;
-        IF NOT EXISTS (SELECT 1 FROM unnest(needed) AS r(name) JOIN pg_roles ON rolname = r.name
-                       WHERE pg_has_role(current_user, pg_roles.oid, 'MEMBER')) THEN
-          RAISE EXCEPTION 'privacy-ledger: % may not write a % event: it needs the role %',
-            current_user, NEW.kind, array_to_string(needed, ' or ')
-            USING ERRCODE = 'insufficient_privilege';
-        END IF;
+        FOR step IN 1..2 LOOP
+          IF NOT EXISTS (SELECT 1 FROM unnest(needed) AS r(name) JOIN pg_roles ON rolname = r.name
+                         WHERE pg_has_role(current_user, pg_roles.oid, 'MEMBER')) THEN
+            RAISE EXCEPTION 'privacy-ledger: % may not write a % event: it needs the role %',
+              current_user, NEW.kind, array_to_string(needed, ' or ')
+              USING ERRCODE = 'insufficient_privilege';
+          END IF;
+          -- a release recorded as put out (published) is an approver's duty as well
+          EXIT WHEN NEW.kind <> 'release.recorded'
+            OR (NEW.payload::jsonb)->'release'->>'status' NOT IN ('published', 'retracted');
+          needed := ARRAY['ledger_approver']::text[];
+        END LOOP;
       END IF;
       IF NEW.kind = ANY({_array(release_kinds())}) THEN
         body := (NEW.payload::jsonb)->'release';
@@ -181,10 +184,10 @@ def statements() -> list[str]:
       RETURN NEW;
     END $$"""
     return [statement.replace("%", "%%") for statement in roles + [grants, event_check, status_check]] + [
-        "CREATE OR REPLACE TRIGGER privacy_ledger_events_checked BEFORE INSERT ON audit_events "
-        "FOR EACH ROW EXECUTE FUNCTION privacy_ledger_event_check()",
-        "CREATE OR REPLACE TRIGGER privacy_ledger_releases_status BEFORE UPDATE OF status ON releases "
-        "FOR EACH ROW EXECUTE FUNCTION privacy_ledger_status_check()",
+        ("CREATE OR REPLACE TRIGGER privacy_ledger_events_checked BEFORE INSERT ON audit_events "
+         "FOR EACH ROW EXECUTE FUNCTION privacy_ledger_event_check()"),
+        ("CREATE OR REPLACE TRIGGER privacy_ledger_releases_status BEFORE UPDATE OF status ON releases "
+         "FOR EACH ROW EXECUTE FUNCTION privacy_ledger_status_check()"),
     ]
 
 

@@ -34,7 +34,8 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlmodel import Session
 
-from . import columns, database as store, derived
+from . import columns, derived
+from . import database as store
 from .codec import release_from_dict
 
 CHECKPOINT_KEY = "verified_head"
@@ -136,7 +137,7 @@ def remember(engine, verification: store.Verification, full: bool = True,
         raise
 
 
-def _hashes_to_itself(row) -> bool:
+def hashes_to_itself(row) -> bool:
     """The event row hashes to its stored hash, as the chain walk checks every later event
     (`store.ChainWalk`: over the stored canonical payload, else over the payload parsed)."""
     from .codec import chain_hash, event_hash
@@ -165,7 +166,7 @@ def verify_since(session: Session, checkpoint: tuple[int, str], derived_digest: 
     if found != digest:
         problems.append(f"event {start}: the verified checkpoint's hash changed (it was {digest[:12]}..., now "
                         f"{'missing' if found is None else found[:12] + '...'}); run a full `audit verify`")
-    elif not _hashes_to_itself(row):  # its content edited, its hash kept: the head no longer holds
+    elif not hashes_to_itself(row):  # its content edited, its hash kept: the head no longer holds
         problems.append(f"event {start} ({row.kind} {row.subject}): the verified checkpoint's content does not "
                         "match its hash; run a full `audit verify`")
     releases: dict[str, tuple[int, dict | None, str | None]] = {}
