@@ -44,7 +44,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy import select
 
-from . import columns, sealed
+from . import columns, enforced, sealed
 from .codec import canonical_json
 
 MODULUS = 2 ** 256
@@ -140,7 +140,7 @@ def states_at(connection, ids: Sequence[str], through: int) -> dict[str, dict]:
     from .verified_head import hashes_to_itself
 
     events = store.AuditEventRow.__table__
-    kinds = [k for (k,) in connection.execute(select(events.c.kind).distinct().where(events.c.kind.like("release.%")))]
+    kinds = enforced.release_kinds()  # the events that carry a release's state (by its index on kind, subject)
     found: dict[str, tuple[int, dict]] = {}
     for at in range(0, len(ids), 500):
         for row in connection.execute(select(events).where(events.c.kind.in_(kinds),
