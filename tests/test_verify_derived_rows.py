@@ -165,3 +165,30 @@ def test_a_migration_since_the_head_makes_the_incremental_verify_a_full_one(ledg
     lower_r1(ledger)
     run = cli_main(ledger, "audit", "verify", "--since-checkpoint")
     assert run.code == 1 and "(table release_accounting)" in run.err
+
+
+def test_rows_edited_with_the_digest_in_the_database_are_found_from_a_signed_checkpoint(ledger, tmp_path):
+    """Who rewrites a row and the digest kept beside the head in the same database passes
+    --since-checkpoint alone; from a signed checkpoint (its digest signed with its head) that
+    edit is found."""
+    from ledger.store import database as store
+    from ledger.store import derived
+
+    cli_ok(ledger, "audit", "keygen", "--out", tmp_path / "key")
+    cli_ok(ledger, "audit", "checkpoint", "--key", tmp_path / "key", "--out", tmp_path / "signed.json")
+    signed = json.loads((tmp_path / "signed.json").read_text())
+    assert signed["head"]["derived"]["seq"] == signed["head"]["seq"]
+    lower_r1(ledger)
+    engine = store.make_engine(ledger)
+    try:
+        with store.read_session(engine) as session:  # the digest of the edited rows, as an informed forger makes it
+            forged, _ = derived._accounting_sums(session.connection(), set())
+    finally:
+        engine.dispose()
+    head = json.loads(sql(ledger, "SELECT value FROM ledger_meta WHERE key = 'verified_head'")[0][0])
+    head["derived"]["accounting"] = format(forged, "064x")
+    sql(ledger, "UPDATE ledger_meta SET value = :v WHERE key = 'verified_head'", v=json.dumps(head))
+    assert cli_main(ledger, "audit", "verify", "--since-checkpoint").code == 0  # the database's own head: fooled
+    run = cli_main(ledger, "audit", "verify", "--since-checkpoint", "--checkpoint", tmp_path / "signed.json",
+                   "--public-key", tmp_path / "key.pub")
+    assert run.code == 1 and "(table release_accounting)" in run.err

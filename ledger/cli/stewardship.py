@@ -362,7 +362,8 @@ def audit_checkpoint(
                    "signed or written. Run `privacy-ledger audit verify` to see every problem", err=True)
         raise typer.Exit(1)
     verified_head.remember(engine, result, full=result.full, previous=kept)
-    head = checkpoint.Head(found.seq, found.hash, found.at, found.events)
+    head = checkpoint.Head(found.seq, found.hash, found.at, found.events,
+                           result.derived if result.events == found.seq else None)
     document = checkpoint.sign(head, private, store.now().isoformat())
     write_atomically(target, (canonical_json(document) + "\n").encode())
     _say(as_json, f"checkpoint of event {head.seq} ({head.events} events), head {head.hash}, signed, "
