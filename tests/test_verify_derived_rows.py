@@ -192,3 +192,18 @@ def test_rows_edited_with_the_digest_in_the_database_are_found_from_a_signed_che
     run = cli_main(ledger, "audit", "verify", "--since-checkpoint", "--checkpoint", tmp_path / "signed.json",
                    "--public-key", tmp_path / "key.pub")
     assert run.code == 1 and "(table release_accounting)" in run.err
+
+
+@pytest.mark.parametrize("edit, named", [
+    ("UPDATE variables SET classification = 'public' WHERE name = 'income'", "(table datasets)"),
+    ("UPDATE families SET description = 'changed'", "(family halves)"),
+])
+def test_the_configuration_a_figure_reads_is_under_the_digest(ledger, tmp_path, edit, named):
+    (tmp_path / "family.yaml").write_text(
+        "dataset: graduates\nfamilies:\n  - {id: halves, partition: random}\nreleases:\n"
+        "  - {id: h1, reads: [sex], family: halves, part: one, mechanism: {name: laplace, epsilon: 1}}\n")
+    cli_ok(ledger, "record", tmp_path / "family.yaml")
+    cli_ok(ledger, "audit", "verify", "--since-checkpoint")  # the head moves past the family's events
+    sql(ledger, edit)
+    run = cli_main(ledger, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1 and named in run.err

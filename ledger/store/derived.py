@@ -26,6 +26,9 @@ the derived rows (`digest`), and the next incremental one checks every derived r
   (budget.total_from_index, accountants.state_from_index, as `cap set` computes them) and its row
   is compared with its latest event (database.StateEvents).
 
+- the dataset and variable rows, and each family's row (how its members are charged), hash to
+  what they did at the head, unless an event since names the family.
+
 An amended dataset (its accounting rows rebuilt), a migration, or a head kept without a digest
 makes the incremental verification a full one (`needs_full`). The digest is as editable as the
 head it sits beside: a user who rewrites both to match is found by the full verification, and
@@ -48,6 +51,7 @@ from . import columns, enforced, sealed
 from .codec import canonical_json
 
 MODULUS = 2 ** 256
+DIGEST_KEYS = frozenset({"seq", "accounting", "reads", "caps", "datasets", "families"})
 
 
 def _row_hash(seq: int, row: columns.Expected) -> int:
@@ -120,18 +124,41 @@ def _cap_digests(connection) -> dict[str, str]:
     return {key: hashlib.sha256("\n".join(parts).encode()).hexdigest() for key, parts in found.items()}
 
 
+def _row_text(row) -> str:
+    return repr(sorted((key, _json_text(value) if isinstance(value, (dict, list)) else value)
+                       for key, value in row._mapping.items()))
+
+
+def _configuration_digests(connection) -> tuple[str, dict[str, str]]:
+    """What the figures read of the configuration: SHA-256 over the dataset and variable rows
+    (which variables a subset holds, and which are protected), and per family its row (how its
+    members are charged, DESIGN 2.6)."""
+    from . import database as store
+
+    datasets, variables = store.DatasetRow.__table__, store.VariableRow.__table__
+    whole = hashlib.sha256()
+    for table, order in ((datasets, (datasets.c.name,)), (variables, (variables.c.dataset, variables.c.name))):
+        for row in connection.execute(select(table).order_by(*order)):
+            whole.update(f"{table.name} {_row_text(row)}\n".encode())
+    families = store.FamilyRow.__table__
+    return whole.hexdigest(), {row.id: hashlib.sha256(_row_text(row).encode()).hexdigest()
+                               for row in connection.execute(select(families))}
+
+
 def digest(connection, through: int) -> dict:
     """The derived rows' digest at the head `through` (see the module docstring)."""
     accounting, _ = _accounting_sums(connection, set())
     reads, _ = _reads_digests(connection, through)
+    datasets, families = _configuration_digests(connection)
     return {"seq": through, "accounting": format(accounting, "064x"), "reads": reads,
-            "caps": _cap_digests(connection)}
+            "caps": _cap_digests(connection), "datasets": datasets, "families": families}
 
 
 def needs_full(kept: Mapping | None, kinds: Iterable[str], dataset_events: bool) -> bool:
     """Whether derived rows cannot be checked from the kept digest: none kept, or since it the
     ledger was migrated or a dataset amended (rows rebuilt beyond the releases the events name)."""
-    return kept is None or dataset_events or any(kind == "ledger.migrated" for kind in kinds)
+    return (kept is None or not DIGEST_KEYS <= set(kept) or dataset_events
+            or any(kind == "ledger.migrated" for kind in kinds))
 
 
 def states_at(connection, ids: Sequence[str], through: int) -> dict[str, dict]:
@@ -158,10 +185,12 @@ def states_at(connection, ids: Sequence[str], through: int) -> dict[str, dict]:
 
 
 def check_since(session, kept: Mapping, touched: Mapping[str, int], named_caps: set[str],
-                touched_datasets: set[str], variables: Mapping[str, Sequence[str]], now: int) -> tuple[list[str], dict]:
+                touched_datasets: set[str], variables: Mapping[str, Sequence[str]], now: int,
+                named_families: set[str] = frozenset()) -> tuple[list[str], dict]:
     """The derived rows against the digest `kept` (module docstring); `touched`: release id ->
     its accounting seq, for the releases the events since name (their rows are recomputed by
-    columns.check); `named_caps`: the caps the events since name; `touched_datasets`: the
+    columns.check); `named_caps`, `named_families`: the caps and families the events since name
+    (compared with their events by database.StateEvents); `touched_datasets`: the
     datasets whose totals and states those events changed. Returns (problems, the digest now)."""
     from .codec import release_from_dict
 
@@ -199,7 +228,16 @@ def check_since(session, kept: Mapping, touched: Mapping[str, int], named_caps: 
                             f"since the verified head (event {through}); no event since names it")
     for dataset in sorted(touched_datasets):
         problems.extend(_recomputed_caps(session, dataset))
-    fresh = {"seq": now, "accounting": format(whole, "064x"), "reads": reads, "caps": caps_now}
+    datasets, families = _configuration_digests(connection)
+    if datasets != kept.get("datasets"):  # (a dataset event since makes the verification a full one)
+        problems.append(f"event {through} (table datasets): a dataset or variable row was changed outside the ledger "
+                        f"since the verified head (event {through})")
+    for family in sorted(set(families) | set(kept.get("families", {}))):
+        if family not in named_families and families.get(family) != kept.get("families", {}).get(family):
+            problems.append(f"event {through} (family {family}): the family row was changed outside the ledger since "
+                            f"the verified head (event {through}); no event since names it")
+    fresh = {"seq": now, "accounting": format(whole, "064x"), "reads": reads, "caps": caps_now, "datasets": datasets,
+             "families": families}
     return problems, fresh
 
 

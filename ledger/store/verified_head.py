@@ -220,7 +220,7 @@ def verify_since(session: Session, checkpoint: tuple[int, str], derived_digest: 
     fresh = None
     if derived_digest is not None:
         found, fresh = derived.check_since(session, derived_digest, seqs, set(states.caps), touched_datasets,
-                                           variables, walk.count)
+                                           variables, walk.count, set(states.families))
         problems.extend(found)
     return store.Verification(ok=not problems, events=walk.count, head=walk.head, problems=tuple(problems),
                               full=False, derived=None if problems else fresh)
