@@ -207,3 +207,11 @@ def test_the_configuration_a_figure_reads_is_under_the_digest(ledger, tmp_path, 
     sql(ledger, edit)
     run = cli_main(ledger, "audit", "verify", "--since-checkpoint")
     assert run.code == 1 and named in run.err
+
+
+def test_a_cap_row_edited_in_a_dataset_written_since_is_found(ledger, tmp_path):
+    (tmp_path / "later.yaml").write_text(LATER)
+    cli_ok(ledger, "record", tmp_path / "later.yaml")  # the dataset's figures change: recomputed
+    sql(ledger, "UPDATE caps SET epsilon = '1000' WHERE name = 'sex'")  # no event names the cap since
+    run = cli_main(ledger, "audit", "verify", "--since-checkpoint")
+    assert run.code == 1 and "(cap graduates/sex): the cap's row (table caps) was changed" in run.err

@@ -107,21 +107,22 @@ def _json_text(value) -> str:
     return canonical_json(json.loads(value) if isinstance(value, str) else value)
 
 
-def _cap_digests(connection) -> dict[str, str]:
-    """Per cap ("dataset/name"): SHA-256 over its row, its running total and its accountant state."""
+def _cap_digests(connection) -> dict[str, list[str]]:
+    """Per cap ("dataset/name"): [SHA-256 over its row, SHA-256 over its running total and accountant
+    state] (the row changes by a cap event only; the figures by any charge on its dataset)."""
     from . import database as store
 
-    found: dict[str, list[str]] = {}
+    rows: dict[str, str] = {}
+    figures: dict[str, list[str]] = {}
     caps, totals, states = store.CapRow.__table__, store.CapTotalRow.__table__, store.CapAccountantRow.__table__
-    for row in connection.execute(select(caps).order_by(caps.c.dataset, caps.c.name)):
-        body = dict(row._mapping)
-        body["subset"] = _json_text(body["subset"])
-        found.setdefault(f"{row.dataset}/{row.name}", []).append("cap " + repr(sorted(body.items())))
+    for row in connection.execute(select(caps)):
+        rows[f"{row.dataset}/{row.name}"] = _row_text(row)
     for name, table, column in (("total", totals, totals.c.total), ("state", states, states.c.state)):
-        for dataset, cap, value in connection.execute(select(table.c.dataset, table.c.cap, column)
-                                                      .order_by(table.c.dataset, table.c.cap)):
-            found.setdefault(f"{dataset}/{cap}", []).append(f"{name} {_json_text(value)}")
-    return {key: hashlib.sha256("\n".join(parts).encode()).hexdigest() for key, parts in found.items()}
+        for dataset, cap, value in connection.execute(select(table.c.dataset, table.c.cap, column)):
+            figures.setdefault(f"{dataset}/{cap}", []).append(f"{name} {_json_text(value)}")
+    return {key: [hashlib.sha256(rows.get(key, "").encode()).hexdigest(),
+                  hashlib.sha256("\n".join(sorted(figures.get(key, []))).encode()).hexdigest()]
+            for key in set(rows) | set(figures)}
 
 
 def _row_text(row) -> str:
@@ -219,13 +220,15 @@ def check_since(session, kept: Mapping, touched: Mapping[str, int], named_caps: 
     caps_now = _cap_digests(connection)
     caps_then = dict(kept.get("caps", {}))
     for key in sorted(set(caps_now) | set(caps_then)):
-        dataset = key.split("/", 1)[0]
-        if dataset in touched_datasets or key in named_caps:
-            continue
-        if caps_now.get(key) != caps_then.get(key):
-            problems.append(f"event {through} (cap {key}): the cap's row, running total or accountant state "
-                            f"(tables caps, cap_totals, cap_accountant_state) was changed outside the ledger "
+        row_now, figures_now = caps_now.get(key, [None, None])
+        row_then, figures_then = caps_then.get(key, [None, None])
+        if key not in named_caps and row_now != row_then:
+            problems.append(f"event {through} (cap {key}): the cap's row (table caps) was changed outside the ledger "
                             f"since the verified head (event {through}); no event since names it")
+        if key.split("/", 1)[0] not in touched_datasets and figures_now != figures_then:
+            problems.append(f"event {through} (cap {key}): the cap's running total or accountant state (tables "
+                            f"cap_totals, cap_accountant_state) was changed outside the ledger since the verified "
+                            f"head (event {through}); no event since changed its dataset")
     for dataset in sorted(touched_datasets):
         problems.extend(_recomputed_caps(session, dataset))
     datasets, families = _configuration_digests(connection)
