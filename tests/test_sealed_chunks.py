@@ -122,8 +122,10 @@ def chunked(ledger_url, tmp_path, monkeypatch):
                     "     published_at: '2026-02-01T00:00:00Z'}\n"
                     )).code == 0
     engine = store.make_engine(url)
-    with store.write_session(engine) as session:  # a (planned) release in the first chunk published
-        release = store.snapshot(session, "survey").releases["a"]
+    with store.write_session(engine) as session:  # a (planned) release in the first chunk approved and published
+        release = replace(store.snapshot(session, "survey").releases["a"], status=Status.APPROVED, approved_by="u",
+                          approved_at=T0)
+        store.set_status(session, release, "u", "release.approved")  # (PostgreSQL refuses a publication unapproved)
         store.set_status(session, replace(release, status=Status.PUBLISHED, published_at=T0), "t",
                          "release.published")
     engine.dispose()

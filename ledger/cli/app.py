@@ -1185,7 +1185,9 @@ def audit_verify(
     as_json: JsonOption = False,
     since_checkpoint: Annotated[bool, typer.Option(
         "--since-checkpoint", help="Check only the events appended since the last verified head (and the "
-                                   "rows they name); a full verification when there is none yet.")] = False,
+                                   "rows they name, and every derived row against the digest kept with the "
+                                   "head); with --checkpoint, since its signed head; a full verification when "
+                                   "there is none yet.")] = False,
     checkpoint: Annotated[Optional[Path], typer.Option(help="A signed checkpoint (`audit checkpoint`): also "
                                                        "prove the ledger still holds its head.")] = None,
     public_key: Annotated[Optional[Path], typer.Option(help="The checkpoint signer's public key (PEM).")] = None,
@@ -1205,11 +1207,14 @@ def audit_verify(
     engine = _engine()
     with store.read_session(engine) as session, progress("verifying the audit chain"):
         kept = verified_head.read_head(session) if since_checkpoint else None
+        if since_checkpoint and head is not None and head.derived is not None:
+            kept = verified_head.VerifiedHead(head.seq, head.hash, full_at=None if kept is None else kept.full_at,
+                                              derived=head.derived)  # the signed head, not the one in the database
         mark = None if kept is None else (kept.seq, kept.hash)
-        result = store.verify(session) if mark is None else verified_head.verify_since(session, mark)
+        result = store.verify(session) if mark is None else verified_head.verify_since(session, mark, kept.derived)
         lost = check_checkpoint(session, head) if head is not None else None
     if result.ok:  # the next --since-checkpoint starts here (not kept when busy or read-only: no wait)
-        verified_head.remember(engine, result, full=mark is None, previous=kept)
+        verified_head.remember(engine, result, full=result.full, previous=kept)
     if as_json:
         typer.echo(cli_json.dumps({"ok": result.ok and lost is None, "events": result.events, "head": result.head,
                                    "problems": list(result.problems),
@@ -1226,7 +1231,7 @@ def audit_verify(
         typer.echo(f"checkpoint held: event {head.seq} has hash {head.hash} "
                    f"({'written ' + head.at if head.at else 'empty ledger'})")
     if result.ok:
-        scope = "" if mark is None else (
+        scope = "" if mark is None or result.full else (
             f" (events {mark[0] + 1}-{result.events} checked, appended since the last verified head, event "
             f"{mark[0]})" if result.events > mark[0]
             else f" (no event appended since the last verified head, event {mark[0]})")

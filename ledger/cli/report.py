@@ -924,7 +924,8 @@ def verify_for_report(session) -> ChainStatus:
 
     kept = verified_head.read_head(session)
     if kept is not None:
-        return chain_status(verified_head.verify_since(session, (kept.seq, kept.hash)), since=kept.seq, kept=kept)
+        result = verified_head.verify_since(session, (kept.seq, kept.hash), kept.derived)
+        return chain_status(result) if result.full else chain_status(result, since=kept.seq, kept=kept)
     return chain_status(store.verify(session))
 
 

@@ -343,14 +343,27 @@ def audit_checkpoint(
     out: Annotated[Path, typer.Option("--out", help="The checkpoint file to write.")],
     as_json: JsonOption = False,
 ) -> None:
-    """Sign the current head of the audit chain (seq, hash, time, event count) and write it to OUT."""
+    """Sign the current head of the audit chain (seq, hash, time, event count) and write it to OUT,
+    once the chain verifies (from the last verified head, as `audit verify --since-checkpoint`, else
+    in full): a chain that does not verify is never signed (exit 1, nothing written)."""
     from .outputs import output_target, write_atomically
+    from ..store import verified_head
 
     target = output_target(out)
     private = checkpoint.load_private_key(key)
-    with Session(open_engine()) as session:
+    engine = open_engine()
+    with store.read_session(engine) as session:
+        kept = verified_head.read_head(session)
+        result = store.verify(session) if kept is None else \
+            verified_head.verify_since(session, (kept.seq, kept.hash), kept.derived)
         found = store.chain_head(session)
-    head = checkpoint.Head(found.seq, found.hash, found.at, found.events)
+    if not result.ok:
+        typer.echo(f"checkpoint refused: the audit chain does not verify ({result.problems[0]}); nothing was "
+                   "signed or written. Run `privacy-ledger audit verify` to see every problem", err=True)
+        raise typer.Exit(1)
+    verified_head.remember(engine, result, full=result.full, previous=kept)
+    head = checkpoint.Head(found.seq, found.hash, found.at, found.events,
+                           result.derived if result.events == found.seq else None)
     document = checkpoint.sign(head, private, store.now().isoformat())
     write_atomically(target, (canonical_json(document) + "\n").encode())
     _say(as_json, f"checkpoint of event {head.seq} ({head.events} events), head {head.hash}, signed, "

@@ -156,9 +156,13 @@ class ChainStatus:
         kept = "kept by the last passing audit verify" + (f", at {when_text(self.head_at)}" if self.head_at else "")
         if self.events > self.since:
             checked = (f"events {self.since + 1} to {self.events}, appended since the verified head (event "
-                       f"{self.since}, {kept}), match their SHA-256 links and the rows they name")
+                       f"{self.since}, {kept}), match their SHA-256 links and the rows they name, and the running "
+                       "totals and accountant states of the datasets they changed match those recomputed from the "
+                       "accounting rows")
         else:
             checked = f"no event was appended since the verified head (event {self.since}, {kept}), whose hash holds"
+        checked += ("; every other derived row (accounting rows, sealed chunks, running totals, accountant states) "
+                    "matches the digest kept with that head")
         if self.full_at is not None and self.full_at == self.head_at:
             earlier = f"events 1 to {self.since} were verified in full by that run"
         elif self.full_at is not None:
@@ -166,8 +170,8 @@ class ChainStatus:
                        f"verification ran at {when_text(self.full_at)})")
         else:
             earlier = f"events 1 to {self.since} were verified by that run"
-        return (f"{checked}; {earlier}. The report does not repeat the full verification: privacy-ledger "
-                "audit verify recomputes every row and running total")
+        return (f"{checked}; {earlier}. The report does not recompute the releases untouched since that head: "
+                "privacy-ledger audit verify does")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,10 @@ can later prove the ledger still holds that exact event at that position:
   depends on it, SHA-256 over the previous hash and the event);
 - a forged checkpoint: the signature does not verify under the public key.
 
+A checkpoint also carries the derived rows' digest at its head (derived.py): `audit verify
+--since-checkpoint --checkpoint FILE` starts from the signed head and its signed digest, so
+derived rows edited together with the digest kept in the database are found all the same.
+
 Pure functions over bytes and dicts; reading key and checkpoint files is done
 here too (`load_*`), each problem an error naming the file and field.
 """
@@ -42,9 +46,11 @@ class Head:
     hash: str
     at: str  # the last event's time (ISO 8601), "" for an empty ledger
     events: int
+    derived: dict | None = None  # the derived rows' digest at this head (derived.py), signed with it
 
     def to_dict(self) -> dict:
-        return {"seq": self.seq, "hash": self.hash, "at": self.at, "events": self.events}
+        body = {"seq": self.seq, "hash": self.hash, "at": self.at, "events": self.events}
+        return body if self.derived is None else {**body, "derived": self.derived}
 
 
 def generate_key() -> tuple[bytes, bytes]:
@@ -92,7 +98,10 @@ def _head(data, source: str) -> Head:
         from ..core.errors import InputErrors
 
         raise InputErrors(problems)
-    return Head(data["seq"], data["hash"], data["at"], data["events"])
+    derived = data.get("derived")
+    if derived is not None and not (isinstance(derived, dict) and derived.get("seq") == data["seq"]):
+        raise fail(source, "head.derived", "not the derived rows' digest of this head")
+    return Head(data["seq"], data["hash"], data["at"], data["events"], derived)
 
 
 def load_document(path: Path) -> dict:

@@ -94,7 +94,7 @@ from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Stat
 from .files import sqlite_path  # (the file of a SQLite URL: the output guard's too)
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 18  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 19  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
 # 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments;
 # 7: a subsampled release's accounting event is its sampling event (issue 11, section 4)
@@ -113,6 +113,7 @@ SCHEMA_VERSION = 18  # 1: releases; 2: caps and running totals; 3: Pufferfish gu
 #     1/44 each: the caps at a delta are decided again (_v17_declared_share)
 # 18: one case, fully adaptive; a cap at a delta is a filter of a recorded kind (caps.filter, _v18_filters);
 #     a dataset states its neighbour relation (datasets.relation, DESIGN 2.1); earlier ones are replace-one
+# 19: PostgreSQL refuses an event whose lifecycle step or duty is not allowed (enforced.py: _v19_enforced)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -278,6 +279,8 @@ class AuditEventRow(SQLModel, table=True):
 from . import columns  # noqa: E402  (its tables: accounting rows, issue 13)
 from . import driver  # noqa: E402  (the recording path's statements on the driver's cursor, issue 13)
 from . import sealed  # noqa: E402  (its tables: the accounting rows in sealed chunks, issue 13)
+from . import derived  # noqa: E402  (the derived rows' digest a verified head keeps)
+from . import enforced  # noqa: E402  (what PostgreSQL refuses at INSERT)
 
 # Statements on the recording path, built once so SQLAlchemy's compiled cache serves them.
 _EVENTS = AuditEventRow.__table__
@@ -519,6 +522,7 @@ def ensure_schema(engine: Engine) -> None:
             session.merge(MetaRow(key="schema_version", value=str(version)))
             if fresh:
                 _append_only(connection)
+                enforced.install(connection)
                 return
         else:
             version = int(stamp.value)
@@ -574,7 +578,8 @@ LIFECYCLE_COLUMNS = ("status", "approved_by", "approved_at", "published_at")
 # (statements run through the driver: a percent sign is written %%)
 # PostgreSQL enforces the book of record itself (DESIGN 2.12): whatever role the ledger runs
 # as, an audit event can be inserted and never updated, deleted or truncated; a release row
-# is never deleted, and an update may change its lifecycle columns only. (The table owner or
+# is never deleted, and an update may change its lifecycle columns only; what an appended event may
+# say -- its lifecycle step, and under a person's login its duty -- is judged by enforced.py. (The table owner or
 # a superuser can still drop a trigger: that is what the hash chain, and a checkpoint kept
 # outside the database, detect.)
 _APPEND_ONLY_SQL = [
@@ -811,6 +816,13 @@ def _v18_filters(session: Session) -> None:
                                                   if cap.delta is not None and cap.rho is None})
 
 
+def _v19_enforced(session: Session) -> None:
+    """PostgreSQL refuses, at INSERT, an audit event whose lifecycle step lifecycle.TRANSITIONS does
+    not allow, and, under a person's own login, an event of a duty the login's group role does not
+    hold (enforced.py); the group roles are made when missing. Nothing on SQLite."""
+    enforced.install(session.connection())
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
@@ -829,6 +841,7 @@ MIGRATIONS: dict[int, Callable[[Session], None]] = {
     16: _v16_parts,
     17: _v17_declared_share,
     18: _v18_filters,
+    19: _v19_enforced,
 }
 
 
@@ -1647,6 +1660,9 @@ def roles(session: Session) -> dict[str, frozenset[str]]:
 
 def set_role(session: Session, person: str, role: str, granted: bool, actor: str) -> None:
     """Grant or revoke one role, with its audit event."""
+    connection = _connection(session)
+    if connection.dialect.name == "postgresql":
+        _grant_login(connection, person, role, granted)
     session.info.pop("roles", None)
     session.info["roles_changed"] = True  # read from the table until this transaction ends
     row = session.get(RoleRow, (person, role))
@@ -1656,6 +1672,29 @@ def set_role(session: Session, person: str, role: str, granted: bool, actor: str
         session.delete(row)
     append_event(session, kind="role.granted" if granted else "role.revoked", subject=person, actor=actor,
                  payload={"role": {"person": person, "role": role, "granted": granted}})
+
+
+def _grant_login(connection: Connection, person: str, role: str, granted: bool) -> None:
+    """On PostgreSQL a person is a database login: granting a role makes it a member of the group
+    role `ledger_<role>` (enforced.py), revoking one ends that. A name with no login is a name the
+    tool alone knows: refused under a person's own login (database roles mode: the DBA makes each
+    person's login first), kept by the tool on a ledger run by its owner's single login."""
+    from sqlalchemy.exc import DBAPIError
+
+    if not enforced.login_exists(connection, person):
+        if enforced.database_roles_mode(connection):
+            raise fail("command line", "PERSON", f"{person!r} has no database login on this server: people act "
+                                                 "through their own logins, which the database administrator makes "
+                                                 f"(CREATE ROLE \"{person}\" LOGIN) before roles are granted")
+        return
+    try:
+        with connection.begin_nested():
+            enforced.grant(connection, person, role, granted)
+    except DBAPIError as exc:
+        raise fail("command line", "ROLE", f"the database refused to {'grant' if granted else 'revoke'} "
+                                           f"ledger_{role} {'to' if granted else 'from'} {person!r}: "
+                                           f"{str(exc.orig).splitlines()[0]} (the granting login needs the "
+                                           f"ledger_{role} role WITH ADMIN OPTION, or CREATEROLE)") from None
 
 
 # --------------------------------------------------------------------------
@@ -1669,6 +1708,8 @@ class Verification:
     events: int
     head: str
     problems: tuple[str, ...]  # the first names the first bad event
+    full: bool = True  # the whole chain and every row recomputed (else: since a verified head)
+    derived: dict | None = None  # a passing one: the derived rows' digest (derived.py), kept with the head
 
 
 VERIFY_CHUNK = 5_000  # events, and release rows, read and checked at a time by `verify`
@@ -1922,7 +1963,8 @@ def verify(session: Session) -> Verification:
     problems.extend(accounting.problems())
     problems.extend(sealed.check(connection, {d.name: d.variable_names for d in config.datasets.values()}))
     problems.extend(_check_count(session, count))
-    return Verification(ok=not problems, events=count, head=walk.head, problems=tuple(problems))
+    digest = None if problems else derived.digest(connection, count)
+    return Verification(ok=not problems, events=count, head=walk.head, problems=tuple(problems), derived=digest)
 
 
 def _release_chunks(connection: Connection, batch: int | None = None) -> Iterator[list]:

@@ -1,4 +1,4 @@
-"""Incremental verification: check what was appended since the last verified head (issue 13).
+"""Incremental verification: check what was appended since the last verified head, and every derived row.
 
 `audit verify` recomputes the whole chain and every row: the reference, and on a
 ledger of a million releases minutes of work. After it succeeds, the head it
@@ -12,10 +12,16 @@ then checks only the events after it:
 - every later event links to the one before and hashes to its stored hash;
 - every release, dataset, family and cap those events name equals the state its
   latest event recorded, and each such release's accounting row equals the one
-  recomputed from it.
+  recomputed from it;
+- every other derived row -- the accounting rows, the reads index, the sealed chunks,
+  each cap's row, running total and accountant state -- against the digest kept with
+  the head (derived.py), the totals and states of the datasets the events since changed
+  recomputed from the accounting rows. Without a digest (a head kept before it), or after
+  a migration or an amended dataset, it is the full verification.
 
-What it does not do, and the full verification does: recompute every running
-total and every row untouched since the checkpoint. A passing incremental run
+What it does not do, and the full verification does: compare the release rows no event
+since names with their events, and recompute from them the accounting rows (which the
+digest says are those the last verification recomputed). A passing incremental run
 moves the checkpoint to the new head.
 """
 
@@ -28,7 +34,8 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlmodel import Session
 
-from . import columns, database as store, sealed
+from . import columns, derived
+from . import database as store
 from .codec import release_from_dict
 
 CHECKPOINT_KEY = "verified_head"
@@ -44,10 +51,11 @@ class VerifiedHead:
     hash: str
     at: datetime | None = None
     full_at: datetime | None = None
+    derived: dict | None = None  # the derived rows' digest at this head (derived.py); None: not kept
 
     def to_value(self) -> str:
-        return json.dumps({"seq": self.seq, "hash": self.hash, "at": _iso(self.at), "full_at": _iso(self.full_at)},
-                          sort_keys=True)
+        return json.dumps({"seq": self.seq, "hash": self.hash, "at": _iso(self.at), "full_at": _iso(self.full_at),
+                           "derived": self.derived}, sort_keys=True)
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -62,7 +70,9 @@ def parse(value: str) -> VerifiedHead:
     """The stored value: JSON (schema 8), or the "seq:hash" of earlier schemas (no time)."""
     if value.startswith("{"):
         body = json.loads(value)
-        return VerifiedHead(int(body["seq"]), str(body["hash"]), _moment(body.get("at")), _moment(body.get("full_at")))
+        derived = body.get("derived")
+        return VerifiedHead(int(body["seq"]), str(body["hash"]), _moment(body.get("at")), _moment(body.get("full_at")),
+                            derived if isinstance(derived, dict) else None)
     seq, digest = value.split(":", 1)
     return VerifiedHead(int(seq), digest)
 
@@ -90,7 +100,8 @@ def remember(engine, verification: store.Verification, full: bool = True,
         return False
     now = store.now()
     value = VerifiedHead(verification.events, verification.head, now,
-                         now if full else (previous.full_at if previous is not None else None)).to_value()
+                         now if full else (previous.full_at if previous is not None else None),
+                         verification.derived).to_value()
     try:
         if engine.dialect.name == "sqlite":
             import sqlite3
@@ -126,7 +137,7 @@ def remember(engine, verification: store.Verification, full: bool = True,
         raise
 
 
-def _hashes_to_itself(row) -> bool:
+def hashes_to_itself(row) -> bool:
     """The event row hashes to its stored hash, as the chain walk checks every later event
     (`store.ChainWalk`: over the stored canonical payload, else over the payload parsed)."""
     from .codec import chain_hash, event_hash
@@ -141,7 +152,11 @@ def _hashes_to_itself(row) -> bool:
                                       "subject": row.subject, "payload": payload}) == row.hash
 
 
-def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verification:
+def verify_since(session: Session, checkpoint: tuple[int, str], derived_digest: dict | None = None
+                 ) -> store.Verification:
+    """Verify what was appended since the verified head `checkpoint` (seq, hash), and every derived
+    row against the digest kept with it (`derived_digest`, derived.py); a full verification when
+    no digest was kept or the derived rows cannot be checked from it (derived.needs_full)."""
     events = store.AuditEventRow.__table__
     connection = session.connection()
     start, digest = checkpoint
@@ -151,15 +166,19 @@ def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verific
     if found != digest:
         problems.append(f"event {start}: the verified checkpoint's hash changed (it was {digest[:12]}..., now "
                         f"{'missing' if found is None else found[:12] + '...'}); run a full `audit verify`")
-    elif not _hashes_to_itself(row):  # its content edited, its hash kept: the head no longer holds
+    elif not hashes_to_itself(row):  # its content edited, its hash kept: the head no longer holds
         problems.append(f"event {start} ({row.kind} {row.subject}): the verified checkpoint's content does not "
                         "match its hash; run a full `audit verify`")
     releases: dict[str, tuple[int, dict | None, str | None]] = {}
+    touched_datasets: set[str] = set()
+    kinds: set[str] = set()
+    dataset_events = False
     states = store.StateEvents()  # the datasets, families, caps and roles the events since name
     walk = store.ChainWalk(connection, problems, start=start, previous=digest)  # the chain walk verify makes
     for row, canonical in walk:
         if not canonical:
             problems.append(f"event {row.seq} ({row.kind} {row.subject}): content does not match its hash")
+        kinds.add(row.kind)
         try:
             payload = json.loads(row.payload)
         except ValueError:
@@ -167,8 +186,17 @@ def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verific
             continue
         if "release" in payload:
             releases[row.subject] = (row.seq, payload["release"], None)
+            if isinstance(payload["release"], dict):
+                touched_datasets.add(str(payload["release"].get("dataset")))
+        if "cap" in payload:
+            touched_datasets.add(row.subject.split("/", 1)[0])
+        dataset_events = dataset_events or "dataset" in payload
         states.note(row, payload)
+    if not problems and derived.needs_full(derived_digest, kinds, dataset_events):
+        return store.verify(session)
 
+    variables = {d.name: d.variable_names for d in store.configuration(session).datasets.values()}
+    seqs: dict[str, int] = {}
     if releases:
         table = store.ReleaseRow.__table__
         rows = {}
@@ -177,7 +205,6 @@ def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verific
             for row in connection.execute(select(table).where(table.c.id.in_(ids[at:at + 500]))):
                 rows[row.id] = store.release_row_dict(row)
         problems.extend(store._compare("release", releases, rows, store._normal_release))
-        variables = {d.name: d.variable_names for d in store.configuration(session).datasets.values()}
         seqs = {rid: seq for rid, seq in connection.execute(
             select(table.c.id, table.c.seq).where(table.c.id.in_(list(rows))))} if rows else {}
         readable = []
@@ -187,12 +214,13 @@ def verify_since(session: Session, checkpoint: tuple[int, str]) -> store.Verific
             except (KeyError, TypeError, ValueError):
                 continue
         problems.extend(columns.check(session, readable, variables, only={rid for rid in rows}))
-        # the chunks sealed since, and those holding a release changed since (sealed.py)
-        problems.extend(sealed.check(connection, variables, since=start, seqs=seqs.values()))
-    else:
-        problems.extend(sealed.check(connection, {d.name: d.variable_names for d in
-                                                  store.configuration(session).datasets.values()}, since=start))
     problems.extend(states.problems(session, only_named=True))
     problems.sort(key=store._event_number)
     problems.extend(store._check_count(session, walk.count))  # (issue 10) a chain cut at its end
-    return store.Verification(ok=not problems, events=walk.count, head=walk.head, problems=tuple(problems))
+    fresh = None
+    if derived_digest is not None:
+        found, fresh = derived.check_since(session, derived_digest, seqs, set(states.caps), touched_datasets,
+                                           variables, walk.count, set(states.families))
+        problems.extend(found)
+    return store.Verification(ok=not problems, events=walk.count, head=walk.head, problems=tuple(problems),
+                              full=False, derived=None if problems else fresh)
