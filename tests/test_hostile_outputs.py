@@ -20,7 +20,7 @@ from html.parser import HTMLParser
 import pytest
 from support import cli_main
 
-from ledger.input import limits
+from ledger.input import limits, loader
 
 DATASET = '''\
 dataset: d
@@ -66,7 +66,7 @@ def hostile(tmp_path_factory):
     (directory / "d.yaml").write_text(DATASET, encoding="utf-8")
     (directory / "r.yaml").write_text(RELEASES, encoding="utf-8")
     with pytest.MonkeyPatch.context() as patch:  # a ledger recorded before the input limits
-        patch.setattr(limits, "check_values", lambda document, depth: [])
+        patch.setattr(loader, "check_values", lambda document, depth: [])
         patch.setattr(limits, "check_text", lambda *args, **kwargs: [])
         for args in (["dataset", "add", directory / "d.yaml", "--by", STEWARD],
                      ["record", directory / "r.yaml", "--by", STEWARD],

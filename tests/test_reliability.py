@@ -170,11 +170,13 @@ def test_an_unreachable_server_is_exit_3():
     assert "refused" in one_clean_line(result.err)
 
 
-def test_the_exit_codes_are_in_the_help_and_the_readme():
+def test_the_exit_codes_are_in_the_help_and_the_reference_pages():
     help_text = subprocess.run([sys.executable, "-m", "ledger", "--help"], capture_output=True, text=True).stdout
     assert "3 the ledger could not be reached" in " ".join(help_text.split())
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    assert "| 3 |" in readme and "LEDGER_LOCK_TIMEOUT" in readme and "local file system" in readme
+    docs = Path(__file__).parent.parent / "docs"
+    assert "| 3 |" in (docs / "reference" / "exit-codes.md").read_text(encoding="utf-8")
+    assert "LEDGER_LOCK_TIMEOUT" in (docs / "reference" / "environment.md").read_text(encoding="utf-8")
+    assert "local file system" in (docs / "explanation" / "performance.md").read_text(encoding="utf-8")
 
 
 # --------------------------------------------------------------------------

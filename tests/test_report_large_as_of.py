@@ -202,7 +202,7 @@ def test_the_command_at_a_moment_reads_no_whole_release(built, monkeypatch, tmp_
     import re
 
     def figures(html: str) -> str:  # the page without its generation time
-        return re.sub(r"(Generated at</dt><dd>|Generated )[^<]* UTC", "", html)
+        return re.sub(r"(Generated at</dt><dd>|Generated |verified at )[^<;]* UTC", "", html)
 
     assert figures(page) == figures(old_page)
 

@@ -73,7 +73,7 @@ def test_an_accounting_row_edited_after_a_passing_verify_fails_the_incremental_o
     out = tmp_path / "report.md"
     cli_ok(ledger, "report", "--dataset", "graduates", "--format", "md", "--out", out)
     line = next(line for line in out.read_text().splitlines() if line.startswith("| Audit chain"))
-    assert "BROKEN" in line and "release\\_accounting" in line and "accountant states): NOT verified" in line
+    assert "BROKEN" in line and "release\\_accounting" in line and "derived rows NOT verified" in line
     assert "| verified" not in line
 
 

@@ -278,7 +278,7 @@ def _recomputed_caps(session, dataset: str) -> list[str]:
         state = stored_states.get(cap.name)
         state = json.loads(state) if isinstance(state, str) else state
         if cap.delta is not None and cap.rho is None and state is not None and state_is_current(cap, state):
-            differences = state_differences(state, state_from_index(cap, index), cap)
+            differences = state_differences(state, state_from_index(cap, index))
             if differences:
                 problems.append(f"cap {dataset}/{cap.name} (table cap_accountant_state): the running accountant "
                                 f"state differs from the state recomputed from the accounting rows: "
