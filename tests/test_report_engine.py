@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from ledger.accounting.spend import Spend, cks_epsilon
 from ledger.accounting.engine import LedgerIndex, at_delta, ledger_cost
 from ledger.core.records import Family, Guarantee, Mechanism, Notion, Relation, Release
-from ledger.reporting.report import cks_floats, epsilon_floats
+from ledger.accounting.grid_figures import epsilon_floats
+from ledger.reporting.report import cks_floats
 
 F = Fraction
 VARIABLES = ("age", "sex", "region", "race", "income", "degree")

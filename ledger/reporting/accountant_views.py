@@ -13,6 +13,7 @@ from fractions import Fraction
 from ..accounting import accountants
 from ..accounting.accountants import Figure
 from ..core.numbers import format_delta, format_number, to_json
+from ..accounting.grid_figures import epsilon_floats
 
 
 def choose(found: dict[str, Figure], accountant: str | None) -> Figure:
@@ -192,7 +193,6 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
             top = pairs.highest[0]
             changes["worst_pair"] = (top.a, top.b, top.epsilon)
         else:
-            from .report import epsilon_floats
 
             if grid is None:
                 grid = index.pair_matrix(at_delta(delta))

@@ -28,6 +28,7 @@ from ..core.lazy import lazy_module
 from ..core.numbers import Number, format_number, is_infinite
 from ..core.records import Dataset
 from .reasons import NOT_PROTECTED, PUBLIC, figure_text, infinity_text, unbounded_reason
+from ..accounting.grid_figures import epsilon_floats
 
 np = lazy_module("numpy")  # imported on first use: `--help` never needs it (issue 13)
 
@@ -123,7 +124,6 @@ def headline(index: LedgerIndex, dataset: Dataset, delta: Fraction, objective, t
         if pair_grid is None:
             pair_grid = index.pair_matrix(objective)
         if pair_floats is None:
-            from .report import epsilon_floats
 
             pair_floats = epsilon_floats(pair_grid, delta, allowance)
         ids = np.asarray([column[name] for name in protected])
