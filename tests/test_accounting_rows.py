@@ -21,7 +21,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session
-from support import cli_main, migrations
+from support import acting_as, cli_main, migrations
 
 from ledger.accounting import accountants
 from ledger.store import columns, database as store
@@ -293,7 +293,8 @@ def test_the_rows_hold_the_event_and_the_moments(tmp_path):
 def test_a_publication_updates_the_row(tmp_path):
     url = ledger_file(tmp_path)
     assert cli_main(url, "role", "grant", "approver", "approver").code == 0
-    assert cli_main(url, "approve", "g", "--as", "approver").code == 0
+    with acting_as("approver"):
+        assert cli_main(url, "approve", "g").code == 0
     run = cli_main(url, "publish", "g")
     assert run.code == 0, run.err
     with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:

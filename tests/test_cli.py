@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from sqlmodel import Session
-from support import Run, cli_main, dump_sqlite
+from support import acting_as, Run, cli_main, dump_sqlite
 from typer.testing import CliRunner
 
 from ledger.cli import app as cli
@@ -175,7 +175,8 @@ def record(db: Path, directory: Path, text: str) -> Run:
 def examples_ledger(tmp_path_factory):
     """The issue's dataset and release files, the releases recorded through `python -m ledger`."""
     db = tmp_path_factory.mktemp("examples") / "ledger.db"
-    added = run_main(db, "dataset", "add", EXAMPLES / "graduates.dataset.yaml", "--as", "tester")
+    with acting_as("tester"):
+        added = run_main(db, "dataset", "add", EXAMPLES / "graduates.dataset.yaml")
     assert added.code == 0, added.err
     recorded = run_process(db, "record", EXAMPLES / "graduates.releases.yaml")
     assert recorded.returncode == 0, recorded.stderr

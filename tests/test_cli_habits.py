@@ -13,7 +13,7 @@ import pytest
 
 import ledger
 from ledger.core.progress import progress
-from support import cli_main
+from support import acting_as, cli_main
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -55,8 +55,9 @@ def test_json_on_record_lifecycle_and_refusal(url, tmp_path):
     assert run.code == 0 and run.json()["recorded"] == ["p"]
     # separation of duties (DESIGN 2.12): another person approves
     assert cli_main(url, "role", "grant", "grace", "approver").code == 0
-    assert cli_main(url, "approve", "p", "--as", "grace", "--json").json() == {
-        "ok": True, "release": "p", "status": "approved"}
+    with acting_as("grace"):
+        assert cli_main(url, "approve", "p", "--json").json() == {
+            "ok": True, "release": "p", "status": "approved"}
     assert cli_main(url, "cap", "set", "sex", "--epsilon", "1").code == 0
     more = tmp_path / "more.yaml"
     more.write_text("dataset: graduates\nreleases:\n  - {id: q, reads: [sex], mechanism: {name: laplace, "

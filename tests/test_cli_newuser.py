@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from support import cli_main
+from support import acting_as, cli_main
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 LONG = "v" * 3000
@@ -256,7 +256,8 @@ def test_as_is_taken_wherever_by_is(url, command):
 def test_as_changes_a_dataset(url):
     # the ledger's first writer (the login here) is its admin, and a dataset is an admin's to amend
     admin = os.environ.get("LEDGER_USER") or getpass.getuser()
-    run = cli_main(url, "dataset", "describe", "income", "yearly income band", "-d", "graduates", "--as", admin)
+    with acting_as(admin):
+        run = cli_main(url, "dataset", "describe", "income", "yearly income band", "-d", "graduates")
     assert run.code == 0, run.err
 
 

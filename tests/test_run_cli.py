@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from support import Run, cli_main
+from support import acting_as, Run, cli_main
 
 F = Fraction
 
@@ -103,14 +103,16 @@ class Ledger:
         return {release["id"]: release for release in result.json()}
 
     def run(self, mechanism: str, *options, data: Path | None = None, release_id: str = "r") -> Run:
-        return self("run", mechanism, "--data", data or self.directory / "data.csv", "--id", release_id,
-                    "--by", "tester", *options)
+        with acting_as("tester"):
+            return self("run", mechanism, "--data", data or self.directory / "data.csv", "--id", release_id
+    , *options)
 
 
 @pytest.fixture
 def ledger(tmp_path) -> Ledger:
     ledger = Ledger(tmp_path / "l.db", tmp_path)
-    added = ledger("dataset", "add", ledger.file("survey.yaml", SURVEY), "--by", "tester")
+    with acting_as("tester"):
+        added = ledger("dataset", "add", ledger.file("survey.yaml", SURVEY))
     assert added.code == 0, added.err
     ledger.file("data.csv", DATA)
     return ledger
@@ -236,7 +238,8 @@ def test_a_run_that_would_break_a_cap_exits_1_and_writes_nothing(ledger):
 
 def test_the_same_seed_gives_the_same_output_in_two_ledgers(ledger, tmp_path):
     other = Ledger(tmp_path / "other.db", tmp_path)
-    assert other("dataset", "add", tmp_path / "survey.yaml", "--as", "tester").code == 0
+    with acting_as("tester"):
+        assert other("dataset", "add", tmp_path / "survey.yaml").code == 0
     args = ("crosstab", "--seed", "42", *params("columns=region,sex", "epsilon=1"))
     first, second = ledger.run(*args), other.run(*args)
     assert first.code == second.code == 0

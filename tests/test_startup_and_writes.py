@@ -255,7 +255,7 @@ def _shape(command) -> dict:
 
 @pytest.mark.parametrize("argv, named", [
     (["--db", "sqlite:///x.db", "check", "plan.yaml"], "check"),
-    (["--db=sqlite:///x.db", "record", "--as", "ana", "plan.yaml"], "record"),
+    (["--db=sqlite:///x.db", "record", "plan.yaml"], "record"),
     (["cap", "set", "--help"], "cap"),
     (["audit", "verify"], "audit"),
 ])
