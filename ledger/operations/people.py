@@ -170,10 +170,10 @@ def check_recorded(session: Session, person: str, releases: list[Release], datas
         if not (dataset is not None and dataset.self_approval):
             where = release.source or f"release {release.id}"
             field = f"{release.source_field}.status" if release.source_field else "status"
-            raise fail(where, field, f"status {release.status.value}: {person!r} would approve their own "
-                                     f"release: separation of duties (record it planned and approve it with "
-                                     f"`privacy-ledger approve {release.id}` as another person; or dataset "
-                                     f"{release.dataset!r} must allow self_approval: true)")
+            raise fail(where, field, f"status {release.status.value} would be its recorder's own approval "
+                                     "(separation of duties): record it planned and approve it with "
+                                     f"`privacy-ledger approve {release.id}` as another person, or let dataset "
+                                     f"{release.dataset} allow self_approval: true")
     if stated:
         require(session, person, f"record a release as {stated[0].status.value}", "approver")
 
