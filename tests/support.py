@@ -117,3 +117,11 @@ def acting_as(name: str):
     with mock.patch.object(identity, "os_user", os_user), \
             mock.patch.object(identity, "database_login", lambda engine: os_user()):
         yield
+
+
+def as_person(book, name: str):
+    """The same ledger, acted on by `name` as a front end authenticated them (the Python API's
+    `person=`)."""
+    import ledger
+
+    return ledger.api.Ledger(book.url, book.engine, person=ledger.api.front_end(name, "test"))

@@ -59,6 +59,7 @@ from sqlmodel import Session
 from support import acting_as, cli_main, dump_sqlite
 
 import ledger
+from ledger.api import front_end
 from ledger.accounting.engine import LedgerIndex, at_delta
 from ledger.core.errors import InputErrors, Refused
 from ledger.core.records import CHARGED_STATUSES, Guarantee, Mechanism, Notion, Release
@@ -235,7 +236,7 @@ class AdaptiveSteward(RuleBasedStateMachine):
                     closing(sqlite3.connect(self.directory / f"{side}.db")) as copy:
                 source.backup(copy)
         self.engines = {side: store.make_engine(url) for side, url in self.urls.items()}
-        self.books = {side: ledger.open(url, actor="steward") for side, url in self.urls.items()}
+        self.books = {side: ledger.open(url, person=front_end("steward", "test")) for side, url in self.urls.items()}
         self.model: dict[str, Modelled] = {}
         self.skewed: set[str] = set()  # releases recorded with the clock behind
         self.count = 0

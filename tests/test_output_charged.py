@@ -20,6 +20,7 @@ from fractions import Fraction
 import pytest
 
 import ledger
+from ledger.api import front_end
 from ledger.core.records import Guarantee, Mechanism, Notion, Release
 from support import acting_as, cli_main, cli_ok, dump_tables
 
@@ -192,7 +193,7 @@ def test_the_derived_table_of_a_run_stays_charged_too(survey):
 
 def test_the_python_api_refuses_to_cancel_a_release_whose_output_exists(survey):
     url, folder = survey
-    book = ledger.open(url, actor="steward")
+    book = ledger.open(url, person=front_end("steward", "test"))
     assert run_income_sum(url, folder / "data.csv", "looked", 2).code == 0
     output = "variable,statistic,value\nincome,sum,151.3\n"
     digest = hashlib.sha256(output.encode("utf-8")).hexdigest()

@@ -24,6 +24,7 @@ from sqlalchemy import create_engine, inspect, text
 from sqlmodel import Session
 from support import acting_as, Run, cli_main
 
+from ledger.api import front_end
 from ledger.store import database as store
 from ledger.input.loader import LedgerSnapshot, build_dataset, load_releases, parse_document
 
@@ -516,7 +517,7 @@ def test_the_registry_record_and_the_large_report_at_a_moment_on_both_backends(l
         ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", GRADUATES)))
         ok(run(ledger_url, "role", "grant", "grace", "approver"))
         ok(run(ledger_url, "record", write(tmp_path, "rich.yaml", RICH)))
-    expected = ledger.open(ledger_url, actor="ana").export_registry("graduates", tier=3)
+    expected = ledger.open(ledger_url, person=front_end("ana", "test")).export_registry("graduates", tier=3)
     assert ok(run(ledger_url, "export", "registry", "--tier", "3", "--out", "-", "--json")).json() == expected
     moment = datetime.now(UTC).isoformat()
     for option in ("--as-of", "--since"):

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 import ledger
+from ledger.api import front_end
 from support import cli_main
 
 COPY = Path(__file__).resolve().parent / "registry"
@@ -57,7 +58,7 @@ def schema():
 
 @pytest.fixture
 def url(tmp_path):
-    book = ledger.open(f"sqlite:///{tmp_path / 'holdout.db'}", actor="tester")
+    book = ledger.open(f"sqlite:///{tmp_path / 'holdout.db'}", person=front_end("tester", "test"))
     book.add_dataset(HOLDOUT)
     book.record(RELEASES)
     return book.url
@@ -129,7 +130,7 @@ def test_the_record_states_the_figures_subset_and_table_print(tmp_path):
     Rényi accountant beats basic composition (pure + zCDP converted); the record gave the basic
     2.26 where `table` printed 2.1643 (found by a steward's trial)."""
     url = f"sqlite:///{tmp_path / 'lfs.db'}"
-    book = ledger.open(url, actor="tester")
+    book = ledger.open(url, person=front_end("tester", "test"))
     book.add_dataset({"dataset": "lfs", "delta": "1e-6", "variables": [{"name": "wage"}, {"name": "hours"}]})
     book.record({"dataset": "lfs", "releases": [
         {"id": "w", "reads": ["wage"], "mechanism": {"name": "laplace", "epsilon": "0.6"}},
@@ -171,7 +172,7 @@ def test_the_export_read_from_rows_a_chunk_at_a_time_is_the_record_of_the_releas
     derived release, a release read exactly and a cancelled one, over several chunks."""
     from ledger.store import database as store
 
-    book = ledger.open(url, actor="tester")
+    book = ledger.open(url, person=front_end("tester", "test"))
     book.record(SECOND)
     book.cancel("p7", reason="not run")
     expected = book.export_registry("holdout", tier=tier)
