@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from sqlmodel import Session
-from support import acting_as, Run, cli_main, dump_sqlite
+from support import Run, cli_main, dump_sqlite
 from typer.testing import CliRunner
 
 from ledger.cli import app as cli
@@ -81,7 +81,7 @@ def run_main(db: Path, *args: str) -> Run:
 
 
 def run_process(db: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LEDGER_DATABASE_URL": sqlite_url(db), "LEDGER_USER": "tester"}
+    env = {**os.environ, "LEDGER_DATABASE_URL": sqlite_url(db)}
     return subprocess.run([sys.executable, "-m", "ledger", *map(str, args)], cwd=db.parent, env=env,
                           capture_output=True, text=True, timeout=120)
 
@@ -175,8 +175,7 @@ def record(db: Path, directory: Path, text: str) -> Run:
 def examples_ledger(tmp_path_factory):
     """The issue's dataset and release files, the releases recorded through `python -m ledger`."""
     db = tmp_path_factory.mktemp("examples") / "ledger.db"
-    with acting_as("tester"):
-        added = run_main(db, "dataset", "add", EXAMPLES / "graduates.dataset.yaml")
+    added = run_main(db, "dataset", "add", EXAMPLES / "graduates.dataset.yaml")  # (its admin: the user running the tests)
     assert added.code == 0, added.err
     recorded = run_process(db, "record", EXAMPLES / "graduates.releases.yaml")
     assert recorded.returncode == 0, recorded.stderr

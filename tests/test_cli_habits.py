@@ -152,15 +152,16 @@ def test_did_you_mean_in_release_files(url, tmp_path):
 
 @pytest.mark.parametrize("args", [("demo",), ("demo", "--example", "graduates"), ("dataset", "add", "DATASET")])
 def test_a_refused_name_creates_no_ledger(tmp_path, monkeypatch, args):
-    """An empty LEDGER_USER is bad input (exit 2, "nothing was written"): the commands that
-    create a ledger refuse it before the ledger file exists (the demo made ledger.db first)."""
+    """An operating-system user whose name the ledger refuses (a control character) is bad input
+    (exit 2, "nothing was written"): the commands that create a ledger refuse it before the
+    ledger file exists."""
     dataset = tmp_path / "d.yaml"
     dataset.write_text("dataset: d\nvariables: [{name: a}]\n")
-    monkeypatch.setenv("LEDGER_USER", "")
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "new.db"
-    result = cli_main(f"sqlite:///{path}", *[str(dataset) if a == "DATASET" else a for a in args])
-    assert result.code == 2 and "LEDGER_USER" in result.err and "nothing was written" in result.err
+    with acting_as("d\x1b[31man"):
+        result = cli_main(f"sqlite:///{path}", *[str(dataset) if a == "DATASET" else a for a in args])
+    assert result.code == 2 and "operating-system user" in result.err and "nothing was written" in result.err
     assert not path.exists() and not (tmp_path / "ledger-demo.html").exists()
 
 
