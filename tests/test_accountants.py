@@ -336,6 +336,7 @@ def test_no_figure_depends_on_when_releases_were_recorded_or_published():
 
 DATASET = """\
 dataset: d
+self_approval: true  # (history recorded as published by one person)
 delta: 1e-6
 variables:
   - {name: a, classification: sensitive}
@@ -376,6 +377,7 @@ def gaussians(path, ids, status="published"):
 
 FILTER_ONLY = """\
 dataset: f
+self_approval: true  # (history recorded as published by one person)
 variables: [{name: a}, {name: b}]
 caps:
   - {name: pure, subset: [a], epsilon: 2}

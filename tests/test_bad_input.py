@@ -147,13 +147,11 @@ RANGE = "0001-01-02 to 9999-12-30"
 
 
 @pytest.mark.parametrize("moment", [PAST_THE_END, BEFORE_THE_START, "9999-12-31", "0001-01-01"])
-@pytest.mark.parametrize("key", ["published_at", "approved_at"])
-def test_a_release_file_dated_off_the_calendar_is_refused(ledger, moment, key):
-    lifecycle = (f"status: published, published_at: {moment}" if key == "published_at" else
-                 f"status: approved, approved_by: carol, approved_at: {moment}")
-    path = ledger.file("published.yaml", PLAN.replace("epsilon: 0.5}", f"epsilon: 0.5}}, {lifecycle}"))
+def test_a_release_file_dated_off_the_calendar_is_refused(ledger, moment):
+    path = ledger.file("published.yaml", PLAN.replace("epsilon: 0.5}", f"epsilon: 0.5}}, status: published, "
+                                                                       f"published_at: {moment}"))
     with acting_as("ana"):
-        ledger.refused("record", path, naming=f"releases[0].{key}", saying=RANGE)  # (every role)
+        ledger.refused("record", path, naming="releases[0].published_at", saying=RANGE)  # (every role)
 
 
 def test_publish_at_a_moment_before_the_calendar_is_refused(ledger):
@@ -339,16 +337,6 @@ def test_the_recorder_cannot_approve_under_the_decomposed_spelling_of_their_name
         ledger.refused("approve", "r1", naming="approver", saying="separation of duties")
 
 
-def test_an_approver_named_in_decomposed_form_in_a_file_is_the_approver(ledger):
-    with acting_as("ana"):
-        ledger.ok("role", "grant", JOSE, "approver")
-    path = ledger.file("approved.yaml", PLAN.replace(
-        "epsilon: 0.5}", f'epsilon: 0.5}}, status: approved, approved_by: "{nfd(JOSE)}", approved_at: 2026-01-05'))
-    with acting_as("bob"):
-        ledger.ok("record", path)
-    assert json.loads(ledger.ok("releases", "--json").out)[0]["approved_by"] == JOSE
-
-
 LATIN_GRACE_WITH_CYRILLIC_A = "gr\u0430ce"  # а: CYRILLIC SMALL LETTER A
 
 
@@ -357,7 +345,7 @@ def test_a_name_mixing_latin_and_cyrillic_is_refused(ledger):
         ledger.refused("role", "grant", LATIN_GRACE_WITH_CYRILLIC_A, "approver", naming="PERSON",
                        saying="mixes Latin and Cyrillic")
     with acting_as(LATIN_GRACE_WITH_CYRILLIC_A):
-        ledger.refused("record", ledger.file("plan.yaml", PLAN), naming="--as",
+        ledger.refused("record", ledger.file("plan.yaml", PLAN), naming="operating-system user",
                        saying="mixes Latin and Cyrillic")
 
 
@@ -380,11 +368,11 @@ def test_a_new_name_that_looks_like_a_person_of_the_ledger_is_refused(ledger, lo
         ledger.refused("role", "grant", look_alike, "steward", naming="PERSON")
 
 
-def test_an_approver_named_by_a_look_alike_in_a_file_is_refused(ledger):
+def test_an_approver_named_in_a_file_is_refused_whoever_it_names(ledger):
     path = ledger.file("approved.yaml", PLAN.replace(
         "epsilon: 0.5}", "epsilon: 0.5}, status: approved, approved_by: CAROL, approved_at: 2026-01-05"))
     with acting_as("bob"):
-        ledger.refused("record", path, naming="releases[0].approved_by", saying="looks like 'carol'")
+        ledger.refused("record", path, naming="releases[0].approved_by", saying="an approval is never stated")
 
 
 # --------------------------------------------------------------------------
@@ -438,7 +426,7 @@ def test_the_resident_client_names_a_real_command_when_a_call_is_lost():
 @pytest.mark.parametrize("person", ["nobody", "bob"])
 def test_retotal_needs_an_auditor_or_an_admin(ledger, person):
     with acting_as(person):
-        ledger.refused("audit", "retotal", naming="--as", saying="needs the auditor or admin role")
+        ledger.refused("audit", "retotal", naming="role", saying="needs the auditor or admin role")
 
 
 @pytest.mark.parametrize("role", ["auditor", "admin"])

@@ -15,6 +15,7 @@ from test_as_of_state import START, STEP, Ledger, release
 
 DATASET = """\
 dataset: d
+self_approval: true  # (history recorded as published by one person)
 delta: 1e-6
 variables:
   - {name: x, classification: sensitive}

@@ -120,9 +120,9 @@ def releases(*entries: str) -> str:
 
 
 def _stated(status: str) -> str:
-    """A status and the who and when it needs (issue 10 section 4)."""
-    return status + {"published": ", published_at: \"2024-01-01T00:00:00Z\"",
-                     "approved": ", approved_by: carol, approved_at: \"2024-01-01T00:00:00Z\""}.get(status, "")
+    """A status and the moment it needs (approved or published: the recorder's own approval, which
+    the clinic's self_approval allows)."""
+    return status + {"published": ", published_at: \"2024-01-01T00:00:00Z\""}.get(status, "")
 
 
 def laplace(release_id: str, reads: str, epsilon, status: str = "published") -> str:
