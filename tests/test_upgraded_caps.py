@@ -153,7 +153,7 @@ def test_a_caps_running_total_from_an_older_rule_is_computed_again(tmp_path):
     conversion at the whole delta, at schema 11) is computed again by the upgrades, each with an
     audit event; the cap shows its filter's figure and `audit verify` agrees."""
     url = f"sqlite:///{tmp_path / 'l.db'}"
-    (tmp_path / "d.yaml").write_text("dataset: d\ndelta: 1e-6\nvariables:\n  - {name: a, classification: sensitive}\n"
+    (tmp_path / "d.yaml").write_text("dataset: d\nself_approval: true\ndelta: 1e-6\nvariables:\n  - {name: a, classification: sensitive}\n"
                                      "caps:\n  - {subset: [a], epsilon: 50, delta: 1e-6}\n")
     cli_ok(url, "dataset", "add", tmp_path / "d.yaml")
     (tmp_path / "r.yaml").write_text("dataset: d\nreleases:\n" + "".join(
