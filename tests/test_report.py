@@ -33,6 +33,7 @@ T = lambda month, day, hour=9: datetime(2024, month, day, hour, 0, tzinfo=UTC)  
 GRADUATES = """\
 dataset: graduates
 description: Graduate survey (Tan, section 5.1)
+self_approval: true  # (history recorded as published by its recorder)
 delta: 1e-9
 variables:
   - {name: degree, classification: public}

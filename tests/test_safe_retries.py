@@ -10,6 +10,7 @@ Prop 3.4), counted once per distinct release id.
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
 import sys
 import textwrap
@@ -163,8 +164,10 @@ def test_racing_retries_of_one_record_charge_once(ledger, tmp_path):
     0, exactly one records, and the cap is charged 0.5 once."""
     path = tmp_path / "plan.yaml"
     path.write_text(release_file("r1"), encoding="utf-8")
+    with acting_as("ana"):  # the pipelines run as the operating-system user, a steward
+        assert cli_main(ledger, "role", "grant", pwd.getpwuid(os.geteuid()).pw_name, "steward").code == 0
     processes = [subprocess.Popen([sys.executable, "-m", "ledger", "--db", ledger, "record", str(path)],
-                                  cwd=tmp_path, env={**os.environ, "LEDGER_USER": "ana"},
+                                  cwd=tmp_path, env=os.environ.copy(),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(6)]
     outcomes = [(p.returncode, out) for p in processes for out, _ in [p.communicate(timeout=180)]]
     assert [code for code, _ in outcomes] == [0] * 6

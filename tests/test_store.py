@@ -31,6 +31,7 @@ WHEN = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 GRADUATES = """\
 dataset: graduates
+self_approval: true  # (its history recorded published or approved by its recorder)
 description: graduate survey
 delta: "1/1000000000"
 variables:
@@ -83,8 +84,6 @@ releases:
     reads: []
     derived_from: [arts, science]
     status: approved
-    approved_by: grace
-    approved_at: "2024-03-02T10:00:00Z"
 """
 
 
@@ -368,7 +367,7 @@ def test_recording_through_the_cli_keeps_the_chain_intact(db, tmp_path):
     (tmp_path / "r.yaml").write_text(RICH_RELEASES)
     with acting_as("ana"):
         assert run_main(db, "dataset", "add", str(tmp_path / "d.yaml")).code == 0
-        assert run_main(db, "role", "grant", "grace", "approver").code == 0  # who approved `sums`
+        assert run_main(db, "role", "grant", "grace", "approver").code == 0  # (a second person)
         assert run_main(db, "record", str(tmp_path / "r.yaml")).code == 0
     result = run_main(db, "audit", "verify")
     assert result.code == 0, result.err
