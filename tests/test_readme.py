@@ -14,12 +14,14 @@ from __future__ import annotations
 import doctest
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support import acting_as, cli_main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -57,7 +59,7 @@ def test_readme_shell_examples(scratch):
     bin_dir = Path(sys.executable).parent
     if not (bin_dir / "privacy-ledger").exists():
         pytest.skip(f"no privacy-ledger script beside {sys.executable}")
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "LEDGER_USER": "readme",
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
            "COLUMNS": "100", "LEDGER_RESIDENT_DIR": str(scratch / "resident"), "LEDGER_RESIDENT_IDLE": "120"}
     env.pop("LEDGER_DATABASE_URL", None)
     chromium = shutil.which(os.environ.get("LEDGER_CHROMIUM", "")) if os.environ.get("LEDGER_CHROMIUM") else \
@@ -78,6 +80,10 @@ def test_readme_shell_examples(scratch):
         if ".pdf" in line and not chromium:
             print(f"skipped (no Chromium): {line}")
             continue
+        if "# as grace" in line:  # another person's step: run here as that operating-system user
+            _as_grace(line)
+            ran += 1
+            continue
         done = subprocess.run(["bash", "-c", line], cwd=scratch, env=env, capture_output=True, text=True,
                               timeout=300)
         assert done.returncode == 0, f"README line failed (exit {done.returncode}): {line}\n{done.stdout}\n{done.stderr}"
@@ -85,6 +91,17 @@ def test_readme_shell_examples(scratch):
     subprocess.run(["privacy-ledger", "resident", "stop"], cwd=scratch, env=env, capture_output=True)
     assert ran >= 25
     assert (scratch / "survey-registry.yaml").read_text(encoding="utf-8").count("PLACEHOLDER") >= 3
+
+
+def _as_grace(line: str) -> None:
+    """A README line of grace's (`... && ...`, privacy-ledger commands), run in this process with
+    grace as the operating-system user, on the ledger the other lines use."""
+    for command in line.split("#", 1)[0].split("&&"):
+        words = shlex.split(command)
+        assert words[0] == "privacy-ledger", line
+        with acting_as("grace"):
+            done = cli_main("sqlite:///ledger.db", *words[1:])
+        assert done.code == 0, f"README line failed (exit {done.code}): {line}\n{done.out}\n{done.err}"
 
 
 def test_readme_input_files_exist():
