@@ -75,7 +75,6 @@ class Ledger:
 
 @pytest.fixture
 def ledger(ledger_url, tmp_path, monkeypatch) -> Ledger:
-    monkeypatch.delenv("LEDGER_USER", raising=False)
     ledger = Ledger(ledger_url, tmp_path)
     with acting_as("ana"):
         ledger.ok("init")

@@ -38,8 +38,7 @@ class Calls:
 
     def __init__(self, directory: Path, runtime: Path):
         self.cwd = directory
-        self.env = {**os.environ, resident.DIR_ENV: str(runtime), "LEDGER_USER": "steward",
-                    "LEDGER_LOG_DIR": str(directory / "logs")}
+        self.env = {**os.environ, resident.DIR_ENV: str(runtime), "LEDGER_LOG_DIR": str(directory / "logs")}
         self.env.pop(resident.ENABLE_ENV, None)
 
     def __call__(self, *args, fresh: bool = False, cwd: Path | None = None, **env) -> subprocess.CompletedProcess:
@@ -132,7 +131,7 @@ def test_each_call_is_in_its_callers_directory_and_environment(calls, tmp_path):
     by_env = calls("table", "--json", cwd=other, LEDGER_DATABASE_URL=f"sqlite:///{calls.cwd / 'ledger.db'}")
     assert json.loads(by_env.stdout)["dataset"] == "graduates"
     server = Path(f"/proc/{calls.status()['pid']}/environ").read_bytes().split(b"\0")
-    assert not [v for v in server if v.startswith((b"LEDGER_USER=", b"LEDGER_DATABASE_URL=", b"LEDGER_LOG_DIR="))]
+    assert not [v for v in server if v.startswith((b"LEDGER_DATABASE_URL=", b"LEDGER_LOG_DIR="))]
     # the umask of the caller: a file the command writes (the report) gets the caller's mode
     done = calls("report", "--format", "html", "--out", "r.html", cwd=calls.cwd)
     assert done.returncode == 0, done.stderr

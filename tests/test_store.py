@@ -325,7 +325,7 @@ def run_main(db: Path, *args: str) -> Run:
 
 
 def run_process(db: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LEDGER_DATABASE_URL": sqlite_url(db), "LEDGER_USER": "tester"}
+    env = {**os.environ, "LEDGER_DATABASE_URL": sqlite_url(db)}
     return subprocess.run([sys.executable, "-m", "ledger", *args], cwd=db.parent, env=env,
                           capture_output=True, text=True, timeout=120)
 
