@@ -23,7 +23,6 @@ import pytest
 from sqlalchemy import create_engine, text
 from support import cli_main, tick_ledger_clock
 
-from ledger.api import front_end
 from ledger.accounting import accountants
 
 DELTA = 1e-6
@@ -176,7 +175,7 @@ def test_a_cancellation_on_another_variable_changes_only_what_read_it(tmp_path, 
 def test_the_api_prints_the_commands_figure(stopped, reference_filter):
     from ledger import api
 
-    found = api.open(stopped.url, person=front_end("t", "test")).subset(["a"])
+    found = api.open(stopped.url).subset(["a"])
     assert found.case == "adaptive"
     assert float(found.epsilon) == pytest.approx(stopped.subset("a")["epsilon"], rel=1e-12)
     assert float(found.epsilon) == pytest.approx(reference_filter(rho=1 / 6, delta=DELTA), rel=1e-9)

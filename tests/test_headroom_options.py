@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 from support import cli_main
 
 import ledger
-from ledger.api import front_end
 from ledger.operations.transactions import BudgetRefused
 
 F = Fraction
@@ -130,7 +129,7 @@ def test_the_headroom_of_an_uncapped_subset_is_unbounded(tmp_path):
     assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
     room = cli_main(url, "headroom", "b", "--json").json()
     assert (room["epsilon"], room["epsilon_binding"], room["rho"], room["rho_binding"]) == ("inf", None, "inf", None)
-    assert ledger.open(url, person=front_end("x", "test")).headroom(["b"]).epsilon == math.inf
+    assert ledger.open(url).headroom(["b"]).epsilon == math.inf
 
 
 LEDGER_RELEASES = st.lists(st.tuples(
@@ -147,7 +146,7 @@ def test_a_plan_of_the_headroom_passes_check_and_one_slightly_over_is_refused(tm
     were recorded): the same filters either way."""
     directory = tmp_path_factory.mktemp("boundary")
     url = f"sqlite:///{directory / 'l.db'}"
-    book = ledger.open(url, person=front_end("steward", "test"))
+    book = ledger.open(url)
     book.add_dataset({"dataset": "d", "delta": "1e-9", "self_approval": True, "variables": [{"name": "a"}, {"name": "b"}],
                       "caps": [{"name": "c", "subset": ["a"], "epsilon": limit, "delta": "1e-9"}]})
     clock = Clock()

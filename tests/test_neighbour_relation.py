@@ -140,7 +140,7 @@ def test_the_relation_of_a_recorded_dataset_cannot_be_changed(tmp_path):
         run = cli_main(url, *command, str(tmp_path / "changed.yaml"))
         assert run.code == 2 and dump_tables(url) == before
         assert "relation" in run.errors[0] and "never changed" in run.errors[0]
-    assert ledger.open(url, person=front_end("root", "test")).dataset("survey").relation == Relation.ADD_REMOVE
+    assert ledger.open(url).dataset("survey").relation == Relation.ADD_REMOVE
 
 
 def test_diffprivlib_laplace_epsilon_is_recorded_and_shown_as_written(tmp_path):

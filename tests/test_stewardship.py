@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from ledger.api import front_end
 from ledger.store import checkpoint, database as store
 from ledger.store.codec import GENESIS_HASH, event_hash
 from support import acting_as, cli_main
@@ -545,7 +544,7 @@ def test_an_amendment_plan_with_a_near_miss_of_public_is_refused(ledger):
     from ledger.operations.amend import plan
 
     url, _ = ledger
-    dataset = api.open(url, person=front_end("t", "test")).dataset("survey")
+    dataset = api.open(url).dataset("survey")
     typo = replace(dataset, variables=tuple(replace(v, classification="Publc") if v.name == "sex" else v
                                             for v in dataset.variables))
     _, errors = plan(dataset, typo, source="api", reason="x")
