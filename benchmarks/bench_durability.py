@@ -234,7 +234,7 @@ def record_by_processes(url: str, n: int, directory: Path, resident: bool = Fals
                        cwd=root, env=env)
     start = time.perf_counter()
     for path in paths:
-        subprocess.run([sys.executable, "-m", "ledger", "--db", url, "record", "--as", "bench", str(path)],
+        subprocess.run([sys.executable, "-m", "ledger", "--db", url, "record", str(path)],
                        check=True, stdout=subprocess.DEVNULL, cwd=root, env=env)
     elapsed = time.perf_counter() - start
     if resident:

@@ -121,17 +121,17 @@ def main() -> None:
             "privacy-ledger --version": [*cli, "--version"],
             f"check one plan ({args.size:,} releases, 20 caps)": [*cli, "--db", url, "check", str(check_plan)],
             f"record one release ({args.size:,} releases, 20 caps)":
-                lambda k: [*cli, "--db", url, "record", "--as", "bench", str(plan(work, f"recorded{k}"))],
+                lambda k: [*cli, "--db", url, "record", str(plan(work, f"recorded{k}"))],
         }
         runs: dict[str, tuple[object, Path, dict | None]] = {name: (argv, ROOT, None) for name, argv in commands.items()}
-        through = {**os.environ, "LEDGER_RESIDENT_DIR": str(work / "run"), "LEDGER_USER": "bench"}
+        through = {**os.environ, "LEDGER_RESIDENT_DIR": str(work / "run")}
         through.pop("LEDGER_RESIDENT", None)
         started = subprocess.run([*cli, "resident", "start"], capture_output=True, text=True, cwd=ROOT, env=through)
         print(started.stdout.strip() or started.stderr.strip())
         runs.update({
             "  resident: --help": ([*cli, "--help"], ROOT, through),
             "  resident: check": ([*cli, "--db", url, "check", str(check_plan)], ROOT, through),
-            "  resident: record": (lambda k: [*cli, "--db", url, "record", "--as", "bench",
+            "  resident: record": (lambda k: [*cli, "--db", url, "record",
                                               str(plan(work, f"resident{k}"))], ROOT, through),
         })
         if args.baseline_code is not None:
@@ -147,7 +147,7 @@ def main() -> None:
                 f"  the same, {code}'s code: --version": ([*cli, "--version"], code, None),
                 f"  the same, {code}'s code: check": ([*cli, "--db", other_url, "check", str(check_plan)], code, None),
                 f"  the same, {code}'s code: record":
-                    (lambda k: [*cli, "--db", other_url, "record", "--as", "bench", str(plan(work, f"base{k}"))], code,
+                    (lambda k: [*cli, "--db", other_url, "record", str(plan(work, f"base{k}"))], code,
                      None),
             })
         walls: dict[str, list[float]] = {name: [] for name in runs}

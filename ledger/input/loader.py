@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import json
 import stat
-import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
