@@ -18,6 +18,7 @@ from support import acting_as, cli_main
 DATASET = """\
 dataset: household
 description: Household survey, 12 variables
+self_approval: true  # (its history recorded as published by its recorder)
 variables:
   - {name: region, classification: public}
   - {name: household_size, classification: public}
