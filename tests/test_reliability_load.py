@@ -39,6 +39,7 @@ CAP = 150  # releases of epsilon 1 that fit
 
 DATASET = f"""\
 dataset: payroll
+self_approval: true  # (writers record releases published: their own approval)
 variables:
   - {{name: income}}
   - {{name: region}}
