@@ -16,7 +16,6 @@ comparing every table, row by row, before and after.
 
 from __future__ import annotations
 
-import getpass
 import math
 import textwrap
 from dataclasses import dataclass
@@ -28,6 +27,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
+
+from ledger.store import identity
 from support import acting_as, Run, cli_main, dump_tables
 
 F = Fraction
@@ -159,10 +160,16 @@ def clinic(ledger) -> Ledger:
         result = ledger("dataset", "add", ledger.file("clinic.dataset.yaml", CLINIC))
     assert result.code == 0, result.err
     assert "4 caps" in result.out
-    # the people of these tests (DESIGN 2.12): steward, the first user, is the admin
+    # the people of these tests (DESIGN 2.12): steward, the first user, is the admin; a step run
+    # without acting_as is the authenticated person's (the operating-system user, or the database login)
+    engine = create_engine(ledger.url)
+    try:
+        authenticated = identity.authenticated(engine).name
+    finally:
+        engine.dispose()
     for person, roles in {"ana": ["steward"], "carol": ["steward", "approver"], "dan": ["approver"],
                           "erin": ["approver"], "dora": ["admin"],
-                          getpass.getuser(): ["admin", "steward", "approver"]}.items():
+                          authenticated: ["admin", "steward", "approver"]}.items():
         for role in roles:
             with acting_as("steward"):
                 assert ledger("role", "grant", person, role).code == 0
