@@ -10,7 +10,6 @@ Prop 3.4), counted once per distinct release id.
 from __future__ import annotations
 
 import os
-import pwd
 import subprocess
 import sys
 import textwrap
@@ -21,11 +20,12 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from sqlalchemy import create_engine
 from sqlmodel import Session
 from support import acting_as, cli_main, dump_tables
 
 from ledger.operations import transactions as operations, people
-from ledger.store import database as store
+from ledger.store import database as store, identity
 from ledger.input.loader import build_caps, build_dataset, read_document
 
 DATASET = """\
@@ -164,8 +164,13 @@ def test_racing_retries_of_one_record_charge_once(ledger, tmp_path):
     0, exactly one records, and the cap is charged 0.5 once."""
     path = tmp_path / "plan.yaml"
     path.write_text(release_file("r1"), encoding="utf-8")
-    with acting_as("ana"):  # the pipelines run as the operating-system user, a steward
-        assert cli_main(ledger, "role", "grant", pwd.getpwuid(os.geteuid()).pw_name, "steward").code == 0
+    engine = create_engine(ledger)
+    try:
+        pipelines = identity.authenticated(engine).name  # the operating-system user, or the database login
+    finally:
+        engine.dispose()
+    with acting_as("ana"):
+        assert cli_main(ledger, "role", "grant", pipelines, "steward").code == 0
     processes = [subprocess.Popen([sys.executable, "-m", "ledger", "--db", ledger, "record", str(path)],
                                   cwd=tmp_path, env=os.environ.copy(),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(6)]
