@@ -55,7 +55,7 @@ print(json.dumps({"cpu": time.process_time() - cpu, "wall": time.perf_counter() 
 
 
 def measure(code_root: Path, ledger: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(code_root), LEDGER_USER="bench")
+    env = dict(os.environ, PYTHONPATH=str(code_root))
     # run from the code's own directory: `python -c` puts the working directory first on sys.path
     done = subprocess.run([sys.executable, "-c", CHILD, f"sqlite:///{ledger}"], env=env, check=True,
                           capture_output=True, text=True, cwd=code_root)

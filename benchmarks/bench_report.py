@@ -98,15 +98,15 @@ def clock(start: datetime, step: timedelta):
 
 
 def dataset_yaml(variables: list[str]) -> str:
+    # (self_approval: its history is recorded approved or published by its recorders)
     lines = ["dataset: survey", "description: A synthetic survey for the report benchmark", "delta: 1e-9",
-             "variables:"]
+             "self_approval: true", "variables:"]
     lines += [f"  - {{name: {v}, classification: {'public' if k % 10 == 0 else 'sensitive'}}}"
               for k, v in enumerate(variables)]
     return "\n".join(lines) + "\n"
 
 
-STATED = {"planned": "", "published": f", published_at: \"{START.isoformat()}\"",
-          "approved": f", approved_by: board, approved_at: \"{START.isoformat()}\""}
+STATED = {"planned": "", "published": f", published_at: \"{START.isoformat()}\"", "approved": ""}
 
 
 def release_entries(rng: random.Random, variables: list[str], start: int, count: int, families: dict) -> list[str]:
@@ -116,7 +116,7 @@ def release_entries(rng: random.Random, variables: list[str], start: int, count:
         rid = f"r{k:05d}"
         draw = rng.random()
         status = rng.choices(["published", "planned", "approved"], [0.94, 0.03, 0.03])[0]
-        status += STATED[status]  # a status other than planned says who and when (issue 10)
+        status += STATED[status]  # published says when; approved: its recorder's own approval
         reads = rng.sample(confidential, rng.randint(1, 5))
         if draw < 0.80:
             mechanism = f"{{name: {rng.choice(['geometric', 'laplace'])}, epsilon: \"{rng.choice(EPSILONS)}\"}}"
@@ -239,7 +239,7 @@ def measured(argv: list[str], env: dict | None = None, cwd: Path | None = None) 
 def ledger_command(code: Path | None, db: Path, *args: str, out_dir: Path) -> tuple[list[str], dict, Path]:
     """argv, environment and directory of `privacy-ledger --db DB ARGS` on this branch's code (code None)
     or on the extracted package at `code` (python -m finds the package in its working directory)."""
-    env = {**os.environ, "LEDGER_USER": "bench"}
+    env = {**os.environ}
     if BYTECODE:  # as an installed package runs: from its compiled modules (see `compiled`)
         env.pop("PYTHONDONTWRITEBYTECODE", None)
     cwd = out_dir
@@ -382,7 +382,7 @@ def phases(ledger: Path, code_old: Path, repeat: int) -> None:
     for _ in range(repeat):
         old_ledger = baseline_copy(ledger, code_old)
         for label, code, path in (("this branch", ROOT, ledger), ("old path", code_old, old_ledger)):
-            env = {**os.environ, "PYTHONPATH": str(code), "LEDGER_USER": "bench"}
+            env = {**os.environ, "PYTHONPATH": str(code)}
             if BYTECODE:
                 env.pop("PYTHONDONTWRITEBYTECODE", None)
             done = subprocess.run([sys.executable, str(script), str(path)], env=env, cwd=code, check=True,

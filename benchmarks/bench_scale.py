@@ -312,7 +312,7 @@ def main() -> None:
     only = set(args.only.split(",")) if args.only else None
     work = CACHE / "runs"
     work.mkdir(exist_ok=True)
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="", LEDGER_USER="bench")  # the ledger's admin (its builder)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="")  # (its builder, the operating-system user, is the ledger's admin)
     subprocess.run([PYTHON, "-m", "compileall", "-q", str(ROOT / "ledger")], check=False, capture_output=True)
     print(f"load average before: {os.getloadavg()[0]:.1f}, {os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}")
     print(f"{'size':>9}  {'command':<34} {'now: s':>8} {'MB':>7}   {'baseline: s':>11} {'MB':>7}")

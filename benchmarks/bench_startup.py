@@ -116,7 +116,7 @@ def main() -> None:
             "privacy-ledger --version": [*cli, "--version"],
             f"check one plan ({args.size:,} releases, 20 caps)": [*cli, "--db", url, "check", str(check_plan)],
             f"record one release ({args.size:,} releases, 20 caps)":
-                lambda k: [*cli, "--db", url, "record", "--as", "bench", str(plan(work, f"recorded{k}"))],
+                lambda k: [*cli, "--db", url, "record", str(plan(work, f"recorded{k}"))],
         }
         runs: dict[str, tuple[object, Path, dict | None]] = {name: (argv, ROOT, None) for name, argv in commands.items()}
         if args.baseline_code is not None:
@@ -132,7 +132,7 @@ def main() -> None:
                 f"  the same, {code}'s code: --version": ([*cli, "--version"], code, None),
                 f"  the same, {code}'s code: check": ([*cli, "--db", other_url, "check", str(check_plan)], code, None),
                 f"  the same, {code}'s code: record":
-                    (lambda k: [*cli, "--db", other_url, "record", "--as", "bench", str(plan(work, f"base{k}"))], code,
+                    (lambda k: [*cli, "--db", other_url, "record", str(plan(work, f"base{k}"))], code,
                      None),
             })
         walls: dict[str, list[float]] = {name: [] for name in runs}

@@ -38,7 +38,8 @@ from sqlmodel import Session
 
 from .accounting import budget
 from .operations import choices, transactions as operations
-from .store import database as store, files
+from .store import database as store, files, identity
+from .store.identity import Person, front_end
 from .accounting.engine import at_delta
 from .accounting.risk import Risk, figure_risks
 from .core.errors import InputErrors, LedgerError, fail
@@ -50,7 +51,8 @@ from .reporting.views import table_view
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Ledger", "SubsetLoss", "Recorded", "PlanCheck", "BudgetRefused", "AuditEvent", "open", "safe_float"]
+__all__ = ["Ledger", "SubsetLoss", "Recorded", "PlanCheck", "BudgetRefused", "AuditEvent", "Person", "front_end", "open",
+           "safe_float"]
 
 Recorded = operations.Recorded
 BudgetRefused = operations.BudgetRefused  # a step that would break a cap (exit 1, nothing written)
@@ -123,10 +125,10 @@ class PlanCheck:
 class Ledger:
     """A ledger opened by URL. Cheap to keep: each call opens its own transaction."""
 
-    def __init__(self, url: str, engine: Engine, *, actor: str | None = None):
+    def __init__(self, url: str, engine: Engine, *, person: Person | None = None):
         self.url = url
-        self.engine = engine
-        self.actor = actor
+        self.engine = engine if person is None else identity.acting_engine(engine, person)
+        self._person = person
 
     def __repr__(self) -> str:
         return f"Ledger({self.url!r})"
@@ -141,8 +143,19 @@ class Ledger:
         with Session(self.engine) as session:
             return store.snapshot(session, dataset)
 
-    def _by(self, by: str | None) -> str:
-        return choices.actor(by or self.actor)
+    @property
+    def person(self) -> Person:
+        """Who acts through this ledger: the person a front end named, else the database login
+        (PostgreSQL) or the operating-system user (store/identity.py)."""
+        if self._person is not None:
+            return self._person
+        person = identity.authenticated(self.engine)
+        if self.engine.dialect.name == "postgresql":
+            self._person = person  # (a login is the engine's for good; a process's user is read each time)
+        return person
+
+    def _by(self) -> str:
+        return self.person.name
 
     @property
     def datasets(self) -> dict[str, Dataset]:
@@ -181,7 +194,7 @@ class Ledger:
 
     # -- writing ----------------------------------------------------------------
 
-    def add_dataset(self, source: str | Path | Mapping[str, Any], *, by: str | None = None) -> bool:
+    def add_dataset(self, source: str | Path | Mapping[str, Any]) -> bool:
         """Add a dataset (a dataset file, or its content as a dict) with its caps.
         True when added; False when it is already recorded exactly so."""
         if isinstance(source, Mapping):
@@ -189,49 +202,49 @@ class Ledger:
         else:
             document, errors = read_document(source)
         dataset, caps = dataset_and_caps(document, errors)
-        return operations.add_dataset(self.engine, dataset, caps, self._by(by), document.path,
+        return operations.add_dataset(self.engine, dataset, caps, self._by(), document.path,
                                       operations.declared_privacy_unit(document))
 
-    def record(self, *sources: operations.ReleaseSource, by: str | None = None) -> operations.Recorded:
+    def record(self, *sources: operations.ReleaseSource) -> operations.Recorded:
         """Record releases from files, release documents (dicts in the file format) or
         `Release` records (e.g. from `ledger.adapters`): every cap is checked first, and
         all are recorded or none (`BudgetRefused`, `InputErrors`)."""
         sources = _flat(sources)  # (a list of releases, as the adapters return them, is its releases)
         if not sources:
             raise fail("record", "sources", "nothing to record")
-        return operations.record(self.engine, operations.source_builder(sources, self._by(by)), self._by(by))
+        return operations.record(self.engine, operations.source_builder(sources, self._by()), self._by())
 
     def check(self, *plans: operations.ReleaseSource) -> PlanCheck:
         """Would these planned releases keep every cap? A dry run of `record`."""
         plans = _flat(plans)
         if not plans:
             raise fail("check", "plans", "nothing to check")
-        builder = operations.source_builder(plans, self._by(None))
+        builder = operations.source_builder(plans, self._by())
         return PlanCheck(tuple(operations.check(self.engine, builder)))
 
-    def approve(self, release_id: str, *, by: str | None = None) -> Release:
+    def approve(self, release_id: str) -> Release:
         """Approve a planned release (its caps are re-checked)."""
-        return operations.change_status(self.engine, release_id, "approve", self._by(by))
+        return operations.change_status(self.engine, release_id, "approve", self._by())
 
-    def publish(self, release_id: str, *, by: str | None = None, at: datetime | None = None) -> Release:
+    def publish(self, release_id: str, *, at: datetime | None = None) -> Release:
         """Publish an approved release (its caps are re-checked); `at` dates a publication that
         happened elsewhere (never in the future, never before the release was planned)."""
         if at is not None and at.tzinfo is None:
             at = at.replace(tzinfo=UTC)
-        return operations.change_status(self.engine, release_id, "publish", self._by(by), at=at)
+        return operations.change_status(self.engine, release_id, "publish", self._by(), at=at)
 
-    def retract(self, release_id: str, *, reason: str | None = None, by: str | None = None) -> Release:
+    def retract(self, release_id: str, *, reason: str | None = None) -> Release:
         """Retract a published release, saying why; it still counts."""
-        return operations.change_status(self.engine, release_id, "retract", self._by(by), reason=reason)
+        return operations.change_status(self.engine, release_id, "retract", self._by(), reason=reason)
 
-    def cancel(self, release_id: str, *, reason: str | None = None, by: str | None = None) -> Release:
+    def cancel(self, release_id: str, *, reason: str | None = None) -> Release:
         """Cancel a planned or approved release, saying why; it frees its reservation. A release
         whose output exists (run, or recorded with `output_digest`) stays charged: `Refused`."""
-        return operations.change_status(self.engine, release_id, "cancel", self._by(by), reason=reason)
+        return operations.change_status(self.engine, release_id, "cancel", self._by(), reason=reason)
 
     def set_cap(self, subset: Sequence[str] | str, *, epsilon: object = None, delta: object = None,
                 rho: object = None, name: str | None = None, dataset: str | None = None,
-                by: str | None = None, filter: str | None = None) -> list[budget.CapCheck]:  # noqa: A002
+                filter: str | None = None) -> list[budget.CapCheck]:  # noqa: A002
         """Add or replace a cap on variables, a group name, or "all"; returns the caps' checks.
         `filter` (a cap at a delta): "gaussian" or "renyi" (accounting/filters.py); by default
         chosen from the releases the cap already holds."""
@@ -243,7 +256,7 @@ class Ledger:
         for key, value in (("epsilon", epsilon), ("delta", delta), ("rho", rho), ("filter", filter)):
             if value is not None:
                 entry[key] = value
-        caps = operations.add_caps(self.engine, chosen.name, [entry], self._by(by), "set_cap")
+        caps = operations.add_caps(self.engine, chosen.name, [entry], self._by(), "set_cap")
         with Session(self.engine) as session:
             return budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
 
@@ -260,19 +273,19 @@ class Ledger:
 
         parsed = read_plan(plan)
         chosen = choices.pick_dataset(self._light(), dataset or parsed.dataset, field="dataset")
-        solution = solve(self.engine, parsed, chosen, self._by(None))
+        solution = solve(self.engine, parsed, chosen, self._by())
         frame = pd.DataFrame([(row.planned.id, row.planned.family, row.parameter, row.value, row.binding, row.std,
                                row.halfwidth95) for row in solution.rows],
                              columns=["id", "mechanism", "parameter", "value", "binding_cap", "std", "halfwidth95"])
         frame.attrs.update(dataset=chosen.name, release_file=solution.release_file())
         return frame
 
-    def record_plan(self, plan: str | Path | Mapping[str, Any], *, dataset: str | None = None,
-                    by: str | None = None) -> tuple[pd.DataFrame, operations.Recorded]:
+    def record_plan(self, plan: str | Path | Mapping[str, Any], *, dataset: str | None = None
+                    ) -> tuple[pd.DataFrame, operations.Recorded]:
         """Solve the plan and record its releases as planned (reserving their budget), all or none:
         `record` checks every cap again as it writes (`BudgetRefused` if the ledger moved)."""
         frame = self.solve(plan, dataset=dataset)
-        return frame, self.record(frame.attrs["release_file"], by=by)
+        return frame, self.record(frame.attrs["release_file"])
 
     def plan_diff(self, old: str | Path | Mapping[str, Any], new: str | Path | Mapping[str, Any]) -> pd.DataFrame:
         """Two solved release files (`plan solve --out`, or their content as dicts) side by side:
@@ -445,17 +458,19 @@ def _names(variables: Iterable[str]) -> list[str]:
     return [variables] if isinstance(variables, str) else list(variables)
 
 
-def open(url: str | None = None, *, actor: str | None = None) -> Ledger:  # noqa: A001 (ledger.open)
+def open(url: str | None = None, *, person: Person | None = None) -> Ledger:  # noqa: A001 (ledger.open)
     """Open (and, on first use, create) the ledger at `url`: any SQLAlchemy URL, default
-    $LEDGER_DATABASE_URL, else sqlite:///ledger.db -- as the CLI's --db. `actor` is who
-    records (default $LEDGER_USER, else the login name)."""
+    $LEDGER_DATABASE_URL, else sqlite:///ledger.db -- as the CLI's --db. Who acts is the
+    database login on PostgreSQL, else the operating-system user; a front end that
+    authenticated its user itself passes `person=front_end(name, how)` (on PostgreSQL the
+    database then checks that its login may act as that person's role)."""
     chosen = choices.ledger_url(url)
     try:
         engine = store.make_engine(chosen)
         store.ensure_schema(engine)
     except Exception as exc:  # a bad URL or an unreachable server is bad input
         raise InputErrors([LedgerError("url", "url", f"cannot open ledger {chosen!r}: {exc}")]) from None
-    return Ledger(chosen, engine, actor=actor)
+    return Ledger(chosen, engine, person=person)
 
 
 def _document(source: str | Path | Mapping[str, Any]) -> Document:

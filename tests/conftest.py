@@ -30,10 +30,8 @@ settings.register_profile("ledger", deadline=None,
                           phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ledger"))
 
-# The suite acts as the machine's user, with no resident process, whatever the shell that started it
-# exported: a developer's LEDGER_USER would make every test of who may act act as someone else.
-for _name in ("LEDGER_USER", "LEDGER_RESIDENT"):
-    os.environ.pop(_name, None)
+# The suite runs with no resident process, whatever the shell that started it exported.
+os.environ.pop("LEDGER_RESIDENT", None)
 
 
 def _reference_cks(rho: float, delta: float) -> float:

@@ -6,7 +6,9 @@ check to exit 1; it returns the exit code and what was printed. `migrations(firs
 what an upgrade writes in the audit chain. `dump_tables(url)` and `dump_sqlite(path)` are a
 ledger's stored bytes, compared before and after a command that must write nothing.
 `cli_ok(url, *args)` is `cli_main` that must exit 0; `tick_ledger_clock(monkeypatch)` makes the
-ledger's clock move a minute at every step.
+ledger's clock move a minute at every step. `acting_as(name)` is the one seam of who acts: in this
+process the operating-system user is `name` (the command line run here and the Python API on a
+SQLite ledger); a test in other processes runs them as real users (`os_users`, test_four_eyes.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import io
 import json
 import sqlite3
 import sys
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
@@ -99,3 +101,27 @@ def tick_ledger_clock(monkeypatch, start=None) -> None:
         return clock["now"]
 
     monkeypatch.setattr(store, "now", now)
+
+
+@contextmanager
+def acting_as(name: str):
+    """Within it, this process's operating-system user is `name` (ledger.store.identity.os_user),
+    and so is its database login (a test of the rules on either backend), the name checked as a
+    real one is."""
+    from ledger.core.names import check_person
+    from ledger.store import identity
+
+    def os_user():
+        return identity.Person(check_person(name, "name", identity.OS_USER), identity.OS_USER)
+
+    with mock.patch.object(identity, "os_user", os_user), \
+            mock.patch.object(identity, "database_login", lambda engine: os_user()):
+        yield
+
+
+def as_person(book, name: str):
+    """The same ledger, acted on by `name` as a front end authenticated them (the Python API's
+    `person=`)."""
+    import ledger
+
+    return ledger.api.Ledger(book.url, book.engine, person=ledger.api.front_end(name, "test"))

@@ -27,6 +27,7 @@ from ledger.accounting import accountants
 
 DATASET = """\
 dataset: d
+self_approval: true  # (history recorded as published by its recorder)
 delta: 1e-6
 variables:
   - {name: a, classification: sensitive}
@@ -560,7 +561,7 @@ def test_an_adaptive_subset_shows_the_renyi_filter_figure_its_cap_is_held_to(tmp
     2.1101 as the loss, while the cap held the subset to 2.16 and refused a release `subset`
     said would fit (found by a steward's trial); now the loss shown is the cap's figure."""
     url = f"sqlite:///{tmp_path / 'l.db'}"
-    (tmp_path / "s.yaml").write_text("dataset: s\ndelta: 1e-6\nvariables:\n  - {name: x}\n")
+    (tmp_path / "s.yaml").write_text("dataset: s\nself_approval: true\ndelta: 1e-6\nvariables:\n  - {name: x}\n")
     assert cli_main(url, "dataset", "add", tmp_path / "s.yaml").code == 0
     (tmp_path / "r.yaml").write_text(
         "dataset: s\nreleases:\n  - {id: old, reads: [x], mechanism: {name: laplace, epsilon: 0.5}, status: published,"

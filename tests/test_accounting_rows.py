@@ -21,7 +21,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlmodel import Session
-from support import cli_main, migrations
+from support import acting_as, cli_main, migrations
 
 from ledger.accounting import accountants
 from ledger.store import columns, database as store
@@ -266,7 +266,7 @@ releases:
 
 def ledger_file(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path}/ledger.db"
-    (tmp_path / "t.yaml").write_text("dataset: t\nvariables: [{name: a}, {name: b}, {name: c}, {name: d}]\n")
+    (tmp_path / "t.yaml").write_text("dataset: t\nself_approval: true\nvariables: [{name: a}, {name: b}, {name: c}, {name: d}]\n")
     (tmp_path / "r.yaml").write_text(RELEASES)
     assert cli_main(url, "dataset", "add", tmp_path / "t.yaml").code == 0
     run = cli_main(url, "record", tmp_path / "r.yaml")
@@ -290,7 +290,8 @@ def test_the_rows_hold_the_event_and_the_moments(tmp_path):
 def test_a_publication_updates_the_row(tmp_path):
     url = ledger_file(tmp_path)
     assert cli_main(url, "role", "grant", "approver", "approver").code == 0
-    assert cli_main(url, "approve", "g", "--as", "approver").code == 0
+    with acting_as("approver"):
+        assert cli_main(url, "approve", "g").code == 0
     run = cli_main(url, "publish", "g")
     assert run.code == 0, run.err
     with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
@@ -342,7 +343,7 @@ def sql(url: str, *statements: str) -> list[list[tuple]]:
 
 def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_url, tmp_path):
     url = ledger_url
-    (tmp_path / "t.yaml").write_text("dataset: t\nvariables: [{name: a}, {name: b}, {name: c}, {name: d}]\n")
+    (tmp_path / "t.yaml").write_text("dataset: t\nself_approval: true\nvariables: [{name: a}, {name: b}, {name: c}, {name: d}]\n")
     (tmp_path / "r.yaml").write_text(RELEASES)
     assert cli_main(url, "dataset", "add", tmp_path / "t.yaml").code == 0
     assert cli_main(url, "record", tmp_path / "r.yaml").code == 0
@@ -385,7 +386,7 @@ def test_a_ledger_of_schema_6_charges_its_subsampled_releases_through_the_sampli
     guarantee (no event on its row); the schema 7 upgrade gives the row its sampling event, once,
     with an audit event; the figures are then the ones a new ledger prints, and `audit verify` agrees."""
     url = ledger_url
-    (tmp_path / "t.yaml").write_text("dataset: t\nvariables: [{name: a}, {name: b}]\ndelta: 1e-9\n"
+    (tmp_path / "t.yaml").write_text("dataset: t\nself_approval: true\nvariables: [{name: a}, {name: b}]\ndelta: 1e-9\n"
                                      "caps:\n  - {name: c, subset: [a], epsilon: 50, delta: 1e-9}\n")
     (tmp_path / "s.yaml").write_text(SAMPLED)
     assert cli_main(url, "dataset", "add", tmp_path / "t.yaml").code == 0

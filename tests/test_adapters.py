@@ -12,6 +12,7 @@ from fractions import Fraction
 import pytest
 
 import ledger
+from ledger.api import front_end
 from ledger.adapters import dp_accounting as from_dpa
 from ledger.adapters import diffprivlib as from_dpl
 from ledger.adapters import loss_fraction
@@ -26,7 +27,7 @@ dp.enable_features("contrib")
 
 @pytest.fixture
 def book(tmp_path):
-    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", actor="tester")
+    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", person=front_end("tester", "test"))
     book.add_dataset({"dataset": "survey", "delta": "1e-6",
                       "variables": [{"name": "age"}, {"name": "income"}, {"name": "region"}]})
     return book

@@ -56,9 +56,10 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 from sqlmodel import Session
-from support import cli_main, dump_sqlite
+from support import acting_as, cli_main, dump_sqlite
 
 import ledger
+from ledger.api import front_end
 from ledger.accounting.engine import LedgerIndex, at_delta
 from ledger.core.errors import InputErrors, Refused
 from ledger.core.records import CHARGED_STATUSES, Guarantee, Mechanism, Notion, Release
@@ -203,9 +204,9 @@ def empty_ledger() -> Path:
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
     (directory / "dataset.yaml").write_text(DATASET, encoding="utf-8")
     url = f"sqlite:///{directory / 'ledger.db'}"
-    for args in (("dataset", "add", directory / "dataset.yaml", "--as", "steward"),
-                 ("role", "grant", "approver", "approver", "--as", "steward")):
-        done = cli_main(url, *args)
+    for args in (("dataset", "add", directory / "dataset.yaml"), ("role", "grant", "approver", "approver")):
+        with acting_as("steward"):
+            done = cli_main(url, *args)
         assert done.code == 0, done.err
     return directory / "ledger.db"
 
@@ -235,7 +236,7 @@ class AdaptiveSteward(RuleBasedStateMachine):
                     closing(sqlite3.connect(self.directory / f"{side}.db")) as copy:
                 source.backup(copy)
         self.engines = {side: store.make_engine(url) for side, url in self.urls.items()}
-        self.books = {side: ledger.open(url, actor="steward") for side, url in self.urls.items()}
+        self.books = {side: ledger.open(url, person=front_end("steward", "test")) for side, url in self.urls.items()}
         self.model: dict[str, Modelled] = {}
         self.skewed: set[str] = set()  # releases recorded with the clock behind
         self.count = 0
@@ -264,9 +265,10 @@ class AdaptiveSteward(RuleBasedStateMachine):
         event(f"{what}: exit {codes['main']}{' (clock behind)' if skewed else ''}")
         return codes["main"]
 
-    def cli(self, *args):
+    def cli(self, *args, person=None):
         def step(side):
-            done = cli_main(self.urls[side], *args)
+            with acting_as(person) if person is not None else nullcontext():
+                done = cli_main(self.urls[side], *args)
             assert done.code in (0, 1, 2), (args, done.code, done.err)
             return done.code
         return step
@@ -312,8 +314,9 @@ class AdaptiveSteward(RuleBasedStateMachine):
         path = self.directory / f"{rid}.yaml"
         path.write_text("dataset: s\nreleases:\n" + "\n".join(lines) + "\n", encoding="utf-8")
         expected = self.predict(new)
-        if self.attempt(OUTCOMES[expected], skewed, self.cli("record", path, "--as", "steward"), what) == 0:
-            self.admitted(rid, new, skewed)
+        with acting_as("steward"):
+            if self.attempt(OUTCOMES[expected], skewed, self.cli("record", path), what) == 0:
+                self.admitted(rid, new, skewed)
 
     @rule(reads=st.sampled_from(SUBSETS), kind=st.sampled_from(sorted(RESERVATIONS)), skewed=st.booleans())
     def reserve(self, reads, kind, skewed):
@@ -344,7 +347,7 @@ class AdaptiveSteward(RuleBasedStateMachine):
         outputs = {side: self.directory / f"{rid}-{side}.csv" for side in ("main", "twin")}
         step = lambda side: self.cli(  # noqa: E731
             "run", name, "--data", self.directory / "data.csv", "--id", rid, "--seed", seed, "--out", outputs[side],
-            "--as", "steward", *chain.from_iterable(("-p", p) for p in parameters))(side)
+            *chain.from_iterable(("-p", p) for p in parameters), person="steward")(side)
         what = f"run {name} on {{{', '.join(sorted(reads))}}}"
         if self.attempt(OUTCOMES[self.predict(new)], skewed, step, what) == 0:
             assert outputs["main"].read_bytes() == outputs["twin"].read_bytes(), "the same seed, the same output"
@@ -380,9 +383,10 @@ class AdaptiveSteward(RuleBasedStateMachine):
         cancellable = release.status in ("planned", "approved")
         expected = 1 if cancellable and release.charged else 0 if cancellable else 2
         what = f"cancel a {release.status} release{' whose output exists' if release.charged else ''}"
-        if self.attempt({expected}, skewed, self.cli("cancel", rid, "--as", "steward", "--reason", "not needed"),
-                        what) == 0:
-            release.status = "cancelled"
+        with acting_as("steward"):
+            if self.attempt({expected}, skewed, self.cli("cancel", rid, "--reason", "not needed"),
+                            what) == 0:
+                release.status = "cancelled"
 
     @rule(data=st.data(), skewed=st.booleans())
     def cancel_one(self, data, skewed):
@@ -401,12 +405,13 @@ class AdaptiveSteward(RuleBasedStateMachine):
         if rid is None:
             return
         release = self.model[rid]
-        if release.status != "approved" and self.attempt({0 if release.status == "planned" else 2}, skewed,
-                                                         self.cli("approve", rid, "--as", "approver"), "approve") == 0:
-            release.status = "approved"
-        if self.attempt({0 if release.status == "approved" else 2}, skewed,
-                        self.cli("publish", rid, "--as", "approver"), "publish") == 0:
-            release.status, release.published = "published", True
+        with acting_as("approver"):
+            if release.status != "approved" and self.attempt({0 if release.status == "planned" else 2}, skewed,
+                                                             self.cli("approve", rid), "approve") == 0:
+                release.status = "approved"
+            if self.attempt({0 if release.status == "approved" else 2}, skewed,
+                            self.cli("publish", rid), "publish") == 0:
+                release.status, release.published = "published", True
 
     @rule(data=st.data(), skewed=st.booleans())
     def retract(self, data, skewed):
@@ -414,9 +419,10 @@ class AdaptiveSteward(RuleBasedStateMachine):
         if rid is None:
             return
         release = self.model[rid]
-        if self.attempt({0 if release.status == "published" else 2}, skewed,
-                        self.cli("retract", rid, "--as", "approver", "--reason", "an error in it"), "retract") == 0:
-            release.status = "retracted"
+        with acting_as("approver"):
+            if self.attempt({0 if release.status == "published" else 2}, skewed,
+                            self.cli("retract", rid, "--reason", "an error in it"), "retract") == 0:
+                release.status = "retracted"
 
     @precondition(lambda self: len(self.model) < MAX_RELEASES)
     @rule(reads=st.sampled_from([s for s in SUBSETS if "z" not in s]),
@@ -528,14 +534,17 @@ def test_a_plan_taking_a_wider_subset_past_the_allowance_is_refused(tmp_path):
     """3e-10 on {x} is held; 3e-10 on {y} keeps {y} within half of 1e-9 but takes {x, y} to 6e-10."""
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     (tmp_path / "dataset.yaml").write_text(DATASET, encoding="utf-8")
-    assert cli_main(url, "dataset", "add", tmp_path / "dataset.yaml", "--as", "steward").code == 0
+    with acting_as("steward"):
+        assert cli_main(url, "dataset", "add", tmp_path / "dataset.yaml").code == 0
     for rid, variable in (("on-x", "x"), ("on-y", "y")):
         (tmp_path / f"{rid}.yaml").write_text(APPROXIMATE_ON.format(rid=rid, variable=variable), encoding="utf-8")
-    assert cli_main(url, "record", tmp_path / "on-x.yaml", "--as", "steward").code == 0
+    with acting_as("steward"):
+        assert cli_main(url, "record", tmp_path / "on-x.yaml").code == 0
     assert F(3, 10**10) + F(3, 10**10) > ALLOWANCE * DELTA >= F(3, 10**10)
 
     before = dump_sqlite(tmp_path / "ledger.db")
-    refused = cli_main(url, "record", tmp_path / "on-y.yaml", "--as", "steward")
+    with acting_as("steward"):
+        refused = cli_main(url, "record", tmp_path / "on-y.yaml")
     assert refused.code == 1, (refused.out, refused.err)
     assert "allowance would be passed" in refused.err and "{x, y}" in refused.err
     assert dump_sqlite(tmp_path / "ledger.db") == before

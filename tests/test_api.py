@@ -12,7 +12,8 @@ from fractions import Fraction
 import pytest
 
 import ledger
-from support import cli_main
+from ledger.api import front_end
+from support import as_person, acting_as, cli_main
 
 CENSUS = {
     "dataset": "census",
@@ -27,7 +28,7 @@ TABLES = {"dataset": "census", "releases": [
 
 @pytest.fixture
 def book(tmp_path):
-    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", actor="tester")
+    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", person=front_end("tester", "test"))
     book.add_dataset(CENSUS)
     book.record(TABLES)
     return book
@@ -113,9 +114,10 @@ def test_lifecycle_pairs_verify_and_report(book, tmp_path):
     book.record({"dataset": "census", "releases": [
         {"id": "P", "reads": ["sex"], "mechanism": {"name": "laplace", "epsilon": 1}, "status": "planned"}]})
     # separation of duties (DESIGN 2.12): another person approves and publishes
-    assert cli_main(book.url, "role", "grant", "grace", "approver", "--as", book.releases()[0].recorded_by).code == 0
-    assert book.approve("P", by="grace").status == ledger.Status.APPROVED
-    assert book.publish("P", by="grace").status == ledger.Status.PUBLISHED
+    with acting_as(book.releases()[0].recorded_by):
+        assert cli_main(book.url, "role", "grant", "grace", "approver").code == 0
+    assert as_person(book, "grace").approve("P").status == ledger.Status.APPROVED
+    assert as_person(book, "grace").publish("P").status == ledger.Status.PUBLISHED
     pairs = book.pairs()
     row = pairs[(pairs.variable_1 == "age") & (pairs.variable_2 == "sex")]
     assert row.epsilon.tolist() == [3]  # A 1 + C 1 (reads age) + P 1 (reads sex)

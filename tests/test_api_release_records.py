@@ -19,6 +19,7 @@ from scipy.optimize import brentq, minimize_scalar
 from conftest import _reference_filter
 
 import ledger
+from ledger.api import front_end
 from ledger.core.records import Guarantee, Mechanism, Notion, Release, Status
 
 LONG_AGO = datetime(2025, 1, 1, tzinfo=UTC)
@@ -27,8 +28,9 @@ PUBLISHED = datetime(2026, 1, 1, tzinfo=UTC)
 
 @pytest.fixture
 def book(tmp_path):
-    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", actor="tester")
-    book.add_dataset({"dataset": "d", "delta": "1e-6", "variables": [{"name": "a"}],
+    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", person=front_end("tester", "test"))
+    # (a one-person pipeline records its outputs as published: its own approval, which the dataset allows)
+    book.add_dataset({"dataset": "d", "delta": "1e-6", "self_approval": True, "variables": [{"name": "a"}],
                       "caps": [{"subset": ["a"], "epsilon": 2, "delta": "1e-6", "filter": "renyi"}]})
     return book
 
@@ -98,7 +100,8 @@ def test_the_recorder_is_whoever_records(book):
 
 def test_lifecycle_fields_are_those_a_file_may_state(book):
     future = datetime.now(UTC) + timedelta(days=30)
-    for release, named in ((gaussian(0, status=Status.APPROVED), "needs approved_by and approved_at"),
+    for release, named in ((gaussian(0, status=Status.APPROVED, approved_by="grace", approved_at=PUBLISHED),
+                            "an approval is never stated with a release"),
                            (gaussian(1, status=Status.PUBLISHED, published_at=future), "in the future"),
                            (gaussian(2, status=Status.CANCELLED), "planned, approved or published")):
         with pytest.raises(ledger.InputErrors) as refused:
@@ -116,7 +119,7 @@ def test_an_adapters_output_published_without_a_date_is_published_as_it_is_recor
 def test_a_family_member_names_a_recorded_family_and_reads_its_key(tmp_path):
     """DESIGN 2.6: which records a part holds depends on the key, so a member reads it; a member of
     a family the ledger does not know would be charged as nobody can say."""
-    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", actor="tester")
+    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", person=front_end("tester", "test"))
     book.add_dataset({"dataset": "d", "variables": [{"name": "a"}, {"name": "k"}]})
     book.record({"dataset": "d", "families": [{"id": "f", "partition": ["k"]}], "releases": [
         {"id": "m0", "family": "f", "part": "k=0", "reads": ["a", "k"], "mechanism": {"name": "laplace", "epsilon": 1}}]})

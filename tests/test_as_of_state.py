@@ -30,6 +30,7 @@ CLOCK = [START]
 
 DATASET = """\
 dataset: d
+self_approval: true  # (history recorded as published by its recorder)
 delta: 1e-6
 variables:
   - {name: x, classification: sensitive}
@@ -341,7 +342,7 @@ def histories(draw):
     def amend() -> str:
         variables = "".join(f"  - {{name: {n}, classification: {c}}}\n" for n, c in classes.items())
         group_text = "".join(f"  {g}: [{', '.join(m)}]\n" for g, m in groups.items())
-        return f"dataset: d\ndelta: 1e-6\nvariables:\n{variables}groups:\n{group_text}"
+        return f"dataset: d\nself_approval: true\ndelta: 1e-6\nvariables:\n{variables}groups:\n{group_text}"
 
     for minute in range(1, draw(st.integers(3, 8)) + 1):
         kind = draw(st.sampled_from(["record", "record", "reclassify", "group", "cap", "cap remove", "variable",

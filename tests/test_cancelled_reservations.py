@@ -175,7 +175,7 @@ def test_a_cancellation_on_another_variable_changes_only_what_read_it(tmp_path, 
 def test_the_api_prints_the_commands_figure(stopped, reference_filter):
     from ledger import api
 
-    found = api.open(stopped.url, actor="t").subset(["a"])
+    found = api.open(stopped.url).subset(["a"])
     assert found.case == "adaptive"
     assert float(found.epsilon) == pytest.approx(stopped.subset("a")["epsilon"], rel=1e-12)
     assert float(found.epsilon) == pytest.approx(reference_filter(rho=1 / 6, delta=DELTA), rel=1e-9)

@@ -13,7 +13,7 @@ import pytest
 
 import ledger
 from ledger.core.progress import progress
-from support import cli_main
+from support import acting_as, cli_main
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -55,8 +55,9 @@ def test_json_on_record_lifecycle_and_refusal(url, tmp_path):
     assert run.code == 0 and run.json()["recorded"] == ["p"]
     # separation of duties (DESIGN 2.12): another person approves
     assert cli_main(url, "role", "grant", "grace", "approver").code == 0
-    assert cli_main(url, "approve", "p", "--as", "grace", "--json").json() == {
-        "ok": True, "release": "p", "status": "approved"}
+    with acting_as("grace"):
+        assert cli_main(url, "approve", "p", "--json").json() == {
+            "ok": True, "release": "p", "status": "approved"}
     assert cli_main(url, "cap", "set", "sex", "--epsilon", "1").code == 0
     more = tmp_path / "more.yaml"
     more.write_text("dataset: graduates\nreleases:\n  - {id: q, reads: [sex], mechanism: {name: laplace, "
@@ -151,15 +152,16 @@ def test_did_you_mean_in_release_files(url, tmp_path):
 
 @pytest.mark.parametrize("args", [("demo",), ("demo", "--example", "graduates"), ("dataset", "add", "DATASET")])
 def test_a_refused_name_creates_no_ledger(tmp_path, monkeypatch, args):
-    """An empty LEDGER_USER is bad input (exit 2, "nothing was written"): the commands that
-    create a ledger refuse it before the ledger file exists (the demo made ledger.db first)."""
+    """An operating-system user whose name the ledger refuses (a control character) is bad input
+    (exit 2, "nothing was written"): the commands that create a ledger refuse it before the
+    ledger file exists."""
     dataset = tmp_path / "d.yaml"
     dataset.write_text("dataset: d\nvariables: [{name: a}]\n")
-    monkeypatch.setenv("LEDGER_USER", "")
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "new.db"
-    result = cli_main(f"sqlite:///{path}", *[str(dataset) if a == "DATASET" else a for a in args])
-    assert result.code == 2 and "LEDGER_USER" in result.err and "nothing was written" in result.err
+    with acting_as("d\x1b[31man"):
+        result = cli_main(f"sqlite:///{path}", *[str(dataset) if a == "DATASET" else a for a in args])
+    assert result.code == 2 and "operating-system user" in result.err and "nothing was written" in result.err
     assert not path.exists() and not (tmp_path / "ledger-demo.html").exists()
 
 

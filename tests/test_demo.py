@@ -36,7 +36,6 @@ PAPER_ROWS = {
 def run_demo(cwd: Path, *args: str, db: Path | None = None) -> subprocess.CompletedProcess:
     """`python -m ledger demo` in `cwd`; with no db, the default ledger (./ledger.db)."""
     env = {key: value for key, value in os.environ.items() if key != "LEDGER_DATABASE_URL"}
-    env["LEDGER_USER"] = "tester"
     if db is not None:
         env["LEDGER_DATABASE_URL"] = f"sqlite:///{db}"
     return subprocess.run([sys.executable, "-m", "ledger", "demo", *args], cwd=cwd, env=env,
@@ -140,7 +139,7 @@ def test_demo_refuses_a_ledger_that_holds_other_data(tmp_path):
     db = tmp_path / "ledger.db"
     dataset = tmp_path / "survey.yaml"
     dataset.write_text("dataset: survey\nvariables:\n  - {name: age}\n")
-    env = {**os.environ, "LEDGER_DATABASE_URL": f"sqlite:///{db}", "LEDGER_USER": "tester"}
+    env = {**os.environ, "LEDGER_DATABASE_URL": f"sqlite:///{db}"}
     # add the dataset in this process: the same entry point, without a second interpreter start-up
     with mock.patch.dict(os.environ, env), mock.patch.object(sys, "argv", ["privacy-ledger", "dataset", "add",
                                                                             str(dataset)]):

@@ -18,6 +18,7 @@ from support import cli_main
 
 SURVEY = """\
 dataset: s
+self_approval: true  # (history recorded as published by its recorder)
 delta: 1e-9
 variables: [{name: region}, {name: a}, {name: b}]
 """

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from sqlalchemy import create_engine, inspect, text
 from support import cli_main, dump_tables
 
+from ledger.api import front_end
 from ledger.core.records import Dataset, Family, Guarantee, Mechanism, Notion, Release, Status, Variable
 from ledger.input.loader import Document, LedgerSnapshot, build_releases, finish_batch
 from ledger.store import database as store
@@ -326,7 +327,7 @@ def test_a_release_handed_over_whole_meets_the_same_rule(tmp_path):
     a member without a part, a part outside a family and a held part are refused there too."""
     import ledger
 
-    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", actor="tester")
+    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", person=front_end("tester", "test"))
     book.add_dataset({"dataset": "d", "variables": [{"name": "a"}, {"name": "k"}]})
     book.record({"dataset": "d", "families": [{"id": "f", "partition": ["k"]}], "releases": [
         {"id": "m0", "family": "f", "part": "k=0", "reads": ["a", "k"], "mechanism": {"name": "laplace", "epsilon": 1}}]})

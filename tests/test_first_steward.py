@@ -231,7 +231,7 @@ def test_the_report_states_the_whole_dataset_as_table_does(tmp_path):
 @pytest.mark.parametrize("args, field, said", [
     (["tabel"], None, "No such command 'tabel'. Did you mean 'table'?"),
     (["subset"], "subset", "Missing argument 'variables'."),
-    (["role", "grant", "bob", "steward", "--bye"], "role grant", "No such option: --bye (Possible options: --by)"),
+    (["role", "grant", "bob", "steward", "--jsn"], "role grant", "No such option: --jsn (Possible options: --json)"),
 ])
 def test_with_json_a_mistyped_command_line_is_answered_in_json(ledger, args, field, said):
     """A pipeline that passes --json reads standard output as JSON, errors included (README):

@@ -122,7 +122,7 @@ def test_a_cap_in_pure_epsilon_or_rho_or_at_a_small_delta_keeps_the_finite_side(
     def ledger(name, delta):
         url = f"sqlite:///{tmp_path / name}"
         (tmp_path / "d.yaml").write_text(
-            f"dataset: d\ndelta: {delta}\nvariables:\n  - {{name: a, classification: sensitive}}\n  - {{name: b}}\n"
+            f"dataset: d\nself_approval: true\ndelta: {delta}\nvariables:\n  - {{name: a, classification: sensitive}}\n  - {{name: b}}\n"
             "caps:\n  - {name: pure, subset: [a], epsilon: 5}\n  - {name: rho, subset: [a], rho: 5}\n"
             "  - {name: small, subset: [a], epsilon: 5, delta: 1e-9}\n")
         assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
@@ -169,7 +169,7 @@ def test_add_remove_neighbours_fix_the_side_over_the_guarantees_that_bound_them(
 
 
 GAUSSIAN_DATASET = (
-    "dataset: d\ndelta: 1e-6\nvariables:\n  - {name: a, classification: sensitive}\n"
+    "dataset: d\nself_approval: true\ndelta: 1e-6\nvariables:\n  - {name: a, classification: sensitive}\n"
     "caps:\n  - {subset: [a], epsilon: 50, delta: 1e-6}\n")
 
 

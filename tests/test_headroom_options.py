@@ -40,7 +40,7 @@ class Clock:
 
 
 def dataset_yaml(delta: str = "1e-9") -> str:
-    return (f"dataset: d\ndelta: {delta}\nvariables: [{{name: a}}, {{name: b}}]\ncaps:\n"
+    return (f"dataset: d\nself_approval: true\ndelta: {delta}\nvariables: [{{name: a}}, {{name: b}}]\ncaps:\n"
             "  - {name: pure, subset: [a], epsilon: 5}\n  - {name: zcdp, subset: [b], rho: 1}\n"
             "  - {name: at-delta, subset: [a, b], epsilon: 50, delta: 1e-9}\n")
 
@@ -124,12 +124,12 @@ def test_the_headroom_of_an_uncapped_subset_is_unbounded(tmp_path):
     """No cap touches the variables: any epsilon and any rho, no binding cap (the one headroom,
     operations.cap_accounting's; budget's basic-only one is gone)."""
     url = f"sqlite:///{tmp_path / 'l.db'}"
-    (tmp_path / "d.yaml").write_text("dataset: d\nvariables: [{name: a}, {name: b}]\n"
+    (tmp_path / "d.yaml").write_text("dataset: d\nself_approval: true\nvariables: [{name: a}, {name: b}]\n"
                                      "caps:\n  - {name: pure, subset: [a], epsilon: 5}\n")
     assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
     room = cli_main(url, "headroom", "b", "--json").json()
     assert (room["epsilon"], room["epsilon_binding"], room["rho"], room["rho_binding"]) == ("inf", None, "inf", None)
-    assert ledger.open(url, actor="x").headroom(["b"]).epsilon == math.inf
+    assert ledger.open(url).headroom(["b"]).epsilon == math.inf
 
 
 LEDGER_RELEASES = st.lists(st.tuples(
@@ -146,8 +146,8 @@ def test_a_plan_of_the_headroom_passes_check_and_one_slightly_over_is_refused(tm
     were recorded): the same filters either way."""
     directory = tmp_path_factory.mktemp("boundary")
     url = f"sqlite:///{directory / 'l.db'}"
-    book = ledger.open(url, actor="steward")
-    book.add_dataset({"dataset": "d", "delta": "1e-9", "variables": [{"name": "a"}, {"name": "b"}],
+    book = ledger.open(url)
+    book.add_dataset({"dataset": "d", "delta": "1e-9", "self_approval": True, "variables": [{"name": "a"}, {"name": "b"}],
                       "caps": [{"name": "c", "subset": ["a"], "epsilon": limit, "delta": "1e-9"}]})
     clock = Clock()
     with mock.patch("ledger.store.database.now", clock):
@@ -200,7 +200,7 @@ def test_a_laplace_plan_may_take_more_than_any_epsilon_dp_plan_and_headroom_says
     from test_accountants import rr_curve
 
     url = f"sqlite:///{tmp_path / 'e.db'}"
-    (tmp_path / "d.yaml").write_text("dataset: e\ndelta: 1e-9\nvariables: [{name: a}]\n"
+    (tmp_path / "d.yaml").write_text("dataset: e\nself_approval: true\ndelta: 1e-9\nvariables: [{name: a}]\n"
                                      "caps:\n  - {name: c, subset: [a], epsilon: 5, delta: 1e-9, filter: renyi}\n")
     (tmp_path / "r.yaml").write_text("dataset: e\nreleases:\n"
                                      "  - {id: g, reads: [a], mechanism: {name: gaussian, sigma: 2, sensitivity: 1}}\n"

@@ -18,7 +18,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from support import cli_main
+from support import acting_as, cli_main
 
 from ledger.input import limits, loader
 
@@ -68,11 +68,12 @@ def hostile(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:  # a ledger recorded before the input limits
         patch.setattr(loader, "check_values", lambda document, depth: [])
         patch.setattr(limits, "check_text", lambda *args, **kwargs: [])
-        for args in (["dataset", "add", directory / "d.yaml", "--by", STEWARD],
-                     ["record", directory / "r.yaml", "--by", STEWARD],
-                     ["role", "grant", APPROVER, "approver", "--by", STEWARD],
-                     ["approve", "b 2", "--by", APPROVER]):
-            result = cli_main(url, *args)
+        for person, args in ((STEWARD, ["dataset", "add", directory / "d.yaml"]),
+                             (STEWARD, ["record", directory / "r.yaml"]),
+                             (STEWARD, ["role", "grant", APPROVER, "approver"]),
+                             (APPROVER, ["approve", "b 2"])):
+            with acting_as(person):
+                result = cli_main(url, *args)
             assert result.code == 0, result.err
     return url, directory
 
@@ -202,7 +203,8 @@ def test_input_refuses_control_characters_and_oversized_names(tmp_path):
                        "    mechanism: {name: laplace, epsilon: 1}\n", encoding="utf-8")
     result = cli_main(url, "record", release)
     assert result.code == 2 and "U+001B" in result.err and "\x1b" not in result.err
-    result = cli_main(url, "record", release.with_name("none.yaml"), "--by", "x\x1b[2J")
+    with acting_as("x\x1b[2J"):
+        result = cli_main(url, "record", release.with_name("none.yaml"))
     assert result.code == 2 and "\x1b" not in result.err
     assert cli_main(url, "releases").out.strip() in ("", "no releases")
 

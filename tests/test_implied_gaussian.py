@@ -173,7 +173,7 @@ def test_every_command_prints_the_implied_gaussians_finite_figure_at_a_smaller_d
                                      "  - {id: p, reads: [income], mechanism: {name: laplace, epsilon: 1}}\n")
     checked = cli_main(url, "check", tmp_path / "p.yaml", "--json")
     assert checked.code == 0 and checked.json()["caps"][0]["current"] == cap["current"]
-    book = ledger.open(url, actor="someone")
+    book = ledger.open(url)
     assert book.subset(["income"]).epsilon == subset
     assert cli_main(url, "audit", "verify").code == 0
 

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ledger
+from ledger.api import front_end
 from ledger.accounting.catalogue import CATALOGUE, NUMERIC_PARAMS, PARAMETERS
 from ledger.core.errors import InputErrors
 from ledger.core.records import Dataset, Guarantee, Mechanism, Notion, Relation, Release, Variable
@@ -271,7 +272,7 @@ def test_what_run_records_from_its_command_line_a_file_may_state():
 
 
 def test_a_release_handed_to_the_api_is_held_to_the_table(tmp_path):
-    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", actor="tester")
+    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", person=front_end("tester", "test"))
     book.add_dataset({"dataset": "d", "variables": [{"name": "a"}]})
     release = Release("r", "d", frozenset("a"), Mechanism("gaussian", (("relaton", "add-remove"), ("rho", F(1, 2)))),
                       (Guarantee(frozenset("a"), Notion.ZCDP, rho=F(1, 2)),))

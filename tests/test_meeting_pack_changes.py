@@ -33,6 +33,7 @@ CHAIN = ChainStatus(True, 1, "head", ())
 
 DATASET = """\
 dataset: d
+self_approval: true  # (history recorded as published by its recorder)
 delta: 1e-6
 variables:
   - {name: a, classification: sensitive}

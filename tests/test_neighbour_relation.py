@@ -11,6 +11,7 @@ from fractions import Fraction
 import pytest
 
 import ledger
+from ledger.api import front_end
 from ledger.accounting.relation import NOT_IMPLIED
 from ledger.adapters import diffprivlib as from_dpl
 from ledger.adapters import opendp as from_opendp
@@ -26,7 +27,7 @@ VARIABLES = [{"name": "age"}, {"name": "income"}]
 
 
 def _book(tmp_path, relation: str | None):
-    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", actor="tester")
+    book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", person=front_end("tester", "test"))
     dataset = {"dataset": "survey", "delta": "1e-6", "variables": VARIABLES}
     if relation is not None:
         dataset["relation"] = relation
@@ -139,7 +140,7 @@ def test_the_relation_of_a_recorded_dataset_cannot_be_changed(tmp_path):
         run = cli_main(url, *command, str(tmp_path / "changed.yaml"))
         assert run.code == 2 and dump_tables(url) == before
         assert "relation" in run.errors[0] and "never changed" in run.errors[0]
-    assert ledger.open(url, actor="root").dataset("survey").relation == Relation.ADD_REMOVE
+    assert ledger.open(url).dataset("survey").relation == Relation.ADD_REMOVE
 
 
 def test_diffprivlib_laplace_epsilon_is_recorded_and_shown_as_written(tmp_path):

@@ -21,7 +21,7 @@ import pytest
 
 import ledger
 from ledger.core.records import Guarantee, Mechanism, Notion, Release
-from support import cli_main, cli_ok, dump_tables
+from support import acting_as, cli_main, cli_ok, dump_tables
 
 F = Fraction
 
@@ -62,15 +62,17 @@ def survey(tmp_path):
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     (tmp_path / "survey.yaml").write_text(SURVEY, encoding="utf-8")
     (tmp_path / "data.csv").write_text(DATA, encoding="utf-8")
-    cli_ok(url, "dataset", "add", tmp_path / "survey.yaml", "--as", "steward")
-    cli_ok(url, "role", "grant", "approver", "approver", "--as", "steward")
+    with acting_as("steward"):
+        cli_ok(url, "dataset", "add", tmp_path / "survey.yaml")
+        cli_ok(url, "role", "grant", "approver", "approver")
     return url, tmp_path
 
 
 def run_income_sum(url, data, release_id, epsilon):
     """`run laplace-sum` on income, recorded planned: its output exists from now."""
-    return cli_main(url, "run", "laplace-sum", "--data", data, "--id", release_id, "--seed", "7", "--as", "steward",
-                    "-p", "column=income", "-p", "lower=0", "-p", "upper=50", "-p", f"epsilon={epsilon}")
+    with acting_as("steward"):
+        return cli_main(url, "run", "laplace-sum", "--data", data, "--id", release_id, "--seed", "7",
+                        "-p", "column=income", "-p", "lower=0", "-p", "upper=50", "-p", f"epsilon={epsilon}")
 
 
 def subset_epsilon(url, *variables) -> Fraction:
@@ -87,13 +89,17 @@ def test_a_release_that_was_run_stays_charged_after_an_attempted_cancel(survey):
     seen = hashlib.sha256(big.out.encode("utf-8")).hexdigest()  # the output the steward looked at
 
     (folder / "small.yaml").write_text(SMALL_TABLES, encoding="utf-8")
-    cli_ok(url, "record", folder / "small.yaml", "--as", "steward")
-    cli_ok(url, "approve", "income-by-sex", "--as", "approver")
-    cli_ok(url, "publish", "income-by-sex", "--as", "approver")
-    cli_ok(url, "cancel", "income-by-region", "--as", "steward", "--reason", "the other table was chosen")
+    with acting_as("steward"):
+        cli_ok(url, "record", folder / "small.yaml")
+    with acting_as("approver"):
+        cli_ok(url, "approve", "income-by-sex")
+        cli_ok(url, "publish", "income-by-sex")
+    with acting_as("steward"):
+        cli_ok(url, "cancel", "income-by-region", "--reason", "the other table was chosen")
 
     before = dump_tables(url)
-    refused = cli_main(url, "cancel", "look-first", "--as", "steward", "--reason", "only a look")
+    with acting_as("steward"):
+        refused = cli_main(url, "cancel", "look-first", "--reason", "only a look")
     assert refused.code == 1, (refused.out, refused.err)
     assert dump_tables(url) == before
     (line,) = [line for line in refused.err.splitlines() if "look-first" in line]
@@ -113,11 +119,13 @@ def test_a_release_that_was_run_stays_charged_after_an_attempted_cancel(survey):
 def test_run_and_cancel_cycles_cannot_spend_a_cap_twice(survey):
     """Under a pure cap of 1 on income, the first run of 0.9 stays charged, so the second is refused."""
     url, folder = survey
-    cli_ok(url, "cap", "set", "income", "--epsilon", "1", "--as", "steward")
+    with acting_as("steward"):
+        cli_ok(url, "cap", "set", "income", "--epsilon", "1")
     outcomes = []
     for cycle in range(20):
         ran = run_income_sum(url, folder / "data.csv", f"cycle-{cycle}", "0.9")
-        cancelled = cli_main(url, "cancel", f"cycle-{cycle}", "--as", "steward", "--reason", "try again")
+        with acting_as("steward"):
+            cancelled = cli_main(url, "cancel", f"cycle-{cycle}", "--reason", "try again")
         outcomes.append((ran.code, cancelled.code))
     # the first run is admitted (0.9 <= 1) and cannot be cancelled; every later one would make
     # 0.9 + 0.9 = 1.8 > 1 and is refused, so there is nothing of it to cancel (no such release: exit 2)
@@ -131,12 +139,15 @@ def test_run_and_cancel_cycles_cannot_spend_a_cap_twice(survey):
 
 def test_cancelling_a_planned_release_that_was_never_run_frees_it(survey):
     url, folder = survey
-    cli_ok(url, "cap", "set", "income", "--epsilon", "1", "--as", "steward")
+    with acting_as("steward"):
+        cli_ok(url, "cap", "set", "income", "--epsilon", "1")
     (folder / "small.yaml").write_text(SMALL_TABLES, encoding="utf-8")
-    cli_ok(url, "record", folder / "small.yaml", "--as", "steward")
+    with acting_as("steward"):
+        cli_ok(url, "record", folder / "small.yaml")
     assert subset_epsilon(url, "income") == F(1, 10) + F(1, 10)
 
-    done = cli_ok(url, "cancel", "income-by-region", "--as", "steward", "--reason", "not needed", "--json").json()
+    with acting_as("steward"):
+        done = cli_ok(url, "cancel", "income-by-region", "--reason", "not needed", "--json").json()
     assert (done["ok"], done["status"]) == (True, "cancelled")
     assert subset_epsilon(url, "income") == F(1, 10)
     (cap,) = cli_ok(url, "cap", "list", "--json").json()
@@ -151,7 +162,8 @@ def test_a_refused_cancel_in_json_says_why_with_exit_1(survey):
     recorded_at = {r["id"]: r["recorded_at"] for r in cli_ok(url, "releases", "--json").json()}["looked"]
 
     before = dump_tables(url)
-    refused = cli_main(url, "cancel", "looked", "--as", "steward", "--reason", "changed my mind", "--json")
+    with acting_as("steward"):
+        refused = cli_main(url, "cancel", "looked", "--reason", "changed my mind", "--json")
     assert refused.code == 1
     body = refused.json()
     assert (body["ok"], body["exit_code"]) == (False, 1)
@@ -164,13 +176,15 @@ def test_a_refused_cancel_in_json_says_why_with_exit_1(survey):
 def test_the_derived_table_of_a_run_stays_charged_too(survey):
     """tan-consistent-counts with nonnegative: both tables are outputs that exist."""
     url, folder = survey
-    ran = cli_main(url, "run", "tan-consistent-counts", "--data", folder / "data.csv", "--id", "t", "--seed", "3",
-                   "--as", "steward", "-p", "margin=region", "-p", "protected=sex", "-p", "epsilon=1",
-                   "-p", "nonnegative=true")
+    with acting_as("steward"):
+        ran = cli_main(url, "run", "tan-consistent-counts", "--data", folder / "data.csv", "--id", "t", "--seed", "3"
+    , "-p", "margin=region", "-p", "protected=sex", "-p", "epsilon=1",
+                       "-p", "nonnegative=true")
     assert ran.code == 0, ran.err
     before = dump_tables(url)
     for release_id in ("t-nonnegative", "t"):
-        refused = cli_main(url, "cancel", release_id, "--as", "steward", "--reason", "not needed")
+        with acting_as("steward"):
+            refused = cli_main(url, "cancel", release_id, "--reason", "not needed")
         assert refused.code == 1 and "its output exists" in refused.err, (release_id, refused.err)
     assert dump_tables(url) == before
     assert subset_epsilon(url, "sex") == 1  # Tan's Algorithm 1 at epsilon 1 on the protected variable
@@ -178,25 +192,26 @@ def test_the_derived_table_of_a_run_stays_charged_too(survey):
 
 def test_the_python_api_refuses_to_cancel_a_release_whose_output_exists(survey):
     url, folder = survey
-    book = ledger.open(url, actor="steward")
-    assert run_income_sum(url, folder / "data.csv", "looked", 2).code == 0
-    output = "variable,statistic,value\nincome,sum,151.3\n"
-    digest = hashlib.sha256(output.encode("utf-8")).hexdigest()
-    computed_elsewhere = Release(id="computed-elsewhere", dataset="survey", reads=frozenset({"income"}),
-                                 mechanism=Mechanism("laplace", (("epsilon", F(1, 2)),)),
-                                 guarantees=(Guarantee(frozenset({"income"}), Notion.PURE, epsilon=F(1, 2)),))
-    book.record(replace(computed_elsewhere, output_digest=digest))
-    reserved_only = replace(computed_elsewhere, id="reserved-only")
-    book.record(reserved_only)
-    assert book.subset(["income"]).exact == F(2) + F(1, 2) + F(1, 2)
+    with acting_as("steward"):
+        book = ledger.open(url)
+        assert run_income_sum(url, folder / "data.csv", "looked", 2).code == 0
+        output = "variable,statistic,value\nincome,sum,151.3\n"
+        digest = hashlib.sha256(output.encode("utf-8")).hexdigest()
+        computed_elsewhere = Release(id="computed-elsewhere", dataset="survey", reads=frozenset({"income"}),
+                                     mechanism=Mechanism("laplace", (("epsilon", F(1, 2)),)),
+                                     guarantees=(Guarantee(frozenset({"income"}), Notion.PURE, epsilon=F(1, 2)),))
+        book.record(replace(computed_elsewhere, output_digest=digest))
+        reserved_only = replace(computed_elsewhere, id="reserved-only")
+        book.record(reserved_only)
+        assert book.subset(["income"]).exact == F(2) + F(1, 2) + F(1, 2)
 
-    before = dump_tables(url)
-    for release_id, shown in (("looked", None), ("computed-elsewhere", digest[:16])):
-        with pytest.raises(ledger.Refused) as caught:
-            book.cancel(release_id, reason="not needed")
-        assert "its output exists" in caught.value.error.message
-        assert shown is None or shown in caught.value.error.message
-    assert dump_tables(url) == before
+        before = dump_tables(url)
+        for release_id, shown in (("looked", None), ("computed-elsewhere", digest[:16])):
+            with pytest.raises(ledger.Refused) as caught:
+                book.cancel(release_id, reason="not needed")
+            assert "its output exists" in caught.value.error.message
+            assert shown is None or shown in caught.value.error.message
+        assert dump_tables(url) == before
 
-    assert book.cancel("reserved-only", reason="not needed").status.value == "cancelled"
-    assert book.subset(["income"]).exact == F(2) + F(1, 2)
+        assert book.cancel("reserved-only", reason="not needed").status.value == "cancelled"
+        assert book.subset(["income"]).exact == F(2) + F(1, 2)

@@ -222,7 +222,7 @@ def test_no_command_writes_onto_the_ledger_or_a_special_file(book, args, what, w
 def test_the_api_report_never_writes_onto_the_ledger_or_a_special_file(book, fmt, what, where, why):
     _settled(book.database)
     before = _state(book)
-    opened = ledger.open(book.url, actor="tester")
+    opened = ledger.open(book.url)
     try:
         with pytest.raises(InputErrors) as refused:
             opened.report(where(book), format=fmt)
@@ -328,7 +328,7 @@ def test_keygen_writes_a_private_key_for_its_owner_only_and_never_over_a_file(ow
 
 @pytest.mark.parametrize("fmt", [pytest.param(f, marks=[PDF] if f == "pdf" else []) for f in API_FORMATS])
 def test_the_api_report_keeps_a_files_mode(own_copy, umask, fmt):
-    opened = ledger.open(own_copy.url, actor="tester")
+    opened = ledger.open(own_copy.url)
     try:
         new, kept = own_copy.directory / f"new.{fmt}", own_copy.directory / f"kept.{fmt}"
         assert opened.report(new) == new

@@ -18,6 +18,7 @@ import pytest
 from support import cli_main
 
 DATASET = """dataset: s
+self_approval: true
 delta: 1e-9
 variables:
   - {name: a, classification: sensitive}

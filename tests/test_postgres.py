@@ -12,7 +12,6 @@ no running totals) upgraded on first use.
 
 from __future__ import annotations
 
-import getpass
 import json
 import re
 import textwrap
@@ -23,7 +22,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect, text
 from sqlmodel import Session
-from support import Run, cli_main
+from support import acting_as, Run, cli_main
 
 from ledger.store import database as store
 from ledger.input.loader import LedgerSnapshot, build_dataset, load_releases, parse_document
@@ -33,6 +32,7 @@ WHEN = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 GRADUATES = """\
 dataset: graduates
+self_approval: true  # (its history recorded published or approved by its recorder)
 delta: "1/1000000000"
 variables:
   - {name: degree, classification: public}
@@ -86,8 +86,6 @@ releases:
     reads: []
     derived_from: [arts, science]
     status: approved
-    approved_by: grace
-    approved_at: "2024-03-02T00:00:00Z"
 """
 
 
@@ -144,9 +142,10 @@ def ok(result: Run) -> Run:
 @pytest.fixture
 def graduates(ledger_url, tmp_path) -> str:
     """The graduates dataset with three caps, and RICH recorded."""
-    ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", GRADUATES + CAPS), "--by", "ana"))
-    ok(run(ledger_url, "role", "grant", "grace", "approver", "--as", "ana"))  # who approved `sums`
-    ok(run(ledger_url, "record", write(tmp_path, "rich.yaml", RICH), "--by", "ana"))
+    with acting_as("ana"):
+        ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", GRADUATES + CAPS)))
+        ok(run(ledger_url, "role", "grant", "grace", "approver"))  # (a second person)
+        ok(run(ledger_url, "record", write(tmp_path, "rich.yaml", RICH)))
     return ledger_url
 
 
@@ -247,8 +246,7 @@ caps:
 
 def laplace(release_id, reads, epsilon, status="published", family=None):
     member = f", family: {family}, part: {release_id}" if family else ""  # (each member its own part)
-    stated = {"published": ", published_at: \"2024-01-01T00:00:00Z\"",
-              "approved": f", approved_by: {getpass.getuser()}, approved_at: \"2024-01-01T00:00:00Z\""}.get(status, "")
+    stated = {"published": ", published_at: \"2024-01-01T00:00:00Z\""}.get(status, "")
     return (f"  - {{id: {release_id}, reads: [{reads}], status: {status}{stated}{member}, "
             f"mechanism: {{name: laplace, epsilon: \"{epsilon}\"}}}}\n")
 
@@ -388,9 +386,10 @@ def test_a_ledger_of_schema_11_gains_the_event_index_with_moments_once(ledger_ur
     subject, actor) is replaced in place by EVENT_INDEX (kind, subject, actor, at), once, recorded
     as an audit event like every upgrade; the chain still verifies and the report at a moment
     prints what it printed."""
-    ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", GRADUATES), "--by", "ana"))
-    ok(run(ledger_url, "role", "grant", "grace", "approver", "--as", "ana"))
-    ok(run(ledger_url, "record", write(tmp_path, "rich.yaml", RICH), "--by", "ana"))
+    with acting_as("ana"):
+        ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", GRADUATES)))
+        ok(run(ledger_url, "role", "grant", "grace", "approver"))
+        ok(run(ledger_url, "record", write(tmp_path, "rich.yaml", RICH)))
     moment = datetime.now(UTC).isoformat()  # (before the upgrade's event: the report at it is the same)
     before = ok(run(ledger_url, "report", "--format", "md", "--out", "-", "--as-of", moment)).out
     engine = create_engine(ledger_url)
@@ -427,9 +426,14 @@ def _without_chain(report: str) -> str:
 
 
 def test_a_version_1_ledger_is_upgraded_on_first_use(ledger_url, tmp_path):
-    ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", GRADUATES), "--by", "ana"))
-    ok(run(ledger_url, "role", "grant", "grace", "approver", "--as", "ana"))  # who approved `sums`
-    ok(run(ledger_url, "record", write(tmp_path, "rich.yaml", RICH), "--by", "ana"))
+    # (schema 1 knew no self_approval: its dataset waives nothing, and its releases are planned)
+    unwaived = "".join(line for line in GRADUATES.splitlines(keepends=True) if not line.startswith("self_approval"))
+    planned = "".join(line for line in RICH.splitlines(keepends=True)
+                      if not line.strip().startswith(("status:", "published_at:")))
+    with acting_as("ana"):
+        ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", unwaived)))
+        ok(run(ledger_url, "role", "grant", "grace", "approver"))  # (a second person)
+        ok(run(ledger_url, "record", write(tmp_path, "rich.yaml", planned)))
     recorded = ok(run(ledger_url, "releases", "--json")).json()
     events_before = query(ledger_url, "SELECT seq, kind, subject, hash FROM audit_events ORDER BY seq")
     make_version_1(ledger_url)
@@ -460,18 +464,20 @@ def test_a_version_1_ledger_is_upgraded_on_first_use(ledger_url, tmp_path):
     assert f"{len(events)} events" in verified.out
 
     # caps work on the upgraded ledger, their totals computed from the releases already there
-    ok(run(ledger_url, "cap", "set", "income", "--epsilon", "1/100", "--delta", "1e-9", "--as", "ana"))
+    with acting_as("ana"):
+        ok(run(ledger_url, "cap", "set", "income", "--epsilon", "1/100", "--delta", "1e-9"))
     income = caps(ledger_url)["income"]
     assert income["status"] == "over"
     figures = run(ledger_url, "subset", "income", "--json").json()
     # recorded as published one by one (adaptive), not pure: the cap is held by the basic filter
     assert income["current"] == pytest.approx(figures["accountants"]["basic"]["epsilon"], rel=1e-6)
     assert figures["epsilon"] <= income["current"]
-    refused = run(ledger_url, "record", write(tmp_path, "more.yaml", """\
-        dataset: graduates
-        releases:
-          - {id: more, reads: [income], mechanism: {name: laplace, epsilon: 0.1}}
-        """), "--as", "ana")
+    with acting_as("ana"):
+        refused = run(ledger_url, "record", write(tmp_path, "more.yaml", """\
+            dataset: graduates
+            releases:
+              - {id: more, reads: [income], mechanism: {name: laplace, epsilon: 0.1}}
+            """))
     assert refused.code == 1
     ok(run(ledger_url, "audit", "verify"))
 
@@ -509,10 +515,11 @@ def test_the_registry_record_and_the_large_report_at_a_moment_on_both_backends(l
     import ledger
     from ledger.reporting.report import SUMMARY_ENV
 
-    ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", GRADUATES), "--by", "ana"))
-    ok(run(ledger_url, "role", "grant", "grace", "approver", "--as", "ana"))
-    ok(run(ledger_url, "record", write(tmp_path, "rich.yaml", RICH), "--by", "ana"))
-    expected = ledger.open(ledger_url, actor="ana").export_registry("graduates", tier=3)
+    with acting_as("ana"):
+        ok(run(ledger_url, "dataset", "add", write(tmp_path, "graduates.yaml", GRADUATES)))
+        ok(run(ledger_url, "role", "grant", "grace", "approver"))
+        ok(run(ledger_url, "record", write(tmp_path, "rich.yaml", RICH)))
+    expected = ledger.open(ledger_url).export_registry("graduates", tier=3)
     assert ok(run(ledger_url, "export", "registry", "--tier", "3", "--out", "-", "--json")).json() == expected
     moment = datetime.now(UTC).isoformat()
     for option in ("--as-of", "--since"):

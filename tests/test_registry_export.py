@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 import ledger
-from support import cli_main
+from ledger.api import front_end
+from support import acting_as, cli_main
 
 COPY = Path(__file__).resolve().parent / "registry"
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "registry"
@@ -57,7 +58,7 @@ def schema():
 
 @pytest.fixture
 def url(tmp_path):
-    book = ledger.open(f"sqlite:///{tmp_path / 'holdout.db'}", actor="tester")
+    book = ledger.open(f"sqlite:///{tmp_path / 'holdout.db'}", person=front_end("tester", "test"))
     book.add_dataset(HOLDOUT)
     book.record(RELEASES)
     return book.url
@@ -129,7 +130,7 @@ def test_the_record_states_the_figures_subset_and_table_print(tmp_path):
     Rényi accountant beats basic composition (pure + zCDP converted); the record gave the basic
     2.26 where `table` printed 2.1643 (found by a steward's trial)."""
     url = f"sqlite:///{tmp_path / 'lfs.db'}"
-    book = ledger.open(url, actor="tester")
+    book = ledger.open(url)
     book.add_dataset({"dataset": "lfs", "delta": "1e-6", "variables": [{"name": "wage"}, {"name": "hours"}]})
     book.record({"dataset": "lfs", "releases": [
         {"id": "w", "reads": ["wage"], "mechanism": {"name": "laplace", "epsilon": "0.6"}},
@@ -171,21 +172,22 @@ def test_the_export_read_from_rows_a_chunk_at_a_time_is_the_record_of_the_releas
     derived release, a release read exactly and a cancelled one, over several chunks."""
     from ledger.store import database as store
 
-    book = ledger.open(url, actor="tester")
-    book.record(SECOND)
-    book.cancel("p7", reason="not run")
-    expected = book.export_registry("holdout", tier=tier)
-    if tier == 3:  # p6 reads age itself: charged, not post-processing alone (DESIGN 2.5)
-        assert expected["deployment"]["accounting"]["post_processing"] == (
-            "- 'p6' is computed from p4 and reads age itself: charged as any release reading them (DESIGN 2.5).\n"
-            "- 'p8' is computed from p1, p2 (post-processing: no further loss).\n")
-        assert "- laplace: 2 releases\n" in expected["deployment"]["implementation"]["mechanisms"]
-    with monkeypatch.context() as patch:
-        patch.setattr(store, "RELEASE_PAGE", 2)
-        patch.setattr(store, "snapshot", lambda *a, **k: pytest.fail("export decoded the whole history"))
-        run = cli_main(url, "export", "registry", "--dataset", "holdout", "--tier", tier, "--out", "-", "--json")
-    assert run.code == 0, run.err
-    assert json.loads(run.out) == expected
+    with acting_as("tester"):
+        book = ledger.open(url)
+        book.record(SECOND)
+        book.cancel("p7", reason="not run")
+        expected = book.export_registry("holdout", tier=tier)
+        if tier == 3:  # p6 reads age itself: charged, not post-processing alone (DESIGN 2.5)
+            assert expected["deployment"]["accounting"]["post_processing"] == (
+                "- 'p6' is computed from p4 and reads age itself: charged as any release reading them (DESIGN 2.5).\n"
+                "- 'p8' is computed from p1, p2 (post-processing: no further loss).\n")
+            assert "- laplace: 2 releases\n" in expected["deployment"]["implementation"]["mechanisms"]
+        with monkeypatch.context() as patch:
+            patch.setattr(store, "RELEASE_PAGE", 2)
+            patch.setattr(store, "snapshot", lambda *a, **k: pytest.fail("export decoded the whole history"))
+            run = cli_main(url, "export", "registry", "--dataset", "holdout", "--tier", tier, "--out", "-", "--json")
+        assert run.code == 0, run.err
+        assert json.loads(run.out) == expected
 
 
 # --------------------------------------------------------------------------

@@ -25,12 +25,15 @@ from ledger.reporting.report import (
     pufferfish_entries,
 )
 
+from support import acting_as
+
 F = Fraction
 T = lambda month, day, hour=9: datetime(2024, month, day, hour, 0, tzinfo=UTC)  # noqa: E731
 
 GRADUATES = """\
 dataset: graduates
 description: Graduate survey (Tan, section 5.1)
+self_approval: true  # (history recorded as published by its recorder)
 delta: 1e-9
 variables:
   - {name: degree, classification: public}
@@ -85,17 +88,23 @@ def meeting_ledger(tmp_path_factory):
     one published, one cancelled, one retracted, and a cap set."""
     directory = tmp_path_factory.mktemp("meeting")
     url = f"sqlite:///{directory / 'ledger.db'}"
-    record(url, directory, "graduates.yaml", GRADUATES, T(1, 10), "--by", "ada", command="dataset")
-    step(url, T(1, 10), "role", "grant", "grace", "approver", "--by", "ada")
-    step(url, T(1, 10), "role", "grant", "grace", "steward", "--by", "ada")
-    step(url, T(1, 10), "role", "grant", "edsger", "approver", "--by", "ada")
-    record(url, directory, "before.yaml", BEFORE_MEETING, T(2, 1), "--by", "ada")
-    step(url, T(3, 1), "approve", "mean-income", "--by", "grace")
-    record(url, directory, "after.yaml", AFTER_MEETING, T(4, 10), "--by", "ada")
-    step(url, T(4, 12), "publish", "mean-income", "--by", "grace")
-    step(url, T(4, 15), "cancel", "income-deciles", "--by", "grace", "--reason", "superseded by the mean")
-    step(url, T(4, 20), "retract", "income-by-degree", "--by", "edsger", "--reason", "a coding error in degree")
-    step(url, T(4, 21), "cap", "set", "degree", "--epsilon", "5", "--by", "ada")
+    with acting_as("ada"):
+        record(url, directory, "graduates.yaml", GRADUATES, T(1, 10), command="dataset")
+        step(url, T(1, 10), "role", "grant", "grace", "approver")
+        step(url, T(1, 10), "role", "grant", "grace", "steward")
+        step(url, T(1, 10), "role", "grant", "edsger", "approver")
+        record(url, directory, "before.yaml", BEFORE_MEETING, T(2, 1))
+    with acting_as("grace"):
+        step(url, T(3, 1), "approve", "mean-income")
+    with acting_as("ada"):
+        record(url, directory, "after.yaml", AFTER_MEETING, T(4, 10))
+    with acting_as("grace"):
+        step(url, T(4, 12), "publish", "mean-income")
+        step(url, T(4, 15), "cancel", "income-deciles", "--reason", "superseded by the mean")
+    with acting_as("edsger"):
+        step(url, T(4, 20), "retract", "income-by-degree", "--reason", "a coding error in degree")
+    with acting_as("ada"):
+        step(url, T(4, 21), "cap", "set", "degree", "--epsilon", "5")
     return url, directory
 
 
@@ -394,8 +403,9 @@ def test_pufferfish_guarantees_recorded_by_mechanisms_are_reported_apart(tmp_pat
     from ledger.operations.recording import run_and_record
 
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    record(url, tmp_path, "firms.yaml", FIRMS, T(1, 1), "--as", "ada", command="dataset")
-    record(url, tmp_path, "staff.yaml", FIRMS_RELEASE, T(1, 2), "--as", "ada")
+    with acting_as("ada"):
+        record(url, tmp_path, "firms.yaml", FIRMS, T(1, 1), command="dataset")
+        record(url, tmp_path, "staff.yaml", FIRMS_RELEASE, T(1, 2))
     data = pd.DataFrame({"region": ["N", "N", "S", "S"], "firm": ["a", "b", "c", "d"],
                          "turnover": [100.0, 5.0, 3.0, 7.0], "wages": [10.0, 0.5, 0.3, 0.7],
                          "bit": [1, 1, 0, 1], "staff": [3, 4, 5, 6]})

@@ -15,6 +15,8 @@ from ledger.accounting.spend import CONVERSION_NAME
 from ledger.reporting.report import CapEntry, with_conversion
 from ledger.reporting.views import Basis
 
+from support import acting_as
+
 TEXT_FORMATS = ("html", "md", "tex")
 
 GAUSSIAN = """\
@@ -48,7 +50,8 @@ def test_a_pure_only_report_names_no_conversion(demo, fmt):
 @pytest.mark.parametrize("fmt", TEXT_FORMATS)
 def test_a_report_with_a_zcdp_total_names_the_conversion_at_its_delta(tmp_path, fmt):
     url = demo_ledger(tmp_path)
-    record(url, tmp_path, "gaussian.yaml", GAUSSIAN, DEMO_TIME + timedelta(hours=1), "--as", "steward")
+    with acting_as("steward"):
+        record(url, tmp_path, "gaussian.yaml", GAUSSIAN, DEMO_TIME + timedelta(hours=1))
     certificate = html.unescape(certificate_part(rendered(url, "census", fmt).decode("utf-8"), fmt))
     assert "Conversion" in certificate and CONVERSION_NAME in certificate
     assert "at delta = " in certificate.split("Conversion")[1].splitlines()[0]

@@ -82,7 +82,7 @@ class Ledger:
     def process(self, *args) -> Run:
         """`python -m ledger --db URL ARGS` as its own process."""
         done = subprocess.run([sys.executable, "-m", "ledger", "--db", self.url, *map(str, args)], check=False,
-                              capture_output=True, text=True, timeout=120, env={**os.environ, "LEDGER_USER": "tester"})
+                              capture_output=True, text=True, timeout=120, env=os.environ.copy())
         return Run(done.returncode, done.stdout, done.stderr)
 
     def file(self, name: str, content: str) -> Path:
@@ -103,14 +103,13 @@ class Ledger:
         return {release["id"]: release for release in result.json()}
 
     def run(self, mechanism: str, *options, data: Path | None = None, release_id: str = "r") -> Run:
-        return self("run", mechanism, "--data", data or self.directory / "data.csv", "--id", release_id,
-                    "--by", "tester", *options)
+        return self("run", mechanism, "--data", data or self.directory / "data.csv", "--id", release_id, *options)
 
 
 @pytest.fixture
 def ledger(tmp_path) -> Ledger:
     ledger = Ledger(tmp_path / "l.db", tmp_path)
-    added = ledger("dataset", "add", ledger.file("survey.yaml", SURVEY), "--by", "tester")
+    added = ledger("dataset", "add", ledger.file("survey.yaml", SURVEY))
     assert added.code == 0, added.err
     ledger.file("data.csv", DATA)
     return ledger
@@ -236,7 +235,7 @@ def test_a_run_that_would_break_a_cap_exits_1_and_writes_nothing(ledger):
 
 def test_the_same_seed_gives_the_same_output_in_two_ledgers(ledger, tmp_path):
     other = Ledger(tmp_path / "other.db", tmp_path)
-    assert other("dataset", "add", tmp_path / "survey.yaml", "--as", "tester").code == 0
+    assert other("dataset", "add", tmp_path / "survey.yaml").code == 0
     args = ("crosstab", "--seed", "42", *params("columns=region,sex", "epsilon=1"))
     first, second = ledger.run(*args), other.run(*args)
     assert first.code == second.code == 0
@@ -407,7 +406,6 @@ BANDS = ["<$30,000", "$30,000 - $39,999", "$40,000 - $49,999", "$50,000 - $59,99
 
 def demo(directory: Path, *args: str) -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if key != "LEDGER_DATABASE_URL"}
-    env["LEDGER_USER"] = "tester"
     return subprocess.run([sys.executable, "-m", "ledger", "demo", "--example", "graduates", *args], cwd=directory,
                           env=env, capture_output=True, text=True, timeout=120, check=False)
 

@@ -20,11 +20,12 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from sqlalchemy import create_engine
 from sqlmodel import Session
-from support import cli_main, dump_tables
+from support import acting_as, cli_main, dump_tables
 
 from ledger.operations import transactions as operations, people
-from ledger.store import database as store
+from ledger.store import database as store, identity
 from ledger.input.loader import build_caps, build_dataset, read_document
 
 DATASET = """\
@@ -48,7 +49,8 @@ def release_file(release_id: str, epsilon: str = "0.5", title: str = "Mean incom
 @pytest.fixture
 def ledger(ledger_url, tmp_path):
     (tmp_path / "survey.yaml").write_text(DATASET, encoding="utf-8")
-    assert cli_main(ledger_url, "dataset", "add", tmp_path / "survey.yaml", "--as", "ana").code == 0
+    with acting_as("ana"):
+        assert cli_main(ledger_url, "dataset", "add", tmp_path / "survey.yaml").code == 0
     return ledger_url
 
 
@@ -59,10 +61,12 @@ def spent(url: str) -> float:
 def test_recording_the_same_release_again_is_a_no_op_that_says_so(ledger, tmp_path):
     path = tmp_path / "plan.yaml"
     path.write_text(release_file("r1"), encoding="utf-8")
-    first = cli_main(ledger, "record", path, "--as", "ana")
+    with acting_as("ana"):
+        first = cli_main(ledger, "record", path)
     assert (first.code, first.out.splitlines()[0]) == (0, "recorded 1 release")
     before = dump_tables(ledger)
-    again = cli_main(ledger, "record", path, "--as", "ana")
+    with acting_as("ana"):
+        again = cli_main(ledger, "record", path)
     assert again.code == 0, again.err
     assert again.out.strip() == "already recorded, identical: r1 (nothing written for it)"
     assert dump_tables(ledger) == before
@@ -75,12 +79,15 @@ def test_a_retry_after_the_release_moved_on_is_still_the_same_release(ledger, tm
     same file is still that release, not a conflict."""
     path = tmp_path / "plan.yaml"
     path.write_text(release_file("r1"), encoding="utf-8")
-    assert cli_main(ledger, "record", path, "--as", "ana").code == 0
-    assert cli_main(ledger, "role", "grant", "carol", "approver", "--as", "ana").code == 0
-    assert cli_main(ledger, "approve", "r1", "--as", "carol").code == 0
-    assert cli_main(ledger, "publish", "r1", "--as", "carol").code == 0
+    with acting_as("ana"):
+        assert cli_main(ledger, "record", path).code == 0
+        assert cli_main(ledger, "role", "grant", "carol", "approver").code == 0
+    with acting_as("carol"):
+        assert cli_main(ledger, "approve", "r1").code == 0
+        assert cli_main(ledger, "publish", "r1").code == 0
     before = dump_tables(ledger)
-    assert cli_main(ledger, "record", path, "--as", "ana").code == 0
+    with acting_as("ana"):
+        assert cli_main(ledger, "record", path).code == 0
     assert dump_tables(ledger) == before
 
 
@@ -96,10 +103,12 @@ def test_a_retry_after_the_release_moved_on_is_still_the_same_release(ledger, tm
 def test_the_same_id_with_other_content_exits_2_naming_the_fields(ledger, tmp_path, changed, fields):
     path = tmp_path / "plan.yaml"
     path.write_text(release_file("r1"), encoding="utf-8")
-    assert cli_main(ledger, "record", path, "--as", "ana").code == 0
+    with acting_as("ana"):
+        assert cli_main(ledger, "record", path).code == 0
     before = dump_tables(ledger)
     path.write_text(changed, encoding="utf-8")
-    result = cli_main(ledger, "record", path, "--as", "ana")
+    with acting_as("ana"):
+        result = cli_main(ledger, "record", path)
     assert result.code == 2
     assert f"release id 'r1' is already recorded with different content (fields that differ: {fields})" in result.err
     assert "nothing was written" in result.err
@@ -113,19 +122,24 @@ def test_guarantees_a_file_stated_are_its_content_a_retry_without_them_differs(l
     that file's release. (Its derivation may grow: tests/test_implied_gaussian.py.)"""
     path = tmp_path / "plan.yaml"
     path.write_text(release_file("r1", extra=", guarantees: [{epsilon: 1}]"), encoding="utf-8")
-    assert cli_main(ledger, "record", path, "--as", "ana").code == 0
+    with acting_as("ana"):
+        assert cli_main(ledger, "record", path).code == 0
     before = dump_tables(ledger)
-    assert cli_main(ledger, "record", path, "--as", "ana").code == 0
+    with acting_as("ana"):
+        assert cli_main(ledger, "record", path).code == 0
     path.write_text(release_file("r1"), encoding="utf-8")
-    result = cli_main(ledger, "record", path, "--as", "ana")
+    with acting_as("ana"):
+        result = cli_main(ledger, "record", path)
     assert result.code == 2 and "(fields that differ: guarantees)" in result.err
     assert dump_tables(ledger) == before
     # none stated (an uncapped variable read exactly) is not what the mechanism implies either
     path.write_text(release_file("r2", extra=", guarantees: []").replace("[income]", "[region]"), encoding="utf-8")
-    assert cli_main(ledger, "record", path, "--as", "ana").code == 0
+    with acting_as("ana"):
+        assert cli_main(ledger, "record", path).code == 0
     before = dump_tables(ledger)
     path.write_text(release_file("r2").replace("[income]", "[region]"), encoding="utf-8")
-    result = cli_main(ledger, "record", path, "--as", "ana")
+    with acting_as("ana"):
+        result = cli_main(ledger, "record", path)
     assert result.code == 2 and "(fields that differ: guarantees)" in result.err
     assert dump_tables(ledger) == before
 
@@ -134,10 +148,12 @@ def test_guarantees_a_file_stated_are_its_content_a_retry_without_them_differs(l
 def test_a_batch_with_old_and_new_releases_records_only_the_new(ledger, tmp_path):
     path = tmp_path / "plan.yaml"
     path.write_text(release_file("r1"), encoding="utf-8")
-    assert cli_main(ledger, "record", path, "--as", "ana").code == 0
+    with acting_as("ana"):
+        assert cli_main(ledger, "record", path).code == 0
     both = release_file("r1") + "  - {id: r2, reads: [income], mechanism: {name: laplace, epsilon: \"0.25\"}}\n"
     path.write_text(both, encoding="utf-8")
-    result = cli_main(ledger, "record", path, "--as", "ana")
+    with acting_as("ana"):
+        result = cli_main(ledger, "record", path)
     assert result.code == 0, result.err
     assert "already recorded, identical: r1" in result.out and "recorded 1 release" in result.out
     assert spent(ledger) == 0.75
@@ -148,8 +164,15 @@ def test_racing_retries_of_one_record_charge_once(ledger, tmp_path):
     0, exactly one records, and the cap is charged 0.5 once."""
     path = tmp_path / "plan.yaml"
     path.write_text(release_file("r1"), encoding="utf-8")
+    engine = create_engine(ledger)
+    try:
+        pipelines = identity.authenticated(engine).name  # the operating-system user, or the database login
+    finally:
+        engine.dispose()
+    with acting_as("ana"):
+        assert cli_main(ledger, "role", "grant", pipelines, "steward").code == 0
     processes = [subprocess.Popen([sys.executable, "-m", "ledger", "--db", ledger, "record", str(path)],
-                                  cwd=tmp_path, env={**os.environ, "LEDGER_USER": "ana"},
+                                  cwd=tmp_path, env=os.environ.copy(),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(6)]
     outcomes = [(p.returncode, out) for p in processes for out, _ in [p.communicate(timeout=180)]]
     assert [code for code, _ in outcomes] == [0] * 6

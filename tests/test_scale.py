@@ -27,6 +27,7 @@ from support import cli_main, migrations
 
 DATASET = """\
 dataset: survey
+self_approval: true  # (history recorded as published by its recorder)
 variables:
   - {name: age}
   - {name: sex}

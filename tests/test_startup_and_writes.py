@@ -24,12 +24,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event
 
-from ledger.operations import transactions as operations, people
-from ledger.store import database as store
+from ledger.operations import transactions as operations
+from ledger.store import database as store, identity
 from support import cli_main
 
 DATASET = """\
 dataset: survey
+self_approval: true  # (releases recorded as published by the one person writing)
 variables:
   - {name: age}
   - {name: income}
@@ -95,7 +96,7 @@ def test_recording_one_release_is_one_transaction_with_one_commit(survey):
     engine, url, tmp_path = survey
     before = ledger_state(url)
     path = releases_file(tmp_path, "one", 1, epsilon="1/2")  # reads income only
-    actor = people.actor_name(None)
+    actor = identity.authenticated(engine).name
     seen = Transactions(engine)
     recorded = operations.record(engine, operations.release_builder([path], actor), actor)
     assert recorded.ids == ("one0",)
@@ -110,7 +111,7 @@ def test_recording_a_file_of_many_releases_commits_once(survey):
     engine, url, tmp_path = survey
     before = ledger_state(url)
     path = releases_file(tmp_path, "many", 40)
-    actor = people.actor_name(None)
+    actor = identity.authenticated(engine).name
     seen = Transactions(engine)
     recorded = operations.record(engine, operations.release_builder([path], actor), actor)
     assert len(recorded.ids) == 40
@@ -125,7 +126,7 @@ def test_a_refused_file_commits_nothing(survey):
     engine, url, tmp_path = survey
     before = ledger_state(url)
     path = releases_file(tmp_path, "over", 12, epsilon="9")  # 6 read age: 54 > 50
-    actor = people.actor_name(None)
+    actor = identity.authenticated(engine).name
     seen = Transactions(engine)
     with pytest.raises(operations.BudgetRefused):
         operations.record(engine, operations.release_builder([path], actor), actor)
@@ -138,7 +139,7 @@ def test_in_process_records_reuse_what_they_wrote_and_stay_right(survey):
     roles they wrote themselves (cached by the audit head); a write by another process
     moves the head and is read back."""
     engine, url, tmp_path = survey
-    actor = people.actor_name(None)
+    actor = identity.authenticated(engine).name
     for k in range(3):
         operations.record(engine, operations.release_builder([releases_file(tmp_path, f"p{k}", 2, start=0)], actor),
                           actor)
@@ -231,7 +232,7 @@ def test_a_fresh_check_or_record_runs_without_the_cyclic_collector(tmp_path, com
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print('COLLECTOR', gc.isenabled())\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                         env={**os.environ, "LEDGER_RESIDENT": "0", "LEDGER_USER": "alice"})
+                         env={**os.environ, "LEDGER_RESIDENT": "0"})
     assert run.stdout.splitlines()[-1] == f"COLLECTOR {collector}", run.stdout + run.stderr
     if command[0] == "check":
         assert run.stdout.splitlines()[:-1] == cli_main(url, *command).out.splitlines()
@@ -255,7 +256,7 @@ def _shape(command) -> dict:
 
 @pytest.mark.parametrize("argv, named", [
     (["--db", "sqlite:///x.db", "check", "plan.yaml"], "check"),
-    (["--db=sqlite:///x.db", "record", "--as", "ana", "plan.yaml"], "record"),
+    (["--db=sqlite:///x.db", "record", "plan.yaml"], "record"),
     (["cap", "set", "--help"], "cap"),
     (["audit", "verify"], "audit"),
 ])
@@ -345,11 +346,11 @@ def _a_history(url: str, tmp_path: Path, name: str) -> None:
     approved and published, a cap set afterwards."""
     directory = tmp_path / name
     directory.mkdir()
-    dataset = "self_approval: true\n" + DATASET + "  - {subset: [age, income], epsilon: 40, delta: 1e-9}\n"
+    dataset = DATASET + "  - {subset: [age, income], epsilon: 40, delta: 1e-9}\n"
     assert cli_main(url, "dataset", "add", write(directory, "survey.yaml", dataset)).code == 0
     engine = store.make_engine(url)
     try:
-        actor = people.actor_name(None)
+        actor = identity.authenticated(engine).name
         for k, epsilon in enumerate(["1/10", "1/10", "1/3", "1/10", "2/7"]):
             operations.record(engine, operations.release_builder(
                 [releases_file(directory, f"one{k}-", 1, epsilon=epsilon)], actor), actor)
@@ -392,7 +393,7 @@ def test_a_write_that_fails_in_the_pipeline_commits_nothing_and_the_next_record_
     engine's next record is written and the ledger verifies."""
     engine, url, tmp_path = survey
     before = ledger_state(url)
-    actor = people.actor_name(None)
+    actor = identity.authenticated(engine).name
     from ledger.store import columns
 
     insert_rows = columns.insert_rows
@@ -419,7 +420,7 @@ def test_ids_known_from_one_ledger_are_not_used_in_another_at_the_same_url(tmp_p
     """The guarantee value ids a process knows are kept by the audit head: a new ledger made at
     the same path (another chain) gives its own ids, and its accounting rows verify."""
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    actor = people.actor_name(None)
+    actor = identity.os_user().name
     for epsilons in (["1/10", "1/3"], ["1/3", "1/7", "1/10"]):
         for suffix in ("", "-wal", "-shm"):
             Path(f"{tmp_path / 'ledger.db'}{suffix}").unlink(missing_ok=True)
@@ -449,7 +450,7 @@ def test_a_record_past_the_first_chunk_reads_where_the_chunks_end_once_per_proce
     sealed_stop = sealed.sealed_stop
     monkeypatch.setattr(sealed, "sealed_stop", lambda connection, dataset: reads.append(dataset) or
                         sealed_stop(connection, dataset))
-    actor = people.actor_name(None)
+    actor = identity.authenticated(engine).name
     for k in range(15):
         operations.record(engine, operations.release_builder([releases_file(tmp_path, f"c{k}-", 1)], actor), actor)
     top = ledger_state(url)["events"]
@@ -480,7 +481,7 @@ def _planned_then_published(url: str, tmp_path: Path, name: str) -> list[dict]:
     directory.mkdir()
     assert cli_main(url, "dataset", "add", write(directory, "survey.yaml", DELTA_DATASET)).code == 0
     engine = store.make_engine(url)
-    actor = people.actor_name(None)
+    actor = identity.authenticated(engine).name
     try:
         for k in range(8):
             mechanism = "{name: gaussian, sigma: 3, sensitivity: 1}" if k % 3 == 2 else \
@@ -541,7 +542,7 @@ def test_a_record_on_postgresql_is_two_round_trips_its_writes_and_commit_one(sur
     engine, url, directory = survey
     if not url.startswith("postgresql"):
         pytest.skip("PostgreSQL's round trips")
-    actor = people.actor_name(None)
+    actor = identity.authenticated(engine).name
     operations.record(engine, operations.release_builder([releases_file(directory, "warm", 1)], actor), actor)
     events = ledger_state(url)["events"]
     trace = tmp_path / "libpq.trace"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from sqlmodel import Session
-from support import Run, cli_main, dump_sqlite
+from support import acting_as, Run, cli_main, dump_sqlite
 
 from ledger.store import database as store
 from ledger.input.loader import LedgerSnapshot, build_dataset, load_releases, parse_document
@@ -31,6 +31,7 @@ WHEN = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 GRADUATES = """\
 dataset: graduates
+self_approval: true  # (its history recorded published or approved by its recorder)
 description: graduate survey
 delta: "1/1000000000"
 variables:
@@ -83,8 +84,6 @@ releases:
     reads: []
     derived_from: [arts, science]
     status: approved
-    approved_by: grace
-    approved_at: "2024-03-02T10:00:00Z"
 """
 
 
@@ -326,7 +325,7 @@ def run_main(db: Path, *args: str) -> Run:
 
 
 def run_process(db: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LEDGER_DATABASE_URL": sqlite_url(db), "LEDGER_USER": "tester"}
+    env = {**os.environ, "LEDGER_DATABASE_URL": sqlite_url(db)}
     return subprocess.run([sys.executable, "-m", "ledger", *args], cwd=db.parent, env=env,
                           capture_output=True, text=True, timeout=120)
 
@@ -366,9 +365,10 @@ def test_recording_through_the_cli_keeps_the_chain_intact(db, tmp_path):
     # (a dataset delta whose allowance, half of it, holds the approximate release's converted delta)
     (tmp_path / "d.yaml").write_text(GRADUATES.replace('delta: "1/1000000000"', 'delta: "1/10000"'))
     (tmp_path / "r.yaml").write_text(RICH_RELEASES)
-    assert run_main(db, "dataset", "add", str(tmp_path / "d.yaml"), "--by", "ana").code == 0
-    assert run_main(db, "role", "grant", "grace", "approver", "--as", "ana").code == 0  # who approved `sums`
-    assert run_main(db, "record", str(tmp_path / "r.yaml"), "--by", "ana").code == 0
+    with acting_as("ana"):
+        assert run_main(db, "dataset", "add", str(tmp_path / "d.yaml")).code == 0
+        assert run_main(db, "role", "grant", "grace", "approver").code == 0  # (a second person)
+        assert run_main(db, "record", str(tmp_path / "r.yaml")).code == 0
     result = run_main(db, "audit", "verify")
     assert result.code == 0, result.err
     # 4 roles of the first user + 1 grant + 1 dataset + 2 families + 6 releases

@@ -27,7 +27,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import _reference_filter
 from stopping_rules import exact_gaussian_epsilon
-from support import cli_main, cli_ok, migrations
+from support import acting_as, cli_main, cli_ok, migrations
 
 from ledger.accounting import accountants
 from ledger.accounting.spend import cks_epsilon
@@ -116,11 +116,13 @@ def test_the_upgraded_ledger_goes_on_under_its_caps_filters(old_ledger):
     """A fifth Gaussian of sigma 3 on {a} is admitted by ga's Gaussian-DP filter (mu^2 = 5 / 9); a
     cap set now on {a} with --filter renyi gets the order its epsilon and delta fix."""
     cli_ok(old_ledger, "cap", "list")
-    cli_ok(old_ledger, "record", _file(old_ledger, "g5", "a"), "--as", "steward")
+    with acting_as("steward"):
+        cli_ok(old_ledger, "record", _file(old_ledger, "g5", "a"))
     caps = {c["cap"]: c for c in cli_ok(old_ledger, "cap", "list", "--json").json()}
     assert caps["ga"]["current"] == pytest.approx(exact_gaussian_epsilon(math.sqrt(5) / 3, DELTA), rel=1e-6)
-    cli_ok(old_ledger, "cap", "set", "a", "--name", "ra", "--epsilon", "5", "--delta", "1e-6", "--filter", "renyi",
-           "--as", "steward")
+    with acting_as("steward"):
+        cli_ok(old_ledger, "cap", "set", "a", "--name", "ra", "--epsilon", "5", "--delta", "1e-6", "--filter", "renyi"
+    )
     order = accountants.cap_order(SimpleNamespace(epsilon=F(5), delta=F(1, 10**6), allowance=F(1, 2)))
     (ra,) = [c for c in cli_ok(old_ledger, "cap", "list", "--json").json() if c["cap"] == "ra"]
     five = renyi_cap_figure(order, 5 * order / 18)  # five Gaussians of rho 1/18 at the order
@@ -130,8 +132,9 @@ def test_the_upgraded_ledger_goes_on_under_its_caps_filters(old_ledger):
 
 
 def test_a_renyi_cap_set_with_its_filter_named_records_its_order(old_ledger):
-    cli_ok(old_ledger, "cap", "set", "a", "--name", "ra", "--epsilon", "5", "--delta", "1e-6", "--filter", "renyi",
-           "--as", "steward")
+    with acting_as("steward"):
+        cli_ok(old_ledger, "cap", "set", "a", "--name", "ra", "--epsilon", "5", "--delta", "1e-6", "--filter", "renyi"
+    )
     order = accountants.cap_order(SimpleNamespace(epsilon=F(5), delta=F(1, 10**6), allowance=F(1, 2)))
     assert dict(sql(old_ledger, "SELECT name, filter FROM caps WHERE name = 'ra'")[0]) == {"ra": f"renyi:{order:g}"}
     (ra,) = [c for c in cli_ok(old_ledger, "cap", "list", "--json").json() if c["cap"] == "ra"]
@@ -150,7 +153,7 @@ def test_a_caps_running_total_from_an_older_rule_is_computed_again(tmp_path):
     conversion at the whole delta, at schema 11) is computed again by the upgrades, each with an
     audit event; the cap shows its filter's figure and `audit verify` agrees."""
     url = f"sqlite:///{tmp_path / 'l.db'}"
-    (tmp_path / "d.yaml").write_text("dataset: d\ndelta: 1e-6\nvariables:\n  - {name: a, classification: sensitive}\n"
+    (tmp_path / "d.yaml").write_text("dataset: d\nself_approval: true\ndelta: 1e-6\nvariables:\n  - {name: a, classification: sensitive}\n"
                                      "caps:\n  - {subset: [a], epsilon: 50, delta: 1e-6}\n")
     cli_ok(url, "dataset", "add", tmp_path / "d.yaml")
     (tmp_path / "r.yaml").write_text("dataset: d\nreleases:\n" + "".join(

@@ -18,7 +18,7 @@ from sqlmodel import Session
 
 from ledger.store import database as store
 from ledger.store.codec import canonical_json
-from support import cli_main
+from support import acting_as, cli_main
 from test_scale import DATASET as SCALE_DATASET
 from test_scale import RELEASES as SCALE_RELEASES
 from verify_reference import verify_in_memory
@@ -82,7 +82,8 @@ def pristine(tmp_path_factory) -> Path:
     assert run.code == 0, run.err
     assert cli_main(url, "cancel", "j", "--reason", "not run").code == 0
     assert cli_main(url, "role", "grant", "approver", "approver").code == 0
-    assert cli_main(url, "approve", "m", "--as", "approver").code == 0, "approval by another person"
+    with acting_as("approver"):
+        assert cli_main(url, "approve", "m").code == 0, "approval by another person"
     return db
 
 

@@ -4,7 +4,6 @@ mode). Screenshots at 1024 and 1400 px go to /tmp/web-shots/ for a person to loo
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -13,10 +12,14 @@ from pathlib import Path
 from urllib.request import urlopen
 
 import pytest
-from support import cli_ok
+from support import acting_as, cli_ok
 from web_support import census_ledger
 
-from ledger.web.people import os_user
+from ledger.store.identity import os_user as _os_user
+
+
+def os_user() -> str:
+    return _os_user().name
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path("/tmp/web-shots")
@@ -38,11 +41,11 @@ def server(ledger_url):
     LEDGER_TEST_POSTGRES_URL is set); the machine's user may approve."""
     url = ledger_url
     book = census_ledger(url, gaussian=True)
-    cli_ok(url, "role", "grant", os_user(), "approver", "--as", "ana")
+    with acting_as("ana"):
+        cli_ok(url, "role", "grant", os_user(), "approver")
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "ledger", "--db", url, "serve", "--port", str(port)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               env={**os.environ, "LEDGER_RESIDENT": "0"})
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(200):  # (start-up imports the stack: a few seconds on a busy machine)

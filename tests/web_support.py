@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
-from support import cli_ok
+from support import acting_as, cli_ok
 
 from ledger import api
 
@@ -27,12 +27,13 @@ GAUSSIAN = {"dataset": "census", "releases": [
 
 
 def census_ledger(url: str, *, gaussian: bool = False) -> api.Ledger:
-    book = api.open(url, actor="ana")
-    book.add_dataset(CENSUS)
-    book.record(TABLES)
-    if gaussian:
-        book.record(GAUSSIAN)
-    cli_ok(url, "role", "grant", "bob", "approver", "--as", "ana")
+    with acting_as("ana"):
+        book = api.open(url)
+        book.add_dataset(CENSUS)
+        book.record(TABLES)
+        if gaussian:
+            book.record(GAUSSIAN)
+        cli_ok(url, "role", "grant", "bob", "approver")
     return book
 
 

@@ -89,7 +89,7 @@ from .context import open_engine as _engine  # noqa: E402
 from .context import read_light as _read_light  # noqa: E402
 from .context import actor as _actor  # noqa: E402
 
-from .options import AsOfOption, AsOption, DatasetOption, DeltaOption, JsonOption  # noqa: E402 (one definition each)
+from .options import AsOfOption, DatasetOption, DeltaOption, JsonOption  # noqa: E402 (one definition each)
 AccountantOption = Annotated[Optional[str], typer.Option(
     "--accountant", help="basic, rdp or pld: show this accountant's figure (default: the smallest valid one).")]
 
@@ -327,9 +327,9 @@ def _read(dataset: str | None = None) -> LedgerSnapshot:
 
 
 @app.command()
-def init(by: AsOption = None, as_json: JsonOption = False) -> None:
+def init(as_json: JsonOption = False) -> None:
     """Create an empty ledger; its first user becomes its admin, holding every role."""
-    actor = _actor(by)
+    actor = _actor()
     engine = _engine(create=True)
     with store.write_session(engine) as session:
         made = people.bootstrap(session, actor)
@@ -343,13 +343,12 @@ def init(by: AsOption = None, as_json: JsonOption = False) -> None:
 @dataset_app.command("add")
 def dataset_add(
     file: Annotated[Path, typer.Argument(help="Dataset file (YAML or JSON).")],
-    by: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Add a dataset, its variables, groups and caps."""
     document, errors = read_document(file)
     dataset, caps = dataset_and_caps(document, errors)
-    actor = _actor(by)  # a bad name refused before the ledger is created (nothing written)
+    actor = _actor()  # (read before the ledger is created)
     if not operations.add_dataset(_engine(create=True), dataset, caps, actor, str(file),
                                   operations.declared_privacy_unit(document)):
         if as_json:
@@ -369,13 +368,12 @@ def dataset_add(
 @app.command()
 def record(
     files: Annotated[list[Path], typer.Argument(help="Release files (YAML or JSON).")],
-    by: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Record releases: every file and every cap is checked first; all are recorded or none.
     A release without status is planned. A release already recorded with identical content
     is left as it is (a safe retry); one recorded with other content is refused."""
-    actor = _actor(by)
+    actor = _actor()
     result = operations.record(_engine(), operations.release_builder(files, actor), actor)
     if as_json:
         why = infinite_driver_reasons(result.checks)
@@ -414,7 +412,7 @@ def check_command(
     as_json: JsonOption = False,
 ) -> None:
     """Does a planned release keep every budget cap, and by how much? Exit 1 when any cap would break."""
-    checks, releases = operations.check_plan(_engine(), operations.release_builder(plans, _actor(None)))
+    checks, releases = operations.check_plan(_engine(), operations.release_builder(plans, _actor()))
     if as_json:
         why = infinite_driver_reasons(checks)
         typer.echo(json.dumps({"ok": all(c.ok for c in checks), "conversions": _conversions(releases),
@@ -529,12 +527,12 @@ AtOption = Annotated[Optional[str], typer.Option(
 ReleaseArgument = Annotated[str, typer.Argument(help="Release id.")]
 
 
-def _change_status(action: str, release: str, by: str | None, as_json: bool, reason: str | None = None,
+def _change_status(action: str, release: str, as_json: bool, reason: str | None = None,
                    at: str | None = None) -> None:
     """approve, publish, retract, cancel: each command takes only the options its step uses
     (publish --at; retract and cancel --reason)."""
     moment = parse_date(at, "--at", start=True) if at is not None else None
-    changed = operations.change_status(_engine(), release, action, _actor(by), reason=reason, at=moment)
+    changed = operations.change_status(_engine(), release, action, _actor(), reason=reason, at=moment)
     over = _caps_over(changed) if action == "cancel" else []
     if as_json:
         body = {"ok": True, "release": changed.id, "status": changed.status.value}
@@ -563,30 +561,30 @@ def _caps_over(release) -> list:
 
 
 @app.command("approve")
-def approve(release: ReleaseArgument, by: AsOption = None, as_json: JsonOption = False) -> None:
+def approve(release: ReleaseArgument, as_json: JsonOption = False) -> None:
     """Approve a planned release (re-checks its caps)."""
-    _change_status("approve", release, by, as_json)
+    _change_status("approve", release, as_json)
 
 
 @app.command("publish")
-def publish(release: ReleaseArgument, by: AsOption = None, at: AtOption = None, as_json: JsonOption = False) -> None:
+def publish(release: ReleaseArgument, at: AtOption = None, as_json: JsonOption = False) -> None:
     """Publish an approved release (re-checks its caps); --at: when, for a publication that happened elsewhere."""
-    _change_status("publish", release, by, as_json, at=at)
+    _change_status("publish", release, as_json, at=at)
 
 
 @app.command("retract")
-def retract(release: ReleaseArgument, by: AsOption = None, reason: ReasonOption = None,
+def retract(release: ReleaseArgument, reason: ReasonOption = None,
             as_json: JsonOption = False) -> None:
     """Retract a published release; it still counts (what was published cannot be unpublished)."""
-    _change_status("retract", release, by, as_json, reason=reason)
+    _change_status("retract", release, as_json, reason=reason)
 
 
 @app.command("cancel")
-def cancel(release: ReleaseArgument, by: AsOption = None, reason: ReasonOption = None,
+def cancel(release: ReleaseArgument, reason: ReasonOption = None,
            as_json: JsonOption = False) -> None:
     """Cancel a planned or approved release whose output was never computed; frees its reservation
     (a release run, or recorded with its output digest, stays charged: refused, exit 1)."""
-    _change_status("cancel", release, by, as_json, reason=reason)
+    _change_status("cancel", release, as_json, reason=reason)
 
 
 @cap_app.command("set")
@@ -602,7 +600,6 @@ def cap_set(
         "similar releases). Default: gaussian when the releases it already holds are all Gaussian, else "
         "running."))] = None,
     dataset: DatasetOption = None,
-    by: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Add or replace a cap on a variable, a group, or the whole dataset. A cap is a privacy
@@ -630,7 +627,7 @@ def cap_set(
             entry[key] = value
     engine = _engine()
     try:
-        caps = operations.add_caps(engine, chosen.name, [entry], _actor(by), "command line")
+        caps = operations.add_caps(engine, chosen.name, [entry], _actor(), "command line")
     except InputErrors as exc:  # named as the steward typed them: --epsilon, SUBSET (not caps[0].epsilon)
         raise InputErrors([LedgerError(e.source, _cap_option(e.field), e.message) for e in exc.errors]) from None
     with store.read_session(engine) as session:
@@ -1162,7 +1159,7 @@ def demo(
     """Tan's Example 3.6 in the selected ledger: Table 1, printed and written as HTML."""
     from .demo import run_demo, run_graduates_demo
 
-    actor = _actor(None)  # a bad name refused before the ledger is created (nothing written)
+    actor = _actor()  # (read before the ledger is created)
     if example == "graduates":
         text = run_graduates_demo(_engine(create=True), actor=actor, seed=seed)
     elif example != "census":
@@ -1245,24 +1242,22 @@ def audit_verify(
 
 @role_app.command("grant")
 def role_grant(person: Annotated[str, typer.Argument(help="The person.")],
-               role: Annotated[str, typer.Argument(help="admin, steward, approver or auditor.")],
-               by: AsOption = None, as_json: JsonOption = False) -> None:
+               role: Annotated[str, typer.Argument(help="admin, steward, approver or auditor.")], as_json: JsonOption = False) -> None:
     """Grant a role (admins only; an audit event)."""
-    _change_role(person, role, True, by, as_json)
+    _change_role(person, role, True, as_json)
 
 
 @role_app.command("revoke")
 def role_revoke(person: Annotated[str, typer.Argument(help="The person.")],
-                role: Annotated[str, typer.Argument(help="admin, steward, approver or auditor.")],
-                by: AsOption = None, as_json: JsonOption = False) -> None:
+                role: Annotated[str, typer.Argument(help="admin, steward, approver or auditor.")], as_json: JsonOption = False) -> None:
     """Revoke a role (admins only; an audit event). The last admin stays admin."""
-    _change_role(person, role, False, by, as_json)
+    _change_role(person, role, False, as_json)
 
 
-def _change_role(person: str, role: str, granted: bool, by: str | None, as_json: bool = False) -> None:
+def _change_role(person: str, role: str, granted: bool, as_json: bool = False) -> None:
     person = people.check_person(person, "PERSON")
     role = people.check_role(role)
-    actor = _actor(by)
+    actor = _actor()
     with store.write_session(_engine()) as session:
         people.require(session, actor, "change roles")
         held = store.roles(session)

@@ -16,14 +16,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core import failures
-from ..core.errors import InputErrors, fail
+from ..core.errors import fail
 from ..core.lazy import lazy_module
 
 if TYPE_CHECKING:
     from ..input.loader import LedgerSnapshot
 
 store = lazy_module("ledger.store.database")
-people = lazy_module("ledger.operations.people")
 
 DEFAULT_URL = "sqlite:///ledger.db"  # store.DEFAULT_URL, without importing the store
 
@@ -171,12 +170,17 @@ def dataset_added_at(dataset: str):
     return None if at is None else parse_moment(at)
 
 
-def actor(by: str | None) -> str:
-    """Who runs the command: --as, then $LEDGER_USER, then the login (DESIGN 2.12)."""
-    from ..input.limits import check_text
+def actor(engine=None) -> str:
+    """Who runs the command, as authenticated (store/identity.py): the database login on
+    PostgreSQL, the operating-system user on a SQLite file (read before any file is created)."""
+    from ..store import identity
 
-    actor = people.actor_name(by)
-    errors = check_text(actor, "command line", "--as", "name")
-    if errors:
-        raise InputErrors(errors)
-    return actor
+    if engine is None and store.sqlite_path(state.url) is not None:
+        return identity.os_user().name
+    if engine is not None:
+        return identity.authenticated(engine).name
+    engine = store.make_engine(state.url)
+    try:
+        return identity.authenticated(engine).name
+    finally:
+        engine.dispose()

@@ -1,6 +1,5 @@
 """The command line's shared options, defined once: every command that takes one of them takes it
-with the same names and help (`--as` wherever a person acts, with `--by` as its earlier spelling;
-`-d` / `--dataset`; `--json`; `--as-of`; `--delta`).
+with the same names and help (`-d` / `--dataset`; `--json`; `--as-of`; `--delta`).
 
 Invariant: a command lists in its `-h` only options it accepts, and an option spelt one way by one
 command is spelt the same way by every other (a new command takes its options from here).
@@ -16,9 +15,6 @@ DatasetOption = Annotated[Optional[str], typer.Option("--dataset", "-d", help="D
 DeltaOption = Annotated[Optional[str], typer.Option("--delta", help="Delta for epsilon figures "
                                                     "(default: the dataset's, else 1e-9).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-# every step is done as a named person (DESIGN 2.12); --by is the earlier spelling
-AsOption = Annotated[Optional[str], typer.Option("--as", "--by", help="Who does it (default: $LEDGER_USER, "
-                                                 "else the operating-system user).")]
 AsOfOption = Annotated[Optional[str], typer.Option(
     "--as-of", metavar="DATE", help="The ledger as it stood at this moment (ISO 8601; UTC unless it says "
                                     "otherwise; a date alone is the end of that day, today included): "

@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 import typer
 
 from .context import open_engine, state
-from .options import AsOption, DatasetOption, JsonOption
+from .options import DatasetOption, JsonOption
 
 plan_app = typer.Typer(no_args_is_help=True, help="Plans: the noise of planned releases, solved from the budgets "
                        "left.", context_settings={"help_option_names": ["-h", "--help"]}, rich_markup_mode=None)
@@ -40,11 +40,10 @@ def plan_solve(
     import yaml
 
     from ..api import Ledger
-    from .context import actor
     from .outputs import output_target, write_atomically
 
     target = None if out is None or out.strip() == "-" else output_target(out)
-    frame = Ledger(state.url, open_engine(), actor=actor(None)).solve(plan, dataset=dataset)
+    frame = Ledger(state.url, open_engine()).solve(plan, dataset=dataset)
     text = yaml.safe_dump(frame.attrs["release_file"], sort_keys=False, allow_unicode=True, width=120)
     if target is not None:
         write_atomically(target, text.encode("utf-8"))
@@ -65,16 +64,13 @@ def plan_solve(
 def plan_record(
     plan: Annotated[str, typer.Argument(metavar="PLAN.yaml", help="The plan file (schemas/plan.v1.schema.json).")],
     dataset: DatasetOption = None,
-    by: AsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Solve a plan and record its releases as planned, reserving their budget: all or none
     (every cap is checked again as they are written; exit 1 if the ledger moved since)."""
     from ..api import Ledger
-    from .context import actor
 
-    frame, recorded = Ledger(state.url, open_engine(), actor=actor(by)).record_plan(plan, dataset=dataset,
-                                                                                    by=actor(by))
+    frame, recorded = Ledger(state.url, open_engine()).record_plan(plan, dataset=dataset)
     if as_json:
         typer.echo(json.dumps({"ok": True, "dataset": frame.attrs["dataset"], "recorded": list(recorded.ids),
                                "unchanged": [r.id for r in recorded.unchanged],

@@ -16,7 +16,7 @@ import typer
 from ..core.errors import InputErrors, LedgerError, fail
 from ..core.lazy import lazy_callable, lazy_module
 from ..core.records import CHARGED_STATUSES, Status
-from .options import AsOption, DatasetOption  # (one definition each: --as / --by, -d / --dataset)
+from .options import DatasetOption  # (one definition: -d / --dataset)
 
 store = lazy_module("ledger.store.database")  # the ORM, imported when a command runs (issue 13)
 Session = lazy_callable("sqlmodel", "Session")
@@ -93,16 +93,15 @@ def run(
                                                      "a cryptographically sound seed).")] = None,
     status: Annotated[str, typer.Option(help="planned (the output exists but is not out; charged from "
                                              "now, it cannot be cancelled), or published "
-                                             "(it goes straight out: needs the approver role too).")] = "planned",
+                                             "(it goes straight out: its recorder's own approval, so it needs the approver role "
+                                             "and a dataset with self_approval: true).")] = "planned",
     out: Annotated[Optional[Path], typer.Option(help="Write the output here as CSV (default: standard output).")] = None,
-    by: AsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: what was recorded, and the output "
                                                          "unless --out is given.")] = False,
 ) -> None:
     """Run a mechanism on data and record its release in the same step."""
-    from ..operations.choices import actor as _actor
     from ..operations.choices import pick_dataset as _pick_dataset
-    from .context import open_engine as _engine, read_light as _read_light
+    from .context import actor as _actor, open_engine as _engine, read_light as _read_light
     from ..operations.recording import run_and_record
 
     _check_out(out)
@@ -119,7 +118,7 @@ def run(
     chosen = _pick_dataset(_read_light(), dataset)
     try:
         result = run_and_record(_engine(), mechanism, frame, dataset=chosen.name, release_id=release_id,
-                                params=params, actor=_actor(by), title=title, sample=sample, seed=seed,
+                                params=params, actor=_actor(), title=title, sample=sample, seed=seed,
                                 status=chosen_status)
     except InputErrors as exc:  # named as typed: the data file, `-p NAME`, --sample (not "run: data")
         raise InputErrors([_as_typed(e, data, params) for e in exc.errors]) from None

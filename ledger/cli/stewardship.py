@@ -39,7 +39,7 @@ from ..core.records import Cap, Dataset, Variable, misread_public
 
 group_app = typer.Typer(no_args_is_help=True, help="Named groups of variables.")
 
-from .options import AsOption as ByOption, DatasetOption, JsonOption  # noqa: E402 (--as, --by: one definition)
+from .options import DatasetOption, JsonOption  # noqa: E402 (one definition)
 
 
 def _say(as_json: bool, text: str, **body) -> None:
@@ -130,7 +130,6 @@ def dataset_amend(
     file: Annotated[Path, typer.Argument(help="The dataset file, changed (YAML or JSON).")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the changes; write nothing.")] = False,
     reason: Annotated[Optional[str], typer.Option(help="Why (required when a variable is reclassified).")] = None,
-    by: ByOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Apply a changed dataset file as audited changes: variables, categories, descriptions,
@@ -147,7 +146,7 @@ def dataset_amend(
         if errors:
             raise InputErrors(errors)
     apply_change(wanted.name, lambda _old, _caps: (wanted, wanted_caps), source=str(file),
-                 actor=acting_person(by), reason=_reason(reason), dry_run=dry_run, as_json=as_json)
+                 actor=acting_person(), reason=_reason(reason), dry_run=dry_run, as_json=as_json)
 
 
 def _variable(chosen: Dataset, name: str, argument: str = "VARIABLE") -> Variable:
@@ -176,7 +175,6 @@ def dataset_add_variable(
     category: Annotated[Optional[list[str]], typer.Option("--category", help="A public category "
                                                           "(repeat for each).")] = None,
     dataset: DatasetOption = None,
-    by: ByOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Add a variable to a recorded dataset (an audit event)."""
@@ -201,14 +199,13 @@ def dataset_add_variable(
         variable = Variable(name, classification.strip(), description, tuple(category) if category else None)
         return replace(chosen, variables=chosen.variables + (variable,)), None
 
-    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None, as_json=as_json)
+    apply_change(dataset, change, source="command line", actor=acting_person(), reason=None, as_json=as_json)
 
 
 def dataset_add_categories(
     variable: Annotated[str, typer.Argument(help="The variable.")],
     categories: Annotated[list[str], typer.Argument(help="Categories to add.")],
     dataset: DatasetOption = None,
-    by: ByOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Declare more public categories of a variable (categories are never removed)."""
@@ -218,20 +215,19 @@ def dataset_add_categories(
         merged = tuple(old.categories or ()) + tuple(c for c in categories if c not in (old.categories or ()))
         return _changed_variable(variable, categories=merged)(chosen, caps)
 
-    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None, as_json=as_json)
+    apply_change(dataset, change, source="command line", actor=acting_person(), reason=None, as_json=as_json)
 
 
 def dataset_describe(
     variable: Annotated[str, typer.Argument(help="The variable.")],
     description: Annotated[str, typer.Argument(help="Its new description.")],
     dataset: DatasetOption = None,
-    by: ByOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Change a variable's description."""
     _check_names((description, "DESCRIPTION", "text"))
     apply_change(dataset, _changed_variable(variable, description=description), source="command line",
-                 actor=acting_person(by), reason=None, as_json=as_json)
+                 actor=acting_person(), reason=None, as_json=as_json)
 
 
 def dataset_reclassify(
@@ -240,7 +236,6 @@ def dataset_reclassify(
                                                        "by design, outside the protected headline).")],
     reason: Annotated[Optional[str], typer.Option(help="Why (required).")] = None,
     dataset: DatasetOption = None,
-    by: ByOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Reclassify a variable, with a reason (an audit event)."""
@@ -251,7 +246,7 @@ def dataset_reclassify(
     if misread_public(classification.strip()):
         raise fail("command line", "CLASSIFICATION", misread_public(classification.strip()))
     apply_change(dataset, _changed_variable(variable, classification=classification.strip()),
-                 source="command line", actor=acting_person(by), reason=why, as_json=as_json)
+                 source="command line", actor=acting_person(), reason=why, as_json=as_json)
 
 
 @group_app.command("set")
@@ -259,7 +254,6 @@ def group_set(
     name: Annotated[str, typer.Argument(help="The group's name.")],
     variables: Annotated[list[str], typer.Argument(help="Its variables.")],
     dataset: DatasetOption = None,
-    by: ByOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Add or change a named group of variables."""
@@ -276,14 +270,13 @@ def group_set(
         groups = tuple((g, m) for g, m in chosen.groups if g != name) + ((name, frozenset(variables)),)
         return replace(chosen, groups=groups), None
 
-    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None, as_json=as_json)
+    apply_change(dataset, change, source="command line", actor=acting_person(), reason=None, as_json=as_json)
 
 
 @group_app.command("remove")
 def group_remove(
     name: Annotated[str, typer.Argument(help="The group's name.")],
     dataset: DatasetOption = None,
-    by: ByOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Remove a named group (caps set on it keep their variables)."""
@@ -294,14 +287,13 @@ def group_remove(
             raise fail("command line", "NAME", f"no group {name!r} in dataset {chosen.name!r}")
         return replace(chosen, groups=tuple((g, m) for g, m in chosen.groups if g != name)), None
 
-    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=None, as_json=as_json)
+    apply_change(dataset, change, source="command line", actor=acting_person(), reason=None, as_json=as_json)
 
 
 def cap_remove(
     name: Annotated[str, typer.Argument(help="The cap's name (as `cap list` shows it).")],
     reason: Annotated[Optional[str], typer.Option(help="Why.")] = None,
     dataset: DatasetOption = None,
-    by: ByOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Remove a cap; the audit chain and the report keep every value it had."""
@@ -313,7 +305,7 @@ def cap_remove(
                                                f"{', '.join(c.name for c in caps) or 'none'})")
         return chosen, [c for c in caps if c.name != name]
 
-    apply_change(dataset, change, source="command line", actor=acting_person(by), reason=why, as_json=as_json)
+    apply_change(dataset, change, source="command line", actor=acting_person(), reason=why, as_json=as_json)
 
 
 # --------------------------------------------------------------------------
@@ -383,10 +375,10 @@ def check_checkpoint(session: Session, head: checkpoint.Head) -> str | None:
                               store.chain_head(session).events)
 
 
-def audit_retotal(by: ByOption = None, as_json: JsonOption = False) -> None:
+def audit_retotal(as_json: JsonOption = False) -> None:
     """Recompute every cap's running total from the releases (after `audit verify` found
     them wrong, or a decision refused stale totals), as an audit event."""
-    actor = acting_person(by)
+    actor = acting_person()
     changed = []
     from ..operations import people
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import json
 import stat
-import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -810,7 +809,10 @@ def build_releases(
         part = entry.get("part")
         if not refused.within(at + ("part",)) and not refused.within(at + ("family",)):
             _part_named(family, part, out, at)
-        status, approved_by, approved_at, published_at = _lifecycle_fields(entry, out, at, recorded_at, refused)
+        status, published_at = _lifecycle_fields(entry, out, at, recorded_at, refused)
+        # a release stated approved is its recorder's own approval, allowed only where the dataset
+        # waives separation of duties (operations/people.check_recorded)
+        approved_by, approved_at = (recorded_by, recorded_at) if status is Status.APPROVED else (None, None)
         if len(out.errors) > before or mechanism is None or dataset is None or refused.within(at):
             continue
         releases.append(
@@ -874,12 +876,16 @@ def utc_moment(text: str) -> datetime | None:
     return moment
 
 
+APPROVAL_FIELDS = ("approved_by", "approved_at")  # refused in a release file (`_lifecycle_fields`)
+
+
 def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: datetime | None,
                       refused: _Taint | None = None):
-    """A release file's status and who and when (issue 10 section 4, issue 12 section 1):
-    no status is planned; approved carries approved_by and approved_at; published carries
-    published_at (approved_by and approved_at when it says who approved it). No moment lies
-    in the future, and an approval is never after the publication it led to. `refused`: the
+    """A release file's status and when it was published: no status is planned; published
+    carries published_at, never in the future. A file never carries an approval
+    (APPROVAL_FIELDS): approving is a step by another person, `approve` (four eyes; a file
+    stating approved or published is its recorder's own approval, which only a dataset that
+    waives separation of duties allows: operations/people.check_recorded). `refused`: the
     values the schema refused (an unknown status: its rules are not checked; the moments are)."""
     refused = refused or _Taint()
     if refused.within(at + ("status",)):
@@ -887,7 +893,7 @@ def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: date
     else:
         status = Status(entry.get("status", Status.PLANNED.value))
     moments = {}
-    for key in ("approved_at", "published_at"):
+    for key in ("published_at",):
         if key in entry and not refused.within(at + (key,)):
             try:
                 moment = utc_moment(entry[key])
@@ -900,33 +906,20 @@ def _lifecycle_fields(entry: dict, out: _Collector, at: Path_, recorded_at: date
                 out.add(at + (key,), f"{entry[key]!r} is in the future (now: {_utc(recorded_at).isoformat()})")
             else:
                 moments[key] = moment
-    approved_by = entry.get("approved_by")
-    if isinstance(approved_by, str):  # a person is one name, whatever its encoding (people.check_person)
-        approved_by = unicodedata.normalize("NFC", approved_by)
-    if status is Status.PLANNED:
-        for key in ("approved_by", "approved_at", "published_at"):
-            if key in entry:
-                out.add(at + (key,), f"a planned release has no {key}; give status: "
-                                     f"{'approved' if key.startswith('approved') else 'published'}")
-    if status is Status.APPROVED:
-        for key in ("approved_by", "approved_at"):
-            if key not in entry:
-                out.add(at + (key,), "a release recorded as approved needs approved_by and approved_at "
-                                     "(who approved it, and when)")
-        if "published_at" in entry:
-            out.add(at + ("published_at",), "an approved release is not published yet; give status: published")
-    if status is Status.PUBLISHED:
-        if "published_at" not in entry:
-            out.add(at + ("published_at",), "a release recorded as published needs published_at "
-                                            "(when it was published)")
-        if ("approved_by" in entry) != ("approved_at" in entry):
-            missing = "approved_at" if "approved_by" in entry else "approved_by"
-            out.add(at + (missing,), "approved_by and approved_at go together (who approved it, and when)")
-    approved_at, published_at = moments.get("approved_at"), moments.get("published_at")
-    if approved_at is not None and published_at is not None and approved_at > published_at:
-        out.add(at + ("approved_at",), f"approved at {approved_at.isoformat()}, after its publication "
-                                       f"at {published_at.isoformat()}")
-    return status, approved_by, approved_at, published_at
+    for key in APPROVAL_FIELDS:
+        if key in entry:
+            out.add(at + (key,), "an approval is never stated with a release (four eyes: approving is a "
+                                 "step by a person other than the recorder); record it without "
+                                 f"{' and '.join(APPROVAL_FIELDS)} and approve it with `privacy-ledger approve ID` "
+                                 "as another person")
+    if status is Status.PLANNED and "published_at" in entry:
+        out.add(at + ("published_at",), "a planned release has no published_at; give status: published")
+    if status is Status.APPROVED and "published_at" in entry:
+        out.add(at + ("published_at",), "an approved release is not published yet; give status: published")
+    if status is Status.PUBLISHED and "published_at" not in entry:
+        out.add(at + ("published_at",), "a release recorded as published needs published_at "
+                                        "(when it was published)")
+    return status, moments.get("published_at")
 
 
 def _family_membership(family: str | None, dataset: str, reads: frozenset[str], known: Mapping[str, Family],
@@ -979,8 +972,8 @@ RECORDABLE_STATUSES = (Status.PLANNED, Status.APPROVED, Status.PUBLISHED)  # as 
 def check_release_record(release: Release, recorded_at: datetime, families: Mapping[str, Family]) -> list[LedgerError]:
     """A `Release` handed over whole (the Python API, an adapter) meets the rules a release file
     meets: a recorded family of its dataset whose key it reads (DESIGN 2.6); a status a file may
-    state, with its lifecycle fields (`_lifecycle_fields`: no moment in the future, an approval
-    not after its publication); parameters that do not contradict each other; no guarantee
+    state, with its lifecycle fields (`_lifecycle_fields`: no moment in the future, no approval
+    carried); parameters that do not contradict each other; no guarantee
     stronger than its parameters imply (`overclaims`, DESIGN 2.4). The
     recording moment and person are the ledger's own (`operations.source_builder`), never the
     record's: the audit trail and the as-of views read it, and another recorder would waive
@@ -1268,7 +1261,7 @@ class _BatchAndLedger(Mapping):
 # what a release file states about a release, compared when its id is already recorded
 CONTENT_FIELDS = ("dataset", "title", "reads", "mechanism", "guarantees", "derived_from", "family", "part", "pufferfish",
                   "output_digest", "output")
-STATED_LIFECYCLE = ("approved_by", "approved_at", "published_at")
+STATED_LIFECYCLE = ("published_at",)  # (an approval is never stated: APPROVAL_FIELDS)
 
 
 def differences(recorded: Release, given: Release) -> list[str]:
@@ -1281,7 +1274,7 @@ def differences(recorded: Release, given: Release) -> list[str]:
     guarantees need only be among those the mechanism now implies. Stated guarantees are
     compared as stated. A release given as planned (a file without status) matches whatever
     lifecycle the recorded one has reached since; one given as approved or published must
-    state the same status and the same who and when (a retracted release was published)."""
+    state the same status and publication moment (a retracted release was published)."""
     fields = [name for name in CONTENT_FIELDS if _content_differs(recorded, given, name)]
     if given.status is not Status.PLANNED:
         status = Status.PUBLISHED if recorded.status is Status.RETRACTED else recorded.status

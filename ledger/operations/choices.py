@@ -43,14 +43,6 @@ def ledger_url(url: str | None = None) -> str:
     return chosen
 
 
-def actor(by: str | None = None) -> str:
-    """Who does it: `by` (--as), else $LEDGER_USER, else the login name; a checked name
-    (people.actor_name, DESIGN 2.12)."""
-    from .people import actor_name
-
-    return actor_name(by)
-
-
 def pick_dataset(snapshot: LedgerSnapshot, name: str | None, field: str = "--dataset") -> Dataset:
     """The named dataset, or the only one when no name is given."""
     if name is not None:

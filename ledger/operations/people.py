@@ -10,11 +10,14 @@ Roles, stored in the ledger (store.RoleRow), each grant and revocation an audit 
 
 Invariants:
 - the first person to write to a ledger that has no roles yet (`init`, `dataset
-  add`, or any first write) becomes its admin and is granted every role, so a
-  one-person ledger works as before; every later person needs a grant by an admin;
+  add`, or any first write: the operating-system user, or the database login) becomes its
+  admin and is granted every role, so a one-person ledger works as before; every later
+  person needs a grant by an admin;
 - separation of duties by default: the approver of a release is never the person
   who recorded it, unless its dataset waives it explicitly (`self_approval: true`,
-  which every report then states);
+  which every report then states); approving is always the step `approve`, never a field of
+  what is recorded: a release is recorded planned, and recorded approved or published only
+  as its recorder's own approval where its dataset waives separation of duties;
 - a retraction or a cancellation carries a reason (who, when and why are in its
   audit event);
 - the ledger always keeps an admin: the last admin's admin role cannot be revoked;
@@ -24,23 +27,27 @@ Invariants:
   the ledger (the same `skeleton`, after the Unicode confusable-detection idea of UTS #39):
   a look-alike would approve as "another" person.
 
-On a SQLite file these rules are kept by this tool only: anyone who can write the
-file can bypass them (the hash chain detects what it cannot prevent). On
-PostgreSQL the audit events and release history are append-only by the
-database's own triggers (store._APPEND_ONLY_SQL).
+Who acts is authenticated, never typed (store/identity.py): on PostgreSQL the person is the
+database login (a front end such as the web app acts as the role of the person it
+authenticated, which the database lets it take only when granted); on a SQLite file the
+person is the operating-system user running the process, and the file's permissions decide
+who may write at all. On a SQLite file these rules are kept by this tool only: anyone who
+can write the file can bypass them (the hash chain detects what it cannot prevent). A team
+that needs separation of duties enforced uses PostgreSQL, with a login for each person: there
+the audit events and release history are append-only by the database's own triggers
+(store._APPEND_ONLY_SQL).
 """
 
 from __future__ import annotations
 
-import getpass
-import os
 import unicodedata
 
 from sqlmodel import Session
 
 from ..store import database as store
 from ..core.errors import fail
-from ..core.records import Dataset, Release
+from ..core.names import NAME_LIMIT, check_person, control_characters, mixed_scripts  # noqa: F401 (the names' rules)
+from ..core.records import Dataset, Release, Status
 
 ROLES = ("admin", "steward", "approver", "auditor")
 
@@ -58,41 +65,8 @@ DUTIES = {
     "recompute the running totals": ("auditor", "admin"),  # (audit retotal: either role)
 }
 
-NAME_LIMIT = 200
 REASON_LIMIT = 2000
-USER_ENV = "LEDGER_USER"
-
-
-def _control(text: str) -> bool:
-    # (Cs: a lone surrogate, from a command line that is not valid UTF-8)
-    return any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") and ch not in "\n\t" for ch in text)
-
-
-# Scripts that may share one name (UTS #39, "Highly Restrictive"): Latin with the Han and kana
-# of Japanese, the Han and Bopomofo of Chinese, or the Han and Hangul of Korean; any other two
-# scripts in one name are refused.
-_SCRIPT_SETS = (frozenset({"LATIN", "CJK", "HIRAGANA", "KATAKANA"}), frozenset({"LATIN", "CJK", "BOPOMOFO"}),
-                frozenset({"LATIN", "CJK", "HANGUL"}))
-
-
-def _scripts(name: str) -> list[str]:
-    """The scripts of the letters of `name`, by the first word of their Unicode names (LATIN,
-    CYRILLIC, GREEK, CJK, ...), in order of appearance."""
-    found: dict[str, None] = {}
-    for ch in name:
-        if unicodedata.category(ch).startswith("L"):
-            word = unicodedata.name(ch, "UNKNOWN").split(" ", 1)[0]
-            if word not in ("MODIFIER", "KATAKANA-HIRAGANA"):  # shared by scripts
-                found[word] = None
-    return list(found)
-
-
-def mixed_scripts(name: str) -> list[str]:
-    """The scripts `name` mixes, when no single writing system uses them together; else []."""
-    scripts = _scripts(name)
-    if len(scripts) < 2 or any(set(scripts) <= allowed for allowed in _SCRIPT_SETS):
-        return []
-    return scripts
+PERSON_SOURCE = "person acting"  # (who acts is authenticated, never typed: store/identity.py)
 
 
 # Letters of Cyrillic and Greek drawn as Latin ones (from Unicode's confusables.txt, UTS #39):
@@ -123,36 +97,6 @@ def look_alike(name: str, known) -> str | None:
     return next((other for other in sorted(known) if other != name and skeleton(other) == shape), None)
 
 
-def actor_name(option: str | None, field: str = "--as") -> str:
-    """Who does this step: `--as NAME`, else $LEDGER_USER, else the operating-system user."""
-    source, name = (field, option) if option is not None else (USER_ENV, os.environ.get(USER_ENV))
-    if name is None:
-        source = "operating-system user"
-        try:
-            name = getpass.getuser()
-        except (KeyError, OSError):
-            raise fail("command line", "--as", "no user name: give --as NAME or set LEDGER_USER") from None
-    return check_person(name, source)
-
-
-def check_person(name: str, field: str) -> str:
-    """A person's name, NFC-normalized: not empty, one line, no control characters, at most
-    NAME_LIMIT characters, letters of one writing system (`mixed_scripts`)."""
-    cleaned = unicodedata.normalize("NFC", name.strip())
-    if not cleaned:
-        raise fail("command line", field, "a person's name cannot be empty")
-    if len(cleaned) > NAME_LIMIT:
-        raise fail("command line", field, f"a person's name is at most {NAME_LIMIT} characters")
-    if _control(cleaned) or "\n" in cleaned or "\t" in cleaned:
-        raise fail("command line", field, f"a person's name is one line without control characters: {cleaned!r}")
-    scripts = mixed_scripts(cleaned)
-    if scripts:
-        mixed = " and ".join(script.title() for script in scripts)
-        raise fail("command line", field, f"a person's name is written in one script; {cleaned!r} mixes {mixed} "
-                                          "letters (a look-alike of another name, perhaps: write it in one)")
-    return cleaned
-
-
 def check_new_person(person: str, known, field: str, source: str = "command line") -> None:
     """Refuse a name not in `known` (the persons holding roles) that looks like one that is."""
     if person in known:
@@ -181,7 +125,7 @@ def check_reason(reason: str | None, action: str, release_id: str = "") -> str:
         raise fail("command line", "--reason", "the reason is empty; say why")
     if len(cleaned) > REASON_LIMIT:
         raise fail("command line", "--reason", f"the reason is at most {REASON_LIMIT} characters")
-    if _control(cleaned):
+    if control_characters(cleaned):
         raise fail("command line", "--reason", "the reason contains control characters")
     return cleaned
 
@@ -205,38 +149,33 @@ def require(session: Session, person: str, step: str, role: str | None = None) -
     if not everyone:  # the ledger's first writer
         bootstrap(session, person)
         everyone = store.roles(session)
-    check_new_person(person, everyone, "--as")
+    check_new_person(person, everyone, "name", PERSON_SOURCE)
     held = everyone.get(person, frozenset())
     if not held & set(accepted):
-        raise fail("command line", "--as", f"{person!r} cannot {step}: it needs the {' or '.join(accepted)} role "
+        raise fail(PERSON_SOURCE, "role", f"{person!r} cannot {step}: it needs the {' or '.join(accepted)} role "
                                            f"({person!r} holds {', '.join(sorted(held)) or 'no role'}); "
                                            f"an admin grants it with `privacy-ledger role grant {person} "
                                            f"{accepted[0]}`")
 
 
 def check_recorded(session: Session, person: str, releases: list[Release], datasets) -> None:
-    """The roles recording needs: steward; a release recorded as published was put out,
-    which is an approver's duty; a named approver holds the approver role and is not
-    the recorder, unless the dataset waives separation of duties."""
+    """The roles recording needs: steward. Four eyes: a release is recorded planned (or
+    planned with its output, `run`); one recorded approved or published is its recorder's own
+    approval, which needs the approver role and a dataset that waives separation of duties
+    (`self_approval: true`); elsewhere another person approves it with `approve`."""
     require(session, person, "record")
-    if any(r.status.value == "published" for r in releases):
-        require(session, person, "record a release as published", "approver")
-    if all(release.approved_by is None for release in releases):
-        return
-    held = store.roles(session)
-    for release in releases:
-        if release.approved_by is None:
-            continue
-        where = release.source or f"release {release.id}"
-        field = f"{release.source_field}.approved_by" if release.source_field else "approved_by"
-        check_new_person(release.approved_by, held, field, where)
-        if "approver" not in held.get(release.approved_by, frozenset()):
-            known = "unknown person" if release.approved_by not in held else "does not hold the approver role"
-            raise fail(where, field, f"{release.approved_by!r}: {known}; an approval is given by a person holding "
-                                     "the approver role")
+    stated = [r for r in releases if r.status in (Status.APPROVED, Status.PUBLISHED)]
+    for release in stated:
         dataset = datasets.get(release.dataset)
-        if release.approved_by == release.recorded_by and not (dataset is not None and dataset.self_approval):
-            raise fail(where, field, separation_message(release.recorded_by, release.dataset))
+        if not (dataset is not None and dataset.self_approval):
+            where = release.source or f"release {release.id}"
+            field = f"{release.source_field}.status" if release.source_field else "status"
+            raise fail(where, field, f"status {release.status.value} would be its recorder's own approval "
+                                     "(separation of duties): record it planned and approve it with "
+                                     f"`privacy-ledger approve {release.id}` as another person, or let dataset "
+                                     f"{release.dataset} allow self_approval: true")
+    if stated:
+        require(session, person, f"record a release as {stated[0].status.value}", "approver")
 
 
 def separation_message(person: str, dataset: str) -> str:
@@ -247,4 +186,4 @@ def separation_message(person: str, dataset: str) -> str:
 def check_approver(release: Release, person: str, dataset: Dataset | None) -> None:
     """Separation of duties at `approve`: the approver is not the recorder (DESIGN 2.12)."""
     if person == release.recorded_by and not (dataset is not None and dataset.self_approval):
-        raise fail(f"release {release.id}", "--as", separation_message(person, release.dataset))
+        raise fail(f"release {release.id}", "approver", separation_message(person, release.dataset))

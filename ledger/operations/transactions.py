@@ -481,7 +481,10 @@ def source_builder(sources: Sequence[ReleaseSource], actor: str) -> Builder:
                 published_at = source.published_at
                 if published_at is None and source.status is Status.PUBLISHED:
                     published_at = recorded_at
+                approved = source.status is Status.APPROVED  # its recorder's own approval (people.check_recorded)
                 releases.append(replace(source, recorded_by=actor, recorded_at=recorded_at, published_at=published_at,
+                                        approved_by=actor if approved else None,
+                                        approved_at=recorded_at if approved else None,
                                         source=source.source or f"release {source.id}"))
                 continue
             if isinstance(source, Mapping):

@@ -277,6 +277,7 @@ class AuditEventRow(SQLModel, table=True):
 
 
 from . import columns  # noqa: E402  (its tables: accounting rows, issue 13)
+from . import identity  # noqa: E402  (the role a front end's person writes as)
 from . import driver  # noqa: E402  (the recording path's statements on the driver's cursor, issue 13)
 from . import sealed  # noqa: E402  (its tables: the accounting rows in sealed chunks, issue 13)
 from . import derived  # noqa: E402  (the derived rows' digest a verified head keeps)
@@ -868,7 +869,8 @@ def write_session(engine: Engine, *, read_head: bool = False, release_ids: Seque
                     # One round trip: statements of constants in one simple query (with
                     # `read_head`, BEGIN itself is the first (driver.begin_with) and the last
                     # reads the stamps and the head once the lock is held).
-                    statement = (f"SET LOCAL lock_timeout = {int(lock_timeout() * 1000)}; "
+                    statement = (f"{identity.role_statement(connection)}"  # (a front end's person)
+                                 f"SET LOCAL lock_timeout = {int(lock_timeout() * 1000)}; "
                                  f"SELECT pg_advisory_xact_lock({int(WRITE_LOCK_KEY)})")
                     if not read_head:
                         connection.exec_driver_sql(statement)

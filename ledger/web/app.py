@@ -15,7 +15,7 @@ from .. import api
 from ..core.errors import InputErrors
 from . import decisions, pages
 from .guard import LoopbackHost, SecureHeaders
-from .people import Auth, os_user
+from .people import Auth
 from .render import error_page
 
 LOG = logging.getLogger("ledger.web")
@@ -44,7 +44,8 @@ def create_app(url: str | None = None, auth: Auth = LOCAL, *, local_person: str 
     ], exception_handlers={HTTPException: _http_error, InputErrors: _input_error, Exception: _server_error})
     app.state.ledger = api.open(url)
     app.state.auth = auth
-    app.state.local_person = local_person or os_user()
+    app.state.local_person = local_person or app.state.ledger.person.name
+    app.state.local_named = local_person is not None  # (a name given to create_app: a front end's)
     return SecureHeaders(LoopbackHost(app) if auth.mode == "local" else app)
 
 

@@ -11,8 +11,6 @@ The name is never typed into a form.
 
 from __future__ import annotations
 
-import os
-import pwd
 from dataclasses import dataclass
 
 from starlette.exceptions import HTTPException
@@ -30,11 +28,6 @@ class Auth:
     mode: str = "local"
     header: str | None = None
     trusted_proxy: str | None = None
-
-
-def os_user() -> str:
-    """The login name of the process's user, from the password database (not from $USER)."""
-    return pwd.getpwuid(os.getuid()).pw_name
 
 
 def person_of(request: Request) -> str:
@@ -55,4 +48,8 @@ def ledger_for(request: Request) -> api.Ledger:
     """The façade as the person making `request`: every decision is recorded under that name.
     (The engine is opened once, at start; this makes a cheap Ledger over it.)"""
     base: api.Ledger = request.app.state.ledger
-    return api.Ledger(base.url, base.engine, actor=person_of(request))
+    auth: Auth = request.app.state.auth
+    if auth.mode == "local" and not request.app.state.local_named:
+        return base  # the person is whoever the store authenticates: the OS user, or the database login
+    how = "local user" if auth.mode == "local" else f"proxy header {auth.header} from {auth.trusted_proxy}"
+    return api.Ledger(base.url, base.engine, person=api.front_end(person_of(request), how))
