@@ -22,7 +22,7 @@ import textwrap
 
 import pytest
 from sqlalchemy import create_engine, text
-from support import acting_as, cli_main, dump_tables
+from support import acting_as, cli_main, cli_ok, dump_tables
 
 import ledger
 from ledger.core.errors import InputErrors
@@ -258,16 +258,19 @@ def test_on_postgresql_the_person_is_the_database_login(ledger_url, login_roles)
         assert identity.authenticated(engine) == identity.Person("grace", "database login")
     finally:
         engine.dispose()
-    book = ledger.open(login_roles["grace"])
-    assert book.person.name == "grace"
-    assert book.add_dataset({"dataset": "survey", "variables": [{"name": "income"}]})
-    engine = create_engine(ledger_url)
+    owner = create_engine(ledger_url)
     try:
-        with engine.connect() as connection:
+        with pytest.raises(Exception, match="refused to grant ledger_admin"):  # no login makes itself admin
+            ledger.open(login_roles["grace"]).add_dataset({"dataset": "survey", "variables": [{"name": "income"}]})
+        cli_ok(ledger_url, "role", "grant", "grace", "admin")  # the tables' owner: the ledger's first admin
+        book = ledger.open(login_roles["grace"])
+        assert book.person.name == "grace"
+        assert book.add_dataset({"dataset": "survey", "variables": [{"name": "income"}]})
+        with owner.connect() as connection:
             actors = {row[0] for row in connection.execute(text("SELECT DISTINCT actor FROM audit_events "
-                                                                "WHERE kind <> 'ledger.migrated'"))}
+                                                                "WHERE kind = 'dataset.added'"))}
     finally:
-        engine.dispose()
+        owner.dispose()
     assert actors == {"grace"}
 
 
@@ -280,6 +283,7 @@ def test_on_postgresql_a_front_end_acts_as_a_person_only_where_the_database_gran
     admin_url = make_url(ledger_url).set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(admin_url, autocommit=True) as admin:
         admin.execute('GRANT "bob" TO "grace"')
+    cli_ok(ledger_url, "role", "grant", "bob", "admin")  # by the tables' owner, the first admin
     try:
         book = ledger.open(login_roles["grace"], person=ledger.api.front_end("bob", "proxy header"))
         assert book.add_dataset({"dataset": "survey", "variables": [{"name": "income"}]})

@@ -15,11 +15,13 @@ import pytest
 from support import acting_as, cli_ok
 from web_support import census_ledger
 
-from ledger.store.identity import os_user as _os_user
+from ledger import api
 
 
-def os_user() -> str:
-    return _os_user().name
+def serving_person(url: str) -> str:
+    """Who a local `serve` acts as: whoever the store authenticates (the OS user on SQLite, the
+    database login on PostgreSQL)."""
+    return api.open(url).person.name
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path("/tmp/web-shots")
@@ -41,8 +43,9 @@ def server(ledger_url):
     LEDGER_TEST_POSTGRES_URL is set); the machine's user may approve."""
     url = ledger_url
     book = census_ledger(url, gaussian=True)
+    person = serving_person(url)
     with acting_as("ana"):
-        cli_ok(url, "role", "grant", os_user(), "approver")
+        cli_ok(url, "role", "grant", person, "approver")
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "ledger", "--db", url, "serve", "--port", str(port)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -56,7 +59,7 @@ def server(ledger_url):
                 if process.poll() is not None:
                     raise RuntimeError(process.stdout.read().decode())
                 time.sleep(0.1)
-        yield base, book
+        yield base, book, person
     finally:
         process.terminate()
         process.wait(timeout=10)
@@ -82,7 +85,7 @@ def shoot(page, name: str) -> None:
 
 
 def test_a_review_meeting_dashboard_table_release_approve(server, browser):
-    base, book = server
+    base, book, person = server
     page = browser.new_page()
     problems: list[str] = []
     page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
@@ -90,7 +93,7 @@ def test_a_review_meeting_dashboard_table_release_approve(server, browser):
     assert page.locator("h1").inner_text() == "census"
     protected = book.subset(book.dataset().protected_names)
     assert float(page.locator("#protected .value").get_attribute("data-value")) == protected.epsilon
-    assert page.locator("header .person strong").inner_text() == os_user()
+    assert page.locator("header .person strong").inner_text() == person
     page.keyboard.press("Tab")  # the keyboard reaches the navigation first, then the pages
     assert page.evaluate("document.activeElement.textContent") == "privacy-ledger"
     page.keyboard.press("Tab")
@@ -109,11 +112,11 @@ def test_a_review_meeting_dashboard_table_release_approve(server, browser):
     page.locator("#loss-table tbody th a", has_text="A").first.click()
     assert page.locator("#release-id").inner_text() == "A"
     shoot(page, "3-release")
-    page.get_by_role("button", name=f"Approve as {os_user()}").click()
+    page.get_by_role("button", name=f"Approve as {person}").click()
     assert page.locator("#release-status").text_content() == "approved"
     assert "approved by" in page.locator(".message.ok").inner_text()
     shoot(page, "4-approved")
-    assert book.release("A").approved_by == os_user()
+    assert book.release("A").approved_by == person
 
     page.goto(base + "/subset?dataset=census&v=age&v=sex")
     shoot(page, "5-subset")

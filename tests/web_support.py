@@ -27,6 +27,8 @@ GAUSSIAN = {"dataset": "census", "releases": [
 
 
 def census_ledger(url: str, *, gaussian: bool = False) -> api.Ledger:
+    if url.startswith("postgresql"):
+        logins(url, ("ana", "bob"))  # a front end's person is a database role the server may SET ROLE to
     with acting_as("ana"):
         book = api.open(url)
         book.add_dataset(CENSUS)
@@ -94,3 +96,17 @@ def parse(html: str) -> Node:
 
 def csrf_of(html: str) -> str:
     return parse(html).find(name="csrf").attrs["value"]
+
+
+def logins(url: str, names) -> None:
+    """Make each of `names` a login role on the test server, once (PostgreSQL)."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            for name in names:
+                if connection.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :n"), {"n": name}).first() is None:
+                    connection.execute(text(f'CREATE ROLE "{name}" LOGIN'))
+    finally:
+        engine.dispose()
