@@ -148,8 +148,11 @@ def declared_ids(documents: Sequence[Document]) -> tuple[str, ...]:
                  and isinstance(entry.get("id"), str))
 
 
-def record(engine: Engine, build: Builder, actor: str) -> Recorded:
-    """Build releases against the current ledger, enforce every cap, and write them, atomically."""
+def record(engine: Engine, build: Builder, actor: str,
+           then: Callable[[Session, Recorded], None] | None = None) -> Recorded:
+    """Build releases against the current ledger, enforce every cap, and write them, atomically.
+    `then(session, recorded)` writes what belongs with them in the same transaction (a plan's
+    version: plan_book.record); an exception from it writes nothing."""
     refuse_early(engine, build)
     with store.write_session(engine, read_head=True, release_ids=getattr(build, "release_ids", ())) as session:
         snapshot = store.write_context(session)
@@ -159,7 +162,10 @@ def record(engine: Engine, build: Builder, actor: str) -> Recorded:
         unchanged = already_recorded(releases, snapshot)  # identical retries: charged once, when first recorded
         releases = [r for r in releases if r.id not in {u.id for u in unchanged}]
         if not releases and not families:
-            return Recorded((), (), (), tuple(unchanged))
+            recorded = Recorded((), (), (), tuple(unchanged))
+            if then is not None:
+                then(session, recorded)
+            return recorded
         people.check_recorded(session, actor, releases, snapshot.datasets)
         states: dict[str, dict[str, dict]] = {}
         overdrafts = _overdrafts(session, snapshot, releases)  # (first: the reason, where a cap would say ∞)
@@ -174,7 +180,10 @@ def record(engine: Engine, build: Builder, actor: str) -> Recorded:
             store.save_totals(session, dataset, {c.cap.name: c.after_total for c in checks if c.cap.dataset == dataset})
         for dataset, dataset_states in states.items():
             store.save_accountant_states(session, dataset, dataset_states)
-        return Recorded(tuple(releases), tuple(families), tuple(checks), tuple(unchanged))
+        recorded = Recorded(tuple(releases), tuple(families), tuple(checks), tuple(unchanged))
+        if then is not None:
+            then(session, recorded)
+        return recorded
 
 
 def check(engine: Engine, build: Builder) -> list[budget.CapCheck]:

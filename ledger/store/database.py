@@ -94,7 +94,7 @@ from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Stat
 from .files import sqlite_path  # (the file of a SQLite URL: the output guard's too)
 
 DEFAULT_URL = "sqlite:///ledger.db"
-SCHEMA_VERSION = 19  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
+SCHEMA_VERSION = 20  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
 # 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments;
 # 7: a subsampled release's accounting event is its sampling event (issue 11, section 4)
@@ -114,6 +114,7 @@ SCHEMA_VERSION = 19  # 1: releases; 2: caps and running totals; 3: Pufferfish gu
 # 18: one case, fully adaptive; a cap at a delta is a filter of a recorded kind (caps.filter, _v18_filters);
 #     a dataset states its neighbour relation (datasets.relation, DESIGN 2.1); earlier ones are replace-one
 # 19: PostgreSQL refuses an event whose lifecycle step or duty is not allowed (enforced.py: _v19_enforced)
+# 20: a plan's version is an audit event (plan.recorded), a steward's duty on PostgreSQL (_v20_plan_versions)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
 # SQLite's synchronous setting: FULL (the default) keeps every acknowledged record through a
 # power cut; NORMAL only through a crash (README, "Durability").
@@ -824,6 +825,13 @@ def _v19_enforced(session: Session) -> None:
     enforced.install(session.connection())
 
 
+def _v20_plan_versions(session: Session) -> None:
+    """A solved plan's version is recorded as a `plan.recorded` event (operations/plan_book.py), a
+    steward's duty: PostgreSQL's event check is made again from enforced.EVENT_ROLES, which names
+    the new kind (else it would need the admin role). Nothing on SQLite."""
+    enforced.install(session.connection())
+
+
 MIGRATIONS: dict[int, Callable[[Session], None]] = {
     # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
     3: _v3_release_outputs,
@@ -843,6 +851,7 @@ MIGRATIONS: dict[int, Callable[[Session], None]] = {
     17: _v17_declared_share,
     18: _v18_filters,
     19: _v19_enforced,
+    20: _v20_plan_versions,
 }
 
 

@@ -42,6 +42,7 @@ EVENT_ROLES: dict[str, tuple[str, ...]] = {
     "role.granted": ("admin",),
     "role.revoked": ("admin",),
     "release.recorded": ("steward",),
+    "plan.recorded": ("steward",),
     "family.added": ("steward",),
     "release.cancelled": ("steward",),
     "release.approved": ("approver",),
@@ -52,7 +53,7 @@ EVENT_ROLES: dict[str, tuple[str, ...]] = {
 # the duty each kind is (people.DUTIES' keys), for the agreement test and the refusal's words
 EVENT_DUTIES = {"dataset.added": "add a dataset", "cap.set": "set a cap", "cap.removed": "set a cap",
                 "role.granted": "change roles", "role.revoked": "change roles", "release.recorded": "record",
-                "family.added": "record", "release.cancelled": "cancel", "release.approved": "approve",
+                "plan.recorded": "record", "family.added": "record", "release.cancelled": "cancel", "release.approved": "approve",
                 "release.published": "publish", "release.retracted": "retract",
                 "ledger.retotalled": "recompute the running totals"}
 
