@@ -53,6 +53,7 @@ from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Guarantee, Re
 from .headline import Headline, headline
 from .chart_data import PairFigure, Pairs, Timeline  # noqa: F401 (defined there: charts.py reads them too)
 from . import reasons
+from .plan_view import plans_against_actual
 from .views import Basis, basis_for
 from ..core.lazy import lazy_module
 from ..store.as_of import DATASET_STATE_KINDS
@@ -610,6 +611,8 @@ class ReportContext:
     # a large ledger: `register` lists the largest releases only, and the complete register is
     # a file beside the report (RegisterSummary); None: `register` is every release
     summary: RegisterSummary | None = None
+    # per stored plan version of the dataset, its allocations beside the recorded releases (plan_view.py)
+    plans: tuple = ()
 
     @property
     def cap_counts(self) -> dict[str, int]:
@@ -750,6 +753,7 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
         compact_register=len(register) > COMPACT_REGISTER_FROM,
         cap_history=cap_history(inputs),
         summary=summary,
+        plans=plans_against_actual(inputs.events, inputs.releases, dataset.name),
     )
 
 
