@@ -202,8 +202,8 @@ def test_a_schema_18_ledger_is_upgraded_and_then_refuses_a_forged_append(pg):
     engine = create_engine(pg)
     try:
         with engine.connect() as connection:
-            assert connection.execute(text("SELECT kind, subject FROM audit_events ORDER BY seq DESC LIMIT 1")).one() \
-                == ("ledger.migrated", "schema 19")
+            assert connection.execute(text("SELECT kind, subject FROM audit_events ORDER BY seq DESC LIMIT 2")).all() \
+                == [("ledger.migrated", "schema 20"), ("ledger.migrated", "schema 19")]
     finally:
         engine.dispose()
     with pytest.raises(DBAPIError, match="cannot go from retracted to cancelled"):
