@@ -31,6 +31,7 @@ class PlanRow:
 @dataclass(frozen=True)
 class PlanAgainstActual:
     plan: str  # NAME@vN
+    event: int  # its plan.recorded event in the audit chain
     recorded_by: str
     recorded_at: str
     rows: tuple[PlanRow, ...]
@@ -47,7 +48,7 @@ def plans_against_actual(events: Sequence, releases: Sequence[Release], dataset:
         if version.dataset != dataset:
             continue
         rows = tuple(_row(actual) for actual in plan_book.against(version, by_id))
-        found.append(PlanAgainstActual(version.label, version.actor, str(event.at), rows))
+        found.append(PlanAgainstActual(version.label, event.seq, version.actor, str(event.at), rows))
     return tuple(found)
 
 
