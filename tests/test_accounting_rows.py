@@ -408,6 +408,6 @@ def test_a_ledger_of_schema_6_charges_its_subsampled_releases_through_the_sampli
                         ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14"), ("ledger.migrated", "schema 15"),
                         ("ledger.migrated", "schema 16"),
         ("ledger.migrated", "schema 17"), ("ledger.migrated", "schema 18"),
-                        ("ledger.migrated", "schema 19")]
+                        ("ledger.migrated", "schema 19"), ("ledger.migrated", "schema 20")]
     assert rows == [(key, True)] or rows == [(key, 1)]
     assert cli_main(url, "audit", "verify").code == 0

@@ -238,5 +238,5 @@ def test_a_ledger_of_schema_13_has_its_caps_computed_again_with_the_fixed_sides(
     migrated, = sql(url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}")
     assert migrated == [("ledger.migrated", "schema 14"), ("ledger.migrated", "schema 15"),
                         ("ledger.migrated", "schema 16"), ("ledger.migrated", "schema 17"), ("ledger.migrated", "schema 18"),
-                        ("ledger.migrated", "schema 19")]
+                        ("ledger.migrated", "schema 19"), ("ledger.migrated", "schema 20")]
     assert cli_main(url, "audit", "verify").code == 0

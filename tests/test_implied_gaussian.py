@@ -250,12 +250,12 @@ def test_a_ledger_of_schema_10_gives_its_rows_the_implied_event_and_keeps_its_re
     assert migrated == [("ledger.migrated", "schema 11"), ("ledger.migrated", "schema 12"),
                         ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14"), ("ledger.migrated", "schema 15"),
                         ("ledger.migrated", "schema 16"), ("ledger.migrated", "schema 17"), ("ledger.migrated", "schema 18"),
-                        ("ledger.migrated", "schema 19")]
+                        ("ledger.migrated", "schema 19"), ("ledger.migrated", "schema 20")]
     multiplier = implied_gaussian_multiplier(F(1), F(1, 10**5))
     assert rows == [(f"gaussian:{multiplier}", 0)]
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "subset", "income")
-    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 9,)]  # once each (schemas 11-19)
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + 10,)]  # once each (schemas 11-20)
 
 
 @pytest.mark.parametrize("x", [-1000.0, -60.0, -37.5, -30.0001, -30.0, -29.999, -23.654, -8.0, -1.0, -1e-9, 0.0,

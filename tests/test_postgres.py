@@ -411,7 +411,7 @@ def test_a_ledger_of_schema_11_gains_the_event_index_with_moments_once(ledger_ur
         ("ledger.migrated", "schema 12"), ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14"), ("ledger.migrated", "schema 15"),
         ("ledger.migrated", "schema 16"),
         ("ledger.migrated", "schema 17"), ("ledger.migrated", "schema 18"),
-                        ("ledger.migrated", "schema 19")]
+                        ("ledger.migrated", "schema 19"), ("ledger.migrated", "schema 20")]
     ok(run(ledger_url, "audit", "verify"))
     after = ok(run(ledger_url, "report", "--format", "md", "--out", "-", "--as-of", moment)).out
     assert _without_chain(after) == _without_chain(before)

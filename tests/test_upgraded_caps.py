@@ -83,12 +83,13 @@ def test_an_older_ledger_is_upgraded_in_place_its_caps_given_filters(old_ledger)
     (events,), = sql(old_ledger, "SELECT max(seq) FROM audit_events")[0]
     caps = {c["cap"]: c for c in cli_ok(old_ledger, "cap", "list", "--json").json()}
     assert sql(old_ledger, "SELECT value FROM ledger_meta WHERE key = 'schema_version'")[0] == [
-        (str(store.SCHEMA_VERSION),)] == [("19",)]
+        (str(store.SCHEMA_VERSION),)] == [("20",)]
     written = sql(old_ledger, f"SELECT kind, subject, actor, payload FROM audit_events WHERE seq > {events} ORDER BY seq")[0]
     assert [(kind, subject, actor) for kind, subject, actor, _ in written] == [
         ("cap.set", "d/ga", "privacy-ledger"), ("cap.set", "d/mb", "privacy-ledger"),
-        ("ledger.migrated", "schema 18", "privacy-ledger"), ("ledger.migrated", "schema 19", "privacy-ledger")]
-    assert [(k, s, json.dumps(json.loads(p), separators=(",", ":"))) for k, s, _, p in written[2:]] == migrations(18, 19)
+        ("ledger.migrated", "schema 18", "privacy-ledger"), ("ledger.migrated", "schema 19", "privacy-ledger"),
+        ("ledger.migrated", "schema 20", "privacy-ledger")]
+    assert [(k, s, json.dumps(json.loads(p), separators=(",", ":"))) for k, s, _, p in written[2:]] == migrations(18, 20)
     filters = dict(sql(old_ledger, "SELECT name, filter FROM caps")[0])
     assert filters == {"ga": "gaussian", "mb": "running", "pc": None, "re": None}
     assert json.loads(written[0][3])["cap"]["filter"] == "gaussian"

@@ -154,12 +154,12 @@ def test_audit_checkpoint_signs_a_chain_that_verifies(ledger, tmp_path):
 
 
 def test_a_migration_since_the_head_makes_the_incremental_verify_a_full_one(ledger):
-    """An upgrade (schema 18 to 19: one `ledger.migrated` event) may rebuild derived rows no
+    """An upgrade (schema 18 to 20: a `ledger.migrated` event each) may rebuild derived rows no
     release event names: the next --since-checkpoint verifies in full, and finds an edit all the same."""
     sql(ledger, "UPDATE ledger_meta SET value = '18' WHERE key = 'schema_version'")
     cli_ok(ledger, "releases")  # upgraded on first use
     assert sql(ledger, "SELECT kind, subject FROM audit_events ORDER BY seq DESC LIMIT 1")[0] == (
-        "ledger.migrated", "schema 19")
+        "ledger.migrated", "schema 20")
     run = cli_ok(ledger, "audit", "verify", "--since-checkpoint")
     assert "appended since the last verified head" not in run.out  # in full
     lower_r1(ledger)
