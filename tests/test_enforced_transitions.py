@@ -217,3 +217,20 @@ def test_a_steward_login_records_but_not_a_release_recorded_as_published(pg, per
     published = {**planned, "id": "newer", "status": "published", "published_at": "2026-06-01T00:00:00+00:00"}
     with pytest.raises(DBAPIError, match="it needs the role ledger_approver"):
         forge(url, "release.recorded", "newer", {"release": published}, actor=name)
+
+
+def test_a_steward_login_may_store_a_plan_version_as_it_records(pg, person):
+    """plan.recorded is a steward's duty (EVENT_ROLES), not the admin's every unnamed kind needs."""
+    name, url = person
+    forge(url, "plan.recorded", "q@v1", {"plan": {"name": "q", "version": 1, "dataset": "graduates", "source": "",
+                                                  "releases": []}}, actor=name)
+    engine = create_engine(pg)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text(f'REVOKE ledger_steward FROM "{name}"'))
+            connection.execute(text(f'GRANT ledger_auditor TO "{name}"'))  # (reads and writes tables, no steward duty)
+    finally:
+        engine.dispose()
+    with pytest.raises(DBAPIError, match="may not write a plan.recorded event: it needs the role ledger_steward"):
+        forge(url, "plan.recorded", "q@v2", {"plan": {"name": "q", "version": 2, "dataset": "graduates",
+                                                      "source": "", "releases": []}}, actor=name)
