@@ -21,7 +21,8 @@ from support import cli_main, cli_ok, dump_tables
 import ledger
 from ledger.core.errors import Refused
 from ledger.operations import plan_book
-from ledger.store import database as store, enforced
+from ledger.store import database as store
+from ledger.store import enforced
 
 DATASET = {"dataset": "d", "self_approval": True, "variables": [{"name": "x"}, {"name": "y"}],
            "caps": [{"name": "tight", "subset": ["x"], "epsilon": 1}, {"name": "slack", "subset": ["y"], "epsilon": 3}]}
