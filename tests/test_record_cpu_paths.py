@@ -138,7 +138,7 @@ def test_one_by_one_recording_verifies(ledger_url, tmp_path):
     """Releases recorded one at a time (published and planned; pure, Gaussian, (epsilon, delta) and
     rho) against caps in every unit: `audit verify` recomputes every running total and state."""
     dataset = tmp_path / "d.yaml"
-    dataset.write_text("dataset: d\nvariables: [{name: a}, {name: b}, {name: c}, {name: e}]\ncaps:\n"
+    dataset.write_text("dataset: d\nself_approval: true\nvariables: [{name: a}, {name: b}, {name: c}, {name: e}]\ncaps:\n"
                        "  - {subset: all, epsilon: 1000, delta: 1e-9}\n  - {name: ab, subset: [a, b], rho: 1000}\n"
                        "  - {name: bc, subset: [b, c], epsilon: 1000}\n"
                        "  - {name: ce, subset: [c, e], epsilon: 1000, delta: 1e-6}\n")

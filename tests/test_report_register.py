@@ -24,6 +24,7 @@ from support import cli_main
 
 DATASET = """\
 dataset: survey
+self_approval: true
 variables:
   - {name: age}
   - {name: sex}

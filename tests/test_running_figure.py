@@ -24,7 +24,7 @@ from ledger.accounting.spend import Spend, cks_epsilon
 from conftest import REFERENCE_ALLOWANCE, REFERENCE_FILTER_ORDERS, _reference_filter
 from support import cli_main
 
-DATASET = "dataset: d\ndelta: 1e-6\nvariables:\n  - {name: a, classification: sensitive}\ncaps:\n  - {subset: [a], epsilon: LIMIT, delta: 1e-6, filter: renyi}\n"
+DATASET = "dataset: d\nself_approval: true\ndelta: 1e-6\nvariables:\n  - {name: a, classification: sensitive}\ncaps:\n  - {subset: [a], epsilon: LIMIT, delta: 1e-6, filter: renyi}\n"
 
 
 fractions = st.fractions(min_value=0, max_value=20, max_denominator=1000)

@@ -83,6 +83,7 @@ def test_every_path_to_a_cap_figure_agrees_with_subset(ledger, cap):
 
 SURVEY = """\
 dataset: survey
+self_approval: true
 delta: 1e-9
 variables: [{name: a}, {name: b}, {name: c}, {name: d}]
 """
@@ -336,7 +337,7 @@ def test_pairs_asked_for_pld_compose_every_pair_as_subset_does(tmp_path):
 
     names = [f"v{k}" for k in range(7)]
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    (tmp_path / "d.yaml").write_text("dataset: survey\ndelta: 1e-9\nvariables: ["
+    (tmp_path / "d.yaml").write_text("dataset: survey\nself_approval: true\ndelta: 1e-9\nvariables: ["
                                      + ", ".join(f"{{name: {n}}}" for n in names) + "]\n")
     assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
     epsilon = {n: Fraction(k + 1, 100) for k, n in enumerate(names)}

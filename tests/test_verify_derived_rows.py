@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
-from support import cli_main, cli_ok
+from support import acting_as, cli_main, cli_ok
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -81,7 +81,8 @@ def test_writes_since_the_head_verify_incrementally_and_an_older_row_edited_amon
     (tmp_path / "later.yaml").write_text(LATER)
     cli_ok(ledger, "record", tmp_path / "later.yaml")
     cli_ok(ledger, "role", "grant", "bob", "approver")
-    cli_ok(ledger, "approve", "p1", "--as", "bob")
+    with acting_as("bob"):
+        cli_ok(ledger, "approve", "p1")
     cli_ok(ledger, "publish", "p1")
     cli_ok(ledger, "cancel", "p2", "--reason", "not needed")
     cli_ok(ledger, "cap", "set", "income", "--epsilon", "12", "--delta", "1e-9")

@@ -151,8 +151,8 @@ class ChainStatus:
     def scope(self) -> str:
         """What the verification covered, said beside its result in every report."""
         if not self.since:
-            return (f"every one of the {self.events} events matches its SHA-256 link and every row matches "
-                    "its latest event")
+            return (f"every one of the {self.events} events matches its SHA-256 link and every derived row "
+                    "its events")
         from .views import when_text
 
         kept = "kept by the last passing audit verify" + (f", at {when_text(self.head_at)}" if self.head_at else "")
