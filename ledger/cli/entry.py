@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import sys
 
+from .arguments import command_name
+
 WITHOUT_COLLECTOR = frozenset({"check", "record"})  # short commands whose garbage is a few objects (above)
 
 
@@ -35,19 +37,3 @@ def main() -> None:
     from .app import main as cli_main
 
     cli_main()
-
-
-def command_name(arguments: list[str]) -> str | None:
-    """The command the arguments name: the first word after the application's own options
-    (--db URL, --db=URL), or None (none named; --help or --version first)."""
-    words = iter(arguments)
-    for word in words:
-        if word == "--db":
-            next(words, None)
-        elif word.startswith("--db="):
-            continue
-        elif word.startswith("-"):
-            return None
-        else:
-            return word
-    return None

@@ -42,7 +42,7 @@ def errors_json(errors: Sequence[LedgerError], exit_code: int = 2) -> dict:
 
 def refusal_json(refused) -> dict:
     """A BudgetRefused (operations.py) as JSON: its message per broken cap, and every cap checked."""
-    from .app import check_json, infinite_driver_reasons
+    from .caps_output import check_json, infinite_driver_reasons
 
     lines = str(refused).splitlines()
     why = infinite_driver_reasons(refused.checks)  # (each ∞ driver's reason, as cap list gives it)
