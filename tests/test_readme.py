@@ -12,13 +12,12 @@ written to that file; every line of an `sh` block is run; a `text` block marked
 any lines); an `sh` block marked
 `<!-- test: exit N -->` must exit N. A block marked `<!-- test: another person NAME -->` is a step
 someone else does (on SQLite, another OS user): it runs through the Python API as NAME with the
-`acting_as` test seam, and is skipped, saying so, where that seam is missing.
+`acting_as` test seam (tests/support.py), which makes NAME the operating-system user.
 """
 
 from __future__ import annotations
 
 import doctest
-import importlib
 import os
 import re
 import shlex
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from support import acting_as
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -144,25 +144,11 @@ def test_readme_and_tutorial_input_files_exist():
 # -- tutorial ---------------------------------------------------------------------------------
 
 
-def acting_as_seam():
-    """The test seam that makes the Python API act as another person, or None where it is missing."""
-    for module_name in ("ledger", "ledger.api", "ledger.operations.people", "tests.support"):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        seam = getattr(module, "acting_as", None)
-        if seam is not None:
-            return seam
-    return None
-
-
 @dataclass
 class TutorialRun:
     commands: int = 0
     outputs_compared: int = 0
     by_another_person: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
     directory: Path | None = None
 
 
@@ -182,14 +168,9 @@ def as_another_person(name: str, line: str, cwd: Path, run: TutorialRun) -> None
     """`privacy-ledger approve|publish|retract ID`, done by `name` through the Python API."""
     words = shlex.split(line)
     assert words[0] == "privacy-ledger" and words[1] in ("approve", "publish", "retract"), line
-    seam = acting_as_seam()
-    if seam is None:
-        run.skipped.append(line)
-        print(f"skipped (no acting_as test seam on this branch): {name}: {line}")
-        return
     import ledger
 
-    with seam(name):
+    with acting_as(name):
         book = ledger.open(f"sqlite:///{cwd / 'ledger.db'}")
         getattr(book, words[1])(words[2])
     run.by_another_person.append(line)
@@ -248,8 +229,6 @@ def test_tutorial_refused_plan_wrote_nothing(tutorial_run):
 
 
 def test_tutorial_approval_by_another_person(tutorial_run):
-    if tutorial_run.skipped:
-        pytest.skip(f"no acting_as test seam on this branch: not run: {tutorial_run.skipped}")
     import ledger
 
     book = ledger.open(f"sqlite:///{tutorial_run.directory / 'ledger.db'}")
