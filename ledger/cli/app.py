@@ -26,6 +26,7 @@ import typer
 from ..operations import choices  # noqa: F401 (cli_style: help as people read it)
 from . import json_output as cli_json, style as cli_style  # noqa: F401 (cli_style: help as people read it)
 from .arguments import command_name as _command_name  # the command the arguments name
+from .examples import add_examples
 from .caps_output import check_json, check_lines, infinite_driver_reasons, rho_cap_epsilon_json
 from ..core import failures  # noqa: F401 (cli_style: help as people read it)
 from ..accounting.spend import CONVERSION_SHORT, DEFAULT_DELTA, cks_epsilon
@@ -126,7 +127,9 @@ def command():
     """The click command of the application, built once per process (typer builds it from
     every command's signature: about 0.2 s)."""
     if not _COMMAND:
-        _COMMAND.append(typer.main.get_command(app))
+        built = typer.main.get_command(app)
+        add_examples(built)
+        _COMMAND.append(built)
     return _COMMAND[0]
 
 
@@ -147,7 +150,9 @@ def command_for(arguments: list[str]):
         only.registered_groups = [info for info in app.registered_groups if info.name == name]
         if not only.registered_commands and not only.registered_groups:
             return command()
-        _ONE_COMMAND[name] = typer.main.get_command(only)
+        built = typer.main.get_command(only)
+        add_examples(built)
+        _ONE_COMMAND[name] = built
     return _ONE_COMMAND[name]
 
 
@@ -606,8 +611,7 @@ def cap_set(
     """Add or replace a cap on a variable, a group, or the whole dataset. A cap is a privacy
     filter fixed when it is set: it admits releases while its statement holds, whatever order
     they come in.
-
-    Example: privacy-ledger cap set income --epsilon 2 --delta 1e-9 --filter gaussian"""
+"""
     snapshot = _read_light()
     chosen = _pick_dataset(snapshot, dataset)
     entry: dict = {}
