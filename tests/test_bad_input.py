@@ -382,3 +382,13 @@ def test_an_auditor_or_an_admin_recomputes_the_totals(ledger, role):
         ledger.ok("role", "grant", "dora", role)
     with acting_as("dora"):
         assert "running totals recomputed; 0 differed" in ledger.ok("audit", "retotal").out
+
+
+def test_an_error_cuts_a_long_quoted_value_but_not_the_words_between_two_short_ones():
+    from ledger.core.failures import short_quotes
+
+    between = ("'root' recorded this release and cannot also approve it: separation of duties (another "
+               "approver must approve it, or dataset 'graduates' must allow self_approval: true)")
+    assert short_quotes(between) == between
+    long_value = "'" + "x" * 200 + "'"
+    assert short_quotes(f"unknown variable {long_value}") == f"unknown variable '{'x' * 80}…' (120 more characters)"

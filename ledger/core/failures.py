@@ -212,7 +212,10 @@ def excerpt(text: str, limit: int = EXCERPT) -> str:
 
 
 QUOTED = 80  # characters of a value an error message quotes at most (as of a line of a file: loader.EXCERPT_CHARS)
-_QUOTED = re.compile(r"""'[^'\n]{%d,}'|"[^"\n]{%d,}"|[^\s'"/]{%d,}""" % (QUOTED + 3, QUOTED + 3, QUOTED + 1))
+# a quoted value opens after a non-word character and closes before one: the text between two quoted
+# names ('root' recorded ... dataset 'graduates') is not a value
+_QUOTED = re.compile(r"""(?<!\w)'[^'\n]{%d,}'(?!\w)|(?<!\w)"[^"\n]{%d,}"(?!\w)|[^\s'"/]{%d,}"""
+                     % (QUOTED + 3, QUOTED + 3, QUOTED + 1))
 
 
 def short_quotes(message: str, limit: int = QUOTED) -> str:
