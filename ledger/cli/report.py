@@ -580,7 +580,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     if chain is None:
         chain = verify_for_report(session)
     generated_at = generated_at or store.now()
-    wanted = ["basic", "rdp"] + (["pld"] if len(index.releases) <= 20_000 else [])  # as shown_accounts
+    wanted = ["basic", "rdp"]  # the figures shown (shown_accounts); the PLD is information only
     table, per_variable, wide = columns.large_table(index, dataset.name, at_delta(delta), delta,
                                                     _report.LARGEST_LISTED, wanted)
     accounts = TableAccounts(table.variables, per_variable, wide, None)
