@@ -216,9 +216,13 @@ def text_table(view: TableView, total_label: str = "All releases") -> str:
 # --------------------------------------------------------------------------
 
 
-def _bytecode_cache():
+def _bytecode_cache(kind: str | None = None):
+    """jinja2's cache of compiled templates; `kind` (md, tex): kept apart from the HTML
+    environment's, as those environments compile with other options (`finalize`)."""
     try:
-        return jinja2.FileSystemBytecodeCache()
+        if kind is None:
+            return jinja2.FileSystemBytecodeCache()
+        return jinja2.FileSystemBytecodeCache(pattern=f"__jinja2_{kind}_%s.cache")
     except (OSError, RuntimeError):  # no usable temporary directory: compile each time
         return None
 
@@ -530,7 +534,8 @@ def report_environment(kind: str = "html") -> jinja2.Environment:
         escape = {"md": markdown_escape, "tex": tex_escape}[kind]
         env = jinja2.Environment(loader=jinja2.FunctionLoader(_load_template), autoescape=False,
                                  undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                                 finalize=escape, keep_trailing_newline=True)
+                                 finalize=escape, keep_trailing_newline=True,
+                                 bytecode_cache=_bytecode_cache(kind))  # (as `environment`'s)
         env.filters["epsilon"] = format_number
         env.tests["infinite"] = is_infinite
     env.filters.update(report_filters())
