@@ -192,7 +192,7 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
             top = pairs.highest[0]
             changes["worst_pair"] = (top.a, top.b, top.epsilon)
         else:
-            from .report import epsilon_floats
+            from .chart_data import epsilon_floats
 
             if grid is None:
                 grid = index.pair_matrix(at_delta(delta))

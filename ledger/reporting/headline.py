@@ -123,7 +123,7 @@ def headline(index: LedgerIndex, dataset: Dataset, delta: Fraction, objective, t
         if pair_grid is None:
             pair_grid = index.pair_matrix(objective)
         if pair_floats is None:
-            from .report import epsilon_floats
+            from .chart_data import epsilon_floats
 
             pair_floats = epsilon_floats(pair_grid, delta, allowance)
         ids = np.asarray([column[name] for name in protected])
