@@ -11,6 +11,13 @@ seconds (user + system), each beside check's from the same run, the ratio (targe
 and, from one `python -X importtime` run of it, the largest single import on its path and
 any module loaded that the demo's releases do not need (its releases are pure Laplace: no
 PLD accountant, no scipy).
+
+    .venv/bin/python benchmarks/bench_small.py --growth [--runs 7]
+
+instead: `table` on bench_scale's ledgers of 10k and 100k releases (built once, cached), each
+run --runs times, interleaved; the 10k figure beside the 100k one (target: at most 1.2x). The
+10k table prints every release row (a million cells, within app.TABLE_CELL_LIMIT); the 100k
+one the largest 25, its rows read from sealed chunks.
 """
 
 from __future__ import annotations
@@ -80,13 +87,43 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def growth(runs: int) -> None:
+    """--growth: `table` at 10k beside `table` at 100k, interleaved."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_scale
+
+    ledgers = bench_scale.build([10_000, 100_000])
+    subprocess.run([PYTHON, "-m", "ledger", "--db", f"sqlite:///{ledgers[100_000]}", "cap", "list"],
+                   capture_output=True, cwd=ROOT)  # (a first open's upgrade, if any, not timed)
+    before = load()
+    walls: dict[int, list[float]] = {size: [] for size in ledgers}
+    cpus: dict[int, list[float]] = {size: [] for size in ledgers}
+    for _ in range(runs):
+        for size, path in ledgers.items():
+            wall, cpu = timed([PYTHON, "-m", "ledger", "--db", f"sqlite:///{path}", "table"], ROOT)
+            walls[size].append(wall)
+            cpus[size].append(cpu)
+    print(f"`table`, {runs} fresh processes each, interleaved; load average {before} before, {load()} after")
+    for size in ledgers:
+        print(f"  {size:>7,} releases: wall {statistics.median(walls[size]):.3f} s (min {min(walls[size]):.3f}), "
+              f"CPU {statistics.median(cpus[size]):.3f} s")
+    wall = statistics.median(walls[10_000]) / statistics.median(walls[100_000])
+    cpu = statistics.median(cpus[10_000]) / statistics.median(cpus[100_000])
+    print(f"  10k / 100k: {wall:.2f}x wall, {cpu:.2f}x CPU  [target <= 1.2x: "
+          f"{'met' if max(wall, cpu) <= 1.2 else 'MISSED'}]")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--growth", action="store_true", help="table at 10k beside table at 100k instead")
     args = parser.parse_args()
     import compileall
 
     compileall.compile_dir(ROOT / "ledger", quiet=1)  # (as an installed package has its bytecode)
+    if args.growth:
+        growth(args.runs)
+        return
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
         cli = [PYTHON, "-m", "ledger", "--db", f"sqlite:///{work / 'ledger.db'}"]
