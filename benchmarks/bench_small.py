@@ -142,16 +142,22 @@ def main() -> None:
         base_wall, base_cpu = statistics.median(walls[base]), statistics.median(cpus[base])
         print(f"the demo ledger (3 releases), {args.runs} fresh processes each, interleaved with check; "
               f"load average {before} before, {after} after (1, 5, 15 min) on {os.cpu_count()} cores")
-        print(f"  {'command':24} {'wall s':>7} {'check':>7} {'ratio':>6} {'CPU s':>7} {'check':>7} {'ratio':>6}"
-              f"  target <= {TARGET}x  largest import (cumulative ms); unneeded modules loaded")
+        print(f"  {'command':24} {'wall s':>7} {'check':>7} {'ratio':>6} {'min s':>6} {'check':>6} {'ratio':>6} "
+              f"{'CPU s':>7} {'check':>7} {'ratio':>6}  target <= {TARGET}x (min wall and CPU)  "
+              "largest import (cumulative ms); unneeded modules loaded")
+        base_min = min(walls[base])
         for name, argv in COMMANDS.items():
             wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
             top, packages = imports(["-m", "ledger", "--db", f"sqlite:///{work / 'ledger.db'}", *argv], work)
             largest = f"{top[0][1]} {top[0][0] / 1000:.0f}" if top else "-"
             unneeded = sorted(p for p in packages if p in UNNEEDED) or ["none"]
-            verdict = "met" if max(wall / base_wall, cpu / base_cpu) <= TARGET else "MISSED"
-            print(f"  {name:24} {wall:7.3f} {base_wall:7.3f} {wall / base_wall:5.2f}x {cpu:7.3f} {base_cpu:7.3f} "
-                  f"{cpu / base_cpu:5.2f}x  {verdict:15} {largest}; {', '.join(unneeded)}")
+            least = min(walls[name])
+            # (the median wall of a loaded machine is mostly the other processes': the minimum and
+            # the CPU seconds are this command's own)
+            verdict = "met" if max(least / base_min, cpu / base_cpu) <= TARGET else "MISSED"
+            print(f"  {name:24} {wall:7.3f} {base_wall:7.3f} {wall / base_wall:5.2f}x {least:6.3f} {base_min:6.3f} "
+                  f"{least / base_min:5.2f}x {cpu:7.3f} {base_cpu:7.3f} {cpu / base_cpu:5.2f}x  {verdict:15} "
+                  f"{largest}; {', '.join(unneeded)}")
         print(f"  load average at the end: {load()}")
 
 

@@ -108,7 +108,8 @@ def report(
     chromium = None
     if chosen_format == "pdf":
         chromium = find_chromium("--format" if format is not None else "--out")
-    with store.read_session(open_engine()) as session:  # (as read_light, with the chain's length)
+    engine = open_engine()  # (opened once: its schema checked once)
+    with store.read_session(engine) as session:  # (as read_light, with the chain's length)
         snapshot = store.write_context(session)
         alongside = store.last_event(session)[0] > ALONGSIDE_FROM
     chosen = choices.pick_dataset(snapshot, dataset)
@@ -126,7 +127,7 @@ def report(
     helpers: list[RegisterAlongside] = []  # the register is written alongside from as soon as the index is read
     with progress(f"writing the {chosen_format} report"), paused_gc(), _closing(helpers):
         try:
-            with store.read_session(open_engine()) as session:
+            with store.read_session(engine) as session:
                 count = release_count(session, chosen.name)
                 # past the threshold (now, as `build_report` decides it at any --as-of), the page
                 # summarises, and is computed from the accounting rows: no release decoded but those
