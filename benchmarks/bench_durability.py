@@ -18,8 +18,14 @@ names a server), in the same run:
     again from one pipeline process through the Python API (`ledger.api.open(url).record(path)`),
     which pays the imports once.
 
-(e) --planned releases recorded one by one, none published (a plan declared in advance,
-    so caps at a delta are decided with the PLD accountant too), beside (b).
+(e) --planned releases recorded one by one, none published (planned: the default status, a
+    reservation every cap decides as it decides a published release), beside (b).
+
+--planned-vs-published N: instead, N planned and N published releases (the same ones), each
+one by one into a fresh ledger of its own by a process of its own (the accountants' memos are
+per process), alternately (a planned record, then a published one), so both meet the same
+load: the medians per record, wall and CPU, and their ratio (target: planned within 1.2x of
+published).
 (f) SQLite: the very statements (a) executed, captured and replayed by raw sqlite3 on a copy
     of the same fresh ledger, one transaction per release, same durability: the disk's limit
     for *this* transaction (a release row, its accounting and read rows, the audit event, the
@@ -99,8 +105,7 @@ def builder(entries):
 def record_one_by_one(engine, n: int, prefix: str = "one", published: bool = True) -> float:
     """n releases, one transaction each. Published releases (what a pipeline records as it
     publishes): every cap at a delta is decided by its filters (the adaptive case, DESIGN 2.10).
-    Planned ones, none published: a plan declared in advance, so the caps at a delta are also
-    decided with the PLD accountant (a PLD composition per cap touched, before and after)."""
+    Planned ones, none published: reservations, every cap decided by the same filters."""
     rng = random.Random(5)
     entries = [release_entry(rng, f"{prefix}{k:06d}") for k in range(n)]
     if published:
@@ -202,6 +207,63 @@ def planned_case(url: str, n: int) -> tuple[int, float]:
         return n, record_one_by_one(engine, n, "plan", published=False)
     finally:
         engine.dispose()
+
+
+def _recorder(url: str, entries: list[dict], published: bool, channel) -> None:
+    """In a process of its own (its own caches: the accountants memoise figures of states, and
+    two ledgers fed the same releases in one process would share them): each release recorded
+    one by one when the parent says so; its (wall, CPU) seconds sent back."""
+    engine = fresh_ledger(url)
+    for entry in entries:
+        one = dict(entry)
+        if published:
+            one.update(status="published", published_at="2026-01-01T00:00:00Z")
+        channel.recv()
+        wall, cpu = time.perf_counter(), time.thread_time()
+        operations.record(engine, builder([one]), "bench")
+        channel.send((time.perf_counter() - wall, time.thread_time() - cpu))
+    engine.dispose()
+    channel.close()
+
+
+def planned_vs_published(n: int) -> None:
+    """--planned-vs-published: the same n releases recorded one by one as planned into one fresh
+    ledger and as published into another, each by a process of its own, alternately (one record
+    here, then one there); per-record medians and their ratio."""
+    import multiprocessing
+
+    rng = random.Random(5)
+    entries = [release_entry(rng, f"one{k:06d}") for k in range(n)]
+    context = multiprocessing.get_context("fork")
+    with tempfile.TemporaryDirectory(dir=Path(__file__).resolve().parent) as directory:
+        channels, processes = {}, []
+        for name in ("planned", "published"):
+            here, there = context.Pipe()
+            process = context.Process(target=_recorder, args=(f"sqlite:///{directory}/{name}.db", entries,
+                                                               name == "published", there))
+            process.start()
+            channels[name] = here
+            processes.append(process)
+        walls: dict[str, list[float]] = {name: [] for name in channels}
+        cpus: dict[str, list[float]] = {name: [] for name in channels}
+        before = load()
+        for _ in entries:
+            for name, channel in channels.items():
+                channel.send("go")
+                wall, cpu = channel.recv()
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+        for process in processes:
+            process.join()
+    print(f"SQLite, {n:,} releases one by one against 20 caps, planned and published alternately, each into a "
+          f"fresh ledger by a process of its own  [{before} before; {load()} after]")
+    for name in channels:
+        print(f"  {name:9}: per record median {ms(walls[name]):.2f} ms (mean {sum(walls[name]) / n * 1000:.2f}), "
+              f"CPU {ms(cpus[name]):.2f} ms")
+    wall = ms(walls["planned"]) / ms(walls["published"])
+    cpu = ms(cpus["planned"]) / ms(cpus["published"])
+    print(f"  planned / published: {wall:.2f}x wall, {cpu:.2f}x CPU  [target <= 1.2x: "
+          f"{'met' if max(wall, cpu) <= 1.2 else 'MISSED'}]")
 
 
 def record_as_one_file(engine, n: int) -> float:
@@ -373,8 +435,8 @@ def report(backend: str, n: int, walls: list[float], cpus: list[float], bare: li
               f"floor; (a) is {one / replayed:.2f}x it)")
     if planned[0]:
         per = planned[1] / planned[0] * 1000
-        print(f"  (e) planned releases one by one (a plan declared in advance: caps at a delta also by the PLD "
-              f"accountant), {planned[0]:,}: {per:.2f} ms each; {per / bare_each:.2f}x the bare loop")
+        print(f"  (e) planned releases one by one (reservations), {planned[0]:,}: {per:.2f} ms each; "
+              f"{per / bare_each:.2f}x the bare loop; {per / (one / n * 1000):.2f}x (a)'s mean")
     print(f"  (c) the same number of releases from one file (one commit): {batch:8.2f} s "
           f"({batch / n * 1000:.3f} ms each; {batch / sum(bare):.2f}x the bare loop)")
     if processes:
@@ -401,12 +463,17 @@ def main() -> None:
                                                          "with main)")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--profile", type=int, default=0, help="profile N records of (a) instead")
+    parser.add_argument("--planned-vs-published", type=int, default=0,
+                        help="instead, N planned and N published releases recorded alternately (target 2)")
     parser.add_argument("--only-a", default=None, help=argparse.SUPPRESS)  # (a baseline run: see baseline_run)
     parser.add_argument("--times", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     n = args.records
     if args.only_a:
         only_a(args.only_a, n, Path(args.times))
+        return
+    if args.planned_vs_published:
+        planned_vs_published(args.planned_vs_published)
         return
     if args.profile:
         if args.postgres and args.no_sqlite:

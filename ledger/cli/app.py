@@ -815,9 +815,9 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
             from ..reporting.accountant_views import TableAccounts
             from ..store.columns import large_table
 
-            wanted = ["basic", "rdp"] + (["pld"] if streamed or accountant == "pld"
-                                         or (accountant is None and n_rel <= 20_000)
-                                         else [])  # as accountant_views.table_accountants chooses
+            # the PLD (information only, never the figure shown) for JSON or `--accountant pld` alone,
+            # as accountant_views.table_accountants chooses
+            wanted = ["basic", "rdp"] + (["pld"] if streamed or accountant == "pld" else [])
             risk, per_variable, wide = large_table(index, chosen.name, at_delta(chosen_delta), chosen_delta,
                                                    TABLE_LARGEST, wanted)
             view = table_view(risk, chosen_delta)

@@ -38,7 +38,7 @@ import typer
 
 from ..operations import choices
 from . import outputs
-from .context import open_engine, parse_date, read_light, state
+from .context import open_engine, parse_date, state
 from ..core.errors import fail
 from ..core.failures import neutralise
 from ..core.lazy import lazy_callable, lazy_module
@@ -68,6 +68,9 @@ FORMATS = ("html", "md", "tex", "csv", "pdf")
 TEMPLATES = {"html": "report.html.j2", "pdf": "report.html.j2", "md": "report.md.j2", "tex": "report.tex.j2"}
 HELPER_TIMEOUT_S = 3600  # a helper process still working this long is given up, and its work done here
 HELPER_POLL_S = 0.5  # how often a wait for a helper looks whether it is still alive
+# Audit events past which the verification and the pairs panel are computed in forked helpers;
+# on a smaller ledger each is a few milliseconds, less than forking a process costs.
+ALONGSIDE_FROM = 500
 CHROMIUM_ENV = "LEDGER_CHROMIUM"  # path of the Chromium used for PDF (default: the system's chromium)
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -105,12 +108,16 @@ def report(
     chromium = None
     if chosen_format == "pdf":
         chromium = find_chromium("--format" if format is not None else "--out")
-    snapshot = read_light()
+    engine = open_engine()  # (opened once: its schema checked once)
+    with store.read_session(engine) as session:  # (as read_light, with the chain's length)
+        snapshot = store.write_context(session)
+        alongside = store.last_event(session)[0] > ALONGSIDE_FROM
     chosen = choices.pick_dataset(snapshot, dataset)
     chosen_delta = choices.parse_delta(delta, chosen)
     charts = chosen_format in ("html", "pdf")
-    _modules_before_fork(charts)
-    chain = VerifyAlongside(state.url)
+    if alongside:
+        _modules_before_fork(charts)
+    chain = VerifyAlongside(state.url, alongside)
     draw = _report.draw_here  # (past the summary threshold: ChartsAlongside, forked below)
     from ..core.progress import progress
 
@@ -120,7 +127,7 @@ def report(
     helpers: list[RegisterAlongside] = []  # the register is written alongside from as soon as the index is read
     with progress(f"writing the {chosen_format} report"), paused_gc(), _closing(helpers):
         try:
-            with store.read_session(open_engine()) as session:
+            with store.read_session(engine) as session:
                 count = release_count(session, chosen.name)
                 # past the threshold (now, as `build_report` decides it at any --as-of), the page
                 # summarises, and is computed from the accounting rows: no release decoded but those
@@ -153,7 +160,8 @@ def report(
                 register = None
                 if chosen_format != "csv" and len(inputs.releases) > _report.summary_from():
                     register = register_target(target, len(inputs.releases))
-                context = _report.build_report(inputs, charts=charts, draw=draw, beside=ForkedCall,
+                context = _report.build_report(inputs, charts=charts, draw=draw,
+                                               beside=ForkedCall if alongside else _report.here,
                                                register_file=None if register is None else register.name)
         finally:
             chain.close()
@@ -580,7 +588,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     if chain is None:
         chain = verify_for_report(session)
     generated_at = generated_at or store.now()
-    wanted = ["basic", "rdp"] + (["pld"] if len(index.releases) <= 20_000 else [])  # as shown_accounts
+    wanted = ["basic", "rdp"]  # the figures shown (shown_accounts); the PLD is information only
     table, per_variable, wide = columns.large_table(index, dataset.name, at_delta(delta), delta,
                                                     _report.LARGEST_LISTED, wanted)
     accounts = TableAccounts(table.variables, per_variable, wide, None)
@@ -933,9 +941,11 @@ class _Helper:
     """A forked helper process and this process's end of a pipe to it; no process where
     fork is not available. The helper's target is called with its own end of the pipe last."""
 
-    def __init__(self, target: Callable, *args):
+    def __init__(self, target: Callable, *args, fork: bool = True):
         self.process = None
         self.channel = None
+        if not fork:
+            return
         import multiprocessing
 
         if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
@@ -989,14 +999,15 @@ class VerifyAlongside:
     total recomputed) takes as long as all the rest, and a machine has more than one core.
     What it verifies: `verify_for_report` (since the verified head, when the ledger has one).
 
-    Calling it gives the ChainStatus. Where fork is not available, or the child fails,
-    the verification runs here, in this process, when it is asked for.
+    Calling it gives the ChainStatus. Where fork is not available, or the child fails, or the
+    ledger is small (`fork` False: ALONGSIDE_FROM), the verification runs here, in this
+    process, when it is asked for.
     """
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, fork: bool = True):
         self.url = url
         self.result: ChainStatus | None = None
-        self.helper = _Helper(_verify_child, url)
+        self.helper = _Helper(_verify_child, url, fork=fork)  # (not `fork`: verified here when asked)
 
     def __call__(self) -> ChainStatus:
         if self.result is None and self.helper.process is not None:

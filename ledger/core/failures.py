@@ -197,7 +197,9 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 def neutralise(text: str) -> str:
     """Control characters made visible (`\\x1b`), so no text can drive a terminal."""
-    if text.isprintable():  # (every character _CONTROL finds is not printable: the common case, fast)
+    # every character _CONTROL finds is not printable: the common case, fast (a newline is not
+    # printable either, so text of many lines is looked at line by line, still at C speed)
+    if text.isprintable() or all(map(str.isprintable, text.split("\n"))):
         return text
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 256
                         else f"\\u{ord(m.group(0)):04x}", text)

@@ -83,13 +83,12 @@ class TableAccounts:
 
 
 def table_accountants(index, table, delta: Fraction, accountant: str | None, every: bool = False) -> TableAccounts:
-    """The total row by accountant: basic and rdp always, pld when asked (or for JSON)."""
-    wanted = ["basic", "rdp"]
-    if every or accountant == "pld" or accountant is None:
-        wanted.append("pld")
-    if accountant is None and not every and len(table.releases) > 20_000:
-        wanted.remove("pld")  # the default on a very large table: basic and rdp (pld: --accountant pld)
-    per_variable, wide = accountants.table_figures(index, table, delta, wanted)
+    """The total row by accountant: basic and rdp always, pld when asked (or for JSON). The
+    default text shows the smallest valid figure, never the PLD (information only), so it
+    composes none (a figure marked not computed stands in its place)."""
+    wanted = ["basic", "rdp", "pld"]
+    per_variable, wide = accountants.table_figures(index, table, delta, wanted,
+                                                   invalid_pld=every or accountant == "pld")
     return TableAccounts(table.variables, per_variable, wide, accountant)
 
 
@@ -158,8 +157,9 @@ class ShownPairs:
 
 def best_pair_grid(index, delta: Fraction, grid, colour):
     """The pair grid and its colours with every cell (diagonal included) the smallest valid
-    figure of basic and rdp, as `pairs` and `subset A B` print them (rdp over arrays)."""
-    rdp = accountants.pair_rdp(index, delta, grid)
+    figure of basic and rdp, as `pairs` and `subset A B` print them (rdp over arrays). No PLD
+    figure is composed: it is information only, never the one shown."""
+    rdp = accountants.pair_rdp(index, delta, grid, pld_limit=0)
     return ShownPairs(index, delta, grid, rdp), shown_pair_floats(grid, rdp, colour)
 
 
@@ -196,7 +196,7 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
 
             if grid is None:
                 grid = index.pair_matrix(at_delta(delta))
-            rdp = accountants.pair_rdp(index, delta, grid)
+            rdp = accountants.pair_rdp(index, delta, grid, pld_limit=0)  # (the PLD is never shown)
             shown = shown_pair_floats(grid, rdp, epsilon_floats(grid, delta, index.allowance))
             names = list(index.variables)
             ids = np.asarray([names.index(name) for name in head.protected])

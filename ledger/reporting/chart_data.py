@@ -1,5 +1,6 @@
 """What the report's two charts are drawn from: the loss on every pair of variables
-(`Pairs`) and cumulative epsilon per variable over time (`Timeline`).
+(`Pairs`, its colours by accounting.grid_figures.epsilon_floats) and cumulative epsilon per variable over time
+(`Timeline`).
 
 Both report.py (which computes them) and charts.py (which draws them) import this
 module, so neither imports the other. report.py re-exports the three classes.
@@ -9,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
-
+from typing import TYPE_CHECKING, Any
 
 from ..core.numbers import Number, is_infinite
 from ..core.lazy import lazy_module
+
+if TYPE_CHECKING:
+    pass
 
 np = lazy_module("numpy")  # imported on first use (issue 13)
 
@@ -86,3 +89,5 @@ class Timeline:
     svg: str
     caps: tuple[tuple[str, float], ...] = ()  # (cap name, its epsilon limit, rounded down): drawn as lines
     public: tuple[str, ...] = ()  # variables classified public: their ∞ is drawn neutrally
+
+

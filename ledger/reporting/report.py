@@ -1730,8 +1730,3 @@ def cks_floats(rho: np.ndarray, delta: np.ndarray) -> np.ndarray:
     from ..accounting.accountants import cks_floats as over_arrays
 
     return over_arrays(rho, delta)
-
-
-def _up(values: np.ndarray) -> np.ndarray:
-    """Nudge float bounds up past rounding error (accounting._up, over arrays)."""
-    return np.nextafter(values * (1 + 1e-12), np.inf)

@@ -141,15 +141,19 @@ def table_view(table: RiskTable, delta: Fraction, rows: Sequence[int] | None = N
     converted = converts([table.values[i] for i in used] + spends[len(table.values):])
     shown = range(len(table.releases)) if rows is None else rows
     value_epsilon = [v.own_epsilon(delta, table.allowance) for v in table.values]  # (each a release's own charge)
+    epsilon_of = value_epsilon.__getitem__
+    picked = list(shown)
+    cells = table.cells[picked].tolist() if picked else []  # (Python ints: a row is one map, not a loop)
+    wide = np.asarray(table.dataset_wide)[picked].tolist() if picked else []
     rows = tuple(
         TableRow(
             release=release.id,
             title=release.title,
             status=release.status.value,
-            values=tuple(value_epsilon[i] for i in table.cells[r]),
-            dataset_wide=value_epsilon[table.dataset_wide[r]],
+            values=tuple(map(epsilon_of, cells[k])),
+            dataset_wide=value_epsilon[wide[k]],
         )
-        for r, release in ((r, table.releases[r]) for r in shown)
+        for k, release in enumerate(table.releases[r] for r in picked)
     )
     return TableView(
         dataset=table.dataset,
@@ -199,16 +203,26 @@ def cell_text(value: Number) -> str:
 def text_table(view: TableView, total_label: str = "All releases") -> str:
     """Plain-text Table 1, the layout of Tan's paper plus the whole-dataset column."""
     header = ["Release", *[f"{{{name}}}" for name in view.variables], "whole dataset"]
-    body = [[row.release, *map(cell_text, row.values), cell_text(row.dataset_wide)] for row in view.rows]
+    # A table of 10,000 releases has a million cells and a few distinct values: each value is
+    # formatted once, by identity (the view holds every one alive while this runs).
+    texts: dict[int, str] = {}
+
+    def text(value: Number) -> str:
+        found = texts.get(id(value))
+        if found is None:
+            found = texts[id(value)] = cell_text(value)
+        return found
+
+    def texts_of(values) -> list[str]:
+        found = list(map(texts.get, map(id, values)))  # (over the row at C speed once its values are known)
+        return [text(value) for value in values] if None in found else found
+
+    body = [[row.release, *texts_of(row.values), text(row.dataset_wide)] for row in view.rows]
     body.append([total_label, *map(cell_text, view.total), cell_text(view.total_dataset_wide)])
-    widths = [max(len(line[k]) for line in [header, *body]) for k in range(len(header))]
-
-    def fmt(line):
-        return "| " + " | ".join(cell.ljust(width) for cell, width in zip(line, widths)) + " |"
-
+    widths = [max(map(len, column)) for column in zip(header, *body)]
+    line = "| " + " | ".join(f"{{:<{width}}}" for width in widths) + " |"  # (str.ljust, as one format)
     rule = "|" + "|".join("-" * (width + 2) for width in widths) + "|"
-    lines = [fmt(header), rule, *map(fmt, body[:-1]), fmt(body[-1])]
-    return "\n".join(lines)
+    return "\n".join([line.format(*header), rule, *(line.format(*cells) for cells in body)])
 
 
 # --------------------------------------------------------------------------
@@ -216,9 +230,13 @@ def text_table(view: TableView, total_label: str = "All releases") -> str:
 # --------------------------------------------------------------------------
 
 
-def _bytecode_cache():
+def _bytecode_cache(kind: str | None = None):
+    """jinja2's cache of compiled templates; `kind` (md, tex): kept apart from the HTML
+    environment's, as those environments compile with other options (`finalize`)."""
     try:
-        return jinja2.FileSystemBytecodeCache()
+        if kind is None:
+            return jinja2.FileSystemBytecodeCache()
+        return jinja2.FileSystemBytecodeCache(pattern=f"__jinja2_{kind}_%s.cache")
     except (OSError, RuntimeError):  # no usable temporary directory: compile each time
         return None
 
@@ -530,7 +548,8 @@ def report_environment(kind: str = "html") -> jinja2.Environment:
         escape = {"md": markdown_escape, "tex": tex_escape}[kind]
         env = jinja2.Environment(loader=jinja2.FunctionLoader(_load_template), autoescape=False,
                                  undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                                 finalize=escape, keep_trailing_newline=True)
+                                 finalize=escape, keep_trailing_newline=True,
+                                 bytecode_cache=_bytecode_cache(kind))  # (as `environment`'s)
         env.filters["epsilon"] = format_number
         env.tests["infinite"] = is_infinite
     env.filters.update(report_filters())

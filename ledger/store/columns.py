@@ -521,6 +521,9 @@ class ReleaseHead:
     status: Status
 
 
+_STATUS_OF = {status.value: status for status in Status}  # (a dict look-up: Status(text) is ten times slower)
+
+
 class _Releases(Sequence):
     """The index's releases: heads (id, title, status), read when first asked for (only a
     table shows them: all of them for a small table, the rows it shows of a large one,
@@ -556,7 +559,7 @@ class _Releases(Sequence):
             at = {int(self.seqs[r]): r for r in rows}
             for start in range(0, len(rows), 500):
                 for seq, rid, title, status in self._heads(sorted(at)[start:start + 500]):
-                    self.found[at[seq]] = ReleaseHead(rid, title, Status(status))
+                    self.found[at[seq]] = ReleaseHead(rid, title, _STATUS_OF[status])
 
     def __getitem__(self, i):
         if isinstance(i, slice):
@@ -567,7 +570,7 @@ class _Releases(Sequence):
         if found is not None:
             return found
         ids, titles, statuses = self.load()
-        return ReleaseHead(ids[i], titles[i], Status(statuses[i]))
+        return ReleaseHead(ids[i], titles[i], _STATUS_OF[statuses[i]])
 
 
 class _LazyIds:
