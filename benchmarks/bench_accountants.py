@@ -1,4 +1,4 @@
-"""Benchmark of the three accountants (issue 11; a script, not a test).
+"""Benchmark of the three accountants.
 
     .venv/bin/python benchmarks/bench_accountants.py [--releases 100000] [--variables 100] [--history 20000]
 

@@ -1,4 +1,4 @@
-"""Benchmark: budget-checked recording and the pre-release check (issue 3, section 7).
+"""Benchmark: budget-checked recording and the pre-release check.
 
 Prints, each beside a baseline measured in the same run:
   (a) recording 10,000 releases one by one into a SQLite file, each checked

@@ -1,4 +1,4 @@
-"""Benchmark: durable recording against the disk's limit (issue 13, section 3).
+"""Benchmark: durable recording against the disk's limit.
 
     .venv/bin/python benchmarks/bench_durability.py [--records 10000] [--postgres URL]
 
@@ -104,7 +104,7 @@ def builder(entries):
 
 def record_one_by_one(engine, n: int, prefix: str = "one", published: bool = True) -> float:
     """n releases, one transaction each. Published releases (what a pipeline records as it
-    publishes): every cap at a delta is decided by its filters (the adaptive case, DESIGN 2.10).
+    publishes): every cap at a delta is decided by its filters (the adaptive case, docs/explanation/accounting.md).
     Planned ones, none published: reservations, every cap decided by the same filters."""
     rng = random.Random(5)
     entries = [release_entry(rng, f"{prefix}{k:06d}") for k in range(n)]

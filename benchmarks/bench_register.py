@@ -1,4 +1,4 @@
-"""Benchmark: the complete register of a summarised report (issue 13, section 1's report target).
+"""Benchmark: the complete register of a summarised report.
 
     .venv/bin/python benchmarks/bench_register.py [--sizes 100000,1000000] [--baseline main] [--runs 2]
 

@@ -1,4 +1,4 @@
-"""Benchmark: rendering the compliance report (issue 4, section 7).
+"""Benchmark: rendering the compliance report.
 
     .venv/bin/python benchmarks/bench_report.py [--variables 200] [--releases 10000]
 
@@ -21,7 +21,7 @@ Then prints, each beside its target (2-core machine):
     subset query per pair (`LedgerIndex.pairs`) on the first 1,000 pairs, scaled.
 Both ways of computing the pairs are checked to agree on the pairs timed.
 
-Issue 13 (`--scale`): the ledger is kept under benchmarks/.cache/ (built once),
+`--scale`: the ledger is kept under benchmarks/.cache/ (built once),
 and the commands are measured beside the old path, main's code (`--baseline`,
 default `main`: its `ledger` package extracted under the cache and run on the same
 ledger file), each a fresh process, interleaved, as wall seconds, CPU seconds
@@ -189,7 +189,7 @@ def build_ledger(path: Path, n_variables: int, n_releases: int, seed: int = 7) -
                 if action and rng.random() < 0.5:  # the board approves: it recorded none of them
                     operations.change_status(engine, release.id, action, "board")
                 elif release.status.value == "planned" and rng.random() < 0.5 and release.id not in sources:
-                    # (a release others derive from cannot be cancelled, DESIGN 2.5)
+                    # (a release others derive from cannot be cancelled, docs/explanation/model.md#post-processing-and-lineage)
                     operations.change_status(engine, release.id, "cancel", "grace", reason="not needed")
                 elif release.status.value == "published" and rng.random() < 0.002:
                     operations.change_status(engine, release.id, "retract", "edsger", reason="an error found")
@@ -405,7 +405,7 @@ def main() -> None:
     parser.add_argument("--variables", type=int, default=200)
     parser.add_argument("--releases", type=int, default=10_000)
     parser.add_argument("--baseline-pairs", type=int, default=1_000)
-    parser.add_argument("--scale", action="store_true", help="issue 13: (d) and (e) only, on cached ledgers, "
+    parser.add_argument("--scale", action="store_true", help="(d) and (e) only, on cached ledgers, "
                                                              "beside the old path")
     parser.add_argument("--baseline", default="main", help="git ref of the old path (default: main)")
     parser.add_argument("--baseline-max", type=int, default=100_000)

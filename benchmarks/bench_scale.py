@@ -1,4 +1,4 @@
-"""Benchmark: every command on ledgers of 10k, 100k and 1M releases (issue 13, section 5).
+"""Benchmark: every command on ledgers of 10k, 100k and 1M releases.
 
     .venv/bin/python benchmarks/bench_scale.py [--sizes 10000,100000,1000000] [--baseline REF]
                                                [--only subset,table] [--build-only] [--cache DIR]
@@ -243,7 +243,7 @@ def commands(directory: Path, out: Path, label: str, middle: str = AS_OF) -> dic
         "record a file (1,000 releases, one commit)": ["record", str(batch_file(directory, f"batch-{stamp}", 1000))],
         "audit verify --since-checkpoint (1,000 events)": ["audit", "verify", "--since-checkpoint"],
         "report html": ["report", "--format", "html", "--out", str(out)],
-        # (issue 13, section 1) the ledger as it stood now: every release counted, the same figures
+        # the ledger as it stood now: every release counted, the same figures
         "cap list --as-of": ["cap", "list", "--as-of", AS_OF],
         "report html --as-of": ["report", "--format", "html", "--out", str(out), "--as-of", AS_OF],
         # every release listed (output the size of the history; memory one page's), and the
@@ -251,7 +251,7 @@ def commands(directory: Path, out: Path, label: str, middle: str = AS_OF) -> dic
         "releases": ["releases"],
         "releases --json": ["releases", "--json"],
         "export registry (tier 3)": ["export", "registry", "--tier", "3", "--out", str(out.with_suffix(".yaml"))],
-        # (issue 13) the ledger halfway through its history, and the meeting pack of the second half
+        # the ledger halfway through its history, and the meeting pack of the second half
         "report html --as-of (midway)": ["report", "--format", "html", "--out", str(out), "--as-of", middle],
         "report html --since (midway)": ["report", "--format", "html", "--out", str(out), "--since", middle],
     }

@@ -1,5 +1,4 @@
-"""Where a report's CPU goes: `report --format html`'s steps timed one by one in one process
-(issue 13, section 4). Run by `bench_report.py --scale --phases` for this branch and the old
+"""Where a report's CPU goes: `report --format html`'s steps timed one by one in one process. Run by `bench_report.py --scale --phases` for this branch and the old
 path (its package first on PYTHONPATH), or alone:
 
     PYTHONPATH=. .venv/bin/python benchmarks/report_phases.py LEDGER.db

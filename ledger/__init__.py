@@ -45,8 +45,7 @@ _ERRORS = ("InputErrors", "LedgerError", "Refused")
 
 def __getattr__(name: str):
     """Everything here is imported on first use: the API (and with it the ORM), so the command
-    line's `--help` does not pay for it, and the records, so `--version` pays for nothing
-    (issue 13, section 2)."""
+    line's `--help` does not pay for it, and the records, so `--version` pays for nothing."""
     if name in _RECORDS:
         from .core import records
 

@@ -4,7 +4,7 @@
 by its own search over the Renyi order (a dense grid, then a local refinement),
 so tests can check `ledger.accounting.spend.cks_epsilon` without calling it.
 `reference_filter` evaluates a subset's running figure at a delta, the smallest of the
-statements DESIGN 2.10 allows with the delta split among them in advance (half of it, the
+statements docs/explanation/accounting.md allows with the delta split among them in advance (half of it, the
 allowance `REFERENCE_ALLOWANCE`, kept for the approximate releases' deltas; the Rényi filter at 22
 fixed orders at 1/44 each; the pure sum free), from the closed forms, so tests can check
 `Spend.epsilon` without calling it. A cap at a delta is one filter (docs/explanation/
@@ -143,7 +143,7 @@ def _reference_cap_order(epsilon: float, delta: float) -> float:
 
 
 # --------------------------------------------------------------------------
-# A ledger database on each backend (issue 3, section 6)
+# A ledger database on each backend
 # --------------------------------------------------------------------------
 
 POSTGRES_ENV = "LEDGER_TEST_POSTGRES_URL"

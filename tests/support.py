@@ -89,7 +89,7 @@ def cli_ok(url: str, *args) -> Run:
 def tick_ledger_clock(monkeypatch, start=None) -> None:
     """Every step the ledger stamps a minute after the one before, from `start` (default 2026-01-01
     09:00 UTC): the ledger keeps whole seconds, so steps run in one second would be simultaneous,
-    and a publication at its plan's moment is not after it (DESIGN 2.10's cases read the order)."""
+    and a publication at its plan's moment is not after it (docs/explanation/accounting.md's cases read the order)."""
     from datetime import UTC, datetime, timedelta
 
     from ledger.store import database as store

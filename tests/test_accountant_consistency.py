@@ -1,4 +1,4 @@
-"""The same answer to the same question in every command (issue 11, DESIGN 2.4, 2.10).
+"""The same answer to the same question in every command.
 
 `headroom` is derived from the decision `record` makes: a release at the printed headroom
 is admitted and one slightly above it is refused. Monotonicity: adding a release never
@@ -126,7 +126,7 @@ def test_pairs_print_the_figures_subset_prints(ledger):
 
 
 # --------------------------------------------------------------------------
-# Monotonicity (issue 11, section 2): a property over random ledgers
+# Monotonicity: a property over random ledgers
 # --------------------------------------------------------------------------
 
 from datetime import UTC, datetime, timedelta  # noqa: E402
@@ -287,7 +287,7 @@ def sequences(draw):
 @settings(max_examples=60, deadline=None)
 @given(sequences(), st.sampled_from([F(1, 10**6), F(1, 10**9)]))
 def test_one_release_at_a_time_no_figure_ever_falls(releases, delta):
-    """Issue 11: adding a release never lowers a figure, strictly (no tolerance): the printed best
+    """Adding a release never lowers a figure, strictly (no tolerance): the printed best
     figure, each accountant's own figure (PLD included, valid or not), and every cap's filter
     figure, on every subset; and `check` can never refuse A while `record` admits A + B."""
     caps = filter_caps(delta)
@@ -490,7 +490,7 @@ def test_the_report_names_the_filter_behind_a_cap_figure(ledger):
 
 
 def test_the_reports_notion_line_names_the_accountants_that_decided(ledger):
-    """Issue 11: the Notion line says which accountants' figures the report prints, not "basic
+    """The Notion line says which accountants' figures the report prints, not "basic
     composition" when the Rényi (or PLD) accountant decides the total row."""
     url, tmp = ledger
     out = tmp / "r.md"
@@ -555,7 +555,7 @@ def test_a_caps_state_keeps_no_pld_figure_and_check_decides_by_the_filter(ledger
 
 def test_an_adaptive_subset_shows_the_renyi_filter_figure_its_cap_is_held_to(tmp_path, reference_cks, reference_filter):
     """A release published before 50 Gaussians were recorded: the releases may have been chosen
-    after its output was seen (adaptive, DESIGN 2.10), so the Rényi order cannot be chosen
+    after its output was seen (adaptive, docs/explanation/accounting.md), so the Rényi order cannot be chosen
     afterwards. `subset` gives the Rényi filter's figure (the orders fixed in advance, the delta
     split over them), the one a cap at that delta is decided by. It printed the best order's
     2.1101 as the loss, while the cap held the subset to 2.16 and refused a release `subset`

@@ -1,4 +1,4 @@
-"""The basic, Rényi and PLD accountants per subset (issue 11; DESIGN 2.4, 2.10).
+"""The basic, Rényi and PLD accountants per subset.
 
 Every expected number is computed independently of the ledger: closed forms (the exact
 Gaussian privacy profile of Balle and Wang 2018, randomized response's privacy loss,
@@ -6,7 +6,7 @@ Mironov's Laplace curve), dp_accounting's own accountants as a peer, and the fig
 issue's table. Enforcement: a cap is never admitted past on the strength of the PLD figure,
 whether the plan was recorded in full or release by release.
 
-Every figure holds under full adaptivity (DESIGN 2.10). The delta is split in advance: half of
+Every figure holds under full adaptivity (docs/explanation/accounting.md). The delta is split in advance: half of
 it, the allowance (conftest's REFERENCE_ALLOWANCE), is kept for the approximate releases' deltas;
 the Rényi filter's 22 fixed orders (the basic accountant with a rho, the Rényi accountant) share
 the other half, 1/44 each (conftest's reference_filter). The PLD figure is information only, the
@@ -158,7 +158,7 @@ def test_ten_pure_releases_and_a_declared_rho():
     releases = [declared(i, epsilon=1) for i in range(10)] + [declared(10, rho=F(1, 2))]
     found = figures(releases, F(1, 10**9))
     # basic: at the 22 fixed orders, min(10, 5 a) + a / 2 converted at 1/44 of the delta (statements
-    # fixed in advance, valid for adaptive releases stopped at any moment, DESIGN 2.10; the other
+    # fixed in advance, valid for adaptive releases stopped at any moment, docs/explanation/accounting.md; the other
     # half is the approximate releases' allowance)
     basic = _reference_filter(pure=10, pure_rho=5, rho=0.5, delta=1e-9)
     assert round(basic, 3) == 17.070
@@ -535,7 +535,7 @@ def test_a_subsampled_release_file_records_the_tight_bound(tmp_path):
 
 
 # --------------------------------------------------------------------------
-# Subsampling without replacement in the Rényi accountant (issue 11, section 4)
+# Subsampling without replacement in the Rényi accountant
 # --------------------------------------------------------------------------
 
 

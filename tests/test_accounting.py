@@ -1,4 +1,4 @@
-"""Spend, composition per notion, conversions between notions and relations (DESIGN 2.1, 2.4).
+"""Spend, composition per notion, conversions between notions and relations (docs/explanation/model.md#variables-subsets-and-neighbours, docs/explanation/model.md#composition).
 
 Expected values come from hand computation, from an independent evaluation of
 the Canonne-Kamath-Steinke bound (`reference_cks` in conftest), or from a peer
@@ -99,7 +99,7 @@ def test_approximate_and_zcdp_parts_convert_at_the_filters_half_whatever_the_app
     ],
 )
 def test_mixed_pure_and_rho_enter_each_fixed_order(pure_epsilons, rho):
-    """Statements fixed in advance, each at its share of delta (DESIGN 2.10, adaptive releases stopped
+    """Statements fixed in advance, each at its share of delta (docs/explanation/accounting.md, adaptive releases stopped
     at any moment): at each of 22 fixed Rényi orders, min(pure sum, a * the pure releases' epsilon^2 / 2)
     + a * rho (Bun and Steinke 2016, Prop 3.3), converted at delta / 44 (CKS 2020, Prop 12: half the
     delta is kept for the approximate releases' allowance, the other half split over the 22 orders). Never the
@@ -252,7 +252,7 @@ def test_thousand_gaussian_releases_give_epsilon_22_8451_at_delta_1e_6():
     epsilon = total.epsilon(1e-6)
     # the Rényi orders fixed in advance, 1/44 of the delta each (half the delta is kept for the
     # approximate releases' allowance; the statements hold for adaptive releases stopped at any
-    # moment, DESIGN 2.10): min over the 22 orders a of 5a + ln(1 - 1/a) - (ln(1e-6 / 44) + ln a) / (a - 1),
+    # moment, docs/explanation/accounting.md): min over the 22 orders a of 5a + ln(1 - 1/a) - (ln(1e-6 / 44) + ln a) / (a - 1),
     # 22.8451 (at a = 3: 15 + ln(2/3) - (ln(1e-6 / 44) + ln 3) / 2 = 22.84508)
     closed_form = min(5 * a + math.log1p(-1 / a) - (math.log(1e-6 / 44) + math.log(a)) / (a - 1)
                       for a in (1.2, 1.5, 1.8, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 128, 256, 512, 1024))

@@ -1,4 +1,4 @@
-"""Issue 13, section 1: the accountants of issue 11 read the stored accounting rows.
+"""The accountants read the stored accounting rows.
 
 Each release's accounting event and its recording and publication moments are kept in
 its accounting row (schema 6). The figures `table` and `subset` print from those rows
@@ -84,7 +84,7 @@ def ledgers(draw):
         entry = {"id": f"r{i}", "reads": sorted(reads), **KINDS[kind](epsilon, reads)}
         if family is not None and kind != "exact":
             entry["family"] = family
-            entry["part"] = f"part {i}"  # (each member on a part of its own: DESIGN 2.6)
+            entry["part"] = f"part {i}"  # (each member on a part of its own: docs/explanation/model.md#families)
         entries.append(entry)
         # (status, recorded second or None, published second or None, published later by a status change)
         status = draw(st.sampled_from([Status.PLANNED, Status.APPROVED, Status.PUBLISHED, Status.RETRACTED,
@@ -382,7 +382,7 @@ releases:
 
 
 def test_a_ledger_of_schema_6_charges_its_subsampled_releases_through_the_sampling_event(ledger_url, tmp_path):
-    """Issue 11, section 4: schema 6 charged a subsampled Laplace release through its amplified
+    """Schema 6 charged a subsampled Laplace release through its amplified
     guarantee (no event on its row); the schema 7 upgrade gives the row its sampling event, once,
     with an audit event; the figures are then the ones a new ledger prints, and `audit verify` agrees."""
     url = ledger_url

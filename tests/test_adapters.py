@@ -1,4 +1,4 @@
-"""Adapters (issue 14): releases recorded straight from OpenDP, dp_accounting and
+"""Adapters: releases recorded straight from OpenDP, dp_accounting and
 diffprivlib, against the real libraries. Expected figures are closed forms
 (Laplace: sensitivity / scale; Gaussian: rho = sensitivity^2 / (2 sigma^2)) or
 the library's own accountant."""
@@ -46,7 +46,7 @@ def test_opendp_laplace_count_is_pure_add_remove(book):
     assert (g.notion, g.relation, g.protects) == (Notion.PURE, Relation.ADD_REMOVE, frozenset({"age"}))
     assert g.epsilon >= Fraction(1, 2) and float(g.epsilon) == pytest.approx(0.5)  # sensitivity 1 / scale 2
     book.record(release)
-    # an add-remove guarantee bounds replacement by group privacy: 2 epsilon (DESIGN 2.1)
+    # an add-remove guarantee bounds replacement by group privacy: 2 epsilon (docs/explanation/model.md#variables-subsets-and-neighbours)
     assert book.subset(["age"]).epsilon == pytest.approx(1.0)
 
 

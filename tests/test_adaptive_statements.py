@@ -2,7 +2,7 @@
 
 The ledger cannot see which outputs a steward looked at before choosing the next step, so every
 figure must hold for a history chosen adaptively and stopped at a moment chosen from the outputs
-(DESIGN 2.10). The scenarios are Gaussian releases on one subset: after each output the history
+(docs/explanation/accounting.md). The scenarios are Gaussian releases on one subset: after each output the history
 may stop (publish what it has) or go on; the ledger prints a figure after every step. The largest
 spend of any stopping rule against those printed figures, E[(1 - e^(eps_tau - L_tau))+], is
 computed exactly (tests/stopping_rules.py: backward induction on a grid of the privacy loss, the

@@ -1,4 +1,4 @@
-"""Fully adaptive workflows never make the ledger print less than what was spent (DESIGN 2.10).
+"""Fully adaptive workflows never make the ledger print less than what was spent (docs/explanation/accounting.md).
 
 A hypothesis `RuleBasedStateMachine` is a steward working through the command line: it reserves
 releases (pure, rho, (epsilon, delta); some recorded through the Python API as computed
@@ -9,7 +9,7 @@ whose deltas take a subset just below or just past the allowance, and takes some
 client clock 10 minutes behind. Every step is taken on two SQLite ledgers, `main` (the skewed
 steps) and `twin` (always on time). A pure cap on {z} refuses some steps.
 
-The reference is kept here from the steps taken and DESIGN 2.10, never read from the ledger:
+The reference is kept here from the steps taken and docs/explanation/accounting.md, never read from the ledger:
 - charged: every release whose output exists (run, recorded as computed, or published),
   cancelled or not. No valid running figure is below their loss had the plan been fixed in
   advance, bounded below in closed form (`spent_at_least`: the worst neighbours' event that every
@@ -26,7 +26,7 @@ The reference is kept here from the steps taken and DESIGN 2.10, never read from
   and of a reservation never run frees it.
 
 A record whose own reads stay within the allowance while a wider subset passes it (other
-approximate releases reading the rest) must be refused as well (DESIGN 2.10);
+approximate releases reading the rest) must be refused as well (docs/explanation/accounting.md);
 `test_a_plan_taking_a_wider_subset_past_the_allowance_is_refused` pins that. The machine accepts
 either outcome there, provided the wider subset then shows ∞, so that it keeps exploring.
 """
@@ -72,7 +72,7 @@ EVERYTHING = frozenset(VARIABLES)
 SUBSETS = [frozenset(c) for c in chain.from_iterable(combinations(VARIABLES, k) for k in range(1, 4))]
 DELTA = F(1, 10**9)
 SMALLER_DELTA = DELTA / 10  # a figure stated at a smaller delta than the dataset's
-ALLOWANCE = F(1, 2)  # DESIGN 2.10: the share of a figure's delta the approximate deltas may use
+ALLOWANCE = F(1, 2)  # docs/explanation/accounting.md: the share of a figure's delta the approximate deltas may use
 CAP = F(2)  # a pure cap on {z}: four runs of epsilon 1/2 fill it
 SKEW = timedelta(minutes=10)
 MAX_RELEASES = 10
@@ -116,7 +116,7 @@ class Modelled:
 
     @property
     def charged(self) -> bool:
-        """DESIGN 2.10: charged from the moment an output exists, cancelled or not."""
+        """docs/explanation/accounting.md: charged from the moment an output exists, cancelled or not."""
         return self.computed or self.published
 
     @property
@@ -283,7 +283,7 @@ class AdaptiveSteward(RuleBasedStateMachine):
         return [r for r in self.model.values() if r.held]
 
     def predict(self, new: Modelled) -> str:
-        """What DESIGN 2.10 says of recording `new` now: the cap on {z} holds pure sums only; the
+        """What docs/explanation/accounting.md says of recording `new` now: the cap on {z} holds pure sums only; the
         approximate deltas of every subset must stay within half the dataset's delta."""
         held = self.held()
         if "z" in new.reads:

@@ -1,4 +1,4 @@
-"""The Python API (issue 14): `import ledger` gives the figures the CLI prints.
+"""The Python API: `import ledger` gives the figures the CLI prints.
 
 Expected numbers are Tan's Table 1 (Example 3.6) and closed forms, never the
 code's own output.
@@ -113,7 +113,7 @@ def test_budget_refused_and_nothing_written(book):
 def test_lifecycle_pairs_verify_and_report(book, tmp_path):
     book.record({"dataset": "census", "releases": [
         {"id": "P", "reads": ["sex"], "mechanism": {"name": "laplace", "epsilon": 1}, "status": "planned"}]})
-    # separation of duties (DESIGN 2.12): another person approves and publishes
+    # separation of duties (docs/explanation/model.md#people-duties-and-the-book-of-record): another person approves and publishes
     with acting_as(book.releases()[0].recorded_by):
         assert cli_main(book.url, "role", "grant", "grace", "approver").code == 0
     assert as_person(book, "grace").approve("P").status == ledger.Status.APPROVED

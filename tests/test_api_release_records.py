@@ -1,5 +1,5 @@
 """A `Release` handed to `record` whole (the Python API, an adapter) meets the rules a release file
-meets (DESIGN 2.4, 2.10, 2.12): the recording moment and person are the ledger's own, claims are
+meets (docs/explanation/model.md#composition, docs/explanation/accounting.md, docs/explanation/model.md#people-duties-and-the-book-of-record): the recording moment and person are the ledger's own, claims are
 checked against the parameters, and the lifecycle fields are those a file may state.
 
 Gaussian releases of rho 1/72 under a cap of epsilon 2 at delta 1e-6, a Rényi filter at the one
@@ -91,7 +91,7 @@ def test_a_claim_stronger_than_the_parameters_is_refused(book):
 
 
 def test_the_recorder_is_whoever_records(book):
-    """Separation of duties (DESIGN 2.12): a record naming another recorder is recorded as the
+    """Separation of duties (docs/explanation/model.md#people-duties-and-the-book-of-record): a record naming another recorder is recorded as the
     recording person's, who then may not approve it."""
     book.record(gaussian(0, recorded_by="someone-else"))
     (release,) = book.releases()
@@ -117,7 +117,7 @@ def test_an_adapters_output_published_without_a_date_is_published_as_it_is_recor
 
 
 def test_a_family_member_names_a_recorded_family_and_reads_its_key(tmp_path):
-    """DESIGN 2.6: which records a part holds depends on the key, so a member reads it; a member of
+    """docs/explanation/model.md#families: which records a part holds depends on the key, so a member reads it; a member of
     a family the ledger does not know would be charged as nobody can say."""
     book = ledger.open(f"sqlite:///{tmp_path / 'ledger.db'}", person=front_end("tester", "test"))
     book.add_dataset({"dataset": "d", "variables": [{"name": "a"}, {"name": "k"}]})

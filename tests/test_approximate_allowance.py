@@ -1,4 +1,4 @@
-"""Approximate releases draw their deltas from an allowance fixed in advance (DESIGN 2.10).
+"""Approximate releases draw their deltas from an allowance fixed in advance (docs/explanation/accounting.md).
 
 An (epsilon, delta) release fails outright with probability up to its delta. Half of every delta
 a figure is stated at (spend.ALLOWANCE) is kept for those chances; the statements themselves (the

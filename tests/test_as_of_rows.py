@@ -1,4 +1,4 @@
-"""Issue 13, section 1: `table --as-of`, `subset --as-of` and `cap list --as-of` from the
+"""`table --as-of`, `subset --as-of` and `cap list --as-of` from the
 accounting rows; the report's caps at --as-of and before --since over one index.
 
 The ledger as it stood at a moment T (accounting.history: the releases recorded or

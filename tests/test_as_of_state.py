@@ -1,7 +1,7 @@
 """Every --as-of view shows the dataset and the caps as they stood at T (history.state_as_of).
 
 A question asked at T of a ledger must get the answer the ledger gave at T: the variables
-then, each with its classification then (DESIGN 2.11: public ones leave the protected
+then, each with its classification then (docs/explanation/model.md#public-and-protected-variables: public ones leave the protected
 headline), the groups then, the caps set by then with the limits they had. Each test builds
 one ledger with its whole history (changes after T included) and asks every command at T;
 an independent ledger built from the same steps truncated at T (same clock, same people) is

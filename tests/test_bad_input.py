@@ -1,5 +1,5 @@
 """Bad input is refused cleanly: exit 2, one line naming the file, option or variable and
-the field, and nothing written (README, "Input limits"; DESIGN 2.12 for people).
+the field, and nothing written (README, "Input limits"; docs/explanation/model.md#people-duties-and-the-book-of-record for people).
 
 A survey ledger (ana its admin, bob a steward, carol an approver) is given what a
 careless or hostile steward might write: a JSON text with half a character in it, a

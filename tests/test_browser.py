@@ -220,7 +220,7 @@ def test_only_exact_releases_are_not_protected_and_styled_apart(browser, exact, 
     assert_within_pages(pages)
     assert "| microdata | ∞ (not protected) | ∞ (not protected) | 0 | ∞ (not protected) |" in render(context, "md").decode()
     assert r"\cellcolor{unprotected}$\infty$ (not protected)" in render(context, "tex").decode()
-    # the CSV is numeric: floats (∞ as inf), then the exact columns (issue 12)
+    # the CSV is numeric: floats (∞ as inf), then the exact columns
     assert "microdata,inf,inf,0.0,inf,inf,inf,0,inf" in render(context, "csv").decode()
 
 
@@ -286,7 +286,7 @@ def test_a_dataset_with_200_variables_splits_its_table_and_stays_on_the_page(bro
 
 
 # --------------------------------------------------------------------------
-# Page breaks: nothing orphaned (issue 13, section 4)
+# Page breaks: nothing orphaned
 # --------------------------------------------------------------------------
 
 SECTION_HEADINGS = ("Privacy loss by variable", "Caps", "Cap history", "Every pair of variables",

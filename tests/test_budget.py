@@ -1,5 +1,5 @@
 """Budget caps as pure functions: a cap's spend in its own unit, the status thresholds,
-running totals, the pre-release check and headroom (issue 3, sections 1-3 and 7).
+running totals, the pre-release check and headroom.
 
 Releases and caps are built here as records, with no store. Expected figures are
 computed by hand from the releases' parameters:
@@ -296,7 +296,7 @@ def test_check_reports_current_charge_after_headroom_status_and_drivers(referenc
     assert every.headroom == pytest.approx(10 - after, rel=1e-7)
     assert every.status == "ok"
     assert [rid for rid, _ in every.drivers] == ["b", "a", "c"]  # rho 1/8's figure > 0.5
-    # a release's own charge is the figure of it alone, the same statement as a total's (DESIGN 2.10)
+    # a release's own charge is the figure of it alone, the same statement as a total's (docs/explanation/accounting.md)
     assert dict(every.drivers)["b"] == pytest.approx(reference_filter(rho=1 / 8, delta=1e-9), rel=1e-7)
 
 

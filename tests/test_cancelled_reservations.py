@@ -1,4 +1,4 @@
-"""A cancelled reservation stops counting; the figure is that of the releases left (DESIGN 2.10).
+"""A cancelled reservation stops counting; the figure is that of the releases left (docs/explanation/accounting.md).
 
 A planned release whose output was never computed is a reservation: it counts while planned (a
 figure is what the plan will have spent) and cancelling it frees it. Eight Gaussians (sigma 3,

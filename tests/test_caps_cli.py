@@ -1,4 +1,4 @@
-"""Budget caps through the command line (issue 3): `cap set` / `cap list`, the pre-release
+"""Budget caps through the command line: `cap set` / `cap list`, the pre-release
 `check`, `headroom`, the release lifecycle, refusals, and bad input.
 
 Every test runs on a SQLite file and on a fresh PostgreSQL database (`ledger_url`,
@@ -160,7 +160,7 @@ def clinic(ledger) -> Ledger:
         result = ledger("dataset", "add", ledger.file("clinic.dataset.yaml", CLINIC))
     assert result.code == 0, result.err
     assert "4 caps" in result.out
-    # the people of these tests (DESIGN 2.12): steward, the first user, is the admin; a step run
+    # the people of these tests (docs/explanation/model.md#people-duties-and-the-book-of-record): steward, the first user, is the admin; a step run
     # without acting_as is the authenticated person's (the operating-system user, or the database login)
     engine = create_engine(ledger.url)
     try:
@@ -269,7 +269,7 @@ def test_a_cap_below_the_spend_is_accepted_and_over_at_once(spent):
 
 @SQLITE_ONLY
 def test_cap_set_says_at_once_that_the_new_cap_is_over(spent):
-    """Issue 3, section 1: a cap below what is already spent is accepted and reported as
+    """A cap below what is already spent is accepted and reported as
     over at once, by the command that sets it."""
     result = spent("cap", "set", "income", "--epsilon", "0.4")
     assert result.code == 0, result.err
@@ -313,7 +313,7 @@ def test_check_reports_every_touched_cap_by_hand(spent, reference_cks, reference
         assert every["current"] == pytest.approx(before, rel=1e-7)
         assert every["after"] == pytest.approx(after, rel=1e-7)
         assert every["charge"] == pytest.approx(after - before, rel=1e-6)
-    else:  # a tighter valid filter decided (issue 11): never above the basic figure
+    else:  # a tighter valid filter decided: never above the basic figure
         assert every["current"] <= before * (1 + 1e-9) and every["after"] <= after * (1 + 1e-9)
         assert every["case"] == "adaptive" and every["theorem"]
     assert every["headroom"] == pytest.approx(10 - every["after"], rel=1e-7)
@@ -435,7 +435,7 @@ def test_headroom_under_a_pure_cap_is_exact_and_recording_it_fits(spent):
     assert {key: room[key] for key in HEADROOM_FIGURES} == {
         "variables": ["income"], "epsilon": 0.5, "epsilon_exact": "1/2", "epsilon_binding": "income",
         "rho": 0, "rho_exact": "0", "rho_binding": "income",  # a rho release cannot fit under a pure cap
-        "epsilon_accountant": "basic", "rho_accountant": "basic"}  # the pure sum decides (issue 11)
+        "epsilon_accountant": "basic", "rho_accountant": "basic"}  # the pure sum decides
     assert room["mechanism"] == "any" and room["rho_epsilon"] == 0
     text_room = spent("headroom", "income").out
     assert "{income}: largest epsilon 0.5 (binding cap: income)" in text_room

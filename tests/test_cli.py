@@ -2,8 +2,8 @@
 and bad input refused with exit code 2 and nothing written.
 
 Expected figures are computed here by hand from the files' parameters (Tan's
-cost rule, DESIGN 2.3-2.4), with the running figure (the Rényi filter at the 22
-orders fixed in advance, DESIGN 2.10) evaluated by this module's own formulas. Exit codes are
+cost rule, docs/explanation/model.md#the-cost-of-one-release-on-a-subset-2.4), with the running figure (the Rényi filter at the 22
+orders fixed in advance, docs/explanation/accounting.md) evaluated by this module's own formulas. Exit codes are
 those of the console entry point `ledger.cli.app:main`: most tests call it in this
 process (same code path, no interpreter start-up); a representative few run
 `python -m ledger` as a subprocess.
@@ -197,7 +197,7 @@ def test_example_table_json_has_the_documented_shape_and_hand_computed_values(ex
         assert {"release", "values", "dataset_wide"} <= set(row)
     assert {"values", "dataset_wide"} <= set(table["total"])
 
-    # sigma 10, sensitivity 1: rho = 1/200; a release's own cell is the figure of it alone (DESIGN 2.10)
+    # sigma 10, sensitivity 1: rho = 1/200; a release's own cell is the figure of it alone (docs/explanation/accounting.md)
     mean_income = renyi_filter(lambda a: a / 200, 1e-9)
     rows = {row["release"]: row for row in table["rows"]}
     assert rows["income-by-degree"]["values"] == {"degree": 1, "income": 1, "sex": 0}
@@ -213,7 +213,7 @@ def test_example_table_json_has_the_documented_shape_and_hand_computed_values(ex
     assert rows["income-by-degree-rounded"]["dataset_wide"] == 0
 
     # income: pure 1 + 1 and rho 1/200: the smaller of the statements fixed in advance, each at its
-    # share of delta (DESIGN 2.10): at each fixed Rényi order the pure 2 plus a / 200, or the zCDP filter
+    # share of delta (docs/explanation/accounting.md): at each fixed Rényi order the pure 2 plus a / 200, or the zCDP filter
     # of 1/200 plus each pure release as 1^2/2 (Bun-Steinke Prop 3.3)
     income = _reference_filter(pure=2, pure_rho=1, rho=1 / 200, delta=1e-9)
     assert table["total"]["values"]["degree"] == "inf"
@@ -255,7 +255,7 @@ def test_example_subsets(examples_ledger):
     basic = _reference_filter(pure=2, pure_rho=1, rho=1 / 200, delta=1e-9)
     assert income["accountants"]["basic"]["epsilon"] == pytest.approx(basic, rel=1e-9)
     assert income["epsilon"] <= income["accountants"]["basic"]["epsilon"]  # the smallest valid figure
-    # every history is adaptive (DESIGN 2.10): the Rényi filter at the 22 fixed orders, 1/44 of the
+    # every history is adaptive (docs/explanation/accounting.md): the Rényi filter at the 22 fixed orders, 1/44 of the
     # delta each, with the two pure releases of 1 at randomized response's curve (Mironov 2017)
     assert income["case"] == "adaptive" and income["accountant"] in ("basic", "rdp")
     expected = renyi_filter(lambda a: 2 * rr_divergence(a, 1) + a / 200, 1e-9)
@@ -284,7 +284,7 @@ def test_subset_at_another_delta(examples_ledger):
     assert result["delta"] == 1e-6
     basic = result["accountants"]["basic"]["epsilon"]
     assert basic == pytest.approx(_reference_filter(pure=2, pure_rho=1, rho=1 / 200, delta=1e-6), rel=1e-9)
-    assert result["epsilon"] <= basic  # the smallest valid figure (issue 11)
+    assert result["epsilon"] <= basic  # the smallest valid figure
 
 
 # --------------------------------------------------------------------------
@@ -326,7 +326,7 @@ def test_a_fraction_rho_is_kept_exactly(graduates, tmp_path):
     engine.dispose()
     assert guarantee.rho == Fraction(104, 4099)
     listed = invoke(graduates, "releases", "--json").json()
-    assert listed[0]["guarantees"][0]["rho_exact"] == "104/4099"  # the figure shape (issue 9)
+    assert listed[0]["guarantees"][0]["rho_exact"] == "104/4099"  # the figure shape
     assert F(repr(listed[0]["guarantees"][0]["rho"])) >= F(104, 4099)  # a float at or above it
 
 
@@ -372,7 +372,7 @@ def test_costs_derived_from_mechanism_parameters(graduates, tmp_path):
     assert rows["partial"]["degree"] == "inf"  # read, but outside every guarantee
     assert rows["partial"]["sex"] == pytest.approx(1 / 3)
     assert rows["partial"]["*"] == "inf"
-    # a replacement is a removal plus an addition: twice the add/remove epsilon (DESIGN 2.1)
+    # a replacement is a removal plus an addition: twice the add/remove epsilon (docs/explanation/model.md#variables-subsets-and-neighbours)
     assert rows["unbounded-dp"]["degree"] == 0.5
     assert rows["unbounded-claim"]["sex"] == pytest.approx(0.4)
 
@@ -394,7 +394,7 @@ def test_gaussian_sigma_gives_an_exact_rho(graduates, tmp_path):
     assert guarantee.rho == F(2 * 2, 2 * 5 * 5)  # 2/25
     subset = invoke(graduates, "subset", "income", "--json").json()
     assert subset["rho"] == pytest.approx(2 / 25)
-    # a rho at the Rényi orders fixed in advance, 1/44 of the delta each (DESIGN 2.10; the other half
+    # a rho at the Rényi orders fixed in advance, 1/44 of the delta each (docs/explanation/accounting.md; the other half
     # is the approximate releases' allowance: conftest's reference_filter), one release or many
     expected = _reference_filter(rho=2 / 25, delta=1e-9)
     assert subset["accountants"]["basic"]["epsilon"] == pytest.approx(expected, rel=1e-9)
@@ -413,7 +413,7 @@ def test_gaussian_sigma_gives_an_exact_rho(graduates, tmp_path):
 def test_tan_consistent_counts_under_add_remove_costs_double_on_replacement(graduates, tmp_path):
     """The catalogue states a derived guarantee for the mechanism's `relation`. Algorithm 1
     declared with relation add-remove and epsilon 1 is 1-DP for adding or removing a
-    record, so replacing one costs 2 (DESIGN 2.1), as it does for Laplace."""
+    record, so replacing one costs 2 (docs/explanation/model.md#variables-subsets-and-neighbours), as it does for Laplace."""
     record(graduates, tmp_path, """\
         dataset: graduates
         releases:

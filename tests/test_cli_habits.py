@@ -1,4 +1,4 @@
-"""The command line follows its users' habits (issue 14): --version, -h, readable help,
+"""The command line follows its users' habits: --version, -h, readable help,
 --json everywhere with one error shape, "did you mean", postgres:// URLs, report formats
 from --out, the releases table, short excerpts of user files, progress only on a terminal."""
 
@@ -53,7 +53,7 @@ def test_json_on_record_lifecycle_and_refusal(url, tmp_path):
                     " mechanism: {name: laplace, epsilon: 1}}\n", encoding="utf-8")
     run = cli_main(url, "record", plan, "--json")
     assert run.code == 0 and run.json()["recorded"] == ["p"]
-    # separation of duties (DESIGN 2.12): another person approves
+    # separation of duties (docs/explanation/model.md#people-duties-and-the-book-of-record): another person approves
     assert cli_main(url, "role", "grant", "grace", "approver").code == 0
     with acting_as("grace"):
         assert cli_main(url, "approve", "p", "--json").json() == {
@@ -119,7 +119,7 @@ def test_report_format_from_out(url, tmp_path):
 
 def test_postgres_url_spelling(url):
     run = cli_main("postgres://nobody@127.0.0.1:1/none", "table")
-    # issue 10: a refused connection is an operational failure (exit 3), naming the ledger
+    # a refused connection is an operational failure (exit 3), naming the ledger
     assert run.code == 3 and "postgresql+psycopg://nobody@127.0.0.1:1/none" in run.err
 
 

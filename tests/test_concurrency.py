@@ -1,4 +1,4 @@
-"""Atomic enforcement under concurrent stewards (issue 3, section 5; DESIGN 3).
+"""Atomic enforcement under concurrent stewards.
 
 Twenty processes each record a release of epsilon 0.1 reading `income`, capped at
 epsilon 1: exactly ten fit, whatever the interleaving, so exactly ten must succeed

@@ -1,4 +1,4 @@
-"""The cost rule, composition and families on ledgers written in the test (DESIGN 2.3-2.6).
+"""The cost rule, composition and families on ledgers written in the test (docs/explanation/model.md#the-cost-of-one-release-on-a-subset-2.6).
 
 Every expected number is from Tan's paper (Example 3.6, Table 1) or computed
 by hand in the comment beside it.
@@ -124,7 +124,7 @@ def test_tan_subsets_beyond_the_table():
 
 
 # --------------------------------------------------------------------------
-# Exact variables, exact releases, derived releases (DESIGN 2.2, 2.3, 2.5)
+# Exact variables, exact releases, derived releases (docs/explanation/model.md#a-release, docs/explanation/model.md#the-cost-of-one-release-on-a-subset, docs/explanation/model.md#post-processing-and-lineage)
 # --------------------------------------------------------------------------
 
 
@@ -173,7 +173,7 @@ def test_the_smallest_covering_guarantee_is_charged():
 
 
 # --------------------------------------------------------------------------
-# Exactness: ten releases of 0.1 total exactly 1 (DESIGN 2.4, numbers.py)
+# Exactness: ten releases of 0.1 total exactly 1 (docs/explanation/model.md#composition, numbers.py)
 # --------------------------------------------------------------------------
 
 
@@ -192,7 +192,7 @@ def test_ten_releases_of_a_tenth_total_exactly_one(written):
 
 
 # --------------------------------------------------------------------------
-# Families: parallel composition (DESIGN 2.6)
+# Families: parallel composition (docs/explanation/model.md#families)
 # --------------------------------------------------------------------------
 
 
@@ -261,7 +261,7 @@ def test_key_family_where_moving_costs_more_than_staying():
     )
     # stays: max(1/10, 2/3, 2/5) = 2/3, zCDP (2/3)^2 / 2 = 2/9;
     # moves: 1/2 + 1/3 = 5/6, zCDP 1/8 + 1/18 = 13/72; the worst as a whole at the default
-    # delta (issue 9: never the larger of each component, which mixes two alternatives): 5/6
+    # delta: 5/6
     expected = Spend(pure=F(5, 6), pure_rho=F(13, 72))
     assert ledger_cost(members, [family], {"region"}) == expected
     assert LedgerIndex(("region", "income"), members, [family]).subset_cost({"region"}).spend == expected
@@ -354,7 +354,7 @@ def test_the_side_a_release_is_charged_by_is_fixed_even_where_monotonicity_then_
 def test_an_add_remove_guarantee_is_used_whatever_its_place_in_the_list():
     # Each part: pure 1/2 for replacement, and (1/4, 10^-6) for add/remove. Keyed on region, on {region}.
     # Staying (a replacement in one part) may be charged at pure 1/2, or at the add/remove
-    # guarantee doubled by group privacy: (1/2, (1 + e^(1/4)) 10^-6) (DESIGN 2.1).
+    # guarantee doubled by group privacy: (1/2, (1 + e^(1/4)) 10^-6) (docs/explanation/model.md#variables-subsets-and-neighbours).
     # Moving (a removal from one part, an addition to another) is (1/4 + 1/4, 10^-6 + 10^-6).
     # Charging both as approximate DP gives (1/2, (1 + e^(1/4)) 10^-6), better in every way than
     # pure 1/2 next to (1/2, 2 10^-6), whatever order the guarantees are listed in.
@@ -364,7 +364,7 @@ def test_an_add_remove_guarantee_is_used_whatever_its_place_in_the_list():
         family, members = regional_family(guarantees, guarantees)
         got = ledger_cost(members, [family], {"region"})
         assert (got.pure, got.rho, got.approx_epsilon) == (0, 0, F(1, 2)), guarantees[0].relation
-        # issue 9: staying at pure 1/2 and moving at (1/2, 2 10^-6) is the worst as a whole
+        # staying at pure 1/2 and moving at (1/2, 2 10^-6) is the worst as a whole
         # (1/2, 2 10^-6): better than the doubled delta (the componentwise max charged before)
         assert got.approx_delta == F(2, 10**6), guarantees[0].relation
         assert got.approx_delta < F(doubled_delta)

@@ -3,7 +3,7 @@
 - Prop 3.2: the loss is monotone in the subset U;
 - Prop 3.3: the loss is zero on subsets no release reads;
 - Prop 3.4: the loss of two ledgers together is the sum of their losses;
-- the cost rule (DESIGN 2.3) and parallel composition (DESIGN 2.6) against an
+- the cost rule (docs/explanation/model.md#the-cost-of-one-release-on-a-subset) and parallel composition (docs/explanation/model.md#families) against an
   oracle written here from the design text, not from `release_cost`;
 - `LedgerIndex` (arrays) agrees exactly with the reference functions on every
   subset of the variables.
@@ -120,7 +120,7 @@ def ledgers(draw, notions=ALL_NOTIONS, with_families=True, prefix="r", max_relea
 
 
 # --------------------------------------------------------------------------
-# The oracle, from DESIGN 2.1, 2.3 and 2.6
+# The oracle, from docs/explanation/model.md#variables-subsets-and-neighbours, docs/explanation/model.md#the-cost-of-one-release-on-a-subset, docs/explanation/model.md#families
 # --------------------------------------------------------------------------
 
 ZERO_VALUE = (F(0), F(0), F(0), F(0), F(0))
@@ -191,7 +191,7 @@ def charged_choices(candidates, cks) -> set:
 
 
 def charged_side(release: Release, relation: Relation, covering: list) -> tuple[list, bool]:
-    """The covering values of the side a release is charged by (DESIGN 2.10; README, "Which
+    """The covering values of the side a release is charged by (docs/explanation/accounting.md; README, "Which
     guarantee is charged"), and whether it is the (epsilon, delta) side. The side is fixed by the
     release and the subset, since choosing it after the history would spend the delta twice: its
     pure and rho values (a zero value among them) where one covers, else its (epsilon, delta) ones."""
@@ -202,7 +202,7 @@ def charged_side(release: Release, relation: Relation, covering: list) -> tuple[
 
 
 def oracle_release(release: Release, subset: frozenset[str], relation: Relation, cks) -> set:
-    """DESIGN 2.3: the set of costs c_r(U) the rule allows (one element unless guarantees tie)."""
+    """docs/explanation/model.md#the-cost-of-one-release-on-a-subset: the set of costs c_r(U) the rule allows (one element unless guarantees tie)."""
     if not subset & release.reads:
         return {ZERO_VALUE}  # Tan Prop 3.3
     covering = [certified_value(g, relation) for g in release.guarantees if subset & release.reads <= g.protects]
@@ -224,7 +224,7 @@ def largest(values):
 
 
 def oracle_release_any(release: Release, subset: frozenset[str], cks, relation=Relation.REPLACE) -> set:
-    """DESIGN 2.3 read as "any covering guarantee is a valid cost": every undominated one."""
+    """docs/explanation/model.md#the-cost-of-one-release-on-a-subset read as "any covering guarantee is a valid cost": every undominated one."""
     if not subset & release.reads:
         return {ZERO_VALUE}
     covering = {certified_value(g, relation) for g in release.guarantees
@@ -238,15 +238,15 @@ def oracle_release_any(release: Release, subset: frozenset[str], cks, relation=R
 
 
 def oracle_family(family: Family, members, subset: frozenset[str], cks) -> set:
-    """DESIGN 2.6, over every allowed choice of the members' costs: each choice gives the
+    """docs/explanation/model.md#families, over every allowed choice of the members' costs: each choice gives the
     set of alternatives the adversary picks from (the worst member as a whole, never a
-    componentwise maximum; issue 9), as a frozenset (frozenset({None}) for ∞)."""
+    componentwise maximum), as a frozenset (frozenset({None}) for ∞)."""
     replace = [oracle_release_any(m, subset, cks, Relation.REPLACE) for m in members]
     if not any(subset & m.reads for m in members):
         return {frozenset({ZERO_VALUE})}
     if family.partition is None or not family.partition & subset:
         return {adversary(choice) for choice in product(*replace)}  # the change stays in one part
-    # a move takes the whole record: add/remove on everything the member reads (issue 9)
+    # a move takes the whole record: add/remove on everything the member reads
     add_remove = [oracle_release_any(m, frozenset(m.reads), cks, Relation.ADD_REMOVE) for m in members]
     results = set()
     for stays_choice, moves_choice in product(product(*replace), product(*add_remove)):
@@ -261,7 +261,7 @@ def adversary(values) -> frozenset:
 
 
 def oracle_epsilon(value, delta, cks) -> float:
-    """DESIGN 2.4 and 2.10 on a composed value (pure, approx eps, approx delta, rho, pure as rho):
+    """docs/explanation/model.md#composition, docs/explanation/accounting.md on a composed value (pure, approx eps, approx delta, rho, pure as rho):
     approximate deltas within the allowance of delta (else ∞), their epsilons added; with rho, the
     statements at the fixed Rényi orders, each at 1/44 of delta (conftest's reference_filter)."""
     if value is None:
@@ -317,7 +317,7 @@ def matches(spend: Spend, value) -> bool:
 
 
 def stated_as(spend: Spend, option, delta, cks) -> bool:
-    """The total the adversary's pick among `option` is stated as (DESIGN 2.6): the largest
+    """The total the adversary's pick among `option` is stated as (docs/explanation/model.md#families): the largest
     pure epsilon when every one is pure; else the value no smaller in any component than every other one, when there is one (valid at every delta);
     otherwise (epsilon*, delta*) at the allowance's share delta* of `delta` (half), epsilon* the
     largest figure at delta*, which is all that is true of every alternative (a pure label would

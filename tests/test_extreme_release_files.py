@@ -1,4 +1,4 @@
-"""Bad input is answered with exit 2, never with an arithmetic error (issue 9, section 6).
+"""Bad input is answered with exit 2, never with an arithmetic error.
 
 A hypothesis fuzz test over release files with extreme values: epsilon up to 1e6 and
 down to 1e-300, delta down to 1e-300, rho up to 1e6, fractions with 300-digit

@@ -1,4 +1,4 @@
-"""A keyed family's move costs in a cap's running state, on every path (DESIGN 2.6).
+"""A keyed family's move costs in a cap's running state, on every path (docs/explanation/model.md#families).
 
 A record moving between the parts of a family keyed on a variable of the subset changes what
 every member releases, so the family is charged with every member's add/remove guarantee, as

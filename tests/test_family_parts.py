@@ -1,4 +1,4 @@
-"""A family member names its part of the records (DESIGN 2.6; U3 of the adversarial review).
+"""A family member names its part of the records (docs/explanation/model.md#families; U3 of the adversarial review).
 
 A family's members are charged in parallel: the family costs its worst member, which is valid only
 for releases on disjoint parts of the records. Two releases on one part compose sequentially (their
@@ -9,7 +9,7 @@ PostgreSQL) or by another release of the same record. A cancelled member frees i
 retracted one was published and still holds it. A member recorded before parts were named is its
 own part (its id), and its audit event, written without a part, still verifies.
 
-The figures asserted are the closed forms of pure epsilon composition (Tan, Prop 3.4; DESIGN 2.6):
+The figures asserted are the closed forms of pure epsilon composition (Tan, Prop 3.4; docs/explanation/model.md#families):
 members on parts north (1) and south (1/2) cost max(1, 1/2) = 1; a release on north outside the
 family adds its 1: 2.
 """
@@ -147,7 +147,7 @@ def test_a_retry_of_a_recorded_member_is_not_refused_by_its_own_part(survey, tmp
     path = write(tmp_path, "one.yaml", releases(member("m1", "region=north", "1")))
     ok(run(survey, "record", path))
     before = dump_tables(survey)
-    ok(run(survey, "record", path))  # the same release again: a no-op (issue 12 section 5)
+    ok(run(survey, "record", path))  # the same release again: a no-op
     assert dump_tables(survey) == before
     assert income(survey) == 1
 

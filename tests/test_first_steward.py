@@ -209,7 +209,7 @@ def test_the_report_states_the_whole_dataset_as_table_does(tmp_path):
     table = cli_main(url, "table", "--json").json()
     shown = table["total_shown"]["dataset_wide"]
     basic = table["total"]["dataset_wide"]
-    assert shown < basic  # declared in advance: the PLD figure is the smallest valid one (DESIGN 2.10)
+    assert shown < basic  # declared in advance: the PLD figure is the smallest valid one (docs/explanation/accounting.md)
     assert table["headline"]["dataset_wide_ordinary_dp"] == shown
     # the report prints the figure as `table` prints it (4 decimals, rounded up), not its own rounding
     total_line = next(line for line in cli_main(url, "table").out.splitlines() if line.startswith("| All releases"))

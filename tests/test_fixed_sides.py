@@ -2,7 +2,7 @@
 
 A release may offer an (epsilon, delta) guarantee beside a pure or rho one: a Gaussian declared
 by (epsilon, delta) keeps its claim beside the rho it implies (catalogue, since schema 11), and a
-file may state several guarantees. When releases may be adaptive (DESIGN 2.10), the figure is the
+file may state several guarantees. When releases may be adaptive (docs/explanation/accounting.md), the figure is the
 smallest of spend.py's statements, each at a share of the delta fixed in advance; a release
 charged by its (epsilon, delta) guarantee spends that delta off the top of all of them. The
 engine used to choose, after the history, which releases took which side (`engine.choose`, the
@@ -159,7 +159,7 @@ def test_of_several_approx_guarantees_the_first_ranked_is_charged_in_a_compositi
 
 
 def test_add_remove_neighbours_fix_the_side_over_the_guarantees_that_bound_them():
-    # for add/remove neighbours a replacement-only guarantee bounds nothing (DESIGN 2.1): the side
+    # for add/remove neighbours a replacement-only guarantee bounds nothing (docs/explanation/model.md#variables-subsets-and-neighbours): the side
     # is fixed among the guarantees that do, here the (epsilon, delta) one alone
     r = release("r", "ab", zcdp("ab", F(1, 100)),
                 Guarantee(frozenset("ab"), Notion.APPROX, epsilon=F(1, 4), delta=F(1, 10**8),

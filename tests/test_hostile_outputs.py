@@ -1,4 +1,4 @@
-"""Issue 10, section 6 and 5: every output escapes what it prints.
+"""Every output escapes what it prints.
 
 A ledger is recorded whose titles, variable names and stewards carry every kind
 of payload (release ids are held to a safe pattern by the release schema) -- Markdown pipes, CR/LF, backticks, HTML, TeX and mathtext
@@ -55,7 +55,7 @@ releases:
     status: planned
 '''
 
-STEWARD = "eve|`<i>m</i>"  # control characters in names are refused at input (issue 12)
+STEWARD = "eve|`<i>m</i>"  # control characters in names are refused at input
 APPROVER = "ann|`<b>a</b>"  # separation of duties: another person approves
 
 

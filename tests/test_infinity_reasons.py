@@ -1,4 +1,4 @@
-"""Why a figure is ∞, in the same words in every command (DESIGN 2.6, reasons.py).
+"""Why a figure is ∞, in the same words in every command (docs/explanation/model.md#families, reasons.py).
 
 A family split by key variables K is charged ∞ on a subset U meeting K when some member holds
 no add/remove guarantee protecting everything it reads: a record moving between parts takes all
@@ -112,7 +112,7 @@ def test_subset_gives_the_familys_reason_in_text_and_json(tmp_path):
     assert run_main(url, "subset", "region", "income").out.splitlines()[0] == f"{{region, income}}: ∞ ({SHORT})"
     assert run_main(url, "subset", "region").out.splitlines()[0] == f"{{region}}: ∞ ({SHORT})"
     assert json.loads(run_main(url, "subset", "region", "sex", "--json").out)["reason"] == SHORT
-    # K ∩ U empty: the family costs its worst member, epsilon 1 (DESIGN 2.6)
+    # K ∩ U empty: the family costs its worst member, epsilon 1 (docs/explanation/model.md#families)
     assert run_main(url, "subset", "income").out.splitlines()[0] == "{income}: epsilon 1 (pure)"
 
 

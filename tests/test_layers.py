@@ -138,7 +138,7 @@ def test_the_package_docstring_lists_the_layers_in_order():
     assert [f.rstrip("/,") for f in folders] == [f for f in order if f != "interfaces"] + ["cli"]
 
 
-# Carried over from tests/test_layering.py (issue 14, product owner)
+# Carried over from tests/test_layering.py
 
 def imported_modules(relative_path: str) -> set[str]:
     """The modules of its own folder a file imports (`from .x import ...`, `from . import x`)."""

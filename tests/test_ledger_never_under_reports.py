@@ -1,4 +1,4 @@
-"""No sequence of ordinary steps makes the ledger print less than what was published (issue 9).
+"""No sequence of ordinary steps makes the ledger print less than what was published.
 
 A hypothesis `RuleBasedStateMachine` records releases (derived ones, families keyed and
 random, mixed notions, explicit guarantees, exact releases), approves, publishes,
@@ -7,11 +7,11 @@ refuses some steps. After every step, for every subset U of the dataset's variab
 
 - the ledger's figure (`LedgerIndex.subset_cost`, what `subset` and `table` print) is
   at least the loss of what has been published, computed by a brute-force reference
-  written here from DESIGN 2.3-2.6: every admissible choice of guarantee (the steward's
+  written here from docs/explanation/model.md#the-cost-of-one-release-on-a-subset-2.6: every admissible choice of guarantee (the steward's
   choice: the minimum), every family case (the adversary's: the maximum), composed per
   notion and converted by the tests' own CKS conversion (conftest.py);
 - the cap's stored figure is the figure `subset --delta` prints for its subset (one
-  accounting, DESIGN 2.4);
+  accounting, docs/explanation/model.md#composition);
 and every refused step (exit 2 or 1) wrote nothing.
 """
 
@@ -56,7 +56,7 @@ FAMILIES = "families:\n  - {id: keyed, partition: [region]}\n  - {id: random, pa
 PUBLISHED_AT = '"2026-01-05T10:00:00+00:00"'
 
 # --------------------------------------------------------------------------
-# The reference: DESIGN 2.3-2.6, brute force. A loss is (pure, approx epsilon, approx
+# The reference: docs/explanation/model.md#the-cost-of-one-release-on-a-subset-2.6, brute force. A loss is (pure, approx epsilon, approx
 # delta, rho, pure as rho) of Fractions; None is "no certified bound".
 # --------------------------------------------------------------------------
 
@@ -64,7 +64,7 @@ ZERO = (F(0),) * 5
 
 
 def certified(g, relation):
-    """DESIGN 2.1: a guarantee for add/remove bounds replacement by group privacy of size 2."""
+    """docs/explanation/model.md#variables-subsets-and-neighbours: a guarantee for add/remove bounds replacement by group privacy of size 2."""
     pure = lambda e: (e, F(0), F(0), F(0), e * e / 2)  # noqa: E731
     if g.relation == relation:
         return {Notion.PURE: lambda: pure(g.epsilon), Notion.APPROX: lambda: (F(0), g.epsilon, g.delta, F(0), F(0)),
@@ -82,7 +82,7 @@ def certified(g, relation):
 
 
 def release_options(release, subset, relation=Relation.REPLACE, whole=False):
-    """DESIGN 2.3: every cost c_r(U) the rules allow ([None]: not protected)."""
+    """docs/explanation/model.md#the-cost-of-one-release-on-a-subset: every cost c_r(U) the rules allow ([None]: not protected)."""
     touched = release.reads if whole else subset & release.reads
     if not touched:
         return [ZERO]
@@ -96,7 +96,7 @@ def add(x, y):
 
 
 def family_alternatives(family, members, subset):
-    """DESIGN 2.6: for each choice of the members' guarantees, the costs the adversary picks from."""
+    """docs/explanation/model.md#families: for each choice of the members' guarantees, the costs the adversary picks from."""
     if not any(subset & m.reads for m in members):
         return [[ZERO]]
     keyed = family.partition is not None and family.partition & subset
@@ -111,7 +111,7 @@ def family_alternatives(family, members, subset):
 
 
 def epsilon_of(value, delta=DELTA) -> float:
-    """DESIGN 2.4: deltas out of delta, rho by CKS, pure added after or converted first."""
+    """docs/explanation/model.md#composition: deltas out of delta, rho by CKS, pure added after or converted first."""
     if value is None:
         return math.inf
     pure, approx_epsilon, approx_delta, rho, pure_rho = value
@@ -126,7 +126,7 @@ def epsilon_of(value, delta=DELTA) -> float:
 
 def reference_loss(releases, families, subset) -> float:
     """The loss on `subset` of these releases: the steward's best choice of guarantees,
-    each family charged the adversary's worst case (Tan Prop 3.4; DESIGN 2.3-2.6)."""
+    each family charged the adversary's worst case (Tan Prop 3.4; docs/explanation/model.md#the-cost-of-one-release-on-a-subset-2.6)."""
     units = [[[option] for option in release_options(r, subset)] for r in releases if r.family is None]
     for family in families.values():
         members = [r for r in releases if r.family == family.id]

@@ -1,4 +1,4 @@
-"""Lifecycle and dates (issue 12 section 1; issue 10 section 4): a release without status is
+"""Lifecycle and dates: a release without status is
 planned; a status other than planned carries who and when; `publish --at`; `run` planned by
 default; and every time view by publication date (`--as-of`, the meeting pack, the chart).
 

@@ -466,7 +466,7 @@ def test_dataset_file_problems_are_located(tmp_path):
 
 
 def test_a_member_of_a_keyed_family_must_read_the_key(tmp_path):
-    # Which records a part holds depends on the key variable, so its output does too (DESIGN 2.6):
+    # Which records a part holds depends on the key variable, so its output does too (docs/explanation/model.md#families):
     # a member that leaves the key out of `reads` would cost 0 on the key, which is false.
     _, _, errors = load(tmp_path, ("r.yaml", """\
         dataset: graduates

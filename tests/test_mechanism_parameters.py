@@ -237,7 +237,7 @@ def test_every_mechanisms_parameters_make_a_file_its_guarantee_is_derived_from(d
         assert release.guarantees == (Guarantee(reads, Notion.PURE, epsilon=value["epsilon"], relation=relation),)
     elif name == "declared":
         assert release.guarantees == (Guarantee(frozenset({"income"}), Notion.PURE, epsilon=F(1)),)
-    else:  # no noise, reading nothing, or no DP guarantee: nothing derived (∞ or 0, DESIGN 2.3, 2.5, 2.8)
+    else:  # no noise, reading nothing, or no DP guarantee: nothing derived (∞ or 0, docs/explanation/model.md#the-cost-of-one-release-on-a-subset, docs/explanation/model.md#post-processing-and-lineage, docs/explanation/model.md#pufferfish-guarantees)
         assert release.guarantees == ()
 
 

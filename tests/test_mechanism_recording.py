@@ -1,14 +1,14 @@
-"""Mechanisms that run on data and record their own releases (issue 5), through
+"""Mechanisms that run on data and record their own releases, through
 `ledger.operations.recording.run_and_record` on a SQLite ledger per test.
 
 Every expected value is worked out here from the parameters, by hand or by exact
 enumeration, never read back from the code under test:
 - guarantees: a clipped sum has replacement sensitivity upper - lower and
   add/remove sensitivity max(|lower|, |upper|); a mean with public n has
-  (upper - lower)/n; a full crosstab has 2 under replacement (DESIGN 2.1);
+  (upper - lower)/n; a full crosstab has 2 under replacement (docs/explanation/model.md#variables-subsets-and-neighbours);
   Laplace scale = sensitivity/epsilon; Gaussian rho = sensitivity^2/(2 sigma^2)
   (Bun and Steinke 2016, Prop 1.6); Tan's Algorithm 1 is epsilon on the protected
-  variable and exact on the margin (DESIGN 2.2, 2.9);
+  variable and exact on the margin (docs/explanation/model.md#a-release, docs/explanation/model.md#notes-on-the-papers-algorithms);
 - Bailie's scale b = -(4/epsilon) ln(1 - p) (Bailie 2020); Zhang, Ohrimenko and
   Cummings' sigma^2 = (c V_ij d/(V_ii epsilon))^2 - (V_jj - V_ij^2/V_ii)/n with
   c^2 = 2 ln(1.25/delta) (section 4.3);
@@ -241,7 +241,7 @@ def test_laplace_records_epsilon_as_given(ledger, name, statistic, lower, upper,
     assert list(result.output.columns) == ["variable", "statistic", "value"]
     assert result.output.iloc[0, :2].tolist() == ["income", statistic]
     assert_recorded_output(stored, result.output)
-    # the ledger's totals are for replacement neighbours: eps_replace <= 2 eps_add_remove (DESIGN 2.1)
+    # the ledger's totals are for replacement neighbours: eps_replace <= 2 eps_add_remove (docs/explanation/model.md#variables-subsets-and-neighbours)
     assert ledger.cost("income").pure == F(epsilon) * (2 if relation == "add-remove" else 1)
     assert_input_not_stored(ledger)
 
@@ -447,7 +447,7 @@ def test_a_cap_that_would_break_refuses_before_the_mechanism_runs(ledger, monkey
 
 
 def test_a_pufferfish_release_on_a_capped_variable_is_refused(ledger, monkeypatch):
-    """No DP guarantee means ∞ on what it reads (DESIGN 2.3, 2.8): any cap there breaks."""
+    """No DP guarantee means ∞ on what it reads (docs/explanation/model.md#the-cost-of-one-release-on-a-subset, docs/explanation/model.md#pufferfish-guarantees): any cap there breaks."""
     ledger.set_caps("caps:\n  - {subset: [bit], epsilon: 100}\n")
     calls = spy_on(monkeypatch, "modular-sum")
     dump = ledger.dump()
@@ -515,7 +515,7 @@ def test_an_explicit_seed_reproduces_the_output_and_draws_no_secret(ledger, monk
 
 
 # --------------------------------------------------------------------------
-# 4. Subsampling (Clifton et al., Theorem 2; DESIGN 2.7)
+# 4. Subsampling (Clifton et al., Theorem 2; docs/explanation/model.md#subsampling)
 # --------------------------------------------------------------------------
 
 
@@ -526,7 +526,7 @@ def theorem2(epsilon, n_sample: int, n_total: int) -> mpmath.mpf:
 
 
 def tight(epsilon, n_sample: int, n_total: int) -> mpmath.mpf:
-    """ln(1 + beta (e^eps - 1)) (Balle, Barthe and Gaboardi 2018), what the ledger records (issue 11)."""
+    """ln(1 + beta (e^eps - 1)) (Balle, Barthe and Gaboardi 2018), what the ledger records."""
     beta = mpmath.mpf(n_sample) / n_total
     eps = mpmath.mpf(epsilon.numerator) / epsilon.denominator
     return mpmath.log(1 + beta * (mpmath.e**eps - 1))
@@ -565,7 +565,7 @@ def test_subsampling_records_the_tight_bound_where_theorem_2_is_worse(ledger):
 
 @pytest.mark.parametrize("n_sample, n_total", [(2, 9), (3, 19), (8, 27)])
 def test_the_amplified_epsilon_is_never_below_theorem_2(ledger, n_sample, n_total):
-    """DESIGN 2.4/2.7: a recorded bound is never less than the true one (the module says
+    """docs/explanation/model.md#composition/2.7: a recorded bound is never less than the true one (the module says
     "rounded up"). For these fractions the float computation, nudged up by one ulp, still
     lands below ln((e beta + 1 - beta)/(1 - beta)), by 1e-17 to 7e-17."""
     result = ledger.run("crosstab", records(n_total), "s", {"columns": "region", "epsilon": "1"}, sample=n_sample)

@@ -3,7 +3,7 @@ figure the Caps section shows.
 
 - "Changes since" lists the dataset's changes (a variable reclassified, added, a group set or
   removed), as the audit trail notes them: a variable reclassified public leaves the protected
-  headline (DESIGN 2.11), and a board reviewing what changed since its last meeting must see it.
+  headline (docs/explanation/model.md#public-and-protected-variables), and a board reviewing what changed since its last meeting must see it.
 - "How each cap moved" states each cap's figure then and now by the decided figure (the smallest
   valid one: cap_accounting), the figure the Caps section and `cap list` print, not the basic
   sum beside it. Here a cap at a delta over 60 and then 120 small Laplace releases: a Rényi filter

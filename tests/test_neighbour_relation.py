@@ -1,4 +1,4 @@
-"""A dataset's neighbour relation (DESIGN 2.1): its figures are in replace-one or add/remove;
+"""A dataset's neighbour relation (docs/explanation/model.md#variables-subsets-and-neighbours): its figures are in replace-one or add/remove;
 a guarantee in its own relation is charged as stated, one in the other is converted where it is
 recorded. Expected figures come from OpenDP's own privacy map, called here, and from closed forms
 (group privacy for k = 2: 2 epsilon, (2 epsilon, (1 + e^epsilon) delta); Laplace: sensitivity / scale)."""

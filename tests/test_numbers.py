@@ -1,4 +1,4 @@
-"""Printed numbers are safe bounds (issue 2: "every printed bound is valid").
+"""Printed numbers are safe bounds.
 
 A loss is printed at or above its exact value, a headroom or a cap at or below it.
 For JSON this is about the *text*: a float's shortest repr names a decimal, and that

@@ -1,4 +1,4 @@
-"""Issue 9: no under-report through any workflow, the same figure in every command, every
+"""No under-report through any workflow, the same figure in every command, every
 check explained, figures that read right.
 
 Each test is a defect of the issue, run as a steward runs it (the console entry point
@@ -76,7 +76,7 @@ def releases(text: str) -> str:
 
 
 # --------------------------------------------------------------------------
-# 1. The lineage rule (DESIGN 2.5)
+# 1. The lineage rule (docs/explanation/model.md#post-processing-and-lineage)
 # --------------------------------------------------------------------------
 
 RAW_AND_ROUNDED = releases("""\
@@ -225,8 +225,8 @@ def test_a_derived_release_cannot_be_published_at_a_date_before_its_parent(ledge
 
 
 def test_run_tan_nonnegative_planned_cannot_free_the_raw_table(ledger):
-    """Both tables of the run exist: neither can be cancelled (DESIGN 2.10: an output that exists
-    stays charged), and the derived one cannot go out before the raw one (DESIGN 2.5)."""
+    """Both tables of the run exist: neither can be cancelled (docs/explanation/accounting.md: an output that exists
+    stays charged), and the derived one cannot go out before the raw one (docs/explanation/model.md#post-processing-and-lineage)."""
     data = ledger.write("data.csv", "region,sex\nN,f\nN,m\nS,f\nS,m\nN,f\nS,m\n")
     ledger.ok("run", "tan-consistent-counts", "--data", data, "--id", "t", "--seed", "3", "--status", "planned",
               "-p", "margin=region", "-p", "protected=sex", "-p", "epsilon=1", "-p", "nonnegative=true")
@@ -245,7 +245,7 @@ def test_run_tan_nonnegative_planned_cannot_free_the_raw_table(ledger):
 
 
 # --------------------------------------------------------------------------
-# 1. Explicit guarantees no stronger than the parameters imply (DESIGN 2.4)
+# 1. Explicit guarantees no stronger than the parameters imply (docs/explanation/model.md#composition)
 # --------------------------------------------------------------------------
 
 
@@ -272,10 +272,10 @@ def test_run_tan_nonnegative_planned_cannot_free_the_raw_table(ledger):
      "guarantees: [{protects: [sex], epsilon: \"1/1000\"}]}", ("1/1000", "epsilon 1")),
     ("{id: t, reads: [region, sex], mechanism: {name: tan-consistent-counts, epsilon: 1}, "
      "guarantees: [{protects: [sex], rho: \"1/1000\"}]}", ("rho 1/1000", "rho 1/2")),
-    # an add/remove claim is charged 2 epsilon for replacement (DESIGN 2.1): not below the parameters' 1
+    # an add/remove claim is charged 2 epsilon for replacement (docs/explanation/model.md#variables-subsets-and-neighbours): not below the parameters' 1
     ("{id: l, reads: [a], mechanism: {name: laplace, scale: 1, sensitivity: 1}, "
      "guarantees: [{protects: [a], epsilon: \"1/100\", relation: add-remove}]}", ("1/100", "epsilon 1/50")),
-    # a Pufferfish-family mechanism gives no DP figure at all (DESIGN 2.8): none may be claimed
+    # a Pufferfish-family mechanism gives no DP figure at all (docs/explanation/model.md#pufferfish-guarantees): none may be claimed
     ("{id: p, reads: [income], mechanism: {name: p-percent, p: 0.1, epsilon: 1}, "
      "guarantees: [{protects: [income], epsilon: \"1/100\"}]}", ("epsilon 1/100", "Pufferfish")),
 ])
@@ -302,7 +302,7 @@ def test_a_guarantee_stronger_than_the_parameters_is_refused(ledger, release, na
 ])
 def test_explicit_guarantees_do_not_waive_contradictory_parameters(ledger, mechanism, named):
     """Explicit guarantees replace the derived ones, and are checked against the parameters
-    (DESIGN 2.4): parameters that contradict each other leave nothing to check a claim against,
+    (docs/explanation/model.md#composition): parameters that contradict each other leave nothing to check a claim against,
     and were ignored beside a claim (a Gaussian of rho 1/2 recorded at its stated 1/1000)."""
     before = ledger.dump()
     refused = ledger.record(f"dataset: survey\nreleases:\n  - {{id: z, reads: [a], mechanism: {mechanism}}}\n")
@@ -376,7 +376,7 @@ def test_weaker_claims_stay_allowed(ledger):
 
 
 # --------------------------------------------------------------------------
-# 1. Families (DESIGN 2.6)
+# 1. Families (docs/explanation/model.md#families)
 # --------------------------------------------------------------------------
 
 
@@ -546,7 +546,7 @@ CHOICES = releases("releases:\n" + "".join(f"""\
 def test_caps_charge_the_same_minimising_composition_as_subset(ledger, reference_filter):
     ledger.ok("cap", "set", "income", "--epsilon", "9/2", "--delta", "1e-9")
     recorded = ledger.record(CHOICES)
-    assert recorded.code == 0, recorded.err  # pure 5 > 4.5: refused before issue 9
+    assert recorded.code == 0, recorded.err  # pure 5 > 4.5: refused
     expected = reference_filter(rho=0.2, delta=1e-9)
     subset = ledger.ok("subset", "income", "--json").json()["epsilon"]
     current = ledger.ok("cap", "list", "--json").json()[0]["current"]

@@ -1,4 +1,4 @@
-"""A release is charged from the moment an output of it exists (DESIGN 2.10).
+"""A release is charged from the moment an output of it exists (docs/explanation/accounting.md).
 
 A steward who runs a release has seen its output, and whatever is published next may
 depend on it: the transcript is charged for it whether or not it ever goes out. `cancel`

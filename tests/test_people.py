@@ -1,4 +1,4 @@
-"""People and duties (issue 12 section 4, DESIGN 2.12): every step as a named person,
+"""People and duties: every step as a named person,
 roles stored in the ledger, separation of duties by default, reasons for retract and
 cancel, and (PostgreSQL) a store the ledger's own database role cannot rewrite.
 

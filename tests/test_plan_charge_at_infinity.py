@@ -55,7 +55,7 @@ def test_a_pure_cap_at_infinity_shows_the_plans_sum(url, tmp_path):
     assert cli_main(url, "cap", "set", "b", "--epsilon", "5").code == 0
     cap = checked(url, tmp_path, "  - {id: p1, reads: [b], mechanism: {name: laplace, epsilon: 1/10}}\n"
                                  "  - {id: p2, reads: [b], mechanism: {name: laplace, epsilon: 1/5}}\n")
-    assert Fraction(cap["charge_exact"]) == Fraction(3, 10)  # 1/10 + 1/5, exactly (DESIGN 2.4)
+    assert Fraction(cap["charge_exact"]) == Fraction(3, 10)  # 1/10 + 1/5, exactly (docs/explanation/model.md#composition)
     assert [c["value_exact"] for c in cap["charges"]] == ["1/10", "1/5"]
     run = cli_main(url, "check", write(tmp_path, "plan.yaml", "dataset: s\nreleases:\n"
                                        "  - {id: p1, reads: [b], mechanism: {name: laplace, epsilon: 1/10}}\n"))

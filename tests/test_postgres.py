@@ -1,4 +1,4 @@
-"""The store on both backends (issue 3, sections 6 and 7): a SQLite file and a real
+"""The store on both backends: a SQLite file and a real
 PostgreSQL server. Every test takes `ledger_url` (conftest.py): a fresh SQLite file, or
 a fresh PostgreSQL database made for the test and dropped after it; the PostgreSQL runs
 are skipped, with the reason shown, when LEDGER_TEST_POSTGRES_URL is not set.
@@ -296,7 +296,7 @@ def test_running_totals_follow_records_cancellations_and_retractions(clinic, tmp
 
 
 def test_a_cancelled_family_member_is_not_charged_when_another_member_joins(clinic, tmp_path):
-    """A family is charged over its counted members (DESIGN 2.6): once m1 is cancelled,
+    """A family is charged over its counted members (docs/explanation/model.md#families): once m1 is cancelled,
     the family costs what m2 costs, however m2 was recorded."""
     ok(run(clinic, "record", write(tmp_path, "one.yaml", releases(
         laplace("m1", "income", "0.5", status="planned", family="halves"), families=["halves"]))))

@@ -321,7 +321,7 @@ def _same_pmf_exactly(ours, peer) -> None:
 @settings(max_examples=40, deadline=None)
 @given(parameter=st.floats(0.05, 5000), exponent=st.integers(4, 14))
 def test_the_laplace_pld_is_the_one_dp_accounting_builds_bit_for_bit(parameter, exponent):
-    """Issue 13 section 2: `privacy_loss.laplace` builds from_laplace_mechanism's PLD without
+    """`privacy_loss.laplace` builds from_laplace_mechanism's PLD without
     importing dp_accounting: the same grid, the same kind (sparse up to 1000 points, else dense)
     and the same floats."""
     from ledger.accounting.privacy_loss import laplace
@@ -370,7 +370,7 @@ def test_the_convolution_is_scipy_signals_fftconvolve_bit_for_bit(one, two):
 def test_a_cap_at_a_delta_is_decided_without_dp_accounting(tmp_path):
     """A check and a record against a cap at a delta, every release recorded before any output:
     the cap is a Rényi filter at its one order (2.2 for 50 at 1e-9), and no PLD ever decides it
-    (DESIGN 2.10), so its figure needs no dp_accounting, no scipy.stats, scipy.signal nor
+    (docs/explanation/accounting.md), so its figure needs no dp_accounting, no scipy.stats, scipy.signal nor
     scipy.optimize."""
     import subprocess
     import sys
@@ -404,7 +404,7 @@ def test_a_cap_at_a_delta_is_decided_without_dp_accounting(tmp_path):
         assert "filter: Rényi filter at order 2.2," in out and "pld" not in out, out
 
 
-# Issue 13, section 2: the PLDs are composed without importing scipy.fft or scipy.special as
+# the PLDs are composed without importing scipy.fft or scipy.special as
 # packages (their __init__ imports scipy's array-API layer). What replaces them must give
 # scipy's very numbers, bit for bit.
 

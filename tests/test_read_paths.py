@@ -1,4 +1,4 @@
-"""The read paths of issue 13 (reads at a million releases) against their plain definitions:
+"""The read paths (reads at a million releases) against their plain definitions:
 the pair counts of `LedgerIndex.pair_counts` against the 0/1 matrix product, and the column
 reading of the accounting rows on SQLite (`columns._read_columns`) against the row reading."""
 

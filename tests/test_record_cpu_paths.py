@@ -1,4 +1,4 @@
-"""The recording path's shortcuts give the very figures of the formulas they shortcut (issue 13, s. 3).
+"""The recording path's shortcuts give the very figures of the formulas they shortcut.
 
 Recording one release at a time was bound by its Python; these shortcuts cut it without changing
 a figure or a stored byte: the filter's per-order constants evaluated once (`order_epsilon`,

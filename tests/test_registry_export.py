@@ -1,4 +1,4 @@
-"""`export registry` (issue 14): a DP Deployments Registry record, validated against the
+"""`export registry`: a DP Deployments Registry record, validated against the
 registry's own schema: the copy in tests/registry (OpenDP's deployments-registry-data, MIT licence,
 commit 3e9c812), or ../shared/registry where that folder is beside the repository (and then the
 copy is checked to be the same, so the copy cannot drift from the schema the project was given).
@@ -167,7 +167,7 @@ SECOND = {"dataset": "holdout", "families": [{"id": "by-state", "partition": ["s
 def test_the_export_read_from_rows_a_chunk_at_a_time_is_the_record_of_the_releases(url, tmp_path, tier,
                                                                                   monkeypatch):
     """`export registry` reads the figures from the accounting rows and the releases' facts a
-    chunk at a time (issue 13: it decoded the whole history): the record is the one
+    chunk at a time: the record is the one
     `registry_record` makes from every release decoded (the API's path), with families, a
     derived release, a release read exactly and a cancelled one, over several chunks."""
     from ledger.store import database as store
@@ -177,9 +177,9 @@ def test_the_export_read_from_rows_a_chunk_at_a_time_is_the_record_of_the_releas
         book.record(SECOND)
         book.cancel("p7", reason="not run")
         expected = book.export_registry("holdout", tier=tier)
-        if tier == 3:  # p6 reads age itself: charged, not post-processing alone (DESIGN 2.5)
+        if tier == 3:  # p6 reads age itself: charged, not post-processing alone (docs/explanation/model.md#post-processing-and-lineage)
             assert expected["deployment"]["accounting"]["post_processing"] == (
-                "- 'p6' is computed from p4 and reads age itself: charged as any release reading them (DESIGN 2.5).\n"
+                "- 'p6' is computed from p4 and reads age itself: charged as any release reading them (docs/explanation/model.md#post-processing-and-lineage).\n"
                 "- 'p8' is computed from p1, p2 (post-processing: no further loss).\n")
             assert "- laplace: 2 releases\n" in expected["deployment"]["implementation"]["mechanisms"]
         with monkeypatch.context() as patch:
@@ -191,7 +191,7 @@ def test_the_export_read_from_rows_a_chunk_at_a_time_is_the_record_of_the_releas
 
 
 # --------------------------------------------------------------------------
-# The releases' facts by SQL (issue 13): equal to the pass over every release
+# The releases' facts by SQL: equal to the pass over every release
 # --------------------------------------------------------------------------
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402

@@ -1,4 +1,4 @@
-"""Issue 13: `releases` decodes a page of releases at a time (store.release_pages), never
+"""`releases` decodes a page of releases at a time (store.release_pages), never
 the whole ledger at once (store.snapshot: gigabytes at a million releases).
 
 Its output must be the one the command printed from the snapshot, byte for byte: the table

@@ -1,4 +1,4 @@
-"""Issue 10: every failure a clean refusal with an exit code a pipeline can act on.
+"""Every failure a clean refusal with an exit code a pipeline can act on.
 
 Exit codes: 0 done, 1 refused by a cap, 2 bad input, 3 the ledger could not be reached,
 locked or written (retry later), 4 unexpected (one line and a log). Here, on a SQLite

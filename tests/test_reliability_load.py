@@ -1,4 +1,4 @@
-"""Issue 10, sections 2, 3, 5 and 7: the ledger under load and faults, on a SQLite file
+"""The ledger under load and faults, on a SQLite file
 and on PostgreSQL. Marked `load`: scripts/test runs them in a step of their own.
 
 - 200 `record` processes started at once against a cap that admits 150 of them: every
@@ -51,7 +51,7 @@ BIG_CAP = DATASET.replace(f"epsilon: {CAP}", "epsilon: 1000000")
 
 
 def release_text(rid: str, epsilon: str = "1", status: str = "published") -> str:
-    dates = '    published_at: "2026-01-05T10:00:00Z"\n' if status == "published" else ""  # (issue 12)
+    dates = '    published_at: "2026-01-05T10:00:00Z"\n' if status == "published" else ""  #
     return (f"dataset: payroll\nreleases:\n  - id: {rid}\n    reads: [income]\n"
             f"    mechanism: {{name: laplace, epsilon: {epsilon}}}\n    status: {status}\n" + dates)
 
@@ -60,7 +60,7 @@ def add_dataset(url: str, directory: Path, text_: str = DATASET) -> None:
     (directory / "payroll.yaml").write_text(text_, encoding="utf-8")
     result = cli_main(url, "dataset", "add", directory / "payroll.yaml")
     assert result.code == 0, result.err
-    for person, role in (("k", "steward"), ("j", "approver")):  # the people of the lifecycle trials (issue 12)
+    for person, role in (("k", "steward"), ("j", "approver")):  # the people of the lifecycle trials
         assert cli_main(url, "role", "grant", person, role).code == 0
 
 
@@ -179,7 +179,7 @@ WRITER = textwrap.dedent("""\
         path = directory / f"{name}-{i}.yaml"
         path.write_text(f"dataset: payroll\\nreleases:\\n  - id: {name}-{i}\\n    reads: [income]\\n"
                         f"    mechanism: {{name: laplace, epsilon: 1/100}}\\n", encoding="utf-8")
-        operations.record(engine, operations.release_builder([path], "k"), "k")  # the steward (issue 12)
+        operations.record(engine, operations.release_builder([path], "k"), "k")  # the steward
     """)
 
 
@@ -230,7 +230,7 @@ LIFECYCLE = textwrap.dedent("""\
                         f"    mechanism: {{name: laplace, epsilon: 1/10}}\\n    status: planned\\n", encoding="utf-8")
         operations.record(engine, operations.release_builder([path], "k"), "k")
         steps = rng.choice([["approve", "publish"], ["cancel"], ["approve", "cancel"], ["approve"], []])
-        for action in steps:  # the recorder cancels; another person approves and publishes (issue 12)
+        for action in steps:  # the recorder cancels; another person approves and publishes
             if action == "cancel":
                 operations.change_status(engine, rid, action, "k", reason="trial")
             else:
@@ -492,7 +492,7 @@ def mutate(text_: str, rng: random.Random) -> str:
 
 
 def test_randomly_mutated_release_files_are_refused_cleanly_and_write_nothing(tmp_path):
-    """Issue 10 found 26 of 3,000 mutated files crashing the CLI. LEDGER_FUZZ_FILES (default 1,000, so CI stays
+    """LEDGER_FUZZ_FILES (default 1,000, so CI stays
     within its time; the closing note's run used 3,000) files, each mutated 1-3 times from two seeds, are
     recorded and checked: exit 0, 1 or 2, no traceback, and nothing written unless recorded."""
     url = f"sqlite:///{tmp_path / 'ledger.db'}"

@@ -1,8 +1,8 @@
-"""`privacy-ledger report`: what the report says, and what it refuses (issue 4).
+"""`privacy-ledger report`: what the report says, and what it refuses.
 
 Ledgers are written here in the file formats and recorded through the command line
 at times the test sets. Expected figures are worked out by hand beside each assertion
-from the releases' parameters (DESIGN 2.3-2.6).
+from the releases' parameters (docs/explanation/model.md#the-cost-of-one-release-on-a-subset-2.6).
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def test_exact_inputs_stay_exact_bounds_round_up_and_headroom_down(tmp_path):
     # zCDP conversion nor the delta (test_report_conversion.py); a cap at it shows it exactly (below)
     assert "Conversion" not in md and "10⁻¹⁰" not in md
     frame = list(csv.reader(io.StringIO(render(context_of(url, "census", charts=False), "csv").decode())))
-    # numeric cells (issue 12): a float column per variable and the whole dataset, each at or above
+    # numeric cells: a float column per variable and the whole dataset, each at or above
     # the exact loss, then the exact columns
     assert frame[0] == ["release", "{age}", "{income}", "whole dataset (ordinary DP)",
                         "{age} exact", "{income} exact", "whole dataset (ordinary DP) exact"]
@@ -269,7 +269,7 @@ def test_pufferfish_guarantees_have_their_own_section_and_stay_out_of_the_totals
 
 
 def test_pufferfish_entries_come_from_what_releases_record():
-    class Recorded:  # the shape issue 5 records with a release (records.PufferfishGuarantee)
+    class Recorded:  # the shape recorded with a release (records.PufferfishGuarantee)
         kind, protects, secrets, assumptions = "perfect-sample-privacy", frozenset({"x"}), "each sample", "i.i.d."
         epsilon, delta, parameters = None, None, (("alphabet", 2),)
 
@@ -394,7 +394,7 @@ releases:
 
 
 def test_pufferfish_guarantees_recorded_by_mechanisms_are_reported_apart(tmp_path):
-    """Bailie's p% mechanism and a modular sum record Pufferfish guarantees (issue 5): the report
+    """Bailie's p% mechanism and a modular sum record Pufferfish guarantees: the report
     lists them with their secrets and assumptions, and the DP figures stay the engine's: the p%
     release has no DP guarantee, so it is ∞ (not protected) on what it reads, never its epsilon."""
     import pandas as pd
@@ -493,7 +493,7 @@ def test_charts_are_drawn_here_when_the_drawing_process_fails(meeting_ledger, mo
 
 
 def test_pairs_and_timeline_computed_in_a_forked_process_are_the_ones_computed_here(meeting_ledger):
-    """issue 13, section 4: the CLI computes the pairs panel and the timeline in a forked process
+    """The CLI computes the pairs panel and the timeline in a forked process
     (cli_report.ForkedCall); the report is the same, figure for figure and byte for byte."""
     from ledger.cli.report import ForkedCall, render
     from ledger.reporting.report import build_report, here

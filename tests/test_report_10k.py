@@ -1,4 +1,4 @@
-"""The report at 10,000 releases (issue 13, section 4): what was made faster prints and proves the same.
+"""The report at 10,000 releases: what was made faster prints and proves the same.
 
 - The HTML register's rows are written by `views.register_row`, not by Jinja: every row equals,
   byte for byte, the row the template wrote (the template's markup kept here as the reference),

@@ -1,4 +1,4 @@
-"""The report's audit trail names every change of the dataset (DESIGN 2.11, 2.12).
+"""The report's audit trail names every change of the dataset (docs/explanation/model.md#public-and-protected-variables, docs/explanation/model.md#people-duties-and-the-book-of-record).
 
 A reclassification from protected to public takes a variable out of the headline: the board
 reading the report must see it in the audit trail, as it sees caps changed. Every change of

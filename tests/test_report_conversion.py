@@ -1,4 +1,4 @@
-"""The certificate names only what produced the report's figures (DESIGN 2.4: the zCDP conversion is
+"""The certificate names only what produced the report's figures (docs/explanation/model.md#composition: the zCDP conversion is
 named in every report whose figures went through it). A pure-only ledger's figures are sums of pure
 epsilons (Tan Prop 3.4): no zCDP total is converted, so its certificate names no Canonne-Kamath-Steinke
 (2020) conversion; a ledger with a Gaussian (a rho total, converted at the dataset's delta) names it."""

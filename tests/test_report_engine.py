@@ -1,4 +1,4 @@
-"""The array paths the reports use, against the engine's reference rules (DESIGN 2.3-2.6).
+"""The array paths the reports use, against the engine's reference rules (docs/explanation/model.md#the-cost-of-one-release-on-a-subset-2.6).
 
 `LedgerIndex.pair_matrix` must equal `pairs()` and `ledger_cost` on every pair,
 `running_totals` must equal `ledger_cost` of every prefix, and `table_by_arrays`
@@ -170,7 +170,7 @@ def test_epsilon_floats_agree_with_spend_epsilon():
        mechanism=st.sampled_from(["laplace", "gaussian"]))
 def test_the_reports_total_row_is_the_one_table_shows(ledger, adaptive, mechanism):
     """report.shown_accounts leaves out PLD figures that cannot be shown (no column declared in
-    advance, DESIGN 2.10); the figures it shows are those of `table`'s total row
+    advance, docs/explanation/accounting.md); the figures it shows are those of `table`'s total row
     (accountant_views.table_accountants, every accountant), whether recorded adaptively
     (each release recorded after the one before was published) or declared in advance."""
     from dataclasses import replace
@@ -202,7 +202,7 @@ def test_gaussians_show_the_running_figure_whenever_they_were_recorded(reference
     """Four Gaussian releases on {age} (sigma 2, sensitivity 1: rho 1/8 each), all recorded before
     any was published or each after the previous one's publication: the same figure either way,
     the report's as `table`'s, the running figure of rho 1/2 (22 orders at delta / 44), never the
-    PLD (information only, DESIGN 2.10)."""
+    PLD (information only, docs/explanation/accounting.md)."""
     from datetime import UTC, datetime, timedelta
 
     from ledger.reporting.accountant_views import table_accountants

@@ -1,4 +1,4 @@
-"""Ledgers for the report tests (issue 4), written here in the release-file format and
+"""Ledgers for the report tests, written here in the release-file format and
 recorded through the real command line, with the store's clock set by the test so that
 recording times (and so the audit chain) are the same on every run.
 
@@ -27,7 +27,7 @@ DEMO_TIME = datetime(2024, 5, 2, 9, 15, tzinfo=UTC)  # when the demo ledger is r
 CHROMIUM = "/usr/bin/chromium"
 
 # Tan (2023), Table 1, with the whole-dataset column (Prop 3.1): release -> cells by variable.
-# the whole-dataset column is labelled as ordinary DP (issue 12)
+# the whole-dataset column is labelled as ordinary DP
 TAN_HEADER = ["{age}", "{sex}", "{residential region}", "{race}", "{other variable}", "whole dataset ordinary DP"]
 TAN_TABLE_1 = {
     "Table A": ["1", "1", "0", "0", "0", "1"],

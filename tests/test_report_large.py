@@ -1,4 +1,4 @@
-"""Issue 13: the summarised report of a large ledger, computed from the accounting rows.
+"""The summarised report of a large ledger, computed from the accounting rows.
 
 Past `summary_from()` releases the report is built by `gather_large` and
 `build_large_report` (no Release decoded but the listed ones, the audit trail
@@ -180,7 +180,7 @@ def test_running_totals_a_chunk_at_a_time_equal_the_whole_cell_matrix(built, mon
 
 
 def test_the_report_reads_audit_events_through_their_kind_index(built, tmp_path):
-    """Issue 13: every read of the audit events a large report makes by kind (publications,
+    """Every read of the audit events a large report makes by kind (publications,
     retractions, cancellations, cap changes, the listed releases' events, the counts by kind and
     actor) is an index search or a scan of the (kind, subject, actor) index alone, never a scan
     of the events themselves (their payloads: about 4 GB at a million releases). The only reads
@@ -212,7 +212,7 @@ def test_the_report_reads_audit_events_through_their_kind_index(built, tmp_path)
 
 @pytest.mark.parametrize("moment", ["as_of", "since", "both"])
 def test_the_report_at_a_moment_reads_no_event_after_it_and_sorts_no_event_whole(built, tmp_path, moment):
-    """Issue 13 (schema 12: EVENT_INDEX holds the events' moments): at --as-of T the most recent
+    """EVENT_INDEX holds the events' moments): at --as-of T the most recent
     events dated by T (the listed trail, the last event) are searched from the last event dated by
     T (found from the index alone), not by walking back over every event after T (half the table
     midway through a million releases); and --since's latest changes of a kind are picked from
@@ -279,7 +279,7 @@ def test_a_ledger_of_schema_8_gains_the_event_index_once_with_an_audit_event(bui
 
 
 def test_the_register_written_in_parts_by_forked_processes_is_the_register_written_whole(built, monkeypatch, tmp_path):
-    """Issue 13: at a million releases one process writing the register took longer than the
+    """At a million releases one process writing the register took longer than the
     rest of the report; it is written in parts (seq ranges of about as many charged releases),
     each by a forked process, and joined: the same bytes as one process writing it whole, no
     part file left beside it."""

@@ -1,4 +1,4 @@
-"""Issue 13: the summarised report at --as-of and --since, from the accounting rows.
+"""The summarised report at --as-of and --since, from the accounting rows.
 
 `report --as-of T` and `report --since S` of a large ledger used to go through `gather`,
 which decodes every release (`store.snapshot`): 1.4 GB at 100,000 releases. `gather_large`

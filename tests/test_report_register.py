@@ -1,4 +1,4 @@
-"""Issue 13: a report over a ledger past the summary threshold links a complete register.
+"""A report over a ledger past the summary threshold links a complete register.
 
 The threshold is made small here (LEDGER_REPORT_SUMMARY_FROM) so that a ledger
 of a few releases is "large": the page then lists the largest releases only and
@@ -43,7 +43,7 @@ releases:
   - {id: f, title: Dropped, reads: [sex], mechanism: {name: laplace, epsilon: "1/9"}}
 """
 
-# the whole-dataset epsilon of each charged release: one pure guarantee on all it reads (DESIGN 2.3)
+# the whole-dataset epsilon of each charged release: one pure guarantee on all it reads (docs/explanation/model.md#the-cost-of-one-release-on-a-subset)
 WIDE = {"a": "1/3", "b": "1/2", "c": "1/10", "d": "2", "e": "1/7"}
 
 
@@ -193,7 +193,7 @@ def _meta(path: str) -> dict:
 
 @pytest.mark.parametrize("fmt", ["html", "md"])
 def test_below_the_threshold_too_the_report_verifies_since_the_verified_head_and_says_what(ledger, monkeypatch, fmt):
-    """Issue 13, section 4: at 10,000 releases the full verification (every release decoded
+    """At 10,000 releases the full verification (every release decoded
     and charged again) was most of a report's CPU. A ledger of any size with a verified head
     (kept by a passing `audit verify`) is checked from that head, and the report says which
     events it checked, since which event, when that head was kept and when the last full

@@ -140,7 +140,7 @@ def test_run_writes_the_output_records_it_and_its_digest(ledger):
     assert stored["output_digest"] == hashlib.sha256(out.read_bytes()).hexdigest()
     assert stored["reads"] == ["income"]
     assert stored["guarantees"] == [{"protects": ["income"], "notion": "pure", "epsilon": 0.5, "epsilon_exact": "1/2",
-                                     "delta": None, "rho": None, "relation": "replace"}]  # the figure shape (issue 9)
+                                     "delta": None, "rho": None, "relation": "replace"}]  # the figure shape
     # mean over the public n = 10, clipped to [0, 100]: sensitivity 10, scale 10 / (1/2) = 20
     mechanism = stored["mechanism"]["params"]
     assert (mechanism["n"], mechanism["sensitivity"], mechanism["scale"], mechanism["lower"], mechanism["upper"]) == \
@@ -266,7 +266,7 @@ def test_sample_on_a_gaussian_mechanism_exits_2(ledger):
 
 
 # --------------------------------------------------------------------------
-# Perfect sample privacy (Rassouli, Rosas and Gündüz; DESIGN 2.8)
+# Perfect sample privacy (Rassouli, Rosas and Gündüz; docs/explanation/model.md#pufferfish-guarantees)
 # --------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""The running figure of a subset is the smallest of statements fixed in advance (DESIGN 2.10).
+"""The running figure of a subset is the smallest of statements fixed in advance (docs/explanation/accounting.md).
 
 When releases may be chosen after earlier outputs were seen, a figure may be the smallest of
 several statements only if their deltas sum to the delta: each statement bounds

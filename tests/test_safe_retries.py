@@ -1,4 +1,4 @@
-"""Safe retries (issue 12 section 5): recording a release whose id is already recorded with
+"""Safe retries: recording a release whose id is already recorded with
 identical content is a no-op that says so (exit 0, nothing written); with different
 content it is bad input naming the fields that differ (exit 2). A pipeline re-running the
 same `record` after a time-out gets exactly one charge, even when the retries race.

@@ -1,4 +1,4 @@
-"""One accounting everywhere (issue 9, DESIGN 2.4): for the same subset and delta, every
+"""One accounting everywhere: for the same subset and delta, every
 command charges the same composition.
 
 Random ledgers (the strategy of test_engine_properties) and random caps: the figure a

@@ -1,8 +1,8 @@
-"""Issue 13: accounting rows, the commands that read them, start-up imports.
+"""Accounting rows, the commands that read them, start-up imports.
 
 The figures the CLI prints from the accounting rows are checked against the
-reference rules written out release by release (`engine.ledger_cost`, DESIGN
-2.3-2.6) over releases built independently of the store.
+reference rules written out release by release (`engine.ledger_cost`,
+docs/explanation/model.md) over releases built independently of the store.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def test_subset_and_pairs_from_accounting_rows_equal_the_reference_rules(ledger)
             assert run.code == 0, run.err
             expected = ledger_cost(releases, families, subset, at_delta(delta)).epsilon(delta)
             got = {k: run.json()[k] for k in ("epsilon", "epsilon_exact")}
-            # the JSON figure shape (issue 9): exact text where the figure is rational, else null
+            # the JSON figure shape: exact text where the figure is rational, else null
             assert got == figure_fields("epsilon", expected), (subset, got, expected)
     pairs = cli_main(url, "pairs", "--json", "--accountant", "basic").json()  # the reference rule
     assert len(pairs) == 10
@@ -168,7 +168,7 @@ def test_a_ledger_of_schema_3_is_upgraded_once_with_an_audit_event_per_version(l
         assert connection.execute("SELECT count(*) FROM release_accounting").fetchone()[0] == 11
         migrated = connection.execute("SELECT kind, subject, payload FROM audit_events WHERE seq > ?",
                                       (events,)).fetchall()
-    # schema 4 (issue 12: roles, self-approval waiver), schema 5 (the accounting rows), schema 6
+    # schema 4, schema 5 (the accounting rows), schema 6
     # (their events and moments: built with the rows by the schema 5 step, nothing left to add), schema 7
     # (subsampled releases keep their sampling event)
     assert migrated == migrations(4, store.SCHEMA_VERSION)
@@ -330,7 +330,7 @@ def test_the_table_in_chunks_keeps_the_totals_and_the_largest_rows(ledger):
 
 def test_table_json_of_a_large_table_is_written_a_chunk_at_a_time_as_the_whole_document(ledger, monkeypatch):
     """Past TABLE_CELL_LIMIT cells, `table --json` writes its rows a chunk of releases at a
-    time (cli/table_json.py, issue 13: at a million releases the whole document took more than
+    time (cli/table_json.py: at a million releases the whole document took more than
     10 GB); the text is the one the whole document gives, to the byte, with every row."""
     from ledger.cli import app, table_json
 
@@ -417,8 +417,7 @@ def test_verify_since_the_checkpoint_names_a_changed_inverted_read(ledger, chang
 
 def test_releases_are_listed_a_chunk_at_a_time_as_the_whole_list(ledger, monkeypatch):
     """`releases` reads, decodes and writes a chunk of releases at a time, with those releases'
-    steps alone (issue 13: listing a million releases held every one decoded, and every step of
-    every one). The JSON is json.dumps of the whole list, to the byte, whatever the chunk; the
+    steps alone. The JSON is json.dumps of the whole list, to the byte, whatever the chunk; the
     text lists every release once, aligned, and the cancellation's reason after the table."""
     url, tmp_path = ledger
     odd = write(tmp_path, "odd.yaml", 'dataset: survey\nreleases:\n  - {id: "z 1", title: "Tabl\\u00e9 \\"q\\" \\u2028 x",'

@@ -1,4 +1,4 @@
-"""Issue 13, section 1: the accounting rows sealed in binary chunks (store/sealed.py).
+"""The accounting rows sealed in binary chunks (store/sealed.py).
 
 A read takes the sealed chunks (a few BLOBs) and then the rows after them. Whatever the
 chunk size, the statuses changed after a chunk was sealed (noted, or the chunk sealed

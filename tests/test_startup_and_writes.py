@@ -1,4 +1,4 @@
-"""Issue 13, sections 2 and 3: what a command imports, and what one record writes.
+"""What a command imports, and what one record writes.
 
 A pipeline runs the CLI once per release, so `check` and `record` import only what
 they use (not numpy, pandas, scipy, dp_accounting, jsonschema, jinja2, matplotlib,
@@ -40,7 +40,7 @@ caps:
 """
 
 # what check and record never import (numpy comes in only for the Rényi filter of a cap
-# stated at a delta, issue 11; these caps are a rho and a pure-epsilon cap)
+# stated at a delta; these caps are a rho and a pure-epsilon cap)
 NOT_ON_THE_RECORDING_PATH = ("numpy", "pandas", "scipy", "dp_accounting", "jsonschema", "jinja2", "matplotlib",
                              "networkx", "ledger.reporting.report", "ledger.reporting.charts", "ledger.reporting.chart_data", "multiprocessing")
 NOT_FOR_HELP = ("sqlalchemy", "sqlmodel", "yaml", "jsonschema_rs", "ledger.store.database", "ledger.operations.people") + \
@@ -261,7 +261,7 @@ def _shape(command) -> dict:
     (["audit", "verify"], "audit"),
 ])
 def test_a_fresh_process_builds_only_the_command_it_runs_and_the_same_one(argv, named, monkeypatch):
-    """command_for builds the application with the named command alone (issue 13, section 2):
+    """command_for builds the application with the named command alone:
     that command, its options, help and subcommands are exactly the whole application's."""
     from ledger.cli import app as cli
 

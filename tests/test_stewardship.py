@@ -1,9 +1,9 @@
-"""Issue 12 (second half): datasets that evolve as audited events, public variables by
-design (DESIGN 2.11), signed checkpoints of the chain head (DESIGN 2.12), and bad input.
+"""Datasets that evolve as audited events, public variables by
+design (docs/explanation/model.md#public-and-protected-variables), signed checkpoints of the chain head (docs/explanation/model.md#people-duties-and-the-book-of-record), and bad input.
 
 Ledgers are written in the tests; every expected figure is worked out by hand from
 Tan's definitions (pure epsilon composes by sum, Prop 3.4; a release reading a
-variable without a guarantee costs ∞ on it, DESIGN 2.3).
+variable without a guarantee costs ∞ on it, docs/explanation/model.md#the-cost-of-one-release-on-a-subset).
 """
 
 from __future__ import annotations
@@ -511,7 +511,7 @@ def test_the_worst_pair_shortcut_for_an_infinite_variable_agrees_with_the_pair_g
 ])
 def test_a_near_miss_of_public_is_refused_naming_file_and_field(tmp_path, written, refused):
     """A classification within two edits of `public` (letter case aside) was meant as public:
-    kept as written it would be silently protected (DESIGN 2.11), so it is bad input naming the
+    kept as written it would be silently protected (docs/explanation/model.md#public-and-protected-variables), so it is bad input naming the
     file and field, exit 2, nothing written; a word further from it is a protected variable's label."""
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     (tmp_path / "survey.yaml").write_text(DATASET.replace("{name: sex, classification: identifying}",
@@ -555,7 +555,7 @@ def test_an_amendment_plan_with_a_near_miss_of_public_is_refused(ledger):
 
 @pytest.mark.parametrize("name", ["all", "protected"])
 def test_all_and_protected_are_never_the_name_of_a_variable_or_group(tmp_path, name):
-    """`all` and `protected` are subsets every command takes (DESIGN 2.11). A variable or group
+    """`all` and `protected` are subsets every command takes (docs/explanation/model.md#public-and-protected-variables). A variable or group
     of that name shadowed them in `subset` (a variable comes first): `subset all` printed the
     variable's 0 where the whole dataset had spent 5, while `cap set all` capped the whole
     dataset. Refused in a dataset file (add and amend) and by add-variable; nothing written."""

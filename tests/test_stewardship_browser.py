@@ -1,4 +1,4 @@
-"""Issue 12, section 7: the report a board reads, checked in real headless Chromium at
+"""The report a board reads, checked in real headless Chromium at
 1024 and 1400 pixels and as an A4 PDF, for a 12-variable household survey with public
 variables, a retracted release, an approved one and a protected variable read exactly.
 """

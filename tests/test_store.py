@@ -1,6 +1,6 @@
 """The store: records written and read back unchanged, atomic writes, and the audit chain.
 
-The audit chain is checked against its definition (DESIGN 3): event n's hash is
+The audit chain is checked against its definition (docs/explanation/architecture.md): event n's hash is
 SHA-256 over event n-1's hash and event n's canonical JSON, recomputed here with
 hashlib, not with the ledger's own codec. Tampering is done the way an insider
 would, with raw SQL on the SQLite file behind the ledger's back.
@@ -382,7 +382,7 @@ def test_a_fresh_ledger_is_empty_and_verifies(tmp_path):
     with Session(engine) as session:
         assert store.is_empty(session)
         assert store.snapshot(session) == LedgerSnapshot()
-        result = store.verify(session)  # issue 10: an empty chain is reported, not "intact"
+        result = store.verify(session)  # an empty chain is reported, not "intact"
         assert not result.ok and result.events == 0 and "no audit event" in result.problems[0]
     engine.dispose()
 

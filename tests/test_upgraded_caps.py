@@ -1,4 +1,4 @@
-"""An older ledger is upgraded in place, and its caps at a delta become filters (DESIGN 2.10).
+"""An older ledger is upgraded in place, and its caps at a delta become filters (docs/explanation/accounting.md).
 
 A cap at a delta is a privacy filter of a kind recorded with it (accounting/filters.py). A ledger
 made before caps carried one (fixtures/ledger_before_filters.sql, written by privacy-ledger at

@@ -1,4 +1,4 @@
-"""Issue 13: `audit verify` streams, and finds what the verification that held everything did.
+"""`audit verify` streams, and finds what the verification that held everything did.
 
 The streaming `store.verify` (chunks of events and of release rows, a temporary
 file for each release's latest event, running totals summed chunk by chunk) is

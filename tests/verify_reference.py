@@ -1,4 +1,4 @@
-"""The audit verification as it was before it streamed (main before issue 13's streaming
+"""The audit verification as it was before it streamed (before it streamed
 verify): every release row, decoded release and accounting row held in memory at once.
 The reference the streaming `store.verify` must agree with on tampered ledgers
 (tests/test_verify_streaming.py); not used by the ledger itself."""
@@ -137,7 +137,7 @@ def _check_accounting(session: Session, releases: Mapping[str, Release], trusted
 
 def _check_accountant_states(session: Session, dataset: str, caps, releases: Sequence[Release],
                              families: Mapping[str, Family]) -> list[str]:
-    """Recompute every stored running accountant state (issue 11) from the releases and compare,
+    """Recompute every stored running accountant state from the releases and compare,
     like the running totals. A state for another version of a cap (or of the state format) is
     never read by a decision (it is recomputed), so only the states a decision would use count."""
     from ledger.accounting.accountants import state_differences, state_from_history, state_is_current

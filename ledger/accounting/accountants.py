@@ -1,6 +1,6 @@
-"""Three accountants per subset: basic, Rényi DP and privacy-loss distributions (DESIGN 2.4, 2.10).
+"""Three accountants per subset: basic, Rényi DP and privacy-loss distributions (docs/explanation/model.md#composition, docs/explanation/accounting.md).
 
-Concept. A release's cost on a subset U (DESIGN 2.3) is a guarantee; where the
+Concept. A release's cost on a subset U (docs/explanation/model.md#the-cost-of-one-release-on-a-subset) is a guarantee; where the
 ledger also knows the mechanism that produced it, a tighter *accounting event*
 describes the same cost (like dp_accounting's `DpEvent`):
 
@@ -61,7 +61,7 @@ from functools import lru_cache
 
 from ..core.lazy import lazy_module
 
-np = lazy_module("numpy")  # imported on first use (issue 13)
+np = lazy_module("numpy")  # imported on first use
 
 from .spend import (ALLOWANCE, CONVERSION_NAME, FILTER_ORDERS, ORDER_SHARE, Spend, filter_delta,
                     within_allowance)
@@ -74,7 +74,7 @@ ACCOUNTANTS = ("basic", "rdp", "pld")
 
 # The fixed grid of Rényi orders (dp_accounting's default grid, which is dense where
 # the Gaussian and Laplace optima lie, plus very large orders for tiny deltas).
-# (built on first use, with numpy: a `check` against a rho or pure cap never needs them, issue 13)
+# (built on first use, with numpy: a `check` against a rho or pure cap never needs them)
 def _grids():
     if "_GRIDS" not in globals():
         orders = np.asarray([1 + x / 10.0 for x in range(1, 100)] + list(range(11, 64))
@@ -180,7 +180,7 @@ def _event_from_key(key: str) -> Event:
 
 def spend_events(spend: Spend) -> list[Event]:
     """The events of one unit's guarantee (a release's or a family's cost), one per notion
-    part: pure, zcdp, approx. A family charged with parts in several notions (DESIGN 2.6,
+    part: pure, zcdp, approx. A family charged with parts in several notions (docs/explanation/model.md#families,
     a componentwise bound) is charged every part: their composition bounds it. Callers
     handle unbounded spends before; a zero spend has no event. A family's worst-of-alternatives
     cost (`engine.Worst`) enters as its componentwise maximum, which bounds every alternative."""
@@ -211,7 +211,7 @@ def mechanism_event(release: Release) -> Event | None:
     read), for replacement neighbours: then the event covers everything the release
     reads. A Laplace or geometric release run on a sample (sample_size of population
     recorded, the ledger's catalogue deriving its amplified guarantee: Balle, Barthe and
-    Gaboardi 2018, rounded up; DESIGN 2.7) keeps its sampling event, `sampled`. A release
+    Gaboardi 2018, rounded up; docs/explanation/model.md#subsampling) keeps its sampling event, `sampled`. A release
     recorded with its amplified guarantee already worked out (epsilon_before_subsampling, run
     by the ledger) or without the sampling parameters is charged through its guarantee, as
     before."""
@@ -277,7 +277,7 @@ def _mechanism_event(mechanism: Mechanism) -> tuple[Event | None, frozenset]:
 
 def _sampled_event(mechanism: Mechanism) -> tuple[Event | None, frozenset]:
     """The sampling event of a Laplace or geometric release run on sample_size of population
-    (DESIGN 2.7): its amplified epsilon (the catalogue's, as recorded), beta and the base epsilon."""
+    (docs/explanation/model.md#subsampling): its amplified epsilon (the catalogue's, as recorded), beta and the base epsilon."""
     from .catalogue import CATALOGUE
 
     if (mechanism.name == "gaussian" or mechanism.param("epsilon_before_subsampling") is not None
@@ -492,7 +492,7 @@ def published_moment(release: Release) -> datetime | None:
 def composition(releases: Iterable[Release], families: Iterable[Family], subset: Iterable[str],
                 basic: Spend | None = None) -> Composition:
     """The reference path: every release's event on `subset`, families charged by their
-    guarantee (DESIGN 2.6), release by release (`index_composition` is the fast path)."""
+    guarantee (docs/explanation/model.md#families), release by release (`index_composition` is the fast path)."""
     from .engine import family_cost, ledger_cost, release_cost
 
     subset = frozenset(subset)
@@ -503,7 +503,7 @@ def composition(releases: Iterable[Release], families: Iterable[Family], subset:
     for release in releases:
         if release.family is not None and release.family in family_map:
             # every member: a record moving between a keyed family's parts changes what a member
-            # that reads nothing of the subset releases too (DESIGN 2.6), as ledger_cost charges it
+            # that reads nothing of the subset releases too (docs/explanation/model.md#families), as ledger_cost charges it
             members.setdefault(release.family, []).append(release)
         if not subset & release.reads:
             continue
@@ -769,7 +769,7 @@ def pld_interval(comp: Composition, delta: float) -> float:
     """The discretisation interval: a power of two, about 1/PLD_STEPS of a rough figure, between
     2^-14 and 2^-8. Pessimistic at any interval; finer only costs time.
 
-    Monotonicity (issue 11: adding a release never lowers the PLD figure). The rough figure
+    Monotonicity. The rough figure
     is a non-decreasing function of the subset's releases, computed with correctly rounded
     sums (`_rough_figure`), so the interval h never gets finer when a release joins, and
     h' = 2^j h when it gets coarser. Write D_h(e) for a setting's discretised factor
@@ -1066,8 +1066,7 @@ def _single(event_id, events: list[Event]) -> int:
 
 def stored_index_events(index, stored: np.ndarray, events: Sequence[Event], charged: np.ndarray,
                         recorded: np.ndarray, published: np.ndarray) -> IndexEvents:
-    """The `IndexEvents` of an index built from stored accounting rows (columns.index_for,
-    issue 13), without the whole releases. Per release of the index: `stored`, the event its
+    """The `IndexEvents` of an index built from stored accounting rows (columns.index_for), without the whole releases. Per release of the index: `stored`, the event its
     mechanism's parameters describe, as a position in `events` (-1: none); `charged`, whether
     it is charged through that event (`mechanism_event`); its times as `IndexEvents` keeps
     them (recorded: seconds since the epoch, -inf unknown; published: `published_moment` in
@@ -1201,7 +1200,7 @@ def _stamps(moments) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------
-# Caps: running state per cap, and which valid filter decides (DESIGN 2.10)
+# Caps: running state per cap, and which valid filter decides (docs/explanation/accounting.md)
 # --------------------------------------------------------------------------
 
 # A state of another version is stale: recomputed from the accounting rows when read
@@ -1246,7 +1245,7 @@ def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, 
     family_events: dict[str, list[str]] = {}
     members: dict[str, list[Release]] = {}
     first_reading: dict[str, int] = {}  # the families' order: their first member reading the subset
-    for k, release in enumerate(releases):  # every member (DESIGN 2.6, as ledger_cost charges them)
+    for k, release in enumerate(releases):  # every member (docs/explanation/model.md#families, as ledger_cost charges them)
         if release.family is not None and release.family in families:
             members.setdefault(release.family, []).append(release)
             if cap.subset & release.reads:
@@ -1260,7 +1259,7 @@ def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, 
 
 def state_from_index(cap, index) -> dict:
     """`state_from_history` over a LedgerIndex of the charged releases (the accounting rows,
-    columns.index_for; issue 13): the subset's events from the index's arrays
+    columns.index_for): the subset's events from the index's arrays
     (`IndexEvents.composition`, families and releases with a choice one by one), and each
     family's events from its members read whole, as `state_from_history` takes them. The state
     is a function of event counts only (`state_from_composition` sorts the events), so it is
@@ -1274,7 +1273,7 @@ def state_from_index(cap, index) -> dict:
     for fid, rows in index.members.items():
         group = [index.releases[i] for i in rows]
         first = next((i for i, member in zip(rows, group) if subset & member.reads), None)
-        if first is not None:  # every member, as ledger_cost charges the family (DESIGN 2.6)
+        if first is not None:  # every member, as ledger_cost charges the family (docs/explanation/model.md#families)
             touching[fid] = (first, group)
     family_events: dict[str, list[str]] = {}
     # in the order their first member reading the subset was recorded, as `state_from_history`
@@ -1325,7 +1324,7 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
         if release.status not in CHARGED_STATUSES:
             continue
         if release.family is not None and release.family in families and not cap.subset & release.reads:
-            joined.setdefault(release.family, []).append(release)  # its moves count (DESIGN 2.6)
+            joined.setdefault(release.family, []).append(release)  # its moves count (docs/explanation/model.md#families)
             continue
         if not cap.subset & release.reads:
             continue
@@ -1708,7 +1707,7 @@ class PairExtras:
     the families charge each pair {i, j} (i <= j; {i} alone on the diagonal), and the pairs one
     of them leaves unbounded: what `IndexEvents.composition` adds for them on that subset.
 
-    A release's or a family's cost on U depends only on U ∩ what it reads (DESIGN 2.3, 2.6;
+    A release's or a family's cost on U depends only on U ∩ what it reads (docs/explanation/model.md#the-cost-of-one-release-on-a-subset, docs/explanation/model.md#families;
     `engine.candidates`, `engine.family_options`), so it is composed once per distinct case:
     - a release outside the array path (several guarantees, a value of several parts, a
       choice): once per variable a it reads ({a}: every pair {a, x} with x not read by it, by a

@@ -61,7 +61,7 @@ def largest_delta(release: Release) -> Fraction:
 def deltas_held(releases: Iterable[Release]) -> Fraction:
     """An upper bound on the approximate deltas of every subset: each standalone release's largest
     delta, and per family the two largest of its members' (a record changed within one part, or
-    moved between two, DESIGN 2.6). Every subset's approximate deltas are at most this sum."""
+    moved between two, docs/explanation/model.md#families). Every subset's approximate deltas are at most this sum."""
     total = Fraction(0)
     families: dict[str, list[Fraction]] = {}
     for release in releases:

@@ -1,6 +1,6 @@
 """Budget caps: running totals, the pre-release check, and the basic headroom of a cap.
 
-Pure functions. A cap bounds the loss on one subset S (DESIGN 2.3-2.6). The
+Pure functions. A cap bounds the loss on one subset S (docs/explanation/model.md#the-cost-of-one-release-on-a-subset-2.6). The
 store keeps, per cap, a running total (`CapTotal`): the composed cost of the
 standalone releases with one possible charge, the releases with a choice of
 charges (grouped by their alternatives), and each family's current options on
@@ -10,10 +10,10 @@ as a dry run (STYLE 5). So a check costs the same whatever the length of the
 history (it grows only with the number of distinct choices, never with the
 number of releases with one charge).
 
-One accounting (DESIGN 2.4): a cap's figure is `cap_value`, which composes
+One accounting (docs/explanation/model.md#composition): a cap's figure is `cap_value`, which composes
 the total with `engine.compose_units` minimising the cap's own measure, the
 same minimising composition `subset` and `table` use (for a cap at delta D,
-the figure `subset --delta D` prints). A tighter accountant (issue 11) layers
+the figure `subset --delta D` prints). A tighter accountant layers
 a second figure on by replacing or wrapping `cap_value`.
 
 Invariants:
@@ -43,7 +43,7 @@ from ..core.lazy import lazy_module
 from ..core.numbers import INF, Number, float_down, float_up, format_delta, format_number, is_infinite
 from ..core.records import CHARGED_STATUSES, Cap, Family, Notion, Release
 
-np = lazy_module("numpy")  # imported on first use: recording never needs it (issue 13)
+np = lazy_module("numpy")  # imported on first use: recording never needs it
 
 WARN_AT = Fraction(4, 5)  # status "warn" at or above 80% of a cap
 DRIVERS_KEPT = 5
@@ -56,7 +56,7 @@ class CapTotal:
 
     standalone: releases with one possible charge, composed;
     choices: releases with incomparable charges, as (their options, how many), sorted;
-    families: each family's options on the subset (charged once: DESIGN 2.6)."""
+    families: each family's options on the subset (charged once: docs/explanation/model.md#families)."""
 
     standalone: Spend = ZERO
     families: Mapping[str, tuple[Option, ...]] = field(default_factory=dict)
@@ -94,7 +94,7 @@ def composed(cap: Cap, total: CapTotal, extra: Spend = ZERO) -> Spend:
 
 
 def cap_value(cap: Cap, total: CapTotal, extra: Spend = ZERO) -> Number:
-    """A cap's figure: the one function every command measures a cap with (DESIGN 2.4)."""
+    """A cap's figure: the one function every command measures a cap with (docs/explanation/model.md#composition)."""
     return measure(cap, composed(cap, total, extra))
 
 
@@ -152,7 +152,7 @@ def why_unbounded(cap: Cap, spend: Spend) -> str:
 
 
 def _guarantee_words(guarantee) -> str:
-    """A guarantee's figure; as charged in its dataset's relation when converted (DESIGN 2.1)."""
+    """A guarantee's figure; as charged in its dataset's relation when converted (docs/explanation/model.md#variables-subsets-and-neighbours)."""
     if guarantee.charge_relation != guarantee.relation:
         return charged_words(guarantee)
     if guarantee.notion == Notion.ZCDP:
@@ -194,7 +194,7 @@ def why_release_unbounded(cap: Cap, release: Release) -> str | None:
 
 
 def _uncovered_words(release_id: str, exact: frozenset[str], touched: frozenset[str]) -> str:
-    """A release with no guarantee covering what it reads of a cap's subset (DESIGN 2.3)."""
+    """A release with no guarantee covering what it reads of a cap's subset (docs/explanation/model.md#the-cost-of-one-release-on-a-subset)."""
     if exact:
         return f"{release_id} reads {', '.join(sorted(exact))} exactly (no guarantee covers it)"
     return (f"{release_id}: no one guarantee covers all of {', '.join(sorted(touched))} "
@@ -226,7 +226,7 @@ def why_index_unbounded(cap: Cap, index: LedgerIndex) -> str:
     `cap set`, whatever the plan."""
     names = frozenset(n for n in cap.subset if n in index.column)
     uncovered = index.reads_uncovered(names) if names else ()
-    if len(uncovered):  # read without a certified bound (DESIGN 2.3)
+    if len(uncovered):  # read without a certified bound (docs/explanation/model.md#the-cost-of-one-release-on-a-subset)
         rows = {int(i) for i in uncovered}
         member_of = {i: fid for fid, rows_ in index.members.items() for i in rows_ if i in rows}
         i = int(uncovered[0])
@@ -241,7 +241,7 @@ def why_index_unbounded(cap: Cap, index: LedgerIndex) -> str:
         if reason is not None:
             return reason
     moved = index.unprotected_move(names)
-    if moved is not None:  # a record moving between a keyed family's parts (DESIGN 2.6)
+    if moved is not None:  # a record moving between a keyed family's parts (docs/explanation/model.md#families)
         family, _ = moved
         return why_family_unbounded(cap, family, [index.releases[k] for k in index.members[family.id]])
     return why_unbounded(cap, index.subset_spend(names))
@@ -492,7 +492,7 @@ class CapCheck:
     after_total: CapTotal = field(default_factory=CapTotal, compare=False, repr=False)  # what recording stores
     charges: tuple[Charge, ...] = ()  # each planned release's own charge (families once)
     reason: str | None = None  # why `after` is ∞, in words
-    decision: object = field(default=None, compare=False, repr=False)  # accountants.Decision (issue 11)
+    decision: object = field(default=None, compare=False, repr=False)  # accountants.Decision
     # the running figure of the cap's subset at its delta (what `subset` prints), beside the
     # filter's figure it is decided by; None where it was not asked for (a plan's check)
     running: Number | None = field(default=None, compare=False)
@@ -611,7 +611,7 @@ class Headroom:
     epsilon_binding: Cap | None
     rho: Number
     rho_binding: Cap | None
-    # which accountant's valid filter decides the binding cap at the headroom (issue 11)
+    # which accountant's valid filter decides the binding cap at the headroom
     epsilon_accountant: str | None = None
     rho_accountant: str | None = None
     # what the next release is assumed to be: "any" (any epsilon-DP or rho-zCDP mechanism, the
@@ -647,7 +647,7 @@ def largest_basic_charge(cap: Cap, total: CapTotal, added) -> Number:
     """Largest x >= 0 with cap_value(total + added(x)) <= cap (0 when even x = 0 is over), by
     the basic sums alone: one cap's headroom where the basic composition decides, and the lower
     bound the decided headroom searches up from. The headroom every command prints is
-    `operations.cap_accounting.headroom` (the enforcement's decision, issue 11): there is no
+    `operations.cap_accounting.headroom` (the enforcement's decision): there is no
     basic-only headroom beside it."""
     current = total.value if total.value is not None else cap_value(cap, total)
     if current > cap.limit:

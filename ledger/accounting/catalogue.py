@@ -1,12 +1,12 @@
 """The mechanisms the ledger knows, and the guarantee each one's parameters imply.
 
 A release file may state its guarantees; when it does not, they are derived
-here from the mechanism's parameters (DESIGN 2.2). A mechanism name not in
+here from the mechanism's parameters (docs/explanation/model.md#a-release). A mechanism name not in
 `CATALOGUE` is refused, never guessed (STYLE 5). Every derivation cites its
 source. Explicit guarantees in the file replace the derived ones: they are the
 steward's certified claim, and may protect only part of what is read.
 
-Sensitivities belong to a neighbour relation (DESIGN 2.1): the `sensitivity`
+Sensitivities belong to a neighbour relation (docs/explanation/model.md#variables-subsets-and-neighbours): the `sensitivity`
 parameter is the sensitivity under the mechanism's `relation` (replace by
 default), and the derived guarantee is stated for that relation.
 
@@ -92,7 +92,7 @@ def _gaussian(mechanism: Mechanism, reads: frozenset[str]):
             return (claim,), []
         # The claim is the steward's; the zCDP guarantee is what it implies of a Gaussian
         # (`implied_gaussian_multiplier`): both are valid, and each subset and delta is charged
-        # the better one (DESIGN 2.3, min over covering guarantees).
+        # the better one (docs/explanation/model.md#the-cost-of-one-release-on-a-subset, min over covering guarantees).
         rho = _significant_up(1 / (2 * multiplier * multiplier))  # rounded UP: a larger rho is valid too
         implied = Guarantee(reads, Notion.ZCDP, rho=rho, relation=relation)
         return (claim, implied), []
@@ -122,7 +122,7 @@ def implied_gaussian_multiplier(epsilon: Fraction, delta: Fraction) -> Fraction 
     """A lower bound on sigma / sensitivity of any Gaussian mechanism that is (epsilon, delta)-DP.
 
     Why a Gaussian declared only by (epsilon, delta) has a finite loss at every other delta'
-    (DESIGN 2.2-2.4: the release's cost is any guarantee its mechanism certifies): the Gaussian
+    (docs/explanation/model.md#a-release-2.4: the release's cost is any guarantee its mechanism certifies): the Gaussian
     mechanism with m = sigma / sensitivity is (epsilon, delta)-DP if and only if
         delta >= Phi(1 / (2m) - epsilon m) - e^epsilon Phi(-1 / (2m) - epsilon m)
     (Balle and Wang 2018, Theorem 8), whose right side decreases in m. So the claim implies
@@ -234,7 +234,7 @@ def _gaussian_delta_below(multiplier: float, epsilon: float) -> float:
 
 
 def _exact(mechanism: Mechanism, reads: frozenset[str]):
-    """No noise: no bound on anything read (DESIGN 2.3, ∞)."""
+    """No noise: no bound on anything read (docs/explanation/model.md#the-cost-of-one-release-on-a-subset, ∞)."""
     for name in ("epsilon", "rho"):
         if mechanism.param(name) is not None:
             return (), [Problem(name, "an exact release has no privacy parameter")]
@@ -242,7 +242,7 @@ def _exact(mechanism: Mechanism, reads: frozenset[str]):
 
 
 def _post_processing(mechanism: Mechanism, reads: frozenset[str]):
-    """Computed only from other releases' outputs (DESIGN 2.5): reads nothing, costs 0."""
+    """Computed only from other releases' outputs (docs/explanation/model.md#post-processing-and-lineage): reads nothing, costs 0."""
     if reads:
         return (), [Problem("name", f"post-processing reads no data, but reads lists {sorted(reads)}")]
     return (), []
@@ -250,7 +250,7 @@ def _post_processing(mechanism: Mechanism, reads: frozenset[str]):
 
 def _tan_consistent_counts(mechanism: Mechanism, reads: frozenset[str]):
     """Tan, Algorithm 1: epsilon on the protected variable(s) (Prop 5.1, with the
-    n_i >= 2 correction of DESIGN 2.9); the margin variables are released exactly."""
+    n_i >= 2 correction of docs/explanation/model.md#notes-on-the-papers-algorithms); the margin variables are released exactly."""
     epsilon, protects = mechanism.param("epsilon"), mechanism.param("protects")
     if epsilon is None:
         return (), [Problem("epsilon", "tan-consistent-counts needs epsilon", missing=True)]
@@ -264,7 +264,7 @@ def _pufferfish_only(mechanism: Mechanism, reads: frozenset[str]):
     """A Pufferfish-family mechanism (Bailie's p%, Zhang et al.'s attribute-private
     Gaussian, a perfectly sample-private mapping): no DP guarantee, so ∞ on what it
     reads in every DP total; its own guarantee is recorded under `pufferfish` and
-    reported apart (DESIGN 2.8)."""
+    reported apart (docs/explanation/model.md#pufferfish-guarantees)."""
     return (), []
 
 
@@ -306,7 +306,7 @@ SAMPLING_PARAMS = ("sample_size", "population")
 
 
 def sampling_problems(mechanism: Mechanism) -> list[Problem]:
-    """The sampling event (sample_size of population, without replacement; DESIGN 2.7): both
+    """The sampling event (sample_size of population, without replacement; docs/explanation/model.md#subsampling): both
     positive integers, the sample no larger than the population."""
     values = {name: mechanism.param(name) for name in SAMPLING_PARAMS}
     if all(value is None for value in values.values()):
@@ -332,7 +332,7 @@ def sampling_problems(mechanism: Mechanism) -> list[Problem]:
 
 def _amplified(mechanism: Mechanism, guarantees):
     """A pure guarantee of a mechanism run on a sample drawn without replacement, amplified by
-    Balle, Barthe and Gaboardi (2018): ln(1 + beta (e^eps - 1)), rounded up (DESIGN 2.7)."""
+    Balle, Barthe and Gaboardi (2018): ln(1 + beta (e^eps - 1)), rounded up (docs/explanation/model.md#subsampling)."""
     from fractions import Fraction
 
     from ..mechanisms.subsampling import subsampled_epsilon
@@ -364,7 +364,7 @@ class Parameters:
     """The parameters one mechanism accepts, wherever its release comes from (a file, an
     adapter, `run`). `needs`: the sets its guarantee is derived from, any one of them (none for
     a mechanism whose guarantee is stated, or that has none); `reads`: the others that its
-    derivation or the check of a claim reads (DESIGN 2.1, 2.4, 2.7); `describes`: what was
+    derivation or the check of a claim reads (docs/explanation/model.md#variables-subsets-and-neighbours, docs/explanation/model.md#composition, docs/explanation/model.md#subsampling); `describes`: what was
     computed and how, kept for the audit trail and read by no derivation."""
 
     needs: tuple[tuple[str, ...], ...] = ()
@@ -377,7 +377,7 @@ class Parameters:
         object.__setattr__(self, "names", tuple(named))
 
 
-# the sampling event (sampling_problems, _amplified; DESIGN 2.7)
+# the sampling event (sampling_problems, _amplified; docs/explanation/model.md#subsampling)
 _SAMPLING = (*SAMPLING_PARAMS, "sampling", "epsilon_before_subsampling")
 # what `run` computed (operations.recording)
 _QUERY = ("query", "column", "columns", "lower", "upper", "n")
@@ -426,7 +426,7 @@ def unknown_parameters(name: str, keys) -> list[Problem]:
 
 
 # --------------------------------------------------------------------------
-# Explicit guarantees may not claim more than the parameters imply (DESIGN 2.4)
+# Explicit guarantees may not claim more than the parameters imply (docs/explanation/model.md#composition)
 # --------------------------------------------------------------------------
 
 
@@ -480,7 +480,7 @@ def gaussian_epsilon(multiplier: Fraction, delta: Fraction) -> float:
 
 def _in_relation(derived: Guarantee, relation: Relation) -> Guarantee | None:
     """What a derived guarantee implies for neighbours under `relation` (`relation.charged`,
-    DESIGN 2.1), or None (a replacement guarantee implies nothing for add/remove)."""
+    docs/explanation/model.md#variables-subsets-and-neighbours), or None (a replacement guarantee implies nothing for add/remove)."""
     return charged(derived, relation)
 
 
@@ -533,7 +533,7 @@ def _implied_by(claim: Guarantee, derived: Guarantee, mechanism: Mechanism) -> s
 
 def overclaims(mechanism: Mechanism, reads: frozenset[str],
                explicit: tuple[Guarantee, ...]) -> list[tuple[int, str, str]]:
-    """Explicit guarantees stronger than what the mechanism's parameters imply (DESIGN 2.4):
+    """Explicit guarantees stronger than what the mechanism's parameters imply (docs/explanation/model.md#composition):
     (index of the guarantee, field, message) for each. A derived guarantee is the most
     a steward may claim: an explicit one may protect less, or state a larger figure,
     never protect a variable the mechanism releases exactly nor state a smaller figure
@@ -544,10 +544,10 @@ def overclaims(mechanism: Mechanism, reads: frozenset[str],
     exact, known = exactly_released(mechanism, reads)
     derived, derivation_problems = derive_guarantees(mechanism, reads)
     if CATALOGUE.get(mechanism.name) is _pufferfish_only:
-        # no DP guarantee at all: a DP figure for it would enter DP totals as a theorem (DESIGN 2.8)
+        # no DP guarantee at all: a DP figure for it would enter DP totals as a theorem (docs/explanation/model.md#pufferfish-guarantees)
         return [(index, "epsilon" if claim.notion != Notion.ZCDP else "rho",
                  f"claims {_figure(claim)}, but {mechanism.name} gives no differential-privacy guarantee (a "
-                 "Pufferfish-family guarantee: record it under `pufferfish`, reported apart, DESIGN 2.8)")
+                 "Pufferfish-family guarantee: record it under `pufferfish`, reported apart, docs/explanation/model.md#pufferfish-guarantees)")
                 for index, claim in enumerate(explicit)]
     if derivation_problems and mechanism.name == "tan-consistent-counts" and mechanism.param("epsilon") is not None:
         # protected variables named only by `margin` or by the claim itself: Tan's epsilon (Prop 5.1)
@@ -577,7 +577,7 @@ def overclaims(mechanism: Mechanism, reads: frozenset[str],
             in_relation = _in_relation(guarantee, claim.relation)
             if in_relation is None:
                 # a replacement guarantee implies nothing for add/remove, but the claim is charged
-                # for replacement neighbours by group privacy (DESIGN 2.1: spend.guarantee_spend),
+                # for replacement neighbours by group privacy (docs/explanation/model.md#variables-subsets-and-neighbours: spend.guarantee_spend),
                 # and that form may not be below what the parameters give for them
                 converted = _in_relation(claim, guarantee.relation)
                 if converted is None:

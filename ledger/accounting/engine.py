@@ -4,21 +4,21 @@ Pure functions over frozen records (no I/O). Two implementations of the same
 rules live here:
 
 - `release_cost`, `family_cost`, `ledger_cost`: the rules written out release
-  by release, as DESIGN 2.3-2.6 states them. They are the reference the tests
+  by release, as docs/explanation/model.md#the-cost-of-one-release-on-a-subset-2.6 states them. They are the reference the tests
   check the fast path against, and the baseline the benchmark times.
 - `LedgerIndex`: the same rules over numpy arrays (reads and guarantees as
   boolean matrices), used for the release-by-variable table and subset
   queries on large ledgers. Totals stay exact: distinct guarantee values are
   scaled to integers over a common denominator and summed as integers.
 
-The cost rule (DESIGN 2.3), for release r and subset U:
+The cost rule (docs/explanation/model.md#the-cost-of-one-release-on-a-subset), for release r and subset U:
     c_r(U) = 0                        if U ∩ reads(r) is empty         (Tan Prop 3.3)
            = min value(g) over guarantees g with U ∩ reads(r) ⊆ P_g   (Tan Props 3.2, 3.5),
              of its pure and rho guarantees where one covers, else of its (epsilon, delta) ones
              (a side fixed by the release: `charge_options`)
            = ∞ (not protected)         otherwise
 and the loss on U is the composition of c_r(U) over releases (Tan Prop 3.4),
-with a family of releases on disjoint parts charged once (DESIGN 2.6).
+with a family of releases on disjoint parts charged once (docs/explanation/model.md#families).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from ..core.numbers import float_up
 from ..core.records import Family, Relation, Release
 from ..core.lazy import lazy_module
 
-np = lazy_module("numpy")  # imported on first use: recording never needs it (issue 13)
+np = lazy_module("numpy")  # imported on first use: recording never needs it
 
 # --------------------------------------------------------------------------
 # Reference rules, release by release
@@ -54,7 +54,7 @@ np = lazy_module("numpy")  # imported on first use: recording never needs it (is
 
 
 def candidates(release: Release, subset: frozenset[str], relation: Relation | None = None) -> tuple[Spend, ...]:
-    """Every cost c_r(U) may be charged at (DESIGN 2.3), without dominated ones, in rank order,
+    """Every cost c_r(U) may be charged at (docs/explanation/model.md#the-cost-of-one-release-on-a-subset), without dominated ones, in rank order,
     for neighbours under `relation` (default: its dataset's, `spend.guarantee_spend`).
 
     (ZERO,) when the release reads nothing of U (Tan Prop 3.3); () when no guarantee
@@ -78,7 +78,7 @@ def _covering(guarantees: tuple, touched: frozenset[str], relation: Relation | N
 # Which side of a release is charged: its (epsilon, delta) guarantees or the others
 # --------------------------------------------------------------------------
 #
-# A release may be adaptive (DESIGN 2.10): each figure is one of spend.py's statements, each at a
+# A release may be adaptive (docs/explanation/accounting.md): each figure is one of spend.py's statements, each at a
 # share of the delta fixed in advance. A release charged by an (epsilon, delta) guarantee spends
 # that delta off the top of every statement; one charged by a pure or rho guarantee spends none.
 # Choosing after the history which releases take which side would be a choice among as many
@@ -113,7 +113,7 @@ def charge_options(covering: Sequence[Spend]) -> tuple[Spend, ...]:
 
 
 def release_cost(release: Release, subset: frozenset[str], relation: Relation | None = None) -> Spend:
-    """c_r(U), DESIGN 2.3: the first-ranked covering guarantee, ∞ when none covers."""
+    """c_r(U), docs/explanation/model.md#the-cost-of-one-release-on-a-subset: the first-ranked covering guarantee, ∞ when none covers."""
     options = candidates(release, subset, relation)
     return options[0] if options else UNBOUNDED
 
@@ -127,12 +127,12 @@ WORST_LIMIT = 4_096  # adversarial combinations tried before a Worst is bounded 
 class Worst:
     """A cost the steward does not choose: whichever of `alternatives` applies, the worst.
 
-    A family of releases on disjoint parts (DESIGN 2.6) costs the cost of the one part
+    A family of releases on disjoint parts (docs/explanation/model.md#families) costs the cost of the one part
     the changed record is in (or, for a move between parts, of the two it leaves and
     joins); the adversary picks the part. When the alternatives are in different
     notions no one of them dominates, and their componentwise maximum would charge
     pieces of several members at once: the loss is the largest composition with any
-    one alternative (DESIGN 2.6, the worst member as a whole).
+    one alternative (docs/explanation/model.md#families, the worst member as a whole).
     """
 
     alternatives: tuple[Spend, ...]
@@ -271,7 +271,7 @@ def choose(base: Spend, choices: Sequence[tuple[Option, ...]], objective: Object
 
     Releases whose guarantees do not dominate one another (a pure epsilon on part of
     what they read and a rho on all of it, say) leave a choice; every choice is a valid
-    bound (DESIGN 2.3), and the smallest is also monotone in the subset (Tan Prop 3.2),
+    bound (docs/explanation/model.md#the-cost-of-one-release-on-a-subset), and the smallest is also monotone in the subset (Tan Prop 3.2),
     since a smaller subset only adds alternatives. Identical releases are grouped, and
     every split of each group between its alternatives is tried, up to CHOICE_LIMIT
     combinations; past that each release takes its first-ranked alternative.
@@ -325,7 +325,7 @@ def _splits(options: tuple[Spend, ...], count: int):
 
 def family_options(family: Family, members: Sequence[Release], subset: frozenset[str]) -> tuple[Option, ...]:
     """Every cost c_F(U) may be charged at, for releases on disjoint parts of the records
-    (Clifton et al.; DESIGN 2.6), without dominated ones, in rank order; () is ∞.
+    (Clifton et al.; docs/explanation/model.md#families), without dominated ones, in rank order; () is ∞.
 
     - random split, or no key variable in U: a U-neighbour change stays in one
       part, so the family costs the cost of one member, whichever the changed
@@ -364,7 +364,7 @@ def family_options(family: Family, members: Sequence[Release], subset: frozenset
 
 
 def unprotected_move(family: Family, members: Sequence[Release], subset: frozenset[str]) -> Release | None:
-    """The member that makes c_F(U) = ∞ by a move (DESIGN 2.6), None when there is none: with a
+    """The member that makes c_F(U) = ∞ by a move (docs/explanation/model.md#families), None when there is none: with a
     key variable in U (and a member reading U), a record moving between parts takes everything a
     member reads with it, so a member with no add/remove guarantee protecting all it reads leaves
     the move unbounded (`family_options` gives () then). The first such member, in order."""
@@ -377,7 +377,7 @@ def unprotected_move(family: Family, members: Sequence[Release], subset: frozens
 def _moves(costs: Sequence[Spend]) -> list[Spend]:
     """A record leaving one part and joining another: every member's add/remove cost
     alone (the other part is not released) and every sum of two members' costs
-    (DESIGN 2.6), over distinct values (a value with itself only when two members have it)."""
+    (docs/explanation/model.md#families), over distinct values (a value with itself only when two members have it)."""
     counts: dict[Spend, int] = {}
     for cost in costs:
         counts[cost] = counts.get(cost, 0) + 1
@@ -394,7 +394,7 @@ def _moves(costs: Sequence[Spend]) -> list[Spend]:
 
 
 def family_cost(family: Family, members: Sequence[Release], subset: frozenset[str]) -> Option:
-    """c_F(U), DESIGN 2.6: the family's first-ranked cost, ∞ when none is certified
+    """c_F(U), docs/explanation/model.md#families: the family's first-ranked cost, ∞ when none is certified
     (a `Worst` when its members' costs are in different notions)."""
     options = family_options(family, members, subset)
     return options[0] if options else UNBOUNDED
@@ -500,7 +500,7 @@ class LedgerIndex:
         n_rel, n_var = len(self.releases), len(self.variables)
 
         # one guarantee_spend per distinct guarantee value, found by its exact parts as integers
-        # (hashing Fractions costs a modular inverse each: issue 11, 100,000 releases)
+        # (hashing Fractions costs a modular inverse each)
         key_of: dict[tuple, int] = {}
         spend_of: list[Spend] = []
         g_release: list[int] = []
@@ -562,7 +562,7 @@ class LedgerIndex:
         where each release's guarantees start, which releases are summed over arrays, which
         leave a choice (`ambiguous`: releases with several guarantees), and the families whose
         members' guarantees are not all comparable (mixed notions, say), charged as the worst
-        member as a whole through the exact path (DESIGN 2.6), never a componentwise max."""
+        member as a whole through the exact path (docs/explanation/model.md#families), never a componentwise max."""
         n_rel = len(self.releases)
         self.has_guarantee = np.zeros(n_rel, dtype=bool)
         self.has_guarantee[self.g_release] = True
@@ -660,7 +660,7 @@ class LedgerIndex:
 
     def exactly_read(self) -> np.ndarray:
         """The rows, in order, of the releases that read a variable none of their guarantees
-        protects (`Release.exact_variables` not empty: released without noise, DESIGN 2.2), a
+        protects (`Release.exact_variables` not empty: released without noise, docs/explanation/model.md#a-release), a
         chunk of releases at a time (no second n x variables matrix)."""
         n_rel = len(self.releases)
         found = [np.zeros(0, dtype=np.int64)]
@@ -691,8 +691,7 @@ class LedgerIndex:
         return compose_units(base, units, objective)
 
     def subset_spend(self, subset: Iterable[str], objective: Objective | None = None) -> Spend:
-        """`subset_cost(subset).spend`, without listing the releases charged (issue 13: a
-        headline over a million releases need not read their ids)."""
+        """`subset_cost(subset).spend`, without listing the releases charged."""
         subset = frozenset(subset)
         ids = self.cost_ids([self.column[name] for name in sorted(subset)])
         return self._others(subset, self._components.total(ids[self.simple]), objective)
@@ -744,7 +743,7 @@ class LedgerIndex:
             (a, b): self.subset_cost((a, b), objective).spend for a, b in combinations(self.variables, 2)
         }
 
-    # -- every pair, and running totals, over arrays (reports, issue 4) -------
+    # -- every pair, and running totals, over arrays (reports) -------
 
     def pair_matrix(self, objective: Objective | None = None) -> SpendGrid:
         """The loss on every pair {a, b} (and on {a} on the diagonal), as a symmetric grid.
@@ -752,13 +751,13 @@ class LedgerIndex:
         Equal to `pairs()` (and to `ledger_cost` on each pair), without a subset query
         per pair. For a simple release with at most one guarantee, value v, protected
         set P: c_r({a, b}) is v when r reads a or b and neither of them is in
-        reads - P, ∞ when one of them is, 0 otherwise (DESIGN 2.3). So the finite
+        reads - P, ∞ when one of them is, 0 otherwise (docs/explanation/model.md#the-cost-of-one-release-on-a-subset). So the finite
         part is, per distinct value v, v times the number of its releases reading a or
         b: n_v(a) + n_v(b) - n_v(a and b), with n_v(a and b) = (R_v^T R_v)[a, b] for
         the 0/1 reads matrix R_v -- a matrix product, exact in float32 below 2^24
         releases. Releases with several guarantees are evaluated pair by pair over
         arrays. A family whose members have at most one guarantee each costs the
-        componentwise largest member cost (DESIGN 2.6), also over arrays, except on
+        componentwise largest member cost (docs/explanation/model.md#families), also over arrays, except on
         pairs holding a key variable of its partition; those, other families and
         releases with a choice go through the exact path (`family_options`,
         `candidates`, `choose`) on the pairs they read, as `_others` does.
@@ -777,7 +776,7 @@ class LedgerIndex:
 
         single = np.flatnonzero(self.simple & (n_guarantees <= 1))
         exact = np.zeros(n_var, dtype=bool)
-        for start in range(0, len(single), _CHUNK):  # read without protection: ∞ (DESIGN 2.3)
+        for start in range(0, len(single), _CHUNK):  # read without protection: ∞ (docs/explanation/model.md#the-cost-of-one-release-on-a-subset)
             part = single[start:start + _CHUNK]
             exact |= (self.reads[part] & ~self._single_protects(part, first)).any(axis=0)
         grid.unbounded |= exact[:, None] | exact[None, :]
@@ -911,7 +910,7 @@ class LedgerIndex:
         Table 1 as it stood after them (Tan Prop 3.4), for charts of the loss over time.
         Simple releases are summed between checkpoints, then cumulated; a family of
         members with at most one guarantee each costs the running componentwise maximum
-        of its members' cells (DESIGN 2.6) except on its key variables, which go, with
+        of its members' cells (docs/explanation/model.md#families) except on its key variables, which go, with
         other families and releases with a choice, through the exact path.
         """
         objective = self.stated(objective)
@@ -1103,7 +1102,7 @@ class LedgerIndex:
 
     def unprotected_move(self, subset: Iterable[str]) -> tuple[Family, Release] | None:
         """(family, member) of the first family whose move is unbounded on `subset`
-        (`unprotected_move`, DESIGN 2.6), None when no family's is."""
+        (`unprotected_move`, docs/explanation/model.md#families), None when no family's is."""
         subset = frozenset(subset)
         for fid, rows_ in self.members.items():
             member = unprotected_move(self.families[fid], [self.releases[i] for i in rows_], subset)
@@ -1113,7 +1112,7 @@ class LedgerIndex:
 
     def reads_uncovered(self, subset: Iterable[str]) -> np.ndarray:
         """The rows of the releases that read part of `subset` with no one guarantee covering all
-        of it (c_r(U) = ∞, not protected: DESIGN 2.3)."""
+        of it (c_r(U) = ∞, not protected: docs/explanation/model.md#the-cost-of-one-release-on-a-subset)."""
         return np.flatnonzero(self.cost_ids([self.column[name] for name in sorted(frozenset(subset))]) == self.NONE)
 
     def reads_at(self, row: int) -> frozenset[str]:
@@ -1136,7 +1135,7 @@ class LedgerIndex:
     def _family_options(self, family: Family, rows_: Sequence[int], subset: frozenset[str]) -> tuple[Spend, ...]:
         """family_options, with its ∞ case found first: with a key variable in the subset,
         a member that reads the subset and holds no add/remove guarantee covering all it
-        reads costs ∞ when a record moves between parts (DESIGN 2.6), and then so
+        reads costs ∞ when a record moves between parts (docs/explanation/model.md#families), and then so
         does the family, whatever the other members cost."""
         members = [self.releases[i] for i in rows_]
         if family.partition is not None and family.partition & subset:
@@ -1208,7 +1207,7 @@ class _GridBuilder:
             self.sums[field] = self.sums[field] + numerators[ids]
 
     def max_ids(self, ids: np.ndarray) -> None:
-        """The componentwise maximum with one release's value ids (a family: DESIGN 2.6)."""
+        """The componentwise maximum with one release's value ids (a family: docs/explanation/model.md#families)."""
         self.unbounded |= ids == self.source.unbounded_id
         for field, _, numerators in self.source.components:
             self.sums[field] = np.maximum(self.sums[field], numerators[ids])
@@ -1386,7 +1385,7 @@ def index_over(index: LedgerIndex, variables: Sequence[str]) -> LedgerIndex:
     releases (a column of zeros, Tan Prop 3.3); a column of the index not in `variables` is
     dropped, and must be read by none of its releases (the caller keeps every variable read:
     dropping one would drop its cost). Protected sets are cut to the columns kept: a cost
-    only asks whether U ∩ reads ⊆ P (DESIGN 2.3), and U ∩ reads lies in the columns kept. The
+    only asks whether U ∩ reads ⊆ P (docs/explanation/model.md#the-cost-of-one-release-on-a-subset), and U ∩ reads lies in the columns kept. The
     index itself is left as it is."""
     import copy
 

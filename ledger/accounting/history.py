@@ -1,4 +1,4 @@
-"""The ledger as it stood at a moment, by publication date (issue 12 section 1).
+"""The ledger as it stood at a moment, by publication date.
 
 A release is in the ledger at moment T when it was planned (recorded) by T, or
 published by T (history imported later is dated by its publication, not by
@@ -135,7 +135,7 @@ def state_as_of(dataset_now: Dataset, caps_now: Sequence[Cap], changes: Sequence
       release charged then reads it (`read`): then it did, in its earliest recorded state (its
       classification when first recorded), placed after the others in today's order. Leaving it
       out would drop a release's exact read of it from the protected headline (never under-report,
-      DESIGN 2.11);
+      docs/explanation/model.md#public-and-protected-variables);
     - a variable in the dataset at `when` and removed since existed then, so it is shown, at cost 0:
       no release ever read it, charged at `when` or not. operations.amend refuses to remove a
       variable any recorded release reads, whatever its status (a cancelled release was charged

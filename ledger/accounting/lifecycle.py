@@ -5,7 +5,7 @@ Planned and approved releases reserve budget; published and retracted ones
 count (what was published cannot be unpublished, so a retraction is a new
 event and the release still counts); a cancelled one frees its reservation.
 
-A release is charged from the moment an output of it exists (DESIGN 2.10): computed
+A release is charged from the moment an output of it exists (docs/explanation/accounting.md): computed
 by `run`, or recorded with its digest (`output_digest`, or the output itself). Whatever
 is published afterwards may depend on what that output showed, so cancelling it would
 under-report the transcript: `cancel` frees only a reservation whose output never
@@ -36,7 +36,7 @@ FREEING = frozenset({"cancel"})  # steps that stop a release being charged: refu
 @dataclass(frozen=True, slots=True)
 class OutputCharged:
     """A step refused because it would stop charging a release whose output exists
-    (DESIGN 2.10): a refusal of the accounting, as a cap's (exit 1), not bad input."""
+    (docs/explanation/accounting.md): a refusal of the accounting, as a cap's (exit 1), not bad input."""
 
     message: str
 
@@ -72,6 +72,6 @@ def _output_kept(release: Release, action: str) -> str:
         ([f"SHA-256 {release.output_digest[:16]}…"] if release.output_digest else [])
     return (f"cannot {action} release {release.id!r}: its output exists"
             + (f" ({', '.join(facts)})" if facts else "")
-            + ", and an output that exists stays charged: what is published next may depend on it (DESIGN 2.10). "
+            + ", and an output that exists stays charged: what is published next may depend on it (docs/explanation/accounting.md). "
             f"Leave it {release.status.value} and unpublished (charged, never out); only a release whose output was never computed "
             "can be cancelled")

@@ -1,4 +1,4 @@
-"""The lineage rule (DESIGN 2.5): post-processing is free only while its ancestors are charged.
+"""The lineage rule (docs/explanation/model.md#post-processing-and-lineage): post-processing is free only while its ancestors are charged.
 
 A release derived from other releases' outputs reads no data and costs 0
 (Pufferfish transformation invariance; Tan Remark 4.2.1). That is sound only

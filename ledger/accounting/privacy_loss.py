@@ -1,4 +1,4 @@
-"""The Gaussian mechanism's privacy loss distribution, built with numpy (issue 11).
+"""The Gaussian mechanism's privacy loss distribution, built with numpy.
 
 Concept. dp_accounting builds, composes and converts privacy loss distributions
 (PLDs); the ledger uses it for all three. For the Gaussian mechanism, building is
@@ -23,18 +23,18 @@ epsilons at a delta a few 1e-12 higher, never lower (tests/test_privacy_loss.py 
 them, and both against the exact profile in mpmath).
 
 The PLD figure is information only (had the plan been fixed in advance), and importing
-dp_accounting (scipy.stats, scipy.signal, scipy.optimize) cost more than the rest of such a process (issue 13, section 2). So the PLDs the ledger builds
+dp_accounting (scipy.stats, scipy.signal, scipy.optimize) cost more than the rest of such a process. So the PLDs the ledger builds
 are held here as `Pld`, plain arrays in dp_accounting's own layout (a symmetric PLD: the same
 PMF for removal and addition), built for the Laplace, Gaussian and randomized-response
 mechanisms and composed with numpy alone, in the very operations dp_accounting
 performs, so the same floats: tests/test_privacy_loss.py compares every step with
-dp_accounting (the reference, issue 11 section 7) bit for bit. Anything else (the discrete
+dp_accounting (the reference) bit for bit. Anything else (the discrete
 Laplace, a composition dp_accounting keeps sparse) is handed to dp_accounting itself
 (`to_dp_accounting`, `from_dp_accounting`).
 
 What dp_accounting computes with scipy is computed here without importing scipy.fft or
 scipy.special as packages (their `__init__` imports scipy's array-API layer, 0.1-0.3 s of a
-`check`, issue 13 section 2): the FFTs are numpy.fft's, the same pocketfft transforms scipy.fft
+`check`): the FFTs are numpy.fft's, the same pocketfft transforms scipy.fft
 runs (`_fft`, `_convolve`: a real input's full spectrum as scipy.fft builds it, from the half
 spectrum and its conjugates), and the normal CDF's logarithm, its inverse and the binomial PMF
 are scipy.special's compiled ufuncs themselves, their module imported alone

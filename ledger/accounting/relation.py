@@ -1,4 +1,4 @@
-"""Neighbour relations: a guarantee charged in its dataset's relation (DESIGN 2.1).
+"""Neighbour relations: a guarantee charged in its dataset's relation (docs/explanation/model.md#variables-subsets-and-neighbours).
 
 A dataset states the relation its figures and caps are in: replace-one (Tan's bounded
 U-neighbours, the default) or add/remove (OpenDP's and Tumult's usual unit). A guarantee
@@ -140,7 +140,7 @@ def rederived(mechanism: Mechanism, guarantee: Guarantee) -> Guarantee | None:
     """The add/remove guarantee of a replace-one `guarantee` whose mechanism's parameters are
     known: Laplace / geometric (epsilon = sensitivity / scale, Dwork et al. 2006) or Gaussian
     (rho = sensitivity^2 / (2 sigma^2), Bun and Steinke 2016, Prop 1.6) noise on a query whose
-    add/remove sensitivity is known (DESIGN 2.1): a histogram or a count of records (1), a sum
+    add/remove sensitivity is known (docs/explanation/model.md#variables-subsets-and-neighbours): a histogram or a count of records (1), a sum
     clipped to [lower, upper] (max(|lower|, |upper|)). None otherwise: a mean (n is not public
     under add/remove), any other query, a declared figure."""
     sensitivity = add_remove_sensitivity(mechanism)

@@ -1,4 +1,4 @@
-"""Privacy loss values and how they compose (DESIGN 2.4).
+"""Privacy loss values and how they compose (docs/explanation/model.md#composition).
 
 A `Spend` is the privacy loss on one subset of variables, kept *per notion*:
 pure epsilon, approximate (epsilon, delta), and rho-zCDP are summed separately
@@ -192,7 +192,7 @@ class Spend:
         """Orders alternative guarantees of one release: epsilon at the default delta, then
         the sum of the components. A linear extension of componentwise dominance: a
         guarantee that is no worse in every component never ranks after one that is.
-        Any covering guarantee is a valid bound (DESIGN 2.3); this only picks one."""
+        Any covering guarantee is a valid bound (docs/explanation/model.md#the-cost-of-one-release-on-a-subset); this only picks one."""
         if self.unbounded:
             return (math.inf, math.inf)
         components = self.pure + self.approx_epsilon + self.approx_delta + self.rho + self.pure_rho
@@ -221,7 +221,7 @@ def pure_spend(epsilon: Fraction) -> Spend:
 def guarantee_spend(guarantee: Guarantee, relation: Relation | None = None) -> Spend:
     """The loss a guarantee certifies for neighbours under `relation`: by default the relation
     of the dataset it is charged in (`Guarantee.charge_relation`). As stated in that relation;
-    in the other, converted by `relation.charged` (DESIGN 2.1: add/remove to replace-one by
+    in the other, converted by `relation.charged` (docs/explanation/model.md#variables-subsets-and-neighbours: add/remove to replace-one by
     group privacy, k = 2); unbounded when nothing follows (replace-one to add/remove)."""
     target = charged(guarantee, guarantee.charge_relation if relation is None else relation)
     return UNBOUNDED if target is None else _native_spend(target)
@@ -280,7 +280,7 @@ def sum_of_two_largest(spends) -> Spend:
     """Upper bound on the sum of any two of `spends`: per component, the two largest.
 
     Used when a changed record leaves one part of a family and joins another
-    (DESIGN 2.6): a removal from one part and an addition to another.
+    (docs/explanation/model.md#families): a removal from one part and an addition to another.
     """
     spends = list(spends)
     if any(spend.unbounded for spend in spends):

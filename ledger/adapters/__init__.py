@@ -24,7 +24,7 @@ checked when it is recorded) and is approved and published like any other releas
 (separation of duties). `status="published"` records an output that went out when it was made (the
 recorder then needs the approver role). The ledger does not see the library's output: a release
 whose output has been computed is recorded with its digest (`dataclasses.replace(release,
-output_digest=sha256_hex)`), and is charged from then, never cancelled (DESIGN 2.10); without
+output_digest=sha256_hex)`), and is charged from then, never cancelled (docs/explanation/accounting.md); without
 one it is a reservation, which `cancel` frees.
 """
 

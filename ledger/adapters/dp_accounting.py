@@ -18,7 +18,7 @@ parameters:
   neighbouring datasets differs in at most one record, so the mechanism's own guarantee still
   holds), with the sampling recorded as parameters for an accountant that amplifies;
 - SampledWithoutReplacementDpEvent (replace): sample_size of population, amplified by the
-  catalogue (Balle, Barthe and Gaboardi 2018, DESIGN 2.7);
+  catalogue (Balle, Barthe and Gaboardi 2018, docs/explanation/model.md#subsampling);
 - SampledWithReplacementDpEvent: refused by the catalogue (a sample drawn with replacement
   can hold the changed record several times: neither bound holds); declare its guarantee;
 - NoOpDpEvent: nothing; NonPrivateDpEvent: an exact release (∞ on what it reads).

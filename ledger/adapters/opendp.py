@@ -16,7 +16,7 @@ HammingDistance count changed records (replace, d_in 1). Any other metric
 (AbsoluteDistance, L1/L2 distances: a distance between query answers, not
 datasets) cannot tell: declare `d_in` (the sensitivity under your relation)
 and `relation` yourself. The guarantee is recorded in the relation it is stated in and
-charged in its dataset's (DESIGN 2.1): in an add/remove dataset a SymmetricDistance
+charged in its dataset's (docs/explanation/model.md#variables-subsets-and-neighbours): in an add/remove dataset a SymmetricDistance
 measurement is charged exactly its `map(1)`; in a replace-one dataset, by group privacy
 (accounting.relation). An `opendp.context.Context` is recorded as the
 budget of its compositor at its own `d_in` (its privacy unit).

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ..input.loader import LedgerSnapshot
 
 # What the commands compute with, imported when a command runs, not for `--help` or
-# `--version` (issue 13, section 2).
+# `--version`.
 at_delta = lazy_callable("ledger.accounting.engine", "at_delta")
 headline = lazy_callable("ledger.reporting.headline", "headline")
 headline_lines = lazy_callable("ledger.reporting.headline", "text_lines")
@@ -54,10 +54,10 @@ infinity_text = lazy_callable("ledger.reporting.reasons", "infinity_text")
 table_view = lazy_callable("ledger.reporting.views", "table_view")
 text_table = lazy_callable("ledger.reporting.views", "text_table")
 
-# Imported on first use (issue 13): `--help` needs none of them, `record` not numpy.
+# Imported on first use: `--help` needs none of them, `record` not numpy.
 budget = lazy_module("ledger.accounting.budget")
 operations = lazy_module("ledger.operations.transactions")
-people = lazy_module("ledger.operations.people")  # (issue 12) the ORM
+people = lazy_module("ledger.operations.people")  # the ORM
 store = lazy_module("ledger.store.database")
 Session = lazy_callable("sqlmodel", "Session")
 
@@ -66,7 +66,7 @@ EXIT_CODES_HELP = ("Exit codes: 0 done; 1 a budget check refused, or a cancel of
                    "written); 3 the ledger could not be reached, locked or written (nothing recorded; retry "
                    "later); 4 an unexpected failure (details in the log file named).")
 # -h as well as --help, on every command; plain help (rich_markup_mode=None): rich's help
-# formatter costs more to import than a whole `check` is allowed (issue 13, section 2).
+# formatter costs more to import than a whole `check` is allowed.
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help=__doc__.splitlines()[0] + "\n\n" + EXIT_CODES_HELP, context_settings=HELP_OPTIONS,
@@ -138,7 +138,7 @@ def command_for(arguments: list[str]):
     (the tests) or when the arguments name no command of it (`--help`, a
     misspelt command: click lists every command); else the application with that one command or
     group, the same options and callback, built in a fraction of the time (typer inspects the
-    signatures of the commands it builds: 50 ms of a fresh `check` for all of them, issue 13,
+    signatures of the commands it builds: 50 ms of a fresh `check` for all of them,
     section 2). What runs is the same click command either way."""
     name = _command_name(arguments)
     if _COMMAND or name is None:
@@ -227,7 +227,7 @@ failures.register(InputErrors, _input_errors)
 failures.register(Refused, _refused)
 class _Refused(type):
     """isinstance(exc, BudgetRefused) without importing the operations for `--help`: no
-    refusal can exist before they are imported (issue 13)."""
+    refusal can exist before they are imported."""
 
     def __instancecheck__(cls, exc) -> bool:
         module = sys.modules.get("ledger.operations.transactions")
@@ -288,7 +288,7 @@ def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
 def _indexed(dataset: str | None, titles: bool = False, variables: list[str] | None = None,
              accounts: bool = True, when=None) -> tuple[Dataset, LedgerIndex]:
     """The chosen dataset and the index of its charged releases, from the accounting rows
-    (columns.py): no release is decoded but the few the exact path needs (issue 13).
+    (columns.py): no release is decoded but the few the exact path needs.
     `accounts=False`: without what the Rényi and PLD accountants read (`pairs`). `when`
     (--as-of): the releases charged then, with the status each had then (store/as_of.py)."""
     with _rows_index(dataset, titles, variables, accounts, when) as found:
@@ -406,7 +406,7 @@ def record(
 
 
 def _conversions(releases) -> list[dict]:
-    """The guarantees charged in their dataset's relation other than as stated (DESIGN 2.1)."""
+    """The guarantees charged in their dataset's relation other than as stated (docs/explanation/model.md#variables-subsets-and-neighbours)."""
     from ..accounting.relation import conversions
 
     return [found for release in releases for found in conversions(release)]
@@ -670,8 +670,8 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: 
             from ..store.as_of import state_then
 
             _, caps, _ = state_then(session, chosen, when)
-            # the same accountants as `cap list` (issue 11): totals and states as the ledger stood,
-            # from the accounting rows of the releases charged then (issue 13, store/as_of.py)
+            # the same accountants as `cap list`: totals and states as the ledger stood,
+            # from the accounting rows of the releases charged then
             checks = operations.cap_checks_as_of(session, chosen.name, caps, when)
     delta = choices.parse_delta(None, chosen)
     if as_json:  # (a list, as without --as-of: each cap states the moment)
@@ -699,7 +699,7 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
     """List recorded releases."""
     # the releases decoded a page at a time (store.release_pages), with the steps of that page's
     # releases alone, never the whole ledger at once: a million releases held as Release objects
-    # took gigabytes (issue 13); the output is the same (the text table keeps each release's cells,
+    # took gigabytes; the output is the same (the text table keeps each release's cells,
     # a line of text, until every column's width is known)
     with store.read_session(_engine()) as session:
         if as_json:
@@ -724,7 +724,7 @@ def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None
             pages.append(zlib.compress(text.encode("utf-8"), 1) if text.count(_SEPARATOR) == sum(map(len, cells))
                          else cells)
             del text
-            for release in page:  # who retracted or cancelled, when, and why (DESIGN 2.12)
+            for release in page:  # who retracted or cancelled, when, and why (docs/explanation/model.md#people-duties-and-the-book-of-record)
                 ended = next((s for s in reversed(steps.get(release.id, [])) if s.get("reason") is not None), None)
                 if ended:
                     ended_lines.append(f"{release.id}: {ended['step']} by {ended['by']} at {ended['at']}: "
@@ -768,7 +768,7 @@ def _releases_json(session, pages) -> None:
 
 
 def _steps(session, ids: list[str]) -> dict[str, list[dict]]:
-    """Release id -> its lifecycle steps after recording: who, when, and why (DESIGN 2.12)."""
+    """Release id -> its lifecycle steps after recording: who, when, and why (docs/explanation/model.md#people-duties-and-the-book-of-record)."""
     kinds = ["release.approved", "release.published", "release.retracted", "release.cancelled"]
     found: dict[str, list[dict]] = {}
     for seq, kind, subject, at, actor, payload in store.lifecycle_events(session, kinds, ids):
@@ -796,7 +796,7 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
 
     _check_accountant(accountant)
     with progress("computing the release-by-variable table"), ExitStack() as stack:
-        # the accounting rows, with the accountants' events and times (issue 13); --as-of: the
+        # the accounting rows, with the accountants' events and times; --as-of: the
         # releases charged then, each with the status it had then (store/as_of.py)
         chosen, index = stack.enter_context(_rows_index(dataset, when=when))
         chosen_delta = _delta(delta, chosen)
@@ -811,7 +811,7 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
         else:
             # a million rows is not a table anyone reads: the largest releases (by their whole-dataset
             # cost) in recording order, and the total row over every release, computed a chunk of
-            # releases at a time (issue 13)
+            # releases at a time
             from ..reporting.accountant_views import TableAccounts
             from ..store.columns import large_table
 
@@ -824,7 +824,7 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
             accounts = TableAccounts(risk.variables, per_variable, wide, accountant)
             wide_ids = index.cost_ids(range(len(index.variables)))  # (every row's, kept by large_table)
         head = headline(index, chosen, chosen_delta, at_delta(chosen_delta), risk.total, risk.total_dataset_wide)
-        head = best_headline(head, index, chosen_delta, accounts)  # the figures `subset` and `pairs` print (issue 11)
+        head = best_headline(head, index, chosen_delta, accounts)  # the figures `subset` and `pairs` print
         if streamed:
             from . import table_json
 
@@ -887,7 +887,7 @@ def subset(
     from ..reporting.accountant_views import figure_line, subset_accountants
 
     when = parse_date(as_of, "--as-of")
-    # the accounting rows of the releases that read the subset (issue 13); --as-of: of the
+    # the accounting rows of the releases that read the subset; --as-of: of the
     # releases charged then, each with the status it had then (store/as_of.py)
     chosen, index = _indexed(dataset, variables=variables, when=when)
     names = _resolve_variables(chosen, variables)
@@ -968,7 +968,7 @@ def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
     if accountant is not None and accountant not in ACCOUNTANTS:
         raise fail("command line", "--accountant", f"must be basic, rdp or pld, found {accountant!r}")
     when = parse_date(as_of, "--as-of")
-    # the accounting rows, with the accountants' events and lifecycle moments (issue 13, schema 6);
+    # the accounting rows, with the accountants' events and lifecycle moments;
     # with --as-of, the releases charged then, each with the status it had then (store/as_of.py)
     chosen, index = _indexed(dataset, when=when)
     chosen_delta = _delta(delta, chosen)
@@ -1183,13 +1183,13 @@ def role_list(as_json: JsonOption = False) -> None:
         typer.echo(f"{person}\t{', '.join(r for r in people.ROLES if r in roles)}")
 
 
-from .run import assess, run, sample_privacy  # noqa: E402  (issue 5)
+from .run import assess, run, sample_privacy  # noqa: E402
 
 app.command("run")(run)
 app.command("assess")(assess)
 app.command("sample-privacy")(sample_privacy)
 
-from .report import report  # noqa: E402  (issue 4)
+from .report import report  # noqa: E402
 
 app.command("report")(report)
 
@@ -1197,7 +1197,7 @@ from .serve import serve  # noqa: E402
 
 app.command("serve")(serve)
 
-from .export import export_app  # noqa: E402  (issue 14)
+from .export import export_app  # noqa: E402
 
 app.add_typer(export_app, name="export")
 
@@ -1205,7 +1205,7 @@ from .plan import plan_app  # noqa: E402
 
 app.add_typer(plan_app, name="plan")
 
-from . import stewardship as cli_stewardship  # noqa: E402  (issue 12: datasets that evolve, signed checkpoints)
+from . import stewardship as cli_stewardship  # noqa: E402
 
 dataset_app.command("amend")(cli_stewardship.dataset_amend)
 dataset_app.command("add-variable")(cli_stewardship.dataset_add_variable)

@@ -19,7 +19,7 @@ store = lazy_module("ledger.store.database")
 def rho_cap_epsilon(cap, delta: Fraction) -> float | None:
     """A rho cap's statement as (epsilon, delta): the zCDP filter of the cap converted at the
     dataset's whole delta (a rho cap admits no approximate release, so none of that delta is set
-    aside for one; DESIGN 2.10), by Canonne, Kamath and Steinke (2020), Prop 12 / Cor 13, at the
+    aside for one; docs/explanation/accounting.md), by Canonne, Kamath and Steinke (2020), Prop 12 / Cor 13, at the
     best order, rounded up. None for a cap in epsilon."""
     return None if cap.rho is None else cks_epsilon(cap.rho, float(delta))
 

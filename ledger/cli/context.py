@@ -8,7 +8,7 @@ module's private helpers, so the interface layer has one way in to the store.
 Invariants: opening never creates a ledger except for the commands that say so
 (`create=True`); a read never takes the write lock. Imports stay light (the store is
 imported when a command first opens the ledger): `--help` and `--version` load no
-database library (issue 13).
+database library.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def open_engine(create: bool = False):
             raise fail("--db", "url", f"no ledger at {path}; create one with `privacy-ledger init` "
                                       "or `privacy-ledger dataset add FILE`")
         store.check_sqlite_file(path)
-    from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError  # (issue 13: not for --help)
+    from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError  #
 
     try:
         engine = store.make_engine(state.url)

@@ -140,7 +140,7 @@ variables:
 
 
 def run_graduates_demo(engine: Engine, actor: str, seed: int | None = None) -> str:
-    """Run Tan's Algorithm 1 (corrected, DESIGN 2.9) on Table 2 through the ledger and
+    """Run Tan's Algorithm 1 (corrected, docs/explanation/model.md#notes-on-the-papers-algorithms) on Table 2 through the ledger and
     return Table 2, the released Table-3-like table, and the ledger's table."""
     import io
 

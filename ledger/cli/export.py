@@ -1,4 +1,4 @@
-"""`privacy-ledger export`: what the ledger knows, in the formats the field shares (issue 14).
+"""`privacy-ledger export`: what the ledger knows, in the formats the field shares.
 
 `export registry` writes a DP Deployments Registry record (ledger.reporting.registry) as
 YAML: the variant, privacy-loss parameters, privacy unit, unprotected
@@ -17,7 +17,7 @@ from .context import open_engine
 from ..core.errors import fail
 from ..core.lazy import lazy_callable, lazy_module
 
-store = lazy_module("ledger.store.database")  # the ORM, imported when the command runs (issue 13)
+store = lazy_module("ledger.store.database")  # the ORM, imported when the command runs
 Session = lazy_callable("sqlmodel", "Session")
 
 export_app = typer.Typer(no_args_is_help=True, help="Export the ledger for others: the DP Deployments Registry.",
@@ -50,7 +50,7 @@ def registry(
         raise fail("command line", "--tier", f"must be 1, 2 or 3, found {tier}")
     target = None if out.strip() == "-" else output_target(out)
     # The figures from the accounting rows (as `table` reads them), the releases' own facts by SQL
-    # (store.facts): no release is decoded but the few the record names (issue 13)
+    # (store.facts): no release is decoded but the few the record names
     with Session(open_engine()) as session:
         light = store.write_context(session)
         chosen = choices.pick_dataset(light, dataset)

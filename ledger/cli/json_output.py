@@ -1,4 +1,4 @@
-"""The command line's JSON (issue 14): one shape for every error and every refusal.
+"""The command line's JSON: one shape for every error and every refusal.
 
 With `--json`, a command that fails prints on standard output
 

@@ -1,4 +1,4 @@
-"""`privacy-ledger report`: reports for review meetings and compliance files (issue 4).
+"""`privacy-ledger report`: reports for review meetings and compliance files.
 
 A thin adapter (STYLE 8) and the report renderer: read the ledger (store),
 build the context (`report.build_report`, pure), render it (the Jinja
@@ -45,9 +45,9 @@ from ..core.lazy import lazy_callable, lazy_module
 from ..core.numbers import is_infinite
 from ..core.records import Dataset
 
-store = lazy_module("ledger.store.database")  # the ORM, imported when a report is made (issue 13)
+store = lazy_module("ledger.store.database")  # the ORM, imported when a report is made
 # the report's context builder (and markupsafe, the chart data): imported when a report is
-# made, not by `--help`, `check` or `record`, which only register this command (issue 13)
+# made, not by `--help`, `check` or `record`, which only register this command
 _report = lazy_module("ledger.reporting.report")
 report_environment = lazy_callable("ledger.reporting.views", "report_environment")
 select = lazy_callable("sqlalchemy", "select")
@@ -131,7 +131,7 @@ def report(
                 count = release_count(session, chosen.name)
                 # past the threshold (now, as `build_report` decides it at any --as-of), the page
                 # summarises, and is computed from the accounting rows: no release decoded but those
-                # listed, at --as-of and --since too (issue 13)
+                # listed, at --as-of and --since too
                 large = chosen_format != "csv" and count > _report.summary_from()
                 if large:
                     if charts:
@@ -547,7 +547,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     """report.LargeInputs: what a summarised report is computed from, read from the accounting
     rows (columns.index_for, columns.large_table, as `table` reads them at a million releases),
     SQL counts of the audit trail, the caps as `cap list` decides them, and the listed releases
-    read whole by id. No Release is built but those listed (issue 13). `indexed` is called with
+    read whole by id. No Release is built but those listed. `indexed` is called with
     what the complete register needs (the index, its whole-dataset ids) once they are read.
 
     With `as_of` (--as-of): the ledger as it stood then, as `build_report` shows it after
@@ -924,7 +924,7 @@ def verify_for_report(session) -> ChainStatus:
     by a passing `audit verify`), only what was appended since that head (verified_head.verify_since,
     as `audit verify --since-checkpoint`: the head's event must still carry the hash that was
     verified); else in full. The full one decodes and charges every release again: at 10,000
-    releases it was most of a report's CPU, at a million minutes of it (issue 13). The ChainStatus
+    releases it was most of a report's CPU, at a million minutes of it. The ChainStatus
     says which (`since`, and when the head and the last full verification were kept), and every
     report says it beside the result. A report never keeps a head itself: it writes nothing to the
     ledger (only `audit verify` does)."""
@@ -1031,7 +1031,7 @@ class ForkedCall:
     """`function()` computed in a forked process (a `report.Beside`) while this one goes on:
     the report's pairs panel (the accountants on every pair of variables, about a fifth of a
     10,000-release report's work) on the other core, while this process builds the risk table,
-    the register and the timeline (issue 13, section 4). The child is a copy of this process, so
+    the register and the timeline. The child is a copy of this process, so
     it computes the same figures from the same index; its result comes back pickled. Calling
     the instance gives the result; where fork is not available, or the child fails, the
     function is called here, then."""
@@ -1160,7 +1160,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     `header=False` without the header row: a part of the register, see RegisterAlongside): the same
     rows as `register_csv` of `large_register_entries` (tested), written from the raw release
     rows (keyset-paged by seq) column by column, without building a Release, a RegisterEntry or
-    a row of cells per release (issue 13: a million releases). Each column of a page is made
+    a row of cells per release. Each column of a page is made
     from its distinct stored values (`_by_value`: a JSON text parsed once, a figure's text made
     once), the figures of Table 1 from the index's value ids (numpy), and csv.writer writes
     the page's rows from the finished columns."""
@@ -1377,7 +1377,7 @@ REGISTER_PARTS = 2  # forked processes writing the register of a large report, e
 class RegisterAlongside:
     """The complete register of a large report written by forked processes (each a new engine,
     `large_register_csv` of its part of the releases by seq) while this one builds and renders
-    the page: at a million releases the register is as much work as the rest (issue 13), and
+    the page: at a million releases the register is as much work as the rest, and
     one process writing it took longer than this one's whole work, so it is split in
     REGISTER_PARTS parts of about as many charged releases, each written to a temporary file
     beside the register; `finish` waits for them and joins the parts in order. Where fork is

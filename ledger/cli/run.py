@@ -1,4 +1,4 @@
-"""Commands that run mechanisms on data (issue 5): `run`, `assess`, `sample-privacy`.
+"""Commands that run mechanisms on data: `run`, `assess`, `sample-privacy`.
 
 Thin adapters over ledger.mechanisms: read the CSV, hand it to the mechanism,
 write the output. Bad input exits 2 before anything is recorded; a cap that
@@ -18,7 +18,7 @@ from ..core.lazy import lazy_callable, lazy_module
 from ..core.records import CHARGED_STATUSES, Status
 from .options import DatasetOption  # (one definition: -d / --dataset)
 
-store = lazy_module("ledger.store.database")  # the ORM, imported when a command runs (issue 13)
+store = lazy_module("ledger.store.database")  # the ORM, imported when a command runs
 Session = lazy_callable("sqlmodel", "Session")
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def run(
         matrix = _read_csv(covariance, "--covariance")
         params["covariance"] = matrix.set_index(matrix.columns[0])
     if status not in (Status.PLANNED.value, Status.PUBLISHED.value):
-        # approved would be approved by the person who ran it: separation of duties (DESIGN 2.12)
+        # approved would be approved by the person who ran it: separation of duties (docs/explanation/model.md#people-duties-and-the-book-of-record)
         raise fail("command line", "--status", f"must be planned or published, found {status!r} (a release "
                                                "is approved by another person, with `approve`)")
     chosen_status = Status(status)

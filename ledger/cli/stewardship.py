@@ -1,4 +1,4 @@
-"""Commands for a dataset that evolves and a chain head kept outside the database (issue 12).
+"""Commands for a dataset that evolves and a chain head kept outside the database.
 
 Thin adapters (STYLE 8) over `amend` (what a change to a dataset is, as audited
 amendments), `checkpoint` (signed heads) and `store`:
@@ -22,7 +22,7 @@ from typing import Annotated, Optional
 import typer
 from ..core.lazy import lazy_callable, lazy_module
 
-# imported on first use, so `--help` imports neither the ORM nor numpy nor cryptography (issue 13)
+# imported on first use, so `--help` imports neither the ORM nor numpy nor cryptography
 budget = lazy_module("ledger.accounting.budget")
 checkpoint = lazy_module("ledger.store.checkpoint")
 store = lazy_module("ledger.store.database")

@@ -1,4 +1,4 @@
-"""How the command line presents itself (issue 14): types in help as a person reads them.
+"""How the command line presents itself: types in help as a person reads them.
 
 Typer 0.2x prints a parameter's Python type (`<list[Path]>`, `<str>`, `<bool>`);
 stewards read `FILE...`, `TEXT`, `NUMBER`, and a flag needs no type at all. This

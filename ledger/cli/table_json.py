@@ -1,4 +1,4 @@
-"""`table --json` of a large ledger, written a chunk of releases at a time (issue 13, section 1).
+"""`table --json` of a large ledger, written a chunk of releases at a time.
 
 `table --json` prints every release row (unlike the text table, which past a million
 cells prints the total row and the largest releases). At a million releases over 100

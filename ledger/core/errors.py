@@ -35,7 +35,7 @@ class InputErrors(Exception):
 
 class Refused(Exception):
     """A well-formed step the ledger's rules refuse outside a cap check (cancelling a release
-    whose output exists, DESIGN 2.10): exit code 1, as a refused cap, nothing written."""
+    whose output exists, docs/explanation/accounting.md): exit code 1, as a refused cap, nothing written."""
 
     def __init__(self, error: LedgerError):
         self.error = error

@@ -1,4 +1,4 @@
-"""Modules imported on first use, so a command pays only for what it runs (issue 13).
+"""Modules imported on first use, so a command pays only for what it runs.
 
 A pipeline calls the CLI once per release: `--help` must not import the ORM,
 and `record` must not import numpy, matplotlib or pandas. A module that needs
@@ -66,7 +66,7 @@ def submodule_alone(package: str, name: str) -> types.ModuleType:
     """`package.name` imported without running `package`'s own `__init__` when that package
     is not imported yet (its `__init__` can cost far more than the submodule: scipy.special's
     imports scipy's array-API layer, which clones numpy and so imports numpy.f2py and
-    numpy.testing, about 0.1-0.2 s of a `check` that needs three of its compiled ufuncs, issue 13).
+    numpy.testing, about 0.1-0.2 s of a `check` that needs three of its compiled ufuncs).
 
     For the import, `sys.modules[package]` is a bare package object whose `__path__` is the real
     package's directory, so the submodule (and what it imports relative to the package) is found

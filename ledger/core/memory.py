@@ -1,4 +1,4 @@
-"""Bulk work without the cyclic garbage collector's full passes (issue 13).
+"""Bulk work without the cyclic garbage collector's full passes.
 
 A report or a verification builds hundreds of thousands of small objects (rows,
 releases, register entries) that live until the command ends or are freed by

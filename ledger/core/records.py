@@ -12,7 +12,7 @@ Invariants (checked by the loader, assumed by the engine):
   rho >= 0;
 - `derived_from` names recorded releases and never forms a cycle;
 - a release has a `part` exactly when it has a `family`, and the charged members of
-  one family have distinct parts (DESIGN 2.6: members on disjoint parts).
+  one family have distinct parts (docs/explanation/model.md#families: members on disjoint parts).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ DEFAULT_ALLOWANCE = Fraction(1, 2)
 
 
 class Notion(StrEnum):
-    """The privacy notion a guarantee is stated in (DESIGN 2.4)."""
+    """The privacy notion a guarantee is stated in (docs/explanation/model.md#composition)."""
 
     PURE = "pure"  # epsilon-DP on the protected set (Tan, Definition 2.2)
     APPROX = "approx"  # (epsilon, delta)-DP on the protected set
@@ -37,7 +37,7 @@ class Notion(StrEnum):
 
 
 class Relation(StrEnum):
-    """Which neighbouring datasets a guarantee is stated for (DESIGN 2.1)."""
+    """Which neighbouring datasets a guarantee is stated for (docs/explanation/model.md#variables-subsets-and-neighbours)."""
 
     REPLACE = "replace"  # one record replaced: bounded DP, Tan's U-neighbours
     ADD_REMOVE = "add-remove"  # one record added or removed: unbounded DP
@@ -66,7 +66,7 @@ class Status(StrEnum):
 CHARGED_STATUSES = frozenset({Status.PLANNED, Status.APPROVED, Status.PUBLISHED, Status.RETRACTED})
 
 
-PUBLIC = "public"  # the classification of a variable released exactly by design (DESIGN 2.11)
+PUBLIC = "public"  # the classification of a variable released exactly by design (docs/explanation/model.md#public-and-protected-variables)
 
 
 def misread_public(classification: str) -> str | None:
@@ -80,7 +80,7 @@ def misread_public(classification: str) -> str | None:
     if _edits(text, PUBLIC) > 2:
         return None
     return (f"{classification!r} is not {PUBLIC!r}: only the word public marks a variable released exactly "
-            "by design, outside the protected headline (DESIGN 2.11); any other word marks it protected. "
+            "by design, outside the protected headline (docs/explanation/model.md#public-and-protected-variables); any other word marks it protected. "
             "Write public, or a classification that is not a near-miss of it (e.g. sensitive)")
 
 
@@ -115,10 +115,10 @@ class Dataset:
     description: str = ""
     delta: Fraction | None = None
     groups: tuple[tuple[str, frozenset[str]], ...] = ()
-    # separation of duties (DESIGN 2.12): False, the default, means the approver of a
+    # separation of duties (docs/explanation/model.md#people-duties-and-the-book-of-record): False, the default, means the approver of a
     # release is never the person who recorded it; True is the dataset's explicit waiver
     self_approval: bool = False
-    # the neighbour relation its figures and caps are in (DESIGN 2.1); fixed once recorded
+    # the neighbour relation its figures and caps are in (docs/explanation/model.md#variables-subsets-and-neighbours); fixed once recorded
     relation: Relation = Relation.REPLACE
     # the share of every delta a figure is stated at that approximate releases' deltas may use
     # (docs/explanation/accounting.md); the filters' statements share the rest. Fixed once recorded
@@ -133,12 +133,12 @@ class Dataset:
 
     @property
     def public_names(self) -> tuple[str, ...]:
-        """Variables classified public: released exactly by design (DESIGN 2.11)."""
+        """Variables classified public: released exactly by design (docs/explanation/model.md#public-and-protected-variables)."""
         return tuple(v.name for v in self.variables if v.classification == PUBLIC)
 
     @property
     def protected_names(self) -> tuple[str, ...]:
-        """The protected subset: every variable not classified public (DESIGN 2.11)."""
+        """The protected subset: every variable not classified public (docs/explanation/model.md#public-and-protected-variables)."""
         return tuple(v.name for v in self.variables if v.classification != PUBLIC)
 
 
@@ -158,7 +158,7 @@ class Guarantee:
     rho: Fraction | None = None
     relation: Relation = Relation.REPLACE
     # the relation of the dataset it is charged in, set when it is recorded into an add/remove
-    # dataset; None: replace-one (DESIGN 2.1; accounting.relation.charged converts between them)
+    # dataset; None: replace-one (docs/explanation/model.md#variables-subsets-and-neighbours; accounting.relation.charged converts between them)
     charged_in: Relation | None = None
 
     @property
@@ -168,7 +168,7 @@ class Guarantee:
 
 @dataclass(frozen=True, slots=True)
 class PufferfishGuarantee:
-    """A Pufferfish-family guarantee (DESIGN 2.8): p% protection (Bailie), dataset
+    """A Pufferfish-family guarantee (docs/explanation/model.md#pufferfish-guarantees): p% protection (Bailie), dataset
     attribute privacy (Zhang, Ohrimenko and Cummings), perfect sample privacy.
 
     Stated under a data model, so it does not compose like DP: the engine never
@@ -201,12 +201,12 @@ class Mechanism:
 class Release:
     """One published (or planned) output of a dataset.
 
-    reads: variables whose record values the output depends on (DESIGN 2.2).
+    reads: variables whose record values the output depends on (docs/explanation/model.md#a-release).
     guarantees: what the mechanism certifies; variables read but covered by no
-        guarantee are released exactly and cost ∞ (DESIGN 2.3).
+        guarantee are released exactly and cost ∞ (docs/explanation/model.md#the-cost-of-one-release-on-a-subset).
     derived_from: releases whose outputs this one was computed from (lineage;
-        a release reading nothing costs nothing, DESIGN 2.5).
-    family: the parallel-composition family it belongs to (DESIGN 2.6).
+        a release reading nothing costs nothing, docs/explanation/model.md#post-processing-and-lineage).
+    family: the parallel-composition family it belongs to (docs/explanation/model.md#families).
     part: for a family member, the part of the records it is computed on (a short name:
         "degree=PhD", "stratum 3"); None outside any family. The charged members of a
         family hold distinct parts: two releases on one part compose sequentially, and
@@ -222,15 +222,15 @@ class Release:
     title: str = ""
     derived_from: tuple[str, ...] = ()
     family: str | None = None
-    part: str | None = None  # the part of the records a family member is computed on (DESIGN 2.6)
-    status: Status = Status.PLANNED  # recorded without a status: planned (issue 12)
+    part: str | None = None  # the part of the records a family member is computed on (docs/explanation/model.md#families)
+    status: Status = Status.PLANNED  # recorded without a status: planned
     recorded_by: str = ""
     recorded_at: datetime | None = None
     approved_by: str | None = None
     approved_at: datetime | None = None
     published_at: datetime | None = None
-    pufferfish: tuple[PufferfishGuarantee, ...] = ()  # never added into DP totals (DESIGN 2.8)
-    output_digest: str | None = None  # SHA-256 of its output; once one exists it stays charged (DESIGN 2.10)
+    pufferfish: tuple[PufferfishGuarantee, ...] = ()  # never added into DP totals (docs/explanation/model.md#pufferfish-guarantees)
+    output_digest: str | None = None  # SHA-256 of its output; once one exists it stays charged (docs/explanation/accounting.md)
     output: str | None = None  # the output itself, as CSV (mechanisms run by the ledger); never the input data
     source: str = field(default="", compare=False)  # file:line it was read from, for messages
     source_field: str = field(default="", compare=False)  # its path in that file: "releases[1]"
@@ -251,7 +251,7 @@ class Release:
 
 @dataclass(frozen=True, slots=True)
 class Family:
-    """Releases computed on disjoint parts of the records (Clifton et al.; DESIGN 2.6).
+    """Releases computed on disjoint parts of the records (Clifton et al.; docs/explanation/model.md#families).
 
     partition: the key variables that split the records, or None for a
     data-independent random split.
@@ -279,11 +279,11 @@ def in_dataset_order(order: tuple[str, ...], subset: frozenset[str]) -> tuple[st
 
 @dataclass(frozen=True, slots=True)
 class Cap:
-    """A budget cap: the loss on `subset` (DESIGN 2.3-2.6) must stay within one bound.
+    """A budget cap: the loss on `subset` (docs/explanation/model.md#the-cost-of-one-release-on-a-subset-2.6) must stay within one bound.
 
     Exactly one form is set:
     - epsilon, delta None: pure epsilon; a total with any delta or rho part exceeds it;
-    - epsilon and delta: epsilon at that delta (zCDP parts converted, DESIGN 2.4);
+    - epsilon and delta: epsilon at that delta (zCDP parts converted, docs/explanation/model.md#composition);
     - rho: rho-zCDP; pure epsilon enters as epsilon^2 / 2, approximate parts exceed it.
     `name` identifies the cap in its dataset: a group name, "all", or the variables.
     """

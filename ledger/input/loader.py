@@ -55,7 +55,7 @@ from ..core.records import (
 
 from .limits import check_values, field_name, refuse_duplicate_json_keys
 
-# read when a file is (not by `--help` or `--version`, issue 13)
+# read when a file is (not by `--help` or `--version`)
 yaml = lazy_module("yaml")
 jsonschema_rs = lazy_module("jsonschema_rs")
 
@@ -620,7 +620,7 @@ class _Collector:
         return result
 
 
-RESERVED_SUBSETS = ("all", "protected")  # subsets every command takes (DESIGN 2.11): never a variable or group
+RESERVED_SUBSETS = ("all", "protected")  # subsets every command takes (docs/explanation/model.md#public-and-protected-variables): never a variable or group
 
 
 def reserved_name(name: str) -> str:
@@ -700,8 +700,7 @@ RELEASE_SCHEMA = "release.v1.schema.json"
 
 def validated_release_documents(parsed: Iterable[tuple[Document | None, list[LedgerError]]]
                                 ) -> tuple[list[Document], list[LedgerError]]:
-    """Read release documents checked against the schema, before any lock is taken (issue 10,
-    section 5: a slow or hostile file never holds the write lock). Every parsed document is
+    """Read release documents checked against the schema, before any lock is taken. Every parsed document is
     returned, marked as checked: one that passed is not checked again by `build_releases`, one
     that failed carries its schema problems, which `build_releases` reports together with every
     other problem of the file (one pass). The errors returned: those of the files that could not
@@ -934,7 +933,7 @@ def _family_membership(family: str | None, dataset: str, reads: frozenset[str], 
         out.add(at + ("family",), f"family {family!r} belongs to dataset {found.dataset!r}, "
                                   f"but this release reads dataset {dataset!r}")
     elif found.partition is not None and not found.partition <= reads:
-        # which records a part holds depends on the key: its output depends on them (DESIGN 2.6)
+        # which records a part holds depends on the key: its output depends on them (docs/explanation/model.md#families)
         missing = ", ".join(sorted(found.partition - reads))
         out.add(at + ("reads",), f"release is in family {family!r}, partitioned by "
                                  f"{', '.join(sorted(found.partition))}; it must list {missing} in reads")
@@ -942,7 +941,7 @@ def _family_membership(family: str | None, dataset: str, reads: frozenset[str], 
 
 def _part_named(family: str | None, part: str | None, out, at: Path_) -> None:
     """A family member names the part of the records it is computed on; a release outside any
-    family names none (DESIGN 2.6: a family's members are charged in parallel, as on disjoint
+    family names none (docs/explanation/model.md#families: a family's members are charged in parallel, as on disjoint
     parts, which the ledger can check only if each says which part it covers)."""
     if family is not None and part is None:
         out.add(at + ("part",), f"release is in family {family!r} but names no part: give `part`, the part of "
@@ -971,10 +970,10 @@ RECORDABLE_STATUSES = (Status.PLANNED, Status.APPROVED, Status.PUBLISHED)  # as 
 
 def check_release_record(release: Release, recorded_at: datetime, families: Mapping[str, Family]) -> list[LedgerError]:
     """A `Release` handed over whole (the Python API, an adapter) meets the rules a release file
-    meets: a recorded family of its dataset whose key it reads (DESIGN 2.6); a status a file may
+    meets: a recorded family of its dataset whose key it reads (docs/explanation/model.md#families); a status a file may
     state, with its lifecycle fields (`_lifecycle_fields`: no moment in the future, no approval
     carried); parameters that do not contradict each other; no guarantee
-    stronger than its parameters imply (`overclaims`, DESIGN 2.4). The
+    stronger than its parameters imply (`overclaims`, docs/explanation/model.md#composition). The
     recording moment and person are the ledger's own (`operations.source_builder`), never the
     record's: the audit trail and the as-of views read it, and another recorder would waive
     separation of duties."""
@@ -1132,7 +1131,7 @@ def _build_guarantees(entry, mechanism, reads, out: _Collector, at: Path_, check
             guarantees.append(Guarantee(protects, Notion.APPROX, epsilon=epsilon, delta=delta, relation=relation))
         else:
             guarantees.append(Guarantee(protects, Notion.PURE, epsilon=epsilon, relation=relation))
-    if len(guarantees) == len(explicit_specs):  # no claim stronger than the parameters imply (DESIGN 2.4)
+    if len(guarantees) == len(explicit_specs):  # no claim stronger than the parameters imply (docs/explanation/model.md#composition)
         for index, field_, message in overclaims(mechanism, reads, tuple(guarantees)):
             out.add(at + ("guarantees", index, field_), message)
     return tuple(guarantees)
@@ -1144,7 +1143,7 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
     seen: dict[str, Release] = {}
     for release in releases:
         if release.id in snapshot.releases:
-            # a retry (issue 12 section 5): the same release again is a no-op (the caller drops
+            # a retry: the same release again is a no-op (the caller drops
             # it, see `already_recorded`); another release under a recorded id is refused
             recorded = snapshot.releases[release.id]
             differing = differences(recorded, release)
@@ -1179,7 +1178,7 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
             if parent not in snapshot.releases and parent not in seen:
                 errors.append(LedgerError(release.source, _at(release, "derived_from"),
                                           f"unknown parent release {parent!r}"))
-    for release in seen.values():  # the lineage rule (DESIGN 2.5): published only after its parents
+    for release in seen.values():  # the lineage rule (docs/explanation/model.md#post-processing-and-lineage): published only after its parents
         if release.status in PUBLISHED_STATUSES and release.derived_from:
             known = _BatchAndLedger(seen, snapshot.releases)
             blockers = [p for p in publish_blockers(release, known) if p in known]
@@ -1205,7 +1204,7 @@ def check_batch(releases: Sequence[Release], families: Sequence[Family], snapsho
 
 
 def _distinct_parts(batch: Mapping[str, Release], snapshot: LedgerSnapshot) -> list[LedgerError]:
-    """The charged members of a family hold distinct parts (DESIGN 2.6): a new member's (family,
+    """The charged members of a family hold distinct parts (docs/explanation/model.md#families): a new member's (family,
     part) is held neither by a charged recorded member (any status but cancelled: a retracted
     release was published and still counts) nor by another release of the batch. The family's
     cost is its worst member's, which is valid only for members on disjoint parts: two releases
@@ -1351,7 +1350,7 @@ def finish_batch(releases: list[Release], families: list[Family], errors: list[L
     """A batch built whole (one `record`, from files or from the API's objects): its releases; the
     families it defines that the ledger does not hold yet, each once; its errors with those of the
     checks across the batch and the ledger (check_batch)."""
-    # each release as charged in its dataset's neighbour relation (DESIGN 2.1; relation.in_dataset)
+    # each release as charged in its dataset's neighbour relation (docs/explanation/model.md#variables-subsets-and-neighbours; relation.in_dataset)
     releases = [in_dataset(r, snapshot.datasets[r.dataset]) if r.dataset in snapshot.datasets else r
                 for r in releases]
     errors = [*errors, *check_batch(releases, families, snapshot)]
@@ -1412,7 +1411,7 @@ def cap_from_entry(entry: dict, dataset: Dataset, report) -> Cap | None:
     if whole:
         subset = frozenset(dataset.variable_names)
         name = name or "all"
-    elif subset_spec == "protected":  # every variable not classified public (DESIGN 2.11)
+    elif subset_spec == "protected":  # every variable not classified public (docs/explanation/model.md#public-and-protected-variables)
         subset = frozenset(dataset.protected_names)
         name = name or "protected"
         if not subset:

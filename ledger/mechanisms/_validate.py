@@ -51,7 +51,7 @@ def positive_int(field: str, value: object, minimum: int = 1) -> int:
 
 
 def relation(value: object) -> str:
-    """'replace' (bounded, Tan's U-neighbours) or 'add-remove' (unbounded), DESIGN 2.1.
+    """'replace' (bounded, Tan's U-neighbours) or 'add-remove' (unbounded), docs/explanation/model.md#variables-subsets-and-neighbours.
 
     ledger.core.records.Relation members are str-valued and pass unchanged.
     """

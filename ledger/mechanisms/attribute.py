@@ -28,7 +28,7 @@ Invariants and limits:
   Theorem A.1), whose constant c is proven for epsilon < 1: epsilon >= 1 is
   refused rather than certified on an unproven bound;
 - a Pufferfish guarantee: it does not compose and stays out of DP totals
-  (DESIGN 2.8).
+  (docs/explanation/model.md#pufferfish-guarantees).
 """
 
 from __future__ import annotations

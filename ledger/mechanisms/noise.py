@@ -4,7 +4,7 @@ Concept: a query's output moves by at most its *sensitivity* Δ between
 neighbouring datasets; adding noise of scale Δ/ε (two-sided geometric for
 integers, Laplace for reals) makes it ε-DP, and Gaussian noise of standard
 deviation σ makes it Δ²/(2σ²)-zCDP. Sensitivity belongs to a neighbour
-relation (DESIGN 2.1), so every function here takes `relation` ("replace",
+relation (docs/explanation/model.md#variables-subsets-and-neighbours), so every function here takes `relation` ("replace",
 the default, or "add-remove") and computes Δ for it:
 
     query                     replace (bounded)    add-remove (unbounded)
@@ -175,7 +175,7 @@ class GaussianMechanism:
 
 
 # ---------------------------------------------------------------------------
-# sensitivity (DESIGN 2.1)
+# sensitivity (docs/explanation/model.md#variables-subsets-and-neighbours)
 
 
 def histogram_sensitivity(relation: str = REPLACE) -> int:
@@ -236,7 +236,7 @@ def noisy_count(
     """Count of the records (those where the boolean mask `where` holds) plus geometric noise.
 
     Sensitivity 1 with a predicate; without one, 0 under replacement (n is
-    public, so the count is released exactly at epsilon 0, DESIGN 2.2) and 1
+    public, so the count is released exactly at epsilon 0, docs/explanation/model.md#a-release) and 1
     under add/remove.
     """
     data = check.dataframe("data", data, allow_empty=True)

@@ -32,7 +32,7 @@ intervals [x-c, x+c], [x+c, x+3c] (Kifer and Machanavajjhala 2014, Lemma 8.1).
 
 Here p is a fraction in (0, 1) (0.1 is 10%), whereas the p% *rule* takes
 p_percent in percent. The guarantee is Pufferfish, not DP: it does not
-compose and is recorded apart from DP totals (DESIGN 2.8).
+compose and is recorded apart from DP totals (docs/explanation/model.md#pufferfish-guarantees).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ Computations here, all exact for small discrete models:
   The enumeration grows combinatorially: keep alphabets small.
 - joint leakage: several recorded mappings, each applied independently to
   the same X, form P(Y1..Yk | X) = prod_k P(Yk | X). Perfect sample privacy
-  does not compose (DESIGN 2.8): for three independent fair bits,
+  does not compose (docs/explanation/model.md#pufferfish-guarantees): for three independent fair bits,
   Y1 = X1 xor X2 and Y2 = X1 xor X2 xor X3 are each perfectly sample-private,
   yet Y1 xor Y2 = X3, so I(X3; Y1, Y2) = 1 bit. (With two bits no such pair
   exists: every sample-private output depends on X only through X1 xor X2. And

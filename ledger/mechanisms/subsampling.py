@@ -1,4 +1,4 @@
-"""Privacy amplification by subsampling without replacement (DESIGN 2.7).
+"""Privacy amplification by subsampling without replacement (docs/explanation/model.md#subsampling).
 
 Concept: run an epsilon-DP mechanism on n' of the n records, drawn uniformly
 without replacement (beta = n'/n). Under replacement neighbours (bounded DP,
@@ -104,7 +104,7 @@ def tight_epsilon(epsilon: Number, beta: Number) -> float:
 
 
 def subsampled_epsilon(epsilon: Number, beta: Number) -> float:
-    """The guarantee to record (DESIGN 2.7): the tight bound, never above epsilon."""
+    """The guarantee to record (docs/explanation/model.md#subsampling): the tight bound, never above epsilon."""
     return min(float_up(epsilon), tight_epsilon(epsilon, beta)) if epsilon > 0 else 0.0  # never a float below epsilon
 
 

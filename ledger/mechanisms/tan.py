@@ -21,7 +21,7 @@ unchanged one); with more cells a is the supremum, approached geometrically
 in the tail of the moved pair (`row_privacy_loss` computes the loss exactly
 for 2 and 3 cells, with the truncation of the geometric tails accounted for).
 
-Two corrections to the printed algorithm (DESIGN 2.9):
+Two corrections to the printed algorithm (docs/explanation/model.md#notes-on-the-papers-algorithms):
 1. The paper adds noise only "if n_i > 2": a two-cell row would be released
    exactly and a change between its cells fully revealed (infinite loss).
    Here every row with n_i >= 2 cells is noised.
@@ -35,10 +35,10 @@ Two corrections to the printed algorithm (DESIGN 2.9):
    a <= epsilon holds exactly.)
 
 The margin variable is released exactly: the release reads it, no guarantee
-covers it (DESIGN 2.2). Categories come from a public list or a categorical
+covers it (docs/explanation/model.md#a-release). Categories come from a public list or a categorical
 dtype (every cell exists whatever the data), as in noise.contingency_table.
 
-`nonnegative` is optional post-processing (DESIGN 2.5: it costs nothing): it
+`nonnegative` is optional post-processing (docs/explanation/model.md#post-processing-and-lineage: it costs nothing): it
 keeps row totals and integers but gives up unbiasedness.
 """
 
@@ -242,7 +242,7 @@ def nonnegative(table: pd.DataFrame) -> pd.DataFrame:
     """Post-processing: clip negative cells to 0 and take the excess off the largest cells.
 
     Keeps every row total and integer cells (Prop 5.1.2-3); unbiasedness
-    (Prop 5.1.4) is lost. Reads no data, so it costs no privacy (DESIGN 2.5).
+    (Prop 5.1.4) is lost. Reads no data, so it costs no privacy (docs/explanation/model.md#post-processing-and-lineage).
     """
     values = check.count_array("table", np.where(table.to_numpy() < 0, 0, table.to_numpy()))
     original = table.to_numpy().astype(np.int64)

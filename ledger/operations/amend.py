@@ -48,7 +48,7 @@ class Amendment:
 
 
 def relation_fixed(old: Dataset) -> str:
-    """Why a recorded dataset's neighbour relation is refused a change (DESIGN 2.1)."""
+    """Why a recorded dataset's neighbour relation is refused a change (docs/explanation/model.md#variables-subsets-and-neighbours)."""
     return (f"a recorded dataset's neighbour relation is never changed: dataset {old.name!r} is "
             f"{old.relation.label}, and every figure and cap recorded is in it")
 

@@ -130,7 +130,7 @@ def current_states(session: Session, dataset: str, caps) -> dict[str, dict]:
             states[cap.name] = state
         else:
             stale.append(cap)
-    if stale:  # from the accounting rows of the releases reading the caps' subsets (issue 13), not
+    if stale:  # from the accounting rows of the releases reading the caps' subsets, not
         # from every decoded release: `state_from_index` gives `state_from_history`'s dict
         index = store.caps_index(session, dataset, stale)
         for cap in stale:
@@ -152,7 +152,7 @@ def checks_from_history(caps, releases: Sequence[Release], families: Mapping[str
 
 def checks_from_index(caps, index, totals: Mapping[str, budget.CapTotal] | None = None) -> list[budget.CapCheck]:
     """`checks_from_history` over a LedgerIndex of the charged releases (the accounting rows,
-    columns.index_for, at a moment for `cap list --as-of`; or the report's index; issue 13):
+    columns.index_for, at a moment for `cap list --as-of`; or the report's index):
     the running totals (unless given) by `budget.total_from_index` and the accountant states
     by `accountants.state_from_index`, the same totals and states, so the same decisions."""
     if totals is None:
@@ -178,7 +178,7 @@ def explained(session: Session, dataset: str, checks: Sequence[budget.CapCheck],
     """The checks, each whose figure was ∞ before the plan (no plan charge says why: `cap list`,
     `cap set`, or `check` and `record` on a cap already ∞) with the reason `check` gives a plan's
     charge, from the releases charged (`budget.why_index_unbounded`: the release or family that
-    makes it ∞, a keyed family's unprotected move included, DESIGN 2.6); the running total
+    makes it ∞, a keyed family's unprotected move included, docs/explanation/model.md#families); the running total
     alone cannot say which. The releases are read only when such a figure is ∞."""
     infinite = [c.cap for c in checks if _unexplained(c)]
     return with_reasons(checks, lambda: index_at(session, dataset, infinite, when))

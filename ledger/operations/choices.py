@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..accounting.engine import LedgerIndex
     from ..input.loader import LedgerSnapshot
 
-engine = lazy_module("ledger.accounting.engine")  # when an index is built, not for `--help` (issue 13)
+engine = lazy_module("ledger.accounting.engine")  # when an index is built, not for `--help`
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")  # libpq spellings: read with psycopg 3
 
@@ -35,7 +35,7 @@ def ledger_url(url: str | None = None) -> str:
     """The ledger's SQLAlchemy URL: `url`, else $LEDGER_DATABASE_URL, else sqlite:///ledger.db.
     `postgres://` and `postgresql://` (libpq's spellings) are read as `postgresql+psycopg://`:
     psycopg 3 is the driver the ledger installs."""
-    # store.database_url, without importing the store (and the ORM) for `--help` (issue 13)
+    # store.database_url, without importing the store (and the ORM) for `--help`
     chosen = url or os.environ.get("LEDGER_DATABASE_URL") or "sqlite:///ledger.db"
     for scheme in POSTGRES_SCHEMES:
         if chosen.startswith(scheme):
@@ -91,7 +91,7 @@ def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VAR")
             resolved |= chosen.group(name)
         elif name == "all":  # the whole dataset
             resolved |= set(chosen.variable_names)
-        elif name == "protected":  # every variable not classified public (DESIGN 2.11)
+        elif name == "protected":  # every variable not classified public (docs/explanation/model.md#public-and-protected-variables)
             resolved |= set(chosen.protected_names)
         else:
             errors.append(LedgerError("command line", field, f"unknown variable or group {name!r} in "

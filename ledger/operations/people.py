@@ -1,4 +1,4 @@
-"""People and duties (DESIGN 2.12): every step is done by a named person holding a role.
+"""People and duties (docs/explanation/model.md#people-duties-and-the-book-of-record): every step is done by a named person holding a role.
 
 Roles, stored in the ledger (store.RoleRow), each grant and revocation an audit event:
 - admin: datasets, caps, roles;
@@ -184,6 +184,6 @@ def separation_message(person: str, dataset: str) -> str:
 
 
 def check_approver(release: Release, person: str, dataset: Dataset | None) -> None:
-    """Separation of duties at `approve`: the approver is not the recorder (DESIGN 2.12)."""
+    """Separation of duties at `approve`: the approver is not the recorder (docs/explanation/model.md#people-duties-and-the-book-of-record)."""
     if person == release.recorded_by and not (dataset is not None and dataset.self_approval):
         raise fail(f"release {release.id}", "approver", separation_message(person, release.dataset))

@@ -182,7 +182,7 @@ def _clipped_run(function, query):
 def _tan_plan(params, n):
     margin, protected = _names(params, "margin")[0], _names(params, "protected")[0]
     epsilon = _number(params, "epsilon")
-    # Tan, Algorithm 1 (corrected, DESIGN 2.9): epsilon-private on the protected variable;
+    # Tan, Algorithm 1 (corrected, docs/explanation/model.md#notes-on-the-papers-algorithms): epsilon-private on the protected variable;
     # the margin is released exactly, so it is read but covered by no guarantee.
     return Planned(frozenset({margin, protected}), (_pure({protected}, epsilon),),
                    post_processed=_flag(params.get("nonnegative", False)))
@@ -434,7 +434,7 @@ def run_and_record(
         if sample is not None:
             if not definition.subsamplable:
                 raise MechanismInputError("sample", f"{name} is not a pure-epsilon mechanism; the subsampling "
-                                                    "amplification bound (DESIGN 2.7) does not apply to it")
+                                                    "amplification bound (docs/explanation/model.md#subsampling) does not apply to it")
             planned = replace(planned, guarantees=tuple(_amplified(g, sample, len(data)) for g in planned.guarantees))
     except MechanismInputError as exc:
         raise _input_error(exc.field, str(exc)) from None
@@ -528,7 +528,7 @@ def _with_public_categories(engine: Engine, dataset: str, definition: Definition
 
 def _amplified(guarantee: Guarantee, sample: int, population: int) -> Guarantee:
     """Balle, Barthe and Gaboardi (2018): eps' = ln(1 + beta (e^eps - 1)), beta = n'/n, rounded
-    up (DESIGN 2.7; Clifton et al.'s Theorem 2 is the looser published bound)."""
+    up (docs/explanation/model.md#subsampling; Clifton et al.'s Theorem 2 is the looser published bound)."""
     if guarantee.notion != Notion.PURE:
         return guarantee
     if guarantee.relation != Relation.REPLACE:
@@ -544,7 +544,7 @@ def _amplified(guarantee: Guarantee, sample: int, population: int) -> Guarantee:
 
 
 def _derived(release: Release) -> Release:
-    """The non-negative table, computed from the noisy one only: post-processing (DESIGN 2.5)."""
+    """The non-negative table, computed from the noisy one only: post-processing (docs/explanation/model.md#post-processing-and-lineage)."""
     return Release(
         id=f"{release.id}-nonnegative", dataset=release.dataset, reads=frozenset(),
         mechanism=Mechanism("post-processing", (("method", "tan.nonnegative: clip at 0, keep exact margins"),)),
@@ -588,7 +588,7 @@ def _input_error(field: str, message: str) -> InputErrors:
 
 def joint_sample_leakage(releases: Sequence[Release]) -> list[dict]:
     """For the recorded modular-sum releases on one variable and model, the leakage of
-    each alone and of all together (DESIGN 2.8: perfectly sample-private releases can
+    each alone and of all together (docs/explanation/model.md#pufferfish-guarantees: perfectly sample-private releases can
     together reveal a sample)."""
     groups: dict[tuple, list[Release]] = {}
     for release in releases:

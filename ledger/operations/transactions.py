@@ -3,7 +3,7 @@ change status, set caps. The CLI and the mechanisms are thin adapters over these
 
 Every write runs in one `store.write_session`: the budget check and the write
 it guards see the same committed state and cannot interleave with another
-steward's (DESIGN 3). Problems raise `InputErrors` (exit 2) or `BudgetRefused`
+steward's (docs/explanation/architecture.md). Problems raise `InputErrors` (exit 2) or `BudgetRefused`
 (exit 1) before anything is committed.
 """
 
@@ -40,9 +40,9 @@ from ..core.records import Cap, Dataset, Family, Release, Status
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-store = lazy_module("ledger.store.database")  # the ORM, imported on first use (issue 13)
-cap_accounting = lazy_module(f"{__package__}.cap_accounting")  # (issue 11) the ORM and numpy, on first use
-people = lazy_module(f"{__package__}.people")  # (issue 12) the ORM, on first use
+store = lazy_module("ledger.store.database")  # the ORM, imported on first use
+cap_accounting = lazy_module(f"{__package__}.cap_accounting")  # the ORM and numpy, on first use
+people = lazy_module(f"{__package__}.people")  # the ORM, on first use
 Session = lazy_callable("sqlmodel", "Session")
 
 Builder = Callable[[LedgerSnapshot], tuple[list[Release], list[Family], list[LedgerError]]]
@@ -222,7 +222,7 @@ def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Relea
         members = store.family_members(session, joined & set(snapshot.families))
         totals = store.cap_totals(session, dataset, [cap.name for cap in caps])
         checks = budget.check(caps, totals, plan, family_map, members)
-        # the best valid figure per cap (issue 11): a layer over the basic check
+        # the best valid figure per cap: a layer over the basic check
         checks, after_states = cap_accounting.refine(session, dataset, checks, totals, plan, family_map, members)
         checks = cap_accounting.explained(session, dataset, checks)  # a cap ∞ already: why, from its releases
         if states is not None:
@@ -259,7 +259,7 @@ def _require_current_totals(session: Session) -> None:
         raise fail("ledger", "cap totals", problem)
 
 
-REASONED = frozenset({"retract", "cancel"})  # steps that carry a reason (DESIGN 2.12)
+REASONED = frozenset({"retract", "cancel"})  # steps that carry a reason (docs/explanation/model.md#people-duties-and-the-book-of-record)
 
 
 def change_status(engine: Engine, release_id: str, action: str, actor: str, *, reason: str | None = None,
@@ -297,11 +297,11 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
                 raise fail("command line", "--at", f"{at.isoformat()} is before release {release_id!r} was "
                                                    f"planned ({planned.isoformat()})")
         changed = transition(release, action, actor, moment)
-        if isinstance(changed, OutputCharged):  # an output exists: it stays charged (DESIGN 2.10)
+        if isinstance(changed, OutputCharged):  # an output exists: it stays charged (docs/explanation/accounting.md)
             raise Refused(LedgerError(f"release {release_id}", "status", changed.message))
         if isinstance(changed, str):
             raise fail(f"release {release_id}", "status", changed)
-        if action == "cancel":  # the lineage rule (DESIGN 2.5), over the releases naming it, not every release
+        if action == "cancel":  # the lineage rule (docs/explanation/model.md#post-processing-and-lineage), over the releases naming it, not every release
             blockers = lineage.cancel_blockers(store.deriving_from(session, release_id))
             if blockers:
                 raise fail(f"release {release_id}", "status",
@@ -367,7 +367,7 @@ def add_caps(engine: Engine, dataset: str, entries: Iterable[dict], actor: str, 
 
 
 def cap_checks(session: Session, dataset: str, caps: Sequence[Cap]) -> list[budget.CapCheck]:
-    """Every cap as it stands, each with its best valid figure (issue 11; `cap list`, `cap set`)."""
+    """Every cap as it stands, each with its best valid figure."""
     totals = store.cap_totals(session, dataset)
     checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
     checks, _ = cap_accounting.refine(session, dataset, checks, totals, [], {}, {})
@@ -377,7 +377,7 @@ def cap_checks(session: Session, dataset: str, caps: Sequence[Cap]) -> list[budg
 def cap_checks_as_of(session: Session, dataset: str, caps: Sequence[Cap], when: datetime) -> list[budget.CapCheck]:
     """Every cap as the ledger stood at `when`, each with its best valid figure (`cap list
     --as-of`, the report --as-of): the totals and states then (cap_accounting.standing_at: from
-    the accounting rows of the releases charged then, store/as_of.py, issue 13; where the rows
+    the accounting rows of the releases charged then, store/as_of.py; where the rows
     cannot state the ledger then exactly, from the whole releases as they stood)."""
     totals, states = cap_accounting.standing_at(session, dataset, caps, when)
     checks = cap_accounting.checks_on(caps, totals, lambda cap: states.get(cap.name))
@@ -409,7 +409,7 @@ def headroom(engine: Engine, dataset: str, variables: Iterable[str], *, when: da
 
 
 # --------------------------------------------------------------------------
-# Shared by the CLI and the Python API (issue 14)
+# Shared by the CLI and the Python API
 # --------------------------------------------------------------------------
 
 

@@ -2,7 +2,7 @@
 a subset or a total row, with its accountant, case, theorem, conversion and delta.
 
 Only formatting and choosing; every number is computed by `accountants`. The figure shown
-by default is the smallest *valid* one (DESIGN 2.10); `--accountant NAME` shows one.
+by default is the smallest *valid* one (docs/explanation/accounting.md); `--accountant NAME` shows one.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ class _Shown:
 def shown_pair_floats(grid, rdp, basic_floats):
     """Per pair, the float of the figure `pairs` shows: the smaller of basic and rdp, a pure basic
     figure kept unless rdp is smaller by more than PURE_PREFERENCE (as `accountants.best`). The
-    PLD, information only, is never the figure shown (DESIGN 2.10)."""
+    PLD, information only, is never the figure shown (docs/explanation/accounting.md)."""
     import numpy as np
 
     fields = grid.floats()

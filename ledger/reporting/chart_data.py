@@ -18,7 +18,7 @@ from ..core.lazy import lazy_module
 if TYPE_CHECKING:
     pass
 
-np = lazy_module("numpy")  # imported on first use (issue 13)
+np = lazy_module("numpy")  # imported on first use
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Pairs:
     matrix: tuple[tuple[Number, ...], ...] | None
     colour: np.ndarray
     svg: str
-    protected_only: bool = False  # `highest` ranks pairs of protected variables only (DESIGN 2.11)
+    protected_only: bool = False  # `highest` ranks pairs of protected variables only (docs/explanation/model.md#public-and-protected-variables)
     public: tuple[str, ...] = ()  # variables classified public (their ∞ is expected)
     reasons: tuple[tuple[str, ...], ...] | None = None  # `why`, where a keyed family may be the cause
 

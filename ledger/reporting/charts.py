@@ -1,16 +1,16 @@
-"""Charts for reports, as inline SVG written directly (issue 4; issue 13, section 4).
+"""Charts for reports, as inline SVG written directly.
 
 Two pictures, each from a context `report.py` computed (STYLE 7: the numbers
 come from the engine; this module only draws them):
 - `heat_map_svg(Pairs)`: the loss on every pair of variables, one cell per
   pair (the diagonal: the single variable), ∞ (not protected) in red, ∞ caused
-  by a public variable (released exactly by design, DESIGN 2.11) in grey;
+  by a public variable (released exactly by design, docs/explanation/model.md#public-and-protected-variables) in grey;
 - `timeline_svg(Timeline)`: cumulative epsilon per variable over time, the
   most exposed variables named, each in its own colour, width and dash pattern
   (its legend drawn alike), the rest in grey; ∞ drawn on a
   band above the finite values; caps in epsilon as dashed lines.
 
-Why not matplotlib (which drew them until issue 13): for 200 variables its
+Why not matplotlib: for 200 variables its
 `savefig` took most of a 10,000-release report's time, to write what is a few
 hundred lines of SVG. The cells of the heat map are one small PNG image (a
 pixel per pair, scaled up without smoothing), as matplotlib's `imshow` wrote
@@ -64,7 +64,7 @@ def heat_map_svg(pairs: Pairs) -> Markup:
     colour = np.asarray(pairs.colour, dtype=float)
     finite = np.isfinite(colour)
     top = float(colour[finite].max()) if finite.any() else 0.0
-    # ∞ caused by a public variable (released exactly by design, DESIGN 2.11) is neutral:
+    # ∞ caused by a public variable (released exactly by design, docs/explanation/model.md#public-and-protected-variables) is neutral:
     # a cell is an alarm only when a protected variable of the pair is itself without a bound
     public = np.asarray([name in pairs.public for name in pairs.variables], dtype=bool)
     protected_inf = ~public & ~np.isfinite(np.diag(colour))

@@ -1,4 +1,4 @@
-"""The headline: the loss on the protected subset (DESIGN 2.11; Tan, section 3).
+"""The headline: the loss on the protected subset (docs/explanation/model.md#public-and-protected-variables; Tan, section 3).
 
 Tan's point is that some variables are public by design and released exactly:
 a table by degree programme is published with its exact margins, and that
@@ -30,7 +30,7 @@ from ..core.records import Dataset
 from .reasons import NOT_PROTECTED, PUBLIC, figure_text, infinity_text, unbounded_reason
 from ..accounting.grid_figures import epsilon_floats
 
-np = lazy_module("numpy")  # imported on first use: `--help` never needs it (issue 13)
+np = lazy_module("numpy")  # imported on first use: `--help` never needs it
 
 PROTECTED_LABEL = "protected subset (every variable not classified public)"
 PUBLIC_LABEL = "public variables (not in the headline)"

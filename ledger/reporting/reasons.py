@@ -1,7 +1,7 @@
 """Why a figure is ∞ or 0: one vocabulary for every command and report.
 
 A figure without a finite value has one of a few causes, and each output names it
-with the same words (DESIGN 2.3, 2.11):
+with the same words (docs/explanation/model.md#the-cost-of-one-release-on-a-subset, docs/explanation/model.md#public-and-protected-variables):
 
 - PUBLIC: a variable classified public is read by a release with no guarantee
   covering it: released exactly, by design, so its ∞ is expected and neutral.
@@ -13,7 +13,7 @@ with the same words (DESIGN 2.3, 2.11):
   in the unit of the cap the figure is stated in: a zCDP or (epsilon, delta)
   guarantee has no pure-epsilon bound, an (epsilon, delta) guarantee has no rho
   bound, and a delta larger than the cap's has no epsilon at the cap's delta.
-- NOT_IMPLIED: a replace-one guarantee charged in an add/remove dataset (DESIGN 2.1): it
+- NOT_IMPLIED: a replace-one guarantee charged in an add/remove dataset (docs/explanation/model.md#variables-subsets-and-neighbours): it
   bounds nothing there; an alarm.
 - NOT_READ: a 0 because no release reads the variable (Tan Prop 3.3).
 - PAST_ALLOWANCE: the releases are bounded, but their approximate deltas pass the allowance of
@@ -21,7 +21,7 @@ with the same words (DESIGN 2.3, 2.11):
   is left at that delta; an alarm.
 - `family_reason`: a family split by key variables of the subset, one of whose members holds no
   add/remove guarantee protecting everything it reads: a record moving between its parts is not
-  protected (DESIGN 2.6), though every member's own figure may be finite: an alarm, named with
+  protected (docs/explanation/model.md#families), though every member's own figure may be finite: an alarm, named with
   the family (`check`'s sentence, budget.why_family_unbounded, names its keys and the member).
 
 `unbounded_reason` is the one place that decides which of these an unbounded figure has (a read
@@ -49,7 +49,7 @@ DELTA_ABOVE = "delta above the cap's"
 NOT_READ = "not read"
 PAST_ALLOWANCE = "approximate deltas past the allowance"
 
-NEUTRAL = frozenset({PUBLIC})  # an ∞ that is expected (DESIGN 2.11): no alarm
+NEUTRAL = frozenset({PUBLIC})  # an ∞ that is expected (docs/explanation/model.md#public-and-protected-variables): no alarm
 
 
 def infinity_text(why: str | None) -> str:
@@ -58,7 +58,7 @@ def infinity_text(why: str | None) -> str:
 
 
 def family_reason(family: Family) -> str:
-    """Why a keyed family's figure is ∞ (DESIGN 2.6): a record moving between its parts takes
+    """Why a keyed family's figure is ∞ (docs/explanation/model.md#families): a record moving between its parts takes
     everything a member reads, and no add/remove guarantee of that member protects all of it. In a
     word, as NO_PURE_BOUND and NO_RHO_BOUND, named by the family (short enough for a table's cell:
     `check`'s and `cap list`'s sentence, budget.why_family_unbounded, names its keys and member)."""
@@ -118,10 +118,10 @@ def figure_text(value: Number, why: str | None = None, *, down: bool = False) ->
 def unbounded_reason(index, names: Collection[str], public: Collection[str]) -> str:
     """Why the figure of the subset `names` is ∞ when its spend is unbounded, from a LedgerIndex
     of the releases charged (the same on every command and on a report's small and large paths):
-    - a release reads part of it with no guarantee covering all of that (DESIGN 2.3): PUBLIC when
+    - a release reads part of it with no guarantee covering all of that (docs/explanation/model.md#the-cost-of-one-release-on-a-subset): PUBLIC when
       the subset's protected variables alone are bounded (what is read exactly is public), else
       the reason of the protected variables alone (NOT_PROTECTED, or a family's move there);
-    - else a keyed family's move (DESIGN 2.6): `family_reason`;
+    - else a keyed family's move (docs/explanation/model.md#families): `family_reason`;
     - else NOT_PROTECTED (an ∞ of unknown cause is an alarm).
     A subset whose spend is bounded is ∞ only at the delta asked: PAST_ALLOWANCE (decided from the
     index's arrays, with no release read: a large report's rows are no longer open then)."""

@@ -61,13 +61,13 @@ class ReleaseFacts:
     """What the record says of the charged releases themselves (not their figures, which come
     from the index): gathered in one pass over the releases (`release_facts`, the API's path),
     or by SQL with only the few releases it names decoded (`facts_of`, `export registry`:
-    a million releases, issue 13)."""
+    a million releases)."""
 
     count: int = 0
     first: datetime | None = None  # the earliest publication (else recording) moment
     exact: tuple[tuple[str, str, frozenset[str]], ...] = ()  # (id, title, variables read exactly)
     # (id, the releases it is computed from, the variables it reads itself: none when it is
-    # post-processing alone, DESIGN 2.5)
+    # post-processing alone, docs/explanation/model.md#post-processing-and-lineage)
     derived: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = ()
     mechanisms: tuple[tuple[str, int], ...] = ()  # (mechanism name, releases), by name
 
@@ -90,7 +90,7 @@ def release_facts(releases: Iterable[Release]) -> ReleaseFacts:
 def facts_of(charged) -> ReleaseFacts:
     """`release_facts` of the charged releases from what SQL found of them (store.facts.ChargedFacts:
     the counts, and whole only the earliest release and those that may be read exactly or derived):
-    the same facts, without a pass over every release (issue 13)."""
+    the same facts, without a pass over every release."""
     first = charged.first
     return ReleaseFacts(
         count=charged.count, first=None if first is None else first.published_at or first.recorded_at,
@@ -196,7 +196,7 @@ def at_delta_default():
 
 def _smallest(index, subset, delta, spend):
     """The smallest valid figure on `subset` at `delta` (accountants.best over the basic, Rényi
-    and PLD accountants, as `subset` and `table` print it; DESIGN 2.10), or None where the
+    and PLD accountants, as `subset` and `table` print it; docs/explanation/accounting.md), or None where the
     basic figure is pure or unbounded (a pure statement holds at delta 0: it is kept)."""
     if spend is None or spend.is_zero or spend.unbounded or spend.is_pure:
         return None
@@ -283,7 +283,7 @@ def _post_processing_text(derived) -> str:
     if not derived:
         return "No post-processed release is recorded. " + _todo("post-processing applied outside the ledger")
     return "\n".join(f"- {release_id!r} is computed from {', '.join(sources)} " + (
-        f"and reads {', '.join(sorted(reads))} itself: charged as any release reading them (DESIGN 2.5)." if reads
+        f"and reads {', '.join(sorted(reads))} itself: charged as any release reading them (docs/explanation/model.md#post-processing-and-lineage)." if reads
         else "(post-processing: no further loss).") for release_id, sources, reads in derived) + "\n"
 
 

@@ -1,4 +1,4 @@
-"""Reports for review meetings and compliance files: the contexts templates render (issue 4).
+"""Reports for review meetings and compliance files: the contexts templates render.
 
 Pure functions from records and engine results to documented dataclasses
 (STYLE 7): `build_report(ReportInputs) -> ReportContext`. Every figure a
@@ -59,7 +59,7 @@ from ..core.lazy import lazy_module
 from ..store.as_of import DATASET_STATE_KINDS
 from ..accounting.grid_figures import epsilon_floats  # (the report draws with it)
 
-np = lazy_module("numpy")  # imported on first use: recording never needs it (issue 13)
+np = lazy_module("numpy")  # imported on first use: recording never needs it
 
 MATRIX_CELL_LIMIT = 20_000  # release rows x variables shown as Tan's matrix; past it, sparse rows
 BLOCK_VARIABLES = 10  # variables per column block of the risk table: fits a landscape page
@@ -81,7 +81,7 @@ TIMELINE_POINTS = 200  # at most this many points per variable in the chart over
 TIMELINE_LABELLED = 8  # variables drawn in colour and named; the others in grey
 TOTAL_LABEL = "All releases (composed)"
 # Past SUMMARY_FROM releases (LEDGER_REPORT_SUMMARY_FROM overrides it) a report to a file summarises
-# (issue 13): a register of a million rows is not a page anyone reads. The page keeps the headline,
+#: a register of a million rows is not a page anyone reads. The page keeps the headline,
 # the risk table's total row by variable, caps, pairs, the timeline, the audit trail, and lists the
 # LARGEST_LISTED largest releases; every release is in a complete register written beside it as CSV
 # (`<out>.register.csv`), which the page links.
@@ -227,16 +227,16 @@ class Certificate:
     events: int  # events in the ledger's chain
     problems: tuple[str, ...]  # what verification found, first bad event first
     basis: Basis  # pure epsilon, or epsilon at delta (views.Basis)
-    # the zCDP -> (epsilon, delta) conversion, named in every report whose figures it produced (DESIGN
-    # 2.4: `conversion_of`); None: no figure shown went through it (a pure-only ledger's report)
+    # the zCDP -> (epsilon, delta) conversion, named in every report whose figures it produced
+    # (docs/explanation/model.md#composition, `conversion_of`); None: no figure shown went through it (a pure-only ledger's report)
     conversion: str | None
     delta: Fraction
     epsilon: Number  # the whole-dataset loss (U = V, Tan Prop 3.1) at delta
     rho: Number | None  # the same as rho-zCDP; None when it has (epsilon, delta) parts
     notion: str  # Spend.notion of the whole-dataset total: pure / approx / zcdp / mixed / unbounded
-    self_approval: bool = False  # the dataset waives separation of duties (DESIGN 2.12): said in every report
+    self_approval: bool = False  # the dataset waives separation of duties (docs/explanation/model.md#people-duties-and-the-book-of-record): said in every report
     as_of: datetime | None = None  # the ledger as it stood then, by publication date (--as-of)
-    # the headline (DESIGN 2.11): the loss on the protected subset, its worst variable and pair,
+    # the headline (docs/explanation/model.md#public-and-protected-variables): the loss on the protected subset, its worst variable and pair,
     # the public variables apart (headline.Headline)
     headline: Headline | None = None
     verification: str = ""  # what the verification covered (ChainStatus.scope)
@@ -262,7 +262,7 @@ class RiskRow:
     values: tuple[Number, ...]
     dataset_wide: Number
     wide_public: bool = False  # its whole-dataset ∞ comes from public variables only: neutral
-    family: str | None = None  # a member of a family: the family is charged once in the total (DESIGN 2.6)
+    family: str | None = None  # a member of a family: the family is charged once in the total (docs/explanation/model.md#families)
 
     @property
     def wide_why(self) -> str:
@@ -314,7 +314,7 @@ class RiskTableView:
     releases: tuple[str, ...]
     matrix: _Matrix  # the full table as value ids; `matrix.mapped(f)` formats it
     unprotected: tuple[str, ...]  # variables whose composed total is ∞
-    public: tuple[str, ...] = ()  # variables classified public: their ∞ is expected (DESIGN 2.11)
+    public: tuple[str, ...] = ()  # variables classified public: their ∞ is expected (docs/explanation/model.md#public-and-protected-variables)
     total_wide_public: bool = False  # the total's whole-dataset ∞ comes from public variables only
     rotate: bool = False  # variable names too long for a column: headers printed vertically
     family_note: str = ""  # said under the table when some rows are members of a family
@@ -368,7 +368,7 @@ class CapEntry:
 
 @dataclass(frozen=True)
 class Ending:
-    """A retraction or cancellation: who did it, when, and why (DESIGN 2.12)."""
+    """A retraction or cancellation: who did it, when, and why (docs/explanation/model.md#people-duties-and-the-book-of-record)."""
 
     action: str  # retracted / cancelled
     by: str
@@ -412,14 +412,14 @@ class RegisterEntry:
     pufferfish: tuple[str, ...]  # labels of its Pufferfish-family guarantees (their own section)
     cells: tuple[tuple[str, Number], ...]
     dataset_wide: Number | None
-    published_by: str | None = None  # who published it (the publish step's person; DESIGN 2.12)
+    published_by: str | None = None  # who published it (the publish step's person; docs/explanation/model.md#people-duties-and-the-book-of-record)
     ended: Ending | None = None  # its retraction or cancellation: who, when, why
-    part: str | None = None  # a family member's part of the records (DESIGN 2.6)
+    part: str | None = None  # a family member's part of the records (docs/explanation/model.md#families)
 
 
 @dataclass(frozen=True)
 class PufferfishEntry:
-    """A Pufferfish-family guarantee of one release (DESIGN 2.8), shown in its own section
+    """A Pufferfish-family guarantee of one release (docs/explanation/model.md#pufferfish-guarantees), shown in its own section
     and never added into a DP total.
 
     kind: "p-percent", "dataset-attribute-privacy", "distributional-attribute-privacy",
@@ -576,7 +576,7 @@ class CapHistoryEntry:
 
 @dataclass(frozen=True)
 class RegisterSummary:
-    """The register of a ledger past `summary_from()` releases, summarised (issue 13).
+    """The register of a ledger past `summary_from()` releases, summarised.
 
     releases: how many the complete register holds (every release, cancelled ones too);
     file: the complete register's file name, beside the report (the page links it);
@@ -680,7 +680,7 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     index = charged_index_of(dataset, inputs.releases, inputs.families)
     if inputs.as_of is not None:  # the caps' running totals as the ledger stood, over the index's arrays
         inputs = replace(inputs, cap_totals={cap.name: total_from_index(cap, index) for cap in inputs.caps})
-    from .accountant_views import best_headline  # the smallest valid figures (issue 11)
+    from .accountant_views import best_headline  # the smallest valid figures
 
     def panels() -> Pairs:
         """The pairs panel (the accountants on every pair of variables): the longest part, computed
@@ -759,7 +759,7 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
 
 @dataclass(frozen=True)
 class LargeInputs:
-    """What a summarised report of a large ledger is computed from (issue 13): no Release is
+    """What a summarised report of a large ledger is computed from: no Release is
     decoded but the few listed, and no audit event read but the ones shown.
 
     index: the charged releases' `LedgerIndex` from the accounting rows (columns.index_for,
@@ -871,7 +871,7 @@ def shown_accounts(index: LedgerIndex, table: RiskTable, delta: Fraction):
     """The total row's figures as `table` shows them (accountant_views.table_accountants with no
     accountant asked: the smallest valid figure per column), without computing PLD figures that
     cannot be shown: the PLD is never valid (information had the plan been fixed in advance,
-    DESIGN 2.10) and `accountants.best` passes over a figure that is not valid, so basic and rdp
+    docs/explanation/accounting.md) and `accountants.best` passes over a figure that is not valid, so basic and rdp
     decide every column; the figures shown are the same."""
     from .accountant_views import TableAccounts
     from ..accounting.accountants import table_figures
@@ -915,7 +915,7 @@ def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
     if accounts is not None:
         per_variable, whole = accounts.shown()
         basis = replace(basis, accountants=tuple(sorted({f.accountant for f in [*per_variable, whole]})))
-        epsilon = whole.epsilon  # the figure `table` and the total row print (one accounting, DESIGN 2.4)
+        epsilon = whole.epsilon  # the figure `table` and the total row print (one accounting, docs/explanation/model.md#composition)
     return Certificate(
         dataset=inputs.dataset.name,
         description=inputs.dataset.description,
@@ -987,7 +987,7 @@ def state_of(dataset: Dataset, caps: Sequence[Cap], events: Sequence[AuditEvent]
 
 def lifecycle_steps(events: Sequence[AuditEvent]) -> dict[str, dict]:
     """Release id -> the register's who/when/why of its later steps: who published it, and
-    its retraction or cancellation (from the audit events; DESIGN 2.12)."""
+    its retraction or cancellation (from the audit events; docs/explanation/model.md#people-duties-and-the-book-of-record)."""
     found: dict[str, dict] = {}
     for event in events:
         if event.kind == "release.published":
@@ -1027,7 +1027,7 @@ def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (), sh
     """Tan's Table 1 (engine.RiskTable) as epsilons at `delta`, in column blocks. `public`:
     the variables classified public; a whole-dataset ∞ that comes from them only is neutral.
     `shown`: the total row's figures as `table` prints them (accountant_views.TableAccounts.shown:
-    the smallest valid figure per column, issue 11); else the basic composition.
+    the smallest valid figure per column); else the basic composition.
     `per_release=False` (a summarised report): the total row only, in the sparse layout, with no
     per-release rows (the complete register carries each release's cells)."""
     variables = table.variables
@@ -1113,7 +1113,7 @@ def _named_family_note(names) -> str:
         return ""
     return (f"Rows marked \"family\" are members of {', '.join(families)}: releases on disjoint parts of "
             "the records, charged once in the total (the worst member, or a record moving between parts; "
-            "DESIGN 2.6), not added row by row.")
+            "docs/explanation/model.md#families), not added row by row.")
 
 
 class _Matrix:
@@ -1172,7 +1172,7 @@ def cap_entries(caps: Sequence[Cap], totals: Mapping[str, CapTotal], releases: S
                 families: Mapping[str, Family] | None = None) -> tuple[CapEntry, ...]:
     """Every cap against the stored running totals: the pre-release check of an empty plan.
     With the charged releases, each cap's figure is the one `cap list` prints: the smallest
-    valid filter figure (cap_accounting.checks_from_history, issue 11)."""
+    valid filter figure (cap_accounting.checks_from_history)."""
     if releases is None:
         return tuple(_cap_entry(c) for c in check(list(caps), totals, [], {}, {}, only_touched=False))
     from ..operations.cap_accounting import charged_index, checks_from_history
@@ -1252,10 +1252,10 @@ def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequ
                  best: bool = False) -> Pairs:
     """Every pair of variables: exact figures for the highest pairs (and for every pair of
     a small dataset), float epsilons for the heat map's colours. With `protected` (the
-    variables not classified public, DESIGN 2.11), the highest pairs are pairs of protected
+    variables not classified public, docs/explanation/model.md#public-and-protected-variables), the highest pairs are pairs of protected
     variables, and `unprotected` counts those only: a public variable's ∞ is expected.
     `best`: each pair's figure is the one `pairs` prints, the smallest valid one of the basic,
-    Rényi and PLD accountants (accountants.pair_figures, issue 11)."""
+    Rényi and PLD accountants (accountants.pair_figures)."""
     variables = index.variables
     n = len(variables)
     grid = index.pair_matrix(objective)
@@ -1301,7 +1301,7 @@ def timeline_of(index: LedgerIndex, delta: Fraction, objective, now: datetime,
     A release enters when it started to count (history.charged_from): its publication
     date, or the date it was planned when that came first (a reservation), so history
     recorded late is drawn when it was published. Caps in epsilon are drawn as lines.
-    `stamps` (a large ledger, issue 13): those moments as seconds since 1970 (nan: unknown),
+    `stamps` (a large ledger): those moments as seconds since 1970 (nan: unknown),
     from the stored accounting rows (`charged_from_stamps`), instead of each Release's.
     `final`: the running figure per variable the risk table shows now; each point is the smaller of
     the basic composition then and it (both bound the running figure then, which only grows), so
@@ -1338,7 +1338,7 @@ def timeline_of(index: LedgerIndex, delta: Fraction, objective, now: datetime,
         x = tuple(ends)
         labels = tuple(releases[order[e - 1]].id for e in ends)
     final = y[-1]
-    # protected variables first: a public variable's ∞ is expected (DESIGN 2.11), drawn in grey
+    # protected variables first: a public variable's ∞ is expected (docs/explanation/model.md#public-and-protected-variables), drawn in grey
     ranked = sorted(range(len(index.variables)), key=lambda j: (index.variables[j] in public, -final[j], j))
     highlighted = tuple(index.variables[j] for j in ranked[:TIMELINE_LABELLED]
                         if final[j] > 0 and index.variables[j] not in public)
@@ -1432,14 +1432,13 @@ def guarantee_text_of(g: Guarantee) -> GuaranteeText:
     """A guarantee as the report's register shows it (`GuaranteeText`: its exact numbers kept)."""
     # no cache: a key holds what the guarantee protects, which differs from release to release
     # (the cache missed on nearly every one), and hashing its exact Fractions cost more than
-    # this dataclass does (issue 13)
+    # this dataclass does
     return GuaranteeText(protects=tuple(sorted(g.protects)), notion=g.notion.value, epsilon=g.epsilon,
                          delta=g.delta, rho=g.rho, relation=g.relation.value)
 
 
 def pufferfish_entries(releases: Sequence[Release]) -> tuple[PufferfishEntry, ...]:
-    """The Pufferfish-family guarantees recorded with releases (issue 5 records them as
-    `Release.pufferfish`; a ledger without that field has none)."""
+    """The Pufferfish-family guarantees recorded with releases."""
     return tuple(pufferfish_entry(release.id, guarantee)
                  for release in releases for guarantee in getattr(release, "pufferfish", ()) or ())
 
@@ -1514,7 +1513,7 @@ def audit_note(event: AuditEvent) -> str | None:
 def _change_note(change: dict) -> str | None:
     """What a change of the dataset changed (its event's `change`, operations.amend.plan): the
     variable or group, a classification's old and new value, and the reason given. A variable
-    reclassified public leaves the protected headline (DESIGN 2.11): the board sees which, and why."""
+    reclassified public leaves the protected headline (docs/explanation/model.md#public-and-protected-variables): the board sees which, and why."""
     subject = change.get("variable") or (f"group {change['group']}" if change.get("group") else None)
     if subject is None:
         return None
@@ -1553,11 +1552,11 @@ def dataset_events(inputs: ReportInputs) -> list[AuditEvent]:
 
 
 def meeting_pack(inputs: ReportInputs, checks: Sequence[CapCheck] | None = None) -> MeetingPack:
-    """What changed since `inputs.since`, and how each cap moved (DESIGN 2.3-2.6 figures
+    """What changed since `inputs.since`, and how each cap moved (docs/explanation/model.md#the-cost-of-one-release-on-a-subset-2.6 figures
     recomputed as the ledger stood then). `checks`: every cap as the report's Caps section
     decides it (the smallest valid figure, cap_accounting.checks_from_index; computed here when
     None): a cap's figure now is that one, and its figure then is decided the same way over the
-    releases as they stood then (same question, same answer, DESIGN 2.4)."""
+    releases as they stood then (same question, same answer, docs/explanation/model.md#composition)."""
     from ..operations.cap_accounting import checks_from_index
 
     since = inputs.since

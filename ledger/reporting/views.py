@@ -32,8 +32,8 @@ from ..core.numbers import (
 from ..core.lazy import lazy_module
 from .reasons import NEUTRAL, NOT_PROTECTED, PUBLIC, figure_text, variable_reason
 
-jinja2 = lazy_module("jinja2")  # imported when a template is rendered (issue 13)
-markupsafe = lazy_module("markupsafe")  # (issue 10: output escaping) with jinja2
+jinja2 = lazy_module("jinja2")  # imported when a template is rendered
+markupsafe = lazy_module("markupsafe")  # with jinja2
 np = lazy_module("numpy")
 
 
@@ -43,13 +43,13 @@ class Basis:
 
     pure: bool
     delta: Fraction
-    accountants: tuple[str, ...] = ()  # the accountants whose figures the total row shows (issue 11)
+    accountants: tuple[str, ...] = ()  # the accountants whose figures the total row shows
     allowance: Fraction = ALLOWANCE  # the dataset's (Dataset.allowance)
 
     @property
     def notion(self) -> str:
         """The report's Notion line: the basis, and the accountants that decided the printed figures
-        (the total row and the headline take the smallest valid figure per subset, DESIGN 2.10)."""
+        (the total row and the headline take the smallest valid figure per subset, docs/explanation/accounting.md)."""
         used = [name for name in ACCOUNTANT_WORDS if name in self.accountants]
         if not used or used == ["basic"]:
             return self.label
@@ -248,7 +248,7 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
-        # compiled templates kept between runs (the report's took ~0.4 s to compile, issue 13): in
+        # compiled templates kept between runs (the report's took ~0.4 s to compile): in
         # jinja2's per-user directory under the temporary directory (mode 0700, its owner checked),
         # keyed by each template's source checksum, so an edited template is compiled again
         bytecode_cache=_bytecode_cache(),
@@ -260,7 +260,7 @@ def environment() -> jinja2.Environment:
 
 
 # --------------------------------------------------------------------------
-# Report filters and environments (issue 4): plain functions, one per kind of figure
+# Report filters and environments: plain functions, one per kind of figure
 # --------------------------------------------------------------------------
 
 
@@ -416,7 +416,7 @@ def register_row(r, sparse: bool, public) -> markupsafe.Markup:
     report.html.j2 wrote for it in Jinja, each value printed as the template prints one
     (`_html_text`: control characters made visible, then escaped), by the same filters.
     Written here because a register lists every release (10,000 rows at 10,000 releases)
-    and Jinja's calls per value (~15 a row) took most of a page's rendering (issue 13);
+    and Jinja's calls per value (~15 a row) took most of a page's rendering;
     a test renders the template's row and this one and compares them byte for byte. The cells
     are `cells_text`'s text, each figure by `_figure_text`."""
     e = _html_text

@@ -1,9 +1,8 @@
-"""The accounting rows as the ledger stood at a moment (`--as-of`; issue 13, section 1).
+"""The accounting rows as the ledger stood at a moment (`--as-of`).
 
-`table --as-of T`, `subset --as-of T` and `cap list --as-of T` used to decode every release of the dataset
-(`store.snapshot`) and keep those in the ledger at T with the status each had then
-(`accounting.history.releases_as_of`): minutes and gigabytes at a million releases. The
-accounting rows (columns.py) hold what that needs, without decoding a release:
+`table --as-of T`, `subset --as-of T` and `cap list --as-of T` read the accounting rows
+(columns.py), which hold what the ledger at T needs without decoding a release (decoding every
+release, `store.snapshot`, takes minutes and gigabytes at a million releases):
 
 - which releases count at T. By `history.status_at`, a release counts (is charged) at T
   when it is in the ledger then, published by T or recorded by T (a release recorded

@@ -1,4 +1,4 @@
-"""Signed checkpoints: the audit chain's head, kept outside the database (DESIGN 2.12).
+"""Signed checkpoints: the audit chain's head, kept outside the database (docs/explanation/model.md#people-duties-and-the-book-of-record).
 
 The hash chain (store.append_event) detects an edited event, but not a chain
 rewritten from the genesis onwards nor a tail cut off: both leave a chain that

@@ -340,7 +340,7 @@ def cap_total_to_dict(total: CapTotal) -> dict:
         "drivers": [[rid, exact_text(value)] for rid, value in total.drivers],
         "value": exact_text(total.value),
     }
-    if total.choices:  # releases with a choice of charges (issue 9); absent in older rows
+    if total.choices:  # releases with a choice of charges; absent in older rows
         body["choices"] = [[[spend_to_dict(o) for o in options], count] for options, count in total.choices]
     return body
 
@@ -362,7 +362,7 @@ def _option_from_dict(data: dict):
 
 
 def _family_options_from(data) -> tuple:
-    if isinstance(data, dict):  # written before issue 9: one Spend per family
+    if isinstance(data, dict):  # written by older versions: one Spend per family
         return (spend_from_dict(data),)
     return tuple(_option_from_dict(o) for o in data)
 

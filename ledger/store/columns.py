@@ -1,5 +1,5 @@
 """Accounting rows: what the read commands need of each release, readable without
-decoding the release (issue 13, section 1).
+decoding the release.
 
 A release row holds everything a steward recorded (JSON columns, the output, the
 lifecycle); `subset`, `table` and `pairs` need only, per charged release, what it
@@ -12,7 +12,7 @@ two tables, written in the same transaction as every record and status change:
   status, family, title, the variables it reads as a bitset over the dataset's
   variable positions, its first guarantee as (value id, protects bitset) and any
   further guarantees as compact text ("id:hex;id:hex"); and what the accountants
-  of issue 11 need (schema 6): the accounting event its mechanism's parameters
+  need (schema 6): the accounting event its mechanism's parameters
   describe (an id into `accounting_events`, with whether the release is charged
   through it: `accountants.mechanism_event`), and its recording and publication
   moments (`accountants.note_times`, `published_moment`) as whole microseconds
@@ -32,9 +32,7 @@ exact path needs whole (family members, releases whose guarantees leave a choice
 are read from the release rows. Values stay exact: a value id names exact
 fractions, an event id an exact event key.
 
-Why no per-variable aggregates. The read commands' targets (issue 13: `subset`,
-`headroom` under 1 s, `table`, `pairs` under 5 s and 1 GB at a million releases
-over 100 variables) are approached from these rows: `subset` reads only the rows of
+Why no per-variable aggregates. The read commands' targets are approached from these rows: `subset` reads only the rows of
 the releases that read the subset (the `release_reads` inverted index), `headroom`
 reads the caps' running totals, `table` and `pairs` read every charged row once
 as packed bitsets and integer ids (about 60 bytes of array per release) and
@@ -129,7 +127,7 @@ class AccountingEventRow(SQLModel, table=True):
 class AccountingReadRow(SQLModel, table=True):
     """One variable one release reads (an inverted index of the reads bitsets): a subset
     query fetches only the releases that read some variable of the subset, since the
-    others cost 0 on it (Tan Prop 3.3), alone or in a family (DESIGN 2.6)."""
+    others cost 0 on it (Tan Prop 3.3), alone or in a family (docs/explanation/model.md#families)."""
 
     __tablename__ = "release_reads"
     dataset: str = Field(primary_key=True)
@@ -488,7 +486,7 @@ def add_event_columns(session: Session, batch: int = 20_000) -> int:
 
 def rebuild_dataset(session: Session, dataset: str, variables: Sequence[str]) -> int:
     """The accounting rows of one dataset's releases, rebuilt for its variables as they now
-    are (an amended dataset, issue 12b: its bitsets are over variable positions, which a
+    are (an amended dataset: its bitsets are over variable positions, which a
     variable added or removed changes). Only these derived tables change: the release rows
     and the audit chain are untouched. Returns how many rows."""
     from . import database as store
@@ -663,7 +661,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     `touching` (a subset), only the releases that read some variable of it: the index then
     answers `subset_cost` on that subset (or a part of it) exactly, every other release
     costing 0 there (Tan Prop 3.3; a family of members that read nothing of it costs 0,
-    DESIGN 2.6). `accounts=False`: without the accountants'
+    docs/explanation/model.md#families). `accounts=False`: without the accountants'
     events and times (`pairs` composes by the basic accountant only). With `when`: the
     releases charged at that moment, each with the status it had then, as from
     `history.releases_as_of` (as_of.py; every row read, `touching` aside); None when the rows
@@ -910,7 +908,7 @@ def _read_columns(connection, dataset: str, charged: list[str], positions: list[
                   accounts: bool, after: int | None = None) -> _Rows | None:
     """`_read_rows` of the same rows on SQLite, each column read whole as one string by an
     aggregate (`group_concat`) and parsed by numpy, not as a Python tuple per row: on a million
-    rows the tuples cost about three times the reading itself (issue 13). The rare rows with a
+    rows the tuples cost about three times the reading itself. The rare rows with a
     family, further guarantees or a first guarantee protecting other than what the release
     reads are read apart, by seq. None (the caller reads row by row) when some reads bitset
     has another width (written before a variable was added). `after`: only the rows whose seq
@@ -1186,7 +1184,7 @@ def check(session: Session, releases: Iterable[tuple[int, Release]], variables: 
 
 class Check:
     """`check` over the whole ledger, a chunk of releases at a time (the streaming `audit
-    verify`, issue 13): `add(chunk)` compares the chunk's accounting rows and their inverted
+    verify`): `add(chunk)` compares the chunk's accounting rows and their inverted
     reads, read by seq; `problems()` adds the rows no release has (anti-joins in the
     database). Memory holds one chunk, whatever the number of releases."""
 
@@ -1327,7 +1325,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
         one = single[start:stop]
         # releases with at most one guarantee (value v, protects P): the cell of a variable read
         # is v when P protects it, ∞ when not; the whole-dataset cost is v when P covers every
-        # variable read, ∞ when not, 0 when nothing is read (DESIGN 2.3), without the cells
+        # variable read, ∞ when not, 0 when nothing is read (docs/explanation/model.md#the-cost-of-one-release-on-a-subset), without the cells
         rows = np.flatnonzero(one) if not fast else np.zeros(0, dtype=np.int64)
         values = single_value[start:stop][rows]
         read = reads[rows]

@@ -96,13 +96,13 @@ from .files import sqlite_path  # (the file of a SQLite URL: the output guard's 
 DEFAULT_URL = "sqlite:///ledger.db"
 SCHEMA_VERSION = 20  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
 # 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
-# 5: accounting rows (columns.py, issue 13); 6: their accounting events and lifecycle moments;
-# 7: a subsampled release's accounting event is its sampling event (issue 11, section 4)
+# 5: accounting rows (columns.py); 6: their accounting events and lifecycle moments;
+# 7: a subsampled release's accounting event is its sampling event
 # 8: the verified head (verified_head.py) keeps when it was verified
-# 9: audit events indexed by (kind, subject, actor): EVENT_INDEX (issue 13)
-# 10: the accounting rows sealed in binary chunks (sealed.py, issue 13)
+# 9: audit events indexed by (kind, subject, actor): EVENT_INDEX
+# 10: the accounting rows sealed in binary chunks (sealed.py)
 # 11: a Gaussian declared only by (epsilon, delta) has its implied multiplier's event (catalogue)
-# 12: the audit events' index holds their moment too: EVENT_INDEX (kind, subject, actor, at), issue 13
+# 12: the audit events' index holds their moment too: EVENT_INDEX (kind, subject, actor, at)
 # 13: the figures of caps at a delta are filter figures at their statement's share of it (spend.py)
 # 14: a release offering (epsilon, delta) beside pure or rho is charged by a side fixed in advance (engine)
 # 15: an epsilon at a delta of a composition is an odometer: no zCDP conversion at the best order (spend.py);
@@ -112,7 +112,7 @@ SCHEMA_VERSION = 20  # 1: releases; 2: caps and running totals; 3: Pufferfish gu
 # 17: a plan declared in advance is stated at half the delta, the filter's orders at the other half,
 #     1/44 each: the caps at a delta are decided again (_v17_declared_share)
 # 18: one case, fully adaptive; a cap at a delta is a filter of a recorded kind (caps.filter, _v18_filters);
-#     a dataset states its neighbour relation (datasets.relation, DESIGN 2.1); earlier ones are replace-one
+#     a dataset states its neighbour relation (datasets.relation, docs/explanation/model.md#variables-subsets-and-neighbours); earlier ones are replace-one
 # 19: PostgreSQL refuses an event whose lifecycle step or duty is not allowed (enforced.py: _v19_enforced)
 # 20: a plan's version is an audit event (plan.recorded), a steward's duty on PostgreSQL (_v20_plan_versions)
 WRITE_LOCK_KEY = 0x1ED6E5  # PostgreSQL advisory lock id for ledger writes
@@ -154,9 +154,9 @@ class DatasetRow(SQLModel, table=True):
     delta: str | None = None  # exact fraction text
     groups: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime
-    # schema version 4: separation of duties waived for this dataset (DESIGN 2.12)
+    # schema version 4: separation of duties waived for this dataset (docs/explanation/model.md#people-duties-and-the-book-of-record)
     self_approval: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, server_default=false()))
-    # schema version 18: the neighbour relation its figures are in (DESIGN 2.1), fixed once recorded
+    # schema version 18: the neighbour relation its figures are in (docs/explanation/model.md#variables-subsets-and-neighbours), fixed once recorded
     relation: str = Field(default="replace", sa_column=Column(String, nullable=False, server_default="replace"))
 
 
@@ -206,7 +206,7 @@ class ReleaseRow(SQLModel, table=True):
     pufferfish: list = Field(default_factory=list, sa_column=Column(JSON, nullable=False, server_default="[]"))
     output_digest: str | None = None
     output: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
-    # schema version 16: a family member's part of the records (DESIGN 2.6); None outside a family
+    # schema version 16: a family member's part of the records (docs/explanation/model.md#families); None outside a family
     part: str | None = None
 
 
@@ -242,7 +242,7 @@ class CapTotalRow(SQLModel, table=True):
 
 class CapAccountantRow(SQLModel, table=True):
     """A cap's running accountant state (accountants.state_*): event counts and lifecycle
-    times on its subset, for the Rényi filter and the declared-in-advance case (issue 11).
+    times on its subset, for the Rényi filter and the declared-in-advance case.
     A cache of the releases: missing or stale rows are recomputed from the history."""
 
     __tablename__ = "cap_accountant_state"
@@ -277,10 +277,10 @@ class AuditEventRow(SQLModel, table=True):
     hash: str = Field(index=True)
 
 
-from . import columns  # noqa: E402  (its tables: accounting rows, issue 13)
+from . import columns  # noqa: E402  (its tables: accounting rows)
 from . import identity  # noqa: E402  (the role a front end's person writes as)
-from . import driver  # noqa: E402  (the recording path's statements on the driver's cursor, issue 13)
-from . import sealed  # noqa: E402  (its tables: the accounting rows in sealed chunks, issue 13)
+from . import driver  # noqa: E402  (the recording path's statements on the driver's cursor)
+from . import sealed  # noqa: E402  (its tables: the accounting rows in sealed chunks)
 from . import derived  # noqa: E402  (the derived rows' digest a verified head keeps)
 from . import enforced  # noqa: E402  (what PostgreSQL refuses at INSERT)
 
@@ -298,7 +298,7 @@ def _text_rows(table, where: str = "", order: str = "", *binds):
     """SELECT every column of `table` as SQL text typed by the table's own columns (the same rows,
     JSON decoded and booleans as bool, as the Core select). The reads every `check` and `record`
     start with are written so: a fresh process compiles a Core select in 1-6 ms (the first ones
-    the most), its text in a fraction of that, and a command is a fresh process (issue 13)."""
+    the most), its text in a fraction of that, and a command is a fresh process."""
     names = ", ".join(f'"{column.name}"' for column in table.c)
     clause = text(f"SELECT {names} FROM {table.name}" + (f" WHERE {where}" if where else "")
                   + (f" ORDER BY {order}" if order else ""))
@@ -450,7 +450,7 @@ def make_engine(url: str) -> Engine:
                 # a new file or a ledger: a database of another application is left as it is.
                 # synchronous=FULL syncs the log at every commit, so an acknowledged record
                 # survives a power cut, not only a crash (NORMAL may lose the last commits
-                # then): a book of record (issue 13; LEDGER_SQLITE_SYNCHRONOUS).
+                # then): a book of record.
                 if dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal" and \
                         _new_or_ledger(dbapi_connection):
                     dbapi_connection.execute("PRAGMA journal_mode=WAL")
@@ -578,7 +578,7 @@ def _dataset_relation_column(connection) -> None:
 LIFECYCLE_COLUMNS = ("status", "approved_by", "approved_at", "published_at")
 
 # (statements run through the driver: a percent sign is written %%)
-# PostgreSQL enforces the book of record itself (DESIGN 2.12): whatever role the ledger runs
+# PostgreSQL enforces the book of record itself (docs/explanation/model.md#people-duties-and-the-book-of-record): whatever role the ledger runs
 # as, an audit event can be inserted and never updated, deleted or truncated; a release row
 # is never deleted, and an update may change its lifecycle columns only; what an appended event may
 # say -- its lifecycle step, and under a person's login its duty -- is judged by enforced.py. (The table owner or
@@ -626,14 +626,14 @@ def _v5_accounting_rows(session: Session) -> None:
 
 
 def _v6_accounting_events(session: Session) -> None:
-    """The accounting rows gain what the accountants read (issue 11): each release's accounting
+    """The accounting rows gain what the accountants read: each release's accounting
     event and its recording and publication moments (columns.py), built once from the release rows."""
     columns.add_event_columns(session)
 
 
 def _v7_sampled_events(session: Session) -> None:
     """A Laplace or geometric release run on a sample keeps its sampling event for the Rényi and
-    PLD accountants (issue 11, section 4): its accounting row is brought to that event; and the
+    PLD accountants: its accounting row is brought to that event; and the
     caps' running accountant states, whose version this changes, are rebuilt once here, so no
     read has to recompute them from the whole history on every call until a write saves them."""
     columns.refresh_sampled_events(session)
@@ -686,7 +686,7 @@ def _v12_event_index_at(session: Session) -> None:
 
 def _v10_sealed_chunks(session: Session) -> None:
     """The accounting rows of every complete range of seqs are sealed in binary chunks
-    (sealed.py, issue 13), built once from the accounting rows."""
+    (sealed.py), built once from the accounting rows."""
     sealed.build_all(session)
 
 
@@ -757,7 +757,7 @@ _LIFECYCLE_TRIGGER = "privacy_ledger_releases_lifecycle_only"  # (_APPEND_ONLY_S
 
 
 def _v16_parts(session: Session) -> None:
-    """A family member names the part of the records it is computed on (DESIGN 2.6), and the
+    """A family member names the part of the records it is computed on (docs/explanation/model.md#families), and the
     charged members of a family hold distinct parts. Every member recorded before is given its own
     id as its part: the ledger charged each as a part of its own (which the new rule can no longer
     let two members on one part claim). Its audit event is untouched: a release dict without `part`
@@ -1009,7 +1009,7 @@ RELEASE_PAGE = 5_000  # releases decoded at a time by `release_pages`
 def release_pages(session: Session, dataset: str | None = None, page: int | None = None):
     """The releases of `snapshot` (every dataset's, or one's), in the same order (recording
     order), decoded `page` at a time: one list of Release per page, read by keyset paging on
-    seq, so that a command listing every release holds one page, not the ledger (issue 13)."""
+    seq, so that a command listing every release holds one page, not the ledger."""
     page = page or RELEASE_PAGE
     after = -1
     while True:
@@ -1025,7 +1025,7 @@ def release_pages(session: Session, dataset: str | None = None, page: int | None
 
 def _datasets(session: Session, names: Sequence[str] | None = None) -> list[Dataset]:
     # Core rows (the columns as attributes, the same column types): no ORM object is built
-    # and no mapper configured, which a `check` in a fresh process paid for (issue 13)
+    # and no mapper configured, which a `check` in a fresh process paid for
     variable_table, dataset_table = VariableRow.__table__, DatasetRow.__table__
     variables: dict[str, list[dict]] = {}
     binds = {} if names is None else {"names": list(names)}
@@ -1169,7 +1169,7 @@ def add_releases(session: Session, releases: Sequence[Release], families: Sequen
     for release in releases:
         body = release_to_dict(release)
         payload = {"release": body}
-        if decisions:  # which accountant admitted it, under which case and theorem (issue 11)
+        if decisions:  # which accountant admitted it, under which case and theorem
             payload["budget_decisions"] = list(decisions)
         seq, _ = append_event(session, kind="release.recorded", subject=release.id, actor=actor,
                               payload=payload)
@@ -1240,9 +1240,8 @@ class ReleaseLookup(Mapping):
 
 def deriving_from(session: Session, release_id: str) -> dict[str, Status]:
     """The releases that name `release_id` in their derived-from list, with their status (the
-    lineage rule of a cancellation, DESIGN 2.5): only the rows whose list is not empty are read,
-    three columns each, never a whole release (issue 13: a cancellation in a ledger of a million
-    releases)."""
+    lineage rule of a cancellation, docs/explanation/model.md#post-processing-and-lineage): only the rows whose list is not empty are read,
+    three columns each, never a whole release."""
     from sqlalchemy import Text, cast
 
     rows = _connection(session).execute(
@@ -1336,7 +1335,7 @@ def write_context(session: Session) -> LedgerSnapshot:
 
 def parts_held(session: Session, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """(family, part) -> the first recorded release of that family holding that part and charged
-    (any status but cancelled: DESIGN 2.6's members on disjoint parts), for the pairs asked about:
+    (any status but cancelled: docs/explanation/model.md#families's members on disjoint parts), for the pairs asked about:
     the loader's check that a new member's part is free (loader._distinct_parts). Reads those
     families' rows with those parts only, by PART_INDEX."""
     pairs = set(pairs)
@@ -1405,7 +1404,7 @@ def cap_totals(session: Session, dataset: str, names: Iterable[str] | None = Non
 _TOTALS_CACHE: dict[str, tuple[str, dict[tuple[str, str], CapTotal]]] = {}
 
 
-# The caps' running accountant states (issue 11), cached the same way.
+# The caps' running accountant states, cached the same way.
 _STATES_CACHE: dict[str, tuple[str, dict[tuple[str, str], dict]]] = {}
 
 
@@ -1545,7 +1544,7 @@ def amend_dataset(session: Session, dataset: Dataset, actor: str, kind: str, cha
         row.classification, row.description, row.position = variable.classification, variable.description, position
         row.categories = categories
         session.add(row)
-    if before != tuple(dataset.variable_names):  # the accounting bitsets are over variable positions (issue 13)
+    if before != tuple(dataset.variable_names):  # the accounting bitsets are over variable positions
         session.flush()
         columns.rebuild_dataset(session, dataset.name, dataset.variable_names)
     append_event(session, kind=kind, subject=dataset.name, actor=actor, payload={"dataset": body, "change": change})
@@ -1563,7 +1562,7 @@ def remove_cap(session: Session, dataset: str, name: str, actor: str, reason: st
         session.delete(total)
     bump_config(session)
     session.info.get("saved_totals", {}).pop((dataset, name), None)
-    drop_accountant_states(session, dataset, [name])  # (issue 11) a cap set again starts afresh
+    drop_accountant_states(session, dataset, [name])  # a cap set again starts afresh
     append_event(session, kind="cap.removed", subject=f"{dataset}/{name}", actor=actor,
                  payload={"cap": None, "was": was, "reason": reason})
 
@@ -1581,11 +1580,11 @@ def set_status(session: Session, release: Release, actor: str, kind: str, decisi
     if decisions:
         payload["budget_decisions"] = list(decisions)
     append_event(session, kind=kind, subject=release.id, actor=actor, payload=payload)
-    columns.set_status(_connection(session), release.id, release.status, release.published_at)  # (issue 13)
+    columns.set_status(_connection(session), release.id, release.status, release.published_at)  #
 
 
 def accountant_states(session: Session, dataset: str, names: Iterable[str]) -> dict[str, dict]:
-    """The stored running accountant states of these caps (issue 11)."""
+    """The stored running accountant states of these caps."""
     names = list(names)
     if not names:
         return {}
@@ -1915,12 +1914,12 @@ def verify(session: Session) -> Verification:
     with the state its latest audit event recorded; recompute every accounting row and
     every cap's running total from the releases.
 
-    Streams (issue 13): the chain is walked VERIFY_CHUNK events at a time, and the
+    Streams: the chain is walked VERIFY_CHUNK events at a time, and the
     release rows are read, compared, decoded and charged VERIFY_CHUNK at a time (in seq
     order), the running totals summed chunk by chunk (`_TotalsCheck`); what must be
     remembered across the whole chain for each release (its latest event) is kept in a
     temporary SQLite file. Memory does not grow with the number of releases, except for
-    the members of families (a family is charged once, over all its members: DESIGN 2.6)."""
+    the members of families (a family is charged once, over all its members: docs/explanation/model.md#families)."""
     problems: list[str] = []
     states = StateEvents()
     connection = _connection(session)
@@ -2022,7 +2021,7 @@ class _TotalsCheck:
     """Every cap's running total recomputed from the releases, a chunk at a time, and
     compared with the stored one (`budget.total_from_index` per chunk; the chunks' totals
     composed exactly: standalone spends add, choices add their counts, the largest drivers
-    of each chunk compete again; a family is charged once over all its members, DESIGN 2.6)."""
+    of each chunk compete again; a family is charged once over all its members, docs/explanation/model.md#families)."""
 
     def __init__(self, session: Session, config: "Configuration"):
         from ..accounting.accountants import state_from_history, state_is_current
@@ -2031,7 +2030,7 @@ class _TotalsCheck:
         self.parts: dict[str, dict[str, list]] = {
             dataset: {cap.name: [ZERO_SPEND, {}, []] for cap in caps} for dataset, caps in config.caps.items()}
         self.members: dict[str, dict[str, list[Release]]] = {dataset: {} for dataset in config.caps}
-        # the running accountant states (issue 11) a decision would read, recomputed chunk by chunk
+        # the running accountant states a decision would read, recomputed chunk by chunk
         # (accountants.state_apply from the empty history; family members last, over all of them)
         self.families = {dataset: {f.id: f for f in config.families.values() if f.dataset == dataset}
                          for dataset in config.caps}
@@ -2178,7 +2177,7 @@ def _event_number(problem: str) -> float:
 
 
 # --------------------------------------------------------------------------
-# The running totals' stamp, and the chain head (issue 12, section 6)
+# The running totals' stamp, and the chain head
 # --------------------------------------------------------------------------
 
 # Every write through the ledger keeps the running totals equal to the totals recomputed
@@ -2268,7 +2267,7 @@ def event_at(session: Session, seq: int) -> tuple[int, str] | None:
 
 
 # --------------------------------------------------------------------------
-# A dataset's declared privacy unit (issue 14): kept in the audit chain itself
+# A dataset's declared privacy unit: kept in the audit chain itself
 # --------------------------------------------------------------------------
 
 PRIVACY_UNIT_EVENT = "dataset.privacy-unit"

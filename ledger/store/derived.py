@@ -133,7 +133,7 @@ def _row_text(row) -> str:
 def _configuration_digests(connection) -> tuple[str, dict[str, str]]:
     """What the figures read of the configuration: SHA-256 over the dataset and variable rows
     (which variables a subset holds, and which are protected), and per family its row (how its
-    members are charged, DESIGN 2.6)."""
+    members are charged, docs/explanation/model.md#families)."""
     from . import database as store
 
     datasets, variables = store.DatasetRow.__table__, store.VariableRow.__table__

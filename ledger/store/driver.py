@@ -1,4 +1,4 @@
-"""The recording path's statements, run on the database driver's own cursor (issue 13, section 3).
+"""The recording path's statements, run on the database driver's own cursor.
 
 A record is one transaction of about ten statements (the audit event, the release row, its
 accounting rows, the running totals and accountant states, the ledger's stamps). Through

@@ -1,5 +1,5 @@
 """What PostgreSQL itself refuses: a lifecycle step the ledger does not allow, and, for a person's
-own login, an event of a duty the person's database role does not hold (DESIGN 2.12).
+own login, an event of a duty the person's database role does not hold (docs/explanation/model.md#people-duties-and-the-book-of-record).
 
 The append-only triggers (database._APPEND_ONLY_SQL) keep every event once written; they cannot
 refuse a forged *append*: a published release turned "cancelled", its budget refunded, the totals

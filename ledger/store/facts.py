@@ -1,4 +1,4 @@
-"""The charged releases' facts a registry record states, by SQL (issue 13: `export registry`).
+"""The charged releases' facts a registry record states, by SQL.
 
 `registry.release_facts` reads every charged release whole for: how many there are, the
 earliest publication (else recording) moment, the releases read exactly, the releases

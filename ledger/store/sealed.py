@@ -1,6 +1,5 @@
 """Sealed chunks: the accounting rows of a stretch of the history in a binary columnar
-form, so a read at a million releases is a few BLOB reads, not a million rows parsed
-(issue 13, section 1).
+form, so a read at a million releases is a few BLOB reads, not a million rows parsed.
 
 `columns.index_for` reads, per charged release of a dataset, its reads bitset, its first
 guarantee's value id, its accounting event and its two moments (`columns._Rows`). Read
@@ -220,7 +219,7 @@ def seal_after_insert(connection, seqs_by_dataset: Mapping[str, Sequence[int]],
     `stops`: where each dataset's sealed chunks end, as the caller knows them (columns.Known,
     kept by the audit head: no other transaction has written since), updated here. A record
     whose seqs complete no range past a known stop reads nothing (on PostgreSQL, the read
-    would be a round trip of its own and end the record's pipeline, issue 13 section 3)."""
+    would be a round trip of its own and end the record's pipeline)."""
     for dataset, seqs in seqs_by_dataset.items():
         top = max(seqs)
         if top + 1 < CHUNK_SEQS:  # (a small ledger: nothing to seal, no query)
@@ -370,8 +369,7 @@ def read_part(connection, dataset: str, charged: Sequence[str], positions: list[
     there are no chunks or they cannot be used as they are (sealed at another width, or not
     contiguous from seq 0: the rows then).
 
-    The chunks are read and decoded one at a time and only the rows kept are taken from each
-    (issue 13: a subset of 5 of 100 variables keeps about a sixth of the releases), so memory
+    The chunks are read and decoded one at a time and only the rows kept are taken from each, so memory
     holds one chunk and the rows kept, never every chunk's arrays joined. A row's status and
     publication moment noted as changed (`note_change`) are taken from its row."""
     from .columns import _AFTER_ALL, _BEFORE_ANY, _ROWS, _Rows, _in_parts, _rare_columns, _stamps, stream_raw_rows

@@ -93,7 +93,7 @@ def remember(engine, verification: store.Verification, full: bool = True,
     """Keep a verified head as the checkpoint (only a verification that passed), stamped with
     now; `full` says whether the whole chain was verified (else `previous`, the head an
     incremental verification started from, gives when the last full one ran). Never waits
-    for the ledger's writers (a verification takes no lock, issue 10): when the database is
+    for the ledger's writers (a verification takes no lock): when the database is
     busy, or opened read-only (an auditor's copy), the head is not kept and False is returned;
     the next --since-checkpoint then starts from the last head kept."""
     if not verification.ok or verification.events == 0:
@@ -216,7 +216,7 @@ def verify_since(session: Session, checkpoint: tuple[int, str], derived_digest: 
         problems.extend(columns.check(session, readable, variables, only={rid for rid in rows}))
     problems.extend(states.problems(session, only_named=True))
     problems.sort(key=store._event_number)
-    problems.extend(store._check_count(session, walk.count))  # (issue 10) a chain cut at its end
+    problems.extend(store._check_count(session, walk.count))  # a chain cut at its end
     fresh = None
     if derived_digest is not None:
         found, fresh = derived.check_since(session, derived_digest, seqs, set(states.caps), touched_datasets,

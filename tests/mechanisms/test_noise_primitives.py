@@ -34,7 +34,7 @@ def test_two_sided_geometric_has_the_stated_law():
 
 
 def test_sensitivity_belongs_to_the_neighbour_relation():
-    # DESIGN 2.1: replacing moves one count between two cells; adding changes one
+    # docs/explanation/model.md#variables-subsets-and-neighbours: replacing moves one count between two cells; adding changes one
     assert noise.histogram_sensitivity("replace") == 2
     assert noise.histogram_sensitivity("add-remove") == 1
     assert noise.sum_sensitivity(-3.0, 10.0, "replace") == 13.0

@@ -142,7 +142,7 @@ def test_two_fair_ternary_samples_disclose_log2_3():
 
 
 def test_the_design_example_y2_equal_x2_is_not_sample_private():
-    # DESIGN 2.8 cites Y1 = X1 xor X2 and Y2 = X2; Y2 alone reveals X2 entirely
+    # docs/explanation/model.md#pufferfish-guarantees cites Y1 = X1 xor X2 and Y2 = X2; Y2 alone reveals X2 entirely
     y1 = sp.deterministic_mapping(lambda a, b: a ^ b, [2, 2], 2)
     y2 = sp.deterministic_mapping(lambda a, b: b, [2, 2], 2)
     assert sp.sample_leakage(TWO_FAIR_BITS, y1).perfect

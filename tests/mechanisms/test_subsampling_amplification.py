@@ -31,7 +31,7 @@ def test_record_the_tight_bound():
     assert round(subsampling.subsampled_epsilon(1.0, 0.1), 4) == 0.1586
     assert round(subsampling.subsampled_epsilon(0.1, 0.02), 5) == 0.00210
     assert round(subsampling.theorem2_epsilon(0.1, 0.02), 5) == 0.02230
-    # smaller than Clifton et al.'s by exactly -ln(1 - beta) (DESIGN 2.7)
+    # smaller than Clifton et al.'s by exactly -ln(1 - beta) (docs/explanation/model.md#subsampling)
     for beta in (0.01, 0.1, 0.5, 0.9):
         gap = subsampling.theorem2_epsilon(1.0, beta) - subsampling.subsampled_epsilon(1.0, beta)
         assert gap == pytest.approx(-math.log1p(-beta), rel=1e-9)

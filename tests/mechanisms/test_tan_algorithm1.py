@@ -1,4 +1,4 @@
-"""Tan's Algorithm 1 (section 5.2), corrected per DESIGN 2.9: exact margins, integers,
+"""Tan's Algorithm 1 (section 5.2), corrected per docs/explanation/model.md#notes-on-the-papers-algorithms: exact margins, integers,
 unbiasedness, and a recorded epsilon equal to the exact worst-case privacy loss."""
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def test_algorithm1_keeps_every_row_total_for_any_counts(rows, epsilon, seed):
 
 
 def test_two_cell_rows_are_noised():
-    # the paper's "if n_i > 2" would release a two-cell row exactly (DESIGN 2.9)
+    # the paper's "if n_i > 2" would release a two-cell row exactly (docs/explanation/model.md#notes-on-the-papers-algorithms)
     distribution = tan.row_output_distribution([5, 5], 1.0)
     r = math.exp(-1.0)
     unchanged = distribution.probabilities[(distribution.outputs == [5, 5]).all(axis=1)].sum()
@@ -161,7 +161,7 @@ def test_recorded_epsilon_equals_the_worst_case_loss(counts):
 
 
 def test_the_papers_calibration_is_half_as_private_as_claimed():
-    # Prop 5.1 claims epsilon for exponent epsilon/2; the exact loss is epsilon/2 (DESIGN 2.9)
+    # Prop 5.1 claims epsilon for exponent epsilon/2; the exact loss is epsilon/2 (docs/explanation/model.md#notes-on-the-papers-algorithms)
     epsilon = 1.0
     loss = tan.max_row_privacy_loss([4, 6, 3], epsilon / 2)
     assert abs(loss.max_loss - epsilon / 2) < 2e-5
