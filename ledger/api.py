@@ -74,7 +74,7 @@ class SubsetLoss:
     rho: Fraction | None  # the total as rho-zCDP, when it has no (epsilon, delta) part
     notion: str  # pure, approx, zcdp, mixed or unbounded
     releases: tuple[str, ...]  # the releases charging it
-    accountant: str = "basic"  # which accountant gave `epsilon`: the smallest valid one (issue 11)
+    accountant: str = "basic"  # which accountant gave `epsilon`: the smallest valid one
     case: str = "adaptive"  # every figure holds under fully adaptive choices (docs/explanation/accounting.md)
     accountants: Mapping[str, Any] = field(default_factory=dict)  # name -> accountants.Figure, all three
 
@@ -361,7 +361,7 @@ class Ledger:
         chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
         with Session(self.engine) as session:
             caps = store.caps(session, chosen.name)
-            return operations.cap_checks(session, chosen.name, caps)  # the figures `cap list` prints (issue 11)
+            return operations.cap_checks(session, chosen.name, caps)  # the figures `cap list` prints
 
     def headroom(self, variables: Iterable[str], *, dataset: str | None = None, delta: object = None,
                  mechanism: str = "any") -> budget.Headroom:

@@ -21,12 +21,14 @@ from .options import DatasetOption, JsonOption
 plan_app = typer.Typer(no_args_is_help=True, help="Plans: the noise of planned releases, solved from the budgets "
                        "left.", context_settings={"help_option_names": ["-h", "--help"]}, rich_markup_mode=None)
 
+PlanArgument = Annotated[str, typer.Argument(metavar="PLAN.yaml", help="The plan file (schemas/plan.v1.schema.json).")]
+
 COLUMNS = ("release", "mechanism", "parameter", "value", "binding cap", "std", "95% half-width")
 
 
 @plan_app.command("solve")
 def plan_solve(
-    plan: Annotated[str, typer.Argument(metavar="PLAN.yaml", help="The plan file (schemas/plan.v1.schema.json).")],
+    plan: PlanArgument,
     dataset: DatasetOption = None,
     out: Annotated[Optional[str], typer.Option("--out", "-o", metavar="FILE.yaml",
                                                help="Write the solved release file here (`-`: standard "
@@ -63,7 +65,7 @@ def plan_solve(
 
 @plan_app.command("record")
 def plan_record(
-    plan: Annotated[str, typer.Argument(metavar="PLAN.yaml", help="The plan file (schemas/plan.v1.schema.json).")],
+    plan: PlanArgument,
     dataset: DatasetOption = None,
     name: Annotated[Optional[str], typer.Option("--name", "-n", metavar="NAME",
                                                 help="Store the solved plan as the next version of this plan "
