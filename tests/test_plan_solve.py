@@ -3,7 +3,7 @@
 Every expected figure is computed here independently: the 2020 Census allocation from the
 published fractions (test_census2020_certificate's tables), the PipelineDP-style splits by
 their closed forms (a pure split, Gaussian DP's mu from scipy's root of Dong, Roth and Su 2022,
-Cor 2.13), water-filling by hand; and every solved file is judged by `check` itself.
+Cor 2.13) and by PipelineDP's own budget accountants, water-filling by hand; and every solved file is judged by `check` itself.
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ import math
 from fractions import Fraction as F
 
 import pandas as pd
+import pipeline_dp
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pipeline_dp.aggregate_params import MechanismType
 from scipy import optimize, stats
 from support import cli_main, cli_ok
 from test_census2020_certificate import (
@@ -170,6 +172,36 @@ def test_gaussian_split_of_a_gaussian_dp_budget_matches_the_closed_form():
     assert set(frame["binding_cap"]) == {"spend"}
     assert book.check(frame.attrs["release_file"]).ok
     assert not book.check(scaled_down(frame.attrs["release_file"])).ok
+
+
+def test_laplace_split_of_a_pure_budget_is_pipelinedps_naive_split():
+    book = fresh(shop({"epsilon": 1}))
+    frame = book.solve(aggregates_plan("laplace")).set_index("id")
+    accountant = pipeline_dp.NaiveBudgetAccountant(total_epsilon=1, total_delta=0)
+    specs = {name: accountant.request_budget(MechanismType.LAPLACE, sensitivity=float(sensitivity), weight=weight)
+             for name, sensitivity, weight in AGGREGATES}
+    accountant.compute_budgets()
+    for name, spec in specs.items():
+        assert float(frame.loc[name, "value"]) == pytest.approx(spec.eps, rel=1e-12)
+
+
+def test_gaussian_split_never_has_more_noise_than_pipelinedps_pld_split():
+    """PipelineDP's PLD accountant bisects one noise scale against a pessimistic PLD of the
+    composition, each mechanism's sigma = sensitivity * scale / weight; the ledger's Gaussian-DP
+    budget gives sigma_i = sensitivity / (mu sqrt(w_i / sum w)). With PipelineDP's weights set to
+    sqrt(w_i) both split the same way, and PipelineDP's sigmas are upper bounds within its
+    discretisation: the ledger's are at most those and within 1% of them. (PipelineDP 0.3 builds
+    each Gaussian's PLD from that sigma at sensitivity 1, so it is asked for unit sensitivities and
+    its sigmas scaled by each release's sensitivity: a Gaussian's sigma is linear in it.)"""
+    book = fresh(shop({"epsilon": 1, "delta": "1e-6", "filter": "gaussian"}))
+    frame = book.solve(aggregates_plan("gaussian")).set_index("id")
+    accountant = pipeline_dp.PLDBudgetAccountant(total_epsilon=1, total_delta=1e-6)
+    specs = {name: accountant.request_budget(MechanismType.GAUSSIAN, sensitivity=1, weight=math.sqrt(weight))
+             for name, _, weight in AGGREGATES}
+    accountant.compute_budgets()
+    for name, sensitivity, _ in AGGREGATES:
+        theirs = float(sensitivity) * specs[name].noise_standard_deviation
+        assert theirs * 0.99 < float(frame.loc[name, "value"]) <= theirs
 
 
 @pytest.mark.parametrize("kind", ["running", "renyi"])
