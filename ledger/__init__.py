@@ -21,9 +21,11 @@ the ones below -- tests/test_layers.py):
                 accountants.py, budget.py (caps), catalogue.py
   input/        loader.py: files -> validated records
   store/        database.py (tables, audit chain), columns.py, codec.py, checkpoint.py
-  operations/   transactions.py (record, check, lifecycle, caps), choices.py, people.py
-  reporting/    views.py, report.py, charts.py: what is shown
-  cli/, api.py, web/, adapters/   the interfaces: command line, Python API, web app, other libraries
+  operations/   transactions.py (record, check, lifecycle, caps), choices.py, people.py;
+                what a reader is shown, computed: table_view.py, shown_figures.py, report_inputs.py
+  api.py        the Python API, the one façade: every interface formats what it returns
+  cli/, reporting/, web/, adapters/   the interfaces: command line, reports (report.py, charts.py,
+                write.py), web app, other libraries
 Templates are in reports/ (ledger.reports), JSON Schemas in schemas/ (ledger.schemas).
 """
 
