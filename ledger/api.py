@@ -46,7 +46,7 @@ from .core.errors import InputErrors, LedgerError, fail
 from .input.loader import Document, LedgerSnapshot, dataset_and_caps, read_document
 from .core.numbers import Number, safe_float
 from .core.records import Dataset, Release
-from .reporting.views import table_view
+from .operations.table_view import table_view
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -87,9 +87,9 @@ class SubsetLoss:
     @property
     def statement(self) -> str:
         """The figure in one sentence: the releases composed, by which theorem, and what the
-        figure allows an attacker (`subset --explain`'s words, reporting/explain.py)."""
+        figure allows an attacker (`subset --explain`'s words, operations/explain.py)."""
         from .core.numbers import format_delta, format_number
-        from .reporting.explain import figure_explanation
+        from .operations.explain import figure_explanation
 
         if self.exact is None and self.epsilon == float("inf"):
             return figure_explanation(self.variables, self.releases, "∞", self.risk, theorem=None, case=None)
@@ -383,7 +383,7 @@ class Ledger:
         """The privacy loss on one subset (variables or group names): the figure `subset` prints,
         the smallest valid one of the basic and Rényi accountants (or `accountant`'s; the PLD is
         information only, had the plan been fixed in advance)."""
-        from .reporting.accountant_views import subset_accountants
+        from .operations.shown_figures import subset_accountants
 
         snapshot = self._full(dataset)
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
@@ -411,7 +411,7 @@ class Ledger:
         accountant of each total."""
         import pandas as pd
 
-        from .reporting.accountant_views import table_accountants
+        from .operations.shown_figures import table_accountants
 
         snapshot = self._full(dataset)
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
@@ -441,7 +441,7 @@ class Ledger:
         information only), as `subset` prints it."""
         import pandas as pd
 
-        from .reporting.accountant_views import pair_accountants
+        from .operations.shown_figures import pair_accountants
 
         snapshot = self._full(dataset)
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
@@ -478,8 +478,8 @@ class Ledger:
         return target
 
     def export_registry(self, dataset: str | None = None, *, tier: int = 2) -> dict[str, Any]:
-        """A DP Deployments Registry record of the dataset (see ledger.reporting.registry)."""
-        from .reporting.registry import registry_record
+        """A DP Deployments Registry record of the dataset (see ledger.operations.registry_record)."""
+        from .operations.registry_record import registry_record
 
         snapshot = self._full(dataset)
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")

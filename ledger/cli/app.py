@@ -942,7 +942,7 @@ def subset(
         typer.echo(f"  rho (zCDP): {format_number(cost.spend.zcdp_rho())}")
     typer.echo(f"  charged by: {', '.join(cost.releases) or 'no release'}")
     if explain:
-        from ..reporting.explain import figure_explanation
+        from ..operations.explain import figure_explanation
 
         if cost.spend.unbounded:
             figure, theorem = infinity_text(why), None

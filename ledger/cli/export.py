@@ -1,6 +1,6 @@
 """`privacy-ledger export`: what the ledger knows, in the formats the field shares.
 
-`export registry` writes a DP Deployments Registry record (ledger.reporting.registry) as
+`export registry` writes a DP Deployments Registry record (ledger.operations.registry_record) as
 YAML: the variant, privacy-loss parameters, privacy unit, unprotected
 quantities and accounting the ledger knows; placeholders for the rest.
 """
@@ -41,7 +41,8 @@ def registry(
     Fields only a person can fill in (curators, intended use, region, actors, rationale)
     start with PLACEHOLDER."""
     from .outputs import output_target, write_atomically
-    from ..reporting.registry import facts_of, record_delta, record_of, to_yaml
+    from ..operations.registry_record import facts_of, record_delta, record_of
+    from ..reporting.registry import to_yaml
     from ..store import columns
     from ..store.facts import charged_facts
     from ..accounting.engine import at_delta
