@@ -243,21 +243,21 @@ def test_below_the_threshold_too_the_report_verifies_since_the_verified_head_and
 
 
 def test_the_scope_names_when_the_head_and_the_last_full_verification_were_kept():
-    """ChainStatus.scope: a head kept by an incremental `audit verify --since-checkpoint` names the
+    """chain_scope: a head kept by an incremental `audit verify --since-checkpoint` names the
     last full verification apart; a head with no time (before schema 8) says only that run."""
     from datetime import UTC, datetime
 
-    from ledger.reporting.report import ChainStatus
+    from ledger.reporting.report import ChainStatus, chain_scope
 
     full, later = datetime(2026, 1, 5, 9, 0, tzinfo=UTC), datetime(2026, 2, 1, 10, 30, tzinfo=UTC)
-    incremental = ChainStatus(True, 120, "h", (), since=100, head_at=later, full_at=full).scope
+    incremental = chain_scope(ChainStatus(True, 120, "h", (), since=100, head_at=later, full_at=full))
     assert incremental.startswith("events 101 to 120, appended since the verified head (event 100, kept by the "
                                   "last passing audit verify, at 2026-02-01 10:30:00 UTC)")
     assert ("events 1 to 100 were verified by that run and those before it (the last full verification ran at "
             "2026-01-05 09:00:00 UTC)") in incremental
-    assert "no event was appended since the verified head (event 120" in ChainStatus(
-        True, 120, "h", (), since=120, head_at=later, full_at=later).scope
-    untimed = ChainStatus(True, 120, "h", (), since=100).scope
+    assert "no event was appended since the verified head (event 120" in chain_scope(ChainStatus(
+        True, 120, "h", (), since=120, head_at=later, full_at=later))
+    untimed = chain_scope(ChainStatus(True, 120, "h", (), since=100))
     assert "kept by the last passing audit verify)" in untimed and "events 1 to 100 were verified by that run." in untimed
 
 

@@ -37,6 +37,14 @@ from typing import Annotated, Optional
 import typer
 
 from ..operations import choices
+from ..operations.report_inputs import (  # noqa: F401 (gathered below the API; offered here as before)
+    chain_status,
+    event_moment,
+    gather,
+    parse_since,
+    release_count,
+    verify_for_report,
+)
 from . import outputs
 from .context import open_engine, parse_date, state
 from ..core.errors import fail
@@ -211,12 +219,6 @@ def _closing(helpers: list):
 # --------------------------------------------------------------------------
 
 
-def parse_since(text: str | None) -> datetime | None:
-    """--since: an ISO 8601 date or date-time; a date means its start (00:00), no zone means UTC
-    (context.parse_date, the rule of every date option)."""
-    return parse_date(text, "--since", start=True, future=True)
-
-
 def writable_target(out: str) -> Path:
     """The --out path, refused before any work when it cannot or must not be written
     (outputs.output_target: never the ledger, never anything but a regular file or a new path)."""
@@ -341,47 +343,6 @@ def find_chromium(option: str = "--format") -> str:
 # --------------------------------------------------------------------------
 
 
-def gather(session: Session, dataset: Dataset, delta: Fraction, since: datetime | None,
-           generated_at: datetime | None = None, chain: Callable[[], ChainStatus] | None = None) -> ReportInputs:
-    """Everything the report is computed from, read in one session; the audit chain is
-    verified here unless `chain` gives its verification (see VerifyAlongside)."""
-    history = store.snapshot(session, dataset.name)
-    if chain is None:
-        chain = verify_for_report(session)
-    table = store.AuditEventRow.__table__
-    rows = session.connection().execute(
-        select(table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload,
-               table.c.hash)
-        .order_by(table.c.seq))
-    events = tuple(_report.AuditEvent(seq, _time(at), actor, kind, subject, payload, digest)
-                   for seq, at, actor, kind, subject, payload, digest in rows)
-    from ..operations.transactions import cap_checks
-
-    caps = tuple(store.caps(session, dataset.name))
-    return _report.ReportInputs(
-        dataset=dataset,
-        releases=tuple(history.releases.values()),
-        families=tuple(f for f in history.families.values() if f.dataset == dataset.name),
-        caps=caps,
-        cap_checks=tuple(cap_checks(session, dataset.name, list(caps))),  # as `cap list` decides them
-        cap_totals=store.cap_totals(session, dataset.name),
-        chain=chain,
-        events=events,
-        generated_at=generated_at or store.now(),
-        delta=delta,
-        since=since,
-    )
-
-
-def release_count(session: Session, dataset: str) -> int:
-    """How many releases the dataset has, any status (one SQL count)."""
-    from sqlalchemy import func
-
-    releases = store.ReleaseRow.__table__
-    return session.connection().execute(
-        select(func.count()).select_from(releases).where(releases.c.dataset == dataset)).scalar_one()
-
-
 REGISTER_PAGE = 5_000  # releases read (and decoded) at a time for the complete register
 
 
@@ -434,7 +395,7 @@ def _dated_by(session, until: str | None) -> tuple:
 
 
 def _events(session, statement) -> list:
-    return [_report.AuditEvent(seq, _time(at), actor, kind, subject, payload, digest)
+    return [_report.AuditEvent(seq, event_moment(at), actor, kind, subject, payload, digest)
             for seq, at, actor, kind, subject, payload, digest in session.connection().execute(statement)]
 
 
@@ -492,7 +453,8 @@ def large_audit(session: Session, dataset: str, when: datetime | None = None, un
     first_at = last_at = None
     if counts:
         first_seq = min(row[3] for row in counts)
-        first_at = _time(session.connection().execute(select(table.c.at).where(table.c.seq == first_seq)).scalar_one())
+        first_at = event_moment(session.connection().execute(
+            select(table.c.at).where(table.c.seq == first_seq)).scalar_one())
         last_at = listed[-1].at
 
     def trail(chain: ChainStatus):
@@ -719,7 +681,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     if checks is None:  # the Caps section's figures (gather_large gives them)
         checks = checks_from_index(list(caps), index)
     prefix = dataset.name + "/"
-    set_at = {subject[len(prefix):]: _time(at) for subject, at in connection.execute(
+    set_at = {subject[len(prefix):]: event_moment(at) for subject, at in connection.execute(
         select(table.c.subject, table.c.at).where(table.c.kind == "cap.set",
                                                   func.substr(table.c.subject, 1, len(prefix)) == prefix,
                                                   *(() if until is None else (table.c.at <= until,)))
@@ -910,31 +872,6 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
                     found = tuple((variables[j], epsilon_of[ids[j]]) for j in np.flatnonzero(~zero[ids]).tolist())
                     wide = epsilon_of[wide_ids[i]]
                 yield _report.register_entry(release, families, found, wide, **steps.get(release.id, {}))
-
-
-def chain_status(verification: store.Verification, since: int = 0, kept=None) -> ChainStatus:
-    """The report's ChainStatus of a verification: in full, or (`since`) from the verified head
-    `kept` (verified_head.VerifiedHead, whose times the report states)."""
-    return _report.ChainStatus(verification.ok, verification.events, verification.head, tuple(verification.problems),
-                               since, None if kept is None else kept.at, None if kept is None else kept.full_at)
-
-
-def verify_for_report(session) -> ChainStatus:
-    """The report's verification of the audit chain: when the ledger has a verified head (kept
-    by a passing `audit verify`), only what was appended since that head (verified_head.verify_since,
-    as `audit verify --since-checkpoint`: the head's event must still carry the hash that was
-    verified); else in full. The full one decodes and charges every release again: at 10,000
-    releases it was most of a report's CPU, at a million minutes of it. The ChainStatus
-    says which (`since`, and when the head and the last full verification were kept), and every
-    report says it beside the result. A report never keeps a head itself: it writes nothing to the
-    ledger (only `audit verify` does)."""
-    from ..store import verified_head
-
-    kept = verified_head.read_head(session)
-    if kept is not None:
-        result = verified_head.verify_since(session, (kept.seq, kept.hash), kept.derived)
-        return chain_status(result) if result.full else chain_status(result, since=kept.seq, kept=kept)
-    return chain_status(store.verify(session))
 
 
 class _Helper:
@@ -1444,11 +1381,6 @@ def _write_register(url: str, large, path: Path, after: int = -1, upto: int | No
             stream.write(text.encode("utf-8"))
     engine.dispose()
     return "written"
-
-
-def _time(text: str) -> datetime:
-    moment = datetime.fromisoformat(text)
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 # --------------------------------------------------------------------------

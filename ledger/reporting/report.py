@@ -30,7 +30,6 @@ exact (`293764/114921 (≈ 2.56)`); ∞ is "not protected", never a number.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 import os
@@ -54,9 +53,10 @@ from .headline import Headline, headline
 from .chart_data import PairFigure, Pairs, Timeline  # noqa: F401 (defined there: charts.py reads them too)
 from . import reasons
 from .plan_view import plans_against_actual
-from .views import Basis, basis_for
+from .views import Basis, basis_for, when_text
 from ..core.lazy import lazy_module
 from ..store.as_of import DATASET_STATE_KINDS
+from ..operations.report_inputs import AuditEvent, ChainStatus, ReportInputs  # noqa: F401 (gathered below the API)
 from ..accounting.grid_figures import epsilon_floats  # (the report draws with it)
 
 np = lazy_module("numpy")  # imported on first use: recording never needs it
@@ -107,104 +107,36 @@ LIFECYCLE_KINDS = {
 
 
 # --------------------------------------------------------------------------
-# Inputs: what the CLI reads from the store
+# Inputs: what the report is computed from (gathered below the API, operations/report_inputs.py)
 # --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AuditEvent:
-    """One event of the audit chain, as stored (store.AuditEventRow), without the ORM.
-
-    payload: the canonical JSON text the chain hashed; parsed only when needed.
-    """
-
-    seq: int
-    at: datetime
-    actor: str
-    kind: str
-    subject: str
-    payload: str
-    hash: str = ""  # its link in the chain (store.AuditEventRow.hash)
-
-    def data(self) -> dict:
-        return json.loads(self.payload)
 
 
-@dataclass(frozen=True)
-class ChainStatus:
-    """The result of recomputing the audit chain: in full (store.verify), or, on a ledger with a
-    verified head (kept by a passing `audit verify`), what was appended since that head
-    (verified_head.verify_since; `since` is the head's event: events 1..since were verified
-    by that `audit verify`, and this report checked events since+1..events). `head_at` and
-    `full_at`: when that head was verified, and when the last full verification ran (None
-    when the head kept no time, before schema 8)."""
-
-    ok: bool
-    events: int
-    head: str
-    problems: tuple[str, ...]
-    since: int = 0  # 0: the full verification
-    head_at: datetime | None = None
-    full_at: datetime | None = None
-
-    @property
-    def scope(self) -> str:
-        """What the verification covered, said beside its result in every report."""
-        if not self.since:
-            return (f"every one of the {self.events} events matches its SHA-256 link and every derived row "
-                    "its events")
-        from .views import when_text
-
-        kept = "kept by the last passing audit verify" + (f", at {when_text(self.head_at)}" if self.head_at else "")
-        if self.events > self.since:
-            checked = (f"events {self.since + 1} to {self.events}, appended since the verified head (event "
-                       f"{self.since}, {kept}), match their SHA-256 links and the rows they name, and the running "
-                       "totals and accountant states of the datasets they changed match those recomputed from the "
-                       "accounting rows")
-        else:
-            checked = f"no event was appended since the verified head (event {self.since}, {kept}), whose hash holds"
-        checked += ("; every other derived row (accounting rows, sealed chunks, running totals, accountant states) "
-                    "matches the digest kept with that head")
-        if self.full_at is not None and self.full_at == self.head_at:
-            earlier = f"events 1 to {self.since} were verified in full by that run"
-        elif self.full_at is not None:
-            earlier = (f"events 1 to {self.since} were verified by that run and those before it (the last full "
-                       f"verification ran at {when_text(self.full_at)})")
-        else:
-            earlier = f"events 1 to {self.since} were verified by that run"
-        return (f"{checked}; {earlier}. The report does not recompute the releases untouched since that head: "
-                "privacy-ledger audit verify does")
-
-
-@dataclass(frozen=True)
-class ReportInputs:
-    """Everything a report is computed from.
-
-    releases: every release of the dataset in recording order, cancelled ones too.
-    cap_totals: the stored running totals (budget.CapTotal) by cap name.
-    chain: the chain's verification, or a function giving it (verification may run
-        alongside the rest, see cli_report.VerifyAlongside); `chain_status()` reads it.
-    events: the whole audit chain in order (the chain is ledger-wide).
-    delta: the delta epsilon figures are stated at. since: the meeting-pack date.
-    """
-
-    dataset: Dataset
-    releases: tuple[Release, ...]
-    families: tuple[Family, ...]
-    caps: tuple[Cap, ...]
-    cap_totals: Mapping[str, CapTotal]
-    chain: ChainStatus | Callable[[], ChainStatus]
-    events: tuple[AuditEvent, ...]
-    generated_at: datetime
-    delta: Fraction
-    since: datetime | None = None
-    as_of: datetime | None = None  # the report shows the ledger as it stood then (ledger.accounting.history)
-    # every cap as `cap list` decides it now (operations.cap_checks: the stored running totals and
-    # accountant states); None: recomputed from the releases (cap_entries)
-    cap_checks: tuple[CapCheck, ...] | None = None
-
-    def chain_status(self) -> ChainStatus:
-        return self.chain() if callable(self.chain) else self.chain
+def chain_scope(chain: ChainStatus) -> str:
+    """What the verification covered, said beside its result in every report."""
+    if not chain.since:
+        return (f"every one of the {chain.events} events matches its SHA-256 link and every derived row "
+                "its events")
+    kept = "kept by the last passing audit verify" + (f", at {when_text(chain.head_at)}" if chain.head_at else "")
+    if chain.events > chain.since:
+        checked = (f"events {chain.since + 1} to {chain.events}, appended since the verified head (event "
+                   f"{chain.since}, {kept}), match their SHA-256 links and the rows they name, and the running "
+                   "totals and accountant states of the datasets they changed match those recomputed from the "
+                   "accounting rows")
+    else:
+        checked = f"no event was appended since the verified head (event {chain.since}, {kept}), whose hash holds"
+    checked += ("; every other derived row (accounting rows, sealed chunks, running totals, accountant states) "
+                "matches the digest kept with that head")
+    if chain.full_at is not None and chain.full_at == chain.head_at:
+        earlier = f"events 1 to {chain.since} were verified in full by that run"
+    elif chain.full_at is not None:
+        earlier = (f"events 1 to {chain.since} were verified by that run and those before it (the last full "
+                   f"verification ran at {when_text(chain.full_at)})")
+    else:
+        earlier = f"events 1 to {chain.since} were verified by that run"
+    return (f"{checked}; {earlier}. The report does not recompute the releases untouched since that head: "
+            "privacy-ledger audit verify does")
 
 
 # --------------------------------------------------------------------------
@@ -239,7 +171,7 @@ class Certificate:
     # the headline (docs/explanation/model.md#public-and-protected-variables): the loss on the protected subset, its worst variable and pair,
     # the public variables apart (headline.Headline)
     headline: Headline | None = None
-    verification: str = ""  # what the verification covered (ChainStatus.scope)
+    verification: str = ""  # what the verification covered (chain_scope)
     chain_since: int = 0  # 0: in full; else the verified head it continued from (ChainStatus.since)
     computed_seq: int = 0  # the audit event the report was computed from (its head), and its hash:
     computed_head: str = ""  # a printed report is itself a checkpoint a board can keep
@@ -927,7 +859,7 @@ def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
         chain_ok=chain.ok,
         events=chain.events,
         problems=chain.problems,
-        verification=chain.scope,
+        verification=chain_scope(chain),
         chain_since=chain.since,
         basis=basis,
         conversion=CONVERSION_NAME,
