@@ -38,7 +38,7 @@ from sqlmodel import Session
 
 from .accounting import budget
 from .operations import choices, transactions as operations
-from .store import database as store, files, identity
+from .store import database as store, identity
 from .store.identity import Person, front_end
 from .accounting.engine import at_delta
 from .accounting.risk import Risk, figure_risks
@@ -50,6 +50,8 @@ from .operations.table_view import table_view
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from .operations.report_inputs import ReportInputs
 
 __all__ = ["Ledger", "SubsetLoss", "Recorded", "PlanCheck", "BudgetRefused", "AuditEvent", "Person", "front_end", "open",
            "safe_float"]
@@ -452,7 +454,7 @@ class Ledger:
                              for (a, b), (_, shown) in result.items()],
                             columns=["variable_1", "variable_2", "epsilon", "accountant"])
 
-    # -- audit, reports, exports -------------------------------------------------
+    # -- audit, report inputs, exports -------------------------------------------
 
     def verify(self) -> store.Verification:
         """Recompute the audit hash chain; `.ok`, `.events`, `.head`, `.problems` (one
@@ -460,22 +462,19 @@ class Ledger:
         with store.read_session(self.engine) as session:
             return store.verify(session)
 
-    def report(self, out: str | Path, *, format: str | None = None, dataset: str | None = None,
-               delta: object = None, since: str | datetime | None = None) -> Path:
-        """Write a report (html, pdf, md, tex or csv; by default from `out`'s extension)."""
-        from .cli import report as cli_report
-        from .reporting.report import build_report, draw_here
+    def report_inputs(self, dataset: str | None = None, *, delta: object = None,
+                      since: str | datetime | None = None) -> ReportInputs:
+        """Everything the dataset's report is computed from (operations/report_inputs.py): its releases
+        and families, its caps as `cap list` decides them, the audit chain and its verification, at
+        `delta` (the dataset's by default); `since` (a datetime, or ISO 8601 text as --since takes it):
+        the meeting pack's date. `ledger.reporting.write_report(book, out)` writes the report."""
+        from .operations.report_inputs import gather, parse_since
 
-        chosen_format = choices.report_format(format, str(out))
-        since_at = since if isinstance(since, datetime) or since is None else cli_report.parse_since(since)
-        target = files.checked(out, self.url, "out", "argument")  # (before any work; again when written)
+        since_at = since if isinstance(since, datetime) or since is None else parse_since(since)
         chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
         chosen_delta = choices.parse_delta(delta, chosen, field="delta")
         with Session(self.engine) as session:
-            inputs = cli_report.gather(session, chosen, chosen_delta, since_at)
-        context = build_report(inputs, charts=chosen_format in ("html", "pdf"), draw=draw_here)
-        files.write(target, cli_report.render(context, chosen_format), self.url, "out", "argument")
-        return target
+            return gather(session, chosen, chosen_delta, since_at)
 
     def export_registry(self, dataset: str | None = None, *, tier: int = 2) -> dict[str, Any]:
         """A DP Deployments Registry record of the dataset (see ledger.operations.registry_record)."""

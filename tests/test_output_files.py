@@ -2,10 +2,10 @@
 
 The writers: the report in each format and the register a summarised report writes beside
 it, `export registry`, `demo`, `audit checkpoint`, `audit keygen`, `run`, `assess`, and the
-Python API's `Ledger.report` (`Ledger.export_registry` returns a record and writes no file).
-The list is checked against the command line (every option of every command named --out,
---output or -o) and against the API (every method taking a file to write), so a new writer
-must be added here.
+Python API's `ledger.reporting.write_report` (the façade, `Ledger`, writes no file:
+`Ledger.export_registry` returns a record). The list is checked against the command line (every
+option of every command named --out, --output or -o) and against the API (every function of
+`ledger.reporting` and method of `Ledger` taking a file to write), so a new writer must be added here.
 
 Each writer is run against each path it must never write: the ledger's database, its
 write-ahead log, shared-memory index and rollback journal, a FIFO, a device, a directory and a
@@ -34,6 +34,7 @@ from support import cli_main
 
 import ledger
 from ledger.core.errors import InputErrors
+from ledger.reporting import write_report
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def _plan_file(directory: Path) -> Path:
                     "epsilon: 1}\n", encoding="utf-8")
     return path
 
-API_WRITERS = {"report": "out"}  # Ledger method: its parameter naming the file written
+API_WRITERS = {"write_report": "out"}  # ledger.reporting function: its parameter naming the file written
 API_FORMATS = ("html", "md", "tex", "csv", "pdf")
 
 # (what the target is, where it is, what the refusal says)
@@ -167,12 +168,20 @@ def test_every_command_with_an_output_option_is_a_listed_writer():
     assert len(writing) >= 7  # (the walk sees the groups' commands: export registry, audit checkpoint)
 
 
-def test_every_api_method_that_takes_a_file_to_write_is_a_listed_writer():
+FILE_PARAMETERS = ("out", "output", "path", "file", "to", "target", "destination")
+
+
+def test_every_api_function_that_takes_a_file_to_write_is_a_listed_writer():
+    import ledger.reporting
+
     taking = {name: parameter for name, method in inspect.getmembers(ledger.Ledger, inspect.isfunction)
               if not name.startswith("_")
-              for parameter in inspect.signature(method).parameters
-              if parameter in ("out", "output", "path", "file", "to", "target", "destination")}
-    assert taking == API_WRITERS
+              for parameter in inspect.signature(method).parameters if parameter in FILE_PARAMETERS}
+    assert taking == {}  # the façade returns values; the interfaces write them
+    writers = {name: parameter for name in ledger.reporting.__all__
+               for parameter in inspect.signature(getattr(ledger.reporting, name)).parameters
+               if parameter in FILE_PARAMETERS}
+    assert writers == API_WRITERS
 
 
 def _state(book: Book) -> tuple[bytes, int]:
@@ -225,7 +234,7 @@ def test_the_api_report_never_writes_onto_the_ledger_or_a_special_file(book, fmt
     opened = ledger.open(book.url)
     try:
         with pytest.raises(InputErrors) as refused:
-            opened.report(where(book), format=fmt)
+            write_report(opened, where(book), format=fmt)
     finally:
         opened.engine.dispose()
     (error,) = refused.value.errors
@@ -331,11 +340,11 @@ def test_the_api_report_keeps_a_files_mode(own_copy, umask, fmt):
     opened = ledger.open(own_copy.url)
     try:
         new, kept = own_copy.directory / f"new.{fmt}", own_copy.directory / f"kept.{fmt}"
-        assert opened.report(new) == new
+        assert write_report(opened, new) == new
         assert stat.S_IMODE(new.stat().st_mode) == 0o666 & ~umask
         kept.write_bytes(b"old")
         kept.chmod(0o600)
-        opened.report(kept)
+        write_report(opened, kept)
         assert stat.S_IMODE(kept.stat().st_mode) == 0o600 and kept.read_bytes() not in (b"old", b"")
     finally:
         opened.engine.dispose()

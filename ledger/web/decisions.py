@@ -16,6 +16,7 @@ from starlette.responses import Response
 
 from .. import api
 from ..core.errors import InputErrors, Refused
+from ..reporting import write_report
 from .guard import checked_form
 from .pages import ACTIONS, REASONED, table_page
 from .people import ledger_for, person_of
@@ -131,7 +132,7 @@ DOWNLOADS = {  # what may be downloaded: a fixed name each, never a path from th
 
 
 async def download(request: Request) -> Response:
-    """The report (the façade's writer, into a temporary directory) as an attachment."""
+    """The report (written from the façade by reporting.write_report, into a temporary directory) as an attachment."""
     name = request.query_params.get("what", "")
     if name not in DOWNLOADS:
         raise HTTPException(404, "no such download")
@@ -140,7 +141,7 @@ async def download(request: Request) -> Response:
     chosen = book.dataset(request.query_params.get("dataset") or None)
     since = request.query_params.get("since") or None  # a meeting pack: what changed since that date
     with tempfile.TemporaryDirectory(prefix="ledger-web-") as directory:
-        target = book.report(os.path.join(directory, name), format=fmt, dataset=chosen.name, since=since)
+        target = write_report(book, os.path.join(directory, name), format=fmt, dataset=chosen.name, since=since)
         body = target.read_bytes()
     headers = {"content-disposition": f'attachment; filename="{name}"'}
     if fmt == "html":  # (the report inlines its style and charts: its own policy, never scripts)
