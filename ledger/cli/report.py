@@ -46,6 +46,20 @@ from ..operations.report_inputs import (  # noqa: F401 (gathered below the API; 
     verify_for_report,
 )
 from . import outputs
+from ..operations.report_reading import (  # noqa: F401 (read below the API; offered here as before)
+    dated_by,
+    event_columns,
+    event_counts,
+    event_filter,
+    events_of,
+    lifecycle_events,
+    publishers,
+    register_moment,
+    rows_as_they_stood,
+    same_ledger,
+    titles_of,
+    whole_releases,
+)
 from ..reporting.write import (  # noqa: F401 (the renderer, offered here as before)
     CHROMIUM_ARGS,
     CHROMIUM_CANDIDATES,
@@ -341,104 +355,17 @@ def register_csv(summary, chunk: int = 5_000):
 REGISTER_PAGE = 5_000  # releases read (and decoded) at a time for the complete register
 
 
-def _event_filter(dataset: str, when: datetime | None = None, until: str | None = None):
-    """The SQL condition of report.dataset_events: the events about this dataset (its releases,
-    families, caps, itself) and the ledger-wide ones (migrations, roles). With `when` (--as-of)
-    and `until` (`when` as the events' text, as_of.event_text): the events dated by then about
-    the releases in the ledger then (as `build_report` reads them after `as_it_stood`)."""
-    from sqlalchemy import func, or_
-
-    from ..store import as_of as rows_at
-    from ..store.columns import AccountingRow
-
-    events = store.AuditEventRow.__table__
-    releases = store.ReleaseRow.__table__
-    families = store.FamilyRow.__table__
-    prefix = dataset + "/"
-    mine = select(releases.c.id).where(releases.c.dataset == dataset) if when is None else \
-        select(AccountingRow.__table__.c.release).where(rows_at.in_ledger(dataset, when))
-    about = or_(
-        events.c.kind.startswith("release.", autoescape=True) & events.c.subject.in_(mine),
-        events.c.kind.startswith("family.", autoescape=True)
-        & events.c.subject.in_(select(families.c.id).where(families.c.dataset == dataset)),
-        events.c.kind.startswith("cap.", autoescape=True)
-        & (func.substr(events.c.subject, 1, len(prefix)) == prefix),
-        or_(*(events.c.kind.startswith(kind, autoescape=True) for kind in _report.DATASET_CHANGE_KINDS))
-        & (events.c.subject == dataset),
-        events.c.kind.startswith("ledger.", autoescape=True),
-        events.c.kind.startswith("role.", autoescape=True),
-    )
-    return about if until is None else about & (events.c.at <= until)
-
-
-def _dated_by(session, until: str | None) -> tuple:
-    """With `until` (--as-of as the events' text), the condition `seq <= s` for s the last event
-    dated by then: a search of the most recent events dated by --as-of (`ORDER BY seq DESC LIMIT`)
-    otherwise walks back from the last event over every event after --as-of, payloads and all
-    (half the table at a million releases midway: seconds, more cold). s is found from
-    EVENT_INDEX alone (it holds `at`; schema 12); on SQLite only, which otherwise scans the table
-    for it (PostgreSQL plans it by itself: no condition)."""
-    connection = session.connection()
-    if until is None or connection.dialect.name != "sqlite":
-        return ()
-    from sqlalchemy import text
-
-    table = store.AuditEventRow.__table__
-    last = connection.execute(text(f"SELECT max(seq) FROM {table.name} INDEXED BY {store.EVENT_INDEX} "
-                                   "WHERE at <= :until"), {"until": until}).scalar()
-    return (table.c.seq <= (last if last is not None else -1),)
-
-
-def _events(session, statement) -> list:
-    return [_report.AuditEvent(seq, event_moment(at), actor, kind, subject, payload, digest)
-            for seq, at, actor, kind, subject, payload, digest in session.connection().execute(statement)]
-
-
-def _event_columns():
-    table = store.AuditEventRow.__table__
-    return table, (table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload,
-                   table.c.hash)
-
-
-def event_counts(session: Session, dataset: str, when: datetime | None = None, until: str | None = None,
-                 since: str | None = None) -> list[tuple]:
-    """The dataset's events (report.dataset_events; with `when`, about the releases in the ledger
-    then) counted by SQL in one pass, by kind and actor: (kind, actor, how many dated by `until`
-    (all without it), the first seq of those, how many dated from `since` to `until`, how many
-    moments are not UTC text). `until`, `since`: moments as the events' text (as_of.event_text),
-    compared as text, which orders them when every moment compared is UTC text as `append_event`
-    writes it (`YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00`; a whole second's "+" sorts before "."): the
-    last count says whether it is (the caller reads every release otherwise). Without `until`
-    and `since` no moment is read (an index-only count: EVENT_INDEX)."""
-    from sqlalchemy import case, func, literal, not_, or_
-
-    table, _ = _event_columns()
-    at = table.c.at
-    then = (at <= until) if until is not None else None
-    counted = func.count() if then is None else func.sum(case((then, 1), else_=0))
-    first = func.min(table.c.seq if then is None else case((then, table.c.seq)))
-    recent, odd = literal(0), literal(0)
-    if since is not None:
-        recent = func.sum(case(((at >= since) if then is None else (at >= since) & then, 1), else_=0))
-    if until is not None or since is not None:
-        utc = or_(at.like("____-__-__T__:__:__+00:00"), at.like("____-__-__T__:__:__.______+00:00"))
-        odd = func.sum(case((not_(utc), 1), else_=0))
-    return [tuple(row) for row in session.connection().execute(
-        select(table.c.kind, table.c.actor, counted, first, recent, odd)
-        .where(_event_filter(dataset, when)).group_by(table.c.kind, table.c.actor))]
-
-
 def large_audit(session: Session, dataset: str, when: datetime | None = None, until: str | None = None,
                 counts: list[tuple] | None = None):
     """report.audit_trail of a large ledger by SQL: the dataset's events counted by kind and by
     actor (`event_counts`, unless given), the last AUDIT_EVENTS_LISTED read (with `when`,
-    `until`: those dated by then, see _event_filter). Returns a function of the chain's status."""
-    table, columns_ = _event_columns()
-    about = _event_filter(dataset, when, until)
+    `until`: those dated by then, see event_filter). Returns a function of the chain's status."""
+    table, columns_ = event_columns()
+    about = event_filter(dataset, when, until)
     if counts is None:
         counts = event_counts(session, dataset, when, until)
     counts = [row for row in counts if row[2]]
-    listed = _events(session, select(*columns_).where(about, *_dated_by(session, until)).order_by(table.c.seq.desc())
+    listed = events_of(session, select(*columns_).where(about, *dated_by(session, until)).order_by(table.c.seq.desc())
                      .limit(_report.AUDIT_EVENTS_LISTED))[::-1]
     total = sum(row[2] for row in counts)
     by_kind, by_actor = {}, {}
@@ -462,40 +389,6 @@ def large_audit(session: Session, dataset: str, when: datetime | None = None, un
             omitted=total - len(listed))
 
     return trail
-
-
-def _whole_releases(session: Session, ids) -> dict:
-    from ..store.codec import release_from_dict
-
-    table = store.ReleaseRow.__table__
-    found = {}
-    ids = list(ids)
-    for start in range(0, len(ids), 500):
-        for row in session.connection().execute(select(table).where(table.c.id.in_(ids[start:start + 500]))):
-            found[row.id] = release_from_dict(store.release_row_dict(row))
-    return found
-
-
-def lifecycle_events(session: Session, ids=None, until: str | None = None) -> dict[str, dict]:
-    """report.lifecycle_steps from the publication, retraction and cancellation events only
-    (of the releases `ids`, or of every release; with `until`, dated by then: as_of.event_text)."""
-    table, columns_ = _event_columns()
-    kinds = ("release.published", "release.retracted", "release.cancelled")
-    by_then = () if until is None else (table.c.at <= until,)
-    statement = select(*columns_).where(table.c.kind.in_(kinds), *by_then).order_by(table.c.seq)
-    if ids is not None:
-        statement = statement.where(table.c.subject.in_(list(ids)))
-        return _report.lifecycle_steps(_events(session, statement))
-    found: dict[str, dict] = {}
-    published = store.AuditEventRow.__table__.c
-    for kind, subject, actor in session.connection().execute(
-            select(published.kind, published.subject, published.actor)
-            .where(published.kind == "release.published", *by_then)):
-        found.setdefault(subject, {})["published_by"] = actor
-    ended = select(*columns_).where(table.c.kind.in_(kinds[1:]), *by_then).order_by(table.c.seq)
-    for subject, steps in _report.lifecycle_steps(_events(session, ended)).items():
-        found.setdefault(subject, {}).update(steps)
-    return found
 
 
 def gather_large(session: Session, dataset: Dataset, delta: Fraction,
@@ -559,7 +452,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     events = index_events(index)
     stamps = _report.charged_from_stamps(events.recorded, events.published)
     ids = [r.id for r in table.releases]
-    largest = _whole_releases(session, ids)
+    largest = whole_releases(session, ids)
     if then is not None:  # each with the status it had then
         largest = {rid: then.release(release) for rid, release in largest.items()}
     releases = store.ReleaseRow.__table__
@@ -581,18 +474,18 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     puffer_ids = [i for (i,) in connection.execute(
         select(releases.c.id).where(releases.c.dataset == dataset.name,
                                     cast(releases.c.pufferfish, Text) != "[]").order_by(releases.c.seq))]
-    pufferfish = _whole_releases(session, puffer_ids)
+    pufferfish = whole_releases(session, puffer_ids)
     if then is not None:
         puffer_ids = [i for i in puffer_ids if then.status(pufferfish[i]) is not None]
-    table_, columns_ = _event_columns()
+    table_, columns_ = event_columns()
     prefix = dataset.name + "/"
     from sqlalchemy import func
 
     by_then = () if until is None else (table_.c.at <= until,)
-    cap_events = tuple(_events(session, select(*columns_).where(
+    cap_events = tuple(events_of(session, select(*columns_).where(
         table_.c.kind.in_(("cap.set", "cap.removed")), func.substr(table_.c.subject, 1, len(prefix)) == prefix,
         *by_then).order_by(table_.c.seq)))
-    last = _events(session, select(*columns_).where(*by_then, *_dated_by(session, until))
+    last = events_of(session, select(*columns_).where(*by_then, *dated_by(session, until))
                    .order_by(table_.c.seq.desc()).limit(1))
     if then is None:  # as `cap list` decides them now (the stored running totals and states)
         checks = tuple(cap_checks(session, dataset.name, list(caps)))
@@ -647,10 +540,10 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
 
     connection = session.connection()
     since_text = rows_at.event_text(since)
-    table, columns_ = _event_columns()
-    about = and_(_event_filter(dataset.name, as_of, until), table.c.at >= since_text, *_dated_by(session, until))
+    table, columns_ = event_columns()
+    about = and_(event_filter(dataset.name, as_of, until), table.c.at >= since_text, *dated_by(session, until))
     events = sum(row[4] for row in counts)
-    titles = _titles_of
+    titles = titles_of
 
     def changes_of(kind: str, status_of) -> tuple[tuple, int]:
         chosen = about & (table.c.kind == kind)
@@ -659,7 +552,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
         # reads), then those rows: SQLite otherwise read every event of the kind whole to sort
         # them (a million release.recorded at a million releases: 5 s)
         latest = select(table.c.seq).where(chosen).order_by(table.c.seq.desc()).limit(CHANGES_LISTED)
-        listed = _events(session, select(*columns_).where(table.c.seq.in_(latest)).order_by(table.c.seq))
+        listed = events_of(session, select(*columns_).where(table.c.seq.in_(latest)).order_by(table.c.seq))
         named = titles(session, [e.subject for e in listed])
         return tuple(_report.Change(e.subject, named.get(e.subject, ""), e.at, e.actor, status_of(e))
                      for e in listed), count
@@ -690,23 +583,13 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     changed = (table.c.kind.in_(_report.DATASET_AMENDMENTS), table.c.subject == dataset.name, table.c.at >= since_text,
                *(() if until is None else (table.c.at <= until,)))
     dataset_count = connection.execute(select(func.count()).where(*changed)).scalar_one()
-    dataset_changes = tuple(_report.dataset_change(e.at, e.actor, e.kind, e.data()) for e in _events(
+    dataset_changes = tuple(_report.dataset_change(e.at, e.actor, e.kind, e.data()) for e in events_of(
         session, select(*columns_).where(*changed).order_by(table.c.seq.desc()).limit(CHANGES_LISTED))[::-1])
     sections = (recorded, approved, published, retracted, cancelled)
     return _report.MeetingPack(
         since=since, events=events, recorded=recorded[0], approved=approved[0], published=published[0],
         retracted=retracted[0], cancelled=cancelled[0], caps=moves,
         counts=tuple(count for _, count in sections), dataset_changes=dataset_changes, dataset_count=dataset_count)
-
-
-def _titles_of(session: Session, ids) -> dict[str, str]:
-    table = store.ReleaseRow.__table__
-    ids = list(ids)
-    found = {}
-    for start in range(0, len(ids), 500):
-        found.update(session.connection().execute(
-            select(table.c.id, table.c.title).where(table.c.id.in_(ids[start:start + 500]))).all())
-    return found
 
 
 def _dated_since(session: Session, dataset: str, since: datetime, as_of: datetime | None, then,
@@ -746,19 +629,10 @@ def _dated_since(session: Session, dataset: str, since: datetime, as_of: datetim
         listed = changes[-CHANGES_LISTED:]
         actors = {}
         if kind == "published" and listed:  # who published it (the publication's event), else who recorded it
-            actors = {subject: actor for subject, actor in _publishers(session, [x[1] for x in listed], until)}
+            actors = {subject: actor for subject, actor in publishers(session, [x[1] for x in listed], until)}
         found.append((tuple(_report.Change(rid, title, at, actors.get(rid, by), status.value)
                             for at, rid, title, by in listed), len(changes)))
     return found[0], found[1]
-
-
-def _publishers(session: Session, ids, until: str | None):
-    """(release, who published it) from the publication events (dated by --as-of: `until`), in order."""
-    table = store.AuditEventRow.__table__
-    return session.connection().execute(
-        select(table.c.subject, table.c.actor).where(
-            table.c.kind == "release.published", table.c.subject.in_(list(ids)),
-            *(() if until is None else (table.c.at <= until,))).order_by(table.c.seq)).all()
 
 
 def _register_basis(large):
@@ -774,49 +648,6 @@ def _register_basis(large):
     epsilon_of = [value.own_epsilon(delta, index.allowance) for value in index.values]  # (each a release's own charge)
     zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
     return index, delta, n_var, seqs, wide_ids, epsilon_of, zero
-
-
-def _register_moment(session, large):
-    """A large report's register at --as-of: an as_of.Then (the status each release row had then;
-    `when`: --as-of, aware) and --as-of as the audit events' text; (None, None) without --as-of.
-    The events' moments are UTC text (gather_large took the large path only then:
-    event_counts), so the moment's UTC text orders with them."""
-    as_of = getattr(large, "as_of", None)
-    if as_of is None:
-        return None, None
-    from ..store.as_of import Then, ended_at, event_text
-
-    moment = as_of if as_of.tzinfo is not None else as_of.replace(tzinfo=UTC)
-    connection = session.connection()
-    return Then(connection, large.dataset.name, moment, ended_at(connection), None), event_text(moment)
-
-
-def _rows_as_they_stood(rows, then) -> list:
-    """A page of large_register_csv's release rows (seq, id, title, status, ...) as they stood
-    then (`then`, an as_of.Then): each with the status it had then, those not yet in the
-    ledger left out."""
-    kept = []
-    for row in rows:
-        status = then.row_status(row[1], row[3], row[11], row[13], row[14])
-        if status is not None:
-            kept.append(row if status.value == row[3] else (*row[:3], status.value, *row[4:]))
-    return kept
-
-
-def _same_ledger(session, head: tuple[int, str] | None) -> None:
-    """Refuse to read the register of a ledger that changed since the page was read (`head`: the
-    last event the page's snapshot saw; None: nothing to compare). A large report's register is
-    read in snapshots of its own (forked writers, new engines); every change appends an event, so
-    the same last event means the same ledger, and a register of another moment is never written
-    beside the page (exit 3: nothing written; run the report again)."""
-    if head is None:
-        return
-    now = store.last_event(session)
-    if now != head:
-        from ..core.failures import LedgerUnavailable
-
-        raise LedgerUnavailable(f"the ledger changed while the report was being written (its last event was "
-                                f"{head[0]}, now {now[0]}): no report was written; run it again")
 
 
 def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple[int, str] | None = None):
@@ -835,8 +666,8 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
     families = large.families
     table = store.ReleaseRow.__table__
     with store.read_session(engine) as session:
-        _same_ledger(session, head)
-        then, until = _register_moment(session, large)
+        same_ledger(session, head)
+        then, until = register_moment(session, large)
         steps = lifecycle_events(session, until=until)
         after = -1
         while True:
@@ -1281,9 +1112,9 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     of_dataset = c.dataset.concat("") == large.dataset.name
     within = () if upto is None else (c.seq <= upto,)
     with store.read_session(engine) as session:
-        _same_ledger(session, head)
+        same_ledger(session, head)
         connection = session.connection()
-        then, until = _register_moment(session, large)
+        then, until = register_moment(session, large)
         steps = lifecycle_events(session, until=until)
         while True:
             rows = list(stream_raw_rows(connection, select(*columns_).where(of_dataset, c.seq > after, *within)
@@ -1292,7 +1123,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
                 break
             after = rows[-1][0]
             if then is not None:
-                rows = _rows_as_they_stood(rows, then)
+                rows = rows_as_they_stood(rows, then)
                 if not rows:
                     continue
             writer.writerows(zip(*page_columns(rows, steps)))

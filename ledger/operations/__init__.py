@@ -6,5 +6,11 @@ choices.py         what a command or API call refers to (dataset, delta, variabl
 people.py          roles and who may do what; amend.py: a changed dataset as audited amendments
 recording.py       run a mechanism on data and record its release in the same step
 
+What a reader is shown, computed and read here so that the façade (api.py) and every interface
+show the same: table_view.py (Tan's Table 1 as shown), shown_figures.py (the figure each
+accountant gives and the one shown), explain.py (a figure in words), registry_record.py (a DP
+Deployments Registry record), report_inputs.py and report_reading.py (what a report is computed
+from, read from the store), moments.py (the dates a reader names).
+
 Invariant: a refused step writes nothing.
 """

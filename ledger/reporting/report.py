@@ -57,6 +57,13 @@ from .views import Basis, basis_for, when_text
 from ..core.lazy import lazy_module
 from ..store.as_of import DATASET_STATE_KINDS
 from ..operations.report_inputs import AuditEvent, ChainStatus, ReportInputs  # noqa: F401 (gathered below the API)
+from ..operations.report_reading import (  # noqa: F401 (read below the API; offered here as before)
+    DATASET_AMENDMENTS,
+    DATASET_CHANGE_KINDS,
+    LIFECYCLE_KINDS,
+    Ending,
+    lifecycle_steps,
+)
 from ..accounting.grid_figures import epsilon_floats  # (the report draws with it)
 
 np = lazy_module("numpy")  # imported on first use: recording never needs it
@@ -97,13 +104,6 @@ PUFFERFISH_KINDS = {
     "pufferfish": "Pufferfish",
 }
 
-# audit event kinds that change a release, and the status each leads to
-LIFECYCLE_KINDS = {
-    "release.approved": Status.APPROVED,
-    "release.published": Status.PUBLISHED,
-    "release.retracted": Status.RETRACTED,
-    "release.cancelled": Status.CANCELLED,
-}
 
 
 # --------------------------------------------------------------------------
@@ -296,16 +296,6 @@ class CapEntry:
     def unit_text(self) -> str:
         """`epsilon at delta 1 × 10⁻⁹`: the one text of a cap's unit (records.cap_unit_text)."""
         return cap_unit_text(self.unit, self.delta)
-
-
-@dataclass(frozen=True)
-class Ending:
-    """A retraction or cancellation: who did it, when, and why (docs/explanation/model.md#people-duties-and-the-book-of-record)."""
-
-    action: str  # retracted / cancelled
-    by: str
-    at: datetime
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -917,20 +907,6 @@ def state_of(dataset: Dataset, caps: Sequence[Cap], events: Sequence[AuditEvent]
     return state_as_of(dataset, caps, changes, when, read)
 
 
-def lifecycle_steps(events: Sequence[AuditEvent]) -> dict[str, dict]:
-    """Release id -> the register's who/when/why of its later steps: who published it, and
-    its retraction or cancellation (from the audit events; docs/explanation/model.md#people-duties-and-the-book-of-record)."""
-    found: dict[str, dict] = {}
-    for event in events:
-        if event.kind == "release.published":
-            found.setdefault(event.subject, {})["published_by"] = event.actor
-        elif event.kind in ("release.retracted", "release.cancelled"):
-            reason = event.data().get("reason") or "(no reason recorded)"
-            found.setdefault(event.subject, {})["ended"] = Ending(
-                LIFECYCLE_KINDS[event.kind].value, event.actor, event.at, reason)
-    return found
-
-
 def _headline(inputs: ReportInputs, index: LedgerIndex, objective, table: RiskTable, pairs: Pairs) -> Headline:
     return headline(index, inputs.dataset, inputs.delta, objective, table.total, table.total_dataset_wide,
                     worst_pair=_worst_pair(pairs))
@@ -1455,11 +1431,6 @@ def _change_note(change: dict) -> str | None:
         subject += f" ({change['classification']})"
     reason = change.get("reason")
     return subject + (f" ({reason})" if reason else "")
-
-
-DATASET_CHANGE_KINDS = ("dataset.", "variable.", "group.")  # events whose subject is the dataset: its changes
-# the amendments of a recorded dataset (operations.amend.plan): the meeting pack's dataset changes
-DATASET_AMENDMENTS = tuple(kind for kind in DATASET_STATE_KINDS if kind != "dataset.added")
 
 
 def dataset_events(inputs: ReportInputs) -> list[AuditEvent]:
