@@ -67,8 +67,9 @@ from sqlmodel import Session  # noqa: E402
 
 from ledger.operations import transactions as operations, people  # noqa: E402
 from ledger.store import database as store  # noqa: E402
-from ledger.cli.report import (build_report, chain_status, find_chromium, gather, pdf_from_html,  # noqa: E402
-                                render_text)
+from ledger.cli.report import build_report, find_chromium, gather  # noqa: E402
+from ledger.operations.report_inputs import chain_status  # noqa: E402
+from ledger.reporting.write import pdf_from_html, render_text  # noqa: E402
 from ledger.accounting.engine import LedgerIndex, at_delta  # noqa: E402
 from ledger.input.loader import build_dataset, build_releases, parse_document  # noqa: E402
 from ledger.core.records import CHARGED_STATUSES  # noqa: E402

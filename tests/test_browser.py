@@ -31,7 +31,7 @@ from test_report_helpers import (
     step,
 )
 
-from ledger.cli.report import CHROMIUM_ARGS, render
+from ledger.reporting.write import CHROMIUM_ARGS, render
 
 if not Path(CHROMIUM).exists():  # .ci/run installs it; a missing browser is a failure, not a skip
     raise RuntimeError(f"{CHROMIUM} is missing: install the system's chromium package (see .ci/run)")

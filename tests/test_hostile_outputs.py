@@ -212,7 +212,7 @@ def test_input_refuses_control_characters_and_oversized_names(tmp_path):
 def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised():
     import pandas as pd
 
-    from ledger.cli.report import csv_safe
+    from ledger.reporting.write import csv_safe
 
     frame = pd.DataFrame({"=cmd": ["=1+2", "+x", "-y", "@z", "a\x1bb", "plain"]},
                          index=pd.Index(["=HYPERLINK(1)", "r", "s", "t", "u", "v"], name="release"))

@@ -13,7 +13,7 @@ from test_report_helpers import DEMO_TIME, demo_ledger, record, rendered
 
 from ledger.accounting.spend import CONVERSION_NAME
 from ledger.reporting.report import CapEntry, with_conversion
-from ledger.reporting.views import Basis
+from ledger.operations.table_view import Basis
 
 from support import acting_as
 

@@ -171,12 +171,12 @@ def test_epsilon_floats_agree_with_spend_epsilon():
 def test_the_reports_total_row_is_the_one_table_shows(ledger, adaptive, mechanism):
     """report.shown_accounts leaves out PLD figures that cannot be shown (no column declared in
     advance, docs/explanation/accounting.md); the figures it shows are those of `table`'s total row
-    (accountant_views.table_accountants, every accountant), whether recorded adaptively
+    (shown_figures.table_accountants, every accountant), whether recorded adaptively
     (each release recorded after the one before was published) or declared in advance."""
     from dataclasses import replace
     from datetime import UTC, datetime, timedelta
 
-    from ledger.reporting.accountant_views import table_accountants
+    from ledger.operations.shown_figures import table_accountants
     from ledger.core.records import Status
     from ledger.reporting.report import shown_accounts
     from test_engine_properties import VARIABLES as NAMES
@@ -205,7 +205,7 @@ def test_gaussians_show_the_running_figure_whenever_they_were_recorded(reference
     PLD (information only, docs/explanation/accounting.md)."""
     from datetime import UTC, datetime, timedelta
 
-    from ledger.reporting.accountant_views import table_accountants
+    from ledger.operations.shown_figures import table_accountants
     from ledger.core.records import Status
     from ledger.reporting.report import shown_accounts
 

@@ -12,7 +12,7 @@ from playwright.sync_api import sync_playwright
 from test_browser import assert_within_pages, pdf_pages
 from test_report_helpers import CHROMIUM, context_of
 
-from ledger.cli.report import CHROMIUM_ARGS, render
+from ledger.reporting.write import CHROMIUM_ARGS, render
 from support import acting_as, cli_main
 
 DATASET = """\

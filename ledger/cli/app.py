@@ -51,7 +51,7 @@ read_document = lazy_callable("ledger.input.loader", "read_document")
 release_json = lazy_callable("ledger.reporting.views", "release_json")
 subset_json = lazy_callable("ledger.reporting.views", "subset_json")
 infinity_text = lazy_callable("ledger.reporting.reasons", "infinity_text")
-table_view = lazy_callable("ledger.reporting.views", "table_view")
+table_view = lazy_callable("ledger.operations.table_view", "table_view")
 text_table = lazy_callable("ledger.reporting.views", "text_table")
 
 # Imported on first use: `--help` needs none of them, `record` not numpy.
@@ -789,7 +789,8 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
           all_rows: Annotated[bool, typer.Option("--all", help="Print every release row, however many.")] = False,
           ) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
-    from ..reporting.accountant_views import best_headline, table_accountants, table_totals_line
+    from ..operations.shown_figures import table_accountants
+    from ..reporting.accountant_views import best_headline, table_totals_line
 
     when = parse_date(as_of, "--as-of")
     from ..core.progress import progress
@@ -816,7 +817,7 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
             from ..store.columns import large_table
 
             # the PLD (information only, never the figure shown) for JSON or `--accountant pld` alone,
-            # as accountant_views.table_accountants chooses
+            # as shown_figures.table_accountants chooses
             wanted = ["basic", "rdp"] + (["pld"] if streamed or accountant == "pld" else [])
             risk, per_variable, wide = large_table(index, chosen.name, at_delta(chosen_delta), chosen_delta,
                                                    TABLE_LARGEST, wanted)
@@ -884,7 +885,8 @@ def subset(
     information), and the attack it allows (--json's `risk`, --explain); --as-of: as the ledger
     stood then."""
     from ..accounting.risk import figure_risks
-    from ..reporting.accountant_views import figure_line, subset_accountants
+    from ..operations.shown_figures import subset_accountants
+    from ..reporting.accountant_views import figure_line
 
     when = parse_date(as_of, "--as-of")
     # the accounting rows of the releases that read the subset; --as-of: of the
@@ -962,7 +964,7 @@ def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
           )] = None, as_of: AsOfOption = None) -> None:
     """The privacy loss on every pair of variables: the smallest valid figure of the basic and
     Rényi accountants, as `subset A B` prints it."""
-    from ..reporting.accountant_views import pair_accountants
+    from ..operations.shown_figures import pair_accountants
     from ..accounting.accountants import ACCOUNTANTS, PAIR_PLD_LIMIT
 
     if accountant is not None and accountant not in ACCOUNTANTS:

@@ -22,7 +22,7 @@ from ..core.lazy import lazy_module
 if TYPE_CHECKING:
     from ..input.loader import LedgerSnapshot
 
-from ..operations.moments import moment_text, parse_date  # noqa: F401 (the date options' rule, below the API)
+from ..operations.moments import moment_text, parse_date  # noqa: F401 (the date options' rule: the CLI's from here)
 
 store = lazy_module("ledger.store.database")
 

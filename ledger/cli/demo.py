@@ -21,7 +21,8 @@ from ..store import database as store
 from ..core.errors import InputErrors, fail
 from ..input.loader import build_dataset, build_releases, check_batch, parse_document
 from ..core.records import CHARGED_STATUSES, Status
-from ..reporting.views import render, table_view, text_table
+from ..operations.table_view import table_view
+from ..reporting.views import render, text_table
 
 DATASET_NAME = "census"
 

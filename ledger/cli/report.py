@@ -37,8 +37,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..operations import choices
-from ..operations.report_inputs import (  # noqa: F401 (gathered below the API; offered here as before)
-    chain_status,
+from ..operations.report_inputs import (  # (gathered below the API)
     event_moment,
     gather,
     parse_since,
@@ -46,7 +45,7 @@ from ..operations.report_inputs import (  # noqa: F401 (gathered below the API; 
     verify_for_report,
 )
 from . import outputs
-from ..operations.report_reading import (  # noqa: F401 (read below the API; offered here as before)
+from ..operations.report_reading import (  # (read below the API)
     dated_by,
     event_columns,
     event_counts,
@@ -60,19 +59,7 @@ from ..operations.report_reading import (  # noqa: F401 (read below the API; off
     titles_of,
     whole_releases,
 )
-from ..reporting.write import (  # noqa: F401 (the renderer, offered here as before)
-    CHROMIUM_ARGS,
-    CHROMIUM_CANDIDATES,
-    CHROMIUM_ENV,
-    TEMPLATES,
-    csv_cell,
-    csv_column,
-    csv_safe,
-    find_chromium,
-    pdf_from_html,
-    render,
-    render_text,
-)
+from ..reporting.write import csv_cell, csv_column, find_chromium, render
 from .context import open_engine, parse_date, state
 from ..core.errors import fail
 from ..core.failures import neutralise

@@ -15,7 +15,7 @@ history.
 
 Invariants: the text equals `json.dumps` of the document a small table builds
 (tests/test_scale.py compares them); the basis (pure, or epsilon at a delta) is decided
-from every cell and whole-dataset cost, as `views.table_view` decides it from the whole
+from every cell and whole-dataset cost, as `table_view.table_view` decides it from the whole
 table, in a first pass over the chunks.
 """
 
@@ -97,7 +97,7 @@ def document(view, risk, headline_json: dict, accounts_json: dict, used: set[int
     """The table's JSON document without its rows (`view`: the table's view; `risk`: its
     RiskTable), on the basis `table_view` takes from the whole table: every cell (`used`) and
     the total row."""
-    from ..reporting.views import basis_for, converts
+    from ..operations.table_view import basis_for, converts
 
     spends = [risk.values[i] for i in sorted(used)] + [*risk.total, risk.total_dataset_wide]
     view = replace(view, rows=(), basis=basis_for(spends, delta, risk.allowance), converted=converts(spends))

@@ -13,16 +13,7 @@ from ..accounting import accountants
 from ..accounting.accountants import Figure
 from ..accounting.grid_figures import epsilon_floats
 from ..core.numbers import format_delta, format_number
-from ..operations.shown_figures import (  # noqa: F401 (chosen below the API; offered here as before)
-    ShownPairs,
-    TableAccounts,
-    best_pair_grid,
-    choose,
-    pair_accountants,
-    shown_pair_floats,
-    subset_accountants,
-    table_accountants,
-)
+from ..operations.shown_figures import ShownPairs, TableAccounts, choose, shown_pair_floats
 
 
 def figure_line(figure: Figure) -> str:

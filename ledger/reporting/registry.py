@@ -8,15 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..operations.registry_record import (  # noqa: F401 (made below the API; offered here as before)
-    PLACEHOLDER,
-    ReleaseFacts,
-    facts_of,
-    record_delta,
-    record_of,
-    registry_record,
-    release_facts,
-)
+from ..operations.registry_record import PLACEHOLDER
 
 
 def to_yaml(record: dict[str, Any]) -> str:

@@ -53,11 +53,12 @@ from .headline import Headline, headline
 from .chart_data import PairFigure, Pairs, Timeline  # noqa: F401 (defined there: charts.py reads them too)
 from . import reasons
 from .plan_view import plans_against_actual
-from .views import Basis, basis_for, when_text
+from ..operations.table_view import Basis, basis_for
+from .views import when_text
 from ..core.lazy import lazy_module
 from ..store.as_of import DATASET_STATE_KINDS
 from ..operations.report_inputs import AuditEvent, ChainStatus, ReportInputs  # noqa: F401 (gathered below the API)
-from ..operations.report_reading import (  # noqa: F401 (read below the API; offered here as before)
+from ..operations.report_reading import (  # noqa: F401 (read below the API)
     DATASET_AMENDMENTS,
     DATASET_CHANGE_KINDS,
     LIFECYCLE_KINDS,
@@ -158,7 +159,7 @@ class Certificate:
     chain_ok: bool
     events: int  # events in the ledger's chain
     problems: tuple[str, ...]  # what verification found, first bad event first
-    basis: Basis  # pure epsilon, or epsilon at delta (views.Basis)
+    basis: Basis  # pure epsilon, or epsilon at delta (table_view.Basis)
     # the zCDP -> (epsilon, delta) conversion, named in every report whose figures it produced
     # (docs/explanation/model.md#composition, `conversion_of`); None: no figure shown went through it (a pure-only ledger's report)
     conversion: str | None
@@ -790,7 +791,7 @@ def _worst_pair(pairs: Pairs):
 
 
 def shown_accounts(index: LedgerIndex, table: RiskTable, delta: Fraction):
-    """The total row's figures as `table` shows them (accountant_views.table_accountants with no
+    """The total row's figures as `table` shows them (shown_figures.table_accountants with no
     accountant asked: the smallest valid figure per column), without computing PLD figures that
     cannot be shown: the PLD is never valid (information had the plan been fixed in advance,
     docs/explanation/accounting.md) and `accountants.best` passes over a figure that is not valid, so basic and rdp
@@ -1169,7 +1170,7 @@ def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequ
     grid = index.pair_matrix(objective)
     colour = epsilon_floats(grid, delta, index.allowance)
     if best and n >= 2:
-        from .accountant_views import best_pair_grid
+        from ..operations.shown_figures import best_pair_grid
 
         grid, colour = best_pair_grid(index, delta, grid, colour)
     upper = np.triu_indices(n, k=1)

@@ -28,15 +28,7 @@ from ..core.numbers import (
 )
 from ..core.lazy import lazy_module
 from .reasons import NEUTRAL, NOT_PROTECTED, PUBLIC, figure_text, variable_reason
-from ..operations.table_view import (  # noqa: F401 (computed below the API; shown from here)
-    ACCOUNTANT_WORDS,
-    Basis,
-    TableRow,
-    TableView,
-    basis_for,
-    converts,
-    table_view,
-)
+from ..operations.table_view import TableView
 
 jinja2 = lazy_module("jinja2")  # imported when a template is rendered
 markupsafe = lazy_module("markupsafe")  # with jinja2
