@@ -1,11 +1,12 @@
 """`privacy-ledger report`: reports for review meetings and compliance files.
 
-A thin adapter (STYLE 8) and the report renderer: read the ledger (store),
-build the context (`report.build_report`, pure), render it (the Jinja
-templates of `reports/`, pandas for CSV, headless Chromium for PDF) and write
-one file. Bad input -- an unknown dataset or format, a --since that is not a
-date, an --out that cannot be written -- exits 2 with a message and writes
-nothing; the file itself is written whole or not at all (a temporary file in
+A thin adapter (STYLE 8): read the ledger (operations/report_inputs.py and
+report_reading.py; the summarised report of a large ledger from the accounting
+rows, here), build the context (`report.build_report`, pure), render it
+(reporting/write.py: the Jinja templates of `reports/`, pandas for CSV, headless
+Chromium for PDF) and write one file. Bad input -- an unknown dataset or format,
+a --since that is not a date, an --out that cannot be written -- exits 2 with a
+message and writes nothing; the file itself is written whole or not at all (a temporary file in
 the same directory, renamed into place).
 
 On Linux forked helpers share the work of a report: one verifies the audit chain
@@ -13,21 +14,15 @@ On Linux forked helpers share the work of a report: one verifies the audit chain
 threshold, `ChartsAlongside` draws the charts), while this process reads the ledger
 and builds the rest (the risk table, the register, the timeline, then both charts).
 If a helper is missing or fails, its work is done here; the report is the same.
-
-The PDF is the HTML report printed by Chromium (through Playwright's Python
-package), so the two are the same document: styles and SVG charts inline, no
-network (every request that is not the page itself is refused).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import tempfile
 from collections.abc import Callable
 from contextlib import contextmanager
-from itertools import repeat
 from dataclasses import replace
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -62,7 +57,6 @@ from ..operations.report_reading import (  # (read below the API)
 from ..reporting.write import csv_cell, csv_column, find_chromium, render
 from .context import open_engine, parse_date, state
 from ..core.errors import fail
-from ..core.failures import neutralise
 from ..core.lazy import lazy_callable, lazy_module
 from ..core.numbers import is_infinite
 from ..core.records import Dataset
@@ -71,7 +65,6 @@ store = lazy_module("ledger.store.database")  # the ORM, imported when a report 
 # the report's context builder (and markupsafe, the chart data): imported when a report is
 # made, not by `--help`, `check` or `record`, which only register this command
 _report = lazy_module("ledger.reporting.report")
-report_environment = lazy_callable("ledger.reporting.views", "report_environment")
 select = lazy_callable("sqlalchemy", "select")
 Session = lazy_callable("sqlmodel", "Session")
 
