@@ -127,6 +127,25 @@ def test_lifecycle_pairs_verify_and_report(book, tmp_path):
     assert out.read_text().splitlines()[0].startswith("release") or "age" in out.read_text().splitlines()[0]
 
 
+def test_report_inputs_hold_the_dataset_its_releases_and_the_verified_chain(book):
+    inputs = book.report_inputs(delta="1e-6", since="2024-05-01")
+    assert inputs.dataset.name == "census" and inputs.delta == Fraction(1, 10**6)
+    assert [r.id for r in inputs.releases] == ["A", "B", "C"]
+    assert inputs.since.isoformat() == "2024-05-01T00:00:00+00:00"  # a date alone: its start, UTC
+    chain = inputs.chain_status()
+    assert chain.ok and chain.events == len(inputs.events) and chain.head == inputs.events[-1].hash
+
+
+def test_the_api_writes_the_report_the_cli_writes(book, tmp_path):
+    # the CSV export carries no moment of its own: the same ledger gives the same bytes
+    api, cli = tmp_path / "api.csv", tmp_path / "cli.csv"
+    assert write_report(book, api) == api
+    assert cli_main(book.url, "report", "--out", cli).code == 0
+    assert api.read_bytes() == cli.read_bytes()
+    # Tan, Table 1: the total row (floats, then the exact figures), the whole dataset 3
+    assert api.read_text().splitlines()[-1] == "All releases (composed),2.0,1.0,2.0,1.0,0.0,3.0,2,1,2,1,0,3"
+
+
 def test_open_defaults_to_the_cli_url(monkeypatch, tmp_path):
     monkeypatch.setenv("LEDGER_DATABASE_URL", f"sqlite:///{tmp_path / 'env.db'}")
     assert ledger.open().url == f"sqlite:///{tmp_path / 'env.db'}"
