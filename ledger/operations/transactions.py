@@ -444,8 +444,13 @@ def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: st
                     store.set_privacy_unit(session, dataset.name, privacy_unit, actor)
                     return True
                 return False
-            raise fail(source, "dataset", f"dataset {dataset.name!r} is already recorded with other variables "
-                                          "or groups; a recorded dataset is never rewritten "
+            differing = [name for name, differs in (
+                ("variables", existing.variables != dataset.variables), ("groups", existing.groups != dataset.groups),
+                ("description", existing.description != dataset.description),
+                ("self_approval", existing.self_approval != dataset.self_approval),
+                ("caps", set(store.caps(session, dataset.name)) != set(caps))) if differs]
+            raise fail(source, "dataset", f"dataset {dataset.name!r} is already recorded with other "
+                                          f"{', '.join(differing)}; a recorded dataset is never rewritten "
                                           "(apply a changed dataset file with `dataset amend FILE`, caps with `cap set`)")
         store.add_dataset(session, dataset, actor)
         for cap in caps:

@@ -1515,6 +1515,8 @@ def _change_note(change: dict) -> str | None:
     variable or group, a classification's old and new value, and the reason given. A variable
     reclassified public leaves the protected headline (docs/explanation/model.md#public-and-protected-variables): the board sees which, and why."""
     subject = change.get("variable") or (f"group {change['group']}" if change.get("group") else None)
+    if "self_approval" in change:
+        subject = "separation of duties " + ("waived" if change["self_approval"] else "required")
     if subject is None:
         return None
     if "classification" in change and "was" in change:

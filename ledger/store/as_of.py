@@ -271,7 +271,7 @@ def event_text(when: datetime) -> str:
     return moment.astimezone(UTC).isoformat()
 
 
-DATASET_STATE_KINDS = ("dataset.added", "dataset.described", "variable.added", "variable.categories_added",
+DATASET_STATE_KINDS = ("dataset.added", "dataset.self_approval", "dataset.described", "variable.added", "variable.categories_added",
                        "variable.described", "variable.reclassified", "variable.removed", "group.set",
                        "group.removed")  # each carries the dataset's whole state after it (amend_dataset)
 CAP_STATE_KINDS = ("cap.set", "cap.removed")

@@ -1529,6 +1529,7 @@ def amend_dataset(session: Session, dataset: Dataset, actor: str, kind: str, cha
     row = session.get(DatasetRow, dataset.name)
     row.description = dataset.description
     row.groups = body["groups"]
+    row.self_approval = dataset.self_approval
     session.add(row)
     rows = {r.name: r for r in session.exec(select(VariableRow).where(VariableRow.dataset == dataset.name))}
     before = tuple(sorted(rows, key=lambda name: rows[name].position))
