@@ -207,7 +207,8 @@ def _budget_refused(exc: operations.BudgetRefused) -> int:
         cli_json.print_refusal(exc)
     else:
         typer.echo(str(exc), err=True)
-        typer.echo("nothing was written.", err=True)
+        typer.echo("nothing was written. What each cap has left: `privacy-ledger headroom VARIABLE`; "
+                   "what to do next: docs/how-to/exit-codes.md#exit-1-a-budget-check-refused.", err=True)
     return failures.EXIT_REFUSED
 
 
@@ -249,7 +250,19 @@ def report_errors(errors: list[LedgerError]) -> None:
         typer.echo(f"error: {failures.excerpt(line, 600)}", err=True)
     if len(errors) > MAX_ERRORS_SHOWN:
         typer.echo(f"... and {len(errors) - MAX_ERRORS_SHOWN} more", err=True)
-    typer.echo(f"{len(errors)} problem{'s' if len(errors) != 1 else ''}; nothing was written.", err=True)
+    typer.echo(f"{len(errors)} problem{'s' if len(errors) != 1 else ''}; nothing was written. "
+               f"{where_to_read(errors)}", err=True)
+
+
+def where_to_read(errors: list[LedgerError]) -> str:
+    """The page of the documentation (docs/ in the repository) that the first error's field is
+    explained on: a mechanism's parameters, a file's fields, or a command's arguments."""
+    first = errors[0] if errors else None
+    if first is not None and ".mechanism" in first.field:
+        return "Mechanisms and their parameters: `privacy-ledger mechanisms`, docs/reference/mechanisms.md."
+    if first is not None and first.source not in ("command line", "argument"):
+        return "File formats: docs/reference/file-formats.md."
+    return "Commands and options: `privacy-ledger COMMAND -h`, docs/reference/commands.md."
 
 
 def _pick_dataset(snapshot: LedgerSnapshot, name: str | None) -> Dataset:

@@ -79,7 +79,7 @@ def charged_index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
     return engine.LedgerIndex(dataset.variable_names, releases, families).for_dataset(dataset.allowance)
 
 
-def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VAR") -> set[str]:
+def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VARIABLES") -> set[str]:
     """Variables and group names -> the set of variables; every unknown name reported."""
     resolved: set[str] = set()
     errors = []
@@ -95,10 +95,18 @@ def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VAR")
             resolved |= set(chosen.protected_names)
         else:
             errors.append(LedgerError("command line", field, f"unknown variable or group {name!r} in "
-                                                             f"{chosen.name!r}{did_you_mean(name, known)}"))
+                                                             f"{chosen.name!r}{did_you_mean(name, known) or _listed(chosen)}"))
     if errors:
         raise InputErrors(errors)
     return resolved
+
+
+def _listed(chosen: Dataset, most: int = 12) -> str:
+    """' (variables: a, b, ...; groups: g)': what a name may be, cut after `most` variables."""
+    names = list(chosen.variable_names)
+    shown = ", ".join(names[:most]) + (f", ... ({len(names) - most} more)" if len(names) > most else "")
+    groups = [group for group, _ in chosen.groups] + ["protected", "all"]
+    return f" (variables: {shown}; groups: {', '.join(groups)})"
 
 
 REPORT_FORMATS = ("html", "md", "tex", "csv", "pdf")
