@@ -180,13 +180,13 @@ def why_release_unbounded(cap: Cap, release: Release) -> str | None:
     described = f"{release.id} is a {kind} ({'; '.join(_guarantee_words(g) for g in covering)})"
     if cap.rho is not None:
         return (f"{described} and this cap is in rho: an (epsilon, delta) guarantee has no zCDP bound; "
-                "declare the cap in epsilon at a delta")
+                "declare the cap in epsilon at a delta (`cap set`: docs/how-to/set-budgets.md)")
     if cap.delta is None:
         if any(g.notion == Notion.ZCDP for g in covering):
             return (f"{described} and this cap is in pure epsilon: a zCDP guarantee (a Gaussian) has no "
-                    "pure-epsilon bound; declare the cap with a delta or in rho")
+                    "pure-epsilon bound; declare the cap with a delta or in rho (`cap set`: docs/how-to/set-budgets.md)")
         return (f"{described} and this cap is in pure epsilon: an (epsilon, delta) guarantee has no "
-                "pure-epsilon bound; declare the cap with a delta")
+                "pure-epsilon bound; declare the cap with a delta (`cap set`: docs/how-to/set-budgets.md)")
     if cap.filter == "gaussian":
         return f"{described} and this cap is a Gaussian-DP filter, which admits no (epsilon, delta) release"
     return (f"{described}: its delta passes the approximate releases' allowance, "

@@ -207,9 +207,12 @@ def _budget_refused(exc: operations.BudgetRefused) -> int:
         cli_json.print_refusal(exc)
     else:
         typer.echo(str(exc), err=True)
-        typer.echo("nothing was written. What each cap has left: `privacy-ledger headroom VARIABLE`; "
-                   "what to do next: docs/how-to/exit-codes.md#exit-1-a-budget-check-refused.", err=True)
+        typer.echo(f"nothing was written. {NEXT_STEPS}", err=True)
     return failures.EXIT_REFUSED
+
+
+NEXT_STEPS = ("What each cap has left: `privacy-ledger headroom VARIABLES`; what to do next: "
+              "docs/how-to/exit-codes.md#exit-1-a-budget-check-refused.")
 
 
 def _refused(exc: Refused) -> int:
@@ -443,7 +446,7 @@ def check_command(
             typer.echo("no cap covers what this plan reads")
         for line in check_lines(checks, why=infinite_driver_reasons(checks)):
             typer.echo(line)
-        typer.echo("every cap holds" if all(c.ok for c in checks) else "REFUSED: a cap would break")
+        typer.echo("every cap holds" if all(c.ok for c in checks) else f"REFUSED: a cap would break. {NEXT_STEPS}")
     if not all(c.ok for c in checks):
         raise typer.Exit(1)
 

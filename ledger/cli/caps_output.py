@@ -82,8 +82,8 @@ def check_lines(checks, planned: bool = True, why: Mapping | None = None,
             reasons_ = (why or {}).get((c.cap.dataset, c.cap.name)) or (None,) * len(c.drivers)
             lines.append("      driven by: " + ", ".join(_driver_text(rid, v, w)
                                                         for (rid, v), w in zip(c.drivers, reasons_)))
-        if c.reason:
-            lines.append(f"      no bound: {c.reason}")
+        if c.reason and not (planned and any(charge.reason and c.reason in charge.reason for charge in c.charges)):
+            lines.append(f"      no bound: {c.reason}")  # (said once: a charge line above may give it)
         if c.decision is not None:
             lines.append(f"      filter: {c.decision.theorem}")
         if c.running is not None and c.running != c.after:

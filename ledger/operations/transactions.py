@@ -59,8 +59,10 @@ class BudgetRefused(Exception):
         for c in over:
             start = len(lines)
             if is_infinite(c.after):
-                lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit_text} would have no bound: "
-                             f"{c.reason or budget.why_unbounded(c.cap, c.after_total.spend)}")
+                reason = c.reason or budget.why_unbounded(c.cap, c.after_total.spend)
+                said_below = any(charge.reason and reason in charge.reason for charge in c.charges)
+                lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit_text} would have no bound"
+                             + ("" if said_below else f": {reason}"))
             else:
                 lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit_text} would be {format_number(c.after)} "
                              f"against a cap of {format_number(c.cap.limit, down=True)}, over by "
