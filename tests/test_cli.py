@@ -706,5 +706,7 @@ releases:
   - {id: a, reeds: [income], mechanism: {name: laplace, epsilon: 1, sensitivity: 1}}
 """))
     assert unread.code == 2 and unread.err.splitlines()[-1].endswith("docs/reference/file-formats.md.")
+    unknown_dataset = run_main(graduates, "table", "-d", "census")
+    assert unknown_dataset.code == 2 and unknown_dataset.err.splitlines()[-1].endswith("docs/reference/commands.md.")
     assert run_main(graduates, "table", "--dataset", "census").code == 2
     assert run_main(graduates, "table", "--delta", "1").code == 2

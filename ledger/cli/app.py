@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from contextlib import ExitStack, contextmanager
@@ -257,14 +258,19 @@ def report_errors(errors: list[LedgerError]) -> None:
                f"{where_to_read(errors)}", err=True)
 
 
+FILE_SOURCE = re.compile(r".+\.(ya?ml|json)(:\d+)?$", re.IGNORECASE)  # "plan.yaml:5", a file's problem
+
+
 def where_to_read(errors: list[LedgerError]) -> str:
     """The page of the documentation (docs/ in the repository) that the first error's field is
     explained on: a mechanism's parameters, a file's fields, or a command's arguments."""
     first = errors[0] if errors else None
     if first is not None and ".mechanism" in first.field:
         return "Mechanisms and their parameters: `privacy-ledger mechanisms`, docs/reference/mechanisms.md."
-    if first is not None and first.source not in ("command line", "argument"):
+    if first is not None and FILE_SOURCE.match(first.source):
         return "File formats: docs/reference/file-formats.md."
+    if first is not None and first.source == "person acting":
+        return "Who may do what: `privacy-ledger role list`, docs/explanation/people.md."
     return "Commands and options: `privacy-ledger COMMAND -h`, docs/reference/commands.md."
 
 
