@@ -78,13 +78,15 @@ from ledger.store import database as store  # noqa: E402
 from ledger.input.loader import Document, build_caps, build_dataset, build_releases  # noqa: E402
 from ledger.store import identity  # noqa: E402
 
-ACTOR = identity.os_user().name  # the person a `privacy-ledger` process of this user is (its first admin)
+ACTOR = identity.os_user().name  # who a `privacy-ledger` process is, so its first admin (fresh_ledger)
 PAYLOAD = "x" * 700  # about one release event's canonical JSON
 
 
 def fresh_ledger(url: str) -> object:
+    global ACTOR
     engine = store.make_engine(url)
     store.ensure_schema(engine)
+    ACTOR = identity.authenticated(engine).name  # the OS user on SQLite, the database login on PostgreSQL
     # published by their recorder, one by one: the dataset waives separation of duties
     document = Document("bench.dataset.json", {**dataset_document(random.Random(13)), "self_approval": True})
     dataset, errors = build_dataset(document)
