@@ -528,6 +528,10 @@ def headroom_command(
                     else f"smallest sigma / sensitivity {format_number(room.multiplier)}")
         typer.echo(f"{label}: {smallest}, largest rho {format_number(room.rho, down=True)}{as_epsilon}"
                    + binding(room.rho_binding, room.rho_accountant))
+    elif room.rho is not None and room.rho == 0 and room.rho_binding is not None and room.rho_binding.delta is None \
+            and room.rho_binding.rho is None:
+        typer.echo(f"{label}: no Gaussian (rho) release fits: cap {room.rho_binding.name} is in pure epsilon, which "
+                   "a Gaussian never meets (a cap with a delta or in rho would admit one)")
     elif room.rho is not None:
         typer.echo(f"{label}: largest rho {format_number(room.rho, down=True)}{as_epsilon}"
                    + binding(room.rho_binding, room.rho_accountant))
