@@ -31,6 +31,12 @@ engine = lazy_module("ledger.accounting.engine")  # when an index is built, not 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")  # libpq spellings: read with psycopg 3
 
 
+def _source(field: str) -> str:
+    """Where a choice came from, as an error names it: the command line's options and arguments
+    are spelled `--dataset` and `VARIABLES`; the Python API's are its parameters' names."""
+    return "command line" if field.startswith("-") or field.isupper() else "argument"
+
+
 def ledger_url(url: str | None = None) -> str:
     """The ledger's SQLAlchemy URL: `url`, else $LEDGER_DATABASE_URL, else sqlite:///ledger.db.
     `postgres://` and `postgresql://` (libpq's spellings) are read as `postgresql+psycopg://`:
@@ -48,13 +54,13 @@ def pick_dataset(snapshot: LedgerSnapshot, name: str | None, field: str = "--dat
     if name is not None:
         if name not in snapshot.datasets:
             known = ", ".join(sorted(snapshot.datasets)) or "none"
-            raise fail("command line", field, f"unknown dataset {name!r}{did_you_mean(name, snapshot.datasets)} "
+            raise fail(_source(field), field, f"unknown dataset {name!r}{did_you_mean(name, snapshot.datasets)} "
                                               f"(known: {known})")
         return snapshot.datasets[name]
     if not snapshot.datasets:
-        raise fail("command line", field, "the ledger holds no dataset yet; add one with `dataset add FILE`")
+        raise fail(_source(field), field, "the ledger holds no dataset yet; add one with `dataset add FILE`")
     if len(snapshot.datasets) > 1:
-        raise fail("command line", field, "the ledger holds several datasets; choose one: "
+        raise fail(_source(field), field, "the ledger holds several datasets; choose one: "
                    + ", ".join(sorted(snapshot.datasets)))
     return next(iter(snapshot.datasets.values()))
 
@@ -66,9 +72,9 @@ def parse_delta(option: object, dataset: Dataset, field: str = "--delta") -> Fra
     try:
         delta = to_fraction(option)
     except NumberError as exc:
-        raise fail("command line", field, str(exc)) from None
+        raise fail(_source(field), field, str(exc)) from None
     if not 0 < delta < 1:
-        raise fail("command line", field, f"must be in (0, 1). Found {option}.")
+        raise fail(_source(field), field, f"must be in (0, 1). Found {option}.")
     return delta
 
 
@@ -94,7 +100,7 @@ def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VARIA
         elif name == "protected":  # every variable not classified public (docs/explanation/model.md#public-and-protected-variables)
             resolved |= set(chosen.protected_names)
         else:
-            errors.append(LedgerError("command line", field, f"unknown variable or group {name!r} in "
+            errors.append(LedgerError(_source(field), field, f"unknown variable or group {name!r} in "
                                                              f"{chosen.name!r}{did_you_mean(name, known) or _listed(chosen)}"))
     if errors:
         raise InputErrors(errors)
