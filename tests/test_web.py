@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 from support import acting_as, cli_main
-from web_support import census_ledger, csrf_of, parse
+from web_support import DAYS, census_ledger, csrf_of, dated_census_ledger, parse
 
 from ledger.core.errors import InputErrors
 from ledger.core.numbers import format_number
@@ -96,6 +96,60 @@ def test_dashboard_headline_and_caps_are_the_facades_figures(book, local):
         assert same(spent.attrs["data-value"], check.after) and spent.text.strip() == format_number(check.after)
         assert same(headroom.attrs["data-value"], check.headroom)
         assert check.status in row.text
+
+
+def test_dashboard_as_of_a_date_prints_the_clis_as_of_figures(url, monkeypatch):
+    dated_census_ledger(url, monkeypatch)
+    client = local_client(url)
+    # Tan's releases charged by the end of each day (B cancelled on the last): the protected
+    # subset (every variable) and the per-variable totals age, sex, region, race, other
+    expected = {DAYS[0]: (1, [1, 1, 0, 0, 0], 1), DAYS[1]: (2, [1, 1, 1, 1, 0], 2), DAYS[2]: (2, [2, 1, 1, 0, 0], 3)}
+    for day, (protected, totals, releases) in expected.items():
+        page = parse(client.get(f"/dashboard?dataset=census&as_of={day}").text)
+        table = cli_main(url, "table", "--as-of", day, "--json").json()
+        subset = cli_main(url, "subset", "protected", "--as-of", day, "--json").json()
+        caps = cli_main(url, "cap", "list", "--as-of", day, "--json").json()
+        pairs = cli_main(url, "pairs", "--as-of", day, "--json").json()
+        shown = float(page.find(id="protected").find(data_value=True).attrs["data-value"])
+        assert shown == subset["epsilon"] == protected, day
+        assert list(table["total"]["values"].values()) == totals, day
+        worst = page.find(id="worst-variable")
+        assert float(worst.find(data_value=True).attrs["data-value"]) == max(totals), day
+        assert float(page.find(id="worst-pair").find(data_value=True).attrs["data-value"]) == max(
+            p["epsilon"] for p in pairs), day
+        assert int(page.find(id="releases").find(data_value=True).attrs["data-value"]) == releases, day
+        by_cap = {c["cap"]: c for c in caps}
+        rows = page.find_all(data_cap=True)
+        assert {row.attrs["data-cap"] for row in rows} == set(by_cap), day
+        for row in rows:
+            spent, headroom = row.find_all(data_value=True)
+            cli = by_cap[row.attrs["data-cap"]]
+            assert Fraction(spent.attrs["data-value"]) == Fraction(cli["after_exact"]), day
+            assert spent.text.strip() == format_number(Fraction(cli["after_exact"])), day
+            assert cli["status"] in row.text, day
+    assert client.get("/dashboard?dataset=census&as_of=2026-02-01").status_code == 400  # after today
+    assert client.get("/dashboard?dataset=census&as_of=soon").status_code == 400
+
+
+def test_dashboard_compares_two_dates_and_lists_the_releases_in_between(url, monkeypatch):
+    dated_census_ledger(url, monkeypatch)
+    page = parse(local_client(url).get(f"/dashboard?dataset=census&since={DAYS[0]}&as_of={DAYS[2]}").text)
+    figures = {row.attrs["data-figure"]: (row.find(data_then=True).attrs["data-then"],
+                                          row.find(data_now=True).attrs["data-now"])
+               for row in page.find(id="comparison").find_all(data_figure=True)}
+    # at the end of DAYS[0]: A only; at the end of DAYS[2]: A and C (B cancelled)
+    assert figures["protected"] == ("1.0", "2.0")
+    assert figures["variable:age"] == ("1.0", "2.0") and figures["variable:race"] == ("0.0", "0.0")
+    assert figures["releases"] == ("1", "3")
+    moves = {row.attrs["data-cap-move"]: (row.find(data_then=True).attrs["data-then"],
+                                          row.find(data_now=True).attrs["data-now"])
+             for row in page.find(id="cap-moves").find_all(data_cap_move=True)}
+    assert moves == {"all": ("1", "2"), "person": ("1", "2")}  # person = {age, sex}: A, then A and C
+    changed = [(row.attrs["data-change"], row.attrs["data-release"])
+               for row in page.find(id="changes").find_all(data_change=True)]
+    assert changed == [("recorded", "B"), ("recorded", "C"), ("cancelled", "B")]
+    between = parse(local_client(url).get(f"/dashboard?dataset=census&since={DAYS[1]}&as_of={DAYS[1]}").text)
+    assert between.find(id="changes").find_all(data_change=True) == []  # nothing after the end of a day in it
 
 
 def test_table_page_is_tans_table_1_and_the_facades_table(tmp_path):

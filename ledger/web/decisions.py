@@ -139,8 +139,10 @@ async def download(request: Request) -> Response:
     book = ledger_for(request)
     chosen = book.dataset(request.query_params.get("dataset") or None)
     since = request.query_params.get("since") or None  # a meeting pack: what changed since that date
+    as_of = request.query_params.get("as_of") or None  # the ledger as it stood then
     with tempfile.TemporaryDirectory(prefix="ledger-web-") as directory:
-        target = book.report(os.path.join(directory, name), format=fmt, dataset=chosen.name, since=since)
+        target = book.report(os.path.join(directory, name), format=fmt, dataset=chosen.name, since=since,
+                             as_of=as_of)
         body = target.read_bytes()
     headers = {"content-disposition": f'attachment; filename="{name}"'}
     if fmt == "html":  # (the report inlines its style and charts: its own policy, never scripts)

@@ -25,13 +25,30 @@ async def home(request: Request) -> Response:
 
 
 async def dashboard(request: Request) -> Response:
+    """The headline figures and the caps, now or as of a date (`?as_of=`); with `?since=`, the same
+    figures at that earlier date beside them and the releases that changed in between."""
     book = ledger_for(request)
     chosen = _dataset(request, book)
-    protected = book.subset(chosen.protected_names, dataset=chosen.name) if chosen.protected_names else None
-    frame = book.table(chosen.name)
-    return page(request, "dashboard.html", dataset=chosen, protected=protected,
-                worst_variable=figures.worst_variable(frame), worst_pair=figures.worst_pair(book.pairs(chosen.name)),
-                caps=book.caps(chosen.name), releases=len(book.releases(chosen.name)))
+    as_of = request.query_params.get("as_of") or None
+    since = request.query_params.get("since") or None
+    shown = headline(book, chosen, as_of)
+    then = headline(book, chosen, since) if since else None
+    changes = book.changes(since, as_of, dataset=chosen.name) if since else None
+    return page(request, "dashboard.html", dataset=chosen, shown=shown, caps=shown.caps, then=then,
+                changes=changes, as_of=as_of or "", since=since or "", today=figures.today(),
+                comparison=figures.comparison(then, shown) if then else (),
+                pack_since=figures.day_after(since) if since else None)
+
+
+def headline(book, chosen, as_of: str | None) -> figures.Headline:
+    """The dashboard's figures as the façade answers them, now or as of `as_of` (`--as-of`'s rules)."""
+    protected = book.subset(["protected"], dataset=chosen.name, as_of=as_of) if chosen.protected_names else None
+    frame = book.table(chosen.name, as_of=as_of)
+    return figures.Headline(protected=protected, totals=figures.totals(frame),
+                            worst_variable=figures.worst_variable(frame),
+                            worst_pair=figures.worst_pair(book.pairs(chosen.name, as_of=as_of)),
+                            caps=tuple(book.caps(chosen.name, as_of=as_of)),
+                            releases=len(book.releases(chosen.name, as_of=as_of)))
 
 
 async def table(request: Request) -> Response:
