@@ -6,6 +6,7 @@ safeguards (CSRF, proxy address, upload bound, escaping, error pages) refuse wha
 from __future__ import annotations
 
 import ast
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -383,6 +384,28 @@ def test_download_names_are_a_fixed_list(book, local):
     assert local.get("/download?dataset=census&what=report.md&since=yesterday-ish").status_code == 400
     register = local.get("/download?dataset=census&what=register.csv")
     assert register.status_code == 200 and "A" in register.text.splitlines()[1:][0]
+
+
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="the PDF is printed by Chromium")
+def test_the_report_downloads_as_the_pdf_report_writes_it(book, local, tmp_path):
+    pdfplumber = pytest.importorskip("pdfplumber")
+    for traversal in ("../report.pdf", "report.pdf/../../etc/passwd", "/tmp/report.pdf", "report.pdf%00"):
+        assert local.get("/download", params={"dataset": "census", "what": traversal}).status_code == 404
+    response = local.get("/download?dataset=census&what=report.pdf")
+    assert response.status_code == 200 and response.headers["content-type"] == "application/pdf"
+    assert response.headers["content-disposition"] == 'attachment; filename="report.pdf"'
+    written = book.report(tmp_path / "cli.pdf", format="pdf")  # what `report --format pdf` writes
+
+    def text(pdf: bytes) -> str:
+        path = tmp_path / "read.pdf"
+        path.write_bytes(pdf)
+        with pdfplumber.open(path) as document:
+            words = " ".join(" ".join((p.extract_text() or "") for p in document.pages).split())
+        return re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", "", words)  # (when each was written)
+
+    downloaded = text(response.content)
+    assert downloaded == text(written.read_bytes())
+    assert "Dataset census" in downloaded and "Age by sex" in downloaded
 
 
 def test_an_error_is_a_page_without_a_traceback(book, url, monkeypatch):

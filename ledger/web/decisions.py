@@ -125,6 +125,7 @@ async def verify(request: Request) -> Response:
 
 DOWNLOADS = {  # what may be downloaded: a fixed name each, never a path from the request
     "report.html": ("html", "text/html; charset=utf-8"),
+    "report.pdf": ("pdf", "application/pdf"),  # printed by Chromium, as `report --format pdf`
     "report.md": ("md", "text/markdown; charset=utf-8"),
     "register.csv": ("csv", "text/csv; charset=utf-8"),
 }
