@@ -177,6 +177,15 @@ class Ledger:
     def _by(self) -> str:
         return self.person.name
 
+    def may(self, step: str) -> bool:
+        """Whether the person acting holds the role `step` needs ("approve", "publish", "retract",
+        "cancel", "record", ...: operations/people.py's DUTIES), as the step itself would decide;
+        nothing is written. A front end shows only the steps its person may take."""
+        from .operations import people
+
+        with Session(self.engine) as session:
+            return people.may(session, self._by(), step)
+
     @property
     def datasets(self) -> dict[str, Dataset]:
         """The recorded datasets, by name."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
-from support import acting_as, cli_main
+from support import acting_as, as_person as as_person_book, cli_main, cli_ok
 from web_support import DAYS, census_ledger, csrf_of, dated_census_ledger, parse
 
 from ledger.core.errors import InputErrors
@@ -280,6 +280,47 @@ def test_cancel_needs_a_reason_and_keeps_it_in_the_audit_trail(book, url):
     assert book.release("B").status.value == "cancelled"
     assert book.events("B")[-1].reason == "superseded by the 2025 tables"
     assert "superseded by the 2025 tables" in client.get("/release?id=B").text
+
+
+def test_a_viewer_sees_every_page_without_decisions_and_a_post_is_refused(book, url):
+    with acting_as("ana"):  # carol: an auditor, who reads and verifies; dan: no role at all
+        cli_ok(url, "role", "grant", "carol", "auditor")
+    for name in ("carol", "dan"):
+        viewer = as_person(url, name)
+        for path in ("/dashboard?dataset=census", "/table?dataset=census", "/release?id=A", "/subset?dataset=census&v=age",
+                     "/whatif?dataset=census", "/audit", "/downloads?dataset=census"):
+            response = viewer.get(path)
+            assert response.status_code == 200, (name, path)
+            forms = [f.attrs.get("action") for f in parse(response.text).find_all() if f.tag == "form"]
+            assert "/decide" not in forms and "/decide-selection" not in forms, (name, path)
+            assert "checkbox" not in response.text or path.startswith("/subset"), (name, path)
+        before = (book.verify().events, book.release("A").status.value)
+        token = csrf_of(viewer.get("/audit").text)
+        refused = viewer.post("/decide", data={"csrf": token, "id": "A", "action": "approve"})
+        assert refused.status_code == 403 and f"{name} may not approve" in refused.text
+        refused = viewer.post("/decide-selection", data={"csrf": token, "dataset": "census", "action": "cancel",
+                                                         "id": ["A", "B"], "reason": "no"})
+        assert refused.status_code == 403
+        assert (book.verify().events, book.release("A").status.value) == before
+
+
+def test_each_person_is_offered_the_decisions_their_role_allows(book, url):
+    with acting_as("ana"):
+        cli_ok(url, "role", "grant", "sam", "steward")  # may cancel, may not approve
+    assert as_person_book(book, "ana").may("approve") and not as_person_book(book, "sam").may("approve")
+    assert as_person_book(book, "sam").may("cancel") and as_person_book(book, "bob").may("approve")
+
+    def buttons(name: str) -> list[str]:
+        page = parse(as_person(url, name).get("/release?id=A").text)
+        return [b.text.split(" as ")[0] for b in page.find_all() if b.tag == "button" and " as " in b.text]
+
+    assert buttons("bob") == ["Approve"] and buttons("sam") == ["Cancel"] and buttons("ana") == ["Approve", "Cancel"]
+    options = [o.attrs["value"] for o in parse(as_person(url, "sam").get("/table?dataset=census").text).find_all()
+               if o.tag == "option"]
+    assert options == ["cancel"]
+    assert decide(as_person(url, "sam"), "A", "approve").status_code == 403
+    assert decide(as_person(url, "sam"), "B", "cancel", reason="not needed").status_code == 200
+    assert book.release("B").status.value == "cancelled" and book.release("A").status.value == "planned"
 
 
 def test_whatif_shows_each_caps_verdict_and_records_nothing(book, local):

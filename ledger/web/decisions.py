@@ -17,7 +17,7 @@ from starlette.responses import Response
 from .. import api
 from ..core.errors import InputErrors, Refused
 from .guard import checked_form
-from .pages import ACTIONS, REASONED, table_page
+from .pages import REASONED, allowed, table_page
 from .people import ledger_for, person_of
 from .render import page
 
@@ -30,13 +30,14 @@ async def decide(request: Request) -> Response:
     form = await checked_form(request)
     action, release_id = _action(form), str(form.get("id", ""))
     book = ledger_for(request)
+    _may(book, request, action)
     problem = _apply(book, action, release_id, form)
     message = None if problem else f"{release_id}: {DONE[action]} by {person_of(request)}"
     found = book.release(release_id)
     return page(request, "release.html", status_code=200 if problem is None else 409,
                 dataset=book.dataset(found.dataset), release=found, events=book.events(found.id),
                 children=[r.id for r in book.releases(found.dataset) if found.id in r.derived_from],
-                actions=ACTIONS.get(found.status.value, ()), message=message, problem=problem)
+                actions=allowed(book, found.status.value), message=message, problem=problem)
 
 
 DONE = {"approve": "approved", "publish": "published", "retract": "retracted", "cancel": "cancelled"}
@@ -47,6 +48,15 @@ def _action(form) -> str:
     if action not in DONE:
         raise HTTPException(400, "unknown decision")
     return action
+
+
+def _may(book: api.Ledger, request: Request, action: str) -> None:
+    """403, before anything is read or written, unless the person's ledger role allows `action`
+    (a viewer sees every page and takes no decision)."""
+    if not book.may(action):
+        raise HTTPException(403, f"{person_of(request)} may not {action}: their roles in this ledger do not "
+                                 "allow it (an admin grants roles with `privacy-ledger role grant`); nothing "
+                                 "was written")
 
 
 def _apply(book: api.Ledger, action: str, release_id: str, form) -> str | None:
@@ -68,6 +78,7 @@ async def decide_selection(request: Request) -> Response:
     form = await checked_form(request)
     action = _action(form)
     book = ledger_for(request)
+    _may(book, request, action)
     chosen = book.dataset(str(form.get("dataset", "")) or None)
     ids = [str(value) for value in form.getlist("id")]
     if not ids:

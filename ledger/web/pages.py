@@ -62,7 +62,7 @@ def table_page(request: Request, book, chosen, query, status_code: int = 200, **
     statuses = {r.id: r.status.value for r in book.releases(chosen.name)}
     view = figures.table_view(frame, statuses, query.get("sort"), query.get("order"), query.get("status"),
                               query.get("page"))
-    return page(request, "table.html", status_code=status_code, dataset=chosen, view=view,
+    return page(request, "table.html", status_code=status_code, dataset=chosen, view=view, deciding=allowed(book),
                 basis=frame.attrs.get("basis", ""), transposed=query.get("layout") == "variables",
                 accountants=frame.attrs.get("accountants", {}), outcomes=extra.pop("outcomes", None), **extra)
 
@@ -83,8 +83,7 @@ async def release(request: Request) -> Response:
     found = book.release(request.query_params.get("id", ""))
     children = [r.id for r in book.releases(found.dataset) if found.id in r.derived_from]
     return page(request, "release.html", dataset=book.dataset(found.dataset), release=found,
-                events=book.events(found.id), children=children,
-                actions=ACTIONS.get(found.status.value, ()))
+                events=book.events(found.id), children=children, actions=allowed(book, found.status.value))
 
 
 ACTIONS = {  # the decisions a release's status allows (accounting/lifecycle.py), in the order offered
@@ -93,6 +92,14 @@ ACTIONS = {  # the decisions a release's status allows (accounting/lifecycle.py)
     "published": ("retract",),
 }
 REASONED = ("retract", "cancel")
+DECISIONS = ("approve", "publish", "retract", "cancel")
+
+
+def allowed(book, status: str | None = None) -> tuple[str, ...]:
+    """The decisions the person acting may take (their ledger roles, `Ledger.may`): on a release of
+    `status`, or on any release (the table's selection) when None. A viewer's is empty: no button."""
+    offered = DECISIONS if status is None else ACTIONS.get(status, ())
+    return tuple(action for action in offered if book.may(action))
 
 
 async def audit(request: Request) -> Response:
