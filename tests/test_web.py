@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 from support import acting_as, as_person as as_person_book, cli_main, cli_ok
-from web_support import DAYS, census_ledger, csrf_of, dated_census_ledger, parse
+from web_support import DAYS, LINEAGE, census_ledger, csrf_of, dated_census_ledger, parse
 
 from ledger.core.errors import InputErrors
 from ledger.core.numbers import format_number
@@ -232,6 +232,51 @@ def test_release_page_shows_mechanism_lineage_and_events(book, local):
     events = page.find(id="events").find_all()
     assert [c.text for c in events if c.tag == "td"][2:4] == ["ana", "release.recorded"]
     assert local.get("/release?id=nope").status_code == 404
+
+
+def test_release_lineage_is_drawn_from_its_derivation_graph(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lineage.db'}"
+    book = census_ledger(url)
+    with acting_as("ana"):
+        book.record(LINEAGE)
+    client = local_client(url)
+
+    def drawn(release: str) -> tuple[dict[str, tuple[str, float]], set[tuple[str, str]]]:
+        svg = parse(client.get("/release", params={"id": release}).text).find(id="lineage")
+        nodes = {n.attrs["data-node"]: (n.attrs["data-role"], float(n.find_all()[2].attrs["y"]))
+                 for n in svg.find_all(data_node=True)}
+        return nodes, {(e.attrs["data-parent"], e.attrs["data-child"]) for e in svg.find_all(data_parent=True)}
+
+    # rounded: raw above it; map, chart and east derived from it (chart also from A, not its lineage)
+    nodes, edges = drawn("rounded")
+    assert {n: role for n, (role, _) in nodes.items()} == {
+        "raw": "ancestor", "rounded": "self", "map": "descendant", "chart": "descendant", "east": "descendant"}
+    assert edges == {("raw", "rounded"), ("rounded", "map"), ("rounded", "chart"), ("rounded", "east")}
+    assert nodes["raw"][1] < nodes["rounded"][1] < nodes["map"][1] == nodes["chart"][1] == nodes["east"][1]
+    # east: two generations above it, and its family's other members (a random split) beside it
+    nodes, edges = drawn("east")
+    assert {n: role for n, (role, _) in nodes.items()} == {
+        "raw": "ancestor", "rounded": "ancestor", "east": "self", "north": "family", "south": "family"}
+    assert edges == {("raw", "rounded"), ("rounded", "east")}
+    assert nodes["raw"][1] < nodes["rounded"][1] < nodes["east"][1] == nodes["north"][1] == nodes["south"][1]
+    # a release with no relative draws nothing; the title is escaped in the tooltip
+    assert 'id="lineage"' not in client.get("/release?id=B").text
+    assert "Counts &lt;b&gt;by&lt;/b&gt; age" in client.get("/release?id=rounded").text
+
+
+def test_a_large_lineage_draws_the_nearest_releases_and_counts_the_rest():
+    from ledger.web.lineage import lineage
+
+    class Release:  # (the fields the drawing reads)
+        def __init__(self, rid, parents=(), family=None):
+            self.id, self.derived_from, self.family, self.title = rid, tuple(parents), family, ""
+            self.status = type("S", (), {"value": "planned"})()
+
+    chain = [Release("r0")] + [Release(f"r{k}", [f"r{k - 1}"]) for k in range(1, 60)]
+    drawn = lineage(chain, "r30", max_nodes=11)
+    assert {n.id for n in drawn.nodes} == {f"r{k}" for k in range(25, 36)} and drawn.omitted == 59 - 10
+    rows = {n.id: n.y for n in drawn.nodes}
+    assert all(rows[f"r{k}"] < rows[f"r{k + 1}"] for k in range(25, 35))
 
 
 # -- decisions --------------------------------------------------------------------------------

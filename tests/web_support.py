@@ -68,6 +68,20 @@ def dated_census_ledger(url: str, monkeypatch) -> api.Ledger:
     return book
 
 
+LINEAGE = {"dataset": "census",  # raw -> rounded -> (map, chart, east); chart also from A; east in a family (a random split)
+           "families": [{"id": "by-region", "partition": "random"}],
+           "releases": [
+    {"id": "raw", "title": "Counts <b>by</b> age", "reads": ["age", "region"], "mechanism": {"name": "laplace", "epsilon": 1}},
+    {"id": "rounded", "reads": [], "mechanism": {"name": "post-processing"}, "derived_from": ["raw"]},
+    {"id": "map", "reads": [], "mechanism": {"name": "post-processing"}, "derived_from": ["rounded"]},
+    {"id": "chart", "reads": [], "mechanism": {"name": "post-processing"}, "derived_from": ["rounded", "A"]},
+    {"id": "north", "reads": ["age"], "family": "by-region", "part": "north", "mechanism": {"name": "laplace", "epsilon": 1}},
+    {"id": "south", "reads": ["age"], "family": "by-region", "part": "south", "mechanism": {"name": "laplace", "epsilon": 1}},
+    {"id": "east", "reads": ["age"], "family": "by-region", "part": "east", "mechanism": {"name": "laplace", "epsilon": 1},
+     "derived_from": ["rounded"]},
+]}
+
+
 class Node:
     def __init__(self, tag: str, attrs: dict[str, str | None], parent: Node | None):
         self.tag, self.attrs, self.parent, self.children, self.parts = tag, attrs, parent, [], []

@@ -17,7 +17,7 @@ from starlette.responses import Response
 from .. import api
 from ..core.errors import InputErrors, Refused
 from .guard import checked_form
-from .pages import REASONED, allowed, table_page
+from .pages import REASONED, release_page, table_page
 from .people import ledger_for, person_of
 from .render import page
 
@@ -33,11 +33,8 @@ async def decide(request: Request) -> Response:
     _may(book, request, action)
     problem = _apply(book, action, release_id, form)
     message = None if problem else f"{release_id}: {DONE[action]} by {person_of(request)}"
-    found = book.release(release_id)
-    return page(request, "release.html", status_code=200 if problem is None else 409,
-                dataset=book.dataset(found.dataset), release=found, events=book.events(found.id),
-                children=[r.id for r in book.releases(found.dataset) if found.id in r.derived_from],
-                actions=allowed(book, found.status.value), message=message, problem=problem)
+    return release_page(request, book, book.release(release_id), status_code=200 if problem is None else 409,
+                        message=message, problem=problem)
 
 
 DONE = {"approve": "approved", "publish": "published", "retract": "retracted", "cancel": "cancelled"}

@@ -7,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from . import figures
+from .lineage import lineage
 from .people import ledger_for
 from .render import link, page
 
@@ -81,9 +82,17 @@ async def subset(request: Request) -> Response:
 async def release(request: Request) -> Response:
     book = ledger_for(request)
     found = book.release(request.query_params.get("id", ""))
-    children = [r.id for r in book.releases(found.dataset) if found.id in r.derived_from]
-    return page(request, "release.html", dataset=book.dataset(found.dataset), release=found,
-                events=book.events(found.id), children=children, actions=allowed(book, found.status.value))
+    return release_page(request, book, found)
+
+
+def release_page(request: Request, book, found, status_code: int = 200, **extra) -> Response:
+    """A release: its facts, guarantees, lineage (drawn), audit events and the decisions the person
+    may take (also after a decision)."""
+    siblings = book.releases(found.dataset)
+    return page(request, "release.html", status_code=status_code, dataset=book.dataset(found.dataset),
+                release=found, events=book.events(found.id),
+                children=[r.id for r in siblings if found.id in r.derived_from],
+                graph=lineage(siblings, found.id), actions=allowed(book, found.status.value), **extra)
 
 
 ACTIONS = {  # the decisions a release's status allows (accounting/lifecycle.py), in the order offered
