@@ -94,7 +94,7 @@ def lineage(releases, release_id: str, max_nodes: int = MAX_NODES) -> Lineage:
     roles = {n: "self" if n == release_id else "ancestor" if n in ancestors else
              "descendant" if n in descendants else "family" for n in shown}
     rows = _rows(shown, release_id)
-    order = _ordered(shown, rows)
+    order = _ordered(shown, rows, release_id)
     nodes = _placed(shown, roles, rows, order)
     edges = tuple(_edge(nodes[a], nodes[b]) for a, b in sorted(shown.edges))
     width = max((n.x + n.width for n in nodes.values()), default=0) + MARGIN
@@ -128,9 +128,10 @@ def _rows(shown: nx.DiGraph, release_id: str) -> dict[str, int]:
     return {node: r - top for node, r in row.items()}
 
 
-def _ordered(shown: nx.DiGraph, rows: dict[str, int]) -> dict[str, float]:
+def _ordered(shown: nx.DiGraph, rows: dict[str, int], release_id: str) -> dict[str, float]:
     """Each node's position within its row: by id first, then a sweep down by the mean position of
-    its parents and a sweep up by that of its children (barycentre ordering)."""
+    its parents and a sweep up by that of its children (barycentre ordering); the family members
+    with no arrow are split either side of the release, which stays under its parents."""
     by_row: dict[int, list[str]] = {}
     for node in sorted(shown):
         by_row.setdefault(rows[node], []).append(node)
@@ -141,8 +142,15 @@ def _ordered(shown: nx.DiGraph, rows: dict[str, int]) -> dict[str, float]:
                 near = [position[n] for n in neighbours(node)]
                 return (sum(near) / len(near) if near else position[node], node)
 
-            for i, node in enumerate(sorted(by_row[r], key=centre)):
+            by_row[r] = sorted(by_row[r], key=centre)
+            for i, node in enumerate(by_row[r]):
                 position[node] = float(i)
+    row = by_row[rows[release_id]]
+    alone = [node for node in row if shown.degree(node) == 0 and node != release_id]
+    linked = [node for node in row if node not in alone]
+    half = len(alone) // 2
+    for i, node in enumerate(alone[:half] + linked + alone[half:]):
+        position[node] = float(i)
     return position
 
 
