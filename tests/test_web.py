@@ -149,6 +149,9 @@ def test_dashboard_compares_two_dates_and_lists_the_releases_in_between(url, mon
     changed = [(row.attrs["data-change"], row.attrs["data-release"])
                for row in page.find(id="changes").find_all(data_change=True)]
     assert changed == [("recorded", "B"), ("recorded", "C"), ("cancelled", "B")]
+    pack = [a.attrs["href"] for a in page.find_all() if a.tag == "a" and a.attrs.get("href", "").startswith("/download?")]
+    report = local_client(url).get(pack[0]).text  # the report from the start of the next day, as of DAYS[2]
+    assert "Changes since" in report and "2026-01-06" in report
     between = parse(local_client(url).get(f"/dashboard?dataset=census&since={DAYS[1]}&as_of={DAYS[1]}").text)
     assert between.find(id="changes").find_all(data_change=True) == []  # nothing after the end of a day in it
 
