@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 from support import acting_as, as_person as as_person_book, cli_main, cli_ok
-from web_support import DAYS, LINEAGE, census_ledger, csrf_of, dated_census_ledger, parse
+from web_support import DAYS, LINEAGE, census_ledger, csrf_of, dated_census_ledger, logins, parse
 
 from ledger.core.errors import InputErrors
 from ledger.core.numbers import format_number
@@ -331,6 +331,8 @@ def test_cancel_needs_a_reason_and_keeps_it_in_the_audit_trail(book, url):
 
 
 def test_a_viewer_sees_every_page_without_decisions_and_a_post_is_refused(book, url):
+    if url.startswith("postgresql"):
+        logins(url, ("carol", "dan"))
     with acting_as("ana"):  # carol: an auditor, who reads and verifies; dan: no role at all
         cli_ok(url, "role", "grant", "carol", "auditor")
     for name in ("carol", "dan"):
@@ -353,6 +355,8 @@ def test_a_viewer_sees_every_page_without_decisions_and_a_post_is_refused(book, 
 
 
 def test_each_person_is_offered_the_decisions_their_role_allows(book, url):
+    if url.startswith("postgresql"):
+        logins(url, ("sam",))
     with acting_as("ana"):
         cli_ok(url, "role", "grant", "sam", "steward")  # may cancel, may not approve
     assert as_person_book(book, "ana").may("approve") and not as_person_book(book, "sam").may("approve")
