@@ -38,7 +38,14 @@ async def dashboard(request: Request) -> Response:
     return page(request, "dashboard.html", dataset=chosen, shown=shown, caps=shown.caps, then=then,
                 changes=changes, as_of=as_of or "", since=since or "", today=figures.today(),
                 comparison=figures.comparison(then, shown) if then else (),
-                pack_since=figures.day_after(since) if since else None)
+                pack_since=_pack_since(since, as_of))
+
+
+def _pack_since(since: str | None, as_of: str | None) -> str | None:
+    """The `--since` date of the period's meeting pack (the day after `since`), when the period
+    holds a whole day after it."""
+    start = figures.day_after(since) if since else None
+    return start if start is not None and (not as_of or start <= as_of) else None
 
 
 def headline(book, chosen, as_of: str | None) -> figures.Headline:
