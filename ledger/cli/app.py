@@ -282,27 +282,6 @@ def _delta(option: str | None, dataset: Dataset) -> Fraction:
     return choices.parse_delta(option, dataset)
 
 
-def _ended(engine) -> dict:
-    """Release id -> when it was retracted or cancelled (history.ended), from the audit events."""
-    from ..accounting.history import ENDING_KINDS, ended
-    from ..input.loader import parse_moment
-
-    with Session(engine) as session:
-        rows = store.lifecycle_events(session, list(ENDING_KINDS))
-    return ended((kind, subject, parse_moment(at)) for _seq, kind, subject, at, _actor, _payload in rows)
-
-
-def _as_of(snapshot: LedgerSnapshot, when) -> LedgerSnapshot:
-    """The snapshot as the ledger stood at `when` (ledger.accounting.history), or itself when None."""
-    if when is None:
-        return snapshot
-    from ..accounting.history import releases_as_of
-
-    then = releases_as_of(list(snapshot.releases.values()), when, _ended(_engine()))
-    return LedgerSnapshot(datasets=snapshot.datasets, releases={r.id: r for r in then}, families=snapshot.families,
-                          ended=snapshot.ended)
-
-
 def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
     return choices.charged_index(snapshot, dataset)
 
@@ -324,23 +303,18 @@ def _rows_index(dataset: str | None, titles: bool = False, variables: list[str] 
     when first asked for them (only the rows a table shows, on a large ledger). With `when`,
     where the rows cannot state the ledger then exactly (as_of.rows_then: moments past about
     2112), the whole releases, each with the status it had then (ledger.accounting.history)."""
-    from ..store import columns
-
     with Session(_engine()) as session:
         light = store.write_context(session)
         chosen = _pick_dataset(light, dataset)
-        # (--as-of reads every row, and lists the ids charging a subset (`touching` not None) now:
-        # the subset is resolved against the dataset then, below)
-        touching = None if variables is None else set() if when is not None else _resolve_variables(chosen, variables)
-        index = columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
-                                  touching, accounts, when)
-        if index is None:  # (--as-of, moments the rows cannot order exactly)
-            snapshot = _as_of(store.snapshot(session, chosen.name), when)
-            index = _index(snapshot, _pick_dataset(snapshot, chosen.name))
-        if when is not None:  # the dataset as it stood then: its variables, classifications and groups
-            from ..store.as_of import state_then
+        if when is not None:  # (every row read, and the subset resolved against the dataset then)
+            yield choices.index_as_of(session, chosen, light.families, when, titles=titles,
+                                      touching=None if variables is None else set(), accounts=accounts)
+            return
+        from ..store import columns
 
-            chosen, _caps, index = state_then(session, chosen, when, index)
+        index = columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
+                                  _resolve_variables(chosen, variables) if variables is not None else None,
+                                  accounts)
         yield chosen, index
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..input.loader import LedgerSnapshot
 
 engine = lazy_module("ledger.accounting.engine")  # when an index is built, not for `--help`
+store = lazy_module("ledger.store.database")
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")  # libpq spellings: read with psycopg 3
 
@@ -140,3 +141,36 @@ def report_format(option: str | None, out: str) -> str:
     if out.strip() == "-" and chosen not in TEXT_FORMATS:
         raise fail("command line", "--out", f"a {chosen} report cannot go to standard output; give a file")
     return chosen
+
+
+def index_as_of(session, chosen: Dataset, families, when, *, titles: bool = False,
+                touching: Iterable[str] | None = None, accounts: bool = True) -> tuple[Dataset, LedgerIndex]:
+    """(the dataset as it stood at `when`, the index of its releases charged then, each with the
+    status it had then): what every `--as-of` figure is computed from, for the CLI and the API
+    alike. From the accounting rows (store/columns.py); where the rows cannot state the ledger
+    then exactly (as_of.rows_then), from the whole releases (ledger.accounting.history)."""
+    from ..input.loader import LedgerSnapshot
+    from ..store import columns
+    from ..store.as_of import state_then
+
+    index = columns.index_for(session, chosen.variable_names, chosen.name, families, titles, touching, accounts, when)
+    if index is None:
+        whole = store.snapshot(session, chosen.name)
+        then = releases_then(session, list(whole.releases.values()), when)
+        snapshot = LedgerSnapshot(datasets=whole.datasets, releases={r.id: r for r in then},
+                                  families=whole.families, ended=whole.ended)
+        index = charged_index(snapshot, pick_dataset(snapshot, chosen.name))
+    dataset_then, _caps, index = state_then(session, chosen, when, index)
+    return dataset_then, index
+
+
+def releases_then(session, releases: list, when) -> list:
+    """`releases` as they stood at `when` (ledger.accounting.history): those in the ledger then, by
+    publication date, each with the status it had then; retractions and cancellations dated by
+    their audit events."""
+    from ..accounting.history import ENDING_KINDS, ended, releases_as_of
+    from ..input.loader import parse_moment
+
+    ended_at = ended((kind, subject, parse_moment(at)) for _seq, kind, subject, at, _actor, _payload
+                     in store.lifecycle_events(session, list(ENDING_KINDS)))
+    return releases_as_of(releases, when, ended_at)

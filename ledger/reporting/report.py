@@ -1553,6 +1553,20 @@ def dataset_events(inputs: ReportInputs) -> list[AuditEvent]:
     return [e for e in inputs.events if about(e)]
 
 
+def meeting_between(inputs: ReportInputs) -> MeetingPack:
+    """The meeting pack alone (`report --since`, with `--as-of` when `inputs.as_of` is set): what
+    changed from `inputs.since` up to then, each cap decided as `build_report` decides it."""
+    if inputs.as_of is None:
+        return meeting_pack(inputs, inputs.cap_checks)
+    from ..operations.cap_accounting import checks_from_index
+
+    inputs = as_it_stood(inputs)
+    index = charged_index_of(inputs.dataset, inputs.releases, inputs.families)
+    totals = {cap.name: total_from_index(cap, index) for cap in inputs.caps}
+    inputs = replace(inputs, cap_totals=totals)
+    return meeting_pack(inputs, checks_from_index(inputs.caps, index, totals))
+
+
 def meeting_pack(inputs: ReportInputs, checks: Sequence[CapCheck] | None = None) -> MeetingPack:
     """What changed since `inputs.since`, and how each cap moved (docs/explanation/model.md#the-cost-of-one-release-on-a-subset-2.6 figures
     recomputed as the ledger stood then). `checks`: every cap as the report's Caps section
