@@ -26,7 +26,9 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from ledger.accounting.spend import ZERO, Spend
-from ledger.accounting.engine import LedgerIndex, at_delta, candidates, ledger_cost, release_cost
+from ledger.accounting.charge_choice import at_delta
+from ledger.accounting.cost_rule import candidates, ledger_cost, release_cost
+from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.records import Family, Guarantee, Mechanism, Notion, Relation, Release
 
 from conftest import REFERENCE_ALLOWANCE, _reference_filter

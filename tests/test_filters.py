@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from scipy.special import ndtri
 from support import cli_main
 
-from ledger.accounting import accountants, budget
+from ledger.accounting import budget, cap_decisions, cap_states
 from ledger.core.records import Cap, Guarantee, Mechanism, Notion, Release, Status
 
 
@@ -266,8 +266,8 @@ def test_a_caps_figure_never_falls_when_a_release_is_added(history, delta, epsil
 def cap_figure(cap, releases) -> tuple[float, str]:
     """The figure a cap's filter holds `releases` to, and the accountant that states it."""
     total = budget.total_from_history(cap, releases, {})
-    state = accountants.state_from_history(cap, releases, {})
-    decided = accountants.cap_decision(cap, total.value, total.spend, state)
+    state = cap_states.state_from_history(cap, releases, {})
+    decided = cap_decisions.cap_decision(cap, total.value, total.spend, state)
     return float(decided.value), decided.accountant
 
 

@@ -24,7 +24,9 @@ from fractions import Fraction as F
 
 import pytest
 
-from ledger.accounting.engine import LedgerIndex, at_delta, candidates, ledger_cost, release_cost
+from ledger.accounting.charge_choice import at_delta
+from ledger.accounting.cost_rule import candidates, ledger_cost, release_cost
+from ledger.accounting.ledger_index import LedgerIndex
 from ledger.accounting.spend import Spend
 from ledger.core.records import Guarantee, Mechanism, Notion, Relation, Release
 

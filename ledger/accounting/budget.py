@@ -37,8 +37,9 @@ from fractions import Fraction
 
 from .relation import charged_words, not_implied
 from .spend import ALLOWANCE, UNBOUNDED, ZERO, Spend, allowance_words, pure_spend
-from .engine import (LedgerIndex, Objective, Option, alternatives_of, at_delta, candidates, compose_units, family_options,
-                     unprotected_move)
+from .charge_choice import Objective, Option, alternatives_of, at_delta, compose_units
+from .cost_rule import candidates, family_options, unprotected_move
+from .ledger_index import LedgerIndex
 from ..core.lazy import lazy_module
 from ..core.numbers import INF, Number, float_down, float_up, format_delta, format_number, is_infinite
 from ..core.records import CHARGED_STATUSES, Cap, Family, Notion, Release

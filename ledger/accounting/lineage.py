@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from .accountants import _naive, published_moment
+from .release_times import _naive, published_moment
 from ..core.records import CHARGED_STATUSES, Release, Status
 
 PUBLISHED_STATUSES = frozenset({Status.PUBLISHED, Status.RETRACTED})  # what was published stays published

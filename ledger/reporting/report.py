@@ -45,7 +45,9 @@ from markupsafe import Markup
 from ..accounting import filters
 from ..accounting.spend import ALLOWANCE, CONVERSION_NAME
 from ..accounting.budget import CapCheck, CapTotal, check, composed, total_from_index
-from ..accounting.engine import LedgerIndex, RiskTable, at_delta
+from ..accounting.charge_choice import at_delta
+from ..accounting.ledger_index import LedgerIndex
+from ..accounting.risk_table import RiskTable
 from ..accounting.history import charged_from, ended
 from ..accounting.history import releases_as_of as _releases_then
 from ..core.numbers import INF, Number, float_down, float_up, is_infinite
@@ -874,7 +876,7 @@ def shown_accounts(index: LedgerIndex, table: RiskTable, delta: Fraction):
     docs/explanation/accounting.md) and `accountants.best` passes over a figure that is not valid, so basic and rdp
     decide every column; the figures shown are the same."""
     from .accountant_views import TableAccounts
-    from ..accounting.accountants import table_figures
+    from ..accounting.index_figures import table_figures
 
     wanted = ["basic", "rdp"] + (["pld"] if len(table.releases) <= 20_000 else [])  # as table_accountants
     per_variable, wide = table_figures(index, table, delta, wanted, invalid_pld=False)
@@ -1728,6 +1730,6 @@ def aware(moment: datetime | None) -> datetime | None:
 
 def cks_floats(rho: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """accountants.cks_floats (where `pairs` uses it too)."""
-    from ..accounting.accountants import cks_floats as over_arrays
+    from ..accounting.cks_conversion import cks_floats as over_arrays
 
     return over_arrays(rho, delta)

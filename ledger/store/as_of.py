@@ -321,7 +321,7 @@ def state_then(session, dataset, when: datetime, index=None):
     """(the dataset then, its caps then, `index` over the dataset's variables then) at `when`
     (history.state_as_of over the dataset's recorded changes; `index`: of the releases charged
     then, whose reads the dataset then keeps; engine.index_over)."""
-    from ..accounting.engine import index_over
+    from ..accounting.ledger_index import index_over
     from ..accounting.history import state_as_of
     from . import database as store
 

@@ -234,7 +234,7 @@ def micros(moment: datetime | None) -> int | None:
 
 
 def expected_row(release: Release, variables: Sequence[str]) -> Expected:
-    from ..accounting.accountants import release_event
+    from ..accounting.dp_events import release_event
 
     position = _position(tuple(variables))
     width = len(variables)
@@ -426,7 +426,7 @@ def _refresh_events(session: Session, mechanisms: tuple[str, ...], selected, bat
     with each row's stored event key read in the same query (a join: no query per row)."""
     from . import database as store
     from .codec import release_from_dict
-    from ..accounting.accountants import release_event
+    from ..accounting.dp_events import release_event
 
     connection = session.connection()
     table = store.ReleaseRow.__table__
@@ -456,7 +456,7 @@ def add_event_columns(session: Session, batch: int = 20_000) -> int:
     it is."""
     from . import database as store
     from .codec import release_from_dict
-    from ..accounting.accountants import release_event
+    from ..accounting.dp_events import release_event
 
     connection = session.connection()
     have = {column["name"] for column in inspect(connection).get_columns(_ROWS.name)}
@@ -669,7 +669,8 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     from . import database as store
     from ..accounting.spend import UNBOUNDED, ZERO, Spend, guarantee_spend
     from .codec import release_from_dict
-    from ..accounting.engine import LedgerIndex, one_charge
+    from ..accounting.cost_rule import one_charge
+    from ..accounting.ledger_index import LedgerIndex
 
     connection = session.connection()
     charged = sorted(s.value for s in CHARGED_STATUSES)
@@ -1028,7 +1029,8 @@ def _attach_events(connection, index, rows: _Rows, dataset: str, charged: list[s
     release of the dataset, as the index of the whole releases numbers them: from the rows
     themselves, or for a `partial` index (the releases touching a subset) by a few indexed
     look-ups, one per event and status."""
-    from ..accounting.accountants import Event, stored_index_events
+    from ..accounting.dp_events import Event
+    from ..accounting.index_figures import stored_index_events
 
     stored = rows.event
     present = stored >= 0
@@ -1256,9 +1258,10 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
     `index.table()`'s cells and whole-dataset column, zero left out)."""
     from collections import Counter
 
-    from ..accounting import accountants as acc
+    from ..accounting import composition_figures, dp_events, figure_validity, index_figures, pld_accountant, renyi_curves, subset_composition
     from ..accounting.spend import UNBOUNDED, Spend
-    from ..accounting.engine import RiskTable, rows_of
+    from ..accounting.index_chunks import rows_of
+    from ..accounting.risk_table import RiskTable
 
     n_rel, n_var = len(index.releases), len(index.variables)
     components = index._components
@@ -1273,7 +1276,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
     single_value = np.where(first_guarantee >= 0, index.g_value[first_guarantee.clip(min=0)], index.NONE) \
         if len(index.g_value) else np.full(n_rel, index.NONE, dtype=np.int64)
     g_bounds = np.searchsorted(index.g_release, np.arange(0, n_rel + chunk, chunk).clip(max=n_rel))
-    events = acc.index_events(index) if accountants else None
+    events = index_figures.index_events(index) if accountants else None
     if events is not None:
         n_events = max(len(events.events), 1)
         counts = np.zeros((n_var, n_events), dtype=np.int64)
@@ -1390,14 +1393,14 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
         return table, [], {}
 
     def figures(comp):
-        case = acc.ADAPTIVE
-        makers = {"basic": acc.basic_figure, "rdp": acc.rdp_figure, "pld": acc.pld_figure}
+        case = figure_validity.ADAPTIVE
+        makers = {"basic": composition_figures.basic_figure, "rdp": composition_figures.rdp_figure, "pld": pld_accountant.pld_figure}
         return {name: makers[name](comp, delta, case) for name in accountants}
 
     if events.events:
-        curves = np.asarray([acc.event_curve(e) for e in events.events])
+        curves = np.asarray([renyi_curves.event_curve(e) for e in events.events])
     else:
-        curves = np.zeros((1, len(acc.ORDERS)))
+        curves = np.zeros((1, len(renyi_curves.ORDERS)))
     summed = counts @ curves
     exact_rows = np.asarray(sorted(others), dtype=np.int64)
     per_variable = []
@@ -1405,11 +1408,11 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
         found = Counter()
         for (jj, value), count in sorted(several.items()):  # as IndexEvents.composition meets them
             if jj == j:
-                for event in acc.spend_events(index.values[value]):
+                for event in dp_events.spend_events(index.values[value]):
                     found[event] += count
         for k in np.flatnonzero(counts[j]):
             found[events.events[k]] += int(counts[j, k])
-        comp = acc.Composition(totals[j], found, bool(unbounded[j]) or totals[j].unbounded, allowance=index.allowance)
+        comp = subset_composition.Composition(totals[j], found, bool(unbounded[j]) or totals[j].unbounded, allowance=index.allowance)
         if others:  # families and releases with a choice, one by one
             column = np.full(n_rel, index.ZERO_ID, dtype=np.int64)
             column[exact_rows] = [others[int(r)][j] for r in exact_rows]

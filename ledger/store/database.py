@@ -85,8 +85,10 @@ from .codec import (
     release_from_dict,
     release_to_dict,
 )
-from ..accounting.accountants import choose_filter, state_from_index
-from ..accounting.engine import LedgerIndex, family_options
+from ..accounting.cap_decisions import choose_filter
+from ..accounting.cap_states import state_from_index
+from ..accounting.cost_rule import family_options
+from ..accounting.ledger_index import LedgerIndex
 from ..core.errors import fail
 from ..input.loader import LedgerSnapshot
 from ..core.memory import paused_gc
@@ -643,7 +645,7 @@ def _v7_sampled_events(session: Session) -> None:
 def _rebuild_accountant_states(session: Session) -> None:
     """Every cap at a delta gets its accountant state from the history (as
     cap_accounting.current_states computes a missing one), saved beside its running total."""
-    from ..accounting import accountants
+    from ..accounting import cap_states
 
     datasets = sorted(set(session.exec(select(CapRow.dataset).where(CapRow.delta.is_not(None))).all()))
     if not datasets:
@@ -653,7 +655,7 @@ def _rebuild_accountant_states(session: Session) -> None:
         stated = [cap for cap in caps(session, dataset) if cap.delta is not None and cap.rho is None]
         releases = [r for r in history.releases.values() if r.dataset == dataset]
         families = {f.id: f for f in history.families.values() if f.dataset == dataset}
-        save_accountant_states(session, dataset, {cap.name: accountants.state_from_history(cap, releases, families)
+        save_accountant_states(session, dataset, {cap.name: cap_states.state_from_history(cap, releases, families)
                                                   for cap in stated})
 
 
@@ -716,7 +718,7 @@ def _v15_odometer(session: Session) -> None:
 
 
 def _caps_at_a_delta_again(session: Session, states: bool) -> None:
-    from ..accounting.accountants import state_from_index
+    from ..accounting.cap_states import state_from_index
 
     for dataset in sorted(set(session.exec(select(CapRow.dataset).where(CapRow.delta.is_not(None),
                                                                      CapRow.rho.is_(None))).all())):
@@ -733,7 +735,7 @@ def _v14_fixed_sides(session: Session) -> None:
     combination the history favours; such releases have several guarantees (an accounting row's
     `more`), so in each dataset holding one, every cap's running total and accountant state is
     computed again from the accounting rows (as `cap set` does)."""
-    from ..accounting.accountants import state_from_index
+    from ..accounting.cap_states import state_from_index
 
     found = session.connection().execute(
         select(columns._ROWS.c.dataset).where(columns._ROWS.c.more.is_not(None)).distinct())
@@ -2025,7 +2027,7 @@ class _TotalsCheck:
     of each chunk compete again; a family is charged once over all its members, docs/explanation/model.md#families)."""
 
     def __init__(self, session: Session, config: "Configuration"):
-        from ..accounting.accountants import state_from_history, state_is_current
+        from ..accounting.cap_states import state_from_history, state_is_current
 
         self.session, self.config = session, config
         self.parts: dict[str, dict[str, list]] = {
@@ -2069,7 +2071,7 @@ class _TotalsCheck:
                 kept[2] = list(top_drivers(cap, kept[2] + list(part.drivers)))
 
     def _apply_states(self, dataset: str, releases: Sequence[Release]) -> None:
-        from ..accounting.accountants import state_apply
+        from ..accounting.cap_states import state_apply
 
         for cap in self.config.caps[dataset]:
             if cap.name in self.states[dataset]:
@@ -2077,7 +2079,7 @@ class _TotalsCheck:
                                                              self.families[dataset], {})
 
     def _state_problems(self, dataset: str) -> list[str]:
-        from ..accounting.accountants import state_differences
+        from ..accounting.cap_states import state_differences
 
         self._apply_states(dataset, [m for group in self.members[dataset].values() for m in group])
         problems = []

@@ -247,7 +247,7 @@ def check_since(session, kept: Mapping, touched: Mapping[str, int], named_caps: 
 def _recomputed_caps(session, dataset: str) -> list[str]:
     """Each cap of `dataset`: its stored running total and accountant state against the ones
     recomputed from the accounting rows (checked above)."""
-    from ..accounting.accountants import state_differences, state_from_index, state_is_current
+    from ..accounting.cap_states import state_differences, state_from_index, state_is_current
     from ..accounting.budget import total_differences, total_from_index
     from . import database as store
     from .codec import cap_total_from_dict, cap_total_to_dict
