@@ -64,7 +64,7 @@ def make_ledger(n_variables: int, n_releases: int, seed: int) -> tuple[list[str]
 
 
 def baseline_table(variables, releases):
-    """Release by release, variable by variable: the rules as written (engine.release_cost)."""
+    """Release by release, variable by variable: the rules as written (cost_rule.release_cost)."""
     singletons = [frozenset({v}) for v in variables]
     everything = frozenset(variables)
     cells = [[release_cost(r, u) for u in singletons] for r in releases]

@@ -203,7 +203,7 @@ def printed(releases, subset, delta):
 
 
 def cap_figure(releases, cap):
-    """The figure a cap's filter holds `releases` to (accountants.cap_decision on the running
+    """The figure a cap's filter holds `releases` to (cap_decisions.cap_decision on the running
     state): the Gaussian-DP or one-order Rényi statement, or the pure sum of a pure history."""
     total = budget.total_from_history(cap, releases, {})
     state = cap_states.state_from_history(cap, releases, {})
@@ -233,7 +233,7 @@ def test_adding_a_release_never_lowers_a_printed_figure_nor_a_caps(history, delt
             found = composition_figures.figures(subset_composition.composition(prefix, [], subset), delta)
             shown = figure_validity.best(found)
             assert float(shown.epsilon) <= float(found["basic"].epsilon) * (1 + 1e-12)
-            # no tolerance (accountants.pld_interval argues why the PLD figure cannot fall)
+            # no tolerance (pld_accountant.pld_interval argues why the PLD figure cannot fall)
             assert float(shown.epsilon) >= before_printed[subset], (k, subset, shown, _summary(history))
             before_printed[subset], before_accountant[subset] = float(shown.epsilon), shown.accountant
         for cap in caps:
@@ -650,7 +650,7 @@ def test_a_subsets_renyi_figure_and_a_renyi_caps_state_one_curve_at_two_shares_o
             clamped = True
             continue
         value = float(decided.value) + math.log(len(REFERENCE_FILTER_ORDERS)) / (a - 1)
-        # (each figure rounded up by a relative margin, accountants._MARGIN, and summed in its own order)
+        # (each figure rounded up by a relative margin, renyi_curves._MARGIN, and summed in its own order)
         assert value >= shown * (1 - 1e-8), (a, decided, shown)
         shifted.append(value)
     if len(shifted) == len(caps) and not clamped:

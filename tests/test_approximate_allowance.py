@@ -8,7 +8,7 @@ approximate release still holds after it, and a release that would take a subset
 deltas past the allowance is refused (exit 1, nothing written).
 
 A cap {x} of epsilon 2 at delta 1e-6 is a Rényi filter at one order A fixed when it was set
-(accountants.cap_order, an input here); its figure is CKS 2020 Prop 12 at that order, computed
+(cap_decisions.cap_order, an input here); its figure is CKS 2020 Prop 12 at that order, computed
 here: A * rho + ln(1 - 1/A) - (ln(delta / 2) + ln A) / (A - 1).
 """
 

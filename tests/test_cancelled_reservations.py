@@ -8,7 +8,7 @@ Rényi orders fixed in advance (conftest's reference_filter), before the cancell
 eight, and --as-of either moment the figure then. Whether the cancellation came before or after a
 publication changes nothing: no figure depends on the moments. The caps {a} and {a, b}, set in the
 dataset file before any release, are Rényi filters at the order fixed by their epsilon and delta
-(accountants.cap_order, an input here), whose figure is computed here by CKS 2020 Prop 12 at
+(cap_decisions.cap_order, an input here), whose figure is computed here by CKS 2020 Prop 12 at
 delta / 2: A * rho + ln(1 - 1/A) - (ln(delta / 2) + ln A) / (A - 1).
 """
 

@@ -2,7 +2,7 @@
 
 A record moving between the parts of a family keyed on a variable of the subset changes what
 every member releases, so the family is charged with every member's add/remove guarantee, as
-`engine.ledger_cost` charges it. The running state's paths (`state_from_history`, the index's
+`cost_rule.ledger_cost` charges it. The running state's paths (`state_from_history`, the index's
 `state_from_index`, the check's `state_apply`) took only the members reading the subset: a
 member reading none of it lost its moves (found by an adversarial review; the loader requires a
 keyed family's members to read the key, so it is reached through records built in Python)."""

@@ -1,4 +1,4 @@
-"""engine.index_over: the index of the same releases over the variables as they stood at a
+"""ledger_index.index_over: the index of the same releases over the variables as they stood at a
 moment (history.state_as_of) gives the figures of an index built over those variables.
 
 Drawn ledgers (test_engine_properties.ledgers: families keyed and random, several guarantees,

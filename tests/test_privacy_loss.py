@@ -183,7 +183,7 @@ def test_the_tail_search_is_dp_accountings_loop(values, threshold):
                 min_size=1, max_size=8))
 @settings(max_examples=25, deadline=None)
 def test_a_composition_from_kept_nodes_is_the_whole_composition_bit_for_bit(changes):
-    """`accountants.pld_epsilon` composes its factors in a balanced tree and keeps every node, so a
+    """`pld_accountant.pld_epsilon` composes its factors in a balanced tree and keeps every node, so a
     composition that changes one setting's count composes again only the nodes above it. Each
     step's PMF and figure equal the same tree composed from scratch with dp_accounting's own
     `compose` (no node kept), whatever was composed before."""

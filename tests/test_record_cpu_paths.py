@@ -83,7 +83,7 @@ def test_state_sums_are_the_stacked_sums_to_the_bit():
         items = tuple(counts.items())
         curve, rho, approx_eps, approx_delta = renyi_curves._state_sums(items)
         summaries = [(renyi_curves._key_summary(k), c) for k, c in items]
-        # in the canonical order (accountants.summed_curve: the keys sorted), as a composition sums them
+        # in the canonical order (renyi_curves.summed_curve: the keys sorted), as a composition sums them
         stacked = [(s[0], c) for k, (s, c) in sorted(zip([k for k, _ in items], summaries)) if s[0] is not None]
         expected = (np.asarray([c for _, c in stacked], dtype=np.float64) @ np.asarray([s for s, _ in stacked])
                     if stacked else np.zeros_like(renyi_curves._grids()["ORDERS"]))

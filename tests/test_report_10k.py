@@ -5,7 +5,7 @@
   for entries that take every branch, hostile text included.
 - Release rows are read with their JSON columns as text (`store.release_row_dicts`): the same
   dicts as the JSON type's processor gave, and a cell that is not JSON still fails.
-- `accountants.state_apply` over a chunk gives the state of applying it release by release.
+- `cap_states.state_apply` over a chunk gives the state of applying it release by release.
 """
 
 from __future__ import annotations

@@ -292,8 +292,8 @@ def test_the_pair_arrays_compose_each_pair_as_subset_does(ledger, declared, lapl
 @settings(max_examples=150, deadline=None)
 @given(ledger=ledgers(max_releases=8))
 def test_a_family_composed_once_per_case_costs_what_family_cost_gives(ledger):
-    """`accountants.FamilyCases` (a family's cost keyed by the set of its touched members' values,
-    whether one is untouched and whether the key is met) equals `engine.family_cost` on every
+    """`family_case_costs.FamilyCases` (a family's cost keyed by the set of its touched members' values,
+    whether one is untouched and whether the key is met) equals `cost_rule.family_cost` on every
     subset, for families keyed and random, members of one or several guarantees."""
     from ledger.accounting import family_case_costs
     from ledger.accounting.cost_rule import family_cost

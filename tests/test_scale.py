@@ -1,7 +1,7 @@
 """Accounting rows, the commands that read them, start-up imports.
 
 The figures the CLI prints from the accounting rows are checked against the
-reference rules written out release by release (`engine.ledger_cost`,
+reference rules written out release by release (`cost_rule.ledger_cost`,
 docs/explanation/model.md) over releases built independently of the store.
 """
 

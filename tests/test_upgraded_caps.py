@@ -5,7 +5,7 @@ made before caps carried one (fixtures/ledger_before_filters.sql, written by pri
 that schema: fixtures/make_ledger_before_filters.py says how) is upgraded by the first command
 that opens it: one `ledger.migrated` event, each cap at a delta given its filter from the releases
 it holds (Gaussian DP when they are all Gaussian, else the Rényi filter at the order its epsilon
-and delta fix, accountants.cap_order, an input here) in a `cap.set` event by privacy-ledger, its
+and delta fix, cap_decisions.cap_order, an input here) in a `cap.set` event by privacy-ledger, its
 figure the filter's, and `audit verify` passes.
 
 Expected figures, computed here: a Gaussian-DP cap's is the exact epsilon of one Gaussian of

@@ -80,7 +80,7 @@ def deltas_held(releases: Iterable[Release]) -> Fraction:
 def deltas_indexed(index) -> tuple[Fraction, frozenset[str]]:
     """`deltas_held` of a LedgerIndex's charged releases (its guarantee arrays, whatever its rows
     hold of each release), and the variables its approximate releases read. A release charged
-    through its mechanism's event (a Gaussian declared by (epsilon, delta): accountants.Event) draws
+    through its mechanism's event (a Gaussian declared by (epsilon, delta): dp_events.Event) draws
     no delta: its figure is its noise's curve."""
     from .index_figures import index_events
 

@@ -86,7 +86,7 @@ def spend_events(spend: Spend) -> list[Event]:
     part: pure, zcdp, approx. A family charged with parts in several notions (docs/explanation/model.md#families,
     a componentwise bound) is charged every part: their composition bounds it. Callers
     handle unbounded spends before; a zero spend has no event. A family's worst-of-alternatives
-    cost (`engine.Worst`) enters as its componentwise maximum, which bounds every alternative."""
+    cost (`charge_choice.Worst`) enters as its componentwise maximum, which bounds every alternative."""
     from .charge_choice import Worst
 
     if isinstance(spend, Worst):

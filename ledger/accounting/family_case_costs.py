@@ -16,11 +16,11 @@ np = lazy_module("numpy")  # imported on first use
 
 
 class FamilyCases:
-    """`engine.family_cost` of one family on subsets, composed once per distinct case.
+    """`cost_rule.family_cost` of one family on subsets, composed once per distinct case.
 
     When every member costs one value on every part of what it reads (one candidate on every
-    nonempty part, and one add/remove cost), `engine.family_options` has one combination: the
-    worst (`engine.worst_of`, a function of the *set* of its inputs) of the touched members'
+    nonempty part, and one add/remove cost), `cost_rule.family_options` has one combination: the
+    worst (`charge_choice.worst_of`, a function of the *set* of its inputs) of the touched members'
     values, zero for an untouched member, and, when the subset meets the partition key, the
     moves (every member's add/remove cost, alone or two together: they do not depend on the
     subset). So the cost depends only on (the set of touched members' values, whether a member
@@ -61,7 +61,7 @@ class FamilyCases:
             self.zero, self.unbounded = ZERO, UNBOUNDED
 
     def cost(self, touched: np.ndarray, subset: frozenset[str]):
-        """c_F(U) (`engine.family_cost`), `touched`: which members read something of U."""
+        """c_F(U) (`cost_rule.family_cost`), `touched`: which members read something of U."""
         from .cost_rule import family_cost
 
         if not self.uniform:

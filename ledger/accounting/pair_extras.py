@@ -24,7 +24,7 @@ class PairExtras:
     of them leaves unbounded: what `IndexEvents.composition` adds for them on that subset.
 
     A release's or a family's cost on U depends only on U ∩ what it reads (docs/explanation/model.md#the-cost-of-one-release-on-a-subset, docs/explanation/model.md#families;
-    `engine.candidates`, `engine.family_options`), so it is composed once per distinct case:
+    `cost_rule.candidates`, `cost_rule.family_options`), so it is composed once per distinct case:
     - a release outside the array path (several guarantees, a value of several parts, a
       choice): once per variable a it reads ({a}: every pair {a, x} with x not read by it, by a
       matrix product of the reads) and once per pair of variables it reads;

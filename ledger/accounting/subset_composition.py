@@ -73,7 +73,7 @@ def composition(releases: Iterable[Release], families: Iterable[Family], subset:
             comp.unbounded = True
             continue
         comp.events.update(unit_events(release, spend))
-    for fid, group in members.items():  # (0 where no member reads the subset: engine.family_options)
+    for fid, group in members.items():  # (0 where no member reads the subset: cost_rule.family_options)
         spend = family_cost(family_map[fid], group, subset)
         if spend.unbounded:
             comp.unbounded = True

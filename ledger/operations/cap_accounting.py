@@ -2,7 +2,7 @@
 
 `budget.check` computes every cap's figure by the basic accountant (its running
 `CapTotal`). This layer takes those checks and, for a cap stated at a delta,
-replaces the figure by its filter's (accounting/filters.py, accountants.cap_decision):
+replaces the figure by its filter's (accounting/filters.py, cap_decisions.cap_decision):
 the running figure's statements, Gaussian DP, or the Rényi divergences at one order
 fixed when the cap was set. A pure epsilon cap keeps the pure sum; a rho cap the sum
 of rho. Every check carries its `Decision` (accountant, theorem), which recording
@@ -100,7 +100,7 @@ def _with(check: budget.CapCheck, before: cap_decisions.Decision, after: cap_dec
 def with_running(session: Session, dataset: str, checks: Sequence[budget.CapCheck],
                  when: datetime | None = None) -> list[budget.CapCheck]:
     """Each cap at a delta with the running figure of its subset at its delta, the figure `subset`
-    prints (accountants.subset_figures, the smallest valid one), now or at `when`: a cap is decided
+    prints (index_figures.subset_figures, the smallest valid one), now or at `when`: a cap is decided
     by its filter, and a board reads both."""
     stated = [c for c in checks if c.cap.delta is not None and c.cap.rho is None]
     own = {c.cap.name: c.after for c in stated if filters.kind_of(c.cap.filter)[0] == filters.RUNNING}
@@ -154,7 +154,7 @@ def checks_from_index(caps, index, totals: Mapping[str, budget.CapTotal] | None 
     """`checks_from_history` over a LedgerIndex of the charged releases (the accounting rows,
     columns.index_for, at a moment for `cap list --as-of`; or the report's index):
     the running totals (unless given) by `budget.total_from_index` and the accountant states
-    by `accountants.state_from_index`, the same totals and states, so the same decisions."""
+    by `cap_states.state_from_index`, the same totals and states, so the same decisions."""
     if totals is None:
         totals = {cap.name: budget.total_from_index(cap, index) for cap in caps}
     return with_reasons(checks_on(caps, totals, lambda cap: cap_states.state_from_index(cap, index)), lambda: index)

@@ -195,7 +195,7 @@ def at_delta_default():
 
 
 def _smallest(index, subset, delta, spend):
-    """The smallest valid figure on `subset` at `delta` (accountants.best over the basic, Rényi
+    """The smallest valid figure on `subset` at `delta` (figure_validity.best over the basic, Rényi
     and PLD accountants, as `subset` and `table` print it; docs/explanation/accounting.md), or None where the
     basic figure is pure or unbounded (a pure statement holds at delta 0: it is kept)."""
     if spend is None or spend.is_zero or spend.unbounded or spend.is_pure:

@@ -731,7 +731,7 @@ def _caps_at_a_delta_again(session: Session, states: bool) -> None:
 
 def _v14_fixed_sides(session: Session) -> None:
     """A release with an (epsilon, delta) guarantee beside a pure or rho one (or several (epsilon,
-    delta) ones) is charged by one side fixed by the release (engine.charge_options), no longer by the
+    delta) ones) is charged by one side fixed by the release (cost_rule.charge_options), no longer by the
     combination the history favours; such releases have several guarantees (an accounting row's
     `more`), so in each dataset holding one, every cap's running total and accountant state is
     computed again from the accounting rows (as `cap set` does)."""
@@ -799,7 +799,7 @@ def _cap_filter_column(connection: Connection) -> None:
 def _v18_filters(session: Session) -> None:
     """Every figure is fully adaptive and a cap at a delta is a privacy filter of a recorded kind
     (accounting/filters.py): each such cap is given its filter from the releases it holds now
-    (accountants.choose_filter), written as a `cap.set` event by privacy-ledger, and every cap's
+    (cap_decisions.choose_filter), written as a `cap.set` event by privacy-ledger, and every cap's
     running total and state computed again from its accounting rows."""
     for dataset in sorted(set(session.exec(select(CapRow.dataset)).all())):
         stated = caps(session, dataset)
@@ -1488,7 +1488,7 @@ def save_totals(session: Session, dataset: str, totals: Mapping[str, CapTotal]) 
 
 def set_cap(session: Session, cap: Cap, actor: str) -> Cap:
     """Add or replace a cap; its running total is computed once from the history, and a cap at a
-    delta is given its filter (accountants.choose_filter) from the releases it already holds.
+    delta is given its filter (cap_decisions.choose_filter) from the releases it already holds.
     Returns the cap as set."""
     # from the accounting rows of the releases that read the cap's subset (the others cost 0
     # on it, Tan Prop 3.3), not by decoding the history
@@ -2034,7 +2034,7 @@ class _TotalsCheck:
             dataset: {cap.name: [ZERO_SPEND, {}, []] for cap in caps} for dataset, caps in config.caps.items()}
         self.members: dict[str, dict[str, list[Release]]] = {dataset: {} for dataset in config.caps}
         # the running accountant states a decision would read, recomputed chunk by chunk
-        # (accountants.state_apply from the empty history; family members last, over all of them)
+        # (cap_states.state_apply from the empty history; family members last, over all of them)
         self.families = {dataset: {f.id: f for f in config.families.values() if f.dataset == dataset}
                          for dataset in config.caps}
         self.stored_states: dict[str, dict[str, dict]] = {}

@@ -23,7 +23,7 @@ the derived rows (`digest`), and the next incremental one checks every derived r
 - every sealed chunk is compared with the accounting rows (sealed.check in full: a binary compare);
 - a cap's row, running total and accountant state hash to what they did at the head, unless an
   event since names its dataset; then its total and state are recomputed from the accounting rows
-  (budget.total_from_index, accountants.state_from_index, as `cap set` computes them) and its row
+  (budget.total_from_index, cap_states.state_from_index, as `cap set` computes them) and its row
   is compared with its latest event (database.StateEvents).
 
 - the dataset and variable rows, and each family's row (how its members are charged), hash to
