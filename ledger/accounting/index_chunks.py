@@ -14,7 +14,8 @@ def rows_of(index, start: int, stop: int, g_start: int | None = None,
             g_stop: int | None = None):
     """The index restricted to releases start..stop (and their guarantees g_start..g_stop, found
     from `g_release` when not given), sharing its values: what `cost_ids` and `single_cells` read,
-    for one chunk of a large index (its Table 1 rows, without the whole n x |V| matrix)."""
+    for one chunk of a large index (its Table 1 rows, without the whole n x |V| matrix), of the
+    index's own class."""
     if g_start is None or g_stop is None:
         g_start, g_stop = np.searchsorted(index.g_release, [start, stop])
     part = type(index).__new__(type(index))
@@ -31,4 +32,6 @@ def rows_of(index, start: int, stop: int, g_start: int | None = None,
     return part
 
 
-_CHUNK = 65_536  # releases at a time where a pass over arrays would otherwise copy every row
+# releases at a time where a pass over arrays would otherwise copy every row (ledger_index,
+# index_pairs and index_running_totals each bind it: a test that shrinks it patches theirs)
+_CHUNK = 65_536
