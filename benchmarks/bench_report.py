@@ -69,7 +69,8 @@ from ledger.operations import transactions as operations, people  # noqa: E402
 from ledger.store import database as store  # noqa: E402
 from ledger.cli.report import (build_report, chain_status, find_chromium, gather, pdf_from_html,  # noqa: E402
                                 render_text)
-from ledger.accounting.engine import LedgerIndex, at_delta  # noqa: E402
+from ledger.accounting.charge_choice import at_delta  # noqa: E402
+from ledger.accounting.ledger_index import LedgerIndex  # noqa: E402
 from ledger.input.loader import build_dataset, build_releases, parse_document  # noqa: E402
 from ledger.core.records import CHARGED_STATUSES  # noqa: E402
 

@@ -41,7 +41,7 @@ from .accounting import budget
 from .operations import choices, transactions as operations
 from .store import database as store, files, identity
 from .store.identity import Person, front_end
-from .accounting.engine import at_delta
+from .accounting.charge_choice import at_delta
 from .accounting.risk import Risk, figure_risks
 from .core.errors import InputErrors, LedgerError, fail
 from .input.loader import Document, LedgerSnapshot, dataset_and_caps, read_document

@@ -537,7 +537,8 @@ def test_status_badges_differ_by_status(ledger):
 def test_the_worst_pair_shortcut_for_an_infinite_variable_agrees_with_the_pair_grid():
     """With a protected variable at ∞ the headline names the first pair holding it without
     the O(V²) grid; the grid itself gives the same pair and figure."""
-    from ledger.accounting.engine import LedgerIndex, at_delta
+    from ledger.accounting.charge_choice import at_delta
+    from ledger.accounting.ledger_index import LedgerIndex
     from ledger.reporting.headline import headline
     from ledger.core.records import Dataset, Guarantee, Mechanism, Notion, Release, Variable
 

@@ -38,12 +38,12 @@ from ..core.records import CHARGED_STATUSES, Dataset
 from ..core.lazy import lazy_callable, lazy_module
 
 if TYPE_CHECKING:
-    from ..accounting.engine import LedgerIndex
+    from ..accounting.ledger_index import LedgerIndex
     from ..input.loader import LedgerSnapshot
 
 # What the commands compute with, imported when a command runs, not for `--help` or
 # `--version`.
-at_delta = lazy_callable("ledger.accounting.engine", "at_delta")
+at_delta = lazy_callable("ledger.accounting.charge_choice", "at_delta")
 headline = lazy_callable("ledger.reporting.headline", "headline")
 headline_lines = lazy_callable("ledger.reporting.headline", "text_lines")
 LedgerSnapshot = lazy_callable("ledger.input.loader", "LedgerSnapshot")  # noqa: F811
@@ -861,7 +861,7 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
 
 
 def _check_accountant(accountant: str | None) -> None:
-    from ..accounting.accountants import ACCOUNTANTS
+    from ..accounting.figure_validity import ACCOUNTANTS
 
     if accountant is not None and accountant not in ACCOUNTANTS:
         raise fail("command line", "--accountant", f"must be one of {', '.join(ACCOUNTANTS)}, found {accountant!r}")
@@ -963,7 +963,8 @@ def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
     """The privacy loss on every pair of variables: the smallest valid figure of the basic and
     Rényi accountants, as `subset A B` prints it."""
     from ..reporting.accountant_views import pair_accountants
-    from ..accounting.accountants import ACCOUNTANTS, PAIR_PLD_LIMIT
+    from ..accounting.figure_validity import ACCOUNTANTS
+    from ..accounting.every_pair import PAIR_PLD_LIMIT
 
     if accountant is not None and accountant not in ACCOUNTANTS:
         raise fail("command line", "--accountant", f"must be basic, rdp or pld, found {accountant!r}")

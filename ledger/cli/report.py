@@ -563,8 +563,8 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     from ..store import columns
     from ..reporting.accountant_views import TableAccounts
     from ..core.records import CHARGED_STATUSES
-    from ..accounting.accountants import index_events
-    from ..accounting.engine import at_delta
+    from ..accounting.index_figures import index_events
+    from ..accounting.charge_choice import at_delta
     from ..operations.transactions import cap_checks
     from ..operations.cap_accounting import checks_from_index
 
@@ -682,7 +682,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
 
     from sqlalchemy import and_, func
 
-    from ..accounting.engine import index_over
+    from ..accounting.ledger_index import index_over
     from ..core.records import Status
     from ..operations.cap_accounting import checks_from_index
     from ..store import as_of as rows_at
@@ -870,7 +870,7 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
     import numpy as np
 
     from ..store.codec import release_from_dict
-    from ..accounting.engine import rows_of
+    from ..accounting.index_chunks import rows_of
     from ..core.records import CHARGED_STATUSES
 
     index, delta, n_var, seqs, wide_ids, epsilon_of, zero = _register_basis(large)
@@ -1078,9 +1078,9 @@ def _modules_before_fork(charts: bool) -> None:
     import numpy  # noqa: F401
     import numpy.ma  # noqa: F401 (np.unique reads np.ma.is_masked: ~0.1 s of import in each process otherwise)
 
-    from ..accounting import accountants  # noqa: F401 (store.verify's)
+    from ..accounting import cap_states  # noqa: F401 (store.verify's)
     from ..store import columns  # noqa: F401 (store.verify's)
-    from ..accounting import engine  # noqa: F401 (store.verify's)
+    from ..accounting import ledger_index  # noqa: F401 (store.verify's)
     from ..store import verified_head  # noqa: F401 (store.verify's)
 
     _report.summary_from  # noqa: B018 (the report module, loaded)
@@ -1171,7 +1171,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     from sqlalchemy import Text, cast
 
     from ..store.codec import guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict
-    from ..accounting.engine import rows_of
+    from ..accounting.index_chunks import rows_of
     from ..store.columns import stream_raw_rows
     from ..core.numbers import exact_text, fraction_text, to_json
     from ..core.records import CHARGED_STATUSES

@@ -23,10 +23,10 @@ from ..core.numbers import NumberError, to_fraction
 from ..core.records import CHARGED_STATUSES, Dataset
 
 if TYPE_CHECKING:
-    from ..accounting.engine import LedgerIndex
+    from ..accounting.ledger_index import LedgerIndex
     from ..input.loader import LedgerSnapshot
 
-engine = lazy_module("ledger.accounting.engine")  # when an index is built, not for `--help`
+ledger_index = lazy_module("ledger.accounting.ledger_index")  # when an index is built, not for `--help`
 store = lazy_module("ledger.store.database")
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")  # libpq spellings: read with psycopg 3
@@ -83,7 +83,7 @@ def charged_index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
     """The dataset's charged releases (every status but cancelled) and its families."""
     releases = [r for r in snapshot.releases.values() if r.dataset == dataset.name and r.status in CHARGED_STATUSES]
     families = [f for f in snapshot.families.values() if f.dataset == dataset.name]
-    return engine.LedgerIndex(dataset.variable_names, releases, families).for_dataset(dataset.allowance)
+    return ledger_index.LedgerIndex(dataset.variable_names, releases, families).for_dataset(dataset.allowance)
 
 
 def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VARIABLES") -> set[str]:

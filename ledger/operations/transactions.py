@@ -336,12 +336,12 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
         if action == "cancel" and caps:  # frees the reservation: recompute the totals and accountant states
             # it was in, from one index of the accounting rows of the releases reading the caps' subsets
             # (store.caps_index), not from every decoded release
-            from ..accounting import accountants
+            from ..accounting import cap_states
 
             index = store.caps_index(session, release.dataset, caps)
             store.drop_accountant_states(session, release.dataset, [cap.name for cap in caps])
             store.save_accountant_states(session, release.dataset, {
-                cap.name: accountants.state_from_index(cap, index) for cap in caps
+                cap.name: cap_states.state_from_index(cap, index) for cap in caps
                 if cap.delta is not None and cap.rho is None})  # (the caps an accountant decides: current_states')
             store.save_totals(session, release.dataset, {cap.name: budget.total_from_index(cap, index) for cap in caps})
         return changed

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from ..accounting import accountants
-from ..accounting.accountants import Figure
+from ..accounting import every_pair, figure_validity, index_figures
+from ..accounting.figure_validity import Figure
 from ..core.numbers import format_delta, format_number, to_json
 from ..accounting.grid_figures import epsilon_floats
 
@@ -20,7 +20,7 @@ def choose(found: dict[str, Figure], accountant: str | None) -> Figure:
     """The accountant asked for, else the smallest valid figure."""
     if accountant is not None:
         return found[accountant]
-    return accountants.best(found)
+    return figure_validity.best(found)
 
 
 def figure_line(figure: Figure) -> str:
@@ -41,7 +41,7 @@ def subset_accountants(index, cost, delta: Fraction, accountant: str | None, eve
     """Every accountant's figure for a subset and the one to show. `every=False` (the default
     text of `subset`): a PLD figure that is not valid here is not computed (it cannot be the
     one shown), unless `--accountant pld` asks for it."""
-    found = accountants.subset_figures(index, cost.subset, delta, cost.spend,
+    found = index_figures.subset_figures(index, cost.subset, delta, cost.spend,
                                        invalid_pld=every or accountant == "pld")
     return found, choose(found, accountant)
 
@@ -87,7 +87,7 @@ def table_accountants(index, table, delta: Fraction, accountant: str | None, eve
     default text shows the smallest valid figure, never the PLD (information only), so it
     composes none (a figure marked not computed stands in its place)."""
     wanted = ["basic", "rdp", "pld"]
-    per_variable, wide = accountants.table_figures(index, table, delta, wanted,
+    per_variable, wide = index_figures.table_figures(index, table, delta, wanted,
                                                    invalid_pld=every or accountant == "pld")
     return TableAccounts(table.variables, per_variable, wide, accountant)
 
@@ -108,7 +108,7 @@ def pair_accountants(index, delta: Fraction, accountant: str | None = None, grid
     pld, every pair's PLD figure is composed (no PAIR_PLD_LIMIT: the steward asked for
     exactly that figure, and it costs a PLD composition per distinct pair)."""
     limit = None if accountant == "pld" else 0  # (information only: composed when asked for)
-    found = accountants.pair_figures(index, delta, grid, pld_limit=limit)
+    found = every_pair.pair_figures(index, delta, grid, pld_limit=limit)
     names = index.variables
     return {(names[i], names[j]): (figures, choose(figures, accountant)) for (i, j), figures in found.items()}
 
@@ -135,7 +135,7 @@ def shown_pair_floats(grid, rdp, basic_floats):
     pure = (fields["approx_epsilon"] == 0) & (fields["approx_delta"] == 0) & (fields["rho"] == 0)
     basic = np.asarray(basic_floats, dtype=np.float64)
     tighter = rdp.epsilon
-    keep_basic = pure & (tighter >= basic * (1 - accountants.PURE_PREFERENCE))
+    keep_basic = pure & (tighter >= basic * (1 - figure_validity.PURE_PREFERENCE))
     return np.where(keep_basic, basic, np.minimum(basic, tighter))
 
 
@@ -147,7 +147,7 @@ class ShownPairs:
         self.index, self.delta, self.grid, self.rdp = index, delta, grid, rdp
 
     def figure(self, i: int, j: int) -> Figure:
-        return accountants.best(accountants.pair_figure(self.index, self.delta, self.grid, self.rdp, int(i), int(j)))
+        return figure_validity.best(every_pair.pair_figure(self.index, self.delta, self.grid, self.rdp, int(i), int(j)))
 
     def spend(self, i: int, j: int) -> _Shown:
         unbounded = self.rdp.unbounded  # (pair_rdp's: the grid's unbounded pairs and the families')
@@ -159,7 +159,7 @@ def best_pair_grid(index, delta: Fraction, grid, colour):
     """The pair grid and its colours with every cell (diagonal included) the smallest valid
     figure of basic and rdp, as `pairs` and `subset A B` print them (rdp over arrays). No PLD
     figure is composed: it is information only, never the one shown."""
-    rdp = accountants.pair_rdp(index, delta, grid, pld_limit=0)
+    rdp = every_pair.pair_rdp(index, delta, grid, pld_limit=0)
     return ShownPairs(index, delta, grid, rdp), shown_pair_floats(grid, rdp, colour)
 
 
@@ -169,7 +169,7 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
     figures `pairs` prints (from the report's pairs panel when given), the whole dataset's."""
     import numpy as np
 
-    from ..accounting.engine import at_delta
+    from ..accounting.charge_choice import at_delta
     from ..core.numbers import is_infinite
 
     per_variable, wide = accounts.shown()
@@ -180,7 +180,7 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
     if head.protected:
         spend = index.subset_spend(frozenset(head.protected), at_delta(delta))  # (its releases are not listed)
         if not spend.unbounded:
-            changes["epsilon"] = choose(accountants.subset_figures(index, head.protected, delta, spend,
+            changes["epsilon"] = choose(index_figures.subset_figures(index, head.protected, delta, spend,
                                                                    invalid_pld=chosen == "pld"), chosen).epsilon
         column = {name: k for k, name in enumerate(accounts.variables)}
         worst = max(head.protected, key=lambda name: (float(loss[name]), -column[name]))
@@ -196,7 +196,7 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
 
             if grid is None:
                 grid = index.pair_matrix(at_delta(delta))
-            rdp = accountants.pair_rdp(index, delta, grid, pld_limit=0)  # (the PLD is never shown)
+            rdp = every_pair.pair_rdp(index, delta, grid, pld_limit=0)  # (the PLD is never shown)
             shown = shown_pair_floats(grid, rdp, epsilon_floats(grid, delta, index.allowance))
             names = list(index.variables)
             ids = np.asarray([names.index(name) for name in head.protected])
@@ -210,7 +210,7 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
         a, b, value = changes.get("worst_pair", head.worst_pair)
         if not is_infinite(value):  # the pair's figure by the accountant asked for, as `subset A B --accountant`
             pair_spend = index.subset_spend(frozenset((a, b)), at_delta(delta))
-            changes["worst_pair"] = (a, b, choose(accountants.subset_figures(
+            changes["worst_pair"] = (a, b, choose(index_figures.subset_figures(
                 index, (a, b), delta, pair_spend, invalid_pld=chosen == "pld"), chosen).epsilon)
     if head.protected and not is_infinite(changes.get("epsilon", head.epsilon)):
         from ..accounting.risk import figure_risks, short_sentence

@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ..accounting.spend import Spend
-from ..accounting.engine import LedgerIndex, SpendGrid
+from ..accounting.exact_sums import SpendGrid
+from ..accounting.ledger_index import LedgerIndex
 from ..core.lazy import lazy_module
 from ..core.numbers import Number, format_number, is_infinite
 from ..core.records import Dataset

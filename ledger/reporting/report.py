@@ -45,7 +45,9 @@ from markupsafe import Markup
 from ..accounting import filters
 from ..accounting.spend import ALLOWANCE, CONVERSION_NAME
 from ..accounting.budget import CapCheck, CapTotal, check, composed, total_from_index
-from ..accounting.engine import LedgerIndex, RiskTable, at_delta
+from ..accounting.charge_choice import at_delta
+from ..accounting.ledger_index import LedgerIndex
+from ..accounting.risk_table import RiskTable
 from ..accounting.history import charged_from, ended
 from ..accounting.history import releases_as_of as _releases_then
 from ..core.numbers import INF, Number, float_down, float_up, is_infinite
@@ -871,10 +873,10 @@ def shown_accounts(index: LedgerIndex, table: RiskTable, delta: Fraction):
     """The total row's figures as `table` shows them (accountant_views.table_accountants with no
     accountant asked: the smallest valid figure per column), without computing PLD figures that
     cannot be shown: the PLD is never valid (information had the plan been fixed in advance,
-    docs/explanation/accounting.md) and `accountants.best` passes over a figure that is not valid, so basic and rdp
+    docs/explanation/accounting.md) and `figure_validity.best` passes over a figure that is not valid, so basic and rdp
     decide every column; the figures shown are the same."""
     from .accountant_views import TableAccounts
-    from ..accounting.accountants import table_figures
+    from ..accounting.index_figures import table_figures
 
     wanted = ["basic", "rdp"] + (["pld"] if len(table.releases) <= 20_000 else [])  # as table_accountants
     per_variable, wide = table_figures(index, table, delta, wanted, invalid_pld=False)
@@ -1024,7 +1026,7 @@ def total_reasons(risk: RiskTableView, index: LedgerIndex) -> dict:
 
 def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (), shown=None,
                per_release: bool = True) -> RiskTableView:
-    """Tan's Table 1 (engine.RiskTable) as epsilons at `delta`, in column blocks. `public`:
+    """Tan's Table 1 (risk_table.RiskTable) as epsilons at `delta`, in column blocks. `public`:
     the variables classified public; a whole-dataset ∞ that comes from them only is neutral.
     `shown`: the total row's figures as `table` prints them (accountant_views.TableAccounts.shown:
     the smallest valid figure per column); else the basic composition.
@@ -1117,7 +1119,7 @@ def _named_family_note(names) -> str:
 
 
 class _Matrix:
-    """Table 1 in full, kept as value ids (engine.RiskTable): row k is release k's epsilon
+    """Table 1 in full, kept as value ids (risk_table.RiskTable): row k is release k's epsilon
     on each variable, then on the whole dataset."""
 
     def __init__(self, cells: np.ndarray, wide: np.ndarray, epsilon_of: list[Number]):
@@ -1255,7 +1257,7 @@ def pair_figures(index: LedgerIndex, delta: Fraction, objective, protected: Sequ
     variables not classified public, docs/explanation/model.md#public-and-protected-variables), the highest pairs are pairs of protected
     variables, and `unprotected` counts those only: a public variable's ∞ is expected.
     `best`: each pair's figure is the one `pairs` prints, the smallest valid one of the basic,
-    Rényi and PLD accountants (accountants.pair_figures)."""
+    Rényi and PLD accountants (every_pair.pair_figures)."""
     variables = index.variables
     n = len(variables)
     grid = index.pair_matrix(objective)
@@ -1376,7 +1378,7 @@ def _order_by_stamps(stamps: np.ndarray) -> tuple[list[int], list[int], bool]:
 
 
 def charged_from_stamps(recorded: np.ndarray, published: np.ndarray) -> np.ndarray:
-    """history.charged_from over the stored times (accountants.IndexEvents: recorded in seconds,
+    """history.charged_from over the stored times (index_figures.IndexEvents: recorded in seconds,
     -inf unknown; published in seconds, inf none, -inf datetime.min): the earlier of the two
     known moments, nan when neither is. A publication at datetime.min is the accountants' reading
     of a release recorded as published with neither moment (`published_moment`); its
@@ -1741,7 +1743,7 @@ def aware(moment: datetime | None) -> datetime | None:
 
 
 def cks_floats(rho: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """accountants.cks_floats (where `pairs` uses it too)."""
-    from ..accounting.accountants import cks_floats as over_arrays
+    """cks_conversion.cks_floats (where `pairs` uses it too)."""
+    from ..accounting.cks_conversion import cks_floats as over_arrays
 
     return over_arrays(rho, delta)
