@@ -35,12 +35,12 @@ from dp_accounting.pld import common, pld_privacy_accountant  # noqa: E402
 from dp_accounting.pld import privacy_loss_distribution as PLD  # noqa: E402
 from sqlmodel import Session  # noqa: E402
 
-from ledger.accounting import accountants, budget  # noqa: E402
+from ledger.accounting import budget, composition_figures, figure_validity, index_figures, pld_accountant, subset_composition  # noqa: E402
 from ledger.operations import transactions as operations  # noqa: E402
 from ledger.store import database as store  # noqa: E402
 from ledger.accounting.spend import Spend  # noqa: E402
 from ledger.accounting.catalogue import derive_guarantees  # noqa: E402
-from ledger.accounting.engine import LedgerIndex  # noqa: E402
+from ledger.accounting.ledger_index import LedgerIndex  # noqa: E402
 from ledger.input.loader import build_releases, parse_document  # noqa: E402
 from ledger.core.records import Cap, Dataset, Guarantee, Mechanism, Notion, Release, Status, Variable  # noqa: E402
 
@@ -154,8 +154,8 @@ def bench_looseness() -> None:
                 for _ in range(count):
                     releases.append(release(i, kind, value, adaptive=adaptive))
                     i += 1
-            found = accountants.figures(accountants.composition(releases, [], {"a"}), Fraction(delta))
-            row.append((found, accountants.best(found)))
+            found = composition_figures.figures(subset_composition.composition(releases, [], {"a"}), Fraction(delta))
+            row.append((found, figure_validity.best(found)))
         (found, declared), (_, adaptive) = row
         if any(kind == "declared-rho" for kind, _, _ in parts):
             tight, source = tight_renyi(parts, delta), "rényi"  # a bare rho has no PLD: no tighter valid figure
@@ -199,7 +199,7 @@ def bench_table(n_variables: int, n_releases: int) -> None:
     table = index.table("bench")
     basic_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    per_variable, wide = accountants.table_figures(index, table, Fraction(1, 10**9), ("basic", "rdp"))
+    per_variable, wide = index_figures.table_figures(index, table, Fraction(1, 10**9), ("basic", "rdp"))
     rdp_s = time.perf_counter() - t1
     assert all(f["rdp"].epsilon <= float(f["basic"].epsilon) * (1 + 1e-9) for f in per_variable)
     gain = statistics.median(float(f["basic"].epsilon) / f["rdp"].epsilon for f in per_variable)
@@ -215,13 +215,13 @@ def bench_table(n_variables: int, n_releases: int) -> None:
 def bench_pld_subset(index) -> None:
     subset = frozenset(index.variables)  # the whole dataset: every release charges it
     cost = index.subset_cost(subset)
-    for cache in (accountants._event_pld, accountants._gaussian_pld, accountants._pld_epsilon_of):
+    for cache in (pld_accountant._event_pld, pld_accountant._gaussian_pld, pld_accountant._pld_epsilon_of):
         cache.cache_clear()  # measured cold
-    accountants._PRODUCTS.clear()  # (the kept nodes of the PLD product tree too)
+    pld_accountant._PRODUCTS.clear()  # (the kept nodes of the PLD product tree too)
     t0 = time.perf_counter()
-    found = accountants.subset_figures(index, subset, Fraction(1, 10**6), cost.spend)
+    found = index_figures.subset_figures(index, subset, Fraction(1, 10**6), cost.spend)
     ledger_s = time.perf_counter() - t0
-    comp = accountants.index_events(index).composition(
+    comp = index_figures.index_events(index).composition(
         index.cost_ids([index.column[name] for name in sorted(subset)]), subset, cost.spend)
     # the peer: dp_accounting composing the same grouped events at its default discretisation
     t1 = time.perf_counter()
@@ -241,7 +241,7 @@ def bench_pld_subset(index) -> None:
     peer_s = time.perf_counter() - t1
     n = sum(comp.events.values())
     print(f"(c) one subset with pld: {n:,} charged releases, {len(comp.events)} distinct settings, delta 1e-6:")
-    interval = accountants.pld_interval(comp, 1e-6)
+    interval = pld_accountant.pld_interval(comp, 1e-6)
     print(f"    ledger pld (discretisation {interval:.4f}): {ledger_s:6.2f} s, epsilon "
           f"{found['pld'].epsilon:.4f}   [target < {PLD_TARGET_S} s]")
     print(f"    dp_accounting at 1e-4 (same events)  : {peer_s:6.2f} s, epsilon {peer:.4f}; basic "

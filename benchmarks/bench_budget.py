@@ -26,7 +26,7 @@ from sqlmodel import Session
 from ledger.accounting import budget
 from ledger.operations import transactions as operations
 from ledger.store import database as store
-from ledger.accounting.engine import ledger_cost
+from ledger.accounting.cost_rule import ledger_cost
 from ledger.input.loader import LedgerSnapshot, build_caps, build_dataset, build_releases, check_batch, parse_document
 
 VARIABLES = [f"v{k:02d}" for k in range(100)]

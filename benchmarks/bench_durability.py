@@ -26,8 +26,8 @@ one by one into a fresh ledger of its own by a process of its own (the accountan
 per process), alternately (a planned record, then a published one), so both meet the same
 load: the medians per record, wall and CPU, and their ratio (target: planned within 1.2x of
 published).
-(f) SQLite: the very statements (a) executed, captured and replayed by raw sqlite3 on a copy
-    of the same fresh ledger, one transaction per release, same durability: the disk's limit
+(f) the very statements (a) executed, captured and replayed by the raw driver (sqlite3; psycopg,
+    with their parameters) on a copy of the same fresh ledger, one transaction per release, same durability: the disk's limit
     for *this* transaction (a release row, its accounting and read rows, the audit event, the
     running totals and states, the stamps: more pages per commit than (b)'s one row).
 
@@ -76,20 +76,25 @@ if os.environ.get("LEDGER_BENCH_CODE"):  # (bench_scale puts this checkout first
 from ledger.operations import transactions as operations  # noqa: E402
 from ledger.store import database as store  # noqa: E402
 from ledger.input.loader import Document, build_caps, build_dataset, build_releases  # noqa: E402
+from ledger.store import identity  # noqa: E402
 
+ACTOR = identity.os_user().name  # who a `privacy-ledger` process is, so its first admin (fresh_ledger)
 PAYLOAD = "x" * 700  # about one release event's canonical JSON
 
 
 def fresh_ledger(url: str) -> object:
+    global ACTOR
     engine = store.make_engine(url)
     store.ensure_schema(engine)
-    document = Document("bench.dataset.json", dataset_document(random.Random(13)))
+    ACTOR = identity.authenticated(engine).name  # the OS user on SQLite, the database login on PostgreSQL
+    # published by their recorder, one by one: the dataset waives separation of duties
+    document = Document("bench.dataset.json", {**dataset_document(random.Random(13)), "self_approval": True})
     dataset, errors = build_dataset(document)
     caps, errors = build_caps(document, dataset)
     with store.write_session(engine) as session:
-        store.add_dataset(session, dataset, "bench")
+        store.add_dataset(session, dataset, ACTOR)
         for cap in caps:
-            store.set_cap(session, cap, "bench")
+            store.set_cap(session, cap, ACTOR)
     return engine
 
 
@@ -113,7 +118,7 @@ def record_one_by_one(engine, n: int, prefix: str = "one", published: bool = Tru
             entry.update(status="published", published_at="2026-01-01T00:00:00Z")
     start = time.perf_counter()
     for entry in entries:
-        operations.record(engine, builder([entry]), "bench")
+        operations.record(engine, builder([entry]), ACTOR)
     return time.perf_counter() - start
 
 
@@ -127,7 +132,7 @@ def record_each_timed(engine, n: int, prefix: str = "one") -> tuple[list[float],
     walls, cpus = [], []
     for entry in entries:
         wall, cpu = time.perf_counter(), time.thread_time()
-        operations.record(engine, builder([entry]), "bench")
+        operations.record(engine, builder([entry]), ACTOR)
         cpus.append(time.thread_time() - cpu)
         walls.append(time.perf_counter() - wall)
     return walls, cpus
@@ -220,7 +225,7 @@ def _recorder(url: str, entries: list[dict], published: bool, channel) -> None:
             one.update(status="published", published_at="2026-01-01T00:00:00Z")
         channel.recv()
         wall, cpu = time.perf_counter(), time.thread_time()
-        operations.record(engine, builder([one]), "bench")
+        operations.record(engine, builder([one]), ACTOR)
         channel.send((time.perf_counter() - wall, time.thread_time() - cpu))
     engine.dispose()
     channel.close()
@@ -270,7 +275,7 @@ def record_as_one_file(engine, n: int) -> float:
     rng = random.Random(6)
     entries = [release_entry(rng, f"file{k:06d}") for k in range(n)]
     start = time.perf_counter()
-    operations.record(engine, builder(entries), "bench")
+    operations.record(engine, builder(entries), ACTOR)
     return time.perf_counter() - start
 
 
@@ -374,6 +379,76 @@ def replay_sqlite(path: Path, transactions: list[list[str]]) -> float:
     return elapsed
 
 
+def capture_postgres(engine) -> list[list[tuple]]:
+    """Every statement the engine's psycopg connections run, with its parameters, grouped by
+    committed transaction: a cursor class that notes each execute (SQLAlchemy's and the
+    recording path's own driver cursors alike), a transaction closed at each commit and dropped
+    at a rollback or a connection's reset (reads that wrote nothing)."""
+    import psycopg
+    from sqlalchemy import event
+
+    transactions: list[list[tuple]] = [[]]
+
+    class Noting(psycopg.Cursor):
+        def execute(self, query, params=None, **options):
+            transactions[-1].append(("execute", query, params, options))
+            return super().execute(query, params, **options)
+
+        def executemany(self, query, params_seq, **options):
+            params_seq = list(params_seq)
+            transactions[-1].append(("executemany", query, params_seq, options))
+            return super().executemany(query, params_seq, **options)
+
+    @event.listens_for(engine, "connect")
+    def connect(dbapi_connection, _record):
+        dbapi_connection.cursor_factory = Noting
+
+    @event.listens_for(engine, "commit")
+    def commit(_connection):
+        transactions.append([])
+
+    def discard(*_args):
+        transactions[-1].clear()
+
+    event.listen(engine, "rollback", discard)
+    event.listen(engine.pool, "reset", discard)
+    return transactions
+
+
+def replay_postgres(url: str, transactions: list[list[tuple]]) -> float:
+    """(f) on PostgreSQL: the captured transactions run again by raw psycopg on a copy of the
+    fresh ledger, one commit each, same durability."""
+    import psycopg
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
+        connection.execute("SET synchronous_commit TO on")
+        connection.commit()
+        cursor = connection.cursor()
+        start = time.perf_counter()
+        for statements in transactions:
+            for how, query, params, options in statements:
+                getattr(cursor, how)(query, params, **options)
+            connection.commit()
+        return time.perf_counter() - start
+
+
+def template_copy(url: str) -> tuple[str, callable]:
+    """A new database made from `url`'s (no connection to it may be open)."""
+    import psycopg
+
+    name = f"bench_{uuid.uuid4().hex[:10]}"
+    source = url.rsplit("/", 1)[1]
+    admin = url.replace("postgresql+psycopg://", "postgresql://").rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')
+
+    def drop():
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return url.rsplit("/", 1)[0] + "/" + name, drop
+
+
 def bare_postgres(url: str, n: int, each: bool = False):
     """(b) on PostgreSQL: the total seconds, or with `each` every commit's."""
     import psycopg
@@ -430,7 +505,7 @@ def report(backend: str, n: int, walls: list[float], cpus: list[float], bare: li
     print(f"  ratio (a) / (b), medians: {each / bare_each:.2f}x  [target <= 1.5x]"
           + (f"; {ref[:12]}'s: {ms(old['wall']) / bare_each:.2f}x" if old is not None else ""))
     if replayed:
-        print(f"  (f) the same statements as (a), replayed by raw sqlite3, same durability: {replayed:8.2f} s "
+        print(f"  (f) the same statements as (a), replayed by the raw driver, same durability: {replayed:8.2f} s "
               f"({replayed / n * 1000:.2f} ms each; {replayed / sum(bare):.2f}x the bare loop: this transaction's "
               f"floor; (a) is {one / replayed:.2f}x it)")
     if planned[0]:
@@ -513,8 +588,12 @@ def main() -> None:
         url, drop = postgres_database(args.postgres)
         bare_url, drop_bare = postgres_database(args.postgres)
         try:
-            engine = fresh_ledger(url)
+            fresh_ledger(url).dispose()
+            replay_url, drop_replay = template_copy(url)
+            engine = store.make_engine(url)
+            transactions = capture_postgres(engine)
             walls, cpus = record_each_timed(engine, n)
+            recorded = [t for t in transactions if t]
             old = baseline_run(ref, args.postgres, n) if ref else None
             batch = record_as_one_file(engine, n)
             engine.dispose()
@@ -526,8 +605,12 @@ def main() -> None:
                 planned = planned_case(planned_url, args.planned)
             finally:
                 drop_planned()
+            try:
+                replayed = replay_postgres(replay_url, recorded[:n])
+            finally:
+                drop_replay()
             report("PostgreSQL (synchronous_commit=on)", n, walls, cpus, bare, batch, args.processes, by_process,
-                   planned, 0.0, old, ref or "")
+                   planned, replayed, old, ref or "")
         finally:
             drop()
             drop_bare()

@@ -35,7 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ledger.accounting.spend import compose  # noqa: E402
-from ledger.accounting.engine import LedgerIndex, ledger_cost, release_cost  # noqa: E402
+from ledger.accounting.cost_rule import ledger_cost, release_cost  # noqa: E402
+from ledger.accounting.ledger_index import LedgerIndex  # noqa: E402
 from ledger.core.records import Guarantee, Mechanism, Notion, Release  # noqa: E402
 
 TABLE_TARGET_S = 2.0
@@ -63,7 +64,7 @@ def make_ledger(n_variables: int, n_releases: int, seed: int) -> tuple[list[str]
 
 
 def baseline_table(variables, releases):
-    """Release by release, variable by variable: the rules as written (engine.release_cost)."""
+    """Release by release, variable by variable: the rules as written (cost_rule.release_cost)."""
     singletons = [frozenset({v}) for v in variables]
     everything = frozenset(variables)
     cells = [[release_cost(r, u) for u in singletons] for r in releases]

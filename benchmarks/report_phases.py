@@ -51,13 +51,13 @@ def timed(module, name: str, label: str) -> None:
 
 
 def main(path: str) -> None:
-    from ledger.accounting import engine as E
+    from ledger.accounting import ledger_index
 
     for name, label in (("pair_figures", "pairs"), ("shown_accounts", "table accounts"),
                         ("timeline_of", "timeline"), ("register_entry", "register entries"),
                         ("risk_table", "risk table")):
         timed(R, name, label)
-    timed(E.LedgerIndex, "table_by_arrays", "Table 1")
+    timed(ledger_index.LedgerIndex, "table_by_arrays", "Table 1")
     engine = store.make_engine(f"sqlite:///{path}")
     figures = {"imports": IMPORTS}
     with store.read_session(engine) as session:

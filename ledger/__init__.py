@@ -17,8 +17,8 @@ Where things live (the layers, lowest first; a module imports only its own layer
 the ones below -- tests/test_layers.py):
   core/         numbers, records, errors: the vocabulary
   mechanisms/   the data mechanisms (pure)
-  accounting/   every number: spend.py (composition), engine.py (cost per subset),
-                accountants.py, budget.py (caps), catalogue.py
+  accounting/   every number: spend.py (composition), cost_rule.py and ledger_index.py (cost per
+                subset), the accountants (composition_figures.py), budget.py (caps), catalogue.py
   input/        loader.py: files -> validated records
   store/        database.py (tables, audit chain), columns.py, codec.py, checkpoint.py
   operations/   transactions.py (record, check, lifecycle, caps), choices.py, people.py;

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,7 +41,7 @@ from .accounting import budget
 from .operations import choices, transactions as operations
 from .store import database as store, identity
 from .store.identity import Person, front_end
-from .accounting.engine import at_delta
+from .accounting.charge_choice import at_delta
 from .accounting.risk import Risk, figure_risks
 from .core.errors import InputErrors, LedgerError, fail
 from .input.loader import Document, LedgerSnapshot, dataset_and_caps, read_document
@@ -51,6 +52,7 @@ from .operations.table_view import table_view
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .operations.meeting_pack import MeetingPack
     from .operations.report_inputs import ReportInputs
 
 __all__ = ["Ledger", "SubsetLoss", "Recorded", "PlanCheck", "BudgetRefused", "AuditEvent", "Person", "front_end", "open",
@@ -145,6 +147,23 @@ class Ledger:
         with Session(self.engine) as session:
             return store.snapshot(session, dataset)
 
+    @contextmanager
+    def _indexed(self, dataset: str | None, as_of: str | datetime | None, *, subset: bool = False):
+        """(the dataset, the index of its charged releases): now, or as the ledger stood at `as_of`
+        (choices.index_as_of, the CLI's `--as-of`; its session open inside the block, where the
+        index reads release ids). `subset`: the index answers a subset's question (`subset --as-of`)."""
+        when = as_of_moment(as_of)
+        if when is None:
+            snapshot = self._full(dataset)
+            chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
+            yield chosen, choices.charged_index(snapshot, chosen)
+            return
+        with Session(self.engine) as session:
+            light = store.write_context(session)
+            chosen = choices.pick_dataset(light, dataset, field="dataset")
+            yield choices.index_as_of(session, chosen, light.families, when,
+                                      touching=set() if subset else None)
+
     @property
     def person(self) -> Person:
         """Who acts through this ledger: the person a front end named, else the database login
@@ -159,6 +178,15 @@ class Ledger:
     def _by(self) -> str:
         return self.person.name
 
+    def may(self, step: str) -> bool:
+        """Whether the person acting holds the role `step` needs ("approve", "publish", "retract",
+        "cancel", "record", ...: operations/people.py's DUTIES), as the step itself would decide;
+        nothing is written. A front end shows only the steps its person may take."""
+        from .operations import people
+
+        with Session(self.engine) as session:
+            return people.may(session, self._by(), step)
+
     @property
     def datasets(self) -> dict[str, Dataset]:
         """The recorded datasets, by name."""
@@ -168,11 +196,17 @@ class Ledger:
         """The named dataset, or the only one."""
         return choices.pick_dataset(self._light(), name, field="dataset")
 
-    def releases(self, dataset: str | None = None) -> list[Release]:
-        """Every recorded release (cancelled ones too: they are part of the record)."""
+    def releases(self, dataset: str | None = None, *, as_of: str | datetime | None = None) -> list[Release]:
+        """Every recorded release (cancelled ones too: they are part of the record); `as_of`: those
+        in the ledger then, each with the status it had then (as every `--as-of`)."""
         if dataset is not None:
             choices.pick_dataset(self._light(), dataset, field="dataset")
-        return [r for r in self._full(dataset).releases.values() if dataset is None or r.dataset == dataset]
+        found = [r for r in self._full(dataset).releases.values() if dataset is None or r.dataset == dataset]
+        when = as_of_moment(as_of)
+        if when is None:
+            return found
+        with Session(self.engine) as session:
+            return choices.releases_then(session, found, when)
 
     def release(self, release_id: str) -> Release:
         with Session(self.engine) as session:
@@ -358,12 +392,18 @@ class Ledger:
 
     # -- figures ----------------------------------------------------------------
 
-    def caps(self, dataset: str | None = None) -> list[budget.CapCheck]:
-        """Every cap of the dataset, its spend (reservations included), headroom and status."""
+    def caps(self, dataset: str | None = None, *, as_of: str | datetime | None = None) -> list[budget.CapCheck]:
+        """Every cap of the dataset, its spend (reservations included), headroom and status: the
+        figures `cap list` prints; `as_of`: the caps set then, as they stood (`cap list --as-of`)."""
         chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
+        when = as_of_moment(as_of)
         with Session(self.engine) as session:
-            caps = store.caps(session, chosen.name)
-            return operations.cap_checks(session, chosen.name, caps)  # the figures `cap list` prints
+            if when is None:
+                return operations.cap_checks(session, chosen.name, store.caps(session, chosen.name))
+            from .store.as_of import state_then
+
+            _, caps, _ = state_then(session, chosen, when)
+            return operations.cap_checks_as_of(session, chosen.name, caps, when)
 
     def headroom(self, variables: Iterable[str], *, dataset: str | None = None, delta: object = None,
                  mechanism: str = "any") -> budget.Headroom:
@@ -381,21 +421,19 @@ class Ledger:
                                    delta=choices.parse_delta(delta, chosen, field="delta"))
 
     def subset(self, variables: Iterable[str], *, dataset: str | None = None, delta: object = None,
-               accountant: str | None = None) -> SubsetLoss:
+               accountant: str | None = None, as_of: str | datetime | None = None) -> SubsetLoss:
         """The privacy loss on one subset (variables or group names): the figure `subset` prints,
         the smallest valid one of the basic and Rényi accountants (or `accountant`'s; the PLD is
-        information only, had the plan been fixed in advance)."""
+        information only, had the plan been fixed in advance); `as_of`: as `subset --as-of`."""
         from .operations.shown_figures import subset_accountants
 
-        snapshot = self._full(dataset)
-        chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
-        names = choices.resolve_variables(chosen, _names(variables), field="variables")
-        chosen_delta = choices.parse_delta(delta, chosen, field="delta")
-        _check_accountant(accountant, ACCOUNTANTS)
-        index = choices.charged_index(snapshot, chosen)
-        cost = index.subset_cost(names, at_delta(chosen_delta))
+        with self._indexed(dataset, as_of, subset=True) as (chosen, index):
+            names = choices.resolve_variables(chosen, _names(variables), field="variables")
+            chosen_delta = choices.parse_delta(delta, chosen, field="delta")
+            _check_accountant(accountant, ACCOUNTANTS)
+            cost = index.subset_cost(names, at_delta(chosen_delta))
+            found, shown = subset_accountants(index, cost, chosen_delta, accountant)
         spend = cost.spend
-        found, shown = subset_accountants(index, cost, chosen_delta, accountant)
         epsilon = shown.epsilon
         return SubsetLoss(
             dataset=chosen.name, variables=cost.subset, epsilon=safe_float(epsilon), exact=_exact(epsilon),
@@ -403,27 +441,25 @@ class Ledger:
             notion=spend.notion, releases=cost.releases, accountant=shown.accountant, case=shown.case,
             accountants=found)
 
-    def table(self, dataset: str | None = None, delta: object = None, *,
-              whole_dataset: bool = False, accountant: str | None = None) -> pd.DataFrame:
+    def table(self, dataset: str | None = None, delta: object = None, *, whole_dataset: bool = False,
+              accountant: str | None = None, as_of: str | datetime | None = None) -> pd.DataFrame:
         """Tan's Table 1: one row per charged release plus the total row ("All releases"),
         one column per variable (epsilon at the dataset's delta, safe floats, inf when
         unbounded); `whole_dataset=True` adds the whole-dataset column. The total row is the
         one `table` prints: per column the smallest valid figure (or `accountant`'s).
         `df.attrs` holds the dataset, the delta, the basis the figures are stated on and the
-        accountant of each total."""
+        accountant of each total. `as_of`: as `table --as-of`."""
         import pandas as pd
 
         from .operations.shown_figures import table_accountants
 
-        snapshot = self._full(dataset)
-        chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
-        chosen_delta = choices.parse_delta(delta, chosen, field="delta")
-        _check_accountant(accountant, ACCOUNTANTS)
-        index = choices.charged_index(snapshot, chosen)
-        risk = index.table(chosen.name, at_delta(chosen_delta))
-        accounts = table_accountants(index, risk, chosen_delta, accountant)
-        view = accounts.apply(table_view(risk, chosen_delta))
-        per_variable, wide = accounts.shown()
+        with self._indexed(dataset, as_of) as (chosen, index):
+            chosen_delta = choices.parse_delta(delta, chosen, field="delta")
+            _check_accountant(accountant, ACCOUNTANTS)
+            risk = index.table(chosen.name, at_delta(chosen_delta))
+            accounts = table_accountants(index, risk, chosen_delta, accountant)
+            view = accounts.apply(table_view(risk, chosen_delta))
+            per_variable, wide = accounts.shown()
         rows = [[*row.values, row.dataset_wide] for row in view.rows] + [[*view.total, view.total_dataset_wide]]
         columns = [*view.variables, "whole dataset"]
         frame = pd.DataFrame([[safe_float(v) for v in row] for row in rows], columns=columns,
@@ -436,20 +472,19 @@ class Ledger:
                                         "whole dataset": wide.accountant})
         return frame
 
-    def pairs(self, dataset: str | None = None, delta: object = None, *, accountant: str | None = None
-              ) -> pd.DataFrame:
+    def pairs(self, dataset: str | None = None, delta: object = None, *, accountant: str | None = None,
+              as_of: str | datetime | None = None) -> pd.DataFrame:
         """The loss on every pair of variables: columns variable_1, variable_2, epsilon, accountant;
         the figure `pairs` prints: the smallest valid one of basic and rdp (the PLD figure is
-        information only), as `subset` prints it."""
+        information only), as `subset` prints it; `as_of`: as `pairs --as-of`."""
         import pandas as pd
 
         from .operations.shown_figures import pair_accountants
 
-        snapshot = self._full(dataset)
-        chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
-        chosen_delta = choices.parse_delta(delta, chosen, field="delta")
-        _check_accountant(accountant, ("basic", "rdp", "pld"))
-        result = pair_accountants(choices.charged_index(snapshot, chosen), chosen_delta, accountant)
+        with self._indexed(dataset, as_of) as (chosen, index):
+            chosen_delta = choices.parse_delta(delta, chosen, field="delta")
+            _check_accountant(accountant, ("basic", "rdp", "pld"))
+            result = pair_accountants(index, chosen_delta, accountant)
         return pd.DataFrame([(a, b, safe_float(shown.epsilon), shown.accountant)
                              for (a, b), (_, shown) in result.items()],
                             columns=["variable_1", "variable_2", "epsilon", "accountant"])
@@ -463,18 +498,44 @@ class Ledger:
             return store.verify(session)
 
     def report_inputs(self, dataset: str | None = None, *, delta: object = None,
-                      since: str | datetime | None = None) -> ReportInputs:
+                      since: str | datetime | None = None, as_of: str | datetime | None = None) -> ReportInputs:
         """Everything the dataset's report is computed from (operations/report_inputs.py): its releases
         and families, its caps as `cap list` decides them, the audit chain and its verification, at
         `delta` (the dataset's by default); `since` (a datetime, or ISO 8601 text as --since takes it):
-        the meeting pack's date. `ledger.reporting.write_report(book, out)` writes the report."""
-        from .operations.report_inputs import gather, parse_since
+        the meeting pack's date; `as_of`: the report shows the ledger as it stood then (`--as-of`).
+        `ledger.reporting.write_report(book, out)` writes the report."""
+        from dataclasses import replace
 
-        since_at = since if isinstance(since, datetime) or since is None else parse_since(since)
+        from .operations.report_inputs import gather
+
+        since_at, as_of_at = report_moments(since, as_of)
         chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
         chosen_delta = choices.parse_delta(delta, chosen, field="delta")
         with Session(self.engine) as session:
-            return gather(session, chosen, chosen_delta, since_at)
+            inputs = gather(session, chosen, chosen_delta, since_at)
+        return inputs if as_of_at is None else replace(inputs, as_of=as_of_at)
+
+    def changes(self, after: str | datetime, until: str | datetime | None = None, *,
+                dataset: str | None = None) -> MeetingPack:
+        """What changed after the moment `after` names, up to `until` (now when None): the releases
+        recorded, approved, published, retracted and cancelled in between, and each cap's figure
+        at both ends (the meeting pack of `report --since` with `--as-of`). A date alone names the
+        end of its day at both ends, as `--as-of` does, so the figures `after` and `until` are those
+        `subset/table/cap list --as-of` print for them."""
+        from dataclasses import replace
+
+        from .operations.meeting_pack import meeting_between
+        from .operations.report_inputs import gather
+
+        start, end = as_of_moment(after, "after"), as_of_moment(until, "until")
+        if end is not None and start > end:
+            raise fail("argument", "after", f"{after} is after until {until}")
+        chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
+        with Session(self.engine) as session:
+            # (the chain is not verified here: the pack reads no verification)
+            inputs = gather(session, chosen, choices.parse_delta(None, chosen), start + JUST_AFTER,
+                            chain=lambda: None)
+        return meeting_between(replace(inputs, as_of=end))
 
     def export_registry(self, dataset: str | None = None, *, tier: int = 2) -> dict[str, Any]:
         """A DP Deployments Registry record of the dataset (see ledger.operations.registry_record)."""
@@ -489,6 +550,37 @@ class Ledger:
 
 
 ACCOUNTANTS = ("basic", "rdp", "pld")
+JUST_AFTER = timedelta(microseconds=1)  # the store's clock keeps microseconds at most
+
+
+def as_of_moment(value: str | datetime | None, field: str = "as_of") -> datetime | None:
+    """The moment an `as_of` names: a date-time (UTC when it has no zone), or text read as the
+    command line's `--as-of` reads it (a date alone is the end of that day; never the future)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    from .operations.moments import parse_date
+
+    try:
+        return parse_date(value, field)
+    except InputErrors as exc:  # (named as the argument it is, not as a command-line option)
+        raise InputErrors([LedgerError("argument", e.field, e.message) for e in exc.errors]) from None
+
+
+def report_moments(since: str | datetime | None, as_of: str | datetime | None
+                   ) -> tuple[datetime | None, datetime | None]:
+    """A report's `since` (read as --since reads it: a date alone is its start) and `as_of` (as
+    `as_of_moment`), refused when `since` is after `as_of`."""
+    from .operations.report_inputs import parse_since
+
+    since_at = since if isinstance(since, datetime) or since is None else parse_since(since)
+    as_of_at = as_of_moment(as_of)
+    if since_at is not None and as_of_at is not None and since_at > as_of_at:
+        raise fail("argument", "since", f"{since} is after as_of {as_of}")
+    return since_at, as_of_at
+
+
 RELEASE_EVENTS = ("release.recorded", "release.approved", "release.published", "release.retracted",
                   "release.cancelled")
 

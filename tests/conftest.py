@@ -110,7 +110,7 @@ def reference_filter():
     return _reference_filter
 
 
-# The Rényi orders a cap's one order is chosen from (accountants.ORDERS, written out: dp_accounting's
+# The Rényi orders a cap's one order is chosen from (renyi_curves.ORDERS, written out: dp_accounting's
 # default grid, then large orders for small deltas)
 REFERENCE_CAP_ORDERS = tuple([1 + x / 10 for x in range(1, 100)] + list(range(11, 64))
                              + [64, 80, 96, 128, 192, 256, 384, 512, 1024])

@@ -23,7 +23,7 @@ from conftest import REFERENCE_ALLOWANCE, REFERENCE_FILTER_ORDERS, _reference_ca
 from support import cli_main
 from test_engine_properties import ALL_SUBSETS, VARIABLES, ledgers
 
-from ledger.accounting import accountants
+from ledger.accounting import cap_decisions, cap_states, composition_figures, dp_events, figure_validity, index_figures, renyi_curves, subset_composition
 
 DATASET = """\
 dataset: d
@@ -199,15 +199,15 @@ def _summary(history) -> list:
 
 
 def printed(releases, subset, delta):
-    return accountants.best(accountants.figures(accountants.composition(releases, [], subset), delta))
+    return figure_validity.best(composition_figures.figures(subset_composition.composition(releases, [], subset), delta))
 
 
 def cap_figure(releases, cap):
-    """The figure a cap's filter holds `releases` to (accountants.cap_decision on the running
+    """The figure a cap's filter holds `releases` to (cap_decisions.cap_decision on the running
     state): the Gaussian-DP or one-order Rényi statement, or the pure sum of a pure history."""
     total = budget.total_from_history(cap, releases, {})
-    state = accountants.state_from_history(cap, releases, {})
-    return float(accountants.cap_decision(cap, total.value, total.spend, state).value)
+    state = cap_states.state_from_history(cap, releases, {})
+    return float(cap_decisions.cap_decision(cap, total.value, total.spend, state).value)
 
 
 def filter_caps(delta, epsilon=F(10)) -> list[Cap]:
@@ -230,10 +230,10 @@ def test_adding_a_release_never_lowers_a_printed_figure_nor_a_caps(history, delt
     for k in range(1, len(history) + 1):
         prefix = [r for batch in history[:k] for r in batch]
         for subset in SUBSETS:
-            found = accountants.figures(accountants.composition(prefix, [], subset), delta)
-            shown = accountants.best(found)
+            found = composition_figures.figures(subset_composition.composition(prefix, [], subset), delta)
+            shown = figure_validity.best(found)
             assert float(shown.epsilon) <= float(found["basic"].epsilon) * (1 + 1e-12)
-            # no tolerance (accountants.pld_interval argues why the PLD figure cannot fall)
+            # no tolerance (pld_accountant.pld_interval argues why the PLD figure cannot fall)
             assert float(shown.epsilon) >= before_printed[subset], (k, subset, shown, _summary(history))
             before_printed[subset], before_accountant[subset] = float(shown.epsilon), shown.accountant
         for cap in caps:
@@ -291,13 +291,13 @@ def test_one_release_at_a_time_no_figure_ever_falls(releases, delta):
     figure, each accountant's own figure (PLD included, valid or not), and every cap's filter
     figure, on every subset; and `check` can never refuse A while `record` admits A + B."""
     caps = filter_caps(delta)
-    before = {(s, name): 0.0 for s in SUBSETS for name in ("best", *accountants.ACCOUNTANTS)}
+    before = {(s, name): 0.0 for s in SUBSETS for name in ("best", *figure_validity.ACCOUNTANTS)}
     before_caps = {cap.name: 0.0 for cap in caps}
     for k in range(1, len(releases) + 1):
         prefix = releases[:k]
         for subset in SUBSETS:
-            found = accountants.figures(accountants.composition(prefix, [], subset), delta)
-            shown = {"best": accountants.best(found), **found}
+            found = composition_figures.figures(subset_composition.composition(prefix, [], subset), delta)
+            shown = {"best": figure_validity.best(found), **found}
             for name, figure in shown.items():
                 if not figure.available:
                     continue
@@ -576,15 +576,15 @@ def test_an_adaptive_subset_shows_the_renyi_filter_figure_its_cap_is_held_to(tmp
     # a / (2 * 20^2)) converted by CKS 2020 Prop 12 at each of the 22 fixed orders with delta / 44 (the
     # filters' half of the delta, the other half kept for the approximate releases' allowance), the
     # least (statements fixed in advance share the delta)
-    grid = accountants._grids()
-    laplace = accountants.event_curve(accountants.Event("laplace", F(2)))
+    grid = renyi_curves._grids()
+    laplace = renyi_curves.event_curve(dp_events.Event("laplace", F(2)))
     orders = grid["FILTER_ORDERS"]
     curve = laplace[grid["_FILTER_INDEX"]] + 50 * orders / (2 * 20 ** 2)
     share = 1e-6 * (1 - REFERENCE_ALLOWANCE) / len(REFERENCE_FILTER_ORDERS)
     by_order = curve + numpy.log1p(-1 / orders) - (math.log(share) + numpy.log(orders)) / (orders - 1)
     expected = float(by_order.min())
     assert expected * (1 - 1e-12) <= rdp["epsilon"] == pytest.approx(expected, rel=1e-8)  # rounded up (float noise aside)
-    best, _ = accountants.rdp_epsilon(laplace + 50 * grid["ORDERS"] / 800, 1e-6)
+    best, _ = renyi_curves.rdp_epsilon(laplace + 50 * grid["ORDERS"] / 800, 1e-6)
     assert best == pytest.approx(2.1101, abs=1e-4) and rdp["epsilon"] > best  # not valid here: not shown
     # basic: the pure 0.5 and rho 50/800 at the fixed orders or the zCDP filter, each at its share
     # (conftest's reference_filter); the smaller of the valid figures is shown
@@ -604,7 +604,7 @@ def test_an_adaptive_subset_shows_the_renyi_filter_figure_its_cap_is_held_to(tmp
     (cap,) = cli_main(url, "cap", "list", "--json").json()
     order = _reference_cap_order(float(limit), 1e-6)
     assert f"Rényi filter at order {order:g}," in cap["theorem"]
-    at_order = float(accountants.laplace_curve(2.0, numpy.asarray([order]))[0]) + 50 * order / 800
+    at_order = float(renyi_curves.laplace_curve(2.0, numpy.asarray([order]))[0]) + 50 * order / 800
     expected = _reference_prop12(at_order, order, (1 - REFERENCE_ALLOWANCE) * 1e-6)
     assert expected <= cap["current"] <= expected * (1 + 1e-8)
     assert cap["current"] < shown["epsilon"] and cap["status"] != "over"
@@ -624,7 +624,8 @@ def test_a_subsets_renyi_figure_and_a_renyi_caps_state_one_curve_at_two_shares_o
     from hypothesis import assume
 
     from ledger.accounting import budget
-    from ledger.accounting.engine import LedgerIndex, at_delta
+    from ledger.accounting.charge_choice import at_delta
+    from ledger.accounting.ledger_index import LedgerIndex
     from ledger.core.records import Cap
 
     families = {f.id: f for f in ledger.families}
@@ -634,11 +635,11 @@ def test_a_subsets_renyi_figure_and_a_renyi_caps_state_one_curve_at_two_shares_o
     assume(total.spend.unbounded or not (total.spend.approx_epsilon or total.spend.approx_delta))
     index = LedgerIndex(VARIABLES, ledger.releases, ledger.families)
     basic = index.subset_cost(frozenset(subset), at_delta(delta)).spend
-    shown = float(accountants.subset_figures(index, subset, delta, basic)["rdp"].epsilon)
-    state = accountants.state_from_history(caps[0], ledger.releases, families)
+    shown = float(index_figures.subset_figures(index, subset, delta, basic)["rdp"].epsilon)
+    state = cap_states.state_from_history(caps[0], ledger.releases, families)
     shifted, clamped = [], False
     for a, cap in zip(REFERENCE_FILTER_ORDERS, caps):
-        decided = accountants.cap_decision(cap, total.value, total.spend, state)
+        decided = cap_decisions.cap_decision(cap, total.value, total.spend, state)
         if math.isinf(shown) or shown == 0:  # unprotected, or nothing spent (a zero curve is 0-DP)
             assert float(decided.value) == shown, (a, decided)
             continue
@@ -649,7 +650,7 @@ def test_a_subsets_renyi_figure_and_a_renyi_caps_state_one_curve_at_two_shares_o
             clamped = True
             continue
         value = float(decided.value) + math.log(len(REFERENCE_FILTER_ORDERS)) / (a - 1)
-        # (each figure rounded up by a relative margin, accountants._MARGIN, and summed in its own order)
+        # (each figure rounded up by a relative margin, renyi_curves._MARGIN, and summed in its own order)
         assert value >= shown * (1 - 1e-8), (a, decided, shown)
         shifted.append(value)
     if len(shifted) == len(caps) and not clamped:

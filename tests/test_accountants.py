@@ -36,8 +36,8 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 from support import acting_as, cli_main
 
-from ledger.accounting import accountants
-from ledger.accounting.spend import cks_epsilon
+from ledger.accounting import composition_figures, dp_events, figure_validity, renyi_curves, subset_composition
+from ledger.accounting.spend import Spend, cks_epsilon
 from ledger.core.records import Guarantee, Mechanism, Notion, Release, Status
 
 ADD_REMOVE = privacy_accountant.NeighboringRelation.ADD_OR_REMOVE_ONE
@@ -83,7 +83,7 @@ def _times(recorded=0, published=None) -> dict:
 
 
 def figures(releases, delta, subset=("a",)):
-    return accountants.figures(accountants.composition(releases, [], subset), F(delta))
+    return composition_figures.figures(subset_composition.composition(releases, [], subset), F(delta))
 
 
 def rr_curve(a: float, epsilon: float) -> float:
@@ -131,7 +131,7 @@ def test_a_thousand_gaussians_at_the_exact_profile():
     assert exact <= found["pld"].epsilon <= exact + 5e-3  # never below; within the discretisation
     assert found["pld"].epsilon >= pld_peer(dp_event.GaussianDpEvent(10.0), 1000, 1e-6) - 1e-3
     assert not found["pld"].valid and found["pld"].case == "adaptive"  # information only
-    assert accountants.best(found).accountant == "basic"  # (basic and rdp tie: the earlier is named)
+    assert figure_validity.best(found).accountant == "basic"  # (basic and rdp tie: the earlier is named)
 
 
 def test_one_gaussian_with_rho_one_half():
@@ -148,7 +148,7 @@ def test_one_gaussian_with_rho_one_half():
         assert reference <= float(found[name].epsilon) <= reference * (1 + 1e-8), name
     assert exact <= found["pld"].epsilon <= exact + 5e-3
     assert not found["pld"].valid
-    assert float(accountants.best(found).epsilon) >= exact
+    assert float(figure_validity.best(found).epsilon) >= exact
 
 
 def test_ten_pure_releases_and_a_declared_rho():
@@ -176,7 +176,7 @@ def test_ten_pure_releases_and_a_declared_rho():
         bounds=(1.5, 20), method="bounded", options={"xatol": 1e-10}).fun
     assert round(best_order, 3) == 15.940 and found["rdp"].epsilon > best_order
     assert not found["pld"].available
-    assert accountants.best(found).accountant == "rdp"
+    assert figure_validity.best(found).accountant == "rdp"
     # never below the truth's lower bound: the exact profile of the worst case with a Gaussian of rho 1/2
     assert found["rdp"].epsilon >= epsilon_at(1e-9, rr_binomial_atoms(1.0, 10), s=1.0)
 
@@ -198,14 +198,14 @@ def test_a_hundred_laplace_releases():
     assert fixed <= found["rdp"].epsilon <= fixed * (1 + 1e-8)
     assert round(found["pld"].epsilon, 3) == 4.693 and found["pld"].epsilon >= pld - 1e-3
     assert not found["pld"].valid
-    assert accountants.best(found).accountant == "rdp"
+    assert figure_validity.best(found).accountant == "rdp"
 
 
 def test_the_laplace_curve_is_mironovs():
     """Mironov 2017, Prop 6, as dp_accounting evaluates it, at every order of the grid."""
     for epsilon in (0.05, 0.5, 2.0):
-        curve = accountants.laplace_curve(1 / epsilon)
-        peer = [rdp_privacy_accountant._laplace_rdp(epsilon, a) for a in accountants.ORDERS]
+        curve = renyi_curves.laplace_curve(1 / epsilon)
+        peer = [rdp_privacy_accountant._laplace_rdp(epsilon, a) for a in renyi_curves.ORDERS]
         assert all(c >= p - 1e-15 and c <= p * (1 + 1e-8) + 1e-14 for c, p in zip(curve, peer))
 
 
@@ -218,7 +218,7 @@ def test_pure_releases_by_randomized_response():
     assert exact <= found["rdp"].epsilon
     # randomized response's Rényi curve, by its closed form
     p = math.e**0.5 / (1 + math.e**0.5)
-    for a, value in zip(accountants.ORDERS[:5], accountants.pure_curve(0.5)[:5]):
+    for a, value in zip(renyi_curves.ORDERS[:5], renyi_curves.pure_curve(0.5)[:5]):
         closed = math.log(p**a * (1 - p) ** (1 - a) + (1 - p) ** a * p ** (1 - a)) / (a - 1)
         assert closed <= value <= closed * (1 + 1e-8) + 1e-14
 
@@ -227,8 +227,8 @@ def test_adding_a_gaussian_never_lowers_the_figure():
     """The issue's consistency defect: 100 Laplace releases printed 10 and, with one Gaussian
     more, 5.2511. Now the printed figure only rises."""
     base = [laplace(i, F(1, 10), recorded=i, published=i) for i in range(100)]  # adaptive
-    before = accountants.best(figures(base, F(1, 10**6)))
-    after = accountants.best(figures(base + [gaussian(0, 10, recorded=200, published=200)], F(1, 10**6)))
+    before = figure_validity.best(figures(base, F(1, 10**6)))
+    after = figure_validity.best(figures(base + [gaussian(0, 10, recorded=200, published=200)], F(1, 10**6)))
     assert before.epsilon < 10
     assert after.epsilon >= before.epsilon
 
@@ -264,8 +264,8 @@ def test_a_release_without_its_mechanisms_parameters_stays_with_its_guarantee():
     charged by its guarantee (randomized response's curve), never by an invented Laplace curve."""
     claimed = Release("old", "d", frozenset({"a"}), Mechanism("laplace", (("scale", F(10)), ("sensitivity", F(1)))),
                       (Guarantee(frozenset({"a"}), Notion.PURE, epsilon=F(1, 5)),))
-    assert accountants.mechanism_event(claimed) is None
-    assert accountants.unit_events(claimed, accountants.Spend(pure=F(1, 5))) == [accountants.Event("pure", F(1, 5))]
+    assert dp_events.mechanism_event(claimed) is None
+    assert dp_events.unit_events(claimed, Spend(pure=F(1, 5))) == [dp_events.Event("pure", F(1, 5))]
 
 
 # --------------------------------------------------------------------------
@@ -291,7 +291,7 @@ def test_the_printed_figure_is_between_the_exact_one_and_basic(ledger, delta):
     if not releases:
         return
     found = figures(releases, delta)
-    shown = accountants.best(found)
+    shown = figure_validity.best(found)
     assert float(shown.epsilon) <= float(found["basic"].epsilon) + 1e-12
     s = math.sqrt(sum(1 / float(m) ** 2 for m in noise)) if noise else None
     exact = epsilon_at(float(delta), rr_atoms([float(e) for e in pure]) if pure else None, s=s)
@@ -306,8 +306,8 @@ def test_adding_releases_never_lowers_the_printed_figure(first, more):
              for r in more[0]]
     if not releases or not extra:
         return
-    before = accountants.best(figures(releases, F(1, 10**6)))
-    after = accountants.best(figures(releases + extra, F(1, 10**6)))
+    before = figure_validity.best(figures(releases, F(1, 10**6)))
+    after = figure_validity.best(figures(releases + extra, F(1, 10**6)))
     assert float(after.epsilon) >= float(before.epsilon) - 1e-9
 
 
@@ -328,7 +328,7 @@ def test_no_figure_depends_on_when_releases_were_recorded_or_published():
         found = figures(releases, F(1, 10**6))
         assert {f.case for f in found.values()} == {"adaptive"}
         assert not found["pld"].valid
-        shown = accountants.best(found)
+        shown = figure_validity.best(found)
         assert shown.accountant == "basic"
         assert reference <= float(shown.epsilon) <= reference * (1 + 1e-8)
 
@@ -557,7 +557,7 @@ def test_the_subsampled_curve_is_theorem_9_as_dp_accounting_computes_it(q, sigma
 
     orders = np.asarray(list(range(2, 41)) + [64, 128, 257, 300])  # (the peer is slow: O(order^2) in Python)
     base = np.arange(2, orders.max() + 1) / (2 * sigma**2)  # the Gaussian's curve at 2, 3, ..., 300
-    mine = accountants.subsampled_wor_curve(base, math.inf, q, orders)
+    mine = renyi_curves.subsampled_wor_curve(base, math.inf, q, orders)
     strengthened = np.array([rdp_privacy_accountant._compute_rdp_sample_wor_gaussian_scalar(q, sigma, int(a))
                              for a in orders])
     with mock.patch.object(rdp_privacy_accountant, "_get_forward_diffs", _forward_differences_off):
@@ -591,13 +591,13 @@ def test_a_subsampled_releases_curve_is_valid_and_below_the_amplified_one(epsilo
     from ledger.mechanisms.subsampling import subsampled_epsilon
 
     amplified = F(subsampled_epsilon(epsilon, beta))
-    event = accountants.Event("sampled", amplified, beta, epsilon)
-    curve = accountants.event_curve(event)
+    event = dp_events.Event("sampled", amplified, beta, epsilon)
+    curve = renyi_curves.event_curve(event)
     p = math.exp(float(epsilon)) / (1 + math.exp(float(epsilon)))
     x, y, b = (p, 1 - p), (1 - p, p), float(beta)
     mixed = tuple((1 - b) * yi + b * xi for xi, yi in zip(x, y))
-    amplified_curve = accountants.pure_curve(float(amplified))
-    for k, alpha in enumerate(accountants.ORDERS):
+    amplified_curve = renyi_curves.pure_curve(float(amplified))
+    for k, alpha in enumerate(renyi_curves.ORDERS):
         exact = max(_renyi(mixed, y, alpha), _renyi(y, mixed, alpha))
         assert curve[k] >= exact, alpha
         assert curve[k] <= amplified_curve[k]
@@ -615,12 +615,12 @@ def test_many_subsampled_releases_rdp_uses_the_sampling_event():
     assert not problems
     releases = [Release(f"s{i}", "d", frozenset("a"), mechanism, (guarantee,), recorded_at=T0,
                         status=Status.PLANNED) for i in range(1000)]
-    comp = accountants.composition(releases, [], {"a"})
+    comp = subset_composition.composition(releases, [], {"a"})
     (event,) = comp.events
     assert event.kind == "sampled" and event.b == F(1, 100) and event.c == 3 and event.a == guarantee.epsilon
-    found = accountants.figures(comp, F(1, 10**9))
-    pure = accountants.Composition(comp.basic, {accountants.Event("pure", guarantee.epsilon): 1000})
-    before = accountants.figures(pure, F(1, 10**9))
+    found = composition_figures.figures(comp, F(1, 10**9))
+    pure = subset_composition.Composition(comp.basic, {dp_events.Event("pure", guarantee.epsilon): 1000})
+    before = composition_figures.figures(pure, F(1, 10**9))
     assert found["rdp"].epsilon < before["rdp"].epsilon * 0.9
     assert found["pld"].epsilon == before["pld"].epsilon
     assert "amplified epsilon" in found["pld"].note

@@ -25,8 +25,9 @@ from ledger.accounting.spend import (
     spend_max,
     sum_of_two_largest,
 )
-from ledger.accounting import accountants
-from ledger.accounting.engine import LedgerIndex, ledger_cost
+from ledger.accounting import composition_figures, subset_composition
+from ledger.accounting.cost_rule import ledger_cost
+from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.numbers import INF
 
 from conftest import REFERENCE_ALLOWANCE, _reference_cks, _reference_filter
@@ -261,7 +262,7 @@ def test_thousand_gaussian_releases_give_epsilon_22_8451_at_delta_1e_6():
     assert epsilon == pytest.approx(closed_form, rel=1e-9)
     assert epsilon == pytest.approx(_reference_filter(rho=5, delta=1e-6), rel=1e-9)
     # the Rényi accountant states the same curve at the same orders and shares
-    rdp = accountants.rdp_figure(accountants.composition(releases, [], {"a"}), F(1, 10**6), "adaptive")
+    rdp = composition_figures.rdp_figure(subset_composition.composition(releases, [], {"a"}), F(1, 10**6), "adaptive")
     assert closed_form <= rdp.epsilon <= closed_form * (1 + 1e-8)  # (its curves rounded up by 1e-9)
 
     # peer library: Renyi DP of the Gaussian mechanism, composed 1000 times, at the best order of its

@@ -23,10 +23,11 @@ from hypothesis import strategies as st
 from sqlmodel import Session
 from support import acting_as, cli_main, migrations
 
-from ledger.accounting import accountants
+from ledger.accounting import index_figures
 from ledger.store import columns, database as store
-from ledger.accounting.accountants import ACCOUNTANTS
-from ledger.accounting.engine import LedgerIndex, at_delta
+from ledger.accounting.figure_validity import ACCOUNTANTS
+from ledger.accounting.charge_choice import at_delta
+from ledger.accounting.ledger_index import LedgerIndex
 from ledger.input.loader import Document, LedgerSnapshot, build_dataset, build_releases
 from ledger.core.records import CHARGED_STATUSES, Family, Status
 
@@ -133,7 +134,7 @@ def record(url: str, entries, lifecycle, endings=None) -> None:
 def same_events(rows: LedgerIndex, whole: LedgerIndex) -> None:
     """The accountants' events of the index from the rows (`index_events`) are those of the index
     of the whole releases: each release's mechanism event and its moments."""
-    events, reference = accountants.index_events(rows), accountants.IndexEvents(whole)
+    events, reference = index_figures.index_events(rows), index_figures.IndexEvents(whole)
     assert [events.events[k] if k >= 0 else None for k in events.mech] == \
         [reference.events[k] if k >= 0 else None for k in reference.mech]
     assert (events.recorded == reference.recorded).all() and (events.published == reference.published).all()
@@ -176,7 +177,7 @@ def test_one_guarantee_per_release_protecting_its_reads_costs_the_same_by_the_sh
     index's, a chunk of releases at a time or not."""
     from itertools import combinations
 
-    from ledger.accounting import engine
+    from ledger.accounting import ledger_index
 
     entries = [{"id": f"r{i}", "reads": sorted(reads), **KINDS[kind](epsilon, reads)}
                for i, (reads, kind, epsilon) in enumerate(drawn)]
@@ -185,13 +186,13 @@ def test_one_guarantee_per_release_protecting_its_reads_costs_the_same_by_the_sh
         record(url, entries, [(Status.PUBLISHED, 0, 1, False)] * len(entries))
         rows, whole = both_indexes(url)
     assert rows.g_protects is rows.reads  # (the short way's condition)
-    before, engine._CHUNK = engine._CHUNK, chunk
+    before, ledger_index._CHUNK = ledger_index._CHUNK, chunk
     try:
         for size in range(1, len(VARIABLES) + 1):
             for subset in combinations(range(len(VARIABLES)), size):
                 assert rows._cost_ids(np.asarray(subset)).tolist() == whole._cost_ids(np.asarray(subset)).tolist()
     finally:
-        engine._CHUNK = before
+        ledger_index._CHUNK = before
 
 
 DELTA = F(1, 10**6)
@@ -210,8 +211,8 @@ def test_figures_from_the_rows_equal_the_figures_from_the_whole_releases(ledger,
 
         # the table's total row and whole-dataset column, every accountant
         objective = at_delta(DELTA)
-        expected = accountants.table_figures(whole, whole.table("t", objective), DELTA, ACCOUNTANTS)
-        assert accountants.table_figures(rows, rows.table("t", objective), DELTA, ACCOUNTANTS) == expected
+        expected = index_figures.table_figures(whole, whole.table("t", objective), DELTA, ACCOUNTANTS)
+        assert index_figures.table_figures(rows, rows.table("t", objective), DELTA, ACCOUNTANTS) == expected
         # ... and a chunk of two releases at a time (a large table)
         table, per_variable, wide = columns.large_table(rows, "t", objective, DELTA, 3, ACCOUNTANTS, chunk=2)
         assert (per_variable, wide) == expected
@@ -223,8 +224,8 @@ def test_figures_from_the_rows_equal_the_figures_from_the_whole_releases(ledger,
 
         # one subset, from the rows of the releases that read it
         touching, _ = both_indexes(url, touching=subset)
-        assert accountants.subset_figures(touching, subset, DELTA, touching.subset_cost(subset, objective).spend) == \
-            accountants.subset_figures(whole, subset, DELTA, whole.subset_cost(subset, objective).spend)
+        assert index_figures.subset_figures(touching, subset, DELTA, touching.subset_cost(subset, objective).spend) == \
+            index_figures.subset_figures(whole, subset, DELTA, whole.subset_cost(subset, objective).spend)
 
         engine = store.make_engine(url)
         with store.read_session(engine) as session:
@@ -245,9 +246,9 @@ def test_the_event_order_of_a_subset_is_that_of_the_whole_dataset(tmp_path):
     url = f"sqlite:///{tmp_path}/l.db"
     record(url, entries, [(Status.PUBLISHED, k, k, False) for k in range(5)])
     touching, whole = both_indexes(url, touching={"a"})
-    assert [e.kind for e in accountants.index_events(touching).events[:3]] == ["gaussian", "laplace", "dlaplace"]
-    assert accountants.subset_figures(touching, {"a"}, DELTA, touching.subset_cost({"a"}).spend) == \
-        accountants.subset_figures(whole, {"a"}, DELTA, whole.subset_cost({"a"}).spend)
+    assert [e.kind for e in index_figures.index_events(touching).events[:3]] == ["gaussian", "laplace", "dlaplace"]
+    assert index_figures.subset_figures(touching, {"a"}, DELTA, touching.subset_cost({"a"}).spend) == \
+        index_figures.subset_figures(whole, {"a"}, DELTA, whole.subset_cost({"a"}).spend)
 
 
 # --------------------------------------------------------------------------

@@ -60,7 +60,8 @@ from support import acting_as, cli_main, dump_sqlite
 
 import ledger
 from ledger.api import front_end
-from ledger.accounting.engine import LedgerIndex, at_delta
+from ledger.accounting.charge_choice import at_delta
+from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.errors import InputErrors, Refused
 from ledger.core.records import CHARGED_STATUSES, Guarantee, Mechanism, Notion, Release
 from ledger.operations.transactions import BudgetRefused

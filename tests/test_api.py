@@ -95,6 +95,7 @@ def test_errors_are_the_collected_ledger_errors(book):
     (error,) = caught.value.errors
     assert isinstance(error, ledger.LedgerError)
     assert "did you mean 'age'" in error.message
+    assert (error.source, error.field) == ("argument", "variables")  # the API's parameter, not a CLI option
     with pytest.raises(ledger.InputErrors) as caught:
         book.approve("AA")
     assert "did you mean 'A'" in caught.value.errors[0].message

@@ -8,7 +8,7 @@ approximate release still holds after it, and a release that would take a subset
 deltas past the allowance is refused (exit 1, nothing written).
 
 A cap {x} of epsilon 2 at delta 1e-6 is a Rényi filter at one order A fixed when it was set
-(accountants.cap_order, an input here); its figure is CKS 2020 Prop 12 at that order, computed
+(cap_decisions.cap_order, an input here); its figure is CKS 2020 Prop 12 at that order, computed
 here: A * rho + ln(1 - 1/A) - (ln(delta / 2) + ln A) / (A - 1).
 """
 
@@ -24,7 +24,7 @@ from conftest import REFERENCE_ALLOWANCE, REFERENCE_FILTER_ORDERS
 from stopping_rules import best_stopping_spend
 from support import cli_main, cli_ok, dump_tables, tick_ledger_clock
 
-from ledger.accounting import accountants, spend
+from ledger.accounting import cap_decisions, spend
 
 DELTA = 1e-6
 DATASET = textwrap.dedent("""\
@@ -93,7 +93,7 @@ def cap_cx(url) -> dict:
 
 
 def test_the_caps_figure_is_its_renyi_filters_at_its_order(capped):
-    order = accountants.cap_order(SimpleNamespace(epsilon=F(2), delta=F(1, 10**6), allowance=F(1, 2)))
+    order = cap_decisions.cap_order(SimpleNamespace(epsilon=F(2), delta=F(1, 10**6), allowance=F(1, 2)))
     cap = cap_cx(capped)
     assert f"Rényi filter at order {order:g}" in cap["theorem"]
     assert cap["current"] == pytest.approx(renyi_cap_figure(order, 0.04237), rel=1e-9)
@@ -136,7 +136,7 @@ def test_a_gaussian_taking_the_rest_is_admitted_only_while_the_caps_figure_is_wi
     """Within the allowance, (0, 4e-7) on {x} is admitted and moves the cap's figure by nothing
     (epsilon 0 at its order; its delta is the allowance's); then a Gaussian is admitted exactly
     while the Rényi figure at the cap's order stays within 2."""
-    order = accountants.cap_order(SimpleNamespace(epsilon=F(2), delta=F(1, 10**6), allowance=F(1, 2)))
+    order = cap_decisions.cap_order(SimpleNamespace(epsilon=F(2), delta=F(1, 10**6), allowance=F(1, 2)))
     run(capped, "record", release_file(tmp_path, "small", approximate("small", "x", "4e-7")))
     assert cap_cx(capped)["current"] == pytest.approx(renyi_cap_figure(order, 0.04237), rel=1e-9)
     rest = renyi_cap_room(order, 2) - 0.04237

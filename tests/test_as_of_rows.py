@@ -30,9 +30,10 @@ from sqlmodel import Session
 from support import cli_main
 from test_accounting_rows import DELTA, FAMILIES, T0, VARIABLES, dataset, ledgers, moment, record, same_events
 
-from ledger.accounting import accountants, budget
-from ledger.accounting.accountants import ACCOUNTANTS
-from ledger.accounting.engine import LedgerIndex, at_delta
+from ledger.accounting import budget, cap_states, index_figures
+from ledger.accounting.figure_validity import ACCOUNTANTS
+from ledger.accounting.charge_choice import at_delta
+from ledger.accounting.ledger_index import LedgerIndex
 from ledger.accounting.history import ended, releases_as_of
 from ledger.core.records import CHARGED_STATUSES, Cap, Status
 from ledger.input.loader import parse_moment
@@ -106,12 +107,12 @@ def test_the_rows_at_a_moment_give_the_figures_of_the_releases_as_they_stood(led
     table = whole.table("t", objective)
     assert rows.table("t", objective).total == table.total
     assert rows.table("t", objective).total_dataset_wide == table.total_dataset_wide
-    assert accountants.table_figures(rows, rows.table("t", objective), DELTA, ACCOUNTANTS) == \
-        accountants.table_figures(whole, table, DELTA, ACCOUNTANTS)
+    assert index_figures.table_figures(rows, rows.table("t", objective), DELTA, ACCOUNTANTS) == \
+        index_figures.table_figures(whole, table, DELTA, ACCOUNTANTS)
     cost = whole.subset_cost(subset, objective)
     assert rows.subset_cost(subset, objective) == cost
-    assert accountants.subset_figures(rows, subset, DELTA, cost.spend) == \
-        accountants.subset_figures(whole, subset, DELTA, cost.spend)
+    assert index_figures.subset_figures(rows, subset, DELTA, cost.spend) == \
+        index_figures.subset_figures(whole, subset, DELTA, cost.spend)
 
 
 def test_a_release_cancelled_after_the_moment_counted_then(tmp_path):
@@ -335,7 +336,7 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(report, "total_from_history", forbidden, raising=False)
         patch.setattr(budget, "total_from_history", forbidden)
-        patch.setattr(accountants, "state_from_history", forbidden)
+        patch.setattr(cap_states, "state_from_history", forbidden)
         context = report.build_report(inputs, charts=False)
     assert context.caps == expected
     assert context.certificate.as_of == when
@@ -361,7 +362,7 @@ def test_cap_set_and_a_stale_state_are_computed_from_the_rows_as_from_the_releas
         with store.read_session(engine) as session:
             snapshot = store.snapshot(session, "t")
         charged = [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES]
-        expected = {cap.name: accountants.state_from_history(cap, list(snapshot.releases.values()), snapshot.families) for cap in caps}
+        expected = {cap.name: cap_states.state_from_history(cap, list(snapshot.releases.values()), snapshot.families) for cap in caps}
 
         def decoded(*args, **kwargs):
             raise AssertionError("every release decoded")
@@ -379,8 +380,8 @@ def test_cap_set_and_a_stale_state_are_computed_from_the_rows_as_from_the_releas
         engine.dispose()
     assert set(stored) == set(recomputed) == set(expected)
     for name, state in expected.items():  # field by field, as `audit verify` compares them
-        assert accountants.state_differences(stored[name], state) == []
-        assert accountants.state_differences(recomputed[name], state) == []
+        assert cap_states.state_differences(stored[name], state) == []
+        assert cap_states.state_differences(recomputed[name], state) == []
 
 
 def test_a_cancelled_member_is_not_the_reason_for_a_cap_then(tmp_path):

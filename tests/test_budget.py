@@ -36,7 +36,7 @@ from ledger.accounting.budget import (
     total_from_history,
     total_from_index,
 )
-from ledger.accounting.engine import LedgerIndex
+from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.records import (
     Cap,
     Family,

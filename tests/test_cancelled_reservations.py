@@ -8,7 +8,7 @@ Rényi orders fixed in advance (conftest's reference_filter), before the cancell
 eight, and --as-of either moment the figure then. Whether the cancellation came before or after a
 publication changes nothing: no figure depends on the moments. The caps {a} and {a, b}, set in the
 dataset file before any release, are Rényi filters at the order fixed by their epsilon and delta
-(accountants.cap_order, an input here), whose figure is computed here by CKS 2020 Prop 12 at
+(cap_decisions.cap_order, an input here), whose figure is computed here by CKS 2020 Prop 12 at
 delta / 2: A * rho + ln(1 - 1/A) - (ln(delta / 2) + ln A) / (A - 1).
 """
 
@@ -23,7 +23,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from support import cli_main, tick_ledger_clock
 
-from ledger.accounting import accountants
+from ledger.accounting import cap_decisions
 
 DELTA = 1e-6
 DATASET = """\
@@ -45,7 +45,7 @@ def gaussians(reads: str, ids) -> str:
 
 def cap_figure(limit: float, rho: float) -> float:
     """A Rényi-filter cap of `limit` at DELTA holding `rho`: its order's CKS 2020 Prop 12 at DELTA / 2."""
-    order = accountants.cap_order(SimpleNamespace(epsilon=F(limit), delta=F(1, 10**6), allowance=F(1, 2)))
+    order = cap_decisions.cap_order(SimpleNamespace(epsilon=F(limit), delta=F(1, 10**6), allowance=F(1, 2)))
     return order * rho + math.log1p(-1 / order) - (math.log(DELTA / 2) + math.log(order)) / (order - 1)
 
 

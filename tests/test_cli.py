@@ -685,6 +685,28 @@ def test_a_recorded_dataset_is_never_rewritten(graduates, tmp_path):
 
 
 def test_the_table_and_subset_refuse_unknown_names(graduates):
-    assert run_main(graduates, "subset", "salary").code == 2
+    unknown = run_main(graduates, "subset", "salary")
+    assert unknown.code == 2
+    assert unknown.err.splitlines()[0].endswith("command line: VARIABLES: unknown variable or group 'salary' in 'graduates' "
+                                        "(variables: degree, income, sex; groups: personal, protected, all)")
+    assert "(did you mean 'income'?)" in run_main(graduates, "subset", "incme").err
+    assert unknown.err.splitlines()[-1].endswith("docs/reference/commands.md.")
+
+
+def test_an_error_footer_names_the_page_that_explains_the_first_field(graduates, tmp_path):
+    typo = run_main(graduates, "record", write(tmp_path, "typo.yaml", """\
+dataset: graduates
+releases:
+  - {id: a, reads: [income], mechanism: {name: laplace, epsilon: 1, sensitivty: 1}}
+"""))
+    assert typo.code == 2 and typo.err.splitlines()[-1].endswith("docs/reference/mechanisms.md.")
+    unread = run_main(graduates, "record", write(tmp_path, "unread.yaml", """\
+dataset: graduates
+releases:
+  - {id: a, reeds: [income], mechanism: {name: laplace, epsilon: 1, sensitivity: 1}}
+"""))
+    assert unread.code == 2 and unread.err.splitlines()[-1].endswith("docs/reference/file-formats.md.")
+    unknown_dataset = run_main(graduates, "table", "-d", "census")
+    assert unknown_dataset.code == 2 and unknown_dataset.err.splitlines()[-1].endswith("docs/reference/commands.md.")
     assert run_main(graduates, "table", "--dataset", "census").code == 2
     assert run_main(graduates, "table", "--delta", "1").code == 2

@@ -3,7 +3,7 @@
 - `mkdocs build --strict` passes (a dead link, a page left out of the nav, a reference page whose
   generator fails), and the generated reference pages hold every command, every mechanism and the
   JSON each command prints.
-- Every function or module the docs name (`ledger.accounting.engine.release_cost`) exists.
+- Every function or module the docs name (`ledger.accounting.cost_rule.release_cost`) exists.
 - The environment reference lists exactly the `LEDGER_` variables the code reads.
 - Every `>>>` example on a docs page runs (the README and the tutorial: tests/test_readme.py).
 - No page, schema description or API docstring cites an issue number or a file outside the

@@ -13,7 +13,9 @@ from itertools import chain, combinations
 import pytest
 
 from ledger.accounting.spend import UNBOUNDED, ZERO, Spend
-from ledger.accounting.engine import LedgerIndex, at_delta, family_cost, ledger_cost, release_cost
+from ledger.accounting.charge_choice import at_delta
+from ledger.accounting.cost_rule import family_cost, ledger_cost, release_cost
+from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.numbers import INF, to_fraction
 from ledger.core.records import Family, Guarantee, Mechanism, Notion, Relation, Release
 

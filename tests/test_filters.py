@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from scipy.special import ndtri
 from support import cli_main
 
-from ledger.accounting import accountants, budget
+from ledger.accounting import budget, cap_decisions, cap_states
 from ledger.core.records import Cap, Guarantee, Mechanism, Notion, Release, Status
 
 
@@ -244,7 +244,7 @@ def histories(draw):
 @given(histories(), st.sampled_from([F(1, 10**6), F(1, 10**9)]), st.sampled_from([F(1), F(6), F(30)]))
 def test_a_caps_figure_never_falls_when_a_release_is_added(history, delta, epsilon):
     """A Rényi-filter cap (its order fixed by its epsilon and delta), a Gaussian-DP cap and the
-    running figure as a cap's filter: the figure each holds the releases to (`accountants.cap_decision` on the running state) only rises
+    running figure as a cap's filter: the figure each holds the releases to (`cap_decisions.cap_decision` on the running state) only rises
     as releases are added one at a time, whatever their kinds."""
     caps = [Cap("d", "renyi", frozenset("a"), epsilon=epsilon, delta=delta,
                 filter=f"renyi:{_reference_cap_order(float(epsilon), float(delta)):g}"),
@@ -256,7 +256,7 @@ def test_a_caps_figure_never_falls_when_a_release_is_added(history, delta, epsil
         for cap in caps:
             value, accountant = cap_figure(cap, prefix)
             previous, decided_by = before[cap.name]
-            # (a pure sum kept within 1/1000 above the Rényi statement, accountants.PURE_PREFERENCE, may
+            # (a pure sum kept within 1/1000 above the Rényi statement, figure_validity.PURE_PREFERENCE, may
             # give way to it: pinned below as a strict xfail)
             floor = previous * (1 - 1e-3) if decided_by == "basic" and cap.name == "renyi" else previous
             assert value >= floor, (cap.name, k, value, previous)
@@ -266,8 +266,8 @@ def test_a_caps_figure_never_falls_when_a_release_is_added(history, delta, epsil
 def cap_figure(cap, releases) -> tuple[float, str]:
     """The figure a cap's filter holds `releases` to, and the accountant that states it."""
     total = budget.total_from_history(cap, releases, {})
-    state = accountants.state_from_history(cap, releases, {})
-    decided = accountants.cap_decision(cap, total.value, total.spend, state)
+    state = cap_states.state_from_history(cap, releases, {})
+    decided = cap_decisions.cap_decision(cap, total.value, total.spend, state)
     return float(decided.value), decided.accountant
 
 

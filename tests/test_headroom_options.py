@@ -120,6 +120,14 @@ def test_headroom_says_what_it_assumes(tmp_path):
     assert refused.code == 2 and "--mechanism" in refused.err
 
 
+def test_under_a_pure_epsilon_cap_headroom_says_no_gaussian_fits_rather_than_rho_0(tmp_path):
+    url = new_ledger(tmp_path)
+    text = cli_main(url, "headroom", "a").out
+    assert "{a}: no Gaussian (rho) release fits: cap pure is in pure epsilon" in text
+    assert "largest rho 0" not in text
+    assert cli_main(url, "headroom", "a", "--json").json()["rho"] == 0
+
+
 def test_the_headroom_of_an_uncapped_subset_is_unbounded(tmp_path):
     """No cap touches the variables: any epsilon and any rho, no binding cap (the one headroom,
     operations.cap_accounting's; budget's basic-only one is gone)."""

@@ -23,7 +23,7 @@ from conftest import _reference_filter
 
 import ledger
 from exact_profiles import epsilon_at, gaussian_delta
-from ledger.accounting import accountants
+from ledger.accounting import composition_figures, dp_events, figure_validity, subset_composition
 from ledger.accounting.catalogue import derive_guarantees, implied_gaussian_multiplier
 from ledger.core.records import Mechanism, Notion, Release, Status
 
@@ -83,7 +83,7 @@ def test_the_claim_and_the_zcdp_bound_it_implies_are_both_derived():
     assert implied.rho >= 1 / (2 * F(float(low)) ** 2) * (1 - F(1, 10**15))  # rounded up
     assert float(implied.rho) <= float(1 / (2 * low**2)) * (1 + 1e-10)
     generic = Mechanism("declared")  # a generic (epsilon, delta) claim implies nothing of a Gaussian
-    assert accountants._mechanism_event(generic)[0] is None
+    assert dp_events._mechanism_event(generic)[0] is None
 
 
 def _release(epsilon, delta, sensitivity=None) -> Release:
@@ -98,8 +98,8 @@ def _release(epsilon, delta, sensitivity=None) -> Release:
 
 def _printed(release: Release, delta: Fraction) -> float:
     """The figure every command prints for {a}: the smallest valid accountant's."""
-    comp = accountants.composition([release], [], {"a"})
-    return float(accountants.best(accountants.figures(comp, delta)).epsilon)
+    comp = subset_composition.composition([release], [], {"a"})
+    return float(figure_validity.best(composition_figures.figures(comp, delta)).epsilon)
 
 
 @settings(max_examples=40, deadline=None)
@@ -236,9 +236,9 @@ def test_a_ledger_of_schema_10_gives_its_rows_the_implied_event_and_keeps_its_re
 
     with monkeypatch.context() as patched:  # schema 10 derived no implied multiplier
         patched.setattr(catalogue, "implied_gaussian_multiplier", lambda epsilon, delta: None)
-        accountants._mechanism_event.cache_clear()
+        dp_events._mechanism_event.cache_clear()
         url = _ledger(tmp_path, cap=False, dataset=OWN_DELTA)  # (the claim alone must fit the allowance)
-    accountants._mechanism_event.cache_clear()
+    dp_events._mechanism_event.cache_clear()
     before = cli_main(url, "subset", "income", "--delta", "1e-9", "--json").json()
     assert before["epsilon"] == "inf"
     (events,), = sql(url, "SELECT count(*) FROM audit_events")[0]
@@ -280,9 +280,9 @@ def test_a_retry_of_a_file_recorded_before_schema_11_is_the_same_release(tmp_pat
 
     with monkeypatch.context() as patched:  # schema 10 derived no implied multiplier
         patched.setattr(catalogue, "implied_gaussian_multiplier", lambda epsilon, delta: None)
-        accountants._mechanism_event.cache_clear()
+        dp_events._mechanism_event.cache_clear()
         url = _ledger(tmp_path, cap=False, dataset=OWN_DELTA)  # (the claim alone must fit the allowance)
-    accountants._mechanism_event.cache_clear()
+    dp_events._mechanism_event.cache_clear()
     sql(url, "UPDATE ledger_meta SET value = '10' WHERE key = 'schema_version'")
     cli_main(url, "subset", "income")  # the upgrade
     before = dump_tables(url)

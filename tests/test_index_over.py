@@ -1,4 +1,4 @@
-"""engine.index_over: the index of the same releases over the variables as they stood at a
+"""ledger_index.index_over: the index of the same releases over the variables as they stood at a
 moment (history.state_as_of) gives the figures of an index built over those variables.
 
 Drawn ledgers (test_engine_properties.ledgers: families keyed and random, several guarantees,
@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_engine_properties import VARIABLES, ledgers
 
-from ledger.accounting import accountants
-from ledger.accounting.engine import LedgerIndex, at_delta, index_over
+from ledger.accounting import index_figures
+from ledger.accounting.charge_choice import at_delta
+from ledger.accounting.ledger_index import LedgerIndex, index_over
 
 DELTA = Fraction(1, 10**6)
 OBJECTIVE = at_delta(DELTA)
@@ -33,7 +34,7 @@ def test_the_index_over_other_columns_is_the_index_built_over_them(ledger, data)
     kept = data.draw(st.lists(st.sampled_from(unread), unique=True)) if unread else []
     target = data.draw(st.permutations(sorted(read) + kept + (["gone"] if data.draw(st.booleans()) else [])))
     whole = LedgerIndex(VARIABLES, releases, families)
-    accountants.index_events(whole)  # (made before the projection, as the rows' index has them)
+    index_figures.index_events(whole)  # (made before the projection, as the rows' index has them)
     projected = index_over(whole, target)
     built = LedgerIndex(target, releases, families)
     assert projected.variables == tuple(target)
@@ -44,8 +45,8 @@ def test_the_index_over_other_columns_is_the_index_built_over_them(ledger, data)
         assert projected.subset_cost(subset, OBJECTIVE) == built.subset_cost(subset, OBJECTIVE)
     assert projected.pairs(OBJECTIVE) == built.pairs(OBJECTIVE)
     # the accountants' figures too (their events are per release, kept from the index)
-    assert accountants.table_figures(projected, table, DELTA, ["basic", "rdp"]) == \
-        accountants.table_figures(built, expected, DELTA, ["basic", "rdp"])
+    assert index_figures.table_figures(projected, table, DELTA, ["basic", "rdp"]) == \
+        index_figures.table_figures(built, expected, DELTA, ["basic", "rdp"])
     assert whole.variables == tuple(VARIABLES)  # the index itself is left as it was
 
 

@@ -129,7 +129,7 @@ def test_the_check_sees_lazy_imports():
     # the test itself must be able to fail: cli/app.py imports the store lazily, by a string
     lazy = [target for _, target, _ in imports(LEDGER / "cli" / "app.py")]
     assert "ledger.store.database" in lazy and layer_of("ledger.store.database") < layer_of("ledger.cli.app")
-    assert layer_of("ledger.reporting.report") > layer_of("ledger.accounting.engine")
+    assert layer_of("ledger.reporting.report") > layer_of("ledger.accounting.ledger_index")
 
 
 def test_the_package_docstring_lists_the_layers_in_order():
@@ -240,10 +240,10 @@ def test_no_module_takes_another_layers_private_names():
 # the forms the check must see, as a module of the store would write them
 _SYNTHETIC_STORE_MODULE = """
 from ..accounting.budget import _top
-from ..accounting import accountants as acc
+from ..accounting import renyi_curves as acc
 from . import columns
 from .columns import _ROWS
-import ledger.accounting.engine as engine
+import ledger.accounting.index_chunks as engine
 report = lazy_module("ledger.reporting.report")
 
 orders = acc._grids()["ORDERS"]
@@ -255,8 +255,8 @@ rows = columns._ROWS, _ROWS, acc.__name__, acc.ORDERS
 
 def test_the_private_names_check_sees_every_form():
     found = private_uses(_SYNTHETIC_STORE_MODULE, "ledger.store.database")
-    assert sorted(found) == [("ledger.accounting.accountants", "_grids"), ("ledger.accounting.budget", "_top"),
-                             ("ledger.accounting.engine", "_rows_of"), ("ledger.reporting.report", "_aware")]
+    assert sorted(found) == [("ledger.accounting.budget", "_top"), ("ledger.accounting.index_chunks", "_rows_of"),
+                             ("ledger.accounting.renyi_curves", "_grids"), ("ledger.reporting.report", "_aware")]
     # a layer's own private names, dunder names and public ones are not taken across layers
     assert private_uses("from . import columns\nx = columns._ROWS\n", "ledger.store.as_of") == []
 

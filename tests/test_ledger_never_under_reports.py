@@ -34,7 +34,8 @@ from support import cli_main
 
 from ledger.operations import transactions as operations
 from ledger.store import database as store
-from ledger.accounting.engine import LedgerIndex, at_delta
+from ledger.accounting.charge_choice import at_delta
+from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.errors import InputErrors
 from ledger.core.records import CHARGED_STATUSES, Notion, Relation, Status
 

@@ -38,7 +38,7 @@ from sqlmodel import Session
 
 from ledger.operations import transactions as operations
 from ledger.store import database as store
-from ledger.accounting.engine import LedgerIndex
+from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.errors import InputErrors
 from ledger.input.loader import build_caps, build_dataset, parse_document
 from ledger.operations import recording

@@ -183,38 +183,38 @@ def test_the_tail_search_is_dp_accountings_loop(values, threshold):
                 min_size=1, max_size=8))
 @settings(max_examples=25, deadline=None)
 def test_a_composition_from_kept_nodes_is_the_whole_composition_bit_for_bit(changes):
-    """`accountants.pld_epsilon` composes its factors in a balanced tree and keeps every node, so a
+    """`pld_accountant.pld_epsilon` composes its factors in a balanced tree and keeps every node, so a
     composition that changes one setting's count composes again only the nodes above it. Each
     step's PMF and figure equal the same tree composed from scratch with dp_accounting's own
     `compose` (no node kept), whatever was composed before."""
-    from ledger.accounting import accountants
+    from ledger.accounting import dp_events, pld_accountant, renyi_curves
 
-    accountants._PRODUCTS.clear()
+    pld_accountant._PRODUCTS.clear()
     interval = 2.0 ** -9
 
     def scratch_tree(leaves):
         if len(leaves) == 1:  # each leaf against dp_accounting's own in the tests above and below
             leaf = leaves[0]
             return (gaussian_pld(leaf[1], interval) if leaf[0] == "gaussian"
-                    else to_dp_accounting(accountants._event_pld(leaf[0], leaf[1], interval)))
+                    else to_dp_accounting(pld_accountant._event_pld(leaf[0], leaf[1], interval)))
         middle = len(leaves) // 2
         return scratch_tree(leaves[:middle]).compose(scratch_tree(leaves[middle:]))
 
     counts: dict = {}
     for key, more in changes:
         counts[key] = counts.get(key, 0) + more  # one setting's count grows, as a record does
-        events = {accountants.Event.from_key(k): c for k, c in counts.items()}
+        events = {dp_events.Event.from_key(k): c for k, c in counts.items()}
         precision = math.fsum(c / float(e.a) ** 2 for e, c in events.items() if e.kind == "gaussian")
-        leaves = ((("gaussian", accountants._down_float(1 / math.sqrt(precision))),) if precision > 0 else ()) \
+        leaves = ((("gaussian", pld_accountant._down_float(1 / math.sqrt(precision))),) if precision > 0 else ()) \
             + tuple((e, c) for e, c in sorted(events.items(), key=lambda item: item[0].key) if e.kind != "gaussian")
-        kept = to_dp_accounting(accountants._product(leaves, interval))
+        kept = to_dp_accounting(pld_accountant._product(leaves, interval))
         scratch = scratch_tree(leaves)
         mine, theirs = kept._pmf_remove, scratch._pmf_remove
         if hasattr(theirs, "_probs"):
             assert mine._lower_loss == theirs._lower_loss and np.array_equal(mine._probs, theirs._probs)
         assert mine._infinity_mass == theirs._infinity_mass
         assert kept.get_epsilon_for_delta(1e-9) == scratch.get_epsilon_for_delta(1e-9)
-        assert accountants.pld_epsilon(events, 1e-9, interval) == pytest.approx(accountants._up(
+        assert pld_accountant.pld_epsilon(events, 1e-9, interval) == pytest.approx(renyi_curves._up(
             max(float(scratch.get_epsilon_for_delta(1e-9)), 0.0)), rel=1e-13)
 
 

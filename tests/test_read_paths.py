@@ -8,8 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.accounting import engine
-from ledger.accounting.engine import LedgerIndex
+from ledger.accounting import index_pairs
+from ledger.accounting.ledger_index import LedgerIndex
 
 
 def _index(reads: np.ndarray) -> LedgerIndex:
@@ -38,12 +38,12 @@ def test_pair_counts_equal_the_matrix_product(n_var, n_rel, n_groups, seed, limi
     rng = np.random.default_rng(seed)
     reads = rng.random((n_rel, n_var)) < rng.random()
     groups = rng.integers(-1, n_groups, n_rel)
-    old = engine.PAIR_SPARSE_LIMIT
-    engine.PAIR_SPARSE_LIMIT = limit  # some releases by pairs, the wider ones by the product
+    old = index_pairs.PAIR_SPARSE_LIMIT
+    index_pairs.PAIR_SPARSE_LIMIT = limit  # some releases by pairs, the wider ones by the product
     try:
         found = _index(reads).pair_counts(groups, n_groups)
     finally:
-        engine.PAIR_SPARSE_LIMIT = old
+        index_pairs.PAIR_SPARSE_LIMIT = old
     assert np.array_equal(found, _by_product(reads, groups, n_groups))
 
 

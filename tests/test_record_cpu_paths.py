@@ -20,7 +20,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from ledger.accounting import accountants, budget
+from ledger.accounting import budget, cap_decisions, renyi_curves
 from ledger.accounting.spend import FILTER_ORDERS, ORDER_SHARE, Spend, _up, order_epsilon
 from ledger.core.records import Cap
 from ledger.operations import cap_accounting
@@ -42,12 +42,12 @@ def _order_epsilon_as_written(pure, pure_rho, rho, delta):
 def _rdp_filter_as_written(curve, delta):
     if delta <= 0:
         return math.inf
-    sub = curve[accountants._grids()["_FILTER_INDEX"]]
+    sub = curve[renyi_curves._grids()["_FILTER_INDEX"]]
     if not sub.any():
         return 0.0
-    a = accountants._grids()["FILTER_ORDERS"]
+    a = renyi_curves._grids()["FILTER_ORDERS"]
     eps = sub + np.log1p(-1 / a) - (math.log(delta * ORDER_SHARE) + np.log(a)) / (a - 1)
-    return accountants._up(max(float(eps.min()), 0.0))
+    return renyi_curves._up(max(float(eps.min()), 0.0))
 
 
 def test_order_epsilon_is_the_formula_to_the_bit():
@@ -62,12 +62,12 @@ def test_order_epsilon_is_the_formula_to_the_bit():
 
 def test_rdp_filter_epsilon_is_the_formula_to_the_bit():
     rng = np.random.default_rng(2)
-    orders = accountants._grids()["ORDERS"]
+    orders = renyi_curves._grids()["ORDERS"]
     for _ in range(500):
         curve = orders * rng.uniform(0, 0.5) + rng.uniform(0, 2) * (rng.random(len(orders)) < 0.5)
         delta = float(10 ** rng.uniform(-14, -1))
-        assert accountants.rdp_filter_epsilon(curve, delta) == _rdp_filter_as_written(curve, delta)
-    assert accountants.rdp_filter_epsilon(np.zeros_like(orders), 1e-9) == 0.0
+        assert renyi_curves.rdp_filter_epsilon(curve, delta) == _rdp_filter_as_written(curve, delta)
+    assert renyi_curves.rdp_filter_epsilon(np.zeros_like(orders), 1e-9) == 0.0
 
 
 def test_state_sums_are_the_stacked_sums_to_the_bit():
@@ -81,12 +81,12 @@ def test_state_sums_are_the_stacked_sums_to_the_bit():
         key = rng.choice(keys[:rng.randint(1, len(keys))])
         counts[key] = counts.get(key, 0) + rng.randint(1, 3)
         items = tuple(counts.items())
-        curve, rho, approx_eps, approx_delta = accountants._state_sums(items)
-        summaries = [(accountants._key_summary(k), c) for k, c in items]
-        # in the canonical order (accountants.summed_curve: the keys sorted), as a composition sums them
+        curve, rho, approx_eps, approx_delta = renyi_curves._state_sums(items)
+        summaries = [(renyi_curves._key_summary(k), c) for k, c in items]
+        # in the canonical order (renyi_curves.summed_curve: the keys sorted), as a composition sums them
         stacked = [(s[0], c) for k, (s, c) in sorted(zip([k for k, _ in items], summaries)) if s[0] is not None]
         expected = (np.asarray([c for _, c in stacked], dtype=np.float64) @ np.asarray([s for s, _ in stacked])
-                    if stacked else np.zeros_like(accountants._grids()["ORDERS"]))
+                    if stacked else np.zeros_like(renyi_curves._grids()["ORDERS"]))
         assert np.array_equal(curve, expected) and curve.tobytes() == expected.tobytes()
         expected_rho = 0.0
         for s, c in summaries:
@@ -123,8 +123,8 @@ def test_refined_check_is_the_replaced_check():
     check = budget.CapCheck(cap, Fraction(1, 10), Fraction(1, 100), Fraction(11, 100), Fraction(489, 100), "ok",
                             (("r1", Fraction(1, 10)),), budget.CapTotal(), (budget.Charge("r2", None, Fraction(1, 100)),))
     for before, after in [(Fraction(1, 20), 0.07), (0.2, 0.3), (math.inf, math.inf), (Fraction(1, 10), Fraction(11, 100))]:
-        decision_before = accountants.Decision("rdp", before, "adaptive", "t")
-        decision_after = accountants.Decision("rdp", after, "adaptive", "t")
+        decision_before = cap_decisions.Decision("rdp", before, "adaptive", "t")
+        decision_after = cap_decisions.Decision("rdp", after, "adaptive", "t")
         current, value = before, after  # a cap's figure is its filter's alone
         charge = check.charge if math.isinf(float(current)) else budget.difference(value, current)
         expected = dataclasses.replace(check, current=current, after=value, charge=charge,

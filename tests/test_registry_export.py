@@ -263,14 +263,14 @@ def test_the_facts_by_sql_are_the_facts_of_every_release_decoded(ledger, data):
         with Session(engine) as session:
             charged = [r for r in store.snapshot(session, "t").releases.values() if r.status in CHARGED_STATUSES]
             index = columns.index_for(session, VARIABLES, "t", {f.id: f for f in FAMILIES})
-            from ledger.accounting import engine as engine_module
+            from ledger.accounting import ledger_index
 
-            chunk = engine_module._CHUNK
-            engine_module._CHUNK = data.draw(st.sampled_from([2, 3, chunk]))  # (several chunks of releases)
+            chunk = ledger_index._CHUNK
+            ledger_index._CHUNK = data.draw(st.sampled_from([2, 3, chunk]))  # (several chunks of releases)
             try:
                 rows = index.exactly_read()
             finally:
-                engine_module._CHUNK = chunk
+                ledger_index._CHUNK = chunk
             found = facts_of(charged_facts(session.connection(), "t", index.releases.seqs[rows].tolist()))
             assert [index.releases[int(i)].id for i in rows] == [r.id for r in charged if r.exact_variables]
         engine.dispose()

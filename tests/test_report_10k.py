@@ -5,7 +5,7 @@
   for entries that take every branch, hostile text included.
 - Release rows are read with their JSON columns as text (`store.release_row_dicts`): the same
   dicts as the JSON type's processor gave, and a cell that is not JSON still fails.
-- `accountants.state_apply` over a chunk gives the state of applying it release by release.
+- `cap_states.state_apply` over a chunk gives the state of applying it release by release.
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def test_a_release_row_changed_to_other_json_is_named_by_verify(tmp_path):
 def test_state_apply_over_a_chunk_is_state_apply_release_by_release():
     """A cap's running state is the same whether the releases are applied together or one at a
     time, in any order of times."""
-    from ledger.accounting.accountants import state_apply, state_from_history
+    from ledger.accounting.cap_states import state_apply, state_from_history
     from ledger.core.records import Cap, Guarantee, Mechanism, Notion, Relation, Release, Status
 
     rng = random.Random(11)

@@ -19,7 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.accounting.spend import Spend, cks_epsilon
-from ledger.accounting.engine import LedgerIndex, at_delta, ledger_cost
+from ledger.accounting.charge_choice import at_delta
+from ledger.accounting.cost_rule import ledger_cost
+from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.records import Family, Guarantee, Mechanism, Notion, Relation, Release
 from ledger.accounting.grid_figures import epsilon_floats
 from ledger.reporting.report import cks_floats

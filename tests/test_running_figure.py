@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.accounting import accountants
+from ledger.accounting import cap_decisions
 from ledger.accounting.spend import Spend, cks_epsilon
 
 from conftest import REFERENCE_ALLOWANCE, REFERENCE_FILTER_ORDERS, _reference_filter
@@ -84,7 +84,7 @@ def test_a_hundred_laplace_releases_published_one_by_one_are_held_to_the_cap(tmp
     assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
     assert round(cks_epsilon(F(1, 2), 1e-6), 4) == 5.2215  # rho 100 * 0.1^2 / 2 (Bun and Steinke 2016, Prop 3.3)
     share = 1e-6 * (1 - REFERENCE_ALLOWANCE) / len(REFERENCE_FILTER_ORDERS)  # 1e-6 / 44
-    order = accountants.cap_order(SimpleNamespace(epsilon=F(53, 10), delta=F(1, 10**6), allowance=F(1, 2)))
+    order = cap_decisions.cap_order(SimpleNamespace(epsilon=F(53, 10), delta=F(1, 10**6), allowance=F(1, 2)))
 
     def running(n):
         return min(n * 0.1, min(prop12(n * laplace_divergence(a, 0.1), a, share) for a in REFERENCE_FILTER_ORDERS))

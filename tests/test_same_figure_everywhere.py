@@ -25,7 +25,8 @@ from support import cli_main
 from test_engine_properties import ALL_SUBSETS, VARIABLES, ledgers
 
 from ledger.accounting import budget
-from ledger.accounting.engine import LedgerIndex, at_delta
+from ledger.accounting.charge_choice import at_delta
+from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.records import Cap
 
 F = Fraction
@@ -251,7 +252,7 @@ def test_the_pair_arrays_compose_each_pair_as_subset_does(ledger, declared, lapl
     from datetime import UTC, datetime, timedelta
     from unittest import mock
 
-    from ledger.accounting import accountants
+    from ledger.accounting import composition_figures, every_pair, family_case_costs, figure_validity, index_figures
     from ledger.core.records import Guarantee, Mechanism, Notion, Relation, Status
 
     releases = []
@@ -266,23 +267,23 @@ def test_the_pair_arrays_compose_each_pair_as_subset_does(ledger, declared, lapl
     delta = Fraction(1, 10**9)
     index = LedgerIndex(VARIABLES, releases, ledger.families)
     grid = index.pair_matrix(at_delta(delta))
-    with mock.patch.object(accountants, "PAIR_FAMILY_VALUES", 0 if fallback else accountants.PAIR_FAMILY_VALUES):
-        rdp = accountants.pair_rdp(index, delta, grid)
-    events = accountants.index_events(index)
+    with mock.patch.object(family_case_costs, "PAIR_FAMILY_VALUES", 0 if fallback else family_case_costs.PAIR_FAMILY_VALUES):
+        rdp = every_pair.pair_rdp(index, delta, grid)
+    events = index_figures.index_events(index)
     n = len(VARIABLES)
     for i in range(n):
         for j in range(i, n):
             subset = frozenset({VARIABLES[i], VARIABLES[j]})
             comp = events.composition(index.cost_ids(sorted({i, j})), subset, grid.spend(i, j))
-            mine = accountants.pair_composition(rdp, grid, i, j)
+            mine = every_pair.pair_composition(rdp, grid, i, j)
             assert mine.unbounded == comp.unbounded, (i, j)
             if not comp.unbounded:
                 assert {e: c for e, c in mine.events.items() if c} == dict(comp.events), (i, j)
-            expected = accountants.rdp_figure(comp, delta, accountants.ADAPTIVE)
+            expected = composition_figures.rdp_figure(comp, delta, figure_validity.ADAPTIVE)
             assert same(float(rdp.epsilon[i, j]), float(expected.epsilon)), (i, j)
             spend = index.subset_spend(subset, at_delta(delta))
-            shown = accountants.best(accountants.subset_figures(index, subset, delta, spend))
-            figure = accountants.best(accountants.pair_figure(index, delta, grid, rdp, i, j))
+            shown = figure_validity.best(index_figures.subset_figures(index, subset, delta, spend))
+            figure = figure_validity.best(every_pair.pair_figure(index, delta, grid, rdp, i, j))
             assert figure.accountant == shown.accountant and same(float(figure.epsilon), float(shown.epsilon)), \
                 (i, j, figure, shown)
 
@@ -291,15 +292,15 @@ def test_the_pair_arrays_compose_each_pair_as_subset_does(ledger, declared, lapl
 @settings(max_examples=150, deadline=None)
 @given(ledger=ledgers(max_releases=8))
 def test_a_family_composed_once_per_case_costs_what_family_cost_gives(ledger):
-    """`accountants.FamilyCases` (a family's cost keyed by the set of its touched members' values,
-    whether one is untouched and whether the key is met) equals `engine.family_cost` on every
+    """`family_case_costs.FamilyCases` (a family's cost keyed by the set of its touched members' values,
+    whether one is untouched and whether the key is met) equals `cost_rule.family_cost` on every
     subset, for families keyed and random, members of one or several guarantees."""
-    from ledger.accounting import accountants
-    from ledger.accounting.engine import family_cost
+    from ledger.accounting import family_case_costs
+    from ledger.accounting.cost_rule import family_cost
 
     index = LedgerIndex(VARIABLES, ledger.releases, ledger.families)
     for fid, rows in index.members.items():
-        cases = accountants.family_cases(index, fid)
+        cases = family_case_costs.family_cases(index, fid)
         members = [index.releases[i] for i in rows]
         for subset in ALL_SUBSETS:
             touched = np.asarray([bool(m.reads & subset) for m in members])
@@ -333,7 +334,7 @@ def test_pairs_asked_for_pld_compose_every_pair_as_subset_does(tmp_path):
     PAIR_PLD_LIMIT of them; `pairs --accountant pld` composes every one, each the information figure
     `subset A B --accountant pld` prints (had the plan been fixed in advance; not valid), and never
     below the exact figure."""
-    from ledger.accounting.accountants import PAIR_PLD_LIMIT
+    from ledger.accounting.every_pair import PAIR_PLD_LIMIT
 
     names = [f"v{k}" for k in range(7)]
     url = f"sqlite:///{tmp_path / 'ledger.db'}"

@@ -1,7 +1,7 @@
 """Accounting rows, the commands that read them, start-up imports.
 
 The figures the CLI prints from the accounting rows are checked against the
-reference rules written out release by release (`engine.ledger_cost`,
+reference rules written out release by release (`cost_rule.ledger_cost`,
 docs/explanation/model.md) over releases built independently of the store.
 """
 
@@ -19,7 +19,9 @@ import pytest
 from sqlmodel import Session
 
 from ledger.store import columns, database as store
-from ledger.accounting.engine import LedgerIndex, at_delta, ledger_cost
+from ledger.accounting.charge_choice import at_delta
+from ledger.accounting.cost_rule import ledger_cost
+from ledger.accounting.ledger_index import LedgerIndex
 from ledger.input.loader import LedgerSnapshot, build_dataset, load_releases, read_document
 from ledger.core.numbers import exact_text, figure_fields  # noqa: F401
 from ledger.core.records import CHARGED_STATUSES
@@ -389,8 +391,8 @@ def test_the_schema_7_upgrade_rebuilds_the_caps_accountant_states_once(tmp_path)
     assert cli_main(url, "cap", "list", "--json").json() == before
     with sqlite3.connect(path) as connection:
         states = [json.loads(text) for (text,) in connection.execute("SELECT state FROM cap_accountant_state")]
-    from ledger.accounting import accountants
-    assert states and all(state["v"] == accountants.STATE_VERSION for state in states)
+    from ledger.accounting import cap_states
+    assert states and all(state["v"] == cap_states.STATE_VERSION for state in states)
     assert cli_main(url, "audit", "verify").code == 0
 
 

@@ -23,8 +23,8 @@ from support import cli_main, migrations
 from test_accounting_rows import DELTA, T0, VARIABLES, both_indexes, ledgers, record, same_rows, sql
 from test_scale import DATASET, RELEASES, write
 
-from ledger.accounting import accountants
-from ledger.accounting.engine import at_delta
+from ledger.accounting import index_figures
+from ledger.accounting.charge_choice import at_delta
 from ledger.core.records import CHARGED_STATUSES, Status
 from ledger.store import columns, database as store, sealed
 
@@ -85,8 +85,8 @@ def test_the_chunks_and_the_tail_read_as_the_rows(ledger, subset, size, reseal, 
         engine.dispose()
         rows, whole = both_indexes(url, touching=subset)
         objective = at_delta(DELTA)
-        assert accountants.subset_figures(rows, subset, DELTA, rows.subset_cost(subset, objective).spend) == \
-            accountants.subset_figures(whole, subset, DELTA, whole.subset_cost(subset, objective).spend)
+        assert index_figures.subset_figures(rows, subset, DELTA, rows.subset_cost(subset, objective).spend) == \
+            index_figures.subset_figures(whole, subset, DELTA, whole.subset_cost(subset, objective).spend)
 
 
 # --------------------------------------------------------------------------

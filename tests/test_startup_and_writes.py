@@ -506,18 +506,18 @@ def test_a_record_decides_each_cap_once_and_the_same_as_deciding_again(ledger_ur
     so a record of one release makes one decision per cap at a delta. Every recording event's
     decisions (accountant, filter, figure) and every stored row
     are those of deciding both again each time, byte for byte."""
-    from ledger.accounting import accountants
+    from ledger.accounting import cap_decisions
     from ledger.operations import cap_accounting
 
     monkeypatch.setattr(store, "now", lambda: FIXED_MOMENT)
     made = []
-    decide = accountants.cap_decision
-    monkeypatch.setattr(accountants, "cap_decision", lambda cap, *rest: made.append(cap.name) or decide(cap, *rest))
+    decide = cap_decisions.cap_decision
+    monkeypatch.setattr(cap_decisions, "cap_decision", lambda cap, *rest: made.append(cap.name) or decide(cap, *rest))
     taken = _planned_then_published(ledger_url, tmp_path, "taken")
     per_record = len(made)
     with monkeypatch.context() as again:
         again.setattr(cap_accounting, "_decision_before",
-                      lambda cap, value, state: accountants.cap_decision(cap, value, None, state))
+                      lambda cap, value, state: cap_decisions.cap_decision(cap, value, None, state))
         store._IDS_CACHE.clear()
         made.clear()
         decided = _planned_then_published(other_ledger_url, tmp_path, "decided")

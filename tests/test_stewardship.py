@@ -83,6 +83,7 @@ def cap_json(url: str) -> dict:
 AMENDED = """\
 dataset: survey
 description: a household survey, wave 2
+self_approval: true
 variables:
   - {name: region, classification: public, description: region of residence (NUTS 2)}
   - {name: income, classification: public, description: published income bands}
@@ -119,6 +120,59 @@ def test_amend_applies_each_change_as_an_audit_event_and_rewrites_nothing(ledger
     verify_ok(url)
     again = run(url, "dataset", "amend", tmp_path / "wave2.yaml")
     assert again.code == 0 and "nothing to change" in again.out
+
+
+FOUR_EYES = """\
+dataset: trial
+variables:
+  - {name: income, classification: sensitive}
+"""
+PLANNED = """\
+dataset: trial
+releases:
+  - {id: mean-income, reads: [income], mechanism: {name: laplace, epsilon: 1, sensitivity: 1}}
+"""
+
+
+def test_separation_of_duties_is_waived_by_an_amendment_with_a_reason_and_then_self_approval_works(tmp_path):
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    (tmp_path / "trial.yaml").write_text(FOUR_EYES)
+    (tmp_path / "planned.yaml").write_text(PLANNED)
+    assert run(url, "dataset", "add", tmp_path / "trial.yaml").code == 0
+    assert run(url, "record", tmp_path / "planned.yaml").code == 0
+    assert run(url, "approve", "mean-income").code == 2  # its recorder may not approve it
+    (tmp_path / "trial.yaml").write_text(FOUR_EYES + "self_approval: true\n")
+    before = events(url)
+    unexplained = run(url, "dataset", "amend", tmp_path / "trial.yaml")
+    assert unexplained.code == 2 and "--reason" in unexplained.err and events(url) == before
+    waived = run(url, "dataset", "amend", tmp_path / "trial.yaml", "--reason", "a one-person trial")
+    assert waived.code == 0, waived.err
+    change = json.loads(events(url)[-1][3])
+    assert events(url)[-1][1] == "dataset.self_approval"
+    assert change["change"] == {"self_approval": True, "was": False, "reason": "a one-person trial"}
+    assert run(url, "approve", "mean-income").code == 0
+    verify_ok(url)
+    (tmp_path / "trial.yaml").write_text(FOUR_EYES)
+    restored = run(url, "dataset", "amend", tmp_path / "trial.yaml", "--reason", "the board meets")
+    assert restored.code == 0 and "restore separation of duties" in restored.out
+    verify_ok(url)
+
+
+def test_a_declared_privacy_unit_is_amended_as_an_audit_event(ledger):
+    url, tmp_path = ledger
+    (tmp_path / "unit.yaml").write_text(DATASET.replace("variables:", "privacy_unit: Household\nvariables:", 1))
+    result = run(url, "dataset", "amend", tmp_path / "unit.yaml")
+    assert result.code == 0 and "declare the privacy unit: Household" in result.out, result.out + result.err
+    assert events(url)[-1][1:3] == ("dataset.privacy-unit", "survey")
+    assert "nothing to change" in run(url, "dataset", "amend", tmp_path / "unit.yaml").out
+    verify_ok(url)
+
+
+def test_adding_a_recorded_dataset_again_names_what_differs(ledger):
+    url, tmp_path = ledger
+    (tmp_path / "waived.yaml").write_text(DATASET.replace("self_approval: true", "self_approval: false"))
+    result = run(url, "dataset", "add", tmp_path / "waived.yaml")
+    assert result.code == 2 and "already recorded with other self_approval;" in result.err
 
 
 def test_single_changes_from_the_command_line(ledger):
@@ -483,7 +537,8 @@ def test_status_badges_differ_by_status(ledger):
 def test_the_worst_pair_shortcut_for_an_infinite_variable_agrees_with_the_pair_grid():
     """With a protected variable at ∞ the headline names the first pair holding it without
     the O(V²) grid; the grid itself gives the same pair and figure."""
-    from ledger.accounting.engine import LedgerIndex, at_delta
+    from ledger.accounting.charge_choice import at_delta
+    from ledger.accounting.ledger_index import LedgerIndex
     from ledger.reporting.headline import headline
     from ledger.core.records import Dataset, Guarantee, Mechanism, Notion, Release, Variable
 

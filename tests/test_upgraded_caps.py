@@ -5,7 +5,7 @@ made before caps carried one (fixtures/ledger_before_filters.sql, written by pri
 that schema: fixtures/make_ledger_before_filters.py says how) is upgraded by the first command
 that opens it: one `ledger.migrated` event, each cap at a delta given its filter from the releases
 it holds (Gaussian DP when they are all Gaussian, else the Rényi filter at the order its epsilon
-and delta fix, accountants.cap_order, an input here) in a `cap.set` event by privacy-ledger, its
+and delta fix, cap_decisions.cap_order, an input here) in a `cap.set` event by privacy-ledger, its
 figure the filter's, and `audit verify` passes.
 
 Expected figures, computed here: a Gaussian-DP cap's is the exact epsilon of one Gaussian of
@@ -29,7 +29,7 @@ from conftest import _reference_filter
 from stopping_rules import exact_gaussian_epsilon
 from support import acting_as, cli_main, cli_ok, migrations
 
-from ledger.accounting import accountants
+from ledger.accounting import cap_decisions
 from ledger.accounting.spend import cks_epsilon
 from ledger.store import database as store
 
@@ -124,7 +124,7 @@ def test_the_upgraded_ledger_goes_on_under_its_caps_filters(old_ledger):
     with acting_as("steward"):
         cli_ok(old_ledger, "cap", "set", "a", "--name", "ra", "--epsilon", "5", "--delta", "1e-6", "--filter", "renyi"
     )
-    order = accountants.cap_order(SimpleNamespace(epsilon=F(5), delta=F(1, 10**6), allowance=F(1, 2)))
+    order = cap_decisions.cap_order(SimpleNamespace(epsilon=F(5), delta=F(1, 10**6), allowance=F(1, 2)))
     (ra,) = [c for c in cli_ok(old_ledger, "cap", "list", "--json").json() if c["cap"] == "ra"]
     five = renyi_cap_figure(order, 5 * order / 18)  # five Gaussians of rho 1/18 at the order
     assert ra["current"] == pytest.approx(five, rel=1e-9)  # its filter alone
@@ -136,7 +136,7 @@ def test_a_renyi_cap_set_with_its_filter_named_records_its_order(old_ledger):
     with acting_as("steward"):
         cli_ok(old_ledger, "cap", "set", "a", "--name", "ra", "--epsilon", "5", "--delta", "1e-6", "--filter", "renyi"
     )
-    order = accountants.cap_order(SimpleNamespace(epsilon=F(5), delta=F(1, 10**6), allowance=F(1, 2)))
+    order = cap_decisions.cap_order(SimpleNamespace(epsilon=F(5), delta=F(1, 10**6), allowance=F(1, 2)))
     assert dict(sql(old_ledger, "SELECT name, filter FROM caps WHERE name = 'ra'")[0]) == {"ra": f"renyi:{order:g}"}
     (ra,) = [c for c in cli_ok(old_ledger, "cap", "list", "--json").json() if c["cap"] == "ra"]
     assert f"Rényi filter at order {order:g}," in ra["theorem"]
@@ -161,7 +161,7 @@ def test_a_caps_running_total_from_an_older_rule_is_computed_again(tmp_path):
         f"  - {{id: g{i}, reads: [a], status: published, published_at: \"2026-03-01T00:00:0{i}Z\", "
         f"mechanism: {{name: gaussian, rho: \"1/4\"}}}}\n" for i in range(4)))
     cli_ok(url, "record", tmp_path / "r.yaml")
-    order = accountants.cap_order(SimpleNamespace(epsilon=F(50), delta=F(1, 10**6), allowance=F(1, 2)))
+    order = cap_decisions.cap_order(SimpleNamespace(epsilon=F(50), delta=F(1, 10**6), allowance=F(1, 2)))
     expected = _reference_filter(rho=1, delta=DELTA)  # the running figure's filter (set before any release)
     (cap,) = cli_ok(url, "cap", "list", "--json").json()
     assert cap["current"] == pytest.approx(expected, rel=1e-9)

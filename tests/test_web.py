@@ -6,16 +6,18 @@ safeguards (CSRF, proxy address, upload bound, escaping, error pages) refuse wha
 from __future__ import annotations
 
 import ast
+import re
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
-from support import acting_as, cli_main
-from web_support import census_ledger, csrf_of, parse
+from support import acting_as, as_person as as_person_book, cli_main, cli_ok
+from web_support import DAYS, LINEAGE, census_ledger, csrf_of, dated_census_ledger, logins, parse
 
 from ledger.core.errors import InputErrors
 from ledger.core.numbers import format_number
+from ledger.reporting import write_report
 from ledger.web.app import create_app
 from ledger.web.guard import MAX_BODY
 from ledger.web.people import Auth
@@ -96,6 +98,63 @@ def test_dashboard_headline_and_caps_are_the_facades_figures(book, local):
         assert same(spent.attrs["data-value"], check.after) and spent.text.strip() == format_number(check.after)
         assert same(headroom.attrs["data-value"], check.headroom)
         assert check.status in row.text
+
+
+def test_dashboard_as_of_a_date_prints_the_clis_as_of_figures(url, monkeypatch):
+    dated_census_ledger(url, monkeypatch)
+    client = local_client(url)
+    # Tan's releases charged by the end of each day (B cancelled on the last): the protected
+    # subset (every variable) and the per-variable totals age, sex, region, race, other
+    expected = {DAYS[0]: (1, [1, 1, 0, 0, 0], 1), DAYS[1]: (2, [1, 1, 1, 1, 0], 2), DAYS[2]: (2, [2, 1, 1, 0, 0], 3)}
+    for day, (protected, totals, releases) in expected.items():
+        page = parse(client.get(f"/dashboard?dataset=census&as_of={day}").text)
+        table = cli_main(url, "table", "--as-of", day, "--json").json()
+        subset = cli_main(url, "subset", "protected", "--as-of", day, "--json").json()
+        caps = cli_main(url, "cap", "list", "--as-of", day, "--json").json()
+        pairs = cli_main(url, "pairs", "--as-of", day, "--json").json()
+        shown = float(page.find(id="protected").find(data_value=True).attrs["data-value"])
+        assert shown == subset["epsilon"] == protected, day
+        assert list(table["total"]["values"].values()) == totals, day
+        worst = page.find(id="worst-variable")
+        assert float(worst.find(data_value=True).attrs["data-value"]) == max(totals), day
+        assert float(page.find(id="worst-pair").find(data_value=True).attrs["data-value"]) == max(
+            p["epsilon"] for p in pairs), day
+        assert int(page.find(id="releases").find(data_value=True).attrs["data-value"]) == releases, day
+        by_cap = {c["cap"]: c for c in caps}
+        rows = page.find_all(data_cap=True)
+        assert {row.attrs["data-cap"] for row in rows} == set(by_cap), day
+        for row in rows:
+            spent, headroom = row.find_all(data_value=True)
+            cli = by_cap[row.attrs["data-cap"]]
+            assert Fraction(spent.attrs["data-value"]) == Fraction(cli["after_exact"]), day
+            assert spent.text.strip() == format_number(Fraction(cli["after_exact"])), day
+            assert cli["status"] in row.text, day
+    assert client.get("/dashboard?dataset=census&as_of=2026-02-01").status_code == 400  # after today
+    assert client.get("/dashboard?dataset=census&as_of=soon").status_code == 400
+
+
+def test_dashboard_compares_two_dates_and_lists_the_releases_in_between(url, monkeypatch):
+    dated_census_ledger(url, monkeypatch)
+    page = parse(local_client(url).get(f"/dashboard?dataset=census&since={DAYS[0]}&as_of={DAYS[2]}").text)
+    figures = {row.attrs["data-figure"]: (row.find(data_then=True).attrs["data-then"],
+                                          row.find(data_now=True).attrs["data-now"])
+               for row in page.find(id="comparison").find_all(data_figure=True)}
+    # at the end of DAYS[0]: A only; at the end of DAYS[2]: A and C (B cancelled)
+    assert figures["protected"] == ("1.0", "2.0")
+    assert figures["variable:age"] == ("1.0", "2.0") and figures["variable:race"] == ("0.0", "0.0")
+    assert figures["releases"] == ("1", "3")
+    moves = {row.attrs["data-cap-move"]: (row.find(data_then=True).attrs["data-then"],
+                                          row.find(data_now=True).attrs["data-now"])
+             for row in page.find(id="cap-moves").find_all(data_cap_move=True)}
+    assert moves == {"all": ("1", "2"), "person": ("1", "2")}  # person = {age, sex}: A, then A and C
+    changed = [(row.attrs["data-change"], row.attrs["data-release"])
+               for row in page.find(id="changes").find_all(data_change=True)]
+    assert changed == [("recorded", "B"), ("recorded", "C"), ("cancelled", "B")]
+    pack = [a.attrs["href"] for a in page.find_all() if a.tag == "a" and a.attrs.get("href", "").startswith("/download?")]
+    report = local_client(url).get(pack[0]).text  # the report from the start of the next day, as of DAYS[2]
+    assert "Changes since" in report and "2026-01-06" in report
+    between = parse(local_client(url).get(f"/dashboard?dataset=census&since={DAYS[1]}&as_of={DAYS[1]}").text)
+    assert between.find(id="changes").find_all(data_change=True) == []  # nothing after the end of a day in it
 
 
 def test_table_page_is_tans_table_1_and_the_facades_table(tmp_path):
@@ -179,6 +238,51 @@ def test_release_page_shows_mechanism_lineage_and_events(book, local):
     assert local.get("/release?id=nope").status_code == 404
 
 
+def test_release_lineage_is_drawn_from_its_derivation_graph(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lineage.db'}"
+    book = census_ledger(url)
+    with acting_as("ana"):
+        book.record(LINEAGE)
+    client = local_client(url)
+
+    def drawn(release: str) -> tuple[dict[str, tuple[str, float]], set[tuple[str, str]]]:
+        svg = parse(client.get("/release", params={"id": release}).text).find(id="lineage")
+        nodes = {n.attrs["data-node"]: (n.attrs["data-role"], float(n.find_all()[2].attrs["y"]))
+                 for n in svg.find_all(data_node=True)}
+        return nodes, {(e.attrs["data-parent"], e.attrs["data-child"]) for e in svg.find_all(data_parent=True)}
+
+    # rounded: raw above it; map, chart and east derived from it (chart also from A, not its lineage)
+    nodes, edges = drawn("rounded")
+    assert {n: role for n, (role, _) in nodes.items()} == {
+        "raw": "ancestor", "rounded": "self", "map": "descendant", "chart": "descendant", "east": "descendant"}
+    assert edges == {("raw", "rounded"), ("rounded", "map"), ("rounded", "chart"), ("rounded", "east")}
+    assert nodes["raw"][1] < nodes["rounded"][1] < nodes["map"][1] == nodes["chart"][1] == nodes["east"][1]
+    # east: two generations above it, and its family's other members (a random split) beside it
+    nodes, edges = drawn("east")
+    assert {n: role for n, (role, _) in nodes.items()} == {
+        "raw": "ancestor", "rounded": "ancestor", "east": "self", "north": "family", "south": "family"}
+    assert edges == {("raw", "rounded"), ("rounded", "east")}
+    assert nodes["raw"][1] < nodes["rounded"][1] < nodes["east"][1] == nodes["north"][1] == nodes["south"][1]
+    # a release with no relative draws nothing; the title is escaped in the tooltip
+    assert 'id="lineage"' not in client.get("/release?id=B").text
+    assert "Counts &lt;b&gt;by&lt;/b&gt; age" in client.get("/release?id=rounded").text
+
+
+def test_a_large_lineage_draws_the_nearest_releases_and_counts_the_rest():
+    from ledger.web.lineage import lineage
+
+    class Release:  # (the fields the drawing reads)
+        def __init__(self, rid, parents=(), family=None):
+            self.id, self.derived_from, self.family, self.title = rid, tuple(parents), family, ""
+            self.status = type("S", (), {"value": "planned"})()
+
+    chain = [Release("r0")] + [Release(f"r{k}", [f"r{k - 1}"]) for k in range(1, 60)]
+    drawn = lineage(chain, "r30", max_nodes=11)
+    assert {n.id for n in drawn.nodes} == {f"r{k}" for k in range(25, 36)} and drawn.omitted == 59 - 10
+    rows = {n.id: n.y for n in drawn.nodes}
+    assert all(rows[f"r{k}"] < rows[f"r{k + 1}"] for k in range(25, 35))
+
+
 # -- decisions --------------------------------------------------------------------------------
 
 
@@ -225,6 +329,51 @@ def test_cancel_needs_a_reason_and_keeps_it_in_the_audit_trail(book, url):
     assert book.release("B").status.value == "cancelled"
     assert book.events("B")[-1].reason == "superseded by the 2025 tables"
     assert "superseded by the 2025 tables" in client.get("/release?id=B").text
+
+
+def test_a_viewer_sees_every_page_without_decisions_and_a_post_is_refused(book, url):
+    if url.startswith("postgresql"):
+        logins(url, ("carol", "dan"))
+    with acting_as("ana"):  # carol: an auditor, who reads and verifies; dan: no role at all
+        cli_ok(url, "role", "grant", "carol", "auditor")
+    for name in ("carol", "dan"):
+        viewer = as_person(url, name)
+        for path in ("/dashboard?dataset=census", "/table?dataset=census", "/release?id=A", "/subset?dataset=census&v=age",
+                     "/whatif?dataset=census", "/audit", "/downloads?dataset=census"):
+            response = viewer.get(path)
+            assert response.status_code == 200, (name, path)
+            forms = [f.attrs.get("action") for f in parse(response.text).find_all() if f.tag == "form"]
+            assert "/decide" not in forms and "/decide-selection" not in forms, (name, path)
+            assert "checkbox" not in response.text or path.startswith("/subset"), (name, path)
+        before = (book.verify().events, book.release("A").status.value)
+        token = csrf_of(viewer.get("/audit").text)
+        refused = viewer.post("/decide", data={"csrf": token, "id": "A", "action": "approve"})
+        assert refused.status_code == 403 and f"{name} may not approve" in refused.text
+        refused = viewer.post("/decide-selection", data={"csrf": token, "dataset": "census", "action": "cancel",
+                                                         "id": ["A", "B"], "reason": "no"})
+        assert refused.status_code == 403
+        assert (book.verify().events, book.release("A").status.value) == before
+
+
+def test_each_person_is_offered_the_decisions_their_role_allows(book, url):
+    if url.startswith("postgresql"):
+        logins(url, ("sam",))
+    with acting_as("ana"):
+        cli_ok(url, "role", "grant", "sam", "steward")  # may cancel, may not approve
+    assert as_person_book(book, "ana").may("approve") and not as_person_book(book, "sam").may("approve")
+    assert as_person_book(book, "sam").may("cancel") and as_person_book(book, "bob").may("approve")
+
+    def buttons(name: str) -> list[str]:
+        page = parse(as_person(url, name).get("/release?id=A").text)
+        return [b.text.split(" as ")[0] for b in page.find_all() if b.tag == "button" and " as " in b.text]
+
+    assert buttons("bob") == ["Approve"] and buttons("sam") == ["Cancel"] and buttons("ana") == ["Approve", "Cancel"]
+    options = [o.attrs["value"] for o in parse(as_person(url, "sam").get("/table?dataset=census").text).find_all()
+               if o.tag == "option"]
+    assert options == ["cancel"]
+    assert decide(as_person(url, "sam"), "A", "approve").status_code == 403
+    assert decide(as_person(url, "sam"), "B", "cancel", reason="not needed").status_code == 200
+    assert book.release("B").status.value == "cancelled" and book.release("A").status.value == "planned"
 
 
 def test_whatif_shows_each_caps_verdict_and_records_nothing(book, local):
@@ -329,6 +478,28 @@ def test_download_names_are_a_fixed_list(book, local):
     assert local.get("/download?dataset=census&what=report.md&since=yesterday-ish").status_code == 400
     register = local.get("/download?dataset=census&what=register.csv")
     assert register.status_code == 200 and "A" in register.text.splitlines()[1:][0]
+
+
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="the PDF is printed by Chromium")
+def test_the_report_downloads_as_the_pdf_report_writes_it(book, local, tmp_path):
+    pdfplumber = pytest.importorskip("pdfplumber")
+    for traversal in ("../report.pdf", "report.pdf/../../etc/passwd", "/tmp/report.pdf", "report.pdf%00"):
+        assert local.get("/download", params={"dataset": "census", "what": traversal}).status_code == 404
+    response = local.get("/download?dataset=census&what=report.pdf")
+    assert response.status_code == 200 and response.headers["content-type"] == "application/pdf"
+    assert response.headers["content-disposition"] == 'attachment; filename="report.pdf"'
+    written = write_report(book, tmp_path / "cli.pdf", format="pdf")  # what `report --format pdf` writes
+
+    def text(pdf: bytes) -> str:
+        path = tmp_path / "read.pdf"
+        path.write_bytes(pdf)
+        with pdfplumber.open(path) as document:
+            words = " ".join(" ".join((p.extract_text() or "") for p in document.pages).split())
+        return re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", "", words)  # (when each was written)
+
+    downloaded = text(response.content)
+    assert downloaded == text(written.read_bytes())
+    assert "Dataset census" in downloaded and "Age by sex" in downloaded
 
 
 def test_an_error_is_a_page_without_a_traceback(book, url, monkeypatch):

@@ -16,7 +16,7 @@ from ledger.store import columns
 from ledger.accounting.budget import total_differences, total_from_index
 from ledger.store.codec import (GENESIS_HASH, canonical_json, cap_total_to_dict, chain_hash, dataset_from_dict,
                           dataset_to_dict, event_hash, release_from_dict)
-from ledger.accounting.engine import LedgerIndex
+from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.records import CHARGED_STATUSES, Family, Release
 from ledger.store.database import (CapAccountantRow, _EVENTS, _RELEASE_PAYLOAD, _RELEASES, CapRow, FamilyRow, RoleRow, Verification,
                           _cap_dict, _check_count, _compare, _connection, _datasets, _event_number, _family_dict,
@@ -140,7 +140,7 @@ def _check_accountant_states(session: Session, dataset: str, caps, releases: Seq
     """Recompute every stored running accountant state from the releases and compare,
     like the running totals. A state for another version of a cap (or of the state format) is
     never read by a decision (it is recomputed), so only the states a decision would use count."""
-    from ledger.accounting.accountants import state_differences, state_from_history, state_is_current
+    from ledger.accounting.cap_states import state_differences, state_from_history, state_is_current
 
     problems = []
     table = CapAccountantRow.__table__  # the table itself, never a process's cache

@@ -39,6 +39,49 @@ def census_ledger(url: str, *, gaussian: bool = False) -> api.Ledger:
     return book
 
 
+DAYS = ("2026-01-05", "2026-01-10", "2026-01-15")  # the days of `dated_census_ledger`'s steps
+
+
+def dated_census_ledger(url: str, monkeypatch) -> api.Ledger:
+    """Tan's releases recorded on different days (the ledger's clock set by `monkeypatch`): A on
+    DAYS[0], B on DAYS[1], C (derived from A) on DAYS[2] and B cancelled that day; the clock is left
+    at noon of DAYS[2]."""
+    from datetime import UTC, datetime
+
+    from ledger.store import database as store
+
+    clock = {"now": datetime(2026, 1, 5, 10, tzinfo=UTC)}
+    monkeypatch.setattr(store, "now", lambda: clock["now"])
+    if url.startswith("postgresql"):
+        logins(url, ("ana", "bob"))
+    with acting_as("ana"):
+        book = api.open(url)
+        book.add_dataset(CENSUS)
+        book.record({"dataset": "census", "releases": TABLES["releases"][:1]})
+        clock["now"] = datetime(2026, 1, 10, 10, tzinfo=UTC)
+        book.record({"dataset": "census", "releases": TABLES["releases"][1:2]})
+        cli_ok(url, "role", "grant", "bob", "approver")
+        clock["now"] = datetime(2026, 1, 15, 10, tzinfo=UTC)
+        book.record({"dataset": "census", "releases": TABLES["releases"][2:]})
+        book.cancel("B", reason="not needed")
+    clock["now"] = datetime(2026, 1, 15, 12, tzinfo=UTC)
+    return book
+
+
+LINEAGE = {"dataset": "census",  # raw -> rounded -> (map, chart, east); chart also from A; east in a family (a random split)
+           "families": [{"id": "by-region", "partition": "random"}],
+           "releases": [
+    {"id": "raw", "title": "Counts <b>by</b> age", "reads": ["age", "region"], "mechanism": {"name": "laplace", "epsilon": 1}},
+    {"id": "rounded", "reads": [], "mechanism": {"name": "post-processing"}, "derived_from": ["raw"]},
+    {"id": "map", "reads": [], "mechanism": {"name": "post-processing"}, "derived_from": ["rounded"]},
+    {"id": "chart", "reads": [], "mechanism": {"name": "post-processing"}, "derived_from": ["rounded", "A"]},
+    {"id": "north", "reads": ["age"], "family": "by-region", "part": "north", "mechanism": {"name": "laplace", "epsilon": 1}},
+    {"id": "south", "reads": ["age"], "family": "by-region", "part": "south", "mechanism": {"name": "laplace", "epsilon": 1}},
+    {"id": "east", "reads": ["age"], "family": "by-region", "part": "east", "mechanism": {"name": "laplace", "epsilon": 1},
+     "derived_from": ["rounded"]},
+]}
+
+
 class Node:
     def __init__(self, tag: str, attrs: dict[str, str | None], parent: Node | None):
         self.tag, self.attrs, self.parent, self.children, self.parts = tag, attrs, parent, [], []

@@ -51,7 +51,7 @@ def largest_delta(release: Release) -> Fraction:
     """The largest delta any subset may be charged for the release: of its (epsilon, delta)
     guarantees as charged in its dataset's relation (guarantee_spend); none for a release charged
     through its mechanism's event (`deltas_indexed`)."""
-    from .accountants import mechanism_event
+    from .dp_events import mechanism_event
 
     found = [guarantee_spend(g).approx_delta for g in release.guarantees if g.notion is Notion.APPROX]
     largest = max((d for d in found if d is not None), default=Fraction(0))
@@ -80,9 +80,9 @@ def deltas_held(releases: Iterable[Release]) -> Fraction:
 def deltas_indexed(index) -> tuple[Fraction, frozenset[str]]:
     """`deltas_held` of a LedgerIndex's charged releases (its guarantee arrays, whatever its rows
     hold of each release), and the variables its approximate releases read. A release charged
-    through its mechanism's event (a Gaussian declared by (epsilon, delta): accountants.Event) draws
+    through its mechanism's event (a Gaussian declared by (epsilon, delta): dp_events.Event) draws
     no delta: its figure is its noise's curve."""
-    from .accountants import index_events
+    from .index_figures import index_events
 
     by_event = index_events(index).mech >= 0
     per_release: dict[int, Fraction] = {}

@@ -11,7 +11,7 @@ history (it grows only with the number of distinct choices, never with the
 number of releases with one charge).
 
 One accounting (docs/explanation/model.md#composition): a cap's figure is `cap_value`, which composes
-the total with `engine.compose_units` minimising the cap's own measure, the
+the total with `charge_choice.compose_units` minimising the cap's own measure, the
 same minimising composition `subset` and `table` use (for a cap at delta D,
 the figure `subset --delta D` prints). A tighter accountant layers
 a second figure on by replacing or wrapping `cap_value`.
@@ -37,8 +37,9 @@ from fractions import Fraction
 
 from .relation import charged_words, not_implied
 from .spend import ALLOWANCE, UNBOUNDED, ZERO, Spend, allowance_words, pure_spend
-from .engine import (LedgerIndex, Objective, Option, alternatives_of, at_delta, candidates, compose_units, family_options,
-                     unprotected_move)
+from .charge_choice import Objective, Option, alternatives_of, at_delta, compose_units
+from .cost_rule import candidates, family_options, unprotected_move
+from .ledger_index import LedgerIndex
 from ..core.lazy import lazy_module
 from ..core.numbers import INF, Number, float_down, float_up, format_delta, format_number, is_infinite
 from ..core.records import CHARGED_STATUSES, Cap, Family, Notion, Release
@@ -80,9 +81,9 @@ class CapTotal:
 
 
 def objective(cap: Cap) -> Objective:
-    """Prefer the smaller figure in the cap's unit, then the smaller rank (`engine.at_delta`
+    """Prefer the smaller figure in the cap's unit, then the smaller rank (`charge_choice.at_delta`
     for a cap at a delta: the choice `subset --delta` makes, and the same statement of a
-    family's worst, `engine._suffered`)."""
+    family's worst, `charge_choice._suffered`)."""
     if cap.rho is None and cap.delta is not None:
         return at_delta(cap.delta, cap.allowance)  # measure(cap, spend) is spend.epsilon(cap.delta, ...)
     return lambda spend: (float_up(measure(cap, spend)), spend.rank())
@@ -180,13 +181,13 @@ def why_release_unbounded(cap: Cap, release: Release) -> str | None:
     described = f"{release.id} is a {kind} ({'; '.join(_guarantee_words(g) for g in covering)})"
     if cap.rho is not None:
         return (f"{described} and this cap is in rho: an (epsilon, delta) guarantee has no zCDP bound; "
-                "declare the cap in epsilon at a delta")
+                "declare the cap in epsilon at a delta (`cap set`: docs/how-to/set-budgets.md)")
     if cap.delta is None:
         if any(g.notion == Notion.ZCDP for g in covering):
             return (f"{described} and this cap is in pure epsilon: a zCDP guarantee (a Gaussian) has no "
-                    "pure-epsilon bound; declare the cap with a delta or in rho")
+                    "pure-epsilon bound; declare the cap with a delta or in rho (`cap set`: docs/how-to/set-budgets.md)")
         return (f"{described} and this cap is in pure epsilon: an (epsilon, delta) guarantee has no "
-                "pure-epsilon bound; declare the cap with a delta")
+                "pure-epsilon bound; declare the cap with a delta (`cap set`: docs/how-to/set-budgets.md)")
     if cap.filter == "gaussian":
         return f"{described} and this cap is a Gaussian-DP filter, which admits no (epsilon, delta) release"
     return (f"{described}: its delta passes the approximate releases' allowance, "
@@ -329,7 +330,7 @@ def apply(
 
 
 def _own(cap: Cap, release: Release, own: dict | None, measured: bool = True) -> tuple[tuple, Number | None]:
-    """A standalone release's options on the cap's subset (`engine.candidates`) and, when
+    """A standalone release's options on the cap's subset (`cost_rule.candidates`) and, when
     `measured`, its own charge (`options_measure`), each computed once per `own` memo (one cap,
     one check: `apply` and `plan_charges` ask for the same release)."""
     if own is None:
@@ -492,7 +493,7 @@ class CapCheck:
     after_total: CapTotal = field(default_factory=CapTotal, compare=False, repr=False)  # what recording stores
     charges: tuple[Charge, ...] = ()  # each planned release's own charge (families once)
     reason: str | None = None  # why `after` is ∞, in words
-    decision: object = field(default=None, compare=False, repr=False)  # accountants.Decision
+    decision: object = field(default=None, compare=False, repr=False)  # cap_decisions.Decision
     # the running figure of the cap's subset at its delta (what `subset` prints), beside the
     # filter's figure it is decided by; None where it was not asked for (a plan's check)
     running: Number | None = field(default=None, compare=False)

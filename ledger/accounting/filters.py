@@ -89,7 +89,7 @@ def short(cap) -> str:
 
 
 def event_mu(kind: str, a: Fraction, b=None) -> float:
-    """mu of one accounting event (accountants.Event), INF where Gaussian DP states none."""
+    """mu of one accounting event (dp_events.Event), INF where Gaussian DP states none."""
     if kind == "gaussian":
         return INF if not a else float(1 / Fraction(a))
     if kind == "laplace":

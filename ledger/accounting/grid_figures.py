@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .engine import SpendGrid
+from .exact_sums import SpendGrid
 from .spend import ALLOWANCE, FILTER_ORDERS, ORDER_SHARE, filter_delta
 
 

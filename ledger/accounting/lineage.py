@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from .accountants import _naive, published_moment
+from .release_times import _naive, published_moment
 from ..core.records import CHARGED_STATUSES, Release, Status
 
 PUBLISHED_STATUSES = frozenset({Status.PUBLISHED, Status.RETRACTED})  # what was published stays published
@@ -35,7 +35,7 @@ def cancel_blockers(deriving: Mapping[str, Status]) -> list[str]:
 def publish_blockers(release: Release, known: Mapping[str, Release], at: datetime | None = None) -> list[str]:
     """The releases `release` derives from that are not published yet (unknown ones included),
     or published after `at`, the moment `release` is published (default: its own publication
-    moment, as `accountants.published_moment` reads it)."""
+    moment, as `release_times.published_moment` reads it)."""
     if at is None:
         at = published_moment(release)
     blockers = []

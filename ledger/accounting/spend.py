@@ -336,7 +336,7 @@ def order_epsilon(pure: float, pure_rho: float, rho: float, delta: float) -> flo
     at order a is at most min(pure, a * pure_rho) (an epsilon-DP release's Rényi divergence is at
     most epsilon, and at most a * epsilon^2 / 2, Bun and Steinke 2016, Prop 3.3; summed release by
     release, each sum bounds the sum of the minima). CKS (2020) Prop 12 at each order, the
-    smallest, rounded up: the formula of accountants.rdp_filter_epsilon. The pure sum enters
+    smallest, rounded up: the formula of renyi_curves.rdp_filter_epsilon. The pure sum enters
     inside each order's statement, which a fixed order allows (Feldman and Zrnic 2021, Thm 4.3
     with the pure releases' loss bounded pointwise), not added after a conversion whose order
     would follow it."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from contextlib import ExitStack, contextmanager
@@ -37,12 +38,12 @@ from ..core.records import CHARGED_STATUSES, Dataset
 from ..core.lazy import lazy_callable, lazy_module
 
 if TYPE_CHECKING:
-    from ..accounting.engine import LedgerIndex
+    from ..accounting.ledger_index import LedgerIndex
     from ..input.loader import LedgerSnapshot
 
 # What the commands compute with, imported when a command runs, not for `--help` or
 # `--version`.
-at_delta = lazy_callable("ledger.accounting.engine", "at_delta")
+at_delta = lazy_callable("ledger.accounting.charge_choice", "at_delta")
 headline = lazy_callable("ledger.reporting.headline", "headline")
 headline_lines = lazy_callable("ledger.reporting.headline", "text_lines")
 LedgerSnapshot = lazy_callable("ledger.input.loader", "LedgerSnapshot")  # noqa: F811
@@ -50,7 +51,7 @@ dataset_and_caps = lazy_callable("ledger.input.loader", "dataset_and_caps")
 read_document = lazy_callable("ledger.input.loader", "read_document")
 release_json = lazy_callable("ledger.reporting.views", "release_json")
 subset_json = lazy_callable("ledger.reporting.views", "subset_json")
-infinity_text = lazy_callable("ledger.reporting.reasons", "infinity_text")
+infinity_text = lazy_callable("ledger.operations.reasons", "infinity_text")
 table_view = lazy_callable("ledger.operations.table_view", "table_view")
 text_table = lazy_callable("ledger.reporting.views", "text_table")
 
@@ -207,8 +208,12 @@ def _budget_refused(exc: operations.BudgetRefused) -> int:
         cli_json.print_refusal(exc)
     else:
         typer.echo(str(exc), err=True)
-        typer.echo("nothing was written.", err=True)
+        typer.echo(f"nothing was written. {NEXT_STEPS}", err=True)
     return failures.EXIT_REFUSED
+
+
+NEXT_STEPS = ("What each cap has left: `privacy-ledger headroom VARIABLES`; what to do next: "
+              "docs/how-to/exit-codes.md#exit-1-a-budget-check-refused.")
 
 
 def _refused(exc: Refused) -> int:
@@ -249,7 +254,24 @@ def report_errors(errors: list[LedgerError]) -> None:
         typer.echo(f"error: {failures.excerpt(line, 600)}", err=True)
     if len(errors) > MAX_ERRORS_SHOWN:
         typer.echo(f"... and {len(errors) - MAX_ERRORS_SHOWN} more", err=True)
-    typer.echo(f"{len(errors)} problem{'s' if len(errors) != 1 else ''}; nothing was written.", err=True)
+    typer.echo(f"{len(errors)} problem{'s' if len(errors) != 1 else ''}; nothing was written. "
+               f"{where_to_read(errors)}", err=True)
+
+
+FILE_SOURCE = re.compile(r".+\.(ya?ml|json)(:\d+)?$", re.IGNORECASE)  # "plan.yaml:5", a file's problem
+
+
+def where_to_read(errors: list[LedgerError]) -> str:
+    """The page of the documentation (docs/ in the repository) that the first error's field is
+    explained on: a mechanism's parameters, a file's fields, or a command's arguments."""
+    first = errors[0] if errors else None
+    if first is not None and ".mechanism" in first.field:
+        return "Mechanisms and their parameters: `privacy-ledger mechanisms`, docs/reference/mechanisms.md."
+    if first is not None and FILE_SOURCE.match(first.source):
+        return "File formats: docs/reference/file-formats.md."
+    if first is not None and first.source == "person acting":
+        return "Who may do what: `privacy-ledger role list`, docs/explanation/people.md."
+    return "Commands and options: `privacy-ledger COMMAND -h`, docs/reference/commands.md."
 
 
 def _pick_dataset(snapshot: LedgerSnapshot, name: str | None) -> Dataset:
@@ -258,27 +280,6 @@ def _pick_dataset(snapshot: LedgerSnapshot, name: str | None) -> Dataset:
 
 def _delta(option: str | None, dataset: Dataset) -> Fraction:
     return choices.parse_delta(option, dataset)
-
-
-def _ended(engine) -> dict:
-    """Release id -> when it was retracted or cancelled (history.ended), from the audit events."""
-    from ..accounting.history import ENDING_KINDS, ended
-    from ..input.loader import parse_moment
-
-    with Session(engine) as session:
-        rows = store.lifecycle_events(session, list(ENDING_KINDS))
-    return ended((kind, subject, parse_moment(at)) for _seq, kind, subject, at, _actor, _payload in rows)
-
-
-def _as_of(snapshot: LedgerSnapshot, when) -> LedgerSnapshot:
-    """The snapshot as the ledger stood at `when` (ledger.accounting.history), or itself when None."""
-    if when is None:
-        return snapshot
-    from ..accounting.history import releases_as_of
-
-    then = releases_as_of(list(snapshot.releases.values()), when, _ended(_engine()))
-    return LedgerSnapshot(datasets=snapshot.datasets, releases={r.id: r for r in then}, families=snapshot.families,
-                          ended=snapshot.ended)
 
 
 def _index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
@@ -302,23 +303,18 @@ def _rows_index(dataset: str | None, titles: bool = False, variables: list[str] 
     when first asked for them (only the rows a table shows, on a large ledger). With `when`,
     where the rows cannot state the ledger then exactly (as_of.rows_then: moments past about
     2112), the whole releases, each with the status it had then (ledger.accounting.history)."""
-    from ..store import columns
-
     with Session(_engine()) as session:
         light = store.write_context(session)
         chosen = _pick_dataset(light, dataset)
-        # (--as-of reads every row, and lists the ids charging a subset (`touching` not None) now:
-        # the subset is resolved against the dataset then, below)
-        touching = None if variables is None else set() if when is not None else _resolve_variables(chosen, variables)
-        index = columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
-                                  touching, accounts, when)
-        if index is None:  # (--as-of, moments the rows cannot order exactly)
-            snapshot = _as_of(store.snapshot(session, chosen.name), when)
-            index = _index(snapshot, _pick_dataset(snapshot, chosen.name))
-        if when is not None:  # the dataset as it stood then: its variables, classifications and groups
-            from ..store.as_of import state_then
+        if when is not None:  # (every row read, and the subset resolved against the dataset then)
+            yield choices.index_as_of(session, chosen, light.families, when, titles=titles,
+                                      touching=None if variables is None else set(), accounts=accounts)
+            return
+        from ..store import columns
 
-            chosen, _caps, index = state_then(session, chosen, when, index)
+        index = columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
+                                  _resolve_variables(chosen, variables) if variables is not None else None,
+                                  accounts)
         yield chosen, index
 
 
@@ -430,7 +426,7 @@ def check_command(
             typer.echo("no cap covers what this plan reads")
         for line in check_lines(checks, why=infinite_driver_reasons(checks)):
             typer.echo(line)
-        typer.echo("every cap holds" if all(c.ok for c in checks) else "REFUSED: a cap would break")
+        typer.echo("every cap holds" if all(c.ok for c in checks) else f"REFUSED: a cap would break. {NEXT_STEPS}")
     if not all(c.ok for c in checks):
         raise typer.Exit(1)
 
@@ -506,6 +502,10 @@ def headroom_command(
                     else f"smallest sigma / sensitivity {format_number(room.multiplier)}")
         typer.echo(f"{label}: {smallest}, largest rho {format_number(room.rho, down=True)}{as_epsilon}"
                    + binding(room.rho_binding, room.rho_accountant))
+    elif room.rho is not None and room.rho == 0 and room.rho_binding is not None and room.rho_binding.delta is None \
+            and room.rho_binding.rho is None:
+        typer.echo(f"{label}: no Gaussian (rho) release fits: cap {room.rho_binding.name} is in pure epsilon, which "
+                   "a Gaussian never meets (a cap with a delta or in rho would admit one)")
     elif room.rho is not None:
         typer.echo(f"{label}: largest rho {format_number(room.rho, down=True)}{as_epsilon}"
                    + binding(room.rho_binding, room.rho_accountant))
@@ -862,7 +862,7 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
 
 
 def _check_accountant(accountant: str | None) -> None:
-    from ..accounting.accountants import ACCOUNTANTS
+    from ..accounting.figure_validity import ACCOUNTANTS
 
     if accountant is not None and accountant not in ACCOUNTANTS:
         raise fail("command line", "--accountant", f"must be one of {', '.join(ACCOUNTANTS)}, found {accountant!r}")
@@ -898,7 +898,7 @@ def subset(
     cost = index.subset_cost(names, at_delta(chosen_delta))
     why = None
     if cost.spend.unbounded:  # the reason from the releases charged (a keyed family's move included)
-        from ..reporting.reasons import unbounded_reason
+        from ..operations.reasons import unbounded_reason
 
         why = unbounded_reason(index, names, chosen.public_names)
     result = subset_json(cost, chosen_delta, why, index.allowance)
@@ -965,7 +965,8 @@ def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
     """The privacy loss on every pair of variables: the smallest valid figure of the basic and
     Rényi accountants, as `subset A B` prints it."""
     from ..operations.shown_figures import pair_accountants
-    from ..accounting.accountants import ACCOUNTANTS, PAIR_PLD_LIMIT
+    from ..accounting.figure_validity import ACCOUNTANTS
+    from ..accounting.every_pair import PAIR_PLD_LIMIT
 
     if accountant is not None and accountant not in ACCOUNTANTS:
         raise fail("command line", "--accountant", f"must be basic, rdp or pld, found {accountant!r}")

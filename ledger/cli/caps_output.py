@@ -41,7 +41,7 @@ def infinite_driver_reasons(checks, when=None) -> dict[tuple[str, str], tuple[st
     if not wanted:
         return {}
     from ..operations.cap_accounting import index_at  # (only when a driver is ∞: not on check's path)
-    from ..reporting.reasons import driver_reasons
+    from ..operations.reasons import driver_reasons
 
     found = {}
     with store.read_session(open_engine()) as session:
@@ -82,8 +82,8 @@ def check_lines(checks, planned: bool = True, why: Mapping | None = None,
             reasons_ = (why or {}).get((c.cap.dataset, c.cap.name)) or (None,) * len(c.drivers)
             lines.append("      driven by: " + ", ".join(_driver_text(rid, v, w)
                                                         for (rid, v), w in zip(c.drivers, reasons_)))
-        if c.reason:
-            lines.append(f"      no bound: {c.reason}")
+        if c.reason and not (planned and any(charge.reason and c.reason in charge.reason for charge in c.charges)):
+            lines.append(f"      no bound: {c.reason}")  # (said once: a charge line above may give it)
         if c.decision is not None:
             lines.append(f"      filter: {c.decision.theorem}")
         if c.running is not None and c.running != c.after:
@@ -96,7 +96,7 @@ def _driver_text(rid: str, value, why: str | None = None) -> str:
     """A driver and its charge; an ∞ one with its reason, `∞ (why)` as every command prints it."""
     figure = format_number(value)
     if is_infinite(value) and value > 0:
-        from ..reporting.reasons import infinity_text
+        from ..operations.reasons import infinity_text
 
         figure = infinity_text(why)
     if rid.startswith(budget.FAMILY_DRIVER):

@@ -77,7 +77,7 @@ def _build(actor: str, snapshot, recorded_at):
 def run_demo(engine: Engine, out: Path, actor: str) -> str:
     """Record the example in an empty ledger (or reuse a ledger holding exactly it),
     and return Table 1 as text; the HTML table is written to `out`."""
-    from ..accounting.engine import LedgerIndex
+    from ..accounting.ledger_index import LedgerIndex
     from ..input.loader import LedgerSnapshot
 
     with store.write_session(engine) as session:
@@ -147,7 +147,7 @@ def run_graduates_demo(engine: Engine, actor: str, seed: int | None = None) -> s
 
     import pandas as pd
 
-    from ..accounting.engine import LedgerIndex
+    from ..accounting.ledger_index import LedgerIndex
     from ..mechanisms import tan
     from ..operations.recording import run_and_record
 

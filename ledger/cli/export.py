@@ -45,7 +45,7 @@ def registry(
     from ..reporting.registry import to_yaml
     from ..store import columns
     from ..store.facts import charged_facts
-    from ..accounting.engine import at_delta
+    from ..accounting.charge_choice import at_delta
 
     if tier not in (1, 2, 3):
         raise fail("command line", "--tier", f"must be 1, 2 or 3, found {tier}")

@@ -65,6 +65,7 @@ store = lazy_module("ledger.store.database")  # the ORM, imported when a report 
 # the report's context builder (and markupsafe, the chart data): imported when a report is
 # made, not by `--help`, `check` or `record`, which only register this command
 _report = lazy_module("ledger.reporting.report")
+pack = lazy_module("ledger.operations.meeting_pack")  # the meeting pack (--since), computed below the API
 select = lazy_callable("sqlalchemy", "select")
 Session = lazy_callable("sqlmodel", "Session")
 
@@ -393,8 +394,8 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     from ..store import columns
     from ..reporting.accountant_views import TableAccounts
     from ..core.records import CHARGED_STATUSES
-    from ..accounting.accountants import index_events
-    from ..accounting.engine import at_delta
+    from ..accounting.index_figures import index_events
+    from ..accounting.charge_choice import at_delta
     from ..operations.transactions import cap_checks
     from ..operations.cap_accounting import checks_from_index
 
@@ -512,7 +513,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
 
     from sqlalchemy import and_, func
 
-    from ..accounting.engine import index_over
+    from ..accounting.ledger_index import index_over
     from ..core.records import Status
     from ..operations.cap_accounting import checks_from_index
     from ..store import as_of as rows_at
@@ -534,7 +535,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
         latest = select(table.c.seq).where(chosen).order_by(table.c.seq.desc()).limit(CHANGES_LISTED)
         listed = events_of(session, select(*columns_).where(table.c.seq.in_(latest)).order_by(table.c.seq))
         named = titles(session, [e.subject for e in listed])
-        return tuple(_report.Change(e.subject, named.get(e.subject, ""), e.at, e.actor, status_of(e))
+        return tuple(pack.Change(e.subject, named.get(e.subject, ""), e.at, e.actor, status_of(e))
                      for e in listed), count
 
     recorded = changes_of("release.recorded", lambda e: e.data()["release"]["status"])
@@ -555,18 +556,18 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
                                                   *(() if until is None else (table.c.at <= until,)))
         .order_by(table.c.seq))}
     # the caps as they stood just before `since` (each against its limit then), and those removed since
-    caps_then, removed = _report.caps_in_period(rows_at.state_changes(session, dataset.name), dataset.variable_names,
+    caps_then, removed = pack.caps_in_period(rows_at.state_changes(session, dataset.name), dataset.variable_names,
                                                 since, as_of, dataset.allowance)
-    moves = _report.cap_moves(caps, checks, checks_from_index(list(caps_then), before), set_at, since, removed,
+    moves = pack.cap_moves(caps, checks, checks_from_index(list(caps_then), before), set_at, since, removed,
                               dataset.public_names, before, index)
     # the dataset's own changes since then (report.meeting_pack's dataset_changes): the most recent
     changed = (table.c.kind.in_(_report.DATASET_AMENDMENTS), table.c.subject == dataset.name, table.c.at >= since_text,
                *(() if until is None else (table.c.at <= until,)))
     dataset_count = connection.execute(select(func.count()).where(*changed)).scalar_one()
-    dataset_changes = tuple(_report.dataset_change(e.at, e.actor, e.kind, e.data()) for e in events_of(
+    dataset_changes = tuple(pack.dataset_change(e.at, e.actor, e.kind, e.data()) for e in events_of(
         session, select(*columns_).where(*changed).order_by(table.c.seq.desc()).limit(CHANGES_LISTED))[::-1])
     sections = (recorded, approved, published, retracted, cancelled)
-    return _report.MeetingPack(
+    return pack.MeetingPack(
         since=since, events=events, recorded=recorded[0], approved=approved[0], published=published[0],
         retracted=retracted[0], cancelled=cancelled[0], caps=moves,
         counts=tuple(count for _, count in sections), dataset_changes=dataset_changes, dataset_count=dataset_count)
@@ -596,7 +597,7 @@ def _dated_since(session: Session, dataset: str, since: datetime, as_of: datetim
                                          func.substr(c.published_at, 1, 10) >= day))
         .order_by(c.seq))
     for rid, title, status, recorded_at, recorded_by, approved_at, approved_by, published_at in rows:
-        approved, published = _report.aware(parse_time(approved_at)), _report.aware(parse_time(published_at))
+        approved, published = pack.aware(parse_time(approved_at)), pack.aware(parse_time(published_at))
         if then is not None and then.row_status(rid, status, recorded_at, approved_at, published_at) is None:
             continue  # not in the ledger at --as-of
         if approved is not None and approved >= since and (as_of is None or approved <= as_of):
@@ -610,7 +611,7 @@ def _dated_since(session: Session, dataset: str, since: datetime, as_of: datetim
         actors = {}
         if kind == "published" and listed:  # who published it (the publication's event), else who recorded it
             actors = {subject: actor for subject, actor in publishers(session, [x[1] for x in listed], until)}
-        found.append((tuple(_report.Change(rid, title, at, actors.get(rid, by), status.value)
+        found.append((tuple(pack.Change(rid, title, at, actors.get(rid, by), status.value)
                             for at, rid, title, by in listed), len(changes)))
     return found[0], found[1]
 
@@ -638,7 +639,7 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
     import numpy as np
 
     from ..store.codec import release_from_dict
-    from ..accounting.engine import rows_of
+    from ..accounting.index_chunks import rows_of
     from ..core.records import CHARGED_STATUSES
 
     index, delta, n_var, seqs, wide_ids, epsilon_of, zero = _register_basis(large)
@@ -821,9 +822,9 @@ def _modules_before_fork(charts: bool) -> None:
     import numpy  # noqa: F401
     import numpy.ma  # noqa: F401 (np.unique reads np.ma.is_masked: ~0.1 s of import in each process otherwise)
 
-    from ..accounting import accountants  # noqa: F401 (store.verify's)
+    from ..accounting import cap_states  # noqa: F401 (store.verify's)
     from ..store import columns  # noqa: F401 (store.verify's)
-    from ..accounting import engine  # noqa: F401 (store.verify's)
+    from ..accounting import ledger_index  # noqa: F401 (store.verify's)
     from ..store import verified_head  # noqa: F401 (store.verify's)
 
     _report.summary_from  # noqa: B018 (the report module, loaded)
@@ -914,7 +915,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     from sqlalchemy import Text, cast
 
     from ..store.codec import guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict
-    from ..accounting.engine import rows_of
+    from ..accounting.index_chunks import rows_of
     from ..store.columns import stream_raw_rows
     from ..core.numbers import exact_text, fraction_text, to_json
     from ..core.records import CHARGED_STATUSES
@@ -930,7 +931,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     columns_ = (c.seq, c.id, c.title, c.status, cast(c.reads, Text), c.mechanism_name, cast(c.mechanism_params, Text),
                 cast(c.guarantees, Text), cast(c.derived_from, Text), c.family, c.recorded_by, c.recorded_at,
                 c.approved_by, c.approved_at, c.published_at, cast(c.pufferfish, Text), c.output_digest, c.part)
-    aware = _report.aware
+    aware = pack.aware
     guarantee_text_of = _report.guarantee_text_of
     caches: dict[str, dict] = {}
 

@@ -28,6 +28,7 @@ checkpoint = lazy_module("ledger.store.checkpoint")
 store = lazy_module("ledger.store.database")
 Session = lazy_callable("sqlmodel", "Session")
 amend = lazy_module("ledger.operations.amend")
+declared_privacy_unit = lazy_callable("ledger.operations.transactions", "declared_privacy_unit")
 canonical_json = lazy_callable("ledger.store.codec", "canonical_json")
 build_caps = lazy_callable("ledger.input.loader", "build_caps")
 build_dataset = lazy_callable("ledger.input.loader", "build_dataset")
@@ -70,7 +71,8 @@ Change = Callable[[Dataset, list[Cap]], tuple[Dataset, list[Cap] | None]]
 
 
 def apply_change(dataset: str | None, change: Change, *, source: str, actor: str, reason: str | None,
-                 dry_run: bool = False, as_json: bool = False) -> list[amend.Amendment]:
+                 dry_run: bool = False, as_json: bool = False,
+                 privacy_unit: dict[str, str] | None = None) -> list[amend.Amendment]:
     """Plan the amendments a change implies, print them, and (unless dry_run) write them
     with their audit events in one transaction. With `as_json`, one JSON document: the
     dataset, each change's kind and summary, whether it was a dry run and how many were applied."""
@@ -93,6 +95,9 @@ def apply_change(dataset: str | None, change: Change, *, source: str, actor: str
             raise InputErrors(errors)
         final_caps = {c.name: c for c in (wanted_caps if wanted_caps is not None else caps)}
         amendments += amend.caps_follow(amendments, list(final_caps.values()))
+        if privacy_unit and privacy_unit != store.privacy_unit(session, chosen.name):
+            amendments.append(amend.Amendment(store.PRIVACY_UNIT_EVENT, chosen.name, "declare the privacy unit: "
+                                              + "; ".join(privacy_unit.values()), None, None, privacy_unit))
         def answer(applied: int) -> None:
             if as_json:
                 _say(True, "", dataset=chosen.name, dry_run=dry_run, applied=applied,
@@ -117,6 +122,8 @@ def apply_change(dataset: str | None, change: Change, *, source: str, actor: str
         for amendment in amendments:
             if amendment.kind == "cap.set":
                 store.set_cap(session, amendment.cap, actor)
+            elif amendment.kind == store.PRIVACY_UNIT_EVENT:
+                store.set_privacy_unit(session, chosen.name, amendment.change, actor)
             elif amendment.kind == "cap.removed":
                 store.remove_cap(session, chosen.name, amendment.subject.split("/", 1)[1], actor, reason)
             else:
@@ -129,11 +136,13 @@ def apply_change(dataset: str | None, change: Change, *, source: str, actor: str
 def dataset_amend(
     file: Annotated[Path, typer.Argument(help="The dataset file, changed (YAML or JSON).")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the changes; write nothing.")] = False,
-    reason: Annotated[Optional[str], typer.Option(help="Why (required when a variable is reclassified).")] = None,
+    reason: Annotated[Optional[str], typer.Option(help="Why (required when a variable is reclassified or "
+                                                       "separation of duties waived or restored).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Apply a changed dataset file as audited changes: variables, categories, descriptions,
-    classifications, groups and (when the file has `caps`) caps. Printed first."""
+    classifications, groups, separation of duties (`self_approval`), the declared privacy unit
+    and (when the file has `caps`) caps. Printed first."""
     document, errors = read_document(file)
     wanted = None
     if document is not None:
@@ -146,7 +155,8 @@ def dataset_amend(
         if errors:
             raise InputErrors(errors)
     apply_change(wanted.name, lambda _old, _caps: (wanted, wanted_caps), source=str(file),
-                 actor=acting_person(), reason=_reason(reason), dry_run=dry_run, as_json=as_json)
+                 actor=acting_person(), reason=_reason(reason), dry_run=dry_run, as_json=as_json,
+                 privacy_unit=declared_privacy_unit(document))
 
 
 def _variable(chosen: Dataset, name: str, argument: str = "VARIABLE") -> Variable:

@@ -37,7 +37,7 @@ _ROWS_KEY = '\n  "rows": [],\n'  # where the document's (empty) rows stand in it
 
 def _chunks(index, chunk: int) -> Iterator[tuple[int, int, "np.ndarray"]]:
     """(start, stop, cells) of each chunk of the index's releases: Table 1's cells of those rows."""
-    from ..accounting.engine import rows_of
+    from ..accounting.index_chunks import rows_of
 
     n_rel = len(index.releases)
     bounds = np.searchsorted(index.g_release, np.arange(0, n_rel + chunk, chunk).clip(max=n_rel))

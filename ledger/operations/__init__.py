@@ -10,7 +10,8 @@ What a reader is shown, computed and read here so that the façade (api.py) and 
 show the same: table_view.py (Tan's Table 1 as shown), shown_figures.py (the figure each
 accountant gives and the one shown), explain.py (a figure in words), registry_record.py (a DP
 Deployments Registry record), report_inputs.py and report_reading.py (what a report is computed
-from, read from the store), moments.py (the dates a reader names).
+from, read from the store), meeting_pack.py (what changed in a period, how each cap moved),
+reasons.py (why an ∞ is infinite, in words), moments.py (the dates a reader names).
 
 Invariant: a refused step writes nothing.
 """

@@ -6,8 +6,8 @@ latest event, as for `dataset.added`), and releases already recorded keep
 meaning what they meant. `plan` compares the recorded dataset (and its caps)
 with the wanted one and returns the amendments, in the order they apply:
 
-    dataset.described, variable.added, variable.categories_added,
-    variable.described, variable.reclassified (needs a reason),
+    dataset.self_approval (needs a reason), dataset.described, variable.added,
+    variable.categories_added, variable.described, variable.reclassified (needs a reason),
     group.set, group.removed, cap.set, cap.removed, variable.removed
 
 Refused (errors, nothing applied): removing a variable a recorded release
@@ -104,6 +104,17 @@ def plan(
         state = after
         out.append(Amendment(kind, name, summary, after, None, change))
 
+    if new.self_approval != old.self_approval:
+        verb = "waive" if new.self_approval else "restore"
+        unexplained = reason is None or not reason.strip()
+        if unexplained and require_reason:
+            errors.append(LedgerError("command line", "--reason", f"to {verb} separation of duties on dataset "
+                                                                  f"{name!r} needs a reason; give --reason TEXT"))
+        step("dataset.self_approval", f"dataset {name}: {verb} separation of duties (self_approval: "
+             f"{str(new.self_approval).lower()})" + (f" (reason: {reason.strip()})" if not unexplained
+                                                      else " (needs a reason to be applied: --reason TEXT)"),
+             replace(state, self_approval=new.self_approval),
+             {"self_approval": new.self_approval, "was": old.self_approval, "reason": (reason or "").strip()})
     if new.description != old.description:
         step("dataset.described", f"dataset {name}: description changed", replace(state, description=new.description),
              {"description": new.description, "was": old.description})

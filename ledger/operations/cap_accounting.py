@@ -2,7 +2,7 @@
 
 `budget.check` computes every cap's figure by the basic accountant (its running
 `CapTotal`). This layer takes those checks and, for a cap stated at a delta,
-replaces the figure by its filter's (accounting/filters.py, accountants.cap_decision):
+replaces the figure by its filter's (accounting/filters.py, cap_decisions.cap_decision):
 the running figure's statements, Gaussian DP, or the Rényi divergences at one order
 fixed when the cap was set. A pure epsilon cap keeps the pure sum; a rho cap the sum
 of rho. Every check carries its `Decision` (accountant, theorem), which recording
@@ -23,8 +23,8 @@ from fractions import Fraction
 
 from sqlmodel import Session
 
-from ..accounting import accountants, budget, filters
-from ..accounting.engine import at_delta
+from ..accounting import budget, cap_decisions, cap_states, figure_validity, filters, index_figures
+from ..accounting.charge_choice import at_delta
 from ..store import database as store
 from ..core.numbers import INF, is_infinite
 from ..core.records import CHARGED_STATUSES, Family, Release, in_dataset_order
@@ -58,12 +58,12 @@ def decide(check: budget.CapCheck, total: budget.CapTotal, state: dict | None, p
     cap = check.cap
     after_state = None
     if state is not None:
-        after_state = accountants.state_apply(state, cap, plan, families, members)
+        after_state = cap_states.state_apply(state, cap, plan, families, members)
     # No spend is composed for the decision: with a running state, the state says what the
     # decision needs of it; without one (a cap not at a delta, or a delta cap with no state)
     # `cap_decision` keeps the basic figure and reads no spend.
     before = _decision_before(cap, check.current, state)
-    after = accountants.cap_decision(cap, check.after, None, after_state)
+    after = cap_decisions.cap_decision(cap, check.after, None, after_state)
     if after_state is not None:
         _DECIDED[(cap.dataset, cap.name)] = (after_state, cap, check.after, after)
     return _with(check, before, after), after_state
@@ -78,14 +78,14 @@ def decide(check: budget.CapCheck, total: budget.CapTotal, state: dict | None, p
 _DECIDED: dict[tuple[str, str], tuple] = {}
 
 
-def _decision_before(cap, value, state: dict | None) -> accountants.Decision:
+def _decision_before(cap, value, state: dict | None) -> cap_decisions.Decision:
     found = _DECIDED.get((cap.dataset, cap.name))
     if found is not None and state is not None and found[0] is state and found[1] is cap and found[2] is value:
         return found[3]
-    return accountants.cap_decision(cap, value, None, state)
+    return cap_decisions.cap_decision(cap, value, None, state)
 
 
-def _with(check: budget.CapCheck, before: accountants.Decision, after: accountants.Decision) -> budget.CapCheck:
+def _with(check: budget.CapCheck, before: cap_decisions.Decision, after: cap_decisions.Decision) -> budget.CapCheck:
     cap = check.cap
     # the cap's figure is its filter's alone: another statement's smaller figure spends the delta again
     current, value = before.value, after.value
@@ -100,7 +100,7 @@ def _with(check: budget.CapCheck, before: accountants.Decision, after: accountan
 def with_running(session: Session, dataset: str, checks: Sequence[budget.CapCheck],
                  when: datetime | None = None) -> list[budget.CapCheck]:
     """Each cap at a delta with the running figure of its subset at its delta, the figure `subset`
-    prints (accountants.subset_figures, the smallest valid one), now or at `when`: a cap is decided
+    prints (index_figures.subset_figures, the smallest valid one), now or at `when`: a cap is decided
     by its filter, and a board reads both."""
     stated = [c for c in checks if c.cap.delta is not None and c.cap.rho is None]
     own = {c.cap.name: c.after for c in stated if filters.kind_of(c.cap.filter)[0] == filters.RUNNING}
@@ -112,8 +112,8 @@ def with_running(session: Session, dataset: str, checks: Sequence[budget.CapChec
     for check in at:
         cap = check.cap
         cost = index.subset_cost(cap.subset, at_delta(cap.delta))
-        found = accountants.subset_figures(index, cap.subset, cap.delta, cost.spend, invalid_pld=False)
-        running[cap.name] = accountants.best(found).epsilon
+        found = index_figures.subset_figures(index, cap.subset, cap.delta, cost.spend, invalid_pld=False)
+        running[cap.name] = figure_validity.best(found).epsilon
     running.update(own)
     return [replace(c, running=running[c.cap.name]) if c.cap.name in running else c for c in checks]
 
@@ -126,7 +126,7 @@ def current_states(session: Session, dataset: str, caps) -> dict[str, dict]:
     states, stale = {}, []
     for cap in caps:
         state = stored.get(cap.name)
-        if accountants.state_is_current(cap, state):
+        if cap_states.state_is_current(cap, state):
             states[cap.name] = state
         else:
             stale.append(cap)
@@ -134,7 +134,7 @@ def current_states(session: Session, dataset: str, caps) -> dict[str, dict]:
         # from every decoded release: `state_from_index` gives `state_from_history`'s dict
         index = store.caps_index(session, dataset, stale)
         for cap in stale:
-            states[cap.name] = accountants.state_from_index(cap, index)
+            states[cap.name] = cap_states.state_from_index(cap, index)
     return states
 
 
@@ -146,7 +146,7 @@ def checks_from_history(caps, releases: Sequence[Release], families: Mapping[str
     releases = list(releases)
     if totals is None:
         totals = {cap.name: budget.total_from_history(cap, releases, families) for cap in caps}
-    checks = checks_on(caps, totals, lambda cap: accountants.state_from_history(cap, releases, families))
+    checks = checks_on(caps, totals, lambda cap: cap_states.state_from_history(cap, releases, families))
     return with_reasons(checks, lambda: charged_index(caps, releases, families))
 
 
@@ -154,10 +154,10 @@ def checks_from_index(caps, index, totals: Mapping[str, budget.CapTotal] | None 
     """`checks_from_history` over a LedgerIndex of the charged releases (the accounting rows,
     columns.index_for, at a moment for `cap list --as-of`; or the report's index):
     the running totals (unless given) by `budget.total_from_index` and the accountant states
-    by `accountants.state_from_index`, the same totals and states, so the same decisions."""
+    by `cap_states.state_from_index`, the same totals and states, so the same decisions."""
     if totals is None:
         totals = {cap.name: budget.total_from_index(cap, index) for cap in caps}
-    return with_reasons(checks_on(caps, totals, lambda cap: accountants.state_from_index(cap, index)), lambda: index)
+    return with_reasons(checks_on(caps, totals, lambda cap: cap_states.state_from_index(cap, index)), lambda: index)
 
 
 def checks_on(caps, totals: Mapping[str, budget.CapTotal], state_of) -> list[budget.CapCheck]:
@@ -199,7 +199,7 @@ def with_reasons(checks: Sequence[budget.CapCheck], index_of) -> list[budget.Cap
 def charged_index(caps, releases: Sequence[Release], families: Mapping[str, Family]):
     """The LedgerIndex of the charged releases among `releases` (over what they read and the caps'
     subsets): what `checks_from_history` explains an ∞ cap from, as `cap list` does from the rows."""
-    from ..accounting.engine import LedgerIndex
+    from ..accounting.ledger_index import LedgerIndex
 
     charged = [r for r in releases if r.status in CHARGED_STATUSES]
     variables = sorted(set().union(*(r.reads for r in charged), *(cap.subset for cap in caps)))
@@ -213,7 +213,7 @@ def index_at(session: Session, dataset: str, caps, when: datetime | None = None)
     if when is None:
         return store.caps_index(session, dataset, caps)
     from ..store import columns
-    from ..accounting.engine import LedgerIndex
+    from ..accounting.ledger_index import LedgerIndex
 
     light = store.write_context(session)
     variables = light.datasets[dataset].variable_names
@@ -236,8 +236,8 @@ def decisions_json(checks: Sequence[budget.CapCheck]) -> list[dict]:
     """What the audit event of an admitted step records: per cap, who decided, how."""
     result = []
     for check in checks:
-        decision = check.decision or accountants.Decision("basic", check.after, accountants.ADAPTIVE,
-                                                          accountants.running_theorem(check.cap.allowance))
+        decision = check.decision or cap_decisions.Decision("basic", check.after, figure_validity.ADAPTIVE,
+                                                          cap_decisions.running_theorem(check.cap.allowance))
         result.append(decision.to_json(check.cap, check.ok))
     return result
 
@@ -267,7 +267,7 @@ def standing_at(session: Session, dataset: str, caps, when: datetime | None):
     index = columns.index_for(session, light.datasets[dataset].variable_names, dataset, families, when=when)
     if index is not None:
         return ({cap.name: budget.total_from_index(cap, index) for cap in caps},
-                {cap.name: accountants.state_from_index(cap, index) for cap in stated})
+                {cap.name: cap_states.state_from_index(cap, index) for cap in stated})
     from ..accounting.history import releases_as_of
     from ..store.as_of import ended_at
 
@@ -276,7 +276,7 @@ def standing_at(session: Session, dataset: str, caps, when: datetime | None):
     then = releases_as_of([r for r in history.releases.values() if r.dataset == dataset], when, ended)
     families = {fid: f for fid, f in history.families.items() if f.dataset == dataset}
     return ({cap.name: budget.total_from_history(cap, then, families) for cap in caps},
-            {cap.name: accountants.state_from_history(cap, then, families) for cap in stated})
+            {cap.name: cap_states.state_from_history(cap, then, families) for cap in stated})
 
 
 def headroom(session: Session, dataset: str, variables, caps, *, when: datetime | None = None,

@@ -23,12 +23,19 @@ from ..core.numbers import NumberError, to_fraction
 from ..core.records import CHARGED_STATUSES, Dataset
 
 if TYPE_CHECKING:
-    from ..accounting.engine import LedgerIndex
+    from ..accounting.ledger_index import LedgerIndex
     from ..input.loader import LedgerSnapshot
 
-engine = lazy_module("ledger.accounting.engine")  # when an index is built, not for `--help`
+ledger_index = lazy_module("ledger.accounting.ledger_index")  # when an index is built, not for `--help`
+store = lazy_module("ledger.store.database")
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")  # libpq spellings: read with psycopg 3
+
+
+def _source(field: str) -> str:
+    """Where a choice came from, as an error names it: the command line's options and arguments
+    are spelled `--dataset` and `VARIABLES`; the Python API's are its parameters' names."""
+    return "command line" if field.startswith("-") or field.isupper() else "argument"
 
 
 def ledger_url(url: str | None = None) -> str:
@@ -48,13 +55,13 @@ def pick_dataset(snapshot: LedgerSnapshot, name: str | None, field: str = "--dat
     if name is not None:
         if name not in snapshot.datasets:
             known = ", ".join(sorted(snapshot.datasets)) or "none"
-            raise fail("command line", field, f"unknown dataset {name!r}{did_you_mean(name, snapshot.datasets)} "
+            raise fail(_source(field), field, f"unknown dataset {name!r}{did_you_mean(name, snapshot.datasets)} "
                                               f"(known: {known})")
         return snapshot.datasets[name]
     if not snapshot.datasets:
-        raise fail("command line", field, "the ledger holds no dataset yet; add one with `dataset add FILE`")
+        raise fail(_source(field), field, "the ledger holds no dataset yet; add one with `dataset add FILE`")
     if len(snapshot.datasets) > 1:
-        raise fail("command line", field, "the ledger holds several datasets; choose one: "
+        raise fail(_source(field), field, "the ledger holds several datasets; choose one: "
                    + ", ".join(sorted(snapshot.datasets)))
     return next(iter(snapshot.datasets.values()))
 
@@ -66,9 +73,9 @@ def parse_delta(option: object, dataset: Dataset, field: str = "--delta") -> Fra
     try:
         delta = to_fraction(option)
     except NumberError as exc:
-        raise fail("command line", field, str(exc)) from None
+        raise fail(_source(field), field, str(exc)) from None
     if not 0 < delta < 1:
-        raise fail("command line", field, f"must be in (0, 1). Found {option}.")
+        raise fail(_source(field), field, f"must be in (0, 1). Found {option}.")
     return delta
 
 
@@ -76,10 +83,10 @@ def charged_index(snapshot: LedgerSnapshot, dataset: Dataset) -> LedgerIndex:
     """The dataset's charged releases (every status but cancelled) and its families."""
     releases = [r for r in snapshot.releases.values() if r.dataset == dataset.name and r.status in CHARGED_STATUSES]
     families = [f for f in snapshot.families.values() if f.dataset == dataset.name]
-    return engine.LedgerIndex(dataset.variable_names, releases, families).for_dataset(dataset.allowance)
+    return ledger_index.LedgerIndex(dataset.variable_names, releases, families).for_dataset(dataset.allowance)
 
 
-def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VAR") -> set[str]:
+def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VARIABLES") -> set[str]:
     """Variables and group names -> the set of variables; every unknown name reported."""
     resolved: set[str] = set()
     errors = []
@@ -94,11 +101,19 @@ def resolve_variables(chosen: Dataset, names: Iterable[str], field: str = "VAR")
         elif name == "protected":  # every variable not classified public (docs/explanation/model.md#public-and-protected-variables)
             resolved |= set(chosen.protected_names)
         else:
-            errors.append(LedgerError("command line", field, f"unknown variable or group {name!r} in "
-                                                             f"{chosen.name!r}{did_you_mean(name, known)}"))
+            errors.append(LedgerError(_source(field), field, f"unknown variable or group {name!r} in "
+                                                             f"{chosen.name!r}{did_you_mean(name, known) or _listed(chosen)}"))
     if errors:
         raise InputErrors(errors)
     return resolved
+
+
+def _listed(chosen: Dataset, most: int = 12) -> str:
+    """' (variables: a, b, ...; groups: g)': what a name may be, cut after `most` variables."""
+    names = list(chosen.variable_names)
+    shown = ", ".join(names[:most]) + (f", ... ({len(names) - most} more)" if len(names) > most else "")
+    groups = [group for group, _ in chosen.groups] + ["protected", "all"]
+    return f" (variables: {shown}; groups: {', '.join(groups)})"
 
 
 REPORT_FORMATS = ("html", "md", "tex", "csv", "pdf")
@@ -126,3 +141,36 @@ def report_format(option: str | None, out: str) -> str:
     if out.strip() == "-" and chosen not in TEXT_FORMATS:
         raise fail("command line", "--out", f"a {chosen} report cannot go to standard output; give a file")
     return chosen
+
+
+def index_as_of(session, chosen: Dataset, families, when, *, titles: bool = False,
+                touching: Iterable[str] | None = None, accounts: bool = True) -> tuple[Dataset, LedgerIndex]:
+    """(the dataset as it stood at `when`, the index of its releases charged then, each with the
+    status it had then): what every `--as-of` figure is computed from, for the CLI and the API
+    alike. From the accounting rows (store/columns.py); where the rows cannot state the ledger
+    then exactly (as_of.rows_then), from the whole releases (ledger.accounting.history)."""
+    from ..input.loader import LedgerSnapshot
+    from ..store import columns
+    from ..store.as_of import state_then
+
+    index = columns.index_for(session, chosen.variable_names, chosen.name, families, titles, touching, accounts, when)
+    if index is None:
+        whole = store.snapshot(session, chosen.name)
+        then = releases_then(session, list(whole.releases.values()), when)
+        snapshot = LedgerSnapshot(datasets=whole.datasets, releases={r.id: r for r in then},
+                                  families=whole.families, ended=whole.ended)
+        index = charged_index(snapshot, pick_dataset(snapshot, chosen.name))
+    dataset_then, _caps, index = state_then(session, chosen, when, index)
+    return dataset_then, index
+
+
+def releases_then(session, releases: list, when) -> list:
+    """`releases` as they stood at `when` (ledger.accounting.history): those in the ledger then, by
+    publication date, each with the status it had then; retractions and cancellations dated by
+    their audit events."""
+    from ..accounting.history import ENDING_KINDS, ended, releases_as_of
+    from ..input.loader import parse_moment
+
+    ended_at = ended((kind, subject, parse_moment(at)) for _seq, kind, subject, at, _actor, _payload
+                     in store.lifecycle_events(session, list(ENDING_KINDS)))
+    return releases_as_of(releases, when, ended_at)

@@ -158,6 +158,19 @@ def require(session: Session, person: str, step: str, role: str | None = None) -
                                            f"{accepted[0]}`")
 
 
+def may(session: Session, person: str, step: str) -> bool:
+    """Whether `person` holds the role `step` needs (DUTIES), as `require` would decide it, without
+    writing: on a ledger with no roles yet, anyone may (its first writer is granted every role)."""
+    if step not in DUTIES:
+        raise fail("argument", "step", f"unknown step {step!r}; steps: {', '.join(DUTIES)}")
+    needed = DUTIES[step]
+    accepted = {needed} if isinstance(needed, str) else set(needed)
+    everyone = store.roles(session)
+    if not everyone:
+        return True
+    return bool(everyone.get(person, frozenset()) & accepted)
+
+
 def check_recorded(session: Session, person: str, releases: list[Release], datasets) -> None:
     """The roles recording needs: steward. Four eyes: a release is recorded planned (or
     planned with its output, `run`); one recorded approved or published is its recorder's own

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..accounting.spend import ALLOWANCE, CONVERSION_NAME
 from ..operations.choices import charged_index
-from ..accounting.engine import at_delta
+from ..accounting.charge_choice import at_delta
 from ..input.loader import LedgerSnapshot
 from ..core.numbers import format_delta, format_number
 from ..core.records import Cap, Dataset, Release
@@ -195,14 +195,14 @@ def at_delta_default():
 
 
 def _smallest(index, subset, delta, spend):
-    """The smallest valid figure on `subset` at `delta` (accountants.best over the basic, Rényi
+    """The smallest valid figure on `subset` at `delta` (figure_validity.best over the basic, Rényi
     and PLD accountants, as `subset` and `table` print it; docs/explanation/accounting.md), or None where the
     basic figure is pure or unbounded (a pure statement holds at delta 0: it is kept)."""
     if spend is None or spend.is_zero or spend.unbounded or spend.is_pure:
         return None
-    from ..accounting import accountants
+    from ..accounting import figure_validity, index_figures
 
-    return accountants.best(accountants.subset_figures(index, subset, delta, spend, invalid_pld=False))
+    return figure_validity.best(index_figures.subset_figures(index, subset, delta, spend, invalid_pld=False))
 
 
 def _figure_source(figure) -> str:

@@ -1,4 +1,4 @@
-"""The figure shown of the three accountants (ledger/accounting/accountants.py): the one chosen for
+"""The figure shown of the three accountants (ledger/accounting/index_figures.py, every_pair.py): the one chosen for
 a subset, a total row or a pair, with its accountant, case, theorem, conversion and delta.
 
 Only choosing; every number is computed by `accountants`; the API, the command line and the
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from ..accounting import accountants
-from ..accounting.accountants import Figure
+from ..accounting import every_pair, figure_validity, index_figures
+from ..accounting.figure_validity import Figure
 from ..core.numbers import to_json
 
 
@@ -20,15 +20,15 @@ def choose(found: dict[str, Figure], accountant: str | None) -> Figure:
     """The accountant asked for, else the smallest valid figure."""
     if accountant is not None:
         return found[accountant]
-    return accountants.best(found)
+    return figure_validity.best(found)
 
 
 def subset_accountants(index, cost, delta: Fraction, accountant: str | None, every: bool = True):
     """Every accountant's figure for a subset and the one to show. `every=False` (the default
     text of `subset`): a PLD figure that is not valid here is not computed (it cannot be the
     one shown), unless `--accountant pld` asks for it."""
-    found = accountants.subset_figures(index, cost.subset, delta, cost.spend,
-                                       invalid_pld=every or accountant == "pld")
+    found = index_figures.subset_figures(index, cost.subset, delta, cost.spend,
+                                         invalid_pld=every or accountant == "pld")
     return found, choose(found, accountant)
 
 
@@ -73,19 +73,19 @@ def table_accountants(index, table, delta: Fraction, accountant: str | None, eve
     default text shows the smallest valid figure, never the PLD (information only), so it
     composes none (a figure marked not computed stands in its place)."""
     wanted = ["basic", "rdp", "pld"]
-    per_variable, wide = accountants.table_figures(index, table, delta, wanted,
-                                                   invalid_pld=every or accountant == "pld")
+    per_variable, wide = index_figures.table_figures(index, table, delta, wanted,
+                                                     invalid_pld=every or accountant == "pld")
     return TableAccounts(table.variables, per_variable, wide, accountant)
 
 
 def pair_accountants(index, delta: Fraction, accountant: str | None = None, grid=None
                      ) -> dict[tuple[str, str], tuple[dict[str, Figure], Figure]]:
     """Every pair (in `LedgerIndex.pairs()` order): its basic, rdp and pld figures and the one to
-    show (the asked accountant, else the smallest valid one; accountants.pair_figures). Asked for
+    show (the asked accountant, else the smallest valid one; every_pair.pair_figures). Asked for
     pld, every pair's PLD figure is composed (no PAIR_PLD_LIMIT: the steward asked for
     exactly that figure, and it costs a PLD composition per distinct pair)."""
     limit = None if accountant == "pld" else 0  # (information only: composed when asked for)
-    found = accountants.pair_figures(index, delta, grid, pld_limit=limit)
+    found = every_pair.pair_figures(index, delta, grid, pld_limit=limit)
     names = index.variables
     return {(names[i], names[j]): (figures, choose(figures, accountant)) for (i, j), figures in found.items()}
 
@@ -104,7 +104,7 @@ class _Shown:
 
 def shown_pair_floats(grid, rdp, basic_floats):
     """Per pair, the float of the figure `pairs` shows: the smaller of basic and rdp, a pure basic
-    figure kept unless rdp is smaller by more than PURE_PREFERENCE (as `accountants.best`). The
+    figure kept unless rdp is smaller by more than PURE_PREFERENCE (as `figure_validity.best`). The
     PLD, information only, is never the figure shown (docs/explanation/accounting.md)."""
     import numpy as np
 
@@ -112,7 +112,7 @@ def shown_pair_floats(grid, rdp, basic_floats):
     pure = (fields["approx_epsilon"] == 0) & (fields["approx_delta"] == 0) & (fields["rho"] == 0)
     basic = np.asarray(basic_floats, dtype=np.float64)
     tighter = rdp.epsilon
-    keep_basic = pure & (tighter >= basic * (1 - accountants.PURE_PREFERENCE))
+    keep_basic = pure & (tighter >= basic * (1 - figure_validity.PURE_PREFERENCE))
     return np.where(keep_basic, basic, np.minimum(basic, tighter))
 
 
@@ -124,7 +124,7 @@ class ShownPairs:
         self.index, self.delta, self.grid, self.rdp = index, delta, grid, rdp
 
     def figure(self, i: int, j: int) -> Figure:
-        return accountants.best(accountants.pair_figure(self.index, self.delta, self.grid, self.rdp, int(i), int(j)))
+        return figure_validity.best(every_pair.pair_figure(self.index, self.delta, self.grid, self.rdp, int(i), int(j)))
 
     def spend(self, i: int, j: int) -> _Shown:
         unbounded = self.rdp.unbounded  # (pair_rdp's: the grid's unbounded pairs and the families')
@@ -136,5 +136,5 @@ def best_pair_grid(index, delta: Fraction, grid, colour):
     """The pair grid and its colours with every cell (diagonal included) the smallest valid
     figure of basic and rdp, as `pairs` and `subset A B` print them (rdp over arrays). No PLD
     figure is composed: it is information only, never the one shown."""
-    rdp = accountants.pair_rdp(index, delta, grid, pld_limit=0)
+    rdp = every_pair.pair_rdp(index, delta, grid, pld_limit=0)
     return ShownPairs(index, delta, grid, rdp), shown_pair_floats(grid, rdp, colour)

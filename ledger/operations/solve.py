@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from fractions import Fraction
 
-from ..accounting import accountants, budget, filters
-from ..accounting.engine import candidates
+from ..accounting import budget, cap_states, filters
+from ..accounting.cost_rule import candidates
 from ..accounting.risk import gdp_mu
 from ..core.errors import InputErrors, LedgerError, Refused
 from ..core.lazy import lazy_module
@@ -103,7 +103,7 @@ class CapRoom:
         if not fixed:
             return self.total, self.state
         total = budget.apply(self.total, self.cap, fixed, {}, {})
-        state = None if self.state is None else accountants.state_apply(self.state, self.cap, fixed, {}, {})
+        state = None if self.state is None else cap_states.state_apply(self.state, self.cap, fixed, {}, {})
         return total, state
 
     def _sums(self, active, weights, floors: Mapping[str, Fraction], fixed: Sequence[Release], probe) -> Fraction:

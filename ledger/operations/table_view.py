@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..accounting.spend import ALLOWANCE, CONVERSION_NAME, Spend, allowance_words
-from ..accounting.engine import RiskTable
+from ..accounting.risk_table import RiskTable
 from ..core.numbers import Number, figure_fields, format_delta, fraction_text, to_json
 from ..core.lazy import lazy_module
 

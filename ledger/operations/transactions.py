@@ -59,8 +59,10 @@ class BudgetRefused(Exception):
         for c in over:
             start = len(lines)
             if is_infinite(c.after):
-                lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit_text} would have no bound: "
-                             f"{c.reason or budget.why_unbounded(c.cap, c.after_total.spend)}")
+                reason = c.reason or budget.why_unbounded(c.cap, c.after_total.spend)
+                said_below = any(charge.reason and reason in charge.reason for charge in c.charges)
+                lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit_text} would have no bound"
+                             + ("" if said_below else f": {reason}"))
             else:
                 lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit_text} would be {format_number(c.after)} "
                              f"against a cap of {format_number(c.cap.limit, down=True)}, over by "
@@ -334,12 +336,12 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
         if action == "cancel" and caps:  # frees the reservation: recompute the totals and accountant states
             # it was in, from one index of the accounting rows of the releases reading the caps' subsets
             # (store.caps_index), not from every decoded release
-            from ..accounting import accountants
+            from ..accounting import cap_states
 
             index = store.caps_index(session, release.dataset, caps)
             store.drop_accountant_states(session, release.dataset, [cap.name for cap in caps])
             store.save_accountant_states(session, release.dataset, {
-                cap.name: accountants.state_from_index(cap, index) for cap in caps
+                cap.name: cap_states.state_from_index(cap, index) for cap in caps
                 if cap.delta is not None and cap.rho is None})  # (the caps an accountant decides: current_states')
             store.save_totals(session, release.dataset, {cap.name: budget.total_from_index(cap, index) for cap in caps})
         return changed
@@ -444,8 +446,13 @@ def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: st
                     store.set_privacy_unit(session, dataset.name, privacy_unit, actor)
                     return True
                 return False
-            raise fail(source, "dataset", f"dataset {dataset.name!r} is already recorded with other variables "
-                                          "or groups; a recorded dataset is never rewritten "
+            differing = [name for name, differs in (
+                ("variables", existing.variables != dataset.variables), ("groups", existing.groups != dataset.groups),
+                ("description", existing.description != dataset.description),
+                ("self_approval", existing.self_approval != dataset.self_approval),
+                ("caps", set(store.caps(session, dataset.name)) != set(caps))) if differs]
+            raise fail(source, "dataset", f"dataset {dataset.name!r} is already recorded with other "
+                                          f"{', '.join(differing)}; a recorded dataset is never rewritten "
                                           "(apply a changed dataset file with `dataset amend FILE`, caps with `cap set`)")
         store.add_dataset(session, dataset, actor)
         for cap in caps:

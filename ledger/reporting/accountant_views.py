@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
-from ..accounting import accountants
-from ..accounting.accountants import Figure
+from ..accounting import every_pair, index_figures
+from ..accounting.figure_validity import Figure
 from ..accounting.grid_figures import epsilon_floats
 from ..core.numbers import format_delta, format_number
 from ..operations.shown_figures import ShownPairs, TableAccounts, choose, shown_pair_floats
@@ -45,7 +45,7 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
     figures `pairs` prints (from the report's pairs panel when given), the whole dataset's."""
     import numpy as np
 
-    from ..accounting.engine import at_delta
+    from ..accounting.charge_choice import at_delta
     from ..core.numbers import is_infinite
 
     per_variable, wide = accounts.shown()
@@ -56,7 +56,7 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
     if head.protected:
         spend = index.subset_spend(frozenset(head.protected), at_delta(delta))  # (its releases are not listed)
         if not spend.unbounded:
-            changes["epsilon"] = choose(accountants.subset_figures(index, head.protected, delta, spend,
+            changes["epsilon"] = choose(index_figures.subset_figures(index, head.protected, delta, spend,
                                                                    invalid_pld=chosen == "pld"), chosen).epsilon
         column = {name: k for k, name in enumerate(accounts.variables)}
         worst = max(head.protected, key=lambda name: (float(loss[name]), -column[name]))
@@ -72,7 +72,7 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
 
             if grid is None:
                 grid = index.pair_matrix(at_delta(delta))
-            rdp = accountants.pair_rdp(index, delta, grid, pld_limit=0)  # (the PLD is never shown)
+            rdp = every_pair.pair_rdp(index, delta, grid, pld_limit=0)  # (the PLD is never shown)
             shown = shown_pair_floats(grid, rdp, epsilon_floats(grid, delta, index.allowance))
             names = list(index.variables)
             ids = np.asarray([names.index(name) for name in head.protected])
@@ -86,7 +86,7 @@ def best_headline(head, index, delta: Fraction, accounts: TableAccounts, pairs=N
         a, b, value = changes.get("worst_pair", head.worst_pair)
         if not is_infinite(value):  # the pair's figure by the accountant asked for, as `subset A B --accountant`
             pair_spend = index.subset_spend(frozenset((a, b)), at_delta(delta))
-            changes["worst_pair"] = (a, b, choose(accountants.subset_figures(
+            changes["worst_pair"] = (a, b, choose(index_figures.subset_figures(
                 index, (a, b), delta, pair_spend, invalid_pld=chosen == "pld"), chosen).epsilon)
     if head.protected and not is_infinite(changes.get("epsilon", head.epsilon)):
         from ..accounting.risk import figure_risks, short_sentence

@@ -60,7 +60,7 @@ class Pairs:
             return None
         if self.reasons is not None:
             return self.reasons
-        from .reasons import subset_reason
+        from ..operations.reasons import subset_reason
 
         names = self.variables
         infinite = {names[i] for i in range(len(names)) if is_infinite(self.matrix[i][i])}

@@ -23,11 +23,12 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ..accounting.spend import Spend
-from ..accounting.engine import LedgerIndex, SpendGrid
+from ..accounting.exact_sums import SpendGrid
+from ..accounting.ledger_index import LedgerIndex
 from ..core.lazy import lazy_module
 from ..core.numbers import Number, format_number, is_infinite
 from ..core.records import Dataset
-from .reasons import NOT_PROTECTED, PUBLIC, figure_text, infinity_text, unbounded_reason
+from ..operations.reasons import NOT_PROTECTED, PUBLIC, figure_text, infinity_text, unbounded_reason
 from ..accounting.grid_figures import epsilon_floats
 
 np = lazy_module("numpy")  # imported on first use: `--help` never needs it

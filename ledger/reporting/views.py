@@ -16,7 +16,7 @@ from functools import lru_cache
 from importlib import resources
 
 from ..accounting.spend import ALLOWANCE, CONVERSION_NAME
-from ..accounting.engine import SubsetCost
+from ..accounting.risk_table import SubsetCost
 from ..core.failures import neutralise
 from ..core.numbers import (
     INF,
@@ -27,7 +27,7 @@ from ..core.numbers import (
     is_infinite,
 )
 from ..core.lazy import lazy_module
-from .reasons import NEUTRAL, NOT_PROTECTED, PUBLIC, figure_text, variable_reason
+from ..operations.reasons import NEUTRAL, NOT_PROTECTED, PUBLIC, figure_text, variable_reason
 from ..operations.table_view import TableView
 
 jinja2 = lazy_module("jinja2")  # imported when a template is rendered
@@ -454,7 +454,7 @@ def release_charge_text(release, dataset=None) -> str:
     reads, as epsilon (pure) or epsilon at the dataset's delta, the figure `table` prints in its
     whole-dataset cell; cancelled releases charge nothing."""
     from ..accounting.spend import DEFAULT_DELTA
-    from ..accounting.engine import release_cost
+    from ..accounting.cost_rule import release_cost
     from ..core.records import Status
 
     if release.status == Status.CANCELLED:
@@ -478,7 +478,7 @@ def release_charge_json(release, dataset=None) -> dict:
     pure epsilon, or an epsilon at `charge_delta`, the dataset's delta; "inf" when it reads a variable
     exactly; null for a cancelled release, which charges nothing) and `charge_text` as the table prints it."""
     from ..accounting.spend import DEFAULT_DELTA
-    from ..accounting.engine import release_cost
+    from ..accounting.cost_rule import release_cost
     from ..core.records import Status
 
     text = release_charge_text(release, dataset)

@@ -43,18 +43,19 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 
 
 def write_report(ledger: Ledger, out: str | Path, *, format: str | None = None,  # noqa: A002
-                 dataset: str | None = None, delta: object = None, since: str | datetime | None = None) -> Path:
+                 dataset: str | None = None, delta: object = None, since: str | datetime | None = None,
+                 as_of: str | datetime | None = None) -> Path:
     """Write the report of `ledger`'s dataset to `out` (html, pdf, md, tex or csv; by default from
-    `out`'s extension) and return its path. `since`: the meeting pack's date (a datetime, or ISO
-    8601 text as --since takes it)."""
+    `out`'s extension) and return its path. `since`: with the meeting pack (`report --since`; a
+    datetime, or ISO 8601 text as --since takes it); `as_of`: as the ledger stood then (`--as-of`)."""
+    from ..api import report_moments
     from ..operations import choices
-    from ..operations.report_inputs import parse_since
     from ..store import files
 
     chosen_format = choices.report_format(format, str(out))
-    since_at = since if isinstance(since, datetime) or since is None else parse_since(since)
+    since_at, as_of_at = report_moments(since, as_of)
     target = files.checked(out, ledger.url, "out", "argument")  # (before any work; again when written)
-    inputs = ledger.report_inputs(dataset, delta=delta, since=since_at)
+    inputs = ledger.report_inputs(dataset, delta=delta, since=since_at, as_of=as_of_at)
     context = _report.build_report(inputs, charts=chosen_format in ("html", "pdf"), draw=_report.draw_here)
     files.write(target, render(context, chosen_format), ledger.url, "out", "argument")
     return target

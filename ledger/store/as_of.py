@@ -9,7 +9,7 @@ release, `store.snapshot`, takes minutes and gigabytes at a million releases):
   without a moment is always in it), and was not cancelled by T. Its recording and
   publication moments are the rows' `recorded_us` and `published_us` (a release recorded
   as published without a publication date was published when recorded, as
-  `accountants.published_moment` and `status_at` both read it); a cancellation is dated by
+  `release_times.published_moment` and `status_at` both read it); a cancellation is dated by
   its audit event (`history.ended`). The rows read are the charged rows and the cancelled
   ones (a release cancelled after T counted at T), masked by those moments (`rows_then`).
 - the status each had then (a table's rows show it): `history.status_at` over the release
@@ -23,7 +23,7 @@ moment to date it by), so it has no publication moment then. `rows_then` says so
 
 The dataset and its caps at T (`state_then`): history.state_as_of over the dataset's and caps'
 audited changes (`state_changes`: each event carries the whole state after it), the index put
-over the variables then (engine.index_over). Every --as-of view reads them from here.
+over the variables then (ledger_index.index_over). Every --as-of view reads them from here.
 
 The figures are the snapshot path's to the last bit (tests/test_as_of_rows.py compares
 both with hypothesis, releases cancelled, retracted and amended after T included). Moments
@@ -272,7 +272,7 @@ def event_text(when: datetime) -> str:
     return moment.astimezone(UTC).isoformat()
 
 
-DATASET_STATE_KINDS = ("dataset.added", "dataset.described", "variable.added", "variable.categories_added",
+DATASET_STATE_KINDS = ("dataset.added", "dataset.self_approval", "dataset.described", "variable.added", "variable.categories_added",
                        "variable.described", "variable.reclassified", "variable.removed", "group.set",
                        "group.removed")  # each carries the dataset's whole state after it (amend_dataset)
 CAP_STATE_KINDS = ("cap.set", "cap.removed")
@@ -321,8 +321,8 @@ def read_variables(index, names) -> set[str]:
 def state_then(session, dataset, when: datetime, index=None):
     """(the dataset then, its caps then, `index` over the dataset's variables then) at `when`
     (history.state_as_of over the dataset's recorded changes; `index`: of the releases charged
-    then, whose reads the dataset then keeps; engine.index_over)."""
-    from ..accounting.engine import index_over
+    then, whose reads the dataset then keeps; ledger_index.index_over)."""
+    from ..accounting.ledger_index import index_over
     from ..accounting.history import state_as_of
     from . import database as store
 

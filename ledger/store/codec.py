@@ -346,7 +346,7 @@ def cap_total_to_dict(total: CapTotal) -> dict:
 
 
 def _option_to_dict(option) -> dict:
-    from ..accounting.engine import Worst
+    from ..accounting.charge_choice import Worst
 
     if isinstance(option, Worst):
         return {"worst": [spend_to_dict(a) for a in option.alternatives]}
@@ -354,7 +354,7 @@ def _option_to_dict(option) -> dict:
 
 
 def _option_from_dict(data: dict):
-    from ..accounting.engine import Worst
+    from ..accounting.charge_choice import Worst
 
     if "worst" in data:
         return Worst(tuple(spend_from_dict(a) for a in data["worst"]))

@@ -14,10 +14,10 @@ two tables, written in the same transaction as every record and status change:
   further guarantees as compact text ("id:hex;id:hex"); and what the accountants
   need (schema 6): the accounting event its mechanism's parameters
   describe (an id into `accounting_events`, with whether the release is charged
-  through it: `accountants.mechanism_event`), and its recording and publication
+  through it: `dp_events.mechanism_event`), and its recording and publication
   moments (`accountants.note_times`, `published_moment`) as whole microseconds
   since 1970-01-01 UTC.
-- `accounting_events`: each distinct accounting event key (`accountants.Event.key`:
+- `accounting_events`: each distinct accounting event key (`dp_events.Event.key`:
   exact fractions as text) once, with a small integer id.
 
 The rows of each complete range of seqs are also kept sealed in one binary chunk
@@ -25,7 +25,7 @@ The rows of each complete range of seqs are also kept sealed in one binary chunk
 
 `index_for` turns the rows of one dataset into the engine's `LedgerIndex`
 without building a `Release` per row (bitsets are unpacked by numpy), with the
-accountants' per-release events and times attached (`accountants.index_events`
+accountants' per-release events and times attached (`index_figures.index_events`
 then returns them: the same `IndexEvents` as from the whole releases, in the same
 event order, so every figure is the same to the last bit); the few releases the
 exact path needs whole (family members, releases whose guarantees leave a choice)
@@ -105,7 +105,7 @@ class AccountingRow(SQLModel, table=True):
     # (schema 6) the event the mechanism's parameters describe (accounting_events id; None: none)
     event: int | None = None
     # whether the release is charged through that event (its guarantees are the ones the
-    # parameters imply: accountants.mechanism_event), else through its guarantees
+    # parameters imply: dp_events.mechanism_event), else through its guarantees
     charged_by_event: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, default=False))
     recorded_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # recorded_at
     published_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # published_at
@@ -117,7 +117,7 @@ class AccountingRow(SQLModel, table=True):
 
 
 class AccountingEventRow(SQLModel, table=True):
-    """A distinct accounting event key (accountants.Event.key), by id (append-only)."""
+    """A distinct accounting event key (dp_events.Event.key), by id (append-only)."""
 
     __tablename__ = "accounting_events"
     id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
@@ -214,7 +214,7 @@ class Expected:
     title: str
     reads: bytes
     guarantees: tuple[tuple[str, bytes], ...]  # (value body, protects bitset), in the release's order
-    event: str | None = None  # the mechanism's event key (accountants.Event.key)
+    event: str | None = None  # the mechanism's event key (dp_events.Event.key)
     charged_by_event: bool = False
     recorded_us: int | None = None
     published_us: int | None = None
@@ -234,7 +234,7 @@ def micros(moment: datetime | None) -> int | None:
 
 
 def expected_row(release: Release, variables: Sequence[str]) -> Expected:
-    from ..accounting.accountants import release_event
+    from ..accounting.dp_events import release_event
 
     position = _position(tuple(variables))
     width = len(variables)
@@ -405,7 +405,7 @@ def _fill_events(connection, statement, rows: Iterable[dict], batch: int) -> int
 
 def refresh_sampled_events(session: Session, batch: int = 20_000) -> int:
     """The schema 7 migration: a Laplace or geometric release run on a sample (sample_size of
-    population) is charged through its sampling event (`accountants.Event` kind `sampled`, issue
+    population) is charged through its sampling event (`dp_events.Event` kind `sampled`, issue
     11 section 4) where schema 6 charged its amplified guarantee. Returns how many rows changed
     (none in a ledger without subsampled releases)."""
     return _refresh_events(session, ("laplace", "geometric"), lambda params: "sample_size" in params, batch)
@@ -422,11 +422,11 @@ def refresh_implied_gaussian_events(session: Session, batch: int = 20_000) -> in
 
 def _refresh_events(session: Session, mechanisms: tuple[str, ...], selected, batch: int) -> int:
     """The accounting rows of the releases of `mechanisms` whose parameters `selected` accepts
-    are brought to the event `accountants.release_event` now gives, streamed a batch at a time
+    are brought to the event `dp_events.release_event` now gives, streamed a batch at a time
     with each row's stored event key read in the same query (a join: no query per row)."""
     from . import database as store
     from .codec import release_from_dict
-    from ..accounting.accountants import release_event
+    from ..accounting.dp_events import release_event
 
     connection = session.connection()
     table = store.ReleaseRow.__table__
@@ -456,7 +456,7 @@ def add_event_columns(session: Session, batch: int = 20_000) -> int:
     it is."""
     from . import database as store
     from .codec import release_from_dict
-    from ..accounting.accountants import release_event
+    from ..accounting.dp_events import release_event
 
     connection = session.connection()
     have = {column["name"] for column in inspect(connection).get_columns(_ROWS.name)}
@@ -639,7 +639,7 @@ def _row_statement(dataset: str, charged: list[str], positions: list[int] | None
     # what the accounting needs, and no more (on a million releases every column, and every
     # Python object, read costs about 0.1 s): a first guarantee protecting exactly what the
     # release reads as NULL; the event with whether it is charged as one number; the
-    # publication moment as `accountants.published_moment` takes it (a release recorded as
+    # publication moment as `release_times.published_moment` takes it (a release recorded as
     # published without a date was published when recorded)
     published = case((and_(_ROWS.c.published_us.is_(None), _ROWS.c.status.in_(sorted(_PUBLISHED))),
                       func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)), else_=_ROWS.c.published_us)
@@ -669,7 +669,8 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     from . import database as store
     from ..accounting.spend import UNBOUNDED, ZERO, Spend, guarantee_spend
     from .codec import release_from_dict
-    from ..accounting.engine import LedgerIndex, one_charge
+    from ..accounting.cost_rule import one_charge
+    from ..accounting.ledger_index import LedgerIndex
 
     connection = session.connection()
     charged = sorted(s.value for s in CHARGED_STATUSES)
@@ -823,7 +824,7 @@ class _Rows:
     event: np.ndarray  # stored event id, -1: none
     charged_by_event: np.ndarray
     recorded: np.ndarray  # seconds (datetime.timestamp), -inf: unknown
-    published: np.ndarray  # accountants.published_moment in seconds, inf: none, -inf: datetime.min
+    published: np.ndarray  # release_times.published_moment in seconds, inf: none, -inf: datetime.min
     ids: list[str] | None = None  # the release ids, when read with the rows (a subset lists them)
 
 
@@ -1023,12 +1024,13 @@ def _unpack_packed(packed, width: int):
 
 
 def _attach_events(connection, index, rows: _Rows, dataset: str, charged: list[str], partial: bool) -> None:
-    """The accountants' per-release events and times (accountants.stored_index_events) from
+    """The accountants' per-release events and times (index_figures.stored_index_events) from
     the rows' schema 6 columns. Events are numbered in the order of their first charged
     release of the dataset, as the index of the whole releases numbers them: from the rows
     themselves, or for a `partial` index (the releases touching a subset) by a few indexed
     look-ups, one per event and status."""
-    from ..accounting.accountants import Event, stored_index_events
+    from ..accounting.dp_events import Event
+    from ..accounting.index_figures import stored_index_events
 
     stored = rows.event
     present = stored >= 0
@@ -1239,7 +1241,7 @@ def table_in_chunks(index, dataset: str, objective, delta: Fraction, shown: int,
 def large_table(index, dataset: str, objective, delta: Fraction, shown: int, accountants: Sequence[str],
                 chunk: int = 65_536):
     """`index.table()` with the release rows limited to the `shown` largest on the whole
-    dataset (in recording order), and `accountants.table_figures` of the named accountants,
+    dataset (in recording order), and `index_figures.table_figures` of the named accountants,
     computed `chunk` releases at a time, so memory does not grow with the history (the cells
     of Table 1 at a million releases over 100 variables would be 800 MB).
 
@@ -1256,9 +1258,10 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
     `index.table()`'s cells and whole-dataset column, zero left out)."""
     from collections import Counter
 
-    from ..accounting import accountants as acc
+    from ..accounting import composition_figures, dp_events, figure_validity, index_figures, pld_accountant, renyi_curves, subset_composition
     from ..accounting.spend import UNBOUNDED, Spend
-    from ..accounting.engine import RiskTable, rows_of
+    from ..accounting.index_chunks import rows_of
+    from ..accounting.risk_table import RiskTable
 
     n_rel, n_var = len(index.releases), len(index.variables)
     components = index._components
@@ -1273,11 +1276,11 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
     single_value = np.where(first_guarantee >= 0, index.g_value[first_guarantee.clip(min=0)], index.NONE) \
         if len(index.g_value) else np.full(n_rel, index.NONE, dtype=np.int64)
     g_bounds = np.searchsorted(index.g_release, np.arange(0, n_rel + chunk, chunk).clip(max=n_rel))
-    events = acc.index_events(index) if accountants else None
+    events = index_figures.index_events(index) if accountants else None
     if events is not None:
         n_events = max(len(events.events), 1)
         counts = np.zeros((n_var, n_events), dtype=np.int64)
-        several = {}  # (variable, value id) -> cells of a value with several parts (accountants._single: -2)
+        several = {}  # (variable, value id) -> cells of a value with several parts (index_figures._single: -2)
         multi = False  # some simple cell's value has several parts: table_figures composes column by column
         others = {}  # row -> its cells, for the rows the exact path composes (families, choices)
         row_event = np.where(events.mech >= 0, events.mech, events.value_event[single_value])
@@ -1390,14 +1393,14 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
         return table, [], {}
 
     def figures(comp):
-        case = acc.ADAPTIVE
-        makers = {"basic": acc.basic_figure, "rdp": acc.rdp_figure, "pld": acc.pld_figure}
+        case = figure_validity.ADAPTIVE
+        makers = {"basic": composition_figures.basic_figure, "rdp": composition_figures.rdp_figure, "pld": pld_accountant.pld_figure}
         return {name: makers[name](comp, delta, case) for name in accountants}
 
     if events.events:
-        curves = np.asarray([acc.event_curve(e) for e in events.events])
+        curves = np.asarray([renyi_curves.event_curve(e) for e in events.events])
     else:
-        curves = np.zeros((1, len(acc.ORDERS)))
+        curves = np.zeros((1, len(renyi_curves.ORDERS)))
     summed = counts @ curves
     exact_rows = np.asarray(sorted(others), dtype=np.int64)
     per_variable = []
@@ -1405,11 +1408,11 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
         found = Counter()
         for (jj, value), count in sorted(several.items()):  # as IndexEvents.composition meets them
             if jj == j:
-                for event in acc.spend_events(index.values[value]):
+                for event in dp_events.spend_events(index.values[value]):
                     found[event] += count
         for k in np.flatnonzero(counts[j]):
             found[events.events[k]] += int(counts[j, k])
-        comp = acc.Composition(totals[j], found, bool(unbounded[j]) or totals[j].unbounded, allowance=index.allowance)
+        comp = subset_composition.Composition(totals[j], found, bool(unbounded[j]) or totals[j].unbounded, allowance=index.allowance)
         if others:  # families and releases with a choice, one by one
             column = np.full(n_rel, index.ZERO_ID, dtype=np.int64)
             column[exact_rows] = [others[int(r)][j] for r in exact_rows]

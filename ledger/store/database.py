@@ -85,8 +85,10 @@ from .codec import (
     release_from_dict,
     release_to_dict,
 )
-from ..accounting.accountants import choose_filter, state_from_index
-from ..accounting.engine import LedgerIndex, family_options
+from ..accounting.cap_decisions import choose_filter
+from ..accounting.cap_states import state_from_index
+from ..accounting.cost_rule import family_options
+from ..accounting.ledger_index import LedgerIndex
 from ..core.errors import fail
 from ..input.loader import LedgerSnapshot
 from ..core.memory import paused_gc
@@ -643,7 +645,7 @@ def _v7_sampled_events(session: Session) -> None:
 def _rebuild_accountant_states(session: Session) -> None:
     """Every cap at a delta gets its accountant state from the history (as
     cap_accounting.current_states computes a missing one), saved beside its running total."""
-    from ..accounting import accountants
+    from ..accounting import cap_states
 
     datasets = sorted(set(session.exec(select(CapRow.dataset).where(CapRow.delta.is_not(None))).all()))
     if not datasets:
@@ -653,7 +655,7 @@ def _rebuild_accountant_states(session: Session) -> None:
         stated = [cap for cap in caps(session, dataset) if cap.delta is not None and cap.rho is None]
         releases = [r for r in history.releases.values() if r.dataset == dataset]
         families = {f.id: f for f in history.families.values() if f.dataset == dataset}
-        save_accountant_states(session, dataset, {cap.name: accountants.state_from_history(cap, releases, families)
+        save_accountant_states(session, dataset, {cap.name: cap_states.state_from_history(cap, releases, families)
                                                   for cap in stated})
 
 
@@ -716,7 +718,7 @@ def _v15_odometer(session: Session) -> None:
 
 
 def _caps_at_a_delta_again(session: Session, states: bool) -> None:
-    from ..accounting.accountants import state_from_index
+    from ..accounting.cap_states import state_from_index
 
     for dataset in sorted(set(session.exec(select(CapRow.dataset).where(CapRow.delta.is_not(None),
                                                                      CapRow.rho.is_(None))).all())):
@@ -729,11 +731,11 @@ def _caps_at_a_delta_again(session: Session, states: bool) -> None:
 
 def _v14_fixed_sides(session: Session) -> None:
     """A release with an (epsilon, delta) guarantee beside a pure or rho one (or several (epsilon,
-    delta) ones) is charged by one side fixed by the release (engine.charge_options), no longer by the
+    delta) ones) is charged by one side fixed by the release (cost_rule.charge_options), no longer by the
     combination the history favours; such releases have several guarantees (an accounting row's
     `more`), so in each dataset holding one, every cap's running total and accountant state is
     computed again from the accounting rows (as `cap set` does)."""
-    from ..accounting.accountants import state_from_index
+    from ..accounting.cap_states import state_from_index
 
     found = session.connection().execute(
         select(columns._ROWS.c.dataset).where(columns._ROWS.c.more.is_not(None)).distinct())
@@ -797,7 +799,7 @@ def _cap_filter_column(connection: Connection) -> None:
 def _v18_filters(session: Session) -> None:
     """Every figure is fully adaptive and a cap at a delta is a privacy filter of a recorded kind
     (accounting/filters.py): each such cap is given its filter from the releases it holds now
-    (accountants.choose_filter), written as a `cap.set` event by privacy-ledger, and every cap's
+    (cap_decisions.choose_filter), written as a `cap.set` event by privacy-ledger, and every cap's
     running total and state computed again from its accounting rows."""
     for dataset in sorted(set(session.exec(select(CapRow.dataset)).all())):
         stated = caps(session, dataset)
@@ -1486,7 +1488,7 @@ def save_totals(session: Session, dataset: str, totals: Mapping[str, CapTotal]) 
 
 def set_cap(session: Session, cap: Cap, actor: str) -> Cap:
     """Add or replace a cap; its running total is computed once from the history, and a cap at a
-    delta is given its filter (accountants.choose_filter) from the releases it already holds.
+    delta is given its filter (cap_decisions.choose_filter) from the releases it already holds.
     Returns the cap as set."""
     # from the accounting rows of the releases that read the cap's subset (the others cost 0
     # on it, Tan Prop 3.3), not by decoding the history
@@ -1529,6 +1531,7 @@ def amend_dataset(session: Session, dataset: Dataset, actor: str, kind: str, cha
     row = session.get(DatasetRow, dataset.name)
     row.description = dataset.description
     row.groups = body["groups"]
+    row.self_approval = dataset.self_approval
     session.add(row)
     rows = {r.name: r for r in session.exec(select(VariableRow).where(VariableRow.dataset == dataset.name))}
     before = tuple(sorted(rows, key=lambda name: rows[name].position))
@@ -2024,14 +2027,14 @@ class _TotalsCheck:
     of each chunk compete again; a family is charged once over all its members, docs/explanation/model.md#families)."""
 
     def __init__(self, session: Session, config: "Configuration"):
-        from ..accounting.accountants import state_from_history, state_is_current
+        from ..accounting.cap_states import state_from_history, state_is_current
 
         self.session, self.config = session, config
         self.parts: dict[str, dict[str, list]] = {
             dataset: {cap.name: [ZERO_SPEND, {}, []] for cap in caps} for dataset, caps in config.caps.items()}
         self.members: dict[str, dict[str, list[Release]]] = {dataset: {} for dataset in config.caps}
         # the running accountant states a decision would read, recomputed chunk by chunk
-        # (accountants.state_apply from the empty history; family members last, over all of them)
+        # (cap_states.state_apply from the empty history; family members last, over all of them)
         self.families = {dataset: {f.id: f for f in config.families.values() if f.dataset == dataset}
                          for dataset in config.caps}
         self.stored_states: dict[str, dict[str, dict]] = {}
@@ -2068,7 +2071,7 @@ class _TotalsCheck:
                 kept[2] = list(top_drivers(cap, kept[2] + list(part.drivers)))
 
     def _apply_states(self, dataset: str, releases: Sequence[Release]) -> None:
-        from ..accounting.accountants import state_apply
+        from ..accounting.cap_states import state_apply
 
         for cap in self.config.caps[dataset]:
             if cap.name in self.states[dataset]:
@@ -2076,7 +2079,7 @@ class _TotalsCheck:
                                                              self.families[dataset], {})
 
     def _state_problems(self, dataset: str) -> list[str]:
-        from ..accounting.accountants import state_differences
+        from ..accounting.cap_states import state_differences
 
         self._apply_states(dataset, [m for group in self.members[dataset].values() for m in group])
         problems = []

@@ -23,7 +23,7 @@ the derived rows (`digest`), and the next incremental one checks every derived r
 - every sealed chunk is compared with the accounting rows (sealed.check in full: a binary compare);
 - a cap's row, running total and accountant state hash to what they did at the head, unless an
   event since names its dataset; then its total and state are recomputed from the accounting rows
-  (budget.total_from_index, accountants.state_from_index, as `cap set` computes them) and its row
+  (budget.total_from_index, cap_states.state_from_index, as `cap set` computes them) and its row
   is compared with its latest event (database.StateEvents).
 
 - the dataset and variable rows, and each family's row (how its members are charged), hash to
@@ -247,7 +247,7 @@ def check_since(session, kept: Mapping, touched: Mapping[str, int], named_caps: 
 def _recomputed_caps(session, dataset: str) -> list[str]:
     """Each cap of `dataset`: its stored running total and accountant state against the ones
     recomputed from the accounting rows (checked above)."""
-    from ..accounting.accountants import state_differences, state_from_index, state_is_current
+    from ..accounting.cap_states import state_differences, state_from_index, state_is_current
     from ..accounting.budget import total_differences, total_from_index
     from . import database as store
     from .codec import cap_total_from_dict, cap_total_to_dict

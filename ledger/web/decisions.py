@@ -18,7 +18,7 @@ from .. import api
 from ..core.errors import InputErrors, Refused
 from ..reporting import write_report
 from .guard import checked_form
-from .pages import ACTIONS, REASONED, table_page
+from .pages import REASONED, release_page, table_page
 from .people import ledger_for, person_of
 from .render import page
 
@@ -31,13 +31,11 @@ async def decide(request: Request) -> Response:
     form = await checked_form(request)
     action, release_id = _action(form), str(form.get("id", ""))
     book = ledger_for(request)
+    _may(book, request, action)
     problem = _apply(book, action, release_id, form)
     message = None if problem else f"{release_id}: {DONE[action]} by {person_of(request)}"
-    found = book.release(release_id)
-    return page(request, "release.html", status_code=200 if problem is None else 409,
-                dataset=book.dataset(found.dataset), release=found, events=book.events(found.id),
-                children=[r.id for r in book.releases(found.dataset) if found.id in r.derived_from],
-                actions=ACTIONS.get(found.status.value, ()), message=message, problem=problem)
+    return release_page(request, book, book.release(release_id), status_code=200 if problem is None else 409,
+                        message=message, problem=problem)
 
 
 DONE = {"approve": "approved", "publish": "published", "retract": "retracted", "cancel": "cancelled"}
@@ -48,6 +46,15 @@ def _action(form) -> str:
     if action not in DONE:
         raise HTTPException(400, "unknown decision")
     return action
+
+
+def _may(book: api.Ledger, request: Request, action: str) -> None:
+    """403, before anything is read or written, unless the person's ledger role allows `action`
+    (a viewer sees every page and takes no decision)."""
+    if not book.may(action):
+        raise HTTPException(403, f"{person_of(request)} may not {action}: their roles in this ledger do not "
+                                 "allow it (an admin grants roles with `privacy-ledger role grant`); nothing "
+                                 "was written")
 
 
 def _apply(book: api.Ledger, action: str, release_id: str, form) -> str | None:
@@ -69,6 +76,7 @@ async def decide_selection(request: Request) -> Response:
     form = await checked_form(request)
     action = _action(form)
     book = ledger_for(request)
+    _may(book, request, action)
     chosen = book.dataset(str(form.get("dataset", "")) or None)
     ids = [str(value) for value in form.getlist("id")]
     if not ids:
@@ -126,6 +134,7 @@ async def verify(request: Request) -> Response:
 
 DOWNLOADS = {  # what may be downloaded: a fixed name each, never a path from the request
     "report.html": ("html", "text/html; charset=utf-8"),
+    "report.pdf": ("pdf", "application/pdf"),  # printed by Chromium, as `report --format pdf`
     "report.md": ("md", "text/markdown; charset=utf-8"),
     "register.csv": ("csv", "text/csv; charset=utf-8"),
 }
@@ -140,8 +149,10 @@ async def download(request: Request) -> Response:
     book = ledger_for(request)
     chosen = book.dataset(request.query_params.get("dataset") or None)
     since = request.query_params.get("since") or None  # a meeting pack: what changed since that date
+    as_of = request.query_params.get("as_of") or None  # the ledger as it stood then
     with tempfile.TemporaryDirectory(prefix="ledger-web-") as directory:
-        target = write_report(book, os.path.join(directory, name), format=fmt, dataset=chosen.name, since=since)
+        target = write_report(book, os.path.join(directory, name), format=fmt, dataset=chosen.name, since=since,
+                              as_of=as_of)
         body = target.read_bytes()
     headers = {"content-disposition": f'attachment; filename="{name}"'}
     if fmt == "html":  # (the report inlines its style and charts: its own policy, never scripts)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
+from typing import Any
 
 from ..core.numbers import format_delta, format_number
 
@@ -93,6 +95,81 @@ def worst_pair(pairs) -> tuple[str, str, float] | None:
         return None
     row = pairs.loc[pairs["epsilon"].idxmax()]
     return str(row["variable_1"]), str(row["variable_2"]), float(row["epsilon"])
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The dashboard's figures at one moment, each the façade's answer: the protected subset's
+    loss (`Ledger.subset`, None when every variable is public), each variable's total (the
+    table's total row), the worst variable and pair, every cap's check, how many releases."""
+
+    protected: Any
+    totals: tuple[tuple[str, float], ...]
+    worst_variable: tuple[str, float] | None
+    worst_pair: tuple[str, str, float] | None
+    caps: tuple[Any, ...]
+    releases: int
+
+
+def totals(frame) -> tuple[tuple[str, float], ...]:
+    """(variable, its total loss) from the table's total row."""
+    return tuple((str(name), float(value)) for name, value in frame.loc["All releases"].items())
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One figure at both dates: its label, then, now (None: no such figure at that date)."""
+
+    key: str
+    label: str
+    then: float | None
+    now: float | None
+
+    @property
+    def change(self) -> float | None:
+        """now - then (None when either is missing, or both are unbounded)."""
+        if self.then is None or self.now is None or (math.isinf(self.then) and math.isinf(self.now)):
+            return None
+        return self.now - self.then
+
+
+def comparison(then: Headline, now: Headline) -> tuple[Compared, ...]:
+    """The figures of two headlines side by side: the protected subset, each variable's total (a
+    variable of only one date has no figure at the other), the releases in the ledger."""
+    rows = [Compared("protected", "Protected subset ε", then.protected and then.protected.epsilon,
+                     now.protected and now.protected.epsilon)]
+    before, after = dict(then.totals), dict(now.totals)
+    rows += [Compared(f"variable:{name}", f"{name} ε", before.get(name), after.get(name))
+             for name in [*after, *(n for n in before if n not in after)]]
+    rows.append(Compared("releases", "Releases in the ledger", then.releases, now.releases))
+    return tuple(rows)
+
+
+def change_text(value) -> str:
+    """A change of a figure, signed; a loss's change rounded up as the figure is."""
+    if value is None:
+        return "–"
+    if isinstance(value, float) and math.isinf(value):
+        return "+∞" if value > 0 else "−∞"
+    if value == 0:
+        return "0"
+    return ("+" if value > 0 else "−") + format_number(abs(value))
+
+
+def today() -> str:
+    """Today's date, UTC: the latest an as-of date may be (a later one is in the future)."""
+    return datetime.now(UTC).date().isoformat()
+
+
+def day_after(day: str) -> str | None:
+    """The date after `day` (a date alone), where a meeting pack from the end of `day` starts
+    (`report --since` reads a date as its start); None when that is after today or `day` is not a
+    date alone."""
+    try:
+        after = date.fromisoformat(day) + timedelta(days=1)
+    except ValueError:
+        return None
+    return after.isoformat() if after.isoformat() <= today() else None
 
 
 def parameter_text(value) -> str:

@@ -7,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from . import figures
+from .lineage import lineage
 from .people import ledger_for
 from .render import link, page
 
@@ -25,13 +26,37 @@ async def home(request: Request) -> Response:
 
 
 async def dashboard(request: Request) -> Response:
+    """The headline figures and the caps, now or as of a date (`?as_of=`); with `?since=`, the same
+    figures at that earlier date beside them and the releases that changed in between."""
     book = ledger_for(request)
     chosen = _dataset(request, book)
-    protected = book.subset(chosen.protected_names, dataset=chosen.name) if chosen.protected_names else None
-    frame = book.table(chosen.name)
-    return page(request, "dashboard.html", dataset=chosen, protected=protected,
-                worst_variable=figures.worst_variable(frame), worst_pair=figures.worst_pair(book.pairs(chosen.name)),
-                caps=book.caps(chosen.name), releases=len(book.releases(chosen.name)))
+    as_of = request.query_params.get("as_of") or None
+    since = request.query_params.get("since") or None
+    shown = headline(book, chosen, as_of)
+    then = headline(book, chosen, since) if since else None
+    changes = book.changes(since, as_of, dataset=chosen.name) if since else None
+    return page(request, "dashboard.html", dataset=chosen, shown=shown, caps=shown.caps, then=then,
+                changes=changes, as_of=as_of or "", since=since or "", today=figures.today(),
+                comparison=figures.comparison(then, shown) if then else (),
+                pack_since=_pack_since(since, as_of))
+
+
+def _pack_since(since: str | None, as_of: str | None) -> str | None:
+    """The `--since` date of the period's meeting pack (the day after `since`), when the period
+    holds a whole day after it."""
+    start = figures.day_after(since) if since else None
+    return start if start is not None and (not as_of or start <= as_of) else None
+
+
+def headline(book, chosen, as_of: str | None) -> figures.Headline:
+    """The dashboard's figures as the façade answers them, now or as of `as_of` (`--as-of`'s rules)."""
+    protected = book.subset(["protected"], dataset=chosen.name, as_of=as_of) if chosen.protected_names else None
+    frame = book.table(chosen.name, as_of=as_of)
+    return figures.Headline(protected=protected, totals=figures.totals(frame),
+                            worst_variable=figures.worst_variable(frame),
+                            worst_pair=figures.worst_pair(book.pairs(chosen.name, as_of=as_of)),
+                            caps=tuple(book.caps(chosen.name, as_of=as_of)),
+                            releases=len(book.releases(chosen.name, as_of=as_of)))
 
 
 async def table(request: Request) -> Response:
@@ -45,7 +70,7 @@ def table_page(request: Request, book, chosen, query, status_code: int = 200, **
     statuses = {r.id: r.status.value for r in book.releases(chosen.name)}
     view = figures.table_view(frame, statuses, query.get("sort"), query.get("order"), query.get("status"),
                               query.get("page"))
-    return page(request, "table.html", status_code=status_code, dataset=chosen, view=view,
+    return page(request, "table.html", status_code=status_code, dataset=chosen, view=view, deciding=allowed(book),
                 basis=frame.attrs.get("basis", ""), transposed=query.get("layout") == "variables",
                 accountants=frame.attrs.get("accountants", {}), outcomes=extra.pop("outcomes", None), **extra)
 
@@ -64,10 +89,17 @@ async def subset(request: Request) -> Response:
 async def release(request: Request) -> Response:
     book = ledger_for(request)
     found = book.release(request.query_params.get("id", ""))
-    children = [r.id for r in book.releases(found.dataset) if found.id in r.derived_from]
-    return page(request, "release.html", dataset=book.dataset(found.dataset), release=found,
-                events=book.events(found.id), children=children,
-                actions=ACTIONS.get(found.status.value, ()))
+    return release_page(request, book, found)
+
+
+def release_page(request: Request, book, found, status_code: int = 200, **extra) -> Response:
+    """A release: its facts, guarantees, lineage (drawn), audit events and the decisions the person
+    may take (also after a decision)."""
+    siblings = book.releases(found.dataset)
+    return page(request, "release.html", status_code=status_code, dataset=book.dataset(found.dataset),
+                release=found, events=book.events(found.id),
+                children=[r.id for r in siblings if found.id in r.derived_from],
+                graph=lineage(siblings, found.id), actions=allowed(book, found.status.value), **extra)
 
 
 ACTIONS = {  # the decisions a release's status allows (accounting/lifecycle.py), in the order offered
@@ -76,6 +108,14 @@ ACTIONS = {  # the decisions a release's status allows (accounting/lifecycle.py)
     "published": ("retract",),
 }
 REASONED = ("retract", "cancel")
+DECISIONS = ("approve", "publish", "retract", "cancel")
+
+
+def allowed(book, status: str | None = None) -> tuple[str, ...]:
+    """The decisions the person acting may take (their ledger roles, `Ledger.may`): on a release of
+    `status`, or on any release (the table's selection) when None. A viewer's is empty: no button."""
+    offered = DECISIONS if status is None else ACTIONS.get(status, ())
+    return tuple(action for action in offered if book.may(action))
 
 
 async def audit(request: Request) -> Response:

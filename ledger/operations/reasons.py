@@ -93,7 +93,7 @@ def unit_reason(cap: Cap, spend: Spend, public_only: bool = False) -> str:
 
 def release_reason(cap: Cap, release: Release, public: Collection[str]) -> str:
     """Why one release's own charge on a cap is ∞ (budget.why_release_unbounded, in a word)."""
-    from ..accounting.engine import release_cost
+    from ..accounting.cost_rule import release_cost
 
     touched = cap.subset & release.reads
     spend = release_cost(release, frozenset(cap.subset))
@@ -169,7 +169,7 @@ def driver_reasons(cap: Cap, drivers, index, public: Collection[str]) -> tuple[s
     unbounded, else by the reason of the subset over its members alone; a release's by
     `release_reason`. From the releases of `index` (family members are held whole)."""
     from ..accounting.budget import FAMILY_DRIVER
-    from ..accounting.engine import LedgerIndex
+    from ..accounting.ledger_index import LedgerIndex
 
     if not any(is_infinite(value) for _name, value in drivers):
         return tuple(None for _ in drivers)

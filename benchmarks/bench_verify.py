@@ -1,0 +1,108 @@
+"""Benchmark: the full audit at the speed of hashing.
+
+    .venv/bin/python benchmarks/bench_verify.py [--sizes 10000,100000] [--runs 3]
+
+On the cached ledgers of bench_scale.py (built there when missing), in one process and
+alternately, so both meet the same load:
+
+  (a) `store.verify`: the whole `audit verify` (the hash chain; every release, dataset and
+      family row against its latest event; every accounting row and running total recomputed);
+  (b) the floor: the same events read in seq order, a chunk at a time, and their canonical
+      bytes hashed with hashlib, each link checked (`store.ChainWalk` alone);
+  (c) the floor under the floor: hashlib over the same canonical bytes already in memory.
+
+Printed per size: the medians, the ratios (a)/(b) and (a)/(c) (target (a) within 5x of
+hashing), and the peak resident memory of `privacy-ledger audit verify` run once as a process
+of its own (the memory the command needs, not this benchmark's lists).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_scale  # noqa: E402  (the cached ledgers)
+
+from sqlmodel import Session  # noqa: E402
+
+from ledger.store import database as store  # noqa: E402
+
+
+def verify(engine) -> float:
+    started = time.perf_counter()
+    with Session(engine) as session:
+        result = store.verify(session)
+    assert result.ok, result.problems[:3]
+    return time.perf_counter() - started
+
+
+def walk(engine) -> tuple[float, list[bytes]]:
+    """The chain alone: read every event and check its hash and link."""
+    started = time.perf_counter()
+    with Session(engine) as session:
+        problems: list[str] = []
+        chain = store.ChainWalk(session.connection(), problems)
+        texts = [canonical_bytes(row) for row, canonical in chain if canonical]
+    assert not problems and len(texts) == chain.count, problems[:3]
+    return time.perf_counter() - started, texts
+
+
+def canonical_bytes(row) -> bytes:
+    """The bytes the chain hashes for `row` (codec.event_hash's text after the previous hash)."""
+    dump = json.dumps
+    return (f'{{"actor":{dump(row.actor, ensure_ascii=False)},"at":{dump(row.at)},"kind":{dump(row.kind)},'
+            f'"payload":{row.payload},"seq":{row.seq},"subject":{dump(row.subject, ensure_ascii=False)}}}').encode()
+
+
+def hash_in_memory(texts: list[bytes]) -> float:
+    started = time.perf_counter()
+    previous = b"0" * 64
+    for text in texts:  # the chain: each hash over the previous one and the event's bytes
+        previous = hashlib.sha256(previous + text).hexdigest().encode()
+    return time.perf_counter() - started
+
+
+def command_peak_mb(path: Path) -> float:
+    """The peak resident memory of `privacy-ledger audit verify` on `path`, a fresh process."""
+    process = subprocess.Popen([sys.executable, "-m", "ledger", "--db", f"sqlite:///{path}", "audit", "verify"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    return usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    paths = bench_scale.build(sizes)
+    print(f"`audit verify` beside hashing its events (load {os.getloadavg()[0]:.1f}, medians of {args.runs}):")
+    for size in sizes:
+        engine = store.make_engine(f"sqlite:///{paths[size]}")
+        full, chain, memory = [], [], []
+        for _ in range(args.runs):
+            full.append(verify(engine))
+            seconds, texts = walk(engine)
+            chain.append(seconds)
+            memory.append(hash_in_memory(texts))
+        peak = command_peak_mb(paths[size])
+        a, b, c = (statistics.median(x) for x in (full, chain, memory))
+        print(f"  {size:>9,} releases, {len(texts):,} events: verify {a:6.2f} s | chain walk {b:6.2f} s "
+              f"({a / b:4.1f}x) | hashlib in memory {c:5.2f} s ({a / c:5.1f}x; target 5x) | `audit verify` peak {peak:,.0f} MB "
+              f"| {a / len(texts) * 1e6:.0f} us per event")
+        engine.dispose()
+
+
+if __name__ == "__main__":
+    main()
