@@ -304,6 +304,7 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     the caps section is the one `cap_entries` gave over the releases as they stood; with
     --since, each cap's figure before the meeting date is the one checks_from_history decides."""
     from ledger.cli.report import gather
+    from ledger.operations import meeting_pack
     from ledger.reporting import report
 
     entries, lifecycle, preferred, endings = drawn_history(ledger, data)
@@ -324,8 +325,8 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     families = {f.id: f for f in inputs.families}
     totals = {cap.name: budget.total_from_history(cap, then, families) for cap in caps}
     expected = report.cap_entries(caps, totals, then, families)
-    stood = report.as_it_stood(inputs)  # the meeting pack's caps before --since, as it computed them
-    before_since = report.releases_as_of(stood.releases, report.dataset_events(stood), since)
+    stood = meeting_pack.as_it_stood(inputs)  # the meeting pack's caps before --since, as it computed them
+    before_since = meeting_pack.releases_as_of(stood.releases, meeting_pack.dataset_events(stood), since)
     # each cap's figure then is decided as the Caps section decides it (the smallest valid figure)
     befores = [c.current for c in cap_accounting.checks_from_history(
         caps, before_since, families)]

@@ -504,7 +504,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     publications by the releases' own dates, read from the release rows whose date may be
     that late (`_dated_since`); each cap's figure just before `since` over the index of the
     rows charged then (columns.index_for with that moment, decided as `meeting_pack` decides
-    it: report.cap_moves); `checks`: every cap as the Caps section decides it now (at --as-of),
+    it: meeting_pack.cap_moves); `checks`: every cap as the Caps section decides it now (at --as-of),
     computed over `index` when None. `index`: the rows
     charged now (at --as-of); `until`: --as-of as the events' text; `counts`: event_counts with
     `since` (every moment compared is UTC text: gather_large checked it). None when the rows
