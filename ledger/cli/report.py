@@ -41,6 +41,7 @@ from ..operations.report_inputs import (  # (gathered below the API)
 )
 from . import outputs
 from ..operations.report_reading import (  # (read below the API)
+    DATASET_AMENDMENTS,
     dated_by,
     event_columns,
     event_counts,
@@ -561,7 +562,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     moves = pack.cap_moves(caps, checks, checks_from_index(list(caps_then), before), set_at, since, removed,
                               dataset.public_names, before, index)
     # the dataset's own changes since then (report.meeting_pack's dataset_changes): the most recent
-    changed = (table.c.kind.in_(_report.DATASET_AMENDMENTS), table.c.subject == dataset.name, table.c.at >= since_text,
+    changed = (table.c.kind.in_(DATASET_AMENDMENTS), table.c.subject == dataset.name, table.c.at >= since_text,
                *(() if until is None else (table.c.at <= until,)))
     dataset_count = connection.execute(select(func.count()).where(*changed)).scalar_one()
     dataset_changes = tuple(pack.dataset_change(e.at, e.actor, e.kind, e.data()) for e in events_of(

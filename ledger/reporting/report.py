@@ -35,22 +35,21 @@ from collections import Counter
 import os
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
 from markupsafe import Markup
 
 from ..accounting import filters
-from ..accounting.spend import ALLOWANCE, CONVERSION_NAME
-from ..accounting.budget import CapCheck, CapTotal, check, composed, total_from_index
+from ..accounting.spend import CONVERSION_NAME
+from ..accounting.budget import CapCheck, CapTotal, check, total_from_index
 from ..accounting.charge_choice import at_delta
 from ..accounting.ledger_index import LedgerIndex
 from ..accounting.risk_table import RiskTable
-from ..accounting.history import charged_from, ended
-from ..accounting.history import releases_as_of as _releases_then
-from ..core.numbers import INF, Number, float_down, float_up, is_infinite
-from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Guarantee, Release, Status, cap_unit_text
+from ..accounting.history import charged_from
+from ..core.numbers import INF, Number, is_infinite
+from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Guarantee, Release, cap_unit_text
 from .headline import Headline, headline
 from .chart_data import PairFigure, Pairs, Timeline  # noqa: F401 (defined there: charts.py reads them too)
 from ..operations import reasons
@@ -58,12 +57,8 @@ from .plan_view import plans_against_actual
 from ..operations.table_view import Basis, basis_for
 from .views import when_text
 from ..core.lazy import lazy_module
-from ..store.as_of import DATASET_STATE_KINDS
 from ..operations.report_inputs import AuditEvent, ChainStatus, ReportInputs  # noqa: F401 (gathered below the API)
-from ..operations.meeting_pack import (  # noqa: F401 (computed below the API; the report shows it)
-    CapMove,
-    Change,
-    DatasetChange,
+from ..operations.meeting_pack import (  # (computed below the API; the report shows it)
     MeetingPack,
     as_it_stood,
     aware,
@@ -71,13 +66,10 @@ from ..operations.meeting_pack import (  # noqa: F401 (computed below the API; t
     change_note,
     charged_index_of,
     dataset_events,
-    meeting_between,
     meeting_pack,
 )
-from ..operations.report_reading import (  # noqa: F401 (read below the API)
-    DATASET_AMENDMENTS,
+from ..operations.report_reading import (  # (read below the API)
     DATASET_CHANGE_KINDS,
-    LIFECYCLE_KINDS,
     Ending,
     lifecycle_steps,
 )
