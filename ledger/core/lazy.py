@@ -88,6 +88,8 @@ def submodule_alone(package: str, name: str) -> types.ModuleType:
     if not parent:
         raise ValueError(f"submodule_alone needs a subpackage, not the top-level package {package!r}")
     parent_module = importlib.import_module(parent)
+    if parent_module.__file__ is None:  # a namespace package has no one directory to look in
+        raise ValueError(f"submodule_alone needs a regular parent package, not the namespace package {parent!r}")
     directory = os.path.join(os.path.dirname(parent_module.__file__), leaf)
     bare = types.ModuleType(package)
     bare.__path__ = [directory]
