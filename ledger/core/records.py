@@ -43,7 +43,7 @@ class Relation(StrEnum):
     ADD_REMOVE = "add-remove"  # one record added or removed: unbounded DP
 
     @classmethod
-    def _missing_(cls, value):
+    def _missing_(cls, value: object) -> Relation | None:
         # `replace-one`, as a dataset file names Tan's bounded relation, is `replace`
         return cls.REPLACE if value == "replace-one" else None
 
