@@ -15,6 +15,11 @@ from __future__ import annotations
 import importlib
 import types
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # names for the annotations only: importing typing would cost every command's start-up
+    from collections.abc import Callable
+    from typing import Any
+
 
 class LazyModule(types.ModuleType):
     """A stand-in for a module, imported on the first attribute read."""
@@ -29,18 +34,18 @@ class LazyModule(types.ModuleType):
             module = self.__dict__["_lazy_target"] = importlib.import_module(self.__name__)
         return module
 
-    def __getattr__(self, attribute: str):
+    def __getattr__(self, attribute: str) -> Any:
         # every read is forwarded (nothing is copied here), so a test's monkeypatch of
         # the real module is seen through the proxy
         return getattr(self._load(), attribute)
 
-    def __setattr__(self, attribute: str, value) -> None:
+    def __setattr__(self, attribute: str, value: object) -> None:
         setattr(self._load(), attribute, value)
 
     def __delattr__(self, attribute: str) -> None:
         delattr(self._load(), attribute)
 
-    def __dir__(self):
+    def __dir__(self) -> list[str]:
         return dir(self._load())
 
 
@@ -51,10 +56,10 @@ def lazy_module(name: str) -> types.ModuleType:
     return sys.modules.get(name) or LazyModule(name)
 
 
-def lazy_callable(module: str, name: str):
+def lazy_callable(module: str, name: str) -> Callable[..., Any]:
     """A function or class of `module` (`Session`, `select`), imported on the first call."""
 
-    def call(*args, **kwargs):
+    def call(*args: Any, **kwargs: Any) -> Any:
         return getattr(importlib.import_module(module), name)(*args, **kwargs)
 
     call.__name__ = call.__qualname__ = name
@@ -88,6 +93,8 @@ def submodule_alone(package: str, name: str) -> types.ModuleType:
     if not parent:
         raise ValueError(f"submodule_alone needs a subpackage, not the top-level package {package!r}")
     parent_module = importlib.import_module(parent)
+    if parent_module.__file__ is None:  # a namespace package has no one directory to look in
+        raise ValueError(f"submodule_alone needs a regular parent package, not the namespace package {parent!r}")
     directory = os.path.join(os.path.dirname(parent_module.__file__), leaf)
     bare = types.ModuleType(package)
     bare.__path__ = [directory]

@@ -20,7 +20,7 @@ import re
 import sys
 from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
 from fractions import Fraction
-from typing import Union
+from typing import Union, overload
 
 Number = Union[Fraction, float]
 
@@ -222,8 +222,8 @@ def format_number(value: Number, places: int = 4, *, down: bool = False) -> str:
         decimal = _terminating_decimal(value)
         if decimal is not None and len(decimal) <= places + 4:
             return decimal
-        if decimal is not None and _short_scientific(value) is not None:
-            return _short_scientific(value)  # 1e-10: exact, and short
+        if decimal is not None and (scientific := _short_scientific(value)) is not None:
+            return scientific  # 1e-10: exact, and short
         if decimal is not None and len(decimal) < len(str(value)) and len(decimal) <= _EXACT_TEXT:
             return decimal  # 1.410673597, not 1410673597/1000000000
         if len(str(value)) <= _EXACT_TEXT:
@@ -262,8 +262,8 @@ def format_exact(value: Number, places: int = 2, *, down: bool = False) -> str:
         decimal = _terminating_decimal(value)
         if decimal is not None and len(decimal.split(".")[1]) <= places:
             return decimal
-        if decimal is not None and _short_scientific(value) is not None:
-            return _short_scientific(value)
+        if decimal is not None and (scientific := _short_scientific(value)) is not None:
+            return scientific
         return f"{value.numerator}/{value.denominator} (≈ {approximate(value, places, rounding)})"
     return approximate(value, places, rounding)
 
@@ -323,7 +323,17 @@ def format_delta(value: Number) -> str:
     return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
-def to_json(value: Number | None, *, down: bool = False) -> object:
+@overload
+def to_json(value: None, *, down: bool = False) -> None:
+    ...
+
+
+@overload
+def to_json(value: Number, *, down: bool = False) -> int | float | str:
+    ...
+
+
+def to_json(value: Number | None, *, down: bool = False) -> int | float | str | None:
     """JSON form: integers as integers, other finite values as floats, unbounded as "inf".
 
     The float is chosen so that its JSON text (Python's shortest repr) is a safe bound

@@ -11,9 +11,16 @@ all otherwise (pipes, files, CI logs and tests see no control characters).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO
+from typing import IO, Protocol
+
+
+class Advance(Protocol):
+    """What `progress` yields: `advance()` one step, `advance(steps)` several."""
+
+    def __call__(self, steps: float = 1, /) -> None:
+        ...
 
 
 def _noop(_steps: float = 1) -> None:
@@ -30,7 +37,7 @@ def enabled(stream: IO[str] | None = None) -> bool:
 
 @contextmanager
 def progress(description: str, total: float | None = None, *,
-             stream: IO[str] | None = None) -> Iterator[Callable[[float], None]]:
+             stream: IO[str] | None = None) -> Iterator[Advance]:
     """A transient progress bar (or spinner, without `total`) on `stream` (standard error)
     while the block runs, only when the stream is a terminal; yields `advance(steps=1)`."""
     if not enabled(stream):
@@ -46,4 +53,8 @@ def progress(description: str, total: float | None = None, *,
     columns.append(TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda steps=1: bar.advance(task, steps)
+
+        def advance(steps: float = 1) -> None:
+            bar.advance(task, steps)
+
+        yield advance

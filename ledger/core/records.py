@@ -43,7 +43,7 @@ class Relation(StrEnum):
     ADD_REMOVE = "add-remove"  # one record added or removed: unbounded DP
 
     @classmethod
-    def _missing_(cls, value):
+    def _missing_(cls, value: object) -> Relation | None:
         # `replace-one`, as a dataset file names Tan's bounded relation, is `replace`
         return cls.REPLACE if value == "replace-one" else None
 
@@ -317,7 +317,9 @@ class Cap:
         return "epsilon" if self.delta is None else "epsilon at delta"
 
     @property
-    def limit(self) -> Fraction:
+    def limit(self) -> Fraction | None:
+        """The bound: rho for a rho cap, else epsilon; None for a cap that only names a subset
+        (neither set)."""
         return self.rho if self.rho is not None else self.epsilon
 
     @property
@@ -332,8 +334,11 @@ class Cap:
         cap is; exact where its text is short)."""
         from .numbers import format_delta, format_number
 
+        limit = self.limit
+        if limit is None:
+            raise ValueError(f"cap {self.dataset}/{self.name} has no bound to print: neither epsilon nor rho is set")
         name = "rho" if self.rho is not None else "epsilon"
-        text = f"{name} {format_number(self.limit, down=True)}"
+        text = f"{name} {format_number(limit, down=True)}"
         return text if self.delta is None else f"{text} at delta {format_delta(self.delta)}"
 
     @property

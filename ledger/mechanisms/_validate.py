@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable
 from fractions import Fraction
 from numbers import Real
-from typing import Union
+from typing import TypeVar, Union
 
 import numpy as np
 import pandas as pd
@@ -14,13 +14,15 @@ import pandas as pd
 from .errors import MechanismInputError
 
 Number = Union[int, float, Fraction]
+# a checked value is returned as it came (an exact Fraction stays exact), so with the caller's type
+Checked = TypeVar("Checked")
 
 REPLACE = "replace"
 ADD_REMOVE = "add-remove"
 RELATIONS = (REPLACE, ADD_REMOVE)
 
 
-def positive_number(field: str, value: object) -> Number:
+def positive_number(field: str, value: Checked) -> Checked:
     """A finite real > 0 (booleans refused). Returned unchanged so exact Fractions stay exact."""
     if isinstance(value, bool) or not isinstance(value, Real):
         raise MechanismInputError(field, f"must be a positive number, found {value!r}")
@@ -35,11 +37,11 @@ def finite_number(field: str, value: object) -> float:
     return float(value)
 
 
-def open_unit_interval(field: str, value: object) -> Number:
+def open_unit_interval(field: str, value: Checked) -> Checked:
     """A real strictly between 0 and 1 (delta, Bailie's p, a sampling fraction)."""
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)):
         raise MechanismInputError(field, f"must be a number in (0, 1), found {value!r}")
-    if not 0 < value < 1:
+    if value <= 0 or not value < 1:  # value < x and value <= x: the comparisons numbers.Real declares
         raise MechanismInputError(field, f"must be in (0, 1), found {value!r}")
     return value
 

@@ -355,7 +355,7 @@ def _noise_grid(n_cells: int, exponent: float, tail_mass: float) -> tuple[np.nda
     return grid, half, bound, missing
 
 
-def _check_small_row(counts: Sequence[int]) -> np.ndarray:
+def _check_small_row(counts: Sequence[int] | np.ndarray) -> np.ndarray:
     counts = check.count_array("counts", counts)
     if counts.ndim != 1 or counts.size not in (2, 3):
         raise MechanismInputError("counts", f"exact enumeration is offered for rows of 2 or 3 cells, found {counts.shape}")
@@ -363,7 +363,7 @@ def _check_small_row(counts: Sequence[int]) -> np.ndarray:
 
 
 def row_output_distribution(
-    counts: Sequence[int], exponent: float, *, tail_mass: float = 1e-12
+    counts: Sequence[int] | np.ndarray, exponent: float, *, tail_mass: float = 1e-12
 ) -> RowDistribution:
     """The exact output distribution of one 2- or 3-cell row under pair noise with `exponent`,
     by convolving the pair terms truncated where the left-out mass is below `tail_mass`."""
@@ -383,7 +383,7 @@ def row_output_distribution(
 
 
 def row_privacy_loss(
-    counts: Sequence[int],
+    counts: Sequence[int] | np.ndarray,
     source: int,
     target: int,
     exponent: float,
@@ -441,7 +441,7 @@ def row_privacy_loss(
 
 
 def max_row_privacy_loss(
-    counts: Sequence[int], exponent: float, *, tail_mass: float = 1e-12, min_probability: float = 1e-7
+    counts: Sequence[int] | np.ndarray, exponent: float, *, tail_mass: float = 1e-12, min_probability: float = 1e-7
 ) -> RowPrivacyLoss:
     """The largest row_privacy_loss over every move of one record between two cells of the row."""
     counts = _check_small_row(counts)
