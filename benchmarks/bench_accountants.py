@@ -38,7 +38,6 @@ from sqlmodel import Session  # noqa: E402
 from ledger.accounting import budget, composition_figures, figure_validity, index_figures, pld_accountant, subset_composition  # noqa: E402
 from ledger.operations import transactions as operations  # noqa: E402
 from ledger.store import database as store  # noqa: E402
-from ledger.accounting.spend import Spend  # noqa: E402
 from ledger.accounting.catalogue import derive_guarantees  # noqa: E402
 from ledger.accounting.ledger_index import LedgerIndex  # noqa: E402
 from ledger.input.loader import build_releases, parse_document  # noqa: E402
@@ -304,7 +303,7 @@ def bench_check(history: int, workdir: Path) -> None:
     with Session(engine) as session:
         snapshot = store.write_context(session)
         plan, _, _ = plan_builder(0)(snapshot)
-        for k in range(30):
+        for _ in range(30):
             t1, c1 = time.perf_counter(), time.process_time()
             totals = store.cap_totals(session, "bench", [c.name for c in caps])
             checks = budget.check(caps, totals, plan, {}, {}, only_touched=False)

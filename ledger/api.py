@@ -357,10 +357,7 @@ class Ledger:
 
         chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
         with Session(self.engine) as session:
-            found = plan_book.versions_in(session, chosen.name)
-            lookup = store.ReleaseLookup(session)
-            releases = {rid: lookup[rid] for v in found for rid in plan_book.release_ids(v) if rid in lookup}
-        return [(v, plan_book.against(v, releases)) for v in found]
+            return plan_book.against_actual(session, chosen.name)
 
     def plan_diff(self, old: str | Path | Mapping[str, Any], new: str | Path | Mapping[str, Any]) -> pd.DataFrame:
         """Two stored plan versions (NAME@vN) or two solved release files (`plan solve --out`, or

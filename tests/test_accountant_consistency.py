@@ -129,11 +129,8 @@ def test_pairs_print_the_figures_subset_prints(ledger):
 # Monotonicity: a property over random ledgers
 # --------------------------------------------------------------------------
 
-from datetime import UTC, datetime, timedelta  # noqa: E402
 
 from exact_profiles import epsilon_at, rr_atoms  # noqa: E402
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 from ledger.accounting import budget  # noqa: E402
 from ledger.accounting.catalogue import derive_guarantees  # noqa: E402

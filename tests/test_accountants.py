@@ -37,7 +37,7 @@ from scipy.optimize import minimize_scalar
 from support import acting_as, cli_main
 
 from ledger.accounting import composition_figures, dp_events, figure_validity, renyi_curves, subset_composition
-from ledger.accounting.spend import Spend, cks_epsilon
+from ledger.accounting.spend import Spend
 from ledger.core.records import Guarantee, Mechanism, Notion, Release, Status
 
 ADD_REMOVE = privacy_accountant.NeighboringRelation.ADD_OR_REMOVE_ONE

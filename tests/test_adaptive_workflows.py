@@ -48,7 +48,6 @@ from itertools import chain, combinations
 from pathlib import Path
 from unittest import mock
 
-import pytest
 from conftest import _reference_filter
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st

@@ -321,7 +321,6 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
         engine.dispose()
     endings_then = ended((e.kind, e.subject, e.at) for e in inputs.events)
     then = releases_as_of(list(inputs.releases), when, endings_then)
-    charged = [r for r in then if r.status in CHARGED_STATUSES]
     families = {f.id: f for f in inputs.families}
     totals = {cap.name: budget.total_from_history(cap, then, families) for cap in caps}
     expected = report.cap_entries(caps, totals, then, families)
@@ -362,7 +361,6 @@ def test_cap_set_and_a_stale_state_are_computed_from_the_rows_as_from_the_releas
         engine = store.make_engine(url)
         with store.read_session(engine) as session:
             snapshot = store.snapshot(session, "t")
-        charged = [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES]
         expected = {cap.name: cap_states.state_from_history(cap, list(snapshot.releases.values()), snapshot.families) for cap in caps}
 
         def decoded(*args, **kwargs):

@@ -8,7 +8,6 @@ Each test fails on the code before the fix it pins (said in its docstring).
 from __future__ import annotations
 
 import json
-import os
 import re
 import textwrap
 from datetime import UTC, datetime, timedelta

@@ -188,7 +188,6 @@ def test_the_report_states_the_whole_dataset_as_table_does(tmp_path):
     """A public variable read under a guarantee is bounded: the report's total row must not call
     the whole dataset "∞ (public)", and its headline must print the figure `table` prints (the
     smallest valid one; it printed the basic sum)."""
-    import math
     import re
 
     url = f"sqlite:///{tmp_path / 'ledger.db'}"

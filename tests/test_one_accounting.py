@@ -166,7 +166,7 @@ def test_a_derived_release_cannot_be_recorded_as_published_before_its_parent(led
           - {id: raw, status: planned, reads: [income], mechanism: {name: laplace, epsilon: 1}}
         """)))
     before = ledger.dump()
-    refused = ledger.record(releases(f"""\
+    refused = ledger.record(releases("""\
         releases:
           - id: rounded
             status: published
@@ -349,26 +349,26 @@ releases:
 
 
 def test_weaker_claims_stay_allowed(ledger):
-    ledger.ok("record", ledger.write("r.yaml", releases(f"""\
+    ledger.ok("record", ledger.write("r.yaml", releases("""\
         releases:
           - id: l
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             reads: [a, b]
-            mechanism: {{name: laplace, scale: 1, sensitivity: 1}}
-            guarantees: [{{protects: [a], epsilon: 2}}, {{protects: [a, b], rho: 1}}]
+            mechanism: {name: laplace, scale: 1, sensitivity: 1}
+            guarantees: [{protects: [a], epsilon: 2}, {protects: [a, b], rho: 1}]
           - id: t
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             reads: [region, sex]
-            mechanism: {{name: tan-consistent-counts, epsilon: 1, margin: region}}
-            guarantees: [{{protects: [sex], epsilon: 1}}]
+            mechanism: {name: tan-consistent-counts, epsilon: 1, margin: region}
+            guarantees: [{protects: [sex], epsilon: 1}]
           - id: ar
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             reads: [income]
-            mechanism: {{name: laplace, scale: 1, sensitivity: 1}}
-            guarantees: [{{protects: [income], epsilon: "1/2", relation: add-remove}}]
+            mechanism: {name: laplace, scale: 1, sensitivity: 1}
+            guarantees: [{protects: [income], epsilon: "1/2", relation: add-remove}]
         """)))
     rows = {row["release"]: row["exact"] for row in ledger.ok("table", "--json").json()["rows"]}
     assert rows["l"]["a"] == "2" and rows["t"]["sex"] == "1" and rows["t"]["region"] == "inf"
@@ -381,8 +381,8 @@ def test_weaker_claims_stay_allowed(ledger):
 
 
 def test_a_move_between_keyed_parts_needs_add_remove_on_everything_read(ledger):
-    ledger.ok("record", ledger.write("r.yaml", releases(f"""\
-        families: [{{id: by-region, partition: [region]}}]
+    ledger.ok("record", ledger.write("r.yaml", releases("""\
+        families: [{id: by-region, partition: [region]}]
         releases:
           - id: north
             status: published
@@ -390,16 +390,16 @@ def test_a_move_between_keyed_parts_needs_add_remove_on_everything_read(ledger):
             family: by-region
             part: north
             reads: [region, sex, income]
-            mechanism: {{name: declared}}
-            guarantees: [{{protects: [region, income], epsilon: 1, relation: add-remove}}]
+            mechanism: {name: declared}
+            guarantees: [{protects: [region, income], epsilon: 1, relation: add-remove}]
           - id: south
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             family: by-region
             part: south
             reads: [region, sex, income]
-            mechanism: {{name: declared}}
-            guarantees: [{{protects: [region, income], epsilon: 1, relation: add-remove}}]
+            mechanism: {name: declared}
+            guarantees: [{protects: [region, income], epsilon: 1, relation: add-remove}]
         """)))
     # a record moving from north to south takes its exactly released sex with it: ∞ (was 2)
     assert ledger.ok("subset", "region", "--json").json()["epsilon"] == "inf"
@@ -408,8 +408,8 @@ def test_a_move_between_keyed_parts_needs_add_remove_on_everything_read(ledger):
 
 
 def test_a_mixed_notion_family_is_charged_its_worst_member_as_a_whole(ledger, reference_filter):
-    ledger.ok("record", ledger.write("r.yaml", releases(f"""\
-        families: [{{id: split, partition: random}}]
+    ledger.ok("record", ledger.write("r.yaml", releases("""\
+        families: [{id: split, partition: random}]
         releases:
           - id: pure-part
             status: published
@@ -417,14 +417,14 @@ def test_a_mixed_notion_family_is_charged_its_worst_member_as_a_whole(ledger, re
             family: split
             part: pure-part
             reads: [income]
-            mechanism: {{name: laplace, epsilon: 1}}
+            mechanism: {name: laplace, epsilon: 1}
           - id: rho-part
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             family: split
             part: rho-part
             reads: [income]
-            mechanism: {{name: gaussian, rho: "1/2"}}
+            mechanism: {name: gaussian, rho: "1/2"}
         """)))
     got = ledger.ok("subset", "income", "--json").json()
     # the worst member as one approximate part: rho 1/2 stated at the allowance's share of the
@@ -454,20 +454,20 @@ def test_an_epsilon_of_800_gives_figures_not_an_overflow(ledger, reference_filte
         """))
     assert vacuous.code == 1, vacuous.err
     assert "the approximate deltas on {a} would reach 1," in vacuous.err
-    ledger.ok("record", ledger.write("r.yaml", releases(f"""\
+    ledger.ok("record", ledger.write("r.yaml", releases("""\
         releases:
           - id: big
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             reads: [a]
-            mechanism: {{name: declared}}
-            guarantees: [{{epsilon: 800, relation: add-remove}}]
+            mechanism: {name: declared}
+            guarantees: [{epsilon: 800, relation: add-remove}]
           - id: small
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             reads: [b]
-            mechanism: {{name: declared}}
-            guarantees: [{{rho: 1}}]
+            mechanism: {name: declared}
+            guarantees: [{rho: 1}]
         """)))
     # replacement: 2 x 800 (group privacy); its Rényi curve 1600^2 / 2 at every order is not used
     assert ledger.ok("subset", "a", "--json").json()["epsilon"] == 1600
@@ -480,14 +480,14 @@ def test_an_epsilon_of_800_gives_figures_not_an_overflow(ledger, reference_filte
 
 def test_headroom_next_to_a_tiny_spend_is_rounded_down_everywhere(ledger):
     ledger.ok("cap", "set", "a", "--epsilon", "1/5")
-    ledger.ok("record", ledger.write("r.yaml", releases(f"""\
+    ledger.ok("record", ledger.write("r.yaml", releases("""\
         releases:
           - id: tiny
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             reads: [a]
-            mechanism: {{name: declared}}
-            guarantees: [{{epsilon: 1e-70}}]
+            mechanism: {name: declared}
+            guarantees: [{epsilon: 1e-70}]
         """)))
     exact = F(1, 5) - F(1, 10**70)
 
@@ -601,8 +601,8 @@ def test_an_exact_read_is_explained(ledger):
 
 def test_a_family_appears_once_among_drivers_with_its_charge(ledger):
     ledger.ok("cap", "set", "income", "--epsilon", "5")
-    ledger.ok("record", ledger.write("r.yaml", releases(f"""\
-        families: [{{id: split, partition: random}}]
+    ledger.ok("record", ledger.write("r.yaml", releases("""\
+        families: [{id: split, partition: random}]
         releases:
           - id: m1
             status: published
@@ -610,14 +610,14 @@ def test_a_family_appears_once_among_drivers_with_its_charge(ledger):
             family: split
             part: m1
             reads: [income]
-            mechanism: {{name: laplace, epsilon: 1}}
+            mechanism: {name: laplace, epsilon: 1}
           - id: m2
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             family: split
             part: m2
             reads: [income]
-            mechanism: {{name: laplace, epsilon: 1}}
+            mechanism: {name: laplace, epsilon: 1}
         """)))
     (cap,) = ledger.ok("cap", "list", "--json").json()
     assert cap["drivers"] == [{"release": None, "family": "split", "value": 1, "value_exact": "1", "reason": None}]
@@ -628,13 +628,13 @@ def test_a_family_appears_once_among_drivers_with_its_charge(ledger):
 
 def test_cap_list_text_states_what_its_json_states(ledger):
     ledger.ok("cap", "set", "income", "--epsilon", "30")
-    ledger.ok("record", ledger.write("r.yaml", releases(f"""\
+    ledger.ok("record", ledger.write("r.yaml", releases("""\
         releases:
           - id: r
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             reads: [income]
-            mechanism: {{name: laplace, epsilon: 20}}
+            mechanism: {name: laplace, epsilon: 20}
         """)))
     (cap,) = ledger.ok("cap", "list", "--json").json()
     text = ledger.ok("cap", "list").out
@@ -660,13 +660,13 @@ def test_an_approximation_beside_a_fraction_is_the_fraction_value():
 
 def test_every_json_figure_has_one_shape(ledger):
     ledger.ok("cap", "set", "income", "--epsilon", "1")
-    ledger.ok("record", ledger.write("r.yaml", releases(f"""\
+    ledger.ok("record", ledger.write("r.yaml", releases("""\
         releases:
           - id: r
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             reads: [income]
-            mechanism: {{name: laplace, epsilon: "1/4"}}
+            mechanism: {name: laplace, epsilon: "1/4"}
         """)))
     subset = ledger.ok("subset", "income", "--json").json()
     assert (subset["epsilon"], subset["epsilon_exact"]) == (0.25, "1/4")
@@ -692,13 +692,13 @@ def test_every_json_figure_has_one_shape(ledger):
 
 def test_audit_verify_names_the_differing_fields(ledger):
     ledger.ok("cap", "set", "income", "--epsilon", "1")
-    ledger.ok("record", ledger.write("r.yaml", releases(f"""\
+    ledger.ok("record", ledger.write("r.yaml", releases("""\
         releases:
           - id: r
             status: published
             published_at: "2026-01-05T10:00:00+00:00"
             reads: [income]
-            mechanism: {{name: laplace, epsilon: "1/4"}}
+            mechanism: {name: laplace, epsilon: "1/4"}
         """)))
     with sqlite3.connect(ledger.path) as connection:
         (body,) = connection.execute("SELECT total FROM cap_totals").fetchone()

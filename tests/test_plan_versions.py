@@ -135,6 +135,21 @@ def test_the_report_lists_allocated_beside_actual_after_one_release_is_published
     assert "Plan against actual" in (tmp_path / "r.html").read_text()
 
 
+def test_a_summarised_report_of_a_large_ledger_has_the_same_plan_section(book, tmp_path, monkeypatch):
+    cli_ok(book, "plan", "record", tmp_path / "v1.yaml", "--name", "q")
+    cli_ok(book, "approve", "q/v1/a")
+    cli_ok(book, "publish", "q/v1/a")
+    cli_ok(book, "report", "-o", tmp_path / "small.md")
+    monkeypatch.setenv("LEDGER_REPORT_SUMMARY_FROM", "1")  # every ledger past it is summarised
+    cli_ok(book, "report", "-o", tmp_path / "large.md")
+
+    def section(name: str) -> str:
+        return (tmp_path / name).read_text().split("## Plan against actual", 1)[1].split("\n## ", 1)[0]
+
+    assert "complete register" in (tmp_path / "large.md").read_text()  # (the large path wrote it)
+    assert section("large.md") == section("small.md")
+
+
 def test_a_report_without_plans_has_no_plan_section(book, tmp_path):
     cli_ok(book, "report", "-o", tmp_path / "r.md")
     assert "Plan against actual" not in (tmp_path / "r.md").read_text()

@@ -14,9 +14,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
-import uuid
 from pathlib import Path
 
 import pytest

@@ -17,7 +17,7 @@ from unittest import mock
 from sqlmodel import Session
 from support import Run, cli_main
 
-from ledger.cli import app as cli
+from ledger.accounting.spend import DEFAULT_DELTA
 from ledger.store import database as store
 from ledger.cli.report import build_report, gather, render
 from ledger.cli.demo import run_demo
@@ -89,7 +89,7 @@ def context_of(url: str, dataset: str, *, since: datetime | None = None, charts:
     try:
         with Session(engine) as session:
             chosen = store.snapshot(session, dataset).datasets[dataset]
-            chosen_delta = delta if delta is not None else (chosen.delta or cli.DEFAULT_DELTA)
+            chosen_delta = delta if delta is not None else (chosen.delta or DEFAULT_DELTA)
             inputs = gather(session, chosen, chosen_delta, since, generated_at=GENERATED)
     finally:
         engine.dispose()

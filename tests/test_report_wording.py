@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 
-import pytest
 
 from test_report_helpers import clock, context_of, record, run_main
 

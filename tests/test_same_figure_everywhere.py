@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import textwrap
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +26,7 @@ from test_engine_properties import ALL_SUBSETS, VARIABLES, ledgers
 from ledger.accounting import budget
 from ledger.accounting.charge_choice import at_delta
 from ledger.accounting.ledger_index import LedgerIndex
+from ledger.accounting.spend import pure_spend
 from ledger.core.records import Cap
 
 F = Fraction
@@ -76,9 +76,9 @@ def test_every_path_to_a_cap_figure_agrees_with_subset(ledger, cap):
             table = index.table("survey", at_delta(cap.delta))
             assert same(table.total[VARIABLES.index(name)].epsilon(cap.delta), figures[0])
     # headroom: a pure release of the headroom still fits, by the same figure
-    room = budget.largest_basic_charge(cap, running, budget.pure_spend)
+    room = budget.largest_basic_charge(cap, running, pure_spend)
     if not math.isinf(room) and room > 0:
-        after = budget.cap_value(cap, running, budget.pure_spend(F(room)))
+        after = budget.cap_value(cap, running, pure_spend(F(room)))
         assert after <= cap.limit
 
 

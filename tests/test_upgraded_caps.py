@@ -161,7 +161,6 @@ def test_a_caps_running_total_from_an_older_rule_is_computed_again(tmp_path):
         f"  - {{id: g{i}, reads: [a], status: published, published_at: \"2026-03-01T00:00:0{i}Z\", "
         f"mechanism: {{name: gaussian, rho: \"1/4\"}}}}\n" for i in range(4)))
     cli_ok(url, "record", tmp_path / "r.yaml")
-    order = cap_decisions.cap_order(SimpleNamespace(epsilon=F(50), delta=F(1, 10**6), allowance=F(1, 2)))
     expected = _reference_filter(rho=1, delta=DELTA)  # the running figure's filter (set before any release)
     (cap,) = cli_ok(url, "cap", "list", "--json").json()
     assert cap["current"] == pytest.approx(expected, rel=1e-9)

@@ -86,7 +86,7 @@ def serving(url: str):
                     break
             except OSError:
                 if process.poll() is not None:
-                    raise RuntimeError(process.stdout.read().decode())
+                    raise RuntimeError(process.stdout.read().decode()) from None
                 time.sleep(0.1)
         yield base
     finally:

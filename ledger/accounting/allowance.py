@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..core.lazy import lazy_module
-from ..core.numbers import format_delta, format_number
+from ..core.numbers import format_delta
 from ..core.records import Notion, Release
 from .spend import ALLOWANCE, allowance_words, guarantee_spend
 

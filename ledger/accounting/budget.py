@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from .relation import charged_words, not_implied
-from .spend import ALLOWANCE, UNBOUNDED, ZERO, Spend, allowance_words, pure_spend
+from .spend import ALLOWANCE, UNBOUNDED, ZERO, Spend, allowance_words
 from .charge_choice import Objective, Option, alternatives_of, at_delta, compose_units
 from .cost_rule import candidates, family_options, unprotected_move
 from .ledger_index import LedgerIndex

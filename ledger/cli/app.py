@@ -30,11 +30,9 @@ from .arguments import command_name as _command_name  # the command the argument
 from .examples import add_examples
 from .caps_output import check_json, check_lines, infinite_driver_reasons, rho_cap_epsilon_json
 from ..core import failures  # noqa: F401 (cli_style: help as people read it)
-from ..accounting.spend import CONVERSION_SHORT, DEFAULT_DELTA, cks_epsilon
 from ..core.errors import InputErrors, LedgerError, Refused, fail
-from ..core.numbers import (NumberError, figure_fields, format_delta, format_number, is_infinite, safe_float,
-                            to_fraction, to_json)
-from ..core.records import CHARGED_STATUSES, Dataset
+from ..core.numbers import (figure_fields, format_delta, format_number, is_infinite, safe_float)
+from ..core.records import Dataset
 from ..core.lazy import lazy_callable, lazy_module
 
 if TYPE_CHECKING:
@@ -987,7 +985,7 @@ def pairs(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
     if when is not None:
         for line in as_of_lines(chosen.name, when):
             typer.echo(line)
-    for (a, b), (found, shown) in result.items():
+    for (a, b), (_, shown) in result.items():
         typer.echo(f"{{{a}, {b}}}\t{format_number(shown.epsilon)}\t{shown.accountant}")
     skipped = sum(1 for found, _ in result.values() if found["pld"].note.startswith("not computed: pairs"))
     typer.echo(f"(each pair: {'the ' + accountant + ' accountant' if accountant else 'the smallest valid figure of basic and rdp'}"

@@ -101,7 +101,7 @@ def as_of_json(dataset: str, when) -> dict:
 
 def dataset_added_at(dataset: str):
     """When `dataset` was added to the ledger (its first `dataset.added` audit event), or None."""
-    from sqlalchemy import func, select
+    from sqlalchemy import select
 
     from ..input.loader import parse_moment
 

@@ -27,7 +27,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -62,11 +62,17 @@ from ..core.lazy import lazy_callable, lazy_module
 from ..core.numbers import is_infinite
 from ..core.records import Dataset
 
+if TYPE_CHECKING:
+    from ..operations.report_inputs import ChainStatus
+    from ..reporting.chart_data import Pairs, Timeline
+
 store = lazy_module("ledger.store.database")  # the ORM, imported when a report is made
 # the report's context builder (and markupsafe, the chart data): imported when a report is
 # made, not by `--help`, `check` or `record`, which only register this command
 _report = lazy_module("ledger.reporting.report")
 pack = lazy_module("ledger.operations.meeting_pack")  # the meeting pack (--since), computed below the API
+plan_book = lazy_module("ledger.operations.plan_book")  # the stored plans (the "Plan against actual" section)
+plans_of = lazy_callable("ledger.reporting.plan_view", "plans_of")
 select = lazy_callable("sqlalchemy", "select")
 Session = lazy_callable("sqlmodel", "Session")
 
@@ -488,6 +494,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
         chain=chain, audit=large_audit(session, dataset.name, as_of, until, counts), cap_events=cap_events,
         pufferfish=tuple(pufferfish[i] for i in puffer_ids), last_event=last[0] if last else None,
         generated_at=generated_at, delta=delta, wide_ids=wide_ids, as_of=as_of, meeting=meeting,
+        plans=() if as_of is not None else plans_of(plan_book.against_actual(session, dataset.name)),
         timeline=_report.timeline_of(index, delta, at_delta(delta), as_of or generated_at,
                                      public=dataset.public_names, caps=caps, stamps=stamps,
                                      final=[f.epsilon for f in accounts.shown()[0]]))

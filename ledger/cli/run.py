@@ -78,8 +78,8 @@ def run(
                                                   "tan-consistent-counts, p-percent, attribute-gaussian, modular-sum")],
     data: Annotated[Path, typer.Option("--data", help="The confidential data, CSV (never stored).")],
     release_id: Annotated[str, typer.Option("--id", help="The release id to record.")],
-    param: Annotated[list[str], typer.Option("--param", "-p", help="KEY=VALUE, repeatable: epsilon=1, "
-                                                                    "columns=a,b, margin=..., ...")] = [],
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", help="KEY=VALUE, repeatable: epsilon=1, "
+                                                                              "columns=a,b, margin=..., ...")] = None,
     dataset: DatasetOption = None,
     title: Annotated[str, typer.Option(help="Release title.")] = "",
     covariance: Annotated[Optional[Path], typer.Option(help="attribute-gaussian: the assumed covariance, CSV "
@@ -105,7 +105,7 @@ def run(
     from ..operations.recording import run_and_record
 
     _check_out(out)
-    params: dict = _params(param)
+    params: dict = _params(param or [])
     if covariance is not None:
         matrix = _read_csv(covariance, "--covariance")
         params["covariance"] = matrix.set_index(matrix.columns[0])

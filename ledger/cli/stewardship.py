@@ -36,7 +36,7 @@ read_document = lazy_callable("ledger.input.loader", "read_document")
 from ..operations import choices  # noqa: E402
 from .context import actor as acting_person, open_engine  # noqa: E402
 from ..core.errors import InputErrors, LedgerError, fail  # noqa: E402
-from ..core.records import Cap, Dataset, Variable, misread_public
+from ..core.records import Cap, Dataset, Variable, misread_public  # noqa: E402
 
 group_app = typer.Typer(no_args_is_help=True, help="Named groups of variables.")
 

@@ -36,7 +36,6 @@ import pandas as pd
 from ..core.numbers import float_up
 from . import _validate as check
 from ._validate import REPLACE, Number
-from ..core.numbers import float_up
 from .errors import MechanismInputError
 from .noise import _rng
 

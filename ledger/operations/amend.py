@@ -24,11 +24,10 @@ Pure: the caller (cli_stewardship) reads the ledger and writes the events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ..core.errors import LedgerError
-from ..core.numbers import format_delta, format_number
 from ..core.records import Cap, Dataset, Family, Release, Variable, misread_public
 
 

@@ -25,6 +25,7 @@ from sqlmodel import Session
 
 from ..accounting import budget, cap_decisions, cap_states, figure_validity, filters, index_figures
 from ..accounting.charge_choice import at_delta
+from ..accounting.spend import pure_spend
 from ..store import database as store
 from ..core.numbers import INF, is_infinite
 from ..core.records import CHARGED_STATUSES, Family, Release, in_dataset_order
@@ -384,7 +385,7 @@ def admits(cap, total: budget.CapTotal, state: dict | None, plan: Sequence[Relea
 def _largest(cap, total: budget.CapTotal, state: dict | None, variables: frozenset, probe_kind: str,
              now: datetime):
     if probe_kind.endswith("-pure"):
-        basic = budget.largest_basic_charge(cap, total, budget.pure_spend)
+        basic = budget.largest_basic_charge(cap, total, pure_spend)
     else:  # (a Gaussian probe of rho x costs at most x: the rho headroom bounds it)
         basic = budget.largest_basic_charge(cap, total, lambda x: budget.Spend(rho=x))
     if cap.delta is None or cap.rho is not None:

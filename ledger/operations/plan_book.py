@@ -81,6 +81,15 @@ def versions_in(session, dataset: str | None = None, name: str | None = None) ->
     return [v for v in found if (dataset is None or v.dataset == dataset) and (name is None or v.name == name)]
 
 
+def against_actual(session, dataset: str) -> list[tuple[PlanVersion, list[Actual]]]:
+    """Per stored version of `dataset`'s plans, in chain order, each planned release's allocation
+    beside the recorded release (`against`); only the releases the plans name are read."""
+    found = versions_in(session, dataset)
+    lookup = store.ReleaseLookup(session)
+    releases = {rid: lookup[rid] for v in found for rid in release_ids(v) if rid in lookup}
+    return [(v, against(v, releases)) for v in found]
+
+
 def from_event(seq: int, at: str, actor: str, payload: str | Mapping) -> PlanVersion:
     body = (json.loads(payload) if isinstance(payload, str) else payload)["plan"]
     return PlanVersion(body["name"], int(body["version"]), body["dataset"], seq, at, actor, body.get("source", ""),

@@ -171,7 +171,7 @@ def lifecycle_events(session, ids=None, until: str | None = None) -> dict[str, d
         return lifecycle_steps(events_of(session, statement))
     found: dict[str, dict] = {}
     published = store.AuditEventRow.__table__.c
-    for kind, subject, actor in session.connection().execute(
+    for _kind, subject, actor in session.connection().execute(
             select(published.kind, published.subject, published.actor)
             .where(published.kind == "release.published", *by_then)):
         found.setdefault(subject, {})["published_by"] = actor

@@ -9,7 +9,6 @@ steward's (docs/explanation/architecture.md). Problems raise `InputErrors` (exit
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,6 +37,8 @@ from ..core.numbers import format_number, is_infinite
 from ..core.records import Cap, Dataset, Family, Release, Status
 
 if TYPE_CHECKING:
+    from fractions import Fraction
+
     from sqlalchemy import Engine
 
 store = lazy_module("ledger.store.database")  # the ORM, imported on first use

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from fractions import Fraction
 
 from ..core.numbers import format_number
@@ -47,9 +48,21 @@ def plans_against_actual(events: Sequence, releases: Sequence[Release], dataset:
         version = plan_book.from_event(event.seq, event.at, event.actor, event.payload)
         if version.dataset != dataset:
             continue
-        rows = tuple(_row(actual) for actual in plan_book.against(version, by_id))
-        found.append(PlanAgainstActual(version.label, event.seq, version.actor, str(event.at), rows))
-    return tuple(found)
+        found.append((version, plan_book.against(version, by_id)))
+    return plans_of(found)
+
+
+def plans_of(versions: Sequence[tuple[plan_book.PlanVersion, Sequence[plan_book.Actual]]]
+             ) -> tuple[PlanAgainstActual, ...]:
+    """The section from plan versions and their releases as the ledger holds them
+    (plan_book.against_actual, as a large ledger's report reads them)."""
+    return tuple(PlanAgainstActual(version.label, version.seq, version.actor, _moment(version.at),
+                                   tuple(_row(actual) for actual in actuals)) for version, actuals in versions)
+
+
+def _moment(at: str | datetime) -> str:
+    """When a version was recorded, as the audit trail prints a moment (the event's own text is ISO 8601)."""
+    return str(datetime.fromisoformat(at) if isinstance(at, str) else at)
 
 
 def _row(actual: plan_book.Actual) -> PlanRow:

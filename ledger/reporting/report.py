@@ -646,6 +646,7 @@ class LargeInputs:
     timeline: Timeline | None = None
     as_of: datetime | None = None  # --as-of: every field above is of the ledger as it stood then
     meeting: MeetingPack | None = None  # --since: what changed (cli_report.large_meeting)
+    plans: tuple = ()  # the "Plan against actual" section (plan_view.plans_of)
 
 
 def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[RegisterEntry]], register_file: str, *,
@@ -703,6 +704,7 @@ def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[Regist
         compact_register=False,
         cap_history=cap_history(replace(shim, events=large.cap_events)),
         summary=summary,
+        plans=large.plans,
     )
 
 

@@ -68,7 +68,7 @@ from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from ..accounting.spend import ALLOWANCE, ZERO as ZERO_SPEND
 from ..accounting.budget import (FAMILY_DRIVER, CapTotal, options_measure, top_drivers, total_differences,
-                                 total_from_history, total_from_index, total_from_parts)
+                                 total_from_index, total_from_parts)
 from .codec import (
     GENESIS_HASH,
     canonical_json,
