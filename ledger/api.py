@@ -192,9 +192,10 @@ class Ledger:
         """The recorded datasets, by name."""
         return dict(self._light().datasets)
 
-    def dataset(self, name: str | None = None) -> Dataset:
-        """The named dataset, or the only one."""
-        return choices.pick_dataset(self._light(), name, field="dataset")
+    def dataset(self, name: str | None = None, *, field: str = "dataset") -> Dataset:
+        """The named dataset, or the only one; `field`: what an error names (a front end's own
+        spelling of the choice, such as the command line's `--dataset`)."""
+        return choices.pick_dataset(self._light(), name, field=field)
 
     def releases(self, dataset: str | None = None, *, as_of: str | datetime | None = None) -> list[Release]:
         """Every recorded release (cancelled ones too: they are part of the record); `as_of`: those

@@ -693,6 +693,18 @@ def test_the_table_and_subset_refuse_unknown_names(graduates):
     assert unknown.err.splitlines()[-1].endswith("docs/reference/commands.md.")
 
 
+def test_dataset_list_and_show_give_the_names_the_other_commands_take(busy):
+    listed = run_main(busy, "dataset", "list", "--json").json()
+    assert [(d["dataset"], d["variables"], d["releases"]) for d in listed] == [("graduates", 3, 1), ("farms", 2, 0)]
+    shown = run_main(busy, "dataset", "show", "-d", "graduates", "--json").json()
+    assert [v["name"] for v in shown["variables"]] == ["degree", "income", "sex"]
+    assert shown["groups"] == {"personal": ["income", "sex"]}
+    text = run_main(busy, "dataset", "show", "-d", "graduates").out
+    assert "  income\t" in text and "group personal = {income, sex}" in text
+    unknown = run_main(busy, "dataset", "show", "-d", "census")
+    assert unknown.code == 2 and "command line: --dataset: unknown dataset 'census'" in unknown.err
+
+
 def test_an_error_footer_names_the_page_that_explains_the_first_field(graduates, tmp_path):
     typo = run_main(graduates, "record", write(tmp_path, "typo.yaml", """\
 dataset: graduates

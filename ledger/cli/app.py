@@ -1207,6 +1207,10 @@ from .plan import plan_app  # noqa: E402
 app.add_typer(plan_app, name="plan")
 
 from . import stewardship as cli_stewardship  # noqa: E402
+from .dataset_views import dataset_list, dataset_show  # noqa: E402
+
+dataset_app.command("list")(dataset_list)
+dataset_app.command("show")(dataset_show)
 
 dataset_app.command("amend")(cli_stewardship.dataset_amend)
 dataset_app.command("add-variable")(cli_stewardship.dataset_add_variable)

@@ -25,6 +25,8 @@ EXAMPLES = {
     "serve": "privacy-ledger --db sqlite:///ledger.db serve --port 8080",
     "dataset add": "privacy-ledger dataset add examples/graduates.dataset.yaml",
     "dataset amend": 'privacy-ledger dataset amend graduates-v2.yaml --dry-run --reason "new wave"',
+    "dataset list": "privacy-ledger dataset list",
+    "dataset show": "privacy-ledger dataset show -d graduates",
     "dataset add-variable": "privacy-ledger dataset add-variable tenure -d graduates --classification sensitive --category own",
     "dataset add-categories": "privacy-ledger dataset add-categories tenure social -d graduates",
     "dataset describe": 'privacy-ledger dataset describe income "Gross annual income, EUR" -d graduates',
