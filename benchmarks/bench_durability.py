@@ -432,23 +432,6 @@ def replay_postgres(url: str, transactions: list[list[tuple]]) -> float:
         return time.perf_counter() - start
 
 
-def template_copy(url: str) -> tuple[str, callable]:
-    """A new database made from `url`'s (no connection to it may be open)."""
-    import psycopg
-
-    name = f"bench_{uuid.uuid4().hex[:10]}"
-    source = url.rsplit("/", 1)[1]
-    admin = url.replace("postgresql+psycopg://", "postgresql://").rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')
-
-    def drop():
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-    return url.rsplit("/", 1)[0] + "/" + name, drop
-
-
 def bare_postgres(url: str, n: int, each: bool = False):
     """(b) on PostgreSQL: the total seconds, or with `each` every commit's."""
     import psycopg
@@ -469,13 +452,16 @@ def bare_postgres(url: str, n: int, each: bool = False):
         return times if each else elapsed
 
 
-def postgres_database(base: str) -> tuple[str, callable]:
+def postgres_database(base: str, template: bool = False) -> tuple[str, callable]:
+    """A new database on `base`'s server, and its drop; `template`: a copy of `base`'s own
+    database (no connection to it may be open)."""
     import psycopg
 
     name = f"bench_{uuid.uuid4().hex[:10]}"
     admin = base.replace("postgresql+psycopg://", "postgresql://").rsplit("/", 1)[0] + "/postgres"
+    copy = f' TEMPLATE "{base.rsplit("/", 1)[1]}"' if template else ""
     with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
+        connection.execute(f'CREATE DATABASE "{name}"{copy}')
 
     def drop():
         with psycopg.connect(admin, autocommit=True) as connection:
@@ -589,7 +575,7 @@ def main() -> None:
         bare_url, drop_bare = postgres_database(args.postgres)
         try:
             fresh_ledger(url).dispose()
-            replay_url, drop_replay = template_copy(url)
+            replay_url, drop_replay = postgres_database(url, template=True)
             engine = store.make_engine(url)
             transactions = capture_postgres(engine)
             walls, cpus = record_each_timed(engine, n)
