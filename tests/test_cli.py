@@ -695,7 +695,7 @@ def test_the_table_and_subset_refuse_unknown_names(graduates):
 
 def test_dataset_list_and_show_give_the_names_the_other_commands_take(busy):
     listed = run_main(busy, "dataset", "list", "--json").json()
-    assert [(d["dataset"], d["variables"], d["releases"]) for d in listed] == [("graduates", 3, 1), ("farms", 2, 0)]
+    assert [(d["dataset"], d["variables"], d["groups"]) for d in listed] == [("graduates", 3, 1), ("farms", 2, 0)]
     shown = run_main(busy, "dataset", "show", "-d", "graduates", "--json").json()
     assert [v["name"] for v in shown["variables"]] == ["degree", "income", "sex"]
     assert shown["groups"] == {"personal": ["income", "sex"]}

@@ -11,30 +11,29 @@ import json
 
 import typer
 
+from ..core.lazy import lazy_callable
 from .context import open_engine, state
 from .options import DatasetOption, JsonOption
 
+Ledger = lazy_callable("ledger.api", "Ledger")  # (the ORM behind it: imported when a command runs, not for --help)
+
 
 def _book():
-    from ..api import Ledger  # (the ORM behind it, imported when a command runs, not for --help)
-
     return Ledger(state.url, open_engine())
 
 
 def dataset_list(as_json: JsonOption = False) -> None:
-    """The datasets the ledger holds: variables, groups and releases of each."""
-    book = _book()
-    datasets = book.datasets
-    counts = {name: len(book.releases(name)) for name in datasets}
+    """The datasets the ledger holds: variables and groups of each (no release is read)."""
+    datasets = _book().datasets
     if as_json:
         typer.echo(json.dumps([{"dataset": d.name, "variables": len(d.variables), "groups": len(d.groups),
-                                "releases": counts[d.name], "description": d.description}
+                                "description": d.description}
                                for d in datasets.values()], indent=2, ensure_ascii=False))
         return
     if not datasets:
         typer.echo("the ledger holds no dataset yet; add one with `privacy-ledger dataset add FILE`")
     for d in datasets.values():
-        typer.echo(f"{d.name}\t{len(d.variables)} variables, {len(d.groups)} groups, {counts[d.name]} releases"
+        typer.echo(f"{d.name}\t{len(d.variables)} variables, {len(d.groups)} groups"
                    + (f"\t{d.description}" if d.description else ""))
 
 
