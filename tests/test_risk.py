@@ -360,7 +360,7 @@ def test_subset_explain_says_the_power_of_the_printed_epsilon_and_delta(recorded
     epsilon, delta = printed_figure(headline)
     one, five = (percent_up(reference_tpr(alpha, epsilon, delta)) for alpha in (0.01, 0.05))
     names = variables[0] + " takes" if len(variables) == 1 else "{" + ", ".join(variables) + "} take"
-    assert words.endswith(f"an attacker testing which of two values one person's {names}, wrong about 1 time in 100 "
+    assert words.endswith(f"So an attacker testing which of two values one person's {names}, wrong about 1 time in 100 "
                           f"when it is the first, is right at most {one} of the time when it is the second "
                           f"(wrong 1 time in 20: right at most {five} of the time)."), words
 
@@ -368,8 +368,11 @@ def test_subset_explain_says_the_power_of_the_printed_epsilon_and_delta(recorded
 def test_subset_explain_says_what_was_composed_and_by_which_statement(recorded):
     as_json = cli_ok(recorded, "subset", "a", "b", "--json").json()
     words = cli_ok(recorded, "subset", "a", "b", "--explain").out.splitlines()[-1]
-    assert words.startswith(f"  in words: 3 releases (l1, g1, g2) composed by {as_json['theorem']} "
-                            f"({as_json['case']}) give epsilon "), words
+    name = as_json["theorem"].split(": ")[0]
+    assert words.startswith(f"  in words: 3 releases (l1, g1, g2) composed by {name}, valid under full "
+                            "adaptivity, give epsilon "), words
+    assert as_json["case"] == "adaptive"
+    assert "on {a, b}. So an attacker testing" in words
 
 
 def test_subset_explain_says_an_unprotected_subset_bounds_no_attack(recorded):

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from ..accounting.risk import Risk, risk_sentence
 
+CASE_WORDS = {"adaptive": "valid under full adaptivity", "fixed": "had the plan been fixed in advance"}
 RELEASES_NAMED = 5  # at most this many release ids in the sentence; the `charged by` line lists all
 
 
@@ -34,11 +35,17 @@ def figure_explanation(variables: Sequence[str], releases: Sequence[str], figure
     `variables`, and what `risks` allow an attacker; `theorem` None: an unbounded figure (`figure`
     says why)."""
     label = "{" + ", ".join(variables) + "}"
-    attack = risk_sentence(risks, variables=variables)
+    attack = f"So {risk_sentence(risks, variables=variables)}."
     if not releases:
-        return f"no release reads {label}, so {figure}: {attack}."
+        return f"no release reads {label}, so {figure}. {attack}"
     one = len(releases) == 1
     if theorem is None:
-        return f"{releases_text(releases)} {'leaves' if one else 'leave'} {label} {figure}: {attack}."
-    return (f"{releases_text(releases)} composed by {theorem} ({case}) {'gives' if one else 'give'} {figure} "
-            f"on {label}: {attack}.")
+        return f"{releases_text(releases)} {'leaves' if one else 'leave'} {label} {figure}. {attack}"
+    return (f"{releases_text(releases)} composed by {statement_name(theorem)}, {CASE_WORDS.get(case, case)}, "
+            f"{'gives' if one else 'give'} {figure} on {label}. {attack}")
+
+
+def statement_name(theorem: str) -> str:
+    """The statement's name and source, without the detail after its colon (the `accountant:`
+    line above the sentence prints it whole): `Rényi DP composition (Mironov 2017, Prop 1)`."""
+    return theorem.split(": ", 1)[0]
