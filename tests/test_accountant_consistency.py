@@ -554,9 +554,9 @@ def test_an_adaptive_subset_shows_the_renyi_filter_figure_its_cap_is_held_to(tmp
     """A release published before 50 Gaussians were recorded: the releases may have been chosen
     after its output was seen (adaptive, docs/explanation/accounting.md), so the Rényi order cannot be chosen
     afterwards. `subset` gives the Rényi filter's figure (the orders fixed in advance, the delta
-    split over them), the one a cap at that delta is decided by. It printed the best order's
-    2.1101 as the loss, while the cap held the subset to 2.16 and refused a release `subset`
-    said would fit (found by a steward's trial); now the loss shown is the cap's figure."""
+    split over them), the one a cap at that delta is decided by, not the best single order's
+    2.1101: a loss below the cap's own figure would let `subset` say a release fits that the cap
+    refuses."""
     url = f"sqlite:///{tmp_path / 'l.db'}"
     (tmp_path / "s.yaml").write_text("dataset: s\nself_approval: true\ndelta: 1e-6\nvariables:\n  - {name: x}\n")
     assert cli_main(url, "dataset", "add", tmp_path / "s.yaml").code == 0

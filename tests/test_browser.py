@@ -319,9 +319,9 @@ def orphans(pages: list[list[str]]) -> list[str]:
 
 @pytest.mark.parametrize("caps", [False, True], ids=["no caps", "a cap"])
 def test_the_graduates_pdf_leaves_no_heading_or_short_section_alone_on_a_page(tmp_path, caps):
-    """The README's graduates steps after the demo: "Caps / This dataset has no caps." used to fill a
-    page of its own (the heat map after it did not fit), and the risk table's heading and note were
-    left at the foot of page 1 with the table on page 2."""
+    """The README's graduates steps after the demo: "Caps / This dataset has no caps." shares a page
+    with the heat map after it, and the risk table's heading and note begin the page its table is
+    on, never alone at the foot of page 1."""
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     record(url, tmp_path, "graduates.dataset.yaml", (EXAMPLES / "graduates.dataset.yaml").read_text(), T0,
            command="dataset")

@@ -712,9 +712,8 @@ def test_a_bad_cap_set(spent, args, expected):
 
 
 def test_a_caps_subset_is_printed_in_dataset_order_as_subset_prints_it(tmp_path):
-    """The steward's trial (J): `subset` printed its variables in dataset order, the caps sorted.
-    One order, the dataset's, in cap set, record, check, cap list (text and JSON), headroom and the
-    report; a cap's name made from its variables stays as it was (it names the cap)."""
+    """A cap's subset is printed in one order, the dataset's, as `subset` prints it: in cap set,
+    record, check, cap list (text and JSON), headroom and the report; a cap's name made from its variables stays as it was (it names the cap)."""
     url = f"sqlite:///{tmp_path / 'j.db'}"
     (tmp_path / "d.yaml").write_text("dataset: j\nvariables: [{name: region}, {name: income}, {name: sex}, "
                                      "{name: age}]\ncaps:\n  - {name: c, subset: [sex, income, region], epsilon: 5}\n")

@@ -166,9 +166,8 @@ def test_a_refused_name_creates_no_ledger(tmp_path, monkeypatch, args):
 
 
 def test_every_command_that_changes_the_ledger_answers_in_json(url, tmp_path):
-    """README: every command takes --json. The stewardship commands answered only in text
-    (found by a steward's trial); each now prints one JSON document with "ok": true and what it
-    did, and writes what the text form writes."""
+    """README: every command takes --json, the stewardship commands too: each prints one JSON
+    document with "ok": true and what it did, and writes what the text form writes."""
     def json_of(*args):
         run = cli_main(url, *args, "--json")
         assert run.code == 0, run.err

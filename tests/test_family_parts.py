@@ -1,4 +1,4 @@
-"""A family member names its part of the records (docs/explanation/model.md#families; U3 of the adversarial review).
+"""A family member names its part of the records (docs/explanation/model.md#families).
 
 A family's members are charged in parallel: the family costs its worst member, which is valid only
 for releases on disjoint parts of the records. Two releases on one part compose sequentially (their

@@ -355,7 +355,7 @@ def test_the_two_halves_of_a_key_pair_handed_the_wrong_way_round(ledger, tmp_pat
 def test_a_cap_on_a_group_written_as_its_subset_says_how_to_write_it(tmp_path):
     """`subset: work`, where work is a group of the file: the schema refuses the text (a subset is
     all, protected or a list) and the message says how a cap on a group is written; nothing is
-    written. (found by the steward's trial; the list form already said so)"""
+    written."""
     dataset = tmp_path / "d.yaml"
     dataset.write_text("dataset: lfs\nvariables: [{name: wage}, {name: hours}]\ngroups:\n  work: [wage, hours]\n"
                        "caps:\n  - {subset: work, epsilon: 2}\n")

@@ -4,11 +4,10 @@ A release may offer an (epsilon, delta) guarantee beside a pure or rho one: a Ga
 by (epsilon, delta) keeps its claim beside the rho it implies (catalogue, since schema 11), and a
 file may state several guarantees. When releases may be adaptive (docs/explanation/accounting.md), the figure is the
 smallest of spend.py's statements, each at a share of the delta fixed in advance; a release
-charged by its (epsilon, delta) guarantee spends that delta off the top of all of them. The
-engine used to choose, after the history, which releases took which side (`charge_choice.choose`, the
-combination with the smallest figure): a choice among as many families of statements, each at
-the whole delta, valid only by a union bound over them (B2 in the 2026-11-23 closing note).
-Now the side is fixed by the release and the subset (`cost_rule.charge_options`):
+charged by its (epsilon, delta) guarantee spends that delta off the top of all of them. Choosing
+the side after the history (the combination with the smallest figure) would pick among as many
+families of statements, each at the whole delta, valid only by a union bound over them; so the
+side is fixed by the release and the subset (`cost_rule.charge_options`):
 
 - its pure and rho guarantees wherever one covers what it reads of the subset (finite in every
   unit a figure or a cap is stated in), else its (epsilon, delta) ones, of which the first-ranked;

@@ -1,4 +1,4 @@
-"""`headroom --as-of`, `--delta` and `--mechanism` (the steward's trial, I and E).
+"""`headroom --as-of`, `--delta` and `--mechanism`.
 
 - --as-of T: the ledger as it stood at T, as `cap list --as-of T` reads it (for a pure or a
   rho cap the headroom is the cap's own headroom);
@@ -194,9 +194,9 @@ def test_a_plan_of_the_headroom_passes_check_and_one_slightly_over_is_refused(tm
 
 
 def test_a_laplace_plan_may_take_more_than_any_epsilon_dp_plan_and_headroom_says_how_much(tmp_path):
-    """The trial's E: headroom assumed any epsilon-DP mechanism (randomized response's curve), so
-    `check` admitted a Laplace plan larger than the headroom printed. Asked for a Laplace, headroom
-    gives check's boundary for it; the worst case stays the default, and says so. The cap, 5 at
+    """The worst epsilon-DP mechanism (randomized response's curve) leaves less room than a Laplace,
+    which `check` admits past that headroom. Asked for a Laplace, headroom gives check's boundary
+    for it; the worst case stays the default, and says so. The cap, 5 at
     1e-9, is a Rényi filter at order 9 (fixed by its epsilon and delta); it holds a Gaussian of
     sigma/sensitivity 2 (the curve a / 8) and a Laplace of 1 (Mironov 2017, Prop 6): the new
     release's curve at that order may take the statement (CKS 2020 Prop 12 at half the delta) to 5,

@@ -129,8 +129,8 @@ def test_cap_list_prints_an_infinite_driver_with_its_reason_beside_it(tmp_path):
 
 def test_the_heat_maps_legend_and_the_pairs_name_the_alarm_and_each_reason(tmp_path):
     """The heat map's red cells are every ∞ on protected variables, here a family's move, not a read
-    without a bound: its legend said "∞: not protected" whatever the cause (the last trial's
-    leftover); it names the alarm and points to the tables, which give each pair's reason."""
+    without a bound: its legend names the alarm, not "∞: not protected" whatever the cause, and
+    points to the tables, which give each pair's reason."""
     url = firms(tmp_path)
     html = render(context_of(url, "firms"), "html").decode()
     assert "∞ on a protected variable: an alarm (why: the tables)" in html

@@ -84,9 +84,9 @@ def test_a_long_exact_figure_is_rounded_for_display():
 
 def test_a_floats_value_is_shown_as_a_float_and_has_no_exact_form():
     """A subsampled Laplace's amplified epsilon, log(1 + beta (e^eps - 1)), is irrational: the
-    ledger keeps the float bound's exact value, 357056814764685/2251799813685248, which was
-    printed as that fraction and given as `epsilon_exact` as if it were an exact input (found by
-    a steward's trial). Shown as a float is, rounded up (down for a headroom), with no exact form."""
+    ledger keeps the float bound's exact value, 357056814764685/2251799813685248, which is not an
+    exact input and is never printed as a fraction or given as `epsilon_exact`. Shown as a float
+    is, rounded up (down for a headroom), with no exact form."""
     from ledger.core.numbers import figure_fields, format_exact, format_number, from_float
 
     amplified = Fraction(357056814764685, 2251799813685248)

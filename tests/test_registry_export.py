@@ -127,8 +127,8 @@ def test_the_record_states_the_figures_subset_and_table_print(tmp_path):
     """The same answer to the same question: the registry's epsilon at the dataset's delta on the
     protected variables is the one `subset` prints for them, and each variable's the one the
     total row of `table` prints (the smallest valid figure). A pure release and Gaussians: the
-    Rényi accountant beats basic composition (pure + zCDP converted); the record gave the basic
-    2.26 where `table` printed 2.1643 (found by a steward's trial)."""
+    Rényi accountant beats basic composition (pure + zCDP converted), so the record gives
+    `table`'s 2.1643, not the basic 2.26."""
     url = f"sqlite:///{tmp_path / 'lfs.db'}"
     book = ledger.open(url)
     book.add_dataset({"dataset": "lfs", "delta": "1e-6", "variables": [{"name": "wage"}, {"name": "hours"}]})

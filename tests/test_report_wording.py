@@ -1,5 +1,4 @@
-"""One wording and one precision for the same figure in every output (the new-user trial,
-items 5, 6, 9, 10, 11, 12, 18).
+"""One wording and one precision for the same figure in every output.
 
 The graduates ledger of the README: degree is public and read exactly by Tan's
 consistent counts (its ∞ is expected), income is protected and read by a Gaussian
@@ -137,8 +136,8 @@ def test_the_csv_exact_columns_hold_exact_values_only(tmp_path, reference_filter
 
 
 def test_table_with_an_accountant_states_its_whole_headline_by_that_accountant(tmp_path):
-    """Item 8: `table --accountant rdp` showed the protected subset by the smallest valid figure
-    (PLD) beside the worst variable by rdp: a subset below one of its members."""
+    """`table --accountant rdp` states the protected subset by rdp too, never by the smallest valid
+    figure beside a worst variable by rdp (a subset below one of its members)."""
     import re
 
     url = ledger(tmp_path)
@@ -155,8 +154,8 @@ def test_table_with_an_accountant_states_its_whole_headline_by_that_accountant(t
 
 
 def test_the_meeting_pack_lists_every_cap_of_the_period_new_and_removed_ones_too(tmp_path):
-    """Item 20: a cap set and removed in the period was missing from "How each cap moved", and one
-    set in the period showed "ok" and 0 at a date when it did not exist."""
+    """A cap set and removed in the period is in "How each cap moved", and one set in the period
+    shows no status or figure at a date when it did not exist."""
     url = ledger(tmp_path)  # caps income and all set on T(1, 3)
     with clock(T(2, 2)):
         assert run_main(url, "cap", "set", "sex", "--epsilon", "1", "-d", "graduates").code == 0
@@ -207,10 +206,9 @@ def _timeline_styles(chart: str) -> tuple[dict[str, dict[str, str]], dict[str, d
 
 
 def test_the_timeline_of_an_as_of_report_draws_each_named_line_apart_and_its_legend_alike(tmp_path):
-    """Item 7 (the legend): the named lines differed by colour and width only and coincided where two
-    variables had the same history; the legend drew every line 2 px wide, so a line could not be told
-    from another by its legend. Each named line now has its own dash pattern, and the legend draws
-    each exactly as the plot does. by-region reads region and sex at 1/8: their lines coincide."""
+    """The legend: named lines that differ by colour and width only coincide where two variables have
+    the same history, and a legend drawing every line 2 px wide tells none apart. Each named line
+    has its own dash pattern, and the legend draws each exactly as the plot does. by-region reads region and sex at 1/8: their lines coincide."""
     url = ledger(tmp_path)
     html = render(context_of(url, "graduates", charts=True, as_of=T(1, 2, 18)), "html").decode()
     chart = html.split('id="timeline"')[1].split("</section>")[0]

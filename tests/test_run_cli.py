@@ -1,4 +1,4 @@
-"""The issue-5 commands: `run`, `assess`, `sample-privacy` and `demo --example graduates`.
+"""Mechanisms run on data: `run`, `assess`, `sample-privacy` and `demo --example graduates`.
 
 Most commands run in this process through the console entry point `ledger.cli.app:main`
 (so exit codes are the installed command's); a representative few run as

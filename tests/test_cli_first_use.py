@@ -1,8 +1,5 @@
-"""What a new user's trial of the command line found (its report's items 3, 4, 13-15, 19, 21-23),
-each pinned as the steward met it: dates on the command line, a dry run, every problem of a file
-at once, -h and --as, errors that quote only a short excerpt, and the smaller rough edges.
-
-Each test fails on the code before the fix it pins (said in its docstring).
+"""The command line as a new user meets it: dates on the command line, a dry run, every problem
+of a file at once, -h and --as, errors that quote only a short excerpt, and the smaller edges.
 """
 
 from __future__ import annotations
@@ -40,13 +37,13 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 # --------------------------------------------------------------------------
-# Item 3: a date alone is the whole day; every --as-of output states its moment
+# A date alone is the whole day; every --as-of output states its moment
 # --------------------------------------------------------------------------
 
 
 def test_as_of_today_includes_today(url):
-    """Before: `--as-of TODAY` was today's midnight (an empty ledger of zeros, "has no caps") and
-    `--as-of` tomorrow's date was needed but refused as in the future."""
+    """`--as-of TODAY` is the end of today, not its midnight (an empty ledger of zeros, "has no
+    caps"), so no one needs tomorrow's date, which is refused as in the future."""
     now = cli_main(url, "subset", "income", "-d", "graduates", "--json").json()
     then = cli_main(url, "subset", "income", "-d", "graduates", "--as-of", today(), "--json").json()
     assert then["epsilon_exact"] == now["epsilon_exact"] and then["epsilon"] == now["epsilon"] > 0
@@ -79,13 +76,13 @@ def test_since_a_date_is_its_start(url, tmp_path):
 
 
 # --------------------------------------------------------------------------
-# Item 19: --as-of before the dataset existed says so; the report's header reads
+# --as-of before the dataset existed says so; the report's header reads
 # --------------------------------------------------------------------------
 
 
 def test_as_of_before_the_dataset_existed_says_so(url, tmp_path):
-    """Before: a table of zeros with no word, and a report "computed from ledger head: event 0,
-    hash <today's head>"."""
+    """A date before the ledger existed says so, in the table and the report, instead of a table of
+    zeros and a report "computed from ledger head: event 0, hash <today's head>"."""
     run = cli_main(url, "table", "-d", "graduates", "--as-of", "2000-01-01")
     assert run.code == 0
     assert "as of the end of 2000-01-01 UTC" in run.out
@@ -105,12 +102,12 @@ def test_as_of_before_the_dataset_existed_says_so(url, tmp_path):
 
 
 # --------------------------------------------------------------------------
-# Item 4: a dry run lists a reclassification without a reason
+# A dry run lists a reclassification without a reason
 # --------------------------------------------------------------------------
 
 
 def test_dry_run_lists_a_reclassification_without_a_reason(url):
-    """Before: `dataset amend FILE --dry-run` exited 2, "needs a reason"."""
+    """`dataset amend FILE --dry-run` needs no reason: it writes nothing."""
     v2 = EXAMPLES / "graduates-v2.dataset.yaml"
     dry = cli_main(url, "dataset", "amend", v2, "--dry-run")
     assert dry.code == 0, dry.err
@@ -122,12 +119,12 @@ def test_dry_run_lists_a_reclassification_without_a_reason(url):
 
 
 # --------------------------------------------------------------------------
-# Item 13: every problem of a file in one pass
+# Every problem of a file in one pass
 # --------------------------------------------------------------------------
 
 
 def test_an_unknown_status_does_not_hide_the_other_problems(url, tmp_path):
-    """Before: the schema's refusal of `status: publish` was the only problem printed."""
+    """The schema's refusal of `status: publish` is printed beside every other problem of the file."""
     bad = write(tmp_path, "bad.yaml", """\
         dataset: graduates
         releases:
@@ -152,7 +149,7 @@ def test_an_unknown_status_does_not_hide_the_other_problems(url, tmp_path):
 
 
 def test_an_unknown_mechanism_and_a_bad_parameter_are_both_reported(url, tmp_path):
-    """Before: `name: laplce, epsilon: -1` reported only the epsilon."""
+    """`name: laplce, epsilon: -1` is answered about both the name and the epsilon."""
     bad = write(tmp_path, "bad.yaml", """\
         dataset: graduates
         releases:
@@ -206,8 +203,8 @@ def test_loader_collects_schema_and_ledger_problems_together(tmp_path):
 
 
 def test_a_laplace_scale_without_sensitivity_is_refused(url, tmp_path):
-    """Item 23. Before: `{name: laplace, epsilon: 1, scale: 3}` recorded epsilon 1, the scale ignored
-    (with a sensitivity, the same contradiction is refused)."""
+    """`{name: laplace, epsilon: 1, scale: 3}` is refused, never recorded as epsilon 1 with the scale
+    ignored (with a sensitivity, the same contradiction is refused too)."""
     bad = write(tmp_path, "bad.yaml", """\
         dataset: graduates
         releases:
@@ -220,7 +217,7 @@ def test_a_laplace_scale_without_sensitivity_is_refused(url, tmp_path):
 
 
 # --------------------------------------------------------------------------
-# Items 14, 15: -h lists what a command takes; --as wherever --by
+# -h lists what a command takes; --as wherever --by
 # --------------------------------------------------------------------------
 
 
@@ -231,7 +228,7 @@ def _options(url, *command) -> str:
 
 
 def test_lifecycle_help_lists_only_the_options_each_takes(url):
-    """Before: approve, publish, retract and cancel listed --reason and --at, then refused them."""
+    """approve, publish, retract and cancel list only the options they accept (--reason, --at)."""
     assert "--reason" not in _options(url, "approve") and "--at" not in _options(url, "approve")
     assert "--at" in _options(url, "publish") and "--reason" not in _options(url, "publish")
     for action in ("retract", "cancel"):
@@ -259,7 +256,7 @@ def test_the_operating_system_user_changes_a_dataset(url):
 
 
 # --------------------------------------------------------------------------
-# Items 21, 22: errors in the steward's words, quoting a short excerpt
+# Errors in the steward's words, quoting a short excerpt
 # --------------------------------------------------------------------------
 
 
@@ -268,7 +265,7 @@ def test_the_operating_system_user_changes_a_dataset(url):
                                      ["approve", LONG], ["group", "set", "g", LONG, "-d", "graduates"]],
                          ids=["subset", "dataset", "cap", "release", "group"])
 def test_an_error_quotes_at_most_80_characters_of_a_value(url, command):
-    """Before: about 540 characters of a 3000-character name were echoed (file errors: 80)."""
+    """An error quotes a short excerpt of a 3000-character name, never hundreds of its characters."""
     run = cli_main(url, *command)
     assert run.code == 2 and run.errors
     for line in run.errors:
@@ -279,14 +276,14 @@ def test_an_error_quotes_at_most_80_characters_of_a_value(url, command):
 
 
 def test_a_name_given_on_the_command_line_meets_the_file_limits(url):
-    """Before: `dataset add-variable` recorded a 3000-character variable name."""
+    """`dataset add-variable` refuses a 3000-character variable name."""
     run = cli_main(url, "dataset", "add-variable", LONG, "-d", "graduates")
     assert run.code == 2 and "3000 characters; a name has at most 200" in run.err
     assert "v" * 200 not in cli_main(url, "table", "-d", "graduates").out
 
 
 def test_assess_names_the_option_and_the_nearest_column(url):
-    """Before: `cell_keys: cell_keys: variable(s) ['industri'] not in the data; ...`."""
+    """A misspelt cell key is named by the option the user typed (--cells), with the nearest column."""
     run = cli_main(url, "assess", "--data", EXAMPLES / "firms.csv", "--cells", "region,industri",
                    "--contributor", "firm", "--value", "turnover")
     assert run.code == 2
@@ -296,7 +293,7 @@ def test_assess_names_the_option_and_the_nearest_column(url):
 
 
 def test_run_names_a_misspelt_parameter(url, tmp_path):
-    """Before: `-p epslon=1` was answered "missing epsilon" alone."""
+    """`-p epslon=1` is answered about the unknown parameter, not only "missing epsilon"."""
     assert cli_main(url, "dataset", "add", EXAMPLES / "survey.dataset.yaml").code == 0
     run = cli_main(url, "run", "crosstab", "--data", EXAMPLES / "survey.csv", "-d", "survey", "--id", "x",
                    "-p", "columns=region,sex", "-p", "epslon=1")
@@ -306,7 +303,7 @@ def test_run_names_a_misspelt_parameter(url, tmp_path):
 
 
 # --------------------------------------------------------------------------
-# Item 23: the smaller ones
+# The smaller edges
 # --------------------------------------------------------------------------
 
 
@@ -335,7 +332,7 @@ def test_releases_json_has_the_charge_the_table_shows(url):
 
 
 def test_the_api_records_a_list_of_releases(tmp_path):
-    """Before: `book.record([r1, r2])` (a list, as the adapters return) raised a pathlib TypeError."""
+    """`book.record([r1, r2])` takes a list, as the adapters return, never a pathlib TypeError."""
     import dp_accounting
 
     import ledger
@@ -347,11 +344,11 @@ def test_the_api_records_a_list_of_releases(tmp_path):
     made = from_dp_accounting.releases(event, id="g", dataset="graduates", reads=["income"])
     other = from_dp_accounting.releases(event, id="h", dataset="graduates", reads=["sex"])
     assert book.record(made + other).ids == ("g", "h")
-    assert made[0].status.value == "planned"  # item 17: an adapter's release is planned by default
+    assert made[0].status.value == "planned"  # an adapter's release is planned by default
 
 
 def test_the_pdf_error_names_the_option_given(url, tmp_path, monkeypatch):
-    """Before: `--out x.pdf` without Chromium was answered about `--format`."""
+    """`--out x.pdf` without Chromium is answered about Chromium, not about `--format`."""
     monkeypatch.setenv("LEDGER_CHROMIUM", str(tmp_path / "no-chromium"))
     run = cli_main(url, "report", "-d", "graduates", "--out", tmp_path / "x.pdf")
     assert run.code == 2 and ": --out: PDF needs Chromium" in run.err
@@ -360,8 +357,8 @@ def test_the_pdf_error_names_the_option_given(url, tmp_path, monkeypatch):
 
 
 def test_a_dataset_file_reports_every_problem_at_once(tmp_path):
-    """Before: a schema problem (an unknown field) hid the duplicate variable, the near-miss of
-    public, the delta, the group's unknown member and every cap's problem."""
+    """A schema problem (an unknown field) hides none of the others: the duplicate variable, the
+    near-miss of public, the delta, the group's unknown member and every cap's problem."""
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     bad = write(tmp_path, "d.yaml", """\
         dataset: d13
