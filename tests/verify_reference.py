@@ -1,7 +1,7 @@
 """The audit verification as it was before it streamed (before it streamed
 verify): every release row, decoded release and accounting row held in memory at once.
 The reference the streaming `store.verify` must agree with on tampered ledgers
-(tests/test_verify_streaming.py); not used by the ledger itself."""
+(tests/store/test_verify_streaming.py); not used by the ledger itself."""
 
 from __future__ import annotations
 

@@ -140,7 +140,7 @@ def state_as_of(dataset_now: Dataset, caps_now: Sequence[Cap], changes: Sequence
       no release ever read it, charged at `when` or not. operations.amend refuses to remove a
       variable any recorded release reads, whatever its status (a cancelled release was charged
       while planned, a retracted one from its publication), so its zeros are the answer the ledger
-      gave at `when` (tests/test_as_of_state.py, against the ledger built up to `when`);
+      gave at `when` (tests/store/test_as_of_state.py, against the ledger built up to `when`);
     - a cap not set by `when` (set after it, or never recorded through an event) does not exist
       then; a cap removed after `when` existed then, with the limit it had; a cap changed after
       `when` has the limit it had then. Caps in name order (records.in_name_order, as store.caps

@@ -253,7 +253,7 @@ def pld_interval(comp: Composition, delta: float) -> float:
     The figures are evaluated in floating point (dp_accounting's FFT convolutions), so the
     argument is for the exact values of these discretised distributions; each added release
     moves mass up by a share of an interval (~1/5000 of the figure), far above the evaluation
-    error (~1e-12 relative), and the property test (tests/test_accountant_consistency.py)
+    error (~1e-12 relative), and the property test (tests/accounting/test_accountant_consistency.py)
     asserts it with no tolerance. The figure is at most about one interval per release of a
     pure setting (the rounding of its epsilon), one interval per Laplace release, and one for
     all the Gaussians above the exact PLD of the recorded mechanisms."""

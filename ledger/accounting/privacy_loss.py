@@ -19,7 +19,7 @@ log space (delta = Phi(a) (1 - e^(eps + ln Phi(b) - ln Phi(a)))), so the two
 products never cancel, each bounded from above as catalogue._balle_wang_delta bounds it
 (dp_accounting's own arithmetic is up to a relative 1.5e-8 below the exact delta where the
 terms nearly cancel); the result is dp_accounting's PLD but for those allowances, its
-epsilons at a delta a few 1e-12 higher, never lower (tests/test_privacy_loss.py compares
+epsilons at a delta a few 1e-12 higher, never lower (tests/accounting/test_privacy_loss.py compares
 them, and both against the exact profile in mpmath).
 
 The PLD figure is information only (had the plan been fixed in advance), and importing
@@ -27,7 +27,7 @@ dp_accounting (scipy.stats, scipy.signal, scipy.optimize) cost more than the res
 are held here as `Pld`, plain arrays in dp_accounting's own layout (a symmetric PLD: the same
 PMF for removal and addition), built for the Laplace, Gaussian and randomized-response
 mechanisms and composed with numpy alone, in the very operations dp_accounting
-performs, so the same floats: tests/test_privacy_loss.py compares every step with
+performs, so the same floats: tests/accounting/test_privacy_loss.py compares every step with
 dp_accounting (the reference) bit for bit. Anything else (the discrete
 Laplace, a composition dp_accounting keeps sparse) is handed to dp_accounting itself
 (`to_dp_accounting`, `from_dp_accounting`).
@@ -38,7 +38,7 @@ scipy.special as packages (their `__init__` imports scipy's array-API layer, 0.1
 runs (`_fft`, `_convolve`: a real input's full spectrum as scipy.fft builds it, from the half
 spectrum and its conjugates), and the normal CDF's logarithm, its inverse and the binomial PMF
 are scipy.special's compiled ufuncs themselves, their module imported alone
-(`ledger.core.lazy.submodule_alone`); tests/test_privacy_loss.py compares each with scipy's
+(`ledger.core.lazy.submodule_alone`); tests/accounting/test_privacy_loss.py compares each with scipy's
 bit for bit.
 
 Invariant: never under-reports. Connect-the-Dots with pessimistic_estimate is an
@@ -322,7 +322,7 @@ def compose(first, second):
     with a Python loop over the convolved PMF, element by element (half the cost of a cap's
     PLD figure on a ledger's PMFs). The same FFT convolution (scipy's fftconvolve, `_convolve`),
     the same partial sums (a cumulative sum adds in the same order as the loop, so the same
-    floats) and the same cut, so the same PMF, bit for bit (tests/test_privacy_loss.py).
+    floats) and the same cut, so the same PMF, bit for bit (tests/accounting/test_privacy_loss.py).
     Anything but two symmetric PLDs, or two small sparse PMFs (kept sparse by dp_accounting),
     goes to dp_accounting unchanged. Two `Pld`s give a `Pld`; otherwise a dp_accounting PLD."""
     one, two = from_dp_accounting(first), from_dp_accounting(second)

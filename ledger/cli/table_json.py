@@ -14,7 +14,7 @@ for the chunk's seqs). Memory holds the index and one chunk, whatever the length
 history.
 
 Invariants: the text equals `json.dumps` of the document a small table builds
-(tests/test_scale.py compares them); the basis (pure, or epsilon at a delta) is decided
+(tests/store/test_scale.py compares them); the basis (pure, or epsilon at a delta) is decided
 from every cell and whole-dataset cost, as `table_view.table_view` decides it from the whole
 table, in a first pass over the chunks.
 """

@@ -78,7 +78,7 @@ def submodule_alone(package: str, name: str) -> types.ModuleType:
     and executed as usual; the bare object is then taken out again. The submodule stays in
     `sys.modules` under its own name, so a later `import package` runs the real `__init__`,
     whose `from .name import ...` finds this very module: one module object, the same functions
-    (tests/test_startup_and_writes.py checks). When `package` is imported already, this is
+    (tests/store/test_startup_and_writes.py checks). When `package` is imported already, this is
     `importlib.import_module` itself."""
     import os
     import sys

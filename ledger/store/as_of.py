@@ -25,7 +25,7 @@ The dataset and its caps at T (`state_then`): history.state_as_of over the datas
 audited changes (`state_changes`: each event carries the whole state after it), the index put
 over the variables then (ledger_index.index_over). Every --as-of view reads them from here.
 
-The figures are the snapshot path's to the last bit (tests/test_as_of_rows.py compares
+The figures are the snapshot path's to the last bit (tests/store/test_as_of_rows.py compares
 both with hypothesis, releases cancelled, retracted and amended after T included). Moments
 are compared as the rows' float seconds (`columns._stamps`: microseconds / 10**6, correctly
 rounded), which order them exactly while a microsecond is more than half a float's spacing

@@ -1253,7 +1253,7 @@ def large_table(index, dataset: str, objective, delta: Fraction, shown: int, acc
     reading it (a maximum and a minimum), then composed as `table_figures` composes them,
     in the same order, so the figures are the same. Returns (RiskTable, per-variable
     figures, whole-dataset figures); equal, on the rows it keeps, to `index.table()` and to
-    `table_figures` (tests/test_scale.py). Leaves on the index `cell_value_ids`: the ids of the
+    `table_figures` (tests/store/test_scale.py). Leaves on the index `cell_value_ids`: the ids of the
     values other than zero that some cell of the whole table holds (np.unique of
     `index.table()`'s cells and whole-dataset column, zero left out)."""
     from collections import Counter

@@ -34,7 +34,7 @@ GROUP_ROLES = ("admin", "steward", "approver", "auditor")  # each the database r
 LIFECYCLE_COLUMNS = ("status", "approved_by", "approved_at", "published_at")
 
 # event kind -> the roles any one of which may write it (operations.people.DUTIES, by event:
-# tests/test_enforced_transitions.py checks the two agree); a kind not named needs admin
+# tests/store/test_enforced_transitions.py checks the two agree); a kind not named needs admin
 EVENT_ROLES: dict[str, tuple[str, ...]] = {
     "dataset.added": ("admin",),
     "cap.set": ("admin",),

@@ -16,7 +16,7 @@ that pass decoded every release (60 s and 1.5 GB). The same facts, from the colu
 
 Invariant: `ChargedFacts` holds whole releases only for the few rows named above, in seq
 order, each as the release row decodes; the record made from them is the pass's
-(tests/test_registry_export.py compares both).
+(tests/api/test_registry_export.py compares both).
 """
 
 from __future__ import annotations
