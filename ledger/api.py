@@ -81,6 +81,7 @@ class SubsetLoss:
     accountant: str = "basic"  # which accountant gave `epsilon`: the smallest valid one
     case: str = "adaptive"  # every figure holds under fully adaptive choices (docs/explanation/accounting.md)
     accountants: Mapping[str, Any] = field(default_factory=dict)  # name -> accountants.Figure, all three
+    reason: str | None = None  # why the figure is ∞ (operations/reasons.py), as `subset` prints it
 
     @property
     def risk(self) -> tuple[Risk, ...]:
@@ -94,9 +95,11 @@ class SubsetLoss:
         figure allows an attacker (`subset --explain`'s words, operations/explain.py)."""
         from .core.numbers import format_delta, format_number
         from .operations.explain import figure_explanation
+        from .operations.reasons import infinity_text
 
         if self.exact is None and self.epsilon == float("inf"):
-            return figure_explanation(self.variables, self.releases, "∞", self.risk, theorem=None, case=None)
+            return figure_explanation(self.variables, self.releases, infinity_text(self.reason), self.risk,
+                                      theorem=None, case=None)
         shown = self.accountants.get(self.accountant)
         figure = f"epsilon {format_number(self.exact if self.exact is not None else self.epsilon)}" + (
             " (pure)" if self.delta is None else f" at delta {format_delta(self.delta)}")
@@ -423,6 +426,7 @@ class Ledger:
         """The privacy loss on one subset (variables or group names): the figure `subset` prints,
         the smallest valid one of the basic and Rényi accountants (or `accountant`'s; the PLD is
         information only, had the plan been fixed in advance); `as_of`: as `subset --as-of`."""
+        from .operations.reasons import unbounded_reason
         from .operations.shown_figures import subset_accountants
 
         with self._indexed(dataset, as_of, subset=True) as (chosen, index):
@@ -431,13 +435,14 @@ class Ledger:
             _check_accountant(accountant, ACCOUNTANTS)
             cost = index.subset_cost(names, at_delta(chosen_delta))
             found, shown = subset_accountants(index, cost, chosen_delta, accountant)
+            reason = unbounded_reason(index, names, chosen.public_names) if cost.spend.unbounded else None
         spend = cost.spend
         epsilon = shown.epsilon
         return SubsetLoss(
             dataset=chosen.name, variables=cost.subset, epsilon=safe_float(epsilon), exact=_exact(epsilon),
             delta=None if spend.unbounded or shown.delta is None else chosen_delta, rho=spend.zcdp_rho(),
             notion=spend.notion, releases=cost.releases, accountant=shown.accountant, case=shown.case,
-            accountants=found)
+            accountants=found, reason=reason)
 
     def table(self, dataset: str | None = None, delta: object = None, *, whole_dataset: bool = False,
               accountant: str | None = None, as_of: str | datetime | None = None) -> pd.DataFrame:
