@@ -27,7 +27,11 @@ from ledger.accounting import budget
 from ledger.operations import transactions as operations
 from ledger.store import database as store
 from ledger.accounting.cost_rule import ledger_cost
-from ledger.input.loader import LedgerSnapshot, build_caps, build_dataset, build_releases, check_batch, parse_document
+from ledger.input.batch import check_batch
+from ledger.input.datasets import build_caps, build_dataset
+from ledger.input.documents import parse_document
+from ledger.input.releases import build_releases
+from ledger.input.snapshot import LedgerSnapshot
 
 VARIABLES = [f"v{k:02d}" for k in range(100)]
 EPSILONS = ["0.001", "0.002", "0.0005"]

@@ -36,7 +36,7 @@ from ledger.accounting.charge_choice import at_delta
 from ledger.accounting.ledger_index import LedgerIndex
 from ledger.accounting.history import ended, releases_as_of
 from ledger.core.records import CHARGED_STATUSES, Cap, Status
-from ledger.input.loader import parse_moment
+from ledger.input.utc_moments import parse_moment
 from ledger.operations import cap_accounting, transactions
 from ledger.store import columns, database as store
 

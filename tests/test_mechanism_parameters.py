@@ -26,7 +26,9 @@ from ledger.api import front_end
 from ledger.accounting.catalogue import CATALOGUE, NUMERIC_PARAMS, PARAMETERS
 from ledger.core.errors import InputErrors
 from ledger.core.records import Dataset, Guarantee, Mechanism, Notion, Relation, Release, Variable
-from ledger.input.loader import LedgerSnapshot, build_releases, parse_document
+from ledger.input.documents import parse_document
+from ledger.input.releases import build_releases
+from ledger.input.snapshot import LedgerSnapshot
 from support import cli_main, cli_ok
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

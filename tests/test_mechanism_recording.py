@@ -40,7 +40,8 @@ from ledger.operations import transactions as operations
 from ledger.store import database as store
 from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.errors import InputErrors
-from ledger.input.loader import build_caps, build_dataset, parse_document
+from ledger.input.datasets import build_caps, build_dataset
+from ledger.input.documents import parse_document
 from ledger.operations import recording
 from ledger.operations.recording import run_and_record
 from ledger.core.records import CHARGED_STATUSES, Notion, Relation, Release

@@ -35,7 +35,8 @@ from ..store import database as store
 from ..accounting.catalogue import unknown_parameters
 from ..core.errors import InputErrors, LedgerError, did_you_mean
 from ..core.failures import excerpt
-from ..input.loader import LedgerSnapshot, check_batch
+from ..input.batch import check_batch
+from ..input.snapshot import LedgerSnapshot
 from ..core.numbers import NumberError, to_fraction
 from ..core.records import (
     Guarantee,

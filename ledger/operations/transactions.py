@@ -19,19 +19,13 @@ from datetime import datetime
 from ..accounting import budget, lineage
 from ..core.errors import InputErrors, LedgerError, Refused, fail
 from ..accounting.lifecycle import ENFORCING, OutputCharged, transition
-from ..input.loader import (
-    Document,
-    LedgerSnapshot,
-    already_recorded,
-    build_releases,
-    check_release_record,
-    cap_from_entry,
-    field_name,
-    finish_batch,
-    load_releases,
-    read_document,
-    validated_release_documents,
-)
+from ..input.batch import already_recorded, finish_batch
+from ..input.datasets import cap_from_entry
+from ..input.documents import Document, read_document
+from ..input.limits import field_name
+from ..input.release_rules import check_release_record
+from ..input.releases import build_releases, load_releases, validated_release_documents
+from ..input.snapshot import LedgerSnapshot
 from ..core.lazy import lazy_callable, lazy_module
 from ..core.numbers import format_number, is_infinite
 from ..core.records import Cap, Dataset, Family, Release, Status

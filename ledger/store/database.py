@@ -90,7 +90,7 @@ from ..accounting.cap_states import state_from_index
 from ..accounting.cost_rule import family_options
 from ..accounting.ledger_index import LedgerIndex
 from ..core.errors import fail
-from ..input.loader import LedgerSnapshot
+from ..input.snapshot import LedgerSnapshot
 from ..core.memory import paused_gc
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status, in_name_order
 from .files import sqlite_path  # (the file of a SQLite URL: the output guard's too)
