@@ -23,7 +23,7 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from ledger.accounting import budget
+from ledger.accounting import cap_measure
 from ledger.operations import transactions as operations
 from ledger.store import database as store
 from ledger.accounting.cost_rule import ledger_cost
@@ -108,7 +108,7 @@ def resum_check(engine, caps, plan_text: str) -> list:
         plan, _, errors = builder(plan_text)(snapshot)
         assert not errors
         everything = [*history.releases.values(), *plan]
-        return [budget.measure(cap, ledger_cost(everything, history.families.values(), cap.subset)) for cap in caps]
+        return [cap_measure.measure(cap, ledger_cost(everything, history.families.values(), cap.subset)) for cap in caps]
 
 
 def bench_recording(records: int, baseline_records: int, workdir: Path) -> None:

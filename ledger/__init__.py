@@ -18,7 +18,8 @@ the ones below -- tests/test_layers.py):
   core/         numbers, records, errors: the vocabulary
   mechanisms/   the data mechanisms (pure)
   accounting/   every number: spend.py (composition), cost_rule.py and ledger_index.py (cost per
-                subset), the accountants (composition_figures.py), budget.py (caps), catalogue.py
+                subset), the accountants (composition_figures.py), budget.py (caps; cap_measure.py,
+                cap_unbounded.py), catalogue.py
   input/        files -> validated records: documents.py (parse), schema_check.py, datasets.py,
                 releases.py, batch.py (checks across one record)
   store/        database.py (tables, audit chain), columns.py, codec.py, checkpoint.py

@@ -67,8 +67,9 @@ from sqlalchemy import (
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from ..accounting.spend import ALLOWANCE, ZERO as ZERO_SPEND
-from ..accounting.budget import (FAMILY_DRIVER, CapTotal, options_measure, top_drivers, total_differences,
-                                 total_from_index, total_from_parts)
+from ..accounting.budget import (FAMILY_DRIVER, CapTotal, top_drivers, total_differences, total_from_index,
+                                 total_from_parts)
+from ..accounting.cap_measure import options_measure
 from .codec import (
     GENESIS_HASH,
     canonical_json,
