@@ -266,7 +266,7 @@ def test_what_run_records_from_its_command_line_a_file_may_state():
     """`run crosstab -p columns=... -p epsilon=...` records a geometric release with those parameters:
     each parameter a run mechanism takes on the command line is one its catalogue mechanism accepts
     (the covariance and category tables are read, not recorded)."""
-    from ledger.operations.recording import CATALOGUE_NAME, MECHANISMS
+    from ledger.operations.run_mechanisms import CATALOGUE_NAME, MECHANISMS
 
     for name, definition in MECHANISMS.items():
         taken = set(definition.required + definition.optional) - {"covariance", "categories"}
