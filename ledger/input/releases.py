@@ -8,7 +8,7 @@ invariants stated in records.py against the snapshot given.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -79,15 +79,38 @@ def build_releases(
     if not isinstance(data, dict) or not isinstance(data.get("releases", []), list) \
             or not isinstance(data.get("families", []), list):
         return [], [], out.errors  # (the schema said so: nothing else can be read)
-    dataset = None
-    if isinstance(data.get("dataset"), str) and not refused.within(("dataset",)):
-        dataset = snapshot.datasets.get(data["dataset"])
-        if dataset is None:
-            known = ", ".join(sorted(snapshot.datasets)) or "none recorded yet"
-            out.add(("dataset",), f"unknown dataset {data['dataset']!r}"
-                                  f"{did_you_mean(data['dataset'], snapshot.datasets)} (known: {known})")
-    # without a known dataset, the rest of the file is still checked (numbers, mechanisms, status),
-    # all but its variable names
+    dataset = _named_dataset(data, snapshot, out, refused)
+    check_variables = _variable_checker(dataset, out, refused)
+    families = _build_families(document, data, dataset, snapshot, out, refused, check_variables)
+    family_by_id = {**snapshot.families, **{family.id: family for family in families}}
+    releases = []
+    for index, entry in enumerate(data.get("releases", [])):
+        if not isinstance(entry, dict):
+            continue  # (the schema said so)
+        release = _build_release(document, entry, ("releases", index), dataset, family_by_id, out, refused,
+                                 check_variables, recorded_by=recorded_by, recorded_at=recorded_at)
+        if release is not None:
+            releases.append(release)
+    return releases, families, out.errors
+
+
+def _named_dataset(data: dict, snapshot: LedgerSnapshot, out: Collector, refused: Taint) -> Dataset | None:
+    """The recorded dataset the file names, or None (an unknown one is reported)."""
+    if not isinstance(data.get("dataset"), str) or refused.within(("dataset",)):
+        return None
+    dataset = snapshot.datasets.get(data["dataset"])
+    if dataset is None:
+        known = ", ".join(sorted(snapshot.datasets)) or "none recorded yet"
+        out.add(("dataset",), f"unknown dataset {data['dataset']!r}"
+                              f"{did_you_mean(data['dataset'], snapshot.datasets)} (known: {known})")
+    return dataset
+
+
+def _variable_checker(dataset: Dataset | None, out: Collector, refused: Taint
+                      ) -> Callable[[Iterable[str], Path_], frozenset[str]]:
+    """check_variables(names, at): the names as a set, each unknown one in `dataset` reported.
+    Without a known dataset, the rest of the file is still checked (numbers, mechanisms,
+    status), all but its variable names."""
     known_variables = _variable_set(dataset) if dataset is not None else None
 
     def check_variables(names: Iterable[str], at: Path_) -> frozenset[str]:
@@ -100,6 +123,12 @@ def build_releases(
                                        + did_you_mean(name, known_variables))
         return frozenset(n for n in names if isinstance(n, str))
 
+    return check_variables
+
+
+def _build_families(document: Document, data: dict, dataset: Dataset | None, snapshot: LedgerSnapshot,
+                    out: Collector, refused: Taint, check_variables) -> list[Family]:
+    """The families the file declares; one recorded already must be declared the same."""
     families: list[Family] = []
     for index, entry in enumerate(data.get("families", [])):
         if refused.within(("families", index)) or dataset is None:
@@ -113,56 +142,53 @@ def build_releases(
             out.add(("families", index, "id"), f"family {family.id!r} is already recorded with a different "
                                                f"dataset or partition ({existing.dataset}, {_partition_text(existing)})")
         families.append(family)
-    family_by_id = {**snapshot.families, **{family.id: family for family in families}}
+    return families
 
-    releases = []
-    for index, entry in enumerate(data.get("releases", [])):
-        at: Path_ = ("releases", index)
-        if not isinstance(entry, dict):
-            continue  # (the schema said so)
-        before = len(out.errors)
-        raw_reads = entry.get("reads")
-        reads_known = isinstance(raw_reads, list) and not refused.within(at + ("reads",))
-        reads = check_variables(raw_reads if isinstance(raw_reads, list) else [], at + ("reads",))
-        mechanism = build_mechanism(entry, reads, out, at, refused)
-        # the guarantees checked only on what could be read: reads and mechanism whole
-        guarantees = (build_guarantees(entry, mechanism, reads, out, at, check_variables, refused)
-                      if reads_known and not refused.within(at + ("mechanism",)) else ())
-        family = entry.get("family")
-        if dataset is not None and not refused.within(at + ("family",)) and reads_known:
-            family_membership(family, dataset.name, reads, family_by_id, out, at)
-        part = entry.get("part")
-        if not refused.within(at + ("part",)) and not refused.within(at + ("family",)):
-            part_named(family, part, out, at)
-        status, published_at = lifecycle_fields(entry, out, at, recorded_at, refused)
-        # a release stated approved is its recorder's own approval, allowed only where the dataset
-        # waives separation of duties (operations/people.check_recorded)
-        approved_by, approved_at = (recorded_by, recorded_at) if status is Status.APPROVED else (None, None)
-        if len(out.errors) > before or mechanism is None or dataset is None or refused.within(at):
-            continue
-        releases.append(
-            Release(
-                id=entry["id"],
-                dataset=dataset.name,
-                reads=reads,
-                mechanism=mechanism,
-                guarantees=guarantees,
-                title=entry.get("title", ""),
-                derived_from=tuple(entry.get("derived_from", ())),
-                family=family,
-                part=part,
-                status=status,
-                recorded_by=recorded_by,
-                recorded_at=recorded_at,
-                approved_by=approved_by,
-                approved_at=approved_at,
-                published_at=published_at,
-                source=document.source(at),
-                source_field=field_name(at),
-                guarantees_derived="guarantees" not in entry,
-            )
-        )
-    return releases, families, out.errors
+
+def _build_release(document: Document, entry: dict, at: Path_, dataset: Dataset | None,
+                   family_by_id: Mapping[str, Family], out: Collector, refused: Taint, check_variables, *,
+                   recorded_by: str, recorded_at: datetime) -> Release | None:
+    """One release entry, or None when it has a problem (every one of them reported)."""
+    before = len(out.errors)
+    raw_reads = entry.get("reads")
+    reads_known = isinstance(raw_reads, list) and not refused.within(at + ("reads",))
+    reads = check_variables(raw_reads if isinstance(raw_reads, list) else [], at + ("reads",))
+    mechanism = build_mechanism(entry, reads, out, at, refused)
+    # the guarantees checked only on what could be read: reads and mechanism whole
+    guarantees = (build_guarantees(entry, mechanism, reads, out, at, check_variables, refused)
+                  if reads_known and not refused.within(at + ("mechanism",)) else ())
+    family = entry.get("family")
+    if dataset is not None and not refused.within(at + ("family",)) and reads_known:
+        family_membership(family, dataset.name, reads, family_by_id, out, at)
+    part = entry.get("part")
+    if not refused.within(at + ("part",)) and not refused.within(at + ("family",)):
+        part_named(family, part, out, at)
+    status, published_at = lifecycle_fields(entry, out, at, recorded_at, refused)
+    # a release stated approved is its recorder's own approval, allowed only where the dataset
+    # waives separation of duties (operations/people.check_recorded)
+    approved_by, approved_at = (recorded_by, recorded_at) if status is Status.APPROVED else (None, None)
+    if len(out.errors) > before or mechanism is None or dataset is None or refused.within(at):
+        return None
+    return Release(
+        id=entry["id"],
+        dataset=dataset.name,
+        reads=reads,
+        mechanism=mechanism,
+        guarantees=guarantees,
+        title=entry.get("title", ""),
+        derived_from=tuple(entry.get("derived_from", ())),
+        family=family,
+        part=part,
+        status=status,
+        recorded_by=recorded_by,
+        recorded_at=recorded_at,
+        approved_by=approved_by,
+        approved_at=approved_at,
+        published_at=published_at,
+        source=document.source(at),
+        source_field=field_name(at),
+        guarantees_derived="guarantees" not in entry,
+    )
 
 
 def _partition_text(family: Family) -> str:
