@@ -40,7 +40,8 @@ from ledger.operations import transactions as operations  # noqa: E402
 from ledger.store import database as store  # noqa: E402
 from ledger.accounting.catalogue import derive_guarantees  # noqa: E402
 from ledger.accounting.ledger_index import LedgerIndex  # noqa: E402
-from ledger.input.loader import build_releases, parse_document  # noqa: E402
+from ledger.input.documents import parse_document  # noqa: E402
+from ledger.input.releases import build_releases
 from ledger.core.records import Cap, Dataset, Guarantee, Mechanism, Notion, Release, Status, Variable  # noqa: E402
 
 ADD_REMOVE = privacy_accountant.NeighboringRelation.ADD_OR_REMOVE_ONE

@@ -23,11 +23,15 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from ledger.accounting import budget
+from ledger.accounting import cap_measure
 from ledger.operations import transactions as operations
 from ledger.store import database as store
 from ledger.accounting.cost_rule import ledger_cost
-from ledger.input.loader import LedgerSnapshot, build_caps, build_dataset, build_releases, check_batch, parse_document
+from ledger.input.batch import check_batch
+from ledger.input.datasets import build_caps, build_dataset
+from ledger.input.documents import parse_document
+from ledger.input.releases import build_releases
+from ledger.input.snapshot import LedgerSnapshot
 
 VARIABLES = [f"v{k:02d}" for k in range(100)]
 EPSILONS = ["0.001", "0.002", "0.0005"]
@@ -104,7 +108,7 @@ def resum_check(engine, caps, plan_text: str) -> list:
         plan, _, errors = builder(plan_text)(snapshot)
         assert not errors
         everything = [*history.releases.values(), *plan]
-        return [budget.measure(cap, ledger_cost(everything, history.families.values(), cap.subset)) for cap in caps]
+        return [cap_measure.measure(cap, ledger_cost(everything, history.families.values(), cap.subset)) for cap in caps]
 
 
 def bench_recording(records: int, baseline_records: int, workdir: Path) -> None:

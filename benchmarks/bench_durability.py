@@ -75,7 +75,9 @@ if os.environ.get("LEDGER_BENCH_CODE"):  # (bench_scale puts this checkout first
 
 from ledger.operations import transactions as operations  # noqa: E402
 from ledger.store import database as store  # noqa: E402
-from ledger.input.loader import Document, build_caps, build_dataset, build_releases  # noqa: E402
+from ledger.input.datasets import build_caps, build_dataset  # noqa: E402
+from ledger.input.documents import Document
+from ledger.input.releases import build_releases
 from ledger.store import identity  # noqa: E402
 
 ACTOR = identity.os_user().name  # who a `privacy-ledger` process is, so its first admin (fresh_ledger)

@@ -72,7 +72,9 @@ from ledger.operations.report_inputs import chain_status  # noqa: E402
 from ledger.reporting.write import pdf_from_html, render_text  # noqa: E402
 from ledger.accounting.charge_choice import at_delta  # noqa: E402
 from ledger.accounting.ledger_index import LedgerIndex  # noqa: E402
-from ledger.input.loader import build_dataset, build_releases, parse_document  # noqa: E402
+from ledger.input.datasets import build_dataset  # noqa: E402
+from ledger.input.documents import parse_document
+from ledger.input.releases import build_releases
 from ledger.core.records import CHARGED_STATUSES  # noqa: E402
 
 HTML_TARGET_S = 5.0

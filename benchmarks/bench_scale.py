@@ -80,7 +80,8 @@ def release_entry(rng: random.Random, release_id: str) -> dict:
 def _record_batch(engine, entries: list[dict]) -> None:
     from ledger.operations import transactions as operations
     from ledger.store import database as store
-    from ledger.input.loader import Document, build_releases
+    from ledger.input.documents import Document
+    from ledger.input.releases import build_releases
 
     def build(snapshot):
         return build_releases(Document("bench.json", {"dataset": "bench", "releases": entries}), snapshot,
@@ -97,7 +98,8 @@ def _count(path: Path) -> int:
 def build(sizes: list[int]) -> dict[int, Path]:
     """The cached ledger of each size, built from the next smaller one when missing."""
     from ledger.store import database as store
-    from ledger.input.loader import Document, build_caps, build_dataset
+    from ledger.input.datasets import build_caps, build_dataset
+    from ledger.input.documents import Document
 
     CACHE.mkdir(parents=True, exist_ok=True)
     paths = {}

@@ -44,7 +44,9 @@ from .store.identity import Person, front_end
 from .accounting.charge_choice import at_delta
 from .accounting.risk import Risk, figure_risks
 from .core.errors import InputErrors, LedgerError, fail
-from .input.loader import Document, LedgerSnapshot, dataset_and_caps, read_document
+from .input.datasets import dataset_and_caps
+from .input.documents import Document, read_document
+from .input.snapshot import LedgerSnapshot
 from .core.numbers import Number, safe_float
 from .core.records import Dataset, Release
 from .operations.table_view import table_view

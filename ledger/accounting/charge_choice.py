@@ -159,7 +159,7 @@ def _suffered(worst: Spend, totals: Sequence[Spend], objective: Objective) -> Sp
     (epsilon*, delta)-DP (its epsilon at delta is at most epsilon*), so the pair is valid;
     at a smaller delta it claims nothing (∞), at a larger one epsilon* is still an upper
     bound (an alternative's epsilon only falls as delta grows). Objectives in a cap's own
-    unit (`budget.objective`: rho, or pure epsilon) measure the worst exactly in that unit.
+    unit (`cap_measure.objective`: rho, or pure epsilon) measure the worst exactly in that unit.
     """
     if (not isinstance(objective, AtDelta) or all(t.is_pure for t in totals)
             or all(t.dominates(worst) for t in totals)):

@@ -40,7 +40,7 @@ class LedgerIndex(PairQueries, RunningTotals):
 
     # the dataset's approximate allowance (Dataset.allowance): every figure of the index is stated
     # with it; the builders of a dataset's index set it (`for_dataset`). Until then the default,
-    # and an objective keeps its own (a cap's, budget.objective)
+    # and an objective keeps its own (a cap's, cap_measure.objective)
     allowance: Fraction = ALLOWANCE
     _stated_allowance = False
 

@@ -37,16 +37,16 @@ from ..core.lazy import lazy_callable, lazy_module
 
 if TYPE_CHECKING:
     from ..accounting.ledger_index import LedgerIndex
-    from ..input.loader import LedgerSnapshot
+    from ..input.snapshot import LedgerSnapshot
 
 # What the commands compute with, imported when a command runs, not for `--help` or
 # `--version`.
 at_delta = lazy_callable("ledger.accounting.charge_choice", "at_delta")
 headline = lazy_callable("ledger.reporting.headline", "headline")
 headline_lines = lazy_callable("ledger.reporting.headline", "text_lines")
-LedgerSnapshot = lazy_callable("ledger.input.loader", "LedgerSnapshot")  # noqa: F811
-dataset_and_caps = lazy_callable("ledger.input.loader", "dataset_and_caps")
-read_document = lazy_callable("ledger.input.loader", "read_document")
+LedgerSnapshot = lazy_callable("ledger.input.snapshot", "LedgerSnapshot")  # noqa: F811
+dataset_and_caps = lazy_callable("ledger.input.datasets", "dataset_and_caps")
+read_document = lazy_callable("ledger.input.documents", "read_document")
 release_json = lazy_callable("ledger.reporting.views", "release_json")
 subset_json = lazy_callable("ledger.reporting.views", "subset_json")
 infinity_text = lazy_callable("ledger.operations.reasons", "infinity_text")

@@ -20,7 +20,7 @@ from ..core.errors import fail
 from ..core.lazy import lazy_module
 
 if TYPE_CHECKING:
-    from ..input.loader import LedgerSnapshot
+    from ..input.snapshot import LedgerSnapshot
 
 from ..operations.moments import moment_text, parse_date  # noqa: F401 (the date options' rule: the CLI's from here)
 
@@ -103,7 +103,7 @@ def dataset_added_at(dataset: str):
     """When `dataset` was added to the ledger (its first `dataset.added` audit event), or None."""
     from sqlalchemy import select
 
-    from ..input.loader import parse_moment
+    from ..input.utc_moments import parse_moment
 
     table = store.AuditEventRow.__table__
     with store.read_session(open_engine()) as session:

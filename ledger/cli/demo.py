@@ -19,7 +19,10 @@ from dataclasses import replace
 from ..operations import people
 from ..store import database as store
 from ..core.errors import InputErrors, fail
-from ..input.loader import build_dataset, build_releases, check_batch, parse_document
+from ..input.batch import check_batch
+from ..input.datasets import build_dataset
+from ..input.documents import parse_document
+from ..input.releases import build_releases
 from ..core.records import CHARGED_STATUSES, Status
 from ..operations.table_view import table_view
 from ..reporting.views import render, text_table
@@ -78,7 +81,7 @@ def run_demo(engine: Engine, out: Path, actor: str) -> str:
     """Record the example in an empty ledger (or reuse a ledger holding exactly it),
     and return Table 1 as text; the HTML table is written to `out`."""
     from ..accounting.ledger_index import LedgerIndex
-    from ..input.loader import LedgerSnapshot
+    from ..input.snapshot import LedgerSnapshot
 
     with store.write_session(engine) as session:
         snapshot = store.snapshot(session)

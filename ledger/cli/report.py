@@ -70,6 +70,9 @@ store = lazy_module("ledger.store.database")  # the ORM, imported when a report 
 # the report's context builder (and markupsafe, the chart data): imported when a report is
 # made, not by `--help`, `check` or `record`, which only register this command
 _report = lazy_module("ledger.reporting.report")
+_audit = lazy_module("ledger.reporting.audit_section")
+_register = lazy_module("ledger.reporting.register_section")
+_chart_figures = lazy_module("ledger.reporting.chart_figures")
 pack = lazy_module("ledger.operations.meeting_pack")  # the meeting pack (--since), computed below the API
 plan_book = lazy_module("ledger.operations.plan_book")  # the stored plans (the "Plan against actual" section)
 plans_of = lazy_callable("ledger.reporting.plan_view", "plans_of")
@@ -77,7 +80,7 @@ select = lazy_callable("sqlalchemy", "select")
 Session = lazy_callable("sqlmodel", "Session")
 
 _REPORT_NAMES = ("AuditEvent", "ChainStatus", "Pairs", "ReportContext", "ReportInputs", "Timeline", "build_report",
-                 "draw_here", "risk_frame")
+                 "draw_here")
 
 
 def __getattr__(name: str):
@@ -354,7 +357,7 @@ def large_audit(session: Session, dataset: str, when: datetime | None = None, un
         counts = event_counts(session, dataset, when, until)
     counts = [row for row in counts if row[2]]
     listed = events_of(session, select(*columns_).where(about, *dated_by(session, until)).order_by(table.c.seq.desc())
-                     .limit(_report.AUDIT_EVENTS_LISTED))[::-1]
+                     .limit(_audit.AUDIT_EVENTS_LISTED))[::-1]
     total = sum(row[2] for row in counts)
     by_kind, by_actor = {}, {}
     for kind, actor, c, *_ in counts:
@@ -368,11 +371,11 @@ def large_audit(session: Session, dataset: str, when: datetime | None = None, un
         last_at = listed[-1].at
 
     def trail(chain: ChainStatus):
-        return _report.AuditTrail(
+        return _audit.AuditTrail(
             ok=chain.ok, head=chain.head, chain_events=chain.events, problems=chain.problems, events=total,
             first_at=first_at, last_at=last_at, by_kind=tuple(sorted(by_kind.items())),
             by_actor=tuple(sorted(by_actor.items())),
-            listed=tuple(_report.AuditEntry(e.seq, e.at, e.actor, e.kind, e.subject, _report.audit_note(e))
+            listed=tuple(_audit.AuditEntry(e.seq, e.at, e.actor, e.kind, e.subject, _audit.audit_note(e))
                          for e in listed),
             omitted=total - len(listed))
 
@@ -438,7 +441,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
                                 dataset=dataset, as_of=as_of, until=until,
                                 ended=None if then is None else then.ended))
     events = index_events(index)
-    stamps = _report.charged_from_stamps(events.recorded, events.published)
+    stamps = _chart_figures.charged_from_stamps(events.recorded, events.published)
     ids = [r.id for r in table.releases]
     largest = whole_releases(session, ids)
     if then is not None:  # each with the status it had then
@@ -495,7 +498,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
         pufferfish=tuple(pufferfish[i] for i in puffer_ids), last_event=last[0] if last else None,
         generated_at=generated_at, delta=delta, wide_ids=wide_ids, as_of=as_of, meeting=meeting,
         plans=() if as_of is not None else plans_of(plan_book.against_actual(session, dataset.name)),
-        timeline=_report.timeline_of(index, delta, at_delta(delta), as_of or generated_at,
+        timeline=_chart_figures.timeline_of(index, delta, at_delta(delta), as_of or generated_at,
                                      public=dataset.public_names, caps=caps, stamps=stamps,
                                      final=[f.epsilon for f in accounts.shown()[0]]))
 
@@ -686,7 +689,7 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
                     ids = cells[i - a]
                     found = tuple((variables[j], epsilon_of[ids[j]]) for j in np.flatnonzero(~zero[ids]).tolist())
                     wide = epsilon_of[wide_ids[i]]
-                yield _report.register_entry(release, families, found, wide, **steps.get(release.id, {}))
+                yield _register.register_entry(release, families, found, wide, **steps.get(release.id, {}))
 
 
 class _Helper:
@@ -940,7 +943,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
                 cast(c.guarantees, Text), cast(c.derived_from, Text), c.family, c.recorded_by, c.recorded_at,
                 c.approved_by, c.approved_at, c.published_at, cast(c.pufferfish, Text), c.output_digest, c.part)
     aware = pack.aware
-    guarantee_text_of = _report.guarantee_text_of
+    guarantee_text_of = _register.guarantee_text_of
     caches: dict[str, dict] = {}
 
     def cache(name: str) -> dict:
@@ -1007,7 +1010,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
 
     def pufferfish_of(text):
         parsed = [pufferfish_from_dict(g) for g in (json.loads(text) if text else None) or ()]
-        return csv_cell("; ".join(_report.PUFFERFISH_KINDS.get(g.kind, g.kind) for g in parsed))
+        return csv_cell("; ".join(_register.PUFFERFISH_KINDS.get(g.kind, g.kind) for g in parsed))
 
     def family_of(fid):
         family = families.get(fid)

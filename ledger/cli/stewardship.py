@@ -30,9 +30,9 @@ Session = lazy_callable("sqlmodel", "Session")
 amend = lazy_module("ledger.operations.amend")
 declared_privacy_unit = lazy_callable("ledger.operations.transactions", "declared_privacy_unit")
 canonical_json = lazy_callable("ledger.store.codec", "canonical_json")
-build_caps = lazy_callable("ledger.input.loader", "build_caps")
-build_dataset = lazy_callable("ledger.input.loader", "build_dataset")
-read_document = lazy_callable("ledger.input.loader", "read_document")
+build_caps = lazy_callable("ledger.input.datasets", "build_caps")
+build_dataset = lazy_callable("ledger.input.datasets", "build_dataset")
+read_document = lazy_callable("ledger.input.documents", "read_document")
 from ..operations import choices  # noqa: E402
 from .context import actor as acting_person, open_engine  # noqa: E402
 from ..core.errors import InputErrors, LedgerError, fail  # noqa: E402
@@ -202,7 +202,7 @@ def dataset_add_variable(
 
         if name in chosen.variable_names or chosen.group(name) is not None:
             raise fail("command line", "NAME", f"{name!r} is already a variable or group of {chosen.name!r}")
-        from ..input.loader import RESERVED_SUBSETS, reserved_name
+        from ..input.datasets import RESERVED_SUBSETS, reserved_name
 
         if name in RESERVED_SUBSETS:
             raise fail("command line", "NAME", reserved_name(name))
@@ -273,7 +273,7 @@ def group_set(
 
         for variable in variables:
             _variable(chosen, variable, "VARIABLES")
-        from ..input.loader import RESERVED_SUBSETS
+        from ..input.datasets import RESERVED_SUBSETS
 
         if name in chosen.variable_names or name in RESERVED_SUBSETS:
             raise fail("command line", "NAME", f"{name!r} is a variable or a reserved subset name")

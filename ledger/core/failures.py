@@ -213,7 +213,7 @@ def excerpt(text: str, limit: int = EXCERPT) -> str:
     return text[:limit] + f"… ({len(text) - limit} more characters)"
 
 
-QUOTED = 80  # characters of a value an error message quotes at most (as of a line of a file: loader.EXCERPT_CHARS)
+QUOTED = 80  # characters of a value an error message quotes at most (as of a line of a file: documents.EXCERPT_CHARS)
 # a quoted value opens after a non-word character and closes before one: the text between two quoted
 # names ('root' recorded ... dataset 'graduates') is not a value
 _QUOTED = re.compile(r"""(?<!\w)'[^'\n]{%d,}'(?!\w)|(?<!\w)"[^"\n]{%d,}"(?!\w)|[^\s'"/]{%d,}"""

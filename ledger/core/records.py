@@ -235,7 +235,7 @@ class Release:
     source: str = field(default="", compare=False)  # file:line it was read from, for messages
     source_field: str = field(default="", compare=False)  # its path in that file: "releases[1]"
     # read from a file that stated no guarantees: they are what the catalogue derives from the
-    # mechanism (a retry compares the file's content, not the derivation: loader.differences)
+    # mechanism (a retry compares the file's content, not the derivation: input.batch.differences)
     guarantees_derived: bool = field(default=False, compare=False)
 
     @property

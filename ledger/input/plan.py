@@ -17,7 +17,9 @@ from typing import Any
 
 from ..core.errors import InputErrors, LedgerError
 from ..core.numbers import NumberError, to_fraction
-from .loader import Document, field_name, read_document, validate
+from .documents import Document, read_document
+from .limits import field_name
+from .schema_check import validate
 
 SCHEMA = "plan.v1.schema.json"
 PURE_FAMILIES = ("laplace", "geometric")  # epsilon-DP: a share is an epsilon

@@ -5,6 +5,7 @@ cap_accounting.py  caps checked with the best valid figure (over budget.check)
 choices.py         what a command or API call refers to (dataset, delta, variables, URL)
 people.py          roles and who may do what; amend.py: a changed dataset as audited amendments
 recording.py       run a mechanism on data and record its release in the same step
+run_mechanisms.py  the mechanisms `run` offers: what each reads and guarantees, and how it runs
 
 What a reader is shown, computed and read here so that the façade (api.py) and every interface
 show the same: table_view.py (Tan's Table 1 as shown), shown_figures.py (the figure each

@@ -23,7 +23,7 @@ from fractions import Fraction
 
 from sqlmodel import Session
 
-from ..accounting import budget, cap_decisions, cap_states, figure_validity, filters, index_figures
+from ..accounting import budget, cap_decisions, cap_states, cap_unbounded, figure_validity, filters, index_figures
 from ..accounting.charge_choice import at_delta
 from ..accounting.spend import pure_spend
 from ..store import database as store
@@ -178,7 +178,7 @@ def explained(session: Session, dataset: str, checks: Sequence[budget.CapCheck],
               when: datetime | None = None) -> list[budget.CapCheck]:
     """The checks, each whose figure was ∞ before the plan (no plan charge says why: `cap list`,
     `cap set`, or `check` and `record` on a cap already ∞) with the reason `check` gives a plan's
-    charge, from the releases charged (`budget.why_index_unbounded`: the release or family that
+    charge, from the releases charged (`cap_unbounded.why_index_unbounded`: the release or family that
     makes it ∞, a keyed family's unprotected move included, docs/explanation/model.md#families); the running total
     alone cannot say which. The releases are read only when such a figure is ∞."""
     infinite = [c.cap for c in checks if _unexplained(c)]
@@ -194,7 +194,7 @@ def with_reasons(checks: Sequence[budget.CapCheck], index_of) -> list[budget.Cap
     if not any(_unexplained(c) for c in checks):
         return list(checks)
     index = index_of()
-    return [replace(c, reason=budget.why_index_unbounded(c.cap, index)) if _unexplained(c) else c for c in checks]
+    return [replace(c, reason=cap_unbounded.why_index_unbounded(c.cap, index)) if _unexplained(c) else c for c in checks]
 
 
 def charged_index(caps, releases: Sequence[Release], families: Mapping[str, Family]):

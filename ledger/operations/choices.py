@@ -24,7 +24,7 @@ from ..core.records import CHARGED_STATUSES, Dataset
 
 if TYPE_CHECKING:
     from ..accounting.ledger_index import LedgerIndex
-    from ..input.loader import LedgerSnapshot
+    from ..input.snapshot import LedgerSnapshot
 
 ledger_index = lazy_module("ledger.accounting.ledger_index")  # when an index is built, not for `--help`
 store = lazy_module("ledger.store.database")
@@ -149,7 +149,7 @@ def index_as_of(session, chosen: Dataset, families, when, *, titles: bool = Fals
     status it had then): what every `--as-of` figure is computed from, for the CLI and the API
     alike. From the accounting rows (store/columns.py); where the rows cannot state the ledger
     then exactly (as_of.rows_then), from the whole releases (ledger.accounting.history)."""
-    from ..input.loader import LedgerSnapshot
+    from ..input.snapshot import LedgerSnapshot
     from ..store import columns
     from ..store.as_of import state_then
 
@@ -169,7 +169,7 @@ def releases_then(session, releases: list, when) -> list:
     publication date, each with the status it had then; retractions and cancellations dated by
     their audit events."""
     from ..accounting.history import ENDING_KINDS, ended, releases_as_of
-    from ..input.loader import parse_moment
+    from ..input.utc_moments import parse_moment
 
     ended_at = ended((kind, subject, parse_moment(at)) for _seq, kind, subject, at, _actor, _payload
                      in store.lifecycle_events(session, list(ENDING_KINDS)))

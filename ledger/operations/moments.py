@@ -25,7 +25,7 @@ def parse_date(text: str | None, option: str, *, start: bool = False, future: bo
     the moment used."""
     from datetime import UTC, datetime, time
 
-    from ..input.loader import MomentOutOfRange, utc_moment
+    from ..input.utc_moments import MomentOutOfRange, utc_moment
 
     if text is None:
         return None

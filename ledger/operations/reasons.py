@@ -22,7 +22,7 @@ with the same words (docs/explanation/model.md#the-cost-of-one-release-on-a-subs
 - `family_reason`: a family split by key variables of the subset, one of whose members holds no
   add/remove guarantee protecting everything it reads: a record moving between its parts is not
   protected (docs/explanation/model.md#families), though every member's own figure may be finite: an alarm, named with
-  the family (`check`'s sentence, budget.why_family_unbounded, names its keys and the member).
+  the family (`check`'s sentence, cap_unbounded.why_family_unbounded, names its keys and the member).
 
 `unbounded_reason` is the one place that decides which of these an unbounded figure has (a read
 without a certified bound first, then a family's move), from the releases charged: `subset`,
@@ -61,7 +61,7 @@ def family_reason(family: Family) -> str:
     """Why a keyed family's figure is ∞ (docs/explanation/model.md#families): a record moving between its parts takes
     everything a member reads, and no add/remove guarantee of that member protects all of it. In a
     word, as NO_PURE_BOUND and NO_RHO_BOUND, named by the family (short enough for a table's cell:
-    `check`'s and `cap list`'s sentence, budget.why_family_unbounded, names its keys and member)."""
+    `check`'s and `cap list`'s sentence, cap_unbounded.why_family_unbounded, names its keys and member)."""
     return f"family {family.id}: no add/remove bound"
 
 
@@ -80,7 +80,7 @@ def subset_reason(names: Collection[str], public: Collection[str], infinite: Col
 
 
 def unit_reason(cap: Cap, spend: Spend, public_only: bool = False) -> str:
-    """Why `spend` has no figure in the cap's unit (budget.measure is ∞): read without a
+    """Why `spend` has no figure in the cap's unit (cap_measure.measure is ∞): read without a
     certified bound (PUBLIC when `public_only`: what is read so is public), else the unit."""
     if spend.unbounded:
         return PUBLIC if public_only else NOT_PROTECTED
@@ -92,7 +92,7 @@ def unit_reason(cap: Cap, spend: Spend, public_only: bool = False) -> str:
 
 
 def release_reason(cap: Cap, release: Release, public: Collection[str]) -> str:
-    """Why one release's own charge on a cap is ∞ (budget.why_release_unbounded, in a word)."""
+    """Why one release's own charge on a cap is ∞ (cap_unbounded.why_release_unbounded, in a word)."""
     from ..accounting.cost_rule import release_cost
 
     touched = cap.subset & release.reads

@@ -34,7 +34,7 @@ from typing import Any
 from ..accounting.spend import ALLOWANCE, CONVERSION_NAME
 from ..operations.choices import charged_index
 from ..accounting.charge_choice import at_delta
-from ..input.loader import LedgerSnapshot
+from ..input.snapshot import LedgerSnapshot
 from ..core.numbers import format_delta, format_number
 from ..core.records import Cap, Dataset, Release
 

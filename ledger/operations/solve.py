@@ -16,7 +16,7 @@ w_i t, and the rest go on with what is left. Each cap's largest t is found by it
                   Dong, Roth and Su 2022, Thm 2.7) checked by the cap's decision
     others        the cap's own decision          a root search on the cap's figure
 
-Pure and rho caps are decided by these sums exactly (budget.measure); the others by the
+Pure and rho caps are decided by these sums exactly (cap_measure.measure); the others by the
 decision `check` makes (`cap_accounting.decide`) at every step. A share becomes the parameter
 written: an epsilon or a discrete Gaussian's rho kept exact (rounded down to 12 significant
 digits only past a 30-digit denominator); sigma = sensitivity / sqrt(2 rho) rounded up (Bun and
@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from fractions import Fraction
 
-from ..accounting import budget, cap_states, filters
+from ..accounting import budget, cap_measure, cap_states, filters
 from ..accounting.cost_rule import candidates
 from ..accounting.risk import gdp_mu
 from ..core.errors import InputErrors, LedgerError, Refused
@@ -66,7 +66,7 @@ class CapRoom:
     def unit(self, planned: PlannedRelease, release: Release) -> budget.Number:
         """The release's own charge on the cap at share 1 (its share's coefficient)."""
         if planned.id not in self._units:
-            self._units[planned.id] = budget.options_measure(self.cap, candidates(release, self.cap.subset))
+            self._units[planned.id] = cap_measure.options_measure(self.cap, candidates(release, self.cap.subset))
         return self._units[planned.id]
 
     def largest(self, weights: Mapping[str, Fraction], settled: Mapping[str, Release], probe,
@@ -77,7 +77,7 @@ class CapRoom:
         floors = floors or {}
         active = [p for p in self.members if p.id in weights]
         fixed = [settled[p.id] for p in self.members if p.id in settled]
-        if self.kind in ("pure", "rho"):  # (decided by these sums exactly: budget.measure)
+        if self.kind in ("pure", "rho"):  # (decided by these sums exactly: cap_measure.measure)
             return self._sums(active, weights, floors, fixed, probe)
         total, state = self._after(fixed)  # the settled releases applied once, not at every step
         found = None
@@ -95,7 +95,7 @@ class CapRoom:
     def charge(self, release: Release) -> budget.Number:
         """A settled release's own charge on the cap (a pure or rho cap: its sum's term)."""
         if release.id not in self._charges:
-            self._charges[release.id] = budget.options_measure(self.cap, candidates(release, self.cap.subset))
+            self._charges[release.id] = cap_measure.options_measure(self.cap, candidates(release, self.cap.subset))
         return self._charges[release.id]
 
     def _after(self, fixed: Sequence[Release]) -> tuple[budget.CapTotal, dict | None]:

@@ -16,22 +16,16 @@ from typing import TYPE_CHECKING, Any, Union
 
 from datetime import datetime
 
-from ..accounting import budget, lineage
+from ..accounting import budget, cap_unbounded, lineage
 from ..core.errors import InputErrors, LedgerError, Refused, fail
 from ..accounting.lifecycle import ENFORCING, OutputCharged, transition
-from ..input.loader import (
-    Document,
-    LedgerSnapshot,
-    already_recorded,
-    build_releases,
-    check_release_record,
-    cap_from_entry,
-    field_name,
-    finish_batch,
-    load_releases,
-    read_document,
-    validated_release_documents,
-)
+from ..input.batch import already_recorded, finish_batch
+from ..input.datasets import cap_from_entry
+from ..input.documents import Document, read_document
+from ..input.limits import field_name
+from ..input.release_rules import check_release_record
+from ..input.releases import build_releases, load_releases, validated_release_documents
+from ..input.snapshot import LedgerSnapshot
 from ..core.lazy import lazy_callable, lazy_module
 from ..core.numbers import format_number, is_infinite
 from ..core.records import Cap, Dataset, Family, Release, Status
@@ -60,7 +54,7 @@ class BudgetRefused(Exception):
         for c in over:
             start = len(lines)
             if is_infinite(c.after):
-                reason = c.reason or budget.why_unbounded(c.cap, c.after_total.spend)
+                reason = c.reason or cap_unbounded.why_unbounded(c.cap, c.after_total.spend)
                 said_below = any(charge.reason and reason in charge.reason for charge in c.charges)
                 lines.append(f"  cap {c.cap.dataset}/{c.cap.name}: {c.cap.unit_text} would have no bound"
                              + ("" if said_below else f": {reason}"))
@@ -291,31 +285,13 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
         release = lookup[release_id]
         moment = store.now()
         if at is not None:
-            planned = release.recorded_at
-            if planned is not None and planned.tzinfo is None:
-                planned = planned.replace(tzinfo=moment.tzinfo)
-            if at > moment:
-                raise fail("command line", "--at", f"{at.isoformat()} is in the future (now: {moment.isoformat()})")
-            if planned is not None and at < planned:
-                raise fail("command line", "--at", f"{at.isoformat()} is before release {release_id!r} was "
-                                                   f"planned ({planned.isoformat()})")
+            _check_publication_moment(release, at, moment)
         changed = transition(release, action, actor, moment)
         if isinstance(changed, OutputCharged):  # an output exists: it stays charged (docs/explanation/accounting.md)
             raise Refused(LedgerError(f"release {release_id}", "status", changed.message))
         if isinstance(changed, str):
             raise fail(f"release {release_id}", "status", changed)
-        if action == "cancel":  # the lineage rule (docs/explanation/model.md#post-processing-and-lineage), over the releases naming it, not every release
-            blockers = lineage.cancel_blockers(store.deriving_from(session, release_id))
-            if blockers:
-                raise fail(f"release {release_id}", "status",
-                           f"cannot cancel release {release_id!r}: charged release(s) derive from it: "
-                           f"{lineage.describe(blockers, lookup)}; cancel them first")
-        if action == "publish":
-            blockers = lineage.publish_blockers(release, lookup, at or moment)
-            if blockers:
-                raise fail(f"release {release_id}", "status",
-                           f"cannot publish release {release_id!r} before what it derives from is published: "
-                           f"{lineage.describe(blockers, lookup)}")
+        _check_lineage(session, release, action, lookup, at or moment)
         if action == "approve":
             dataset = store.configuration(session).datasets.get(release.dataset)
             people.check_approver(release, actor, dataset)
@@ -346,6 +322,37 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
                 if cap.delta is not None and cap.rho is None})  # (the caps an accountant decides: current_states')
             store.save_totals(session, release.dataset, {cap.name: budget.total_from_index(cap, index) for cap in caps})
         return changed
+
+
+def _check_publication_moment(release: Release, at: datetime, moment: datetime) -> None:
+    """`publish --at`: never in the future, never before the release was planned."""
+    planned = release.recorded_at
+    if planned is not None and planned.tzinfo is None:
+        planned = planned.replace(tzinfo=moment.tzinfo)
+    if at > moment:
+        raise fail("command line", "--at", f"{at.isoformat()} is in the future (now: {moment.isoformat()})")
+    if planned is not None and at < planned:
+        raise fail("command line", "--at", f"{at.isoformat()} is before release {release.id!r} was "
+                                           f"planned ({planned.isoformat()})")
+
+
+def _check_lineage(session, release: Release, action: str, lookup, when: datetime) -> None:
+    """The lineage rule (docs/explanation/model.md#post-processing-and-lineage): a release is cancelled only
+    when no charged release derives from it (over the releases naming it, not every release), and
+    published (at `when`) only after what it derives from."""
+    release_id = release.id
+    if action == "cancel":
+        blockers = lineage.cancel_blockers(store.deriving_from(session, release_id))
+        if blockers:
+            raise fail(f"release {release_id}", "status",
+                       f"cannot cancel release {release_id!r}: charged release(s) derive from it: "
+                       f"{lineage.describe(blockers, lookup)}; cancel them first")
+    if action == "publish":
+        blockers = lineage.publish_blockers(release, lookup, when)
+        if blockers:
+            raise fail(f"release {release_id}", "status",
+                       f"cannot publish release {release_id!r} before what it derives from is published: "
+                       f"{lineage.describe(blockers, lookup)}")
 
 
 def add_caps(engine: Engine, dataset: str, entries: Iterable[dict], actor: str, source: str) -> list[Cap]:

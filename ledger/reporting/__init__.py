@@ -4,7 +4,9 @@ An interface over the façade (ledger.api.Ledger): the figures and the report's 
 and gathered below it (operations/); here they are arranged, put in words, drawn and rendered.
 
 views.py              what the CLI and the templates show (epsilon at a stated delta, ∞)
-report.py             the report's context (build_report); headline.py: the protected-subset headline
+report.py             the report's context (build_report), assembled from its sections:
+  certificate.py, risk_view.py (Tan's Table 1), cap_section.py, register_section.py, audit_section.py,
+  chart_figures.py (the figures the charts show); headline.py: the protected-subset headline
 accountant_views.py   the accountants' figures in words; chart_data.py, charts.py: the two charts
 registry.py           a DP Deployments Registry record as YAML
 write.py              write_report(ledger, out): a ledger's report rendered and written to a file

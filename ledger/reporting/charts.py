@@ -124,7 +124,18 @@ def heat_map_svg(pairs: Pairs) -> Markup:
                 out.append(f'<text x="{_f(left + (j + 0.5) * cell)}" y="{_f(top_margin + (i + 0.5) * cell)}" '
                            f'text-anchor="middle" dominant-baseline="central" font-size="{_f(fits)}" '
                            f'fill="{"white" if dark else INK}">{escape(text)}</text>')
-    # the colour bar: 0 at the bottom, the largest finite figure at the top
+    out += _colour_bar(bar_x, top_margin, side, scale_ticks, scale_top, width)
+    for k, (fill, text) in enumerate(legend):
+        y = bottom + 18 * k
+        out.append(f'<rect x="{left}" y="{y}" width="14" height="10" fill="{fill}"/>'
+                   f'<text x="{left + 20}" y="{y + 5}" dominant-baseline="central" font-size="8">{escape(text)}</text>')
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def _colour_bar(bar_x: float, top_margin: float, side: float, scale_ticks, scale_top: float, width: float) -> list[str]:
+    """The heat map's colour bar: 0 at the bottom, the largest finite figure at the top, with its title."""
+    out = []
     stops = "".join(f'<stop offset="{k / (len(SCALE) - 1):.3f}" stop-color="{c}"/>' for k, c in enumerate(SCALE))
     out.append(f'<defs><linearGradient id="heat-map-scale" x1="0" y1="1" x2="0" y2="0">{stops}'
                '</linearGradient></defs>')
@@ -138,12 +149,7 @@ def heat_map_svg(pairs: Pairs) -> Markup:
     middle = top_margin + side / 2
     out.append(f'<text transform="translate({_f(width - 6)} {_f(middle)}) rotate(-90)" text-anchor="middle" '
                'font-size="8">epsilon on the pair (diagonal: on the variable alone)</text>')
-    for k, (fill, text) in enumerate(legend):
-        y = bottom + 18 * k
-        out.append(f'<rect x="{left}" y="{y}" width="14" height="10" fill="{fill}"/>'
-                   f'<text x="{left + 20}" y="{y + 5}" dominant-baseline="central" font-size="8">{escape(text)}</text>')
-    out.append("</svg>")
-    return Markup("".join(out))
+    return out
 
 
 def timeline_svg(timeline: Timeline) -> Markup:
@@ -152,13 +158,7 @@ def timeline_svg(timeline: Timeline) -> Markup:
     y = np.asarray(timeline.y, dtype=float)
     finite = np.isfinite(y)
     top = float(y[finite].max()) if finite.any() else 0.0
-    # caps as lines, those at one limit on one line; a cap far above every curve (more than
-    # CAP_RANGE times the largest finite figure) is named above the plot instead of flattening it
-    levels: dict[float, list[str]] = {}
-    for name, limit in getattr(timeline, "caps", ()):
-        levels.setdefault(limit, []).append(name)
-    far = {limit: names for limit, names in levels.items() if top > 0 and limit > CAP_RANGE * top}
-    cap_lines = tuple((", ".join(names), limit) for limit, names in sorted(levels.items()) if limit not in far)
+    far, cap_lines = _cap_levels(timeline, top)
     if cap_lines:
         top = max(top, max(limit for _, limit in cap_lines))
     ceiling = top * 1.15 if top > 0 else 1.0  # where ∞ is drawn
@@ -209,6 +209,58 @@ def timeline_svg(timeline: Timeline) -> Markup:
                 + (f"; caps above the range drawn: {', '.join(n for names in far.values() for n in names)}" if far else "")
                 + ". Each line is the basic composition (valid for adaptive releases); the risk table's total "
                   "row shows the smallest valid figure of the accountants, which may be below it.")
+    out += _timeline_axes(timeline.axis, tick_values, x_ticks, px, py, (plot_left, plot_top, plot_right, plot_bottom),
+                          height)
+
+    xs, ys = px(x_drawn), py(drawn)
+    pre = timeline.envelope  # each value drawn from the previous checkpoint on (an upper envelope)
+    column = {name: j for j, name in enumerate(timeline.variables)}
+    grey = [j for j, name in enumerate(timeline.variables) if name not in set(highlighted)]
+    if grey:
+        out.append(f'<path fill="none" stroke="{OTHERS}" stroke-width="0.7" stroke-linejoin="round" d="'
+                   + "".join(_steps(xs, ys[:, j], pre) for j in grey) + '"/>')
+    count = len(highlighted)
+    for k, name in enumerate(highlighted):
+        # widest first, each drawn over the one before in its own dash: lines that coincide stay visible
+        out.append(f'<path fill="none" {_line_style(k, count)} stroke-linejoin="round" '
+                   f'd="{_steps(xs, ys[:, column[name]], pre)}"><title>{escape(names[k])}</title></path>')
+    out += _cap_marks(cap_lines, far, py, plot_left, plot_right, plot_top)
+    if (~finite).any():
+        out.append(_infinity_line(timeline, finite, float(py(ceiling)), plot_left, plot_right))
+    out += _timeline_legend(names, count, plot_right, plot_top)
+    out.append("</g></svg>")
+    return Markup("".join(out))
+
+
+def _timeline_legend(names: list[str], count: int, plot_right: float, plot_top: float) -> list[str]:
+    """The legend, right of the plot: each line as it is drawn (the first `count` named, then the others)."""
+    out = ['<g id="legend-timeline">']
+    for k, name in enumerate(names):
+        y_at = plot_top + 6 + 15 * k
+        style = _line_style(k, count) if k < count else f'stroke="{OTHERS}" stroke-width="0.9"'
+        out.append(f'<line x1="{_f(plot_right + 8)}" x2="{_f(plot_right + 34)}" y1="{y_at}" y2="{y_at}" '
+                   f'{style}/><text x="{_f(plot_right + 38)}" y="{y_at}" '
+                   f'dominant-baseline="central" font-size="8">{escape(name)}</text>')
+    return out
+
+
+def _cap_levels(timeline: Timeline, top: float) -> tuple[dict[float, list[str]], tuple[tuple[str, float], ...]]:
+    """(the caps named above the plot by limit, the caps drawn as (names, limit)): caps as lines,
+    those at one limit on one line; a cap far above every curve (more than CAP_RANGE times the
+    largest finite figure) is named above the plot instead of flattening it."""
+    levels: dict[float, list[str]] = {}
+    for name, limit in getattr(timeline, "caps", ()):
+        levels.setdefault(limit, []).append(name)
+    far = {limit: names for limit, names in levels.items() if top > 0 and limit > CAP_RANGE * top}
+    cap_lines = tuple((", ".join(names), limit) for limit, names in sorted(levels.items()) if limit not in far)
+    return far, cap_lines
+
+
+def _timeline_axes(axis: str, tick_values, x_ticks, px, py, plot: tuple[float, float, float, float],
+                   height: float) -> list[str]:
+    """The timeline's axes: the y grid lines and ticks, the x ticks and labels, and both titles."""
+    plot_left, plot_top, plot_right, plot_bottom = plot
+    out = []
     for value in tick_values:  # the y axis: grid lines and ticks
         level = float(py(value))
         out.append(f'<line x1="{_f(plot_left)}" x2="{_f(plot_right)}" y1="{_f(level)}" y2="{_f(level)}" '
@@ -227,24 +279,17 @@ def timeline_svg(timeline: Timeline) -> Markup:
     out.append(f'<path d="M{_f(plot_left)} {plot_top}V{plot_bottom}H{_f(plot_right)}" fill="none" stroke="{INK}" '
                'stroke-width="0.8"/>')
     out.append(f'<text x="{_f((plot_left + plot_right) / 2)}" y="{height - 8}" text-anchor="middle" font-size="9">'
-               + ("published, or planned if not yet published (UTC)" if timeline.axis == "time"
+               + ("published, or planned if not yet published (UTC)" if axis == "time"
                   else "releases in order") + "</text>")
     out.append(f'<text transform="translate(10 {_f((plot_top + plot_bottom) / 2)}) rotate(-90)" '
                'text-anchor="middle" dominant-baseline="hanging" font-size="9">cumulative epsilon on the variable'
                '</text>')
+    return out
 
-    xs, ys = px(x_drawn), py(drawn)
-    pre = timeline.envelope  # each value drawn from the previous checkpoint on (an upper envelope)
-    column = {name: j for j, name in enumerate(timeline.variables)}
-    grey = [j for j, name in enumerate(timeline.variables) if name not in set(highlighted)]
-    if grey:
-        out.append(f'<path fill="none" stroke="{OTHERS}" stroke-width="0.7" stroke-linejoin="round" d="'
-                   + "".join(_steps(xs, ys[:, j], pre) for j in grey) + '"/>')
-    count = len(highlighted)
-    for k, name in enumerate(highlighted):
-        # widest first, each drawn over the one before in its own dash: lines that coincide stay visible
-        out.append(f'<path fill="none" {_line_style(k, count)} stroke-linejoin="round" '
-                   f'd="{_steps(xs, ys[:, column[name]], pre)}"><title>{escape(names[k])}</title></path>')
+
+def _cap_marks(cap_lines, far, py, plot_left: float, plot_right: float, plot_top: float) -> list[str]:
+    """Each cap drawn as a dashed line, and the caps above the range named at the top right."""
+    out = []
     for name, limit in cap_lines:  # a cap bounds the loss on its subset: each variable's curve stays below it
         level = float(py(limit))
         out.append(f'<line x1="{_f(plot_left)}" x2="{_f(plot_right)}" y1="{_f(level)}" y2="{_f(level)}" '
@@ -255,26 +300,20 @@ def timeline_svg(timeline: Timeline) -> Markup:
                                                      for limit, names in sorted(far.items()))
         out.append(f'<text x="{_f(plot_right)}" y="{plot_top + 2}" text-anchor="end" dominant-baseline="hanging" '
                    f'font-size="7" fill="{MUTED}">{escape(text)}</text>')
-    if (~finite).any():
-        public = np.asarray([name in timeline.public for name in timeline.variables], dtype=bool)
-        alarm = bool((~finite[:, ~public]).any())
-        line_colour = UNPROTECTED if alarm else PUBLIC_EXACT
-        level = float(py(ceiling))
-        text = "∞ on a protected variable" if alarm else "∞ public variables, released exactly"
-        out.append(f'<line x1="{_f(plot_left)}" x2="{_f(plot_right)}" y1="{_f(level)}" y2="{_f(level)}" '
-                   f'stroke="{line_colour}" stroke-width="0.8" stroke-dasharray="5 3"/>'
-                   f'<rect x="{_f(plot_left + 3)}" y="{_f(level - 12)}" width="{_f(_text_width(text, 8) + 4)}" '
-                   f'height="11" fill="white" fill-opacity="0.85"/><text x="{_f(plot_left + 5)}" y="{_f(level - 3)}" '
-                   f'font-size="8" fill="{line_colour}">{text}</text>')
-    out.append('<g id="legend-timeline">')
-    for k, name in enumerate(names):  # the legend, right of the plot: each line as it is drawn
-        y_at = plot_top + 6 + 15 * k
-        style = _line_style(k, count) if k < count else f'stroke="{OTHERS}" stroke-width="0.9"'
-        out.append(f'<line x1="{_f(plot_right + 8)}" x2="{_f(plot_right + 34)}" y1="{y_at}" y2="{y_at}" '
-                   f'{style}/><text x="{_f(plot_right + 38)}" y="{y_at}" '
-                   f'dominant-baseline="central" font-size="8">{escape(name)}</text>')
-    out.append("</g></svg>")
-    return Markup("".join(out))
+    return out
+
+
+def _infinity_line(timeline: Timeline, finite, level: float, plot_left: float, plot_right: float) -> str:
+    """The level where ∞ is drawn: an alarm when a protected variable reaches it, else neutral."""
+    public = np.asarray([name in timeline.public for name in timeline.variables], dtype=bool)
+    alarm = bool((~finite[:, ~public]).any())
+    line_colour = UNPROTECTED if alarm else PUBLIC_EXACT
+    text = "∞ on a protected variable" if alarm else "∞ public variables, released exactly"
+    return (f'<line x1="{_f(plot_left)}" x2="{_f(plot_right)}" y1="{_f(level)}" y2="{_f(level)}" '
+            f'stroke="{line_colour}" stroke-width="0.8" stroke-dasharray="5 3"/>'
+            f'<rect x="{_f(plot_left + 3)}" y="{_f(level - 12)}" width="{_f(_text_width(text, 8) + 4)}" '
+            f'height="11" fill="white" fill-opacity="0.85"/><text x="{_f(plot_left + 5)}" y="{_f(level - 3)}" '
+            f'font-size="8" fill="{line_colour}">{text}</text>')
 
 
 # --------------------------------------------------------------------------

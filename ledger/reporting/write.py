@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 # the report's context builder and the templates' environment: imported when a report is made,
 # not by the command line's `--help`, which only registers the command
 _report = lazy_module("ledger.reporting.report")
+risk_frame = lazy_callable("ledger.reporting.risk_view", "risk_frame")
 report_environment = lazy_callable("ledger.reporting.views", "report_environment")
 
 TEMPLATES = {"html": "report.html.j2", "pdf": "report.html.j2", "md": "report.md.j2", "tex": "report.tex.j2"}
@@ -77,7 +78,7 @@ def find_chromium(option: str = "--format") -> str:
 def render(context: ReportContext, fmt: str, *, chromium: str | None = None) -> bytes:
     """The report file's bytes in one format."""
     if fmt == "csv":
-        return csv_safe(_report.risk_frame(context.risk)).to_csv(lineterminator="\n").encode("utf-8")
+        return csv_safe(risk_frame(context.risk)).to_csv(lineterminator="\n").encode("utf-8")
     if fmt == "pdf":
         return pdf_from_html(render_text(context, "pdf"), chromium or find_chromium())
     return render_text(context, fmt).encode("utf-8")

@@ -195,7 +195,7 @@ def ended_at(connection) -> dict[str, datetime]:
     from sqlalchemy import select
 
     from ..accounting.history import ended
-    from ..input.loader import parse_moment
+    from ..input.utc_moments import parse_moment
     from . import database as store
 
     table = store.AuditEventRow.__table__
@@ -285,7 +285,7 @@ def state_changes(session, dataset: str) -> list:
 
     from sqlalchemy import func, select
 
-    from ..input.loader import parse_moment
+    from ..input.utc_moments import parse_moment
     from . import database as store
 
     table = store.AuditEventRow.__table__

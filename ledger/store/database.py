@@ -67,8 +67,9 @@ from sqlalchemy import (
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from ..accounting.spend import ALLOWANCE, ZERO as ZERO_SPEND
-from ..accounting.budget import (FAMILY_DRIVER, CapTotal, options_measure, top_drivers, total_differences,
-                                 total_from_index, total_from_parts)
+from ..accounting.budget import (FAMILY_DRIVER, CapTotal, top_drivers, total_differences, total_from_index,
+                                 total_from_parts)
+from ..accounting.cap_measure import options_measure
 from .codec import (
     GENESIS_HASH,
     canonical_json,
@@ -90,7 +91,7 @@ from ..accounting.cap_states import state_from_index
 from ..accounting.cost_rule import family_options
 from ..accounting.ledger_index import LedgerIndex
 from ..core.errors import fail
-from ..input.loader import LedgerSnapshot
+from ..input.snapshot import LedgerSnapshot
 from ..core.memory import paused_gc
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release, Status, in_name_order
 from .files import sqlite_path  # (the file of a SQLite URL: the output guard's too)

@@ -31,11 +31,11 @@ from ledger.accounting.budget import (
     apply,
     largest_basic_charge,
     check,
-    measure,
     status,
     total_from_history,
     total_from_index,
 )
+from ledger.accounting.cap_measure import measure
 from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.records import (
     Cap,

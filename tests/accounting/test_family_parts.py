@@ -29,7 +29,10 @@ from support import cli_main, dump_tables
 
 from ledger.api import front_end
 from ledger.core.records import Dataset, Family, Guarantee, Mechanism, Notion, Release, Status, Variable
-from ledger.input.loader import Document, LedgerSnapshot, build_releases, finish_batch
+from ledger.input.batch import finish_batch
+from ledger.input.documents import Document
+from ledger.input.releases import build_releases
+from ledger.input.snapshot import LedgerSnapshot
 from ledger.store import database as store
 
 WHEN = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)

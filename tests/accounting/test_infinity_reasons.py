@@ -65,7 +65,7 @@ releases:
 
 # reasons.family_reason: the family, in a word (short enough for a table's cell)
 SHORT = "family by-region: no add/remove bound"
-# budget.why_family_unbounded: `check`'s sentence for a plan's family
+# cap_unbounded.why_family_unbounded: `check`'s sentence for a plan's family
 LONG = ("family by-region is split by region, in this cap's subset: a record moving between parts takes "
         "everything north reads (income, region) with it, and no add/remove guarantee of north protects all of it")
 

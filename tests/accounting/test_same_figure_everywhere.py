@@ -23,7 +23,7 @@ from conftest import _reference_filter
 from support import cli_main
 from test_engine_properties import ALL_SUBSETS, VARIABLES, ledgers
 
-from ledger.accounting import budget
+from ledger.accounting import budget, cap_measure
 from ledger.accounting.charge_choice import at_delta
 from ledger.accounting.ledger_index import LedgerIndex
 from ledger.accounting.spend import pure_spend
@@ -66,8 +66,8 @@ def test_every_path_to_a_cap_figure_agrees_with_subset(ledger, cap):
     (checked,) = budget.check([cap], {"c": running}, [], families, {}, only_touched=False)
     figures = [running.value, history.value, arrays.value, checked.current]
     assert all(same(f, figures[0]) for f in figures), figures
-    spend = index.subset_cost(cap.subset, budget.objective(cap)).spend
-    assert same(budget.measure(cap, spend), figures[0])
+    spend = index.subset_cost(cap.subset, cap_measure.objective(cap)).spend
+    assert same(cap_measure.measure(cap, spend), figures[0])
     if cap.delta is not None:  # what `subset --delta` prints
         printed = index.subset_cost(cap.subset, at_delta(cap.delta)).spend.epsilon(cap.delta)
         assert same(printed, figures[0]), (printed, figures[0])

@@ -234,7 +234,9 @@ def test_the_facts_by_sql_are_the_facts_of_every_release_decoded(ledger, data):
     from sqlmodel import Session
 
     from ledger.core.records import CHARGED_STATUSES, Status
-    from ledger.input.loader import Document, LedgerSnapshot, build_releases
+    from ledger.input.documents import Document
+    from ledger.input.releases import build_releases
+    from ledger.input.snapshot import LedgerSnapshot
     from ledger.operations.registry_record import facts_of, release_facts
     from ledger.store import columns, database as store
     from ledger.store.facts import charged_facts

@@ -185,7 +185,8 @@ def test_a_variable_that_is_not_a_name_is_refused_cleanly(url, tmp_path, reads):
 def test_loader_collects_schema_and_ledger_problems_together(tmp_path):
     """The loader itself (the API's path too): schema problems and the rest, each with file, line, field."""
     from ledger.core.records import Dataset, Variable
-    from ledger.input.loader import LedgerSnapshot, load_releases
+    from ledger.input.releases import load_releases
+    from ledger.input.snapshot import LedgerSnapshot
 
     snapshot = LedgerSnapshot(datasets={"d": Dataset("d", (Variable("a", "sensitive"),))})
     bad = write(tmp_path, "r.yaml", """\

@@ -20,7 +20,7 @@ from html.parser import HTMLParser
 import pytest
 from support import acting_as, cli_main
 
-from ledger.input import limits, loader
+from ledger.input import documents, limits
 
 DATASET = '''\
 dataset: d
@@ -66,7 +66,7 @@ def hostile(tmp_path_factory):
     (directory / "d.yaml").write_text(DATASET, encoding="utf-8")
     (directory / "r.yaml").write_text(RELEASES, encoding="utf-8")
     with pytest.MonkeyPatch.context() as patch:  # a ledger recorded before the input limits
-        patch.setattr(loader, "check_values", lambda document, depth: [])
+        patch.setattr(documents, "check_values", lambda document, depth: [])
         patch.setattr(limits, "check_text", lambda *args, **kwargs: [])
         for person, args in ((STEWARD, ["dataset", "add", directory / "d.yaml"]),
                              (STEWARD, ["record", directory / "r.yaml"]),

@@ -339,7 +339,7 @@ def test_an_approver_named_in_a_file_is_refused_whoever_it_names(ledger):
 
 
 def test_a_file_of_twenty_thousand_releases_is_within_the_limits():
-    from ledger.input.loader import parse_document
+    from ledger.input.documents import parse_document
 
     text = "dataset: survey\nreleases:\n" + "".join(
         f"  - {{id: r{k}, title: Mean income {k}, reads: [income], mechanism: {{name: laplace, epsilon: 1e-5}}}}\n"

@@ -21,13 +21,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.input.loader import (
-    LedgerSnapshot,
-    build_dataset,
-    load_dataset,
-    load_releases,
-    parse_document,
-)
+from ledger.input.datasets import build_dataset, load_dataset
+from ledger.input.documents import parse_document
+from ledger.input.releases import load_releases
+from ledger.input.snapshot import LedgerSnapshot
 from ledger.core.records import (
     Dataset,
     Family,
@@ -546,7 +543,7 @@ def _replaced(document, at, new):
 def test_the_fast_schema_check_accepts_only_what_jsonschema_accepts(name, valid, data):
     import jsonschema
 
-    from ledger.input.loader import _fast_validator, schema
+    from ledger.input.schema_check import _fast_validator, schema
 
     assert jsonschema.Draft202012Validator(schema(name)).is_valid(valid)
     document = valid

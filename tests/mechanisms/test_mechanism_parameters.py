@@ -26,7 +26,9 @@ from ledger.api import front_end
 from ledger.accounting.catalogue import CATALOGUE, NUMERIC_PARAMS, PARAMETERS
 from ledger.core.errors import InputErrors
 from ledger.core.records import Dataset, Guarantee, Mechanism, Notion, Relation, Release, Variable
-from ledger.input.loader import LedgerSnapshot, build_releases, parse_document
+from ledger.input.documents import parse_document
+from ledger.input.releases import build_releases
+from ledger.input.snapshot import LedgerSnapshot
 from support import cli_main, cli_ok
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -264,7 +266,7 @@ def test_what_run_records_from_its_command_line_a_file_may_state():
     """`run crosstab -p columns=... -p epsilon=...` records a geometric release with those parameters:
     each parameter a run mechanism takes on the command line is one its catalogue mechanism accepts
     (the covariance and category tables are read, not recorded)."""
-    from ledger.operations.recording import CATALOGUE_NAME, MECHANISMS
+    from ledger.operations.run_mechanisms import CATALOGUE_NAME, MECHANISMS
 
     for name, definition in MECHANISMS.items():
         taken = set(definition.required + definition.optional) - {"covariance", "categories"}

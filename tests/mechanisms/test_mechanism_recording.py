@@ -40,8 +40,9 @@ from ledger.operations import transactions as operations
 from ledger.store import database as store
 from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.errors import InputErrors
-from ledger.input.loader import build_caps, build_dataset, parse_document
-from ledger.operations import recording
+from ledger.input.datasets import build_caps, build_dataset
+from ledger.input.documents import parse_document
+from ledger.operations import run_mechanisms
 from ledger.operations.recording import run_and_record
 from ledger.core.records import CHARGED_STATUSES, Notion, Relation, Release
 
@@ -419,13 +420,13 @@ def test_modular_sum_records_perfect_sample_privacy(ledger):
 
 def spy_on(monkeypatch, name: str) -> list:
     calls: list = []
-    definition = recording.MECHANISMS[name]
+    definition = run_mechanisms.MECHANISMS[name]
 
     def run(data, params, rng):
         calls.append(len(data))
         return definition.run(data, params, rng)
 
-    monkeypatch.setitem(recording.MECHANISMS, name, dataclasses.replace(definition, run=run))
+    monkeypatch.setitem(run_mechanisms.MECHANISMS, name, dataclasses.replace(definition, run=run))
     return calls
 
 

@@ -19,11 +19,8 @@ from test_report_helpers import clock, context_of, record, run_main, step
 
 from ledger.cli.report import render
 from ledger.mechanisms.ppercent import PPercentGuarantee
-from ledger.reporting.report import (
-    MATRIX_CELL_LIMIT,
-    from_p_percent,
-    pufferfish_entries,
-)
+from ledger.reporting.register_section import from_p_percent, pufferfish_entries
+from ledger.reporting.risk_view import MATRIX_CELL_LIMIT
 
 from support import acting_as
 

@@ -18,7 +18,8 @@ from fractions import Fraction
 import pytest
 from sqlalchemy import select, text
 
-from ledger.reporting.report import Ending, GuaranteeText, RegisterEntry
+from ledger.operations.report_reading import Ending
+from ledger.reporting.register_section import GuaranteeText, RegisterEntry
 from ledger.reporting.views import report_environment
 
 # report.html.j2's register row as it was written in Jinja (before views.register_row)

@@ -12,7 +12,8 @@ import pytest
 from test_report_helpers import DEMO_TIME, demo_ledger, record, rendered
 
 from ledger.accounting.spend import CONVERSION_NAME
-from ledger.reporting.report import CapEntry, with_conversion
+from ledger.reporting.cap_section import CapEntry
+from ledger.reporting.certificate import with_conversion
 from ledger.operations.table_view import Basis
 
 from support import acting_as
@@ -63,7 +64,7 @@ def test_the_conversion_is_named_when_an_accountant_shown_converts():
     cap (converted by Dong, Roth and Su, not CKS) do not."""
     from fractions import Fraction
 
-    from ledger.reporting.report import Certificate
+    from ledger.reporting.certificate import Certificate
 
     def cert(basis: Basis) -> Certificate:
         return Certificate(dataset="d", description="", variables=1, releases=1, charged=1, generated_at=DEMO_TIME,

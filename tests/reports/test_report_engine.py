@@ -24,7 +24,7 @@ from ledger.accounting.cost_rule import ledger_cost
 from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.records import Family, Guarantee, Mechanism, Notion, Relation, Release
 from ledger.accounting.grid_figures import epsilon_floats
-from ledger.reporting.report import cks_floats
+from ledger.reporting.chart_figures import cks_floats
 
 F = Fraction
 VARIABLES = ("age", "sex", "region", "race", "income", "degree")

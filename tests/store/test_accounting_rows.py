@@ -28,7 +28,10 @@ from ledger.store import columns, database as store
 from ledger.accounting.figure_validity import ACCOUNTANTS
 from ledger.accounting.charge_choice import at_delta
 from ledger.accounting.ledger_index import LedgerIndex
-from ledger.input.loader import Document, LedgerSnapshot, build_dataset, build_releases
+from ledger.input.datasets import build_dataset
+from ledger.input.documents import Document
+from ledger.input.releases import build_releases
+from ledger.input.snapshot import LedgerSnapshot
 from ledger.core.records import CHARGED_STATUSES, Family, Status
 
 VARIABLES = ("a", "b", "c", "d")

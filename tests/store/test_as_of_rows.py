@@ -36,7 +36,7 @@ from ledger.accounting.charge_choice import at_delta
 from ledger.accounting.ledger_index import LedgerIndex
 from ledger.accounting.history import ended, releases_as_of
 from ledger.core.records import CHARGED_STATUSES, Cap, Status
-from ledger.input.loader import parse_moment
+from ledger.input.utc_moments import parse_moment
 from ledger.operations import cap_accounting, transactions
 from ledger.store import columns, database as store
 
@@ -305,7 +305,7 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     --since, each cap's figure before the meeting date is the one checks_from_history decides."""
     from ledger.cli.report import gather
     from ledger.operations import meeting_pack
-    from ledger.reporting import report
+    from ledger.reporting import cap_section, report
 
     entries, lifecycle, preferred, endings = drawn_history(ledger, data)
     at = data.draw(st.integers(-1, 6))
@@ -323,7 +323,7 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     then = releases_as_of(list(inputs.releases), when, endings_then)
     families = {f.id: f for f in inputs.families}
     totals = {cap.name: budget.total_from_history(cap, then, families) for cap in caps}
-    expected = report.cap_entries(caps, totals, then, families)
+    expected = cap_section.cap_entries(caps, totals, then, families)
     stood = meeting_pack.as_it_stood(inputs)  # the meeting pack's caps before --since, as it computed them
     before_since = meeting_pack.releases_as_of(stood.releases, meeting_pack.dataset_events(stood), since)
     # each cap's figure then is decided as the Caps section decides it (the smallest valid figure)

@@ -336,10 +336,10 @@ def test_a_fifo_or_an_oversized_file_is_refused_without_blocking_anyone(payroll,
 def test_input_files_are_parsed_before_the_write_lock_is_taken(payroll, tmp_path, monkeypatch):
     """A file is read while another writer holds the lock: parsing does not wait for it,
     and the record, asked after the lock is freed, goes through."""
-    from ledger.input import loader
+    from ledger.input import documents
 
     seen_locked = []
-    original = loader.parse_document
+    original = documents.parse_document
 
     def parse(name, text_):
         # the write lock is free while the file is parsed: a writer could take it now
@@ -348,7 +348,7 @@ def test_input_files_are_parsed_before_the_write_lock_is_taken(payroll, tmp_path
         seen_locked.append(probe.code)
         return original(name, text_)
 
-    monkeypatch.setattr(loader, "parse_document", parse)
+    monkeypatch.setattr(documents, "parse_document", parse)
     result = cli_main(payroll, "record", release_file(tmp_path, "r1"))
     assert result.code == 0, result.err
     assert seen_locked == [0]
@@ -357,10 +357,10 @@ def test_input_files_are_parsed_before_the_write_lock_is_taken(payroll, tmp_path
 def test_input_files_are_checked_against_the_schema_before_the_write_lock_is_taken(payroll, tmp_path, monkeypatch):
     """Schema validation runs before the transaction too, once per file: while it runs another writer
     can take the lock, and a file the schema refuses never opens a write transaction."""
-    from ledger.input import loader
+    from ledger.input import releases
 
     seen_locked, validated = [], []
-    original = loader.schema_problems  # (validate's problems, each with its path: every problem in one pass)
+    original = releases.schema_problems  # (validate's problems, each with its path: every problem in one pass)
 
     def validate(document, schema_name):
         monkeypatch.setenv(store.LOCK_TIMEOUT_ENV, "0.5")
@@ -368,13 +368,13 @@ def test_input_files_are_checked_against_the_schema_before_the_write_lock_is_tak
         validated.append(schema_name)
         return original(document, schema_name)
 
-    monkeypatch.setattr(loader, "schema_problems", validate)
+    monkeypatch.setattr(releases, "schema_problems", validate)
     result = cli_main(payroll, "record", release_file(tmp_path, "r1"))
     assert result.code == 0, result.err
-    assert seen_locked == [0] and validated == [loader.RELEASE_SCHEMA]  # checked once, outside the lock
+    assert seen_locked == [0] and validated == [releases.RELEASE_SCHEMA]  # checked once, outside the lock
 
     opened = []
-    monkeypatch.setattr(loader, "schema_problems", original)
+    monkeypatch.setattr(releases, "schema_problems", original)
     monkeypatch.setattr(store, "write_session", lambda *a, **k: opened.append(1) or (_ for _ in ()).throw(AssertionError))
     bad = tmp_path / "bad.yaml"
     bad.write_text("dataset: payroll\nreleases:\n  - id: r2\n    reads: [income]\n    colour: red\n", encoding="utf-8")

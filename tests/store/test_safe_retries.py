@@ -26,7 +26,8 @@ from support import acting_as, cli_main, dump_tables
 
 from ledger.operations import transactions as operations, people
 from ledger.store import database as store, identity
-from ledger.input.loader import build_caps, build_dataset, read_document
+from ledger.input.datasets import build_caps, build_dataset
+from ledger.input.documents import read_document
 
 DATASET = """\
 dataset: survey

@@ -22,7 +22,10 @@ from ledger.store import columns, database as store
 from ledger.accounting.charge_choice import at_delta
 from ledger.accounting.cost_rule import ledger_cost
 from ledger.accounting.ledger_index import LedgerIndex
-from ledger.input.loader import LedgerSnapshot, build_dataset, load_releases, read_document
+from ledger.input.datasets import build_dataset
+from ledger.input.documents import read_document
+from ledger.input.releases import load_releases
+from ledger.input.snapshot import LedgerSnapshot
 from ledger.core.numbers import exact_text, figure_fields  # noqa: F401
 from ledger.core.records import CHARGED_STATUSES
 from support import cli_main, migrations

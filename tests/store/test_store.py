@@ -23,7 +23,10 @@ from sqlmodel import Session
 from support import acting_as, Run, cli_main, dump_sqlite
 
 from ledger.store import database as store
-from ledger.input.loader import LedgerSnapshot, build_dataset, load_releases, parse_document
+from ledger.input.datasets import build_dataset
+from ledger.input.documents import parse_document
+from ledger.input.releases import load_releases
+from ledger.input.snapshot import LedgerSnapshot
 
 F = Fraction
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
