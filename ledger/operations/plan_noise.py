@@ -187,28 +187,37 @@ def solved_parameters(document) -> dict[str, tuple[str, Fraction]]:
 def entry(row: Solved) -> dict:
     """A solved release as an entry of a release file."""
     release = row.release
-    mechanism = {"name": release.mechanism.name, **{k: _text(v) for k, v in release.mechanism.params}}
+    mechanism = {"name": release.mechanism.name, **{k: entry_text(v) for k, v in release.mechanism.params}}
     found = {"id": release.id, **({"title": release.title} if release.title else {}),
              "reads": list(row.planned.reads), "mechanism": mechanism}
     if release.mechanism.name == "declared":
-        found["guarantees"] = [{"protects": list(row.planned.reads), "rho": _text(row.value)}]
+        found["guarantees"] = [{"protects": list(row.planned.reads), "rho": entry_text(row.value)}]
     return found
 
 
-def _text(value) -> str:
+def entry_text(value) -> str:
+    """A parameter as a release file states it: the exact number, as a decimal where it is one."""
     if not isinstance(value, Fraction):
         return value
     if value.denominator == 1:
         return str(value.numerator)
-    twos_fives = value.denominator
-    for p in (2, 5):
-        while twos_fives % p == 0:
-            twos_fives //= p
-    if twos_fives == 1:  # a decimal: written as one, exactly
-        digits = len(str(value.denominator)) + 2
-        text = format(decimal.Context(prec=400).divide(value.numerator, value.denominator), f".{digits}f")
-        return text.rstrip("0").rstrip(".")
+    rest, places = value.denominator, {2: 0, 5: 0}
+    for p in places:
+        while rest % p == 0:
+            rest //= p
+            places[p] += 1
+    if rest == 1:  # a decimal: 1 / (2^a 5^b) has max(a, b) digits after the point, written exactly
+        return decimal_text(value, max(places.values()))
     return f"{value.numerator}/{value.denominator}"
+
+
+def decimal_text(value: Fraction, digits: int) -> str:
+    """`value`, whose denominator divides 10^digits, as a decimal with exactly `digits` places at most."""
+    scaled = value * 10**digits  # an integer
+    sign, whole = ("-" if scaled < 0 else ""), abs(int(scaled))
+    integer, fraction = divmod(whole, 10**digits)
+    text = f"{integer}.{fraction:0{digits}d}".rstrip("0").rstrip(".")
+    return sign + text
 
 
 # --------------------------------------------------------------------------

@@ -303,6 +303,18 @@ FIXED = {"laplace": {"epsilon": "1/50"}, "geometric": {"scale": 40}, "gaussian":
          "discrete-gaussian": {"rho": "1/2000"}}
 
 
+@given(numerator=st.integers(-10**12, 10**12), twos=st.integers(0, 60), fives=st.integers(0, 60),
+       other=st.sampled_from([1, 1, 3, 7, 9]))
+def test_a_solved_parameter_is_written_as_the_exact_number_it_is(numerator, twos, fives, other):
+    """9/32 is written 0.28125, never 0.2812: a release file states the very fraction solved, so its
+    epsilon and sensitivity / scale agree (and 1/3 stays 1/3)."""
+    from ledger.core.numbers import to_fraction
+    from ledger.operations.plan_noise import entry_text
+
+    value = F(numerator, 2**twos * 5**fives * other)
+    assert to_fraction(entry_text(value)) == value
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plans())
 def test_a_solved_plan_passes_check_and_one_percent_less_noise_fails(case):
