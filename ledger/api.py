@@ -445,8 +445,8 @@ class Ledger:
         one column per variable (epsilon at the dataset's delta, safe floats, inf when
         unbounded); `whole_dataset=True` adds the whole-dataset column. The total row is the
         one `table` prints: per column the smallest valid figure (or `accountant`'s).
-        `df.attrs` holds the dataset, the delta, the basis the figures are stated on and the
-        accountant of each total. `as_of`: as `table --as-of`."""
+        `df.attrs` holds the dataset, the delta, the basis the figures are stated on, the
+        accountant of each total and each release row's status. `as_of`: as `table --as-of`."""
         import pandas as pd
 
         from .operations.shown_figures import table_accountants
@@ -460,12 +460,14 @@ class Ledger:
             per_variable, wide = accounts.shown()
         rows = [[*row.values, row.dataset_wide] for row in view.rows] + [[*view.total, view.total_dataset_wide]]
         columns = [*view.variables, "whole dataset"]
-        frame = pd.DataFrame([[safe_float(v) for v in row] for row in rows], columns=columns,
+        floats: dict[int, float] = {}  # (by identity: the rows repeat a few figure objects; each converted once)
+        frame = pd.DataFrame([[floats[id(v)] if id(v) in floats else floats.setdefault(id(v), safe_float(v))
+                               for v in row] for row in rows], columns=columns,
                              index=pd.Index([row.release for row in view.rows] + ["All releases"], name="release"))
         if not whole_dataset:
             frame = frame.drop(columns="whole dataset")
         frame.attrs.update(dataset=chosen.name, delta=None if view.basis.pure else chosen_delta,
-                           basis=view.basis.label,
+                           basis=view.basis.label, statuses={row.release: row.status for row in view.rows},
                            accountants={**{name: f.accountant for name, f in zip(view.variables, per_variable)},
                                         "whole dataset": wide.accountant})
         return frame

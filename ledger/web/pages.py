@@ -67,8 +67,7 @@ async def table(request: Request) -> Response:
 def table_page(request: Request, book, chosen, query, status_code: int = 200, **extra) -> Response:
     """Tan's table as `query` sorts, filters and lays it out (also after a decision on a selection)."""
     frame = book.table(chosen.name)
-    statuses = {r.id: r.status.value for r in book.releases(chosen.name)}
-    view = figures.table_view(frame, statuses, query.get("sort"), query.get("order"), query.get("status"),
+    view = figures.table_view(frame, frame.attrs["statuses"], query.get("sort"), query.get("order"), query.get("status"),
                               query.get("page"))
     return page(request, "table.html", status_code=status_code, dataset=chosen, view=view, deciding=allowed(book),
                 basis=frame.attrs.get("basis", ""), transposed=query.get("layout") == "variables",
@@ -80,10 +79,13 @@ async def subset(request: Request) -> Response:
     chosen = _dataset(request, book)
     picked = [name for name in request.query_params.getlist("v") if name]
     loss = book.subset(picked, dataset=chosen.name) if picked else None
-    releases = {r.id: r for r in book.releases(chosen.name)} if loss else {}
     room = book.headroom(loss.variables, dataset=chosen.name) if loss else None
+    driving = loss.releases if loss else ()
     return page(request, "subset.html", dataset=chosen, picked=picked, loss=loss, room=room,
-                drivers=[releases[rid] for rid in (loss.releases if loss else ()) if rid in releases])
+                drivers=[book.release(rid) for rid in driving[:DRIVERS_SHOWN]], more=len(driving) - DRIVERS_SHOWN)
+
+
+DRIVERS_SHOWN = 100  # the releases a subset page lists (each read alone; the rest counted)
 
 
 async def release(request: Request) -> Response:
