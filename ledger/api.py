@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -208,6 +208,14 @@ class Ledger:
             return found
         with Session(self.engine) as session:
             return choices.releases_then(session, found, when)
+
+    def dates(self) -> tuple[date | None, date]:
+        """(the day of the ledger's first event, today): the days an `as_of` may name, by the
+        ledger's own clock (UTC); the first is None in an empty ledger."""
+        from .operations.ledger_dates import date_span
+
+        with Session(self.engine) as session:
+            return date_span(session)
 
     def release(self, release_id: str) -> Release:
         with Session(self.engine) as session:

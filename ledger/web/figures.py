@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from fractions import Fraction
 from typing import Any
 
@@ -158,20 +158,15 @@ def change_text(value) -> str:
     return ("+" if value > 0 else "−") + format_number(abs(value))
 
 
-def today() -> str:
-    """Today's date, UTC: the latest an as-of date may be (a later one is in the future)."""
-    return datetime.now(UTC).date().isoformat()
-
-
-def day_after(day: str) -> str | None:
+def day_after(day: str, today: str) -> str | None:
     """The date after `day` (a date alone), where a meeting pack from the end of `day` starts
-    (`report --since` reads a date as its start); None when that is after today or `day` is not a
-    date alone."""
+    (`report --since` reads a date as its start); None when that is after `today` (the ledger's)
+    or `day` is not a date alone."""
     try:
         after = date.fromisoformat(day) + timedelta(days=1)
     except ValueError:
         return None
-    return after.isoformat() if after.isoformat() <= today() else None
+    return after.isoformat() if after.isoformat() <= today else None
 
 
 def parameter_text(value) -> str:
