@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -213,6 +213,14 @@ class Ledger:
             return found
         with Session(self.engine) as session:
             return choices.releases_then(session, found, when)
+
+    def dates(self) -> tuple[date | None, date]:
+        """(the day of the ledger's first event, today): the days an `as_of` may name, by the
+        ledger's own clock (UTC); the first is None in an empty ledger."""
+        from .operations.ledger_dates import date_span
+
+        with Session(self.engine) as session:
+            return date_span(session)
 
     def release(self, release_id: str) -> Release:
         with Session(self.engine) as session:
@@ -452,8 +460,8 @@ class Ledger:
         one column per variable (epsilon at the dataset's delta, safe floats, inf when
         unbounded); `whole_dataset=True` adds the whole-dataset column. The total row is the
         one `table` prints: per column the smallest valid figure (or `accountant`'s).
-        `df.attrs` holds the dataset, the delta, the basis the figures are stated on and the
-        accountant of each total. `as_of`: as `table --as-of`."""
+        `df.attrs` holds the dataset, the delta, the basis the figures are stated on, the
+        accountant of each total and each release row's status. `as_of`: as `table --as-of`."""
         import pandas as pd
 
         from .operations.shown_figures import table_accountants
@@ -467,12 +475,14 @@ class Ledger:
             per_variable, wide = accounts.shown()
         rows = [[*row.values, row.dataset_wide] for row in view.rows] + [[*view.total, view.total_dataset_wide]]
         columns = [*view.variables, "whole dataset"]
-        frame = pd.DataFrame([[safe_float(v) for v in row] for row in rows], columns=columns,
+        floats: dict[int, float] = {}  # (by identity: the rows repeat a few figure objects; each converted once)
+        frame = pd.DataFrame([[floats[id(v)] if id(v) in floats else floats.setdefault(id(v), safe_float(v))
+                               for v in row] for row in rows], columns=columns,
                              index=pd.Index([row.release for row in view.rows] + ["All releases"], name="release"))
         if not whole_dataset:
             frame = frame.drop(columns="whole dataset")
         frame.attrs.update(dataset=chosen.name, delta=None if view.basis.pure else chosen_delta,
-                           basis=view.basis.label,
+                           basis=view.basis.label, statuses={row.release: row.status for row in view.rows},
                            accountants={**{name: f.accountant for name, f in zip(view.variables, per_variable)},
                                         "whole dataset": wide.accountant})
         return frame

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from fractions import Fraction
 from typing import Any
 
@@ -58,26 +58,28 @@ def table_view(frame, statuses: dict[str, str], sort: str | None, order: str | N
     """The façade's table (`Ledger.table`) with its release rows filtered by status and sorted by a
     column ("release" or a variable); unknown choices fall back to the table's own order. The total
     row is the façade's: the loss of every charged release, whatever the filter shows. `page`: which
-    PAGE_ROWS of the sorted rows to show (the first page when it is not a page number)."""
+    PAGE_ROWS of the sorted rows to show (the first page when it is not a page number). Only the
+    page's rows are built: the filter and the sort read one column each."""
     variables = tuple(str(c) for c in frame.columns)
     body = frame.drop(index="All releases")
-    rows = [(str(rid), statuses.get(str(rid), ""), tuple(float(v) for v in values))
-            for rid, values in zip(body.index, body.itertuples(index=False))]
+    ids = [str(rid) for rid in body.index]
+    status_of = [statuses.get(rid, "") for rid in ids]
     chosen_status = status if status in STATUSES else ""
-    if chosen_status:
-        rows = [row for row in rows if row[1] == chosen_status]
+    kept = [k for k, s in enumerate(status_of) if s == chosen_status] if chosen_status else list(range(len(ids)))
     chosen_sort = sort if sort == "release" or sort in variables else ""
     chosen_order = "desc" if order == "desc" else "asc"
     if chosen_sort:
-        at = variables.index(chosen_sort) if chosen_sort != "release" else None
-        rows.sort(key=(lambda row: row[0]) if at is None else (lambda row: row[2][at]),
-                  reverse=chosen_order == "desc")
-    total = tuple(float(v) for v in frame.loc["All releases"])
-    pages = max(1, -(-len(rows) // PAGE_ROWS))
+        column = ids if chosen_sort == "release" else body[chosen_sort].tolist()
+        kept.sort(key=column.__getitem__, reverse=chosen_order == "desc")  # (stable: ties keep the table's order)
+    pages = max(1, -(-len(kept) // PAGE_ROWS))
     chosen_page = min(max(int(page), 1), pages) if page and page.isdigit() and len(page) < 10 else 1
     first = (chosen_page - 1) * PAGE_ROWS
-    return TableView(variables, tuple(rows[first:first + PAGE_ROWS]), total, chosen_sort, chosen_order,
-                     chosen_status, chosen_page, pages, len(rows), first)
+    shown = kept[first:first + PAGE_ROWS]
+    cells = body.to_numpy()[shown].tolist() if shown else []
+    rows = tuple((ids[k], status_of[k], tuple(values)) for k, values in zip(shown, cells))
+    total = tuple(float(v) for v in frame.loc["All releases"])
+    return TableView(variables, rows, total, chosen_sort, chosen_order, chosen_status, chosen_page, pages,
+                     len(kept), first)
 
 
 def worst_variable(frame) -> tuple[str, float] | None:
@@ -156,20 +158,15 @@ def change_text(value) -> str:
     return ("+" if value > 0 else "−") + format_number(abs(value))
 
 
-def today() -> str:
-    """Today's date, UTC: the latest an as-of date may be (a later one is in the future)."""
-    return datetime.now(UTC).date().isoformat()
-
-
-def day_after(day: str) -> str | None:
+def day_after(day: str, today: str) -> str | None:
     """The date after `day` (a date alone), where a meeting pack from the end of `day` starts
-    (`report --since` reads a date as its start); None when that is after today or `day` is not a
-    date alone."""
+    (`report --since` reads a date as its start); None when that is after `today` (the ledger's)
+    or `day` is not a date alone."""
     try:
         after = date.fromisoformat(day) + timedelta(days=1)
     except ValueError:
         return None
-    return after.isoformat() if after.isoformat() <= today() else None
+    return after.isoformat() if after.isoformat() <= today else None
 
 
 def parameter_text(value) -> str:

@@ -17,6 +17,14 @@ def _dataset(request: Request, book):
     return book.dataset(request.query_params.get("dataset") or None)
 
 
+def _moment(request: Request, book) -> dict:
+    """The date a page shows the ledger at (`?as_of=`, "" for now) and the days its picker offers,
+    by the ledger's own clock (`Ledger.dates`)."""
+    first, today = book.dates()
+    return {"as_of": request.query_params.get("as_of") or "", "first_day": first.isoformat() if first else "",
+            "today": today.isoformat()}
+
+
 async def home(request: Request) -> Response:
     book = ledger_for(request)
     datasets = book.datasets
@@ -30,21 +38,21 @@ async def dashboard(request: Request) -> Response:
     figures at that earlier date beside them and the releases that changed in between."""
     book = ledger_for(request)
     chosen = _dataset(request, book)
-    as_of = request.query_params.get("as_of") or None
+    moment = _moment(request, book)
+    as_of = moment["as_of"] or None
     since = request.query_params.get("since") or None
     shown = headline(book, chosen, as_of)
     then = headline(book, chosen, since) if since else None
     changes = book.changes(since, as_of, dataset=chosen.name) if since else None
     return page(request, "dashboard.html", dataset=chosen, shown=shown, caps=shown.caps, then=then,
-                changes=changes, as_of=as_of or "", since=since or "", today=figures.today(),
-                comparison=figures.comparison(then, shown) if then else (),
-                pack_since=_pack_since(since, as_of))
+                changes=changes, since=since or "", comparison=figures.comparison(then, shown) if then else (),
+                pack_since=_pack_since(since, as_of, moment["today"]), **moment)
 
 
-def _pack_since(since: str | None, as_of: str | None) -> str | None:
+def _pack_since(since: str | None, as_of: str | None, today: str) -> str | None:
     """The `--since` date of the period's meeting pack (the day after `since`), when the period
     holds a whole day after it."""
-    start = figures.day_after(since) if since else None
+    start = figures.day_after(since, today) if since else None
     return start if start is not None and (not as_of or start <= as_of) else None
 
 
@@ -65,25 +73,36 @@ async def table(request: Request) -> Response:
 
 
 def table_page(request: Request, book, chosen, query, status_code: int = 200, **extra) -> Response:
-    """Tan's table as `query` sorts, filters and lays it out (also after a decision on a selection)."""
-    frame = book.table(chosen.name)
-    statuses = {r.id: r.status.value for r in book.releases(chosen.name)}
-    view = figures.table_view(frame, statuses, query.get("sort"), query.get("order"), query.get("status"),
+    """Tan's table as `query` sorts, filters and lays it out, now or as of a date (`as_of`: as
+    `table --as-of`, each release with the status it had then; no decision is offered on the past),
+    also after a decision on a selection."""
+    moment = _moment(request, book)
+    moment["as_of"] = query.get("as_of") or ""
+    frame = book.table(chosen.name, as_of=moment["as_of"] or None)
+    view = figures.table_view(frame, frame.attrs["statuses"], query.get("sort"), query.get("order"), query.get("status"),
                               query.get("page"))
-    return page(request, "table.html", status_code=status_code, dataset=chosen, view=view, deciding=allowed(book),
+    return page(request, "table.html", status_code=status_code, dataset=chosen, view=view,
+                deciding=() if moment["as_of"] else allowed(book),
                 basis=frame.attrs.get("basis", ""), transposed=query.get("layout") == "variables",
-                accountants=frame.attrs.get("accountants", {}), outcomes=extra.pop("outcomes", None), **extra)
+                accountants=frame.attrs.get("accountants", {}), outcomes=extra.pop("outcomes", None),
+                **moment, **extra)
 
 
 async def subset(request: Request) -> Response:
     book = ledger_for(request)
     chosen = _dataset(request, book)
     picked = [name for name in request.query_params.getlist("v") if name]
-    loss = book.subset(picked, dataset=chosen.name) if picked else None
-    releases = {r.id: r for r in book.releases(chosen.name)} if loss else {}
-    room = book.headroom(loss.variables, dataset=chosen.name) if loss else None
+    moment = _moment(request, book)
+    loss = book.subset(picked, dataset=chosen.name, as_of=moment["as_of"] or None) if picked else None
+    # (headroom is a figure of now: what a new release could take; the past page shows none)
+    room = book.headroom(loss.variables, dataset=chosen.name) if loss and not moment["as_of"] else None
+    driving = loss.releases if loss else ()
     return page(request, "subset.html", dataset=chosen, picked=picked, loss=loss, room=room,
-                drivers=[releases[rid] for rid in (loss.releases if loss else ()) if rid in releases])
+                drivers=[book.release(rid) for rid in driving[:DRIVERS_SHOWN]], more=len(driving) - DRIVERS_SHOWN,
+                **moment)
+
+
+DRIVERS_SHOWN = 100  # the releases a subset page lists (each read alone; the rest counted)
 
 
 async def release(request: Request) -> Response:

@@ -549,3 +549,32 @@ def test_web_modules_import_only_the_facade_and_core():
                     (path.name, target)
                 assert target != ".." or names == ["api"], (path.name, names)
                 assert target != "..reporting" or names == ["write_report"], (path.name, names)
+
+
+def test_table_and_subset_as_of_a_date_print_the_clis_as_of_figures(url, monkeypatch):
+    dated_census_ledger(url, monkeypatch)
+    client = local_client(url)
+    for day in DAYS:
+        table = cli_main(url, "table", "--as-of", day, "--json").json()
+        page = parse(client.get(f"/table?dataset=census&as_of={day}").text)
+        rows = {row.attrs["data-release"]: [float(c.attrs["data-value"]) for c in row.find_all(data_value=True)]
+                for row in page.find_all(data_release=True)}
+        assert rows.pop("All releases") == list(table["total_shown"]["values"].values()), day
+        assert rows == {row["release"]: list(row["values"].values()) for row in table["rows"]}, day
+        statuses = {row.attrs["data-release"]: next(n.text for n in row.walk() if n.tag == "span"
+                                                    and n.attrs.get("class", "").startswith("status "))
+                    for row in page.find_all(data_release=True)[:-1]}
+        assert statuses == {row["release"]: row["status"] for row in table["rows"]}, day
+        assert page.find_all(name="id") == []  # (no decision on the past)
+        subset = cli_main(url, "subset", "age", "region", "--as-of", day, "--json").json()
+        page = parse(client.get(f"/subset?dataset=census&v=age&v=region&as_of={day}").text)
+        assert float(page.find(id="subset-epsilon").attrs["data-value"]) == subset["epsilon"], day
+        assert page.find_all(id="headroom") == []  # (a headroom is a figure of now)
+        linked = [a.text for a in page.find_all() if a.tag == "a" and a.attrs.get("href", "").startswith("/release?id=")]
+        assert linked == subset["releases"], day
+    # the date picker offers the ledger's days: from its first event to its clock's today
+    for path in ("/table?dataset=census", "/subset?dataset=census&v=age", "/dashboard?dataset=census"):
+        picker = parse(client.get(path).text).find(name="as_of")
+        assert (picker.attrs["min"], picker.attrs["max"]) == (DAYS[0], DAYS[2]), path
+    assert client.get("/table?dataset=census&as_of=2026-01-16").status_code == 400  # after the ledger's today
+    assert client.get("/subset?dataset=census&v=age&as_of=soon").status_code == 400

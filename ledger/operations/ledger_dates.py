@@ -1,0 +1,22 @@
+"""The days a ledger spans by its own clock: the day of its first audit event and today (UTC, the
+store's clock, the one every `--as-of` is refused past). A reader offering `as_of` dates offers
+these: an earlier day holds nothing, a later one is in the future."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from ..core.lazy import lazy_module
+
+store = lazy_module("ledger.store.database")
+
+
+def date_span(session) -> tuple[date | None, date]:
+    """(the day of the first audit event, None in a ledger without one; today)."""
+    from sqlalchemy import select
+
+    from ..input.loader import parse_moment
+
+    events = store.AuditEventRow.__table__
+    first = session.connection().execute(select(events.c.at).order_by(events.c.seq).limit(1)).scalar()
+    return (None if first is None else parse_moment(first).date()), store.now().date()
