@@ -19,7 +19,10 @@ from support import Run, cli_main
 
 from ledger.accounting.spend import DEFAULT_DELTA
 from ledger.store import database as store
-from ledger.cli.report import build_report, gather, render
+from ledger.reporting.report import build_report
+from ledger.operations.report_inputs import gather
+from ledger.reporting.write import render
+from ledger.api import Ledger, front_end
 from ledger.cli.demo import run_demo
 
 GENERATED = datetime(2024, 6, 3, 14, 30, tzinfo=UTC)  # "generated at" of every rendered report
@@ -61,7 +64,7 @@ def demo_ledger(directory: Path) -> str:
     engine = store.make_engine(url)
     store.ensure_schema(engine)
     with clock(DEMO_TIME):
-        run_demo(engine, directory / "ledger-demo.html", actor="steward")
+        run_demo(Ledger(url, engine, person=front_end("steward", "test")), directory / "ledger-demo.html")
     engine.dispose()
     return url
 
