@@ -289,7 +289,7 @@ def test_no_import_cycle_in_the_store_even_inside_functions():
 
 STORE_LIBRARIES = ("ledger.store", "sqlalchemy", "sqlmodel")
 # the command-line modules that still open the store themselves, each to go through the façade
-STILL_OPENING_THE_STORE = {"report.py"}
+STILL_OPENING_THE_STORE = {"large_report.py", "report.py", "report_register.py"}
 
 
 def store_imports(source: str, module: str, is_package: bool = False) -> list[str]:
