@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_register.py [--sizes 100000,1000000] [--baseline main] [--runs 2]
 
 Past the summary threshold `report` writes the complete register beside the page
-(`cli_report.large_register_csv`, in a forked helper while the page is built); at a
+(`cli/report_register.large_register_csv`, in a forked helper while the page is built); at a
 million releases that writer set the command's wall time. This times the writer
 alone, on the bench ledgers of bench_scale.py (benchmarks/.cache/ledger-N.db, used
 read-only), this tree's code beside REF's (`--baseline`, default main: its `ledger`
@@ -37,7 +37,8 @@ gc.disable()
 import ledger
 assert ledger.__file__.startswith(sys.path[1]), (ledger.__file__, sys.path[:2])  # the code asked for
 from ledger.operations import choices; from ledger.store import database as store
-from ledger.cli.report import gather_large, large_register_csv
+from ledger.cli.large_report import gather_large
+from ledger.cli.report_register import large_register_csv
 from ledger.reporting.report import ChainStatus
 engine = store.make_engine(sys.argv[1])
 with store.read_session(engine) as session:

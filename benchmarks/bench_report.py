@@ -67,7 +67,9 @@ from sqlmodel import Session  # noqa: E402
 
 from ledger.operations import transactions as operations, people  # noqa: E402
 from ledger.store import database as store  # noqa: E402
-from ledger.cli.report import build_report, find_chromium, gather  # noqa: E402
+from ledger.reporting.report import build_report  # noqa: E402
+from ledger.reporting.write import find_chromium  # noqa: E402
+from ledger.operations.report_inputs import gather  # noqa: E402
 from ledger.operations.report_inputs import chain_status  # noqa: E402
 from ledger.reporting.write import pdf_from_html, render_text  # noqa: E402
 from ledger.accounting.charge_choice import at_delta  # noqa: E402

@@ -29,7 +29,8 @@ import jinja2  # noqa: E402,F401
 import numpy  # noqa: E402,F401
 
 from ledger.cli import app  # noqa: E402,F401
-from ledger.cli import report as rep  # noqa: E402
+from ledger.operations.report_inputs import gather  # noqa: E402
+from ledger.reporting.write import render_text  # noqa: E402
 from ledger.reporting import report as R  # noqa: E402
 from ledger.store import database as store  # noqa: E402
 
@@ -75,7 +76,7 @@ def main(path: str) -> None:
         dataset = next(iter(snapshot.datasets.values()))
         chain = R.ChainStatus(True, 1, "0" * 64, (), 0, None, None)
         start = time.process_time()
-        inputs = rep.gather(session, dataset, dataset.delta, None, chain=lambda: chain)
+        inputs = gather(session, dataset, dataset.delta, None, chain=lambda: chain)
         figures["read (gather)"] = time.process_time() - start
     start = time.process_time()
     context = R.build_report(inputs)
@@ -83,7 +84,7 @@ def main(path: str) -> None:
     figures.update(spent)
     figures["build_report, the rest"] = built - sum(spent.values())
     start = time.process_time()
-    rep.render_text(context, "html")
+    render_text(context, "html")
     figures["render"] = time.process_time() - start
     print(json.dumps(figures))
 

@@ -48,7 +48,7 @@ from .input.datasets import dataset_and_caps
 from .input.documents import Document, read_document
 from .input.snapshot import LedgerSnapshot
 from .core.numbers import Number, safe_float
-from .core.records import Dataset, Release
+from .core.records import Cap, Dataset, Release
 from .operations.table_view import table_view
 
 if TYPE_CHECKING:
@@ -141,6 +141,14 @@ class Ledger:
 
     def __repr__(self) -> str:
         return f"Ledger({self.url!r})"
+
+    @classmethod
+    def opened(cls, url: str, *, create: bool = False) -> Ledger:
+        """The ledger at `url` as a command opens it (operations/opening.py): refused, never
+        created, where there is none, unless `create`; its schema brought up to date."""
+        from .operations.opening import checked_engine
+
+        return cls(url, checked_engine(url, create))
 
     # -- reading ----------------------------------------------------------------
 
@@ -242,7 +250,92 @@ class Ledger:
         return [AuditEvent(seq, at, actor, kind, _reason(json.loads(payload)))
                 for seq, kind, _, at, actor, payload in rows]
 
+    def overview(self) -> LedgerSnapshot:
+        """The datasets and families, without reading any release."""
+        return self._light()
+
+    def dataset_as_of(self, name: str | None, when: datetime | None, *, field: str = "dataset") -> Dataset:
+        """The named dataset (or the only one), as it stood at `when` (its variables and groups then)."""
+        with store.read_session(self.engine) as session:
+            chosen = choices.pick_dataset(store.write_context(session), name, field=field)
+            if when is None:
+                return chosen
+            from .store.as_of import state_then
+
+            return state_then(session, chosen, when)[0]
+
+    def dataset_added_at(self, name: str) -> datetime | None:
+        """When the dataset was added to the ledger (its first `dataset.added` event), or None."""
+        from .operations.opening import dataset_added_at
+
+        return dataset_added_at(self.engine, name)
+
+    def release_pages(self, dataset: str | None = None):
+        """(the datasets and families, a page of releases in recording order, each one's steps after
+        recording: who, when, why), one consistent read (operations/release_steps.py)."""
+        from .operations.release_steps import pages_with_steps
+
+        yield from pages_with_steps(self.engine, dataset)
+
+    @contextmanager
+    def index_rows(self, dataset: str | None = None, *, titles: bool = False, variables: list[str] | None = None,
+                   accounts: bool = True, as_of: datetime | None = None, field: str = "dataset"):
+        """(the dataset, the index of its charged releases from the accounting rows), with the
+        session open inside the block, where the index reads release titles (choices.rows_index)."""
+        with Session(self.engine) as session:
+            yield choices.rows_index(session, dataset, titles=titles, variables=variables, accounts=accounts,
+                                     when=as_of, field=field)
+
+    def roles(self) -> dict[str, frozenset[str]]:
+        """Every person and the roles they hold."""
+        from .operations import people
+
+        return people.roles(self.engine)
+
     # -- writing ----------------------------------------------------------------
+
+    def bootstrap(self) -> bool:
+        """Make the person acting the admin of a ledger that has no roles yet (every role, audit
+        events); False when it has roles."""
+        from .operations import people
+
+        with store.write_session(self.engine) as session:
+            return people.bootstrap(session, self._by())
+
+    def change_role(self, person: str, role: str, granted: bool) -> bool:
+        """Grant or revoke a role (admins only; an audit event); False when already held."""
+        from .operations import people
+
+        return people.change_role(self.engine, person, role, granted, self._by())
+
+    def add_dataset_records(self, dataset: Dataset, caps: Sequence[Cap], source: str,
+                            privacy_unit: dict[str, str] | None) -> bool:
+        """`add_dataset` of a dataset and caps already built from their file (`source`)."""
+        return operations.add_dataset(self.engine, dataset, caps, self._by(), source, privacy_unit)
+
+    def record_files(self, paths: Sequence[str | Path]) -> operations.Recorded:
+        """`record` of release files, each read and checked against the schema before any lock."""
+        return operations.record(self.engine, operations.release_builder(paths, self._by()), self._by())
+
+    def check_files(self, paths: Sequence[str | Path]) -> tuple[list[budget.CapCheck], list[Release]]:
+        """`check` of release files, with the releases as they would be charged."""
+        return operations.check_plan(self.engine, operations.release_builder(paths, self._by()))
+
+    def amend(self, dataset: str | None, change, *, source: str, reason: str | None, dry_run: bool = False,
+              privacy_unit: dict[str, str] | None = None, shown=lambda _d, _a: None):
+        """(the dataset, the amendments `change` implies), written as audited changes unless
+        `dry_run` (operations/dataset_changes.py); `shown` sees them before any is written."""
+        from .operations.dataset_changes import apply_change
+
+        return apply_change(self.engine, dataset, change, source=source, actor=self._by(), reason=reason,
+                            dry_run=dry_run, privacy_unit=privacy_unit, shown=shown)
+
+    def set_caps(self, dataset: str, entries: Sequence[dict], source: str
+                 ) -> tuple[list[Cap], list[budget.CapCheck]]:
+        """Add or replace caps given as a dataset file's entries; (the caps, each as `cap list` states it)."""
+        caps = operations.add_caps(self.engine, dataset, entries, self._by(), source)
+        with store.read_session(self.engine) as session:
+            return caps, operations.cap_checks(session, dataset, caps)
 
     def add_dataset(self, source: str | Path | Mapping[str, Any]) -> bool:
         """Add a dataset (a dataset file, or its content as a dict) with its caps.
@@ -252,8 +345,7 @@ class Ledger:
         else:
             document, errors = read_document(source)
         dataset, caps = dataset_and_caps(document, errors)
-        return operations.add_dataset(self.engine, dataset, caps, self._by(), document.path,
-                                      operations.declared_privacy_unit(document))
+        return self.add_dataset_records(dataset, caps, document.path, operations.declared_privacy_unit(document))
 
     def record(self, *sources: operations.ReleaseSource) -> operations.Recorded:
         """Record releases from files, release documents (dicts in the file format) or
@@ -271,6 +363,24 @@ class Ledger:
             raise fail("check", "plans", "nothing to check")
         builder = operations.source_builder(plans, self._by())
         return PlanCheck(tuple(operations.check(self.engine, builder)))
+
+    def run(self, mechanism: str, data: pd.DataFrame, *, dataset: str, **options: Any):
+        """Run a mechanism on data and record its release in the same step (operations/recording.py's
+        `run_and_record`: its options, the result with the output)."""
+        from .operations.recording import run_and_record
+
+        return run_and_record(self.engine, mechanism, data, dataset=dataset, actor=self._by(), **options)
+
+    def record_example(self, build, held) -> tuple[Dataset, bool]:
+        """An example recorded in an empty ledger, by the person acting (operations/example_ledger.py):
+        (its dataset, whether it was recorded now; False: the ledger already held it)."""
+        from .operations.example_ledger import record_example
+
+        return record_example(self.engine, self._by(), build, held)
+
+    def now(self) -> datetime:
+        """The ledger's clock (UTC), as every step it records is dated."""
+        return store.now()
 
     def approve(self, release_id: str) -> Release:
         """Approve a planned release (its caps are re-checked)."""
@@ -428,8 +538,13 @@ class Ledger:
         if mechanism not in HEADROOM_MECHANISMS:
             raise fail("headroom", "mechanism", f"must be one of {', '.join(HEADROOM_MECHANISMS)}. "
                                                 f"Found {mechanism!r}.")
-        return operations.headroom(self.engine, chosen.name, names, mechanism=mechanism,
-                                   delta=choices.parse_delta(delta, chosen, field="delta"))
+        return self.room(chosen.name, names, mechanism=mechanism,
+                         delta=choices.parse_delta(delta, chosen, field="delta"))
+
+    def room(self, dataset: str, variables: set[str], *, mechanism: str = "any", delta: Fraction | None = None,
+             when: datetime | None = None) -> budget.Headroom:
+        """`headroom` of a dataset and variables already chosen and resolved; `when`: as the ledger stood then."""
+        return operations.headroom(self.engine, dataset, variables, when=when, mechanism=mechanism, delta=delta)
 
     def subset(self, variables: Iterable[str], *, dataset: str | None = None, delta: object = None,
                accountant: str | None = None, as_of: str | datetime | None = None) -> SubsetLoss:
@@ -511,6 +626,45 @@ class Ledger:
         consistent snapshot, store.read_session)."""
         with store.read_session(self.engine) as session:
             return store.verify(session)
+
+    def verify_chain(self, *, since_checkpoint: bool = False, head=None):
+        """`audit verify`: the chain recomputed (from the last verified head with
+        `since_checkpoint`), and whether it still holds a signed `head` (operations/audit_chain.py)."""
+        from .operations.audit_chain import verify_chain
+
+        return verify_chain(self.engine, since_checkpoint, head)
+
+    def sign_checkpoint(self, private_key):
+        """(the verification, the head signed, the checkpoint's text): never signed unless it verifies."""
+        from .operations.audit_chain import sign_head
+
+        return sign_head(self.engine, private_key)
+
+    def retotal(self) -> list[str]:
+        """Recompute every cap's running total from the releases (an audit event); the caps that differed."""
+        from .operations.audit_chain import retotal
+
+        return retotal(self.engine, self._by())
+
+    def caps_over(self, release: Release) -> list[budget.CapCheck]:
+        """The caps on what `release` reads that are over their limit, as `cap list` states them."""
+        with store.read_session(self.engine) as session:
+            caps = [cap for cap in store.caps(session, release.dataset) if cap.subset & release.reads]
+            return [c for c in operations.cap_checks(session, release.dataset, caps) if c.status == "over"] \
+                if caps else []
+
+    def infinite_driver_reasons(self, checks: Sequence[budget.CapCheck], when: datetime | None = None) -> dict:
+        """Per cap (dataset, name) with an ∞ driver, each driver's reason (cap_accounting)."""
+        from .operations.cap_accounting import infinite_driver_reasons
+
+        return infinite_driver_reasons(self.engine, checks, when)
+
+    def registry_from_rows(self, dataset: str | None = None, *, tier: int = 2, field: str = "dataset"):
+        """(the dataset, its DP Deployments Registry record) from the accounting rows, as
+        `export registry` writes it (operations/registry_record.record_from_rows)."""
+        from .operations.registry_record import record_from_rows
+
+        return record_from_rows(self.engine, dataset, tier=tier, field=field)
 
     def report_inputs(self, dataset: str | None = None, *, delta: object = None,
                       since: str | datetime | None = None, as_of: str | datetime | None = None) -> ReportInputs:
@@ -672,3 +826,72 @@ def _flat(sources: tuple) -> tuple:
         else:
             flat.append(source)
     return tuple(flat)
+
+
+def signing_key(path: str | Path):
+    """The Ed25519 private key (PEM) a checkpoint is signed with (exit 2 when it is not one)."""
+    from .operations.audit_chain import signing_key as read_key
+
+    return read_key(Path(path))
+
+
+def checkpoint_head(path: str | Path, public_key: str | Path):
+    """A signed checkpoint's head, once its file, the key and the signature are all good."""
+    from .operations.audit_chain import signed_head
+
+    return signed_head(Path(path), Path(public_key))
+
+
+def new_key_pair() -> tuple[bytes, bytes]:
+    """An Ed25519 key pair for signing checkpoints: (private, public), each as PEM."""
+    from .operations.audit_chain import new_key_pair as made
+
+    return made()
+
+
+def acting_person(url: str) -> str:
+    """Who runs a command on the ledger at `url`, read before any file is created."""
+    from .operations.opening import acting_person as who
+
+    return who(url)
+
+
+def guarded_target(out: str | Path, url: str, option: str, *, new: bool = False) -> Path:
+    """An output path checked against the ledger at `url` (store/files.py: never the ledger, never
+    anything but a regular file or a new path; exit 2 naming `option`)."""
+    from .store import files
+
+    return files.checked(out, url, option, new=new)
+
+
+def guarded_write(path: Path, data, url: str, option: str, *, new: bool = False, mode: int | None = None) -> Path:
+    """Write a whole output file (bytes, text, or an iterable of chunks) or nothing, under the guard."""
+    from .store import files
+
+    return files.write(path, data, url, option, new=new, mode=mode)
+
+
+def release_document(release: Release) -> dict[str, Any]:
+    """A release as its document in the file format (store/codec.py), as `releases --json` lists it."""
+    from .store.codec import release_to_dict
+
+    return release_to_dict(release)
+
+
+def chain_status_at(url: str):
+    """The audit chain's status as a report states it (operations/report_inputs.verify_for_report),
+    read on an engine of its own (a forked helper never uses another process's connections)."""
+    from .operations.report_inputs import verify_for_report
+
+    engine = store.make_engine(url)
+    try:
+        with store.read_session(engine) as session:
+            return verify_for_report(session)
+    finally:
+        engine.dispose()
+
+
+def load_verification() -> None:
+    """Import what a verification of the chain uses (before forking helpers that share them)."""
+    from .accounting import cap_states, ledger_index  # noqa: F401
+    from .store import columns, verified_head  # noqa: F401

@@ -126,9 +126,9 @@ def test_no_module_imports_a_layer_above_its_own():
 
 
 def test_the_check_sees_lazy_imports():
-    # the test itself must be able to fail: cli/app.py imports the store lazily, by a string
-    lazy = [target for _, target, _ in imports(LEDGER / "cli" / "app.py")]
-    assert "ledger.store.database" in lazy and layer_of("ledger.store.database") < layer_of("ledger.cli.app")
+    # the test itself must be able to fail: operations/audit_chain.py imports a store module lazily, by a string
+    lazy = [target for _, target, _ in imports(LEDGER / "operations" / "audit_chain.py")]
+    assert "ledger.store.checkpoint" in lazy and layer_of("ledger.store.checkpoint") < layer_of("ledger.operations")
     assert layer_of("ledger.reporting.report") > layer_of("ledger.accounting.ledger_index")
 
 
@@ -285,3 +285,43 @@ def test_no_import_cycle_within_a_layer_even_inside_functions(layer):
                                        "as-of, derived rows, verified head) still import each other")
 def test_no_import_cycle_in_the_store_even_inside_functions():
     assert import_cycles("ledger.store") == []
+
+
+STORE_LIBRARIES = ("ledger.store", "sqlalchemy", "sqlmodel")
+# the command-line modules that still open the store themselves, each to go through the façade
+STILL_OPENING_THE_STORE = {"large_report.py", "report.py", "report_register.py"}
+
+
+def store_imports(source: str, module: str, is_package: bool = False) -> list[str]:
+    """Every import of the store or its libraries in `source` (read as the ledger module `module`):
+    top-level, in a function, and lazy ones named in a string (`lazy_module("ledger.store.database")`,
+    `lazy_callable("sqlmodel", "Session")`)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom):
+            base = resolve(module, is_package, node.level, node.module)
+            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.Call) and node.args:
+            text = _string(node.args[0], module, is_package)
+            names = [text] if text else []
+        found += [name for name in names if any(name == lib or name.startswith(lib + ".") for lib in STORE_LIBRARIES)]
+    return found
+
+
+def test_the_command_line_reaches_the_store_only_through_the_facade():
+    """No module of ledger/cli imports ledger.store, sqlalchemy or sqlmodel, not even inside a
+    function or lazily: every command goes through ledger.api.Ledger."""
+    opening = {path.name for path in (LEDGER / "cli").glob("*.py")
+               if store_imports(path.read_text(encoding="utf-8"), module_name(path), path.name == "__init__.py")}
+    assert opening == STILL_OPENING_THE_STORE
+
+
+def test_the_store_imports_check_sees_every_form():
+    source = ("from ..store import files\nimport sqlalchemy.exc\ndef f():\n    from sqlmodel import Session\n"
+              "x = lazy_module('ledger.store.database')\nfrom ..operations import choices\n")
+    assert sorted(set(store_imports(source, "ledger.cli.app"))) == [
+        "ledger.store", "ledger.store.database", "ledger.store.files", "sqlalchemy.exc", "sqlmodel",
+        "sqlmodel.Session"]

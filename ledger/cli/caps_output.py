@@ -9,11 +9,13 @@ from fractions import Fraction
 from ..accounting.spend import CONVERSION_SHORT, cks_epsilon
 from ..core.numbers import figure_fields, format_delta, format_number, is_infinite
 from ..core.lazy import lazy_module
-from .context import open_engine
+from .context import book
 
 # imported on first use: `--help` and a `check` against a pure cap need neither
 budget = lazy_module("ledger.accounting.budget")
-store = lazy_module("ledger.store.database")
+
+NEXT_STEPS = ("What each cap has left: `privacy-ledger headroom VARIABLES`; what to do next: "
+              "docs/how-to/exit-codes.md#exit-1-a-budget-check-refused.")
 
 
 def rho_cap_epsilon(cap, delta: Fraction) -> float | None:
@@ -40,19 +42,7 @@ def infinite_driver_reasons(checks, when=None) -> dict[tuple[str, str], tuple[st
     wanted = [c for c in checks if any(is_infinite(value) for _name, value in c.drivers)]
     if not wanted:
         return {}
-    from ..operations.cap_accounting import index_at  # (only when a driver is ∞: not on check's path)
-    from ..operations.reasons import driver_reasons
-
-    found = {}
-    with store.read_session(open_engine()) as session:
-        datasets = store.write_context(session).datasets
-        for dataset in sorted({c.cap.dataset for c in wanted}):
-            mine = [c for c in wanted if c.cap.dataset == dataset]
-            index = index_at(session, dataset, [c.cap for c in mine], when)
-            for c in mine:
-                found[(dataset, c.cap.name)] = driver_reasons(c.cap, c.drivers, index,
-                                                              datasets[dataset].public_names)
-    return found
+    return book().infinite_driver_reasons(wanted, when)
 
 
 def check_lines(checks, planned: bool = True, why: Mapping | None = None,

@@ -1,9 +1,9 @@
 """The command line's shared context: which ledger a command works on (`--db`), how it is
 opened, the light read most commands start with, and the date options.
 
-`cli.py` defines the application and its commands; the other `cli_*` modules add
-commands to it. All of them take their ledger from here, never from another CLI
-module's private helpers, so the interface layer has one way in to the store.
+cli/app.py defines the application; each `*_commands` module holds one group of commands.
+All of them take their ledger from here (`book()`: the façade, ledger.api.Ledger), never from
+another CLI module's private helpers nor from the store, so the command line has one way in.
 
 Invariants: opening never creates a ledger except for the commands that say so
 (`create=True`); a read never takes the write lock. Imports stay light (the store is
@@ -15,16 +15,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core import failures
-from ..core.errors import fail
-from ..core.lazy import lazy_module
-
 if TYPE_CHECKING:
+    from ..api import Ledger
     from ..input.snapshot import LedgerSnapshot
 
 from ..operations.moments import moment_text, parse_date  # noqa: F401 (the date options' rule: the CLI's from here)
-
-store = lazy_module("ledger.store.database")
 
 DEFAULT_URL = "sqlite:///ledger.db"  # store.DEFAULT_URL, without importing the store
 
@@ -38,45 +33,23 @@ class State:
 state = State()
 
 
-def open_engine(create: bool = False):
-    """The ledger's engine. Only `init`, `dataset add` and `demo` create a new SQLite file
-    or a schema: any other command on a missing file, or on a database without the
-    ledger's tables, is bad input and writes nothing. A ledger whose schema is current is
-    opened without any lock (a reader never waits for a writer)."""
-    path = store.sqlite_path(state.url)
-    if path is not None:
-        if not create and not path.exists():
-            raise fail("--db", "url", f"no ledger at {path}; create one with `privacy-ledger init` "
-                                      "or `privacy-ledger dataset add FILE`")
-        store.check_sqlite_file(path)
-    from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError  #
+def book(create: bool = False) -> Ledger:
+    """The ledger the command works on, through the façade (ledger.api.Ledger.opened). Only
+    `init`, `dataset add` and `demo` create a new SQLite file or a schema: any other command on a
+    missing file, or on a database without the ledger's tables, is bad input and writes nothing."""
+    from ..api import Ledger  # (the façade and the ORM: imported when a command opens the ledger)
 
-    try:
-        engine = store.make_engine(state.url)
-    except (ArgumentError, NoSuchModuleError, ValueError) as exc:
-        raise fail("--db", "url", f"cannot open ledger {failures.excerpt(state.url, 200)!r}: {exc}") from None
-    try:
-        found, version = store.schema_state(engine)
-    except DatabaseError as exc:
-        if failures.operational_reason(exc) is not None:
-            raise
-        raise fail("--db", "url", f"{failures.excerpt(state.url, 200)} is not a privacy-ledger ledger "
-                                  f"(not a database it can read: {str(exc.orig).splitlines()[0]})") from None
-    if found == "missing" and not create:
-        raise fail("--db", "url", f"{failures.excerpt(state.url, 200)} holds no ledger (no ledger tables); "
-                                  "create one with `privacy-ledger init`, or give the ledger's URL")
-    if found == "newer":
-        raise fail("--db", "url", f"this ledger has schema version {version}; this privacy-ledger knows up to "
-                                  f"{store.SCHEMA_VERSION}. Upgrade privacy-ledger.")
-    if found != "current":
-        store.ensure_schema(engine)
-    return engine
+    return Ledger.opened(state.url, create=create)
+
+
+def open_engine(create: bool = False):
+    """The ledger's engine, for the operations that take one (`run`, `demo`, `serve`)."""
+    return book(create).engine
 
 
 def read_light() -> LedgerSnapshot:
     """Datasets and families, without loading every release."""
-    with store.read_session(open_engine()) as session:
-        return store.write_context(session)
+    return book().overview()
 
 
 def as_of_lines(dataset: str, when) -> list[str]:
@@ -101,29 +74,12 @@ def as_of_json(dataset: str, when) -> dict:
 
 def dataset_added_at(dataset: str):
     """When `dataset` was added to the ledger (its first `dataset.added` audit event), or None."""
-    from sqlalchemy import select
-
-    from ..input.utc_moments import parse_moment
-
-    table = store.AuditEventRow.__table__
-    with store.read_session(open_engine()) as session:
-        at = session.connection().execute(
-            select(table.c.at).where(table.c.kind == "dataset.added", table.c.subject == dataset)
-            .order_by(table.c.seq).limit(1)).scalar()
-    return None if at is None else parse_moment(at)
+    return book().dataset_added_at(dataset)
 
 
-def actor(engine=None) -> str:
+def actor() -> str:
     """Who runs the command, as authenticated (store/identity.py): the database login on
     PostgreSQL, the operating-system user on a SQLite file (read before any file is created)."""
-    from ..store import identity
+    from ..api import acting_person
 
-    if engine is None and store.sqlite_path(state.url) is not None:
-        return identity.os_user().name
-    if engine is not None:
-        return identity.authenticated(engine).name
-    engine = store.make_engine(state.url)
-    try:
-        return identity.authenticated(engine).name
-    finally:
-        engine.dispose()
+    return acting_person(state.url)

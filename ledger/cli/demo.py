@@ -11,21 +11,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import Engine
-from sqlmodel import Session
-
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from ..operations import people
-from ..store import database as store
-from ..core.errors import InputErrors, fail
-from ..input.batch import check_batch
+from ..core.errors import InputErrors
 from ..input.datasets import build_dataset
-from ..input.documents import parse_document
 from ..input.releases import build_releases
+from ..input.batch import check_batch
+from ..input.documents import parse_document
 from ..core.records import CHARGED_STATUSES, Status
 from ..operations.table_view import table_view
 from ..reporting.views import render, text_table
+
+if TYPE_CHECKING:
+    from ..api import Ledger
 
 DATASET_NAME = "census"
 
@@ -77,30 +76,19 @@ def _build(actor: str, snapshot, recorded_at):
     return dataset, releases, families
 
 
-def run_demo(engine: Engine, out: Path, actor: str) -> str:
-    """Record the example in an empty ledger (or reuse a ledger holding exactly it),
-    and return Table 1 as text; the HTML table is written to `out`."""
+def run_demo(ledger: Ledger, out: Path) -> str:
+    """Record the example in an empty ledger (or reuse a ledger holding exactly it), by the
+    person acting, and return Table 1 as text; the HTML table is written to `out`."""
     from ..accounting.ledger_index import LedgerIndex
     from ..input.snapshot import LedgerSnapshot
 
-    with store.write_session(engine) as session:
-        snapshot = store.snapshot(session)
-        dataset, releases, families = _build(actor, LedgerSnapshot(), store.now())
-        if not snapshot.datasets and not snapshot.releases:  # empty (roles aside)
-            people.bootstrap(session, actor)  # the demo's user is the new ledger's admin
-            store.add_dataset(session, dataset, actor)
-            store.add_releases(session, releases, families, actor)
-            action = "recorded Tan's Example 3.6 in the ledger"
-        elif _holds_only_demo(snapshot, dataset, releases):
-            action = "the ledger already holds Tan's Example 3.6; nothing recorded"
-        else:
-            raise fail(str(engine.url), "--db", "this ledger already holds other data; the demo only runs "
-                                                "in an empty ledger (choose another with --db or LEDGER_DATABASE_URL)")
-    with Session(engine) as session:
-        snapshot = store.snapshot(session, DATASET_NAME)
-    recorded = [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES]
+    dataset, recorded_now = ledger.record_example(lambda actor, now: _build(actor, LedgerSnapshot(), now),
+                                                  _holds_only_demo)
+    action = ("recorded Tan's Example 3.6 in the ledger" if recorded_now
+              else "the ledger already holds Tan's Example 3.6; nothing recorded")
+    recorded = [r for r in ledger.releases(DATASET_NAME) if r.status in CHARGED_STATUSES]
     view = table_view(LedgerIndex(dataset.variable_names, recorded).table(dataset.name), dataset.delta or 0)
-    html = render("risk_table.html.j2", view=view, generated_at=store.now().isoformat(),
+    html = render("risk_table.html.j2", view=view, generated_at=ledger.now().isoformat(),
                   total_label=TOTAL_LABEL)
     from .outputs import write_atomically
 
@@ -143,7 +131,7 @@ variables:
 """
 
 
-def run_graduates_demo(engine: Engine, actor: str, seed: int | None = None) -> str:
+def run_graduates_demo(ledger: Ledger, seed: int | None = None) -> str:
     """Run Tan's Algorithm 1 (corrected, docs/explanation/model.md#notes-on-the-papers-algorithms) on Table 2 through the ledger and
     return Table 2, the released Table-3-like table, and the ledger's table."""
     import io
@@ -152,33 +140,25 @@ def run_graduates_demo(engine: Engine, actor: str, seed: int | None = None) -> s
 
     from ..accounting.ledger_index import LedgerIndex
     from ..mechanisms import tan
-    from ..operations.recording import run_and_record
 
     document, _ = parse_document("demo:graduates.yaml", GRADUATES_YAML)
     dataset, errors = build_dataset(document)
     if errors:
         raise InputErrors(errors)
-    with store.write_session(engine) as session:
-        snapshot = store.snapshot(session)
-        if not snapshot.datasets and not snapshot.releases:  # empty (roles aside)
-            people.bootstrap(session, actor)  # the demo's user is the new ledger's admin
-            store.add_dataset(session, dataset, actor)
-            fresh = True
-        elif set(snapshot.datasets) == {dataset.name} and set(snapshot.releases) <= {"table-3", "table-3-nonnegative"}:
-            fresh = not snapshot.releases
-        else:
-            raise fail(str(engine.url), "--db", "this ledger already holds other data; the demo only runs "
-                                                "in an empty ledger (choose another with --db or LEDGER_DATABASE_URL)")
+    _, recorded_now = ledger.record_example(
+        lambda _actor, _now: (dataset, [], []),
+        lambda snapshot, _d, _r: set(snapshot.datasets) == {dataset.name}
+        and set(snapshot.releases) <= {"table-3", "table-3-nonnegative"})
+    fresh = recorded_now or not ledger.releases(dataset.name)
     if fresh:
-        result = run_and_record(
-            engine, "tan-consistent-counts", tan.table2_records(), dataset=dataset.name, release_id="table-3",
+        result = ledger.run(
+            "tan-consistent-counts", tan.table2_records(), dataset=dataset.name, release_id="table-3",
             title="Graduates by degree programme and income band, exact programme totals (Tan, Algorithm 1)",
-            params={"margin": "degree_programme", "protected": "income_band", "epsilon": 1}, actor=actor, seed=seed,
+            params={"margin": "degree_programme", "protected": "income_band", "epsilon": 1}, seed=seed,
             status=Status.PUBLISHED)
         released, action = result.release, "ran Tan's Algorithm 1 on Table 2 and recorded release table-3"
     else:
-        with Session(engine) as session:
-            released = store.snapshot(session, dataset.name).releases["table-3"]
+        released = next(r for r in ledger.releases(dataset.name) if r.id == "table-3")
         action = "the ledger already holds this demo's release table-3; nothing recorded"
     long = pd.read_csv(io.StringIO(released.output))
     table = long.pivot(index="degree_programme", columns="income_band", values="count")
@@ -186,8 +166,7 @@ def run_graduates_demo(engine: Engine, actor: str, seed: int | None = None) -> s
     table.index.name, table.columns.name = "Degree Programme", None
     exact = tan.table2_counts()
     exact.index.name, exact.columns.name = "Degree Programme", None
-    with Session(engine) as session:
-        recorded = [r for r in store.snapshot(session, dataset.name).releases.values() if r.status in CHARGED_STATUSES]
+    recorded = [r for r in ledger.releases(dataset.name) if r.status in CHARGED_STATUSES]
     view = table_view(LedgerIndex(dataset.variable_names, recorded).table(dataset.name), dataset.delta or 0)
     return "\n".join([
         action,

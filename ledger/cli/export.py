@@ -12,13 +12,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..operations import choices
-from .context import open_engine
+from .context import book
 from ..core.errors import fail
-from ..core.lazy import lazy_callable, lazy_module
-
-store = lazy_module("ledger.store.database")  # the ORM, imported when the command runs
-Session = lazy_callable("sqlmodel", "Session")
 
 export_app = typer.Typer(no_args_is_help=True, help="Export the ledger for others: the DP Deployments Registry.",
                          context_settings={"help_option_names": ["-h", "--help"]})
@@ -41,30 +36,14 @@ def registry(
     Fields only a person can fill in (curators, intended use, region, actors, rationale)
     start with PLACEHOLDER."""
     from .outputs import output_target, write_atomically
-    from ..operations.registry_record import facts_of, record_delta, record_of
     from ..reporting.registry import to_yaml
-    from ..store import columns
-    from ..store.facts import charged_facts
-    from ..accounting.charge_choice import at_delta
 
     if tier not in (1, 2, 3):
         raise fail("command line", "--tier", f"must be 1, 2 or 3, found {tier}")
     target = None if out.strip() == "-" else output_target(out)
-    # The figures from the accounting rows (as `table` reads them), the releases' own facts by SQL
-    # (store.facts): no release is decoded but the few the record names
-    with Session(open_engine()) as session:
-        light = store.write_context(session)
-        chosen = choices.pick_dataset(light, dataset)
-        caps = store.caps(session, chosen.name)
-        unit = store.privacy_unit(session, chosen.name)
-        index = columns.index_for(session, chosen.variable_names, chosen.name, light.families)
-        exact = index.releases.seqs[index.exactly_read()].tolist()
-        facts = facts_of(charged_facts(session.connection(), chosen.name, exact))
-        # Table 1's total row a chunk of releases at a time (its cells at 1M: 800 MB), at the delta
-        # record_of reads it at
-        delta = record_delta(chosen)
-        table = columns.table_in_chunks(index, chosen.name, at_delta(delta), delta, 0) if tier >= 2 else None
-        record = record_of(index, facts, chosen, caps, tier=tier, privacy_unit=unit, table=table)  # (reads ids)
+    # the figures from the accounting rows (as `table` reads them), the releases' own facts by SQL:
+    # no release is decoded but the few the record names
+    chosen, record = book().registry_from_rows(dataset, tier=tier, field="--dataset")
     text = to_yaml(record)
     if as_json and target is None:
         typer.echo(json.dumps(record, indent=2, ensure_ascii=False))

@@ -1,5 +1,5 @@
-"""Where a command may write a file of its own (`--out`), and how: the store's output guard
-(ledger.store.files) for the ledger the command runs on.
+"""Where a command may write a file of its own (`--out`), and how: the output guard (store/files.py,
+through ledger.api) for the ledger the command runs on.
 
 Every command that writes a file goes through here, so none can skip the guard: never the
 ledger's database or its `-wal`, `-shm`, `-journal` files, never a directory, a FIFO, a device,
@@ -13,22 +13,25 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..store import files
+from ..core.lazy import lazy_callable
 from .context import state
+
+guarded_target = lazy_callable("ledger.api", "guarded_target")
+guarded_write = lazy_callable("ledger.api", "guarded_write")
 
 
 def output_target(out: str | Path, option: str = "--out", *, new: bool = False) -> Path:
     """The path given to `option`, checked (exit 2 when it cannot or must not be written)."""
-    return files.checked(out, state.url, option, new=new)
+    return guarded_target(out, state.url, option, new=new)
 
 
 def write_atomically(path: Path, data: bytes | str, option: str = "--out", *, new: bool = False,
                      mode: int | None = None) -> Path:
     """Write the whole file or nothing, under the guard (files.write)."""
-    return files.write(path, data, state.url, option, new=new, mode=mode)
+    return guarded_write(path, data, state.url, option, new=new, mode=mode)
 
 
 def write_streaming(path: Path, chunks: Iterable[bytes | str], option: str = "--out") -> Path:
     """`write_atomically` of a file given in pieces (a register of a million releases is
     written a chunk at a time, never held whole)."""
-    return files.write(path, chunks, state.url, option)
+    return guarded_write(path, chunks, state.url, option)

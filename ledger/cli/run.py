@@ -14,12 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from ..core.errors import InputErrors, LedgerError, fail
-from ..core.lazy import lazy_callable, lazy_module
 from ..core.records import CHARGED_STATUSES, Status
 from .options import DatasetOption  # (one definition: -d / --dataset)
-
-store = lazy_module("ledger.store.database")  # the ORM, imported when a command runs
-Session = lazy_callable("sqlmodel", "Session")
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -101,8 +97,7 @@ def run(
 ) -> None:
     """Run a mechanism on data and record its release in the same step."""
     from ..operations.choices import pick_dataset as _pick_dataset
-    from .context import actor as _actor, open_engine as _engine, read_light as _read_light
-    from ..operations.recording import run_and_record
+    from .context import book
 
     _check_out(out)
     params: dict = _params(param or [])
@@ -115,11 +110,11 @@ def run(
                                                "is approved by another person, with `approve`)")
     chosen_status = Status(status)
     frame = _read_csv(data, "--data")
-    chosen = _pick_dataset(_read_light(), dataset)
+    ledger = book()
+    chosen = _pick_dataset(ledger.overview(), dataset)
     try:
-        result = run_and_record(_engine(), mechanism, frame, dataset=chosen.name, release_id=release_id,
-                                params=params, actor=_actor(), title=title, sample=sample, seed=seed,
-                                status=chosen_status)
+        result = ledger.run(mechanism, frame, dataset=chosen.name, release_id=release_id, params=params,
+                            title=title, sample=sample, seed=seed, status=chosen_status)
     except InputErrors as exc:  # named as typed: the data file, `-p NAME`, --sample (not "run: data")
         raise InputErrors([_as_typed(e, data, params) for e in exc.errors]) from None
     text = result.output.to_csv(index=False, lineterminator="\n")
@@ -194,12 +189,12 @@ def sample_privacy(
 ) -> None:
     """Perfect sample privacy of the recorded disclosure mappings, alone and together."""
     from ..operations.choices import pick_dataset as _pick_dataset
-    from .context import open_engine as _engine, read_light as _read_light
+    from .context import book
     from ..operations.recording import joint_sample_leakage
 
-    chosen = _pick_dataset(_read_light(), dataset)
-    with store.read_session(_engine()) as session:
-        releases = [r for r in store.snapshot(session, chosen.name).releases.values() if r.status in CHARGED_STATUSES]
+    ledger = book()
+    chosen = _pick_dataset(ledger.overview(), dataset)
+    releases = [r for r in ledger.releases(chosen.name) if r.status in CHARGED_STATUSES]
     results = joint_sample_leakage(releases)
     if as_json:
         typer.echo(json.dumps(results, indent=2))

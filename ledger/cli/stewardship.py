@@ -1,7 +1,8 @@
 """Commands for a dataset that evolves and a chain head kept outside the database.
 
-Thin adapters (STYLE 8) over `amend` (what a change to a dataset is, as audited
-amendments), `checkpoint` (signed heads) and `store`:
+Thin adapters (STYLE 8) over the façade (ledger.api.Ledger: `amend`, applying what
+operations/amend.py says a change to a dataset is, as audited amendments; `sign_checkpoint`,
+`retotal`) and its signed checkpoints (operations/audit_chain.py):
 
 - `dataset amend FILE [--dry-run]`: a changed dataset file, applied as the
   amendments it implies, printed first; `dataset add-variable`,
@@ -23,18 +24,14 @@ import typer
 from ..core.lazy import lazy_callable, lazy_module
 
 # imported on first use, so `--help` imports neither the ORM nor numpy nor cryptography
-budget = lazy_module("ledger.accounting.budget")
-checkpoint = lazy_module("ledger.store.checkpoint")
-store = lazy_module("ledger.store.database")
-Session = lazy_callable("sqlmodel", "Session")
 amend = lazy_module("ledger.operations.amend")
 declared_privacy_unit = lazy_callable("ledger.operations.transactions", "declared_privacy_unit")
-canonical_json = lazy_callable("ledger.store.codec", "canonical_json")
+new_key_pair = lazy_callable("ledger.api", "new_key_pair")
+signing_key = lazy_callable("ledger.api", "signing_key")
 build_caps = lazy_callable("ledger.input.datasets", "build_caps")
 build_dataset = lazy_callable("ledger.input.datasets", "build_dataset")
 read_document = lazy_callable("ledger.input.documents", "read_document")
-from ..operations import choices  # noqa: E402
-from .context import actor as acting_person, open_engine  # noqa: E402
+from .context import book  # noqa: E402
 from ..core.errors import InputErrors, LedgerError, fail  # noqa: E402
 from ..core.records import Cap, Dataset, Variable, misread_public  # noqa: E402
 
@@ -70,66 +67,32 @@ def _reason(reason: str | None, required: bool = False) -> str | None:
 Change = Callable[[Dataset, list[Cap]], tuple[Dataset, list[Cap] | None]]
 
 
-def apply_change(dataset: str | None, change: Change, *, source: str, actor: str, reason: str | None,
+def apply_change(dataset: str | None, change: Change, *, source: str, reason: str | None,
                  dry_run: bool = False, as_json: bool = False,
                  privacy_unit: dict[str, str] | None = None) -> list[amend.Amendment]:
     """Plan the amendments a change implies, print them, and (unless dry_run) write them
-    with their audit events in one transaction. With `as_json`, one JSON document: the
-    dataset, each change's kind and summary, whether it was a dry run and how many were applied."""
+    with their audit events in one transaction (Ledger.amend). With `as_json`, one JSON document:
+    the dataset, each change's kind and summary, whether it was a dry run and how many were applied."""
     lines: list[str] = []
     say = lines.append if as_json else typer.echo
-    engine = open_engine()
-    with (Session(engine) if dry_run else store.write_session(engine)) as session:
-        context = store.write_context(session)
-        chosen = choices.pick_dataset(context, dataset)
-        caps = store.caps(session, chosen.name)
-        wanted, wanted_caps = change(chosen, caps)
-        removed = set(chosen.variable_names) - set(wanted.variable_names)
-        history = store.snapshot(session, chosen.name) if removed else None
-        amendments, errors = amend.plan(
-            chosen, wanted, source=source, old_caps=caps, new_caps=wanted_caps,
-            releases=history.releases.values() if history else (),
-            families=[f for f in history.families.values() if f.dataset == chosen.name] if history else (),
-            reason=reason, require_reason=not dry_run)
-        if errors:
-            raise InputErrors(errors)
-        final_caps = {c.name: c for c in (wanted_caps if wanted_caps is not None else caps)}
-        amendments += amend.caps_follow(amendments, list(final_caps.values()))
-        if privacy_unit and privacy_unit != store.privacy_unit(session, chosen.name):
-            amendments.append(amend.Amendment(store.PRIVACY_UNIT_EVENT, chosen.name, "declare the privacy unit: "
-                                              + "; ".join(privacy_unit.values()), None, None, privacy_unit))
-        def answer(applied: int) -> None:
-            if as_json:
-                _say(True, "", dataset=chosen.name, dry_run=dry_run, applied=applied,
-                     changes=[{"kind": a.kind, "summary": a.summary} for a in amendments])
 
+    def shown(chosen: Dataset, amendments: list) -> None:  # (before anything is written)
         if not amendments:
             say(f"dataset {chosen.name}: nothing to change")
-            answer(0)
-            return []
+            return
         say(f"dataset {chosen.name}: {len(amendments)} change{'s' if len(amendments) != 1 else ''}"
             + (" (dry run: nothing written)" if dry_run else ""))
         for amendment in amendments:
             say(f"  {amendment.kind:26} {amendment.summary}")
-        if dry_run:
-            answer(0)
-            return amendments
-        from ..operations import people
 
-        # a dataset's shape, classifications and caps are an admin's: a variable reclassified
-        # public leaves the protected headline and every `protected` cap
-        people.require(session, actor, "amend a dataset")
-        for amendment in amendments:
-            if amendment.kind == "cap.set":
-                store.set_cap(session, amendment.cap, actor)
-            elif amendment.kind == store.PRIVACY_UNIT_EVENT:
-                store.set_privacy_unit(session, chosen.name, amendment.change, actor)
-            elif amendment.kind == "cap.removed":
-                store.remove_cap(session, chosen.name, amendment.subject.split("/", 1)[1], actor, reason)
-            else:
-                store.amend_dataset(session, amendment.dataset, actor, amendment.kind, amendment.change)
-    say(f"applied {len(amendments)} change{'s' if len(amendments) != 1 else ''}, each an audit event")
-    answer(len(amendments))
+    chosen, amendments = book().amend(dataset, change, source=source, reason=reason, dry_run=dry_run,
+                                      privacy_unit=privacy_unit, shown=shown)
+    applied = 0 if dry_run else len(amendments)
+    if applied:
+        say(f"applied {applied} change{'s' if applied != 1 else ''}, each an audit event")
+    if as_json:
+        _say(True, "", dataset=chosen.name, dry_run=dry_run, applied=applied,
+             changes=[{"kind": a.kind, "summary": a.summary} for a in amendments])
     return amendments
 
 
@@ -155,7 +118,7 @@ def dataset_amend(
         if errors:
             raise InputErrors(errors)
     apply_change(wanted.name, lambda _old, _caps: (wanted, wanted_caps), source=str(file),
-                 actor=acting_person(), reason=_reason(reason), dry_run=dry_run, as_json=as_json,
+                 reason=_reason(reason), dry_run=dry_run, as_json=as_json,
                  privacy_unit=declared_privacy_unit(document))
 
 
@@ -209,7 +172,7 @@ def dataset_add_variable(
         variable = Variable(name, classification.strip(), description, tuple(category) if category else None)
         return replace(chosen, variables=chosen.variables + (variable,)), None
 
-    apply_change(dataset, change, source="command line", actor=acting_person(), reason=None, as_json=as_json)
+    apply_change(dataset, change, source="command line", reason=None, as_json=as_json)
 
 
 def dataset_add_categories(
@@ -225,7 +188,7 @@ def dataset_add_categories(
         merged = tuple(old.categories or ()) + tuple(c for c in categories if c not in (old.categories or ()))
         return _changed_variable(variable, categories=merged)(chosen, caps)
 
-    apply_change(dataset, change, source="command line", actor=acting_person(), reason=None, as_json=as_json)
+    apply_change(dataset, change, source="command line", reason=None, as_json=as_json)
 
 
 def dataset_describe(
@@ -237,7 +200,7 @@ def dataset_describe(
     """Change a variable's description."""
     _check_names((description, "DESCRIPTION", "text"))
     apply_change(dataset, _changed_variable(variable, description=description), source="command line",
-                 actor=acting_person(), reason=None, as_json=as_json)
+                 reason=None, as_json=as_json)
 
 
 def dataset_reclassify(
@@ -256,7 +219,7 @@ def dataset_reclassify(
     if misread_public(classification.strip()):
         raise fail("command line", "CLASSIFICATION", misread_public(classification.strip()))
     apply_change(dataset, _changed_variable(variable, classification=classification.strip()),
-                 source="command line", actor=acting_person(), reason=why, as_json=as_json)
+                 source="command line", reason=why, as_json=as_json)
 
 
 @group_app.command("set")
@@ -280,7 +243,7 @@ def group_set(
         groups = tuple((g, m) for g, m in chosen.groups if g != name) + ((name, frozenset(variables)),)
         return replace(chosen, groups=groups), None
 
-    apply_change(dataset, change, source="command line", actor=acting_person(), reason=None, as_json=as_json)
+    apply_change(dataset, change, source="command line", reason=None, as_json=as_json)
 
 
 @group_app.command("remove")
@@ -297,7 +260,7 @@ def group_remove(
             raise fail("command line", "NAME", f"no group {name!r} in dataset {chosen.name!r}")
         return replace(chosen, groups=tuple((g, m) for g, m in chosen.groups if g != name)), None
 
-    apply_change(dataset, change, source="command line", actor=acting_person(), reason=None, as_json=as_json)
+    apply_change(dataset, change, source="command line", reason=None, as_json=as_json)
 
 
 def cap_remove(
@@ -315,7 +278,7 @@ def cap_remove(
                                                f"{', '.join(c.name for c in caps) or 'none'})")
         return chosen, [c for c in caps if c.name != name]
 
-    apply_change(dataset, change, source="command line", actor=acting_person(), reason=why, as_json=as_json)
+    apply_change(dataset, change, source="command line", reason=why, as_json=as_json)
 
 
 # --------------------------------------------------------------------------
@@ -333,7 +296,7 @@ def audit_keygen(
     public_path = Path(str(out) + ".pub")
     for path in (out, public_path):  # a key is never overwritten
         output_target(path, new=True)
-    private, public = checkpoint.generate_key()
+    private, public = new_key_pair()
     write_atomically(out, private, new=True, mode=0o600)
     write_atomically(public_path, public, new=True)
     _say(as_json, f"wrote the private key to {out} (keep it secret) and the public key to {public_path}",
@@ -349,65 +312,23 @@ def audit_checkpoint(
     once the chain verifies (from the last verified head, as `audit verify --since-checkpoint`, else
     in full): a chain that does not verify is never signed (exit 1, nothing written)."""
     from .outputs import output_target, write_atomically
-    from ..store import verified_head
 
     target = output_target(out)
-    private = checkpoint.load_private_key(key)
-    engine = open_engine()
-    with store.read_session(engine) as session:
-        kept = verified_head.read_head(session)
-        result = store.verify(session) if kept is None else \
-            verified_head.verify_since(session, (kept.seq, kept.hash), kept.derived)
-        found = store.chain_head(session)
+    private = signing_key(key)
+    result, head, document = book().sign_checkpoint(private)
     if not result.ok:
         typer.echo(f"checkpoint refused: the audit chain does not verify ({result.problems[0]}); nothing was "
                    "signed or written. Run `privacy-ledger audit verify` to see every problem", err=True)
         raise typer.Exit(1)
-    verified_head.remember(engine, result, full=result.full, previous=kept)
-    head = checkpoint.Head(found.seq, found.hash, found.at, found.events,
-                           result.derived if result.events == found.seq else None)
-    document = checkpoint.sign(head, private, store.now().isoformat())
-    write_atomically(target, (canonical_json(document) + "\n").encode())
+    write_atomically(target, document.encode())
     _say(as_json, f"checkpoint of event {head.seq} ({head.events} events), head {head.hash}, signed, "
                   f"written to {target}", checkpoint=str(target), seq=head.seq, events=head.events, hash=head.hash)
-
-
-def read_checkpoint(path: Path, public_key: Path) -> checkpoint.Head:
-    """The checkpoint's head, once its file, the key and the signature are all good (else exit 2)."""
-    key = checkpoint.load_public_key(public_key)
-    document = checkpoint.load_document(path)
-    return checkpoint.signed_head(document, key, str(path))
-
-
-def check_checkpoint(session: Session, head: checkpoint.Head) -> str | None:
-    """Why the ledger no longer holds a checkpointed head (None: it does)."""
-    return checkpoint.compare(head, store.event_at(session, head.seq) if head.seq else None,
-                              store.chain_head(session).events)
 
 
 def audit_retotal(as_json: JsonOption = False) -> None:
     """Recompute every cap's running total from the releases (after `audit verify` found
     them wrong, or a decision refused stale totals), as an audit event."""
-    actor = acting_person()
-    changed = []
-    from ..operations import people
-
-    with store.write_session(open_engine()) as session:
-        people.require(session, actor, "recompute the running totals")
-        config = store.configuration(session)
-        for dataset, caps in config.caps.items():
-            history = store.snapshot(session, dataset)
-            stored = store.cap_totals(session, dataset)
-            totals = {cap.name: budget.total_from_history(cap, history.releases.values(), history.families)
-                      for cap in caps}
-            from ..store.codec import cap_total_to_dict
-
-            differ = sorted(name for name, total in totals.items()
-                            if name not in stored or cap_total_to_dict(stored[name]) != cap_total_to_dict(total))
-            store.save_totals(session, dataset, totals)
-            changed += [f"{dataset}/{name}" for name in differ]
-        store.append_event(session, kind="ledger.retotalled", subject="cap totals", actor=actor,
-                           payload={"changed": changed})
+    changed = book().retotal()
     _say(as_json, f"running totals recomputed; {len(changed)} differed" + (f": {', '.join(changed)}" if changed else ""),
          differed=changed)
 

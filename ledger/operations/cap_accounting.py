@@ -423,3 +423,25 @@ def _largest(cap, total: budget.CapTotal, state: dict | None, variables: frozens
 
 def is_finite(value) -> bool:
     return not math.isinf(float(value))
+
+
+def infinite_driver_reasons(engine, checks: Sequence[budget.CapCheck], when: datetime | None = None
+                            ) -> dict[tuple[str, str], tuple[str | None, ...]]:
+    """Per cap (dataset, name) with an ∞ driver, each driver's own reason in reasons.py's words
+    (reasons.driver_reasons, as the report's caps table), from the releases charged now or at
+    `when`; the releases are read only when some driver is ∞."""
+    wanted = [c for c in checks if any(is_infinite(value) for _name, value in c.drivers)]
+    if not wanted:
+        return {}
+    from .reasons import driver_reasons
+
+    found = {}
+    with store.read_session(engine) as session:
+        datasets = store.write_context(session).datasets
+        for dataset in sorted({c.cap.dataset for c in wanted}):
+            mine = [c for c in wanted if c.cap.dataset == dataset]
+            index = index_at(session, dataset, [c.cap for c in mine], when)
+            for c in mine:
+                found[(dataset, c.cap.name)] = driver_reasons(c.cap, c.drivers, index,
+                                                              datasets[dataset].public_names)
+    return found

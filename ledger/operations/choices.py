@@ -174,3 +174,22 @@ def releases_then(session, releases: list, when) -> list:
     ended_at = ended((kind, subject, parse_moment(at)) for _seq, kind, subject, at, _actor, _payload
                      in store.lifecycle_events(session, list(ENDING_KINDS)))
     return releases_as_of(releases, when, ended_at)
+
+
+def rows_index(session, dataset: str | None, *, titles: bool = False, variables: list[str] | None = None,
+               accounts: bool = True, when=None, field: str = "--dataset") -> tuple[Dataset, LedgerIndex]:
+    """The chosen dataset and the index of its charged releases, from the accounting rows
+    (store/columns.py): no release is decoded but the few the exact path needs. `variables`: only
+    the releases that read them; `accounts=False`: without what the Rényi and PLD accountants read
+    (`pairs`); `when` (--as-of): `index_as_of`, the subset resolved against the dataset then. The
+    index reads release titles from `session` when first asked for them (`titles`)."""
+    from ..store import columns
+
+    light = store.write_context(session)
+    chosen = pick_dataset(light, dataset, field)
+    if when is not None:  # (every row read, and the subset resolved against the dataset then)
+        return index_as_of(session, chosen, light.families, when, titles=titles,
+                           touching=None if variables is None else set(), accounts=accounts)
+    index = columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
+                              resolve_variables(chosen, variables) if variables is not None else None, accounts)
+    return chosen, index

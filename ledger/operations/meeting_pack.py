@@ -82,7 +82,7 @@ class DatasetChange:
 class MeetingPack:
     """What changed since the meeting-pack date (up to --as-of, when given). `counts`: how many
     changes of each section there are (recorded, approved, published, retracted, cancelled),
-    when a large ledger's pack lists only the most recent of each (cli_report.large_meeting);
+    when a large ledger's pack lists only the most recent of each (operations/large_meeting.py);
     None: each section lists every change."""
 
     since: datetime

@@ -200,3 +200,31 @@ def check_approver(release: Release, person: str, dataset: Dataset | None) -> No
     """Separation of duties at `approve`: the approver is not the recorder (docs/explanation/model.md#people-duties-and-the-book-of-record)."""
     if person == release.recorded_by and not (dataset is not None and dataset.self_approval):
         raise fail(f"release {release.id}", "approver", separation_message(person, release.dataset))
+
+
+def roles(engine) -> dict[str, frozenset[str]]:
+    """Every person and the roles they hold."""
+    with store.read_session(engine) as session:
+        return store.roles(session)
+
+
+def change_role(engine, person: str, role: str, granted: bool, actor: str) -> bool:
+    """Grant or revoke `role` (admins only; an audit event); False when `person` already holds
+    it (nothing written). The last admin stays admin."""
+    with store.write_session(engine) as session:
+        require(session, actor, "change roles")
+        held = store.roles(session)
+        if granted:
+            check_new_person(person, held, "PERSON")
+        if granted and role in held.get(person, frozenset()):
+            return False
+        if not granted:
+            if person not in held:
+                raise fail("command line", "PERSON", f"unknown person {person!r}: holds no role in this ledger")
+            if role not in held[person]:
+                raise fail("command line", "ROLE", f"{person!r} does not hold the {role} role")
+            if role == "admin" and [p for p, r in held.items() if "admin" in r] == [person]:
+                raise fail("command line", "ROLE", f"{person!r} is the ledger's only admin; grant admin to "
+                                                   "another person first")
+        store.set_role(session, person, role, granted, actor)
+    return True

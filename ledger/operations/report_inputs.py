@@ -67,7 +67,7 @@ class ReportInputs:
     releases: every release of the dataset in recording order, cancelled ones too.
     cap_totals: the stored running totals (budget.CapTotal) by cap name.
     chain: the chain's verification, or a function giving it (verification may run
-        alongside the rest, see cli/report.py's VerifyAlongside); `chain_status()` reads it.
+        alongside the rest, see cli/forked_helpers.py's VerifyAlongside); `chain_status()` reads it.
     events: the whole audit chain in order (the chain is ledger-wide).
     delta: the delta epsilon figures are stated at. since: the meeting-pack date.
     """
@@ -101,7 +101,7 @@ def parse_since(text: str | None) -> datetime | None:
 def gather(session, dataset: Dataset, delta: Fraction, since: datetime | None,
            generated_at: datetime | None = None, chain: Callable[[], ChainStatus] | None = None) -> ReportInputs:
     """Everything the report is computed from, read in one session; the audit chain is
-    verified here unless `chain` gives its verification (see cli/report.py's VerifyAlongside)."""
+    verified here unless `chain` gives its verification (see cli/forked_helpers.py's VerifyAlongside)."""
     history = store.snapshot(session, dataset.name)
     if chain is None:
         chain = verify_for_report(session)

@@ -1339,7 +1339,7 @@ def write_context(session: Session) -> LedgerSnapshot:
 def parts_held(session: Session, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """(family, part) -> the first recorded release of that family holding that part and charged
     (any status but cancelled: docs/explanation/model.md#families's members on disjoint parts), for the pairs asked about:
-    the loader's check that a new member's part is free (loader._distinct_parts). Reads those
+    the loader's check that a new member's part is free (batch._distinct_parts). Reads those
     families' rows with those parts only, by PART_INDEX."""
     pairs = set(pairs)
     found: dict[tuple[str, str], str] = {}

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 
 from test_report_helpers import clock, context_of, record, run_main
 
-from ledger.cli.report import render
+from ledger.reporting.write import render
 from ledger.reporting.report import SUMMARY_ENV
 
 T = lambda month, day, hour=9: datetime(2024, month, day, hour, 0, tzinfo=UTC)  # noqa: E731

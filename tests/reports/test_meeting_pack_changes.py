@@ -23,7 +23,8 @@ from fractions import Fraction
 import pytest
 from support import cli_main
 
-from ledger.cli.report import gather, gather_large
+from ledger.operations.report_inputs import gather
+from ledger.cli.large_report import gather_large
 from ledger.operations import choices
 from ledger.reporting.report import ChainStatus, build_large_report, build_report
 from ledger.store import database as store

@@ -17,7 +17,7 @@ from fractions import Fraction
 import pytest
 from test_report_helpers import clock, context_of, record, run_main, step
 
-from ledger.cli.report import render
+from ledger.reporting.write import render
 from ledger.mechanisms.ppercent import PPercentGuarantee
 from ledger.reporting.register_section import from_p_percent, pufferfish_entries
 from ledger.reporting.risk_view import MATRIX_CELL_LIMIT
@@ -437,7 +437,7 @@ def _inputs_of(url: str):
     from test_report_helpers import GENERATED
 
     from ledger.store import database as store
-    from ledger.cli.report import gather
+    from ledger.operations.report_inputs import gather
 
     engine = store.make_engine(url)
     try:
@@ -449,7 +449,7 @@ def _inputs_of(url: str):
 
 
 def test_charts_drawn_alongside_are_the_charts_drawn_here(meeting_ledger):
-    from ledger.cli.report import ChartsAlongside
+    from ledger.cli.forked_helpers import ChartsAlongside
     from ledger.reporting.report import build_report
 
     inputs = _inputs_of(meeting_ledger[0])
@@ -468,7 +468,7 @@ def test_charts_are_drawn_here_when_the_drawing_process_fails(meeting_ledger, mo
     import os
 
     from ledger.reporting import charts
-    from ledger.cli.report import ChartsAlongside
+    from ledger.cli.forked_helpers import ChartsAlongside
     from ledger.reporting.report import build_report
 
     parent = os.getpid()
@@ -491,8 +491,9 @@ def test_charts_are_drawn_here_when_the_drawing_process_fails(meeting_ledger, mo
 
 def test_pairs_and_timeline_computed_in_a_forked_process_are_the_ones_computed_here(meeting_ledger):
     """The CLI computes the pairs panel and the timeline in a forked process
-    (cli_report.ForkedCall); the report is the same, figure for figure and byte for byte."""
-    from ledger.cli.report import ForkedCall, render
+    (cli/forked_helpers.py, ForkedCall); the report is the same, figure for figure and byte for byte."""
+    from ledger.cli.forked_helpers import ForkedCall
+    from ledger.reporting.write import render
     from ledger.reporting.report import build_report, here
 
     inputs = _inputs_of(meeting_ledger[0])
@@ -516,7 +517,7 @@ def test_pairs_are_computed_here_when_the_forked_process_fails(meeting_ledger, m
     import os
 
     from ledger.reporting import report
-    from ledger.cli.report import ForkedCall
+    from ledger.cli.forked_helpers import ForkedCall
     from ledger.reporting.report import build_report, here
 
     parent = os.getpid()

@@ -110,13 +110,14 @@ def test_the_report_template_writes_every_register_row_with_register_row(tmp_pat
 
 
 def _demo_engine(tmp_path):
+    from ledger.api import Ledger, front_end
     from ledger.cli.demo import run_demo
     from ledger.store import database as store
 
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     engine = store.make_engine(url)
     store.ensure_schema(engine)
-    run_demo(engine, tmp_path / "demo.html", actor="steward")
+    run_demo(Ledger(url, engine, person=front_end("steward", "test")), tmp_path / "demo.html")
     return store, engine
 
 

@@ -19,7 +19,10 @@ from support import Run, cli_main
 
 from ledger.accounting.spend import DEFAULT_DELTA
 from ledger.store import database as store
-from ledger.cli.report import build_report, gather, render
+from ledger.reporting.report import build_report
+from ledger.operations.report_inputs import gather
+from ledger.reporting.write import render
+from ledger.api import Ledger, front_end
 from ledger.cli.demo import run_demo
 
 GENERATED = datetime(2024, 6, 3, 14, 30, tzinfo=UTC)  # "generated at" of every rendered report
@@ -61,7 +64,7 @@ def demo_ledger(directory: Path) -> str:
     engine = store.make_engine(url)
     store.ensure_schema(engine)
     with clock(DEMO_TIME):
-        run_demo(engine, directory / "ledger-demo.html", actor="steward")
+        run_demo(Ledger(url, engine, person=front_end("steward", "test")), directory / "ledger-demo.html")
     engine.dispose()
     return url
 
@@ -141,17 +144,17 @@ def test_a_helper_still_at_work_is_waited_for_and_one_that_died_is_given_up_at_o
 
     import pytest
 
-    from ledger.cli import report as cli_report
+    from ledger.cli import forked_helpers
 
-    probe = cli_report._Helper(_answers_late, 0)
+    probe = forked_helpers.Helper(_answers_late, 0)
     if probe.process is None:
         pytest.skip("no fork here: the work is always done in the report's process")
     probe.stop()
-    monkeypatch.setattr(cli_report, "HELPER_POLL_S", 0.05)
-    monkeypatch.setattr(cli_report, "HELPER_TIMEOUT_S", 30)
-    assert cli_report._Helper(_answers_late, 1.0).reply() == ("done", "late")  # 20 polls of silence
+    monkeypatch.setattr(forked_helpers, "HELPER_POLL_S", 0.05)
+    monkeypatch.setattr(forked_helpers, "HELPER_TIMEOUT_S", 30)
+    assert forked_helpers.Helper(_answers_late, 1.0).reply() == ("done", "late")  # 20 polls of silence
     start = time.monotonic()
-    assert cli_report._Helper(_dies).reply() is None
+    assert forked_helpers.Helper(_dies).reply() is None
     assert time.monotonic() - start < 10  # not the timeout
-    monkeypatch.setattr(cli_report, "HELPER_TIMEOUT_S", 0.5)
-    assert cli_report._Helper(_answers_late, 5).reply() is None  # at work past the limit: given up
+    monkeypatch.setattr(forked_helpers, "HELPER_TIMEOUT_S", 0.5)
+    assert forked_helpers.Helper(_answers_late, 5).reply() is None  # at work past the limit: given up

@@ -27,7 +27,9 @@ from bench_report import build_ledger  # noqa: E402
 
 from ledger.operations import choices  # noqa: E402
 from ledger.store import database as store  # noqa: E402
-from ledger.cli.report import gather, gather_large, large_register_csv, large_register_entries, register_csv  # noqa: E402
+from ledger.operations.report_inputs import gather  # noqa: E402
+from ledger.cli.large_report import gather_large  # noqa: E402
+from ledger.cli.report_register import large_register_csv, large_register_entries, register_csv  # noqa: E402
 from ledger.reporting.report import SUMMARY_ENV, ChainStatus, build_large_report, build_report  # noqa: E402
 from support import cli_main, migrations  # noqa: E402
 
@@ -119,8 +121,8 @@ def test_the_large_path_gives_every_figure_of_the_small_path(built):
 
 def test_the_large_register_holds_every_release_as_the_small_path_does(built, monkeypatch):
     url, _ = built
-    monkeypatch.setattr("ledger.cli.report.REGISTER_PAGE", 37)  # several pages, one not full
-    monkeypatch.setattr("ledger.cli.report.REGISTER_CACHE", 40)  # the register's caches emptied on the way
+    monkeypatch.setattr("ledger.cli.report_register.REGISTER_PAGE", 37)  # several pages, one not full
+    monkeypatch.setattr("ledger.cli.report_register.REGISTER_CACHE", 40)  # the register's caches emptied on the way
     snapshot, small, large = both(url)
     entries = list(large.summary.entries())
     assert [e.id for e in entries] == list(snapshot.releases)  # every release, in recording order
@@ -287,21 +289,21 @@ def test_the_register_written_in_parts_by_forked_processes_is_the_register_writt
     part file left beside it."""
     import shutil
 
-    import ledger.cli.report as cli_report
+    import ledger.cli.report_register as report_register
 
     url, _ = built
     monkeypatch.setenv(SUMMARY_ENV, "100")
     written = {}
-    original = cli_report._register_parts
+    original = report_register._register_parts
     for parts in (1, 3):
         directory = tmp_path / f"parts{parts}"
         directory.mkdir()
         copy = directory / "ledger.db"
         shutil.copy(url.removeprefix("sqlite:///"), copy)
-        monkeypatch.setattr(cli_report, "REGISTER_PARTS", parts)
-        monkeypatch.setattr(cli_report, "REGISTER_PAGE", 37)  # (what a part holds at least)
+        monkeypatch.setattr(report_register, "REGISTER_PARTS", parts)
+        monkeypatch.setattr(report_register, "REGISTER_PAGE", 37)  # (what a part holds at least)
         seen = []
-        monkeypatch.setattr(cli_report, "_register_parts", lambda *a: seen.append(original(*a)) or seen[-1])
+        monkeypatch.setattr(report_register, "_register_parts", lambda *a: seen.append(original(*a)) or seen[-1])
         run = cli_main(f"sqlite:///{copy}", "report", "--out", directory / "r.html")
         assert run.code == 0, run.err
         assert len(seen[0]) == parts and seen[0][0][0] == -1 and seen[0][-1][1] is None

@@ -35,7 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_report import build_ledger  # noqa: E402
 
 import ledger.cli.report as cli_report  # noqa: E402
-from ledger.cli.report import gather, gather_large, large_register_csv, large_register_entries, register_csv  # noqa: E402
+import ledger.cli.report_register as report_register  # noqa: E402
+from ledger.operations import large_meeting  # noqa: E402
+from ledger.operations.report_inputs import gather  # noqa: E402
+from ledger.cli.large_report import gather_large  # noqa: E402
+from ledger.cli.report_register import large_register_csv, large_register_entries, register_csv  # noqa: E402
 from ledger.operations import choices  # noqa: E402
 from ledger.reporting import report  # noqa: E402
 from ledger.reporting.report import SUMMARY_ENV, ChainStatus, build_large_report, build_report  # noqa: E402
@@ -127,16 +131,16 @@ def assert_same_meeting(small, large) -> None:
         return
     assert (large.since, large.events, large.caps) == (small.since, small.events, small.caps)
     assert large.dataset_total == small.dataset_total  # the dataset's own changes: the most recent listed
-    assert large.dataset_changes == small.dataset_changes[-cli_report.CHANGES_LISTED:]
+    assert large.dataset_changes == small.dataset_changes[-large_meeting.CHANGES_LISTED:]
     for (heading, listed, count), (heading_, every, count_) in zip(large.sections, small.sections):
         assert (heading, count) == (heading_, count_ or len(every))
-        assert listed == every[-cli_report.CHANGES_LISTED:], heading
+        assert listed == every[-large_meeting.CHANGES_LISTED:], heading
 
 
 def test_the_page_at_every_moment_is_the_page_of_every_release_decoded(built, monkeypatch):
     """--as-of T alone, --since S alone, and both: the same figures as `gather`'s path."""
     url, _ = built
-    monkeypatch.setattr(cli_report, "CHANGES_LISTED", 9)  # some sections longer than what is listed
+    monkeypatch.setattr(large_meeting, "CHANGES_LISTED", 9)  # some sections longer than what is listed
     points = moments(url)
     seen_statuses, truncated = set(), False
     capped = caps_set_at(url)
@@ -156,7 +160,7 @@ def test_the_page_at_every_moment_is_the_page_of_every_release_decoded(built, mo
 
 def test_the_register_at_a_moment_gives_each_release_its_status_then(built, monkeypatch):
     url, _ = built
-    monkeypatch.setattr(cli_report, "REGISTER_PAGE", 37)
+    monkeypatch.setattr(report_register, "REGISTER_PAGE", 37)
     points = moments(url)
     for when in (points[1], points[3], points[5]):
         small, large, large_inputs = both(url, when, None)
@@ -166,7 +170,7 @@ def test_the_register_at_a_moment_gives_each_release_its_status_then(built, monk
         text = "".join(register_csv(small.summary))
         assert "".join(large_register_csv(store.make_engine(url), large_inputs, page=37)) == text
         # written in parts (RegisterAlongside's bounds), joined: the same text
-        parts = cli_report._register_parts(large_inputs, 3)
+        parts = report_register._register_parts(large_inputs, 3)
         joined = "".join("".join(large_register_csv(store.make_engine(url), large_inputs, page=37, after=a, upto=b,
                                                     header=k == 0)) for k, (a, b) in enumerate(parts))
         assert joined == text
@@ -179,7 +183,7 @@ def test_the_command_at_a_moment_reads_no_whole_release(built, monkeypatch, tmp_
     forbidden), and its page and register are the ones the path before wrote."""
     url, _ = built
     monkeypatch.setenv(SUMMARY_ENV, "100")
-    monkeypatch.setattr(cli_report, "CHANGES_LISTED", 10**6)  # every change listed, as the small path lists them
+    monkeypatch.setattr(large_meeting, "CHANGES_LISTED", 10**6)  # every change listed, as the small path lists them
     points = moments(url)
     as_of, since = points[4].isoformat(), points[2].isoformat()
     written = {}

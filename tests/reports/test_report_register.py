@@ -269,9 +269,9 @@ from hypothesis import strategies as st  # noqa: E402
 @given(st.lists(st.one_of(st.text(), st.sampled_from(["=1+1", "+x", "-3", "@SUM(A1)", "\tx", "a\nb", "ok"]),
                           st.none(), st.integers())))
 def test_a_register_column_is_neutralised_as_each_of_its_cells_would_be(values):
-    """cli_report.csv_column (the large register's columns, checked a column at a time) gives
+    """reporting.write.csv_column (the large register's columns, checked a column at a time) gives
     exactly csv_cell of each value: formulas behind an apostrophe, control characters made visible."""
-    from ledger.cli.report import csv_cell, csv_column
+    from ledger.reporting.write import csv_cell, csv_column
 
     assert csv_column(values) == [csv_cell(v) for v in values]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from test_report_helpers import clock, context_of, record, run_main
 
-from ledger.cli.report import render
+from ledger.reporting.write import render
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 T = lambda month, day, hour=9: datetime(2024, month, day, hour, 0, tzinfo=UTC)  # noqa: E731

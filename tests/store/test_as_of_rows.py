@@ -303,7 +303,7 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
     pass over the releases per cap (total_from_history, state_from_history forbidden), and
     the caps section is the one `cap_entries` gave over the releases as they stood; with
     --since, each cap's figure before the meeting date is the one checks_from_history decides."""
-    from ledger.cli.report import gather
+    from ledger.operations.report_inputs import gather
     from ledger.operations import meeting_pack
     from ledger.reporting import cap_section, report
 

@@ -84,7 +84,7 @@ def book(tmp_path_factory) -> Book:
 
 
 def _has_chromium() -> bool:
-    from ledger.cli.report import find_chromium
+    from ledger.reporting.write import find_chromium
 
     try:
         find_chromium()

@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from bench_report import build_ledger  # noqa: E402
 
-from ledger.cli import app as cli_app  # noqa: E402
+from ledger.cli import releases_command as cli_releases  # noqa: E402
+from ledger.operations.release_steps import release_steps  # noqa: E402
 from ledger.reporting.views import release_json, releases_text  # noqa: E402
 from ledger.store import database as store  # noqa: E402
 from ledger.store.codec import release_to_dict  # noqa: E402
@@ -37,7 +38,7 @@ def printed_before(url: str, dataset: str | None) -> tuple[str, str]:
     engine = store.make_engine(url)
     with store.read_session(engine) as session:
         snapshot = store.snapshot(session, dataset)
-        steps = cli_app._steps(session, list(snapshot.releases))
+        steps = release_steps(session, list(snapshot.releases))
     engine.dispose()
     rows = list(snapshot.releases.values())
     from ledger.reporting.views import release_charge_json
@@ -74,5 +75,5 @@ def test_the_text_kept_compressed_a_page_at_a_time_prints_what_the_snapshot_prin
     keeps its cells as they are. Either way the same bytes."""
     text, _ = printed_before(url, None)
     monkeypatch.setattr(store, "RELEASE_PAGE", 7)
-    monkeypatch.setattr(cli_app, "_SEPARATOR", separator)
+    monkeypatch.setattr(cli_releases, "_SEPARATOR", separator)
     assert cli_main(url, "releases").out == text

@@ -337,7 +337,7 @@ def test_table_json_of_a_large_table_is_written_a_chunk_at_a_time_as_the_whole_d
     """Past TABLE_CELL_LIMIT cells, `table --json` writes its rows a chunk of releases at a
     time (cli/table_json.py: at a million releases the whole document took more than
     10 GB); the text is the one the whole document gives, to the byte, with every row."""
-    from ledger.cli import app, table_json
+    from ledger.cli import figure_commands, table_json
 
     url, tmp_path = ledger
     odd = write(tmp_path, "odd.yaml", 'dataset: survey\nreleases:\n  - {id: "z 1", title: "Tabl\\u00e9 \\"q\\" \\\\ x",'
@@ -348,7 +348,7 @@ def test_table_json_of_a_large_table_is_written_a_chunk_at_a_time_as_the_whole_d
         assert whole.code == 0 and json.loads(whole.out)["rows"]
         written = []
         with monkeypatch.context() as patch:
-            patch.setattr(app, "TABLE_CELL_LIMIT", 1)
+            patch.setattr(figure_commands, "TABLE_CELL_LIMIT", 1)
             patch.setattr(table_json, "CHUNK", 3)  # several chunks, the last a short one
             real = table_json.write
             patch.setattr(table_json, "write", lambda *args, **kw: written.append(1) or real(*args, **kw))
