@@ -39,9 +39,9 @@ assert ledger.__file__.startswith(sys.path[1]), (ledger.__file__, sys.path[:2]) 
 from ledger.operations import choices; from ledger.store import database as store
 from ledger.cli.report import gather_large, large_register_csv
 from ledger.reporting.report import ChainStatus
-engine = store.make_engine(sys.argv[1])
-with store.read_session(engine) as session:
-    light = store.write_context(session)
+engine = engines.make_engine(sys.argv[1])
+with sessions.read_session(engine) as session:
+    light = configuration.write_context(session)
     dataset = next(iter(light.datasets.values()))
     large = gather_large(session, dataset, choices.parse_delta(None, dataset),
                          chain=ChainStatus(True, 1, "head", ()))

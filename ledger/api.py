@@ -39,7 +39,7 @@ from sqlmodel import Session
 
 from .accounting import budget
 from .operations import choices, transactions as operations
-from .store import database as store, identity
+from .store import audit_chain, audit_verify, configuration, dataset_writes, decoded_history, engines, identity, row_reads, running_totals, schema_migrations, sessions
 from .store.identity import Person, front_end
 from .accounting.charge_choice import at_delta
 from .accounting.risk import Risk, figure_risks
@@ -141,11 +141,11 @@ class Ledger:
 
     def _light(self) -> LedgerSnapshot:
         with Session(self.engine) as session:
-            return store.write_context(session)
+            return configuration.write_context(session)
 
     def _full(self, dataset: str | None) -> LedgerSnapshot:
         with Session(self.engine) as session:
-            return store.snapshot(session, dataset)
+            return decoded_history.snapshot(session, dataset)
 
     @contextmanager
     def _indexed(self, dataset: str | None, as_of: str | datetime | None, *, subset: bool = False):
@@ -159,7 +159,7 @@ class Ledger:
             yield chosen, choices.charged_index(snapshot, chosen)
             return
         with Session(self.engine) as session:
-            light = store.write_context(session)
+            light = configuration.write_context(session)
             chosen = choices.pick_dataset(light, dataset, field="dataset")
             yield choices.index_as_of(session, chosen, light.families, when,
                                       touching=set() if subset else None)
@@ -211,7 +211,7 @@ class Ledger:
 
     def release(self, release_id: str) -> Release:
         with Session(self.engine) as session:
-            lookup = store.ReleaseLookup(session)
+            lookup = row_reads.ReleaseLookup(session)
             if release_id not in lookup:
                 from .core.failures import QUOTED, excerpt
 
@@ -225,7 +225,7 @@ class Ledger:
 
         self.release(release_id)  # (an unknown id: the same error as `release`)
         with Session(self.engine) as session:
-            rows = store.lifecycle_events(session, RELEASE_EVENTS, [release_id])
+            rows = audit_chain.lifecycle_events(session, RELEASE_EVENTS, [release_id])
         return [AuditEvent(seq, at, actor, kind, _reason(json.loads(payload)))
                 for seq, kind, _, at, actor, payload in rows]
 
@@ -295,7 +295,7 @@ class Ledger:
                 entry[key] = value
         caps = operations.add_caps(self.engine, chosen.name, [entry], self._by(), "set_cap")
         with Session(self.engine) as session:
-            return budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
+            return budget.check(caps, running_totals.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
 
     def solve(self, plan: str | Path | Mapping[str, Any], *, dataset: str | None = None) -> pd.DataFrame:
         """The noise of each planned release (a plan file, or its content as a dict) that uses the
@@ -397,7 +397,7 @@ class Ledger:
         when = as_of_moment(as_of)
         with Session(self.engine) as session:
             if when is None:
-                return operations.cap_checks(session, chosen.name, store.caps(session, chosen.name))
+                return operations.cap_checks(session, chosen.name, configuration.caps(session, chosen.name))
             from .store.as_of import state_then
 
             _, caps, _ = state_then(session, chosen, when)
@@ -489,11 +489,11 @@ class Ledger:
 
     # -- audit, report inputs, exports -------------------------------------------
 
-    def verify(self) -> store.Verification:
+    def verify(self) -> audit_verify.Verification:
         """Recompute the audit hash chain; `.ok`, `.events`, `.head`, `.problems` (one
-        consistent snapshot, store.read_session)."""
-        with store.read_session(self.engine) as session:
-            return store.verify(session)
+        consistent snapshot, sessions.read_session)."""
+        with sessions.read_session(self.engine) as session:
+            return audit_verify.verify(session)
 
     def report_inputs(self, dataset: str | None = None, *, delta: object = None,
                       since: str | datetime | None = None, as_of: str | datetime | None = None) -> ReportInputs:
@@ -542,8 +542,8 @@ class Ledger:
         snapshot = self._full(dataset)
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
         with Session(self.engine) as session:
-            caps = store.caps(session, chosen.name)
-            unit = store.privacy_unit(session, chosen.name)
+            caps = configuration.caps(session, chosen.name)
+            unit = dataset_writes.privacy_unit(session, chosen.name)
         return registry_record(snapshot, chosen, caps, tier=tier, privacy_unit=unit)
 
 
@@ -584,7 +584,7 @@ RELEASE_EVENTS = ("release.recorded", "release.approved", "release.published", "
 
 
 def _reason(payload: Any) -> str | None:
-    """The reason a retraction or cancellation gave (store.append_event keeps it beside the release)."""
+    """The reason a retraction or cancellation gave (audit_chain.append_event keeps it beside the release)."""
     reason = payload.get("reason") if isinstance(payload, dict) else None
     return reason if isinstance(reason, str) else None
 
@@ -606,8 +606,8 @@ def open(url: str | None = None, *, person: Person | None = None) -> Ledger:  # 
     database then checks that its login may act as that person's role)."""
     chosen = choices.ledger_url(url)
     try:
-        engine = store.make_engine(chosen)
-        store.ensure_schema(engine)
+        engine = engines.make_engine(chosen)
+        schema_migrations.ensure_schema(engine)
     except Exception as exc:  # a bad URL or an unreachable server is bad input
         raise InputErrors([LedgerError("url", "url", f"cannot open ledger {chosen!r}: {exc}")]) from None
     return Ledger(chosen, engine, person=person)

@@ -13,8 +13,8 @@ The layers, lowest first (the same map is in ledger/__init__.py's docstring):
   8. interfaces: the command line (cli/), what is shown (reporting/: the report's presentation, charts,
      templates), the web app (web/), adapters from other libraries
 
-Every import counts: top-level and function-level (`from ..store import database`), under
-TYPE_CHECKING, and the lazy ones named in a string (`lazy_module("ledger.store.database")`,
+Every import counts: top-level and function-level (`from ..store import sessions`), under
+TYPE_CHECKING, and the lazy ones named in a string (`lazy_module("ledger.store.sessions")`,
 `lazy_callable(f"{__package__}.views", ...)`, `sys.modules.get(...)`). Importing the root
 package for `__version__` is allowed everywhere.
 """
@@ -128,7 +128,7 @@ def test_no_module_imports_a_layer_above_its_own():
 def test_the_check_sees_lazy_imports():
     # the test itself must be able to fail: cli/app.py imports the store lazily, by a string
     lazy = [target for _, target, _ in imports(LEDGER / "cli" / "app.py")]
-    assert "ledger.store.database" in lazy and layer_of("ledger.store.database") < layer_of("ledger.cli.app")
+    assert "ledger.store.sessions" in lazy and layer_of("ledger.store.sessions") < layer_of("ledger.cli.app")
     assert layer_of("ledger.reporting.report") > layer_of("ledger.accounting.ledger_index")
 
 
@@ -254,7 +254,7 @@ rows = columns._ROWS, _ROWS, acc.__name__, acc.ORDERS
 
 
 def test_the_private_names_check_sees_every_form():
-    found = private_uses(_SYNTHETIC_STORE_MODULE, "ledger.store.database")
+    found = private_uses(_SYNTHETIC_STORE_MODULE, "ledger.store.audit_verify")
     assert sorted(found) == [("ledger.accounting.budget", "_top"), ("ledger.accounting.index_chunks", "_rows_of"),
                              ("ledger.accounting.renyi_curves", "_grids"), ("ledger.reporting.report", "_aware")]
     # a layer's own private names, dunder names and public ones are not taken across layers

@@ -73,7 +73,7 @@ from hypothesis import HealthCheck  # noqa: E402
 from sqlmodel import Session  # noqa: E402
 from test_accounting_rows import VARIABLES, ledgers, record, same_rows  # noqa: E402
 
-from ledger.store import columns, database as store  # noqa: E402
+from ledger.store import columns, engines  # noqa: E402
 from ledger.core.records import CHARGED_STATUSES, Status  # noqa: E402
 
 
@@ -87,7 +87,7 @@ def test_the_column_reading_equals_the_row_reading(ledger, subset, accounts):
     with tempfile.TemporaryDirectory() as directory:
         url = f"sqlite:///{directory}/l.db"
         record(url, entries, lifecycle)
-        engine = store.make_engine(url)
+        engine = engines.make_engine(url)
         with Session(engine) as session:
             connection = session.connection()
             for positions in (None, sorted(VARIABLES.index(v) for v in subset)):
@@ -115,7 +115,7 @@ def test_a_bitset_of_another_width_sends_the_column_reading_back_to_the_rows():
         with tempfile.TemporaryDirectory() as directory:
             url = f"sqlite:///{directory}/l.db"
             record(url, entries, lifecycle)
-            engine = store.make_engine(url)
+            engine = engines.make_engine(url)
             with Session(engine) as session:
                 connection = session.connection()
                 seqs = [s for (s,) in connection.exec_driver_sql("SELECT seq FROM release_accounting ORDER BY seq")]

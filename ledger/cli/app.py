@@ -57,7 +57,12 @@ text_table = lazy_callable("ledger.reporting.views", "text_table")
 budget = lazy_module("ledger.accounting.budget")
 operations = lazy_module("ledger.operations.transactions")
 people = lazy_module("ledger.operations.people")  # the ORM
-store = lazy_module("ledger.store.database")
+audit_chain = lazy_module("ledger.store.audit_chain")
+verify_ledger = lazy_callable("ledger.store.audit_verify", "verify")
+configuration = lazy_module("ledger.store.configuration")
+decoded_history = lazy_module("ledger.store.decoded_history")
+role_grants = lazy_module("ledger.store.role_grants")
+sessions = lazy_module("ledger.store.sessions")
 Session = lazy_callable("sqlmodel", "Session")
 
 EXIT_CODES_HELP = ("Exit codes: 0 done; 1 a budget check refused, or a cancel of a release whose output exists "
@@ -302,7 +307,7 @@ def _rows_index(dataset: str | None, titles: bool = False, variables: list[str] 
     where the rows cannot state the ledger then exactly (as_of.rows_then: moments past about
     2112), the whole releases, each with the status it had then (ledger.accounting.history)."""
     with Session(_engine()) as session:
-        light = store.write_context(session)
+        light = configuration.write_context(session)
         chosen = _pick_dataset(light, dataset)
         if when is not None:  # (every row read, and the subset resolved against the dataset then)
             yield choices.index_as_of(session, chosen, light.families, when, titles=titles,
@@ -317,8 +322,8 @@ def _rows_index(dataset: str | None, titles: bool = False, variables: list[str] 
 
 
 def _read(dataset: str | None = None) -> LedgerSnapshot:
-    with store.read_session(_engine()) as session:
-        return store.snapshot(session, dataset)
+    with sessions.read_session(_engine()) as session:
+        return decoded_history.snapshot(session, dataset)
 
 
 # --------------------------------------------------------------------------
@@ -331,7 +336,7 @@ def init(as_json: JsonOption = False) -> None:
     """Create an empty ledger; its first user becomes its admin, holding every role."""
     actor = _actor()
     engine = _engine(create=True)
-    with store.write_session(engine) as session:
+    with sessions.write_session(engine) as session:
         made = people.bootstrap(session, actor)
     if as_json:
         typer.echo(cli_json.dumps({"ok": True, "ledger": state.url, "admin": actor if made else None}))
@@ -453,8 +458,8 @@ def headroom_command(
         raise fail("command line", "--mechanism", f"must be one of {', '.join(HEADROOM_MECHANISMS)}. "
                                                   f"Found {mechanism!r}.")
     engine = _engine()  # (opened once: the dataset's names and the caps' totals from the same ledger)
-    with store.read_session(engine) as session:
-        chosen = _pick_dataset(store.write_context(session), dataset)
+    with sessions.read_session(engine) as session:
+        chosen = _pick_dataset(configuration.write_context(session), dataset)
         if when is not None:  # its variables and groups as they stood then (history.state_as_of)
             from ..store.as_of import state_then
 
@@ -559,8 +564,8 @@ def _change_status(action: str, release: str, as_json: bool, reason: str | None 
 def _caps_over(release) -> list:
     """The caps on what `release` reads that are over their limit, as `cap list` states them
     (the same checks)."""
-    with store.read_session(_engine()) as session:
-        caps = [cap for cap in store.caps(session, release.dataset) if cap.subset & release.reads]
+    with sessions.read_session(_engine()) as session:
+        caps = [cap for cap in configuration.caps(session, release.dataset) if cap.subset & release.reads]
         return [c for c in operations.cap_checks(session, release.dataset, caps) if c.status == "over"] if caps else []
 
 
@@ -633,7 +638,7 @@ def cap_set(
         caps = operations.add_caps(engine, chosen.name, [entry], _actor(), "command line")
     except InputErrors as exc:  # named as the steward typed them: --epsilon, SUBSET (not caps[0].epsilon)
         raise InputErrors([LedgerError(e.source, _cap_option(e.field), e.message) for e in exc.errors]) from None
-    with store.read_session(engine) as session:
+    with sessions.read_session(engine) as session:
         checks = operations.cap_checks(session, chosen.name, caps)
     if as_json:
         why = infinite_driver_reasons(checks)
@@ -660,8 +665,8 @@ def cap_list(dataset: DatasetOption = None, as_json: JsonOption = False, as_of: 
     snapshot = _read_light()
     chosen = _pick_dataset(snapshot, dataset)
     engine = _engine()
-    with store.read_session(engine) as session:
-        caps = store.caps(session, chosen.name)
+    with sessions.read_session(engine) as session:
+        caps = configuration.caps(session, chosen.name)
         if when is None:
             checks = operations.cap_checks(session, chosen.name, caps)
         else:  # the caps as they stood then: set by then, with the limit each had (history.state_as_of)
@@ -695,26 +700,26 @@ def _resolve_variables(chosen: Dataset, names: list[str]) -> set[str]:
 @app.command()
 def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None:
     """List recorded releases."""
-    # the releases decoded a page at a time (store.release_pages), with the steps of that page's
+    # the releases decoded a page at a time (decoded_history.release_pages), with the steps of that page's
     # releases alone, never the whole ledger at once: a million releases held as Release objects
     # took gigabytes; the output is the same (the text table keeps each release's cells,
     # a line of text, until every column's width is known)
-    with store.read_session(_engine()) as session:
+    with sessions.read_session(_engine()) as session:
         if as_json:
-            _releases_json(session, store.release_pages(session, dataset))
+            _releases_json(session, decoded_history.release_pages(session, dataset))
             return
         import zlib
 
         from ..reporting.views import RELEASES_HEADER, release_cells, releases_line, releases_widths
 
-        datasets = store.write_context(session).datasets
+        datasets = configuration.write_context(session).datasets
         # the table's cells kept a page at a time as one compressed text (each cell ended by a
         # separator no cell holds; else that page's cells themselves), the columns' widths found
         # on the way, then the lines: at a million releases the rows as texts held 422 MB
         pages: list = []
         widths = None
         ended_lines = []
-        for page in store.release_pages(session, dataset):
+        for page in decoded_history.release_pages(session, dataset):
             steps = _steps(session, [r.id for r in page])
             cells = [release_cells(r, datasets) for r in page]
             widths = releases_widths(cells, widths)
@@ -752,7 +757,7 @@ def _releases_json(session, pages) -> None:
 
     from ..reporting.views import release_charge_json
 
-    datasets = store.write_context(session).datasets
+    datasets = configuration.write_context(session).datasets
     first = True
     for page in pages:
         steps = _steps(session, [r.id for r in page])
@@ -769,7 +774,7 @@ def _steps(session, ids: list[str]) -> dict[str, list[dict]]:
     """Release id -> its lifecycle steps after recording: who, when, and why (docs/explanation/model.md#people-duties-and-the-book-of-record)."""
     kinds = ["release.approved", "release.published", "release.retracted", "release.cancelled"]
     found: dict[str, list[dict]] = {}
-    for seq, kind, subject, at, actor, payload in store.lifecycle_events(session, kinds, ids):
+    for seq, kind, subject, at, actor, payload in audit_chain.lifecycle_events(session, kinds, ids):
         step = {"step": kind.removeprefix("release."), "by": actor, "at": at, "event": seq}
         if kind in ("release.retracted", "release.cancelled"):
             step["reason"] = json.loads(payload).get("reason")
@@ -1086,13 +1091,13 @@ def audit_verify(
                    "--checkpoint and --public-key go together")
     head = read_checkpoint(checkpoint, public_key) if checkpoint is not None else None
     engine = _engine()
-    with store.read_session(engine) as session, progress("verifying the audit chain"):
+    with sessions.read_session(engine) as session, progress("verifying the audit chain"):
         kept = verified_head.read_head(session) if since_checkpoint else None
         if since_checkpoint and head is not None and head.derived is not None:
             kept = verified_head.VerifiedHead(head.seq, head.hash, full_at=None if kept is None else kept.full_at,
                                               derived=head.derived)  # the signed head, not the one in the database
         mark = None if kept is None else (kept.seq, kept.hash)
-        result = store.verify(session) if mark is None else verified_head.verify_since(session, mark, kept.derived)
+        result = verify_ledger(session) if mark is None else verified_head.verify_since(session, mark, kept.derived)
         lost = check_checkpoint(session, head) if head is not None else None
     if result.ok:  # the next --since-checkpoint starts here (not kept when busy or read-only: no wait)
         verified_head.remember(engine, result, full=result.full, previous=kept)
@@ -1142,9 +1147,9 @@ def _change_role(person: str, role: str, granted: bool, as_json: bool = False) -
     person = people.check_person(person, "PERSON")
     role = people.check_role(role)
     actor = _actor()
-    with store.write_session(_engine()) as session:
+    with sessions.write_session(_engine()) as session:
         people.require(session, actor, "change roles")
-        held = store.roles(session)
+        held = role_grants.roles(session)
         if granted:
             people.check_new_person(person, held, "PERSON")
         if granted and role in held.get(person, frozenset()):
@@ -1162,7 +1167,7 @@ def _change_role(person: str, role: str, granted: bool, as_json: bool = False) -
             if role == "admin" and [p for p, r in held.items() if "admin" in r] == [person]:
                 raise fail("command line", "ROLE", f"{person!r} is the ledger's only admin; grant admin to "
                                                    "another person first")
-        store.set_role(session, person, role, granted, actor)
+        role_grants.set_role(session, person, role, granted, actor)
     if as_json:
         typer.echo(cli_json.dumps({"ok": True, "person": person, "role": role, "granted": granted, "changed": True}))
         return
@@ -1173,7 +1178,7 @@ def _change_role(person: str, role: str, granted: bool, as_json: bool = False) -
 def role_list(as_json: JsonOption = False) -> None:
     """Every person and the roles they hold."""
     with Session(_engine()) as session:
-        held = store.roles(session)
+        held = role_grants.roles(session)
     if as_json:
         typer.echo(json.dumps({person: [r for r in people.ROLES if r in roles]  # the text's order
                                for person, roles in sorted(held.items())}, indent=2, ensure_ascii=False))

@@ -13,7 +13,8 @@ from .context import open_engine
 
 # imported on first use: `--help` and a `check` against a pure cap need neither
 budget = lazy_module("ledger.accounting.budget")
-store = lazy_module("ledger.store.database")
+configuration = lazy_module("ledger.store.configuration")
+sessions = lazy_module("ledger.store.sessions")
 
 
 def rho_cap_epsilon(cap, delta: Fraction) -> float | None:
@@ -44,8 +45,8 @@ def infinite_driver_reasons(checks, when=None) -> dict[tuple[str, str], tuple[st
     from ..operations.reasons import driver_reasons
 
     found = {}
-    with store.read_session(open_engine()) as session:
-        datasets = store.write_context(session).datasets
+    with sessions.read_session(open_engine()) as session:
+        datasets = configuration.write_context(session).datasets
         for dataset in sorted({c.cap.dataset for c in wanted}):
             mine = [c for c in wanted if c.cap.dataset == dataset]
             index = index_at(session, dataset, [c.cap for c in mine], when)

@@ -24,9 +24,14 @@ if TYPE_CHECKING:
 
 from ..operations.moments import moment_text, parse_date  # noqa: F401 (the date options' rule: the CLI's from here)
 
-store = lazy_module("ledger.store.database")
+configuration = lazy_module("ledger.store.configuration")
+engines = lazy_module("ledger.store.engines")
+files = lazy_module("ledger.store.files")
+schema_migrations = lazy_module("ledger.store.schema_migrations")
+sessions = lazy_module("ledger.store.sessions")
+table_models = lazy_module("ledger.store.table_models")
 
-DEFAULT_URL = "sqlite:///ledger.db"  # store.DEFAULT_URL, without importing the store
+DEFAULT_URL = "sqlite:///ledger.db"  # engines.DEFAULT_URL, without importing the store
 
 
 class State:
@@ -43,20 +48,20 @@ def open_engine(create: bool = False):
     or a schema: any other command on a missing file, or on a database without the
     ledger's tables, is bad input and writes nothing. A ledger whose schema is current is
     opened without any lock (a reader never waits for a writer)."""
-    path = store.sqlite_path(state.url)
+    path = files.sqlite_path(state.url)
     if path is not None:
         if not create and not path.exists():
             raise fail("--db", "url", f"no ledger at {path}; create one with `privacy-ledger init` "
                                       "or `privacy-ledger dataset add FILE`")
-        store.check_sqlite_file(path)
+        engines.check_sqlite_file(path)
     from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError  #
 
     try:
-        engine = store.make_engine(state.url)
+        engine = engines.make_engine(state.url)
     except (ArgumentError, NoSuchModuleError, ValueError) as exc:
         raise fail("--db", "url", f"cannot open ledger {failures.excerpt(state.url, 200)!r}: {exc}") from None
     try:
-        found, version = store.schema_state(engine)
+        found, version = schema_migrations.schema_state(engine)
     except DatabaseError as exc:
         if failures.operational_reason(exc) is not None:
             raise
@@ -67,16 +72,16 @@ def open_engine(create: bool = False):
                                   "create one with `privacy-ledger init`, or give the ledger's URL")
     if found == "newer":
         raise fail("--db", "url", f"this ledger has schema version {version}; this privacy-ledger knows up to "
-                                  f"{store.SCHEMA_VERSION}. Upgrade privacy-ledger.")
+                                  f"{schema_migrations.SCHEMA_VERSION}. Upgrade privacy-ledger.")
     if found != "current":
-        store.ensure_schema(engine)
+        schema_migrations.ensure_schema(engine)
     return engine
 
 
 def read_light() -> LedgerSnapshot:
     """Datasets and families, without loading every release."""
-    with store.read_session(open_engine()) as session:
-        return store.write_context(session)
+    with sessions.read_session(open_engine()) as session:
+        return configuration.write_context(session)
 
 
 def as_of_lines(dataset: str, when) -> list[str]:
@@ -105,8 +110,8 @@ def dataset_added_at(dataset: str):
 
     from ..input.loader import parse_moment
 
-    table = store.AuditEventRow.__table__
-    with store.read_session(open_engine()) as session:
+    table = table_models.AuditEventRow.__table__
+    with sessions.read_session(open_engine()) as session:
         at = session.connection().execute(
             select(table.c.at).where(table.c.kind == "dataset.added", table.c.subject == dataset)
             .order_by(table.c.seq).limit(1)).scalar()
@@ -118,11 +123,11 @@ def actor(engine=None) -> str:
     PostgreSQL, the operating-system user on a SQLite file (read before any file is created)."""
     from ..store import identity
 
-    if engine is None and store.sqlite_path(state.url) is not None:
+    if engine is None and files.sqlite_path(state.url) is not None:
         return identity.os_user().name
     if engine is not None:
         return identity.authenticated(engine).name
-    engine = store.make_engine(state.url)
+    engine = engines.make_engine(state.url)
     try:
         return identity.authenticated(engine).name
     finally:

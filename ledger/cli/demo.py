@@ -17,7 +17,7 @@ from sqlmodel import Session
 from dataclasses import replace
 
 from ..operations import people
-from ..store import database as store
+from ..store import dataset_writes, decoded_history, release_writes, session_state, sessions
 from ..core.errors import InputErrors, fail
 from ..input.loader import build_dataset, build_releases, check_batch, parse_document
 from ..core.records import CHARGED_STATUSES, Status
@@ -80,13 +80,13 @@ def run_demo(engine: Engine, out: Path, actor: str) -> str:
     from ..accounting.ledger_index import LedgerIndex
     from ..input.loader import LedgerSnapshot
 
-    with store.write_session(engine) as session:
-        snapshot = store.snapshot(session)
-        dataset, releases, families = _build(actor, LedgerSnapshot(), store.now())
+    with sessions.write_session(engine) as session:
+        snapshot = decoded_history.snapshot(session)
+        dataset, releases, families = _build(actor, LedgerSnapshot(), session_state.now())
         if not snapshot.datasets and not snapshot.releases:  # empty (roles aside)
             people.bootstrap(session, actor)  # the demo's user is the new ledger's admin
-            store.add_dataset(session, dataset, actor)
-            store.add_releases(session, releases, families, actor)
+            dataset_writes.add_dataset(session, dataset, actor)
+            release_writes.add_releases(session, releases, families, actor)
             action = "recorded Tan's Example 3.6 in the ledger"
         elif _holds_only_demo(snapshot, dataset, releases):
             action = "the ledger already holds Tan's Example 3.6; nothing recorded"
@@ -94,10 +94,10 @@ def run_demo(engine: Engine, out: Path, actor: str) -> str:
             raise fail(str(engine.url), "--db", "this ledger already holds other data; the demo only runs "
                                                 "in an empty ledger (choose another with --db or LEDGER_DATABASE_URL)")
     with Session(engine) as session:
-        snapshot = store.snapshot(session, DATASET_NAME)
+        snapshot = decoded_history.snapshot(session, DATASET_NAME)
     recorded = [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES]
     view = table_view(LedgerIndex(dataset.variable_names, recorded).table(dataset.name), dataset.delta or 0)
-    html = render("risk_table.html.j2", view=view, generated_at=store.now().isoformat(),
+    html = render("risk_table.html.j2", view=view, generated_at=session_state.now().isoformat(),
                   total_label=TOTAL_LABEL)
     from .outputs import write_atomically
 
@@ -155,11 +155,11 @@ def run_graduates_demo(engine: Engine, actor: str, seed: int | None = None) -> s
     dataset, errors = build_dataset(document)
     if errors:
         raise InputErrors(errors)
-    with store.write_session(engine) as session:
-        snapshot = store.snapshot(session)
+    with sessions.write_session(engine) as session:
+        snapshot = decoded_history.snapshot(session)
         if not snapshot.datasets and not snapshot.releases:  # empty (roles aside)
             people.bootstrap(session, actor)  # the demo's user is the new ledger's admin
-            store.add_dataset(session, dataset, actor)
+            dataset_writes.add_dataset(session, dataset, actor)
             fresh = True
         elif set(snapshot.datasets) == {dataset.name} and set(snapshot.releases) <= {"table-3", "table-3-nonnegative"}:
             fresh = not snapshot.releases
@@ -175,7 +175,7 @@ def run_graduates_demo(engine: Engine, actor: str, seed: int | None = None) -> s
         released, action = result.release, "ran Tan's Algorithm 1 on Table 2 and recorded release table-3"
     else:
         with Session(engine) as session:
-            released = store.snapshot(session, dataset.name).releases["table-3"]
+            released = decoded_history.snapshot(session, dataset.name).releases["table-3"]
         action = "the ledger already holds this demo's release table-3; nothing recorded"
     long = pd.read_csv(io.StringIO(released.output))
     table = long.pivot(index="degree_programme", columns="income_band", values="count")
@@ -184,7 +184,7 @@ def run_graduates_demo(engine: Engine, actor: str, seed: int | None = None) -> s
     exact = tan.table2_counts()
     exact.index.name, exact.columns.name = "Degree Programme", None
     with Session(engine) as session:
-        recorded = [r for r in store.snapshot(session, dataset.name).releases.values() if r.status in CHARGED_STATUSES]
+        recorded = [r for r in decoded_history.snapshot(session, dataset.name).releases.values() if r.status in CHARGED_STATUSES]
     view = table_view(LedgerIndex(dataset.variable_names, recorded).table(dataset.name), dataset.delta or 0)
     return "\n".join([
         action,

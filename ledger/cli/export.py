@@ -17,7 +17,8 @@ from .context import open_engine
 from ..core.errors import fail
 from ..core.lazy import lazy_callable, lazy_module
 
-store = lazy_module("ledger.store.database")  # the ORM, imported when the command runs
+configuration = lazy_module("ledger.store.configuration")  # the ORM, imported when the command runs
+dataset_writes = lazy_module("ledger.store.dataset_writes")  # the ORM, imported when the command runs
 Session = lazy_callable("sqlmodel", "Session")
 
 export_app = typer.Typer(no_args_is_help=True, help="Export the ledger for others: the DP Deployments Registry.",
@@ -53,10 +54,10 @@ def registry(
     # The figures from the accounting rows (as `table` reads them), the releases' own facts by SQL
     # (store.facts): no release is decoded but the few the record names
     with Session(open_engine()) as session:
-        light = store.write_context(session)
+        light = configuration.write_context(session)
         chosen = choices.pick_dataset(light, dataset)
-        caps = store.caps(session, chosen.name)
-        unit = store.privacy_unit(session, chosen.name)
+        caps = configuration.caps(session, chosen.name)
+        unit = dataset_writes.privacy_unit(session, chosen.name)
         index = columns.index_for(session, chosen.variable_names, chosen.name, light.families)
         exact = index.releases.seqs[index.exactly_read()].tolist()
         facts = facts_of(charged_facts(session.connection(), chosen.name, exact))

@@ -66,7 +66,14 @@ if TYPE_CHECKING:
     from ..operations.report_inputs import ChainStatus
     from ..reporting.chart_data import Pairs, Timeline
 
-store = lazy_module("ledger.store.database")  # the ORM, imported when a report is made
+audit_chain = lazy_module("ledger.store.audit_chain")  # the ORM, imported when a report is made
+audit_verify = lazy_module("ledger.store.audit_verify")  # the ORM, imported when a report is made
+configuration = lazy_module("ledger.store.configuration")  # the ORM, imported when a report is made
+engines = lazy_module("ledger.store.engines")  # the ORM, imported when a report is made
+row_dicts = lazy_module("ledger.store.row_dicts")  # the ORM, imported when a report is made
+session_state = lazy_module("ledger.store.session_state")  # the ORM, imported when a report is made
+sessions = lazy_module("ledger.store.sessions")  # the ORM, imported when a report is made
+table_models = lazy_module("ledger.store.table_models")  # the ORM, imported when a report is made
 # the report's context builder (and markupsafe, the chart data): imported when a report is
 # made, not by `--help`, `check` or `record`, which only register this command
 _report = lazy_module("ledger.reporting.report")
@@ -127,9 +134,9 @@ def report(
     if chosen_format == "pdf":
         chromium = find_chromium("--format" if format is not None else "--out")
     engine = open_engine()  # (opened once: its schema checked once)
-    with store.read_session(engine) as session:  # (as read_light, with the chain's length)
-        snapshot = store.write_context(session)
-        alongside = store.last_event(session)[0] > ALONGSIDE_FROM
+    with sessions.read_session(engine) as session:  # (as read_light, with the chain's length)
+        snapshot = configuration.write_context(session)
+        alongside = audit_chain.last_event(session)[0] > ALONGSIDE_FROM
     chosen = choices.pick_dataset(snapshot, dataset)
     chosen_delta = choices.parse_delta(delta, chosen)
     charts = chosen_format in ("html", "pdf")
@@ -145,7 +152,7 @@ def report(
     helpers: list[RegisterAlongside] = []  # the register is written alongside from as soon as the index is read
     with progress(f"writing the {chosen_format} report"), paused_gc(), _closing(helpers):
         try:
-            with store.read_session(engine) as session:
+            with sessions.read_session(engine) as session:
                 count = release_count(session, chosen.name)
                 # past the threshold (now, as `build_report` decides it at any --as-of), the page
                 # summarises, and is computed from the accounting rows: no release decoded but those
@@ -155,7 +162,7 @@ def report(
                     if charts:
                         draw = ChartsAlongside()
                     register = register_target(target, count)
-                    head = store.last_event(session)  # the moment the page is of: the register must be too
+                    head = audit_chain.last_event(session)  # the moment the page is of: the register must be too
                     large_inputs = gather_large(session, chosen, chosen_delta, chain=chain, indexed=lambda lite:
                                                 helpers.append(RegisterAlongside(state.url, lite, register, head)),
                                                 as_of=as_of_at, since=since_at)
@@ -414,18 +421,18 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
         counts = event_counts(session, dataset.name, as_of, until, since_text)
         if any(row[5] for row in counts):  # a moment not in UTC text: text does not order it
             return None
-    light = store.write_context(session)
+    light = configuration.write_context(session)
     families = {fid: f for fid, f in light.families.items() if f.dataset == dataset.name}
     index = columns.index_for(session, dataset.variable_names, dataset.name, families, False, None, True, when=as_of)
     if index is None:
         return None
     then = index.then
-    caps = tuple(store.caps(session, dataset.name))
+    caps = tuple(configuration.caps(session, dataset.name))
     if as_of is not None:  # the dataset (variables, classifications, groups) and caps as they stood then
         dataset, caps, index = rows_at.state_then(session, dataset, as_of, index)
     if chain is None:
         chain = verify_for_report(session)
-    generated_at = generated_at or store.now()
+    generated_at = generated_at or session_state.now()
     wanted = ["basic", "rdp"]  # the figures shown (shown_accounts); the PLD is information only
     table, per_variable, wide = columns.large_table(index, dataset.name, at_delta(delta), delta,
                                                     _report.LARGEST_LISTED, wanted)
@@ -443,7 +450,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     largest = whole_releases(session, ids)
     if then is not None:  # each with the status it had then
         largest = {rid: then.release(release) for rid, release in largest.items()}
-    releases = store.ReleaseRow.__table__
+    releases = table_models.ReleaseRow.__table__
     if then is None:
         named = tuple(f for (f,) in connection.execute(
             select(releases.c.family).where(releases.c.dataset == dataset.name, releases.c.family.is_not(None),
@@ -550,7 +557,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     retracted = changes_of("release.retracted", lambda e: Status.RETRACTED.value)
     cancelled = changes_of("release.cancelled", lambda e: Status.CANCELLED.value)
     approved, published = _dated_since(session, dataset.name, since, as_of, index.then, until)
-    before = columns.index_for(session, store.write_context(session).datasets[dataset.name].variable_names,
+    before = columns.index_for(session, configuration.write_context(session).datasets[dataset.name].variable_names,
                                dataset.name, families, False, None, True, when=since - timedelta(microseconds=1))
     if before is None:
         return None
@@ -595,7 +602,7 @@ def _dated_since(session: Session, dataset: str, since: datetime, as_of: datetim
     from ..core.records import Status
     from ..store.codec import parse_time
 
-    table = store.ReleaseRow.__table__
+    table = table_models.ReleaseRow.__table__
     c = table.c
     day = (since.astimezone(UTC) - timedelta(days=1)).date().isoformat()
     dated = {"approved": [], "published": []}
@@ -653,8 +660,8 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
     index, delta, n_var, seqs, wide_ids, epsilon_of, zero = _register_basis(large)
     variables = index.variables
     families = large.families
-    table = store.ReleaseRow.__table__
-    with store.read_session(engine) as session:
+    table = table_models.ReleaseRow.__table__
+    with sessions.read_session(engine) as session:
         same_ledger(session, head)
         then, until = register_moment(session, large)
         steps = lifecycle_events(session, until=until)
@@ -675,7 +682,7 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
                 a, b = int(at[inside].min()), int(at[inside].max()) + 1
                 cells = rows_of(index, a, b).single_cells()
             for k, row in enumerate(rows):
-                release = release_from_dict(store.release_row_dict(row))
+                release = release_from_dict(row_dicts.release_row_dict(row))
                 if then is not None:  # the release as it stood then (not yet in the ledger: not listed)
                     if then.status(release) is None:
                         continue
@@ -746,7 +753,7 @@ class _Helper:
 
 
 class VerifyAlongside:
-    """`store.verify` run in a forked process while this one reads the ledger and builds
+    """`audit_verify.verify` run in a forked process while this one reads the ledger and builds
     the report: on a large ledger the verification (every hash, every row, every cap's
     total recomputed) takes as long as all the rest, and a machine has more than one core.
     What it verifies: `verify_for_report` (since the verified head, when the ledger has one).
@@ -767,9 +774,9 @@ class VerifyAlongside:
             if isinstance(outcome, _report.ChainStatus):
                 self.result = outcome
         if self.result is None:  # no child, or it failed: verify here
-            engine = store.make_engine(self.url)
+            engine = engines.make_engine(self.url)
             try:
-                with store.read_session(engine) as session:
+                with sessions.read_session(engine) as session:
                     self.result = verify_for_report(session)
             finally:
                 engine.dispose()
@@ -830,10 +837,10 @@ def _modules_before_fork(charts: bool) -> None:
     import numpy  # noqa: F401
     import numpy.ma  # noqa: F401 (np.unique reads np.ma.is_masked: ~0.1 s of import in each process otherwise)
 
-    from ..accounting import cap_states  # noqa: F401 (store.verify's)
-    from ..store import columns  # noqa: F401 (store.verify's)
-    from ..accounting import ledger_index  # noqa: F401 (store.verify's)
-    from ..store import verified_head  # noqa: F401 (store.verify's)
+    from ..accounting import cap_states  # noqa: F401 (audit_verify.verify's)
+    from ..store import columns  # noqa: F401 (audit_verify.verify's)
+    from ..accounting import ledger_index  # noqa: F401 (audit_verify.verify's)
+    from ..store import verified_head  # noqa: F401 (audit_verify.verify's)
 
     _report.summary_from  # noqa: B018 (the report module, loaded)
     if charts:
@@ -844,8 +851,8 @@ def _verify_child(url: str, channel) -> None:
     """In the forked process: a new engine (never the parent's connections), verify, send (on a
     failure, the parent verifies again)."""
     with _telling_the_parent(channel):
-        engine = store.make_engine(url)
-        with store.read_session(engine) as session:
+        engine = engines.make_engine(url)
+        with sessions.read_session(engine) as session:
             channel.send(verify_for_report(session))
 
 
@@ -934,7 +941,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     n_values = len(epsilon_of)
     charged_names = {s.value for s in CHARGED_STATUSES}
     families = {f.id: f for f in large.families}
-    table = store.ReleaseRow.__table__
+    table = table_models.ReleaseRow.__table__
     c = table.c
     columns_ = (c.seq, c.id, c.title, c.status, cast(c.reads, Text), c.mechanism_name, cast(c.mechanism_params, Text),
                 cast(c.guarantees, Text), cast(c.derived_from, Text), c.family, c.recorded_by, c.recorded_at,
@@ -1100,7 +1107,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     # page: quadratic in the ledger's size)
     of_dataset = c.dataset.concat("") == large.dataset.name
     within = () if upto is None else (c.seq <= upto,)
-    with store.read_session(engine) as session:
+    with sessions.read_session(engine) as session:
         same_ledger(session, head)
         connection = session.connection()
         then, until = register_moment(session, large)
@@ -1190,7 +1197,7 @@ def _write_register(url: str, large, path: Path, after: int = -1, upto: int | No
                     header: bool = True, head: tuple[int, str] | None = None) -> str:
     """In a forked process (`_call_child`): a new engine (never the parent's connections), the
     register's part of seqs (after, upto] written to `path` (the temporary file the parent made)."""
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     with open(path, "wb") as stream:
         for text in large_register_csv(engine, large, after=after, upto=upto, header=header, head=head):
             stream.write(text.encode("utf-8"))

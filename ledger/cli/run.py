@@ -18,7 +18,8 @@ from ..core.lazy import lazy_callable, lazy_module
 from ..core.records import CHARGED_STATUSES, Status
 from .options import DatasetOption  # (one definition: -d / --dataset)
 
-store = lazy_module("ledger.store.database")  # the ORM, imported when a command runs
+decoded_history = lazy_module("ledger.store.decoded_history")  # the ORM, imported when a command runs
+sessions = lazy_module("ledger.store.sessions")  # the ORM, imported when a command runs
 Session = lazy_callable("sqlmodel", "Session")
 
 if TYPE_CHECKING:
@@ -198,8 +199,8 @@ def sample_privacy(
     from ..operations.recording import joint_sample_leakage
 
     chosen = _pick_dataset(_read_light(), dataset)
-    with store.read_session(_engine()) as session:
-        releases = [r for r in store.snapshot(session, chosen.name).releases.values() if r.status in CHARGED_STATUSES]
+    with sessions.read_session(_engine()) as session:
+        releases = [r for r in decoded_history.snapshot(session, chosen.name).releases.values() if r.status in CHARGED_STATUSES]
     results = joint_sample_leakage(releases)
     if as_json:
         typer.echo(json.dumps(results, indent=2))

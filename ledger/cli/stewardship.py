@@ -25,7 +25,15 @@ from ..core.lazy import lazy_callable, lazy_module
 # imported on first use, so `--help` imports neither the ORM nor numpy nor cryptography
 budget = lazy_module("ledger.accounting.budget")
 checkpoint = lazy_module("ledger.store.checkpoint")
-store = lazy_module("ledger.store.database")
+audit_chain = lazy_module("ledger.store.audit_chain")
+audit_verify = lazy_module("ledger.store.audit_verify")
+cap_writes = lazy_module("ledger.store.cap_writes")
+configuration = lazy_module("ledger.store.configuration")
+dataset_writes = lazy_module("ledger.store.dataset_writes")
+decoded_history = lazy_module("ledger.store.decoded_history")
+running_totals = lazy_module("ledger.store.running_totals")
+session_state = lazy_module("ledger.store.session_state")
+sessions = lazy_module("ledger.store.sessions")
 Session = lazy_callable("sqlmodel", "Session")
 amend = lazy_module("ledger.operations.amend")
 declared_privacy_unit = lazy_callable("ledger.operations.transactions", "declared_privacy_unit")
@@ -79,13 +87,13 @@ def apply_change(dataset: str | None, change: Change, *, source: str, actor: str
     lines: list[str] = []
     say = lines.append if as_json else typer.echo
     engine = open_engine()
-    with (Session(engine) if dry_run else store.write_session(engine)) as session:
-        context = store.write_context(session)
+    with (Session(engine) if dry_run else sessions.write_session(engine)) as session:
+        context = configuration.write_context(session)
         chosen = choices.pick_dataset(context, dataset)
-        caps = store.caps(session, chosen.name)
+        caps = configuration.caps(session, chosen.name)
         wanted, wanted_caps = change(chosen, caps)
         removed = set(chosen.variable_names) - set(wanted.variable_names)
-        history = store.snapshot(session, chosen.name) if removed else None
+        history = decoded_history.snapshot(session, chosen.name) if removed else None
         amendments, errors = amend.plan(
             chosen, wanted, source=source, old_caps=caps, new_caps=wanted_caps,
             releases=history.releases.values() if history else (),
@@ -95,8 +103,8 @@ def apply_change(dataset: str | None, change: Change, *, source: str, actor: str
             raise InputErrors(errors)
         final_caps = {c.name: c for c in (wanted_caps if wanted_caps is not None else caps)}
         amendments += amend.caps_follow(amendments, list(final_caps.values()))
-        if privacy_unit and privacy_unit != store.privacy_unit(session, chosen.name):
-            amendments.append(amend.Amendment(store.PRIVACY_UNIT_EVENT, chosen.name, "declare the privacy unit: "
+        if privacy_unit and privacy_unit != dataset_writes.privacy_unit(session, chosen.name):
+            amendments.append(amend.Amendment(dataset_writes.PRIVACY_UNIT_EVENT, chosen.name, "declare the privacy unit: "
                                               + "; ".join(privacy_unit.values()), None, None, privacy_unit))
         def answer(applied: int) -> None:
             if as_json:
@@ -121,13 +129,13 @@ def apply_change(dataset: str | None, change: Change, *, source: str, actor: str
         people.require(session, actor, "amend a dataset")
         for amendment in amendments:
             if amendment.kind == "cap.set":
-                store.set_cap(session, amendment.cap, actor)
-            elif amendment.kind == store.PRIVACY_UNIT_EVENT:
-                store.set_privacy_unit(session, chosen.name, amendment.change, actor)
+                cap_writes.set_cap(session, amendment.cap, actor)
+            elif amendment.kind == dataset_writes.PRIVACY_UNIT_EVENT:
+                dataset_writes.set_privacy_unit(session, chosen.name, amendment.change, actor)
             elif amendment.kind == "cap.removed":
-                store.remove_cap(session, chosen.name, amendment.subject.split("/", 1)[1], actor, reason)
+                cap_writes.remove_cap(session, chosen.name, amendment.subject.split("/", 1)[1], actor, reason)
             else:
-                store.amend_dataset(session, amendment.dataset, actor, amendment.kind, amendment.change)
+                dataset_writes.amend_dataset(session, amendment.dataset, actor, amendment.kind, amendment.change)
     say(f"applied {len(amendments)} change{'s' if len(amendments) != 1 else ''}, each an audit event")
     answer(len(amendments))
     return amendments
@@ -354,11 +362,11 @@ def audit_checkpoint(
     target = output_target(out)
     private = checkpoint.load_private_key(key)
     engine = open_engine()
-    with store.read_session(engine) as session:
+    with sessions.read_session(engine) as session:
         kept = verified_head.read_head(session)
-        result = store.verify(session) if kept is None else \
+        result = audit_verify.verify(session) if kept is None else \
             verified_head.verify_since(session, (kept.seq, kept.hash), kept.derived)
-        found = store.chain_head(session)
+        found = audit_chain.chain_head(session)
     if not result.ok:
         typer.echo(f"checkpoint refused: the audit chain does not verify ({result.problems[0]}); nothing was "
                    "signed or written. Run `privacy-ledger audit verify` to see every problem", err=True)
@@ -366,7 +374,7 @@ def audit_checkpoint(
     verified_head.remember(engine, result, full=result.full, previous=kept)
     head = checkpoint.Head(found.seq, found.hash, found.at, found.events,
                            result.derived if result.events == found.seq else None)
-    document = checkpoint.sign(head, private, store.now().isoformat())
+    document = checkpoint.sign(head, private, session_state.now().isoformat())
     write_atomically(target, (canonical_json(document) + "\n").encode())
     _say(as_json, f"checkpoint of event {head.seq} ({head.events} events), head {head.hash}, signed, "
                   f"written to {target}", checkpoint=str(target), seq=head.seq, events=head.events, hash=head.hash)
@@ -381,8 +389,8 @@ def read_checkpoint(path: Path, public_key: Path) -> checkpoint.Head:
 
 def check_checkpoint(session: Session, head: checkpoint.Head) -> str | None:
     """Why the ledger no longer holds a checkpointed head (None: it does)."""
-    return checkpoint.compare(head, store.event_at(session, head.seq) if head.seq else None,
-                              store.chain_head(session).events)
+    return checkpoint.compare(head, audit_chain.event_at(session, head.seq) if head.seq else None,
+                              audit_chain.chain_head(session).events)
 
 
 def audit_retotal(as_json: JsonOption = False) -> None:
@@ -392,21 +400,21 @@ def audit_retotal(as_json: JsonOption = False) -> None:
     changed = []
     from ..operations import people
 
-    with store.write_session(open_engine()) as session:
+    with sessions.write_session(open_engine()) as session:
         people.require(session, actor, "recompute the running totals")
-        config = store.configuration(session)
+        config = configuration.configuration(session)
         for dataset, caps in config.caps.items():
-            history = store.snapshot(session, dataset)
-            stored = store.cap_totals(session, dataset)
+            history = decoded_history.snapshot(session, dataset)
+            stored = running_totals.cap_totals(session, dataset)
             totals = {cap.name: budget.total_from_history(cap, history.releases.values(), history.families)
                       for cap in caps}
             from ..store.codec import cap_total_to_dict
 
             differ = sorted(name for name, total in totals.items()
                             if name not in stored or cap_total_to_dict(stored[name]) != cap_total_to_dict(total))
-            store.save_totals(session, dataset, totals)
+            running_totals.save_totals(session, dataset, totals)
             changed += [f"{dataset}/{name}" for name in differ]
-        store.append_event(session, kind="ledger.retotalled", subject="cap totals", actor=actor,
+        audit_chain.append_event(session, kind="ledger.retotalled", subject="cap totals", actor=actor,
                            payload={"changed": changed})
     _say(as_json, f"running totals recomputed; {len(changed)} differed" + (f": {', '.join(changed)}" if changed else ""),
          differed=changed)

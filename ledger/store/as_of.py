@@ -2,7 +2,7 @@
 
 `table --as-of T`, `subset --as-of T` and `cap list --as-of T` read the accounting rows
 (columns.py), which hold what the ledger at T needs without decoding a release (decoding every
-release, `store.snapshot`, takes minutes and gigabytes at a million releases):
+release, `decoded_history.snapshot`, takes minutes and gigabytes at a million releases):
 
 - which releases count at T. By `history.status_at`, a release counts (is charged) at T
   when it is in the ledger then, published by T or recorded by T (a release recorded
@@ -105,9 +105,9 @@ class Then:
         rows of those; else (ids, titles, statuses then) of every row kept, in seq order."""
         from sqlalchemy import select
 
-        from . import database as store
+        from . import table_models
 
-        table = store.ReleaseRow.__table__
+        table = table_models.ReleaseRow.__table__
         fields = (table.c.seq, table.c.id, table.c.title, table.c.status, table.c.recorded_at, table.c.approved_at,
                   table.c.published_at)
 
@@ -139,7 +139,7 @@ class Then:
         release rows' moments parsed row by row took ten seconds."""
         from sqlalchemy import select
 
-        from . import database as store
+        from . import table_models
         from .columns import _ROWS, _raw_rows
 
         rows = _raw_rows(self.connection, select(_ROWS.c.seq, _ROWS.c.release, _ROWS.c.title, _ROWS.c.status)
@@ -158,7 +158,7 @@ class Then:
                 statuses.append(planned)
                 if status != planned:
                     undecided[seq] = k
-        table = store.ReleaseRow.__table__
+        table = table_models.ReleaseRow.__table__
         chosen = sorted(undecided)
         for start in range(0, len(chosen), 500):
             for seq, approved in self.connection.execute(select(table.c.seq, table.c.approved_at).where(
@@ -191,14 +191,14 @@ def _moment(text: str | None) -> datetime | None:
 
 def ended_at(connection) -> dict[str, datetime]:
     """Release id -> when it was retracted or cancelled (`history.ended`), from those events only
-    (an index search: store.EVENT_INDEX)."""
+    (an index search: table_models.EVENT_INDEX)."""
     from sqlalchemy import select
 
     from ..accounting.history import ended
     from ..input.loader import parse_moment
-    from . import database as store
+    from . import table_models
 
-    table = store.AuditEventRow.__table__
+    table = table_models.AuditEventRow.__table__
     rows = connection.execute(select(table.c.kind, table.c.subject, table.c.at)
                               .where(table.c.kind.in_(_ENDING)).order_by(table.c.seq))
     return ended((kind, subject, parse_moment(at)) for kind, subject, at in rows)
@@ -286,9 +286,9 @@ def state_changes(session, dataset: str) -> list:
     from sqlalchemy import func, select
 
     from ..input.loader import parse_moment
-    from . import database as store
+    from . import table_models
 
-    table = store.AuditEventRow.__table__
+    table = table_models.AuditEventRow.__table__
     prefix = dataset + "/"
     rows = session.connection().execute(
         select(table.c.seq, table.c.kind, table.c.subject, table.c.at, table.c.payload).where(
@@ -324,9 +324,9 @@ def state_then(session, dataset, when: datetime, index=None):
     then, whose reads the dataset then keeps; ledger_index.index_over)."""
     from ..accounting.ledger_index import index_over
     from ..accounting.history import state_as_of
-    from . import database as store
+    from . import configuration
 
-    caps, changes = store.caps(session, dataset.name), state_changes(session, dataset.name)
+    caps, changes = configuration.caps(session, dataset.name), state_changes(session, dataset.name)
     then = state_as_of(dataset, caps, changes, when)
     if index is None:
         return then.dataset, then.caps, None

@@ -111,7 +111,7 @@ class AccountingRow(SQLModel, table=True):
     published_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # published_at
 
     __table_args__ = (Index("ix_release_accounting_event", "dataset", "event", "status", "seq"),
-                      # the cancelled rows of a dataset (database._v15_odometer builds it in a ledger
+                      # the cancelled rows of a dataset (schema_migrations._v15_odometer builds it in a ledger
                       # made before it)
                       Index("ix_release_accounting_status", "dataset", "status"))
 
@@ -253,7 +253,7 @@ def _position(variables: tuple[str, ...]) -> dict[str, int]:
 
 
 # --------------------------------------------------------------------------
-# Writing (inside store.write_session)
+# Writing (inside sessions.write_session)
 # --------------------------------------------------------------------------
 
 
@@ -279,7 +279,7 @@ def _event_ids(connection, keys: Iterable[str], known: dict[str, int]) -> dict[s
 @dataclass
 class Known:
     """The value and event ids met so far in one transaction (a cache of the id tables), and where
-    each dataset's sealed chunks end: kept by the audit head (database._known_ids)."""
+    each dataset's sealed chunks end: kept by the audit head (process_caches.known_ids)."""
 
     values: dict[str, int]
     events: dict[str, int]
@@ -349,19 +349,19 @@ _SEQ_OF = select(_ROWS.c.seq, _ROWS.c.dataset).where(_ROWS.c.release == bindpara
 
 def build_all(session: Session, batch: int = 20_000) -> int:
     """Accounting rows for every release that has none (the schema 5 migration); returns how many."""
-    from . import database as store
+    from . import configuration, row_dicts, table_models
     from .codec import release_from_dict
 
     connection = session.connection()
-    variables = {name: d.variable_names for name, d in store.configuration(session).datasets.items()}
+    variables = {name: d.variable_names for name, d in configuration.configuration(session).datasets.items()}
     have = select(_ROWS.c.seq)
-    query = (select(store.ReleaseRow.__table__).where(store.ReleaseRow.__table__.c.seq.not_in(have))
-             .order_by(store.ReleaseRow.__table__.c.seq))
+    query = (select(table_models.ReleaseRow.__table__).where(table_models.ReleaseRow.__table__.c.seq.not_in(have))
+             .order_by(table_models.ReleaseRow.__table__.c.seq))
     known = Known({}, {})
     count = 0
     pending: list[tuple[int, Release]] = []
     for row in connection.execute(query.execution_options(yield_per=batch)):  # streamed, not held
-        pending.append((row.seq, release_from_dict(store.release_row_dict(row))))
+        pending.append((row.seq, release_from_dict(row_dicts.release_row_dict(row))))
         if len(pending) >= batch:
             insert_rows(connection, pending, variables, known, seal=False)  # (schema 9 seals)
             count += len(pending)
@@ -424,12 +424,12 @@ def _refresh_events(session: Session, mechanisms: tuple[str, ...], selected, bat
     """The accounting rows of the releases of `mechanisms` whose parameters `selected` accepts
     are brought to the event `dp_events.release_event` now gives, streamed a batch at a time
     with each row's stored event key read in the same query (a join: no query per row)."""
-    from . import database as store
+    from . import row_dicts, table_models
     from .codec import release_from_dict
     from ..accounting.dp_events import release_event
 
     connection = session.connection()
-    table = store.ReleaseRow.__table__
+    table = table_models.ReleaseRow.__table__
     query = (select(table, _EVENTS.c.key.label("_stored_event_key"))
              .join(_ROWS, _ROWS.c.seq == table.c.seq)
              .outerjoin(_EVENTS, _EVENTS.c.id == _ROWS.c.event)
@@ -440,7 +440,7 @@ def _refresh_events(session: Session, mechanisms: tuple[str, ...], selected, bat
         for row in connection.execute(query.execution_options(yield_per=batch)):
             if not selected(row.mechanism_params or {}):
                 continue
-            release = release_from_dict(store.release_row_dict(row))
+            release = release_from_dict(row_dicts.release_row_dict(row))
             key, charged = release_event(release)
             if row._stored_event_key != key:
                 yield {"s": row.seq, "e": key, "c": charged}
@@ -454,7 +454,7 @@ def add_event_columns(session: Session, batch: int = 20_000) -> int:
     time; returns how many rows were filled. A ledger whose rows were written with these
     columns (a new table, or rows built by the schema 5 migration just before) is left as
     it is."""
-    from . import database as store
+    from . import row_dicts, table_models
     from .codec import release_from_dict
     from ..accounting.dp_events import release_event
 
@@ -467,12 +467,12 @@ def add_event_columns(session: Session, batch: int = 20_000) -> int:
              "published_us": "BIGINT"}
     for name in missing:
         connection.exec_driver_sql(f"ALTER TABLE {_ROWS.name} ADD COLUMN {name} {kinds[name]}")
-    table = store.ReleaseRow.__table__
+    table = table_models.ReleaseRow.__table__
     query = select(table).order_by(table.c.seq)  # (every release row has its accounting row)
 
     def filled():
         for row in connection.execute(query.execution_options(yield_per=batch)):  # streamed, not held
-            release = release_from_dict(store.release_row_dict(row))
+            release = release_from_dict(row_dicts.release_row_dict(row))
             key, charged = release_event(release)
             yield {"s": row.seq, "e": key, "c": charged, "r": micros(release.recorded_at),
                    "p": micros(release.published_at)}
@@ -489,14 +489,14 @@ def rebuild_dataset(session: Session, dataset: str, variables: Sequence[str]) ->
     are (an amended dataset: its bitsets are over variable positions, which a
     variable added or removed changes). Only these derived tables change: the release rows
     and the audit chain are untouched. Returns how many rows."""
-    from . import database as store
+    from . import row_dicts, table_models
     from .codec import release_from_dict
 
     connection = session.connection()
     connection.execute(_READS.delete().where(_READS.c.dataset == dataset))
     connection.execute(_ROWS.delete().where(_ROWS.c.dataset == dataset))
-    table = store.ReleaseRow.__table__
-    pending = [(row.seq, release_from_dict(store.release_row_dict(row)))
+    table = table_models.ReleaseRow.__table__
+    pending = [(row.seq, release_from_dict(row_dicts.release_row_dict(row)))
                for row in connection.execute(select(table).where(table.c.dataset == dataset).order_by(table.c.seq))]
     insert_rows(connection, pending, {dataset: tuple(variables)}, seal=False)
     from . import sealed
@@ -666,7 +666,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     releases charged at that moment, each with the status it had then, as from
     `history.releases_as_of` (as_of.py; every row read, `touching` aside); None when the rows
     cannot say it exactly (as_of.rows_then)."""
-    from . import database as store
+    from . import row_dicts, row_reads, table_models
     from ..accounting.spend import UNBOUNDED, ZERO, Spend, guarantee_spend
     from .codec import release_from_dict
     from ..accounting.cost_rule import one_charge
@@ -771,7 +771,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         [spend_of_raw[int(v)] for v in raw[index.g_release == i]])]
     needed = sorted({i for rows_ in index.members.values() for i in rows_} | set(several))
     whole = releases.whole
-    release_table = store.ReleaseRow.__table__
+    release_table = table_models.ReleaseRow.__table__
     if titles or (touching is not None and rows.ids is None):
         releases.load()
     else:
@@ -779,7 +779,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     for start in range(0, len(needed), 500):
         chunk = {releases[i].id: i for i in needed[start:start + 500]}
         for row in connection.execute(select(release_table).where(release_table.c.id.in_(list(chunk)))):
-            whole[chunk[row.id]] = release_from_dict(store.release_row_dict(row))
+            whole[chunk[row.id]] = release_from_dict(row_dicts.release_row_dict(row))
             if then is not None:
                 whole[chunk[row.id]] = then.release(whole[chunk[row.id]])
     index.releases = releases
@@ -788,7 +788,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     index.finish_arrays(ambiguous)  # the same derived arrays as LedgerIndex.__init__
     if accounts:
         _attach_events(connection, index, rows, dataset, charged, partial=touching is not None)
-    stated = store.dataset_allowances(connection, [dataset]).get(dataset)  # (Dataset.allowance)
+    stated = row_reads.dataset_allowances(connection, [dataset]).get(dataset)  # (Dataset.allowance)
     return index.for_dataset(DEFAULT_ALLOWANCE if stated is None else Fraction(stated))
 
 
@@ -1212,12 +1212,12 @@ class Check:
         _compare_rows(stored, releases, self.variables, self.found, self.limit, trusted)
 
     def problems(self) -> list[str]:
-        from . import database as store
+        from . import table_models
 
         problems = self.found[:]
         if len(problems) >= self.limit:
             return problems
-        releases = store.ReleaseRow.__table__
+        releases = table_models.ReleaseRow.__table__
         orphans = _stored(_raw_rows(self.connection, _STORED_FIELDS.where(
             _ROWS.c.seq.not_in(select(releases.c.seq))).order_by(_ROWS.c.seq).limit(self.limit)), self.bodies,
             self.event_keys)

@@ -131,7 +131,7 @@ def decode(body: bytes) -> dict[str, "np.ndarray"]:
 
 
 # --------------------------------------------------------------------------
-# Sealing (inside store.write_session)
+# Sealing (inside sessions.write_session)
 # --------------------------------------------------------------------------
 
 
@@ -266,9 +266,9 @@ def reseal(connection, dataset: str, first: int, stop: int, width: int) -> None:
 
 def top_seq(connection) -> int:
     """The last seq given (the audit chain's last event), -1 in an empty ledger."""
-    from . import database as store
+    from . import table_models
 
-    events = store.AuditEventRow.__table__
+    events = table_models.AuditEventRow.__table__
     found = connection.execute(select(func.max(events.c.seq))).scalar()
     return -1 if found is None else int(found)
 
@@ -283,11 +283,11 @@ def rebuild(connection, dataset: str, width: int) -> int:
 
 def build_all(session) -> int:
     """The schema 10 migration: every dataset's complete ranges sealed once."""
-    from . import database as store
+    from . import configuration
 
     connection = session.connection()
     made = 0
-    for name, dataset in sorted(store.configuration(session).datasets.items()):
+    for name, dataset in sorted(configuration.configuration(session).datasets.items()):
         made += rebuild(connection, name, len(dataset.variable_names))
     return made
 
