@@ -9,7 +9,7 @@ or upgrades a schema (`schema_state` first).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 import json
 
 from sqlalchemy import Connection, Engine, inspect
@@ -30,35 +30,15 @@ from .decoded_history import snapshot
 from .table_models import AuditEventRow, CapRow, EVENT_INDEX, EVENT_INDEX_9, MetaRow, PART_INDEX, ReleaseRow
 
 
-SCHEMA_VERSION = 20  # 1: releases; 2: caps and running totals; 3: Pufferfish guarantees and outputs;
-# 4: people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers
-# 5: accounting rows (columns.py); 6: their accounting events and lifecycle moments;
-# 7: a subsampled release's accounting event is its sampling event
-# 8: the verified head (verified_head.py) keeps when it was verified
-# 9: audit events indexed by (kind, subject, actor): EVENT_INDEX
-# 10: the accounting rows sealed in binary chunks (sealed.py)
-# 11: a Gaussian declared only by (epsilon, delta) has its implied multiplier's event (catalogue)
-# 12: the audit events' index holds their moment too: EVENT_INDEX (kind, subject, actor, at)
-# 13: the figures of caps at a delta are filter figures at their statement's share of it (spend.py)
-# 14: a release offering (epsilon, delta) beside pure or rho is charged by a side fixed in advance (engine)
-# 15: an epsilon at a delta of a composition is an odometer: no zCDP conversion at the best order (spend.py);
-#     a declared plan cut short by a cancellation after a publication is adaptive (accountants, state v4)
-# 16: a family member names its part of the records (releases.part, indexed with the family: PART_INDEX);
-#     members recorded before are their own part, their id (_v16_parts)
-# 17: a plan declared in advance is stated at half the delta, the filter's orders at the other half,
-#     1/44 each: the caps at a delta are decided again (_v17_declared_share)
-# 18: one case, fully adaptive; a cap at a delta is a filter of a recorded kind (caps.filter, _v18_filters);
-#     a dataset states its neighbour relation (datasets.relation, docs/explanation/model.md#variables-subsets-and-neighbours); earlier ones are replace-one
-# 19: PostgreSQL refuses an event whose lifecycle step or duty is not allowed (enforced.py: _v19_enforced)
-# 20: a plan's version is an audit event (plan.recorded), a steward's duty on PostgreSQL (_v20_plan_versions)
+SCHEMA_VERSION = 20  # the last step's version (MIGRATIONS); 1: the releases, the audit chain
 
 
 def ensure_schema(engine: Engine) -> None:
     """Create the tables on first use, or upgrade a ledger made by an earlier version.
 
     Runs under the write lock, so concurrent first uses do not race. New tables
-    of a version are created by `create_all`; a version's other changes are a
-    function in MIGRATIONS, run in order, each recorded in the audit chain.
+    of a version are created by `create_all`; a version's other changes are its step
+    in MIGRATIONS, run in order, each recorded in the audit chain.
     """
     with write_session(engine) as session:
         connection = session.connection()
@@ -77,17 +57,17 @@ def ensure_schema(engine: Engine) -> None:
         if version > SCHEMA_VERSION:
             raise RuntimeError(f"this ledger has schema version {version}; this privacy-ledger knows up to "
                                f"{SCHEMA_VERSION}. Upgrade privacy-ledger.")
-        if version < 16:  # (the migrations before 16 read release rows by the current model, which names it)
-            _release_part_column(connection)
-        if version < 18:  # (likewise the caps' filter column, and the datasets' relation)
-            _cap_filter_column(connection)
-            _dataset_relation_column(connection)
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            MIGRATIONS.get(target, lambda _session: None)(session)
-            session.merge(MetaRow(key="schema_version", value=str(target)))
+        for added_in, add in _MODEL_COLUMNS:
+            if version < added_in:
+                add(connection)
+        for step in MIGRATIONS:
+            if step.version <= version:
+                continue
+            step.run(session)
+            session.merge(MetaRow(key="schema_version", value=str(step.version)))
             if not is_empty(session):
-                append_event(session, kind="ledger.migrated", subject=f"schema {target}", actor="privacy-ledger",
-                             payload={"from": target - 1, "to": target})
+                append_event(session, kind="ledger.migrated", subject=f"schema {step.version}",
+                             actor="privacy-ledger", payload={"from": step.version - 1, "to": step.version})
 
 
 def _v3_release_outputs(session: Session) -> None:
@@ -329,27 +309,60 @@ def _v20_plan_versions(session: Session) -> None:
     enforced.install(session.connection())
 
 
-MIGRATIONS: dict[int, Callable[[Session], None]] = {
-    # 2: the caps and cap_totals tables (created by create_all); existing ledgers have no caps yet.
-    3: _v3_release_outputs,
-    4: _v4_people,
-    5: _v5_accounting_rows,
-    6: _v6_accounting_events,
-    7: _v7_sampled_events,
-    8: _v8_verified_head_time,
-    9: _v9_event_index,
-    10: _v10_sealed_chunks,
-    11: _v11_implied_gaussian_events,
-    12: _v12_event_index_at,
-    13: _v13_filter_shares,
-    14: _v14_fixed_sides,
-    15: _v15_odometer,
-    16: _v16_parts,
-    17: _v17_declared_share,
-    18: _v18_filters,
-    19: _v19_enforced,
-    20: _v20_plan_versions,
-}
+def _tables_only(_session: Session) -> None:
+    """A version whose changes are new tables only, made by `create_all`."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One step of the schema: what `ensure_schema` runs to bring a ledger from `version` - 1 to
+    `version`, and what it changes, in a line."""
+
+    version: int
+    run: Callable[[Session], None]
+    description: str
+
+
+# The steps, in order, one per version from 2 to SCHEMA_VERSION (tests/test_store.py checks).
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(2, _tables_only, "caps and their running totals (tables); existing ledgers have no caps yet"),
+    Migration(3, _v3_release_outputs, "Pufferfish guarantees and outputs of releases, public categories of variables"),
+    Migration(4, _v4_people, "people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers"),
+    Migration(5, _v5_accounting_rows, "accounting rows (columns.py)"),
+    Migration(6, _v6_accounting_events, "their accounting events and lifecycle moments"),
+    Migration(7, _v7_sampled_events, "a subsampled release's accounting event is its sampling event"),
+    Migration(8, _v8_verified_head_time, "the verified head (verified_head.py) keeps when it was verified"),
+    Migration(9, _v9_event_index, "audit events indexed by (kind, subject, actor): EVENT_INDEX"),
+    Migration(10, _v10_sealed_chunks, "the accounting rows sealed in binary chunks (sealed.py)"),
+    Migration(11, _v11_implied_gaussian_events,
+              "a Gaussian declared only by (epsilon, delta) has its implied multiplier's event (catalogue)"),
+    Migration(12, _v12_event_index_at, "the audit events' index holds their moment too: EVENT_INDEX (kind, subject, "
+                                       "actor, at)"),
+    Migration(13, _v13_filter_shares,
+              "the figures of caps at a delta are filter figures at their statement's share of it (spend.py)"),
+    Migration(14, _v14_fixed_sides,
+              "a release offering (epsilon, delta) beside pure or rho is charged by a side fixed in advance"),
+    Migration(15, _v15_odometer, "an epsilon at a delta of a composition is an odometer; a declared plan cut short "
+                                 "by a cancellation after a publication is adaptive"),
+    Migration(16, _v16_parts, "a family member names its part of the records (releases.part, PART_INDEX); "
+                              "members recorded before are their own part"),
+    Migration(17, _v17_declared_share, "a plan declared in advance is stated at half the delta, the filter's orders "
+                                       "at the other half: the caps at a delta decided again"),
+    Migration(18, _v18_filters, "a cap at a delta is a filter of a recorded kind (caps.filter); a dataset states its "
+                                "neighbour relation (datasets.relation; earlier ones are replace-one)"),
+    Migration(19, _v19_enforced, "PostgreSQL refuses an event whose lifecycle step or duty is not allowed "
+                                 "(enforced.py)"),
+    Migration(20, _v20_plan_versions, "a plan's version is an audit event (plan.recorded), a steward's duty on "
+                                      "PostgreSQL"),
+)
+
+# Columns the current row models name, added to a ledger older than their version before any step
+# runs: the steps before that version read those rows through the current models.
+_MODEL_COLUMNS: tuple[tuple[int, Callable[[Connection], None]], ...] = (
+    (16, _release_part_column),
+    (18, _cap_filter_column),
+    (18, _dataset_relation_column),
+)
 
 
 def schema_state(engine: Engine) -> tuple[str, int | None]:
