@@ -24,7 +24,7 @@ from sqlmodel import Session
 from support import acting_as, cli_main, migrations
 
 from ledger.accounting import index_figures
-from ledger.store import audit_chain, audit_verify, columns, dataset_writes, decoded_history, engines, release_writes, schema_migrations, sessions
+from ledger.store import audit_chain, audit_verify, columns, dataset_writes, decoded_history, engines, release_writes, row_arrays, schema_migrations, sessions
 from ledger.accounting.figure_validity import ACCOUNTANTS
 from ledger.accounting.charge_choice import at_delta
 from ledger.accounting.ledger_index import LedgerIndex
@@ -140,9 +140,9 @@ def same_events(rows: LedgerIndex, whole: LedgerIndex) -> None:
     assert (events.recorded == reference.recorded).all() and (events.published == reference.published).all()
 
 
-def same_rows(found: columns._Rows, expected: columns._Rows) -> None:
+def same_rows(found: row_arrays._Rows, expected: row_arrays._Rows) -> None:
     """Two readings of the accounting rows hold the same arrays (dtype and shape too); the ids aside."""
-    for name in columns._Rows.__dataclass_fields__:
+    for name in row_arrays._Rows.__dataclass_fields__:
         if name == "ids":
             continue
         a, b = getattr(found, name), getattr(expected, name)

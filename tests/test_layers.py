@@ -281,7 +281,5 @@ def test_no_import_cycle_within_a_layer_even_inside_functions(layer):
     assert import_cycles(prefix) == []
 
 
-@pytest.mark.xfail(strict=True, reason="the store's database module and its helpers (columns, sealed chunks, "
-                                       "as-of, derived rows, verified head) still import each other")
 def test_no_import_cycle_in_the_store_even_inside_functions():
     assert import_cycles("ledger.store") == []

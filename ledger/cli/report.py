@@ -460,7 +460,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     else:  # the families of the releases charged then; the releases in the ledger then, any status
         from sqlalchemy import func
 
-        rows = columns.AccountingRow.__table__
+        rows = table_models.AccountingRow.__table__
         charged_then = set(index.releases.seqs.tolist())
         named = tuple(sorted({family for seq, family in connection.execute(
             select(rows.c.seq, rows.c.family).where(rows.c.dataset == dataset.name, rows.c.family.is_not(None)))

@@ -27,7 +27,7 @@ over the variables then (ledger_index.index_over). Every --as-of view reads them
 
 The figures are the snapshot path's to the last bit (tests/test_as_of_rows.py compares
 both with hypothesis, releases cancelled, retracted and amended after T included). Moments
-are compared as the rows' float seconds (`columns._stamps`: microseconds / 10**6, correctly
+are compared as the rows' float seconds (`row_arrays._stamps`: microseconds / 10**6, correctly
 rounded), which order them exactly while a microsecond is more than half a float's spacing
 (before about the year 2112); past that `rows_then` gives None and the caller decodes the
 releases as before.
@@ -41,6 +41,9 @@ from datetime import UTC, datetime
 
 from ..core.lazy import lazy_module
 from ..core.records import Release, Status
+from . import configuration, table_models
+from .codec import cap_from_dict, dataset_from_dict
+from .row_arrays import _AFTER_ALL, _BEFORE_ANY, _PUBLISHED, _ROWS, _raw_rows, micros
 
 np = lazy_module("numpy")
 
@@ -105,7 +108,6 @@ class Then:
         rows of those; else (ids, titles, statuses then) of every row kept, in seq order."""
         from sqlalchemy import select
 
-        from . import table_models
 
         table = table_models.ReleaseRow.__table__
         fields = (table.c.seq, table.c.id, table.c.title, table.c.status, table.c.recorded_at, table.c.approved_at,
@@ -139,8 +141,6 @@ class Then:
         release rows' moments parsed row by row took ten seconds."""
         from sqlalchemy import select
 
-        from . import table_models
-        from .columns import _ROWS, _raw_rows
 
         rows = _raw_rows(self.connection, select(_ROWS.c.seq, _ROWS.c.release, _ROWS.c.title, _ROWS.c.status)
                          .where(_ROWS.c.dataset == self.dataset).order_by(_ROWS.c.seq))
@@ -173,7 +173,6 @@ class Then:
         """The ids of the rows kept, in seq order (a subset lists the releases charging it)."""
         from sqlalchemy import select
 
-        from .columns import _ROWS, _raw_rows
 
         rows = _raw_rows(self.connection, select(_ROWS.c.seq, _ROWS.c.release)
                          .where(_ROWS.c.dataset == self.dataset).order_by(_ROWS.c.seq))
@@ -196,7 +195,6 @@ def ended_at(connection) -> dict[str, datetime]:
 
     from ..accounting.history import ended
     from ..input.loader import parse_moment
-    from . import table_models
 
     table = table_models.AuditEventRow.__table__
     rows = connection.execute(select(table.c.kind, table.c.subject, table.c.at)
@@ -205,12 +203,11 @@ def ended_at(connection) -> dict[str, datetime]:
 
 
 def rows_then(connection, dataset: str, rows, when: datetime):
-    """(the rows charged at `when`, a `Then`) from `rows` (columns._Rows of the dataset's charged
+    """(the rows charged at `when`, a `Then`) from `rows` (row_arrays._Rows of the dataset's charged
     and cancelled rows, in seq order, with their moments); None when a moment lies where floats
     no longer order microseconds exactly (see the module docstring)."""
     from sqlalchemy import select
 
-    from .columns import _ROWS, micros
 
     moment = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
     at = micros(moment) / 10**6
@@ -232,7 +229,7 @@ def rows_then(connection, dataset: str, rows, when: datetime):
 
 
 def _masked(rows, keep, published):
-    """The rows of `keep` (columns._Rows: a row's place among its dict keys and among the rows
+    """The rows of `keep` (row_arrays._Rows: a row's place among its dict keys and among the rows
     with a first guarantee renumbered)."""
     place = np.cumsum(keep) - 1
 
@@ -255,7 +252,6 @@ def in_ledger(dataset: str, when: datetime):
     cancelled ones; exact, on the rows' whole microseconds."""
     from sqlalchemy import and_, case, func, or_
 
-    from .columns import _AFTER_ALL, _BEFORE_ANY, _PUBLISHED, _ROWS, micros
 
     at = micros(when)
     recorded = func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)
@@ -286,7 +282,6 @@ def state_changes(session, dataset: str) -> list:
     from sqlalchemy import func, select
 
     from ..input.loader import parse_moment
-    from . import table_models
 
     table = table_models.AuditEventRow.__table__
     prefix = dataset + "/"
@@ -302,7 +297,6 @@ def state_changes(session, dataset: str) -> list:
 def state_change(kind: str, subject: str, at: datetime, payload: dict):
     """One audit event (already parsed) as a history.StateChange."""
     from ..accounting.history import StateChange
-    from .codec import cap_from_dict, dataset_from_dict
 
     if kind in CAP_STATE_KINDS:
         body = payload.get("cap")
@@ -324,7 +318,6 @@ def state_then(session, dataset, when: datetime, index=None):
     then, whose reads the dataset then keeps; ledger_index.index_over)."""
     from ..accounting.ledger_index import index_over
     from ..accounting.history import state_as_of
-    from . import configuration
 
     caps, changes = configuration.caps(session, dataset.name), state_changes(session, dataset.name)
     then = state_as_of(dataset, caps, changes, when)

@@ -6,6 +6,7 @@ the event's canonical JSON (codec.chain_hash); rows are never updated or deleted
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,7 +15,7 @@ from sqlalchemy import insert
 from sqlmodel import Session, select
 
 from . import driver
-from .codec import GENESIS_HASH, canonical_json, event_hash
+from .codec import GENESIS_HASH, canonical_json, chain_hash, event_hash
 from . import session_state
 from .session_state import flush_pending, session_connection
 from .table_models import AuditEventRow
@@ -93,3 +94,16 @@ def chain_head(session: Session) -> HeadRow:
 def event_at(session: Session, seq: int) -> tuple[int, str] | None:
     row = session_connection(session).execute(select(_EVENTS.c.seq, _EVENTS.c.hash).where(_EVENTS.c.seq == seq)).first()
     return None if row is None else (row.seq, row.hash)
+
+
+def hashes_to_itself(row) -> bool:
+    """The event row hashes to its stored hash, as the chain walk checks every later event
+    (`audit_verify.ChainWalk`: over the stored canonical payload, else over the payload parsed)."""
+    if event_hash(row.prev_hash, row.seq, row.at, row.actor, row.kind, row.subject, row.payload) == row.hash:
+        return True
+    try:
+        payload = json.loads(row.payload)
+    except ValueError:
+        return False
+    return chain_hash(row.prev_hash, {"seq": row.seq, "at": row.at, "actor": row.actor, "kind": row.kind,
+                                      "subject": row.subject, "payload": payload}) == row.hash

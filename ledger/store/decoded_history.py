@@ -9,10 +9,11 @@ from __future__ import annotations
 from sqlmodel import Session, select
 
 from ..input.loader import LedgerSnapshot
-from .codec import family_from_dict, release_from_dict
-from .row_reads import read_datasets
 from . import row_dicts
+from .as_of import ended_at
+from .codec import family_from_dict, release_from_dict
 from .row_dicts import RELEASE_TEXT_COLUMNS, family_dict, release_row_dicts
+from .row_reads import read_datasets
 from .table_models import FamilyRow, ReleaseRow
 
 _RELEASES = ReleaseRow.__table__
@@ -32,7 +33,6 @@ def snapshot(session: Session, dataset: str | None = None) -> LedgerSnapshot:
     releases = {body["id"]: release_from_dict(body)
                 for rows in session.connection().execute(release_query).partitions(row_dicts.VERIFY_CHUNK)
                 for body in release_row_dicts(rows)}
-    from .as_of import ended_at
 
     return LedgerSnapshot(datasets=datasets, releases=releases, families=families,
                           ended=ended_at(session.connection()))

@@ -47,8 +47,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy import select
 
-from . import columns, enforced, sealed
-from .codec import canonical_json
+from . import columns, enforced, row_arrays, row_dicts, running_totals, sealed, table_models
+from .audit_chain import hashes_to_itself
+from .codec import canonical_json, cap_from_dict, cap_total_from_dict, cap_total_to_dict, release_from_dict
 
 MODULUS = 2 ** 256
 DIGEST_KEYS = frozenset({"seq", "accounting", "reads", "caps", "datasets", "families"})
@@ -80,7 +81,7 @@ def _accounting_sums(connection, leave_out: set[int]) -> tuple[int, int]:
             if seq not in leave_out:
                 kept += value
 
-    for raw in columns.stream_raw_rows(connection, columns._STORED_FIELDS):
+    for raw in row_arrays.stream_raw_rows(connection, columns._STORED_FIELDS):
         batch.append(raw)
         if len(batch) >= 10_000:
             add(batch)
@@ -95,7 +96,7 @@ def _reads_digests(connection, through: int) -> tuple[str, str]:
     whole, upto = hashlib.sha256(), hashlib.sha256()
     query = select(reads.c.dataset, reads.c.position, reads.c.seq).order_by(reads.c.dataset, reads.c.position,
                                                                              reads.c.seq)
-    for dataset, position, seq in columns.stream_raw_rows(connection, query):
+    for dataset, position, seq in row_arrays.stream_raw_rows(connection, query):
         line = f"{dataset}\x00{position}\x00{seq}\n".encode()
         whole.update(line)
         if seq <= through:
@@ -110,7 +111,6 @@ def _json_text(value) -> str:
 def _cap_digests(connection) -> dict[str, list[str]]:
     """Per cap ("dataset/name"): [SHA-256 over its row, SHA-256 over its running total and accountant
     state] (the row changes by a cap event only; the figures by any charge on its dataset)."""
-    from . import table_models
 
     rows: dict[str, str] = {}
     figures: dict[str, list[str]] = {}
@@ -134,7 +134,6 @@ def _configuration_digests(connection) -> tuple[str, dict[str, str]]:
     """What the figures read of the configuration: SHA-256 over the dataset and variable rows
     (which variables a subset holds, and which are protected), and per family its row (how its
     members are charged, docs/explanation/model.md#families)."""
-    from . import table_models
 
     datasets, variables = table_models.DatasetRow.__table__, table_models.VariableRow.__table__
     whole = hashlib.sha256()
@@ -164,8 +163,6 @@ def needs_full(kept: Mapping | None, kinds: Iterable[str], dataset_events: bool)
 
 def states_at(connection, ids: Sequence[str], through: int) -> dict[str, dict]:
     """Each release's state at event `through` (its latest release event up to it), where it had one."""
-    from . import table_models
-    from .verified_head import hashes_to_itself
 
     events = table_models.AuditEventRow.__table__
     kinds = enforced.release_kinds()  # the events that carry a release's state (by its index on kind, subject)
@@ -193,7 +190,6 @@ def check_since(session, kept: Mapping, touched: Mapping[str, int], named_caps: 
     columns.check); `named_caps`, `named_families`: the caps and families the events since name
     (compared with their events by audit_verify.StateEvents); `touched_datasets`: the
     datasets whose totals and states those events changed. Returns (problems, the digest now)."""
-    from .codec import release_from_dict
 
     connection = session.connection()
     through = int(kept["seq"])
@@ -249,9 +245,6 @@ def _recomputed_caps(session, dataset: str) -> list[str]:
     recomputed from the accounting rows (checked above)."""
     from ..accounting.cap_states import state_differences, state_from_index, state_is_current
     from ..accounting.budget import total_differences, total_from_index
-    from . import row_dicts, running_totals, table_models
-    from .codec import cap_from_dict
-    from .codec import cap_total_from_dict, cap_total_to_dict
 
     connection = session.connection()
     caps = [cap_from_dict(row_dicts.cap_dict(row)) for row in

@@ -27,6 +27,9 @@ from dataclasses import dataclass
 from sqlalchemy import Text, cast, func, select
 
 from ..core.records import CHARGED_STATUSES, Release
+from . import row_dicts, table_models
+from .codec import release_from_dict
+from .row_arrays import _ROWS
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,6 @@ class ChargedFacts:
 def charged_facts(connection, dataset: str, exact_seqs: Sequence[int]) -> ChargedFacts:
     """The facts of `dataset`'s charged releases; `exact_seqs`: the seqs of the releases read
     exactly (from the index of the charged rows: `LedgerIndex.exactly_read`)."""
-    from . import table_models
-    from .columns import _ROWS
 
     charged = sorted(s.value for s in CHARGED_STATUSES)
     releases = table_models.ReleaseRow.__table__
@@ -68,8 +69,6 @@ def charged_facts(connection, dataset: str, exact_seqs: Sequence[int]) -> Charge
 
 def _releases_at(connection, seqs: list[int], batch: int = 500) -> dict[int, Release]:
     """The releases at these seqs, decoded (a batch of seqs per statement)."""
-    from . import row_dicts, table_models
-    from .codec import release_from_dict
 
     table = table_models.ReleaseRow.__table__
     found = {}

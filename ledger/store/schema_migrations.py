@@ -27,7 +27,7 @@ from .configuration import bump_config, caps
 from .row_reads import is_empty
 from .sessions import read_session, write_session
 from .decoded_history import snapshot
-from .table_models import AuditEventRow, CapRow, EVENT_INDEX, EVENT_INDEX_9, MetaRow, PART_INDEX, ReleaseRow
+from .table_models import AccountingRow, AuditEventRow, CapRow, EVENT_INDEX, EVENT_INDEX_9, MetaRow, PART_INDEX, ReleaseRow
 
 
 SCHEMA_VERSION = 20  # the last step's version (MIGRATIONS); 1: the releases, the audit chain
@@ -190,7 +190,7 @@ def _v15_odometer(session: Session) -> None:
     the delta, 1/22 each), so every cap at a delta has its running total and accountant state
     computed again from its accounting rows; the accounting rows' (dataset, status) index is built
     first (it finds a dataset's cancelled rows)."""
-    status_index = next(i for i in columns.AccountingRow.__table__.indexes if i.name == "ix_release_accounting_status")
+    status_index = next(i for i in AccountingRow.__table__.indexes if i.name == "ix_release_accounting_status")
     status_index.create(session.connection(), checkfirst=True)
     _caps_at_a_delta_again(session, states=True)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, Column, Index, JSON, String, Text, UniqueConstraint, false
+from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, JSON, LargeBinary, String, Text, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
 
@@ -157,3 +157,61 @@ class AuditEventRow(SQLModel, table=True):
 
 # The lifecycle columns: the only columns of a release row that ever change (lifecycle.py).
 LIFECYCLE_COLUMNS = ("status", "approved_by", "approved_at", "published_at")
+
+
+# The accounting rows (columns.py): what the accounting needs of each release, beside its row
+
+
+class GuaranteeValueRow(SQLModel, table=True):
+    """A distinct guarantee value, by id (append-only)."""
+
+    __tablename__ = "guarantee_values"
+    id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    body: str = Field(sa_column=Column(Text, nullable=False, unique=True))  # canonical JSON
+
+
+class AccountingRow(SQLModel, table=True):
+    """What the accounting needs of one release (see the module docstring)."""
+
+    __tablename__ = "release_accounting"
+    seq: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    release: str = Field(index=True, unique=True)
+    dataset: str = Field(index=True)
+    status: str
+    family: str | None = None
+    title: str = ""
+    reads: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    value: int | None = None  # the first guarantee's value id (None: no guarantee)
+    protects: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
+    more: str | None = None  # further guarantees, "id:hex;id:hex" (hex: the protects bitset)
+    # (schema 6) the event the mechanism's parameters describe (accounting_events id; None: none)
+    event: int | None = None
+    # whether the release is charged through that event (its guarantees are the ones the
+    # parameters imply: dp_events.mechanism_event), else through its guarantees
+    charged_by_event: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, default=False))
+    recorded_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # recorded_at
+    published_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # published_at
+
+    __table_args__ = (Index("ix_release_accounting_event", "dataset", "event", "status", "seq"),
+                      # the cancelled rows of a dataset (schema_migrations._v15_odometer builds it in a ledger
+                      # made before it)
+                      Index("ix_release_accounting_status", "dataset", "status"))
+
+
+class AccountingEventRow(SQLModel, table=True):
+    """A distinct accounting event key (dp_events.Event.key), by id (append-only)."""
+
+    __tablename__ = "accounting_events"
+    id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    key: str = Field(sa_column=Column(Text, nullable=False, unique=True))
+
+
+class AccountingReadRow(SQLModel, table=True):
+    """One variable one release reads (an inverted index of the reads bitsets): a subset
+    query fetches only the releases that read some variable of the subset, since the
+    others cost 0 on it (Tan Prop 3.3), alone or in a family (docs/explanation/model.md#families)."""
+
+    __tablename__ = "release_reads"
+    dataset: str = Field(primary_key=True)
+    position: int = Field(primary_key=True)
+    seq: int = Field(primary_key=True)

@@ -35,7 +35,7 @@ from sqlalchemy import select
 from sqlmodel import Session
 
 from . import columns, derived
-from . import audit_verify, configuration, engines, row_dicts, session_state, table_models
+from . import audit_chain, audit_verify, configuration, engines, row_dicts, session_state, table_models
 from .codec import release_from_dict
 
 CHECKPOINT_KEY = "verified_head"
@@ -137,21 +137,6 @@ def remember(engine, verification: audit_verify.Verification, full: bool = True,
         raise
 
 
-def hashes_to_itself(row) -> bool:
-    """The event row hashes to its stored hash, as the chain walk checks every later event
-    (`audit_verify.ChainWalk`: over the stored canonical payload, else over the payload parsed)."""
-    from .codec import chain_hash, event_hash
-
-    if event_hash(row.prev_hash, row.seq, row.at, row.actor, row.kind, row.subject, row.payload) == row.hash:
-        return True
-    try:
-        payload = json.loads(row.payload)
-    except ValueError:
-        return False
-    return chain_hash(row.prev_hash, {"seq": row.seq, "at": row.at, "actor": row.actor, "kind": row.kind,
-                                      "subject": row.subject, "payload": payload}) == row.hash
-
-
 def verify_since(session: Session, checkpoint: tuple[int, str], derived_digest: dict | None = None
                  ) -> audit_verify.Verification:
     """Verify what was appended since the verified head `checkpoint` (seq, hash), and every derived
@@ -166,7 +151,7 @@ def verify_since(session: Session, checkpoint: tuple[int, str], derived_digest: 
     if found != digest:
         problems.append(f"event {start}: the verified checkpoint's hash changed (it was {digest[:12]}..., now "
                         f"{'missing' if found is None else found[:12] + '...'}); run a full `audit verify`")
-    elif not hashes_to_itself(row):  # its content edited, its hash kept: the head no longer holds
+    elif not audit_chain.hashes_to_itself(row):  # its content edited, its hash kept: the head no longer holds
         problems.append(f"event {start} ({row.kind} {row.subject}): the verified checkpoint's content does not "
                         "match its hash; run a full `audit verify`")
     releases: dict[str, tuple[int, dict | None, str | None]] = {}
