@@ -41,11 +41,14 @@ from datetime import UTC, datetime
 
 from ..core.lazy import lazy_module
 from ..core.records import Release, Status
-from . import configuration, table_models
 from .codec import cap_from_dict, dataset_from_dict
-from .row_arrays import _AFTER_ALL, _BEFORE_ANY, _PUBLISHED, _ROWS, _raw_rows, micros
 
 np = lazy_module("numpy")
+# the store's tables and rows, imported when the rows are first read: `report` imports this module at
+# start-up, and its --help imports no database library
+configuration = lazy_module("ledger.store.configuration")
+row_arrays = lazy_module("ledger.store.row_arrays")
+table_models = lazy_module("ledger.store.table_models")
 
 _EXACT_SECONDS = 4e9  # |seconds| below which a microsecond is more than twice a float's spacing (2**52 / 10**6)
 _ENDING = ("release.retracted", "release.cancelled")
@@ -142,8 +145,8 @@ class Then:
         from sqlalchemy import select
 
 
-        rows = _raw_rows(self.connection, select(_ROWS.c.seq, _ROWS.c.release, _ROWS.c.title, _ROWS.c.status)
-                         .where(_ROWS.c.dataset == self.dataset).order_by(_ROWS.c.seq))
+        rows = row_arrays._raw_rows(self.connection, select(row_arrays._ROWS.c.seq, row_arrays._ROWS.c.release, row_arrays._ROWS.c.title, row_arrays._ROWS.c.status)
+                         .where(row_arrays._ROWS.c.dataset == self.dataset).order_by(row_arrays._ROWS.c.seq))
         seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         rows = [rows[k] for k in np.flatnonzero(np.isin(seqs, self.seqs)).tolist()]
         published_by = (self.published <= self.at).tolist()
@@ -174,8 +177,8 @@ class Then:
         from sqlalchemy import select
 
 
-        rows = _raw_rows(self.connection, select(_ROWS.c.seq, _ROWS.c.release)
-                         .where(_ROWS.c.dataset == self.dataset).order_by(_ROWS.c.seq))
+        rows = row_arrays._raw_rows(self.connection, select(row_arrays._ROWS.c.seq, row_arrays._ROWS.c.release)
+                         .where(row_arrays._ROWS.c.dataset == self.dataset).order_by(row_arrays._ROWS.c.seq))
         seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         return [rows[k][1] for k in np.flatnonzero(np.isin(seqs, self.seqs)).tolist()]
 
@@ -210,15 +213,15 @@ def rows_then(connection, dataset: str, rows, when: datetime):
 
 
     moment = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-    at = micros(moment) / 10**6
+    at = row_arrays.micros(moment) / 10**6
     recorded, published = rows.recorded, rows.published
     finite = np.concatenate([recorded[np.isfinite(recorded)], published[np.isfinite(published)], [at]])
     if len(finite) and np.abs(finite).max() >= _EXACT_SECONDS:
         return None
     ended = ended_at(connection)
     cancelled = [seq for seq, rid in connection.execute(
-        select(_ROWS.c.seq, _ROWS.c.release).where(_ROWS.c.dataset == dataset,
-                                                   _ROWS.c.status == Status.CANCELLED.value))
+        select(row_arrays._ROWS.c.seq, row_arrays._ROWS.c.release).where(row_arrays._ROWS.c.dataset == dataset,
+                                                   row_arrays._ROWS.c.status == Status.CANCELLED.value))
         if ended.get(rid) is not None and ended[rid] <= moment]
     published_by = published <= at
     keep = (published_by | (recorded <= at)) & ~(np.isin(rows.seq, cancelled) & ~published_by)
@@ -253,11 +256,11 @@ def in_ledger(dataset: str, when: datetime):
     from sqlalchemy import and_, case, func, or_
 
 
-    at = micros(when)
-    recorded = func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)
-    published = func.coalesce(case((and_(_ROWS.c.published_us.is_(None), _ROWS.c.status.in_(sorted(_PUBLISHED))),
-                                    recorded), else_=_ROWS.c.published_us), _AFTER_ALL)
-    return and_(_ROWS.c.dataset == dataset, or_(recorded <= at, published <= at))
+    at = row_arrays.micros(when)
+    recorded = func.coalesce(row_arrays._ROWS.c.recorded_us, row_arrays._BEFORE_ANY)
+    published = func.coalesce(case((and_(row_arrays._ROWS.c.published_us.is_(None), row_arrays._ROWS.c.status.in_(sorted(row_arrays._PUBLISHED))),
+                                    recorded), else_=row_arrays._ROWS.c.published_us), row_arrays._AFTER_ALL)
+    return and_(row_arrays._ROWS.c.dataset == dataset, or_(recorded <= at, published <= at))
 
 
 def event_text(when: datetime) -> str:
