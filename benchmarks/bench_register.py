@@ -36,7 +36,7 @@ import gc, hashlib, json, resource, sys, time
 gc.disable()
 import ledger
 assert ledger.__file__.startswith(sys.path[1]), (ledger.__file__, sys.path[:2])  # the code asked for
-from ledger.operations import choices; from ledger.store import database as store
+from ledger.operations import choices; from ledger.store import configuration, engines, sessions
 from ledger.cli.report import gather_large, large_register_csv
 from ledger.reporting.report import ChainStatus
 engine = engines.make_engine(sys.argv[1])

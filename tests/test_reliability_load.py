@@ -172,7 +172,7 @@ def forked_writers(ledger_url: str, files: list[Path], directory: Path) -> list[
 WRITER = textwrap.dedent("""\
     import sys
     from pathlib import Path
-    from ledger.operations import transactions as operations; from ledger.store import database as store
+    from ledger.operations import transactions as operations; from ledger.store import engines
     url, name, count, directory = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
     engine = engines.make_engine(url)
     for i in range(count):
@@ -218,7 +218,7 @@ def test_verification_while_twenty_writers_record_never_cries_wolf(ledger_url, t
 LIFECYCLE = textwrap.dedent("""\
     import random, sys
     from pathlib import Path
-    from ledger.operations import transactions as operations; from ledger.store import database as store
+    from ledger.operations import transactions as operations; from ledger.store import engines
     url, directory, seed = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
     rng = random.Random(seed)
     engine = engines.make_engine(url)
