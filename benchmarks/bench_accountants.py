@@ -37,7 +37,7 @@ from sqlmodel import Session  # noqa: E402
 
 from ledger.accounting import budget, composition_figures, figure_validity, index_figures, pld_accountant, subset_composition  # noqa: E402
 from ledger.operations import transactions as operations  # noqa: E402
-from ledger.store import database as store  # noqa: E402
+from ledger.store import cap_writes, configuration, dataset_writes, engines, release_writes, running_totals, schema_migrations, session_state, sessions  # noqa: E402
 from ledger.accounting.catalogue import derive_guarantees  # noqa: E402
 from ledger.accounting.ledger_index import LedgerIndex  # noqa: E402
 from ledger.input.documents import parse_document  # noqa: E402
@@ -256,12 +256,12 @@ def bench_pld_subset(index) -> None:
 def bench_check(history: int, workdir: Path) -> None:
     rng = random.Random(3)
     variables = [f"v{k:02d}" for k in range(40)]
-    engine = store.make_engine(f"sqlite:///{workdir / f'check-{history}.db'}")
-    store.ensure_schema(engine)
+    engine = engines.make_engine(f"sqlite:///{workdir / f'check-{history}.db'}")
+    schema_migrations.ensure_schema(engine)
     dataset = Dataset("bench", tuple(Variable(v, "sensitive") for v in variables), delta=Fraction(1, 10**9))
     t0 = time.perf_counter()
-    with store.write_session(engine) as session:
-        store.add_dataset(session, dataset, "bench")
+    with sessions.write_session(engine) as session:
+        dataset_writes.add_dataset(session, dataset, "bench")
     chunk = 5000
     for start in range(0, history, chunk):
         batch = []
@@ -270,13 +270,13 @@ def bench_check(history: int, workdir: Path) -> None:
             r = release(i, kind, value, reads=rng.sample(variables, rng.randint(1, 3)), adaptive=True)
             batch.append(r.__class__(**{**{k: getattr(r, k) for k in r.__dataclass_fields__}, "dataset": "bench",
                                         "id": f"h{i}"}))
-        with store.write_session(engine) as session:
-            store.add_releases(session, batch, [], "bench")
+        with sessions.write_session(engine) as session:
+            release_writes.add_releases(session, batch, [], "bench")
     caps = [Cap("bench", f"c{k}", frozenset(rng.sample(variables, 3)), epsilon=Fraction(10**6), delta=Fraction(1, 10**9))
             for k in range(20)]
-    with store.write_session(engine) as session:
+    with sessions.write_session(engine) as session:
         for cap in caps:
-            store.set_cap(session, cap, "bench")
+            cap_writes.set_cap(session, cap, "bench")
     setup_s = time.perf_counter() - t0
 
     def plan_builder(k):
@@ -286,7 +286,7 @@ def bench_check(history: int, workdir: Path) -> None:
         assert not errors
 
         def build(snapshot):
-            return build_releases(document, snapshot, recorded_by="bench", recorded_at=store.now())
+            return build_releases(document, snapshot, recorded_by="bench", recorded_at=session_state.now())
         return build
 
     operations.check(engine, plan_builder(-1))  # warm the process caches
@@ -302,11 +302,11 @@ def bench_check(history: int, workdir: Path) -> None:
     layer = []
     basic_cpu, layer_cpu = [], []  # CPU time of this process: the work, apart from waiting on a loaded machine
     with Session(engine) as session:
-        snapshot = store.write_context(session)
+        snapshot = configuration.write_context(session)
         plan, _, _ = plan_builder(0)(snapshot)
         for _ in range(30):
             t1, c1 = time.perf_counter(), time.process_time()
-            totals = store.cap_totals(session, "bench", [c.name for c in caps])
+            totals = running_totals.cap_totals(session, "bench", [c.name for c in caps])
             checks = budget.check(caps, totals, plan, {}, {}, only_touched=False)
             basic_only.append(time.perf_counter() - t1)
             basic_cpu.append(time.process_time() - c1)

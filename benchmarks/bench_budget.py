@@ -25,7 +25,7 @@ from sqlmodel import Session
 
 from ledger.accounting import cap_measure
 from ledger.operations import transactions as operations
-from ledger.store import database as store
+from ledger.store import audit_verify, cap_writes, configuration, dataset_writes, decoded_history, engines, release_writes, schema_migrations, session_state, sessions
 from ledger.accounting.cost_rule import ledger_cost
 from ledger.input.batch import check_batch
 from ledger.input.datasets import build_caps, build_dataset
@@ -62,7 +62,7 @@ def api_builder(text: str):
     document, errors = parse_document("bench.yaml", text)
     assert not errors, errors
     releases, families, errors = build_releases(document, LedgerSnapshot(datasets=DATASETS),
-                                                recorded_by="bench", recorded_at=store.now())
+                                                recorded_by="bench", recorded_at=session_state.now())
     assert not errors, errors
 
     def build(snapshot):
@@ -77,7 +77,7 @@ def builder(text: str):
     def build(snapshot):
         document, errors = parse_document("bench.yaml", text)
         assert not errors, errors
-        return build_releases(document, snapshot, recorded_by="bench", recorded_at=store.now())
+        return build_releases(document, snapshot, recorded_by="bench", recorded_at=session_state.now())
 
     return build
 
@@ -86,25 +86,25 @@ DATASETS: dict = {}
 
 
 def fresh_ledger(path: Path, rng: random.Random):
-    engine = store.make_engine(f"sqlite:///{path}")
-    store.ensure_schema(engine)
+    engine = engines.make_engine(f"sqlite:///{path}")
+    schema_migrations.ensure_schema(engine)
     document, _ = parse_document("bench-dataset.yaml", dataset_yaml(rng))
     dataset, errors = build_dataset(document)
     caps, cap_errors = build_caps(document, dataset)
     assert not errors and not cap_errors
     DATASETS[dataset.name] = dataset
-    with store.write_session(engine) as session:
-        store.add_dataset(session, dataset, "bench")
+    with sessions.write_session(engine) as session:
+        dataset_writes.add_dataset(session, dataset, "bench")
         for cap in caps:
-            store.set_cap(session, cap, "bench")
+            cap_writes.set_cap(session, cap, "bench")
     return engine, caps
 
 
 def resum_check(engine, caps, plan_text: str) -> list:
     """Baseline: what a peer tool does, re-summing the whole history for every check."""
     with Session(engine) as session:
-        history = store.snapshot(session, "bench")
-        snapshot = store.write_context(session)
+        history = decoded_history.snapshot(session, "bench")
+        snapshot = configuration.write_context(session)
         plan, _, errors = builder(plan_text)(snapshot)
         assert not errors
         everything = [*history.releases.values(), *plan]
@@ -127,7 +127,7 @@ def bench_recording(records: int, baseline_records: int, workdir: Path) -> None:
         print(f"    running totals, {label}: total {total:7.2f} s, median "
               f"{statistics.median(times) * 1000:5.2f} ms per record   [target < 10 s]")
     with Session(engine) as session:
-        verification = store.verify(session)
+        verification = audit_verify.verify(session)
     assert verification.ok, verification.problems[:3]
 
     # Baseline: the same records, each preceded by a check that re-sums the history.
@@ -139,9 +139,9 @@ def bench_recording(records: int, baseline_records: int, workdir: Path) -> None:
     for text in base_texts:
         t0 = time.perf_counter()
         resum_check(base_engine, base_caps, text)
-        with store.write_session(base_engine) as session:
-            releases, families, errors = builder(text)(store.write_context(session))
-            store.add_releases(session, releases, families, "bench")
+        with sessions.write_session(base_engine) as session:
+            releases, families, errors = builder(text)(configuration.write_context(session))
+            release_writes.add_releases(session, releases, families, "bench")
         base_times.append(time.perf_counter() - t0)
     base_total = time.perf_counter() - start
     # history grows linearly, so the per-record cost grows linearly: the total is quadratic

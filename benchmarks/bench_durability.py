@@ -74,7 +74,7 @@ if os.environ.get("LEDGER_BENCH_CODE"):  # (bench_scale puts this checkout first
     sys.path.insert(0, os.environ["LEDGER_BENCH_CODE"])
 
 from ledger.operations import transactions as operations  # noqa: E402
-from ledger.store import database as store  # noqa: E402
+from ledger.store import cap_writes, dataset_writes, engines, schema_migrations, session_state, sessions
 from ledger.input.datasets import build_caps, build_dataset  # noqa: E402
 from ledger.input.documents import Document
 from ledger.input.releases import build_releases
@@ -86,24 +86,24 @@ PAYLOAD = "x" * 700  # about one release event's canonical JSON
 
 def fresh_ledger(url: str) -> object:
     global ACTOR
-    engine = store.make_engine(url)
-    store.ensure_schema(engine)
+    engine = engines.make_engine(url)
+    schema_migrations.ensure_schema(engine)
     ACTOR = identity.authenticated(engine).name  # the OS user on SQLite, the database login on PostgreSQL
     # published by their recorder, one by one: the dataset waives separation of duties
     document = Document("bench.dataset.json", {**dataset_document(random.Random(13)), "self_approval": True})
     dataset, errors = build_dataset(document)
     caps, errors = build_caps(document, dataset)
-    with store.write_session(engine) as session:
-        store.add_dataset(session, dataset, ACTOR)
+    with sessions.write_session(engine) as session:
+        dataset_writes.add_dataset(session, dataset, ACTOR)
         for cap in caps:
-            store.set_cap(session, cap, ACTOR)
+            cap_writes.set_cap(session, cap, ACTOR)
     return engine
 
 
 def builder(entries):
     def build(snapshot):
         return build_releases(Document("bench.json", {"dataset": "bench", "releases": entries}), snapshot,
-                              recorded_by="bench", recorded_at=store.now())
+                              recorded_by="bench", recorded_at=session_state.now())
     # the ids the file declares, as `release_builder` gives them (read with the write lock)
     build.release_ids = tuple(entry["id"] for entry in entries)
     return build
@@ -329,7 +329,7 @@ def bare_sqlite(path: Path, n: int, each: bool = False):
     """(b) on SQLite: the total seconds, or with `each` every commit's."""
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute(f"PRAGMA synchronous={store.sqlite_synchronous()}")
+    connection.execute(f"PRAGMA synchronous={engines.sqlite_synchronous()}")
     connection.execute("CREATE TABLE t (seq INTEGER PRIMARY KEY, payload TEXT)")
     times = []
     start = time.perf_counter()
@@ -369,7 +369,7 @@ def capture(engine) -> list[list[str]]:
 def replay_sqlite(path: Path, transactions: list[list[str]]) -> float:
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute(f"PRAGMA synchronous={store.sqlite_synchronous()}")
+    connection.execute(f"PRAGMA synchronous={engines.sqlite_synchronous()}")
     start = time.perf_counter()
     for statements in transactions:
         connection.execute("BEGIN IMMEDIATE")
@@ -559,7 +559,7 @@ def main() -> None:
             url = f"sqlite:///{directory}/ledger.db"
             fresh_ledger(url).dispose()  # (every connection closed: the file holds the whole ledger)
             shutil.copyfile(f"{directory}/ledger.db", f"{directory}/replay.db")
-            engine = store.make_engine(url)
+            engine = engines.make_engine(url)
             transactions = capture(engine)
             walls, cpus = record_each_timed(engine, n)
             recorded = [t for t in transactions if t]  # (a)'s transactions: one per release
@@ -570,7 +570,7 @@ def main() -> None:
             by_process = by_processes(url, args.processes, Path(directory))
             bare = bare_each(bare_sqlite, Path(directory) / "bare.db", n)
             planned = planned_case(f"sqlite:///{directory}/planned.db", args.planned)
-            report(f"SQLite (WAL, synchronous={store.sqlite_synchronous()})", n, walls, cpus, bare, batch,
+            report(f"SQLite (WAL, synchronous={engines.sqlite_synchronous()})", n, walls, cpus, bare, batch,
                    args.processes, by_process, planned, replayed, old, ref or "")
     if args.postgres:
         url, drop = postgres_database(args.postgres)
@@ -578,7 +578,7 @@ def main() -> None:
         try:
             fresh_ledger(url).dispose()
             replay_url, drop_replay = postgres_database(url, template=True)
-            engine = store.make_engine(url)
+            engine = engines.make_engine(url)
             transactions = capture_postgres(engine)
             walls, cpus = record_each_timed(engine, n)
             recorded = [t for t in transactions if t]

@@ -36,13 +36,13 @@ import gc, hashlib, json, resource, sys, time
 gc.disable()
 import ledger
 assert ledger.__file__.startswith(sys.path[1]), (ledger.__file__, sys.path[:2])  # the code asked for
-from ledger.operations import choices; from ledger.store import database as store
+from ledger.operations import choices; from ledger.store import configuration, engines, sessions
 from ledger.cli.large_report import gather_large
 from ledger.cli.report_register import large_register_csv
 from ledger.reporting.report import ChainStatus
-engine = store.make_engine(sys.argv[1])
-with store.read_session(engine) as session:
-    light = store.write_context(session)
+engine = engines.make_engine(sys.argv[1])
+with sessions.read_session(engine) as session:
+    light = configuration.write_context(session)
     dataset = next(iter(light.datasets.values()))
     large = gather_large(session, dataset, choices.parse_delta(None, dataset),
                          chain=ChainStatus(True, 1, "head", ()))

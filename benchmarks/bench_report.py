@@ -66,7 +66,7 @@ from baseline import baseline_package  # noqa: E402
 from sqlmodel import Session  # noqa: E402
 
 from ledger.operations import transactions as operations, people  # noqa: E402
-from ledger.store import database as store  # noqa: E402
+from ledger.store import audit_verify, dataset_writes, decoded_history, engines, role_grants, schema_migrations, session_state, sessions
 from ledger.reporting.report import build_report  # noqa: E402
 from ledger.reporting.write import find_chromium  # noqa: E402
 from ledger.operations.report_inputs import gather  # noqa: E402
@@ -90,17 +90,17 @@ START = datetime(2024, 1, 8, 9, 0, tzinfo=UTC)
 def clock(start: datetime, step: timedelta):
     """The store's clock, moved on by `step` at every reading: a ledger recorded over time."""
     moment = [start]
-    original = store.now
+    original = session_state.now
 
     def now():
         moment[0] += step
         return moment[0]
 
-    store.now = now
+    session_state.now = now
     try:
         yield
     finally:
-        store.now = original
+        session_state.now = original
 
 
 def dataset_yaml(variables: list[str]) -> str:
@@ -154,21 +154,21 @@ def build_ledger(path: Path, n_variables: int, n_releases: int, seed: int = 7) -
     rng = random.Random(seed)
     variables = [f"v{k:03d}" for k in range(n_variables)]
     url = f"sqlite:///{path}"
-    engine = store.make_engine(url)
-    store.ensure_schema(engine)
+    engine = engines.make_engine(url)
+    schema_migrations.ensure_schema(engine)
     batches = max(1, n_releases // BATCH)
     step = timedelta(days=730) / (batches + 200)
     with clock(START, step / 10):
         document, _ = parse_document("bench-dataset.yaml", dataset_yaml(variables))
         dataset, errors = build_dataset(document)
         assert not errors, errors
-        with store.write_session(engine) as session:
+        with sessions.write_session(engine) as session:
             people.bootstrap(session, "ada")  # the first user: admin, every role
             for person, roles in (("grace", ("steward", "approver")), ("edsger", ("steward", "approver")),
                                   ("board", ("approver",))):
                 for role in roles:
-                    store.set_role(session, person, role, True, "ada")
-            store.add_dataset(session, dataset, "ada")
+                    role_grants.set_role(session, person, role, True, "ada")
+            dataset_writes.add_dataset(session, dataset, "ada")
         families = {f"fam{k}": (variables[k] if k % 2 else None) for k in range(10)}
         family_lines = [f"  - {{id: {fid}, partition: {'[' + key + ']' if key else 'random'}}}"
                         for fid, key in families.items()]
@@ -182,13 +182,13 @@ def build_ledger(path: Path, n_variables: int, n_releases: int, seed: int = 7) -
             actor = actors[batch % 3]
 
             def build(snapshot, document=document, actor=actor):
-                return build_releases(document, snapshot, recorded_by=actor, recorded_at=store.now())
+                return build_releases(document, snapshot, recorded_by=actor, recorded_at=session_state.now())
 
             with clock(START + step * batch, step / (3 * BATCH)):
                 operations.record(engine, build, actor)
         with clock(START + step * (batches + 50), step / 10):
             with Session(engine) as session:
-                history = store.snapshot(session, "survey")
+                history = decoded_history.snapshot(session, "survey")
             sources = {source for release in history.releases.values() for source in release.derived_from}
             for release in history.releases.values():
                 action = {"planned": "approve", "approved": "publish"}.get(release.status.value)
@@ -446,12 +446,12 @@ def main() -> None:
             table_runs.append(cli(url, directory, "-d", "survey", command="table"))
         html_runs.sort()
         html_cli, table_cli = html_runs[1], sorted(table_runs)[1]
-        engine = store.make_engine(url)
+        engine = engines.make_engine(url)
         with Session(engine) as session:
-            snapshot = store.snapshot(session, "survey")
+            snapshot = decoded_history.snapshot(session, "survey")
             dataset = snapshot.datasets["survey"]
             delta = dataset.delta
-            verification, verify_s = timed(store.verify, session)
+            verification, verify_s = timed(audit_verify.verify, session)
             chain = chain_status(verification)
             inputs, read_s = timed(gather, session, dataset, delta, None, chain=lambda: chain)
         context, build_s = timed(build_report, inputs)
@@ -462,7 +462,7 @@ def main() -> None:
         print(f"    end to end (`privacy-ledger report --format html`, fresh process): {html_cli:6.2f} s median of "
               f"3 ({', '.join(f'{t:.2f}' for t in html_runs)})   [target < {HTML_TARGET_S:.0f} s]")
         print(f"    baseline, the same steps one after another in one process (imports not counted): "
-              f"{verify_s + read_s + build_s + render_s:5.2f} s = store.verify {verify_s:5.2f} s + read the ledger "
+              f"{verify_s + read_s + build_s + render_s:5.2f} s = audit_verify.verify {verify_s:5.2f} s + read the ledger "
               f"{read_s:5.2f} s + context and charts {build_s:5.2f} s + template {render_s:5.2f} s")
         print(f"    baseline, `privacy-ledger table` on the same ledger (fresh process): {table_cli:6.2f} s median of 3; "
               f"the report is {html_cli / table_cli:4.1f}x of it   [target <= 3x]")

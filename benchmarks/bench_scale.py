@@ -79,13 +79,13 @@ def release_entry(rng: random.Random, release_id: str) -> dict:
 
 def _record_batch(engine, entries: list[dict]) -> None:
     from ledger.operations import transactions as operations
-    from ledger.store import database as store
+    from ledger.store import session_state
     from ledger.input.documents import Document
     from ledger.input.releases import build_releases
 
     def build(snapshot):
         return build_releases(Document("bench.json", {"dataset": "bench", "releases": entries}), snapshot,
-                              recorded_by="bench", recorded_at=store.now())
+                              recorded_by="bench", recorded_at=session_state.now())
 
     operations.record(engine, build, "bench")
 
@@ -97,7 +97,7 @@ def _count(path: Path) -> int:
 
 def build(sizes: list[int]) -> dict[int, Path]:
     """The cached ledger of each size, built from the next smaller one when missing."""
-    from ledger.store import database as store
+    from ledger.store import cap_writes, dataset_writes, engines, schema_migrations, sessions
     from ledger.input.datasets import build_caps, build_dataset
     from ledger.input.documents import Document
 
@@ -116,8 +116,8 @@ def build(sizes: list[int]) -> dict[int, Path]:
         if previous is not None and not resume:
             with sqlite3.connect(previous) as source, sqlite3.connect(work) as target:
                 source.backup(target)
-        engine = store.make_engine(url)
-        store.ensure_schema(engine)
+        engine = engines.make_engine(url)
+        schema_migrations.ensure_schema(engine)
         if previous is None and not resume:
             rng = random.Random(13)
             document = Document("bench.dataset.json", dataset_document(rng))
@@ -125,10 +125,10 @@ def build(sizes: list[int]) -> dict[int, Path]:
             assert not errors, errors
             caps, errors = build_caps(document, dataset)
             assert not errors, errors
-            with store.write_session(engine) as session:
-                store.add_dataset(session, dataset, "bench")
+            with sessions.write_session(engine) as session:
+                dataset_writes.add_dataset(session, dataset, "bench")
                 for cap in caps:
-                    store.set_cap(session, cap, "bench")
+                    cap_writes.set_cap(session, cap, "bench")
         have = _count(work)
         rng = random.Random(1000 + have)
         start = time.perf_counter()

@@ -5,10 +5,10 @@
 On the cached ledgers of bench_scale.py (built there when missing), in one process and
 alternately, so both meet the same load:
 
-  (a) `store.verify`: the whole `audit verify` (the hash chain; every release, dataset and
+  (a) `audit_verify.verify`: the whole `audit verify` (the hash chain; every release, dataset and
       family row against its latest event; every accounting row and running total recomputed);
   (b) the floor: the same events read in seq order, a chunk at a time, and their canonical
-      bytes hashed with hashlib, each link checked (`store.ChainWalk` alone);
+      bytes hashed with hashlib, each link checked (`audit_verify.ChainWalk` alone);
   (c) the floor under the floor: hashlib over the same canonical bytes already in memory.
 
 Printed per size: the medians, the ratios (a)/(b) and (a)/(c) (target (a) within 5x of
@@ -34,13 +34,13 @@ import bench_scale  # noqa: E402  (the cached ledgers)
 
 from sqlmodel import Session  # noqa: E402
 
-from ledger.store import database as store  # noqa: E402
+from ledger.store import audit_verify, engines  # noqa: E402
 
 
 def verify(engine) -> float:
     started = time.perf_counter()
     with Session(engine) as session:
-        result = store.verify(session)
+        result = audit_verify.verify(session)
     assert result.ok, result.problems[:3]
     return time.perf_counter() - started
 
@@ -50,7 +50,7 @@ def walk(engine) -> tuple[float, list[bytes]]:
     started = time.perf_counter()
     with Session(engine) as session:
         problems: list[str] = []
-        chain = store.ChainWalk(session.connection(), problems)
+        chain = audit_verify.ChainWalk(session.connection(), problems)
         texts = [canonical_bytes(row) for row, canonical in chain if canonical]
     assert not problems and len(texts) == chain.count, problems[:3]
     return time.perf_counter() - started, texts
@@ -89,7 +89,7 @@ def main() -> None:
     paths = bench_scale.build(sizes)
     print(f"`audit verify` beside hashing its events (load {os.getloadavg()[0]:.1f}, medians of {args.runs}):")
     for size in sizes:
-        engine = store.make_engine(f"sqlite:///{paths[size]}")
+        engine = engines.make_engine(f"sqlite:///{paths[size]}")
         full, chain, memory = [], [], []
         for _ in range(args.runs):
             full.append(verify(engine))

@@ -6,7 +6,7 @@ path (its package first on PYTHONPATH), or alone:
 Prints one JSON object: CPU seconds (time.process_time) of each step, the garbage collector
 paused as the command pauses it, helpers' work (the verification, the pairs panel) done here:
 - imports: the modules the command imports (ledger's CLI and store, the report, numpy, jinja2);
-- verify (full), verify since the head: `store.verify`, and `verified_head.verify_since` when the
+- verify (full), verify since the head: `audit_verify.verify`, and `verified_head.verify_since` when the
   ledger keeps a head (0 otherwise);
 - read (gather): the release rows decoded, the events, caps and checks;
 - pairs, table accounts, timeline, register entries, risk table, Table 1: the report's steps
@@ -32,7 +32,7 @@ from ledger.cli import app  # noqa: E402,F401
 from ledger.operations.report_inputs import gather  # noqa: E402
 from ledger.reporting.write import render_text  # noqa: E402
 from ledger.reporting import report as R  # noqa: E402
-from ledger.store import database as store  # noqa: E402
+from ledger.store import audit_verify, decoded_history, engines, sessions  # noqa: E402
 
 IMPORTS = time.process_time() - START
 spent: dict[str, float] = {}
@@ -59,11 +59,11 @@ def main(path: str) -> None:
                         ("risk_table", "risk table")):
         timed(R, name, label)
     timed(ledger_index.LedgerIndex, "table_by_arrays", "Table 1")
-    engine = store.make_engine(f"sqlite:///{path}")
+    engine = engines.make_engine(f"sqlite:///{path}")
     figures = {"imports": IMPORTS}
-    with store.read_session(engine) as session:
+    with sessions.read_session(engine) as session:
         start = time.process_time()
-        store.verify(session)
+        audit_verify.verify(session)
         figures["verify (full)"] = time.process_time() - start
         from ledger.store import verified_head
 
@@ -72,7 +72,7 @@ def main(path: str) -> None:
         if kept is not None:
             verified_head.verify_since(session, (kept.seq, kept.hash))
         figures["verify since the head"] = time.process_time() - start
-        snapshot = store.snapshot(session)
+        snapshot = decoded_history.snapshot(session)
         dataset = next(iter(snapshot.datasets.values()))
         chain = R.ChainStatus(True, 1, "0" * 64, (), 0, None, None)
         start = time.process_time()

@@ -39,7 +39,8 @@ from sqlmodel import Session
 
 from .accounting import budget
 from .operations import choices, transactions as operations
-from .store import database as store, identity
+from .store import (audit_chain, audit_verify, configuration, dataset_writes, decoded_history, engines, identity, row_reads,
+                    running_totals, schema_migrations, session_state, sessions)
 from .store.identity import Person, front_end
 from .accounting.charge_choice import at_delta
 from .accounting.risk import Risk, figure_risks
@@ -154,11 +155,11 @@ class Ledger:
 
     def _light(self) -> LedgerSnapshot:
         with Session(self.engine) as session:
-            return store.write_context(session)
+            return configuration.write_context(session)
 
     def _full(self, dataset: str | None) -> LedgerSnapshot:
         with Session(self.engine) as session:
-            return store.snapshot(session, dataset)
+            return decoded_history.snapshot(session, dataset)
 
     @contextmanager
     def _indexed(self, dataset: str | None, as_of: str | datetime | None, *, subset: bool = False):
@@ -172,7 +173,7 @@ class Ledger:
             yield chosen, choices.charged_index(snapshot, chosen)
             return
         with Session(self.engine) as session:
-            light = store.write_context(session)
+            light = configuration.write_context(session)
             chosen = choices.pick_dataset(light, dataset, field="dataset")
             yield choices.index_as_of(session, chosen, light.families, when,
                                       touching=set() if subset else None)
@@ -232,7 +233,7 @@ class Ledger:
 
     def release(self, release_id: str) -> Release:
         with Session(self.engine) as session:
-            lookup = store.ReleaseLookup(session)
+            lookup = row_reads.ReleaseLookup(session)
             if release_id not in lookup:
                 from .core.failures import QUOTED, excerpt
 
@@ -246,7 +247,7 @@ class Ledger:
 
         self.release(release_id)  # (an unknown id: the same error as `release`)
         with Session(self.engine) as session:
-            rows = store.lifecycle_events(session, RELEASE_EVENTS, [release_id])
+            rows = audit_chain.lifecycle_events(session, RELEASE_EVENTS, [release_id])
         return [AuditEvent(seq, at, actor, kind, _reason(json.loads(payload)))
                 for seq, kind, _, at, actor, payload in rows]
 
@@ -256,8 +257,8 @@ class Ledger:
 
     def dataset_as_of(self, name: str | None, when: datetime | None, *, field: str = "dataset") -> Dataset:
         """The named dataset (or the only one), as it stood at `when` (its variables and groups then)."""
-        with store.read_session(self.engine) as session:
-            chosen = choices.pick_dataset(store.write_context(session), name, field=field)
+        with sessions.read_session(self.engine) as session:
+            chosen = choices.pick_dataset(configuration.write_context(session), name, field=field)
             if when is None:
                 return chosen
             from .store.as_of import state_then
@@ -299,7 +300,7 @@ class Ledger:
         events); False when it has roles."""
         from .operations import people
 
-        with store.write_session(self.engine) as session:
+        with sessions.write_session(self.engine) as session:
             return people.bootstrap(session, self._by())
 
     def change_role(self, person: str, role: str, granted: bool) -> bool:
@@ -334,7 +335,7 @@ class Ledger:
                  ) -> tuple[list[Cap], list[budget.CapCheck]]:
         """Add or replace caps given as a dataset file's entries; (the caps, each as `cap list` states it)."""
         caps = operations.add_caps(self.engine, dataset, entries, self._by(), source)
-        with store.read_session(self.engine) as session:
+        with sessions.read_session(self.engine) as session:
             return caps, operations.cap_checks(session, dataset, caps)
 
     def add_dataset(self, source: str | Path | Mapping[str, Any]) -> bool:
@@ -380,7 +381,7 @@ class Ledger:
 
     def now(self) -> datetime:
         """The ledger's clock (UTC), as every step it records is dated."""
-        return store.now()
+        return session_state.now()
 
     def approve(self, release_id: str) -> Release:
         """Approve a planned release (its caps are re-checked)."""
@@ -418,7 +419,7 @@ class Ledger:
                 entry[key] = value
         caps = operations.add_caps(self.engine, chosen.name, [entry], self._by(), "set_cap")
         with Session(self.engine) as session:
-            return budget.check(caps, store.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
+            return budget.check(caps, running_totals.cap_totals(session, chosen.name), [], {}, {}, only_touched=False)
 
     def solve(self, plan: str | Path | Mapping[str, Any], *, dataset: str | None = None) -> pd.DataFrame:
         """The noise of each planned release (a plan file, or its content as a dict) that uses the
@@ -520,7 +521,7 @@ class Ledger:
         when = as_of_moment(as_of)
         with Session(self.engine) as session:
             if when is None:
-                return operations.cap_checks(session, chosen.name, store.caps(session, chosen.name))
+                return operations.cap_checks(session, chosen.name, configuration.caps(session, chosen.name))
             from .store.as_of import state_then
 
             _, caps, _ = state_then(session, chosen, when)
@@ -621,11 +622,11 @@ class Ledger:
 
     # -- audit, report inputs, exports -------------------------------------------
 
-    def verify(self) -> store.Verification:
+    def verify(self) -> audit_verify.Verification:
         """Recompute the audit hash chain; `.ok`, `.events`, `.head`, `.problems` (one
-        consistent snapshot, store.read_session)."""
-        with store.read_session(self.engine) as session:
-            return store.verify(session)
+        consistent snapshot, sessions.read_session)."""
+        with sessions.read_session(self.engine) as session:
+            return audit_verify.verify(session)
 
     def verify_chain(self, *, since_checkpoint: bool = False, head=None):
         """`audit verify`: the chain recomputed (from the last verified head with
@@ -648,8 +649,8 @@ class Ledger:
 
     def caps_over(self, release: Release) -> list[budget.CapCheck]:
         """The caps on what `release` reads that are over their limit, as `cap list` states them."""
-        with store.read_session(self.engine) as session:
-            caps = [cap for cap in store.caps(session, release.dataset) if cap.subset & release.reads]
+        with sessions.read_session(self.engine) as session:
+            caps = [cap for cap in configuration.caps(session, release.dataset) if cap.subset & release.reads]
             return [c for c in operations.cap_checks(session, release.dataset, caps) if c.status == "over"] \
                 if caps else []
 
@@ -713,8 +714,8 @@ class Ledger:
         snapshot = self._full(dataset)
         chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
         with Session(self.engine) as session:
-            caps = store.caps(session, chosen.name)
-            unit = store.privacy_unit(session, chosen.name)
+            caps = configuration.caps(session, chosen.name)
+            unit = dataset_writes.privacy_unit(session, chosen.name)
         return registry_record(snapshot, chosen, caps, tier=tier, privacy_unit=unit)
 
 
@@ -755,7 +756,7 @@ RELEASE_EVENTS = ("release.recorded", "release.approved", "release.published", "
 
 
 def _reason(payload: Any) -> str | None:
-    """The reason a retraction or cancellation gave (store.append_event keeps it beside the release)."""
+    """The reason a retraction or cancellation gave (audit_chain.append_event keeps it beside the release)."""
     reason = payload.get("reason") if isinstance(payload, dict) else None
     return reason if isinstance(reason, str) else None
 
@@ -777,8 +778,8 @@ def open(url: str | None = None, *, person: Person | None = None) -> Ledger:  # 
     database then checks that its login may act as that person's role)."""
     chosen = choices.ledger_url(url)
     try:
-        engine = store.make_engine(chosen)
-        store.ensure_schema(engine)
+        engine = engines.make_engine(chosen)
+        schema_migrations.ensure_schema(engine)
     except Exception as exc:  # a bad URL or an unreachable server is bad input
         raise InputErrors([LedgerError("url", "url", f"cannot open ledger {chosen!r}: {exc}")]) from None
     return Ledger(chosen, engine, person=person)
@@ -883,9 +884,9 @@ def chain_status_at(url: str):
     read on an engine of its own (a forked helper never uses another process's connections)."""
     from .operations.report_inputs import verify_for_report
 
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     try:
-        with store.read_session(engine) as session:
+        with sessions.read_session(engine) as session:
             return verify_for_report(session)
     finally:
         engine.dispose()

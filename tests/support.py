@@ -92,7 +92,7 @@ def tick_ledger_clock(monkeypatch, start=None) -> None:
     and a publication at its plan's moment is not after it (docs/explanation/accounting.md's cases read the order)."""
     from datetime import UTC, datetime, timedelta
 
-    from ledger.store import database as store
+    from ledger.store import session_state
 
     clock = {"now": start or datetime(2026, 1, 1, 9, 0, tzinfo=UTC)}
 
@@ -100,7 +100,7 @@ def tick_ledger_clock(monkeypatch, start=None) -> None:
         clock["now"] += timedelta(minutes=1)
         return clock["now"]
 
-    monkeypatch.setattr(store, "now", now)
+    monkeypatch.setattr(session_state, "now", now)
 
 
 @contextmanager

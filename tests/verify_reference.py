@@ -18,9 +18,17 @@ from ledger.store.codec import (GENESIS_HASH, canonical_json, cap_total_to_dict,
                           dataset_to_dict, event_hash, release_from_dict)
 from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.records import CHARGED_STATUSES, Family, Release
-from ledger.store.database import (CapAccountantRow, _EVENTS, _RELEASE_PAYLOAD, _RELEASES, CapRow, FamilyRow, RoleRow, Verification,
-                          _cap_dict, _check_count, _compare, _connection, _datasets, _event_number, _family_dict,
-                          _normal, _normal_release, cap_totals, configuration, release_row_dict)
+from ledger.store.audit_verify import (RELEASE_PAYLOAD, Verification, _normal, check_count, compare, event_number,
+                                      normal_release)
+from ledger.store.configuration import configuration
+from ledger.store.row_dicts import cap_dict, family_dict, release_row_dict
+from ledger.store.row_reads import read_datasets
+from ledger.store.running_totals import cap_totals
+from ledger.store.session_state import session_connection
+from ledger.store.table_models import AuditEventRow, CapAccountantRow, CapRow, FamilyRow, ReleaseRow, RoleRow
+
+_EVENTS = AuditEventRow.__table__
+_RELEASES = ReleaseRow.__table__
 
 
 def verify_in_memory(session: Session) -> Verification:
@@ -35,7 +43,7 @@ def verify_in_memory(session: Session) -> Verification:
     expected_caps: dict[str, tuple[int, dict | None, str | None]] = {}
     expected_roles: dict[tuple[str, str], tuple[int, bool]] = {}  # (person, role) -> (seq, held)
     count = 0
-    for row in _connection(session).execute(select(_EVENTS).order_by(_EVENTS.c.seq)):
+    for row in session_connection(session).execute(select(_EVENTS).order_by(_EVENTS.c.seq)):
         count += 1
         if row.seq != count:
             problems.append(f"event {row.seq}: sequence gap (expected event {count})")
@@ -46,10 +54,10 @@ def verify_in_memory(session: Session) -> Verification:
         # The stored payload is canonical JSON, so the hash is taken over it as it is.
         canonical = event_hash(row.prev_hash, row.seq, row.at, row.actor, row.kind, row.subject,
                                row.payload) == row.hash
-        if canonical and row.kind.startswith("release.") and row.payload.startswith(_RELEASE_PAYLOAD):
+        if canonical and row.kind.startswith("release.") and row.payload.startswith(RELEASE_PAYLOAD):
             # {"release": body}: the text holds the body's canonical JSON; it is parsed only if
             # the row differs from it (and a wrong cut can only cause that re-check)
-            expected_releases[row.subject] = (row.seq, None, row.payload[len(_RELEASE_PAYLOAD):-1])
+            expected_releases[row.subject] = (row.seq, None, row.payload[len(RELEASE_PAYLOAD):-1])
             continue
         try:
             payload = json.loads(row.payload)
@@ -77,13 +85,13 @@ def verify_in_memory(session: Session) -> Verification:
             expected_roles[(str(grant.get("person")), str(grant.get("role")))] = (row.seq, bool(grant.get("granted")))
 
     release_rows = {r.id: release_row_dict(r) for r in session.connection().execute(select(_RELEASES))}
-    problems.extend(_compare("release", expected_releases, release_rows, _normal_release))
-    problems.extend(_compare(
-        "dataset", expected_datasets, {d.name: dataset_to_dict(d) for d in _datasets(session)}))
-    problems.extend(_compare(
-        "family", expected_families, {f.id: _family_dict(f) for f in session.exec(select(FamilyRow))}))
-    problems.extend(_compare(
-        "cap", expected_caps, {f"{c.dataset}/{c.name}": _cap_dict(c) for c in session.exec(select(CapRow))}))
+    problems.extend(compare("release", expected_releases, release_rows, normal_release))
+    problems.extend(compare(
+        "dataset", expected_datasets, {d.name: dataset_to_dict(d) for d in read_datasets(session)}))
+    problems.extend(compare(
+        "family", expected_families, {f.id: family_dict(f) for f in session.exec(select(FamilyRow))}))
+    problems.extend(compare(
+        "cap", expected_caps, {f"{c.dataset}/{c.name}": cap_dict(c) for c in session.exec(select(CapRow))}))
     held = {(r.person, r.role) for r in session.exec(select(RoleRow))}
     for (person, role), (seq, granted) in expected_roles.items():
         if granted != ((person, role) in held):
@@ -92,12 +100,12 @@ def verify_in_memory(session: Session) -> Verification:
     for person, role in held - {key for key, (_, granted) in expected_roles.items() if granted}:
         if (person, role) not in expected_roles:
             problems.append(f"event ? (role {person}/{role}): a role row has no audit event")
-    problems.sort(key=_event_number)
+    problems.sort(key=event_number)
     decoded = {rid: release_from_dict(body) for rid, body in release_rows.items()}  # once, for both
     problems.extend(_check_totals(session, release_rows, list(decoded.values())))
     problems.extend(_check_accounting(session, decoded, lambda rid: rid in expected_releases and canonical_json(
         release_rows[rid]) == (expected_releases[rid][2] or canonical_json(expected_releases[rid][1]))))
-    problems.extend(_check_count(session, count))
+    problems.extend(check_count(session, count))
     return Verification(ok=not problems, events=count, head=previous, problems=tuple(problems))
 
 
@@ -129,7 +137,7 @@ def _check_totals(session: Session, release_rows: Mapping[str, dict],
 
 def _check_accounting(session: Session, releases: Mapping[str, Release], trusted=None) -> list[str]:
     """Recompute every accounting row (columns.py) from its release and compare."""
-    seqs = dict(_connection(session).execute(select(_RELEASES.c.id, _RELEASES.c.seq)).all())
+    seqs = dict(session_connection(session).execute(select(_RELEASES.c.id, _RELEASES.c.seq)).all())
     variables = {d.name: d.variable_names for d in configuration(session).datasets.values()}
     return columns.check(session, ((seqs[rid], release) for rid, release in releases.items()), variables,
                          trusted=trusted)

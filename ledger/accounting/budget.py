@@ -126,7 +126,7 @@ def total_from_parts(cap: Cap, standalone: Spend, choices: Mapping, families: Ma
     """The running total of `cap` from its parts: the standalone releases' sum, the releases with a
     choice (options -> count), each family's options and every driver (`top_drivers` keeps the
     largest); its figure in the cap's unit is `cap_value`'s. What `apply`, `total_from_history`,
-    `total_from_index` and audit verify's recomputation (store.database) all finish with."""
+    `total_from_index` and audit verify's recomputation (store.totals_check) all finish with."""
     families, choices, top = dict(families), _sorted_choices(choices), top_drivers(cap, drivers)
     # with nothing to choose among (no choices, no families) the composition is the standalone sum
     # itself (`compose_units`), so `cap_value` is its measure: the same figure, without composing

@@ -31,7 +31,9 @@ from ..core.records import Dataset
 if TYPE_CHECKING:
     from ..operations.report_inputs import ChainStatus
 
-store = lazy_module("ledger.store.database")  # the ORM, imported when a report is made
+configuration = lazy_module("ledger.store.configuration")  # the ORM, imported when a report is made
+session_state = lazy_module("ledger.store.session_state")  # the ORM, imported when a report is made
+table_models = lazy_module("ledger.store.table_models")  # the ORM, imported when a report is made
 # the report's context builder (and markupsafe, the chart data): imported when a report is
 # made, not by `--help`, `check` or `record`, which only register this command
 _report = lazy_module("ledger.reporting.report")
@@ -116,18 +118,18 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
         counts = event_counts(session, dataset.name, as_of, until, since_text)
         if any(row[5] for row in counts):  # a moment not in UTC text: text does not order it
             return None
-    light = store.write_context(session)
+    light = configuration.write_context(session)
     families = {fid: f for fid, f in light.families.items() if f.dataset == dataset.name}
     index = columns.index_for(session, dataset.variable_names, dataset.name, families, False, None, True, when=as_of)
     if index is None:
         return None
     then = index.then
-    caps = tuple(store.caps(session, dataset.name))
+    caps = tuple(configuration.caps(session, dataset.name))
     if as_of is not None:  # the dataset (variables, classifications, groups) and caps as they stood then
         dataset, caps, index = rows_at.state_then(session, dataset, as_of, index)
     if chain is None:
         chain = verify_for_report(session)
-    generated_at = generated_at or store.now()
+    generated_at = generated_at or session_state.now()
     wanted = ["basic", "rdp"]  # the figures shown (shown_accounts); the PLD is information only
     table, per_variable, wide = columns.large_table(index, dataset.name, at_delta(delta), delta,
                                                     _report.LARGEST_LISTED, wanted)
@@ -145,7 +147,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     largest = whole_releases(session, ids)
     if then is not None:  # each with the status it had then
         largest = {rid: then.release(release) for rid, release in largest.items()}
-    releases = store.ReleaseRow.__table__
+    releases = table_models.ReleaseRow.__table__
     if then is None:
         named = tuple(f for (f,) in connection.execute(
             select(releases.c.family).where(releases.c.dataset == dataset.name, releases.c.family.is_not(None),

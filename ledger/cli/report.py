@@ -41,7 +41,9 @@ from .large_report import gather_large
 from .report_register import RegisterAlongside, large_register_entries, register_csv
 
 
-store = lazy_module("ledger.store.database")  # the ORM, imported when a report is made
+audit_chain = lazy_module("ledger.store.audit_chain")  # the ORM, imported when a report is made
+configuration = lazy_module("ledger.store.configuration")  # the ORM, imported when a report is made
+sessions = lazy_module("ledger.store.sessions")  # the ORM, imported when a report is made
 # the report's context builder (and markupsafe, the chart data): imported when a report is
 # made, not by `--help`, `check` or `record`, which only register this command
 _report = lazy_module("ledger.reporting.report")
@@ -86,9 +88,9 @@ def report(
     if chosen_format == "pdf":
         chromium = find_chromium("--format" if format is not None else "--out")
     engine = open_engine()  # (opened once: its schema checked once)
-    with store.read_session(engine) as session:  # (as read_light, with the chain's length)
-        snapshot = store.write_context(session)
-        alongside = store.last_event(session)[0] > ALONGSIDE_FROM
+    with sessions.read_session(engine) as session:  # (as read_light, with the chain's length)
+        snapshot = configuration.write_context(session)
+        alongside = audit_chain.last_event(session)[0] > ALONGSIDE_FROM
     chosen = choices.pick_dataset(snapshot, dataset)
     chosen_delta = choices.parse_delta(delta, chosen)
     charts = chosen_format in ("html", "pdf")
@@ -104,7 +106,7 @@ def report(
     helpers: list[RegisterAlongside] = []  # the register is written alongside from as soon as the index is read
     with progress(f"writing the {chosen_format} report"), paused_gc(), _closing(helpers):
         try:
-            with store.read_session(engine) as session:
+            with sessions.read_session(engine) as session:
                 count = release_count(session, chosen.name)
                 # past the threshold (now, as `build_report` decides it at any --as-of), the page
                 # summarises, and is computed from the accounting rows: no release decoded but those
@@ -114,7 +116,7 @@ def report(
                     if charts:
                         draw = ChartsAlongside()
                     register = register_target(target, count)
-                    head = store.last_event(session)  # the moment the page is of: the register must be too
+                    head = audit_chain.last_event(session)  # the moment the page is of: the register must be too
                     large_inputs = gather_large(session, chosen, chosen_delta, chain=chain, indexed=lambda lite:
                                                 helpers.append(RegisterAlongside(state.url, lite, register, head)),
                                                 as_of=as_of_at, since=since_at)

@@ -27,7 +27,10 @@ from ..core.lazy import lazy_callable, lazy_module
 from .forked_helpers import Helper, call_child
 
 
-store = lazy_module("ledger.store.database")  # the ORM, imported when a report is made
+engines = lazy_module("ledger.store.engines")  # the ORM, imported when a report is made
+row_dicts = lazy_module("ledger.store.row_dicts")  # the ORM, imported when a report is made
+sessions = lazy_module("ledger.store.sessions")  # the ORM, imported when a report is made
+table_models = lazy_module("ledger.store.table_models")  # the ORM, imported when a report is made
 # the report's context builder (and markupsafe, the chart data): imported when a report is
 # made, not by `--help`, `check` or `record`, which only register this command
 _report = lazy_module("ledger.reporting.report")
@@ -156,8 +159,8 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
     index, delta, n_var, seqs, wide_ids, epsilon_of, zero = _register_basis(large)
     variables = index.variables
     families = large.families
-    table = store.ReleaseRow.__table__
-    with store.read_session(engine) as session:
+    table = table_models.ReleaseRow.__table__
+    with sessions.read_session(engine) as session:
         same_ledger(session, head)
         then, until = register_moment(session, large)
         steps = lifecycle_events(session, until=until)
@@ -178,7 +181,7 @@ def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple
                 a, b = int(at[inside].min()), int(at[inside].max()) + 1
                 cells = rows_of(index, a, b).single_cells()
             for k, row in enumerate(rows):
-                release = release_from_dict(store.release_row_dict(row))
+                release = release_from_dict(row_dicts.release_row_dict(row))
                 if then is not None:  # the release as it stood then (not yet in the ledger: not listed)
                     if then.status(release) is None:
                         continue
@@ -246,7 +249,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     n_values = len(epsilon_of)
     charged_names = {s.value for s in CHARGED_STATUSES}
     families = {f.id: f for f in large.families}
-    table = store.ReleaseRow.__table__
+    table = table_models.ReleaseRow.__table__
     c = table.c
     columns_ = (c.seq, c.id, c.title, c.status, cast(c.reads, Text), c.mechanism_name, cast(c.mechanism_params, Text),
                 cast(c.guarantees, Text), cast(c.derived_from, Text), c.family, c.recorded_by, c.recorded_at,
@@ -412,7 +415,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     # page: quadratic in the ledger's size)
     of_dataset = c.dataset.concat("") == large.dataset.name
     within = () if upto is None else (c.seq <= upto,)
-    with store.read_session(engine) as session:
+    with sessions.read_session(engine) as session:
         same_ledger(session, head)
         connection = session.connection()
         then, until = register_moment(session, large)
@@ -502,7 +505,7 @@ def _write_register(url: str, large, path: Path, after: int = -1, upto: int | No
                     header: bool = True, head: tuple[int, str] | None = None) -> str:
     """In a forked process (`call_child`): a new engine (never the parent's connections), the
     register's part of seqs (after, upto] written to `path` (the temporary file the parent made)."""
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     with open(path, "wb") as stream:
         for text in large_register_csv(engine, large, after=after, upto=upto, header=header, head=head):
             stream.write(text.encode("utf-8"))

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..accounting import budget
 from ..core.lazy import lazy_module
-from ..store import database as store, verified_head
+from ..store import verified_head
+from ..store import audit_chain, audit_verify, configuration, decoded_history, running_totals, session_state, sessions
 from ..store.codec import canonical_json, cap_total_to_dict
 
 checkpoint = lazy_module("ledger.store.checkpoint")  # (cryptography: imported by the commands that sign or check)
@@ -24,7 +25,7 @@ class ChainCheck:
     """What `audit verify` found: the verification, the head it started from (None: in full),
     and why the ledger no longer holds the signed head (None: it does, or none was given)."""
 
-    result: store.Verification
+    result: audit_verify.Verification
     mark: tuple[int, str] | None
     lost: str | None
 
@@ -39,13 +40,13 @@ def signed_head(path: Path, public_key: Path) -> checkpoint.Head:
 def verify_chain(engine, since_checkpoint: bool = False, head: checkpoint.Head | None = None) -> ChainCheck:
     """Recompute the hash chain (from the last verified head with `since_checkpoint`; from the
     signed `head` when it keeps the derived rows' digest) and prove it still holds `head`."""
-    with store.read_session(engine) as session:
+    with sessions.read_session(engine) as session:
         kept = verified_head.read_head(session) if since_checkpoint else None
         if since_checkpoint and head is not None and head.derived is not None:
             kept = verified_head.VerifiedHead(head.seq, head.hash, full_at=None if kept is None else kept.full_at,
                                               derived=head.derived)  # the signed head, not the one in the database
         mark = None if kept is None else (kept.seq, kept.hash)
-        result = store.verify(session) if mark is None else verified_head.verify_since(session, mark, kept.derived)
+        result = audit_verify.verify(session) if mark is None else verified_head.verify_since(session, mark, kept.derived)
         lost = _lost(session, head) if head is not None else None
     if result.ok:  # the next --since-checkpoint starts here (not kept when busy or read-only: no wait)
         verified_head.remember(engine, result, full=result.full, previous=kept)
@@ -54,8 +55,8 @@ def verify_chain(engine, since_checkpoint: bool = False, head: checkpoint.Head |
 
 def _lost(session, head: checkpoint.Head) -> str | None:
     """Why the ledger no longer holds a checkpointed head (None: it does)."""
-    return checkpoint.compare(head, store.event_at(session, head.seq) if head.seq else None,
-                              store.chain_head(session).events)
+    return checkpoint.compare(head, audit_chain.event_at(session, head.seq) if head.seq else None,
+                              audit_chain.chain_head(session).events)
 
 
 def new_key_pair() -> tuple[bytes, bytes]:
@@ -68,21 +69,21 @@ def signing_key(path: Path):
     return checkpoint.load_private_key(path)
 
 
-def sign_head(engine, private) -> tuple[store.Verification, checkpoint.Head | None, str | None]:
+def sign_head(engine, private) -> tuple[audit_verify.Verification, checkpoint.Head | None, str | None]:
     """(the verification, the head signed, the checkpoint document as text): the chain verified
     from the last verified head (else in full), and its current head signed with the `private`
     key (`signing_key`); a chain that does not verify is never signed (head and document None)."""
-    with store.read_session(engine) as session:
+    with sessions.read_session(engine) as session:
         kept = verified_head.read_head(session)
-        result = store.verify(session) if kept is None else \
+        result = audit_verify.verify(session) if kept is None else \
             verified_head.verify_since(session, (kept.seq, kept.hash), kept.derived)
-        found = store.chain_head(session)
+        found = audit_chain.chain_head(session)
     if not result.ok:
         return result, None, None
     verified_head.remember(engine, result, full=result.full, previous=kept)
     head = checkpoint.Head(found.seq, found.hash, found.at, found.events,
                            result.derived if result.events == found.seq else None)
-    document = checkpoint.sign(head, private, store.now().isoformat())
+    document = checkpoint.sign(head, private, session_state.now().isoformat())
     return result, head, canonical_json(document) + "\n"
 
 
@@ -92,18 +93,18 @@ def retotal(engine, actor: str) -> list[str]:
     from . import people
 
     changed = []
-    with store.write_session(engine) as session:
+    with sessions.write_session(engine) as session:
         people.require(session, actor, "recompute the running totals")
-        config = store.configuration(session)
+        config = configuration.configuration(session)
         for dataset, caps in config.caps.items():
-            history = store.snapshot(session, dataset)
-            stored = store.cap_totals(session, dataset)
+            history = decoded_history.snapshot(session, dataset)
+            stored = running_totals.cap_totals(session, dataset)
             totals = {cap.name: budget.total_from_history(cap, history.releases.values(), history.families)
                       for cap in caps}
             differ = sorted(name for name, total in totals.items()
                             if name not in stored or cap_total_to_dict(stored[name]) != cap_total_to_dict(total))
-            store.save_totals(session, dataset, totals)
+            running_totals.save_totals(session, dataset, totals)
             changed += [f"{dataset}/{name}" for name in differ]
-        store.append_event(session, kind="ledger.retotalled", subject="cap totals", actor=actor,
+        audit_chain.append_event(session, kind="ledger.retotalled", subject="cap totals", actor=actor,
                            payload={"changed": changed})
     return changed

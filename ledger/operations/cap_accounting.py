@@ -26,7 +26,7 @@ from sqlmodel import Session
 from ..accounting import budget, cap_decisions, cap_states, cap_unbounded, figure_validity, filters, index_figures
 from ..accounting.charge_choice import at_delta
 from ..accounting.spend import pure_spend
-from ..store import database as store
+from ..store import configuration, decoded_history, running_totals, session_state, sessions
 from ..core.numbers import INF, is_infinite
 from ..core.records import CHARGED_STATUSES, Family, Release, in_dataset_order
 
@@ -123,7 +123,7 @@ def current_states(session: Session, dataset: str, caps) -> dict[str, dict]:
     """Each cap's stored running state, recomputed from the history when missing or stale
     (caps stated at a delta only: the others are decided by their basic sums)."""
     caps = [cap for cap in caps if cap.delta is not None and cap.rho is None]
-    stored = store.accountant_states(session, dataset, [cap.name for cap in caps])
+    stored = running_totals.accountant_states(session, dataset, [cap.name for cap in caps])
     states, stale = {}, []
     for cap in caps:
         state = stored.get(cap.name)
@@ -133,7 +133,7 @@ def current_states(session: Session, dataset: str, caps) -> dict[str, dict]:
             stale.append(cap)
     if stale:  # from the accounting rows of the releases reading the caps' subsets, not
         # from every decoded release: `state_from_index` gives `state_from_history`'s dict
-        index = store.caps_index(session, dataset, stale)
+        index = running_totals.caps_index(session, dataset, stale)
         for cap in stale:
             states[cap.name] = cap_states.state_from_index(cap, index)
     return states
@@ -212,11 +212,11 @@ def index_at(session: Session, dataset: str, caps, when: datetime | None = None)
     """The LedgerIndex of the releases charged on the caps' subsets, now or as the ledger stood at
     `when` (as `standing_at` reads them: the accounting rows, else the releases as they stood)."""
     if when is None:
-        return store.caps_index(session, dataset, caps)
+        return running_totals.caps_index(session, dataset, caps)
     from ..store import columns
     from ..accounting.ledger_index import LedgerIndex
 
-    light = store.write_context(session)
+    light = configuration.write_context(session)
     variables = light.datasets[dataset].variable_names
     families = {fid: f for fid, f in light.families.items() if f.dataset == dataset}
     index = columns.index_for(session, variables, dataset, families, when=when)
@@ -225,7 +225,7 @@ def index_at(session: Session, dataset: str, caps, when: datetime | None = None)
     from ..accounting.history import releases_as_of
     from ..store.as_of import ended_at
 
-    history = store.snapshot(session, dataset)
+    history = decoded_history.snapshot(session, dataset)
     ended = history.ended if history.ended is not None else ended_at(session.connection())
     then = releases_as_of([r for r in history.releases.values() if r.dataset == dataset], when, ended)
     return LedgerIndex(variables, [r for r in then if r.status in CHARGED_STATUSES],  # (each with its status then)
@@ -260,10 +260,10 @@ def standing_at(session: Session, dataset: str, caps, when: datetime | None):
     the whole releases as they stood, history.releases_as_of). States: caps at a delta only."""
     stated = [cap for cap in caps if cap.delta is not None and cap.rho is None]
     if when is None:
-        return store.cap_totals(session, dataset, [cap.name for cap in caps]), current_states(session, dataset, caps)
+        return running_totals.cap_totals(session, dataset, [cap.name for cap in caps]), current_states(session, dataset, caps)
     from ..store import columns
 
-    light = store.write_context(session)
+    light = configuration.write_context(session)
     families = {fid: f for fid, f in light.families.items() if f.dataset == dataset}
     index = columns.index_for(session, light.datasets[dataset].variable_names, dataset, families, when=when)
     if index is not None:
@@ -272,7 +272,7 @@ def standing_at(session: Session, dataset: str, caps, when: datetime | None):
     from ..accounting.history import releases_as_of
     from ..store.as_of import ended_at
 
-    history = store.snapshot(session, dataset)
+    history = decoded_history.snapshot(session, dataset)
     ended = history.ended if history.ended is not None else ended_at(session.connection())
     then = releases_as_of([r for r in history.releases.values() if r.dataset == dataset], when, ended)
     families = {fid: f for fid, f in history.families.items() if f.dataset == dataset}
@@ -302,7 +302,7 @@ def headroom(session: Session, dataset: str, variables, caps, *, when: datetime 
     variables = frozenset(variables)
     caps = [cap for cap in caps if cap.subset & variables]
     totals, states = standing_at(session, dataset, caps, when)
-    now = when if when is not None else store.now()
+    now = when if when is not None else session_state.now()
     kinds = {"any": ("pure", "rho"), "laplace": ("pure",), "gaussian": ("rho",)}[mechanism]
     found = {}
     for kind in ("pure", "rho"):
@@ -326,7 +326,7 @@ def headroom(session: Session, dataset: str, variables, caps, *, when: datetime 
         else:
             multiplier = gaussian_multiplier_for(rho)
             rho = 1 / (2 * multiplier * multiplier)
-    order = store.write_context(session).datasets[dataset].variable_names
+    order = configuration.write_context(session).datasets[dataset].variable_names
     return budget.Headroom(in_dataset_order(order, variables), found["pure"][0], found["pure"][1],
                            rho, found["rho"][1], found["pure"][2], found["rho"][2], mechanism=mechanism,
                            multiplier=multiplier)
@@ -436,8 +436,8 @@ def infinite_driver_reasons(engine, checks: Sequence[budget.CapCheck], when: dat
     from .reasons import driver_reasons
 
     found = {}
-    with store.read_session(engine) as session:
-        datasets = store.write_context(session).datasets
+    with sessions.read_session(engine) as session:
+        datasets = configuration.write_context(session).datasets
         for dataset in sorted({c.cap.dataset for c in wanted}):
             mine = [c for c in wanted if c.cap.dataset == dataset]
             index = index_at(session, dataset, [c.cap for c in mine], when)

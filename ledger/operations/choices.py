@@ -27,7 +27,10 @@ if TYPE_CHECKING:
     from ..input.snapshot import LedgerSnapshot
 
 ledger_index = lazy_module("ledger.accounting.ledger_index")  # when an index is built, not for `--help`
-store = lazy_module("ledger.store.database")
+audit_chain = lazy_module("ledger.store.audit_chain")
+configuration = lazy_module("ledger.store.configuration")
+decoded_history = lazy_module("ledger.store.decoded_history")
+engines = lazy_module("ledger.store.engines")
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")  # libpq spellings: read with psycopg 3
 
@@ -42,7 +45,7 @@ def ledger_url(url: str | None = None) -> str:
     """The ledger's SQLAlchemy URL: `url`, else $LEDGER_DATABASE_URL, else sqlite:///ledger.db.
     `postgres://` and `postgresql://` (libpq's spellings) are read as `postgresql+psycopg://`:
     psycopg 3 is the driver the ledger installs."""
-    # store.database_url, without importing the store (and the ORM) for `--help`
+    # engines.database_url, without importing the store (and the ORM) for `--help`
     chosen = url or os.environ.get("LEDGER_DATABASE_URL") or "sqlite:///ledger.db"
     for scheme in POSTGRES_SCHEMES:
         if chosen.startswith(scheme):
@@ -155,7 +158,7 @@ def index_as_of(session, chosen: Dataset, families, when, *, titles: bool = Fals
 
     index = columns.index_for(session, chosen.variable_names, chosen.name, families, titles, touching, accounts, when)
     if index is None:
-        whole = store.snapshot(session, chosen.name)
+        whole = decoded_history.snapshot(session, chosen.name)
         then = releases_then(session, list(whole.releases.values()), when)
         snapshot = LedgerSnapshot(datasets=whole.datasets, releases={r.id: r for r in then},
                                   families=whole.families, ended=whole.ended)
@@ -172,7 +175,7 @@ def releases_then(session, releases: list, when) -> list:
     from ..input.utc_moments import parse_moment
 
     ended_at = ended((kind, subject, parse_moment(at)) for _seq, kind, subject, at, _actor, _payload
-                     in store.lifecycle_events(session, list(ENDING_KINDS)))
+                     in audit_chain.lifecycle_events(session, list(ENDING_KINDS)))
     return releases_as_of(releases, when, ended_at)
 
 
@@ -185,7 +188,7 @@ def rows_index(session, dataset: str | None, *, titles: bool = False, variables:
     index reads release titles from `session` when first asked for them (`titles`)."""
     from ..store import columns
 
-    light = store.write_context(session)
+    light = configuration.write_context(session)
     chosen = pick_dataset(light, dataset, field)
     if when is not None:  # (every row read, and the subset resolved against the dataset then)
         return index_as_of(session, chosen, light.families, when, titles=titles,

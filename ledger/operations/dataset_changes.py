@@ -14,7 +14,7 @@ from sqlmodel import Session
 
 from ..core.errors import InputErrors
 from ..core.records import Cap, Dataset
-from ..store import database as store
+from ..store import cap_writes, configuration, dataset_writes, decoded_history, sessions
 from . import amend, choices
 
 Change = Callable[[Dataset, list[Cap]], tuple[Dataset, list[Cap] | None]]
@@ -26,13 +26,13 @@ def apply_change(engine, dataset: str | None, change: Change, *, source: str, ac
                  ) -> tuple[Dataset, list[amend.Amendment]]:
     """(the dataset chosen, the amendments `change` implies), written unless `dry_run`; `shown` is
     called with them before anything is written (and before the admin role is required)."""
-    with (Session(engine) if dry_run else store.write_session(engine)) as session:
-        context = store.write_context(session)
+    with (Session(engine) if dry_run else sessions.write_session(engine)) as session:
+        context = configuration.write_context(session)
         chosen = choices.pick_dataset(context, dataset)
-        caps = store.caps(session, chosen.name)
+        caps = configuration.caps(session, chosen.name)
         wanted, wanted_caps = change(chosen, caps)
         removed = set(chosen.variable_names) - set(wanted.variable_names)
-        history = store.snapshot(session, chosen.name) if removed else None
+        history = decoded_history.snapshot(session, chosen.name) if removed else None
         amendments, errors = amend.plan(
             chosen, wanted, source=source, old_caps=caps, new_caps=wanted_caps,
             releases=history.releases.values() if history else (),
@@ -42,8 +42,8 @@ def apply_change(engine, dataset: str | None, change: Change, *, source: str, ac
             raise InputErrors(errors)
         final_caps = {c.name: c for c in (wanted_caps if wanted_caps is not None else caps)}
         amendments += amend.caps_follow(amendments, list(final_caps.values()))
-        if privacy_unit and privacy_unit != store.privacy_unit(session, chosen.name):
-            amendments.append(amend.Amendment(store.PRIVACY_UNIT_EVENT, chosen.name, "declare the privacy unit: "
+        if privacy_unit and privacy_unit != dataset_writes.privacy_unit(session, chosen.name):
+            amendments.append(amend.Amendment(dataset_writes.PRIVACY_UNIT_EVENT, chosen.name, "declare the privacy unit: "
                                               + "; ".join(privacy_unit.values()), None, None, privacy_unit))
         shown(chosen, amendments)
         if not amendments or dry_run:
@@ -60,10 +60,10 @@ def _write(session, chosen: Dataset, amendments: list[amend.Amendment], actor: s
     people.require(session, actor, "amend a dataset")
     for amendment in amendments:
         if amendment.kind == "cap.set":
-            store.set_cap(session, amendment.cap, actor)
-        elif amendment.kind == store.PRIVACY_UNIT_EVENT:
-            store.set_privacy_unit(session, chosen.name, amendment.change, actor)
+            cap_writes.set_cap(session, amendment.cap, actor)
+        elif amendment.kind == dataset_writes.PRIVACY_UNIT_EVENT:
+            dataset_writes.set_privacy_unit(session, chosen.name, amendment.change, actor)
         elif amendment.kind == "cap.removed":
-            store.remove_cap(session, chosen.name, amendment.subject.split("/", 1)[1], actor, reason)
+            cap_writes.remove_cap(session, chosen.name, amendment.subject.split("/", 1)[1], actor, reason)
         else:
-            store.amend_dataset(session, amendment.dataset, actor, amendment.kind, amendment.change)
+            dataset_writes.amend_dataset(session, amendment.dataset, actor, amendment.kind, amendment.change)

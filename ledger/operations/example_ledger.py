@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from ..core.errors import fail
 from ..core.records import Dataset
-from ..store import database as store
+from ..store import dataset_writes, decoded_history, release_writes, session_state, sessions
 from . import people
 
 NOT_EMPTY = ("this ledger already holds other data; the demo only runs in an empty ledger (choose another "
@@ -22,14 +22,14 @@ def record_example(engine, actor: str, build: Callable, held: Callable) -> tuple
     """(the example's dataset, whether it was recorded now): `build(actor, now)` gives its
     (dataset, releases, families); `held(snapshot, dataset, releases)` says whether the ledger
     already holds the example (then nothing is written)."""
-    with store.write_session(engine) as session:
-        snapshot = store.snapshot(session)
-        dataset, releases, families = build(actor, store.now())
+    with sessions.write_session(engine) as session:
+        snapshot = decoded_history.snapshot(session)
+        dataset, releases, families = build(actor, session_state.now())
         if not snapshot.datasets and not snapshot.releases:  # empty (roles aside)
             people.bootstrap(session, actor)  # the demo's user is the new ledger's admin
-            store.add_dataset(session, dataset, actor)
+            dataset_writes.add_dataset(session, dataset, actor)
             if releases or families:
-                store.add_releases(session, releases, families, actor)
+                release_writes.add_releases(session, releases, families, actor)
             return dataset, True
         if held(snapshot, dataset, releases):
             return dataset, False

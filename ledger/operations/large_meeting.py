@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlmodel import Session
 
 from ..core.records import Dataset
-from ..store import database as store
+from ..store import configuration, table_models
 from . import meeting_pack as pack
 from .report_inputs import event_moment
 from .report_reading import DATASET_AMENDMENTS, dated_by, event_columns, event_filter, events_of, publishers, titles_of
@@ -71,7 +71,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     retracted = changes_of("release.retracted", lambda e: Status.RETRACTED.value)
     cancelled = changes_of("release.cancelled", lambda e: Status.CANCELLED.value)
     approved, published = _dated_since(session, dataset.name, since, as_of, index.then, until)
-    before = columns.index_for(session, store.write_context(session).datasets[dataset.name].variable_names,
+    before = columns.index_for(session, configuration.write_context(session).datasets[dataset.name].variable_names,
                                dataset.name, families, False, None, True, when=since - timedelta(microseconds=1))
     if before is None:
         return None
@@ -116,7 +116,7 @@ def _dated_since(session: Session, dataset: str, since: datetime, as_of: datetim
     from ..core.records import Status
     from ..store.codec import parse_time
 
-    table = store.ReleaseRow.__table__
+    table = table_models.ReleaseRow.__table__
     c = table.c
     day = (since.astimezone(UTC) - timedelta(days=1)).date().isoformat()
     dated = {"approved": [], "published": []}

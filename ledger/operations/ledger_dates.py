@@ -8,7 +8,8 @@ from datetime import date
 
 from ..core.lazy import lazy_module
 
-store = lazy_module("ledger.store.database")
+session_state = lazy_module("ledger.store.session_state")
+table_models = lazy_module("ledger.store.table_models")
 
 
 def date_span(session) -> tuple[date | None, date]:
@@ -17,6 +18,6 @@ def date_span(session) -> tuple[date | None, date]:
 
     from ..input.utc_moments import parse_moment
 
-    events = store.AuditEventRow.__table__
+    events = table_models.AuditEventRow.__table__
     first = session.connection().execute(select(events.c.at).order_by(events.c.seq).limit(1)).scalar()
-    return (None if first is None else parse_moment(first).date()), store.now().date()
+    return (None if first is None else parse_moment(first).date()), session_state.now().date()

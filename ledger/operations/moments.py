@@ -11,7 +11,7 @@ from ..core import failures
 from ..core.errors import fail
 from ..core.lazy import lazy_module
 
-store = lazy_module("ledger.store.database")
+session_state = lazy_module("ledger.store.session_state")
 
 
 def parse_date(text: str | None, option: str, *, start: bool = False, future: bool = False):
@@ -37,14 +37,14 @@ def parse_date(text: str | None, option: str, *, start: bool = False, future: bo
     day = _date_only(stripped)
     if day is not None:
         moment = datetime.combine(day, time.min if start else time.max, tzinfo=UTC)
-        if not future and (day > store.now().date() if not start else moment > store.now()):
+        if not future and (day > session_state.now().date() if not start else moment > session_state.now()):
             raise fail("command line", option, f"{day.isoformat()} is in the future (today is "
-                                               f"{store.now().date().isoformat()}, UTC)")
+                                               f"{session_state.now().date().isoformat()}, UTC)")
         return moment
     if moment is None:
         raise fail("command line", option, f"not a date: {failures.excerpt(stripped, 80)!r} (write it as "
                                            "2024-05-01 or 2024-05-01T09:30, UTC unless it says otherwise)")
-    if not future and moment.replace(microsecond=0) > store.now():  # (the store's clock keeps whole seconds)
+    if not future and moment.replace(microsecond=0) > session_state.now():  # (the store's clock keeps whole seconds)
         raise fail("command line", option, f"{moment_text(moment)} is in the future")
     return moment
 

@@ -12,26 +12,26 @@ from datetime import datetime
 
 from ..core import failures
 from ..core.errors import fail
-from ..store import database as store, identity
+from ..store import engines, files, identity, schema_migrations, sessions, table_models
 
 
 def checked_engine(url: str, create: bool = False):
     """The engine of the ledger at `url`, refused (exit 2) when it holds no ledger and `create`
     is False, when it is not a database this version reads, or when its schema is newer."""
-    path = store.sqlite_path(url)
+    path = files.sqlite_path(url)
     if path is not None:
         if not create and not path.exists():
             raise fail("--db", "url", f"no ledger at {path}; create one with `privacy-ledger init` "
                                       "or `privacy-ledger dataset add FILE`")
-        store.check_sqlite_file(path)
+        engines.check_sqlite_file(path)
     from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 
     try:
-        engine = store.make_engine(url)
+        engine = engines.make_engine(url)
     except (ArgumentError, NoSuchModuleError, ValueError) as exc:
         raise fail("--db", "url", f"cannot open ledger {failures.excerpt(url, 200)!r}: {exc}") from None
     try:
-        found, version = store.schema_state(engine)
+        found, version = schema_migrations.schema_state(engine)
     except DatabaseError as exc:
         if failures.operational_reason(exc) is not None:
             raise
@@ -42,20 +42,20 @@ def checked_engine(url: str, create: bool = False):
                                   "create one with `privacy-ledger init`, or give the ledger's URL")
     if found == "newer":
         raise fail("--db", "url", f"this ledger has schema version {version}; this privacy-ledger knows up to "
-                                  f"{store.SCHEMA_VERSION}. Upgrade privacy-ledger.")
+                                  f"{schema_migrations.SCHEMA_VERSION}. Upgrade privacy-ledger.")
     if found != "current":
-        store.ensure_schema(engine)
+        schema_migrations.ensure_schema(engine)
     return engine
 
 
 def acting_person(url: str, engine=None) -> str:
     """Who runs a command on `url`, as authenticated (store/identity.py): the database login on
     PostgreSQL, the operating-system user on a SQLite file (read before any file is created)."""
-    if engine is None and store.sqlite_path(url) is not None:
+    if engine is None and files.sqlite_path(url) is not None:
         return identity.os_user().name
     if engine is not None:
         return identity.authenticated(engine).name
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         return identity.authenticated(engine).name
     finally:
@@ -68,8 +68,8 @@ def dataset_added_at(engine, dataset: str) -> datetime | None:
 
     from ..input.utc_moments import parse_moment
 
-    table = store.AuditEventRow.__table__
-    with store.read_session(engine) as session:
+    table = table_models.AuditEventRow.__table__
+    with sessions.read_session(engine) as session:
         at = session.connection().execute(
             select(table.c.at).where(table.c.kind == "dataset.added", table.c.subject == dataset)
             .order_by(table.c.seq).limit(1)).scalar()
@@ -78,4 +78,4 @@ def dataset_added_at(engine, dataset: str) -> datetime | None:
 
 def is_sqlite_file(url: str) -> bool:
     """Whether `url` names a SQLite file (the command line's default ledger is one)."""
-    return store.sqlite_path(url) is not None
+    return files.sqlite_path(url) is not None

@@ -1,6 +1,6 @@
 """People and duties (docs/explanation/model.md#people-duties-and-the-book-of-record): every step is done by a named person holding a role.
 
-Roles, stored in the ledger (store.RoleRow), each grant and revocation an audit event:
+Roles, stored in the ledger (table_models.RoleRow), each grant and revocation an audit event:
 - admin: datasets, caps, roles;
 - steward: records and cancels releases;
 - approver: approves, publishes and retracts releases;
@@ -35,7 +35,7 @@ who may write at all. On a SQLite file these rules are kept by this tool only: a
 can write the file can bypass them (the hash chain detects what it cannot prevent). A team
 that needs separation of duties enforced uses PostgreSQL, with a login for each person: there
 the audit events and release history are append-only by the database's own triggers
-(store._APPEND_ONLY_SQL).
+(append_only.APPEND_ONLY_SQL).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import unicodedata
 
 from sqlmodel import Session
 
-from ..store import database as store
+from ..store import role_grants, sessions
 from ..core.errors import fail
 from ..core.names import NAME_LIMIT, check_person, control_characters, mixed_scripts  # noqa: F401 (the names' rules)
 from ..core.records import Dataset, Release, Status
@@ -133,10 +133,10 @@ def check_reason(reason: str | None, action: str, release_id: str = "") -> str:
 def bootstrap(session: Session, person: str) -> bool:
     """On a ledger without roles, make `person` its admin with every role (audit events).
     Returns whether it did. Runs inside the write session of the first write."""
-    if store.roles(session):
+    if role_grants.roles(session):
         return False
     for role in ROLES:
-        store.set_role(session, person, role, True, person)
+        role_grants.set_role(session, person, role, True, person)
     return True
 
 
@@ -145,10 +145,10 @@ def require(session: Session, person: str, step: str, role: str | None = None) -
     where DUTIES names several)."""
     needed = role or DUTIES[step]
     accepted = (needed,) if isinstance(needed, str) else needed
-    everyone = store.roles(session)
+    everyone = role_grants.roles(session)
     if not everyone:  # the ledger's first writer
         bootstrap(session, person)
-        everyone = store.roles(session)
+        everyone = role_grants.roles(session)
     check_new_person(person, everyone, "name", PERSON_SOURCE)
     held = everyone.get(person, frozenset())
     if not held & set(accepted):
@@ -165,7 +165,7 @@ def may(session: Session, person: str, step: str) -> bool:
         raise fail("argument", "step", f"unknown step {step!r}; steps: {', '.join(DUTIES)}")
     needed = DUTIES[step]
     accepted = {needed} if isinstance(needed, str) else set(needed)
-    everyone = store.roles(session)
+    everyone = role_grants.roles(session)
     if not everyone:
         return True
     return bool(everyone.get(person, frozenset()) & accepted)
@@ -204,16 +204,16 @@ def check_approver(release: Release, person: str, dataset: Dataset | None) -> No
 
 def roles(engine) -> dict[str, frozenset[str]]:
     """Every person and the roles they hold."""
-    with store.read_session(engine) as session:
-        return store.roles(session)
+    with sessions.read_session(engine) as session:
+        return role_grants.roles(session)
 
 
 def change_role(engine, person: str, role: str, granted: bool, actor: str) -> bool:
     """Grant or revoke `role` (admins only; an audit event); False when `person` already holds
     it (nothing written). The last admin stays admin."""
-    with store.write_session(engine) as session:
+    with sessions.write_session(engine) as session:
         require(session, actor, "change roles")
-        held = store.roles(session)
+        held = role_grants.roles(session)
         if granted:
             check_new_person(person, held, "PERSON")
         if granted and role in held.get(person, frozenset()):
@@ -226,5 +226,5 @@ def change_role(engine, person: str, role: str, granted: bool, actor: str) -> bo
             if role == "admin" and [p for p, r in held.items() if "admin" in r] == [person]:
                 raise fail("command line", "ROLE", f"{person!r} is the ledger's only admin; grant admin to "
                                                    "another person first")
-        store.set_role(session, person, role, granted, actor)
+        role_grants.set_role(session, person, role, granted, actor)
     return True

@@ -28,7 +28,9 @@ from . import transactions
 from .plan_noise import Solution, Solved, parameter
 from .solve import solve
 
-store = lazy_module("ledger.store.database")
+audit_chain = lazy_module("ledger.store.audit_chain")
+row_reads = lazy_module("ledger.store.row_reads")
+sessions = lazy_module("ledger.store.sessions")
 
 PLAN_EVENT = "plan.recorded"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")  # as the schemas' names: no "/" or "@"
@@ -76,7 +78,7 @@ def parse_label(text: str) -> tuple[str, int | None] | None:
 
 def versions_in(session, dataset: str | None = None, name: str | None = None) -> list[PlanVersion]:
     """Every stored version (of `dataset`, of plan `name`), in chain order."""
-    rows = store.lifecycle_events(session, [PLAN_EVENT])
+    rows = audit_chain.lifecycle_events(session, [PLAN_EVENT])
     found = [from_event(seq, at, actor, payload) for seq, _kind, _subject, at, actor, payload in rows]
     return [v for v in found if (dataset is None or v.dataset == dataset) and (name is None or v.name == name)]
 
@@ -85,7 +87,7 @@ def against_actual(session, dataset: str) -> list[tuple[PlanVersion, list[Actual
     """Per stored version of `dataset`'s plans, in chain order, each planned release's allocation
     beside the recorded release (`against`); only the releases the plans name are read."""
     found = versions_in(session, dataset)
-    lookup = store.ReleaseLookup(session)
+    lookup = row_reads.ReleaseLookup(session)
     releases = {rid: lookup[rid] for v in found for rid in release_ids(v) if rid in lookup}
     return [(v, against(v, releases)) for v in found]
 
@@ -97,13 +99,13 @@ def from_event(seq: int, at: str, actor: str, payload: str | Mapping) -> PlanVer
 
 
 def versions(engine, dataset: str | None = None) -> list[PlanVersion]:
-    with store.read_session(engine) as session:
+    with sessions.read_session(engine) as session:
         return versions_in(session, dataset)
 
 
 def version(engine, name: str, number: int | None = None) -> PlanVersion:
     """Version `number` of plan `name` (its latest when None); bad input when there is none."""
-    with store.read_session(engine) as session:
+    with sessions.read_session(engine) as session:
         found = versions_in(session, name=name)
     if not found:
         raise InputErrors([LedgerError(f"plan {name}", "name", "no plan of this name is recorded in this ledger")])
@@ -128,7 +130,7 @@ def record(engine, plan: Plan, dataset: Dataset, name: str, actor: str
     or nothing. Refused (exit 1) when a cap would break or another version N + 1 was recorded
     meanwhile; bad input (exit 2) for a bad name or a name that belongs to another dataset."""
     check_name(name)
-    with store.read_session(engine) as session:
+    with sessions.read_session(engine) as session:
         earlier = versions_in(session, name=name)
     if earlier and earlier[-1].dataset != dataset.name:
         raise InputErrors([LedgerError("plan record", "name", f"plan {name!r} is a plan of dataset "
@@ -142,7 +144,7 @@ def record(engine, plan: Plan, dataset: Dataset, name: str, actor: str
         if len(versions_in(session, name=name)) != number - 1:
             raise Refused(LedgerError(f"plan {name}", "version", f"v{number} was recorded by another steward "
                                                                  "meanwhile; solve and record the plan again"))
-        seq, _ = store.append_event(session, kind=PLAN_EVENT, subject=f"{name}@v{number}", actor=actor,
+        seq, _ = audit_chain.append_event(session, kind=PLAN_EVENT, subject=f"{name}@v{number}", actor=actor,
                                     payload={"plan": body})
         stored.append(PlanVersion(name, number, dataset.name, seq, "", actor, body["source"],
                                   tuple(body["releases"])))

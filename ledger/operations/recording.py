@@ -31,7 +31,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from . import transactions as operations
-from ..store import database as store
+from ..store import configuration, session_state
 from ..accounting.catalogue import unknown_parameters
 from ..core.errors import InputErrors, LedgerError, did_you_mean
 from ..core.failures import excerpt
@@ -194,7 +194,7 @@ def _as_run(name: str, release: Release, planned, outcome, subsample_record) -> 
     text, sha = digest(outcome.output)
     final = replace(release, mechanism=Mechanism(release.mechanism.name, _params(described)),
                     pufferfish=outcome.pufferfish or planned.pufferfish, output=text, output_digest=sha,
-                    recorded_at=store.now())
+                    recorded_at=session_state.now())
     unknown = unknown_parameters(final.mechanism.name, dict(final.mechanism.params))
     if unknown:  # what a run records, a release file of the same mechanism may state (catalogue.PARAMETERS)
         raise RuntimeError(f"{name} recorded parameters the catalogue does not accept: {unknown}")
@@ -214,7 +214,7 @@ def _with_public_categories(engine: Engine, dataset: str, definition: Definition
     from sqlmodel import Session
 
     with Session(engine) as session:
-        known = store.write_context(session).datasets.get(dataset)
+        known = configuration.write_context(session).datasets.get(dataset)
     declared = {v.name: v.categories for v in known.variables if v.categories} if known else {}
     categories = dict(params.get("categories") or {})
     data = data.copy()

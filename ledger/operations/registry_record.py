@@ -114,15 +114,16 @@ def record_from_rows(engine, dataset: str | None, *, tier: int = 2, field: str =
     releases: 800 MB), at the delta the record reads it at."""
     from sqlmodel import Session
 
-    from ..store import columns, database as store
+    from ..store import columns
+    from ..store import configuration, dataset_writes
     from ..store.facts import charged_facts
     from .choices import pick_dataset
 
     with Session(engine) as session:
-        light = store.write_context(session)
+        light = configuration.write_context(session)
         chosen = pick_dataset(light, dataset, field)
-        caps = store.caps(session, chosen.name)
-        unit = store.privacy_unit(session, chosen.name)
+        caps = configuration.caps(session, chosen.name)
+        unit = dataset_writes.privacy_unit(session, chosen.name)
         index = columns.index_for(session, chosen.variable_names, chosen.name, light.families)
         exact = index.releases.seqs[index.exactly_read()].tolist()
         facts = facts_of(charged_facts(session.connection(), chosen.name, exact))

@@ -19,13 +19,18 @@ from ..core.lazy import lazy_callable, lazy_module
 from ..core.records import Cap, Dataset, Family, Release
 from .moments import parse_date
 
-store = lazy_module("ledger.store.database")  # the ORM, imported when a report is gathered
+audit_verify = lazy_module("ledger.store.audit_verify")  # the ORM, imported when a report is gathered
+configuration = lazy_module("ledger.store.configuration")  # the ORM, imported when a report is gathered
+decoded_history = lazy_module("ledger.store.decoded_history")  # the ORM, imported when a report is gathered
+running_totals = lazy_module("ledger.store.running_totals")  # the ORM, imported when a report is gathered
+session_state = lazy_module("ledger.store.session_state")  # the ORM, imported when a report is gathered
+table_models = lazy_module("ledger.store.table_models")  # the ORM, imported when a report is gathered
 select = lazy_callable("sqlalchemy", "select")
 
 
 @dataclass(frozen=True)
 class AuditEvent:
-    """One event of the audit chain, as stored (store.AuditEventRow), without the ORM.
+    """One event of the audit chain, as stored (table_models.AuditEventRow), without the ORM.
 
     payload: the canonical JSON text the chain hashed; parsed only when needed.
     """
@@ -36,7 +41,7 @@ class AuditEvent:
     kind: str
     subject: str
     payload: str
-    hash: str = ""  # its link in the chain (store.AuditEventRow.hash)
+    hash: str = ""  # its link in the chain (table_models.AuditEventRow.hash)
 
     def data(self) -> dict:
         return json.loads(self.payload)
@@ -44,7 +49,7 @@ class AuditEvent:
 
 @dataclass(frozen=True)
 class ChainStatus:
-    """The result of recomputing the audit chain: in full (store.verify), or, on a ledger with a
+    """The result of recomputing the audit chain: in full (audit_verify.verify), or, on a ledger with a
     verified head (kept by a passing `audit verify`), what was appended since that head
     (verified_head.verify_since; `since` is the head's event: events 1..since were verified
     by that `audit verify`, and this report checked events since+1..events). `head_at` and
@@ -102,10 +107,10 @@ def gather(session, dataset: Dataset, delta: Fraction, since: datetime | None,
            generated_at: datetime | None = None, chain: Callable[[], ChainStatus] | None = None) -> ReportInputs:
     """Everything the report is computed from, read in one session; the audit chain is
     verified here unless `chain` gives its verification (see cli/forked_helpers.py's VerifyAlongside)."""
-    history = store.snapshot(session, dataset.name)
+    history = decoded_history.snapshot(session, dataset.name)
     if chain is None:
         chain = verify_for_report(session)
-    table = store.AuditEventRow.__table__
+    table = table_models.AuditEventRow.__table__
     rows = session.connection().execute(
         select(table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload,
                table.c.hash)
@@ -114,17 +119,17 @@ def gather(session, dataset: Dataset, delta: Fraction, since: datetime | None,
                    for seq, at, actor, kind, subject, payload, digest in rows)
     from .transactions import cap_checks
 
-    caps = tuple(store.caps(session, dataset.name))
+    caps = tuple(configuration.caps(session, dataset.name))
     return ReportInputs(
         dataset=dataset,
         releases=tuple(history.releases.values()),
         families=tuple(f for f in history.families.values() if f.dataset == dataset.name),
         caps=caps,
         cap_checks=tuple(cap_checks(session, dataset.name, list(caps))),  # as `cap list` decides them
-        cap_totals=store.cap_totals(session, dataset.name),
+        cap_totals=running_totals.cap_totals(session, dataset.name),
         chain=chain,
         events=events,
-        generated_at=generated_at or store.now(),
+        generated_at=generated_at or session_state.now(),
         delta=delta,
         since=since,
     )
@@ -134,13 +139,13 @@ def release_count(session, dataset: str) -> int:
     """How many releases the dataset has, any status (one SQL count)."""
     from sqlalchemy import func
 
-    releases = store.ReleaseRow.__table__
+    releases = table_models.ReleaseRow.__table__
     return session.connection().execute(
         select(func.count()).select_from(releases).where(releases.c.dataset == dataset)).scalar_one()
 
 
 def chain_status(verification, since: int = 0, kept=None) -> ChainStatus:
-    """The report's ChainStatus of a verification (store.Verification): in full, or (`since`) from
+    """The report's ChainStatus of a verification (audit_verify.Verification): in full, or (`since`) from
     the verified head `kept` (verified_head.VerifiedHead, whose times the report states)."""
     return ChainStatus(verification.ok, verification.events, verification.head, tuple(verification.problems),
                        since, None if kept is None else kept.at, None if kept is None else kept.full_at)
@@ -161,7 +166,7 @@ def verify_for_report(session) -> ChainStatus:
     if kept is not None:
         result = verified_head.verify_since(session, (kept.seq, kept.hash), kept.derived)
         return chain_status(result) if result.full else chain_status(result, since=kept.seq, kept=kept)
-    return chain_status(store.verify(session))
+    return chain_status(audit_verify.verify(session))
 
 
 def event_moment(text: str) -> datetime:

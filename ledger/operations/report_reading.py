@@ -21,7 +21,9 @@ from .report_inputs import AuditEvent, event_moment
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-store = lazy_module("ledger.store.database")  # the ORM, imported when a report is read
+audit_chain = lazy_module("ledger.store.audit_chain")  # the ORM, imported when a report is read
+row_dicts = lazy_module("ledger.store.row_dicts")  # the ORM, imported when a report is read
+table_models = lazy_module("ledger.store.table_models")  # the ORM, imported when a report is read
 select = lazy_callable("sqlalchemy", "select")
 
 # audit event kinds that change a release, and the status each leads to
@@ -70,9 +72,9 @@ def event_filter(dataset: str, when: datetime | None = None, until: str | None =
     from ..store import as_of as rows_at
     from ..store.columns import AccountingRow
 
-    events = store.AuditEventRow.__table__
-    releases = store.ReleaseRow.__table__
-    families = store.FamilyRow.__table__
+    events = table_models.AuditEventRow.__table__
+    releases = table_models.ReleaseRow.__table__
+    families = table_models.FamilyRow.__table__
     prefix = dataset + "/"
     mine = select(releases.c.id).where(releases.c.dataset == dataset) if when is None else \
         select(AccountingRow.__table__.c.release).where(rows_at.in_ledger(dataset, when))
@@ -102,8 +104,8 @@ def dated_by(session, until: str | None) -> tuple:
         return ()
     from sqlalchemy import text
 
-    table = store.AuditEventRow.__table__
-    last = connection.execute(text(f"SELECT max(seq) FROM {table.name} INDEXED BY {store.EVENT_INDEX} "
+    table = table_models.AuditEventRow.__table__
+    last = connection.execute(text(f"SELECT max(seq) FROM {table.name} INDEXED BY {table_models.EVENT_INDEX} "
                                    "WHERE at <= :until"), {"until": until}).scalar()
     return (table.c.seq <= (last if last is not None else -1),)
 
@@ -114,7 +116,7 @@ def events_of(session, statement) -> list:
 
 
 def event_columns():
-    table = store.AuditEventRow.__table__
+    table = table_models.AuditEventRow.__table__
     return table, (table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload,
                    table.c.hash)
 
@@ -150,12 +152,12 @@ def event_counts(session, dataset: str, when: datetime | None = None, until: str
 def whole_releases(session, ids) -> dict:
     from ..store.codec import release_from_dict
 
-    table = store.ReleaseRow.__table__
+    table = table_models.ReleaseRow.__table__
     found = {}
     ids = list(ids)
     for start in range(0, len(ids), 500):
         for row in session.connection().execute(select(table).where(table.c.id.in_(ids[start:start + 500]))):
-            found[row.id] = release_from_dict(store.release_row_dict(row))
+            found[row.id] = release_from_dict(row_dicts.release_row_dict(row))
     return found
 
 
@@ -170,7 +172,7 @@ def lifecycle_events(session, ids=None, until: str | None = None) -> dict[str, d
         statement = statement.where(table.c.subject.in_(list(ids)))
         return lifecycle_steps(events_of(session, statement))
     found: dict[str, dict] = {}
-    published = store.AuditEventRow.__table__.c
+    published = table_models.AuditEventRow.__table__.c
     for _kind, subject, actor in session.connection().execute(
             select(published.kind, published.subject, published.actor)
             .where(published.kind == "release.published", *by_then)):
@@ -182,7 +184,7 @@ def lifecycle_events(session, ids=None, until: str | None = None) -> dict[str, d
 
 
 def titles_of(session, ids) -> dict[str, str]:
-    table = store.ReleaseRow.__table__
+    table = table_models.ReleaseRow.__table__
     ids = list(ids)
     found = {}
     for start in range(0, len(ids), 500):
@@ -193,7 +195,7 @@ def titles_of(session, ids) -> dict[str, str]:
 
 def publishers(session, ids, until: str | None):
     """(release, who published it) from the publication events (dated by --as-of: `until`), in order."""
-    table = store.AuditEventRow.__table__
+    table = table_models.AuditEventRow.__table__
     return session.connection().execute(
         select(table.c.subject, table.c.actor).where(
             table.c.kind == "release.published", table.c.subject.in_(list(ids)),
@@ -235,7 +237,7 @@ def same_ledger(session, head: tuple[int, str] | None) -> None:
     beside the page (exit 3: nothing written; run the report again)."""
     if head is None:
         return
-    now = store.last_event(session)
+    now = audit_chain.last_event(session)
     if now != head:
         from ..core.failures import LedgerUnavailable
 

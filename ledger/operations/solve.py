@@ -42,7 +42,11 @@ from . import cap_accounting, transactions
 from .plan_noise import (DIGITS, Solution, Solved, expected_error, floor_share, parameter, release_at,
                          significant_down)
 
-store = lazy_module("ledger.store.database")  # the ORM, imported when a plan is solved
+configuration = lazy_module("ledger.store.configuration")  # the ORM, imported when a plan is solved
+row_reads = lazy_module("ledger.store.row_reads")  # the ORM, imported when a plan is solved
+running_totals = lazy_module("ledger.store.running_totals")  # the ORM, imported when a plan is solved
+session_state = lazy_module("ledger.store.session_state")  # the ORM, imported when a plan is solved
+sessions = lazy_module("ledger.store.sessions")  # the ORM, imported when a plan is solved
 
 # --------------------------------------------------------------------------
 # One cap: the largest common t it admits
@@ -319,16 +323,16 @@ def solve(engine, plan: Plan, dataset: Dataset, actor: str) -> Solution:
     exit 1) when a cap has no room for its releases or an accuracy floor is not met, and
     checked by `check` itself before it is returned."""
     _known_variables(plan, dataset)
-    now = store.now()
+    now = session_state.now()
 
     def probe(planned: PlannedRelease, share: Fraction) -> Release:
         return release_at(planned, share, dataset, now)
 
     read = frozenset().union(*(p.reads for p in plan.releases))
-    with store.read_session(engine) as session:
-        _new_ids(plan, store.ReleaseLookup(session))
-        caps = [cap for cap in store.caps(session, dataset.name) if cap.subset & read]
-        totals = store.cap_totals(session, dataset.name, [cap.name for cap in caps])
+    with sessions.read_session(engine) as session:
+        _new_ids(plan, row_reads.ReleaseLookup(session))
+        caps = [cap for cap in configuration.caps(session, dataset.name) if cap.subset & read]
+        totals = running_totals.cap_totals(session, dataset.name, [cap.name for cap in caps])
         states = cap_accounting.current_states(session, dataset.name, caps)
     rooms = [CapRoom(cap, totals.get(cap.name, budget.CapTotal()), states.get(cap.name),
                      [p for p in plan.releases if cap.subset & frozenset(p.reads)]) for cap in caps]

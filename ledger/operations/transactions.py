@@ -1,7 +1,7 @@
 """What the ledger does, as functions over a database engine: record, check,
 change status, set caps. The CLI and the mechanisms are thin adapters over these.
 
-Every write runs in one `store.write_session`: the budget check and the write
+Every write runs in one `sessions.write_session`: the budget check and the write
 it guards see the same committed state and cannot interleave with another
 steward's (docs/explanation/architecture.md). Problems raise `InputErrors` (exit 2) or `BudgetRefused`
 (exit 1) before anything is committed.
@@ -35,7 +35,15 @@ if TYPE_CHECKING:
 
     from sqlalchemy import Engine
 
-store = lazy_module("ledger.store.database")  # the ORM, imported on first use
+cap_writes = lazy_module("ledger.store.cap_writes")  # the ORM, imported on first use
+configuration = lazy_module("ledger.store.configuration")  # the ORM, imported on first use
+dataset_writes = lazy_module("ledger.store.dataset_writes")  # the ORM, imported on first use
+ledger_meta = lazy_module("ledger.store.ledger_meta")  # the ORM, imported on first use
+release_writes = lazy_module("ledger.store.release_writes")  # the ORM, imported on first use
+row_reads = lazy_module("ledger.store.row_reads")  # the ORM, imported on first use
+running_totals = lazy_module("ledger.store.running_totals")  # the ORM, imported on first use
+session_state = lazy_module("ledger.store.session_state")  # the ORM, imported on first use
+sessions = lazy_module("ledger.store.sessions")  # the ORM, imported on first use
 cap_accounting = lazy_module(f"{__package__}.cap_accounting")  # the ORM and numpy, on first use
 people = lazy_module(f"{__package__}.people")  # the ORM, on first use
 Session = lazy_callable("sqlmodel", "Session")
@@ -117,7 +125,7 @@ def release_builder(paths: Sequence[str | Path], actor: str) -> Builder:
     unread = [error for error in early if id(error) not in schema]  # files not read or not parsed
 
     def build(snapshot: LedgerSnapshot):
-        releases, families, errors = load_releases(documents, snapshot, recorded_by=actor, recorded_at=store.now())
+        releases, families, errors = load_releases(documents, snapshot, recorded_by=actor, recorded_at=session_state.now())
         return releases, families, unread + errors
 
     build.release_ids = declared_ids(documents)
@@ -131,14 +139,14 @@ def refuse_early(engine: Engine, build: Builder) -> None:
     a lock, raised; nothing is written and no lock is taken."""
     if not getattr(build, "refused_early", False):
         return
-    with store.read_session(engine) as session:
-        _releases, _families, errors = build(store.write_context(session))
+    with sessions.read_session(engine) as session:
+        _releases, _families, errors = build(configuration.write_context(session))
     raise InputErrors(errors)
 
 
 def declared_ids(documents: Sequence[Document]) -> tuple[str, ...]:
     """The release ids the (schema-checked) documents declare: `record` reads which of them the
-    ledger holds with the write lock (store.write_session's `release_ids`)."""
+    ledger holds with the write lock (sessions.write_session's `release_ids`)."""
     return tuple(entry["id"] for document in documents if isinstance(document.data, dict)
                  and isinstance(document.data.get("releases"), list)  # (else the schema's error, not a crash)
                  for entry in document.data["releases"] if isinstance(entry, dict)
@@ -151,8 +159,8 @@ def record(engine: Engine, build: Builder, actor: str,
     `then(session, recorded)` writes what belongs with them in the same transaction (a plan's
     version: plan_book.record); an exception from it writes nothing."""
     refuse_early(engine, build)
-    with store.write_session(engine, read_head=True, release_ids=getattr(build, "release_ids", ())) as session:
-        snapshot = store.write_context(session)
+    with sessions.write_session(engine, read_head=True, release_ids=getattr(build, "release_ids", ())) as session:
+        snapshot = configuration.write_context(session)
         releases, families, errors = build(snapshot)
         if errors:
             raise InputErrors(errors)
@@ -171,12 +179,12 @@ def record(engine: Engine, build: Builder, actor: str,
         checks = _checks(session, snapshot, releases, families, states)
         if any(not c.ok for c in checks):
             raise BudgetRefused(checks, "recording")
-        store.pipelined(session)  # the writes, together (PostgreSQL: one round trip)
-        store.add_releases(session, releases, families, actor, cap_accounting.decisions_json(checks))
+        sessions.pipelined(session)  # the writes, together (PostgreSQL: one round trip)
+        release_writes.add_releases(session, releases, families, actor, cap_accounting.decisions_json(checks))
         for dataset in {c.cap.dataset for c in checks}:
-            store.save_totals(session, dataset, {c.cap.name: c.after_total for c in checks if c.cap.dataset == dataset})
+            running_totals.save_totals(session, dataset, {c.cap.name: c.after_total for c in checks if c.cap.dataset == dataset})
         for dataset, dataset_states in states.items():
-            store.save_accountant_states(session, dataset, dataset_states)
+            running_totals.save_accountant_states(session, dataset, dataset_states)
         recorded = Recorded(tuple(releases), tuple(families), tuple(checks), tuple(unchanged))
         if then is not None:
             then(session, recorded)
@@ -193,8 +201,8 @@ def check_plan(engine: Engine, build: Builder) -> tuple[list[budget.CapCheck], l
     """`check`, with the releases as they would be charged (in their datasets' relations:
     what the output says of a converted guarantee, relation.conversions)."""
     refuse_early(engine, build)
-    with store.read_session(engine) as session:
-        snapshot = store.write_context(session)
+    with sessions.read_session(engine) as session:
+        snapshot = configuration.write_context(session)
         releases, families, errors = build(snapshot)
         if errors:
             raise InputErrors(errors)
@@ -212,12 +220,12 @@ def _checks(session: Session, snapshot: LedgerSnapshot, releases: Sequence[Relea
     for dataset in sorted({r.dataset for r in releases}):
         plan = [r for r in releases if r.dataset == dataset]
         read = frozenset().union(*(r.reads for r in plan))  # a cap touched by some release reads some of these
-        caps = [cap for cap in store.caps(session, dataset) if cap.subset & read]  # (budget.touches, for any)
+        caps = [cap for cap in configuration.caps(session, dataset) if cap.subset & read]  # (budget.touches, for any)
         if not caps:
             continue
         joined = {r.family for r in plan if r.family is not None}
-        members = store.family_members(session, joined & set(snapshot.families))
-        totals = store.cap_totals(session, dataset, [cap.name for cap in caps])
+        members = row_reads.family_members(session, joined & set(snapshot.families))
+        totals = running_totals.cap_totals(session, dataset, [cap.name for cap in caps])
         checks = budget.check(caps, totals, plan, family_map, members)
         # the best valid figure per cap: a layer over the basic check
         checks, after_states = cap_accounting.refine(session, dataset, checks, totals, plan, family_map, members)
@@ -241,7 +249,7 @@ def _overdrafts(session: Session, snapshot: LedgerSnapshot, releases: Sequence[R
             continue
         info = snapshot.datasets[dataset]
         delta = info.delta if info.delta is not None else DEFAULT_DELTA
-        index = store.caps_index(session, dataset, [Cap(dataset, "", frozenset(info.variable_names))])
+        index = running_totals.caps_index(session, dataset, [Cap(dataset, "", frozenset(info.variable_names))])
         over = allowance.overdraft(index, plan, info.variable_names, delta, info.allowance)
         if over is not None:
             found.append(over)
@@ -250,8 +258,8 @@ def _overdrafts(session: Session, snapshot: LedgerSnapshot, releases: Sequence[R
 
 def _require_current_totals(session: Session) -> None:
     """A decision reads running totals: refuse when they are not stamped with the chain head
-    (store.stale_totals: two key lookups, whatever the history's length)."""
-    problem = store.stale_totals(session)
+    (ledger_meta.stale_totals: two key lookups, whatever the history's length)."""
+    problem = ledger_meta.stale_totals(session)
     if problem is not None:
         raise fail("ledger", "cap totals", problem)
 
@@ -272,8 +280,8 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
         raise fail("command line", "--reason", f"{action} takes no reason")
     if at is not None and action != "publish":
         raise fail("command line", "--at", f"{action} takes no date; --at dates a publication")
-    with store.write_session(engine) as session:
-        lookup = store.ReleaseLookup(session)
+    with sessions.write_session(engine) as session:
+        lookup = row_reads.ReleaseLookup(session)
         if release_id not in lookup:
             from ..core.errors import did_you_mean
 
@@ -283,7 +291,7 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
                        + did_you_mean(release_id, list(lookup)))
         people.require(session, actor, action)
         release = lookup[release_id]
-        moment = store.now()
+        moment = session_state.now()
         if at is not None:
             _check_publication_moment(release, at, moment)
         changed = transition(release, action, actor, moment)
@@ -293,12 +301,12 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
             raise fail(f"release {release_id}", "status", changed)
         _check_lineage(session, release, action, lookup, at or moment)
         if action == "approve":
-            dataset = store.configuration(session).datasets.get(release.dataset)
+            dataset = configuration.configuration(session).datasets.get(release.dataset)
             people.check_approver(release, actor, dataset)
         if at is not None:
             changed = replace(changed, published_at=at)
-        caps = [cap for cap in store.caps(session, release.dataset) if budget.touches(cap, release)]
-        totals = store.cap_totals(session, release.dataset)
+        caps = [cap for cap in configuration.caps(session, release.dataset) if budget.touches(cap, release)]
+        totals = running_totals.cap_totals(session, release.dataset)
         decisions: list[dict] = []
         if action in ENFORCING:
             _require_current_totals(session)
@@ -306,21 +314,21 @@ def change_status(engine: Engine, release_id: str, action: str, actor: str, *, r
             checks, states = cap_accounting.refine(session, release.dataset, checks, totals, [], {}, {})
             if any(not c.ok for c in checks):
                 raise BudgetRefused(checks, f"{action} {release_id}")
-            store.save_accountant_states(session, release.dataset, states)
+            running_totals.save_accountant_states(session, release.dataset, states)
             decisions = cap_accounting.decisions_json(checks)
-        store.set_status(session, changed, actor, kind=f"release.{changed.status.value}", decisions=decisions,
+        release_writes.set_status(session, changed, actor, kind=f"release.{changed.status.value}", decisions=decisions,
                          reason=reason)
         if action == "cancel" and caps:  # frees the reservation: recompute the totals and accountant states
             # it was in, from one index of the accounting rows of the releases reading the caps' subsets
-            # (store.caps_index), not from every decoded release
+            # (running_totals.caps_index), not from every decoded release
             from ..accounting import cap_states
 
-            index = store.caps_index(session, release.dataset, caps)
-            store.drop_accountant_states(session, release.dataset, [cap.name for cap in caps])
-            store.save_accountant_states(session, release.dataset, {
+            index = running_totals.caps_index(session, release.dataset, caps)
+            running_totals.drop_accountant_states(session, release.dataset, [cap.name for cap in caps])
+            running_totals.save_accountant_states(session, release.dataset, {
                 cap.name: cap_states.state_from_index(cap, index) for cap in caps
                 if cap.delta is not None and cap.rho is None})  # (the caps an accountant decides: current_states')
-            store.save_totals(session, release.dataset, {cap.name: budget.total_from_index(cap, index) for cap in caps})
+            running_totals.save_totals(session, release.dataset, {cap.name: budget.total_from_index(cap, index) for cap in caps})
         return changed
 
 
@@ -342,7 +350,7 @@ def _check_lineage(session, release: Release, action: str, lookup, when: datetim
     published (at `when`) only after what it derives from."""
     release_id = release.id
     if action == "cancel":
-        blockers = lineage.cancel_blockers(store.deriving_from(session, release_id))
+        blockers = lineage.cancel_blockers(row_reads.deriving_from(session, release_id))
         if blockers:
             raise fail(f"release {release_id}", "status",
                        f"cannot cancel release {release_id!r}: charged release(s) derive from it: "
@@ -357,9 +365,9 @@ def _check_lineage(session, release: Release, action: str, lookup, when: datetim
 
 def add_caps(engine: Engine, dataset: str, entries: Iterable[dict], actor: str, source: str) -> list[Cap]:
     """Add or replace caps ({subset | name, epsilon [, delta] | rho} entries)."""
-    with store.write_session(engine) as session:
+    with sessions.write_session(engine) as session:
         people.require(session, actor, "set a cap")
-        snapshot = store.write_context(session)
+        snapshot = configuration.write_context(session)
         if dataset not in snapshot.datasets:
             raise fail(source, "dataset", f"unknown dataset {dataset!r}")
         errors: list[LedgerError] = []
@@ -373,12 +381,12 @@ def add_caps(engine: Engine, dataset: str, entries: Iterable[dict], actor: str, 
                 caps.append(cap)
         if errors:
             raise InputErrors(errors)
-        return [store.set_cap(session, cap, actor) for cap in caps]
+        return [cap_writes.set_cap(session, cap, actor) for cap in caps]
 
 
 def cap_checks(session: Session, dataset: str, caps: Sequence[Cap]) -> list[budget.CapCheck]:
     """Every cap as it stands, each with its best valid figure."""
-    totals = store.cap_totals(session, dataset)
+    totals = running_totals.cap_totals(session, dataset)
     checks = budget.check(caps, totals, [], {}, {}, only_touched=False)
     checks, _ = cap_accounting.refine(session, dataset, checks, totals, [], {}, {})
     return cap_accounting.with_running(session, dataset, cap_accounting.explained(session, dataset, checks))
@@ -405,14 +413,14 @@ def headroom(engine: Engine, dataset: str, variables: Iterable[str], *, when: da
     dataset's delta by default, as every epsilon figure; `budget.with_rho_epsilon`)."""
     from . import choices
 
-    with store.read_session(engine) as session:
-        caps = store.caps(session, dataset)
+    with sessions.read_session(engine) as session:
+        caps = configuration.caps(session, dataset)
         if when is not None:  # the caps as they stood then (history.state_as_of)
             from ..store.as_of import state_then
 
-            _, caps, _ = state_then(session, store.write_context(session).datasets[dataset], when)
+            _, caps, _ = state_then(session, configuration.write_context(session).datasets[dataset], when)
         room = cap_accounting.headroom(session, dataset, frozenset(variables), caps, when=when, mechanism=mechanism)
-        known = store.write_context(session).datasets[dataset]
+        known = configuration.write_context(session).datasets[dataset]
         if delta is None:
             delta = choices.parse_delta(None, known)
     return budget.with_rho_epsilon(room, delta, known.allowance)
@@ -437,9 +445,9 @@ def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: st
     """Record a dataset, its caps and its declared privacy unit; False when it is already
     recorded exactly so. A recorded dataset is never rewritten: other variables or caps are
     bad input; a new privacy-unit declaration is recorded (the latest one holds)."""
-    with store.write_session(engine) as session:
+    with sessions.write_session(engine) as session:
         people.require(session, actor, "add a dataset")
-        existing = store.write_context(session).datasets.get(dataset.name)
+        existing = configuration.write_context(session).datasets.get(dataset.name)
         if existing is not None:
             if existing.relation != dataset.relation:
                 from .amend import relation_fixed
@@ -449,24 +457,24 @@ def add_dataset(engine: Engine, dataset: Dataset, caps: Sequence[Cap], actor: st
                 from .amend import allowance_fixed
 
                 raise fail(source, "allowance", allowance_fixed(existing))
-            if existing == dataset and set(store.caps(session, dataset.name)) == set(caps):
-                if privacy_unit and dict(privacy_unit) != store.privacy_unit(session, dataset.name):
-                    store.set_privacy_unit(session, dataset.name, privacy_unit, actor)
+            if existing == dataset and set(configuration.caps(session, dataset.name)) == set(caps):
+                if privacy_unit and dict(privacy_unit) != dataset_writes.privacy_unit(session, dataset.name):
+                    dataset_writes.set_privacy_unit(session, dataset.name, privacy_unit, actor)
                     return True
                 return False
             differing = [name for name, differs in (
                 ("variables", existing.variables != dataset.variables), ("groups", existing.groups != dataset.groups),
                 ("description", existing.description != dataset.description),
                 ("self_approval", existing.self_approval != dataset.self_approval),
-                ("caps", set(store.caps(session, dataset.name)) != set(caps))) if differs]
+                ("caps", set(configuration.caps(session, dataset.name)) != set(caps))) if differs]
             raise fail(source, "dataset", f"dataset {dataset.name!r} is already recorded with other "
                                           f"{', '.join(differing)}; a recorded dataset is never rewritten "
                                           "(apply a changed dataset file with `dataset amend FILE`, caps with `cap set`)")
-        store.add_dataset(session, dataset, actor)
+        dataset_writes.add_dataset(session, dataset, actor)
         for cap in caps:
-            store.set_cap(session, cap, actor)
+            cap_writes.set_cap(session, cap, actor)
         if privacy_unit:
-            store.set_privacy_unit(session, dataset.name, privacy_unit, actor)
+            dataset_writes.set_privacy_unit(session, dataset.name, privacy_unit, actor)
         return True
 
 
@@ -481,7 +489,7 @@ def source_builder(sources: Sequence[ReleaseSource], actor: str) -> Builder:
         releases: list[Release] = []
         families: list[Family] = []
         errors: list[LedgerError] = []
-        recorded_at = store.now()
+        recorded_at = session_state.now()
         for index, source in enumerate(sources):
             if isinstance(source, Release):
                 dataset = snapshot.datasets.get(source.dataset)

@@ -1,6 +1,14 @@
 """The database: SQLModel tables, sessions, the audit chain, and what is kept beside it.
 
-database.py       tables, sessions, atomic writes, the SHA-256 audit chain, snapshots
+table_models.py   the SQLModel tables; engines.py: the engine from a URL; schema_migrations.py: the schema
+sessions.py       write and read transactions (the write lock); session_state.py: what one keeps
+audit_chain.py    the SHA-256 audit chain: append_event, its head
+*_writes.py       datasets, releases and caps written, each with its event; role_grants.py: roles
+configuration.py  datasets, families and caps per transaction; process_caches.py: kept between them
+running_totals.py caps' running totals and accountant states; ledger_meta.py: their stamp
+row_dicts.py      rows as the codec's dicts; row_reads.py: reads by key; decoded_history.py: snapshots
+audit_verify.py   `verify`: the chain and every row recomputed (totals_check.py: the running totals)
+append_only.py    PostgreSQL's append-only triggers; enforced.py: what it refuses at INSERT
 columns.py        per-release accounting rows (the read commands without decoding releases)
 sealed.py         those rows, a complete range of seqs at a time, sealed in binary chunks
 codec.py          records <-> JSON-able dicts; canonical JSON for the chain

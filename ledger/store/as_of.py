@@ -2,7 +2,7 @@
 
 `table --as-of T`, `subset --as-of T` and `cap list --as-of T` read the accounting rows
 (columns.py), which hold what the ledger at T needs without decoding a release (decoding every
-release, `store.snapshot`, takes minutes and gigabytes at a million releases):
+release, `decoded_history.snapshot`, takes minutes and gigabytes at a million releases):
 
 - which releases count at T. By `history.status_at`, a release counts (is charged) at T
   when it is in the ledger then, published by T or recorded by T (a release recorded
@@ -27,7 +27,7 @@ over the variables then (ledger_index.index_over). Every --as-of view reads them
 
 The figures are the snapshot path's to the last bit (tests/store/test_as_of_rows.py compares
 both with hypothesis, releases cancelled, retracted and amended after T included). Moments
-are compared as the rows' float seconds (`columns._stamps`: microseconds / 10**6, correctly
+are compared as the rows' float seconds (`row_arrays._stamps`: microseconds / 10**6, correctly
 rounded), which order them exactly while a microsecond is more than half a float's spacing
 (before about the year 2112); past that `rows_then` gives None and the caller decodes the
 releases as before.
@@ -41,8 +41,14 @@ from datetime import UTC, datetime
 
 from ..core.lazy import lazy_module
 from ..core.records import Release, Status
+from .codec import cap_from_dict, dataset_from_dict
 
 np = lazy_module("numpy")
+# the store's tables and rows, imported when the rows are first read: `report` imports this module at
+# start-up, and its --help imports no database library
+configuration = lazy_module("ledger.store.configuration")
+row_arrays = lazy_module("ledger.store.row_arrays")
+table_models = lazy_module("ledger.store.table_models")
 
 _EXACT_SECONDS = 4e9  # |seconds| below which a microsecond is more than twice a float's spacing (2**52 / 10**6)
 _ENDING = ("release.retracted", "release.cancelled")
@@ -105,9 +111,8 @@ class Then:
         rows of those; else (ids, titles, statuses then) of every row kept, in seq order."""
         from sqlalchemy import select
 
-        from . import database as store
 
-        table = store.ReleaseRow.__table__
+        table = table_models.ReleaseRow.__table__
         fields = (table.c.seq, table.c.id, table.c.title, table.c.status, table.c.recorded_at, table.c.approved_at,
                   table.c.published_at)
 
@@ -139,11 +144,9 @@ class Then:
         release rows' moments parsed row by row took ten seconds."""
         from sqlalchemy import select
 
-        from . import database as store
-        from .columns import _ROWS, _raw_rows
 
-        rows = _raw_rows(self.connection, select(_ROWS.c.seq, _ROWS.c.release, _ROWS.c.title, _ROWS.c.status)
-                         .where(_ROWS.c.dataset == self.dataset).order_by(_ROWS.c.seq))
+        rows = row_arrays._raw_rows(self.connection, select(row_arrays._ROWS.c.seq, row_arrays._ROWS.c.release, row_arrays._ROWS.c.title, row_arrays._ROWS.c.status)
+                         .where(row_arrays._ROWS.c.dataset == self.dataset).order_by(row_arrays._ROWS.c.seq))
         seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         rows = [rows[k] for k in np.flatnonzero(np.isin(seqs, self.seqs)).tolist()]
         published_by = (self.published <= self.at).tolist()
@@ -158,7 +161,7 @@ class Then:
                 statuses.append(planned)
                 if status != planned:
                     undecided[seq] = k
-        table = store.ReleaseRow.__table__
+        table = table_models.ReleaseRow.__table__
         chosen = sorted(undecided)
         for start in range(0, len(chosen), 500):
             for seq, approved in self.connection.execute(select(table.c.seq, table.c.approved_at).where(
@@ -173,10 +176,9 @@ class Then:
         """The ids of the rows kept, in seq order (a subset lists the releases charging it)."""
         from sqlalchemy import select
 
-        from .columns import _ROWS, _raw_rows
 
-        rows = _raw_rows(self.connection, select(_ROWS.c.seq, _ROWS.c.release)
-                         .where(_ROWS.c.dataset == self.dataset).order_by(_ROWS.c.seq))
+        rows = row_arrays._raw_rows(self.connection, select(row_arrays._ROWS.c.seq, row_arrays._ROWS.c.release)
+                         .where(row_arrays._ROWS.c.dataset == self.dataset).order_by(row_arrays._ROWS.c.seq))
         seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         return [rows[k][1] for k in np.flatnonzero(np.isin(seqs, self.seqs)).tolist()]
 
@@ -191,37 +193,35 @@ def _moment(text: str | None) -> datetime | None:
 
 def ended_at(connection) -> dict[str, datetime]:
     """Release id -> when it was retracted or cancelled (`history.ended`), from those events only
-    (an index search: store.EVENT_INDEX)."""
+    (an index search: table_models.EVENT_INDEX)."""
     from sqlalchemy import select
 
     from ..accounting.history import ended
     from ..input.utc_moments import parse_moment
-    from . import database as store
 
-    table = store.AuditEventRow.__table__
+    table = table_models.AuditEventRow.__table__
     rows = connection.execute(select(table.c.kind, table.c.subject, table.c.at)
                               .where(table.c.kind.in_(_ENDING)).order_by(table.c.seq))
     return ended((kind, subject, parse_moment(at)) for kind, subject, at in rows)
 
 
 def rows_then(connection, dataset: str, rows, when: datetime):
-    """(the rows charged at `when`, a `Then`) from `rows` (columns._Rows of the dataset's charged
+    """(the rows charged at `when`, a `Then`) from `rows` (row_arrays._Rows of the dataset's charged
     and cancelled rows, in seq order, with their moments); None when a moment lies where floats
     no longer order microseconds exactly (see the module docstring)."""
     from sqlalchemy import select
 
-    from .columns import _ROWS, micros
 
     moment = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-    at = micros(moment) / 10**6
+    at = row_arrays.micros(moment) / 10**6
     recorded, published = rows.recorded, rows.published
     finite = np.concatenate([recorded[np.isfinite(recorded)], published[np.isfinite(published)], [at]])
     if len(finite) and np.abs(finite).max() >= _EXACT_SECONDS:
         return None
     ended = ended_at(connection)
     cancelled = [seq for seq, rid in connection.execute(
-        select(_ROWS.c.seq, _ROWS.c.release).where(_ROWS.c.dataset == dataset,
-                                                   _ROWS.c.status == Status.CANCELLED.value))
+        select(row_arrays._ROWS.c.seq, row_arrays._ROWS.c.release).where(row_arrays._ROWS.c.dataset == dataset,
+                                                   row_arrays._ROWS.c.status == Status.CANCELLED.value))
         if ended.get(rid) is not None and ended[rid] <= moment]
     published_by = published <= at
     keep = (published_by | (recorded <= at)) & ~(np.isin(rows.seq, cancelled) & ~published_by)
@@ -232,7 +232,7 @@ def rows_then(connection, dataset: str, rows, when: datetime):
 
 
 def _masked(rows, keep, published):
-    """The rows of `keep` (columns._Rows: a row's place among its dict keys and among the rows
+    """The rows of `keep` (row_arrays._Rows: a row's place among its dict keys and among the rows
     with a first guarantee renumbered)."""
     place = np.cumsum(keep) - 1
 
@@ -255,13 +255,12 @@ def in_ledger(dataset: str, when: datetime):
     cancelled ones; exact, on the rows' whole microseconds."""
     from sqlalchemy import and_, case, func, or_
 
-    from .columns import _AFTER_ALL, _BEFORE_ANY, _PUBLISHED, _ROWS, micros
 
-    at = micros(when)
-    recorded = func.coalesce(_ROWS.c.recorded_us, _BEFORE_ANY)
-    published = func.coalesce(case((and_(_ROWS.c.published_us.is_(None), _ROWS.c.status.in_(sorted(_PUBLISHED))),
-                                    recorded), else_=_ROWS.c.published_us), _AFTER_ALL)
-    return and_(_ROWS.c.dataset == dataset, or_(recorded <= at, published <= at))
+    at = row_arrays.micros(when)
+    recorded = func.coalesce(row_arrays._ROWS.c.recorded_us, row_arrays._BEFORE_ANY)
+    published = func.coalesce(case((and_(row_arrays._ROWS.c.published_us.is_(None), row_arrays._ROWS.c.status.in_(sorted(row_arrays._PUBLISHED))),
+                                    recorded), else_=row_arrays._ROWS.c.published_us), row_arrays._AFTER_ALL)
+    return and_(row_arrays._ROWS.c.dataset == dataset, or_(recorded <= at, published <= at))
 
 
 def event_text(when: datetime) -> str:
@@ -286,9 +285,8 @@ def state_changes(session, dataset: str) -> list:
     from sqlalchemy import func, select
 
     from ..input.utc_moments import parse_moment
-    from . import database as store
 
-    table = store.AuditEventRow.__table__
+    table = table_models.AuditEventRow.__table__
     prefix = dataset + "/"
     rows = session.connection().execute(
         select(table.c.seq, table.c.kind, table.c.subject, table.c.at, table.c.payload).where(
@@ -302,7 +300,6 @@ def state_changes(session, dataset: str) -> list:
 def state_change(kind: str, subject: str, at: datetime, payload: dict):
     """One audit event (already parsed) as a history.StateChange."""
     from ..accounting.history import StateChange
-    from .codec import cap_from_dict, dataset_from_dict
 
     if kind in CAP_STATE_KINDS:
         body = payload.get("cap")
@@ -324,9 +321,8 @@ def state_then(session, dataset, when: datetime, index=None):
     then, whose reads the dataset then keeps; ledger_index.index_over)."""
     from ..accounting.ledger_index import index_over
     from ..accounting.history import state_as_of
-    from . import database as store
 
-    caps, changes = store.caps(session, dataset.name), state_changes(session, dataset.name)
+    caps, changes = configuration.caps(session, dataset.name), state_changes(session, dataset.name)
     then = state_as_of(dataset, caps, changes, when)
     if index is None:
         return then.dataset, then.caps, None

@@ -60,80 +60,25 @@ Invariants:
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from fractions import Fraction
 from functools import lru_cache
 
-from sqlalchemy import (BigInteger, Boolean, Column, Index, Integer, LargeBinary, Text, and_, bindparam, case, func,
-                        insert, inspect, select, update)
-from sqlmodel import Field, Session, SQLModel
+from sqlalchemy import and_, bindparam, case, func, insert, inspect, select, update
+from sqlmodel import Session
 
-from . import driver
-from .codec import canonical_json
 from ..core.lazy import lazy_module
 from ..core.records import CHARGED_STATUSES, DEFAULT_ALLOWANCE, Family, Guarantee, Notion, Relation, Release, Status
+from . import configuration, driver, row_dicts, row_reads, sealed, table_models
+from .as_of import rows_then
+from .codec import canonical_json, release_from_dict
+from .row_arrays import _AFTER_ALL, _BEFORE_ANY, _PUBLISHED, _Rows, _raw_rows, _read_columns, _read_rows, _unpack, _unpack_packed, micros, stream_raw_rows
+from .table_models import AccountingEventRow, AccountingReadRow, AccountingRow, GuaranteeValueRow
 
 np = lazy_module("numpy")
-
-
-class GuaranteeValueRow(SQLModel, table=True):
-    """A distinct guarantee value, by id (append-only)."""
-
-    __tablename__ = "guarantee_values"
-    id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
-    body: str = Field(sa_column=Column(Text, nullable=False, unique=True))  # canonical JSON
-
-
-class AccountingRow(SQLModel, table=True):
-    """What the accounting needs of one release (see the module docstring)."""
-
-    __tablename__ = "release_accounting"
-    seq: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
-    release: str = Field(index=True, unique=True)
-    dataset: str = Field(index=True)
-    status: str
-    family: str | None = None
-    title: str = ""
-    reads: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
-    value: int | None = None  # the first guarantee's value id (None: no guarantee)
-    protects: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
-    more: str | None = None  # further guarantees, "id:hex;id:hex" (hex: the protects bitset)
-    # (schema 6) the event the mechanism's parameters describe (accounting_events id; None: none)
-    event: int | None = None
-    # whether the release is charged through that event (its guarantees are the ones the
-    # parameters imply: dp_events.mechanism_event), else through its guarantees
-    charged_by_event: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, default=False))
-    recorded_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # recorded_at
-    published_us: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))  # published_at
-
-    __table_args__ = (Index("ix_release_accounting_event", "dataset", "event", "status", "seq"),
-                      # the cancelled rows of a dataset (database._v15_odometer builds it in a ledger
-                      # made before it)
-                      Index("ix_release_accounting_status", "dataset", "status"))
-
-
-class AccountingEventRow(SQLModel, table=True):
-    """A distinct accounting event key (dp_events.Event.key), by id (append-only)."""
-
-    __tablename__ = "accounting_events"
-    id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
-    key: str = Field(sa_column=Column(Text, nullable=False, unique=True))
-
-
-class AccountingReadRow(SQLModel, table=True):
-    """One variable one release reads (an inverted index of the reads bitsets): a subset
-    query fetches only the releases that read some variable of the subset, since the
-    others cost 0 on it (Tan Prop 3.3), alone or in a family (docs/explanation/model.md#families)."""
-
-    __tablename__ = "release_reads"
-    dataset: str = Field(primary_key=True)
-    position: int = Field(primary_key=True)
-    seq: int = Field(primary_key=True)
-
 
 _READS = AccountingReadRow.__table__
 _VALUES = GuaranteeValueRow.__table__
@@ -220,18 +165,6 @@ class Expected:
     published_us: int | None = None
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
-def micros(moment: datetime | None) -> int | None:
-    """A moment as whole microseconds since 1970-01-01 UTC (a naive moment read as UTC, as
-    `accountants` reads it); exact: a datetime holds whole microseconds."""
-    if moment is None:
-        return None
-    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    return (aware - _EPOCH) // _MICROSECOND
-
 
 def expected_row(release: Release, variables: Sequence[str]) -> Expected:
     from ..accounting.dp_events import release_event
@@ -253,7 +186,7 @@ def _position(variables: tuple[str, ...]) -> dict[str, int]:
 
 
 # --------------------------------------------------------------------------
-# Writing (inside store.write_session)
+# Writing (inside sessions.write_session)
 # --------------------------------------------------------------------------
 
 
@@ -279,7 +212,7 @@ def _event_ids(connection, keys: Iterable[str], known: dict[str, int]) -> dict[s
 @dataclass
 class Known:
     """The value and event ids met so far in one transaction (a cache of the id tables), and where
-    each dataset's sealed chunks end: kept by the audit head (database._known_ids)."""
+    each dataset's sealed chunks end: kept by the audit head (process_caches.known_ids)."""
 
     values: dict[str, int]
     events: dict[str, int]
@@ -315,7 +248,6 @@ def insert_rows(connection, releases: Sequence[tuple[int, Release]], variables: 
         {"dataset": row.dataset, "position": k, "seq": seq}
         for seq, row in expected for k in _positions(row.reads)], columns=True)
     if seal:  # the ranges these seqs complete, sealed (sealed.py)
-        from . import sealed
 
         by_dataset: dict[str, list[int]] = {}
         for seq, row in expected:
@@ -336,7 +268,6 @@ def _positions(bits: bytes) -> list[int]:
 def set_status(connection, release_id: str, status: Status, published_at: datetime | None) -> None:
     """A lifecycle change: the status and the publication moment (schema 6) as the release now
     has them; noted for the sealed chunk holding the row, if any (sealed.note_change)."""
-    from . import sealed
 
     connection.execute(_SET_STATUS, {"r": release_id, "s": status.value, "p": micros(published_at)})
     found = connection.execute(_SEQ_OF, {"r": release_id}).first()
@@ -349,19 +280,17 @@ _SEQ_OF = select(_ROWS.c.seq, _ROWS.c.dataset).where(_ROWS.c.release == bindpara
 
 def build_all(session: Session, batch: int = 20_000) -> int:
     """Accounting rows for every release that has none (the schema 5 migration); returns how many."""
-    from . import database as store
-    from .codec import release_from_dict
 
     connection = session.connection()
-    variables = {name: d.variable_names for name, d in store.configuration(session).datasets.items()}
+    variables = {name: d.variable_names for name, d in configuration.configuration(session).datasets.items()}
     have = select(_ROWS.c.seq)
-    query = (select(store.ReleaseRow.__table__).where(store.ReleaseRow.__table__.c.seq.not_in(have))
-             .order_by(store.ReleaseRow.__table__.c.seq))
+    query = (select(table_models.ReleaseRow.__table__).where(table_models.ReleaseRow.__table__.c.seq.not_in(have))
+             .order_by(table_models.ReleaseRow.__table__.c.seq))
     known = Known({}, {})
     count = 0
     pending: list[tuple[int, Release]] = []
     for row in connection.execute(query.execution_options(yield_per=batch)):  # streamed, not held
-        pending.append((row.seq, release_from_dict(store.release_row_dict(row))))
+        pending.append((row.seq, release_from_dict(row_dicts.release_row_dict(row))))
         if len(pending) >= batch:
             insert_rows(connection, pending, variables, known, seal=False)  # (schema 9 seals)
             count += len(pending)
@@ -424,12 +353,10 @@ def _refresh_events(session: Session, mechanisms: tuple[str, ...], selected, bat
     """The accounting rows of the releases of `mechanisms` whose parameters `selected` accepts
     are brought to the event `dp_events.release_event` now gives, streamed a batch at a time
     with each row's stored event key read in the same query (a join: no query per row)."""
-    from . import database as store
-    from .codec import release_from_dict
     from ..accounting.dp_events import release_event
 
     connection = session.connection()
-    table = store.ReleaseRow.__table__
+    table = table_models.ReleaseRow.__table__
     query = (select(table, _EVENTS.c.key.label("_stored_event_key"))
              .join(_ROWS, _ROWS.c.seq == table.c.seq)
              .outerjoin(_EVENTS, _EVENTS.c.id == _ROWS.c.event)
@@ -440,7 +367,7 @@ def _refresh_events(session: Session, mechanisms: tuple[str, ...], selected, bat
         for row in connection.execute(query.execution_options(yield_per=batch)):
             if not selected(row.mechanism_params or {}):
                 continue
-            release = release_from_dict(store.release_row_dict(row))
+            release = release_from_dict(row_dicts.release_row_dict(row))
             key, charged = release_event(release)
             if row._stored_event_key != key:
                 yield {"s": row.seq, "e": key, "c": charged}
@@ -454,8 +381,6 @@ def add_event_columns(session: Session, batch: int = 20_000) -> int:
     time; returns how many rows were filled. A ledger whose rows were written with these
     columns (a new table, or rows built by the schema 5 migration just before) is left as
     it is."""
-    from . import database as store
-    from .codec import release_from_dict
     from ..accounting.dp_events import release_event
 
     connection = session.connection()
@@ -467,12 +392,12 @@ def add_event_columns(session: Session, batch: int = 20_000) -> int:
              "published_us": "BIGINT"}
     for name in missing:
         connection.exec_driver_sql(f"ALTER TABLE {_ROWS.name} ADD COLUMN {name} {kinds[name]}")
-    table = store.ReleaseRow.__table__
+    table = table_models.ReleaseRow.__table__
     query = select(table).order_by(table.c.seq)  # (every release row has its accounting row)
 
     def filled():
         for row in connection.execute(query.execution_options(yield_per=batch)):  # streamed, not held
-            release = release_from_dict(store.release_row_dict(row))
+            release = release_from_dict(row_dicts.release_row_dict(row))
             key, charged = release_event(release)
             yield {"s": row.seq, "e": key, "c": charged, "r": micros(release.recorded_at),
                    "p": micros(release.published_at)}
@@ -489,17 +414,14 @@ def rebuild_dataset(session: Session, dataset: str, variables: Sequence[str]) ->
     are (an amended dataset: its bitsets are over variable positions, which a
     variable added or removed changes). Only these derived tables change: the release rows
     and the audit chain are untouched. Returns how many rows."""
-    from . import database as store
-    from .codec import release_from_dict
 
     connection = session.connection()
     connection.execute(_READS.delete().where(_READS.c.dataset == dataset))
     connection.execute(_ROWS.delete().where(_ROWS.c.dataset == dataset))
-    table = store.ReleaseRow.__table__
-    pending = [(row.seq, release_from_dict(store.release_row_dict(row)))
+    table = table_models.ReleaseRow.__table__
+    pending = [(row.seq, release_from_dict(row_dicts.release_row_dict(row)))
                for row in connection.execute(select(table).where(table.c.dataset == dataset).order_by(table.c.seq))]
     insert_rows(connection, pending, {dataset: tuple(variables)}, seal=False)
-    from . import sealed
 
     sealed.rebuild(connection, dataset, len(variables))  # (over the new positions)
     return len(pending)
@@ -591,38 +513,6 @@ class _LazyIds:
         return iter(self[:])
 
 
-def _raw_rows(connection, statement) -> list[tuple]:
-    """A SELECT's rows as the driver returns them (plain tuples): on a million rows, building
-    SQLAlchemy Row objects costs more than the query."""
-    return list(stream_raw_rows(connection, statement))
-
-
-def stream_raw_rows(connection, statement, batch: int = 10_000):
-    """A SELECT's rows as the driver returns them (plain tuples, as `_raw_rows`), streamed `batch`
-    at a time through the connection's own cursor: the writes pending on it go first."""
-    compiled = statement.compile(dialect=connection.dialect, compile_kwargs={"render_postcompile": True})
-    params = compiled.construct_params()
-    args = tuple(params[name] for name in compiled.positiontup) if compiled.positional else params
-    driver.end_pipeline(connection)  # the writes a record holds go first (sealing reads the rows it wrote)
-    cursor = connection.connection.dbapi_connection.cursor()
-    try:
-        cursor.execute(str(compiled), args)
-        while rows := cursor.fetchmany(batch):
-            yield from rows
-    finally:
-        cursor.close()
-
-
-def _unpack(blobs: list[bytes], width: int):
-    """Bitsets (possibly shorter than `width`: written before a variable was added) -> bool matrix."""
-    size = (width + 7) // 8 or 1
-    joined = b"".join(blobs)
-    if len(joined) != size * len(blobs) or set(map(len, blobs)) - {size}:  # another width: pad or cut each
-        joined = b"".join(bytes(blob).ljust(size, b"\0")[:size] for blob in blobs)
-    packed = np.frombuffer(joined, dtype=np.uint8).reshape(len(blobs), size)
-    return np.unpackbits(packed, axis=1, count=width, bitorder="little").astype(bool)
-
-
 def _row_statement(dataset: str, charged: list[str], positions: list[int] | None, accounts: bool,
                    after: int | None = None):
     """(the WHERE clauses, the SELECT) of the accounting rows `index_for` reads row by row:
@@ -666,9 +556,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     releases charged at that moment, each with the status it had then, as from
     `history.releases_as_of` (as_of.py; every row read, `touching` aside); None when the rows
     cannot say it exactly (as_of.rows_then)."""
-    from . import database as store
     from ..accounting.spend import UNBOUNDED, ZERO, Spend, guarantee_spend
-    from .codec import release_from_dict
     from ..accounting.cost_rule import one_charge
     from ..accounting.ledger_index import LedgerIndex
 
@@ -682,7 +570,6 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     rows = read_rows(connection, dataset, charged, wanted, len(variables), accounts)
     then = None
     if when is not None:
-        from .as_of import rows_then
 
         found = rows_then(connection, dataset, rows, when)
         if found is None:
@@ -771,7 +658,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
         [spend_of_raw[int(v)] for v in raw[index.g_release == i]])]
     needed = sorted({i for rows_ in index.members.values() for i in rows_} | set(several))
     whole = releases.whole
-    release_table = store.ReleaseRow.__table__
+    release_table = table_models.ReleaseRow.__table__
     if titles or (touching is not None and rows.ids is None):
         releases.load()
     else:
@@ -779,7 +666,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     for start in range(0, len(needed), 500):
         chunk = {releases[i].id: i for i in needed[start:start + 500]}
         for row in connection.execute(select(release_table).where(release_table.c.id.in_(list(chunk)))):
-            whole[chunk[row.id]] = release_from_dict(store.release_row_dict(row))
+            whole[chunk[row.id]] = release_from_dict(row_dicts.release_row_dict(row))
             if then is not None:
                 whole[chunk[row.id]] = then.release(whole[chunk[row.id]])
     index.releases = releases
@@ -788,7 +675,7 @@ def index_for(session: Session, variables: Sequence[str], dataset: str, families
     index.finish_arrays(ambiguous)  # the same derived arrays as LedgerIndex.__init__
     if accounts:
         _attach_events(connection, index, rows, dataset, charged, partial=touching is not None)
-    stated = store.dataset_allowances(connection, [dataset]).get(dataset)  # (Dataset.allowance)
+    stated = row_reads.dataset_allowances(connection, [dataset]).get(dataset)  # (Dataset.allowance)
     return index.for_dataset(DEFAULT_ALLOWANCE if stated is None else Fraction(stated))
 
 
@@ -797,7 +684,6 @@ def read_rows(connection, dataset: str, charged: list[str], positions: list[int]
     """The dataset's charged accounting rows (those reading one of `positions`, when given) as
     `_Rows`: the sealed chunks' part (sealed.py: a few BLOBs), then the rows after them, a
     column at a time on SQLite (`_read_columns`), else row by row (`_read_rows`)."""
-    from . import sealed
 
     found = sealed.read_part(connection, dataset, charged, positions, n_var, accounts)
     head, after = found if found is not None else (None, None)
@@ -808,219 +694,6 @@ def read_rows(connection, dataset: str, charged: list[str], positions: list[int]
         rows = _read_rows(connection, _row_statement(dataset, charged, positions, accounts, after)[1], n_var,
                           accounts)
     return rows if head is None else sealed.join_rows(head, rows)
-
-
-@dataclass
-class _Rows:
-    """Accounting rows read column by column into compact arrays (not a tuple per row: a
-    million rows as Python tuples would take half a gigabyte)."""
-
-    seq: np.ndarray
-    family: dict[int, str]  # row -> family, for the rows that have one
-    reads: np.ndarray  # packed bitsets, one row of bytes per release
-    value: np.ndarray  # the first guarantee's value id, -1: none
-    protects: np.ndarray  # packed bitsets of the first guarantees, for the rows with value >= 0
-    more: dict[int, str]  # row -> its further guarantees
-    event: np.ndarray  # stored event id, -1: none
-    charged_by_event: np.ndarray
-    recorded: np.ndarray  # seconds (datetime.timestamp), -inf: unknown
-    published: np.ndarray  # release_times.published_moment in seconds, inf: none, -inf: datetime.min
-    ids: list[str] | None = None  # the release ids, when read with the rows (a subset lists them)
-
-
-_BEFORE_ANY = -(2**62)  # (in SQL) a release published when recorded, at an unknown moment: datetime.min
-
-
-def _read_rows(connection, statement, n_var: int, accounts: bool = True, batch: int = 50_000) -> _Rows:
-    size = (n_var + 7) // 8 or 1
-    seq, value, event, recorded, published = [], [], [], [], []
-    reads, protects = [], []
-    family: dict[int, str] = {}
-    more: dict[int, str] = {}
-    cursor = stream_raw_rows(connection, statement, batch)
-    at = 0
-    while True:
-        chunk = list(itertools.islice(cursor, batch))
-        if not chunk:
-            break
-        n = len(chunk)
-        columns_ = list(zip(*chunk))
-        del chunk
-        c_seq, c_reads, c_value, c_protects, c_family, c_more = columns_[:6]
-        seq.append(np.fromiter(c_seq, dtype=np.int64, count=n))
-        reads.append(_packed(c_reads, size))
-        value.append(np.fromiter(c_value, dtype=np.int64, count=n))
-        # a first guarantee protects what the release reads unless its bitset is given
-        protects.append(_packed([x if x is not None else r for x, r, v in zip(c_protects, c_reads, c_value)
-                                 if v >= 0], size))
-        if any(f is not None for f in c_family):
-            family.update((at + k, f) for k, f in enumerate(c_family) if f is not None)
-        if any(c_more):
-            more.update((at + k, m) for k, m in enumerate(c_more) if m)
-        if accounts:
-            event.append(np.fromiter(columns_[6], dtype=np.int64, count=n))
-            recorded.append(_stamps(columns_[7]))
-            published.append(_stamps(columns_[8]))
-        at += n
-
-    def joined(parts, dtype, width=None):
-        if parts:
-            return np.concatenate(parts)
-        return np.zeros((0,) if width is None else (0, width), dtype=dtype)
-
-    combined = joined(event, np.int64)  # event * 2 + charged (-2: no event)
-    return _Rows(joined(seq, np.int64), family, joined(reads, np.uint8, size), joined(value, np.int64),
-                 joined(protects, np.uint8, size), more, combined // 2, combined % 2 == 1,
-                 joined(recorded, np.float64), joined(published, np.float64))
-
-
-_AFTER_ALL = 2**62  # (in SQL) never published
-
-
-def _in_parts(keys: list, fetch, part: int = 500):
-    """The rows `fetch` gives for each `part` keys of `keys` in turn (an IN list of bounded length)."""
-    for start in range(0, len(keys), part):
-        yield from fetch(keys[start:start + part])
-
-
-def _rare_columns(found, seq, reads, value, size: int):
-    """(protects, family, more) of `_Rows` whose rows are `seq`, `reads`, `value`: a row's first
-    guarantee protects what it reads unless its row says otherwise, and the rare rows (`found`: their
-    (seq, protects, family, more[, width of reads]), those with a family, further guarantees or a
-    protects bitset of their own) set theirs. None when a bitset has another width than `size`."""
-    protects = reads[value >= 0].copy()
-    family: dict[int, str] = {}
-    more: dict[int, str] = {}
-    with_value = np.cumsum(value >= 0) - 1  # row -> its place among the rows with a first guarantee
-    for s, bits, fam, extra, *width in found:
-        if width and width[0] != size:
-            return None
-        row = int(np.searchsorted(seq, s))
-        if fam is not None:
-            family[row] = fam
-        if extra:
-            more[row] = extra
-        if value[row] >= 0 and bits is not None:
-            protects[with_value[row]] = np.frombuffer(bytes(bits).ljust(size, b"\0")[:size], dtype=np.uint8)
-    return protects, family, more
-
-
-def _read_columns(connection, dataset: str, charged: list[str], positions: list[int] | None, n_var: int,
-                  accounts: bool, after: int | None = None) -> _Rows | None:
-    """`_read_rows` of the same rows on SQLite, each column read whole as one string by an
-    aggregate (`group_concat`) and parsed by numpy, not as a Python tuple per row: on a million
-    rows the tuples cost about three times the reading itself. The rare rows with a
-    family, further guarantees or a first guarantee protecting other than what the release
-    reads are read apart, by seq. None (the caller reads row by row) when some reads bitset
-    has another width (written before a variable was added). `after`: only the rows whose seq
-    is at least that (the tail after the sealed chunks, sealed.py)."""
-    size = (n_var + 7) // 8 or 1
-    status = ", ".join("?" * len(charged))
-    since, since_params = ("", ()) if after is None else (" AND seq >= ?", (after,))
-    if positions is None:
-        # the whole dataset: a scan in seq order (`+dataset`: not through the dataset index, a
-        # look-up per row) unless the dataset holds few of the ledger's rows
-        mine = connection.exec_driver_sql(f"SELECT count(*) FROM {_ROWS.name} WHERE dataset = ?{since}",
-                                          (dataset, *since_params)).scalar()
-        every = connection.exec_driver_sql(f"SELECT count(*) FROM {_ROWS.name}{since.replace(' AND', ' WHERE')}",
-                                           since_params).scalar()
-        where = f"{'+' if 4 * mine >= every else ''}dataset = ? AND status IN ({status}){since}"
-        params: tuple = (dataset, *charged, *since_params)
-    else:
-        where = (f"status IN ({status}){since} AND seq IN (SELECT seq FROM {_READS.name} WHERE dataset = ? "
-                 f"AND position IN ({', '.join('?' * len(positions))}){since})")
-        params = (*charged, *since_params, dataset, *positions, *since_params)
-    published = (f"CASE WHEN published_us IS NULL AND status IN ({', '.join('?' * len(_PUBLISHED))}) THEN "
-                 f"coalesce(recorded_us, {_BEFORE_ANY}) ELSE published_us END")
-    # (a bitset of another width, written before a variable was added, is rare too: the reading
-    # then goes back to the rows, below; one test on the rare rows, not an aggregate over every row)
-    rare = ("family IS NOT NULL OR more IS NOT NULL OR "
-            "(value IS NOT NULL AND protects IS NOT NULL AND protects != reads) OR length(reads) != ?")
-    fields = ["count(*)", "group_concat(seq)", "group_concat(reads, '')", "group_concat(coalesce(value, -1))",
-              f"group_concat(CASE WHEN {rare} THEN seq END)", "0",
-              # a subset lists the ids of the releases charging it: read with the rows (char(30) apart;
-              # an id holding that character sends the reading back to the rows, below)
-              "group_concat(release, char(30))" if positions is not None else "NULL"]
-    if accounts:
-        fields += ["group_concat(coalesce(event * 2 + (CASE WHEN charged_by_event THEN 1 ELSE 0 END), -2))",
-                   f"group_concat(coalesce(recorded_us, {_BEFORE_ANY}))",
-                   f"group_concat(coalesce({published}, {_AFTER_ALL}))"]
-    params = (size, *(sorted(_PUBLISHED) if accounts else ()), *params)  # (in the order of the placeholders)
-    raw = connection.connection.dbapi_connection
-    factory = raw.text_factory
-    raw.text_factory = bytes  # (the bitsets concatenated as they are: text of raw bytes, not UTF-8)
-    cursor = raw.cursor()
-    try:
-        found = cursor.execute(f"SELECT {', '.join(fields)} FROM {_ROWS.name} WHERE {where}", params).fetchone()
-    finally:
-        cursor.close()
-        raw.text_factory = factory
-    n = int(found[0])
-    if found[5] or len(found[2] or b"") != n * size:  # some bitset of another width
-        return None
-
-    def numbers(text: str | None):
-        return np.zeros(0, dtype=np.int64) if not text else np.fromstring(text, dtype=np.int64, sep=",")
-
-    seq = numbers(found[1])
-    reads = np.frombuffer(found[2] or b"", dtype=np.uint8).reshape(n, size)
-    value = numbers(found[3])
-    columns_ = [numbers(found[k]) for k in (7, 8, 9)] if accounts else []
-    ids = None
-    if positions is not None:
-        ids = found[6].decode().split("\x1e") if n else []
-        if len(ids) != n:
-            return None
-    # (an aggregate reads the rows in the scan's order, seq order here, but that is not promised)
-    order = np.argsort(seq, kind="stable") if n and (np.diff(seq) < 0).any() else None
-    if order is not None:
-        seq, reads, value = seq[order], reads[order], value[order]
-        columns_ = [c[order] for c in columns_]
-        ids = None if ids is None else [ids[k] for k in order.tolist()]
-    def rare_rows(part: list[int]):
-        return connection.exec_driver_sql(f"SELECT seq, protects, family, more, length(reads) FROM {_ROWS.name} "
-                                          f"WHERE seq IN ({', '.join('?' * len(part))})", tuple(part)).all()
-
-    rare = _rare_columns(_in_parts(sorted(set(numbers(found[4]).tolist())), rare_rows), seq, reads, value, size)
-    if rare is None:  # a bitset of another width: read row by row
-        return None
-    protects, family, more = rare
-    if accounts:
-        combined, recorded, published_ = columns_
-        return _Rows(seq, family, reads, value, protects, more, combined // 2, combined % 2 == 1,
-                     _stamps(recorded), _stamps(published_), ids)
-    empty = np.zeros(0)
-    return _Rows(seq, family, reads, value, protects, more, np.zeros(0, dtype=np.int64), empty.astype(bool),
-                 empty, empty, ids)
-
-
-def _stamps(values: Sequence[int]):
-    """Microseconds since the epoch (or the sentinels) -> seconds as `datetime.timestamp()`
-    gives them; _BEFORE_ANY -> -inf (datetime.min, or an unknown recording), _AFTER_ALL -> inf."""
-    raw = values if isinstance(values, np.ndarray) else np.fromiter(values, dtype=np.int64, count=len(values))
-    before, after = raw == _BEFORE_ANY, raw == _AFTER_ALL
-    known = ~(before | after)
-    if (np.abs(raw[known]) < _EXACT_FLOAT).all():
-        out = raw / 1e6  # the correctly rounded quotient, as Python's int / int
-    else:
-        out = np.asarray([v / 10**6 for v in raw.tolist()], dtype=np.float64)
-    out[before] = -np.inf
-    out[after] = np.inf
-    return out
-
-
-def _packed(blobs, size: int):
-    """Bitsets (possibly of another width: written before a variable was added or removed)
-    as a (n, size) array of bytes."""
-    joined = b"".join(blobs)
-    if len(joined) != size * len(blobs) or set(map(len, blobs)) - {size}:
-        # (each blob's width, not only the total: one shorter and one longer would add up)
-        joined = b"".join(bytes(blob).ljust(size, b"\0")[:size] for blob in blobs)
-    return np.frombuffer(joined, dtype=np.uint8).reshape(len(blobs), size)
-
-
-def _unpack_packed(packed, width: int):
-    return np.unpackbits(packed, axis=1, count=width, bitorder="little").view(bool)  # (0/1 bytes: no copy)
 
 
 def _attach_events(connection, index, rows: _Rows, dataset: str, charged: list[str], partial: bool) -> None:
@@ -1050,9 +723,6 @@ def _attach_events(connection, index, rows: _Rows, dataset: str, charged: list[s
     stored_index_events(index, stored, [Event.from_key(keys[k]) for k in order], rows.charged_by_event,
                         rows.recorded, rows.published)
 
-
-_PUBLISHED = frozenset({Status.PUBLISHED.value, Status.RETRACTED.value})
-_EXACT_FLOAT = 2**53
 
 
 # --------------------------------------------------------------------------
@@ -1212,12 +882,11 @@ class Check:
         _compare_rows(stored, releases, self.variables, self.found, self.limit, trusted)
 
     def problems(self) -> list[str]:
-        from . import database as store
 
         problems = self.found[:]
         if len(problems) >= self.limit:
             return problems
-        releases = store.ReleaseRow.__table__
+        releases = table_models.ReleaseRow.__table__
         orphans = _stored(_raw_rows(self.connection, _STORED_FIELDS.where(
             _ROWS.c.seq.not_in(select(releases.c.seq))).order_by(_ROWS.c.seq).limit(self.limit)), self.bodies,
             self.event_keys)

@@ -24,7 +24,7 @@ the derived rows (`digest`), and the next incremental one checks every derived r
 - a cap's row, running total and accountant state hash to what they did at the head, unless an
   event since names its dataset; then its total and state are recomputed from the accounting rows
   (budget.total_from_index, cap_states.state_from_index, as `cap set` computes them) and its row
-  is compared with its latest event (database.StateEvents).
+  is compared with its latest event (audit_verify.StateEvents).
 
 - the dataset and variable rows, and each family's row (how its members are charged), hash to
   what they did at the head, unless an event since names the family.
@@ -47,8 +47,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy import select
 
-from . import columns, enforced, sealed
-from .codec import canonical_json
+from . import columns, enforced, row_arrays, row_dicts, running_totals, sealed, table_models
+from .audit_chain import hashes_to_itself
+from .codec import canonical_json, cap_from_dict, cap_total_from_dict, cap_total_to_dict, release_from_dict
 
 MODULUS = 2 ** 256
 DIGEST_KEYS = frozenset({"seq", "accounting", "reads", "caps", "datasets", "families"})
@@ -80,7 +81,7 @@ def _accounting_sums(connection, leave_out: set[int]) -> tuple[int, int]:
             if seq not in leave_out:
                 kept += value
 
-    for raw in columns.stream_raw_rows(connection, columns._STORED_FIELDS):
+    for raw in row_arrays.stream_raw_rows(connection, columns._STORED_FIELDS):
         batch.append(raw)
         if len(batch) >= 10_000:
             add(batch)
@@ -95,7 +96,7 @@ def _reads_digests(connection, through: int) -> tuple[str, str]:
     whole, upto = hashlib.sha256(), hashlib.sha256()
     query = select(reads.c.dataset, reads.c.position, reads.c.seq).order_by(reads.c.dataset, reads.c.position,
                                                                              reads.c.seq)
-    for dataset, position, seq in columns.stream_raw_rows(connection, query):
+    for dataset, position, seq in row_arrays.stream_raw_rows(connection, query):
         line = f"{dataset}\x00{position}\x00{seq}\n".encode()
         whole.update(line)
         if seq <= through:
@@ -110,11 +111,10 @@ def _json_text(value) -> str:
 def _cap_digests(connection) -> dict[str, list[str]]:
     """Per cap ("dataset/name"): [SHA-256 over its row, SHA-256 over its running total and accountant
     state] (the row changes by a cap event only; the figures by any charge on its dataset)."""
-    from . import database as store
 
     rows: dict[str, str] = {}
     figures: dict[str, list[str]] = {}
-    caps, totals, states = store.CapRow.__table__, store.CapTotalRow.__table__, store.CapAccountantRow.__table__
+    caps, totals, states = table_models.CapRow.__table__, table_models.CapTotalRow.__table__, table_models.CapAccountantRow.__table__
     for row in connection.execute(select(caps)):
         rows[f"{row.dataset}/{row.name}"] = _row_text(row)
     for name, table, column in (("total", totals, totals.c.total), ("state", states, states.c.state)):
@@ -134,14 +134,13 @@ def _configuration_digests(connection) -> tuple[str, dict[str, str]]:
     """What the figures read of the configuration: SHA-256 over the dataset and variable rows
     (which variables a subset holds, and which are protected), and per family its row (how its
     members are charged, docs/explanation/model.md#families)."""
-    from . import database as store
 
-    datasets, variables = store.DatasetRow.__table__, store.VariableRow.__table__
+    datasets, variables = table_models.DatasetRow.__table__, table_models.VariableRow.__table__
     whole = hashlib.sha256()
     for table, order in ((datasets, (datasets.c.name,)), (variables, (variables.c.dataset, variables.c.name))):
         for row in connection.execute(select(table).order_by(*order)):
             whole.update(f"{table.name} {_row_text(row)}\n".encode())
-    families = store.FamilyRow.__table__
+    families = table_models.FamilyRow.__table__
     return whole.hexdigest(), {row.id: hashlib.sha256(_row_text(row).encode()).hexdigest()
                                for row in connection.execute(select(families))}
 
@@ -164,10 +163,8 @@ def needs_full(kept: Mapping | None, kinds: Iterable[str], dataset_events: bool)
 
 def states_at(connection, ids: Sequence[str], through: int) -> dict[str, dict]:
     """Each release's state at event `through` (its latest release event up to it), where it had one."""
-    from . import database as store
-    from .verified_head import hashes_to_itself
 
-    events = store.AuditEventRow.__table__
+    events = table_models.AuditEventRow.__table__
     kinds = enforced.release_kinds()  # the events that carry a release's state (by its index on kind, subject)
     found: dict[str, tuple[int, dict]] = {}
     for at in range(0, len(ids), 500):
@@ -191,9 +188,8 @@ def check_since(session, kept: Mapping, touched: Mapping[str, int], named_caps: 
     """The derived rows against the digest `kept` (module docstring); `touched`: release id ->
     its accounting seq, for the releases the events since name (their rows are recomputed by
     columns.check); `named_caps`, `named_families`: the caps and families the events since name
-    (compared with their events by database.StateEvents); `touched_datasets`: the
+    (compared with their events by audit_verify.StateEvents); `touched_datasets`: the
     datasets whose totals and states those events changed. Returns (problems, the digest now)."""
-    from .codec import release_from_dict
 
     connection = session.connection()
     through = int(kept["seq"])
@@ -249,16 +245,14 @@ def _recomputed_caps(session, dataset: str) -> list[str]:
     recomputed from the accounting rows (checked above)."""
     from ..accounting.cap_states import state_differences, state_from_index, state_is_current
     from ..accounting.budget import total_differences, total_from_index
-    from . import database as store
-    from .codec import cap_total_from_dict, cap_total_to_dict
 
     connection = session.connection()
-    caps = [store.cap_from_dict(store._cap_dict(row)) for row in
-            session.exec(select(store.CapRow).where(store.CapRow.dataset == dataset)).scalars()]
+    caps = [cap_from_dict(row_dicts.cap_dict(row)) for row in
+            session.exec(select(table_models.CapRow).where(table_models.CapRow.dataset == dataset)).scalars()]
     if not caps:
         return []
-    index = store.caps_index(session, dataset, caps)
-    totals, states = store.CapTotalRow.__table__, store.CapAccountantRow.__table__
+    index = running_totals.caps_index(session, dataset, caps)
+    totals, states = table_models.CapTotalRow.__table__, table_models.CapAccountantRow.__table__
     stored_totals = {cap: total for cap, total in connection.execute(
         select(totals.c.cap, totals.c.total).where(totals.c.dataset == dataset))}
     stored_states = {cap: state for cap, state in connection.execute(

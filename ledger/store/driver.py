@@ -125,9 +125,9 @@ PIPELINE = "ledger_pipeline"  # connection.info key: the writes held, [(SQL, par
 
 def pipeline(connection: Connection) -> None:
     """PostgreSQL: the writes that follow (`execute`, `execute_many`) are held until a read
-    (`query`), any statement SQLAlchemy runs (database.make_engine ends the pipeline before it:
+    (`query`), any statement SQLAlchemy runs (engines.make_engine ends the pipeline before it:
     SQLAlchemy reads results and row counts as soon as it executes), or the end of the write
-    transaction (database.write_session), and then sent together, in order. Elsewhere a no-op."""
+    transaction (sessions.write_session), and then sent together, in order. Elsewhere a no-op."""
     if connection.dialect.name != "postgresql" or PIPELINE in connection.info:
         return
     connection.info[PIPELINE] = []

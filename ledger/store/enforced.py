@@ -1,7 +1,7 @@
 """What PostgreSQL itself refuses: a lifecycle step the ledger does not allow, and, for a person's
 own login, an event of a duty the person's database role does not hold (docs/explanation/model.md#people-duties-and-the-book-of-record).
 
-The append-only triggers (database._APPEND_ONLY_SQL) keep every event once written; they cannot
+The append-only triggers (append_only.APPEND_ONLY_SQL) keep every event once written; they cannot
 refuse a forged *append*: a published release turned "cancelled", its budget refunded, the totals
 recomputed and the event chained correctly is an INSERT. The triggers made here judge each
 event as it is inserted:

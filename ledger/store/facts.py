@@ -27,6 +27,9 @@ from dataclasses import dataclass
 from sqlalchemy import Text, cast, func, select
 
 from ..core.records import CHARGED_STATUSES, Release
+from . import row_dicts, table_models
+from .codec import release_from_dict
+from .row_arrays import _ROWS
 
 
 @dataclass(frozen=True)
@@ -43,11 +46,9 @@ class ChargedFacts:
 def charged_facts(connection, dataset: str, exact_seqs: Sequence[int]) -> ChargedFacts:
     """The facts of `dataset`'s charged releases; `exact_seqs`: the seqs of the releases read
     exactly (from the index of the charged rows: `LedgerIndex.exactly_read`)."""
-    from . import database as store
-    from .columns import _ROWS
 
     charged = sorted(s.value for s in CHARGED_STATUSES)
-    releases = store.ReleaseRow.__table__
+    releases = table_models.ReleaseRow.__table__
     count = connection.execute(select(func.count()).select_from(_ROWS).where(
         _ROWS.c.dataset == dataset, _ROWS.c.status.in_(charged))).scalar_one()
     moment = func.coalesce(_ROWS.c.published_us, _ROWS.c.recorded_us)
@@ -68,12 +69,10 @@ def charged_facts(connection, dataset: str, exact_seqs: Sequence[int]) -> Charge
 
 def _releases_at(connection, seqs: list[int], batch: int = 500) -> dict[int, Release]:
     """The releases at these seqs, decoded (a batch of seqs per statement)."""
-    from . import database as store
-    from .codec import release_from_dict
 
-    table = store.ReleaseRow.__table__
+    table = table_models.ReleaseRow.__table__
     found = {}
     for start in range(0, len(seqs), batch):
         for row in connection.execute(select(table).where(table.c.seq.in_(seqs[start:start + batch]))):
-            found[row.seq] = release_from_dict(store.release_row_dict(row))
+            found[row.seq] = release_from_dict(row_dicts.release_row_dict(row))
     return found

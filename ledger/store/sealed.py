@@ -2,7 +2,7 @@
 form, so a read at a million releases is a few BLOB reads, not a million rows parsed.
 
 `columns.index_for` reads, per charged release of a dataset, its reads bitset, its first
-guarantee's value id, its accounting event and its two moments (`columns._Rows`). Read
+guarantee's value id, its accounting event and its two moments (`row_arrays._Rows`). Read
 from the accounting rows, that is one aggregate over a million rows on SQLite (about two
 seconds) or a million tuples on PostgreSQL. Here the same columns of the rows whose seq
 lies in one range [first, stop) of CHUNK_SEQS seqs are kept, once the range is complete,
@@ -16,7 +16,7 @@ width as the row reader pads it; the first guarantee's value id (-1: none); even
 charged through it (-2: no event); recorded_us and published_us as stored (NULL_US: NULL);
 the release id; and the seqs of the rare rows the reader takes from the rows themselves
 (a family, further guarantees, or a first guarantee protecting other than what the
-release reads), as `columns._read_columns` takes them. The arrays equal what the row
+release reads), as `row_arrays._read_columns` takes them. The arrays equal what the row
 reader reads, so every figure is the same to the last bit.
 
 Why ranges of seqs, not of rows: a range [first, stop) is complete as soon as any seq at
@@ -52,6 +52,8 @@ from sqlalchemy import Column, Integer, LargeBinary, bindparam, delete, func, in
 from sqlmodel import Field, SQLModel
 
 from ..core.lazy import lazy_module
+from . import configuration, table_models
+from .row_arrays import _AFTER_ALL, _BEFORE_ANY, _ROWS, _Rows, _in_parts, _packed, _rare_columns, _raw_rows, _stamps, stream_raw_rows
 
 np = lazy_module("numpy")
 
@@ -88,7 +90,6 @@ _CHANGES = AccountingChangeRow.__table__
 
 
 def _rows_table():
-    from .columns import _ROWS
 
     return _ROWS
 
@@ -131,7 +132,7 @@ def decode(body: bytes) -> dict[str, "np.ndarray"]:
 
 
 # --------------------------------------------------------------------------
-# Sealing (inside store.write_session)
+# Sealing (inside sessions.write_session)
 # --------------------------------------------------------------------------
 
 
@@ -144,7 +145,6 @@ def _compact(values: "np.ndarray") -> "np.ndarray":
 
 def build(connection, dataset: str, first: int, stop: int, width: int) -> tuple[int, bytes]:
     """(how many rows, the BLOB) of the dataset's accounting rows with seq in [first, stop)."""
-    from .columns import _packed, stream_raw_rows
 
     rows_table = _rows_table()
     c = rows_table.c
@@ -266,9 +266,8 @@ def reseal(connection, dataset: str, first: int, stop: int, width: int) -> None:
 
 def top_seq(connection) -> int:
     """The last seq given (the audit chain's last event), -1 in an empty ledger."""
-    from . import database as store
 
-    events = store.AuditEventRow.__table__
+    events = table_models.AuditEventRow.__table__
     found = connection.execute(select(func.max(events.c.seq))).scalar()
     return -1 if found is None else int(found)
 
@@ -283,11 +282,10 @@ def rebuild(connection, dataset: str, width: int) -> int:
 
 def build_all(session) -> int:
     """The schema 10 migration: every dataset's complete ranges sealed once."""
-    from . import database as store
 
     connection = session.connection()
     made = 0
-    for name, dataset in sorted(store.configuration(session).datasets.items()):
+    for name, dataset in sorted(configuration.configuration(session).datasets.items()):
         made += rebuild(connection, name, len(dataset.variable_names))
     return made
 
@@ -299,7 +297,6 @@ def build_all(session) -> int:
 
 def chunks(connection, dataset: str) -> list[tuple[int, int, int, int, bytes]]:
     """(first, stop, width, count, body) of the dataset's chunks, in seq order."""
-    from .columns import _raw_rows
 
     return _raw_rows(connection, select(_CHUNKS.c.first, _CHUNKS.c.stop, _CHUNKS.c.width, _CHUNKS.c.count,
                                         _CHUNKS.c.body).where(_CHUNKS.c.dataset == dataset)
@@ -364,7 +361,7 @@ class Sealed:
 
 def read_part(connection, dataset: str, charged: Sequence[str], positions: list[int] | None, n_var: int,
               accounts: bool):
-    """(`columns._Rows` of the sealed part, where the chunks end) of the dataset's charged rows
+    """(`row_arrays._Rows` of the sealed part, where the chunks end) of the dataset's charged rows
     (those reading one of `positions`, when given), as the row reader reads them; None when
     there are no chunks or they cannot be used as they are (sealed at another width, or not
     contiguous from seq 0: the rows then).
@@ -372,7 +369,6 @@ def read_part(connection, dataset: str, charged: Sequence[str], positions: list[
     The chunks are read and decoded one at a time and only the rows kept are taken from each, so memory
     holds one chunk and the rows kept, never every chunk's arrays joined. A row's status and
     publication moment noted as changed (`note_change`) are taken from its row."""
-    from .columns import _AFTER_ALL, _BEFORE_ANY, _ROWS, _Rows, _in_parts, _rare_columns, _stamps, stream_raw_rows
 
     size = (n_var + 7) // 8 or 1
     code = {name: k for k, name in enumerate(STATUSES)}
@@ -481,14 +477,12 @@ def noted_rows(connection, dataset: str, first: int | None = None, stop: int | N
 
 
 def _raw_rows_of(connection, statement):
-    from .columns import _raw_rows
 
     return _raw_rows(connection, statement)
 
 
 def join_rows(head, tail):
-    """`columns._Rows` of the sealed part followed by those of the tail (later seqs)."""
-    from .columns import _Rows
+    """`row_arrays._Rows` of the sealed part followed by those of the tail (later seqs)."""
 
     offset = len(head.seq)
     family = dict(head.family)

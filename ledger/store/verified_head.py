@@ -4,7 +4,7 @@
 ledger of a million releases minutes of work. After it succeeds, the head it
 verified (seq and hash), with when it was verified and when the last full verification
 ran, is kept in `ledger_meta` as the checkpoint (JSON; schema 8: before it, "seq:hash"
-with no time, upgraded in place by store._v8_verified_head_time); `audit verify --since-checkpoint`
+with no time, upgraded in place by schema_migrations._v8_verified_head_time); `audit verify --since-checkpoint`
 then checks only the events after it:
 
 - the checkpoint event still carries the hash that was verified (so nothing up to
@@ -35,7 +35,7 @@ from sqlalchemy import select
 from sqlmodel import Session
 
 from . import columns, derived
-from . import database as store
+from . import audit_chain, audit_verify, configuration, engines, row_dicts, session_state, table_models
 from .codec import release_from_dict
 
 CHECKPOINT_KEY = "verified_head"
@@ -78,7 +78,7 @@ def parse(value: str) -> VerifiedHead:
 
 
 def read_head(session: Session) -> VerifiedHead | None:
-    row = session.get(store.MetaRow, CHECKPOINT_KEY)
+    row = session.get(table_models.MetaRow, CHECKPOINT_KEY)
     return None if row is None else parse(row.value)
 
 
@@ -88,7 +88,7 @@ def read(session: Session) -> tuple[int, str] | None:
     return None if head is None else (head.seq, head.hash)
 
 
-def remember(engine, verification: store.Verification, full: bool = True,
+def remember(engine, verification: audit_verify.Verification, full: bool = True,
              previous: VerifiedHead | None = None) -> bool:
     """Keep a verified head as the checkpoint (only a verification that passed), stamped with
     now; `full` says whether the whole chain was verified (else `previous`, the head an
@@ -98,7 +98,7 @@ def remember(engine, verification: store.Verification, full: bool = True,
     the next --since-checkpoint then starts from the last head kept."""
     if not verification.ok or verification.events == 0:
         return False
-    now = store.now()
+    now = session_state.now()
     value = VerifiedHead(verification.events, verification.head, now,
                          now if full else (previous.full_at if previous is not None else None),
                          verification.derived).to_value()
@@ -120,14 +120,14 @@ def remember(engine, verification: store.Verification, full: bool = True,
                         connection.execute("ROLLBACK")
                     return False
                 finally:
-                    connection.execute(f"PRAGMA busy_timeout = {int(store.lock_timeout() * 1000)}")
+                    connection.execute(f"PRAGMA busy_timeout = {int(engines.lock_timeout() * 1000)}")
             finally:
                 raw.close()
             return True
         with Session(engine) as session, session.begin():
             # one meta row, no event: the ledger's write lock is not needed, and not waited for
             session.connection().exec_driver_sql("SET LOCAL lock_timeout = '1s'")
-            session.merge(store.MetaRow(key=CHECKPOINT_KEY, value=value))
+            session.merge(table_models.MetaRow(key=CHECKPOINT_KEY, value=value))
         return True
     except Exception as exc:  # noqa: BLE001 -- only a database failure is expected here
         from sqlalchemy.exc import DBAPIError
@@ -137,27 +137,12 @@ def remember(engine, verification: store.Verification, full: bool = True,
         raise
 
 
-def hashes_to_itself(row) -> bool:
-    """The event row hashes to its stored hash, as the chain walk checks every later event
-    (`store.ChainWalk`: over the stored canonical payload, else over the payload parsed)."""
-    from .codec import chain_hash, event_hash
-
-    if event_hash(row.prev_hash, row.seq, row.at, row.actor, row.kind, row.subject, row.payload) == row.hash:
-        return True
-    try:
-        payload = json.loads(row.payload)
-    except ValueError:
-        return False
-    return chain_hash(row.prev_hash, {"seq": row.seq, "at": row.at, "actor": row.actor, "kind": row.kind,
-                                      "subject": row.subject, "payload": payload}) == row.hash
-
-
 def verify_since(session: Session, checkpoint: tuple[int, str], derived_digest: dict | None = None
-                 ) -> store.Verification:
+                 ) -> audit_verify.Verification:
     """Verify what was appended since the verified head `checkpoint` (seq, hash), and every derived
     row against the digest kept with it (`derived_digest`, derived.py); a full verification when
     no digest was kept or the derived rows cannot be checked from it (derived.needs_full)."""
-    events = store.AuditEventRow.__table__
+    events = table_models.AuditEventRow.__table__
     connection = session.connection()
     start, digest = checkpoint
     problems: list[str] = []
@@ -166,15 +151,15 @@ def verify_since(session: Session, checkpoint: tuple[int, str], derived_digest: 
     if found != digest:
         problems.append(f"event {start}: the verified checkpoint's hash changed (it was {digest[:12]}..., now "
                         f"{'missing' if found is None else found[:12] + '...'}); run a full `audit verify`")
-    elif not hashes_to_itself(row):  # its content edited, its hash kept: the head no longer holds
+    elif not audit_chain.hashes_to_itself(row):  # its content edited, its hash kept: the head no longer holds
         problems.append(f"event {start} ({row.kind} {row.subject}): the verified checkpoint's content does not "
                         "match its hash; run a full `audit verify`")
     releases: dict[str, tuple[int, dict | None, str | None]] = {}
     touched_datasets: set[str] = set()
     kinds: set[str] = set()
     dataset_events = False
-    states = store.StateEvents()  # the datasets, families, caps and roles the events since name
-    walk = store.ChainWalk(connection, problems, start=start, previous=digest)  # the chain walk verify makes
+    states = audit_verify.StateEvents()  # the datasets, families, caps and roles the events since name
+    walk = audit_verify.ChainWalk(connection, problems, start=start, previous=digest)  # the chain walk verify makes
     for row, canonical in walk:
         if not canonical:
             problems.append(f"event {row.seq} ({row.kind} {row.subject}): content does not match its hash")
@@ -193,18 +178,18 @@ def verify_since(session: Session, checkpoint: tuple[int, str], derived_digest: 
         dataset_events = dataset_events or "dataset" in payload
         states.note(row, payload)
     if not problems and derived.needs_full(derived_digest, kinds, dataset_events):
-        return store.verify(session)
+        return audit_verify.verify(session)
 
-    variables = {d.name: d.variable_names for d in store.configuration(session).datasets.values()}
+    variables = {d.name: d.variable_names for d in configuration.configuration(session).datasets.values()}
     seqs: dict[str, int] = {}
     if releases:
-        table = store.ReleaseRow.__table__
+        table = table_models.ReleaseRow.__table__
         rows = {}
         ids = list(releases)
         for at in range(0, len(ids), 500):
             for row in connection.execute(select(table).where(table.c.id.in_(ids[at:at + 500]))):
-                rows[row.id] = store.release_row_dict(row)
-        problems.extend(store._compare("release", releases, rows, store._normal_release))
+                rows[row.id] = row_dicts.release_row_dict(row)
+        problems.extend(audit_verify.compare("release", releases, rows, audit_verify.normal_release))
         seqs = {rid: seq for rid, seq in connection.execute(
             select(table.c.id, table.c.seq).where(table.c.id.in_(list(rows))))} if rows else {}
         readable = []
@@ -215,12 +200,12 @@ def verify_since(session: Session, checkpoint: tuple[int, str], derived_digest: 
                 continue
         problems.extend(columns.check(session, readable, variables, only={rid for rid in rows}))
     problems.extend(states.problems(session, only_named=True))
-    problems.sort(key=store._event_number)
-    problems.extend(store._check_count(session, walk.count))  # a chain cut at its end
+    problems.sort(key=audit_verify.event_number)
+    problems.extend(audit_verify.check_count(session, walk.count))  # a chain cut at its end
     fresh = None
     if derived_digest is not None:
         found, fresh = derived.check_since(session, derived_digest, seqs, set(states.caps), touched_datasets,
                                            variables, walk.count, set(states.families))
         problems.extend(found)
-    return store.Verification(ok=not problems, events=walk.count, head=walk.head, problems=tuple(problems),
+    return audit_verify.Verification(ok=not problems, events=walk.count, head=walk.head, problems=tuple(problems),
                               full=False, derived=None if problems else fresh)

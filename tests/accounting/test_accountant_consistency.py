@@ -540,12 +540,12 @@ def test_a_caps_state_keeps_no_pld_figure_and_check_decides_by_the_filter(ledger
         assert expected <= cap[field] <= expected * (1 + 1e-8), field
     # a PLD figure slipped into the state (as one was kept there for a plan fixed in advance) is
     # never read: the decision is the filter's, the same
-    from ledger.store import database as store
+    from ledger.store import process_caches
 
     db.execute("UPDATE cap_accountant_state SET state = ? WHERE cap = 'a-cap'",
                (json.dumps({**kept, "pld": {"of": "0" * 64, "epsilon": 0.001}}),))
     db.commit()
-    store._STATES_CACHE.clear()  # (this process keeps the states it read while the head stands still)
+    process_caches.STATES_CACHE.clear()  # (this process keeps the states it read while the head stands still)
     (again,) = cli_main(url, "check", plan, "--json").json()["caps"]
     assert again == cap
 

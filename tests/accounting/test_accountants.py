@@ -359,7 +359,7 @@ class Clock:
 def capped(tmp_path):
     url = f"sqlite:///{tmp_path / 'l.db'}"
     (tmp_path / "d.yaml").write_text(DATASET)
-    with mock.patch("ledger.store.database.now", Clock()):
+    with mock.patch("ledger.store.session_state.now", Clock()):
         assert cli_main(url, "dataset", "add", tmp_path / "d.yaml").code == 0
         assert cli_main(url, "role", "grant", "approver", "approver").code == 0  # another person approves
         yield url, tmp_path

@@ -172,10 +172,10 @@ class ClientClock:
     minutes behind while `behind` is set."""
 
     def __init__(self, monkeypatch):
-        from ledger.store import database as store
+        from ledger.store import session_state
 
         self.minutes, self.behind = 0, False
-        monkeypatch.setattr(store, "now", self.now)
+        monkeypatch.setattr(session_state, "now", self.now)
 
     def now(self) -> datetime:
         self.minutes += 1

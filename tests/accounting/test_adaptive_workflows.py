@@ -64,7 +64,7 @@ from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.errors import InputErrors, Refused
 from ledger.core.records import CHARGED_STATUSES, Guarantee, Mechanism, Notion, Release
 from ledger.operations.transactions import BudgetRefused
-from ledger.store import database as store
+from ledger.store import decoded_history, engines, running_totals, session_state
 
 F = Fraction
 VARIABLES = ("x", "y", "z")
@@ -235,7 +235,7 @@ class AdaptiveSteward(RuleBasedStateMachine):
             with closing(sqlite3.connect(empty_ledger())) as source, \
                     closing(sqlite3.connect(self.directory / f"{side}.db")) as copy:
                 source.backup(copy)
-        self.engines = {side: store.make_engine(url) for side, url in self.urls.items()}
+        self.engines = {side: engines.make_engine(url) for side, url in self.urls.items()}
         self.books = {side: ledger.open(url, person=front_end("steward", "test")) for side, url in self.urls.items()}
         self.model: dict[str, Modelled] = {}
         self.skewed: set[str] = set()  # releases recorded with the clock behind
@@ -257,7 +257,7 @@ class AdaptiveSteward(RuleBasedStateMachine):
             path = self.directory / f"{side}.db"
             before = dump_sqlite(path)
             behind = (lambda: datetime.now(UTC).replace(microsecond=0) - SKEW)
-            with mock.patch.object(store, "now", behind) if skewed and side == "main" else nullcontext():
+            with mock.patch.object(session_state, "now", behind) if skewed and side == "main" else nullcontext():
                 codes[side] = step(side)
             if codes[side] != 0:
                 assert dump_sqlite(path) == before, ("a refused step wrote something", side)
@@ -456,7 +456,7 @@ class AdaptiveSteward(RuleBasedStateMachine):
             self.read = {}
             for side, engine in self.engines.items():
                 with Session(engine) as session:
-                    self.read[side] = store.snapshot(session, "s")
+                    self.read[side] = decoded_history.snapshot(session, "s")
         return self.read
 
     @invariant()
@@ -510,7 +510,7 @@ class AdaptiveSteward(RuleBasedStateMachine):
             assert math.isclose(float(shown.json()["epsilon"]), _reference_filter(**total, delta=DELTA),
                                 rel_tol=1e-9), shown.json()["epsilon"]
         with Session(self.engines["main"]) as session:
-            (total,) = store.cap_totals(session, "s").values()
+            (total,) = running_totals.cap_totals(session, "s").values()
         assert F(total.value) == sums(held, frozenset({"z"}))["pure"], total
 
 

@@ -33,7 +33,7 @@ from ledger.input.batch import finish_batch
 from ledger.input.documents import Document
 from ledger.input.releases import build_releases
 from ledger.input.snapshot import LedgerSnapshot
-from ledger.store import database as store
+from ledger.store import engines, release_writes, schema_migrations, sessions, table_models
 
 WHEN = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
 
@@ -189,10 +189,10 @@ def _old_member(release_id: str, epsilon: F, family: str | None = "by-region") -
 def make_schema_15(url: str) -> None:
     """Members recorded as schema 15 wrote them: their events and rows without a part (the store's
     own writes of releases without one), then the part column and its index gone, stamped 15."""
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     try:
-        with store.write_session(engine) as session:
-            store.add_releases(session, [_old_member("m1", F(1)), _old_member("m2", F(1, 2)),
+        with sessions.write_session(engine) as session:
+            release_writes.add_releases(session, [_old_member("m1", F(1)), _old_member("m2", F(1, 2)),
                                          _old_member("x", F(1, 4), family=None)],
                                [Family("by-region", "survey", frozenset({"region"}))], "ana")
     finally:
@@ -200,7 +200,7 @@ def make_schema_15(url: str) -> None:
     engine = create_engine(url)
     try:
         with engine.begin() as connection:
-            connection.execute(text(f"DROP INDEX {store.PART_INDEX}"))
+            connection.execute(text(f"DROP INDEX {table_models.PART_INDEX}"))
             connection.execute(text("ALTER TABLE releases DROP COLUMN part"))
             connection.execute(text("UPDATE ledger_meta SET value = '15' WHERE key = 'schema_version'"))
     finally:
@@ -234,7 +234,7 @@ def test_an_old_ledgers_members_become_their_own_parts_and_its_chain_verifies(un
     verified = ok(run(survey, "audit", "verify"))  # (the upgrade runs on first use, then the whole chain)
     assert "audit chain intact" in verified.out
     assert query(survey, "SELECT id, part FROM releases ORDER BY id") == [("m1", "m1"), ("m2", "m2"), ("x", None)]
-    assert query(survey, "SELECT value FROM ledger_meta WHERE key = 'schema_version'") == [(str(store.SCHEMA_VERSION),)]
+    assert query(survey, "SELECT value FROM ledger_meta WHERE key = 'schema_version'") == [(str(schema_migrations.SCHEMA_VERSION),)]
     assert ("ledger.migrated", "schema 16") in query(survey, "SELECT kind, subject FROM audit_events")
     listed = {r["id"]: r for r in run(survey, "releases", "--json").json()}
     assert (listed["m1"]["part"], listed["m2"]["part"]) == ("m1", "m2") and "part" not in listed["x"]

@@ -33,7 +33,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from support import cli_main
 
 from ledger.operations import transactions as operations
-from ledger.store import database as store
+from ledger.store import configuration, decoded_history, engines, running_totals
 from ledger.accounting.charge_choice import at_delta
 from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.errors import InputErrors
@@ -174,7 +174,7 @@ class Steps(RuleBasedStateMachine):
         self.url = f"sqlite:///{self.path}"
         (self.directory / "dataset.yaml").write_text(DATASET.replace("families:\n", ""))
         assert cli_main(self.url, "dataset", "add", self.directory / "dataset.yaml").code == 0
-        self.engine = store.make_engine(self.url)
+        self.engine = engines.make_engine(self.url)
         self.ids: list[str] = []
         self.count = 0
         self.families_declared = False
@@ -259,9 +259,9 @@ class Steps(RuleBasedStateMachine):
         from sqlmodel import Session
 
         with Session(self.engine) as session:
-            snapshot = store.snapshot(session, "s")
-            totals = store.cap_totals(session, "s")
-            (cap,) = store.caps(session, "s")
+            snapshot = decoded_history.snapshot(session, "s")
+            totals = running_totals.cap_totals(session, "s")
+            (cap,) = configuration.caps(session, "s")
         releases = list(snapshot.releases.values())
         charged = [r for r in releases if r.status in CHARGED_STATUSES]
         published = [r for r in releases if r.status in (Status.PUBLISHED, Status.RETRACTED)]

@@ -108,10 +108,10 @@ def test_a_release_cannot_be_cancelled_while_a_charged_release_derives_from_it(l
 
 def test_a_cancellation_reads_only_the_releases_that_name_it_and_the_caps_rows(ledger, monkeypatch):
     """The lineage rule reads the releases whose derived-from list names the release
-    (store.deriving_from), and the totals and accountant states it frees are recomputed from the
-    accounting rows, never from every decoded release (store.snapshot: minutes at a million
+    (row_reads.deriving_from), and the totals and accountant states it frees are recomputed from the
+    accounting rows, never from every decoded release (decoded_history.snapshot: minutes at a million
     releases); `audit verify`, which recomputes both from the decoded releases, agrees."""
-    from ledger.store import database as store
+    from ledger.store import decoded_history
 
     ledger.ok("cap", "set", "income", "--epsilon", "5", "--delta", "1e-9")
     ledger.ok("cap", "set", "income", "sex", "--name", "pair", "--epsilon", "4")
@@ -129,7 +129,7 @@ def test_a_cancellation_reads_only_the_releases_that_name_it_and_the_caps_rows(l
     def decoded(*args, **kwargs):
         raise AssertionError("every release decoded")
 
-    monkeypatch.setattr(store, "snapshot", decoded)
+    monkeypatch.setattr(decoded_history, "snapshot", decoded)
     refused = ledger("cancel", "raw", "--reason", "withdrawn")
     assert refused.code == 2
     assert "charged release(s) derive from it: rounded (planned), twice (planned)" in refused.err
@@ -205,10 +205,10 @@ def test_a_derived_release_cannot_be_published_at_a_date_before_its_parent(ledge
     """`publish --at` dates a publication that happened elsewhere: not before the parent's."""
     from datetime import UTC, datetime
 
-    from ledger.store import database as store
+    from ledger.store import session_state
 
     clock = {"now": datetime(2026, 1, 1, 10, 0, tzinfo=UTC)}
-    monkeypatch.setattr(store, "now", lambda: clock["now"])
+    monkeypatch.setattr(session_state, "now", lambda: clock["now"])
     ledger.ok("record", ledger.write("r.yaml", RAW_AND_ROUNDED))
     with acting_as("approver"):
         ledger.ok("approve", "raw")

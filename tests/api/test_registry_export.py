@@ -170,7 +170,7 @@ def test_the_export_read_from_rows_a_chunk_at_a_time_is_the_record_of_the_releas
     chunk at a time: the record is the one
     `registry_record` makes from every release decoded (the API's path), with families, a
     derived release, a release read exactly and a cancelled one, over several chunks."""
-    from ledger.store import database as store
+    from ledger.store import decoded_history
 
     with acting_as("tester"):
         book = ledger.open(url)
@@ -183,8 +183,8 @@ def test_the_export_read_from_rows_a_chunk_at_a_time_is_the_record_of_the_releas
                 "- 'p8' is computed from p1, p2 (post-processing: no further loss).\n")
             assert "- laplace: 2 releases\n" in expected["deployment"]["implementation"]["mechanisms"]
         with monkeypatch.context() as patch:
-            patch.setattr(store, "RELEASE_PAGE", 2)
-            patch.setattr(store, "snapshot", lambda *a, **k: pytest.fail("export decoded the whole history"))
+            patch.setattr(decoded_history, "RELEASE_PAGE", 2)
+            patch.setattr(decoded_history, "snapshot", lambda *a, **k: pytest.fail("export decoded the whole history"))
             run = cli_main(url, "export", "registry", "--dataset", "holdout", "--tier", tier, "--out", "-", "--json")
         assert run.code == 0, run.err
         assert json.loads(run.out) == expected
@@ -238,7 +238,7 @@ def test_the_facts_by_sql_are_the_facts_of_every_release_decoded(ledger, data):
     from ledger.input.releases import build_releases
     from ledger.input.snapshot import LedgerSnapshot
     from ledger.operations.registry_record import facts_of, release_facts
-    from ledger.store import columns, database as store
+    from ledger.store import columns, dataset_writes, decoded_history, engines, release_writes, schema_migrations, sessions
     from ledger.store.facts import charged_facts
 
     entries, lifecycle = ledger
@@ -250,8 +250,8 @@ def test_the_facts_by_sql_are_the_facts_of_every_release_decoded(ledger, data):
         lifecycle.append((status, data.draw(st.one_of(st.none(), st.integers(0, 5))), published, False))
     with tempfile.TemporaryDirectory() as directory:
         url = f"sqlite:///{directory}/l.db"
-        engine = store.make_engine(url)
-        store.ensure_schema(engine)
+        engine = engines.make_engine(url)
+        schema_migrations.ensure_schema(engine)
         releases, _, errors = build_releases(
             Document("r.json", {"dataset": "t", "releases": entries}),
             LedgerSnapshot(datasets={"t": dataset()}, families={f.id: f for f in FAMILIES}),
@@ -259,11 +259,11 @@ def test_the_facts_by_sql_are_the_facts_of_every_release_decoded(ledger, data):
         assert not errors, errors
         stated = [replace(r, status=status, recorded_at=moment(recorded), published_at=moment(published))
                   for r, (status, recorded, published, _) in zip(releases, lifecycle)]
-        with store.write_session(engine) as session:
-            store.add_dataset(session, dataset(), "t")
-            store.add_releases(session, stated, FAMILIES, "t")
+        with sessions.write_session(engine) as session:
+            dataset_writes.add_dataset(session, dataset(), "t")
+            release_writes.add_releases(session, stated, FAMILIES, "t")
         with Session(engine) as session:
-            charged = [r for r in store.snapshot(session, "t").releases.values() if r.status in CHARGED_STATUSES]
+            charged = [r for r in decoded_history.snapshot(session, "t").releases.values() if r.status in CHARGED_STATUSES]
             index = columns.index_for(session, VARIABLES, "t", {f.id: f for f in FAMILIES})
             from ledger.accounting import ledger_index
 

@@ -25,7 +25,7 @@ from support import Run, cli_main, dump_sqlite
 from typer.testing import CliRunner
 
 from ledger.cli import app as cli
-from ledger.store import database as store
+from ledger.store import decoded_history, engines
 
 from conftest import _reference_filter
 
@@ -320,9 +320,9 @@ def test_a_fraction_rho_is_kept_exactly(graduates, tmp_path):
         releases:
           - {id: exact-rho, reads: [income], mechanism: {name: gaussian, rho: "104/4099"}}
         """)
-    engine = store.make_engine(sqlite_url(graduates))
+    engine = engines.make_engine(sqlite_url(graduates))
     with Session(engine) as session:
-        (guarantee,) = store.snapshot(session).releases["exact-rho"].guarantees
+        (guarantee,) = decoded_history.snapshot(session).releases["exact-rho"].guarantees
     engine.dispose()
     assert guarantee.rho == Fraction(104, 4099)
     listed = invoke(graduates, "releases", "--json").json()
@@ -387,9 +387,9 @@ def test_gaussian_sigma_gives_an_exact_rho(graduates, tmp_path):
         releases:
           - {id: g, reads: [income], mechanism: {name: gaussian, sigma: 5, sensitivity: 2}}
         """)
-    engine = store.make_engine(sqlite_url(graduates))
+    engine = engines.make_engine(sqlite_url(graduates))
     with Session(engine) as session:
-        (guarantee,) = store.snapshot(session).releases["g"].guarantees
+        (guarantee,) = decoded_history.snapshot(session).releases["g"].guarantees
     engine.dispose()
     assert guarantee.rho == F(2 * 2, 2 * 5 * 5)  # 2/25
     subset = invoke(graduates, "subset", "income", "--json").json()

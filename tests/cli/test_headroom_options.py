@@ -59,7 +59,7 @@ def new_ledger(tmp_path, delta="1e-9"):
 
 def test_headroom_as_of_is_the_ledger_as_cap_list_as_of_reads_it(tmp_path):
     clock = Clock()
-    with mock.patch("ledger.store.database.now", clock):
+    with mock.patch("ledger.store.session_state.now", clock):
         url = new_ledger(tmp_path)
         capped = (clock.at + timedelta(seconds=30)).isoformat()  # the caps set, nothing recorded yet
         moments = []
@@ -158,7 +158,7 @@ def test_a_plan_of_the_headroom_passes_check_and_one_slightly_over_is_refused(tm
     book.add_dataset({"dataset": "d", "delta": "1e-9", "self_approval": True, "variables": [{"name": "a"}, {"name": "b"}],
                       "caps": [{"name": "c", "subset": ["a"], "epsilon": limit, "delta": "1e-9"}]})
     clock = Clock()
-    with mock.patch("ledger.store.database.now", clock):
+    with mock.patch("ledger.store.session_state.now", clock):
         for k, (mechanism, value, reads, published) in enumerate(releases):
             entry = f"  - {{id: r{k}, reads: {reads}, mechanism: {mechanism % value}"
             entry += (f", status: published, published_at: \"{(clock.at + timedelta(seconds=1)).isoformat()}\"}}"

@@ -37,7 +37,7 @@ import pytest
 from sqlmodel import Session
 
 from ledger.operations import transactions as operations
-from ledger.store import database as store
+from ledger.store import cap_writes, dataset_writes, decoded_history, engines, schema_migrations, sessions
 from ledger.accounting.ledger_index import LedgerIndex
 from ledger.core.errors import InputErrors
 from ledger.input.datasets import build_caps, build_dataset
@@ -106,7 +106,7 @@ class Ledger:
 
     def releases(self) -> dict[str, Release]:
         with Session(self.engine) as session:
-            return dict(store.snapshot(session, "survey").releases)
+            return dict(decoded_history.snapshot(session, "survey").releases)
 
     def dump(self) -> list[str]:
         """Every table of the SQLite file, as SQL text."""
@@ -119,7 +119,7 @@ class Ledger:
     def cost(self, variable: str):
         """The DP total on {variable} over the charged releases: math.inf when unbounded."""
         with Session(self.engine) as session:
-            snapshot = store.snapshot(session, "survey")
+            snapshot = decoded_history.snapshot(session, "survey")
         charged = [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES]
         spend = LedgerIndex(snapshot.datasets["survey"].variable_names, charged).subset_cost({variable}).spend
         return math.inf if spend.unbounded else spend
@@ -131,22 +131,22 @@ class Ledger:
         assert not errors
         caps, errors = build_caps(document, dataset)
         assert not errors and caps
-        with store.write_session(self.engine) as session:
+        with sessions.write_session(self.engine) as session:
             for cap in caps:
-                store.set_cap(session, cap, "steward")
+                cap_writes.set_cap(session, cap, "steward")
 
 
 @pytest.fixture
 def ledger(tmp_path) -> Ledger:
     path = tmp_path / "l.db"
-    engine = store.make_engine(f"sqlite:///{path}")
-    store.ensure_schema(engine)
+    engine = engines.make_engine(f"sqlite:///{path}")
+    schema_migrations.ensure_schema(engine)
     document, errors = parse_document("survey.yaml", SURVEY_YAML)
     assert not errors
     dataset, errors = build_dataset(document)
     assert not errors
-    with store.write_session(engine) as session:
-        store.add_dataset(session, dataset, "steward")
+    with sessions.write_session(engine) as session:
+        dataset_writes.add_dataset(session, dataset, "steward")
     yield Ledger(path, engine)
     engine.dispose()
 

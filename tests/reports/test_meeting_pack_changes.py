@@ -27,7 +27,7 @@ from ledger.operations.report_inputs import gather
 from ledger.cli.large_report import gather_large
 from ledger.operations import choices
 from ledger.reporting.report import ChainStatus, build_large_report, build_report
-from ledger.store import database as store
+from ledger.store import decoded_history, engines, session_state, sessions
 
 START = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 CHAIN = ChainStatus(True, 1, "head", ())
@@ -58,7 +58,7 @@ def ledger(tmp_path, monkeypatch):
     """The dataset; 60 releases before S, 60 after; x... after S: b reclassified public, a group
     set, a variable added."""
     clock = [START]
-    monkeypatch.setattr(store, "now", lambda: clock[0])
+    monkeypatch.setattr(session_state, "now", lambda: clock[0])
     url = f"sqlite:///{tmp_path / 'l.db'}"
 
     def run(minute: int, *args):
@@ -88,9 +88,9 @@ SINCE = START + timedelta(minutes=2)
 
 def contexts(url: str):
     """(the full path's context, the summarised path's) of the report --since SINCE."""
-    engine = store.make_engine(url)
-    with store.read_session(engine) as session:
-        dataset = store.snapshot(session, "d").datasets["d"]
+    engine = engines.make_engine(url)
+    with sessions.read_session(engine) as session:
+        dataset = decoded_history.snapshot(session, "d").datasets["d"]
         delta = choices.parse_delta(None, dataset)
         inputs = gather(session, dataset, delta, SINCE, chain=CHAIN)
         small = build_report(inputs, charts=False)

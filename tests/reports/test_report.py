@@ -396,7 +396,7 @@ def test_pufferfish_guarantees_recorded_by_mechanisms_are_reported_apart(tmp_pat
     release has no DP guarantee, so it is ∞ (not protected) on what it reads, never its epsilon."""
     import pandas as pd
 
-    from ledger.store import database as store
+    from ledger.store import engines
     from ledger.operations.recording import run_and_record
 
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
@@ -406,7 +406,7 @@ def test_pufferfish_guarantees_recorded_by_mechanisms_are_reported_apart(tmp_pat
     data = pd.DataFrame({"region": ["N", "N", "S", "S"], "firm": ["a", "b", "c", "d"],
                          "turnover": [100.0, 5.0, 3.0, 7.0], "wages": [10.0, 0.5, 0.3, 0.7],
                          "bit": [1, 1, 0, 1], "staff": [3, 4, 5, 6]})
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     run_and_record(engine, "p-percent", data, dataset="firms", release_id="pp", actor="ada", seed=1,
                    params={"contributor": "firm", "linked": "turnover,wages", "cells": "region", "p": "0.1",
                            "epsilon": "1"})
@@ -436,13 +436,13 @@ def _inputs_of(url: str):
     from sqlmodel import Session
     from test_report_helpers import GENERATED
 
-    from ledger.store import database as store
+    from ledger.store import decoded_history, engines
     from ledger.operations.report_inputs import gather
 
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         with Session(engine) as session:
-            chosen = store.snapshot(session, "graduates").datasets["graduates"]
+            chosen = decoded_history.snapshot(session, "graduates").datasets["graduates"]
             return gather(session, chosen, chosen.delta, None, generated_at=GENERATED)
     finally:
         engine.dispose()

@@ -3,7 +3,7 @@
 - The HTML register's rows are written by `views.register_row`, not by Jinja: every row equals,
   byte for byte, the row the template wrote (the template's markup kept here as the reference),
   for entries that take every branch, hostile text included.
-- Release rows are read with their JSON columns as text (`store.release_row_dicts`): the same
+- Release rows are read with their JSON columns as text (`row_dicts.release_row_dicts`): the same
   dicts as the JSON type's processor gave, and a cell that is not JSON still fails.
 - `cap_states.state_apply` over a chunk gives the state of applying it release by release.
 """
@@ -18,6 +18,7 @@ from fractions import Fraction
 import pytest
 from sqlalchemy import select, text
 
+from ledger.store import audit_verify, decoded_history, row_dicts, sessions, table_models
 from ledger.operations.report_reading import Ending
 from ledger.reporting.register_section import GuaranteeText, RegisterEntry
 from ledger.reporting.views import report_environment
@@ -112,51 +113,51 @@ def test_the_report_template_writes_every_register_row_with_register_row(tmp_pat
 def _demo_engine(tmp_path):
     from ledger.api import Ledger, front_end
     from ledger.cli.demo import run_demo
-    from ledger.store import database as store
+    from ledger.store import engines, schema_migrations
 
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    engine = store.make_engine(url)
-    store.ensure_schema(engine)
+    engine = engines.make_engine(url)
+    schema_migrations.ensure_schema(engine)
     run_demo(Ledger(url, engine, person=front_end("steward", "test")), tmp_path / "demo.html")
-    return store, engine
+    return engine
 
 
 def test_release_rows_read_as_text_are_the_dicts_the_json_type_gave(tmp_path):
-    store, engine = _demo_engine(tmp_path)
-    table = store.ReleaseRow.__table__
-    with store.read_session(engine) as session:
+    engine = _demo_engine(tmp_path)
+    table = table_models.ReleaseRow.__table__
+    with sessions.read_session(engine) as session:
         connection = session.connection()
-        processed = [store.release_row_dict(row) for row in connection.execute(select(table).order_by(table.c.seq))]
-        as_text = store.release_row_dicts(
-            connection.execute(select(*store._RELEASE_TEXT_COLUMNS).order_by(table.c.seq)).all())
+        processed = [row_dicts.release_row_dict(row) for row in connection.execute(select(table).order_by(table.c.seq))]
+        as_text = row_dicts.release_row_dicts(
+            connection.execute(select(*row_dicts.RELEASE_TEXT_COLUMNS).order_by(table.c.seq)).all())
     assert processed and as_text == processed
     assert [json.dumps(d, sort_keys=True) for d in as_text] == [json.dumps(d, sort_keys=True) for d in processed]
 
 
 def test_a_release_cell_that_is_not_json_still_fails_verification_and_the_snapshot(tmp_path):
-    store, engine = _demo_engine(tmp_path)
+    engine = _demo_engine(tmp_path)
     with engine.begin() as connection:
         rid = connection.execute(text("SELECT id FROM releases ORDER BY seq LIMIT 1")).scalar_one()
         connection.execute(text("UPDATE releases SET reads = :bad WHERE id = :id"), {"bad": '["age",', "id": rid})
-    with store.read_session(engine) as session, pytest.raises(ValueError):
-        store.snapshot(session)
-    with store.read_session(engine) as session, pytest.raises(ValueError):
-        store.verify(session)
+    with sessions.read_session(engine) as session, pytest.raises(ValueError):
+        decoded_history.snapshot(session)
+    with sessions.read_session(engine) as session, pytest.raises(ValueError):
+        audit_verify.verify(session)
 
 
 def test_a_release_row_changed_to_other_json_is_named_by_verify(tmp_path):
     """A cell rewritten as other valid JSON (an exact parameter written as a float) is a changed row."""
-    store, engine = _demo_engine(tmp_path)
-    with store.read_session(engine) as session:
-        assert store.verify(session).ok
+    engine = _demo_engine(tmp_path)
+    with sessions.read_session(engine) as session:
+        assert audit_verify.verify(session).ok
     with engine.begin() as connection:
         rid, params = connection.execute(text("SELECT id, mechanism_params FROM releases ORDER BY seq LIMIT 1")).one()
         changed = json.dumps({key: (float(Fraction(value["fraction"])) if isinstance(value, dict) else value)
                               for key, value in json.loads(params).items()})
         assert changed != params
         connection.execute(text("UPDATE releases SET mechanism_params = :p WHERE id = :id"), {"p": changed, "id": rid})
-    with store.read_session(engine) as session:
-        verification = store.verify(session)
+    with sessions.read_session(engine) as session:
+        verification = audit_verify.verify(session)
     assert not verification.ok
     assert any(f"release {rid}): the release row was changed outside the ledger" in p for p in verification.problems)
 

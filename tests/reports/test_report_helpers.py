@@ -18,7 +18,7 @@ from sqlmodel import Session
 from support import Run, cli_main
 
 from ledger.accounting.spend import DEFAULT_DELTA
-from ledger.store import database as store
+from ledger.store import decoded_history, engines, schema_migrations, session_state
 from ledger.reporting.report import build_report
 from ledger.operations.report_inputs import gather
 from ledger.reporting.write import render
@@ -54,15 +54,15 @@ def clock(at: datetime, step: timedelta = timedelta(0)):
         moment[0] += step
         return moment[0]
 
-    with mock.patch.object(store, "now", now):
+    with mock.patch.object(session_state, "now", now):
         yield
 
 
 def demo_ledger(directory: Path) -> str:
     """Tan's Example 3.6 recorded by `ledger.cli.demo.run_demo` in a new SQLite file."""
     url = f"sqlite:///{directory / 'demo.db'}"
-    engine = store.make_engine(url)
-    store.ensure_schema(engine)
+    engine = engines.make_engine(url)
+    schema_migrations.ensure_schema(engine)
     with clock(DEMO_TIME):
         run_demo(Ledger(url, engine, person=front_end("steward", "test")), directory / "ledger-demo.html")
     engine.dispose()
@@ -88,10 +88,10 @@ def step(url: str, at: datetime, *args: str) -> None:
 def context_of(url: str, dataset: str, *, since: datetime | None = None, charts: bool = True, delta=None,
                as_of: datetime | None = None):
     """The report context of a ledger, generated at GENERATED (as it stood at `as_of`, if given)."""
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         with Session(engine) as session:
-            chosen = store.snapshot(session, dataset).datasets[dataset]
+            chosen = decoded_history.snapshot(session, dataset).datasets[dataset]
             chosen_delta = delta if delta is not None else (chosen.delta or DEFAULT_DELTA)
             inputs = gather(session, chosen, chosen_delta, since, generated_at=GENERATED)
     finally:

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from bench_report import build_ledger  # noqa: E402
 
 from ledger.operations import choices  # noqa: E402
-from ledger.store import database as store  # noqa: E402
+from ledger.store import decoded_history, engines, schema_migrations, sessions, table_models
 from ledger.operations.report_inputs import gather  # noqa: E402
 from ledger.cli.large_report import gather_large  # noqa: E402
 from ledger.cli.report_register import large_register_csv, large_register_entries, register_csv  # noqa: E402
@@ -46,9 +46,9 @@ def built(tmp_path_factory):
 def both(url: str, listed: int = 7):
     import ledger.reporting.report as report
 
-    engine = store.make_engine(url)
-    with store.read_session(engine) as session:
-        snapshot = store.snapshot(session, "survey")
+    engine = engines.make_engine(url)
+    with sessions.read_session(engine) as session:
+        snapshot = decoded_history.snapshot(session, "survey")
         dataset = snapshot.datasets["survey"]
         delta = choices.parse_delta(None, dataset)
         inputs = gather(session, dataset, delta, None, chain=CHAIN)
@@ -80,7 +80,7 @@ def watched_copy(url: str, tmp_path: Path):
 
     copy = tmp_path / "copy.db"
     shutil.copy(url.removeprefix("sqlite:///"), copy)
-    engine = store.make_engine(f"sqlite:///{copy}")
+    engine = engines.make_engine(f"sqlite:///{copy}")
     seen: list[tuple[str, object]] = []
 
     @event.listens_for(engine, "before_cursor_execute")
@@ -129,7 +129,7 @@ def test_the_large_register_holds_every_release_as_the_small_path_does(built, mo
     assert entries == list(small.summary.entries())  # cells, lifecycle, guarantees: row by row
     assert "".join(register_csv(large.summary)) == "".join(register_csv(small.summary))
     # the register the command writes: from the raw rows, the same text
-    assert "".join(large_register_csv(store.make_engine(url), large_inputs_of(large), page=37)) == \
+    assert "".join(large_register_csv(engines.make_engine(url), large_inputs_of(large), page=37)) == \
         "".join(register_csv(small.summary))
 
 
@@ -166,8 +166,8 @@ def test_running_totals_a_chunk_at_a_time_equal_the_whole_cell_matrix(built, mon
     from ledger.core.records import CHARGED_STATUSES
 
     url, _ = built
-    with store.read_session(store.make_engine(url)) as session:
-        snapshot = store.snapshot(session, "survey")
+    with sessions.read_session(engines.make_engine(url)) as session:
+        snapshot = decoded_history.snapshot(session, "survey")
     dataset = snapshot.datasets["survey"]
     objective = at_delta(choices.parse_delta(None, dataset))
     charged = [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES]
@@ -193,8 +193,8 @@ def test_the_report_reads_audit_events_through_their_kind_index(built, tmp_path)
 
     url, _ = built
     _, engine, seen = watched_copy(url, tmp_path)
-    with store.read_session(engine) as session:
-        dataset = store.snapshot(session, "survey").datasets["survey"]
+    with sessions.read_session(engine) as session:
+        dataset = decoded_history.snapshot(session, "survey").datasets["survey"]
         large = gather_large(session, dataset, choices.parse_delta(None, dataset), chain=CHAIN)
         large.audit(CHAIN)
     "".join(large_register_csv(engine, large, page=100))
@@ -208,7 +208,7 @@ def test_the_report_reads_audit_events_through_their_kind_index(built, tmp_path)
             if from_the_end:
                 continue
             if "kind" in statement.partition("WHERE")[2]:  # (a condition on the kind)
-                assert any(store.EVENT_INDEX in step for step in plan), (statement, plan)
+                assert any(table_models.EVENT_INDEX in step for step in plan), (statement, plan)
             scans += [(statement, step) for step in plan if step == "SCAN audit_events"]
     assert scans == []
     engine.dispose()
@@ -231,8 +231,8 @@ def test_the_report_at_a_moment_reads_no_event_after_it_and_sorts_no_event_whole
         (count,), = db.execute("SELECT count(*) FROM audit_events").fetchall()
         (middle,), = db.execute("SELECT at FROM audit_events ORDER BY seq LIMIT 1 OFFSET ?", (count // 2,)).fetchall()
     when = datetime.fromisoformat(middle)
-    with store.read_session(engine) as session:
-        dataset = store.snapshot(session, "survey").datasets["survey"]
+    with sessions.read_session(engine) as session:
+        dataset = decoded_history.snapshot(session, "survey").datasets["survey"]
         large = gather_large(session, dataset, choices.parse_delta(None, dataset), chain=CHAIN,
                              as_of=when if moment != "since" else None, since=when if moment != "as_of" else None)
         large.audit(CHAIN)
@@ -247,7 +247,7 @@ def test_the_report_at_a_moment_reads_no_event_after_it_and_sorts_no_event_whole
                 assert "SCAN audit_events" not in plan and any("rowid<" in step for step in plan), (statement, plan)
                 checked += 1
             if "at >=" in statement and "kind =" in statement:  # the latest changes of a kind since
-                assert any("COVERING INDEX" in step and store.EVENT_INDEX in step for step in plan), (statement, plan)
+                assert any("COVERING INDEX" in step and table_models.EVENT_INDEX in step for step in plan), (statement, plan)
                 checked += 1
     engine.dispose()
     assert checked >= (2 if moment == "as_of" else 3)
@@ -263,7 +263,7 @@ def test_a_ledger_of_schema_8_gains_the_event_index_once_with_an_audit_event(bui
     copy = tmp_path / "old.db"
     shutil.copy(url.removeprefix("sqlite:///"), copy)
     with sqlite3.connect(copy) as db:  # as schema 8 left it
-        db.execute(f"DROP INDEX {store.EVENT_INDEX}")
+        db.execute(f"DROP INDEX {table_models.EVENT_INDEX}")
         db.execute("UPDATE ledger_meta SET value = '8' WHERE key = 'schema_version'")
         (events,), = db.execute("SELECT count(*) FROM audit_events").fetchall()
     copied = f"sqlite:///{copy}"
@@ -274,12 +274,12 @@ def test_a_ledger_of_schema_8_gains_the_event_index_once_with_an_audit_event(bui
         migrated = db.execute("SELECT kind, subject, payload FROM audit_events WHERE seq > ?", (events,)).fetchall()
         plan = db.execute("EXPLAIN QUERY PLAN SELECT subject FROM audit_events WHERE kind = 'release.cancelled'"
                           ).fetchall()
-    assert store.EVENT_INDEX in indexes and store.EVENT_INDEX in plan[0][-1]
-    assert migrated == migrations(9, store.SCHEMA_VERSION)
+    assert table_models.EVENT_INDEX in indexes and table_models.EVENT_INDEX in plan[0][-1]
+    assert migrated == migrations(9, schema_migrations.SCHEMA_VERSION)
     assert cli_main(copied, "audit", "verify").code == 0
     assert cli_main(copied, "releases").code == 0
     with sqlite3.connect(copy) as db:
-        assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + len(migrations(9, store.SCHEMA_VERSION))  # once each
+        assert db.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + len(migrations(9, schema_migrations.SCHEMA_VERSION))  # once each
 
 
 def test_the_register_written_in_parts_by_forked_processes_is_the_register_written_whole(built, monkeypatch, tmp_path):

@@ -1,7 +1,7 @@
 """The summarised report at --as-of and --since, from the accounting rows.
 
 `report --as-of T` and `report --since S` of a large ledger used to go through `gather`,
-which decodes every release (`store.snapshot`): 1.4 GB at 100,000 releases. `gather_large`
+which decodes every release (`decoded_history.snapshot`): 1.4 GB at 100,000 releases. `gather_large`
 now reads them from the accounting rows at T (columns.index_for with the moment), the audit
 trail by SQL dated by T, and the meeting pack by SQL and the rows just before S. Here small
 ledgers are reported both ways, at moments across their history (before the first release,
@@ -43,7 +43,7 @@ from ledger.cli.report_register import large_register_csv, large_register_entrie
 from ledger.operations import choices  # noqa: E402
 from ledger.reporting import report  # noqa: E402
 from ledger.reporting.report import SUMMARY_ENV, ChainStatus, build_large_report, build_report  # noqa: E402
-from ledger.store import database as store  # noqa: E402
+from ledger.store import audit_chain, decoded_history, engines, sessions, table_models
 from support import cli_main  # noqa: E402
 
 CHAIN = ChainStatus(True, 1, "head", ())
@@ -61,11 +61,11 @@ def moments(url: str) -> list[datetime]:
     """Moments across the ledger's history: before its first event, at quantiles of its events'
     moments (recordings, then approvals, publications, cancellations, retractions, caps), and
     after its last; one exactly at an event (a moment compared with equality)."""
-    engine = store.make_engine(url)
-    with store.read_session(engine) as session:
-        table = store.AuditEventRow.__table__
+    engine = engines.make_engine(url)
+    with sessions.read_session(engine) as session:
+        table = table_models.AuditEventRow.__table__
         ats = sorted(datetime.fromisoformat(at) for (at,) in session.connection().execute(select(table.c.at)))
-        releases = store.ReleaseRow.__table__
+        releases = table_models.ReleaseRow.__table__
         published = sorted(datetime.fromisoformat(at).replace(tzinfo=UTC) for (at,) in session.connection().execute(
             select(releases.c.published_at).where(releases.c.published_at.is_not(None))))
     engine.dispose()
@@ -76,9 +76,9 @@ def moments(url: str) -> list[datetime]:
 
 def caps_set_at(url: str) -> list[datetime]:
     """When each cap was set (build_ledger sets them after every release)."""
-    engine = store.make_engine(url)
-    with store.read_session(engine) as session:
-        table = store.AuditEventRow.__table__
+    engine = engines.make_engine(url)
+    with sessions.read_session(engine) as session:
+        table = table_models.AuditEventRow.__table__
         found = [datetime.fromisoformat(at) for (at,) in session.connection().execute(
             select(table.c.at).where(table.c.kind == "cap.set"))]
     engine.dispose()
@@ -87,11 +87,11 @@ def caps_set_at(url: str) -> list[datetime]:
 
 def both(url: str, as_of: datetime | None, since: datetime | None, name: str = "survey"):
     """(the small path's context, the large path's context, the large inputs)."""
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     saved, report.LARGEST_LISTED = report.LARGEST_LISTED, LISTED
     try:
-        with store.read_session(engine) as session:
-            snapshot = store.snapshot(session, name)
+        with sessions.read_session(engine) as session:
+            snapshot = decoded_history.snapshot(session, name)
             dataset = snapshot.datasets[name]
             delta = choices.parse_delta(None, dataset)
             inputs = replace(gather(session, dataset, delta, since, chain=CHAIN), as_of=as_of)
@@ -168,10 +168,10 @@ def test_the_register_at_a_moment_gives_each_release_its_status_then(built, monk
         expected = list(small.summary.entries())
         assert entries == expected and 0 < len(entries)
         text = "".join(register_csv(small.summary))
-        assert "".join(large_register_csv(store.make_engine(url), large_inputs, page=37)) == text
+        assert "".join(large_register_csv(engines.make_engine(url), large_inputs, page=37)) == text
         # written in parts (RegisterAlongside's bounds), joined: the same text
         parts = report_register._register_parts(large_inputs, 3)
-        joined = "".join("".join(large_register_csv(store.make_engine(url), large_inputs, page=37, after=a, upto=b,
+        joined = "".join("".join(large_register_csv(engines.make_engine(url), large_inputs, page=37, after=a, upto=b,
                                                     header=k == 0)) for k, (a, b) in enumerate(parts))
         assert joined == text
     # before every release: an empty register; at the end: every release, with its status now
@@ -179,7 +179,7 @@ def test_the_register_at_a_moment_gives_each_release_its_status_then(built, monk
 
 
 def test_the_command_at_a_moment_reads_no_whole_release(built, monkeypatch, tmp_path):
-    """`report --as-of T --since S` past the threshold takes the large path (store.snapshot
+    """`report --as-of T --since S` past the threshold takes the large path (decoded_history.snapshot
     forbidden), and its page and register are the ones the path before wrote."""
     url, _ = built
     monkeypatch.setenv(SUMMARY_ENV, "100")
@@ -192,7 +192,7 @@ def test_the_command_at_a_moment_reads_no_whole_release(built, monkeypatch, tmp_
         out.parent.mkdir()
         with monkeypatch.context() as patch:
             if path == "rows":
-                patch.setattr(store, "snapshot", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
+                patch.setattr(decoded_history, "snapshot", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
             else:  # the path before: every release decoded
                 patch.setattr(cli_report, "gather_large", lambda *a, **k: None)
             run = cli_main(url, "report", "--out", out, "--as-of", as_of, "--since", since)
@@ -216,9 +216,9 @@ def test_a_release_approved_after_the_moment_is_no_approval_since(tmp_path):
     and T only (before, the small path listed a release approved after T, when it was still
     planned, among the approvals since S)."""
     url = build_ledger(tmp_path / "l.db", 12, 40, seed=11)
-    engine = store.make_engine(url)
-    with store.read_session(engine) as session:
-        releases = list(store.snapshot(session, "survey").releases.values())
+    engine = engines.make_engine(url)
+    with sessions.read_session(engine) as session:
+        releases = list(decoded_history.snapshot(session, "survey").releases.values())
     engine.dispose()
     approved = sorted(r.approved_at.replace(tzinfo=r.approved_at.tzinfo or UTC) for r in releases if r.approved_at)
     assert len(approved) >= 2
@@ -235,10 +235,10 @@ def test_every_row_charged_at_a_moment_has_the_status_it_had_then(built):
     from ledger.store import columns
 
     url, _ = built
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     seen = set()
-    with store.read_session(engine) as session:
-        dataset = store.snapshot(session, "survey").datasets["survey"]
+    with sessions.read_session(engine) as session:
+        dataset = decoded_history.snapshot(session, "survey").datasets["survey"]
         inputs = gather(session, dataset, choices.parse_delta(None, dataset), None, chain=CHAIN)
         families = {f.id: f for f in inputs.families}
         for when in moments(url):
@@ -272,7 +272,7 @@ def test_random_histories_give_the_same_page_and_register_both_ways(ledger, data
         assert_same_page(small, large, caps=3)
         assert_same_meeting(small.meeting, large.meeting)
         assert list(large.summary.entries()) == list(small.summary.entries())
-        assert "".join(large_register_csv(store.make_engine(url), large_inputs, page=3)) == \
+        assert "".join(large_register_csv(engines.make_engine(url), large_inputs, page=3)) == \
             "".join(register_csv(small.summary))
 
 
@@ -289,12 +289,12 @@ def test_an_event_moment_not_in_utc_text_sends_the_report_to_every_release(tmp_p
     url = f"sqlite:///{tmp_path}/l.db"
     record(url, entries, [(Status.PLANNED, 0, None, False), (Status.CANCELLED, 0, None, False),
                           (Status.PUBLISHED, 0, 1, False)], [None, None, None])
-    engine = store.make_engine(url)
-    with store.write_session(engine) as session:
-        store.append_event(session, kind="release.cancelled", subject="r1", actor="t", payload={"reason": "r"},
+    engine = engines.make_engine(url)
+    with sessions.write_session(engine) as session:
+        audit_chain.append_event(session, kind="release.cancelled", subject="r1", actor="t", payload={"reason": "r"},
                            at=moment(2).astimezone(timezone(timedelta(hours=2))))
-    with store.read_session(engine) as session:
-        dataset = store.snapshot(session, "t").datasets["t"]
+    with sessions.read_session(engine) as session:
+        dataset = decoded_history.snapshot(session, "t").datasets["t"]
         delta = choices.parse_delta(None, dataset)
         for as_of, since in ((moment(3), None), (None, moment(1)), (moment(3), moment(1))):
             assert gather_large(session, dataset, delta, chain=CHAIN, as_of=as_of, since=since) is None

@@ -24,7 +24,7 @@ from sqlmodel import Session
 from support import acting_as, cli_main, migrations
 
 from ledger.accounting import index_figures
-from ledger.store import columns, database as store
+from ledger.store import audit_chain, audit_verify, columns, dataset_writes, decoded_history, engines, release_writes, row_arrays, schema_migrations, sessions
 from ledger.accounting.figure_validity import ACCOUNTANTS
 from ledger.accounting.charge_choice import at_delta
 from ledger.accounting.ledger_index import LedgerIndex
@@ -110,8 +110,8 @@ def record(url: str, entries, lifecycle, endings=None) -> None:
     publications recorded as status changes (which update the rows). `endings` (test_as_of_rows):
     per release, the second of its retraction's or cancellation's audit event, or None for a
     release ended with no event."""
-    engine = store.make_engine(url)
-    store.ensure_schema(engine)
+    engine = engines.make_engine(url)
+    schema_migrations.ensure_schema(engine)
     chosen = dataset()
     releases, _, errors = build_releases(Document("r.json", {"dataset": "t", "releases": entries}),
                                          LedgerSnapshot(datasets={"t": chosen}, families={f.id: f for f in FAMILIES}),
@@ -119,17 +119,17 @@ def record(url: str, entries, lifecycle, endings=None) -> None:
     assert not errors, errors
     stated = [replace(r, status=status, recorded_at=moment(recorded), published_at=moment(published))
               for r, (status, recorded, published, _) in zip(releases, lifecycle)]
-    with store.write_session(engine) as session:
-        store.add_dataset(session, chosen, "t")
-        store.add_releases(session, stated, FAMILIES, "t")
-    with store.write_session(engine) as session:
+    with sessions.write_session(engine) as session:
+        dataset_writes.add_dataset(session, chosen, "t")
+        release_writes.add_releases(session, stated, FAMILIES, "t")
+    with sessions.write_session(engine) as session:
         for release, (_, _, _, later), end in zip(stated, lifecycle, endings or [None] * len(stated)):
             if later:  # published after it was planned: the row's publication moment is set later
-                store.set_status(session, replace(release, status=Status.PUBLISHED, published_at=T0 + timedelta(
+                release_writes.set_status(session, replace(release, status=Status.PUBLISHED, published_at=T0 + timedelta(
                     seconds=3)), "t", "release.published")
             kind = {Status.CANCELLED: "release.cancelled", Status.RETRACTED: "release.retracted"}.get(release.status)
             if kind is not None and end is not None:
-                store.append_event(session, kind=kind, subject=release.id, actor="t", payload={"reason": "r"},
+                audit_chain.append_event(session, kind=kind, subject=release.id, actor="t", payload={"reason": "r"},
                                    at=moment(end))
     engine.dispose()
 
@@ -143,9 +143,9 @@ def same_events(rows: LedgerIndex, whole: LedgerIndex) -> None:
     assert (events.recorded == reference.recorded).all() and (events.published == reference.published).all()
 
 
-def same_rows(found: columns._Rows, expected: columns._Rows) -> None:
+def same_rows(found: row_arrays._Rows, expected: row_arrays._Rows) -> None:
     """Two readings of the accounting rows hold the same arrays (dtype and shape too); the ids aside."""
-    for name in columns._Rows.__dataclass_fields__:
+    for name in row_arrays._Rows.__dataclass_fields__:
         if name == "ids":
             continue
         a, b = getattr(found, name), getattr(expected, name)
@@ -157,9 +157,9 @@ def same_rows(found: columns._Rows, expected: columns._Rows) -> None:
 
 def both_indexes(url: str, touching=None):
     """(the index from the accounting rows, the index of the whole releases)."""
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     with Session(engine) as session:
-        snapshot = store.snapshot(session, "t")
+        snapshot = decoded_history.snapshot(session, "t")
         families = {f.id: f for f in snapshot.families.values()}
         rows = columns.index_for(session, VARIABLES, "t", families, titles=True, touching=touching)
     whole = LedgerIndex(VARIABLES, [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES],
@@ -230,9 +230,9 @@ def test_figures_from_the_rows_equal_the_figures_from_the_whole_releases(ledger,
         assert index_figures.subset_figures(touching, subset, DELTA, touching.subset_cost(subset, objective).spend) == \
             index_figures.subset_figures(whole, subset, DELTA, whole.subset_cost(subset, objective).spend)
 
-        engine = store.make_engine(url)
-        with store.read_session(engine) as session:
-            assert store.verify(session).problems == ()
+        engine = engines.make_engine(url)
+        with sessions.read_session(engine) as session:
+            assert audit_verify.verify(session).problems == ()
         engine.dispose()
 
 
@@ -363,9 +363,9 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
     migrated, keys = sql(url, f"SELECT kind, subject, payload FROM audit_events WHERE seq > {events}",
                          "SELECT release, e.key FROM release_accounting LEFT JOIN accounting_events e "
                          "ON e.id = event ORDER BY release")
-    assert migrated == migrations(6, store.SCHEMA_VERSION)
+    assert migrated == migrations(6, schema_migrations.SCHEMA_VERSION)
     assert keys == [("g", "gaussian:4"), ("l", "laplace:2"), ("p", None)]
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     with engine.connect() as connection:
         from sqlalchemy import inspect
 
@@ -374,7 +374,7 @@ def test_a_ledger_of_schema_5_gains_the_columns_once_with_an_audit_event(ledger_
     engine.dispose()
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "subset", "a")
-    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + len(migrations(6, store.SCHEMA_VERSION)),)]  # once each
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + len(migrations(6, schema_migrations.SCHEMA_VERSION)),)]  # once each
 
 
 SAMPLED = """\

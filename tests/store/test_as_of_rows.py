@@ -3,7 +3,7 @@ accounting rows; the report's caps at --as-of and before --since over one index.
 
 The ledger as it stood at a moment T (accounting.history: the releases recorded or
 published by T, each with the status it had then, a release cancelled by T not counted)
-used to be computed from every decoded release (`store.snapshot`). `columns.index_for(...,
+used to be computed from every decoded release (`decoded_history.snapshot`). `columns.index_for(...,
 when=T)` reads the charged and the cancelled accounting rows instead and keeps those
 charged at T (store/as_of.py). Here both are computed on random ledgers, with releases
 cancelled and retracted after T (their audit events dated), published after T, recorded
@@ -38,7 +38,7 @@ from ledger.accounting.history import ended, releases_as_of
 from ledger.core.records import CHARGED_STATUSES, Cap, Status
 from ledger.input.utc_moments import parse_moment
 from ledger.operations import cap_accounting, transactions
-from ledger.store import columns, database as store
+from ledger.store import audit_chain, cap_writes, columns, decoded_history, engines, running_totals, session_state, sessions
 
 
 def printed_both_ways(monkeypatch, url: str, commands) -> dict[str, list[str]]:
@@ -51,7 +51,7 @@ def printed_both_ways(monkeypatch, url: str, commands) -> dict[str, list[str]]:
         if path == "snapshot":
             monkeypatch.setattr(columns, "index_for", lambda *a, **k: None if k.get("when") else original(*a, **k))
         else:
-            monkeypatch.setattr(store, "snapshot", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
+            monkeypatch.setattr(decoded_history, "snapshot", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
         printed[path] = [cli_main(url, *args).out for args in commands]
         monkeypatch.undo()
     return printed
@@ -60,24 +60,24 @@ def printed_both_ways(monkeypatch, url: str, commands) -> dict[str, list[str]]:
 def set_caps_before(url: str, caps, at) -> list:
     """The caps set in the ledger, their events dated `at` (the report at T shows the caps set by T);
     returns them as set (a cap at a delta with the filter the ledger gave it)."""
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     with pytest.MonkeyPatch.context() as clock:
-        clock.setattr(store, "now", lambda: at)
-        with store.write_session(engine) as session:
-            caps = [store.set_cap(session, cap, "t") for cap in caps]
+        clock.setattr(session_state, "now", lambda: at)
+        with sessions.write_session(engine) as session:
+            caps = [cap_writes.set_cap(session, cap, "t") for cap in caps]
     engine.dispose()
     return caps
 
 
 def both_indexes(url: str, when):
     """(the index from the accounting rows at `when`, the index of the releases as they stood then)."""
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     with Session(engine) as session:
-        snapshot = store.snapshot(session, "t")
+        snapshot = decoded_history.snapshot(session, "t")
         families = {f.id: f for f in snapshot.families.values()}
         rows = columns.index_for(session, VARIABLES, "t", families, titles=True, when=when)
         endings = ended((kind, subject, parse_moment(at)) for _, kind, subject, at, _, _ in
-                        store.lifecycle_events(session, ["release.retracted", "release.cancelled"]))
+                        audit_chain.lifecycle_events(session, ["release.retracted", "release.cancelled"]))
         heads = [(r.id, r.status) for r in rows.releases]
     then = releases_as_of(list(snapshot.releases.values()), when, endings)
     whole = LedgerIndex(VARIABLES, [r for r in then if r.status in CHARGED_STATUSES], families.values())
@@ -129,7 +129,7 @@ def test_a_release_cancelled_after_the_moment_counted_then(tmp_path):
 
 
 def test_the_commands_at_a_moment_read_no_whole_release_and_print_what_the_snapshot_printed(tmp_path, monkeypatch):
-    """`table --as-of` and `subset --as-of` take the accounting rows (no store.snapshot), print
+    """`table --as-of` and `subset --as-of` take the accounting rows (no decoded_history.snapshot), print
     what the releases as they stood printed, and on a dataset amended after T (a variable
     added: the rows written before hold shorter bitsets) too."""
     entries = [{"id": f"r{i}", "reads": reads, "mechanism": {"name": "laplace", "epsilon": e}}
@@ -199,11 +199,11 @@ def drawn_history(ledger, data):
 def old_cap_checks(url: str, caps, when):
     """The caps as the old path decided them: the whole releases as they stood then
     (`history.releases_as_of`) through `cap_accounting.checks_from_history`."""
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     with Session(engine) as session:
-        snapshot = store.snapshot(session, "t")
+        snapshot = decoded_history.snapshot(session, "t")
         endings = ended((kind, subject, parse_moment(at)) for _, kind, subject, at, _, _ in
-                        store.lifecycle_events(session, ["release.retracted", "release.cancelled"]))
+                        audit_chain.lifecycle_events(session, ["release.retracted", "release.cancelled"]))
     engine.dispose()
     then = releases_as_of(list(snapshot.releases.values()), when, endings)
     return cap_accounting.checks_from_history(caps, then, snapshot.families)
@@ -229,7 +229,7 @@ def test_the_caps_at_a_moment_from_the_rows_are_the_caps_of_the_releases_as_they
     with tempfile.TemporaryDirectory() as directory:
         url = f"sqlite:///{directory}/l.db"
         record(url, entries, lifecycle, endings)
-        engine = store.make_engine(url)
+        engine = engines.make_engine(url)
         with Session(engine) as session:
             rows = columns.index_for(session, VARIABLES, "t", {f.id: f for f in FAMILIES}, when=when)
             from_rows = cap_accounting.checks_from_index(caps, rows)
@@ -258,7 +258,7 @@ def cap_order(epsilon: float, delta: float) -> float:
 
 def test_cap_list_and_the_report_at_a_moment_read_no_whole_release_and_print_what_the_snapshot_printed(
         tmp_path, monkeypatch):
-    """`cap list --as-of` takes the accounting rows (no store.snapshot) and prints what the
+    """`cap list --as-of` takes the accounting rows (no decoded_history.snapshot) and prints what the
     releases as they stood printed: a pure cap, caps at a delta (Rényi filters, one over 120 small
     Laplace releases), a rho cap, a family, a release cancelled after T (counted then) and one
     retracted after T."""
@@ -274,7 +274,7 @@ def test_cap_list_and_the_report_at_a_moment_read_no_whole_release_and_print_wha
     url = f"sqlite:///{tmp_path}/l.db"
     record(url, entries, lifecycle, [None, 4, None, None, 5] + [None] * 120)
     with monkeypatch.context() as clock:  # the caps set before T: a cap set after T is not shown at T
-        clock.setattr(store, "now", lambda: T0 - timedelta(days=1))
+        clock.setattr(session_state, "now", lambda: T0 - timedelta(days=1))
         for args in (("a", "b", "--epsilon", "9"), ("b", "--epsilon", "3", "--delta", "1e-6", "--filter", "renyi"),
                      ("c", "d", "--rho", "1/2"), ("all", "--epsilon", "4", "--delta", "1e-6", "--filter", "renyi")):
             assert cli_main(url, "cap", "set", *args).code == 0
@@ -315,7 +315,7 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
         url = f"sqlite:///{directory}/l.db"
         record(url, entries, lifecycle, endings)
         caps = set_caps_before(url, caps, T0 - timedelta(days=1))  # (a cap set after T is not shown at T)
-        engine = store.make_engine(url)
+        engine = engines.make_engine(url)
         with Session(engine) as session:
             inputs = replace(gather(session, dataset(), DELTA, since), caps=tuple(caps), cap_checks=None, as_of=when)
         engine.dispose()
@@ -348,7 +348,7 @@ def test_the_report_at_a_moment_checks_the_caps_over_its_index_as_the_releases_a
 def test_cap_set_and_a_stale_state_are_computed_from_the_rows_as_from_the_releases(ledger, data):
     """`cap set` of a cap at a delta stores the accountants' running state, and a decision that
     finds a state missing recomputes it (`cap_accounting.current_states`): both from the
-    accounting rows (`state_from_index`), no release decoded (`store.snapshot` forbidden), and
+    accounting rows (`state_from_index`), no release decoded (`decoded_history.snapshot` forbidden), and
     each state is the dict `state_from_history` gives over the charged releases."""
     entries, lifecycle = ledger
     preferred = None
@@ -358,23 +358,23 @@ def test_cap_set_and_a_stale_state_are_computed_from_the_rows_as_from_the_releas
     with tempfile.TemporaryDirectory() as directory:
         url = f"sqlite:///{directory}/l.db"
         record(url, entries, lifecycle, [None] * len(entries))
-        engine = store.make_engine(url)
-        with store.read_session(engine) as session:
-            snapshot = store.snapshot(session, "t")
+        engine = engines.make_engine(url)
+        with sessions.read_session(engine) as session:
+            snapshot = decoded_history.snapshot(session, "t")
         expected = {cap.name: cap_states.state_from_history(cap, list(snapshot.releases.values()), snapshot.families) for cap in caps}
 
         def decoded(*args, **kwargs):
             raise AssertionError("every release decoded")
 
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(store, "snapshot", decoded)
-            with store.write_session(engine) as session:
+            patch.setattr(decoded_history, "snapshot", decoded)
+            with sessions.write_session(engine) as session:
                 for cap in caps:
-                    store.set_cap(session, cap, "t")
-            with store.read_session(engine) as session:
-                stored = store.accountant_states(session, "t", [cap.name for cap in caps])
-            with store.write_session(engine) as session:
-                store.drop_accountant_states(session, "t", [cap.name for cap in caps])
+                    cap_writes.set_cap(session, cap, "t")
+            with sessions.read_session(engine) as session:
+                stored = running_totals.accountant_states(session, "t", [cap.name for cap in caps])
+            with sessions.write_session(engine) as session:
+                running_totals.drop_accountant_states(session, "t", [cap.name for cap in caps])
                 recomputed = cap_accounting.current_states(session, "t", caps)
         engine.dispose()
     assert set(stored) == set(recomputed) == set(expected)
@@ -399,7 +399,7 @@ def test_a_cancelled_member_is_not_the_reason_for_a_cap_then(tmp_path):
     record(url, entries, lifecycle, [None, None, 0])
     caps = [Cap(dataset="t", name="c0", subset=frozenset({"a"}), epsilon=F(1, 2))]
     far = moment(0).replace(year=2200)
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     with Session(engine) as session:
         found = transactions.cap_checks_as_of(session, "t", caps, far)
     engine.dispose()

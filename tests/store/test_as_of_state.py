@@ -22,7 +22,7 @@ from support import acting_as, cli_main
 
 from ledger.accounting.history import StateChange, state_as_of
 from ledger.core.records import Cap, Dataset, Variable
-from ledger.store import database as store
+from ledger.store import session_state
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 STEP = timedelta(minutes=1)
@@ -49,13 +49,13 @@ def release(rid: str, reads, epsilon: str, at: datetime) -> str:
 
 
 class Ledger:
-    """A ledger on a SQLite file whose clock (store.now) the test moves: each step one minute on."""
+    """A ledger on a SQLite file whose clock (session_state.now) the test moves: each step one minute on."""
 
     def __init__(self, directory: Path, monkeypatch, url: str | None = None):
         directory.mkdir(parents=True, exist_ok=True)
         self.directory, self.url = directory, url or f"sqlite:///{directory / 'ledger.db'}"
         self.now, self.files = START, 0
-        monkeypatch.setattr(store, "now", lambda: CLOCK[0])  # (one clock, whichever ledger moves it)
+        monkeypatch.setattr(session_state, "now", lambda: CLOCK[0])  # (one clock, whichever ledger moves it)
 
     def run(self, *args):
         CLOCK[0] = self.now

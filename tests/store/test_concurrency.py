@@ -87,7 +87,7 @@ def test_twenty_stewards_recording_at_once_never_exceed_a_cap(ledger_url, tmp_pa
 
 def _another_spelling(url: str) -> str:
     """The same database under a URL spelled differently: a process of its own, as far as
-    the per-URL caches of `ledger.store.database` can tell."""
+    the per-URL caches of `ledger.store.process_caches` and `ledger.store.configuration` can tell."""
     if url.startswith("sqlite:///"):
         path = url.removeprefix("sqlite:///")
         parent, name = path.rsplit("/", 1)

@@ -24,7 +24,7 @@ from sqlalchemy import create_engine, inspect, text
 from sqlmodel import Session
 from support import acting_as, Run, cli_main
 
-from ledger.store import database as store
+from ledger.store import audit_verify, dataset_writes, decoded_history, engines, release_writes, schema_migrations, sessions, table_models
 from ledger.input.datasets import build_dataset
 from ledger.input.documents import parse_document
 from ledger.input.releases import load_releases
@@ -158,16 +158,16 @@ def graduates(ledger_url, tmp_path) -> str:
 
 
 def test_a_new_ledger_has_every_table_and_the_current_schema_version(ledger_url, tmp_path):
-    engine = store.make_engine(ledger_url)
+    engine = engines.make_engine(ledger_url)
     try:
-        store.ensure_schema(engine)
-        store.ensure_schema(engine)  # a second first use changes nothing
+        schema_migrations.ensure_schema(engine)
+        schema_migrations.ensure_schema(engine)  # a second first use changes nothing
     finally:
         engine.dispose()
     assert {"ledger_meta", "datasets", "variables", "families", "releases", "caps", "cap_totals",
             "audit_events"} <= tables(ledger_url)
     assert query(ledger_url, "SELECT value FROM ledger_meta WHERE key = 'schema_version'") == [
-        (str(store.SCHEMA_VERSION),)]
+        (str(schema_migrations.SCHEMA_VERSION),)]
     assert query(ledger_url, "SELECT count(*) FROM audit_events") == [(0,)]
 
 
@@ -178,15 +178,15 @@ def test_records_read_back_equal_the_records_loaded(ledger_url, tmp_path):
                                                LedgerSnapshot(datasets={dataset.name: dataset}),
                                                recorded_by="ana", recorded_at=WHEN)
     assert errors == [], [str(e) for e in errors]
-    engine = store.make_engine(ledger_url)
+    engine = engines.make_engine(ledger_url)
     try:
-        store.ensure_schema(engine)
-        with store.write_session(engine) as session:
-            store.add_dataset(session, dataset, "ana")
-            store.add_releases(session, releases, families, "ana")
+        schema_migrations.ensure_schema(engine)
+        with sessions.write_session(engine) as session:
+            dataset_writes.add_dataset(session, dataset, "ana")
+            release_writes.add_releases(session, releases, families, "ana")
         with Session(engine) as session:
-            back = store.snapshot(session)
-            verification = store.verify(session)
+            back = decoded_history.snapshot(session)
+            verification = audit_verify.verify(session)
     finally:
         engine.dispose()
     assert back.datasets == {"graduates": dataset}
@@ -372,10 +372,10 @@ def make_version_1(url: str) -> None:
                 for column in inspector.get_columns(table):
                     if column["name"] not in V1_COLUMNS[table]:
                         statements.append(f'ALTER TABLE "{table}" DROP COLUMN "{column["name"]}"')
-            statements.append(f"DROP INDEX IF EXISTS {store.EVENT_INDEX}")  # (schema 9)
+            statements.append(f"DROP INDEX IF EXISTS {table_models.EVENT_INDEX}")  # (schema 9)
             # caps references datasets: drop it first
             statements.sort(key=lambda s: (not s.startswith('DROP TABLE "cap'), s))
-            connection.execute(text(f"DROP INDEX IF EXISTS {store.PART_INDEX}"))  # (schema 16: before its column)
+            connection.execute(text(f"DROP INDEX IF EXISTS {table_models.PART_INDEX}"))  # (schema 16: before its column)
             for statement in statements:
                 connection.execute(text(statement))
             connection.execute(text("UPDATE ledger_meta SET value = '1' WHERE key = 'schema_version'"))
@@ -397,8 +397,8 @@ def test_a_ledger_of_schema_11_gains_the_event_index_with_moments_once(ledger_ur
     before = ok(run(ledger_url, "report", "--format", "md", "--out", "-", "--as-of", moment)).out
     engine = create_engine(ledger_url)
     with engine.begin() as connection:  # as schema 11 left it
-        connection.execute(text(f"DROP INDEX {store.EVENT_INDEX}"))
-        connection.execute(text(f"CREATE INDEX {store.EVENT_INDEX_9} ON audit_events (kind, subject, actor)"))
+        connection.execute(text(f"DROP INDEX {table_models.EVENT_INDEX}"))
+        connection.execute(text(f"CREATE INDEX {table_models.EVENT_INDEX_9} ON audit_events (kind, subject, actor)"))
         connection.execute(text("UPDATE ledger_meta SET value = '11' WHERE key = 'schema_version'"))
     engine.dispose()
     (events,), = query(ledger_url, "SELECT count(*) FROM audit_events")
@@ -408,8 +408,8 @@ def test_a_ledger_of_schema_11_gains_the_event_index_with_moments_once(ledger_ur
     with engine.connect() as connection:
         indexes = {i["name"]: i["column_names"] for i in inspect(connection).get_indexes("audit_events")}
     engine.dispose()
-    assert indexes[store.EVENT_INDEX] == ["kind", "subject", "actor", "at"]
-    assert store.EVENT_INDEX_9 not in indexes
+    assert indexes[table_models.EVENT_INDEX] == ["kind", "subject", "actor", "at"]
+    assert table_models.EVENT_INDEX_9 not in indexes
     assert query(ledger_url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}") == [
         ("ledger.migrated", "schema 12"), ("ledger.migrated", "schema 13"), ("ledger.migrated", "schema 14"), ("ledger.migrated", "schema 15"),
         ("ledger.migrated", "schema 16"),
@@ -448,21 +448,21 @@ def test_a_version_1_ledger_is_upgraded_on_first_use(ledger_url, tmp_path):
 
     assert {"caps", "cap_totals"} <= tables(ledger_url)
     assert query(ledger_url, "SELECT value FROM ledger_meta WHERE key = 'schema_version'") == [
-        (str(store.SCHEMA_VERSION),)]
+        (str(schema_migrations.SCHEMA_VERSION),)]
     events = query(ledger_url, "SELECT seq, kind, subject, hash, actor, payload FROM audit_events ORDER BY seq")
     assert [e[:4] for e in events[:len(events_before)]] == events_before  # the chain is only appended to
     migrated = events[len(events_before):]
     assert [(kind, subject, json.loads(payload)) for _, kind, subject, _, _, payload in migrated] == [
         ("ledger.migrated", f"schema {version}", {"from": version - 1, "to": version})
-        for version in range(2, store.SCHEMA_VERSION + 1)]
+        for version in range(2, schema_migrations.SCHEMA_VERSION + 1)]
     # schema 9: the audit events' (kind, subject, actor) index, which the report's reads by kind use;
     # schema 12: with their moment (the report's counts at --as-of), in its place
     engine = create_engine(ledger_url)
     with engine.connect() as connection:
         indexes = {i["name"]: i["column_names"] for i in inspect(connection).get_indexes("audit_events")}
     engine.dispose()
-    assert indexes[store.EVENT_INDEX] == ["kind", "subject", "actor", "at"]
-    assert store.EVENT_INDEX_9 not in indexes
+    assert indexes[table_models.EVENT_INDEX] == ["kind", "subject", "actor", "at"]
+    assert table_models.EVENT_INDEX_9 not in indexes
     verified = ok(run(ledger_url, "audit", "verify"))
     assert f"{len(events)} events" in verified.out
 
@@ -490,14 +490,14 @@ def test_a_version_1_ledger_is_upgraded_on_first_use(ledger_url, tmp_path):
 
 
 def test_a_ledger_from_a_newer_version_is_refused_and_left_alone(graduates):
-    execute(graduates, f"UPDATE ledger_meta SET value = '{store.SCHEMA_VERSION + 1}' WHERE key = 'schema_version'")
+    execute(graduates, f"UPDATE ledger_meta SET value = '{schema_migrations.SCHEMA_VERSION + 1}' WHERE key = 'schema_version'")
     before = query(graduates, "SELECT seq, hash FROM audit_events ORDER BY seq")
     result = run(graduates, "releases")
     assert result.code == 2
-    assert f"schema version {store.SCHEMA_VERSION + 1}" in result.err
+    assert f"schema version {schema_migrations.SCHEMA_VERSION + 1}" in result.err
     assert query(graduates, "SELECT seq, hash FROM audit_events ORDER BY seq") == before
     assert query(graduates, "SELECT value FROM ledger_meta WHERE key = 'schema_version'") == [
-        (str(store.SCHEMA_VERSION + 1),)]
+        (str(schema_migrations.SCHEMA_VERSION + 1),)]
 
 
 def test_the_html_report_of_a_ledger_on_either_backend(graduates, tmp_path):

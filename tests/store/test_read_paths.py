@@ -1,6 +1,6 @@
 """The read paths (reads at a million releases) against their plain definitions:
 the pair counts of `LedgerIndex.pair_counts` against the 0/1 matrix product, and the column
-reading of the accounting rows on SQLite (`columns._read_columns`) against the row reading."""
+reading of the accounting rows on SQLite (`row_arrays._read_columns`) against the row reading."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ from hypothesis import HealthCheck  # noqa: E402
 from sqlmodel import Session  # noqa: E402
 from test_accounting_rows import VARIABLES, ledgers, record, same_rows  # noqa: E402
 
-from ledger.store import columns, database as store  # noqa: E402
+from ledger.store import columns, engines, row_arrays  # noqa: E402
 from ledger.core.records import CHARGED_STATUSES, Status  # noqa: E402
 
 
@@ -87,12 +87,12 @@ def test_the_column_reading_equals_the_row_reading(ledger, subset, accounts):
     with tempfile.TemporaryDirectory() as directory:
         url = f"sqlite:///{directory}/l.db"
         record(url, entries, lifecycle)
-        engine = store.make_engine(url)
+        engine = engines.make_engine(url)
         with Session(engine) as session:
             connection = session.connection()
             for positions in (None, sorted(VARIABLES.index(v) for v in subset)):
-                found = columns._read_columns(connection, "t", charged, positions, len(VARIABLES), accounts)
-                expected = columns._read_rows(connection, columns._row_statement("t", charged, positions, accounts)[1], len(VARIABLES),
+                found = row_arrays._read_columns(connection, "t", charged, positions, len(VARIABLES), accounts)
+                expected = row_arrays._read_rows(connection, columns._row_statement("t", charged, positions, accounts)[1], len(VARIABLES),
                                               accounts)
                 same_rows(found, expected)
                 if positions is not None:
@@ -115,15 +115,15 @@ def test_a_bitset_of_another_width_sends_the_column_reading_back_to_the_rows():
         with tempfile.TemporaryDirectory() as directory:
             url = f"sqlite:///{directory}/l.db"
             record(url, entries, lifecycle)
-            engine = store.make_engine(url)
+            engine = engines.make_engine(url)
             with Session(engine) as session:
                 connection = session.connection()
                 seqs = [s for (s,) in connection.exec_driver_sql("SELECT seq FROM release_accounting ORDER BY seq")]
                 for seq, change in zip(seqs, changes):
                     connection.exec_driver_sql(f"UPDATE release_accounting SET reads = {change} WHERE seq = {seq}")
                 for positions in (None, [0, 1]):
-                    assert columns._read_columns(connection, "t", charged, positions, len(VARIABLES), True) is None
-                rows = columns._read_rows(connection, columns._row_statement("t", charged, None, True)[1],
+                    assert row_arrays._read_columns(connection, "t", charged, positions, len(VARIABLES), True) is None
+                rows = row_arrays._read_rows(connection, columns._row_statement("t", charged, None, True)[1],
                                           len(VARIABLES), True)
                 assert rows.reads.shape == (3, (len(VARIABLES) + 7) // 8) and not rows.reads[0].any()
             engine.dispose()

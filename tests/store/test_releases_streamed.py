@@ -1,10 +1,10 @@
-"""`releases` decodes a page of releases at a time (store.release_pages), never
-the whole ledger at once (store.snapshot: gigabytes at a million releases).
+"""`releases` decodes a page of releases at a time (decoded_history.release_pages), never
+the whole ledger at once (decoded_history.snapshot: gigabytes at a million releases).
 
 Its output must be the one the command printed from the snapshot, byte for byte: the table
 (its columns as wide as the widest cell of any page), the retractions and cancellations
 under it, and the JSON array with each release's steps. Here the pages are seven releases
-long and store.snapshot is forbidden; the expected text is made the way the command made it
+long and decoded_history.snapshot is forbidden; the expected text is made the way the command made it
 before, from the snapshot.
 """
 
@@ -23,7 +23,7 @@ from bench_report import build_ledger  # noqa: E402
 from ledger.cli import releases_command as cli_releases  # noqa: E402
 from ledger.operations.release_steps import release_steps  # noqa: E402
 from ledger.reporting.views import release_json, releases_text  # noqa: E402
-from ledger.store import database as store  # noqa: E402
+from ledger.store import decoded_history, engines, sessions
 from ledger.store.codec import release_to_dict  # noqa: E402
 from support import cli_main  # noqa: E402
 
@@ -35,9 +35,9 @@ def url(tmp_path_factory):
 
 def printed_before(url: str, dataset: str | None) -> tuple[str, str]:
     """(the text, the JSON) as `releases` printed them from the snapshot."""
-    engine = store.make_engine(url)
-    with store.read_session(engine) as session:
-        snapshot = store.snapshot(session, dataset)
+    engine = engines.make_engine(url)
+    with sessions.read_session(engine) as session:
+        snapshot = decoded_history.snapshot(session, dataset)
         steps = release_steps(session, list(snapshot.releases))
     engine.dispose()
     rows = list(snapshot.releases.values())
@@ -60,8 +60,8 @@ def printed_before(url: str, dataset: str | None) -> tuple[str, str]:
 def test_releases_a_page_at_a_time_print_what_the_snapshot_printed(url, dataset, monkeypatch):
     text, as_json = printed_before(url, dataset)
     assert "cancelled by" in text or dataset == "nowhere"  # (a cancellation, with its reason, under the table)
-    monkeypatch.setattr(store, "RELEASE_PAGE", 7)  # several pages, the last one not full
-    monkeypatch.setattr(store, "snapshot", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
+    monkeypatch.setattr(decoded_history, "RELEASE_PAGE", 7)  # several pages, the last one not full
+    monkeypatch.setattr(decoded_history, "snapshot", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
     chosen = () if dataset is None else ("--dataset", dataset)
     assert cli_main(url, "releases", *chosen).out == text
     assert cli_main(url, "releases", *chosen, "--json").out == as_json
@@ -74,6 +74,6 @@ def test_the_text_kept_compressed_a_page_at_a_time_prints_what_the_snapshot_prin
     separator (here made a character the cells hold: `,` in the reads, `e` in ids and statuses)
     keeps its cells as they are. Either way the same bytes."""
     text, _ = printed_before(url, None)
-    monkeypatch.setattr(store, "RELEASE_PAGE", 7)
+    monkeypatch.setattr(decoded_history, "RELEASE_PAGE", 7)
     monkeypatch.setattr(cli_releases, "_SEPARATOR", separator)
     assert cli_main(url, "releases").out == text

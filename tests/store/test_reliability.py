@@ -23,7 +23,7 @@ from support import cli_main
 
 from ledger.core import failures
 from ledger.operations import transactions as operations
-from ledger.store import database as store
+from ledger.store import decoded_history, engines, files, sessions
 
 DATASET = """\
 dataset: payroll
@@ -71,7 +71,7 @@ def write_lock_held(url: str):
     """Another writer holding the ledger's write lock (SQLite: BEGIN IMMEDIATE;
     PostgreSQL: the advisory lock), until the block ends."""
     if url.startswith("sqlite"):
-        connection = sqlite3.connect(store.sqlite_path(url), isolation_level=None)
+        connection = sqlite3.connect(files.sqlite_path(url), isolation_level=None)
         connection.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -81,11 +81,11 @@ def write_lock_held(url: str):
         return
     engine = create_engine(url)
     with engine.connect() as connection:
-        connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": store.WRITE_LOCK_KEY})
+        connection.execute(text("SELECT pg_advisory_lock(:k)"), {"k": sessions.WRITE_LOCK_KEY})
         try:
             yield
         finally:
-            connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": store.WRITE_LOCK_KEY})
+            connection.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": sessions.WRITE_LOCK_KEY})
     engine.dispose()
 
 
@@ -95,7 +95,7 @@ def write_lock_held(url: str):
 
 
 def test_a_lock_wait_is_bounded_and_ends_in_exit_3(payroll, tmp_path, monkeypatch):
-    monkeypatch.setenv(store.LOCK_TIMEOUT_ENV, "1")
+    monkeypatch.setenv(engines.LOCK_TIMEOUT_ENV, "1")
     with write_lock_held(payroll):
         started = time.monotonic()
         result = cli_main(payroll, "record", release_file(tmp_path, "r1"))
@@ -153,7 +153,7 @@ def test_an_unexpected_failure_prints_one_line_and_the_path_of_a_log(payroll, tm
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a defect deep inside")
 
-    monkeypatch.setattr(store, "release_pages", broken)  # (what `releases` reads the releases with)
+    monkeypatch.setattr(decoded_history, "release_pages", broken)  # (what `releases` reads the releases with)
     result = cli_main(payroll, "releases")
     assert result.code == 4
     line = one_clean_line(result.err)
@@ -343,7 +343,7 @@ def test_input_files_are_parsed_before_the_write_lock_is_taken(payroll, tmp_path
 
     def parse(name, text_):
         # the write lock is free while the file is parsed: a writer could take it now
-        monkeypatch.setenv(store.LOCK_TIMEOUT_ENV, "0.5")
+        monkeypatch.setenv(engines.LOCK_TIMEOUT_ENV, "0.5")
         probe = cli_main(payroll, "cap", "set", "region", "--epsilon", "7")
         seen_locked.append(probe.code)
         return original(name, text_)
@@ -363,7 +363,7 @@ def test_input_files_are_checked_against_the_schema_before_the_write_lock_is_tak
     original = releases.schema_problems  # (validate's problems, each with its path: every problem in one pass)
 
     def validate(document, schema_name):
-        monkeypatch.setenv(store.LOCK_TIMEOUT_ENV, "0.5")
+        monkeypatch.setenv(engines.LOCK_TIMEOUT_ENV, "0.5")
         seen_locked.append(cli_main(payroll, "cap", "set", "region", "--epsilon", str(7 + len(seen_locked))).code)
         validated.append(schema_name)
         return original(document, schema_name)
@@ -375,7 +375,7 @@ def test_input_files_are_checked_against_the_schema_before_the_write_lock_is_tak
 
     opened = []
     monkeypatch.setattr(releases, "schema_problems", original)
-    monkeypatch.setattr(store, "write_session", lambda *a, **k: opened.append(1) or (_ for _ in ()).throw(AssertionError))
+    monkeypatch.setattr(sessions, "write_session", lambda *a, **k: opened.append(1) or (_ for _ in ()).throw(AssertionError))
     bad = tmp_path / "bad.yaml"
     bad.write_text("dataset: payroll\nreleases:\n  - id: r2\n    reads: [income]\n    colour: red\n", encoding="utf-8")
     result = cli_main(payroll, "record", bad)
@@ -419,7 +419,7 @@ def test_too_many_clients_is_retried_until_the_lock_time_out(monkeypatch):
 
     monkeypatch.setattr(psycopg, "connect", refuse)
     monkeypatch.setattr(psycopg.Connection, "connect", classmethod(lambda cls, *a, **k: refuse()))
-    monkeypatch.setenv(store.LOCK_TIMEOUT_ENV, "1.5")
+    monkeypatch.setenv(engines.LOCK_TIMEOUT_ENV, "1.5")
     started = time.monotonic()
     result = cli_main("postgresql+psycopg://postgres@127.0.0.1:5432/none", "releases")
     assert result.code == 3 and "too many clients" in one_clean_line(result.err)

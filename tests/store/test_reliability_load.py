@@ -30,7 +30,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from support import cli_main
 
-from ledger.store import database as store
+from ledger.store import audit_verify, engines, sessions
 
 pytestmark = pytest.mark.load
 
@@ -64,11 +64,11 @@ def add_dataset(url: str, directory: Path, text_: str = DATASET) -> None:
         assert cli_main(url, "role", "grant", person, role).code == 0
 
 
-def verify(url: str) -> store.Verification:
-    engine = store.make_engine(url)
+def verify(url: str) -> audit_verify.Verification:
+    engine = engines.make_engine(url)
     try:
-        with store.read_session(engine) as session:
-            return store.verify(session)
+        with sessions.read_session(engine) as session:
+            return audit_verify.verify(session)
     finally:
         engine.dispose()
 
@@ -172,9 +172,9 @@ def forked_writers(ledger_url: str, files: list[Path], directory: Path) -> list[
 WRITER = textwrap.dedent("""\
     import sys
     from pathlib import Path
-    from ledger.operations import transactions as operations; from ledger.store import database as store
+    from ledger.operations import transactions as operations; from ledger.store import engines
     url, name, count, directory = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     for i in range(count):
         path = directory / f"{name}-{i}.yaml"
         path.write_text(f"dataset: payroll\\nreleases:\\n  - id: {name}-{i}\\n    reads: [income]\\n"
@@ -218,10 +218,10 @@ def test_verification_while_twenty_writers_record_never_cries_wolf(ledger_url, t
 LIFECYCLE = textwrap.dedent("""\
     import random, sys
     from pathlib import Path
-    from ledger.operations import transactions as operations; from ledger.store import database as store
+    from ledger.operations import transactions as operations; from ledger.store import engines
     url, directory, seed = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
     rng = random.Random(seed)
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     print("ready", flush=True)
     for i in range(100000):
         rid = f"k{seed}-{i}"

@@ -25,7 +25,8 @@ from sqlmodel import Session
 from support import acting_as, cli_main, dump_tables
 
 from ledger.operations import transactions as operations, people
-from ledger.store import database as store, identity
+from ledger.store import identity
+from ledger.store import cap_writes, dataset_writes, decoded_history, engines, running_totals, schema_migrations, sessions
 from ledger.input.datasets import build_caps, build_dataset
 from ledger.input.documents import read_document
 
@@ -197,19 +198,19 @@ class Retries(RuleBasedStateMachine):
         import tempfile
 
         self.directory = Path(tempfile.mkdtemp(prefix="retries-"))
-        self.engine = store.make_engine(f"sqlite:///{self.directory / 'ledger.db'}")
-        store.ensure_schema(self.engine)
+        self.engine = engines.make_engine(f"sqlite:///{self.directory / 'ledger.db'}")
+        schema_migrations.ensure_schema(self.engine)
         dataset_path = self.directory / "survey.yaml"
         dataset_path.write_text(DATASET, encoding="utf-8")
         document, _ = read_document(dataset_path)
         dataset, errors = build_dataset(document)
         caps, more = build_caps(document, dataset)
         assert not errors and not more
-        with store.write_session(self.engine) as session:
+        with sessions.write_session(self.engine) as session:
             people.bootstrap(session, "ana")
-            store.add_dataset(session, dataset, "ana")
+            dataset_writes.add_dataset(session, dataset, "ana")
             for cap in caps:
-                store.set_cap(session, cap, "ana")
+                cap_writes.set_cap(session, cap, "ana")
         self.recorded: dict[str, Fraction] = {}  # id -> epsilon it was first recorded with
         self.count = 0
 
@@ -235,8 +236,8 @@ class Retries(RuleBasedStateMachine):
     @invariant()
     def each_release_is_charged_once(self):
         with Session(self.engine) as session:
-            total = store.cap_totals(session, "survey")["income"]
-            releases = store.snapshot(session, "survey").releases
+            total = running_totals.cap_totals(session, "survey")["income"]
+            releases = decoded_history.snapshot(session, "survey").releases
         assert set(releases) == set(self.recorded)
         assert total.spend.pure == sum(self.recorded.values(), Fraction(0))
 

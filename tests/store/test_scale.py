@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from ledger.store import columns, database as store
+from ledger.store import columns, decoded_history, engines, schema_migrations, session_state
 from ledger.accounting.charge_choice import at_delta
 from ledger.accounting.cost_rule import ledger_cost
 from ledger.accounting.ledger_index import LedgerIndex
@@ -94,7 +94,7 @@ def reference(tmp_path: Path):
     assert not errors
     releases, families, errors = load_releases([tmp_path / "releases.yaml"],
                                                LedgerSnapshot(datasets={"survey": dataset}),
-                                               recorded_by="t", recorded_at=store.now())
+                                               recorded_by="t", recorded_at=session_state.now())
     assert not errors, errors
     charged = [r for r in releases if r.id != "j" and r.status in CHARGED_STATUSES]
     return charged, families
@@ -123,7 +123,7 @@ def test_the_index_from_accounting_rows_is_the_index_of_the_releases(ledger):
     url, tmp_path = ledger
     releases, families = reference(tmp_path)
     expected = LedgerIndex(VARIABLES, releases, families)
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     with Session(engine) as session:
         got = columns.index_for(session, VARIABLES, "survey", {f.id: f for f in families})
         assert list(got.release_ids) == [r.id for r in releases]  # (read while the session is open)
@@ -176,11 +176,11 @@ def test_a_ledger_of_schema_3_is_upgraded_once_with_an_audit_event_per_version(l
     # schema 4, schema 5 (the accounting rows), schema 6
     # (their events and moments: built with the rows by the schema 5 step, nothing left to add), schema 7
     # (subsampled releases keep their sampling event)
-    assert migrated == migrations(4, store.SCHEMA_VERSION)
+    assert migrated == migrations(4, schema_migrations.SCHEMA_VERSION)
     assert cli_main(url, "audit", "verify").code == 0
     cli_main(url, "table")
     with sqlite3.connect(path) as connection:  # once
-        assert connection.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + len(migrations(4, store.SCHEMA_VERSION))
+        assert connection.execute("SELECT count(*) FROM audit_events").fetchone()[0] == events + len(migrations(4, schema_migrations.SCHEMA_VERSION))
 
 
 def test_help_and_version_import_neither_the_orm_nor_numpy():
@@ -266,13 +266,13 @@ def test_the_verified_head_keeps_when_it_was_verified_and_an_old_head_is_upgrade
             (value,), = connection.execute("SELECT value FROM ledger_meta WHERE key = 'verified_head'").fetchall()
         return value, verified_head.parse(value)
 
-    before = store.now()
+    before = session_state.now()
     assert cli_main(url, "audit", "verify").code == 0
     value, full = kept()
     with sqlite3.connect(path) as connection:
         events, digest = connection.execute("SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1").fetchone()
     assert json.loads(value)["seq"] == events and full.hash == digest
-    assert before <= full.at <= store.now() and full.full_at == full.at
+    assert before <= full.at <= session_state.now() and full.full_at == full.at
     assert cli_main(url, "record", write(tmp_path, "h1.yaml", "dataset: survey\nreleases:\n"
                     "  - {id: h1, reads: [age], mechanism: {name: laplace, epsilon: 1}}\n")).code == 0
     with sqlite3.connect(path) as connection:  # the full verification an hour ago, as a clock would have it
@@ -294,12 +294,12 @@ def test_the_verified_head_keeps_when_it_was_verified_and_an_old_head_is_upgrade
     assert json.loads(value) == {"seq": incremental.seq, "hash": incremental.hash, "at": None, "full_at": None}
     run = cli_main(url, "audit", "verify", "--since-checkpoint")  # the upgraded head: no digest of the
     assert run.code == 0, run.err                                  # derived rows, migrations since: in full
-    upgrades = len(migrations(8, store.SCHEMA_VERSION))  # (schemas 8 to the current one)
+    upgrades = len(migrations(8, schema_migrations.SCHEMA_VERSION))  # (schemas 8 to the current one)
     assert "appended since the last verified head" not in run.out
     with sqlite3.connect(path) as connection:
         migrated = connection.execute("SELECT kind, subject, payload FROM audit_events WHERE seq > ?",
                                       (count,)).fetchall()
-    assert migrated == migrations(8, store.SCHEMA_VERSION)
+    assert migrated == migrations(8, schema_migrations.SCHEMA_VERSION)
     value, upgraded = kept()
     assert upgraded.seq == count + upgrades and isinstance(upgraded.at, datetime)
     assert upgraded.full_at == upgraded.at and upgraded.derived is not None  # verified in full, digest kept
@@ -321,7 +321,7 @@ def test_the_table_in_chunks_keeps_the_totals_and_the_largest_rows(ledger):
     releases, families = reference(tmp_path)
     delta = Fraction(1, 10**9)
     expected = LedgerIndex(VARIABLES, releases, families).table("survey", at_delta(delta))
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     with Session(engine) as session:
         index = columns.index_for(session, VARIABLES, "survey", {f.id: f for f in families}, titles=True)
     got = columns.table_in_chunks(index, "survey", at_delta(delta), delta, shown=3, chunk=2)
@@ -361,13 +361,13 @@ def test_the_default_durability_keeps_every_acknowledged_record(tmp_path):
     """SQLite syncs its log at every commit (synchronous=FULL is 2); PostgreSQL flushes at commit."""
     import os
 
-    engine = store.make_engine(f"sqlite:///{tmp_path / 'ledger.db'}")
+    engine = engines.make_engine(f"sqlite:///{tmp_path / 'ledger.db'}")
     with engine.connect() as connection:
         assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 2
         assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
     url = os.environ.get("LEDGER_TEST_POSTGRES_URL")
     if url:
-        engine = store.make_engine(url)
+        engine = engines.make_engine(url)
         with engine.connect() as connection:
             assert connection.exec_driver_sql("SHOW synchronous_commit").scalar() == "on"
 
@@ -434,8 +434,8 @@ def test_releases_are_listed_a_chunk_at_a_time_as_the_whole_list(ledger, monkeyp
     assert [r["id"] for r in listed] == [*"abcdefghijk", "z 1"]
     assert next(r for r in listed if r["id"] == "j")["steps"][-1]["reason"] == "not run"
     with monkeypatch.context() as patch:
-        patch.setattr(store, "RELEASE_PAGE", 5)  # three pages, the last a short one
-        patch.setattr(store, "snapshot", lambda *a, **k: pytest.fail("releases decoded the whole history"))
+        patch.setattr(decoded_history, "RELEASE_PAGE", 5)  # three pages, the last a short one
+        patch.setattr(decoded_history, "snapshot", lambda *a, **k: pytest.fail("releases decoded the whole history"))
         streamed_json, streamed_text = cli_main(url, "releases", "--json"), cli_main(url, "releases")
     assert streamed_json.code == 0 and streamed_json.out == whole_json.out
     lines = streamed_text.out.splitlines()

@@ -26,7 +26,7 @@ from test_scale import DATASET, RELEASES, write
 from ledger.accounting import index_figures
 from ledger.accounting.charge_choice import at_delta
 from ledger.core.records import CHARGED_STATUSES, Status
-from ledger.store import columns, database as store, sealed
+from ledger.store import audit_verify, columns, decoded_history, engines, release_writes, row_arrays, schema_migrations, sealed, sessions
 
 CHARGED = sorted(s.value for s in CHARGED_STATUSES)
 
@@ -58,13 +58,13 @@ def test_the_chunks_and_the_tail_read_as_the_rows(ledger, subset, size, reseal, 
             mock.patch.object(sealed, "RESEAL_CHANGES", reseal):
         url = f"sqlite:///{directory}/l.db"
         record(url, entries, lifecycle)  # (publishes some planned releases once the chunks are sealed)
-        engine = store.make_engine(url)
+        engine = engines.make_engine(url)
         with Session(engine) as session:
-            snapshot = store.snapshot(session, "t")
-        with store.write_session(engine) as session:  # cancel some planned or approved releases, later still
+            snapshot = decoded_history.snapshot(session, "t")
+        with sessions.write_session(engine) as session:  # cancel some planned or approved releases, later still
             for release, drop in zip(snapshot.releases.values(), cancel):
                 if drop and release.status in (Status.PLANNED, Status.APPROVED):
-                    store.set_status(session, replace(release, status=Status.CANCELLED), "t", "release.cancelled",
+                    release_writes.set_status(session, replace(release, status=Status.CANCELLED), "t", "release.cancelled",
                                      reason="test")
         with Session(engine) as session:
             connection = session.connection()
@@ -73,15 +73,15 @@ def test_the_chunks_and_the_tail_read_as_the_rows(ledger, subset, size, reseal, 
             for positions in (None, sorted(VARIABLES.index(v) for v in subset)):
                 for accounts in (True, False):
                     found = columns.read_rows(connection, "t", CHARGED, positions, len(VARIABLES), accounts)
-                    expected = columns._read_rows(
+                    expected = row_arrays._read_rows(
                         connection, columns._row_statement("t", CHARGED, positions, accounts)[1], len(VARIABLES),
                         accounts)
                     same_rows(found, expected)
                     if positions is not None:
                         by_seq = dict(connection.exec_driver_sql("SELECT seq, release FROM release_accounting").all())
                         assert found.ids == [by_seq[s] for s in found.seq.tolist()]
-        with store.read_session(engine) as session:
-            assert store.verify(session).problems == ()
+        with sessions.read_session(engine) as session:
+            assert audit_verify.verify(session).problems == ()
         engine.dispose()
         rows, whole = both_indexes(url, touching=subset)
         objective = at_delta(DELTA)
@@ -121,12 +121,12 @@ def chunked(ledger_url, tmp_path, monkeypatch):
                     "  - {id: n, reads: [income], mechanism: {name: laplace, epsilon: 1}, status: published,\n"
                     "     published_at: '2026-02-01T00:00:00Z'}\n"
                     )).code == 0
-    engine = store.make_engine(url)
-    with store.write_session(engine) as session:  # a (planned) release in the first chunk approved and published
-        release = replace(store.snapshot(session, "survey").releases["a"], status=Status.APPROVED, approved_by="u",
+    engine = engines.make_engine(url)
+    with sessions.write_session(engine) as session:  # a (planned) release in the first chunk approved and published
+        release = replace(decoded_history.snapshot(session, "survey").releases["a"], status=Status.APPROVED, approved_by="u",
                           approved_at=T0)
-        store.set_status(session, release, "u", "release.approved")  # (PostgreSQL refuses a publication unapproved)
-        store.set_status(session, replace(release, status=Status.PUBLISHED, published_at=T0), "t",
+        release_writes.set_status(session, release, "u", "release.approved")  # (PostgreSQL refuses a publication unapproved)
+        release_writes.set_status(session, replace(release, status=Status.PUBLISHED, published_at=T0), "t",
                          "release.published")
     engine.dispose()
     return url, tmp_path
@@ -173,7 +173,7 @@ def test_verify_names_a_chunk_changed_behind_the_ledger(chunked, change, message
         last = chunk_rows(url)[-1][0]
         sql(url, f"UPDATE accounting_chunks SET stop = {top + 50} WHERE dataset = 'survey' AND first = {last}")
     else:
-        engine = store.make_engine(url)
+        engine = engines.make_engine(url)
         with engine.begin() as connection:
             (body,), = connection.execute(sealed._CHUNKS.select().with_only_columns(sealed._CHUNKS.c.body).where(
                 sealed._CHUNKS.c.first == first)).all()
@@ -201,13 +201,13 @@ def test_a_ledger_of_schema_9_gains_its_chunks_once_with_an_audit_event(chunked)
         "UPDATE ledger_meta SET value = '9' WHERE key = 'schema_version'")  # as schema 9 left it
     assert outputs(url) == before
     migrated, = sql(url, f"SELECT kind, subject, payload FROM audit_events WHERE seq > {events}")
-    assert migrated == migrations(10, store.SCHEMA_VERSION)
+    assert migrated == migrations(10, schema_migrations.SCHEMA_VERSION)
     # every complete range sealed (the migration's event completes one more than before)
     assert chunk_rows(url)[:len(chunks)] == [(first, stop, count) for first, stop, count in chunks]
     assert sql(url, "SELECT count(*) FROM accounting_chunk_changes")[0] == [(0,)]
     assert cli_main(url, "audit", "verify").code == 0
     outputs(url)
-    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + len(migrations(10, store.SCHEMA_VERSION)),)]
+    assert sql(url, "SELECT count(*) FROM audit_events")[0] == [(events + len(migrations(10, schema_migrations.SCHEMA_VERSION)),)]
 
 
 def test_an_added_variable_rebuilds_the_chunks_at_the_new_width(chunked):

@@ -25,7 +25,7 @@ import pytest
 from sqlalchemy import event
 
 from ledger.operations import transactions as operations
-from ledger.store import database as store, identity
+from ledger.store import engines, identity, process_caches, session_state
 from support import cli_main
 
 DATASET = """\
@@ -43,7 +43,7 @@ caps:
 # stated at a delta; these caps are a rho and a pure-epsilon cap)
 NOT_ON_THE_RECORDING_PATH = ("numpy", "pandas", "scipy", "dp_accounting", "jsonschema", "jinja2", "matplotlib",
                              "networkx", "ledger.reporting.report", "ledger.reporting.charts", "ledger.reporting.chart_data", "multiprocessing")
-NOT_FOR_HELP = ("sqlalchemy", "sqlmodel", "yaml", "jsonschema_rs", "ledger.store.database", "ledger.operations.people") + \
+NOT_FOR_HELP = ("sqlalchemy", "sqlmodel", "yaml", "jsonschema_rs", "ledger.store.sessions", "ledger.store.table_models", "ledger.operations.people") + \
     NOT_ON_THE_RECORDING_PATH
 
 
@@ -76,7 +76,7 @@ class Transactions:
 @pytest.fixture
 def survey(ledger_url, tmp_path):
     assert cli_main(ledger_url, "dataset", "add", write(tmp_path, "survey.yaml", DATASET)).code == 0
-    engine = store.make_engine(ledger_url)
+    engine = engines.make_engine(ledger_url)
     yield engine, ledger_url, tmp_path
     engine.dispose()
 
@@ -295,7 +295,7 @@ def test_a_misspelt_command_is_still_offered_the_right_one(tmp_path):
 # The recording path's statements on the driver's cursor (store/driver.py)
 # --------------------------------------------------------------------------
 
-FIXED_MOMENT = store.now().replace(year=2026, month=3, day=1, hour=12, minute=0, second=0)
+FIXED_MOMENT = session_state.now().replace(year=2026, month=3, day=1, hour=12, minute=0, second=0)
 
 
 def _through_sqlalchemy(monkeypatch) -> None:
@@ -348,7 +348,7 @@ def _a_history(url: str, tmp_path: Path, name: str) -> None:
     directory.mkdir()
     dataset = DATASET + "  - {subset: [age, income], epsilon: 40, delta: 1e-9}\n"
     assert cli_main(url, "dataset", "add", write(directory, "survey.yaml", dataset)).code == 0
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         actor = identity.authenticated(engine).name
         for k, epsilon in enumerate(["1/10", "1/10", "1/3", "1/10", "2/7"]):
@@ -371,11 +371,11 @@ def test_the_driver_writes_the_rows_sqlalchemy_would_write(ledger_url, other_led
     each value through its column type's own bind processor: the same steps at the same
     moments leave every table of the ledger, byte for byte, as SQLAlchemy's execution leaves it,
     and each ledger verifies."""
-    monkeypatch.setattr(store, "now", lambda: FIXED_MOMENT)
+    monkeypatch.setattr(session_state, "now", lambda: FIXED_MOMENT)
     _a_history(ledger_url, tmp_path, "driver")
     with monkeypatch.context() as reference:
         _through_sqlalchemy(reference)
-        store._IDS_CACHE.clear()
+        process_caches.IDS_CACHE.clear()
         _a_history(other_ledger_url, tmp_path, "core")
     for url in (ledger_url, other_ledger_url):
         verified = cli_main(url, "audit", "verify")
@@ -425,7 +425,7 @@ def test_ids_known_from_one_ledger_are_not_used_in_another_at_the_same_url(tmp_p
         for suffix in ("", "-wal", "-shm"):
             Path(f"{tmp_path / 'ledger.db'}{suffix}").unlink(missing_ok=True)
         assert cli_main(url, "dataset", "add", write(tmp_path, "survey.yaml", DATASET)).code == 0
-        engine = store.make_engine(url)
+        engine = engines.make_engine(url)
         try:
             for k, epsilon in enumerate(epsilons):
                 operations.record(engine, operations.release_builder(
@@ -480,7 +480,7 @@ def _planned_then_published(url: str, tmp_path: Path, name: str) -> list[dict]:
     directory = tmp_path / name
     directory.mkdir()
     assert cli_main(url, "dataset", "add", write(directory, "survey.yaml", DELTA_DATASET)).code == 0
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     actor = identity.authenticated(engine).name
     try:
         for k in range(8):
@@ -509,7 +509,7 @@ def test_a_record_decides_each_cap_once_and_the_same_as_deciding_again(ledger_ur
     from ledger.accounting import cap_decisions
     from ledger.operations import cap_accounting
 
-    monkeypatch.setattr(store, "now", lambda: FIXED_MOMENT)
+    monkeypatch.setattr(session_state, "now", lambda: FIXED_MOMENT)
     made = []
     decide = cap_decisions.cap_decision
     monkeypatch.setattr(cap_decisions, "cap_decision", lambda cap, *rest: made.append(cap.name) or decide(cap, *rest))
@@ -518,7 +518,7 @@ def test_a_record_decides_each_cap_once_and_the_same_as_deciding_again(ledger_ur
     with monkeypatch.context() as again:
         again.setattr(cap_accounting, "_decision_before",
                       lambda cap, value, state: cap_decisions.cap_decision(cap, value, None, state))
-        store._IDS_CACHE.clear()
+        process_caches.IDS_CACHE.clear()
         made.clear()
         decided = _planned_then_published(other_ledger_url, tmp_path, "decided")
     assert taken == decided

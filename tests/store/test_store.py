@@ -22,7 +22,7 @@ import pytest
 from sqlmodel import Session
 from support import acting_as, Run, cli_main, dump_sqlite
 
-from ledger.store import database as store
+from ledger.store import audit_verify, dataset_writes, decoded_history, engines, release_writes, row_reads, schema_migrations, sessions
 from ledger.input.datasets import build_dataset
 from ledger.input.documents import parse_document
 from ledger.input.releases import load_releases
@@ -131,8 +131,8 @@ def db(tmp_path):
 
 @pytest.fixture
 def engine(db):
-    engine = store.make_engine(sqlite_url(db))
-    store.ensure_schema(engine)
+    engine = engines.make_engine(sqlite_url(db))
+    schema_migrations.ensure_schema(engine)
     yield engine
     engine.dispose()
 
@@ -146,15 +146,15 @@ def record_examples(engine) -> None:
         recorded_by="ana", recorded_at=WHEN,
     )
     assert errors == []
-    with store.write_session(engine) as session:
-        store.add_dataset(session, dataset, "ana")
-    with store.write_session(engine) as session:
-        store.add_releases(session, releases, families, "ana")
+    with sessions.write_session(engine) as session:
+        dataset_writes.add_dataset(session, dataset, "ana")
+    with sessions.write_session(engine) as session:
+        release_writes.add_releases(session, releases, families, "ana")
 
 
-def verify(engine) -> store.Verification:
+def verify(engine) -> audit_verify.Verification:
     with Session(engine) as session:
-        return store.verify(session)
+        return audit_verify.verify(session)
 
 
 # --------------------------------------------------------------------------
@@ -165,12 +165,12 @@ def verify(engine) -> store.Verification:
 def test_records_read_back_equal_the_records_loaded(engine, tmp_path):
     dataset, releases, families = loaded(tmp_path)
     assert {f.id for f in families} == {"by-degree", "random-halves"}
-    with store.write_session(engine) as session:
-        store.add_dataset(session, dataset, "ana")
-        store.add_releases(session, releases, families, "ana")
+    with sessions.write_session(engine) as session:
+        dataset_writes.add_dataset(session, dataset, "ana")
+        release_writes.add_releases(session, releases, families, "ana")
 
     with Session(engine) as session:
-        snapshot = store.snapshot(session)
+        snapshot = decoded_history.snapshot(session)
     assert snapshot.datasets == {"graduates": dataset}
     assert snapshot.families == {f.id: f for f in families}
     assert snapshot.releases == {r.id: r for r in releases}
@@ -200,32 +200,32 @@ def test_records_read_back_equal_the_records_loaded(engine, tmp_path):
 def test_one_dataset_snapshot_holds_only_its_part(engine, tmp_path):
     dataset, releases, families = loaded(tmp_path)
     other, _ = build_dataset(parse_document("o.yaml", "dataset: other\nvariables: [{name: x}]\n")[0])
-    with store.write_session(engine) as session:
-        store.add_dataset(session, dataset, "ana")
-        store.add_dataset(session, other, "ana")
-        store.add_releases(session, releases, families, "ana")
+    with sessions.write_session(engine) as session:
+        dataset_writes.add_dataset(session, dataset, "ana")
+        dataset_writes.add_dataset(session, other, "ana")
+        release_writes.add_releases(session, releases, families, "ana")
     with Session(engine) as session:
-        part = store.snapshot(session, "other")
+        part = decoded_history.snapshot(session, "other")
     assert part.releases == {} and part.families == {}
 
 
 def test_exact_fractions_are_stored_as_exact_text(engine, db, tmp_path):
     dataset, releases, families = loaded(tmp_path)
-    with store.write_session(engine) as session:
-        store.add_dataset(session, dataset, "ana")
-        store.add_releases(session, releases, families, "ana")
+    with sessions.write_session(engine) as session:
+        dataset_writes.add_dataset(session, dataset, "ana")
+        release_writes.add_releases(session, releases, families, "ana")
     (stored,) = rows(db, "SELECT guarantees FROM releases WHERE id = 'science'")
     assert json.loads(stored[0])[0]["rho"] == "104/4099"
 
 
 def test_a_failed_write_leaves_the_database_as_it_was(engine, db, tmp_path):
     dataset, releases, families = loaded(tmp_path)
-    with store.write_session(engine) as session:
-        store.add_dataset(session, dataset, "ana")
+    with sessions.write_session(engine) as session:
+        dataset_writes.add_dataset(session, dataset, "ana")
     before = dump_sqlite(db)
     with pytest.raises(RuntimeError, match="stop"):
-        with store.write_session(engine) as session:
-            store.add_releases(session, releases, families, "ana")
+        with sessions.write_session(engine) as session:
+            release_writes.add_releases(session, releases, families, "ana")
             raise RuntimeError("stop")
     assert dump_sqlite(db) == before
 
@@ -306,9 +306,9 @@ def test_a_row_added_behind_the_ledgers_back_is_detected(engine, db):
 
 def test_family_rows_are_covered_by_the_chain(engine, db, tmp_path):
     dataset, releases, families = loaded(tmp_path)
-    with store.write_session(engine) as session:
-        store.add_dataset(session, dataset, "ana")
-        store.add_releases(session, releases, families, "ana")
+    with sessions.write_session(engine) as session:
+        dataset_writes.add_dataset(session, dataset, "ana")
+        release_writes.add_releases(session, releases, families, "ana")
     assert verify(engine).ok
     (seq,) = rows(db, "SELECT seq FROM audit_events WHERE kind = 'family.added' AND subject = 'by-degree'")[0]
     execute(db, "UPDATE families SET partition = 'null' WHERE id = 'by-degree'")  # keyed split -> random split
@@ -380,12 +380,12 @@ def test_recording_through_the_cli_keeps_the_chain_intact(db, tmp_path):
 
 
 def test_a_fresh_ledger_is_empty_and_verifies(tmp_path):
-    engine = store.make_engine(sqlite_url(tmp_path / "new.db"))
-    store.ensure_schema(engine)
+    engine = engines.make_engine(sqlite_url(tmp_path / "new.db"))
+    schema_migrations.ensure_schema(engine)
     with Session(engine) as session:
-        assert store.is_empty(session)
-        assert store.snapshot(session) == LedgerSnapshot()
-        result = store.verify(session)  # an empty chain is reported, not "intact"
+        assert row_reads.is_empty(session)
+        assert decoded_history.snapshot(session) == LedgerSnapshot()
+        result = audit_verify.verify(session)  # an empty chain is reported, not "intact"
         assert not result.ok and result.events == 0 and "no audit event" in result.problems[0]
     engine.dispose()
 
@@ -397,24 +397,24 @@ def test_reading_neither_waits_for_a_writer_nor_makes_it_wait(engine, db):
     from dataclasses import replace
 
     graduates, _ = build_dataset(parse_document("graduates.yaml", GRADUATES)[0])
-    with store.write_session(engine) as session:
-        store.add_dataset(session, graduates, "ana")
-    reader = store.make_engine(sqlite_url(db))
+    with sessions.write_session(engine) as session:
+        dataset_writes.add_dataset(session, graduates, "ana")
+    reader = engines.make_engine(sqlite_url(db))
     seen = []
 
     def read():
         with Session(reader) as session:
-            seen.append(sorted(store.snapshot(session).datasets))
+            seen.append(sorted(decoded_history.snapshot(session).datasets))
 
     try:
-        with store.write_session(engine) as session:  # holds the write lock until the block ends
-            store.add_dataset(session, replace(graduates, name="graduates-2"), "ana")
+        with sessions.write_session(engine) as session:  # holds the write lock until the block ends
+            dataset_writes.add_dataset(session, replace(graduates, name="graduates-2"), "ana")
             thread = threading.Thread(target=read, daemon=True)
             thread.start()
             thread.join(timeout=10)
             assert not thread.is_alive(), "a read waited for the writer's lock"
             assert seen == [["graduates"]]  # the snapshot before the write commits
         with Session(reader) as session:
-            assert sorted(store.snapshot(session).datasets) == ["graduates", "graduates-2"]
+            assert sorted(decoded_history.snapshot(session).datasets) == ["graduates", "graduates-2"]
     finally:
         reader.dispose()

@@ -31,7 +31,7 @@ from support import acting_as, cli_main, cli_ok, migrations
 
 from ledger.accounting import cap_decisions
 from ledger.accounting.spend import cks_epsilon
-from ledger.store import database as store
+from ledger.store import schema_migrations
 
 FIXTURE = Path(__file__).resolve().parents[1].joinpath("fixtures") / "ledger_before_filters.sql"
 DELTA = 1e-6
@@ -83,7 +83,7 @@ def test_an_older_ledger_is_upgraded_in_place_its_caps_given_filters(old_ledger)
     (events,), = sql(old_ledger, "SELECT max(seq) FROM audit_events")[0]
     caps = {c["cap"]: c for c in cli_ok(old_ledger, "cap", "list", "--json").json()}
     assert sql(old_ledger, "SELECT value FROM ledger_meta WHERE key = 'schema_version'")[0] == [
-        (str(store.SCHEMA_VERSION),)] == [("20",)]
+        (str(schema_migrations.SCHEMA_VERSION),)] == [("20",)]
     written = sql(old_ledger, f"SELECT kind, subject, actor, payload FROM audit_events WHERE seq > {events} ORDER BY seq")[0]
     assert [(kind, subject, actor) for kind, subject, actor, _ in written] == [
         ("cap.set", "d/ga", "privacy-ledger"), ("cap.set", "d/mb", "privacy-ledger"),
@@ -174,5 +174,5 @@ def test_a_caps_running_total_from_an_older_rule_is_computed_again(tmp_path):
     (cap,) = cli_ok(url, "cap", "list", "--json").json()
     assert cap["current"] == pytest.approx(expected, rel=1e-9)
     (migrated,) = sql(url, f"SELECT kind, subject FROM audit_events WHERE seq > {events}")
-    assert migrated == [(kind, subject) for kind, subject, _ in migrations(12, store.SCHEMA_VERSION)]
+    assert migrated == [(kind, subject) for kind, subject, _ in migrations(12, schema_migrations.SCHEMA_VERSION)]
     assert cli_main(url, "audit", "verify").code == 0

@@ -172,7 +172,7 @@ def test_rows_edited_with_the_digest_in_the_database_are_found_from_a_signed_che
     """Who rewrites a row and the digest kept beside the head in the same database passes
     --since-checkpoint alone; from a signed checkpoint (its digest signed with its head) that
     edit is found."""
-    from ledger.store import database as store
+    from ledger.store import engines, sessions
     from ledger.store import derived
 
     cli_ok(ledger, "audit", "keygen", "--out", tmp_path / "key")
@@ -180,9 +180,9 @@ def test_rows_edited_with_the_digest_in_the_database_are_found_from_a_signed_che
     signed = json.loads((tmp_path / "signed.json").read_text())
     assert signed["head"]["derived"]["seq"] == signed["head"]["seq"]
     lower_r1(ledger)
-    engine = store.make_engine(ledger)
+    engine = engines.make_engine(ledger)
     try:
-        with store.read_session(engine) as session:  # the digest of the edited rows, as an informed forger makes it
+        with sessions.read_session(engine) as session:  # the digest of the edited rows, as an informed forger makes it
             forged, _ = derived._accounting_sums(session.connection(), set())
     finally:
         engine.dispose()

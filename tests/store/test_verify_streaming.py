@@ -1,6 +1,6 @@
 """`audit verify` streams, and finds what the verification that held everything did.
 
-The streaming `store.verify` (chunks of events and of release rows, a temporary
+The streaming `audit_verify.verify` (chunks of events and of release rows, a temporary
 file for each release's latest event, running totals summed chunk by chunk) is
 run beside the verification as it was before (tests/verify_reference.py, every
 row in memory at once) on a ledger tampered with in each way the store can be:
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from ledger.store import database as store
+from ledger.store import audit_verify, engines, row_dicts, sessions
 from ledger.store.codec import canonical_json
 from support import acting_as, cli_main
 from test_scale import DATASET as SCALE_DATASET
@@ -87,11 +87,11 @@ def pristine(tmp_path_factory) -> Path:
     return db
 
 
-def both(db: Path) -> tuple[store.Verification, store.Verification]:
-    engine = store.make_engine(f"sqlite:///{db}")
+def both(db: Path) -> tuple[audit_verify.Verification, audit_verify.Verification]:
+    engine = engines.make_engine(f"sqlite:///{db}")
     try:
-        with store.read_session(engine) as session:
-            streamed = store.verify(session)
+        with sessions.read_session(engine) as session:
+            streamed = audit_verify.verify(session)
         with Session(engine) as session:
             reference = verify_in_memory(session)
     finally:
@@ -108,7 +108,7 @@ def test_streaming_verify_finds_what_the_whole_verification_finds(pristine, tmp_
     with sqlite3.connect(db) as connection:
         for statement in TAMPERING[case]:
             connection.execute(statement)
-    monkeypatch.setattr(store, "VERIFY_CHUNK", chunk)
+    monkeypatch.setattr(row_dicts, "VERIFY_CHUNK", chunk)
     streamed, reference = both(db)
     assert (streamed.ok, streamed.events, streamed.head) == (reference.ok, reference.events, reference.head)
     assert sorted(streamed.problems) == sorted(reference.problems)

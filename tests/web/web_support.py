@@ -48,10 +48,10 @@ def dated_census_ledger(url: str, monkeypatch) -> api.Ledger:
     at noon of DAYS[2]."""
     from datetime import UTC, datetime
 
-    from ledger.store import database as store
+    from ledger.store import session_state
 
     clock = {"now": datetime(2026, 1, 5, 10, tzinfo=UTC)}
-    monkeypatch.setattr(store, "now", lambda: clock["now"])
+    monkeypatch.setattr(session_state, "now", lambda: clock["now"])
     if url.startswith("postgresql"):
         logins(url, ("ana", "bob"))
     with acting_as("ana"):

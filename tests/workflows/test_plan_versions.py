@@ -21,7 +21,7 @@ from support import cli_main, cli_ok, dump_tables
 import ledger
 from ledger.core.errors import Refused
 from ledger.operations import plan_book
-from ledger.store import database as store
+from ledger.store import schema_migrations
 from ledger.store import enforced
 
 DATASET = {"dataset": "d", "self_approval": True, "variables": [{"name": "x"}, {"name": "y"}],
@@ -178,7 +178,7 @@ def test_a_schema_19_ledger_is_upgraded_so_a_steward_may_write_plan_versions(boo
             assert connection.execute(text("SELECT kind, subject FROM audit_events ORDER BY seq DESC LIMIT 1")).one() \
                 == ("ledger.migrated", "schema 20")
             assert connection.execute(text("SELECT value FROM ledger_meta WHERE key = 'schema_version'")).scalar() \
-                == str(store.SCHEMA_VERSION) == "20"
+                == str(schema_migrations.SCHEMA_VERSION) == "20"
             if engine.dialect.name == "postgresql":  # the event check names the new kind: a steward's duty
                 source = connection.execute(text("SELECT prosrc FROM pg_proc WHERE proname = "
                                                  "'privacy_ledger_event_check'")).scalar()

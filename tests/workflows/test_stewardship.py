@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from ledger.store import checkpoint, database as store
+from ledger.store import checkpoint, engines, ledger_meta
 from ledger.store.codec import GENESIS_HASH, event_hash
 from support import acting_as, cli_main
 
@@ -496,14 +496,14 @@ def test_a_report_prints_the_head_it_was_computed_from(ledger):
 def test_stamps_cost_two_key_reads_not_the_history(ledger):
     """The check reads the stamp and the head: no query touches the releases for it."""
     url, _ = ledger
-    engine = store.make_engine(url)
+    engine = engines.make_engine(url)
     with Session(engine) as session:
-        assert store.stale_totals(session) is None
+        assert ledger_meta.stale_totals(session) is None
         statements = []
         from sqlalchemy import event
 
         event.listen(engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
-        store.stale_totals(session)
+        ledger_meta.stale_totals(session)
         assert not any("releases" in s for s in statements)
 
 
