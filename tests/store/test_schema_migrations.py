@@ -14,7 +14,7 @@ from support import migrations
 
 from ledger.store import audit_verify, engines, schema_migrations, sessions
 
-FIXTURE = Path(__file__).with_name("fixtures") / "ledger_before_filters.sql"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "ledger_before_filters.sql"
 
 
 def test_the_steps_are_one_per_version_from_2_to_the_schema_version():
