@@ -18,10 +18,13 @@ the ones below -- tests/test_layers.py):
   core/         numbers, records, errors: the vocabulary
   mechanisms/   the data mechanisms (pure)
   accounting/   every number: spend.py (composition), cost_rule.py and ledger_index.py (cost per
-                subset), the accountants (composition_figures.py), budget.py (caps), catalogue.py
-  input/        loader.py: files -> validated records
-  store/        table_models.py, sessions.py, audit_chain.py, the writes, audit_verify.py, columns.py, codec.py
-  operations/   transactions.py (record, check, lifecycle, caps), choices.py, people.py;
+                subset), the accountants (composition_figures.py), budget.py (caps; cap_measure.py,
+                cap_unbounded.py), catalogue.py
+  input/        files -> validated records: documents.py (parse), schema_check.py, datasets.py,
+                releases.py, batch.py (checks across one record)
+  store/        table_models.py, engines.py, sessions.py, schema_migrations.py, audit_chain.py, the
+                writes (dataset_, release_, cap_writes.py), audit_verify.py, columns.py, codec.py
+  operations/   transactions.py (record, check, lifecycle, caps), choices.py, people.py, opening.py;
                 what a reader is shown, computed: table_view.py, shown_figures.py, report_inputs.py
   api.py        the Python API, the one façade: every interface formats what it returns
   cli/, reporting/, web/, adapters/   the interfaces: command line, reports (report.py, charts.py,
