@@ -16,7 +16,8 @@ from .people import person_of
 ENVIRONMENT = Environment(loader=PackageLoader("ledger.web", "templates"), autoescape=True,
                           undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 ENVIRONMENT.filters.update(figure=figures.figure, headroom=figures.headroom_text, delta=figures.delta_text,
-                           change=figures.change_text, parameter=figures.parameter_text)
+                           change=figures.change_text, parameter=figures.parameter_text,
+                           data_value=figures.data_value)
 
 
 def link(path: str, **query) -> str:
