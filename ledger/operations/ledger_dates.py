@@ -15,7 +15,7 @@ def date_span(session) -> tuple[date | None, date]:
     """(the day of the first audit event, None in a ledger without one; today)."""
     from sqlalchemy import select
 
-    from ..input.loader import parse_moment
+    from ..input.utc_moments import parse_moment
 
     events = store.AuditEventRow.__table__
     first = session.connection().execute(select(events.c.at).order_by(events.c.seq).limit(1)).scalar()
