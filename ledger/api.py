@@ -164,7 +164,7 @@ class Ledger:
         index reads release ids). `subset`: the index answers a subset's question (`subset --as-of`)."""
         when = as_of_moment(as_of)
         if when is None:
-            def build():
+            def build() -> tuple[Dataset, Any]:
                 snapshot = self._full(dataset)
                 chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
                 return chosen, choices.charged_index(snapshot, chosen)

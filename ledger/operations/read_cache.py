@@ -100,7 +100,7 @@ _PLAIN = (str, int, float, Fraction, bool, datetime, type(None))
 def question_of(name: str, args: tuple, kwargs: dict) -> Hashable | None:
     """A read's question as a key: its name and arguments (lists as tuples, sets as frozensets);
     None when an argument is of another kind (a generator, an object), a read not kept."""
-    def frozen(value):
+    def frozen(value: Any) -> Hashable:
         if isinstance(value, _PLAIN):
             return value
         if isinstance(value, (list, tuple)):
@@ -120,7 +120,7 @@ def kept(method: Callable[..., T]) -> Callable[..., T]:
     are the same answer. Each caller gets its own copy of a mutable answer (a DataFrame, a list),
     so no caller can change another's."""
     @functools.wraps(method)
-    def read(self, *args, **kwargs):
+    def read(self: Any, *args: Any, **kwargs: Any) -> T:
         question = question_of(method.__qualname__, args, kwargs)
         if question is None:
             return method(self, *args, **kwargs)
