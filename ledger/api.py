@@ -50,6 +50,7 @@ from .input.documents import Document, read_document
 from .input.snapshot import LedgerSnapshot
 from .core.numbers import Number, safe_float
 from .core.records import Cap, Dataset, Release
+from .operations.read_cache import kept, read_cache
 from .operations.table_view import table_view
 
 if TYPE_CHECKING:
@@ -133,7 +134,8 @@ class PlanCheck:
 
 
 class Ledger:
-    """A ledger opened by URL. Cheap to keep: each call opens its own transaction."""
+    """A ledger opened by URL. Cheap to keep: each call opens its own transaction. A read of an
+    unchanged ledger is answered from its database's read cache (operations/read_cache.py)."""
 
     def __init__(self, url: str, engine: Engine, *, person: Person | None = None):
         self.url = url
@@ -158,8 +160,11 @@ class Ledger:
             return configuration.write_context(session)
 
     def _full(self, dataset: str | None) -> LedgerSnapshot:
-        with Session(self.engine) as session:
-            return decoded_history.snapshot(session, dataset)
+        def build() -> LedgerSnapshot:
+            with Session(self.engine) as session:
+                return decoded_history.snapshot(session, dataset)
+
+        return read_cache(self.engine).answer(self.engine, ("snapshot", dataset), build)
 
     @contextmanager
     def _indexed(self, dataset: str | None, as_of: str | datetime | None, *, subset: bool = False):
@@ -168,9 +173,12 @@ class Ledger:
         index reads release ids). `subset`: the index answers a subset's question (`subset --as-of`)."""
         when = as_of_moment(as_of)
         if when is None:
-            snapshot = self._full(dataset)
-            chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
-            yield chosen, choices.charged_index(snapshot, chosen)
+            def build() -> tuple[Dataset, Any]:
+                snapshot = self._full(dataset)
+                chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
+                return chosen, choices.charged_index(snapshot, chosen)
+
+            yield read_cache(self.engine).answer(self.engine, ("index", dataset), build)
             return
         with Session(self.engine) as session:
             light = configuration.write_context(session)
@@ -211,6 +219,7 @@ class Ledger:
         spelling of the choice, such as the command line's `--dataset`)."""
         return choices.pick_dataset(self._light(), name, field=field)
 
+    @kept
     def releases(self, dataset: str | None = None, *, as_of: str | datetime | None = None) -> list[Release]:
         """Every recorded release (cancelled ones too: they are part of the record); `as_of`: those
         in the ledger then, each with the status it had then (as every `--as-of`)."""
@@ -514,6 +523,7 @@ class Ledger:
 
     # -- figures ----------------------------------------------------------------
 
+    @kept
     def caps(self, dataset: str | None = None, *, as_of: str | datetime | None = None) -> list[budget.CapCheck]:
         """Every cap of the dataset, its spend (reservations included), headroom and status: the
         figures `cap list` prints; `as_of`: the caps set then, as they stood (`cap list --as-of`)."""
@@ -547,6 +557,7 @@ class Ledger:
         """`headroom` of a dataset and variables already chosen and resolved; `when`: as the ledger stood then."""
         return operations.headroom(self.engine, dataset, variables, when=when, mechanism=mechanism, delta=delta)
 
+    @kept
     def subset(self, variables: Iterable[str], *, dataset: str | None = None, delta: object = None,
                accountant: str | None = None, as_of: str | datetime | None = None) -> SubsetLoss:
         """The privacy loss on one subset (variables or group names): the figure `subset` prints,
@@ -570,6 +581,7 @@ class Ledger:
             notion=spend.notion, releases=cost.releases, accountant=shown.accountant, case=shown.case,
             accountants=found, reason=reason)
 
+    @kept
     def table(self, dataset: str | None = None, delta: object = None, *, whole_dataset: bool = False,
               accountant: str | None = None, as_of: str | datetime | None = None) -> pd.DataFrame:
         """Tan's Table 1: one row per charged release plus the total row ("All releases"),
@@ -603,6 +615,7 @@ class Ledger:
                                         "whole dataset": wide.accountant})
         return frame
 
+    @kept
     def pairs(self, dataset: str | None = None, delta: object = None, *, accountant: str | None = None,
               as_of: str | datetime | None = None) -> pd.DataFrame:
         """The loss on every pair of variables: columns variable_1, variable_2, epsilon, accountant;
