@@ -23,8 +23,8 @@ from web_support import census_ledger, parse
 pytestmark = pytest.mark.load
 
 VIEWERS = 50
-REQUESTS = 8  # per viewer: 400 pages in all
-WRITES = 40  # releases recorded meanwhile, each charging age 1/1000
+REQUESTS = 4  # per viewer: 200 pages in all
+WRITES = 20  # releases recorded meanwhile, each charging age 1/1000
 P95_BOUND_S = 8.0  # one uvicorn process on a shared 2-core machine: 50 requests in flight queue behind each other
 PAGES = ("/subset?dataset=census&v=age", "/table?dataset=census", "/dashboard?dataset=census")
 
