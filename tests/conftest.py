@@ -205,18 +205,3 @@ def other_ledger_url(ledger_url, tmp_path):
     with _new_database("sqlite" if ledger_url.startswith("sqlite") else "postgresql", tmp_path, "other") as url:
         yield url
 
-
-# The slowest folders first: pytest-xdist (--dist loadfile) hands whole files to the workers in
-# collection order, so the long files start early and the short ones fill in at the end, instead
-# of one worker finishing a long file alone.
-SLOW_FIRST = ("store", "reports", "web", "docs")
-
-
-def pytest_collection_modifyitems(items):
-    tests = os.path.dirname(__file__)
-
-    def rank(item) -> int:
-        folder = os.path.relpath(str(item.path), tests).split(os.sep)[0]
-        return SLOW_FIRST.index(folder) if folder in SLOW_FIRST else len(SLOW_FIRST)
-
-    items.sort(key=rank)  # (a stable sort: every file's tests stay together, in their order)
