@@ -1,7 +1,7 @@
-"""The accounting rows (columns.py) read into arrays: a dataset's charged rows as `_Rows` (seqs, reads
+"""The accounting rows (accounting_rows.py) read into arrays: a dataset's charged rows as `_Rows` (seqs, reads
 bitsets packed, value ids, events and moments), the raw tuples of a statement, read in one go or
 streamed; moments as microseconds since the epoch (`micros`), compared as float seconds (`_stamps`).
-Shared by the accounting rows' own reads (columns.py), their sealed chunks (sealed.py) and the rows
+Shared by the accounting rows' own reads (index_from_rows.py), their sealed chunks (sealed.py) and the rows
 as they stood at a moment (as_of.py).
 """
 

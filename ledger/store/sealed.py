@@ -1,7 +1,7 @@
 """Sealed chunks: the accounting rows of a stretch of the history in a binary columnar
 form, so a read at a million releases is a few BLOB reads, not a million rows parsed.
 
-`columns.index_for` reads, per charged release of a dataset, its reads bitset, its first
+`index_from_rows.index_for` reads, per charged release of a dataset, its reads bitset, its first
 guarantee's value id, its accounting event and its two moments (`row_arrays._Rows`). Read
 from the accounting rows, that is one aggregate over a million rows on SQLite (about two
 seconds) or a million tuples on PostgreSQL. Here the same columns of the rows whose seq
@@ -25,7 +25,7 @@ writing, without counting rows. A range holding no row of the dataset is a chunk
 (a few bytes), so the chunks of a dataset run contiguously from seq 0.
 
 The only accounting-row columns that change after a release is recorded are its status and
-publication moment (`columns.set_status`). A change to a row inside a sealed range is noted
+publication moment (`accounting_writes.set_status`). A change to a row inside a sealed range is noted
 in `accounting_chunk_changes` (dataset, seq) in the same transaction: a reader takes the
 status and moment of those rows from the rows. A chunk with more than RESEAL_CHANGES noted
 changes is sealed again (from its rows) and its notes dropped, in the same transaction, so
@@ -35,7 +35,7 @@ Invariants (`check`, run by `audit verify`):
 - the chunks of a dataset cover [0, stop of the last) without gap or overlap, and no
   chunk's range reaches past the last seq given (a later release would land inside it);
 - each chunk, with the status and moment of its noted rows taken from the rows, equals the
-  chunk sealed afresh from the accounting rows (which `columns.check` compares with the
+  chunk sealed afresh from the accounting rows (which `accounting_check.check` compares with the
   release rows); a noted change names a row of that dataset inside a sealed range;
 - written only in the transaction that writes the rows they derive from: a record (seal
   what the new seqs complete), a status change (a note), an amended dataset (rebuilt),
@@ -216,7 +216,7 @@ def seal_after_insert(connection, seqs_by_dataset: Mapping[str, Sequence[int]],
     """After a record: every range the new seqs complete is sealed, for each dataset written
     to (a dataset recorded to rarely seals its own ranges when it is next recorded to).
 
-    `stops`: where each dataset's sealed chunks end, as the caller knows them (columns.Known,
+    `stops`: where each dataset's sealed chunks end, as the caller knows them (accounting_writes.Known,
     kept by the audit head: no other transaction has written since), updated here. A record
     whose seqs complete no range past a known stop reads nothing (on PostgreSQL, the read
     would be a round trip of its own and end the record's pipeline)."""
@@ -239,7 +239,7 @@ _CHUNK_OF = select(_CHUNKS.c.first, _CHUNKS.c.stop, _CHUNKS.c.width).where(
 
 
 def note_change(connection, dataset: str, seq: int) -> None:
-    """A status or publication moment changed (`columns.set_status`): noted when the row is in
+    """A status or publication moment changed (`accounting_writes.set_status`): noted when the row is in
     a sealed chunk, and that chunk sealed again once it has more than RESEAL_CHANGES notes."""
     chunk = connection.execute(_CHUNK_OF, {"d": dataset, "s": seq}).first()
     if chunk is None:
