@@ -87,13 +87,13 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
                  chain: Callable[[], ChainStatus] | None = None, generated_at: datetime | None = None,
                  indexed: Callable | None = None, as_of: datetime | None = None, since: datetime | None = None):
     """report.LargeInputs: what a summarised report is computed from, read from the accounting
-    rows (columns.index_for, columns.large_table, as `table` reads them at a million releases),
+    rows (index_from_rows.index_for, chunked_table.large_table, as `table` reads them at a million releases),
     SQL counts of the audit trail, the caps as `cap list` decides them, and the listed releases
     read whole by id. No Release is built but those listed. `indexed` is called with
     what the complete register needs (the index, its whole-dataset ids) once they are read.
 
     With `as_of` (--as-of): the ledger as it stood then, as `build_report` shows it after
-    `as_it_stood`: the rows charged then (columns.index_for with the moment), each listed
+    `as_it_stood`: the rows charged then (index_from_rows.index_for with the moment), each listed
     release with the status it had then, the caps checked over that index (as `cap list
     --as-of`), the audit events dated by then. With `since` (--since): the meeting pack
     (`large_meeting`). None when the rows or the events cannot say it exactly (a moment past
@@ -102,7 +102,8 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     from sqlalchemy import Text, cast
 
     from ..store import as_of as rows_at
-    from ..store import columns
+    from ..accounting import chunked_table
+    from ..store import index_from_rows
     from ..reporting.accountant_views import TableAccounts
     from ..core.records import CHARGED_STATUSES
     from ..accounting.index_figures import index_events
@@ -120,7 +121,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
             return None
     light = configuration.write_context(session)
     families = {fid: f for fid, f in light.families.items() if f.dataset == dataset.name}
-    index = columns.index_for(session, dataset.variable_names, dataset.name, families, False, None, True, when=as_of)
+    index = index_from_rows.index_for(session, dataset.variable_names, dataset.name, families, False, None, True, when=as_of)
     if index is None:
         return None
     then = index.then
@@ -131,7 +132,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
         chain = verify_for_report(session)
     generated_at = generated_at or session_state.now()
     wanted = ["basic", "rdp"]  # the figures shown (shown_accounts); the PLD is information only
-    table, per_variable, wide = columns.large_table(index, dataset.name, at_delta(delta), delta,
+    table, per_variable, wide = chunked_table.large_table(index, dataset.name, at_delta(delta), delta,
                                                     _report.LARGEST_LISTED, wanted)
     accounts = TableAccounts(table.variables, per_variable, wide, None)
     wide_ids = index.cost_ids(range(len(index.variables)))  # remembered by large_table
@@ -157,7 +158,7 @@ def gather_large(session: Session, dataset: Dataset, delta: Fraction,
     else:  # the families of the releases charged then; the releases in the ledger then, any status
         from sqlalchemy import func
 
-        rows = columns.AccountingRow.__table__
+        rows = table_models.AccountingRow.__table__
         charged_then = set(index.releases.seqs.tolist())
         named = tuple(sorted({family for seq, family in connection.execute(
             select(rows.c.seq, rows.c.family).where(rows.c.dataset == dataset.name, rows.c.family.is_not(None)))

@@ -239,7 +239,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
 
     from ..store.codec import guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict
     from ..accounting.index_chunks import rows_of
-    from ..store.columns import stream_raw_rows
+    from ..store.row_arrays import stream_raw_rows
     from ..core.numbers import exact_text, fraction_text, to_json
     from ..core.records import CHARGED_STATUSES
     from ..reporting.views import guarantee_text, names_text, param_text

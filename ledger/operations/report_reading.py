@@ -70,7 +70,7 @@ def event_filter(dataset: str, when: datetime | None = None, until: str | None =
     from sqlalchemy import func, or_
 
     from ..store import as_of as rows_at
-    from ..store.columns import AccountingRow
+    from ..store.table_models import AccountingRow
 
     events = table_models.AuditEventRow.__table__
     releases = table_models.ReleaseRow.__table__
