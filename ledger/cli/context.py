@@ -33,13 +33,25 @@ class State:
 state = State()
 
 
+_OPENED: list = []  # the engines `book` opened in this process, closed by `close_ledgers`
+
+
 def book(create: bool = False) -> Ledger:
     """The ledger the command works on, through the façade (ledger.api.Ledger.opened). Only
     `init`, `dataset add` and `demo` create a new SQLite file or a schema: any other command on a
     missing file, or on a database without the ledger's tables, is bad input and writes nothing."""
     from ..api import Ledger  # (the façade and the ORM: imported when a command opens the ledger)
 
-    return Ledger.opened(state.url, create=create)
+    ledger = Ledger.opened(state.url, create=create)
+    _OPENED.append(ledger.engine)
+    return ledger
+
+
+def close_ledgers() -> None:
+    """Close the connections of every ledger `book` opened (entry.main, once a command has
+    returned): a SQLite ledger's last close checkpoints its WAL into the file."""
+    while _OPENED:
+        _OPENED.pop().dispose()
 
 
 def open_engine(create: bool = False):
