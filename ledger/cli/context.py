@@ -14,6 +14,7 @@ database library.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from weakref import WeakSet
 
 if TYPE_CHECKING:
     from ..api import Ledger
@@ -33,7 +34,9 @@ class State:
 state = State()
 
 
-_OPENED: list = []  # the engines `book` opened in this process, closed by `close_ledgers`
+# the engines `book` opened in this process and still alive, closed by `close_ledgers` (weakly:
+# in a process that runs many commands, the tests', an engine no one holds goes as before)
+_OPENED: WeakSet = WeakSet()
 
 
 def book(create: bool = False) -> Ledger:
@@ -43,15 +46,16 @@ def book(create: bool = False) -> Ledger:
     from ..api import Ledger  # (the façade and the ORM: imported when a command opens the ledger)
 
     ledger = Ledger.opened(state.url, create=create)
-    _OPENED.append(ledger.engine)
+    _OPENED.add(ledger.engine)
     return ledger
 
 
 def close_ledgers() -> None:
     """Close the connections of every ledger `book` opened (entry.main, once a command has
     returned): a SQLite ledger's last close checkpoints its WAL into the file."""
-    while _OPENED:
-        _OPENED.pop().dispose()
+    for engine in list(_OPENED):
+        engine.dispose()
+    _OPENED.clear()
 
 
 def open_engine(create: bool = False):
