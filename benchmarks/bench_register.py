@@ -37,18 +37,19 @@ gc.disable()
 import ledger
 assert ledger.__file__.startswith(sys.path[1]), (ledger.__file__, sys.path[:2])  # the code asked for
 from ledger.operations import choices; from ledger.store import configuration, engines, sessions
-from ledger.cli.large_report import gather_large
+from ledger.api import Ledger
+from ledger.cli.report import gather_large
 from ledger.cli.report_register import large_register_csv
 from ledger.reporting.report import ChainStatus
 engine = engines.make_engine(sys.argv[1])
 with sessions.read_session(engine) as session:
     light = configuration.write_context(session)
     dataset = next(iter(light.datasets.values()))
-    large = gather_large(session, dataset, choices.parse_delta(None, dataset),
+    large = gather_large(Ledger("ledger", engine), dataset, choices.parse_delta(None, dataset),
                          chain=ChainStatus(True, 1, "head", ()))
 digest = hashlib.sha256()
 cpu, wall = time.process_time(), time.perf_counter()
-for part in large_register_csv(engine, large):
+for part in large_register_csv(Ledger("ledger", engine), large):
     digest.update(part.encode("utf-8"))
 print(json.dumps({"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall,
                   "mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "sha256": digest.hexdigest()}))

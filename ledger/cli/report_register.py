@@ -15,31 +15,18 @@ from pathlib import Path
 
 
 from . import outputs
-from ..operations.report_reading import (  # (read below the API)
-    lifecycle_events,
-    register_moment,
-    rows_as_they_stood,
-    same_ledger,
-)
 from ..reporting.write import csv_cell, csv_column
-from .context import open_engine
-from ..core.lazy import lazy_callable, lazy_module
+from .context import book
+from ..core.lazy import lazy_module
 from .forked_helpers import Helper, call_child
 
-
-engines = lazy_module("ledger.store.engines")  # the ORM, imported when a report is made
-row_dicts = lazy_module("ledger.store.row_dicts")  # the ORM, imported when a report is made
-sessions = lazy_module("ledger.store.sessions")  # the ORM, imported when a report is made
-table_models = lazy_module("ledger.store.table_models")  # the ORM, imported when a report is made
 # the report's context builder (and markupsafe, the chart data): imported when a report is
 # made, not by `--help`, `check` or `record`, which only register this command
 _report = lazy_module("ledger.reporting.report")
 _register = lazy_module("ledger.reporting.register_section")
 
 pack = lazy_module("ledger.operations.meeting_pack")  # the meeting pack (--since), computed below the API
-
-
-select = lazy_callable("sqlalchemy", "select")
+large_register = lazy_module("ledger.operations.large_register")  # the register's reading, below the API
 
 
 REGISTER_COLUMNS = (
@@ -128,71 +115,12 @@ def register_csv(summary, chunk: int = 5_000):
     yield buffer.getvalue()
 
 
-REGISTER_PAGE = 5_000  # releases read (and decoded) at a time for the complete register
-
-def _register_basis(large):
-    """What both large-register writers read each release's figures from: the index, the delta,
-    the number of variables, the index's seqs, the whole-dataset value id of every release, each
-    value's epsilon at the delta and whether it is zero (one computation per distinct value)."""
-    import numpy as np
-
-    index, delta = large.index, large.delta
-    n_var = len(index.variables)
-    seqs = np.asarray(index.releases.seqs, dtype=np.int64)
-    wide_ids = large.wide_ids if large.wide_ids is not None else index.cost_ids(range(n_var))
-    epsilon_of = [value.own_epsilon(delta, index.allowance) for value in index.values]  # (each a release's own charge)
-    zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
-    return index, delta, n_var, seqs, wide_ids, epsilon_of, zero
-
-
-def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple[int, str] | None = None):
-    """The complete register of a large ledger, one RegisterEntry at a time, in recording order:
-    the release rows read `page` at a time by seq (keyset paging along the seq index, so memory
-    does not grow with the ledger: see large_register_csv), each release's cells of Table 1 from
-    the index (as `build_report` gives them)."""
-    import numpy as np
-
-    from ..store.codec import release_from_dict
-    from ..accounting.index_chunks import rows_of
-    from ..core.records import CHARGED_STATUSES
-
-    index, delta, n_var, seqs, wide_ids, epsilon_of, zero = _register_basis(large)
-    variables = index.variables
-    families = large.families
-    table = table_models.ReleaseRow.__table__
-    with sessions.read_session(engine) as session:
-        same_ledger(session, head)
-        then, until = register_moment(session, large)
-        steps = lifecycle_events(session, until=until)
-        after = -1
-        while True:
-            rows = session.connection().execute(
-                select(table).where(table.c.dataset.concat("") == large.dataset.name, table.c.seq > after)
-                .order_by(table.c.seq).limit(page)).all()
-            if not rows:
-                return
-            after = rows[-1].seq
-            page_seqs = np.asarray([row.seq for row in rows], dtype=np.int64)
-            at = np.searchsorted(seqs, page_seqs)
-            inside = (at < len(seqs)) & (seqs[at.clip(max=len(seqs) - 1)] == page_seqs) if len(seqs) else \
-                np.zeros(len(rows), dtype=bool)
-            cells = None
-            if inside.any():
-                a, b = int(at[inside].min()), int(at[inside].max()) + 1
-                cells = rows_of(index, a, b).single_cells()
-            for k, row in enumerate(rows):
-                release = release_from_dict(row_dicts.release_row_dict(row))
-                if then is not None:  # the release as it stood then (not yet in the ledger: not listed)
-                    if then.status(release) is None:
-                        continue
-                    release = then.release(release)
-                found, wide = (), None
-                if inside[k] and release.status in CHARGED_STATUSES:
-                    i = int(at[k])
-                    ids = cells[i - a]
-                    found = tuple((variables[j], epsilon_of[ids[j]]) for j in np.flatnonzero(~zero[ids]).tolist())
-                    wide = epsilon_of[wide_ids[i]]
-                yield _report.register_entry(release, families, found, wide, **steps.get(release.id, {}))
+def large_register_entries(ledger, large, page: int | None = None, head: tuple[int, str] | None = None):
+    """The complete register of a large ledger, one RegisterEntry at a time, in recording order
+    (Ledger.register_releases: the release rows read `page` at a time, each release's cells of
+    Table 1 from the index, as `build_report` gives them)."""
+    for release, found, wide, steps in ledger.register_releases(large, head=head, page=page):
+        yield _report.register_entry(release, large.families, found, wide, **steps)
 
 
 REGISTER_CACHE = 100_000  # distinct texts a register column remembers across pages before it forgets them
@@ -220,7 +148,7 @@ def _json_many(texts) -> list:
     return json.loads("[" + ",".join(texts) + "]")
 
 
-def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1, upto: int | None = None,
+def large_register_csv(ledger, large, page: int | None = None, after: int = -1, upto: int | None = None,
                        header: bool = True, head: tuple[int, str] | None = None):
     """The complete register of a large ledger as CSV text, `page` releases at a time (with
     `after` and `upto`, the rows of the releases whose seq is in (after, upto] only, and with
@@ -235,25 +163,19 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     import io
 
     import numpy as np
-    from sqlalchemy import Text, cast
 
-    from ..store.codec import guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict
+    from ..api import release_part_readers
     from ..accounting.index_chunks import rows_of
-    from ..store.columns import stream_raw_rows
     from ..core.numbers import exact_text, fraction_text, to_json
     from ..core.records import CHARGED_STATUSES
     from ..reporting.views import guarantee_text, names_text, param_text
 
-    index, delta, n_var, seqs, wide_ids, epsilon_of, zero = _register_basis(large)
+    guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict = release_part_readers()
+    index, delta, n_var, seqs, wide_ids, epsilon_of, zero = large_register.register_basis(large)
     variables = index.variables
     n_values = len(epsilon_of)
     charged_names = {s.value for s in CHARGED_STATUSES}
     families = {f.id: f for f in large.families}
-    table = table_models.ReleaseRow.__table__
-    c = table.c
-    columns_ = (c.seq, c.id, c.title, c.status, cast(c.reads, Text), c.mechanism_name, cast(c.mechanism_params, Text),
-                cast(c.guarantees, Text), cast(c.derived_from, Text), c.family, c.recorded_by, c.recorded_at,
-                c.approved_by, c.approved_at, c.published_at, cast(c.pufferfish, Text), c.output_digest, c.part)
     aware = pack.aware
     guarantee_text_of = _register.guarantee_text_of
     caches: dict[str, dict] = {}
@@ -369,10 +291,7 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
         # the figures of Table 1: each charged release's nonzero cells, from the index's value ids
         wide = [("", "")] * n
         figures = list(blank)
-        page_seqs = np.asarray(seq, dtype=np.int64)
-        at = np.searchsorted(seqs, page_seqs)
-        inside = (at < len(seqs)) & (seqs[at.clip(max=len(seqs) - 1)] == page_seqs) if len(seqs) else \
-            np.zeros(n, dtype=bool)
+        at, inside = large_register.positions(seqs, np.asarray(seq, dtype=np.int64))
         shown = np.flatnonzero(inside & charged)
         if len(shown):
             a, b = int(at[inside].min()), int(at[inside].max()) + 1
@@ -410,31 +329,12 @@ def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1
     writer = csv.writer(buffer, lineterminator="\n")
     if header:
         writer.writerow(REGISTER_COLUMNS)
-    # the dataset compared through an expression, so that the page is read along the seq index
-    # (SQLite otherwise picks the dataset's index and sorts every release of the dataset for each
-    # page: quadratic in the ledger's size)
-    of_dataset = c.dataset.concat("") == large.dataset.name
-    within = () if upto is None else (c.seq <= upto,)
-    with sessions.read_session(engine) as session:
-        same_ledger(session, head)
-        connection = session.connection()
-        then, until = register_moment(session, large)
-        steps = lifecycle_events(session, until=until)
-        while True:
-            rows = list(stream_raw_rows(connection, select(*columns_).where(of_dataset, c.seq > after, *within)
-                                        .order_by(c.seq).limit(page), page))
-            if not rows:
-                break
-            after = rows[-1][0]
-            if then is not None:
-                rows = rows_as_they_stood(rows, then)
-                if not rows:
-                    continue
-            writer.writerows(zip(*page_columns(rows, steps)))
-            del rows
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
+    for rows, steps in ledger.register_pages(large, head=head, page=page, after=after, upto=upto):
+        writer.writerows(zip(*page_columns(rows, steps)))
+        del rows
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
     yield buffer.getvalue()
 
 
@@ -472,7 +372,7 @@ class RegisterAlongside:
             if self.helpers and all(outcome == ("done", "written") for outcome in outcomes):
                 outputs.write_streaming(self.path, _joined(self.files))
             else:  # no child, or one failed: the parent writes it again, whole
-                outputs.write_streaming(self.path, large_register_csv(open_engine(), self.large, head=self.head))
+                outputs.write_streaming(self.path, large_register_csv(book(), self.large, head=self.head))
         finally:
             self.close()
 
@@ -488,7 +388,7 @@ def _register_parts(large, parts: int) -> list[tuple[int, int | None]]:
     """(after, upto) seq bounds of the register's parts: about as many charged releases each
     (the index's seqs; the cancelled ones fall where they were recorded), the last one open."""
     seqs = large.index.releases.seqs
-    parts = max(1, min(parts, len(seqs) // REGISTER_PAGE))
+    parts = max(1, min(parts, len(seqs) // large_register.REGISTER_PAGE))
     cuts = [int(seqs[len(seqs) * k // parts]) for k in range(1, parts)]
     return list(zip([-1, *cuts], [*cuts, None]))
 
@@ -505,9 +405,11 @@ def _write_register(url: str, large, path: Path, after: int = -1, upto: int | No
                     header: bool = True, head: tuple[int, str] | None = None) -> str:
     """In a forked process (`call_child`): a new engine (never the parent's connections), the
     register's part of seqs (after, upto] written to `path` (the temporary file the parent made)."""
-    engine = engines.make_engine(url)
+    from ..api import Ledger
+
+    ledger = Ledger.on_own_engine(url)
     with open(path, "wb") as stream:
-        for text in large_register_csv(engine, large, after=after, upto=upto, header=header, head=head):
+        for text in large_register_csv(ledger, large, after=after, upto=upto, header=header, head=head):
             stream.write(text.encode("utf-8"))
-    engine.dispose()
+    ledger.dispose()
     return "written"
