@@ -38,8 +38,8 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     it: meeting_pack.cap_moves); `checks`: every cap as the Caps section decides it now (at --as-of),
     computed over `index` when None. `index`: the rows
     charged now (at --as-of); `until`: --as-of as the events' text; `counts`: event_counts with
-    `since` (every moment compared is UTC text: gather_large checked it). None when the rows
-    cannot say it exactly (see gather_large)."""
+    `since` (every moment compared is UTC text: large_report.read_large checked it). None when the
+    rows cannot say it exactly (see large_report.read_large)."""
     from datetime import timedelta
 
     from ..accounting.ledger_index import index_over
@@ -68,7 +68,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     if before is None:
         return None
     before = index_over(before, index.variables)  # (the columns of `index`: the dataset at --as-of)
-    if checks is None:  # the Caps section's figures (gather_large gives them)
+    if checks is None:  # the Caps section's figures (large_report.read_large gives them)
         checks = checks_from_index(list(caps), index)
     prefix = dataset.name + "/"
     set_at = {subject[len(prefix):]: event_moment(at)

@@ -1,6 +1,6 @@
-"""The report's reading of the store by SQL: the audit events about a dataset (counted, listed, dated
-by --as-of and --since), the lifecycle steps of its releases, releases read whole by id, and the
-release rows as they stood at --as-of (the summarised report of a large ledger and its register).
+"""The report's reading of the store's events (store/report_queries.py): the lifecycle steps of its
+releases, the stored event rows as AuditEvents, and the release rows as they stood at --as-of (the
+summarised report of a large ledger and its register).
 
 Read here, below the API, beside the report's inputs (report_inputs.py); no Release is decoded but
 those asked for by id. A register read in a snapshot of its own is refused when the ledger has

@@ -123,7 +123,7 @@ def test_the_large_path_gives_every_figure_of_the_small_path(built):
 def test_the_large_register_holds_every_release_as_the_small_path_does(built, monkeypatch):
     url, _ = built
     monkeypatch.setattr("ledger.operations.large_register.REGISTER_PAGE", 37)  # several pages, one not full
-    monkeypatch.setattr("ledger.cli.report_register.REGISTER_CACHE", 40)  # the register's caches emptied on the way
+    monkeypatch.setattr("ledger.cli.register_columns.REGISTER_CACHE", 40)  # the register's caches emptied on the way
     snapshot, small, large = both(url)
     entries = list(large.summary.entries())
     assert [e.id for e in entries] == list(snapshot.releases)  # every release, in recording order
