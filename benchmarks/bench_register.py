@@ -38,9 +38,9 @@ import ledger
 assert ledger.__file__.startswith(sys.path[1]), (ledger.__file__, sys.path[:2])  # the code asked for
 from ledger.operations import choices; from ledger.store import configuration, engines, sessions
 from ledger.reporting.report import ChainStatus
-import ledger.cli.report as command
+import ledger.api, ledger.cli.report as command
 engine = engines.make_engine(sys.argv[1])
-if hasattr(command, "gather_large"):  # the report read through the façade (ledger.api.Ledger)
+if hasattr(ledger.api.Ledger, "large_report"):  # the report read through the façade (ledger.api.Ledger)
     from ledger.api import Ledger
     from ledger.cli.report_register import large_register_csv
     source = Ledger("ledger", engine)
