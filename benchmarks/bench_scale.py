@@ -28,7 +28,7 @@ open's upgrade write into the ledger they run on). `table --json` prints every r
 
 A ledger built by an earlier version is upgraded in place by its first command
 ("first open"): at schema 6 the accounting rows gain their accounting events
-and lifecycle moments (columns.add_event_columns), which that line times.
+and lifecycle moments (accounting_migrations.add_event_columns), which that line times.
 """
 
 from __future__ import annotations

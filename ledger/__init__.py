@@ -23,7 +23,8 @@ the ones below -- tests/test_layers.py):
   input/        files -> validated records: documents.py (parse), schema_check.py, datasets.py,
                 releases.py, batch.py (checks across one record)
   store/        table_models.py, engines.py, sessions.py, schema_migrations.py, audit_chain.py, the
-                writes (dataset_, release_, cap_writes.py), audit_verify.py, columns.py, codec.py
+                writes (dataset_, release_, cap_, accounting_writes.py), audit_verify.py, the
+                accounting rows (accounting_rows.py, index_from_rows.py), codec.py
   operations/   transactions.py (record, check, lifecycle, caps), choices.py, people.py, opening.py;
                 what a reader is shown, computed: table_view.py, shown_figures.py, report_inputs.py
   api.py        the Python API, the one façade: every interface formats what it returns

@@ -975,4 +975,4 @@ def chain_status_at(url: str):
 def load_verification() -> None:
     """Import what a verification of the chain uses (before forking helpers that share them)."""
     from .accounting import cap_states, ledger_index  # noqa: F401
-    from .store import columns, verified_head  # noqa: F401
+    from .store import accounting_check, index_from_rows, verified_head  # noqa: F401

@@ -241,15 +241,15 @@ def test_no_module_takes_another_layers_private_names():
 _SYNTHETIC_STORE_MODULE = """
 from ..accounting.budget import _top
 from ..accounting import renyi_curves as acc
-from . import columns
-from .columns import _ROWS
+from . import accounting_rows
+from .accounting_rows import _ROWS
 import ledger.accounting.index_chunks as engine
 report = lazy_module("ledger.reporting.report")
 
 orders = acc._grids()["ORDERS"]
 part = engine._rows_of(index, 0, 1, 0, 1)
 moment = report._aware(None)
-rows = columns._ROWS, _ROWS, acc.__name__, acc.ORDERS
+rows = accounting_rows._ROWS, _ROWS, acc.__name__, acc.ORDERS
 """
 
 
@@ -258,7 +258,7 @@ def test_the_private_names_check_sees_every_form():
     assert sorted(found) == [("ledger.accounting.budget", "_top"), ("ledger.accounting.index_chunks", "_rows_of"),
                              ("ledger.accounting.renyi_curves", "_grids"), ("ledger.reporting.report", "_aware")]
     # a layer's own private names, dunder names and public ones are not taken across layers
-    assert private_uses("from . import columns\nx = columns._ROWS\n", "ledger.store.as_of") == []
+    assert private_uses("from . import accounting_rows\nx = accounting_rows._ROWS\n", "ledger.store.as_of") == []
 
 
 def import_cycles(prefix: str = "ledger") -> list[list[str]]:

@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 
 from sqlalchemy import select as sa_select
 
-from ledger.store import columns
+from ledger.store import accounting_check
 from ledger.accounting.budget import total_differences, total_from_index
 from ledger.store.codec import (GENESIS_HASH, canonical_json, cap_total_to_dict, chain_hash, dataset_from_dict,
                           dataset_to_dict, event_hash, release_from_dict)
@@ -136,10 +136,10 @@ def _check_totals(session: Session, release_rows: Mapping[str, dict],
 
 
 def _check_accounting(session: Session, releases: Mapping[str, Release], trusted=None) -> list[str]:
-    """Recompute every accounting row (columns.py) from its release and compare."""
+    """Recompute every accounting row (accounting_check.check) from its release and compare."""
     seqs = dict(session_connection(session).execute(select(_RELEASES.c.id, _RELEASES.c.seq)).all())
     variables = {d.name: d.variable_names for d in configuration(session).datasets.values()}
-    return columns.check(session, ((seqs[rid], release) for rid, release in releases.items()), variables,
+    return accounting_check.check(session, ((seqs[rid], release) for rid, release in releases.items()), variables,
                          trusted=trusted)
 
 

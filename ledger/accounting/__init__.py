@@ -4,7 +4,8 @@ spend.py          `Spend`: loss per notion, composition, zCDP -> epsilon (docs/e
 cost_rule.py      the cost of a release or a family on a subset (Tan Props 3.2-3.5), release by release;
                   charge_choice.py: the alternatives chosen (`choose`) or suffered (`Worst`)
 ledger_index.py   the same rule over arrays (index_pairs.py, index_running_totals.py, index_chunks.py,
-                  exact_sums.py); risk_table.py: Tan's Table 1 as data
+                  exact_sums.py); risk_table.py: Tan's Table 1 as data; chunked_table.py: in
+                  bounded memory
 dp_events.py      accounting events; renyi_curves.py: their Rényi curves and conversion
 subset_composition.py, composition_figures.py, figure_validity.py: a subset's events and the basic,
                   Rényi and PLD figures (pld_accountant.py; privacy_loss.py: the PLDs), the one shown

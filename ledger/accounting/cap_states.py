@@ -74,7 +74,7 @@ def state_from_history(cap, releases: Iterable[Release], families: Mapping[str, 
 
 def state_from_index(cap, index) -> dict:
     """`state_from_history` over a LedgerIndex of the charged releases (the accounting rows,
-    columns.index_for): the subset's events from the index's arrays
+    index_from_rows.index_for): the subset's events from the index's arrays
     (`IndexEvents.composition`, families and releases with a choice one by one), and each
     family's events from its members read whole, as `state_from_history` takes them. The state
     is a function of event counts only (`state_from_composition` sorts the events), so it is

@@ -135,7 +135,7 @@ def mechanism_event(release: Release) -> Event | None:
 def release_event(release: Release) -> tuple[str | None, bool]:
     """(the key of the event the release's mechanism parameters describe, whether the release
     is charged through it): `IndexEvents` decides both from the whole release; the accounting
-    rows (store.columns) keep them."""
+    rows (store.accounting_rows) keep them."""
     if release.mechanism.name not in _EVENT_MECHANISMS:
         return None, False
     event, _ = _mechanism_event(release.mechanism)

@@ -136,7 +136,7 @@ def pair_rdp(index, delta: Fraction, grid, pld_limit: int | None = PAIR_PLD_LIMI
 def _covered(index, rows: np.ndarray, guarantees: np.ndarray, chunk: int = 65_536) -> np.ndarray:
     """Per release of `rows`, whether its guarantee `guarantees` protects every variable it reads.
     When the index's protects matrix is its reads matrix (every first guarantee protects what its
-    release reads, `columns.index_for`) and each of these releases' guarantee is its own row,
+    release reads, `index_from_rows.index_for`) and each of these releases' guarantee is its own row,
     every one is covered, without a matrix; else a chunk of rows at a time."""
     if index.g_protects is index.reads and np.array_equal(guarantees, rows):
         return np.ones(len(rows), dtype=bool)

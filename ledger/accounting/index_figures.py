@@ -137,7 +137,7 @@ def _single(event_id, events: list[Event]) -> int:
 
 def stored_index_events(index, stored: np.ndarray, events: Sequence[Event], charged: np.ndarray,
                         recorded: np.ndarray, published: np.ndarray) -> IndexEvents:
-    """The `IndexEvents` of an index built from stored accounting rows (columns.index_for), without the whole releases. Per release of the index: `stored`, the event its
+    """The `IndexEvents` of an index built from stored accounting rows (index_from_rows.index_for), without the whole releases. Per release of the index: `stored`, the event its
     mechanism's parameters describe, as a position in `events` (-1: none); `charged`, whether
     it is charged through that event (`mechanism_event`); its times as `IndexEvents` keeps
     them (recorded: seconds since the epoch, -inf unknown; published: `published_moment` in

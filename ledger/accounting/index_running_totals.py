@@ -30,8 +30,8 @@ class RunningTotals:
         Simple releases are summed between checkpoints, then cumulated; a family of
         members with at most one guarantee each costs the running componentwise maximum
         of its members' cells (docs/explanation/model.md#families) except on its key variables, which go, with
-        other families and releases with a choice, through the exact path.
-        One function (past 80 lines): the three paths fill one grid, in the checkpoints' positions.
+        other families and releases with a choice, through the exact path. The three paths fill
+        one grid, in the checkpoints' positions.
         """
         objective = self.stated(objective)
         order = np.asarray(order, dtype=np.int64)
@@ -42,6 +42,19 @@ class RunningTotals:
             return grid.done()
         position = np.full(len(self.releases), len(order), dtype=np.int64)
         position[order] = np.arange(len(order))
+        cells = self._add_simple_rows(grid, order, checkpoints, position)
+        grid.accumulate_rows()
+        exact_families = self._add_family_maxima(grid, cells, checkpoints, position, len(order))
+        if exact_families or self.ambiguous:
+            self._set_exact_cells(grid, checkpoints, position, exact_families, objective)
+        return grid.done()
+
+    def _add_simple_rows(self, grid: _GridBuilder, order: np.ndarray, checkpoints: np.ndarray,
+                         position: np.ndarray):
+        """The simple releases' cells added to the grid row of the checkpoint each falls before
+        (not yet cumulated). Returns Table 1's cells, indexed by release row (on a large index,
+        the family members' only: `_MemberCells`)."""
+        n_var = len(self.variables)
         member_rows = np.asarray(sorted({r for rows_ in self.members.values() for r in rows_}), dtype=np.int64)
         if len(self.releases) <= _CHUNK:
             cells = self.single_cells()
@@ -67,8 +80,14 @@ class RunningTotals:
                 for k in np.unique(where[where < len(checkpoints)]).tolist():
                     grid.add_row_ids(k, chunk[where == k])
             cells = _MemberCells(member_rows, member_cells)
-        grid.accumulate_rows()
+        return cells
 
+    def _add_family_maxima(self, grid: _GridBuilder, cells, checkpoints: np.ndarray, position: np.ndarray,
+                           n_order: int) -> dict[str, np.ndarray]:
+        """Each family of members with at most one guarantee each: the running componentwise maximum of
+        its members' cells, but on its key variables. Returns family -> the variables it must see
+        exactly (all of a mixed family's or one with a member of several guarantees; else its keys)."""
+        n_var = len(self.variables)
         n_guarantees, _ = self._guarantee_spans()
         exact_families: dict[str, np.ndarray] = {}  # family -> the variables it must see exactly
         for fid, rows_ in self.members.items():
@@ -79,7 +98,7 @@ class RunningTotals:
             keyed = np.zeros(n_var, dtype=bool)
             if family.partition is not None:
                 keyed[[self.column[name] for name in family.partition if name in self.column]] = True
-            members = sorted((position[r], r) for r in rows_ if position[r] < len(order))
+            members = sorted((position[r], r) for r in rows_ if position[r] < n_order)
             if members:
                 at = np.asarray([m for m, _ in members])
                 ids = cells[[r for _, r in members]]
@@ -87,23 +106,28 @@ class RunningTotals:
                 grid.add_running_max(ids, count, where=~keyed)
             if keyed.any():
                 exact_families[fid] = keyed
-        if exact_families or self.ambiguous:
-            memo: dict = {}
-            for k, count in enumerate(checkpoints):
-                families = {fid: [r for r in self.members[fid] if position[r] < count] for fid in exact_families}
-                families = {fid: rows_ for fid, rows_ in families.items() if rows_}
-                ambiguous = [i for i in self.ambiguous if position[i] < count]
-                needed = np.zeros(n_var, dtype=bool)
-                for fid in families:
-                    needed |= exact_families[fid]
-                for i in ambiguous:
-                    needed |= self.reads[i]
-                for j in np.flatnonzero(needed):
-                    touching = {fid: rows_ for fid, rows_ in families.items() if exact_families[fid][j]}
-                    releases = [i for i in ambiguous if self.reads[i, j]]
-                    grid.set(k, j, self._units_cost(frozenset({self.variables[j]}), grid.spend(k, j), touching,
-                                                    releases, objective, memo))
-        return grid.done()
+        return exact_families
+
+    def _set_exact_cells(self, grid: _GridBuilder, checkpoints: np.ndarray, position: np.ndarray,
+                         exact_families: dict[str, np.ndarray], objective: Objective) -> None:
+        """The cells the exact path decides (`exact_families`' variables, the releases with a choice),
+        set at each checkpoint from the releases before it."""
+        n_var = len(self.variables)
+        memo: dict = {}
+        for k, count in enumerate(checkpoints):
+            families = {fid: [r for r in self.members[fid] if position[r] < count] for fid in exact_families}
+            families = {fid: rows_ for fid, rows_ in families.items() if rows_}
+            ambiguous = [i for i in self.ambiguous if position[i] < count]
+            needed = np.zeros(n_var, dtype=bool)
+            for fid in families:
+                needed |= exact_families[fid]
+            for i in ambiguous:
+                needed |= self.reads[i]
+            for j in np.flatnonzero(needed):
+                touching = {fid: rows_ for fid, rows_ in families.items() if exact_families[fid][j]}
+                releases = [i for i in ambiguous if self.reads[i, j]]
+                grid.set(k, j, self._units_cost(frozenset({self.variables[j]}), grid.spend(k, j), touching,
+                                                releases, objective, memo))
 
     def table_by_arrays(self, dataset: str, objective: Objective | None = None) -> RiskTable:
         """The same RiskTable as `table()`, with the total row from `running_totals` (families

@@ -115,7 +115,7 @@ class LedgerIndex(PairQueries, RunningTotals):
 
     def finish_arrays(self, ambiguous: Sequence[int]) -> None:
         """The arrays derived from the guarantee arrays and the families, however the index was
-        filled (from releases here, from the stored accounting rows in `columns.index_for`):
+        filled (from releases here, from the stored accounting rows in `index_from_rows.index_for`):
         where each release's guarantees start, which releases are summed over arrays, which
         leave a choice (`ambiguous`: releases with several guarantees), and the families whose
         members' guarantees are not all comparable (mixed notions, say), charged as the worst
@@ -191,7 +191,7 @@ class LedgerIndex(PairQueries, RunningTotals):
     def _cost_ids(self, columns: np.ndarray) -> np.ndarray:
         n_rel = len(self.releases)
         if self.g_protects is self.reads and len(self.g_release) == n_rel and self.has_guarantee.all():
-            # one guarantee per release, protecting exactly what it reads (columns.index_for shares
+            # one guarantee per release, protecting exactly what it reads (index_from_rows.index_for shares
             # the matrix then: nearly every ledger): none leaves a variable it reads uncovered, so
             # c_r(U) is that guarantee's value where r reads U, else zero (Tan Prop 3.3), as below
             touched = np.empty(n_rel, dtype=bool)

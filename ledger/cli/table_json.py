@@ -6,7 +6,7 @@ variables that is about four gigabytes of JSON: built as one Python object, as f
 small table, it took more than ten gigabytes. Here the document is the one
 `json.dumps(..., indent=2, ensure_ascii=False)` writes for the whole table, to the byte:
 everything but the release rows is built and dumped as for a small table (the total
-row, the headline and the accountants from `columns.large_table`, which composes them
+row, the headline and the accountants from `chunked_table.large_table`, which composes them
 a chunk of releases at a time), and the rows are written in its place, a chunk of
 releases at a time: their cells (`LedgerIndex.single_cells` of the chunk), their
 whole-dataset cost (kept by `large_table`) and their heads (id, title, status, read

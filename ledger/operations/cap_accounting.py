@@ -152,7 +152,7 @@ def checks_from_history(caps, releases: Sequence[Release], families: Mapping[str
 
 def checks_from_index(caps, index, totals: Mapping[str, budget.CapTotal] | None = None) -> list[budget.CapCheck]:
     """`checks_from_history` over a LedgerIndex of the charged releases (the accounting rows,
-    columns.index_for, at a moment for `cap list --as-of`; or the report's index):
+    index_from_rows.index_for, at a moment for `cap list --as-of`; or the report's index):
     the running totals (unless given) by `budget.total_from_index` and the accountant states
     by `cap_states.state_from_index`, the same totals and states, so the same decisions."""
     if totals is None:
@@ -212,13 +212,13 @@ def index_at(session: Session, dataset: str, caps, when: datetime | None = None)
     `when` (as `standing_at` reads them: the accounting rows, else the releases as they stood)."""
     if when is None:
         return running_totals.caps_index(session, dataset, caps)
-    from ..store import columns
+    from ..store import index_from_rows
     from ..accounting.ledger_index import LedgerIndex
 
     light = configuration.write_context(session)
     variables = light.datasets[dataset].variable_names
     families = {fid: f for fid, f in light.families.items() if f.dataset == dataset}
-    index = columns.index_for(session, variables, dataset, families, when=when)
+    index = index_from_rows.index_for(session, variables, dataset, families, when=when)
     if index is not None:
         return index
     from ..accounting.history import releases_as_of
@@ -255,16 +255,16 @@ HEADROOM_MECHANISMS = ("any", "laplace", "gaussian")
 def standing_at(session: Session, dataset: str, caps, when: datetime | None):
     """(the caps' basic running totals, their accountant states) as the ledger stands, or as it
     stood at `when` (`cap list --as-of`: the accounting rows of the releases charged then,
-    columns.index_for with the moment; where the rows cannot state the ledger then exactly,
+    index_from_rows.index_for with the moment; where the rows cannot state the ledger then exactly,
     the whole releases as they stood, history.releases_as_of). States: caps at a delta only."""
     stated = [cap for cap in caps if cap.delta is not None and cap.rho is None]
     if when is None:
         return running_totals.cap_totals(session, dataset, [cap.name for cap in caps]), current_states(session, dataset, caps)
-    from ..store import columns
+    from ..store import index_from_rows
 
     light = configuration.write_context(session)
     families = {fid: f for fid, f in light.families.items() if f.dataset == dataset}
-    index = columns.index_for(session, light.datasets[dataset].variable_names, dataset, families, when=when)
+    index = index_from_rows.index_for(session, light.datasets[dataset].variable_names, dataset, families, when=when)
     if index is not None:
         return ({cap.name: budget.total_from_index(cap, index) for cap in caps},
                 {cap.name: cap_states.state_from_index(cap, index) for cap in stated})

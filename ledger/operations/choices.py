@@ -150,13 +150,13 @@ def index_as_of(session, chosen: Dataset, families, when, *, titles: bool = Fals
                 touching: Iterable[str] | None = None, accounts: bool = True) -> tuple[Dataset, LedgerIndex]:
     """(the dataset as it stood at `when`, the index of its releases charged then, each with the
     status it had then): what every `--as-of` figure is computed from, for the CLI and the API
-    alike. From the accounting rows (store/columns.py); where the rows cannot state the ledger
+    alike. From the accounting rows (store/index_from_rows.py); where the rows cannot state the ledger
     then exactly (as_of.rows_then), from the whole releases (ledger.accounting.history)."""
     from ..input.snapshot import LedgerSnapshot
-    from ..store import columns
+    from ..store import index_from_rows
     from ..store.as_of import state_then
 
-    index = columns.index_for(session, chosen.variable_names, chosen.name, families, titles, touching, accounts, when)
+    index = index_from_rows.index_for(session, chosen.variable_names, chosen.name, families, titles, touching, accounts, when)
     if index is None:
         whole = decoded_history.snapshot(session, chosen.name)
         then = releases_then(session, list(whole.releases.values()), when)
@@ -182,17 +182,17 @@ def releases_then(session, releases: list, when) -> list:
 def rows_index(session, dataset: str | None, *, titles: bool = False, variables: list[str] | None = None,
                accounts: bool = True, when=None, field: str = "--dataset") -> tuple[Dataset, LedgerIndex]:
     """The chosen dataset and the index of its charged releases, from the accounting rows
-    (store/columns.py): no release is decoded but the few the exact path needs. `variables`: only
+    (store/index_from_rows.py): no release is decoded but the few the exact path needs. `variables`: only
     the releases that read them; `accounts=False`: without what the Rényi and PLD accountants read
     (`pairs`); `when` (--as-of): `index_as_of`, the subset resolved against the dataset then. The
     index reads release titles from `session` when first asked for them (`titles`)."""
-    from ..store import columns
+    from ..store import index_from_rows
 
     light = configuration.write_context(session)
     chosen = pick_dataset(light, dataset, field)
     if when is not None:  # (every row read, and the subset resolved against the dataset then)
         return index_as_of(session, chosen, light.families, when, titles=titles,
                            touching=None if variables is None else set(), accounts=accounts)
-    index = columns.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
+    index = index_from_rows.index_for(session, chosen.variable_names, chosen.name, light.families, titles,
                               resolve_variables(chosen, variables) if variables is not None else None, accounts)
     return chosen, index

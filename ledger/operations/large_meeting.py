@@ -34,7 +34,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     complete register beside the report has every release's lifecycle); approvals and
     publications by the releases' own dates, read from the release rows whose date may be
     that late (`_dated_since`); each cap's figure just before `since` over the index of the
-    rows charged then (columns.index_for with that moment, decided as `meeting_pack` decides
+    rows charged then (index_from_rows.index_for with that moment, decided as `meeting_pack` decides
     it: meeting_pack.cap_moves); `checks`: every cap as the Caps section decides it now (at --as-of),
     computed over `index` when None. `index`: the rows
     charged now (at --as-of); `until`: --as-of as the events' text; `counts`: event_counts with
@@ -45,7 +45,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     from ..accounting.ledger_index import index_over
     from ..core.records import Status
     from ..store import as_of as rows_at
-    from ..store import columns
+    from ..store import index_from_rows
     from .cap_accounting import checks_from_index
 
     since_text = rows_at.event_text(since)
@@ -63,7 +63,7 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     retracted = changes_of("release.retracted", lambda e: Status.RETRACTED.value)
     cancelled = changes_of("release.cancelled", lambda e: Status.CANCELLED.value)
     approved, published = _dated_since(session, dataset.name, since, as_of, index.then, until)
-    before = columns.index_for(session, configuration.write_context(session).datasets[dataset.name].variable_names,
+    before = index_from_rows.index_for(session, configuration.write_context(session).datasets[dataset.name].variable_names,
                                dataset.name, families, False, None, True, when=since - timedelta(microseconds=1))
     if before is None:
         return None

@@ -45,7 +45,7 @@ class LargeAudit:
 @dataclass(frozen=True)
 class LargeReading:
     """What a summarised report is computed from (reporting/report.py's LargeInputs, before the
-    report's own views of it): the index of the charged rows and `columns.large_table` of it
+    report's own views of it): the index of the charged rows and `chunked_table.large_table` of it
     (`table`, `per_variable`, `wide`), the accountants' `events` of the index, the listed releases
     read whole (`largest`, with their lifecycle `steps`), the caps as `cap list` decides them, the
     audit trail counted by SQL, and the plans against actual (None at --as-of)."""
@@ -102,14 +102,14 @@ def read_large(session, dataset: Dataset, delta: Fraction, inputs_of: Callable[[
                chain: Callable[[], ChainStatus] | None = None, generated_at: datetime | None = None,
                indexed: Callable | None = None, as_of: datetime | None = None, since: datetime | None = None):
     """`inputs_of` of the LargeReading of `dataset` (None when the rows cannot say it exactly), read
-    from the accounting rows (columns.index_for, columns.large_table with the `listed` largest rows,
+    from the accounting rows (index_from_rows.index_for, chunked_table.large_table with the `listed` largest rows,
     as `table` reads them at a million releases), SQL counts of the audit trail, the caps as `cap
     list` decides them, and the listed releases read whole by id (the `audit_listed` most recent events). `indexed` is called with what
     the complete register needs (the index, its whole-dataset ids, the chain's last event) once
     they are read.
 
     With `as_of` (--as-of): the ledger as it stood then, as `build_report` shows it after
-    `as_it_stood`: the rows charged then (columns.index_for with the moment), each listed
+    `as_it_stood`: the rows charged then (index_from_rows.index_for with the moment), each listed
     release with the status it had then, the caps checked over that index (as `cap list
     --as-of`), the audit events dated by then. With `since` (--since): the meeting pack
     (`large_meeting`). None when the rows or the events cannot say it exactly (a moment past
@@ -155,11 +155,11 @@ def _moments_counted(session, dataset: str, as_of: datetime | None, until: str |
 def _indexed_state(session, dataset: Dataset, as_of: datetime | None):
     """(the dataset, its caps, the index of its charged rows, its families), now or as they stood at
     `as_of`; None when the rows cannot say it exactly."""
-    from ..store import columns
+    from ..store import index_from_rows
 
     light = configuration.write_context(session)
     families = {fid: f for fid, f in light.families.items() if f.dataset == dataset.name}
-    index = columns.index_for(session, dataset.variable_names, dataset.name, families, False, None, True, when=as_of)
+    index = index_from_rows.index_for(session, dataset.variable_names, dataset.name, families, False, None, True, when=as_of)
     if index is None:
         return None
     caps = tuple(configuration.caps(session, dataset.name))
@@ -169,12 +169,12 @@ def _indexed_state(session, dataset: Dataset, as_of: datetime | None):
 
 
 def _large_table(index, dataset: str, delta: Fraction, listed: int):
-    """columns.large_table of the index (the figures shown: basic and RDP; the PLD is information
+    """chunked_table.large_table of the index (the figures shown: basic and RDP; the PLD is information
     only) and each index release's whole-dataset value id (remembered by large_table)."""
     from ..accounting.charge_choice import at_delta
-    from ..store import columns
+    from ..accounting.chunked_table import large_table
 
-    table, per_variable, wide = columns.large_table(index, dataset, at_delta(delta), delta, listed, ["basic", "rdp"])
+    table, per_variable, wide = large_table(index, dataset, at_delta(delta), delta, listed, ["basic", "rdp"])
     return table, per_variable, wide, index.cost_ids(range(len(index.variables)))
 
 

@@ -114,7 +114,8 @@ def record_from_rows(engine, dataset: str | None, *, tier: int = 2, field: str =
     releases: 800 MB), at the delta the record reads it at."""
     from ..store.sessions import Session
 
-    from ..store import columns
+    from ..accounting import chunked_table
+    from ..store import index_from_rows
     from ..store import configuration, dataset_writes
     from ..store.facts import charged_facts
     from .choices import pick_dataset
@@ -124,20 +125,20 @@ def record_from_rows(engine, dataset: str | None, *, tier: int = 2, field: str =
         chosen = pick_dataset(light, dataset, field)
         caps = configuration.caps(session, chosen.name)
         unit = dataset_writes.privacy_unit(session, chosen.name)
-        index = columns.index_for(session, chosen.variable_names, chosen.name, light.families)
+        index = index_from_rows.index_for(session, chosen.variable_names, chosen.name, light.families)
         exact = index.releases.seqs[index.exactly_read()].tolist()
         facts = facts_of(charged_facts(session.connection(), chosen.name, exact))
         delta = record_delta(chosen)
-        table = columns.table_in_chunks(index, chosen.name, at_delta(delta), delta, 0) if tier >= 2 else None
+        table = chunked_table.table_in_chunks(index, chosen.name, at_delta(delta), delta, 0) if tier >= 2 else None
         return chosen, record_of(index, facts, chosen, caps, tier=tier, privacy_unit=unit, table=table)  # (reads ids)
 
 
 def record_of(index, facts: ReleaseFacts, dataset: Dataset, caps: Sequence[Cap], *, tier: int = 2,
               privacy_unit: dict[str, str] | None = None, today: date | None = None, table=None) -> dict[str, Any]:
     """The registry record from the index of the dataset's charged releases (the figures: from
-    the releases, or from the accounting rows, `columns.index_for`) and their facts. `table`:
+    the releases, or from the accounting rows, `index_from_rows.index_for`) and their facts. `table`:
     the index's Table 1 at the dataset's delta when already made (only its total row is read:
-    `columns.table_in_chunks` makes it without the 800 MB of cells of a million releases)."""
+    `chunked_table.table_in_chunks` makes it without the 800 MB of cells of a million releases)."""
     if tier not in (1, 2, 3):
         raise ValueError(f"tier must be 1, 2 or 3, found {tier!r}")
     unit = privacy_unit or {}

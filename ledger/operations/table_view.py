@@ -151,9 +151,9 @@ def table_view(table: RiskTable, delta: Fraction, rows: Sequence[int] | None = N
 def largest_rows(index, dataset: str, delta: Fraction, shown: int, accountants: Sequence[str]):
     """(the table with the `shown` largest release rows on the whole dataset, in recording order,
     the named accountants' figures per variable, theirs on the whole dataset): the total row over
-    every release, computed a chunk of releases at a time (store/columns.large_table), for a
+    every release, computed a chunk of releases at a time (accounting/chunked_table.large_table), for a
     ledger too large to print every row of."""
     from ..accounting.charge_choice import at_delta
-    from ..store.columns import large_table
+    from ..accounting.chunked_table import large_table
 
     return large_table(index, dataset, at_delta(delta), delta, shown, accountants)

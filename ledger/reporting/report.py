@@ -261,8 +261,8 @@ class LargeInputs:
     """What a summarised report of a large ledger is computed from: no Release is
     decoded but the few listed, and no audit event read but the ones shown.
 
-    index: the charged releases' `LedgerIndex` from the accounting rows (columns.index_for,
-        with the accountants' events and times); table, accounts: `columns.large_table` of it
+    index: the charged releases' `LedgerIndex` from the accounting rows (index_from_rows.index_for,
+        with the accountants' events and times); table, accounts: `chunked_table.large_table` of it
         (the total row over every release, the LARGEST_LISTED largest rows) and its figures
         as `shown_accounts` gives them (accountant_views.TableAccounts);
     stamps: each index release's charged_from moment in seconds (charged_from_stamps);
@@ -371,7 +371,7 @@ def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[Regist
                    charged=len(index.releases),
                    headline=best_headline(head, index, delta, large.accounts, pairs))
     # the basis over every cell of the table, not only the rows listed (as `certificate` over every row):
-    # the values some cell holds (columns.large_table's cell_value_ids), not every guarantee charged (a
+    # the values some cell holds (chunked_table.large_table's cell_value_ids), not every guarantee charged (a
     # release's guarantee that no cell takes, such as a rho beside a smaller pure one, is not a figure shown)
     cell_values = [index.values[int(i)] for i in index.cell_value_ids]
     if cert.basis.pure and not all(v.is_pure or v.unbounded for v in cell_values):

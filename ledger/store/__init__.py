@@ -9,7 +9,10 @@ running_totals.py caps' running totals and accountant states; ledger_meta.py: th
 row_dicts.py      rows as the codec's dicts; row_reads.py: reads by key; decoded_history.py: snapshots
 audit_verify.py   `verify`: the chain and every row recomputed (totals_check.py: the running totals)
 append_only.py    PostgreSQL's append-only triggers; enforced.py: what it refuses at INSERT
-columns.py        per-release accounting rows (the read commands without decoding releases)
+accounting_rows.py per-release accounting rows (the read commands without decoding releases);
+                  accounting_writes.py, accounting_migrations.py, accounting_check.py: written,
+                  migrated, compared with their releases
+index_from_rows.py a dataset's LedgerIndex from those rows; release_heads.py: id, title, status
 sealed.py         those rows, a complete range of seqs at a time, sealed in binary chunks
 codec.py          records <-> JSON-able dicts; canonical JSON for the chain
 facts.py          the charged releases' facts a registry record states, by SQL

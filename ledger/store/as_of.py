@@ -1,7 +1,7 @@
 """The accounting rows as the ledger stood at a moment (`--as-of`).
 
 `table --as-of T`, `subset --as-of T` and `cap list --as-of T` read the accounting rows
-(columns.py), which hold what the ledger at T needs without decoding a release (decoding every
+(accounting_rows.py), which hold what the ledger at T needs without decoding a release (decoding every
 release, `decoded_history.snapshot`, takes minutes and gigabytes at a million releases):
 
 - which releases count at T. By `history.status_at`, a release counts (is charged) at T
@@ -107,7 +107,7 @@ class Then:
         return release if status is release.status else replace(release, status=status)
 
     def heads(self, seqs: list[int] | None):
-        """columns.index_for's `heads` of the rows kept: with `seqs`, (seq, id, title, status then)
+        """index_from_rows.index_for's `heads` of the rows kept: with `seqs`, (seq, id, title, status then)
         rows of those; else (ids, titles, statuses then) of every row kept, in seq order."""
         from sqlalchemy import select
 
@@ -249,7 +249,7 @@ def _masked(rows, keep, published):
 
 
 def in_ledger(dataset: str, when: datetime):
-    """The SQL condition on the accounting rows (columns._ROWS) of the releases of `dataset` in the
+    """The SQL condition on the accounting rows (accounting_rows._ROWS) of the releases of `dataset` in the
     ledger at `when` (any status then, cancelled ones too): published by then, or recorded by then
     (a release recorded without a moment always), as `rows_then` keeps them before it drops the
     cancelled ones; exact, on the rows' whole microseconds."""

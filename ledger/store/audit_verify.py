@@ -17,7 +17,7 @@ import json
 from sqlalchemy import Connection
 from sqlmodel import Session, select
 
-from . import columns, derived, sealed
+from . import accounting_check, derived, sealed
 from ..core.memory import paused_gc
 from .codec import GENESIS_HASH, canonical_json, chain_hash, dataset_from_dict, dataset_to_dict, event_hash, release_from_dict, release_to_dict
 from .configuration import configuration
@@ -233,7 +233,7 @@ def verify(session: Session) -> Verification:
 
         config = configuration(session)
         totals = TotalsCheck(session, config)
-        accounting = columns.Check(session, {d.name: d.variable_names for d in config.datasets.values()})
+        accounting = accounting_check.Check(session, {d.name: d.variable_names for d in config.datasets.values()})
         for rows in _release_chunks(connection):
             release_rows = {body["id"]: body for body in release_row_dicts(rows)}
             seqs = {r.id: r.seq for r in rows}

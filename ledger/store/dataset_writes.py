@@ -9,7 +9,7 @@ import json
 
 from sqlmodel import Session, select
 
-from . import columns
+from . import accounting_writes
 from ..core.records import Dataset
 from .codec import dataset_to_dict
 from .audit_chain import append_event
@@ -61,7 +61,7 @@ def amend_dataset(session: Session, dataset: Dataset, actor: str, kind: str, cha
         session.add(row)
     if before != tuple(dataset.variable_names):  # the accounting bitsets are over variable positions
         session.flush()
-        columns.rebuild_dataset(session, dataset.name, dataset.variable_names)
+        accounting_writes.rebuild_dataset(session, dataset.name, dataset.variable_names)
     append_event(session, kind=kind, subject=dataset.name, actor=actor, payload={"dataset": body, "change": change})
 
 

@@ -3,7 +3,7 @@ verification (`audit verify --since-checkpoint`, verified_head.verify_since) as 
 
 The figures are computed from derived rows, not from the audit events: the accounting rows
 (`release_accounting`, with the value and event ids they name in `guarantee_values` and
-`accounting_events`, and the inverted index `release_reads`: columns.py), the sealed chunks
+`accounting_events`, and the inverted index `release_reads`: accounting_rows.py), the sealed chunks
 (sealed.py), and each cap's running total and accountant state (`cap_totals`,
 `cap_accountant_state`). An incremental verification that checked only the rows the events since
 the verified head name would trust every other row to be what it was at the head, and the head
@@ -11,15 +11,15 @@ sits in the same editable database. So a passing verification keeps, beside the 
 the derived rows (`digest`), and the next incremental one checks every derived row:
 
 - an accounting row of a release an event since the head names is recomputed from its release
-  (columns.check, as before); every other one must be what it was at the head. The digest holds
-  a sum of SHA-256 hashes, one per row in its resolved form (columns.Expected: value bodies and
+  (accounting_check.check, as before); every other one must be what it was at the head. The digest holds
+  a sum of SHA-256 hashes, one per row in its resolved form (accounting_rows.Expected: value bodies and
   event keys, not ids, so an edit of `guarantee_values` or `accounting_events` changes the rows
   that name them), modulo 2**256 (a multiset hash, Bellare & Micciancio 1997, "A New Paradigm for
   Collision-Free Hashing", AdHash): the rows untouched since the head must sum to the head's sum
   less the hashes the touched ones had then, each recomputed from its release's state at the head
   (its latest audit event up to the head's seq);
 - `release_reads` rows are written once, with their release: those up to the head's seq hash,
-  in key order, to what they hashed at the head; later ones are compared by columns.check;
+  in key order, to what they hashed at the head; later ones are compared by accounting_check.check;
 - every sealed chunk is compared with the accounting rows (sealed.check in full: a binary compare);
 - a cap's row, running total and accountant state hash to what they did at the head, unless an
   event since names its dataset; then its total and state are recomputed from the accounting rows
@@ -47,7 +47,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy import select
 
-from . import columns, enforced, row_arrays, row_dicts, running_totals, sealed, table_models
+from . import accounting_check, accounting_rows, enforced, row_arrays, row_dicts, running_totals, sealed, table_models
 from .audit_chain import hashes_to_itself
 from .codec import canonical_json, cap_from_dict, cap_total_from_dict, cap_total_to_dict, release_from_dict
 
@@ -55,15 +55,15 @@ MODULUS = 2 ** 256
 DIGEST_KEYS = frozenset({"seq", "accounting", "reads", "caps", "datasets", "families"})
 
 
-def _row_hash(seq: int, row: columns.Expected) -> int:
+def _row_hash(seq: int, row: accounting_rows.Expected) -> int:
     text = repr((seq, row.release, row.dataset, row.status, row.family, row.title, row.reads, row.guarantees,
                  row.event, row.charged_by_event, row.recorded_us, row.published_us))
     return int.from_bytes(hashlib.sha256(text.encode()).digest(), "big")
 
 
 def _ids(connection) -> tuple[dict, dict]:
-    bodies = dict(connection.execute(select(columns._VALUES.c.id, columns._VALUES.c.body)).all())
-    keys = dict(connection.execute(select(columns._EVENTS.c.id, columns._EVENTS.c.key)).all())
+    bodies = dict(connection.execute(select(accounting_rows._VALUES.c.id, accounting_rows._VALUES.c.body)).all())
+    keys = dict(connection.execute(select(accounting_rows._EVENTS.c.id, accounting_rows._EVENTS.c.key)).all())
     return bodies, keys
 
 
@@ -75,13 +75,13 @@ def _accounting_sums(connection, leave_out: set[int]) -> tuple[int, int]:
 
     def add(rows) -> None:
         nonlocal whole, kept
-        for seq, row in columns._stored(rows, bodies, keys).items():
+        for seq, row in accounting_check._stored(rows, bodies, keys).items():
             value = _row_hash(seq, row)
             whole += value
             if seq not in leave_out:
                 kept += value
 
-    for raw in row_arrays.stream_raw_rows(connection, columns._STORED_FIELDS):
+    for raw in row_arrays.stream_raw_rows(connection, accounting_check._STORED_FIELDS):
         batch.append(raw)
         if len(batch) >= 10_000:
             add(batch)
@@ -92,7 +92,7 @@ def _accounting_sums(connection, leave_out: set[int]) -> tuple[int, int]:
 
 def _reads_digests(connection, through: int) -> tuple[str, str]:
     """SHA-256 over the release_reads rows in key order: (all of them, those with seq <= through)."""
-    reads = columns._READS
+    reads = accounting_rows._READS
     whole, upto = hashlib.sha256(), hashlib.sha256()
     query = select(reads.c.dataset, reads.c.position, reads.c.seq).order_by(reads.c.dataset, reads.c.position,
                                                                              reads.c.seq)
@@ -187,7 +187,7 @@ def check_since(session, kept: Mapping, touched: Mapping[str, int], named_caps: 
                 named_families: set[str] = frozenset()) -> tuple[list[str], dict]:
     """The derived rows against the digest `kept` (module docstring); `touched`: release id ->
     its accounting seq, for the releases the events since name (their rows are recomputed by
-    columns.check); `named_caps`, `named_families`: the caps and families the events since name
+    accounting_check.check); `named_caps`, `named_families`: the caps and families the events since name
     (compared with their events by audit_verify.StateEvents); `touched_datasets`: the
     datasets whose totals and states those events changed. Returns (problems, the digest now)."""
 
@@ -203,7 +203,7 @@ def check_since(session, kept: Mapping, touched: Mapping[str, int], named_caps: 
             release = release_from_dict(body)
         except (KeyError, TypeError, ValueError):
             continue
-        expected -= _row_hash(touched[rid], columns.expected_row(release, variables.get(release.dataset, ())))
+        expected -= _row_hash(touched[rid], accounting_rows.expected_row(release, variables.get(release.dataset, ())))
     if untouched != expected % MODULUS:
         problems.append(f"event {through} (table release_accounting): an accounting row of a release no event since "
                         f"the verified head (event {through}) names was changed outside the ledger, or one was added "

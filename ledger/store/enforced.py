@@ -88,13 +88,23 @@ def _roles_case() -> str:
 def statements() -> list[str]:
     """The functions and triggers (PostgreSQL), and the group roles when missing. (Run through the
     driver: a percent sign is written %%.)"""
-    roles = [f"""DO $$ BEGIN
+    written = _role_statements() + [_grants_statement(), _event_check_function(), _status_check_function()]
+    return [statement.replace("%", "%%") for statement in written] + list(_TRIGGERS)
+
+
+def _role_statements() -> list[str]:
+    """Each group role (GROUP_ROLES), created when missing."""
+    return [f"""DO $$ BEGIN
       IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'ledger_{name}') THEN
         CREATE ROLE ledger_{name} NOLOGIN;
       END IF;
     EXCEPTION WHEN duplicate_object OR unique_violation OR insufficient_privilege THEN NULL;
     END $$""" for name in GROUP_ROLES]
-    grants = f"""DO $$ DECLARE r text; BEGIN
+
+
+def _grants_statement() -> str:
+    """The group roles' use of the schema and its tables, granted where the installer may."""
+    return f"""DO $$ DECLARE r text; BEGIN
       FOREACH r IN ARRAY {_array('ledger_' + name for name in GROUP_ROLES)} LOOP
         IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
           EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', current_schema(), r);
@@ -104,8 +114,14 @@ def statements() -> list[str]:
       END LOOP;
     EXCEPTION WHEN insufficient_privilege THEN NULL;
     END $$"""
+
+
+def _event_check_function() -> str:
+    """The check of every audit event written: a person's own login holds its duty's role
+    (EVENT_ROLES), and a release's event is a lifecycle step the ledger allows (TRANSITIONS)
+    that changes nothing of the release but its lifecycle."""
     lifecycle = _array(LIFECYCLE_COLUMNS + ("part",))
-    event_check = f"""CREATE OR REPLACE FUNCTION privacy_ledger_event_check() RETURNS trigger LANGUAGE plpgsql AS $$
+    return f"""CREATE OR REPLACE FUNCTION privacy_ledger_event_check() RETURNS trigger LANGUAGE plpgsql AS $$
     DECLARE
       body jsonb;
       previous jsonb;
@@ -169,7 +185,12 @@ def statements() -> list[str]:
       END IF;
       RETURN NEW;
     END $$"""
-    status_check = f"""CREATE OR REPLACE FUNCTION privacy_ledger_status_check() RETURNS trigger LANGUAGE plpgsql AS $$
+
+
+def _status_check_function() -> str:
+    """The check of every change of a release row's status: an allowed step, and never freeing a
+    release that has an output."""
+    return f"""CREATE OR REPLACE FUNCTION privacy_ledger_status_check() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       IF NEW.status IS DISTINCT FROM OLD.status THEN
         IF NOT OLD.status || '>' || NEW.status = ANY({_array(allowed_pairs())}) THEN
@@ -184,12 +205,14 @@ def statements() -> list[str]:
       END IF;
       RETURN NEW;
     END $$"""
-    return [statement.replace("%", "%%") for statement in roles + [grants, event_check, status_check]] + [
-        ("CREATE OR REPLACE TRIGGER privacy_ledger_events_checked BEFORE INSERT ON audit_events "
-         "FOR EACH ROW EXECUTE FUNCTION privacy_ledger_event_check()"),
-        ("CREATE OR REPLACE TRIGGER privacy_ledger_releases_status BEFORE UPDATE OF status ON releases "
-         "FOR EACH ROW EXECUTE FUNCTION privacy_ledger_status_check()"),
-    ]
+
+
+_TRIGGERS = (
+    ("CREATE OR REPLACE TRIGGER privacy_ledger_events_checked BEFORE INSERT ON audit_events "
+     "FOR EACH ROW EXECUTE FUNCTION privacy_ledger_event_check()"),
+    ("CREATE OR REPLACE TRIGGER privacy_ledger_releases_status BEFORE UPDATE OF status ON releases "
+     "FOR EACH ROW EXECUTE FUNCTION privacy_ledger_status_check()"),
+)
 
 
 def install(connection) -> None:

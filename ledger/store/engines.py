@@ -126,84 +126,95 @@ def make_engine(url: str) -> Engine:
     """An engine whose transactions take the ledger's write lock when they write."""
     lock_timeout()  # (its environment variable refused here, before any connection)
     if url.startswith("sqlite"):
-        path = sqlite_path(url)
-        if path is not None:
-            check_sqlite_file(path)
-            sqlite_synchronous()
-        read_only, immutable = _sqlite_read_only(path) if path is not None else (False, False)
-        connect_args: dict = {"check_same_thread": False, "timeout": lock_timeout()}
-        if read_only:
-            import sqlite3
-
-            uri = f"file:{quote(str(path.absolute()))}?mode=ro" + ("&immutable=1" if immutable else "")
-
-            def _connect_read_only():
-                return sqlite3.connect(uri, uri=True, **connect_args)
-
-            engine = create_engine(url, creator=_connect_read_only)
-        else:
-            engine = create_engine(url, connect_args=connect_args)
-
-        @event.listens_for(engine, "connect")
-        def _disable_pysqlite_transactions(dbapi_connection, _record):
-            dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
-            if url not in ("sqlite://", "sqlite:///:memory:") and not read_only:
-                # Write-ahead log: readers never block the writer. Switched once, and only for
-                # a new file or a ledger: a database of another application is left as it is.
-                # synchronous=FULL syncs the log at every commit, so an acknowledged record
-                # survives a power cut, not only a crash (NORMAL may lose the last commits
-                # then): a book of record.
-                if dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal" and \
-                        _new_or_ledger(dbapi_connection):
-                    dbapi_connection.execute("PRAGMA journal_mode=WAL")
-                dbapi_connection.execute(f"PRAGMA synchronous={sqlite_synchronous()}")
-            dbapi_connection.execute("PRAGMA foreign_keys=ON")
-
-        @event.listens_for(engine, "begin")
-        def _begin(connection):
-            # A write (write_session) begins IMMEDIATE: it takes SQLite's write lock at the
-            # start, so a budget check and the record it guards cannot interleave with
-            # another writer. A read begins DEFERRED: in WAL mode it reads a snapshot and
-            # neither waits for the writer nor makes it wait (a report verifying the chain
-            # in one process while it reads in another).
-            immediate = connection.get_execution_options().get(WRITE_OPTION, False)
-            connection.connection.dbapi_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-        return engine
+        return _sqlite_engine(url)
     if url.startswith("postgresql"):
-        # At most one idle connection kept per engine (pool_size=1), so a process that writes
-        # release after release does not connect for each one; a connection beyond it (two
-        # threads at once) is closed when its transaction ends (unbounded overflow): two
-        # hundred writer processes hold at most one connection each. A connection refused
-        # because the server has too many clients (or is starting up) is retried with
-        # growing sleeps until the lock time-out; then exit 3, saying so.
-        # synchronous_commit is set as a connection option (libpq `options`): no round trip.
-        engine = create_engine(url, pool_size=1, max_overflow=-1, pool_recycle=300, pool_reset_on_return=None,
-                               connect_args={"connect_timeout": CONNECT_TIMEOUT_S,
-                                             "options": "-c synchronous_commit=on"})
-
-        @event.listens_for(engine, "before_cursor_execute")
-        def _end_pipeline(connection, _cursor, _statement, _parameters, _context, _executemany):
-            # SQLAlchemy reads a statement's results and row count as it runs it: what a
-            # record pipelined is sent and checked first (driver.pipeline)
-            if driver.PIPELINE in connection.info:
-                driver.end_pipeline(connection)
-
-        @event.listens_for(engine, "do_connect")
-        def _connect_with_retries(dialect, _record, cargs, cparams):
-            deadline = time.monotonic() + lock_timeout()
-            pause = 0.05
-            while True:
-                try:
-                    return dialect.loaded_dbapi.connect(*cargs, **cparams)
-                except dialect.loaded_dbapi.OperationalError as exc:
-                    text_ = str(exc).lower()
-                    busy = any(s in text_ for s in ("too many clients", "remaining connection slots",
-                                                    "the database system is starting up"))
-                    if not busy or time.monotonic() + pause > deadline:
-                        raise
-                    time.sleep(pause * (0.5 + random.random()))
-                    pause = min(pause * 2, 2.0)
-
-        return engine
+        return _postgresql_engine(url)
     return create_engine(url, pool_pre_ping=True)
+
+
+def _sqlite_engine(url: str) -> Engine:
+    """A SQLite engine: read-only for a file this process cannot write, in write-ahead-log mode,
+    each write beginning IMMEDIATE (the write lock), each read DEFERRED (a snapshot)."""
+    path = sqlite_path(url)
+    if path is not None:
+        check_sqlite_file(path)
+        sqlite_synchronous()
+    read_only, immutable = _sqlite_read_only(path) if path is not None else (False, False)
+    connect_args: dict = {"check_same_thread": False, "timeout": lock_timeout()}
+    if read_only:
+        import sqlite3
+
+        uri = f"file:{quote(str(path.absolute()))}?mode=ro" + ("&immutable=1" if immutable else "")
+
+        def _connect_read_only():
+            return sqlite3.connect(uri, uri=True, **connect_args)
+
+        engine = create_engine(url, creator=_connect_read_only)
+    else:
+        engine = create_engine(url, connect_args=connect_args)
+
+    @event.listens_for(engine, "connect")
+    def _disable_pysqlite_transactions(dbapi_connection, _record):
+        dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+        if url not in ("sqlite://", "sqlite:///:memory:") and not read_only:
+            # Write-ahead log: readers never block the writer. Switched once, and only for
+            # a new file or a ledger: a database of another application is left as it is.
+            # synchronous=FULL syncs the log at every commit, so an acknowledged record
+            # survives a power cut, not only a crash (NORMAL may lose the last commits
+            # then): a book of record.
+            if dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal" and \
+                    _new_or_ledger(dbapi_connection):
+                dbapi_connection.execute("PRAGMA journal_mode=WAL")
+            dbapi_connection.execute(f"PRAGMA synchronous={sqlite_synchronous()}")
+        dbapi_connection.execute("PRAGMA foreign_keys=ON")
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection):
+        # A write (write_session) begins IMMEDIATE: it takes SQLite's write lock at the
+        # start, so a budget check and the record it guards cannot interleave with
+        # another writer. A read begins DEFERRED: in WAL mode it reads a snapshot and
+        # neither waits for the writer nor makes it wait (a report verifying the chain
+        # in one process while it reads in another).
+        immediate = connection.get_execution_options().get(WRITE_OPTION, False)
+        connection.connection.dbapi_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def _postgresql_engine(url: str) -> Engine:
+    """A PostgreSQL engine: one idle connection kept, a busy server retried until the lock time-out."""
+    # At most one idle connection kept per engine (pool_size=1), so a process that writes
+    # release after release does not connect for each one; a connection beyond it (two
+    # threads at once) is closed when its transaction ends (unbounded overflow): two
+    # hundred writer processes hold at most one connection each. A connection refused
+    # because the server has too many clients (or is starting up) is retried with
+    # growing sleeps until the lock time-out; then exit 3, saying so.
+    # synchronous_commit is set as a connection option (libpq `options`): no round trip.
+    engine = create_engine(url, pool_size=1, max_overflow=-1, pool_recycle=300, pool_reset_on_return=None,
+                           connect_args={"connect_timeout": CONNECT_TIMEOUT_S,
+                                         "options": "-c synchronous_commit=on"})
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _end_pipeline(connection, _cursor, _statement, _parameters, _context, _executemany):
+        # SQLAlchemy reads a statement's results and row count as it runs it: what a
+        # record pipelined is sent and checked first (driver.pipeline)
+        if driver.PIPELINE in connection.info:
+            driver.end_pipeline(connection)
+
+    @event.listens_for(engine, "do_connect")
+    def _connect_with_retries(dialect, _record, cargs, cparams):
+        deadline = time.monotonic() + lock_timeout()
+        pause = 0.05
+        while True:
+            try:
+                return dialect.loaded_dbapi.connect(*cargs, **cparams)
+            except dialect.loaded_dbapi.OperationalError as exc:
+                text_ = str(exc).lower()
+                busy = any(s in text_ for s in ("too many clients", "remaining connection slots",
+                                                "the database system is starting up"))
+                if not busy or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause * (0.5 + random.random()))
+                pause = min(pause * 2, 2.0)
+
+    return engine

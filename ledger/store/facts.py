@@ -5,7 +5,7 @@ earliest publication (else recording) moment, the releases read exactly, the rel
 derived from others, and how many releases each mechanism made. At a million releases
 that pass decoded every release (60 s and 1.5 GB). The same facts, from the columns:
 
-- count: the charged accounting rows (columns.py: their status is the release's);
+- count: the charged accounting rows (accounting_rows.py: their status is the release's);
 - first: the charged row with the smallest `coalesce(published_us, recorded_us)` (whole
   microseconds, so the order of the moments themselves), the earliest seq among equals
   (the pass keeps the first it meets); that one release is decoded for its moment;

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from . import columns
+from . import accounting_writes
 from ..accounting.budget import CapTotal
 from .session_state import ledger_key
 
@@ -34,23 +34,23 @@ def current_cache(session: Session, caches: dict | None = None) -> dict[tuple[st
     return cached[1]
 
 
-# The guarantee value and accounting event ids (columns.py) this process last knew, per ledger
+# The guarantee value and accounting event ids (accounting_writes.Known) this process last knew, per ledger
 # URL, valid while the audit head is the one they were known at (as the running totals): the id
 # tables are append-only, so what a committed transaction read or gave is still so at its head.
-IDS_CACHE: dict[str, tuple[str, columns.Known]] = {}
+IDS_CACHE: dict[str, tuple[str, accounting_writes.Known]] = {}
 IDS_KEPT = 4096  # ids carried from one transaction to the next (a copy each time), at most
 
 
-def known_ids(session: Session) -> columns.Known:
+def known_ids(session: Session) -> accounting_writes.Known:
     """The ids this transaction may take as known: this process's, while the head is unmoved."""
     known = session.info.get("known_ids")
     if known is None:
         cached = IDS_CACHE.get(ledger_key(session))
         head = session.info.get("head_at_start")
         if head is not None and cached is not None and cached[0] == head:
-            known = columns.Known(dict(cached[1].values), dict(cached[1].events), dict(cached[1].stops))
+            known = accounting_writes.Known(dict(cached[1].values), dict(cached[1].events), dict(cached[1].stops))
         else:
-            known = columns.Known({}, {})
+            known = accounting_writes.Known({}, {})
         session.info["known_ids"] = known
     return known
 

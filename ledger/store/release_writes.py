@@ -1,4 +1,4 @@
-"""Writing releases and families: recorded (with their accounting rows, columns.py, in the same
+"""Writing releases and families: recorded (with their accounting rows, accounting_writes.py, in the same
 transaction) and their lifecycle changes; each with its audit event carrying the release's state.
 """
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from sqlalchemy import insert
 from sqlmodel import Session
 
-from . import columns, driver
+from . import accounting_writes, driver
 from ..core.records import Family, Release
 from .codec import family_to_dict, release_to_dict
 from .audit_chain import append_event
@@ -47,7 +47,7 @@ def add_releases(session: Session, releases: Sequence[Release], families: Sequen
         session.info.setdefault("release_exists", {})[release.id] = True  # (ReleaseLookup)
     if rows:
         driver.execute_many(session_connection(session), _INSERT_RELEASE, rows, columns=True)
-        columns.insert_rows(session_connection(session), [(row["seq"], r) for row, r in zip(rows, releases)],
+        accounting_writes.insert_rows(session_connection(session), [(row["seq"], r) for row, r in zip(rows, releases)],
                             dataset_variables(session, {r.dataset for r in releases}), known_ids(session))
 
 
@@ -64,4 +64,4 @@ def set_status(session: Session, release: Release, actor: str, kind: str, decisi
     if decisions:
         payload["budget_decisions"] = list(decisions)
     append_event(session, kind=kind, subject=release.id, actor=actor, payload=payload)
-    columns.set_status(session_connection(session), release.id, release.status, release.published_at)  #
+    accounting_writes.set_status(session_connection(session), release.id, release.status, release.published_at)  #

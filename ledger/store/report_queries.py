@@ -17,9 +17,9 @@ from . import as_of as rows_at
 from . import table_models
 from .as_of import DATASET_CHANGE_KINDS, Then, ended_at, event_text
 from .codec import release_from_dict
-from .columns import AccountingRow
 from .row_arrays import stream_raw_rows
 from .row_dicts import release_row_dict
+from .table_models import AccountingRow
 
 EVENTS = table_models.AuditEventRow.__table__
 RELEASES = table_models.ReleaseRow.__table__

@@ -1,7 +1,7 @@
-"""The accounting rows (columns.py) read into arrays: a dataset's charged rows as `_Rows` (seqs, reads
+"""The accounting rows (accounting_rows.py) read into arrays: a dataset's charged rows as `_Rows` (seqs, reads
 bitsets packed, value ids, events and moments), the raw tuples of a statement, read in one go or
 streamed; moments as microseconds since the epoch (`micros`), compared as float seconds (`_stamps`).
-Shared by the accounting rows' own reads (columns.py), their sealed chunks (sealed.py) and the rows
+Shared by the accounting rows' own reads (index_from_rows.py), their sealed chunks (sealed.py) and the rows
 as they stood at a moment (as_of.py).
 """
 
@@ -173,6 +173,18 @@ def _read_columns(connection, dataset: str, charged: list[str], positions: list[
     has another width (written before a variable was added). `after`: only the rows whose seq
     is at least that (the tail after the sealed chunks, sealed.py)."""
     size = (n_var + 7) // 8 or 1
+    where, params = _chosen_rows(connection, dataset, charged, positions, after)
+    params = (size, *(sorted(_PUBLISHED) if accounts else ()), *params)  # (in the order of the placeholders)
+    found = _aggregate(connection, _aggregate_fields(positions is not None, accounts), where, params)
+    n = int(found[0])
+    if found[5] or len(found[2] or b"") != n * size:  # some bitset of another width
+        return None
+    return _parsed_columns(connection, found, n, size, positions is not None, accounts)
+
+
+def _chosen_rows(connection, dataset: str, charged: list[str], positions: list[int] | None,
+                 after: int | None) -> tuple[str, tuple]:
+    """(the WHERE clause, its parameters) of the rows `_read_columns` reads."""
     status = ", ".join("?" * len(charged))
     since, since_params = ("", ()) if after is None else (" AND seq >= ?", (after,))
     if positions is None:
@@ -183,11 +195,16 @@ def _read_columns(connection, dataset: str, charged: list[str], positions: list[
         every = connection.exec_driver_sql(f"SELECT count(*) FROM {_ROWS.name}{since.replace(' AND', ' WHERE')}",
                                            since_params).scalar()
         where = f"{'+' if 4 * mine >= every else ''}dataset = ? AND status IN ({status}){since}"
-        params: tuple = (dataset, *charged, *since_params)
-    else:
-        where = (f"status IN ({status}){since} AND seq IN (SELECT seq FROM {_READS.name} WHERE dataset = ? "
-                 f"AND position IN ({', '.join('?' * len(positions))}){since})")
-        params = (*charged, *since_params, dataset, *positions, *since_params)
+        return where, (dataset, *charged, *since_params)
+    where = (f"status IN ({status}){since} AND seq IN (SELECT seq FROM {_READS.name} WHERE dataset = ? "
+             f"AND position IN ({', '.join('?' * len(positions))}){since})")
+    return where, (*charged, *since_params, dataset, *positions, *since_params)
+
+
+def _aggregate_fields(listed: bool, accounts: bool) -> list[str]:
+    """The aggregates `_read_columns` reads, one string per column: count, seqs, reads bitsets,
+    value ids, the rare rows' seqs, 0, the release ids when `listed`, then the accountants'
+    columns when `accounts` (placeholders: the reads width, then the published statuses)."""
     published = (f"CASE WHEN published_us IS NULL AND status IN ({', '.join('?' * len(_PUBLISHED))}) THEN "
                  f"coalesce(recorded_us, {_BEFORE_ANY}) ELSE published_us END")
     # (a bitset of another width, written before a variable was added, is rare too: the reading
@@ -198,24 +215,31 @@ def _read_columns(connection, dataset: str, charged: list[str], positions: list[
               f"group_concat(CASE WHEN {rare} THEN seq END)", "0",
               # a subset lists the ids of the releases charging it: read with the rows (char(30) apart;
               # an id holding that character sends the reading back to the rows, below)
-              "group_concat(release, char(30))" if positions is not None else "NULL"]
+              "group_concat(release, char(30))" if listed else "NULL"]
     if accounts:
         fields += ["group_concat(coalesce(event * 2 + (CASE WHEN charged_by_event THEN 1 ELSE 0 END), -2))",
                    f"group_concat(coalesce(recorded_us, {_BEFORE_ANY}))",
                    f"group_concat(coalesce({published}, {_AFTER_ALL}))"]
-    params = (size, *(sorted(_PUBLISHED) if accounts else ()), *params)  # (in the order of the placeholders)
+    return fields
+
+
+def _aggregate(connection, fields: list[str], where: str, params: tuple) -> tuple:
+    """The one row of the aggregates, text read as raw bytes (the bitsets concatenated as they
+    are: text of raw bytes, not UTF-8)."""
     raw = connection.connection.dbapi_connection
     factory = raw.text_factory
-    raw.text_factory = bytes  # (the bitsets concatenated as they are: text of raw bytes, not UTF-8)
+    raw.text_factory = bytes
     cursor = raw.cursor()
     try:
-        found = cursor.execute(f"SELECT {', '.join(fields)} FROM {_ROWS.name} WHERE {where}", params).fetchone()
+        return cursor.execute(f"SELECT {', '.join(fields)} FROM {_ROWS.name} WHERE {where}", params).fetchone()
     finally:
         cursor.close()
         raw.text_factory = factory
-    n = int(found[0])
-    if found[5] or len(found[2] or b"") != n * size:  # some bitset of another width
-        return None
+
+
+def _parsed_columns(connection, found: tuple, n: int, size: int, listed: bool, accounts: bool) -> _Rows | None:
+    """`_Rows` of the aggregates `found` (n rows, bitsets of `size` bytes), the rare rows read by
+    seq; None when the ids or a rare row's bitset cannot be read so (the caller reads row by row)."""
 
     def numbers(text: str | None):
         return np.zeros(0, dtype=np.int64) if not text else np.fromstring(text, dtype=np.int64, sep=",")
@@ -225,7 +249,7 @@ def _read_columns(connection, dataset: str, charged: list[str], positions: list[
     value = numbers(found[3])
     columns_ = [numbers(found[k]) for k in (7, 8, 9)] if accounts else []
     ids = None
-    if positions is not None:
+    if listed:
         ids = found[6].decode().split("\x1e") if n else []
         if len(ids) != n:
             return None

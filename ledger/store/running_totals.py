@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from sqlalchemy import bindparam, text
 from sqlmodel import Session, select
 
-from . import columns, driver
+from . import driver, index_from_rows
 from ..accounting.budget import CapTotal
 from ..core.records import Cap
 from .codec import cap_total_from_dict, cap_total_to_dict
@@ -76,14 +76,14 @@ def save_totals(session: Session, dataset: str, totals: Mapping[str, CapTotal]) 
 
 def caps_index(session: Session, dataset: str, caps: Sequence[Cap]):
     """The LedgerIndex of the charged releases that read some variable of the caps' subsets, from
-    the accounting rows (columns.index_for with `touching`): every cap's total
+    the accounting rows (index_from_rows.index_for with `touching`): every cap's total
     (`budget.total_from_index`) and accountant state (`state_from_index`) over it are those of
     the whole history (the other releases cost 0 on a cap's subset, Tan Prop 3.3). Pending
     changes of this session are flushed first (a cancellation just written is read)."""
     flush_pending(session)
     families = {f.id: f for f in read_families(session, dataset)}
     variables = dataset_variables(session, [dataset])[dataset]
-    return columns.index_for(session, variables, dataset, families, touching=set().union(*(cap.subset for cap in caps)))
+    return index_from_rows.index_for(session, variables, dataset, families, touching=set().union(*(cap.subset for cap in caps)))
 
 
 def accountant_states(session: Session, dataset: str, names: Iterable[str]) -> dict[str, dict]:

@@ -15,7 +15,7 @@ import json
 from sqlalchemy import Connection, Engine, inspect
 from sqlmodel import SQLModel, Session, select
 
-from . import columns, enforced, sealed
+from . import accounting_migrations, accounting_rows, enforced, sealed
 from ..accounting.budget import total_from_index
 from ..accounting.cap_decisions import choose_filter
 from ..accounting.cap_states import state_from_index
@@ -101,14 +101,14 @@ def _dataset_relation_column(connection) -> None:
 
 
 def _v5_accounting_rows(session: Session) -> None:
-    """Every release gains its accounting row (columns.py), built once from the release rows."""
-    columns.build_all(session)
+    """Every release gains its accounting row (accounting_migrations.build_all), built once from the release rows."""
+    accounting_migrations.build_all(session)
 
 
 def _v6_accounting_events(session: Session) -> None:
     """The accounting rows gain what the accountants read: each release's accounting
-    event and its recording and publication moments (columns.py), built once from the release rows."""
-    columns.add_event_columns(session)
+    event and its recording and publication moments (accounting_migrations.add_event_columns), built once from the release rows."""
+    accounting_migrations.add_event_columns(session)
 
 
 def _v7_sampled_events(session: Session) -> None:
@@ -116,7 +116,7 @@ def _v7_sampled_events(session: Session) -> None:
     PLD accountants: its accounting row is brought to that event; and the
     caps' running accountant states, whose version this changes, are rebuilt once here, so no
     read has to recompute them from the whole history on every call until a write saves them."""
-    columns.refresh_sampled_events(session)
+    accounting_migrations.refresh_sampled_events(session)
     _rebuild_accountant_states(session)
 
 
@@ -172,9 +172,9 @@ def _v10_sealed_chunks(session: Session) -> None:
 
 def _v11_implied_gaussian_events(session: Session) -> None:
     """A Gaussian release declared only by (epsilon, delta) gets the accounting event of the
-    smallest multiplier its claim allows (columns.refresh_implied_gaussian_events); the sealed
+    smallest multiplier its claim allows (accounting_migrations.refresh_implied_gaussian_events); the sealed
     chunks, which hold the event column, are sealed again when a row changed."""
-    if columns.refresh_implied_gaussian_events(session):
+    if accounting_migrations.refresh_implied_gaussian_events(session):
         sealed.build_all(session)
 
 
@@ -216,7 +216,7 @@ def _v14_fixed_sides(session: Session) -> None:
     from ..accounting.cap_states import state_from_index
 
     found = session.connection().execute(
-        select(columns._ROWS.c.dataset).where(columns._ROWS.c.more.is_not(None)).distinct())
+        select(accounting_rows._ROWS.c.dataset).where(accounting_rows._ROWS.c.more.is_not(None)).distinct())
     for dataset in sorted(found.scalars()):
         stated = caps(session, dataset)
         if not stated:
@@ -328,7 +328,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, _tables_only, "caps and their running totals (tables); existing ledgers have no caps yet"),
     Migration(3, _v3_release_outputs, "Pufferfish guarantees and outputs of releases, public categories of variables"),
     Migration(4, _v4_people, "people's roles, the self-approval waiver of a dataset, PostgreSQL append-only triggers"),
-    Migration(5, _v5_accounting_rows, "accounting rows (columns.py)"),
+    Migration(5, _v5_accounting_rows, "accounting rows (accounting_rows.py)"),
     Migration(6, _v6_accounting_events, "their accounting events and lifecycle moments"),
     Migration(7, _v7_sampled_events, "a subsampled release's accounting event is its sampling event"),
     Migration(8, _v8_verified_head_time, "the verified head (verified_head.py) keeps when it was verified"),

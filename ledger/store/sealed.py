@@ -1,7 +1,7 @@
 """Sealed chunks: the accounting rows of a stretch of the history in a binary columnar
 form, so a read at a million releases is a few BLOB reads, not a million rows parsed.
 
-`columns.index_for` reads, per charged release of a dataset, its reads bitset, its first
+`index_from_rows.index_for` reads, per charged release of a dataset, its reads bitset, its first
 guarantee's value id, its accounting event and its two moments (`row_arrays._Rows`). Read
 from the accounting rows, that is one aggregate over a million rows on SQLite (about two
 seconds) or a million tuples on PostgreSQL. Here the same columns of the rows whose seq
@@ -25,7 +25,7 @@ writing, without counting rows. A range holding no row of the dataset is a chunk
 (a few bytes), so the chunks of a dataset run contiguously from seq 0.
 
 The only accounting-row columns that change after a release is recorded are its status and
-publication moment (`columns.set_status`). A change to a row inside a sealed range is noted
+publication moment (`accounting_writes.set_status`). A change to a row inside a sealed range is noted
 in `accounting_chunk_changes` (dataset, seq) in the same transaction: a reader takes the
 status and moment of those rows from the rows. A chunk with more than RESEAL_CHANGES noted
 changes is sealed again (from its rows) and its notes dropped, in the same transaction, so
@@ -35,7 +35,7 @@ Invariants (`check`, run by `audit verify`):
 - the chunks of a dataset cover [0, stop of the last) without gap or overlap, and no
   chunk's range reaches past the last seq given (a later release would land inside it);
 - each chunk, with the status and moment of its noted rows taken from the rows, equals the
-  chunk sealed afresh from the accounting rows (which `columns.check` compares with the
+  chunk sealed afresh from the accounting rows (which `accounting_check.check` compares with the
   release rows); a noted change names a row of that dataset inside a sealed range;
 - written only in the transaction that writes the rows they derive from: a record (seal
   what the new seqs complete), a status change (a note), an amended dataset (rebuilt),
@@ -216,7 +216,7 @@ def seal_after_insert(connection, seqs_by_dataset: Mapping[str, Sequence[int]],
     """After a record: every range the new seqs complete is sealed, for each dataset written
     to (a dataset recorded to rarely seals its own ranges when it is next recorded to).
 
-    `stops`: where each dataset's sealed chunks end, as the caller knows them (columns.Known,
+    `stops`: where each dataset's sealed chunks end, as the caller knows them (accounting_writes.Known,
     kept by the audit head: no other transaction has written since), updated here. A record
     whose seqs complete no range past a known stop reads nothing (on PostgreSQL, the read
     would be a round trip of its own and end the record's pipeline)."""
@@ -239,7 +239,7 @@ _CHUNK_OF = select(_CHUNKS.c.first, _CHUNKS.c.stop, _CHUNKS.c.width).where(
 
 
 def note_change(connection, dataset: str, seq: int) -> None:
-    """A status or publication moment changed (`columns.set_status`): noted when the row is in
+    """A status or publication moment changed (`accounting_writes.set_status`): noted when the row is in
     a sealed chunk, and that chunk sealed again once it has more than RESEAL_CHANGES notes."""
     chunk = connection.execute(_CHUNK_OF, {"d": dataset, "s": seq}).first()
     if chunk is None:
@@ -371,16 +371,10 @@ def read_part(connection, dataset: str, charged: Sequence[str], positions: list[
     publication moment noted as changed (`note_change`) are taken from its row."""
 
     size = (n_var + 7) // 8 or 1
-    code = {name: k for k, name in enumerate(STATUSES)}
     charged_code = np.asarray([name in set(charged) for name in STATUSES], dtype=bool)
     noted = noted_rows(connection, dataset)
     noted_seq = np.asarray([seq for seq, _, _ in noted], dtype=np.int64)
-    columns_ = None
-    if positions is not None:  # only the bytes of the bitsets that hold a position asked for
-        columns_ = sorted({k // 8 for k in positions})
-        mask = np.zeros(len(columns_), dtype=np.uint8)
-        for k in positions:
-            mask[columns_.index(k // 8)] |= 1 << (k % 8)
+    wanted = None if positions is None else _position_mask(positions)
     kept: dict[str, list] = {name: [] for name in ("seq", "reads", "value", "event", "recorded", "published",
                                                     "status", "rare")}
     ids: list[str] | None = [] if positions is not None else None
@@ -391,48 +385,74 @@ def read_part(connection, dataset: str, charged: Sequence[str], positions: list[
         if first != at or sealed_width != n_var:
             return None
         at = stop
-        part = decode(body)
-        seq, status = part["seq"], part["status"]
         lo, hi = np.searchsorted(noted_seq, [first, stop])
-        published_raw = part["published"]
-        if hi > lo:  # (noted changes in this chunk: the rows' status and moment as they now are)
-            status, published_raw = status.copy(), published_raw.copy()
-            for noted_at in range(lo, hi):
-                s, now_status, published_us = noted[noted_at]
-                where = int(np.searchsorted(seq, s))
-                if where < len(seq) and seq[where] == s:
-                    status[where] = code[now_status]
-                    published_raw[where] = NULL_US if published_us is None else published_us
-        keep = charged_code[status]
-        reads = part["reads"]
-        if columns_ is not None:
-            keep &= (reads[:, columns_] & mask).any(axis=1)
-        rows = np.flatnonzero(keep)
-        every = len(rows) == len(keep)
-        take = (lambda a: a) if every else (lambda a: a[rows])
-        kept["seq"].append(take(seq))
-        kept["reads"].append(take(reads))
-        kept["value"].append(take(part["value"]))
-        kept["status"].append(take(status))
-        if accounts:
-            kept["event"].append(take(part["event"]))
-            kept["recorded"].append(take(part["recorded"]))
-            kept["published"].append(take(published_raw))
-        if len(part["rare"]):
-            kept["rare"].append(part["rare"][np.isin(part["rare"], take(seq))])
-        if ids is not None and len(rows):  # the ids of the rows kept, and no other
-            all_ends = part["id_ends"]
-            ends = all_ends[rows]
-            starts = np.where(rows > 0, all_ends[np.maximum(rows - 1, 0)], 0)
-            data = part["ids"].tobytes()
-            text = data.decode()
-            if len(text) == len(data):  # (ASCII: the byte offsets are character offsets)
-                ids.extend([text[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
-            else:
-                ids.extend([data[a:b].decode() for a, b in zip(starts.tolist(), ends.tolist())])
-        del part, body
+        _keep_rows(decode(body), noted[lo:hi], charged_code, wanted, accounts, kept, ids)
+        del body
     if at == 0:
         return None
+    return _joined_rows(connection, kept, ids, size, accounts), at
+
+
+def _position_mask(positions: list[int]) -> tuple[list[int], "np.ndarray"]:
+    """(the bytes of a reads bitset that hold a position asked for, the bits of those positions in each)."""
+    columns_ = sorted({k // 8 for k in positions})
+    mask = np.zeros(len(columns_), dtype=np.uint8)
+    for k in positions:
+        mask[columns_.index(k // 8)] |= 1 << (k % 8)
+    return columns_, mask
+
+
+def _keep_rows(part: dict, changes: list[tuple], charged_code, wanted, accounts: bool, kept: dict[str, list],
+               ids: list[str] | None) -> None:
+    """The charged rows of one decoded chunk (those reading a position of `wanted`, when given)
+    added to `kept` (and their release ids to `ids`, when a list), the status and publication
+    moment of the rows noted as changed (`changes`) as their rows now hold them."""
+    code = {name: k for k, name in enumerate(STATUSES)}
+    seq, status = part["seq"], part["status"]
+    published_raw = part["published"]
+    if changes:  # (noted changes in this chunk: the rows' status and moment as they now are)
+        status, published_raw = status.copy(), published_raw.copy()
+        for s, now_status, published_us in changes:
+            where = int(np.searchsorted(seq, s))
+            if where < len(seq) and seq[where] == s:
+                status[where] = code[now_status]
+                published_raw[where] = NULL_US if published_us is None else published_us
+    keep = charged_code[status]
+    reads = part["reads"]
+    if wanted is not None:
+        columns_, mask = wanted
+        keep &= (reads[:, columns_] & mask).any(axis=1)
+    rows = np.flatnonzero(keep)
+    every = len(rows) == len(keep)
+    take = (lambda a: a) if every else (lambda a: a[rows])
+    kept["seq"].append(take(seq))
+    kept["reads"].append(take(reads))
+    kept["value"].append(take(part["value"]))
+    kept["status"].append(take(status))
+    if accounts:
+        kept["event"].append(take(part["event"]))
+        kept["recorded"].append(take(part["recorded"]))
+        kept["published"].append(take(published_raw))
+    if len(part["rare"]):
+        kept["rare"].append(part["rare"][np.isin(part["rare"], take(seq))])
+    if ids is not None and len(rows):  # the ids of the rows kept, and no other
+        ids.extend(_ids_of(part, rows))
+
+
+def _ids_of(part: dict, rows) -> list[str]:
+    """The release ids of these rows of one decoded chunk."""
+    all_ends = part["id_ends"]
+    ends = all_ends[rows]
+    starts = np.where(rows > 0, all_ends[np.maximum(rows - 1, 0)], 0)
+    data = part["ids"].tobytes()
+    text = data.decode()
+    if len(text) == len(data):  # (ASCII: the byte offsets are character offsets)
+        return [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+    return [data[a:b].decode() for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+def _joined_rows(connection, kept: dict[str, list], ids: list[str] | None, size: int, accounts: bool) -> _Rows:
+    """`row_arrays._Rows` of the rows kept from every chunk, the rare rows' columns read by seq."""
 
     def joined(name, dtype, shape=()):
         parts = kept[name]
@@ -448,7 +468,7 @@ def read_part(connection, dataset: str, charged: Sequence[str], positions: list[
     if not accounts:
         empty = np.zeros(0)
         return _Rows(seq, family, reads, value, protects, more, np.zeros(0, dtype=np.int64), empty.astype(bool),
-                     empty, empty, ids), at
+                     empty, empty, ids)
     combined = joined("event", np.int64)
     recorded_raw = joined("recorded", np.int64)
     published_raw = joined("published", np.int64)
@@ -456,7 +476,7 @@ def read_part(connection, dataset: str, charged: Sequence[str], positions: list[
     when_published = _published_code()[joined("status", np.uint8)]
     published = np.where(published_raw == NULL_US, np.where(when_published, recorded, _AFTER_ALL), published_raw)
     return _Rows(seq, family, reads, value, protects, more, combined // 2, combined % 2 == 1,
-                 _stamps(recorded), _stamps(published), ids), at
+                 _stamps(recorded), _stamps(published), ids)
 
 
 def noted_rows(connection, dataset: str, first: int | None = None, stop: int | None = None) -> list[tuple]:

@@ -1,4 +1,4 @@
-"""The ledger's SQLModel tables (the accounting rows' and sealed chunks' tables are in columns.py
+"""The ledger's SQLModel tables (the accounting rows' and sealed chunks' tables are described in accounting_rows.py
 and sealed.py), and the names of the indexes a migration builds.
 
 Invariant: the ledger never updates or deletes an `AuditEventRow`; a release row changes only in
@@ -159,7 +159,7 @@ class AuditEventRow(SQLModel, table=True):
 LIFECYCLE_COLUMNS = ("status", "approved_by", "approved_at", "published_at")
 
 
-# The accounting rows (columns.py): what the accounting needs of each release, beside its row
+# The accounting rows (accounting_rows.py): what the accounting needs of each release, beside its row
 
 
 class GuaranteeValueRow(SQLModel, table=True):

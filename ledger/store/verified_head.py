@@ -34,7 +34,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlmodel import Session
 
-from . import columns, derived
+from . import accounting_check, derived
 from . import audit_chain, audit_verify, configuration, engines, row_dicts, session_state, table_models
 from .codec import release_from_dict
 
@@ -198,7 +198,7 @@ def verify_since(session: Session, checkpoint: tuple[int, str], derived_digest: 
                 readable.append((seqs[rid], release_from_dict(body)))
             except (KeyError, TypeError, ValueError):
                 continue
-        problems.extend(columns.check(session, readable, variables, only={rid for rid in rows}))
+        problems.extend(accounting_check.check(session, readable, variables, only={rid for rid in rows}))
     problems.extend(states.problems(session, only_named=True))
     problems.sort(key=audit_verify.event_number)
     problems.extend(audit_verify.check_count(session, walk.count))  # a chain cut at its end

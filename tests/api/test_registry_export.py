@@ -238,7 +238,7 @@ def test_the_facts_by_sql_are_the_facts_of_every_release_decoded(ledger, data):
     from ledger.input.releases import build_releases
     from ledger.input.snapshot import LedgerSnapshot
     from ledger.operations.registry_record import facts_of, release_facts
-    from ledger.store import columns, dataset_writes, decoded_history, engines, release_writes, schema_migrations, sessions
+    from ledger.store import dataset_writes, decoded_history, engines, index_from_rows, release_writes, schema_migrations, sessions
     from ledger.store.facts import charged_facts
 
     entries, lifecycle = ledger
@@ -264,7 +264,7 @@ def test_the_facts_by_sql_are_the_facts_of_every_release_decoded(ledger, data):
             release_writes.add_releases(session, stated, FAMILIES, "t")
         with Session(engine) as session:
             charged = [r for r in decoded_history.snapshot(session, "t").releases.values() if r.status in CHARGED_STATUSES]
-            index = columns.index_for(session, VARIABLES, "t", {f.id: f for f in FAMILIES})
+            index = index_from_rows.index_for(session, VARIABLES, "t", {f.id: f for f in FAMILIES})
             from ledger.accounting import ledger_index
 
             chunk = ledger_index._CHUNK

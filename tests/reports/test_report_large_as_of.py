@@ -2,7 +2,7 @@
 
 `report --as-of T` and `report --since S` of a large ledger used to go through `gather`,
 which decodes every release (`decoded_history.snapshot`): 1.4 GB at 100,000 releases. `gather_large`
-now reads them from the accounting rows at T (columns.index_for with the moment), the audit
+now reads them from the accounting rows at T (index_from_rows.index_for with the moment), the audit
 trail by SQL dated by T, and the meeting pack by SQL and the rows just before S. Here small
 ledgers are reported both ways, at moments across their history (before the first release,
 while releases are recorded, while they are approved, published, cancelled and retracted,
@@ -234,7 +234,7 @@ def test_every_row_charged_at_a_moment_has_the_status_it_had_then(built):
     read from the accounting rows and the approval moments of the releases not published by
     T): planned, approved (by T), published, retracted (by T), as the decoded releases say."""
     from ledger.core.records import CHARGED_STATUSES
-    from ledger.store import columns
+    from ledger.store import index_from_rows
 
     url, _ = built
     engine = engines.make_engine(url)
@@ -246,7 +246,7 @@ def test_every_row_charged_at_a_moment_has_the_status_it_had_then(built):
         for when in moments(url):
             stood = report.as_it_stood(replace(inputs, as_of=when))
             expected = [(r.id, r.status) for r in stood.releases if r.status in CHARGED_STATUSES]
-            index = columns.index_for(session, dataset.variable_names, "survey", families, when=when)
+            index = index_from_rows.index_for(session, dataset.variable_names, "survey", families, when=when)
             assert [(r.id, r.status) for r in index.releases] == expected
             seen |= {status.value for _, status in expected}
     engine.dispose()

@@ -24,7 +24,8 @@ from sqlmodel import Session
 from support import acting_as, cli_main, migrations
 
 from ledger.accounting import index_figures
-from ledger.store import audit_chain, audit_verify, columns, dataset_writes, decoded_history, engines, release_writes, row_arrays, schema_migrations, sessions
+from ledger.accounting import chunked_table
+from ledger.store import audit_chain, audit_verify, dataset_writes, decoded_history, engines, index_from_rows, release_writes, row_arrays, schema_migrations, sessions
 from ledger.accounting.figure_validity import ACCOUNTANTS
 from ledger.accounting.charge_choice import at_delta
 from ledger.accounting.ledger_index import LedgerIndex
@@ -161,7 +162,7 @@ def both_indexes(url: str, touching=None):
     with Session(engine) as session:
         snapshot = decoded_history.snapshot(session, "t")
         families = {f.id: f for f in snapshot.families.values()}
-        rows = columns.index_for(session, VARIABLES, "t", families, titles=True, touching=touching)
+        rows = index_from_rows.index_for(session, VARIABLES, "t", families, titles=True, touching=touching)
     whole = LedgerIndex(VARIABLES, [r for r in snapshot.releases.values() if r.status in CHARGED_STATUSES],
                         families.values())
     engine.dispose()
@@ -217,7 +218,7 @@ def test_figures_from_the_rows_equal_the_figures_from_the_whole_releases(ledger,
         expected = index_figures.table_figures(whole, whole.table("t", objective), DELTA, ACCOUNTANTS)
         assert index_figures.table_figures(rows, rows.table("t", objective), DELTA, ACCOUNTANTS) == expected
         # ... and a chunk of two releases at a time (a large table)
-        table, per_variable, wide = columns.large_table(rows, "t", objective, DELTA, 3, ACCOUNTANTS, chunk=2)
+        table, per_variable, wide = chunked_table.large_table(rows, "t", objective, DELTA, 3, ACCOUNTANTS, chunk=2)
         assert (per_variable, wide) == expected
         full = whole.table("t", objective)
         assert table.total == full.total

@@ -3,7 +3,7 @@ accounting rows; the report's caps at --as-of and before --since over one index.
 
 The ledger as it stood at a moment T (accounting.history: the releases recorded or
 published by T, each with the status it had then, a release cancelled by T not counted)
-used to be computed from every decoded release (`decoded_history.snapshot`). `columns.index_for(...,
+used to be computed from every decoded release (`decoded_history.snapshot`). `index_from_rows.index_for(...,
 when=T)` reads the charged and the cancelled accounting rows instead and keeps those
 charged at T (store/as_of.py). Here both are computed on random ledgers, with releases
 cancelled and retracted after T (their audit events dated), published after T, recorded
@@ -38,18 +38,18 @@ from ledger.accounting.history import ended, releases_as_of
 from ledger.core.records import CHARGED_STATUSES, Cap, Status
 from ledger.input.utc_moments import parse_moment
 from ledger.operations import cap_accounting, transactions
-from ledger.store import audit_chain, cap_writes, columns, decoded_history, engines, running_totals, session_state, sessions
+from ledger.store import audit_chain, cap_writes, decoded_history, engines, index_from_rows, running_totals, session_state, sessions
 
 
 def printed_both_ways(monkeypatch, url: str, commands) -> dict[str, list[str]]:
     """What each command prints from the accounting rows ("rows": decoding a release is an
     error) and from the releases as they stood, decoded ("snapshot": the path before, the rows
     at a moment not read). Every patch of `monkeypatch` is undone after each path."""
-    original = columns.index_for
+    original = index_from_rows.index_for
     printed = {}
     for path in ("rows", "snapshot"):
         if path == "snapshot":
-            monkeypatch.setattr(columns, "index_for", lambda *a, **k: None if k.get("when") else original(*a, **k))
+            monkeypatch.setattr(index_from_rows, "index_for", lambda *a, **k: None if k.get("when") else original(*a, **k))
         else:
             monkeypatch.setattr(decoded_history, "snapshot", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
         printed[path] = [cli_main(url, *args).out for args in commands]
@@ -75,7 +75,7 @@ def both_indexes(url: str, when):
     with Session(engine) as session:
         snapshot = decoded_history.snapshot(session, "t")
         families = {f.id: f for f in snapshot.families.values()}
-        rows = columns.index_for(session, VARIABLES, "t", families, titles=True, when=when)
+        rows = index_from_rows.index_for(session, VARIABLES, "t", families, titles=True, when=when)
         endings = ended((kind, subject, parse_moment(at)) for _, kind, subject, at, _, _ in
                         audit_chain.lifecycle_events(session, ["release.retracted", "release.cancelled"]))
         heads = [(r.id, r.status) for r in rows.releases]
@@ -231,7 +231,7 @@ def test_the_caps_at_a_moment_from_the_rows_are_the_caps_of_the_releases_as_they
         record(url, entries, lifecycle, endings)
         engine = engines.make_engine(url)
         with Session(engine) as session:
-            rows = columns.index_for(session, VARIABLES, "t", {f.id: f for f in FAMILIES}, when=when)
+            rows = index_from_rows.index_for(session, VARIABLES, "t", {f.id: f for f in FAMILIES}, when=when)
             from_rows = cap_accounting.checks_from_index(caps, rows)
             assert transactions.cap_checks_as_of(session, "t", caps, when) == from_rows
             far = when.replace(year=2200)

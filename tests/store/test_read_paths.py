@@ -73,7 +73,7 @@ from hypothesis import HealthCheck  # noqa: E402
 from sqlmodel import Session  # noqa: E402
 from test_accounting_rows import VARIABLES, ledgers, record, same_rows  # noqa: E402
 
-from ledger.store import columns, engines, row_arrays  # noqa: E402
+from ledger.store import engines, index_from_rows, row_arrays  # noqa: E402
 from ledger.core.records import CHARGED_STATUSES, Status  # noqa: E402
 
 
@@ -92,7 +92,7 @@ def test_the_column_reading_equals_the_row_reading(ledger, subset, accounts):
             connection = session.connection()
             for positions in (None, sorted(VARIABLES.index(v) for v in subset)):
                 found = row_arrays._read_columns(connection, "t", charged, positions, len(VARIABLES), accounts)
-                expected = row_arrays._read_rows(connection, columns._row_statement("t", charged, positions, accounts)[1], len(VARIABLES),
+                expected = row_arrays._read_rows(connection, index_from_rows._row_statement("t", charged, positions, accounts)[1], len(VARIABLES),
                                               accounts)
                 same_rows(found, expected)
                 if positions is not None:
@@ -123,7 +123,7 @@ def test_a_bitset_of_another_width_sends_the_column_reading_back_to_the_rows():
                     connection.exec_driver_sql(f"UPDATE release_accounting SET reads = {change} WHERE seq = {seq}")
                 for positions in (None, [0, 1]):
                     assert row_arrays._read_columns(connection, "t", charged, positions, len(VARIABLES), True) is None
-                rows = row_arrays._read_rows(connection, columns._row_statement("t", charged, None, True)[1],
+                rows = row_arrays._read_rows(connection, index_from_rows._row_statement("t", charged, None, True)[1],
                                           len(VARIABLES), True)
                 assert rows.reads.shape == (3, (len(VARIABLES) + 7) // 8) and not rows.reads[0].any()
             engine.dispose()

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
-from ledger.store import columns, decoded_history, engines, schema_migrations, session_state
+from ledger.accounting import chunked_table
+from ledger.store import decoded_history, engines, index_from_rows, schema_migrations, session_state
 from ledger.accounting.charge_choice import at_delta
 from ledger.accounting.cost_rule import ledger_cost
 from ledger.accounting.ledger_index import LedgerIndex
@@ -125,7 +126,7 @@ def test_the_index_from_accounting_rows_is_the_index_of_the_releases(ledger):
     expected = LedgerIndex(VARIABLES, releases, families)
     engine = engines.make_engine(url)
     with Session(engine) as session:
-        got = columns.index_for(session, VARIABLES, "survey", {f.id: f for f in families})
+        got = index_from_rows.index_for(session, VARIABLES, "survey", {f.id: f for f in families})
         assert list(got.release_ids) == [r.id for r in releases]  # (read while the session is open)
     assert (got.reads == expected.reads).all()
     assert (got.simple == expected.simple).all()
@@ -323,8 +324,8 @@ def test_the_table_in_chunks_keeps_the_totals_and_the_largest_rows(ledger):
     expected = LedgerIndex(VARIABLES, releases, families).table("survey", at_delta(delta))
     engine = engines.make_engine(url)
     with Session(engine) as session:
-        index = columns.index_for(session, VARIABLES, "survey", {f.id: f for f in families}, titles=True)
-    got = columns.table_in_chunks(index, "survey", at_delta(delta), delta, shown=3, chunk=2)
+        index = index_from_rows.index_for(session, VARIABLES, "survey", {f.id: f for f in families}, titles=True)
+    got = chunked_table.table_in_chunks(index, "survey", at_delta(delta), delta, shown=3, chunk=2)
     assert got.total == expected.total and got.total_dataset_wide == expected.total_dataset_wide
     wide = [expected.row_dataset_wide(i).epsilon(delta) for i in range(len(releases))]
     largest = sorted(sorted(range(len(releases)), key=lambda i: -wide[i])[:3])

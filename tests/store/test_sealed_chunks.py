@@ -26,7 +26,7 @@ from test_scale import DATASET, RELEASES, write
 from ledger.accounting import index_figures
 from ledger.accounting.charge_choice import at_delta
 from ledger.core.records import CHARGED_STATUSES, Status
-from ledger.store import audit_verify, columns, decoded_history, engines, release_writes, row_arrays, schema_migrations, sealed, sessions
+from ledger.store import audit_verify, decoded_history, engines, index_from_rows, release_writes, row_arrays, schema_migrations, sealed, sessions
 
 CHARGED = sorted(s.value for s in CHARGED_STATUSES)
 
@@ -72,9 +72,9 @@ def test_the_chunks_and_the_tail_read_as_the_rows(ledger, subset, size, reseal, 
                 assert sealed.sealed_stop(connection, "t") > 0
             for positions in (None, sorted(VARIABLES.index(v) for v in subset)):
                 for accounts in (True, False):
-                    found = columns.read_rows(connection, "t", CHARGED, positions, len(VARIABLES), accounts)
+                    found = index_from_rows.read_rows(connection, "t", CHARGED, positions, len(VARIABLES), accounts)
                     expected = row_arrays._read_rows(
-                        connection, columns._row_statement("t", CHARGED, positions, accounts)[1], len(VARIABLES),
+                        connection, index_from_rows._row_statement("t", CHARGED, positions, accounts)[1], len(VARIABLES),
                         accounts)
                     same_rows(found, expected)
                     if positions is not None:

@@ -394,16 +394,16 @@ def test_a_write_that_fails_in_the_pipeline_commits_nothing_and_the_next_record_
     engine, url, tmp_path = survey
     before = ledger_state(url)
     actor = identity.authenticated(engine).name
-    from ledger.store import columns
+    from ledger.store import accounting_writes
 
-    insert_rows = columns.insert_rows
+    insert_rows = accounting_writes.insert_rows
 
     def twice(connection, releases, variables, known=None):
         insert_rows(connection, releases, variables, known)
         insert_rows(connection, releases, variables, known)
 
     with monkeypatch.context() as patched:
-        patched.setattr(columns, "insert_rows", twice)
+        patched.setattr(accounting_writes, "insert_rows", twice)
         seen = Transactions(engine)
         with pytest.raises(Exception) as failure:
             operations.record(engine, operations.release_builder([releases_file(tmp_path, "bad", 1)], actor), actor)
