@@ -34,14 +34,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine
-from sqlmodel import Session
-
 from .accounting import budget
 from .operations import choices, transactions as operations
 from .store import (audit_chain, audit_verify, configuration, dataset_writes, decoded_history, engines, identity, row_reads,
                     running_totals, schema_migrations, session_state, sessions)
 from .store.identity import Person, front_end
+from .store.sessions import Engine, Session
 from .accounting.charge_choice import at_delta
 from .accounting.risk import Risk, figure_risks
 from .core.errors import InputErrors, LedgerError, fail
@@ -698,6 +696,67 @@ class Ledger:
             inputs = gather(session, chosen, chosen_delta, since_at)
         return inputs if as_of_at is None else replace(inputs, as_of=as_of_at)
 
+    def report_outset(self) -> tuple[LedgerSnapshot, int]:
+        """(the light snapshot, the audit chain's length), in one read: what `report` decides from
+        before reading the dataset."""
+        with sessions.read_session(self.engine) as session:
+            return configuration.write_context(session), audit_chain.last_event(session)[0]
+
+    def release_count(self, dataset: str) -> int:
+        """How many releases `dataset` has, any status (one count)."""
+        from .operations.report_inputs import release_count
+
+        with sessions.read_session(self.engine) as session:
+            return release_count(session, dataset)
+
+    def gathered(self, dataset: Dataset, delta: Fraction, since: datetime | None = None, *,
+                 chain=None, generated_at: datetime | None = None) -> ReportInputs:
+        """operations/report_inputs.gather of a chosen dataset, in one consistent read: what the
+        report of a ledger below the summary threshold (or one the rows cannot say) is computed from."""
+        from .operations.report_inputs import gather
+
+        with sessions.read_session(self.engine) as session:
+            return gather(session, dataset, delta, since, generated_at, chain)
+
+    def large_report(self, dataset: Dataset, delta: Fraction, inputs_of, *, listed: int, audit_listed: int,
+                     **options: Any):
+        """`inputs_of` of what a summarised report of a large ledger is computed from
+        (operations/large_report.read_large, in one consistent read; `options`: chain,
+        generated_at, indexed, as_of, since); None when the rows cannot say it exactly."""
+        from .operations.large_report import read_large
+
+        with sessions.read_session(self.engine) as session:
+            return read_large(session, dataset, delta, inputs_of, listed=listed, audit_listed=audit_listed,
+                              **options)
+
+    def register_releases(self, large, *, head: tuple[int, str] | None = None, page: int | None = None):
+        """A large report's register, release by release (operations/large_register.register_releases),
+        read in a snapshot of its own, refused when the ledger's last event is no longer `head`."""
+        from .operations import large_register
+
+        with sessions.read_session(self.engine) as session:
+            yield from large_register.register_releases(session, large, head, page or large_register.REGISTER_PAGE)
+
+    def register_pages(self, large, *, head: tuple[int, str] | None = None, page: int | None = None,
+                       after: int = -1, upto: int | None = None):
+        """A large report's register as pages of raw release rows (operations/large_register.register_pages),
+        read in a snapshot of its own, refused when the ledger's last event is no longer `head`."""
+        from .operations import large_register
+
+        with sessions.read_session(self.engine) as session:
+            yield from large_register.register_pages(session, large, head, page or large_register.REGISTER_PAGE,
+                                                     after, upto)
+
+    @classmethod
+    def on_own_engine(cls, url: str) -> Ledger:
+        """The ledger at `url` on an engine of its own, not checked (a forked helper's: never another
+        process's connections); `dispose()` it when done."""
+        return cls(url, engines.make_engine(url))
+
+    def dispose(self) -> None:
+        """Close the engine's connections."""
+        self.engine.dispose()
+
     def changes(self, after: str | datetime, until: str | datetime | None = None, *,
                 dataset: str | None = None) -> MeetingPack:
         """What changed after the moment `after` names, up to `until` (now when None): the releases
@@ -890,6 +949,14 @@ def release_document(release: Release) -> dict[str, Any]:
     from .store.codec import release_to_dict
 
     return release_to_dict(release)
+
+
+def release_part_readers():
+    """(guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict): the file format's readers of
+    a stored release's parts (store/codec.py), for a register written from the raw release rows."""
+    from .store.codec import guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict
+
+    return guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict
 
 
 def chain_status_at(url: str):
