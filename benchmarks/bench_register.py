@@ -37,18 +37,26 @@ gc.disable()
 import ledger
 assert ledger.__file__.startswith(sys.path[1]), (ledger.__file__, sys.path[:2])  # the code asked for
 from ledger.operations import choices; from ledger.store import configuration, engines, sessions
-from ledger.cli.large_report import gather_large
-from ledger.cli.report_register import large_register_csv
 from ledger.reporting.report import ChainStatus
+import ledger.api, ledger.cli.report as command
 engine = engines.make_engine(sys.argv[1])
+if hasattr(ledger.api.Ledger, "large_report"):  # the report read through the façade (ledger.api.Ledger)
+    from ledger.api import Ledger
+    from ledger.cli.report_register import large_register_csv
+    source = Ledger("ledger", engine)
+    gather = lambda dataset, delta, chain: command.gather_large(source, dataset, delta, chain=chain)
+else:  # a baseline whose command line read the store itself
+    from ledger.cli.large_report import gather_large
+    from ledger.cli.report_register import large_register_csv
+    source = engine
+    gather = lambda dataset, delta, chain: gather_large(session, dataset, delta, chain=chain)
 with sessions.read_session(engine) as session:
     light = configuration.write_context(session)
     dataset = next(iter(light.datasets.values()))
-    large = gather_large(session, dataset, choices.parse_delta(None, dataset),
-                         chain=ChainStatus(True, 1, "head", ()))
+    large = gather(dataset, choices.parse_delta(None, dataset), ChainStatus(True, 1, "head", ()))
 digest = hashlib.sha256()
 cpu, wall = time.process_time(), time.perf_counter()
-for part in large_register_csv(engine, large):
+for part in large_register_csv(source, large):
     digest.update(part.encode("utf-8"))
 print(json.dumps({"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall,
                   "mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "sha256": digest.hexdigest()}))

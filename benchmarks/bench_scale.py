@@ -262,8 +262,9 @@ def commands(directory: Path, out: Path, label: str, middle: str = AS_OF) -> dic
 def baseline_copy(path: Path, ref_root: Path) -> Path:
     """A copy of the ledger as REF's code reads it (REF's schema version; tables it does not know dropped),
     one per schema version (a copy another REF's code upgraded is refused by an older REF)."""
-    text = next(p for p in (ref_root / "ledger" / "store" / "database.py", ref_root / "ledger" / "store.py")
-                if p.exists()).read_text()  # the baseline commit may predate the layered layout
+    text = next(p for p in (ref_root / "ledger" / "store" / "schema_migrations.py",
+                            ref_root / "ledger" / "store" / "database.py", ref_root / "ledger" / "store.py")
+                if p.exists()).read_text()  # the baseline commit may predate the store's modules
     version = int(text.split("SCHEMA_VERSION = ", 1)[1].split()[0])
     copy = path.with_name(path.stem + f"-baseline-v{version}.db")
     if copy.exists() and _count(copy) >= _count(path) - 100:

@@ -4,8 +4,14 @@
 
 Each command is a fresh process, run --runs times, interleaved with its baselines
 (`python -c pass`, `python -c "import sqlalchemy"`, and the import floor of `check` and
-`record`: one process importing the installed packages a `check` of the same plan imports, found
-by `python -X importtime`, named in the output) so every figure is measured under the same load;
+`record`: one process importing every module of an installed package that a `check` of the same
+plan imports, found by `python -X importtime` at any depth (`sqlmodel` and `sqlalchemy.orm` are
+imported by the ledger's own modules, not by `import sqlalchemy`), the packages named in the
+output; beside it the packages' top-level imports alone, as `import typer, sqlalchemy, ...`
+runs them) so every figure is measured under the same load. Both floors run with the BLAS
+thread settings the command line sets for itself (ledger.cli.app.THREAD_DEFAULTS), and run
+as `check` and `record` run (ledger.cli.entry: without the cyclic collector, every object
+frozen before the teardown), so a floor is what importing costs in such a process;
 prints the median and the minimum wall seconds, and the median CPU seconds (user + system, less
 sensitive to a loaded machine than wall time):
 
@@ -42,6 +48,10 @@ PYTHON = sys.executable
 
 
 FRESH = dict(os.environ)
+# the floors run as `check` and `record` do (ledger.cli.entry): without the cyclic collector
+# while importing, their objects frozen at the end (out of the teardown's collections)
+UNCOLLECTED = "import gc\ngc.disable()\n"
+FROZEN = "gc.freeze()"
 
 
 def timed(argv: list[str], cwd: Path = ROOT, env: dict | None = None) -> tuple[float, float, int]:
@@ -89,23 +99,34 @@ def importtime(argv: list[str], top: int = 25) -> None:
         print(f"    {cumulative / 1000:7.1f} {self_us / 1000:6.1f}  {'  ' * depth}{name}")
 
 
-def packages_imported(argv: list[str]) -> list[str]:
-    """The installed packages (outside the standard library and this checkout) a process imports."""
+def packages_imported(argv: list[str]) -> tuple[list[str], list[str]]:
+    """The installed packages (outside the standard library and this checkout) a process imports
+    at its top level, and every module of an installed package it imports, at any depth, in the
+    order their imports finished."""
     import importlib.util
     import sysconfig
 
     run = subprocess.run([PYTHON, "-X", "importtime", *argv], capture_output=True, text=True, cwd=ROOT, env=FRESH)
     site = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
-    found = []
+    installed: dict[str, bool] = {}
+    found, modules = [], []
     for line in run.stderr.splitlines():
-        name = re.match(r"import time:\s+\d+ \|\s+\d+ \| (\S+)$", line)  # (top level: no indent)
-        package = None if name is None else name.group(1).split(".")[0]
-        if package is None or package in found or package.startswith("_"):
+        name = re.match(r"import time:\s+\d+ \|\s+\d+ \| ( *)(\S+)$", line)
+        if name is None:
             continue
-        spec = importlib.util.find_spec(package)
-        if spec is not None and spec.origin and spec.origin.startswith(site):
+        indent, module = name.groups()
+        package = module.split(".")[0]
+        if package.startswith("_"):
+            continue
+        if package not in installed:
+            spec = importlib.util.find_spec(package)
+            installed[package] = bool(spec is not None and spec.origin and spec.origin.startswith(site))
+        if not installed[package]:
+            continue
+        modules.append(module)
+        if not indent and package not in found:  # (top level: no indent)
             found.append(package)
-    return found
+    return found, modules
 
 
 def main() -> None:
@@ -132,19 +153,27 @@ def main() -> None:
         subprocess.run([*cli, "--db", url, "cap", "list"], capture_output=True, cwd=ROOT)  # upgrade, if any
         steward_here(url)
         check_plan = plan(work, "checked")
-        needed = packages_imported(["-m", "ledger", "--db", url, "check", str(check_plan)])
-        floor = f"import {', '.join(needed)} (floor)"
+        needed, modules = packages_imported(["-m", "ledger", "--db", url, "check", str(check_plan)])
+        floor = f"the {len(modules)} modules of {', '.join(sorted({m.split('.')[0] for m in modules}))} (floor)"
+        top_floor = f"import {', '.join(needed)} (their top-level imports alone)"
         commands: dict[str, object] = {
             "python -c pass (baseline)": [PYTHON, "-c", "pass"],
             'python -c "import sqlalchemy" (baseline)': [PYTHON, "-c", "import sqlalchemy"],
-            floor: [PYTHON, "-c", f"import {', '.join(needed)}"],
+            floor: [PYTHON, "-c", (f"{UNCOLLECTED}import importlib\nfor name in {modules!r}:\n    try:\n"
+                                 "        importlib.import_module(name)\n    except ImportError:\n"
+                                 "        pass  # (an optional module the package tried: tried here too)\n" + FROZEN)],
+            top_floor: [PYTHON, "-c", f"{UNCOLLECTED}import {', '.join(needed)}\n{FROZEN}"],
             "privacy-ledger --help": [*cli, "--help"],
             "privacy-ledger --version": [*cli, "--version"],
             f"check one plan ({args.size:,} releases, 20 caps)": [*cli, "--db", url, "check", str(check_plan)],
             f"record one release ({args.size:,} releases, 20 caps)":
                 lambda k: [*cli, "--db", url, "record", str(plan(work, f"recorded{k}"))],
         }
-        runs: dict[str, tuple[object, Path, dict | None]] = {name: (argv, ROOT, None) for name, argv in commands.items()}
+        from ledger.cli.app import THREAD_DEFAULTS
+
+        blas = {**FRESH, **THREAD_DEFAULTS}  # the floors' BLAS threads as the command line sets its own
+        runs: dict[str, tuple[object, Path, dict | None]] = {
+            name: (argv, ROOT, blas if name in (floor, top_floor) else None) for name, argv in commands.items()}
         if args.baseline_code is not None:
             other = work / "baseline.db"
             # the ledger as that code reads it: its schema version, the tables it does not know dropped
@@ -152,6 +181,7 @@ def main() -> None:
             shutil.copyfile(bench_scale.baseline_copy(source, args.baseline_code.resolve()), other)
             other_url = f"sqlite:///{other}"
             subprocess.run([*cli, "--db", other_url, "cap", "list"], capture_output=True, cwd=args.baseline_code)
+            steward_here(other_url)
             code = args.baseline_code
             runs.update({
                 f"  the same, {code}'s code: --help": ([*cli, "--help"], code, None),
@@ -174,11 +204,15 @@ def main() -> None:
         for name in runs:
             print(f"  {name:62} {statistics.median(walls[name]):9.3f} {min(walls[name]):7.3f} "
                   f"{statistics.median(cpus[name]):7.3f}")
-        print(f"  targets: over the floor ({', '.join(needed)}), median wall / CPU; met when at most 0.15 s")
-        for name in list(commands)[5:7]:  # check, record
+        print(f"  targets: over the floor (the {len(modules)} modules of installed packages a `check` imports), "
+              "median wall / CPU; met when at most 0.15 s; [over the top-level imports alone]")
+        for name in list(commands)[6:8]:  # check, record
             wall = statistics.median(walls[name]) - statistics.median(walls[floor])
             cpu = statistics.median(cpus[name]) - statistics.median(cpus[floor])
-            print(f"    {name:60} +{wall:.3f} s / +{cpu:.3f} s  {'met' if max(wall, cpu) <= 0.15 else 'MISSED'}")
+            top_wall = statistics.median(walls[name]) - statistics.median(walls[top_floor])
+            top_cpu = statistics.median(cpus[name]) - statistics.median(cpus[top_floor])
+            print(f"    {name:60} +{wall:.3f} s / +{cpu:.3f} s  {'met' if max(wall, cpu) <= 0.15 else 'MISSED'}  "
+                  f"[+{top_wall:.3f} s / +{top_cpu:.3f} s]")
         help_wall, help_cpu = statistics.median(walls["privacy-ledger --help"]), statistics.median(
             cpus["privacy-ledger --help"])
         print(f"    {'--help':60} {help_wall:.3f} s / {help_cpu:.3f} s  "

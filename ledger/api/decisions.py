@@ -10,8 +10,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session
-
 from ..accounting import budget
 from ..core.errors import fail
 from ..core.records import Cap, Dataset, Release
@@ -19,6 +17,7 @@ from ..input.datasets import dataset_and_caps
 from ..input.documents import Document, read_document
 from ..operations import choices, transactions as operations
 from ..store import running_totals, sessions
+from ..store.sessions import Session
 
 from .reading import Reading
 from .values import PlanCheck

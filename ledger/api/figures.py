@@ -9,8 +9,6 @@ from datetime import datetime
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from sqlmodel import Session
-
 from ..accounting import budget
 from ..accounting.charge_choice import at_delta
 from ..core.errors import fail
@@ -19,6 +17,7 @@ from ..operations import choices, transactions as operations
 from ..operations.read_cache import kept
 from ..operations.table_view import table_view
 from ..store import configuration
+from ..store.sessions import Session
 
 from .moments import as_of_moment
 from .reading import Reading

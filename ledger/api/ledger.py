@@ -4,12 +4,11 @@ writers, figures, plans, audit and report inputs (one module each in this packag
 
 from __future__ import annotations
 
-from sqlalchemy import Engine
-
 from ..core.errors import InputErrors, LedgerError
 from ..operations import choices
 from ..store import engines, identity, schema_migrations
 from ..store.identity import Person
+from ..store.sessions import Engine
 
 from .audit import Audit
 from .decisions import Decisions
@@ -37,6 +36,16 @@ class Ledger(Decisions, Plans, Figures, Audit, Reports):
         from ..operations.opening import checked_engine
 
         return cls(url, checked_engine(url, create))
+
+    @classmethod
+    def on_own_engine(cls, url: str) -> Ledger:
+        """The ledger at `url` on an engine of its own, not checked (a forked helper's: never another
+        process's connections); `dispose()` it when done."""
+        return cls(url, engines.make_engine(url))
+
+    def dispose(self) -> None:
+        """Close the engine's connections."""
+        self.engine.dispose()
 
 
 def open(url: str | None = None, *, person: Person | None = None) -> Ledger:  # noqa: A001 (ledger.open)

@@ -30,3 +30,11 @@ def release_document(release: Release) -> dict[str, Any]:
     from ..store.codec import release_to_dict
 
     return release_to_dict(release)
+
+
+def release_part_readers():
+    """(guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict): the file format's readers of
+    a stored release's parts (store/codec.py), for a register written from the raw release rows."""
+    from ..store.codec import guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict
+
+    return guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict

@@ -8,11 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session
-
 from ..core.errors import InputErrors
 from ..input.documents import Document, read_document
 from ..operations import choices, transactions as operations
+from ..store.sessions import Session
 
 from .reading import Reading
 

@@ -9,9 +9,6 @@ from contextlib import contextmanager
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Engine
-from sqlmodel import Session
-
 from ..core.errors import fail
 from ..core.records import Dataset, Release
 from ..input.snapshot import LedgerSnapshot
@@ -19,6 +16,7 @@ from ..operations import choices
 from ..operations.read_cache import kept, read_cache
 from ..store import audit_chain, configuration, decoded_history, identity, row_reads, session_state, sessions
 from ..store.identity import Person
+from ..store.sessions import Engine, Session
 
 from .moments import as_of_moment
 from .values import AuditEvent

@@ -6,13 +6,15 @@ two meetings and the registry record.
 from __future__ import annotations
 
 from datetime import datetime
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session
-
 from ..core.errors import fail
+from ..core.records import Dataset
+from ..input.snapshot import LedgerSnapshot
 from ..operations import choices
-from ..store import configuration, dataset_writes
+from ..store import audit_chain, configuration, dataset_writes, sessions
+from ..store.sessions import Session
 
 from .moments import JUST_AFTER, as_of_moment, report_moments
 from .reading import Reading
@@ -82,3 +84,54 @@ class Reports(Reading):
             caps = configuration.caps(session, chosen.name)
             unit = dataset_writes.privacy_unit(session, chosen.name)
         return registry_record(snapshot, chosen, caps, tier=tier, privacy_unit=unit)
+
+    def report_outset(self) -> tuple[LedgerSnapshot, int]:
+        """(the light snapshot, the audit chain's length), in one read: what `report` decides from
+        before reading the dataset."""
+        with sessions.read_session(self.engine) as session:
+            return configuration.write_context(session), audit_chain.last_event(session)[0]
+
+    def release_count(self, dataset: str) -> int:
+        """How many releases `dataset` has, any status (one count)."""
+        from ..operations.report_inputs import release_count
+
+        with sessions.read_session(self.engine) as session:
+            return release_count(session, dataset)
+
+    def gathered(self, dataset: Dataset, delta: Fraction, since: datetime | None = None, *,
+                 chain=None, generated_at: datetime | None = None) -> ReportInputs:
+        """operations/report_inputs.gather of a chosen dataset, in one consistent read: what the
+        report of a ledger below the summary threshold (or one the rows cannot say) is computed from."""
+        from ..operations.report_inputs import gather
+
+        with sessions.read_session(self.engine) as session:
+            return gather(session, dataset, delta, since, generated_at, chain)
+
+    def large_report(self, dataset: Dataset, delta: Fraction, inputs_of, *, listed: int, audit_listed: int,
+                     **options: Any):
+        """`inputs_of` of what a summarised report of a large ledger is computed from
+        (operations/large_report.read_large, in one consistent read; `options`: chain,
+        generated_at, indexed, as_of, since); None when the rows cannot say it exactly."""
+        from ..operations.large_report import read_large
+
+        with sessions.read_session(self.engine) as session:
+            return read_large(session, dataset, delta, inputs_of, listed=listed, audit_listed=audit_listed,
+                              **options)
+
+    def register_releases(self, large, *, head: tuple[int, str] | None = None, page: int | None = None):
+        """A large report's register, release by release (operations/large_register.register_releases),
+        read in a snapshot of its own, refused when the ledger's last event is no longer `head`."""
+        from ..operations import large_register
+
+        with sessions.read_session(self.engine) as session:
+            yield from large_register.register_releases(session, large, head, page or large_register.REGISTER_PAGE)
+
+    def register_pages(self, large, *, head: tuple[int, str] | None = None, page: int | None = None,
+                       after: int = -1, upto: int | None = None):
+        """A large report's register as pages of raw release rows (operations/large_register.register_pages),
+        read in a snapshot of its own, refused when the ledger's last event is no longer `head`."""
+        from ..operations import large_register
+
+        with sessions.read_session(self.engine) as session:
+            yield from large_register.register_pages(session, large, head, page or large_register.REGISTER_PAGE,
+                                                     after, upto)

@@ -14,6 +14,7 @@ database library.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from weakref import WeakSet
 
 if TYPE_CHECKING:
     from ..api import Ledger
@@ -33,13 +34,28 @@ class State:
 state = State()
 
 
+# the engines `book` opened in this process and still alive, closed by `close_ledgers` (weakly:
+# in a process that runs many commands, the tests', an engine no one holds goes as before)
+_OPENED: WeakSet = WeakSet()
+
+
 def book(create: bool = False) -> Ledger:
     """The ledger the command works on, through the façade (ledger.api.Ledger.opened). Only
     `init`, `dataset add` and `demo` create a new SQLite file or a schema: any other command on a
     missing file, or on a database without the ledger's tables, is bad input and writes nothing."""
     from ..api import Ledger  # (the façade and the ORM: imported when a command opens the ledger)
 
-    return Ledger.opened(state.url, create=create)
+    ledger = Ledger.opened(state.url, create=create)
+    _OPENED.add(ledger.engine)
+    return ledger
+
+
+def close_ledgers() -> None:
+    """Close the connections of every ledger `book` opened (entry.main, once a command has
+    returned): a SQLite ledger's last close checkpoints its WAL into the file."""
+    for engine in list(_OPENED):
+        engine.dispose()
+    _OPENED.clear()
 
 
 def open_engine(create: bool = False):

@@ -10,6 +10,13 @@ objects (measured on a 10k-release ledger, whatever the file's length), and the 
 is the same. Reference counting frees everything else as always. Other commands (reports,
 verification, long reads) keep the collector.
 
+The interpreter's teardown still runs the collector, over every object the imports made: about
+0.1 s of a 0.6 s `check`. So, once the command has returned, the ledgers it opened are closed
+(their connections: a SQLite ledger's last close checkpoints its WAL into the file, as the
+collector's would have) and every object alive is frozen (`gc.freeze`: out of the collector's
+reach); the teardown then frees what the modules hold by reference counting, runs the exit
+handlers and flushes the streams as always, without traversing them all again.
+
 Invariant: the answer to `--version` is the one `ledger.cli.app` gives (`privacy-ledger VERSION`,
 exit 0).
 """
@@ -25,7 +32,8 @@ WITHOUT_COLLECTOR = frozenset({"check", "record"})  # short commands whose garba
 
 def main() -> None:
     arguments = sys.argv[1:]
-    if command_name(arguments) in WITHOUT_COLLECTOR:
+    short = command_name(arguments) in WITHOUT_COLLECTOR
+    if short:
         import gc
 
         gc.disable()
@@ -36,4 +44,11 @@ def main() -> None:
         return
     from .app import main as cli_main
 
-    cli_main()
+    try:
+        cli_main()
+    finally:
+        if short:
+            from .context import close_ledgers
+
+            close_ledgers()
+            gc.freeze()

@@ -1,8 +1,8 @@
 """`privacy-ledger report`: reports for review meetings and compliance files.
 
-A thin adapter (STYLE 8): read the ledger (operations/report_inputs.py and
-report_reading.py; the summarised report of a large ledger from the accounting
-rows, here), build the context (`report.build_report`, pure), render it
+A thin adapter (STYLE 8): read the ledger through the façade (ledger.api.Ledger:
+operations/report_inputs.py; the summarised report of a large ledger from the accounting
+rows, operations/large_report.py), build the context (`report.build_report`, pure), render it
 (reporting/write.py: the Jinja templates of `reports/`, pandas for CSV, headless
 Chromium for PDF) and write one file. Bad input -- an unknown dataset or format,
 a --since that is not a date, an --out that cannot be written -- exits 2 with a
@@ -26,24 +26,16 @@ from typing import Annotated, Optional
 import typer
 
 from ..operations import choices
-from ..operations.report_inputs import (  # (gathered below the API)
-    gather,
-    parse_since,
-    release_count,
-)
+from ..operations.report_inputs import parse_since
 from . import outputs
 from ..reporting.write import find_chromium, render
-from .context import open_engine, parse_date, state
+from .context import book, parse_date, state
 from ..core.errors import fail
 from ..core.lazy import lazy_module
 from .forked_helpers import ChartsAlongside, ForkedCall, VerifyAlongside, modules_before_fork
-from .large_report import gather_large
 from .report_register import RegisterAlongside, large_register_entries, register_csv
 
-
-audit_chain = lazy_module("ledger.store.audit_chain")  # the ORM, imported when a report is made
-configuration = lazy_module("ledger.store.configuration")  # the ORM, imported when a report is made
-sessions = lazy_module("ledger.store.sessions")  # the ORM, imported when a report is made
+_audit = lazy_module("ledger.reporting.audit_section")
 # the report's context builder (and markupsafe, the chart data): imported when a report is
 # made, not by `--help`, `check` or `record`, which only register this command
 _report = lazy_module("ledger.reporting.report")
@@ -76,89 +68,30 @@ def report(
     """A report: the compliance report (html, pdf), the same as Markdown or LaTeX, or the
     release-by-variable table as CSV. --since adds what changed since the last meeting."""
     chosen_format = choices.report_format(format, out)
-    since_at = parse_since(since)
-    as_of_at = parse_date(as_of, "--as-of")
-    if since_at is not None and as_of_at is not None and since_at > as_of_at:
-        raise fail("command line", "--since", f"{since} is after --as-of {as_of}")
-    if since_at is not None and chosen_format == "csv":
-        raise fail("command line", "--since", "the CSV export is the release-by-variable table only; "
-                                              "--since applies to html, pdf, md and tex")
+    since_at, as_of_at = _moments(since, as_of, chosen_format)
     target = None if out.strip() == "-" else writable_target(out)
     chromium = None
     if chosen_format == "pdf":
         chromium = find_chromium("--format" if format is not None else "--out")
-    engine = open_engine()  # (opened once: its schema checked once)
-    with sessions.read_session(engine) as session:  # (as read_light, with the chain's length)
-        snapshot = configuration.write_context(session)
-        alongside = audit_chain.last_event(session)[0] > ALONGSIDE_FROM
+    ledger = book()  # (opened once: its schema checked once)
+    snapshot, events = ledger.report_outset()
     chosen = choices.pick_dataset(snapshot, dataset)
     chosen_delta = choices.parse_delta(delta, chosen)
-    charts = chosen_format in ("html", "pdf")
+    alongside = events > ALONGSIDE_FROM
     if alongside:
-        modules_before_fork(charts)
-    chain = VerifyAlongside(state.url, alongside)
-    draw = _report.draw_here  # (past the summary threshold: ChartsAlongside, forked below)
+        modules_before_fork(chosen_format in ("html", "pdf"))
+    from ..core.memory import paused_gc
     from ..core.progress import progress
 
-    from ..core.memory import paused_gc
-
-    large = False
     helpers: list[RegisterAlongside] = []  # the register is written alongside from as soon as the index is read
     with progress(f"writing the {chosen_format} report"), paused_gc(), _closing(helpers):
-        try:
-            with sessions.read_session(engine) as session:
-                count = release_count(session, chosen.name)
-                # past the threshold (now, as `build_report` decides it at any --as-of), the page
-                # summarises, and is computed from the accounting rows: no release decoded but those
-                # listed, at --as-of and --since too
-                large = chosen_format != "csv" and count > _report.summary_from()
-                if large:
-                    if charts:
-                        draw = ChartsAlongside()
-                    register = register_target(target, count)
-                    head = audit_chain.last_event(session)  # the moment the page is of: the register must be too
-                    large_inputs = gather_large(session, chosen, chosen_delta, chain=chain, indexed=lambda lite:
-                                                helpers.append(RegisterAlongside(state.url, lite, register, head)),
-                                                as_of=as_of_at, since=since_at)
-                    if large_inputs is None:  # the rows cannot say it exactly (gather_large): every release read
-                        for helper in helpers:
-                            helper.close()
-                        helpers.clear()
-                        large = False
-                    else:
-                        register_helper = helpers[0]
-                if not large:
-                    inputs = gather(session, chosen, chosen_delta, since_at, chain=chain)
-            if large:
-                context = _report.build_large_report(
-                    large_inputs, lambda: large_register_entries(open_engine(), large_inputs, head=head), register.name,
-                    charts=charts, draw=draw)
-            else:
-                if as_of_at is not None:
-                    inputs = replace(inputs, as_of=as_of_at)
-                register = None
-                if chosen_format != "csv" and len(inputs.releases) > _report.summary_from():
-                    register = register_target(target, len(inputs.releases))
-                context = _report.build_report(inputs, charts=charts, draw=draw,
-                                               beside=ForkedCall if alongside else _report.here,
-                                               register_file=None if register is None else register.name)
-        finally:
-            chain.close()
-            if isinstance(draw, ChartsAlongside):
-                draw.close()
-        if as_of_at is not None:  # said on the page, and here, when the dataset did not exist then (item 19)
-            from dataclasses import replace as _replace
-
-            from .context import dataset_added_at, moment_text
-
-            added = dataset_added_at(chosen.name)
-            context = _replace(context, certificate=_replace(context.certificate, dataset_added=added))
-            if context.certificate.added_after:
-                typer.echo(f"note: dataset {chosen.name} was added to this ledger at {moment_text(added)}, after "
-                           f"--as-of ({moment_text(as_of_at)}): it did not exist then", err=True)
+        context, register, large = _context(ledger, chosen, chosen_delta, chosen_format, target, helpers,
+                                            VerifyAlongside(state.url, alongside), alongside, as_of_at, since_at)
+        if as_of_at is not None:
+            context = _dated(context, chosen.name, as_of_at)
         data = render(context, chosen_format, chromium=chromium)
         if large:
-            register_helper.finish(context.summary)
+            helpers[0].finish(context.summary)
         elif register is not None:
             outputs.write_streaming(register, register_csv(context.summary))
     if target is None:  # --out -: standard output (text formats only, see choices.report_format)
@@ -173,6 +106,77 @@ def report(
         return
     also = "" if register is None else f", and its register of {context.summary.releases} releases to {register}"
     typer.echo(f"wrote the {chosen_format} report of dataset {chosen.name} to {target}{also}")
+
+
+def _moments(since: str | None, as_of: str | None, chosen_format: str):
+    """(--since, --as-of) as moments, refused when --since is after --as-of or asked of the CSV export."""
+    since_at = parse_since(since)
+    as_of_at = parse_date(as_of, "--as-of")
+    if since_at is not None and as_of_at is not None and since_at > as_of_at:
+        raise fail("command line", "--since", f"{since} is after --as-of {as_of}")
+    if since_at is not None and chosen_format == "csv":
+        raise fail("command line", "--since", "the CSV export is the release-by-variable table only; "
+                                              "--since applies to html, pdf, md and tex")
+    return since_at, as_of_at
+
+
+def gather_large(ledger, dataset, delta, **options):
+    """What a summarised report is computed from (report.LargeInputs, made by `report.large_inputs`
+    inside the ledger's read: Ledger.large_report), or None when the rows cannot say it exactly
+    (the caller then reads every release). `options`: chain, generated_at, indexed, as_of, since."""
+    return ledger.large_report(dataset, delta, _report.large_inputs, listed=_report.LARGEST_LISTED,
+                               audit_listed=_audit.AUDIT_EVENTS_LISTED, **options)
+
+
+def _context(ledger, chosen, delta, chosen_format: str, target: Path | None, helpers: list, chain, alongside: bool,
+             as_of_at, since_at):
+    """(the report's context, the register's path or None, whether it is the summarised report's).
+    Past the threshold (now, as `build_report` decides it at any --as-of) the page summarises and
+    is computed from the accounting rows (no release decoded but those listed, at --as-of and
+    --since too), its register written alongside (`helpers`); else, or when the rows cannot say
+    it exactly, from every release."""
+    charts = chosen_format in ("html", "pdf")
+    draw = _report.draw_here  # (past the summary threshold: ChartsAlongside, forked here)
+    try:
+        count = ledger.release_count(chosen.name)
+        if chosen_format != "csv" and count > _report.summary_from():
+            if charts:
+                draw = ChartsAlongside()
+            register = register_target(target, count)
+            large = gather_large(ledger, chosen, delta, chain=chain, as_of=as_of_at, since=since_at,
+                                 indexed=lambda lite: helpers.append(
+                                     RegisterAlongside(state.url, lite, register, lite.head)))
+            if large is not None:
+                head = helpers[0].head  # the moment the page is of: the register must be too
+                return _report.build_large_report(large, lambda: large_register_entries(book(), large, head=head),
+                                                  register.name, charts=charts, draw=draw), register, True
+            for helper in helpers:  # the rows cannot say it exactly (gather_large): every release read
+                helper.close()
+            helpers.clear()
+        inputs = ledger.gathered(chosen, delta, since_at, chain=chain)
+        if as_of_at is not None:
+            inputs = replace(inputs, as_of=as_of_at)
+        register = None
+        if chosen_format != "csv" and len(inputs.releases) > _report.summary_from():
+            register = register_target(target, len(inputs.releases))
+        return _report.build_report(inputs, charts=charts, draw=draw, beside=ForkedCall if alongside else _report.here,
+                                    register_file=None if register is None else register.name), register, False
+    finally:
+        chain.close()
+        if isinstance(draw, ChartsAlongside):
+            draw.close()
+
+
+def _dated(context, dataset: str, as_of_at):
+    """The context saying when the dataset was added, said here too when it did not exist at --as-of."""
+    from .context import dataset_added_at, moment_text
+
+    added = dataset_added_at(dataset)
+    context = replace(context, certificate=replace(context.certificate, dataset_added=added))
+    if context.certificate.added_after:
+        typer.echo(f"note: dataset {dataset} was added to this ledger at {moment_text(added)}, after "
+                   f"--as-of ({moment_text(as_of_at)}): it did not exist then", err=True)
+    return context
 
 
 @contextmanager

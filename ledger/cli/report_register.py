@@ -1,7 +1,8 @@
 """The complete register of a summarised report: a row per release, in recording order, as CSV.
 
 `register_csv` writes it from a report's summary; `large_register_csv` from the raw release rows
-(keyset-paged by seq, column by column: memory does not grow with the ledger), in parts written
+(Ledger.register_pages, keyset-paged by seq, column by column (register_columns.py): memory does
+not grow with the ledger), in parts written
 by forked processes alongside the page (`RegisterAlongside`). Every text cell is neutralised
 against formula injection; figures as the CSV export states them.
 """
@@ -10,36 +11,19 @@ from __future__ import annotations
 
 import os
 import tempfile
-from datetime import datetime
 from pathlib import Path
 
 
 from . import outputs
-from ..operations.report_reading import (  # (read below the API)
-    lifecycle_events,
-    register_moment,
-    rows_as_they_stood,
-    same_ledger,
-)
-from ..reporting.write import csv_cell, csv_column
-from .context import open_engine
-from ..core.lazy import lazy_callable, lazy_module
+from ..reporting.write import csv_cell
+from .context import book
+from ..core.lazy import lazy_module
 from .forked_helpers import Helper, call_child
 
-
-engines = lazy_module("ledger.store.engines")  # the ORM, imported when a report is made
-row_dicts = lazy_module("ledger.store.row_dicts")  # the ORM, imported when a report is made
-sessions = lazy_module("ledger.store.sessions")  # the ORM, imported when a report is made
-table_models = lazy_module("ledger.store.table_models")  # the ORM, imported when a report is made
 # the report's context builder (and markupsafe, the chart data): imported when a report is
 # made, not by `--help`, `check` or `record`, which only register this command
 _report = lazy_module("ledger.reporting.report")
-_register = lazy_module("ledger.reporting.register_section")
-
-pack = lazy_module("ledger.operations.meeting_pack")  # the meeting pack (--since), computed below the API
-
-
-select = lazy_callable("sqlalchemy", "select")
+large_register = lazy_module("ledger.operations.large_register")  # the register's reading, below the API
 
 
 REGISTER_COLUMNS = (
@@ -128,313 +112,38 @@ def register_csv(summary, chunk: int = 5_000):
     yield buffer.getvalue()
 
 
-REGISTER_PAGE = 5_000  # releases read (and decoded) at a time for the complete register
-
-def _register_basis(large):
-    """What both large-register writers read each release's figures from: the index, the delta,
-    the number of variables, the index's seqs, the whole-dataset value id of every release, each
-    value's epsilon at the delta and whether it is zero (one computation per distinct value)."""
-    import numpy as np
-
-    index, delta = large.index, large.delta
-    n_var = len(index.variables)
-    seqs = np.asarray(index.releases.seqs, dtype=np.int64)
-    wide_ids = large.wide_ids if large.wide_ids is not None else index.cost_ids(range(n_var))
-    epsilon_of = [value.own_epsilon(delta, index.allowance) for value in index.values]  # (each a release's own charge)
-    zero = np.asarray([v.is_zero for v in index.values], dtype=bool)
-    return index, delta, n_var, seqs, wide_ids, epsilon_of, zero
+def large_register_entries(ledger, large, page: int | None = None, head: tuple[int, str] | None = None):
+    """The complete register of a large ledger, one RegisterEntry at a time, in recording order
+    (Ledger.register_releases: the release rows read `page` at a time, each release's cells of
+    Table 1 from the index, as `build_report` gives them)."""
+    for release, found, wide, steps in ledger.register_releases(large, head=head, page=page):
+        yield _report.register_entry(release, large.families, found, wide, **steps)
 
 
-def large_register_entries(engine, large, page: int = REGISTER_PAGE, head: tuple[int, str] | None = None):
-    """The complete register of a large ledger, one RegisterEntry at a time, in recording order:
-    the release rows read `page` at a time by seq (keyset paging along the seq index, so memory
-    does not grow with the ledger: see large_register_csv), each release's cells of Table 1 from
-    the index (as `build_report` gives them)."""
-    import numpy as np
-
-    from ..store.codec import release_from_dict
-    from ..accounting.index_chunks import rows_of
-    from ..core.records import CHARGED_STATUSES
-
-    index, delta, n_var, seqs, wide_ids, epsilon_of, zero = _register_basis(large)
-    variables = index.variables
-    families = large.families
-    table = table_models.ReleaseRow.__table__
-    with sessions.read_session(engine) as session:
-        same_ledger(session, head)
-        then, until = register_moment(session, large)
-        steps = lifecycle_events(session, until=until)
-        after = -1
-        while True:
-            rows = session.connection().execute(
-                select(table).where(table.c.dataset.concat("") == large.dataset.name, table.c.seq > after)
-                .order_by(table.c.seq).limit(page)).all()
-            if not rows:
-                return
-            after = rows[-1].seq
-            page_seqs = np.asarray([row.seq for row in rows], dtype=np.int64)
-            at = np.searchsorted(seqs, page_seqs)
-            inside = (at < len(seqs)) & (seqs[at.clip(max=len(seqs) - 1)] == page_seqs) if len(seqs) else \
-                np.zeros(len(rows), dtype=bool)
-            cells = None
-            if inside.any():
-                a, b = int(at[inside].min()), int(at[inside].max()) + 1
-                cells = rows_of(index, a, b).single_cells()
-            for k, row in enumerate(rows):
-                release = release_from_dict(row_dicts.release_row_dict(row))
-                if then is not None:  # the release as it stood then (not yet in the ledger: not listed)
-                    if then.status(release) is None:
-                        continue
-                    release = then.release(release)
-                found, wide = (), None
-                if inside[k] and release.status in CHARGED_STATUSES:
-                    i = int(at[k])
-                    ids = cells[i - a]
-                    found = tuple((variables[j], epsilon_of[ids[j]]) for j in np.flatnonzero(~zero[ids]).tolist())
-                    wide = epsilon_of[wide_ids[i]]
-                yield _report.register_entry(release, families, found, wide, **steps.get(release.id, {}))
-
-
-REGISTER_CACHE = 100_000  # distinct texts a register column remembers across pages before it forgets them
-
-
-def _by_value(values, make, cache: dict) -> list:
-    """[make(v) for v in values] with `make` called once per distinct value: the register repeats
-    few texts (statuses, mechanisms, families, guarantees' values) many times. `make` takes the
-    list of values not yet in `cache` and returns their cells in that order, so that a column's
-    JSON is parsed in one call; the cache is emptied past REGISTER_CACHE entries (bounded memory)."""
-    missing = set(values).difference(cache)
-    if missing:
-        if len(cache) + len(missing) > REGISTER_CACHE:
-            cache.clear()
-            missing = set(values)  # (every value of the page is made again)
-        missing = list(missing)
-        cache.update(zip(missing, make(missing)))
-    return list(map(cache.__getitem__, values))
-
-
-def _json_many(texts) -> list:
-    """json.loads of each text, parsed in one call (the texts joined as one JSON array)."""
-    import json
-
-    return json.loads("[" + ",".join(texts) + "]")
-
-
-def large_register_csv(engine, large, page: int = REGISTER_PAGE, after: int = -1, upto: int | None = None,
+def large_register_csv(ledger, large, page: int | None = None, after: int = -1, upto: int | None = None,
                        header: bool = True, head: tuple[int, str] | None = None):
     """The complete register of a large ledger as CSV text, `page` releases at a time (with
     `after` and `upto`, the rows of the releases whose seq is in (after, upto] only, and with
     `header=False` without the header row: a part of the register, see RegisterAlongside): the same
     rows as `register_csv` of `large_register_entries` (tested), written from the raw release
-    rows (keyset-paged by seq) column by column, without building a Release, a RegisterEntry or
-    a row of cells per release. Each column of a page is made
-    from its distinct stored values (`_by_value`: a JSON text parsed once, a figure's text made
-    once), the figures of Table 1 from the index's value ids (numpy), and csv.writer writes
-    the page's rows from the finished columns."""
+    rows (Ledger.register_pages, keyset-paged by seq) column by column (register_columns.py), and
+    csv.writer writes the page's rows from the finished columns."""
     import csv
     import io
 
-    import numpy as np
-    from sqlalchemy import Text, cast
+    from .register_columns import RegisterColumns
 
-    from ..store.codec import guarantee_from_dict, mechanism_from_dict, pufferfish_from_dict
-    from ..accounting.index_chunks import rows_of
-    from ..store.row_arrays import stream_raw_rows
-    from ..core.numbers import exact_text, fraction_text, to_json
-    from ..core.records import CHARGED_STATUSES
-    from ..reporting.views import guarantee_text, names_text, param_text
-
-    index, delta, n_var, seqs, wide_ids, epsilon_of, zero = _register_basis(large)
-    variables = index.variables
-    n_values = len(epsilon_of)
-    charged_names = {s.value for s in CHARGED_STATUSES}
-    families = {f.id: f for f in large.families}
-    table = table_models.ReleaseRow.__table__
-    c = table.c
-    columns_ = (c.seq, c.id, c.title, c.status, cast(c.reads, Text), c.mechanism_name, cast(c.mechanism_params, Text),
-                cast(c.guarantees, Text), cast(c.derived_from, Text), c.family, c.recorded_by, c.recorded_at,
-                c.approved_by, c.approved_at, c.published_at, cast(c.pufferfish, Text), c.output_digest, c.part)
-    aware = pack.aware
-    guarantee_text_of = _register.guarantee_text_of
-    caches: dict[str, dict] = {}
-
-    def cache(name: str) -> dict:
-        return caches.setdefault(name, {})
-
-    def each(make):  # a `make` of _by_value from a function of one value
-        return lambda values: [make(v) for v in values]
-
-    def when(text) -> str:
-        return "" if text is None else aware(datetime.fromisoformat(text)).isoformat()
-
-    sets_seen: dict = {}  # a page's lists of variables (what releases read, what guarantees protect)
-
-    def set_of(names: list) -> tuple[frozenset, str]:
-        """A stored list of variables as a set and its text, once per list in a page."""
-        key = tuple(names)
-        found = sets_seen.get(key)
-        if found is None:
-            chosen = frozenset(names)
-            found = sets_seen[key] = (chosen, names_text(tuple(sorted(chosen))))
-        return found
-
-    def reads_cells(texts):
-        found = []
-        for names in _json_many(texts):
-            reads, text = set_of(names)
-            found.append((reads, csv_cell(text)))
-        return found
-
-    values_seen: dict = {}
-
-    def value_of(g: dict) -> list[str]:
-        """A guarantee's text but what it protects (`views.guarantee_text`), once per value."""
-        key = (g["notion"], g["epsilon"], g["delta"], g["rho"], g["relation"])
-        found = values_seen.get(key)
-        if found is None:
-            text = guarantee_text(guarantee_text_of(guarantee_from_dict({**g, "protects": ["\x00"]})))
-            found = values_seen[key] = text.split(" on {\x00}, ")
-        return found
-
-    def guarantees_cells(texts):
-        found = []
-        for parsed in _json_many(texts):
-            sets = [set_of(g["protects"]) for g in parsed]
-            parts = []
-            for g, (_, names) in zip(parsed, sets):
-                value, relation = value_of(g)
-                parts.append(f"{value} on {names}, {relation}")
-            found.append((tuple(p for p, _ in sets), csv_cell("; ".join(parts))))
-        return found
-
-    def exact_of(reads, protects) -> str:
-        exact = reads
-        for p in protects:
-            if not exact:
-                break
-            exact = exact - p
-        return csv_cell(names_text(tuple(sorted(exact)))) if exact else ""
-
-    def mechanism_of(key):
-        name, text = key
-        mechanism = mechanism_from_dict({"name": name, "params": json.loads(text)})
-        return (csv_cell(mechanism.name), csv_cell("; ".join(f"{k} {param_text(v)}" for k, v in mechanism.params)))
-
-    def pufferfish_of(text):
-        parsed = [pufferfish_from_dict(g) for g in (json.loads(text) if text else None) or ()]
-        return csv_cell("; ".join(_register.PUFFERFISH_KINDS.get(g.kind, g.kind) for g in parsed))
-
-    def family_of(fid):
-        family = families.get(fid)
-        split = ""
-        if family is not None:
-            split = "random split" if family.partition is None else \
-                "partition by " + ", ".join(sorted(family.partition))
-        return (csv_cell(fid or ""), csv_cell(split))
-
-    def wide_of(vid: int):
-        value = epsilon_of[vid]
-        return (csv_cell(str(to_json(value))), csv_cell(fraction_text(value) or ""))  # (register_csv's rule)
-
-    def cell_of(key: int) -> str:  # key: variable * n_values + value id
-        j, vid = divmod(key, n_values)
-        return f"{{{variables[j]}}} {exact_text(epsilon_of[vid])}"
-
-    import json
-
-    no_steps: dict = {}
-
-    def page_columns(rows, steps) -> list:
-        """The page's 28 columns of REGISTER_COLUMNS, each a list of cells."""
-        n = len(rows)
-        sets_seen.clear()
-        (seq, rid, title, status, reads_text, mech_name, params_text, guarantees_text, derived_text, family,
-         recorded_by, recorded_at, approved_by, approved_at, published_at, pufferfish_text, digest, part) = zip(*rows)
-        reads = _by_value(reads_text, reads_cells, cache("reads"))
-        guarantees = _by_value(guarantees_text, guarantees_cells, cache("guarantees"))
-        exact = [exact_of(r[0], g[0]) for r, g in zip(reads, guarantees)]
-        charged = np.fromiter((s in charged_names for s in status), dtype=bool, count=n)
-        mechanisms = _by_value(list(zip(mech_name, params_text)), each(mechanism_of), cache("mechanism"))
-        family_cells = _by_value(family, each(family_of), cache("family"))
-        later = list(map(steps.get, rid, [no_steps] * n))
-        published_by = [s.get("published_by") for s in later]
-        ended = [s.get("ended") for s in later]
-        blank = [""] * n
-        if any(ended):
-            ended_cells = [([csv_cell(e.action), e.at.isoformat(), csv_cell(e.by), csv_cell(e.reason)] if e else
-                            ["", "", "", ""]) for e in ended]
-            ended_columns = [list(column) for column in zip(*ended_cells)]
-        else:
-            ended_columns = [blank] * 4
-        # the figures of Table 1: each charged release's nonzero cells, from the index's value ids
-        wide = [("", "")] * n
-        figures = list(blank)
-        page_seqs = np.asarray(seq, dtype=np.int64)
-        at = np.searchsorted(seqs, page_seqs)
-        inside = (at < len(seqs)) & (seqs[at.clip(max=len(seqs) - 1)] == page_seqs) if len(seqs) else \
-            np.zeros(n, dtype=bool)
-        shown = np.flatnonzero(inside & charged)
-        if len(shown):
-            a, b = int(at[inside].min()), int(at[inside].max()) + 1
-            cells = rows_of(index, a, b).single_cells()
-            ids = cells[at[shown] - a]
-            row, j = np.nonzero(~zero[ids])
-            keys = j.astype(np.int64) * n_values + ids[row, j]
-            distinct, which = np.unique(keys, return_inverse=True)
-            texts = np.asarray(_by_value(distinct.tolist(), each(cell_of), cache("cell")), dtype=object)
-            pieces = texts[which.reshape(-1)].tolist()
-            bounds = np.searchsorted(row, np.arange(len(shown) + 1)).tolist()
-            joined = csv_column(["; ".join(pieces[bounds[t]:bounds[t + 1]]) for t in range(len(shown))])
-            for k, text in zip(shown.tolist(), joined):
-                figures[k] = text
-            widest = _by_value(wide_ids[at[shown]].tolist(), each(wide_of), cache("wide"))
-            for k, w in zip(shown.tolist(), widest):
-                wide[k] = w
-        dates = cache("when")
-        return [
-            csv_column(rid), csv_column(title), _by_value(status, each(csv_cell), cache("status")),
-            ["yes" if x else "no" for x in charged.tolist()], [r[1] for r in reads], exact,
-            [g[1] for g in guarantees], [m[0] for m in mechanisms], [m[1] for m in mechanisms],
-            [f[0] for f in family_cells], [f[1] for f in family_cells], csv_column([p or "" for p in part]),
-            _by_value(derived_text, each(lambda text: csv_cell(", ".join(json.loads(text)))), cache("derived")),
-            _by_value(recorded_at, each(when), dates), _by_value(recorded_by, each(csv_cell), cache("by")),
-            _by_value(approved_at, each(when), dates),
-            _by_value(approved_by, each(lambda x: csv_cell(x or "")), cache("by or none")),
-            _by_value(published_at, each(when), dates),
-            _by_value(published_by, each(lambda x: csv_cell(x or "")), cache("by or none")),
-            *ended_columns, csv_column([d or "" for d in digest]),
-            _by_value(pufferfish_text, each(pufferfish_of), cache("pufferfish")),
-            [w[0] for w in wide], [w[1] for w in wide], figures]
-
+    columns = RegisterColumns(large)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     if header:
         writer.writerow(REGISTER_COLUMNS)
-    # the dataset compared through an expression, so that the page is read along the seq index
-    # (SQLite otherwise picks the dataset's index and sorts every release of the dataset for each
-    # page: quadratic in the ledger's size)
-    of_dataset = c.dataset.concat("") == large.dataset.name
-    within = () if upto is None else (c.seq <= upto,)
-    with sessions.read_session(engine) as session:
-        same_ledger(session, head)
-        connection = session.connection()
-        then, until = register_moment(session, large)
-        steps = lifecycle_events(session, until=until)
-        while True:
-            rows = list(stream_raw_rows(connection, select(*columns_).where(of_dataset, c.seq > after, *within)
-                                        .order_by(c.seq).limit(page), page))
-            if not rows:
-                break
-            after = rows[-1][0]
-            if then is not None:
-                rows = rows_as_they_stood(rows, then)
-                if not rows:
-                    continue
-            writer.writerows(zip(*page_columns(rows, steps)))
-            del rows
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
+    for rows, steps in ledger.register_pages(large, head=head, page=page, after=after, upto=upto):
+        writer.writerows(zip(*columns.page(rows, steps)))
+        del rows
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
     yield buffer.getvalue()
 
 
@@ -472,7 +181,7 @@ class RegisterAlongside:
             if self.helpers and all(outcome == ("done", "written") for outcome in outcomes):
                 outputs.write_streaming(self.path, _joined(self.files))
             else:  # no child, or one failed: the parent writes it again, whole
-                outputs.write_streaming(self.path, large_register_csv(open_engine(), self.large, head=self.head))
+                outputs.write_streaming(self.path, large_register_csv(book(), self.large, head=self.head))
         finally:
             self.close()
 
@@ -488,7 +197,7 @@ def _register_parts(large, parts: int) -> list[tuple[int, int | None]]:
     """(after, upto) seq bounds of the register's parts: about as many charged releases each
     (the index's seqs; the cancelled ones fall where they were recorded), the last one open."""
     seqs = large.index.releases.seqs
-    parts = max(1, min(parts, len(seqs) // REGISTER_PAGE))
+    parts = max(1, min(parts, len(seqs) // large_register.REGISTER_PAGE))
     cuts = [int(seqs[len(seqs) * k // parts]) for k in range(1, parts)]
     return list(zip([-1, *cuts], [*cuts, None]))
 
@@ -505,9 +214,11 @@ def _write_register(url: str, large, path: Path, after: int = -1, upto: int | No
                     header: bool = True, head: tuple[int, str] | None = None) -> str:
     """In a forked process (`call_child`): a new engine (never the parent's connections), the
     register's part of seqs (after, upto] written to `path` (the temporary file the parent made)."""
-    engine = engines.make_engine(url)
+    from ..api import Ledger
+
+    ledger = Ledger.on_own_engine(url)
     with open(path, "wb") as stream:
-        for text in large_register_csv(engine, large, after=after, upto=upto, header=header, head=head):
+        for text in large_register_csv(ledger, large, after=after, upto=upto, header=header, head=head):
             stream.write(text.encode("utf-8"))
-    engine.dispose()
+    ledger.dispose()
     return "written"

@@ -75,6 +75,8 @@ def handle(exc: BaseException, ledger: str | None = None) -> int:
 
 
 def _safe_url(url: str) -> str:
+    # the one import of the database library outside the store (tests/test_layers.py): the password
+    # is hidden where the library itself finds it in the URL, which a parser of our own could miss
     try:
         from sqlalchemy.engine import make_url
 

@@ -21,12 +21,11 @@ from dataclasses import replace
 from datetime import datetime
 from fractions import Fraction
 
-from sqlmodel import Session
-
 from ..accounting import budget, cap_decisions, cap_states, cap_unbounded, figure_validity, filters, index_figures
 from ..accounting.charge_choice import at_delta
 from ..accounting.spend import pure_spend
 from ..store import configuration, decoded_history, running_totals, session_state, sessions
+from ..store.sessions import Session
 from ..core.numbers import INF, is_infinite
 from ..core.records import CHARGED_STATUSES, Family, Release, in_dataset_order
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlmodel import Session
-
 from ..core.errors import InputErrors
 from ..core.records import Cap, Dataset
 from ..store import cap_writes, configuration, dataset_writes, decoded_history, sessions
+from ..store.sessions import Session
 from . import amend, choices
 
 Change = Callable[[Dataset, list[Cap]], tuple[Dataset, list[Cap] | None]]

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import select
-from sqlmodel import Session
+from typing import TYPE_CHECKING
 
 from ..core.records import Dataset
-from ..store import configuration, table_models
+from ..store import configuration, report_queries
 from . import meeting_pack as pack
 from .report_inputs import event_moment
-from .report_reading import DATASET_AMENDMENTS, dated_by, event_columns, event_filter, events_of, publishers, titles_of
+from .report_reading import DATASET_AMENDMENTS, events_of
+
+if TYPE_CHECKING:
+    from ..store.sessions import Session
 
 
 CHANGES_LISTED = 50  # the most recent changes of each kind a large report's meeting pack lists
@@ -36,11 +38,9 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     it: meeting_pack.cap_moves); `checks`: every cap as the Caps section decides it now (at --as-of),
     computed over `index` when None. `index`: the rows
     charged now (at --as-of); `until`: --as-of as the events' text; `counts`: event_counts with
-    `since` (every moment compared is UTC text: gather_large checked it). None when the rows
-    cannot say it exactly (see gather_large)."""
+    `since` (every moment compared is UTC text: large_report.read_large checked it). None when the
+    rows cannot say it exactly (see large_report.read_large)."""
     from datetime import timedelta
-
-    from sqlalchemy import and_, func
 
     from ..accounting.ledger_index import index_over
     from ..core.records import Status
@@ -48,22 +48,14 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     from ..store import index_from_rows
     from .cap_accounting import checks_from_index
 
-    connection = session.connection()
     since_text = rows_at.event_text(since)
-    table, columns_ = event_columns()
-    about = and_(event_filter(dataset.name, as_of, until), table.c.at >= since_text, *dated_by(session, until))
     events = sum(row[4] for row in counts)
-    titles = titles_of
 
     def changes_of(kind: str, status_of) -> tuple[tuple, int]:
-        chosen = about & (table.c.kind == kind)
         count = sum(row[4] for row in counts if row[0] == kind)
-        # the seqs of the most recent first, from EVENT_INDEX alone (it holds every column `chosen`
-        # reads), then those rows: SQLite otherwise read every event of the kind whole to sort
-        # them (a million release.recorded at a million releases: 5 s)
-        latest = select(table.c.seq).where(chosen).order_by(table.c.seq.desc()).limit(CHANGES_LISTED)
-        listed = events_of(session, select(*columns_).where(table.c.seq.in_(latest)).order_by(table.c.seq))
-        named = titles(session, [e.subject for e in listed])
+        listed = events_of(report_queries.latest_of_kind(session, dataset.name, kind, as_of, until, since_text,
+                                                         CHANGES_LISTED))
+        named = report_queries.titles_of(session, [e.subject for e in listed])
         return tuple(pack.Change(e.subject, named.get(e.subject, ""), e.at, e.actor, status_of(e))
                      for e in listed), count
 
@@ -76,25 +68,20 @@ def large_meeting(session: Session, dataset: Dataset, index, families, caps, sin
     if before is None:
         return None
     before = index_over(before, index.variables)  # (the columns of `index`: the dataset at --as-of)
-    if checks is None:  # the Caps section's figures (gather_large gives them)
+    if checks is None:  # the Caps section's figures (large_report.read_large gives them)
         checks = checks_from_index(list(caps), index)
     prefix = dataset.name + "/"
-    set_at = {subject[len(prefix):]: event_moment(at) for subject, at in connection.execute(
-        select(table.c.subject, table.c.at).where(table.c.kind == "cap.set",
-                                                  func.substr(table.c.subject, 1, len(prefix)) == prefix,
-                                                  *(() if until is None else (table.c.at <= until,)))
-        .order_by(table.c.seq))}
+    set_at = {subject[len(prefix):]: event_moment(at)
+              for subject, at in report_queries.caps_set_at(session, dataset.name, until)}
     # the caps as they stood just before `since` (each against its limit then), and those removed since
     caps_then, removed = pack.caps_in_period(rows_at.state_changes(session, dataset.name), dataset.variable_names,
                                                 since, as_of, dataset.allowance)
     moves = pack.cap_moves(caps, checks, checks_from_index(list(caps_then), before), set_at, since, removed,
                               dataset.public_names, before, index)
     # the dataset's own changes since then (report.meeting_pack's dataset_changes): the most recent
-    changed = (table.c.kind.in_(DATASET_AMENDMENTS), table.c.subject == dataset.name, table.c.at >= since_text,
-               *(() if until is None else (table.c.at <= until,)))
-    dataset_count = connection.execute(select(func.count()).where(*changed)).scalar_one()
-    dataset_changes = tuple(pack.dataset_change(e.at, e.actor, e.kind, e.data()) for e in events_of(
-        session, select(*columns_).where(*changed).order_by(table.c.seq.desc()).limit(CHANGES_LISTED))[::-1])
+    dataset_count, changed = report_queries.dataset_changes(session, dataset.name, DATASET_AMENDMENTS, since_text,
+                                                            until, CHANGES_LISTED)
+    dataset_changes = tuple(pack.dataset_change(e.at, e.actor, e.kind, e.data()) for e in events_of(changed))
     sections = (recorded, approved, published, retracted, cancelled)
     return pack.MeetingPack(
         since=since, events=events, recorded=recorded[0], approved=approved[0], published=published[0],
@@ -111,20 +98,12 @@ def _dated_since(session: Session, dataset: str, since: datetime, as_of: datetim
     before `since`'s: a stored moment's offset is under a day), then compared exactly."""
     from datetime import timedelta
 
-    from sqlalchemy import func, or_
-
     from ..core.records import Status
     from ..store.codec import parse_time
 
-    table = table_models.ReleaseRow.__table__
-    c = table.c
     day = (since.astimezone(UTC) - timedelta(days=1)).date().isoformat()
-    dated = {"approved": [], "published": []}
-    rows = session.connection().execute(
-        select(c.id, c.title, c.status, c.recorded_at, c.recorded_by, c.approved_at, c.approved_by, c.published_at)
-        .where(c.dataset == dataset, or_(func.substr(c.approved_at, 1, 10) >= day,
-                                         func.substr(c.published_at, 1, 10) >= day))
-        .order_by(c.seq))
+    dated: dict[str, list] = {"approved": [], "published": []}
+    rows = report_queries.dated_releases(session, dataset, day)
     for rid, title, status, recorded_at, recorded_by, approved_at, approved_by, published_at in rows:
         approved, published = pack.aware(parse_time(approved_at)), pack.aware(parse_time(published_at))
         if then is not None and then.row_status(rid, status, recorded_at, approved_at, published_at) is None:
@@ -139,7 +118,7 @@ def _dated_since(session: Session, dataset: str, since: datetime, as_of: datetim
         listed = changes[-CHANGES_LISTED:]
         actors = {}
         if kind == "published" and listed:  # who published it (the publication's event), else who recorded it
-            actors = {subject: actor for subject, actor in publishers(session, [x[1] for x in listed], until)}
+            actors = dict(report_queries.publishers(session, [x[1] for x in listed], until))
         found.append((tuple(pack.Change(rid, title, at, actors.get(rid, by), status.value)
                             for at, rid, title, by in listed), len(changes)))
     return found[0], found[1]

@@ -9,15 +9,12 @@ from datetime import date
 from ..core.lazy import lazy_module
 
 session_state = lazy_module("ledger.store.session_state")
-table_models = lazy_module("ledger.store.table_models")
+report_queries = lazy_module("ledger.store.report_queries")
 
 
 def date_span(session) -> tuple[date | None, date]:
     """(the day of the first audit event, None in a ledger without one; today)."""
-    from sqlalchemy import select
-
     from ..input.utc_moments import parse_moment
 
-    events = table_models.AuditEventRow.__table__
-    first = session.connection().execute(select(events.c.at).order_by(events.c.seq).limit(1)).scalar()
+    first = report_queries.first_event_moment_text(session)
     return (None if first is None else parse_moment(first).date()), session_state.now().date()

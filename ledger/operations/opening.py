@@ -12,7 +12,7 @@ from datetime import datetime
 
 from ..core import failures
 from ..core.errors import fail
-from ..store import engines, files, identity, schema_migrations, sessions, table_models
+from ..store import engines, files, identity, opening_checks, report_queries, schema_migrations, sessions
 
 
 def checked_engine(url: str, create: bool = False):
@@ -24,19 +24,15 @@ def checked_engine(url: str, create: bool = False):
             raise fail("--db", "url", f"no ledger at {path}; create one with `privacy-ledger init` "
                                       "or `privacy-ledger dataset add FILE`")
         engines.check_sqlite_file(path)
-    from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
-
     try:
-        engine = engines.make_engine(url)
-    except (ArgumentError, NoSuchModuleError, ValueError) as exc:
+        engine = opening_checks.made_engine(url)
+    except opening_checks.BadUrl as exc:
         raise fail("--db", "url", f"cannot open ledger {failures.excerpt(url, 200)!r}: {exc}") from None
     try:
-        found, version = schema_migrations.schema_state(engine)
-    except DatabaseError as exc:
-        if failures.operational_reason(exc) is not None:
-            raise
+        found, version = opening_checks.schema_state(engine)
+    except opening_checks.NotADatabase as exc:
         raise fail("--db", "url", f"{failures.excerpt(url, 200)} is not a privacy-ledger ledger "
-                                  f"(not a database it can read: {str(exc.orig).splitlines()[0]})") from None
+                                  f"(not a database it can read: {exc})") from None
     if found == "missing" and not create:
         raise fail("--db", "url", f"{failures.excerpt(url, 200)} holds no ledger (no ledger tables); "
                                   "create one with `privacy-ledger init`, or give the ledger's URL")
@@ -64,15 +60,10 @@ def acting_person(url: str, engine=None) -> str:
 
 def dataset_added_at(engine, dataset: str) -> datetime | None:
     """When `dataset` was added to the ledger (its first `dataset.added` audit event), or None."""
-    from sqlalchemy import select
-
     from ..input.utc_moments import parse_moment
 
-    table = table_models.AuditEventRow.__table__
     with sessions.read_session(engine) as session:
-        at = session.connection().execute(
-            select(table.c.at).where(table.c.kind == "dataset.added", table.c.subject == dataset)
-            .order_by(table.c.seq).limit(1)).scalar()
+        at = report_queries.dataset_added_text(session, dataset)
     return None if at is None else parse_moment(at)
 
 

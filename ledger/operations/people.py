@@ -42,9 +42,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from sqlmodel import Session
-
 from ..store import role_grants, sessions
+from ..store.sessions import Session
 from ..core.errors import fail
 from ..core.names import NAME_LIMIT, check_person, control_characters, mixed_scripts  # noqa: F401 (the names' rules)
 from ..core.records import Dataset, Release, Status

@@ -21,10 +21,8 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine
-from sqlmodel import Session
-
 from ..store import audit_chain
+from ..store.sessions import Engine, Session
 
 T = TypeVar("T")
 

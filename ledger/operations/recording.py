@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine
 
 from . import transactions as operations
 from ..store import configuration, session_state
+from ..store.sessions import Engine
 from ..accounting.catalogue import unknown_parameters
 from ..core.errors import InputErrors, LedgerError, did_you_mean
 from ..core.failures import excerpt
@@ -211,7 +211,7 @@ def _with_public_categories(engine: Engine, dataset: str, definition: Definition
     (variables[].categories), else from a categorical column; otherwise the run is refused."""
     if not definition.tabulates:
         return data
-    from sqlmodel import Session
+    from ..store.sessions import Session
 
     with Session(engine) as session:
         known = configuration.write_context(session).datasets.get(dataset)

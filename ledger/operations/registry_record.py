@@ -112,7 +112,7 @@ def record_from_rows(engine, dataset: str | None, *, tier: int = 2, field: str =
     reads them), the releases' own facts by SQL (store/facts.py): no release is decoded but the few
     the record names; Table 1's total row a chunk of releases at a time (its cells at a million
     releases: 800 MB), at the delta the record reads it at."""
-    from sqlmodel import Session
+    from ..store.sessions import Session
 
     from ..accounting import chunked_table
     from ..store import index_from_rows

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 
 from ..accounting.budget import CapCheck, CapTotal
-from ..core.lazy import lazy_callable, lazy_module
+from ..core.lazy import lazy_module
 from ..core.records import Cap, Dataset, Family, Release
 from .moments import parse_date
 
@@ -24,8 +24,7 @@ configuration = lazy_module("ledger.store.configuration")  # the ORM, imported w
 decoded_history = lazy_module("ledger.store.decoded_history")  # the ORM, imported when a report is gathered
 running_totals = lazy_module("ledger.store.running_totals")  # the ORM, imported when a report is gathered
 session_state = lazy_module("ledger.store.session_state")  # the ORM, imported when a report is gathered
-table_models = lazy_module("ledger.store.table_models")  # the ORM, imported when a report is gathered
-select = lazy_callable("sqlalchemy", "select")
+report_queries = lazy_module("ledger.store.report_queries")  # the ORM, imported when a report is gathered
 
 
 @dataclass(frozen=True)
@@ -110,13 +109,8 @@ def gather(session, dataset: Dataset, delta: Fraction, since: datetime | None,
     history = decoded_history.snapshot(session, dataset.name)
     if chain is None:
         chain = verify_for_report(session)
-    table = table_models.AuditEventRow.__table__
-    rows = session.connection().execute(
-        select(table.c.seq, table.c.at, table.c.actor, table.c.kind, table.c.subject, table.c.payload,
-               table.c.hash)
-        .order_by(table.c.seq))
     events = tuple(AuditEvent(seq, event_moment(at), actor, kind, subject, payload, digest)
-                   for seq, at, actor, kind, subject, payload, digest in rows)
+                   for seq, at, actor, kind, subject, payload, digest in report_queries.every_event(session))
     from .transactions import cap_checks
 
     caps = tuple(configuration.caps(session, dataset.name))
@@ -137,11 +131,7 @@ def gather(session, dataset: Dataset, delta: Fraction, since: datetime | None,
 
 def release_count(session, dataset: str) -> int:
     """How many releases the dataset has, any status (one SQL count)."""
-    from sqlalchemy import func
-
-    releases = table_models.ReleaseRow.__table__
-    return session.connection().execute(
-        select(func.count()).select_from(releases).where(releases.c.dataset == dataset)).scalar_one()
+    return report_queries.release_count(session, dataset)
 
 
 def chain_status(verification, since: int = 0, kept=None) -> ChainStatus:

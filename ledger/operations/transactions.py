@@ -33,7 +33,7 @@ from ..core.records import Cap, Dataset, Family, Release, Status
 if TYPE_CHECKING:
     from fractions import Fraction
 
-    from sqlalchemy import Engine
+    from ..store.sessions import Engine
 
 cap_writes = lazy_module("ledger.store.cap_writes")  # the ORM, imported on first use
 configuration = lazy_module("ledger.store.configuration")  # the ORM, imported on first use
@@ -46,7 +46,7 @@ session_state = lazy_module("ledger.store.session_state")  # the ORM, imported o
 sessions = lazy_module("ledger.store.sessions")  # the ORM, imported on first use
 cap_accounting = lazy_module(f"{__package__}.cap_accounting")  # the ORM and numpy, on first use
 people = lazy_module(f"{__package__}.people")  # the ORM, on first use
-Session = lazy_callable("sqlmodel", "Session")
+Session = lazy_callable("ledger.store.sessions", "Session")
 
 Builder = Callable[[LedgerSnapshot], tuple[list[Release], list[Family], list[LedgerError]]]
 

@@ -302,6 +302,40 @@ class LargeInputs:
     plans: tuple = ()  # the "Plan against actual" section (plan_view.plans_of)
 
 
+def large_inputs(reading) -> LargeInputs:
+    """The LargeInputs of a large ledger's reading (operations/large_report.LargeReading): the
+    table's figures as `shown_accounts` gives them, the charged-from stamps, the audit trail as a
+    function of the chain's status, the plans' view and the timeline. Called while the store is
+    open (the timeline may read release ids)."""
+    from .accountant_views import TableAccounts
+    from .audit_section import AuditEntry, audit_note
+    from .chart_figures import charged_from_stamps
+    from .plan_view import plans_of
+
+    accounts = TableAccounts(reading.table.variables, reading.per_variable, reading.wide, None)
+    stamps = charged_from_stamps(reading.events.recorded, reading.events.published)
+    audit = reading.audit
+    listed = tuple(AuditEntry(e.seq, e.at, e.actor, e.kind, e.subject, audit_note(e)) for e in audit.listed)
+
+    def trail(chain: ChainStatus) -> AuditTrail:
+        return AuditTrail(
+            ok=chain.ok, head=chain.head, chain_events=chain.events, problems=chain.problems, events=audit.events,
+            first_at=audit.first_at, last_at=audit.last_at, by_kind=audit.by_kind, by_actor=audit.by_actor,
+            listed=listed, omitted=audit.events - len(listed))
+
+    dataset, delta, caps = reading.dataset, reading.delta, reading.caps
+    return LargeInputs(
+        dataset=dataset, index=reading.index, table=reading.table, accounts=accounts, stamps=stamps,
+        releases=reading.releases, largest=reading.largest, steps=reading.steps, families=reading.families,
+        families_named=reading.families_named, caps=caps, cap_checks=reading.cap_checks, chain=reading.chain,
+        audit=trail, cap_events=reading.cap_events, pufferfish=reading.pufferfish, last_event=reading.last_event,
+        generated_at=reading.generated_at, delta=delta, wide_ids=reading.wide_ids, as_of=reading.as_of,
+        meeting=reading.meeting, plans=() if reading.plans is None else plans_of(reading.plans),
+        timeline=timeline_of(reading.index, delta, at_delta(delta), reading.as_of or reading.generated_at,
+                             public=dataset.public_names, caps=caps, stamps=stamps,
+                             final=[f.epsilon for f in accounts.shown()[0]]))
+
+
 def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[RegisterEntry]], register_file: str, *,
                        charts: bool = True, draw: Draw = draw_here) -> ReportContext:
     """`build_report` of a ledger past `summary_from()` releases from `LargeInputs`: the same

@@ -16,8 +16,11 @@ index_from_rows.py a dataset's LedgerIndex from those rows; release_heads.py: id
 sealed.py         those rows, a complete range of seqs at a time, sealed in binary chunks
 codec.py          records <-> JSON-able dicts; canonical JSON for the chain
 facts.py          the charged releases' facts a registry record states, by SQL
+report_queries.py a report's queries: the audit events about a dataset, counted and listed; release rows
+opening_checks.py the database library's errors on opening a ledger, classified
 checkpoint.py     signed chain heads (Ed25519); verified_head.py: incremental verification
 files.py          every other file the ledger writes: never onto the ledger, whole or not at all
 
-Invariant: SQLModel stays here (STYLE 9); the accounting never sees a row, only records.
+Invariant: SQLModel stays here (STYLE 9): no module outside the store imports the database library
+(the layers above take `Session` and `Engine` from sessions.py); the accounting never sees a row, only records.
 """

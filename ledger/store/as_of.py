@@ -265,7 +265,7 @@ def in_ledger(dataset: str, when: datetime):
 
 def event_text(when: datetime) -> str:
     """A moment as the audit events' text (`append_event`: the ISO 8601 text of a UTC moment; a naive
-    moment is UTC), for comparing with them as text (operations/report_reading.py: event_counts says
+    moment is UTC), for comparing with them as text (store/report_queries.py: event_counts says
     when that orders them)."""
     moment = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
     return moment.astimezone(UTC).isoformat()
@@ -274,6 +274,7 @@ def event_text(when: datetime) -> str:
 DATASET_STATE_KINDS = ("dataset.added", "dataset.self_approval", "dataset.described", "variable.added", "variable.categories_added",
                        "variable.described", "variable.reclassified", "variable.removed", "group.set",
                        "group.removed")  # each carries the dataset's whole state after it (amend_dataset)
+DATASET_CHANGE_KINDS = ("dataset.", "variable.", "group.")  # events whose subject is the dataset: its changes
 CAP_STATE_KINDS = ("cap.set", "cap.removed")
 
 

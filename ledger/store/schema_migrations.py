@@ -374,8 +374,11 @@ def schema_state(engine: Engine) -> tuple[str, int | None]:
         if not inspect(connection).has_table(AuditEventRow.__tablename__) or \
                 not inspect(connection).has_table(MetaRow.__tablename__):
             return "missing", None
-        stamp = session.get(MetaRow, "schema_version")
-    version = 1 if stamp is None else int(stamp.value)
+        # a Core read of the one value: an ORM `get` would configure every mapper first (a few
+        # milliseconds of a fresh `check`, which reads no ORM object)
+        stamp = connection.execute(select(MetaRow.__table__.c.value).where(
+            MetaRow.__table__.c["key"] == "schema_version")).scalar()
+    version = 1 if stamp is None else int(stamp)
     if version == SCHEMA_VERSION:
         return "current", version
     return ("older" if version < SCHEMA_VERSION else "newer"), version

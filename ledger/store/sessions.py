@@ -15,6 +15,9 @@ from contextlib import contextmanager
 from sqlalchemy import Connection, Engine, text
 from sqlmodel import Session
 
+__all__ = ["Engine", "Session", "pipelined", "read_session", "write_session"]  # Engine, Session: the store's
+# types for the layers above, which import no database library (tests/test_layers.py)
+
 from . import driver, identity
 from .process_caches import remember_ids, remember_roles, remember_totals
 from .configuration import STAMP_AND_HEAD_SQL

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, JSON, LargeBinary, String, Text, UniqueConstraint, false
+from pydantic import ConfigDict
 from sqlmodel import Field, SQLModel
 
 
@@ -19,13 +20,22 @@ from sqlmodel import Field, SQLModel
 # --------------------------------------------------------------------------
 
 
-class MetaRow(SQLModel, table=True):
+class TableModel(SQLModel):
+    """The base of the ledger's tables: each table's pydantic validator is built when first
+    used, not when the module is imported. The store writes and reads rows through SQLAlchemy
+    (a table model is constructed without validation), so a `check` or a `record` never builds
+    one, and building all of them cost about 15 ms of every command's start-up."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class MetaRow(TableModel, table=True):
     __tablename__ = "ledger_meta"
     key: str = Field(primary_key=True)
     value: str
 
 
-class DatasetRow(SQLModel, table=True):
+class DatasetRow(TableModel, table=True):
     __tablename__ = "datasets"
     name: str = Field(primary_key=True)
     description: str = ""
@@ -38,7 +48,7 @@ class DatasetRow(SQLModel, table=True):
     relation: str = Field(default="replace", sa_column=Column(String, nullable=False, server_default="replace"))
 
 
-class VariableRow(SQLModel, table=True):
+class VariableRow(TableModel, table=True):
     __tablename__ = "variables"
     __table_args__ = (UniqueConstraint("dataset", "name"),)
     id: int | None = Field(default=None, primary_key=True)
@@ -50,7 +60,7 @@ class VariableRow(SQLModel, table=True):
     categories: list | None = Field(default=None, sa_column=Column(JSON, nullable=True))  # schema version 3
 
 
-class FamilyRow(SQLModel, table=True):
+class FamilyRow(TableModel, table=True):
     __tablename__ = "families"
     id: str = Field(primary_key=True)
     dataset: str = Field(foreign_key="datasets.name")
@@ -61,7 +71,7 @@ class FamilyRow(SQLModel, table=True):
 PART_INDEX = "ix_releases_family_part"  # (schema 16) a record finds the members holding its parts by it
 
 
-class ReleaseRow(SQLModel, table=True):
+class ReleaseRow(TableModel, table=True):
     __tablename__ = "releases"
     __table_args__ = (Index(PART_INDEX, "family", "part"),)
     id: str = Field(primary_key=True)
@@ -88,7 +98,7 @@ class ReleaseRow(SQLModel, table=True):
     part: str | None = None
 
 
-class RoleRow(SQLModel, table=True):
+class RoleRow(TableModel, table=True):
     """Who holds which role (ledger.operations.people.ROLES); every grant and revocation is an audit
     event (role.granted / role.revoked), and `verify` compares this table with them."""
 
@@ -97,7 +107,7 @@ class RoleRow(SQLModel, table=True):
     role: str = Field(primary_key=True)
 
 
-class CapRow(SQLModel, table=True):
+class CapRow(TableModel, table=True):
     __tablename__ = "caps"
     dataset: str = Field(foreign_key="datasets.name", primary_key=True)
     name: str = Field(primary_key=True)
@@ -109,7 +119,7 @@ class CapRow(SQLModel, table=True):
     filter: str | None = None  # a cap at a delta: its privacy filter (accounting/filters.py)
 
 
-class CapTotalRow(SQLModel, table=True):
+class CapTotalRow(TableModel, table=True):
     """The running total of a cap (budget.CapTotal), updated with every record."""
 
     __tablename__ = "cap_totals"
@@ -118,7 +128,7 @@ class CapTotalRow(SQLModel, table=True):
     total: dict = Field(sa_column=Column(JSON, nullable=False))
 
 
-class CapAccountantRow(SQLModel, table=True):
+class CapAccountantRow(TableModel, table=True):
     """A cap's running accountant state (accountants.state_*): event counts and lifecycle
     times on its subset, for the Rényi filter and the declared-in-advance case.
     A cache of the releases: missing or stale rows are recomputed from the history."""
@@ -142,7 +152,7 @@ EVENT_INDEX = "ix_audit_events_kind_subject_at"
 EVENT_INDEX_9 = "ix_audit_events_kind_subject"
 
 
-class AuditEventRow(SQLModel, table=True):
+class AuditEventRow(TableModel, table=True):
     __tablename__ = "audit_events"
     __table_args__ = (Index(EVENT_INDEX, "kind", "subject", "actor", "at"),)
     seq: int = Field(primary_key=True)
@@ -162,7 +172,7 @@ LIFECYCLE_COLUMNS = ("status", "approved_by", "approved_at", "published_at")
 # The accounting rows (accounting_rows.py): what the accounting needs of each release, beside its row
 
 
-class GuaranteeValueRow(SQLModel, table=True):
+class GuaranteeValueRow(TableModel, table=True):
     """A distinct guarantee value, by id (append-only)."""
 
     __tablename__ = "guarantee_values"
@@ -170,7 +180,7 @@ class GuaranteeValueRow(SQLModel, table=True):
     body: str = Field(sa_column=Column(Text, nullable=False, unique=True))  # canonical JSON
 
 
-class AccountingRow(SQLModel, table=True):
+class AccountingRow(TableModel, table=True):
     """What the accounting needs of one release (see the module docstring)."""
 
     __tablename__ = "release_accounting"
@@ -198,7 +208,7 @@ class AccountingRow(SQLModel, table=True):
                       Index("ix_release_accounting_status", "dataset", "status"))
 
 
-class AccountingEventRow(SQLModel, table=True):
+class AccountingEventRow(TableModel, table=True):
     """A distinct accounting event key (dp_events.Event.key), by id (append-only)."""
 
     __tablename__ = "accounting_events"
@@ -206,7 +216,7 @@ class AccountingEventRow(SQLModel, table=True):
     key: str = Field(sa_column=Column(Text, nullable=False, unique=True))
 
 
-class AccountingReadRow(SQLModel, table=True):
+class AccountingReadRow(TableModel, table=True):
     """One variable one release reads (an inverted index of the reads bitsets): a subset
     query fetches only the releases that read some variable of the subset, since the
     others cost 0 on it (Tan Prop 3.3), alone or in a family (docs/explanation/model.md#families)."""

@@ -24,7 +24,8 @@ import pytest
 from support import cli_main
 
 from ledger.operations.report_inputs import gather
-from ledger.cli.large_report import gather_large
+from ledger.api import Ledger
+from ledger.cli.report import gather_large
 from ledger.operations import choices
 from ledger.reporting.report import ChainStatus, build_large_report, build_report
 from ledger.store import decoded_history, engines, session_state, sessions
@@ -94,7 +95,7 @@ def contexts(url: str):
         delta = choices.parse_delta(None, dataset)
         inputs = gather(session, dataset, delta, SINCE, chain=CHAIN)
         small = build_report(inputs, charts=False)
-        large_inputs = gather_large(session, dataset, delta, chain=CHAIN, generated_at=inputs.generated_at,
+        large_inputs = gather_large(Ledger("ledger", engine), dataset, delta, chain=CHAIN, generated_at=inputs.generated_at,
                                     since=SINCE)
     large = build_large_report(large_inputs, lambda: iter(()), "r.csv", charts=False)
     engine.dispose()

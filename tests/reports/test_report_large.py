@@ -28,7 +28,8 @@ from bench_report import build_ledger  # noqa: E402
 from ledger.operations import choices  # noqa: E402
 from ledger.store import decoded_history, engines, schema_migrations, sessions, table_models
 from ledger.operations.report_inputs import gather  # noqa: E402
-from ledger.cli.large_report import gather_large  # noqa: E402
+from ledger.api import Ledger
+from ledger.cli.report import gather_large  # noqa: E402
 from ledger.cli.report_register import large_register_csv, large_register_entries, register_csv  # noqa: E402
 from ledger.reporting.report import SUMMARY_ENV, ChainStatus, build_large_report, build_report  # noqa: E402
 from support import cli_main, migrations  # noqa: E402
@@ -55,10 +56,10 @@ def both(url: str, listed: int = 7):
         saved, report.LARGEST_LISTED = report.LARGEST_LISTED, listed
         try:
             small = build_report(inputs, charts=False, register_file="r.csv")
-            large_inputs = gather_large(session, dataset, delta, chain=CHAIN, generated_at=inputs.generated_at)
+            large_inputs = gather_large(Ledger("ledger", engine), dataset, delta, chain=CHAIN, generated_at=inputs.generated_at)
         finally:
             report.LARGEST_LISTED = saved
-    large = build_large_report(large_inputs, lambda: large_register_entries(engine, large_inputs), "r.csv",
+    large = build_large_report(large_inputs, lambda: large_register_entries(Ledger("ledger", engine), large_inputs), "r.csv",
                                charts=False)
     LARGE_INPUTS[id(large)] = large_inputs
     return snapshot, small, large
@@ -121,15 +122,15 @@ def test_the_large_path_gives_every_figure_of_the_small_path(built):
 
 def test_the_large_register_holds_every_release_as_the_small_path_does(built, monkeypatch):
     url, _ = built
-    monkeypatch.setattr("ledger.cli.report_register.REGISTER_PAGE", 37)  # several pages, one not full
-    monkeypatch.setattr("ledger.cli.report_register.REGISTER_CACHE", 40)  # the register's caches emptied on the way
+    monkeypatch.setattr("ledger.operations.large_register.REGISTER_PAGE", 37)  # several pages, one not full
+    monkeypatch.setattr("ledger.cli.register_columns.REGISTER_CACHE", 40)  # the register's caches emptied on the way
     snapshot, small, large = both(url)
     entries = list(large.summary.entries())
     assert [e.id for e in entries] == list(snapshot.releases)  # every release, in recording order
     assert entries == list(small.summary.entries())  # cells, lifecycle, guarantees: row by row
     assert "".join(register_csv(large.summary)) == "".join(register_csv(small.summary))
     # the register the command writes: from the raw rows, the same text
-    assert "".join(large_register_csv(engines.make_engine(url), large_inputs_of(large), page=37)) == \
+    assert "".join(large_register_csv(Ledger.on_own_engine(url), large_inputs_of(large), page=37)) == \
         "".join(register_csv(small.summary))
 
 
@@ -195,9 +196,9 @@ def test_the_report_reads_audit_events_through_their_kind_index(built, tmp_path)
     _, engine, seen = watched_copy(url, tmp_path)
     with sessions.read_session(engine) as session:
         dataset = decoded_history.snapshot(session, "survey").datasets["survey"]
-        large = gather_large(session, dataset, choices.parse_delta(None, dataset), chain=CHAIN)
+        large = gather_large(Ledger("ledger", engine), dataset, choices.parse_delta(None, dataset), chain=CHAIN)
         large.audit(CHAIN)
-    "".join(large_register_csv(engine, large, page=100))
+    "".join(large_register_csv(Ledger("ledger", engine), large, page=100))
     assert len(seen) >= 6
     scans = []
     with engine.connect() as connection:
@@ -233,7 +234,7 @@ def test_the_report_at_a_moment_reads_no_event_after_it_and_sorts_no_event_whole
     when = datetime.fromisoformat(middle)
     with sessions.read_session(engine) as session:
         dataset = decoded_history.snapshot(session, "survey").datasets["survey"]
-        large = gather_large(session, dataset, choices.parse_delta(None, dataset), chain=CHAIN,
+        large = gather_large(Ledger("ledger", engine), dataset, choices.parse_delta(None, dataset), chain=CHAIN,
                              as_of=when if moment != "since" else None, since=when if moment != "as_of" else None)
         large.audit(CHAIN)
     checked = 0
@@ -290,6 +291,7 @@ def test_the_register_written_in_parts_by_forked_processes_is_the_register_writt
     import shutil
 
     import ledger.cli.report_register as report_register
+    import ledger.operations.large_register as large_register
 
     url, _ = built
     monkeypatch.setenv(SUMMARY_ENV, "100")
@@ -301,7 +303,7 @@ def test_the_register_written_in_parts_by_forked_processes_is_the_register_writt
         copy = directory / "ledger.db"
         shutil.copy(url.removeprefix("sqlite:///"), copy)
         monkeypatch.setattr(report_register, "REGISTER_PARTS", parts)
-        monkeypatch.setattr(report_register, "REGISTER_PAGE", 37)  # (what a part holds at least)
+        monkeypatch.setattr(large_register, "REGISTER_PAGE", 37)  # (what a part holds at least)
         seen = []
         monkeypatch.setattr(report_register, "_register_parts", lambda *a: seen.append(original(*a)) or seen[-1])
         run = cli_main(f"sqlite:///{copy}", "report", "--out", directory / "r.html")

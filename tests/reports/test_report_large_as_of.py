@@ -36,9 +36,11 @@ from bench_report import build_ledger  # noqa: E402
 
 import ledger.cli.report as cli_report  # noqa: E402
 import ledger.cli.report_register as report_register  # noqa: E402
+import ledger.operations.large_register as large_register  # noqa: E402
 from ledger.operations import large_meeting  # noqa: E402
 from ledger.operations.report_inputs import gather  # noqa: E402
-from ledger.cli.large_report import gather_large  # noqa: E402
+from ledger.api import Ledger
+from ledger.cli.report import gather_large  # noqa: E402
 from ledger.cli.report_register import large_register_csv, large_register_entries, register_csv  # noqa: E402
 from ledger.operations import choices  # noqa: E402
 from ledger.reporting import report  # noqa: E402
@@ -96,12 +98,12 @@ def both(url: str, as_of: datetime | None, since: datetime | None, name: str = "
             delta = choices.parse_delta(None, dataset)
             inputs = replace(gather(session, dataset, delta, since, chain=CHAIN), as_of=as_of)
             small = build_report(inputs, charts=False, register_file="r.csv")
-            large_inputs = gather_large(session, dataset, delta, chain=CHAIN, generated_at=inputs.generated_at,
+            large_inputs = gather_large(Ledger("ledger", engine), dataset, delta, chain=CHAIN, generated_at=inputs.generated_at,
                                         as_of=as_of, since=since)
     finally:
         report.LARGEST_LISTED = saved
     assert large_inputs is not None  # (the events' moments are UTC text: the rows say it exactly)
-    large = build_large_report(large_inputs, lambda: large_register_entries(engine, large_inputs), "r.csv",
+    large = build_large_report(large_inputs, lambda: large_register_entries(Ledger("ledger", engine), large_inputs), "r.csv",
                                charts=False)
     return small, large, large_inputs
 
@@ -160,7 +162,7 @@ def test_the_page_at_every_moment_is_the_page_of_every_release_decoded(built, mo
 
 def test_the_register_at_a_moment_gives_each_release_its_status_then(built, monkeypatch):
     url, _ = built
-    monkeypatch.setattr(report_register, "REGISTER_PAGE", 37)
+    monkeypatch.setattr(large_register, "REGISTER_PAGE", 37)
     points = moments(url)
     for when in (points[1], points[3], points[5]):
         small, large, large_inputs = both(url, when, None)
@@ -168,10 +170,10 @@ def test_the_register_at_a_moment_gives_each_release_its_status_then(built, monk
         expected = list(small.summary.entries())
         assert entries == expected and 0 < len(entries)
         text = "".join(register_csv(small.summary))
-        assert "".join(large_register_csv(engines.make_engine(url), large_inputs, page=37)) == text
+        assert "".join(large_register_csv(Ledger.on_own_engine(url), large_inputs, page=37)) == text
         # written in parts (RegisterAlongside's bounds), joined: the same text
         parts = report_register._register_parts(large_inputs, 3)
-        joined = "".join("".join(large_register_csv(engines.make_engine(url), large_inputs, page=37, after=a, upto=b,
+        joined = "".join("".join(large_register_csv(Ledger.on_own_engine(url), large_inputs, page=37, after=a, upto=b,
                                                     header=k == 0)) for k, (a, b) in enumerate(parts))
         assert joined == text
     # before every release: an empty register; at the end: every release, with its status now
@@ -272,7 +274,7 @@ def test_random_histories_give_the_same_page_and_register_both_ways(ledger, data
         assert_same_page(small, large, caps=3)
         assert_same_meeting(small.meeting, large.meeting)
         assert list(large.summary.entries()) == list(small.summary.entries())
-        assert "".join(large_register_csv(engines.make_engine(url), large_inputs, page=3)) == \
+        assert "".join(large_register_csv(Ledger.on_own_engine(url), large_inputs, page=3)) == \
             "".join(register_csv(small.summary))
 
 
@@ -297,8 +299,8 @@ def test_an_event_moment_not_in_utc_text_sends_the_report_to_every_release(tmp_p
         dataset = decoded_history.snapshot(session, "t").datasets["t"]
         delta = choices.parse_delta(None, dataset)
         for as_of, since in ((moment(3), None), (None, moment(1)), (moment(3), moment(1))):
-            assert gather_large(session, dataset, delta, chain=CHAIN, as_of=as_of, since=since) is None
-        assert gather_large(session, dataset, delta, chain=CHAIN) is not None
+            assert gather_large(Ledger("ledger", engine), dataset, delta, chain=CHAIN, as_of=as_of, since=since) is None
+        assert gather_large(Ledger("ledger", engine), dataset, delta, chain=CHAIN) is not None
     engine.dispose()
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from fractions import Fraction
@@ -236,6 +237,36 @@ def test_a_fresh_check_or_record_runs_without_the_cyclic_collector(tmp_path, com
     assert run.stdout.splitlines()[-1] == f"COLLECTOR {collector}", run.stdout + run.stderr
     if command[0] == "check":
         assert run.stdout.splitlines()[:-1] == cli_main(url, *command).out.splitlines()
+
+
+@pytest.mark.parametrize("command", ["check", "record"])
+def test_a_fresh_check_or_record_closes_its_ledger_and_freezes_what_is_left_before_the_teardown(tmp_path, command):
+    """entry.main, once `check` or `record` has returned: the ledgers it opened are closed (SQLite's
+    last close checkpoints the WAL: the file alone holds the record, no -wal file is left behind)
+    and the objects alive are frozen, so the teardown's collections do not traverse them; what the
+    command printed, its exit code and the exit handlers are those of an ordinary exit."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    # (added by a process of its own: this one then holds no connection that would keep the WAL)
+    subprocess.run([sys.executable, "-m", "ledger", "--db", url, "dataset", "add",
+                    str(write(tmp_path, "survey.yaml", DATASET))], check=True, capture_output=True, cwd=tmp_path)
+    plan = str(releases_file(tmp_path, "plan", 2))
+    code = ("import atexit, gc, sys\nfrom ledger.cli.entry import main\n"
+            "atexit.register(lambda: print('EXIT HANDLER RAN', flush=True))\n"
+            f"sys.argv = ['privacy-ledger', '--db', {url!r}, {command!r}, {plan!r}]\n"
+            "try:\n    main()\nexcept SystemExit as exc:\n    print('EXIT', exc.code)\n"
+            "print('FROZEN', gc.get_freeze_count() > 0)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "LEDGER_RESIDENT": "0"})
+    lines = run.stdout.splitlines()
+    assert lines[-3:] == ["EXIT 0", "FROZEN True", "EXIT HANDLER RAN"], run.stdout + run.stderr
+    lines = lines[:-3]
+    assert not (tmp_path / "ledger.db-wal").exists() and not (tmp_path / "ledger.db-shm").exists()
+    if command == "record":
+        assert "recorded 2 releases" in lines
+        with sqlite3.connect(tmp_path / "ledger.db") as connection:  # the file alone, its WAL gone
+            assert connection.execute("SELECT count(*) FROM releases").fetchone() == (2,)
+    else:
+        assert lines == cli_main(url, command, plan).out.splitlines()
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["record", "--help"]])
