@@ -1,6 +1,6 @@
 """privacy-ledger: the book of record for privacy loss, per variable and per subset.
 
-The Python API (ledger/api.py):
+The Python API (ledger/api/):
 
     import ledger
     book = ledger.open()                       # $LEDGER_DATABASE_URL, else sqlite:///ledger.db
@@ -27,7 +27,7 @@ the ones below -- tests/test_layers.py):
                 accounting rows (accounting_rows.py, index_from_rows.py), codec.py
   operations/   transactions.py (record, check, lifecycle, caps), choices.py, people.py, opening.py;
                 what a reader is shown, computed: table_view.py, shown_figures.py, report_inputs.py
-  api.py        the Python API, the one façade: every interface formats what it returns
+  api/          the Python API, the one façade (Ledger: reading, decisions, figures, plans, audit, reports)
   cli/, reporting/, web/, adapters/   the interfaces: command line, reports (report.py, charts.py,
                 write.py), web app, other libraries
 Templates are in reports/ (ledger.reports), JSON Schemas in schemas/ (ledger.schemas).

@@ -17,7 +17,7 @@ from . import json_output as cli_json
 from .context import book
 from .options import JsonOption
 
-checkpoint_head = lazy_callable("ledger.api", "checkpoint_head")
+checkpoint_head = lazy_callable("ledger.api.chain_keys", "checkpoint_head")
 
 
 def audit_verify(

@@ -96,6 +96,6 @@ def dataset_added_at(dataset: str):
 def actor() -> str:
     """Who runs the command, as authenticated (store/identity.py): the database login on
     PostgreSQL, the operating-system user on a SQLite file (read before any file is created)."""
-    from ..api import acting_person
+    from ..api.ledger import acting_person
 
     return acting_person(state.url)

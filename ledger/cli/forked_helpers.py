@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from ..operations.report_inputs import ChainStatus
     from ..reporting.chart_data import Pairs, Timeline
 
-chain_status_at = lazy_callable("ledger.api", "chain_status_at")  # (the façade and the ORM: imported when a report is made)
-load_verification = lazy_callable("ledger.api", "load_verification")
+chain_status_at = lazy_callable("ledger.api.chain_keys", "chain_status_at")  # (the façade and the ORM: imported when a report is made)
+load_verification = lazy_callable("ledger.api.chain_keys", "load_verification")
 # the report's context builder (and markupsafe, the chart data): imported when a report is
 # made, not by `--help`, `check` or `record`, which only register this command
 _report = lazy_module("ledger.reporting.report")

@@ -16,8 +16,8 @@ from pathlib import Path
 from ..core.lazy import lazy_callable
 from .context import state
 
-guarded_target = lazy_callable("ledger.api", "guarded_target")
-guarded_write = lazy_callable("ledger.api", "guarded_write")
+guarded_target = lazy_callable("ledger.api.outputs", "guarded_target")
+guarded_write = lazy_callable("ledger.api.outputs", "guarded_write")
 
 
 def output_target(out: str | Path, option: str = "--out", *, new: bool = False) -> Path:

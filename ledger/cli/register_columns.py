@@ -15,7 +15,7 @@ from datetime import datetime
 import numpy as np
 
 from ..accounting.index_chunks import rows_of
-from ..api import release_part_readers
+from ..api.outputs import release_part_readers
 from ..core.numbers import exact_text, fraction_text, to_json
 from ..core.records import CHARGED_STATUSES
 from ..operations import large_register

@@ -14,7 +14,7 @@ from .context import book
 from .options import DatasetOption, JsonOption
 
 release_json = lazy_callable("ledger.reporting.views", "release_json")
-release_document = lazy_callable("ledger.api", "release_document")
+release_document = lazy_callable("ledger.api.outputs", "release_document")
 
 
 def releases(dataset: DatasetOption = None, as_json: JsonOption = False) -> None:

@@ -26,8 +26,8 @@ from ..core.lazy import lazy_callable, lazy_module
 # imported on first use, so `--help` imports neither the ORM nor numpy nor cryptography
 amend = lazy_module("ledger.operations.amend")
 declared_privacy_unit = lazy_callable("ledger.operations.transactions", "declared_privacy_unit")
-new_key_pair = lazy_callable("ledger.api", "new_key_pair")
-signing_key = lazy_callable("ledger.api", "signing_key")
+new_key_pair = lazy_callable("ledger.api.chain_keys", "new_key_pair")
+signing_key = lazy_callable("ledger.api.chain_keys", "signing_key")
 build_caps = lazy_callable("ledger.input.datasets", "build_caps")
 build_dataset = lazy_callable("ledger.input.datasets", "build_dataset")
 read_document = lazy_callable("ledger.input.documents", "read_document")

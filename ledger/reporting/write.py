@@ -49,7 +49,7 @@ def write_report(ledger: Ledger, out: str | Path, *, format: str | None = None, 
     """Write the report of `ledger`'s dataset to `out` (html, pdf, md, tex or csv; by default from
     `out`'s extension) and return its path. `since`: with the meeting pack (`report --since`; a
     datetime, or ISO 8601 text as --since takes it); `as_of`: as the ledger stood then (`--as-of`)."""
-    from ..api import report_moments
+    from ..api.moments import report_moments
     from ..operations import choices
     from ..store import files
 

@@ -127,14 +127,21 @@ def test_no_page_cites_an_issue_or_a_file_outside_the_repository():
 
 
 def test_no_api_docstring_on_the_site_cites_an_issue_or_a_file_outside_the_repository():
+    import importlib
+    import pkgutil
+
     import ledger.api as api
 
     docstrings = {"ledger.api": api.__doc__ or ""}
-    for name, member in vars(api).items():
-        if getattr(member, "__module__", None) == api.__name__ and (inspect.isclass(member) or inspect.isfunction(member)):
-            docstrings[name] = member.__doc__ or ""
-            for method_name, method in vars(member).items() if inspect.isclass(member) else ():
-                docstrings[f"{name}.{method_name}"] = getattr(method, "__doc__", None) or ""
+    for info in pkgutil.iter_modules(api.__path__):
+        module = importlib.import_module(f"ledger.api.{info.name}")
+        docstrings[module.__name__] = module.__doc__ or ""
+        for name, member in vars(module).items():
+            if getattr(member, "__module__", None) == module.__name__ and (
+                    inspect.isclass(member) or inspect.isfunction(member)):
+                docstrings[name] = member.__doc__ or ""
+                for method_name, method in vars(member).items() if inspect.isclass(member) else ():
+                    docstrings[f"{name}.{method_name}"] = getattr(method, "__doc__", None) or ""
     cited = {name: _citations(text) for name, text in docstrings.items()}
     assert not {name: found for name, found in cited.items() if found}
 
