@@ -55,6 +55,16 @@ def event_hash(previous: str, seq: int, at: str, actor: str, kind: str, subject:
     return hashlib.sha256((previous + text).encode("utf-8")).hexdigest()
 
 
+def event_hash_of_bytes(previous: str, seq: int, at: str, actor: str, kind: str, subject: str,
+                        payload_utf8: bytes) -> str:
+    """`event_hash` over the payload's stored UTF-8 bytes (the chain walk reads them as bytes:
+    decoding a payload to text only to encode it again cost as much as hashing it)."""
+    dump = _json_scalar
+    head = f'{previous}{{"actor":{dump(actor)},"at":{dump(at)},"kind":{dump(kind)},"payload":'
+    tail = f',"seq":{dump(seq)},"subject":{dump(subject)}}}'
+    return hashlib.sha256(b"".join((head.encode("utf-8"), payload_utf8, tail.encode("utf-8")))).hexdigest()
+
+
 _encode_string = json.encoder.encode_basestring  # what json.dumps(text, ensure_ascii=False) writes
 
 
