@@ -28,7 +28,7 @@ from .ledger_meta import EVENTS_WRITTEN
 from .row_reads import read_datasets
 from . import row_dicts
 from .row_arrays import _raw_rows
-from .row_dicts import RELEASE_TEXT_COLUMNS, cap_dict, family_dict, release_row_dicts
+from .row_dicts import RELEASE_TEXT_COLUMNS, cap_dict, family_dict, release_row_dicts_canonical
 from .session_state import session_connection
 from .table_models import AuditEventRow, CapRow, FamilyRow, MetaRow, ReleaseRow, RoleRow
 from .totals_check import TotalsCheck
@@ -288,12 +288,13 @@ def verify(session: Session) -> Verification:
         totals = TotalsCheck(session, config)
         accounting = accounting_check.Check(session, {d.name: d.variable_names for d in config.datasets.values()})
         for rows in _release_chunks(connection):
-            release_rows = {body["id"]: body for body in release_row_dicts(rows)}
+            written = release_row_dicts_canonical(rows)
+            release_rows = {body["id"]: body for body, _ in written}
             seqs = {r.id: r.seq for r in rows}
             found = latest.lookup(list(release_rows))
             sha256 = hashlib.sha256
-            same = {rid for rid, body in release_rows.items() if rid in found and found[rid][1] is not None
-                    and sha256(canonical_json(body).encode("utf-8")).digest() == found[rid][1]}
+            same = {body["id"] for body, text in written if found.get(body["id"], (0, None))[1]
+                    == sha256(text.encode("utf-8")).digest()}
             differing = {rid: body for rid, body in release_rows.items() if rid not in same}
             expected = _expected_releases(connection, {rid: found[rid][0] for rid in differing if rid in found})
             problems.extend(compare("release", expected, differing, normal_release))

@@ -148,3 +148,21 @@ def test_a_wrong_cut_of_a_release_events_state_never_matches_its_canonical_json(
 
     digest = audit_verify.release_state_digest(canonical_json(payload).encode())
     assert digest != hashlib.sha256(canonical_json({"id": "a"}).encode()).digest()
+
+
+def test_a_release_rows_canonical_json_is_written_as_canonical_json_writes_its_dict(pristine):
+    # verify compares each row with its event by the canonical JSON written field by field
+    from sqlalchemy import select
+
+    engine = engines.make_engine(f"sqlite:///{pristine}")
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(select(*row_dicts.RELEASE_TEXT_COLUMNS)).all()
+    finally:
+        engine.dispose()
+    names = [column.name for column in row_dicts.RELEASE_TEXT_COLUMNS]
+    odd = dict(zip(names, rows[0]), title='é "quoted" \\ \u2028 名前', part=3, output="x\x00y", family="f")
+    rows = [*rows, tuple(odd[name] for name in names)]
+    written = row_dicts.release_row_dicts_canonical(rows)
+    assert [body for body, _ in written] == row_dicts.release_row_dicts(rows)
+    assert all(text == canonical_json(body) for body, text in written)
