@@ -12,19 +12,23 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
+import hashlib
 import json
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, LargeBinary, cast, func
 from sqlmodel import Session, select
 
 from . import accounting_check, derived, sealed
 from ..core.memory import paused_gc
-from .codec import GENESIS_HASH, canonical_json, chain_hash, dataset_from_dict, dataset_to_dict, event_hash, release_from_dict, release_to_dict
+from .codec import (GENESIS_HASH, canonical_json, chain_hash, dataset_from_dict, dataset_to_dict, event_hash_of_bytes,
+                    release_from_dict, release_to_dict)
 from .configuration import configuration
 from .ledger_meta import EVENTS_WRITTEN
 from .row_reads import read_datasets
 from . import row_dicts
-from .row_dicts import RELEASE_TEXT_COLUMNS, cap_dict, family_dict, release_row_dicts
+from .row_arrays import _raw_rows
+from .row_dicts import RELEASE_TEXT_COLUMNS, cap_dict, family_dict, release_row_dicts_canonical
 from .session_state import session_connection
 from .table_models import AuditEventRow, CapRow, FamilyRow, MetaRow, ReleaseRow, RoleRow
 from .totals_check import TotalsCheck
@@ -34,7 +38,7 @@ _EVENTS = AuditEventRow.__table__
 _RELEASES = ReleaseRow.__table__
 
 
-RELEASE_PAYLOAD = '{"release":'  # how a release event's payload starts (canonical JSON)
+RELEASE_PAYLOAD = '{"release":'  # how a payload holding only a release's state starts (canonical JSON)
 
 
 @dataclass(frozen=True)
@@ -47,12 +51,26 @@ class Verification:
     derived: dict | None = None  # a passing one: the derived rows' digest (derived.py), kept with the head
 
 
+class ChainEvent(NamedTuple):
+    """An audit event as the chain walk reads it: the payload as its stored UTF-8 bytes."""
+
+    seq: int
+    at: str
+    actor: str
+    kind: str
+    subject: str
+    payload: bytes
+    prev_hash: str
+    hash: str
+
+
 class ChainWalk:
     """The audit chain walked in seq order from just after event `start` (whose hash is
     `previous`), `batch` events at a time (a keyset query per batch: nothing holds the whole
-    chain, on SQLite or PostgreSQL). Iterating yields (row, canonical) after checking the
-    sequence and the previous-hash link; `canonical` says the row hashes to its stored hash
-    as stored. Problems found go to `problems`; `count` and `head` follow the walk.
+    chain, on SQLite or PostgreSQL), read as the driver's tuples with each payload as bytes.
+    Iterating yields (event, canonical) after checking the sequence and the previous-hash link;
+    `canonical` says the event hashes to its stored hash as stored. Problems found go to
+    `problems`; `count` and `head` follow the walk.
     Shared by `verify` and `verified_head.verify_since`."""
 
     def __init__(self, connection: Connection, problems: list[str], start: int = 0,
@@ -60,33 +78,49 @@ class ChainWalk:
         self.connection, self.problems, self.batch = connection, problems, batch or row_dicts.VERIFY_CHUNK
         self.start, self.count, self.head = start, start, previous
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[ChainEvent, bool]]:
+        columns = (_EVENTS.c.seq, _EVENTS.c.at, _EVENTS.c.actor, _EVENTS.c.kind, _EVENTS.c.subject,
+                   _payload_bytes(self.connection), _EVENTS.c.prev_hash, _EVENTS.c.hash)
+        digest = event_hash_of_bytes
         after = self.start
         while True:
-            rows = self.connection.execute(
-                select(_EVENTS).where(_EVENTS.c.seq > after).order_by(_EVENTS.c.seq).limit(self.batch)).all()
-            for row in rows:
+            rows = _raw_rows(self.connection, select(*columns).where(_EVENTS.c.seq > after)
+                             .order_by(_EVENTS.c.seq).limit(self.batch))
+            for seq, at, actor, kind, subject, payload, prev_hash, hash_ in rows:
+                if type(payload) is not bytes:  # (a driver without the cast: the text, encoded here)
+                    payload = payload.encode("utf-8") if isinstance(payload, str) else bytes(payload)
                 self.count += 1
-                if row.seq != self.count:
-                    self.problems.append(f"event {row.seq}: sequence gap (expected event {self.count})")
-                    self.count = row.seq
-                if row.prev_hash != self.head:
-                    self.problems.append(f"event {row.seq} ({row.kind} {row.subject}): previous-hash link broken")
-                self.head = row.hash
+                if seq != self.count:
+                    self.problems.append(f"event {seq}: sequence gap (expected event {self.count})")
+                    self.count = seq
+                if prev_hash != self.head:
+                    self.problems.append(f"event {seq} ({kind} {subject}): previous-hash link broken")
+                self.head = hash_
                 # The stored payload is canonical JSON, so the hash is taken over it as it is.
-                canonical = event_hash(row.prev_hash, row.seq, row.at, row.actor, row.kind, row.subject,
-                                       row.payload) == row.hash
-                yield row, canonical
+                canonical = digest(prev_hash, seq, at, actor, kind, subject, payload) == hash_
+                yield ChainEvent(seq, at, actor, kind, subject, payload, prev_hash, hash_), canonical
             if len(rows) < self.batch:
                 return
-            after = rows[-1].seq
+            after = rows[-1][0]
+
+
+def _payload_bytes(connection: Connection):
+    """The payload column read as its UTF-8 bytes where the database can hand them over as they
+    are stored (SQLite: a cast to BLOB copies the bytes; PostgreSQL: `convert_to`)."""
+    dialect = connection.dialect.name
+    if dialect == "sqlite":
+        return cast(_EVENTS.c.payload, LargeBinary)
+    if dialect == "postgresql":
+        return func.convert_to(_EVENTS.c.payload, "UTF8")
+    return _EVENTS.c.payload
 
 
 class _LatestReleaseEvents:
-    """Release id -> the seq of its latest event that carries the release's state, and
-    whether that event's payload text may be compared as it is (canonical, `{"release":`
-    first). Kept in a temporary SQLite file, not in memory: a million releases are a
-    million keys, and `verify` must stay within bounded memory at any size."""
+    """Release id -> the seq of its latest event that carries the release's state, and the
+    SHA-256 of that state's canonical JSON as the event's text holds it (None: the payload was
+    parsed, the state is read again by seq when its row is compared). Kept in a temporary
+    SQLite file, not in memory: a million releases are a million keys, and `verify` must stay
+    within bounded memory at any size."""
 
     def __init__(self):
         import sqlite3
@@ -96,29 +130,29 @@ class _LatestReleaseEvents:
         self.db = sqlite3.connect(Path(self.directory.name) / "latest.db")
         self.db.execute("PRAGMA journal_mode = OFF")
         self.db.execute("PRAGMA synchronous = OFF")
-        self.db.execute("CREATE TABLE latest (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, text INTEGER NOT NULL, "
+        self.db.execute("CREATE TABLE latest (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, digest BLOB, "
                         "seen INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID")
-        self.pending: list[tuple[str, int, int]] = []
+        self.pending: list[tuple[str, int, bytes | None]] = []
 
-    def note(self, release_id: str, seq: int, as_text: bool) -> None:
-        self.pending.append((release_id, seq, int(as_text)))
+    def note(self, release_id: str, seq: int, digest: bytes | None) -> None:
+        self.pending.append((release_id, seq, digest))
         if len(self.pending) >= row_dicts.VERIFY_CHUNK:
             self.flush()
 
     def flush(self) -> None:
         # events come in seq order: the last one written for an id is its latest
-        self.db.executemany("INSERT INTO latest (id, seq, text) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE "
-                            "SET seq = excluded.seq, text = excluded.text", self.pending)
+        self.db.executemany("INSERT INTO latest (id, seq, digest) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE "
+                            "SET seq = excluded.seq, digest = excluded.digest", self.pending)
         self.pending = []
 
-    def lookup(self, ids: Sequence[str]) -> dict[str, tuple[int, bool]]:
+    def lookup(self, ids: Sequence[str]) -> dict[str, tuple[int, bytes | None]]:
         """The latest events of these releases (marked seen: they have a row)."""
         found = {}
         for at in range(0, len(ids), 500):
             part = list(ids[at:at + 500])
             marks = ",".join("?" * len(part))
-            found.update((rid, (seq, bool(text))) for rid, seq, text in self.db.execute(
-                f"SELECT id, seq, text FROM latest WHERE id IN ({marks})", part))
+            found.update((rid, (seq, digest)) for rid, seq, digest in self.db.execute(
+                f"SELECT id, seq, digest FROM latest WHERE id IN ({marks})", part))
             self.db.execute(f"UPDATE latest SET seen = 1 WHERE id IN ({marks})", part)
         return found
 
@@ -129,6 +163,23 @@ class _LatestReleaseEvents:
     def close(self) -> None:
         self.db.close()
         self.directory.cleanup()
+
+
+def release_state_digest(payload: bytes) -> bytes | None:
+    """SHA-256 of the release state a release event's canonical payload holds, cut from its
+    bytes without parsing them: the value of its last key, "release" (sorted keys put it
+    after "budget_decisions"), up to the payload's closing brace. None where the payload
+    does not end so. A key "release" nested deeper would leave the cut with more closing
+    brackets than opening ones (no canonical JSON of a row has that digest), and a quote inside
+    a string is escaped, so a wrong cut can only make the row differ, and be parsed again."""
+    at = 0 if payload.startswith(_RELEASE_FIRST) else payload.rfind(_RELEASE_KEY)
+    if at < 0 or not payload.endswith(b"}"):
+        return None
+    return hashlib.sha256(memoryview(payload)[at + len(_RELEASE_KEY):-1]).digest()
+
+
+_RELEASE_KEY = b',"release":'
+_RELEASE_FIRST = b'{"release":'
 
 
 class StateEvents:
@@ -211,11 +262,13 @@ def verify(session: Session) -> Verification:
     try:
         walk = ChainWalk(connection, problems)
         for row, canonical in walk:
-            if canonical and row.kind.startswith("release.") and row.payload.startswith(RELEASE_PAYLOAD):
-                # {"release": body}: the text holds the body's canonical JSON; it is parsed only if
-                # the row differs from it (and a wrong cut can only cause that re-check)
-                latest.note(row.subject, row.seq, True)
-                continue
+            if canonical and row.kind.startswith("release."):
+                # the release's state is compared with its row by the digest of its text; the
+                # payload is parsed only if the row differs from it
+                digest = release_state_digest(row.payload)
+                if digest is not None:
+                    latest.note(row.subject, row.seq, digest)
+                    continue
             try:
                 payload = json.loads(row.payload)
             except ValueError:
@@ -226,7 +279,7 @@ def verify(session: Session) -> Verification:
                                                             "payload": payload}) != row.hash:
                 problems.append(f"event {row.seq} ({row.kind} {row.subject}): content does not match its hash")
             if "release" in payload:
-                latest.note(row.subject, row.seq, False)
+                latest.note(row.subject, row.seq, None)
             states.note(row, payload)
         latest.flush()
         count = walk.count
@@ -235,15 +288,20 @@ def verify(session: Session) -> Verification:
         totals = TotalsCheck(session, config)
         accounting = accounting_check.Check(session, {d.name: d.variable_names for d in config.datasets.values()})
         for rows in _release_chunks(connection):
-            release_rows = {body["id"]: body for body in release_row_dicts(rows)}
+            written = release_row_dicts_canonical(rows)
+            release_rows = {body["id"]: body for body, _ in written}
             seqs = {r.id: r.seq for r in rows}
-            expected = _expected_releases(connection, latest.lookup(list(release_rows)))
-            problems.extend(compare("release", expected, release_rows, normal_release, ))
+            found = latest.lookup(list(release_rows))
+            sha256 = hashlib.sha256
+            same = {body["id"] for body, text in written if found.get(body["id"], (0, None))[1]
+                    == sha256(text.encode("utf-8")).digest()}
+            differing = {rid: body for rid, body in release_rows.items() if rid not in same}
+            expected = _expected_releases(connection, {rid: found[rid][0] for rid in differing if rid in found})
+            problems.extend(compare("release", expected, differing, normal_release))
             decoded = {rid: release_from_dict(body) for rid, body in release_rows.items()}  # once, for both
             totals.add(decoded.values())
             accounting.add([(seqs[rid], release) for rid, release in decoded.items()],
-                           trusted=lambda rid: rid in expected and canonical_json(release_rows[rid]) == (
-                               expected[rid][2] or canonical_json(expected[rid][1])))
+                           trusted=same.__contains__)
         for rid, seq in latest.unseen():
             problems.append(f"event {seq} (release {rid}): the release row is missing")
     finally:
@@ -279,23 +337,21 @@ def _release_chunks(connection: Connection, batch: int | None = None) -> Iterato
         after = (rows[-1].seq, rows[-1].id)
 
 
-def _expected_releases(connection: Connection, latest: Mapping[str, tuple[int, bool]]
+def _expected_releases(connection: Connection, latest: Mapping[str, int]
                        ) -> dict[str, tuple[int, dict | None, str | None]]:
-    """Release id -> (seq, body, body JSON) of its latest event, read by seq (as `compare` takes them)."""
-    by_seq = {seq: (rid, as_text) for rid, (seq, as_text) in latest.items()}
+    """Release id -> (seq, body, None) of its latest event (given by seq), its payload parsed
+    whole (as `compare` takes them): read only for the rows that differ from the state's digest."""
+    by_seq = {seq: rid for rid, seq in latest.items()}
     found: dict[str, tuple[int, dict | None, str | None]] = {}
     seqs = sorted(by_seq)
     for at in range(0, len(seqs), 500):
         for seq, payload in connection.execute(
                 select(_EVENTS.c.seq, _EVENTS.c.payload).where(_EVENTS.c.seq.in_(seqs[at:at + 500]))):
-            rid, as_text = by_seq[seq]
-            if as_text:
-                found[rid] = (seq, None, payload[len(RELEASE_PAYLOAD):-1])
-            else:
-                try:
-                    found[rid] = (seq, json.loads(payload)["release"], None)
-                except (ValueError, KeyError, TypeError):
-                    found[rid] = (seq, {}, None)
+            try:
+                body = json.loads(payload)["release"]
+            except (ValueError, KeyError, TypeError):
+                body = {}
+            found[by_seq[seq]] = (seq, body, None)
     return found
 
 

@@ -49,23 +49,35 @@ def event_hash(previous: str, seq: int, at: str, actor: str, kind: str, subject:
     """`chain_hash` of the event {seq, at, actor, kind, subject, payload} whose payload is
     already canonical JSON (as stored): the body's canonical JSON is written around it,
     keys in sorted order, instead of parsing the payload and writing it again."""
-    dump = _json_scalar
+    dump = json_scalar
     text = (f'{{"actor":{dump(actor)},"at":{dump(at)},"kind":{dump(kind)},"payload":{payload_json},'
             f'"seq":{dump(seq)},"subject":{dump(subject)}}}')
     return hashlib.sha256((previous + text).encode("utf-8")).hexdigest()
 
 
+def event_hash_of_bytes(previous: str, seq: int, at: str, actor: str, kind: str, subject: str,
+                        payload_utf8: bytes) -> str:
+    """`event_hash` over the payload's stored UTF-8 bytes (the chain walk reads them as bytes:
+    decoding a payload to text only to encode it again cost as much as hashing it)."""
+    dump = json_scalar
+    head = f'{previous}{{"actor":{dump(actor)},"at":{dump(at)},"kind":{dump(kind)},"payload":'
+    tail = f',"seq":{dump(seq)},"subject":{dump(subject)}}}'
+    return hashlib.sha256(b"".join((head.encode("utf-8"), payload_utf8, tail.encode("utf-8")))).hexdigest()
+
+
 _encode_string = json.encoder.encode_basestring  # what json.dumps(text, ensure_ascii=False) writes
 
 
-def _json_scalar(value: Any) -> str:
-    """`canonical_json` of one field of an event: a string or an integer written directly
-    (the same text; json.dumps costs ten times more per call, five calls an event, and
+def json_scalar(value: Any) -> str:
+    """`canonical_json` of one field of an event or a row: a string, an integer or None written
+    directly (the same text; json.dumps costs ten times more per call, five calls an event, and
     `audit verify` hashes every event of the chain), anything else through json.dumps."""
     if type(value) is str:
         return _encode_string(value)
     if type(value) is int:
         return int.__repr__(value)
+    if value is None:
+        return "null"
     return canonical_json(value)
 
 

@@ -12,6 +12,7 @@ import json
 
 from sqlalchemy import Text, cast, text
 
+from .codec import canonical_json, json_scalar as _json_scalar
 from .table_models import CapRow, DatasetRow, FamilyRow, ReleaseRow
 
 _RELEASES = ReleaseRow.__table__
@@ -100,12 +101,26 @@ def release_row_dicts(rows: Sequence) -> list[dict]:
     share its parsed value: the dicts are read, never changed. Each text is parsed alone, so
     a cell that is not JSON fails as the processor failed on it (joining the texts into one
     array to parse them in one call was slower, and could read two bad cells as good ones)."""
+    return [body for body, _ in _release_rows(rows, canonical=False)]
+
+
+def release_row_dicts_canonical(rows: Sequence) -> list[tuple[dict, str]]:
+    """`release_row_dicts`, each dict with its canonical JSON (codec.canonical_json of it, the
+    text a release event holds), written field by field in sorted key order: each distinct JSON
+    text of the chunk written canonically once, the other fields as JSON scalars (json.dumps
+    of the whole dict, keys sorted, cost five times as much; `audit verify` writes every row)."""
+    return _release_rows(rows, canonical=True)
+
+
+def _release_rows(rows: Sequence, canonical: bool) -> list[tuple[dict, str]]:
     names = [column.name for column in RELEASE_TEXT_COLUMNS]
     at = {name: names.index(name) for name in names}
     json_at = [at[name] for name in _JSON_COLUMNS]
     loads = json.loads
     parsed = {text: loads(text) for text in {row[k] for row in rows for k in json_at} if type(text) is str}
     parsed[None] = None  # (NULL stays None, as the processor gave it)
+    written = {text: canonical_json(value) for text, value in parsed.items()} if canonical else {}
+    j = _json_scalar
     fields = itemgetter(*(at[name] for name in _RELEASE_DICT_ORDER))
     found = []
     for (id_, dataset, title, reads, mechanism_name, params, guarantees, derived_from, family, status, recorded_by,
@@ -119,5 +134,15 @@ def release_row_dicts(rows: Sequence) -> list[dict]:
             "output": output}
         if part is not None:  # (as codec.release_to_dict writes it)
             body["part"] = part
-        found.append(body)
+        text = ""
+        if canonical:  # the keys in sorted order, as canonical_json writes them
+            text = (f'{{"approved_at":{j(approved_at)},"approved_by":{j(approved_by)},"dataset":{j(dataset)},'
+                    f'"derived_from":{written[derived_from]},"family":{j(family)},"guarantees":{written[guarantees]},'
+                    f'"id":{j(id_)},"mechanism":{{"name":{j(mechanism_name)},"params":{written[params]}}},'
+                    f'"output":{j(output)},"output_digest":{j(output_digest)},'
+                    + (f'"part":{j(part)},' if part is not None else "")
+                    + f'"published_at":{j(published_at)},"pufferfish":{written[pufferfish]},"reads":{written[reads]},'
+                    f'"recorded_at":{j(recorded_at)},"recorded_by":{j(recorded_by)},"status":{j(status)},'
+                    f'"title":{j(title)}}}')
+        found.append((body, text))
     return found

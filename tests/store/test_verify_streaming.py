@@ -126,3 +126,43 @@ def test_an_events_hash_written_directly_is_the_chain_hash_of_its_canonical_json
     payload = {"release": {"title": text, "n": 3}}
     body = {"seq": 12, "at": text, "actor": text, "kind": text, "subject": text, "payload": payload}
     assert event_hash("ab" * 32, 12, text, text, text, text, canonical_json(payload)) == chain_hash("ab" * 32, body)
+
+
+def test_a_release_events_state_is_cut_from_its_bytes_as_its_canonical_json():
+    # the walk compares a release row with its latest event by the digest of the state cut from the
+    # payload's bytes: the cut must be the state's canonical JSON wherever "release" sits
+    import hashlib
+
+    body = {"id": "a", "title": 'quote " and ,"release":{} inside', "reads": ["x"], "n": 3}
+    digest = hashlib.sha256(canonical_json(body).encode()).digest()
+    for payload in ({"release": body}, {"budget_decisions": [{"cap": "d/all", "release": "no"}], "release": body}):
+        assert audit_verify.release_state_digest(canonical_json(payload).encode()) == digest
+
+
+@pytest.mark.parametrize("payload", [
+    {"release": {"id": "a"}, "zz": 1},  # a key after the state: the cut runs past it
+    {"a": {"release": {"id": "a"}}},  # the key nested deeper: the cut holds a closing brace too many
+])
+def test_a_wrong_cut_of_a_release_events_state_never_matches_its_canonical_json(payload):
+    import hashlib
+
+    digest = audit_verify.release_state_digest(canonical_json(payload).encode())
+    assert digest != hashlib.sha256(canonical_json({"id": "a"}).encode()).digest()
+
+
+def test_a_release_rows_canonical_json_is_written_as_canonical_json_writes_its_dict(pristine):
+    # verify compares each row with its event by the canonical JSON written field by field
+    from sqlalchemy import select
+
+    engine = engines.make_engine(f"sqlite:///{pristine}")
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(select(*row_dicts.RELEASE_TEXT_COLUMNS)).all()
+    finally:
+        engine.dispose()
+    names = [column.name for column in row_dicts.RELEASE_TEXT_COLUMNS]
+    odd = dict(zip(names, rows[0]), title='é "quoted" \\ \u2028 名前', part=3, output="x\x00y", family="f")
+    rows = [*rows, tuple(odd[name] for name in names)]
+    written = row_dicts.release_row_dicts_canonical(rows)
+    assert [body for body, _ in written] == row_dicts.release_row_dicts(rows)
+    assert all(text == canonical_json(body) for body, text in written)
