@@ -320,6 +320,15 @@ def test_the_command_line_reaches_the_store_only_through_the_facade():
     assert opening == set()
 
 
+@pytest.mark.parametrize("interface", ["reporting", "web", "adapters"])
+def test_the_reports_the_web_app_and_the_adapters_reach_the_store_only_through_the_facade(interface):
+    """As the command line: no module of the other interfaces imports ledger.store, sqlalchemy or
+    sqlmodel, not even inside a function or lazily."""
+    opening = {path.name for path in (LEDGER / interface).rglob("*.py")
+               if store_imports(path.read_text(encoding="utf-8"), module_name(path), path.name == "__init__.py")}
+    assert opening == set()
+
+
 def test_no_module_outside_the_store_imports_the_database_library():
     """SQL, sessions and engines stay in ledger/store: no other module imports sqlalchemy or sqlmodel,
     not even inside a function or lazily (the types a layer above names, Session and Engine, it

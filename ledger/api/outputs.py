@@ -10,19 +10,28 @@ from typing import Any
 from ..core.records import Release
 
 
-def guarded_target(out: str | Path, url: str, option: str, *, new: bool = False) -> Path:
+def guarded_target(out: str | Path, url: str, option: str, source: str = "command line", *,
+                   new: bool = False) -> Path:
     """An output path checked against the ledger at `url` (store/files.py: never the ledger, never
-    anything but a regular file or a new path; exit 2 naming `option`)."""
+    anything but a regular file or a new path; exit 2 naming `option` of `source`)."""
     from ..store import files
 
-    return files.checked(out, url, option, new=new)
+    return files.checked(out, url, option, source, new=new)
 
 
-def guarded_write(path: Path, data, url: str, option: str, *, new: bool = False, mode: int | None = None) -> Path:
+def guarded_write(path: Path, data, url: str, option: str, source: str = "command line", *, new: bool = False,
+                  mode: int | None = None) -> Path:
     """Write a whole output file (bytes, text, or an iterable of chunks) or nothing, under the guard."""
     from ..store import files
 
-    return files.write(path, data, url, option, new=new, mode=mode)
+    return files.write(path, data, url, option, source, new=new, mode=mode)
+
+
+def cap_from_document(document: dict):
+    """A cap as an audit event's payload states it (store/codec.py), as the report's cap history reads it."""
+    from ..store.codec import cap_from_dict
+
+    return cap_from_dict(document)
 
 
 def release_document(release: Release) -> dict[str, Any]:

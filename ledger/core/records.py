@@ -63,6 +63,8 @@ class Status(StrEnum):
     CANCELLED = "cancelled"  # never run, never published: frees its reservation (lifecycle.transition)
 
 
+DATASET_CHANGE_KINDS = ("dataset.", "variable.", "group.")  # audit events whose subject is the dataset: its changes
+
 CHARGED_STATUSES = frozenset({Status.PLANNED, Status.APPROVED, Status.PUBLISHED, Status.RETRACTED})
 
 

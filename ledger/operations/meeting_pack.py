@@ -25,7 +25,7 @@ from ..core.numbers import Number, float_down, float_up, is_infinite
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Release, Status, cap_unit_text
 from . import reasons
 from .report_inputs import AuditEvent, ReportInputs
-from ..store.as_of import DATASET_CHANGE_KINDS
+from ..core.records import DATASET_CHANGE_KINDS
 from .report_reading import DATASET_AMENDMENTS, LIFECYCLE_KINDS
 
 

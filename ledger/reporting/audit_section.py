@@ -12,7 +12,7 @@ from datetime import datetime
 
 from ..operations.meeting_pack import change_note, dataset_events  # (computed below the API; the report shows it)
 from ..operations.report_inputs import AuditEvent, ChainStatus, ReportInputs
-from ..store.as_of import DATASET_CHANGE_KINDS
+from ..core.records import DATASET_CHANGE_KINDS
 
 
 AUDIT_EVENTS_LISTED = 300  # the most recent events listed in full; the rest are counted by kind

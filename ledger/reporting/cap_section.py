@@ -91,7 +91,7 @@ def cap_history(inputs: ReportInputs) -> tuple[CapHistoryEntry, ...]:
     """The history of every cap of the dataset that was changed or removed: a changed cap
     keeps every value it had, each an audit event (cap.set, cap.removed)."""
     from ..operations.amend import cap_text
-    from ..store.codec import cap_from_dict
+    from ..api.outputs import cap_from_document
 
     prefix = inputs.dataset.name + "/"
     by_cap: dict[str, list[CapHistoryEntry]] = {}
@@ -104,10 +104,10 @@ def cap_history(inputs: ReportInputs) -> tuple[CapHistoryEntry, ...]:
         if event.kind == "cap.removed":
             was = data.get("was")
             entry = CapHistoryEntry(name, event.at, event.actor, "removed",
-                                    cap_text(cap_from_dict(was)) if was else "", data.get("reason"))
+                                    cap_text(cap_from_document(was)) if was else "", data.get("reason"))
         else:
             action = "changed" if earlier and earlier[-1].action != "removed" else "set"
-            entry = CapHistoryEntry(name, event.at, event.actor, action, cap_text(cap_from_dict(data["cap"])), None)
+            entry = CapHistoryEntry(name, event.at, event.actor, action, cap_text(cap_from_document(data["cap"])), None)
         earlier.append(entry)
     return tuple(entry for entries in by_cap.values() if len(entries) > 1 or entries[-1].action == "removed"
                  for entry in entries)

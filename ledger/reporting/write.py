@@ -50,15 +50,15 @@ def write_report(ledger: Ledger, out: str | Path, *, format: str | None = None, 
     `out`'s extension) and return its path. `since`: with the meeting pack (`report --since`; a
     datetime, or ISO 8601 text as --since takes it); `as_of`: as the ledger stood then (`--as-of`)."""
     from ..api.moments import report_moments
+    from ..api.outputs import guarded_target, guarded_write
     from ..operations import choices
-    from ..store import files
 
     chosen_format = choices.report_format(format, str(out))
     since_at, as_of_at = report_moments(since, as_of)
-    target = files.checked(out, ledger.url, "out", "argument")  # (before any work; again when written)
+    target = guarded_target(out, ledger.url, "out", "argument")  # (before any work; again when written)
     inputs = ledger.report_inputs(dataset, delta=delta, since=since_at, as_of=as_of_at)
     context = _report.build_report(inputs, charts=chosen_format in ("html", "pdf"), draw=_report.draw_here)
-    files.write(target, render(context, chosen_format), ledger.url, "out", "argument")
+    guarded_write(target, render(context, chosen_format), ledger.url, "out", "argument")
     return target
 
 

@@ -274,7 +274,6 @@ def event_text(when: datetime) -> str:
 DATASET_STATE_KINDS = ("dataset.added", "dataset.self_approval", "dataset.described", "variable.added", "variable.categories_added",
                        "variable.described", "variable.reclassified", "variable.removed", "group.set",
                        "group.removed")  # each carries the dataset's whole state after it (amend_dataset)
-DATASET_CHANGE_KINDS = ("dataset.", "variable.", "group.")  # events whose subject is the dataset: its changes
 CAP_STATE_KINDS = ("cap.set", "cap.removed")
 
 

@@ -15,7 +15,8 @@ from sqlalchemy import Text, and_, case, cast, func, literal, not_, or_, select,
 
 from . import as_of as rows_at
 from . import table_models
-from .as_of import DATASET_CHANGE_KINDS, Then, ended_at, event_text
+from ..core.records import DATASET_CHANGE_KINDS
+from .as_of import Then, ended_at, event_text
 from .codec import release_from_dict
 from .row_arrays import stream_raw_rows
 from .row_dicts import release_row_dict
