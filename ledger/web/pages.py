@@ -62,7 +62,7 @@ def headline(book, chosen, as_of: str | None) -> figures.Headline:
     frame = book.table(chosen.name, as_of=as_of)
     return figures.Headline(protected=protected, totals=figures.totals(frame),
                             worst_variable=figures.worst_variable(frame),
-                            worst_pair=figures.worst_pair(book.pairs(chosen.name, as_of=as_of)),
+                            worst_pair=figures.worst_pair(book.worst_pair(chosen.name, as_of=as_of)),
                             caps=tuple(book.caps(chosen.name, as_of=as_of)),
                             releases=len(book.releases(chosen.name, as_of=as_of)))
 
