@@ -9,7 +9,8 @@ ledger_index.py   the same rule over arrays (index_pairs.py, index_running_total
 dp_events.py      accounting events; renyi_curves.py: their Rényi curves and conversion
 subset_composition.py, composition_figures.py, figure_validity.py: a subset's events and the basic,
                   Rényi and PLD figures (pld_accountant.py; privacy_loss.py: the PLDs), the one shown
-index_figures.py  the figures over a LedgerIndex; every_pair.py, pair_extras.py: on every pair
+index_figures.py  the figures over a LedgerIndex; every_pair.py, pair_extras.py: on every pair;
+                  worst_pair.py: the worst pair, by bounds
 cap_states.py, cap_decisions.py: a cap's running state and the filter that decides it
 budget.py         caps: running totals, the pre-release check, headroom
 catalogue.py      the guarantee a mechanism's parameters imply (docs/explanation/model.md#a-release)

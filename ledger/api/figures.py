@@ -151,3 +151,26 @@ class Figures(Reading):
         return pd.DataFrame([(a, b, safe_float(shown.epsilon), shown.accountant)
                              for (a, b), (_, shown) in result.items()],
                             columns=["variable_1", "variable_2", "epsilon", "accountant"])
+
+    @kept
+    def worst_pair(self, dataset: str | None = None, delta: object = None, *, accountant: str | None = None,
+                   as_of: str | datetime | None = None) -> pd.DataFrame:
+        """The row of `pairs` (same arguments, same columns) with the largest figure, the first
+        listed on a tie; no row with fewer than two variables. Only the pairs whose bound passes
+        the worst so far get their figures made (accounting/worst_pair.py); asked for the PLD,
+        every pair's (`pairs`)."""
+        import pandas as pd
+
+        from ..accounting.worst_pair import BOUNDED, worst_pair
+        from ..operations.shown_figures import choose
+
+        if accountant not in BOUNDED:
+            every = self.pairs(dataset, delta, accountant=accountant, as_of=as_of)
+            return every.loc[[every["epsilon"].idxmax()]].reset_index(drop=True) if len(every) else every
+        with self._indexed(dataset, as_of) as (chosen, index):
+            chosen_delta = choices.parse_delta(delta, chosen, field="delta")
+            found = worst_pair(index, chosen_delta, accountant, choose)
+            names = index.variables
+        rows = [] if found is None else [(names[found[0]], names[found[1]], safe_float(found[2].epsilon),
+                                          found[2].accountant)]
+        return pd.DataFrame(rows, columns=["variable_1", "variable_2", "epsilon", "accountant"])

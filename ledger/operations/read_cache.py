@@ -7,13 +7,16 @@ a new head rebuilds. An answer is kept only when the head read after building it
 read before (no write committed meanwhile), so a kept answer is exactly that state's. Bounded:
 the `states` most recently used heads, each with at most `answers` answers (least recently used
 dropped first). One cache per database engine, shared by every Ledger over it; thread-safe
-(a lock around the bookkeeping, answers built outside it). Only answers that depend on the
+(a lock around the bookkeeping, answers built outside it), and a question missed by several
+threads at once is built once: the first builds, the others wait for its answer (a page's first
+viewers after a write would otherwise each pay the same build). Only answers that depend on the
 state alone belong here: nothing that reads the clock (headroom's "now")."""
 
 from __future__ import annotations
 
 import functools
 import threading
+from concurrent.futures import Future
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -36,6 +39,7 @@ class ReadCache:
     def __init__(self, states: int = STATES, answers: int = ANSWERS):
         self.states, self.answers = states, answers
         self._kept: OrderedDict[tuple[int, str], OrderedDict[Hashable, Any]] = OrderedDict()
+        self._building: dict[tuple[tuple[int, str], Hashable], _Building] = {}  # (head, question) being built
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -48,7 +52,7 @@ class ReadCache:
 
     def answer(self, engine: Engine, question: Hashable, build: Callable[[], T]) -> T:
         """The answer to `question` in the ledger's current state: kept, else `build()` (kept
-        when no write committed while it ran)."""
+        when no write committed while it ran), built once when several threads ask at once."""
         head = _head(engine)
         with self._lock:
             answers = self._kept.get(head)
@@ -56,21 +60,45 @@ class ReadCache:
                 self._kept.move_to_end(head)
                 answers.move_to_end(question)
                 return answers[question]
-        built = build()
-        if _head(engine) == head:
-            self._keep(head, question, built)
+            pending = self._building.get((head, question))
+            if pending is None or pending.builder == threading.get_ident():  # (a build asking itself: builds)
+                pending, mine = None, _Building()
+                self._building[head, question] = mine
+        if pending is not None:
+            return pending.result()  # (the builder's answer, or its exception)
+        try:
+            built = build()
+        except BaseException as error:
+            with self._lock:
+                self._building.pop((head, question), None)
+            mine.set_exception(error)
+            raise
+        unchanged = _head(engine) == head
+        with self._lock:
+            if unchanged:
+                self._keep(head, question, built)
+            self._building.pop((head, question), None)
+        mine.set_result(built)
         return built
 
     def _keep(self, head: tuple[int, str], question: Hashable, built: Any) -> None:
-        with self._lock:
-            answers = self._kept.setdefault(head, OrderedDict())
-            self._kept.move_to_end(head)
-            answers[question] = built
-            answers.move_to_end(question)
-            while len(answers) > self.answers:
-                answers.popitem(last=False)
-            while len(self._kept) > self.states:
-                self._kept.popitem(last=False)
+        """(Under the lock.)"""
+        answers = self._kept.setdefault(head, OrderedDict())
+        self._kept.move_to_end(head)
+        answers[question] = built
+        answers.move_to_end(question)
+        while len(answers) > self.answers:
+            answers.popitem(last=False)
+        while len(self._kept) > self.states:
+            self._kept.popitem(last=False)
+
+
+class _Building(Future):
+    """An answer being built, and the thread building it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.builder = threading.get_ident()
 
 
 def _head(engine: Engine) -> tuple[int, str]:

@@ -12,13 +12,14 @@ from pathlib import Path
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
+from starlette.background import BackgroundTask
 from starlette.responses import Response
 
 from .. import api
 from ..core.errors import InputErrors, Refused
 from ..reporting import write_report
 from .guard import checked_form
-from .pages import REASONED, release_page, table_page
+from .pages import REASONED, release_page, table_page, warm_dashboard
 from .people import ledger_for, person_of
 from .render import page
 
@@ -34,8 +35,18 @@ async def decide(request: Request) -> Response:
     _may(book, request, action)
     problem = _apply(book, action, release_id, form)
     message = None if problem else f"{release_id}: {DONE[action]} by {person_of(request)}"
-    return release_page(request, book, book.release(release_id), status_code=200 if problem is None else 409,
-                        message=message, problem=problem)
+    found = book.release(release_id)
+    response = release_page(request, book, found, status_code=200 if problem is None else 409,
+                            message=message, problem=problem)
+    return response if problem else warmed(response, book, found.dataset)
+
+
+def warmed(response: Response, book: api.Ledger, dataset: str) -> Response:
+    """`response`, after which (sent, in the server's thread pool) the dashboard's figures of the
+    new state are built: the first viewer after a decision finds them built, or waits for the
+    build under way (the read cache builds a question once)."""
+    response.background = BackgroundTask(warm_dashboard, book, dataset)
+    return response
 
 
 DONE = {"approve": "approved", "publish": "published", "retract": "retracted", "cancel": "cancelled"}
@@ -83,8 +94,9 @@ async def decide_selection(request: Request) -> Response:
         return table_page(request, book, chosen, form, status_code=400, problem="no release selected")
     outcomes = [(rid, _apply(book, action, rid, form)) for rid in ids]
     outcomes = [(rid, why or f"{DONE[action]} by {person_of(request)}", why is None) for rid, why in outcomes]
-    return table_page(request, book, chosen, form, status_code=200 if all(ok for *_, ok in outcomes) else 409,
-                      outcomes=outcomes)
+    response = table_page(request, book, chosen, form, status_code=200 if all(ok for *_, ok in outcomes) else 409,
+                          outcomes=outcomes)
+    return warmed(response, book, chosen.name) if any(ok for *_, ok in outcomes) else response
 
 
 async def whatif_form(request: Request) -> Response:

@@ -99,7 +99,8 @@ def worst_variable(frame) -> tuple[str, float] | None:
 
 
 def worst_pair(pairs) -> tuple[str, str, float] | None:
-    """The pair of variables with the largest loss (`Ledger.pairs`), the first listed on a tie."""
+    """The pair of variables with the largest loss in rows of `Ledger.pairs` (`Ledger.worst_pair`'s
+    one row), the first listed on a tie."""
     if pairs.empty:
         return None
     row = pairs.loc[pairs["epsilon"].idxmax()]

@@ -3,6 +3,8 @@ Each asks the façade (people.ledger_for) and formats its answer (figures.py); n
 
 from __future__ import annotations
 
+import logging
+
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -62,9 +64,19 @@ def headline(book, chosen, as_of: str | None) -> figures.Headline:
     frame = book.table(chosen.name, as_of=as_of)
     return figures.Headline(protected=protected, totals=figures.totals(frame),
                             worst_variable=figures.worst_variable(frame),
-                            worst_pair=figures.worst_pair(book.pairs(chosen.name, as_of=as_of)),
+                            worst_pair=figures.worst_pair(book.worst_pair(chosen.name, as_of=as_of)),
                             caps=tuple(book.caps(chosen.name, as_of=as_of)),
                             releases=len(book.releases(chosen.name, as_of=as_of)))
+
+
+def warm_dashboard(book, dataset: str) -> None:
+    """The dashboard's figures of `dataset` now, built into the read cache (after a decision); a
+    failure is logged, never shown: the decision's page is already sent, and a viewer's request
+    builds the figures again and shows its own error."""
+    try:
+        headline(book, book.dataset(dataset), None)
+    except Exception:  # (any: nobody waits for this build but the log)
+        logging.getLogger(__name__).exception("the dashboard of %s was not built after a decision", dataset)
 
 
 async def table(request: Request) -> Response:

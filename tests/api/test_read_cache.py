@@ -147,3 +147,72 @@ def test_a_ledger_over_the_same_engine_with_options_shares_its_cache(ledger_url)
     kept = len(read_cache(base.engine))
     pd.testing.assert_frame_equal(acting.table(), base.table())
     assert len(read_cache(base.engine)) == kept
+
+
+def test_two_threads_asking_the_same_question_build_it_once(ledger_url):
+    """The second asks while the first builds: it waits for the first's answer, built once."""
+    import threading
+    import time
+
+    book = census(ledger_url)
+    cache = ReadCache()
+    building, release = threading.Event(), threading.Event()
+    builds: list[str] = []
+
+    def build() -> list[str]:
+        builds.append(threading.current_thread().name)
+        building.set()
+        assert release.wait(10)
+        return ["the answer"]
+
+    answers: dict[str, object] = {}
+
+    def ask(name: str) -> None:
+        answers[name] = cache.answer(book.engine, "question", build)
+
+    first = threading.Thread(target=ask, args=("first",), name="first")
+    first.start()
+    assert building.wait(10)
+    second = threading.Thread(target=ask, args=("second",), name="second")
+    second.start()
+    time.sleep(0.2)  # (the second is waiting for the first's build)
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert builds == ["first"]
+    assert answers["first"] is answers["second"] == ["the answer"]
+    assert cache.answer(book.engine, "question", lambda: ["rebuilt"]) == ["the answer"]
+
+
+def test_a_build_that_fails_fails_its_waiters_and_is_built_again_when_asked_again(ledger_url):
+    import threading
+    import time
+
+    book = census(ledger_url)
+    cache = ReadCache()
+    building, release = threading.Event(), threading.Event()
+
+    def failing() -> str:
+        building.set()
+        assert release.wait(10)
+        raise LookupError("no such dataset")
+
+    errors: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            cache.answer(book.engine, "question", failing)
+        except LookupError as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=ask)]
+    threads[0].start()
+    assert building.wait(10)
+    threads.append(threading.Thread(target=ask))
+    threads[1].start()
+    time.sleep(0.2)
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    assert len(errors) == 2 and errors[0] is errors[1]
+    assert cache.answer(book.engine, "question", lambda: "built again") == "built again"

@@ -578,3 +578,17 @@ def test_table_and_subset_as_of_a_date_print_the_clis_as_of_figures(url, monkeyp
         assert (picker.attrs["min"], picker.attrs["max"]) == (DAYS[0], DAYS[2]), path
     assert client.get("/table?dataset=census&as_of=2026-01-16").status_code == 400  # after the ledger's today
     assert client.get("/subset?dataset=census&v=age&as_of=soon").status_code == 400
+
+
+def test_a_decision_builds_the_dashboards_figures_for_the_next_viewer(book, url):
+    """After the decision's page is sent, the dashboard's figures of the new state are built: the
+    next viewer's dashboard builds none (its headline comes from the read cache), and shows them."""
+    from unittest import mock
+
+    from ledger.accounting import worst_pair
+
+    client = as_person(url, "bob")
+    assert decide(client, "A", "approve").status_code == 200
+    with mock.patch.object(worst_pair, "pair_bounds", wraps=worst_pair.pair_bounds) as bounds:
+        page = client.get("/dashboard?dataset=census")
+    assert page.status_code == 200 and bounds.call_count == 0
