@@ -37,7 +37,7 @@ gc.disable()
 import ledger
 assert ledger.__file__.startswith(sys.path[1]), (ledger.__file__, sys.path[:2])  # the code asked for
 from ledger.operations import choices; from ledger.store import configuration, engines, sessions
-from ledger.reporting.report import ChainStatus
+from ledger.operations.report_inputs import ChainStatus
 import ledger.api, ledger.cli.report as command
 engine = engines.make_engine(sys.argv[1])
 if hasattr(ledger.api.Ledger, "large_report"):  # the report read through the façade (ledger.api.Ledger)

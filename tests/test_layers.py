@@ -162,13 +162,6 @@ def test_report_and_charts_do_not_import_each_other():
     assert "chart_data" in imported_modules("reporting/report.py")
 
 
-def test_report_still_offers_the_chart_inputs():
-    from ledger.reporting import chart_data, report
-
-    assert report.Pairs is chart_data.Pairs and report.Timeline is chart_data.Timeline
-    assert report.PairFigure is chart_data.PairFigure
-
-
 def test_cli_run_and_report_use_the_shared_choices():
     for name in ("run", "report"):
         source = (LEDGER / "cli" / f"{name}.py").read_text(encoding="utf-8")

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from datetime import date, datetime
 from typing import Any
 
-from ..core.errors import fail
+from ..core.errors import did_you_mean, fail
 from ..core.records import Dataset, Release
 from ..input.snapshot import LedgerSnapshot
 from ..operations import choices
@@ -131,7 +131,7 @@ class Reading:
                 from ..core.failures import QUOTED, excerpt
 
                 raise fail(f"release {excerpt(release_id, QUOTED)}", "id", "no such release in this ledger"
-                           + choices.did_you_mean(release_id, list(lookup)))
+                           + did_you_mean(release_id, list(lookup)))
             return lookup[release_id]
 
     def events(self, release_id: str) -> list[AuditEvent]:

@@ -126,6 +126,13 @@ class Reports(Reading):
         with sessions.read_session(self.engine) as session:
             yield from large_register.register_releases(session, large, head, page or large_register.REGISTER_PAGE)
 
+    def register_figures(self, large):
+        """A large report's register's figures of Table 1, page by page of `register_pages`
+        (operations/large_register.RegisterFigures: value ids, the writer makes their texts)."""
+        from ..operations.large_register import RegisterFigures
+
+        return RegisterFigures(large)
+
     def register_pages(self, large, *, head: tuple[int, str] | None = None, page: int | None = None,
                        after: int = -1, upto: int | None = None):
         """A large report's register as pages of raw release rows (operations/large_register.register_pages),

@@ -18,12 +18,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..operations import choices  # noqa: F401 (cli_style: help as people read it)
-from . import json_output as cli_json, style as cli_style  # noqa: F401 (cli_style: help as people read it)
+from ..operations import choices
+from . import json_output as cli_json, style as cli_style  # noqa: F401 (cli_style, imported for its effect: help as people read it)
 from .arguments import command_name as _command_name  # the command the arguments name
 from .examples import add_examples
 from .caps_output import NEXT_STEPS
-from ..core import failures  # noqa: F401 (cli_style: help as people read it)
+from ..core import failures
 from ..core.errors import InputErrors, LedgerError, Refused
 
 EXIT_CODES_HELP = ("Exit codes: 0 done; 1 a budget check refused, or a cancel of a release whose output exists "

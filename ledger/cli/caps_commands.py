@@ -16,7 +16,8 @@ from ..core.numbers import figure_fields, format_delta, format_number, is_infini
 from ..operations import choices
 from . import json_output as cli_json
 from .caps_output import check_json, check_lines, infinite_driver_reasons, rho_cap_epsilon_json
-from .context import as_of_json, as_of_lines, book, moment_text, parse_date
+from ..operations.moments import moment_text, parse_date
+from .context import as_of_json, as_of_lines, book
 from .options import AsOfOption, DatasetOption, DeltaOption, JsonOption
 
 

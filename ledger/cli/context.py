@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..api import Ledger
     from ..input.snapshot import LedgerSnapshot
 
-from ..operations.moments import moment_text, parse_date  # noqa: F401 (the date options' rule: the CLI's from here)
+from ..operations.moments import moment_text
 
 DEFAULT_URL = "sqlite:///ledger.db"  # store.DEFAULT_URL, without importing the store
 

@@ -20,7 +20,8 @@ from ..core.errors import fail
 from ..core.lazy import lazy_callable
 from ..core.numbers import figure_fields, format_delta, format_number, safe_float
 from ..operations import choices
-from .context import as_of_json, as_of_lines, book, parse_date
+from ..operations.moments import parse_date
+from .context import as_of_json, as_of_lines, book
 from .options import AsOfOption, DatasetOption, DeltaOption, JsonOption
 
 at_delta = lazy_callable("ledger.accounting.charge_choice", "at_delta")

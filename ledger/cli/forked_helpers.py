@@ -24,6 +24,7 @@ load_verification = lazy_callable("ledger.api.chain_keys", "load_verification")
 # the report's context builder (and markupsafe, the chart data): imported when a report is
 # made, not by `--help`, `check` or `record`, which only register this command
 _report = lazy_module("ledger.reporting.report")
+_report_inputs = lazy_module("ledger.operations.report_inputs")  # (ChainStatus, what a verifying helper sends)
 
 
 HELPER_TIMEOUT_S = 3600  # a helper process still working this long is given up, and its work done here
@@ -105,7 +106,7 @@ class VerifyAlongside:
     def __call__(self) -> ChainStatus:
         if self.result is None and self.helper.process is not None:
             outcome = self.helper.reply()
-            if isinstance(outcome, _report.ChainStatus):
+            if isinstance(outcome, _report_inputs.ChainStatus):
                 self.result = outcome
         if self.result is None:  # no child, or it failed: verify here
             self.result = chain_status_at(self.url)

@@ -11,11 +11,12 @@ from typing import Annotated
 import typer
 
 from ..core.lazy import lazy_module
+from ..core.names import check_person
 from . import json_output as cli_json
 from .context import book
 from .options import JsonOption
 
-people = lazy_module("ledger.operations.people")  # the roles and the names' rules
+people = lazy_module("ledger.operations.people")  # the roles
 
 
 def role_grant(person: Annotated[str, typer.Argument(help="The person.")],
@@ -31,7 +32,7 @@ def role_revoke(person: Annotated[str, typer.Argument(help="The person.")],
 
 
 def _change_role(person: str, role: str, granted: bool, as_json: bool = False) -> None:
-    person = people.check_person(person, "PERSON")
+    person = check_person(person, "PERSON")
     role = people.check_role(role)
     if not book().change_role(person, role, granted):
         if as_json:

@@ -16,7 +16,8 @@ import typer
 from ..core.lazy import lazy_callable, lazy_module
 from . import json_output as cli_json
 from .caps_output import NEXT_STEPS, check_json, check_lines, infinite_driver_reasons
-from .context import actor as acting_person, book, parse_date, state
+from ..operations.moments import parse_date
+from .context import actor as acting_person, book, state
 from .options import JsonOption
 
 dataset_and_caps = lazy_callable("ledger.input.datasets", "dataset_and_caps")

@@ -10,8 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..core.errors import fail
-from ..operations import choices
+from ..core.errors import did_you_mean, fail
 from . import json_output as cli_json
 from .context import actor as acting_person, book
 from .options import JsonOption
@@ -59,7 +58,7 @@ def demo(
     if example == "graduates":
         text = run_graduates_demo(book(create=True), seed=seed)
     elif example != "census":
-        raise fail("command line", "--example", f"must be census or graduates{choices.did_you_mean(example, ['census', 'graduates'])}, "
+        raise fail("command line", "--example", f"must be census or graduates{did_you_mean(example, ['census', 'graduates'])}, "
                                                 f"found {example!r}")
     else:
         from .outputs import output_target

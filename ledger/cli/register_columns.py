@@ -3,7 +3,8 @@ the same cells as `register_csv` writes from a report's summary (tested), withou
 Release, a RegisterEntry or a row of cells per release.
 
 Each column of a page is made from its distinct stored values (`by_value`: a JSON text parsed
-once, a figure's text made once), the figures of Table 1 from the index's value ids (numpy).
+once, a figure's text made once); the figures of Table 1 are the façade's, as value ids
+(Ledger.register_figures), their texts made here once per distinct cell.
 Every text cell is neutralised against formula injection (`csv_cell`).
 """
 
@@ -12,13 +13,8 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-import numpy as np
-
-from ..accounting.index_chunks import rows_of
 from ..api.outputs import release_part_readers
 from ..core.numbers import exact_text, fraction_text, to_json
-from ..core.records import CHARGED_STATUSES
-from ..operations import large_register
 from ..operations.meeting_pack import aware
 from ..reporting import register_section
 from ..reporting.views import guarantee_text, names_text, param_text
@@ -81,11 +77,10 @@ class RegisterColumns:
     """The register's columns of each page of a large report's release rows, with what is
     remembered across pages (each column's texts by stored value)."""
 
-    def __init__(self, large):
+    def __init__(self, large, figures):
+        """`figures`: the register's figures of Table 1 (Ledger.register_figures)."""
         self.guarantee_from_dict, self.mechanism_from_dict, self.pufferfish_from_dict = release_part_readers()
-        self.index, _, _, self.seqs, self.wide_ids, self.epsilon_of, self.zero = large_register.register_basis(large)
-        self.n_values = len(self.epsilon_of)
-        self.charged_names = {s.value for s in CHARGED_STATUSES}
+        self.register_figures = figures
         self.families = {f.id: f for f in large.families}
         self.caches: dict[str, dict] = {}
         self.sets_seen: dict = {}  # a page's lists of variables (what releases read, what guarantees protect)
@@ -149,35 +144,27 @@ class RegisterColumns:
         return (csv_cell(fid or ""), csv_cell(split))
 
     def wide_of(self, vid: int) -> tuple[str, str]:
-        value = self.epsilon_of[vid]
+        value = self.register_figures.epsilon(vid)
         return (csv_cell(str(to_json(value))), csv_cell(fraction_text(value) or ""))  # (register_csv's rule)
 
-    def cell_of(self, key: int) -> str:  # key: variable * n_values + value id
-        j, vid = divmod(key, self.n_values)
-        return f"{{{self.index.variables[j]}}} {exact_text(self.epsilon_of[vid])}"
+    def cell_of(self, key: int) -> str:
+        variable, epsilon = self.register_figures.cell(key)
+        return f"{{{variable}}} {exact_text(epsilon)}"
 
-    def figures(self, seq, charged: np.ndarray) -> tuple[list, list]:
-        """(the whole-dataset cells, the cells by variable) of a page: each charged release's nonzero
-        cells of Table 1, from the index's value ids; blank for the others."""
-        n = len(seq)
+    def figure_cells(self, page) -> tuple[list, list]:
+        """(the whole-dataset cells, the cells by variable) of a page's figures (`PageFigures`):
+        each charged release's nonzero cells of Table 1; blank for the others."""
+        n = len(page.charged)
         wide, figures = [("", "")] * n, [""] * n
-        at, inside = large_register.positions(self.seqs, np.asarray(seq, dtype=np.int64))
-        shown = np.flatnonzero(inside & charged)
-        if not len(shown):
+        if not page.shown:
             return wide, figures
-        a, b = int(at[inside].min()), int(at[inside].max()) + 1
-        ids = rows_of(self.index, a, b).single_cells()[at[shown] - a]
-        row, j = np.nonzero(~self.zero[ids])
-        keys = j.astype(np.int64) * self.n_values + ids[row, j]
-        distinct, which = np.unique(keys, return_inverse=True)
-        texts = np.asarray(by_value(distinct.tolist(), each(self.cell_of), self.cache("cell")), dtype=object)
-        pieces = texts[which.reshape(-1)].tolist()
-        bounds = np.searchsorted(row, np.arange(len(shown) + 1)).tolist()
-        joined = csv_column(["; ".join(pieces[bounds[t]:bounds[t + 1]]) for t in range(len(shown))])
-        for k, text in zip(shown.tolist(), joined):
+        texts = by_value(page.cells, each(self.cell_of), self.cache("cell"))
+        pieces = list(map(texts.__getitem__, page.which))
+        bounds = page.bounds
+        joined = csv_column(["; ".join(pieces[bounds[t]:bounds[t + 1]]) for t in range(len(page.shown))])
+        for k, text in zip(page.shown, joined):
             figures[k] = text
-        widest = by_value(self.wide_ids[at[shown]].tolist(), each(self.wide_of), self.cache("wide"))
-        for k, w in zip(shown.tolist(), widest):
+        for k, w in zip(page.shown, by_value(page.wide, each(self.wide_of), self.cache("wide"))):
             wide[k] = w
         return wide, figures
 
@@ -191,16 +178,16 @@ class RegisterColumns:
         reads = by_value(reads_text, self.reads_cells, cache("reads"))
         guarantees = by_value(guarantees_text, self.guarantees_cells, cache("guarantees"))
         exact = [exact_of(r[0], g[0]) for r, g in zip(reads, guarantees)]
-        charged = np.fromiter((s in self.charged_names for s in status), dtype=bool, count=n)
+        page = self.register_figures.page(seq, status)
         mechanisms = by_value(list(zip(mech_name, params_text)), each(self.mechanism_of), cache("mechanism"))
         family_cells = by_value(family, each(self.family_of), cache("family"))
         later = list(map(steps.get, rid, [NO_STEPS] * n))
         published_by = [s.get("published_by") for s in later]
-        wide, figures = self.figures(seq, charged)
+        wide, figures = self.figure_cells(page)
         dates = cache("when")
         return [
             csv_column(rid), csv_column(title), by_value(status, each(csv_cell), cache("status")),
-            ["yes" if x else "no" for x in charged.tolist()], [r[1] for r in reads], exact,
+            ["yes" if x else "no" for x in page.charged], [r[1] for r in reads], exact,
             [g[1] for g in guarantees], [m[0] for m in mechanisms], [m[1] for m in mechanisms],
             [f[0] for f in family_cells], [f[1] for f in family_cells], csv_column([p or "" for p in part]),
             by_value(derived_text, each(lambda text: csv_cell(", ".join(json.loads(text)))), cache("derived")),

@@ -29,7 +29,8 @@ from ..operations import choices
 from ..operations.report_inputs import parse_since
 from . import outputs
 from ..reporting.write import find_chromium, render
-from .context import book, parse_date, state
+from ..operations.moments import parse_date
+from .context import book, state
 from ..core.errors import fail
 from ..core.lazy import lazy_module
 from .forked_helpers import ChartsAlongside, ForkedCall, VerifyAlongside, modules_before_fork
@@ -169,7 +170,8 @@ def _context(ledger, chosen, delta, chosen_format: str, target: Path | None, hel
 
 def _dated(context, dataset: str, as_of_at):
     """The context saying when the dataset was added, said here too when it did not exist at --as-of."""
-    from .context import dataset_added_at, moment_text
+    from ..operations.moments import moment_text
+    from .context import dataset_added_at
 
     added = dataset_added_at(dataset)
     context = replace(context, certificate=replace(context.certificate, dataset_added=added))

@@ -133,7 +133,7 @@ def large_register_csv(ledger, large, page: int | None = None, after: int = -1, 
 
     from .register_columns import RegisterColumns
 
-    columns = RegisterColumns(large)
+    columns = RegisterColumns(large, ledger.register_figures(large))
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     if header:

@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from ..accounting.spend import DEFAULT_DELTA
-from ..core.errors import InputErrors, LedgerError, did_you_mean, fail  # noqa: F401 (did_you_mean: choices.did_you_mean)
+from ..core.errors import InputErrors, LedgerError, did_you_mean, fail
 from ..core.lazy import lazy_module
 from ..core.numbers import NumberError, to_fraction
 from ..core.records import CHARGED_STATUSES, Dataset

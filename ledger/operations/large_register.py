@@ -8,6 +8,7 @@ changed since the page was read (report_reading.same_ledger).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from ..core.lazy import lazy_module
 from .report_reading import lifecycle_events, register_moment, rows_as_they_stood, same_ledger
@@ -37,6 +38,64 @@ def positions(seqs, page_seqs):
     inside = (at < len(seqs)) & (seqs[at.clip(max=len(seqs) - 1)] == page_seqs) if len(seqs) else \
         np.zeros(len(page_seqs), dtype=bool)
     return at, inside
+
+
+@dataclass(frozen=True)
+class PageFigures:
+    """The figures of Table 1 of a page of release rows, as value ids (each cell's text is the
+    register writer's to make, once per distinct cell):
+    - `charged`: whether each release of the page is charged;
+    - `shown`: the page positions of the charged releases the index holds (the others' figures are blank);
+    - `cells`: the distinct nonzero cells of those releases, each a key (`RegisterFigures.cell`);
+    - `which`: every nonzero cell, release after release and by variable within one, as its place in `cells`;
+    - `bounds`: the cells of the t-th shown release are `which[bounds[t]:bounds[t + 1]]`;
+    - `wide`: the whole-dataset value id of each shown release (`RegisterFigures.epsilon`)."""
+
+    charged: list[bool]
+    shown: list[int]
+    cells: list[int]
+    which: list[int]
+    bounds: list[int]
+    wide: list[int]
+
+
+class RegisterFigures:
+    """Each page's figures of Table 1 for the complete register of a large report, from the
+    index's value ids (register_basis: each distinct value's epsilon computed once)."""
+
+    def __init__(self, large):
+        from ..core.records import CHARGED_STATUSES
+
+        self.index, _, _, self.seqs, self.wide_ids, self.epsilon_of, self.zero = register_basis(large)
+        self.n_values = len(self.epsilon_of)
+        self.charged_names = frozenset(s.value for s in CHARGED_STATUSES)
+
+    def epsilon(self, value_id: int):
+        """A value's epsilon at the report's delta (its release's own charge)."""
+        return self.epsilon_of[value_id]
+
+    def cell(self, key: int) -> tuple[str, object]:
+        """A cell of `PageFigures.cells` as (its variable, its epsilon)."""
+        j, value_id = divmod(key, self.n_values)  # (key: variable * n_values + value id)
+        return self.index.variables[j], self.epsilon_of[value_id]
+
+    def page(self, seqs, statuses) -> PageFigures:
+        """The figures of the page whose releases have these seqs and (stored) statuses."""
+        from ..accounting.index_chunks import rows_of
+
+        charged = np.fromiter((s in self.charged_names for s in statuses), dtype=bool, count=len(statuses))
+        at, inside = positions(self.seqs, np.asarray(seqs, dtype=np.int64))
+        shown = np.flatnonzero(inside & charged)
+        if not len(shown):
+            return PageFigures(charged.tolist(), [], [], [], [0], [])
+        a, b = int(at[inside].min()), int(at[inside].max()) + 1
+        ids = rows_of(self.index, a, b).single_cells()[at[shown] - a]
+        row, j = np.nonzero(~self.zero[ids])
+        keys = j.astype(np.int64) * self.n_values + ids[row, j]
+        distinct, which = np.unique(keys, return_inverse=True)
+        bounds = np.searchsorted(row, np.arange(len(shown) + 1))
+        return PageFigures(charged.tolist(), shown.tolist(), distinct.tolist(), which.reshape(-1).tolist(), bounds.tolist(),
+                           self.wide_ids[at[shown]].tolist())
 
 
 def register_releases(session, large, head: tuple[int, str] | None = None, page: int = REGISTER_PAGE) -> Iterator:

@@ -45,7 +45,7 @@ import unicodedata
 from ..store import role_grants, sessions
 from ..store.sessions import Session
 from ..core.errors import fail
-from ..core.names import NAME_LIMIT, check_person, control_characters, mixed_scripts  # noqa: F401 (the names' rules)
+from ..core.names import control_characters
 from ..core.records import Dataset, Release, Status
 
 ROLES = ("admin", "steward", "approver", "auditor")

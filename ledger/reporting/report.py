@@ -51,12 +51,12 @@ from ..operations.meeting_pack import (  # (computed below the API; the report s
     charged_index_of,
     meeting_pack,
 )
-from ..operations.report_inputs import AuditEvent, ChainStatus, ReportInputs  # noqa: F401 (gathered below the API)
+from ..operations.report_inputs import AuditEvent, ChainStatus, ReportInputs  # (gathered below the API)
 from ..operations.report_reading import lifecycle_steps  # (read below the API)
 from .audit_section import AuditTrail, audit_trail
 from .cap_section import CapEntry, CapHistoryEntry, cap_entry, cap_history
 from .certificate import Certificate, certificate, with_conversion
-from .chart_data import PairFigure, Pairs, Timeline  # noqa: F401 (defined there: charts.py reads them too)
+from .chart_data import Pairs, Timeline
 from .chart_figures import pair_figures, timeline_of
 from .headline import Headline, headline
 from .plan_view import plans_against_actual

@@ -10,7 +10,7 @@ from datetime import date, timedelta
 from fractions import Fraction
 from typing import Any
 
-from ..core.numbers import format_delta, format_number, fraction_text, to_json
+from ..core.numbers import format_delta, format_number
 
 STATUSES = ("planned", "approved", "published", "retracted", "cancelled")
 PAGE_ROWS = 100  # releases on one page of the table: a ledger of thousands stays a page a browser opens
@@ -23,13 +23,6 @@ def figure(value) -> str:
     if isinstance(value, float) and math.isinf(value):
         return "∞"
     return format_number(value)
-
-
-def data_value(value, down: bool = False) -> str:
-    """A figure as a page's `data-value` states it, as --json does: its exact fraction where one
-    exists, else the float rounded the safe way (down for a headroom)."""
-    exact = fraction_text(value)
-    return exact if exact is not None else str(to_json(value, down=down))
 
 
 def headroom_text(value) -> str:

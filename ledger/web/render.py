@@ -9,6 +9,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from ..core.numbers import figure_fields
 from . import figures
 from .guard import CSRF_FIELD, csrf_token, remember_token
 from .people import person_of
@@ -16,8 +17,7 @@ from .people import person_of
 ENVIRONMENT = Environment(loader=PackageLoader("ledger.web", "templates"), autoescape=True,
                           undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 ENVIRONMENT.filters.update(figure=figures.figure, headroom=figures.headroom_text, delta=figures.delta_text,
-                           change=figures.change_text, parameter=figures.parameter_text,
-                           data_value=figures.data_value)
+                           change=figures.change_text, parameter=figures.parameter_text)
 
 
 def link(path: str, **query) -> str:
@@ -27,7 +27,9 @@ def link(path: str, **query) -> str:
     return path + ("?" + urlencode(pairs) if pairs else "")
 
 
-ENVIRONMENT.globals.update(link=link, csrf_field=CSRF_FIELD, statuses=figures.STATUSES, inf=float("inf"))
+# figure_fields: a figure's `data-value` is what --json prints of it, its exact field where it has one
+ENVIRONMENT.globals.update(link=link, csrf_field=CSRF_FIELD, statuses=figures.STATUSES, inf=float("inf"),
+                           figure_fields=figure_fields)
 
 
 def page(request: Request, template: str, status_code: int = 200, **context) -> HTMLResponse:

@@ -27,7 +27,8 @@ from ledger.operations.report_inputs import gather
 from ledger.api import Ledger
 from ledger.cli.report import gather_large
 from ledger.operations import choices
-from ledger.reporting.report import ChainStatus, build_large_report, build_report
+from ledger.operations.report_inputs import ChainStatus
+from ledger.reporting.report import build_large_report, build_report
 from ledger.store import decoded_history, engines, session_state, sessions
 
 START = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)

@@ -31,7 +31,8 @@ from ledger.operations.report_inputs import gather  # noqa: E402
 from ledger.api import Ledger
 from ledger.cli.report import gather_large  # noqa: E402
 from ledger.cli.report_register import large_register_csv, large_register_entries, register_csv  # noqa: E402
-from ledger.reporting.report import SUMMARY_ENV, ChainStatus, build_large_report, build_report  # noqa: E402
+from ledger.operations.report_inputs import ChainStatus  # noqa: E402
+from ledger.reporting.report import SUMMARY_ENV, build_large_report, build_report  # noqa: E402
 from support import cli_main, migrations  # noqa: E402
 
 CHAIN = ChainStatus(True, 1, "head", ())

@@ -44,7 +44,8 @@ from ledger.cli.report import gather_large  # noqa: E402
 from ledger.cli.report_register import large_register_csv, large_register_entries, register_csv  # noqa: E402
 from ledger.operations import choices  # noqa: E402
 from ledger.reporting import report  # noqa: E402
-from ledger.reporting.report import SUMMARY_ENV, ChainStatus, build_large_report, build_report  # noqa: E402
+from ledger.operations.report_inputs import ChainStatus  # noqa: E402
+from ledger.reporting.report import SUMMARY_ENV, build_large_report, build_report  # noqa: E402
 from ledger.store import audit_chain, decoded_history, engines, sessions, table_models
 from support import cli_main  # noqa: E402
 

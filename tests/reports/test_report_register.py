@@ -248,7 +248,7 @@ def test_the_scope_names_when_the_head_and_the_last_full_verification_were_kept(
     from datetime import UTC, datetime
 
     from ledger.reporting.certificate import chain_scope
-    from ledger.reporting.report import ChainStatus
+    from ledger.operations.report_inputs import ChainStatus
 
     full, later = datetime(2026, 1, 5, 9, 0, tzinfo=UTC), datetime(2026, 2, 1, 10, 30, tzinfo=UTC)
     incremental = chain_scope(ChainStatus(True, 120, "h", (), since=100, head_at=later, full_at=full))

@@ -136,7 +136,7 @@ def _without_moment(document):
 
 def _text_without_moment(text: str, at: datetime) -> str:
     """A text answer without its --as-of statement (the first lines, and headroom's last words)."""
-    from ledger.cli.context import moment_text
+    from ledger.operations.moments import moment_text
 
     lines = [line for line in text.splitlines(keepends=True)
              if not line.startswith("as of ") and not line.startswith("note: dataset ")]

@@ -27,7 +27,7 @@ from ledger.input.datasets import build_dataset
 from ledger.input.documents import read_document
 from ledger.input.releases import load_releases
 from ledger.input.snapshot import LedgerSnapshot
-from ledger.core.numbers import exact_text, figure_fields  # noqa: F401
+from ledger.core.numbers import figure_fields
 from ledger.core.records import CHARGED_STATUSES
 from support import cli_main, migrations
 
