@@ -12,12 +12,19 @@ and, from one `python -X importtime` run of it, the largest single import on its
 any module loaded that the demo's releases do not need (its releases are pure Laplace: no
 PLD accountant, no scipy).
 
-    .venv/bin/python benchmarks/bench_small.py --growth [--runs 7]
+    .venv/bin/python benchmarks/bench_small.py --growth [--runs 5] [--sizes 10000,100000,1000000]
+                                               [--only table,subset] [--cache DIR]
 
-instead: `table` on bench_scale's ledgers of 10k and 100k releases (built once, cached), each
-run --runs times, interleaved; the 10k figure beside the 100k one (target: at most 1.2x). The
-10k table prints every release row (a million cells, within app.TABLE_CELL_LIMIT); the 100k
-one the largest 25, its rows read from sealed chunks.
+instead: every read command (`table`, `subset` of one and of two variables, `pairs`, `cap list`,
+`headroom`, `check` of one planned release, `releases`, `audit verify --since-checkpoint`) on
+bench_scale's ledgers of those sizes (built once, cached; --cache DIR: bench_scale's ledgers
+in DIR), each run --runs times in fresh processes, interleaved across sizes. Printed per
+command: the median wall and CPU seconds at each size, the 10k figure beside the 100k one
+(target: at most 1.2x) and the largest beside the 10k one (`subset` and `check`: flat, at
+most 1.5x). The 10k table prints every release row (a million cells, within
+app.TABLE_CELL_LIMIT); the larger ones the largest 25, their rows read from sealed chunks.
+A ledger with no verified head is not asked `audit verify --since-checkpoint` (that would be
+the full verification, and it writes the head).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -87,42 +95,92 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def growth(runs: int) -> None:
-    """--growth: `table` at 10k beside `table` at 100k, interleaved."""
+GROWTH_COMMANDS = {
+    "table": ["table"],
+    "subset v03": ["subset", "v03"],
+    "subset v03 v17": ["subset", "v03", "v17"],
+    "pairs": ["pairs"],
+    "cap list": ["cap", "list"],
+    "headroom v03 v17": ["headroom", "v03", "v17"],
+    "check plan.yaml": ["check", "plan.yaml"],
+    "releases": ["releases"],
+    "audit verify --since-checkpoint": ["audit", "verify", "--since-checkpoint"],
+}
+FLAT = ("subset", "check")  # their answer does not depend on the history's length
+GROWTH_PLAN = """dataset: bench
+releases:
+  - {id: plan-growth, reads: [v03, v17], mechanism: {name: laplace, epsilon: 0.001}}
+"""
+
+
+def verified(path: Path) -> bool:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as connection:
+        return connection.execute("SELECT 1 FROM ledger_meta WHERE key = 'verified_head'").fetchone() is not None
+
+
+def growth(runs: int, sizes: list[int], only: set[str] | None, cache: str | None) -> None:
+    """--growth: every read command at each size, interleaved across sizes."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import bench_scale
 
-    ledgers = bench_scale.build([10_000, 100_000])
-    subprocess.run([PYTHON, "-m", "ledger", "--db", f"sqlite:///{ledgers[100_000]}", "cap", "list"],
-                   capture_output=True, cwd=ROOT)  # (a first open's upgrade, if any, not timed)
-    before = load()
-    walls: dict[int, list[float]] = {size: [] for size in ledgers}
-    cpus: dict[int, list[float]] = {size: [] for size in ledgers}
-    for _ in range(runs):
-        for size, path in ledgers.items():
-            wall, cpu = timed([PYTHON, "-m", "ledger", "--db", f"sqlite:///{path}", "table"], ROOT)
-            walls[size].append(wall)
-            cpus[size].append(cpu)
-    print(f"`table`, {runs} fresh processes each, interleaved; load average {before} before, {load()} after")
-    for size in ledgers:
-        print(f"  {size:>7,} releases: wall {statistics.median(walls[size]):.3f} s (min {min(walls[size]):.3f}), "
-              f"CPU {statistics.median(cpus[size]):.3f} s")
-    wall = statistics.median(walls[10_000]) / statistics.median(walls[100_000])
-    cpu = statistics.median(cpus[10_000]) / statistics.median(cpus[100_000])
-    print(f"  10k / 100k: {wall:.2f}x wall, {cpu:.2f}x CPU  [target <= 1.2x: "
-          f"{'met' if max(wall, cpu) <= 1.2 else 'MISSED'}]")
+    if cache:
+        bench_scale.CACHE = Path(cache).resolve()
+    ledgers = bench_scale.build(sizes)
+    chosen = {name: argv for name, argv in GROWTH_COMMANDS.items() if not only or name.split()[0] in only
+              or name in only}
+    with tempfile.TemporaryDirectory() as directory:
+        work = Path(directory)
+        (work / "plan.yaml").write_text(GROWTH_PLAN)
+        for path in ledgers.values():
+            subprocess.run([PYTHON, "-m", "ledger", "--db", f"sqlite:///{path}", "cap", "list"],
+                           capture_output=True, cwd=work)  # (a first open's upgrade, if any, not timed)
+        before = load()
+        walls = {name: {size: [] for size in ledgers} for name in chosen}
+        cpus = {name: {size: [] for size in ledgers} for name in chosen}
+        for _ in range(runs):
+            for name, argv in chosen.items():
+                for size, path in ledgers.items():
+                    if "--since-checkpoint" in argv and not verified(path):
+                        continue
+                    wall, cpu = timed([PYTHON, "-m", "ledger", "--db", f"sqlite:///{path}", *argv], work)
+                    walls[name][size].append(wall)
+                    cpus[name][size].append(cpu)
+                    print(f"    {name} at {size:,}: {wall:.3f} s wall, {cpu:.3f} s CPU", file=sys.stderr, flush=True)
+    print(f"{runs} fresh processes per command and size, interleaved; load average {before} before, "
+          f"{load()} after (1, 5, 15 min) on {os.cpu_count()} cores")
+    print(f"  {'command':32} " + " ".join(f"{f'{size:,} wall/CPU s':>22}" for size in ledgers)
+          + "   10k/100k   1M/10k  targets")
+    for name in chosen:
+        wall = {size: statistics.median(found) for size, found in walls[name].items() if found}
+        cpu = {size: statistics.median(found) for size, found in cpus[name].items() if found}
+        cells = " ".join(f"{f'{wall[size]:.3f} / {cpu[size]:.3f}':>22}" if size in wall else f"{'-':>22}"
+                         for size in ledgers)
+        small = wall[10_000] / wall[100_000] if {10_000, 100_000} <= wall.keys() else None
+        large = wall[1_000_000] / wall[10_000] if {10_000, 1_000_000} <= wall.keys() else None
+        verdicts = []
+        if small is not None:
+            verdicts.append(f"10k<=1.2x 100k {'met' if small <= 1.2 else 'MISSED'}")
+        if large is not None and name.startswith(FLAT):
+            verdicts.append(f"flat to 1M (<=1.5x) {'met' if large <= 1.5 else 'MISSED'}")
+        ratio = (f"{small:9.2f}x" if small is not None else f"{'-':>10}") + \
+            (f" {large:8.2f}x" if large is not None else f" {'-':>9}")
+        print(f"  {name:32} {cells} {ratio}  {'; '.join(verdicts)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
-    parser.add_argument("--growth", action="store_true", help="table at 10k beside table at 100k instead")
+    parser.add_argument("--growth", action="store_true", help="every read command at 10k, 100k and 1M instead")
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="--growth: the ledgers' sizes")
+    parser.add_argument("--only", default=None, help="--growth: comma-separated commands (`subset`: both)")
+    parser.add_argument("--cache", default=None, help="--growth: the directory of bench_scale's ledgers")
     args = parser.parse_args()
     import compileall
 
     compileall.compile_dir(ROOT / "ledger", quiet=1)  # (as an installed package has its bytecode)
     if args.growth:
-        growth(args.runs)
+        growth(args.runs, [int(size) for size in args.sizes.split(",")],
+               set(args.only.split(",")) if args.only else None, args.cache)
         return
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
