@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+from ..core.lazy import lazy_module
 from ..core.records import CHARGED_STATUSES, Family, Release
-from .dp_events import Event, spend_events, unit_events
+from .dp_events import Event, mechanism_event, spend_events, unit_events
 from .index_figures import index_events
 from .renyi_curves import _grids
 from .spend import Spend
 from .subset_composition import Composition, composition
 
+np = lazy_module("numpy")  # imported on first use: recording never needs it
 
 # A state of another version is stale: recomputed from the accounting rows when read
 # (cap_accounting.current_states); `audit verify` compares the current version's states only.
@@ -165,6 +167,78 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
             family_events.pop(fid, None)
     return {**state, "v": STATE_VERSION, "cap": cap_key(cap), "events": events,
             "families": family_events, "unbounded": unbounded}
+
+
+class ChunkEvents:
+    """What `state_apply` charges each release of a LedgerIndex on any subset, found once per
+    release and shared by every cap (`state_apply_chunk`): its mechanism's event
+    (`mechanism_event`, as `unit_events` takes it) and, per guarantee value, that value's
+    events. The index holds charged releases that are no family's members."""
+
+    def __init__(self, index) -> None:
+        self.index = index
+        self.events: list[Event] = []
+        ids: dict[Event, int] = {}
+        mech = []
+        for release in index.releases:
+            event = mechanism_event(release)
+            if event is not None and event not in ids:
+                ids[event] = len(self.events)
+                self.events.append(event)
+            mech.append(-1 if event is None else ids[event])
+        self.mech = np.asarray(mech, dtype=np.int64)
+        self.unbounded = np.asarray([value.unbounded for value in index.values], dtype=bool)
+        self.value_keys: list[list[str] | None] = [None] * len(index.values)  # spend_events' keys, when asked
+
+    def value_events(self, value_id: int) -> list[str]:
+        keys = self.value_keys[value_id]
+        if keys is None:
+            keys = self.value_keys[value_id] = [e.key for e in spend_events(self.index.values[value_id])]
+        return keys
+
+
+def state_apply_chunk(state: dict, cap, chunk: ChunkEvents) -> dict:
+    """`state_apply(state, cap, chunk.index.releases, families, {})` (the releases being no
+    family's members), over the index's arrays: each release's cost on the cap's subset is the
+    index's (LedgerIndex.cost_ids: c_r(U), the first-ranked covering guarantee, as
+    `release_cost` gives it) and its events are the chunk's; the releases with a choice go
+    through `release_cost` one by one, as in `state_apply`."""
+    from .cost_rule import release_cost
+
+    index = chunk.index
+    events = dict(state["events"])  # (counts only grow here: no zero is ever kept)
+    unbounded = state["unbounded"]
+    ids = index.cost_ids([index.column[name] for name in sorted(cap.subset) if name in index.column])
+    touched = index.simple & (ids != index.ZERO_ID)
+    if chunk.unbounded[ids[touched]].any():
+        unbounded = True
+    charged = touched & ~chunk.unbounded[ids] & ~index.value_is_zero[ids]
+    mech = chunk.mech[charged]
+    for k, count in _counts(mech[mech >= 0]):
+        key = chunk.events[k].key
+        events[key] = int(events.get(key, 0)) + count
+    for value_id, count in _counts(ids[charged][mech < 0]):
+        for key in chunk.value_events(value_id):
+            events[key] = int(events.get(key, 0)) + count
+    for i in index.ambiguous:
+        release = index.releases[i]
+        if not cap.subset & release.reads:
+            continue
+        spend = release_cost(release, cap.subset)
+        if spend.unbounded:
+            unbounded = True
+        else:
+            for event in unit_events(release, spend):
+                events[event.key] = int(events.get(event.key, 0)) + 1
+    return {**state, "v": STATE_VERSION, "cap": cap_key(cap), "events": events, "unbounded": unbounded}
+
+
+def _counts(values) -> list[tuple[int, int]]:
+    """(value, how many times it occurs) for each value of an integer array."""
+    if not len(values):
+        return []
+    counts = np.bincount(values)
+    return [(int(k), int(counts[k])) for k in np.flatnonzero(counts)]
 
 
 def state_composition(state: dict, basic: Spend) -> Composition:

@@ -6,7 +6,7 @@ A difference is named with the event seq and release id it concerns, at most `li
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from sqlalchemy import select
 from sqlmodel import Session
@@ -145,11 +145,14 @@ class Check:
     """`check` over the whole ledger, a chunk of releases at a time (the streaming `audit
     verify`): `add(chunk)` compares the chunk's accounting rows and their inverted
     reads, read by seq; `problems()` adds the rows no release has (anti-joins in the
-    database). Memory holds one chunk, whatever the number of releases."""
+    database). Memory holds one chunk, whatever the number of releases. `rows_read` is given
+    each chunk's stored rows as they are read (seq: Expected), until a problem past `limit`
+    stops the reading (derived.AccountingSum: the digest from the same read)."""
 
-    def __init__(self, session: Session, variables: Mapping[str, Sequence[str]], limit: int = 20):
+    def __init__(self, session: Session, variables: Mapping[str, Sequence[str]], limit: int = 20,
+                 rows_read: Callable[[Mapping[int, Expected]], None] | None = None):
         self.connection = session.connection()
-        self.variables, self.limit = variables, limit
+        self.variables, self.limit, self.rows_read = variables, limit, rows_read
         self.bodies = dict(self.connection.execute(select(_VALUES.c.id, _VALUES.c.body)).all())
         self.event_keys = dict(self.connection.execute(select(_EVENTS.c.id, _EVENTS.c.key)).all())
         # release_reads rows naming no accounting row (as `check` names them, first)
@@ -165,6 +168,8 @@ class Check:
         rows = [row for at in range(0, len(seqs), 500)
                 for row in _raw_rows(self.connection, _STORED_FIELDS.where(_ROWS.c.seq.in_(seqs[at:at + 500])))]
         stored = _stored(rows, self.bodies, self.event_keys)
+        if self.rows_read is not None:
+            self.rows_read(stored)
         self.found.extend(_check_reads(self.connection, stored, True, self.variables))
         _compare_rows(stored, releases, self.variables, self.found, self.limit, trusted)
 

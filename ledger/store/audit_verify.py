@@ -286,7 +286,9 @@ def verify(session: Session) -> Verification:
 
         config = configuration(session)
         totals = TotalsCheck(session, config)
-        accounting = accounting_check.Check(session, {d.name: d.variable_names for d in config.datasets.values()})
+        accounting_sum = derived.AccountingSum()  # the digest's, from the rows the check reads
+        accounting = accounting_check.Check(session, {d.name: d.variable_names for d in config.datasets.values()},
+                                            rows_read=accounting_sum.add)
         for rows in _release_chunks(connection):
             written = release_row_dicts_canonical(rows)
             release_rows = {body["id"]: body for body, _ in written}
@@ -313,7 +315,7 @@ def verify(session: Session) -> Verification:
     problems.extend(accounting.problems())
     problems.extend(sealed.check(connection, {d.name: d.variable_names for d in config.datasets.values()}))
     problems.extend(check_count(session, count))
-    digest = None if problems else derived.digest(connection, count)
+    digest = None if problems else derived.digest(connection, count, accounting_sum.total)
     return Verification(ok=not problems, events=count, head=walk.head, problems=tuple(problems), derived=digest)
 
 

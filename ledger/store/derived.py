@@ -61,6 +61,25 @@ def _row_hash(seq: int, row: accounting_rows.Expected) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest(), "big")
 
 
+class AccountingSum:
+    """The digest's sum over the accounting rows (`_row_hash`, modulo MODULUS) taken as a
+    verification reads them, a chunk at a time in seq order (accounting_check.Check: one read of
+    the rows for both); a row given again (a release row's seq repeated across chunks) is
+    counted once. `total` equals `_accounting_sums` when every accounting row was given: when
+    the check found no row without a release."""
+
+    def __init__(self) -> None:
+        self.total, self.through = 0, 0
+
+    def add(self, rows: Mapping[int, accounting_rows.Expected]) -> None:
+        total, through = self.total, self.through
+        for seq, row in rows.items():
+            if seq > through:
+                total += _row_hash(seq, row)
+        self.total = total % MODULUS
+        self.through = max(through, max(rows, default=through))
+
+
 def _ids(connection) -> tuple[dict, dict]:
     bodies = dict(connection.execute(select(accounting_rows._VALUES.c.id, accounting_rows._VALUES.c.body)).all())
     keys = dict(connection.execute(select(accounting_rows._EVENTS.c.id, accounting_rows._EVENTS.c.key)).all())
@@ -145,9 +164,9 @@ def _configuration_digests(connection) -> tuple[str, dict[str, str]]:
                                for row in connection.execute(select(families))}
 
 
-def digest(connection, through: int) -> dict:
-    """The derived rows' digest at the head `through` (see the module docstring)."""
-    accounting, _ = _accounting_sums(connection, set())
+def digest(connection, through: int, accounting: int) -> dict:
+    """The derived rows' digest at the head `through` (see the module docstring); `accounting`:
+    the sum over the accounting rows, as the verification read them (`AccountingSum.total`)."""
     reads, _ = _reads_digests(connection, through)
     datasets, families = _configuration_digests(connection)
     return {"seq": through, "accounting": format(accounting, "064x"), "reads": reads,

@@ -4,10 +4,12 @@ and compared with the stored ones (part of `verify`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from sqlmodel import Session, select
 
+from ..accounting.cap_states import (ChunkEvents, state_apply, state_apply_chunk, state_differences, state_from_history,
+                                     state_is_current)
 from ..accounting.budget import FAMILY_DRIVER, options_measure, top_drivers, total_differences, total_from_index, total_from_parts
 from ..accounting.cost_rule import family_options
 from ..accounting.ledger_index import LedgerIndex
@@ -27,14 +29,12 @@ class TotalsCheck:
     of each chunk compete again; a family is charged once over all its members, docs/explanation/model.md#families)."""
 
     def __init__(self, session: Session, config: "Configuration"):
-        from ..accounting.cap_states import state_from_history, state_is_current
-
         self.session, self.config = session, config
         self.parts: dict[str, dict[str, list]] = {
             dataset: {cap.name: [ZERO_SPEND, {}, []] for cap in caps} for dataset, caps in config.caps.items()}
         self.members: dict[str, dict[str, list[Release]]] = {dataset: {} for dataset in config.caps}
         # the running accountant states a decision would read, recomputed chunk by chunk
-        # (cap_states.state_apply from the empty history; family members last, over all of them)
+        # (cap_states.state_apply_chunk from the empty history; family members last, over all of them)
         self.families = {dataset: {f.id: f for f in config.families.values() if f.dataset == dataset}
                          for dataset in config.caps}
         self.stored_states: dict[str, dict[str, dict]] = {}
@@ -59,10 +59,13 @@ class TotalsCheck:
                 else:
                     by_dataset.setdefault(release.dataset, []).append(release)
         for dataset, counted in by_dataset.items():
-            self._apply_states(dataset, counted)
             variables = self.config.datasets[dataset].variable_names
             index = LedgerIndex(variables, counted, ())
+            states = self.states[dataset]
+            chunk = ChunkEvents(index) if states else None  # each release's events, once for every cap
             for cap in self.config.caps[dataset]:
+                if chunk is not None and cap.name in states:
+                    states[cap.name] = state_apply_chunk(states[cap.name], cap, chunk)
                 part = total_from_index(cap, index)
                 kept = self.parts[dataset][cap.name]
                 kept[0] = kept[0] + part.standalone
@@ -70,18 +73,12 @@ class TotalsCheck:
                     kept[1][options] = kept[1].get(options, 0) + number
                 kept[2] = list(top_drivers(cap, kept[2] + list(part.drivers)))
 
-    def _apply_states(self, dataset: str, releases: Sequence[Release]) -> None:
-        from ..accounting.cap_states import state_apply
-
+    def _state_problems(self, dataset: str) -> list[str]:
+        members = [m for group in self.members[dataset].values() for m in group]
         for cap in self.config.caps[dataset]:
             if cap.name in self.states[dataset]:
-                self.states[dataset][cap.name] = state_apply(self.states[dataset][cap.name], cap, releases,
+                self.states[dataset][cap.name] = state_apply(self.states[dataset][cap.name], cap, members,
                                                              self.families[dataset], {})
-
-    def _state_problems(self, dataset: str) -> list[str]:
-        from ..accounting.cap_states import state_differences
-
-        self._apply_states(dataset, [m for group in self.members[dataset].values() for m in group])
         problems = []
         for name, expected in self.states[dataset].items():
             differences = state_differences(self.stored_states[dataset][name], expected)
