@@ -72,8 +72,9 @@ class IndexEvents:
                 matches = by_guarantee.get(gkey)
                 if matches is None:
                     matches = by_guarantee[gkey] = (_value(guarantee) in found[1], guarantee)
-                if not matches[0] or guarantee.protects != release.reads:
-                    ok = False
+                if not matches[0] or guarantee.protects != release.reads or \
+                        guarantee.charged_in not in (None, guarantee.relation):
+                    ok = False  # (charged in another relation: not the mechanism's event, as mechanism_event)
                     break
             if ok:
                 mech[i] = found[0]
@@ -96,9 +97,12 @@ class IndexEvents:
         index = self.index
         comp = Composition(basic, allowance=index.allowance)
         touched = ids != index.ZERO_ID
-        if basic.unbounded or np.any(ids[index.simple] == index.NONE):
+        # a value with no bound (no covering guarantee, or one that does not bound the dataset's
+        # neighbours) makes the subset unbounded and adds no event, as `composition` release by release
+        value_unbounded = np.asarray([value.unbounded for value in index.values], dtype=bool)
+        if basic.unbounded or np.any(value_unbounded[ids[index.simple & touched]]):
             comp.unbounded = True
-        simple = index.simple & touched & ~index.value_is_zero[ids]
+        simple = index.simple & touched & ~index.value_is_zero[ids] & ~value_unbounded[ids]
         ev = np.where(self.mech >= 0, self.mech, self.value_event[ids])[simple]
         for value in np.unique(ids[simple][ev == -2]) if np.any(ev == -2) else ():
             count = int(np.sum((ids[simple] == value) & (ev == -2)))

@@ -119,6 +119,21 @@ def test_a_replace_one_guarantee_without_parameters_bounds_nothing_in_an_add_rem
     assert conversion["charged"] is None and conversion["reason"] == NOT_IMPLIED
 
 
+def test_a_cap_set_after_an_unbounded_replace_one_laplace_is_over_and_the_chain_verifies(tmp_path):
+    """A Laplace release stated for replace-one neighbours without the query's add/remove
+    sensitivity bounds nothing in an add/remove dataset: a cap set afterwards starts unbounded on
+    every path (its stored running state is the one `audit verify` recomputes from the releases)."""
+    book = _book(tmp_path, "add-remove")
+    book.record({"dataset": "survey", "releases": [
+        {"id": "r1", "reads": ["age"], "mechanism": {"name": "laplace", "epsilon": "1/2"}}]})
+    assert math.isinf(book.subset(["age"]).epsilon)
+    book.set_cap(["age"], epsilon=10, delta="1e-6", dataset="survey")
+    (check,) = book.caps("survey")
+    assert check.status == "over" and math.isinf(check.current)
+    verification = book.verify()
+    assert verification.ok, verification.problems
+
+
 def test_a_replace_one_laplace_histogram_is_derived_again_for_add_remove(tmp_path):
     book = _book(tmp_path, "add-remove")
     # replacing a record moves one count between two cells (L1 sensitivity 2); adding or removing

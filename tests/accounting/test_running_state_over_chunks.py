@@ -84,3 +84,12 @@ def test_a_running_state_applied_over_chunks_is_state_apply_on_the_releases(made
                 by_chunks = cap_states.state_apply_chunk(by_chunks, cap,
                                                          cap_states.ChunkEvents(LedgerIndex(VARIABLES, chunk, ())))
         assert by_chunks == by_releases
+
+
+@settings(max_examples=150, deadline=None)
+@given(chunks())
+def test_a_running_state_from_the_index_is_the_state_from_the_releases(made):
+    releases = [release for chunk in made for release in chunk]
+    for cap in CAPS:
+        assert cap_states.state_from_index(cap, LedgerIndex(VARIABLES, releases, ())) == \
+            cap_states.state_from_history(cap, releases, {})
