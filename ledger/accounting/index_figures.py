@@ -81,6 +81,7 @@ class IndexEvents:
         self.mech = mech
         # a guarantee value has one notion, so one event (several parts: -2, handled one by one)
         self.value_event = np.asarray([_single(event_id, spend_events(v)) for v in index.values], dtype=np.int64)
+        self.value_unbounded = _unbounded_values(index)
         self.events = events
         self.event_id = event_id
         self.recorded = _stamps([r.recorded_at for r in index.releases])
@@ -99,7 +100,7 @@ class IndexEvents:
         touched = ids != index.ZERO_ID
         # a value with no bound (no covering guarantee, or one that does not bound the dataset's
         # neighbours) makes the subset unbounded and adds no event, as `composition` release by release
-        value_unbounded = np.asarray([value.unbounded for value in index.values], dtype=bool)
+        value_unbounded = self.value_unbounded
         if basic.unbounded or np.any(value_unbounded[ids[index.simple & touched]]):
             comp.unbounded = True
         simple = index.simple & touched & ~index.value_is_zero[ids] & ~value_unbounded[ids]
@@ -131,6 +132,12 @@ class IndexEvents:
                 else:
                     comp.events.update(unit_events(index.releases[i], spend))
         return comp
+
+
+def _unbounded_values(index) -> np.ndarray:
+    """Per guarantee value id of the index, whether it bounds nothing (the ∞ sentinel, or a
+    guarantee that does not bound the dataset's neighbours)."""
+    return np.asarray([value.unbounded for value in index.values], dtype=bool)
 
 
 def _single(event_id, events: list[Event]) -> int:
@@ -166,6 +173,7 @@ def stored_index_events(index, stored: np.ndarray, events: Sequence[Event], char
     stored = np.asarray(stored, dtype=np.int64).reshape(len(index.releases))
     found.mech = np.where(np.asarray(charged, dtype=bool), stored, -1)
     found.value_event = np.asarray([_single(event_id, spend_events(v)) for v in index.values], dtype=np.int64)
+    found.value_unbounded = _unbounded_values(index)
     found.recorded = np.asarray(recorded, dtype=np.float64)
     found.published = np.asarray(published, dtype=np.float64)
     index.__dict__["_accountant_events"] = found
