@@ -12,6 +12,8 @@ an unchanged database.
 
 from __future__ import annotations
 
+import math
+import re
 import textwrap
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -479,7 +481,7 @@ def test_a_member_of_a_keyed_family_must_read_the_key(tmp_path):
 
 
 # --------------------------------------------------------------------------
-# The schema check: jsonschema-rs recognises valid documents, jsonschema refuses
+# The schema check: what jsonschema-rs refuses, in the steward's words
 # --------------------------------------------------------------------------
 
 _JSONISH = st.recursive(
@@ -528,6 +530,21 @@ def _paths(value, at=()):
             yield from _paths(item, at + (index,))
 
 
+def _value_at(document, at):
+    for part in at:
+        document = document[part]
+    return document
+
+
+def _finite(value):
+    """`value` with each float that is not finite replaced by a number that is not whole."""
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return 0.5 if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def _replaced(document, at, new):
     if not at:
         return new
@@ -540,22 +557,84 @@ def _replaced(document, at, new):
                                          ("dataset.v1.schema.json", _VALID_DATASET)])
 @settings(max_examples=400)
 @given(data=st.data())
-def test_the_fast_schema_check_accepts_only_what_jsonschema_accepts(name, valid, data):
-    import jsonschema
+def test_every_refusal_of_the_schema_is_one_line_naming_a_value_of_the_file(name, valid, data):
+    import jsonschema_rs
 
-    from ledger.input.schema_check import _fast_validator, schema
+    from ledger.input.documents import Document
+    from ledger.input.limits import field_name
+    from ledger.input.schema_check import schema, schema_problems
 
-    assert jsonschema.Draft202012Validator(schema(name)).is_valid(valid)
+    validator = jsonschema_rs.Draft202012Validator(schema(name), validate_formats=False)
+    assert validator.is_valid(valid) and schema_problems(Document("f.json", valid), name) == []
     document = valid
     for _ in range(data.draw(st.integers(1, 3))):
         at = data.draw(st.sampled_from(list(_paths(document))))
         document = _replaced(document, at, data.draw(_JSONISH))
-    slow = jsonschema.Draft202012Validator(schema(name)).is_valid(document)
-    try:
-        fast = _fast_validator(name).is_valid(document)
-    except ValueError:  # a value JSON has no type for: the loader asks jsonschema
-        return
-    # the contract (loader.schema_problems): what the fast check accepts, jsonschema accepts;
-    # what it does not, jsonschema decides (an infinite float is not a JSON number to
-    # jsonschema-rs, while jsonschema takes it as one: refused by the fast check, then decided)
-    assert slow or not fast, document
+    problems = schema_problems(Document("f.json", document), name)
+    # NaN or an infinity where a number is accepted is left to the builders (refused in words)
+    assert (problems == []) == validator.is_valid(_finite(document)), document
+    for at, error in problems:
+        assert at in set(_paths(document)) and error.field == (field_name(at) or "(top level)")
+        assert "\n" not in error.message and len(error.message) < 1000, error
+        # in words: no Python repr of the list or mapping refused, no validator's phrase or pattern
+        value = _value_at(document, at)
+        assert not (isinstance(value, (list, dict)) and value and repr(value) in error.message), error
+        assert not re.search(r"is not of type|does not match|is not valid under|\[A-Za-z0-9\]", error.message), error
+
+
+def test_a_value_only_yaml_can_give_is_refused_saying_what_the_file_gave(tmp_path):
+    _, _, errors = load(tmp_path, ("r.yaml", """\
+        dataset: graduates
+        releases:
+          - id: a
+            reads: !!binary aW5jb21l
+            mechanism: {name: laplace, epsilon: 1}
+          - id: b
+            reads: !!set {income: null}
+            mechanism: {name: laplace, epsilon: 1}
+        """))
+    assert [(error.field, error.message) for error in errors] == [
+        ("releases[0].reads", "must be a list ([a, b]); found binary data (YAML !!binary)"),
+        ("releases[1].reads", "must be a list ([a, b]); found a set (YAML !!set)")]
+
+
+def test_a_refusal_by_the_schema_is_said_once_in_the_order_of_the_file(tmp_path):
+    fine = "".join(f"  - {{id: r{k}, reads: [income], mechanism: {{name: laplace, epsilon: 1}}}}\n" for k in range(9))
+    path = tmp_path / "r.yaml"
+    path.write_text("dataset: graduates\nreleases:\n" + fine + "  - {title: no id nor reads}\n"
+                    "  - {id: r10, reads: income, mechanism: {name: laplace, epsilon: 1}}\n", encoding="utf-8")
+    _, _, errors = load_releases([path], ledger(), recorded_by="tester", recorded_at=WHEN)
+    # (releases[10] after releases[9]; a mapping missing two fields, one line)
+    assert [(error.source, error.field, error.message) for error in errors] == [
+        (f"{path}:12", "releases[9]", "missing field 'id', 'reads'"),
+        (f"{path}:13", "releases[10].reads", "must be a list ([a, b]); found the text 'income': write it as [income]")]
+
+
+@pytest.mark.parametrize("text, field, message", [
+    ("{dataset: graduates, variables: [{name: a, categories: [x, 1.5]}]}",
+     "variables[0].categories[1]", "must be text or a whole number; found 1.5"),
+    ("{dataset: graduates, variables: [{name: a, categories: [x, x]}]}",
+     "variables[0].categories", "must not hold a value twice; found the text 'x' more than once"),
+    ("{dataset: graduates, variables: [{name: ''}]}", "variables[0].name", "must not be empty"),
+    ("{dataset: 'graduates 2024', variables: [{name: a}]}", "dataset",
+     "must be a name of letters, digits and _ . : - that starts with a letter or digit; found the text "
+     "'graduates 2024'"),
+    ("{dataset: graduates, variables: [{name: a}], groups: {'my group': [a]}}", "groups",
+     "a key must be a name of letters, digits and _ . : - that starts with a letter or digit; found the text "
+     "'my group'"),
+    ("{version: 2, dataset: graduates, variables: [{name: a}]}", "version", "must be 1; found 2"),
+])
+def test_a_value_the_dataset_schema_refuses_is_described_not_quoted_whole(text, field, message):
+    document, errors = parse_document("d.yaml", text)
+    assert errors == []
+    _, errors = build_dataset(document)
+    assert (field, message) in [(error.field, error.message) for error in errors], errors
+
+
+def test_a_name_too_long_for_the_schema_is_counted_not_quoted():
+    from ledger.input.documents import Document
+    from ledger.input.schema_check import validate
+
+    errors = validate(Document("d.json", {"dataset": "d" * 201, "variables": [{"name": "a"}]}), "dataset.v1.schema.json")
+    assert [(error.field, error.message) for error in errors] == [
+        ("dataset", "must be at most 200 characters long; found 201 characters")]

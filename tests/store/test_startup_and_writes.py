@@ -1,7 +1,7 @@
 """What a command imports, and what one record writes.
 
 A pipeline runs the CLI once per release, so `check` and `record` import only what
-they use (not numpy, pandas, scipy, dp_accounting, jsonschema, jinja2, matplotlib,
+they use (not numpy, pandas, scipy, dp_accounting, jinja2, matplotlib,
 networkx, nor the report's modules), and `--help` / `--version` not even the ORM.
 A record is one transaction with one commit: the release row, its accounting rows,
 the running totals, the caps' accountant state, the audit event and the ledger's
@@ -42,7 +42,7 @@ caps:
 
 # what check and record never import (numpy comes in only for the Rényi filter of a cap
 # stated at a delta; these caps are a rho and a pure-epsilon cap)
-NOT_ON_THE_RECORDING_PATH = ("numpy", "pandas", "scipy", "dp_accounting", "jsonschema", "jinja2", "matplotlib",
+NOT_ON_THE_RECORDING_PATH = ("numpy", "pandas", "scipy", "dp_accounting", "jinja2", "matplotlib",
                              "networkx", "ledger.reporting.report", "ledger.reporting.charts", "ledger.reporting.chart_data", "multiprocessing")
 NOT_FOR_HELP = ("sqlalchemy", "sqlmodel", "yaml", "jsonschema_rs", "ledger.store.sessions", "ledger.store.table_models", "ledger.operations.people") + \
     NOT_ON_THE_RECORDING_PATH

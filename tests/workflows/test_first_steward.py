@@ -101,7 +101,7 @@ def test_a_malformed_release_file_is_answered_in_the_stewards_words(ledger, body
     for command in ("check", "record"):
         run = cli_main(url, command, path)
         assert run.code == 2 and run.errors == [f"error: {path}:{line}: {field}: {said}"]
-        assert "is not of type" not in run.err and "[" + "'" not in run.err  # no jsonschema, no Python list
+        assert "is not of type" not in run.err and "[" + "'" not in run.err  # no validator's wording, no Python list
         (error,) = cli_main(url, command, path, "--json").json()["errors"]
         assert error == {"file": str(path), "line": line, "field": field, "message": said}
     assert cli_main(url, "releases", "--json").json() == []  # nothing was written

@@ -68,7 +68,7 @@ def os_users():
 # checkout and its interpreter as CI has them); where it cannot (an interpreter under root's 0700
 # home), the process starts as root, imports the command line, and gives up root for the user's
 # uid and gid for good (setgroups, setgid, setuid) before it parses a single argument.
-_BECOME = ("import importlib, os, pkgutil, sqlite3, sys, importlib.readers, ledger, yaml, jsonschema; "
+_BECOME = ("import importlib, os, pkgutil, sqlite3, sys, importlib.readers, ledger, yaml, jsonschema_rs; "
            "[importlib.import_module(m.name) for m in pkgutil.walk_packages(ledger.__path__, 'ledger.') "
            " if not m.name.endswith('__main__') and '.adapters' not in m.name]; "
            "os.setgroups([]); os.setgid(int(sys.argv[2])); os.setuid(int(sys.argv[1])); "
