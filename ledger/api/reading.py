@@ -52,15 +52,16 @@ class Reading:
 
     @contextmanager
     def _indexed(self, dataset: str | None, as_of: str | datetime | None, *, subset: bool = False):
-        """(the dataset, the index of its charged releases): now, or as the ledger stood at `as_of`
+        """(the dataset, the index of its charged releases, from the accounting rows): now, or as the ledger stood at `as_of`
         (choices.index_as_of, the CLI's `--as-of`; its session open inside the block, where the
         index reads release ids). `subset`: the index answers a subset's question (`subset --as-of`)."""
         when = as_of_moment(as_of)
         if when is None:
             def build() -> tuple[Dataset, Any]:
-                snapshot = self._full(dataset)
-                chosen = choices.pick_dataset(snapshot, dataset, field="dataset")
-                return chosen, choices.charged_index(snapshot, chosen)
+                # from the accounting rows, as the command line reads it: no release decoded but
+                # those the exact path needs; the heads read now, as the index outlives the session
+                with Session(self.engine) as session:
+                    return choices.rows_index(session, dataset, titles=True, field="dataset")
 
             yield read_cache(self.engine).answer(self.engine, ("index", dataset), build)
             return

@@ -160,3 +160,20 @@ def test_postgres_scheme_is_read_as_psycopg():
 
     assert ledger_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
     assert ledger_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
+
+
+def test_figures_read_the_accounting_rows_not_every_release(book, monkeypatch):
+    """The façade's figures come from the index the command line reads (the accounting rows):
+    with the full decode of every release made impossible, subset, table, pairs and caps still answer."""
+    from ledger.store import decoded_history
+
+    def decoded(*_args, **_kwargs):
+        raise AssertionError("every release decoded for a figure")
+
+    monkeypatch.setattr(decoded_history, "snapshot", decoded)
+    fresh = ledger.open(book.url, person=front_end("tester", "test"))
+    assert fresh.subset(["age", "sex"]).exact == Fraction(2)
+    assert fresh.table().loc["All releases"].tolist() == [2, 1, 2, 1, 0]
+    assert fresh.pairs()["epsilon"].max() == 3
+    assert fresh.worst_pair()["epsilon"].tolist() == [3]
+    assert fresh.caps() == []
