@@ -117,6 +117,16 @@ class Reading:
         with Session(self.engine) as session:
             return choices.releases_then(session, found, when)
 
+    def release_count(self, dataset: str, *, as_of: str | datetime | None = None) -> int:
+        """How many releases `releases(dataset, as_of=as_of)` lists: now, one SQL count."""
+        if as_of_moment(as_of) is not None:
+            return len(self.releases(dataset, as_of=as_of))
+        from ..store.report_queries import release_count
+
+        choices.pick_dataset(self._light(), dataset, field="dataset")
+        with sessions.read_session(self.engine) as session:
+            return release_count(session, dataset)
+
     def dates(self) -> tuple[date | None, date]:
         """(the day of the ledger's first event, today): the days an `as_of` may name, by the
         ledger's own clock (UTC); the first is None in an empty ledger."""
@@ -134,6 +144,16 @@ class Reading:
                 raise fail(f"release {excerpt(release_id, QUOTED)}", "id", "no such release in this ledger"
                            + did_you_mean(release_id, list(lookup)))
             return lookup[release_id]
+
+    def lineage(self, release_id: str) -> list[Release]:
+        """The releases a release's lineage is drawn from: its dataset's releases derived from
+        others, the parents they name and its family's members (store/lineage_rows.py), read by
+        SQL rather than from every release."""
+        from ..store.lineage_rows import lineage_releases
+
+        found = self.release(release_id)
+        with Session(self.engine) as session:
+            return lineage_releases(session.connection(), found)
 
     def events(self, release_id: str) -> list[AuditEvent]:
         """The audit events about one release, in chain order (who did what, and why)."""

@@ -66,7 +66,7 @@ def headline(book, chosen, as_of: str | None) -> figures.Headline:
                             worst_variable=figures.worst_variable(frame),
                             worst_pair=figures.worst_pair(book.worst_pair(chosen.name, as_of=as_of)),
                             caps=tuple(book.caps(chosen.name, as_of=as_of)),
-                            releases=len(book.releases(chosen.name, as_of=as_of)))
+                            releases=book.release_count(chosen.name, as_of=as_of))
 
 
 def warm_dashboard(book, dataset: str) -> None:
@@ -126,7 +126,7 @@ async def release(request: Request) -> Response:
 def release_page(request: Request, book, found, status_code: int = 200, **extra) -> Response:
     """A release: its facts, guarantees, lineage (drawn), audit events and the decisions the person
     may take (also after a decision)."""
-    siblings = book.releases(found.dataset)
+    siblings = book.lineage(found.id)  # (the relatives, not every release of the dataset)
     return page(request, "release.html", status_code=status_code, dataset=book.dataset(found.dataset),
                 release=found, events=book.events(found.id),
                 children=[r.id for r in siblings if found.id in r.derived_from],

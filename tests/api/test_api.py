@@ -177,3 +177,12 @@ def test_figures_read_the_accounting_rows_not_every_release(book, monkeypatch):
     assert fresh.pairs()["epsilon"].max() == 3
     assert fresh.worst_pair()["epsilon"].tolist() == [3]
     assert fresh.caps() == []
+
+
+def test_release_count_is_how_many_releases_lists(book):
+    assert book.release_count("census") == len(book.releases("census")) == 3
+    book.record({"dataset": "census", "releases": [
+        {"id": "D", "reads": ["other"], "mechanism": {"name": "geometric", "epsilon": 1}, "status": "planned"}]})
+    book.cancel("D", reason="not needed")
+    assert book.release_count("census") == len(book.releases("census")) == 4
+    assert book.release_count("census", as_of="2000-01-01") == len(book.releases("census", as_of="2000-01-01")) == 0

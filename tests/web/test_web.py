@@ -268,6 +268,22 @@ def test_release_lineage_is_drawn_from_its_derivation_graph(tmp_path):
     assert "Counts &lt;b&gt;by&lt;/b&gt; age" in client.get("/release?id=rounded").text
 
 
+def test_a_lineage_read_by_sql_is_the_lineage_among_every_release(tmp_path):
+    """The release page draws from the relatives the façade reads (Ledger.lineage), not from
+    every release of the dataset; the drawing is the same."""
+    url = f"sqlite:///{tmp_path / 'lineage.db'}"
+    book = census_ledger(url)
+    with acting_as("ana"):
+        book.record(LINEAGE)
+    from ledger.web.lineage import lineage
+
+    every = book.releases("census")
+    for release in every:
+        relatives = book.lineage(release.id)
+        assert len(relatives) < len(every) or release.family is not None
+        assert lineage(relatives, release.id) == lineage(every, release.id), release.id
+
+
 def test_a_large_lineage_draws_the_nearest_releases_and_counts_the_rest():
     from ledger.web.lineage import lineage
 
