@@ -139,10 +139,10 @@ def test_the_command_past_the_threshold_writes_a_register_of_every_stored_releas
     url, directory = built
     monkeypatch.setenv(SUMMARY_ENV, "100")
     called = []
-    import ledger.cli.report as cli_report
+    from ledger.operations import large_report
 
-    original = cli_report.gather_large
-    monkeypatch.setattr(cli_report, "gather_large", lambda *a, **k: called.append(1) or original(*a, **k))
+    original = large_report.read_large
+    monkeypatch.setattr(large_report, "read_large", lambda *a, **k: called.append(1) or original(*a, **k))
     out = directory / "report.html"
     run = cli_main(url, "report", "--out", out)
     assert run.code == 0, run.err

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from bench_report import build_ledger  # noqa: E402
 
-import ledger.cli.report as cli_report  # noqa: E402
+from ledger.operations import large_report  # noqa: E402
 import ledger.cli.report_register as report_register  # noqa: E402
 import ledger.operations.large_register as large_register  # noqa: E402
 from ledger.operations import large_meeting  # noqa: E402
@@ -197,7 +197,7 @@ def test_the_command_at_a_moment_reads_no_whole_release(built, monkeypatch, tmp_
             if path == "rows":
                 patch.setattr(decoded_history, "snapshot", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
             else:  # the path before: every release decoded
-                patch.setattr(cli_report, "gather_large", lambda *a, **k: None)
+                patch.setattr(large_report, "read_large", lambda *a, **k: None)
             run = cli_main(url, "report", "--out", out, "--as-of", as_of, "--since", since)
         assert run.code == 0, run.err
         with (out.parent / "report.html.register.csv").open(newline="", encoding="utf-8") as stream:
@@ -282,7 +282,7 @@ def test_random_histories_give_the_same_page_and_register_both_ways(ledger, data
 def test_an_event_moment_not_in_utc_text_sends_the_report_to_every_release(tmp_path):
     """The rows' path compares the events' moments as text, which orders them only in the UTC
     form `append_event` writes; an event stated at another offset (a cancellation at
-    10:00+02:00) makes gather_large decline at --as-of and --since (the command then reads
+    10:00+02:00) makes the summarised reading decline at --as-of and --since (the command then reads
     every release), and the report without them is unaffected (no moment compared)."""
     from datetime import timezone
 
