@@ -163,7 +163,7 @@ def _context(ledger, chosen, delta, chosen_format: str, target: Path | None, hel
         large = reading.large
         if large is not None:
             head = helpers[0].head  # the moment the page is of: the register must be too
-            return _report.build_large_report(large, lambda: large_register_entries(book(), large, head=head),
+            return _report.build_large_report(large, lambda: large_register_entries(book(), large.reading, head=head),
                                               register.name, charts=charts, draw=draw), register, True
         for helper in helpers:  # the rows cannot say it exactly (read_large): every release read
             helper.close()

@@ -104,7 +104,7 @@ def both(url: str, as_of: datetime | None, since: datetime | None, name: str = "
     finally:
         report.LARGEST_LISTED = saved
     assert large_inputs is not None  # (the events' moments are UTC text: the rows say it exactly)
-    large = build_large_report(large_inputs, lambda: large_register_entries(Ledger("ledger", engine), large_inputs), "r.csv",
+    large = build_large_report(large_inputs, lambda: large_register_entries(Ledger("ledger", engine), large_inputs.reading), "r.csv",
                                charts=False)
     return small, large, large_inputs
 
@@ -171,10 +171,10 @@ def test_the_register_at_a_moment_gives_each_release_its_status_then(built, monk
         expected = list(small.summary.entries())
         assert entries == expected and 0 < len(entries)
         text = "".join(register_csv(small.summary))
-        assert "".join(large_register_csv(Ledger.on_own_engine(url), large_inputs, page=37)) == text
+        assert "".join(large_register_csv(Ledger.on_own_engine(url), large_inputs.reading, page=37)) == text
         # written in parts (RegisterAlongside's bounds), joined: the same text
-        parts = report_register._register_parts(large_inputs, 3)
-        joined = "".join("".join(large_register_csv(Ledger.on_own_engine(url), large_inputs, page=37, after=a, upto=b,
+        parts = report_register._register_parts(large_inputs.reading, 3)
+        joined = "".join("".join(large_register_csv(Ledger.on_own_engine(url), large_inputs.reading, page=37, after=a, upto=b,
                                                     header=k == 0)) for k, (a, b) in enumerate(parts))
         assert joined == text
     # before every release: an empty register; at the end: every release, with its status now
@@ -275,7 +275,7 @@ def test_random_histories_give_the_same_page_and_register_both_ways(ledger, data
         assert_same_page(small, large, caps=3)
         assert_same_meeting(small.meeting, large.meeting)
         assert list(large.summary.entries()) == list(small.summary.entries())
-        assert "".join(large_register_csv(Ledger.on_own_engine(url), large_inputs, page=3)) == \
+        assert "".join(large_register_csv(Ledger.on_own_engine(url), large_inputs.reading, page=3)) == \
             "".join(register_csv(small.summary))
 
 
