@@ -40,7 +40,12 @@ from ledger.operations import choices; from ledger.store import configuration, e
 from ledger.operations.report_inputs import ChainStatus
 import ledger.api, ledger.cli.report as command
 engine = engines.make_engine(sys.argv[1])
-if hasattr(ledger.api.Ledger, "large_report"):  # the report read through the façade (ledger.api.Ledger)
+if hasattr(ledger.api.Ledger, "report_reading"):  # the choice and the page in one read (Ledger.report_reading)
+    from ledger.api import Ledger
+    from ledger.cli.report_register import large_register_csv
+    source = Ledger("ledger", engine)
+    gather = lambda dataset, delta, chain: command.gather_large(source, dataset, delta, chain=chain).reading
+elif hasattr(ledger.api.Ledger, "large_report"):  # the report read through the façade (ledger.api.Ledger)
     from ledger.api import Ledger
     from ledger.cli.report_register import large_register_csv
     source = Ledger("ledger", engine)

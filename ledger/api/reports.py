@@ -22,6 +22,8 @@ from .reading import Reading
 if TYPE_CHECKING:
     from ..operations.meeting_pack import MeetingPack
     from ..operations.report_inputs import ReportInputs
+    from ..operations.report_source import ReportReading
+    from ..operations.report_source import Summary as ReportSummary
 
 
 class Reports(Reading):
@@ -41,16 +43,10 @@ class Reports(Reading):
         `delta` (the dataset's by default); `since` (a datetime, or ISO 8601 text as --since takes it):
         the meeting pack's date; `as_of`: the report shows the ledger as it stood then (`--as-of`).
         `ledger.reporting.write_report(book, out)` writes the report."""
-        from dataclasses import replace
-
-        from ..operations.report_inputs import gather
-
         since_at, as_of_at = report_moments(since, as_of)
         chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
         chosen_delta = choices.parse_delta(delta, chosen, field="delta")
-        with Session(self.engine) as session:
-            inputs = gather(session, chosen, chosen_delta, since_at)
-        return inputs if as_of_at is None else replace(inputs, as_of=as_of_at)
+        return self.report_reading(chosen, chosen_delta, since=since_at, as_of=as_of_at).inputs
 
     def changes(self, after: str | datetime, until: str | datetime | None = None, *,
                 dataset: str | None = None) -> MeetingPack:
@@ -59,20 +55,16 @@ class Reports(Reading):
         at both ends (the meeting pack of `report --since` with `--as-of`). A date alone names the
         end of its day at both ends, as `--as-of` does, so the figures `after` and `until` are those
         `subset/table/cap list --as-of` print for them."""
-        from dataclasses import replace
-
         from ..operations.meeting_pack import meeting_between
-        from ..operations.report_inputs import gather
 
         start, end = as_of_moment(after, "after"), as_of_moment(until, "until")
         if end is not None and start > end:
             raise fail("argument", "after", f"{after} is after until {until}")
         chosen = choices.pick_dataset(self._light(), dataset, field="dataset")
-        with Session(self.engine) as session:
-            # (the chain is not verified here: the pack reads no verification)
-            inputs = gather(session, chosen, choices.parse_delta(None, chosen), start + JUST_AFTER,
-                            chain=lambda: None)
-        return meeting_between(replace(inputs, as_of=end))
+        # (the chain is not verified here: the pack reads no verification)
+        inputs = self.report_reading(chosen, choices.parse_delta(None, chosen), since=start + JUST_AFTER, as_of=end,
+                                     chain=lambda: None).inputs
+        return meeting_between(inputs)
 
     def export_registry(self, dataset: str | None = None, *, tier: int = 2) -> dict[str, Any]:
         """A DP Deployments Registry record of the dataset (see ledger.operations.registry_record)."""
@@ -91,32 +83,19 @@ class Reports(Reading):
         with sessions.read_session(self.engine) as session:
             return configuration.write_context(session), audit_chain.last_event(session)[0]
 
-    def release_count(self, dataset: str) -> int:
-        """How many releases `dataset` has, any status (one count)."""
-        from ..operations.report_inputs import release_count
+    def report_reading(self, dataset: Dataset, delta: Fraction, *, since: datetime | None = None,
+                       as_of: datetime | None = None, chain=None, generated_at: datetime | None = None,
+                       summary: ReportSummary | None = None) -> ReportReading:
+        """What the report of a chosen dataset is computed from, in one consistent read that also
+        counts its releases and so chooses the path (operations/report_source.read_report): past
+        `summary.above` releases the summarised reading from the accounting rows, else (or when the
+        rows cannot say it exactly) every release. `chain`: a function giving the chain's
+        verification (else verified in the read); `as_of`, `since`: --as-of, --since."""
+        from ..operations.report_source import read_report
 
         with sessions.read_session(self.engine) as session:
-            return release_count(session, dataset)
-
-    def gathered(self, dataset: Dataset, delta: Fraction, since: datetime | None = None, *,
-                 chain=None, generated_at: datetime | None = None) -> ReportInputs:
-        """operations/report_inputs.gather of a chosen dataset, in one consistent read: what the
-        report of a ledger below the summary threshold (or one the rows cannot say) is computed from."""
-        from ..operations.report_inputs import gather
-
-        with sessions.read_session(self.engine) as session:
-            return gather(session, dataset, delta, since, generated_at, chain)
-
-    def large_report(self, dataset: Dataset, delta: Fraction, inputs_of, *, listed: int, audit_listed: int,
-                     **options: Any):
-        """`inputs_of` of what a summarised report of a large ledger is computed from
-        (operations/large_report.read_large, in one consistent read; `options`: chain,
-        generated_at, indexed, as_of, since); None when the rows cannot say it exactly."""
-        from ..operations.large_report import read_large
-
-        with sessions.read_session(self.engine) as session:
-            return read_large(session, dataset, delta, inputs_of, listed=listed, audit_listed=audit_listed,
-                              **options)
+            return read_report(session, dataset, delta, since=since, as_of=as_of, chain=chain,
+                               generated_at=generated_at, summary=summary)
 
     def register_releases(self, large, *, head: tuple[int, str] | None = None, page: int | None = None):
         """A large report's register, release by release (operations/large_register.register_releases),

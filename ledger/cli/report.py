@@ -121,51 +121,60 @@ def _moments(since: str | None, as_of: str | None, chosen_format: str):
     return since_at, as_of_at
 
 
+def summarised(**options):
+    """How the command reads a report past `report.summary_from()` releases (report_source.Summary):
+    `report.large_inputs` of the reading from the accounting rows, the LARGEST_LISTED largest releases
+    and the AUDIT_EVENTS_LISTED most recent events. `options`: above, indexed, starting."""
+    from ..operations.report_source import Summary
+
+    options.setdefault("above", _report.summary_from())
+    return Summary(inputs_of=_report.large_inputs, listed=_report.LARGEST_LISTED,
+                   audit_listed=_audit.AUDIT_EVENTS_LISTED, **options)
+
+
 def gather_large(ledger, dataset, delta, **options):
-    """What a summarised report is computed from (report.LargeInputs, made by `report.large_inputs`
-    inside the ledger's read: Ledger.large_report), or None when the rows cannot say it exactly
-    (the caller then reads every release). `options`: chain, generated_at, indexed, as_of, since."""
-    return ledger.large_report(dataset, delta, _report.large_inputs, listed=_report.LARGEST_LISTED,
-                               audit_listed=_audit.AUDIT_EVENTS_LISTED, **options)
+    """The summarised report's inputs (report.LargeInputs) at any size, or None when the rows cannot
+    say it exactly. `options`: chain, generated_at, as_of, since (Ledger.report_reading)."""
+    return ledger.report_reading(dataset, delta, summary=summarised(above=-1), **options).large
 
 
 def _context(ledger, chosen, delta, chosen_format: str, target: Path | None, helpers: list, chain, alongside: bool,
              as_of_at, since_at):
     """(the report's context, the register's path or None, whether it is the summarised report's).
-    Past the threshold (now, as `build_report` decides it at any --as-of) the page summarises and
-    is computed from the accounting rows (no release decoded but those listed, at --as-of and
-    --since too), its register written alongside (`helpers`); else, or when the rows cannot say
-    it exactly, from every release."""
+    One read (Ledger.report_reading) counts the releases and reads the page: past the threshold
+    (now, as `build_report` decides it at any --as-of) the page summarises and is computed from the
+    accounting rows (no release decoded but those listed, at --as-of and --since too), its register
+    written alongside (`helpers`); else, or when the rows cannot say it exactly, from every release."""
     charts = chosen_format in ("html", "pdf")
-    draw = _report.draw_here  # (past the summary threshold: ChartsAlongside, forked here)
+    past: dict = {}  # past the threshold: the register's path, and the charts drawn alongside (forked then)
+
+    def starting(count: int) -> None:
+        past["register"] = register_target(target, count)
+        if charts:
+            past["draw"] = ChartsAlongside()
+
+    def indexed(lite) -> None:
+        helpers.append(RegisterAlongside(state.url, lite, past["register"], lite.head))
+
+    summary = None if chosen_format == "csv" else summarised(indexed=indexed, starting=starting)
     try:
-        count = ledger.release_count(chosen.name)
-        if chosen_format != "csv" and count > _report.summary_from():
-            if charts:
-                draw = ChartsAlongside()
-            register = register_target(target, count)
-            large = gather_large(ledger, chosen, delta, chain=chain, as_of=as_of_at, since=since_at,
-                                 indexed=lambda lite: helpers.append(
-                                     RegisterAlongside(state.url, lite, register, lite.head)))
-            if large is not None:
-                head = helpers[0].head  # the moment the page is of: the register must be too
-                return _report.build_large_report(large, lambda: large_register_entries(book(), large, head=head),
-                                                  register.name, charts=charts, draw=draw), register, True
-            for helper in helpers:  # the rows cannot say it exactly (gather_large): every release read
-                helper.close()
-            helpers.clear()
-        inputs = ledger.gathered(chosen, delta, since_at, chain=chain)
-        if as_of_at is not None:
-            inputs = replace(inputs, as_of=as_of_at)
-        register = None
-        if chosen_format != "csv" and len(inputs.releases) > _report.summary_from():
-            register = register_target(target, len(inputs.releases))
-        return _report.build_report(inputs, charts=charts, draw=draw, beside=ForkedCall if alongside else _report.here,
+        reading = ledger.report_reading(chosen, delta, since=since_at, as_of=as_of_at, chain=chain, summary=summary)
+        draw, register = past.get("draw", _report.draw_here), past.get("register")
+        large = reading.large
+        if large is not None:
+            head = helpers[0].head  # the moment the page is of: the register must be too
+            return _report.build_large_report(large, lambda: large_register_entries(book(), large.reading, head=head),
+                                              register.name, charts=charts, draw=draw), register, True
+        for helper in helpers:  # the rows cannot say it exactly (read_large): every release read
+            helper.close()
+        helpers.clear()
+        return _report.build_report(reading.inputs, charts=charts, draw=draw,
+                                    beside=ForkedCall if alongside else _report.here,
                                     register_file=None if register is None else register.name), register, False
     finally:
         chain.close()
-        if isinstance(draw, ChartsAlongside):
-            draw.close()
+        if "draw" in past:
+            past["draw"].close()
 
 
 def _dated(context, dataset: str, as_of_at):

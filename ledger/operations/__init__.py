@@ -11,7 +11,8 @@ What a reader is shown, computed and read here so that the façade (ledger.api) 
 show the same: table_view.py (Tan's Table 1 as shown), shown_figures.py (the figure each
 accountant gives and the one shown), explain.py (a figure in words), registry_record.py (a DP
 Deployments Registry record), report_inputs.py and report_reading.py (what a report is computed
-from, read from the store; large_report.py, large_meeting.py and large_register.py: the summarised
+from, read from the store; report_source.py: the choice between every release and the summary,
+made in the read the page is read in; large_report.py, large_meeting.py and large_register.py: the summarised
 report of a large ledger, its meeting pack and its register, from the accounting rows), meeting_pack.py (what changed in a period, how each cap moved),
 reasons.py (why an ∞ is infinite, in words), moments.py (the dates a reader names).
 

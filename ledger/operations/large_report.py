@@ -44,8 +44,8 @@ class LargeAudit:
 
 @dataclass(frozen=True)
 class LargeReading:
-    """What a summarised report is computed from (reporting/report.py's LargeInputs, before the
-    report's own views of it): the index of the charged rows and `chunked_table.large_table` of it
+    """What a summarised report is computed from (reporting/report.py's LargeInputs holds it beside
+    the report's own views of it): the index of the charged rows and `chunked_table.large_table` of it
     (`table`, `per_variable`, `wide`), the accountants' `events` of the index, the listed releases
     read whole (`largest`, with their lifecycle `steps`), the caps as `cap list` decides them, the
     audit trail counted by SQL, and the plans against actual (None at --as-of)."""

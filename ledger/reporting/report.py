@@ -32,9 +32,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
@@ -44,14 +43,15 @@ from ..accounting.budget import CapCheck, total_from_index
 from ..accounting.charge_choice import at_delta
 from ..accounting.ledger_index import LedgerIndex
 from ..accounting.risk_table import RiskTable
-from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release
+from ..core.records import CHARGED_STATUSES
 from ..operations.meeting_pack import (  # (computed below the API; the report shows it)
     MeetingPack,
     as_it_stood,
     charged_index_of,
     meeting_pack,
 )
-from ..operations.report_inputs import AuditEvent, ChainStatus, ReportInputs  # (gathered below the API)
+from ..operations.large_report import LargeReading  # (read below the API)
+from ..operations.report_inputs import ChainStatus, ReportInputs  # (gathered below the API)
 from ..operations.report_reading import lifecycle_steps  # (read below the API)
 from .audit_section import AuditTrail, audit_trail
 from .cap_section import CapEntry, CapHistoryEntry, cap_entry, cap_history
@@ -258,55 +258,29 @@ def _cap_checks(inputs: ReportInputs, index: LedgerIndex) -> tuple[CapCheck, ...
 
 @dataclass(frozen=True)
 class LargeInputs:
-    """What a summarised report of a large ledger is computed from: no Release is
-    decoded but the few listed, and no audit event read but the ones shown.
+    """What a summarised report of a large ledger is computed from: the reading from the accounting
+    rows (`reading`, operations/large_report.LargeReading: no Release decoded but the few listed, no
+    audit event read but the ones shown) and the report's own views of it, made while the store is open:
 
-    index: the charged releases' `LedgerIndex` from the accounting rows (index_from_rows.index_for,
-        with the accountants' events and times); table, accounts: `chunked_table.large_table` of it
-        (the total row over every release, the LARGEST_LISTED largest rows) and its figures
-        as `shown_accounts` gives them (accountant_views.TableAccounts);
+    accounts: the table's figures as `shown_accounts` gives them (accountant_views.TableAccounts);
     stamps: each index release's charged_from moment in seconds (charged_from_stamps);
-    releases: how many the dataset has (any status); largest: the table's rows, read whole,
-        with `steps` their lifecycle_steps; families_named: the families some charged release of the
-        dataset is a member of (the risk table's note);
-    audit: the audit trail (counted by SQL, the last AUDIT_EVENTS_LISTED events read);
-    cap_events: the dataset's cap.set and cap.removed events (cap_history);
-    pufferfish: the releases with Pufferfish-family guarantees;
-    last_event: the chain's last event (the checkpoint the report was computed from)."""
+    trail: the audit trail (counted by SQL, the last AUDIT_EVENTS_LISTED events) given the chain's status;
+    timeline: timeline_of with `stamps` (a ledger whose releases share one moment labels its points
+        with release ids, read from the store);
+    plans: the "Plan against actual" section (plan_view.plans_of)."""
 
-    dataset: Dataset
-    index: LedgerIndex
-    table: RiskTable
+    reading: LargeReading
     accounts: Any
     stamps: Any
-    releases: int
-    largest: Mapping[str, Release]
-    steps: Mapping[str, dict]
-    families: tuple[Family, ...]
-    families_named: tuple[str, ...]
-    caps: tuple[Cap, ...]
-    cap_checks: tuple[CapCheck, ...]
-    chain: ChainStatus | Callable[[], ChainStatus]
-    audit: Callable[[ChainStatus], AuditTrail]
-    cap_events: tuple[AuditEvent, ...]
-    pufferfish: tuple[Release, ...]
-    last_event: AuditEvent | None
-    generated_at: datetime
-    delta: Fraction
-    wide_ids: Any = None  # each index release's whole-dataset value id (large_table's column)
-    # the timeline (timeline_of with `stamps`), computed while the store is open: a ledger whose
-    # releases share one moment labels its points with release ids, read from the store
+    trail: Callable[[ChainStatus], AuditTrail]
     timeline: Timeline | None = None
-    as_of: datetime | None = None  # --as-of: every field above is of the ledger as it stood then
-    meeting: MeetingPack | None = None  # --since: what changed (cli_report.large_meeting)
-    plans: tuple = ()  # the "Plan against actual" section (plan_view.plans_of)
+    plans: tuple = ()
 
 
-def large_inputs(reading) -> LargeInputs:
-    """The LargeInputs of a large ledger's reading (operations/large_report.LargeReading): the
-    table's figures as `shown_accounts` gives them, the charged-from stamps, the audit trail as a
-    function of the chain's status, the plans' view and the timeline. Called while the store is
-    open (the timeline may read release ids)."""
+def large_inputs(reading: LargeReading) -> LargeInputs:
+    """The LargeInputs of a large ledger's reading: the table's figures as `shown_accounts` gives
+    them, the charged-from stamps, the audit trail as a function of the chain's status, the plans'
+    view and the timeline. Called while the store is open (the timeline may read release ids)."""
     from .accountant_views import TableAccounts
     from .audit_section import AuditEntry, audit_note
     from .chart_figures import charged_from_stamps
@@ -323,16 +297,12 @@ def large_inputs(reading) -> LargeInputs:
             first_at=audit.first_at, last_at=audit.last_at, by_kind=audit.by_kind, by_actor=audit.by_actor,
             listed=listed, omitted=audit.events - len(listed))
 
-    dataset, delta, caps = reading.dataset, reading.delta, reading.caps
+    dataset, delta = reading.dataset, reading.delta
     return LargeInputs(
-        dataset=dataset, index=reading.index, table=reading.table, accounts=accounts, stamps=stamps,
-        releases=reading.releases, largest=reading.largest, steps=reading.steps, families=reading.families,
-        families_named=reading.families_named, caps=caps, cap_checks=reading.cap_checks, chain=reading.chain,
-        audit=trail, cap_events=reading.cap_events, pufferfish=reading.pufferfish, last_event=reading.last_event,
-        generated_at=reading.generated_at, delta=delta, wide_ids=reading.wide_ids, as_of=reading.as_of,
-        meeting=reading.meeting, plans=() if reading.plans is None else plans_of(reading.plans),
+        reading=reading, accounts=accounts, stamps=stamps, trail=trail,
+        plans=() if reading.plans is None else plans_of(reading.plans),
         timeline=timeline_of(reading.index, delta, at_delta(delta), reading.as_of or reading.generated_at,
-                             public=dataset.public_names, caps=caps, stamps=stamps,
+                             public=dataset.public_names, caps=reading.caps, stamps=stamps,
                              final=[f.epsilon for f in accounts.shown()[0]]))
 
 
@@ -342,32 +312,33 @@ def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[Regist
     sections and figures (the risk table's total row, the headline, pairs, caps as `cap list`
     decides them, the timeline, the largest releases), computed from the accounting rows.
     `entries` gives the complete register one release at a time (the CSV beside the report)."""
-    dataset, index, table, delta = large.dataset, large.index, large.table, large.delta
+    reading = large.reading
+    dataset, index, table, delta = reading.dataset, reading.index, reading.table, reading.delta
     objective = at_delta(delta)
     from .accountant_views import best_headline
 
     pairs = pair_figures(index, delta, objective, protected=dataset.protected_names, best=True)
     timeline = large.timeline
     drawn = draw(pairs, timeline) if charts else None
-    whole = replace(table, releases=tuple(large.largest[r.id] for r in table.releases))
+    whole = replace(table, releases=tuple(reading.largest[r.id] for r in table.releases))
     risk = risk_table(whole, delta, public=dataset.public_names, shown=large.accounts.shown(), per_release=False)
-    risk = replace(risk, family_note=named_family_note(large.families_named), **total_reasons(risk, index))
+    risk = replace(risk, family_note=named_family_note(reading.families_named), **total_reasons(risk, index))
     cells_of = cells_of_rows(whole, risk)
-    register = tuple(register_entry(r, large.families, *cells_of(k), **large.steps.get(r.id, {}))
+    register = tuple(register_entry(r, reading.families, *cells_of(k), **reading.steps.get(r.id, {}))
                      for k, r in enumerate(whole.releases))
-    summary = RegisterSummary(releases=large.releases, file=register_file, shown=len(register), entries=entries)
-    caps = tuple(cap_entry(c, dataset.public_names, index) for c in large.cap_checks)
+    summary = RegisterSummary(releases=reading.releases, file=register_file, shown=len(register), entries=entries)
+    caps = tuple(cap_entry(c, dataset.public_names, index) for c in reading.cap_checks)
     if drawn is not None:
         heat_map, timeline_chart = drawn()
         pairs = replace(pairs, svg=Markup(heat_map))
         timeline = replace(timeline, svg=Markup(timeline_chart)) if timeline else None
-    chain = large.chain() if callable(large.chain) else large.chain
-    shim = ReportInputs(dataset=dataset, releases=(), families=large.families, caps=large.caps, cap_totals={},
-                        chain=chain, events=(large.last_event,) if large.last_event else (),
-                        generated_at=large.generated_at, delta=delta, as_of=large.as_of)
+    chain = reading.chain() if callable(reading.chain) else reading.chain
+    shim = ReportInputs(dataset=dataset, releases=(), families=reading.families, caps=reading.caps, cap_totals={},
+                        chain=chain, events=(reading.last_event,) if reading.last_event else (),
+                        generated_at=reading.generated_at, delta=delta, as_of=reading.as_of)
     head = headline(index, dataset, delta, objective, table.total, table.total_dataset_wide,
                     worst_pair=_worst_pair(pairs))
-    cert = replace(certificate(shim, chain, whole, (), large.accounts), releases=large.releases,
+    cert = replace(certificate(shim, chain, whole, (), large.accounts), releases=reading.releases,
                    charged=len(index.releases),
                    headline=best_headline(head, index, delta, large.accounts, pairs))
     # the basis over every cell of the table, not only the rows listed (as `certificate` over every row):
@@ -379,17 +350,17 @@ def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[Regist
     return ReportContext(
         title=f"Privacy-loss report: {dataset.name}",
         certificate=with_conversion(cert, caps),
-        meeting=large.meeting,
+        meeting=reading.meeting,
         risk=risk,
         caps=caps,
         pairs=pairs,
         timeline=timeline,
         register=register,
-        pufferfish=pufferfish_entries(large.pufferfish),
-        audit=large.audit(chain),
+        pufferfish=pufferfish_entries(reading.pufferfish),
+        audit=large.trail(chain),
         sparse=True,
         compact_register=False,
-        cap_history=cap_history(replace(shim, events=large.cap_events)),
+        cap_history=cap_history(replace(shim, events=reading.cap_events)),
         summary=summary,
         plans=large.plans,
     )

@@ -137,6 +137,34 @@ def test_report_inputs_hold_the_dataset_its_releases_and_the_verified_chain(book
     assert chain.ok and chain.events == len(inputs.events) and chain.head == inputs.events[-1].hash
 
 
+def _recording_meanwhile(book, ids):
+    """A Summary whose `starting` (the count read, the page not yet) records releases `ids` through
+    another Ledger: a writer committing while the report reads."""
+    from ledger.operations.report_source import Summary
+
+    other = ledger.open(book.url, person=front_end("tester", "test"))
+    releases = [{"id": rid, "reads": ["other"], "mechanism": {"name": "geometric", "epsilon": 1}} for rid in ids]
+    return lambda inputs_of: Summary(above=0, inputs_of=inputs_of, listed=10, audit_listed=10,
+                                     starting=lambda count: other.record({"dataset": "census", "releases": releases}))
+
+
+@pytest.mark.parametrize("summarised", [True, False])
+def test_the_report_page_is_read_in_the_snapshot_its_release_count_chose_it_in(book, summarised):
+    # summarised: the reading from the accounting rows; else the rows decline (inputs_of gives None)
+    # and every release is read, in the same read
+    summary = _recording_meanwhile(book, ["D", "E"])(
+        (lambda reading: reading) if summarised else (lambda reading: None))
+    chosen = book.dataset("census")
+    reading = book.report_reading(chosen, Fraction(1, 10**9), summary=summary)
+    assert reading.releases == 3
+    if summarised:
+        assert reading.inputs is None and reading.large.releases == 3
+        assert sorted(reading.large.largest) == ["A", "B", "C"]
+    else:
+        assert reading.large is None and [r.id for r in reading.inputs.releases] == ["A", "B", "C"]
+    assert [r.id for r in book.report_inputs().releases] == ["A", "B", "C", "D", "E"]  # (committed meanwhile)
+
+
 def test_the_api_writes_the_report_the_cli_writes(book, tmp_path):
     # the CSV export carries no moment of its own: the same ledger gives the same bytes
     api, cli = tmp_path / "api.csv", tmp_path / "cli.csv"

@@ -60,7 +60,7 @@ def both(url: str, listed: int = 7):
             large_inputs = gather_large(Ledger("ledger", engine), dataset, delta, chain=CHAIN, generated_at=inputs.generated_at)
         finally:
             report.LARGEST_LISTED = saved
-    large = build_large_report(large_inputs, lambda: large_register_entries(Ledger("ledger", engine), large_inputs), "r.csv",
+    large = build_large_report(large_inputs, lambda: large_register_entries(Ledger("ledger", engine), large_inputs.reading), "r.csv",
                                charts=False)
     LARGE_INPUTS[id(large)] = large_inputs
     return snapshot, small, large
@@ -131,7 +131,7 @@ def test_the_large_register_holds_every_release_as_the_small_path_does(built, mo
     assert entries == list(small.summary.entries())  # cells, lifecycle, guarantees: row by row
     assert "".join(register_csv(large.summary)) == "".join(register_csv(small.summary))
     # the register the command writes: from the raw rows, the same text
-    assert "".join(large_register_csv(Ledger.on_own_engine(url), large_inputs_of(large), page=37)) == \
+    assert "".join(large_register_csv(Ledger.on_own_engine(url), large_inputs_of(large).reading, page=37)) == \
         "".join(register_csv(small.summary))
 
 
@@ -139,10 +139,10 @@ def test_the_command_past_the_threshold_writes_a_register_of_every_stored_releas
     url, directory = built
     monkeypatch.setenv(SUMMARY_ENV, "100")
     called = []
-    import ledger.cli.report as cli_report
+    from ledger.operations import large_report
 
-    original = cli_report.gather_large
-    monkeypatch.setattr(cli_report, "gather_large", lambda *a, **k: called.append(1) or original(*a, **k))
+    original = large_report.read_large
+    monkeypatch.setattr(large_report, "read_large", lambda *a, **k: called.append(1) or original(*a, **k))
     out = directory / "report.html"
     run = cli_main(url, "report", "--out", out)
     assert run.code == 0, run.err
@@ -198,8 +198,8 @@ def test_the_report_reads_audit_events_through_their_kind_index(built, tmp_path)
     with sessions.read_session(engine) as session:
         dataset = decoded_history.snapshot(session, "survey").datasets["survey"]
         large = gather_large(Ledger("ledger", engine), dataset, choices.parse_delta(None, dataset), chain=CHAIN)
-        large.audit(CHAIN)
-    "".join(large_register_csv(Ledger("ledger", engine), large, page=100))
+        large.trail(CHAIN)
+    "".join(large_register_csv(Ledger("ledger", engine), large.reading, page=100))
     assert len(seen) >= 6
     scans = []
     with engine.connect() as connection:
@@ -237,7 +237,7 @@ def test_the_report_at_a_moment_reads_no_event_after_it_and_sorts_no_event_whole
         dataset = decoded_history.snapshot(session, "survey").datasets["survey"]
         large = gather_large(Ledger("ledger", engine), dataset, choices.parse_delta(None, dataset), chain=CHAIN,
                              as_of=when if moment != "since" else None, since=when if moment != "as_of" else None)
-        large.audit(CHAIN)
+        large.trail(CHAIN)
     checked = 0
     with engine.connect() as connection:
         for statement, parameters in seen:

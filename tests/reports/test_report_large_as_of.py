@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from bench_report import build_ledger  # noqa: E402
 
-import ledger.cli.report as cli_report  # noqa: E402
+from ledger.operations import large_report  # noqa: E402
 import ledger.cli.report_register as report_register  # noqa: E402
 import ledger.operations.large_register as large_register  # noqa: E402
 from ledger.operations import large_meeting  # noqa: E402
@@ -104,7 +104,7 @@ def both(url: str, as_of: datetime | None, since: datetime | None, name: str = "
     finally:
         report.LARGEST_LISTED = saved
     assert large_inputs is not None  # (the events' moments are UTC text: the rows say it exactly)
-    large = build_large_report(large_inputs, lambda: large_register_entries(Ledger("ledger", engine), large_inputs), "r.csv",
+    large = build_large_report(large_inputs, lambda: large_register_entries(Ledger("ledger", engine), large_inputs.reading), "r.csv",
                                charts=False)
     return small, large, large_inputs
 
@@ -171,10 +171,10 @@ def test_the_register_at_a_moment_gives_each_release_its_status_then(built, monk
         expected = list(small.summary.entries())
         assert entries == expected and 0 < len(entries)
         text = "".join(register_csv(small.summary))
-        assert "".join(large_register_csv(Ledger.on_own_engine(url), large_inputs, page=37)) == text
+        assert "".join(large_register_csv(Ledger.on_own_engine(url), large_inputs.reading, page=37)) == text
         # written in parts (RegisterAlongside's bounds), joined: the same text
-        parts = report_register._register_parts(large_inputs, 3)
-        joined = "".join("".join(large_register_csv(Ledger.on_own_engine(url), large_inputs, page=37, after=a, upto=b,
+        parts = report_register._register_parts(large_inputs.reading, 3)
+        joined = "".join("".join(large_register_csv(Ledger.on_own_engine(url), large_inputs.reading, page=37, after=a, upto=b,
                                                     header=k == 0)) for k, (a, b) in enumerate(parts))
         assert joined == text
     # before every release: an empty register; at the end: every release, with its status now
@@ -197,7 +197,7 @@ def test_the_command_at_a_moment_reads_no_whole_release(built, monkeypatch, tmp_
             if path == "rows":
                 patch.setattr(decoded_history, "snapshot", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded")))
             else:  # the path before: every release decoded
-                patch.setattr(cli_report, "gather_large", lambda *a, **k: None)
+                patch.setattr(large_report, "read_large", lambda *a, **k: None)
             run = cli_main(url, "report", "--out", out, "--as-of", as_of, "--since", since)
         assert run.code == 0, run.err
         with (out.parent / "report.html.register.csv").open(newline="", encoding="utf-8") as stream:
@@ -275,14 +275,14 @@ def test_random_histories_give_the_same_page_and_register_both_ways(ledger, data
         assert_same_page(small, large, caps=3)
         assert_same_meeting(small.meeting, large.meeting)
         assert list(large.summary.entries()) == list(small.summary.entries())
-        assert "".join(large_register_csv(Ledger.on_own_engine(url), large_inputs, page=3)) == \
+        assert "".join(large_register_csv(Ledger.on_own_engine(url), large_inputs.reading, page=3)) == \
             "".join(register_csv(small.summary))
 
 
 def test_an_event_moment_not_in_utc_text_sends_the_report_to_every_release(tmp_path):
     """The rows' path compares the events' moments as text, which orders them only in the UTC
     form `append_event` writes; an event stated at another offset (a cancellation at
-    10:00+02:00) makes gather_large decline at --as-of and --since (the command then reads
+    10:00+02:00) makes the summarised reading decline at --as-of and --since (the command then reads
     every release), and the report without them is unaffected (no moment compared)."""
     from datetime import timezone
 
