@@ -15,6 +15,7 @@ dataset's figures are about eight of the read cache's answers to a state).
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from collections import OrderedDict
@@ -85,6 +86,9 @@ class Watcher:
                         return
                     self.warm(self.book, name)  # (logs its own failure)
                 self.built = head
+                # the objects a build leaves make a full garbage collection due (a few tenths of a
+                # second at 10k releases): run here, not in the next viewer's request
+                gc.collect()
             self._failing = False
         except Exception:  # (any: the thread outlives a database that is briefly out of reach)
             if not self._failing:
