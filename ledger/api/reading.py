@@ -117,6 +117,13 @@ class Reading:
         with Session(self.engine) as session:
             return choices.releases_then(session, found, when)
 
+    def head(self) -> tuple[int, str]:
+        """The ledger's state: (seq, hash) of the audit chain's last event, one indexed read. Every
+        write by any process or connection appends an event, so a new head says the ledger changed
+        (what the read cache keys its answers on)."""
+        with Session(self.engine) as session:
+            return audit_chain.last_event(session)
+
     def dates(self) -> tuple[date | None, date]:
         """(the day of the ledger's first event, today): the days an `as_of` may name, by the
         ledger's own clock (UTC); the first is None in an empty ledger."""
