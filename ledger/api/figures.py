@@ -14,7 +14,7 @@ from ..accounting.charge_choice import at_delta
 from ..core.errors import fail
 from ..core.numbers import safe_float
 from ..operations import choices, transactions as operations
-from ..operations.read_cache import kept
+from ..operations.read_cache import kept, read_cache
 from ..operations.table_view import table_view
 from ..store import configuration
 from ..store.sessions import Session
@@ -102,29 +102,31 @@ class Figures(Reading):
 
     @kept
     def table(self, dataset: str | None = None, delta: object = None, *, whole_dataset: bool = False,
-              accountant: str | None = None, as_of: str | datetime | None = None) -> pd.DataFrame:
+              accountant: str | None = None, as_of: str | datetime | None = None,
+              releases: bool = True) -> pd.DataFrame:
         """Tan's Table 1: one row per charged release plus the total row ("All releases"),
         one column per variable (epsilon at the dataset's delta, safe floats, inf when
         unbounded); `whole_dataset=True` adds the whole-dataset column. The total row is the
         one `table` prints: per column the smallest valid figure (or `accountant`'s).
         `df.attrs` holds the dataset, the delta, the basis the figures are stated on, the
-        accountant of each total and each release row's status. `as_of`: as `table --as-of`."""
+        accountant of each total and each release row's status. `as_of`: as `table --as-of`.
+        `releases=False`: the total row alone (no release row made, `statuses` empty), the
+        same figures for a reader that shows only the totals."""
+        import numpy as np
         import pandas as pd
-
-        from ..operations.shown_figures import table_accountants
 
         with self._indexed(dataset, as_of) as (chosen, index):
             chosen_delta = choices.parse_delta(delta, chosen, field="delta")
             _check_accountant(accountant, ACCOUNTANTS)
-            risk = index.table(chosen.name, at_delta(chosen_delta))
-            accounts = table_accountants(index, risk, chosen_delta, accountant)
-            view = accounts.apply(table_view(risk, chosen_delta))
+            risk, accounts = self._table_accounts(chosen.name, index, chosen_delta, accountant, now=as_of is None)
+            view = accounts.apply(table_view(risk, chosen_delta, None if releases else ()))
             per_variable, wide = accounts.shown()
-        rows = [[*row.values, row.dataset_wide] for row in view.rows] + [[*view.total, view.total_dataset_wide]]
         columns = [*view.variables, "whole dataset"]
-        floats: dict[int, float] = {}  # (by identity: the rows repeat a few figure objects; each converted once)
-        frame = pd.DataFrame([[floats[id(v)] if id(v) in floats else floats.setdefault(id(v), safe_float(v))
-                               for v in row] for row in rows], columns=columns,
+        total = np.array([[safe_float(v) for v in (*view.total, view.total_dataset_wide)]], dtype=np.float64)
+        # (each distinct figure converted once; the rows take them by the view's value ids)
+        body = (np.array([safe_float(v) for v in view.value_figures], dtype=np.float64)[view.cell_ids]
+                if view.rows else np.zeros((0, len(columns))))
+        frame = pd.DataFrame(np.vstack([body, total]), columns=columns,
                              index=pd.Index([row.release for row in view.rows] + ["All releases"], name="release"))
         if not whole_dataset:
             frame = frame.drop(columns="whole dataset")
@@ -133,6 +135,20 @@ class Figures(Reading):
                            accountants={**{name: f.accountant for name, f in zip(view.variables, per_variable)},
                                         "whole dataset": wide.accountant})
         return frame
+
+    def _table_accounts(self, dataset: str, index, delta: Fraction, accountant: str | None, *, now: bool):
+        """(Tan's table of the index, its total row by accountant): what `table` with or without
+        its release rows is made from; of the ledger now, kept in the read cache, so the table
+        after its totals (a dashboard, then the table page) composes nothing again."""
+        from ..operations.shown_figures import table_accountants
+
+        def build():
+            risk = index.table(dataset, at_delta(delta))
+            return risk, table_accountants(index, risk, delta, accountant)
+
+        if not now:
+            return build()
+        return read_cache(self.engine).answer(self.engine, ("table accounts", dataset, delta, accountant), build)
 
     @kept
     def pairs(self, dataset: str | None = None, delta: object = None, *, accountant: str | None = None,

@@ -52,8 +52,8 @@ class Reading:
 
     @contextmanager
     def _indexed(self, dataset: str | None, as_of: str | datetime | None, *, subset: bool = False):
-        """(the dataset, the index of its charged releases, from the accounting rows): now, or as the ledger stood at `as_of`
-        (choices.index_as_of, the CLI's `--as-of`; its session open inside the block, where the
+        """(the dataset, the index of its charged releases, from the accounting rows): now, or as the
+        ledger stood at `as_of` (choices.index_as_of, the CLI's `--as-of`; its session open inside the block, where the
         index reads release ids). `subset`: the index answers a subset's question (`subset --as-of`)."""
         when = as_of_moment(as_of)
         if when is None:
@@ -126,6 +126,13 @@ class Reading:
         choices.pick_dataset(self._light(), dataset, field="dataset")
         with sessions.read_session(self.engine) as session:
             return release_count(session, dataset)
+
+    def head(self) -> tuple[int, str]:
+        """The ledger's state: (seq, hash) of the audit chain's last event, one indexed read. Every
+        write by any process or connection appends an event, so a new head says the ledger changed
+        (what the read cache keys its answers on)."""
+        with Session(self.engine) as session:
+            return audit_chain.last_event(session)
 
     def dates(self) -> tuple[date | None, date]:
         """(the day of the ledger's first event, today): the days an `as_of` may name, by the

@@ -21,6 +21,12 @@ def serve(
     trusted_proxy: Annotated[Optional[str], typer.Option(
         "--trusted-proxy", metavar="ADDR", help="The proxy's address: the only client whose header is "
                                                "believed (every other request gets 403).")] = None,
+    prebuild_every: Annotated[Optional[float], typer.Option(
+        "--prebuild-every", metavar="SECONDS", min=0, help="How often to check whether the ledger changed "
+                                                          "(a write from anywhere) and build the dashboard's "
+                                                          "and table's figures before a viewer asks "
+                                                          "(default: every second); 0: build them on "
+                                                          "request only.")] = None,
 ) -> None:
     """Serve the ledger to a review board: dashboard, Tan's table, subsets, releases, what-if,
     audit, downloads, and the decisions (approve, publish, retract, cancel) as the person acting.
@@ -36,4 +42,4 @@ def serve(
     open_engine().dispose()  # an existing ledger only: a mistyped path is refused, not created
     typer.echo(f"privacy-ledger serving {state.url} on http://{host}:{port}/ "
                f"({'person from ' + chosen.header if chosen.header else 'as the local user'})", err=True)
-    run_server(state.url, host, port, chosen)
+    run_server(state.url, host, port, chosen, prebuild_every)

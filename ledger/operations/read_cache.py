@@ -41,6 +41,8 @@ class ReadCache:
         self._kept: OrderedDict[tuple[int, str], OrderedDict[Hashable, Any]] = OrderedDict()
         self._building: dict[tuple[tuple[int, str], Hashable], _Building] = {}  # (head, question) being built
         self._lock = threading.Lock()
+        self.hits = 0  # questions answered from a kept answer, or by waiting for another thread's build
+        self.builds = 0  # questions built (kept or not)
 
     def __len__(self) -> int:
         with self._lock:
@@ -59,11 +61,15 @@ class ReadCache:
             if answers is not None and question in answers:
                 self._kept.move_to_end(head)
                 answers.move_to_end(question)
+                self.hits += 1
                 return answers[question]
             pending = self._building.get((head, question))
             if pending is None or pending.builder == threading.get_ident():  # (a build asking itself: builds)
                 pending, mine = None, _Building()
                 self._building[head, question] = mine
+                self.builds += 1
+            else:
+                self.hits += 1
         if pending is not None:
             return pending.result()  # (the builder's answer, or its exception)
         try:

@@ -8,7 +8,8 @@ release, each figure an epsilon at a stated delta with the conversion named (`Ba
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 from fractions import Fraction
 
 from ..accounting.spend import ALLOWANCE, CONVERSION_NAME, Spend, allowance_words
@@ -84,6 +85,10 @@ class TableView:
     total_dataset_wide: Number
     basis: Basis
     converted: bool = False  # a figure shown went through the zCDP conversion (a rho in it)
+    # the rows' figures as an array: row k's values and whole-dataset figure are
+    # value_figures[cell_ids[k]], for a reader that takes the whole matrix at once (a DataFrame)
+    value_figures: tuple[Number, ...] = field(default=(), compare=False, repr=False)
+    cell_ids: Any = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict:
         def values(numbers):
@@ -125,6 +130,7 @@ def table_view(table: RiskTable, delta: Fraction, rows: Sequence[int] | None = N
     value_epsilon = [v.own_epsilon(delta, table.allowance) for v in table.values]  # (each a release's own charge)
     epsilon_of = value_epsilon.__getitem__
     picked = list(shown)
+    ids = np.column_stack([table.cells[picked], np.asarray(table.dataset_wide)[picked]]) if picked else None
     cells = table.cells[picked].tolist() if picked else []  # (Python ints: a row is one map, not a loop)
     wide = np.asarray(table.dataset_wide)[picked].tolist() if picked else []
     rows = tuple(
@@ -145,6 +151,8 @@ def table_view(table: RiskTable, delta: Fraction, rows: Sequence[int] | None = N
         total_dataset_wide=table.total_dataset_wide.epsilon(delta, table.allowance),
         basis=basis,
         converted=converted,
+        value_figures=tuple(value_epsilon),
+        cell_ids=ids,
     )
 
 

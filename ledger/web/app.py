@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -13,7 +15,7 @@ from starlette.staticfiles import StaticFiles
 
 from .. import api
 from ..core.errors import InputErrors
-from . import decisions, pages
+from . import decisions, pages, prebuild
 from .guard import LoopbackHost, SecureHeaders
 from .people import Auth
 from .render import error_page
@@ -22,10 +24,14 @@ LOG = logging.getLogger("ledger.web")
 LOCAL = Auth()  # the default: the operating-system user, on loopback
 
 
-def create_app(url: str | None = None, auth: Auth = LOCAL, *, local_person: str | None = None) -> SecureHeaders:
+def create_app(url: str | None = None, auth: Auth = LOCAL, *, local_person: str | None = None,
+               prebuild_every: float | None = prebuild.INTERVAL) -> SecureHeaders:
     """The app serving the ledger at `url` (as --db), with `auth` deciding who acts.
-    `local_person`: the person in local mode (default: the operating-system user)."""
-    app = Starlette(debug=False, routes=[
+    `local_person`: the person in local mode (default: the operating-system user).
+    `prebuild_every`: while the app runs (its lifespan), every so many seconds it checks whether
+    the ledger changed and builds the dashboard's and table's figures of the new state
+    (prebuild.py); None: figures are built on request only."""
+    app = Starlette(debug=False, lifespan=_prebuilding(prebuild_every), routes=[
         Route("/", pages.home),
         Route("/dashboard", pages.dashboard),
         Route("/table", pages.table),
@@ -43,10 +49,28 @@ def create_app(url: str | None = None, auth: Auth = LOCAL, *, local_person: str 
         Mount("/static", StaticFiles(packages=[("ledger.web", "static")]), name="static"),
     ], exception_handlers={HTTPException: _http_error, InputErrors: _input_error, Exception: _server_error})
     app.state.ledger = api.open(url)
+    app.state.watcher = None
     app.state.auth = auth
     app.state.local_person = local_person or app.state.ledger.person.name
     app.state.local_named = local_person is not None  # (a name given to create_app: a front end's)
     return SecureHeaders(LoopbackHost(app) if auth.mode == "local" else app)
+
+
+def _prebuilding(interval: float | None):
+    """The app's lifespan: the watcher (prebuild.Watcher) from start to shutdown, when `interval`."""
+    @asynccontextmanager
+    async def lifespan(app: Starlette):
+        if interval is None:
+            yield
+            return
+        watcher = app.state.watcher = prebuild.Watcher(app.state.ledger, pages.warm, interval)
+        watcher.start()
+        try:
+            yield
+        finally:
+            await run_in_threadpool(watcher.stop)  # (waits for a build under way, off the event loop)
+
+    return lifespan
 
 
 async def _no_icon(request: Request):

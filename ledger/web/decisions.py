@@ -19,7 +19,7 @@ from .. import api
 from ..core.errors import InputErrors, Refused
 from ..reporting import write_report
 from .guard import checked_form
-from .pages import REASONED, release_page, table_page, warm_dashboard
+from .pages import REASONED, release_page, table_page, warm
 from .people import ledger_for, person_of
 from .render import page
 
@@ -42,10 +42,10 @@ async def decide(request: Request) -> Response:
 
 
 def warmed(response: Response, book: api.Ledger, dataset: str) -> Response:
-    """`response`, after which (sent, in the server's thread pool) the dashboard's figures of the
-    new state are built: the first viewer after a decision finds them built, or waits for the
-    build under way (the read cache builds a question once)."""
-    response.background = BackgroundTask(warm_dashboard, book, dataset)
+    """`response`, after which (sent, in the server's thread pool) the dashboard's and the table's
+    figures of the new state are built: the first viewer after a decision finds them built, or
+    waits for the build under way (the read cache builds a question once)."""
+    response.background = BackgroundTask(warm, book, dataset)
     return response
 
 

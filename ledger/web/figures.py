@@ -59,25 +59,28 @@ def table_view(frame, statuses: dict[str, str], sort: str | None, order: str | N
     column ("release" or a variable); unknown choices fall back to the table's own order. The total
     row is the façade's: the loss of every charged release, whatever the filter shows. `page`: which
     PAGE_ROWS of the sorted rows to show (the first page when it is not a page number). Only the
-    page's rows are built: the filter and the sort read one column each."""
+    page's rows are built: the filter and the sort read one column each. (The frame is read as
+    arrays: pandas' own selections copy its attrs, a status per release, each time.)"""
     variables = tuple(str(c) for c in frame.columns)
-    body = frame.drop(index="All releases")
-    ids = [str(rid) for rid in body.index]
+    is_total = frame.index == "All releases"
+    values = frame.to_numpy()
+    body, total_row = values[~is_total], values[is_total][0]
+    ids = [str(rid) for rid in frame.index[~is_total]]
     status_of = [statuses.get(rid, "") for rid in ids]
     chosen_status = status if status in STATUSES else ""
     kept = [k for k, s in enumerate(status_of) if s == chosen_status] if chosen_status else list(range(len(ids)))
     chosen_sort = sort if sort == "release" or sort in variables else ""
     chosen_order = "desc" if order == "desc" else "asc"
     if chosen_sort:
-        column = ids if chosen_sort == "release" else body[chosen_sort].tolist()
+        column = ids if chosen_sort == "release" else body[:, variables.index(chosen_sort)].tolist()
         kept.sort(key=column.__getitem__, reverse=chosen_order == "desc")  # (stable: ties keep the table's order)
     pages = max(1, -(-len(kept) // PAGE_ROWS))
     chosen_page = min(max(int(page), 1), pages) if page and page.isdigit() and len(page) < 10 else 1
     first = (chosen_page - 1) * PAGE_ROWS
     shown = kept[first:first + PAGE_ROWS]
-    cells = body.to_numpy()[shown].tolist() if shown else []
-    rows = tuple((ids[k], status_of[k], tuple(values)) for k, values in zip(shown, cells))
-    total = tuple(float(v) for v in frame.loc["All releases"])
+    cells = body[shown].tolist() if shown else []
+    rows = tuple((ids[k], status_of[k], tuple(row)) for k, row in zip(shown, cells))
+    total = tuple(float(v) for v in total_row)
     return TableView(variables, rows, total, chosen_sort, chosen_order, chosen_status, chosen_page, pages,
                      len(kept), first)
 

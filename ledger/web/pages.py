@@ -43,6 +43,7 @@ async def dashboard(request: Request) -> Response:
     moment = _moment(request, book)
     as_of = moment["as_of"] or None
     since = request.query_params.get("since") or None
+    _viewed(request, chosen.name)
     shown = headline(book, chosen, as_of)
     then = headline(book, chosen, since) if since else None
     changes = book.changes(since, as_of, dataset=chosen.name) if since else None
@@ -61,7 +62,7 @@ def _pack_since(since: str | None, as_of: str | None, today: str) -> str | None:
 def headline(book, chosen, as_of: str | None) -> figures.Headline:
     """The dashboard's figures as the façade answers them, now or as of `as_of` (`--as-of`'s rules)."""
     protected = book.subset(["protected"], dataset=chosen.name, as_of=as_of) if chosen.protected_names else None
-    frame = book.table(chosen.name, as_of=as_of)
+    frame = book.table(chosen.name, as_of=as_of, releases=False)  # (the totals: no release row is shown)
     return figures.Headline(protected=protected, totals=figures.totals(frame),
                             worst_variable=figures.worst_variable(frame),
                             worst_pair=figures.worst_pair(book.worst_pair(chosen.name, as_of=as_of)),
@@ -69,19 +70,30 @@ def headline(book, chosen, as_of: str | None) -> figures.Headline:
                             releases=book.release_count(chosen.name, as_of=as_of))
 
 
-def warm_dashboard(book, dataset: str) -> None:
-    """The dashboard's figures of `dataset` now, built into the read cache (after a decision); a
-    failure is logged, never shown: the decision's page is already sent, and a viewer's request
-    builds the figures again and shows its own error."""
+def warm(book, dataset: str) -> None:
+    """The figures of `dataset` now that its dashboard and table pages ask for, built into the
+    read cache (after a decision, or a write the server noticed: prebuild.py); a failure is
+    logged, never shown: nobody waits for this build, and a viewer's request builds the figures
+    again and shows its own error."""
     try:
         headline(book, book.dataset(dataset), None)
+        table_frame(book, dataset, None)
     except Exception:  # (any: nobody waits for this build but the log)
-        logging.getLogger(__name__).exception("the dashboard of %s was not built after a decision", dataset)
+        logging.getLogger(__name__).exception("the figures of %s were not built ahead of a viewer", dataset)
 
 
 async def table(request: Request) -> Response:
     book = ledger_for(request)
-    return table_page(request, book, _dataset(request, book), request.query_params)
+    chosen = _dataset(request, book)
+    _viewed(request, chosen.name)
+    return table_page(request, book, chosen, request.query_params)
+
+
+def _viewed(request: Request, dataset: str) -> None:
+    """Tell the watcher, when one runs, that `dataset`'s figures were asked for (prebuild.py)."""
+    watcher = request.app.state.watcher
+    if watcher is not None:
+        watcher.viewed(dataset)
 
 
 def table_page(request: Request, book, chosen, query, status_code: int = 200, **extra) -> Response:
@@ -90,7 +102,7 @@ def table_page(request: Request, book, chosen, query, status_code: int = 200, **
     also after a decision on a selection."""
     moment = _moment(request, book)
     moment["as_of"] = query.get("as_of") or ""
-    frame = book.table(chosen.name, as_of=moment["as_of"] or None)
+    frame = table_frame(book, chosen.name, moment["as_of"] or None)
     view = figures.table_view(frame, frame.attrs["statuses"], query.get("sort"), query.get("order"), query.get("status"),
                               query.get("page"))
     return page(request, "table.html", status_code=status_code, dataset=chosen, view=view,
@@ -98,6 +110,11 @@ def table_page(request: Request, book, chosen, query, status_code: int = 200, **
                 basis=frame.attrs.get("basis", ""), transposed=query.get("layout") == "variables",
                 accountants=frame.attrs.get("accountants", {}), outcomes=extra.pop("outcomes", None),
                 **moment, **extra)
+
+
+def table_frame(book, dataset: str, as_of: str | None):
+    """Tan's table as the table page asks the façade for it (`warm` asks the same question)."""
+    return book.table(dataset, as_of=as_of)
 
 
 async def subset(request: Request) -> Response:

@@ -46,10 +46,13 @@ def auth_from_options(host: str, auth: str | None, header: str | None, trusted_p
     return Auth("proxy-header", header.strip(), trusted_proxy)
 
 
-def serve(url: str | None, host: str, port: int, auth: Auth) -> None:
+def serve(url: str | None, host: str, port: int, auth: Auth, prebuild_every: float | None = None) -> None:
+    """uvicorn serving the app; `prebuild_every`: as create_app's (None: its default; 0: off)."""
     import uvicorn
 
     from .app import create_app
+    from .prebuild import INTERVAL
 
-    uvicorn.run(create_app(url, auth), host=host, port=port, proxy_headers=False, server_header=False,
-                log_level="info", access_log=True)
+    every = INTERVAL if prebuild_every is None else prebuild_every or None
+    uvicorn.run(create_app(url, auth, prebuild_every=every), host=host, port=port, proxy_headers=False,
+                server_header=False, log_level="info", access_log=True)

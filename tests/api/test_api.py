@@ -53,6 +53,15 @@ def test_table_is_tans_table_1(book):
     assert book.table(whole_dataset=True).loc["All releases", "whole dataset"] == 3
 
 
+def test_table_without_its_release_rows_is_its_total_row(book):
+    totals = book.table(whole_dataset=True, releases=False)
+    whole = book.table(whole_dataset=True)
+    assert list(totals.index) == ["All releases"] and totals.attrs["statuses"] == {}
+    assert totals.loc["All releases"].tolist() == whole.loc["All releases"].tolist() == [2, 1, 2, 1, 0, 3]
+    assert {k: v for k, v in totals.attrs.items() if k != "statuses"} == \
+        {k: v for k, v in whole.attrs.items() if k != "statuses"}
+
+
 def test_subset_safe_float_and_exact(book):
     loss = book.subset(["age", "sex"])
     assert loss.exact == Fraction(2) and loss.epsilon == 2.0
