@@ -5,6 +5,7 @@ spend and headroom. One function answers each question; every reader prints what
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -15,7 +16,7 @@ from ..core.errors import fail
 from ..core.numbers import safe_float
 from ..operations import choices, transactions as operations
 from ..operations.read_cache import kept
-from ..operations.table_view import table_view
+from ..operations.table_view import TableFigures, table_figures
 from ..store import configuration
 from ..store.sessions import Session
 
@@ -100,6 +101,34 @@ class Figures(Reading):
             notion=spend.notion, releases=cost.releases, accountant=shown.accountant, case=shown.case,
             accountants=found, reason=reason)
 
+    @contextmanager
+    def table_reading(self, dataset: str | None = None, delta: object = None, *, accountant: str | None = None,
+                      as_of: str | datetime | None = None, rows: int | None = None, cells: int = 0,
+                      pld: bool = False, headline: bool = True, fields: tuple[str, str] = ("dataset", "delta")):
+        """(`table_figures`' answer, the index of the charged releases it was computed from), the
+        store open inside the block: for a reader that writes every release row a chunk at a time
+        (`table --json` past a million cells)."""
+        _check_accountant(accountant, ACCOUNTANTS)
+        with self.index_rows(dataset, as_of=as_of_moment(as_of), field=fields[0]) as (chosen, index):
+            chosen_delta = choices.parse_delta(delta, chosen, field=fields[1])
+            over = len(index.releases) * max(len(index.variables), 1) > cells
+            yield table_figures(index, chosen, chosen_delta, accountant=accountant, rows=rows if over else None,
+                                pld=pld, headline=headline), index
+
+    def table_figures(self, dataset: str | None = None, delta: object = None, *, accountant: str | None = None,
+                      as_of: str | datetime | None = None, rows: int | None = None, cells: int = 0,
+                      pld: bool = False, headline: bool = True) -> TableFigures:
+        """Tan's Table 1 as every reader shows it (operations/table_view.TableFigures): the view,
+        the total row by accountant and the one shown (the smallest valid figure per column, or
+        `accountant`'s), the headline (`headline=False`: not computed), how many releases the total
+        row is over, and whether the rows are limited. `rows`: only the `rows` largest release rows
+        on the whole dataset (in recording order) when the table has more than `cells` cells
+        (releases x variables); every row when None. `pld`: the PLD figures too (information
+        only). `as_of`: as `table --as-of`. The same computation at any size, from the accounting rows."""
+        with self.table_reading(dataset, delta, accountant=accountant, as_of=as_of, rows=rows, cells=cells, pld=pld,
+                                headline=headline) as (found, _):
+            return found
+
     @kept
     def table(self, dataset: str | None = None, delta: object = None, *, whole_dataset: bool = False,
               accountant: str | None = None, as_of: str | datetime | None = None) -> pd.DataFrame:
@@ -108,18 +137,13 @@ class Figures(Reading):
         unbounded); `whole_dataset=True` adds the whole-dataset column. The total row is the
         one `table` prints: per column the smallest valid figure (or `accountant`'s).
         `df.attrs` holds the dataset, the delta, the basis the figures are stated on, the
-        accountant of each total and each release row's status. `as_of`: as `table --as-of`."""
+        accountant of each total and each release row's status. `as_of`: as `table --as-of`.
+        `table_figures` formatted as a DataFrame."""
         import pandas as pd
 
-        from ..operations.shown_figures import table_accountants
-
-        with self._indexed(dataset, as_of) as (chosen, index):
-            chosen_delta = choices.parse_delta(delta, chosen, field="delta")
-            _check_accountant(accountant, ACCOUNTANTS)
-            risk = index.table(chosen.name, at_delta(chosen_delta))
-            accounts = table_accountants(index, risk, chosen_delta, accountant)
-            view = accounts.apply(table_view(risk, chosen_delta))
-            per_variable, wide = accounts.shown()
+        found = self.table_figures(dataset, delta, accountant=accountant, as_of=as_of, headline=False)
+        view = found.shown
+        per_variable, wide = found.accounts.shown()
         rows = [[*row.values, row.dataset_wide] for row in view.rows] + [[*view.total, view.total_dataset_wide]]
         columns = [*view.variables, "whole dataset"]
         floats: dict[int, float] = {}  # (by identity: the rows repeat a few figure objects; each converted once)
@@ -128,7 +152,7 @@ class Figures(Reading):
                              index=pd.Index([row.release for row in view.rows] + ["All releases"], name="release"))
         if not whole_dataset:
             frame = frame.drop(columns="whole dataset")
-        frame.attrs.update(dataset=chosen.name, delta=None if view.basis.pure else chosen_delta,
+        frame.attrs.update(dataset=found.dataset.name, delta=None if view.basis.pure else found.delta,
                            basis=view.basis.label, statuses={row.release: row.status for row in view.rows},
                            accountants={**{name: f.accountant for name, f in zip(view.variables, per_variable)},
                                         "whole dataset": wide.accountant})

@@ -45,6 +45,7 @@ from ..accounting.charge_choice import at_delta
 from ..accounting.ledger_index import LedgerIndex
 from ..accounting.risk_table import RiskTable
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release
+from ..operations.headline import Headline, best_headline, headline  # (computed below the API)
 from ..operations.meeting_pack import (  # (computed below the API; the report shows it)
     MeetingPack,
     as_it_stood,
@@ -58,7 +59,6 @@ from .cap_section import CapEntry, CapHistoryEntry, cap_entry, cap_history
 from .certificate import Certificate, certificate, with_conversion
 from .chart_data import Pairs, Timeline
 from .chart_figures import pair_figures, timeline_of
-from .headline import Headline, headline
 from .plan_view import plans_against_actual
 from .register_section import PufferfishEntry, RegisterEntry, RegisterSummary, pufferfish_entries, register_entry
 from .risk_view import RiskTableView, cells_of_rows, largest_rows, named_family_note, risk_table, total_reasons
@@ -165,7 +165,6 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     index = charged_index_of(dataset, inputs.releases, inputs.families)
     if inputs.as_of is not None:  # the caps' running totals as the ledger stood, over the index's arrays
         inputs = replace(inputs, cap_totals={cap.name: total_from_index(cap, index) for cap in inputs.caps})
-    from .accountant_views import best_headline  # the smallest valid figures
 
     def panels() -> Pairs:
         """The pairs panel (the accountants on every pair of variables): the longest part, computed
@@ -264,7 +263,7 @@ class LargeInputs:
     index: the charged releases' `LedgerIndex` from the accounting rows (index_from_rows.index_for,
         with the accountants' events and times); table, accounts: `chunked_table.large_table` of it
         (the total row over every release, the LARGEST_LISTED largest rows) and its figures
-        as `shown_accounts` gives them (accountant_views.TableAccounts);
+        as `shown_accounts` gives them (shown_figures.TableAccounts);
     stamps: each index release's charged_from moment in seconds (charged_from_stamps);
     releases: how many the dataset has (any status); largest: the table's rows, read whole,
         with `steps` their lifecycle_steps; families_named: the families some charged release of the
@@ -307,7 +306,7 @@ def large_inputs(reading) -> LargeInputs:
     table's figures as `shown_accounts` gives them, the charged-from stamps, the audit trail as a
     function of the chain's status, the plans' view and the timeline. Called while the store is
     open (the timeline may read release ids)."""
-    from .accountant_views import TableAccounts
+    from ..operations.shown_figures import TableAccounts
     from .audit_section import AuditEntry, audit_note
     from .chart_figures import charged_from_stamps
     from .plan_view import plans_of
@@ -344,7 +343,6 @@ def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[Regist
     `entries` gives the complete register one release at a time (the CSV beside the report)."""
     dataset, index, table, delta = large.dataset, large.index, large.table, large.delta
     objective = at_delta(delta)
-    from .accountant_views import best_headline
 
     pairs = pair_figures(index, delta, objective, protected=dataset.protected_names, best=True)
     timeline = large.timeline
@@ -409,7 +407,7 @@ def shown_accounts(index: LedgerIndex, table: RiskTable, delta: Fraction):
     docs/explanation/accounting.md) and `figure_validity.best` passes over a figure that is not valid, so basic and rdp
     decide every column; the figures shown are the same."""
     from ..accounting.index_figures import table_figures
-    from .accountant_views import TableAccounts
+    from ..operations.shown_figures import TableAccounts
 
     wanted = ["basic", "rdp"] + (["pld"] if len(table.releases) <= 20_000 else [])  # as table_accountants
     per_variable, wide = table_figures(index, table, delta, wanted, invalid_pld=False)
