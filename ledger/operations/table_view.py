@@ -191,7 +191,7 @@ def table_figures(index, dataset: Dataset, delta: Fraction, *, accountant: str |
     n_rel = len(index.releases)
     kept = n_rel if rows is None else min(rows, n_rel)
     wanted = ["basic", "rdp"] + (["pld"] if pld or accountant == "pld" else [])
-    objective = at_delta(delta)
+    objective = at_delta(delta, dataset.allowance)  # (the adversary picks a release's choice by the dataset's allowance)
     risk, per_variable, wide = large_table(index, dataset.name, objective, delta, kept, wanted)
     accounts = TableAccounts(risk.variables, per_variable, wide, accountant)
     head = None

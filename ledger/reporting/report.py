@@ -46,6 +46,7 @@ from ..accounting.ledger_index import LedgerIndex
 from ..accounting.risk_table import RiskTable
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release
 from ..operations.headline import Headline, best_headline, headline  # (computed below the API)
+from ..operations.table_view import table_figures
 from ..operations.meeting_pack import (  # (computed below the API; the report shows it)
     MeetingPack,
     as_it_stood,
@@ -172,9 +173,10 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
         return pair_figures(index, inputs.delta, objective, protected=dataset.protected_names, best=True)
 
     panels_of = beside(panels)
-    table = index.table_by_arrays(dataset.name, objective)
+    # Table 1 as `table` and the façade compute it (every row; the headline below, with the pairs panel's figures)
+    found = table_figures(index, dataset, inputs.delta, headline=False)
+    table, accounts = found.table, found.accounts
     summarised = register_file is not None
-    accounts = shown_accounts(index, table, inputs.delta)
     risk = risk_table(table, inputs.delta, public=dataset.public_names, shown=accounts.shown(),
                       per_release=not summarised)
     risk = replace(risk, **total_reasons(risk, index))
@@ -263,7 +265,7 @@ class LargeInputs:
     index: the charged releases' `LedgerIndex` from the accounting rows (index_from_rows.index_for,
         with the accountants' events and times); table, accounts: `chunked_table.large_table` of it
         (the total row over every release, the LARGEST_LISTED largest rows) and its figures
-        as `shown_accounts` gives them (shown_figures.TableAccounts);
+        as `table` shows them (shown_figures.TableAccounts);
     stamps: each index release's charged_from moment in seconds (charged_from_stamps);
     releases: how many the dataset has (any status); largest: the table's rows, read whole,
         with `steps` their lifecycle_steps; families_named: the families some charged release of the
@@ -303,7 +305,7 @@ class LargeInputs:
 
 def large_inputs(reading) -> LargeInputs:
     """The LargeInputs of a large ledger's reading (operations/large_report.LargeReading): the
-    table's figures as `shown_accounts` gives them, the charged-from stamps, the audit trail as a
+    table's figures as `table` shows them, the charged-from stamps, the audit trail as a
     function of the chain's status, the plans' view and the timeline. Called while the store is
     open (the timeline may read release ids)."""
     from ..operations.shown_figures import TableAccounts
@@ -398,20 +400,6 @@ def _worst_pair(pairs: Pairs):
         best = pairs.highest[0]
         return (best.a, best.b, best.epsilon)
     return None
-
-
-def shown_accounts(index: LedgerIndex, table: RiskTable, delta: Fraction):
-    """The total row's figures as `table` shows them (shown_figures.table_accountants with no
-    accountant asked: the smallest valid figure per column), without computing PLD figures that
-    cannot be shown: the PLD is never valid (information had the plan been fixed in advance,
-    docs/explanation/accounting.md) and `figure_validity.best` passes over a figure that is not valid, so basic and rdp
-    decide every column; the figures shown are the same."""
-    from ..accounting.index_figures import table_figures
-    from ..operations.shown_figures import TableAccounts
-
-    wanted = ["basic", "rdp"] + (["pld"] if len(table.releases) <= 20_000 else [])  # as table_accountants
-    per_variable, wide = table_figures(index, table, delta, wanted, invalid_pld=False)
-    return TableAccounts(table.variables, per_variable, wide, None)
 
 
 def _headline(inputs: ReportInputs, index: LedgerIndex, objective, table: RiskTable, pairs: Pairs) -> Headline:
