@@ -263,7 +263,7 @@ class LargeInputs:
     decoded but the few listed, and no audit event read but the ones shown.
 
     index: the charged releases' `LedgerIndex` from the accounting rows (index_from_rows.index_for,
-        with the accountants' events and times); table, accounts: `chunked_table.large_table` of it
+        with the accountants' events and times); table, accounts: `table_view.table_figures` of it
         (the total row over every release, the LARGEST_LISTED largest rows) and its figures
         as `table` shows them (shown_figures.TableAccounts);
     stamps: each index release's charged_from moment in seconds (charged_from_stamps);
