@@ -9,7 +9,7 @@ paused as the command pauses it, helpers' work (the verification, the pairs pane
 - verify (full), verify since the head: `audit_verify.verify`, and `verified_head.verify_since` when the
   ledger keeps a head (0 otherwise);
 - read (gather): the release rows decoded, the events, caps and checks;
-- pairs, Table 1 (its rows and the accountants' totals), timeline, register entries, risk table: the report's steps
+- pairs, table accounts, timeline, register entries, risk table, Table 1: the report's steps
   inside `build_report` (the pairs panel runs in a forked helper in the command), and the rest
   of build_report;
 - render: the HTML template (the register's rows included).
@@ -52,10 +52,13 @@ def timed(module, name: str, label: str) -> None:
 
 
 def main(path: str) -> None:
-    for name, label in (("pair_figures", "pairs"), ("table_figures", "Table 1"),
+    from ledger.accounting import ledger_index
+
+    for name, label in (("pair_figures", "pairs"), ("shown_accounts", "table accounts"),
                         ("timeline_of", "timeline"), ("register_entry", "register entries"),
                         ("risk_table", "risk table")):
         timed(R, name, label)
+    timed(ledger_index.LedgerIndex, "table_by_arrays", "Table 1")
     engine = engines.make_engine(f"sqlite:///{path}")
     figures = {"imports": IMPORTS}
     with sessions.read_session(engine) as session:

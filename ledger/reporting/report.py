@@ -46,7 +46,6 @@ from ..accounting.ledger_index import LedgerIndex
 from ..accounting.risk_table import RiskTable
 from ..core.records import CHARGED_STATUSES, Cap, Dataset, Family, Release
 from ..operations.headline import Headline, best_headline, headline  # (computed below the API)
-from ..operations.table_view import table_figures
 from ..operations.meeting_pack import (  # (computed below the API; the report shows it)
     MeetingPack,
     as_it_stood,
@@ -173,10 +172,9 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
         return pair_figures(index, inputs.delta, objective, protected=dataset.protected_names, best=True)
 
     panels_of = beside(panels)
-    # Table 1 as `table` and the façade compute it (every row; the headline below, with the pairs panel's figures)
-    found = table_figures(index, dataset, inputs.delta, headline=False)
-    table, accounts = found.table, found.accounts
+    table = index.table_by_arrays(dataset.name, objective)
     summarised = register_file is not None
+    accounts = shown_accounts(index, table, inputs.delta)
     risk = risk_table(table, inputs.delta, public=dataset.public_names, shown=accounts.shown(),
                       per_release=not summarised)
     risk = replace(risk, **total_reasons(risk, index))
@@ -400,6 +398,21 @@ def _worst_pair(pairs: Pairs):
         best = pairs.highest[0]
         return (best.a, best.b, best.epsilon)
     return None
+
+
+def shown_accounts(index: LedgerIndex, table: RiskTable, delta: Fraction):
+    """The total row's figures as `table` shows them (table_view.table_figures with no accountant
+    asked: the smallest valid figure per column), over the whole table a report of every release
+    has in hand (its families' totals over arrays: `table_by_arrays`), without computing PLD figures
+    that cannot be shown: the PLD is never valid (information had the plan been fixed in advance,
+    docs/explanation/accounting.md) and `figure_validity.best` passes over a figure that is not valid, so basic and rdp
+    decide every column; the figures shown are the same."""
+    from ..accounting.index_figures import table_figures
+    from ..operations.shown_figures import TableAccounts
+
+    wanted = ["basic", "rdp"] + (["pld"] if len(table.releases) <= 20_000 else [])  # (marked not computed)
+    per_variable, wide = table_figures(index, table, delta, wanted, invalid_pld=False)
+    return TableAccounts(table.variables, per_variable, wide, None)
 
 
 def _headline(inputs: ReportInputs, index: LedgerIndex, objective, table: RiskTable, pairs: Pairs) -> Headline:

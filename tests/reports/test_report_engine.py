@@ -188,16 +188,17 @@ def _dataset(names):
 @given(ledger=__import__("test_engine_properties").ledgers(), adaptive=st.booleans(),
        mechanism=st.sampled_from(["laplace", "gaussian"]))
 def test_the_reports_total_row_is_the_one_table_shows(ledger, adaptive, mechanism):
-    """The total row the report and `table` show (table_view.table_figures: basic and rdp, no PLD
-    figure, which cannot be shown: no column declared in advance, docs/explanation/accounting.md)
-    is the smallest valid figure of every accountant composed over the whole table, whether
-    recorded adaptively (each release recorded after the one before was published) or declared
-    in advance."""
+    """The total row `table` shows (table_view.table_figures: basic and rdp, no PLD figure, which
+    cannot be shown: no column declared in advance, docs/explanation/accounting.md) and the
+    report's (report.shown_accounts over table_by_arrays) are the smallest valid figure of every
+    accountant composed over the whole table, whether recorded adaptively (each release recorded
+    after the one before was published) or declared in advance."""
     from dataclasses import replace
     from datetime import UTC, datetime, timedelta
 
     from ledger.core.records import Status
     from ledger.operations.table_view import table_figures
+    from ledger.reporting.report import shown_accounts
     from test_engine_properties import VARIABLES as NAMES
 
     start = datetime(2024, 1, 1, tzinfo=UTC)
@@ -210,10 +211,12 @@ def test_the_reports_total_row_is_the_one_table_shows(ledger, adaptive, mechanis
                                 mechanism=Mechanism(mechanism, parameters[mechanism]) if k % 2 else release.mechanism))
     index = LedgerIndex(NAMES, releases, ledger.families)
     expected = _whole_table_shown(index, DELTA)
-    found = table_figures(index, _dataset(NAMES), DELTA, headline=False).accounts.shown()
-    assert [f.epsilon for f in found[0]] == [f.epsilon for f in expected[0]]
-    assert [f.accountant for f in found[0]] == [f.accountant for f in expected[0]]
-    assert (found[1].epsilon, found[1].accountant) == (expected[1].epsilon, expected[1].accountant)
+    shown_by_table = table_figures(index, _dataset(NAMES), DELTA, headline=False).accounts.shown()
+    shown_by_report = shown_accounts(index, index.table_by_arrays("survey", at_delta(DELTA)), DELTA).shown()
+    for found in (shown_by_table, shown_by_report):
+        assert [f.epsilon for f in found[0]] == [f.epsilon for f in expected[0]]
+        assert [f.accountant for f in found[0]] == [f.accountant for f in expected[0]]
+        assert (found[1].epsilon, found[1].accountant) == (expected[1].epsilon, expected[1].accountant)
 
 
 def test_gaussians_show_the_running_figure_whenever_they_were_recorded(reference_filter):
