@@ -5,6 +5,7 @@ spend and headroom. One function answers each question; every reader prints what
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -14,8 +15,8 @@ from ..accounting.charge_choice import at_delta
 from ..core.errors import fail
 from ..core.numbers import safe_float
 from ..operations import choices, transactions as operations
-from ..operations.read_cache import kept, read_cache
-from ..operations.table_view import table_view
+from ..operations.read_cache import kept
+from ..operations.table_view import TableFigures, table_figures
 from ..store import configuration
 from ..store.sessions import Session
 
@@ -100,6 +101,34 @@ class Figures(Reading):
             notion=spend.notion, releases=cost.releases, accountant=shown.accountant, case=shown.case,
             accountants=found, reason=reason)
 
+    @contextmanager
+    def table_reading(self, dataset: str | None = None, delta: object = None, *, accountant: str | None = None,
+                      as_of: str | datetime | None = None, rows: int | None = None, cells: int = 0,
+                      pld: bool = False, headline: bool = True, fields: tuple[str, str] = ("dataset", "delta")):
+        """(`table_figures`' answer, the index of the charged releases it was computed from), the
+        store open inside the block: for a reader that writes every release row a chunk at a time
+        (`table --json` past a million cells)."""
+        _check_accountant(accountant, ACCOUNTANTS)
+        with self.index_rows(dataset, as_of=as_of_moment(as_of), field=fields[0]) as (chosen, index):
+            chosen_delta = choices.parse_delta(delta, chosen, field=fields[1])
+            over = len(index.releases) * max(len(index.variables), 1) > cells
+            yield table_figures(index, chosen, chosen_delta, accountant=accountant, rows=rows if over else None,
+                                pld=pld, headline=headline), index
+
+    def table_figures(self, dataset: str | None = None, delta: object = None, *, accountant: str | None = None,
+                      as_of: str | datetime | None = None, rows: int | None = None, cells: int = 0,
+                      pld: bool = False, headline: bool = True) -> TableFigures:
+        """Tan's Table 1 as every reader shows it (operations/table_view.TableFigures): the view,
+        the total row by accountant and the one shown (the smallest valid figure per column, or
+        `accountant`'s), the headline (`headline=False`: not computed), how many releases the total
+        row is over, and whether the rows are limited. `rows`: only the `rows` largest release rows
+        on the whole dataset (in recording order) when the table has more than `cells` cells
+        (releases x variables); every row when None. `pld`: the PLD figures too (information
+        only). `as_of`: as `table --as-of`. The same computation at any size, from the accounting rows."""
+        with self.table_reading(dataset, delta, accountant=accountant, as_of=as_of, rows=rows, cells=cells, pld=pld,
+                                headline=headline) as (found, _):
+            return found
+
     @kept
     def table(self, dataset: str | None = None, delta: object = None, *, whole_dataset: bool = False,
               accountant: str | None = None, as_of: str | datetime | None = None,
@@ -111,16 +140,14 @@ class Figures(Reading):
         `df.attrs` holds the dataset, the delta, the basis the figures are stated on, the
         accountant of each total and each release row's status. `as_of`: as `table --as-of`.
         `releases=False`: the total row alone (no release row made, `statuses` empty), the
-        same figures for a reader that shows only the totals."""
+        same figures for a reader that shows only the totals. `table_figures` formatted as a DataFrame."""
         import numpy as np
         import pandas as pd
 
-        with self._indexed(dataset, as_of) as (chosen, index):
-            chosen_delta = choices.parse_delta(delta, chosen, field="delta")
-            _check_accountant(accountant, ACCOUNTANTS)
-            risk, accounts = self._table_accounts(chosen.name, index, chosen_delta, accountant, now=as_of is None)
-            view = accounts.apply(table_view(risk, chosen_delta, None if releases else ()))
-            per_variable, wide = accounts.shown()
+        found = self.table_figures(dataset, delta, accountant=accountant, as_of=as_of,
+                                   rows=None if releases else 0, headline=False)
+        view = found.shown
+        per_variable, wide = found.accounts.shown()
         columns = [*view.variables, "whole dataset"]
         total = np.array([[safe_float(v) for v in (*view.total, view.total_dataset_wide)]], dtype=np.float64)
         # (each distinct figure converted once; the rows take them by the view's value ids)
@@ -130,25 +157,11 @@ class Figures(Reading):
                              index=pd.Index([row.release for row in view.rows] + ["All releases"], name="release"))
         if not whole_dataset:
             frame = frame.drop(columns="whole dataset")
-        frame.attrs.update(dataset=chosen.name, delta=None if view.basis.pure else chosen_delta,
+        frame.attrs.update(dataset=found.dataset.name, delta=None if view.basis.pure else found.delta,
                            basis=view.basis.label, statuses={row.release: row.status for row in view.rows},
                            accountants={**{name: f.accountant for name, f in zip(view.variables, per_variable)},
                                         "whole dataset": wide.accountant})
         return frame
-
-    def _table_accounts(self, dataset: str, index, delta: Fraction, accountant: str | None, *, now: bool):
-        """(Tan's table of the index, its total row by accountant): what `table` with or without
-        its release rows is made from; of the ledger now, kept in the read cache, so the table
-        after its totals (a dashboard, then the table page) composes nothing again."""
-        from ..operations.shown_figures import table_accountants
-
-        def build():
-            risk = index.table(dataset, at_delta(delta))
-            return risk, table_accountants(index, risk, delta, accountant)
-
-        if not now:
-            return build()
-        return read_cache(self.engine).answer(self.engine, ("table accounts", dataset, delta, accountant), build)
 
     @kept
     def pairs(self, dataset: str | None = None, delta: object = None, *, accountant: str | None = None,

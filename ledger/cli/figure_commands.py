@@ -1,9 +1,10 @@
 """The figures' commands: `table` (Tan's Table 1), `subset` (the loss on one subset) and `pairs`
 (the loss on every pair of variables), each the smallest valid figure of the accountants.
 
-Thin adapters (STYLE 8): the index of the charged releases comes from the façade
-(Ledger.index_rows, from the accounting rows), the figures from the operations that every
-interface shows (shown_figures, table_view), and these print them.
+Thin adapters (STYLE 8): Table 1 comes from the façade (Ledger.table_reading: its view, the
+accountants' totals, the headline), the index of the charged releases for `subset` and `pairs`
+too (Ledger.index_rows, from the accounting rows), their figures from the operations that every
+interface shows (shown_figures), and these print them.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-from contextlib import ExitStack
 from typing import Annotated, Optional
 
 import typer
@@ -25,11 +25,9 @@ from .context import as_of_json, as_of_lines, book
 from .options import AsOfOption, DatasetOption, DeltaOption, JsonOption
 
 at_delta = lazy_callable("ledger.accounting.charge_choice", "at_delta")
-headline = lazy_callable("ledger.reporting.headline", "headline")
 headline_lines = lazy_callable("ledger.reporting.headline", "text_lines")
 subset_json = lazy_callable("ledger.reporting.views", "subset_json")
 infinity_text = lazy_callable("ledger.operations.reasons", "infinity_text")
-table_view = lazy_callable("ledger.operations.table_view", "table_view")
 text_table = lazy_callable("ledger.reporting.views", "text_table")
 
 AccountantOption = Annotated[Optional[str], typer.Option(
@@ -53,75 +51,61 @@ def table(dataset: DatasetOption = None, delta: DeltaOption = None, as_json: Jso
           all_rows: Annotated[bool, typer.Option("--all", help="Print every release row, however many.")] = False,
           ) -> None:
     """The release-by-variable table (Tan, Table 1) with totals and the whole-dataset column."""
-    from ..operations.shown_figures import table_accountants
-    from ..reporting.accountant_views import best_headline, table_totals_line
+    from ..core.progress import progress
+    from ..reporting.accountant_views import table_totals_line
 
     when = parse_date(as_of, "--as-of")
-    from ..core.progress import progress
-
     _check_accountant(accountant)
-    with progress("computing the release-by-variable table"), ExitStack() as stack:
-        # the accounting rows, with the accountants' events and times; --as-of: the
-        # releases charged then, each with the status it had then (store/as_of.py)
-        chosen, index = stack.enter_context(book().index_rows(dataset, as_of=when, field="--dataset"))
-        chosen_delta = choices.parse_delta(delta, chosen)
-        n_rel = len(index.releases)
-        fits = n_rel * max(len(index.variables), 1) <= TABLE_CELL_LIMIT
-        streamed = as_json and not fits  # every row, written a chunk at a time (cli/table_json.py)
-        small = not streamed and (as_json or all_rows or fits)
-        if small:
-            risk = index.table(chosen.name, at_delta(chosen_delta))
-            view = table_view(risk, chosen_delta)
-            accounts = table_accountants(index, risk, chosen_delta, accountant, every=as_json)
-        else:
-            # a million rows is not a table anyone reads: the largest releases (by their whole-dataset
-            # cost) in recording order, and the total row over every release, computed a chunk of
-            # releases at a time
-            from ..reporting.accountant_views import TableAccounts
-            from ..operations.table_view import largest_rows
-
-            # the PLD (information only, never the figure shown) for JSON or `--accountant pld` alone,
-            # as shown_figures.table_accountants chooses
-            wanted = ["basic", "rdp"] + (["pld"] if streamed or accountant == "pld" else [])
-            risk, per_variable, wide = largest_rows(index, chosen.name, chosen_delta, TABLE_LARGEST, wanted)
-            view = table_view(risk, chosen_delta)
-            accounts = TableAccounts(risk.variables, per_variable, wide, accountant)
-            wide_ids = index.cost_ids(range(len(index.variables)))  # (every row's, kept by large_table)
-        head = headline(index, chosen, chosen_delta, at_delta(chosen_delta), risk.total, risk.total_dataset_wide)
-        head = best_headline(head, index, chosen_delta, accounts)  # the figures `subset` and `pairs` print
-        if streamed:
-            from . import table_json
-
-            def heads(start: int, stop: int) -> list[tuple[str, str, str]]:
-                releases = index.releases
-                if hasattr(releases, "prefetch"):
-                    releases.prefetch(range(start, stop))
-                found = [(r.id, r.title, r.status.value) for r in releases[start:stop]]
-                if hasattr(releases, "found"):
-                    releases.found.clear()  # (memory holds one chunk's heads)
-                return found
-
-            used = table_json.used_values(index, wide_ids)
-            document = table_json.document(view, risk, head.to_json(), accounts.to_json(), used, chosen_delta)
-            table_json.write(sys.stdout.write, document, index, wide_ids, chosen_delta, heads)
+    # past TABLE_CELL_LIMIT cells a table is not one anyone reads: the text shows the largest releases
+    # (by their whole-dataset cost) in recording order, and --json writes every row a chunk at a time
+    # (cli/table_json.py), so neither holds every row's figures; the total row is over every release
+    rows = 0 if as_json else None if all_rows else TABLE_LARGEST
+    with progress("computing the release-by-variable table"), book().table_reading(
+            dataset, delta, accountant=accountant, as_of=when, rows=rows, cells=TABLE_CELL_LIMIT, pld=as_json,
+            fields=("--dataset", "--delta")) as (found, index):
+        if as_json and found.limited:
+            _stream_json(found, index)
             return
+    view, head = found.view, found.headline
     if as_json:
-        typer.echo(json.dumps({**view.to_json(), "headline": head.to_json(), **accounts.to_json(),
-                               **({} if when is None else as_of_json(chosen.name, when))}, indent=2,
+        typer.echo(json.dumps({**view.to_json(), "headline": head.to_json(), **found.accounts.to_json(),
+                               **({} if when is None else as_of_json(found.dataset.name, when))}, indent=2,
                               ensure_ascii=False))
         return
     if when is not None:
-        for line in as_of_lines(chosen.name, when):
+        for line in as_of_lines(found.dataset.name, when):
             typer.echo(line)
-    typer.echo(f"dataset {chosen.name}: {view.basis.label}\n")
+    typer.echo(f"dataset {found.dataset.name}: {view.basis.label}\n")
     for line in headline_lines(head):
         typer.echo(line)
     typer.echo("")
-    typer.echo(text_table(accounts.apply(view)))
-    typer.echo("\n" + table_totals_line(accounts))
-    if not small:
-        typer.echo(f"\n{len(view.rows)} of {n_rel:,} release rows shown (the largest on the whole dataset); the "
-                   "total row is over every release. --all prints every row; `report --format csv` writes the table.")
+    typer.echo(text_table(found.shown))
+    typer.echo("\n" + table_totals_line(found.accounts))
+    if found.limited:
+        typer.echo(f"\n{len(view.rows)} of {found.releases:,} release rows shown (the largest on the whole dataset); "
+                   "the total row is over every release. --all prints every row; `report --format csv` writes the "
+                   "table.")
+
+
+def _stream_json(found, index) -> None:
+    """`table --json` with every release row, written a chunk at a time (cli/table_json.py): the
+    figures from the façade's answer, each row's cells from the index's chunks."""
+    from . import table_json
+
+    def heads(start: int, stop: int) -> list[tuple[str, str, str]]:
+        releases = index.releases
+        if hasattr(releases, "prefetch"):
+            releases.prefetch(range(start, stop))
+        heads = [(r.id, r.title, r.status.value) for r in releases[start:stop]]
+        if hasattr(releases, "found"):
+            releases.found.clear()  # (memory holds one chunk's heads)
+        return heads
+
+    wide_ids = index.cost_ids(range(len(index.variables)))  # (every row's, kept by large_table)
+    used = table_json.used_values(index, wide_ids)
+    document = table_json.document(found.view, found.table, found.headline.to_json(), found.accounts.to_json(), used,
+                                   found.delta)
+    table_json.write(sys.stdout.write, document, index, wide_ids, found.delta, heads)
 
 
 def _check_accountant(accountant: str | None) -> None:

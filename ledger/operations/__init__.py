@@ -8,7 +8,8 @@ recording.py       run a mechanism on data and record its release in the same st
 run_mechanisms.py  the mechanisms `run` offers: what each reads and guarantees, and how it runs
 
 What a reader is shown, computed and read here so that the façade (ledger.api) and every interface
-show the same: table_view.py (Tan's Table 1 as shown), shown_figures.py (the figure each
+show the same: table_view.py (Tan's Table 1 as shown: `table_figures`, one computation at any size), headline.py
+(the protected-subset headline), shown_figures.py (the figure each
 accountant gives and the one shown), explain.py (a figure in words), registry_record.py (a DP
 Deployments Registry record), report_inputs.py and report_reading.py (what a report is computed
 from, read from the store; report_source.py: the choice between every release and the summary,

@@ -102,7 +102,7 @@ def read_large(session, dataset: Dataset, delta: Fraction, inputs_of: Callable[[
                chain: Callable[[], ChainStatus] | None = None, generated_at: datetime | None = None,
                indexed: Callable | None = None, as_of: datetime | None = None, since: datetime | None = None):
     """`inputs_of` of the LargeReading of `dataset` (None when the rows cannot say it exactly), read
-    from the accounting rows (index_from_rows.index_for, chunked_table.large_table with the `listed` largest rows,
+    from the accounting rows (index_from_rows.index_for, table_view.table_figures with the `listed` largest rows,
     as `table` reads them at a million releases), SQL counts of the audit trail, the caps as `cap
     list` decides them, and the listed releases read whole by id (the `audit_listed` most recent events). `indexed` is called with what
     the complete register needs (the index, its whole-dataset ids, the chain's last event) once
@@ -123,7 +123,7 @@ def read_large(session, dataset: Dataset, delta: Fraction, inputs_of: Callable[[
     if state is None:
         return None
     dataset, caps, index, families = state
-    table, per_variable, wide, wide_ids = _large_table(index, dataset.name, delta, listed)
+    table, per_variable, wide, wide_ids = _large_table(index, dataset, delta, listed)
     if indexed is not None:  # what the register needs (the register's writers), given as soon as it is known
         then = index.then
         indexed(SimpleNamespace(index=index, delta=delta, wide_ids=wide_ids, families=tuple(families.values()),
@@ -168,14 +168,15 @@ def _indexed_state(session, dataset: Dataset, as_of: datetime | None):
     return dataset, caps, index, families
 
 
-def _large_table(index, dataset: str, delta: Fraction, listed: int):
-    """chunked_table.large_table of the index (the figures shown: basic and RDP; the PLD is information
-    only) and each index release's whole-dataset value id (remembered by large_table)."""
-    from ..accounting.charge_choice import at_delta
-    from ..accounting.chunked_table import large_table
+def _large_table(index, dataset: Dataset, delta: Fraction, listed: int):
+    """Table 1 of the index as `table` computes it (table_view.table_figures: the `listed` largest rows,
+    the figures shown: basic and RDP; the PLD is information only) and each index release's
+    whole-dataset value id (remembered by its computation)."""
+    from .table_view import table_figures
 
-    table, per_variable, wide = large_table(index, dataset, at_delta(delta), delta, listed, ["basic", "rdp"])
-    return table, per_variable, wide, index.cost_ids(range(len(index.variables)))
+    found = table_figures(index, dataset, delta, rows=listed, headline=False)
+    accounts = found.accounts
+    return found.table, accounts.per_variable, accounts.dataset_wide, index.cost_ids(range(len(index.variables)))
 
 
 def _cap_checks(session, dataset: str, caps, index) -> tuple:

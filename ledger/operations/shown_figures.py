@@ -68,16 +68,6 @@ class TableAccounts:
         }
 
 
-def table_accountants(index, table, delta: Fraction, accountant: str | None, every: bool = False) -> TableAccounts:
-    """The total row by accountant: basic and rdp always, pld when asked (or for JSON). The
-    default text shows the smallest valid figure, never the PLD (information only), so it
-    composes none (a figure marked not computed stands in its place)."""
-    wanted = ["basic", "rdp", "pld"]
-    per_variable, wide = index_figures.table_figures(index, table, delta, wanted,
-                                                     invalid_pld=every or accountant == "pld")
-    return TableAccounts(table.variables, per_variable, wide, accountant)
-
-
 def pair_accountants(index, delta: Fraction, accountant: str | None = None, grid=None
                      ) -> dict[tuple[str, str], tuple[dict[str, Figure], Figure]]:
     """Every pair (in `LedgerIndex.pairs()` order): its basic, rdp and pld figures and the one to

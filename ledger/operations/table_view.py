@@ -11,11 +11,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from ..accounting.spend import ALLOWANCE, CONVERSION_NAME, Spend, allowance_words
 from ..accounting.risk_table import RiskTable
 from ..core.numbers import Number, figure_fields, format_delta, fraction_text, to_json
 from ..core.lazy import lazy_module
+from ..core.records import Dataset
+
+if TYPE_CHECKING:
+    from .headline import Headline
+    from .shown_figures import TableAccounts
 
 np = lazy_module("numpy")
 
@@ -156,12 +162,49 @@ def table_view(table: RiskTable, delta: Fraction, rows: Sequence[int] | None = N
     )
 
 
-def largest_rows(index, dataset: str, delta: Fraction, shown: int, accountants: Sequence[str]):
-    """(the table with the `shown` largest release rows on the whole dataset, in recording order,
-    the named accountants' figures per variable, theirs on the whole dataset): the total row over
-    every release, computed a chunk of releases at a time (accounting/chunked_table.large_table), for a
-    ledger too large to print every row of."""
+@dataclass(frozen=True)
+class TableFigures:
+    """Tan's Table 1 as every reader shows it (`table_figures`): `view` with the total row as
+    composed (`shown`: with the accountants' choice in it), `accounts` the total row's figures by
+    accountant, `headline` (None when not asked for), `releases` the charged releases the total
+    row is over, `limited` whether `view` lists fewer rows than that; `table` the RiskTable of
+    the rows kept (its total row over every release)."""
+
+    dataset: Dataset
+    delta: Fraction
+    table: RiskTable
+    view: TableView
+    accounts: TableAccounts
+    headline: Headline | None
+    releases: int
+    limited: bool
+
+    @property
+    def shown(self) -> TableView:
+        return self.accounts.apply(self.view)
+
+
+def table_figures(index, dataset: Dataset, delta: Fraction, *, accountant: str | None = None,
+                  rows: int | None = None, pld: bool = False, headline: bool = True) -> TableFigures:
+    """Table 1 of `index` (the dataset's charged releases): the total row over every release, the
+    `rows` largest release rows on the whole dataset in recording order (every row: None), each
+    accountant's total (basic and rdp; the PLD, information only, with `pld` or asked for as
+    `accountant`) and the headline with the figures `subset` and `pairs` print. One computation
+    at any size, a chunk of releases at a time (accounting/chunked_table.large_table)."""
     from ..accounting.charge_choice import at_delta
     from ..accounting.chunked_table import large_table
+    from . import headline as headlines
+    from .shown_figures import TableAccounts
 
-    return large_table(index, dataset, at_delta(delta), delta, shown, accountants)
+    n_rel = len(index.releases)
+    kept = n_rel if rows is None else min(rows, n_rel)
+    wanted = ["basic", "rdp"] + (["pld"] if pld or accountant == "pld" else [])
+    objective = at_delta(delta, dataset.allowance)  # (the adversary picks a release's choice by the dataset's allowance)
+    risk, per_variable, wide = large_table(index, dataset.name, objective, delta, kept, wanted)
+    accounts = TableAccounts(risk.variables, per_variable, wide, accountant)
+    head = None
+    if headline:
+        head = headlines.headline(index, dataset, delta, objective, risk.total, risk.total_dataset_wide)
+        head = headlines.best_headline(head, index, delta, accounts)  # (the figures `subset` and `pairs` print)
+    return TableFigures(dataset=dataset, delta=delta, table=risk, view=table_view(risk, delta), accounts=accounts,
+                        headline=head, releases=n_rel, limited=kept < n_rel)

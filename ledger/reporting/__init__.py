@@ -6,7 +6,7 @@ and gathered below it (operations/); here they are arranged, put in words, drawn
 views.py              what the CLI and the templates show (epsilon at a stated delta, ∞)
 report.py             the report's context (build_report), assembled from its sections:
   certificate.py, risk_view.py (Tan's Table 1), cap_section.py, register_section.py, audit_section.py,
-  chart_figures.py (the figures the charts show); headline.py: the protected-subset headline
+  chart_figures.py (the figures the charts show); headline.py: the protected-subset headline in words
 accountant_views.py   the accountants' figures in words; chart_data.py, charts.py: the two charts
 registry.py           a DP Deployments Registry record as YAML
 write.py              write_report(ledger, out): a ledger's report rendered and written to a file

@@ -19,7 +19,7 @@ from ..core.records import Release
 from ..operations.report_inputs import ChainStatus, ReportInputs
 from ..operations.table_view import Basis, basis_for
 from .cap_section import CapEntry
-from .headline import Headline
+from ..operations.headline import Headline
 from .views import when_text
 
 np = lazy_module("numpy")  # imported on first use: recording never needs it
@@ -93,7 +93,7 @@ class Certificate:
 
 def certificate(inputs: ReportInputs, chain: ChainStatus, table: RiskTable,
                 charged: Sequence[Release], accounts=None) -> Certificate:
-    """`accounts`: the total row's figures by accountant (accountant_views.TableAccounts): the
+    """`accounts`: the total row's figures by accountant (shown_figures.TableAccounts): the
     Notion line names the accountants whose figures it shows."""
     wide = table.total_dataset_wide
     used = {int(i) for i in np.unique(table.cells)} | {int(i) for i in np.unique(table.dataset_wide)}

@@ -44,6 +44,7 @@ from ..accounting.charge_choice import at_delta
 from ..accounting.ledger_index import LedgerIndex
 from ..accounting.risk_table import RiskTable
 from ..core.records import CHARGED_STATUSES
+from ..operations.headline import Headline, best_headline, headline  # (computed below the API)
 from ..operations.meeting_pack import (  # (computed below the API; the report shows it)
     MeetingPack,
     as_it_stood,
@@ -58,7 +59,6 @@ from .cap_section import CapEntry, CapHistoryEntry, cap_entry, cap_history
 from .certificate import Certificate, certificate, with_conversion
 from .chart_data import Pairs, Timeline
 from .chart_figures import pair_figures, timeline_of
-from .headline import Headline, headline
 from .plan_view import plans_against_actual
 from .register_section import PufferfishEntry, RegisterEntry, RegisterSummary, pufferfish_entries, register_entry
 from .risk_view import RiskTableView, cells_of_rows, largest_rows, named_family_note, risk_table, total_reasons
@@ -165,7 +165,6 @@ def build_report(inputs: ReportInputs, *, charts: bool = True, draw: Draw = draw
     index = charged_index_of(dataset, inputs.releases, inputs.families)
     if inputs.as_of is not None:  # the caps' running totals as the ledger stood, over the index's arrays
         inputs = replace(inputs, cap_totals={cap.name: total_from_index(cap, index) for cap in inputs.caps})
-    from .accountant_views import best_headline  # the smallest valid figures
 
     def panels() -> Pairs:
         """The pairs panel (the accountants on every pair of variables): the longest part, computed
@@ -278,10 +277,10 @@ class LargeInputs:
 
 
 def large_inputs(reading: LargeReading) -> LargeInputs:
-    """The LargeInputs of a large ledger's reading: the table's figures as `shown_accounts` gives
+    """The LargeInputs of a large ledger's reading: the table's figures as `table` shows
     them, the charged-from stamps, the audit trail as a function of the chain's status, the plans'
     view and the timeline. Called while the store is open (the timeline may read release ids)."""
-    from .accountant_views import TableAccounts
+    from ..operations.shown_figures import TableAccounts
     from .audit_section import AuditEntry, audit_note
     from .chart_figures import charged_from_stamps
     from .plan_view import plans_of
@@ -315,7 +314,6 @@ def build_large_report(large: LargeInputs, entries: Callable[[], Iterator[Regist
     reading = large.reading
     dataset, index, table, delta = reading.dataset, reading.index, reading.table, reading.delta
     objective = at_delta(delta)
-    from .accountant_views import best_headline
 
     pairs = pair_figures(index, delta, objective, protected=dataset.protected_names, best=True)
     timeline = large.timeline
@@ -374,15 +372,16 @@ def _worst_pair(pairs: Pairs):
 
 
 def shown_accounts(index: LedgerIndex, table: RiskTable, delta: Fraction):
-    """The total row's figures as `table` shows them (shown_figures.table_accountants with no
-    accountant asked: the smallest valid figure per column), without computing PLD figures that
-    cannot be shown: the PLD is never valid (information had the plan been fixed in advance,
+    """The total row's figures as `table` shows them (table_view.table_figures with no accountant
+    asked: the smallest valid figure per column), over the whole table a report of every release
+    has in hand (its families' totals over arrays: `table_by_arrays`), without computing PLD figures
+    that cannot be shown: the PLD is never valid (information had the plan been fixed in advance,
     docs/explanation/accounting.md) and `figure_validity.best` passes over a figure that is not valid, so basic and rdp
     decide every column; the figures shown are the same."""
     from ..accounting.index_figures import table_figures
-    from .accountant_views import TableAccounts
+    from ..operations.shown_figures import TableAccounts
 
-    wanted = ["basic", "rdp"] + (["pld"] if len(table.releases) <= 20_000 else [])  # as table_accountants
+    wanted = ["basic", "rdp"] + (["pld"] if len(table.releases) <= 20_000 else [])  # (marked not computed)
     per_variable, wide = table_figures(index, table, delta, wanted, invalid_pld=False)
     return TableAccounts(table.variables, per_variable, wide, None)
 

@@ -171,7 +171,7 @@ def risk_table(table: RiskTable, delta: Fraction, public: Sequence[str] = (), sh
                per_release: bool = True) -> RiskTableView:
     """Tan's Table 1 (risk_table.RiskTable) as epsilons at `delta`, in column blocks. `public`:
     the variables classified public; a whole-dataset ∞ that comes from them only is neutral.
-    `shown`: the total row's figures as `table` prints them (accountant_views.TableAccounts.shown:
+    `shown`: the total row's figures as `table` prints them (shown_figures.TableAccounts.shown:
     the smallest valid figure per column); else the basic composition.
     `per_release=False` (a summarised report): the total row only, in the sparse layout, with no
     per-release rows (the complete register carries each release's cells)."""

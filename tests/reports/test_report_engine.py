@@ -167,19 +167,37 @@ def test_epsilon_floats_agree_with_spend_epsilon():
                 assert math.isclose(floats[i, j], float(exact), rel_tol=1e-12)
 
 
+def _whole_table_shown(index, delta):
+    """The total row shown, computed independently of `table_figures`: every row's cells at once
+    (index.table), every accountant composed over them, the PLD included, the smallest valid
+    figure per column."""
+    from ledger.accounting.index_figures import table_figures as whole_figures
+    from ledger.operations.shown_figures import choose
+
+    per_variable, wide = whole_figures(index, index.table("survey", at_delta(delta)), delta, ["basic", "rdp", "pld"])
+    return [choose(found, None) for found in per_variable], choose(wide, None)
+
+
+def _dataset(names):
+    from ledger.core.records import Dataset, Variable
+
+    return Dataset("survey", tuple(Variable(name) for name in names))
+
+
 @settings(max_examples=60, deadline=None)
 @given(ledger=__import__("test_engine_properties").ledgers(), adaptive=st.booleans(),
        mechanism=st.sampled_from(["laplace", "gaussian"]))
 def test_the_reports_total_row_is_the_one_table_shows(ledger, adaptive, mechanism):
-    """report.shown_accounts leaves out PLD figures that cannot be shown (no column declared in
-    advance, docs/explanation/accounting.md); the figures it shows are those of `table`'s total row
-    (shown_figures.table_accountants, every accountant), whether recorded adaptively
-    (each release recorded after the one before was published) or declared in advance."""
+    """The total row `table` shows (table_view.table_figures: basic and rdp, no PLD figure, which
+    cannot be shown: no column declared in advance, docs/explanation/accounting.md) and the
+    report's (report.shown_accounts over table_by_arrays) are the smallest valid figure of every
+    accountant composed over the whole table, whether recorded adaptively (each release recorded
+    after the one before was published) or declared in advance."""
     from dataclasses import replace
     from datetime import UTC, datetime, timedelta
 
-    from ledger.operations.shown_figures import table_accountants
     from ledger.core.records import Status
+    from ledger.operations.table_view import table_figures
     from ledger.reporting.report import shown_accounts
     from test_engine_properties import VARIABLES as NAMES
 
@@ -192,24 +210,25 @@ def test_the_reports_total_row_is_the_one_table_shows(ledger, adaptive, mechanis
                                 published_at=recorded + timedelta(hours=1) if adaptive else start + timedelta(days=99),
                                 mechanism=Mechanism(mechanism, parameters[mechanism]) if k % 2 else release.mechanism))
     index = LedgerIndex(NAMES, releases, ledger.families)
-    table = index.table_by_arrays("survey", at_delta(DELTA))
-    expected = table_accountants(index, table, DELTA, None).shown()
-    found = shown_accounts(index, table, DELTA).shown()
-    assert [f.epsilon for f in found[0]] == [f.epsilon for f in expected[0]]
-    assert [f.accountant for f in found[0]] == [f.accountant for f in expected[0]]
-    assert (found[1].epsilon, found[1].accountant) == (expected[1].epsilon, expected[1].accountant)
+    expected = _whole_table_shown(index, DELTA)
+    shown_by_table = table_figures(index, _dataset(NAMES), DELTA, headline=False).accounts.shown()
+    shown_by_report = shown_accounts(index, index.table_by_arrays("survey", at_delta(DELTA)), DELTA).shown()
+    for found in (shown_by_table, shown_by_report):
+        assert [f.epsilon for f in found[0]] == [f.epsilon for f in expected[0]]
+        assert [f.accountant for f in found[0]] == [f.accountant for f in expected[0]]
+        assert (found[1].epsilon, found[1].accountant) == (expected[1].epsilon, expected[1].accountant)
 
 
 def test_gaussians_show_the_running_figure_whenever_they_were_recorded(reference_filter):
     """Four Gaussian releases on {age} (sigma 2, sensitivity 1: rho 1/8 each), all recorded before
     any was published or each after the previous one's publication: the same figure either way,
-    the report's as `table`'s, the running figure of rho 1/2 (22 orders at delta / 44), never the
-    PLD (information only, docs/explanation/accounting.md)."""
+    the report's and `table`'s (table_view.table_figures) as every accountant's composed over the
+    whole table gives it, the running figure of rho 1/2 (22 orders at delta / 44), never the PLD
+    (information only, docs/explanation/accounting.md)."""
     from datetime import UTC, datetime, timedelta
 
-    from ledger.operations.shown_figures import table_accountants
     from ledger.core.records import Status
-    from ledger.reporting.report import shown_accounts
+    from ledger.operations.table_view import table_figures
 
     start = datetime(2024, 1, 1, tzinfo=UTC)
     shown = []
@@ -222,9 +241,8 @@ def test_gaussians_show_the_running_figure_whenever_they_were_recorded(reference
             published_at=start + timedelta(days=k, hours=1) if adaptive else start + timedelta(days=99))
             for k in range(4)]
         index = LedgerIndex(("age", "sex"), releases, ())
-        table = index.table_by_arrays("survey", at_delta(DELTA))
-        (age, sex), wide = shown_accounts(index, table, DELTA).shown()
-        (age_t, sex_t), wide_t = table_accountants(index, table, DELTA, None).shown()
+        (age, sex), wide = table_figures(index, _dataset(("age", "sex")), DELTA, headline=False).accounts.shown()
+        (age_t, sex_t), wide_t = _whole_table_shown(index, DELTA)
         assert age.accountant != "pld" and wide.accountant != "pld"
         assert (age.accountant, age.epsilon, wide.accountant, wide.epsilon) == \
             (age_t.accountant, age_t.epsilon, wide_t.accountant, wide_t.epsilon)

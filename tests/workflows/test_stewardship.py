@@ -539,7 +539,7 @@ def test_the_worst_pair_shortcut_for_an_infinite_variable_agrees_with_the_pair_g
     the O(V²) grid; the grid itself gives the same pair and figure."""
     from ledger.accounting.charge_choice import at_delta
     from ledger.accounting.ledger_index import LedgerIndex
-    from ledger.reporting.headline import headline
+    from ledger.operations.headline import headline
     from ledger.core.records import Dataset, Guarantee, Mechanism, Notion, Release, Variable
 
     names = ("p", "a", "b", "c", "d")
