@@ -132,7 +132,7 @@ class Figures(Reading):
     @kept
     def table(self, dataset: str | None = None, delta: object = None, *, whole_dataset: bool = False,
               accountant: str | None = None, as_of: str | datetime | None = None,
-              releases: bool = True) -> pd.DataFrame:
+              releases: bool = True, rows: int | None = None, cells: int = 0) -> pd.DataFrame:
         """Tan's Table 1: one row per charged release plus the total row ("All releases"),
         one column per variable (epsilon at the dataset's delta, safe floats, inf when
         unbounded); `whole_dataset=True` adds the whole-dataset column. The total row is the
@@ -140,12 +140,14 @@ class Figures(Reading):
         `df.attrs` holds the dataset, the delta, the basis the figures are stated on, the
         accountant of each total and each release row's status. `as_of`: as `table --as-of`.
         `releases=False`: the total row alone (no release row made, `statuses` empty), the
-        same figures for a reader that shows only the totals. `table_figures` formatted as a DataFrame."""
+        same figures for a reader that shows only the totals. `rows`, `cells`: as `table_figures`,
+        only the `rows` largest release rows of a table over `cells` cells (`attrs["releases"]`: how
+        many charged releases the total row is over). `table_figures` formatted as a DataFrame."""
         import numpy as np
         import pandas as pd
 
         found = self.table_figures(dataset, delta, accountant=accountant, as_of=as_of,
-                                   rows=None if releases else 0, headline=False)
+                                   rows=rows if releases else 0, cells=cells if releases else 0, headline=False)
         view = found.shown
         per_variable, wide = found.accounts.shown()
         columns = [*view.variables, "whole dataset"]
@@ -159,6 +161,7 @@ class Figures(Reading):
             frame = frame.drop(columns="whole dataset")
         frame.attrs.update(dataset=found.dataset.name, delta=None if view.basis.pure else found.delta,
                            basis=view.basis.label, statuses={row.release: row.status for row in view.rows},
+                           releases=found.releases,
                            accountants={**{name: f.accountant for name, f in zip(view.variables, per_variable)},
                                         "whole dataset": wide.accountant})
         return frame

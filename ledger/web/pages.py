@@ -108,13 +108,20 @@ def table_page(request: Request, book, chosen, query, status_code: int = 200, **
     return page(request, "table.html", status_code=status_code, dataset=chosen, view=view,
                 deciding=() if moment["as_of"] else allowed(book),
                 basis=frame.attrs.get("basis", ""), transposed=query.get("layout") == "variables",
+                charged=frame.attrs.get("releases", 0), rows_held=len(frame.index) - 1,
                 accountants=frame.attrs.get("accountants", {}), outcomes=extra.pop("outcomes", None),
                 **moment, **extra)
 
 
+TABLE_CELLS = 20_000_000  # release rows x variables the table page sorts and pages; past it, the largest
+TABLE_LARGEST = 1_000  # release rows (by their whole-dataset cost) the page holds past TABLE_CELLS
+
+
 def table_frame(book, dataset: str, as_of: str | None):
-    """Tan's table as the table page asks the façade for it (`warm` asks the same question)."""
-    return book.table(dataset, as_of=as_of)
+    """Tan's table as the table page asks the façade for it (`warm` asks the same question): every
+    release row, or past TABLE_CELLS cells the TABLE_LARGEST largest on the whole dataset, as
+    `table` prints the largest past its own bound; the total row is always over every release."""
+    return book.table(dataset, as_of=as_of, rows=TABLE_LARGEST, cells=TABLE_CELLS)
 
 
 async def subset(request: Request) -> Response:

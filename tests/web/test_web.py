@@ -193,6 +193,27 @@ def test_table_sorts_by_a_column_and_filters_by_status(book, url, local):
     assert len(page.find_all(data_release=True)) == len(book.table().index)
 
 
+def test_a_table_past_the_pages_bound_holds_the_largest_rows_and_the_whole_total(book, url, local, monkeypatch):
+    """Past TABLE_CELLS cells the page holds the TABLE_LARGEST release rows with the largest loss
+    on the whole dataset, says so, and keeps the total row over every release."""
+    from ledger.web import pages
+
+    every = book.table(whole_dataset=True)
+    monkeypatch.setattr(pages, "TABLE_CELLS", 1)
+    monkeypatch.setattr(pages, "TABLE_LARGEST", 2)
+    page = parse(local_client(url).get("/table?dataset=census").text)
+    rows = {row.attrs["data-release"]: [float(c.attrs["data-value"]) for c in row.find_all(data_value=True)]
+            for row in page.find_all(data_release=True)}
+    wide = every["whole dataset"].drop("All releases")
+    largest = sorted(wide.index, key=lambda r: -wide[r])[:2]
+    assert set(rows) == {*largest, "All releases"}
+    assert rows["All releases"] == every.drop(columns="whole dataset").loc["All releases"].tolist()
+    note = " ".join(page.find(id="largest").text.split())
+    assert "The 2 release rows" in note and f"of {len(wide)} charged releases" in note
+    monkeypatch.undo()
+    assert not parse(local.get("/table?dataset=census").text).find_all(id="largest")
+
+
 def test_a_long_table_is_paged_after_sorting(tmp_path):
     url = f"sqlite:///{tmp_path / 'long.db'}"
     book = census_ledger(url)
