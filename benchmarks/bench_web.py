@@ -47,26 +47,35 @@ TARGET_S = {10_000: 0.3, 1_000_000: 2.0}
 PICKED = ("v001", "v002", "v017")
 
 
-def pages(book) -> list[tuple[str, str, object]]:
+def pages(book, dataset: str = "survey", picked: tuple[str, ...] = PICKED, as_of: bool = True
+          ) -> list[tuple[str, str, object]]:
     """(page, its path, the façade calls of the commands that print its figures, on a ledger given:
-    a fresh one each time, as each command is a process of its own)."""
-    subset = "&".join(f"v={v}" for v in PICKED)
-    first = book.table("survey").index[0]
-    return [
-        ("dashboard", "/dashboard?dataset=survey",
-         lambda book: (book.subset(["protected"], dataset="survey"), book.table("survey"),
-                       book.pairs("survey"), book.caps("survey"))),
-        ("table", "/table?dataset=survey", lambda book: book.table("survey")),
-        ("table sorted", "/table?dataset=survey&sort=v001&order=desc", lambda book: book.table("survey")),
-        ("table by variable", "/table?dataset=survey&layout=variables", lambda book: book.table("survey")),
-        ("subset", f"/subset?dataset=survey&{subset}",
-         lambda book: (book.subset(PICKED, dataset="survey"), book.headroom(PICKED, dataset="survey"))),
+    a fresh one each time, as each command is a process of its own; `table`'s is the call the
+    command makes, `Ledger.table_figures` within its own bound on printed cells)."""
+    from ledger.cli.figure_commands import TABLE_CELL_LIMIT, TABLE_LARGEST
+
+    def table(book, **options):
+        return book.table_figures(dataset, rows=TABLE_LARGEST, cells=TABLE_CELL_LIMIT, **options)
+
+    subset = "&".join(f"v={v}" for v in picked)
+    first = table(book).view.rows[0].release
+    found = [
+        ("dashboard", f"/dashboard?dataset={dataset}",
+         lambda book: (book.subset(["protected"], dataset=dataset), table(book), book.pairs(dataset),
+                       book.caps(dataset))),
+        ("table", f"/table?dataset={dataset}", table),
+        ("table sorted", f"/table?dataset={dataset}&sort={picked[0]}&order=desc", table),
+        ("table by variable", f"/table?dataset={dataset}&layout=variables", table),
+        ("subset", f"/subset?dataset={dataset}&{subset}",
+         lambda book: (book.subset(picked, dataset=dataset), book.headroom(picked, dataset=dataset))),
         ("release", f"/release?id={first}", lambda book: (book.release(first), book.events(first))),
-        ("dashboard as of", "/dashboard?dataset=survey&as_of=2025-01-01",
-         lambda book: (book.subset(["protected"], dataset="survey", as_of="2025-01-01"),
-                       book.table("survey", as_of="2025-01-01"), book.pairs("survey", as_of="2025-01-01"),
-                       book.caps("survey", as_of="2025-01-01"))),
     ]
+    if as_of:
+        found.append(("dashboard as of", f"/dashboard?dataset={dataset}&as_of=2025-01-01",
+                      lambda book: (book.subset(["protected"], dataset=dataset, as_of="2025-01-01"),
+                                    table(book, as_of="2025-01-01"), book.pairs(dataset, as_of="2025-01-01"),
+                                    book.caps(dataset, as_of="2025-01-01"))))
+    return found
 
 
 def median_seconds(function, repeat: int) -> float:
@@ -201,6 +210,9 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=8.0)
     parser.add_argument("--viewer", default=None, help=argparse.SUPPRESS)  # (a server process of --after-write)
     parser.add_argument("--url", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--ledger", type=Path, default=None,
+                        help="a SQLite ledger file to read instead (e.g. bench_scale's 1M): its only dataset, "
+                             "its first three variables; no as-of page")
     args = parser.parse_args()
     if args.viewer:
         args.code = args.viewer
@@ -216,17 +228,22 @@ def main() -> None:
     if args.after_write:
         after_write(args, cached_report_ledger(args.variables, args.releases))
         return
-    url = f"sqlite:///{cached_report_ledger(args.variables, args.releases)}"
+    url = f"sqlite:///{args.ledger or cached_report_ledger(args.variables, args.releases)}"
     app = create_app(url, local_person="board", prebuild_every=None)
     if args.profile:
         profile(app, args.profile)
         return
     client = TestClient(app, base_url="http://127.0.0.1:8080")
     book = api.open(url)
+    chosen = book.dataset()
+    if args.ledger:
+        args.releases, args.variables = book.release_count(chosen.name), len(chosen.variable_names)
     target = TARGET_S.get(args.releases)
     print(f"{args.releases:,} releases x {args.variables} variables; median of {args.repeat}; {load_average()}")
     print(f"{'page':20s} {'first s':>8s} {'page s':>8s} {'baseline s':>11s} {'KB':>6s}  target")
-    for name, path, baseline in pages(book):
+    shown = pages(book, chosen.name, tuple(chosen.variable_names[:3]), as_of=not args.ledger) if args.ledger \
+        else pages(book)
+    for name, path, baseline in shown:
         start = time.perf_counter()
         response = client.get(path)
         first = time.perf_counter() - start
