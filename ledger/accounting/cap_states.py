@@ -131,7 +131,7 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
 
     Works on the state's own fields: only what the plan touches is decoded (a check costs the
     same whatever the history's length, and little: no event of the history is rebuilt)."""
-    from .cost_rule import family_cost, release_cost
+    from .cost_rule import family_cost
 
     events = dict(state["events"])  # (counts only grow here: no zero is ever kept)
     family_events = dict(state["families"])
@@ -148,13 +148,7 @@ def state_apply(state: dict, cap, releases: Sequence[Release], families: Mapping
         if release.family is not None and release.family in families:
             joined.setdefault(release.family, []).append(release)
             continue
-        spend = release_cost(release, cap.subset)
-        if spend.unbounded:
-            unbounded = True
-        else:
-            for event in unit_events(release, spend):
-                key = event.key
-                events[key] = int(events.get(key, 0)) + 1
+        unbounded |= _count_release(events, release, cap.subset)
     for fid, new in joined.items():
         everyone = [m for m in members.get(fid, ()) if m.status in CHARGED_STATUSES] + new
         spend = family_cost(families[fid], everyone, cap.subset)  # (0 where no member reads it)
@@ -203,8 +197,6 @@ def state_apply_chunk(state: dict, cap, chunk: ChunkEvents) -> dict:
     index's (LedgerIndex.cost_ids: c_r(U), the first-ranked covering guarantee, as
     `release_cost` gives it) and its events are the chunk's; the releases with a choice go
     through `release_cost` one by one, as in `state_apply`."""
-    from .cost_rule import release_cost
-
     index = chunk.index
     events = dict(state["events"])  # (counts only grow here: no zero is ever kept)
     unbounded = state["unbounded"]
@@ -224,13 +216,20 @@ def state_apply_chunk(state: dict, cap, chunk: ChunkEvents) -> dict:
         release = index.releases[i]
         if not cap.subset & release.reads:
             continue
-        spend = release_cost(release, cap.subset)
-        if spend.unbounded:
-            unbounded = True
-        else:
-            for event in unit_events(release, spend):
-                events[event.key] = int(events.get(event.key, 0)) + 1
+        unbounded |= _count_release(events, release, cap.subset)
     return {**state, "v": STATE_VERSION, "cap": cap_key(cap), "events": events, "unbounded": unbounded}
+
+
+def _count_release(events: dict, release: Release, subset) -> bool:
+    """Add one release's unit events on `subset` to `events`; whether its cost there is unbounded."""
+    from .cost_rule import release_cost
+
+    spend = release_cost(release, subset)
+    if spend.unbounded:
+        return True
+    for event in unit_events(release, spend):
+        events[event.key] = int(events.get(event.key, 0)) + 1
+    return False
 
 
 def _counts(values) -> list[tuple[int, int]]:
